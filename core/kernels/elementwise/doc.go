@@ -1,0 +1,2 @@
+// Package elementwise holds reference CPU kernels; see package kernels for the contracts.
+package elementwise

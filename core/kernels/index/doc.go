@@ -1,0 +1,2 @@
+// Package index holds reference CPU kernels; see package kernels for the contracts.
+package index

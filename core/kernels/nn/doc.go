@@ -1,0 +1,2 @@
+// Package nn holds reference CPU kernels; see package kernels for the contracts.
+package nn

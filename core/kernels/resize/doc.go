@@ -1,0 +1,2 @@
+// Package resize holds reference CPU kernels; see package kernels for the contracts.
+package resize

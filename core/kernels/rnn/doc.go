@@ -1,0 +1,2 @@
+// Package rnn holds reference CPU kernels; see package kernels for the contracts.
+package rnn

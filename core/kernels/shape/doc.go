@@ -1,0 +1,2 @@
+// Package shape holds reference CPU kernels; see package kernels for the contracts.
+package shape
