@@ -102,9 +102,9 @@ type Schema struct {
 	Infer     InferFunc
 }
 
-// MaxKnownOpset is the newest default-domain opset whose operator set
+// MaxKnownOpset is the newest default-domain opset whose operator set (as seen in the ONNX 1.2x test suite)
 // Switchyard knows.
-const MaxKnownOpset = 23
+const MaxKnownOpset = 28
 
 var (
 	regMu    sync.RWMutex

@@ -1,0 +1,39 @@
+// Command switchyard runs, verifies, inspects and benchmarks models on the
+// Switchyard runtime.
+//
+//	switchyard run [MODEL] [--input NAME=FILE]... [--output-dir DIR] [--json]
+//	switchyard verify [--rtol R] [--atol A] [--json] DIR...
+//	switchyard inspect MODEL
+//	switchyard bench MODEL [--runs N] [--warmup W] [--json]
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit status without printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	root := &cobra.Command{
+		Use:           "switchyard",
+		Short:         "Switchyard: an on-device inference engine",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(runCmd(), verifyCmd(), inspectCmd(), benchCmd())
+	if err := root.Execute(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "switchyard:", err)
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,192 @@
+package control
+
+import (
+	"fmt"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+func init() {
+	kernels.Register(kernels.Schema{OpType: "If", MinOpset: 1, MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: -1, Kernel: ifKernel, Infer: ifInfer})
+	kernels.Register(kernels.Schema{OpType: "Loop", MinOpset: 1, MinInputs: 2, MaxInputs: -1, MinOutputs: 1, MaxOutputs: -1, Kernel: loopKernel})
+}
+
+func scalarBool(t *graph.Tensor) (bool, bool) {
+	if t == nil || t.Len() != 1 {
+		return false, false
+	}
+	return t.Float64At(0) != 0, true
+}
+
+func ifKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	cond, ok := scalarBool(in[0])
+	if !ok {
+		return nil, kernels.Invalidf(n, "cond must hold exactly one element, got shape %v", shapeOf(in[0]))
+	}
+	branch := "else_branch"
+	if cond {
+		branch = "then_branch"
+	}
+	g := n.AttrGraph(branch)
+	if g == nil {
+		return nil, kernels.Invalidf(n, "missing %s attribute", branch)
+	}
+	if ctx.RunSubgraph == nil {
+		return nil, kernels.Unsupportedf(n, "no subgraph runner in this context")
+	}
+	if len(g.Outputs) != len(n.Outputs) {
+		return nil, kernels.Invalidf(n, "%s has %d outputs, node has %d", branch, len(g.Outputs), len(n.Outputs))
+	}
+	return ctx.RunSubgraph(ctx, g, nil)
+}
+
+func ifInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	g := n.AttrGraph("then_branch")
+	if g == nil {
+		return nil, nil
+	}
+	out := make([]graph.ValueType, len(g.Outputs))
+	for i, o := range g.Outputs {
+		out[i] = graph.ValueType{Kind: o.Type.Kind, DType: o.Type.DType}
+	}
+	return out, nil
+}
+
+func shapeOf(t *graph.Tensor) []int {
+	if t == nil {
+		return nil
+	}
+	return t.Shape
+}
+
+func loopKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	body := n.AttrGraph("body")
+	if body == nil {
+		return nil, kernels.Invalidf(n, "missing body attribute")
+	}
+	if ctx.RunSubgraph == nil {
+		return nil, kernels.Unsupportedf(n, "no subgraph runner in this context")
+	}
+	nCarried := len(in) - 2
+	if len(body.Inputs) != nCarried+2 {
+		return nil, kernels.Invalidf(n, "body takes %d inputs, loop provides %d", len(body.Inputs), nCarried+2)
+	}
+	nScan := len(body.Outputs) - 1 - nCarried
+	if nScan < 0 || len(n.Outputs) > nCarried+nScan {
+		return nil, kernels.Invalidf(n, "body has %d outputs for %d loop-carried values and %d node outputs", len(body.Outputs), nCarried, len(n.Outputs))
+	}
+	maxTrip := int64(-1)
+	if t := in[0]; t != nil {
+		if t.Len() != 1 {
+			return nil, kernels.Invalidf(n, "M must be a scalar")
+		}
+		maxTrip = t.Int64At(0)
+	}
+	cond := true
+	var condT *graph.Tensor
+	if t := in[1]; t != nil {
+		c, ok := scalarBool(t)
+		if !ok {
+			return nil, kernels.Invalidf(n, "cond must be a scalar")
+		}
+		cond, condT = c, t
+	}
+	carried := append([]*graph.Tensor{}, in[2:]...)
+	for i, t := range carried {
+		if t == nil {
+			return nil, kernels.Unsupportedf(n, "loop-carried value %d is absent (optional types are not supported)", i)
+		}
+	}
+	scans := make([][]*graph.Tensor, nScan)
+	for iter := int64(0); (maxTrip < 0 || iter < maxTrip) && cond; iter++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: stopped at iteration %d: %w", n.Label(), iter, err)
+		}
+		iterT := graph.Scalar(iter)
+		condIn := graph.Scalar(cond)
+		if condT != nil && condT.DType != graph.Bool {
+			condIn = condT
+		}
+		args := append([]*graph.Tensor{iterT, condIn}, carried...)
+		outs, err := ctx.RunSubgraph(ctx, body, args)
+		if err != nil {
+			return nil, err
+		}
+		c, ok := scalarBool(outs[0])
+		if !ok {
+			return nil, kernels.Invalidf(n, "body's cond output must be a scalar")
+		}
+		cond = c
+		copy(carried, outs[1:1+nCarried])
+		for k := 0; k < nScan; k++ {
+			s := outs[1+nCarried+k]
+			if len(scans[k]) > 0 && (scans[k][0].DType != s.DType || !graph.SameShape(scans[k][0].Shape, s.Shape)) {
+				return nil, kernels.Invalidf(n, "scan output %d changes shape from %v to %v at iteration %d", k, scans[k][0].Shape, s.Shape, iter)
+			}
+			scans[k] = append(scans[k], s)
+		}
+	}
+	res := make([]*graph.Tensor, len(n.Outputs))
+	for i := 0; i < nCarried && i < len(res); i++ {
+		res[i] = carried[i]
+	}
+	for k := 0; k < nScan && nCarried+k < len(res); k++ {
+		var elem []int
+		dt := body.Outputs[1+nCarried+k].Type.DType
+		if len(scans[k]) > 0 {
+			elem, dt = scans[k][0].Shape, scans[k][0].DType
+		} else if s, ok := body.Outputs[1+nCarried+k].Type.Shape.Ints(); ok {
+			elem = s
+		}
+		if dt == graph.Undefined {
+			dt = graph.Float32
+		}
+		shape := append([]int{len(scans[k])}, elem...)
+		t, err := ctx.New(dt, shape)
+		if err != nil {
+			return nil, err
+		}
+		off := 0
+		for _, s := range scans[k] {
+			off += copyInto(t.Data, off, s.Data)
+		}
+		res[nCarried+k] = t
+	}
+	return res, nil
+}
+
+// copyInto copies src into dst starting at element off.
+func copyInto(dst any, off int, src any) int {
+	switch d := dst.(type) {
+	case []float32:
+		return copy(d[off:], src.([]float32))
+	case []float64:
+		return copy(d[off:], src.([]float64))
+	case []graph.F16:
+		return copy(d[off:], src.([]graph.F16))
+	case []graph.BF16:
+		return copy(d[off:], src.([]graph.BF16))
+	case []int8:
+		return copy(d[off:], src.([]int8))
+	case []int16:
+		return copy(d[off:], src.([]int16))
+	case []int32:
+		return copy(d[off:], src.([]int32))
+	case []int64:
+		return copy(d[off:], src.([]int64))
+	case []uint8:
+		return copy(d[off:], src.([]uint8))
+	case []uint16:
+		return copy(d[off:], src.([]uint16))
+	case []uint32:
+		return copy(d[off:], src.([]uint32))
+	case []uint64:
+		return copy(d[off:], src.([]uint64))
+	case []bool:
+		return copy(d[off:], src.([]bool))
+	case []string:
+		return copy(d[off:], src.([]string))
+	}
+	return 0
+}

@@ -1,0 +1,417 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	rt "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// plan is a graph prepared for execution: nodes in order, the schema of
+// each, and for every value the step after which it is dead.
+type plan struct {
+	g       *graph.Graph
+	order   []*graph.Node
+	schemas []*kernels.Schema
+	opsets  []int64
+	// free[i] lists values whose last reader is step i (release after it)
+	free     [][]string
+	isOutput map[string]bool
+	produced map[string]bool
+}
+
+func (m *Model) compile(g *graph.Graph) (*plan, error) {
+	order, err := g.TopoSort()
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{g: g, order: order, isOutput: map[string]bool{}, produced: map[string]bool{}}
+	for _, o := range g.Outputs {
+		p.isOutput[o.Name] = true
+	}
+	last := map[string]int{}
+	for i, n := range order {
+		s, _ := kernels.Lookup(n.Domain, n.OpType)
+		p.schemas = append(p.schemas, s)
+		p.opsets = append(p.opsets, m.ir.OpsetVersion(n.Domain))
+		for _, in := range nodeReads(n) {
+			last[in] = i
+		}
+		for _, o := range n.Outputs {
+			if o != "" {
+				p.produced[o] = true
+				if _, ok := last[o]; !ok {
+					last[o] = i // never read: dead right after it is made
+				}
+			}
+		}
+		for _, a := range n.Attrs {
+			subs := a.Graphs
+			if a.G != nil {
+				subs = append([]*graph.Graph{a.G}, subs...)
+			}
+			for _, sg := range subs {
+				sp, err := m.compile(sg)
+				if err != nil {
+					return nil, err
+				}
+				m.subplans[sg] = sp
+			}
+		}
+	}
+	p.free = make([][]string, len(order))
+	names := make([]string, 0, len(last))
+	for v := range last {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	for _, v := range names {
+		if p.isOutput[v] || !p.produced[v] {
+			continue // outputs are returned; inputs/initializers/outer values are not ours
+		}
+		p.free[last[v]] = append(p.free[last[v]], v)
+	}
+	return p, nil
+}
+
+// nodeReads lists the values a node reads, including those its nested
+// graphs capture from enclosing scopes.
+func nodeReads(n *graph.Node) []string {
+	reads := append([]string{}, n.Inputs...)
+	for _, a := range n.Attrs {
+		subs := a.Graphs
+		if a.G != nil {
+			subs = append([]*graph.Graph{a.G}, subs...)
+		}
+		for _, sg := range subs {
+			reads = append(reads, sg.FreeVariables()...)
+		}
+	}
+	return reads
+}
+
+// scope maps value names to tensors, with enclosing graphs' scopes behind it.
+type scope struct {
+	vals   map[string]*graph.Tensor
+	parent *scope
+}
+
+func (s *scope) lookup(name string) (*graph.Tensor, bool) {
+	for c := s; c != nil; c = c.parent {
+		if t, ok := c.vals[name]; ok {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// NodeTiming is the measured time of one node in a profiled run.
+type NodeTiming struct {
+	Node     string
+	OpType   string
+	Duration time.Duration
+	Depth    int // 0 for the main graph, >0 inside If/Loop bodies
+}
+
+// RunOptions controls one Run.
+type RunOptions struct {
+	// Profile records per-node timings into Stats.Nodes.
+	Profile bool
+}
+
+// Stats describes one run.
+type Stats struct {
+	Duration    time.Duration
+	Nodes       []NodeTiming
+	Allocations int   // new buffers allocated for intermediates
+	Reuses      int   // buffers recycled by lifetime
+	PeakBytes   int64 // peak bytes of live intermediates
+}
+
+type run struct {
+	m     *Model
+	arena *arena
+	opts  RunOptions
+	stats *Stats
+	depth int
+	mu    sync.Mutex
+}
+
+// Run executes the model. inputs maps input names to tensors (an input with
+// an initializer default may be omitted). It returns every model output.
+func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
+	out, _, err := m.RunWithStats(ctx, inputs, RunOptions{})
+	return out, err
+}
+
+// RunWithStats is Run with per-run statistics and optional profiling.
+func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sig, err := m.checkInputs(inputs)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool := m.arenaPool(sig)
+	a := pool.Get().(*arena)
+	defer func() {
+		a.reset()
+		pool.Put(a)
+	}()
+	st = &Stats{}
+	r := &run{m: m, arena: a, opts: opts, stats: st}
+	start := time.Now()
+	root := &scope{vals: map[string]*graph.Tensor{}}
+	for k, v := range m.ir.Graph.Initializers {
+		root.vals[k] = v
+	}
+	for k, v := range inputs {
+		root.vals[k] = v
+	}
+	outs, err := r.exec(ctx, m.main, root)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = make(map[string]*graph.Tensor, len(outs))
+	for i, o := range m.main.g.Outputs {
+		out[o.Name] = outs[i]
+	}
+	st.Duration = time.Since(start)
+	st.Allocations, st.Reuses, st.PeakBytes = a.allocs, a.reuses, a.peak
+	return out, st, nil
+}
+
+func (m *Model) arenaPool(sig string) *sync.Pool {
+	m.arenasMu.Lock()
+	defer m.arenasMu.Unlock()
+	p, ok := m.arenas[sig]
+	if !ok {
+		if len(m.arenas) > 64 { // bound the cache for models fed many shapes
+			clear(m.arenas)
+		}
+		p = &sync.Pool{New: func() any { return newArena() }}
+		m.arenas[sig] = p
+	}
+	return p
+}
+
+// checkInputs validates the caller's inputs and returns the concrete shape
+// signature of the run.
+func (m *Model) checkInputs(inputs map[string]*graph.Tensor) (string, error) {
+	known := map[string]bool{}
+	sym := map[string]int{}
+	var sig strings.Builder
+	for _, in := range m.inputs {
+		known[in.Name] = true
+		t, ok := inputs[in.Name]
+		if !ok || t == nil {
+			if _, hasDefault := m.ir.Graph.Initializers[in.Name]; hasDefault {
+				continue
+			}
+			return "", fmt.Errorf("runtime: %w: input %q (%v) is missing", kernels.ErrInvalid, in.Name, in.Type)
+		}
+		if err := t.Check(); err != nil {
+			return "", fmt.Errorf("runtime: %w: input %q: %v", kernels.ErrInvalid, in.Name, err)
+		}
+		want := in.Type
+		if want.DType != graph.Undefined && want.DType != t.DType {
+			return "", fmt.Errorf("runtime: %w: input %q is %v, model wants %v", kernels.ErrInvalid, in.Name, t.DType, want.DType)
+		}
+		if want.Shape != nil {
+			if len(want.Shape) != len(t.Shape) {
+				return "", fmt.Errorf("runtime: %w: input %q has shape %v, model wants rank %d %v", kernels.ErrInvalid, in.Name, t.Shape, len(want.Shape), want.Shape)
+			}
+			for i, d := range want.Shape {
+				switch {
+				case d.Static() && int(d.Value) != t.Shape[i]:
+					return "", fmt.Errorf("runtime: %w: input %q has shape %v, model wants %v (dim %d)", kernels.ErrInvalid, in.Name, t.Shape, want.Shape, i)
+				case d.Param != "":
+					if v, seen := sym[d.Param]; seen && v != t.Shape[i] {
+						return "", fmt.Errorf("runtime: %w: input %q dim %d is %d but symbolic dim %q is already %d", kernels.ErrInvalid, in.Name, i, t.Shape[i], d.Param, v)
+					}
+					sym[d.Param] = t.Shape[i]
+				}
+			}
+		}
+		fmt.Fprintf(&sig, "%s%v;", t.DType, t.Shape)
+	}
+	for name := range inputs {
+		if !known[name] {
+			var names []string
+			for _, in := range m.inputs {
+				names = append(names, in.Name)
+			}
+			return "", fmt.Errorf("runtime: %w: model has no input %q (inputs: %s)", kernels.ErrInvalid, name, strings.Join(names, ", "))
+		}
+	}
+	return sig.String(), nil
+}
+
+// exec runs a plan in scope s (whose vals already hold the graph inputs)
+// and returns the graph outputs, each owned by the caller.
+func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, error) {
+	ctx = context.WithValue(ctx, scopeKey{}, s)
+	for k, v := range p.g.Initializers {
+		if _, ok := s.vals[k]; !ok {
+			s.vals[k] = v
+		}
+	}
+	for i, n := range p.order {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("runtime: stopped before %s: %w", n.Label(), err)
+		}
+		ins := make([]*graph.Tensor, len(n.Inputs))
+		for j, name := range n.Inputs {
+			if name == "" {
+				continue
+			}
+			t, ok := s.lookup(name)
+			if !ok {
+				return nil, fmt.Errorf("runtime: %s: input %q has no value", n.Label(), name)
+			}
+			ins[j] = t
+		}
+		var t0 time.Time
+		if r.opts.Profile {
+			t0 = time.Now()
+		}
+		outs, err := r.call(ctx, p.schemas[i], p.opsets[i], n, ins)
+		if err != nil {
+			return nil, err
+		}
+		if r.opts.Profile {
+			r.mu.Lock()
+			r.stats.Nodes = append(r.stats.Nodes, NodeTiming{Node: n.Name, OpType: n.OpType, Duration: time.Since(t0), Depth: r.depth})
+			r.mu.Unlock()
+		}
+		for j, name := range n.Outputs {
+			if name == "" {
+				continue
+			}
+			s.vals[name] = outs[j]
+		}
+		for _, dead := range p.free[i] {
+			if t, ok := s.vals[dead]; ok {
+				r.arena.release(t)
+			}
+		}
+	}
+	res := make([]*graph.Tensor, len(p.g.Outputs))
+	seen := map[*graph.Tensor]bool{}
+	for i, o := range p.g.Outputs {
+		t, ok := s.lookup(o.Name)
+		if !ok {
+			return nil, fmt.Errorf("runtime: output %q was not produced", o.Name)
+		}
+		// an output that is an input, initializer, outer value or a repeat
+		// of another output is copied so that callers own what they get
+		if !p.produced[o.Name] || seen[t] {
+			c, err := r.arena.Alloc(t.DType, t.Shape)
+			if err != nil {
+				return nil, err
+			}
+			graph.CopyData(c.Data, t.Data)
+			t = c
+		}
+		seen[t] = true
+		res[i] = t
+	}
+	if r.depth == 0 {
+		for _, t := range res {
+			r.arena.disown(t)
+		}
+	}
+	return res, nil
+}
+
+// call runs one kernel, turning panics into errors and checking its outputs.
+func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph.Node, ins []*graph.Tensor) (outs []*graph.Tensor, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			buf := make([]byte, 4096)
+			buf = buf[:rt.Stack(buf, false)]
+			err = fmt.Errorf("runtime: internal error in %s: %v\n%s", n.Label(), p, buf)
+		}
+	}()
+	kc := &kernels.Context{Context: ctx, Opset: opset, Alloc: r.arena, RunSubgraph: r.subgraph}
+	outs, err = s.Kernel(kc, n, ins)
+	if err != nil {
+		if strings.Contains(err.Error(), n.OpType) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: %w", n.Label(), err)
+	}
+	if len(outs) < len(n.Outputs) {
+		// trailing optional outputs may be omitted by the kernel
+		for j := len(outs); j < len(n.Outputs); j++ {
+			if n.Outputs[j] != "" {
+				return nil, fmt.Errorf("runtime: %s returned %d outputs, node needs %d", n.Label(), len(outs), len(n.Outputs))
+			}
+		}
+	}
+	for j, name := range n.Outputs {
+		if name == "" {
+			continue
+		}
+		o := outs[j]
+		if o == nil {
+			return nil, fmt.Errorf("runtime: %s produced no value for output %q", n.Label(), name)
+		}
+		if err := o.Check(); err != nil {
+			return nil, fmt.Errorf("runtime: %s output %q: %v", n.Label(), name, err)
+		}
+		// a kernel that hands back an input (or a view of one) breaks
+		// buffer recycling: copy it
+		p := dataPtr(o)
+		for _, in := range ins {
+			if in != nil && (in == o || p != 0 && p == dataPtr(in)) {
+				c, err := r.arena.Alloc(o.DType, o.Shape)
+				if err != nil {
+					return nil, err
+				}
+				graph.CopyData(c.Data, o.Data)
+				outs[j] = c
+				break
+			}
+		}
+	}
+	return outs, nil
+}
+
+// subgraph implements kernels.SubgraphRunner for If/Loop bodies.
+func (r *run) subgraph(ctx context.Context, g *graph.Graph, inputs []*graph.Tensor) ([]*graph.Tensor, error) {
+	p, ok := r.m.subplans[g]
+	if !ok {
+		return nil, errors.New("runtime: unknown subgraph (not part of the loaded model)")
+	}
+	parent, _ := ctx.Value(scopeKey{}).(*scope)
+	if parent == nil {
+		return nil, errors.New("runtime: subgraph run outside a model run")
+	}
+	if len(inputs) != len(g.Inputs) {
+		return nil, fmt.Errorf("runtime: subgraph %q takes %d inputs, got %d", g.Name, len(g.Inputs), len(inputs))
+	}
+	s := &scope{vals: map[string]*graph.Tensor{}, parent: parent}
+	for i, in := range g.Inputs {
+		s.vals[in.Name] = inputs[i]
+	}
+	r.mu.Lock()
+	r.depth++
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.depth--
+		r.mu.Unlock()
+	}()
+	return r.exec(ctx, p, s)
+}
+
+type scopeKey struct{}

@@ -1,0 +1,106 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// InferenceIssue records a node whose shape inference failed; the model may
+// still run (run-time shapes are authoritative), but tools show these.
+type InferenceIssue struct {
+	Node string
+	Err  error
+}
+
+// inferTypes runs each op's shape/type inference over the main graph, in
+// order, starting from declared input types and initializer values.
+func inferTypes(ir *graph.Model) map[string]graph.ValueType {
+	types, _ := InferTypes(ir)
+	return types
+}
+
+// InferTypes infers the type of every value of the model's main graph. It
+// returns the types and the nodes whose inference failed.
+func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) {
+	g := ir.Graph
+	types := map[string]graph.ValueType{}
+	consts := map[string]*graph.Tensor{}
+	for _, vi := range g.Inputs {
+		types[vi.Name] = vi.Type
+	}
+	for _, vi := range g.ValueInfo {
+		types[vi.Name] = vi.Type
+	}
+	for name, t := range g.Initializers {
+		types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
+		consts[name] = t
+	}
+	order, err := g.TopoSort()
+	if err != nil {
+		return types, []InferenceIssue{{Err: err}}
+	}
+	var issues []InferenceIssue
+	for _, n := range order {
+		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
+			if t := constantValue(n); t != nil {
+				consts[n.Outputs[0]] = t
+			}
+		}
+		s, ok := kernels.Lookup(n.Domain, n.OpType)
+		if !ok || s.Infer == nil {
+			continue
+		}
+		in := make([]kernels.InferInput, len(n.Inputs))
+		for i, name := range n.Inputs {
+			if name == "" {
+				continue
+			}
+			in[i] = kernels.InferInput{Type: types[name], Const: consts[name]}
+		}
+		outs, err := safeInfer(s, n, ir.OpsetVersion(n.Domain), in)
+		if err != nil {
+			issues = append(issues, InferenceIssue{Node: n.Label(), Err: err})
+			continue
+		}
+		for i, name := range n.Outputs {
+			if name == "" || i >= len(outs) {
+				continue
+			}
+			if old, ok := types[name]; ok && old.DType != graph.Undefined && outs[i].DType == graph.Undefined {
+				continue
+			}
+			types[name] = outs[i]
+		}
+	}
+	return types, issues
+}
+
+func safeInfer(s *kernels.Schema, n *graph.Node, opset int64, in []kernels.InferInput) (outs []graph.ValueType, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("shape inference panicked: %v", p)
+		}
+	}()
+	return s.Infer(n, opset, in)
+}
+
+func constantValue(n *graph.Node) *graph.Tensor {
+	if t := n.AttrTensor("value"); t != nil {
+		return t
+	}
+	if a := n.Attr("value_int"); a != nil {
+		return graph.Scalar(a.I)
+	}
+	if a := n.Attr("value_ints"); a != nil {
+		return graph.MustFromSlice([]int{len(a.Ints)}, append([]int64{}, a.Ints...))
+	}
+	if a := n.Attr("value_float"); a != nil {
+		return graph.Scalar(a.F)
+	}
+	if a := n.Attr("value_floats"); a != nil {
+		return graph.MustFromSlice([]int{len(a.Floats)}, append([]float32{}, a.Floats...))
+	}
+	return nil
+}

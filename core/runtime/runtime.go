@@ -1,0 +1,220 @@
+// Package runtime loads models and runs them: import → validate → check
+// every op is supported → infer shapes → plan → execute on the reference CPU
+// kernels.
+//
+// Contracts:
+//   - A *Model is immutable after Load and safe for concurrent Run calls.
+//   - Run checks its inputs (names, dtypes, ranks, static and symbolic dims)
+//     before executing anything, checks ctx between nodes, and never panics:
+//     a kernel panic becomes an error naming the node.
+//   - Intermediate buffers are recycled by lifetime (a buffer is reused once
+//     its value's last consumer has run); returned outputs belong to the
+//     caller and never alias model weights or inputs.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // the reference kernels
+	"github.com/switchyard-hal/switchyard/core/onnx"
+)
+
+// Options configures Load. The zero value is valid.
+type Options struct {
+	// MaxTensorBytes, when > 0, lowers the per-tensor allocation limit for
+	// this process (graph.MaxTensorBytes).
+	MaxTensorBytes int64
+}
+
+// UnsupportedError lists everything in a model Switchyard cannot run.
+type UnsupportedError struct {
+	Ops    []string // "ai.onnx:Foo(opset 13)", sorted, each once
+	Others []string // unsupported dtypes or value kinds
+}
+
+func (e *UnsupportedError) Error() string {
+	var parts []string
+	if len(e.Ops) > 0 {
+		parts = append(parts, fmt.Sprintf("unsupported ops: %s", strings.Join(e.Ops, ", ")))
+	}
+	if len(e.Others) > 0 {
+		parts = append(parts, strings.Join(e.Others, "; "))
+	}
+	return "runtime: model cannot run: " + strings.Join(parts, "; ")
+}
+
+// Unwrap makes errors.Is(err, kernels.ErrUnsupported) true.
+func (e *UnsupportedError) Unwrap() error { return kernels.ErrUnsupported }
+
+// Model is a loaded, validated model ready to Run.
+type Model struct {
+	ir       *graph.Model
+	main     *plan
+	subplans map[*graph.Graph]*plan
+	inputs   []graph.ValueInfo
+	outputs  []graph.ValueInfo
+	types    map[string]graph.ValueType // inferred types of all values of the main graph
+
+	arenasMu sync.Mutex
+	arenas   map[string]*sync.Pool // per concrete input-shape signature
+}
+
+// Load reads a model file and prepares it.
+func Load(ctx context.Context, path string, opts *Options) (*Model, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ir, err := onnx.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Prepare(ctx, ir, opts)
+}
+
+// LoadBytes decodes a serialized model and prepares it. The bytes are
+// referenced by the model's weights and must not be modified afterwards.
+func LoadBytes(ctx context.Context, data []byte, opts *Options) (*Model, error) {
+	ir, err := onnx.Decode(data, onnx.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return Prepare(ctx, ir, opts)
+}
+
+// LoadDir loads DIR/model.onnx (the ONNX test layout).
+func LoadDir(ctx context.Context, dir string, opts *Options) (*Model, error) {
+	return Load(ctx, filepath.Join(dir, "model.onnx"), opts)
+}
+
+// Prepare validates an imported model and plans its execution.
+func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.MaxTensorBytes > 0 {
+		graph.MaxTensorBytes = opts.MaxTensorBytes
+	}
+	if err := ir.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkSupported(ir); err != nil {
+		return nil, err
+	}
+	m := &Model{ir: ir, subplans: map[*graph.Graph]*plan{}, arenas: map[string]*sync.Pool{}}
+	var err error
+	if m.main, err = m.compile(ir.Graph); err != nil {
+		return nil, err
+	}
+	g := ir.Graph
+	for _, in := range g.Inputs {
+		if _, isInit := g.Initializers[in.Name]; isInit {
+			continue
+		}
+		if err := checkDeclaredSize(in); err != nil {
+			return nil, err
+		}
+		m.inputs = append(m.inputs, in)
+	}
+	m.outputs = append(m.outputs, g.Outputs...)
+	m.types = inferTypes(ir)
+	for i, o := range m.outputs {
+		if o.Type.DType == graph.Undefined {
+			m.outputs[i].Type = m.types[o.Name]
+		}
+	}
+	return m, ctx.Err()
+}
+
+// checkDeclaredSize refuses inputs whose fully static declared shape could
+// never be allocated (a hostile 10^12-element declaration).
+func checkDeclaredSize(vi graph.ValueInfo) error {
+	dims, ok := vi.Type.Shape.Ints()
+	if !ok || !vi.Type.DType.Supported() {
+		return nil
+	}
+	if _, err := graph.CheckAlloc(vi.Type.DType, dims); err != nil {
+		return fmt.Errorf("runtime: input %q declares %v%v: %w", vi.Name, vi.Type.DType, vi.Type.Shape, err)
+	}
+	return nil
+}
+
+// checkSupported walks every graph and lists all unsupported ops and types.
+func checkSupported(ir *graph.Model) error {
+	ops := map[string]bool{}
+	others := map[string]bool{}
+	var invalid []string
+	var walk func(g *graph.Graph)
+	walk = func(g *graph.Graph) {
+		for _, vi := range append(append([]graph.ValueInfo{}, g.Inputs...), g.Outputs...) {
+			if vi.Type.Kind != "" && vi.Type.Kind != "tensor" {
+				others[fmt.Sprintf("value %q has %s type", vi.Name, vi.Type.Kind)] = true
+			} else if vi.Type.DType != graph.Undefined && !vi.Type.DType.Supported() {
+				others[fmt.Sprintf("value %q has dtype %v", vi.Name, vi.Type.DType)] = true
+			}
+		}
+		for _, n := range g.Nodes {
+			opset := ir.OpsetVersion(n.Domain)
+			if err := kernels.CheckNode(n, opset); err != nil {
+				if errors.Is(err, kernels.ErrUnsupported) {
+					d := n.Domain
+					if d == "" {
+						d = "ai.onnx"
+					}
+					ops[fmt.Sprintf("%s:%s(opset %d)", d, n.OpType, opset)] = true
+				} else {
+					invalid = append(invalid, err.Error())
+				}
+			}
+			for _, a := range n.Attrs {
+				if a.G != nil {
+					walk(a.G)
+				}
+				for _, sg := range a.Graphs {
+					walk(sg)
+				}
+			}
+		}
+	}
+	walk(ir.Graph)
+	if len(ops) > 0 || len(others) > 0 {
+		e := &UnsupportedError{Ops: sortedKeys(ops), Others: sortedKeys(others)}
+		return e
+	}
+	if len(invalid) > 0 {
+		return fmt.Errorf("runtime: %w: %s", kernels.ErrInvalid, strings.Join(invalid, "; "))
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IR returns the imported model (read-only).
+func (m *Model) IR() *graph.Model { return m.ir }
+
+// Inputs lists the inputs a caller must (or, with an initializer default,
+// may) provide.
+func (m *Model) Inputs() []graph.ValueInfo { return append([]graph.ValueInfo{}, m.inputs...) }
+
+// Outputs lists the model outputs in order.
+func (m *Model) Outputs() []graph.ValueInfo { return append([]graph.ValueInfo{}, m.outputs...) }
+
+// ValueType returns the inferred type of a main-graph value.
+func (m *Model) ValueType(name string) (graph.ValueType, bool) {
+	t, ok := m.types[name]
+	return t, ok
+}
