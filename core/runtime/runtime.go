@@ -105,7 +105,7 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	if err := ir.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkSupported(ir); err != nil {
+	if err := CheckSupported(ir); err != nil {
 		return nil, err
 	}
 	m := &Model{ir: ir, subplans: map[*graph.Graph]*plan{}, arenas: map[string]*sync.Pool{}}
@@ -146,8 +146,9 @@ func checkDeclaredSize(vi graph.ValueInfo) error {
 	return nil
 }
 
-// checkSupported walks every graph and lists all unsupported ops and types.
-func checkSupported(ir *graph.Model) error {
+// CheckSupported walks every graph and lists all unsupported ops and types
+// in one *UnsupportedError (nil when everything is supported).
+func CheckSupported(ir *graph.Model) error {
 	ops := map[string]bool{}
 	others := map[string]bool{}
 	var invalid []string

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchyard-hal/switchyard/core/runtime"
+)
+
+func runOpts() runtime.RunOptions { return runtime.RunOptions{} }
+
+func benchCmd() *cobra.Command {
+	var runs, warmup int
+	var asJSON bool
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "bench MODEL [--runs N] [--warmup W] [--json]",
+		Short: "Measure a model's latency (min/median/max) and allocations per run",
+		Long: `MODEL is an .onnx file or a directory in the ONNX test layout (its
+test_data_set_0 inputs are used; other inputs get seeded random values).
+Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			m, feeds, name, err := loadModel(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			feeds, err = completeInputs(m, feeds, nil, nil, seed)
+			if err != nil {
+				return err
+			}
+			if runs < 1 {
+				return fmt.Errorf("--runs must be at least 1")
+			}
+			for i := 0; i < warmup; i++ {
+				if _, err := m.Run(ctx, feeds); err != nil {
+					return err
+				}
+			}
+			lat := make([]time.Duration, runs)
+			var ms0, ms1 goruntime.MemStats
+			goruntime.GC()
+			goruntime.ReadMemStats(&ms0)
+			for i := range lat {
+				t0 := time.Now()
+				if _, err := m.Run(ctx, feeds); err != nil {
+					return err
+				}
+				lat[i] = time.Since(t0)
+			}
+			goruntime.ReadMemStats(&ms1)
+			sorted := append([]time.Duration{}, lat...)
+			sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+			var sum time.Duration
+			for _, l := range lat {
+				sum += l
+			}
+			res := map[string]any{
+				"model":          name,
+				"runs":           runs,
+				"warmup":         warmup,
+				"threads":        goruntime.GOMAXPROCS(0),
+				"min_ms":         ms(sorted[0]),
+				"median_ms":      ms(median(sorted)),
+				"max_ms":         ms(sorted[len(sorted)-1]),
+				"mean_ms":        ms(sum / time.Duration(runs)),
+				"allocs_per_run": float64(ms1.Mallocs-ms0.Mallocs) / float64(runs),
+				"bytes_per_run":  float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(runs),
+			}
+			if asJSON {
+				return json.NewEncoder(os.Stdout).Encode(res)
+			}
+			fmt.Printf("model %s: %d runs after %d warm-up, %d threads\n", name, runs, warmup, res["threads"])
+			fmt.Printf("latency ms: min %.3f  median %.3f  max %.3f  mean %.3f\n", res["min_ms"], res["median_ms"], res["max_ms"], res["mean_ms"])
+			fmt.Printf("allocations per run: %.0f (%.1f KiB)\n", res["allocs_per_run"], res["bytes_per_run"].(float64)/1024)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&runs, "runs", 20, "measured runs")
+	cmd.Flags().IntVar(&warmup, "warmup", 3, "warm-up runs")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON line")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
+	return cmd
+}
+
+func median(sorted []time.Duration) time.Duration {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchyard-hal/switchyard/core/tensorio"
+)
+
+type outputReport struct {
+	Name   string  `json:"name"`
+	DType  string  `json:"dtype"`
+	Shape  []int   `json:"shape"`
+	Values []any   `json:"first_values"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Mean   float64 `json:"mean"`
+	NaN    int     `json:"nan_count"`
+	Inf    int     `json:"inf_count"`
+	File   string  `json:"file,omitempty"`
+}
+
+func runCmd() *cobra.Command {
+	var inputs []string
+	var outDir string
+	var asJSON bool
+	var seed uint64
+	var dimFlags []string
+	cmd := &cobra.Command{
+		Use:   "run [MODEL] [--input NAME=FILE]... [--output-dir DIR] [--json]",
+		Short: "Run a model (or the built-in demo) and print its outputs",
+		Long: `Runs MODEL (an .onnx file, or a directory in the ONNX test layout whose
+test_data_set_0 inputs are used) — or, with no MODEL, the built-in demo
+model. Inputs come from --input NAME=FILE (.npy or TensorProto .pb); any
+other input gets seeded random values (symbolic dims: --dim NAME=SIZE,
+default 1). Prints each output's name, dtype, shape, first values and
+stats; --output-dir writes each output as NAME.npy.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			t0 := time.Now()
+			m, feeds, name, err := loadModel(ctx, path)
+			if err != nil {
+				return err
+			}
+			loadTime := time.Since(t0)
+			dims, err := parseDims(dimFlags)
+			if err != nil {
+				return err
+			}
+			feeds, err = completeInputs(m, feeds, inputs, dims, seed)
+			if err != nil {
+				return err
+			}
+			t1 := time.Now()
+			outs, _, err := m.RunWithStats(ctx, feeds, runOpts())
+			if err != nil {
+				return err
+			}
+			runTime := time.Since(t1)
+			var reports []outputReport
+			for _, o := range m.Outputs() {
+				t := outs[o.Name]
+				s := statsOf(t)
+				r := outputReport{Name: o.Name, DType: t.DType.String(), Shape: t.Shape, Values: firstValues(t, 8), Min: s.Min, Max: s.Max, Mean: s.Mean, NaN: s.NaN, Inf: s.Inf}
+				if outDir != "" {
+					if err := os.MkdirAll(outDir, 0o755); err != nil {
+						return err
+					}
+					r.File = filepath.Join(outDir, safeName(o.Name)+".npy")
+					f, err := os.Create(r.File)
+					if err != nil {
+						return err
+					}
+					werr := tensorio.EncodeNPY(f, t)
+					if cerr := f.Close(); werr == nil {
+						werr = cerr
+					}
+					if werr != nil {
+						return fmt.Errorf("writing %s: %w", r.File, werr)
+					}
+				}
+				reports = append(reports, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"model": name, "load_ms": ms(loadTime), "run_ms": ms(runTime), "outputs": reports})
+			}
+			fmt.Printf("model %s: loaded in %.2f ms, ran in %.3f ms\n", name, ms(loadTime), ms(runTime))
+			for _, r := range reports {
+				fmt.Printf("%s: %s%v %v\n", r.Name, r.DType, r.Shape, r.Values)
+				fmt.Printf("  min %.6g max %.6g mean %.6g", r.Min, r.Max, r.Mean)
+				if r.NaN+r.Inf > 0 {
+					fmt.Printf(" nan %d inf %d", r.NaN, r.Inf)
+				}
+				if r.File != "" {
+					fmt.Printf(" → %s", r.File)
+				}
+				fmt.Println()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "NAME=FILE input (.npy or .pb); repeatable")
+	cmd.Flags().StringVar(&outDir, "output-dir", "", "write each output to DIR/NAME.npy")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
+	cmd.Flags().StringArrayVar(&dimFlags, "dim", nil, "NAME=SIZE for a symbolic dimension of random inputs; repeatable")
+	return cmd
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ':' || r < ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+func parseDims(flags []string) (map[string]int, error) {
+	dims := map[string]int{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		var n int
+		if _, err := fmt.Sscan(v, &n); !ok || err != nil || n < 0 {
+			return nil, fmt.Errorf("--dim %q: want NAME=SIZE", f)
+		}
+		dims[k] = n
+	}
+	return dims, nil
+}
