@@ -1,0 +1,290 @@
+package elementwise
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// builder returns the element functions for one node (reading its
+// attributes), or an error for invalid attributes.
+type builder func(n *graph.Node, opset int64) (fns, error)
+
+// register adds a one-input, one-output elementwise op.
+func register(op string, minOpset int64, types []graph.DType, boolOut bool, b builder) {
+	infer := kernels.InferFunc(kernels.SameAsInput)
+	if boolOut {
+		infer = boolInfer
+	}
+	kernels.Register(kernels.Schema{
+		OpType:    op,
+		MinOpset:  minOpset,
+		MinInputs: 1, MaxInputs: 1,
+		MinOutputs: 1, MaxOutputs: 1,
+		Types:  types,
+		Kernel: unaryKernel(b),
+		Infer:  infer,
+	})
+}
+
+func unaryKernel(b builder) kernels.Func {
+	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		var opset int64 = kernels.MaxKnownOpset
+		if ctx != nil && ctx.Opset > 0 {
+			opset = ctx.Opset
+		}
+		fs, err := b(n, opset)
+		if err != nil {
+			return nil, err
+		}
+		out, err := apply(ctx, n, kernels.Input(in, 0), fs)
+		if err != nil {
+			return nil, err
+		}
+		return []*graph.Tensor{out}, nil
+	}
+}
+
+func boolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	vt := graph.ValueType{Kind: "tensor", DType: graph.Bool}
+	if len(in) > 0 {
+		vt.Shape = in[0].Type.Shape
+	}
+	return []graph.ValueType{vt}, nil
+}
+
+var (
+	floatTypes  = kernels.FloatTypes
+	signedTypes = []graph.DType{graph.Float32, graph.Float64, graph.Float16, graph.BFloat16, graph.Int8, graph.Int16, graph.Int32, graph.Int64}
+	numTypes    = kernels.NumericTypes
+)
+
+// float-only op with a fixed function
+func fixed(f func(float64) float64) builder {
+	return func(*graph.Node, int64) (fns, error) { return fns{f: f}, nil }
+}
+
+func absI(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func signF(v float64) float64 {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
+	}
+	return v // ±0 and NaN
+}
+
+func signI(v int64) int64 {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
+	}
+	return 0
+}
+
+func reluF(v float64) float64 {
+	if v < 0 {
+		return 0
+	}
+	return v
+}
+
+func sigmoid(v float64) float64 {
+	if v >= 0 {
+		return 1 / (1 + math.Exp(-v))
+	}
+	e := math.Exp(v)
+	return e / (1 + e)
+}
+
+// softplus is log(1+exp(x)) computed without overflow.
+func softplus(v float64) float64 {
+	return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v)))
+}
+
+func softsign(v float64) float64 {
+	if math.IsInf(v, 0) {
+		return math.Copysign(1, v)
+	}
+	return v / (1 + math.Abs(v))
+}
+
+func mish(v float64) float64 {
+	if math.IsInf(v, -1) {
+		return 0 // limit of x*tanh(softplus(x)); the formula gives -Inf*0
+	}
+	return v * math.Tanh(softplus(v))
+}
+
+// clamp01 limits v to [0,1]; NaN stays NaN.
+func clamp01(v float64) float64 {
+	if v < 0 {
+		return 0
+	}
+	if v > 1 {
+		return 1
+	}
+	return v
+}
+
+func attrF(n *graph.Node, name string, def float32) float64 {
+	return float64(n.AttrFloat(name, def))
+}
+
+func init() {
+	register("Abs", 1, numTypes, false, func(*graph.Node, int64) (fns, error) {
+		return fns{f: math.Abs, i: absI, u: func(v uint64) uint64 { return v }}, nil
+	})
+	register("Neg", 1, signedTypes, false, func(*graph.Node, int64) (fns, error) {
+		return fns{f: func(v float64) float64 { return -v }, i: func(v int64) int64 { return -v }}, nil
+	})
+	register("Sign", 9, numTypes, false, func(*graph.Node, int64) (fns, error) {
+		return fns{f: signF, i: signI, u: func(v uint64) uint64 {
+			if v > 0 {
+				return 1
+			}
+			return 0
+		}}, nil
+	})
+	register("Exp", 1, floatTypes, false, fixed(math.Exp))
+	register("Log", 1, floatTypes, false, fixed(math.Log))
+	register("Sqrt", 1, floatTypes, false, fixed(math.Sqrt))
+	register("Reciprocal", 1, floatTypes, false, fixed(func(v float64) float64 { return 1 / v }))
+	register("Floor", 1, floatTypes, false, fixed(math.Floor))
+	register("Ceil", 1, floatTypes, false, fixed(math.Ceil))
+	register("Round", 11, floatTypes, false, fixed(math.RoundToEven))
+	register("Sin", 7, floatTypes, false, fixed(math.Sin))
+	register("Cos", 7, floatTypes, false, fixed(math.Cos))
+	register("Tan", 7, floatTypes, false, fixed(math.Tan))
+	register("Asin", 7, floatTypes, false, fixed(math.Asin))
+	register("Acos", 7, floatTypes, false, fixed(math.Acos))
+	register("Atan", 7, floatTypes, false, fixed(math.Atan))
+	register("Sinh", 9, floatTypes, false, fixed(math.Sinh))
+	register("Cosh", 9, floatTypes, false, fixed(math.Cosh))
+	register("Asinh", 9, floatTypes, false, fixed(math.Asinh))
+	register("Acosh", 9, floatTypes, false, fixed(math.Acosh))
+	register("Atanh", 9, floatTypes, false, fixed(math.Atanh))
+	register("Tanh", 1, floatTypes, false, fixed(math.Tanh))
+	register("Sigmoid", 1, floatTypes, false, fixed(sigmoid))
+	register("Softplus", 1, floatTypes, false, fixed(softplus))
+	register("Softsign", 1, floatTypes, false, fixed(softsign))
+	register("Mish", 18, floatTypes, false, fixed(mish))
+	// Erf accepts every numeric type; integer results truncate toward zero
+	// like a numpy astype of the float result.
+	register("Erf", 9, numTypes, false, func(*graph.Node, int64) (fns, error) {
+		return fns{
+			f: math.Erf,
+			i: func(v int64) int64 { return int64(math.Erf(float64(v))) },
+			u: func(v uint64) uint64 { return uint64(math.Erf(float64(v))) },
+		}, nil
+	})
+	register("Not", 1, []graph.DType{graph.Bool}, false, func(*graph.Node, int64) (fns, error) {
+		return fns{b: func(v bool) bool { return !v }}, nil
+	})
+	register("Relu", 1, signedTypes, false, func(*graph.Node, int64) (fns, error) {
+		return fns{f: reluF, i: func(v int64) int64 { return max(v, 0) }}, nil
+	})
+	register("LeakyRelu", 1, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+		alpha := attrF(n, "alpha", 0.01)
+		return fns{f: func(v float64) float64 {
+			if v < 0 {
+				return alpha * v
+			}
+			return v
+		}}, nil
+	})
+	register("Elu", 1, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+		alpha := attrF(n, "alpha", 1)
+		return fns{f: func(v float64) float64 {
+			if v < 0 {
+				return alpha * math.Expm1(v)
+			}
+			return v
+		}}, nil
+	})
+	register("Selu", 1, floatTypes, false, func(n *graph.Node, opset int64) (fns, error) {
+		da, dg := float32(1.67326319217681884765625), float32(1.05070102214813232421875)
+		if opset < 6 {
+			da, dg = 1.6732, 1.0507
+		}
+		alpha, gamma := attrF(n, "alpha", da), attrF(n, "gamma", dg)
+		return fns{f: func(v float64) float64 {
+			if v > 0 {
+				return gamma * v
+			}
+			return gamma * alpha * math.Expm1(v)
+		}}, nil
+	})
+	register("Celu", 12, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+		alpha := attrF(n, "alpha", 1)
+		if alpha == 0 {
+			return fns{}, kernels.Invalidf(n, "alpha must be non-zero")
+		}
+		return fns{f: func(v float64) float64 {
+			return math.Max(0, v) + math.Min(0, alpha*math.Expm1(v/alpha))
+		}}, nil
+	})
+	register("HardSigmoid", 1, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+		alpha, beta := attrF(n, "alpha", 0.2), attrF(n, "beta", 0.5)
+		return fns{f: func(v float64) float64 { return clamp01(alpha*v + beta) }}, nil
+	})
+	register("HardSwish", 14, floatTypes, false, func(*graph.Node, int64) (fns, error) {
+		return fns{f: func(v float64) float64 {
+			h := clamp01(v/6 + 0.5)
+			if h == 0 {
+				return 0 // also the limit at -Inf, where v*h is NaN
+			}
+			return v * h
+		}}, nil
+	})
+	register("ThresholdedRelu", 10, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+		alpha := attrF(n, "alpha", 1)
+		return fns{f: func(v float64) float64 {
+			if v > alpha {
+				return v
+			}
+			return 0
+		}}, nil
+	})
+	register("Gelu", 20, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+		switch a := n.AttrString("approximate", "none"); a {
+		case "none":
+			return fns{f: func(v float64) float64 {
+				if math.IsInf(v, -1) {
+					return 0
+				}
+				// 0.5*x*(1+erf(x/√2)), with erfc avoiding cancellation for x<0
+				return 0.5 * v * math.Erfc(-v/math.Sqrt2)
+			}}, nil
+		case "tanh":
+			k := math.Sqrt(2 / math.Pi)
+			return fns{f: func(v float64) float64 {
+				if math.IsInf(v, -1) {
+					return 0
+				}
+				return 0.5 * v * (1 + math.Tanh(k*(v+0.044715*v*v*v)))
+			}}, nil
+		default:
+			return fns{}, kernels.Invalidf(n, "approximate must be \"none\" or \"tanh\", got %q", a)
+		}
+	})
+	register("IsNaN", 9, floatTypes, true, func(*graph.Node, int64) (fns, error) {
+		return fns{pred: math.IsNaN}, nil
+	})
+	register("IsInf", 10, floatTypes, true, func(n *graph.Node, _ int64) (fns, error) {
+		pos, neg := n.AttrInt("detect_positive", 1) != 0, n.AttrInt("detect_negative", 1) != 0
+		return fns{pred: func(v float64) bool {
+			return (pos && math.IsInf(v, 1)) || (neg && math.IsInf(v, -1))
+		}}, nil
+	})
+}
