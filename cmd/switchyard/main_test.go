@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/demo"
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/onnx"
+	"github.com/switchyard-hal/switchyard/core/tensorio"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "switchyard-cli")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "switchyard")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func sy(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), code
+}
+
+// testDir writes an ONNX-test-layout directory for the demo model with the
+// given expected output.
+func testDir(t *testing.T, root, name string, want *graph.Tensor) string {
+	t.Helper()
+	dir := filepath.Join(root, name)
+	set := filepath.Join(dir, "test_data_set_0")
+	if err := os.MkdirAll(set, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "model.onnx"), demo.Bytes(), 0o644))
+	must(t, os.WriteFile(filepath.Join(set, "input_0.pb"), onnx.EncodeTensor(demo.InputName, demo.Input()), 0o644))
+	must(t, os.WriteFile(filepath.Join(set, "output_0.pb"), onnx.EncodeTensor(demo.OutputName, want), 0o644))
+	return dir
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunDemo(t *testing.T) {
+	out, code := sy(t, "run")
+	if code != 0 || !strings.Contains(out, "probabilities: float32[1 10]") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestRunJSONAndOutputDir(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.npy")
+	f, err := os.Create(in)
+	must(t, err)
+	must(t, tensorio.EncodeNPY(f, demo.Input()))
+	f.Close()
+	model := filepath.Join(dir, "demo.onnx")
+	must(t, os.WriteFile(model, demo.Bytes(), 0o644))
+	out, code := sy(t, "run", model, "--input", demo.InputName+"="+in, "--output-dir", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var res struct {
+		Outputs []struct {
+			Name  string
+			Shape []int
+			Min   float64
+			Max   float64
+		}
+	}
+	must(t, json.Unmarshal([]byte(out), &res))
+	if len(res.Outputs) != 1 || res.Outputs[0].Name != demo.OutputName || res.Outputs[0].Max > 1 || res.Outputs[0].Min < 0 {
+		t.Fatalf("%+v", res)
+	}
+	p, err := tensorio.ReadFile(filepath.Join(dir, demo.OutputName+".npy"))
+	must(t, err)
+	sum := 0.0
+	for _, v := range graph.Data[float32](p) {
+		sum += float64(v)
+	}
+	if sum < 0.999 || sum > 1.001 {
+		t.Errorf("softmax output sums to %g", sum)
+	}
+	if out, code := sy(t, "run", model, "--input", "nope="+in); code == 0 || !strings.Contains(out, `no input "nope"`) {
+		t.Errorf("unknown input: exit %d %s", code, out)
+	}
+}
+
+func TestVerifyLinesAndExitStatus(t *testing.T) {
+	root := t.TempDir()
+	dir, _ := os.MkdirTemp(root, "")
+	p := filepath.Join(dir, "p.npy")
+	out, code := sy(t, "run", "--output-dir", dir)
+	if code != 0 {
+		t.Fatal(out)
+	}
+	want, err := tensorio.ReadFile(filepath.Join(dir, demo.OutputName+".npy"))
+	must(t, err)
+	_ = p
+	good := testDir(t, root, "test_good", want)
+	wrong := want.Clone()
+	graph.Data[float32](wrong)[3] += 0.5
+	bad := testDir(t, root, "test_bad", wrong)
+	unsup := testDir(t, root, "test_unsupported", want)
+	m := demo.Model()
+	m.Graph.Nodes[1].OpType = "FancyRelu"
+	must(t, os.WriteFile(filepath.Join(unsup, "model.onnx"), onnx.Encode(m), 0o644))
+
+	out, code = sy(t, "verify", good)
+	if code != 0 || !strings.HasSuffix(out, "ok test_good\n1 passed, 0 failed, 0 skipped\n") {
+		t.Fatalf("good: exit %d:\n%s", code, out)
+	}
+	out, code = sy(t, "verify", good, bad, unsup, "--atol", "1e-6")
+	if code != 1 {
+		t.Errorf("exit %d with a failure", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || lines[3] != "1 passed, 1 failed, 1 skipped" {
+		t.Fatalf("output:\n%s", out)
+	}
+	if !strings.HasPrefix(lines[1], "FAIL test_bad: ") || !strings.Contains(lines[1], "element [0 3]") || !strings.Contains(lines[1], "got") {
+		t.Errorf("fail line: %s", lines[1])
+	}
+	if !strings.HasPrefix(lines[2], "skip test_unsupported: ") || !strings.Contains(lines[2], "FancyRelu") {
+		t.Errorf("skip line: %s", lines[2])
+	}
+}
+
+func TestInspectAndBench(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "demo.onnx")
+	must(t, os.WriteFile(model, demo.Bytes(), 0o644))
+	out, code := sy(t, "inspect", model)
+	for _, want := range []string{"opsets: ai.onnx 17", "image: float32[batch,1,28,28]", "Conv", "unsupported: none"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, out)
+		}
+	}
+	out, code = sy(t, "bench", model, "--runs", "3", "--warmup", "1", "--json")
+	var res map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["median_ms"] == nil || res["allocs_per_run"] == nil {
+		t.Fatalf("bench: exit %d %s", code, out)
+	}
+}

@@ -1,0 +1,323 @@
+package index
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// ---- element movement, independent of the element type ----
+
+func takeSeqT[T any](dst, src []T, f func(i int) int) {
+	for i := range dst {
+		if j := f(i); j >= 0 {
+			dst[i] = src[j]
+		}
+	}
+}
+
+// takeSeq sets dst[i] = src[f(i)] for every i in ascending order; where f
+// returns a negative index dst[i] is left unchanged. dst and src must hold
+// the same Go slice type (checked by the callers through their dtypes).
+func takeSeq(dst, src any, f func(i int) int) {
+	switch d := dst.(type) {
+	case []float32:
+		takeSeqT(d, src.([]float32), f)
+	case []float64:
+		takeSeqT(d, src.([]float64), f)
+	case []graph.F16:
+		takeSeqT(d, src.([]graph.F16), f)
+	case []graph.BF16:
+		takeSeqT(d, src.([]graph.BF16), f)
+	case []int8:
+		takeSeqT(d, src.([]int8), f)
+	case []int16:
+		takeSeqT(d, src.([]int16), f)
+	case []int32:
+		takeSeqT(d, src.([]int32), f)
+	case []int64:
+		takeSeqT(d, src.([]int64), f)
+	case []uint8:
+		takeSeqT(d, src.([]uint8), f)
+	case []uint16:
+		takeSeqT(d, src.([]uint16), f)
+	case []uint32:
+		takeSeqT(d, src.([]uint32), f)
+	case []uint64:
+		takeSeqT(d, src.([]uint64), f)
+	case []bool:
+		takeSeqT(d, src.([]bool), f)
+	case []string:
+		takeSeqT(d, src.([]string), f)
+	}
+}
+
+// sub returns x[lo:hi] for any tensor data slice.
+func sub(x any, lo, hi int) any {
+	switch d := x.(type) {
+	case []float32:
+		return d[lo:hi]
+	case []float64:
+		return d[lo:hi]
+	case []graph.F16:
+		return d[lo:hi]
+	case []graph.BF16:
+		return d[lo:hi]
+	case []int8:
+		return d[lo:hi]
+	case []int16:
+		return d[lo:hi]
+	case []int32:
+		return d[lo:hi]
+	case []int64:
+		return d[lo:hi]
+	case []uint8:
+		return d[lo:hi]
+	case []uint16:
+		return d[lo:hi]
+	case []uint32:
+		return d[lo:hi]
+	case []uint64:
+		return d[lo:hi]
+	case []bool:
+		return d[lo:hi]
+	case []string:
+		return d[lo:hi]
+	}
+	return nil
+}
+
+// copyRange copies n elements from src[so:] to dst[do:].
+func copyRange(dst any, do int, src any, so, n int) {
+	if n <= 0 {
+		return
+	}
+	graph.CopyData(sub(dst, do, do+n), sub(src, so, so+n))
+}
+
+// fillFrom sets every element of dst to src[j].
+func fillFrom(dst, src any, j int) {
+	takeSeq(dst, src, func(int) int { return j })
+}
+
+// ---- input validation ----
+
+func checkTensor(n *graph.Node, t *graph.Tensor, what string) error {
+	if t == nil {
+		return kernels.Invalidf(n, "missing input %s", what)
+	}
+	if err := t.Check(); err != nil {
+		return kernels.Invalidf(n, "input %s: %v", what, err)
+	}
+	return nil
+}
+
+// indexValues returns an integer tensor's values as int64 (indices, axes,
+// pads…); floats, bool and string are refused.
+func indexValues(n *graph.Node, t *graph.Tensor, what string) ([]int64, error) {
+	if err := checkTensor(n, t, what); err != nil {
+		return nil, err
+	}
+	if !t.DType.IsInteger() {
+		return nil, kernels.Invalidf(n, "%s must be an integer tensor, got %v", what, t.DType)
+	}
+	return t.Int64s(), nil
+}
+
+// normIndex maps a possibly negative index into [0, dim) or reports it.
+func normIndex(n *graph.Node, v int64, dim int, what string) (int, error) {
+	if v < -int64(dim) || v >= int64(dim) {
+		return 0, kernels.Invalidf(n, "%s index %d is out of range [%d, %d)", what, v, -dim, dim)
+	}
+	if v < 0 {
+		v += int64(dim)
+	}
+	return int(v), nil
+}
+
+func out1(t *graph.Tensor, err error) ([]*graph.Tensor, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []*graph.Tensor{t}, nil
+}
+
+// ---- reductions used by the scatter ops ----
+
+type reduction int
+
+const (
+	redNone reduction = iota
+	redAdd
+	redMul
+	redMax
+	redMin
+)
+
+func parseReduction(n *graph.Node) (reduction, error) {
+	switch r := n.AttrString("reduction", "none"); r {
+	case "none", "":
+		return redNone, nil
+	case "add":
+		return redAdd, nil
+	case "mul":
+		return redMul, nil
+	case "max":
+		return redMax, nil
+	case "min":
+		return redMin, nil
+	default:
+		return redNone, kernels.Invalidf(n, "unknown reduction %q", r)
+	}
+}
+
+func isNaN[T graph.Numeric](v T) bool { return v != v }
+
+func combine[T graph.Numeric](r reduction, a, b T) T {
+	switch r {
+	case redAdd:
+		return a + b
+	case redMul:
+		return a * b
+	case redMax:
+		if isNaN(a) || isNaN(b) {
+			return T(math.NaN())
+		}
+		return max(a, b)
+	case redMin:
+		if isNaN(a) || isNaN(b) {
+			return T(math.NaN())
+		}
+		return min(a, b)
+	}
+	return b
+}
+
+func scatterNum[T graph.Numeric](r reduction, dst, upd []T, offs []int, blk int) {
+	for j, o := range offs {
+		u := upd[j*blk : (j+1)*blk]
+		d := dst[o : o+blk]
+		for k := range u {
+			d[k] = combine(r, d[k], u[k])
+		}
+	}
+}
+
+func scatterHalf[T graph.F16 | graph.BF16](r reduction, dst, upd []T, offs []int, blk int, from func(float32) T) {
+	for j, o := range offs {
+		u := upd[j*blk : (j+1)*blk]
+		d := dst[o : o+blk]
+		for k := range u {
+			d[k] = from(combine(r, toF32(d[k]), toF32(u[k])))
+		}
+	}
+}
+
+func toF32[T graph.F16 | graph.BF16](v T) float32 {
+	switch x := any(v).(type) {
+	case graph.F16:
+		return x.Float32()
+	case graph.BF16:
+		return x.Float32()
+	}
+	return 0
+}
+
+func scatterBool(r reduction, dst, upd []bool, offs []int, blk int) {
+	for j, o := range offs {
+		u := upd[j*blk : (j+1)*blk]
+		d := dst[o : o+blk]
+		for k := range u {
+			switch r {
+			case redAdd, redMax:
+				d[k] = d[k] || u[k]
+			case redMul, redMin:
+				d[k] = d[k] && u[k]
+			}
+		}
+	}
+}
+
+// applyScatter writes update block j (upd[j*blk:(j+1)*blk]) into
+// dst[offs[j]:offs[j]+blk], in order, combining with reduction r.
+func applyScatter(n *graph.Node, r reduction, dst, upd *graph.Tensor, offs []int, blk int) error {
+	if r == redNone {
+		for j, o := range offs {
+			copyRange(dst.Data, o, upd.Data, j*blk, blk)
+		}
+		return nil
+	}
+	switch d := dst.Data.(type) {
+	case []float32:
+		scatterNum(r, d, upd.Data.([]float32), offs, blk)
+	case []float64:
+		scatterNum(r, d, upd.Data.([]float64), offs, blk)
+	case []int8:
+		scatterNum(r, d, upd.Data.([]int8), offs, blk)
+	case []int16:
+		scatterNum(r, d, upd.Data.([]int16), offs, blk)
+	case []int32:
+		scatterNum(r, d, upd.Data.([]int32), offs, blk)
+	case []int64:
+		scatterNum(r, d, upd.Data.([]int64), offs, blk)
+	case []uint8:
+		scatterNum(r, d, upd.Data.([]uint8), offs, blk)
+	case []uint16:
+		scatterNum(r, d, upd.Data.([]uint16), offs, blk)
+	case []uint32:
+		scatterNum(r, d, upd.Data.([]uint32), offs, blk)
+	case []uint64:
+		scatterNum(r, d, upd.Data.([]uint64), offs, blk)
+	case []graph.F16:
+		scatterHalf(r, d, upd.Data.([]graph.F16), offs, blk, graph.F16FromFloat32)
+	case []graph.BF16:
+		scatterHalf(r, d, upd.Data.([]graph.BF16), offs, blk, graph.BF16FromFloat32)
+	case []bool:
+		scatterBool(r, d, upd.Data.([]bool), offs, blk)
+	default:
+		return kernels.Unsupportedf(n, "reduction on %v tensors", dst.DType)
+	}
+	return nil
+}
+
+// ---- shape inference helpers ----
+
+func inType(in []kernels.InferInput, i int) graph.ValueType {
+	if i < len(in) {
+		return in[i].Type
+	}
+	return graph.ValueType{}
+}
+
+func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
+}
+
+// constInts returns input i's value when it is known at load time.
+func constInts(in []kernels.InferInput, i int) ([]int64, bool) {
+	if i >= len(in) || in[i].Const == nil || !in[i].Const.DType.IsInteger() || in[i].Const.Check() != nil {
+		return nil, false
+	}
+	return in[i].Const.Int64s(), true
+}
+
+func unknownDims(r int) graph.Shape {
+	s := make(graph.Shape, r)
+	for i := range s {
+		s[i] = graph.Dim{Value: -1}
+	}
+	return s
+}
+
+func isIndexType(dt graph.DType) bool {
+	return dt == graph.Undefined || dt.IsInteger()
+}
+
+func prod64(dims []int) int {
+	p := 1
+	for _, d := range dims {
+		p *= d
+	}
+	return p
+}
