@@ -25,14 +25,28 @@ type plan struct {
 	free     [][]string
 	isOutput map[string]bool
 	produced map[string]bool
+	// consts holds values computed at load time (constant folding)
+	consts map[string]*graph.Tensor
 }
 
-func (m *Model) compile(g *graph.Graph) (*plan, error) {
+func (m *Model) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {
 	order, err := g.TopoSort()
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{g: g, order: order, isOutput: map[string]bool{}, produced: map[string]bool{}}
+	p := &plan{g: g, isOutput: map[string]bool{}, produced: map[string]bool{}}
+	order, p.consts = m.fold(order, g, outer)
+	p.order = order
+	visible := map[string]*graph.Tensor{}
+	for k, v := range outer {
+		visible[k] = v
+	}
+	for k, v := range g.Initializers {
+		visible[k] = v
+	}
+	for k, v := range p.consts {
+		visible[k] = v
+	}
 	for _, o := range g.Outputs {
 		p.isOutput[o.Name] = true
 	}
@@ -58,7 +72,7 @@ func (m *Model) compile(g *graph.Graph) (*plan, error) {
 				subs = append([]*graph.Graph{a.G}, subs...)
 			}
 			for _, sg := range subs {
-				sp, err := m.compile(sg)
+				sp, err := m.compile(sg, visible)
 				if err != nil {
 					return nil, err
 				}
@@ -263,6 +277,9 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 		if _, ok := s.vals[k]; !ok {
 			s.vals[k] = v
 		}
+	}
+	for k, v := range p.consts {
+		s.vals[k] = v
 	}
 	for i, n := range p.order {
 		if err := ctx.Err(); err != nil {

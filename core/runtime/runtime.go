@@ -110,7 +110,7 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	}
 	m := &Model{ir: ir, subplans: map[*graph.Graph]*plan{}, arenas: map[string]*sync.Pool{}}
 	var err error
-	if m.main, err = m.compile(ir.Graph); err != nil {
+	if m.main, err = m.compile(ir.Graph, nil); err != nil {
 		return nil, err
 	}
 	g := ir.Graph

@@ -313,11 +313,3 @@ func unknownDims(r int) graph.Shape {
 func isIndexType(dt graph.DType) bool {
 	return dt == graph.Undefined || dt.IsInteger()
 }
-
-func prod64(dims []int) int {
-	p := 1
-	for _, d := range dims {
-		p *= d
-	}
-	return p
-}

@@ -134,6 +134,7 @@ func present(t *graph.Tensor) bool { return t != nil && t.Len() > 0 }
 
 // plan is a fully resolved resize: per-axis output length, scale and roi.
 type plan struct {
+	inShape []int
 	out    []int
 	scales []float64
 	roi    []float64 // [starts..., ends...] over all axes, or nil
@@ -149,7 +150,7 @@ func makePlan(n *graph.Node, a attrs, in []int, roiT, scalesT, sizesT *graph.Ten
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{out: append([]int{}, in...), scales: make([]float64, rank)}
+	p := &plan{inShape: in, out: append([]int{}, in...), scales: make([]float64, rank)}
 	for i := range p.scales {
 		p.scales[i] = 1
 	}

@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// foldLimit bounds the bytes a single folded value may hold, so folding
+// never inflates a model (e.g. a ConstantOfShape of a huge shape stays a
+// run-time computation).
+const foldLimit = 1 << 20
+
+// fold evaluates, at load time, every node whose inputs are all constants
+// (initializers, outer constants or earlier folded values) and that has no
+// nested graph. It returns the remaining nodes and the folded values. A node
+// whose kernel fails is left in place so the error surfaces at run time.
+func (m *Model) fold(order []*graph.Node, g *graph.Graph, outer map[string]*graph.Tensor) ([]*graph.Node, map[string]*graph.Tensor) {
+	consts := map[string]*graph.Tensor{}
+	lookup := func(name string) (*graph.Tensor, bool) {
+		if t, ok := consts[name]; ok {
+			return t, true
+		}
+		if t, ok := g.Initializers[name]; ok {
+			return t, true
+		}
+		// a graph input with an initializer default can be overridden by the caller
+		t, ok := outer[name]
+		return t, ok
+	}
+	overridable := map[string]bool{}
+	for _, in := range g.Inputs {
+		overridable[in.Name] = true
+	}
+	keep := make([]*graph.Node, 0, len(order))
+	for _, n := range order {
+		if !m.foldable(n) {
+			keep = append(keep, n)
+			continue
+		}
+		ins := make([]*graph.Tensor, len(n.Inputs))
+		ok := true
+		for i, name := range n.Inputs {
+			if name == "" {
+				continue
+			}
+			t, found := lookup(name)
+			if !found || overridable[name] {
+				ok = false
+				break
+			}
+			ins[i] = t
+		}
+		if !ok {
+			keep = append(keep, n)
+			continue
+		}
+		s, _ := kernels.Lookup(n.Domain, n.OpType)
+		outs, err := safeKernel(s, n, m.ir.OpsetVersion(n.Domain), ins)
+		if err != nil || len(outs) < len(n.Outputs) {
+			keep = append(keep, n)
+			continue
+		}
+		small := true
+		for j, o := range n.Outputs {
+			if o != "" && (outs[j] == nil || outs[j].Check() != nil || outs[j].Len()*max(outs[j].DType.Size(), 8) > foldLimit) {
+				small = false
+			}
+		}
+		if !small {
+			keep = append(keep, n)
+			continue
+		}
+		for j, o := range n.Outputs {
+			if o != "" {
+				consts[o] = outs[j]
+			}
+		}
+	}
+	return keep, consts
+}
+
+// foldable: ops without nested graphs, and not the control-flow ops.
+func (m *Model) foldable(n *graph.Node) bool {
+	if n.Domain != "" {
+		return false
+	}
+	for _, a := range n.Attrs {
+		if a.G != nil || len(a.Graphs) > 0 {
+			return false
+		}
+	}
+	switch n.OpType {
+	case "If", "Loop", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli":
+		return false
+	}
+	_, ok := kernels.Lookup(n.Domain, n.OpType)
+	return ok
+}
+
+func safeKernel(s *kernels.Schema, n *graph.Node, opset int64, ins []*graph.Tensor) (outs []*graph.Tensor, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			outs, err = nil, context.Canceled
+		}
+	}()
+	return s.Kernel(&kernels.Context{Context: context.Background(), Opset: opset}, n, ins)
+}
