@@ -126,6 +126,11 @@ func scatterNDKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if !graph.SameShape(want, upd.Shape) {
 		return nil, kernels.Invalidf(n, "updates shape %v must be %v (indices %v, data %v)", upd.Shape, want, ishape, x.Shape)
 	}
+	if lay.k == 0 && lay.slice == 0 {
+		// no index values and nothing to write (the tuple count is not
+		// bounded by any tensor's size here, so do not enumerate it)
+		return out1(cloneOut(ctx, x))
+	}
 	offs, err := ndOffsets(n, x.Shape, idx, lay)
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func sourceCoord(a *attrs, p *plan, axis, rank, x int) (float64, bool) {
 			xo = xf * (end - start) * (in - 1) / (ow - 1)
 		}
 		xo += start * (in - 1)
-		if xo < 0 || xo > in-1 {
+		if !(xo >= 0 && xo <= in-1) { // also NaN from a NaN roi
 			return 0, false
 		}
 		return xo, true
@@ -82,18 +82,18 @@ func cubicKernel(x, A float64) float64 {
 	return 0
 }
 
-// coeffs returns the filter coefficients for a ratio in (0, 1]; the first
-// applies to input position k+first.
-func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, int, error) {
+// coeffs returns the filter coefficients for a ratio in (0, 1]; there is
+// always an even number n of them, for input positions k-n/2+1 … k+n/2.
+func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, error) {
 	buf = buf[:0]
 	switch a.mode {
 	case modeLinear:
 		if !a.antialias {
-			return append(buf, 1-ratio, ratio), 0, nil
+			return append(buf, 1-ratio, ratio), nil
 		}
 		s := math.Min(scale, 1)
 		if 1/s > 1<<24 {
-			return nil, 0, errTooSmall
+			return nil, errTooSmall
 		}
 		start := int(math.Floor(-1/s) + 1)
 		foot := 2 - 2*start
@@ -107,7 +107,7 @@ func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, int, erro
 		for i := range buf {
 			buf[i] /= sum
 		}
-		return buf, start, nil
+		return buf, nil
 	case modeCubic:
 		A := a.cubicA
 		if !a.antialias {
@@ -117,11 +117,11 @@ func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, int, erro
 				((A+2)*ratio-(A+3))*ratio*ratio+1,
 				((A+2)*r1-(A+3))*r1*r1+1,
 				((A*(r1+1)-5*A)*(r1+1)+8*A)*(r1+1)-4*A)
-			return buf, -1, nil
+			return buf, nil
 		}
 		s := math.Min(scale, 1)
 		if 2/s > 1<<24 {
-			return nil, 0, errTooSmall
+			return nil, errTooSmall
 		}
 		start := int(math.Floor(-2/s) + 1)
 		end := 2 - start
@@ -134,7 +134,7 @@ func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, int, erro
 		for i := range buf {
 			buf[i] /= sum
 		}
-		return buf, start, nil
+		return buf, nil
 	}
 	// nearest: two coefficients for k and k+1, one of them 1
 	pickHigh := false
@@ -153,9 +153,9 @@ func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, int, erro
 		}
 	}
 	if pickHigh {
-		return append(buf, 0, 1), 0, nil
+		return append(buf, 0, 1), nil
 	}
-	return append(buf, 1, 0), 0, nil
+	return append(buf, 1, 0), nil
 }
 
 type resizeError string
@@ -203,7 +203,7 @@ func buildAxis(a *attrs, p *plan, axis, rank int) (*axisMap, error) {
 			ratio = 1
 			k--
 		}
-		c, first, err := coeffs(a, ratio, p.scales[axis], buf)
+		c, err := coeffs(a, ratio, p.scales[axis], buf)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +212,6 @@ func buildAxis(a *attrs, p *plan, axis, rank int) (*axisMap, error) {
 		half := nc / 2
 		// window of nc positions nearest x_ori within the edge-padded input
 		ws := clampF(k-float64(half)+1, float64(-half), float64(in-half))
-		_ = first // first == 1-half for every filter; the window already says where taps go
 		if m.nearest != nil {
 			sel := 0
 			if c[1] > c[0] {

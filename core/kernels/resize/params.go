@@ -135,9 +135,9 @@ func present(t *graph.Tensor) bool { return t != nil && t.Len() > 0 }
 // plan is a fully resolved resize: per-axis output length, scale and roi.
 type plan struct {
 	inShape []int
-	out    []int
-	scales []float64
-	roi    []float64 // [starts..., ends...] over all axes, or nil
+	out     []int
+	scales  []float64
+	roi     []float64 // [starts..., ends...] over all axes, or nil
 }
 
 // makePlan resolves the output shape and per-axis scales from either scales

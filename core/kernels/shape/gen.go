@@ -1,6 +1,7 @@
 package shape
 
 import (
+	"errors"
 	"math"
 	"math/big"
 
@@ -44,7 +45,7 @@ func shapeBounds(n *graph.Node, opset int64, rank int) (int, int) {
 }
 
 func shapeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func shapeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.Va
 }
 
 func sizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}
@@ -109,11 +110,11 @@ func constantValue(n *graph.Node) (*graph.Tensor, error) {
 		if a.Type != graph.AttrTensor || a.T == nil {
 			return nil, kernels.Invalidf(n, "value attribute is a %v, want tensor", a.Type)
 		}
-		if err := a.T.Check(); err != nil {
-			return nil, kernels.Invalidf(n, "value: %v", err)
-		}
 		if !a.T.DType.Supported() {
 			return nil, kernels.Unsupportedf(n, "value of dtype %v", a.T.DType)
+		}
+		if err := a.T.Check(); err != nil {
+			return nil, kernels.Invalidf(n, "value: %v", err)
 		}
 		return a.T, nil
 	case "sparse_value":
@@ -166,8 +167,12 @@ func constantKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 func constantInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
 	v, err := constantValue(n)
 	if err != nil {
-		if n.HasAttr("sparse_value") {
-			return []graph.ValueType{tensorType(graph.Undefined, nil)}, nil
+		if errors.Is(err, kernels.ErrUnsupported) {
+			dt := graph.Undefined
+			if v := n.AttrTensor("value"); v != nil {
+				dt = v.DType
+			}
+			return []graph.ValueType{tensorType(dt, nil)}, nil
 		}
 		return nil, err
 	}
@@ -184,14 +189,14 @@ func constantOfShapeValue(n *graph.Node) (*graph.Tensor, error) {
 	if v == nil {
 		return nil, kernels.Invalidf(n, "value attribute must be a tensor")
 	}
+	if !v.DType.Supported() {
+		return nil, kernels.Unsupportedf(n, "value of dtype %v", v.DType)
+	}
 	if err := v.Check(); err != nil {
 		return nil, kernels.Invalidf(n, "value: %v", err)
 	}
 	if v.Len() != 1 {
 		return nil, kernels.Invalidf(n, "value must hold one element, has shape %v", v.Shape)
-	}
-	if !v.DType.Supported() {
-		return nil, kernels.Unsupportedf(n, "value of dtype %v", v.DType)
 	}
 	return v, nil
 }
@@ -201,7 +206,7 @@ func constantOfShapeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tens
 	if err != nil {
 		return nil, err
 	}
-	dims, err := intsInput(n, in[0], "input")
+	dims, err := intsInput(n, kernels.Input(in, 0), "input")
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +228,9 @@ func constantOfShapeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tens
 
 func constantOfShapeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
 	v, err := constantOfShapeValue(n)
+	if errors.Is(err, kernels.ErrUnsupported) {
+		return []graph.ValueType{tensorType(n.AttrTensor("value").DType, nil)}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +315,7 @@ func rangeCount(n *graph.Node, st, lim, del *graph.Tensor) (int, error) {
 }
 
 func rangeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	if err := checkInput(n, in[0], "start"); err != nil {
+	if err := checkInput(n, kernels.Input(in, 0), "start"); err != nil {
 		return nil, err
 	}
 	dt := in[0].DType

@@ -55,7 +55,7 @@ func transposePerm(n *graph.Node, rank int) ([]int, error) {
 }
 
 func transposeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func splitSizes(n *graph.Node, opset int64, dim int64, split []int64, haveSplit 
 }
 
 func splitKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "input"); err != nil {
 		return nil, err
 	}
@@ -432,7 +432,7 @@ func (a *sliceArgs) step(i int) int64 {
 }
 
 func sliceKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}
@@ -555,7 +555,7 @@ func sliceInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.Va
 // ---- Expand ----
 
 func expandKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "input"); err != nil {
 		return nil, err
 	}
@@ -656,7 +656,7 @@ func tileRepeats(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, rank i
 }
 
 func tileKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "input"); err != nil {
 		return nil, err
 	}

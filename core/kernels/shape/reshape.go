@@ -87,7 +87,7 @@ func resolveReshape(n *graph.Node, inShape []int, target []int64, allowZero bool
 }
 
 func reshapeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func flattenAxis(n *graph.Node, opset int64, rank int) (int, error) {
 }
 
 func flattenKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "input"); err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func squeezeMask(n *graph.Node, opset int64, dims []int64, axes []int64, present
 }
 
 func squeezeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func unsqueezeMask(n *graph.Node, opset int64, rank int, axes []int64) ([]bool, 
 }
 
 func unsqueezeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}
@@ -401,7 +401,7 @@ func unsqueezeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]grap
 // ---- Identity ----
 
 func identityKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "input"); err != nil {
 		return nil, err
 	}
@@ -415,7 +415,7 @@ func identityKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 // ---- Dropout ----
 
 func dropoutKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
+	x := kernels.Input(in, 0)
 	if err := checkInput(n, x, "data"); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,653 @@
+package binary
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// arith is the per-dtype-family definition of a two-input arithmetic op.
+// Signed integers are widened to int64 and unsigned to uint64; the result is
+// truncated back (two's-complement wrap-around, as numpy and C do).
+// float16/bfloat16 compute in float32 and round once to the output type.
+type arith struct {
+	fast int // float32 fast-path code (opAdd…); 0 = use f32
+	f32  func(a, b float32) float32
+	f64  func(a, b float64) float64
+	i64  func(a, b int64) int64
+	u64  func(a, b uint64) uint64
+}
+
+const (
+	opNone = iota
+	opAdd
+	opSub
+	opMul
+	opDiv
+)
+
+type sInt interface {
+	~int8 | ~int16 | ~int32 | ~int64
+}
+type uInt interface {
+	~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+func add[T graph.Numeric](a, b T) T     { return a + b }
+func sub[T graph.Numeric](a, b T) T     { return a - b }
+func mul[T graph.Numeric](a, b T) T     { return a * b }
+func div[T float32 | float64](a, b T) T { return a / b }
+
+// Integer division truncates toward zero (C semantics); division by zero
+// yields 0 instead of trapping. MinInt / -1 wraps to MinInt.
+func idiv(a, b int64) int64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func udiv(a, b uint64) uint64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+var (
+	addOp = arith{fast: opAdd, f32: add[float32], f64: add[float64], i64: add[int64], u64: add[uint64]}
+	subOp = arith{fast: opSub, f32: sub[float32], f64: sub[float64], i64: sub[int64], u64: sub[uint64]}
+	mulOp = arith{fast: opMul, f32: mul[float32], f64: mul[float64], i64: mul[int64], u64: mul[uint64]}
+	divOp = arith{fast: opDiv, f32: div[float32], f64: div[float64], i64: idiv, u64: udiv}
+)
+
+// fmodOp is Mod with fmod=1: the remainder has the dividend's sign (C fmod /
+// truncated division). A zero integer divisor yields 0.
+var fmodOp = arith{
+	f32: func(a, b float32) float32 { return float32(math.Mod(float64(a), float64(b))) },
+	f64: math.Mod,
+	i64: func(a, b int64) int64 {
+		if b == 0 {
+			return 0
+		}
+		return a % b
+	},
+	u64: umod,
+}
+
+// intModOp is Mod with fmod=0 on integers: the remainder has the divisor's
+// sign (Python / floored division). A zero divisor yields 0.
+var intModOp = arith{
+	i64: func(a, b int64) int64 {
+		if b == 0 {
+			return 0
+		}
+		r := a % b
+		if r != 0 && (r < 0) != (b < 0) {
+			r += b
+		}
+		return r
+	},
+	u64: umod,
+}
+
+func umod(a, b uint64) uint64 {
+	if b == 0 {
+		return 0
+	}
+	return a % b
+}
+
+func widenS[T sInt](p *plan, a, b, o []T, f func(int64, int64) int64) {
+	loop2(p, a, b, o, func(x, y T) T { return T(f(int64(x), int64(y))) })
+}
+
+func widenU[T uInt](p *plan, a, b, o []T, f func(uint64, uint64) uint64) {
+	loop2(p, a, b, o, func(x, y T) T { return T(f(uint64(x), uint64(y))) })
+}
+
+// applyArith computes op over two same-dtype tensors into out.
+func applyArith(n *graph.Node, p *plan, a, b, out *graph.Tensor, op arith) error {
+	switch x := a.Data.(type) {
+	case []float32:
+		y, o := b.Data.([]float32), out.Data.([]float32)
+		if op.fast != opNone {
+			fastF32(p, x, y, o, op.fast)
+		} else {
+			loop2(p, x, y, o, op.f32)
+		}
+		return nil
+	case []float64:
+		loop2(p, x, b.Data.([]float64), out.Data.([]float64), op.f64)
+		return nil
+	case []graph.F16:
+		if op.f32 == nil {
+			break
+		}
+		loop2(p, x, b.Data.([]graph.F16), out.Data.([]graph.F16), func(u, v graph.F16) graph.F16 {
+			return graph.F16FromFloat32(op.f32(u.Float32(), v.Float32()))
+		})
+		return nil
+	case []graph.BF16:
+		if op.f32 == nil {
+			break
+		}
+		loop2(p, x, b.Data.([]graph.BF16), out.Data.([]graph.BF16), func(u, v graph.BF16) graph.BF16 {
+			return graph.BF16FromFloat32(op.f32(u.Float32(), v.Float32()))
+		})
+		return nil
+	case []int8:
+		widenS(p, x, b.Data.([]int8), out.Data.([]int8), op.i64)
+		return nil
+	case []int16:
+		widenS(p, x, b.Data.([]int16), out.Data.([]int16), op.i64)
+		return nil
+	case []int32:
+		widenS(p, x, b.Data.([]int32), out.Data.([]int32), op.i64)
+		return nil
+	case []int64:
+		loop2(p, x, b.Data.([]int64), out.Data.([]int64), op.i64)
+		return nil
+	case []uint8:
+		widenU(p, x, b.Data.([]uint8), out.Data.([]uint8), op.u64)
+		return nil
+	case []uint16:
+		widenU(p, x, b.Data.([]uint16), out.Data.([]uint16), op.u64)
+		return nil
+	case []uint32:
+		widenU(p, x, b.Data.([]uint32), out.Data.([]uint32), op.u64)
+		return nil
+	case []uint64:
+		loop2(p, x, b.Data.([]uint64), out.Data.([]uint64), op.u64)
+		return nil
+	}
+	return kernels.Unsupportedf(n, "dtype %v", a.DType)
+}
+
+// supportsArith reports whether op has a function for dt.
+func supportsArith(op arith, dt graph.DType) bool {
+	switch {
+	case dt == graph.Float32:
+		return op.fast != opNone || op.f32 != nil
+	case dt == graph.Float64:
+		return op.f64 != nil
+	case dt == graph.Float16 || dt == graph.BFloat16:
+		return op.f32 != nil
+	case dt.IsInteger() && dt.IsSigned():
+		return op.i64 != nil
+	case dt.IsInteger():
+		return op.u64 != nil
+	}
+	return false
+}
+
+// arithKernel runs a two-input same-dtype arithmetic op; pick selects the
+// op per node (Mod's fmod attribute).
+func arithKernel(legacy bool, pick func(n *graph.Node, dt graph.DType) (arith, error)) kernels.Func {
+	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		if err := checkInputs(n, in, 2); err != nil {
+			return nil, err
+		}
+		a, b := in[0], in[1]
+		if a.DType != b.DType {
+			return nil, kernels.Invalidf(n, "input dtypes differ: %v and %v", a.DType, b.DType)
+		}
+		op, err := pick(n, a.DType)
+		if err != nil {
+			return nil, err
+		}
+		if !supportsArith(op, a.DType) {
+			return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
+		}
+		shape, p, err := binaryShapes(ctx, n, a.Shape, b.Shape, legacy)
+		if err != nil {
+			return nil, err
+		}
+		out, err := ctx.New(a.DType, shape)
+		if err != nil {
+			return nil, err
+		}
+		if err := applyArith(n, p, a, b, out, op); err != nil {
+			return nil, err
+		}
+		return []*graph.Tensor{out}, nil
+	}
+}
+
+func fixed(op arith) func(*graph.Node, graph.DType) (arith, error) {
+	return func(*graph.Node, graph.DType) (arith, error) { return op, nil }
+}
+
+func pickMod(n *graph.Node, dt graph.DType) (arith, error) {
+	switch n.AttrInt("fmod", 0) {
+	case 0:
+		if dt.IsFloat() {
+			return arith{}, kernels.Invalidf(n, "Mod on %v requires fmod=1", dt)
+		}
+		return intModOp, nil
+	case 1:
+		return fmodOp, nil
+	}
+	return arith{}, kernels.Invalidf(n, "fmod must be 0 or 1, got %d", n.AttrInt("fmod", 0))
+}
+
+// fastF32 is the float32 Add/Sub/Mul/Div loop, specialised per access
+// pattern so the inner loops have no indirect calls.
+func fastF32(p *plan, a, b, o []float32, op int) {
+	sa, sb := p.inner[0], p.inner[1]
+	p.run(func(off []int, n int) {
+		dst := o[off[0] : off[0]+n]
+		switch {
+		case sa == 1 && sb == 1:
+			vv32(op, dst, a[off[1]:off[1]+n], b[off[2]:off[2]+n])
+		case sa == 1:
+			vs32(op, dst, a[off[1]:off[1]+n], b[off[2]])
+		case sb == 1:
+			sv32(op, dst, a[off[1]], b[off[2]:off[2]+n])
+		default:
+			var v float32
+			x, y := a[off[1]], b[off[2]]
+			switch op {
+			case opAdd:
+				v = x + y
+			case opSub:
+				v = x - y
+			case opMul:
+				v = x * y
+			case opDiv:
+				v = x / y
+			}
+			for i := range dst {
+				dst[i] = v
+			}
+		}
+	})
+}
+
+func vv32(op int, dst, x, y []float32) {
+	x, y = x[:len(dst)], y[:len(dst)]
+	switch op {
+	case opAdd:
+		for i := range dst {
+			dst[i] = x[i] + y[i]
+		}
+	case opSub:
+		for i := range dst {
+			dst[i] = x[i] - y[i]
+		}
+	case opMul:
+		for i := range dst {
+			dst[i] = x[i] * y[i]
+		}
+	case opDiv:
+		for i := range dst {
+			dst[i] = x[i] / y[i]
+		}
+	}
+}
+
+func vs32(op int, dst, x []float32, y float32) {
+	x = x[:len(dst)]
+	switch op {
+	case opAdd:
+		for i := range dst {
+			dst[i] = x[i] + y
+		}
+	case opSub:
+		for i := range dst {
+			dst[i] = x[i] - y
+		}
+	case opMul:
+		for i := range dst {
+			dst[i] = x[i] * y
+		}
+	case opDiv:
+		for i := range dst {
+			dst[i] = x[i] / y
+		}
+	}
+}
+
+func sv32(op int, dst []float32, x float32, y []float32) {
+	y = y[:len(dst)]
+	switch op {
+	case opAdd:
+		for i := range dst {
+			dst[i] = x + y[i]
+		}
+	case opSub:
+		for i := range dst {
+			dst[i] = x - y[i]
+		}
+	case opMul:
+		for i := range dst {
+			dst[i] = x * y[i]
+		}
+	case opDiv:
+		for i := range dst {
+			dst[i] = x / y[i]
+		}
+	}
+}
+
+// ---- Pow ----
+
+// ipow is integer exponentiation with wrap-around. Negative exponents give
+// the truncated value of 1/b^-e (0 unless |b| == 1).
+func ipow(b, e int64) int64 {
+	if e < 0 {
+		switch b {
+		case 1:
+			return 1
+		case -1:
+			if e&1 == 0 {
+				return 1
+			}
+			return -1
+		}
+		return 0
+	}
+	r := int64(1)
+	for e > 0 {
+		if e&1 == 1 {
+			r *= b
+		}
+		b *= b
+		e >>= 1
+	}
+	return r
+}
+
+func upow(b uint64, e int64) uint64 {
+	if e < 0 {
+		if b == 1 {
+			return 1
+		}
+		return 0
+	}
+	r := uint64(1)
+	for e > 0 {
+		if e&1 == 1 {
+			r *= b
+		}
+		b *= b
+		e >>= 1
+	}
+	return r
+}
+
+// f2i converts a float to int64 truncating toward zero; NaN gives 0 and
+// out-of-range values saturate.
+func f2i(v float64) int64 {
+	switch {
+	case v != v:
+		return 0
+	case v >= 9.223372036854775807e18:
+		return math.MaxInt64
+	case v <= -9.223372036854775808e18:
+		return math.MinInt64
+	}
+	return int64(v)
+}
+
+// f2u converts a float to uint64 (values below 0 wrap through int64 like a
+// C cast through a signed type; NaN gives 0; too large saturates).
+func f2u(v float64) uint64 {
+	if v >= 9.223372036854775807e18 {
+		if v >= 1.8446744073709551615e19 {
+			return math.MaxUint64
+		}
+		return uint64(v)
+	}
+	return uint64(f2i(v))
+}
+
+func powFloatBase[T float32 | float64](p *plan, a []T, e []float64, o []T) {
+	loop2(p, a, e, o, func(x T, y float64) T { return T(math.Pow(float64(x), y)) })
+}
+
+func powSignedInt[T sInt](p *plan, a []T, e []int64, o []T) {
+	loop2(p, a, e, o, func(x T, y int64) T { return T(ipow(int64(x), y)) })
+}
+
+func powSignedFloat[T sInt](p *plan, a []T, e []float64, o []T) {
+	loop2(p, a, e, o, func(x T, y float64) T { return T(f2i(math.Pow(float64(x), y))) })
+}
+
+func powUnsignedInt[T uInt](p *plan, a []T, e []int64, o []T) {
+	loop2(p, a, e, o, func(x T, y int64) T { return T(upow(uint64(x), y)) })
+}
+
+func powUnsignedFloat[T uInt](p *plan, a []T, e []float64, o []T) {
+	loop2(p, a, e, o, func(x T, y float64) T { return T(f2u(math.Pow(float64(x), y))) })
+}
+
+func powKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if err := checkInputs(n, in, 2); err != nil {
+		return nil, err
+	}
+	a, b := in[0], in[1]
+	if !a.DType.IsNumeric() {
+		return nil, kernels.Unsupportedf(n, "base dtype %v", a.DType)
+	}
+	if !b.DType.IsNumeric() {
+		return nil, kernels.Unsupportedf(n, "exponent dtype %v", b.DType)
+	}
+	shape, p, err := binaryShapes(ctx, n, a.Shape, b.Shape, true)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ctx.New(a.DType, shape)
+	if err != nil {
+		return nil, err
+	}
+	if x, ok := a.Data.([]float32); ok {
+		if y, ok := b.Data.([]float32); ok {
+			loop2(p, x, y, out.Data.([]float32), func(u, v float32) float32 {
+				return float32(math.Pow(float64(u), float64(v)))
+			})
+			return []*graph.Tensor{out}, nil
+		}
+	}
+	intExp := b.DType.IsInteger()
+	var ef []float64
+	var ei []int64
+	if intExp {
+		ei = b.Int64s()
+	} else {
+		ef = b.Float64s()
+	}
+	switch x := a.Data.(type) {
+	case []float32:
+		if intExp {
+			ef = b.Float64s()
+		}
+		powFloatBase(p, x, ef, out.Data.([]float32))
+	case []float64:
+		if intExp {
+			ef = b.Float64s()
+		}
+		powFloatBase(p, x, ef, out.Data.([]float64))
+	case []graph.F16, []graph.BF16:
+		if intExp {
+			ef = b.Float64s()
+		}
+		r := make([]float64, out.Len())
+		powFloatBase(p, a.Float64s(), ef, r)
+		roundFloatOut(out, r)
+	case []int8:
+		powSigned(p, x, ei, ef, out.Data.([]int8))
+	case []int16:
+		powSigned(p, x, ei, ef, out.Data.([]int16))
+	case []int32:
+		powSigned(p, x, ei, ef, out.Data.([]int32))
+	case []int64:
+		powSigned(p, x, ei, ef, out.Data.([]int64))
+	case []uint8:
+		powUnsigned(p, x, ei, ef, out.Data.([]uint8))
+	case []uint16:
+		powUnsigned(p, x, ei, ef, out.Data.([]uint16))
+	case []uint32:
+		powUnsigned(p, x, ei, ef, out.Data.([]uint32))
+	case []uint64:
+		powUnsigned(p, x, ei, ef, out.Data.([]uint64))
+	default:
+		return nil, kernels.Unsupportedf(n, "base dtype %v", a.DType)
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+func powSigned[T sInt](p *plan, a []T, ei []int64, ef []float64, o []T) {
+	if ei != nil {
+		powSignedInt(p, a, ei, o)
+	} else {
+		powSignedFloat(p, a, ef, o)
+	}
+}
+
+func powUnsigned[T uInt](p *plan, a []T, ei []int64, ef []float64, o []T) {
+	if ei != nil {
+		powUnsignedInt(p, a, ei, o)
+	} else {
+		powUnsignedFloat(p, a, ef, o)
+	}
+}
+
+// roundFloatOut stores float64 results into a float16/bfloat16 tensor with a
+// single correct rounding.
+func roundFloatOut(out *graph.Tensor, r []float64) {
+	switch d := out.Data.(type) {
+	case []graph.F16:
+		for i, v := range r {
+			d[i] = f16From64(v)
+		}
+	case []graph.BF16:
+		for i, v := range r {
+			d[i] = bf16From64(v)
+		}
+	}
+}
+
+// roundToOdd32 rounds v to float32 with round-to-odd; rounding that once
+// more to float16/bfloat16 equals the correctly rounded (nearest-even) value.
+func roundToOdd32(v float64) float32 {
+	r := float32(v)
+	if float64(r) == v || r != r || math.IsInf(float64(r), 0) {
+		return r
+	}
+	if math.Abs(float64(r)) > math.Abs(v) {
+		r = math.Nextafter32(r, 0)
+	}
+	return math.Float32frombits(math.Float32bits(r) | 1)
+}
+
+func f16From64(v float64) graph.F16   { return graph.F16FromFloat32(roundToOdd32(v)) }
+func bf16From64(v float64) graph.BF16 { return graph.BF16FromFloat32(roundToOdd32(v)) }
+
+// ---- PRelu ----
+
+func preluT[T graph.Numeric](p *plan, x, s, o []T) {
+	loop2(p, x, s, o, func(v, k T) T {
+		if v < 0 {
+			return k * v
+		}
+		return v
+	})
+}
+
+func preluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if err := checkInputs(n, in, 2); err != nil {
+		return nil, err
+	}
+	x, s := in[0], in[1]
+	if x.DType != s.DType {
+		return nil, kernels.Invalidf(n, "X is %v but slope is %v", x.DType, s.DType)
+	}
+	ss := s.Shape
+	if bs, err := kernels.BroadcastShapes(x.Shape, ss); err != nil || !graph.SameShape(bs, x.Shape) {
+		// Before opset 7 a 1-D slope holds one value per channel (axis 1).
+		if opsetOf(ctx) < 7 && len(ss) == 1 && len(x.Shape) >= 2 && ss[0] == x.Shape[1] {
+			ss = make([]int, len(x.Shape)-1)
+			for i := range ss {
+				ss[i] = 1
+			}
+			ss[0] = x.Shape[1]
+		} else {
+			return nil, kernels.Invalidf(n, "slope shape %v does not broadcast to X shape %v", s.Shape, x.Shape)
+		}
+	}
+	p := newPlan(x.Shape, x.Shape, ss)
+	out, err := ctx.New(x.DType, x.Shape)
+	if err != nil {
+		return nil, err
+	}
+	switch v := x.Data.(type) {
+	case []float32:
+		preluT(p, v, s.Data.([]float32), out.Data.([]float32))
+	case []float64:
+		preluT(p, v, s.Data.([]float64), out.Data.([]float64))
+	case []graph.F16:
+		loop2(p, v, s.Data.([]graph.F16), out.Data.([]graph.F16), func(a, k graph.F16) graph.F16 {
+			if f := a.Float32(); f < 0 {
+				return graph.F16FromFloat32(f * k.Float32())
+			}
+			return a
+		})
+	case []graph.BF16:
+		loop2(p, v, s.Data.([]graph.BF16), out.Data.([]graph.BF16), func(a, k graph.BF16) graph.BF16 {
+			if f := a.Float32(); f < 0 {
+				return graph.BF16FromFloat32(f * k.Float32())
+			}
+			return a
+		})
+	case []int8:
+		preluT(p, v, s.Data.([]int8), out.Data.([]int8))
+	case []int16:
+		preluT(p, v, s.Data.([]int16), out.Data.([]int16))
+	case []int32:
+		preluT(p, v, s.Data.([]int32), out.Data.([]int32))
+	case []int64:
+		preluT(p, v, s.Data.([]int64), out.Data.([]int64))
+	case []uint8:
+		preluT(p, v, s.Data.([]uint8), out.Data.([]uint8))
+	case []uint16:
+		preluT(p, v, s.Data.([]uint16), out.Data.([]uint16))
+	case []uint32:
+		preluT(p, v, s.Data.([]uint32), out.Data.([]uint32))
+	case []uint64:
+		preluT(p, v, s.Data.([]uint64), out.Data.([]uint64))
+	default:
+		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+func init() {
+	reg := func(op string, minOpset int64, types []graph.DType, k kernels.Func, legacy bool) {
+		kernels.Register(kernels.Schema{
+			OpType:    op,
+			MinOpset:  minOpset,
+			MinInputs: 2, MaxInputs: 2,
+			MinOutputs: 1, MaxOutputs: 1,
+			Types:  types,
+			Kernel: k,
+			Infer:  binaryInfer(graph.Undefined, legacy),
+		})
+	}
+	reg("Add", 1, kernels.NumericTypes, arithKernel(true, fixed(addOp)), true)
+	reg("Sub", 1, kernels.NumericTypes, arithKernel(true, fixed(subOp)), true)
+	reg("Mul", 1, kernels.NumericTypes, arithKernel(true, fixed(mulOp)), true)
+	reg("Div", 1, kernels.NumericTypes, arithKernel(true, fixed(divOp)), true)
+	reg("Mod", 10, kernels.NumericTypes, arithKernel(false, pickMod), false)
+	reg("Pow", 1, kernels.NumericTypes, powKernel, true)
+	kernels.Register(kernels.Schema{
+		OpType:    "PRelu",
+		MinOpset:  1,
+		MinInputs: 2, MaxInputs: 2,
+		MinOutputs: 1, MaxOutputs: 1,
+		Types:  kernels.NumericTypes,
+		Kernel: preluKernel,
+		Infer:  kernels.SameAsInput,
+	})
+}

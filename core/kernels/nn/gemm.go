@@ -1,0 +1,219 @@
+package nn
+
+import "github.com/switchyard-hal/switchyard/core/graph"
+
+// mat is a strided read-only view of a matrix: element (i, j) is
+// d[i*rs + j*cs]. Transposition is a swap of rs and cs.
+type mat[T any] struct {
+	d      []T
+	rs, cs int
+}
+
+func (m mat[T]) t() mat[T] { return mat[T]{m.d, m.cs, m.rs} }
+
+// Blocking parameters of the float32 GEMM. A is packed into panels of
+// gemmMR rows; the micro-kernel keeps gemmMR rows of C (gemmNC wide) in L1
+// and streams a gemmKC×gemmNC block of B from L2.
+const (
+	gemmMR = 4
+	gemmKC = 256
+	gemmNC = 256
+	gemmMC = 64
+	// Below this many multiply-adds the plain loop beats packing.
+	gemmSmall = 16 * 1024
+	// Below this many multiply-adds one goroutine does the whole product.
+	gemmParallelMin = 128 * 1024
+)
+
+// sgemm computes C += alpha·A·B for an m×k A and a k×n B, with C row-major
+// (row stride ldc). It uses up to par goroutines.
+func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, par int) {
+	if m <= 0 || n <= 0 || k <= 0 {
+		return
+	}
+	work := m * n * k
+	if work <= gemmSmall {
+		sgemmSmall(m, n, k, alpha, a, b, c, ldc)
+		return
+	}
+	if work < gemmParallelMin {
+		par = 1
+	}
+
+	// Pack A (scaled by alpha) into panels of gemmMR rows: panel p holds
+	// ap[(p*k+q)*gemmMR + r] = alpha*A[p*gemmMR+r, q], zero past row m.
+	panels := (m + gemmMR - 1) / gemmMR
+	ap := make([]float32, panels*k*gemmMR)
+	parallelRange(panels, par, 8, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			dst := ap[p*k*gemmMR : (p+1)*k*gemmMR]
+			for r := 0; r < gemmMR; r++ {
+				i := p*gemmMR + r
+				if i >= m {
+					break
+				}
+				src := a.d[i*a.rs:]
+				if a.cs == 1 {
+					src = src[:k]
+					for q, v := range src {
+						dst[q*gemmMR+r] = alpha * v
+					}
+				} else {
+					for q := 0; q < k; q++ {
+						dst[q*gemmMR+r] = alpha * src[q*a.cs]
+					}
+				}
+			}
+		}
+	})
+
+	// B is read in place when its rows are contiguous, else packed row-major.
+	bd, ldb := b.d, b.rs
+	if b.cs != 1 {
+		bp := make([]float32, k*n)
+		parallelRange(k, par, 16, func(lo, hi int) {
+			for q := lo; q < hi; q++ {
+				row := bp[q*n : (q+1)*n]
+				src := b.d[q*b.rs:]
+				for j := range row {
+					row[j] = src[j*b.cs]
+				}
+			}
+		})
+		bd, ldb = bp, n
+	}
+
+	mc, nc := gemmBlocks(m, n, par)
+	tm := (m + mc - 1) / mc
+	tn := (n + nc - 1) / nc
+	parallelTasks(tm*tn, par, func(t int) {
+		i0 := (t / tn) * mc
+		j0 := (t % tn) * nc
+		i1 := min(i0+mc, m)
+		nb := min(nc, n-j0)
+		var scratch []float32
+		for k0 := 0; k0 < k; k0 += gemmKC {
+			kb := min(gemmKC, k-k0)
+			bblk := bd[k0*ldb+j0:]
+			for i := i0; i < i1; i += gemmMR {
+				var rows [gemmMR][]float32
+				for r := range rows {
+					if i+r < m {
+						off := (i+r)*ldc + j0
+						rows[r] = c[off : off+nb]
+					} else {
+						if scratch == nil {
+							scratch = make([]float32, nc)
+						}
+						rows[r] = scratch[:nb]
+					}
+				}
+				p := i / gemmMR
+				sgemmKernel4(kb, nb, ap[(p*k+k0)*gemmMR:], bblk, ldb, rows[0], rows[1], rows[2], rows[3])
+			}
+		}
+	})
+}
+
+// gemmBlocks picks the task tile (rows × cols of C) so that there are
+// enough tasks to keep par goroutines busy.
+func gemmBlocks(m, n, par int) (mc, nc int) {
+	mc, nc = gemmMC, gemmNC
+	if par <= 1 {
+		return mc, nc
+	}
+	tasks := func() int { return ((m + mc - 1) / mc) * ((n + nc - 1) / nc) }
+	for tasks() < 3*par && mc > 2*gemmMR {
+		mc /= 2
+	}
+	for tasks() < 3*par && nc > 64 {
+		nc /= 2
+	}
+	return mc, nc
+}
+
+// sgemmKernel4 computes, for the 4 rows c0..c3 (each nb long),
+// c_r[j] += Σ_q a[q*4+r]·b[q*ldb+j] for q < kb. Two k-steps per pass halve
+// the loads and stores of C.
+func sgemmKernel4(kb, nb int, a, b []float32, ldb int, c0, c1, c2, c3 []float32) {
+	c0 = c0[:nb]
+	c1 = c1[:nb]
+	c2 = c2[:nb]
+	c3 = c3[:nb]
+	q := 0
+	for ; q+1 < kb; q += 2 {
+		aa := (*[8]float32)(a[q*4 : q*4+8])
+		a0, a1, a2, a3 := aa[0], aa[1], aa[2], aa[3]
+		e0, e1, e2, e3 := aa[4], aa[5], aa[6], aa[7]
+		br := b[q*ldb : q*ldb+nb]
+		bs := b[(q+1)*ldb : (q+1)*ldb+nb]
+		for j, bv := range br {
+			bw := bs[j]
+			c0[j] += a0*bv + e0*bw
+			c1[j] += a1*bv + e1*bw
+			c2[j] += a2*bv + e2*bw
+			c3[j] += a3*bv + e3*bw
+		}
+	}
+	if q < kb {
+		aa := (*[4]float32)(a[q*4 : q*4+4])
+		a0, a1, a2, a3 := aa[0], aa[1], aa[2], aa[3]
+		br := b[q*ldb : q*ldb+nb]
+		for j, bv := range br {
+			c0[j] += a0 * bv
+			c1[j] += a1 * bv
+			c2[j] += a2 * bv
+			c3[j] += a3 * bv
+		}
+	}
+}
+
+// sgemmSmall is the unblocked C += alpha·A·B for small products.
+func sgemmSmall(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		crow := c[i*ldc : i*ldc+n]
+		for q := 0; q < k; q++ {
+			av := alpha * a.d[i*a.rs+q*a.cs]
+			if b.cs == 1 {
+				brow := b.d[q*b.rs : q*b.rs+n]
+				for j, bv := range brow {
+					crow[j] += av * bv
+				}
+			} else {
+				for j := range crow {
+					crow[j] += av * b.d[q*b.rs+j*b.cs]
+				}
+			}
+		}
+	}
+}
+
+// gemmGeneric computes C += A·B for any numeric type (float64 and the
+// integer types; integers wrap like Go arithmetic, as numpy does), using
+// the i-q-j loop order so that the inner loop runs along rows.
+func gemmGeneric[T graph.Numeric](m, n, k int, a, b mat[T], c []T, ldc int, par int) {
+	if m <= 0 || n <= 0 || k <= 0 {
+		return
+	}
+	if m*n*k < gemmParallelMin {
+		par = 1
+	}
+	parallelRange(m, par, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			crow := c[i*ldc : i*ldc+n]
+			for q := 0; q < k; q++ {
+				av := a.d[i*a.rs+q*a.cs]
+				if b.cs == 1 {
+					brow := b.d[q*b.rs : q*b.rs+n]
+					for j, bv := range brow {
+						crow[j] += av * bv
+					}
+				} else {
+					for j := range crow {
+						crow[j] += av * b.d[q*b.rs+j*b.cs]
+					}
+				}
+			}
+		}
+	})
+}

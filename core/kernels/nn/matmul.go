@@ -1,0 +1,422 @@
+package nn
+
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+func init() {
+	kernels.Register(kernels.Schema{
+		OpType: "MatMul", MinOpset: 1,
+		MinInputs: 2, MaxInputs: 2,
+		Types:  kernels.NumericTypes,
+		Kernel: matMulKernel,
+		Infer:  matMulInfer,
+	})
+	kernels.Register(kernels.Schema{
+		OpType: "Gemm", MinOpset: 1,
+		MinInputs: 2, MaxInputs: 3,
+		Types:  kernels.NumericTypes,
+		Kernel: gemmKernel,
+		Infer:  gemmInfer,
+	})
+}
+
+// matMulPlan is the numpy matmul shape analysis: 1-D operands are promoted
+// (a to [1,K], b to [K,1]) and the promoted dim removed from the result;
+// leading dims broadcast.
+type matMulPlan struct {
+	m, k, n  int
+	out      []int
+	batches  int
+	aBatch   []int // flat batch index into a for each output batch
+	bBatch   []int
+	aMatSize int
+	bMatSize int
+}
+
+func planMatMul(as, bs []int) (*matMulPlan, error) {
+	if len(as) == 0 || len(bs) == 0 {
+		return nil, errInvalid("MatMul operands must have rank >= 1, got shapes %v and %v", as, bs)
+	}
+	a2, b2 := as, bs
+	if len(as) == 1 {
+		a2 = []int{1, as[0]}
+	}
+	if len(bs) == 1 {
+		b2 = []int{bs[0], 1}
+	}
+	p := &matMulPlan{
+		m: a2[len(a2)-2], k: a2[len(a2)-1], n: b2[len(b2)-1],
+	}
+	if b2[len(b2)-2] != p.k {
+		return nil, errInvalid("MatMul inner dimensions differ: shapes %v and %v", as, bs)
+	}
+	ab, bb := a2[:len(a2)-2], b2[:len(b2)-2]
+	batch, err := kernels.BroadcastShapes(ab, bb)
+	if err != nil {
+		return nil, errInvalid("MatMul batch dimensions of %v and %v do not broadcast", as, bs)
+	}
+	p.out = append([]int{}, batch...)
+	if len(as) > 1 {
+		p.out = append(p.out, p.m)
+	}
+	if len(bs) > 1 {
+		p.out = append(p.out, p.n)
+	}
+	p.batches = kernels.Prod(batch)
+	p.aMatSize = p.m * p.k
+	p.bMatSize = p.k * p.n
+	if p.batches > 0 {
+		p.aBatch = kernels.BroadcastIndex(batch, ab)
+		p.bBatch = kernels.BroadcastIndex(batch, bb)
+	}
+	return p, nil
+}
+
+func matMulKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	a, b := kernels.Input(in, 0), kernels.Input(in, 1)
+	if a == nil || b == nil {
+		return nil, kernels.Invalidf(n, "MatMul needs two inputs")
+	}
+	if a.DType != b.DType {
+		return nil, kernels.Invalidf(n, "input dtypes differ: %v and %v", a.DType, b.DType)
+	}
+	p, err := planMatMul(a.Shape, b.Shape)
+	if err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	if _, err := graph.CheckAlloc(a.DType, p.out); err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	switch a.DType {
+	case graph.Float32:
+		out, err := ctx.New(graph.Float32, p.out)
+		if err != nil {
+			return nil, err
+		}
+		matMulF32(p, graph.Data[float32](a), graph.Data[float32](b), graph.Data[float32](out))
+		return []*graph.Tensor{out}, nil
+	case graph.Float16, graph.BFloat16:
+		af := graph.Data[float32](kernels.ToFloat32(a))
+		bf := graph.Data[float32](kernels.ToFloat32(b))
+		res := make([]float32, kernels.Prod(p.out))
+		matMulF32(p, af, bf, res)
+		out, err := kernels.FromFloat32(ctx, a.DType, p.out, res)
+		if err != nil {
+			return nil, err
+		}
+		return []*graph.Tensor{out}, nil
+	}
+	out, err := ctx.New(a.DType, p.out)
+	if err != nil {
+		return nil, err
+	}
+	switch a.DType {
+	case graph.Float64:
+		matMulGeneric[float64](p, a, b, out)
+	case graph.Int8:
+		matMulGeneric[int8](p, a, b, out)
+	case graph.Int16:
+		matMulGeneric[int16](p, a, b, out)
+	case graph.Int32:
+		matMulGeneric[int32](p, a, b, out)
+	case graph.Int64:
+		matMulGeneric[int64](p, a, b, out)
+	case graph.Uint8:
+		matMulGeneric[uint8](p, a, b, out)
+	case graph.Uint16:
+		matMulGeneric[uint16](p, a, b, out)
+	case graph.Uint32:
+		matMulGeneric[uint32](p, a, b, out)
+	case graph.Uint64:
+		matMulGeneric[uint64](p, a, b, out)
+	default:
+		return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+func matMulF32(p *matMulPlan, a, b, c []float32) {
+	mn := p.m * p.n
+	par := workers()
+	if p.batches == 1 || p.batches*p.m*p.n*p.k < gemmParallelMin {
+		// One product at a time, each parallel inside.
+		if p.batches > 1 {
+			par = 1
+		}
+		for t := 0; t < p.batches; t++ {
+			sgemm(p.m, p.n, p.k, 1,
+				mat[float32]{a[p.aBatch[t]*p.aMatSize:], p.k, 1},
+				mat[float32]{b[p.bBatch[t]*p.bMatSize:], p.n, 1},
+				c[t*mn:], p.n, par)
+		}
+		return
+	}
+	// Many products: spread them over the workers, and let each use the
+	// leftover parallelism inside.
+	inner := par / p.batches
+	if inner < 1 {
+		inner = 1
+	}
+	parallelTasks(p.batches, par, func(t int) {
+		sgemm(p.m, p.n, p.k, 1,
+			mat[float32]{a[p.aBatch[t]*p.aMatSize:], p.k, 1},
+			mat[float32]{b[p.bBatch[t]*p.bMatSize:], p.n, 1},
+			c[t*mn:], p.n, inner)
+	})
+}
+
+func matMulGeneric[T graph.Numeric](p *matMulPlan, at, bt, ct *graph.Tensor) {
+	a, b, c := graph.Data[T](at), graph.Data[T](bt), graph.Data[T](ct)
+	mn := p.m * p.n
+	par := workers()
+	if p.batches > 1 {
+		par = 1
+	}
+	for t := 0; t < p.batches; t++ {
+		gemmGeneric(p.m, p.n, p.k,
+			mat[T]{a[p.aBatch[t]*p.aMatSize:], p.k, 1},
+			mat[T]{b[p.bBatch[t]*p.bMatSize:], p.n, 1},
+			c[t*mn:], p.n, par)
+	}
+}
+
+func matMulInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	if len(in) < 2 {
+		return nil, nil
+	}
+	dt := in[0].Type.DType
+	as, bs := in[0].Type.Shape, in[1].Type.Shape
+	if as == nil || bs == nil {
+		return []graph.ValueType{{Kind: "tensor", DType: dt}}, nil
+	}
+	if len(as) == 0 || len(bs) == 0 {
+		return nil, kernels.Invalidf(n, "MatMul operands must have rank >= 1")
+	}
+	a2, b2 := as, bs
+	if len(as) == 1 {
+		a2 = graph.Shape{{Value: 1}, as[0]}
+	}
+	if len(bs) == 1 {
+		b2 = graph.Shape{bs[0], {Value: 1}}
+	}
+	ka, kb := a2[len(a2)-1], b2[len(b2)-2]
+	if ka.Static() && kb.Static() && ka.Value != kb.Value {
+		return nil, kernels.Invalidf(n, "MatMul inner dimensions differ: %v and %v", as, bs)
+	}
+	batch, err := kernels.BroadcastSymbolic(a2[:len(a2)-2], b2[:len(b2)-2])
+	if err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	out := append(graph.Shape{}, batch...)
+	if len(as) > 1 {
+		out = append(out, a2[len(a2)-2])
+	}
+	if len(bs) > 1 {
+		out = append(out, b2[len(b2)-1])
+	}
+	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: out}}, nil
+}
+
+// gemmAttrs reads Gemm's attributes.
+type gemmAttrs struct {
+	transA, transB bool
+	alpha, beta    float32
+	broadcast      bool // opset < 7: C broadcasts only when set
+}
+
+func readGemmAttrs(n *graph.Node, opset int64) gemmAttrs {
+	g := gemmAttrs{
+		transA: n.AttrInt("transA", 0) != 0,
+		transB: n.AttrInt("transB", 0) != 0,
+		alpha:  n.AttrFloat("alpha", 1),
+		beta:   n.AttrFloat("beta", 1),
+	}
+	g.broadcast = opset >= 7 || n.AttrInt("broadcast", 0) != 0
+	return g
+}
+
+func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	a, b, cT := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
+	if a == nil || b == nil {
+		return nil, kernels.Invalidf(n, "Gemm needs inputs A and B")
+	}
+	if a.DType != b.DType || (cT != nil && cT.DType != a.DType) {
+		return nil, kernels.Invalidf(n, "input dtypes differ")
+	}
+	if len(a.Shape) != 2 || len(b.Shape) != 2 {
+		return nil, kernels.Invalidf(n, "A and B must be 2-D, got shapes %v and %v", a.Shape, b.Shape)
+	}
+	g := readGemmAttrs(n, ctx.Opset)
+	am := mat[int]{nil, a.Shape[1], 1}
+	m, k := a.Shape[0], a.Shape[1]
+	if g.transA {
+		m, k = k, m
+		am = am.t()
+	}
+	bm := mat[int]{nil, b.Shape[1], 1}
+	k2, nn := b.Shape[0], b.Shape[1]
+	if g.transB {
+		k2, nn = nn, k2
+		bm = bm.t()
+	}
+	if k != k2 {
+		return nil, kernels.Invalidf(n, "inner dimensions differ: A %v, B %v (transA=%v, transB=%v)", a.Shape, b.Shape, g.transA, g.transB)
+	}
+	outShape := []int{m, nn}
+	var cIdx []int
+	if cT != nil {
+		if !g.broadcast {
+			if !graph.SameShape(cT.Shape, outShape) {
+				return nil, kernels.Invalidf(n, "C has shape %v, expected %v (broadcast=0)", cT.Shape, outShape)
+			}
+		} else if !unidirBroadcastable(cT.Shape, outShape) {
+			return nil, kernels.Invalidf(n, "C of shape %v does not broadcast to %v", cT.Shape, outShape)
+		}
+		if _, err := graph.CheckAlloc(a.DType, outShape); err != nil {
+			return nil, kernels.Invalidf(n, "%v", err)
+		}
+		cIdx = kernels.BroadcastIndex(outShape, cT.Shape)
+	}
+	out, err := ctx.New(a.DType, outShape)
+	if err != nil {
+		return nil, err
+	}
+	switch a.DType {
+	case graph.Float32, graph.Float16, graph.BFloat16:
+		af := graph.Data[float32](kernels.ToFloat32(a))
+		bf := graph.Data[float32](kernels.ToFloat32(b))
+		y := make([]float32, m*nn)
+		if a.DType == graph.Float32 {
+			y = graph.Data[float32](out)
+		}
+		if cT != nil {
+			cf := graph.Data[float32](kernels.ToFloat32(cT))
+			for i, ci := range cIdx {
+				y[i] = g.beta * cf[ci]
+			}
+		}
+		sgemm(m, nn, k, g.alpha, mat[float32]{af, am.rs, am.cs}, mat[float32]{bf, bm.rs, bm.cs}, y, nn, workers())
+		if a.DType != graph.Float32 {
+			out, err = kernels.FromFloat32(ctx, a.DType, outShape, y)
+			if err != nil {
+				return nil, err
+			}
+		}
+	case graph.Float64:
+		gemmFloat64(g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Int8:
+		gemmInt[int8](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Int16:
+		gemmInt[int16](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Int32:
+		gemmInt[int32](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Int64:
+		gemmInt[int64](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Uint8:
+		gemmInt[uint8](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Uint16:
+		gemmInt[uint16](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Uint32:
+		gemmInt[uint32](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	case graph.Uint64:
+		gemmInt[uint64](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+	default:
+		return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+func gemmFloat64(g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
+	y := graph.Data[float64](out)
+	ab := make([]float64, m*nn)
+	gemmGeneric(m, nn, k,
+		mat[float64]{graph.Data[float64](a), am.rs, am.cs},
+		mat[float64]{graph.Data[float64](b), bm.rs, bm.cs}, ab, nn, workers())
+	alpha, beta := float64(g.alpha), float64(g.beta)
+	for i := range y {
+		y[i] = alpha * ab[i]
+	}
+	if cT != nil {
+		cf := graph.Data[float64](cT)
+		for i, ci := range cIdx {
+			y[i] += beta * cf[ci]
+		}
+	}
+}
+
+// gemmInt computes the integer product exactly (wrapping), then applies
+// alpha and beta in float64 and converts back (truncating) unless both are 1.
+func gemmInt[T graph.Numeric](g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
+	y := graph.Data[T](out)
+	gemmGeneric(m, nn, k,
+		mat[T]{graph.Data[T](a), am.rs, am.cs},
+		mat[T]{graph.Data[T](b), bm.rs, bm.cs}, y, nn, workers())
+	var cd []T
+	if cT != nil {
+		cd = graph.Data[T](cT)
+	}
+	if g.alpha == 1 && g.beta == 1 {
+		for i, ci := range cIdx {
+			y[i] += cd[ci]
+		}
+		return
+	}
+	alpha, beta := float64(g.alpha), float64(g.beta)
+	for i := range y {
+		v := alpha * float64(y[i])
+		if cd != nil {
+			v += beta * float64(cd[cIdx[i]])
+		}
+		y[i] = T(v)
+	}
+}
+
+// unidirBroadcastable reports whether shape s broadcasts to target without
+// changing target.
+func unidirBroadcastable(s, target []int) bool {
+	if len(s) > len(target) {
+		return false
+	}
+	off := len(target) - len(s)
+	for i, d := range s {
+		if d != 1 && d != target[off+i] {
+			return false
+		}
+	}
+	return true
+}
+
+func gemmInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	if len(in) < 2 {
+		return nil, nil
+	}
+	dt := in[0].Type.DType
+	as, bs := in[0].Type.Shape, in[1].Type.Shape
+	g := readGemmAttrs(n, opset)
+	mDim, nDim := graph.Dim{Value: -1}, graph.Dim{Value: -1}
+	var kA, kB graph.Dim
+	if as != nil {
+		if len(as) != 2 {
+			return nil, kernels.Invalidf(n, "A must be 2-D, got %v", as)
+		}
+		mDim, kA = as[0], as[1]
+		if g.transA {
+			mDim, kA = as[1], as[0]
+		}
+	}
+	if bs != nil {
+		if len(bs) != 2 {
+			return nil, kernels.Invalidf(n, "B must be 2-D, got %v", bs)
+		}
+		kB, nDim = bs[0], bs[1]
+		if g.transB {
+			kB, nDim = bs[1], bs[0]
+		}
+	}
+	if as != nil && bs != nil && kA.Static() && kB.Static() && kA.Value != kB.Value {
+		return nil, kernels.Invalidf(n, "inner dimensions differ: A %v, B %v", as, bs)
+	}
+	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: graph.Shape{mDim, nDim}}}, nil
+}

@@ -1,0 +1,396 @@
+package reduce
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// reduceKind selects the reduction a Reduce* op performs.
+type reduceKind int
+
+const (
+	rSum reduceKind = iota
+	rMean
+	rMax
+	rMin
+	rProd
+	rL1
+	rL2
+	rLogSum
+	rLogSumExp
+	rSumSquare
+)
+
+// reduceOp describes one Reduce* operator.
+type reduceOp struct {
+	name string
+	kind reduceKind
+	// inputAxes is the first opset in which axes is an input (13 for
+	// ReduceSum, 18 for the others) rather than an attribute.
+	inputAxes int64
+}
+
+var reduceOps = []reduceOp{
+	{"ReduceSum", rSum, 13},
+	{"ReduceMean", rMean, 18},
+	{"ReduceMax", rMax, 18},
+	{"ReduceMin", rMin, 18},
+	{"ReduceProd", rProd, 18},
+	{"ReduceL1", rL1, 18},
+	{"ReduceL2", rL2, 18},
+	{"ReduceLogSum", rLogSum, 18},
+	{"ReduceLogSumExp", rLogSumExp, 18},
+	{"ReduceSumSquare", rSumSquare, 18},
+}
+
+func init() {
+	for _, op := range reduceOps {
+		types := numericTypes
+		if op.kind == rMax || op.kind == rMin {
+			types = numericBool
+		}
+		kernels.Register(kernels.Schema{
+			OpType: op.name, MinOpset: 1, MinInputs: 1, MaxInputs: 2,
+			Types: types, Kernel: op.kernel, Infer: op.infer,
+		})
+	}
+}
+
+// axesSpec is a node's requested axes: the axes attribute in older opsets,
+// the optional second input in newer ones.
+func (op reduceOp) axesSpec(n *graph.Node, opset int64, axesInput *graph.Tensor, haveInput bool) (axes []int64, known, noop bool) {
+	if opset >= op.inputAxes {
+		noop = n.AttrInt("noop_with_empty_axes", 0) != 0
+		if haveInput {
+			if axesInput == nil {
+				return nil, false, noop
+			}
+			return axesInput.Int64s(), true, noop
+		}
+		// Tolerate exporters that still write the attribute.
+		return n.AttrInts("axes", nil), true, noop
+	}
+	return n.AttrInts("axes", nil), true, false
+}
+
+// reducedMask turns axes into a per-dimension mask; empty axes reduce every
+// dimension. It reports invalid (out-of-range or repeated) axes.
+func reducedMask(n *graph.Node, axes []int64, rank int) ([]bool, error) {
+	mask := make([]bool, rank)
+	if len(axes) == 0 {
+		for i := range mask {
+			mask[i] = true
+		}
+		return mask, nil
+	}
+	for _, a := range axes {
+		ax, err := kernels.NormAxis(a, rank)
+		if err != nil {
+			return nil, kernels.Invalidf(n, "axes %v: axis %d out of range for rank %d", axes, a, rank)
+		}
+		if mask[ax] {
+			return nil, kernels.Invalidf(n, "axes %v repeat axis %d", axes, a)
+		}
+		mask[ax] = true
+	}
+	return mask, nil
+}
+
+func (op reduceOp) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := in[0]
+	if err := checkTensor(n, x, "data"); err != nil {
+		return nil, err
+	}
+	axesT := kernels.Input(in, 1)
+	if axesT != nil {
+		if err := axesT.Check(); err != nil {
+			return nil, kernels.Invalidf(n, "axes: %v", err)
+		}
+		if !axesT.DType.IsInteger() {
+			return nil, kernels.Invalidf(n, "axes has dtype %v, want int64", axesT.DType)
+		}
+		if axesT.Rank() > 1 {
+			return nil, kernels.Invalidf(n, "axes must be 1-D, got shape %v", axesT.Shape)
+		}
+	}
+	axes, _, noop := op.axesSpec(n, ctx.Opset, axesT, axesT != nil)
+	if len(axes) == 0 && noop {
+		return []*graph.Tensor{x.Clone()}, nil
+	}
+	mask, err := reducedMask(n, axes, x.Rank())
+	if err != nil {
+		return nil, err
+	}
+	keep := n.AttrInt("keepdims", 1) != 0
+	var outShape []int
+	count := 1 // elements folded into each output
+	for i, d := range x.Shape {
+		switch {
+		case !mask[i]:
+			outShape = append(outShape, d)
+		case keep:
+			outShape = append(outShape, 1)
+			count *= d
+		default:
+			count *= d
+		}
+	}
+	if outShape == nil {
+		outShape = []int{}
+	}
+	if x.DType == graph.Bool && op.kind != rMax && op.kind != rMin {
+		return nil, kernels.Unsupportedf(n, "dtype bool")
+	}
+	out, err := ctx.New(x.DType, outShape)
+	if err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	idx := outIndex(x.Shape, mask)
+	switch d := x.Data.(type) {
+	case []float32, []float64, []graph.F16, []graph.BF16:
+		vals := reduceFloat(op.kind, x.Float64s(), idx, out.Len(), count)
+		storeFloat64(out, vals)
+	case []int8:
+		reduceInts(op.kind, d, idx, out.Data.([]int8), count)
+	case []int16:
+		reduceInts(op.kind, d, idx, out.Data.([]int16), count)
+	case []int32:
+		reduceInts(op.kind, d, idx, out.Data.([]int32), count)
+	case []int64:
+		reduceInts(op.kind, d, idx, out.Data.([]int64), count)
+	case []uint8:
+		reduceInts(op.kind, d, idx, out.Data.([]uint8), count)
+	case []uint16:
+		reduceInts(op.kind, d, idx, out.Data.([]uint16), count)
+	case []uint32:
+		reduceInts(op.kind, d, idx, out.Data.([]uint32), count)
+	case []uint64:
+		reduceInts(op.kind, d, idx, out.Data.([]uint64), count)
+	case []bool:
+		o := out.Data.([]bool)
+		all := op.kind == rMin // identity: Max → false (any), Min → true (all)
+		for i := range o {
+			o[i] = all
+		}
+		for i, v := range d {
+			if all {
+				o[idx[i]] = o[idx[i]] && v
+			} else {
+				o[idx[i]] = o[idx[i]] || v
+			}
+		}
+	default:
+		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// outIndex maps every input element (row-major) to the flat index of the
+// output element it folds into; mask marks the reduced dimensions.
+func outIndex(shape []int, mask []bool) []int {
+	n := kernels.Prod(shape)
+	idx := make([]int, n)
+	if n == 0 {
+		return idx
+	}
+	rank := len(shape)
+	// output strides per input dim (0 for reduced dims)
+	st := make([]int, rank)
+	acc := 1
+	for i := rank - 1; i >= 0; i-- {
+		if !mask[i] {
+			st[i] = acc
+			acc *= shape[i]
+		}
+	}
+	counter := make([]int, rank)
+	cur := 0
+	for i := 0; i < n; i++ {
+		idx[i] = cur
+		for d := rank - 1; d >= 0; d-- {
+			counter[d]++
+			cur += st[d]
+			if counter[d] < shape[d] {
+				break
+			}
+			cur -= st[d] * counter[d]
+			counter[d] = 0
+		}
+	}
+	return idx
+}
+
+// reduceFloat reduces x (already widened to float64) into outN results.
+func reduceFloat(kind reduceKind, x []float64, idx []int, outN, count int) []float64 {
+	acc := make([]float64, outN)
+	init := 0.0
+	switch kind {
+	case rMax, rLogSumExp:
+		init = math.Inf(-1)
+	case rMin:
+		init = math.Inf(1)
+	case rProd:
+		init = 1
+	}
+	for i := range acc {
+		acc[i] = init
+	}
+	switch kind {
+	case rSum, rMean, rLogSum:
+		for i, v := range x {
+			acc[idx[i]] += v
+		}
+	case rSumSquare, rL2:
+		for i, v := range x {
+			acc[idx[i]] += v * v
+		}
+	case rL1:
+		for i, v := range x {
+			acc[idx[i]] += math.Abs(v)
+		}
+	case rProd:
+		for i, v := range x {
+			acc[idx[i]] *= v
+		}
+	case rMax, rLogSumExp:
+		for i, v := range x {
+			// NaN propagates: once acc is NaN no comparison replaces it.
+			if a := acc[idx[i]]; v != v || v > a {
+				if a == a {
+					acc[idx[i]] = v
+				}
+			}
+		}
+	case rMin:
+		for i, v := range x {
+			if a := acc[idx[i]]; v != v || v < a {
+				if a == a {
+					acc[idx[i]] = v
+				}
+			}
+		}
+	}
+	switch kind {
+	case rMean:
+		for i := range acc {
+			acc[i] /= float64(count) // empty set: 0/0 = NaN
+		}
+	case rL2:
+		for i := range acc {
+			acc[i] = math.Sqrt(acc[i])
+		}
+	case rLogSum:
+		for i := range acc {
+			acc[i] = math.Log(acc[i])
+		}
+	case rLogSumExp:
+		maxes := acc
+		sums := make([]float64, outN)
+		for i, v := range x {
+			if m := maxes[idx[i]]; !math.IsInf(m, 0) && m == m {
+				sums[idx[i]] += math.Exp(v - m)
+			}
+		}
+		for i, m := range maxes {
+			if !math.IsInf(m, 0) && m == m {
+				acc[i] = m + math.Log(sums[i])
+			}
+			// an infinite or NaN maximum is the result itself (empty → -inf)
+		}
+	}
+	return acc
+}
+
+// reduceInts reduces integer data with native (wrapping) arithmetic; the
+// mean, L2, LogSum and LogSumExp are computed in float64 and truncated.
+func reduceInts[T intElem](kind reduceKind, x []T, idx []int, out []T, count int) {
+	switch kind {
+	case rMean, rL2, rLogSum, rLogSumExp:
+		xf := make([]float64, len(x))
+		for i, v := range x {
+			xf[i] = float64(v)
+		}
+		vals := reduceFloat(kind, xf, idx, len(out), count)
+		storeInts(out, vals)
+		return
+	}
+	lo, hi := minMaxOf[T]()
+	switch kind {
+	case rMax:
+		for i := range out {
+			out[i] = lo
+		}
+		for i, v := range x {
+			if v > out[idx[i]] {
+				out[idx[i]] = v
+			}
+		}
+	case rMin:
+		for i := range out {
+			out[i] = hi
+		}
+		for i, v := range x {
+			if v < out[idx[i]] {
+				out[idx[i]] = v
+			}
+		}
+	case rProd:
+		for i := range out {
+			out[i] = 1
+		}
+		for i, v := range x {
+			out[idx[i]] *= v
+		}
+	case rSum:
+		for i, v := range x {
+			out[idx[i]] += v
+		}
+	case rSumSquare:
+		for i, v := range x {
+			out[idx[i]] += v * v
+		}
+	case rL1:
+		for i, v := range x {
+			if v < 0 {
+				v = -v
+			}
+			out[idx[i]] += v
+		}
+	}
+}
+
+func (op reduceOp) infer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	x := inType(in, 0)
+	dt := x.DType
+	if x.Shape == nil {
+		return []graph.ValueType{tensorType(dt, nil)}, nil
+	}
+	keep := n.AttrInt("keepdims", 1) != 0
+	haveInput := n.Input(1) != ""
+	axes, known, noop := op.axesSpec(n, opset, inConst(in, 1), haveInput)
+	if !known {
+		if keep {
+			return []graph.ValueType{tensorType(dt, unknownDims(len(x.Shape)))}, nil
+		}
+		return []graph.ValueType{tensorType(dt, nil)}, nil
+	}
+	if len(axes) == 0 && noop {
+		return []graph.ValueType{tensorType(dt, copyShape(x.Shape))}, nil
+	}
+	mask, err := reducedMask(n, axes, len(x.Shape))
+	if err != nil {
+		return nil, err
+	}
+	out := graph.Shape{}
+	for i, d := range x.Shape {
+		switch {
+		case !mask[i]:
+			out = append(out, d)
+		case keep:
+			out = append(out, graph.Dim{Value: 1})
+		}
+	}
+	return []graph.ValueType{tensorType(dt, out)}, nil
+}
