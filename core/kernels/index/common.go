@@ -53,6 +53,46 @@ func takeSeq(dst, src any, f func(i int) int) {
 	}
 }
 
+func putSeqT[T any](dst, src []T, offs []int) {
+	for j, o := range offs {
+		dst[o] = src[j]
+	}
+}
+
+// putSeq sets dst[offs[j]] = src[j] for every j in ascending order.
+func putSeq(dst, src any, offs []int) {
+	switch d := dst.(type) {
+	case []float32:
+		putSeqT(d, src.([]float32), offs)
+	case []float64:
+		putSeqT(d, src.([]float64), offs)
+	case []graph.F16:
+		putSeqT(d, src.([]graph.F16), offs)
+	case []graph.BF16:
+		putSeqT(d, src.([]graph.BF16), offs)
+	case []int8:
+		putSeqT(d, src.([]int8), offs)
+	case []int16:
+		putSeqT(d, src.([]int16), offs)
+	case []int32:
+		putSeqT(d, src.([]int32), offs)
+	case []int64:
+		putSeqT(d, src.([]int64), offs)
+	case []uint8:
+		putSeqT(d, src.([]uint8), offs)
+	case []uint16:
+		putSeqT(d, src.([]uint16), offs)
+	case []uint32:
+		putSeqT(d, src.([]uint32), offs)
+	case []uint64:
+		putSeqT(d, src.([]uint64), offs)
+	case []bool:
+		putSeqT(d, src.([]bool), offs)
+	case []string:
+		putSeqT(d, src.([]string), offs)
+	}
+}
+
 // sub returns x[lo:hi] for any tensor data slice.
 func sub(x any, lo, hi int) any {
 	switch d := x.(type) {
@@ -128,7 +168,7 @@ func indexValues(n *graph.Node, t *graph.Tensor, what string) ([]int64, error) {
 // normIndex maps a possibly negative index into [0, dim) or reports it.
 func normIndex(n *graph.Node, v int64, dim int, what string) (int, error) {
 	if v < -int64(dim) || v >= int64(dim) {
-		return 0, kernels.Invalidf(n, "%s index %d is out of range [%d, %d)", what, v, -dim, dim)
+		return 0, kernels.Invalidf(n, "%s value %d is out of range for a dimension of size %d (valid: %d..%d)", what, v, dim, -dim, dim-1)
 	}
 	if v < 0 {
 		v += int64(dim)
@@ -243,6 +283,10 @@ func scatterBool(r reduction, dst, upd []bool, offs []int, blk int) {
 // dst[offs[j]:offs[j]+blk], in order, combining with reduction r.
 func applyScatter(n *graph.Node, r reduction, dst, upd *graph.Tensor, offs []int, blk int) error {
 	if r == redNone {
+		if blk == 1 {
+			putSeq(dst.Data, upd.Data, offs)
+			return nil
+		}
 		for j, o := range offs {
 			copyRange(dst.Data, o, upd.Data, j*blk, blk)
 		}

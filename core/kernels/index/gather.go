@@ -47,6 +47,10 @@ func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if inner == 0 || len(pos) == 0 {
 		return []*graph.Tensor{out}, nil
 	}
+	if inner == 1 { // element gather: avoid a block copy per element
+		takeSeq(out.Data, x.Data, func(i int) int { return i/len(pos)*dim + pos[i%len(pos)] })
+		return []*graph.Tensor{out}, nil
+	}
 	o := 0
 	for a := 0; a < outer; a++ {
 		base := a * dim * inner

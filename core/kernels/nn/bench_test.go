@@ -27,3 +27,22 @@ func BenchmarkMatMul512(b *testing.B) {
 	}
 	b.ReportMetric(2*512*512*512*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// BenchmarkConv3x3 is a ResNet-style 3×3 convolution: X 1×64×56×56,
+// W 64×64×3×3, pads 1.
+func BenchmarkConv3x3(b *testing.B) {
+	r := rand.New(rand.NewSource(1))
+	x, w := benchTensor(r, 1, 64, 56, 56), benchTensor(r, 64, 64, 3, 3)
+	node := &graph.Node{OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
+		Attrs: map[string]*graph.Attribute{
+			"pads": {Name: "pads", Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}},
+		}}
+	ctx := &kernels.Context{Opset: 22}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := convKernel(ctx, node, []*graph.Tensor{x, w}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(2*64*64*9*56*56*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -43,7 +44,7 @@ func parallelTasks(n, par int, fn func(i int)) {
 				if p := recover(); p != nil {
 					panicMu.Lock()
 					if panicVal == nil {
-						panicVal = p
+						panicVal = fmt.Sprintf("%v\n%s", p, debug.Stack())
 					}
 					panicMu.Unlock()
 					next.Store(int64(n)) // stop handing out work

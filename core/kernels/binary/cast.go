@@ -1,0 +1,425 @@
+package binary
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// Cast semantics:
+//   - float → integer truncates toward zero; NaN gives 0 and values outside
+//     int64 saturate before wrapping to the narrower type (ONNX leaves
+//     out-of-range results undefined; this is a defined choice).
+//   - integer → integer wraps (two's complement), like numpy's astype.
+//   - to float16/bfloat16 rounds once to nearest even.
+//   - anything → bool is v != 0 (NaN → true); bool → number is 0/1.
+//   - string → number parses decimal/scientific text, "inf", "nan"; number
+//     → string uses numpy's style ("1.5", "1e-05", "nan", "inf").
+//   - the "saturate" and "round_mode" attributes only concern float8 types,
+//     which Switchyard does not support.
+
+// legacyTypeNames maps Cast-1's string "to" attribute to dtypes.
+var legacyTypeNames = map[string]graph.DType{
+	"FLOAT": graph.Float32, "UINT8": graph.Uint8, "INT8": graph.Int8,
+	"UINT16": graph.Uint16, "INT16": graph.Int16, "INT32": graph.Int32,
+	"INT64": graph.Int64, "STRING": graph.String, "BOOL": graph.Bool,
+	"FLOAT16": graph.Float16, "DOUBLE": graph.Float64, "UINT32": graph.Uint32,
+	"UINT64": graph.Uint64, "COMPLEX64": graph.Complex64,
+	"COMPLEX128": graph.Complex128, "BFLOAT16": graph.BFloat16,
+}
+
+// castTo reads Cast's "to" attribute (an int, or a type name before opset 6).
+func castTo(n *graph.Node) (graph.DType, error) {
+	a := n.Attr("to")
+	if a == nil {
+		return 0, kernels.Invalidf(n, "missing attribute \"to\"")
+	}
+	switch a.Type {
+	case graph.AttrInt:
+		return graph.DType(a.I), nil
+	case graph.AttrString:
+		if dt, ok := legacyTypeNames[strings.ToUpper(a.S)]; ok {
+			return dt, nil
+		}
+		if dt, ok := graph.ParseDType(strings.ToLower(a.S)); ok {
+			return dt, nil
+		}
+		return 0, kernels.Invalidf(n, "unknown type name %q in \"to\"", a.S)
+	}
+	return 0, kernels.Invalidf(n, "attribute \"to\" has type %v", a.Type)
+}
+
+func castKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if err := checkInputs(n, in, 1); err != nil {
+		return nil, err
+	}
+	to, err := castTo(n)
+	if err != nil {
+		return nil, err
+	}
+	out, err := castTensor(ctx, n, in[0], to)
+	if err != nil {
+		return nil, err
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+func castLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if err := checkInputs(n, in, 2); err != nil {
+		return nil, err
+	}
+	out, err := castTensor(ctx, n, in[0], in[1].DType)
+	if err != nil {
+		return nil, err
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// castTensor converts x to dtype to into a fresh tensor.
+func castTensor(ctx *kernels.Context, n *graph.Node, x *graph.Tensor, to graph.DType) (*graph.Tensor, error) {
+	if !to.Supported() {
+		return nil, kernels.Unsupportedf(n, "cast to %v", to)
+	}
+	if !x.DType.Supported() {
+		return nil, kernels.Unsupportedf(n, "cast from %v", x.DType)
+	}
+	out, err := ctx.New(to, x.Shape)
+	if err != nil {
+		return nil, err
+	}
+	if x.DType == to {
+		graph.CopyData(out.Data, x.Data)
+		return out, nil
+	}
+	switch s := x.Data.(type) {
+	case []float32:
+		castFloat(s, out)
+	case []float64:
+		castFloat(s, out)
+	case []graph.F16, []graph.BF16:
+		castFloat(kernels.ToFloat32(x).Data.([]float32), out)
+	case []int8:
+		castSigned(s, out)
+	case []int16:
+		castSigned(s, out)
+	case []int32:
+		castSigned(s, out)
+	case []int64:
+		castSigned(s, out)
+	case []uint8:
+		castUnsigned(s, out)
+	case []uint16:
+		castUnsigned(s, out)
+	case []uint32:
+		castUnsigned(s, out)
+	case []uint64:
+		castUnsigned(s, out)
+	case []bool:
+		castBool(s, out)
+	case []string:
+		if err := castString(n, s, out); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, kernels.Unsupportedf(n, "cast from %v", x.DType)
+	}
+	return out, nil
+}
+
+func convSlice[S, D graph.Numeric](src []S, dst []D) {
+	for i, v := range src {
+		dst[i] = D(v)
+	}
+}
+
+func f2sSlice[S float32 | float64, D sInt](src []S, dst []D) {
+	for i, v := range src {
+		dst[i] = D(f2i(float64(v)))
+	}
+}
+
+func f2uSlice[S float32 | float64, D uInt](src []S, dst []D) {
+	for i, v := range src {
+		dst[i] = D(f2u(float64(v)))
+	}
+}
+
+func castFloat[S float32 | float64](src []S, out *graph.Tensor) {
+	switch d := out.Data.(type) {
+	case []float32:
+		convSlice(src, d)
+	case []float64:
+		convSlice(src, d)
+	case []graph.F16:
+		for i, v := range src {
+			d[i] = f16From64(float64(v))
+		}
+	case []graph.BF16:
+		for i, v := range src {
+			d[i] = bf16From64(float64(v))
+		}
+	case []int8:
+		f2sSlice(src, d)
+	case []int16:
+		f2sSlice(src, d)
+	case []int32:
+		f2sSlice(src, d)
+	case []int64:
+		f2sSlice(src, d)
+	case []uint8:
+		f2uSlice(src, d)
+	case []uint16:
+		f2uSlice(src, d)
+	case []uint32:
+		f2uSlice(src, d)
+	case []uint64:
+		f2uSlice(src, d)
+	case []bool:
+		for i, v := range src {
+			d[i] = v != 0
+		}
+	case []string:
+		bits := 64
+		if _, ok := any(src).([]float32); ok {
+			bits = 32
+		}
+		for i, v := range src {
+			d[i] = formatFloat(float64(v), bits)
+		}
+	}
+}
+
+// castInt converts an integer slice to every numeric/bool dtype (not string).
+func castInt[S sInt | uInt](src []S, out *graph.Tensor) {
+	switch d := out.Data.(type) {
+	case []float32:
+		convSlice(src, d)
+	case []float64:
+		convSlice(src, d)
+	case []graph.F16:
+		for i, v := range src {
+			d[i] = f16From64(float64(v))
+		}
+	case []graph.BF16:
+		for i, v := range src {
+			d[i] = bf16From64(float64(v))
+		}
+	case []int8:
+		convSlice(src, d)
+	case []int16:
+		convSlice(src, d)
+	case []int32:
+		convSlice(src, d)
+	case []int64:
+		convSlice(src, d)
+	case []uint8:
+		convSlice(src, d)
+	case []uint16:
+		convSlice(src, d)
+	case []uint32:
+		convSlice(src, d)
+	case []uint64:
+		convSlice(src, d)
+	case []bool:
+		for i, v := range src {
+			d[i] = v != 0
+		}
+	}
+}
+
+func castSigned[S sInt](src []S, out *graph.Tensor) {
+	if d, ok := out.Data.([]string); ok {
+		for i, v := range src {
+			d[i] = strconv.FormatInt(int64(v), 10)
+		}
+		return
+	}
+	castInt(src, out)
+}
+
+func castUnsigned[S uInt](src []S, out *graph.Tensor) {
+	if d, ok := out.Data.([]string); ok {
+		for i, v := range src {
+			d[i] = strconv.FormatUint(uint64(v), 10)
+		}
+		return
+	}
+	castInt(src, out)
+}
+
+func castBool(src []bool, out *graph.Tensor) {
+	if d, ok := out.Data.([]string); ok {
+		for i, v := range src {
+			if v {
+				d[i] = "True"
+			} else {
+				d[i] = "False"
+			}
+		}
+		return
+	}
+	u := make([]uint8, len(src))
+	for i, v := range src {
+		if v {
+			u[i] = 1
+		}
+	}
+	castInt(u, out)
+}
+
+func castString(n *graph.Node, src []string, out *graph.Tensor) error {
+	dt := out.DType
+	for i, s := range src {
+		s = strings.TrimSpace(s)
+		switch {
+		case dt.IsFloat():
+			bits := 64
+			if dt == graph.Float32 {
+				bits = 32
+			}
+			v, err := strconv.ParseFloat(s, bits)
+			if err != nil && !isRangeErr(err) {
+				return kernels.Invalidf(n, "cannot parse %q as %v", s, dt)
+			}
+			switch d := out.Data.(type) {
+			case []float32:
+				d[i] = float32(v)
+			case []float64:
+				d[i] = v
+			case []graph.F16:
+				d[i] = f16From64(v)
+			case []graph.BF16:
+				d[i] = bf16From64(v)
+			}
+		case dt.IsInteger():
+			if dt.IsSigned() {
+				v, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					f, ferr := strconv.ParseFloat(s, 64)
+					if ferr != nil && !isRangeErr(ferr) {
+						return kernels.Invalidf(n, "cannot parse %q as %v", s, dt)
+					}
+					v = f2i(f)
+				}
+				castInt([]int64{v}, sub1(out, i))
+			} else {
+				v, err := strconv.ParseUint(s, 10, 64)
+				if err != nil {
+					f, ferr := strconv.ParseFloat(s, 64)
+					if ferr != nil && !isRangeErr(ferr) {
+						return kernels.Invalidf(n, "cannot parse %q as %v", s, dt)
+					}
+					v = f2u(f)
+				}
+				castInt([]uint64{v}, sub1(out, i))
+			}
+		case dt == graph.Bool:
+			d := out.Data.([]bool)
+			if f, err := strconv.ParseFloat(s, 64); err == nil || isRangeErr(err) {
+				d[i] = f != 0
+			} else if b, err := strconv.ParseBool(s); err == nil {
+				d[i] = b
+			} else {
+				return kernels.Invalidf(n, "cannot parse %q as bool", s)
+			}
+		default:
+			return kernels.Unsupportedf(n, "cast from string to %v", dt)
+		}
+	}
+	return nil
+}
+
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+// sub1 is a one-element view of out at i, for scalar stores through castInt.
+func sub1(out *graph.Tensor, i int) *graph.Tensor {
+	var d any
+	switch s := out.Data.(type) {
+	case []int8:
+		d = s[i : i+1]
+	case []int16:
+		d = s[i : i+1]
+	case []int32:
+		d = s[i : i+1]
+	case []int64:
+		d = s[i : i+1]
+	case []uint8:
+		d = s[i : i+1]
+	case []uint16:
+		d = s[i : i+1]
+	case []uint32:
+		d = s[i : i+1]
+	case []uint64:
+		d = s[i : i+1]
+	}
+	return &graph.Tensor{DType: out.DType, Shape: []int{1}, Data: d}
+}
+
+// formatFloat prints a float like numpy's str(): positional notation for
+// 1e-4 <= |v| < 1e16 (always with a fractional part), scientific otherwise,
+// with the shortest digits that round-trip.
+func formatFloat(v float64, bits int) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	a := math.Abs(v)
+	if a == 0 || (a >= 1e-4 && a < 1e16) {
+		s := strconv.FormatFloat(v, 'f', -1, bits)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	return strconv.FormatFloat(v, 'e', -1, bits)
+}
+
+func castInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	to, err := castTo(n)
+	if err != nil {
+		return nil, err
+	}
+	var shape graph.Shape
+	if len(in) > 0 {
+		shape = in[0].Type.Shape
+	}
+	return []graph.ValueType{{Kind: "tensor", DType: to, Shape: shape}}, nil
+}
+
+func castLikeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	if len(in) < 2 {
+		return nil, nil
+	}
+	return []graph.ValueType{{Kind: "tensor", DType: in[1].Type.DType, Shape: in[0].Type.Shape}}, nil
+}
+
+func init() {
+	kernels.Register(kernels.Schema{
+		OpType:    "Cast",
+		MinOpset:  1,
+		MinInputs: 1, MaxInputs: 1,
+		MinOutputs: 1, MaxOutputs: 1,
+		Types:  kernels.AllTypes,
+		Kernel: castKernel,
+		Infer:  castInfer,
+	})
+	kernels.Register(kernels.Schema{
+		OpType:    "CastLike",
+		MinOpset:  15,
+		MinInputs: 2, MaxInputs: 2,
+		MinOutputs: 1, MaxOutputs: 1,
+		Types:  kernels.AllTypes,
+		Kernel: castLikeKernel,
+		Infer:  castLikeInfer,
+	})
+}

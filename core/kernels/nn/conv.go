@@ -1,0 +1,299 @@
+package nn
+
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+func init() {
+	kernels.Register(kernels.Schema{
+		OpType: "Conv", MinOpset: 1,
+		MinInputs: 2, MaxInputs: 3,
+		Types:  kernels.FloatTypes,
+		Kernel: convKernel,
+		Infer:  convInfer,
+	})
+}
+
+// convPlan is a validated Conv node applied to concrete input shapes.
+type convPlan struct {
+	n, c, m, group int
+	cg, mg         int // input and output channels per group
+	nd             int
+	g              geom3
+	outShape       []int
+}
+
+func planConv(n *graph.Node, x, w, b *graph.Tensor) (*convPlan, error) {
+	if len(x.Shape) < 3 {
+		return nil, errInvalid("X must have rank >= 3, got shape %v", x.Shape)
+	}
+	if len(w.Shape) != len(x.Shape) {
+		return nil, errInvalid("W has shape %v, X %v: ranks differ", w.Shape, x.Shape)
+	}
+	p := &convPlan{n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], nd: len(x.Shape) - 2}
+	group := n.AttrInt("group", 1)
+	if group < 1 || group > 1<<31 {
+		return nil, errInvalid("group %d must be positive", group)
+	}
+	p.group = int(group)
+	if p.c != w.Shape[1]*p.group {
+		return nil, errInvalid("X has %d channels, W %v with group %d expects %d", p.c, w.Shape, p.group, w.Shape[1]*p.group)
+	}
+	if p.m%p.group != 0 {
+		return nil, errInvalid("W has %d output channels, not divisible by group %d", p.m, p.group)
+	}
+	p.cg, p.mg = w.Shape[1], p.m/p.group
+	if b != nil && (len(b.Shape) != 1 || b.Shape[0] != p.m) {
+		return nil, errInvalid("B has shape %v, expected [%d]", b.Shape, p.m)
+	}
+	attrs, err := readWindowAttrs(n, p.nd, w.Shape[2:])
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range attrs.kernel {
+		if k < 1 {
+			return nil, errInvalid("kernel shape %v has a zero dim", attrs.kernel)
+		}
+	}
+	if p.g, err = forwardGeom(attrs, x.Shape[2:], false); err != nil {
+		return nil, err
+	}
+	p.outShape = []int{p.n, p.m}
+	for i := 3 - p.nd; i < 3; i++ {
+		p.outShape = append(p.outShape, p.g.out[i])
+	}
+	return p, nil
+}
+
+func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x, w, b := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
+	if x == nil || w == nil {
+		return nil, kernels.Invalidf(n, "Conv needs inputs X and W")
+	}
+	if w.DType != x.DType || (b != nil && b.DType != x.DType) {
+		return nil, kernels.Invalidf(n, "input dtypes differ")
+	}
+	p, err := planConv(n, x, w, b)
+	if err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	// The im2col buffer is cg·|kernel| × |output plane|.
+	if _, err := graph.CheckAlloc(x.DType, []int{p.cg * p.g.kSize(), p.g.outSize()}); err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	switch x.DType {
+	case graph.Float32:
+		out, err := ctx.New(graph.Float32, p.outShape)
+		if err != nil {
+			return nil, err
+		}
+		convRun(p, graph.Data[float32](x), graph.Data[float32](w), f32Data(b), graph.Data[float32](out), sgemm)
+		return []*graph.Tensor{out}, nil
+	case graph.Float16, graph.BFloat16:
+		if _, err := graph.CheckAlloc(graph.Float32, p.outShape); err != nil {
+			return nil, kernels.Errorf(n, "%w", err)
+		}
+		var bf []float32
+		if b != nil {
+			bf = graph.Data[float32](kernels.ToFloat32(b))
+		}
+		y := make([]float32, kernels.Prod(p.outShape))
+		convRun(p, graph.Data[float32](kernels.ToFloat32(x)), graph.Data[float32](kernels.ToFloat32(w)), bf, y, sgemm)
+		out, err := kernels.FromFloat32(ctx, x.DType, p.outShape, y)
+		if err != nil {
+			return nil, err
+		}
+		return []*graph.Tensor{out}, nil
+	case graph.Float64:
+		out, err := ctx.New(graph.Float64, p.outShape)
+		if err != nil {
+			return nil, err
+		}
+		var bd []float64
+		if b != nil {
+			bd = graph.Data[float64](b)
+		}
+		convRun(p, graph.Data[float64](x), graph.Data[float64](w), bd, graph.Data[float64](out), gemm64)
+		return []*graph.Tensor{out}, nil
+	}
+	return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+}
+
+func f32Data(t *graph.Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return graph.Data[float32](t)
+}
+
+// gemm64 adapts gemmGeneric to sgemm's signature (alpha is always 1 here).
+func gemm64(m, n, k int, _ float64, a, b mat[float64], c []float64, ldc int, par int) {
+	gemmGeneric(m, n, k, a, b, c, ldc, par)
+}
+
+type gemmFunc[T float32 | float64] func(m, n, k int, alpha T, a, b mat[T], c []T, ldc int, par int)
+
+// convRun computes a convolution: y[n, m] = bias[m] + Σ W[m]·X[n] over each
+// group, as a GEMM of the group's weights with the im2col matrix of its
+// input (or with the input itself for 1×1 unpadded, unstrided kernels);
+// depthwise convolutions (one input channel per group) run directly.
+func convRun[T float32 | float64](p *convPlan, x, w, bias, y []T, gemm gemmFunc[T]) {
+	g := &p.g
+	is, os, ks := g.inSize(), g.outSize(), g.kSize()
+	par := workers()
+	if len(y) == 0 {
+		return
+	}
+	// Start from the bias (or zero: the output may be a recycled buffer).
+	for i := 0; i < p.n*p.m; i++ {
+		var v T
+		if bias != nil {
+			v = bias[i%p.m]
+		}
+		row := y[i*os : (i+1)*os]
+		for j := range row {
+			row[j] = v
+		}
+	}
+	if p.cg == 1 && p.group > 1 {
+		parallelTasks(p.n*p.m, par, func(t int) {
+			nIdx, oc := t/p.m, t%p.m
+			ic := oc / p.mg
+			depthwisePlane(g, x[(nIdx*p.c+ic)*is:(nIdx*p.c+ic+1)*is], w[oc*ks:(oc+1)*ks], y[t*os:(t+1)*os])
+		})
+		return
+	}
+	k := p.cg * ks
+	direct := ks == 1 && g.s == [3]int{1, 1, 1} && g.pb == [3]int{} && g.pe == [3]int{}
+	var col []T
+	if !direct {
+		col = make([]T, k*os)
+	}
+	for nIdx := 0; nIdx < p.n; nIdx++ {
+		for gi := 0; gi < p.group; gi++ {
+			xg := x[(nIdx*p.c+gi*p.cg)*is : (nIdx*p.c+(gi+1)*p.cg)*is]
+			b := xg
+			if !direct {
+				im2col(xg, p.cg, g, col, par)
+				b = col
+			}
+			yg := y[(nIdx*p.m+gi*p.mg)*os : (nIdx*p.m+(gi+1)*p.mg)*os]
+			gemm(p.mg, os, k, 1, mat[T]{w[gi*p.mg*k:], k, 1}, mat[T]{b, os, 1}, yg, os, par)
+		}
+	}
+}
+
+// im2col writes the patch matrix of x (cg channels of g.in) into col:
+// row ((c*KD+kd)*KH+kh)*KW+kw holds, for every output position, the input
+// value under that kernel tap, or 0 in the padding.
+func im2col[T float32 | float64](x []T, cg int, g *geom3, col []T, par int) {
+	is, os, ks := g.inSize(), g.outSize(), g.kSize()
+	OD, OH, OW := g.out[0], g.out[1], g.out[2]
+	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+	parallelRange(cg*ks, par, 4, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			c, kk := r/ks, r%ks
+			kd, kh, kw := kk/(g.k[1]*g.k[2]), (kk/g.k[2])%g.k[1], kk%g.k[2]
+			xc := x[c*is : (c+1)*is]
+			dst := col[r*os : (r+1)*os]
+			offW := kw*g.d[2] - g.pb[2]
+			wlo, whi := validRange(offW, g.s[2], IW, OW)
+			for od := 0; od < OD; od++ {
+				id := od*g.s[0] - g.pb[0] + kd*g.d[0]
+				for oh := 0; oh < OH; oh++ {
+					ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+					row := dst[(od*OH+oh)*OW : (od*OH+oh+1)*OW]
+					if id < 0 || id >= ID || ih < 0 || ih >= IH {
+						clear(row)
+						continue
+					}
+					src := xc[(id*IH+ih)*IW : (id*IH+ih+1)*IW]
+					clear(row[:wlo])
+					clear(row[whi:])
+					if wlo >= whi {
+						continue
+					}
+					if g.s[2] == 1 {
+						copy(row[wlo:whi], src[wlo+offW:whi+offW])
+					} else {
+						for ow := wlo; ow < whi; ow++ {
+							row[ow] = src[ow*g.s[2]+offW]
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// depthwisePlane adds to y (one output plane) the convolution of one input
+// plane x with one kernel w.
+func depthwisePlane[T float32 | float64](g *geom3, x, w, y []T) {
+	OD, OH, OW := g.out[0], g.out[1], g.out[2]
+	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+	sw := g.s[2]
+	for kd := 0; kd < g.k[0]; kd++ {
+		for kh := 0; kh < g.k[1]; kh++ {
+			for kw := 0; kw < g.k[2]; kw++ {
+				wv := w[(kd*g.k[1]+kh)*g.k[2]+kw]
+				offW := kw*g.d[2] - g.pb[2]
+				wlo, whi := validRange(offW, sw, IW, OW)
+				if wlo >= whi {
+					continue
+				}
+				for od := 0; od < OD; od++ {
+					id := od*g.s[0] - g.pb[0] + kd*g.d[0]
+					if id < 0 || id >= ID {
+						continue
+					}
+					for oh := 0; oh < OH; oh++ {
+						ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+						if ih < 0 || ih >= IH {
+							continue
+						}
+						src := x[(id*IH+ih)*IW : (id*IH+ih+1)*IW]
+						row := y[(od*OH+oh)*OW+wlo : (od*OH+oh)*OW+whi]
+						if sw == 1 {
+							src = src[wlo+offW : whi+offW]
+							for j, v := range src {
+								row[j] += wv * v
+							}
+						} else {
+							for j := range row {
+								row[j] += wv * src[(wlo+j)*sw+offW]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func convInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	if len(in) < 2 {
+		return nil, nil
+	}
+	dt := in[0].Type.DType
+	xs, ws := in[0].Type.Shape, in[1].Type.Shape
+	ch := graph.Dim{Value: -1}
+	var wKernel []int
+	if ws != nil {
+		if len(ws) < 3 {
+			return nil, kernels.Invalidf(n, "W must have rank >= 3, got %v", ws)
+		}
+		ch = ws[0]
+		if k, ok := staticDims(ws[2:]); ok {
+			wKernel = k
+		}
+		if xs != nil && len(xs) != len(ws) {
+			return nil, kernels.Invalidf(n, "X %v and W %v ranks differ", xs, ws)
+		}
+	}
+	out, err := inferWindowOut(n, xs, ch, wKernel, false)
+	if err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: out}}, nil
+}
