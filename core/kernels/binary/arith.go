@@ -565,17 +565,17 @@ func preluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 		return nil, kernels.Invalidf(n, "X is %v but slope is %v", x.DType, s.DType)
 	}
 	ss := s.Shape
-	if bs, err := kernels.BroadcastShapes(x.Shape, ss); err != nil || !graph.SameShape(bs, x.Shape) {
-		// Before opset 7 a 1-D slope holds one value per channel (axis 1).
-		if opsetOf(ctx) < 7 && len(ss) == 1 && len(x.Shape) >= 2 && ss[0] == x.Shape[1] {
-			ss = make([]int, len(x.Shape)-1)
-			for i := range ss {
-				ss[i] = 1
-			}
-			ss[0] = x.Shape[1]
-		} else {
-			return nil, kernels.Invalidf(n, "slope shape %v does not broadcast to X shape %v", s.Shape, x.Shape)
+	// Before opset 7 a 1-D slope of X.shape[1] values holds one value per
+	// channel (axis 1); from opset 7 it broadcasts numpy-style to X.
+	if opsetOf(ctx) < 7 && len(ss) == 1 && len(x.Shape) >= 3 && ss[0] == x.Shape[1] && ss[0] != 1 {
+		ss = make([]int, len(x.Shape)-1)
+		for i := range ss {
+			ss[i] = 1
 		}
+		ss[0] = x.Shape[1]
+	}
+	if bs, err := kernels.BroadcastShapes(x.Shape, ss); err != nil || !graph.SameShape(bs, x.Shape) {
+		return nil, kernels.Invalidf(n, "slope shape %v does not broadcast to X shape %v", s.Shape, x.Shape)
 	}
 	p := newPlan(x.Shape, x.Shape, ss)
 	out, err := ctx.New(x.DType, x.Shape)

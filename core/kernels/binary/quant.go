@@ -61,18 +61,16 @@ func newQmap(n *graph.Node, x, scale, zp *graph.Tensor) (*qmap, error) {
 // each calls fn for runs of x elements [start, start+count) whose scale
 // index is sidx, advancing by step (0 or 1) per element.
 func (q *qmap) each(total int, fn func(start, count, sidx, step int)) {
+	if total == 0 {
+		return
+	}
 	if q.perTensor {
-		if total > 0 {
-			fn(0, total, 0, 0)
-		}
+		fn(0, total, 0, 0)
 		return
 	}
 	for o := 0; o < q.outer; o++ {
 		for d := 0; d < q.dim; d++ {
 			start := (o*q.dim + d) * q.inner
-			if q.inner == 0 {
-				continue
-			}
 			if q.bs == 0 {
 				fn(start, q.inner, d, 0)
 			} else {

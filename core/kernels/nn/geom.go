@@ -1,11 +1,6 @@
 package nn
 
-import (
-	"fmt"
-
-	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
-)
+import "github.com/switchyard-hal/switchyard/core/graph"
 
 // windowAttrs are the sliding-window attributes shared by Conv,
 // ConvTranspose, MaxPool and AveragePool, validated for nd spatial dims.
@@ -104,7 +99,7 @@ func forwardGeom(w windowAttrs, in []int, ceil bool) (geom3, error) {
 	nd := len(in)
 	var g geom3
 	if nd < 1 || nd > 3 {
-		return g, fmt.Errorf("%w: %d spatial dimensions (1 to 3 are supported)", kernels.ErrUnsupported, nd)
+		return g, errUnsupportedRank(nd)
 	}
 	off := 3 - nd
 	for i := 0; i < 3; i++ {

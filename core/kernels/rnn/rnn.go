@@ -578,13 +578,24 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 				}
 				clip(og)
 				apply(acts[0], og)
-				copy(tmp, cb)
+				copy(tmp, cb) // the cell state is kept unclipped; h's input is clipped
+				clip(tmp)
 				apply(acts[2], tmp)
 				hb := h[b*H : b*H+H]
 				for j := range hb {
 					hb[j] = og[j] * tmp[j]
 				}
 				emit(t, b, hb)
+			}
+		}
+	}
+	// A batch entry with sequence length 0 runs no step; like ONNX Runtime,
+	// its final state is zero rather than the initial state.
+	for b, l := range c.lens {
+		if l == 0 {
+			clear(h[b*H : b*H+H])
+			if cs != nil {
+				clear(cs[b*H : b*H+H])
 			}
 		}
 	}
