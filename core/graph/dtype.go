@@ -42,6 +42,9 @@ var dtypeNames = map[DType]string{
 	String: "string", Bool: "bool", Float16: "float16", Float64: "float64",
 	Uint32: "uint32", Uint64: "uint64", Complex64: "complex64",
 	Complex128: "complex128", BFloat16: "bfloat16",
+	// types Switchyard recognises by name but cannot hold
+	17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
+	21: "uint4", 22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2",
 }
 
 func (d DType) String() string {

@@ -17,7 +17,7 @@ func (m mat[T]) t() mat[T] { return mat[T]{m.d, m.cs, m.rs} }
 const (
 	gemmMR = 4
 	gemmKC = 256
-	gemmNC = 256
+	gemmNC = 512
 	gemmMC = 64
 	// Below this many multiply-adds the plain loop beats packing.
 	gemmSmall = 16 * 1024

@@ -1,0 +1,2 @@
+// Package attention holds reference CPU kernels beyond the core operator list; see package kernels for the contracts.
+package attention

@@ -1,0 +1,2 @@
+// Package loss holds reference CPU kernels beyond the core operator list; see package kernels for the contracts.
+package loss
