@@ -19,8 +19,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
+	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // the reference kernels
@@ -56,15 +56,29 @@ func (e *UnsupportedError) Unwrap() error { return kernels.ErrUnsupported }
 
 // Model is a loaded, validated model ready to Run.
 type Model struct {
-	ir       *graph.Model
-	main     *plan
-	subplans map[*graph.Graph]*plan
-	inputs   []graph.ValueInfo
-	outputs  []graph.ValueInfo
-	types    map[string]graph.ValueType // inferred types of all values of the main graph
+	ir      *graph.Model
+	prog    *exec.Program
+	inputs  []graph.ValueInfo
+	outputs []graph.ValueInfo
+	types   map[string]graph.ValueType // inferred types of all values of the main graph
+}
 
-	arenasMu sync.Mutex
-	arenas   map[string]*sync.Pool // per concrete input-shape signature
+// RunOptions and Stats are those of the executor.
+type (
+	RunOptions = exec.RunOptions
+	Stats      = exec.Stats
+	NodeTiming = exec.NodeTiming
+)
+
+// Run executes the model. inputs maps input names to tensors (an input with
+// an initializer default may be omitted). It returns every model output.
+func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
+	return m.prog.Run(ctx, inputs)
+}
+
+// RunWithStats is Run with per-run statistics and optional profiling.
+func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
+	return m.prog.RunWithStats(ctx, inputs, opts)
 }
 
 // Load reads a model file and prepares it.
@@ -108,9 +122,9 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	if err := CheckSupported(ir); err != nil {
 		return nil, err
 	}
-	m := &Model{ir: ir, subplans: map[*graph.Graph]*plan{}, arenas: map[string]*sync.Pool{}}
+	m := &Model{ir: ir}
 	var err error
-	if m.main, err = m.compile(ir.Graph, nil); err != nil {
+	if m.prog, err = exec.Compile(ir.Graph, exec.Options{Opsets: ir.Opsets}); err != nil {
 		return nil, err
 	}
 	g := ir.Graph

@@ -13,11 +13,13 @@ func (m mat[T]) t() mat[T] { return mat[T]{m.d, m.cs, m.rs} }
 
 // Blocking parameters of the float32 GEMM. A is packed into panels of
 // gemmMR rows; the micro-kernel keeps gemmMR rows of C (gemmNC wide) in L1
-// and streams a gemmKC×gemmNC block of B from L2.
+// and streams a gemmKC×gemmNC block of B from L2. (Pure Go has no SIMD, so
+// the kernel is scalar; this shape keeps its multipliers in registers and
+// needs the fewest loads and stores per multiply-add.)
 const (
-	gemmMR = 4
+	gemmMR = 2
 	gemmKC = 256
-	gemmNC = 512
+	gemmNC = 256
 	gemmMC = 64
 	// Below this many multiply-adds the plain loop beats packing.
 	gemmSmall = 16 * 1024
@@ -109,7 +111,7 @@ func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, 
 					}
 				}
 				p := i / gemmMR
-				sgemmKernel4(kb, nb, ap[(p*k+k0)*gemmMR:], bblk, ldb, rows[0], rows[1], rows[2], rows[3])
+				sgemmKernel2(kb, nb, ap[(p*k+k0)*gemmMR:], bblk, ldb, rows[0], rows[1])
 			}
 		}
 	})
@@ -132,38 +134,33 @@ func gemmBlocks(m, n, par int) (mc, nc int) {
 	return mc, nc
 }
 
-// sgemmKernel4 computes, for the 4 rows c0..c3 (each nb long),
-// c_r[j] += Σ_q a[q*4+r]·b[q*ldb+j] for q < kb. Two k-steps per pass halve
-// the loads and stores of C.
-func sgemmKernel4(kb, nb int, a, b []float32, ldb int, c0, c1, c2, c3 []float32) {
+// sgemmKernel2 computes, for the 2 rows c0 and c1 (each nb long),
+// c_r[j] += Σ_q a[q*2+r]·b[q*ldb+j] for q < kb. Four k-steps per pass cut
+// the loads and stores of C; the 8 multipliers stay in registers.
+func sgemmKernel2(kb, nb int, a, b []float32, ldb int, c0, c1 []float32) {
 	c0 = c0[:nb]
 	c1 = c1[:nb]
-	c2 = c2[:nb]
-	c3 = c3[:nb]
 	q := 0
-	for ; q+1 < kb; q += 2 {
-		aa := (*[8]float32)(a[q*4 : q*4+8])
-		a0, a1, a2, a3 := aa[0], aa[1], aa[2], aa[3]
-		e0, e1, e2, e3 := aa[4], aa[5], aa[6], aa[7]
+	for ; q+3 < kb; q += 4 {
+		aa := (*[8]float32)(a[q*2 : q*2+8])
+		a0, a1, e0, e1 := aa[0], aa[1], aa[2], aa[3]
+		f0, f1, g0, g1 := aa[4], aa[5], aa[6], aa[7]
 		br := b[q*ldb : q*ldb+nb]
 		bs := b[(q+1)*ldb : (q+1)*ldb+nb]
+		bt := b[(q+2)*ldb : (q+2)*ldb+nb]
+		bu := b[(q+3)*ldb : (q+3)*ldb+nb]
 		for j, bv := range br {
-			bw := bs[j]
-			c0[j] += a0*bv + e0*bw
-			c1[j] += a1*bv + e1*bw
-			c2[j] += a2*bv + e2*bw
-			c3[j] += a3*bv + e3*bw
+			bw, bx, by := bs[j], bt[j], bu[j]
+			c0[j] += a0*bv + e0*bw + f0*bx + g0*by
+			c1[j] += a1*bv + e1*bw + f1*bx + g1*by
 		}
 	}
-	if q < kb {
-		aa := (*[4]float32)(a[q*4 : q*4+4])
-		a0, a1, a2, a3 := aa[0], aa[1], aa[2], aa[3]
+	for ; q < kb; q++ {
+		a0, a1 := a[q*2], a[q*2+1]
 		br := b[q*ldb : q*ldb+nb]
 		for j, bv := range br {
 			c0[j] += a0 * bv
 			c1[j] += a1 * bv
-			c2[j] += a2 * bv
-			c3[j] += a3 * bv
 		}
 	}
 }

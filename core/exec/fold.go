@@ -1,4 +1,4 @@
-package runtime
+package exec
 
 import (
 	"context"
@@ -16,7 +16,7 @@ const foldLimit = 1 << 20
 // (initializers, outer constants or earlier folded values) and that has no
 // nested graph. It returns the remaining nodes and the folded values. A node
 // whose kernel fails is left in place so the error surfaces at run time.
-func (m *Model) fold(order []*graph.Node, g *graph.Graph, outer map[string]*graph.Tensor) ([]*graph.Node, map[string]*graph.Tensor) {
+func (m *Program) fold(order []*graph.Node, g *graph.Graph, outer map[string]*graph.Tensor) ([]*graph.Node, map[string]*graph.Tensor) {
 	consts := map[string]*graph.Tensor{}
 	lookup := func(name string) (*graph.Tensor, bool) {
 		if t, ok := consts[name]; ok {
@@ -32,6 +32,9 @@ func (m *Model) fold(order []*graph.Node, g *graph.Graph, outer map[string]*grap
 	overridable := map[string]bool{}
 	for _, in := range g.Inputs {
 		overridable[in.Name] = true
+	}
+	if m.noFold {
+		return order, nil
 	}
 	keep := make([]*graph.Node, 0, len(order))
 	for _, n := range order {
@@ -57,7 +60,7 @@ func (m *Model) fold(order []*graph.Node, g *graph.Graph, outer map[string]*grap
 			continue
 		}
 		s, _ := kernels.Lookup(n.Domain, n.OpType)
-		outs, err := safeKernel(s, n, m.ir.OpsetVersion(n.Domain), ins)
+		outs, err := safeKernel(s, n, m.opset(n.Domain), ins)
 		if err != nil || len(outs) < len(n.Outputs) {
 			keep = append(keep, n)
 			continue
@@ -82,8 +85,8 @@ func (m *Model) fold(order []*graph.Node, g *graph.Graph, outer map[string]*grap
 }
 
 // foldable: ops without nested graphs, and not the control-flow ops.
-func (m *Model) foldable(n *graph.Node) bool {
-	if n.Domain != "" {
+func (m *Program) foldable(n *graph.Node) bool {
+	if _, over := m.overrides[n]; over || n.Domain != "" {
 		return false
 	}
 	for _, a := range n.Attrs {

@@ -1,4 +1,4 @@
-package runtime
+package exec
 
 import (
 	"context"
@@ -13,6 +13,56 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
+
+// Options configure Compile.
+type Options struct {
+	// Opsets are the opset imports the graph's nodes follow.
+	Opsets []graph.Opset
+	// Kernels overrides the kernel of individual nodes of the main graph
+	// (the runtime uses it for nodes standing for delegated partitions).
+	Kernels map[*graph.Node]kernels.Func
+	// NoFold disables constant folding at compile time.
+	NoFold bool
+}
+
+// Program is a graph compiled for execution on the reference kernels. It is
+// immutable after Compile and safe for concurrent Run calls.
+type Program struct {
+	g         *graph.Graph
+	opsets    graph.Model
+	overrides map[*graph.Node]kernels.Func
+	noFold    bool
+	main      *plan
+	subplans  map[*graph.Graph]*plan
+	inputs    []graph.ValueInfo
+
+	arenasMu sync.Mutex
+	arenas   map[string]*sync.Pool // per concrete input-shape signature
+}
+
+// Compile prepares g (already validated) for execution.
+func Compile(g *graph.Graph, opts Options) (*Program, error) {
+	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold,
+		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*sync.Pool{}}
+	for _, in := range g.Inputs {
+		if _, isInit := g.Initializers[in.Name]; !isInit {
+			m.inputs = append(m.inputs, in)
+		}
+	}
+	var err error
+	if m.main, err = m.compile(g, nil); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Program) opset(domain string) int64 { return m.opsets.OpsetVersion(domain) }
+
+// Graph returns the compiled graph.
+func (m *Program) Graph() *graph.Graph { return m.g }
+
+// Inputs lists the graph inputs that are not initializers.
+func (m *Program) Inputs() []graph.ValueInfo { return m.inputs }
 
 // plan is a graph prepared for execution: nodes in order, the schema of
 // each, and for every value the step after which it is dead.
@@ -29,7 +79,7 @@ type plan struct {
 	consts map[string]*graph.Tensor
 }
 
-func (m *Model) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {
+func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {
 	order, err := g.TopoSort()
 	if err != nil {
 		return nil, err
@@ -53,8 +103,14 @@ func (m *Model) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, 
 	last := map[string]int{}
 	for i, n := range order {
 		s, _ := kernels.Lookup(n.Domain, n.OpType)
+		if f, ok := m.overrides[n]; ok {
+			s = &kernels.Schema{Domain: n.Domain, OpType: n.OpType, Kernel: f}
+		}
+		if s == nil {
+			return nil, fmt.Errorf("exec: %s: %w: no kernel for op %s", n.Label(), kernels.ErrUnsupported, n.OpType)
+		}
 		p.schemas = append(p.schemas, s)
-		p.opsets = append(p.opsets, m.ir.OpsetVersion(n.Domain))
+		p.opsets = append(p.opsets, m.opset(n.Domain))
 		for _, in := range nodeReads(n) {
 			last[in] = i
 		}
@@ -150,7 +206,7 @@ type Stats struct {
 }
 
 type run struct {
-	m     *Model
+	m     *Program
 	arena *arena
 	opts  RunOptions
 	stats *Stats
@@ -158,15 +214,16 @@ type run struct {
 	mu    sync.Mutex
 }
 
-// Run executes the model. inputs maps input names to tensors (an input with
-// an initializer default may be omitted). It returns every model output.
-func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
+// Run executes the graph. inputs maps input names to tensors (an input with
+// an initializer default may be omitted). It returns every graph output by
+// name; the caller owns them.
+func (m *Program) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
 	out, _, err := m.RunWithStats(ctx, inputs, RunOptions{})
 	return out, err
 }
 
 // RunWithStats is Run with per-run statistics and optional profiling.
-func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
+func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -184,7 +241,7 @@ func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tenso
 	r := &run{m: m, arena: a, opts: opts, stats: st}
 	start := time.Now()
 	root := &scope{vals: map[string]*graph.Tensor{}}
-	for k, v := range m.ir.Graph.Initializers {
+	for k, v := range m.g.Initializers {
 		root.vals[k] = v
 	}
 	for k, v := range inputs {
@@ -203,7 +260,7 @@ func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tenso
 	return out, st, nil
 }
 
-func (m *Model) arenaPool(sig string) *sync.Pool {
+func (m *Program) arenaPool(sig string) *sync.Pool {
 	m.arenasMu.Lock()
 	defer m.arenasMu.Unlock()
 	p, ok := m.arenas[sig]
@@ -219,7 +276,7 @@ func (m *Model) arenaPool(sig string) *sync.Pool {
 
 // checkInputs validates the caller's inputs and returns the concrete shape
 // signature of the run.
-func (m *Model) checkInputs(inputs map[string]*graph.Tensor) (string, error) {
+func (m *Program) checkInputs(inputs map[string]*graph.Tensor) (string, error) {
 	known := map[string]bool{}
 	sym := map[string]int{}
 	var sig strings.Builder
@@ -227,29 +284,29 @@ func (m *Model) checkInputs(inputs map[string]*graph.Tensor) (string, error) {
 		known[in.Name] = true
 		t, ok := inputs[in.Name]
 		if !ok || t == nil {
-			if _, hasDefault := m.ir.Graph.Initializers[in.Name]; hasDefault {
+			if _, hasDefault := m.g.Initializers[in.Name]; hasDefault {
 				continue
 			}
-			return "", fmt.Errorf("runtime: %w: input %q (%v) is missing", kernels.ErrInvalid, in.Name, in.Type)
+			return "", fmt.Errorf("exec: %w: input %q (%v) is missing", kernels.ErrInvalid, in.Name, in.Type)
 		}
 		if err := t.Check(); err != nil {
-			return "", fmt.Errorf("runtime: %w: input %q: %v", kernels.ErrInvalid, in.Name, err)
+			return "", fmt.Errorf("exec: %w: input %q: %v", kernels.ErrInvalid, in.Name, err)
 		}
 		want := in.Type
 		if want.DType != graph.Undefined && want.DType != t.DType {
-			return "", fmt.Errorf("runtime: %w: input %q is %v, model wants %v", kernels.ErrInvalid, in.Name, t.DType, want.DType)
+			return "", fmt.Errorf("exec: %w: input %q is %v, model wants %v", kernels.ErrInvalid, in.Name, t.DType, want.DType)
 		}
 		if want.Shape != nil {
 			if len(want.Shape) != len(t.Shape) {
-				return "", fmt.Errorf("runtime: %w: input %q has shape %v, model wants rank %d %v", kernels.ErrInvalid, in.Name, t.Shape, len(want.Shape), want.Shape)
+				return "", fmt.Errorf("exec: %w: input %q has shape %v, model wants rank %d %v", kernels.ErrInvalid, in.Name, t.Shape, len(want.Shape), want.Shape)
 			}
 			for i, d := range want.Shape {
 				switch {
 				case d.Static() && int(d.Value) != t.Shape[i]:
-					return "", fmt.Errorf("runtime: %w: input %q has shape %v, model wants %v (dim %d)", kernels.ErrInvalid, in.Name, t.Shape, want.Shape, i)
+					return "", fmt.Errorf("exec: %w: input %q has shape %v, model wants %v (dim %d)", kernels.ErrInvalid, in.Name, t.Shape, want.Shape, i)
 				case d.Param != "":
 					if v, seen := sym[d.Param]; seen && v != t.Shape[i] {
-						return "", fmt.Errorf("runtime: %w: input %q dim %d is %d but symbolic dim %q is already %d", kernels.ErrInvalid, in.Name, i, t.Shape[i], d.Param, v)
+						return "", fmt.Errorf("exec: %w: input %q dim %d is %d but symbolic dim %q is already %d", kernels.ErrInvalid, in.Name, i, t.Shape[i], d.Param, v)
 					}
 					sym[d.Param] = t.Shape[i]
 				}
@@ -263,7 +320,7 @@ func (m *Model) checkInputs(inputs map[string]*graph.Tensor) (string, error) {
 			for _, in := range m.inputs {
 				names = append(names, in.Name)
 			}
-			return "", fmt.Errorf("runtime: %w: model has no input %q (inputs: %s)", kernels.ErrInvalid, name, strings.Join(names, ", "))
+			return "", fmt.Errorf("exec: %w: model has no input %q (inputs: %s)", kernels.ErrInvalid, name, strings.Join(names, ", "))
 		}
 	}
 	return sig.String(), nil
@@ -283,7 +340,7 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 	}
 	for i, n := range p.order {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("runtime: stopped before %s: %w", n.Label(), err)
+			return nil, fmt.Errorf("exec: stopped before %s: %w", n.Label(), err)
 		}
 		ins := make([]*graph.Tensor, len(n.Inputs))
 		for j, name := range n.Inputs {
@@ -292,7 +349,7 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 			}
 			t, ok := s.lookup(name)
 			if !ok {
-				return nil, fmt.Errorf("runtime: %s: input %q has no value", n.Label(), name)
+				return nil, fmt.Errorf("exec: %s: input %q has no value", n.Label(), name)
 			}
 			ins[j] = t
 		}
@@ -326,7 +383,7 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 	for i, o := range p.g.Outputs {
 		t, ok := s.lookup(o.Name)
 		if !ok {
-			return nil, fmt.Errorf("runtime: output %q was not produced", o.Name)
+			return nil, fmt.Errorf("exec: output %q was not produced", o.Name)
 		}
 		// an output that is an input, initializer, outer value or a repeat
 		// of another output is copied so that callers own what they get
@@ -355,7 +412,7 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 		if p := recover(); p != nil {
 			buf := make([]byte, 4096)
 			buf = buf[:rt.Stack(buf, false)]
-			err = fmt.Errorf("runtime: internal error in %s: %v\n%s", n.Label(), p, buf)
+			err = fmt.Errorf("exec: internal error in %s: %v\n%s", n.Label(), p, buf)
 		}
 	}()
 	kc := &kernels.Context{Context: ctx, Opset: opset, Alloc: r.arena, RunSubgraph: r.subgraph}
@@ -370,7 +427,7 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 		// trailing optional outputs may be omitted by the kernel
 		for j := len(outs); j < len(n.Outputs); j++ {
 			if n.Outputs[j] != "" {
-				return nil, fmt.Errorf("runtime: %s returned %d outputs, node needs %d", n.Label(), len(outs), len(n.Outputs))
+				return nil, fmt.Errorf("exec: %s returned %d outputs, node needs %d", n.Label(), len(outs), len(n.Outputs))
 			}
 		}
 	}
@@ -380,10 +437,10 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 		}
 		o := outs[j]
 		if o == nil {
-			return nil, fmt.Errorf("runtime: %s produced no value for output %q", n.Label(), name)
+			return nil, fmt.Errorf("exec: %s produced no value for output %q", n.Label(), name)
 		}
 		if err := o.Check(); err != nil {
-			return nil, fmt.Errorf("runtime: %s output %q: %v", n.Label(), name, err)
+			return nil, fmt.Errorf("exec: %s output %q: %v", n.Label(), name, err)
 		}
 		// a kernel that hands back an input (or a view of one) breaks
 		// buffer recycling: copy it
@@ -407,14 +464,14 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 func (r *run) subgraph(ctx context.Context, g *graph.Graph, inputs []*graph.Tensor) ([]*graph.Tensor, error) {
 	p, ok := r.m.subplans[g]
 	if !ok {
-		return nil, errors.New("runtime: unknown subgraph (not part of the loaded model)")
+		return nil, errors.New("exec: unknown subgraph (not part of the loaded model)")
 	}
 	parent, _ := ctx.Value(scopeKey{}).(*scope)
 	if parent == nil {
-		return nil, errors.New("runtime: subgraph run outside a model run")
+		return nil, errors.New("exec: subgraph run outside a model run")
 	}
 	if len(inputs) != len(g.Inputs) {
-		return nil, fmt.Errorf("runtime: subgraph %q takes %d inputs, got %d", g.Name, len(g.Inputs), len(inputs))
+		return nil, fmt.Errorf("exec: subgraph %q takes %d inputs, got %d", g.Name, len(g.Inputs), len(inputs))
 	}
 	s := &scope{vals: map[string]*graph.Tensor{}, parent: parent}
 	for i, in := range g.Inputs {

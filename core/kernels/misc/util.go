@@ -1,0 +1,184 @@
+package misc
+
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// alloc allocates an output with ctx.New and classifies an allocation
+// failure as invalid input (an absurd shape).
+func alloc(ctx *kernels.Context, n *graph.Node, dt graph.DType, shape []int) (*graph.Tensor, error) {
+	t, err := ctx.New(dt, shape)
+	if err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	return t, nil
+}
+
+// checkIn reports a missing or malformed required input.
+func checkIn(n *graph.Node, t *graph.Tensor, name string) error {
+	if t == nil {
+		return kernels.Invalidf(n, "missing input %s", name)
+	}
+	if err := t.Check(); err != nil {
+		return kernels.Invalidf(n, "input %s: %v", name, err)
+	}
+	return nil
+}
+
+// scalarInt reads a one-element integer tensor (rank 0 or 1).
+func scalarInt(n *graph.Node, t *graph.Tensor, name string) (int64, error) {
+	if err := checkIn(n, t, name); err != nil {
+		return 0, err
+	}
+	if !t.DType.IsInteger() || t.Len() != 1 || t.Rank() > 1 {
+		return 0, kernels.Invalidf(n, "%s must be an integer scalar, got %v", name, t)
+	}
+	return t.Int64At(0), nil
+}
+
+// scalarFloat reads a one-element numeric tensor (rank 0 or 1) as float64.
+func scalarFloat(n *graph.Node, t *graph.Tensor, name string) (float64, error) {
+	if err := checkIn(n, t, name); err != nil {
+		return 0, err
+	}
+	if !t.DType.IsNumeric() || t.Len() != 1 || t.Rank() > 1 {
+		return 0, kernels.Invalidf(n, "%s must be a numeric scalar, got %v", name, t)
+	}
+	return t.Float64At(0), nil
+}
+
+func gatherT[T any](dst, src []T, idx []int) {
+	for i, j := range idx {
+		if j >= 0 {
+			dst[i] = src[j]
+		}
+	}
+}
+
+// gather sets dst[i] = src[idx[i]] for every idx[i] >= 0 (others keep their
+// zero value); dst and src must have the same dtype.
+func gather(n *graph.Node, dst, src *graph.Tensor, idx []int) error {
+	switch s := src.Data.(type) {
+	case []float32:
+		gatherT(dst.Data.([]float32), s, idx)
+	case []float64:
+		gatherT(dst.Data.([]float64), s, idx)
+	case []graph.F16:
+		gatherT(dst.Data.([]graph.F16), s, idx)
+	case []graph.BF16:
+		gatherT(dst.Data.([]graph.BF16), s, idx)
+	case []int8:
+		gatherT(dst.Data.([]int8), s, idx)
+	case []int16:
+		gatherT(dst.Data.([]int16), s, idx)
+	case []int32:
+		gatherT(dst.Data.([]int32), s, idx)
+	case []int64:
+		gatherT(dst.Data.([]int64), s, idx)
+	case []uint8:
+		gatherT(dst.Data.([]uint8), s, idx)
+	case []uint16:
+		gatherT(dst.Data.([]uint16), s, idx)
+	case []uint32:
+		gatherT(dst.Data.([]uint32), s, idx)
+	case []uint64:
+		gatherT(dst.Data.([]uint64), s, idx)
+	case []bool:
+		gatherT(dst.Data.([]bool), s, idx)
+	case []string:
+		gatherT(dst.Data.([]string), s, idx)
+	default:
+		return kernels.Unsupportedf(n, "dtype %v", src.DType)
+	}
+	return nil
+}
+
+// splitAt returns the products of the dims before, at and after axis.
+func splitAt(shape []int, axis int) (outer, d, inner int) {
+	outer, inner = 1, 1
+	for i, s := range shape {
+		switch {
+		case i < axis:
+			outer *= s
+		case i > axis:
+			inner *= s
+		}
+	}
+	return outer, shape[axis], inner
+}
+
+// floatsOut stores float64 values into a new tensor of dtype dt (floats
+// round, integers truncate toward zero, bool is v != 0).
+func floatsOut(ctx *kernels.Context, n *graph.Node, dt graph.DType, shape []int, vals []float64) (*graph.Tensor, error) {
+	out, err := alloc(ctx, n, dt, shape)
+	if err != nil {
+		return nil, err
+	}
+	switch d := out.Data.(type) {
+	case []float64:
+		copy(d, vals)
+	case []float32:
+		for i, v := range vals {
+			d[i] = float32(v)
+		}
+	case []graph.F16:
+		for i, v := range vals {
+			d[i] = graph.F16FromFloat64(v)
+		}
+	case []graph.BF16:
+		for i, v := range vals {
+			d[i] = graph.BF16FromFloat32(float32(v))
+		}
+	default:
+		for i, v := range vals {
+			out.SetFloat64(i, v)
+		}
+	}
+	return out, nil
+}
+
+// staticDims converts a declared shape to ints, with -1 for unknown dims.
+func staticDims(s graph.Shape) []int64 {
+	out := make([]int64, len(s))
+	for i, d := range s {
+		if d.Static() {
+			out[i] = d.Value
+		} else {
+			out[i] = -1
+		}
+	}
+	return out
+}
+
+func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
+}
+
+func dims(v ...int64) graph.Shape {
+	s := make(graph.Shape, len(v))
+	for i, x := range v {
+		if x < 0 {
+			s[i] = graph.Dim{Value: -1}
+		} else {
+			s[i] = graph.Dim{Value: x}
+		}
+	}
+	return s
+}
+
+// inType returns input i's type, or an unknown tensor type when absent.
+func inType(in []kernels.InferInput, i int) graph.ValueType {
+	if i < len(in) {
+		return in[i].Type
+	}
+	return graph.ValueType{Kind: "tensor"}
+}
+
+// inConst returns input i's constant value or nil.
+func inConst(in []kernels.InferInput, i int) *graph.Tensor {
+	if i < len(in) {
+		return in[i].Const
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package hal
+
+import (
+	"context"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// DeviceKind says what a backend computes on.
+type DeviceKind string
+
+const (
+	DeviceCPU DeviceKind = "cpu"
+	DeviceGPU DeviceKind = "gpu"
+	DeviceNPU DeviceKind = "npu"
+	DeviceDSP DeviceKind = "dsp"
+	// DeviceSimulated marks test doubles; they are never presented as hardware.
+	DeviceSimulated DeviceKind = "simulated"
+)
+
+// LoadKind says how a backend reaches the process; the registry sets it.
+type LoadKind string
+
+const (
+	LoadLinked  LoadKind = "linked"  // a Go package compiled into the binary
+	LoadLibrary LoadKind = "library" // a C-ABI shared library opened at run time
+	LoadProcess LoadKind = "process" // a plugin process spoken to over gRPC
+)
+
+// Info is a backend's static description. It must not change over the
+// backend's life and must be cheap.
+type Info struct {
+	Name        string       // registry name, e.g. "cpu", "xnnpack"
+	Vendor      string       // who ships it
+	Version     string       // the backend's own version
+	HAL         VersionRange // HAL versions it speaks
+	Device      DeviceKind
+	Description string
+}
+
+// AttrConstraint restricts an attribute of a claimed op: the values allowed
+// (Ints/Strings) or a numeric range. An empty constraint allows anything.
+type AttrConstraint struct {
+	Name    string   `json:"name"`
+	Ints    []int64  `json:"ints,omitempty"`
+	Strings []string `json:"strings,omitempty"`
+	Min     *float64 `json:"min,omitempty"`
+	Max     *float64 `json:"max,omitempty"`
+}
+
+// OpCapability is one operator a backend can take.
+type OpCapability struct {
+	Domain   string           `json:"domain,omitempty"` // "" = ai.onnx
+	OpType   string           `json:"op_type"`
+	MinOpset int64            `json:"min_opset,omitempty"`
+	MaxOpset int64            `json:"max_opset,omitempty"` // 0 = no bound
+	DTypes   []graph.DType    `json:"dtypes,omitempty"`    // empty = any
+	MaxRank  int              `json:"max_rank,omitempty"`  // 0 = any
+	Attrs    []AttrConstraint `json:"attrs,omitempty"`
+}
+
+// Capabilities is what a backend can do, as data. It is a summary for
+// tools and planners; Supports gives the authoritative per-node verdict.
+type Capabilities struct {
+	Ops            []OpCapability `json:"ops"`
+	Layouts        []string       `json:"layouts,omitempty"`          // e.g. "NCHW", "NHWC"
+	MaxTensorBytes int64          `json:"max_tensor_bytes,omitempty"` // 0 = no stated limit
+	MaxInputs      int            `json:"max_inputs,omitempty"`       // per subgraph; 0 = any
+	// ControlFlow reports whether If/Loop/Scan with their bodies can be taken.
+	ControlFlow bool `json:"control_flow,omitempty"`
+}
+
+// Verdict is a backend's answer for one node: whether it takes it and, when
+// it declines, why (a human-readable reason naming the attribute, dtype or
+// limit).
+type Verdict struct {
+	Supported bool   `json:"supported"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Subgraph is a self-contained piece of a model sent to a backend: its
+// graph (nodes, boundary inputs and outputs with types, and the constants it
+// uses as initializers) and the opset versions its nodes follow. It is plain
+// data and can be serialised as an ONNX model.
+type Subgraph struct {
+	Graph  *graph.Graph
+	Opsets []graph.Opset
+}
+
+// OpsetVersion returns the subgraph's opset for a domain.
+func (s *Subgraph) OpsetVersion(domain string) int64 {
+	m := graph.Model{Opsets: s.Opsets}
+	return m.OpsetVersion(domain)
+}
+
+// CompileOptions tune compilation. The zero value is valid.
+type CompileOptions struct {
+	// Threads is a hint for CPU backends (0 = backend's choice).
+	Threads int
+	// Profile asks for per-node timings where the backend can give them.
+	Profile bool
+}
+
+// Backend is what a vendor implements. Methods may be called concurrently.
+type Backend interface {
+	// Info MUST be cheap and constant.
+	Info() Info
+	// Capabilities describes what the backend can take, as data.
+	Capabilities(ctx context.Context) (Capabilities, error)
+	// Supports MUST return one Verdict per node of g.Graph.Nodes, in order.
+	// A declined node MUST carry a reason. Claiming a node is a promise:
+	// Compile of a subgraph made of claimed nodes must succeed.
+	Supports(ctx context.Context, g *Subgraph) ([]Verdict, error)
+	// Compile prepares sg for execution. It MUST NOT retain sg after
+	// returning except by copying what it needs.
+	Compile(ctx context.Context, sg *Subgraph, opts CompileOptions) (Executable, error)
+	// Close releases the backend. Executables are released first by the
+	// caller; Close MUST be safe to call more than once.
+	Close() error
+}
+
+// Executable is a compiled subgraph.
+type Executable interface {
+	// Execute runs the subgraph. inputs follow the subgraph's Inputs order,
+	// outputs its Outputs order; both slices and the tensors in them are
+	// owned by the caller. An output whose Data is non-nil MUST be written
+	// in place (its dtype and shape are the caller's expectation; a mismatch
+	// is InvalidArgument); an output with nil Data is filled in by the
+	// executable (DType, Shape, Data). Execute MUST honour ctx and MAY be
+	// called concurrently.
+	Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error
+	// Release frees the executable; it MUST be safe to call more than once.
+	Release() error
+}

@@ -1,0 +1,286 @@
+package hal
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// Device is the portable handle applications and the runtime hold for an
+// opened backend. It validates arguments, recovers driver panics and wraps
+// every driver error once into an *Error.
+type Device struct {
+	b       Backend
+	info    Info
+	kind    LoadKind
+	version Version
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewDevice wraps a backend that was obtained without a registry (tests,
+// a plugin host). It negotiates the HAL version like Registry.Open.
+func NewDevice(b Backend, kind LoadKind) (*Device, error) {
+	if b == nil {
+		return nil, &Error{Code: CodeInvalidArgument, Op: "open", Msg: "nil backend"}
+	}
+	var info Info
+	if err := guard(func() error { info = b.Info(); return nil }); err != nil {
+		return nil, wrap("", "info", err)
+	}
+	v, err := Negotiate(Current, info.HAL)
+	if err != nil {
+		_ = b.Close()
+		return nil, wrap(info.Name, "open", err)
+	}
+	if kind == "" {
+		kind = LoadLinked
+	}
+	return &Device{b: b, info: info, kind: kind, version: v}, nil
+}
+
+// Info returns the backend's static description.
+func (d *Device) Info() Info { return d.info }
+
+// Name is Info().Name.
+func (d *Device) Name() string { return d.info.Name }
+
+// Kind says how the backend was loaded.
+func (d *Device) Kind() LoadKind { return d.kind }
+
+// HALVersion is the negotiated contract version.
+func (d *Device) HALVersion() Version { return d.version }
+
+// Features lists the optional interfaces the backend implements.
+func (d *Device) Features() []string { return optionalFeatures(d.b) }
+
+// Backend returns the driver (for adapters such as the plugin server).
+func (d *Device) Backend() Backend { return d.b }
+
+func (d *Device) check(op string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return &Error{Code: CodeFailedPrecondition, Backend: d.info.Name, Op: op, Msg: "device is closed"}
+	}
+	return nil
+}
+
+// guard runs f, turning a panic into an Internal error with its stack.
+func guard(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &Error{Code: CodeInternal, Msg: fmt.Sprintf("backend panicked: %v\n%s", p, debug.Stack())}
+		}
+	}()
+	return f()
+}
+
+// Capabilities returns what the backend declares it can do.
+func (d *Device) Capabilities(ctx context.Context) (Capabilities, error) {
+	if err := d.check("capabilities"); err != nil {
+		return Capabilities{}, err
+	}
+	var c Capabilities
+	err := guard(func() (err error) { c, err = d.b.Capabilities(ctx); return })
+	return c, wrap(d.info.Name, "capabilities", err)
+}
+
+// Supports asks for one verdict per node of sg. A declined node without a
+// reason gets one saying so, so the placement report is never silent.
+func (d *Device) Supports(ctx context.Context, sg *Subgraph) ([]Verdict, error) {
+	if err := d.check("supports"); err != nil {
+		return nil, err
+	}
+	if err := validateSubgraph(sg); err != nil {
+		return nil, wrap(d.info.Name, "supports", err)
+	}
+	var vs []Verdict
+	err := guard(func() (err error) { vs, err = d.b.Supports(ctx, sg); return })
+	if err != nil {
+		return nil, wrap(d.info.Name, "supports", err)
+	}
+	if len(vs) != len(sg.Graph.Nodes) {
+		return nil, &Error{Code: CodeInternal, Backend: d.info.Name, Op: "supports", Msg: fmt.Sprintf("backend returned %d verdicts for %d nodes", len(vs), len(sg.Graph.Nodes))}
+	}
+	for i := range vs {
+		if !vs[i].Supported && vs[i].Reason == "" {
+			vs[i].Reason = "declined (the backend gave no reason)"
+		}
+	}
+	return vs, nil
+}
+
+// Compile compiles sg; nil opts means defaults.
+func (d *Device) Compile(ctx context.Context, sg *Subgraph, opts *CompileOptions) (*Compiled, error) {
+	if err := d.check("compile"); err != nil {
+		return nil, err
+	}
+	if err := validateSubgraph(sg); err != nil {
+		return nil, wrap(d.info.Name, "compile", err)
+	}
+	if opts == nil {
+		opts = &CompileOptions{}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, wrap(d.info.Name, "compile", err)
+	}
+	var exe Executable
+	err := guard(func() (err error) { exe, err = d.b.Compile(ctx, sg, *opts); return })
+	if err != nil {
+		return nil, wrap(d.info.Name, "compile", err)
+	}
+	if exe == nil {
+		return nil, &Error{Code: CodeInternal, Backend: d.info.Name, Op: "compile", Msg: "backend returned a nil executable"}
+	}
+	c := &Compiled{exe: exe, dev: d}
+	for _, in := range sg.Graph.Inputs {
+		c.inputs = append(c.inputs, in)
+	}
+	c.outputs = append(c.outputs, sg.Graph.Outputs...)
+	return c, nil
+}
+
+// EstimateCost asks an optional CostEstimator.
+func (d *Device) EstimateCost(ctx context.Context, sg *Subgraph) (Cost, error) {
+	ce, ok := d.b.(CostEstimator)
+	if !ok {
+		return Cost{}, &Error{Code: CodeUnsupported, Backend: d.info.Name, Op: "estimate-cost", Msg: "backend does not estimate costs"}
+	}
+	var c Cost
+	err := guard(func() (err error) { c, err = ce.EstimateCost(ctx, sg); return })
+	return c, wrap(d.info.Name, "estimate-cost", err)
+}
+
+// ExportBlob serialises a compiled executable (optional BlobExporter).
+func (d *Device) ExportBlob(ctx context.Context, c *Compiled) ([]byte, error) {
+	be, ok := d.b.(BlobExporter)
+	if !ok {
+		return nil, &Error{Code: CodeUnsupported, Backend: d.info.Name, Op: "export-blob", Msg: "backend does not export compiled blobs"}
+	}
+	var b []byte
+	err := guard(func() (err error) { b, err = be.ExportBlob(ctx, c.exe); return })
+	return b, wrap(d.info.Name, "export-blob", err)
+}
+
+// Close closes the backend; later calls are no-ops.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	return wrap(d.info.Name, "close", guard(d.b.Close))
+}
+
+func validateSubgraph(sg *Subgraph) error {
+	if sg == nil || sg.Graph == nil {
+		return &Error{Code: CodeInvalidArgument, Msg: "nil subgraph"}
+	}
+	if len(sg.Graph.Outputs) == 0 && len(sg.Graph.Nodes) > 0 {
+		return &Error{Code: CodeInvalidArgument, Msg: "subgraph has no outputs"}
+	}
+	outer := map[string]bool{}
+	if err := sg.Graph.Validate(outer); err != nil {
+		return &Error{Code: CodeInvalidArgument, Msg: "invalid subgraph", Err: err}
+	}
+	return nil
+}
+
+// Compiled is the portable handle of a compiled subgraph.
+type Compiled struct {
+	exe     Executable
+	dev     *Device
+	inputs  []graph.ValueInfo
+	outputs []graph.ValueInfo
+
+	mu       sync.Mutex
+	released bool
+}
+
+// Inputs and Outputs describe the boundary in order.
+func (c *Compiled) Inputs() []graph.ValueInfo  { return c.inputs }
+func (c *Compiled) Outputs() []graph.ValueInfo { return c.outputs }
+
+// Executable returns the driver's executable (for adapters).
+func (c *Compiled) Executable() Executable { return c.exe }
+
+// Execute validates inputs against the subgraph's declared boundary types
+// and runs the executable. See Executable.Execute for the output contract.
+func (c *Compiled) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	name := c.dev.info.Name
+	c.mu.Lock()
+	released := c.released
+	c.mu.Unlock()
+	if released {
+		return &Error{Code: CodeFailedPrecondition, Backend: name, Op: "execute", Msg: "executable was released"}
+	}
+	if err := ctx.Err(); err != nil {
+		return wrap(name, "execute", err)
+	}
+	if len(inputs) != len(c.inputs) || len(outputs) != len(c.outputs) {
+		return &Error{Code: CodeInvalidArgument, Backend: name, Op: "execute", Msg: fmt.Sprintf("got %d inputs and %d outputs, subgraph has %d and %d", len(inputs), len(outputs), len(c.inputs), len(c.outputs))}
+	}
+	for i, t := range inputs {
+		if err := checkTensor(c.inputs[i], t); err != nil {
+			return &Error{Code: CodeInvalidArgument, Backend: name, Op: "execute", Err: err}
+		}
+	}
+	for i, t := range outputs {
+		if t == nil {
+			return &Error{Code: CodeInvalidArgument, Backend: name, Op: "execute", Msg: fmt.Sprintf("output %d (%q) is nil; pass an empty tensor to have it filled", i, c.outputs[i].Name)}
+		}
+	}
+	err := guard(func() error { return c.exe.Execute(ctx, inputs, outputs) })
+	if err != nil {
+		return wrap(name, "execute", err)
+	}
+	for i, t := range outputs {
+		if err := t.Check(); err != nil {
+			return &Error{Code: CodeInternal, Backend: name, Op: "execute", Msg: fmt.Sprintf("output %d (%q) is malformed", i, c.outputs[i].Name), Err: err}
+		}
+	}
+	return nil
+}
+
+func checkTensor(vi graph.ValueInfo, t *graph.Tensor) error {
+	if t == nil {
+		return fmt.Errorf("input %q is nil", vi.Name)
+	}
+	if err := t.Check(); err != nil {
+		return fmt.Errorf("input %q: %w", vi.Name, err)
+	}
+	want := vi.Type
+	if want.DType != graph.Undefined && want.DType != t.DType {
+		return fmt.Errorf("input %q is %v, subgraph wants %v", vi.Name, t.DType, want.DType)
+	}
+	if want.Shape != nil {
+		if len(want.Shape) != len(t.Shape) {
+			return fmt.Errorf("input %q has shape %v, subgraph wants %v", vi.Name, t.Shape, want.Shape)
+		}
+		for i, d := range want.Shape {
+			if d.Static() && int(d.Value) != t.Shape[i] {
+				return fmt.Errorf("input %q has shape %v, subgraph wants %v", vi.Name, t.Shape, want.Shape)
+			}
+		}
+	}
+	return nil
+}
+
+// Release frees the executable; later calls are no-ops.
+func (c *Compiled) Release() error {
+	c.mu.Lock()
+	if c.released {
+		c.mu.Unlock()
+		return nil
+	}
+	c.released = true
+	c.mu.Unlock()
+	return wrap(c.dev.info.Name, "release", guard(c.exe.Release))
+}

@@ -1,0 +1,30 @@
+// Package hal is Switchyard's hardware abstraction layer: the contract every
+// backend implements, whether it is linked in, a C library opened at run
+// time, or a separate plugin process.
+//
+// What a vendor implements is small (database/sql/driver style):
+//
+//   - Backend: Info (static), Capabilities (data), Supports (a verdict with
+//     a reason for every node of a concrete graph), Compile (a Subgraph into
+//     an Executable) and Close.
+//   - Executable: Execute on caller-owned tensors, and Release.
+//
+// Everything else is optional and discovered in one place (optional.go):
+// compiled-blob export/import, cost estimates, profiling.
+//
+// What applications and the runtime hold is the portable *Device (go-cloud
+// style): it validates arguments, defaults nil options, negotiates the HAL
+// version once when the backend is opened, recovers driver panics and wraps
+// every driver error exactly once into an *Error with a stable Code, so
+// errors.Is(err, hal.ErrUnavailable) and errors.As(err, *hal.Error) work for
+// every backend alike.
+//
+// Everything crossing this contract is plain data — graph.Graph subgraphs
+// with their constants, graph.Tensor values, Verdicts, Capabilities — so the
+// same meaning can travel over gRPC or a C ABI. No callbacks are required.
+//
+// Backends are found through a Registry of Factories: enumeration (List) is
+// cheap and loads nothing; Open may dlopen a library or start a process. A
+// backend whose library or device is missing reports Unavailable with the
+// reason; that is a normal condition, not a failure of the application.
+package hal

@@ -1,0 +1,149 @@
+package hal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// Code is a stable error code. The numbers are part of the contract: the
+// gRPC wire protocol and the C ABI carry them unchanged.
+type Code int32
+
+const (
+	CodeOK                 Code = 0
+	CodeUnavailable        Code = 1 // library, device or process missing or gone
+	CodeUnsupported        Code = 2 // valid request the backend does not implement
+	CodeInvalidArgument    Code = 3 // bad graph, shapes, tensors or options
+	CodeResourceExhausted  Code = 4 // out of memory, handles, queue space
+	CodeDeadlineExceeded   Code = 5 // the context's deadline passed
+	CodeCancelled          Code = 6 // the context was cancelled
+	CodeInternal           Code = 7 // a bug in the backend (incl. a recovered panic)
+	CodeFailedPrecondition Code = 8 // wrong state: closed, released, incompatible version
+)
+
+var codeNames = map[Code]string{
+	CodeOK: "ok", CodeUnavailable: "unavailable", CodeUnsupported: "unsupported",
+	CodeInvalidArgument: "invalid argument", CodeResourceExhausted: "resource exhausted",
+	CodeDeadlineExceeded: "deadline exceeded", CodeCancelled: "cancelled",
+	CodeInternal: "internal", CodeFailedPrecondition: "failed precondition",
+}
+
+func (c Code) String() string {
+	if s, ok := codeNames[c]; ok {
+		return s
+	}
+	return fmt.Sprintf("code(%d)", int32(c))
+}
+
+// Error is the one error type of the HAL. The portable layer wraps every
+// backend error into exactly one *Error.
+type Error struct {
+	Code    Code
+	Backend string // backend name, when known
+	Op      string // the HAL call: "open", "supports", "compile", "execute", …
+	Msg     string
+	Err     error // underlying error, if any
+}
+
+func (e *Error) Error() string {
+	s := "hal"
+	if e.Backend != "" {
+		s += ": " + e.Backend
+	}
+	if e.Op != "" {
+		s += ": " + e.Op
+	}
+	s += ": " + e.Code.String()
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches the sentinel errors below by code, so
+// errors.Is(err, hal.ErrUnavailable) works for any backend's error.
+func (e *Error) Is(target error) bool {
+	if s, ok := target.(sentinel); ok {
+		return e.Code == s.code
+	}
+	return false
+}
+
+type sentinel struct{ code Code }
+
+func (s sentinel) Error() string { return "hal: " + s.code.String() }
+
+// Sentinels for errors.Is.
+var (
+	ErrUnavailable        error = sentinel{CodeUnavailable}
+	ErrUnsupported        error = sentinel{CodeUnsupported}
+	ErrInvalidArgument    error = sentinel{CodeInvalidArgument}
+	ErrResourceExhausted  error = sentinel{CodeResourceExhausted}
+	ErrDeadlineExceeded   error = sentinel{CodeDeadlineExceeded}
+	ErrCancelled          error = sentinel{CodeCancelled}
+	ErrInternal           error = sentinel{CodeInternal}
+	ErrFailedPrecondition error = sentinel{CodeFailedPrecondition}
+)
+
+// Errorf makes an *Error with a code, for backends to return.
+func Errorf(code Code, format string, args ...any) error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf classifies any error: an *Error's code, context errors, the
+// reference kernels' sentinels, and Internal for everything else.
+func CodeOf(err error) Code {
+	if err == nil {
+		return CodeOK
+	}
+	var he *Error
+	if errors.As(err, &he) {
+		return he.Code
+	}
+	var s sentinel
+	if errors.As(err, &s) {
+		return s.code
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeDeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return CodeCancelled
+	case errors.Is(err, kernels.ErrUnsupported):
+		return CodeUnsupported
+	case errors.Is(err, kernels.ErrInvalid):
+		return CodeInvalidArgument
+	}
+	return CodeInternal
+}
+
+// wrap turns err into an *Error for backend and op, once: an error that is
+// already an *Error keeps its code and gains the backend/op if missing.
+func wrap(backend, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var he *Error
+	if errors.As(err, &he) {
+		if he.Backend != "" && he.Op != "" {
+			return err
+		}
+		c := *he
+		if c.Backend == "" {
+			c.Backend = backend
+		}
+		if c.Op == "" {
+			c.Op = op
+		}
+		return &c
+	}
+	return &Error{Code: CodeOf(err), Backend: backend, Op: op, Err: err}
+}
