@@ -147,16 +147,5 @@ func divDim(a graph.Dim, k int64) graph.Dim {
 	return unknownDim
 }
 
-// mulDim multiplies a static dim by k.
-func mulDim(a graph.Dim, k int64) graph.Dim {
-	if a.Static() && k > 0 {
-		return graph.Dim{Value: a.Value * k}
-	}
-	if k == 1 {
-		return a
-	}
-	return unknownDim
-}
-
 // negInf is -∞.
 var negInf = math.Inf(-1)

@@ -166,6 +166,10 @@ func convRun[T float32 | float64](p *convPlan, x, w, bias, y []T, gemm gemmFunc[
 	}
 	k := p.cg * ks
 	direct := ks == 1 && g.s == [3]int{1, 1, 1} && g.pb == [3]int{} && g.pe == [3]int{}
+	if xf, ok := any(x).([]float32); ok {
+		convTiledF32(p, xf, any(w).([]float32), any(y).([]float32), direct)
+		return
+	}
 	var col []T
 	if !direct {
 		col = make([]T, k*os)
@@ -180,6 +184,105 @@ func convRun[T float32 | float64](p *convPlan, x, w, bias, y []T, gemm gemmFunc[
 			}
 			yg := y[(nIdx*p.m+gi*p.mg)*os : (nIdx*p.m+(gi+1)*p.mg)*os]
 			gemm(p.mg, os, k, 1, mat[T]{w[gi*p.mg*k:], k, 1}, mat[T]{b, os, 1}, yg, os, par)
+		}
+	}
+}
+
+// convTiledF32 is the float32 GEMM convolution. The output plane is cut
+// into column tiles; each task builds the im2col matrix of one tile (small
+// enough to stay in L2) and multiplies it by the group's packed weights, so
+// tasks (image × group × tile) run in parallel without a full-size patch
+// matrix.
+func convTiledF32(p *convPlan, x, w, y []float32, direct bool) {
+	g := &p.g
+	is, os, ks := g.inSize(), g.outSize(), g.kSize()
+	k := p.cg * ks
+	if os == 0 || k == 0 || p.mg == 0 {
+		return
+	}
+	par := workers()
+	// Tile width: the patch tile (k × nt floats) should fit in ~512 KiB,
+	// and there should be a few tasks per worker.
+	nt := max(32, (512<<10)/(4*k))
+	if par > 1 {
+		if per := ceilDiv(os*p.n*p.group, 3*par); per < nt {
+			nt = max(32, per)
+		}
+	}
+	nt = min(nt, os)
+	tiles := ceilDiv(os, nt)
+	packed := make([][]float32, p.group)
+	parallelTasks(p.group, par, func(gi int) {
+		packed[gi] = packA(p.mg, k, 1, mat[float32]{w[gi*p.mg*k:], k, 1}, 1)
+	})
+	var cols [][]float32
+	if !direct {
+		cols = make([][]float32, min(par, p.n*p.group*tiles))
+	}
+	parallelTasksW(p.n*p.group*tiles, par, func(wk, t int) {
+		tile := t % tiles
+		gi := (t / tiles) % p.group
+		nIdx := t / (tiles * p.group)
+		o0 := tile * nt
+		o1 := min(o0+nt, os)
+		xg := x[(nIdx*p.c+gi*p.cg)*is : (nIdx*p.c+(gi+1)*p.cg)*is]
+		yg := y[(nIdx*p.m+gi*p.mg)*os : (nIdx*p.m+(gi+1)*p.mg)*os]
+		if direct {
+			sgemmPacked(p.mg, o1-o0, k, packed[gi], xg[o0:], is, yg[o0:], os, 1)
+			return
+		}
+		if cols[wk] == nil {
+			cols[wk] = make([]float32, k*nt)
+		}
+		col := cols[wk][:k*(o1-o0)]
+		im2colTile(xg, p.cg, g, o0, o1, col)
+		sgemmPacked(p.mg, o1-o0, k, packed[gi], col, o1-o0, yg[o0:], os, 1)
+	})
+}
+
+// im2colTile writes the patch matrix of output positions [o0, o1) (flat
+// over the output plane) into col, one row of o1-o0 values per kernel tap
+// and input channel, 0 in the padding.
+func im2colTile(x []float32, cg int, g *geom3, o0, o1 int, col []float32) {
+	is, ks := g.inSize(), g.kSize()
+	OH, OW := g.out[1], g.out[2]
+	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+	nt := o1 - o0
+	for r := 0; r < cg*ks; r++ {
+		c, kk := r/ks, r%ks
+		kd, kh, kw := kk/(g.k[1]*g.k[2]), (kk/g.k[2])%g.k[1], kk%g.k[2]
+		xc := x[c*is : (c+1)*is]
+		dst := col[r*nt : (r+1)*nt]
+		offW := kw*g.d[2] - g.pb[2]
+		wlo, whi := validRange(offW, g.s[2], IW, OW)
+		for o := o0; o < o1; {
+			ow0 := o % OW
+			oh := (o / OW) % OH
+			od := o / (OW * OH)
+			ow1 := min(OW, ow0+(o1-o))
+			seg := dst[o-o0 : o-o0+(ow1-ow0)]
+			o += ow1 - ow0
+			id := od*g.s[0] - g.pb[0] + kd*g.d[0]
+			ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+			if id < 0 || id >= ID || ih < 0 || ih >= IH {
+				clear(seg)
+				continue
+			}
+			src := xc[(id*IH+ih)*IW : (id*IH+ih+1)*IW]
+			lo, hi := max(wlo, ow0), min(whi, ow1)
+			if lo >= hi {
+				clear(seg)
+				continue
+			}
+			clear(seg[:lo-ow0])
+			clear(seg[hi-ow0:])
+			if g.s[2] == 1 {
+				copy(seg[lo-ow0:hi-ow0], src[lo+offW:hi+offW])
+			} else {
+				for ow := lo; ow < hi; ow++ {
+					seg[ow-ow0] = src[ow*g.s[2]+offW]
+				}
+			}
 		}
 	}
 }

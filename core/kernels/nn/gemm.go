@@ -41,9 +41,49 @@ func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, 
 	if work < gemmParallelMin {
 		par = 1
 	}
+	if m <= 4 && a.cs == 1 && b.rs == 1 && b.cs != 1 {
+		// A few rows times a transposed B (Linear layers): dot products of
+		// contiguous rows, no packing.
+		parallelRange(n, par, 16, func(lo, hi int) {
+			for i := 0; i < m; i++ {
+				arow := a.d[i*a.rs : i*a.rs+k]
+				for j := lo; j < hi; j++ {
+					c[i*ldc+j] += alpha * dotF32(arow, b.d[j*b.cs:j*b.cs+k])
+				}
+			}
+		})
+		return
+	}
+	if m == 1 && b.cs == 1 {
+		// A row vector times B: one pass over B's rows, split by columns.
+		parallelRange(n, par, 64, func(lo, hi int) {
+			vecMatF32(k, alpha, a, b.d[lo:], b.rs, c[lo:hi])
+		})
+		return
+	}
 
-	// Pack A (scaled by alpha) into panels of gemmMR rows: panel p holds
-	// ap[(p*k+q)*gemmMR + r] = alpha*A[p*gemmMR+r, q], zero past row m.
+	ap := packA(m, k, alpha, a, par)
+	// B is read in place when its rows are contiguous, else packed row-major.
+	bd, ldb := b.d, b.rs
+	if b.cs != 1 {
+		bp := make([]float32, k*n)
+		parallelRange(k, par, 16, func(lo, hi int) {
+			for q := lo; q < hi; q++ {
+				row := bp[q*n : (q+1)*n]
+				src := b.d[q*b.rs:]
+				for j := range row {
+					row[j] = src[j*b.cs]
+				}
+			}
+		})
+		bd, ldb = bp, n
+	}
+	sgemmPacked(m, n, k, ap, bd, ldb, c, ldc, par)
+}
+
+// packA packs alpha·A (m×k) into panels of gemmMR rows: panel p holds
+// ap[(p*k+q)*gemmMR + r] = alpha·A[p*gemmMR+r, q], zero past row m.
+func packA(m, k int, alpha float32, a mat[float32], par int) []float32 {
 	panels := (m + gemmMR - 1) / gemmMR
 	ap := make([]float32, panels*k*gemmMR)
 	parallelRange(panels, par, 8, func(lo, hi int) {
@@ -68,23 +108,18 @@ func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, 
 			}
 		}
 	})
+	return ap
+}
 
-	// B is read in place when its rows are contiguous, else packed row-major.
-	bd, ldb := b.d, b.rs
-	if b.cs != 1 {
-		bp := make([]float32, k*n)
-		parallelRange(k, par, 16, func(lo, hi int) {
-			for q := lo; q < hi; q++ {
-				row := bp[q*n : (q+1)*n]
-				src := b.d[q*b.rs:]
-				for j := range row {
-					row[j] = src[j*b.cs]
-				}
-			}
-		})
-		bd, ldb = bp, n
+// sgemmPacked computes C += A·B with A packed by packA and B row-major
+// with row stride ldb.
+func sgemmPacked(m, n, k int, ap []float32, bd []float32, ldb int, c []float32, ldc int, par int) {
+	if m <= 0 || n <= 0 || k <= 0 {
+		return
 	}
-
+	if m*n*k < gemmParallelMin {
+		par = 1
+	}
 	mc, nc := gemmBlocks(m, n, par)
 	tm := (m + mc - 1) / mc
 	tn := (n + nc - 1) / nc
@@ -161,6 +196,46 @@ func sgemmKernel2(kb, nb int, a, b []float32, ldb int, c0, c1 []float32) {
 		for j, bv := range br {
 			c0[j] += a0 * bv
 			c1[j] += a1 * bv
+		}
+	}
+}
+
+// dotF32 is Σ a[i]·b[i] with four partial sums.
+func dotF32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+3 < len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// vecMatF32 computes c[j] += alpha·Σ_q a(0,q)·b[q*ldb+j] for j < len(c).
+func vecMatF32(k int, alpha float32, a mat[float32], b []float32, ldb int, c []float32) {
+	nb := len(c)
+	q := 0
+	for ; q+3 < k; q += 4 {
+		a0, a1 := alpha*a.d[q*a.cs], alpha*a.d[(q+1)*a.cs]
+		a2, a3 := alpha*a.d[(q+2)*a.cs], alpha*a.d[(q+3)*a.cs]
+		b0 := b[q*ldb : q*ldb+nb]
+		b1 := b[(q+1)*ldb : (q+1)*ldb+nb]
+		b2 := b[(q+2)*ldb : (q+2)*ldb+nb]
+		b3 := b[(q+3)*ldb : (q+3)*ldb+nb]
+		for j, v := range b0 {
+			c[j] += a0*v + a1*b1[j] + a2*b2[j] + a3*b3[j]
+		}
+	}
+	for ; q < k; q++ {
+		a0 := alpha * a.d[q*a.cs]
+		for j, v := range b[q*ldb : q*ldb+nb] {
+			c[j] += a0 * v
 		}
 	}
 }

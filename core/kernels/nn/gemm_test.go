@@ -31,6 +31,10 @@ func TestSgemmBlocked(t *testing.T) {
 		{66, 257, 31, false, true},
 		{17, 600, 99, true, true},
 		{5, 3, 2000, false, false},
+		{1, 500, 301, false, false}, // row vector
+		{1, 500, 301, true, false},
+		{3, 400, 300, false, true}, // Linear: dot products
+		{4, 90, 257, true, true},
 	}
 	for _, c := range cases {
 		a := randF32(r, c.m*c.k)

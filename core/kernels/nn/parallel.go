@@ -21,12 +21,18 @@ func workers() int {
 // dynamically. A panic in a task is re-raised in the caller's goroutine, so
 // that a recover there (the runtime's) still sees it.
 func parallelTasks(n, par int, fn func(i int)) {
+	parallelTasksW(n, par, func(_, i int) { fn(i) })
+}
+
+// parallelTasksW is parallelTasks that also tells fn which worker
+// (0 ≤ w < par) runs it, for per-worker scratch buffers.
+func parallelTasksW(n, par int, fn func(w, i int)) {
 	if par > n {
 		par = n
 	}
 	if par <= 1 {
 		for i := 0; i < n; i++ {
-			fn(i)
+			fn(0, i)
 		}
 		return
 	}
@@ -38,7 +44,7 @@ func parallelTasks(n, par int, fn func(i int)) {
 	)
 	for w := 0; w < par; w++ {
 		wg.Add(1)
-		go func() {
+		go func(w int) {
 			defer wg.Done()
 			defer func() {
 				if p := recover(); p != nil {
@@ -55,9 +61,9 @@ func parallelTasks(n, par int, fn func(i int)) {
 				if i >= n {
 					return
 				}
-				fn(i)
+				fn(w, i)
 			}
-		}()
+		}(w)
 	}
 	wg.Wait()
 	if panicVal != nil {

@@ -1,0 +1,450 @@
+package misc
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+func init() {
+	kernels.Register(kernels.Schema{OpType: "CumProd", MinOpset: 26, MinInputs: 2, MaxInputs: 2, Types: kernels.NumericTypes, Kernel: cumProdKernel, Infer: kernels.SameAsInput})
+	kernels.Register(kernels.Schema{OpType: "EyeLike", MinOpset: 9, MinInputs: 1, MaxInputs: 1, Types: append(append([]graph.DType{}, kernels.NumericTypes...), graph.Bool), Kernel: eyeLikeKernel, Infer: eyeLikeInfer})
+	kernels.Register(kernels.Schema{OpType: "Compress", MinOpset: 9, MinInputs: 2, MaxInputs: 2, Kernel: compressKernel, Infer: compressInfer})
+	kernels.Register(kernels.Schema{OpType: "CenterCropPad", MinOpset: 18, MinInputs: 2, MaxInputs: 2, Kernel: centerCropPadKernel, Infer: centerCropPadInfer})
+	kernels.Register(kernels.Schema{OpType: "Det", MinOpset: 11, MinInputs: 1, MaxInputs: 1, Types: kernels.FloatTypes, Kernel: detKernel, Infer: detInfer})
+}
+
+// ---- CumProd ----
+
+// cumProdKernel multiplies along the axis given by input 1; exclusive=1
+// leaves the element itself out (the first output is 1), reverse=1 runs
+// from the end.
+func cumProdKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if err := checkIn(n, x, "x"); err != nil {
+		return nil, err
+	}
+	a, err := scalarInt(n, kernels.Input(in, 1), "axis")
+	if err != nil {
+		return nil, err
+	}
+	if x.Rank() == 0 {
+		return nil, kernels.Invalidf(n, "input must have rank >= 1")
+	}
+	axis, err := kernels.NormAxis(a, x.Rank())
+	if err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	excl := n.AttrInt("exclusive", 0) != 0
+	rev := n.AttrInt("reverse", 0) != 0
+	outer, d, inner := splitAt(x.Shape, axis)
+	var out *graph.Tensor
+	switch x.Data.(type) {
+	case []float32, []float64, []graph.F16, []graph.BF16:
+		y := make([]float64, x.Len())
+		cumprod(x.Float64s(), y, outer, d, inner, excl, rev)
+		return wrap(floatsOut(ctx, n, x.DType, x.Shape, y))
+	}
+	if out, err = alloc(ctx, n, x.DType, x.Shape); err != nil {
+		return nil, err
+	}
+	switch xd := x.Data.(type) {
+	case []int8:
+		cumprod(xd, out.Data.([]int8), outer, d, inner, excl, rev)
+	case []int16:
+		cumprod(xd, out.Data.([]int16), outer, d, inner, excl, rev)
+	case []int32:
+		cumprod(xd, out.Data.([]int32), outer, d, inner, excl, rev)
+	case []int64:
+		cumprod(xd, out.Data.([]int64), outer, d, inner, excl, rev)
+	case []uint8:
+		cumprod(xd, out.Data.([]uint8), outer, d, inner, excl, rev)
+	case []uint16:
+		cumprod(xd, out.Data.([]uint16), outer, d, inner, excl, rev)
+	case []uint32:
+		cumprod(xd, out.Data.([]uint32), outer, d, inner, excl, rev)
+	case []uint64:
+		cumprod(xd, out.Data.([]uint64), outer, d, inner, excl, rev)
+	default:
+		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+func wrap(t *graph.Tensor, err error) ([]*graph.Tensor, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []*graph.Tensor{t}, nil
+}
+
+func cumprod[T graph.Numeric](x, y []T, outer, d, inner int, excl, rev bool) {
+	for a := 0; a < outer; a++ {
+		for c := 0; c < inner; c++ {
+			base := a*d*inner + c
+			acc := T(1)
+			for j := 0; j < d; j++ {
+				k := j
+				if rev {
+					k = d - 1 - j
+				}
+				i := base + k*inner
+				if excl {
+					y[i] = acc
+					acc *= x[i]
+				} else {
+					acc *= x[i]
+					y[i] = acc
+				}
+			}
+		}
+	}
+}
+
+// ---- EyeLike ----
+
+func eyeLikeDType(n *graph.Node, in graph.DType) graph.DType {
+	if n.HasAttr("dtype") {
+		return graph.DType(n.AttrInt("dtype", int64(in)))
+	}
+	return in
+}
+
+func eyeLikeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	t := inType(in, 0)
+	dt := eyeLikeDType(n, t.DType)
+	if t.Shape != nil && len(t.Shape) != 2 {
+		return nil, kernels.Invalidf(n, "input must be 2-D, got %v", t.Shape)
+	}
+	return []graph.ValueType{tensorType(dt, t.Shape)}, nil
+}
+
+// eyeLikeKernel writes ones on the k-th diagonal of a matrix shaped like the
+// input, in the dtype attribute's type (default: the input's).
+func eyeLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if err := checkIn(n, x, "input"); err != nil {
+		return nil, err
+	}
+	if x.Rank() != 2 {
+		return nil, kernels.Invalidf(n, "input must be 2-D, got shape %v", x.Shape)
+	}
+	dt := eyeLikeDType(n, x.DType)
+	if !dt.Supported() || dt == graph.String {
+		return nil, kernels.Unsupportedf(n, "output dtype %v", dt)
+	}
+	out, err := alloc(ctx, n, dt, x.Shape)
+	if err != nil {
+		return nil, err
+	}
+	k := n.AttrInt("k", 0)
+	rows, cols := int64(x.Shape[0]), int64(x.Shape[1])
+	for i := int64(0); i < rows; i++ {
+		if j := i + k; j >= 0 && j < cols {
+			out.SetFloat64(int(i*cols+j), 1)
+		}
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// ---- Compress ----
+
+func compressInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	t := inType(in, 0)
+	if !n.HasAttr("axis") {
+		return []graph.ValueType{tensorType(t.DType, dims(-1))}, nil
+	}
+	if t.Shape == nil {
+		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+	}
+	axis, err := kernels.NormAxis(n.AttrInt("axis", 0), len(t.Shape))
+	if err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	s := append(graph.Shape{}, t.Shape...)
+	s[axis] = graph.Dim{Value: -1}
+	return []graph.ValueType{tensorType(t.DType, s)}, nil
+}
+
+// compressKernel keeps the slices along axis (or the elements of the
+// flattened input when axis is absent) whose condition is true; entries past
+// the condition's length are dropped.
+func compressKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x, c := kernels.Input(in, 0), kernels.Input(in, 1)
+	if err := checkIn(n, x, "input"); err != nil {
+		return nil, err
+	}
+	if err := checkIn(n, c, "condition"); err != nil {
+		return nil, err
+	}
+	if c.DType != graph.Bool || c.Rank() != 1 {
+		return nil, kernels.Invalidf(n, "condition must be a 1-D bool tensor, got %v%v", c.DType, c.Shape)
+	}
+	cond := c.Data.([]bool)
+	shape := []int{x.Len()}
+	axis := 0
+	if n.HasAttr("axis") {
+		if x.Rank() == 0 {
+			return nil, kernels.Invalidf(n, "axis given for a scalar input")
+		}
+		var err error
+		if axis, err = kernels.NormAxis(n.AttrInt("axis", 0), x.Rank()); err != nil {
+			return nil, kernels.Invalidf(n, "%v", err)
+		}
+		shape = x.Shape
+	}
+	outer, d, inner := splitAt(shape, axis)
+	var keep []int
+	for i, v := range cond {
+		if !v {
+			continue
+		}
+		if i >= d {
+			return nil, kernels.Invalidf(n, "condition is true at %d, beyond the axis length %d", i, d)
+		}
+		keep = append(keep, i)
+	}
+	oshape := append([]int{}, shape...)
+	oshape[axis] = len(keep)
+	out, err := alloc(ctx, n, x.DType, oshape)
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]int, 0, out.Len())
+	for o := 0; o < outer; o++ {
+		for _, k := range keep {
+			base := (o*d + k) * inner
+			for i := 0; i < inner; i++ {
+				idx = append(idx, base+i)
+			}
+		}
+	}
+	if err := gather(n, out, x, idx); err != nil {
+		return nil, err
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// ---- CenterCropPad ----
+
+func cropAxes(n *graph.Node, rank, nshape int) ([]int, error) {
+	ax := n.AttrInts("axes", nil)
+	if ax == nil {
+		if nshape != rank {
+			return nil, kernels.Invalidf(n, "shape has %d entries for a rank-%d input", nshape, rank)
+		}
+		out := make([]int, rank)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	if len(ax) != nshape {
+		return nil, kernels.Invalidf(n, "shape has %d entries for %d axes", nshape, len(ax))
+	}
+	out := make([]int, len(ax))
+	seen := map[int]bool{}
+	for i, a := range ax {
+		v, err := kernels.NormAxis(a, rank)
+		if err != nil {
+			return nil, kernels.Invalidf(n, "%v", err)
+		}
+		if seen[v] {
+			return nil, kernels.Invalidf(n, "axis %d repeated", a)
+		}
+		seen[v] = true
+		out[i] = v
+	}
+	return out, nil
+}
+
+func centerCropPadInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	t := inType(in, 0)
+	sc := inConst(in, 1)
+	if t.Shape == nil {
+		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+	}
+	s := make(graph.Shape, len(t.Shape))
+	copy(s, t.Shape)
+	if sc == nil {
+		ax := n.AttrInts("axes", nil)
+		if ax == nil {
+			return []graph.ValueType{tensorType(t.DType, dims(staticDimsUnknown(len(s))...))}, nil
+		}
+		for _, a := range ax {
+			if v, err := kernels.NormAxis(a, len(s)); err == nil {
+				s[v] = graph.Dim{Value: -1}
+			}
+		}
+		return []graph.ValueType{tensorType(t.DType, s)}, nil
+	}
+	vals := sc.Int64s()
+	axes, err := cropAxes(n, len(s), len(vals))
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range axes {
+		if vals[i] < 0 {
+			return nil, kernels.Invalidf(n, "negative target size %d", vals[i])
+		}
+		s[a] = graph.Dim{Value: vals[i]}
+	}
+	return []graph.ValueType{tensorType(t.DType, s)}, nil
+}
+
+func staticDimsUnknown(r int) []int64 {
+	out := make([]int64, r)
+	for i := range out {
+		out[i] = -1
+	}
+	return out
+}
+
+// centerCropPadKernel crops (centred, extra element dropped at the end) or
+// zero-pads (centred, extra padding at the end) each listed axis to the
+// target size.
+func centerCropPadKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x, st := kernels.Input(in, 0), kernels.Input(in, 1)
+	if err := checkIn(n, x, "input_data"); err != nil {
+		return nil, err
+	}
+	if err := checkIn(n, st, "shape"); err != nil {
+		return nil, err
+	}
+	if !st.DType.IsInteger() || st.Rank() != 1 {
+		return nil, kernels.Invalidf(n, "shape must be a 1-D integer tensor, got %v%v", st.DType, st.Shape)
+	}
+	vals := st.Int64s()
+	axes, err := cropAxes(n, x.Rank(), len(vals))
+	if err != nil {
+		return nil, err
+	}
+	r := x.Rank()
+	oshape := append([]int{}, x.Shape...)
+	off := make([]int, r) // output index = input index + off
+	for i, a := range axes {
+		v := vals[i]
+		if v < 0 || v > math.MaxInt32 {
+			return nil, kernels.Invalidf(n, "bad target size %d", v)
+		}
+		t, d := int(v), x.Shape[a]
+		oshape[a] = t
+		if t < d {
+			off[a] = -((d - t) / 2)
+		} else {
+			off[a] = (t - d) / 2
+		}
+	}
+	out, err := alloc(ctx, n, x.DType, oshape)
+	if err != nil {
+		return nil, err
+	}
+	total := out.Len()
+	idx := make([]int, total)
+	ist := kernels.Strides(x.Shape)
+	cnt := make([]int, r)
+	for o := 0; o < total; o++ {
+		src := 0
+		for d := 0; d < r; d++ {
+			j := cnt[d] - off[d]
+			if j < 0 || j >= x.Shape[d] {
+				src = -1
+				break
+			}
+			src += j * ist[d]
+		}
+		idx[o] = src
+		for d := r - 1; d >= 0; d-- {
+			cnt[d]++
+			if cnt[d] < oshape[d] {
+				break
+			}
+			cnt[d] = 0
+		}
+	}
+	if err := gather(n, out, x, idx); err != nil {
+		return nil, err
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// ---- Det ----
+
+func detInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	t := inType(in, 0)
+	if t.Shape == nil {
+		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+	}
+	r := len(t.Shape)
+	if r < 2 {
+		return nil, kernels.Invalidf(n, "input must have rank >= 2, got %v", t.Shape)
+	}
+	a, b := t.Shape[r-2], t.Shape[r-1]
+	if a.Static() && b.Static() && a.Value != b.Value {
+		return nil, kernels.Invalidf(n, "matrices must be square, got %v", t.Shape)
+	}
+	return []graph.ValueType{tensorType(t.DType, append(graph.Shape{}, t.Shape[:r-2]...))}, nil
+}
+
+// detKernel computes determinants of the trailing square matrices by LU
+// decomposition with partial pivoting in float64.
+func detKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if err := checkIn(n, x, "X"); err != nil {
+		return nil, err
+	}
+	r := x.Rank()
+	if r < 2 || x.Shape[r-1] != x.Shape[r-2] {
+		return nil, kernels.Invalidf(n, "input must be [*, M, M], got %v", x.Shape)
+	}
+	m := x.Shape[r-1]
+	batch := kernels.Prod(x.Shape[:r-2])
+	vals := x.Float64s()
+	res := make([]float64, batch)
+	a := make([]float64, m*m)
+	for b := range res {
+		copy(a, vals[b*m*m:(b+1)*m*m])
+		res[b] = luDet(a, m)
+	}
+	return wrap(floatsOut(ctx, n, x.DType, x.Shape[:r-2], res))
+}
+
+func luDet(a []float64, m int) float64 {
+	det := 1.0
+	for c := 0; c < m; c++ {
+		p := c
+		for i := c + 1; i < m; i++ {
+			if math.Abs(a[i*m+c]) > math.Abs(a[p*m+c]) {
+				p = i
+			}
+		}
+		if a[p*m+c] == 0 {
+			// singular unless NaN elsewhere; keep NaN propagation
+			for _, v := range a {
+				if math.IsNaN(v) {
+					return math.NaN()
+				}
+			}
+			return 0
+		}
+		if p != c {
+			for j := 0; j < m; j++ {
+				a[c*m+j], a[p*m+j] = a[p*m+j], a[c*m+j]
+			}
+			det = -det
+		}
+		piv := a[c*m+c]
+		det *= piv
+		for i := c + 1; i < m; i++ {
+			f := a[i*m+c] / piv
+			if f == 0 {
+				continue
+			}
+			for j := c; j < m; j++ {
+				a[i*m+j] -= f * a[c*m+j]
+			}
+		}
+	}
+	return det
+}

@@ -1,0 +1,291 @@
+package vision
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+func init() {
+	kernels.Register(kernels.Schema{
+		OpType: "LpPool", MinOpset: 1,
+		MinInputs: 1, MaxInputs: 1,
+		Types:  floatTypes,
+		Kernel: lpPoolKernel,
+		Infer:  lpPoolInfer,
+	})
+	kernels.Register(kernels.Schema{
+		OpType: "MaxUnpool", MinOpset: 9,
+		MinInputs: 2, MaxInputs: 3,
+		Types:  floatTypes,
+		Kernel: maxUnpoolKernel,
+		Infer:  maxUnpoolInfer,
+	})
+}
+
+// lpPoolPlan is a validated LpPool node for input spatial dims.
+type lpPoolPlan struct {
+	w   window
+	out []int
+	p   float64
+}
+
+func planLpPool(n *graph.Node, opset int64, in []int) (*lpPoolPlan, error) {
+	nd := len(in)
+	ks := n.AttrInts("kernel_shape", nil)
+	if ks == nil {
+		return nil, errInvalid("kernel_shape is required")
+	}
+	kernel, err := readInts(n, "kernel_shape", nd, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	w, err := readWindow(n, kernel)
+	if err != nil {
+		return nil, err
+	}
+	ceil := false
+	if opset >= 18 {
+		ceil = n.AttrInt("ceil_mode", 0) != 0
+	} else {
+		for i := range w.dilations {
+			w.dilations[i] = 1
+		}
+	}
+	out, err := w.outSizes(in, n.AttrString("auto_pad", "NOTSET"), ceil)
+	if err != nil {
+		return nil, err
+	}
+	p := float64(n.AttrFloat("p", 2))
+	if !(p > 0) || math.IsInf(p, 0) {
+		return nil, errInvalid("p must be positive and finite, got %v", p)
+	}
+	return &lpPoolPlan{w: w, out: out, p: p}, nil
+}
+
+func lpPoolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	xs := in[0].Type.Shape
+	vt := graph.ValueType{Kind: "tensor", DType: in[0].Type.DType}
+	if xs == nil {
+		return []graph.ValueType{vt}, nil
+	}
+	if len(xs) < 3 {
+		return nil, kernels.Invalidf(n, "input must have rank >= 3, got %v", xs)
+	}
+	vt.Shape = append(graph.Shape{xs[0], xs[1]}, unknownDims(len(xs)-2)...)
+	if sp, ok := staticInts(xs[2:]); ok {
+		p, err := planLpPool(n, opset, sp)
+		if err != nil {
+			return nil, kernels.Errorf(n, "%w", err)
+		}
+		for i, o := range p.out {
+			vt.Shape[2+i] = graph.Dim{Value: int64(o)}
+		}
+	}
+	return []graph.ValueType{vt}, nil
+}
+
+func lpPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if x == nil {
+		return nil, kernels.Invalidf(n, "input X is required")
+	}
+	if len(x.Shape) < 3 {
+		return nil, kernels.Invalidf(n, "X must have rank >= 3, got shape %v", x.Shape)
+	}
+	sp := x.Shape[2:]
+	p, err := planLpPool(n, ctx.Opset, sp)
+	if err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	outShape := append([]int{x.Shape[0], x.Shape[1]}, p.out...)
+	if _, err := checkScratch(outShape); err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	nd := len(sp)
+	planes := x.Shape[0] * x.Shape[1]
+	inSize, outSize := kernels.Prod(sp), kernels.Prod(p.out)
+	// Per axis, the input index of each (output, kernel tap), -1 in padding.
+	taps := make([][]int, nd)
+	for a := 0; a < nd; a++ {
+		k := p.w.kernel[a]
+		taps[a] = make([]int, p.out[a]*k)
+		for o := 0; o < p.out[a]; o++ {
+			for t := 0; t < k; t++ {
+				i := o*p.w.strides[a] - p.w.pads[a] + t*p.w.dilations[a]
+				if i < 0 || i >= sp[a] {
+					i = -1
+				}
+				taps[a][o*k+t] = i
+			}
+		}
+	}
+	inStr := kernels.Strides(sp)
+	// flat offsets of every in-range tap of each output position
+	var offs []int
+	var rec func(a int, oc []int, base int)
+	rec = func(a int, oc []int, base int) {
+		if a == nd {
+			offs = append(offs, base)
+			return
+		}
+		k := p.w.kernel[a]
+		for t := 0; t < k; t++ {
+			if i := taps[a][oc[a]*k+t]; i >= 0 {
+				rec(a+1, oc, base+i*inStr[a])
+			}
+		}
+	}
+	xv := x.Float64s()
+	yv := make([]float64, planes*outSize)
+	pw := p.p
+	inv := 1 / pw
+	oi := 0
+	for c := newCounter(p.out); !c.done; c.next() {
+		offs = offs[:0]
+		rec(0, c.idx, 0)
+		for pl := 0; pl < planes; pl++ {
+			xs := xv[pl*inSize : (pl+1)*inSize]
+			s := 0.0
+			for _, at := range offs {
+				v := math.Abs(xs[at])
+				switch pw {
+				case 1:
+					s += v
+				case 2:
+					s += v * v
+				default:
+					s += math.Pow(v, pw)
+				}
+			}
+			var r float64
+			switch pw {
+			case 1:
+				r = s
+			case 2:
+				r = math.Sqrt(s)
+			default:
+				r = math.Pow(s, inv)
+			}
+			yv[pl*outSize+oi] = r
+		}
+		oi++
+	}
+	out, err := newFromFloat64(ctx, x.DType, outShape, yv)
+	if err != nil {
+		return nil, err
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// unpoolShape is MaxUnpool's default output shape for input shape xs.
+func unpoolShape(n *graph.Node, xs []int) ([]int, error) {
+	nd := len(xs) - 2
+	if nd < 1 {
+		return nil, errInvalid("X must have rank >= 3, got shape %v", xs)
+	}
+	if n.AttrInts("kernel_shape", nil) == nil {
+		return nil, errInvalid("kernel_shape is required")
+	}
+	kernel, err := readInts(n, "kernel_shape", nd, 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	w, err := readWindow(n, kernel)
+	if err != nil {
+		return nil, err
+	}
+	out := []int{xs[0], xs[1]}
+	for i := 0; i < nd; i++ {
+		d := (xs[2+i]-1)*w.strides[i] + kernel[i] - w.pads[i] - w.pads[nd+i]
+		if xs[2+i] == 0 {
+			d = 0
+		}
+		if d < 0 {
+			return nil, errInvalid("pads %v leave a negative output size on spatial dim %d", w.pads, i)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func maxUnpoolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	vt := graph.ValueType{Kind: "tensor", DType: in[0].Type.DType}
+	if len(in) > 2 && in[2].Const != nil {
+		for _, v := range in[2].Const.Int64s() {
+			vt.Shape = append(vt.Shape, graph.Dim{Value: v})
+		}
+		if vt.Shape == nil {
+			vt.Shape = graph.Shape{}
+		}
+		return []graph.ValueType{vt}, nil
+	}
+	if len(in) > 2 && in[2].Type.Shape != nil {
+		if s := in[2].Type.Shape; len(s) == 1 && s[0].Static() {
+			vt.Shape = unknownDims(int(s[0].Value))
+		}
+		return []graph.ValueType{vt}, nil
+	}
+	xs := in[0].Type.Shape
+	if xs == nil {
+		return []graph.ValueType{vt}, nil
+	}
+	vt.Shape = append(graph.Shape{xs[0], xs[1]}, unknownDims(len(xs)-2)...)
+	if sp, ok := staticInts(xs); ok {
+		o, err := unpoolShape(n, sp)
+		if err != nil {
+			return nil, kernels.Errorf(n, "%w", err)
+		}
+		for i := 2; i < len(o); i++ {
+			vt.Shape[i] = graph.Dim{Value: int64(o[i])}
+		}
+	}
+	return []graph.ValueType{vt}, nil
+}
+
+func maxUnpoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x, idx := kernels.Input(in, 0), kernels.Input(in, 1)
+	if x == nil || idx == nil {
+		return nil, kernels.Invalidf(n, "X and I are required")
+	}
+	if idx.DType != graph.Int64 || !graph.SameShape(idx.Shape, x.Shape) {
+		return nil, kernels.Invalidf(n, "I must be int64 with X's shape %v, got %v%v", x.Shape, idx.DType, idx.Shape)
+	}
+	shape, err := unpoolShape(n, x.Shape)
+	if err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
+	}
+	if os := kernels.Input(in, 2); os != nil {
+		if !os.DType.IsInteger() || len(os.Shape) != 1 || os.Len() != len(x.Shape) {
+			return nil, kernels.Invalidf(n, "output_shape must be a 1-D integer tensor of %d values, got %v%v", len(x.Shape), os.DType, os.Shape)
+		}
+		shape = shape[:0]
+		for _, v := range os.Int64s() {
+			if v < 0 || v > 1<<40 {
+				return nil, kernels.Invalidf(n, "output_shape %v has an out-of-range value", os.Int64s())
+			}
+			shape = append(shape, int(v))
+		}
+	}
+	out, err := ctx.New(x.DType, shape)
+	if err != nil {
+		return nil, err
+	}
+	// I holds flat indices into the whole output tensor (as MaxPool's
+	// Indices output does for the pooled tensor).
+	iv := graph.Data[int64](idx)
+	total := int64(out.Len())
+	src := make([]int, out.Len())
+	for i := range src {
+		src[i] = -1
+	}
+	for i, j := range iv {
+		if j < 0 || j >= total {
+			return nil, kernels.Invalidf(n, "index %d at position %d is outside the output of %d elements", j, i, total)
+		}
+		src[j] = i
+	}
+	gatherAny(out.Data, x.Data, src)
+	return []*graph.Tensor{out}, nil
+}

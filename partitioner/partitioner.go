@@ -1,0 +1,445 @@
+// Package partitioner decides where every node of a graph runs. Given the
+// graph, the backends in priority order with their per-node verdicts and a
+// Policy, it assigns each node to the first backend that takes it (and that
+// the policy allows), groups the nodes of each backend into maximal convex
+// partitions (fusing a partition never creates a cycle between
+// partitions), leaves partitions too small to pay for their transfers on
+// the fallback backend, and records a placement report: for every node the
+// backend chosen and, for every backend that declined it, why.
+//
+// The result is deterministic for the same inputs. Nested graphs (If/Loop
+// bodies) are never split: their node is placed whole, on a backend whose
+// verdict covered the bodies, or on the fallback.
+package partitioner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// Candidate is one backend's verdicts for the graph's nodes (same order
+// as graph.Nodes). Candidates are given in priority order.
+type Candidate struct {
+	Backend  string
+	Verdicts []hal.Verdict
+}
+
+// Policy steers placement. The zero value: no restrictions, partitions of
+// any size, fallback "cpu", not strict.
+type Policy struct {
+	// Allow, per op type, lists the only backends that may take it.
+	Allow map[string][]string `json:"allow,omitempty"`
+	// Deny, per op type, lists backends that must not take it.
+	Deny map[string][]string `json:"deny,omitempty"`
+	// MinPartitionSize: delegated partitions with fewer nodes are left on
+	// the fallback backend (their transfers would cost more than they save).
+	MinPartitionSize int `json:"min_partition_size,omitempty"`
+	// Strict: fail instead of falling back. Only the candidates given are
+	// used; a node none of them takes is an error.
+	Strict bool `json:"strict,omitempty"`
+	// Fallback is the backend that takes what no other does (default "cpu").
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// Decline is one backend's refusal of a node.
+type Decline struct {
+	Backend string `json:"backend"`
+	Reason  string `json:"reason"`
+}
+
+// NodePlacement is the report line for one node.
+type NodePlacement struct {
+	Index     int       `json:"index"`
+	Name      string    `json:"name,omitempty"`
+	OpType    string    `json:"op_type"`
+	Backend   string    `json:"backend"`
+	Partition int       `json:"partition"`
+	Declined  []Decline `json:"declined,omitempty"`
+}
+
+// Partition is a convex group of nodes placed on one backend.
+type Partition struct {
+	ID       int      `json:"id"`
+	Backend  string   `json:"backend"`
+	Fallback bool     `json:"fallback,omitempty"` // runs on the fallback backend
+	Nodes    []int    `json:"nodes"`              // indices into graph.Nodes, in execution order
+	Inputs   []string `json:"inputs"`             // values read from outside (not constants)
+	Outputs  []string `json:"outputs"`            // values used outside or graph outputs
+}
+
+// Plan is the partitioner's result. Partitions are in a valid execution
+// order (every partition after those it reads from).
+type Plan struct {
+	Partitions []Partition     `json:"partitions"`
+	Nodes      []NodePlacement `json:"nodes"`
+	Policy     Policy          `json:"policy"`
+	Backends   []string        `json:"backends"` // candidates in priority order
+}
+
+// UnplacedError lists the nodes that strict mode could not place.
+type UnplacedError struct {
+	Nodes []NodePlacement
+}
+
+func (e *UnplacedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "partitioner: strict mode: %d node(s) cannot be placed on the requested backends:", len(e.Nodes))
+	for _, n := range e.Nodes {
+		fmt.Fprintf(&b, "\n  #%d %s", n.Index, label(n))
+		for _, d := range n.Declined {
+			fmt.Fprintf(&b, "\n      %s: %s", d.Backend, d.Reason)
+		}
+	}
+	return b.String()
+}
+
+func label(n NodePlacement) string {
+	if n.Name != "" {
+		return fmt.Sprintf("%s %q", n.OpType, n.Name)
+	}
+	return n.OpType
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Place computes the plan.
+func Place(g *graph.Graph, cands []Candidate, pol Policy) (*Plan, error) {
+	if pol.Fallback == "" {
+		pol.Fallback = "cpu"
+	}
+	n := len(g.Nodes)
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if seen[c.Backend] {
+			return nil, fmt.Errorf("partitioner: backend %q given twice", c.Backend)
+		}
+		seen[c.Backend] = true
+		if len(c.Verdicts) != n {
+			return nil, fmt.Errorf("partitioner: backend %q gave %d verdicts for %d nodes", c.Backend, len(c.Verdicts), n)
+		}
+	}
+	plan := &Plan{Policy: pol}
+	for _, c := range cands {
+		plan.Backends = append(plan.Backends, c.Backend)
+	}
+	order, err := g.TopoSort()
+	if err != nil {
+		return nil, err
+	}
+	index := map[*graph.Node]int{}
+	for i, nd := range g.Nodes {
+		index[nd] = i
+	}
+	topo := make([]int, n)
+	for k, nd := range order {
+		topo[k] = index[nd]
+	}
+	preds := predecessors(g, index)
+
+	// 1. per-node choice; too-small partitions are demoted and we retry
+	demoted := make([]string, n) // reason a node was pushed to the fallback
+	var assign []string
+	var parts [][]int
+	var unplaced []NodePlacement
+	for round := 0; ; round++ {
+		assign = make([]string, n)
+		plan.Nodes = make([]NodePlacement, n)
+		unplaced = nil
+		for i, nd := range g.Nodes {
+			np := NodePlacement{Index: i, Name: nd.Name, OpType: nd.OpType, Partition: -1}
+			for _, c := range cands {
+				v := c.Verdicts[i]
+				switch {
+				case !v.Supported:
+					np.Declined = append(np.Declined, Decline{c.Backend, v.Reason})
+				case pol.Allow[nd.OpType] != nil && !contains(pol.Allow[nd.OpType], c.Backend):
+					np.Declined = append(np.Declined, Decline{c.Backend, "not allowed by policy for " + nd.OpType})
+				case contains(pol.Deny[nd.OpType], c.Backend):
+					np.Declined = append(np.Declined, Decline{c.Backend, "denied by policy for " + nd.OpType})
+				case demoted[i] != "" && c.Backend != pol.Fallback:
+					np.Declined = append(np.Declined, Decline{c.Backend, demoted[i]})
+				default:
+					if np.Backend == "" {
+						np.Backend = c.Backend
+					}
+				}
+			}
+			if np.Backend == "" {
+				if pol.Strict {
+					unplaced = append(unplaced, np)
+				} else {
+					np.Backend = pol.Fallback // the runtime reports ops nothing can run
+				}
+			}
+			assign[i] = np.Backend
+			plan.Nodes[i] = np
+		}
+		if len(unplaced) > 0 {
+			return nil, &UnplacedError{Nodes: unplaced}
+		}
+		parts = group(topo, preds, assign, pol.Fallback)
+		changed := false
+		if pol.MinPartitionSize > 1 {
+			for _, p := range parts {
+				b := assign[p[0]]
+				if b != pol.Fallback && len(p) < pol.MinPartitionSize {
+					for _, i := range p {
+						demoted[i] = fmt.Sprintf("partition of %d node(s) is below the minimum of %d", len(p), pol.MinPartitionSize)
+					}
+					changed = true
+				}
+			}
+		}
+		if !changed || round > n {
+			break
+		}
+	}
+	if pol.Strict {
+		for i, b := range assign {
+			if b == pol.Fallback && !contains(plan.Backends, pol.Fallback) {
+				unplaced = append(unplaced, plan.Nodes[i])
+			}
+		}
+		if len(unplaced) > 0 {
+			return nil, &UnplacedError{Nodes: unplaced}
+		}
+	}
+	plan.Partitions = boundaries(g, parts, assign, pol.Fallback, topo)
+	for _, p := range plan.Partitions {
+		for _, i := range p.Nodes {
+			plan.Nodes[i].Partition = p.ID
+		}
+	}
+	return plan, nil
+}
+
+// predecessors lists, per node, the nodes it reads from (including values
+// captured by its nested graphs).
+func predecessors(g *graph.Graph, index map[*graph.Node]int) [][]int {
+	producer := map[string]int{}
+	for i, nd := range g.Nodes {
+		for _, o := range nd.Outputs {
+			if o != "" {
+				producer[o] = i
+			}
+		}
+	}
+	preds := make([][]int, len(g.Nodes))
+	for i, nd := range g.Nodes {
+		seen := map[int]bool{}
+		for _, in := range reads(nd) {
+			if p, ok := producer[in]; ok && !seen[p] && p != i {
+				seen[p] = true
+				preds[i] = append(preds[i], p)
+			}
+		}
+		sort.Ints(preds[i])
+	}
+	return preds
+}
+
+func reads(n *graph.Node) []string {
+	r := append([]string{}, n.Inputs...)
+	for _, a := range n.Attrs {
+		subs := a.Graphs
+		if a.G != nil {
+			subs = append([]*graph.Graph{a.G}, subs...)
+		}
+		for _, sg := range subs {
+			r = append(r, sg.FreeVariables()...)
+		}
+	}
+	return r
+}
+
+// group forms convex partitions: nodes are visited in topological order;
+// a node joins a partition of its backend that holds one of its
+// predecessors when doing so cannot create a cycle between partitions,
+// otherwise it starts a new one. deps[p] is the set of partitions p depends
+// on (transitively), kept closed as partitions grow.
+func group(topo []int, preds [][]int, assign []string, fallback string) [][]int {
+	part := make([]int, len(assign))
+	var parts [][]int
+	var deps []map[int]bool
+	for _, v := range topo {
+		pp := []int{}
+		seenP := map[int]bool{}
+		for _, u := range preds[v] {
+			if q := part[u]; !seenP[q] {
+				seenP[q] = true
+				pp = append(pp, q)
+			}
+		}
+		sort.Ints(pp)
+		target := -1
+		for _, p := range pp {
+			if assign[parts[p][0]] != assign[v] {
+				continue
+			}
+			ok := true
+			for _, q := range pp {
+				if q != p && deps[q][p] {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				target = p
+				break
+			}
+		}
+		newDeps := map[int]bool{}
+		for _, q := range pp {
+			if q == target {
+				continue
+			}
+			newDeps[q] = true
+			for d := range deps[q] {
+				newDeps[d] = true
+			}
+		}
+		if target < 0 {
+			target = len(parts)
+			parts = append(parts, nil)
+			deps = append(deps, newDeps)
+		} else {
+			for d := range newDeps {
+				deps[target][d] = true
+			}
+			for r := range deps {
+				if deps[r][target] {
+					for d := range newDeps {
+						deps[r][d] = true
+					}
+				}
+			}
+		}
+		part[v] = target
+		parts[target] = append(parts[target], v)
+	}
+	return topoParts(parts, deps)
+}
+
+func topoParts(parts [][]int, deps []map[int]bool) [][]int {
+	n := len(parts)
+	done := make([]bool, n)
+	var out [][]int
+	for len(out) < n {
+		progressed := false
+		for p := 0; p < n; p++ {
+			if done[p] {
+				continue
+			}
+			ready := true
+			for d := range deps[p] {
+				if !done[d] {
+					ready = false
+					break
+				}
+			}
+			if ready {
+				done[p] = true
+				out = append(out, parts[p])
+				progressed = true
+				break
+			}
+		}
+		if !progressed { // cannot happen: deps are acyclic by construction
+			for p := 0; p < n; p++ {
+				if !done[p] {
+					done[p] = true
+					out = append(out, parts[p])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// boundaries computes each partition's inputs and outputs.
+func boundaries(g *graph.Graph, parts [][]int, assign []string, fallback string, topo []int) []Partition {
+	pos := make([]int, len(g.Nodes))
+	for k, v := range topo {
+		pos[v] = k
+	}
+	partOf := make([]int, len(g.Nodes))
+	for pi, p := range parts {
+		for _, v := range p {
+			partOf[v] = pi
+		}
+	}
+	producer := map[string]int{}
+	for i, nd := range g.Nodes {
+		for _, o := range nd.Outputs {
+			if o != "" {
+				producer[o] = i
+			}
+		}
+	}
+	isGraphOut := map[string]bool{}
+	for _, o := range g.Outputs {
+		isGraphOut[o.Name] = true
+	}
+	usedOutside := make([]map[string]bool, len(parts))
+	for i := range usedOutside {
+		usedOutside[i] = map[string]bool{}
+	}
+	for i, nd := range g.Nodes {
+		for _, in := range reads(nd) {
+			if p, ok := producer[in]; ok && partOf[p] != partOf[i] {
+				usedOutside[partOf[p]][in] = true
+			}
+		}
+	}
+	out := make([]Partition, len(parts))
+	for pi, p := range parts {
+		nodes := append([]int{}, p...)
+		sort.Slice(nodes, func(a, b int) bool { return pos[nodes[a]] < pos[nodes[b]] })
+		part := Partition{ID: pi, Backend: assign[p[0]], Fallback: assign[p[0]] == fallback, Nodes: nodes}
+		inSeen := map[string]bool{}
+		for _, v := range nodes {
+			for _, in := range reads(g.Nodes[v]) {
+				if in == "" || inSeen[in] {
+					continue
+				}
+				if pr, ok := producer[in]; ok && partOf[pr] == pi {
+					continue
+				}
+				if _, isConst := g.Initializers[in]; isConst && !isGraphInput(g, in) {
+					continue
+				}
+				inSeen[in] = true
+				part.Inputs = append(part.Inputs, in)
+			}
+		}
+		for _, v := range nodes {
+			for _, o := range g.Nodes[v].Outputs {
+				if o != "" && (usedOutside[pi][o] || isGraphOut[o]) {
+					part.Outputs = append(part.Outputs, o)
+				}
+			}
+		}
+		out[pi] = part
+	}
+	return out
+}
+
+func isGraphInput(g *graph.Graph, name string) bool {
+	for _, in := range g.Inputs {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,57 @@
+package partitioner
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// JSON renders the plan (placement report included) as indented JSON.
+func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+
+// Summary counts nodes per backend.
+func (p *Plan) Summary() map[string]int {
+	out := map[string]int{}
+	for _, n := range p.Nodes {
+		out[n.Backend]++
+	}
+	return out
+}
+
+// Text renders the placement report for people: partitions, then every
+// node with its backend and the reasons of the backends that declined it.
+func (p *Plan) Text() string {
+	var b strings.Builder
+	sum := p.Summary()
+	names := make([]string, 0, len(sum))
+	for k := range sum {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, "backends (priority order): %s", strings.Join(p.Backends, ", "))
+	if p.Policy.Strict {
+		b.WriteString(" [strict]")
+	}
+	b.WriteString("\nnodes per backend:")
+	for _, k := range names {
+		fmt.Fprintf(&b, " %s=%d", k, sum[k])
+	}
+	fmt.Fprintf(&b, "\npartitions: %d\n", len(p.Partitions))
+	for _, part := range p.Partitions {
+		kind := "delegated"
+		if part.Fallback {
+			kind = "fallback"
+		}
+		fmt.Fprintf(&b, "  partition %d on %s (%s): %d node(s), inputs [%s], outputs [%s]\n", part.ID, part.Backend, kind, len(part.Nodes),
+			strings.Join(part.Inputs, ", "), strings.Join(part.Outputs, ", "))
+	}
+	b.WriteString("nodes:\n")
+	for _, n := range p.Nodes {
+		fmt.Fprintf(&b, "  #%-4d %-22s → %s (partition %d)\n", n.Index, label(n), n.Backend, n.Partition)
+		for _, d := range n.Declined {
+			fmt.Fprintf(&b, "          declined by %s: %s\n", d.Backend, d.Reason)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,170 @@
+// Package cpu is the reference CPU kernels as a HAL backend named "cpu": it
+// is always available, claims every node it has a kernel for, and is the
+// fallback for everything no other backend takes. Importing the package
+// registers it with hal.Default.
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/switchyard-hal/switchyard/core/exec"
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // the reference kernels
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// Name is the backend's registry name.
+const Name = "cpu"
+
+// Version is the backend's own version.
+const Version = "1.0.0"
+
+// Info describes the backend.
+func Info() hal.Info {
+	return hal.Info{
+		Name: Name, Vendor: "Switchyard", Version: Version,
+		HAL:         hal.VersionRange{Min: hal.Version{Major: 1}, Max: hal.Current},
+		Device:      hal.DeviceCPU,
+		Description: fmt.Sprintf("reference CPU kernels (exact ONNX semantics), %s/%s", runtime.GOOS, runtime.GOARCH),
+	}
+}
+
+func init() {
+	if err := hal.Register(hal.Factory{Info: Info(), Kind: hal.LoadLinked, Open: func(ctx context.Context) (hal.Backend, error) { return New(), nil }}); err != nil {
+		panic(err)
+	}
+}
+
+// Backend is the reference kernels behind the HAL contract.
+type Backend struct{}
+
+// New returns the backend (it holds no resources).
+func New() *Backend { return &Backend{} }
+
+func (b *Backend) Info() hal.Info { return Info() }
+
+// Capabilities lists every registered reference kernel.
+func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
+	var caps hal.Capabilities
+	for _, s := range kernels.All() {
+		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: s.Domain, OpType: s.OpType, MinOpset: s.MinOpset, MaxOpset: s.MaxOpset, DTypes: s.Types})
+	}
+	caps.Layouts = []string{"NCHW"}
+	caps.MaxTensorBytes = graph.MaxTensorBytes
+	caps.ControlFlow = true
+	return caps, nil
+}
+
+// Supports claims every node whose op (and, for If/Loop/Scan, every op of
+// its bodies) has a reference kernel at the subgraph's opset.
+func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict, error) {
+	return Verdicts(sg, nil), nil
+}
+
+// Verdicts computes the cpu backend's verdicts; allow, when non-nil,
+// further restricts the claimed op types (the simulation backend uses it).
+func Verdicts(sg *hal.Subgraph, allow func(n *graph.Node) (bool, string)) []hal.Verdict {
+	out := make([]hal.Verdict, len(sg.Graph.Nodes))
+	for i, n := range sg.Graph.Nodes {
+		if reason := unsupported(sg, n, allow); reason != "" {
+			out[i] = hal.Verdict{Reason: reason}
+		} else {
+			out[i] = hal.Verdict{Supported: true}
+		}
+	}
+	return out
+}
+
+func unsupported(sg *hal.Subgraph, n *graph.Node, allow func(n *graph.Node) (bool, string)) string {
+	if allow != nil {
+		if ok, why := allow(n); !ok {
+			return why
+		}
+	}
+	if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+		return err.Error()
+	}
+	for _, a := range n.Attrs {
+		subs := a.Graphs
+		if a.G != nil {
+			subs = append([]*graph.Graph{a.G}, subs...)
+		}
+		for _, g := range subs {
+			for _, inner := range g.Nodes {
+				if r := unsupported(sg, inner, allow); r != "" {
+					return fmt.Sprintf("nested graph %q of attribute %q: %s", g.Name, a.Name, r)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Compile compiles the subgraph onto the reference executor.
+func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.CompileOptions) (hal.Executable, error) {
+	for i, v := range Verdicts(sg, nil) {
+		if !v.Supported {
+			return nil, hal.Errorf(hal.CodeUnsupported, "node %d (%s): %s", i, sg.Graph.Nodes[i].Label(), v.Reason)
+		}
+	}
+	p, err := exec.Compile(sg.Graph, exec.Options{Opsets: sg.Opsets})
+	if err != nil {
+		return nil, hal.Errorf(hal.CodeInvalidArgument, "%v", err)
+	}
+	return &Executable{Program: p}, nil
+}
+
+// Close is a no-op.
+func (b *Backend) Close() error { return nil }
+
+// Executable runs a compiled subgraph on the reference kernels.
+type Executable struct {
+	Program *exec.Program
+}
+
+// Execute binds inputs by the subgraph's input order and fills outputs.
+func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	g := e.Program.Graph()
+	feeds := make(map[string]*graph.Tensor, len(inputs))
+	for i, in := range g.Inputs {
+		if i < len(inputs) && inputs[i] != nil {
+			feeds[in.Name] = inputs[i]
+		}
+	}
+	res, err := e.Program.Run(ctx, feeds)
+	if err != nil {
+		return err
+	}
+	return FillOutputs(g, res, outputs)
+}
+
+// FillOutputs moves results into caller-owned outputs: copied in place when
+// the caller allocated Data, handed over otherwise.
+func FillOutputs(g *graph.Graph, res map[string]*graph.Tensor, outputs []*graph.Tensor) error {
+	for i, o := range g.Outputs {
+		if i >= len(outputs) {
+			break
+		}
+		got := res[o.Name]
+		dst := outputs[i]
+		if got == nil {
+			return errors.New("missing output " + o.Name)
+		}
+		if dst.Data != nil {
+			if dst.DType != got.DType || !graph.SameShape(dst.Shape, got.Shape) {
+				return hal.Errorf(hal.CodeInvalidArgument, "output %q is %v%v, caller allocated %v%v", o.Name, got.DType, got.Shape, dst.DType, dst.Shape)
+			}
+			graph.CopyData(dst.Data, got.Data)
+			continue
+		}
+		*dst = *got
+	}
+	return nil
+}
+
+// Release is a no-op.
+func (e *Executable) Release() error { return nil }
