@@ -25,6 +25,8 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // the reference kernels
 	"github.com/switchyard-hal/switchyard/core/onnx"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/partitioner"
 )
 
 // Options configures Load. The zero value is valid.
@@ -32,6 +34,16 @@ type Options struct {
 	// MaxTensorBytes, when > 0, lowers the per-tensor allocation limit for
 	// this process (graph.MaxTensorBytes).
 	MaxTensorBytes int64
+	// Backends are opened devices in priority order. Partitions they take
+	// are compiled at load and called at run; everything else runs on the
+	// reference kernels ("cpu"), unless Policy.Strict. A device named "cpu"
+	// marks the reference kernels' place in the priority order.
+	Backends []*hal.Device
+	// Policy steers the partitioner (allow/deny lists, minimum partition
+	// size, strict mode).
+	Policy partitioner.Policy
+	// Compile options passed to every backend.
+	Compile hal.CompileOptions
 }
 
 // UnsupportedError lists everything in a model Switchyard cannot run.
@@ -58,6 +70,8 @@ func (e *UnsupportedError) Unwrap() error { return kernels.ErrUnsupported }
 type Model struct {
 	ir      *graph.Model
 	prog    *exec.Program
+	plan    *partitioner.Plan
+	parts   []*compiledPartition
 	inputs  []graph.ValueInfo
 	outputs []graph.ValueInfo
 	types   map[string]graph.ValueType // inferred types of all values of the main graph
@@ -119,12 +133,10 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	if err := ir.Validate(); err != nil {
 		return nil, err
 	}
-	if err := CheckSupported(ir); err != nil {
-		return nil, err
-	}
 	m := &Model{ir: ir}
-	var err error
-	if m.prog, err = exec.Compile(ir.Graph, exec.Options{Opsets: ir.Opsets}); err != nil {
+	m.types = inferTypes(ir)
+	if err := m.place(ctx, opts); err != nil {
+		m.Close()
 		return nil, err
 	}
 	g := ir.Graph
@@ -138,7 +150,6 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 		m.inputs = append(m.inputs, in)
 	}
 	m.outputs = append(m.outputs, g.Outputs...)
-	m.types = inferTypes(ir)
 	for i, o := range m.outputs {
 		if o.Type.DType == graph.Undefined {
 			m.outputs[i].Type = m.types[o.Name]

@@ -308,13 +308,13 @@ func contract[T graph.Numeric](ops []operand[T], outLabels []int, ld map[int]int
 
 // einsumRun contracts the operands left to right, keeping at each step only
 // the labels still needed by later operands or the output.
-func einsumRun[T graph.Numeric](sp *einsumSpec, datas [][]T, shapes [][]int, ld map[int]int) operand[T] {
+func einsumRun[T graph.Numeric](sp *einsumSpec, datas [][]T, shapes [][]int, ld map[int]int) (operand[T], error) {
 	ops := make([]operand[T], len(datas))
 	for i := range datas {
 		ops[i] = operand[T]{data: datas[i], labels: sp.terms[i], shape: shapes[i]}
 	}
 	if len(ops) == 1 {
-		return contract(ops, sp.out, ld)
+		return contract(ops, sp.out, ld), nil
 	}
 	cur := ops[0]
 	for i := 1; i < len(ops); i++ {
@@ -338,9 +338,16 @@ func einsumRun[T graph.Numeric](sp *einsumSpec, datas [][]T, shapes [][]int, ld 
 				}
 			}
 		}
+		shape := make([]int, len(keep))
+		for j, l := range keep {
+			shape[j] = ld[l]
+		}
+		if _, err := graph.CheckAlloc(graph.Float64, shape); err != nil {
+			return cur, fmt.Errorf("intermediate result: %w", err)
+		}
 		cur = contract([]operand[T]{cur, ops[i]}, keep, ld)
 	}
-	return cur
+	return cur, nil
 }
 
 func einsumTyped[T graph.Numeric](ctx *kernels.Context, n *graph.Node, sp *einsumSpec, in []*graph.Tensor, ld map[int]int) (*graph.Tensor, error) {
@@ -350,7 +357,10 @@ func einsumTyped[T graph.Numeric](ctx *kernels.Context, n *graph.Node, sp *einsu
 		datas[i] = t.Data.([]T)
 		shapes[i] = t.Shape
 	}
-	r := einsumRun(sp, datas, shapes, ld)
+	r, err := einsumRun(sp, datas, shapes, ld)
+	if err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
 	out, err := alloc(ctx, n, in[0].DType, r.shape)
 	if err != nil {
 		return nil, err
@@ -400,7 +410,10 @@ func einsumKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		for i, t := range in {
 			datas[i] = t.Float64s()
 		}
-		r := einsumRun(sp, datas, shapes, ld)
+		r, e := einsumRun(sp, datas, shapes, ld)
+		if e != nil {
+			return nil, kernels.Invalidf(n, "%v", e)
+		}
 		out, err = floatsOut(ctx, n, in[0].DType, r.shape, r.data)
 	case []int8:
 		out, err = einsumTyped[int8](ctx, n, sp, in, ld)

@@ -179,8 +179,9 @@ func lpPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	return []*graph.Tensor{out}, nil
 }
 
-// unpoolShape is MaxUnpool's default output shape for input shape xs.
-func unpoolShape(n *graph.Node, xs []int) ([]int, error) {
+// unpoolShape is MaxUnpool's inferred output shape for input shape xs
+// (noPads ignores the pads attribute, as when output_shape is given).
+func unpoolShape(n *graph.Node, xs []int, noPads bool) ([]int, error) {
 	nd := len(xs) - 2
 	if nd < 1 {
 		return nil, errInvalid("X must have rank >= 3, got shape %v", xs)
@@ -196,12 +197,12 @@ func unpoolShape(n *graph.Node, xs []int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	if noPads {
+		clear(w.pads)
+	}
 	out := []int{xs[0], xs[1]}
 	for i := 0; i < nd; i++ {
 		d := (xs[2+i]-1)*w.strides[i] + kernel[i] - w.pads[i] - w.pads[nd+i]
-		if xs[2+i] == 0 {
-			d = 0
-		}
 		if d < 0 {
 			return nil, errInvalid("pads %v leave a negative output size on spatial dim %d", w.pads, i)
 		}
@@ -233,7 +234,7 @@ func maxUnpoolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]grap
 	}
 	vt.Shape = append(graph.Shape{xs[0], xs[1]}, unknownDims(len(xs)-2)...)
 	if sp, ok := staticInts(xs); ok {
-		o, err := unpoolShape(n, sp)
+		o, err := unpoolShape(n, sp, false)
 		if err != nil {
 			return nil, kernels.Errorf(n, "%w", err)
 		}
@@ -252,18 +253,20 @@ func maxUnpoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if idx.DType != graph.Int64 || !graph.SameShape(idx.Shape, x.Shape) {
 		return nil, kernels.Invalidf(n, "I must be int64 with X's shape %v, got %v%v", x.Shape, idx.DType, idx.Shape)
 	}
-	shape, err := unpoolShape(n, x.Shape)
+	os := kernels.Input(in, 2)
+	inferred, err := unpoolShape(n, x.Shape, os != nil)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
-	if os := kernels.Input(in, 2); os != nil {
+	shape := inferred
+	if os != nil {
 		if !os.DType.IsInteger() || len(os.Shape) != 1 || os.Len() != len(x.Shape) {
 			return nil, kernels.Invalidf(n, "output_shape must be a 1-D integer tensor of %d values, got %v%v", len(x.Shape), os.DType, os.Shape)
 		}
-		shape = shape[:0]
-		for _, v := range os.Int64s() {
-			if v < 0 || v > 1<<40 {
-				return nil, kernels.Invalidf(n, "output_shape %v has an out-of-range value", os.Int64s())
+		shape = nil
+		for i, v := range os.Int64s() {
+			if v < int64(inferred[i]) || v > 1<<40 {
+				return nil, kernels.Invalidf(n, "output_shape %v is out of range (it must not be smaller than the inferred shape %v)", os.Int64s(), inferred)
 			}
 			shape = append(shape, int(v))
 		}
@@ -272,19 +275,26 @@ func maxUnpoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if err != nil {
 		return nil, err
 	}
-	// I holds flat indices into the whole output tensor (as MaxPool's
-	// Indices output does for the pooled tensor).
+	// I holds flat indices into the inferred output shape (as MaxPool's
+	// Indices output does for its input); with output_shape that result is
+	// placed at the start of every axis of the larger output, zero-filled.
 	iv := graph.Data[int64](idx)
-	total := int64(out.Len())
+	total := int64(kernels.Prod(inferred))
 	src := make([]int, out.Len())
 	for i := range src {
 		src[i] = -1
 	}
+	inStr, outStr := kernels.Strides(inferred), kernels.Strides(shape)
 	for i, j := range iv {
 		if j < 0 || j >= total {
-			return nil, kernels.Invalidf(n, "index %d at position %d is outside the output of %d elements", j, i, total)
+			return nil, kernels.Invalidf(n, "index %d at position %d is outside the inferred output of %d elements", j, i, total)
 		}
-		src[j] = i
+		at, rem := 0, int(j)
+		for a := range inStr {
+			at += rem / inStr[a] * outStr[a]
+			rem %= inStr[a]
+		}
+		src[at] = i
 	}
 	gatherAny(out.Data, x.Data, src)
 	return []*graph.Tensor{out}, nil

@@ -1,0 +1,433 @@
+package misc
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+func init() {
+	kernels.Register(kernels.Schema{OpType: "DFT", MinOpset: 17, MinInputs: 1, MaxInputs: 3, Types: kernels.FloatTypes, Kernel: dftKernel, Infer: dftInfer})
+	kernels.Register(kernels.Schema{OpType: "STFT", MinOpset: 17, MinInputs: 2, MaxInputs: 4, Types: kernels.FloatTypes, Kernel: stftKernel, Infer: stftInfer})
+}
+
+// ---- 1-D transforms (float64) ----
+
+// twiddle returns exp(-2πi m/n) for m in [0, n), each computed directly.
+func twiddle(n int) []complex128 {
+	w := make([]complex128, n)
+	for m := range w {
+		s, c := math.Sincos(-2 * math.Pi * float64(m) / float64(n))
+		w[m] = complex(c, s)
+	}
+	return w
+}
+
+// fft computes the forward DFT X[k] = sum_t x[t] exp(-2πi kt/n) of x in
+// place: directly for short lengths, radix-2 for powers of two and
+// Bluestein's chirp-z otherwise.
+func fft(x []complex128) {
+	n := len(x)
+	switch {
+	case n <= 1:
+	case n <= 32:
+		w := twiddle(n)
+		y := make([]complex128, n)
+		for k := range y {
+			var acc complex128
+			for t, v := range x {
+				acc += v * w[(k*t)%n]
+			}
+			y[k] = acc
+		}
+		copy(x, y)
+	case n&(n-1) == 0:
+		fftPow2(x, twiddle(n))
+	default:
+		bluestein(x)
+	}
+}
+
+// fftPow2 is an iterative radix-2 FFT; w = twiddle(len(x)).
+func fftPow2(x []complex128, w []complex128) {
+	n := len(x)
+	lg := bits.TrailingZeros(uint(n))
+	for i := range x {
+		j := int(bits.Reverse(uint(i)) >> (bits.UintSize - lg))
+		if j > i {
+			x[i], x[j] = x[j], x[i]
+		}
+	}
+	for size := 2; size <= n; size <<= 1 {
+		half, step := size/2, n/size
+		for start := 0; start < n; start += size {
+			for k := 0; k < half; k++ {
+				t := w[k*step] * x[start+k+half]
+				u := x[start+k]
+				x[start+k] = u + t
+				x[start+k+half] = u - t
+			}
+		}
+	}
+}
+
+// bluestein evaluates an arbitrary-length DFT as a convolution with a chirp,
+// computed with power-of-two FFTs.
+func bluestein(x []complex128) {
+	n := len(x)
+	m := 1
+	for m < 2*n-1 {
+		m <<= 1
+	}
+	chirp := make([]complex128, n) // exp(-πi k²/n), k² reduced mod 2n
+	for k := range chirp {
+		e := (k * k) % (2 * n)
+		s, c := math.Sincos(-math.Pi * float64(e) / float64(n))
+		chirp[k] = complex(c, s)
+	}
+	a := make([]complex128, m)
+	b := make([]complex128, m)
+	for k := 0; k < n; k++ {
+		a[k] = x[k] * chirp[k]
+		cc := complex(real(chirp[k]), -imag(chirp[k]))
+		b[k] = cc
+		if k > 0 {
+			b[m-k] = cc
+		}
+	}
+	w := twiddle(m)
+	fftPow2(a, w)
+	fftPow2(b, w)
+	for i := range a {
+		a[i] *= b[i]
+	}
+	// inverse via conjugation
+	for i := range a {
+		a[i] = complex(real(a[i]), -imag(a[i]))
+	}
+	fftPow2(a, w)
+	inv := 1 / float64(m)
+	for k := 0; k < n; k++ {
+		v := complex(real(a[k])*inv, -imag(a[k])*inv)
+		x[k] = v * chirp[k]
+	}
+}
+
+// ifft computes x[t] = 1/n sum_k X[k] exp(2πi kt/n) in place.
+func ifft(x []complex128) {
+	for i, v := range x {
+		x[i] = complex(real(v), -imag(v))
+	}
+	fft(x)
+	inv := 1 / float64(len(x))
+	for i, v := range x {
+		x[i] = complex(real(v)*inv, -imag(v)*inv)
+	}
+}
+
+// ---- DFT ----
+
+type dftParams struct {
+	axis      int
+	n         int // transform length
+	inverse   bool
+	onesided  bool
+	outLen    int // output length along axis
+	outComplx int // output last dim (2, or 1 for the real inverse)
+}
+
+// dftAxis reads the axis (attribute before opset 20, input 2 after) in
+// [-r, r-2]; returns ok=false when it is a non-constant input at load time.
+func dftAxisValue(n *graph.Node, opset int64, axisT *graph.Tensor, haveInput bool) (int64, bool, error) {
+	if opset < 20 {
+		return n.AttrInt("axis", 1), true, nil
+	}
+	if !haveInput {
+		return -2, true, nil
+	}
+	if axisT == nil {
+		return 0, false, nil
+	}
+	if !axisT.DType.IsInteger() || axisT.Len() != 1 || axisT.Rank() > 1 {
+		return 0, false, kernels.Invalidf(n, "axis must be an integer scalar, got %v", axisT)
+	}
+	return axisT.Int64At(0), true, nil
+}
+
+func normDFTAxis(n *graph.Node, a int64, r int) (int, error) {
+	if a < 0 {
+		a += int64(r)
+	}
+	if a < 0 || a > int64(r)-2 {
+		return 0, kernels.Invalidf(n, "axis %d out of range for rank %d (the last dimension holds real/imaginary parts)", a, r)
+	}
+	return int(a), nil
+}
+
+// dftShape derives the transform length and output size along the axis.
+func dftShape(n *graph.Node, p *dftParams, dimLen int, lenGiven bool, length int64) error {
+	if lenGiven {
+		if length <= 0 || length > math.MaxInt32 {
+			return kernels.Invalidf(n, "dft_length must be positive, got %d", length)
+		}
+		p.n = int(length)
+	} else if p.inverse && p.onesided {
+		p.n = 2 * (dimLen - 1)
+	} else {
+		p.n = dimLen
+	}
+	p.outLen, p.outComplx = p.n, 2
+	switch {
+	case p.inverse && p.onesided:
+		p.outComplx = 1
+	case p.onesided:
+		p.outLen = p.n/2 + 1
+	}
+	return nil
+}
+
+func dftInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	t := inType(in, 0)
+	if t.Shape == nil {
+		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+	}
+	r := len(t.Shape)
+	if r < 2 {
+		return nil, kernels.Invalidf(n, "input must have rank >= 2, got %v", t.Shape)
+	}
+	out := append(graph.Shape{}, t.Shape...)
+	p := dftParams{inverse: n.AttrInt("inverse", 0) != 0, onesided: n.AttrInt("onesided", 0) != 0}
+	a, ok, err := dftAxisValue(n, opset, inConst(in, 2), len(n.Inputs) > 2 && n.Inputs[2] != "")
+	if err != nil {
+		return nil, err
+	}
+	last := graph.Dim{Value: 2}
+	if p.inverse && p.onesided {
+		last = graph.Dim{Value: 1}
+	}
+	out[r-1] = last
+	if !ok {
+		for i := 0; i < r-1; i++ {
+			out[i] = graph.Dim{Value: -1}
+		}
+		return []graph.ValueType{tensorType(t.DType, out)}, nil
+	}
+	axis, err := normDFTAxis(n, a, r)
+	if err != nil {
+		return nil, err
+	}
+	lenGiven := len(n.Inputs) > 1 && n.Inputs[1] != ""
+	var length int64
+	if lenGiven {
+		c := inConst(in, 1)
+		if c == nil || c.Len() != 1 {
+			out[axis] = graph.Dim{Value: -1}
+			return []graph.ValueType{tensorType(t.DType, out)}, nil
+		}
+		length = c.Int64At(0)
+	}
+	d := t.Shape[axis]
+	if !lenGiven && !d.Static() {
+		out[axis] = graph.Dim{Value: -1}
+		return []graph.ValueType{tensorType(t.DType, out)}, nil
+	}
+	if err := dftShape(n, &p, int(d.Value), lenGiven, length); err != nil {
+		return nil, err
+	}
+	out[axis] = graph.Dim{Value: int64(p.outLen)}
+	return []graph.ValueType{tensorType(t.DType, out)}, nil
+}
+
+// dftKernel computes the DFT along one axis of a real ([..., 1]) or complex
+// ([..., 2]) signal. inverse=1 applies the 1/n-normalised inverse; onesided=1
+// keeps bins 0..n/2 of the forward transform, and with inverse=1 it is the
+// inverse real transform (numpy irfft): the input holds bins 0..n/2 of a
+// Hermitian spectrum, n defaults to 2*(bins-1), and the output is real.
+func dftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if err := checkIn(n, x, "input"); err != nil {
+		return nil, err
+	}
+	r := x.Rank()
+	if r < 2 || (x.Shape[r-1] != 1 && x.Shape[r-1] != 2) {
+		return nil, kernels.Invalidf(n, "input must be [..., 1] (real) or [..., 2] (complex), got %v", x.Shape)
+	}
+	axisT := kernels.Input(in, 2)
+	a, _, err := dftAxisValue(n, ctx.Opset, axisT, axisT != nil)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := normDFTAxis(n, a, r)
+	if err != nil {
+		return nil, err
+	}
+	p := dftParams{axis: axis, inverse: n.AttrInt("inverse", 0) != 0, onesided: n.AttrInt("onesided", 0) != 0}
+	lenT := kernels.Input(in, 1)
+	var length int64
+	if lenT != nil {
+		if length, err = scalarInt(n, lenT, "dft_length"); err != nil {
+			return nil, err
+		}
+	}
+	if err := dftShape(n, &p, x.Shape[axis], lenT != nil, length); err != nil {
+		return nil, err
+	}
+	if p.n <= 0 {
+		return nil, kernels.Invalidf(n, "transform length %d along axis %d of %v", p.n, axis, x.Shape)
+	}
+	oshape := append([]int{}, x.Shape...)
+	oshape[axis], oshape[r-1] = p.outLen, p.outComplx
+	if _, err := graph.CheckAlloc(graph.Float64, oshape); err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	outer, d, _ := splitAt(x.Shape[:r-1], axis)
+	inner := kernels.Prod(x.Shape[axis+1 : r-1])
+	c := x.Shape[r-1]
+	xv := x.Float64s()
+	res := make([]float64, kernels.Prod(oshape))
+	buf := make([]complex128, p.n)
+	oc := p.outComplx
+	for o := 0; o < outer; o++ {
+		for i := 0; i < inner; i++ {
+			for k := range buf {
+				buf[k] = 0
+			}
+			at := func(t int) complex128 {
+				idx := ((o*d+t)*inner + i) * c
+				if c == 2 {
+					return complex(xv[idx], xv[idx+1])
+				}
+				return complex(xv[idx], 0)
+			}
+			switch {
+			case p.inverse && p.onesided:
+				bins := min(d, p.n/2+1)
+				for k := 0; k < bins; k++ {
+					buf[k] = at(k)
+				}
+				for k := 1; k < p.n-k; k++ { // Hermitian extension
+					if k < bins {
+						v := buf[k]
+						buf[p.n-k] = complex(real(v), -imag(v))
+					}
+				}
+				ifft(buf)
+			default:
+				for t := 0; t < min(d, p.n); t++ {
+					buf[t] = at(t)
+				}
+				if p.inverse {
+					ifft(buf)
+				} else {
+					fft(buf)
+				}
+			}
+			for k := 0; k < p.outLen; k++ {
+				idx := ((o*p.outLen+k)*inner + i) * oc
+				res[idx] = real(buf[k])
+				if oc == 2 {
+					res[idx+1] = imag(buf[k])
+				}
+			}
+		}
+	}
+	return wrap(floatsOut(ctx, n, x.DType, oshape, res))
+}
+
+// ---- STFT ----
+
+func stftInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+	t := inType(in, 0)
+	out := dims(-1, -1, -1, 2)
+	if t.Shape != nil {
+		if len(t.Shape) != 3 {
+			return nil, kernels.Invalidf(n, "signal must be [batch, length, 1|2], got %v", t.Shape)
+		}
+		out[0] = t.Shape[0]
+	}
+	return []graph.ValueType{tensorType(t.DType, out)}, nil
+}
+
+// stftKernel slides a frame of frame_length samples by frame_step over each
+// signal, multiplies it by the window (default all ones) and takes its DFT;
+// onesided=1 (default) keeps bins 0..frame_length/2.
+func stftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if err := checkIn(n, x, "signal"); err != nil {
+		return nil, err
+	}
+	if x.Rank() != 3 || (x.Shape[2] != 1 && x.Shape[2] != 2) {
+		return nil, kernels.Invalidf(n, "signal must be [batch, length, 1|2], got %v", x.Shape)
+	}
+	step, err := scalarInt(n, kernels.Input(in, 1), "frame_step")
+	if err != nil {
+		return nil, err
+	}
+	win := kernels.Input(in, 2)
+	flen := int64(-1)
+	if lt := kernels.Input(in, 3); lt != nil {
+		if flen, err = scalarInt(n, lt, "frame_length"); err != nil {
+			return nil, err
+		}
+	}
+	if win != nil {
+		if err := checkIn(n, win, "window"); err != nil {
+			return nil, err
+		}
+		if win.Rank() != 1 {
+			return nil, kernels.Invalidf(n, "window must be 1-D, got %v", win.Shape)
+		}
+		if flen >= 0 && flen != int64(win.Shape[0]) {
+			return nil, kernels.Invalidf(n, "frame_length %d differs from the window length %d", flen, win.Shape[0])
+		}
+		flen = int64(win.Shape[0])
+	}
+	batch, L, c := x.Shape[0], x.Shape[1], x.Shape[2]
+	if flen < 0 {
+		flen = int64(L)
+	}
+	if step <= 0 || flen <= 0 || flen > int64(L) {
+		return nil, kernels.Invalidf(n, "frame_step %d and frame_length %d must be positive, frame_length at most the signal length %d", step, flen, L)
+	}
+	fl := int(flen)
+	frames := 1 + (L-fl)/int(step)
+	bins := fl
+	if n.AttrInt("onesided", 1) != 0 {
+		bins = fl/2 + 1
+	}
+	oshape := []int{batch, frames, bins, 2}
+	if _, err := graph.CheckAlloc(graph.Float64, oshape); err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	w := make([]float64, fl)
+	for i := range w {
+		w[i] = 1
+	}
+	if win != nil {
+		w = win.Float64s()
+	}
+	xv := x.Float64s()
+	res := make([]float64, kernels.Prod(oshape))
+	buf := make([]complex128, fl)
+	for b := 0; b < batch; b++ {
+		for f := 0; f < frames; f++ {
+			start := f * int(step)
+			for t := 0; t < fl; t++ {
+				idx := (b*L + start + t) * c
+				v := complex(xv[idx], 0)
+				if c == 2 {
+					v = complex(xv[idx], xv[idx+1])
+				}
+				buf[t] = v * complex(w[t], 0)
+			}
+			fft(buf)
+			for k := 0; k < bins; k++ {
+				idx := ((b*frames+f)*bins + k) * 2
+				res[idx], res[idx+1] = real(buf[k]), imag(buf[k])
+			}
+		}
+	}
+	return wrap(floatsOut(ctx, n, x.DType, oshape, res))
+}
