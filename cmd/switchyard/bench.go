@@ -20,6 +20,7 @@ func benchCmd() *cobra.Command {
 	var runs, warmup int
 	var asJSON bool
 	var seed uint64
+	var bf backendFlags
 	cmd := &cobra.Command{
 		Use:   "bench MODEL [--runs N] [--warmup W] [--json]",
 		Short: "Measure a model's latency (min/median/max) and allocations per run",
@@ -29,7 +30,12 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			m, feeds, name, err := loadModel(ctx, args[0])
+			opts, closeAll, err := bf.options(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			m, feeds, name, err := loadModel(ctx, args[0], opts)
 			if err != nil {
 				return err
 			}
@@ -88,6 +94,7 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 	cmd.Flags().IntVar(&warmup, "warmup", 3, "warm-up runs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON line")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
+	bf.add(cmd)
 	return cmd
 }
 

@@ -20,9 +20,9 @@ import (
 // loadModel loads MODEL: an .onnx file, a directory in the ONNX test layout
 // (its model.onnx; its test_data_set_0 inputs become the default inputs),
 // or "" for the built-in demo model.
-func loadModel(ctx context.Context, path string) (*runtime.Model, map[string]*graph.Tensor, string, error) {
+func loadModel(ctx context.Context, path string, opts *runtime.Options) (*runtime.Model, map[string]*graph.Tensor, string, error) {
 	if path == "" {
-		m, err := runtime.LoadBytes(ctx, demo.Bytes(), nil)
+		m, err := runtime.LoadBytes(ctx, demo.Bytes(), opts)
 		return m, map[string]*graph.Tensor{demo.InputName: demo.Input()}, "demo", err
 	}
 	st, err := os.Stat(path)
@@ -30,10 +30,10 @@ func loadModel(ctx context.Context, path string) (*runtime.Model, map[string]*gr
 		return nil, nil, "", err
 	}
 	if !st.IsDir() {
-		m, err := runtime.Load(ctx, path, nil)
+		m, err := runtime.Load(ctx, path, opts)
 		return m, nil, filepath.Base(path), err
 	}
-	m, err := runtime.LoadDir(ctx, path, nil)
+	m, err := runtime.LoadDir(ctx, path, opts)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -33,6 +33,7 @@ func runCmd() *cobra.Command {
 	var asJSON bool
 	var seed uint64
 	var dimFlags []string
+	var bf backendFlags
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [--input NAME=FILE]... [--output-dir DIR] [--json]",
 		Short: "Run a model (or the built-in demo) and print its outputs",
@@ -50,7 +51,12 @@ stats; --output-dir writes each output as NAME.npy.`,
 				path = args[0]
 			}
 			t0 := time.Now()
-			m, feeds, name, err := loadModel(ctx, path)
+			opts, closeAll, err := bf.options(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			m, feeds, name, err := loadModel(ctx, path, opts)
 			if err != nil {
 				return err
 			}
@@ -118,6 +124,7 @@ stats; --output-dir writes each output as NAME.npy.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
 	cmd.Flags().StringArrayVar(&dimFlags, "dim", nil, "NAME=SIZE for a symbolic dimension of random inputs; repeatable")
+	bf.add(cmd)
 	return cmd
 }
 

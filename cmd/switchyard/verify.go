@@ -17,6 +17,7 @@ func verifyCmd() *cobra.Command {
 	opt := onnxtest.DefaultOptions()
 	var asJSON bool
 	var jobs int
+	var bf backendFlags
 	cmd := &cobra.Command{
 		Use:   "verify [--rtol R] [--atol A] [--json] DIR...",
 		Short: "Run ONNX-test-layout directories and compare with their expected outputs",
@@ -27,6 +28,12 @@ Floats match when |got-want| <= atol + rtol*|want|; NaN equals NaN;
 integers, bools and strings must be equal.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
+			ropts, closeAll, err := bf.options(context.Background())
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			opt.Runtime = ropts
 			results := make([]onnxtest.Result, len(dirs))
 			done := make([]chan struct{}, len(dirs))
 			for i := range done {
@@ -87,5 +94,6 @@ integers, bools and strings must be equal.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print results as JSON (the summary line follows)")
 	cmd.Flags().IntVar(&jobs, "jobs", runtime.GOMAXPROCS(0), "directories verified in parallel")
 	cmd.Flags().DurationVar(&opt.Timeout, "timeout", opt.Timeout, "time limit per directory")
+	bf.add(cmd)
 	return cmd
 }

@@ -47,6 +47,8 @@ type Result struct {
 type Options struct {
 	Rtol, Atol float64
 	Timeout    time.Duration
+	// Runtime configures loading (backends, policy); nil = cpu only.
+	Runtime *runtime.Options
 }
 
 // DefaultOptions are `switchyard verify`'s defaults.
@@ -67,7 +69,7 @@ func RunDir(ctx context.Context, dir string, opt Options) (res Result) {
 		ctx, cancel = context.WithTimeout(ctx, opt.Timeout)
 		defer cancel()
 	}
-	m, err := runtime.LoadDir(ctx, dir, nil)
+	m, err := runtime.LoadDir(ctx, dir, opt.Runtime)
 	if err != nil {
 		if isSkip(err) {
 			res.Status, res.Reason = Skip, err.Error()
@@ -76,6 +78,7 @@ func RunDir(ctx context.Context, dir string, opt Options) (res Result) {
 		}
 		return res
 	}
+	defer m.Close()
 	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Slice(sets, func(i, j int) bool { return setIndex(sets[i]) < setIndex(sets[j]) })
 	if len(sets) == 0 {
