@@ -100,8 +100,8 @@ func backendsCmd() *cobra.Command {
 			if asJSON {
 				type row struct {
 					Name, Kind, Device, Version, HAL, Negotiated, Reason string
-					Available                                          bool
-					Features                                           []string
+					Available                                            bool
+					Features                                             []string
 				}
 				var rows []row
 				for _, a := range avail {

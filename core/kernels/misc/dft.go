@@ -127,6 +127,18 @@ func ifft(x []complex128) {
 	}
 }
 
+// checkWork refuses transforms whose float64 result or working buffers
+// (up to 16 floats per point for Bluestein's method) exceed the tensor limit.
+func checkWork(n *graph.Node, oshape []int, length int) error {
+	if _, err := graph.CheckAlloc(graph.Float64, oshape); err != nil {
+		return kernels.Invalidf(n, "%v", err)
+	}
+	if _, err := graph.CheckAlloc(graph.Float64, []int{16, length}); err != nil {
+		return kernels.Invalidf(n, "transform length %d: %v", length, err)
+	}
+	return nil
+}
+
 // ---- DFT ----
 
 type dftParams struct {
@@ -279,8 +291,8 @@ func dftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	}
 	oshape := append([]int{}, x.Shape...)
 	oshape[axis], oshape[r-1] = p.outLen, p.outComplx
-	if _, err := graph.CheckAlloc(graph.Float64, oshape); err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
+	if err := checkWork(n, oshape, p.n); err != nil {
+		return nil, err
 	}
 	outer, d, _ := splitAt(x.Shape[:r-1], axis)
 	inner := kernels.Prod(x.Shape[axis+1 : r-1])
@@ -398,8 +410,8 @@ func stftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		bins = fl/2 + 1
 	}
 	oshape := []int{batch, frames, bins, 2}
-	if _, err := graph.CheckAlloc(graph.Float64, oshape); err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
+	if err := checkWork(n, oshape, fl); err != nil {
+		return nil, err
 	}
 	w := make([]float64, fl)
 	for i := range w {

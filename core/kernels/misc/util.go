@@ -138,19 +138,6 @@ func floatsOut(ctx *kernels.Context, n *graph.Node, dt graph.DType, shape []int,
 	return out, nil
 }
 
-// staticDims converts a declared shape to ints, with -1 for unknown dims.
-func staticDims(s graph.Shape) []int64 {
-	out := make([]int64, len(s))
-	for i, d := range s {
-		if d.Static() {
-			out[i] = d.Value
-		} else {
-			out[i] = -1
-		}
-	}
-	return out
-}
-
 func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
 	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
 }

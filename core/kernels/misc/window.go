@@ -73,6 +73,9 @@ func windowKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if size < 0 || size > math.MaxInt32 {
 		return nil, kernels.Invalidf(n, "bad window size %d", size)
 	}
+	if _, err := graph.CheckAlloc(graph.Float64, []int{int(size)}); err != nil {
+		return nil, kernels.Invalidf(n, "%v", err)
+	}
 	den := float64(size)
 	if n.AttrInt("periodic", 1) == 0 {
 		den = float64(size - 1)

@@ -11,7 +11,7 @@ func init() {
 		MinInputs: 2, MaxInputs: 2,
 		Types:  floatTypes,
 		Kernel: affineGridKernel,
-		Infer:  affineGridInfer,
+		Infer:  padInfer(2, affineGridInfer),
 	})
 }
 

@@ -11,7 +11,7 @@ func init() {
 		MinInputs: 3, MaxInputs: 3,
 		Types:  kernels.NumericTypes,
 		Kernel: col2imKernel,
-		Infer:  col2imInfer,
+		Infer:  padInfer(3, col2imInfer),
 	})
 }
 
@@ -37,7 +37,7 @@ func col2imInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.V
 				shape[1] = graph.Dim{Value: xs[1].Value / k}
 			}
 		}
-	} else if s := in[1].Type.Shape; len(s) == 1 && s[0].Static() {
+	} else if s := in[1].Type.Shape; len(s) == 1 && s[0].Static() && s[0].Value <= 64 {
 		shape = unknownDims(int(s[0].Value) + 2)
 		shape[0] = dimOf(xs, 0)
 	}

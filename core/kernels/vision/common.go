@@ -204,3 +204,14 @@ func (c *counter) next() bool {
 
 // roundHalfEven is C's nearbyint in the default rounding mode.
 func roundHalfEven(x float64) float64 { return math.RoundToEven(x) }
+
+// padInfer wraps an InferFunc so that it always sees at least k inputs
+// (missing ones have an unknown type).
+func padInfer(k int, f kernels.InferFunc) kernels.InferFunc {
+	return func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+		for len(in) < k {
+			in = append(in[:len(in):len(in)], kernels.InferInput{})
+		}
+		return f(n, opset, in)
+	}
+}

@@ -13,7 +13,7 @@ func init() {
 		MinInputs: 3, MaxInputs: 5,
 		Types:  floatTypes,
 		Kernel: deformConvKernel,
-		Infer:  deformConvInfer,
+		Infer:  padInfer(3, deformConvInfer),
 	})
 }
 

@@ -13,7 +13,7 @@ func init() {
 		MinInputs: 2, MaxInputs: 2,
 		Types:  kernels.AllTypes,
 		Kernel: gridSampleKernel,
-		Infer:  gridSampleInfer,
+		Infer:  padInfer(2, gridSampleInfer),
 	})
 }
 
@@ -87,6 +87,9 @@ func gridSampleInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]gra
 			shape[0] = gs[0]
 		}
 	case xs != nil:
+		if len(xs) < 3 {
+			return nil, kernels.Invalidf(n, "X must have rank >= 3, got %v", xs)
+		}
 		shape = append(graph.Shape{xs[0], xs[1]}, unknownDims(len(xs)-2)...)
 	}
 	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: shape}}, nil
@@ -361,6 +364,9 @@ func gridSampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 	}
 	if x.DType == graph.String || x.DType == graph.Bool {
 		return nil, kernels.Unsupportedf(n, "%v input with interpolating mode", x.DType)
+	}
+	if _, err := checkScratch(outShape); err != nil {
+		return nil, kernels.Errorf(n, "%w", err)
 	}
 	xv := x.Float64s()
 	yv := make([]float64, out.Len())

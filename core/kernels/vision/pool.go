@@ -13,14 +13,14 @@ func init() {
 		MinInputs: 1, MaxInputs: 1,
 		Types:  floatTypes,
 		Kernel: lpPoolKernel,
-		Infer:  lpPoolInfer,
+		Infer:  padInfer(3, lpPoolInfer),
 	})
 	kernels.Register(kernels.Schema{
 		OpType: "MaxUnpool", MinOpset: 9,
 		MinInputs: 2, MaxInputs: 3,
 		Types:  floatTypes,
 		Kernel: maxUnpoolKernel,
-		Infer:  maxUnpoolInfer,
+		Infer:  padInfer(3, maxUnpoolInfer),
 	})
 }
 
@@ -110,6 +110,9 @@ func lpPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	taps := make([][]int, nd)
 	for a := 0; a < nd; a++ {
 		k := p.w.kernel[a]
+		if _, err := graph.CheckAlloc(graph.Int64, []int{p.out[a], k}); err != nil {
+			return nil, kernels.Errorf(n, "%w", err)
+		}
 		taps[a] = make([]int, p.out[a]*k)
 		for o := 0; o < p.out[a]; o++ {
 			for t := 0; t < k; t++ {
@@ -213,17 +216,13 @@ func unpoolShape(n *graph.Node, xs []int, noPads bool) ([]int, error) {
 
 func maxUnpoolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
 	vt := graph.ValueType{Kind: "tensor", DType: in[0].Type.DType}
-	if len(in) > 2 && in[2].Const != nil {
-		for _, v := range in[2].Const.Int64s() {
-			vt.Shape = append(vt.Shape, graph.Dim{Value: v})
-		}
-		if vt.Shape == nil {
+	if n.Input(2) != "" {
+		if c := in[2].Const; c != nil {
 			vt.Shape = graph.Shape{}
-		}
-		return []graph.ValueType{vt}, nil
-	}
-	if len(in) > 2 && in[2].Type.Shape != nil {
-		if s := in[2].Type.Shape; len(s) == 1 && s[0].Static() {
+			for _, v := range c.Int64s() {
+				vt.Shape = append(vt.Shape, graph.Dim{Value: v})
+			}
+		} else if s := in[2].Type.Shape; len(s) == 1 && s[0].Static() && s[0].Value <= 64 {
 			vt.Shape = unknownDims(int(s[0].Value))
 		}
 		return []graph.ValueType{vt}, nil
@@ -231,6 +230,9 @@ func maxUnpoolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]grap
 	xs := in[0].Type.Shape
 	if xs == nil {
 		return []graph.ValueType{vt}, nil
+	}
+	if len(xs) < 3 {
+		return nil, kernels.Invalidf(n, "X must have rank >= 3, got %v", xs)
 	}
 	vt.Shape = append(graph.Shape{xs[0], xs[1]}, unknownDims(len(xs)-2)...)
 	if sp, ok := staticInts(xs); ok {

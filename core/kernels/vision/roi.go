@@ -13,24 +13,24 @@ func init() {
 		MinInputs: 3, MaxInputs: 3,
 		Types:  floatTypes,
 		Kernel: roiAlignKernel,
-		Infer: func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+		Infer: padInfer(2, func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
 			oh, ow := n.AttrInt("output_height", 1), n.AttrInt("output_width", 1)
 			return roiInfer(in, graph.Dim{Value: oh}, graph.Dim{Value: ow}), nil
-		},
+		}),
 	})
 	kernels.Register(kernels.Schema{
 		OpType: "MaxRoiPool", MinOpset: 1,
 		MinInputs: 2, MaxInputs: 2,
 		Types:  floatTypes,
 		Kernel: maxRoiPoolKernel,
-		Infer: func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
+		Infer: padInfer(2, func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
 			ps := n.AttrInts("pooled_shape", nil)
 			h, w := graph.Dim{Value: -1}, graph.Dim{Value: -1}
 			if len(ps) == 2 {
 				h, w = graph.Dim{Value: ps[0]}, graph.Dim{Value: ps[1]}
 			}
 			return roiInfer(in, h, w), nil
-		},
+		}),
 	})
 }
 
