@@ -24,6 +24,9 @@ import (
 // chosen by default.
 func registry() *hal.Registry {
 	simOnce.Do(func() {
+		for _, hook := range registryHooks {
+			hook(hal.Default)
+		}
 		ops := []string{"Conv", "Relu", "Add", "MatMul"}
 		if s := os.Getenv("SWITCHYARD_SIM_OPS"); s != "" {
 			ops = strings.Split(s, ",")
@@ -34,6 +37,10 @@ func registry() *hal.Registry {
 }
 
 var simOnce sync.Once
+
+// registryHooks run once, before the registry is first used: features in
+// their own files (plugin discovery, C libraries) register backends here.
+var registryHooks []func(r *hal.Registry)
 
 var _ = cpu.Name // the cpu backend registers itself with hal.Default
 

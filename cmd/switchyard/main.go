@@ -15,6 +15,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// extraCommands lets each command file register itself in an init func
+// (append(extraCommands, fooCmd)), so features live in their own files.
+var extraCommands []func() *cobra.Command
+
 // exitError carries an exit status without printing anything more.
 type exitError struct{ code int }
 
@@ -28,6 +32,9 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(runCmd(), verifyCmd(), inspectCmd(), benchCmd(), backendsCmd(), explainCmd())
+	for _, c := range extraCommands {
+		root.AddCommand(c())
+	}
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
