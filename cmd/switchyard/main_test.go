@@ -171,3 +171,45 @@ func TestInspectAndBench(t *testing.T) {
 		t.Fatalf("bench: exit %d %s", code, out)
 	}
 }
+
+func TestBackendsAndExplain(t *testing.T) {
+	out, code := sy(t, "backends")
+	if code != 0 || !strings.Contains(out, "cpu") || !strings.Contains(out, "simulated") || !strings.Contains(out, "HAL 1.0") {
+		t.Fatalf("backends: exit %d\n%s", code, out)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "demo.onnx")
+	must(t, os.WriteFile(model, demo.Bytes(), 0o644))
+	out, code = sy(t, "explain", model, "--backends", "sim")
+	if code != 0 || !strings.Contains(out, "on sim (delegated)") || !strings.Contains(out, "declined by sim: op MaxPool is not in the simulated set") {
+		t.Fatalf("explain: exit %d\n%s", code, out)
+	}
+	out, code = sy(t, "explain", model, "--backends", "sim", "--json")
+	var plan struct {
+		Partitions []struct{ Backend string }
+		Nodes      []struct{ Backend string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil || len(plan.Nodes) != 9 {
+		t.Fatalf("explain --json: exit %d\n%s", code, out)
+	}
+	out, code = sy(t, "run", model, "--backends", "sim", "--strict")
+	if code == 0 || !strings.Contains(out, "strict mode") || !strings.Contains(out, "MaxPool") {
+		t.Fatalf("strict: exit %d\n%s", code, out)
+	}
+	out, code = sy(t, "run", model, "--backends", "nosuch")
+	if code == 0 || !strings.Contains(out, `unknown backend "nosuch"`) {
+		t.Fatalf("unknown backend: exit %d\n%s", code, out)
+	}
+	// the same outputs with and without the delegate
+	a, _ := sy(t, "run", model, "--json")
+	b, _ := sy(t, "run", model, "--json", "--backends", "sim")
+	strip := func(s string) string {
+		var v map[string]any
+		_ = json.Unmarshal([]byte(s), &v)
+		o, _ := json.Marshal(v["outputs"])
+		return string(o)
+	}
+	if strip(a) == "" || strip(a) != strip(b) {
+		t.Errorf("outputs differ with the sim backend:\n%s\n%s", a, b)
+	}
+}
