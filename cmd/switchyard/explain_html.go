@@ -1,12 +1,11 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/partitioner"
+	"github.com/switchyard-hal/switchyard/partitioner/htmlreport"
 )
 
 func renderHTML(g *graph.Graph, plan *partitioner.Plan, title string) ([]byte, error) {
-	return nil, errors.New("HTML rendering is not available yet")
+	return htmlreport.Render(g, plan, title)
 }

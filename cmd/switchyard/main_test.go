@@ -192,6 +192,13 @@ func TestBackendsAndExplain(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil || len(plan.Nodes) != 9 {
 		t.Fatalf("explain --json: exit %d\n%s", code, out)
 	}
+	page := filepath.Join(dir, "explain.html")
+	if out, code := sy(t, "explain", model, "--backends", "sim", "--html", page); code != 0 {
+		t.Fatalf("explain --html: exit %d\n%s", code, out)
+	}
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "partition") {
+		t.Errorf("explain --html wrote %d bytes, err %v", len(b), err)
+	}
 	out, code = sy(t, "run", model, "--backends", "sim", "--strict")
 	if code == 0 || !strings.Contains(out, "strict mode") || !strings.Contains(out, "MaxPool") {
 		t.Fatalf("strict: exit %d\n%s", code, out)
