@@ -11,10 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-hal/switchyard/core/runtime"
 )
-
-func runOpts() runtime.RunOptions { return runtime.RunOptions{} }
 
 func benchCmd() *cobra.Command {
 	var runs, warmup int

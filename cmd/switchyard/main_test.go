@@ -70,9 +70,29 @@ func must(t *testing.T, err error) {
 }
 
 func TestRunDemo(t *testing.T) {
-	out, code := sy(t, "run")
+	trace := filepath.Join(t.TempDir(), "trace.json")
+	out, code := sy(t, "run", "--trace", trace)
 	if code != 0 || !strings.Contains(out, "probabilities: float32[1 10]") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	b, err := os.ReadFile(trace)
+	must(t, err)
+	var tr struct {
+		TraceEvents []struct {
+			Name string
+			Ph   string
+			Dur  float64
+		}
+	}
+	must(t, json.Unmarshal(b, &tr))
+	convs := 0
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" && strings.HasPrefix(e.Name, "Conv") {
+			convs++
+		}
+	}
+	if convs != 2 {
+		t.Errorf("trace has %d Conv events, want 2", convs)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/core/tensorio"
 )
 
@@ -33,6 +34,7 @@ func runCmd() *cobra.Command {
 	var asJSON bool
 	var seed uint64
 	var dimFlags []string
+	var traceOut string
 	var bf backendFlags
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [--input NAME=FILE]... [--output-dir DIR] [--json]",
@@ -70,11 +72,24 @@ stats; --output-dir writes each output as NAME.npy.`,
 				return err
 			}
 			t1 := time.Now()
-			outs, _, err := m.RunWithStats(ctx, feeds, runOpts())
+			outs, st, err := m.RunWithStats(ctx, feeds, runtime.RunOptions{Profile: traceOut != ""})
 			if err != nil {
 				return err
 			}
 			runTime := time.Since(t1)
+			if traceOut != "" {
+				f, err := os.Create(traceOut)
+				if err != nil {
+					return err
+				}
+				werr := runtime.WriteChromeTrace(f, st, name)
+				if cerr := f.Close(); werr == nil {
+					werr = cerr
+				}
+				if werr != nil {
+					return werr
+				}
+			}
 			var reports []outputReport
 			for _, o := range m.Outputs() {
 				t := outs[o.Name]
@@ -121,6 +136,7 @@ stats; --output-dir writes each output as NAME.npy.`,
 	}
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "NAME=FILE input (.npy or .pb); repeatable")
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "write each output to DIR/NAME.npy")
+	cmd.Flags().StringVar(&traceOut, "trace", "", "profile the run and write per-node timings as a Chrome trace (JSON) to FILE")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
 	cmd.Flags().StringArrayVar(&dimFlags, "dim", nil, "NAME=SIZE for a symbolic dimension of random inputs; repeatable")

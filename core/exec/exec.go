@@ -186,6 +186,7 @@ func (s *scope) lookup(name string) (*graph.Tensor, bool) {
 type NodeTiming struct {
 	Node     string
 	OpType   string
+	Start    time.Duration // since the run began
 	Duration time.Duration
 	Depth    int // 0 for the main graph, >0 inside If/Loop bodies
 }
@@ -212,6 +213,7 @@ type run struct {
 	stats *Stats
 	depth int
 	mu    sync.Mutex
+	start time.Time
 }
 
 // Run executes the graph. inputs maps input names to tensors (an input with
@@ -238,8 +240,8 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 		pool.Put(a)
 	}()
 	st = &Stats{}
-	r := &run{m: m, arena: a, opts: opts, stats: st}
 	start := time.Now()
+	r := &run{m: m, arena: a, opts: opts, stats: st, start: start}
 	root := &scope{vals: map[string]*graph.Tensor{}}
 	for k, v := range m.g.Initializers {
 		root.vals[k] = v
@@ -363,7 +365,7 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 		}
 		if r.opts.Profile {
 			r.mu.Lock()
-			r.stats.Nodes = append(r.stats.Nodes, NodeTiming{Node: n.Name, OpType: n.OpType, Duration: time.Since(t0), Depth: r.depth})
+			r.stats.Nodes = append(r.stats.Nodes, NodeTiming{Node: n.Name, OpType: n.OpType, Start: t0.Sub(r.start), Duration: time.Since(t0), Depth: r.depth})
 			r.mu.Unlock()
 		}
 		for j, name := range n.Outputs {
