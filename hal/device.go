@@ -138,9 +138,7 @@ func (d *Device) Compile(ctx context.Context, sg *Subgraph, opts *CompileOptions
 		return nil, &Error{Code: CodeInternal, Backend: d.info.Name, Op: "compile", Msg: "backend returned a nil executable"}
 	}
 	c := &Compiled{exe: exe, dev: d}
-	for _, in := range sg.Graph.Inputs {
-		c.inputs = append(c.inputs, in)
-	}
+	c.inputs = append(c.inputs, sg.Graph.Inputs...)
 	c.outputs = append(c.outputs, sg.Graph.Outputs...)
 	return c, nil
 }

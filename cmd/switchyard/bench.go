@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
 )
 
 func benchCmd() *cobra.Command {

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/demo"
@@ -164,14 +163,5 @@ func firstValues(t *graph.Tensor, k int) []any {
 			out[i] = t.Int64At(i)
 		}
 	}
-	return out
-}
-
-func sortedNames[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

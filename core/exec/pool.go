@@ -96,13 +96,6 @@ func (a *arena) disown(t *graph.Tensor) {
 	}
 }
 
-func (a *arena) owns(t *graph.Tensor) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok := a.owned[t]
-	return ok
-}
-
 // reset forgets ownership of everything (end of run) but keeps free buffers.
 func (a *arena) reset() {
 	a.mu.Lock()

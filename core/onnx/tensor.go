@@ -34,8 +34,6 @@ type tensorProto struct {
 	external  map[string]string
 	location  int64
 	segmented bool
-	// packed sizes for the pre-allocation check
-	nInt32, nInt64, nUint64 int
 }
 
 func parseTensorProto(b []byte) (*tensorProto, error) {

@@ -88,17 +88,6 @@ func appendInts(dst []int64, f field) ([]int64, error) {
 	return nil, fmt.Errorf("%w: field %d has wire type %d, want varint", errTruncated, f.num, f.typ)
 }
 
-// countVarints counts packed varints without decoding them (for size checks).
-func countVarints(b []byte) int {
-	n := 0
-	for _, c := range b {
-		if c < 0x80 {
-			n++
-		}
-	}
-	return n
-}
-
 func appendFloats(dst []float32, f field) ([]float32, error) {
 	switch f.typ {
 	case protowire.Fixed32Type:

@@ -255,7 +255,7 @@ func layerNormInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]grap
 	x := inType(in, 0)
 	outs := []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}
 	var stat graph.Shape
-	if x.Shape != nil && len(x.Shape) > 0 {
+	if len(x.Shape) > 0 {
 		axis, err := kernels.NormAxis(n.AttrInt("axis", -1), len(x.Shape))
 		if err != nil {
 			return nil, kernels.Invalidf(n, "%v", err)

@@ -2,7 +2,6 @@ package vision
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -201,9 +200,6 @@ func (c *counter) next() bool {
 	c.done = true
 	return false
 }
-
-// roundHalfEven is C's nearbyint in the default rounding mode.
-func roundHalfEven(x float64) float64 { return math.RoundToEven(x) }
 
 // padInfer wraps an InferFunc so that it always sees at least k inputs
 // (missing ones have an unknown type).
