@@ -97,13 +97,25 @@ func gemmNTPar[T float](m, n, k int, a, b []T, c []T, ldc int) {
 	}
 	rows := (m/workers + 1) &^ 1
 	var wg sync.WaitGroup
+	var once sync.Once
+	var panicked any
 	for lo := 0; lo < m; lo += rows {
 		hi := min(lo+rows, m)
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer wg.Done()
+			// a panic in a worker would kill the process; hand it to the
+			// caller, whose runtime turns it into an error naming the node
+			defer func() {
+				if p := recover(); p != nil {
+					once.Do(func() { panicked = p })
+				}
+			}()
 			gemmNT(hi-lo, n, k, a[lo*k:hi*k], b, c[lo*ldc:], ldc)
 		}(lo, hi)
 	}
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }
