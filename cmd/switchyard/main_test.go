@@ -71,7 +71,7 @@ func must(t *testing.T, err error) {
 
 func TestRunDemo(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "trace.json")
-	out, code := sy(t, "run", "--trace", trace)
+	out, code := sy(t, "run", "--trace", trace, "--backends", "cpu")
 	if code != 0 || !strings.Contains(out, "probabilities: float32[1 10]") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -228,7 +228,7 @@ func TestBackendsAndExplain(t *testing.T) {
 		t.Fatalf("unknown backend: exit %d\n%s", code, out)
 	}
 	// the same outputs with and without the delegate
-	a, _ := sy(t, "run", model, "--json")
+	a, _ := sy(t, "run", model, "--json", "--backends", "cpu")
 	b, _ := sy(t, "run", model, "--json", "--backends", "sim")
 	strip := func(s string) string {
 		var v map[string]any

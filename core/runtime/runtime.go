@@ -133,6 +133,15 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	if err := ir.Validate(); err != nil {
 		return nil, err
 	}
+	// fold constants and drop dead nodes before placement, so backends see
+	// weights as constants and are never handed dead partitions
+	simple, err := exec.Simplify(ir.Graph, ir.Opsets)
+	if err != nil {
+		return nil, err
+	}
+	folded := *ir
+	folded.Graph = simple
+	ir = &folded
 	m := &Model{ir: ir}
 	m.types = inferTypes(ir)
 	if err := m.place(ctx, opts); err != nil {

@@ -191,6 +191,7 @@ func TestUnsupportedListsEveryOp(t *testing.T) {
 	m.Graph.Nodes = append(m.Graph.Nodes,
 		&graph.Node{OpType: "NoSuchOpA", Inputs: []string{"y"}, Outputs: []string{"a"}},
 		&graph.Node{OpType: "NoSuchOpB", Domain: "com.vendor", Inputs: []string{"a"}, Outputs: []string{"b"}})
+	m.Graph.Outputs = append(m.Graph.Outputs, f32("b")) // live, so not dropped as dead code
 	_, err := LoadBytes(context.Background(), onnx.Encode(m), nil)
 	var ue *UnsupportedError
 	if !errors.As(err, &ue) || !errors.Is(err, kernels.ErrUnsupported) {
@@ -201,6 +202,16 @@ func TestUnsupportedListsEveryOp(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("%q does not name %s", msg, want)
 		}
+	}
+}
+
+func TestDeadCodeIsDropped(t *testing.T) {
+	m := chain("Twice", 2)
+	// an unsupported op nobody reads does not stop the model from loading
+	m.Graph.Nodes = append(m.Graph.Nodes, &graph.Node{OpType: "NoSuchOp", Inputs: []string{"y"}, Outputs: []string{"dead"}})
+	mod := load(t, m)
+	if n := len(mod.IR().Graph.Nodes); n != 2 {
+		t.Fatalf("%d nodes after simplification, want 2", n)
 	}
 }
 

@@ -1,0 +1,304 @@
+// Package xnnpack is a HAL backend named "xnnpack" that runs float32
+// partitions on Google's XNNPACK (libXNNPACK.so.0, as Debian 12 ships it),
+// reached at run time through purego — no cgo. Importing the package
+// registers it with hal.Default; Open reports Unavailable, naming the
+// missing library, where XNNPACK, pthreadpool or libffi are not installed.
+//
+// Contracts:
+//   - Supports claims a node only when it is mapped exactly (op, attribute
+//     values, dtype, rank, constant weights); every decline names why.
+//   - Compile lowers a partition to one XNNPACK runtime (subgraph API),
+//     packing weights then; a partition whose input shapes are symbolic, or
+//     whose weights arrive as inputs (from Constant nodes left on cpu), is
+//     lowered at its first run for those shapes, and such captured weights
+//     are compared on every run (a change re-lowers).
+//   - The graph is NCHW; XNNPACK works in NHWC. Layouts change only at the
+//     partition boundary (and in weights, at compile), never per op:
+//     Transpose inside a partition is a relabelling.
+//   - Execute is safe for concurrent use: each concurrent caller gets its own
+//     runtime instance.
+//   - Threads: CompileOptions.Threads, else Options.Threads, else
+//     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle (at least 1).
+package xnnpack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // shape inference
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// Name is the backend's registry name.
+const Name = "xnnpack"
+
+// Version is the backend's own version.
+const Version = "0.1.0"
+
+// Options locate the libraries and set the thread count. Empty fields take
+// the defaults.
+type Options struct {
+	Library           string // default "libXNNPACK.so.0"
+	ThreadPoolLibrary string // default "libpthreadpool.so.0"
+	FFILibrary        string // default "libffi.so.8"
+	CLibrary          string // default "libc.so.6"
+	// Threads for every executable (0: SWITCHYARD_XNNPACK_THREADS, else the
+	// idle cores).
+	Threads int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Library == "" {
+		o.Library = "libXNNPACK.so.0"
+	}
+	if o.ThreadPoolLibrary == "" {
+		o.ThreadPoolLibrary = "libpthreadpool.so.0"
+	}
+	if o.FFILibrary == "" {
+		o.FFILibrary = "libffi.so.8"
+	}
+	if o.CLibrary == "" {
+		o.CLibrary = "libc.so.6"
+	}
+	return o
+}
+
+// Info describes the backend.
+func Info() hal.Info {
+	return hal.Info{
+		Name: Name, Vendor: "Google XNNPACK (via Switchyard)", Version: Version,
+		HAL:         hal.VersionRange{Min: hal.Version{Major: 1}, Max: hal.Current},
+		Device:      hal.DeviceCPU,
+		Description: fmt.Sprintf("XNNPACK float32 CPU kernels through purego, %s/%s", runtime.GOOS, runtime.GOARCH),
+	}
+}
+
+// Factory returns a registry entry opening the backend with opts.
+func Factory(opts Options) hal.Factory {
+	return hal.Factory{Info: Info(), Kind: hal.LoadLibrary, Open: func(ctx context.Context) (hal.Backend, error) { return New(ctx, opts) }}
+}
+
+func init() {
+	if err := hal.Register(Factory(Options{})); err != nil {
+		panic(err)
+	}
+}
+
+// Backend runs partitions on XNNPACK.
+type Backend struct {
+	lib     *lib
+	opts    Options
+	threads int
+
+	mu     sync.Mutex
+	closed bool
+	pools  map[int]uintptr // pthreadpools by thread count
+}
+
+// New opens the libraries (once per process) and initialises XNNPACK.
+func New(ctx context.Context, opts Options) (*Backend, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	l, err := loadLib(opts)
+	if err != nil {
+		return nil, hal.Errorf(hal.CodeUnavailable, "%v", err)
+	}
+	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}}, nil
+}
+
+// defaultThreads: explicit, then the environment, then the idle cores
+// (a busy core made two threads slower than one in measurements).
+func defaultThreads(explicit int) int {
+	if explicit > 0 {
+		return explicit
+	}
+	if s := os.Getenv("SWITCHYARD_XNNPACK_THREADS"); s != "" {
+		if v, err := strconv.Atoi(s); err == nil && v > 0 {
+			return v
+		}
+	}
+	n := runtime.NumCPU()
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if load, err := strconv.ParseFloat(f[0], 64); err == nil {
+				n = runtime.NumCPU() - int(load+0.5)
+			}
+		}
+	}
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+func (b *Backend) Info() hal.Info { return Info() }
+
+// Threads is the default thread count of the backend's executables.
+func (b *Backend) Threads() int { return b.threads }
+
+// Capabilities lists the mapped ops (float32).
+func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
+	var caps hal.Capabilities
+	f32 := []graph.DType{graph.Float32}
+	for op := range unaryOps {
+		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
+	}
+	for op := range binaryOps {
+		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
+	}
+	for _, op := range []string{"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace"} {
+		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: 4})
+	}
+	for _, op := range []string{"Softmax", "Gemm", "MatMul", "Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat"} {
+		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
+	}
+	caps.Layouts = []string{"NCHW (converted to NHWC at partition boundaries)"}
+	return caps, nil
+}
+
+// Supports gives a verdict for every node.
+func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict, error) {
+	ti := newGraphInfo(sg)
+	out := make([]hal.Verdict, len(sg.Graph.Nodes))
+	for i, n := range sg.Graph.Nodes {
+		if r := check(n, sg.OpsetVersion(n.Domain), ti); r != "" {
+			out[i] = hal.Verdict{Reason: r}
+		} else {
+			out[i] = hal.Verdict{Supported: true}
+		}
+	}
+	return out, nil
+}
+
+// Close releases the thread pools; executables are released first by the
+// caller. Safe to call more than once.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for k, p := range b.pools {
+		if p != 0 {
+			b.lib.poolDestroy(p)
+		}
+		delete(b.pools, k)
+	}
+	return nil
+}
+
+// pool returns the shared pthreadpool for a thread count (0 = none: run on
+// the calling thread).
+func (b *Backend) pool(threads int) (uintptr, error) {
+	if threads <= 1 {
+		return 0, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, hal.Errorf(hal.CodeFailedPrecondition, "xnnpack: backend is closed")
+	}
+	if p, ok := b.pools[threads]; ok {
+		return p, nil
+	}
+	p := b.lib.poolCreate(uintptr(threads))
+	if p == 0 {
+		return 0, hal.Errorf(hal.CodeResourceExhausted, "xnnpack: pthreadpool_create(%d) failed", threads)
+	}
+	b.pools[threads] = p
+	return p, nil
+}
+
+// graphInfo is what Supports knows: inferred types and constants.
+type graphInfo struct {
+	types  map[string]graph.ValueType
+	consts map[string]*graph.Tensor
+}
+
+func newGraphInfo(sg *hal.Subgraph) *graphInfo {
+	g := sg.Graph
+	gi := &graphInfo{types: map[string]graph.ValueType{}, consts: map[string]*graph.Tensor{}}
+	for _, vi := range g.Inputs {
+		gi.types[vi.Name] = vi.Type
+	}
+	for _, vi := range g.ValueInfo {
+		gi.types[vi.Name] = vi.Type
+	}
+	for _, vi := range g.Outputs {
+		if vi.Type.DType != graph.Undefined {
+			gi.types[vi.Name] = vi.Type
+		}
+	}
+	for name, t := range g.Initializers {
+		gi.types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
+		gi.consts[name] = t
+	}
+	order, err := g.TopoSort()
+	if err != nil {
+		return gi
+	}
+	for _, n := range order {
+		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
+			if t := constantValue(n); t != nil {
+				gi.consts[n.Outputs[0]] = t
+			}
+		}
+		s, ok := kernels.Lookup(n.Domain, n.OpType)
+		if !ok || s.Infer == nil {
+			continue
+		}
+		in := make([]kernels.InferInput, len(n.Inputs))
+		for i, name := range n.Inputs {
+			if name != "" {
+				in[i] = kernels.InferInput{Type: gi.types[name], Const: gi.consts[name]}
+			}
+		}
+		outs, err := safeInfer(s, n, sg.OpsetVersion(n.Domain), in)
+		if err != nil {
+			continue
+		}
+		for i, name := range n.Outputs {
+			if name == "" || i >= len(outs) {
+				continue
+			}
+			if old, ok := gi.types[name]; ok && old.DType != graph.Undefined && outs[i].DType == graph.Undefined {
+				continue
+			}
+			gi.types[name] = outs[i]
+		}
+	}
+	return gi
+}
+
+func (gi *graphInfo) typeOf(name string) graph.ValueType { return gi.types[name] }
+func (gi *graphInfo) constant(name string) *graph.Tensor { return gi.consts[name] }
+func (gi *graphInfo) isConst(name string) bool           { return gi.consts[name] != nil }
+
+func constantValue(n *graph.Node) *graph.Tensor {
+	if t := n.AttrTensor("value"); t != nil {
+		return t
+	}
+	if a := n.Attr("value_float"); a != nil {
+		return graph.Scalar(a.F)
+	}
+	if a := n.Attr("value_floats"); a != nil {
+		return graph.MustFromSlice([]int{len(a.Floats)}, append([]float32{}, a.Floats...))
+	}
+	if a := n.Attr("value_int"); a != nil {
+		return graph.Scalar(a.I)
+	}
+	if a := n.Attr("value_ints"); a != nil {
+		return graph.MustFromSlice([]int{len(a.Ints)}, append([]int64{}, a.Ints...))
+	}
+	return nil
+}

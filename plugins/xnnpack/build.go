@@ -1,0 +1,996 @@
+package xnnpack
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// A partition is lowered, for concrete input shapes, into a plan: a list of
+// stages, each an XNNPACK runtime or (rarely) a Go step that XNNPACK of this
+// version cannot do (Concat, a layout change that is not a reshape). Values
+// keep the graph's logical (NCHW) shape and carry a physical layout: perm
+// maps physical dims to logical ones (physical[i] = logical[perm[i]]), nil
+// meaning row-major as in the graph. Convolutions and pools produce NHWC;
+// Transpose only relabels; partition inputs and outputs are converted once
+// at the boundary.
+
+var nhwc = []int{0, 2, 3, 1}
+
+// tensor is one buffer XNNPACK sees, in physical dims.
+type tensor struct {
+	dims   []int
+	static []float32 // constant data in physical order; nil when dynamic
+	stage  int       // stage that writes it; -1 for partition inputs and statics
+	slot   int       // external buffer, -1 when internal to one runtime
+	view   *tensor   // re-views another tensor's buffer with other dims
+	keep   bool      // needs a buffer (read by a later stage, an output, or viewed)
+}
+
+func (t *tensor) elems() int {
+	n := 1
+	for _, d := range t.dims {
+		n *= d
+	}
+	return n
+}
+
+// val is a graph value during lowering.
+type val struct {
+	t     *tensor
+	shape []int         // logical
+	perm  []int         // physical layout; nil = identity
+	konst *graph.Tensor // logical float32 data for constants
+	alt   map[string]*tensor
+}
+
+// xop is one XNNPACK node.
+type xop struct {
+	kind string
+	in   []*tensor // nil entries = absent (bias)
+	out  *tensor
+	u    []uint32
+	f    []float32
+	sz   []int
+}
+
+type stage struct {
+	ops []*xop
+	// Go step: reads and writes external buffers.
+	goRun func(buf func(*tensor) []float32)
+	goIn  []*tensor
+	goOut *tensor
+}
+
+// binding ties a partition input or output to its buffer and layout.
+type binding struct {
+	t     *tensor // nil: the input is only used as a compile-time constant
+	shape []int
+	perm  []int
+}
+
+type plan struct {
+	stages  []*stage
+	tensors []*tensor
+	inputs  []binding
+	outputs []binding
+	slots   []int // bytes per buffer
+}
+
+type builder struct {
+	sg      *graph.Graph
+	opset   func(domain string) int64
+	vals    map[string]*val
+	consts  map[string]*graph.Tensor
+	uses    map[string]int
+	isOut   map[string]bool
+	skip    map[*graph.Node]bool
+	demand  map[string][]int
+	p       *plan
+	cur     int // index of the open XNNPACK stage, -1 when none
+	nodeErr func(n *graph.Node, format string, args ...any) error
+}
+
+// lower builds the plan for concrete input shapes; consts holds the
+// subgraph's initializers and the captured constant inputs.
+func lower(sg *graph.Graph, opsets []graph.Opset, shapes [][]int, consts map[string]*graph.Tensor) (*plan, error) {
+	m := graph.Model{Opsets: opsets}
+	b := &builder{sg: sg, opset: m.OpsetVersion, vals: map[string]*val{}, consts: consts, uses: map[string]int{}, isOut: map[string]bool{}, skip: map[*graph.Node]bool{}, demand: map[string][]int{}, p: &plan{}, cur: -1}
+	b.nodeErr = func(n *graph.Node, format string, args ...any) error {
+		return fmt.Errorf("xnnpack: node %s: %s", n.Label(), fmt.Sprintf(format, args...))
+	}
+	order, err := sg.TopoSort()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range order {
+		for _, in := range n.Inputs {
+			if in != "" {
+				b.uses[in]++
+			}
+		}
+	}
+	for _, o := range sg.Outputs {
+		b.isOut[o.Name] = true
+	}
+	b.computeDemand(order)
+	for name, t := range consts {
+		b.vals[name] = b.constVal(t)
+	}
+	for i, in := range sg.Inputs {
+		if _, ok := consts[in.Name]; ok {
+			b.p.inputs = append(b.p.inputs, binding{shape: shapes[i]})
+			continue
+		}
+		perm := b.demand[in.Name]
+		if len(perm) != len(shapes[i]) {
+			perm = nil
+		}
+		t := &tensor{dims: permute(shapes[i], perm), stage: -1, keep: true}
+		b.p.tensors = append(b.p.tensors, t)
+		b.vals[in.Name] = &val{t: t, shape: shapes[i], perm: perm}
+		b.p.inputs = append(b.p.inputs, binding{t: t, shape: shapes[i], perm: perm})
+	}
+	for _, n := range order {
+		if b.skip[n] {
+			continue
+		}
+		if err := b.node(n); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range sg.Outputs {
+		v := b.vals[o.Name]
+		if v == nil {
+			return nil, fmt.Errorf("xnnpack: output %q is not produced", o.Name)
+		}
+		if v.t == nil || v.t.static != nil {
+			return nil, fmt.Errorf("xnnpack: output %q is a constant", o.Name)
+		}
+		v.t.keep = true
+		b.p.outputs = append(b.p.outputs, binding{t: v.t, shape: v.shape, perm: v.perm})
+	}
+	b.assignSlots()
+	return b.p, nil
+}
+
+// computeDemand propagates, from the ops that want NHWC, the layout each
+// value would best have, so partition inputs arrive in it.
+func (b *builder) computeDemand(order []*graph.Node) {
+	for i := len(order) - 1; i >= 0; i-- {
+		n := order[i]
+		out := ""
+		if len(n.Outputs) > 0 {
+			out = n.Outputs[0]
+		}
+		set := func(name string, p []int) {
+			if name == "" || p == nil {
+				return
+			}
+			if _, ok := b.demand[name]; !ok {
+				b.demand[name] = p
+			}
+		}
+		switch n.OpType {
+		case "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace":
+			set(n.Input(0), nhwc)
+		case "Transpose":
+			if p := b.demand[out]; p != nil {
+				q := n.AttrInts("perm", nil)
+				if len(q) == len(p) {
+					in := make([]int, len(p))
+					for k := range p {
+						in[k] = int(q[p[k]])
+					}
+					set(n.Input(0), in)
+				}
+			}
+		case "Concat":
+			for _, in := range n.Inputs {
+				set(in, b.demand[out])
+			}
+		default:
+			if unaryOps[n.OpType] || binaryOps[n.OpType] || n.OpType == "Clip" || n.OpType == "LeakyRelu" || n.OpType == "Elu" || n.OpType == "HardSigmoid" || n.OpType == "Identity" || n.OpType == "Dropout" {
+				for _, in := range n.Inputs {
+					set(in, b.demand[out])
+				}
+			}
+		}
+	}
+}
+
+func (b *builder) constVal(t *graph.Tensor) *val {
+	v := &val{shape: append([]int{}, t.Shape...), konst: t}
+	if t.DType == graph.Float32 {
+		v.t = &tensor{dims: append([]int{}, t.Shape...), static: graph.Data[float32](t), stage: -1, slot: -1}
+	}
+	return v
+}
+
+// stageFor returns the XNNPACK stage new ops go to.
+func (b *builder) stageFor() int {
+	if b.cur < 0 {
+		b.p.stages = append(b.p.stages, &stage{})
+		b.cur = len(b.p.stages) - 1
+	}
+	return b.cur
+}
+
+func (b *builder) newTensor(dims []int) *tensor {
+	t := &tensor{dims: append([]int{}, dims...), stage: -2, slot: -1}
+	b.p.tensors = append(b.p.tensors, t)
+	return t
+}
+
+func (b *builder) add(x *xop) *tensor {
+	s := b.stageFor()
+	x.out.stage = s
+	b.p.stages[s].ops = append(b.p.stages[s].ops, x)
+	return x.out
+}
+
+func (b *builder) addGo(run func(buf func(*tensor) []float32), ins []*tensor, out *tensor) {
+	for _, t := range ins {
+		t.keep = true
+	}
+	out.keep = true
+	b.p.stages = append(b.p.stages, &stage{goRun: run, goIn: ins, goOut: out})
+	out.stage = len(b.p.stages) - 1
+	b.cur = -1
+}
+
+// staticTensor makes a constant tensor in physical layout perm from a
+// logical float32 constant.
+func staticTensor(k *graph.Tensor, perm []int) *tensor {
+	data := graph.Data[float32](k)
+	if perm != nil {
+		data = transposeData(data, k.Shape, nil, perm)
+	}
+	return &tensor{dims: permute(k.Shape, perm), static: data, stage: -1, slot: -1}
+}
+
+// need returns v's data in physical layout perm: itself, a re-viewed or
+// reshaped buffer when only unit dims move, or a Go-side conversion.
+func (b *builder) need(v *val, perm []int) *tensor {
+	if isIdentity(perm) {
+		perm = nil
+	}
+	if permEq(v.perm, perm) {
+		return v.t
+	}
+	key := fmt.Sprint(perm)
+	if t, ok := v.alt[key]; ok {
+		return t
+	}
+	var t *tensor
+	dims := permute(v.shape, perm)
+	switch {
+	case v.konst != nil:
+		t = staticTensor(v.konst, perm)
+	case sameOrder(v.shape, v.perm, perm):
+		t = b.reshapeTensor(v.t, dims)
+	default:
+		t = b.newTensor(dims)
+		src, srcPerm, shape := v.t, v.perm, v.shape
+		b.addGo(func(buf func(*tensor) []float32) {
+			transposeInto(buf(t), buf(src), shape, srcPerm, perm)
+		}, []*tensor{src}, t)
+	}
+	if v.alt == nil {
+		v.alt = map[string]*tensor{}
+	}
+	v.alt[key] = t
+	return t
+}
+
+// reshapeTensor gives t's bytes new dims: a view of its buffer when t was
+// written before the open stage, else an XNNPACK reshape (a copy).
+func (b *builder) reshapeTensor(t *tensor, dims []int) *tensor {
+	if graph.SameShape(t.dims, dims) {
+		return t
+	}
+	if t.static != nil {
+		return &tensor{dims: append([]int{}, dims...), static: t.static, stage: -1, slot: -1}
+	}
+	if t.stage == -1 || (t.stage >= 0 && t.stage != b.cur) {
+		base := t
+		for base.view != nil {
+			base = base.view
+		}
+		base.keep = true
+		nt := &tensor{dims: append([]int{}, dims...), stage: base.stage, slot: -1, view: base}
+		b.p.tensors = append(b.p.tensors, nt)
+		return nt
+	}
+	out := b.newTensor(dims)
+	return b.add(&xop{kind: "reshape", in: []*tensor{t}, out: out, sz: dims})
+}
+
+// reshapeVal returns v with a new logical shape in identity layout.
+func (b *builder) reshapeVal(v *val, shape []int) *val {
+	if v.konst != nil {
+		k := &graph.Tensor{DType: v.konst.DType, Shape: append([]int{}, shape...), Data: v.konst.Data}
+		return b.constVal(k)
+	}
+	t := b.need(v, nil)
+	return &val{t: b.reshapeTensor(t, shape), shape: append([]int{}, shape...)}
+}
+
+func (b *builder) setOut(n *graph.Node, v *val) {
+	b.vals[n.Outputs[0]] = v
+}
+
+// infer returns the node's output shapes from the reference inference.
+func (b *builder) infer(n *graph.Node) ([][]int, error) {
+	s, ok := kernels.Lookup(n.Domain, n.OpType)
+	if !ok || s.Infer == nil {
+		return nil, b.nodeErr(n, "no shape inference")
+	}
+	in := make([]kernels.InferInput, len(n.Inputs))
+	for i, name := range n.Inputs {
+		if name == "" {
+			continue
+		}
+		v := b.vals[name]
+		if v == nil {
+			return nil, b.nodeErr(n, "input %q is not available", name)
+		}
+		dt := graph.Float32
+		if v.konst != nil {
+			dt = v.konst.DType
+		}
+		in[i] = kernels.InferInput{Type: graph.ValueType{Kind: "tensor", DType: dt, Shape: graph.StaticShape(v.shape...)}, Const: v.konst}
+	}
+	outs, err := safeInfer(s, n, b.opset(n.Domain), in)
+	if err != nil {
+		return nil, b.nodeErr(n, "%v", err)
+	}
+	res := make([][]int, len(outs))
+	for i, o := range outs {
+		d, ok := o.Shape.Ints()
+		if !ok {
+			return nil, b.nodeErr(n, "output %d has no static shape (%v)", i, o.Shape)
+		}
+		res[i] = d
+	}
+	return res, nil
+}
+
+func safeInfer(s *kernels.Schema, n *graph.Node, opset int64, in []kernels.InferInput) (outs []graph.ValueType, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("shape inference panicked: %v", p)
+		}
+	}()
+	return s.Infer(n, opset, in)
+}
+
+func (b *builder) in(n *graph.Node, i int) (*val, error) {
+	v := b.vals[n.Input(i)]
+	if v == nil {
+		return nil, b.nodeErr(n, "input %d (%q) is missing", i, n.Input(i))
+	}
+	return v, nil
+}
+
+func (b *builder) konst(n *graph.Node, i int) (*graph.Tensor, error) {
+	name := n.Input(i)
+	if name == "" {
+		return nil, nil
+	}
+	v := b.vals[name]
+	if v == nil || v.konst == nil {
+		return nil, b.nodeErr(n, "input %d (%q) must be a constant", i, name)
+	}
+	return v.konst, nil
+}
+
+var inf = float32(math.Inf(1))
+
+func (b *builder) node(n *graph.Node) error {
+	if r := check(n, b.opset(n.Domain), builderInfo{b}); r != "" {
+		return b.nodeErr(n, "%s", r)
+	}
+	outShapes, err := b.infer(n)
+	if err != nil {
+		return err
+	}
+	x, err := b.in(n, 0)
+	if err != nil {
+		return err
+	}
+	oshape := outShapes[0]
+	unary := func(kind string, f ...float32) error {
+		t := b.add(&xop{kind: kind, in: []*tensor{x.t}, out: b.newTensor(x.t.dims), f: f})
+		b.setOut(n, &val{t: t, shape: x.shape, perm: x.perm})
+		return nil
+	}
+	switch n.OpType {
+	case "Identity", "Dropout":
+		b.setOut(n, x)
+		return nil
+	case "Relu":
+		return unary("clamp", 0, inf)
+	case "Clip":
+		lo, hi := float32(math.Inf(-1)), inf
+		if b.opset("") < 11 {
+			lo, hi = n.AttrFloat("min", lo), n.AttrFloat("max", hi)
+		} else {
+			if k, err := b.konst(n, 1); err != nil {
+				return err
+			} else if k != nil {
+				lo = float32(k.Float64At(0))
+			}
+			if k, err := b.konst(n, 2); err != nil {
+				return err
+			} else if k != nil {
+				hi = float32(k.Float64At(0))
+			}
+		}
+		return unary("clamp", lo, hi)
+	case "LeakyRelu":
+		return unary("leaky", n.AttrFloat("alpha", 0.01))
+	case "Elu":
+		return unary("elu", n.AttrFloat("alpha", 1))
+	case "Abs", "Ceil", "Floor", "Neg", "Sigmoid", "Sqrt", "HardSwish", "Round":
+		return unary("unary:" + n.OpType)
+	case "HardSigmoid":
+		alpha, beta := n.AttrFloat("alpha", 0.2), n.AttrFloat("beta", 0.5)
+		ones := make([]int, len(x.t.dims))
+		for i := range ones {
+			ones[i] = 1
+		}
+		ta := &tensor{dims: ones, static: []float32{alpha}, stage: -1, slot: -1}
+		tb := &tensor{dims: ones, static: []float32{beta}, stage: -1, slot: -1}
+		m := b.add(&xop{kind: "binary:Mul", in: []*tensor{x.t, ta}, out: b.newTensor(x.t.dims), f: []float32{float32(math.Inf(-1)), inf}})
+		t := b.add(&xop{kind: "binary:Add", in: []*tensor{m, tb}, out: b.newTensor(x.t.dims), f: []float32{0, 1}})
+		b.setOut(n, &val{t: t, shape: x.shape, perm: x.perm})
+		return nil
+	case "Add", "Sub", "Mul", "Div", "Max", "Min":
+		y, err := b.in(n, 1)
+		if err != nil {
+			return err
+		}
+		return b.binary(n, n.OpType, x, y, oshape, float32(math.Inf(-1)), inf)
+	case "Transpose":
+		q := n.AttrInts("perm", nil)
+		r := len(x.shape)
+		if q == nil {
+			for i := r - 1; i >= 0; i-- {
+				q = append(q, int64(i))
+			}
+		}
+		qinv := make([]int, r)
+		for j, a := range q {
+			qinv[a] = j
+		}
+		p := x.perm
+		if p == nil {
+			p = identity(r)
+		}
+		np := make([]int, r)
+		for i := range p {
+			np[i] = qinv[p[i]]
+		}
+		if isIdentity(np) {
+			np = nil
+		}
+		b.setOut(n, &val{t: x.t, shape: oshape, perm: np})
+		return nil
+	case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
+		b.setOut(n, b.reshapeVal(x, oshape))
+		return nil
+	case "Conv":
+		return b.conv(n, x, oshape)
+	case "MaxPool", "AveragePool":
+		return b.pool(n, x, oshape)
+	case "GlobalAveragePool":
+		in := b.need(x, nhwc)
+		t := b.add(&xop{kind: "gap", in: []*tensor{in}, out: b.newTensor(permute(oshape, nhwc)), f: []float32{float32(math.Inf(-1)), inf}})
+		b.setOut(n, &val{t: t, shape: oshape, perm: nhwc})
+		return nil
+	case "BatchNormalization":
+		scale, shift, err := b.bnParams(n)
+		if err != nil {
+			return err
+		}
+		c := len(scale)
+		sv := b.constVal(graph.MustFromSlice([]int{c, 1, 1}, scale))
+		hv := b.constVal(graph.MustFromSlice([]int{c, 1, 1}, shift))
+		tmp := n.Outputs[0] + "#scaled"
+		if err := b.binaryNamed(n, tmp, "Mul", x, sv, oshape, float32(math.Inf(-1)), inf); err != nil {
+			return err
+		}
+		return b.binary(n, "Add", b.vals[tmp], hv, oshape, float32(math.Inf(-1)), inf)
+	case "PRelu":
+		k, err := b.konst(n, 1)
+		if err != nil {
+			return err
+		}
+		c := x.shape[1]
+		slope := make([]float32, c)
+		kd := graph.Data[float32](k)
+		for i := range slope {
+			if len(kd) == 1 {
+				slope[i] = kd[0]
+			} else {
+				slope[i] = kd[i]
+			}
+		}
+		in := b.need(x, nhwc)
+		st := &tensor{dims: []int{c}, static: slope, stage: -1, slot: -1}
+		t := b.add(&xop{kind: "prelu", in: []*tensor{in, st}, out: b.newTensor(in.dims)})
+		b.setOut(n, &val{t: t, shape: oshape, perm: nhwc})
+		return nil
+	case "Softmax":
+		return b.softmax(n, x)
+	case "Gemm", "MatMul":
+		return b.fc(n, x, oshape)
+	case "Pad":
+		return b.pad(n, x, oshape)
+	case "Concat":
+		return b.concat(n, oshape)
+	case "DepthToSpace":
+		in := b.need(x, nhwc)
+		t := b.add(&xop{kind: "d2s", in: []*tensor{in}, out: b.newTensor(permute(oshape, nhwc)), u: []uint32{uint32(n.AttrInt("blocksize", 1))}})
+		b.setOut(n, &val{t: t, shape: oshape, perm: nhwc})
+		return nil
+	}
+	return b.nodeErr(n, "op %s is not mapped", n.OpType)
+}
+
+func (b *builder) binary(n *graph.Node, op string, x, y *val, oshape []int, lo, hi float32) error {
+	return b.binaryNamed(n, n.Outputs[0], op, x, y, oshape, lo, hi)
+}
+
+// binaryNamed lowers a broadcasting binary op; both operands are brought to
+// the output's rank and layout (constants are laid out at compile).
+func (b *builder) binaryNamed(n *graph.Node, outName, op string, x, y *val, oshape []int, lo, hi float32) error {
+	r := len(oshape)
+	var perm []int
+	for _, v := range []*val{x, y} {
+		if v.konst == nil && len(v.shape) == r {
+			perm = v.perm
+			break
+		}
+	}
+	operand := func(v *val) *tensor {
+		if len(v.shape) < r {
+			e := make([]int, r-len(v.shape), r)
+			for i := range e {
+				e[i] = 1
+			}
+			v = b.reshapeVal(v, append(e, v.shape...))
+		}
+		return b.need(v, perm)
+	}
+	tx, ty := operand(x), operand(y)
+	kind := "binary:" + op
+	x0 := &xop{kind: kind, in: []*tensor{tx, ty}, out: b.newTensor(permute(oshape, perm)), f: []float32{lo, hi}}
+	t := b.add(x0)
+	b.vals[outName] = &val{t: t, shape: oshape, perm: perm}
+	return nil
+}
+
+func (b *builder) bnParams(n *graph.Node) (scale, shift []float32, err error) {
+	var ps [4][]float32
+	for i := 0; i < 4; i++ {
+		k, err := b.konst(n, i+1)
+		if err != nil {
+			return nil, nil, err
+		}
+		if k == nil || k.DType != graph.Float32 {
+			return nil, nil, b.nodeErr(n, "parameter %d must be a float32 constant", i+1)
+		}
+		ps[i] = graph.Data[float32](k)
+	}
+	c := len(ps[0])
+	for i := 1; i < 4; i++ {
+		if len(ps[i]) != c {
+			return nil, nil, b.nodeErr(n, "parameter sizes differ")
+		}
+	}
+	eps := float64(n.AttrFloat("epsilon", 1e-5))
+	scale, shift = make([]float32, c), make([]float32, c)
+	for i := 0; i < c; i++ {
+		s := float64(ps[0][i]) / math.Sqrt(float64(ps[3][i])+eps)
+		scale[i] = float32(s)
+		shift[i] = float32(float64(ps[1][i]) - float64(ps[2][i])*s)
+	}
+	return scale, shift, nil
+}
+
+// spatialPads returns [top, left, bottom, right] for a 2D window op.
+func spatialPads(n *graph.Node, in []int, k, s, d []int) [4]int {
+	var p [4]int
+	switch n.AttrString("auto_pad", "NOTSET") {
+	case "SAME_UPPER", "SAME_LOWER":
+		upper := n.AttrString("auto_pad", "") == "SAME_UPPER"
+		for i := 0; i < 2; i++ {
+			out := (in[i] + s[i] - 1) / s[i]
+			total := (out-1)*s[i] + (k[i]-1)*d[i] + 1 - in[i]
+			if total < 0 {
+				total = 0
+			}
+			lo := total / 2
+			if !upper {
+				lo = total - total/2
+			}
+			p[i], p[i+2] = lo, total-lo
+		}
+	case "VALID":
+	default:
+		ps := n.AttrInts("pads", nil)
+		if len(ps) == 4 {
+			for i := range p {
+				p[i] = int(ps[i])
+			}
+		}
+	}
+	return p
+}
+
+func ints2(n *graph.Node, name string, def int) []int {
+	v := n.AttrInts(name, nil)
+	if len(v) != 2 {
+		return []int{def, def}
+	}
+	return []int{int(v[0]), int(v[1])}
+}
+
+func (b *builder) conv(n *graph.Node, x *val, oshape []int) error {
+	wk, err := b.konst(n, 1)
+	if err != nil {
+		return err
+	}
+	if wk.DType != graph.Float32 || len(wk.Shape) != 4 {
+		return b.nodeErr(n, "weights must be float32 rank 4")
+	}
+	var bias []float32
+	if bk, err := b.konst(n, 2); err != nil {
+		return err
+	} else if bk != nil {
+		bias = append([]float32{}, graph.Data[float32](bk)...)
+	}
+	o, ig, kh, kw := wk.Shape[0], wk.Shape[1], wk.Shape[2], wk.Shape[3]
+	groups := int(n.AttrInt("group", 1))
+	cin := x.shape[1]
+	if groups < 1 || cin != ig*groups || o%groups != 0 {
+		return b.nodeErr(n, "group=%d does not match input channels %d and weights %v", groups, cin, wk.Shape)
+	}
+	w := graph.Data[float32](wk)
+	// [O, I/g, kh, kw] → [O, kh, kw, I/g]
+	packed := transposeData(w, wk.Shape, nil, []int{0, 2, 3, 1})
+	outName := n.Outputs[0]
+	// fold a BatchNormalization that is the only reader of the output
+	if bn := b.soleConsumer(outName, "BatchNormalization"); bn != nil && !b.isOut[outName] {
+		scale, shift, err := b.bnParams(bn)
+		if err == nil && len(scale) == o {
+			if bias == nil {
+				bias = make([]float32, o)
+			}
+			per := kh * kw * ig
+			for c := 0; c < o; c++ {
+				for i := 0; i < per; i++ {
+					packed[c*per+i] *= scale[c]
+				}
+				bias[c] = bias[c]*scale[c] + shift[c]
+			}
+			b.skip[bn] = true
+			outName = bn.Outputs[0]
+		}
+	}
+	k := []int{kh, kw}
+	if ks := n.AttrInts("kernel_shape", nil); len(ks) == 2 && (int(ks[0]) != kh || int(ks[1]) != kw) {
+		return b.nodeErr(n, "kernel_shape %v does not match weights %v", ks, wk.Shape)
+	}
+	s, d := ints2(n, "strides", 1), ints2(n, "dilations", 1)
+	p := spatialPads(n, x.shape[2:], k, s, d)
+	in := b.need(x, nhwc)
+	wt := &tensor{dims: []int{o, kh, kw, ig}, static: packed, stage: -1, slot: -1}
+	var bt *tensor
+	if bias != nil {
+		bt = &tensor{dims: []int{o}, static: bias, stage: -1, slot: -1}
+	}
+	out := b.newTensor(permute(oshape, nhwc))
+	b.add(&xop{kind: "conv", in: []*tensor{in, wt, bt}, out: out,
+		u:  []uint32{uint32(p[0]), uint32(p[3]), uint32(p[2]), uint32(p[1]), uint32(kh), uint32(kw), uint32(s[0]), uint32(s[1]), uint32(d[0]), uint32(d[1]), uint32(groups)},
+		sz: []int{ig, o / groups}, f: []float32{float32(math.Inf(-1)), inf}})
+	b.vals[outName] = &val{t: out, shape: oshape, perm: nhwc}
+	return nil
+}
+
+// soleConsumer returns the only node reading name when it has type op.
+func (b *builder) soleConsumer(name, op string) *graph.Node {
+	if b.uses[name] != 1 {
+		return nil
+	}
+	for _, m := range b.sg.Nodes {
+		for _, in := range m.Inputs {
+			if in == name {
+				if m.OpType == op {
+					return m
+				}
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+func (b *builder) pool(n *graph.Node, x *val, oshape []int) error {
+	k := ints2(n, "kernel_shape", 1)
+	s, d := ints2(n, "strides", 1), ints2(n, "dilations", 1)
+	if k[0]*k[1] <= 1 {
+		return b.nodeErr(n, "1x1 pooling window is not mapped")
+	}
+	p := spatialPads(n, x.shape[2:], k, s, d)
+	// ceil_mode: extra padding at the end so XNNPACK's floor gives the same size
+	for i := 0; i < 2; i++ {
+		dk := (k[i]-1)*d[i] + 1
+		need := (oshape[2+i]-1)*s[i] + dk - (x.shape[2+i] + p[i] + p[i+2])
+		if need > 0 {
+			p[i+2] += need
+		}
+	}
+	in := b.need(x, nhwc)
+	out := b.newTensor(permute(oshape, nhwc))
+	if n.OpType == "MaxPool" {
+		b.add(&xop{kind: "maxpool", in: []*tensor{in}, out: out, u: []uint32{uint32(p[0]), uint32(p[3]), uint32(p[2]), uint32(p[1]), uint32(k[0]), uint32(k[1]), uint32(s[0]), uint32(s[1]), uint32(d[0]), uint32(d[1])}, f: []float32{float32(math.Inf(-1)), inf}})
+	} else {
+		b.add(&xop{kind: "avgpool", in: []*tensor{in}, out: out, u: []uint32{uint32(p[0]), uint32(p[3]), uint32(p[2]), uint32(p[1]), uint32(k[0]), uint32(k[1]), uint32(s[0]), uint32(s[1])}, f: []float32{float32(math.Inf(-1)), inf}})
+	}
+	b.setOut(n, &val{t: out, shape: oshape, perm: nhwc})
+	return nil
+}
+
+func (b *builder) softmax(n *graph.Node, x *val) error {
+	r := len(x.shape)
+	def := int64(-1)
+	if b.opset("") < 13 {
+		def = 1
+	}
+	axis := int(n.AttrInt("axis", def))
+	if axis < 0 {
+		axis += r
+	}
+	if axis < 0 || axis >= r {
+		return b.nodeErr(n, "axis %d out of range for rank %d", axis, r)
+	}
+	if b.opset("") >= 13 || axis == r-1 {
+		perm := x.perm
+		if perm == nil || perm[r-1] != axis {
+			perm = make([]int, 0, r)
+			for i := 0; i < r; i++ {
+				if i != axis {
+					perm = append(perm, i)
+				}
+			}
+			perm = append(perm, axis)
+		}
+		if isIdentity(perm) {
+			perm = nil
+		}
+		in := b.need(x, perm)
+		t := b.add(&xop{kind: "unary:Softmax", in: []*tensor{in}, out: b.newTensor(in.dims)})
+		b.setOut(n, &val{t: t, shape: x.shape, perm: perm})
+		return nil
+	}
+	// opset < 13: softmax over the flattened dims from axis on
+	outer, inner := 1, 1
+	for i, d := range x.shape {
+		if i < axis {
+			outer *= d
+		} else {
+			inner *= d
+		}
+	}
+	flat := b.reshapeVal(x, []int{outer, inner})
+	t := b.add(&xop{kind: "unary:Softmax", in: []*tensor{flat.t}, out: b.newTensor([]int{outer, inner})})
+	b.setOut(n, b.reshapeVal(&val{t: t, shape: []int{outer, inner}}, x.shape))
+	return nil
+}
+
+func (b *builder) fc(n *graph.Node, x *val, oshape []int) error {
+	bk, err := b.konst(n, 1)
+	if err != nil {
+		return err
+	}
+	if bk.DType != graph.Float32 || len(bk.Shape) != 2 {
+		return b.nodeErr(n, "B must be a float32 matrix")
+	}
+	bd := graph.Data[float32](bk)
+	K, N := bk.Shape[0], bk.Shape[1]
+	var w []float32 // [N, K]
+	transB := n.OpType == "Gemm" && n.AttrInt("transB", 0) != 0
+	if transB {
+		N, K = bk.Shape[0], bk.Shape[1]
+		w = append([]float32{}, bd...)
+	} else {
+		w = transposeData(bd, bk.Shape, nil, []int{1, 0})
+	}
+	var bias []float32
+	if n.OpType == "Gemm" {
+		if alpha := n.AttrFloat("alpha", 1); alpha != 1 {
+			for i := range w {
+				w[i] *= alpha
+			}
+		}
+		if ck, err := b.konst(n, 2); err != nil {
+			return err
+		} else if ck != nil {
+			beta := n.AttrFloat("beta", 1)
+			cd := graph.Data[float32](ck)
+			bias = make([]float32, N)
+			for i := range bias {
+				v := cd[0]
+				if len(cd) == N {
+					v = cd[i]
+				}
+				bias[i] = beta * v
+			}
+		}
+	}
+	if x.shape[len(x.shape)-1] != K {
+		return b.nodeErr(n, "inner dimensions differ: A %v, B %v", x.shape, bk.Shape)
+	}
+	in := b.need(x, nil)
+	wt := &tensor{dims: []int{N, K}, static: w, stage: -1, slot: -1}
+	var bt *tensor
+	if bias != nil {
+		bt = &tensor{dims: []int{N}, static: bias, stage: -1, slot: -1}
+	}
+	t := b.add(&xop{kind: "fc", in: []*tensor{in, wt, bt}, out: b.newTensor(oshape), f: []float32{float32(math.Inf(-1)), inf}})
+	b.setOut(n, &val{t: t, shape: oshape})
+	return nil
+}
+
+func (b *builder) pad(n *graph.Node, x *val, oshape []int) error {
+	r := len(x.shape)
+	pads := n.AttrInts("pads", nil)
+	value := n.AttrFloat("value", 0)
+	if b.opset("") >= 11 {
+		pk, err := b.konst(n, 1)
+		if err != nil {
+			return err
+		}
+		pads = pk.Int64s()
+		if vk, err := b.konst(n, 2); err != nil {
+			return err
+		} else if vk != nil && vk.Len() > 0 {
+			value = float32(vk.Float64At(0))
+		}
+	}
+	if len(pads) != 2*r {
+		return b.nodeErr(n, "pads %v do not match rank %d", pads, r)
+	}
+	p := x.perm
+	if p == nil {
+		p = identity(r)
+	}
+	sz := make([]int, 2*r)
+	for i := 0; i < r; i++ {
+		sz[i] = int(pads[p[i]])
+		sz[r+i] = int(pads[r+p[i]])
+	}
+	t := b.add(&xop{kind: "pad", in: []*tensor{x.t}, out: b.newTensor(permute(oshape, x.perm)), sz: sz, f: []float32{value}})
+	b.setOut(n, &val{t: t, shape: oshape, perm: x.perm})
+	return nil
+}
+
+// concat is a Go step (this XNNPACK has no concatenate node): a strided
+// copy along the axis in the physical layout of the first dynamic input.
+func (b *builder) concat(n *graph.Node, oshape []int) error {
+	r := len(oshape)
+	axis := int(n.AttrInt("axis", 0))
+	if axis < 0 {
+		axis += r
+	}
+	var perm []int
+	for _, name := range n.Inputs {
+		if v := b.vals[name]; v != nil && v.konst == nil {
+			perm = v.perm
+			break
+		}
+	}
+	pa := axis
+	if perm != nil {
+		for i, a := range perm {
+			if a == axis {
+				pa = i
+			}
+		}
+	}
+	var ins []*tensor
+	for i := range n.Inputs {
+		v, err := b.in(n, i)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, b.need(v, perm))
+	}
+	out := b.newTensor(permute(oshape, perm))
+	odims := out.dims
+	outer := 1
+	for _, d := range odims[:pa] {
+		outer *= d
+	}
+	inner := 1
+	for _, d := range odims[pa+1:] {
+		inner *= d
+	}
+	b.addGo(func(buf func(*tensor) []float32) {
+		dst := buf(out)
+		rowOut := odims[pa] * inner
+		off := 0
+		for _, t := range ins {
+			src := buf(t)
+			row := t.dims[pa] * inner
+			for o := 0; o < outer; o++ {
+				copy(dst[o*rowOut+off:o*rowOut+off+row], src[o*row:(o+1)*row])
+			}
+			off += row
+		}
+	}, ins, out)
+	b.setOut(n, &val{t: out, shape: oshape, perm: perm})
+	return nil
+}
+
+// assignSlots gives a buffer to every dynamic tensor that crosses a stage,
+// is a partition input or output, or is viewed.
+func (b *builder) assignSlots() {
+	p := b.p
+	for _, s := range p.stages {
+		for _, x := range s.ops {
+			for _, t := range x.in {
+				if t != nil && t.static == nil && t.view == nil && t.stage != x.out.stage {
+					t.keep = true
+				}
+				if t != nil && t.view != nil {
+					t.view.keep = true
+				}
+			}
+		}
+	}
+	for _, t := range p.tensors {
+		if t.static != nil || t.view != nil || !t.keep {
+			continue
+		}
+		t.slot = len(p.slots)
+		p.slots = append(p.slots, 4*t.elems()+xnnExtraBytes)
+	}
+	for _, t := range p.tensors {
+		if t.view != nil {
+			t.slot = t.view.slot
+			if need := 4*t.elems() + xnnExtraBytes; need > p.slots[t.slot] {
+				p.slots[t.slot] = need
+			}
+		}
+	}
+}
+
+// builderInfo lets the builder reuse check with concrete values.
+type builderInfo struct{ b *builder }
+
+func (bi builderInfo) typeOf(name string) graph.ValueType {
+	v := bi.b.vals[name]
+	if v == nil {
+		return graph.ValueType{}
+	}
+	dt := graph.Float32
+	if v.konst != nil {
+		dt = v.konst.DType
+	}
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: graph.StaticShape(v.shape...)}
+}
+
+func (bi builderInfo) constant(name string) *graph.Tensor {
+	if v := bi.b.vals[name]; v != nil {
+		return v.konst
+	}
+	return nil
+}
+
+func (bi builderInfo) isConst(name string) bool { return bi.constant(name) != nil }

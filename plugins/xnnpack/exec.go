@@ -1,0 +1,520 @@
+package xnnpack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// maxIdle bounds the runtime instances an executable keeps (shapes seen,
+// concurrent callers).
+const maxIdle = 4
+
+// Compile lowers sg. With static input shapes and constant weights the
+// XNNPACK runtime is created (weights packed) now; otherwise at the first
+// run for each input shape.
+func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.CompileOptions) (hal.Executable, error) {
+	g := sg.Graph
+	// copy what we keep: the node list, boundary and constants
+	cg := &graph.Graph{Name: g.Name, Inputs: append([]graph.ValueInfo{}, g.Inputs...), Outputs: append([]graph.ValueInfo{}, g.Outputs...), Initializers: map[string]*graph.Tensor{}}
+	cg.Nodes = append(cg.Nodes, g.Nodes...)
+	for k, v := range g.Initializers {
+		cg.Initializers[k] = v
+	}
+	e := &Executable{b: b, g: cg, opsets: append([]graph.Opset{}, sg.Opsets...)}
+	threads := b.threads
+	if opts.Threads > 0 {
+		threads = opts.Threads
+	}
+	pool, err := b.pool(threads)
+	if err != nil {
+		return nil, err
+	}
+	e.pool, e.threads = pool, threads
+	// inputs in weight/shape positions are captured at run time
+	static := map[string]bool{}
+	defined := map[string]bool{}
+	for _, in := range g.Inputs {
+		defined[in.Name] = true
+	}
+	for k := range g.Initializers {
+		defined[k] = true
+	}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			defined[o] = true
+		}
+	}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if in != "" && !defined[in] {
+				return nil, hal.Errorf(hal.CodeInvalidArgument, "xnnpack: node %s reads %q, which nothing defines", n.Label(), in)
+			}
+		}
+	}
+	for _, n := range g.Nodes {
+		if !supportedOp(n.OpType) {
+			return nil, hal.Errorf(hal.CodeUnsupported, "xnnpack: node %s: op %s is not mapped", n.Label(), n.OpType)
+		}
+		for _, i := range staticInputs[n.OpType] {
+			if name := n.Input(i); name != "" {
+				static[name] = true
+			}
+		}
+	}
+	allStatic := true
+	for i, in := range g.Inputs {
+		if _, isInit := g.Initializers[in.Name]; isInit {
+			continue
+		}
+		if static[in.Name] {
+			e.deferred = append(e.deferred, i)
+			continue
+		}
+		if in.Type.DType != graph.Undefined && in.Type.DType != graph.Float32 {
+			return nil, hal.Errorf(hal.CodeUnsupported, "xnnpack: input %q is %v; only float32 is mapped", in.Name, in.Type.DType)
+		}
+		if _, ok := in.Type.Shape.Ints(); !ok {
+			allStatic = false
+		}
+	}
+	e.isDeferred = map[int]bool{}
+	for _, i := range e.deferred {
+		e.isDeferred[i] = true
+	}
+	if allStatic && len(e.deferred) == 0 {
+		shapes := make([][]int, len(g.Inputs))
+		for i, in := range g.Inputs {
+			shapes[i], _ = in.Type.Shape.Ints()
+		}
+		inst, err := e.instantiate(shapes, nil)
+		if err != nil {
+			return nil, err
+		}
+		e.idle = append(e.idle, inst)
+	}
+	return e, nil
+}
+
+// Executable is a compiled partition.
+type Executable struct {
+	b          *Backend
+	g          *graph.Graph
+	opsets     []graph.Opset
+	pool       uintptr
+	threads    int
+	deferred   []int // input indices used as constants (captured per instance)
+	isDeferred map[int]bool
+
+	mu       sync.Mutex
+	idle     []*instance
+	released bool
+}
+
+// instance is one lowered, runnable copy of the partition.
+type instance struct {
+	lib    *lib
+	plan   *plan
+	shapes [][]int
+	consts []*graph.Tensor // captured deferred inputs, by e.deferred order
+	rts    []uintptr       // per stage; 0 for Go steps
+	bufs   []unsafe.Pointer
+	cmem   []unsafe.Pointer
+}
+
+func (e *Executable) instantiate(shapes [][]int, captured []*graph.Tensor) (*instance, error) {
+	consts := map[string]*graph.Tensor{}
+	for k, v := range e.g.Initializers {
+		consts[k] = v
+	}
+	for j, i := range e.deferred {
+		consts[e.g.Inputs[i].Name] = captured[j]
+	}
+	p, err := lower(e.g, e.opsets, shapes, consts)
+	if err != nil {
+		return nil, hal.Errorf(hal.CodeUnsupported, "%v", err)
+	}
+	inst := &instance{lib: e.b.lib, plan: p, shapes: shapes, consts: captured}
+	if err := inst.emit(e.pool); err != nil {
+		inst.release()
+		return nil, err
+	}
+	return inst, nil
+}
+
+func (in *instance) alloc(n int) (unsafe.Pointer, error) {
+	p := in.lib.malloc(uintptr(n))
+	if p == nil {
+		return nil, hal.Errorf(hal.CodeResourceExhausted, "xnnpack: malloc(%d) failed", n)
+	}
+	in.cmem = append(in.cmem, p)
+	return p, nil
+}
+
+func (in *instance) buf(t *tensor) []float32 {
+	if t.static != nil {
+		// a constant operand of a Go step (e.g. a folded Concat input)
+		return t.static
+	}
+	return unsafe.Slice((*float32)(in.bufs[t.slot]), t.elems())
+}
+
+// emit creates the buffers and one XNNPACK runtime per stage.
+func (in *instance) emit(pool uintptr) error {
+	l := in.lib
+	p := in.plan
+	for _, sz := range p.slots {
+		m, err := in.alloc(sz)
+		if err != nil {
+			return err
+		}
+		clear(unsafe.Slice((*byte)(m), sz))
+		in.bufs = append(in.bufs, m)
+	}
+	scratch, err := in.alloc(8 * 64)
+	if err != nil {
+		return err
+	}
+	staticMem := map[*tensor]unsafe.Pointer{}
+	in.rts = make([]uintptr, len(p.stages))
+	for si, st := range p.stages {
+		if st.goRun != nil {
+			continue
+		}
+		var list []*tensor
+		seen := map[*tensor]bool{}
+		for _, x := range st.ops {
+			for _, t := range append(append([]*tensor{}, x.in...), x.out) {
+				if t != nil && !seen[t] {
+					seen[t] = true
+					list = append(list, t)
+				}
+			}
+		}
+		ext := 0
+		for _, t := range list {
+			if t.static == nil && t.slot >= 0 {
+				ext++
+			}
+		}
+		if st := l.createSubgraph(uint32(ext), 0, scratch); st != xnnStatusSuccess {
+			return hal.Errorf(hal.CodeInternal, "xnnpack: xnn_create_subgraph: %s", statusString(st))
+		}
+		sg := *(*uintptr)(scratch)
+		ids := map[*tensor]uint32{}
+		var externals []xnnExternalValue
+		fail := func(what string, st int32) error {
+			l.deleteSubgraph(sg)
+			return hal.Errorf(hal.CodeInternal, "xnnpack: %s: %s", what, statusString(st))
+		}
+		nextExt := uint32(0)
+		for _, t := range list {
+			dims := unsafe.Slice((*uintptr)(unsafe.Add(scratch, 8)), xnnMaxTensorDims)
+			if len(t.dims) > xnnMaxTensorDims {
+				l.deleteSubgraph(sg)
+				return hal.Errorf(hal.CodeUnsupported, "xnnpack: rank %d exceeds %d", len(t.dims), xnnMaxTensorDims)
+			}
+			for i, d := range t.dims {
+				dims[i] = uintptr(d)
+			}
+			nd := len(t.dims)
+			if nd == 0 { // XNNPACK asserts rank >= 1: a scalar is [1]
+				dims[0], nd = 1, 1
+			}
+			var data unsafe.Pointer
+			extID, flags := uint32(xnnInvalidValueID), uint32(0)
+			if t.static != nil {
+				data = staticMem[t]
+				if data == nil {
+					n := 4*len(t.static) + xnnExtraBytes
+					m, err := in.alloc(n)
+					if err != nil {
+						l.deleteSubgraph(sg)
+						return err
+					}
+					clear(unsafe.Slice((*byte)(m), n))
+					copy(unsafe.Slice((*float32)(m), len(t.static)), t.static)
+					staticMem[t] = m
+					data = m
+				}
+			} else if t.slot >= 0 {
+				extID = nextExt
+				nextExt++
+				if t.stage == si {
+					flags = xnnValueFlagExternalOut
+				} else {
+					flags = xnnValueFlagExternalIn
+				}
+			}
+			idOut := unsafe.Add(scratch, 8+8*xnnMaxTensorDims)
+			if st := l.defineTensor(sg, xnnDatatypeFP32, uintptr(nd), unsafe.Add(scratch, 8), data, extID, flags, idOut); st != xnnStatusSuccess {
+				return fail(fmt.Sprintf("xnn_define_tensor_value %v", t.dims), st)
+			}
+			ids[t] = *(*uint32)(idOut)
+			if extID != xnnInvalidValueID {
+				externals = append(externals, xnnExternalValue{ID: ids[t], Data: in.bufs[t.slot]})
+			}
+		}
+		for _, x := range st.ops {
+			if st := in.define(sg, scratch, x, ids); st != xnnStatusSuccess {
+				return fail("defining "+x.kind+" "+fmt.Sprint(x.out.dims), st)
+			}
+		}
+		if st := l.createRuntime(sg, pool, 0, scratch); st != xnnStatusSuccess {
+			return fail("xnn_create_runtime_v2", st)
+		}
+		rt := *(*uintptr)(scratch)
+		l.deleteSubgraph(sg)
+		in.rts[si] = rt
+		if len(externals) > 0 {
+			ev, err := in.alloc(16 * len(externals))
+			if err != nil {
+				return err
+			}
+			copy(unsafe.Slice((*xnnExternalValue)(ev), len(externals)), externals)
+			if st := l.setupRuntime(rt, uintptr(len(externals)), ev); st != xnnStatusSuccess {
+				return hal.Errorf(hal.CodeInternal, "xnnpack: xnn_setup_runtime: %s", statusString(st))
+			}
+		}
+	}
+	return nil
+}
+
+func (in *instance) define(sg uintptr, scratch unsafe.Pointer, x *xop, ids map[*tensor]uint32) int32 {
+	l := in.lib
+	id := func(i int) uint32 {
+		if i >= len(x.in) || x.in[i] == nil {
+			return xnnInvalidValueID
+		}
+		return ids[x.in[i]]
+	}
+	out := ids[x.out]
+	kind, sub, _ := strings.Cut(x.kind, ":")
+	switch kind {
+	case "conv":
+		args := []ffiArg{argP(sg)}
+		for _, u := range x.u {
+			args = append(args, argU(u))
+		}
+		args = append(args, argQ(uint64(x.sz[0])), argQ(uint64(x.sz[1])), argF(x.f[0]), argF(x.f[1]), argU(id(0)), argU(id(1)), argU(id(2)), argU(out), argU(0))
+		return l.callFFI(l.convCIF, l.defineConv, args)
+	case "clamp":
+		return l.defineClamp(sg, x.f[0], x.f[1], id(0), out, 0)
+	case "leaky":
+		return l.defineLeakyRelu(sg, x.f[0], id(0), out, 0)
+	case "elu":
+		return l.defineElu(sg, x.f[0], id(0), out, 0)
+	case "unary":
+		return l.defineUnary[sub](sg, id(0), out, 0)
+	case "binary":
+		if f, ok := l.defineBinaryMinMax[sub]; ok {
+			return f(sg, x.f[0], x.f[1], id(0), id(1), out, 0)
+		}
+		return l.defineBinary[sub](sg, id(0), id(1), out, 0)
+	case "prelu":
+		return l.definePRelu(sg, id(0), id(1), out, 0)
+	case "fc":
+		return l.defineFC(sg, x.f[0], x.f[1], id(0), id(1), id(2), out, 0)
+	case "gap":
+		return l.defineGAP(sg, x.f[0], x.f[1], id(0), out, 0)
+	case "avgpool":
+		u := x.u
+		return l.defineAvgPool(sg, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], x.f[0], x.f[1], id(0), out, 0)
+	case "maxpool":
+		u := x.u
+		return l.defineMaxPool(sg, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], x.f[0], x.f[1], id(0), out, 0)
+	case "pad":
+		r := len(x.sz) / 2
+		pre := unsafe.Slice((*uintptr)(unsafe.Add(scratch, 8*16)), r)
+		post := unsafe.Slice((*uintptr)(unsafe.Add(scratch, 8*32)), r)
+		for i := 0; i < r; i++ {
+			pre[i], post[i] = uintptr(x.sz[i]), uintptr(x.sz[r+i])
+		}
+		return l.definePad(sg, unsafe.Add(scratch, 8*16), unsafe.Add(scratch, 8*32), x.f[0], id(0), out, 0)
+	case "reshape":
+		dims := unsafe.Slice((*uintptr)(unsafe.Add(scratch, 8*16)), len(x.sz))
+		for i, d := range x.sz {
+			dims[i] = uintptr(d)
+		}
+		return l.defineReshape(sg, uintptr(len(x.sz)), unsafe.Add(scratch, 8*16), id(0), out, 0)
+	case "d2s":
+		return l.defineDepthToSpace(sg, id(0), out, x.u[0], 0)
+	}
+	return 2 // invalid parameter
+}
+
+func (in *instance) release() {
+	for _, rt := range in.rts {
+		if rt != 0 {
+			in.lib.deleteRuntime(rt)
+		}
+	}
+	in.rts = nil
+	for _, m := range in.cmem {
+		in.lib.free(m)
+	}
+	in.cmem, in.bufs = nil, nil
+}
+
+// get returns an idle instance for these inputs, or lowers a new one.
+func (e *Executable) get(inputs []*graph.Tensor) (*instance, error) {
+	shapes := make([][]int, len(inputs))
+	for i, t := range inputs {
+		shapes[i] = t.Shape
+	}
+	e.mu.Lock()
+	if e.released {
+		e.mu.Unlock()
+		return nil, hal.Errorf(hal.CodeFailedPrecondition, "xnnpack: executable was released")
+	}
+	for k, inst := range e.idle {
+		if inst.matches(e, inputs) {
+			e.idle = append(e.idle[:k], e.idle[k+1:]...)
+			e.mu.Unlock()
+			return inst, nil
+		}
+	}
+	e.mu.Unlock()
+	var captured []*graph.Tensor
+	for _, i := range e.deferred {
+		captured = append(captured, inputs[i].Clone())
+	}
+	return e.instantiate(shapes, captured)
+}
+
+func (inst *instance) matches(e *Executable, inputs []*graph.Tensor) bool {
+	for i, t := range inputs {
+		if !graph.SameShape(inst.shapes[i], t.Shape) {
+			return false
+		}
+	}
+	for j, i := range e.deferred {
+		if !sameData(inst.consts[j], inputs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameData(a, b *graph.Tensor) bool {
+	if a.DType != b.DType || !graph.SameShape(a.Shape, b.Shape) {
+		return false
+	}
+	switch x := a.Data.(type) {
+	case []float32:
+		y := b.Data.([]float32)
+		if len(x) > 0 && &x[0] == &y[0] {
+			return true
+		}
+		xb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
+		yb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(y))), 4*len(y))
+		return string(xb) == string(yb)
+	case []int64:
+		y := b.Data.([]int64)
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < a.Len(); i++ {
+		if a.Float64At(i) != b.Float64At(i) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Executable) put(inst *instance) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.released || len(e.idle) >= maxIdle {
+		if len(e.idle) >= maxIdle && !e.released {
+			old := e.idle[0]
+			e.idle = append(e.idle[1:], inst)
+			old.release()
+			return
+		}
+		inst.release()
+		return
+	}
+	e.idle = append(e.idle, inst)
+}
+
+// Execute converts the inputs to their physical layout, runs the stages and
+// converts the outputs back.
+func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	if len(inputs) != len(e.g.Inputs) || len(outputs) != len(e.g.Outputs) {
+		return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: got %d inputs and %d outputs, partition has %d and %d", len(inputs), len(outputs), len(e.g.Inputs), len(e.g.Outputs))
+	}
+	for i, t := range inputs {
+		if t == nil {
+			return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: input %q is nil", e.g.Inputs[i].Name)
+		}
+		if !e.isDeferred[i] && t.DType != graph.Float32 {
+			return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: input %q is %v, want float32", e.g.Inputs[i].Name, t.DType)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	inst, err := e.get(inputs)
+	if err != nil {
+		return err
+	}
+	defer e.put(inst)
+	p := inst.plan
+	for i, bnd := range p.inputs {
+		if bnd.t == nil {
+			continue
+		}
+		transposeInto(inst.buf(bnd.t), graph.Data[float32](inputs[i]), bnd.shape, nil, bnd.perm)
+	}
+	for si, st := range p.stages {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if st.goRun != nil {
+			st.goRun(inst.buf)
+			continue
+		}
+		if s := inst.lib.invokeRuntime(inst.rts[si]); s != xnnStatusSuccess {
+			return hal.Errorf(hal.CodeInternal, "xnnpack: xnn_invoke_runtime: %s", statusString(s))
+		}
+	}
+	for i, bnd := range p.outputs {
+		dst := outputs[i]
+		if dst.Data == nil {
+			t, err := graph.New(graph.Float32, bnd.shape)
+			if err != nil {
+				return hal.Errorf(hal.CodeResourceExhausted, "xnnpack: output %q: %v", e.g.Outputs[i].Name, err)
+			}
+			*dst = *t
+		} else if dst.DType != graph.Float32 || !graph.SameShape(dst.Shape, bnd.shape) {
+			return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: output %q is float32%v, caller allocated %v%v", e.g.Outputs[i].Name, bnd.shape, dst.DType, dst.Shape)
+		}
+		transposeInto(graph.Data[float32](dst), inst.buf(bnd.t), bnd.shape, bnd.perm, nil)
+	}
+	return nil
+}
+
+// Release frees the runtimes; safe to call more than once.
+func (e *Executable) Release() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.released {
+		return nil
+	}
+	e.released = true
+	for _, inst := range e.idle {
+		inst.release()
+	}
+	e.idle = nil
+	return nil
+}

@@ -1,0 +1,147 @@
+package xnnpack
+
+// Layout helpers. A layout perm maps physical dims to logical ones:
+// physical dim i holds logical dim perm[i]; nil is the identity.
+
+func identity(r int) []int {
+	p := make([]int, r)
+	for i := range p {
+		p[i] = i
+	}
+	return p
+}
+
+func isIdentity(p []int) bool {
+	for i, v := range p {
+		if v != i {
+			return false
+		}
+	}
+	return true
+}
+
+func permEq(a, b []int) bool {
+	if a == nil || b == nil {
+		return isIdentity(a) && isIdentity(b)
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// permute returns shape in physical order for perm.
+func permute(shape, perm []int) []int {
+	out := make([]int, len(shape))
+	if perm == nil {
+		copy(out, shape)
+		return out
+	}
+	for i, p := range perm {
+		out[i] = shape[p]
+	}
+	return out
+}
+
+// sameOrder reports whether the two layouts of a value of logical shape
+// differ only in where unit dims sit (so one is a reshape of the other).
+func sameOrder(shape, a, b []int) bool {
+	pa, pb := permute(shape, a), permute(shape, b)
+	la, lb := nonUnit(shape, a, pa), nonUnit(shape, b, pb)
+	if len(la) != len(lb) {
+		return false
+	}
+	for i := range la {
+		if la[i] != lb[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func nonUnit(shape, perm, phys []int) []int {
+	var out []int
+	for i, d := range phys {
+		if d != 1 {
+			l := i
+			if perm != nil {
+				l = perm[i]
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// transposeData returns src (logical shape, layout srcPerm) in layout dstPerm.
+func transposeData(src []float32, shape, srcPerm, dstPerm []int) []float32 {
+	dst := make([]float32, len(src))
+	transposeInto(dst, src, shape, srcPerm, dstPerm)
+	return dst
+}
+
+// transposeInto copies a value of logical shape from layout srcPerm to
+// layout dstPerm.
+func transposeInto(dst, src []float32, shape, srcPerm, dstPerm []int) {
+	r := len(shape)
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if n == 0 {
+		return
+	}
+	if permEq(srcPerm, dstPerm) || sameOrder(shape, srcPerm, dstPerm) {
+		copy(dst[:n], src[:n])
+		return
+	}
+	if srcPerm == nil {
+		srcPerm = identity(r)
+	}
+	if dstPerm == nil {
+		dstPerm = identity(r)
+	}
+	sdims := permute(shape, srcPerm)
+	sstr := make([]int, r)
+	acc := 1
+	for i := r - 1; i >= 0; i-- {
+		sstr[i] = acc
+		acc *= sdims[i]
+	}
+	pos := make([]int, r) // logical dim → src physical position
+	for i, l := range srcPerm {
+		pos[l] = i
+	}
+	ddims := permute(shape, dstPerm)
+	str := make([]int, r) // src stride for each dst physical dim
+	for j, l := range dstPerm {
+		str[j] = sstr[pos[l]]
+	}
+	idx := make([]int, r)
+	last := ddims[r-1]
+	ls := str[r-1]
+	so := 0
+	for d := 0; d < n; d += last {
+		s := so
+		row := dst[d : d+last]
+		for k := range row {
+			row[k] = src[s]
+			s += ls
+		}
+		// advance the odometer over dims 0..r-2
+		for j := r - 2; j >= 0; j-- {
+			idx[j]++
+			so += str[j]
+			if idx[j] < ddims[j] {
+				break
+			}
+			so -= str[j] * idx[j]
+			idx[j] = 0
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package xnnpack_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/onnxtest"
+	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/shared"
+	"github.com/switchyard-hal/switchyard/plugins/xnnpack"
+)
+
+// required reports whether SWITCHYARD_REQUIRE_BACKENDS names xnnpack: then a
+// missing library fails the tests instead of skipping them.
+func required() bool {
+	for _, n := range strings.Split(os.Getenv("SWITCHYARD_REQUIRE_BACKENDS"), ",") {
+		if strings.TrimSpace(n) == xnnpack.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// device opens the backend or skips (fails when required).
+func device(t testing.TB, opts xnnpack.Options) *hal.Device {
+	t.Helper()
+	b, err := xnnpack.New(context.Background(), opts)
+	if err != nil {
+		if required() {
+			t.Fatalf("xnnpack required by SWITCHYARD_REQUIRE_BACKENDS but unavailable: %v", err)
+		}
+		t.Skipf("xnnpack unavailable: %v", err)
+	}
+	d, err := hal.NewDevice(b, hal.LoadLibrary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// The real models, against their reference outputs, with every node the
+// backend claims placed on it.
+func TestModels(t *testing.T) {
+	dev := device(t, xnnpack.Options{Threads: 1})
+	root := shared.Path(t, "testdata/models")
+	for _, m := range []string{"blazeface_front_128", "ppocr_mobile_v2_cls"} {
+		t.Run(m, func(t *testing.T) {
+			dir := filepath.Join(root, m)
+			opts := &runtime.Options{Backends: []*hal.Device{dev}}
+			res := onnxtest.RunDir(context.Background(), dir, onnxtest.Options{Rtol: 1e-3, Atol: 1e-4, Runtime: opts})
+			if res.Status != onnxtest.Pass {
+				t.Fatalf("%s: %s: %s", m, res.Status, res.Reason)
+			}
+			model, err := runtime.LoadDir(context.Background(), dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer model.Close()
+			if _, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input"); err != nil {
+				t.Fatal(err)
+			}
+			s := model.Plan().Summary()
+			t.Logf("%s: placement %v, %d partitions", m, s, len(model.PartitionStats()))
+			if s[xnnpack.Name] == 0 {
+				t.Fatalf("%s: nothing placed on xnnpack: %v", m, s)
+			}
+		})
+	}
+}

@@ -1,0 +1,299 @@
+package xnnpack_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/onnxtest"
+	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/plugins/xnnpack"
+)
+
+type opCase struct {
+	name    string
+	opset   int64
+	inputs  map[string][]int // dynamic float32 inputs and shapes
+	consts  map[string]*graph.Tensor
+	nodes   []*graph.Node
+	outputs []string
+	claimed int // nodes expected on xnnpack (-1: all)
+}
+
+func ints(name string, v ...int64) *graph.Attribute {
+	return &graph.Attribute{Name: name, Type: graph.AttrInts, Ints: v}
+}
+func iattr(name string, v int64) *graph.Attribute {
+	return &graph.Attribute{Name: name, Type: graph.AttrInt, I: v}
+}
+func fattr(name string, v float32) *graph.Attribute {
+	return &graph.Attribute{Name: name, Type: graph.AttrFloat, F: v}
+}
+func sattr(name, v string) *graph.Attribute {
+	return &graph.Attribute{Name: name, Type: graph.AttrString, S: v}
+}
+
+func node(op string, in, out []string, attrs ...*graph.Attribute) *graph.Node {
+	n := &graph.Node{Name: op + "_" + out[0], OpType: op, Inputs: in, Outputs: out, Attrs: map[string]*graph.Attribute{}}
+	for _, a := range attrs {
+		n.Attrs[a.Name] = a
+	}
+	return n
+}
+
+func randT(rng *rand.Rand, shape ...int) *graph.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	d := make([]float32, n)
+	for i := range d {
+		d[i] = float32(rng.NormFloat64())
+	}
+	return graph.MustFromSlice(shape, d)
+}
+
+func i64(v ...int64) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
+
+// run checks a case on xnnpack against the cpu backend (reference kernels).
+func (c opCase) run(t *testing.T, dev *hal.Device, rng *rand.Rand) {
+	t.Helper()
+	opset := c.opset
+	if opset == 0 {
+		opset = 17
+	}
+	g := &graph.Graph{Name: c.name, Initializers: map[string]*graph.Tensor{}, Nodes: c.nodes}
+	feeds := map[string]*graph.Tensor{}
+	for name, shape := range c.inputs {
+		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(shape...)}})
+		feeds[name] = randT(rng, shape...)
+	}
+	for name, v := range c.consts {
+		g.Initializers[name] = v
+	}
+	for _, o := range c.outputs {
+		g.Outputs = append(g.Outputs, graph.ValueInfo{Name: o})
+	}
+	model := func() *graph.Model {
+		return &graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: opset}}, Graph: g}
+	}
+	ctx := context.Background()
+	ref, err := runtime.Prepare(ctx, model(), nil)
+	if err != nil {
+		t.Fatalf("cpu prepare: %v", err)
+	}
+	want, err := ref.Run(ctx, feeds)
+	if err != nil {
+		t.Fatalf("cpu run: %v", err)
+	}
+	m, err := runtime.Prepare(ctx, model(), &runtime.Options{Backends: []*hal.Device{dev}})
+	if err != nil {
+		t.Fatalf("xnnpack prepare: %v", err)
+	}
+	defer m.Close()
+	claimed := m.Plan().Summary()[xnnpack.Name]
+	exp := c.claimed
+	if exp < 0 {
+		exp = len(c.nodes)
+	}
+	if claimed != exp {
+		t.Fatalf("%d of %d nodes on xnnpack, want %d:\n%s", claimed, len(c.nodes), exp, m.Plan().Text())
+	}
+	for rep := 0; rep < 2; rep++ { // twice: the instance is reused
+		got, err := m.Run(ctx, feeds)
+		if err != nil {
+			t.Fatalf("xnnpack run: %v", err)
+		}
+		for _, o := range c.outputs {
+			if err := onnxtest.Compare(got[o], want[o], 1e-4, 1e-5); err != nil {
+				t.Fatalf("output %s: %v", o, err)
+			}
+		}
+	}
+}
+
+func TestOpsAgainstCPU(t *testing.T) {
+	dev := device(t, xnnpack.Options{Threads: 1})
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := func(s ...int) *graph.Tensor { return randT(rng, s...) }
+	x4 := map[string][]int{"x": {2, 6, 9, 11}}
+	cases := []opCase{
+		{name: "conv", inputs: x4, consts: map[string]*graph.Tensor{"w": w(8, 6, 3, 3), "b": w(8)},
+			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, []string{"y"}, ints("pads", 1, 0, 2, 1), ints("strides", 2, 1))}},
+		{name: "conv_dilated_nobias", inputs: x4, consts: map[string]*graph.Tensor{"w": w(4, 6, 3, 2)},
+			nodes: []*graph.Node{node("Conv", []string{"x", "w"}, []string{"y"}, ints("dilations", 2, 3))}},
+		{name: "conv_groups", inputs: x4, consts: map[string]*graph.Tensor{"w": w(4, 3, 3, 3), "b": w(4)},
+			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, []string{"y"}, iattr("group", 2), sattr("auto_pad", "SAME_UPPER"))}},
+		{name: "conv_depthwise_bn_relu6", inputs: x4, consts: map[string]*graph.Tensor{"w": w(6, 1, 3, 3), "s": w(6), "bb": w(6), "mu": w(6), "var": graph.MustFromSlice([]int{6}, []float32{1, 2, 3, 0.5, 0.25, 4}), "lo": graph.Scalar(float32(0)), "hi": graph.Scalar(float32(6))},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}, iattr("group", 6), ints("pads", 1, 1, 1, 1)),
+				node("BatchNormalization", []string{"c", "s", "bb", "mu", "var"}, []string{"n"}),
+				node("Clip", []string{"n", "lo", "hi"}, []string{"y"})}},
+		{name: "depth_multiplier", inputs: x4, consts: map[string]*graph.Tensor{"w": w(12, 1, 3, 3)},
+			nodes: []*graph.Node{node("Conv", []string{"x", "w"}, []string{"y"}, iattr("group", 6))}},
+		{name: "batchnorm_alone", inputs: x4, consts: map[string]*graph.Tensor{"s": w(6), "bb": w(6), "mu": w(6), "var": graph.MustFromSlice([]int{6}, []float32{1, 2, 3, 0.5, 0.25, 4})},
+			nodes: []*graph.Node{node("BatchNormalization", []string{"x", "s", "bb", "mu", "var"}, []string{"y"})}},
+		{name: "pools", inputs: x4, nodes: []*graph.Node{
+			node("MaxPool", []string{"x"}, []string{"a"}, ints("kernel_shape", 3, 3), ints("strides", 2, 2), ints("pads", 1, 1, 1, 1)),
+			node("AveragePool", []string{"x"}, []string{"b"}, ints("kernel_shape", 2, 3), ints("strides", 1, 2)),
+			node("AveragePool", []string{"x"}, []string{"c"}, ints("kernel_shape", 3, 3), ints("pads", 1, 1, 1, 1)),
+			node("MaxPool", []string{"x"}, []string{"d"}, ints("kernel_shape", 2, 2), ints("strides", 2, 2), iattr("ceil_mode", 1)),
+			node("GlobalAveragePool", []string{"x"}, []string{"e"})}, outputs: []string{"a", "b", "c", "d", "e"}},
+		{name: "activations", inputs: x4, nodes: []*graph.Node{
+			node("Relu", []string{"x"}, []string{"a"}),
+			node("HardSigmoid", []string{"a"}, []string{"b"}, fattr("alpha", 0.3)),
+			node("HardSwish", []string{"x"}, []string{"c"}),
+			node("Sigmoid", []string{"x"}, []string{"d"}),
+			node("LeakyRelu", []string{"x"}, []string{"e"}, fattr("alpha", 0.1)),
+			node("Elu", []string{"x"}, []string{"f"}),
+			node("Abs", []string{"x"}, []string{"g"}),
+			node("Neg", []string{"g"}, []string{"h"}),
+			node("Clip", []string{"x"}, []string{"i"})}, outputs: []string{"b", "c", "d", "e", "f", "h", "i"}},
+		{name: "broadcast_binary", inputs: map[string][]int{"x": {2, 6, 9, 11}, "y": {6, 1, 1}, "z": {11}}, consts: map[string]*graph.Tensor{"k": w(1, 6, 1, 1), "s": graph.Scalar(float32(3))},
+			nodes: []*graph.Node{
+				node("Add", []string{"x", "y"}, []string{"a"}),
+				node("Mul", []string{"a", "k"}, []string{"b"}),
+				node("Sub", []string{"b", "z"}, []string{"c"}),
+				node("Div", []string{"c", "s"}, []string{"d"}),
+				node("Add", []string{"d", "x"}, []string{"e"})}, outputs: []string{"e"}},
+		{name: "conv_then_broadcast", inputs: map[string][]int{"x": {1, 6, 9, 11}, "y": {6, 1, 1}}, consts: map[string]*graph.Tensor{"w": w(6, 6, 1, 1)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"a"}),
+				node("Mul", []string{"a", "y"}, []string{"b"})}, outputs: []string{"b"}},
+		{name: "prelu", inputs: x4, consts: map[string]*graph.Tensor{"s": w(6, 1, 1)},
+			nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, []string{"y"})}},
+		{name: "softmax", inputs: map[string][]int{"x": {3, 4, 5}}, nodes: []*graph.Node{
+			node("Softmax", []string{"x"}, []string{"a"}),
+			node("Softmax", []string{"x"}, []string{"b"}, iattr("axis", 1))}, outputs: []string{"a", "b"}},
+		{name: "softmax_opset11", opset: 11, inputs: map[string][]int{"x": {3, 4, 5}}, nodes: []*graph.Node{
+			node("Softmax", []string{"x"}, []string{"a"}, iattr("axis", 1))}, outputs: []string{"a"}},
+		{name: "gemm_matmul", inputs: map[string][]int{"x": {5, 7}}, consts: map[string]*graph.Tensor{"b": w(7, 3), "bt": w(4, 3), "c": w(4), "m": w(4, 6)},
+			nodes: []*graph.Node{
+				node("Gemm", []string{"x", "b"}, []string{"a"}, fattr("alpha", 0.5)),
+				node("Gemm", []string{"a", "bt", "c"}, []string{"g"}, iattr("transB", 1), fattr("beta", 2)),
+				node("MatMul", []string{"g", "m"}, []string{"y"})}},
+		{name: "matmul_batched_a", inputs: map[string][]int{"x": {2, 3, 5}}, consts: map[string]*graph.Tensor{"m": w(5, 4)},
+			nodes: []*graph.Node{node("MatMul", []string{"x", "m"}, []string{"y"})}},
+		{name: "pad_concat_reshape_transpose", inputs: map[string][]int{"x": {1, 4, 5, 6}, "z": {1, 2, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 4, 1, 1), "p": i64(0, 0, 1, 2, 0, 1, 3, 0), "v": graph.Scalar(float32(0.5)), "sh": i64(1, -1, 6)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Concat", []string{"c", "z"}, []string{"cc"}, iattr("axis", 1)),
+				node("Pad", []string{"cc", "p", "v"}, []string{"pd"}),
+				node("Transpose", []string{"pd"}, []string{"t"}, ints("perm", 0, 2, 3, 1)),
+				node("Reshape", []string{"t", "sh"}, []string{"y"})}, outputs: []string{"y", "pd"}},
+		{name: "flatten_after_conv", inputs: x4, consts: map[string]*graph.Tensor{"w": w(3, 6, 3, 3)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Flatten", []string{"c"}, []string{"y"})}},
+		{name: "depth_to_space", inputs: map[string][]int{"x": {1, 8, 3, 4}}, consts: map[string]*graph.Tensor{"w": w(8, 8, 1, 1)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("DepthToSpace", []string{"c"}, []string{"y"}, iattr("blocksize", 2))}},
+		// declines: the node stays on cpu
+		{name: "decline_tanh", inputs: x4, nodes: []*graph.Node{node("Tanh", []string{"x"}, []string{"y"})}, claimed: 0},
+		{name: "decline_dynamic_weights", inputs: map[string][]int{"x": {1, 2, 5, 5}, "w": {2, 2, 1, 1}}, nodes: []*graph.Node{node("Conv", []string{"x", "w"}, []string{"y"})}, claimed: 0},
+		{name: "decline_crd", inputs: map[string][]int{"x": {1, 8, 3, 4}}, nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, []string{"y"}, iattr("blocksize", 2), sattr("mode", "CRD"))}, claimed: 0},
+	}
+	for _, c := range cases {
+		if c.outputs == nil {
+			c.outputs = []string{"y"}
+		}
+		if c.claimed == 0 && len(c.name) < 8 || c.claimed == 0 && c.name[:8] != "decline_" {
+			c.claimed = -1
+		}
+		t.Run(c.name, func(t *testing.T) { c.run(t, dev, rng) })
+	}
+}
+
+// Declines carry the exact reason.
+func TestDeclineReasons(t *testing.T) {
+	b, err := xnnpack.New(context.Background(), xnnpack.Options{})
+	if err != nil {
+		if required() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer b.Close()
+	g := &graph.Graph{Inputs: []graph.ValueInfo{
+		{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, 2, 4, 4)}},
+		{Name: "i", Type: graph.ValueType{Kind: "tensor", DType: graph.Int32, Shape: graph.StaticShape(4)}},
+		{Name: "w", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(2, 2, 1, 1)}}},
+		Nodes: []*graph.Node{
+			node("Conv", []string{"x", "w"}, []string{"a"}),
+			node("Relu", []string{"i"}, []string{"b"}),
+			node("AveragePool", []string{"x"}, []string{"c"}, ints("kernel_shape", 2, 2), ints("pads", 1, 1, 1, 1), iattr("count_include_pad", 1)),
+			node("Pad", []string{"x"}, []string{"d"}, sattr("mode", "reflect")),
+		}}
+	vs, err := b.Supports(context.Background(), &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`input 1 ("w") must be a constant`, "input \"i\" is int32; only float32", "count_include_pad=1", `mode="reflect"`}
+	for i, v := range vs {
+		if v.Supported || !contains(v.Reason, want[i]) {
+			t.Errorf("node %d: verdict %+v, want a decline mentioning %q", i, v, want[i])
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+// A missing library is Unavailable with the library's name, not a crash.
+func TestUnavailable(t *testing.T) {
+	_, err := xnnpack.New(context.Background(), xnnpack.Options{Library: "libXNNPACK-does-not-exist.so.0"})
+	if err == nil {
+		t.Fatal("opening a nonexistent library succeeded")
+	}
+	if !errors.Is(err, hal.ErrUnavailable) || !contains(err.Error(), "libXNNPACK-does-not-exist.so.0") {
+		t.Fatalf("got %v, want Unavailable naming the library", err)
+	}
+	reg := hal.NewRegistry()
+	if err := reg.Register(xnnpack.Factory(xnnpack.Options{Library: "libXNNPACK-does-not-exist.so.0"})); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reg.Open(context.Background(), xnnpack.Name)
+	if !errors.Is(err, hal.ErrUnavailable) {
+		t.Fatalf("registry open: %v, want Unavailable", err)
+	}
+}
+
+// Dynamic input shapes: lowered per shape at run time.
+func TestDynamicShapes(t *testing.T) {
+	dev := device(t, xnnpack.Options{Threads: 1})
+	rng := rand.New(rand.NewPCG(5, 6))
+	g := &graph.Graph{Name: "dyn", Initializers: map[string]*graph.Tensor{"w": randT(rng, 4, 3, 3, 3)},
+		Inputs:  []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Param: "N"}, {Value: 3}, {Param: "H"}, {Param: "W"}}}}},
+		Outputs: []graph.ValueInfo{{Name: "y"}},
+		Nodes:   []*graph.Node{node("Conv", []string{"x", "w"}, []string{"c"}, ints("pads", 1, 1, 1, 1)), node("Relu", []string{"c"}, []string{"y"})}}
+	mk := func() *graph.Model { return &graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: g} }
+	ctx := context.Background()
+	ref, err := runtime.Prepare(ctx, mk(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := runtime.Prepare(ctx, mk(), &runtime.Options{Backends: []*hal.Device{dev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, s := range [][]int{{1, 3, 8, 8}, {2, 3, 5, 7}, {1, 3, 8, 8}, {3, 3, 4, 9}, {1, 3, 2, 2}, {2, 3, 5, 7}} {
+		in := map[string]*graph.Tensor{"x": randT(rng, s...)}
+		want, err := ref.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Run(ctx, in)
+		if err != nil {
+			t.Fatalf("shape %v: %v", s, err)
+		}
+		if err := onnxtest.Compare(got["y"], want["y"], 1e-4, 1e-5); err != nil {
+			t.Fatalf("shape %v: %v", s, err)
+		}
+	}
+}
