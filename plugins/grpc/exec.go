@@ -1,0 +1,344 @@
+package grpcplugin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/wire"
+	halv1 "github.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1"
+)
+
+// hostRegion is a host-created shared region and the process it is
+// mapped in.
+type hostRegion struct {
+	r        *wire.Region
+	mappedIn *process
+}
+
+// regionPool recycles host regions between calls so a steady stream of
+// Executes maps nothing new.
+type regionPool struct {
+	b    *Backend
+	mu   sync.Mutex
+	free []*hostRegion
+	next uint64
+}
+
+const (
+	minRegion     = 64 << 10
+	maxFreeRegion = 8
+)
+
+// get returns a region of at least size bytes mapped in p.
+func (rp *regionPool) get(ctx context.Context, p *process, size int) (*hostRegion, error) {
+	rp.mu.Lock()
+	var hr *hostRegion
+	for i, r := range rp.free {
+		if len(r.r.Mem) >= size {
+			hr = r
+			rp.free = append(rp.free[:i], rp.free[i+1:]...)
+			break
+		}
+	}
+	if hr == nil {
+		rp.next++
+		id := rp.next
+		rp.mu.Unlock()
+		n := minRegion
+		for n < size {
+			n *= 2
+		}
+		r, err := wire.NewRegion(id, "switchyard-host", n)
+		if err != nil {
+			return nil, &hal.Error{Code: hal.CodeResourceExhausted, Backend: rp.b.name, Op: "execute", Err: err}
+		}
+		hr = &hostRegion{r: r}
+	} else {
+		rp.mu.Unlock()
+	}
+	if hr.mappedIn != p {
+		if err := p.fds.Send(hr.r.ID, hr.r.File); err != nil {
+			rp.retire(hr)
+			return nil, rp.b.callErr(ctx, p, "map-region", err)
+		}
+		resp, err := p.rpc.MapRegion(ctx, &halv1.MapRegionRequest{Region: hr.r.ID, Size: uint64(len(hr.r.Mem))})
+		if err != nil {
+			rp.retire(hr)
+			return nil, rp.b.callErr(ctx, p, "map-region", err)
+		}
+		if err := wire.ErrorOf(resp.Status); err != nil {
+			rp.retire(hr)
+			return nil, err
+		}
+		hr.mappedIn = p
+	}
+	return hr, nil
+}
+
+// put returns a region after a call. A region whose call did not finish
+// cleanly may still be written by the plugin (a hung Execute), so it is
+// retired instead of reused.
+func (rp *regionPool) put(ctx context.Context, hr *hostRegion, clean bool) {
+	if !clean {
+		rp.retire(hr)
+		return
+	}
+	rp.mu.Lock()
+	rp.free = append(rp.free, hr)
+	sort.Slice(rp.free, func(i, j int) bool { return len(rp.free[i].r.Mem) < len(rp.free[j].r.Mem) })
+	var evict *hostRegion
+	if len(rp.free) > maxFreeRegion {
+		evict = rp.free[0]
+		rp.free = rp.free[1:]
+	}
+	rp.mu.Unlock()
+	if evict != nil {
+		rp.retire(evict)
+	}
+}
+
+// retire unmaps the region here and asks a live plugin to drop it once
+// no call of its uses it.
+func (rp *regionPool) retire(hr *hostRegion) {
+	if p := hr.mappedIn; p != nil && p.alive() {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, _ = p.rpc.UnmapRegion(ctx, &halv1.UnmapRegionRequest{Region: hr.r.ID})
+		cancel()
+	}
+	_ = hr.r.Close()
+}
+
+func (rp *regionPool) closeAll() {
+	rp.mu.Lock()
+	free := rp.free
+	rp.free = nil
+	rp.mu.Unlock()
+	for _, hr := range free {
+		_ = hr.r.Close()
+	}
+}
+
+// executable is a subgraph compiled in the plugin. It keeps the
+// serialised subgraph so it can recompile on a restarted process.
+type executable struct {
+	b       *Backend
+	model   []byte
+	opts    hal.CompileOptions
+	outputs []graph.ValueInfo
+
+	recompile sync.Mutex
+	mu        sync.Mutex
+	p         *process
+	id        uint64
+	released  bool
+	lastOut   []int
+}
+
+// remote returns the executable's id in the live process, compiling it
+// there first after a restart.
+func (e *executable) remote(ctx context.Context) (*process, uint64, error) {
+	p, err := e.b.process(ctx, "execute")
+	if err != nil {
+		return nil, 0, err
+	}
+	e.mu.Lock()
+	if e.released {
+		e.mu.Unlock()
+		return nil, 0, &hal.Error{Code: hal.CodeFailedPrecondition, Backend: e.b.name, Op: "execute", Msg: "executable was released"}
+	}
+	if e.p == p {
+		id := e.id
+		e.mu.Unlock()
+		return p, id, nil
+	}
+	e.mu.Unlock()
+	e.recompile.Lock()
+	defer e.recompile.Unlock()
+	e.mu.Lock()
+	if e.p == p {
+		id := e.id
+		e.mu.Unlock()
+		return p, id, nil
+	}
+	e.mu.Unlock()
+	id, err := e.b.compileOn(ctx, p, e.model, e.opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	e.b.log.Info("recompiled subgraph on restarted plugin", "plugin", e.b.name, "pid", p.pid, "generation", p.gen)
+	e.mu.Lock()
+	e.p, e.id = p, id
+	e.mu.Unlock()
+	return p, id, nil
+}
+
+func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	ctx, cancel := e.b.callCtx(ctx)
+	defer cancel()
+	p, id, err := e.remote(ctx)
+	if err != nil {
+		return err
+	}
+	if len(outputs) != len(e.outputs) {
+		return hal.Errorf(hal.CodeInvalidArgument, "got %d outputs, subgraph has %d", len(outputs), len(e.outputs))
+	}
+	// layout: inputs, then output space, each 64-byte aligned
+	off := 0
+	inOff := make([]int, len(inputs))
+	for i, t := range inputs {
+		if t == nil {
+			return hal.Errorf(hal.CodeInvalidArgument, "input %d is nil", i)
+		}
+		inOff[i] = off
+		off += wire.AlignUp(wire.ByteSize(t))
+	}
+	outOff := make([]int, len(outputs))
+	outCap := make([]int, len(outputs))
+	e.mu.Lock()
+	for i, o := range outputs {
+		n := -1
+		if o.Data != nil {
+			n = wire.ByteSize(o)
+		} else if shape, ok := e.outputs[i].Type.Shape.Ints(); ok && e.outputs[i].Type.DType != graph.Undefined {
+			n = wire.StaticByteSize(e.outputs[i].Type.DType, shape)
+		}
+		if n < 0 {
+			n = e.lastOut[i]
+		}
+		outOff[i], outCap[i] = off, n
+		off += wire.AlignUp(n)
+	}
+	e.mu.Unlock()
+	hr, err := e.b.pool.get(ctx, p, off)
+	if err != nil {
+		return err
+	}
+	req := &halv1.ExecuteRequest{Executable: id, Inputs: make([]*halv1.TensorDesc, len(inputs)), Outputs: make([]*halv1.OutputSlot, len(outputs))}
+	for i, t := range inputs {
+		n, err := wire.WriteTensor(hr.r.Mem[inOff[i]:], t)
+		if err != nil {
+			e.b.pool.put(ctx, hr, true)
+			return hal.Errorf(hal.CodeInvalidArgument, "input %d: %v", i, err)
+		}
+		req.Inputs[i] = &halv1.TensorDesc{Dtype: int32(t.DType), Shape: wire.Dims(t.Shape), Data: &halv1.RegionSlice{Region: hr.r.ID, Offset: uint64(inOff[i]), Length: uint64(n)}}
+	}
+	for i, o := range outputs {
+		slot := &halv1.OutputSlot{Space: &halv1.RegionSlice{Region: hr.r.ID, Offset: uint64(outOff[i]), Length: uint64(outCap[i])}}
+		if o.Data != nil {
+			slot.Preallocated, slot.Dtype, slot.Shape = true, int32(o.DType), wire.Dims(o.Shape)
+		}
+		req.Outputs[i] = slot
+	}
+	resp, err := p.rpc.Execute(ctx, req)
+	if err != nil {
+		e.b.pool.put(ctx, hr, false)
+		return e.b.callErr(ctx, p, "execute", err)
+	}
+	defer e.b.pool.put(ctx, hr, true)
+	if err := wire.ErrorOf(resp.Status); err != nil {
+		return err
+	}
+	if len(resp.Outputs) != len(outputs) {
+		return hal.Errorf(hal.CodeInternal, "plugin returned %d outputs for %d", len(resp.Outputs), len(outputs))
+	}
+	for i, d := range resp.Outputs {
+		n, err := e.readOutput(ctx, p, hr, d, outputs[i])
+		if err != nil {
+			return &hal.Error{Code: hal.CodeOf(err), Msg: fmt.Sprintf("output %d (%q)", i, e.outputs[i].Name), Err: err}
+		}
+		e.mu.Lock()
+		e.lastOut[i] = n
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// readOutput copies one output out of shared memory into dst.
+func (e *executable) readOutput(ctx context.Context, p *process, hr *hostRegion, d *halv1.TensorDesc, dst *graph.Tensor) (int, error) {
+	if d == nil || d.Data == nil {
+		return 0, hal.Errorf(hal.CodeInternal, "plugin sent no descriptor")
+	}
+	var mem []byte
+	switch id := d.Data.Region; {
+	case id == hr.r.ID:
+		mem = hr.r.Mem
+	case id&wire.PluginRegionBit != 0:
+		f, err := p.fds.Receive(ctx, id)
+		if err != nil {
+			return 0, hal.Errorf(hal.CodeUnavailable, "%v", err)
+		}
+		size := int(d.Data.Offset + d.Data.Length)
+		if size <= 0 {
+			size = 1
+		}
+		r, err := wire.MapRegion(id, f, size)
+		if err != nil {
+			return 0, hal.Errorf(hal.CodeInternal, "%v", err)
+		}
+		defer r.Close()
+		mem = r.Mem
+	default:
+		return 0, hal.Errorf(hal.CodeInternal, "plugin names region %d, which is not this call's", id)
+	}
+	b, err := wire.Slice(mem, d.Data)
+	if err != nil {
+		return 0, hal.Errorf(hal.CodeInternal, "%v", err)
+	}
+	if dst.Data != nil {
+		shape, err := wire.Shape(d.Shape)
+		if err != nil {
+			return 0, hal.Errorf(hal.CodeInternal, "%v", err)
+		}
+		if graph.DType(d.Dtype) != dst.DType || !graph.SameShape(shape, dst.Shape) {
+			return 0, hal.Errorf(hal.CodeInvalidArgument, "result is %v%v, caller allocated %v%v", graph.DType(d.Dtype), shape, dst.DType, dst.Shape)
+		}
+		if raw, ok := wire.RawBytes(dst); ok && dst.DType != graph.Bool {
+			if len(b) != len(raw) {
+				return 0, hal.Errorf(hal.CodeInternal, "result holds %d bytes, %v%v needs %d", len(b), dst.DType, dst.Shape, len(raw))
+			}
+			copy(raw, b)
+			return len(b), nil
+		}
+		t, err := wire.ViewTensor(d.Dtype, d.Shape, b, true)
+		if err != nil {
+			return 0, hal.Errorf(hal.CodeInternal, "%v", err)
+		}
+		graph.CopyData(dst.Data, t.Data)
+		return len(b), nil
+	}
+	t, err := wire.ViewTensor(d.Dtype, d.Shape, b, true)
+	if err != nil {
+		return 0, hal.Errorf(hal.CodeInternal, "%v", err)
+	}
+	*dst = *t
+	return len(b), nil
+}
+
+func (e *executable) Release() error {
+	e.mu.Lock()
+	if e.released {
+		e.mu.Unlock()
+		return nil
+	}
+	e.released = true
+	p, id := e.p, e.id
+	e.mu.Unlock()
+	if p == nil || !p.alive() {
+		return nil // its process is gone, and the executable with it
+	}
+	ctx, cancel := e.b.callCtx(context.Background())
+	defer cancel()
+	r, err := p.rpc.Release(ctx, &halv1.ReleaseRequest{Executable: id})
+	if err != nil {
+		if !p.alive() {
+			return nil
+		}
+		return e.b.callErr(ctx, p, "release", err)
+	}
+	return wire.ErrorOf(r.Status)
+}

@@ -1,0 +1,77 @@
+package grpcplugin
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// ManifestInfo is what a registry lists for a manifest before anything is
+// started (cheap enumeration).
+func ManifestInfo(m *Manifest) hal.Info {
+	desc := m.Description
+	if desc == "" {
+		desc = "plugin process " + m.Path
+	}
+	return hal.Info{Name: m.Name, Vendor: m.Vendor, Version: m.Version, HAL: m.Range, Device: hal.DeviceKind(m.Device), Description: desc}
+}
+
+// Factory makes a registry factory for a process manifest. Open verifies
+// the binary and starts it; base supplies logging, deadlines and restart
+// policy (its Name, Path, Args, Env and SHA256 come from the manifest).
+func Factory(m *Manifest, base Options) (hal.Factory, error) {
+	if m.Kind != KindProcess {
+		return hal.Factory{}, &ManifestError{File: m.File, Field: "kind", Msg: fmt.Sprintf("%q plugins are loaded by the C-ABI loader, not as processes", m.Kind)}
+	}
+	o := base
+	o.Name, o.Path, o.Args, o.SHA256, o.AllowUnverified = m.Name, m.Path, m.Args, m.SHA256, false
+	o.Env = append([]string{}, base.Env...)
+	keys := make([]string, 0, len(m.Env))
+	for k := range m.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		o.Env = append(o.Env, k+"="+m.Env[k])
+	}
+	return hal.Factory{Info: ManifestInfo(m), Kind: hal.LoadProcess, Open: func(ctx context.Context) (hal.Backend, error) {
+		return Open(ctx, o)
+	}}, nil
+}
+
+// Registered is one discovered manifest and what became of it.
+type Registered struct {
+	Manifest     *Manifest
+	Verification Verification
+	// Err is why it was not registered (nil when it was).
+	Err error
+}
+
+// Register discovers manifests in dirs (SearchPath() when nil), verifies
+// each binary's checksum and registers every process plugin with r. Bad
+// manifests, library plugins and registration conflicts are reported, never
+// fatal. A plugin whose checksum does not match is still registered, so
+// that opening it fails with both hashes named and tools can show why.
+func Register(r *hal.Registry, dirs []string, base Options) ([]Registered, []error) {
+	if dirs == nil {
+		dirs = SearchPath()
+	}
+	if base.Logger == nil {
+		base.Logger = slog.Default()
+	}
+	d := Discover(dirs)
+	var out []Registered
+	for _, m := range d.Manifests {
+		reg := Registered{Manifest: m, Verification: m.Verify()}
+		f, err := Factory(m, base)
+		if err == nil {
+			err = r.Register(f)
+		}
+		reg.Err = err
+		out = append(out, reg)
+	}
+	return out, d.Problems
+}

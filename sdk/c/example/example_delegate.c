@@ -1,0 +1,561 @@
+/*
+ * example_delegate.c — a complete Switchyard delegate in C.
+ *
+ * It takes float32 Add, Sub, Mul, Div (with ONNX multidirectional
+ * broadcasting), Relu and MatMul (with ONNX/numpy batch broadcasting and 1-D
+ * promotion) and runs them with plain loops on the CPU. It is written to be
+ * copied: every function of the table is implemented, every declined node
+ * gets a reason, every error carries a code and a message, and nothing
+ * the host passes in is kept after a call returns (constants are copied at
+ * compile time).
+ *
+ * Build: make (see Makefile) -> libswitchyard_example.so
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "switchyard_delegate.h"
+
+#define EX_MAX_RANK 8
+
+/* ---------------------------------------------------------------- status */
+
+static sy_code fail(sy_status *st, sy_code code, const char *fmt, ...) {
+  if (st) {
+    va_list ap;
+    va_start(ap, fmt);
+    st->code = code;
+    vsnprintf(st->message, SY_MESSAGE_CAPACITY, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+/* ------------------------------------------------------------- op table */
+
+typedef enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_RELU, OP_MATMUL, OP_UNKNOWN } op_kind;
+
+static const char *const op_names[] = {"Add", "Sub", "Mul", "Div", "Relu", "MatMul"};
+
+static op_kind op_of(const char *op_type) {
+  for (int k = 0; k < OP_UNKNOWN; k++)
+    if (strcmp(op_type, op_names[k]) == 0) return (op_kind)k;
+  return OP_UNKNOWN;
+}
+
+static int op_arity(op_kind k) { return k == OP_RELU ? 1 : 2; }
+
+static int64_t opset_of(const sy_subgraph *sg, const char *domain) {
+  for (uint32_t i = 0; i < sg->num_opsets; i++) {
+    const char *d = sg->opsets[i].domain;
+    if (strcmp(d, domain) == 0 || (domain[0] == 0 && strcmp(d, "ai.onnx") == 0)) return sg->opsets[i].version;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ instance */
+
+typedef struct {
+  int unused;
+} example_delegate;
+
+static const int32_t float_only[] = {SY_DTYPE_FLOAT32};
+static const char *const layouts[] = {"NCHW"};
+static sy_op_capability caps_ops[OP_UNKNOWN];
+
+static sy_code ex_get_info(void *self, sy_info *info, sy_status *st) {
+  (void)self;
+  (void)st;
+  info->device = SY_DEVICE_CPU;
+  info->name = "c-example";
+  info->vendor = "Switchyard SDK example";
+  info->version = "1.0.0";
+  info->description = "example C delegate: float32 Add/Sub/Mul/Div/Relu/MatMul with ONNX broadcasting";
+  info->flags = 0; /* execute is reentrant */
+  return SY_OK;
+}
+
+static sy_code ex_get_capabilities(void *self, sy_capabilities *caps, sy_status *st) {
+  (void)self;
+  (void)st;
+  for (int k = 0; k < OP_UNKNOWN; k++) {
+    caps_ops[k].domain = "";
+    caps_ops[k].op_type = op_names[k];
+    caps_ops[k].min_opset = k == OP_RELU ? 6 : (k == OP_MATMUL ? 1 : 7);
+    caps_ops[k].max_opset = 0;
+    caps_ops[k].dtypes = float_only;
+    caps_ops[k].num_dtypes = 1;
+    caps_ops[k].max_rank = EX_MAX_RANK;
+  }
+  caps->num_ops = OP_UNKNOWN;
+  caps->ops = caps_ops;
+  caps->layouts = layouts;
+  caps->num_layouts = 1;
+  caps->max_inputs = 0;
+  caps->max_tensor_bytes = 0;
+  caps->control_flow = 0;
+  return SY_OK;
+}
+
+/* why a node is declined, or NULL. buf receives formatted reasons. */
+static const char *decline_reason(const sy_subgraph *sg, const sy_node *n, char *buf, size_t cap) {
+  if (n->domain[0] != 0 && strcmp(n->domain, "ai.onnx") != 0) {
+    snprintf(buf, cap, "domain %s is not handled", n->domain);
+    return buf;
+  }
+  op_kind k = op_of(n->op_type);
+  if (k == OP_UNKNOWN) {
+    snprintf(buf, cap, "op %s is not implemented by the example delegate", n->op_type);
+    return buf;
+  }
+  int64_t opset = opset_of(sg, "");
+  int64_t min = k == OP_RELU ? 6 : (k == OP_MATMUL ? 1 : 7);
+  if (opset < min) {
+    snprintf(buf, cap, "%s at opset %lld (only opset %lld and later)", n->op_type, (long long)opset, (long long)min);
+    return buf;
+  }
+  if ((int)n->num_inputs != op_arity(k) || n->num_outputs != 1) {
+    snprintf(buf, cap, "%s with %u inputs and %u outputs", n->op_type, n->num_inputs, n->num_outputs);
+    return buf;
+  }
+  for (uint32_t i = 0; i < n->num_inputs + n->num_outputs; i++) {
+    int32_t v = i < n->num_inputs ? n->inputs[i] : n->outputs[i - n->num_inputs];
+    if (v < 0 || (uint32_t)v >= sg->num_values) {
+      snprintf(buf, cap, "omitted or out-of-range value index %d", v);
+      return buf;
+    }
+    const sy_value *val = &sg->values[v];
+    if (!val->is_tensor) {
+      snprintf(buf, cap, "value %s is not a tensor", val->name);
+      return buf;
+    }
+    if (val->dtype != SY_DTYPE_FLOAT32) {
+      if (val->dtype == SY_DTYPE_UNDEFINED)
+        snprintf(buf, cap, "dtype of %s is unknown (only float32 is handled)", val->name);
+      else
+        snprintf(buf, cap, "dtype %d of %s (only float32 is handled)", val->dtype, val->name);
+      return buf;
+    }
+    if (val->rank > EX_MAX_RANK) {
+      snprintf(buf, cap, "%s has rank %d (at most %d)", val->name, val->rank, EX_MAX_RANK);
+      return buf;
+    }
+    if (k == OP_MATMUL && i < 2 && val->rank == 0) {
+      snprintf(buf, cap, "MatMul operand %s is a scalar", val->name);
+      return buf;
+    }
+  }
+  for (uint32_t a = 0; a < n->num_attributes; a++) {
+    snprintf(buf, cap, "unexpected attribute %s", n->attributes[a].name);
+    return buf;
+  }
+  return NULL;
+}
+
+static sy_code ex_supports(void *self, const sy_subgraph *sg, sy_verdict *verdicts, sy_status *st) {
+  (void)self;
+  (void)st;
+  for (uint32_t i = 0; i < sg->num_nodes; i++) {
+    const char *why = decline_reason(sg, &sg->nodes[i], verdicts[i].reason, SY_REASON_CAPACITY);
+    if (why == NULL) {
+      verdicts[i].supported = 1;
+      verdicts[i].reason[0] = 0;
+    } else {
+      verdicts[i].supported = 0;
+      if (why != verdicts[i].reason) snprintf(verdicts[i].reason, SY_REASON_CAPACITY, "%s", why);
+    }
+  }
+  return SY_OK;
+}
+
+/* ---------------------------------------------------------- executable */
+
+typedef struct {
+  op_kind kind;
+  int32_t in[2];
+  int32_t out;
+} ex_node;
+
+typedef struct {
+  uint32_t num_values;
+  float **const_data;      /* per value: a private copy, or NULL */
+  int32_t *const_rank;
+  int64_t (*const_shape)[EX_MAX_RANK];
+  uint32_t num_nodes;
+  ex_node *nodes;          /* topological order */
+  uint32_t num_inputs, num_outputs;
+  int32_t *inputs, *outputs;
+} ex_exec;
+
+static void ex_release(void *p) {
+  ex_exec *e = p;
+  if (!e) return;
+  if (e->const_data)
+    for (uint32_t v = 0; v < e->num_values; v++) free(e->const_data[v]);
+  free(e->const_data);
+  free(e->const_rank);
+  free(e->const_shape);
+  free(e->nodes);
+  free(e->inputs);
+  free(e->outputs);
+  free(e);
+}
+
+static sy_code ex_compile(void *self, const sy_subgraph *sg, const sy_compile_options *opts, void **out, sy_status *st) {
+  (void)self;
+  (void)opts;
+  char why[SY_REASON_CAPACITY];
+  for (uint32_t i = 0; i < sg->num_nodes; i++) {
+    if (decline_reason(sg, &sg->nodes[i], why, sizeof why))
+      return fail(st, SY_UNSUPPORTED, "node %u (%s %s): %s", i, sg->nodes[i].op_type, sg->nodes[i].name, why);
+  }
+  ex_exec *e = calloc(1, sizeof *e);
+  if (!e) return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory");
+  e->num_values = sg->num_values;
+  e->const_data = calloc(sg->num_values ? sg->num_values : 1, sizeof *e->const_data);
+  e->const_rank = calloc(sg->num_values ? sg->num_values : 1, sizeof *e->const_rank);
+  e->const_shape = calloc(sg->num_values ? sg->num_values : 1, sizeof *e->const_shape);
+  e->nodes = calloc(sg->num_nodes ? sg->num_nodes : 1, sizeof *e->nodes);
+  e->inputs = calloc(sg->num_inputs ? sg->num_inputs : 1, sizeof *e->inputs);
+  e->outputs = calloc(sg->num_outputs ? sg->num_outputs : 1, sizeof *e->outputs);
+  if (!e->const_data || !e->const_rank || !e->const_shape || !e->nodes || !e->inputs || !e->outputs) {
+    ex_release(e);
+    return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  /* copy the constants: the subgraph is only valid during this call */
+  for (uint32_t v = 0; v < sg->num_values; v++) {
+    int32_t c = sg->values[v].constant;
+    e->const_rank[v] = -1;
+    if (c < 0) continue;
+    if ((uint32_t)c >= sg->num_constants) {
+      ex_release(e);
+      return fail(st, SY_INVALID_ARGUMENT, "value %s refers to constant %d of %u", sg->values[v].name, c, sg->num_constants);
+    }
+    const sy_tensor *t = &sg->constants[c];
+    if (t->dtype != SY_DTYPE_FLOAT32) continue; /* not read by any claimed node */
+    if (t->rank > EX_MAX_RANK) {
+      ex_release(e);
+      return fail(st, SY_UNSUPPORTED, "constant %s has rank %d", sg->values[v].name, t->rank);
+    }
+    e->const_rank[v] = t->rank;
+    for (int d = 0; d < t->rank; d++) e->const_shape[v][d] = t->shape[d];
+    e->const_data[v] = malloc(t->num_bytes ? t->num_bytes : 1);
+    if (!e->const_data[v]) {
+      ex_release(e);
+      return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory copying constant %s (%llu bytes)", sg->values[v].name,
+                  (unsigned long long)t->num_bytes);
+    }
+    if (t->num_bytes) memcpy(e->const_data[v], t->data, t->num_bytes);
+  }
+  e->num_nodes = sg->num_nodes;
+  for (uint32_t j = 0; j < sg->num_nodes; j++) {
+    uint32_t i = sg->topo_order[j];
+    if (i >= sg->num_nodes) {
+      ex_release(e);
+      return fail(st, SY_INVALID_ARGUMENT, "topological order names node %u of %u", i, sg->num_nodes);
+    }
+    const sy_node *n = &sg->nodes[i];
+    e->nodes[j].kind = op_of(n->op_type);
+    e->nodes[j].in[0] = n->inputs[0];
+    e->nodes[j].in[1] = n->num_inputs > 1 ? n->inputs[1] : -1;
+    e->nodes[j].out = n->outputs[0];
+  }
+  e->num_inputs = sg->num_inputs;
+  e->num_outputs = sg->num_outputs;
+  memcpy(e->inputs, sg->inputs, sg->num_inputs * sizeof(int32_t));
+  memcpy(e->outputs, sg->outputs, sg->num_outputs * sizeof(int32_t));
+  *out = e;
+  return SY_OK;
+}
+
+/* ------------------------------------------------------ shapes & kernels */
+
+typedef struct {
+  int32_t rank; /* -1 = not known yet */
+  int64_t shape[EX_MAX_RANK];
+  float *data;
+  int owned; /* data was malloc'd by execute */
+} ex_val;
+
+static int64_t numel(const ex_val *v) {
+  int64_t n = 1;
+  for (int d = 0; d < v->rank; d++) n *= v->shape[d];
+  return n;
+}
+
+static sy_code broadcast_shape(const ex_val *a, const ex_val *b, ex_val *o, sy_status *st, const char *op) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  o->rank = r;
+  for (int d = 0; d < r; d++) {
+    int ia = d - (r - a->rank), ib = d - (r - b->rank);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return fail(st, SY_INVALID_ARGUMENT, "%s: shapes cannot broadcast: dim %d is %lld vs %lld", op, d, (long long)da,
+                  (long long)db);
+    o->shape[d] = da == 1 ? db : da;
+  }
+  return SY_OK;
+}
+
+static sy_code matmul_shape(const ex_val *a, const ex_val *b, ex_val *o, sy_status *st) {
+  if (a->rank < 1 || b->rank < 1) return fail(st, SY_INVALID_ARGUMENT, "MatMul: scalar operand");
+  int64_t k1 = a->shape[a->rank - 1];
+  int64_t k2 = b->rank == 1 ? b->shape[0] : b->shape[b->rank - 2];
+  if (k1 != k2)
+    return fail(st, SY_INVALID_ARGUMENT, "MatMul: inner dimensions differ (%lld vs %lld)", (long long)k1, (long long)k2);
+  ex_val ba = {0}, bb = {0}, bo = {0};
+  ba.rank = a->rank > 2 ? a->rank - 2 : 0;
+  bb.rank = b->rank > 2 ? b->rank - 2 : 0;
+  memcpy(ba.shape, a->shape, ba.rank * sizeof(int64_t));
+  memcpy(bb.shape, b->shape, bb.rank * sizeof(int64_t));
+  sy_code c = broadcast_shape(&ba, &bb, &bo, st, "MatMul batch");
+  if (c) return c;
+  o->rank = bo.rank;
+  memcpy(o->shape, bo.shape, bo.rank * sizeof(int64_t));
+  if (a->rank >= 2) o->shape[o->rank++] = a->shape[a->rank - 2];
+  if (b->rank >= 2) o->shape[o->rank++] = b->shape[b->rank - 1];
+  if (o->rank > EX_MAX_RANK) return fail(st, SY_UNSUPPORTED, "MatMul: result rank %d", o->rank);
+  return SY_OK;
+}
+
+static sy_code node_shape(const ex_node *n, ex_val *vals, sy_status *st) {
+  ex_val *a = &vals[n->in[0]], *o = &vals[n->out];
+  if (a->rank < 0) return fail(st, SY_INTERNAL, "input value %d has no shape", n->in[0]);
+  if (n->kind == OP_RELU) {
+    o->rank = a->rank;
+    memcpy(o->shape, a->shape, a->rank * sizeof(int64_t));
+    return SY_OK;
+  }
+  ex_val *b = &vals[n->in[1]];
+  if (b->rank < 0) return fail(st, SY_INTERNAL, "input value %d has no shape", n->in[1]);
+  if (n->kind == OP_MATMUL) return matmul_shape(a, b, o, st);
+  sy_code c = broadcast_shape(a, b, o, st, op_names[n->kind]);
+  if (c == SY_OK && o->rank > EX_MAX_RANK) return fail(st, SY_UNSUPPORTED, "result rank %d", o->rank);
+  return c;
+}
+
+/* strides of a broadcast operand aligned to the output's rank (0 where broadcast) */
+static void bstrides(const ex_val *x, int r, int64_t *s) {
+  int64_t acc = 1;
+  for (int d = r - 1; d >= 0; d--) {
+    int ix = d - (r - x->rank);
+    int64_t dim = ix >= 0 ? x->shape[ix] : 1;
+    s[d] = dim == 1 ? 0 : acc;
+    acc *= dim;
+  }
+}
+
+static void binary(op_kind k, const ex_val *a, const ex_val *b, ex_val *o) {
+  int r = o->rank;
+  int64_t n = numel(o);
+  if (n == 0) return;
+  int64_t sa[EX_MAX_RANK], sb[EX_MAX_RANK], idx[EX_MAX_RANK] = {0};
+  bstrides(a, r, sa);
+  bstrides(b, r, sb);
+  const float *pa = a->data, *pb = b->data;
+  float *po = o->data;
+  int64_t ia = 0, ib = 0;
+  int64_t inner = r > 0 ? o->shape[r - 1] : 1;
+  int64_t ia_step = r > 0 ? sa[r - 1] : 0, ib_step = r > 0 ? sb[r - 1] : 0;
+  for (int64_t i = 0; i < n; i += inner) {
+    for (int64_t j = 0; j < inner; j++) {
+      float x = pa[ia + j * ia_step], y = pb[ib + j * ib_step];
+      float z;
+      switch (k) {
+        case OP_ADD: z = x + y; break;
+        case OP_SUB: z = x - y; break;
+        case OP_MUL: z = x * y; break;
+        default: z = x / y; break;
+      }
+      po[i + j] = z;
+    }
+    /* advance the outer index (all dims but the last) */
+    for (int d = r - 2; d >= 0; d--) {
+      idx[d]++;
+      ia += sa[d];
+      ib += sb[d];
+      if (idx[d] < o->shape[d]) break;
+      ia -= sa[d] * o->shape[d];
+      ib -= sb[d] * o->shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+static void relu(const ex_val *a, ex_val *o) {
+  int64_t n = numel(o);
+  for (int64_t i = 0; i < n; i++) {
+    float x = a->data[i];
+    o->data[i] = x > 0 ? x : (x != x ? x : 0.0f); /* NaN stays NaN */
+  }
+}
+
+static void matmul(const ex_val *a, const ex_val *b, ex_val *o) {
+  int64_t m = a->rank >= 2 ? a->shape[a->rank - 2] : 1;
+  int64_t kk = a->shape[a->rank - 1];
+  int64_t nn = b->rank >= 2 ? b->shape[b->rank - 1] : 1;
+  /* batch: the output's leading dims, broadcast from a's and b's */
+  int ob = o->rank - (a->rank >= 2) - (b->rank >= 2);
+  ex_val ba = {0}, bb = {0}, bo = {0};
+  ba.rank = a->rank > 2 ? a->rank - 2 : 0;
+  bb.rank = b->rank > 2 ? b->rank - 2 : 0;
+  memcpy(ba.shape, a->shape, ba.rank * sizeof(int64_t));
+  memcpy(bb.shape, b->shape, bb.rank * sizeof(int64_t));
+  bo.rank = ob;
+  memcpy(bo.shape, o->shape, ob * sizeof(int64_t));
+  int64_t sa[EX_MAX_RANK], sb[EX_MAX_RANK], idx[EX_MAX_RANK] = {0};
+  bstrides(&ba, ob, sa);
+  bstrides(&bb, ob, sb);
+  int64_t batches = numel(&bo);
+  int64_t ia = 0, ib = 0;
+  for (int64_t t = 0; t < batches; t++) {
+    const float *A = a->data + ia * m * kk;
+    const float *B = b->data + ib * kk * nn;
+    float *C = o->data + t * m * nn;
+    for (int64_t i = 0; i < m; i++) {
+      float *c = C + i * nn;
+      for (int64_t j = 0; j < nn; j++) c[j] = 0;
+      for (int64_t p = 0; p < kk; p++) {
+        float x = A[i * kk + p];
+        const float *brow = B + p * nn;
+        for (int64_t j = 0; j < nn; j++) c[j] += x * brow[j];
+      }
+    }
+    for (int d = ob - 1; d >= 0; d--) {
+      idx[d]++;
+      ia += sa[d];
+      ib += sb[d];
+      if (idx[d] < bo.shape[d]) break;
+      ia -= sa[d] * bo.shape[d];
+      ib -= sb[d] * bo.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/* bind inputs and constants, then propagate shapes through the nodes */
+static sy_code plan(const ex_exec *e, const sy_execute_call *call, ex_val *vals, sy_status *st) {
+  if (call->num_inputs != e->num_inputs || call->num_outputs != e->num_outputs)
+    return fail(st, SY_INVALID_ARGUMENT, "got %u inputs and %u outputs, the executable has %u and %u", call->num_inputs,
+                call->num_outputs, e->num_inputs, e->num_outputs);
+  for (uint32_t v = 0; v < e->num_values; v++) {
+    vals[v].rank = e->const_rank[v];
+    vals[v].data = e->const_data[v];
+    vals[v].owned = 0;
+    if (vals[v].rank >= 0) memcpy(vals[v].shape, e->const_shape[v], vals[v].rank * sizeof(int64_t));
+  }
+  for (uint32_t i = 0; i < e->num_inputs; i++) {
+    const sy_tensor *t = &call->inputs[i];
+    ex_val *v = &vals[e->inputs[i]];
+    if (t->dtype != SY_DTYPE_FLOAT32) return fail(st, SY_INVALID_ARGUMENT, "input %u has dtype %d, want float32", i, t->dtype);
+    if (t->rank < 0 || t->rank > EX_MAX_RANK) return fail(st, SY_UNSUPPORTED, "input %u has rank %d", i, t->rank);
+    v->rank = t->rank;
+    memcpy(v->shape, t->shape, t->rank * sizeof(int64_t));
+    v->data = t->data;
+  }
+  for (uint32_t j = 0; j < e->num_nodes; j++) {
+    sy_code c = node_shape(&e->nodes[j], vals, st);
+    if (c) return c;
+  }
+  return SY_OK;
+}
+
+static sy_code ex_infer_outputs(void *p, const sy_execute_call *call, sy_status *st) {
+  const ex_exec *e = p;
+  ex_val *vals = calloc(e->num_values ? e->num_values : 1, sizeof *vals);
+  if (!vals) return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory");
+  sy_code c = plan(e, call, vals, st);
+  for (uint32_t i = 0; c == SY_OK && i < e->num_outputs; i++) {
+    const ex_val *v = &vals[e->outputs[i]];
+    sy_tensor *t = &call->outputs[i];
+    t->dtype = SY_DTYPE_FLOAT32;
+    t->rank = v->rank;
+    memcpy(t->shape, v->shape, v->rank * sizeof(int64_t));
+  }
+  free(vals);
+  return c;
+}
+
+static sy_code ex_execute(void *p, const sy_execute_call *call, sy_status *st) {
+  const ex_exec *e = p;
+  ex_val *vals = calloc(e->num_values ? e->num_values : 1, sizeof *vals);
+  if (!vals) return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory");
+  sy_code c = plan(e, call, vals, st);
+  /* outputs: host memory, written in place; their shape must match */
+  for (uint32_t i = 0; c == SY_OK && i < e->num_outputs; i++) {
+    ex_val *v = &vals[e->outputs[i]];
+    const sy_tensor *t = &call->outputs[i];
+    int same = t->dtype == SY_DTYPE_FLOAT32 && t->rank == v->rank;
+    for (int d = 0; same && d < v->rank; d++) same = t->shape[d] == v->shape[d];
+    if (!same) {
+      c = fail(st, SY_INVALID_ARGUMENT, "output %u: the host allocated dtype %d rank %d, the result is float32 rank %d", i,
+               t->dtype, t->rank, v->rank);
+      break;
+    }
+    if (v->data != NULL) {
+      /* an output that is also an input or constant: copy it */
+      if (t->num_bytes) memcpy(t->data, v->data, t->num_bytes);
+      continue;
+    }
+    v->data = t->data;
+  }
+  for (uint32_t j = 0; c == SY_OK && j < e->num_nodes; j++) {
+    if (*call->cancelled) {
+      c = fail(st, SY_CANCELLED, "cancelled before node %u of %u", j, e->num_nodes);
+      break;
+    }
+    const ex_node *n = &e->nodes[j];
+    ex_val *o = &vals[n->out];
+    if (o->data == NULL) {
+      int64_t bytes = numel(o) * (int64_t)sizeof(float);
+      o->data = malloc(bytes ? (size_t)bytes : 1);
+      if (!o->data) {
+        c = fail(st, SY_RESOURCE_EXHAUSTED, "out of memory for a %lld-byte intermediate", (long long)bytes);
+        break;
+      }
+      o->owned = 1;
+    }
+    switch (n->kind) {
+      case OP_RELU: relu(&vals[n->in[0]], o); break;
+      case OP_MATMUL: matmul(&vals[n->in[0]], &vals[n->in[1]], o); break;
+      default: binary(n->kind, &vals[n->in[0]], &vals[n->in[1]], o); break;
+    }
+  }
+  for (uint32_t v = 0; v < e->num_values; v++)
+    if (vals[v].owned) free(vals[v].data);
+  free(vals);
+  return c;
+}
+
+static void ex_close(void *self) { free(self); }
+
+SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_minor, sy_delegate_table *table,
+                                           uint32_t capacity, sy_status *status) {
+  (void)host_minor;
+  if (host_major != SY_HAL_VERSION_MAJOR)
+    return fail(status, SY_FAILED_PRECONDITION, "example delegate speaks HAL %d.x, host speaks %u.%u", SY_HAL_VERSION_MAJOR,
+                host_major, host_minor);
+  example_delegate *self = calloc(1, sizeof *self);
+  if (!self) return fail(status, SY_RESOURCE_EXHAUSTED, "out of memory");
+  sy_delegate_table t = {0};
+  t.struct_size = sizeof t;
+  t.hal_min.major = 1;
+  t.hal_min.minor = 0;
+  t.hal_max.major = SY_HAL_VERSION_MAJOR;
+  t.hal_max.minor = SY_HAL_VERSION_MINOR;
+  t.self = self;
+  t.get_info = ex_get_info;
+  t.get_capabilities = ex_get_capabilities;
+  t.supports = ex_supports;
+  t.compile = ex_compile;
+  t.infer_outputs = ex_infer_outputs;
+  t.execute = ex_execute;
+  t.release = ex_release;
+  t.close = ex_close;
+  memcpy(table, &t, capacity < sizeof t ? capacity : sizeof t);
+  table->struct_size = sizeof t; /* struct_size is first, always within capacity */
+  return SY_OK;
+}

@@ -1,0 +1,383 @@
+/*
+ * switchyard_delegate.h — the Switchyard C ABI for delegates (HAL 1.0).
+ *
+ * A delegate is a shared library that implements a Switchyard backend in C
+ * (or anything that can export C functions). Switchyard opens it at run time
+ * with dlopen(RTLD_NOW | RTLD_LOCAL) from pure Go (no cgo), looks up ONE
+ * exported symbol, SY_ENTRY_POINT, and talks to the library only through the
+ * table of function pointers that entry point fills in.
+ *
+ * The meaning is exactly the Go contract in hal/ (hal.Backend,
+ * hal.Executable):
+ *
+ *   get_info          static description (name, vendor, version, device)
+ *   get_capabilities  what the delegate can take, as data (a summary)
+ *   supports          one verdict per node of a concrete subgraph, with a
+ *                     reason for every declined node
+ *   compile           a subgraph into an executable
+ *   infer_outputs     output dtypes and shapes for concrete input shapes
+ *   execute           run an executable on host-owned tensors (zero copy)
+ *   release           free an executable
+ *   close             free the delegate instance
+ *
+ * ------------------------------------------------------------------------
+ * VERSIONING
+ *
+ *   The host calls SY_ENTRY_POINT with the HAL version it speaks
+ *   (host_major, host_minor). The library fills the table, including
+ *   hal_min/hal_max: the inclusive range of HAL versions it speaks. The host
+ *   negotiates with hal.Negotiate: the version spoken is the highest one in
+ *   [hal_min, hal_max] that the host speaks, which must have the host's major
+ *   version. Both sides can compute it: min(host, hal_max) when it is in the
+ *   range. A library that cannot serve the host at all may refuse by
+ *   returning SY_FAILED_PRECONDITION with a message.
+ *
+ *   The table carries its own size (struct_size = sizeof the table as the
+ *   library was built). Minor versions only APPEND members. The host passes
+ *   the capacity of its table; the library copies min(capacity, its size)
+ *   bytes and always reports its own size. A table smaller than
+ *   SY_DELEGATE_TABLE_SIZE_1_0 is refused, and so is a table with a NULL
+ *   required function. Structs the host passes in (sy_info, sy_capabilities,
+ *   sy_subgraph, sy_compile_options, sy_execute_call) also start with
+ *   struct_size so either side can tell how much of them the other knows.
+ *
+ * ------------------------------------------------------------------------
+ * ERRORS
+ *
+ *   Every function that can fail returns an sy_code (the numbers are the
+ *   HAL's stable codes: hal.Code in Go, the gRPC protocol, this header) and
+ *   fills the host-owned sy_status with the same code and a NUL-terminated
+ *   message. The message is the "last error" of THAT call: there is no
+ *   global or thread-local last-error slot, because the host (Go) may run
+ *   consecutive calls on different OS threads and many calls concurrently.
+ *   The host zeroes the status before each call. SY_OK with a message is
+ *   allowed and ignored. The application sees
+ *   "hal: <name>: <op>: <code name>: <message>" and can test the code with
+ *   errors.Is(err, hal.ErrResourceExhausted) and friends.
+ *
+ * ------------------------------------------------------------------------
+ * OWNERSHIP (every pointer)
+ *
+ *   - sy_status, sy_info, sy_capabilities, sy_verdict arrays,
+ *     sy_delegate_table: host memory; the library writes into them during
+ *     the call only.
+ *   - Strings and arrays the library returns through sy_info and
+ *     sy_capabilities: library memory, valid until close(self). The host
+ *     copies them.
+ *   - sy_subgraph and everything it points to (names, nodes, values,
+ *     attributes, constants' data): host memory, READ-ONLY, valid only during
+ *     the supports/compile call. compile MUST copy whatever it keeps
+ *     (constants included).
+ *   - sy_execute_call and its tensors: host memory. Input data is READ-ONLY;
+ *     output data is host-allocated and written in place by execute. Valid
+ *     only during the call (zero copy: data points straight at the host
+ *     tensors). execute MUST NOT keep any of these pointers.
+ *   - self (from the table) and executables (from compile): library memory,
+ *     freed by close and release. The host releases every executable before
+ *     close, and never uses a released executable or a closed self.
+ *
+ * ------------------------------------------------------------------------
+ * THREADS
+ *
+ *   get_info, get_capabilities, supports and compile may be called from any
+ *   thread, concurrently. execute may be called concurrently on the same
+ *   executable unless get_info sets SY_INFO_SERIAL_EXECUTE, in which case the
+ *   host serialises execute (and infer_outputs) per executable. Calls must
+ *   not depend on which OS thread they run on.
+ *
+ * ------------------------------------------------------------------------
+ * DATA
+ *
+ *   dtypes use the ONNX TensorProto.DataType numbering (SY_DTYPE_*).
+ *   Tensors are dense and row-major; shape holds rank int64 dims (rank 0 is a
+ *   scalar with one element; a zero dim means no elements and data may be
+ *   NULL). num_bytes = elements * element size. bool is one byte (0/1);
+ *   float16/bfloat16 are their raw 16-bit patterns. String tensors never
+ *   cross this ABI (data is NULL; decline such nodes).
+ *
+ *   A subgraph is a list of values (every named tensor it mentions: boundary
+ *   inputs, constants, intermediates, outputs) and nodes that refer to
+ *   values BY INDEX. Node i of the subgraph is node i of the host's graph:
+ *   supports answers verdicts[i] for nodes[i]. topo_order lists node indices
+ *   in an order where every value is produced before it is read. The dtype
+ *   and shape of each value are what the host inferred (dtype 0 = unknown,
+ *   rank -1 = unknown, dim -1 = unknown or symbolic); the shapes given at
+ *   execute time are authoritative.
+ *
+ *   Graph-valued attributes (If/Loop/Scan bodies) are passed with their type
+ *   (SY_ATTR_GRAPH/SY_ATTR_GRAPHS) and no payload: a delegate MUST decline
+ *   such nodes in this version.
+ */
+#ifndef SWITCHYARD_DELEGATE_H
+#define SWITCHYARD_DELEGATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The HAL version this header describes. */
+#define SY_HAL_VERSION_MAJOR 1
+#define SY_HAL_VERSION_MINOR 0
+
+/* The one exported symbol, of type sy_entry_point_fn. */
+#define SY_ENTRY_POINT "switchyard_delegate_open"
+
+#if defined(_WIN32)
+#define SY_EXPORT __declspec(dllexport)
+#else
+#define SY_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Capacities of host-owned fixed buffers. */
+#define SY_MESSAGE_CAPACITY 1024 /* sy_status.message, NUL included */
+#define SY_REASON_CAPACITY 256   /* sy_verdict.reason, NUL included */
+#define SY_MAX_RANK 32           /* shape buffer of infer_outputs' outputs */
+
+/* Stable error codes (hal.Code). */
+typedef int32_t sy_code;
+#define SY_OK 0
+#define SY_UNAVAILABLE 1         /* library, device or process missing or gone */
+#define SY_UNSUPPORTED 2         /* valid request the delegate does not implement */
+#define SY_INVALID_ARGUMENT 3    /* bad graph, shapes, tensors or options */
+#define SY_RESOURCE_EXHAUSTED 4  /* out of memory, handles, queue space */
+#define SY_DEADLINE_EXCEEDED 5   /* the host's deadline passed */
+#define SY_CANCELLED 6           /* the host cancelled (see sy_execute_call.cancelled) */
+#define SY_INTERNAL 7            /* a bug in the delegate */
+#define SY_FAILED_PRECONDITION 8 /* wrong state, incompatible version */
+
+/* Element types (ONNX TensorProto.DataType). */
+#define SY_DTYPE_UNDEFINED 0
+#define SY_DTYPE_FLOAT32 1
+#define SY_DTYPE_UINT8 2
+#define SY_DTYPE_INT8 3
+#define SY_DTYPE_UINT16 4
+#define SY_DTYPE_INT16 5
+#define SY_DTYPE_INT32 6
+#define SY_DTYPE_INT64 7
+#define SY_DTYPE_STRING 8
+#define SY_DTYPE_BOOL 9
+#define SY_DTYPE_FLOAT16 10
+#define SY_DTYPE_FLOAT64 11
+#define SY_DTYPE_UINT32 12
+#define SY_DTYPE_UINT64 13
+#define SY_DTYPE_BFLOAT16 16
+
+/* Attribute types (ONNX AttributeProto.AttributeType). */
+#define SY_ATTR_FLOAT 1
+#define SY_ATTR_INT 2
+#define SY_ATTR_STRING 3
+#define SY_ATTR_TENSOR 4
+#define SY_ATTR_GRAPH 5 /* no payload in HAL 1.0 */
+#define SY_ATTR_FLOATS 6
+#define SY_ATTR_INTS 7
+#define SY_ATTR_STRINGS 8
+#define SY_ATTR_TENSORS 9
+#define SY_ATTR_GRAPHS 10 /* no payload in HAL 1.0 */
+
+/* Device kinds (hal.DeviceKind). */
+#define SY_DEVICE_CPU 0
+#define SY_DEVICE_GPU 1
+#define SY_DEVICE_NPU 2
+#define SY_DEVICE_DSP 3
+#define SY_DEVICE_SIMULATED 4
+
+/* sy_info.flags */
+#define SY_INFO_SERIAL_EXECUTE 1u /* the host must not call execute concurrently on one executable */
+
+typedef struct sy_version {
+  uint32_t major;
+  uint32_t minor;
+} sy_version;
+
+/* Host-owned result of every call. */
+typedef struct sy_status {
+  sy_code code;
+  char message[SY_MESSAGE_CAPACITY];
+} sy_status;
+
+/* A dense tensor. In a subgraph (constants, tensor attributes) and as an
+ * execute input everything is read-only. As an execute output the host sets
+ * dtype, rank, shape and data; execute writes the elements. As an
+ * infer_outputs output the host sets shape to a buffer of SY_MAX_RANK dims
+ * and rank to -1; the delegate writes dtype, rank and shape[0..rank). */
+typedef struct sy_tensor {
+  int32_t dtype;
+  int32_t rank;
+  int64_t *shape;
+  void *data;
+  uint64_t num_bytes;
+} sy_tensor;
+
+/* A value of the subgraph. */
+typedef struct sy_value {
+  const char *name;
+  int32_t dtype;       /* SY_DTYPE_*, 0 = unknown */
+  int32_t rank;        /* -1 = unknown */
+  const int64_t *dims; /* rank entries, -1 = unknown or symbolic */
+  int32_t is_tensor;   /* 0 for sequences, maps, optionals (decline these) */
+  int32_t constant;    /* index into sy_subgraph.constants, or -1 */
+} sy_value;
+
+typedef struct sy_attribute {
+  const char *name;
+  int32_t type; /* SY_ATTR_* */
+  float f;
+  int64_t i;
+  const char *s;     /* SY_ATTR_STRING: s_len bytes (NUL-terminated too) */
+  uint64_t s_len;
+  const sy_tensor *t; /* SY_ATTR_TENSOR */
+  uint64_t count;     /* elements of the list below that matches type */
+  const float *floats;
+  const int64_t *ints;
+  const char *const *strings; /* NUL-terminated */
+  const sy_tensor *tensors;
+} sy_attribute;
+
+typedef struct sy_node {
+  const char *name;
+  const char *op_type;
+  const char *domain; /* "" = ai.onnx */
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  const int32_t *inputs;  /* value indices; -1 = omitted optional input */
+  const int32_t *outputs; /* value indices; -1 = omitted optional output */
+  uint32_t num_attributes;
+  uint32_t reserved;
+  const sy_attribute *attributes;
+} sy_node;
+
+typedef struct sy_opset {
+  const char *domain; /* "" = ai.onnx */
+  int64_t version;
+} sy_opset;
+
+typedef struct sy_subgraph {
+  uint32_t struct_size;
+  uint32_t reserved;
+  const char *name;
+  uint32_t num_values;
+  uint32_t num_nodes;
+  const sy_value *values;
+  const sy_node *nodes;          /* the host's order: verdicts[i] is for nodes[i] */
+  const uint32_t *topo_order;    /* num_nodes node indices, producers first */
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  const int32_t *inputs;         /* value indices of the boundary inputs, in order */
+  const int32_t *outputs;        /* value indices of the boundary outputs, in order */
+  uint32_t num_constants;
+  uint32_t num_opsets;
+  const sy_tensor *constants;    /* initializers; sy_value.constant indexes them */
+  const sy_opset *opsets;
+} sy_subgraph;
+
+/* One verdict per node; host-owned and zeroed. */
+typedef struct sy_verdict {
+  int32_t supported;                 /* non-zero = the delegate takes the node */
+  char reason[SY_REASON_CAPACITY];   /* why not, when declined (required) */
+} sy_verdict;
+
+typedef struct sy_info {
+  uint32_t struct_size; /* set by the host */
+  int32_t device;       /* SY_DEVICE_* */
+  const char *name;     /* a registry name: letters, digits, '-', '_', '.' */
+  const char *vendor;
+  const char *version;  /* the delegate's own version */
+  const char *description;
+  uint64_t flags;       /* SY_INFO_* */
+} sy_info;
+
+typedef struct sy_op_capability {
+  const char *domain; /* "" = ai.onnx */
+  const char *op_type;
+  int64_t min_opset;  /* 0 = any */
+  int64_t max_opset;  /* 0 = no bound */
+  const int32_t *dtypes;
+  uint32_t num_dtypes; /* 0 = any */
+  uint32_t max_rank;   /* 0 = any */
+} sy_op_capability;
+
+typedef struct sy_capabilities {
+  uint32_t struct_size; /* set by the host */
+  uint32_t num_ops;
+  const sy_op_capability *ops;
+  const char *const *layouts; /* e.g. "NCHW" */
+  uint32_t num_layouts;
+  uint32_t max_inputs;        /* per subgraph; 0 = any */
+  int64_t max_tensor_bytes;   /* 0 = no stated limit */
+  int32_t control_flow;       /* must be 0 in HAL 1.0 */
+  int32_t reserved;
+} sy_capabilities;
+
+typedef struct sy_compile_options {
+  uint32_t struct_size;
+  int32_t threads; /* hint, 0 = the delegate's choice */
+  int32_t profile; /* per-node timings wanted */
+  int32_t reserved;
+} sy_compile_options;
+
+/* Arguments of infer_outputs and execute. inputs follow the subgraph's
+ * inputs order, outputs its outputs order. */
+typedef struct sy_execute_call {
+  uint32_t struct_size;
+  uint32_t num_inputs;
+  uint32_t num_outputs;
+  uint32_t reserved;
+  const sy_tensor *inputs;
+  sy_tensor *outputs;
+  /* Becomes non-zero when the host cancels the call (context cancelled or
+   * deadline passed). A long execute should poll it and return
+   * SY_CANCELLED. Never NULL. */
+  const volatile int32_t *cancelled;
+} sy_execute_call;
+
+typedef struct sy_delegate_table {
+  uint32_t struct_size; /* sizeof(sy_delegate_table) as the library was built */
+  uint32_t reserved;
+  sy_version hal_min;   /* HAL versions the library speaks, inclusive */
+  sy_version hal_max;
+  void *self;           /* the instance, passed back to every call */
+
+  sy_code (*get_info)(void *self, sy_info *info, sy_status *status);
+  sy_code (*get_capabilities)(void *self, sy_capabilities *caps, sy_status *status);
+  /* verdicts has sg->num_nodes zeroed entries. A declined node needs a
+   * reason. Claiming a node is a promise: compile of a subgraph made of
+   * claimed nodes must succeed. */
+  sy_code (*supports)(void *self, const sy_subgraph *sg, sy_verdict *verdicts, sy_status *status);
+  sy_code (*compile)(void *self, const sy_subgraph *sg, const sy_compile_options *options,
+                     void **executable, sy_status *status);
+  /* Fill every output's dtype, rank and shape for these inputs (their data
+   * may be NULL: only dtype and shape may be read). */
+  sy_code (*infer_outputs)(void *executable, const sy_execute_call *call, sy_status *status);
+  /* Run. Every output has host-allocated data of the dtype and shape the
+   * host expects; a mismatch with what the delegate computes is
+   * SY_INVALID_ARGUMENT. */
+  sy_code (*execute)(void *executable, const sy_execute_call *call, sy_status *status);
+  void (*release)(void *executable);
+  void (*close)(void *self);
+} sy_delegate_table;
+
+/* The size of the HAL 1.0 table: the smallest table a host accepts. */
+#define SY_DELEGATE_TABLE_SIZE_1_0 (offsetof(sy_delegate_table, close) + sizeof(void (*)(void *)))
+
+/*
+ * The entry point. Fills table (capacity bytes of host memory: copy
+ * min(capacity, sizeof(sy_delegate_table)) bytes and set struct_size to
+ * sizeof(sy_delegate_table)) with a NEW delegate instance. Returns SY_OK, or
+ * an error code with status filled (e.g. SY_UNAVAILABLE "no device found",
+ * SY_FAILED_PRECONDITION "host HAL 2.0 is too new"). May be called more than
+ * once; each successful call is balanced by one close(self).
+ */
+typedef sy_code (*sy_entry_point_fn)(uint32_t host_major, uint32_t host_minor, sy_delegate_table *table,
+                                     uint32_t capacity, sy_status *status);
+
+SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_minor, sy_delegate_table *table,
+                                           uint32_t capacity, sy_status *status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SWITCHYARD_DELEGATE_H */
