@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -66,9 +67,20 @@ type Partition struct {
 	ID       int      `json:"id"`
 	Backend  string   `json:"backend"`
 	Fallback bool     `json:"fallback,omitempty"` // runs on the fallback backend
+	// Replaced is set when the runtime moved the partition off its backend
+	// at run time (the backend became unavailable and policy re-placed it).
+	Replaced *Replacement `json:"replaced,omitempty"`
 	Nodes    []int    `json:"nodes"`              // indices into graph.Nodes, in execution order
 	Inputs   []string `json:"inputs"`             // values read from outside (not constants)
 	Outputs  []string `json:"outputs"`            // values used outside or graph outputs
+}
+
+// Replacement records a partition re-placed at run time.
+type Replacement struct {
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // Plan is the partitioner's result. Partitions are in a valid execution

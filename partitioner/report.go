@@ -45,6 +45,9 @@ func (p *Plan) Text() string {
 		}
 		fmt.Fprintf(&b, "  partition %d on %s (%s): %d node(s), inputs [%s], outputs [%s]\n", part.ID, part.Backend, kind, len(part.Nodes),
 			strings.Join(part.Inputs, ", "), strings.Join(part.Outputs, ", "))
+		if r := part.Replaced; r != nil {
+			fmt.Fprintf(&b, "    re-placed on %s at %s: %s\n", r.To, r.At.Format("15:04:05.000"), r.Reason)
+		}
 	}
 	b.WriteString("nodes:\n")
 	for _, n := range p.Nodes {

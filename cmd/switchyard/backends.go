@@ -46,15 +46,17 @@ var _ = cpu.Name // the cpu backend registers itself with hal.Default
 
 // backendFlags are the placement flags shared by run, verify, bench and explain.
 type backendFlags struct {
-	names   string
-	strict  bool
-	minSize int
+	names         string
+	strict        bool
+	minSize       int
+	onUnavailable string
 }
 
 func (f *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.names, "backends", "", "backends in priority order, comma-separated (default: every available non-simulated backend, then cpu)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail instead of falling back to cpu for nodes the listed backends decline")
 	cmd.Flags().IntVar(&f.minSize, "min-partition", 0, "leave delegated partitions with fewer nodes on cpu")
+	cmd.Flags().StringVar(&f.onUnavailable, "on-unavailable", "fail", "when a backend becomes unavailable during a run: fail, or replace (re-place its partitions on cpu)")
 }
 
 // options opens the requested backends; close releases them.
@@ -93,7 +95,16 @@ func (f *backendFlags) options(ctx context.Context) (opts *runtime.Options, clos
 		devs = append(devs, d)
 	}
 	pol := partitioner.Policy{Strict: f.strict, MinPartitionSize: f.minSize}
-	return &runtime.Options{Backends: devs, Policy: pol}, closeAll, nil
+	ro := &runtime.Options{Backends: devs, Policy: pol}
+	switch f.onUnavailable {
+	case "", "fail":
+	case "replace":
+		ro.OnUnavailable = runtime.ReplaceOnCPU
+	default:
+		closeAll()
+		return nil, nil, fmt.Errorf("--on-unavailable %q: want fail or replace", f.onUnavailable)
+	}
+	return ro, closeAll, nil
 }
 
 func backendsCmd() *cobra.Command {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +29,14 @@ type compiledPartition struct {
 	part     partitioner.Partition
 	dev      *hal.Device
 	compiled *hal.Compiled
+	sg       *hal.Subgraph
+	policy   OnUnavailable
 	calls    atomic.Int64
 	nanos    atomic.Int64
+
+	mu       sync.Mutex
+	onCPU    atomic.Pointer[cpu.Executable] // set once re-placed
+	replaced *partitioner.Replacement
 }
 
 // PartitionStats reports how often a delegated partition ran and its total time.
@@ -41,8 +48,29 @@ type PartitionStats struct {
 	Total   time.Duration
 }
 
-// Plan returns the placement (partitions and the per-node report).
-func (m *Model) Plan() *partitioner.Plan { return m.plan }
+// Plan returns the placement (partitions and the per-node report),
+// including partitions re-placed at run time.
+func (m *Model) Plan() *partitioner.Plan {
+	if m.plan == nil {
+		return nil
+	}
+	p := *m.plan
+	p.Partitions = append([]partitioner.Partition{}, m.plan.Partitions...)
+	for _, cp := range m.parts {
+		cp.mu.Lock()
+		r := cp.replaced
+		cp.mu.Unlock()
+		if r != nil {
+			for i := range p.Partitions {
+				if p.Partitions[i].ID == cp.part.ID {
+					rc := *r
+					p.Partitions[i].Replaced = &rc
+				}
+			}
+		}
+	}
+	return &p
+}
 
 // PartitionStats returns per-partition call counts and times so far.
 func (m *Model) PartitionStats() []PartitionStats {
@@ -142,7 +170,7 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return fmt.Errorf("runtime: partition %d (%d nodes) on %s: %w", p.ID, len(p.Nodes), p.Backend, err)
 		}
-		cp := &compiledPartition{part: p, dev: dev, compiled: compiled}
+		cp := &compiledPartition{part: p, dev: dev, compiled: compiled, sg: sg, policy: opts.OnUnavailable}
 		m.parts = append(m.parts, cp)
 		for _, i := range p.Nodes {
 			inPart[i] = true
@@ -248,13 +276,46 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 		outs[i] = &graph.Tensor{}
 	}
 	t0 := time.Now()
+	defer func() {
+		cp.calls.Add(1)
+		cp.nanos.Add(int64(time.Since(t0)))
+	}()
+	if exe := cp.onCPU.Load(); exe != nil {
+		return outs, exe.Execute(ctx, in, outs)
+	}
 	err := cp.compiled.Execute(ctx, in, outs)
-	cp.calls.Add(1)
-	cp.nanos.Add(int64(time.Since(t0)))
+	if err != nil && errors.Is(err, hal.ErrUnavailable) && cp.policy == ReplaceOnCPU {
+		exe, rerr := cp.replaceOnCPU(err)
+		if rerr != nil {
+			return nil, fmt.Errorf("runtime: partition %d on %s: %w (re-placing it on cpu failed: %v)", cp.part.ID, cp.part.Backend, err, rerr)
+		}
+		for i := range outs {
+			outs[i] = &graph.Tensor{}
+		}
+		return outs, exe.Execute(ctx, in, outs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("runtime: partition %d on %s: %w", cp.part.ID, cp.part.Backend, err)
 	}
 	return outs, nil
+}
+
+// replaceOnCPU compiles the partition on the reference kernels and makes
+// every later call use it; the placement report records why.
+func (cp *compiledPartition) replaceOnCPU(cause error) (*cpu.Executable, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if exe := cp.onCPU.Load(); exe != nil {
+		return exe, nil
+	}
+	prog, err := exec.Compile(cp.sg.Graph, exec.Options{Opsets: cp.sg.Opsets})
+	if err != nil {
+		return nil, err
+	}
+	exe := &cpu.Executable{Program: prog}
+	cp.replaced = &partitioner.Replacement{From: cp.part.Backend, To: CPU, Reason: cause.Error(), At: time.Now()}
+	cp.onCPU.Store(exe)
+	return exe, nil
 }
 
 // checkTypes refuses value kinds and dtypes Switchyard cannot hold.

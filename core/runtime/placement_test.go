@@ -260,3 +260,48 @@ func BenchmarkDelegationOverhead(b *testing.B) {
 		})
 	}
 }
+
+func TestUnavailableBackendPolicy(t *testing.T) {
+	ctx := context.Background()
+	x := map[string]*graph.Tensor{"x": graph.MustFromSlice([]int{2}, []float32{-1, 1})}
+	ref, err := runtime.LoadBytes(ctx, demoLike(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ref.Run(ctx, x)
+	// default: the Run fails with Unavailable
+	dev := simDevice(t, sim.Options{Ops: []string{"Relu", "Neg"}, Faults: sim.Faults{UnavailableAfter: 1}})
+	m, err := runtime.LoadBytes(ctx, demoLike(t), &runtime.Options{Backends: []*hal.Device{dev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Run(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Run(ctx, x); !errors.Is(err, hal.ErrUnavailable) {
+		t.Fatalf("want Unavailable, got %v", err)
+	}
+	// ReplaceOnCPU: the failing Run and every later one succeed on cpu
+	dev = simDevice(t, sim.Options{Ops: []string{"Relu", "Neg"}, Faults: sim.Faults{UnavailableAfter: 1}})
+	m, err = runtime.LoadBytes(ctx, demoLike(t), &runtime.Options{Backends: []*hal.Device{dev}, OnUnavailable: runtime.ReplaceOnCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		got, err := m.Run(ctx, x)
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if err := equalOutputs(want, got); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	p := m.Plan()
+	r := p.Partitions[0].Replaced
+	if r == nil || r.From != "sim" || r.To != "cpu" || !strings.Contains(r.Reason, "device gone") {
+		t.Fatalf("placement report: %+v\n%s", r, p.Text())
+	}
+	if !strings.Contains(p.Text(), "re-placed on cpu") {
+		t.Errorf("text report lacks the re-placement:\n%s", p.Text())
+	}
+}

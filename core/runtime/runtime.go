@@ -44,7 +44,23 @@ type Options struct {
 	Policy partitioner.Policy
 	// Compile options passed to every backend.
 	Compile hal.CompileOptions
+	// OnUnavailable says what a Run does when a backend reports itself
+	// unavailable (its plugin process died and could not be restarted, its
+	// device went away): fail the Run (the default), or re-place that
+	// partition on the reference kernels for this and every later Run,
+	// recorded in Plan().
+	OnUnavailable OnUnavailable
 }
+
+// OnUnavailable is the policy for a backend that becomes unavailable at run time.
+type OnUnavailable int
+
+const (
+	// FailRun returns the backend's Unavailable error from Run.
+	FailRun OnUnavailable = iota
+	// ReplaceOnCPU moves the partition to the reference kernels.
+	ReplaceOnCPU
+)
 
 // UnsupportedError lists everything in a model Switchyard cannot run.
 type UnsupportedError struct {

@@ -541,3 +541,38 @@ func TestRestartDisabled(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A plugin that dies with restarts disabled, under the runtime's
+// ReplaceOnCPU policy: the Run that hit the dead process and every later
+// Run succeed on the reference kernels, and the placement report says so.
+func TestCrashReplacedOnCPU(t *testing.T) {
+	ctx := context.Background()
+	b := openPlugin(t, grpcplugin.Options{Restart: grpcplugin.RestartPolicy{Disabled: true}, Env: []string{simEnv(sim.Options{Ops: []string{"Relu", "Add"}})}})
+	dev := device(t, b, hal.LoadProcess)
+	m, err := swrt.LoadBytes(ctx, reluAddModel(4), &swrt.Options{Backends: []*hal.Device{dev}, OnUnavailable: swrt.ReplaceOnCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	x := map[string]*graph.Tensor{"x": graph.MustFromSlice([]int{4}, []float32{-1, 2, -3, 4})}
+	if _, err := m.Run(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		got, err := m.Run(ctx, x)
+		if err != nil {
+			t.Fatalf("run %d after the crash: %v", i, err)
+		}
+		if want := []float32{-1, 4, -3, 8}; fmt.Sprint(graph.Data[float32](got["z"])) != fmt.Sprint(want) {
+			t.Fatalf("got %v, want %v", got["z"], want)
+		}
+	}
+	r := m.Plan().Partitions[0].Replaced
+	if r == nil || r.To != "cpu" {
+		t.Fatalf("placement report does not record the re-placement:\n%s", m.Plan().Text())
+	}
+	t.Logf("re-placed: %s", r.Reason)
+}

@@ -31,6 +31,9 @@ type Faults struct {
 	FailExecute bool `json:"fail_execute,omitempty"`
 	// FailAfter makes Execute fail after this many successful calls (0 = never).
 	FailAfter int64 `json:"fail_after,omitempty"`
+	// UnavailableAfter makes Execute report Unavailable (a device that went
+	// away) after this many successful calls (0 = never).
+	UnavailableAfter int64 `json:"unavailable_after,omitempty"`
 	// ExecuteDelay sleeps (honouring the context) before each Execute.
 	ExecuteDelay time.Duration `json:"execute_delay,omitempty"`
 	// WrongValues adds 1 to the first element of every float output.
@@ -169,6 +172,9 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if f.UnavailableAfter > 0 && n > f.UnavailableAfter {
+		return hal.Errorf(hal.CodeUnavailable, "simulated fault: device gone (call %d)", n)
 	}
 	if f.FailExecute || f.FailAfter > 0 && n > f.FailAfter {
 		return hal.Errorf(hal.CodeInternal, "simulated fault: execute failed (call %d)", n)
