@@ -64,15 +64,15 @@ type NodePlacement struct {
 
 // Partition is a convex group of nodes placed on one backend.
 type Partition struct {
-	ID       int      `json:"id"`
-	Backend  string   `json:"backend"`
-	Fallback bool     `json:"fallback,omitempty"` // runs on the fallback backend
+	ID       int    `json:"id"`
+	Backend  string `json:"backend"`
+	Fallback bool   `json:"fallback,omitempty"` // runs on the fallback backend
 	// Replaced is set when the runtime moved the partition off its backend
 	// at run time (the backend became unavailable and policy re-placed it).
 	Replaced *Replacement `json:"replaced,omitempty"`
-	Nodes    []int    `json:"nodes"`              // indices into graph.Nodes, in execution order
-	Inputs   []string `json:"inputs"`             // values read from outside (not constants)
-	Outputs  []string `json:"outputs"`            // values used outside or graph outputs
+	Nodes    []int        `json:"nodes"`   // indices into graph.Nodes, in execution order
+	Inputs   []string     `json:"inputs"`  // values read from outside (not constants)
+	Outputs  []string     `json:"outputs"` // values used outside or graph outputs
 }
 
 // Replacement records a partition re-placed at run time.
