@@ -9,6 +9,9 @@
  *   -DBROKEN_OPEN_FAILS   the entry point refuses with a code and message
  *   -DBROKEN_EXECUTE      a working Relu delegate whose execute fails with
  *                         SY_RESOURCE_EXHAUSTED and a message
+ *   -DBROKEN_CRASH        a Relu delegate whose execute dereferences NULL
+ *                         (for the isolation tests of the out-of-process
+ *                         loader; loaded in-process it kills the host)
  *
  * None of them may crash the host: the loader must refuse the first five
  * with a readable reason and surface the last one's error to the app.
@@ -74,6 +77,10 @@ static sy_code b_infer(void *exe, const sy_execute_call *call, sy_status *st) {
 static sy_code b_execute(void *exe, const sy_execute_call *call, sy_status *st) {
   (void)exe;
   (void)call;
+#ifdef BROKEN_CRASH
+  volatile int *nowhere = NULL;
+  *nowhere = 1;
+#endif
   snprintf(st->message, SY_MESSAGE_CAPACITY, "device queue 3 is out of memory (needed %u more bytes)", 4096u);
   st->code = SY_RESOURCE_EXHAUSTED;
   return SY_RESOURCE_EXHAUSTED;

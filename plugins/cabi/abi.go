@@ -1,0 +1,214 @@
+package cabi
+
+import (
+	"unsafe"
+)
+
+// Go mirrors of the C structs in sdk/c/include/switchyard_delegate.h. Field
+// order, types and sizes match the header on 64-bit platforms (the layout
+// test compiles a probe with gcc and compares every size and offset).
+//
+// Pointer fields the HOST fills are unsafe.Pointer, so the Go garbage
+// collector sees (and keeps alive) the Go memory they point at for as long
+// as the mirror struct is reachable. Pointer fields the LIBRARY fills are
+// uintptr: they point into C memory and must never be traced.
+
+const (
+	entryPoint      = "switchyard_delegate_open"
+	messageCapacity = 1024
+	reasonCapacity  = 256
+	maxRank         = 32
+	// tableSize10 is SY_DELEGATE_TABLE_SIZE_1_0: the smallest table accepted.
+	tableSize10 = unsafe.Offsetof(cTable{}.close) + unsafe.Sizeof(uintptr(0))
+
+	infoSerialExecute = 1
+)
+
+type cVersion struct {
+	major, minor uint32
+}
+
+type cStatus struct {
+	code    int32
+	message [messageCapacity]byte
+}
+
+type cTensor struct {
+	dtype    int32
+	rank     int32
+	shape    unsafe.Pointer // *int64
+	data     unsafe.Pointer
+	numBytes uint64
+}
+
+type cValue struct {
+	name     unsafe.Pointer // *char
+	dtype    int32
+	rank     int32
+	dims     unsafe.Pointer // *int64
+	isTensor int32
+	constant int32
+}
+
+type cAttribute struct {
+	name    unsafe.Pointer
+	typ     int32
+	f       float32
+	i       int64
+	s       unsafe.Pointer
+	sLen    uint64
+	t       unsafe.Pointer // *cTensor
+	count   uint64
+	floats  unsafe.Pointer
+	ints    unsafe.Pointer
+	strings unsafe.Pointer // **char
+	tensors unsafe.Pointer // *cTensor
+}
+
+type cNode struct {
+	name          unsafe.Pointer
+	opType        unsafe.Pointer
+	domain        unsafe.Pointer
+	numInputs     uint32
+	numOutputs    uint32
+	inputs        unsafe.Pointer // *int32
+	outputs       unsafe.Pointer // *int32
+	numAttributes uint32
+	reserved      uint32
+	attributes    unsafe.Pointer // *cAttribute
+}
+
+type cOpset struct {
+	domain  unsafe.Pointer
+	version int64
+}
+
+type cSubgraph struct {
+	structSize   uint32
+	reserved     uint32
+	name         unsafe.Pointer
+	numValues    uint32
+	numNodes     uint32
+	values       unsafe.Pointer // *cValue
+	nodes        unsafe.Pointer // *cNode
+	topoOrder    unsafe.Pointer // *uint32
+	numInputs    uint32
+	numOutputs   uint32
+	inputs       unsafe.Pointer // *int32
+	outputs      unsafe.Pointer // *int32
+	numConstants uint32
+	numOpsets    uint32
+	constants    unsafe.Pointer // *cTensor
+	opsets       unsafe.Pointer // *cOpset
+}
+
+type cVerdict struct {
+	supported int32
+	reason    [reasonCapacity]byte
+}
+
+type cInfo struct {
+	structSize  uint32
+	device      int32
+	name        uintptr
+	vendor      uintptr
+	version     uintptr
+	description uintptr
+	flags       uint64
+}
+
+type cOpCapability struct {
+	domain    uintptr
+	opType    uintptr
+	minOpset  int64
+	maxOpset  int64
+	dtypes    uintptr
+	numDTypes uint32
+	maxRank   uint32
+}
+
+type cCapabilities struct {
+	structSize     uint32
+	numOps         uint32
+	ops            uintptr
+	layouts        uintptr
+	numLayouts     uint32
+	maxInputs      uint32
+	maxTensorBytes int64
+	controlFlow    int32
+	reserved       int32
+}
+
+type cCompileOptions struct {
+	structSize uint32
+	threads    int32
+	profile    int32
+	reserved   int32
+}
+
+type cExecuteCall struct {
+	structSize uint32
+	numInputs  uint32
+	numOutputs uint32
+	reserved   uint32
+	inputs     unsafe.Pointer // *cTensor
+	outputs    unsafe.Pointer // *cTensor
+	cancelled  unsafe.Pointer // *int32
+}
+
+type cTable struct {
+	structSize      uint32
+	reserved        uint32
+	halMin          cVersion
+	halMax          cVersion
+	self            uintptr
+	getInfo         uintptr
+	getCapabilities uintptr
+	supports        uintptr
+	compile         uintptr
+	inferOutputs    uintptr
+	execute         uintptr
+	release         uintptr
+	close           uintptr
+}
+
+// cMemory turns an address the library returned (C memory) into a pointer.
+// The conversion goes through memory so that it is not a uintptr→Pointer
+// cast of a Go heap address (there is none: the address is C's).
+func cMemory(addr uintptr) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+}
+
+// maxCString bounds how far a C string is read, so a missing NUL in a
+// hostile library cannot make the host read forever.
+const maxCString = 1 << 16
+
+// goString copies a NUL-terminated C string (at most maxCString bytes).
+func goString(addr uintptr) string {
+	if addr == 0 {
+		return ""
+	}
+	p := cMemory(addr)
+	n := 0
+	for n < maxCString && *(*byte)(unsafe.Add(p, n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice((*byte)(p), n))
+}
+
+// bufString reads a NUL-terminated string out of a fixed host buffer.
+func bufString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// cstr returns a NUL-terminated copy of s in Go memory.
+func cstr(s string) unsafe.Pointer {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return unsafe.Pointer(&b[0])
+}

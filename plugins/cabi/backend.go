@@ -1,0 +1,402 @@
+package cabi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// Options configure loading a C delegate. The zero value is valid.
+type Options struct {
+	// Name, when set, is the backend's registry name instead of the name the
+	// library reports (Factory always sets it, so a registry entry and the
+	// opened backend agree before the library is loaded).
+	Name string
+	// SHA256, when set (64 hex digits, as in a plugin manifest), must match
+	// the library file's checksum; it is verified before the library is
+	// opened, and a mismatch is refused with both checksums named.
+	SHA256 string
+}
+
+// Backend is a C delegate opened in this process. It implements
+// hal.Backend; wrap it with hal.NewDevice(b, hal.LoadLibrary) or open it
+// through a registry (Factory).
+type Backend struct {
+	path    string
+	handle  uintptr
+	table   cTable
+	info    hal.Info
+	flags   uint64
+	version hal.Version // negotiated
+
+	// mu is held shared by every call into the library and exclusively by
+	// Close and Release, so the library is never unloaded (or an executable
+	// freed) under a running call.
+	mu     sync.RWMutex
+	closed bool
+	liveMu sync.Mutex
+	live   map[*executable]struct{} // executables not yet released
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// libErr builds the loader's errors: they name the library path.
+func libErr(code hal.Code, path, format string, args ...any) error {
+	return &hal.Error{Code: code, Op: "open", Msg: fmt.Sprintf("cabi: library %s: %s", path, fmt.Sprintf(format, args...))}
+}
+
+// Open loads the C delegate at path and returns it ready to use. A missing
+// or unloadable library is Unavailable; a library without the entry point,
+// with an incompatible HAL version, a short table or a NULL required
+// function is refused with FailedPrecondition. Every message names the
+// path.
+func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
+	if strings.TrimSpace(path) == "" {
+		return nil, &hal.Error{Code: hal.CodeInvalidArgument, Op: "open", Msg: "cabi: empty library path"}
+	}
+	if opts.Name != "" && !namePattern.MatchString(opts.Name) {
+		return nil, libErr(hal.CodeInvalidArgument, path, "invalid backend name %q", opts.Name)
+	}
+	if !supported {
+		_, err := dlopen(path)
+		return nil, libErr(hal.CodeUnavailable, path, "%v", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if opts.SHA256 != "" {
+		if err := verifyChecksum(path, opts.SHA256); err != nil {
+			return nil, err
+		}
+	}
+	handle, err := dlopen(path)
+	if err != nil {
+		return nil, libErr(hal.CodeUnavailable, path, "cannot load: %v", err)
+	}
+	b, err := bind(handle, path, opts)
+	if err != nil {
+		_ = dlclose(handle)
+		return nil, err
+	}
+	return b, nil
+}
+
+func verifyChecksum(path, want string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return libErr(hal.CodeUnavailable, path, "cannot read it to verify its checksum: %v", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return libErr(hal.CodeUnavailable, path, "cannot read it to verify its checksum: %v", err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, want) {
+		return libErr(hal.CodeFailedPrecondition, path, "checksum mismatch: expected sha256 %s, the file has %s", strings.ToLower(want), got)
+	}
+	return nil
+}
+
+func bind(handle uintptr, path string, opts Options) (*Backend, error) {
+	entry, err := dlsym(handle, entryPoint)
+	if err != nil || entry == 0 {
+		return nil, libErr(hal.CodeFailedPrecondition, path, "not a Switchyard delegate: it does not export %s (see sdk/c/include/switchyard_delegate.h)", entryPoint)
+	}
+	host := hal.Current
+	b := &Backend{path: path, handle: handle, live: map[*executable]struct{}{}}
+	st := new(cStatus)
+	tbl := &b.table
+	code := int32(call(entry, uintptr(host.Major), uintptr(host.Minor), uintptr(unsafe.Pointer(tbl)), unsafe.Sizeof(*tbl), uintptr(unsafe.Pointer(st))))
+	if code != 0 {
+		return nil, libErr(codeOf(code), path, "%s refused host HAL %s: %s", entryPoint, host, messageOf(code, st))
+	}
+	if uintptr(tbl.structSize) < tableSize10 {
+		return nil, libErr(hal.CodeFailedPrecondition, path, "its function table is %d bytes, smaller than the %d bytes of the HAL 1.0 table (built against an older or broken header?)", tbl.structSize, tableSize10)
+	}
+	rng := hal.VersionRange{Min: hal.Version{Major: tbl.halMin.major, Minor: tbl.halMin.minor}, Max: hal.Version{Major: tbl.halMax.major, Minor: tbl.halMax.minor}}
+	v, err := hal.Negotiate(host, rng)
+	if err != nil {
+		// the table's layout is only known for our major version: call nothing
+		why := err.Error()
+		if he, ok := err.(*hal.Error); ok {
+			why = he.Msg
+		}
+		return nil, libErr(hal.CodeFailedPrecondition, path, "incompatible HAL version: the library speaks %s, this host speaks %s (hal.Negotiate: %s)", rng, host, why)
+	}
+	b.version = v
+	var missing []string
+	for _, f := range []struct {
+		name string
+		ptr  uintptr
+	}{{"get_info", tbl.getInfo}, {"get_capabilities", tbl.getCapabilities}, {"supports", tbl.supports}, {"compile", tbl.compile}, {"infer_outputs", tbl.inferOutputs}, {"execute", tbl.execute}, {"release", tbl.release}, {"close", tbl.close}} {
+		if f.ptr == 0 {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		if tbl.close != 0 {
+			call(tbl.close, tbl.self)
+		}
+		return nil, libErr(hal.CodeFailedPrecondition, path, "its function table has NULL required functions: %s", strings.Join(missing, ", "))
+	}
+	ci := &cInfo{structSize: uint32(unsafe.Sizeof(cInfo{}))}
+	st = new(cStatus)
+	if code := int32(call(tbl.getInfo, tbl.self, uintptr(unsafe.Pointer(ci)), uintptr(unsafe.Pointer(st)))); code != 0 {
+		call(tbl.close, tbl.self)
+		return nil, libErr(codeOf(code), path, "get_info failed: %s", messageOf(code, st))
+	}
+	name := goString(ci.name)
+	if opts.Name != "" {
+		name = opts.Name
+	}
+	if !namePattern.MatchString(name) {
+		call(tbl.close, tbl.self)
+		return nil, libErr(hal.CodeFailedPrecondition, path, "it reports an invalid backend name %q", name)
+	}
+	desc := goString(ci.description)
+	if own := goString(ci.name); own != name {
+		desc = fmt.Sprintf("%s [library name %q]", desc, own)
+	}
+	b.info = hal.Info{
+		Name: name, Vendor: goString(ci.vendor), Version: goString(ci.version), HAL: rng,
+		Device:      deviceKind(ci.device),
+		Description: strings.TrimSpace(desc + " (C library " + path + ")"),
+	}
+	b.flags = ci.flags
+	return b, nil
+}
+
+func deviceKind(d int32) hal.DeviceKind {
+	switch d {
+	case 0:
+		return hal.DeviceCPU
+	case 1:
+		return hal.DeviceGPU
+	case 2:
+		return hal.DeviceNPU
+	case 3:
+		return hal.DeviceDSP
+	}
+	return hal.DeviceSimulated
+}
+
+// codeOf maps a C code to a hal.Code (the numbers are the same); an unknown
+// code is Internal.
+func codeOf(c int32) hal.Code {
+	if c >= int32(hal.CodeUnavailable) && c <= int32(hal.CodeFailedPrecondition) {
+		return hal.Code(c)
+	}
+	return hal.CodeInternal
+}
+
+func messageOf(c int32, st *cStatus) string {
+	msg := bufString(st.message[:])
+	if msg == "" {
+		msg = "(the delegate gave no message)"
+	}
+	if codeOf(c) == hal.CodeInternal && c != int32(hal.CodeInternal) {
+		msg = fmt.Sprintf("unknown error code %d: %s", c, msg)
+	}
+	return msg
+}
+
+// cErr turns a failed C call into a *hal.Error with the delegate's code
+// and message.
+func cErr(c int32, st *cStatus) error {
+	return &hal.Error{Code: codeOf(c), Msg: messageOf(c, st)}
+}
+
+// Path is the library the backend was loaded from.
+func (b *Backend) Path() string { return b.path }
+
+// HALVersion is the version negotiated with the library.
+func (b *Backend) HALVersion() hal.Version { return b.version }
+
+// Info describes the delegate as the library reported it.
+func (b *Backend) Info() hal.Info { return b.info }
+
+// enter takes the shared lock for a call into the library.
+func (b *Backend) enter() error {
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return hal.Errorf(hal.CodeFailedPrecondition, "cabi: %s: backend is closed", b.info.Name)
+	}
+	return nil
+}
+
+// sane bounds for counts a library returns
+const maxListed = 1 << 16
+
+// Capabilities asks the delegate and copies its answer.
+func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
+	if err := b.enter(); err != nil {
+		return hal.Capabilities{}, err
+	}
+	defer b.mu.RUnlock()
+	cc := &cCapabilities{structSize: uint32(unsafe.Sizeof(cCapabilities{}))}
+	st := new(cStatus)
+	if code := int32(call(b.table.getCapabilities, b.table.self, uintptr(unsafe.Pointer(cc)), uintptr(unsafe.Pointer(st)))); code != 0 {
+		return hal.Capabilities{}, cErr(code, st)
+	}
+	if cc.numOps > maxListed || cc.numLayouts > maxListed || (cc.numOps > 0 && cc.ops == 0) || (cc.numLayouts > 0 && cc.layouts == 0) {
+		return hal.Capabilities{}, hal.Errorf(hal.CodeInternal, "cabi: malformed capabilities: %d ops at %#x, %d layouts at %#x", cc.numOps, cc.ops, cc.numLayouts, cc.layouts)
+	}
+	caps := hal.Capabilities{MaxTensorBytes: cc.maxTensorBytes, MaxInputs: int(cc.maxInputs), ControlFlow: cc.controlFlow != 0}
+	if cc.numOps > 0 {
+		for _, op := range unsafe.Slice((*cOpCapability)(cMemory(cc.ops)), cc.numOps) {
+			oc := hal.OpCapability{Domain: goString(op.domain), OpType: goString(op.opType), MinOpset: op.minOpset, MaxOpset: op.maxOpset, MaxRank: int(op.maxRank)}
+			if op.numDTypes > 0 && op.numDTypes < maxListed && op.dtypes != 0 {
+				for _, d := range unsafe.Slice((*int32)(cMemory(op.dtypes)), op.numDTypes) {
+					oc.DTypes = append(oc.DTypes, graph.DType(d))
+				}
+			}
+			caps.Ops = append(caps.Ops, oc)
+		}
+	}
+	if cc.numLayouts > 0 {
+		for _, l := range unsafe.Slice((*uintptr)(cMemory(cc.layouts)), cc.numLayouts) {
+			caps.Layouts = append(caps.Layouts, goString(l))
+		}
+	}
+	return caps, nil
+}
+
+// Supports marshals the subgraph and asks for one verdict per node.
+func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict, error) {
+	m, err := marshal(sg)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.mu.RUnlock()
+	n := len(sg.Graph.Nodes)
+	vs := make([]cVerdict, max(n, 1))
+	st := new(cStatus)
+	if code := int32(call(b.table.supports, b.table.self, uintptr(unsafe.Pointer(m.root)), uintptr(unsafe.Pointer(&vs[0])), uintptr(unsafe.Pointer(st)))); code != 0 {
+		return nil, cErr(code, st)
+	}
+	out := make([]hal.Verdict, n)
+	for i := range out {
+		out[i] = hal.Verdict{Supported: vs[i].supported != 0, Reason: bufString(vs[i].reason[:])}
+		if out[i].Supported {
+			out[i].Reason = ""
+		}
+	}
+	return out, nil
+}
+
+// Compile marshals the subgraph and compiles it in the delegate.
+func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.CompileOptions) (hal.Executable, error) {
+	m, err := marshal(sg)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.mu.RUnlock()
+	co := &cCompileOptions{structSize: uint32(unsafe.Sizeof(cCompileOptions{})), threads: int32(opts.Threads)}
+	if opts.Profile {
+		co.profile = 1
+	}
+	out := new(uintptr)
+	st := new(cStatus)
+	if code := int32(call(b.table.compile, b.table.self, uintptr(unsafe.Pointer(m.root)), uintptr(unsafe.Pointer(co)), uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(st)))); code != 0 {
+		return nil, cErr(code, st)
+	}
+	if *out == 0 {
+		return nil, hal.Errorf(hal.CodeInternal, "cabi: %s: compile succeeded but returned no executable", b.info.Name)
+	}
+	e := &executable{b: b, handle: *out, nIn: len(sg.Graph.Inputs), nOut: len(sg.Graph.Outputs), serial: b.flags&infoSerialExecute != 0}
+	for _, o := range sg.Graph.Outputs {
+		dims, ok := o.Type.Shape.Ints()
+		if !ok || o.Type.DType == graph.Undefined || !o.Type.DType.Supported() || o.Type.DType == graph.String {
+			dims = nil
+		}
+		e.outDTypes = append(e.outDTypes, o.Type.DType)
+		e.outShapes = append(e.outShapes, dims)
+	}
+	b.liveMu.Lock()
+	b.live[e] = struct{}{}
+	b.liveMu.Unlock()
+	return e, nil
+}
+
+// Close releases every executable still alive, closes the delegate and
+// unloads the library. It is safe to call more than once.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	b.liveMu.Lock()
+	for e := range b.live {
+		call(b.table.release, e.handle)
+		e.handle = 0
+	}
+	b.live = nil
+	b.liveMu.Unlock()
+	call(b.table.close, b.table.self)
+	if err := dlclose(b.handle); err != nil {
+		return hal.Errorf(hal.CodeInternal, "cabi: unloading %s: %v", b.path, err)
+	}
+	return nil
+}
+
+// NameFromPath derives a registry name from a library file name:
+// "/opt/x/libacme_npu.so.2" gives "acme_npu".
+func NameFromPath(path string) string {
+	base := filepath.Base(path)
+	base = strings.TrimPrefix(base, "lib")
+	if i := strings.Index(base, ".so"); i > 0 {
+		base = base[:i]
+	}
+	base = strings.TrimSuffix(base, ".dylib")
+	base = strings.TrimSuffix(base, ".dll")
+	return base
+}
+
+// Factory registers the library at path with a hal.Registry as a backend
+// of kind "library" named opts.Name (default NameFromPath(path)). Listing
+// loads nothing; Open loads the library. The HAL range in the factory's
+// Info is left empty because it is only known once the library is loaded;
+// Open negotiates it.
+func Factory(path string, opts Options) hal.Factory {
+	name := opts.Name
+	if name == "" {
+		name = NameFromPath(path)
+	}
+	opts.Name = name
+	return hal.Factory{
+		Info: hal.Info{Name: name, Description: "C delegate library " + path},
+		Kind: hal.LoadLibrary,
+		Open: func(ctx context.Context) (hal.Backend, error) {
+			b, err := Open(ctx, path, opts)
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
+		},
+	}
+}
+
+var _ hal.Backend = (*Backend)(nil)

@@ -1,0 +1,233 @@
+package cabi
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// executable is a subgraph compiled by the delegate.
+type executable struct {
+	b         *Backend
+	handle    uintptr // 0 once released
+	nIn, nOut int
+	outDTypes []graph.DType
+	outShapes [][]int // static output shapes; nil where the delegate must infer
+	serial    bool    // SY_INFO_SERIAL_EXECUTE
+	serialMu  sync.Mutex
+}
+
+// frame holds one call's C-visible state in Go heap memory. Frames are
+// pooled, so a call into the library allocates nothing but its outputs.
+type frame struct {
+	call      cExecuteCall
+	status    cStatus
+	cancelled int32
+	ins, outs []cTensor
+	dims      []int64
+}
+
+var frames = sync.Pool{New: func() any { return new(frame) }}
+
+func (f *frame) reset(nIn, nOut, dims int) {
+	if cap(f.ins) < nIn {
+		f.ins = make([]cTensor, nIn)
+	}
+	if cap(f.outs) < nOut {
+		f.outs = make([]cTensor, nOut)
+	}
+	if cap(f.dims) < dims {
+		f.dims = make([]int64, dims)
+	}
+	f.ins, f.outs, f.dims = f.ins[:nIn], f.outs[:nOut], f.dims[:dims]
+	f.status.code, f.status.message[0] = 0, 0
+	f.cancelled = 0
+	f.call = cExecuteCall{structSize: uint32(unsafe.Sizeof(cExecuteCall{})), numInputs: uint32(nIn), numOutputs: uint32(nOut),
+		inputs: slicePtr(f.ins), outputs: slicePtr(f.outs), cancelled: unsafe.Pointer(&f.cancelled)}
+}
+
+// clear drops the references to caller tensors before the frame is pooled.
+func (f *frame) clear() {
+	for i := range f.ins {
+		f.ins[i] = cTensor{}
+	}
+	for i := range f.outs {
+		f.outs[i] = cTensor{}
+	}
+	f.call.inputs, f.call.outputs = nil, nil
+}
+
+// bind describes a caller tensor to C, with its dims in buf.
+func describe(t *graph.Tensor, buf []int64) cTensor {
+	for i, d := range t.Shape {
+		buf[i] = int64(d)
+	}
+	return cTensor{dtype: int32(t.DType), rank: int32(len(t.Shape)), shape: slicePtr(buf[:len(t.Shape)]), data: dataPointer(t), numBytes: tensorBytes(t)}
+}
+
+func checkCrossing(what string, i int, t *graph.Tensor) error {
+	if t == nil {
+		return hal.Errorf(hal.CodeInvalidArgument, "cabi: %s %d is nil", what, i)
+	}
+	if err := t.Check(); err != nil {
+		return hal.Errorf(hal.CodeInvalidArgument, "cabi: %s %d: %v", what, i, err)
+	}
+	if t.DType == graph.String {
+		return hal.Errorf(hal.CodeInvalidArgument, "cabi: %s %d is a string tensor; strings do not cross the C ABI", what, i)
+	}
+	return nil
+}
+
+// Execute runs the executable on caller-owned tensors, zero copy: the C
+// side reads input data and writes output data in place. Outputs with nil
+// Data are allocated here.
+func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	if len(inputs) != e.nIn || len(outputs) != e.nOut {
+		return hal.Errorf(hal.CodeInvalidArgument, "cabi: got %d inputs and %d outputs, the executable has %d and %d", len(inputs), len(outputs), e.nIn, e.nOut)
+	}
+	ndims := 0
+	for i, t := range inputs {
+		if err := checkCrossing("input", i, t); err != nil {
+			return err
+		}
+		ndims += len(t.Shape)
+	}
+	infer := false
+	for i, t := range outputs {
+		if t == nil {
+			return hal.Errorf(hal.CodeInvalidArgument, "cabi: output %d is nil", i)
+		}
+		if t.Data != nil {
+			if err := checkCrossing("output", i, t); err != nil {
+				return err
+			}
+		} else if e.outShapes[i] == nil {
+			infer = true
+		}
+		if len(t.Shape) > maxRank || len(e.outShapes[i]) > maxRank {
+			return hal.Errorf(hal.CodeUnsupported, "cabi: output %d has rank over %d", i, maxRank)
+		}
+	}
+	ndims += len(outputs) * maxRank
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.b.enter(); err != nil {
+		return err
+	}
+	defer e.b.mu.RUnlock()
+	h := e.handle
+	if h == 0 {
+		return hal.Errorf(hal.CodeFailedPrecondition, "cabi: %s: executable was released", e.b.info.Name)
+	}
+	if e.serial {
+		e.serialMu.Lock()
+		defer e.serialMu.Unlock()
+	}
+	f := frames.Get().(*frame)
+	f.reset(len(inputs), len(outputs), ndims)
+	reuse := true
+	defer func() {
+		if reuse {
+			f.clear()
+			frames.Put(f)
+		}
+	}()
+	dims := f.dims
+	for i, t := range inputs {
+		f.ins[i] = describe(t, dims)
+		dims = dims[len(t.Shape):]
+	}
+	outBufs := dims
+	if infer {
+		for i := range outputs {
+			f.outs[i] = cTensor{rank: -1, shape: slicePtr(outBufs[i*maxRank : (i+1)*maxRank])}
+		}
+		if code := int32(call(e.b.table.inferOutputs, h, uintptr(unsafe.Pointer(&f.call)), uintptr(unsafe.Pointer(&f.status)))); code != 0 {
+			return cErr(code, &f.status)
+		}
+	}
+	fresh := make([]*graph.Tensor, len(outputs))
+	for i, t := range outputs {
+		if t.Data == nil {
+			dt, shape := e.outDTypes[i], e.outShapes[i]
+			if shape == nil {
+				var err error
+				if dt, shape, err = inferred(i, &f.outs[i], outBufs[i*maxRank:(i+1)*maxRank]); err != nil {
+					return err
+				}
+			}
+			nt, err := graph.New(dt, shape)
+			if err != nil {
+				return hal.Errorf(hal.CodeResourceExhausted, "cabi: output %d: %v", i, err)
+			}
+			fresh[i], t = nt, nt
+		}
+		f.outs[i] = describe(t, outBufs[i*maxRank:(i+1)*maxRank])
+	}
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { atomic.StoreInt32(&f.cancelled, 1) })
+	}
+	code := int32(call(e.b.table.execute, h, uintptr(unsafe.Pointer(&f.call)), uintptr(unsafe.Pointer(&f.status))))
+	if stop != nil && !stop() {
+		reuse = false // the cancel func ran or is running: never hand the frame out again
+	}
+	if code != 0 {
+		err := cErr(code, &f.status)
+		if c := hal.Code(code); (c == hal.CodeCancelled || c == hal.CodeDeadlineExceeded) && ctx.Err() != nil {
+			var he *hal.Error
+			if errors.As(err, &he) {
+				he.Code = hal.CodeOf(ctx.Err())
+				he.Err = ctx.Err()
+			}
+		}
+		return err
+	}
+	for i, nt := range fresh {
+		if nt != nil {
+			*outputs[i] = *nt
+		}
+	}
+	return nil
+}
+
+// inferred checks what infer_outputs wrote for output i.
+func inferred(i int, t *cTensor, buf []int64) (graph.DType, []int, error) {
+	dt := graph.DType(t.dtype)
+	if !dt.Supported() || dt == graph.String {
+		return 0, nil, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d dtype %v", i, dt)
+	}
+	if t.rank < 0 || t.rank > maxRank {
+		return 0, nil, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d rank %d (0..%d)", i, t.rank, maxRank)
+	}
+	shape := make([]int, t.rank)
+	for k := range shape {
+		if buf[k] < 0 || buf[k] > 1<<40 {
+			return 0, nil, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d dim %d = %d", i, k, buf[k])
+		}
+		shape[k] = int(buf[k])
+	}
+	return dt, shape, nil
+}
+
+// Release frees the executable in the delegate; later calls are no-ops.
+func (e *executable) Release() error {
+	b := e.b
+	b.mu.Lock() // waits for running calls
+	defer b.mu.Unlock()
+	if b.closed || e.handle == 0 {
+		return nil
+	}
+	call(b.table.release, e.handle)
+	e.handle = 0
+	b.liveMu.Lock()
+	delete(b.live, e)
+	b.liveMu.Unlock()
+	return nil
+}
