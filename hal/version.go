@@ -24,6 +24,9 @@ type VersionRange struct {
 }
 
 func (r VersionRange) String() string {
+	if r == (VersionRange{}) {
+		return "?" // not known before the backend is loaded
+	}
 	if r.Min == r.Max {
 		return r.Min.String()
 	}

@@ -420,8 +420,8 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 	kc := &kernels.Context{Context: ctx, Opset: opset, Alloc: r.arena, RunSubgraph: r.subgraph}
 	outs, err = s.Kernel(kc, n, ins)
 	if err != nil {
-		if strings.Contains(err.Error(), n.OpType) {
-			return nil, err
+		if msg := err.Error(); strings.Contains(msg, n.OpType) || n.Name != "" && strings.Contains(msg, n.Name) {
+			return nil, err // already names the node
 		}
 		return nil, fmt.Errorf("%s: %w", n.Label(), err)
 	}

@@ -100,7 +100,7 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 	if err := checkTypes(ir); err != nil {
 		return err
 	}
-	whole := &hal.Subgraph{Graph: ir.Graph, Opsets: ir.Opsets}
+	whole := &hal.Subgraph{Graph: m.withTypes(ir.Graph), Opsets: ir.Opsets}
 	cpuVerdicts := cpu.Verdicts(whole, nil)
 	var cands []partitioner.Candidate
 	devs := map[string]*hal.Device{}
@@ -253,10 +253,38 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 			}
 		}
 	}
+	sg = m.withTypes(sg)
 	if err := sg.Validate(nil); err != nil {
 		return nil, fmt.Errorf("runtime: partition %d on %s is not self-contained: %w", p.ID, p.Backend, err)
 	}
 	return &hal.Subgraph{Graph: sg, Opsets: m.ir.Opsets}, nil
+}
+
+// withTypes returns a shallow copy of g whose ValueInfo lists the inferred
+// type of every value its nodes produce, so backends (in process, behind
+// the C ABI or over the wire) see dtypes and shapes without re-inferring.
+func (m *Model) withTypes(g *graph.Graph) *graph.Graph {
+	c := *g
+	declared := map[string]bool{}
+	for _, vi := range append(append([]graph.ValueInfo{}, g.Inputs...), g.Outputs...) {
+		declared[vi.Name] = true
+	}
+	c.ValueInfo = nil
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			if o == "" || declared[o] {
+				continue
+			}
+			if t, ok := m.types[o]; ok && (t.DType != graph.Undefined || t.Shape != nil) {
+				if t.Kind == "" {
+					t.Kind = "tensor"
+				}
+				c.ValueInfo = append(c.ValueInfo, graph.ValueInfo{Name: o, Type: t})
+				declared[o] = true
+			}
+		}
+	}
+	return &c
 }
 
 func isInput(g *graph.Graph, name string) bool {
@@ -295,7 +323,7 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 		return outs, exe.Execute(ctx, in, outs)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runtime: partition %d on %s: %w", cp.part.ID, cp.part.Backend, err)
+		return nil, fmt.Errorf("runtime: partition %d on %s (node %s): %w", cp.part.ID, cp.part.Backend, n.Name, err)
 	}
 	return outs, nil
 }

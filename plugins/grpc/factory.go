@@ -65,6 +65,9 @@ func Register(r *hal.Registry, dirs []string, base Options) ([]Registered, []err
 	d := Discover(dirs)
 	var out []Registered
 	for _, m := range d.Manifests {
+		if m.Kind == KindLibrary {
+			continue // C-ABI libraries are registered by their own loader (plugins/cabi)
+		}
 		reg := Registered{Manifest: m, Verification: m.Verify()}
 		f, err := Factory(m, base)
 		if err == nil {

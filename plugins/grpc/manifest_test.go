@@ -64,8 +64,8 @@ func TestDiscoveryAndRegistration(t *testing.T) {
 	if v := status["tampered"].Verification; v.OK || !strings.Contains(v.Reason, sum) {
 		t.Errorf("tampered: %+v", v)
 	}
-	if status["clib"].Err == nil {
-		t.Error("a library manifest was registered as a process plugin")
+	if _, listed := status["clib"]; listed {
+		t.Error("a library manifest was handled as a process plugin (plugins/cabi registers those)")
 	}
 	if got := strings.Join(r.Names(), ","); got != "simproc,tampered" {
 		t.Fatalf("registered %s", got)
