@@ -301,6 +301,14 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 
 // Compile marshals the subgraph and compiles it in the delegate.
 func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.CompileOptions) (hal.Executable, error) {
+	// a structurally invalid subgraph (dangling references, cycles) is the
+	// caller's error, whatever the C side would say about it
+	if sg == nil || sg.Graph == nil {
+		return nil, hal.Errorf(hal.CodeInvalidArgument, "nil subgraph")
+	}
+	if err := sg.Graph.Validate(nil); err != nil {
+		return nil, &hal.Error{Code: hal.CodeInvalidArgument, Msg: "invalid subgraph", Err: err}
+	}
 	m, err := marshal(sg)
 	if err != nil {
 		return nil, err
