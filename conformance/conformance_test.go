@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -484,4 +485,45 @@ func TestHungCaseFailsAndRunGoesOn(t *testing.T) {
 	if d := time.Since(t0); d > 2500*time.Millisecond {
 		t.Errorf("the run waited %v for a hung case", d)
 	}
+}
+
+// The JUnit XML read by a standard consumer: test-results-parser (the npm
+// package CI dashboards such as testbeats use), installed by
+// .ci/install.d/junit.sh into SWITCHYARD_JUNIT_PARSER_DIR. It skips where
+// the parser is not installed, unless SWITCHYARD_REQUIRE_SHARED=1 (CI).
+func TestJUnitReadByStandardConsumer(t *testing.T) {
+	dir := os.Getenv("SWITCHYARD_JUNIT_PARSER_DIR")
+	node, nodeErr := exec.LookPath("node")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "test-results-parser")); dir == "" || err != nil || nodeErr != nil {
+		msg := "the JUnit consumer (node + test-results-parser in SWITCHYARD_JUNIT_PARSER_DIR) is not installed; see .ci/install.d/junit.sh"
+		if os.Getenv("SWITCHYARD_REQUIRE_SHARED") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	h := simHarness(sim.Options{Ops: []string{"Add", "Relu"}, Faults: sim.Faults{WrongValues: true, WrongValuesOp: "Add", WrongValuesWhenBroadcasting: true}}, "^op/(Add|Relu)/")
+	rep := run(t, h)
+	out := t.TempDir()
+	if _, err := rep.WriteFiles(out); err != nil {
+		t.Fatal(err)
+	}
+	script := `const {parse} = require("test-results-parser");
+const r = parse({type: "junit", files: [process.argv[1]]});
+console.log(JSON.stringify({total: r.total, passed: r.passed, failed: r.failed, skipped: r.skipped}));`
+	cmd := exec.Command(node, "-e", script, filepath.Join(out, conformance.JUnitFile))
+	cmd.Dir = dir
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("test-results-parser: %v", err)
+	}
+	var got struct{ Total, Passed, Failed, Skipped int }
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	tot := rep.Certification.Totals
+	fails := tot.ByStatus[conformance.Fail] + tot.ByStatus[conformance.UnexpectedPass]
+	if got.Total != tot.Cases || got.Failed != fails || fails == 0 || got.Passed != tot.ByStatus[conformance.Pass] {
+		t.Fatalf("consumer read %+v; report has %d cases, %d pass, %d failures", got, tot.Cases, tot.ByStatus[conformance.Pass], fails)
+	}
+	t.Logf("test-results-parser read %+v", got)
 }
