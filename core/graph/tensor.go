@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 )
 
 // MaxTensorBytes bounds the size of any single tensor Switchyard allocates.
@@ -468,4 +469,46 @@ func SameShape(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// RawBytes views a tensor's storage as bytes (host byte order, no copy).
+// Bool tensors are one byte per element. It returns false for strings.
+func RawBytes(t *Tensor) ([]byte, bool) {
+	n := t.Len() * t.DType.Size()
+	if n == 0 {
+		_, isStr := t.Data.([]string)
+		return nil, !isStr
+	}
+	var p unsafe.Pointer
+	switch d := t.Data.(type) {
+	case []float32:
+		p = unsafe.Pointer(&d[0])
+	case []float64:
+		p = unsafe.Pointer(&d[0])
+	case []F16:
+		p = unsafe.Pointer(&d[0])
+	case []BF16:
+		p = unsafe.Pointer(&d[0])
+	case []int8:
+		p = unsafe.Pointer(&d[0])
+	case []int16:
+		p = unsafe.Pointer(&d[0])
+	case []int32:
+		p = unsafe.Pointer(&d[0])
+	case []int64:
+		p = unsafe.Pointer(&d[0])
+	case []uint8:
+		p = unsafe.Pointer(&d[0])
+	case []uint16:
+		p = unsafe.Pointer(&d[0])
+	case []uint32:
+		p = unsafe.Pointer(&d[0])
+	case []uint64:
+		p = unsafe.Pointer(&d[0])
+	case []bool:
+		p = unsafe.Pointer(&d[0])
+	default:
+		return nil, false
+	}
+	return unsafe.Slice((*byte)(p), n), true
 }

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/onnx"
@@ -139,40 +138,8 @@ func DecodeNPY(b []byte) (*graph.Tensor, error) {
 
 // rawBytes views a numeric tensor's storage as bytes (little-endian host).
 func rawBytes(t *graph.Tensor) []byte {
-	n := t.Len() * t.DType.Size()
-	if n == 0 {
-		return nil
-	}
-	var p unsafe.Pointer
-	switch d := t.Data.(type) {
-	case []float32:
-		p = unsafe.Pointer(&d[0])
-	case []float64:
-		p = unsafe.Pointer(&d[0])
-	case []graph.F16:
-		p = unsafe.Pointer(&d[0])
-	case []graph.BF16:
-		p = unsafe.Pointer(&d[0])
-	case []int8:
-		p = unsafe.Pointer(&d[0])
-	case []int16:
-		p = unsafe.Pointer(&d[0])
-	case []int32:
-		p = unsafe.Pointer(&d[0])
-	case []int64:
-		p = unsafe.Pointer(&d[0])
-	case []uint8:
-		p = unsafe.Pointer(&d[0])
-	case []uint16:
-		p = unsafe.Pointer(&d[0])
-	case []uint32:
-		p = unsafe.Pointer(&d[0])
-	case []uint64:
-		p = unsafe.Pointer(&d[0])
-	default:
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), n)
+	b, _ := graph.RawBytes(t)
+	return b
 }
 
 // dictValue extracts the raw text of key's value from a Python dict literal.

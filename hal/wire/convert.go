@@ -148,45 +148,7 @@ func StaticByteSize(dt graph.DType, shape []int) int {
 
 // RawBytes views a numeric or bool tensor's data as bytes (no copy). It
 // returns false for strings.
-func RawBytes(t *graph.Tensor) ([]byte, bool) {
-	n := t.Len() * t.DType.Size()
-	if n == 0 {
-		_, isStr := t.Data.([]string)
-		return nil, !isStr
-	}
-	var p unsafe.Pointer
-	switch d := t.Data.(type) {
-	case []float32:
-		p = unsafe.Pointer(&d[0])
-	case []float64:
-		p = unsafe.Pointer(&d[0])
-	case []graph.F16:
-		p = unsafe.Pointer(&d[0])
-	case []graph.BF16:
-		p = unsafe.Pointer(&d[0])
-	case []int8:
-		p = unsafe.Pointer(&d[0])
-	case []int16:
-		p = unsafe.Pointer(&d[0])
-	case []int32:
-		p = unsafe.Pointer(&d[0])
-	case []int64:
-		p = unsafe.Pointer(&d[0])
-	case []uint8:
-		p = unsafe.Pointer(&d[0])
-	case []uint16:
-		p = unsafe.Pointer(&d[0])
-	case []uint32:
-		p = unsafe.Pointer(&d[0])
-	case []uint64:
-		p = unsafe.Pointer(&d[0])
-	case []bool:
-		p = unsafe.Pointer(&d[0])
-	default:
-		return nil, false
-	}
-	return unsafe.Slice((*byte)(p), n), true
-}
+func RawBytes(t *graph.Tensor) ([]byte, bool) { return graph.RawBytes(t) }
 
 // WriteTensor writes t's bytes into dst (which must hold ByteSize(t)) and
 // returns the number of bytes written.

@@ -82,42 +82,9 @@ func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	if _, err := graph.CheckAlloc(x.DType, []int{p.cg * p.g.kSize(), p.g.outSize()}); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
-	switch x.DType {
-	case graph.Float32:
-		out, err := ctx.New(graph.Float32, p.outShape)
-		if err != nil {
-			return nil, err
-		}
-		convRun(p, graph.Data[float32](x), graph.Data[float32](w), f32Data(b), graph.Data[float32](out), sgemm)
-		return []*graph.Tensor{out}, nil
-	case graph.Float16, graph.BFloat16:
-		if _, err := graph.CheckAlloc(graph.Float32, p.outShape); err != nil {
-			return nil, kernels.Errorf(n, "%w", err)
-		}
-		var bf []float32
-		if b != nil {
-			bf = graph.Data[float32](kernels.ToFloat32(b))
-		}
-		y := make([]float32, kernels.Prod(p.outShape))
-		convRun(p, graph.Data[float32](kernels.ToFloat32(x)), graph.Data[float32](kernels.ToFloat32(w)), bf, y, sgemm)
-		out, err := kernels.FromFloat32(ctx, x.DType, p.outShape, y)
-		if err != nil {
-			return nil, err
-		}
-		return []*graph.Tensor{out}, nil
-	case graph.Float64:
-		out, err := ctx.New(graph.Float64, p.outShape)
-		if err != nil {
-			return nil, err
-		}
-		var bd []float64
-		if b != nil {
-			bd = graph.Data[float64](b)
-		}
-		convRun(p, graph.Data[float64](x), graph.Data[float64](w), bd, graph.Data[float64](out), gemm64)
-		return []*graph.Tensor{out}, nil
-	}
-	return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+	return dispatchFloat(ctx, n, x, w, b, p.outShape,
+		func(x, w, b, y []float32) { convRun(p, x, w, b, y, sgemm) },
+		func(x, w, b, y []float64) { convRun(p, x, w, b, y, gemm64) })
 }
 
 func f32Data(t *graph.Tensor) []float32 {
@@ -399,4 +366,47 @@ func convInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.Val
 		return nil, kernels.Errorf(n, "%w", err)
 	}
 	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: out}}, nil
+}
+
+// dispatchFloat allocates a convolution-like op's output of outShape and
+// runs the float32 body (also for float16/bfloat16, widened to float32 and
+// rounded back once) or the float64 body. b may be nil.
+func dispatchFloat(ctx *kernels.Context, n *graph.Node, x, w, b *graph.Tensor, outShape []int,
+	f32 func(x, w, b, y []float32), f64 func(x, w, b, y []float64)) ([]*graph.Tensor, error) {
+	switch x.DType {
+	case graph.Float32:
+		out, err := ctx.New(graph.Float32, outShape)
+		if err != nil {
+			return nil, err
+		}
+		f32(graph.Data[float32](x), graph.Data[float32](w), f32Data(b), graph.Data[float32](out))
+		return []*graph.Tensor{out}, nil
+	case graph.Float16, graph.BFloat16:
+		if _, err := graph.CheckAlloc(graph.Float32, outShape); err != nil {
+			return nil, kernels.Errorf(n, "%w", err)
+		}
+		var bf []float32
+		if b != nil {
+			bf = graph.Data[float32](kernels.ToFloat32(b))
+		}
+		y := make([]float32, kernels.Prod(outShape))
+		f32(graph.Data[float32](kernels.ToFloat32(x)), graph.Data[float32](kernels.ToFloat32(w)), bf, y)
+		out, err := kernels.FromFloat32(ctx, x.DType, outShape, y)
+		if err != nil {
+			return nil, err
+		}
+		return []*graph.Tensor{out}, nil
+	case graph.Float64:
+		out, err := ctx.New(graph.Float64, outShape)
+		if err != nil {
+			return nil, err
+		}
+		var bd []float64
+		if b != nil {
+			bd = graph.Data[float64](b)
+		}
+		f64(graph.Data[float64](x), graph.Data[float64](w), bd, graph.Data[float64](out))
+		return []*graph.Tensor{out}, nil
+	}
+	return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 }

@@ -166,42 +166,9 @@ func convTransposeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	if _, err := graph.CheckAlloc(x.DType, []int{p.mg * p.g.kSize(), p.g.inSize()}); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
-	switch x.DType {
-	case graph.Float32:
-		out, err := ctx.New(graph.Float32, p.outShape)
-		if err != nil {
-			return nil, err
-		}
-		convTransposeRun(p, graph.Data[float32](x), graph.Data[float32](w), f32Data(b), graph.Data[float32](out), sgemm)
-		return []*graph.Tensor{out}, nil
-	case graph.Float16, graph.BFloat16:
-		if _, err := graph.CheckAlloc(graph.Float32, p.outShape); err != nil {
-			return nil, kernels.Errorf(n, "%w", err)
-		}
-		var bf []float32
-		if b != nil {
-			bf = graph.Data[float32](kernels.ToFloat32(b))
-		}
-		y := make([]float32, kernels.Prod(p.outShape))
-		convTransposeRun(p, graph.Data[float32](kernels.ToFloat32(x)), graph.Data[float32](kernels.ToFloat32(w)), bf, y, sgemm)
-		out, err := kernels.FromFloat32(ctx, x.DType, p.outShape, y)
-		if err != nil {
-			return nil, err
-		}
-		return []*graph.Tensor{out}, nil
-	case graph.Float64:
-		out, err := ctx.New(graph.Float64, p.outShape)
-		if err != nil {
-			return nil, err
-		}
-		var bd []float64
-		if b != nil {
-			bd = graph.Data[float64](b)
-		}
-		convTransposeRun(p, graph.Data[float64](x), graph.Data[float64](w), bd, graph.Data[float64](out), gemm64)
-		return []*graph.Tensor{out}, nil
-	}
-	return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+	return dispatchFloat(ctx, n, x, w, b, p.outShape,
+		func(x, w, b, y []float32) { convTransposeRun(p, x, w, b, y, sgemm) },
+		func(x, w, b, y []float64) { convTransposeRun(p, x, w, b, y, gemm64) })
 }
 
 // convTransposeRun computes, per image and group, the column matrix
