@@ -25,6 +25,7 @@
 package sdk
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -135,6 +136,17 @@ func Serve(b hal.Backend, opts *Options) {
 		log.Warn("no descriptor channel from the host: shared-memory calls will fail")
 	}
 	srv := newServer(b, fds, log)
+	if s := os.Getenv(wire.EnvDoorbell); s != "" {
+		// the fast path for Execute (see wire.Doorbell); when it ends the
+		// host uses gRPC
+		if n, err := strconv.Atoi(s); err == nil && n > 2 {
+			go func() {
+				if err := wire.ServeDoorbell(os.NewFile(uintptr(n), "switchyard-doorbell"), srv.Execute); err != nil && !errors.Is(err, io.EOF) {
+					log.Debug("doorbell closed", "err", err)
+				}
+			}()
+		}
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.PluginSets(srv),

@@ -2,6 +2,7 @@ package grpcplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -234,7 +235,10 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		}
 		req.Outputs[i] = slot
 	}
-	resp, err := p.rpc.Execute(ctx, req)
+	resp, err := p.door.Execute(ctx, req)
+	if errors.Is(err, wire.ErrDoorbellBusy) || errors.Is(err, wire.ErrDoorbellClosed) {
+		resp, err = p.rpc.Execute(ctx, req)
+	}
 	if err != nil {
 		e.b.pool.put(ctx, hr, false)
 		return e.b.callErr(ctx, p, "execute", err)

@@ -30,6 +30,7 @@ type process struct {
 	cmd     *exec.Cmd
 	rpc     halv1.BackendClient
 	fds     *wire.FDChannel
+	door    *wire.Doorbell
 	pid     int
 	info    hal.Info
 	sockDir string
@@ -77,6 +78,13 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 	if err != nil {
 		return nil, &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: "open", Err: err}
 	}
+	doorLocal, doorRemote, err := wire.DoorbellPair()
+	if err != nil {
+		local.Close()
+		remote.Close()
+		return nil, &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: "open", Err: err}
+	}
+	defer doorRemote.Close() // the child has its copy once started
 	sockDir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", sockPrefix, os.Getpid()))
 	if err != nil {
 		local.Close()
@@ -85,8 +93,8 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 	}
 	cmd := exec.Command(o.Path, o.Args...)
 	cmd.Env = append(os.Environ(), o.Env...)
-	cmd.Env = append(cmd.Env, wire.EnvFDChannel+"="+strconv.Itoa(wire.FDChannelFD), plugin.EnvUnixSocketDir+"="+sockDir)
-	cmd.ExtraFiles = []*os.File{remote}
+	cmd.Env = append(cmd.Env, wire.EnvFDChannel+"="+strconv.Itoa(wire.FDChannelFD), wire.EnvDoorbell+"="+strconv.Itoa(wire.DoorbellFD), plugin.EnvUnixSocketDir+"="+sockDir)
+	cmd.ExtraFiles = []*os.File{remote, doorRemote}
 	cmd.SysProcAttr = sysProcAttr()
 
 	cfg := &plugin.ClientConfig{
@@ -112,6 +120,7 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 	fail := func(code hal.Code, msg string, e error) (*process, error) {
 		client.Kill()
 		local.Close()
+		doorLocal.Close()
 		remote.Close()
 		_ = os.RemoveAll(sockDir)
 		return nil, &hal.Error{Code: code, Backend: b.name, Op: "open", Msg: msg, Err: e}
@@ -153,7 +162,10 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 		p.fds.Close()
 		return fail(hal.CodeFailedPrecondition, fmt.Sprintf("plugin %s calls itself %q, its manifest says %q", o.Path, p.info.Name, b.opts.Name), nil)
 	}
-	b.log.Debug("plugin started", "plugin", p.info.Name, "pid", p.pid, "generation", gen)
+	// the fast path for Execute; a plugin that does not serve it is
+	// called over gRPC
+	p.door = wire.NewDoorbell(doorLocal, 2*time.Second)
+	b.log.Debug("plugin started", "plugin", p.info.Name, "pid", p.pid, "generation", gen, "doorbell", p.door.Usable())
 	b.wg.Add(1)
 	go b.watch(p)
 	return p, nil
@@ -183,6 +195,7 @@ func (p *process) stop() {
 		close(p.dead)
 		p.client.Kill()
 		_ = p.fds.Close()
+		p.door.Close()
 		_ = os.RemoveAll(p.sockDir)
 		msg := "exited"
 		if st := p.cmd.ProcessState; st != nil {
