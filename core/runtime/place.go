@@ -167,6 +167,12 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 			return err
 		}
 		compiled, err := dev.Compile(ctx, sg, &opts.Compile)
+		if err != nil && errors.Is(err, hal.ErrUnsupported) && !opts.Policy.Strict && allOnCPU(p, cpuVerdicts) {
+			// the backend claimed nodes it then would not compile (a
+			// dishonest verdict): they run on cpu, visibly
+			m.demote(p, err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("runtime: partition %d (%d nodes) on %s: %w", p.ID, len(p.Nodes), p.Backend, err)
 		}
@@ -191,6 +197,31 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 	}
 	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides})
 	return err
+}
+
+func allOnCPU(p partitioner.Partition, cpuVerdicts []hal.Verdict) bool {
+	for _, i := range p.Nodes {
+		if !cpuVerdicts[i].Supported {
+			return false
+		}
+	}
+	return true
+}
+
+// demote moves a partition its backend failed to compile back to cpu and
+// records why in the placement report.
+func (m *Model) demote(p partitioner.Partition, cause error) {
+	reason := "claimed, then refused to compile: " + cause.Error()
+	for k := range m.plan.Partitions {
+		if m.plan.Partitions[k].ID == p.ID {
+			m.plan.Partitions[k].Replaced = &partitioner.Replacement{From: p.Backend, To: CPU, Reason: reason, At: time.Now()}
+		}
+	}
+	for _, i := range p.Nodes {
+		np := &m.plan.Nodes[i]
+		np.Declined = append(np.Declined, partitioner.Decline{Backend: np.Backend, Reason: reason})
+		np.Backend = CPU
+	}
 }
 
 func nestedUnsupported(n *graph.Node, ir *graph.Model) []string {

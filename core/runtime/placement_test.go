@@ -194,11 +194,23 @@ func TestStrictListsUnplacedNodes(t *testing.T) {
 func TestFaultsSurfaceWithCodes(t *testing.T) {
 	ctx := context.Background()
 	x := map[string]*graph.Tensor{"x": graph.MustFromSlice([]int{2}, []float32{-1, 1})}
-	// a dishonest backend: claims Relu, then refuses to compile it
-	dev := simDevice(t, sim.Options{Ops: []string{"Relu"}, Faults: sim.Faults{RefuseCompile: true}})
-	_, err := runtime.LoadBytes(ctx, demoLike(t), &runtime.Options{Backends: []*hal.Device{dev}})
+	// a dishonest backend: claims Relu, then refuses to compile it. In
+	// strict mode the load fails; otherwise the nodes run on cpu, visibly.
+	dev := simDevice(t, sim.Options{Ops: []string{"Relu", "Neg"}, Faults: sim.Faults{RefuseCompile: true}})
+	_, err := runtime.LoadBytes(ctx, demoLike(t), &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{Strict: true}})
 	if !errors.Is(err, hal.ErrUnsupported) || !strings.Contains(err.Error(), "compile refused") {
-		t.Errorf("refuse compile: %v", err)
+		t.Errorf("refuse compile, strict: %v", err)
+	}
+	dm, err := runtime.LoadBytes(ctx, demoLike(t), &runtime.Options{Backends: []*hal.Device{dev}})
+	if err != nil {
+		t.Fatalf("refuse compile, not strict: %v", err)
+	}
+	if got, err := dm.Run(ctx, x); err != nil || graph.Data[float32](got["z"])[0] != 0 {
+		t.Fatalf("refuse compile, not strict: %v %v", got, err)
+	}
+	p := dm.Plan()
+	if r := p.Partitions[0].Replaced; r == nil || !strings.Contains(r.Reason, "refused to compile") || p.Nodes[0].Backend != "cpu" {
+		t.Errorf("the demotion is not in the report:\n%s", p.Text())
 	}
 	dev = simDevice(t, sim.Options{Ops: []string{"Relu"}, Faults: sim.Faults{FailExecute: true}})
 	m, err := runtime.LoadBytes(ctx, demoLike(t), &runtime.Options{Backends: []*hal.Device{dev}})

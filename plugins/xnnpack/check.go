@@ -120,6 +120,9 @@ func check(n *graph.Node, opset int64, ti typeInfo) string {
 		if n.AttrInt("storage_order", 0) != 0 {
 			return "MaxPool storage_order=1 is not mapped"
 		}
+		if k := n.AttrInts("kernel_shape", nil); len(k) == 2 && k[0]*k[1] <= 1 {
+			return "MaxPool with a 1x1 window is not mapped (XNNPACK has no 1x1 max pooling)"
+		}
 		return checkSpatial(n, true)
 	case "AveragePool":
 		if rank != 4 {

@@ -3,12 +3,15 @@ package xnnpack
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"unsafe"
 
+	coreexec "github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
 
 // maxIdle bounds the runtime instances an executable keeps (shapes seen,
@@ -106,6 +109,9 @@ type Executable struct {
 	b          *Backend
 	g          *graph.Graph
 	opsets     []graph.Opset
+	refOnce    sync.Once
+	ref        *cpu.Executable
+	refErr     error
 	pool       uintptr
 	threads    int
 	deferred   []int // input indices used as constants (captured per instance)
@@ -466,6 +472,12 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	}
 	inst, err := e.get(inputs)
 	if err != nil {
+		if hal.CodeOf(err) == hal.CodeUnsupported {
+			// shapes known only now that XNNPACK cannot take (an empty
+			// dimension, a degenerate window): this call runs on the
+			// reference kernels instead, and says so in the log
+			return e.reference(ctx, inputs, outputs, err)
+		}
 		return err
 	}
 	defer e.put(inst)
@@ -517,4 +529,22 @@ func (e *Executable) Release() error {
 	}
 	e.idle = nil
 	return nil
+}
+
+// reference runs the partition on the reference kernels, for input shapes
+// this XNNPACK cannot take (why is logged once per executable).
+func (e *Executable) reference(ctx context.Context, inputs, outputs []*graph.Tensor, why error) error {
+	e.refOnce.Do(func() {
+		slog.Warn("xnnpack: running a partition on the reference kernels for shapes XNNPACK cannot take", "reason", why.Error())
+		prog, err := coreexec.Compile(e.g, coreexec.Options{Opsets: e.opsets})
+		if err != nil {
+			e.refErr = hal.Errorf(hal.CodeInternal, "xnnpack: reference fallback: %v", err)
+			return
+		}
+		e.ref = &cpu.Executable{Program: prog}
+	})
+	if e.refErr != nil {
+		return e.refErr
+	}
+	return e.ref.Execute(ctx, inputs, outputs)
 }
