@@ -77,6 +77,9 @@ type plan struct {
 	produced map[string]bool
 	// consts holds values computed at load time (constant folding)
 	consts map[string]*graph.Tensor
+	// constVals is the initializers and consts together, looked up after a
+	// run's own values (a caller's input overrides an initializer default)
+	constVals map[string]*graph.Tensor
 }
 
 func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {
@@ -148,6 +151,13 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 		}
 		p.free[last[v]] = append(p.free[last[v]], v)
 	}
+	p.constVals = make(map[string]*graph.Tensor, len(g.Initializers)+len(p.consts))
+	for k, v := range g.Initializers {
+		p.constVals[k] = v
+	}
+	for k, v := range p.consts {
+		p.constVals[k] = v
+	}
 	return p, nil
 }
 
@@ -169,13 +179,17 @@ func nodeReads(n *graph.Node) []string {
 
 // scope maps value names to tensors, with enclosing graphs' scopes behind it.
 type scope struct {
-	vals   map[string]*graph.Tensor
+	vals   map[string]*graph.Tensor // values of this run (inputs first)
+	consts map[string]*graph.Tensor // the plan's initializers and folded values (shared, read-only)
 	parent *scope
 }
 
 func (s *scope) lookup(name string) (*graph.Tensor, bool) {
 	for c := s; c != nil; c = c.parent {
 		if t, ok := c.vals[name]; ok {
+			return t, true
+		}
+		if t, ok := c.consts[name]; ok {
 			return t, true
 		}
 	}
@@ -242,10 +256,7 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 	st = &Stats{}
 	start := time.Now()
 	r := &run{m: m, arena: a, opts: opts, stats: st, start: start}
-	root := &scope{vals: map[string]*graph.Tensor{}}
-	for k, v := range m.g.Initializers {
-		root.vals[k] = v
-	}
+	root := &scope{vals: make(map[string]*graph.Tensor, len(inputs)+len(m.main.order))}
 	for k, v := range inputs {
 		root.vals[k] = v
 	}
@@ -332,14 +343,7 @@ func (m *Program) checkInputs(inputs map[string]*graph.Tensor) (string, error) {
 // and returns the graph outputs, each owned by the caller.
 func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, error) {
 	ctx = context.WithValue(ctx, scopeKey{}, s)
-	for k, v := range p.g.Initializers {
-		if _, ok := s.vals[k]; !ok {
-			s.vals[k] = v
-		}
-	}
-	for k, v := range p.consts {
-		s.vals[k] = v
-	}
+	s.consts = p.constVals
 	for i, n := range p.order {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("exec: stopped before %s: %w", n.Label(), err)
