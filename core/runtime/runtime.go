@@ -29,11 +29,9 @@ import (
 	"github.com/switchyard-hal/switchyard/partitioner"
 )
 
-// Options configures Load. The zero value is valid.
+// Options configures Load. The zero value is valid. (The per-tensor
+// allocation limit is process-wide: graph.MaxTensorBytes.)
 type Options struct {
-	// MaxTensorBytes, when > 0, lowers the per-tensor allocation limit for
-	// this process (graph.MaxTensorBytes).
-	MaxTensorBytes int64
 	// Backends are opened devices in priority order. Partitions they take
 	// are compiled at load and called at run; everything else runs on the
 	// reference kernels ("cpu"), unless Policy.Strict. A device named "cpu"
@@ -142,9 +140,6 @@ func LoadDir(ctx context.Context, dir string, opts *Options) (*Model, error) {
 func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error) {
 	if opts == nil {
 		opts = &Options{}
-	}
-	if opts.MaxTensorBytes > 0 {
-		graph.MaxTensorBytes = opts.MaxTensorBytes
 	}
 	if err := ir.Validate(); err != nil {
 		return nil, err
