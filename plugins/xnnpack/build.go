@@ -174,7 +174,7 @@ func (b *builder) computeDemand(order []*graph.Node) {
 			}
 		}
 		switch n.OpType {
-		case "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace":
+		case "Conv", "ConvTranspose", "Resize", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace":
 			set(n.Input(0), nhwc)
 		case "Transpose":
 			if p := b.demand[out]; p != nil {
@@ -484,6 +484,14 @@ func (b *builder) node(n *graph.Node) error {
 		return nil
 	case "Conv":
 		return b.conv(n, x, oshape)
+	case "ConvTranspose":
+		return b.convTranspose(n, x, oshape)
+	case "Resize":
+		return b.resize(n, x, oshape)
+	case "Split":
+		return b.split(n, x, outShapes)
+	case "Tanh":
+		return b.tanh(n, x)
 	case "MaxPool", "AveragePool":
 		return b.pool(n, x, oshape)
 	case "GlobalAveragePool":

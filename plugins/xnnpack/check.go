@@ -22,19 +22,16 @@ type typeInfo interface {
 var staticInputs = map[string][]int{
 	"Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "Reshape": {1}, "Pad": {1, 2, 3},
 	"Clip": {1, 2}, "BatchNormalization": {1, 2, 3, 4}, "PRelu": {1}, "Squeeze": {1}, "Unsqueeze": {1},
-	"Resize": {1, 2, 3},
+	"Resize": {1, 2, 3}, "ConvTranspose": {1, 2}, "Split": {1},
 }
 
-var unaryOps = map[string]bool{"Abs": true, "Ceil": true, "Floor": true, "Neg": true, "Sigmoid": true, "Sqrt": true, "HardSwish": true, "Relu": true, "Round": true}
+var unaryOps = map[string]bool{"Abs": true, "Ceil": true, "Floor": true, "Neg": true, "Sigmoid": true, "Sqrt": true, "HardSwish": true, "Relu": true, "Round": true, "Tanh": true}
 var binaryOps = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": true}
 
 // declined ops, with the reason a user sees in the placement report.
 var knownGaps = map[string]string{
-	"Tanh":          "this libXNNPACK (Debian 12, 2022-02) has no f32 tanh node",
-	"Split":         "this libXNNPACK (Debian 12, 2022-02) has no split node",
-	"Max":           "Max is not claimed: xnn_maximum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
-	"Min":           "Min is not claimed: xnn_minimum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
-	"ConvTranspose": "ConvTranspose is not mapped yet (xnn_define_deconvolution_2d is bound but untested)",
+	"Max": "Max is not claimed: xnn_maximum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
+	"Min": "Min is not claimed: xnn_minimum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
 }
 
 // check returns "" when the backend takes n, else the exact reason.
@@ -90,7 +87,7 @@ func check(n *graph.Node, opset int64, ti typeInfo) string {
 		if o == "" {
 			continue
 		}
-		if i > 0 {
+		if i > 0 && n.OpType != "Split" {
 			return fmt.Sprintf("optional output %d (%q) is not mapped", i, o)
 		}
 		if t := ti.typeOf(o); t.DType != graph.Undefined && t.DType != graph.Float32 {
@@ -113,6 +110,16 @@ func check(n *graph.Node, opset int64, ti typeInfo) string {
 			}
 		}
 		return checkSpatial(n, true)
+	case "ConvTranspose":
+		return checkConvTranspose(n, rank, ti)
+	case "Resize":
+		return checkResize(n, opset, ti)
+	case "Split":
+		if len(n.Inputs) > 1 && n.Inputs[1] != "" {
+			if s := ti.constant(n.Input(1)); s == nil || s.DType != graph.Int64 {
+				return "Split sizes must be an int64 constant"
+			}
+		}
 	case "MaxPool":
 		if rank != 4 {
 			return fmt.Sprintf("MaxPool on a rank-%d input; only 2D pooling is mapped", rank)
@@ -252,7 +259,7 @@ func supportedOp(op string) bool {
 	switch op {
 	case "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "Softmax", "Gemm", "MatMul",
 		"Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
-		"Transpose", "Concat", "DepthToSpace":
+		"Transpose", "Concat", "DepthToSpace", "ConvTranspose", "Resize", "Split", "Tanh":
 		return true
 	}
 	return false

@@ -309,6 +309,15 @@ func (in *instance) define(sg uintptr, scratch unsafe.Pointer, x *xop, ids map[*
 		}
 		args = append(args, argQ(uint64(x.sz[0])), argQ(uint64(x.sz[1])), argF(x.f[0]), argF(x.f[1]), argU(id(0)), argU(id(1)), argU(id(2)), argU(out), argU(0))
 		return l.callFFI(l.convCIF, l.defineConv, args)
+	case "deconv":
+		args := []ffiArg{argP(sg)}
+		for _, u := range x.u {
+			args = append(args, argU(u))
+		}
+		args = append(args, argQ(uint64(x.sz[0])), argQ(uint64(x.sz[1])), argF(x.f[0]), argF(x.f[1]), argU(id(0)), argU(id(1)), argU(id(2)), argU(out), argU(0))
+		return l.callFFI(l.deconvCIF, l.defineDeconv, args)
+	case "resize":
+		return l.defineResize(sg, uintptr(x.sz[0]), uintptr(x.sz[1]), id(0), out, x.u[0])
 	case "clamp":
 		return l.defineClamp(sg, x.f[0], x.f[1], id(0), out, 0)
 	case "leaky":

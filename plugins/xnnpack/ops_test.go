@@ -192,8 +192,51 @@ func TestOpsAgainstCPU(t *testing.T) {
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}),
 				node("DepthToSpace", []string{"c"}, []string{"y"}, iattr("blocksize", 2))}},
+		{name: "tanh", inputs: x4, consts: map[string]*graph.Tensor{"w": w(4, 6, 1, 1)},
+			nodes: []*graph.Node{
+				node("Tanh", []string{"x"}, []string{"a"}),
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Tanh", []string{"c"}, []string{"y"})}, outputs: []string{"a", "y"}},
+		{name: "resize_half_pixel_sizes", inputs: map[string][]int{"x": {2, 3, 5, 7}}, consts: map[string]*graph.Tensor{"sz": i64(2, 3, 9, 4)},
+			nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, []string{"y"}, sattr("mode", "linear"))}},
+		{name: "resize_scales_after_conv", inputs: map[string][]int{"x": {1, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 4, 1, 1), "sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 3})},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Resize", []string{"c", "", "sc"}, []string{"y"}, sattr("mode", "linear"))}},
+		{name: "resize_align_corners", inputs: map[string][]int{"x": {1, 2, 4, 5}}, consts: map[string]*graph.Tensor{"sz": i64(1, 2, 7, 3)},
+			nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, []string{"y"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "align_corners"))}},
+		{name: "resize_asymmetric", inputs: map[string][]int{"x": {1, 2, 4, 5}}, consts: map[string]*graph.Tensor{"sz": i64(1, 2, 8, 3)},
+			nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, []string{"y"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "asymmetric"))}},
+		{name: "resize_pytorch_half_pixel", inputs: map[string][]int{"x": {1, 2, 4, 5}}, consts: map[string]*graph.Tensor{"sz": i64(1, 2, 6, 2)},
+			nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, []string{"y"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "pytorch_half_pixel"))}},
+		{name: "resize_opset10", opset: 10, inputs: map[string][]int{"x": {1, 2, 3, 4}}, consts: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})},
+			nodes: []*graph.Node{node("Resize", []string{"x", "sc"}, []string{"y"}, sattr("mode", "linear"))}},
+		{name: "conv_transpose", inputs: map[string][]int{"x": {2, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 3, 3, 3), "b": w(3)},
+			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w", "b"}, []string{"y"})}},
+		{name: "conv_transpose_strided_padded", inputs: map[string][]int{"x": {1, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 2, 3, 4)},
+			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, ints("strides", 2, 3), ints("pads", 1, 0, 2, 1), ints("output_padding", 1, 2))}},
+		{name: "conv_transpose_groups_dilated", inputs: map[string][]int{"x": {1, 6, 4, 5}}, consts: map[string]*graph.Tensor{"w": w(6, 2, 3, 2), "b": w(6), "cw": w(6, 6, 1, 1)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "cw"}, []string{"c"}),
+				node("ConvTranspose", []string{"c", "w", "b"}, []string{"y"}, iattr("group", 3), ints("dilations", 2, 1), ints("strides", 2, 2))}},
+		{name: "conv_transpose_depthwise", inputs: map[string][]int{"x": {1, 4, 5, 5}}, consts: map[string]*graph.Tensor{"w": w(4, 1, 4, 4)},
+			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, iattr("group", 4), ints("strides", 2, 2), ints("pads", 1, 1, 1, 1))}},
+		{name: "split_sizes_nhwc", inputs: map[string][]int{"x": {1, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(7, 4, 1, 1), "sp": i64(2, 4, 1)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Split", []string{"c", "sp"}, []string{"a", "b", "d"}, iattr("axis", 1)),
+				node("Relu", []string{"b"}, []string{"e"})}, outputs: []string{"a", "e", "d"}},
+		{name: "split_equal_last_axis", inputs: map[string][]int{"x": {3, 4, 6}},
+			nodes: []*graph.Node{node("Split", []string{"x"}, []string{"a", "b", "d"}, iattr("axis", -1))}, outputs: []string{"a", "b", "d"}},
+		{name: "split_num_outputs_opset18", opset: 18, inputs: map[string][]int{"x": {7, 2}},
+			nodes: []*graph.Node{node("Split", []string{"x"}, []string{"a", "b", "d"}, iattr("num_outputs", 3))}, outputs: []string{"a", "b", "d"}},
 		// declines: the node stays on cpu
-		{name: "decline_tanh", inputs: x4, nodes: []*graph.Node{node("Tanh", []string{"x"}, []string{"y"})}, claimed: 0},
+		{name: "decline_resize_nearest", inputs: map[string][]int{"x": {1, 2, 3, 4}}, consts: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})},
+			nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, []string{"y"})}, claimed: 0},
+		{name: "decline_resize_fractional_scale", inputs: map[string][]int{"x": {1, 2, 5, 4}}, consts: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 1.5, 2})},
+			nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, []string{"y"}, sattr("mode", "linear"))}, claimed: 0},
+		{name: "decline_conv_transpose_output_shape", inputs: map[string][]int{"x": {1, 2, 3, 3}}, consts: map[string]*graph.Tensor{"w": w(2, 2, 3, 3)},
+			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, ints("strides", 2, 2), ints("output_shape", 6, 6))}, claimed: 0},
 		{name: "decline_dynamic_weights", inputs: map[string][]int{"x": {1, 2, 5, 5}, "w": {2, 2, 1, 1}}, nodes: []*graph.Node{node("Conv", []string{"x", "w"}, []string{"y"})}, claimed: 0},
 		{name: "decline_crd", inputs: map[string][]int{"x": {1, 8, 3, 4}}, nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, []string{"y"}, iattr("blocksize", 2), sattr("mode", "CRD"))}, claimed: 0},
 	}
@@ -294,6 +337,59 @@ func TestDynamicShapes(t *testing.T) {
 		}
 		if err := onnxtest.Compare(got["y"], want["y"], 1e-4, 1e-5); err != nil {
 			t.Fatalf("shape %v: %v", s, err)
+		}
+	}
+}
+
+// Resize, ConvTranspose and Split declines carry the exact reason.
+func TestDeclineReasonsResizeDeconv(t *testing.T) {
+	b, err := xnnpack.New(context.Background(), xnnpack.Options{})
+	if err != nil {
+		if required() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defer b.Close()
+	f32 := func(v ...float32) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
+	g := &graph.Graph{
+		Inputs: []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, 2, 5, 4)}}},
+		Initializers: map[string]*graph.Tensor{
+			"s2": f32(1, 1, 2, 2), "s15": f32(1, 1, 1.5, 2), "sc": f32(1, 2, 2, 2), "roi": f32(0, 0, 0, 0, 1, 1, 1, 1),
+			"w": graph.MustFromSlice([]int{2, 2, 3, 3}, make([]float32, 36)), "z1": i64(1, 2, 1, 4),
+		},
+		Nodes: []*graph.Node{
+			node("Resize", []string{"x", "", "s2"}, []string{"a"}),
+			node("Resize", []string{"x", "", "s15"}, []string{"b"}, sattr("mode", "linear")),
+			node("Resize", []string{"x", "roi", "s2"}, []string{"c"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "tf_crop_and_resize")),
+			node("Resize", []string{"x", "", "sc"}, []string{"d"}, sattr("mode", "linear")),
+			node("Resize", []string{"x", "", "", "z1"}, []string{"e"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "pytorch_half_pixel")),
+			node("Resize", []string{"x", "", "s2"}, []string{"f"}, sattr("mode", "linear"), iattr("antialias", 1)),
+			node("ConvTranspose", []string{"x", "w"}, []string{"g"}, ints("strides", 2, 2), ints("output_shape", 10, 8)),
+			node("ConvTranspose", []string{"x", "w"}, []string{"h"}, ints("strides", 2, 2), ints("output_padding", 2, 0)),
+			node("ConvTranspose", []string{"x", "w"}, []string{"i"}, sattr("auto_pad", "SAME_UPPER")),
+		}}
+	vs, err := b.Supports(context.Background(), &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 18}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`mode="nearest": this libXNNPACK (Debian 12, 2022-02) has bilinear resize only`,
+		"scale 1.5 on axis 2 of length 5 gives 7, not 7.5",
+		`coordinate_transformation_mode="tf_crop_and_resize"`,
+		"N and C scales must be 1",
+		"pytorch_half_pixel to a length-1 axis",
+		"antialias=1",
+		"output_shape=[10 8] is not mapped",
+		"0 <= output_padding < stride",
+		`auto_pad="SAME_UPPER" is not mapped`,
+	}
+	if len(vs) != len(want) {
+		t.Fatalf("%d verdicts for %d nodes", len(vs), len(want))
+	}
+	for i, v := range vs {
+		if v.Supported || !contains(v.Reason, want[i]) {
+			t.Errorf("node %d: verdict %+v, want a decline mentioning %q", i, v, want[i])
 		}
 	}
 }
