@@ -23,7 +23,6 @@ import (
 var (
 	pluginsMu         sync.Mutex
 	pluginsFound      []grpcplugin.Registered
-	pluginsProblems   []error
 	pluginsDiscovered bool
 )
 
@@ -33,7 +32,7 @@ func init() {
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		regs, problems := grpcplugin.Register(r, nil, grpcplugin.Options{Logger: logger})
 		pluginsMu.Lock()
-		pluginsFound, pluginsProblems, pluginsDiscovered = regs, problems, true
+		pluginsFound, pluginsDiscovered = regs, true
 		pluginsMu.Unlock()
 		for _, p := range problems {
 			fmt.Fprintf(os.Stderr, "switchyard: warning: %v\n", p)

@@ -74,7 +74,7 @@ type cNode struct {
 	inputs        unsafe.Pointer // *int32
 	outputs       unsafe.Pointer // *int32
 	numAttributes uint32
-	reserved      uint32
+	_             uint32         // padding, as in the C struct
 	attributes    unsafe.Pointer // *cAttribute
 }
 

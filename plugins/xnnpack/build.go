@@ -904,11 +904,9 @@ func (b *builder) concat(n *graph.Node, oshape []int) error {
 		}
 	}
 	pa := axis
-	if perm != nil {
-		for i, a := range perm {
-			if a == axis {
-				pa = i
-			}
+	for i, a := range perm {
+		if a == axis {
+			pa = i
 		}
 	}
 	var ins []*tensor
