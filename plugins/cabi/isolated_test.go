@@ -24,6 +24,15 @@ var (
 	hostErr  error
 )
 
+// TestMain removes the isolation host built by the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hostPath != "" {
+		_ = os.RemoveAll(filepath.Dir(hostPath))
+	}
+	os.Exit(code)
+}
+
 // buildHost builds the isolation host once per test binary.
 func buildHost(t *testing.T) string {
 	t.Helper()
