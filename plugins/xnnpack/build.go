@@ -10,10 +10,10 @@ import (
 
 // A partition is lowered, for concrete input shapes, into a plan: a list of
 // stages, each an XNNPACK runtime or (rarely) a Go step that XNNPACK of this
-// version cannot do (Concat, a layout change that is not a reshape). Values
-// keep the graph's logical (NCHW) shape and carry a physical layout: perm
-// maps physical dims to logical ones (physical[i] = logical[perm[i]]), nil
-// meaning row-major as in the graph. Convolutions and pools produce NHWC;
+// version cannot do (a general Concat, a layout change that is not a
+// reshape). Values keep the graph's logical (NCHW) shape and carry a
+// physical layout: perm maps physical dims to logical ones (physical[i] =
+// logical[perm[i]]), nil meaning row-major as in the graph. Convolutions and pools produce NHWC;
 // Transpose only relabels; partition inputs and outputs are converted once
 // at the boundary.
 
@@ -888,8 +888,10 @@ func (b *builder) pad(n *graph.Node, x *val, oshape []int) error {
 	return nil
 }
 
-// concat is a Go step (this XNNPACK has no concatenate node): a strided
-// copy along the axis in the physical layout of the first dynamic input.
+// concat is a constant pad when one input is dynamic and the others are
+// constants of one value (channel padding with zeros); otherwise a Go step
+// (this XNNPACK has no concatenate node): a strided copy along the axis in
+// the physical layout of the first dynamic input.
 func (b *builder) concat(n *graph.Node, oshape []int) error {
 	r := len(oshape)
 	axis := int(n.AttrInt("axis", 0))
@@ -908,6 +910,9 @@ func (b *builder) concat(n *graph.Node, oshape []int) error {
 		if a == axis {
 			pa = i
 		}
+	}
+	if ok, err := b.concatAsPad(n, oshape, axis, perm, pa); ok || err != nil {
+		return err
 	}
 	var ins []*tensor
 	for i := range n.Inputs {
@@ -942,6 +947,56 @@ func (b *builder) concat(n *graph.Node, oshape []int) error {
 	}, ins, out)
 	b.setOut(n, &val{t: out, shape: oshape, perm: perm})
 	return nil
+}
+
+// concatAsPad lowers a Concat of one dynamic input with constants that all
+// hold one value (the channel padding of a zero tensor, say) as an XNNPACK
+// constant pad, so the partition is not split by a Go step.
+func (b *builder) concatAsPad(n *graph.Node, oshape []int, axis int, perm []int, pa int) (bool, error) {
+	dyn := -1
+	var value float32
+	haveValue := false
+	before, after := 0, 0
+	for i := range n.Inputs {
+		v, err := b.in(n, i)
+		if err != nil {
+			return false, err
+		}
+		if v.konst == nil {
+			if dyn >= 0 {
+				return false, nil
+			}
+			dyn = i
+			continue
+		}
+		if v.konst.DType != graph.Float32 || len(v.shape) != len(oshape) {
+			return false, nil
+		}
+		for _, x := range graph.Data[float32](v.konst) {
+			if !haveValue {
+				value, haveValue = x, true
+			}
+			if math.Float32bits(x) != math.Float32bits(value) {
+				return false, nil
+			}
+		}
+		if dyn < 0 {
+			before += v.shape[axis]
+		} else {
+			after += v.shape[axis]
+		}
+	}
+	if dyn < 0 {
+		return false, nil
+	}
+	x := b.vals[n.Input(dyn)]
+	in := b.need(x, perm)
+	r := len(oshape)
+	sz := make([]int, 2*r)
+	sz[pa], sz[r+pa] = before, after
+	t := b.add(&xop{kind: "pad", in: []*tensor{in}, out: b.newTensor(permute(oshape, perm)), sz: sz, f: []float32{value}})
+	b.setOut(n, &val{t: t, shape: oshape, perm: perm})
+	return true, nil
 }
 
 // assignSlots gives a buffer to every dynamic tensor that crosses a stage,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -131,6 +132,74 @@ type instance struct {
 	rts    []uintptr       // per stage; 0 for Go steps
 	bufs   []unsafe.Pointer
 	cmem   []unsafe.Pointer
+	// per stage: the external value array given to xnn_setup_runtime (C
+	// memory) and the partition outputs that stage writes straight into
+	// the caller's tensor (re-setup per run)
+	ev     []unsafe.Pointer
+	nev    []int
+	direct [][]directOut
+}
+
+// directOut is a partition output written by XNNPACK into the output
+// tensor's own memory: no buffer, no copy out.
+type directOut struct {
+	out int // index in plan.outputs
+	ext int // entry in the stage's external value array
+}
+
+// cheapSetup lists the op kinds whose xnn_setup is cheap (no indirection
+// buffers to rebuild), so a stage made only of them may be set up again
+// per run with the caller's output pointer.
+var cheapSetup = map[string]bool{"fc": true, "binary": true, "unary": true, "clamp": true, "leaky": true, "elu": true, "prelu": true, "gap": true, "reshape": true, "pad": true, "d2s": true}
+
+// directOutputs decides, for stage si, which partition outputs it may write
+// into the caller's memory: identity layout, written by this stage, read by
+// no op, Go step or view, bound to one output only, and a stage whose setup
+// is cheap.
+func (p *plan) directOutputs(si int) []int {
+	st := p.stages[si]
+	if st.goRun != nil {
+		return nil
+	}
+	for _, x := range st.ops {
+		kind, _, _ := strings.Cut(x.kind, ":")
+		if !cheapSetup[kind] {
+			return nil
+		}
+	}
+	read := map[*tensor]bool{}
+	for _, s := range p.stages {
+		for _, x := range s.ops {
+			for _, t := range x.in {
+				read[t] = true
+			}
+		}
+		for _, t := range s.goIn {
+			read[t] = true
+		}
+	}
+	for _, t := range p.tensors {
+		if t.view != nil {
+			read[t.view] = true
+		}
+	}
+	for _, bnd := range p.inputs {
+		read[bnd.t] = true
+	}
+	bound := map[*tensor]int{}
+	for _, bnd := range p.outputs {
+		bound[bnd.t]++
+	}
+	var res []int
+	for i, bnd := range p.outputs {
+		t := bnd.t
+		if t == nil || t.stage != si || t.static != nil || t.view != nil || t.slot < 0 || read[t] || bound[t] != 1 ||
+			!isIdentity(bnd.perm) || !graph.SameShape(t.dims, bnd.shape) || t.elems() == 0 {
+			continue
+		}
+		res = append(res, i)
+	}
+	return res
 }
 
 func (e *Executable) instantiate(shapes [][]int, captured []*graph.Tensor) (*instance, error) {
@@ -188,6 +257,9 @@ func (in *instance) emit(pool uintptr) error {
 	}
 	staticMem := map[*tensor]unsafe.Pointer{}
 	in.rts = make([]uintptr, len(p.stages))
+	in.ev = make([]unsafe.Pointer, len(p.stages))
+	in.nev = make([]int, len(p.stages))
+	in.direct = make([][]directOut, len(p.stages))
 	for si, st := range p.stages {
 		if st.goRun != nil {
 			continue
@@ -285,6 +357,14 @@ func (in *instance) emit(pool uintptr) error {
 			copy(unsafe.Slice((*xnnExternalValue)(ev), len(externals)), externals)
 			if st := l.setupRuntime(rt, uintptr(len(externals)), ev); st != xnnStatusSuccess {
 				return hal.Errorf(hal.CodeInternal, "xnnpack: xnn_setup_runtime: %s", statusString(st))
+			}
+			in.ev[si], in.nev[si] = ev, len(externals)
+			for _, oi := range p.directOutputs(si) {
+				for k, x := range externals {
+					if x.ID == ids[p.outputs[oi].t] {
+						in.direct[si] = append(in.direct[si], directOut{out: oi, ext: k})
+					}
+				}
 			}
 		}
 	}
@@ -491,24 +571,8 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	}
 	defer e.put(inst)
 	p := inst.plan
-	for i, bnd := range p.inputs {
-		if bnd.t == nil {
-			continue
-		}
-		transposeInto(inst.buf(bnd.t), graph.Data[float32](inputs[i]), bnd.shape, nil, bnd.perm)
-	}
-	for si, st := range p.stages {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if st.goRun != nil {
-			st.goRun(inst.buf)
-			continue
-		}
-		if s := inst.lib.invokeRuntime(inst.rts[si]); s != xnnStatusSuccess {
-			return hal.Errorf(hal.CodeInternal, "xnnpack: xnn_invoke_runtime: %s", statusString(s))
-		}
-	}
+	// outputs first: those XNNPACK writes directly need their memory now
+	dsts := make([][]float32, len(p.outputs))
 	for i, bnd := range p.outputs {
 		dst := outputs[i]
 		if dst.Data == nil {
@@ -520,7 +584,76 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		} else if dst.DType != graph.Float32 || !graph.SameShape(dst.Shape, bnd.shape) {
 			return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: output %q is float32%v, caller allocated %v%v", e.g.Outputs[i].Name, bnd.shape, dst.DType, dst.Shape)
 		}
-		transposeInto(graph.Data[float32](dst), inst.buf(bnd.t), bnd.shape, bnd.perm, nil)
+		dsts[i] = graph.Data[float32](dst)
+		if want := bnd.t.elems(); len(dsts[i]) < want {
+			return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: output %q holds %d values, want %d", e.g.Outputs[i].Name, len(dsts[i]), want)
+		}
+	}
+	for i, bnd := range p.inputs {
+		if bnd.t == nil {
+			continue
+		}
+		transposeInto(inst.buf(bnd.t), graph.Data[float32](inputs[i]), bnd.shape, nil, bnd.perm)
+	}
+	written := make([]bool, len(p.outputs))
+	for si, st := range p.stages {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if st.goRun != nil {
+			st.goRun(inst.buf)
+			continue
+		}
+		if err := inst.invoke(si, dsts, written); err != nil {
+			return err
+		}
+	}
+	for i, bnd := range p.outputs {
+		if !written[i] {
+			transposeInto(dsts[i], inst.buf(bnd.t), bnd.shape, bnd.perm, nil)
+		}
+	}
+	return nil
+}
+
+// invoke runs stage si. Partition outputs the stage may write directly are
+// pointed at the caller's memory (pinned) for this run: the runtime is set
+// up again with them and, after the invoke, the external value array is
+// pointed back at the instance's buffers (XNNPACK keeps no pointer it uses
+// after invoke; every later invoke of this stage is preceded by a setup).
+func (inst *instance) invoke(si int, dsts [][]float32, written []bool) error {
+	l := inst.lib
+	direct := inst.direct[si]
+	if len(direct) == 0 {
+		if s := l.invokeRuntime(inst.rts[si]); s != xnnStatusSuccess {
+			return hal.Errorf(hal.CodeInternal, "xnnpack: xnn_invoke_runtime: %s", statusString(s))
+		}
+		return nil
+	}
+	evs := unsafe.Slice((*xnnExternalValue)(inst.ev[si]), inst.nev[si])
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	saved := make([]unsafe.Pointer, len(direct))
+	for k, d := range direct {
+		ptr := unsafe.Pointer(unsafe.SliceData(dsts[d.out]))
+		pin.Pin(ptr)
+		saved[k] = evs[d.ext].Data
+		evs[d.ext].Data = ptr
+	}
+	s := l.setupRuntime(inst.rts[si], uintptr(len(evs)), inst.ev[si])
+	if s == xnnStatusSuccess {
+		s = l.invokeRuntime(inst.rts[si])
+	}
+	for k, d := range direct {
+		evs[d.ext].Data = saved[k]
+	}
+	if s != xnnStatusSuccess {
+		// leave the runtime set up on its own buffers again
+		l.setupRuntime(inst.rts[si], uintptr(len(evs)), inst.ev[si])
+		return hal.Errorf(hal.CodeInternal, "xnnpack: running stage %d: %s", si, statusString(s))
+	}
+	for _, d := range direct {
+		written[d.out] = true
 	}
 	return nil
 }

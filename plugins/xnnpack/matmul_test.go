@@ -2,6 +2,7 @@ package xnnpack
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestMatMulOverhead(t *testing.T) {
 	e := exe.(*Executable)
 	in := []*graph.Tensor{graph.MustFromSlice([]int{n, n}, append([]float32{}, w...))}
 	out := []*graph.Tensor{{}}
-	runs := 20
+	runs := 60 // best of many: other processes share these cores
 	best := func(f func()) time.Duration {
 		f()
 		var m time.Duration = 1 << 62
@@ -63,4 +64,99 @@ func TestMatMulOverhead(t *testing.T) {
 	flops := 2.0 * n * n * n
 	t.Logf("MatMul 512³ 1 thread: backend %.1f GFLOP/s (%v), raw XNNPACK %.1f GFLOP/s (%v), overhead %.1f%%",
 		flops/through.Seconds()/1e9, through, flops/raw.Seconds()/1e9, raw, 100*(through.Seconds()/raw.Seconds()-1))
+}
+
+// TestDirectOutputs: a MatMul partition's output is written by XNNPACK
+// straight into the caller's tensor (no buffer, no copy), run after run
+// with different tensors; a Concat with zeros stays in one runtime.
+func TestDirectOutputs(t *testing.T) {
+	b, err := New(context.Background(), Options{Threads: 1})
+	if err != nil {
+		t.Skipf("xnnpack unavailable: %v", err)
+	}
+	defer b.Close()
+	const m, k, n = 5, 7, 3
+	rng := rand.New(rand.NewPCG(3, 4))
+	rnd := func(c int) []float32 {
+		v := make([]float32, c)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	w := rnd(k * n)
+	g := &graph.Graph{Name: "mm", Initializers: map[string]*graph.Tensor{"b": graph.MustFromSlice([]int{k, n}, w)},
+		Inputs:  []graph.ValueInfo{{Name: "a", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(m, k)}}},
+		Outputs: []graph.ValueInfo{{Name: "y"}, {Name: "r"}},
+		Nodes: []*graph.Node{{Name: "mm", OpType: "MatMul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}},
+			{Name: "relu", OpType: "Relu", Inputs: []string{"y"}, Outputs: []string{"r"}}}}
+	exe, err := b.Compile(context.Background(), &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}, hal.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	e := exe.(*Executable)
+	inst := e.idle[0]
+	if got := inst.direct[0]; len(got) != 1 || got[0].out != 1 {
+		t.Fatalf("direct outputs %+v, want only output 1 (output 0 is read by the Relu)", got)
+	}
+	for rep := 0; rep < 3; rep++ {
+		a := rnd(m * k)
+		in := []*graph.Tensor{graph.MustFromSlice([]int{m, k}, a)}
+		out := []*graph.Tensor{{}, graph.MustFromSlice([]int{m, n}, make([]float32, m*n))}
+		if rep == 1 {
+			out[1] = &graph.Tensor{}
+		}
+		if err := e.Execute(context.Background(), in, out); err != nil {
+			t.Fatal(err)
+		}
+		y, r := graph.Data[float32](out[0]), graph.Data[float32](out[1])
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var s float32
+				for l := 0; l < k; l++ {
+					s += a[i*k+l] * w[l*n+j]
+				}
+				if d := y[i*n+j] - s; d > 1e-4 || d < -1e-4 {
+					t.Fatalf("run %d: y[%d,%d] = %v, want %v", rep, i, j, y[i*n+j], s)
+				}
+				if want := max(s, 0); r[i*n+j]-want > 1e-4 || want-r[i*n+j] > 1e-4 {
+					t.Fatalf("run %d: r[%d,%d] = %v, want %v", rep, i, j, r[i*n+j], want)
+				}
+			}
+		}
+	}
+	// a caller tensor of the wrong shape is refused before anything runs
+	bad := []*graph.Tensor{{}, graph.MustFromSlice([]int{n, m}, make([]float32, m*n))}
+	if err := e.Execute(context.Background(), []*graph.Tensor{graph.MustFromSlice([]int{m, k}, rnd(m*k))}, bad); hal.CodeOf(err) != hal.CodeInvalidArgument {
+		t.Fatalf("wrong output shape: %v, want InvalidArgument", err)
+	}
+
+	// Concat(zeros, conv, zeros) feeding an Add: one XNNPACK stage, a pad
+	z := func(c int) *graph.Tensor { return graph.MustFromSlice([]int{1, c, 3, 3}, make([]float32, 9*c)) }
+	cg := &graph.Graph{Initializers: map[string]*graph.Tensor{"w": graph.MustFromSlice([]int{2, 2, 1, 1}, rnd(4)), "z1": z(1), "z2": z(3)},
+		Inputs:  []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, 2, 3, 3)}}},
+		Outputs: []graph.ValueInfo{{Name: "y"}},
+		Nodes: []*graph.Node{{Name: "c", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"c"}},
+			{Name: "cat", OpType: "Concat", Inputs: []string{"z1", "c", "z2"}, Outputs: []string{"cc"}, Attrs: map[string]*graph.Attribute{"axis": {Name: "axis", Type: graph.AttrInt, I: 1}}},
+			{Name: "r", OpType: "Relu", Inputs: []string{"cc"}, Outputs: []string{"y"}}}}
+	p, err := lower(cg, []graph.Opset{{Version: 17}}, [][]int{{1, 2, 3, 3}}, cg.Initializers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.stages) != 1 || p.stages[0].goRun != nil {
+		t.Fatalf("Concat with zeros split the partition into %d stages", len(p.stages))
+	}
+	pads := 0
+	for _, x := range p.stages[0].ops {
+		if x.kind == "pad" {
+			pads++
+			if want := []int{0, 0, 0, 1, 0, 0, 0, 3}; fmt.Sprint(x.sz) != fmt.Sprint(want) {
+				t.Fatalf("pad sizes %v, want %v (channels last)", x.sz, want)
+			}
+		}
+	}
+	if pads != 1 {
+		t.Fatalf("%d pads, want 1", pads)
+	}
 }

@@ -184,6 +184,22 @@ func TestOpsAgainstCPU(t *testing.T) {
 				node("Pad", []string{"cc", "p", "v"}, []string{"pd"}),
 				node("Transpose", []string{"pd"}, []string{"t"}, ints("perm", 0, 2, 3, 1)),
 				node("Reshape", []string{"t", "sh"}, []string{"y"})}, outputs: []string{"y", "pd"}},
+		// Concat with constants of one value is a constant pad (one runtime)
+		{name: "concat_zero_channels_as_pad", inputs: map[string][]int{"x": {1, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 4, 1, 1), "w2": w(9, 4, 1, 1), "z1": graph.MustFromSlice([]int{1, 2, 5, 6}, make([]float32, 60)), "z2": graph.MustFromSlice([]int{1, 3, 5, 6}, make([]float32, 90))},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Relu", []string{"c"}, []string{"r"}),
+				node("Concat", []string{"z1", "r", "z2"}, []string{"cc"}, iattr("axis", 1)),
+				node("Conv", []string{"x", "w2"}, []string{"d"}),
+				node("Add", []string{"cc", "d"}, []string{"y"})}},
+		{name: "concat_uniform_last_axis", inputs: map[string][]int{"x": {3, 4, 5}}, consts: map[string]*graph.Tensor{"k": graph.MustFromSlice([]int{3, 4, 2}, []float32{2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5})},
+			nodes: []*graph.Node{
+				node("Sigmoid", []string{"x"}, []string{"s"}),
+				node("Concat", []string{"s", "k"}, []string{"y"}, iattr("axis", -1))}},
+		{name: "concat_nonuniform_const", inputs: map[string][]int{"x": {1, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 4, 1, 1), "k": w(1, 2, 5, 6)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Concat", []string{"c", "k"}, []string{"y"}, iattr("axis", 1))}},
 		{name: "flatten_after_conv", inputs: x4, consts: map[string]*graph.Tensor{"w": w(3, 6, 3, 3)},
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}),
