@@ -165,6 +165,33 @@ func (d *Device) ExportBlob(ctx context.Context, c *Compiled) ([]byte, error) {
 	return b, wrap(d.info.Name, "export-blob", err)
 }
 
+// AllocTensor asks an optional BufferAllocator for a tensor in memory the
+// backend uses without copies; backends without one answer Unsupported.
+func (d *Device) AllocTensor(ctx context.Context, dt graph.DType, shape []int) (*graph.Tensor, error) {
+	ba, ok := d.b.(BufferAllocator)
+	if !ok {
+		return nil, &Error{Code: CodeUnsupported, Backend: d.info.Name, Op: "alloc-tensor", Msg: "backend has no device buffers"}
+	}
+	if err := d.check("alloc-tensor"); err != nil {
+		return nil, err
+	}
+	if _, err := graph.CheckAlloc(dt, shape); err != nil {
+		return nil, &Error{Code: CodeResourceExhausted, Backend: d.info.Name, Op: "alloc-tensor", Err: err}
+	}
+	var t *graph.Tensor
+	err := guard(func() (err error) { t, err = ba.AllocTensor(ctx, dt, shape); return })
+	return t, wrap(d.info.Name, "alloc-tensor", err)
+}
+
+// FreeTensor returns a tensor from AllocTensor.
+func (d *Device) FreeTensor(t *graph.Tensor) error {
+	ba, ok := d.b.(BufferAllocator)
+	if !ok {
+		return &Error{Code: CodeUnsupported, Backend: d.info.Name, Op: "free-tensor", Msg: "backend has no device buffers"}
+	}
+	return wrap(d.info.Name, "free-tensor", guard(func() error { return ba.FreeTensor(t) }))
+}
+
 // Close closes the backend; later calls are no-ops.
 func (d *Device) Close() error {
 	d.mu.Lock()

@@ -3,6 +3,8 @@ package hal
 import (
 	"context"
 	"time"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
 // Optional interfaces. A backend implements any of them to offer more; the
@@ -44,6 +46,18 @@ type Profiler interface {
 	LastProfile() []NodeTiming
 }
 
+// BufferAllocator is implemented by backends that can hand out tensors in
+// memory they read and write without copies (shared memory for a plugin
+// process, device-visible memory for an accelerator). A tensor from
+// AllocTensor passed to Execute as an input is not copied; passed as a
+// caller-allocated output it is written in place. After a failed Execute
+// the contents of such outputs are undefined. FreeTensor gives the memory
+// back; the tensor must not be used afterwards.
+type BufferAllocator interface {
+	AllocTensor(ctx context.Context, dt graph.DType, shape []int) (*graph.Tensor, error)
+	FreeTensor(t *graph.Tensor) error
+}
+
 // The optional interfaces, listed for tools (switchyard backends).
 func optionalFeatures(b Backend) []string {
 	var f []string
@@ -55,6 +69,9 @@ func optionalFeatures(b Backend) []string {
 	}
 	if _, ok := b.(CostEstimator); ok {
 		f = append(f, "cost-estimates")
+	}
+	if _, ok := b.(BufferAllocator); ok {
+		f = append(f, "device-buffers")
 	}
 	return f
 }

@@ -98,6 +98,7 @@ type Backend struct {
 	stopping chan struct{}
 
 	pool regionPool
+	dev  deviceBufs
 }
 
 var _ hal.Backend = (*Backend)(nil)

@@ -53,6 +53,45 @@ func benchCall(b *testing.B, dev *hal.Device, n int, op string) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
 
+// benchDeviceBuffers is benchCall with the input and output allocated in
+// the backend's device buffers (shared memory): no copy in or out.
+func benchDeviceBuffers(b *testing.B, dev *hal.Device, n int, op string) {
+	ctx := context.Background()
+	c, err := dev.Compile(ctx, identity(n, op), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Release()
+	x, err := dev.AllocTensor(ctx, graph.Float32, []int{n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.FreeTensor(x)
+	y, err := dev.AllocTensor(ctx, graph.Float32, []int{n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.FreeTensor(y)
+	for i := 0; i < 20; i++ {
+		if err := c.Execute(ctx, []*graph.Tensor{x}, []*graph.Tensor{y}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(2 * 4 * n))
+	var lat []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := c.Execute(ctx, []*graph.Tensor{x}, []*graph.Tensor{y}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
 func benchBoth(b *testing.B, n int, op string) {
 	b.Run("inprocess", func(b *testing.B) {
 		benchCall(b, device(b, sim.New(sim.Options{Ops: []string{op}}), hal.LoadLinked), n, op)
@@ -60,6 +99,10 @@ func benchBoth(b *testing.B, n int, op string) {
 	b.Run("plugin", func(b *testing.B) {
 		p := openPlugin(b, grpcplugin.Options{Env: []string{simEnv(sim.Options{Ops: []string{op}})}})
 		benchCall(b, device(b, p, hal.LoadProcess), n, op)
+	})
+	b.Run("plugin-device-buffers", func(b *testing.B) {
+		p := openPlugin(b, grpcplugin.Options{Env: []string{simEnv(sim.Options{Ops: []string{op}})}})
+		benchDeviceBuffers(b, device(b, p, hal.LoadProcess), n, op)
 	})
 }
 

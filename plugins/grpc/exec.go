@@ -62,23 +62,30 @@ func (rp *regionPool) get(ctx context.Context, p *process, size int) (*hostRegio
 	} else {
 		rp.mu.Unlock()
 	}
-	if hr.mappedIn != p {
-		if err := p.fds.Send(hr.r.ID, hr.r.File); err != nil {
-			rp.retire(hr)
-			return nil, rp.b.callErr(ctx, p, "map-region", err)
-		}
-		resp, err := p.rpc.MapRegion(ctx, &halv1.MapRegionRequest{Region: hr.r.ID, Size: uint64(len(hr.r.Mem))})
-		if err != nil {
-			rp.retire(hr)
-			return nil, rp.b.callErr(ctx, p, "map-region", err)
-		}
-		if err := wire.ErrorOf(resp.Status); err != nil {
-			rp.retire(hr)
-			return nil, err
-		}
-		hr.mappedIn = p
+	if err := rp.mapIn(ctx, p, hr); err != nil {
+		rp.retire(hr)
+		return nil, err
 	}
 	return hr, nil
+}
+
+// mapIn makes sure the region is mapped in p (after a restart, again).
+func (rp *regionPool) mapIn(ctx context.Context, p *process, hr *hostRegion) error {
+	if hr.mappedIn == p {
+		return nil
+	}
+	if err := p.fds.Send(hr.r.ID, hr.r.File); err != nil {
+		return rp.b.callErr(ctx, p, "map-region", err)
+	}
+	resp, err := p.rpc.MapRegion(ctx, &halv1.MapRegionRequest{Region: hr.r.ID, Size: uint64(len(hr.r.Mem))})
+	if err != nil {
+		return rp.b.callErr(ctx, p, "map-region", err)
+	}
+	if err := wire.ErrorOf(resp.Status); err != nil {
+		return err
+	}
+	hr.mappedIn = p
+	return nil
 }
 
 // put returns a region after a call. A region whose call did not finish
@@ -188,12 +195,18 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	if len(outputs) != len(e.outputs) {
 		return hal.Errorf(hal.CodeInvalidArgument, "got %d outputs, subgraph has %d", len(outputs), len(e.outputs))
 	}
-	// layout: inputs, then output space, each 64-byte aligned
+	// tensors in device buffers travel by descriptor; the rest is laid
+	// out in a call region: inputs, then output space, each 64-byte aligned
+	inDB := make([]*deviceBuf, len(inputs))
+	outDB := make([]*deviceBuf, len(outputs))
 	off := 0
 	inOff := make([]int, len(inputs))
 	for i, t := range inputs {
 		if t == nil {
 			return hal.Errorf(hal.CodeInvalidArgument, "input %d is nil", i)
+		}
+		if inDB[i] = e.b.deviceBuf(t); inDB[i] != nil {
+			continue
 		}
 		inOff[i] = off
 		off += wire.AlignUp(wire.ByteSize(t))
@@ -202,6 +215,11 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	outCap := make([]int, len(outputs))
 	e.mu.Lock()
 	for i, o := range outputs {
+		if o.Data != nil {
+			if outDB[i] = e.b.deviceBuf(o); outDB[i] != nil {
+				continue
+			}
+		}
 		n := -1
 		if o.Data != nil {
 			n = wire.ByteSize(o)
@@ -215,20 +233,47 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		off += wire.AlignUp(n)
 	}
 	e.mu.Unlock()
-	hr, err := e.b.pool.get(ctx, p, off)
-	if err != nil {
-		return err
+	for _, db := range append(append([]*deviceBuf{}, inDB...), outDB...) {
+		if db != nil {
+			if err := e.b.pool.mapIn(ctx, p, db.hr); err != nil {
+				return err
+			}
+		}
+	}
+	var hr *hostRegion
+	if off > 0 {
+		if hr, err = e.b.pool.get(ctx, p, off); err != nil {
+			return err
+		}
+	}
+	putRegion := func(clean bool) {
+		if hr != nil {
+			e.b.pool.put(ctx, hr, clean)
+		}
 	}
 	req := &halv1.ExecuteRequest{Executable: id, Inputs: make([]*halv1.TensorDesc, len(inputs)), Outputs: make([]*halv1.OutputSlot, len(outputs))}
 	for i, t := range inputs {
+		if db := inDB[i]; db != nil {
+			region, n, err := db.slice(t)
+			if err != nil {
+				putRegion(true)
+				return hal.Errorf(hal.CodeInvalidArgument, "input %d: %v", i, err)
+			}
+			req.Inputs[i] = &halv1.TensorDesc{Dtype: int32(t.DType), Shape: wire.Dims(t.Shape), Data: &halv1.RegionSlice{Region: region, Offset: 0, Length: n}}
+			continue
+		}
 		n, err := wire.WriteTensor(hr.r.Mem[inOff[i]:], t)
 		if err != nil {
-			e.b.pool.put(ctx, hr, true)
+			putRegion(true)
 			return hal.Errorf(hal.CodeInvalidArgument, "input %d: %v", i, err)
 		}
 		req.Inputs[i] = &halv1.TensorDesc{Dtype: int32(t.DType), Shape: wire.Dims(t.Shape), Data: &halv1.RegionSlice{Region: hr.r.ID, Offset: uint64(inOff[i]), Length: uint64(n)}}
 	}
 	for i, o := range outputs {
+		if db := outDB[i]; db != nil {
+			req.Outputs[i] = &halv1.OutputSlot{Space: &halv1.RegionSlice{Region: db.hr.r.ID, Offset: 0, Length: uint64(db.size)}, Preallocated: true, Dtype: int32(o.DType), Shape: wire.Dims(o.Shape)}
+			continue
+		}
 		slot := &halv1.OutputSlot{Space: &halv1.RegionSlice{Region: hr.r.ID, Offset: uint64(outOff[i]), Length: uint64(outCap[i])}}
 		if o.Data != nil {
 			slot.Preallocated, slot.Dtype, slot.Shape = true, int32(o.DType), wire.Dims(o.Shape)
@@ -240,10 +285,10 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		resp, err = p.rpc.Execute(ctx, req)
 	}
 	if err != nil {
-		e.b.pool.put(ctx, hr, false)
+		putRegion(false)
 		return e.b.callErr(ctx, p, "execute", err)
 	}
-	defer e.b.pool.put(ctx, hr, true)
+	defer putRegion(true)
 	if err := wire.ErrorOf(resp.Status); err != nil {
 		return err
 	}
@@ -251,6 +296,16 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		return hal.Errorf(hal.CodeInternal, "plugin returned %d outputs for %d", len(resp.Outputs), len(outputs))
 	}
 	for i, d := range resp.Outputs {
+		if db := outDB[i]; db != nil {
+			// written in place in the caller's device buffer: check only
+			if d == nil || d.Data == nil || d.Data.Region != db.hr.r.ID || d.Data.Offset != 0 || graph.DType(d.Dtype) != outputs[i].DType {
+				return hal.Errorf(hal.CodeInternal, "output %d (%q): the plugin did not write the caller's device buffer in place", i, e.outputs[i].Name)
+			}
+			if shape, err := wire.Shape(d.Shape); err != nil || !graph.SameShape(shape, outputs[i].Shape) {
+				return hal.Errorf(hal.CodeInvalidArgument, "output %d (%q): result shape %v, caller allocated %v", i, e.outputs[i].Name, d.Shape, outputs[i].Shape)
+			}
+			continue
+		}
 		n, err := e.readOutput(ctx, p, hr, d, outputs[i])
 		if err != nil {
 			return &hal.Error{Code: hal.CodeOf(err), Msg: fmt.Sprintf("output %d (%q)", i, e.outputs[i].Name), Err: err}
@@ -269,7 +324,7 @@ func (e *executable) readOutput(ctx context.Context, p *process, hr *hostRegion,
 	}
 	var mem []byte
 	switch id := d.Data.Region; {
-	case id == hr.r.ID:
+	case hr != nil && id == hr.r.ID:
 		mem = hr.r.Mem
 	case id&wire.PluginRegionBit != 0:
 		f, err := p.fds.Receive(ctx, id)

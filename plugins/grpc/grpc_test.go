@@ -576,3 +576,68 @@ func TestCrashReplacedOnCPU(t *testing.T) {
 	}
 	t.Logf("re-placed: %s", r.Reason)
 }
+
+// Device buffers: tensors allocated in shared memory travel by descriptor
+// (no copy in), outputs are written in place (no copy out), and they keep
+// working after the plugin process is restarted.
+func TestDeviceBuffers(t *testing.T) {
+	ctx := context.Background()
+	b := openPlugin(t, grpcplugin.Options{Env: []string{simEnv(sim.Options{Ops: []string{"Relu"}})}})
+	dev := device(t, b, hal.LoadProcess)
+	c, err := dev.Compile(ctx, identity(5, "Relu"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	x, err := dev.AllocTensor(ctx, graph.Float32, []int{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := dev.AllocTensor(ctx, graph.Float32, []int{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(graph.Data[float32](x), []float32{-2, -1, 0, 1, 2})
+	check := func(what string) {
+		t.Helper()
+		if err := c.Execute(ctx, []*graph.Tensor{x}, []*graph.Tensor{y}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := fmt.Sprint(graph.Data[float32](y)); got != "[0 0 0 1 2]" {
+			t.Fatalf("%s: y = %s", what, got)
+		}
+	}
+	check("first call")
+	graph.Data[float32](x)[4] = 7 // the plugin reads the caller's memory
+	if err := c.Execute(ctx, []*graph.Tensor{x}, []*graph.Tensor{y}); err != nil || graph.Data[float32](y)[4] != 7 {
+		t.Fatalf("second call: %v %v", err, y)
+	}
+	graph.Data[float32](x)[4] = 2
+	if err := b.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := c.Execute(ctx, []*graph.Tensor{x}, []*graph.Tensor{y})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery after restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	check("after restart")
+	if err := dev.FreeTensor(x); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.FreeTensor(x); err == nil {
+		t.Error("freeing twice was accepted")
+	}
+	_ = dev.FreeTensor(y)
+	// a backend without device buffers says so
+	in := device(t, sim.New(sim.Options{Ops: []string{"Relu"}}), hal.LoadLinked)
+	if _, err := in.AllocTensor(ctx, graph.Float32, []int{1}); !errors.Is(err, hal.ErrUnsupported) {
+		t.Errorf("in-process sim: %v", err)
+	}
+}
