@@ -240,8 +240,15 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 			}
 		}
 	}
+	needRegion := false // any tensor not in a device buffer needs call space
+	for i := range inputs {
+		needRegion = needRegion || inDB[i] == nil
+	}
+	for i := range outputs {
+		needRegion = needRegion || outDB[i] == nil
+	}
 	var hr *hostRegion
-	if off > 0 {
+	if needRegion {
 		if hr, err = e.b.pool.get(ctx, p, off); err != nil {
 			return err
 		}
