@@ -37,13 +37,13 @@ type Program struct {
 	inputs    []graph.ValueInfo
 
 	arenasMu sync.Mutex
-	arenas   map[string]*sync.Pool // per concrete input-shape signature
+	arenas   map[string]*arenaCache // per concrete input-shape signature
 }
 
 // Compile prepares g (already validated) for execution.
 func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold,
-		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*sync.Pool{}}
+		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}}
 	for _, in := range g.Inputs {
 		if _, isInit := g.Initializers[in.Name]; !isInit {
 			m.inputs = append(m.inputs, in)
@@ -248,10 +248,10 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 		return nil, nil, err
 	}
 	pool := m.arenaPool(sig)
-	a := pool.Get().(*arena)
+	a := pool.get()
 	defer func() {
 		a.reset()
-		pool.Put(a)
+		pool.put(a)
 	}()
 	st = &Stats{}
 	start := time.Now()
@@ -273,7 +273,38 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 	return out, st, nil
 }
 
-func (m *Program) arenaPool(sig string) *sync.Pool {
+// arenaCache keeps a few idle arenas of one shape signature. Unlike a
+// sync.Pool it survives garbage collections, so a model's buffers stay
+// allocated (and their pages faulted in) between runs: steady-state runs
+// allocate nothing for intermediates.
+type arenaCache struct {
+	mu   sync.Mutex
+	free []*arena
+}
+
+// maxIdleArenas bounds the arenas kept per signature (one per concurrent Run).
+const maxIdleArenas = 4
+
+func (c *arenaCache) get() *arena {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.free); n > 0 {
+		a := c.free[n-1]
+		c.free = c.free[:n-1]
+		return a
+	}
+	return newArena()
+}
+
+func (c *arenaCache) put(a *arena) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.free) < maxIdleArenas {
+		c.free = append(c.free, a)
+	}
+}
+
+func (m *Program) arenaPool(sig string) *arenaCache {
 	m.arenasMu.Lock()
 	defer m.arenasMu.Unlock()
 	p, ok := m.arenas[sig]
@@ -281,7 +312,7 @@ func (m *Program) arenaPool(sig string) *sync.Pool {
 		if len(m.arenas) > 64 { // bound the cache for models fed many shapes
 			clear(m.arenas)
 		}
-		p = &sync.Pool{New: func() any { return newArena() }}
+		p = &arenaCache{}
 		m.arenas[sig] = p
 	}
 	return p
