@@ -130,6 +130,9 @@ func (d *Doorbell) Execute(ctx context.Context, req *halv1.ExecuteRequest) (*hal
 	if d == nil {
 		return nil, ErrDoorbellClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // as gRPC would: a call on a done context is not sent
+	}
 	if !d.mu.TryLock() {
 		return nil, ErrDoorbellBusy
 	}
