@@ -149,44 +149,10 @@ func loopKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		}
 		off := 0
 		for _, s := range scans[k] {
-			off += copyInto(t.Data, off, s.Data)
+			copyRange(t.Data, off, s.Data, 0, s.Len())
+			off += s.Len()
 		}
 		res[nCarried+k] = t
 	}
 	return res, nil
-}
-
-// copyInto copies src into dst starting at element off.
-func copyInto(dst any, off int, src any) int {
-	switch d := dst.(type) {
-	case []float32:
-		return copy(d[off:], src.([]float32))
-	case []float64:
-		return copy(d[off:], src.([]float64))
-	case []graph.F16:
-		return copy(d[off:], src.([]graph.F16))
-	case []graph.BF16:
-		return copy(d[off:], src.([]graph.BF16))
-	case []int8:
-		return copy(d[off:], src.([]int8))
-	case []int16:
-		return copy(d[off:], src.([]int16))
-	case []int32:
-		return copy(d[off:], src.([]int32))
-	case []int64:
-		return copy(d[off:], src.([]int64))
-	case []uint8:
-		return copy(d[off:], src.([]uint8))
-	case []uint16:
-		return copy(d[off:], src.([]uint16))
-	case []uint32:
-		return copy(d[off:], src.([]uint32))
-	case []uint64:
-		return copy(d[off:], src.([]uint64))
-	case []bool:
-		return copy(d[off:], src.([]bool))
-	case []string:
-		return copy(d[off:], src.([]string))
-	}
-	return 0
 }
