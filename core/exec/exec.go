@@ -240,6 +240,20 @@ func (m *Program) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map
 
 // RunWithStats is Run with per-run statistics and optional profiling.
 func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
+	return m.run(ctx, inputs, opts, nil)
+}
+
+// RunInto is Run writing the outputs named in into (caller-allocated
+// tensors of the result's dtype and shape) instead of handing over new
+// tensors; the run's own buffers then stay in the program's arena, so
+// steady-state calls allocate nothing. Outputs not in into are returned as
+// by Run.
+func (m *Program) RunInto(ctx context.Context, inputs, into map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
+	out, _, err := m.run(ctx, inputs, RunOptions{}, into)
+	return out, err
+}
+
+func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, into map[string]*graph.Tensor) (out map[string]*graph.Tensor, st *Stats, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -266,7 +280,18 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 	}
 	out = make(map[string]*graph.Tensor, len(outs))
 	for i, o := range m.main.g.Outputs {
-		out[o.Name] = outs[i]
+		t := outs[i]
+		if dst := into[o.Name]; dst != nil && dst.Data != nil {
+			if dst.DType != t.DType || !graph.SameShape(dst.Shape, t.Shape) {
+				return nil, nil, fmt.Errorf("exec: %w: output %q is %v%v, caller allocated %v%v", kernels.ErrInvalid, o.Name, t.DType, t.Shape, dst.DType, dst.Shape)
+			}
+			graph.CopyData(dst.Data, t.Data)
+			a.release(t) // stays in the arena for the next run
+			out[o.Name] = dst
+			continue
+		}
+		a.disown(t) // the caller owns it now
+		out[o.Name] = t
 	}
 	st.Duration = time.Since(start)
 	st.Allocations, st.Reuses, st.PeakBytes = a.allocs, a.reuses, a.peak
@@ -434,11 +459,6 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 		}
 		seen[t] = true
 		res[i] = t
-	}
-	if r.depth == 0 {
-		for _, t := range res {
-			r.arena.disown(t)
-		}
 	}
 	return res, nil
 }

@@ -135,8 +135,17 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 			feeds[in.Name] = inputs[i]
 		}
 	}
-	res, err := e.Program.Run(ctx, feeds)
+	into := map[string]*graph.Tensor{}
+	for i, o := range g.Outputs {
+		if i < len(outputs) && outputs[i] != nil && outputs[i].Data != nil {
+			into[o.Name] = outputs[i]
+		}
+	}
+	res, err := e.Program.RunInto(ctx, feeds, into)
 	if err != nil {
+		if errors.Is(err, kernels.ErrInvalid) && len(into) > 0 {
+			return hal.Errorf(hal.CodeInvalidArgument, "%v", err)
+		}
 		return err
 	}
 	return FillOutputs(g, res, outputs)
@@ -153,6 +162,9 @@ func FillOutputs(g *graph.Graph, res map[string]*graph.Tensor, outputs []*graph.
 		dst := outputs[i]
 		if got == nil {
 			return errors.New("missing output " + o.Name)
+		}
+		if got == dst {
+			continue // written in place by RunInto
 		}
 		if dst.Data != nil {
 			if dst.DType != got.DType || !graph.SameShape(dst.Shape, got.Shape) {
