@@ -208,11 +208,6 @@ func TestOpsAgainstCPU(t *testing.T) {
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}),
 				node("DepthToSpace", []string{"c"}, []string{"y"}, iattr("blocksize", 2))}},
-		{name: "tanh", inputs: x4, consts: map[string]*graph.Tensor{"w": w(4, 6, 1, 1)},
-			nodes: []*graph.Node{
-				node("Tanh", []string{"x"}, []string{"a"}),
-				node("Conv", []string{"x", "w"}, []string{"c"}),
-				node("Tanh", []string{"c"}, []string{"y"})}, outputs: []string{"a", "y"}},
 		{name: "resize_half_pixel_sizes", inputs: map[string][]int{"x": {2, 3, 5, 7}}, consts: map[string]*graph.Tensor{"sz": i64(2, 3, 9, 4)},
 			nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, []string{"y"}, sattr("mode", "linear"))}},
 		{name: "resize_scales_after_conv", inputs: map[string][]int{"x": {1, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 4, 1, 1), "sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 3})},
