@@ -30,8 +30,8 @@ var binaryOps = map[string]bool{"Add": true, "Sub": true, "Mul": true, "Div": tr
 
 // declined ops, with the reason a user sees in the placement report.
 var knownGaps = map[string]string{
-	"Max": "Max is not claimed: xnn_maximum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
-	"Min": "Min is not claimed: xnn_minimum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
+	"Max":  "Max is not claimed: xnn_maximum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
+	"Min":  "Min is not claimed: xnn_minimum2 of this libXNNPACK disagreed with the reference on broadcast inputs in the conformance suite",
 	"Tanh": "Tanh is not claimed: this libXNNPACK has no f32 tanh, and 2·sigmoid(2x)−1 loses relative precision near 0 (test_mish_expanded fails by 0.2%)",
 }
 
