@@ -150,35 +150,11 @@ func dataPtr(t *graph.Tensor) uintptr {
 	if t == nil || t.Len() == 0 {
 		return 0
 	}
-	switch d := t.Data.(type) {
-	case []float32:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []float64:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []graph.F16:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []graph.BF16:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []int8:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []int16:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []int32:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []int64:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []uint8:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []uint16:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []uint32:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []uint64:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []bool:
-		return uintptr(unsafe.Pointer(&d[0]))
-	case []string:
-		return uintptr(unsafe.Pointer(&d[0]))
+	if s, ok := t.Data.([]string); ok {
+		return uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	}
+	if b, ok := graph.RawBytes(t); ok && len(b) > 0 {
+		return uintptr(unsafe.Pointer(&b[0]))
 	}
 	return 0
 }

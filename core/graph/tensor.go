@@ -512,3 +512,46 @@ func RawBytes(t *Tensor) ([]byte, bool) {
 	}
 	return unsafe.Slice((*byte)(p), n), true
 }
+
+// SliceData returns x[lo:hi] for any tensor data slice (nil for other types).
+func SliceData(x any, lo, hi int) any {
+	switch d := x.(type) {
+	case []float32:
+		return d[lo:hi]
+	case []float64:
+		return d[lo:hi]
+	case []F16:
+		return d[lo:hi]
+	case []BF16:
+		return d[lo:hi]
+	case []int8:
+		return d[lo:hi]
+	case []int16:
+		return d[lo:hi]
+	case []int32:
+		return d[lo:hi]
+	case []int64:
+		return d[lo:hi]
+	case []uint8:
+		return d[lo:hi]
+	case []uint16:
+		return d[lo:hi]
+	case []uint32:
+		return d[lo:hi]
+	case []uint64:
+		return d[lo:hi]
+	case []bool:
+		return d[lo:hi]
+	case []string:
+		return d[lo:hi]
+	}
+	return nil
+}
+
+// CopyRange copies n elements from src[so:] to dst[do:] (same slice type).
+func CopyRange(dst any, do int, src any, so, n int) {
+	if n <= 0 {
+		return
+	}
+	CopyData(SliceData(dst, do, do+n), SliceData(src, so, so+n))
+}

@@ -149,7 +149,7 @@ func loopKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		}
 		off := 0
 		for _, s := range scans[k] {
-			copyRange(t.Data, off, s.Data, 0, s.Len())
+			graph.CopyRange(t.Data, off, s.Data, 0, s.Len())
 			off += s.Len()
 		}
 		res[nCarried+k] = t

@@ -11,40 +11,6 @@ func init() {
 	kernels.Register(kernels.Schema{OpType: "Scan", MinOpset: 8, MinInputs: 1, MaxInputs: -1, MinOutputs: 1, MaxOutputs: -1, Kernel: scanKernel})
 }
 
-// copyRange copies n elements from src[soff:] to dst[doff:] (same dtype).
-func copyRange(dst any, doff int, src any, soff, n int) {
-	switch d := dst.(type) {
-	case []float32:
-		copy(d[doff:doff+n], src.([]float32)[soff:soff+n])
-	case []float64:
-		copy(d[doff:doff+n], src.([]float64)[soff:soff+n])
-	case []graph.F16:
-		copy(d[doff:doff+n], src.([]graph.F16)[soff:soff+n])
-	case []graph.BF16:
-		copy(d[doff:doff+n], src.([]graph.BF16)[soff:soff+n])
-	case []int8:
-		copy(d[doff:doff+n], src.([]int8)[soff:soff+n])
-	case []int16:
-		copy(d[doff:doff+n], src.([]int16)[soff:soff+n])
-	case []int32:
-		copy(d[doff:doff+n], src.([]int32)[soff:soff+n])
-	case []int64:
-		copy(d[doff:doff+n], src.([]int64)[soff:soff+n])
-	case []uint8:
-		copy(d[doff:doff+n], src.([]uint8)[soff:soff+n])
-	case []uint16:
-		copy(d[doff:doff+n], src.([]uint16)[soff:soff+n])
-	case []uint32:
-		copy(d[doff:doff+n], src.([]uint32)[soff:soff+n])
-	case []uint64:
-		copy(d[doff:doff+n], src.([]uint64)[soff:soff+n])
-	case []bool:
-		copy(d[doff:doff+n], src.([]bool)[soff:soff+n])
-	case []string:
-		copy(d[doff:doff+n], src.([]string)[soff:soff+n])
-	}
-}
-
 // take returns t's slice at index i along axis (the axis removed).
 func take(t *graph.Tensor, axis, i int) (*graph.Tensor, error) {
 	shape := append(append([]int{}, t.Shape[:axis]...), t.Shape[axis+1:]...)
@@ -54,7 +20,7 @@ func take(t *graph.Tensor, axis, i int) (*graph.Tensor, error) {
 	}
 	outer, inner, dim := kernels.Prod(t.Shape[:axis]), kernels.Prod(t.Shape[axis+1:]), t.Shape[axis]
 	for o := 0; o < outer; o++ {
-		copyRange(out.Data, o*inner, t.Data, (o*dim+i)*inner, inner)
+		graph.CopyRange(out.Data, o*inner, t.Data, (o*dim+i)*inner, inner)
 	}
 	return out, nil
 }
@@ -63,7 +29,7 @@ func take(t *graph.Tensor, axis, i int) (*graph.Tensor, error) {
 func put(dst *graph.Tensor, axis, i int, src *graph.Tensor) {
 	outer, inner, dim := kernels.Prod(dst.Shape[:axis]), kernels.Prod(dst.Shape[axis+1:]), dst.Shape[axis]
 	for o := 0; o < outer; o++ {
-		copyRange(dst.Data, (o*dim+i)*inner, src.Data, o*inner, inner)
+		graph.CopyRange(dst.Data, (o*dim+i)*inner, src.Data, o*inner, inner)
 	}
 }
 

@@ -93,49 +93,6 @@ func putSeq(dst, src any, offs []int) {
 	}
 }
 
-// sub returns x[lo:hi] for any tensor data slice.
-func sub(x any, lo, hi int) any {
-	switch d := x.(type) {
-	case []float32:
-		return d[lo:hi]
-	case []float64:
-		return d[lo:hi]
-	case []graph.F16:
-		return d[lo:hi]
-	case []graph.BF16:
-		return d[lo:hi]
-	case []int8:
-		return d[lo:hi]
-	case []int16:
-		return d[lo:hi]
-	case []int32:
-		return d[lo:hi]
-	case []int64:
-		return d[lo:hi]
-	case []uint8:
-		return d[lo:hi]
-	case []uint16:
-		return d[lo:hi]
-	case []uint32:
-		return d[lo:hi]
-	case []uint64:
-		return d[lo:hi]
-	case []bool:
-		return d[lo:hi]
-	case []string:
-		return d[lo:hi]
-	}
-	return nil
-}
-
-// copyRange copies n elements from src[so:] to dst[do:].
-func copyRange(dst any, do int, src any, so, n int) {
-	if n <= 0 {
-		return
-	}
-	graph.CopyData(sub(dst, do, do+n), sub(src, so, so+n))
-}
-
 // fillFrom sets every element of dst to src[j].
 func fillFrom(dst, src any, j int) {
 	takeSeq(dst, src, func(int) int { return j })
@@ -288,7 +245,7 @@ func applyScatter(n *graph.Node, r reduction, dst, upd *graph.Tensor, offs []int
 			return nil
 		}
 		for j, o := range offs {
-			copyRange(dst.Data, o, upd.Data, j*blk, blk)
+			graph.CopyRange(dst.Data, o, upd.Data, j*blk, blk)
 		}
 		return nil
 	}

@@ -55,7 +55,7 @@ func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	for a := 0; a < outer; a++ {
 		base := a * dim * inner
 		for _, p := range pos {
-			copyRange(out.Data, o, x.Data, base+p*inner, inner)
+			graph.CopyRange(out.Data, o, x.Data, base+p*inner, inner)
 			o += inner
 		}
 	}
@@ -194,7 +194,7 @@ func gatherNDKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		return nil, err
 	}
 	for j, o := range offs {
-		copyRange(out.Data, j*lay.slice, x.Data, o, lay.slice)
+		graph.CopyRange(out.Data, j*lay.slice, x.Data, o, lay.slice)
 	}
 	return []*graph.Tensor{out}, nil
 }
