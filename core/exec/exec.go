@@ -23,6 +23,9 @@ type Options struct {
 	Kernels map[*graph.Node]kernels.Func
 	// NoFold disables constant folding at compile time.
 	NoFold bool
+	// MainSimplified says the main graph already went through Simplify:
+	// only nested graphs are folded (nothing is evaluated twice at load).
+	MainSimplified bool
 }
 
 // Program is a graph compiled for execution on the reference kernels. It is
@@ -32,6 +35,7 @@ type Program struct {
 	opsets    graph.Model
 	overrides map[*graph.Node]kernels.Func
 	noFold    bool
+	mainDone  bool
 	main      *plan
 	subplans  map[*graph.Graph]*plan
 	inputs    []graph.ValueInfo
@@ -42,7 +46,7 @@ type Program struct {
 
 // Compile prepares g (already validated) for execution.
 func Compile(g *graph.Graph, opts Options) (*Program, error) {
-	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold,
+	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold, mainDone: opts.MainSimplified,
 		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}}
 	for _, in := range g.Inputs {
 		if _, isInit := g.Initializers[in.Name]; !isInit {

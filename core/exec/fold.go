@@ -33,7 +33,7 @@ func (m *Program) fold(order []*graph.Node, g *graph.Graph, outer map[string]*gr
 	for _, in := range g.Inputs {
 		overridable[in.Name] = true
 	}
-	if m.noFold {
+	if m.noFold || m.mainDone && g == m.g {
 		return order, nil
 	}
 	keep := make([]*graph.Node, 0, len(order))

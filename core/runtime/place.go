@@ -195,7 +195,7 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 		}
 		exe.Nodes = append(exe.Nodes, standIns...)
 	}
-	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides})
+	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides, MainSimplified: true})
 	return err
 }
 
