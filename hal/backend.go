@@ -68,6 +68,10 @@ type Capabilities struct {
 	MaxInputs      int            `json:"max_inputs,omitempty"`       // per subgraph; 0 = any
 	// ControlFlow reports whether If/Loop/Scan with their bodies can be taken.
 	ControlFlow bool `json:"control_flow,omitempty"`
+	// Devices lists the devices the backend drives (HAL 1.1), each with
+	// its memory, limits, precisions and cache key. Empty means one device
+	// described by Info alone.
+	Devices []DeviceDesc `json:"devices,omitempty"`
 }
 
 // Verdict is a backend's answer for one node: whether it takes it and, when
@@ -82,9 +86,42 @@ type Verdict struct {
 // graph (nodes, boundary inputs and outputs with types, and the constants it
 // uses as initializers) and the opset versions its nodes follow. It is plain
 // data and can be serialised as an ONNX model.
+//
+// The runtime guarantees that the type of every value the subgraph's
+// nodes produce, as far as the runtime inferred it, is in Graph.ValueInfo
+// (boundary values in Graph.Inputs and Graph.Outputs), and that every
+// constant the nodes read is in Graph.Initializers. Backends read them with
+// TypeOf and ConstOf and MUST NOT re-infer types themselves.
+//
+// A backend MUST NOT modify the subgraph, its nodes, attributes or
+// constants: they are shared with the runtime and with other backends.
 type Subgraph struct {
 	Graph  *graph.Graph
 	Opsets []graph.Opset
+}
+
+// TypeOf returns the type the runtime inferred for a value of the
+// subgraph (a boundary input or output, a value its nodes produce, or a
+// constant). ok is false for names the subgraph does not know.
+func (s *Subgraph) TypeOf(name string) (t graph.ValueType, ok bool) {
+	g := s.Graph
+	if c, isConst := g.Initializers[name]; isConst {
+		return graph.ValueType{Kind: "tensor", DType: c.DType, Shape: graph.StaticShape(c.Shape...)}, true
+	}
+	for _, list := range [][]graph.ValueInfo{g.Inputs, g.Outputs, g.ValueInfo} {
+		for _, vi := range list {
+			if vi.Name == name {
+				return vi.Type, true
+			}
+		}
+	}
+	return graph.ValueType{}, false
+}
+
+// ConstOf returns the constant value of name, or nil when it is not a
+// constant of the subgraph. The tensor is read-only.
+func (s *Subgraph) ConstOf(name string) *graph.Tensor {
+	return s.Graph.Initializers[name]
 }
 
 // OpsetVersion returns the subgraph's opset for a domain.
@@ -99,6 +136,22 @@ type CompileOptions struct {
 	Threads int
 	// Profile asks for per-node timings where the backend can give them.
 	Profile bool
+
+	// HAL 1.1:
+
+	// Device selects one of the backend's devices (an index into
+	// Capabilities.Devices; 0 = the first).
+	Device int
+	// Precision is the lowest precision the caller accepts for float32
+	// values. "" means PrecisionFloat32: a backend MUST NOT reduce
+	// precision unless the caller opted in here, and discloses what it
+	// uses through PrecisionReporter.
+	Precision Precision
+	// ShapeBounds bounds the symbolic dims of dynamic inputs (input name →
+	// one range per dim; static dims repeat their value). A backend may
+	// plan memory for the bounds and decline larger shapes at run time
+	// with ErrDeclined.
+	ShapeBounds map[string][]DimRange
 }
 
 // Backend is what a vendor implements. Methods may be called concurrently.
@@ -112,7 +165,8 @@ type Backend interface {
 	// Compile of a subgraph made of claimed nodes must succeed.
 	Supports(ctx context.Context, g *Subgraph) ([]Verdict, error)
 	// Compile prepares sg for execution. It MUST NOT retain sg after
-	// returning except by copying what it needs.
+	// returning except by copying what it needs, and MUST NOT modify it.
+	// A backend with its own memory uploads the constants here, once.
 	Compile(ctx context.Context, sg *Subgraph, opts CompileOptions) (Executable, error)
 	// Close releases the backend. Executables are released first by the
 	// caller; Close MUST be safe to call more than once.
@@ -127,7 +181,10 @@ type Executable interface {
 	// in place (its dtype and shape are the caller's expectation; a mismatch
 	// is InvalidArgument); an output with nil Data is filled in by the
 	// executable (DType, Shape, Data). Execute MUST honour ctx and MAY be
-	// called concurrently.
+	// called concurrently. It MUST NOT modify inputs, and MUST NOT keep,
+	// read or write any caller tensor after it returns. It MAY return
+	// ErrDeclined for input shapes it will not take at run time (the
+	// runtime then runs the subgraph elsewhere, visibly).
 	Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error
 	// Release frees the executable; it MUST be safe to call more than once.
 	Release() error

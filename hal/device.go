@@ -238,13 +238,17 @@ func (c *Compiled) Executable() Executable { return c.exe }
 
 // Execute validates inputs against the subgraph's declared boundary types
 // and runs the executable. See Executable.Execute for the output contract.
+// Outputs are checked against the declared (inferred) types after the
+// call: a backend that returns another dtype, rank or static dim fails the
+// call with Internal naming the output and both types.
 func (c *Compiled) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	return c.execute(ctx, inputs, outputs, func() error { return c.exe.Execute(ctx, inputs, outputs) })
+}
+
+func (c *Compiled) execute(ctx context.Context, inputs, outputs []*graph.Tensor, call func() error) error {
 	name := c.dev.info.Name
-	c.mu.Lock()
-	released := c.released
-	c.mu.Unlock()
-	if released {
-		return &Error{Code: CodeFailedPrecondition, Backend: name, Op: "execute", Msg: "executable was released"}
+	if err := c.live(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return wrap(name, "execute", err)
@@ -262,13 +266,16 @@ func (c *Compiled) Execute(ctx context.Context, inputs, outputs []*graph.Tensor)
 			return &Error{Code: CodeInvalidArgument, Backend: name, Op: "execute", Msg: fmt.Sprintf("output %d (%q) is nil; pass an empty tensor to have it filled", i, c.outputs[i].Name)}
 		}
 	}
-	err := guard(func() error { return c.exe.Execute(ctx, inputs, outputs) })
+	err := guard(call)
 	if err != nil {
 		return wrap(name, "execute", err)
 	}
 	for i, t := range outputs {
 		if err := t.Check(); err != nil {
 			return &Error{Code: CodeInternal, Backend: name, Op: "execute", Msg: fmt.Sprintf("output %d (%q) is malformed", i, c.outputs[i].Name), Err: err}
+		}
+		if err := checkType(c.outputs[i], "output", t.DType, t.Shape); err != nil {
+			return &Error{Code: CodeInternal, Backend: name, Op: "execute", Msg: "backend returned a wrong output", Err: err}
 		}
 	}
 	return nil

@@ -22,6 +22,10 @@ const (
 	CodeCancelled          Code = 6 // the context was cancelled
 	CodeInternal           Code = 7 // a bug in the backend (incl. a recovered panic)
 	CodeFailedPrecondition Code = 8 // wrong state: closed, released, incompatible version
+	// CodeDeclined (HAL 1.1): the executable will not run these inputs
+	// (a shape or size it cannot take at run time); the caller may run the
+	// subgraph elsewhere. Not a failure of the backend.
+	CodeDeclined Code = 9
 )
 
 var codeNames = map[Code]string{
@@ -29,6 +33,7 @@ var codeNames = map[Code]string{
 	CodeInvalidArgument: "invalid argument", CodeResourceExhausted: "resource exhausted",
 	CodeDeadlineExceeded: "deadline exceeded", CodeCancelled: "cancelled",
 	CodeInternal: "internal", CodeFailedPrecondition: "failed precondition",
+	CodeDeclined: "declined",
 }
 
 func (c Code) String() string {
@@ -91,6 +96,8 @@ var (
 	ErrCancelled          error = sentinel{CodeCancelled}
 	ErrInternal           error = sentinel{CodeInternal}
 	ErrFailedPrecondition error = sentinel{CodeFailedPrecondition}
+	// ErrDeclined is the run-time decline of HAL 1.1 (see CodeDeclined).
+	ErrDeclined error = sentinel{CodeDeclined}
 )
 
 // Errorf makes an *Error with a code, for backends to return.

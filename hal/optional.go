@@ -42,6 +42,10 @@ type NodeTiming struct {
 
 // Profiler is implemented by executables that can time their nodes; the
 // result describes the most recent Execute.
+//
+// Deprecated: "the most recent Execute" is ill-defined under concurrent
+// calls. Implement ProfilingExecutable (per call) or ProfiledFence (per
+// enqueued call) instead; nothing in Switchyard reads LastProfile.
 type Profiler interface {
 	LastProfile() []NodeTiming
 }
@@ -71,7 +75,10 @@ func optionalFeatures(b Backend) []string {
 		f = append(f, "cost-estimates")
 	}
 	if _, ok := b.(BufferAllocator); ok {
-		f = append(f, "device-buffers")
+		f = append(f, "shared-buffers")
+	}
+	if _, ok := b.(DeviceMemory); ok {
+		f = append(f, "device-memory")
 	}
 	return f
 }

@@ -9,7 +9,14 @@ type Version struct {
 }
 
 // Current is the HAL version this build of Switchyard speaks.
-var Current = Version{Major: 1, Minor: 0}
+var Current = Version{Major: 1, Minor: 1}
+
+// V1_0 and V1_1 name the versions; 1.1 added device memory, fences,
+// per-call profiling, compile options for devices and run-time declines.
+var (
+	V1_0 = Version{Major: 1, Minor: 0}
+	V1_1 = Version{Major: 1, Minor: 1}
+)
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 

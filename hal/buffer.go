@@ -1,0 +1,225 @@
+package hal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// HAL 1.1: devices with their own memory. Everything in this file is
+// optional: a 1.0 backend implements none of it and keeps working; the
+// portable *Device answers Unsupported for it (naming the negotiated
+// version when that is the reason).
+//
+// The model, learnt from IREE's HAL and ONNX Runtime's plugin EP API:
+//
+//   - A Buffer is opaque and owned by the backend. The host never
+//     dereferences it; only a Mappable buffer (host or host-visible memory)
+//     gives a host view.
+//   - DeviceMemory allocates and frees buffers and copies between host
+//     tensors and buffers. Every copy and every execution is ordered after
+//     the fences it is given and returns a Fence of its own.
+//   - An AsyncExecutable enqueues its subgraph on buffers and returns a
+//     Fence; a Fence is waited on with a context (deadline, cancellation)
+//     or polled.
+//   - Resources outlive the caller's interest: a backend MUST keep every
+//     buffer an enqueued operation uses alive until that operation's fence
+//     signals, even if the caller frees it, or its wait times out, first.
+
+// MemoryKind says where a buffer's bytes live and whether the host can
+// address them.
+type MemoryKind int
+
+const (
+	// MemoryHost is ordinary host memory the backend reads and writes.
+	MemoryHost MemoryKind = iota
+	// MemoryHostVisible is device memory the host can map (a host view
+	// exists; access may be slower or uncached).
+	MemoryHostVisible
+	// MemoryDeviceLocal is not host-addressable: reach it only through
+	// Upload and Download.
+	MemoryDeviceLocal
+)
+
+var memoryKindNames = []string{"host", "host-visible", "device-local"}
+
+func (k MemoryKind) String() string {
+	if k >= 0 && int(k) < len(memoryKindNames) {
+		return memoryKindNames[k]
+	}
+	return fmt.Sprintf("memory(%d)", int(k))
+}
+
+// MarshalText makes memory kinds readable in JSON.
+func (k MemoryKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText parses the names MarshalText writes.
+func (k *MemoryKind) UnmarshalText(b []byte) error {
+	for i, n := range memoryKindNames {
+		if n == string(b) {
+			*k = MemoryKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("hal: unknown memory kind %q", b)
+}
+
+// Buffer is an opaque, backend-owned buffer holding one tensor value.
+// Implementations MUST return constant values from these methods.
+type Buffer interface {
+	DType() graph.DType
+	Shape() []int
+	Memory() MemoryKind
+	// Device is the index, in Capabilities.Devices, of the device the
+	// buffer lives on (0 for single-device backends).
+	Device() int
+}
+
+// Mappable is implemented by buffers the host can address (MemoryHost,
+// MemoryHostVisible). The view aliases the buffer's memory until Free;
+// reading it before the fence of the buffer's last write signalled is
+// undefined. A MemoryDeviceLocal buffer MUST NOT implement it.
+type Mappable interface {
+	HostView() (*graph.Tensor, error)
+}
+
+// BufferRequest describes a buffer to allocate.
+type BufferRequest struct {
+	DType  graph.DType
+	Shape  []int
+	Memory MemoryKind
+	Device int
+}
+
+// Fence signals when enqueued work is complete.
+type Fence interface {
+	// Wait blocks until the work has completed or ctx is done. It returns
+	// the work's error (nil on success). When ctx ends first it MUST
+	// return promptly with ctx's error; the work goes on and its resources
+	// stay alive until it signals.
+	Wait(ctx context.Context) error
+	// Poll reports, without blocking, whether the work has completed and,
+	// if so, its error.
+	Poll() (done bool, err error)
+}
+
+// DeviceMemory is implemented by backends with memory of their own.
+type DeviceMemory interface {
+	// Allocate returns a buffer for the request. A kind the device does
+	// not have is Unsupported; a size over its limits ResourceExhausted.
+	Allocate(ctx context.Context, req BufferRequest) (Buffer, error)
+	// Free gives the buffer back. The memory MUST stay valid until every
+	// enqueued operation using it has signalled; Free itself MUST NOT
+	// block on the device.
+	Free(b Buffer) error
+	// Upload copies src into dst once every fence in after has signalled.
+	// The caller keeps src unchanged until the returned fence signals.
+	Upload(ctx context.Context, dst Buffer, src *graph.Tensor, after []Fence) (Fence, error)
+	// Download copies src into dst (caller-allocated, of src's dtype and
+	// shape) once every fence in after has signalled. dst is complete when
+	// the returned fence signals.
+	Download(ctx context.Context, dst *graph.Tensor, src Buffer, after []Fence) (Fence, error)
+}
+
+// EnqueueOptions tune one asynchronous call. The zero value is valid.
+type EnqueueOptions struct {
+	// Profile asks for device timestamps for this call (ProfiledFence).
+	Profile bool
+}
+
+// AsyncExecutable is implemented by executables that run on buffers.
+type AsyncExecutable interface {
+	// Enqueue schedules the subgraph after the fences in after, reading
+	// inputs (buffers of this backend, in the subgraph's input order) and
+	// writing outputs (in output order): a non-nil output is a
+	// caller-allocated buffer of the output's dtype and shape, written in
+	// place; a nil entry is allocated by the executable and stored into
+	// the slice (the caller frees it). Enqueue MUST NOT wait for device
+	// work; it MAY return ErrDeclined for inputs it will not take.
+	Enqueue(ctx context.Context, inputs, outputs []Buffer, after []Fence, opts EnqueueOptions) (Fence, error)
+}
+
+// CallProfile is the device's account of one call: where it ran and when
+// (device timestamps in nanoseconds on the device's clock) and, per
+// internal kernel, the graph nodes it computed.
+type CallProfile struct {
+	Device  int            `json:"device"`
+	Queue   string         `json:"queue,omitempty"`
+	StartNS int64          `json:"start_ns"`
+	EndNS   int64          `json:"end_ns"`
+	Kernels []KernelTiming `json:"kernels,omitempty"`
+}
+
+// KernelTiming is one internal kernel of a call.
+type KernelTiming struct {
+	Name    string   `json:"name"`
+	Nodes   []string `json:"nodes,omitempty"` // graph node names it computes
+	StartNS int64    `json:"start_ns"`
+	EndNS   int64    `json:"end_ns"`
+}
+
+// ProfiledFence is implemented by fences of calls enqueued with
+// EnqueueOptions.Profile; Profile is valid once the fence has signalled.
+type ProfiledFence interface {
+	Profile() (*CallProfile, error)
+}
+
+// ProfilingExecutable is implemented by executables that can time one
+// synchronous call. The profile belongs to that call alone, so concurrent
+// calls are profiled correctly (unlike the deprecated Profiler).
+type ProfilingExecutable interface {
+	ExecuteProfiled(ctx context.Context, inputs, outputs []*graph.Tensor) (*CallProfile, error)
+}
+
+// Precision is the arithmetic an executable computes in.
+type Precision string
+
+const (
+	// PrecisionFloat32 is the default: float32 values are computed in
+	// float32 (or better).
+	PrecisionFloat32 Precision = "float32"
+	// PrecisionFloat16 allows float16 arithmetic for float32 values.
+	PrecisionFloat16 Precision = "float16"
+	// PrecisionBFloat16 allows bfloat16 arithmetic for float32 values.
+	PrecisionBFloat16 Precision = "bfloat16"
+)
+
+// PrecisionReporter is implemented by executables that say what precision
+// they actually compute in (when it differs from what was asked or from
+// float32). The runtime discloses it in the placement report.
+type PrecisionReporter interface {
+	Precision() Precision
+}
+
+// DimRange bounds one dimension of a dynamic input.
+type DimRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// CacheKey identifies what a compiled blob depends on besides the
+// subgraph: a blob is reusable only under an equal key.
+type CacheKey struct {
+	Vendor string `json:"vendor"`
+	Device string `json:"device"`
+	Driver string `json:"driver"`
+}
+
+func (k CacheKey) String() string {
+	return strings.Join([]string{k.Vendor, k.Device, k.Driver}, "/")
+}
+
+// DeviceDesc describes one device of a backend (a backend may drive
+// several, e.g. two GPUs).
+type DeviceDesc struct {
+	Index          int          `json:"index"`
+	Name           string       `json:"name"`
+	Kind           DeviceKind   `json:"kind"`
+	MemoryBytes    int64        `json:"memory_bytes,omitempty"`
+	MaxBufferBytes int64        `json:"max_buffer_bytes,omitempty"`
+	MemoryKinds    []MemoryKind `json:"memory_kinds,omitempty"`
+	Precisions     []Precision  `json:"precisions,omitempty"`
+	CacheKey       CacheKey     `json:"cache_key"`
+}
