@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/onnx"
 	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/hal"
 )
 
 var bin string
@@ -194,7 +195,7 @@ func TestInspectAndBench(t *testing.T) {
 
 func TestBackendsAndExplain(t *testing.T) {
 	out, code := sy(t, "backends")
-	if code != 0 || !strings.Contains(out, "cpu") || !strings.Contains(out, "simulated") || !strings.Contains(out, "HAL 1.0") {
+	if code != 0 || !strings.Contains(out, "cpu") || !strings.Contains(out, "simulated") || !strings.Contains(out, "HAL "+hal.Current.String()) {
 		t.Fatalf("backends: exit %d\n%s", code, out)
 	}
 	dir := t.TempDir()

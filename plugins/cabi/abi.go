@@ -2,6 +2,8 @@ package cabi
 
 import (
 	"unsafe"
+
+	"github.com/switchyard-hal/switchyard/hal"
 )
 
 // Go mirrors of the C structs in sdk/c/include/switchyard_delegate.h. Field
@@ -212,3 +214,10 @@ func cstr(s string) unsafe.Pointer {
 	copy(b, s)
 	return unsafe.Pointer(&b[0])
 }
+
+// headerVersion is the HAL version sdk/c/include/switchyard_delegate.h
+// describes (SY_HAL_VERSION_*): the layout the Go mirror above follows.
+// A library built against it negotiates this version even when the host
+// speaks a newer minor version; the 1.1 additions do not cross the C ABI
+// yet, so a C delegate is a HAL 1.0 backend (1.1 features: Unsupported).
+var headerVersion = hal.V1_0

@@ -86,7 +86,7 @@ func TestLayoutMatchesHeader(t *testing.T) {
 		int64(unsafe.Sizeof(ec)), off(unsafe.Offsetof(ec.inputs)), off(unsafe.Offsetof(ec.cancelled)),
 		int64(unsafe.Sizeof(tb)), off(unsafe.Offsetof(tb.halMin)), off(unsafe.Offsetof(tb.self)), off(unsafe.Offsetof(tb.getInfo)),
 		off(unsafe.Offsetof(tb.execute)), off(unsafe.Offsetof(tb.close)), int64(tableSize10),
-		int64(hal.Current.Major), int64(hal.Current.Minor), messageCapacity, reasonCapacity, maxRank,
+		int64(headerVersion.Major), int64(headerVersion.Minor), messageCapacity, reasonCapacity, maxRank,
 	}
 	got := make([]int64, 128)
 	count := int(int32(call(fn, uintptr(unsafe.Pointer(&got[0])), uintptr(len(got)))))
@@ -429,7 +429,7 @@ func TestContractEdges(t *testing.T) {
 	}
 	defer dev.Close()
 	info := dev.Info()
-	if info.Name != "c-example" || info.HAL.Max != hal.Current || dev.HALVersion() != hal.Current || !strings.Contains(info.Description, lib) {
+	if info.Name != "c-example" || info.HAL.Max != headerVersion || dev.HALVersion() != headerVersion || !strings.Contains(info.Description, lib) {
 		t.Fatalf("info %+v, negotiated %v", info, dev.HALVersion())
 	}
 	caps, err := dev.Capabilities(ctx)
@@ -531,7 +531,7 @@ func TestFactory(t *testing.T) {
 		t.Fatal(err)
 	}
 	av := r.Probe(context.Background())
-	if len(av) != 1 || !av[0].Available || av[0].Info.Name != "switchyard_example" || av[0].Kind != hal.LoadLibrary || av[0].HALVersion != hal.Current {
+	if len(av) != 1 || !av[0].Available || av[0].Info.Name != "switchyard_example" || av[0].Kind != hal.LoadLibrary || av[0].HALVersion != headerVersion {
 		t.Fatalf("probe: %+v", av)
 	}
 	if !strings.Contains(av[0].Info.Description, `library name "c-example"`) {
