@@ -137,10 +137,7 @@ func (d *Device) Compile(ctx context.Context, sg *Subgraph, opts *CompileOptions
 	if exe == nil {
 		return nil, &Error{Code: CodeInternal, Backend: d.info.Name, Op: "compile", Msg: "backend returned a nil executable"}
 	}
-	c := &Compiled{exe: exe, dev: d}
-	c.inputs = append(c.inputs, sg.Graph.Inputs...)
-	c.outputs = append(c.outputs, sg.Graph.Outputs...)
-	return c, nil
+	return d.compiled(exe, sg), nil
 }
 
 // EstimateCost asks an optional CostEstimator.

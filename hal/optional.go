@@ -11,12 +11,15 @@ import (
 // portable *Device discovers them here, in one place, and answers
 // "unsupported" for backends that lack them.
 
-// BlobExporter serialises a compiled executable for ahead-of-time caching.
+// BlobExporter serialises a compiled executable for ahead-of-time caching
+// (Device.CompileCached stores it in a BlobCache under BlobKey).
 type BlobExporter interface {
 	ExportBlob(ctx context.Context, exe Executable) ([]byte, error)
 }
 
-// BlobImporter restores an executable from ExportBlob's bytes.
+// BlobImporter restores an executable from ExportBlob's bytes. It MUST
+// refuse (with an error, never a crash) bytes it did not write: a cache
+// directory is not trusted.
 type BlobImporter interface {
 	ImportBlob(ctx context.Context, blob []byte) (Executable, error)
 }
@@ -31,23 +34,6 @@ type Cost struct {
 // partitioner uses it to skip partitions that do not pay for their transfers.
 type CostEstimator interface {
 	EstimateCost(ctx context.Context, sg *Subgraph) (Cost, error)
-}
-
-// NodeTiming is one node's time inside an executable.
-type NodeTiming struct {
-	Node     string        `json:"node"`
-	OpType   string        `json:"op_type"`
-	Duration time.Duration `json:"duration_ns"`
-}
-
-// Profiler is implemented by executables that can time their nodes; the
-// result describes the most recent Execute.
-//
-// Deprecated: "the most recent Execute" is ill-defined under concurrent
-// calls. Implement ProfilingExecutable (per call) or ProfiledFence (per
-// enqueued call) instead; nothing in Switchyard reads LastProfile.
-type Profiler interface {
-	LastProfile() []NodeTiming
 }
 
 // BufferAllocator is implemented by backends that can hand out tensors in

@@ -62,6 +62,9 @@ func Compile(g *graph.Graph, opts Options) (*Program, error) {
 
 func (m *Program) opset(domain string) int64 { return m.opsets.OpsetVersion(domain) }
 
+// Opsets returns the opset versions the program was compiled with.
+func (m *Program) Opsets() []graph.Opset { return append([]graph.Opset{}, m.opsets.Opsets...) }
+
 // Graph returns the compiled graph.
 func (m *Program) Graph() *graph.Graph { return m.g }
 

@@ -166,7 +166,7 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		compiled, err := dev.Compile(ctx, sg, &opts.Compile)
+		compiled, err := m.compilePartition(ctx, dev, sg, opts)
 		if err != nil && errors.Is(err, hal.ErrUnsupported) && !opts.Policy.Strict && allOnCPU(p, cpuVerdicts) {
 			// the backend claimed nodes it then would not compile (a
 			// dishonest verdict): they run on cpu, visibly

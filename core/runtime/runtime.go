@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -48,6 +49,11 @@ type Options struct {
 	// partition on the reference kernels for this and every later Run,
 	// recorded in Plan().
 	OnUnavailable OnUnavailable
+	// CompileCache, when set, stores compiled partitions of backends that
+	// export blobs (hal.BlobExporter/BlobImporter) and reuses them on the
+	// next Load under an equal key (backend, device cache key, compile
+	// options, subgraph content): e.g. &hal.DirCache{Dir: ...}.
+	CompileCache hal.BlobCache
 }
 
 // OnUnavailable is the policy for a backend that becomes unavailable at run time.
@@ -89,6 +95,8 @@ type Model struct {
 	inputs  []graph.ValueInfo
 	outputs []graph.ValueInfo
 	types   map[string]graph.ValueType // inferred types of all values of the main graph
+
+	cacheHits atomic.Int64 // partitions imported from Options.CompileCache
 }
 
 // RunOptions and Stats are those of the executor.

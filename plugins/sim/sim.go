@@ -68,6 +68,8 @@ type Backend struct {
 	opts  Options
 	ops   map[string]bool
 	calls atomic.Int64
+	// imports counts executables restored from compiled blobs (blob.go).
+	imports atomic.Int64
 }
 
 // New makes a simulation backend.
