@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -54,15 +55,23 @@ type Options struct {
 	Threads int
 }
 
+// The default library names (variables only so that the package's tests
+// can make the vendor libraries unfindable; see export_test.go).
+var (
+	defaultLibrary           = "libXNNPACK.so.0"
+	defaultThreadPoolLibrary = "libpthreadpool.so.0"
+	defaultFFILibrary        = "libffi.so.8"
+)
+
 func (o Options) withDefaults() Options {
 	if o.Library == "" {
-		o.Library = "libXNNPACK.so.0"
+		o.Library = defaultLibrary
 	}
 	if o.ThreadPoolLibrary == "" {
-		o.ThreadPoolLibrary = "libpthreadpool.so.0"
+		o.ThreadPoolLibrary = defaultThreadPoolLibrary
 	}
 	if o.FFILibrary == "" {
-		o.FFILibrary = "libffi.so.8"
+		o.FFILibrary = defaultFFILibrary
 	}
 	if o.CLibrary == "" {
 		o.CLibrary = "libc.so.6"
@@ -97,9 +106,12 @@ type Backend struct {
 	opts    Options
 	threads int
 
-	mu     sync.Mutex
-	closed bool
-	pools  map[int]uintptr // pthreadpools by thread count
+	mu      sync.Mutex
+	closed  bool
+	pools   map[int]uintptr          // pthreadpools by thread count
+	exes    map[*Executable]struct{} // live (not released) executables
+	calls   sync.WaitGroup           // calls that may be inside C (see enter)
+	closing atomic.Bool              // set first by Close: running stages stop
 }
 
 // New opens the libraries (once per process) and initialises XNNPACK.
@@ -112,7 +124,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeUnavailable, "%v", err)
 	}
-	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}}, nil
+	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}}, nil
 }
 
 // defaultThreads: explicit, then the environment, then the idle cores
@@ -179,24 +191,6 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 	return out, nil
 }
 
-// Close releases the thread pools; executables are released first by the
-// caller. Safe to call more than once.
-func (b *Backend) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil
-	}
-	b.closed = true
-	for k, p := range b.pools {
-		if p != 0 {
-			b.lib.poolDestroy(p)
-		}
-		delete(b.pools, k)
-	}
-	return nil
-}
-
 // pool returns the shared pthreadpool for a thread count (0 = none: run on
 // the calling thread).
 func (b *Backend) pool(threads int) (uintptr, error) {
@@ -206,7 +200,7 @@ func (b *Backend) pool(threads int) (uintptr, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return 0, hal.Errorf(hal.CodeFailedPrecondition, "xnnpack: backend is closed")
+		return 0, errClosed()
 	}
 	if p, ok := b.pools[threads]; ok {
 		return p, nil

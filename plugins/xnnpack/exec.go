@@ -2,27 +2,33 @@ package xnnpack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
 
-	coreexec "github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
-	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
 
 // maxIdle bounds the runtime instances an executable keeps (shapes seen,
 // concurrent callers).
 const maxIdle = 4
 
+// maxUnsupported bounds the input shapes an executable remembers it cannot
+// take.
+const maxUnsupported = 16
+
 // Compile lowers sg. With static input shapes and constant weights the
 // XNNPACK runtime is created (weights packed) now; otherwise at the first
 // run for each input shape.
 func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.CompileOptions) (hal.Executable, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	g := sg.Graph
 	// copy what we keep: the node list, boundary and constants
 	cg := &graph.Graph{Name: g.Name, Inputs: append([]graph.ValueInfo{}, g.Inputs...), Outputs: append([]graph.ValueInfo{}, g.Outputs...), Initializers: map[string]*graph.Tensor{}}
@@ -102,6 +108,7 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		}
 		e.idle = append(e.idle, inst)
 	}
+	b.track(e)
 	return e, nil
 }
 
@@ -110,17 +117,15 @@ type Executable struct {
 	b          *Backend
 	g          *graph.Graph
 	opsets     []graph.Opset
-	refOnce    sync.Once
-	ref        *cpu.Executable
-	refErr     error
 	pool       uintptr
 	threads    int
 	deferred   []int // input indices used as constants (captured per instance)
 	isDeferred map[int]bool
 
-	mu       sync.Mutex
-	idle     []*instance
-	released bool
+	mu          sync.Mutex
+	idle        []*instance
+	unsupported map[string]error // input shapes lowering refused, by fmt.Sprint(shapes)
+	released    bool
 }
 
 // instance is one lowered, runnable copy of the partition.
@@ -213,6 +218,10 @@ func (e *Executable) instantiate(shapes [][]int, captured []*graph.Tensor) (*ins
 	p, err := lower(e.g, e.opsets, shapes, consts)
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeUnsupported, "%v", err)
+	}
+	// every buffer is bounded before XNNPACK or malloc sees its size
+	if err := p.checkSizes(); err != nil {
+		return nil, err
 	}
 	inst := &instance{lib: e.b.lib, plan: p, shapes: shapes, consts: captured}
 	if err := inst.emit(e.pool); err != nil {
@@ -474,12 +483,33 @@ func (e *Executable) get(inputs []*graph.Tensor) (*instance, error) {
 			return inst, nil
 		}
 	}
+	// shapes this XNNPACK cannot take are remembered (when no captured
+	// input shapes the lowering), not lowered again on every call
+	key := ""
+	if len(e.deferred) == 0 {
+		key = fmt.Sprint(shapes)
+		if err, ok := e.unsupported[key]; ok {
+			e.mu.Unlock()
+			return nil, err
+		}
+	}
 	e.mu.Unlock()
 	var captured []*graph.Tensor
 	for _, i := range e.deferred {
 		captured = append(captured, inputs[i].Clone())
 	}
-	return e.instantiate(shapes, captured)
+	inst, err := e.instantiate(shapes, captured)
+	if err != nil && key != "" && hal.CodeOf(err) == hal.CodeUnsupported {
+		e.mu.Lock()
+		if e.unsupported == nil {
+			e.unsupported = map[string]error{}
+		}
+		if len(e.unsupported) < maxUnsupported {
+			e.unsupported[key] = err
+		}
+		e.mu.Unlock()
+	}
+	return inst, err
 }
 
 func (inst *instance) matches(e *Executable, inputs []*graph.Tensor) bool {
@@ -559,13 +589,17 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := e.b.enter(); err != nil {
+		return err
+	}
+	defer e.b.leave()
 	inst, err := e.get(inputs)
 	if err != nil {
 		if hal.CodeOf(err) == hal.CodeUnsupported {
 			// shapes known only now that XNNPACK cannot take (an empty
-			// dimension, a degenerate window): this call runs on the
-			// reference kernels instead, and says so in the log
-			return e.reference(ctx, inputs, outputs, err)
+			// dimension, a degenerate window): declined, so the runtime
+			// runs this call elsewhere and says so
+			return &hal.Error{Code: hal.CodeDeclined, Msg: fmt.Sprintf("xnnpack: declines input shapes %s: %s", shapeList(e.g.Inputs, inputs), strings.TrimPrefix(stripCode(err), "xnnpack: "))}
 		}
 		return err
 	}
@@ -599,6 +633,9 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	for si, st := range p.stages {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if e.b.closing.Load() {
+			return errClosed()
 		}
 		if st.goRun != nil {
 			st.goRun(inst.buf)
@@ -658,35 +695,47 @@ func (inst *instance) invoke(si int, dsts [][]float32, written []bool) error {
 	return nil
 }
 
-// Release frees the runtimes; safe to call more than once.
+// Release frees the runtimes; safe to call more than once, and after the
+// backend's Close (which freed them already).
 func (e *Executable) Release() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.released {
+	if err := e.b.enter(); err != nil {
+		e.mu.Lock()
+		e.released = true
+		e.mu.Unlock()
 		return nil
 	}
+	defer e.b.leave()
+	e.releaseInstances()
+	e.b.untrack(e)
+	return nil
+}
+
+// releaseInstances frees the idle instances and marks e released: an
+// instance in use is freed when its Execute puts it back.
+func (e *Executable) releaseInstances() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.released = true
 	for _, inst := range e.idle {
 		inst.release()
 	}
 	e.idle = nil
-	return nil
 }
 
-// reference runs the partition on the reference kernels, for input shapes
-// this XNNPACK cannot take (why is logged once per executable).
-func (e *Executable) reference(ctx context.Context, inputs, outputs []*graph.Tensor, why error) error {
-	e.refOnce.Do(func() {
-		slog.Warn("xnnpack: running a partition on the reference kernels for shapes XNNPACK cannot take", "reason", why.Error())
-		prog, err := coreexec.Compile(e.g, coreexec.Options{Opsets: e.opsets})
-		if err != nil {
-			e.refErr = hal.Errorf(hal.CodeInternal, "xnnpack: reference fallback: %v", err)
-			return
-		}
-		e.ref = &cpu.Executable{Program: prog}
-	})
-	if e.refErr != nil {
-		return e.refErr
+// shapeList names each input with its shape, for a decline.
+func shapeList(vis []graph.ValueInfo, ts []*graph.Tensor) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = fmt.Sprintf("%s%v", vis[i].Name, t.Shape)
 	}
-	return e.ref.Execute(ctx, inputs, outputs)
+	return strings.Join(parts, ", ")
+}
+
+// stripCode is err's message without the HAL code prefix.
+func stripCode(err error) string {
+	var he *hal.Error
+	if errors.As(err, &he) && he.Err == nil {
+		return he.Msg
+	}
+	return err.Error()
 }

@@ -3,6 +3,7 @@ package xnnpack
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -117,28 +118,23 @@ func loadLib(o Options) (*lib, error) {
 	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
 		return nil, fmt.Errorf("xnnpack: %s/%s is not supported by this backend (linux/amd64 and linux/arm64 only)", runtime.GOOS, runtime.GOARCH)
 	}
-	open := func(name, pkg string) (uintptr, error) {
+	// Every library is tried, so one error names all that are missing (a
+	// fresh machine lacks the thread pool before XNNPACK itself).
+	var missing []string
+	open := func(name, pkg string) uintptr {
 		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
-			return 0, fmt.Errorf("xnnpack: cannot open %s (Debian: apt-get install %s): %v", name, pkg, err)
+			missing = append(missing, fmt.Sprintf("cannot open %s (Debian: apt-get install %s): %v", name, pkg, err))
+			return 0
 		}
-		return h, nil
+		return h
 	}
-	hc, err := open(o.CLibrary, "libc6")
-	if err != nil {
-		return nil, err
-	}
-	hp, err := open(o.ThreadPoolLibrary, "libpthreadpool0")
-	if err != nil {
-		return nil, err
-	}
-	hx, err := open(o.Library, "libxnnpack0")
-	if err != nil {
-		return nil, err
-	}
-	hf, err := open(o.FFILibrary, "libffi8")
-	if err != nil {
-		return nil, err
+	hc := open(o.CLibrary, "libc6")
+	hp := open(o.ThreadPoolLibrary, "libpthreadpool0")
+	hx := open(o.Library, "libxnnpack0")
+	hf := open(o.FFILibrary, "libffi8")
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("xnnpack: %s", strings.Join(missing, "; "))
 	}
 	l := &lib{names: key}
 	if err := l.bind(hc, hp, hx, hf); err != nil {

@@ -11,18 +11,13 @@ import (
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
-// TestMatMulOverhead compares MatMul 512³ through the backend (Execute:
-// boundary copies included) with XNNPACK's own runtime invoke on the same
-// instance. Reported, not asserted tightly (shared machines are noisy).
-func TestMatMulOverhead(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
-	b, err := New(context.Background(), Options{Threads: 1})
-	if err != nil {
-		t.Skipf("xnnpack unavailable: %v", err)
-	}
-	defer b.Close()
+// BenchmarkMatMulOverhead compares MatMul 512³ at 1 thread through the
+// backend (Execute: boundary copies included) with XNNPACK's own runtime
+// invoke on the same instance, alternating the two in every iteration. It
+// reports both times per op and their ratio (backend/raw; 1.00 = no
+// overhead).
+func BenchmarkMatMulOverhead(b *testing.B) {
+	be := OpenForTest(b, Options{Threads: 1})
 	const n = 512
 	rng := rand.New(rand.NewPCG(1, 1))
 	w := make([]float32, n*n)
@@ -33,48 +28,44 @@ func TestMatMulOverhead(t *testing.T) {
 		Inputs:  []graph.ValueInfo{{Name: "a", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(n, n)}}},
 		Outputs: []graph.ValueInfo{{Name: "y", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(n, n)}}},
 		Nodes:   []*graph.Node{{Name: "mm", OpType: "MatMul", Inputs: []string{"a", "b"}, Outputs: []string{"y"}}}}
-	exe, err := b.Compile(context.Background(), &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}, hal.CompileOptions{})
+	exe, err := be.Compile(context.Background(), &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}, hal.CompileOptions{})
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer exe.Release()
 	e := exe.(*Executable)
 	in := []*graph.Tensor{graph.MustFromSlice([]int{n, n}, append([]float32{}, w...))}
 	out := []*graph.Tensor{{}}
-	runs := 60 // best of many: other processes share these cores
-	best := func(f func()) time.Duration {
-		f()
-		var m time.Duration = 1 << 62
-		for i := 0; i < runs; i++ {
-			t0 := time.Now()
-			f()
-			if d := time.Since(t0); d < m {
-				m = d
-			}
-		}
-		return m
+	if err := e.Execute(context.Background(), in, out); err != nil { // warm: the instance exists
+		b.Fatal(err)
 	}
-	through := best(func() {
-		if err := e.Execute(context.Background(), in, out); err != nil {
-			t.Fatal(err)
-		}
-	})
 	inst := e.idle[0]
-	raw := best(func() { inst.lib.invokeRuntime(inst.rts[0]) })
-	flops := 2.0 * n * n * n
-	t.Logf("MatMul 512³ 1 thread: backend %.1f GFLOP/s (%v), raw XNNPACK %.1f GFLOP/s (%v), overhead %.1f%%",
-		flops/through.Seconds()/1e9, through, flops/raw.Seconds()/1e9, raw, 100*(through.Seconds()/raw.Seconds()-1))
+	var through, raw time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := e.Execute(context.Background(), in, out); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if st := inst.lib.invokeRuntime(inst.rts[0]); st != xnnStatusSuccess {
+			b.Fatalf("xnn_invoke_runtime: %s", statusString(st))
+		}
+		through += t1.Sub(t0)
+		raw += time.Since(t1)
+	}
+	flops := 2.0 * n * n * n * float64(b.N)
+	b.ReportMetric(float64(through.Nanoseconds())/float64(b.N), "backend-ns/op")
+	b.ReportMetric(float64(raw.Nanoseconds())/float64(b.N), "raw-ns/op")
+	b.ReportMetric(flops/through.Seconds()/1e9, "backend-GFLOP/s")
+	b.ReportMetric(through.Seconds()/raw.Seconds(), "backend/raw")
 }
 
 // TestDirectOutputs: a MatMul partition's output is written by XNNPACK
 // straight into the caller's tensor (no buffer, no copy), run after run
 // with different tensors; a Concat with zeros stays in one runtime.
 func TestDirectOutputs(t *testing.T) {
-	b, err := New(context.Background(), Options{Threads: 1})
-	if err != nil {
-		t.Skipf("xnnpack unavailable: %v", err)
-	}
-	defer b.Close()
+	b := OpenForTest(t, Options{Threads: 1})
 	const m, k, n = 5, 7, 3
 	rng := rand.New(rand.NewPCG(3, 4))
 	rnd := func(c int) []float32 {

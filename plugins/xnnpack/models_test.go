@@ -2,9 +2,7 @@ package xnnpack_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/onnxtest"
@@ -14,28 +12,11 @@ import (
 	"github.com/switchyard-hal/switchyard/plugins/xnnpack"
 )
 
-// required reports whether SWITCHYARD_REQUIRE_BACKENDS names xnnpack: then a
-// missing library fails the tests instead of skipping them.
-func required() bool {
-	for _, n := range strings.Split(os.Getenv("SWITCHYARD_REQUIRE_BACKENDS"), ",") {
-		if strings.TrimSpace(n) == xnnpack.Name {
-			return true
-		}
-	}
-	return false
-}
-
-// device opens the backend or skips (fails when required).
+// device opens the backend as a portable device, or skips the test with
+// the reason (fails when SWITCHYARD_REQUIRE_BACKENDS names xnnpack).
 func device(t testing.TB, opts xnnpack.Options) *hal.Device {
 	t.Helper()
-	b, err := xnnpack.New(context.Background(), opts)
-	if err != nil {
-		if required() {
-			t.Fatalf("xnnpack required by SWITCHYARD_REQUIRE_BACKENDS but unavailable: %v", err)
-		}
-		t.Skipf("xnnpack unavailable: %v", err)
-	}
-	d, err := hal.NewDevice(b, hal.LoadLibrary)
+	d, err := hal.NewDevice(xnnpack.OpenForTest(t, opts), hal.LoadLibrary)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,8 @@ func TestONNXNodeSuiteWithXNNPACK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	root := shared.Path(t, "testdata/onnx-node")
 	dev := device(t, xnnpack.Options{Threads: 1})
+	root := shared.Path(t, "testdata/onnx-node")
 	exp := expectedFailures(t)
 	dirs, _ := filepath.Glob(filepath.Join(root, "test_*"))
 	opt := onnxtest.DefaultOptions()

@@ -264,14 +264,7 @@ func TestOpsAgainstCPU(t *testing.T) {
 
 // Declines carry the exact reason.
 func TestDeclineReasons(t *testing.T) {
-	b, err := xnnpack.New(context.Background(), xnnpack.Options{})
-	if err != nil {
-		if required() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer b.Close()
+	b := xnnpack.OpenForTest(t, xnnpack.Options{})
 	g := &graph.Graph{Inputs: []graph.ValueInfo{
 		{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, 2, 4, 4)}},
 		{Name: "i", Type: graph.ValueType{Kind: "tensor", DType: graph.Int32, Shape: graph.StaticShape(4)}},
@@ -298,22 +291,36 @@ func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
 }
 
-// A missing library is Unavailable with the library's name, not a crash.
+// A missing library is Unavailable naming every library that is missing,
+// each with its Debian package, not a crash. Checked precisely on any
+// machine: the bogus XNNPACK is named, and each default vendor library is
+// named exactly when the loader cannot open it (on a fresh machine the
+// thread pool is missing first, and the old loader named only it).
 func TestUnavailable(t *testing.T) {
-	_, err := xnnpack.New(context.Background(), xnnpack.Options{Library: "libXNNPACK-does-not-exist.so.0"})
+	const bogus = "libXNNPACK-does-not-exist.so.0"
+	_, err := xnnpack.New(context.Background(), xnnpack.Options{Library: bogus})
 	if err == nil {
 		t.Fatal("opening a nonexistent library succeeded")
 	}
-	if !errors.Is(err, hal.ErrUnavailable) || !contains(err.Error(), "libXNNPACK-does-not-exist.so.0") {
-		t.Fatalf("got %v, want Unavailable naming the library", err)
+	if !errors.Is(err, hal.ErrUnavailable) || !contains(err.Error(), "cannot open "+bogus+" (Debian: apt-get install libxnnpack0)") {
+		t.Fatalf("got %v, want Unavailable naming %s and its package", err, bogus)
+	}
+	for _, l := range xnnpack.VendorLibraries() {
+		if l.Package == "libxnnpack0" {
+			continue // replaced by the bogus name
+		}
+		named := contains(err.Error(), "cannot open "+l.Name+" (Debian: apt-get install "+l.Package+")")
+		if present := xnnpack.Loadable(l.Name); named == present {
+			t.Errorf("%s loadable=%v but named in the error=%v: %v", l.Name, present, named, err)
+		}
 	}
 	reg := hal.NewRegistry()
-	if err := reg.Register(xnnpack.Factory(xnnpack.Options{Library: "libXNNPACK-does-not-exist.so.0"})); err != nil {
+	if err := reg.Register(xnnpack.Factory(xnnpack.Options{Library: bogus})); err != nil {
 		t.Fatal(err)
 	}
 	_, err = reg.Open(context.Background(), xnnpack.Name)
-	if !errors.Is(err, hal.ErrUnavailable) {
-		t.Fatalf("registry open: %v, want Unavailable", err)
+	if !errors.Is(err, hal.ErrUnavailable) || !contains(err.Error(), bogus) {
+		t.Fatalf("registry open: %v, want Unavailable naming %s", err, bogus)
 	}
 }
 
@@ -354,14 +361,7 @@ func TestDynamicShapes(t *testing.T) {
 
 // Resize, ConvTranspose and Split declines carry the exact reason.
 func TestDeclineReasonsResizeDeconv(t *testing.T) {
-	b, err := xnnpack.New(context.Background(), xnnpack.Options{})
-	if err != nil {
-		if required() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defer b.Close()
+	b := xnnpack.OpenForTest(t, xnnpack.Options{})
 	f32 := func(v ...float32) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
 	g := &graph.Graph{
 		Inputs: []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, 2, 5, 4)}}},
