@@ -911,16 +911,33 @@ func (b *builder) concat(n *graph.Node, oshape []int) error {
 			pa = i
 		}
 	}
-	if ok, err := b.concatAsPad(n, oshape, axis, perm, pa); ok || err != nil {
-		return err
-	}
-	var ins []*tensor
+	// inputs empty along the axis contribute nothing
+	var keep []int
 	for i := range n.Inputs {
 		v, err := b.in(n, i)
 		if err != nil {
 			return err
 		}
-		ins = append(ins, b.need(v, perm))
+		if len(v.shape) != r {
+			return b.nodeErr(n, "input %d has rank %d, output %d", i, len(v.shape), r)
+		}
+		if v.shape[axis] != 0 {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == 0 {
+		return b.nodeErr(n, "every input is empty along axis %d", axis)
+	}
+	if v := b.vals[n.Input(keep[0])]; len(keep) == 1 && v.konst == nil {
+		b.setOut(n, v) // the one non-empty input, unchanged
+		return nil
+	}
+	if ok, err := b.concatAsPad(n, keep, oshape, axis, perm, pa); ok || err != nil {
+		return err
+	}
+	var ins []*tensor
+	for _, i := range keep {
+		ins = append(ins, b.need(b.vals[n.Input(i)], perm))
 	}
 	out := b.newTensor(permute(oshape, perm))
 	odims := out.dims
@@ -951,13 +968,14 @@ func (b *builder) concat(n *graph.Node, oshape []int) error {
 
 // concatAsPad lowers a Concat of one dynamic input with constants that all
 // hold one value (the channel padding of a zero tensor, say) as an XNNPACK
-// constant pad, so the partition is not split by a Go step.
-func (b *builder) concatAsPad(n *graph.Node, oshape []int, axis int, perm []int, pa int) (bool, error) {
+// constant pad, so the partition is not split by a Go step. inputs are the
+// indices of the Concat's non-empty inputs.
+func (b *builder) concatAsPad(n *graph.Node, inputs []int, oshape []int, axis int, perm []int, pa int) (bool, error) {
 	dyn := -1
 	var value float32
 	haveValue := false
 	before, after := 0, 0
-	for i := range n.Inputs {
+	for _, i := range inputs {
 		v, err := b.in(n, i)
 		if err != nil {
 			return false, err

@@ -72,8 +72,8 @@ func check(n *graph.Node, opset int64, ti typeInfo) string {
 		if len(t.Shape) > xnnMaxTensorDims {
 			return fmt.Sprintf("input %q has rank %d; XNNPACK takes at most %d", in, len(t.Shape), xnnMaxTensorDims)
 		}
-		for _, d := range t.Shape {
-			if d.Static() && d.Value == 0 {
+		for a, d := range t.Shape {
+			if d.Static() && d.Value == 0 && !(n.OpType == "Concat" && a == concatAxis(n, len(t.Shape))) {
 				return fmt.Sprintf("input %q has an empty dimension %v", in, t.Shape)
 			}
 		}
@@ -332,4 +332,14 @@ func shapeOf(t *graph.Tensor) string {
 		return "not a constant"
 	}
 	return fmt.Sprint(t.Shape)
+}
+
+// concatAxis is a Concat's axis, made non-negative for rank r. An input
+// empty along it contributes nothing and is dropped when lowered.
+func concatAxis(n *graph.Node, r int) int {
+	a := int(n.AttrInt("axis", 0))
+	if a < 0 {
+		a += r
+	}
+	return a
 }

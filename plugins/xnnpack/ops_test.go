@@ -200,6 +200,16 @@ func TestOpsAgainstCPU(t *testing.T) {
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}),
 				node("Concat", []string{"c", "k"}, []string{"y"}, iattr("axis", 1))}},
+		// inputs empty along the axis are dropped (they used to decline the
+		// partition: rotary embeddings with nothing left unrotated)
+		{name: "concat_empty_inputs", inputs: map[string][]int{"x": {2, 3, 4}, "e": {2, 0, 4}, "y": {2, 2, 4}},
+			nodes: []*graph.Node{
+				node("Concat", []string{"e", "x", "e", "y"}, []string{"c"}, iattr("axis", 1)),
+				node("Relu", []string{"c"}, []string{"r"})}, outputs: []string{"r"}},
+		{name: "concat_one_nonempty", inputs: map[string][]int{"x": {2, 3, 4}, "e": {2, 3, 0}},
+			nodes: []*graph.Node{
+				node("Sigmoid", []string{"x"}, []string{"s"}),
+				node("Concat", []string{"s", "e"}, []string{"y"}, iattr("axis", -1))}},
 		{name: "flatten_after_conv", inputs: x4, consts: map[string]*graph.Tensor{"w": w(3, 6, 3, 3)},
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}),
