@@ -1,8 +1,9 @@
 // Package xnnpack is a HAL backend named "xnnpack" that runs float32
 // partitions on Google's XNNPACK (libXNNPACK.so.0, as Debian 12 ships it),
 // reached at run time through purego — no cgo. Importing the package
-// registers it with hal.Default; Open reports Unavailable, naming the
-// missing library, where XNNPACK, pthreadpool or libffi are not installed.
+// registers it with hal.Default; Open reports Unavailable, naming every
+// missing library and its Debian package, where XNNPACK, pthreadpool or
+// libffi are not installed.
 //
 // Contracts:
 //   - Supports claims a node only when it is mapped exactly (op, attribute
@@ -11,12 +12,19 @@
 //     packing weights then; a partition whose input shapes are symbolic, or
 //     whose weights arrive as inputs (from Constant nodes left on cpu), is
 //     lowered at its first run for those shapes, and such captured weights
-//     are compared on every run (a change re-lowers).
+//     are compared on every run (a change re-lowers). Shapes known only at
+//     run time that XNNPACK cannot take (an empty dimension, say) are
+//     declined with hal.ErrDeclined naming them: the runtime runs that call
+//     elsewhere, visibly. No tensor larger than graph.MaxTensorBytes reaches
+//     malloc or XNNPACK (ResourceExhausted wrapping graph.ErrTooLarge).
 //   - The graph is NCHW; XNNPACK works in NHWC. Layouts change only at the
 //     partition boundary (and in weights, at compile), never per op:
 //     Transpose inside a partition is a relabelling.
 //   - Execute is safe for concurrent use: each concurrent caller gets its own
 //     runtime instance.
+//   - Close may come while executables are live or running: it refuses new
+//     calls (FailedPrecondition "xnnpack: device closed"), waits for calls
+//     inside C, then frees every runtime and thread pool.
 //   - Threads: CompileOptions.Threads, else Options.Threads, else
 //     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle (at least 1).
 package xnnpack
