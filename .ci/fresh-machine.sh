@@ -38,6 +38,7 @@ scratch="$SWITCHYARD_FRESH_SCRATCH"
 mount -t tmpfs switchyard-fresh "$scratch"
 layer=0
 hidden=()
+modes=""
 
 # hide DIR GLOB...: the entries of DIR matching the globs vanish.
 hide() {
@@ -63,7 +64,7 @@ hide() {
   mkdir "$wh"
   for n in "${names[@]}"; do mknod "$wh/$n" c 0 0 2>/dev/null || ok=0; done
   if [ $ok = 1 ] && [ "${SWITCHYARD_FRESH_FARM:-}" != 1 ] && mount -t overlay "fresh$layer" -o "lowerdir=$wh:$dir" "$dir" 2>/dev/null; then
-    :
+    modes="$modes overlay:$dir"
   else
     local orig="$scratch/orig$layer" farm="$scratch/farm$layer" e skip
     mkdir "$orig" "$farm"
@@ -76,6 +77,7 @@ hide() {
     done
     shopt -u nullglob dotglob
     mount --bind "$farm" "$dir"
+    modes="$modes symlinks:$dir"
   fi
   for n in "${names[@]}"; do hidden+=("$dir/$n"); done
 }
@@ -124,7 +126,7 @@ for t in gcc cc node protoc protoc-gen-go; do
 done
 [ -z "$(ls -A "$root/../shared" 2>/dev/null)" ] || fail "../shared is still visible"
 [ "$(go env CGO_ENABLED)" = 0 ] || fail "go still finds a C compiler"
-echo "fresh-machine: hidden ${#hidden[@]} entries (${hidden[*]##*/}), ../shared emptied"
+echo "fresh-machine: hidden ${#hidden[@]} entries (${hidden[*]##*/}) by${modes}; ../shared emptied"
 
 # The README's test command.
 go test -count=1 "${@:-./...}"
