@@ -24,6 +24,9 @@ type htmlRow struct {
 
 type htmlView struct {
 	R        *Report
+	Content  string // the report's ContentDigest
+	Signer   string // the lab key WriteFiles signs with ("" = unsigned)
+	CertNote string
 	Verdict  string
 	VClass   string
 	DTypes   []string
@@ -76,9 +79,19 @@ func cellOf(rs []Result) htmlCell {
 
 // HTML writes a self-contained HTML report: the certification record, an
 // op × dtype matrix coloured by result, every failing case with its ID,
-// input shapes and first differing elements, and the other sources.
+// input shapes and first differing elements, and the other sources. The
+// page names the report it renders by its ContentDigest; WriteFiles lists
+// the page's own SHA-256 in the signed JSON.
 func (r *Report) HTML(w io.Writer) error {
-	v := htmlView{R: r, ExtCount: map[Status]int{}, Statuses: Statuses}
+	content, err := r.ContentDigest()
+	if err != nil {
+		return err
+	}
+	return r.html(w, content, "")
+}
+
+func (r *Report) html(w io.Writer, content, signer string) error {
+	v := htmlView{R: r, Content: content, Signer: signer, CertNote: certificateNote(signer), ExtCount: map[Status]int{}, Statuses: Statuses}
 	c := r.Certification
 	v.Verdict, v.VClass = verdictWord(c), "fail"
 	if c.Passed {
@@ -179,12 +192,12 @@ table.list td{border-bottom:1px solid #eef;font-size:13px} table.list td.st{font
 <table class="kv">
 <tr><td>backend</td><td>{{$c.Backend.Name}} {{$c.Backend.Version}} by {{$c.Backend.Vendor}} — {{$c.Backend.Description}}</td></tr>
 <tr><td>device</td><td>{{$c.Backend.Device}}; loaded {{$c.Backend.Load}}{{if $c.Backend.TestedAs}}; tested as <code>{{$c.Backend.TestedAs}}</code>{{end}}; {{$c.Device.OS}}/{{$c.Device.Arch}}, {{$c.Device.CPUs}} CPUs, {{$c.Device.Go}}{{if $c.Device.Host}}, host {{$c.Device.Host}}{{end}}</td></tr>
-<tr><td>binary sha256</td><td><code>{{$c.Binary.SHA256}}</code><br><span class="small">{{$c.Binary.Path}} — {{$c.Binary.Note}}</span></td></tr>
+<tr><td>binary sha256</td><td><code>{{$c.Binary.SHA256}}</code><br><span class="small">{{$c.Binary.Path}} ({{$c.Binary.Source}}) — {{$c.Binary.Note}}</span></td></tr>
 <tr><td>HAL</td><td>negotiated {{$c.HALVersion}} (backend speaks {{$c.Backend.HALRange}}, host {{$c.HostHAL}})</td></tr>
 <tr><td>case set</td><td><code>{{$c.CaseSetHash}}</code> · {{$c.CaseSetSize}} cases{{if $c.Filter}} · filter <code>{{$c.Filter}}</code>{{end}}{{if $c.Shards}} · shards {{range $c.Shards}}{{.Index}}/{{.Count}} {{end}}{{end}} · complete: {{$c.Complete}}</td></tr>
 <tr><td>tolerances</td><td>policy {{.R.Tolerances.PolicyVersion}} (<code>{{.R.Tolerances.PolicySHA256}}</code>){{if .R.Tolerances.Profile}}<br><b>relaxed profile “{{.R.Tolerances.Profile}}”</b>: {{.R.Tolerances.ProfileDescription}}{{else}}; no relaxed profile{{end}}</td></tr>
 <tr><td>totals</td><td>{{.Totals}}</td></tr>
-{{with .R.Seal}}<tr><td>seal</td><td>{{.Algorithm}} <code>{{.Digest}}</code></td></tr>{{end}}
+<tr><td>certificate</td><td>{{if .Signer}}signed by lab key <code>{{.Signer}}</code>{{else}}<b>unsigned: not a certificate</b>{{end}}; report content sha256 <code>{{.Content}}</code><br><span class="small">{{.CertNote}}</span></td></tr>
 </table>
 
 <h2>Operators × dtypes</h2>

@@ -62,14 +62,34 @@ func secs(ms float64) string { return fmt.Sprintf("%.3f", ms/1000) }
 // JUnit renders the report as JUnit XML: one testsuite per source, one
 // testcase per case. Failures and unexpected passes are <failure>;
 // not-delegated, unsupported, expected-failure and skipped cases are
-// <skipped> with the reason (so none of them reads as passed).
+// <skipped> with the reason (so none of them reads as passed). Every suite
+// carries the report's ContentDigest (property report_sha256) and says
+// where the certificate is; WriteFiles lists the file's own SHA-256 in the
+// signed JSON.
 func (r *Report) JUnit() ([]byte, error) {
+	content, err := r.ContentDigest()
+	if err != nil {
+		return nil, err
+	}
+	return r.junit(content, "")
+}
+
+// certificateNote says, in the JUnit and HTML files, what covers them.
+func certificateNote(signer string) string {
+	if signer == "" {
+		return JSONFile + " beside this file lists its sha256 under a plain digest only: NOT a certificate (unsigned)"
+	}
+	return JSONFile + " beside this file, signed by lab key " + signer + ", lists its sha256; check both with: switchyard conformance verify-report --lab-key LAB.pub DIR"
+}
+
+func (r *Report) junit(content, signer string) ([]byte, error) {
 	c := r.Certification
 	top := junitSuites{Name: "switchyard conformance: " + c.Backend.Name, Time: secs(c.DurationMS)}
 	props := []junitProperty{
 		{"backend", c.Backend.Name}, {"backend_version", c.Backend.Version}, {"load", c.Backend.Load},
 		{"binary_sha256", c.Binary.SHA256}, {"hal_version", c.HALVersion}, {"suite_version", c.SuiteVersion},
 		{"case_set_hash", c.CaseSetHash}, {"tolerance_policy", r.Tolerances.PolicyVersion}, {"tolerance_profile", r.Tolerances.Profile},
+		{"report_schema", SchemaVersion}, {"report_sha256", content}, {"certificate", certificateNote(signer)},
 	}
 	bySource := map[Source]*junitSuite{}
 	var order []Source

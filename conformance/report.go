@@ -2,13 +2,12 @@ package conformance
 
 import (
 	"bytes"
-	"crypto/hmac"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -20,14 +19,11 @@ import (
 )
 
 // SchemaVersion names the report's JSON schema. Readers refuse other
-// versions; fields are only ever added within a version.
-const SchemaVersion = "switchyard.conformance.report/v1"
-
-// KeyEnv names the environment variable holding a lab's sealing key. When
-// set, reports are sealed with HMAC-SHA256 under it (verifying needs the
-// same key); otherwise with a plain SHA-256 digest, which detects edits
-// made after the fact but not a forger who recomputes the digest.
-const KeyEnv = "SWITCHYARD_CONFORMANCE_KEY"
+// versions; fields are only ever added within a version. v2: Ed25519 lab
+// signatures (v1's HMAC and unkeyed seals are gone), the verdict is
+// recomputed on verification, the binary record says how it was bound,
+// and the report lists the JUnit and HTML files made from it.
+const SchemaVersion = "switchyard.conformance.report/v2"
 
 // Report is a conformance run's result: the certification record, the
 // tolerance profile and gaps it ran under, and every case's result.
@@ -38,7 +34,16 @@ type Report struct {
 	Gaps          *Gaps         `json:"gaps"`
 	Coverage      Coverage      `json:"coverage"`
 	Results       []Result      `json:"results"`
-	Seal          *Seal         `json:"seal,omitempty"`
+	// Files are the other formats written beside the report (JUnit, HTML)
+	// and their SHA-256, so the seal covers them (VerifyFiles).
+	Files []FileDigest `json:"files,omitempty"`
+	Seal  *Seal        `json:"seal,omitempty"`
+}
+
+// FileDigest names a file made from the report and its content's SHA-256.
+type FileDigest struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
 }
 
 // Certification is the record a lab files for a backend.
@@ -64,7 +69,8 @@ type Certification struct {
 	DurationMS float64 `json:"duration_ms"`
 	Totals     Totals  `json:"totals"`
 	// Passed: no failure and no stale gap entry. Certified additionally
-	// needs a complete, unfiltered run.
+	// needs a complete, unfiltered run of every source and a bound binary.
+	// Verify recomputes both (and the totals) from the results.
 	Passed    bool `json:"passed"`
 	Certified bool `json:"certified"`
 }
@@ -84,12 +90,16 @@ type BackendRecord struct {
 	TestedAs string `json:"tested_as,omitempty"`
 }
 
-// BinaryRecord identifies the code that was tested.
+// BinaryRecord identifies the code that was tested: the bytes the harness
+// hashed from what was loaded (see BinaryReporter for how).
 type BinaryRecord struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
-	// Note says what was hashed: the plugin or library itself, or, for a
-	// linked backend, the executable it was linked into.
+	// Source says how the bytes were obtained: BinaryLinkedIn,
+	// BinaryProcessImage, BinaryMappedLibrary, BinaryLoaderReported or
+	// BinaryLoaderVerified.
+	Source string `json:"source"`
+	// Note says in words what was hashed.
 	Note string `json:"note"`
 }
 
@@ -118,26 +128,7 @@ type Coverage struct {
 	UncoveredOps []string `json:"uncovered_ops,omitempty"`
 }
 
-// Seal makes edits after the fact detectable.
-type Seal struct {
-	Algorithm string `json:"algorithm"` // "sha256" or "hmac-sha256"
-	Digest    string `json:"digest"`
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func newReport(opened, tested *hal.Device, h Harness, policy *Policy, gaps *Gaps) *Report {
+func newReport(opened, tested *hal.Device, h Harness, bin BinaryRecord, policy *Policy, gaps *Gaps) *Report {
 	info := opened.Info()
 	rep := &Report{Schema: SchemaVersion, Gaps: gaps}
 	c := &rep.Certification
@@ -155,23 +146,7 @@ func newReport(opened, tested *hal.Device, h Harness, policy *Policy, gaps *Gaps
 	for _, s := range h.Sources {
 		c.Sources = append(c.Sources, string(s))
 	}
-	bin := h.Binary
-	c.Binary.Note = "the plugin binary or library the backend was loaded from"
-	switch {
-	case bin == "" && opened.Kind() == hal.LoadLinked:
-		bin, _ = os.Executable()
-		c.Binary.Note = "linked: the backend is compiled into this executable, which was hashed"
-	case bin == "":
-		c.Binary.Note = "the backend was loaded as a " + string(opened.Kind()) + " but its file was not given (Harness.Binary, --binary): no checksum recorded"
-	}
-	c.Binary.Path = bin
-	if bin != "" {
-		if sum, err := fileSHA256(bin); err == nil {
-			c.Binary.SHA256 = sum
-		} else {
-			c.Binary.Note += " (hashing failed: " + err.Error() + ")"
-		}
-	}
+	c.Binary = bin
 	host, _ := os.Hostname()
 	c.Device = DeviceRecord{Description: info.Description, Kind: string(info.Device), OS: goruntime.GOOS, Arch: goruntime.GOARCH, CPUs: goruntime.NumCPU(), Host: host, Go: goruntime.Version()}
 	ps := sha256.Sum256(tolerancesJSON)
@@ -198,116 +173,29 @@ func (r *Report) refresh() {
 	c := &r.Certification
 	c.Totals = totalsOf(r.Results)
 	c.Complete = len(r.Results) == c.CaseSetSize
-	c.Passed = c.Totals.OK()
-	c.Certified = c.Passed && c.Complete && c.Filter == "" && len(c.Sources) == 0
-	r.Seal = nil
-}
-
-// canonical is the report's JSON with the seal removed, re-encoded with
-// sorted keys and numbers kept verbatim, so any edit of any field (even
-// one this version does not know) changes it.
-func canonical(data []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v map[string]any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("conformance: report is not a JSON object: %w", err)
-	}
-	delete(v, "seal")
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func digest(canon []byte, key []byte) Seal {
-	if len(key) > 0 {
-		m := hmac.New(sha256.New, key)
-		m.Write(canon)
-		return Seal{Algorithm: "hmac-sha256", Digest: hex.EncodeToString(m.Sum(nil))}
-	}
-	s := sha256.Sum256(canon)
-	return Seal{Algorithm: "sha256", Digest: hex.EncodeToString(s[:])}
-}
-
-// Marshal seals the report (with KeyEnv's key when set) and returns its
-// indented JSON.
-func (r *Report) Marshal() ([]byte, error) {
-	r.Seal = nil
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	canon, err := canonical(raw)
-	if err != nil {
-		return nil, err
-	}
-	s := digest(canon, []byte(os.Getenv(KeyEnv)))
-	r.Seal = &s
-	return json.MarshalIndent(r, "", " ")
-}
-
-// ErrTampered is returned (wrapped) by Verify for a report whose content
-// does not match its seal.
-var ErrTampered = errors.New("report was edited after it was sealed")
-
-// Verify checks a report file's seal and schema and returns the report.
-func Verify(data []byte) (*Report, error) {
-	var r Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("conformance: not a report: %w", err)
-	}
-	if r.Schema != SchemaVersion {
-		return nil, fmt.Errorf("conformance: report schema %q, this build reads %q", r.Schema, SchemaVersion)
-	}
-	if r.Seal == nil {
-		return nil, fmt.Errorf("conformance: %w: the report has no seal", ErrTampered)
-	}
-	canon, err := canonical(data)
-	if err != nil {
-		return nil, err
-	}
-	var key []byte
-	switch r.Seal.Algorithm {
-	case "sha256":
-	case "hmac-sha256":
-		key = []byte(os.Getenv(KeyEnv))
-		if len(key) == 0 {
-			return nil, fmt.Errorf("conformance: the report is sealed with a lab key; set %s to verify it", KeyEnv)
-		}
-	default:
-		return nil, fmt.Errorf("conformance: unknown seal algorithm %q", r.Seal.Algorithm)
-	}
-	want := digest(canon, key)
-	if !hmac.Equal([]byte(want.Digest), []byte(r.Seal.Digest)) {
-		return nil, fmt.Errorf("conformance: %w (digest %s, content hashes to %s)", ErrTampered, short(r.Seal.Digest), short(want.Digest))
-	}
-	// the totals must agree with the results they summarise
-	t := totalsOf(r.Results)
-	if t.Cases != r.Certification.Totals.Cases {
-		return nil, fmt.Errorf("conformance: %w: totals say %d cases, results hold %d", ErrTampered, r.Certification.Totals.Cases, t.Cases)
-	}
-	return &r, nil
-}
-
-func short(s string) string {
-	if len(s) > 16 {
-		return s[:16] + "…"
-	}
-	return s
+	c.Passed, c.Certified = verdict(c)
+	r.Seal, r.Files = nil, nil
 }
 
 // Merge combines the reports of the shards of one run into the report of
-// the whole run. Every input must be sealed, from the same backend, binary,
-// suite, case set and profile, with distinct shards of the same count.
+// the whole run. Every input must come from the same backend, binary,
+// suite, case set, gaps and tolerances, with distinct shards of the same
+// count, and agree with its own results (Check). The merged report is
+// unsealed: a lab verifies each shard against its public key (Verify) and
+// signs the merge with its private key (Sign, WriteFiles); the CLI's
+// `conformance merge --sign-key` does both, so a merged certificate is
+// only ever made from shards the same lab signed.
 func Merge(reports []*Report) (*Report, error) {
 	if len(reports) == 0 {
 		return nil, errors.New("conformance: nothing to merge")
 	}
+	for i, r := range reports {
+		if err := r.Check(); err != nil {
+			return nil, fmt.Errorf("conformance: merge: report %d: %w", i, err)
+		}
+	}
 	first := reports[0]
+	gapsOf := func(r *Report) string { b, _ := json.Marshal(r.Gaps); return string(b) }
 	out := *first
 	out.Results = nil
 	out.Certification.Shards = nil
@@ -325,6 +213,10 @@ func Merge(reports []*Report) (*Report, error) {
 			{"case-set hash", c.CaseSetHash, fc.CaseSetHash},
 			{"tolerance profile", r.Tolerances.Profile, first.Tolerances.Profile},
 			{"tolerance policy", r.Tolerances.PolicySHA256, first.Tolerances.PolicySHA256},
+			{"gap declaration", gapsOf(r), gapsOf(first)},
+			{"level", string(c.Level), string(fc.Level)},
+			{"filter", c.Filter, fc.Filter},
+			{"sources", strings.Join(c.Sources, ","), strings.Join(fc.Sources, ",")},
 		}
 		for _, s := range same {
 			if s.a != s.b {
@@ -375,7 +267,7 @@ func Merge(reports []*Report) (*Report, error) {
 func Equivalent(a, b *Report) error {
 	norm := func(r *Report) ([]byte, error) {
 		c := *r
-		c.Seal = nil
+		c.Seal, c.Files = nil, nil
 		c.Certification.Date, c.Certification.DurationMS = "", 0
 		c.Certification.Device.Host = "" // shards may run on several machines
 		c.Results = append([]Result{}, r.Results...)
@@ -417,29 +309,45 @@ const (
 	HTMLFile  = "conformance.html"
 )
 
-// WriteFiles writes the sealed JSON report, the JUnit XML and the HTML
-// report into dir and returns their paths.
-func (r *Report) WriteFiles(dir string) ([]string, error) {
+// WriteFiles writes the JUnit XML, the HTML report and the sealed JSON
+// report into dir and returns their paths. The JSON is the certificate:
+// signed with key (nil: a plain digest only, not a certificate), it lists
+// the SHA-256 of the JUnit and HTML files, and each of those carries the
+// ContentDigest of the report it renders, so all three are covered.
+func (r *Report) WriteFiles(dir string, key ed25519.PrivateKey) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	js, err := r.Marshal()
+	r.Seal, r.Files = nil, nil
+	if err := r.Check(); err != nil {
+		return nil, fmt.Errorf("conformance: refusing to write: %w", err)
+	}
+	content, err := r.ContentDigest()
 	if err != nil {
 		return nil, err
 	}
-	ju, err := r.JUnit()
+	signer := ""
+	if key != nil {
+		signer = KeyID(key.Public().(ed25519.PublicKey))
+	}
+	ju, err := r.junit(content, signer)
 	if err != nil {
 		return nil, err
 	}
 	var html bytes.Buffer
-	if err := r.HTML(&html); err != nil {
+	if err := r.html(&html, content, signer); err != nil {
+		return nil, err
+	}
+	r.Files = []FileDigest{{JUnitFile, hexSHA256(ju)}, {HTMLFile, hexSHA256(html.Bytes())}}
+	js, err := r.Sign(key)
+	if err != nil {
 		return nil, err
 	}
 	var paths []string
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{JSONFile, js}, {JUnitFile, ju}, {HTMLFile, html.Bytes()}} {
+	}{{JUnitFile, ju}, {HTMLFile, html.Bytes()}, {JSONFile, js}} {
 		p := filepath.Join(dir, f.name)
 		if err := os.WriteFile(p, f.data, 0o644); err != nil {
 			return nil, err
@@ -447,6 +355,56 @@ func (r *Report) WriteFiles(dir string) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
+}
+
+// VerifyFiles checks the files a verified report lists (Report.Files)
+// against their recorded SHA-256 in dir, the report's directory, and that
+// no JUnit or HTML file lies there that the report does not list (it would
+// pass for covered). A listed file that is absent is returned in missing,
+// not an error: the JSON alone is the certificate.
+func VerifyFiles(dir string, r *Report) (checked, missing []string, err error) {
+	listed := map[string]bool{}
+	for _, f := range r.Files {
+		if baseName(f.Name) == "" {
+			return nil, nil, fmt.Errorf("conformance: %w: the report lists file %q, not a plain file name", ErrTampered, f.Name)
+		}
+		listed[f.Name] = true
+		p := filepath.Join(dir, f.Name)
+		sum, err := fileSHA256(p)
+		if errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, p)
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("conformance: %s: %w", p, err)
+		}
+		if sum != f.SHA256 {
+			return nil, nil, fmt.Errorf("conformance: %w: %s hashes to %s, the report lists %s (edited after the report was sealed)", ErrTampered, p, short(sum), short(f.SHA256))
+		}
+		checked = append(checked, p)
+	}
+	for _, name := range []string{JUnitFile, HTMLFile} {
+		if listed[name] {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return nil, nil, fmt.Errorf("conformance: %w: %s lies beside the report but the report does not list it: it is not covered by the seal", ErrTampered, filepath.Join(dir, name))
+		}
+	}
+	return checked, missing, nil
+}
+
+// VerifyBinary checks that the file at path is the binary a verified
+// report certifies (its SHA-256 is the recorded one).
+func VerifyBinary(path string, r *Report) error {
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return fmt.Errorf("conformance: binary: %w", err)
+	}
+	if sum != r.Certification.Binary.SHA256 {
+		return fmt.Errorf("conformance: %w: %s has sha256 %s, the report certifies %s (sha256 %s)", ErrBinaryMismatch, path, sum, r.Certification.Binary.Path, r.Certification.Binary.SHA256)
+	}
+	return nil
 }
 
 // Summary is a one-paragraph text summary.

@@ -38,10 +38,20 @@ type Harness struct {
 	Profile string
 	// Policy overrides the tolerance policy (nil = tolerances.json).
 	Policy *Policy
-	// Binary is the plugin binary or shared library the backend was loaded
-	// from; its sha256 goes into the certification record. Empty for a
-	// linked backend: the running executable is hashed instead.
+	// Binary is the file Open has its loader load (a plugin binary, a
+	// shared library): the fallback the harness hashes where the loaded
+	// image cannot be read, and otherwise a cross-check. The record always
+	// comes from what was loaded (see BinaryReporter); a Binary whose
+	// content differs refuses the run. Empty for a linked backend.
 	Binary string
+	// BinarySHA256 is the checksum the loader verified the file against
+	// before loading it (a manifest's sha256), if any: the bound binary
+	// must have it.
+	BinarySHA256 string
+	// AssertBinary is a file someone claims is the backend under test (the
+	// CLI's --binary). It is never what gets recorded: the run is refused
+	// unless its content is the loaded binary's.
+	AssertBinary string
 	Config
 }
 
@@ -184,6 +194,32 @@ type runner struct {
 	test   *hal.Device // as the runtime reaches it
 	reopen bool
 	caps   hal.Capabilities
+	bin    *BinaryRecord // bound at the first open
+	binErr error         // the binary changed during the run
+}
+
+// bind binds the binary of a freshly opened device: the first time it is
+// recorded, later (after a reopen) it must be the same. Callers hold r.mu.
+func (r *runner) bind(d *hal.Device) error {
+	if r.bin != nil && d.Kind() == hal.LoadLinked {
+		return nil // the running executable cannot change
+	}
+	rec, err := bindBinary(d, &r.h)
+	if err != nil {
+		if r.bin != nil {
+			r.binErr = err
+		}
+		return err
+	}
+	if r.bin == nil {
+		r.bin = &rec
+		return nil
+	}
+	if rec.SHA256 != r.bin.SHA256 {
+		r.binErr = fmt.Errorf("conformance: %w: the backend's binary changed during the run (sha256 %s from %s at the start, %s from %s after reopening): no report", ErrBinaryMismatch, r.bin.SHA256, r.bin.Path, rec.SHA256, rec.Path)
+		return r.binErr
+	}
+	return nil
 }
 
 func (r *runner) device(ctx context.Context) (*hal.Device, error) {
@@ -199,6 +235,10 @@ func (r *runner) device(ctx context.Context) (*hal.Device, error) {
 	d, err := r.h.Open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("conformance: opening the backend: %w", err)
+	}
+	if err := r.bind(d); err != nil {
+		_ = d.Close()
+		return nil, err
 	}
 	t, err := underTest(d)
 	if err != nil {
@@ -491,7 +531,7 @@ func Execute(ctx context.Context, h Harness) (*Report, error) {
 			mine = append(mine, c)
 		}
 	}
-	rep := newReport(r.dev, dev, h, policy, r.gaps)
+	rep := newReport(r.dev, dev, h, *r.bin, policy, r.gaps)
 	rep.Certification.CaseSetHash = caseSetHash(ids)
 	rep.Certification.CaseSetSize = len(ids)
 	rep.Coverage.UncoveredOps = uncovered
@@ -502,13 +542,51 @@ func Execute(ctx context.Context, h Harness) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if err := r.bindErr(); err != nil {
+			return nil, err
+		}
 		res := r.runCase(ctx, c)
 		rep.Results = append(rep.Results, res)
 		if h.Progress != nil {
 			h.Progress(i+1, len(mine), &rep.Results[len(rep.Results)-1])
 		}
 	}
+	if err := r.recheck(); err != nil {
+		return nil, err
+	}
 	sortResults(rep.Results)
 	rep.finish(time.Since(start))
 	return rep, nil
+}
+
+func (r *runner) bindErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.binErr
+}
+
+// recheck binds the current device's binary once more at the end of the
+// run (a plugin process the loader restarted on its own was executed
+// again). A process that is not running now was verified by its loader
+// when it was started; that is left to the loader.
+func (r *runner) recheck() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.binErr != nil {
+		return r.binErr
+	}
+	if r.dev == nil || r.reopen || r.dev.Kind() == hal.LoadLinked {
+		return nil
+	}
+	rec, err := bindBinary(r.dev, &r.h)
+	if err != nil {
+		if p, ok := r.dev.Backend().(interface{ PID() int }); ok && p.PID() <= 0 {
+			return nil
+		}
+		return fmt.Errorf("conformance: binding the binary again at the end of the run: %w", err)
+	}
+	if rec.SHA256 != r.bin.SHA256 {
+		return fmt.Errorf("conformance: %w: the backend's binary changed during the run (sha256 %s from %s at the start, %s from %s at the end): no report", ErrBinaryMismatch, r.bin.SHA256, r.bin.Path, rec.SHA256, rec.Path)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/ed25519"
 	"os"
 	"regexp"
 	"strings"
@@ -18,7 +19,8 @@ const (
 	LevelEnv = "SWITCHYARD_CONFORMANCE_LEVEL"
 	// FilterEnv keeps only case IDs matching this regexp.
 	FilterEnv = "SWITCHYARD_CONFORMANCE_FILTER"
-	// ReportEnv names a directory to write the JSON, JUnit and HTML reports to.
+	// ReportEnv names a directory to write the JSON, JUnit and HTML reports
+	// to; they are signed when SignKeyEnv names the lab's private key.
 	ReportEnv = "SWITCHYARD_CONFORMANCE_REPORT"
 )
 
@@ -73,7 +75,13 @@ func Run(t *testing.T, h Harness) {
 	}
 	t.Log(rep.Summary())
 	if dir := os.Getenv(ReportEnv); dir != "" {
-		paths, err := rep.WriteFiles(dir)
+		var key ed25519.PrivateKey
+		if kf := os.Getenv(SignKeyEnv); kf != "" {
+			if key, err = ReadPrivateKey(kf); err != nil {
+				t.Fatalf("%s: %v", SignKeyEnv, err)
+			}
+		}
+		paths, err := rep.WriteFiles(dir, key)
 		if err != nil {
 			t.Fatalf("writing reports: %v", err)
 		}
