@@ -300,10 +300,12 @@ func TestCertificateVerdictRecomputed(t *testing.T) {
 			t.Fatalf("%s: genuine: %v", base.name, err)
 		}
 		edits := map[string]func(m map[string]any){
-			"cases":   func(m map[string]any) { obj(m, "certification", "totals")["cases"] = json.Number("7") },
-			"status":  func(m map[string]any) { obj(m, "certification", "totals", "by_status")["pass"] = json.Number("5") },
-			"zero":    func(m map[string]any) { obj(m, "certification", "totals", "by_status")["fail"] = json.Number("0") },
-			"source":  func(m map[string]any) { obj(m, "certification", "totals", "by_source", "op")["pass"] = json.Number("9") },
+			"cases":  func(m map[string]any) { obj(m, "certification", "totals")["cases"] = json.Number("7") },
+			"status": func(m map[string]any) { obj(m, "certification", "totals", "by_status")["pass"] = json.Number("5") },
+			"zero":   func(m map[string]any) { obj(m, "certification", "totals", "by_status")["fail"] = json.Number("0") },
+			"source": func(m map[string]any) {
+				obj(m, "certification", "totals", "by_source", "op")["pass"] = json.Number("9")
+			},
 			"passed":  func(m map[string]any) { c := obj(m, "certification"); c["passed"] = c["passed"] != true },
 			"certify": func(m map[string]any) { obj(m, "certification")["certified"] = true },
 			"complete": func(m map[string]any) {
