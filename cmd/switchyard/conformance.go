@@ -405,6 +405,9 @@ usage errors.`,
 				fmt.Printf("; %s matches", binary)
 			}
 			fmt.Println()
+			if !v.Signed {
+				fmt.Println("the verdict as recorded (not vouched for by any lab key):")
+			}
 			fmt.Print(v.Summary())
 			switch {
 			case !v.Signed && s.Algorithm == conformance.AlgSHA256:
