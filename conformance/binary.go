@@ -24,6 +24,9 @@ import (
 //   - a C library: the library file, opened once and hashed from that
 //     descriptor, and on Linux checked to be the file mapped into the
 //     process that dlopened it (same device and inode in /proc/PID/maps);
+//     a library backend that names no file (a Go adapter over system
+//     libraries it opens by name) is bound as the running executable,
+//     with Source BinaryLinkedAdapter saying the libraries are not covered;
 //   - where none of that can be read (no /proc), the file the loader was
 //     given, hashed by path, and only if it equals the checksum the loader
 //     verified before loading it (Harness.BinarySHA256).
@@ -47,6 +50,7 @@ type BinaryReporter interface {
 // How the harness obtained the bytes it hashed (BinaryRecord.Source).
 const (
 	BinaryLinkedIn       = "linked-in"
+	BinaryLinkedAdapter  = "linked-in-adapter"
 	BinaryProcessImage   = "process-image"
 	BinaryMappedLibrary  = "mapped-library"
 	BinaryLoaderReported = "loader-reported"
@@ -218,7 +222,18 @@ func bindLibrary(b hal.Backend, h *Harness) (BinaryRecord, error) {
 		path = p.Path() // what the loader dlopened
 	}
 	if path == "" {
-		return BinaryRecord{}, errors.New("the backend does not say which library it loaded (no Path method) and Harness.Binary is empty")
+		if _, isolated := b.(interface{ PID() int }); isolated {
+			return BinaryRecord{}, errors.New("the backend does not say which library its host process loaded (no Path method) and Harness.Binary is empty")
+		}
+		// a Go adapter linked into this executable over system libraries
+		// it opens by name (xnnpack): what can be bound is this build
+		rec, err := bindExecutable()
+		if err != nil {
+			return BinaryRecord{}, err
+		}
+		rec.Source = BinaryLinkedAdapter
+		rec.Note = "linked-in adapter: the backend's Go code is compiled into this executable, which was hashed (the report certifies this build); the shared libraries it opens by name are NOT hashed (the backend names no library file: no Path method, no Harness.Binary)"
+		return rec, nil
 	}
 	pid := os.Getpid()
 	where := "this process"

@@ -720,6 +720,12 @@ func TestBinaryLibraryIsTheMappedFile(t *testing.T) {
 	if b := rep.Certification.Binary; b.Source != conformance.BinaryMappedLibrary || b.SHA256 != sha256File(t, self) {
 		t.Errorf("library record %+v", b)
 	}
+	// a Go adapter over libraries it opens by name names no file: this
+	// build is what is bound, and the record says the libraries are not
+	rep = run(t, harnessOf(sim.New(sim.Options{Ops: []string{"Add"}}), hal.LoadLibrary))
+	if b := rep.Certification.Binary; b.Source != conformance.BinaryLinkedAdapter || b.SHA256 != sha256File(t, self) || !strings.Contains(b.Note, "NOT hashed") {
+		t.Errorf("library backend naming no file: %+v", b)
+	}
 	cp := filepath.Join(t.TempDir(), "libvendor.so")
 	copyFile(t, self, cp, nil) // same bytes, but not what was loaded
 	if _, err := execute(harnessOf(libBackend{sim.New(sim.Options{Ops: []string{"Add"}}), cp}, hal.LoadLibrary)); !errors.Is(err, conformance.ErrBinaryMismatch) || !strings.Contains(err.Error(), "not mapped") {

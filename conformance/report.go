@@ -96,7 +96,7 @@ type BinaryRecord struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 	// Source says how the bytes were obtained: BinaryLinkedIn,
-	// BinaryProcessImage, BinaryMappedLibrary, BinaryLoaderReported or
+	// BinaryLinkedAdapter, BinaryProcessImage, BinaryMappedLibrary, BinaryLoaderReported or
 	// BinaryLoaderVerified.
 	Source string `json:"source"`
 	// Note says in words what was hashed.
