@@ -287,7 +287,7 @@ func (b *Backend) callErr(ctx context.Context, p *process, op string, err error)
 		}
 	}
 	if !p.alive() {
-		return &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: op, Msg: fmt.Sprintf("plugin process %d died during the call", p.pid), Err: err}
+		return &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: op, Msg: fmt.Sprintf("plugin process %d died during the call", p.pid), Err: wire.Bounded(err)}
 	}
 	he := wire.TransportError(ctx, err).(*hal.Error)
 	he.Backend, he.Op = b.name, op
