@@ -62,12 +62,16 @@ var knownCodes = map[hal.Code]struct{}{
 // long it was.
 const MaxErrorMessage = 4 << 10
 
-// TruncateMessage bounds s by MaxErrorMessage (see there).
+// TruncateMessage bounds s by MaxErrorMessage (see there). A message
+// truncated once passes a second time unchanged (the note has room).
 func TruncateMessage(s string) string { return truncateTo(s, len(s)) }
+
+// truncationNote is room for the note TruncateMessage appends.
+const truncationNote = 64
 
 // truncateTo bounds s, the first bytes of a message of total bytes.
 func truncateTo(s string, total int) string {
-	if len(s) <= MaxErrorMessage && total <= len(s) {
+	if len(s) <= MaxErrorMessage+truncationNote && total <= len(s) {
 		return s
 	}
 	keep := min(len(s), MaxErrorMessage)
