@@ -125,4 +125,3 @@ func FuzzServerExecute(f *testing.F) {
 		}
 	})
 }
-
