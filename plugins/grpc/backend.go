@@ -12,6 +12,16 @@
 //     refused naming both versions).
 //   - Tensors and large subgraphs travel through shared memory (memfd);
 //     gRPC carries descriptors only, with message limits raised both ways.
+//   - A hostile plugin cannot take the host down or exhaust it: regions
+//     are sealed against resizing and the plugin's own regions are refused
+//     unless sealed (no SIGBUS); each output descriptor is checked against
+//     the inferred type and its exact size before anything is mapped or
+//     copied (a mismatch fails that call with Internal, naming the output
+//     and both types); descriptors it sends are kept only while a call
+//     that may use them is in flight, bounded, and the rest closed on
+//     arrival; its error messages and log records are cut at 4 KiB with a
+//     note, and its log records rate-limited (2000 at once, then 500/s;
+//     the dropped ones are counted in the log).
 //   - The plugin dies with the host (Pdeathsig, and the SDK exits when its
 //     descriptor channel closes). Its log lines go to the host's slog.
 //   - Supervision: a crash is noticed at once (the descriptor channel
