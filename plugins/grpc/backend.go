@@ -381,7 +381,7 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 	}
 	vs := make([]hal.Verdict, len(r.Verdicts))
 	for i, v := range r.Verdicts {
-		vs[i] = hal.Verdict{Supported: v.Supported, Reason: v.Reason}
+		vs[i] = hal.Verdict{Supported: v.Supported, Reason: wire.TruncateMessage(v.Reason)}
 	}
 	return vs, nil
 }
