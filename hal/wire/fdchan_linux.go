@@ -64,8 +64,10 @@ const (
 	PluginSide
 )
 
-// MaxPluginPending bounds the descriptors the plugin side holds unclaimed.
-const MaxPluginPending = 64
+// MaxPluginPending bounds the descriptors the plugin side holds unclaimed
+// (the host sends a region's descriptor just before the MapRegion call
+// that claims it, so this many calls may map new regions at once).
+const MaxPluginPending = 256
 
 // maxRefused is how many refused ids are remembered, so that a Receive of
 // one fails at once instead of waiting for a descriptor that is gone.

@@ -21,7 +21,7 @@ const (
 )
 
 // MaxPluginPending bounds the descriptors the plugin side holds unclaimed.
-const MaxPluginPending = 64
+const MaxPluginPending = 256
 
 // SocketPair is unavailable off Linux.
 func SocketPair() (local, remote *os.File, err error) { return nil, nil, errNoMemfd }
