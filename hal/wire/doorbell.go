@@ -168,8 +168,10 @@ type errBadResponse struct{ error }
 func decodeResponse(kind byte, b []byte, size int) (*halv1.ExecuteResponse, error) {
 	switch kind {
 	case frameError:
-		if len(b) == 0 {
-			return nil, errBadResponse{errors.New("wire: doorbell error frame without a code")}
+		if len(b) == 0 || codes.Code(b[0]) == codes.OK {
+			// an "error" with code OK would read as a call that succeeded
+			// without a response
+			return nil, errBadResponse{errors.New("wire: doorbell error frame without an error code")}
 		}
 		// the handler's own error, as the gRPC call would have returned it
 		return nil, status.Error(codes.Code(b[0]), truncateTo(string(b[1:]), size-1))
@@ -212,7 +214,7 @@ func newDoorbell(c net.Conn, err error, timeout time.Duration) *Doorbell {
 		return d
 	}
 	kind, b, _, err := readFrame(c)
-	if err != nil || kind != framePing || len(b) != 1 || b[0] < DoorbellVersion {
+	if err != nil || kind != framePing || len(b) != 1 || b[0] != DoorbellVersion {
 		// no doorbell, or one that cannot carry deadlines: gRPC does
 		d.Close()
 		return d

@@ -181,6 +181,8 @@ func FuzzDoorbellHost(f *testing.F) {
 	f.Add(append(append([]byte{}, ping...), frame(wire.FrameExecute, resp)...))
 	f.Add(append(append([]byte{}, ping...), frame(wire.FrameError, append([]byte{13}, "boom"...))...))
 	f.Add(append(append([]byte{}, ping...), frame(wire.FrameError, nil)...))
+	f.Add(append(append([]byte{}, ping...), frame(wire.FrameError, []byte("\x000000"))...)) // code OK: found by fuzzing, read as success without a response
+	f.Add(append(frame(wire.FramePing, []byte("0")), frame(wire.FrameError, []byte("\x000000"))...))
 	f.Add(append(append([]byte{}, ping...), frame(9, []byte{1, 2, 3})...))
 	f.Add(append(append([]byte{}, ping...), 3, 0xff, 0xff, 0xff, 0x7f))
 	f.Add(frame(wire.FramePing, nil))

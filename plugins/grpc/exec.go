@@ -299,6 +299,9 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		return e.b.callErr(ctx, p, "execute", err)
 	}
 	defer putRegion(true)
+	if resp == nil {
+		return hal.Errorf(hal.CodeInternal, "the plugin answered Execute with neither a response nor an error")
+	}
 	if err := wire.ErrorOf(resp.Status); err != nil {
 		return err
 	}
