@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -75,15 +74,6 @@ var ErrDoorbellBusy = errors.New("doorbell busy")
 
 // ErrDoorbellClosed means the doorbell is not usable (any more); use gRPC.
 var ErrDoorbellClosed = errors.New("doorbell closed")
-
-// DoorbellPair makes the socket pair: the host's end and the plugin's.
-func DoorbellPair() (host *os.File, plugin *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("wire: doorbell socket pair: %w", err)
-	}
-	return os.NewFile(uintptr(fds[0]), "switchyard-doorbell-host"), os.NewFile(uintptr(fds[1]), "switchyard-doorbell-plugin"), nil
-}
 
 func writeFrame(w io.Writer, kind byte, payload []byte) error {
 	buf := make([]byte, 5+len(payload))

@@ -6,7 +6,6 @@ var (
 	NewDoorbellConn   = newDoorbell
 	ReadFrame         = readFrame
 	WriteFrame        = writeFrame
-	ParseFDMessage    = parseFDMessage
 )
 
 const (

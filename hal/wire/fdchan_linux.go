@@ -83,6 +83,16 @@ func SocketPair() (local, remote *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), "switchyard-fdchan-host"), os.NewFile(uintptr(fds[1]), "switchyard-fdchan-plugin"), nil
 }
 
+// DoorbellPair makes the doorbell's socket pair: the host's end and the
+// plugin's.
+func DoorbellPair() (host *os.File, plugin *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wire: doorbell socket pair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "switchyard-doorbell-host"), os.NewFile(uintptr(fds[1]), "switchyard-doorbell-plugin"), nil
+}
+
 // NewFDChannel takes ownership of f (one end of SocketPair) and starts
 // reading from it as side.
 func NewFDChannel(f *os.File, side Side) (*FDChannel, error) {

@@ -26,6 +26,9 @@ const MaxPluginPending = 256
 // SocketPair is unavailable off Linux.
 func SocketPair() (local, remote *os.File, err error) { return nil, nil, errNoMemfd }
 
+// DoorbellPair is unavailable off Linux.
+func DoorbellPair() (host *os.File, plugin *os.File, err error) { return nil, nil, errNoMemfd }
+
 // NewFDChannel is unavailable off Linux.
 func NewFDChannel(f *os.File, side Side) (*FDChannel, error) { return nil, errNoMemfd }
 
