@@ -122,7 +122,7 @@ func Serve(b hal.Backend, opts *Options) {
 			fmt.Fprintf(os.Stderr, "sdk: %s=%q is not a descriptor number\n", wire.EnvFDChannel, s)
 			os.Exit(1)
 		}
-		fds, err = wire.NewFDChannel(os.NewFile(uintptr(n), "switchyard-fdchan"))
+		fds, err = wire.NewFDChannel(os.NewFile(uintptr(n), "switchyard-fdchan"), wire.PluginSide)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "sdk: %v\n", err)
 			os.Exit(1)

@@ -319,7 +319,11 @@ func (s *server) Execute(ctx context.Context, req *halv1.ExecuteRequest) (*halv1
 			desc.Data = &halv1.RegionSlice{Region: slot.Space.Region, Offset: slot.Space.Offset, Length: uint64(n)}
 		} else {
 			// the result does not fit the space offered: hand the host a
-			// region of our own, passed before this response
+			// region of our own (sealed: wire.NewRegion), passed before
+			// this response
+			if s.fds == nil {
+				return &halv1.ExecuteResponse{Status: &halv1.Status{Code: int32(hal.CodeFailedPrecondition), Message: fmt.Sprintf("output %d needs %d bytes, more than the %d offered, and the plugin has no descriptor channel to return it in", i, size, len(space[i]))}}, nil
+			}
 			id := wire.PluginRegionBit | s.nextReg.Add(1)
 			r, err := wire.NewRegion(id, "switchyard-plugin-output", size)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 	"unsafe"
 
 	"google.golang.org/grpc/codes"
@@ -32,16 +33,71 @@ func StatusOf(err error) *halv1.Status {
 			msg += he.Err.Error()
 		}
 	}
-	return &halv1.Status{Code: int32(hal.CodeOf(err)), Message: msg}
+	return &halv1.Status{Code: int32(hal.CodeOf(err)), Message: TruncateMessage(msg)}
 }
 
 // ErrorOf turns a wire status back into a *hal.Error (nil for success).
+// The message is bounded by MaxErrorMessage; a code that is not a hal
+// code becomes Internal (naming the code).
 func ErrorOf(s *halv1.Status) error {
 	if s == nil || s.Code == 0 {
 		return nil
 	}
-	return &hal.Error{Code: hal.Code(s.Code), Msg: s.Message}
+	code, msg := hal.Code(s.Code), TruncateMessage(s.Message)
+	if _, known := knownCodes[code]; !known {
+		msg = fmt.Sprintf("status code %d: %s", s.Code, msg)
+		code = hal.CodeInternal
+	}
+	return &hal.Error{Code: code, Msg: msg}
 }
+
+var knownCodes = map[hal.Code]struct{}{
+	hal.CodeUnavailable: {}, hal.CodeUnsupported: {}, hal.CodeInvalidArgument: {}, hal.CodeResourceExhausted: {},
+	hal.CodeDeadlineExceeded: {}, hal.CodeCancelled: {}, hal.CodeInternal: {}, hal.CodeFailedPrecondition: {}, hal.CodeDeclined: {},
+}
+
+// MaxErrorMessage bounds an error message that crosses the process
+// boundary (status messages, doorbell error frames, transport errors): a
+// longer one keeps its first MaxErrorMessage bytes and a note saying how
+// long it was.
+const MaxErrorMessage = 4 << 10
+
+// TruncateMessage bounds s by MaxErrorMessage (see there). A message
+// truncated once passes a second time unchanged (the note has room).
+func TruncateMessage(s string) string { return truncateTo(s, len(s)) }
+
+// truncationNote is room for the note TruncateMessage appends.
+const truncationNote = 64
+
+// truncateTo bounds s, the first bytes of a message of total bytes.
+func truncateTo(s string, total int) string {
+	if len(s) <= MaxErrorMessage+truncationNote && total <= len(s) {
+		return s
+	}
+	keep := min(len(s), MaxErrorMessage)
+	for keep > 0 && keep < len(s) && !utf8.RuneStart(s[keep]) {
+		keep-- // cut at a character boundary
+	}
+	return fmt.Sprintf("%s… [message truncated: %d of %d bytes shown]", s[:keep], keep, max(total, len(s)))
+}
+
+// Bounded wraps err so that its message is bounded by MaxErrorMessage
+// (errors.Is and errors.As still see err).
+func Bounded(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(truncatedError); ok {
+		return err
+	}
+	return truncatedError{err}
+}
+
+// truncatedError bounds an error's message.
+type truncatedError struct{ err error }
+
+func (e truncatedError) Error() string { return TruncateMessage(e.err.Error()) }
+func (e truncatedError) Unwrap() error { return e.err }
 
 // TransportError maps a gRPC failure to a *hal.Error: an expired deadline
 // or cancelled context keeps its meaning, everything else means the plugin
@@ -53,6 +109,7 @@ func TransportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return &hal.Error{Code: hal.CodeOf(ctx.Err()), Msg: "plugin call", Err: ctx.Err()}
 	}
+	err = Bounded(err)
 	switch status.Code(err) {
 	case codes.DeadlineExceeded:
 		return &hal.Error{Code: hal.CodeDeadlineExceeded, Msg: "plugin call", Err: err}
@@ -226,6 +283,12 @@ func ViewTensor(dtype int32, dims []int64, b []byte, copyData bool) (*graph.Tens
 		return nil, err
 	}
 	if dt == graph.String {
+		// every element takes at least its one-byte length: a shape that
+		// claims more elements than the slice has bytes is refused before
+		// anything is allocated
+		if n > len(b) {
+			return nil, fmt.Errorf("string%v needs at least %d bytes, the slice holds %d", shape, n, len(b))
+		}
 		out := make([]string, n)
 		off := 0
 		for i := range out {
@@ -294,4 +357,54 @@ func ViewTensor(dtype int32, dims []int64, b []byte, copyData bool) (*graph.Tens
 		return nil, fmt.Errorf("dtype %v cannot be viewed in shared memory", dt)
 	}
 	return &graph.Tensor{DType: dt, Shape: shape, Data: data}, nil
+}
+
+// CheckOutput checks an output descriptor from the plugin against the
+// type the runtime inferred for that output (want: its dtype when known,
+// its rank when known, each static dim), before anything is mapped,
+// allocated or copied. It returns the output's dtype, shape and the bytes
+// its data must take (for strings: at most), which is bounded by
+// graph.MaxTensorBytes. Errors name both types.
+func CheckOutput(d *halv1.TensorDesc, want graph.ValueType) (graph.DType, []int, int, error) {
+	if d == nil || d.Data == nil {
+		return 0, nil, 0, errors.New("the plugin sent no descriptor")
+	}
+	dt := graph.DType(d.Dtype)
+	if !dt.Supported() && dt != graph.String {
+		return 0, nil, 0, fmt.Errorf("the plugin returned unknown dtype %d, the subgraph declares %v", d.Dtype, want)
+	}
+	shape, err := Shape(d.Shape)
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("the plugin returned a bad shape (%v), the subgraph declares %v", err, want)
+	}
+	got := func() string { return graph.ValueType{DType: dt, Shape: graph.StaticShape(shape...)}.String() }
+	if want.DType != graph.Undefined && want.DType != dt {
+		return 0, nil, 0, fmt.Errorf("the plugin returned %s, the subgraph declares %v", got(), want)
+	}
+	if want.Shape != nil {
+		if len(want.Shape) != len(shape) {
+			return 0, nil, 0, fmt.Errorf("the plugin returned %s, the subgraph declares %v (rank %d)", got(), want, len(want.Shape))
+		}
+		for i, w := range want.Shape {
+			if w.Static() && w.Value != int64(shape[i]) {
+				return 0, nil, 0, fmt.Errorf("the plugin returned %s, the subgraph declares %v (dim %d)", got(), want, i)
+			}
+		}
+	}
+	n, err := graph.CheckAlloc(dt, shape)
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("the plugin returned %s: %w", got(), err)
+	}
+	size := n * dt.Size()
+	if dt == graph.String {
+		// each element: a length varint and its bytes, all under the limit
+		if d.Data.Length > uint64(graph.MaxTensorBytes) {
+			return 0, nil, 0, fmt.Errorf("the plugin returned %s in %d bytes, over the limit of %d", got(), d.Data.Length, graph.MaxTensorBytes)
+		}
+		return dt, shape, int(d.Data.Length), nil
+	}
+	if d.Data.Length != uint64(size) {
+		return 0, nil, 0, fmt.Errorf("the plugin returned %s in %d bytes, it takes %d", got(), d.Data.Length, size)
+	}
+	return dt, shape, size, nil
 }

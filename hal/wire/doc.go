@@ -11,7 +11,25 @@
 //     with the region id, before the message that names it.
 //   - Every descriptor coming from the other process is checked (bounds,
 //     dtype, element count) before it is used; a hostile peer gets
-//     InvalidArgument, never a panic or an out-of-bounds access.
+//     InvalidArgument, never a panic or an out-of-bounds access. On the
+//     host, an output descriptor is checked against the type the runtime
+//     inferred (CheckOutput: dtype, rank, static dims, exact byte size)
+//     before anything is mapped, allocated or copied; a mismatch is
+//     Internal (the plugin broke the contract), naming both types.
+//   - Regions are memfds sealed against shrinking and growing (and
+//     further sealing) at creation (RegionSeals); a region received from
+//     the other process that is not sealed so, not a memfd, or smaller
+//     than claimed is refused before it is mapped (CheckSealed), so
+//     neither process can make the other fault with SIGBUS.
+//   - A descriptor is accepted only where the protocol expects one
+//     (FDChannel, Side): on the host, while a call that may return a
+//     plugin region is in flight, at most one per output of such calls;
+//     every other descriptor is closed on arrival.
+//   - Error messages from the other process (status messages, doorbell
+//     error frames, transport errors) are bounded by MaxErrorMessage with
+//     a note saying how long they were.
+//   - The doorbell carries the caller's deadline, and cancellation, as
+//     gRPC does (DoorbellVersion).
 //   - Errors travel as Status{code, message} with hal.Code numbers
 //     unchanged; gRPC errors mean the transport failed and map to
 //     Unavailable or DeadlineExceeded.

@@ -24,3 +24,6 @@ func MapRegion(id uint64, f *os.File, size int) (*Region, error) { return nil, e
 
 // Close is a no-op.
 func (r *Region) Close() error { return nil }
+
+// CheckSealed is unavailable off Linux.
+func CheckSealed(id uint64, f *os.File, size int64) error { return errNoMemfd }

@@ -12,6 +12,16 @@
 //     refused naming both versions).
 //   - Tensors and large subgraphs travel through shared memory (memfd);
 //     gRPC carries descriptors only, with message limits raised both ways.
+//   - A hostile plugin cannot take the host down or exhaust it: regions
+//     are sealed against resizing and the plugin's own regions are refused
+//     unless sealed (no SIGBUS); each output descriptor is checked against
+//     the inferred type and its exact size before anything is mapped or
+//     copied (a mismatch fails that call with Internal, naming the output
+//     and both types); descriptors it sends are kept only while a call
+//     that may use them is in flight, bounded, and the rest closed on
+//     arrival; its error messages and log records are cut at 4 KiB with a
+//     note, and its log records rate-limited (2000 at once, then 500/s;
+//     the dropped ones are counted in the log).
 //   - The plugin dies with the host (Pdeathsig, and the SDK exits when its
 //     descriptor channel closes). Its log lines go to the host's slog.
 //   - Supervision: a crash is noticed at once (the descriptor channel
@@ -287,7 +297,7 @@ func (b *Backend) callErr(ctx context.Context, p *process, op string, err error)
 		}
 	}
 	if !p.alive() {
-		return &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: op, Msg: fmt.Sprintf("plugin process %d died during the call", p.pid), Err: err}
+		return &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: op, Msg: fmt.Sprintf("plugin process %d died during the call", p.pid), Err: wire.Bounded(err)}
 	}
 	he := wire.TransportError(ctx, err).(*hal.Error)
 	he.Backend, he.Op = b.name, op
@@ -371,7 +381,7 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 	}
 	vs := make([]hal.Verdict, len(r.Verdicts))
 	for i, v := range r.Verdicts {
-		vs[i] = hal.Verdict{Supported: v.Supported, Reason: v.Reason}
+		vs[i] = hal.Verdict{Supported: v.Supported, Reason: wire.TruncateMessage(v.Reason)}
 	}
 	return vs, nil
 }

@@ -287,6 +287,9 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		}
 		req.Outputs[i] = slot
 	}
+	// any output may come back in a region the plugin creates: its
+	// descriptor is accepted only while this call is in flight
+	defer p.fds.Expect(len(outputs))()
 	resp, err := p.door.Execute(ctx, req)
 	if errors.Is(err, wire.ErrDoorbellBusy) || errors.Is(err, wire.ErrDoorbellClosed) {
 		resp, err = p.rpc.Execute(ctx, req)
@@ -296,6 +299,9 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		return e.b.callErr(ctx, p, "execute", err)
 	}
 	defer putRegion(true)
+	if resp == nil {
+		return hal.Errorf(hal.CodeInternal, "the plugin answered Execute with neither a response nor an error")
+	}
 	if err := wire.ErrorOf(resp.Status); err != nil {
 		return err
 	}
@@ -306,15 +312,18 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		if db := outDB[i]; db != nil {
 			// written in place in the caller's device buffer: check only
 			if d == nil || d.Data == nil || d.Data.Region != db.hr.r.ID || d.Data.Offset != 0 || graph.DType(d.Dtype) != outputs[i].DType {
+				e.discardRest(p, resp.Outputs[i:])
 				return hal.Errorf(hal.CodeInternal, "output %d (%q): the plugin did not write the caller's device buffer in place", i, e.outputs[i].Name)
 			}
 			if shape, err := wire.Shape(d.Shape); err != nil || !graph.SameShape(shape, outputs[i].Shape) {
+				e.discardRest(p, resp.Outputs[i:])
 				return hal.Errorf(hal.CodeInvalidArgument, "output %d (%q): result shape %v, caller allocated %v", i, e.outputs[i].Name, d.Shape, outputs[i].Shape)
 			}
 			continue
 		}
-		n, err := e.readOutput(ctx, p, hr, d, outputs[i])
+		n, err := e.readOutput(ctx, p, hr, outOff[i], outCap[i], d, outputs[i], e.outputs[i].Type)
 		if err != nil {
+			e.discardRest(p, resp.Outputs[i:])
 			return &hal.Error{Code: hal.CodeOf(err), Msg: fmt.Sprintf("output %d (%q)", i, e.outputs[i].Name), Err: err}
 		}
 		e.mu.Lock()
@@ -324,25 +333,55 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	return nil
 }
 
-// readOutput copies one output out of shared memory into dst.
-func (e *executable) readOutput(ctx context.Context, p *process, hr *hostRegion, d *halv1.TensorDesc, dst *graph.Tensor) (int, error) {
-	if d == nil || d.Data == nil {
-		return 0, hal.Errorf(hal.CodeInternal, "plugin sent no descriptor")
+// fdGrace bounds the wait for a plugin region's descriptor: the plugin
+// sends it before its response, so by the time the response is read it is
+// already queued; a plugin that names a region it never sent fails fast.
+const fdGrace = 2 * time.Second
+
+// discardRest closes the descriptors of plugin regions named by outputs
+// that will not be read (a call that failed on an earlier output).
+func (e *executable) discardRest(p *process, ds []*halv1.TensorDesc) {
+	for _, d := range ds {
+		if d != nil && d.Data != nil && d.Data.Region&wire.PluginRegionBit != 0 {
+			p.fds.Discard(d.Data.Region)
+		}
+	}
+}
+
+// readOutput copies one output out of shared memory into dst. The
+// descriptor is checked against the output's inferred type (want) and its
+// size bounded (wire.CheckOutput) before anything is mapped, allocated or
+// copied; an output in the call region must lie in the slot offered for it
+// ([slotOff, slotOff+slotCap)); a plugin region must be sealed against
+// resizing (wire.MapRegion), so that a plugin cannot make the host fault.
+// Every mismatch is Internal, naming both types.
+func (e *executable) readOutput(ctx context.Context, p *process, hr *hostRegion, slotOff, slotCap int, d *halv1.TensorDesc, dst *graph.Tensor, want graph.ValueType) (int, error) {
+	dt, shape, size, err := wire.CheckOutput(d, want)
+	if err != nil {
+		return 0, hal.Errorf(hal.CodeInternal, "%v", err)
+	}
+	if dst.Data != nil && (dt != dst.DType || !graph.SameShape(shape, dst.Shape)) {
+		return 0, hal.Errorf(hal.CodeInvalidArgument, "result is %v%v, caller allocated %v%v", dt, shape, dst.DType, dst.Shape)
 	}
 	var mem []byte
 	switch id := d.Data.Region; {
 	case hr != nil && id == hr.r.ID:
+		if d.Data.Offset < uint64(slotOff) || d.Data.Length > uint64(slotCap) || d.Data.Offset-uint64(slotOff) > uint64(slotCap)-d.Data.Length {
+			return 0, hal.Errorf(hal.CodeInternal, "the plugin placed the result at [%d, +%d) of the call region, outside the output's slot [%d, +%d)", d.Data.Offset, d.Data.Length, slotOff, slotCap)
+		}
 		mem = hr.r.Mem
 	case id&wire.PluginRegionBit != 0:
-		f, err := p.fds.Receive(ctx, id)
+		if d.Data.Offset != 0 {
+			p.fds.Discard(id)
+			return 0, hal.Errorf(hal.CodeInternal, "the plugin placed the result at offset %d of its region %#x (a plugin region holds one output at offset 0)", d.Data.Offset, id)
+		}
+		rctx, cancel := context.WithTimeout(ctx, fdGrace)
+		f, err := p.fds.Receive(rctx, id)
+		cancel()
 		if err != nil {
-			return 0, hal.Errorf(hal.CodeUnavailable, "%v", err)
+			return 0, hal.Errorf(hal.CodeInternal, "the plugin named region %#x for the result: %v", id, err)
 		}
-		size := int(d.Data.Offset + d.Data.Length)
-		if size <= 0 {
-			size = 1
-		}
-		r, err := wire.MapRegion(id, f, size)
+		r, err := wire.MapRegion(id, f, max(size, 1))
 		if err != nil {
 			return 0, hal.Errorf(hal.CodeInternal, "%v", err)
 		}
@@ -356,13 +395,6 @@ func (e *executable) readOutput(ctx context.Context, p *process, hr *hostRegion,
 		return 0, hal.Errorf(hal.CodeInternal, "%v", err)
 	}
 	if dst.Data != nil {
-		shape, err := wire.Shape(d.Shape)
-		if err != nil {
-			return 0, hal.Errorf(hal.CodeInternal, "%v", err)
-		}
-		if graph.DType(d.Dtype) != dst.DType || !graph.SameShape(shape, dst.Shape) {
-			return 0, hal.Errorf(hal.CodeInvalidArgument, "result is %v%v, caller allocated %v%v", graph.DType(d.Dtype), shape, dst.DType, dst.Shape)
-		}
 		if raw, ok := wire.RawBytes(dst); ok && dst.DType != graph.Bool {
 			if len(b) != len(raw) {
 				return 0, hal.Errorf(hal.CodeInternal, "result holds %d bytes, %v%v needs %d", len(b), dst.DType, dst.Shape, len(raw))

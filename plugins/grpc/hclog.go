@@ -2,26 +2,81 @@ package grpcplugin
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/switchyard-hal/switchyard/hal/wire"
 )
 
 // slogAdapter is an hclog.Logger that writes into a log/slog logger, so
 // go-plugin's messages and the plugin's own log lines (which go-plugin
-// parses from the plugin's stderr) land in the host's slog.
+// parses from the plugin's stderr) land in the host's slog. What a plugin
+// logs is bounded: each message and value is cut at wire.MaxErrorMessage,
+// and records beyond a rate (logBurst, then logRate per second) are
+// dropped and counted; the count is logged with the next record that
+// passes.
 type slogAdapter struct {
 	l     *slog.Logger
 	name  string
 	level hclog.Level
 	args  []any
+	limit *logLimiter // shared by every copy (With, Named)
 }
 
 func newSlogAdapter(l *slog.Logger, name string) hclog.Logger {
-	return &slogAdapter{l: l, name: name, level: hclog.Info}
+	return &slogAdapter{l: l, name: name, level: hclog.Info, limit: &logLimiter{tokens: logBurst}}
+}
+
+const (
+	logBurst = 2000 // records a plugin may log at once
+	logRate  = 500  // records per second after the burst
+)
+
+// logLimiter is a token bucket over a plugin's log records.
+type logLimiter struct {
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	dropped int64
+}
+
+// take reports whether a record may pass and how many were dropped since
+// the last one that did.
+func (l *logLimiter) take() (ok bool, dropped int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if !l.last.IsZero() {
+		l.tokens = min(logBurst, l.tokens+now.Sub(l.last).Seconds()*logRate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		l.dropped++
+		return false, 0
+	}
+	l.tokens--
+	dropped, l.dropped = l.dropped, 0
+	return true, dropped
+}
+
+// bound cuts a logged value to wire.MaxErrorMessage.
+func bound(v any) any {
+	switch x := v.(type) {
+	case nil, bool, int, int64, uint64, float64, time.Duration, time.Time:
+		return v
+	case string:
+		return wire.TruncateMessage(x)
+	case error:
+		return wire.TruncateMessage(x.Error())
+	}
+	return wire.TruncateMessage(fmt.Sprint(v))
 }
 
 var _ hclog.Logger = (*slogAdapter)(nil)
@@ -41,17 +96,25 @@ func slogLevel(l hclog.Level) slog.Level {
 }
 
 func (a *slogAdapter) Log(level hclog.Level, msg string, args ...any) {
-	if level == hclog.Off || level < a.level && level != hclog.NoLevel {
+	if level == hclog.Off || level < a.level && level != hclog.NoLevel || !a.l.Enabled(context.Background(), slogLevel(level)) {
 		return
+	}
+	ok, dropped := a.limit.take()
+	if !ok {
+		return
+	}
+	if dropped > 0 {
+		a.l.Warn("plugin log records dropped (over the rate limit)", "plugin", a.name, "dropped", dropped, "burst", logBurst, "per_second", logRate)
 	}
 	all := append([]any{"plugin", a.name}, a.args...)
 	for i := 0; i+1 < len(args); i += 2 {
-		if k, _ := args[i].(string); k == "timestamp" {
+		k, _ := args[i].(string)
+		if k == "timestamp" {
 			continue // go-plugin's parse of the plugin's line; slog stamps its own
 		}
-		all = append(all, args[i], args[i+1])
+		all = append(all, wire.TruncateMessage(k), bound(args[i+1]))
 	}
-	a.l.Log(context.Background(), slogLevel(level), msg, all...)
+	a.l.Log(context.Background(), slogLevel(level), wire.TruncateMessage(msg), all...)
 }
 
 func (a *slogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }

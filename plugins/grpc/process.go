@@ -142,7 +142,7 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 		return fail(hal.CodeUnavailable, "dispensing the backend", err)
 	}
 	p.rpc = raw.(halv1.BackendClient)
-	if p.fds, err = wire.NewFDChannel(local); err != nil {
+	if p.fds, err = wire.NewFDChannel(local, wire.HostSide); err != nil {
 		return fail(hal.CodeUnavailable, "descriptor channel", err)
 	}
 	ictx, cancel := b.callCtx(ctx)
