@@ -83,14 +83,34 @@ func (f *backendFlags) options(ctx context.Context) (opts *runtime.Options, clos
 			_ = d.Close()
 		}
 	}
+	entries := map[string]hal.Entry{}
+	for _, e := range r.List() {
+		entries[e.Info.Name] = e
+	}
 	for _, n := range names {
+		if lib, ok := libraryFor(n); ok && !explicit {
+			// not asked for: a C library is probed in a child process
+			// before it is loaded here, so one that exits or crashes
+			// while loading is skipped (and said) instead of ending this
+			// command
+			if a := probeLibrary(ctx, entries[n], lib); !a.Available {
+				warnSkipped(n, a.Reason)
+				continue
+			}
+		}
 		d, err := r.Open(ctx, n)
 		if err != nil {
 			if explicit {
 				closeAll()
 				return nil, nil, err
 			}
-			continue // an unavailable backend is normal when not asked for
+			// an unavailable backend (no device, no vendor library) is
+			// normal when not asked for; a refused one (checksum
+			// mismatch, incompatible HAL version, insecure path) is said
+			if hal.CodeOf(err) != hal.CodeUnavailable {
+				warnSkipped(n, err.Error())
+			}
+			continue
 		}
 		devs = append(devs, d)
 	}
@@ -114,7 +134,7 @@ func backendsCmd() *cobra.Command {
 		Short: "List every known backend: kind, version, HAL version, available or why not",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			avail := registry().Probe(context.Background())
+			avail := probeAll(context.Background(), registry())
 			if asJSON {
 				type row struct {
 					Name, Kind, Device, Version, HAL, Negotiated, Reason string
@@ -145,4 +165,55 @@ func backendsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// warned holds the backends a warning was printed for, so that one problem
+// is said once per command.
+var (
+	warnedMu sync.Mutex
+	warned   = map[string]bool{}
+)
+
+// warnSkipped says on stderr that a backend the default selection would
+// have used is skipped, and why.
+func warnSkipped(name, why string) {
+	warnedMu.Lock()
+	defer warnedMu.Unlock()
+	if warned[name] {
+		return
+	}
+	warned[name] = true
+	fmt.Fprintf(os.Stderr, "switchyard: warning: backend %s skipped: %s\n", name, why)
+}
+
+// markWarned records that a warning about name was already printed.
+func markWarned(name string) {
+	warnedMu.Lock()
+	warned[name] = true
+	warnedMu.Unlock()
+}
+
+// probeAll is Registry.Probe, except that C libraries are probed in a
+// child process (cabi.Probe): a library whose constructor exits or crashes
+// is listed as unavailable with how its process ended, and the listing
+// goes on.
+func probeAll(ctx context.Context, r *hal.Registry) []hal.Availability {
+	var out []hal.Availability
+	for _, e := range r.List() {
+		if lib, ok := libraryFor(e.Info.Name); ok {
+			out = append(out, probeLibrary(ctx, e, lib))
+			continue
+		}
+		a := hal.Availability{Entry: e}
+		d, err := r.Open(ctx, e.Info.Name)
+		if err != nil {
+			a.Reason = err.Error()
+		} else {
+			a.Available, a.HALVersion, a.Features = true, d.HALVersion(), d.Features()
+			a.Info = d.Info()
+			_ = d.Close()
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -2,11 +2,7 @@ package cabi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -24,9 +20,16 @@ type Options struct {
 	// opened backend agree before the library is loaded).
 	Name string
 	// SHA256, when set (64 hex digits, as in a plugin manifest), must match
-	// the library file's checksum; it is verified before the library is
-	// opened, and a mismatch is refused with both checksums named.
+	// the library's checksum; a mismatch is refused with both checksums
+	// named. The library is read once into a sealed private copy, the copy
+	// is hashed and the copy is what is loaded (see loadVerified).
 	SHA256 string
+	// MaxOutputBytes bounds the bytes the host allocates, per call, for
+	// outputs whose shapes only the delegate knows (infer_outputs) after
+	// they passed the type checks; a larger claim fails the call with
+	// ResourceExhausted before anything is allocated. Default (0):
+	// graph.MaxTensorBytes.
+	MaxOutputBytes int64
 }
 
 // Backend is a C delegate opened in this process. It implements
@@ -47,6 +50,9 @@ type Backend struct {
 	closed bool
 	liveMu sync.Mutex
 	live   map[*executable]struct{} // executables not yet released
+
+	lib    *loaded // the sealed copy the library was mapped from
+	maxOut int64   // Options.MaxOutputBytes, defaulted
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -75,37 +81,22 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if opts.SHA256 != "" {
-		if err := verifyChecksum(path, opts.SHA256); err != nil {
-			return nil, err
-		}
-	}
-	handle, err := dlopen(path)
+	l, err := loadVerified(path, opts.SHA256)
 	if err != nil {
-		return nil, libErr(hal.CodeUnavailable, path, "cannot load: %v", err)
-	}
-	b, err := bind(handle, path, opts)
-	if err != nil {
-		_ = dlclose(handle)
 		return nil, err
 	}
-	return b, nil
-}
-
-func verifyChecksum(path, want string) error {
-	f, err := os.Open(path)
+	b, err := bind(l.handle, path, opts)
 	if err != nil {
-		return libErr(hal.CodeUnavailable, path, "cannot read it to verify its checksum: %v", err)
+		_ = dlclose(l.handle)
+		l.release()
+		return nil, err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return libErr(hal.CodeUnavailable, path, "cannot read it to verify its checksum: %v", err)
+	b.lib = l
+	b.maxOut = opts.MaxOutputBytes
+	if b.maxOut <= 0 {
+		b.maxOut = graph.MaxTensorBytes
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, want) {
-		return libErr(hal.CodeFailedPrecondition, path, "checksum mismatch: expected sha256 %s, the file has %s", strings.ToLower(want), got)
-	}
-	return nil
+	return b, nil
 }
 
 func bind(handle uintptr, path string, opts Options) (*Backend, error) {
@@ -332,8 +323,17 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	if *out == 0 {
 		return nil, hal.Errorf(hal.CodeInternal, "cabi: %s: compile succeeded but returned no executable", b.info.Name)
 	}
-	e := &executable{b: b, handle: *out, nIn: len(sg.Graph.Inputs), nOut: len(sg.Graph.Outputs), serial: b.flags&infoSerialExecute != 0}
+	e := &executable{b: b, handle: *out, nIn: len(sg.Graph.Inputs), nOut: len(sg.Graph.Outputs), serial: b.flags&infoSerialExecute != 0, maxOut: b.maxOut}
+	for _, in := range sg.Graph.Inputs {
+		e.inShapes = append(e.inShapes, append(graph.Shape(nil), in.Type.Shape...))
+	}
 	for _, o := range sg.Graph.Outputs {
+		vt := o.Type
+		vt.Shape = append(graph.Shape(nil), o.Type.Shape...)
+		if o.Type.Shape == nil {
+			vt.Shape = nil
+		}
+		e.outTypes = append(e.outTypes, vt)
 		dims, ok := o.Type.Shape.Ints()
 		if !ok || o.Type.DType == graph.Undefined || !o.Type.DType.Supported() || o.Type.DType == graph.String {
 			dims = nil
@@ -364,10 +364,23 @@ func (b *Backend) Close() error {
 	b.live = nil
 	b.liveMu.Unlock()
 	call(b.table.close, b.table.self)
-	if err := dlclose(b.handle); err != nil {
+	err := dlclose(b.handle)
+	if b.lib != nil {
+		b.lib.release()
+	}
+	if err != nil {
 		return hal.Errorf(hal.CodeInternal, "cabi: unloading %s: %v", b.path, err)
 	}
 	return nil
+}
+
+// SHA256 is the checksum of the bytes the library was loaded from (its
+// sealed copy), whether or not Options.SHA256 was given.
+func (b *Backend) SHA256() string {
+	if b.lib == nil {
+		return ""
+	}
+	return b.lib.lib.SHA256
 }
 
 // NameFromPath derives a registry name from a library file name:

@@ -13,5 +13,6 @@ var errPlatform = errors.New("C delegates are not supported on " + runtime.GOOS 
 
 func dlopen(path string) (uintptr, error)                { return 0, errPlatform }
 func dlsym(handle uintptr, name string) (uintptr, error) { return 0, errPlatform }
+func dlloaded(path string) bool                          { return false }
 func dlclose(handle uintptr) error                       { return nil }
 func call(fn uintptr, args ...uintptr) uintptr           { return 0 }

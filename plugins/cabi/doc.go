@@ -8,8 +8,21 @@
 // carries its own size and the range of HAL versions the library speaks.
 //
 // Open(ctx, path, opts):
-//   - dlopens the library with RTLD_NOW|RTLD_LOCAL (a missing file or an
-//     unresolved symbol is Unavailable, with the loader's reason);
+//   - refuses a library other users can replace (world-writable, or in a
+//     world-writable directory without the sticky bit;
+//     SWITCHYARD_ALLOW_INSECURE_PLUGIN_PATHS=1 loads it anyway, with a
+//     warning on stderr), FailedPrecondition;
+//   - reads the file once into a sealed private memfd (internal/sealed),
+//     hashes the copy and checks it against Options.SHA256 (a mismatch
+//     names both hashes), then dlopens the copy (/proc/self/fd/N) with
+//     RTLD_NOW|RTLD_LOCAL, never the path again: what is loaded is what
+//     was hashed, whatever happens to the path meanwhile (a missing file
+//     or an unresolved symbol is Unavailable, with the loader's reason).
+//     The copy costs memory of the library's size while it is loaded. The
+//     library's own dependencies are found by the usual search (soname,
+//     LD_LIBRARY_PATH, RUNPATH); $ORIGIN in its RUNPATH names
+//     /proc/self/fd, not its install directory, so vendors should not
+//     rely on it;
 //   - checks the entry point exists before calling it (a library without it
 //     is refused, FailedPrecondition);
 //   - refuses a table smaller than the HAL 1.0 table or with a NULL
@@ -38,7 +51,17 @@
 //     jumping into unloaded code.
 //
 // In-process loading cannot protect the application from a delegate that
-// crashes (a NULL dereference kills the process). Isolation — the same
-// library served from a plugin process — belongs to the out-of-process
-// loader, not to this package.
+// crashes (a NULL dereference kills the process), nor from a constructor
+// that calls exit(). Two ways out:
+//   - Probe loads a library in a child process (by default this
+//     executable, which calls ServeProbe) and reports what it is, why it
+//     is refused, or how the child died and at which step (exit status 3
+//     while loading: its constructor). Tools list libraries this way.
+//   - OpenIsolated serves the library from its own plugin process
+//     (sdk/c/host over plugins/grpc), for running it.
+//
+// Outputs the delegate sizes (infer_outputs) are checked against the types
+// the host inferred — dtype, rank, static dims and dims named by a symbol
+// the inputs bind — and their byte size is bounded (Options.MaxOutputBytes)
+// before anything is allocated.
 package cabi

@@ -17,8 +17,11 @@ type executable struct {
 	handle    uintptr // 0 once released
 	nIn, nOut int
 	outDTypes []graph.DType
-	outShapes [][]int // static output shapes; nil where the delegate must infer
-	serial    bool    // SY_INFO_SERIAL_EXECUTE
+	outShapes [][]int           // static output shapes; nil where the delegate must infer
+	outTypes  []graph.ValueType // the host's types of the outputs (copies)
+	inShapes  []graph.Shape     // the host's shapes of the inputs (copies), to bind symbols
+	maxOut    int64             // bound on the bytes allocated on the delegate's word
+	serial    bool              // SY_INFO_SERIAL_EXECUTE
 	serialMu  sync.Mutex
 }
 
@@ -153,14 +156,22 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		}
 	}
 	fresh := make([]*graph.Tensor, len(outputs))
+	var bound map[string]int64
+	if infer {
+		bound = bindSymbols(e.inShapes, inputs)
+	}
+	var claimed int64 // bytes allocated on the delegate's word so far
 	for i, t := range outputs {
 		if t.Data == nil {
 			dt, shape := e.outDTypes[i], e.outShapes[i]
 			if shape == nil {
 				var err error
-				if dt, shape, err = inferred(i, &f.outs[i], outBufs[i*maxRank:(i+1)*maxRank]); err != nil {
+				var n int64
+				o := &f.outs[i]
+				if dt, shape, n, err = checkInferred(i, o.dtype, o.rank, outBufs[i*maxRank:(i+1)*maxRank], e.outTypes[i], bound, e.maxOut-claimed); err != nil {
 					return err
 				}
+				claimed += n
 			}
 			nt, err := graph.New(dt, shape)
 			if err != nil {
@@ -197,23 +208,93 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	return nil
 }
 
-// inferred checks what infer_outputs wrote for output i.
-func inferred(i int, t *cTensor, buf []int64) (graph.DType, []int, error) {
-	dt := graph.DType(t.dtype)
-	if !dt.Supported() || dt == graph.String {
-		return 0, nil, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d dtype %v", i, dt)
-	}
-	if t.rank < 0 || t.rank > maxRank {
-		return 0, nil, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d rank %d (0..%d)", i, t.rank, maxRank)
-	}
-	shape := make([]int, t.rank)
-	for k := range shape {
-		if buf[k] < 0 || buf[k] > 1<<40 {
-			return 0, nil, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d dim %d = %d", i, k, buf[k])
+// bindSymbols maps each symbolic dim of the inputs' declared shapes to the
+// size the call's input has there; a symbol bound to two sizes is left
+// out (the portable layer judges inputs).
+func bindSymbols(shapes []graph.Shape, inputs []*graph.Tensor) map[string]int64 {
+	bound := map[string]int64{}
+	conflict := map[string]bool{}
+	for i, s := range shapes {
+		if i >= len(inputs) || len(s) != len(inputs[i].Shape) {
+			continue
 		}
-		shape[k] = int(buf[k])
+		for k, d := range s {
+			if d.Param == "" {
+				continue
+			}
+			v := int64(inputs[i].Shape[k])
+			if old, ok := bound[d.Param]; ok && old != v {
+				conflict[d.Param] = true
+			}
+			bound[d.Param] = v
+		}
 	}
-	return dt, shape, nil
+	for p := range conflict {
+		delete(bound, p)
+	}
+	return bound
+}
+
+// checkInferred checks what infer_outputs claimed for output i (dtype,
+// rank, the first rank entries of dims) before anything is allocated: the
+// dtype must be a numeric one and the host's where the host knows it; the
+// rank and every static dim, and every dim named by a symbol the inputs
+// bind, must be the host's; no dim may be negative; and the byte size must
+// fit in limit. It returns the shape and its byte size.
+func checkInferred(i int, dtype, rank int32, dims []int64, want graph.ValueType, bound map[string]int64, limit int64) (graph.DType, []int, int64, error) {
+	dt := graph.DType(dtype)
+	if !dt.Supported() || dt == graph.String || dt.Size() <= 0 {
+		return 0, nil, 0, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d dtype %d, not a numeric dtype", i, dtype)
+	}
+	if want.DType != graph.Undefined && dt != want.DType {
+		return 0, nil, 0, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d dtype %v, the host inferred %v", i, dt, want.DType)
+	}
+	if rank < 0 || int(rank) > maxRank || int(rank) > len(dims) {
+		return 0, nil, 0, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d rank %d (0..%d)", i, rank, maxRank)
+	}
+	claim := dims[:rank]
+	if want.Shape != nil && len(want.Shape) != int(rank) {
+		return 0, nil, 0, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d shape %v, the host inferred %v", i, claim, want.Shape)
+	}
+	zero := false
+	for k, d := range claim {
+		if d < 0 {
+			return 0, nil, 0, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d dim %d = %d", i, k, d)
+		}
+		if want.Shape != nil {
+			w := want.Shape[k]
+			v, known := w.Value, w.Static()
+			if w.Param != "" {
+				v, known = bound[w.Param]
+			}
+			if known && d != v {
+				return 0, nil, 0, hal.Errorf(hal.CodeInternal, "cabi: infer_outputs gave output %d shape %v, the host inferred %v (dim %d must be %d)", i, claim, want.Shape, k, v)
+			}
+		}
+		zero = zero || d == 0
+	}
+	es := int64(dt.Size())
+	bytes := es
+	if zero {
+		bytes = 0
+	}
+	for _, d := range claim {
+		if zero {
+			break
+		}
+		if bytes > limit/d {
+			return 0, nil, 0, hal.Errorf(hal.CodeResourceExhausted, "cabi: infer_outputs gave output %d %v shape %v, over the %d bytes the host allocates on a delegate's word (Options.MaxOutputBytes, for all outputs of a call)", i, dt, claim, max(limit, 0))
+		}
+		bytes *= d
+	}
+	if bytes > limit {
+		return 0, nil, 0, hal.Errorf(hal.CodeResourceExhausted, "cabi: infer_outputs gave output %d %v shape %v (%d bytes), over the %d bytes the host allocates on a delegate's word (Options.MaxOutputBytes, for all outputs of a call)", i, dt, claim, bytes, max(limit, 0))
+	}
+	shape := make([]int, rank)
+	for k, d := range claim {
+		shape[k] = int(d)
+	}
+	return dt, shape, bytes, nil
 }
 
 // Release frees the executable in the delegate; later calls are no-ops.

@@ -2,14 +2,12 @@ package cabi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/sealed"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
 )
 
@@ -35,6 +33,12 @@ type IsolatedOptions struct {
 // execute — then fails the calls in flight with Unavailable while the
 // application keeps running; the runtime's OnUnavailable policy decides
 // whether later Runs fail or re-place the partitions on cpu.
+//
+// What the host runs is what was verified: the host binary is started from
+// a sealed copy (plugins/grpc), and the library is hashed here from a
+// sealed copy and loaded by the host from its own sealed copy only when
+// that hash matches (a file swapped in between is refused with a checksum
+// mismatch, at start and at every restart).
 func OpenIsolated(ctx context.Context, libPath string, opts IsolatedOptions) (hal.Backend, error) {
 	if opts.HostPath == "" {
 		return nil, libErr(hal.CodeInvalidArgument, libPath, "isolated loading needs the path of the switchyard-cabi-host binary")
@@ -43,8 +47,20 @@ func OpenIsolated(ctx context.Context, libPath string, opts IsolatedOptions) (ha
 	if err != nil {
 		return nil, libErr(hal.CodeInvalidArgument, libPath, "%v", err)
 	}
-	if _, err := os.Stat(abs); err != nil {
-		return nil, libErr(hal.CodeUnavailable, libPath, "%v", err)
+	// the library is verified here as Open would (permissions, sealed copy,
+	// checksum) and the host is told the checksum of that copy: it loads
+	// its own sealed copy only if the bytes are the same
+	if err := sealed.CheckPath(abs); err != nil && !sealed.InsecureAllowed() {
+		return nil, libErr(hal.CodeFailedPrecondition, libPath, "other users can replace it: %v; %s", err, sealed.Hint())
+	}
+	lib, err := sealed.Open(abs)
+	if err != nil {
+		return nil, libErr(hal.CodeUnavailable, libPath, "cannot load: %v", err)
+	}
+	libSum := lib.SHA256
+	lib.Close()
+	if opts.SHA256 != "" && !strings.EqualFold(opts.SHA256, libSum) {
+		return nil, libErr(hal.CodeFailedPrecondition, libPath, "checksum mismatch: expected sha256 %s, the file has %s", strings.ToLower(opts.SHA256), libSum)
 	}
 	name := opts.Name
 	if name == "" {
@@ -52,26 +68,10 @@ func OpenIsolated(ctx context.Context, libPath string, opts IsolatedOptions) (ha
 	}
 	sum := opts.HostSHA256
 	if sum == "" {
-		if sum, err = fileSHA256(opts.HostPath); err != nil {
+		if sum, err = sealed.HashFile(opts.HostPath, 0); err != nil {
 			return nil, libErr(hal.CodeUnavailable, libPath, "isolation host: %v", err)
 		}
 	}
-	env := []string{"SWITCHYARD_CABI_LIBRARY=" + abs, "SWITCHYARD_CABI_NAME=" + name}
-	if opts.SHA256 != "" {
-		env = append(env, "SWITCHYARD_CABI_SHA256="+opts.SHA256)
-	}
+	env := []string{"SWITCHYARD_CABI_LIBRARY=" + abs, "SWITCHYARD_CABI_NAME=" + name, "SWITCHYARD_CABI_SHA256=" + libSum}
 	return grpcplugin.Open(ctx, grpcplugin.Options{Name: name, Path: opts.HostPath, Env: env, SHA256: sum, Restart: opts.Restart, Logger: opts.Logger})
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -24,8 +24,10 @@ var (
 	hostErr  error
 )
 
-// TestMain removes the isolation host built by the tests.
+// TestMain removes the isolation host built by the tests. The test binary
+// is also the library probe's child (Probe starts /proc/self/exe).
 func TestMain(m *testing.M) {
+	ServeProbe()
 	code := m.Run()
 	if hostPath != "" {
 		_ = os.RemoveAll(filepath.Dir(hostPath))

@@ -69,6 +69,9 @@ func marshal(sg *hal.Subgraph) (*marshalled, error) {
 			return nil, hal.Errorf(hal.CodeInvalidArgument, "cabi: initializer %q: %v", name, err)
 		}
 	}
+	if err := checkNodes(g); err != nil {
+		return nil, err
+	}
 	order, err := g.TopoSort()
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeInvalidArgument, "cabi: %v", err)
@@ -181,6 +184,35 @@ func marshal(sg *hal.Subgraph) (*marshalled, error) {
 		constants: slicePtr(constants), opsets: slicePtr(opsets),
 	}
 	return &marshalled{root: root}, nil
+}
+
+// checkNodes refuses what cannot cross as the header describes: a nil
+// node or attribute, and attribute tensors whose data does not match their
+// dtype and shape (the C side reads shape × dtype size bytes of them).
+func checkNodes(g *graph.Graph) error {
+	for i, n := range g.Nodes {
+		if n == nil {
+			return hal.Errorf(hal.CodeInvalidArgument, "cabi: node %d is nil", i)
+		}
+		for name, a := range n.Attrs {
+			if a == nil {
+				return hal.Errorf(hal.CodeInvalidArgument, "cabi: node %q: attribute %q is nil", n.Name, name)
+			}
+			ts := a.Tensors
+			if a.Type == graph.AttrTensor && a.T != nil {
+				ts = []*graph.Tensor{a.T}
+			}
+			for k, t := range ts {
+				if t == nil {
+					continue
+				}
+				if err := t.Check(); err != nil {
+					return hal.Errorf(hal.CodeInvalidArgument, "cabi: node %q: attribute %q tensor %d: %v", n.Name, name, k, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func marshalAttrs(n *graph.Node) []cAttribute {

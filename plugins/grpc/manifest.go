@@ -1,11 +1,11 @@
 package grpcplugin
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/sealed"
 )
 
 // Manifest describes an installed plugin. It is a JSON file (*.json) in a
@@ -48,6 +49,9 @@ type Manifest struct {
 	File string `json:"-"`
 	// Range is HAL parsed.
 	Range hal.VersionRange `json:"-"`
+	// Insecure lists why other users could replace the manifest or its
+	// binary, when it was loaded anyway (SWITCHYARD_ALLOW_INSECURE_PLUGIN_PATHS).
+	Insecure []string `json:"-"`
 }
 
 // ManifestHAL is the HAL version range a plugin declares, as "major.minor".
@@ -86,28 +90,70 @@ func parseVersion(s string) (hal.Version, error) {
 	return hal.Version{Major: uint32(a), Minor: uint32(b)}, nil
 }
 
+// MaxManifestBytes bounds a manifest file (1 MiB).
+const MaxManifestBytes = 1 << 20
+
 // LoadManifest reads and checks one manifest. Paths are resolved against
 // the manifest's directory. Every problem names the file and the field.
+// The manifest must be a regular file of at most MaxManifestBytes, and
+// neither it nor the binary it names may be replaceable by other users
+// (world-writable, or in a world-writable directory without the sticky
+// bit, see internal/sealed.CheckPath): such a manifest is refused unless
+// SWITCHYARD_ALLOW_INSECURE_PLUGIN_PATHS=1, and then it is loaded with
+// Insecure saying why.
 func LoadManifest(file string) (*Manifest, error) {
-	b, err := os.ReadFile(file)
+	b, err := sealed.ReadFile(file, MaxManifestBytes)
 	if err != nil {
 		return nil, &ManifestError{File: file, Msg: err.Error()}
 	}
+	m, err := ParseManifest(file, b)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []struct{ field, path string }{{"", file}, {"path", m.Path}} {
+		err := sealed.CheckPath(c.path)
+		if err == nil {
+			continue
+		}
+		if !sealed.InsecureAllowed() {
+			what := "the manifest"
+			if c.field != "" {
+				what = "the plugin binary"
+			}
+			return nil, &ManifestError{File: file, Field: c.field, Msg: fmt.Sprintf("%s can be replaced by other users: %v; %s", what, err, sealed.Hint())}
+		}
+		m.Insecure = append(m.Insecure, err.Error())
+	}
+	return m, nil
+}
+
+// ParseManifest checks a manifest's contents; file is where it was read
+// from (relative paths are resolved against its directory, and errors name
+// it). It never touches the file system.
+func ParseManifest(file string, b []byte) (*Manifest, error) {
 	var m Manifest
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, &ManifestError{File: file, Msg: "not valid manifest JSON: " + err.Error()}
+	}
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return nil, &ManifestError{File: file, Msg: fmt.Sprintf("not valid manifest JSON: %d bytes after the manifest object", len(rest))}
 	}
 	m.File = file
 	bad := func(field, format string, args ...any) error {
 		return &ManifestError{File: file, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
+	for field, v := range map[string]string{"name": m.Name, "version": m.Version, "path": m.Path, "device": m.Device, "vendor": m.Vendor, "description": m.Description} {
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, bad(field, "contains a NUL byte")
+		}
+	}
 	if strings.TrimSpace(m.Name) == "" {
 		return nil, bad("name", "is empty")
 	}
-	if strings.ContainsAny(m.Name, " ,/\t") {
-		return nil, bad("name", "%q may not contain spaces, commas or slashes", m.Name)
+	if strings.ContainsAny(m.Name, " ,/\t\n\r=") {
+		return nil, bad("name", "%q may not contain spaces, commas, slashes or '='", m.Name)
 	}
 	switch m.Kind {
 	case KindProcess, KindLibrary:
@@ -126,6 +172,7 @@ func LoadManifest(file string) (*Manifest, error) {
 		return nil, bad("sha256", "%q is not 64 hex digits", m.SHA256)
 	}
 	m.SHA256 = strings.ToLower(m.SHA256)
+	var err error
 	if m.Range.Min, err = parseVersion(m.HAL.Min); err != nil {
 		return nil, bad("hal.min", "%v", err)
 	}
@@ -136,7 +183,7 @@ func LoadManifest(file string) (*Manifest, error) {
 		return nil, bad("hal", "max %s is below min %s", m.Range.Max, m.Range.Min)
 	}
 	for _, p := range m.Platforms {
-		if os, arch, ok := strings.Cut(p, "/"); !ok || os == "" || arch == "" {
+		if os, arch, ok := strings.Cut(p, "/"); !ok || os == "" || arch == "" || strings.ContainsAny(arch, "/ ") {
 			return nil, bad("platforms", "%q is not GOOS/GOARCH", p)
 		}
 	}
@@ -144,6 +191,16 @@ func LoadManifest(file string) (*Manifest, error) {
 	case "", hal.DeviceCPU, hal.DeviceGPU, hal.DeviceNPU, hal.DeviceDSP, hal.DeviceSimulated:
 	default:
 		return nil, bad("device", "%q is not one of cpu, gpu, npu, dsp, simulated", m.Device)
+	}
+	for i, a := range m.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, bad("args", "argument %d contains a NUL byte", i)
+		}
+	}
+	for k, v := range m.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return nil, bad("env", "%q=%q is not a valid environment entry (empty name, '=' in the name or a NUL byte)", k, v)
+		}
 	}
 	return &m, nil
 }
@@ -176,27 +233,21 @@ func (v Verification) String() string {
 	return "NOT verified: " + v.Reason
 }
 
-// FileSHA256 hashes a file.
+// FileSHA256 hashes a regular file by path (a FIFO or device is refused
+// without blocking). It says what is installed; starting a plugin hashes
+// the sealed copy it executes instead.
 func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return sealed.HashFile(path, sealed.MaxBytes)
 }
 
 // checksumError names both hashes.
 func checksumError(name, path, want, got string) error {
 	return &hal.Error{Code: hal.CodeFailedPrecondition, Backend: name, Op: "open",
-		Msg: fmt.Sprintf("plugin binary %s has sha256 %s but its manifest says sha256 %s; refusing to start it", path, got, want)}
+		Msg: fmt.Sprintf("checksum mismatch: plugin binary %s has sha256 %s but its manifest says sha256 %s; refusing to start it", path, got, want)}
 }
 
-// Verify checks the binary's sha256 against the manifest.
+// Verify checks the binary's sha256 against the manifest (by path: what is
+// installed now; every start checks its sealed copy again).
 func (m *Manifest) Verify() Verification {
 	got, err := FileSHA256(m.Path)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/hal/wire"
 	halv1 "github.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1"
+	"github.com/switchyard-hal/switchyard/internal/sealed"
 )
 
 // process is one generation of the plugin: a started binary, its gRPC
@@ -34,6 +35,8 @@ type process struct {
 	pid     int
 	info    hal.Info
 	sockDir string
+	// binSHA256 is the sha256 of the sealed bytes this process executes.
+	binSHA256 string
 
 	dead     chan struct{} // closed when the process is gone (crash or kill)
 	stopOnce sync.Once
@@ -58,21 +61,33 @@ func cleanStaleSockets() {
 	}
 }
 
-// start verifies, starts and handshakes one plugin process.
+// start verifies, starts and handshakes one plugin process. The binary is
+// opened once and copied into a sealed private memfd (internal/sealed); the
+// copy's sha256 is what is checked against the manifest, and the copy is
+// what the child executes (/proc/self/fd/N). go-plugin's SecureConfig is
+// handed that same path, so its own checksum reads the sealed bytes too:
+// nothing that happens to o.Path after the copy reaches the process.
 func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error) {
 	o := &b.opts
-	if o.SHA256 != "" {
-		got, err := FileSHA256(o.Path)
-		if err != nil {
-			return nil, &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: "open", Msg: "cannot read plugin binary", Err: err}
-		}
-		if got != strings.ToLower(o.SHA256) {
-			return nil, checksumError(b.name, o.Path, strings.ToLower(o.SHA256), got)
-		}
-	} else if !o.AllowUnverified {
+	want := strings.ToLower(o.SHA256)
+	if want == "" && !o.AllowUnverified {
 		return nil, &hal.Error{Code: hal.CodeFailedPrecondition, Backend: b.name, Op: "open", Msg: fmt.Sprintf("plugin binary %s has no sha256 to verify against (set Options.SHA256 or AllowUnverified)", o.Path)}
 	}
-	sum, _ := hex.DecodeString(strings.ToLower(o.SHA256))
+	if err := sealed.CheckPath(o.Path); err != nil {
+		if !sealed.InsecureAllowed() {
+			return nil, &hal.Error{Code: hal.CodeFailedPrecondition, Backend: b.name, Op: "open", Msg: fmt.Sprintf("plugin binary %s", sealed.Hint()), Err: err}
+		}
+		b.log.Warn("starting a plugin binary other users can replace ("+sealed.EnvAllowInsecure+" is set)", "plugin", b.name, "problem", err.Error())
+	}
+	bin, err := sealed.Open(o.Path)
+	if err != nil {
+		return nil, &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: "open", Msg: "cannot read plugin binary " + o.Path, Err: err}
+	}
+	defer bin.Close() // the child has executed it once Client() returns
+	if want != "" && bin.SHA256 != want {
+		return nil, checksumError(b.name, o.Path, want, bin.SHA256)
+	}
+	sum, _ := hex.DecodeString(want)
 
 	local, remote, err := wire.SocketPair()
 	if err != nil {
@@ -91,10 +106,26 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 		remote.Close()
 		return nil, &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: "open", Err: err}
 	}
-	cmd := exec.Command(o.Path, o.Args...)
+	extra := []*os.File{remote, doorRemote}
+	// the child execs the sealed copy by descriptor; os/exec rearranges the
+	// child's descriptors below 2×(their count + its pipe), so the copy's
+	// descriptor goes above that
+	exe, exeFile, err := bin.PathAbove(2*(3+len(extra)+1) + 1)
+	if err != nil {
+		local.Close()
+		remote.Close()
+		doorLocal.Close()
+		_ = os.RemoveAll(sockDir)
+		return nil, &hal.Error{Code: hal.CodeUnavailable, Backend: b.name, Op: "open", Err: err}
+	}
+	if exeFile != nil {
+		defer exeFile.Close()
+	}
+	cmd := exec.Command(exe, o.Args...)
+	cmd.Args[0] = o.Path // what the plugin (and ps) sees as its name
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.Env = append(cmd.Env, wire.EnvFDChannel+"="+strconv.Itoa(wire.FDChannelFD), wire.EnvDoorbell+"="+strconv.Itoa(wire.DoorbellFD), plugin.EnvUnixSocketDir+"="+sockDir)
-	cmd.ExtraFiles = []*os.File{remote, doorRemote}
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = sysProcAttr()
 
 	cfg := &plugin.ClientConfig{
@@ -111,12 +142,13 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 			grpc.MaxCallRecvMsgSize(wire.MaxMessageBytes), grpc.MaxCallSendMsgSize(wire.MaxMessageBytes))},
 	}
 	if len(sum) > 0 {
-		// go-plugin checks again right before exec (we checked above to
+		// go-plugin checks again right before exec; cmd.Path is the sealed
+		// copy, so this hashes the bytes that will run (we checked above to
 		// name both hashes in the error)
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
 	client := plugin.NewClient(cfg)
-	p = &process{gen: gen, client: client, cmd: cmd, sockDir: sockDir, dead: make(chan struct{})}
+	p = &process{gen: gen, client: client, cmd: cmd, sockDir: sockDir, dead: make(chan struct{}), binSHA256: bin.SHA256}
 	fail := func(code hal.Code, msg string, e error) (*process, error) {
 		client.Kill()
 		local.Close()
@@ -129,8 +161,8 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 	remote.Close() // the child has its copy
 	if err != nil {
 		if err == plugin.ErrChecksumsDoNotMatch {
-			got, _ := FileSHA256(o.Path)
-			return fail(hal.CodeFailedPrecondition, fmt.Sprintf("plugin binary %s changed before start: sha256 %s, manifest says %s", o.Path, got, o.SHA256), nil)
+			// cannot happen with a sealed copy; said plainly if it does
+			return fail(hal.CodeFailedPrecondition, fmt.Sprintf("checksum mismatch: the sealed copy of plugin binary %s (sha256 %s) failed go-plugin's check against the manifest's sha256 %s", o.Path, bin.SHA256, want), nil)
 		}
 		return fail(hal.CodeUnavailable, fmt.Sprintf("starting plugin %s", o.Path), err)
 	}
@@ -245,4 +277,17 @@ func (o *RestartPolicy) backoff(n int) time.Duration {
 		d = o.MaxBackoff
 	}
 	return d
+}
+
+// BinarySHA256 is the sha256 of the sealed copy of the binary the running
+// plugin process was started from: the bytes that execute, as verified
+// ("" while no process runs). A conformance harness records it as the
+// tested binary.
+func (b *Backend) BinarySHA256() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == nil {
+		return ""
+	}
+	return b.cur.binSHA256
 }

@@ -9,7 +9,8 @@
 //
 //	SWITCHYARD_CABI_LIBRARY  path of the delegate library (required)
 //	SWITCHYARD_CABI_NAME     backend name (default: derived from the file name)
-//	SWITCHYARD_CABI_SHA256   expected sha256 of the library (optional)
+//	SWITCHYARD_CABI_SHA256   expected sha256 of the library (optional; cabi.OpenIsolated
+//	                         always sets it, to the hash of the copy it verified)
 package main
 
 import (

@@ -12,9 +12,24 @@
  *   -DBROKEN_CRASH        a Relu delegate whose execute dereferences NULL
  *                         (for the isolation tests of the out-of-process
  *                         loader; loaded in-process it kills the host)
+ *   -DBROKEN_CTOR_EXIT    its constructor calls exit(3) as soon as it is
+ *                         loaded (for the isolated probe: loaded in-process
+ *                         it ends the host before any Switchyard code runs)
+ *   -DBROKEN_CTOR_HANG    its constructor never returns (for the probe's
+ *                         timeout)
+ *   -DBROKEN_INFER        a Relu delegate whose infer_outputs lies about
+ *                         output 0 as $SWITCHYARD_TEST_INFER says: huge
+ *                         (2^28 elements), overflow (three dims of 2^40),
+ *                         dtype (int64), rank (one more), negative (dim 0
+ *                         = -5), badrank (rank 1000); the host must refuse
+ *                         each before allocating
+ *   -DBROKEN_MARKER       its constructor appends a line to the file named
+ *                         by $SWITCHYARD_TEST_MARKER: proof that it was
+ *                         loaded (the verify-then-load race test)
  *
  * None of them may crash the host: the loader must refuse the first five
- * with a readable reason and surface the last one's error to the app.
+ * with a readable reason and surface the execute error to the app; the
+ * constructor variants must only ever run where the loader let them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +38,31 @@
 #include "switchyard_delegate.h"
 
 static int closes;
+
+#ifdef BROKEN_CTOR_EXIT
+__attribute__((constructor)) static void b_exit_at_load(void) {
+  fprintf(stderr, "broken delegate: giving up in my constructor\n");
+  exit(3);
+}
+#endif
+
+#ifdef BROKEN_CTOR_HANG
+#include <unistd.h>
+__attribute__((constructor)) static void b_hang_at_load(void) {
+  for (;;) pause();
+}
+#endif
+
+#ifdef BROKEN_MARKER
+__attribute__((constructor)) static void b_mark_loaded(void) {
+  const char *path = getenv("SWITCHYARD_TEST_MARKER");
+  if (path == NULL) return;
+  FILE *f = fopen(path, "a");
+  if (f == NULL) return;
+  fputs("loaded\n", f);
+  fclose(f);
+}
+#endif
 
 static sy_code b_info(void *self, sy_info *info, sy_status *st) {
   (void)self;
@@ -71,6 +111,28 @@ static sy_code b_infer(void *exe, const sy_execute_call *call, sy_status *st) {
     call->outputs[i].rank = call->inputs[i].rank;
     memcpy(call->outputs[i].shape, call->inputs[i].shape, call->inputs[i].rank * sizeof(int64_t));
   }
+#ifdef BROKEN_INFER
+  const char *mode = getenv("SWITCHYARD_TEST_INFER");
+  if (mode != NULL && call->num_outputs > 0) {
+    sy_tensor *o = &call->outputs[0];
+    if (strcmp(mode, "huge") == 0) {
+      o->rank = 1;
+      o->shape[0] = (int64_t)1 << 28;
+    } else if (strcmp(mode, "overflow") == 0) {
+      o->rank = 3;
+      o->shape[0] = o->shape[1] = o->shape[2] = (int64_t)1 << 40;
+    } else if (strcmp(mode, "dtype") == 0) {
+      o->dtype = 7;
+    } else if (strcmp(mode, "rank") == 0) {
+      o->shape[o->rank] = 1;
+      o->rank++;
+    } else if (strcmp(mode, "negative") == 0) {
+      o->shape[0] = -5;
+    } else if (strcmp(mode, "badrank") == 0) {
+      o->rank = 1000;
+    }
+  }
+#endif
   return SY_OK;
 }
 
