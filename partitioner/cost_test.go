@@ -19,7 +19,7 @@ import (
 // counts the calls.
 type fakeCosts struct {
 	fixed, perNode map[string]time.Duration
-	transfer       int64 // TransferBytes the delegated backends report
+	transfer       int64          // TransferBytes the delegated backends report
 	asked          map[string]int // backend and node set → times asked
 	fail           map[string]error
 }

@@ -189,7 +189,7 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 
 	// 1. per-node choice; too-small partitions are demoted, partitions
 	// slower than the fallback are rejected, and we retry
-	demoted := make([]string, n) // reason a node was pushed to the fallback
+	demoted := make([]string, n)             // reason a node was pushed to the fallback
 	rejected := make([]map[string]string, n) // per node: backend → why the cost rejected it
 	var cs *costState
 	if est != nil && !pol.IgnoreCosts && seen[pol.Fallback] {

@@ -13,7 +13,10 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/core/opcost"
+	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/partitioner"
+	"github.com/switchyard-hal/switchyard/plugins/cpu"
 	"golang.org/x/sys/unix"
 )
 
@@ -201,7 +204,10 @@ func BenchmarkCalibrate(b *testing.B) {
 	perOp := map[string][]point{}
 	var lines []string
 	var factors []float64
-	var resid []struct{ st structure; t float64 }
+	var resid []struct {
+		st structure
+		t  float64
+	}
 	for _, c := range chainCases() {
 		t1, sg1, err := timeChain(dev, c, 1, runs)
 		if err != nil {
@@ -219,7 +225,10 @@ func BenchmarkCalibrate(b *testing.B) {
 		}
 		perOp[key] = append(perOp[key], point{w.FLOPs, marg})
 		st := structureOf(sg1)
-		resid = append(resid, struct{ st structure; t float64 }{st, float64(t1) + standIn - marg})
+		resid = append(resid, struct {
+			st structure
+			t  float64
+		}{st, float64(t1) + standIn - marg})
 		e1, e9 := estimate(sg1, 1), estimate(sg9, 1)
 		factors = append(factors, math.Abs(math.Log(float64(e1.Latency)/(float64(t1)+standIn))), math.Abs(math.Log(float64(e9.Latency)/(float64(t9)+standIn))))
 		m1, m9 := float64(t1)+standIn, float64(t9)+standIn
@@ -292,4 +301,159 @@ func BenchmarkBoundary(b *testing.B) {
 			})
 		}
 	}
+}
+
+// decisionCase is a small partition as the models in ../shared/testdata
+// have them (the attention blocks of ppocrv4_rec: 40 tokens × 120
+// channels, 8 heads), where the choice between XNNPACK and the reference
+// kernels is close.
+type decisionCase struct {
+	name   string
+	inputs map[string][]int
+	consts map[string]*graph.Tensor
+	nodes  []*graph.Node
+	out    string
+}
+
+func decisionCases() []decisionCase {
+	rng := rand.New(rand.NewPCG(4, 4))
+	nd := func(op string, in []string, out string, attrs ...*graph.Attribute) *graph.Node {
+		n := &graph.Node{Name: out, OpType: op, Inputs: in, Outputs: []string{out}, Attrs: map[string]*graph.Attribute{}}
+		for _, a := range attrs {
+			n.Attrs[a.Name] = a
+		}
+		return n
+	}
+	return []decisionCase{
+		{name: "Transpose[1,40,120]", inputs: map[string][]int{"x": {1, 40, 120}}, out: "y",
+			nodes: []*graph.Node{nd("Transpose", []string{"x"}, "y", aInts("perm", 0, 2, 1))}},
+		{name: "Transpose[1,40,3,8,15]", inputs: map[string][]int{"x": {1, 40, 3, 8, 15}}, out: "y",
+			nodes: []*graph.Node{nd("Transpose", []string{"x"}, "y", aInts("perm", 2, 0, 3, 1, 4))}},
+		{name: "Sub[1,40,120]-[1,40,1]", inputs: map[string][]int{"x": {1, 40, 120}, "m": {1, 40, 1}}, out: "y",
+			nodes: []*graph.Node{nd("Sub", []string{"x", "m"}, "y")}},
+		{name: "Mul[1,8,40,15]·c", inputs: map[string][]int{"x": {1, 8, 40, 15}}, consts: map[string]*graph.Tensor{"c": graph.Scalar(float32(0.25))}, out: "y",
+			nodes: []*graph.Node{nd("Mul", []string{"x", "c"}, "y")}},
+		{name: "Softmax[1,8,40,40]", inputs: map[string][]int{"x": {1, 8, 40, 40}}, out: "y",
+			nodes: []*graph.Node{nd("Softmax", []string{"x"}, "y", aInt("axis", -1))}},
+		{name: "LayerNormTail[1,40,120]", inputs: map[string][]int{"d": {1, 40, 120}, "v": {1, 40, 1}}, out: "y",
+			consts: map[string]*graph.Tensor{"eps": graph.Scalar(float32(1e-5)), "g": calRand(rng, 1, 120), "b": calRand(rng, 1, 120)},
+			nodes: []*graph.Node{nd("Add", []string{"v", "eps"}, "a"), nd("Sqrt", []string{"a"}, "s"), nd("Div", []string{"d", "s"}, "q"),
+				nd("Mul", []string{"q", "g"}, "m"), nd("Add", []string{"m", "b"}, "y")}},
+		{name: "Linear+Residual[1,40,120]", inputs: map[string][]int{"x": {1, 40, 120}, "r": {1, 40, 120}}, out: "y",
+			consts: map[string]*graph.Tensor{"w": calRand(rng, 0.1, 120, 120), "b": calRand(rng, 1, 120)},
+			nodes:  []*graph.Node{nd("MatMul", []string{"x", "w"}, "p"), nd("Add", []string{"p", "b"}, "q"), nd("Add", []string{"q", "r"}, "y")}},
+		{name: "Add[1,2]", inputs: map[string][]int{"x": {1, 2}}, consts: map[string]*graph.Tensor{"c": calRand(rng, 1, 1, 2)}, out: "y",
+			nodes: []*graph.Node{nd("Add", []string{"x", "c"}, "y")}},
+		{name: "Conv3x3[1,16,32,32]", inputs: map[string][]int{"x": {1, 16, 32, 32}}, consts: map[string]*graph.Tensor{"w": calRand(rng, 0.1, 16, 16, 3, 3)}, out: "y",
+			nodes: []*graph.Node{nd("Conv", []string{"x", "w"}, "y", aInts("pads", 1, 1, 1, 1))}},
+	}
+}
+
+func (c decisionCase) model() *graph.Model {
+	g := &graph.Graph{Name: c.name, Initializers: map[string]*graph.Tensor{}, Nodes: c.nodes,
+		Outputs: []graph.ValueInfo{{Name: c.out, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32}}}}
+	var names []string
+	for name := range c.inputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(c.inputs[name]...)}})
+	}
+	for k, v := range c.consts {
+		g.Initializers[k] = v
+	}
+	return &graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: g}
+}
+
+// BenchmarkDecisions checks the choices the cost models make on small
+// partitions against measurement: each case is loaded through the runtime
+// once with the partition on XNNPACK (costs ignored) and once on cpu, both
+// timed alternately (CPU time, best of max(b.N, 20) runs of Model.Run at
+// GOMAXPROCS=1, one XNNPACK thread), and logged with both estimates. The
+// metric is the share of cases where the cheaper estimate is the faster
+// measurement, counting cases within 15% as agreeing (too close to
+// matter).
+func BenchmarkDecisions(b *testing.B) {
+	ctx := context.Background()
+	be, err := New(ctx, Options{Threads: 1})
+	if err != nil {
+		b.Skipf("xnnpack unavailable: %v", err)
+	}
+	dev, err := hal.NewDevice(be, hal.LoadLinked)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	cpuDev, err := hal.NewDevice(cpu.New(), hal.LoadLinked)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs := max(b.N, 20)
+	agree := 0
+	var lines []string
+	cases := decisionCases()
+	for _, c := range cases {
+		rng := rand.New(rand.NewPCG(8, 8))
+		feeds := map[string]*graph.Tensor{}
+		for name, shape := range c.inputs {
+			feeds[name] = calRand(rng, 1, shape...)
+		}
+		onX, err := runtime.Prepare(ctx, c.model(), &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{IgnoreCosts: true}})
+		if err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+		onC, err := runtime.Prepare(ctx, c.model(), &runtime.Options{Backends: []*hal.Device{cpuDev}})
+		if err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+		if p := onX.Plan(); len(p.Partitions) != 1 || p.Partitions[0].Backend != Name {
+			b.Fatalf("%s: not one xnnpack partition:\n%s", c.name, p.Text())
+		}
+		var tx, tc time.Duration = math.MaxInt64, math.MaxInt64
+		for i := 0; i < runs; i++ {
+			for _, m := range []*runtime.Model{onX, onC} {
+				d, err := bestCPU(1, func() error { _, err := m.Run(ctx, feeds); return err })
+				if err != nil {
+					b.Fatalf("%s: %v", c.name, err)
+				}
+				if m == onX {
+					tx = min(tx, d)
+				} else {
+					tc = min(tc, d)
+				}
+			}
+		}
+		onX.Close()
+		onC.Close()
+		// the estimates the partitioner weighed
+		placed, err := runtime.Prepare(ctx, c.model(), &runtime.Options{Backends: []*hal.Device{dev}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var reason string
+		var ex, ec time.Duration
+		pl := placed.Plan()
+		for _, d := range append(pl.Rejected, func() []partitioner.CostDecision {
+			var ds []partitioner.CostDecision
+			for _, p := range pl.Partitions {
+				if p.Cost != nil {
+					ds = append(ds, *p.Cost)
+				}
+			}
+			return ds
+		}()...) {
+			reason, ex, ec = d.Reason, d.Estimate.Latency, d.FallbackEstimate.Latency
+		}
+		placed.Close()
+		close := math.Abs(float64(tx-tc)) < 0.15*float64(min(tx, tc))
+		ok := close || (ex <= ec) == (tx <= tc)
+		if ok {
+			agree++
+		}
+		lines = append(lines, fmt.Sprintf("%-26s measured xnnpack %8.2f µs cpu %8.2f µs | %s | agrees=%v",
+			c.name, float64(tx)/1e3, float64(tc)/1e3, reason, ok))
+	}
+	b.Log("\n" + strings.Join(lines, "\n"))
+	b.ReportMetric(float64(agree)/float64(len(cases)), "agreeing-decisions")
 }
