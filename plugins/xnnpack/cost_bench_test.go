@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	"github.com/switchyard-hal/switchyard/core/opcost"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 	"golang.org/x/sys/unix"
@@ -456,4 +459,71 @@ func BenchmarkDecisions(b *testing.B) {
 	}
 	b.Log("\n" + strings.Join(lines, "\n"))
 	b.ReportMetric(float64(agree)/float64(len(cases)), "agreeing-decisions")
+}
+
+// BenchmarkModels runs every model of ../shared/testdata/models under
+// three placements: cpu alone, xnnpack in front of cpu placed by node
+// counts (the behaviour before cost estimates), and the default
+// cost-aware placement. Run at one thread for Go and XNNPACK:
+//
+//	GOMAXPROCS=1 go test ./plugins/xnnpack -run '^$' -bench Models -count 5
+//
+// (scripts/bench-placement.sh does the same through `switchyard bench`,
+// alternating the configurations.)
+func BenchmarkModels(b *testing.B) {
+	root := shared.Path(b, "testdata/models")
+	ctx := context.Background()
+	be, err := New(ctx, Options{Threads: 1})
+	if err != nil {
+		b.Skipf("xnnpack unavailable: %v", err)
+	}
+	dev, err := hal.NewDevice(be, hal.LoadLibrary)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	cpuDev, err := hal.NewDevice(cpu.New(), hal.LoadLinked)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "*", "model.onnx"))
+	for _, path := range dirs {
+		dir := filepath.Dir(path)
+		ins, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, cfg := range []struct {
+			name string
+			opts *runtime.Options
+		}{
+			{"cpu", &runtime.Options{Backends: []*hal.Device{cpuDev}}},
+			{"xnnpack+cpu-by-count", &runtime.Options{Backends: []*hal.Device{dev, cpuDev}, Policy: partitioner.Policy{IgnoreCosts: true}}},
+			{"default", &runtime.Options{Backends: []*hal.Device{dev}}},
+		} {
+			b.Run(filepath.Base(dir)+"/"+cfg.name, func(b *testing.B) {
+				m, err := runtime.LoadDir(ctx, dir, cfg.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Close()
+				feeds := map[string]*graph.Tensor{}
+				for i, in := range m.Inputs() {
+					if i < len(ins) {
+						feeds[in.Name] = ins[i]
+					}
+				}
+				if _, err := m.Run(ctx, feeds); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := m.Run(ctx, feeds); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(m.PartitionStats())), "delegated-partitions")
+			})
+		}
+	}
 }
