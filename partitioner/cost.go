@@ -81,6 +81,7 @@ func (d *CostDecision) Kept() bool { return d.Chosen == d.Backend }
 // costState carries the weighing across the rounds of one placement.
 type costState struct {
 	est      Estimator
+	pol      Policy
 	cands    map[string]Candidate
 	fallback *Candidate
 	costs    map[string]estimate // estimates by backend and node set
@@ -106,8 +107,9 @@ func (cs *costState) estimate(backend string, part Partition) (hal.Cost, error) 
 	return e.c, e.err
 }
 
-func newCostState(est Estimator, cands []Candidate, fallback string) *costState {
-	cs := &costState{est: est, cands: map[string]Candidate{}, costs: map[string]estimate{}}
+func newCostState(est Estimator, cands []Candidate, pol Policy) *costState {
+	fallback := pol.Fallback
+	cs := &costState{est: est, pol: pol, cands: map[string]Candidate{}, costs: map[string]estimate{}}
 	for i, c := range cands {
 		cs.cands[c.Backend] = c
 		if c.Backend == fallback {
@@ -135,9 +137,13 @@ func (cs *costState) weigh(g *graph.Graph, part Partition, assign []string, fall
 	cand := cs.cands[part.Backend]
 	d := &CostDecision{Backend: part.Backend, Nodes: append([]int{}, part.Nodes...), Memory: cand.Memory, Fallback: fallback, Chosen: part.Backend}
 	for _, i := range part.Nodes {
+		n := g.Nodes[i]
 		if v := cs.fallback.Verdicts[i]; !v.Supported {
-			n := g.Nodes[i]
 			d.Reason = fmt.Sprintf("kept on %s without weighing: %s cannot run node #%d (%s)", part.Backend, fallback, i, n.OpType)
+			return d
+		}
+		if allow := cs.pol.Allow[n.OpType]; (allow != nil && !contains(allow, fallback)) || contains(cs.pol.Deny[n.OpType], fallback) {
+			d.Reason = fmt.Sprintf("kept on %s without weighing: the policy keeps %s off %s", part.Backend, n.OpType, fallback)
 			return d
 		}
 	}

@@ -281,6 +281,19 @@ func TestCostErrorsAndFallbackGaps(t *testing.T) {
 	if p.Partitions[0].Backend != "acc" || !strings.Contains(p.Partitions[0].Cost.Reason, "no estimate from acc") || !strings.Contains(p.Partitions[0].Cost.Reason, "boom") {
 		t.Fatalf("a failing estimate is reported and ignored: %+v", p.Partitions[0].Cost)
 	}
+	// a policy that keeps an op off the fallback keeps its partition
+	est.fail = nil
+	p, _ = PlaceWithCosts(g, cands, Policy{Deny: map[string][]string{"Relu": {"cpu"}}}, est)
+	if p.Partitions[0].Backend != "acc" || !strings.Contains(p.Partitions[0].Cost.Reason, "the policy keeps Relu off cpu") {
+		t.Fatalf("deny: %s", p.Text())
+	}
+	p, _ = PlaceWithCosts(g, cands, Policy{Allow: map[string][]string{"Relu": {"acc"}}}, est)
+	if p.Partitions[0].Backend != "acc" || !strings.Contains(p.Partitions[0].Cost.Reason, "the policy keeps Relu off cpu") {
+		t.Fatalf("allow: %s", p.Text())
+	}
+	if q, _ := PlaceWithCosts(g, cands, Policy{}, est); q.Partitions[0].Backend != "cpu" {
+		t.Fatalf("without the policy the partition goes to cpu: %s", q.Text())
+	}
 	// strict mode without the fallback among the candidates: nothing is weighed
 	p, err = PlaceWithCosts(g, []Candidate{Claims(g, "acc", allOps)}, Policy{Strict: true}, &fakeCosts{fixed: map[string]time.Duration{"acc": us(100), "cpu": 0}})
 	if err != nil || p.Partitions[0].Backend != "acc" || p.Partitions[0].Cost != nil {

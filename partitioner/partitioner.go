@@ -193,7 +193,7 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 	rejected := make([]map[string]string, n) // per node: backend → why the cost rejected it
 	var cs *costState
 	if est != nil && !pol.IgnoreCosts && seen[pol.Fallback] {
-		cs = newCostState(est, cands, pol.Fallback)
+		cs = newCostState(est, cands, pol)
 	}
 	kept := map[string]*CostDecision{}
 	var assign []string
