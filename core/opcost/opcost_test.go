@@ -71,7 +71,7 @@ func TestCounts(t *testing.T) {
 // ranks that do not fit the op, unknown ops and domains) never panic.
 func TestUnknownAndMalformed(t *testing.T) {
 	ts := typeMap{
-		"sym": {Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Param: "N"}, {Value: 8}}},
+		"sym":    {Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Param: "N"}, {Value: 8}}},
 		"norank": {Kind: "tensor", DType: graph.Float32},
 		"v":      f32(3),
 		"i":      {Kind: "tensor", DType: graph.Undefined, Shape: graph.StaticShape(2)},
