@@ -462,14 +462,20 @@ func BenchmarkDecisions(b *testing.B) {
 }
 
 // BenchmarkModels runs every model of ../shared/testdata/models under
-// three placements: cpu alone, xnnpack in front of cpu placed by node
-// counts (the behaviour before cost estimates), and the default
-// cost-aware placement. Run at one thread for Go and XNNPACK:
+// three placements, alternating them run by run in one process: cpu
+// alone, xnnpack in front of cpu placed by node counts (the behaviour
+// before cost estimates), and the default cost-aware placement (which is
+// also what --backends xnnpack,cpu gives). Each iteration runs each
+// placement once; the metrics are the medians over the iterations of the
+// process CPU time (robust on a shared machine: it does not count the
+// time other processes hold the core) and of the wall time per run, and
+// default / min(cpu, xnnpack+cpu) on both. Run at one thread for Go and
+// XNNPACK:
 //
-//	GOMAXPROCS=1 go test ./plugins/xnnpack -run '^$' -bench Models -count 5
+//	GOMAXPROCS=1 go test ./plugins/xnnpack -run '^$' -bench Models -benchtime 30x
 //
-// (scripts/bench-placement.sh does the same through `switchyard bench`,
-// alternating the configurations.)
+// (scripts/bench-placement.sh compares the same through `switchyard
+// bench`, alternating processes.)
 func BenchmarkModels(b *testing.B) {
 	root := shared.Path(b, "testdata/models")
 	ctx := context.Background()
@@ -489,41 +495,65 @@ func BenchmarkModels(b *testing.B) {
 	dirs, _ := filepath.Glob(filepath.Join(root, "*", "model.onnx"))
 	for _, path := range dirs {
 		dir := filepath.Dir(path)
-		ins, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input")
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, cfg := range []struct {
-			name string
-			opts *runtime.Options
-		}{
-			{"cpu", &runtime.Options{Backends: []*hal.Device{cpuDev}}},
-			{"xnnpack+cpu-by-count", &runtime.Options{Backends: []*hal.Device{dev, cpuDev}, Policy: partitioner.Policy{IgnoreCosts: true}}},
-			{"default", &runtime.Options{Backends: []*hal.Device{dev}}},
-		} {
-			b.Run(filepath.Base(dir)+"/"+cfg.name, func(b *testing.B) {
+		b.Run(filepath.Base(dir), func(b *testing.B) {
+			ins, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input")
+			if err != nil {
+				b.Fatal(err)
+			}
+			configs := []struct {
+				name string
+				opts *runtime.Options
+			}{
+				{"cpu", &runtime.Options{Backends: []*hal.Device{cpuDev}}},
+				{"by-count", &runtime.Options{Backends: []*hal.Device{dev, cpuDev}, Policy: partitioner.Policy{IgnoreCosts: true}}},
+				{"default", &runtime.Options{Backends: []*hal.Device{dev}}},
+			}
+			models := make([]*runtime.Model, len(configs))
+			feeds := map[string]*graph.Tensor{}
+			for k, cfg := range configs {
 				m, err := runtime.LoadDir(ctx, dir, cfg.opts)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer m.Close()
-				feeds := map[string]*graph.Tensor{}
 				for i, in := range m.Inputs() {
 					if i < len(ins) {
 						feeds[in.Name] = ins[i]
 					}
 				}
-				if _, err := m.Run(ctx, feeds); err != nil {
-					b.Fatal(err)
-				}
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
+				for w := 0; w < 3; w++ { // warm up (lowering at the first run for symbolic shapes)
 					if _, err := m.Run(ctx, feeds); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(len(m.PartitionStats())), "delegated-partitions")
-			})
-		}
+				models[k] = m
+			}
+			cpuT := make([][]float64, len(configs))
+			wallT := make([][]float64, len(configs))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for k, m := range models {
+					c0, w0 := procTime(), time.Now()
+					if _, err := m.Run(ctx, feeds); err != nil {
+						b.Fatal(err)
+					}
+					cpuT[k] = append(cpuT[k], float64(procTime()-c0)/1e6)
+					wallT[k] = append(wallT[k], float64(time.Since(w0))/1e6)
+				}
+			}
+			b.StopTimer()
+			med := func(v []float64) float64 {
+				s := append([]float64{}, v...)
+				sort.Float64s(s)
+				return s[len(s)/2]
+			}
+			for k, cfg := range configs {
+				b.ReportMetric(med(cpuT[k]), cfg.name+"-cpu-ms")
+				b.ReportMetric(med(wallT[k]), cfg.name+"-wall-ms")
+			}
+			b.ReportMetric(med(cpuT[2])/math.Min(med(cpuT[0]), med(cpuT[1])), "default/best-cpu")
+			b.ReportMetric(med(wallT[2])/math.Min(med(wallT[0]), med(wallT[1])), "default/best-wall")
+			b.ReportMetric(float64(len(models[2].PartitionStats())), "default-delegated-partitions")
+		})
 	}
 }
