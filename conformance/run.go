@@ -398,7 +398,7 @@ func (r *runner) runModelCase(ctx context.Context, dev *hal.Device, c Case, mc *
 		return res
 	}
 	// the backend, through the same public path as an app
-	m, err := load(ctx, mc, &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{Strict: mc.strict}})
+	m, err := load(ctx, mc, &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{Strict: mc.strict, IgnoreCosts: true}}) // the backend under test takes what it claims
 	if err != nil {
 		var ue *partitioner.UnplacedError
 		if errors.As(err, &ue) {

@@ -140,15 +140,35 @@ func (d *Device) Compile(ctx context.Context, sg *Subgraph, opts *CompileOptions
 	return d.compiled(exe, sg), nil
 }
 
-// EstimateCost asks an optional CostEstimator.
+// EstimateCost asks an optional CostEstimator. A backend without one
+// answers Unsupported; an estimate with a negative field, or a breakdown
+// larger than its Latency, is Internal.
 func (d *Device) EstimateCost(ctx context.Context, sg *Subgraph) (Cost, error) {
 	ce, ok := d.b.(CostEstimator)
 	if !ok {
 		return Cost{}, &Error{Code: CodeUnsupported, Backend: d.info.Name, Op: "estimate-cost", Msg: "backend does not estimate costs"}
 	}
+	if err := d.check("estimate-cost"); err != nil {
+		return Cost{}, err
+	}
+	if err := validateSubgraph(sg); err != nil {
+		return Cost{}, wrap(d.info.Name, "estimate-cost", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return Cost{}, wrap(d.info.Name, "estimate-cost", err)
+	}
 	var c Cost
 	err := guard(func() (err error) { c, err = ce.EstimateCost(ctx, sg); return })
-	return c, wrap(d.info.Name, "estimate-cost", err)
+	if err != nil {
+		return Cost{}, wrap(d.info.Name, "estimate-cost", err)
+	}
+	if c.Latency < 0 || c.TransferBytes < 0 || c.Compute < 0 || c.Overhead < 0 || c.Boundary < 0 {
+		return Cost{}, &Error{Code: CodeInternal, Backend: d.info.Name, Op: "estimate-cost", Msg: fmt.Sprintf("backend returned a negative estimate %+v", c)}
+	}
+	if parts := c.Compute + c.Overhead + c.Boundary; parts > c.Latency {
+		return Cost{}, &Error{Code: CodeInternal, Backend: d.info.Name, Op: "estimate-cost", Msg: fmt.Sprintf("estimate breakdown (%v) exceeds its latency (%v)", parts, c.Latency)}
+	}
+	return c, nil
 }
 
 // ExportBlob serialises a compiled executable (optional BlobExporter).

@@ -24,14 +24,44 @@ type BlobImporter interface {
 	ImportBlob(ctx context.Context, blob []byte) (Executable, error)
 }
 
-// Cost is a backend's estimate for running a subgraph once.
+// Cost is a backend's estimate for running a subgraph once, for the shapes
+// its types give.
 type Cost struct {
-	Latency       time.Duration `json:"latency_ns"`
-	TransferBytes int64         `json:"transfer_bytes"`
+	// Latency is the whole wall time of one call as the caller sees it:
+	// compute, per-call overhead, and whatever the backend does itself at
+	// the boundary (copies, NCHW↔NHWC conversion). It excludes the
+	// host↔device copies the runtime makes through DeviceMemory.
+	Latency time.Duration `json:"latency_ns"`
+	// TransferBytes is what one call moves across the subgraph boundary:
+	// for a backend with its own memory, the bytes of inputs and outputs
+	// that would be uploaded and downloaded; for a host-memory backend,
+	// the bytes it copies or converts at its boundary.
+	TransferBytes int64 `json:"transfer_bytes"`
+
+	// HAL 1.1: an optional breakdown of Latency (zero when not given;
+	// when given, Compute + Overhead + Boundary = Latency).
+
+	// Compute is the time in the kernels.
+	Compute time.Duration `json:"compute_ns,omitempty"`
+	// Overhead is the fixed cost of a call: dispatch, argument checks,
+	// setup, launches.
+	Overhead time.Duration `json:"overhead_ns,omitempty"`
+	// Boundary is the time the backend spends moving TransferBytes
+	// itself (layout conversion, copies into its buffers).
+	Boundary time.Duration `json:"boundary_ns,omitempty"`
 }
 
 // CostEstimator estimates what a subgraph would cost on the backend; the
-// partitioner uses it to skip partitions that do not pay for their transfers.
+// partitioner weighs it against the same nodes on the fallback and leaves a
+// partition there when delegating it would be slower.
+//
+// EstimateCost MUST be deterministic (a pure function of the subgraph and
+// the backend's configuration: no timing runs), cheap next to Compile, and
+// MUST NOT modify sg. Symbolic dims have usually been made concrete by the
+// runtime (representative sizes); a dim that is still unknown is counted
+// as 1. A backend that cannot price a subgraph returns an error (an
+// Unsupported one means "no estimate"; the partitioner then falls back to
+// node counts).
 type CostEstimator interface {
 	EstimateCost(ctx context.Context, sg *Subgraph) (Cost, error)
 }

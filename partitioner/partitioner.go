@@ -7,6 +7,12 @@
 // the fallback backend, and records a placement report: for every node the
 // backend chosen and, for every backend that declined it, why.
 //
+// With an Estimator (PlaceWithCosts) it also weighs each delegated
+// partition's estimated cost on its backend, plus the bytes its boundary
+// moves, against the same nodes on the fallback, and leaves the partition
+// to the next candidate (in the end the fallback) when delegating would be
+// slower; the estimate behind every choice is in the report (cost.go).
+//
 // The result is deterministic for the same inputs. Nested graphs (If/Loop
 // bodies) are never split: their node is placed whole, on a backend whose
 // verdict covered the bodies, or on the fallback.
@@ -27,6 +33,13 @@ import (
 type Candidate struct {
 	Backend  string
 	Verdicts []hal.Verdict
+	// Memory is where the backend's buffers live (the zero value: host).
+	// For a backend with its own memory the partitioner prices the
+	// host↔device copies of each partition's boundary.
+	Memory hal.MemoryKind
+	// Bandwidth of those copies in bytes per second (0: the default for
+	// Memory).
+	Bandwidth float64
 }
 
 // Policy steers placement. The zero value: no restrictions, partitions of
@@ -44,6 +57,9 @@ type Policy struct {
 	Strict bool `json:"strict,omitempty"`
 	// Fallback is the backend that takes what no other does (default "cpu").
 	Fallback string `json:"fallback,omitempty"`
+	// IgnoreCosts places by node counts alone, even when an Estimator is
+	// given.
+	IgnoreCosts bool `json:"ignore_costs,omitempty"`
 }
 
 // Decline is one backend's refusal of a node.
@@ -73,6 +89,9 @@ type Partition struct {
 	Nodes    []int        `json:"nodes"`   // indices into graph.Nodes, in execution order
 	Inputs   []string     `json:"inputs"`  // values read from outside (not constants)
 	Outputs  []string     `json:"outputs"` // values used outside or graph outputs
+	// Cost is the estimate behind keeping a delegated partition on its
+	// backend (nil when placed without an Estimator).
+	Cost *CostDecision `json:"cost,omitempty"`
 }
 
 // Replacement records a partition re-placed at run time.
@@ -90,6 +109,9 @@ type Plan struct {
 	Nodes      []NodePlacement `json:"nodes"`
 	Policy     Policy          `json:"policy"`
 	Backends   []string        `json:"backends"` // candidates in priority order
+	// Rejected lists the delegated partitions left to another backend
+	// because they would have been slower, in the order they were weighed.
+	Rejected []CostDecision `json:"rejected_by_cost,omitempty"`
 }
 
 // UnplacedError lists the nodes that strict mode could not place.
@@ -125,8 +147,14 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Place computes the plan.
+// Place computes the plan by node counts (no cost estimates).
 func Place(g *graph.Graph, cands []Candidate, pol Policy) (*Plan, error) {
+	return PlaceWithCosts(g, cands, pol, nil)
+}
+
+// PlaceWithCosts computes the plan, weighing the estimates of est (nil:
+// as Place) unless pol.IgnoreCosts.
+func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator) (*Plan, error) {
 	if pol.Fallback == "" {
 		pol.Fallback = "cpu"
 	}
@@ -159,8 +187,15 @@ func Place(g *graph.Graph, cands []Candidate, pol Policy) (*Plan, error) {
 	}
 	preds := predecessors(g, index)
 
-	// 1. per-node choice; too-small partitions are demoted and we retry
-	demoted := make([]string, n) // reason a node was pushed to the fallback
+	// 1. per-node choice; too-small partitions are demoted, partitions
+	// slower than the fallback are rejected, and we retry
+	demoted := make([]string, n)             // reason a node was pushed to the fallback
+	rejected := make([]map[string]string, n) // per node: backend → why the cost rejected it
+	var cs *costState
+	if est != nil && !pol.IgnoreCosts && seen[pol.Fallback] {
+		cs = newCostState(est, cands, pol)
+	}
+	kept := map[string]*CostDecision{}
 	var assign []string
 	var parts [][]int
 	var unplaced []NodePlacement
@@ -181,6 +216,8 @@ func Place(g *graph.Graph, cands []Candidate, pol Policy) (*Plan, error) {
 					np.Declined = append(np.Declined, Decline{c.Backend, "denied by policy for " + nd.OpType})
 				case demoted[i] != "" && c.Backend != pol.Fallback:
 					np.Declined = append(np.Declined, Decline{c.Backend, demoted[i]})
+				case rejected[i][c.Backend] != "":
+					np.Declined = append(np.Declined, Decline{c.Backend, rejected[i][c.Backend]})
 				default:
 					if np.Backend == "" {
 						np.Backend = c.Backend
@@ -213,7 +250,30 @@ func Place(g *graph.Graph, cands []Candidate, pol Policy) (*Plan, error) {
 				}
 			}
 		}
-		if !changed || round > n {
+		if !changed && cs != nil {
+			kept = map[string]*CostDecision{}
+			for _, p := range boundaries(g, parts, assign, pol.Fallback, topo) {
+				if p.Fallback {
+					continue
+				}
+				d := cs.weigh(g, p, assign, pol.Fallback)
+				if d.Kept() {
+					kept[nodesKey(p.Backend, p.Nodes)] = d
+					continue
+				}
+				plan.Rejected = append(plan.Rejected, *d)
+				for _, i := range p.Nodes {
+					if rejected[i] == nil {
+						rejected[i] = map[string]string{}
+					}
+					rejected[i][p.Backend] = d.Reason
+				}
+				changed = true
+			}
+		}
+		// each round that changes something demotes or rejects at least
+		// one (node, backend) pair for good, so this ends
+		if !changed || round > n*(len(cands)+1) {
 			break
 		}
 	}
@@ -228,9 +288,13 @@ func Place(g *graph.Graph, cands []Candidate, pol Policy) (*Plan, error) {
 		}
 	}
 	plan.Partitions = boundaries(g, parts, assign, pol.Fallback, topo)
-	for _, p := range plan.Partitions {
+	for k, p := range plan.Partitions {
 		for _, i := range p.Nodes {
 			plan.Nodes[i].Partition = p.ID
+		}
+		if d, ok := kept[nodesKey(p.Backend, p.Nodes)]; ok && !p.Fallback {
+			dc := *d
+			plan.Partitions[k].Cost = &dc
 		}
 	}
 	return plan, nil

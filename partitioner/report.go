@@ -45,8 +45,17 @@ func (p *Plan) Text() string {
 		}
 		fmt.Fprintf(&b, "  partition %d on %s (%s): %d node(s), inputs [%s], outputs [%s]\n", part.ID, part.Backend, kind, len(part.Nodes),
 			strings.Join(part.Inputs, ", "), strings.Join(part.Outputs, ", "))
+		if part.Cost != nil {
+			fmt.Fprintf(&b, "    cost: %s\n", part.Cost.Reason)
+		}
 		if r := part.Replaced; r != nil {
 			fmt.Fprintf(&b, "    re-placed on %s at %s: %s\n", r.To, r.At.Format("15:04:05.000"), r.Reason)
+		}
+	}
+	if len(p.Rejected) > 0 {
+		fmt.Fprintf(&b, "left off their backend by cost: %d candidate partition(s)\n", len(p.Rejected))
+		for _, d := range p.Rejected {
+			fmt.Fprintf(&b, "  %d node(s) [%s]: %s\n", len(d.Nodes), nodeList(d.Nodes), d.Reason)
 		}
 	}
 	b.WriteString("nodes:\n")
@@ -57,4 +66,19 @@ func (p *Plan) Text() string {
 		}
 	}
 	return b.String()
+}
+
+// nodeList writes node indices as "#3 #4 #5", eliding the middle of long lists.
+func nodeList(nodes []int) string {
+	var parts []string
+	for k, i := range nodes {
+		if len(nodes) > 8 && k == 4 {
+			parts = append(parts, fmt.Sprintf("… %d more …", len(nodes)-6))
+		}
+		if len(nodes) > 8 && k >= 4 && k < len(nodes)-2 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("#%d", i))
+	}
+	return strings.Join(parts, " ")
 }

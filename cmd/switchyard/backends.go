@@ -50,12 +50,14 @@ type backendFlags struct {
 	strict        bool
 	minSize       int
 	onUnavailable string
+	ignoreCosts   bool
 }
 
 func (f *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.names, "backends", "", "backends in priority order, comma-separated (default: every available non-simulated backend, then cpu)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail instead of falling back to cpu for nodes the listed backends decline")
 	cmd.Flags().IntVar(&f.minSize, "min-partition", 0, "leave delegated partitions with fewer nodes on cpu")
+	cmd.Flags().BoolVar(&f.ignoreCosts, "ignore-costs", false, "place by node counts alone, ignoring the backends' cost estimates")
 	cmd.Flags().StringVar(&f.onUnavailable, "on-unavailable", "fail", "when a backend becomes unavailable during a run: fail, or replace (re-place its partitions on cpu)")
 }
 
@@ -114,7 +116,7 @@ func (f *backendFlags) options(ctx context.Context) (opts *runtime.Options, clos
 		}
 		devs = append(devs, d)
 	}
-	pol := partitioner.Policy{Strict: f.strict, MinPartitionSize: f.minSize}
+	pol := partitioner.Policy{Strict: f.strict, MinPartitionSize: f.minSize, IgnoreCosts: f.ignoreCosts}
 	ro := &runtime.Options{Backends: devs, Policy: pol}
 	switch f.onUnavailable {
 	case "", "fail":

@@ -127,7 +127,7 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 	}
 	pol := opts.Policy
 	pol.Fallback = CPU
-	plan, err := partitioner.Place(ir.Graph, cands, pol)
+	plan, err := m.placeWithCosts(ctx, ir.Graph, cands, pol, opts, devs) // cost.go
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}

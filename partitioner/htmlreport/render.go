@@ -556,7 +556,7 @@ func (r *report) page(b *bytes.Buffer, L *layout, title string) {
 	b.WriteString("</section>\n")
 
 	// partitions table
-	b.WriteString("<section><h2>Partitions</h2>\n<p class=\"note\">In execution order. Click a row to find it in the picture.</p>\n<table class=\"parts\"><thead><tr><th>id</th><th>backend</th><th>kind</th><th>nodes</th><th>ops</th><th>inputs</th><th>outputs</th></tr></thead><tbody>\n")
+	b.WriteString("<section><h2>Partitions</h2>\n<p class=\"note\">In execution order. Click a row to find it in the picture.</p>\n<table class=\"parts\"><thead><tr><th>id</th><th>backend</th><th>kind</th><th>nodes</th><th>ops</th><th>inputs</th><th>outputs</th><th>estimate</th></tr></thead><tbody>\n")
 	var constOnly []string
 	for _, p := range plan.Partitions {
 		if r.onlyConstants(p.Nodes) {
@@ -567,14 +567,28 @@ func (r *report) page(b *bytes.Buffer, L *layout, title string) {
 		if p.Fallback {
 			kind = "fallback"
 		}
-		fmt.Fprintf(b, `<tr data-p="%d"><td>%d</td><td><i class="sw" style="background:%s"></i>%s</td><td>%s</td><td class="num">%d</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
-			p.ID, p.ID, r.colour[p.Backend], esc(p.Backend), kind, len(p.Nodes), esc(r.opMix(p.Nodes)), nameList(p.Inputs), nameList(p.Outputs))
+		estimate := ""
+		if p.Cost != nil {
+			estimate = p.Cost.Reason
+		}
+		fmt.Fprintf(b, `<tr data-p="%d"><td>%d</td><td><i class="sw" style="background:%s"></i>%s</td><td>%s</td><td class="num">%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>`+"\n",
+			p.ID, p.ID, r.colour[p.Backend], esc(p.Backend), kind, len(p.Nodes), esc(r.opMix(p.Nodes)), nameList(p.Inputs), nameList(p.Outputs), esc(estimate))
 	}
 	if len(constOnly) > 0 {
-		fmt.Fprintf(b, "<tr class=\"co\"><td colspan=\"7\">%d partition%s holding only Constant nodes not listed: <details><summary>ids</summary>%s</details></td></tr>\n",
+		fmt.Fprintf(b, "<tr class=\"co\"><td colspan=\"8\">%d partition%s holding only Constant nodes not listed: <details><summary>ids</summary>%s</details></td></tr>\n",
 			len(constOnly), plural(len(constOnly)), strings.Join(constOnly, ", "))
 	}
 	b.WriteString("</tbody></table></section>\n")
+
+	// candidate partitions the cost estimates left on another backend
+	if len(plan.Rejected) > 0 {
+		b.WriteString("<section><h2>Left off their backend by cost</h2>\n<p class=\"note\">Delegating these would have been slower than running the same nodes on the fallback (estimates, with the bytes each boundary moves).</p>\n<table class=\"parts\"><thead><tr><th>backend</th><th>nodes</th><th>ops</th><th>decision</th></tr></thead><tbody>\n")
+		for _, d := range plan.Rejected {
+			fmt.Fprintf(b, "<tr><td><i class=\"sw\" style=\"background:%s\"></i>%s</td><td class=\"num\">%d</td><td>%s</td><td>%s</td></tr>\n",
+				r.colour[d.Backend], esc(d.Backend), len(d.Nodes), esc(r.opMix(d.Nodes)), esc(d.Reason))
+		}
+		b.WriteString("</tbody></table></section>\n")
+	}
 
 	// every node
 	fmt.Fprintf(b, "<section><details><summary>All %d nodes</summary>\n<table class=\"nodes\"><thead><tr><th>#</th><th>op</th><th>name</th><th>backend</th><th>partition</th><th>declined</th></tr></thead><tbody>\n", len(plan.Nodes))

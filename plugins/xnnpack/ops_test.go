@@ -10,6 +10,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/xnnpack"
 )
 
@@ -89,7 +90,7 @@ func (c opCase) run(t *testing.T, dev *hal.Device, rng *rand.Rand) {
 	if err != nil {
 		t.Fatalf("cpu run: %v", err)
 	}
-	m, err := runtime.Prepare(ctx, model(), &runtime.Options{Backends: []*hal.Device{dev}})
+	m, err := runtime.Prepare(ctx, model(), &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{IgnoreCosts: true}}) // the kernels under test, not placement
 	if err != nil {
 		t.Fatalf("xnnpack prepare: %v", err)
 	}
@@ -348,7 +349,7 @@ func TestDynamicShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := runtime.Prepare(ctx, mk(), &runtime.Options{Backends: []*hal.Device{dev}})
+	m, err := runtime.Prepare(ctx, mk(), &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{IgnoreCosts: true}}) // the kernels under test, not placement
 	if err != nil {
 		t.Fatal(err)
 	}

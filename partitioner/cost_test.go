@@ -1,0 +1,371 @@
+package partitioner_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+	. "github.com/switchyard-hal/switchyard/partitioner"
+	. "github.com/switchyard-hal/switchyard/partitioner/partitionertest"
+)
+
+// fakeCosts prices a partition as fixed + perNode·nodes per backend (a
+// backend missing from fixed gives no estimates), every value 1 KiB, and
+// counts the calls.
+type fakeCosts struct {
+	fixed, perNode map[string]time.Duration
+	transfer       int64          // TransferBytes the delegated backends report
+	asked          map[string]int // backend and node set → times asked
+	fail           map[string]error
+}
+
+func (f *fakeCosts) Estimate(backend string, p Partition) (hal.Cost, error) {
+	if f.asked == nil {
+		f.asked = map[string]int{}
+	}
+	f.asked[fmt.Sprint(backend, p.Nodes)]++
+	if err := f.fail[backend]; err != nil {
+		return hal.Cost{}, err
+	}
+	fx, ok := f.fixed[backend]
+	if !ok {
+		return hal.Cost{}, hal.Errorf(hal.CodeUnsupported, "no estimates")
+	}
+	c := hal.Cost{Overhead: fx, Compute: f.perNode[backend] * time.Duration(len(p.Nodes))}
+	if backend != "cpu" {
+		c.TransferBytes = f.transfer
+	}
+	c.Latency = c.Overhead + c.Compute
+	return c, nil
+}
+
+func (f *fakeCosts) ValueBytes(string) int64 { return 1024 }
+
+// chain: x → n0 → n1 → … (one op type each, given in order).
+func chain(ops ...string) *graph.Graph {
+	g := &graph.Graph{Name: "chain", Inputs: []graph.ValueInfo{{Name: "x"}}}
+	prev := "x"
+	for i, op := range ops {
+		out := fmt.Sprintf("v%d", i)
+		g.Nodes = append(g.Nodes, &graph.Node{Name: fmt.Sprintf("n%d", i), OpType: op, Inputs: []string{prev}, Outputs: []string{out}})
+		prev = out
+	}
+	g.Outputs = []graph.ValueInfo{{Name: prev}}
+	return g
+}
+
+var allOps = map[string]bool{"Relu": true, "Neg": true, "Abs": true, "Sigmoid": true}
+
+func us(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+
+func TestCostRejectsSlowerPartition(t *testing.T) {
+	g := chain("Relu", "Relu", "Relu")
+	cands := []Candidate{Claims(g, "acc", allOps), Claims(g, "cpu", allOps)}
+	// acc: 10 µs per call + 1 µs per node = 13 µs; cpu: 2 µs per node = 6 µs
+	est := &fakeCosts{fixed: map[string]time.Duration{"acc": us(10), "cpu": 0}, perNode: map[string]time.Duration{"acc": us(1), "cpu": us(2)}, transfer: 12 * 1024}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPlan(g, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "cpu" {
+		t.Fatalf("want everything on cpu, got:\n%s", p.Text())
+	}
+	want := "acc est 13 µs + 12 KiB boundary vs cpu est 6 µs → cpu"
+	if len(p.Rejected) != 1 || p.Rejected[0].Reason != want || p.Rejected[0].Chosen != "cpu" || len(p.Rejected[0].Nodes) != 3 {
+		t.Fatalf("rejected: %+v", p.Rejected)
+	}
+	for _, np := range p.Nodes {
+		if len(np.Declined) != 1 || np.Declined[0].Backend != "acc" || np.Declined[0].Reason != want {
+			t.Errorf("node %d: declined %+v", np.Index, np.Declined)
+		}
+	}
+	if txt := p.Text(); !strings.Contains(txt, "left off their backend by cost: 1") || !strings.Contains(txt, want) {
+		t.Errorf("text report lacks the decision:\n%s", txt)
+	}
+	js, _ := p.JSON()
+	var back struct {
+		Rejected []CostDecision `json:"rejected_by_cost"`
+	}
+	if err := json.Unmarshal(js, &back); err != nil || len(back.Rejected) != 1 || back.Rejected[0].FallbackEstimate == nil ||
+		back.Rejected[0].FallbackEstimate.Latency != us(6) || back.Rejected[0].BoundaryBytes != 12*1024 {
+		t.Errorf("JSON report: %v %+v\n%s", err, back, js)
+	}
+	// without the estimator (the old behaviour) the partition is delegated
+	if q, _ := Place(g, cands, Policy{}); q.Partitions[0].Backend != "acc" {
+		t.Fatalf("Place without costs: %s", q.Text())
+	}
+}
+
+func TestCostKeepsFasterPartition(t *testing.T) {
+	g := chain("Relu", "Relu", "Relu")
+	cands := []Candidate{Claims(g, "acc", allOps), Claims(g, "cpu", allOps)}
+	est := &fakeCosts{fixed: map[string]time.Duration{"acc": us(10), "cpu": 0}, perNode: map[string]time.Duration{"acc": us(1), "cpu": us(50)}}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "acc" || len(p.Rejected) != 0 {
+		t.Fatalf("want one acc partition, got:\n%s", p.Text())
+	}
+	c := p.Partitions[0].Cost
+	if c == nil || !c.Kept() || c.Reason != "acc est 13 µs + 0 B boundary vs cpu est 0.15 ms → acc" {
+		t.Fatalf("cost decision: %+v", c)
+	}
+	if !strings.Contains(p.Text(), "cost: acc est 13 µs") {
+		t.Errorf("text:\n%s", p.Text())
+	}
+}
+
+// A big partition pays for itself, an isolated one-node partition between
+// cpu nodes does not: only the small one is left on cpu.
+func TestCostRejectsOnlyTheSmallPartition(t *testing.T) {
+	g := chain("Relu", "Relu", "Relu", "Relu", "Neg", "Abs", "Neg")
+	accOps := map[string]bool{"Relu": true, "Abs": true}
+	cands := []Candidate{Claims(g, "acc", accOps), Claims(g, "cpu", allOps)}
+	est := &fakeCosts{fixed: map[string]time.Duration{"acc": us(10), "cpu": 0}, perNode: map[string]time.Duration{"acc": us(1), "cpu": us(5)}}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPlan(g, p); err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	for _, np := range p.Nodes {
+		got += np.Backend[:1]
+	}
+	if got != "aaaaccc" {
+		t.Fatalf("placement %s, want aaaaccc:\n%s", got, p.Text())
+	}
+	if len(p.Rejected) != 1 || len(p.Rejected[0].Nodes) != 1 || p.Rejected[0].Nodes[0] != 5 {
+		t.Fatalf("rejected: %+v", p.Rejected)
+	}
+	if p.Partitions[0].Cost == nil || !strings.HasSuffix(p.Partitions[0].Cost.Reason, "→ acc") {
+		t.Fatalf("kept partition's decision: %+v", p.Partitions[0].Cost)
+	}
+}
+
+// A partition rejected on the first candidate goes to the next one that
+// takes its nodes, which is weighed in turn, before the fallback.
+func TestCostRejectedGoesToNextCandidate(t *testing.T) {
+	g := chain("Relu", "Relu")
+	cands := []Candidate{Claims(g, "gpu", allOps), Claims(g, "acc", allOps), Claims(g, "cpu", allOps)}
+	est := &fakeCosts{fixed: map[string]time.Duration{"gpu": us(100), "acc": us(1), "cpu": 0}, perNode: map[string]time.Duration{"gpu": 0, "acc": us(1), "cpu": us(10)}}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "acc" {
+		t.Fatalf("want acc, got:\n%s", p.Text())
+	}
+	if len(p.Rejected) != 1 || p.Rejected[0].Backend != "gpu" || p.Nodes[0].Declined[0].Backend != "gpu" {
+		t.Fatalf("rejected %+v declined %+v", p.Rejected, p.Nodes[0].Declined)
+	}
+}
+
+// A device-memory backend pays for the host↔device copies of its
+// boundary: a fast kernel loses when the copies cost more than the
+// fallback's whole run; values between two partitions of that device are
+// not counted.
+func TestCostDeviceTransfers(t *testing.T) {
+	g := chain("Relu", "Relu")
+	gpu := Claims(g, "gpu", allOps)
+	gpu.Memory = hal.MemoryDeviceLocal
+	gpu.Bandwidth = 1e9 // 1 KiB ≈ 1 µs
+	cands := []Candidate{gpu, Claims(g, "cpu", allOps)}
+	est := &fakeCosts{fixed: map[string]time.Duration{"gpu": us(1), "cpu": 0}, perNode: map[string]time.Duration{"gpu": 0, "cpu": us(10)}}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 KiB (x in, v1 out) at 1 GB/s ≈ 2 µs + 2 × 10 µs latency ≈ 22 µs + 1 µs > 20 µs on cpu
+	if len(p.Rejected) != 1 || p.Partitions[0].Backend != "cpu" {
+		t.Fatalf("want the transfer to lose:\n%s", p.Text())
+	}
+	d := p.Rejected[0]
+	if d.BoundaryBytes != 2048 || d.Transfer != 2048*time.Nanosecond+2*DefaultTransferLatency || d.Memory != hal.MemoryDeviceLocal {
+		t.Fatalf("decision %+v", d)
+	}
+	if !strings.Contains(d.Reason, "device-local transfer") {
+		t.Errorf("reason %q", d.Reason)
+	}
+	// a dearer cpu keeps the gpu partition, its transfers priced
+	est.perNode["cpu"] = us(20)
+	p, _ = PlaceWithCosts(g, cands, Policy{}, est)
+	if p.Partitions[0].Backend != "gpu" || p.Partitions[0].Cost == nil || p.Partitions[0].Cost.Transfer == 0 {
+		t.Fatalf("want gpu kept with its transfer priced:\n%s", p.Text())
+	}
+}
+
+func TestCostDeviceValuesStayOnDevice(t *testing.T) {
+	// gpu(a) → cpu(b) and gpu(a) → gpu(c): the gpu partitions a and c
+	// are separate (c also reads b), a's output read by c stays on the
+	// device; only what cpu reads is downloaded
+	g := &graph.Graph{Inputs: []graph.ValueInfo{{Name: "x"}},
+		Nodes: []*graph.Node{
+			{Name: "a", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"a"}},
+			{Name: "b", OpType: "Neg", Inputs: []string{"a"}, Outputs: []string{"b"}},
+			{Name: "c", OpType: "Relu", Inputs: []string{"a", "b"}, Outputs: []string{"c"}},
+		},
+		Outputs: []graph.ValueInfo{{Name: "c"}}}
+	gpu := Claims(g, "gpu", map[string]bool{"Relu": true})
+	gpu.Memory = hal.MemoryDeviceLocal
+	rec := &fakeCosts{fixed: map[string]time.Duration{"gpu": 0, "cpu": 0}, perNode: map[string]time.Duration{"gpu": 0, "cpu": us(1000)}}
+	p, err := PlaceWithCosts(g, []Candidate{gpu, Claims(g, "cpu", allOps)}, Policy{}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *CostDecision
+	for _, part := range p.Partitions {
+		if part.Backend == "gpu" && part.Nodes[0] == 2 {
+			c = part.Cost
+		}
+	}
+	// partition c: uploads b (from cpu), not a (gpu); downloads c (output)
+	if c == nil || c.BoundaryBytes != 2048 {
+		t.Fatalf("partition c: %+v\n%s", c, p.Text())
+	}
+}
+
+func TestCostWithoutEstimatesIsPlaceByCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for trial := 0; trial < 50; trial++ {
+		g := RandomDAG(rng, 2+rng.IntN(40))
+		cands := []Candidate{Claims(g, "acc", map[string]bool{"Relu": true, "Add": true, "Mul": true}), Claims(g, "cpu", map[string]bool{"Relu": true, "Neg": true, "Sigmoid": true, "Abs": true, "Tanh": true, "Add": true, "Mul": true, "Sub": true, "Max": true})}
+		a, _ := Place(g, cands, Policy{})
+		none := &fakeCosts{fixed: map[string]time.Duration{"cpu": 0}} // acc gives none
+		b, err := PlaceWithCosts(g, cands, Policy{}, none)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ignore, _ := PlaceWithCosts(g, cands, Policy{IgnoreCosts: true}, &fakeCosts{fixed: map[string]time.Duration{"acc": us(1000), "cpu": 0}})
+		for i := range a.Nodes {
+			if a.Nodes[i].Backend != b.Nodes[i].Backend || a.Nodes[i].Partition != b.Nodes[i].Partition || a.Nodes[i].Backend != ignore.Nodes[i].Backend {
+				t.Fatalf("trial %d: node %d differs: %+v / %+v / %+v", trial, i, a.Nodes[i], b.Nodes[i], ignore.Nodes[i])
+			}
+		}
+		for _, part := range b.Partitions {
+			if !part.Fallback && (part.Cost == nil || !strings.Contains(part.Cost.Reason, "acc gives no cost estimates")) {
+				t.Fatalf("trial %d: partition %d: %+v", trial, part.ID, part.Cost)
+			}
+		}
+		if len(ignore.Rejected) != 0 || (len(ignore.Partitions) > 0 && ignore.Partitions[0].Cost != nil) {
+			t.Fatalf("IgnoreCosts weighed anyway")
+		}
+	}
+}
+
+func TestCostErrorsAndFallbackGaps(t *testing.T) {
+	g := chain("Relu", "Sigmoid")
+	cands := []Candidate{Claims(g, "acc", allOps), Claims(g, "cpu", map[string]bool{"Relu": true})}
+	est := &fakeCosts{fixed: map[string]time.Duration{"acc": us(100), "cpu": 0}, perNode: map[string]time.Duration{"cpu": 0}}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Partitions[0].Backend != "acc" || !strings.Contains(p.Partitions[0].Cost.Reason, "cpu cannot run node #1 (Sigmoid)") {
+		t.Fatalf("a partition the fallback cannot run stays: %s", p.Text())
+	}
+	g = chain("Relu")
+	cands = []Candidate{Claims(g, "acc", allOps), Claims(g, "cpu", allOps)}
+	est.fail = map[string]error{"acc": hal.Errorf(hal.CodeInternal, "boom")}
+	p, _ = PlaceWithCosts(g, cands, Policy{}, est)
+	if p.Partitions[0].Backend != "acc" || !strings.Contains(p.Partitions[0].Cost.Reason, "no estimate from acc") || !strings.Contains(p.Partitions[0].Cost.Reason, "boom") {
+		t.Fatalf("a failing estimate is reported and ignored: %+v", p.Partitions[0].Cost)
+	}
+	// a policy that keeps an op off the fallback keeps its partition
+	est.fail = nil
+	p, _ = PlaceWithCosts(g, cands, Policy{Deny: map[string][]string{"Relu": {"cpu"}}}, est)
+	if p.Partitions[0].Backend != "acc" || !strings.Contains(p.Partitions[0].Cost.Reason, "the policy keeps Relu off cpu") {
+		t.Fatalf("deny: %s", p.Text())
+	}
+	p, _ = PlaceWithCosts(g, cands, Policy{Allow: map[string][]string{"Relu": {"acc"}}}, est)
+	if p.Partitions[0].Backend != "acc" || !strings.Contains(p.Partitions[0].Cost.Reason, "the policy keeps Relu off cpu") {
+		t.Fatalf("allow: %s", p.Text())
+	}
+	if q, _ := PlaceWithCosts(g, cands, Policy{}, est); q.Partitions[0].Backend != "cpu" {
+		t.Fatalf("without the policy the partition goes to cpu: %s", q.Text())
+	}
+	// strict mode without the fallback among the candidates: nothing is weighed
+	p, err = PlaceWithCosts(g, []Candidate{Claims(g, "acc", allOps)}, Policy{Strict: true}, &fakeCosts{fixed: map[string]time.Duration{"acc": us(100), "cpu": 0}})
+	if err != nil || p.Partitions[0].Backend != "acc" || p.Partitions[0].Cost != nil {
+		t.Fatalf("strict: %v %+v", err, p)
+	}
+}
+
+// Random DAGs, several backends, random (deterministic) prices: plans stay
+// valid and deterministic, every kept partition was weighed and is not
+// slower, every rejection was slower, and the estimator is asked once per
+// backend and node set.
+func TestCostRandomDAGs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	ops := []string{"Relu", "Neg", "Sigmoid", "Abs", "Tanh", "Add", "Mul", "Sub", "Max"}
+	all := map[string]bool{}
+	for _, op := range ops {
+		all[op] = true
+	}
+	for trial := 0; trial < 300; trial++ {
+		g := RandomDAG(rng, 2+rng.IntN(50))
+		est := &fakeCosts{fixed: map[string]time.Duration{"cpu": 0}, perNode: map[string]time.Duration{"cpu": us(1 + rng.IntN(5))}}
+		var cands []Candidate
+		for b := 0; b < 1+rng.IntN(3); b++ {
+			name := fmt.Sprintf("b%d", b)
+			claim := map[string]bool{}
+			for _, op := range ops {
+				if rng.IntN(2) == 0 {
+					claim[op] = true
+				}
+			}
+			c := Claims(g, name, claim)
+			if rng.IntN(3) == 0 {
+				c.Memory = hal.MemoryDeviceLocal
+			}
+			cands = append(cands, c)
+			est.fixed[name] = us(rng.IntN(20))
+			est.perNode[name] = us(rng.IntN(3))
+		}
+		cands = append(cands, Claims(g, "cpu", all))
+		pol := Policy{MinPartitionSize: rng.IntN(3)}
+		est.asked = nil
+		p, err := PlaceWithCosts(g, cands, pol, est)
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		for k, n := range est.asked {
+			if n > 1 {
+				t.Fatalf("trial %d: estimate of %s asked %d times", trial, k, n)
+			}
+		}
+		if err := CheckPlan(g, p); err != nil {
+			t.Fatalf("trial %d: %v\n%s", trial, err, p.Text())
+		}
+		q, _ := PlaceWithCosts(g, cands, pol, est)
+		a, _ := p.JSON()
+		b, _ := q.JSON()
+		if string(a) != string(b) {
+			t.Fatalf("trial %d: two runs gave different plans", trial)
+		}
+		for _, part := range p.Partitions {
+			if part.Fallback {
+				continue
+			}
+			c := part.Cost
+			if c == nil || !c.Kept() || c.Estimate == nil || c.FallbackEstimate == nil || c.Estimate.Latency+c.Transfer > c.FallbackEstimate.Latency {
+				t.Fatalf("trial %d: partition %d kept with %+v\n%s", trial, part.ID, c, p.Text())
+			}
+		}
+		for _, d := range p.Rejected {
+			if d.Kept() || d.Estimate.Latency+d.Transfer <= d.FallbackEstimate.Latency {
+				t.Fatalf("trial %d: rejected without being slower: %+v", trial, d)
+			}
+		}
+	}
+}
