@@ -421,3 +421,14 @@ func Factory(path string, opts Options) hal.Factory {
 }
 
 var _ hal.Backend = (*Backend)(nil)
+
+// LoadedBinary says what was mapped: the library's path and the sha256 of
+// the sealed bytes dlopen read (conformance.BinaryReporter), since the
+// mapping is of a private copy, not of the path.
+func (b *Backend) LoadedBinary() (path, sha256 string, err error) {
+	sum := b.SHA256()
+	if sum == "" {
+		return b.path, "", hal.Errorf(hal.CodeFailedPrecondition, "cabi: %s was not loaded from a sealed copy", b.path)
+	}
+	return b.path, sum, nil
+}

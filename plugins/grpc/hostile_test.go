@@ -409,7 +409,10 @@ func TestDoorbellCarriesContext(t *testing.T) {
 					break
 				}
 			}
-			if string(got) != tc.want {
+			// with a deadline, the plugin's own timer and the host's cancel
+			// (sent when it gives up) race: either ends the handler, as long
+			// as the deadline itself reached it
+			if string(got) != tc.want && !(tc.deadline && string(got) == "deadline=true err=context canceled") {
 				t.Fatalf("the plugin's handler saw %q, want %q", got, tc.want)
 			}
 		})

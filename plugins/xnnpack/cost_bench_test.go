@@ -195,6 +195,9 @@ const standIn = 700.0
 func BenchmarkCalibrate(b *testing.B) {
 	be, err := New(context.Background(), Options{Threads: 1})
 	if err != nil {
+		if Required() {
+			b.Fatalf("xnnpack required by SWITCHYARD_REQUIRE_BACKENDS but unavailable: %v", err)
+		}
 		b.Skipf("xnnpack unavailable: %v", err)
 	}
 	dev, err := hal.NewDevice(be, hal.LoadLinked)
@@ -381,6 +384,9 @@ func BenchmarkDecisions(b *testing.B) {
 	ctx := context.Background()
 	be, err := New(ctx, Options{Threads: 1})
 	if err != nil {
+		if Required() {
+			b.Fatalf("xnnpack required by SWITCHYARD_REQUIRE_BACKENDS but unavailable: %v", err)
+		}
 		b.Skipf("xnnpack unavailable: %v", err)
 	}
 	dev, err := hal.NewDevice(be, hal.LoadLinked)
@@ -481,6 +487,9 @@ func BenchmarkModels(b *testing.B) {
 	ctx := context.Background()
 	be, err := New(ctx, Options{Threads: 1})
 	if err != nil {
+		if Required() {
+			b.Fatalf("xnnpack required by SWITCHYARD_REQUIRE_BACKENDS but unavailable: %v", err)
+		}
 		b.Skipf("xnnpack unavailable: %v", err)
 	}
 	dev, err := hal.NewDevice(be, hal.LoadLibrary)
