@@ -19,6 +19,8 @@ func TestConformance(t *testing.T) {
 	}
 	conformance.Run(t, conformance.Harness{
 		Gaps: gaps,
-		Open: func(ctx context.Context) (*hal.Device, error) { return hal.NewDevice(native.New(native.Options{Threads: 2}), hal.LoadLinked) },
+		Open: func(ctx context.Context) (*hal.Device, error) {
+			return hal.NewDevice(native.New(native.Options{Threads: 2}), hal.LoadLinked)
+		},
 	})
 }

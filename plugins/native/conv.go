@@ -13,21 +13,21 @@ func checkConv(sg *hal.Subgraph, n *graph.Node) string {
 	if r := needF32(sg, n, 0, 1, 2); r != "" {
 		return r
 	}
+	rw := rankOf(sg, n.Inputs[1])
+	if rw != 3 && rw != 4 {
+		return fmt.Sprintf("native: Conv with weights of rank %d (1-D and 2-D convolutions only)", rw)
+	}
+	if r := rankOf(sg, n.Inputs[0]); r != rw {
+		return fmt.Sprintf("native: Conv input rank %d does not match the weights' %d", r, rw)
+	}
+	if g := n.AttrInt("group", 1); g < 1 {
+		return fmt.Sprintf("native: Conv group %d", g)
+	}
 	w := constInput(sg, n, 1)
 	if w == nil {
-		return "native: Conv with non-constant weights not implemented"
+		return "" // weights computed at run time: checked per call
 	}
-	if len(w.Shape) != 3 && len(w.Shape) != 4 {
-		return fmt.Sprintf("native: Conv with %d spatial dims not implemented (1-D and 2-D only)", len(w.Shape)-2)
-	}
-	if len(n.Inputs) > 2 && n.Inputs[2] != "" && constInput(sg, n, 2) == nil {
-		return "native: Conv with a non-constant bias not implemented"
-	}
-	if r := rankOf(sg, n.Inputs[0]); r != len(w.Shape) {
-		return fmt.Sprintf("native: Conv input rank %d does not match the weights' %d", r, len(w.Shape))
-	}
-	g := int(n.AttrInt("group", 1))
-	if g < 1 || w.Shape[0]%g != 0 {
+	if g := int(n.AttrInt("group", 1)); w.Shape[0]%g != 0 {
 		return fmt.Sprintf("native: Conv group %d does not divide %d output channels", g, w.Shape[0])
 	}
 	if _, err := readWindow(n, len(w.Shape)-2, w.Shape[2:]); err != nil {
@@ -50,11 +50,46 @@ type convPlan struct {
 	clamp            bool
 	lo, hi           float32
 	depthwise        bool
-	ss               scratchSet
+	ss               *scratchSet
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
-	wt := constInput(bc.sg, n, 1)
+	if wt := constInput(bc.sg, n, 1); wt != nil {
+		p, err := newConvPlan(bc, n, wt, constInput(bc.sg, n, 2), f, true)
+		if err != nil {
+			return nil, err
+		}
+		p.ss = &scratchSet{}
+		return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+			y, err := p.run(bc, ctx, in[0])
+			return []*graph.Tensor{y}, err
+		}, nil
+	}
+	// weights computed at run time: planned per call (no BatchNormalization
+	// is folded into them, see fuse)
+	ss := &scratchSet{}
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		w := in[1]
+		if w.DType != graph.Float32 || len(w.Shape) < 3 || len(w.Shape) > 4 || w.Shape[0]%max(int(node.AttrInt("group", 1)), 1) != 0 {
+			return nil, fmt.Errorf("%w: Conv weights %v %v", kernels.ErrInvalid, w.DType, w.Shape)
+		}
+		var b *graph.Tensor
+		if len(in) > 2 {
+			b = in[2]
+		}
+		p, err := newConvPlan(bc, node, w, b, f, false)
+		if err != nil {
+			return nil, err
+		}
+		p.ss = ss
+		y, err := p.run(bc, ctx, in[0])
+		return []*graph.Tensor{y}, err
+	}, nil
+}
+
+// newConvPlan prepares a Conv for weights wt and bias b (nil: none); copy
+// copies the weights (constant ones are folded with a BatchNormalization).
+func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, copyW bool) (*convPlan, error) {
 	nd := len(wt.Shape) - 2
 	win, err := readWindow(n, nd, wt.Shape[2:])
 	if err != nil {
@@ -63,16 +98,19 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	p := &convPlan{win: win, cout: wt.Shape[0], group: int(n.AttrInt("group", 1)), kh: win.kh, kw: win.kw, lo: negInf, hi: posInf}
 	p.cin = wt.Shape[1] * p.group
 	kk := wt.Shape[1] * p.kh * p.kw
-	p.w = append([]float32{}, f32(wt)...)
+	p.w = f32(wt)
+	if copyW {
+		p.w = append([]float32{}, p.w...)
+	}
 	bias := make([]float32, p.cout)
-	if b := constInput(bc.sg, n, 2); b != nil {
-		if b.Len() != p.cout {
+	if b != nil {
+		if b.DType != graph.Float32 || b.Len() != p.cout {
 			return nil, fmt.Errorf("%w: bias has %d values for %d output channels", kernels.ErrInvalid, b.Len(), p.cout)
 		}
 		copy(bias, f32(b))
 	}
 	if f != nil {
-		if f.bn != nil {
+		if f.bn != nil && copyW {
 			sc, sh := f32(constInput(bc.sg, f.bn, 1)), f32(constInput(bc.sg, f.bn, 2))
 			mean, vr := f32(constInput(bc.sg, f.bn, 3)), f32(constInput(bc.sg, f.bn, 4))
 			eps := float64(f.bn.AttrFloat("epsilon", 1e-5))
@@ -99,10 +137,7 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			copy(p.bias[g*p.biasStride:], bias[g*per:(g+1)*per])
 		}
 	}
-	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-		y, err := p.run(bc, ctx, in[0])
-		return []*graph.Tensor{y}, err
-	}, nil
+	return p, nil
 }
 
 func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {

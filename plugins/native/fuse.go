@@ -74,7 +74,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 		}
 		f := &fusion{lo: negInf, hi: posInf}
 		last := n
-		if n.OpType == "Conv" {
+		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
 			if bn := next(last); bn != nil && bn.OpType == "BatchNormalization" && foldableBN(sg, bn, n) {
 				f.bn, last = bn, bn
 			}
