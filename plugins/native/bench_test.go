@@ -1,3 +1,5 @@
+//go:build amd64
+
 package native_test
 
 import (
