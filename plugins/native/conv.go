@@ -259,37 +259,65 @@ func dwPlane(g *geom, x, w, y []float32, bias float32, clampOn bool, lo, hi floa
 		yrow := y[oy*g.ow : (oy+1)*g.ow]
 		iy := oy*g.sh - g.pt
 		inner := oy >= y0 && oy < y1
-		for ox := 0; ox < g.ow; ox++ {
-			ix := ox*g.sw - g.pl
-			s := bias
-			if inner && ox >= x0 && ox < x1 {
-				for ky := 0; ky < g.kh; ky++ {
-					xr := x[(iy+ky*g.dh)*g.iw+ix:]
-					wr := w[ky*g.kw : (ky+1)*g.kw]
-					for kx, wv := range wr {
-						s += xr[kx*g.dw] * wv
-					}
+		if inner && g.sw == 1 && x1 > x0 {
+			// unit column stride: each tap is a vector update of the row
+			for ox := x0; ox < x1; ox++ {
+				yrow[ox] = bias
+			}
+			seg := yrow[x0:x1]
+			for ky := 0; ky < g.kh; ky++ {
+				xr := x[(iy+ky*g.dh)*g.iw:]
+				for kx := 0; kx < g.kw; kx++ {
+					axpy(w[ky*g.kw+kx], xr[x0-g.pl+kx*g.dw:], seg)
 				}
-			} else {
-				for ky := 0; ky < g.kh; ky++ {
-					yy := iy + ky*g.dh
-					if uint(yy) >= uint(g.ih) {
-						continue
-					}
-					for kx := 0; kx < g.kw; kx++ {
-						xx := ix + kx*g.dw
-						if uint(xx) < uint(g.iw) {
-							s += x[yy*g.iw+xx] * w[ky*g.kw+kx]
+			}
+			for ox := 0; ox < x0; ox++ {
+				yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
+			}
+			for ox := x1; ox < g.ow; ox++ {
+				yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
+			}
+		} else {
+			for ox := 0; ox < g.ow; ox++ {
+				if inner && ox >= x0 && ox < x1 {
+					ix := ox*g.sw - g.pl
+					s := bias
+					for ky := 0; ky < g.kh; ky++ {
+						xr := x[(iy+ky*g.dh)*g.iw+ix:]
+						wr := w[ky*g.kw : (ky+1)*g.kw]
+						for kx, wv := range wr {
+							s += xr[kx*g.dw] * wv
 						}
 					}
+					yrow[ox] = s
+				} else {
+					yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
 				}
 			}
-			if clampOn {
-				s = clamp(s, lo, hi)
-			}
-			yrow[ox] = s
+		}
+		if clampOn {
+			clampTo(yrow, yrow, lo, hi)
 		}
 	}
+}
+
+// dwPoint is one output of a depthwise window that may read padding.
+func dwPoint(g *geom, x, w []float32, iy, ox int, bias float32) float32 {
+	ix := ox*g.sw - g.pl
+	s := bias
+	for ky := 0; ky < g.kh; ky++ {
+		yy := iy + ky*g.dh
+		if uint(yy) >= uint(g.ih) {
+			continue
+		}
+		for kx := 0; kx < g.kw; kx++ {
+			xx := ix + kx*g.dw
+			if uint(xx) < uint(g.iw) {
+				s += x[yy*g.iw+xx] * w[ky*g.kw+kx]
+			}
+		}
+	}
+	return s
 }
 
 // interior is the range [o0, o1) of output positions whose whole window

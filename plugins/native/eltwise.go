@@ -25,14 +25,7 @@ type unaryFn func(dst, src []float32)
 func unaryOf(bc *buildCtx, n *graph.Node) (unaryFn, error) {
 	switch n.OpType {
 	case "Relu":
-		return func(d, s []float32) {
-			for i, v := range s {
-				if v < 0 {
-					v = 0
-				}
-				d[i] = v
-			}
-		}, nil
+		return func(d, s []float32) { clampTo(d, s, 0, posInf) }, nil
 	case "LeakyRelu":
 		a := n.AttrFloat("alpha", 0.01)
 		return func(d, s []float32) {
@@ -45,11 +38,7 @@ func unaryOf(bc *buildCtx, n *graph.Node) (unaryFn, error) {
 		}, nil
 	case "Clip":
 		lo, hi := clipBounds(bc.sg, n)
-		return func(d, s []float32) {
-			for i, v := range s {
-				d[i] = clamp(v, lo, hi)
-			}
-		}, nil
+		return func(d, s []float32) { clampTo(d, s, lo, hi) }, nil
 	case "Sigmoid":
 		return func(d, s []float32) {
 			for i, v := range s {
@@ -136,30 +125,40 @@ const (
 	opDiv
 )
 
-func buildBinary(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
+func buildBinary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	op := map[string]binOp{"Add": opAdd, "Sub": opSub, "Mul": opMul, "Div": opDiv}[n.OpType]
 	ref, _ := kernels.Lookup("", n.OpType)
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a, b := in[0], in[1]
 		if a.DType != graph.Float32 || b.DType != graph.Float32 {
-			return ref.Kernel(ctx, node, in)
+			return nil, fmt.Errorf("%w: %s of %v and %v", kernels.ErrInvalid, node.OpType, a.DType, b.DType)
 		}
 		out, err := kernels.BroadcastShapes(a.Shape, b.Shape)
 		if err != nil {
-			return ref.Kernel(ctx, node, in)
+			return nil, fmt.Errorf("%w: %s of %v and %v: %v", kernels.ErrInvalid, node.OpType, a.Shape, b.Shape, err)
 		}
 		total := kernels.Prod(out)
 		pa, oka := bcastPattern(out, a.Shape)
 		pb, okb := bcastPattern(out, b.Shape)
 		if !oka || !okb {
-			return ref.Kernel(ctx, node, in)
+			outs, err := ref.Kernel(ctx, node, in)
+			if err == nil && f != nil && f.clamp && len(outs) == 1 {
+				Y := f32(outs[0])
+				clampTo(Y, Y, f.lo, f.hi)
+			}
+			return outs, err
 		}
 		y, err := ctx.New(graph.Float32, out)
 		if err != nil {
 			return nil, err
 		}
 		A, B, Y := f32(a), f32(b), f32(y)
-		parallelChunks(bc.pool, total, func(i0, i1 int) { binaryRange(op, Y, A, B, pa, pb, i0, i1) })
+		parallelChunks(bc.pool, total, func(i0, i1 int) {
+			binaryRange(op, Y, A, B, pa, pb, i0, i1)
+			if f != nil && f.clamp {
+				clampTo(Y[i0:i1], Y[i0:i1], f.lo, f.hi)
+			}
+		})
 		return []*graph.Tensor{y}, nil
 	}, nil
 }

@@ -22,6 +22,9 @@ type fusion struct {
 	nodes  []string // the fused nodes' labels, for error messages
 }
 
+// fusable are the ops that take a following Relu or Clip.
+var fusable = map[string]bool{"Conv": true, "MatMul": true, "Gemm": true, "Add": true, "Sub": true, "Mul": true, "Div": true}
+
 // fuse returns a copy of the subgraph's graph (sharing its constants)
 // where each Conv/MatMul/Gemm whose only reader is a foldable
 // BatchNormalization (Conv only) and then a Relu or Clip is one node
@@ -66,7 +69,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 	repl := map[*graph.Node]*graph.Node{}
 	fused := map[*graph.Node]*fusion{}
 	for _, n := range src.Nodes {
-		if dropped[n] || n.OpType != "Conv" && n.OpType != "MatMul" && n.OpType != "Gemm" || n.Domain != "" {
+		if dropped[n] || !fusable[n.OpType] || n.Domain != "" {
 			continue
 		}
 		if n.OpType == "MatMul" && constInput(sg, n, 1) == nil {

@@ -125,3 +125,17 @@ func clamp(x, lo, hi float32) float32 {
 	}
 	return x
 }
+
+func axpyGo(a float32, x, y []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}
+
+func clampGo(y, x []float32, lo, hi float32) {
+	x = x[:len(y)]
+	for i, v := range x {
+		y[i] = clamp(v, lo, hi)
+	}
+}

@@ -4,3 +4,6 @@ package native
 
 // archKernels: no assembly kernels for this GOARCH yet.
 func archKernels() []microKernel { return nil }
+
+func axpy(a float32, x, y []float32)         { axpyGo(a, x[:len(y)], y) }
+func clampTo(y, x []float32, lo, hi float32) { clampGo(y, x[:len(y)], lo, hi) }

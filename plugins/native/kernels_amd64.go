@@ -11,3 +11,13 @@ func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int,
 //
 //go:noescape
 func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// axpyAVX2 computes y[i] += a·x[i] for i < n.
+//
+//go:noescape
+func axpyAVX2(n int, a float32, x *float32, y *float32)
+
+// clampAVX2 computes y[i] = min(max(x[i], lo), hi) for i < n, keeping NaN.
+//
+//go:noescape
+func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)

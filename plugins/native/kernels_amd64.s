@@ -492,3 +492,94 @@ gemmAVX512x14x32_store:
 	VMOVUPS Z27, 64(R10)
 	VZEROUPPER
 	RET
+
+// func axpyAVX2(n int, a float32, x *float32, y *float32)
+// Requires: AVX, FMA3
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         x+16(FP), CX
+	MOVQ         y+24(FP), DX
+	VBROADCASTSS a+8(FP), Y0
+
+axpy_32:
+	CMPQ        AX, $0x20
+	JLT         axpy_8
+	VMOVUPS     (DX), Y1
+	VFMADD231PS (CX), Y0, Y1
+	VMOVUPS     Y1, (DX)
+	VMOVUPS     32(DX), Y1
+	VFMADD231PS 32(CX), Y0, Y1
+	VMOVUPS     Y1, 32(DX)
+	VMOVUPS     64(DX), Y1
+	VFMADD231PS 64(CX), Y0, Y1
+	VMOVUPS     Y1, 64(DX)
+	VMOVUPS     96(DX), Y1
+	VFMADD231PS 96(CX), Y0, Y1
+	VMOVUPS     Y1, 96(DX)
+	ADDQ        $0x00000080, CX
+	ADDQ        $0x00000080, DX
+	SUBQ        $0x20, AX
+	JMP         axpy_32
+
+axpy_8:
+	CMPQ        AX, $0x08
+	JLT         axpy_1
+	VMOVUPS     (DX), Y1
+	VFMADD231PS (CX), Y0, Y1
+	VMOVUPS     Y1, (DX)
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, DX
+	SUBQ        $0x08, AX
+	JMP         axpy_8
+
+axpy_1:
+	TESTQ       AX, AX
+	JEQ         axpy_done
+	VMOVSS      (DX), X1
+	VFMADD231SS (CX), X0, X1
+	VMOVSS      X1, (DX)
+	ADDQ        $0x04, CX
+	ADDQ        $0x04, DX
+	DECQ        AX
+	JMP         axpy_1
+
+axpy_done:
+	VZEROUPPER
+	RET
+
+// func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
+// Requires: AVX
+TEXT ·clampAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         x+16(FP), CX
+	MOVQ         y+24(FP), DX
+	VBROADCASTSS lo+8(FP), Y0
+	VBROADCASTSS hi+12(FP), Y1
+
+clamp_8:
+	CMPQ    AX, $0x08
+	JLT     clamp_1
+	VMOVUPS (CX), Y2
+	VMAXPS  Y2, Y0, Y2
+	VMINPS  Y2, Y1, Y2
+	VMOVUPS Y2, (DX)
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	SUBQ    $0x08, AX
+	JMP     clamp_8
+
+clamp_1:
+	TESTQ  AX, AX
+	JEQ    clamp_done
+	VMOVSS (CX), X2
+	VMAXSS X2, X0, X2
+	VMINSS X2, X1, X2
+	VMOVSS X2, (DX)
+	ADDQ   $0x04, CX
+	ADDQ   $0x04, DX
+	DECQ   AX
+	JMP    clamp_1
+
+clamp_done:
+	VZEROUPPER
+	RET

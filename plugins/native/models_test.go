@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -115,4 +116,36 @@ func TestONNXNodeSuite(t *testing.T) {
 		t.Errorf("fails with native but not on cpu: %s", b)
 	}
 	t.Logf("onnx-node with native+cpu: %d passed of %d", pass, len(results))
+}
+
+// BenchmarkModels runs each real model on native (cpu behind it) at one
+// thread, for profiling (go test -bench Models -cpuprofile).
+func BenchmarkModels(b *testing.B) {
+	root := shared.Path(b, "testdata/models")
+	for _, m := range []string{"blazeface_front_128", "ppocr_mobile_v2_cls", "ppocrv4_rec", "silero_vad_v5"} {
+		b.Run(m, func(b *testing.B) {
+			dev := device(b, native.Options{Threads: 1})
+			dir := filepath.Join(root, m)
+			model, err := runtime.LoadDir(context.Background(), dir, &runtime.Options{Backends: []*hal.Device{dev}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer model.Close()
+			ins, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input")
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := map[string]*graph.Tensor{}
+			for i, vi := range model.Inputs() {
+				if i < len(ins) {
+					in[vi.Name] = ins[i]
+				}
+			}
+			for b.Loop() {
+				if _, err := model.Run(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -33,6 +33,8 @@ func main() {
 	zs := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27}
 	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
+	axpy()
+	clampVec()
 	Generate()
 }
 
@@ -188,4 +190,94 @@ func paramAddr(name string) Mem {
 		panic(err)
 	}
 	return b.Addr
+}
+
+// axpy emits axpyAVX2: y[i] += a·x[i] for i < n (AVX2+FMA).
+func axpy() {
+	TEXT("axpyAVX2", NOSPLIT, "func(n int, a float32, x, y *float32)")
+	Doc("axpyAVX2 computes y[i] += a·x[i] for i < n.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	va := YMM()
+	VBROADCASTSS(paramAddr("a"), va)
+	vs := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	Label("axpy_32")
+	CMPQ(n, U8(32))
+	JLT(LabelRef("axpy_8"))
+	for i, v := range vs {
+		VMOVUPS(Mem{Base: y, Disp: 32 * i}, v)
+		VFMADD231PS(Mem{Base: x, Disp: 32 * i}, va, v)
+		VMOVUPS(v, Mem{Base: y, Disp: 32 * i})
+	}
+	ADDQ(U32(128), x)
+	ADDQ(U32(128), y)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("axpy_32"))
+	Label("axpy_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("axpy_1"))
+	VMOVUPS(Mem{Base: y}, vs[0])
+	VFMADD231PS(Mem{Base: x}, va, vs[0])
+	VMOVUPS(vs[0], Mem{Base: y})
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("axpy_8"))
+	Label("axpy_1")
+	TESTQ(n, n)
+	JEQ(LabelRef("axpy_done"))
+	s := XMM()
+	VMOVSS(Mem{Base: y}, s)
+	VFMADD231SS(Mem{Base: x}, va.AsX(), s)
+	VMOVSS(s, Mem{Base: y})
+	ADDQ(U8(4), x)
+	ADDQ(U8(4), y)
+	DECQ(n)
+	JMP(LabelRef("axpy_1"))
+	Label("axpy_done")
+	VZEROUPPER()
+	RET()
+}
+
+// clampVec emits clampAVX2: y[i] = min(max(x[i], lo), hi) for i < n, a NaN
+// x kept (x second in both).
+func clampVec() {
+	TEXT("clampAVX2", NOSPLIT, "func(n int, lo, hi float32, x, y *float32)")
+	Doc("clampAVX2 computes y[i] = min(max(x[i], lo), hi) for i < n, keeping NaN.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	lo, hi := YMM(), YMM()
+	VBROADCASTSS(paramAddr("lo"), lo)
+	VBROADCASTSS(paramAddr("hi"), hi)
+	v := YMM()
+	Label("clamp_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("clamp_1"))
+	VMOVUPS(Mem{Base: x}, v)
+	VMAXPS(v, lo, v)
+	VMINPS(v, hi, v)
+	VMOVUPS(v, Mem{Base: y})
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("clamp_8"))
+	Label("clamp_1")
+	TESTQ(n, n)
+	JEQ(LabelRef("clamp_done"))
+	s := XMM()
+	VMOVSS(Mem{Base: x}, s)
+	VMAXSS(s, lo.AsX(), s)
+	VMINSS(s, hi.AsX(), s)
+	VMOVSS(s, Mem{Base: y})
+	ADDQ(U8(4), x)
+	ADDQ(U8(4), y)
+	DECQ(n)
+	JMP(LabelRef("clamp_1"))
+	Label("clamp_done")
+	VZEROUPPER()
+	RET()
 }
