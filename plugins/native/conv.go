@@ -259,14 +259,19 @@ func dwPlane(g *geom, x, w, y []float32, bias float32, clampOn bool, lo, hi floa
 		yrow := y[oy*g.ow : (oy+1)*g.ow]
 		iy := oy*g.sh - g.pt
 		inner := oy >= y0 && oy < y1
-		if inner && g.sw == 1 && x1 > x0 {
-			// unit column stride: each tap is a vector update of the row
+		if g.sw == 1 && x1 > x0 {
+			// unit column stride: each tap is a vector update of the
+			// row's interior columns (taps on padding rows skipped)
 			for ox := x0; ox < x1; ox++ {
 				yrow[ox] = bias
 			}
 			seg := yrow[x0:x1]
 			for ky := 0; ky < g.kh; ky++ {
-				xr := x[(iy+ky*g.dh)*g.iw:]
+				yy := iy + ky*g.dh
+				if uint(yy) >= uint(g.ih) {
+					continue
+				}
+				xr := x[yy*g.iw:]
 				for kx := 0; kx < g.kw; kx++ {
 					axpy(w[ky*g.kw+kx], xr[x0-g.pl+kx*g.dw:], seg)
 				}

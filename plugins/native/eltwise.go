@@ -246,6 +246,9 @@ func locate(p pattern, i, total int) (j, run int, constant bool) {
 }
 
 func binaryVec(op binOp, y, a, b []float32) {
+	if binVV(op, y, a, b) {
+		return
+	}
 	b = b[:len(y)]
 	a = a[:len(y)]
 	switch op {
@@ -270,6 +273,9 @@ func binaryVec(op binOp, y, a, b []float32) {
 
 // binaryScalarA: a constant over the run.
 func binaryScalarA(op binOp, y []float32, a float32, b []float32) {
+	if binSV(op, y, a, b) {
+		return
+	}
 	b = b[:len(y)]
 	switch op {
 	case opAdd:
@@ -292,6 +298,9 @@ func binaryScalarA(op binOp, y []float32, a float32, b []float32) {
 }
 
 func binaryScalarB(op binOp, y, a []float32, b float32) {
+	if binVS(op, y, a, b) {
+		return
+	}
 	a = a[:len(y)]
 	switch op {
 	case opAdd:

@@ -41,3 +41,38 @@ func clampTo(y, x []float32, lo, hi float32) {
 	}
 	clampGo(y, x, lo, hi)
 }
+
+var (
+	vvFns = [4]func(n int, a, b, y *float32){addVVAVX2, subVVAVX2, mulVVAVX2, divVVAVX2}
+	vsFns = [4]func(n int, a *float32, b float32, y *float32){addVSAVX2, subVSAVX2, mulVSAVX2, divVSAVX2}
+	svFns = [4]func(n int, a float32, b, y *float32){addSVAVX2, subSVAVX2, mulSVAVX2, divSVAVX2}
+)
+
+// binVV, binVS and binSV run y = a op b in assembly where the CPU can
+// (a and b at least len(y) long where they are vectors); false: not done.
+func binVV(op binOp, y, a, b []float32) bool {
+	if !hasAVX2FMA || len(y) == 0 {
+		return false
+	}
+	_, _ = a[len(y)-1], b[len(y)-1]
+	vvFns[op](len(y), &a[0], &b[0], &y[0])
+	return true
+}
+
+func binVS(op binOp, y, a []float32, b float32) bool {
+	if !hasAVX2FMA || len(y) == 0 {
+		return false
+	}
+	_ = a[len(y)-1]
+	vsFns[op](len(y), &a[0], b, &y[0])
+	return true
+}
+
+func binSV(op binOp, y []float32, a float32, b []float32) bool {
+	if !hasAVX2FMA || len(y) == 0 {
+		return false
+	}
+	_ = b[len(y)-1]
+	svFns[op](len(y), a, &b[0], &y[0])
+	return true
+}

@@ -21,3 +21,63 @@ func axpyAVX2(n int, a float32, x *float32, y *float32)
 //
 //go:noescape
 func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
+
+// addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
+//
+//go:noescape
+func addVVAVX2(n int, a *float32, b *float32, y *float32)
+
+// addVSAVX2 computes y[i] = a + b for i < n (b a scalar).
+//
+//go:noescape
+func addVSAVX2(n int, a *float32, b float32, y *float32)
+
+// addSVAVX2 computes y[i] = a + b for i < n (a a scalar).
+//
+//go:noescape
+func addSVAVX2(n int, a float32, b *float32, y *float32)
+
+// subVVAVX2 computes y[i] = a - b for i < n (a and b vectors).
+//
+//go:noescape
+func subVVAVX2(n int, a *float32, b *float32, y *float32)
+
+// subVSAVX2 computes y[i] = a - b for i < n (b a scalar).
+//
+//go:noescape
+func subVSAVX2(n int, a *float32, b float32, y *float32)
+
+// subSVAVX2 computes y[i] = a - b for i < n (a a scalar).
+//
+//go:noescape
+func subSVAVX2(n int, a float32, b *float32, y *float32)
+
+// mulVVAVX2 computes y[i] = a · b for i < n (a and b vectors).
+//
+//go:noescape
+func mulVVAVX2(n int, a *float32, b *float32, y *float32)
+
+// mulVSAVX2 computes y[i] = a · b for i < n (b a scalar).
+//
+//go:noescape
+func mulVSAVX2(n int, a *float32, b float32, y *float32)
+
+// mulSVAVX2 computes y[i] = a · b for i < n (a a scalar).
+//
+//go:noescape
+func mulSVAVX2(n int, a float32, b *float32, y *float32)
+
+// divVVAVX2 computes y[i] = a / b for i < n (a and b vectors).
+//
+//go:noescape
+func divVVAVX2(n int, a *float32, b *float32, y *float32)
+
+// divVSAVX2 computes y[i] = a / b for i < n (b a scalar).
+//
+//go:noescape
+func divVSAVX2(n int, a *float32, b float32, y *float32)
+
+// divSVAVX2 computes y[i] = a / b for i < n (a a scalar).
+//
+//go:noescape
+func divSVAVX2(n int, a float32, b *float32, y *float32)

@@ -583,3 +583,427 @@ clamp_1:
 clamp_done:
 	VZEROUPPER
 	RET
+
+// func addVVAVX2(n int, a *float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·addVVAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+24(FP), CX
+	MOVQ a+8(FP), DX
+	MOVQ b+16(FP), BX
+
+addVVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     addVVAVX2_1
+	VMOVUPS (DX), Y0
+	VMOVUPS (BX), Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     addVVAVX2_8
+
+addVVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    addVVAVX2_done
+	VMOVSS (DX), X0
+	VMOVSS (BX), X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, BX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    addVVAVX2_1
+
+addVVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func addVSAVX2(n int, a *float32, b float32, y *float32)
+// Requires: AVX
+TEXT ·addVSAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         a+8(FP), DX
+	VBROADCASTSS b+16(FP), Y0
+
+addVSAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     addVSAVX2_1
+	VMOVUPS (DX), Y1
+	VADDPS  Y0, Y1, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     addVSAVX2_8
+
+addVSAVX2_1:
+	TESTQ  AX, AX
+	JEQ    addVSAVX2_done
+	VMOVSS (DX), X1
+	VADDSS X0, X1, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    addVSAVX2_1
+
+addVSAVX2_done:
+	VZEROUPPER
+	RET
+
+// func addSVAVX2(n int, a float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·addSVAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         b+16(FP), DX
+	VBROADCASTSS a+8(FP), Y0
+
+addSVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     addSVAVX2_1
+	VMOVUPS (DX), Y1
+	VADDPS  Y1, Y0, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     addSVAVX2_8
+
+addSVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    addSVAVX2_done
+	VMOVSS (DX), X1
+	VADDSS X1, X0, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    addSVAVX2_1
+
+addSVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func subVVAVX2(n int, a *float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·subVVAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+24(FP), CX
+	MOVQ a+8(FP), DX
+	MOVQ b+16(FP), BX
+
+subVVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     subVVAVX2_1
+	VMOVUPS (DX), Y0
+	VMOVUPS (BX), Y1
+	VSUBPS  Y1, Y0, Y0
+	VMOVUPS Y0, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     subVVAVX2_8
+
+subVVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    subVVAVX2_done
+	VMOVSS (DX), X0
+	VMOVSS (BX), X1
+	VSUBSS X1, X0, X0
+	VMOVSS X0, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, BX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    subVVAVX2_1
+
+subVVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func subVSAVX2(n int, a *float32, b float32, y *float32)
+// Requires: AVX
+TEXT ·subVSAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         a+8(FP), DX
+	VBROADCASTSS b+16(FP), Y0
+
+subVSAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     subVSAVX2_1
+	VMOVUPS (DX), Y1
+	VSUBPS  Y0, Y1, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     subVSAVX2_8
+
+subVSAVX2_1:
+	TESTQ  AX, AX
+	JEQ    subVSAVX2_done
+	VMOVSS (DX), X1
+	VSUBSS X0, X1, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    subVSAVX2_1
+
+subVSAVX2_done:
+	VZEROUPPER
+	RET
+
+// func subSVAVX2(n int, a float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·subSVAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         b+16(FP), DX
+	VBROADCASTSS a+8(FP), Y0
+
+subSVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     subSVAVX2_1
+	VMOVUPS (DX), Y1
+	VSUBPS  Y1, Y0, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     subSVAVX2_8
+
+subSVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    subSVAVX2_done
+	VMOVSS (DX), X1
+	VSUBSS X1, X0, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    subSVAVX2_1
+
+subSVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func mulVVAVX2(n int, a *float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·mulVVAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+24(FP), CX
+	MOVQ a+8(FP), DX
+	MOVQ b+16(FP), BX
+
+mulVVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     mulVVAVX2_1
+	VMOVUPS (DX), Y0
+	VMOVUPS (BX), Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     mulVVAVX2_8
+
+mulVVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    mulVVAVX2_done
+	VMOVSS (DX), X0
+	VMOVSS (BX), X1
+	VMULSS X1, X0, X0
+	VMOVSS X0, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, BX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    mulVVAVX2_1
+
+mulVVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func mulVSAVX2(n int, a *float32, b float32, y *float32)
+// Requires: AVX
+TEXT ·mulVSAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         a+8(FP), DX
+	VBROADCASTSS b+16(FP), Y0
+
+mulVSAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     mulVSAVX2_1
+	VMOVUPS (DX), Y1
+	VMULPS  Y0, Y1, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     mulVSAVX2_8
+
+mulVSAVX2_1:
+	TESTQ  AX, AX
+	JEQ    mulVSAVX2_done
+	VMOVSS (DX), X1
+	VMULSS X0, X1, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    mulVSAVX2_1
+
+mulVSAVX2_done:
+	VZEROUPPER
+	RET
+
+// func mulSVAVX2(n int, a float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·mulSVAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         b+16(FP), DX
+	VBROADCASTSS a+8(FP), Y0
+
+mulSVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     mulSVAVX2_1
+	VMOVUPS (DX), Y1
+	VMULPS  Y1, Y0, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     mulSVAVX2_8
+
+mulSVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    mulSVAVX2_done
+	VMOVSS (DX), X1
+	VMULSS X1, X0, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    mulSVAVX2_1
+
+mulSVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func divVVAVX2(n int, a *float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·divVVAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+24(FP), CX
+	MOVQ a+8(FP), DX
+	MOVQ b+16(FP), BX
+
+divVVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     divVVAVX2_1
+	VMOVUPS (DX), Y0
+	VMOVUPS (BX), Y1
+	VDIVPS  Y1, Y0, Y0
+	VMOVUPS Y0, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     divVVAVX2_8
+
+divVVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    divVVAVX2_done
+	VMOVSS (DX), X0
+	VMOVSS (BX), X1
+	VDIVSS X1, X0, X0
+	VMOVSS X0, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, BX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    divVVAVX2_1
+
+divVVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func divVSAVX2(n int, a *float32, b float32, y *float32)
+// Requires: AVX
+TEXT ·divVSAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         a+8(FP), DX
+	VBROADCASTSS b+16(FP), Y0
+
+divVSAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     divVSAVX2_1
+	VMOVUPS (DX), Y1
+	VDIVPS  Y0, Y1, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     divVSAVX2_8
+
+divVSAVX2_1:
+	TESTQ  AX, AX
+	JEQ    divVSAVX2_done
+	VMOVSS (DX), X1
+	VDIVSS X0, X1, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    divVSAVX2_1
+
+divVSAVX2_done:
+	VZEROUPPER
+	RET
+
+// func divSVAVX2(n int, a float32, b *float32, y *float32)
+// Requires: AVX
+TEXT ·divSVAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         y+24(FP), CX
+	MOVQ         b+16(FP), DX
+	VBROADCASTSS a+8(FP), Y0
+
+divSVAVX2_8:
+	CMPQ    AX, $0x08
+	JLT     divSVAVX2_1
+	VMOVUPS (DX), Y1
+	VDIVPS  Y1, Y0, Y1
+	VMOVUPS Y1, (CX)
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, CX
+	SUBQ    $0x08, AX
+	JMP     divSVAVX2_8
+
+divSVAVX2_1:
+	TESTQ  AX, AX
+	JEQ    divSVAVX2_done
+	VMOVSS (DX), X1
+	VDIVSS X1, X0, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x04, DX
+	ADDQ   $0x04, CX
+	DECQ   AX
+	JMP    divSVAVX2_1
+
+divSVAVX2_done:
+	VZEROUPPER
+	RET

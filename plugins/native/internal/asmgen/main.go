@@ -20,6 +20,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -35,6 +36,11 @@ func main() {
 	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
 	axpy()
 	clampVec()
+	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
+		for _, mode := range []string{"VV", "VS", "SV"} {
+			binary(op, mode)
+		}
+	}
 	Generate()
 }
 
@@ -278,6 +284,90 @@ func clampVec() {
 	DECQ(n)
 	JMP(LabelRef("clamp_1"))
 	Label("clamp_done")
+	VZEROUPPER()
+	RET()
+}
+
+// binary emits <op><mode>AVX2: y[i] = a op b for i < n, with a and b
+// vectors (VV), b a scalar (VS) or a a scalar (SV).
+func binary(op, mode string) {
+	name := strings.ToLower(op) + mode + "AVX2"
+	sig := map[string]string{
+		"VV": "func(n int, a, b, y *float32)",
+		"VS": "func(n int, a *float32, b float32, y *float32)",
+		"SV": "func(n int, a float32, b, y *float32)",
+	}[mode]
+	TEXT(name, NOSPLIT, sig)
+	Doc(fmt.Sprintf("%s computes y[i] = a %s b for i < n (%s).", name, map[string]string{"Add": "+", "Sub": "-", "Mul": "·", "Div": "/"}[op],
+		map[string]string{"VV": "a and b vectors", "VS": "b a scalar", "SV": "a a scalar"}[mode]))
+	Pragma("noescape")
+	vec := map[string]func(...Op){"Add": VADDPS, "Sub": VSUBPS, "Mul": VMULPS, "Div": VDIVPS}[op]
+	sca := map[string]func(...Op){"Add": VADDSS, "Sub": VSUBSS, "Mul": VMULSS, "Div": VDIVSS}[op]
+	n := Load(Param("n"), GP64())
+	y := Load(Param("y"), GP64())
+	var a, b Register
+	sa, sb := YMM(), YMM()
+	switch mode {
+	case "VV":
+		a, b = Load(Param("a"), GP64()), Load(Param("b"), GP64())
+	case "VS":
+		a = Load(Param("a"), GP64())
+		VBROADCASTSS(paramAddr("b"), sb)
+	case "SV":
+		b = Load(Param("b"), GP64())
+		VBROADCASTSS(paramAddr("a"), sa)
+	}
+	advance := func(bytes int) {
+		for _, r := range []Register{a, b, y} {
+			if r != nil {
+				ADDQ(U8(bytes), r)
+			}
+		}
+	}
+	// one step of w lanes (8: ymm, 1: the scalar tail)
+	step := func(lanes int) {
+		va, vb := YMM(), YMM()
+		mov, f := VMOVUPS, vec
+		if lanes == 1 {
+			mov, f = VMOVSS, sca
+		}
+		x := func(v VecVirtual) VecVirtual {
+			if lanes == 1 {
+				return v.AsX().(VecVirtual)
+			}
+			return v
+		}
+		switch mode {
+		case "VV":
+			mov(Mem{Base: a}, x(va))
+			mov(Mem{Base: b}, x(vb))
+			f(x(vb), x(va), x(va))
+			mov(x(va), Mem{Base: y})
+		case "VS":
+			mov(Mem{Base: a}, x(va))
+			f(x(sb), x(va), x(va))
+			mov(x(va), Mem{Base: y})
+		case "SV":
+			mov(Mem{Base: b}, x(vb))
+			f(x(vb), x(sa), x(vb))
+			mov(x(vb), Mem{Base: y})
+		}
+	}
+	Label(name + "_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef(name + "_1"))
+	step(8)
+	advance(32)
+	SUBQ(U8(8), n)
+	JMP(LabelRef(name + "_8"))
+	Label(name + "_1")
+	TESTQ(n, n)
+	JEQ(LabelRef(name + "_done"))
+	step(1)
+	advance(4)
+	DECQ(n)
+	JMP(LabelRef(name + "_1"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
