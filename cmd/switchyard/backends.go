@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
+	"github.com/switchyard-hal/switchyard/plugins/native"
 	"github.com/switchyard-hal/switchyard/plugins/sim"
 )
 
@@ -78,6 +80,8 @@ func (f *backendFlags) options(ctx context.Context) (opts *runtime.Options, clos
 				names = append(names, e.Info.Name)
 			}
 		}
+		// the portable native kernels go behind any vendor library, before cpu
+		sort.SliceStable(names, func(i, j int) bool { return names[i] != native.Name && names[j] == native.Name })
 	}
 	var devs []*hal.Device
 	closeAll = func() {

@@ -1,0 +1,338 @@
+package native
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+func checkConv(sg *hal.Subgraph, n *graph.Node) string {
+	if r := needF32(sg, n, 0, 1, 2); r != "" {
+		return r
+	}
+	rw := rankOf(sg, n.Inputs[1])
+	if rw != 3 && rw != 4 {
+		return fmt.Sprintf("native: Conv with weights of rank %d (1-D and 2-D convolutions only)", rw)
+	}
+	if r := rankOf(sg, n.Inputs[0]); r != rw {
+		return fmt.Sprintf("native: Conv input rank %d does not match the weights' %d", r, rw)
+	}
+	if g := n.AttrInt("group", 1); g < 1 {
+		return fmt.Sprintf("native: Conv group %d", g)
+	}
+	w := constInput(sg, n, 1)
+	if w == nil {
+		return "" // weights computed at run time: checked per call
+	}
+	if g := int(n.AttrInt("group", 1)); w.Shape[0]%g != 0 {
+		return fmt.Sprintf("native: Conv group %d does not divide %d output channels", g, w.Shape[0])
+	}
+	if _, err := readWindow(n, len(w.Shape)-2, w.Shape[2:]); err != nil {
+		return "native: Conv: " + err.Error()
+	}
+	return ""
+}
+
+// convPlan is a Conv prepared at compile: weights (with any
+// BatchNormalization folded in) as g row-major matrices of cout/g rows
+// (A of the GEMM, read in place), a bias padded to whole mr tiles per
+// group, and the clamp.
+type convPlan struct {
+	win              window
+	cout, cin, group int
+	kh, kw           int
+	w                []float32 // [cout][cin/g·kh·kw]
+	bias             []float32 // per group: padded to whole row tiles
+	biasStride       int
+	clamp            bool
+	lo, hi           float32
+	depthwise        bool
+	ss               *scratchSet
+}
+
+func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
+	if wt := constInput(bc.sg, n, 1); wt != nil {
+		p, err := newConvPlan(bc, n, wt, constInput(bc.sg, n, 2), f, true)
+		if err != nil {
+			return nil, err
+		}
+		p.ss = &scratchSet{}
+		return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+			y, err := p.run(bc, ctx, in[0])
+			return []*graph.Tensor{y}, err
+		}, nil
+	}
+	// weights computed at run time: planned per call (no BatchNormalization
+	// is folded into them, see fuse)
+	ss := &scratchSet{}
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		w := in[1]
+		if w.DType != graph.Float32 || len(w.Shape) < 3 || len(w.Shape) > 4 || w.Shape[0]%max(int(node.AttrInt("group", 1)), 1) != 0 {
+			return nil, fmt.Errorf("%w: Conv weights %v %v", kernels.ErrInvalid, w.DType, w.Shape)
+		}
+		var b *graph.Tensor
+		if len(in) > 2 {
+			b = in[2]
+		}
+		p, err := newConvPlan(bc, node, w, b, f, false)
+		if err != nil {
+			return nil, err
+		}
+		p.ss = ss
+		y, err := p.run(bc, ctx, in[0])
+		return []*graph.Tensor{y}, err
+	}, nil
+}
+
+// newConvPlan prepares a Conv for weights wt and bias b (nil: none); copy
+// copies the weights (constant ones are folded with a BatchNormalization).
+func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, copyW bool) (*convPlan, error) {
+	nd := len(wt.Shape) - 2
+	win, err := readWindow(n, nd, wt.Shape[2:])
+	if err != nil {
+		return nil, err
+	}
+	p := &convPlan{win: win, cout: wt.Shape[0], group: int(n.AttrInt("group", 1)), kh: win.kh, kw: win.kw, lo: negInf, hi: posInf}
+	p.cin = wt.Shape[1] * p.group
+	kk := wt.Shape[1] * p.kh * p.kw
+	p.w = f32(wt)
+	if copyW {
+		p.w = append([]float32{}, p.w...)
+	}
+	bias := make([]float32, p.cout)
+	if b != nil {
+		if b.DType != graph.Float32 || b.Len() != p.cout {
+			return nil, fmt.Errorf("%w: bias has %d values for %d output channels", kernels.ErrInvalid, b.Len(), p.cout)
+		}
+		copy(bias, f32(b))
+	}
+	if f != nil {
+		if f.bn != nil && copyW {
+			sc, sh := f32(constInput(bc.sg, f.bn, 1)), f32(constInput(bc.sg, f.bn, 2))
+			mean, vr := f32(constInput(bc.sg, f.bn, 3)), f32(constInput(bc.sg, f.bn, 4))
+			eps := float64(f.bn.AttrFloat("epsilon", 1e-5))
+			for o := 0; o < p.cout; o++ {
+				s := float64(sc[o]) / math.Sqrt(float64(vr[o])+eps)
+				row := p.w[o*kk : (o+1)*kk]
+				for i := range row {
+					row[i] = float32(float64(row[i]) * s)
+				}
+				bias[o] = float32((float64(bias[o])-float64(mean[o]))*s + float64(sh[o]))
+			}
+		}
+		p.clamp, p.lo, p.hi = f.clamp, f.lo, f.hi
+	}
+	p.depthwise = p.group == p.cin && p.cout == p.cin && p.group > 1
+	mr := bc.kern.mr
+	per := p.cout / p.group
+	p.biasStride = (per + mr - 1) / mr * mr
+	if p.depthwise {
+		p.bias, p.biasStride = bias, 1
+	} else {
+		p.bias = make([]float32, p.biasStride*p.group)
+		for g := 0; g < p.group; g++ {
+			copy(p.bias[g*p.biasStride:], bias[g*per:(g+1)*per])
+		}
+	}
+	return p, nil
+}
+
+func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
+	nd := p.win.nd
+	if x.DType != graph.Float32 || len(x.Shape) != nd+2 || x.Shape[1] != p.cin {
+		return nil, fmt.Errorf("%w: Conv input %v %v, weights want %d channels and rank %d", kernels.ErrInvalid, x.DType, x.Shape, p.cin, nd+2)
+	}
+	ih, iw := 1, x.Shape[2]
+	if nd == 2 {
+		ih, iw = x.Shape[2], x.Shape[3]
+	}
+	g, err := p.win.at(ih, iw)
+	if err != nil {
+		return nil, err
+	}
+	out := []int{x.Shape[0], p.cout, g.ow}
+	if nd == 2 {
+		out = []int{x.Shape[0], p.cout, g.oh, g.ow}
+	}
+	y, err := ctx.New(graph.Float32, out)
+	if err != nil {
+		return nil, err
+	}
+	X, Y := f32(x), f32(y)
+	batch := x.Shape[0]
+	if p.depthwise {
+		depthwise(bc.pool, p, &g, X, Y, batch)
+		return y, nil
+	}
+	kern := bc.kern
+	cg, per := p.cin/p.group, p.cout/p.group
+	kk := cg * p.kh * p.kw
+	hw, ohw := ih*iw, g.oh*g.ow
+	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	np := panelsOf(ohw, kern.nr)
+	sc := p.ss.of(packedLen(kk, ohw, kern.nr))
+	buf := sc.get()
+	defer sc.put(buf)
+	packed := *buf
+	chunks := min(np, 4*bc.pool.threads())
+	for b := 0; b < batch; b++ {
+		for gi := 0; gi < p.group; gi++ {
+			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
+			bc.pool.parallel(chunks, func(t int) {
+				p0, p1 := np*t/chunks, np*(t+1)/chunks
+				if pointwise {
+					packBRows(packed, xs, kk, ohw, kern.nr, hw, p0, p1)
+				} else {
+					im2colPack(packed, xs, cg, &g, kern.nr, p0, p1)
+				}
+			})
+			gemm(kern, bc.pool, &gemmOp{m: per, n: ohw, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
+				c: Y[(b*p.cout+gi*per)*ohw:], ldc: ohw, bias: p.bias[gi*p.biasStride:], biasMode: initRowBias,
+				clamp: p.clamp, lo: p.lo, hi: p.hi})
+		}
+	}
+	return y, nil
+}
+
+// im2colPack writes panels [p0, p1) of the im2col matrix of x (c channels
+// of ih×iw) — row (ci, ky, kx), column the output position — in the packed
+// B layout, zero where the window reads padding.
+func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
+	ohw := g.oh * g.ow
+	kk := c * g.kh * g.kw
+	var iy0, ix0 [maxNR]int
+	for p := p0; p < p1; p++ {
+		o0 := p * nr
+		w := min(nr, ohw-o0)
+		for j := 0; j < w; j++ {
+			o := o0 + j
+			iy0[j] = (o/g.ow)*g.sh - g.pt
+			ix0[j] = (o%g.ow)*g.sw - g.pl
+		}
+		panel := dst[p*kk*nr : (p+1)*kk*nr]
+		r := 0
+		for ci := 0; ci < c; ci++ {
+			plane := x[ci*g.ih*g.iw : (ci+1)*g.ih*g.iw]
+			for ky := 0; ky < g.kh; ky++ {
+				for kx := 0; kx < g.kw; kx++ {
+					row := panel[r*nr : r*nr+nr]
+					r++
+					dy, dx := ky*g.dh, kx*g.dw
+					for j := 0; j < w; j++ {
+						iy, ix := iy0[j]+dy, ix0[j]+dx
+						if uint(iy) < uint(g.ih) && uint(ix) < uint(g.iw) {
+							row[j] = plane[iy*g.iw+ix]
+						} else {
+							row[j] = 0
+						}
+					}
+					clear(row[w:])
+				}
+			}
+		}
+	}
+}
+
+// depthwise is a Conv with one filter per channel, computed directly.
+func depthwise(pl *pool, p *convPlan, g *geom, x, y []float32, batch int) {
+	c := p.cin
+	planes := batch * c
+	pl.parallel(min(planes, 4*pl.threads()), func(t int) {
+		chunks := min(planes, 4*pl.threads())
+		for pi := planes * t / chunks; pi < planes*(t+1)/chunks; pi++ {
+			ch := pi % c
+			dwPlane(g, x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], p.w[ch*g.kh*g.kw:(ch+1)*g.kh*g.kw], y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], p.bias[ch], p.clamp, p.lo, p.hi)
+		}
+	})
+}
+
+// dwPlane convolves one plane with one kh×kw filter: the interior (no
+// padding) without bounds checks per tap, the border with them.
+func dwPlane(g *geom, x, w, y []float32, bias float32, clampOn bool, lo, hi float32) {
+	// output rows/cols whose window lies inside the input
+	y0, y1 := interior(g.oh, g.ih, g.kh, g.sh, g.dh, g.pt)
+	x0, x1 := interior(g.ow, g.iw, g.kw, g.sw, g.dw, g.pl)
+	for oy := 0; oy < g.oh; oy++ {
+		yrow := y[oy*g.ow : (oy+1)*g.ow]
+		iy := oy*g.sh - g.pt
+		inner := oy >= y0 && oy < y1
+		if g.sw == 1 && x1 > x0 {
+			// unit column stride: each tap is a vector update of the
+			// row's interior columns (taps on padding rows skipped)
+			for ox := x0; ox < x1; ox++ {
+				yrow[ox] = bias
+			}
+			seg := yrow[x0:x1]
+			for ky := 0; ky < g.kh; ky++ {
+				yy := iy + ky*g.dh
+				if uint(yy) >= uint(g.ih) {
+					continue
+				}
+				xr := x[yy*g.iw:]
+				for kx := 0; kx < g.kw; kx++ {
+					axpy(w[ky*g.kw+kx], xr[x0-g.pl+kx*g.dw:], seg)
+				}
+			}
+			for ox := 0; ox < x0; ox++ {
+				yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
+			}
+			for ox := x1; ox < g.ow; ox++ {
+				yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
+			}
+		} else {
+			for ox := 0; ox < g.ow; ox++ {
+				if inner && ox >= x0 && ox < x1 {
+					ix := ox*g.sw - g.pl
+					s := bias
+					for ky := 0; ky < g.kh; ky++ {
+						xr := x[(iy+ky*g.dh)*g.iw+ix:]
+						wr := w[ky*g.kw : (ky+1)*g.kw]
+						for kx, wv := range wr {
+							s += xr[kx*g.dw] * wv
+						}
+					}
+					yrow[ox] = s
+				} else {
+					yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
+				}
+			}
+		}
+		if clampOn {
+			clampTo(yrow, yrow, lo, hi)
+		}
+	}
+}
+
+// dwPoint is one output of a depthwise window that may read padding.
+func dwPoint(g *geom, x, w []float32, iy, ox int, bias float32) float32 {
+	ix := ox*g.sw - g.pl
+	s := bias
+	for ky := 0; ky < g.kh; ky++ {
+		yy := iy + ky*g.dh
+		if uint(yy) >= uint(g.ih) {
+			continue
+		}
+		for kx := 0; kx < g.kw; kx++ {
+			xx := ix + kx*g.dw
+			if uint(xx) < uint(g.iw) {
+				s += x[yy*g.iw+xx] * w[ky*g.kw+kx]
+			}
+		}
+	}
+	return s
+}
+
+// interior is the range [o0, o1) of output positions whose whole window
+// (k taps, stride s, dilation d, begin pad pb) lies inside [0, in).
+func interior(out, in, k, s, d, pb int) (o0, o1 int) {
+	o0 = (pb + s - 1) / s
+	ext := (k - 1) * d
+	o1 = out
+	for o1 > o0 && (o1-1)*s-pb+ext >= in {
+		o1--
+	}
+	return min(o0, out), o1
+}

@@ -1,0 +1,323 @@
+package native
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// parallelChunks splits n elements into chunks of at least 16384 for the
+// pool and runs fn on each range.
+func parallelChunks(p *pool, n int, fn func(i0, i1 int)) {
+	chunks := min(p.threads()*2, max(1, n/16384))
+	if chunks <= 1 {
+		fn(0, n)
+		return
+	}
+	p.parallel(chunks, func(t int) { fn(n*t/chunks, n*(t+1)/chunks) })
+}
+
+// unaryFn is an element-wise float32 function over a range.
+type unaryFn func(dst, src []float32)
+
+func unaryOf(bc *buildCtx, n *graph.Node) (unaryFn, error) {
+	switch n.OpType {
+	case "Relu":
+		return func(d, s []float32) { clampTo(d, s, 0, posInf) }, nil
+	case "LeakyRelu":
+		a := n.AttrFloat("alpha", 0.01)
+		return func(d, s []float32) {
+			for i, v := range s {
+				if v < 0 {
+					v *= a
+				}
+				d[i] = v
+			}
+		}, nil
+	case "Clip":
+		lo, hi := clipBounds(bc.sg, n)
+		return func(d, s []float32) { clampTo(d, s, lo, hi) }, nil
+	case "Sigmoid":
+		return func(d, s []float32) {
+			for i, v := range s {
+				d[i] = sigmoid(v)
+			}
+		}, nil
+	case "Tanh":
+		return func(d, s []float32) {
+			for i, v := range s {
+				d[i] = float32(math.Tanh(float64(v)))
+			}
+		}, nil
+	case "HardSigmoid":
+		a, b := n.AttrFloat("alpha", 0.2), n.AttrFloat("beta", 0.5)
+		return func(d, s []float32) {
+			for i, v := range s {
+				d[i] = hardSigmoid(v, a, b)
+			}
+		}, nil
+	case "HardSwish":
+		return func(d, s []float32) {
+			for i, v := range s {
+				if h := hardSigmoid(v, 1.0/6, 0.5); h == 0 {
+					d[i] = 0 // also the limit at -Inf, where v·h is NaN
+				} else {
+					d[i] = v * h
+				}
+			}
+		}, nil
+	}
+	return nil, fmt.Errorf("%w: no element-wise kernel for %s", kernels.ErrUnsupported, n.OpType)
+}
+
+func sigmoid(v float32) float32 {
+	if v >= 0 {
+		return float32(1 / (1 + math.Exp(-float64(v))))
+	}
+	e := math.Exp(float64(v))
+	return float32(e / (1 + e))
+}
+
+// hardSigmoid is max(0, min(1, a·v + b)), NaN kept.
+func hardSigmoid(v, a, b float32) float32 {
+	x := a*v + b
+	if x < 0 {
+		return 0
+	}
+	if x > 1 {
+		return 1
+	}
+	return x
+}
+
+func buildUnary(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
+	fn, err := unaryOf(bc, n)
+	if err != nil {
+		return nil, err
+	}
+	op := n.OpType
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := in[0]
+		if x.DType != graph.Float32 {
+			return nil, fmt.Errorf("%w: %s of %v", kernels.ErrInvalid, op, x.DType)
+		}
+		y, err := ctx.New(graph.Float32, x.Shape)
+		if err != nil {
+			return nil, err
+		}
+		X, Y := f32(x), f32(y)
+		parallelChunks(bc.pool, len(X), func(i0, i1 int) { fn(Y[i0:i1], X[i0:i1]) })
+		return []*graph.Tensor{y}, nil
+	}, nil
+}
+
+// binary ops: a fast path for equal shapes, a scalar operand, and an
+// operand that varies along one contiguous range of the output's dims
+// (per-channel, per-row); other broadcasts run the reference kernel.
+type binOp int
+
+const (
+	opAdd binOp = iota
+	opSub
+	opMul
+	opDiv
+)
+
+func buildBinary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
+	op := map[string]binOp{"Add": opAdd, "Sub": opSub, "Mul": opMul, "Div": opDiv}[n.OpType]
+	ref, _ := kernels.Lookup("", n.OpType)
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		a, b := in[0], in[1]
+		if a.DType != graph.Float32 || b.DType != graph.Float32 {
+			return nil, fmt.Errorf("%w: %s of %v and %v", kernels.ErrInvalid, node.OpType, a.DType, b.DType)
+		}
+		out, err := kernels.BroadcastShapes(a.Shape, b.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s of %v and %v: %v", kernels.ErrInvalid, node.OpType, a.Shape, b.Shape, err)
+		}
+		total := kernels.Prod(out)
+		pa, oka := bcastPattern(out, a.Shape)
+		pb, okb := bcastPattern(out, b.Shape)
+		if !oka || !okb {
+			outs, err := ref.Kernel(ctx, node, in)
+			if err == nil && f != nil && f.clamp && len(outs) == 1 {
+				Y := f32(outs[0])
+				clampTo(Y, Y, f.lo, f.hi)
+			}
+			return outs, err
+		}
+		y, err := ctx.New(graph.Float32, out)
+		if err != nil {
+			return nil, err
+		}
+		A, B, Y := f32(a), f32(b), f32(y)
+		parallelChunks(bc.pool, total, func(i0, i1 int) {
+			binaryRange(op, Y, A, B, pa, pb, i0, i1)
+			if f != nil && f.clamp {
+				clampTo(Y[i0:i1], Y[i0:i1], f.lo, f.hi)
+			}
+		})
+		return []*graph.Tensor{y}, nil
+	}, nil
+}
+
+// pattern says how an operand's flat index follows the output's: element
+// (i / inner) % mid of the operand (full: inner 1, mid total; scalar: mid 1).
+type pattern struct{ inner, mid int }
+
+func bcastPattern(out, in []int) (pattern, bool) {
+	total := kernels.Prod(out)
+	n := kernels.Prod(in)
+	if n == total {
+		return pattern{1, max(total, 1)}, true
+	}
+	if n == 1 {
+		return pattern{1, 1}, true
+	}
+	off := len(out) - len(in)
+	first, last := -1, -1
+	for i, d := range in {
+		if d != 1 {
+			if first < 0 {
+				first = i + off
+			}
+			last = i + off
+		}
+	}
+	for i := first; i <= last; i++ {
+		if in[i-off] != out[i] {
+			return pattern{}, false
+		}
+	}
+	inner := kernels.Prod(out[last+1:])
+	return pattern{inner, n}, true
+}
+
+func binaryRange(op binOp, y, a, b []float32, pa, pb pattern, i0, i1 int) {
+	for i := i0; i < i1; {
+		ja, ra, ca := locate(pa, i, len(y))
+		jb, rb, cb := locate(pb, i, len(y))
+		run := min(ra, rb, i1-i)
+		ys := y[i : i+run]
+		switch {
+		case ca && cb:
+			v := apply(op, a[ja], b[jb])
+			for k := range ys {
+				ys[k] = v
+			}
+		case ca:
+			binaryScalarA(op, ys, a[ja], b[jb:jb+run])
+		case cb:
+			binaryScalarB(op, ys, a[ja:ja+run], b[jb])
+		default:
+			binaryVec(op, ys, a[ja:ja+run], b[jb:jb+run])
+		}
+		i += run
+	}
+}
+
+func apply(op binOp, a, b float32) float32 {
+	switch op {
+	case opAdd:
+		return a + b
+	case opSub:
+		return a - b
+	case opMul:
+		return a * b
+	}
+	return a / b
+}
+
+// locate is the operand index of output element i, how many following
+// elements keep the operand's access pattern, and whether the operand is
+// constant over them (else it is consecutive).
+func locate(p pattern, i, total int) (j, run int, constant bool) {
+	if p.mid == 1 {
+		return 0, total - i, true
+	}
+	if p.inner == 1 {
+		j = i % p.mid
+		return j, p.mid - j, false
+	}
+	j = (i / p.inner) % p.mid
+	return j, p.inner - i%p.inner, true
+}
+
+func binaryVec(op binOp, y, a, b []float32) {
+	if binVV(op, y, a, b) {
+		return
+	}
+	b = b[:len(y)]
+	a = a[:len(y)]
+	switch op {
+	case opAdd:
+		for i := range y {
+			y[i] = a[i] + b[i]
+		}
+	case opSub:
+		for i := range y {
+			y[i] = a[i] - b[i]
+		}
+	case opMul:
+		for i := range y {
+			y[i] = a[i] * b[i]
+		}
+	case opDiv:
+		for i := range y {
+			y[i] = a[i] / b[i]
+		}
+	}
+}
+
+// binaryScalarA: a constant over the run.
+func binaryScalarA(op binOp, y []float32, a float32, b []float32) {
+	if binSV(op, y, a, b) {
+		return
+	}
+	b = b[:len(y)]
+	switch op {
+	case opAdd:
+		for i := range y {
+			y[i] = a + b[i]
+		}
+	case opSub:
+		for i := range y {
+			y[i] = a - b[i]
+		}
+	case opMul:
+		for i := range y {
+			y[i] = a * b[i]
+		}
+	case opDiv:
+		for i := range y {
+			y[i] = a / b[i]
+		}
+	}
+}
+
+func binaryScalarB(op binOp, y, a []float32, b float32) {
+	if binVS(op, y, a, b) {
+		return
+	}
+	a = a[:len(y)]
+	switch op {
+	case opAdd:
+		for i := range y {
+			y[i] = a[i] + b
+		}
+	case opSub:
+		for i := range y {
+			y[i] = a[i] - b
+		}
+	case opMul:
+		for i := range y {
+			y[i] = a[i] * b
+		}
+	case opDiv:
+		for i := range y {
+			y[i] = a[i] / b
+		}
+	}
+}

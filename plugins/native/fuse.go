@@ -1,0 +1,141 @@
+package native
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+var (
+	posInf = float32(math.Inf(1))
+	negInf = float32(math.Inf(-1))
+)
+
+// fusion is what a Conv, MatMul or Gemm node took over from the nodes
+// after it: a BatchNormalization (folded into the weights) and a clamp
+// (Relu, Clip) applied in the GEMM's last pass.
+type fusion struct {
+	bn     *graph.Node
+	clamp  bool
+	lo, hi float32
+	nodes  []string // the fused nodes' labels, for error messages
+}
+
+// fusable are the ops that take a following Relu or Clip.
+var fusable = map[string]bool{"Conv": true, "MatMul": true, "Gemm": true, "Add": true, "Sub": true, "Mul": true, "Div": true}
+
+// fuse returns a copy of the subgraph's graph (sharing its constants)
+// where each Conv/MatMul/Gemm whose only reader is a foldable
+// BatchNormalization (Conv only) and then a Relu or Clip is one node
+// producing the last one's output. The subgraph itself is not modified.
+func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
+	src := sg.Graph
+	readers := map[string][]*graph.Node{}
+	for _, n := range src.Nodes {
+		for _, in := range n.Inputs {
+			if in != "" {
+				readers[in] = append(readers[in], n)
+			}
+		}
+		for _, a := range n.Attrs {
+			subs := a.Graphs
+			if a.G != nil {
+				subs = append(subs, a.G)
+			}
+			for _, g := range subs {
+				for _, v := range g.FreeVariables() {
+					readers[v] = append(readers[v], n)
+				}
+			}
+		}
+	}
+	isOut := map[string]bool{}
+	for _, o := range src.Outputs {
+		isOut[o.Name] = true
+	}
+	// only reader of the node's single output, when nothing else sees it
+	next := func(n *graph.Node) *graph.Node {
+		if len(n.Outputs) != 1 || isOut[n.Outputs[0]] {
+			return nil
+		}
+		r := readers[n.Outputs[0]]
+		if len(r) != 1 {
+			return nil
+		}
+		return r[0]
+	}
+	dropped := map[*graph.Node]bool{}
+	repl := map[*graph.Node]*graph.Node{}
+	fused := map[*graph.Node]*fusion{}
+	for _, n := range src.Nodes {
+		if dropped[n] || !fusable[n.OpType] || n.Domain != "" {
+			continue
+		}
+		if n.OpType == "MatMul" && constInput(sg, n, 1) == nil {
+			continue // batched: no epilogue
+		}
+		f := &fusion{lo: negInf, hi: posInf}
+		last := n
+		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
+			if bn := next(last); bn != nil && bn.OpType == "BatchNormalization" && foldableBN(sg, bn, n) {
+				f.bn, last = bn, bn
+			}
+		}
+		if act := next(last); act != nil && check(sg, act) == "" {
+			switch act.OpType {
+			case "Relu":
+				f.clamp, f.lo, last = true, 0, act
+			case "Clip":
+				f.clamp, last = true, act
+				f.lo, f.hi = clipBounds(sg, act)
+			}
+		}
+		if last == n {
+			continue
+		}
+		c := *n
+		c.Outputs = append([]string{}, last.Outputs...)
+		c.Name = n.Name
+		for x := next(n); x != nil; x = next(x) {
+			dropped[x] = true
+			f.nodes = append(f.nodes, x.Label())
+			if x == last {
+				break
+			}
+		}
+		fused[&c] = f
+		repl[n] = &c
+	}
+	g := *src
+	g.Nodes = nil
+	for _, n := range src.Nodes {
+		switch {
+		case dropped[n]:
+		case repl[n] != nil:
+			g.Nodes = append(g.Nodes, repl[n])
+		default:
+			g.Nodes = append(g.Nodes, n)
+		}
+	}
+	return &g, fused
+}
+
+// foldableBN: an inference BatchNormalization reading conv's output with
+// constant float32 parameters of one value per output channel.
+func foldableBN(sg *hal.Subgraph, bn, conv *graph.Node) bool {
+	if len(bn.Inputs) != 5 || len(bn.Outputs) != 1 || bn.Inputs[0] != conv.Outputs[0] || bn.AttrInt("training_mode", 0) != 0 {
+		return false
+	}
+	w := constInput(sg, conv, 1)
+	if w == nil || len(w.Shape) < 1 {
+		return false
+	}
+	for i := 1; i < 5; i++ {
+		c := constInput(sg, bn, i)
+		if c == nil || c.DType != graph.Float32 || c.Len() != w.Shape[0] {
+			return false
+		}
+	}
+	return true
+}

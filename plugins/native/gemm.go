@@ -1,0 +1,193 @@
+package native
+
+// The packed GEMM: C (m×n) = A (m×k, row-major, read in place) · B (k×n,
+// packed in panels of the micro-kernel's nr columns), with an optional bias
+// (per column or per row) and clamp fused into the last pass over k.
+//
+// Blocking (BLIS order, with A unpacked): for each kc block of k, for each
+// mc block of rows, for each nr panel of B (kc·nr floats, kept in L1 while
+// the rows of the block stream past it), for each mr tile of rows: one
+// micro-kernel call. Threads split the tile grid of C, never k, so no two
+// threads write the same element.
+
+// panelsOf is the number of nr-wide panels of n columns.
+func panelsOf(n, nr int) int { return (n + nr - 1) / nr }
+
+// packedLen is the length of B (k×n) packed for nr.
+func packedLen(k, n, nr int) int { return panelsOf(n, nr) * nr * k }
+
+// packB packs B (k×n) into dst (packedLen(k, n, nr)), reading element
+// (kk, j) at src[kk*rs + j*cs]; columns past n are zero.
+func packB(dst, src []float32, k, n, nr, rs, cs int) {
+	np := panelsOf(n, nr)
+	for p := 0; p < np; p++ {
+		j0 := p * nr
+		w := min(nr, n-j0)
+		panel := dst[p*k*nr : (p+1)*k*nr]
+		for kk := 0; kk < k; kk++ {
+			row := panel[kk*nr : kk*nr+nr]
+			if cs == 1 {
+				copy(row[:w], src[kk*rs+j0:kk*rs+j0+w])
+			} else {
+				for j := 0; j < w; j++ {
+					row[j] = src[kk*rs+(j0+j)*cs]
+				}
+			}
+			clear(row[w:])
+		}
+	}
+}
+
+// packBRows packs panels [p0, p1) of a row-major B (k×n, rows ldb apart)
+// into dst, which holds the whole packed matrix.
+func packBRows(dst, src []float32, k, n, nr, ldb, p0, p1 int) {
+	for p := p0; p < p1; p++ {
+		j0 := p * nr
+		w := min(nr, n-j0)
+		panel := dst[p*k*nr : (p+1)*k*nr]
+		if w == nr {
+			for kk := 0; kk < k; kk++ {
+				copy(panel[kk*nr:kk*nr+nr], src[kk*ldb+j0:kk*ldb+j0+nr])
+			}
+			continue
+		}
+		for kk := 0; kk < k; kk++ {
+			row := panel[kk*nr : kk*nr+nr]
+			copy(row[:w], src[kk*ldb+j0:kk*ldb+j0+w])
+			clear(row[w:])
+		}
+	}
+}
+
+// gemmOp is one GEMM call.
+type gemmOp struct {
+	m, n, k int
+	a       []float32 // m rows of k floats, lda apart
+	lda     int
+	b       []float32 // packed for the kernel's nr (packedLen(k, n, nr))
+	c       []float32 // m rows of n floats, ldc apart
+	ldc     int
+	// bias, when biasMode is initColBias or initRowBias: padded to whole
+	// panels (columns) or whole mr tiles (rows).
+	bias     []float32
+	biasMode int
+	clamp    bool
+	lo, hi   float32
+}
+
+// maxMR and maxNR bound the micro-kernels' tiles (scratch sizes).
+const (
+	maxMR = 16
+	maxNR = 32
+	maxKC = 256
+)
+
+// gemm runs g with kernel kern on the pool.
+func gemm(kern *microKernel, p *pool, g *gemmOp) {
+	if g.m == 0 || g.n == 0 {
+		return
+	}
+	mt := (g.m + kern.mr - 1) / kern.mr // row tiles
+	np := panelsOf(g.n, kern.nr)        // column panels
+	tm, tn := splitGrid(mt, np, p.threads(), kern)
+	p.parallel(tm*tn, func(t int) {
+		i, j := t/tn, t%tn
+		r0, r1 := mt*i/tm*kern.mr, min(mt*(i+1)/tm*kern.mr, g.m)
+		p0, p1 := np*j/tn, np*(j+1)/tn
+		gemmBlock(kern, g, r0, r1, p0, p1)
+	})
+}
+
+// splitGrid divides the mt×np tile grid into tm×tn tasks for threads:
+// a few tasks per thread (a preempted thread then holds less back), rows
+// first (each task then reads fewer rows of A), never tasks of less than
+// about 64 tiles.
+func splitGrid(mt, np, threads int, kern *microKernel) (tm, tn int) {
+	if threads <= 1 || mt*np < 128 {
+		return 1, 1
+	}
+	want := min(threads*4, mt*np/64)
+	tm = min(mt, want)
+	tn = max(1, min(np, want/tm))
+	return tm, tn
+}
+
+// gemmBlock computes rows [r0, r1) and panels [p0, p1) of C.
+func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
+	mr, nr := kern.mr, kern.nr
+	var apad [maxMR * maxKC]float32 // the last, partial row tile of A
+	var tile [maxMR * maxNR]float32 // a partial tile of C
+	k := g.k
+	for pc := 0; pc < k || pc == 0; pc += kern.kc {
+		kc := min(kern.kc, k-pc)
+		flags := g.biasMode
+		if pc > 0 {
+			flags = initC
+		}
+		if pc+kc >= k && g.clamp {
+			flags |= flagClamp
+		}
+		for ic := r0; ic < r1; ic += kern.mc {
+			ie := min(ic+kern.mc, r1)
+			// rows of a partial last tile, copied with zero rows below
+			full := ie - (ie-ic)%mr
+			if full < ie {
+				clear(apad[:mr*kc])
+				for i := full; i < ie; i++ {
+					copy(apad[(i-full)*kc:(i-full)*kc+kc], g.a[i*g.lda+pc:i*g.lda+pc+kc])
+				}
+			}
+			for jp := p0; jp < p1; jp++ {
+				j0 := jp * nr
+				w := min(nr, g.n-j0)
+				var bp *float32
+				if kc > 0 {
+					bp = &g.b[jp*k*nr+pc*nr]
+				}
+				for i0 := ic; i0 < ie; i0 += mr {
+					ap := (*float32)(nil)
+					lda := g.lda
+					if i0 < full {
+						ap = aptr(g.a, i0*g.lda+pc)
+					} else {
+						ap, lda = &apad[0], kc
+					}
+					bias := biasPtr(g, i0, j0)
+					h := min(mr, g.m-i0)
+					if h == mr && w == nr {
+						kern.fn(kc, ap, lda, bp, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
+						continue
+					}
+					// partial tile: through the scratch tile
+					if flags&3 == initC {
+						for i := 0; i < h; i++ {
+							copy(tile[i*nr:i*nr+w], g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w])
+						}
+					}
+					kern.fn(kc, ap, lda, bp, &tile[0], nr, bias, flags, g.lo, g.hi)
+					for i := 0; i < h; i++ {
+						copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
+					}
+				}
+			}
+		}
+	}
+}
+
+// aptr is &a[off], or nil for an empty A (k == 0 reads nothing).
+func aptr(a []float32, off int) *float32 {
+	if off >= len(a) {
+		return nil
+	}
+	return &a[off]
+}
+
+func biasPtr(g *gemmOp, i0, j0 int) *float32 {
+	switch g.biasMode {
+	case initColBias:
+		return &g.bias[j0]
+	case initRowBias:
+		return &g.bias[i0]
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package native
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// The committed assembly and its Go declarations must be what the avo
+// generator (internal/asmgen) produces today.
+func TestGeneratedAssemblyIsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the generator")
+	}
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		t.Skipf("no go tool at %s: %v", goTool, err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "asmgen")
+	build := exec.Command(goTool, "build", "-o", bin, "./internal/asmgen")
+	build.Env = append(os.Environ(), "GOOS=", "GOARCH=", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the generator: %v\n%s", err, out)
+	}
+	gen := exec.Command(bin, "-out", "kernels_amd64.s", "-stubs", "kernels_amd64.go", "-pkg", "native")
+	gen.Dir = dir
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("running the generator: %v\n%s", err, out)
+	}
+	for _, f := range []string{"kernels_amd64.s", "kernels_amd64.go"} {
+		want, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: regenerate with `go generate ./plugins/native`", f)
+		}
+	}
+}

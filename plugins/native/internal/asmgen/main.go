@@ -1,0 +1,373 @@
+// Command asmgen generates the amd64 assembly micro-kernels of the native
+// backend with avo (github.com/mmcloughlin/avo). It is a build-time tool:
+// nothing at run time imports it. The generated files are committed; the
+// package's TestGeneratedAssemblyIsCurrent runs this command and fails when
+// they are stale.
+//
+//	go run ./plugins/native/internal/asmgen -out plugins/native/kernels_amd64.s -stubs plugins/native/kernels_amd64.go -pkg native
+//
+// Every GEMM micro-kernel computes one MR×NR tile of C from MR rows of A,
+// read in place (row i at a + i·lda, kc floats each: A is never packed) and
+// a packed B panel (kc steps of NR floats):
+//
+//	C[i][j] = init[i][j] + Σ_k A[i·lda+k] · B[k·NR+j]
+//
+// where init is chosen by flags&3: 0 zero, 1 the tile of C itself
+// (accumulate), 2 a column bias (NR floats at bias), 3 a row bias (MR
+// floats at bias, one per row). With flags&4 the result is clamped to
+// [lo, hi] (NaN stays NaN). C rows are ldc floats apart.
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+const signature = "func(kc int, a *float32, lda int, b, c *float32, ldc int, bias *float32, flags int, lo, hi float32)"
+
+func main() {
+	gemm("gemmAVX2x6x16", 6, 16, 8, []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}, []VecPhysical{Y12, Y13}, Y14, Y15, false)
+	zs := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27}
+	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
+	axpy()
+	clampVec()
+	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
+		for _, mode := range []string{"VV", "VS", "SV"} {
+			binary(op, mode)
+		}
+	}
+	Generate()
+}
+
+// gemm emits one micro-kernel of mr rows and nr columns held in acc (row
+// major, nr/lanes registers a row), with bs the B loads and t0, t1 two
+// scratch registers. With bcst the A values are broadcast from memory
+// inside the FMA (AVX-512 embedded broadcast).
+func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysical, bcst bool) {
+	vpr := nr / lanes // vectors per row
+	if len(acc) != mr*vpr || len(bs) != vpr {
+		panic(fmt.Sprintf("%s: %d accumulators for %d×%d", name, len(acc), mr, nr))
+	}
+	at := func(i, v int) VecPhysical { return acc[i*vpr+v] }
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes one %d×%d tile of C (see the package asmgen for the contract).", name, mr, nr))
+	Pragma("noescape")
+	kc := Load(Param("kc"), GP64())
+	// A's rows are addressed as base + lda·{1,2,4,8}: a few base pointers
+	// (rows), each advancing one float a step
+	a0 := Load(Param("a"), GP64())
+	lda := Load(Param("lda"), GP64())
+	SHLQ(U8(2), lda)
+	row := make([]Mem, mr)
+	var bases []Register
+	for i := 0; i < mr; i++ {
+		if row[i].Base != nil {
+			continue
+		}
+		var base Register = a0
+		if i > 0 {
+			base = GP64()
+			IMUL3Q(U32(i), lda, base)
+			ADDQ(a0, base)
+		}
+		bases = append(bases, base)
+		row[i] = Mem{Base: base}
+		for _, sc := range []int{1, 2, 4, 8} {
+			if r := i + sc; r < mr && row[r].Base == nil {
+				row[r] = Mem{Base: base, Index: lda, Scale: uint8(sc)}
+			}
+		}
+	}
+	b := Load(Param("b"), GP64())
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	SHLQ(U8(2), ldc) // bytes
+	flags := Load(Param("flags"), GP64())
+	mode := GP64()
+	MOVQ(flags, mode)
+	ANDQ(U8(3), mode)
+	cp := GP64()
+
+	// init
+	CMPQ(mode, U8(1))
+	JEQ(LabelRef(name + "_loadc"))
+	CMPQ(mode, U8(2))
+	JEQ(LabelRef(name + "_colbias"))
+	CMPQ(mode, U8(3))
+	JEQ(LabelRef(name + "_rowbias"))
+	for i := range acc {
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	JMP(LabelRef(name + "_loop"))
+
+	Label(name + "_loadc")
+	MOVQ(c, cp)
+	for i := 0; i < mr; i++ {
+		for v := 0; v < vpr; v++ {
+			VMOVUPS(Mem{Base: cp, Disp: 4 * lanes * v}, at(i, v))
+		}
+		if i < mr-1 {
+			ADDQ(ldc, cp)
+		}
+	}
+	JMP(LabelRef(name + "_loop"))
+
+	Label(name + "_colbias")
+	bias := Load(Param("bias"), GP64())
+	for v := 0; v < vpr; v++ {
+		VMOVUPS(Mem{Base: bias, Disp: 4 * lanes * v}, bs[v])
+	}
+	for i := 0; i < mr; i++ {
+		for v := 0; v < vpr; v++ {
+			VMOVAPS(bs[v], at(i, v))
+		}
+	}
+	JMP(LabelRef(name + "_loop"))
+
+	Label(name + "_rowbias")
+	bias2 := Load(Param("bias"), GP64())
+	for i := 0; i < mr; i++ {
+		VBROADCASTSS(Mem{Base: bias2, Disp: 4 * i}, at(i, 0))
+		for v := 1; v < vpr; v++ {
+			VMOVAPS(at(i, 0), at(i, v))
+		}
+	}
+
+	// main loop over k
+	Label(name + "_loop")
+	TESTQ(kc, kc)
+	JEQ(LabelRef(name + "_done"))
+	Label(name + "_k")
+	for v := 0; v < vpr; v++ {
+		VMOVUPS(Mem{Base: b, Disp: 4 * lanes * v}, bs[v])
+	}
+	for i := 0; i < mr; i++ {
+		if bcst {
+			for v := 0; v < vpr; v++ {
+				VFMADD231PS_BCST(row[i], bs[v], at(i, v))
+			}
+		} else {
+			VBROADCASTSS(row[i], t0)
+			for v := 0; v < vpr; v++ {
+				VFMADD231PS(bs[v], t0, at(i, v))
+			}
+		}
+	}
+	for _, base := range bases {
+		ADDQ(U8(4), base)
+	}
+	ADDQ(U32(4*nr), b)
+	DECQ(kc)
+	JNE(LabelRef(name + "_k"))
+
+	Label(name + "_done")
+	TESTQ(U32(4), flags)
+	JEQ(LabelRef(name + "_store"))
+	VBROADCASTSS(paramAddr("lo"), t0)
+	VBROADCASTSS(paramAddr("hi"), t1)
+	for i := range acc {
+		// max(lo, x) and min(hi, x) with x second: a NaN x is kept
+		VMAXPS(acc[i], t0, acc[i])
+		VMINPS(acc[i], t1, acc[i])
+	}
+
+	Label(name + "_store")
+	for i := 0; i < mr; i++ {
+		for v := 0; v < vpr; v++ {
+			VMOVUPS(at(i, v), Mem{Base: c, Disp: 4 * lanes * v})
+		}
+		if i < mr-1 {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// paramAddr is the memory operand of a parameter.
+func paramAddr(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
+// axpy emits axpyAVX2: y[i] += a·x[i] for i < n (AVX2+FMA).
+func axpy() {
+	TEXT("axpyAVX2", NOSPLIT, "func(n int, a float32, x, y *float32)")
+	Doc("axpyAVX2 computes y[i] += a·x[i] for i < n.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	va := YMM()
+	VBROADCASTSS(paramAddr("a"), va)
+	vs := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	Label("axpy_32")
+	CMPQ(n, U8(32))
+	JLT(LabelRef("axpy_8"))
+	for i, v := range vs {
+		VMOVUPS(Mem{Base: y, Disp: 32 * i}, v)
+		VFMADD231PS(Mem{Base: x, Disp: 32 * i}, va, v)
+		VMOVUPS(v, Mem{Base: y, Disp: 32 * i})
+	}
+	ADDQ(U32(128), x)
+	ADDQ(U32(128), y)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("axpy_32"))
+	Label("axpy_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("axpy_1"))
+	VMOVUPS(Mem{Base: y}, vs[0])
+	VFMADD231PS(Mem{Base: x}, va, vs[0])
+	VMOVUPS(vs[0], Mem{Base: y})
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("axpy_8"))
+	Label("axpy_1")
+	TESTQ(n, n)
+	JEQ(LabelRef("axpy_done"))
+	s := XMM()
+	VMOVSS(Mem{Base: y}, s)
+	VFMADD231SS(Mem{Base: x}, va.AsX(), s)
+	VMOVSS(s, Mem{Base: y})
+	ADDQ(U8(4), x)
+	ADDQ(U8(4), y)
+	DECQ(n)
+	JMP(LabelRef("axpy_1"))
+	Label("axpy_done")
+	VZEROUPPER()
+	RET()
+}
+
+// clampVec emits clampAVX2: y[i] = min(max(x[i], lo), hi) for i < n, a NaN
+// x kept (x second in both).
+func clampVec() {
+	TEXT("clampAVX2", NOSPLIT, "func(n int, lo, hi float32, x, y *float32)")
+	Doc("clampAVX2 computes y[i] = min(max(x[i], lo), hi) for i < n, keeping NaN.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	lo, hi := YMM(), YMM()
+	VBROADCASTSS(paramAddr("lo"), lo)
+	VBROADCASTSS(paramAddr("hi"), hi)
+	v := YMM()
+	Label("clamp_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("clamp_1"))
+	VMOVUPS(Mem{Base: x}, v)
+	VMAXPS(v, lo, v)
+	VMINPS(v, hi, v)
+	VMOVUPS(v, Mem{Base: y})
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("clamp_8"))
+	Label("clamp_1")
+	TESTQ(n, n)
+	JEQ(LabelRef("clamp_done"))
+	s := XMM()
+	VMOVSS(Mem{Base: x}, s)
+	VMAXSS(s, lo.AsX(), s)
+	VMINSS(s, hi.AsX(), s)
+	VMOVSS(s, Mem{Base: y})
+	ADDQ(U8(4), x)
+	ADDQ(U8(4), y)
+	DECQ(n)
+	JMP(LabelRef("clamp_1"))
+	Label("clamp_done")
+	VZEROUPPER()
+	RET()
+}
+
+// binary emits <op><mode>AVX2: y[i] = a op b for i < n, with a and b
+// vectors (VV), b a scalar (VS) or a a scalar (SV).
+func binary(op, mode string) {
+	name := strings.ToLower(op) + mode + "AVX2"
+	sig := map[string]string{
+		"VV": "func(n int, a, b, y *float32)",
+		"VS": "func(n int, a *float32, b float32, y *float32)",
+		"SV": "func(n int, a float32, b, y *float32)",
+	}[mode]
+	TEXT(name, NOSPLIT, sig)
+	Doc(fmt.Sprintf("%s computes y[i] = a %s b for i < n (%s).", name, map[string]string{"Add": "+", "Sub": "-", "Mul": "·", "Div": "/"}[op],
+		map[string]string{"VV": "a and b vectors", "VS": "b a scalar", "SV": "a a scalar"}[mode]))
+	Pragma("noescape")
+	vec := map[string]func(...Op){"Add": VADDPS, "Sub": VSUBPS, "Mul": VMULPS, "Div": VDIVPS}[op]
+	sca := map[string]func(...Op){"Add": VADDSS, "Sub": VSUBSS, "Mul": VMULSS, "Div": VDIVSS}[op]
+	n := Load(Param("n"), GP64())
+	y := Load(Param("y"), GP64())
+	var a, b Register
+	sa, sb := YMM(), YMM()
+	switch mode {
+	case "VV":
+		a, b = Load(Param("a"), GP64()), Load(Param("b"), GP64())
+	case "VS":
+		a = Load(Param("a"), GP64())
+		VBROADCASTSS(paramAddr("b"), sb)
+	case "SV":
+		b = Load(Param("b"), GP64())
+		VBROADCASTSS(paramAddr("a"), sa)
+	}
+	advance := func(bytes int) {
+		for _, r := range []Register{a, b, y} {
+			if r != nil {
+				ADDQ(U8(bytes), r)
+			}
+		}
+	}
+	// one step of w lanes (8: ymm, 1: the scalar tail)
+	step := func(lanes int) {
+		va, vb := YMM(), YMM()
+		mov, f := VMOVUPS, vec
+		if lanes == 1 {
+			mov, f = VMOVSS, sca
+		}
+		x := func(v VecVirtual) VecVirtual {
+			if lanes == 1 {
+				return v.AsX().(VecVirtual)
+			}
+			return v
+		}
+		switch mode {
+		case "VV":
+			mov(Mem{Base: a}, x(va))
+			mov(Mem{Base: b}, x(vb))
+			f(x(vb), x(va), x(va))
+			mov(x(va), Mem{Base: y})
+		case "VS":
+			mov(Mem{Base: a}, x(va))
+			f(x(sb), x(va), x(va))
+			mov(x(va), Mem{Base: y})
+		case "SV":
+			mov(Mem{Base: b}, x(vb))
+			f(x(vb), x(sa), x(vb))
+			mov(x(vb), Mem{Base: y})
+		}
+	}
+	Label(name + "_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef(name + "_1"))
+	step(8)
+	advance(32)
+	SUBQ(U8(8), n)
+	JMP(LabelRef(name + "_8"))
+	Label(name + "_1")
+	TESTQ(n, n)
+	JEQ(LabelRef(name + "_done"))
+	step(1)
+	advance(4)
+	DECQ(n)
+	JMP(LabelRef(name + "_1"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,78 @@
+package native
+
+import "golang.org/x/sys/cpu"
+
+// archKernels are the assembly micro-kernels the CPU and OS support.
+func archKernels() []microKernel {
+	var ks []microKernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, microKernel{name: "avx512x14x32", mr: 14, nr: 32, kc: 256, mc: 112, fn: gemmAVX512x14x32})
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, microKernel{name: "avx2x6x16", mr: 6, nr: 16, kc: 256, mc: 72, fn: gemmAVX2x6x16})
+	}
+	return ks
+}
+
+var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// axpy is y[i] += a·x[i] over len(y) (x at least as long).
+func axpy(a float32, x, y []float32) {
+	if len(y) == 0 {
+		return
+	}
+	x = x[:len(y)]
+	if hasAVX2FMA {
+		axpyAVX2(len(y), a, &x[0], &y[0])
+		return
+	}
+	axpyGo(a, x, y)
+}
+
+// clampTo is y[i] = clamp(x[i], lo, hi) over len(y), NaN kept.
+func clampTo(y, x []float32, lo, hi float32) {
+	if len(y) == 0 {
+		return
+	}
+	x = x[:len(y)]
+	if hasAVX2FMA {
+		clampAVX2(len(y), lo, hi, &x[0], &y[0])
+		return
+	}
+	clampGo(y, x, lo, hi)
+}
+
+var (
+	vvFns = [4]func(n int, a, b, y *float32){addVVAVX2, subVVAVX2, mulVVAVX2, divVVAVX2}
+	vsFns = [4]func(n int, a *float32, b float32, y *float32){addVSAVX2, subVSAVX2, mulVSAVX2, divVSAVX2}
+	svFns = [4]func(n int, a float32, b, y *float32){addSVAVX2, subSVAVX2, mulSVAVX2, divSVAVX2}
+)
+
+// binVV, binVS and binSV run y = a op b in assembly where the CPU can
+// (a and b at least len(y) long where they are vectors); false: not done.
+func binVV(op binOp, y, a, b []float32) bool {
+	if !hasAVX2FMA || len(y) == 0 {
+		return false
+	}
+	_, _ = a[len(y)-1], b[len(y)-1]
+	vvFns[op](len(y), &a[0], &b[0], &y[0])
+	return true
+}
+
+func binVS(op binOp, y, a []float32, b float32) bool {
+	if !hasAVX2FMA || len(y) == 0 {
+		return false
+	}
+	_ = a[len(y)-1]
+	vsFns[op](len(y), &a[0], b, &y[0])
+	return true
+}
+
+func binSV(op binOp, y []float32, a float32, b []float32) bool {
+	if !hasAVX2FMA || len(y) == 0 {
+		return false
+	}
+	_ = b[len(y)-1]
+	svFns[op](len(y), a, &b[0], &y[0])
+	return true
+}

@@ -1,0 +1,13 @@
+//go:build !amd64
+
+package native
+
+// archKernels: no assembly kernels for this GOARCH yet.
+func archKernels() []microKernel { return nil }
+
+func axpy(a float32, x, y []float32)         { axpyGo(a, x[:len(y)], y) }
+func clampTo(y, x []float32, lo, hi float32) { clampGo(y, x[:len(y)], lo, hi) }
+
+func binVV(op binOp, y, a, b []float32) bool                   { return false }
+func binVS(op binOp, y, a []float32, b float32) bool           { return false }
+func binSV(op binOp, y []float32, a float32, b []float32) bool { return false }

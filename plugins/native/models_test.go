@@ -1,0 +1,151 @@
+package native_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/onnxtest"
+	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/shared"
+	"github.com/switchyard-hal/switchyard/plugins/native"
+)
+
+func device(t testing.TB, opts native.Options) *hal.Device {
+	t.Helper()
+	d, err := hal.NewDevice(native.New(opts), hal.LoadLinked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// The real models against their reference outputs (verify's tolerance,
+// atol 1e-4), with every node the backend claims placed on it, and the
+// partition count they keep.
+func TestModels(t *testing.T) {
+	dev := device(t, native.Options{Threads: 2})
+	root := shared.Path(t, "testdata/models")
+	for _, m := range []string{"blazeface_front_128", "ppocr_mobile_v2_cls", "ppocrv4_rec", "silero_vad_v5"} {
+		t.Run(m, func(t *testing.T) {
+			dir := filepath.Join(root, m)
+			opts := &runtime.Options{Backends: []*hal.Device{dev}}
+			res := onnxtest.RunDir(context.Background(), dir, onnxtest.Options{Rtol: 1e-3, Atol: 1e-4, Runtime: opts})
+			if res.Status != onnxtest.Pass {
+				t.Fatalf("%s: %s: %s", m, res.Status, res.Reason)
+			}
+			model, err := runtime.LoadDir(context.Background(), dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer model.Close()
+			s := model.Plan().Summary()
+			t.Logf("%s: placement %v, %d partitions", m, s, len(model.PartitionStats()))
+			if s[native.Name] == 0 {
+				t.Fatalf("%s: nothing placed on native: %v", m, s)
+			}
+		})
+	}
+}
+
+// expectedFailures reads the onnx-node entries of the repository's
+// expected-failures file (core/onnxtest/testdata/expected.txt).
+func expectedFailures(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "core", "onnxtest", "testdata", "expected.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "fail onnx-node/"); ok {
+			out[strings.Fields(name)[0]] = true
+		}
+	}
+	return out
+}
+
+// The ONNX node tests with native first and cpu behind it: the same
+// failures as cpu alone, nothing more (an op native claims but computes
+// differently shows up here).
+func TestONNXNodeSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dev := device(t, native.Options{Threads: 1})
+	root := shared.Path(t, "testdata/onnx-node")
+	exp := expectedFailures(t)
+	dirs, _ := filepath.Glob(filepath.Join(root, "test_*"))
+	opt := onnxtest.DefaultOptions()
+	opt.Runtime = &runtime.Options{Backends: []*hal.Device{dev}}
+	results := make([]onnxtest.Result, len(dirs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, d := range dirs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = onnxtest.RunDir(context.Background(), d, opt)
+		}()
+	}
+	wg.Wait()
+	pass := 0
+	var bad []string
+	for _, r := range results {
+		switch {
+		case r.Status == onnxtest.Pass:
+			pass++
+		case r.Status == onnxtest.Fail && !exp[r.Name]:
+			bad = append(bad, r.Name+": "+r.Reason)
+		}
+	}
+	sort.Strings(bad)
+	for _, b := range bad {
+		t.Errorf("fails with native but not on cpu: %s", b)
+	}
+	t.Logf("onnx-node with native+cpu: %d passed of %d", pass, len(results))
+}
+
+// BenchmarkModels runs each real model on native (cpu behind it) at one
+// thread, for profiling (go test -bench Models -cpuprofile).
+func BenchmarkModels(b *testing.B) {
+	root := shared.Path(b, "testdata/models")
+	for _, m := range []string{"blazeface_front_128", "ppocr_mobile_v2_cls", "ppocrv4_rec", "silero_vad_v5"} {
+		b.Run(m, func(b *testing.B) {
+			dev := device(b, native.Options{Threads: 1})
+			dir := filepath.Join(root, m)
+			model, err := runtime.LoadDir(context.Background(), dir, &runtime.Options{Backends: []*hal.Device{dev}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer model.Close()
+			ins, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input")
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := map[string]*graph.Tensor{}
+			for i, vi := range model.Inputs() {
+				if i < len(ins) {
+					in[vi.Name] = ins[i]
+				}
+			}
+			for b.Loop() {
+				if _, err := model.Run(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,171 @@
+package native
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// fastOps are the ops with this package's own float32 kernels: each has a
+// check (the reason it declines a node, or "") and a builder.
+var fastOps = map[string]struct {
+	check func(sg *hal.Subgraph, n *graph.Node) string
+	build func(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error)
+}{
+	"MatMul":             {checkMatMul, buildMatMul},
+	"Gemm":               {checkGemm, buildGemm},
+	"Conv":               {checkConv, buildConv},
+	"Relu":               {checkUnary, buildUnary},
+	"LeakyRelu":          {checkUnary, buildUnary},
+	"Clip":               {checkClip, buildUnary},
+	"Sigmoid":            {checkUnary, buildUnary},
+	"Tanh":               {checkUnary, buildUnary},
+	"HardSigmoid":        {checkUnary, buildUnary},
+	"HardSwish":          {checkUnary, buildUnary},
+	"Add":                {checkBinary, buildBinary},
+	"Sub":                {checkBinary, buildBinary},
+	"Mul":                {checkBinary, buildBinary},
+	"Div":                {checkBinary, buildBinary},
+	"MaxPool":            {checkPool, buildPool},
+	"AveragePool":        {checkPool, buildPool},
+	"GlobalAveragePool":  {checkGlobalPool, buildGlobalPool},
+	"Softmax":            {checkSoftmax, buildSoftmax},
+	"BatchNormalization": {checkBatchNorm, buildBatchNorm},
+}
+
+// referenceOps are claimed so that a model stays in few partitions, and
+// run the reference kernel inside the partition: data movement, shapes,
+// and the small math of decomposed normalisations.
+var referenceOps = map[string]bool{
+	"Reshape": true, "Flatten": true, "Squeeze": true, "Unsqueeze": true, "Transpose": true,
+	"Concat": true, "Split": true, "Slice": true, "Gather": true, "Expand": true, "Identity": true,
+	"Shape": true, "Size": true, "Constant": true, "ConstantOfShape": true, "Cast": true, "Dropout": true,
+	"ReduceMean": true, "Pow": true, "Sqrt": true, "Equal": true, "Not": true, "Where": true,
+	"Pad": true, "Erf": true, "Exp": true, "Neg": true, "Reciprocal": true, "Abs": true,
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// check is the backend's verdict for a node: "" to claim it, else why not.
+func check(sg *hal.Subgraph, n *graph.Node) string {
+	if n.Domain != "" && n.Domain != "ai.onnx" {
+		return fmt.Sprintf("native: domain %q not implemented", n.Domain)
+	}
+	if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+		return "native: " + err.Error()
+	}
+	if op, ok := fastOps[n.OpType]; ok {
+		return op.check(sg, n)
+	}
+	if referenceOps[n.OpType] {
+		for _, a := range n.Attrs {
+			if a.G != nil || len(a.Graphs) > 0 {
+				return fmt.Sprintf("native: %s with a nested graph (attribute %q) not taken", n.OpType, a.Name)
+			}
+		}
+		return ""
+	}
+	return fmt.Sprintf("native: op %s not implemented", n.OpType)
+}
+
+// build returns the kernel of a node (nil: the reference kernel).
+func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
+	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
+		return op.build(bc, n, f)
+	}
+	return nil, nil
+}
+
+// buildCtx is what builders share.
+type buildCtx struct {
+	sg   *hal.Subgraph
+	kern *microKernel
+	pool *pool
+}
+
+// --- checks shared by the ops ---
+
+// needF32 declines unless every named (non-empty) input is known float32.
+func needF32(sg *hal.Subgraph, n *graph.Node, idx ...int) string {
+	for _, i := range idx {
+		if i >= len(n.Inputs) || n.Inputs[i] == "" {
+			continue
+		}
+		t, ok := sg.TypeOf(n.Inputs[i])
+		if !ok || t.DType == graph.Undefined {
+			return fmt.Sprintf("native: %s input %d (%s): dtype unknown", n.OpType, i, n.Inputs[i])
+		}
+		if t.DType != graph.Float32 {
+			return fmt.Sprintf("native: %s input %d (%s) is %v: only float32", n.OpType, i, n.Inputs[i], t.DType)
+		}
+	}
+	return ""
+}
+
+// rankOf is the inferred rank of a value, or -1.
+func rankOf(sg *hal.Subgraph, name string) int {
+	t, ok := sg.TypeOf(name)
+	if !ok || t.Shape == nil {
+		return -1
+	}
+	return len(t.Shape)
+}
+
+func checkUnary(sg *hal.Subgraph, n *graph.Node) string { return needF32(sg, n, 0) }
+
+// constInput is a constant input, or nil (absent or not constant).
+func constInput(sg *hal.Subgraph, n *graph.Node, i int) *graph.Tensor {
+	if i >= len(n.Inputs) || n.Inputs[i] == "" {
+		return nil
+	}
+	return sg.ConstOf(n.Inputs[i])
+}
+
+func checkClip(sg *hal.Subgraph, n *graph.Node) string {
+	if r := needF32(sg, n, 0); r != "" {
+		return r
+	}
+	for i := 1; i < len(n.Inputs); i++ {
+		if n.Inputs[i] == "" {
+			continue
+		}
+		c := constInput(sg, n, i)
+		if c == nil {
+			return fmt.Sprintf("native: Clip with a non-constant %s (input %d)", map[int]string{1: "min", 2: "max"}[i], i)
+		}
+		if c.DType != graph.Float32 || c.Len() != 1 {
+			return fmt.Sprintf("native: Clip bound (input %d) must be one float32", i)
+		}
+	}
+	return ""
+}
+
+// clipBounds reads Clip's bounds (attributes before opset 11, inputs since).
+func clipBounds(sg *hal.Subgraph, n *graph.Node) (lo, hi float32) {
+	lo, hi = negInf, posInf
+	if sg.OpsetVersion("") < 11 {
+		return n.AttrFloat("min", negInf), n.AttrFloat("max", posInf)
+	}
+	if c := constInput(sg, n, 1); c != nil {
+		lo = graph.Data[float32](c)[0]
+	}
+	if c := constInput(sg, n, 2); c != nil {
+		hi = graph.Data[float32](c)[0]
+	}
+	return lo, hi
+}
+
+func checkBinary(sg *hal.Subgraph, n *graph.Node) string { return needF32(sg, n, 0, 1) }
+
+// f32 is the float32 data of a tensor.
+func f32(t *graph.Tensor) []float32 { return graph.Data[float32](t) }

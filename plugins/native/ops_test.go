@@ -1,0 +1,211 @@
+package native_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/plugins/cpu"
+	"github.com/switchyard-hal/switchyard/plugins/native"
+)
+
+type opCase struct {
+	name   string
+	nodes  []*graph.Node
+	inputs map[string][]int // graph inputs (random float32) by name
+	consts map[string][]int // random float32 initializers
+	fixed  map[string]*graph.Tensor
+	out    string
+}
+
+func attrs(kv ...any) map[string]*graph.Attribute {
+	m := map[string]*graph.Attribute{}
+	for i := 0; i < len(kv); i += 2 {
+		name := kv[i].(string)
+		switch v := kv[i+1].(type) {
+		case int:
+			m[name] = &graph.Attribute{Name: name, Type: graph.AttrInt, I: int64(v)}
+		case []int64:
+			m[name] = &graph.Attribute{Name: name, Type: graph.AttrInts, Ints: v}
+		case float32:
+			m[name] = &graph.Attribute{Name: name, Type: graph.AttrFloat, F: v}
+		case string:
+			m[name] = &graph.Attribute{Name: name, Type: graph.AttrString, S: v}
+		}
+	}
+	return m
+}
+
+func node(op string, in []string, out string, at map[string]*graph.Attribute) *graph.Node {
+	return &graph.Node{Name: op + "_" + out, OpType: op, Inputs: in, Outputs: []string{out}, Attrs: at}
+}
+
+func convCases() []opCase {
+	var cs []opCase
+	type conv struct {
+		cin, cout, group, h, w, k int
+		at                        map[string]*graph.Attribute
+	}
+	for i, c := range []conv{
+		{3, 8, 1, 9, 11, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		{4, 6, 1, 7, 7, 1, nil},                                  // pointwise
+		{5, 7, 1, 10, 9, 3, attrs("strides", []int64{2, 2})},     // strided
+		{6, 6, 6, 12, 13, 3, attrs("pads", []int64{1, 1, 1, 1})}, // depthwise
+		{6, 6, 6, 12, 13, 5, attrs("pads", []int64{2, 2, 2, 2})}, // depthwise 5×5
+		{6, 6, 6, 12, 13, 3, attrs("strides", []int64{2, 2}, "pads", []int64{0, 1, 1, 0})},
+		{4, 4, 4, 9, 9, 3, attrs("dilations", []int64{2, 2}, "pads", []int64{2, 2, 2, 2})},
+		{4, 8, 2, 8, 8, 3, attrs("auto_pad", "SAME_UPPER")},                           // groups
+		{3, 6, 3, 8, 8, 3, attrs("auto_pad", "SAME_LOWER", "strides", []int64{2, 2})}, // channel multiplier 2
+		{3, 5, 1, 6, 17, 2, attrs("pads", []int64{0, 1, 1, 0})},
+	} {
+		w := []int{c.cout, c.cin / c.group, c.k, c.k}
+		cs = append(cs, opCase{name: fmt.Sprintf("conv%d", i),
+			nodes:  []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrsWith(c.at, "group", c.group)), node("Relu", []string{"c"}, "y", nil)},
+			inputs: map[string][]int{"x": {2, c.cin, c.h, c.w}}, consts: map[string][]int{"w": w, "b": {c.cout}}, out: "y"})
+	}
+	// 1-D, BatchNormalization folded, Clip fused
+	cs = append(cs, opCase{name: "conv1d-bn-clip",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", attrs("pads", []int64{1, 1})),
+			node("BatchNormalization", []string{"c", "s", "o", "m", "v"}, "n", nil),
+			node("Clip", []string{"n", "lo", "hi"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 4, 30}}, consts: map[string][]int{"w": {5, 4, 3}, "s": {5}, "o": {5}, "m": {5}},
+		fixed: map[string]*graph.Tensor{"v": graph.MustFromSlice([]int{5}, []float32{1, 2, 0.5, 3, 1}), "lo": graph.Scalar(float32(-0.5)), "hi": graph.Scalar(float32(0.5))}, out: "y"})
+	// weights computed at run time
+	cs = append(cs, opCase{name: "conv-dynamic-weights",
+		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},
+		inputs: map[string][]int{"x": {1, 3, 8, 8}, "wi": {4, 3, 3, 3}}, out: "y"})
+	return cs
+}
+
+func attrsWith(m map[string]*graph.Attribute, kv ...any) map[string]*graph.Attribute {
+	out := attrs(kv...)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func otherCases() []opCase {
+	return []opCase{
+		{name: "matmul-const-relu", nodes: []*graph.Node{node("MatMul", []string{"a", "w"}, "m", nil), node("Relu", []string{"m"}, "y", nil)},
+			inputs: map[string][]int{"a": {2, 37, 45}}, consts: map[string][]int{"w": {45, 70}}, out: "y"},
+		{name: "matmul-batched", nodes: []*graph.Node{node("MatMul", []string{"a", "b"}, "y", nil)},
+			inputs: map[string][]int{"a": {2, 3, 17, 9}, "b": {3, 9, 21}}, out: "y"},
+		{name: "gemm-transB-bias", nodes: []*graph.Node{node("Gemm", []string{"a", "w", "c"}, "y", attrs("transB", 1, "alpha", float32(0.5), "beta", float32(2)))},
+			inputs: map[string][]int{"a": {19, 33}}, consts: map[string][]int{"w": {40, 33}, "c": {40}}, out: "y"},
+		{name: "add-channel-relu", nodes: []*graph.Node{node("Add", []string{"a", "c"}, "s", nil), node("Relu", []string{"s"}, "y", nil)},
+			inputs: map[string][]int{"a": {2, 5, 4, 3}}, consts: map[string][]int{"c": {5, 1, 1}}, out: "y"},
+		{name: "sub-scalar-first", nodes: []*graph.Node{node("Sub", []string{"c", "a"}, "y", nil)},
+			inputs: map[string][]int{"a": {3, 7}}, consts: map[string][]int{"c": {1}}, out: "y"},
+		{name: "div-rows", nodes: []*graph.Node{node("Div", []string{"a", "c"}, "y", nil)},
+			inputs: map[string][]int{"a": {4, 6, 7}}, consts: map[string][]int{"c": {6, 1}}, out: "y"},
+		{name: "mul-general-broadcast", nodes: []*graph.Node{node("Mul", []string{"a", "c"}, "y", nil)},
+			inputs: map[string][]int{"a": {3, 1, 5}, "c": {4, 1}}, out: "y"},
+		{name: "maxpool-ceil", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 3}, "strides", []int64{2, 2}, "ceil_mode", 1))},
+			inputs: map[string][]int{"x": {1, 3, 10, 11}}, out: "y"},
+		{name: "avgpool-pad", nodes: []*graph.Node{node("AveragePool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 3}, "pads", []int64{1, 1, 1, 1}, "count_include_pad", 1))},
+			inputs: map[string][]int{"x": {1, 3, 7, 6}}, out: "y"},
+		{name: "avgpool-nopad", nodes: []*graph.Node{node("AveragePool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 3}, "pads", []int64{1, 0, 1, 2}))},
+			inputs: map[string][]int{"x": {2, 2, 7, 6}}, out: "y"},
+		{name: "gap", nodes: []*graph.Node{node("GlobalAveragePool", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {2, 3, 5, 4}}, out: "y"},
+		{name: "softmax-axis1", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", 1))}, inputs: map[string][]int{"x": {2, 5, 3}}, out: "y"},
+		{name: "hardswish-sigmoid", nodes: []*graph.Node{node("HardSwish", []string{"x"}, "h", nil), node("Sigmoid", []string{"h"}, "y", nil)}, inputs: map[string][]int{"x": {40}}, out: "y"},
+	}
+}
+
+// Each case on native against the reference kernels (the cpu backend),
+// float32 results within 1e-4 relative (the accumulation order differs).
+func TestOpsAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	rnd := func(shape []int) *graph.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return graph.MustFromSlice(shape, v)
+	}
+	nb := native.New(native.Options{Threads: 2})
+	defer nb.Close()
+	for _, c := range append(convCases(), otherCases()...) {
+		t.Run(c.name, func(t *testing.T) {
+			g := &graph.Graph{Name: c.name, Nodes: c.nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: c.out}}}
+			var ins []*graph.Tensor
+			for _, name := range sortedNames(c.inputs) {
+				x := rnd(c.inputs[name])
+				ins = append(ins, x)
+				g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(x.Shape...)}})
+			}
+			for name, shape := range c.consts {
+				g.Initializers[name] = rnd(shape)
+			}
+			for name, v := range c.fixed {
+				g.Initializers[name] = v
+			}
+			sg := &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
+			types, issues := runtime.InferTypes(&graph.Model{Graph: g, Opsets: sg.Opsets})
+			if len(issues) > 0 {
+				t.Fatalf("inference: %v", issues)
+			}
+			for _, n := range g.Nodes {
+				for _, o := range n.Outputs {
+					g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: o, Type: types[o]})
+				}
+			}
+			vs, err := nb.Supports(context.Background(), sg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vs {
+				if !v.Supported {
+					t.Fatalf("node %d declined: %s", i, v.Reason)
+				}
+			}
+			run := func(b hal.Backend) *graph.Tensor {
+				e, err := b.Compile(context.Background(), sg, hal.CompileOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Release()
+				out := []*graph.Tensor{{}}
+				if err := e.Execute(context.Background(), ins, out); err != nil {
+					t.Fatal(err)
+				}
+				return out[0]
+			}
+			got, want := run(nb), run(cpu.New())
+			if !graph.SameShape(got.Shape, want.Shape) {
+				t.Fatalf("shape %v, want %v", got.Shape, want.Shape)
+			}
+			gv, wv := graph.Data[float32](got), graph.Data[float32](want)
+			for i := range wv {
+				if d := math.Abs(float64(gv[i] - wv[i])); !(d <= 1e-5+1e-4*math.Abs(float64(wv[i]))) {
+					t.Fatalf("element %d: %v, want %v", i, gv[i], wv[i])
+				}
+			}
+		})
+	}
+}
+
+func sortedNames(m map[string][]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package native
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// pool is a fixed set of worker goroutines that run the tasks of one
+// parallel loop together with the calling goroutine. A nil pool or one
+// without workers runs everything on the caller.
+type pool struct {
+	workers int
+	jobs    chan *job
+	stop    sync.Once
+}
+
+type job struct {
+	fn   func(task int)
+	n    int64
+	next atomic.Int64
+	wg   sync.WaitGroup
+}
+
+func (j *job) work() {
+	for {
+		t := j.next.Add(1) - 1
+		if t >= j.n {
+			return
+		}
+		j.fn(int(t))
+	}
+}
+
+// newPool starts threads-1 workers (the caller is the last thread).
+func newPool(threads int) *pool {
+	p := &pool{workers: max(threads-1, 0)}
+	if p.workers > 0 {
+		p.jobs = make(chan *job)
+		for i := 0; i < p.workers; i++ {
+			go func() {
+				for j := range p.jobs {
+					j.work()
+					j.wg.Done()
+				}
+			}()
+		}
+	}
+	return p
+}
+
+// threads is the number of goroutines a loop runs on.
+func (p *pool) threads() int {
+	if p == nil {
+		return 1
+	}
+	return p.workers + 1
+}
+
+// parallel runs fn(0..n-1), each task once, on the workers and the caller,
+// and returns when all are done.
+func (p *pool) parallel(n int, fn func(task int)) {
+	if p == nil || p.workers == 0 || n <= 1 {
+		for t := 0; t < n; t++ {
+			fn(t)
+		}
+		return
+	}
+	j := &job{fn: fn, n: int64(n)}
+	w := min(p.workers, n-1)
+	j.wg.Add(w)
+	for i := 0; i < w; i++ {
+		p.jobs <- j
+	}
+	j.work()
+	j.wg.Wait()
+}
+
+// close ends the workers; the pool must not be used afterwards.
+func (p *pool) close() {
+	if p != nil && p.jobs != nil {
+		p.stop.Do(func() { close(p.jobs) })
+	}
+}
