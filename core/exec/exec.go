@@ -524,7 +524,9 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 			err = fmt.Errorf("exec: internal error in %s: %v\n%s", n.Label(), p, buf)
 		}
 	}()
-	kc := &kernels.Context{Context: ctx, Opset: opset, Alloc: &nodeAlloc{r.arena, n}, RunSubgraph: r.subgraph}
+	cc := &callCtx{na: nodeAlloc{r.arena, n}} // one allocation for both
+	cc.kc = kernels.Context{Context: ctx, Opset: opset, Alloc: &cc.na, RunSubgraph: r.subgraph}
+	kc := &cc.kc
 	outs, err = s.Kernel(kc, n, ins)
 	if err == nil && kernels.Done(ctx.Done()) {
 		// long kernels stop early once the context is done, leaving their
@@ -603,3 +605,9 @@ func (r *run) subgraph(ctx context.Context, g *graph.Graph, inputs []*graph.Tens
 }
 
 type scopeKey struct{}
+
+// callCtx is what one kernel call gets: its context and its allocator.
+type callCtx struct {
+	kc kernels.Context
+	na nodeAlloc
+}
