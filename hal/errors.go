@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
@@ -106,7 +107,8 @@ func Errorf(code Code, format string, args ...any) error {
 }
 
 // CodeOf classifies any error: an *Error's code, context errors, the
-// reference kernels' sentinels, and Internal for everything else.
+// reference kernels' sentinels (a memory budget or tensor size limit
+// refusal is ResourceExhausted), and Internal for everything else.
 func CodeOf(err error) Code {
 	if err == nil {
 		return CodeOK
@@ -126,6 +128,8 @@ func CodeOf(err error) Code {
 		return CodeCancelled
 	case errors.Is(err, kernels.ErrUnsupported):
 		return CodeUnsupported
+	case errors.Is(err, kernels.ErrResourceExhausted), errors.Is(err, graph.ErrTooLarge):
+		return CodeResourceExhausted
 	case errors.Is(err, kernels.ErrInvalid):
 		return CodeInvalidArgument
 	}

@@ -17,6 +17,7 @@ func benchCmd() *cobra.Command {
 	var asJSON bool
 	var seed uint64
 	var bf backendFlags
+	var mf memoryFlags
 	cmd := &cobra.Command{
 		Use:   "bench MODEL [--runs N] [--warmup W] [--json]",
 		Short: "Measure a model's latency (min/median/max) and allocations per run",
@@ -31,6 +32,9 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 				return err
 			}
 			defer closeAll()
+			if err := mf.apply(opts); err != nil {
+				return err
+			}
 			m, feeds, name, err := loadModel(ctx, args[0], opts)
 			if err != nil {
 				return err
@@ -91,6 +95,7 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON line")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
 	bf.add(cmd)
+	mf.add(cmd)
 	return cmd
 }
 

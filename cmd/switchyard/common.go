@@ -7,7 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard/core/demo"
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -50,8 +53,8 @@ func loadModel(ctx context.Context, path string, opts *runtime.Options) (*runtim
 }
 
 // completeInputs reads --input NAME=FILE flags and fills every other
-// required input with seeded random values (symbolic dims become dims[name]
-// or 1).
+// required input with seeded random values (symbolic dims become dims[name],
+// 0 included, or 1 when not given).
 func completeInputs(m *runtime.Model, feeds map[string]*graph.Tensor, flags []string, dims map[string]int, seed uint64) (map[string]*graph.Tensor, error) {
 	if feeds == nil {
 		feeds = map[string]*graph.Tensor{}
@@ -90,10 +93,13 @@ func completeInputs(m *runtime.Model, feeds map[string]*graph.Tensor, flags []st
 			switch {
 			case d.Static():
 				shape[i] = int(d.Value)
-			case dims[d.Param] > 0:
-				shape[i] = dims[d.Param]
 			default:
-				shape[i] = 1
+				// --dim NAME=0 is honoured (a zero-length KV past)
+				v, ok := dims[d.Param]
+				if !ok {
+					v = 1
+				}
+				shape[i] = v
 			}
 		}
 		dt := in.Type.DType
@@ -107,6 +113,53 @@ func completeInputs(m *runtime.Model, feeds map[string]*graph.Tensor, flags []st
 		feeds[in.Name] = t
 	}
 	return feeds, nil
+}
+
+// memoryFlags are the resource limits shared by run, bench and verify.
+type memoryFlags struct {
+	budget string
+}
+
+func (f *memoryFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.budget, "memory-budget", "auto", "the most memory a model's runs may hold in buffers (e.g. 512MiB, 4GiB, 2GB, 1000000 bytes); auto: 3/4 of the available memory; unlimited: none")
+}
+
+// apply sets the budget in opts.
+func (f *memoryFlags) apply(opts *runtime.Options) error {
+	v, err := parseMemoryBudget(f.budget)
+	if err != nil {
+		return fmt.Errorf("--memory-budget %q: %w", f.budget, err)
+	}
+	opts.MemoryBudget = v
+	return nil
+}
+
+// parseMemoryBudget reads a byte count with an optional unit (B, KB, MB,
+// GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024), "auto"
+// (0: runtime.DefaultMemoryBudget) or "unlimited" (-1).
+func parseMemoryBudget(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "", "auto", "default":
+		return 0, nil
+	case "unlimited", "none", "off":
+		return -1, nil
+	}
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if num == "" {
+		return 0, fmt.Errorf("want a size such as 512MiB or 4GiB, auto or unlimited")
+	}
+	unit := strings.ToLower(strings.TrimSpace(s[len(num):]))
+	mult := map[string]int64{"": 1, "b": 1, "k": 1 << 10, "kb": 1e3, "kib": 1 << 10, "m": 1 << 20, "mb": 1e6, "mib": 1 << 20,
+		"g": 1 << 30, "gb": 1e9, "gib": 1 << 30, "t": 1 << 40, "tb": 1e12, "tib": 1 << 40}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("unknown unit %q (want B, KB, KiB, MB, MiB, GB, GiB, TB or TiB)", unit)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want a positive size that fits in 63 bits")
+	}
+	return n * mult, nil
 }
 
 // tensorStats summarises a tensor's values.

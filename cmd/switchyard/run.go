@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ func runCmd() *cobra.Command {
 	var dimFlags []string
 	var traceOut string
 	var bf backendFlags
+	var mf memoryFlags
 	cmd := &cobra.Command{
 		Use:   "run [MODEL] [--input NAME=FILE]... [--output-dir DIR] [--json]",
 		Short: "Run a model (or the built-in demo) and print its outputs",
@@ -43,8 +45,11 @@ func runCmd() *cobra.Command {
 test_data_set_0 inputs are used) — or, with no MODEL, the built-in demo
 model. Inputs come from --input NAME=FILE (.npy or TensorProto .pb); any
 other input gets seeded random values (symbolic dims: --dim NAME=SIZE,
-default 1). Prints each output's name, dtype, shape, first values and
-stats; --output-dir writes each output as NAME.npy.`,
+default 1; 0 is honoured, e.g. an empty KV cache). Prints each output's
+name, dtype, shape, first values and stats; --output-dir writes each output
+as NAME.npy. --memory-budget bounds the memory the run's buffers may hold
+(default: 3/4 of what is available); a run that needs more fails naming
+the node.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
@@ -58,6 +63,9 @@ stats; --output-dir writes each output as NAME.npy.`,
 				return err
 			}
 			defer closeAll()
+			if err := mf.apply(opts); err != nil {
+				return err
+			}
 			m, feeds, name, err := loadModel(ctx, path, opts)
 			if err != nil {
 				return err
@@ -139,8 +147,9 @@ stats; --output-dir writes each output as NAME.npy.`,
 	cmd.Flags().StringVar(&traceOut, "trace", "", "profile the run and write per-node timings as a Chrome trace (JSON) to FILE")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
-	cmd.Flags().StringArrayVar(&dimFlags, "dim", nil, "NAME=SIZE for a symbolic dimension of random inputs; repeatable")
+	cmd.Flags().StringArrayVar(&dimFlags, "dim", nil, "NAME=SIZE (0 allowed) for a symbolic dimension of random inputs; repeatable")
 	bf.add(cmd)
+	mf.add(cmd)
 	return cmd
 }
 
@@ -159,9 +168,9 @@ func parseDims(flags []string) (map[string]int, error) {
 	dims := map[string]int{}
 	for _, f := range flags {
 		k, v, ok := strings.Cut(f, "=")
-		var n int
-		if _, err := fmt.Sscan(v, &n); !ok || err != nil || n < 0 {
-			return nil, fmt.Errorf("--dim %q: want NAME=SIZE", f)
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if !ok || k == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("--dim %q: want NAME=SIZE with SIZE ≥ 0", f)
 		}
 		dims[k] = n
 	}

@@ -18,6 +18,7 @@ func verifyCmd() *cobra.Command {
 	var asJSON bool
 	var jobs int
 	var bf backendFlags
+	var mf memoryFlags
 	cmd := &cobra.Command{
 		Use:   "verify [--rtol R] [--atol A] [--json] DIR...",
 		Short: "Run ONNX-test-layout directories and compare with their expected outputs",
@@ -33,6 +34,9 @@ integers, bools and strings must be equal.`,
 				return err
 			}
 			defer closeAll()
+			if err := mf.apply(ropts); err != nil {
+				return err
+			}
 			opt.Runtime = ropts
 			results := make([]onnxtest.Result, len(dirs))
 			done := make([]chan struct{}, len(dirs))
@@ -95,5 +99,6 @@ integers, bools and strings must be equal.`,
 	cmd.Flags().IntVar(&jobs, "jobs", runtime.GOMAXPROCS(0), "directories verified in parallel")
 	cmd.Flags().DurationVar(&opt.Timeout, "timeout", opt.Timeout, "time limit per directory")
 	bf.add(cmd)
+	mf.add(cmd)
 	return cmd
 }

@@ -26,6 +26,12 @@ type Options struct {
 	// MainSimplified says the main graph already went through Simplify:
 	// only nested graphs are folded (nothing is evaluated twice at load).
 	MainSimplified bool
+	// MaxTensorBytes, when > 0, lowers the per-tensor size limit
+	// (graph.MaxTensorBytes) for every buffer the program allocates.
+	MaxTensorBytes int64
+	// Budget, when set, bounds the bytes the program's buffers hold,
+	// shared with every other program and concurrent run using it.
+	Budget *Budget
 }
 
 // Program is a graph compiled for execution on the reference kernels. It is
@@ -39,6 +45,8 @@ type Program struct {
 	main      *plan
 	subplans  map[*graph.Graph]*plan
 	inputs    []graph.ValueInfo
+	budget    *Budget
+	limit     int64
 
 	arenasMu sync.Mutex
 	arenas   map[string]*arenaCache // per concrete input-shape signature
@@ -47,7 +55,7 @@ type Program struct {
 // Compile prepares g (already validated) for execution.
 func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold, mainDone: opts.MainSimplified,
-		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}}
+		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}, budget: opts.Budget, limit: opts.MaxTensorBytes}
 	for _, in := range g.Inputs {
 		if _, isInit := g.Initializers[in.Name]; !isInit {
 			m.inputs = append(m.inputs, in)
@@ -57,6 +65,7 @@ func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	if m.main, err = m.compile(g, nil); err != nil {
 		return nil, err
 	}
+	m.budget.register(m)
 	return m, nil
 }
 
@@ -269,7 +278,7 @@ func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts
 		return nil, nil, err
 	}
 	pool := m.arenaPool(sig)
-	a := pool.get()
+	a := pool.get(m.budget, m.limit)
 	defer func() {
 		a.reset()
 		pool.put(a)
@@ -310,14 +319,15 @@ func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts
 // allocated (and their pages faulted in) between runs: steady-state runs
 // allocate nothing for intermediates.
 type arenaCache struct {
-	mu   sync.Mutex
-	free []*arena
+	mu      sync.Mutex
+	free    []*arena
+	evicted bool // no longer in the program's map: arenas put back are dropped
 }
 
 // maxIdleArenas bounds the arenas kept per signature (one per concurrent Run).
 const maxIdleArenas = 4
 
-func (c *arenaCache) get() *arena {
+func (c *arenaCache) get(b *Budget, limit int64) *arena {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := len(c.free); n > 0 {
@@ -325,14 +335,25 @@ func (c *arenaCache) get() *arena {
 		c.free = c.free[:n-1]
 		return a
 	}
-	return newArena()
+	return newArena(b, limit)
 }
 
 func (c *arenaCache) put(a *arena) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.free) < maxIdleArenas {
+	if len(c.free) < maxIdleArenas && !c.evicted {
 		c.free = append(c.free, a)
+		return
+	}
+	a.dropFree() // its buffers leave the budget with it
+}
+
+// dropIdle lets go of the idle arenas' buffers.
+func (c *arenaCache) dropIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.free {
+		a.dropFree()
 	}
 }
 
@@ -342,6 +363,12 @@ func (m *Program) arenaPool(sig string) *arenaCache {
 	p, ok := m.arenas[sig]
 	if !ok {
 		if len(m.arenas) > 64 { // bound the cache for models fed many shapes
+			for _, c := range m.arenas {
+				c.mu.Lock()
+				c.evicted = true
+				c.mu.Unlock()
+				c.dropIdle()
+			}
 			clear(m.arenas)
 		}
 		p = &arenaCache{}
@@ -349,6 +376,27 @@ func (m *Program) arenaPool(sig string) *arenaCache {
 	}
 	return p
 }
+
+// dropIdle lets go of every buffer idle arenas keep for later runs.
+func (m *Program) dropIdle() {
+	m.arenasMu.Lock()
+	caches := make([]*arenaCache, 0, len(m.arenas))
+	for _, c := range m.arenas {
+		caches = append(caches, c)
+	}
+	m.arenasMu.Unlock()
+	for _, c := range caches {
+		c.dropIdle()
+	}
+}
+
+// Trim drops the buffers kept for later runs (runs in flight keep theirs):
+// their memory goes back to the garbage collector and leaves the budget.
+func (m *Program) Trim() { m.dropIdle() }
+
+// Budget returns the budget the program's buffers are accounted in (nil:
+// none).
+func (m *Program) Budget() *Budget { return m.budget }
 
 // checkInputs validates the caller's inputs and returns the concrete shape
 // signature of the run.
@@ -479,8 +527,15 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 			err = fmt.Errorf("exec: internal error in %s: %v\n%s", n.Label(), p, buf)
 		}
 	}()
-	kc := &kernels.Context{Context: ctx, Opset: opset, Alloc: r.arena, RunSubgraph: r.subgraph}
+	cc := &callCtx{na: nodeAlloc{r.arena, n}} // one allocation for both
+	cc.kc = kernels.Context{Context: ctx, Opset: opset, Alloc: &cc.na, RunSubgraph: r.subgraph}
+	kc := &cc.kc
 	outs, err = s.Kernel(kc, n, ins)
+	if err == nil && kernels.Done(ctx.Done()) {
+		// long kernels stop early once the context is done, leaving their
+		// outputs incomplete: nothing they return after that is used
+		return nil, fmt.Errorf("exec: stopped in %s: %w", n.Label(), ctx.Err())
+	}
 	if err != nil {
 		if msg := err.Error(); strings.Contains(msg, n.OpType) || n.Name != "" && strings.Contains(msg, n.Name) {
 			return nil, err // already names the node
@@ -553,3 +608,9 @@ func (r *run) subgraph(ctx context.Context, g *graph.Graph, inputs []*graph.Tens
 }
 
 type scopeKey struct{}
+
+// callCtx is what one kernel call gets: its context and its allocator.
+type callCtx struct {
+	kc kernels.Context
+	na nodeAlloc
+}

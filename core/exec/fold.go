@@ -108,5 +108,18 @@ func safeKernel(s *kernels.Schema, n *graph.Node, opset int64, ins []*graph.Tens
 			outs, err = nil, context.Canceled
 		}
 	}()
-	return s.Kernel(&kernels.Context{Context: context.Background(), Opset: opset}, n, ins)
+	return s.Kernel(&kernels.Context{Context: context.Background(), Opset: opset, Alloc: foldAlloc{}}, n, ins)
+}
+
+// foldAlloc refuses outputs over foldLimit before allocating them: a node
+// whose constant result would be big (an Expand to 8 GiB) stays a run-time
+// computation, bounded there by the model's budget, instead of being
+// evaluated (and allocated) at load.
+type foldAlloc struct{}
+
+func (foldAlloc) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	if _, err := graph.CheckAllocLimit(dt, shape, foldLimit); err != nil {
+		return nil, err
+	}
+	return graph.New(dt, shape)
 }

@@ -16,27 +16,50 @@ type poolKey struct {
 // back to the free list when its last consumer has run, and the next
 // allocation of the same dtype and size takes it. Arenas are cached per
 // concrete input shape signature, so steady-state runs reuse buffers
-// across runs too.
+// across runs too. Every buffer an arena holds, in use or free, is
+// reserved in the program's Budget before it is allocated.
 type arena struct {
 	mu    sync.Mutex
 	free  map[poolKey][]any
 	owned map[*graph.Tensor]struct{}
 
+	budget *Budget
+	limit  int64 // per-tensor byte limit (0: graph.MaxTensorBytes)
+	held   int64 // bytes of every buffer held (owned or free), reserved in budget
+
 	allocs, reuses  int
 	liveBytes, peak int64
 }
 
-func newArena() *arena {
-	return &arena{free: map[poolKey][]any{}, owned: map[*graph.Tensor]struct{}{}}
+func newArena(b *Budget, limit int64) *arena {
+	return &arena{free: map[poolKey][]any{}, owned: map[*graph.Tensor]struct{}{}, budget: b, limit: limit}
+}
+
+// elemBytes is the accounted size of one element (a string counts its
+// header).
+func elemBytes(dt graph.DType) int64 {
+	if dt == graph.String {
+		return 16
+	}
+	return int64(max(dt.Size(), 1))
 }
 
 // Alloc implements kernels.Allocator.
 func (a *arena) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
-	n, err := graph.CheckAlloc(dt, shape)
+	return a.alloc(dt, shape, nil)
+}
+
+// Release implements kernels.Releaser.
+func (a *arena) Release(t *graph.Tensor) { a.release(t) }
+
+// alloc hands out a buffer for node n's output (n may be nil).
+func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node) (*graph.Tensor, error) {
+	count, err := graph.CheckAllocLimit(dt, shape, a.limit)
 	if err != nil {
 		return nil, err
 	}
-	k := poolKey{dt, n}
+	bytes := int64(count) * elemBytes(dt)
+	k := poolKey{dt, count}
 	a.mu.Lock()
 	var data any
 	if l := a.free[k]; len(l) > 0 {
@@ -48,22 +71,62 @@ func (a *arena) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
 	if data != nil {
 		clearData(data)
 	} else {
-		if data, err = graph.MakeSlice(dt, n); err != nil {
+		if err := a.reserve(bytes, dt, shape, n); err != nil {
+			return nil, err
+		}
+		if data, err = graph.MakeSlice(dt, count); err != nil {
+			a.budget.release(bytes)
 			return nil, err
 		}
 		a.mu.Lock()
 		a.allocs++
+		a.held += bytes
 		a.mu.Unlock()
 	}
 	t := &graph.Tensor{DType: dt, Shape: append([]int{}, shape...), Data: data}
 	a.mu.Lock()
 	a.owned[t] = struct{}{}
-	a.liveBytes += int64(n * max(dt.Size(), 1))
+	a.liveBytes += bytes
 	if a.liveBytes > a.peak {
 		a.peak = a.liveBytes
 	}
 	a.mu.Unlock()
 	return t, nil
+}
+
+// reserve takes bytes from the budget, dropping idle buffers (this arena's
+// first, then those of idle arenas) when they do not fit.
+func (a *arena) reserve(bytes int64, dt graph.DType, shape []int, n *graph.Node) error {
+	b := a.budget
+	if b.reserve(bytes) {
+		return nil
+	}
+	a.dropFree()
+	if b.reserve(bytes) {
+		return nil
+	}
+	b.trim()
+	if b.reserve(bytes) {
+		return nil
+	}
+	e := &BudgetError{DType: dt, Shape: append([]int{}, shape...), Bytes: bytes, Held: b.Held(), Limit: b.Limit()}
+	if n != nil {
+		e.Node = n.Label()
+	}
+	return e
+}
+
+// dropFree lets go of every free buffer (their bytes leave the budget).
+func (a *arena) dropFree() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var bytes int64
+	for k, l := range a.free {
+		bytes += int64(len(l)) * int64(k.n) * elemBytes(k.dt)
+	}
+	clear(a.free)
+	a.held -= bytes
+	a.budget.release(bytes)
 }
 
 // release returns t's buffer to the free list if the arena owns it.
@@ -78,21 +141,28 @@ func (a *arena) release(t *graph.Tensor) {
 	}
 	delete(a.owned, t)
 	n := t.Len()
-	a.liveBytes -= int64(n * max(t.DType.Size(), 1))
+	bytes := int64(n) * elemBytes(t.DType)
+	a.liveBytes -= bytes
 	if t.DType == graph.String {
+		a.held -= bytes // not recycled: strings keep their contents alive
+		a.budget.release(bytes)
 		return
 	}
 	k := poolKey{t.DType, n}
 	a.free[k] = append(a.free[k], t.Data)
 }
 
-// disown hands t to the caller (a returned output): it is never recycled.
+// disown hands t to the caller (a returned output): it is never recycled,
+// and its bytes leave the budget.
 func (a *arena) disown(t *graph.Tensor) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.owned[t]; ok {
 		delete(a.owned, t)
-		a.liveBytes -= int64(t.Len() * max(t.DType.Size(), 1))
+		bytes := int64(t.Len()) * elemBytes(t.DType)
+		a.liveBytes -= bytes
+		a.held -= bytes
+		a.budget.release(bytes)
 	}
 }
 
@@ -104,12 +174,29 @@ func (a *arena) reset() {
 		if t.DType != graph.String {
 			k := poolKey{t.DType, t.Len()}
 			a.free[k] = append(a.free[k], t.Data)
+		} else {
+			bytes := int64(t.Len()) * elemBytes(t.DType)
+			a.held -= bytes
+			a.budget.release(bytes)
 		}
 	}
 	clear(a.owned)
 	a.liveBytes = 0
 	a.allocs, a.reuses, a.peak = 0, 0, 0
 }
+
+// nodeAlloc is the allocator one kernel call gets: the run's arena, with
+// the node named in budget errors.
+type nodeAlloc struct {
+	a *arena
+	n *graph.Node
+}
+
+func (na *nodeAlloc) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	return na.a.alloc(dt, shape, na.n)
+}
+
+func (na *nodeAlloc) Release(t *graph.Tensor) { na.a.release(t) }
 
 func clearData(data any) {
 	switch d := data.(type) {

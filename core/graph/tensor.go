@@ -9,8 +9,10 @@ import (
 )
 
 // MaxTensorBytes bounds the size of any single tensor Switchyard allocates.
-// Shapes whose byte size exceeds it are refused before allocation.
-var MaxTensorBytes int64 = 8 << 30
+// Shapes whose byte size exceeds it are refused before allocation. It is a
+// constant: a loader narrows it per model (runtime.Options.MaxTensorBytes,
+// onnx.Options.MaxTensorBytes) through CheckAllocLimit, never process-wide.
+const MaxTensorBytes int64 = 8 << 30
 
 // ErrTooLarge is returned (wrapped) when a shape is too large to allocate.
 var ErrTooLarge = errors.New("tensor too large")
@@ -62,6 +64,22 @@ func NumElements(shape []int) (int, error) {
 // CheckAlloc verifies that a tensor of this dtype and shape may be allocated
 // under MaxTensorBytes.
 func CheckAlloc(dt DType, shape []int) (int, error) {
+	return CheckAllocLimit(dt, shape, MaxTensorBytes)
+}
+
+// EffectiveLimit is the per-tensor byte limit a caller's setting stands
+// for: limit when 0 < limit < MaxTensorBytes, else MaxTensorBytes.
+func EffectiveLimit(limit int64) int64 {
+	if limit <= 0 || limit > MaxTensorBytes {
+		return MaxTensorBytes
+	}
+	return limit
+}
+
+// CheckAllocLimit is CheckAlloc against a per-model limit of limit bytes
+// (see EffectiveLimit: 0 means MaxTensorBytes, and nothing raises it).
+func CheckAllocLimit(dt DType, shape []int, limit int64) (int, error) {
+	limit = EffectiveLimit(limit)
 	n, err := NumElements(shape)
 	if err != nil {
 		return 0, err
@@ -73,8 +91,8 @@ func CheckAlloc(dt DType, shape []int) (int, error) {
 	if es == 0 {
 		return 0, fmt.Errorf("graph: dtype %v is not supported", dt)
 	}
-	if int64(n)*es > MaxTensorBytes {
-		return 0, fmt.Errorf("graph: %v tensor of shape %v needs %d bytes, limit %d: %w", dt, shape, int64(n)*es, MaxTensorBytes, ErrTooLarge)
+	if int64(n)*es > limit {
+		return 0, fmt.Errorf("graph: %v tensor of shape %v needs %d bytes, limit %d: %w", dt, shape, int64(n)*es, limit, ErrTooLarge)
 	}
 	return n, nil
 }

@@ -34,10 +34,21 @@ var ErrUnsupported = errors.New("unsupported")
 // ErrInvalid marks invalid input: wrong shapes, bad attribute values.
 var ErrInvalid = errors.New("invalid argument")
 
+// ErrResourceExhausted marks a request refused for lack of memory: a
+// model's memory budget would be exceeded (hal maps it to
+// CodeResourceExhausted).
+var ErrResourceExhausted = errors.New("resource exhausted")
+
 // Allocator hands out output tensors; the runtime's implementation recycles
 // buffers whose lifetime has ended.
 type Allocator interface {
 	Alloc(dt graph.DType, shape []int) (*graph.Tensor, error)
+}
+
+// Releaser is implemented by allocators that can take back a tensor before
+// the end of the run (Context.Release).
+type Releaser interface {
+	Release(t *graph.Tensor)
 }
 
 // SubgraphRunner runs a nested graph (an If branch, a Loop body) with its
@@ -64,6 +75,78 @@ func (c *Context) New(dt graph.DType, shape []int) (*graph.Tensor, error) {
 	}
 	return graph.New(dt, shape)
 }
+
+// Release hands back a tensor the kernel obtained from New or RunSubgraph
+// and will not return or read again (a Loop's carried values of the
+// previous iteration), so that its buffer is recycled now rather than at
+// the end of the run. Tensors the allocator does not own (inputs, weights)
+// are left alone.
+func (c *Context) Release(t *graph.Tensor) {
+	if c == nil || t == nil {
+		return
+	}
+	if r, ok := c.Alloc.(Releaser); ok {
+		r.Release(t)
+	}
+}
+
+// Stopped reports, without blocking, whether the run's context is done
+// (cancelled or past its deadline). Long kernels call it between blocks of
+// work (a row block, a tile, some 64 Ki elements) and then return
+// Context.Stop's error: their output is incomplete.
+func (c *Context) Stopped() bool {
+	return Done(DoneOf(c))
+}
+
+// DoneOf is the Done channel of a kernel call's context (nil when there is
+// none), for loops that poll it with Done.
+func DoneOf(c *Context) <-chan struct{} {
+	if c == nil || c.Context == nil {
+		return nil
+	}
+	return c.Context.Done()
+}
+
+// Done reports whether the channel (a context's Done) is closed; a nil
+// channel never is.
+func Done(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop is the error a kernel returns when it stopped early because its
+// context is done (it wraps the context's error, naming the node).
+func (c *Context) Stop(n *graph.Node) error {
+	err := context.Canceled
+	if c != nil && c.Context != nil && c.Context.Err() != nil {
+		err = c.Context.Err()
+	}
+	return fmt.Errorf("%s: stopped: %w", n.Label(), err)
+}
+
+// stopChecked discards what a kernel returns once its context is done:
+// long kernels stop early (between blocks of work) when it is, and their
+// outputs are then incomplete.
+func stopChecked(f Func) Func {
+	return func(ctx *Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		out, err := f(ctx, n, in)
+		if err == nil && ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
+		return out, err
+	}
+}
+
+// StopCheckElems is how many elements a simple loop over a big output
+// handles between two Stopped checks.
+const StopCheckElems = 64 << 10
 
 // Func computes a node's outputs from its inputs. It returns one tensor per
 // node output (nil for an omitted optional output is allowed).
@@ -136,6 +219,7 @@ func Register(s Schema) {
 	if s.MinOutputs == 0 {
 		s.MinOutputs = 1
 	}
+	s.Kernel = stopChecked(s.Kernel)
 	regMu.Lock()
 	defer regMu.Unlock()
 	k := key(s.Domain, s.OpType)

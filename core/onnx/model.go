@@ -6,16 +6,20 @@
 // Contracts:
 //   - Malformed input returns an error; decoding never panics.
 //   - Tensor sizes are checked against their data (and against
-//     graph.MaxTensorBytes) before anything is allocated for them.
+//     graph.MaxTensorBytes, or the smaller Options.MaxTensorBytes) before
+//     anything is allocated for them.
+//   - Declared dims are ≥ 0 or symbolic; a negative dim is an error.
 //   - Decode aliases the bytes it is given for aligned raw initializer data
 //     (zero copy); the caller must keep them alive and unmodified. LoadFile
-//     maps the file read-only, so initializers reference the mapping.
+//     reads the file into memory it owns (never a mapping a writer could
+//     shrink under the model: see file.go).
+//   - Model and external data files must be regular files; external data
+//     must lie inside the model's directory (symbolic links included).
 package onnx
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -28,23 +32,30 @@ type Options struct {
 	BaseDir string
 	// CopyData copies initializer bytes instead of aliasing the input.
 	CopyData bool
+	// MaxTensorBytes, when > 0, lowers the per-tensor size limit
+	// (graph.MaxTensorBytes) for this model's initializers.
+	MaxTensorBytes int64
 }
-
-// mmapThreshold: files at least this large are memory-mapped (their
-// initializers then reference the mapping without copying); smaller ones are
-// read into memory the garbage collector manages.
-const mmapThreshold = 16 << 20
 
 // maxDepth bounds subgraph nesting so hostile input cannot exhaust the stack.
 const maxDepth = 64
 
 // LoadFile reads and decodes a model file; external data is resolved next to it.
 func LoadFile(path string) (*graph.Model, error) {
-	data, err := mapFile(path)
+	return LoadFileWith(path, Options{})
+}
+
+// LoadFileWith is LoadFile with options; an empty BaseDir means the file's
+// directory.
+func LoadFileWith(path string, opt Options) (*graph.Model, error) {
+	data, err := readModelFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %w", err)
 	}
-	return Decode(data, Options{BaseDir: filepath.Dir(path)})
+	if opt.BaseDir == "" {
+		opt.BaseDir = filepath.Dir(path)
+	}
+	return Decode(data, opt)
 }
 
 // Decode decodes a serialized ModelProto.
@@ -57,7 +68,7 @@ func Decode(data []byte, opt Options) (m *graph.Model, err error) {
 			m, err = nil, fmt.Errorf("onnx: internal error decoding model: %v", r)
 		}
 	}()
-	d := &decoder{opt: tensorOptions{baseDir: opt.BaseDir, copyRaw: opt.CopyData}}
+	d := &decoder{opt: tensorOptions{baseDir: opt.BaseDir, copyRaw: opt.CopyData, limit: opt.MaxTensorBytes}}
 	m = &graph.Model{Metadata: map[string]string{}}
 	var graphBytes []byte
 	haveGraph := false
@@ -389,9 +400,14 @@ func shapeProto(b []byte) (graph.Shape, error) {
 		if err := forEach(f.b, func(e field) error {
 			switch e.num {
 			case 1:
+				if err := wantVarint(e, "dim_value"); err != nil {
+					return err
+				}
 				d.Value = int64(e.u)
 				if d.Value < 0 {
-					d.Value = -1
+					// not "unknown": ONNX marks unknown dims by leaving
+					// dim_value unset (or naming a dim_param)
+					return fmt.Errorf("dim %d is %d: a declared dim must be ≥ 0 or symbolic", len(s), d.Value)
 				}
 			case 2:
 				d.Param = string(e.b)
@@ -466,7 +482,7 @@ func (d *decoder) attribute(b []byte, depth int) (*graph.Attribute, error) {
 		case 5:
 			var tp *tensorProto
 			if tp, err = parseTensorProto(f.b); err == nil {
-				a.T, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true})
+				a.T, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true, limit: d.opt.limit})
 			}
 			setType = graph.AttrTensor
 		case 6:
@@ -485,7 +501,7 @@ func (d *decoder) attribute(b []byte, depth int) (*graph.Attribute, error) {
 			var tp *tensorProto
 			var t *graph.Tensor
 			if tp, err = parseTensorProto(f.b); err == nil {
-				t, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true})
+				t, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true, limit: d.opt.limit})
 				a.Tensors = append(a.Tensors, t)
 			}
 			setType = graph.AttrTensors
@@ -518,29 +534,4 @@ func (d *decoder) attribute(b []byte, depth int) (*graph.Attribute, error) {
 
 func mathFloat32(u uint32) float32 {
 	return float32frombits(u)
-}
-
-// mapFile maps a file read-only (falling back to reading it).
-func mapFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
-	}
-	if st.Size() == 0 {
-		return nil, fmt.Errorf("%s is empty", path)
-	}
-	if st.Size() >= mmapThreshold {
-		if b, err := mmap(f, st.Size()); err == nil {
-			return b, nil
-		}
-	}
-	return os.ReadFile(path)
 }

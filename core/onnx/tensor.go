@@ -121,6 +121,7 @@ func DecodeTensor(b []byte) (*graph.Tensor, string, error) {
 type tensorOptions struct {
 	baseDir string // for external data; "" forbids external data
 	copyRaw bool   // copy raw_data rather than aliasing the input bytes
+	limit   int64  // per-tensor byte limit (0: graph.MaxTensorBytes)
 }
 
 func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
@@ -138,7 +139,7 @@ func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
 		}
 		shape[i] = int(d)
 	}
-	n, err := graph.CheckAlloc(dt, shape)
+	n, err := graph.CheckAllocLimit(dt, shape, opt.limit)
 	if err != nil {
 		return nil, err
 	}
@@ -260,10 +261,14 @@ func alignedCopy(b []byte, size int) []byte {
 	if len(b) == 0 {
 		return b
 	}
-	words := make([]uint64, (len(b)+7)/8)
-	out := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(b))
+	out := alignedBuffer(len(b))
 	copy(out, b)
 	return out
+}
+
+// unsafeBytes views the first n bytes of words.
+func unsafeBytes(words []uint64, n int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
 }
 
 func viewAs(dt graph.DType, b []byte, n int) any {
@@ -301,6 +306,11 @@ func viewAs(dt graph.DType, b []byte, n int) any {
 	return nil
 }
 
+// readExternal reads an initializer's bytes from a file in baseDir. The
+// file is opened through an os.Root on baseDir, so neither "..", an
+// absolute location nor a symbolic link anywhere along the path can reach
+// outside the model's directory (links that stay inside are followed); it
+// must be a regular file (a FIFO or device could block Load forever).
 func readExternal(tp *tensorProto, baseDir string, want int) ([]byte, error) {
 	if baseDir == "" {
 		return nil, errors.New("external data needs the model's directory (load the model from a file)")
@@ -325,22 +335,22 @@ func readExternal(tp *tensorProto, baseDir string, want int) ([]byte, error) {
 			return nil, fmt.Errorf("external data length %q disagrees with the shape (%d bytes)", s, want)
 		}
 	}
-	path := filepath.Join(baseDir, loc)
-	f, err := os.Open(path)
+	root, err := os.OpenRoot(baseDir)
 	if err != nil {
-		return nil, fmt.Errorf("external data: %w", err)
+		return nil, fmt.Errorf("external data %q: model directory: %w", loc, err)
+	}
+	defer root.Close()
+	f, st, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
+	if err != nil {
+		return nil, fmt.Errorf("external data %q (must be a regular file inside the model directory %s): %w", loc, baseDir, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if off+length > st.Size() {
+	if off > st.Size() || length > st.Size()-off {
 		return nil, fmt.Errorf("external data %s: needs bytes %d..%d, file has %d", loc, off, off+length, st.Size())
 	}
-	buf := alignedCopy(make([]byte, length), 8)
+	buf := alignedBuffer(int(length))
 	if _, err := f.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && length == 0) {
-		return nil, fmt.Errorf("external data %s: %w", loc, err)
+		return nil, fmt.Errorf("external data %s: %w (did the file shrink while it was read?)", loc, err)
 	}
 	return buf, nil
 }

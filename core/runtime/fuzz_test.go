@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -49,13 +50,13 @@ func FuzzLoadAndRun(f *testing.F) {
 	f.Add(seedModel(&graph.Node{OpType: "Resize", Inputs: []string{"x", "", "", "shape"}, Outputs: []string{"y"}}))
 	f.Add(seedModel(&graph.Node{OpType: "ReduceSum", Inputs: []string{"x", "idx"}, Outputs: []string{"y"}},
 		&graph.Node{OpType: "Softmax", Inputs: []string{"y"}, Outputs: []string{"z"}}))
-	saved := graph.MaxTensorBytes
-	graph.MaxTensorBytes = 64 << 20 // hostile shapes are refused, not allocated
-	defer func() { graph.MaxTensorBytes = saved }()
+	// hostile shapes are refused, not allocated: a per-model tensor limit
+	// and memory budget (nothing process-wide is changed)
+	opts := &runtime.Options{MaxTensorBytes: 64 << 20, MemoryBudget: 256 << 20}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		m, err := runtime.LoadBytes(ctx, b, nil)
+		m, err := runtime.LoadBytes(ctx, b, opts)
 		if err != nil {
 			if strings.Contains(err.Error(), "internal error") || strings.Contains(err.Error(), "panic") {
 				t.Fatalf("load: %v", err)
@@ -92,6 +93,12 @@ func FuzzLoadAndRun(f *testing.F) {
 		}
 		if _, err := m.Run(ctx, feeds); err != nil && strings.Contains(err.Error(), "internal error") {
 			t.Fatalf("run: %v", err)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+		if _, err := m.Run(ctx, feeds); !errors.Is(err, runtime.ErrClosed) {
+			t.Fatalf("run after close: %v, want ErrClosed", err)
 		}
 	})
 }

@@ -31,6 +31,8 @@ type compiledPartition struct {
 	compiled *hal.Compiled
 	sg       *hal.Subgraph
 	policy   OnUnavailable
+	budget   *exec.Budget // the model's, shared by a re-placed program
+	limit    int64        // per-tensor byte limit
 	calls    atomic.Int64
 	nanos    atomic.Int64
 
@@ -81,9 +83,8 @@ func (m *Model) PartitionStats() []PartitionStats {
 	return out
 }
 
-// Close releases the compiled partitions (not the devices, which the
-// caller opened). It is safe to call more than once.
-func (m *Model) Close() error {
+// releaseParts releases the compiled partitions (see Close).
+func (m *Model) releaseParts() error {
 	var errs []error
 	for _, cp := range m.parts {
 		if cp.compiled != nil {
@@ -176,7 +177,7 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return fmt.Errorf("runtime: partition %d (%d nodes) on %s: %w", p.ID, len(p.Nodes), p.Backend, err)
 		}
-		cp := &compiledPartition{part: p, dev: dev, compiled: compiled, sg: sg, policy: opts.OnUnavailable}
+		cp := &compiledPartition{part: p, dev: dev, compiled: compiled, sg: sg, policy: opts.OnUnavailable, budget: m.budget, limit: m.limit}
 		m.parts = append(m.parts, cp)
 		for _, i := range p.Nodes {
 			inPart[i] = true
@@ -195,7 +196,7 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 		}
 		exe.Nodes = append(exe.Nodes, standIns...)
 	}
-	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides, MainSimplified: true})
+	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides, MainSimplified: true, Budget: m.budget, MaxTensorBytes: m.limit})
 	return err
 }
 
@@ -367,7 +368,7 @@ func (cp *compiledPartition) replaceOnCPU(cause error) (*cpu.Executable, error) 
 	if exe := cp.onCPU.Load(); exe != nil {
 		return exe, nil
 	}
-	prog, err := exec.Compile(cp.sg.Graph, exec.Options{Opsets: cp.sg.Opsets})
+	prog, err := exec.Compile(cp.sg.Graph, exec.Options{Opsets: cp.sg.Opsets, Budget: cp.budget, MaxTensorBytes: cp.limit})
 	if err != nil {
 		return nil, err
 	}

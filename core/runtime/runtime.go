@@ -5,8 +5,13 @@
 // Contracts:
 //   - A *Model is immutable after Load and safe for concurrent Run calls.
 //   - Run checks its inputs (names, dtypes, ranks, static and symbolic dims)
-//     before executing anything, checks ctx between nodes, and never panics:
-//     a kernel panic becomes an error naming the node.
+//     before executing anything, checks ctx between nodes (and long kernels
+//     inside), and never panics: a kernel panic becomes an error naming the
+//     node.
+//   - Memory is bounded: every buffer a run allocates is checked against the
+//     model's budget (Options.MemoryBudget) before it is allocated; sizes
+//     that can be known at load are checked before anything is compiled.
+//   - After Close, Run fails with ErrClosed.
 //   - Intermediate buffers are recycled by lifetime (a buffer is reused once
 //     its value's last consumer has run); returned outputs belong to the
 //     caller and never alias model weights or inputs.
@@ -30,8 +35,7 @@ import (
 	"github.com/switchyard-hal/switchyard/partitioner"
 )
 
-// Options configures Load. The zero value is valid. (The per-tensor
-// allocation limit is process-wide: graph.MaxTensorBytes.)
+// Options configures Load. The zero value is valid.
 type Options struct {
 	// Backends are opened devices in priority order. Partitions they take
 	// are compiled at load and called at run; everything else runs on the
@@ -54,6 +58,20 @@ type Options struct {
 	// next Load under an equal key (backend, device cache key, compile
 	// options, subgraph content): e.g. &hal.DirCache{Dir: ...}.
 	CompileCache hal.BlobCache
+	// MemoryBudget bounds, in bytes, the buffers the model's runs hold at
+	// once (intermediates, outputs not yet returned and buffers kept for
+	// the next run), across all its concurrent Runs. Each buffer is checked
+	// against it before it is allocated; a Run that would exceed it fails
+	// with a *exec.BudgetError (errors.Is kernels.ErrResourceExhausted,
+	// hal code ResourceExhausted) naming the node. 0 means
+	// DefaultMemoryBudget(); a negative value means no budget. Weights are
+	// not counted (they are loaded already), nor are the buffers delegated
+	// partitions' backends allocate themselves.
+	MemoryBudget int64
+	// MaxTensorBytes, when > 0, lowers the per-tensor size limit
+	// (graph.MaxTensorBytes) for this model: its weights, declared and
+	// inferred sizes and every buffer its runs allocate.
+	MaxTensorBytes int64
 }
 
 // OnUnavailable is the policy for a backend that becomes unavailable at run time.
@@ -97,6 +115,9 @@ type Model struct {
 	types   map[string]graph.ValueType // inferred types of all values of the main graph
 
 	cacheHits atomic.Int64 // partitions imported from Options.CompileCache
+	budget  *exec.Budget
+	limit   int64 // per-tensor byte limit
+	life    *life
 }
 
 // RunOptions and Stats are those of the executor.
@@ -106,23 +127,12 @@ type (
 	NodeTiming = exec.NodeTiming
 )
 
-// Run executes the model. inputs maps input names to tensors (an input with
-// an initializer default may be omitted). It returns every model output.
-func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
-	return m.prog.Run(ctx, inputs)
-}
-
-// RunWithStats is Run with per-run statistics and optional profiling.
-func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
-	return m.prog.RunWithStats(ctx, inputs, opts)
-}
-
 // Load reads a model file and prepares it.
 func Load(ctx context.Context, path string, opts *Options) (*Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ir, err := onnx.LoadFile(path)
+	ir, err := onnx.LoadFileWith(path, onnx.Options{MaxTensorBytes: opts.maxTensorBytes()})
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +142,18 @@ func Load(ctx context.Context, path string, opts *Options) (*Model, error) {
 // LoadBytes decodes a serialized model and prepares it. The bytes are
 // referenced by the model's weights and must not be modified afterwards.
 func LoadBytes(ctx context.Context, data []byte, opts *Options) (*Model, error) {
-	ir, err := onnx.Decode(data, onnx.Options{})
+	ir, err := onnx.Decode(data, onnx.Options{MaxTensorBytes: opts.maxTensorBytes()})
 	if err != nil {
 		return nil, err
 	}
 	return Prepare(ctx, ir, opts)
+}
+
+func (o *Options) maxTensorBytes() int64 {
+	if o == nil {
+		return 0
+	}
+	return o.MaxTensorBytes
 }
 
 // LoadDir loads DIR/model.onnx (the ONNX test layout).
@@ -144,10 +161,20 @@ func LoadDir(ctx context.Context, dir string, opts *Options) (*Model, error) {
 	return Load(ctx, filepath.Join(dir, "model.onnx"), opts)
 }
 
-// Prepare validates an imported model and plans its execution.
+// Prepare validates an imported model and plans its execution. On any
+// error it returns a nil model, having released everything it compiled.
 func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error) {
 	if opts == nil {
 		opts = &Options{}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if ir == nil {
+		return nil, fmt.Errorf("runtime: %w: no model", kernels.ErrInvalid)
+	}
+	if err := checkOpsets(ir); err != nil {
+		return nil, err
 	}
 	if err := ir.Validate(); err != nil {
 		return nil, err
@@ -161,21 +188,35 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	folded := *ir
 	folded.Graph = simple
 	ir = &folded
-	m := &Model{ir: ir}
-	m.types = inferTypes(ir)
-	if err := m.place(ctx, opts); err != nil {
-		m.Close()
+	m := &Model{ir: ir, life: newLife(), limit: graph.EffectiveLimit(opts.MaxTensorBytes)}
+	budget := opts.MemoryBudget
+	if budget == 0 {
+		budget = DefaultMemoryBudget()
+	}
+	m.budget = exec.NewBudget(budget) // negative: accounted, unlimited
+	if err := m.prepare(ctx, opts); err != nil {
+		_ = m.Close()
 		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) prepare(ctx context.Context, opts *Options) error {
+	ir := m.ir
+	m.types = inferTypes(ir)
+	// sizes first: no backend is asked to compile (and allocate for) a
+	// model whose declared or inferred sizes could never run
+	if err := m.checkSizes(); err != nil {
+		return err
+	}
+	if err := m.place(ctx, opts); err != nil {
+		return err
 	}
 	g := ir.Graph
 	for _, in := range g.Inputs {
-		if _, isInit := g.Initializers[in.Name]; isInit {
-			continue
+		if _, isInit := g.Initializers[in.Name]; !isInit {
+			m.inputs = append(m.inputs, in)
 		}
-		if err := checkDeclaredSize(in); err != nil {
-			return nil, err
-		}
-		m.inputs = append(m.inputs, in)
 	}
 	m.outputs = append(m.outputs, g.Outputs...)
 	for i, o := range m.outputs {
@@ -183,20 +224,93 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 			m.outputs[i].Type = m.types[o.Name]
 		}
 	}
-	return m, ctx.Err()
+	return ctx.Err()
 }
 
-// checkDeclaredSize refuses inputs whose fully static declared shape could
-// never be allocated (a hostile 10^12-element declaration).
-func checkDeclaredSize(vi graph.ValueInfo) error {
-	dims, ok := vi.Type.Shape.Ints()
-	if !ok || !vi.Type.DType.Supported() {
-		return nil
-	}
-	if _, err := graph.CheckAlloc(vi.Type.DType, dims); err != nil {
-		return fmt.Errorf("runtime: input %q declares %v%v: %w", vi.Name, vi.Type.DType, vi.Type.Shape, err)
+// maxPlausibleOpset: an opset version above this, in any domain, is not a
+// real ONNX release (the newest default-domain opset Switchyard knows is
+// kernels.MaxKnownOpset; ONNX adds one or two a year).
+const maxPlausibleOpset = kernels.MaxKnownOpset + 100
+
+// checkOpsets refuses opset imports no ONNX release ever had.
+func checkOpsets(ir *graph.Model) error {
+	for _, o := range ir.Opsets {
+		if o.Version < 0 || o.Version > maxPlausibleOpset {
+			d := o.Domain
+			if d == "" {
+				d = "ai.onnx"
+			}
+			return fmt.Errorf("runtime: %w: the model imports opset %d of domain %q, which no ONNX release has (the newest ai.onnx opset known is %d; versions above %d are refused)",
+				kernels.ErrInvalid, o.Version, d, kernels.MaxKnownOpset, maxPlausibleOpset)
+		}
 	}
 	return nil
+}
+
+// checkSizes refuses, before anything is compiled or allocated, weights,
+// declared inputs and inferred values whose static size exceeds the
+// per-tensor limit, and (with a budget) any single value larger than the
+// whole budget.
+func (m *Model) checkSizes() error {
+	g := m.ir.Graph
+	for _, name := range sortedTensorNames(g.Initializers) {
+		t := g.Initializers[name]
+		if _, err := graph.CheckAllocLimit(t.DType, t.Shape, m.limit); err != nil {
+			return fmt.Errorf("runtime: weight %q: %w", name, err)
+		}
+	}
+	for _, in := range g.Inputs {
+		if _, isInit := g.Initializers[in.Name]; isInit {
+			continue
+		}
+		if err := m.checkStatic(in.Type, func() string { return fmt.Sprintf("input %q declares", in.Name) }); err != nil {
+			return err
+		}
+	}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			if o == "" {
+				continue
+			}
+			t, ok := m.types[o]
+			if !ok {
+				continue
+			}
+			if err := m.checkStatic(t, func() string { return fmt.Sprintf("value %q (output of %s) would be", o, n.Label()) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Model) checkStatic(t graph.ValueType, what func() string) error {
+	dims, ok := t.Shape.Ints()
+	if !ok || !t.DType.Supported() {
+		return nil
+	}
+	n, err := graph.CheckAllocLimit(t.DType, dims, m.limit)
+	if err != nil {
+		return fmt.Errorf("runtime: %s %v%v: %w", what(), t.DType, t.Shape, err)
+	}
+	es := int64(t.DType.Size())
+	if t.DType == graph.String {
+		es = 16
+	}
+	if lim := m.budget.Limit(); lim > 0 && int64(n)*es > lim {
+		return fmt.Errorf("runtime: %s %v%v (%s), more than the model's whole memory budget of %s: %w",
+			what(), t.DType, t.Shape, exec.FormatBytes(int64(n)*es), exec.FormatBytes(lim), kernels.ErrResourceExhausted)
+	}
+	return nil
+}
+
+func sortedTensorNames(m map[string]*graph.Tensor) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // CheckSupported walks every graph and lists all unsupported ops and types

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -16,16 +17,10 @@ import (
 // a simulated accelerator that takes Conv, Relu, Add and MatMul, ahead of
 // the cpu backend. Set HTMLREPORT_OUT to a directory to keep the pages.
 func TestRenderModels(t *testing.T) {
-	root := "../../../shared/testdata/models"
-	if _, err := os.Stat(root); err != nil {
-		root = "/work/shared/testdata/models"
-	}
 	for _, name := range []string{"ppocr_mobile_v2_cls", "blazeface_front_128", "silero_vad_v5", "ppocrv4_rec"} {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(root, name, "model.onnx")
-			if _, err := os.Stat(path); err != nil {
-				t.Skip("model not present")
-			}
+			// skips where ../shared is absent, fails under SWITCHYARD_REQUIRE_SHARED=1
+			path := shared.Path(t, filepath.Join("testdata/models", name, "model.onnx"))
 			m, err := onnx.LoadFile(path)
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 )
 
 // sdkDir finds sdk/c from the package directory.
@@ -28,14 +30,7 @@ func sdkDir(t testing.TB) string {
 }
 
 // required reports whether SWITCHYARD_REQUIRE_BACKENDS names cabi.
-func required() bool {
-	for _, b := range strings.FieldsFunc(os.Getenv("SWITCHYARD_REQUIRE_BACKENDS"), func(r rune) bool { return r == ',' || r == ' ' }) {
-		if b == "cabi" || b == "all" {
-			return true
-		}
-	}
-	return false
-}
+func required() bool { return backendtest.Required("cabi") }
 
 // buildC compiles C sources of sdk/c (paths relative to it) into a shared
 // library in a fresh temporary directory. It skips the test when gcc is
@@ -44,14 +39,11 @@ func required() bool {
 func buildC(t testing.TB, out string, src string, defines ...string) string {
 	t.Helper()
 	if !supported {
-		t.Skip("cabi: C delegates are not supported on this platform")
+		backendtest.SkipUnlessRequired(t, "cabi", "C delegates are not supported on this platform")
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		if required() {
-			t.Fatalf("gcc is not installed and SWITCHYARD_REQUIRE_BACKENDS names cabi: %v", err)
-		}
-		t.Skip("cabi: gcc is not installed; cannot build the C delegates (install gcc or see .ci/install.d/cabi.sh)")
+		backendtest.SkipUnlessRequired(t, "cabi", "gcc is not installed; cannot build the C delegates (install gcc or see .ci/install.d/cabi.sh)")
 	}
 	sdk := sdkDir(t)
 	lib := filepath.Join(t.TempDir(), out)

@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	swrt "github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
 	"github.com/switchyard-hal/switchyard/plugins/sim"
@@ -40,7 +41,7 @@ var (
 func simPlugin(t testing.TB) (path, sum string) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
-		t.Skip("out-of-process backends need Linux memfd")
+		backendtest.SkipUnlessRequired(t, "grpc", "out-of-process backends need Linux memfd")
 	}
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "switchyard-plugin-test-")
@@ -456,7 +457,7 @@ func TestLargeTensorsAndConstants(t *testing.T) {
 func countFDs(t testing.TB) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skip("no /proc/self/fd")
+		backendtest.SkipUnlessRequired(t, "grpc", "no /proc/self/fd to count open files")
 	}
 	return len(ents)
 }

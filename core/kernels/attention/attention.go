@@ -178,6 +178,9 @@ func attentionKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 			kh := h / group
 			kBase := (b*kvH + kh) * T
 			for i := 0; i < S; i++ {
+				if ctx.Stopped() {
+					return nil, ctx.Stop(n)
+				}
 				qRow := qv[((b*qH+h)*S+i)*D:][:D]
 				allMasked := true
 				for j := 0; j < T; j++ {

@@ -578,6 +578,7 @@ func preluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 		return nil, kernels.Invalidf(n, "slope shape %v does not broadcast to X shape %v", s.Shape, x.Shape)
 	}
 	p := newPlan(x.Shape, x.Shape, ss)
+	p.done = kernels.DoneOf(ctx)
 	out, err := ctx.New(x.DType, x.Shape)
 	if err != nil {
 		return nil, err

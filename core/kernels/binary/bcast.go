@@ -14,6 +14,9 @@ type plan struct {
 	dims    []int   // merged dims (outermost first), none of size 1
 	strides [][]int // per input, per merged dim: element stride (0 = broadcast)
 	inner   []int   // per input, stride of the innermost merged dim (0 or 1)
+	// done, when set, is polled every kernels.StopCheckElems elements; run
+	// stops early once it is closed (the executor then discards the output)
+	done <-chan struct{}
 }
 
 // newPlan builds a plan; every input shape must be broadcast-compatible with
@@ -81,7 +84,14 @@ func (p *plan) run(fn func(off []int, n int)) {
 	inner := p.dims[last]
 	outer := p.n / inner
 	counter := make([]int, last)
+	sinceCheck := 0
 	for it := 0; it < outer; it++ {
+		if sinceCheck += inner; sinceCheck >= kernels.StopCheckElems {
+			if kernels.Done(p.done) {
+				return
+			}
+			sinceCheck = 0
+		}
 		fn(off, inner)
 		off[0] += inner
 		for d := last - 1; d >= 0; d-- {
@@ -173,13 +183,17 @@ func binaryShapes(ctx *kernels.Context, n *graph.Node, a, b []int, legacy bool) 
 		if err != nil {
 			return nil, nil, err
 		}
-		return a, newPlan(a, a, bs), nil
+		p := newPlan(a, a, bs)
+		p.done = kernels.DoneOf(ctx)
+		return a, p, nil
 	}
 	out, err := kernels.BroadcastShapes(a, b)
 	if err != nil {
 		return nil, nil, kernels.Invalidf(n, "shapes %v and %v are not broadcast-compatible", a, b)
 	}
-	return out, newPlan(out, a, b), nil
+	p := newPlan(out, a, b)
+	p.done = kernels.DoneOf(ctx)
+	return out, p, nil
 }
 
 func opsetOf(ctx *kernels.Context) int64 {

@@ -173,6 +173,7 @@ func whereKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 		return nil, err
 	}
 	p := newPlan(shape, c.Shape, x.Shape, y.Shape)
+	p.done = kernels.DoneOf(ctx)
 	cd := c.Data.([]bool)
 	switch o := out.Data.(type) {
 	case []float32:

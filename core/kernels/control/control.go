@@ -98,6 +98,10 @@ func loopKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 			return nil, kernels.Unsupportedf(n, "loop-carried value %d is absent (optional types are not supported)", i)
 		}
 	}
+	// fromBody[i]: carried[i] is a body output (not the Loop's input), so
+	// its buffer is released as soon as the next iteration replaces it:
+	// memory stays bounded by one iteration's values however long the loop
+	fromBody := make([]bool, nCarried)
 	scans := make([][]*graph.Tensor, nScan)
 	for iter := int64(0); (maxTrip < 0 || iter < maxTrip) && cond; iter++ {
 		if err := ctx.Err(); err != nil {
@@ -118,7 +122,13 @@ func loopKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 			return nil, kernels.Invalidf(n, "body's cond output must be a scalar")
 		}
 		cond = c
-		copy(carried, outs[1:1+nCarried])
+		ctx.Release(outs[0])
+		for i := range carried {
+			if fromBody[i] {
+				ctx.Release(carried[i])
+			}
+			carried[i], fromBody[i] = outs[1+i], true
+		}
 		for k := 0; k < nScan; k++ {
 			s := outs[1+nCarried+k]
 			if len(scans[k]) > 0 && (scans[k][0].DType != s.DType || !graph.SameShape(scans[k][0].Shape, s.Shape)) {
@@ -151,6 +161,7 @@ func loopKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		for _, s := range scans[k] {
 			graph.CopyRange(t.Data, off, s.Data, 0, s.Len())
 			off += s.Len()
+			ctx.Release(s)
 		}
 		res[nCarried+k] = t
 	}

@@ -11,10 +11,11 @@ func init() {
 	kernels.Register(kernels.Schema{OpType: "Scan", MinOpset: 8, MinInputs: 1, MaxInputs: -1, MinOutputs: 1, MaxOutputs: -1, Kernel: scanKernel})
 }
 
-// take returns t's slice at index i along axis (the axis removed).
-func take(t *graph.Tensor, axis, i int) (*graph.Tensor, error) {
+// take returns t's slice at index i along axis (the axis removed), in a
+// buffer of ctx's allocator (the caller releases it when done).
+func take(ctx *kernels.Context, t *graph.Tensor, axis, i int) (*graph.Tensor, error) {
 	shape := append(append([]int{}, t.Shape[:axis]...), t.Shape[axis+1:]...)
-	out, err := graph.New(t.DType, shape)
+	out, err := ctx.New(t.DType, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +97,7 @@ func scanKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	}
 	outDirs := n.AttrInts("scan_output_directions", nil)
 	cur := append([]*graph.Tensor{}, states...)
+	fromBody := make([]bool, nState) // cur[i] is ours to release when replaced
 	outs := make([][]*graph.Tensor, k)
 	for it := 0; it < seqLen; it++ {
 		if err := ctx.Err(); err != nil {
@@ -107,7 +109,7 @@ func scanKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 			if i < len(inDirs) && inDirs[i] == 1 {
 				idx = seqLen - 1 - it
 			}
-			s, err := take(t, inAxes[i], idx)
+			s, err := take(ctx, t, inAxes[i], idx)
 			if err != nil {
 				return nil, err
 			}
@@ -117,7 +119,15 @@ func scanKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		if err != nil {
 			return nil, err
 		}
-		copy(cur, res[:nState])
+		for _, s := range args[nState:] {
+			ctx.Release(s)
+		}
+		for i := range cur {
+			if fromBody[i] {
+				ctx.Release(cur[i])
+			}
+			cur[i], fromBody[i] = res[i], true
+		}
 		for j := 0; j < k; j++ {
 			o := res[nState+j]
 			if len(outs[j]) > 0 && (outs[j][0].DType != o.DType || !graph.SameShape(outs[j][0].Shape, o.Shape)) {
@@ -159,6 +169,7 @@ func scanKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 				idx = seqLen - 1 - it
 			}
 			put(t, axis, idx, o)
+			ctx.Release(o)
 		}
 		result[nState+j] = t
 	}
@@ -191,9 +202,9 @@ func scan8(ctx *kernels.Context, n *graph.Node, body *graph.Graph, in []*graph.T
 	}
 	result := make([]*graph.Tensor, len(n.Outputs))
 	for b := 0; b < batch; b++ {
-		cur := make([]*graph.Tensor, nState)
+		cur := make([]*graph.Tensor, nState) // all ours: slices of the states
 		for i, s := range states {
-			t, err := take(s, 0, b)
+			t, err := take(ctx, s, 0, b)
 			if err != nil {
 				return nil, err
 			}
@@ -213,11 +224,12 @@ func scan8(ctx *kernels.Context, n *graph.Node, body *graph.Graph, in []*graph.T
 				if i < len(dirs) && dirs[i] == 1 {
 					idx = seqLen - 1 - it
 				}
-				bt, err := take(t, 0, b)
+				bt, err := take(ctx, t, 0, b)
 				if err != nil {
 					return nil, err
 				}
-				s, err := take(bt, 0, idx)
+				s, err := take(ctx, bt, 0, idx)
+				ctx.Release(bt)
 				if err != nil {
 					return nil, err
 				}
@@ -227,7 +239,13 @@ func scan8(ctx *kernels.Context, n *graph.Node, body *graph.Graph, in []*graph.T
 			if err != nil {
 				return nil, err
 			}
-			copy(cur, res[:nState])
+			for _, s := range args[nState:] {
+				ctx.Release(s)
+			}
+			for i := range cur {
+				ctx.Release(cur[i])
+				cur[i] = res[i]
+			}
 			for j := 0; j < k; j++ {
 				per[j] = append(per[j], res[nState+j])
 			}
@@ -242,6 +260,7 @@ func scan8(ctx *kernels.Context, n *graph.Node, body *graph.Graph, in []*graph.T
 				result[i] = t
 			}
 			put(result[i], 0, b, cur[i])
+			ctx.Release(cur[i])
 		}
 		for j := 0; j < k && nState+j < len(result); j++ {
 			if len(per[j]) == 0 {
@@ -255,7 +274,7 @@ func scan8(ctx *kernels.Context, n *graph.Node, body *graph.Graph, in []*graph.T
 				}
 				result[nState+j] = t
 			}
-			seq, err := graph.New(per[j][0].DType, append([]int{seqLen}, per[j][0].Shape...))
+			seq, err := ctx.New(per[j][0].DType, append([]int{seqLen}, per[j][0].Shape...))
 			if err != nil {
 				return nil, err
 			}
@@ -266,6 +285,10 @@ func scan8(ctx *kernels.Context, n *graph.Node, body *graph.Graph, in []*graph.T
 				put(seq, 0, it, o)
 			}
 			put(result[nState+j], 0, b, seq)
+			for _, o := range per[j] {
+				ctx.Release(o)
+			}
+			ctx.Release(seq)
 		}
 	}
 	for i, r := range result {

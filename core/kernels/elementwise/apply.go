@@ -62,8 +62,13 @@ func apply(ctx *kernels.Context, n *graph.Node, x *graph.Tensor, fs fns) (*graph
 			return nil, err
 		}
 		o := out.Data.([]bool)
-		for i := range o {
-			o[i] = fs.pred(x.Float64At(i))
+		for lo := 0; lo < len(o); lo += kernels.StopCheckElems {
+			if ctx.Stopped() {
+				return nil, ctx.Stop(n)
+			}
+			for i := lo; i < min(lo+kernels.StopCheckElems, len(o)); i++ {
+				o[i] = fs.pred(x.Float64At(i))
+			}
 		}
 		return out, nil
 	}
@@ -85,7 +90,24 @@ func apply(ctx *kernels.Context, n *graph.Node, x *graph.Tensor, fs fns) (*graph
 	if err != nil {
 		return nil, err
 	}
-	switch d := x.Data.(type) {
+	// a block at a time, checking the context between blocks
+	total := x.Len()
+	for lo := 0; lo < total; lo += kernels.StopCheckElems {
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
+		hi := min(lo+kernels.StopCheckElems, total)
+		if err := applyBlock(n, graph.SliceData(x.Data, lo, hi), graph.SliceData(out.Data, lo, hi), x.DType, fs); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// applyBlock runs fs over the elements of xd into od (same length).
+func applyBlock(n *graph.Node, xd, od any, dt graph.DType, fs fns) error {
+	out := &graph.Tensor{Data: od}
+	switch d := xd.(type) {
 	case []float32:
 		o := out.Data.([]float32)
 		for i, v := range d {
@@ -128,9 +150,9 @@ func apply(ctx *kernels.Context, n *graph.Node, x *graph.Tensor, fs fns) (*graph
 			o[i] = fs.b(v)
 		}
 	default:
-		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+		return kernels.Unsupportedf(n, "dtype %v", dt)
 	}
-	return out, nil
+	return nil
 }
 
 // roundToOddFloat32 rounds v to float32 with round-to-odd. Rounding that

@@ -82,9 +82,10 @@ func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	if _, err := graph.CheckAlloc(x.DType, []int{p.cg * p.g.kSize(), p.g.outSize()}); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
+	st := stopOf(ctx)
 	return dispatchFloat(ctx, n, x, w, b, p.outShape,
-		func(x, w, b, y []float32) { convRun(p, x, w, b, y, sgemm) },
-		func(x, w, b, y []float64) { convRun(p, x, w, b, y, gemm64) })
+		func(x, w, b, y []float32) { convRun(st, p, x, w, b, y, sgemm) },
+		func(x, w, b, y []float64) { convRun(st, p, x, w, b, y, gemm64) })
 }
 
 func f32Data(t *graph.Tensor) []float32 {
@@ -95,17 +96,17 @@ func f32Data(t *graph.Tensor) []float32 {
 }
 
 // gemm64 adapts gemmGeneric to sgemm's signature (alpha is always 1 here).
-func gemm64(m, n, k int, _ float64, a, b mat[float64], c []float64, ldc int, par int) {
-	gemmGeneric(m, n, k, a, b, c, ldc, par)
+func gemm64(st stop, m, n, k int, _ float64, a, b mat[float64], c []float64, ldc int, par int) {
+	gemmGeneric(st, m, n, k, a, b, c, ldc, par)
 }
 
-type gemmFunc[T float32 | float64] func(m, n, k int, alpha T, a, b mat[T], c []T, ldc int, par int)
+type gemmFunc[T float32 | float64] func(st stop, m, n, k int, alpha T, a, b mat[T], c []T, ldc int, par int)
 
 // convRun computes a convolution: y[n, m] = bias[m] + Σ W[m]·X[n] over each
 // group, as a GEMM of the group's weights with the im2col matrix of its
 // input (or with the input itself for 1×1 unpadded, unstrided kernels);
 // depthwise convolutions (one input channel per group) run directly.
-func convRun[T float32 | float64](p *convPlan, x, w, bias, y []T, gemm gemmFunc[T]) {
+func convRun[T float32 | float64](st stop, p *convPlan, x, w, bias, y []T, gemm gemmFunc[T]) {
 	g := &p.g
 	is, os, ks := g.inSize(), g.outSize(), g.kSize()
 	par := workers()
@@ -124,7 +125,7 @@ func convRun[T float32 | float64](p *convPlan, x, w, bias, y []T, gemm gemmFunc[
 		}
 	}
 	if p.cg == 1 && p.group > 1 {
-		parallelTasks(p.n*p.m, par, func(t int) {
+		parallelTasks(st, p.n*p.m, par, func(t int) {
 			nIdx, oc := t/p.m, t%p.m
 			ic := oc / p.mg
 			depthwisePlane(g, x[(nIdx*p.c+ic)*is:(nIdx*p.c+ic+1)*is], w[oc*ks:(oc+1)*ks], y[t*os:(t+1)*os])
@@ -134,23 +135,23 @@ func convRun[T float32 | float64](p *convPlan, x, w, bias, y []T, gemm gemmFunc[
 	k := p.cg * ks
 	direct := ks == 1 && g.s == [3]int{1, 1, 1} && g.pb == [3]int{} && g.pe == [3]int{}
 	if xf, ok := any(x).([]float32); ok {
-		convTiledF32(p, xf, any(w).([]float32), any(y).([]float32), direct)
+		convTiledF32(st, p, xf, any(w).([]float32), any(y).([]float32), direct)
 		return
 	}
 	var col []T
 	if !direct {
 		col = make([]T, k*os)
 	}
-	for nIdx := 0; nIdx < p.n; nIdx++ {
-		for gi := 0; gi < p.group; gi++ {
+	for nIdx := 0; nIdx < p.n && !st.done(); nIdx++ {
+		for gi := 0; gi < p.group && !st.done(); gi++ {
 			xg := x[(nIdx*p.c+gi*p.cg)*is : (nIdx*p.c+(gi+1)*p.cg)*is]
 			b := xg
 			if !direct {
-				im2col(xg, p.cg, g, col, par)
+				im2col(st, xg, p.cg, g, col, par)
 				b = col
 			}
 			yg := y[(nIdx*p.m+gi*p.mg)*os : (nIdx*p.m+(gi+1)*p.mg)*os]
-			gemm(p.mg, os, k, 1, mat[T]{w[gi*p.mg*k:], k, 1}, mat[T]{b, os, 1}, yg, os, par)
+			gemm(st, p.mg, os, k, 1, mat[T]{w[gi*p.mg*k:], k, 1}, mat[T]{b, os, 1}, yg, os, par)
 		}
 	}
 }
@@ -160,7 +161,7 @@ func convRun[T float32 | float64](p *convPlan, x, w, bias, y []T, gemm gemmFunc[
 // enough to stay in L2) and multiplies it by the group's packed weights, so
 // tasks (image × group × tile) run in parallel without a full-size patch
 // matrix.
-func convTiledF32(p *convPlan, x, w, y []float32, direct bool) {
+func convTiledF32(st stop, p *convPlan, x, w, y []float32, direct bool) {
 	g := &p.g
 	is, os, ks := g.inSize(), g.outSize(), g.kSize()
 	k := p.cg * ks
@@ -179,14 +180,14 @@ func convTiledF32(p *convPlan, x, w, y []float32, direct bool) {
 	nt = min(nt, os)
 	tiles := ceilDiv(os, nt)
 	packed := make([][]float32, p.group)
-	parallelTasks(p.group, par, func(gi int) {
-		packed[gi] = packA(p.mg, k, 1, mat[float32]{w[gi*p.mg*k:], k, 1}, 1)
+	parallelTasks(st, p.group, par, func(gi int) {
+		packed[gi] = packA(st, p.mg, k, 1, mat[float32]{w[gi*p.mg*k:], k, 1}, 1)
 	})
 	var cols [][]float32
 	if !direct {
 		cols = make([][]float32, min(par, p.n*p.group*tiles))
 	}
-	parallelTasksW(p.n*p.group*tiles, par, func(wk, t int) {
+	parallelTasksW(st, p.n*p.group*tiles, par, func(wk, t int) {
 		tile := t % tiles
 		gi := (t / tiles) % p.group
 		nIdx := t / (tiles * p.group)
@@ -195,7 +196,7 @@ func convTiledF32(p *convPlan, x, w, y []float32, direct bool) {
 		xg := x[(nIdx*p.c+gi*p.cg)*is : (nIdx*p.c+(gi+1)*p.cg)*is]
 		yg := y[(nIdx*p.m+gi*p.mg)*os : (nIdx*p.m+(gi+1)*p.mg)*os]
 		if direct {
-			sgemmPacked(p.mg, o1-o0, k, packed[gi], xg[o0:], is, yg[o0:], os, 1)
+			sgemmPacked(st, p.mg, o1-o0, k, packed[gi], xg[o0:], is, yg[o0:], os, 1)
 			return
 		}
 		if cols[wk] == nil {
@@ -203,7 +204,7 @@ func convTiledF32(p *convPlan, x, w, y []float32, direct bool) {
 		}
 		col := cols[wk][:k*(o1-o0)]
 		im2colTile(xg, p.cg, g, o0, o1, col)
-		sgemmPacked(p.mg, o1-o0, k, packed[gi], col, o1-o0, yg[o0:], os, 1)
+		sgemmPacked(st, p.mg, o1-o0, k, packed[gi], col, o1-o0, yg[o0:], os, 1)
 	})
 }
 
@@ -257,11 +258,11 @@ func im2colTile(x []float32, cg int, g *geom3, o0, o1 int, col []float32) {
 // im2col writes the patch matrix of x (cg channels of g.in) into col:
 // row ((c*KD+kd)*KH+kh)*KW+kw holds, for every output position, the input
 // value under that kernel tap, or 0 in the padding.
-func im2col[T float32 | float64](x []T, cg int, g *geom3, col []T, par int) {
+func im2col[T float32 | float64](st stop, x []T, cg int, g *geom3, col []T, par int) {
 	is, os, ks := g.inSize(), g.outSize(), g.kSize()
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	ID, IH, IW := g.in[0], g.in[1], g.in[2]
-	parallelRange(cg*ks, par, 4, func(lo, hi int) {
+	parallelRange(st, cg*ks, par, 4, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			c, kk := r/ks, r%ks
 			kd, kh, kw := kk/(g.k[1]*g.k[2]), (kk/g.k[2])%g.k[1], kk%g.k[2]
@@ -380,6 +381,9 @@ func dispatchFloat(ctx *kernels.Context, n *graph.Node, x, w, b *graph.Tensor, o
 			return nil, err
 		}
 		f32(graph.Data[float32](x), graph.Data[float32](w), f32Data(b), graph.Data[float32](out))
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
 		return []*graph.Tensor{out}, nil
 	case graph.Float16, graph.BFloat16:
 		if _, err := graph.CheckAlloc(graph.Float32, outShape); err != nil {
@@ -391,6 +395,9 @@ func dispatchFloat(ctx *kernels.Context, n *graph.Node, x, w, b *graph.Tensor, o
 		}
 		y := make([]float32, kernels.Prod(outShape))
 		f32(graph.Data[float32](kernels.ToFloat32(x)), graph.Data[float32](kernels.ToFloat32(w)), bf, y)
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
 		out, err := kernels.FromFloat32(ctx, x.DType, outShape, y)
 		if err != nil {
 			return nil, err
@@ -406,6 +413,9 @@ func dispatchFloat(ctx *kernels.Context, n *graph.Node, x, w, b *graph.Tensor, o
 			bd = graph.Data[float64](b)
 		}
 		f64(graph.Data[float64](x), graph.Data[float64](w), bd, graph.Data[float64](out))
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
 		return []*graph.Tensor{out}, nil
 	}
 	return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)

@@ -166,16 +166,17 @@ func convTransposeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	if _, err := graph.CheckAlloc(x.DType, []int{p.mg * p.g.kSize(), p.g.inSize()}); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
+	st := stopOf(ctx)
 	return dispatchFloat(ctx, n, x, w, b, p.outShape,
-		func(x, w, b, y []float32) { convTransposeRun(p, x, w, b, y, sgemm) },
-		func(x, w, b, y []float64) { convTransposeRun(p, x, w, b, y, gemm64) })
+		func(x, w, b, y []float32) { convTransposeRun(st, p, x, w, b, y, sgemm) },
+		func(x, w, b, y []float64) { convTransposeRun(st, p, x, w, b, y, gemm64) })
 }
 
 // convTransposeRun computes, per image and group, the column matrix
 // Wgᵀ·Xg (mg·|kernel| rows × input positions) with the GEMM and scatters
 // it into the output (col2im): input position i under tap t lands on
 // output position i·stride - pad_begin + t·dilation.
-func convTransposeRun[T float32 | float64](p *convTPlan, x, w, bias, y []T, gemm gemmFunc[T]) {
+func convTransposeRun[T float32 | float64](st stop, p *convTPlan, x, w, bias, y []T, gemm gemmFunc[T]) {
 	g := &p.g
 	is, os, ks := g.inSize(), g.outSize(), g.kSize()
 	if len(y) == 0 {
@@ -191,20 +192,20 @@ func convTransposeRun[T float32 | float64](p *convTPlan, x, w, bias, y []T, gemm
 			row[j] = v
 		}
 	}
-	if is == 0 {
+	if is == 0 || st.done() {
 		return
 	}
 	par := workers()
 	rows := p.mg * ks
 	col := make([]T, rows*is)
-	for nIdx := 0; nIdx < p.n; nIdx++ {
-		for gi := 0; gi < p.group; gi++ {
+	for nIdx := 0; nIdx < p.n && !st.done(); nIdx++ {
+		for gi := 0; gi < p.group && !st.done(); gi++ {
 			clear(col)
 			xg := x[(nIdx*p.c+gi*p.cg)*is : (nIdx*p.c+(gi+1)*p.cg)*is]
 			wg := w[gi*p.cg*rows : (gi+1)*p.cg*rows]
-			gemm(rows, is, p.cg, 1, mat[T]{wg, 1, rows}, mat[T]{xg, is, 1}, col, is, par)
+			gemm(st, rows, is, p.cg, 1, mat[T]{wg, 1, rows}, mat[T]{xg, is, 1}, col, is, par)
 			yg := y[(nIdx*p.m+gi*p.mg)*os : (nIdx*p.m+(gi+1)*p.mg)*os]
-			parallelTasks(p.mg, par, func(m int) {
+			parallelTasks(st, p.mg, par, func(m int) {
 				col2imPlane(g, col[m*ks*is:(m+1)*ks*is], yg[m*os:(m+1)*os])
 			})
 		}

@@ -28,8 +28,9 @@ const (
 )
 
 // sgemm computes C += alpha·A·B for an m×k A and a k×n B, with C row-major
-// (row stride ldc). It uses up to par goroutines.
-func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, par int) {
+// (row stride ldc). It uses up to par goroutines, and gives up (leaving C
+// incomplete) once st is done.
+func sgemm(st stop, m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, par int) {
 	if m <= 0 || n <= 0 || k <= 0 {
 		return
 	}
@@ -44,7 +45,7 @@ func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, 
 	if m <= 4 && a.cs == 1 && b.rs == 1 && b.cs != 1 {
 		// A few rows times a transposed B (Linear layers): dot products of
 		// contiguous rows, no packing.
-		parallelRange(n, par, 16, func(lo, hi int) {
+		parallelRange(st, n, par, 16, func(lo, hi int) {
 			for i := 0; i < m; i++ {
 				arow := a.d[i*a.rs : i*a.rs+k]
 				for j := lo; j < hi; j++ {
@@ -56,18 +57,18 @@ func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, 
 	}
 	if m == 1 && b.cs == 1 {
 		// A row vector times B: one pass over B's rows, split by columns.
-		parallelRange(n, par, 64, func(lo, hi int) {
+		parallelRange(st, n, par, 64, func(lo, hi int) {
 			vecMatF32(k, alpha, a, b.d[lo:], b.rs, c[lo:hi])
 		})
 		return
 	}
 
-	ap := packA(m, k, alpha, a, par)
+	ap := packA(st, m, k, alpha, a, par)
 	// B is read in place when its rows are contiguous, else packed row-major.
 	bd, ldb := b.d, b.rs
 	if b.cs != 1 {
 		bp := make([]float32, k*n)
-		parallelRange(k, par, 16, func(lo, hi int) {
+		parallelRange(st, k, par, 16, func(lo, hi int) {
 			for q := lo; q < hi; q++ {
 				row := bp[q*n : (q+1)*n]
 				src := b.d[q*b.rs:]
@@ -78,15 +79,15 @@ func sgemm(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc int, 
 		})
 		bd, ldb = bp, n
 	}
-	sgemmPacked(m, n, k, ap, bd, ldb, c, ldc, par)
+	sgemmPacked(st, m, n, k, ap, bd, ldb, c, ldc, par)
 }
 
 // packA packs alpha·A (m×k) into panels of gemmMR rows: panel p holds
 // ap[(p*k+q)*gemmMR + r] = alpha·A[p*gemmMR+r, q], zero past row m.
-func packA(m, k int, alpha float32, a mat[float32], par int) []float32 {
+func packA(st stop, m, k int, alpha float32, a mat[float32], par int) []float32 {
 	panels := (m + gemmMR - 1) / gemmMR
 	ap := make([]float32, panels*k*gemmMR)
-	parallelRange(panels, par, 8, func(lo, hi int) {
+	parallelRange(st, panels, par, 8, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			dst := ap[p*k*gemmMR : (p+1)*k*gemmMR]
 			for r := 0; r < gemmMR; r++ {
@@ -112,8 +113,8 @@ func packA(m, k int, alpha float32, a mat[float32], par int) []float32 {
 }
 
 // sgemmPacked computes C += A·B with A packed by packA and B row-major
-// with row stride ldb.
-func sgemmPacked(m, n, k int, ap []float32, bd []float32, ldb int, c []float32, ldc int, par int) {
+// with row stride ldb (stopping early once st is done).
+func sgemmPacked(st stop, m, n, k int, ap []float32, bd []float32, ldb int, c []float32, ldc int, par int) {
 	if m <= 0 || n <= 0 || k <= 0 {
 		return
 	}
@@ -123,13 +124,13 @@ func sgemmPacked(m, n, k int, ap []float32, bd []float32, ldb int, c []float32, 
 	mc, nc := gemmBlocks(m, n, par)
 	tm := (m + mc - 1) / mc
 	tn := (n + nc - 1) / nc
-	parallelTasks(tm*tn, par, func(t int) {
+	parallelTasks(st, tm*tn, par, func(t int) {
 		i0 := (t / tn) * mc
 		j0 := (t % tn) * nc
 		i1 := min(i0+mc, m)
 		nb := min(nc, n-j0)
 		var scratch []float32
-		for k0 := 0; k0 < k; k0 += gemmKC {
+		for k0 := 0; k0 < k && !st.done(); k0 += gemmKC {
 			kb := min(gemmKC, k-k0)
 			bblk := bd[k0*ldb+j0:]
 			for i := i0; i < i1; i += gemmMR {
@@ -263,15 +264,15 @@ func sgemmSmall(m, n, k int, alpha float32, a, b mat[float32], c []float32, ldc 
 // gemmGeneric computes C += A·B for any numeric type (float64 and the
 // integer types; integers wrap like Go arithmetic, as numpy does), using
 // the i-q-j loop order so that the inner loop runs along rows.
-func gemmGeneric[T graph.Numeric](m, n, k int, a, b mat[T], c []T, ldc int, par int) {
+func gemmGeneric[T graph.Numeric](st stop, m, n, k int, a, b mat[T], c []T, ldc int, par int) {
 	if m <= 0 || n <= 0 || k <= 0 {
 		return
 	}
 	if m*n*k < gemmParallelMin {
 		par = 1
 	}
-	parallelRange(m, par, 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+	parallelRange(st, m, par, 1, func(lo, hi int) {
+		for i := lo; i < hi && !st.done(); i++ {
 			crow := c[i*ldc : i*ldc+n]
 			for q := 0; q < k; q++ {
 				av := a.d[i*a.rs+q*a.cs]

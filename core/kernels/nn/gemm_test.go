@@ -51,7 +51,7 @@ func TestSgemmBlocked(t *testing.T) {
 		init := randF32(r, c.m*c.n)
 		for _, par := range []int{1, 3} {
 			got := append([]float32{}, init...)
-			sgemm(c.m, c.n, c.k, alpha, am, bm, got, c.n, par)
+			sgemm(nil, c.m, c.n, c.k, alpha, am, bm, got, c.n, par)
 			for i := 0; i < c.m; i++ {
 				for j := 0; j < c.n; j++ {
 					want := float64(init[i*c.n+j])
@@ -74,7 +74,7 @@ func TestSgemmNaNPropagates(t *testing.T) {
 	b := make([]float32, k*n)
 	b[5*n+7] = float32(math.NaN())
 	c := make([]float32, m*n)
-	sgemm(m, n, k, 1, mat[float32]{a, k, 1}, mat[float32]{b, n, 1}, c, n, 2)
+	sgemm(nil, m, n, k, 1, mat[float32]{a, k, 1}, mat[float32]{b, n, 1}, c, n, 2)
 	for i := 0; i < m; i++ {
 		if !math.IsNaN(float64(c[i*n+7])) {
 			t.Fatalf("row %d col 7 = %v, want NaN", i, c[i*n+7])

@@ -20,6 +20,10 @@ func init() {
 // lrnKernel: y = x / (bias + alpha/size · Σ x²)^beta, the sum running over
 // channels c-⌊(size-1)/2⌋ … c+⌈(size-1)/2⌉ clipped to the tensor.
 func lrnKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return stopped(ctx, n)(lrnRun(ctx, n, in))
+}
+
+func lrnRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
 	if x == nil {
 		return nil, kernels.Invalidf(n, "LRN needs input X")
@@ -40,7 +44,7 @@ func lrnKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	after := int(size-1) - before
 	scale := alpha / float64(size)
 	run := func(xs []float64, ys []float64) {
-		parallelRange(N*S, workers(), 256, func(lo, hi int) {
+		parallelRange(stopOf(ctx), N*S, workers(), 256, func(lo, hi int) {
 			for t := lo; t < hi; t++ {
 				b, s := t/S, t%S
 				base := b*C*S + s

@@ -95,13 +95,19 @@ func matMulKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		if err != nil {
 			return nil, err
 		}
-		matMulF32(p, graph.Data[float32](a), graph.Data[float32](b), graph.Data[float32](out))
+		matMulF32(stopOf(ctx), p, graph.Data[float32](a), graph.Data[float32](b), graph.Data[float32](out))
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
 		return []*graph.Tensor{out}, nil
 	case graph.Float16, graph.BFloat16:
 		af := graph.Data[float32](kernels.ToFloat32(a))
 		bf := graph.Data[float32](kernels.ToFloat32(b))
 		res := make([]float32, kernels.Prod(p.out))
-		matMulF32(p, af, bf, res)
+		matMulF32(stopOf(ctx), p, af, bf, res)
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
 		out, err := kernels.FromFloat32(ctx, a.DType, p.out, res)
 		if err != nil {
 			return nil, err
@@ -114,30 +120,33 @@ func matMulKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	}
 	switch a.DType {
 	case graph.Float64:
-		matMulGeneric[float64](p, a, b, out)
+		matMulGeneric[float64](stopOf(ctx), p, a, b, out)
 	case graph.Int8:
-		matMulGeneric[int8](p, a, b, out)
+		matMulGeneric[int8](stopOf(ctx), p, a, b, out)
 	case graph.Int16:
-		matMulGeneric[int16](p, a, b, out)
+		matMulGeneric[int16](stopOf(ctx), p, a, b, out)
 	case graph.Int32:
-		matMulGeneric[int32](p, a, b, out)
+		matMulGeneric[int32](stopOf(ctx), p, a, b, out)
 	case graph.Int64:
-		matMulGeneric[int64](p, a, b, out)
+		matMulGeneric[int64](stopOf(ctx), p, a, b, out)
 	case graph.Uint8:
-		matMulGeneric[uint8](p, a, b, out)
+		matMulGeneric[uint8](stopOf(ctx), p, a, b, out)
 	case graph.Uint16:
-		matMulGeneric[uint16](p, a, b, out)
+		matMulGeneric[uint16](stopOf(ctx), p, a, b, out)
 	case graph.Uint32:
-		matMulGeneric[uint32](p, a, b, out)
+		matMulGeneric[uint32](stopOf(ctx), p, a, b, out)
 	case graph.Uint64:
-		matMulGeneric[uint64](p, a, b, out)
+		matMulGeneric[uint64](stopOf(ctx), p, a, b, out)
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
+	}
+	if ctx.Stopped() {
+		return nil, ctx.Stop(n)
 	}
 	return []*graph.Tensor{out}, nil
 }
 
-func matMulF32(p *matMulPlan, a, b, c []float32) {
+func matMulF32(st stop, p *matMulPlan, a, b, c []float32) {
 	mn := p.m * p.n
 	par := workers()
 	if p.batches == 1 || p.batches*p.m*p.n*p.k < gemmParallelMin {
@@ -145,8 +154,8 @@ func matMulF32(p *matMulPlan, a, b, c []float32) {
 		if p.batches > 1 {
 			par = 1
 		}
-		for t := 0; t < p.batches; t++ {
-			sgemm(p.m, p.n, p.k, 1,
+		for t := 0; t < p.batches && !st.done(); t++ {
+			sgemm(st, p.m, p.n, p.k, 1,
 				mat[float32]{a[p.aBatch[t]*p.aMatSize:], p.k, 1},
 				mat[float32]{b[p.bBatch[t]*p.bMatSize:], p.n, 1},
 				c[t*mn:], p.n, par)
@@ -159,23 +168,23 @@ func matMulF32(p *matMulPlan, a, b, c []float32) {
 	if inner < 1 {
 		inner = 1
 	}
-	parallelTasks(p.batches, par, func(t int) {
-		sgemm(p.m, p.n, p.k, 1,
+	parallelTasks(st, p.batches, par, func(t int) {
+		sgemm(st, p.m, p.n, p.k, 1,
 			mat[float32]{a[p.aBatch[t]*p.aMatSize:], p.k, 1},
 			mat[float32]{b[p.bBatch[t]*p.bMatSize:], p.n, 1},
 			c[t*mn:], p.n, inner)
 	})
 }
 
-func matMulGeneric[T graph.Numeric](p *matMulPlan, at, bt, ct *graph.Tensor) {
+func matMulGeneric[T graph.Numeric](st stop, p *matMulPlan, at, bt, ct *graph.Tensor) {
 	a, b, c := graph.Data[T](at), graph.Data[T](bt), graph.Data[T](ct)
 	mn := p.m * p.n
 	par := workers()
 	if p.batches > 1 {
 		par = 1
 	}
-	for t := 0; t < p.batches; t++ {
-		gemmGeneric(p.m, p.n, p.k,
+	for t := 0; t < p.batches && !st.done(); t++ {
+		gemmGeneric(st, p.m, p.n, p.k,
 			mat[T]{a[p.aBatch[t]*p.aMatSize:], p.k, 1},
 			mat[T]{b[p.bBatch[t]*p.bMatSize:], p.n, 1},
 			c[t*mn:], p.n, par)
@@ -297,7 +306,7 @@ func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 				y[i] = g.beta * cf[ci]
 			}
 		}
-		sgemm(m, nn, k, g.alpha, mat[float32]{af, am.rs, am.cs}, mat[float32]{bf, bm.rs, bm.cs}, y, nn, workers())
+		sgemm(stopOf(ctx), m, nn, k, g.alpha, mat[float32]{af, am.rs, am.cs}, mat[float32]{bf, bm.rs, bm.cs}, y, nn, workers())
 		if a.DType != graph.Float32 {
 			out, err = kernels.FromFloat32(ctx, a.DType, outShape, y)
 			if err != nil {
@@ -305,35 +314,41 @@ func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 			}
 		}
 	case graph.Float64:
-		gemmFloat64(g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmFloat64(stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Int8:
-		gemmInt[int8](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[int8](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Int16:
-		gemmInt[int16](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[int16](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Int32:
-		gemmInt[int32](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[int32](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Int64:
-		gemmInt[int64](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[int64](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Uint8:
-		gemmInt[uint8](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[uint8](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Uint16:
-		gemmInt[uint16](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[uint16](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Uint32:
-		gemmInt[uint32](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[uint32](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	case graph.Uint64:
-		gemmInt[uint64](g, m, nn, k, am, bm, a, b, cT, cIdx, out)
+		gemmInt[uint64](stopOf(ctx), g, m, nn, k, am, bm, a, b, cT, cIdx, out)
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
+	}
+	if ctx.Stopped() {
+		return nil, ctx.Stop(n)
 	}
 	return []*graph.Tensor{out}, nil
 }
 
-func gemmFloat64(g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
+func gemmFloat64(st stop, g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
 	y := graph.Data[float64](out)
 	ab := make([]float64, m*nn)
-	gemmGeneric(m, nn, k,
+	gemmGeneric(st, m, nn, k,
 		mat[float64]{graph.Data[float64](a), am.rs, am.cs},
 		mat[float64]{graph.Data[float64](b), bm.rs, bm.cs}, ab, nn, workers())
+	if st.done() {
+		return
+	}
 	alpha, beta := float64(g.alpha), float64(g.beta)
 	for i := range y {
 		y[i] = alpha * ab[i]
@@ -348,9 +363,9 @@ func gemmFloat64(g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Ten
 
 // gemmInt computes the integer product exactly (wrapping), then applies
 // alpha and beta in float64 and converts back (truncating) unless both are 1.
-func gemmInt[T graph.Numeric](g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
+func gemmInt[T graph.Numeric](st stop, g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
 	y := graph.Data[T](out)
-	gemmGeneric(m, nn, k,
+	gemmGeneric(st, m, nn, k,
 		mat[T]{graph.Data[T](a), am.rs, am.cs},
 		mat[T]{graph.Data[T](b), bm.rs, bm.cs}, y, nn, workers())
 	var cd []T

@@ -116,33 +116,36 @@ func maxPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 		if out, err = ctx.New(x.DType, p.outShape); err != nil {
 			return nil, err
 		}
-		maxPool(p, graph.Data[float32](x), graph.Data[float32](out), idxData, colMajor)
+		maxPool(stopOf(ctx), p, graph.Data[float32](x), graph.Data[float32](out), idxData, colMajor)
 	case graph.Float64:
 		if out, err = ctx.New(x.DType, p.outShape); err != nil {
 			return nil, err
 		}
-		maxPool(p, graph.Data[float64](x), graph.Data[float64](out), idxData, colMajor)
+		maxPool(stopOf(ctx), p, graph.Data[float64](x), graph.Data[float64](out), idxData, colMajor)
 	case graph.Int8:
 		if out, err = ctx.New(x.DType, p.outShape); err != nil {
 			return nil, err
 		}
-		maxPool(p, graph.Data[int8](x), graph.Data[int8](out), idxData, colMajor)
+		maxPool(stopOf(ctx), p, graph.Data[int8](x), graph.Data[int8](out), idxData, colMajor)
 	case graph.Uint8:
 		if out, err = ctx.New(x.DType, p.outShape); err != nil {
 			return nil, err
 		}
-		maxPool(p, graph.Data[uint8](x), graph.Data[uint8](out), idxData, colMajor)
+		maxPool(stopOf(ctx), p, graph.Data[uint8](x), graph.Data[uint8](out), idxData, colMajor)
 	case graph.Float16, graph.BFloat16:
 		if _, err := graph.CheckAlloc(graph.Float32, p.outShape); err != nil {
 			return nil, kernels.Errorf(n, "%w", err)
 		}
 		y := make([]float32, kernels.Prod(p.outShape))
-		maxPool(p, graph.Data[float32](kernels.ToFloat32(x)), y, idxData, colMajor)
+		maxPool(stopOf(ctx), p, graph.Data[float32](kernels.ToFloat32(x)), y, idxData, colMajor)
 		if out, err = kernels.FromFloat32(ctx, x.DType, p.outShape, y); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+	}
+	if ctx.Stopped() {
+		return nil, ctx.Stop(n)
 	}
 	res := []*graph.Tensor{out}
 	if len(n.Outputs) > 1 {
@@ -155,7 +158,7 @@ func maxPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 // (a window of only NaN gives NaN). idx, when not nil, receives the flat
 // index of the chosen element in the input (row-major, or with the
 // spatial dims column-major when colMajor).
-func maxPool[T graph.Numeric](p *poolPlan, x, y []T, idx []int64, colMajor bool) {
+func maxPool[T graph.Numeric](st stop, p *poolPlan, x, y []T, idx []int64, colMajor bool) {
 	g := &p.g
 	is, os := g.inSize(), g.outSize()
 	wd, wh, ww := makeAxisWindows(g, 0), makeAxisWindows(g, 1), makeAxisWindows(g, 2)
@@ -171,7 +174,7 @@ func maxPool[T graph.Numeric](p *poolPlan, x, y []T, idx []int64, colMajor bool)
 			st *= g.in[a]
 		}
 	}
-	parallelRange(p.planes, workers(), max(1, 4096/max(1, os*g.kSize())), func(lo, hi int) {
+	parallelRange(st, p.planes, workers(), max(1, 4096/max(1, os*g.kSize())), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*is : (pl+1)*is]
 			yp := y[pl*os : (pl+1)*os]
@@ -242,6 +245,10 @@ func emptyMax[T graph.Numeric](sawNaN bool) T {
 }
 
 func avgPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return stopped(ctx, n)(avgPoolRun(ctx, n, in))
+}
+
+func avgPoolRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
 	if x == nil {
 		return nil, kernels.Invalidf(n, "AveragePool needs input X")
@@ -257,21 +264,21 @@ func avgPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 		if err != nil {
 			return nil, err
 		}
-		avgPool(p, graph.Data[float32](x), graph.Data[float32](out), includePad)
+		avgPool(stopOf(ctx), p, graph.Data[float32](x), graph.Data[float32](out), includePad)
 		return []*graph.Tensor{out}, nil
 	case graph.Float64:
 		out, err := ctx.New(x.DType, p.outShape)
 		if err != nil {
 			return nil, err
 		}
-		avgPool(p, graph.Data[float64](x), graph.Data[float64](out), includePad)
+		avgPool(stopOf(ctx), p, graph.Data[float64](x), graph.Data[float64](out), includePad)
 		return []*graph.Tensor{out}, nil
 	case graph.Float16, graph.BFloat16:
 		if _, err := graph.CheckAlloc(graph.Float32, p.outShape); err != nil {
 			return nil, kernels.Errorf(n, "%w", err)
 		}
 		y := make([]float32, kernels.Prod(p.outShape))
-		avgPool(p, graph.Data[float32](kernels.ToFloat32(x)), y, includePad)
+		avgPool(stopOf(ctx), p, graph.Data[float32](kernels.ToFloat32(x)), y, includePad)
 		out, err := kernels.FromFloat32(ctx, x.DType, p.outShape, y)
 		if err != nil {
 			return nil, err
@@ -284,7 +291,7 @@ func avgPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 // avgPool averages each window. The divisor counts the taps inside the
 // input, or with includePad also those in the explicit (or auto) padding —
 // never the taps past the end padding that ceil_mode adds.
-func avgPool[T float32 | float64](p *poolPlan, x, y []T, includePad bool) {
+func avgPool[T float32 | float64](st stop, p *poolPlan, x, y []T, includePad bool) {
 	g := &p.g
 	is, os := g.inSize(), g.outSize()
 	wd, wh, ww := makeAxisWindows(g, 0), makeAxisWindows(g, 1), makeAxisWindows(g, 2)
@@ -303,7 +310,7 @@ func avgPool[T float32 | float64](p *poolPlan, x, y []T, includePad bool) {
 	}
 	OD, OH, OW := g.out[0], g.out[1], g.out[2]
 	IH, IW := g.in[1], g.in[2]
-	parallelRange(p.planes, workers(), max(1, 4096/max(1, os*g.kSize())), func(lo, hi int) {
+	parallelRange(st, p.planes, workers(), max(1, 4096/max(1, os*g.kSize())), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*is : (pl+1)*is]
 			yp := y[pl*os : (pl+1)*os]
@@ -365,6 +372,13 @@ func poolInfer(isMax bool) kernels.InferFunc {
 }
 
 func globalPoolKernel(isMax bool) kernels.Func {
+	run := globalPoolRun(isMax)
+	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		return stopped(ctx, n)(run(ctx, n, in))
+	}
+}
+
+func globalPoolRun(isMax bool) kernels.Func {
 	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := kernels.Input(in, 0)
 		if x == nil {
@@ -388,18 +402,18 @@ func globalPoolKernel(isMax bool) kernels.Func {
 			if err != nil {
 				return nil, err
 			}
-			globalPool(graph.Data[float32](x), graph.Data[float32](out), planes, size, isMax)
+			globalPool(stopOf(ctx), graph.Data[float32](x), graph.Data[float32](out), planes, size, isMax)
 			return []*graph.Tensor{out}, nil
 		case graph.Float64:
 			out, err := ctx.New(x.DType, outShape)
 			if err != nil {
 				return nil, err
 			}
-			globalPool(graph.Data[float64](x), graph.Data[float64](out), planes, size, isMax)
+			globalPool(stopOf(ctx), graph.Data[float64](x), graph.Data[float64](out), planes, size, isMax)
 			return []*graph.Tensor{out}, nil
 		case graph.Float16, graph.BFloat16:
 			y := make([]float32, planes)
-			globalPool(graph.Data[float32](kernels.ToFloat32(x)), y, planes, size, isMax)
+			globalPool(stopOf(ctx), graph.Data[float32](kernels.ToFloat32(x)), y, planes, size, isMax)
 			out, err := kernels.FromFloat32(ctx, x.DType, outShape, y)
 			if err != nil {
 				return nil, err
@@ -412,8 +426,8 @@ func globalPoolKernel(isMax bool) kernels.Func {
 
 // globalPool reduces each plane to its mean or its maximum (NaN propagates
 // in both).
-func globalPool[T float32 | float64](x, y []T, planes, size int, isMax bool) {
-	parallelRange(planes, workers(), max(1, 16384/max(1, size)), func(lo, hi int) {
+func globalPool[T float32 | float64](st stop, x, y []T, planes, size int, isMax bool) {
+	parallelRange(st, planes, workers(), max(1, 16384/max(1, size)), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*size : (pl+1)*size]
 			if isMax {

@@ -147,27 +147,35 @@ func (op reduceOp) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 	if err != nil {
 		return nil, kernels.Invalidf(n, "%v", err)
 	}
+	// the index map and the float64 widening are passes over the whole
+	// input: not started once the context is done
+	if ctx.Stopped() {
+		return nil, ctx.Stop(n)
+	}
 	idx := outIndex(x.Shape, mask)
+	if ctx.Stopped() {
+		return nil, ctx.Stop(n)
+	}
 	switch d := x.Data.(type) {
 	case []float32, []float64, []graph.F16, []graph.BF16:
-		vals := reduceFloat(op.kind, x.Float64s(), idx, out.Len(), count)
+		vals := reduceFloat(kernels.DoneOf(ctx), op.kind, x.Float64s(), idx, out.Len(), count)
 		storeFloat64(out, vals)
 	case []int8:
-		reduceInts(op.kind, d, idx, out.Data.([]int8), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int8), count)
 	case []int16:
-		reduceInts(op.kind, d, idx, out.Data.([]int16), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int16), count)
 	case []int32:
-		reduceInts(op.kind, d, idx, out.Data.([]int32), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int32), count)
 	case []int64:
-		reduceInts(op.kind, d, idx, out.Data.([]int64), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int64), count)
 	case []uint8:
-		reduceInts(op.kind, d, idx, out.Data.([]uint8), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint8), count)
 	case []uint16:
-		reduceInts(op.kind, d, idx, out.Data.([]uint16), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint16), count)
 	case []uint32:
-		reduceInts(op.kind, d, idx, out.Data.([]uint32), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint32), count)
 	case []uint64:
-		reduceInts(op.kind, d, idx, out.Data.([]uint64), count)
+		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint64), count)
 	case []bool:
 		o := out.Data.([]bool)
 		all := op.kind == rMin // identity: Max → false (any), Min → true (all)
@@ -183,6 +191,9 @@ func (op reduceOp) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 		}
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
+	}
+	if ctx.Stopped() {
+		return nil, ctx.Stop(n)
 	}
 	return []*graph.Tensor{out}, nil
 }
@@ -222,8 +233,10 @@ func outIndex(shape []int, mask []bool) []int {
 	return idx
 }
 
-// reduceFloat reduces x (already widened to float64) into outN results.
-func reduceFloat(kind reduceKind, x []float64, idx []int, outN, count int) []float64 {
+// reduceFloat reduces x (already widened to float64) into outN results,
+// a block of kernels.StopCheckElems inputs at a time until done is closed
+// (then the result is incomplete: the kernel returns its stop error).
+func reduceFloat(done <-chan struct{}, kind reduceKind, x []float64, idx []int, outN, count int) []float64 {
 	acc := make([]float64, outN)
 	init := 0.0
 	switch kind {
@@ -237,41 +250,44 @@ func reduceFloat(kind reduceKind, x []float64, idx []int, outN, count int) []flo
 	for i := range acc {
 		acc[i] = init
 	}
-	switch kind {
-	case rSum, rMean, rLogSum:
-		for i, v := range x {
-			acc[idx[i]] += v
-		}
-	case rSumSquare, rL2:
-		for i, v := range x {
-			acc[idx[i]] += v * v
-		}
-	case rL1:
-		for i, v := range x {
-			acc[idx[i]] += math.Abs(v)
-		}
-	case rProd:
-		for i, v := range x {
-			acc[idx[i]] *= v
-		}
-	case rMax, rLogSumExp:
-		for i, v := range x {
-			// NaN propagates: once acc is NaN no comparison replaces it.
-			if a := acc[idx[i]]; v != v || v > a {
-				if a == a {
-					acc[idx[i]] = v
+	blocks(done, len(x), func(lo, hi int) {
+		xs, is := x[lo:hi], idx[lo:hi]
+		switch kind {
+		case rSum, rMean, rLogSum:
+			for i, v := range xs {
+				acc[is[i]] += v
+			}
+		case rSumSquare, rL2:
+			for i, v := range xs {
+				acc[is[i]] += v * v
+			}
+		case rL1:
+			for i, v := range xs {
+				acc[is[i]] += math.Abs(v)
+			}
+		case rProd:
+			for i, v := range xs {
+				acc[is[i]] *= v
+			}
+		case rMax, rLogSumExp:
+			for i, v := range xs {
+				// NaN propagates: once acc is NaN no comparison replaces it.
+				if a := acc[is[i]]; v != v || v > a {
+					if a == a {
+						acc[is[i]] = v
+					}
+				}
+			}
+		case rMin:
+			for i, v := range xs {
+				if a := acc[is[i]]; v != v || v < a {
+					if a == a {
+						acc[is[i]] = v
+					}
 				}
 			}
 		}
-	case rMin:
-		for i, v := range x {
-			if a := acc[idx[i]]; v != v || v < a {
-				if a == a {
-					acc[idx[i]] = v
-				}
-			}
-		}
-	}
+	})
 	switch kind {
 	case rMean:
 		for i := range acc {
@@ -288,11 +304,14 @@ func reduceFloat(kind reduceKind, x []float64, idx []int, outN, count int) []flo
 	case rLogSumExp:
 		maxes := acc
 		sums := make([]float64, outN)
-		for i, v := range x {
-			if m := maxes[idx[i]]; !math.IsInf(m, 0) && m == m {
-				sums[idx[i]] += math.Exp(v - m)
+		blocks(done, len(x), func(lo, hi int) {
+			for i, v := range x[lo:hi] {
+				j := idx[lo+i]
+				if m := maxes[j]; !math.IsInf(m, 0) && m == m {
+					sums[j] += math.Exp(v - m)
+				}
 			}
-		}
+		})
 		for i, m := range maxes {
 			if !math.IsInf(m, 0) && m == m {
 				acc[i] = m + math.Log(sums[i])
@@ -305,14 +324,15 @@ func reduceFloat(kind reduceKind, x []float64, idx []int, outN, count int) []flo
 
 // reduceInts reduces integer data with native (wrapping) arithmetic; the
 // mean, L2, LogSum and LogSumExp are computed in float64 and truncated.
-func reduceInts[T intElem](kind reduceKind, x []T, idx []int, out []T, count int) {
+// Like reduceFloat it gives up once done is closed.
+func reduceInts[T intElem](done <-chan struct{}, kind reduceKind, x []T, idx []int, out []T, count int) {
 	switch kind {
 	case rMean, rL2, rLogSum, rLogSumExp:
 		xf := make([]float64, len(x))
 		for i, v := range x {
 			xf[i] = float64(v)
 		}
-		vals := reduceFloat(kind, xf, idx, len(out), count)
+		vals := reduceFloat(done, kind, xf, idx, len(out), count)
 		storeInts(out, vals)
 		return
 	}
@@ -322,42 +342,61 @@ func reduceInts[T intElem](kind reduceKind, x []T, idx []int, out []T, count int
 		for i := range out {
 			out[i] = lo
 		}
-		for i, v := range x {
-			if v > out[idx[i]] {
-				out[idx[i]] = v
-			}
-		}
 	case rMin:
 		for i := range out {
 			out[i] = hi
-		}
-		for i, v := range x {
-			if v < out[idx[i]] {
-				out[idx[i]] = v
-			}
 		}
 	case rProd:
 		for i := range out {
 			out[i] = 1
 		}
-		for i, v := range x {
-			out[idx[i]] *= v
-		}
-	case rSum:
-		for i, v := range x {
-			out[idx[i]] += v
-		}
-	case rSumSquare:
-		for i, v := range x {
-			out[idx[i]] += v * v
-		}
-	case rL1:
-		for i, v := range x {
-			if v < 0 {
-				v = -v
+	}
+	blocks(done, len(x), func(b, e int) {
+		xs, is := x[b:e], idx[b:e]
+		switch kind {
+		case rMax:
+			for i, v := range xs {
+				if v > out[is[i]] {
+					out[is[i]] = v
+				}
 			}
-			out[idx[i]] += v
+		case rMin:
+			for i, v := range xs {
+				if v < out[is[i]] {
+					out[is[i]] = v
+				}
+			}
+		case rProd:
+			for i, v := range xs {
+				out[is[i]] *= v
+			}
+		case rSum:
+			for i, v := range xs {
+				out[is[i]] += v
+			}
+		case rSumSquare:
+			for i, v := range xs {
+				out[is[i]] += v * v
+			}
+		case rL1:
+			for i, v := range xs {
+				if v < 0 {
+					v = -v
+				}
+				out[is[i]] += v
+			}
 		}
+	})
+}
+
+// blocks calls fn over [0,n) in blocks of kernels.StopCheckElems, checking
+// done before each; it stops early once done is closed.
+func blocks(done <-chan struct{}, n int, fn func(lo, hi int)) {
+	for lo := 0; lo < n; lo += kernels.StopCheckElems {
+		if kernels.Done(done) {
+			return
+		}
+		fn(lo, min(lo+kernels.StopCheckElems, n))
 	}
 }
 

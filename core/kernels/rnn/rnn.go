@@ -130,7 +130,8 @@ type config struct {
 	*attrs
 	acts          []activation
 	S, B, I, H, D int
-	lens          []int // per-batch sequence lengths
+	lens          []int           // per-batch sequence lengths
+	done          <-chan struct{} // the run's; polled once per time step
 }
 
 func makeKernel(kind cellKind) kernels.Func {
@@ -253,6 +254,7 @@ func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind cel
 			return nil, err
 		}
 	}
+	c.done = kernels.DoneOf(ctx)
 	if dt == graph.Float64 {
 		err = compute[float64](c, x, w, r, b, initH, initC, p, outs)
 	} else {
@@ -260,6 +262,9 @@ func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind cel
 	}
 	if err != nil {
 		return nil, kernels.Invalidf(n, "%v", err)
+	}
+	if ctx.Stopped() {
+		return nil, ctx.Stop(n)
 	}
 	return outs, nil
 }
@@ -455,7 +460,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 		}
 	}
 
-	for s := 0; s < maxLen; s++ {
+	for s := 0; s < maxLen && !kernels.Done(c.done); s++ {
 		switch c.kind {
 		case kindRNN:
 			gemmNT(Bn, H, H, h, Rd, hr, H)

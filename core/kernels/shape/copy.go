@@ -17,6 +17,9 @@ type plan struct {
 	dOff     int
 }
 
+// runPlan polls done every kernels.StopCheckElems elements and stops early
+// once it is closed (copyPlan then returns the context's error).
+
 // simplify drops size-1 dims and merges adjacent dims that are contiguous in
 // both source and destination, so the innermost loop is as long as possible.
 func (p plan) simplify() plan {
@@ -39,7 +42,7 @@ func (p plan) simplify() plan {
 	return q
 }
 
-func runPlan[T any](dst, src []T, p plan) {
+func runPlan[T any](done <-chan struct{}, dst, src []T, p plan) {
 	for _, d := range p.shape {
 		if d == 0 {
 			return
@@ -58,7 +61,14 @@ func runPlan[T any](dst, src []T, p plan) {
 	}
 	counter := make([]int, n)
 	so, do := p.sOff, p.dOff
+	sinceCheck := 0
 	for k := 0; k < outer; k++ {
+		if sinceCheck += inner; sinceCheck >= kernels.StopCheckElems {
+			if kernels.Done(done) {
+				return
+			}
+			sinceCheck = 0
+		}
 		switch {
 		case iss == 1 && ids == 1:
 			copy(dst[do:do+inner], src[so:so+inner])
@@ -86,40 +96,51 @@ func runPlan[T any](dst, src []T, p plan) {
 	}
 }
 
-// copyPlan runs p from src into dst, which must hold the same slice type.
-func copyPlan(dst, src *graph.Tensor, p plan) error {
+// copyPlan runs p from src into dst, which must hold the same slice type,
+// until ctx is done (then it returns the node's stop error).
+func copyPlan(ctx *kernels.Context, n *graph.Node, dst, src *graph.Tensor, p plan) error {
+	if err := copyPlanUntil(kernels.DoneOf(ctx), dst, src, p); err != nil {
+		return err
+	}
+	if ctx.Stopped() {
+		return ctx.Stop(n)
+	}
+	return nil
+}
+
+func copyPlanUntil(done <-chan struct{}, dst, src *graph.Tensor, p plan) error {
 	if dst.DType != src.DType {
 		return fmt.Errorf("%w: dtype mismatch %v vs %v", kernels.ErrInvalid, dst.DType, src.DType)
 	}
 	switch d := dst.Data.(type) {
 	case []float32:
-		runPlan(d, src.Data.([]float32), p)
+		runPlan(done, d, src.Data.([]float32), p)
 	case []float64:
-		runPlan(d, src.Data.([]float64), p)
+		runPlan(done, d, src.Data.([]float64), p)
 	case []graph.F16:
-		runPlan(d, src.Data.([]graph.F16), p)
+		runPlan(done, d, src.Data.([]graph.F16), p)
 	case []graph.BF16:
-		runPlan(d, src.Data.([]graph.BF16), p)
+		runPlan(done, d, src.Data.([]graph.BF16), p)
 	case []int8:
-		runPlan(d, src.Data.([]int8), p)
+		runPlan(done, d, src.Data.([]int8), p)
 	case []int16:
-		runPlan(d, src.Data.([]int16), p)
+		runPlan(done, d, src.Data.([]int16), p)
 	case []int32:
-		runPlan(d, src.Data.([]int32), p)
+		runPlan(done, d, src.Data.([]int32), p)
 	case []int64:
-		runPlan(d, src.Data.([]int64), p)
+		runPlan(done, d, src.Data.([]int64), p)
 	case []uint8:
-		runPlan(d, src.Data.([]uint8), p)
+		runPlan(done, d, src.Data.([]uint8), p)
 	case []uint16:
-		runPlan(d, src.Data.([]uint16), p)
+		runPlan(done, d, src.Data.([]uint16), p)
 	case []uint32:
-		runPlan(d, src.Data.([]uint32), p)
+		runPlan(done, d, src.Data.([]uint32), p)
 	case []uint64:
-		runPlan(d, src.Data.([]uint64), p)
+		runPlan(done, d, src.Data.([]uint64), p)
 	case []bool:
-		runPlan(d, src.Data.([]bool), p)
+		runPlan(done, d, src.Data.([]bool), p)
 	case []string:
-		runPlan(d, src.Data.([]string), p)
+		runPlan(done, d, src.Data.([]string), p)
 	default:
 		return fmt.Errorf("%w: dtype %v", kernels.ErrUnsupported, dst.DType)
 	}

@@ -223,7 +223,7 @@ func constantOfShapeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tens
 	}
 	// broadcast the single value: every source stride is zero
 	src := &graph.Tensor{DType: v.DType, Shape: []int{}, Data: v.Data}
-	return one(out, copyPlan(out, src, plan{shape: shape, sSt: make([]int, len(shape)), dSt: kernels.Strides(shape)}))
+	return one(out, copyPlan(ctx, n, out, src, plan{shape: shape, sSt: make([]int, len(shape)), dSt: kernels.Strides(shape)}))
 }
 
 func constantOfShapeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {

@@ -74,7 +74,7 @@ func transposeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if err != nil {
 		return nil, err
 	}
-	return one(out, copyPlan(out, x, plan{shape: shape, sSt: sSt, dSt: kernels.Strides(shape)}))
+	return one(out, copyPlan(ctx, n, out, x, plan{shape: shape, sSt: sSt, dSt: kernels.Strides(shape)}))
 }
 
 func transposeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
@@ -147,7 +147,7 @@ func concatKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	off := 0
 	for _, t := range in {
 		p := plan{shape: t.Shape, sSt: kernels.Strides(t.Shape), dSt: outSt, dOff: off * outSt[axis]}
-		if err := copyPlan(out, t, p); err != nil {
+		if err := copyPlan(ctx, n, out, t, p); err != nil {
 			return nil, kernels.Errorf(n, "%w", err)
 		}
 		off += t.Shape[axis]
@@ -293,7 +293,7 @@ func splitKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 			if err != nil {
 				return nil, err
 			}
-			if err := copyPlan(out, x, plan{shape: shape, sSt: inSt, dSt: kernels.Strides(shape), sOff: off * inSt[axis]}); err != nil {
+			if err := copyPlan(ctx, n, out, x, plan{shape: shape, sSt: inSt, dSt: kernels.Strides(shape), sOff: off * inSt[axis]}); err != nil {
 				return nil, kernels.Errorf(n, "%w", err)
 			}
 			res[i] = out
@@ -486,7 +486,7 @@ func sliceKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	if err != nil {
 		return nil, err
 	}
-	return one(out, copyPlan(out, x, plan{shape: shape, sSt: sSt, dSt: kernels.Strides(shape), sOff: sOff}))
+	return one(out, copyPlan(ctx, n, out, x, plan{shape: shape, sSt: sSt, dSt: kernels.Strides(shape), sOff: sOff}))
 }
 
 func sliceInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
@@ -587,7 +587,7 @@ func expandKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			sSt[off+i] = inSt[i]
 		}
 	}
-	return one(out, copyPlan(out, x, plan{shape: shape, sSt: sSt, dSt: kernels.Strides(shape)}))
+	return one(out, copyPlan(ctx, n, out, x, plan{shape: shape, sSt: sSt, dSt: kernels.Strides(shape)}))
 }
 
 func expandInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
@@ -689,7 +689,7 @@ func tileKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		p.sSt = append(p.sSt, 0, inSt[i])
 		p.dSt = append(p.dSt, x.Shape[i]*outSt[i], outSt[i])
 	}
-	return one(out, copyPlan(out, x, p))
+	return one(out, copyPlan(ctx, n, out, x, p))
 }
 
 func tileInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {

@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// ErrClosed is returned (wrapped) by Run on a closed model, and by a Run
+// that Close interrupted. errors.Is(err, hal.ErrFailedPrecondition) holds
+// too.
+var ErrClosed error = &hal.Error{Code: hal.CodeFailedPrecondition, Msg: "runtime: model is closed"}
+
+// life tracks a model's open/closed state and its Runs in flight.
+type life struct {
+	mu      sync.Mutex
+	closed  bool
+	runs    sync.WaitGroup
+	closing context.Context // done once Close begins
+	cancel  context.CancelFunc
+}
+
+func newLife() *life {
+	l := &life{}
+	l.closing, l.cancel = context.WithCancel(context.Background())
+	return l
+}
+
+// begin admits one Run: it fails on a closed model, and returns the Run's
+// context, which Close cancels (with cause ErrClosed).
+func (l *life) begin(ctx context.Context) (context.Context, func(), error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	l.runs.Add(1)
+	l.mu.Unlock()
+	rctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.closing, func() { cancel(ErrClosed) })
+	return rctx, func() {
+		stop()
+		cancel(nil)
+		l.runs.Done()
+	}, nil
+}
+
+// close marks the model closed, interrupts the Runs in flight and waits
+// for them; it reports whether this call closed it.
+func (l *life) close() bool {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	l.runs.Wait()
+	return true
+}
+
+// Run executes the model. inputs maps input names to tensors (an input with
+// an initializer default may be omitted). It returns every model output.
+// On a closed model it fails with ErrClosed.
+func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
+	out, _, err := m.RunWithStats(ctx, inputs, RunOptions{})
+	return out, err
+}
+
+// RunWithStats is Run with per-run statistics and optional profiling.
+func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
+	if m == nil || m.life == nil {
+		return nil, nil, ErrClosed
+	}
+	rctx, done, err := m.life.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	out, st, err := m.prog.RunWithStats(rctx, inputs, opts)
+	if err != nil && errors.Is(context.Cause(rctx), ErrClosed) {
+		return nil, nil, fmt.Errorf("runtime: the model was closed during the run (%v): %w", err, ErrClosed)
+	}
+	return out, st, err
+}
+
+// Close interrupts the Runs in flight (they fail with ErrClosed), waits for
+// them, and releases the compiled partitions and the buffers kept for later
+// runs (not the devices, which the caller opened). Every later Run fails
+// with ErrClosed. It is safe to call more than once, and concurrently with
+// Run.
+func (m *Model) Close() error {
+	if m == nil || m.life == nil || !m.life.close() {
+		return nil
+	}
+	err := m.releaseParts()
+	if m.prog != nil {
+		m.prog.Trim()
+	}
+	return err
+}
+
+// MemoryStats is what the model's memory budget accounts.
+type MemoryStats struct {
+	Held   int64 // bytes buffers hold now (runs in flight, buffers kept for later runs)
+	Peak   int64 // the most they ever held at once
+	Budget int64 // the limit (0: none)
+}
+
+// Memory reports the model's memory accounting (see Options.MemoryBudget).
+func (m *Model) Memory() MemoryStats {
+	return MemoryStats{Held: m.budget.Held(), Peak: m.budget.Peak(), Budget: m.budget.Limit()}
+}
