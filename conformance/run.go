@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
+	_ "github.com/switchyard-hal/switchyard/plugins/cpu" // the reference every backend is held to, and the runtime's fallback
 )
 
 // SuiteVersion is the version of the case set and its semantics. It

@@ -92,6 +92,47 @@ type Partition struct {
 	// Cost is the estimate behind keeping a delegated partition on its
 	// backend (nil when placed without an Estimator).
 	Cost *CostDecision `json:"cost,omitempty"`
+
+	// Set by the runtime:
+
+	// Device names the device ("backend:index") whose memory the
+	// partition's values stay in between partitions of that device; empty
+	// for partitions called on host tensors.
+	Device string `json:"device,omitempty"`
+	// Precision is what the compiled partition computes float32 values
+	// in, disclosed when it is not float32.
+	Precision string `json:"precision,omitempty"`
+	// Declined counts calls the backend declined at run time (a shape it
+	// would not take); they ran on the fallback backend.
+	Declined *RunDeclines `json:"declined,omitempty"`
+}
+
+// RunDeclines records a partition's run-time declines.
+type RunDeclines struct {
+	Calls  int64     `json:"calls"`
+	To     string    `json:"to"`     // where the declined calls ran
+	Reason string    `json:"reason"` // the latest decline
+	At     time.Time `json:"at"`
+}
+
+// Transfer is a copy between host and device memory that every run makes:
+// an explicit step of the plan.
+type Transfer struct {
+	Value     string `json:"value"`
+	Direction string `json:"direction"` // "upload" (host → device) or "download" (device → host)
+	From      string `json:"from"`      // "host" or a device, "backend:index"
+	To        string `json:"to"`
+	// Bytes per run; -1 when the value's shape is known only at run time.
+	Bytes     int64 `json:"bytes"`
+	Partition int   `json:"partition"` // the partition it feeds (upload) or comes from (download)
+}
+
+// ResidentValue is a value that moves from partition to partition of one
+// device without a copy through the host.
+type ResidentValue struct {
+	Value  string `json:"value"`
+	Device string `json:"device"`
+	Bytes  int64  `json:"bytes"` // -1 when known only at run time
 }
 
 // Replacement records a partition re-placed at run time.
@@ -112,6 +153,10 @@ type Plan struct {
 	// Rejected lists the delegated partitions left to another backend
 	// because they would have been slower, in the order they were weighed.
 	Rejected []CostDecision `json:"rejected_by_cost,omitempty"`
+	// Transfers lists every host↔device copy a run makes, Resident the
+	// values that stay on their device (set by the runtime).
+	Transfers []Transfer      `json:"transfers,omitempty"`
+	Resident  []ResidentValue `json:"resident,omitempty"`
 }
 
 // UnplacedError lists the nodes that strict mode could not place.

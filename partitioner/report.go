@@ -48,8 +48,42 @@ func (p *Plan) Text() string {
 		if part.Cost != nil {
 			fmt.Fprintf(&b, "    cost: %s\n", part.Cost.Reason)
 		}
+		if part.Device != "" {
+			fmt.Fprintf(&b, "    values stay on %s between its partitions\n", part.Device)
+		}
+		if part.Precision != "" {
+			fmt.Fprintf(&b, "    computes in %s (reduced precision, opted in)\n", part.Precision)
+		}
 		if r := part.Replaced; r != nil {
 			fmt.Fprintf(&b, "    re-placed on %s at %s: %s\n", r.To, r.At.Format("15:04:05.000"), r.Reason)
+		}
+		if d := part.Declined; d != nil {
+			fmt.Fprintf(&b, "    declined %d call(s) at run time, run on %s; latest at %s: %s\n", d.Calls, d.To, d.At.Format("15:04:05.000"), d.Reason)
+		}
+	}
+	if len(p.Transfers) > 0 || len(p.Resident) > 0 {
+		var ups, downs int
+		var upBytes, downBytes, kept int64
+		for _, t := range p.Transfers {
+			if t.Direction == "upload" {
+				ups++
+				upBytes += max(t.Bytes, 0)
+			} else {
+				downs++
+				downBytes += max(t.Bytes, 0)
+			}
+		}
+		for _, r := range p.Resident {
+			kept += max(r.Bytes, 0)
+		}
+		fmt.Fprintf(&b, "transfers per run: %d upload(s) %s, %d download(s) %s; %d value(s) stay on their device (%s not moved)\n",
+			ups, byteCount(upBytes), downs, byteCount(downBytes), len(p.Resident), byteCount(kept))
+		for _, t := range p.Transfers {
+			size := byteCount(t.Bytes)
+			if t.Bytes < 0 {
+				size = "size known at run time"
+			}
+			fmt.Fprintf(&b, "  %-8s %s: %s → %s, %s (partition %d)\n", t.Direction, t.Value, t.From, t.To, size, t.Partition)
 		}
 	}
 	if len(p.Rejected) > 0 {
@@ -81,4 +115,15 @@ func nodeList(nodes []int) string {
 		parts = append(parts, fmt.Sprintf("#%d", i))
 	}
 	return strings.Join(parts, " ")
+
+}
+
+func byteCount(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -22,8 +22,9 @@ import (
 
 // registry is the CLI's backend registry: the linked-in backends of
 // hal.Default plus the simulation backend (ops from SWITCHYARD_SIM_OPS,
-// default Conv,Relu,Add,MatMul), which is listed as simulated and never
-// chosen by default.
+// default Conv,Relu,Add,MatMul; or all its options as JSON in
+// SWITCHYARD_SIM_OPTIONS, e.g. the device-memory double), which is listed
+// as simulated and never chosen by default.
 func registry() *hal.Registry {
 	simOnce.Do(func() {
 		for _, hook := range registryHooks {
@@ -33,7 +34,17 @@ func registry() *hal.Registry {
 		if s := os.Getenv("SWITCHYARD_SIM_OPS"); s != "" {
 			ops = strings.Split(s, ",")
 		}
-		_ = hal.Register(sim.Factory(sim.Options{Name: "sim", Ops: ops}))
+		so := sim.Options{Ops: ops}
+		if s := os.Getenv("SWITCHYARD_SIM_OPTIONS"); s != "" {
+			// a JSON sim.Options: e.g. {"ops":[...],"device_memory":true}
+			// for the device-memory double
+			if err := json.Unmarshal([]byte(s), &so); err != nil {
+				fmt.Fprintf(os.Stderr, "switchyard: SWITCHYARD_SIM_OPTIONS: %v (the sim backend is not registered)\n", err)
+				return
+			}
+		}
+		so.Name = "sim"
+		_ = hal.Register(sim.Factory(so))
 	})
 	return hal.Default
 }

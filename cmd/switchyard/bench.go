@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/switchyard-hal/switchyard/core/runtime"
 )
 
 func benchCmd() *cobra.Command {
@@ -63,6 +65,11 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 				lat[i] = time.Since(t0)
 			}
 			goruntime.ReadMemStats(&ms1)
+			// one more run for its transfer account (not timed)
+			_, st, err := m.RunWithStats(ctx, feeds, runtime.RunOptions{})
+			if err != nil {
+				return err
+			}
 			sorted := append([]time.Duration{}, lat...)
 			sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 			var sum time.Duration
@@ -80,6 +87,12 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 				"mean_ms":        ms(sum / time.Duration(runs)),
 				"allocs_per_run": float64(ms1.Mallocs-ms0.Mallocs) / float64(runs),
 				"bytes_per_run":  float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(runs),
+				// host↔device copies of one run (0 without device backends)
+				"uploads_per_run":        st.Uploads,
+				"upload_bytes_per_run":   st.UploadBytes,
+				"downloads_per_run":      st.Downloads,
+				"download_bytes_per_run": st.DownloadBytes,
+				"declined_per_run":       st.Declined,
 			}
 			if asJSON {
 				return json.NewEncoder(os.Stdout).Encode(res)
@@ -87,6 +100,12 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 			fmt.Printf("model %s: %d runs after %d warm-up, %d threads\n", name, runs, warmup, res["threads"])
 			fmt.Printf("latency ms: min %.3f  median %.3f  max %.3f  mean %.3f\n", res["min_ms"], res["median_ms"], res["max_ms"], res["mean_ms"])
 			fmt.Printf("allocations per run: %.0f (%.1f KiB)\n", res["allocs_per_run"], res["bytes_per_run"].(float64)/1024)
+			if st.Uploads+st.Downloads > 0 {
+				fmt.Printf("transfers per run: %d upload(s) %.1f KiB, %d download(s) %.1f KiB\n", st.Uploads, float64(st.UploadBytes)/1024, st.Downloads, float64(st.DownloadBytes)/1024)
+			}
+			if st.Declined > 0 {
+				fmt.Printf("partition calls declined at run time per run: %d (run on the fallback)\n", st.Declined)
+			}
 			return nil
 		},
 	}

@@ -195,7 +195,7 @@ func TestInspectAndBench(t *testing.T) {
 
 func TestBackendsAndExplain(t *testing.T) {
 	out, code := sy(t, "backends")
-	if code != 0 || !strings.Contains(out, "cpu") || !strings.Contains(out, "simulated") || !strings.Contains(out, "HAL "+hal.Current.String()) {
+	if code != 0 || !strings.Contains(out, "cpu") || !strings.Contains(out, "simulated") || !strings.Contains(out, "speaks HAL "+hal.Current.String()) {
 		t.Fatalf("backends: exit %d\n%s", code, out)
 	}
 	dir := t.TempDir()
@@ -239,5 +239,91 @@ func TestBackendsAndExplain(t *testing.T) {
 	}
 	if strip(a) == "" || strip(a) != strip(b) {
 		t.Errorf("outputs differ with the sim backend:\n%s\n%s", a, b)
+	}
+}
+
+// syEnv is sy with extra environment variables.
+func syEnvCombined(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), code
+}
+
+// With the device-memory double as "sim": explain lists every transfer
+// with its bytes (JSON and text), run --trace has a track for the device
+// with its uploads, executions and downloads, bench reports the bytes.
+func TestTransfersShown(t *testing.T) {
+	env := []string{`SWITCHYARD_SIM_OPTIONS={"ops":["Conv","Relu","Add","MatMul"],"device_memory":true}`}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "demo.onnx")
+	must(t, os.WriteFile(model, demo.Bytes(), 0o644))
+	out, code := syEnvCombined(t, env, "explain", model, "--backends", "sim", "--json")
+	var plan struct {
+		Partitions []struct{ Backend, Device string }
+		Transfers  []struct {
+			Value, Direction, From, To string
+			Bytes                      int64
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil || len(plan.Transfers) == 0 {
+		t.Fatalf("explain --json: exit %d\n%s", code, out)
+	}
+	for _, tr := range plan.Transfers {
+		if tr.Value == "" || tr.Bytes == 0 || (tr.Direction != "upload" && tr.Direction != "download") || tr.From == tr.To {
+			t.Errorf("transfer %+v", tr)
+		}
+	}
+	out, code = syEnvCombined(t, env, "explain", model, "--backends", "sim")
+	if code != 0 || !strings.Contains(out, "transfers per run:") || !strings.Contains(out, "host → sim:0") {
+		t.Errorf("explain text:\n%s", out)
+	}
+	trace := filepath.Join(dir, "trace.json")
+	out, code = syEnvCombined(t, env, "run", model, "--backends", "sim", "--trace", trace)
+	if code != 0 || !strings.Contains(out, "transfers:") {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name, Ph string
+			Pid      int
+			Args     map[string]any
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	kinds := map[string]int{}
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "M" && e.Args["name"] == "device sim:0" {
+			pid = e.Pid
+		}
+	}
+	for _, e := range tr.TraceEvents {
+		if e.Pid == pid && e.Ph == "X" {
+			kinds[strings.Fields(e.Name)[0]]++
+		}
+	}
+	if pid == 0 || kinds["upload"] == 0 || kinds["execute"] == 0 || kinds["download"] == 0 {
+		t.Errorf("device track: pid %d, spans %v", pid, kinds)
+	}
+	out, code = syEnvCombined(t, env, "bench", model, "--backends", "sim", "--runs", "2", "--warmup", "0", "--json")
+	var res map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res["upload_bytes_per_run"] == nil || res["upload_bytes_per_run"].(float64) <= 0 {
+		t.Fatalf("bench: exit %d %s", code, out)
 	}
 }

@@ -125,9 +125,16 @@ the node.`,
 			if asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"model": name, "load_ms": ms(loadTime), "run_ms": ms(runTime), "outputs": reports})
+				return enc.Encode(map[string]any{"model": name, "load_ms": ms(loadTime), "run_ms": ms(runTime), "outputs": reports,
+					"transfers": map[string]any{"uploads": st.Uploads, "upload_bytes": st.UploadBytes, "downloads": st.Downloads, "download_bytes": st.DownloadBytes, "declined_calls": st.Declined, "reruns": st.Reruns}})
 			}
 			fmt.Printf("model %s: loaded in %.2f ms, ran in %.3f ms\n", name, ms(loadTime), ms(runTime))
+			if st.Uploads+st.Downloads > 0 {
+				fmt.Printf("transfers: %d upload(s) %d B, %d download(s) %d B\n", st.Uploads, st.UploadBytes, st.Downloads, st.DownloadBytes)
+			}
+			if st.Declined > 0 || st.Reruns > 0 {
+				fmt.Printf("declined partition calls: %d, reruns after a lost device: %d (see explain)\n", st.Declined, st.Reruns)
+			}
 			for _, r := range reports {
 				fmt.Printf("%s: %s%v %v\n", r.Name, r.DType, r.Shape, r.Values)
 				fmt.Printf("  min %.6g max %.6g mean %.6g", r.Min, r.Max, r.Mean)
@@ -144,7 +151,7 @@ the node.`,
 	}
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "NAME=FILE input (.npy or .pb); repeatable")
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "write each output to DIR/NAME.npy")
-	cmd.Flags().StringVar(&traceOut, "trace", "", "profile the run and write per-node timings as a Chrome trace (JSON) to FILE")
+	cmd.Flags().StringVar(&traceOut, "trace", "", "profile the run and write a Chrome trace (JSON) to FILE: per-node timings on the cpu track, and per device a track of its uploads, executions and downloads")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for random inputs")
 	cmd.Flags().StringArrayVar(&dimFlags, "dim", nil, "NAME=SIZE (0 allowed) for a symbolic dimension of random inputs; repeatable")

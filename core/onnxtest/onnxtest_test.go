@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/internal/shared"
+	_ "github.com/switchyard-hal/switchyard/plugins/cpu" // the runtime's fallback backend
 )
 
 // expectations is testdata/expected.txt: the ONNX tests known to fail, each

@@ -13,11 +13,11 @@ import (
 // compilePartition compiles a partition's subgraph on its device, through
 // Options.CompileCache when one is set (hal.Device.CompileCached: a blob
 // stored under the partition's key is imported instead of compiled).
-func (m *Model) compilePartition(ctx context.Context, dev *hal.Device, sg *hal.Subgraph, opts *Options) (*hal.Compiled, error) {
-	if opts.CompileCache == nil {
-		return dev.Compile(ctx, sg, &opts.Compile)
+func (m *Model) compilePartition(ctx context.Context, dev *hal.Device, sg *hal.Subgraph, copts *hal.CompileOptions, cache hal.BlobCache) (*hal.Compiled, error) {
+	if cache == nil {
+		return dev.Compile(ctx, sg, copts)
 	}
-	c, hit, err := dev.CompileCached(ctx, sg, &opts.Compile, opts.CompileCache, subgraphDigest(sg))
+	c, hit, err := dev.CompileCached(ctx, sg, copts, cache, subgraphDigest(sg))
 	if err == nil && hit {
 		m.cacheHits.Add(1)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
-	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
 
 // Cost-aware placement: the glue between the partitioner, which weighs
@@ -39,9 +38,9 @@ type costModel struct {
 }
 
 // placeWithCosts partitions g weighing the backends' estimates: devs are
-// the delegated backends by name; the fallback (cpu) is priced through the
-// Device opts names, else through one of its own.
-func (m *Model) placeWithCosts(ctx context.Context, g *graph.Graph, cands []partitioner.Candidate, pol partitioner.Policy, opts *Options, devs map[string]*hal.Device) (*partitioner.Plan, error) {
+// the delegated backends by name; the fallback is priced through its own
+// device (the one the runtime falls back to).
+func (m *Model) placeWithCosts(ctx context.Context, g *graph.Graph, cands []partitioner.Candidate, pol partitioner.Policy, opts *Options, devs map[string]*hal.Device, fb *fallback) (*partitioner.Plan, error) {
 	if pol.IgnoreCosts {
 		return partitioner.Place(g, cands, pol)
 	}
@@ -49,19 +48,11 @@ func (m *Model) placeWithCosts(ctx context.Context, g *graph.Graph, cands []part
 	for k, d := range devs {
 		all[k] = d
 	}
-	for _, d := range opts.Backends {
-		if d != nil && d.Name() == CPU {
-			all[CPU] = d
-		}
+	d, err := fb.device(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: opening the fallback %q for cost estimates: %w", fb.name, err)
 	}
-	if all[CPU] == nil {
-		d, err := hal.NewDevice(cpu.New(), hal.LoadLinked)
-		if err != nil {
-			return nil, fmt.Errorf("runtime: opening cpu for cost estimates: %w", err)
-		}
-		defer d.Close()
-		all[CPU] = d
-	}
+	all[fb.name] = d
 	withMemory(ctx, cands, devs, opts.Compile.Device)
 	est := &costModel{ctx: ctx, m: m, devs: all, types: representativeTypes(m.ir, opts.Compile.ShapeBounds)}
 	return partitioner.PlaceWithCosts(g, cands, pol, est)

@@ -34,25 +34,25 @@ func (p *pricedSim) EstimateCost(ctx context.Context, sg *hal.Subgraph) (hal.Cos
 	return c, nil
 }
 
-// deviceSim adds device memory (device-local buffers) to pricedSim, so
+// noBufferSim adds device memory (device-local buffers) to pricedSim, so
 // the partitioner prices its boundary transfers. Only what placement
 // asks (the memory kinds) is real; buffers are never allocated here.
-type deviceSim struct{ *pricedSim }
+type noBufferSim struct{ *pricedSim }
 
-func (d deviceSim) Capabilities(ctx context.Context) (hal.Capabilities, error) {
+func (d noBufferSim) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	c, err := d.pricedSim.Capabilities(ctx)
 	c.Devices = []hal.DeviceDesc{{Index: 0, Name: "simgpu", Kind: hal.DeviceSimulated, MemoryKinds: []hal.MemoryKind{hal.MemoryHost, hal.MemoryDeviceLocal}}}
 	return c, err
 }
-func (d deviceSim) Allocate(context.Context, hal.BufferRequest) (hal.Buffer, error) {
-	return nil, hal.Errorf(hal.CodeUnsupported, "deviceSim: no buffers")
+func (d noBufferSim) Allocate(context.Context, hal.BufferRequest) (hal.Buffer, error) {
+	return nil, hal.Errorf(hal.CodeUnsupported, "noBufferSim: no buffers")
 }
-func (d deviceSim) Free(hal.Buffer) error { return nil }
-func (d deviceSim) Upload(context.Context, hal.Buffer, *graph.Tensor, []hal.Fence) (hal.Fence, error) {
-	return nil, hal.Errorf(hal.CodeUnsupported, "deviceSim: no buffers")
+func (d noBufferSim) Free(hal.Buffer) error { return nil }
+func (d noBufferSim) Upload(context.Context, hal.Buffer, *graph.Tensor, []hal.Fence) (hal.Fence, error) {
+	return nil, hal.Errorf(hal.CodeUnsupported, "noBufferSim: no buffers")
 }
-func (d deviceSim) Download(context.Context, *graph.Tensor, hal.Buffer, []hal.Fence) (hal.Fence, error) {
-	return nil, hal.Errorf(hal.CodeUnsupported, "deviceSim: no buffers")
+func (d noBufferSim) Download(context.Context, *graph.Tensor, hal.Buffer, []hal.Fence) (hal.Fence, error) {
+	return nil, hal.Errorf(hal.CodeUnsupported, "noBufferSim: no buffers")
 }
 
 // reluChain: x[N, 64] (N symbolic) → Relu ×4 → y.
@@ -154,7 +154,7 @@ func TestCostKeepsFastPartition(t *testing.T) {
 func TestCostPricesDeviceTransfers(t *testing.T) {
 	ctx := context.Background()
 	ps := &pricedSim{Backend: sim.New(sim.Options{Name: "simgpu", Ops: []string{"Relu"}})}
-	dev := pricedDevice(t, deviceSim{ps})
+	dev := pricedDevice(t, noBufferSim{ps})
 	if !dev.HasDeviceMemory() {
 		t.Fatal("the test double has no device memory")
 	}

@@ -85,7 +85,7 @@ func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tenso
 		return nil, nil, err
 	}
 	defer done()
-	out, st, err := m.prog.RunWithStats(rctx, inputs, opts)
+	out, st, err := m.run(rctx, inputs, opts)
 	if err != nil && errors.Is(context.Cause(rctx), ErrClosed) {
 		return nil, nil, fmt.Errorf("runtime: the model was closed during the run (%v): %w", err, ErrClosed)
 	}

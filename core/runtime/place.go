@@ -14,11 +14,13 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
-	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
 
-// CPU is the name of the reference-kernel backend (the fallback).
-const CPU = cpu.Name
+// CPU is the registry name of the default fallback backend: the reference
+// kernels (plugins/cpu registers it with hal.Default). The runtime runs the
+// nodes placed on it itself, on the same reference kernels, so they cost
+// no HAL call; any other fallback device is called like any backend.
+const CPU = "cpu"
 
 // PartitionDomain is the op domain of the nodes that stand for delegated
 // partitions in the executed graph.
@@ -31,14 +33,26 @@ type compiledPartition struct {
 	compiled *hal.Compiled
 	sg       *hal.Subgraph
 	policy   OnUnavailable
-	budget   *exec.Budget // the model's, shared by a re-placed program
-	limit    int64        // per-tensor byte limit
+	strict   bool
+	fallback *fallback
 	calls    atomic.Int64
 	nanos    atomic.Int64
 
+	// slot is the device the partition's values live on, nil for a
+	// partition called on host tensors (a HAL 1.0 backend, or one without
+	// asynchronous execution); io says where each boundary value goes.
+	slot *slot
+	io   *boundaryIO
+
 	mu       sync.Mutex
-	onCPU    atomic.Pointer[cpu.Executable] // set once re-placed
+	onCPU    atomic.Pointer[hal.Compiled] // set once re-placed
+	hostExe  *hal.Compiled                // the partition compiled on the fallback (re-placement, declines)
 	replaced *partitioner.Replacement
+
+	declines    atomic.Int64
+	declineMu   sync.Mutex
+	lastDecline string
+	lastAt      time.Time
 }
 
 // PartitionStats reports how often a delegated partition ran and its total time.
@@ -62,13 +76,16 @@ func (m *Model) Plan() *partitioner.Plan {
 		cp.mu.Lock()
 		r := cp.replaced
 		cp.mu.Unlock()
-		if r != nil {
-			for i := range p.Partitions {
-				if p.Partitions[i].ID == cp.part.ID {
-					rc := *r
-					p.Partitions[i].Replaced = &rc
-				}
+		d := cp.declineRecord()
+		for i := range p.Partitions {
+			if p.Partitions[i].ID != cp.part.ID {
+				continue
 			}
+			if r != nil {
+				rc := *r
+				p.Partitions[i].Replaced = &rc
+			}
+			p.Partitions[i].Declined = d
 		}
 	}
 	return &p
@@ -90,31 +107,60 @@ func (m *Model) releaseParts() error {
 		if cp.compiled != nil {
 			errs = append(errs, cp.compiled.Release())
 		}
+		cp.mu.Lock()
+		if cp.hostExe != nil {
+			errs = append(errs, cp.hostExe.Release())
+		}
+		cp.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
 
 // place asks every backend for verdicts, partitions the main graph,
-// compiles delegated partitions and builds the executed program.
+// compiles delegated partitions, decides where every boundary value lives
+// and builds the executed program.
 func (m *Model) place(ctx context.Context, opts *Options) error {
 	ir := m.ir
 	if err := checkTypes(ir); err != nil {
 		return err
 	}
+	fb := newFallback(opts)
+	m.fallback = fb
 	whole := &hal.Subgraph{Graph: m.withTypes(ir.Graph), Opsets: ir.Opsets}
-	cpuVerdicts := cpu.Verdicts(whole, nil)
 	var cands []partitioner.Candidate
 	devs := map[string]*hal.Device{}
-	haveCPU := false
+	var fbVerdicts []hal.Verdict // what the fallback takes; nil in strict mode without it
+	fallbackVerdicts := func() ([]hal.Verdict, error) {
+		if fbVerdicts != nil {
+			return fbVerdicts, nil
+		}
+		d, err := fb.device(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if fbVerdicts, err = d.Supports(ctx, whole); err != nil {
+			return nil, fmt.Errorf("runtime: asking the fallback backend %q for verdicts: %w", d.Name(), err)
+		}
+		return fbVerdicts, nil
+	}
+	haveFallback := false
 	for _, d := range opts.Backends {
 		if d == nil {
 			return fmt.Errorf("runtime: %w: nil backend in Options.Backends", kernels.ErrInvalid)
 		}
 		name := d.Name()
-		if name == CPU {
-			haveCPU = true
-			cands = append(cands, partitioner.Candidate{Backend: CPU, Verdicts: cpuVerdicts})
+		if name == fb.name {
+			// the fallback's place in the priority order
+			haveFallback = true
+			vs, err := fallbackVerdicts()
+			if err != nil {
+				return err
+			}
+			cands = append(cands, partitioner.Candidate{Backend: name, Verdicts: vs})
 			continue
+		}
+		if _, dup := devs[name]; dup {
+			return fmt.Errorf("runtime: %w: backend %q given twice", kernels.ErrInvalid, name)
 		}
 		vs, err := d.Supports(ctx, whole)
 		if err != nil {
@@ -123,20 +169,24 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 		cands = append(cands, partitioner.Candidate{Backend: name, Verdicts: vs})
 		devs[name] = d
 	}
-	if !haveCPU && !opts.Policy.Strict {
-		cands = append(cands, partitioner.Candidate{Backend: CPU, Verdicts: cpuVerdicts})
+	if !haveFallback && !opts.Policy.Strict {
+		vs, err := fallbackVerdicts()
+		if err != nil {
+			return err
+		}
+		cands = append(cands, partitioner.Candidate{Backend: fb.name, Verdicts: vs})
 	}
 	pol := opts.Policy
-	pol.Fallback = CPU
-	plan, err := m.placeWithCosts(ctx, ir.Graph, cands, pol, opts, devs) // cost.go
+	pol.Fallback = fb.name
+	plan, err := m.placeWithCosts(ctx, ir.Graph, cands, pol, opts, devs, fb) // cost.go
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	m.plan = plan
-	// nodes left on cpu that cpu cannot run: list them all at once
+	// nodes left on the fallback that it cannot run: list them all at once
 	ops := map[string]bool{}
 	for i, np := range plan.Nodes {
-		if np.Backend == CPU && !cpuVerdicts[i].Supported {
+		if np.Backend == fb.name && fbVerdicts != nil && !fbVerdicts[i].Supported {
 			n := ir.Graph.Nodes[i]
 			d := n.Domain
 			if d == "" {
@@ -153,75 +203,125 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 		names := sortedKeys(ops)
 		return &UnsupportedError{Ops: names}
 	}
-	// compile delegated partitions and stand a node in for each
-	g := ir.Graph
-	inPart := map[int]bool{}
-	overrides := map[*graph.Node]kernels.Func{}
-	var standIns []*graph.Node
+	// compile delegated partitions (and, for a fallback the runtime does
+	// not run itself, the fallback's) and stand a node in for each
+	inline := fb.name == CPU
 	for _, p := range plan.Partitions {
-		if p.Fallback {
-			continue
-		}
 		dev := devs[p.Backend]
+		if p.Fallback || p.Backend == fb.name {
+			if inline {
+				continue
+			}
+			if dev, err = fb.device(ctx); err != nil {
+				return err
+			}
+		}
 		sg, err := m.subgraph(p)
 		if err != nil {
 			return err
 		}
-		compiled, err := m.compilePartition(ctx, dev, sg, opts)
-		if err != nil && errors.Is(err, hal.ErrUnsupported) && !opts.Policy.Strict && allOnCPU(p, cpuVerdicts) {
+		copts := opts.Compile
+		if dev == fb.resolved() {
+			copts = hal.CompileOptions{Threads: opts.Compile.Threads, Profile: opts.Compile.Profile}
+		}
+		compiled, err := m.compilePartition(ctx, dev, sg, &copts, opts.CompileCache)
+		if err != nil && errors.Is(err, hal.ErrUnsupported) && !opts.Policy.Strict && dev != fb.resolved() && allOnFallback(p, fbVerdicts) {
 			// the backend claimed nodes it then would not compile (a
-			// dishonest verdict): they run on cpu, visibly
-			m.demote(p, err)
-			continue
+			// dishonest verdict): they run on the fallback, visibly
+			m.demote(p, fb.name, err)
+			if inline {
+				continue
+			}
+			if dev, err = fb.device(ctx); err != nil {
+				return err
+			}
+			copts = hal.CompileOptions{Threads: opts.Compile.Threads}
+			compiled, err = dev.Compile(ctx, sg, &copts)
 		}
 		if err != nil {
-			return fmt.Errorf("runtime: partition %d (%d nodes) on %s: %w", p.ID, len(p.Nodes), p.Backend, err)
+			return fmt.Errorf("runtime: partition %d (%d nodes) on %s: %w", p.ID, len(p.Nodes), dev.Name(), err)
 		}
-		cp := &compiledPartition{part: p, dev: dev, compiled: compiled, sg: sg, policy: opts.OnUnavailable, budget: m.budget, limit: m.limit}
+		cp := &compiledPartition{part: p, dev: dev, compiled: compiled, sg: sg, policy: opts.OnUnavailable, strict: opts.Policy.Strict, fallback: fb}
 		m.parts = append(m.parts, cp)
-		for _, i := range p.Nodes {
-			inPart[i] = true
+		if prec := compiled.Precision(); prec != hal.PrecisionFloat32 {
+			m.setPartition(p.ID, func(pp *partitioner.Partition) { pp.Precision = string(prec) })
 		}
-		n := &graph.Node{Name: fmt.Sprintf("partition%d:%s", p.ID, p.Backend), OpType: "Partition", Domain: PartitionDomain, Inputs: p.Inputs, Outputs: p.Outputs}
-		standIns = append(standIns, n)
-		overrides[n] = cp.kernel
 	}
-	exe := g
-	if len(standIns) > 0 {
-		exe = &graph.Graph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ValueInfo: g.ValueInfo, Initializers: g.Initializers}
-		for i, n := range g.Nodes {
-			if !inPart[i] {
-				exe.Nodes = append(exe.Nodes, n)
-			}
-		}
-		exe.Nodes = append(exe.Nodes, standIns...)
+	if err := m.planResidency(ctx, opts); err != nil {
+		return err
 	}
+	exe, overrides := m.executedGraph()
 	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides, MainSimplified: true, Budget: m.budget, MaxTensorBytes: m.limit})
 	return err
 }
 
-func allOnCPU(p partitioner.Partition, cpuVerdicts []hal.Verdict) bool {
+// setPartition edits the plan's record of partition id.
+func (m *Model) setPartition(id int, f func(p *partitioner.Partition)) {
+	for k := range m.plan.Partitions {
+		if m.plan.Partitions[k].ID == id {
+			f(&m.plan.Partitions[k])
+		}
+	}
+}
+
+// executedGraph is the main graph with every compiled partition replaced
+// by one node standing for it. Values that stay on a device are carried
+// between stand-ins by ordering tokens.
+func (m *Model) executedGraph() (*graph.Graph, map[*graph.Node]kernels.Func) {
+	g := m.ir.Graph
+	if len(m.parts) == 0 {
+		return g, nil
+	}
+	inPart := map[int]bool{}
+	overrides := map[*graph.Node]kernels.Func{}
+	exe := &graph.Graph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ValueInfo: g.ValueInfo, Initializers: g.Initializers}
+	var standIns []*graph.Node
+	for _, cp := range m.parts {
+		p := cp.part
+		for _, i := range p.Nodes {
+			inPart[i] = true
+		}
+		n := &graph.Node{Name: fmt.Sprintf("partition%d:%s", p.ID, cp.dev.Name()), OpType: "Partition", Domain: PartitionDomain, Inputs: p.Inputs, Outputs: p.Outputs}
+		if cp.io != nil {
+			n.Inputs, n.Outputs = cp.io.execInputs, cp.io.execOutputs
+			overrides[n] = cp.deviceKernel
+		} else {
+			overrides[n] = cp.kernel
+		}
+		standIns = append(standIns, n)
+	}
+	for i, n := range g.Nodes {
+		if !inPart[i] {
+			exe.Nodes = append(exe.Nodes, n)
+		}
+	}
+	exe.Nodes = append(exe.Nodes, standIns...)
+	return exe, overrides
+}
+
+func allOnFallback(p partitioner.Partition, verdicts []hal.Verdict) bool {
+	if verdicts == nil {
+		return false
+	}
 	for _, i := range p.Nodes {
-		if !cpuVerdicts[i].Supported {
+		if !verdicts[i].Supported {
 			return false
 		}
 	}
 	return true
 }
 
-// demote moves a partition its backend failed to compile back to cpu and
-// records why in the placement report.
-func (m *Model) demote(p partitioner.Partition, cause error) {
+// demote moves a partition its backend failed to compile to the fallback
+// and records why in the placement report.
+func (m *Model) demote(p partitioner.Partition, to string, cause error) {
 	reason := "claimed, then refused to compile: " + cause.Error()
-	for k := range m.plan.Partitions {
-		if m.plan.Partitions[k].ID == p.ID {
-			m.plan.Partitions[k].Replaced = &partitioner.Replacement{From: p.Backend, To: CPU, Reason: reason, At: time.Now()}
-		}
-	}
+	m.setPartition(p.ID, func(pp *partitioner.Partition) {
+		pp.Replaced = &partitioner.Replacement{From: p.Backend, To: to, Reason: reason, At: time.Now()}
+	})
 	for _, i := range p.Nodes {
 		np := &m.plan.Nodes[i]
 		np.Declined = append(np.Declined, partitioner.Decline{Backend: np.Backend, Reason: reason})
-		np.Backend = CPU
+		np.Backend = to
 	}
 }
 
@@ -329,53 +429,121 @@ func isInput(g *graph.Graph, name string) bool {
 }
 
 // kernel runs the partition through its backend as one node of the
-// executed graph.
+// executed graph, on host tensors (HAL 1.0, or no asynchronous execution).
 func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	outs := make([]*graph.Tensor, len(n.Outputs))
-	for i := range outs {
-		outs[i] = &graph.Tensor{}
-	}
 	t0 := time.Now()
 	defer func() {
 		cp.calls.Add(1)
 		cp.nanos.Add(int64(time.Since(t0)))
 	}()
 	if exe := cp.onCPU.Load(); exe != nil {
-		return outs, exe.Execute(ctx, in, outs)
+		return cp.executeOn(ctx, exe, in)
 	}
+	outs := freshOutputs(len(n.Outputs))
 	err := cp.compiled.Execute(ctx, in, outs)
-	if err != nil && errors.Is(err, hal.ErrUnavailable) && cp.policy == ReplaceOnCPU {
-		exe, rerr := cp.replaceOnCPU(err)
+	switch {
+	case err == nil:
+		return outs, nil
+	case errors.Is(err, hal.ErrDeclined):
+		exe, derr := cp.declined(ctx, err)
+		if derr != nil {
+			return nil, derr
+		}
+		if rs := runStateOf(ctx); rs != nil {
+			rs.declinedCall(cp, t0)
+		}
+		return cp.executeOn(ctx, exe, in)
+	case errors.Is(err, hal.ErrUnavailable) && cp.policy == ReplaceOnCPU:
+		exe, rerr := cp.replaceOnCPU(ctx, err)
 		if rerr != nil {
-			return nil, fmt.Errorf("runtime: partition %d on %s: %w (re-placing it on cpu failed: %v)", cp.part.ID, cp.part.Backend, err, rerr)
+			return nil, fmt.Errorf("runtime: partition %d on %s: %w (re-placing it on %s failed: %v)", cp.part.ID, cp.part.Backend, err, cp.fallback.name, rerr)
 		}
-		for i := range outs {
-			outs[i] = &graph.Tensor{}
-		}
-		return outs, exe.Execute(ctx, in, outs)
+		return cp.executeOn(ctx, exe, in)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("runtime: partition %d on %s (node %s): %w", cp.part.ID, cp.part.Backend, n.Name, err)
+	return nil, fmt.Errorf("runtime: partition %d on %s (node %s): %w", cp.part.ID, cp.part.Backend, n.Name, err)
+}
+
+func freshOutputs(n int) []*graph.Tensor {
+	outs := make([]*graph.Tensor, n)
+	for i := range outs {
+		outs[i] = &graph.Tensor{}
+	}
+	return outs
+}
+
+// executeOn runs the partition on host tensors through another executable
+// (the fallback's).
+func (cp *compiledPartition) executeOn(ctx context.Context, exe *hal.Compiled, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	outs := freshOutputs(len(cp.part.Outputs))
+	if err := exe.Execute(ctx, in, outs); err != nil {
+		return nil, fmt.Errorf("runtime: partition %d (moved from %s to %s): %w", cp.part.ID, cp.part.Backend, cp.fallback.name, err)
 	}
 	return outs, nil
 }
 
-// replaceOnCPU compiles the partition on the reference kernels and makes
-// every later call use it; the placement report records why.
-func (cp *compiledPartition) replaceOnCPU(cause error) (*cpu.Executable, error) {
+// fallbackExe compiles the partition on the fallback backend, once.
+func (cp *compiledPartition) fallbackExe(ctx context.Context) (*hal.Compiled, error) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	if exe := cp.onCPU.Load(); exe != nil {
-		return exe, nil
+	if cp.hostExe != nil {
+		return cp.hostExe, nil
 	}
-	prog, err := exec.Compile(cp.sg.Graph, exec.Options{Opsets: cp.sg.Opsets, Budget: cp.budget, MaxTensorBytes: cp.limit})
+	d, err := cp.fallback.device(ctx)
 	if err != nil {
 		return nil, err
 	}
-	exe := &cpu.Executable{Program: prog}
-	cp.replaced = &partitioner.Replacement{From: cp.part.Backend, To: CPU, Reason: cause.Error(), At: time.Now()}
+	exe, err := d.Compile(ctx, cp.sg, &hal.CompileOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cp.hostExe = exe
+	return exe, nil
+}
+
+// replaceOnCPU moves the partition to the fallback backend for every later
+// call; the placement report records why.
+func (cp *compiledPartition) replaceOnCPU(ctx context.Context, cause error) (*hal.Compiled, error) {
+	if exe := cp.onCPU.Load(); exe != nil {
+		return exe, nil
+	}
+	exe, err := cp.fallbackExe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.replaced == nil {
+		cp.replaced = &partitioner.Replacement{From: cp.part.Backend, To: cp.fallback.name, Reason: cause.Error(), At: time.Now()}
+	}
 	cp.onCPU.Store(exe)
 	return exe, nil
+}
+
+// declined handles a run-time decline: strict mode fails; otherwise the
+// call runs on the fallback, counted and reported.
+func (cp *compiledPartition) declined(ctx context.Context, cause error) (*hal.Compiled, error) {
+	if cp.strict {
+		return nil, fmt.Errorf("runtime: partition %d on %s declined at run time, and strict mode forbids running it elsewhere: %w", cp.part.ID, cp.part.Backend, cause)
+	}
+	exe, err := cp.fallbackExe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: partition %d on %s declined at run time (%v), and the fallback could not take it: %w", cp.part.ID, cp.part.Backend, cause, err)
+	}
+	cp.declines.Add(1)
+	cp.declineMu.Lock()
+	cp.lastDecline, cp.lastAt = cause.Error(), time.Now()
+	cp.declineMu.Unlock()
+	return exe, nil
+}
+
+func (cp *compiledPartition) declineRecord() *partitioner.RunDeclines {
+	n := cp.declines.Load()
+	if n == 0 {
+		return nil
+	}
+	cp.declineMu.Lock()
+	defer cp.declineMu.Unlock()
+	return &partitioner.RunDeclines{Calls: n, To: cp.fallback.name, Reason: cp.lastDecline, At: cp.lastAt}
 }
 
 // checkTypes refuses value kinds and dtypes Switchyard cannot hold.

@@ -239,7 +239,9 @@ func TestFaultsSurfaceWithCodes(t *testing.T) {
 // BenchmarkDelegationOverhead compares one small graph run fully on the
 // reference executor with the same graph whose nodes form one partition on
 // the simulated backend (same kernels): the difference is the cost of a
-// partition call through the HAL.
+// partition call through the HAL — on host tensors (sim), or through
+// device buffers, an upload, an enqueue on the simulated queue and a
+// download (simdev).
 func BenchmarkDelegationOverhead(b *testing.B) {
 	g := &graph.Graph{
 		Name:    "small",
@@ -253,11 +255,15 @@ func BenchmarkDelegationOverhead(b *testing.B) {
 	bytes := onnx.Encode(&graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: g})
 	x := map[string]*graph.Tensor{"x": graph.MustFromSlice([]int{16}, make([]float32, 16))}
 	ctx := context.Background()
-	for _, mode := range []string{"cpu", "sim"} {
+	for _, mode := range []string{"cpu", "sim", "simdev"} {
 		b.Run(mode, func(b *testing.B) {
 			opts := &runtime.Options{}
-			if mode == "sim" {
+			switch mode {
+			case "sim":
 				opts.Backends = []*hal.Device{simDevice(b, sim.Options{Ops: []string{"Relu", "Add"}})}
+			case "simdev":
+				_, d := deviceSim(b, sim.Options{Ops: []string{"Relu", "Add"}})
+				opts.Backends = []*hal.Device{d}
 			}
 			m, err := runtime.LoadBytes(ctx, bytes, opts)
 			if err != nil {

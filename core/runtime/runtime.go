@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -39,9 +40,17 @@ import (
 type Options struct {
 	// Backends are opened devices in priority order. Partitions they take
 	// are compiled at load and called at run; everything else runs on the
-	// reference kernels ("cpu"), unless Policy.Strict. A device named "cpu"
-	// marks the reference kernels' place in the priority order.
+	// fallback backend, unless Policy.Strict. The fallback's device, when
+	// listed, marks its place in the priority order.
 	Backends []*hal.Device
+	// Fallback is the backend that takes what no other does, and the
+	// partitions moved off their backend at run time (device loss,
+	// run-time declines). Default: the device of Backends named
+	// Policy.Fallback (default "cpu"), else the backend of that name
+	// registered with hal.Default (import plugins/cpu for "cpu"). The
+	// runtime runs what is placed on "cpu" itself, on the same reference
+	// kernels, without a HAL call per node.
+	Fallback *hal.Device
 	// Policy steers the partitioner (allow/deny lists, minimum partition
 	// size, strict mode).
 	Policy partitioner.Policy
@@ -114,18 +123,88 @@ type Model struct {
 	outputs []graph.ValueInfo
 	types   map[string]graph.ValueType // inferred types of all values of the main graph
 
-	cacheHits atomic.Int64 // partitions imported from Options.CompileCache
-	budget  *exec.Budget
-	limit   int64 // per-tensor byte limit
-	life    *life
+	cacheHits     atomic.Int64 // partitions imported from Options.CompileCache
+	budget        *exec.Budget
+	limit         int64 // per-tensor byte limit
+	life          *life
+	fallback      *fallback
+	slots         []*slot // devices whose memory values stay in between partitions
+	onUnavailable OnUnavailable
 }
 
-// RunOptions and Stats are those of the executor.
+// RunOptions and NodeTiming are those of the executor.
 type (
 	RunOptions = exec.RunOptions
-	Stats      = exec.Stats
 	NodeTiming = exec.NodeTiming
 )
+
+// Stats describes one run: the executor's account (time, per-node
+// timings, buffers) and the transfers between host and device memory.
+type Stats struct {
+	exec.Stats
+	// Uploads and Downloads count the host↔device copies of the run,
+	// UploadBytes and DownloadBytes their bytes.
+	Uploads, Downloads         int
+	UploadBytes, DownloadBytes int64
+	// Declined counts partition calls declined at run time (run on the
+	// fallback instead).
+	Declined int
+	// Reruns counts restarts of the run after a device was lost and its
+	// partitions were re-placed (OnUnavailable: ReplaceOnCPU).
+	Reruns int
+	// DeviceOps are the uploads, executions and downloads of a profiled
+	// run, one track per device (see WriteChromeTrace).
+	DeviceOps []DeviceOp
+}
+
+// DeviceOp is one operation on a device in a profiled run.
+type DeviceOp struct {
+	Kind   string // "upload", "execute", "download"; "declined": a call run on the fallback instead
+	Device string // "backend:index" (the fallback's name for "declined")
+	Name   string // the value moved or the partition run
+	Bytes  int64
+	// Start (since the run began) and Duration come from the device's
+	// timestamps when DeviceClock, else from the host: from the call until
+	// the host saw its fence signalled.
+	Start, Duration time.Duration
+	DeviceClock     bool
+	Kernels         []DeviceKernel // per internal kernel, from the device's profile
+}
+
+// DeviceKernel is one internal kernel of a device call.
+type DeviceKernel struct {
+	Name            string
+	Nodes           []string // the graph nodes it computes
+	Start, Duration time.Duration
+}
+
+// run executes the model with a residency table: each attempt has its
+// own residency table, freed when it ends. A device lost during the run
+// (Unavailable) under ReplaceOnCPU re-places every partition of that
+// device on the fallback and runs again from the start (the inputs are
+// the caller's host tensors).
+func (m *Model) run(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
+	for attempt := 0; ; attempt++ {
+		rs := newRunState(opts.Profile)
+		out, est, err := m.prog.RunWithStats(context.WithValue(ctx, runKey{}, rs), inputs, opts)
+		var ops []DeviceOp
+		if err == nil && opts.Profile {
+			ops = rs.collect(ctx)
+		}
+		rs.release()
+		if err != nil {
+			if rs.lost != nil && m.onUnavailable == ReplaceOnCPU && attempt < len(m.slots) && ctx.Err() == nil {
+				if rerr := m.replaceSlot(ctx, rs.lost, rs.lostErr); rerr != nil {
+					return nil, nil, fmt.Errorf("%w (re-placing the partitions of %s on %s failed: %v)", err, rs.lost.name, m.fallback.name, rerr)
+				}
+				continue
+			}
+			return nil, nil, err
+		}
+		st := &Stats{Stats: *est, Uploads: rs.uploads, Downloads: rs.downloads, UploadBytes: rs.uploadBytes, DownloadBytes: rs.downBytes, Declined: rs.declined, Reruns: attempt, DeviceOps: ops}
+		return out, st, nil
+	}
+}
 
 // Load reads a model file and prepares it.
 func Load(ctx context.Context, path string, opts *Options) (*Model, error) {
@@ -188,7 +267,7 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	folded := *ir
 	folded.Graph = simple
 	ir = &folded
-	m := &Model{ir: ir, life: newLife(), limit: graph.EffectiveLimit(opts.MaxTensorBytes)}
+	m := &Model{ir: ir, onUnavailable: opts.OnUnavailable, life: newLife(), limit: graph.EffectiveLimit(opts.MaxTensorBytes)}
 	budget := opts.MemoryBudget
 	if budget == 0 {
 		budget = DefaultMemoryBudget()

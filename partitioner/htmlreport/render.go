@@ -579,6 +579,7 @@ func (r *report) page(b *bytes.Buffer, L *layout, title string) {
 			len(constOnly), plural(len(constOnly)), strings.Join(constOnly, ", "))
 	}
 	b.WriteString("</tbody></table></section>\n")
+	writeTransfers(b, plan)
 
 	// candidate partitions the cost estimates left on another backend
 	if len(plan.Rejected) > 0 {
@@ -786,3 +787,40 @@ q.addEventListener('input',function(){var v=q.value.trim().toLowerCase();var hit
  qn.textContent=v?hits.length+' found':'';});
 })();
 `
+
+// writeTransfers lists the host↔device copies a run makes and the values
+// that stay on their device (when the runtime filled them in).
+func writeTransfers(b *bytes.Buffer, plan *partitioner.Plan) {
+	if len(plan.Transfers) == 0 && len(plan.Resident) == 0 {
+		return
+	}
+	var kept int64
+	for _, r := range plan.Resident {
+		kept += max(r.Bytes, 0)
+	}
+	fmt.Fprintf(b, "<section><h2>Transfers per run</h2>\n<p class=\"note\">Every copy between host and device memory a run makes. Kept on their device between partitions: %d value%s (%s not moved).</p>\n",
+		len(plan.Resident), plural(len(plan.Resident)), sizeText(kept))
+	if len(plan.Transfers) > 0 {
+		b.WriteString("<table class=\"transfers\"><thead><tr><th>direction</th><th>value</th><th>from</th><th>to</th><th>bytes</th><th>partition</th></tr></thead><tbody>\n")
+		for _, t := range plan.Transfers {
+			size := sizeText(t.Bytes)
+			if t.Bytes < 0 {
+				size = "known at run time"
+			}
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%d</td></tr>\n",
+				esc(t.Direction), esc(t.Value), esc(t.From), esc(t.To), size, t.Partition)
+		}
+		b.WriteString("</tbody></table>\n")
+	}
+	b.WriteString("</section>\n")
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -154,6 +154,41 @@ func TestRenderSmall(t *testing.T) {
 	}
 }
 
+// The transfers the runtime lists are on the page, escaped.
+func TestRenderTransfers(t *testing.T) {
+	g := smallGraph()
+	plan, err := partitioner.Place(g, simCands(g, "Conv", "Relu", "Add"), partitioner.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(g, plan, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "Transfers per run") {
+		t.Error("a plan without transfers shows a transfers section")
+	}
+	plan.Transfers = []partitioner.Transfer{
+		{Value: "x", Direction: "upload", From: "host", To: "sim:0", Bytes: 768, Partition: 0},
+		{Value: hostile, Direction: "download", From: "sim:0", To: "host", Bytes: -1, Partition: 0},
+	}
+	plan.Resident = []partitioner.ResidentValue{{Value: "a", Device: "sim:0", Bytes: 2048}}
+	out, err = Render(g, plan, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(out)
+	for _, want := range []string{"<h2>Transfers per run</h2>", "Kept on their device between partitions: 1 value (2.0 KiB not moved)",
+		"<td>upload</td><td>x</td><td>host</td><td>sim:0</td><td class=\"num\">768 B</td>", "&lt;script&gt;alert(1)", "known at run time"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, hostile) {
+		t.Error("untrusted value name reached the page unescaped")
+	}
+}
+
 func TestRenderRejectsMismatch(t *testing.T) {
 	g := smallGraph()
 	if _, err := Render(g, &partitioner.Plan{}, "x"); err == nil {

@@ -21,3 +21,17 @@ func TestConformance(t *testing.T) {
 		Open: func(ctx context.Context) (*hal.Device, error) { return hal.NewDevice(sim.New(opts), hal.LoadLinked) },
 	})
 }
+
+// The device-memory double, with the same op set, against the suite: its
+// values travel through device-local buffers, queues and fences.
+func TestConformanceDeviceMemory(t *testing.T) {
+	opts := sim.Options{
+		Ops:            []string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Relu", "Sigmoid", "Tanh", "Conv", "MatMul", "Gemm", "Softmax", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape", "Transpose", "Concat", "Flatten"},
+		MaxTensorBytes: 4 << 20,
+	}
+	conformance.Run(t, conformance.Harness{
+		Open: func(ctx context.Context) (*hal.Device, error) {
+			return hal.NewDevice(sim.NewDeviceMemory(opts), hal.LoadLinked)
+		},
+	})
+}

@@ -61,6 +61,8 @@ type Options struct {
 	// HAL overrides the HAL range the backend declares (for version tests).
 	HAL *hal.VersionRange `json:"hal,omitempty"`
 	Faults
+	// DeviceOptions make it a device with its own memory (see NewDeviceMemory).
+	DeviceOptions
 }
 
 // Backend is the simulation backend.
@@ -84,10 +86,21 @@ func New(opts Options) *Backend {
 	return b
 }
 
+// Open makes the backend the options describe: the device-memory double
+// when DeviceMemory is set, the host-memory one otherwise.
+func Open(opts Options) hal.Backend {
+	if opts.DeviceMemory {
+		return NewDeviceMemory(opts)
+	}
+	return New(opts)
+}
+
 // Factory returns a registry factory for this configuration.
 func Factory(opts Options) hal.Factory {
-	b := New(opts)
-	return hal.Factory{Info: b.Info(), Kind: hal.LoadLinked, Open: func(ctx context.Context) (hal.Backend, error) { return New(opts), nil }}
+	b := Open(opts)
+	info := b.Info()
+	_ = b.Close()
+	return hal.Factory{Info: info, Kind: hal.LoadLinked, Open: func(ctx context.Context) (hal.Backend, error) { return Open(opts), nil }}
 }
 
 // Calls counts Execute calls (for tests).
@@ -159,6 +172,19 @@ type executable struct {
 }
 
 func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	if err := e.pre(ctx, inputs); err != nil {
+		return err
+	}
+	if err := (&cpu.Executable{Program: e.prog}).Execute(ctx, inputs, outputs); err != nil {
+		return err
+	}
+	e.post(inputs, outputs)
+	return nil
+}
+
+// pre applies the faults that act before a call computes: the call
+// counter, the declared tensor limit, the delay, unavailability, failures.
+func (e *executable) pre(ctx context.Context, inputs []*graph.Tensor) error {
 	n := e.b.calls.Add(1)
 	f := e.b.opts.Faults
 	if lim := e.b.opts.MaxTensorBytes; lim > 0 {
@@ -181,12 +207,15 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	if f.FailExecute || f.FailAfter > 0 && n > f.FailAfter {
 		return hal.Errorf(hal.CodeInternal, "simulated fault: execute failed (call %d)", n)
 	}
-	if err := (&cpu.Executable{Program: e.prog}).Execute(ctx, inputs, outputs); err != nil {
-		return err
-	}
+	return nil
+}
+
+// post applies the faults that act on computed outputs.
+func (e *executable) post(inputs, outputs []*graph.Tensor) {
+	f := e.b.opts.Faults
 	broadcasting := false
 	for _, t := range inputs {
-		if !graph.SameShape(t.Shape, inputs[0].Shape) {
+		if t != nil && inputs[0] != nil && !graph.SameShape(t.Shape, inputs[0].Shape) {
 			broadcasting = true
 		}
 	}
@@ -210,7 +239,6 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 			}
 		}
 	}
-	return nil
 }
 
 func (e *executable) Release() error { return nil }
