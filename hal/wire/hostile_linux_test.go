@@ -229,10 +229,12 @@ func TestFDChannelFlood(t *testing.T) {
 	// the same id twice in a window: neither is trusted
 	done = ch.Expect(2)
 	defer done()
-	sendFDs(t, peer, wire.PluginRegionBit|5, 16, dn)
-	sendFDs(t, peer, wire.PluginRegionBit|5, 16, dn)
 	d0 := ch.Dropped()
-	settleFDs(t, ch, d0) // (already counted when the second arrived)
+	sendFDs(t, peer, wire.PluginRegionBit|5, 16, dn)
+	sendFDs(t, peer, wire.PluginRegionBit|5, 16, dn)
+	// both copies are refused when the second arrives; wait for that, or
+	// a Receive could claim the first before the second is read
+	settleFDs(t, ch, d0+2)
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		_, err := ch.Receive(ctx, wire.PluginRegionBit|5)
 		if err != nil && strings.Contains(err.Error(), "refused") {
