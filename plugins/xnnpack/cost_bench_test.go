@@ -483,8 +483,9 @@ func BenchmarkDecisions(b *testing.B) {
 // (scripts/bench-placement.sh compares the same through `switchyard
 // bench`, alternating processes.)
 func BenchmarkModels(b *testing.B) {
-	root := shared.Path(b, "testdata/models")
 	ctx := context.Background()
+	// the library first: its absence is the reason to report, even where
+	// the test material is absent too (a fresh machine has neither)
 	be, err := New(ctx, Options{Threads: 1})
 	if err != nil {
 		if Required() {
@@ -492,6 +493,8 @@ func BenchmarkModels(b *testing.B) {
 		}
 		b.Skipf("xnnpack unavailable: %v", err)
 	}
+	defer be.Close()
+	root := shared.Path(b, "testdata/models")
 	dev, err := hal.NewDevice(be, hal.LoadLibrary)
 	if err != nil {
 		b.Fatal(err)
