@@ -10,7 +10,18 @@
 //   - Executable: Execute on caller-owned tensors, and Release.
 //
 // Everything else is optional and discovered in one place (optional.go):
-// compiled-blob export/import, cost estimates, profiling.
+// compiled-blob export/import (blobcache.go: a cache keyed by the device's
+// CacheKey), cost estimates (used by cost-aware placement), per-call
+// profiling, reduced precision disclosed by the executable. HAL 1.1 adds,
+// as optional interfaces too (buffer.go, devmem.go): backend-owned opaque
+// buffers with a memory kind (host, host-visible, device-local),
+// DeviceMemory (allocate, free, upload, download, each ordered after the
+// fences it is given), AsyncExecutable (enqueue on buffers, get a Fence),
+// several devices per backend (Capabilities.Devices), shape bounds and
+// precision in CompileOptions, and ErrDeclined, by which an executable
+// refuses one call at run time so the runtime runs it elsewhere, visibly.
+// A 1.0 backend implements none of it and keeps working; asking a 1.1
+// feature of it through *Device is a clear Unsupported error.
 //
 // What applications and the runtime hold is the portable *Device (go-cloud
 // style): it validates arguments, defaults nil options, negotiates the HAL
