@@ -342,7 +342,7 @@ func serveDoorbell(c io.ReadWriter, exec ExecuteFunc) error {
 		case frameExecute, frameCall:
 			if done != nil {
 				// the host sends the next request only after the answer to
-				// the previous one, which is written after done is closed
+				// the previous one; done closes right after that answer
 				<-done
 			}
 			timeout, req, err := decodeRequest(kind, b)
@@ -359,9 +359,11 @@ func serveDoorbell(c io.ReadWriter, exec ExecuteFunc) error {
 			go func(ctx context.Context, cancel context.CancelFunc, done chan struct{}) {
 				resp, err := exec(ctx, req)
 				cancel()
-				close(done)
 				kind, out := encodeResult(resp, err)
 				_ = write(kind, out) // a failed write means the host closed: the loop sees it
+				// closed after the answer is written, so nothing is written
+				// once the loop has returned
+				close(done)
 			}(ctx, cancel, done)
 		default:
 			return fmt.Errorf("wire: doorbell frame kind %d", kind)

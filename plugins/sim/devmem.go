@@ -997,8 +997,10 @@ func (q *queue) loop() {
 			return
 		}
 		err := q.process(w)
-		w.fence.signal(err, w.prof)
+		// the operation's hold on its buffers ends before its fence
+		// signals, so a waiter sees the counters settled
 		q.b.unuse(w.uses)
+		w.fence.signal(err, w.prof)
 	}
 }
 
@@ -1070,8 +1072,8 @@ func (q *queue) shutdown() {
 	q.running = false
 	q.mu.Unlock()
 	for _, w := range rest {
-		w.fence.signal(q.b.haltErr(), nil)
 		q.b.unuse(w.uses)
+		w.fence.signal(q.b.haltErr(), nil)
 	}
 }
 
