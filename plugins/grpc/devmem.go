@@ -536,4 +536,3 @@ func (a *asyncExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buf
 	}
 	return b.newFence(p, r.Fence, nil), nil
 }
-
