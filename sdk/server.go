@@ -29,6 +29,8 @@ type server struct {
 	regions map[uint64]*region
 	nextExe uint64
 	nextReg atomic.Uint64
+
+	dev devTables // HAL 1.1 buffers and fences (devmem.go)
 }
 
 type region struct {
@@ -38,7 +40,7 @@ type region struct {
 }
 
 func newServer(b hal.Backend, fds *wire.FDChannel, log *slog.Logger) *server {
-	return &server{b: b, fds: fds, log: log, exes: map[uint64]hal.Executable{}, regions: map[uint64]*region{}}
+	return &server{b: b, fds: fds, log: log, exes: map[uint64]hal.Executable{}, regions: map[uint64]*region{}, dev: newDevTables()}
 }
 
 // guard turns a backend panic into an Internal status.
@@ -65,6 +67,9 @@ func (s *server) Info(ctx context.Context, _ *halv1.InfoRequest) (*halv1.InfoRes
 	r.Pid = int64(os.Getpid())
 	if _, ok := s.b.(hal.CostEstimator); ok {
 		r.Features = append(r.Features, "cost-estimates")
+	}
+	if s.servesDeviceMemory() {
+		r.Features = append(r.Features, wire.FeatureDeviceMemory)
 	}
 	return r, nil
 }
@@ -161,7 +166,7 @@ func (s *server) Compile(ctx context.Context, req *halv1.CompileRequest) (*halv1
 	}
 	var exe hal.Executable
 	err := guard(s.log, "compile", func() (err error) {
-		exe, err = s.b.Compile(ctx, sg, hal.CompileOptions{Threads: int(req.Threads), Profile: req.Profile})
+		exe, err = s.b.Compile(ctx, sg, hal.CompileOptions{Threads: int(req.Threads), Profile: req.Profile, Device: int(req.Device), Precision: hal.Precision(req.Precision)})
 		return
 	})
 	if err == nil && exe == nil {
@@ -346,6 +351,7 @@ func (s *server) Execute(ctx context.Context, req *halv1.ExecuteRequest) (*halv1
 
 // close releases every executable and region (the process is ending).
 func (s *server) close() {
+	s.closeDevice()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, e := range s.exes {

@@ -32,10 +32,11 @@ func fuzzServer(f *testing.F) (*server, *wire.Region) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	rfd := int(remote.Fd()) // read here: Cleanup closes remote while the drain runs
 	go func() {
 		buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4*4))
 		for {
-			_, oobn, _, _, err := unix.Recvmsg(int(remote.Fd()), buf, oob, 0)
+			_, oobn, _, _, err := unix.Recvmsg(rfd, buf, oob, 0)
 			if err != nil {
 				return
 			}

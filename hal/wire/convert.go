@@ -153,6 +153,7 @@ func CapabilitiesTo(c hal.Capabilities) *halv1.CapabilitiesResponse {
 		}
 		r.Ops = append(r.Ops, w)
 	}
+	r.Devices = DevicesTo(c.Devices)
 	return r
 }
 
@@ -168,6 +169,11 @@ func CapabilitiesFrom(r *halv1.CapabilitiesResponse) hal.Capabilities {
 			op.Attrs = append(op.Attrs, hal.AttrConstraint{Name: a.Name, Ints: a.Ints, Strings: a.Strings, Min: a.Min, Max: a.Max})
 		}
 		c.Ops = append(c.Ops, op)
+	}
+	// devices a plugin describes badly are dropped (the backend then
+	// counts as one device described by its Info)
+	if ds, err := DevicesFrom(r.Devices); err == nil {
+		c.Devices = ds
 	}
 	return c
 }

@@ -109,6 +109,7 @@ type Backend struct {
 
 	pool regionPool
 	dev  deviceBufs
+	xfer transferCounters // HAL 1.1 uploads and downloads (devmem.go)
 }
 
 var _ hal.Backend = (*Backend)(nil)
@@ -390,7 +391,7 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 func (b *Backend) compileOn(ctx context.Context, p *process, model []byte, opts hal.CompileOptions) (uint64, error) {
 	var resp *halv1.CompileResponse
 	err := b.withSubgraph(ctx, p, model, func(w *halv1.Subgraph) (err error) {
-		resp, err = p.rpc.Compile(ctx, &halv1.CompileRequest{Subgraph: w, Threads: int32(opts.Threads), Profile: opts.Profile})
+		resp, err = p.rpc.Compile(ctx, &halv1.CompileRequest{Subgraph: w, Threads: int32(opts.Threads), Profile: opts.Profile, Device: int32(opts.Device), Precision: string(opts.Precision)})
 		return
 	})
 	if err != nil {
@@ -423,6 +424,9 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	}
 	e := &executable{b: b, model: model, opts: opts, p: p, id: id,
 		outputs: append([]graph.ValueInfo{}, sg.Graph.Outputs...), lastOut: make([]int, len(sg.Graph.Outputs))}
+	if p.devmem {
+		return &asyncExecutable{e}, nil
+	}
 	return e, nil
 }
 

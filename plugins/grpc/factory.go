@@ -38,7 +38,11 @@ func Factory(m *Manifest, base Options) (hal.Factory, error) {
 		o.Env = append(o.Env, k+"="+m.Env[k])
 	}
 	return hal.Factory{Info: ManifestInfo(m), Kind: hal.LoadProcess, Open: func(ctx context.Context) (hal.Backend, error) {
-		return Open(ctx, o)
+		b, err := Open(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return b.HAL(), nil
 	}}, nil
 }
 

@@ -37,6 +37,13 @@ type process struct {
 	sockDir string
 	// binSHA256 is the sha256 of the sealed bytes this process executes.
 	binSHA256 string
+	// devmem: the plugin serves the HAL 1.1 RPCs (it lists
+	// wire.FeatureDeviceMemory and speaks HAL 1.1).
+	devmem bool
+	// fence ids of this process the host will never name again, sent
+	// with the next request that carries release_fences
+	relMu   sync.Mutex
+	release []uint64
 
 	dead     chan struct{} // closed when the process is gone (crash or kill)
 	stopOnce sync.Once
@@ -186,6 +193,11 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 	}
 	p.info = wire.InfoFrom(ir)
 	p.pid = int(ir.Pid)
+	for _, f := range ir.Features {
+		if f == wire.FeatureDeviceMemory && !p.info.HAL.Max.Less(hal.V1_1) {
+			p.devmem = true
+		}
+	}
 	if _, err := hal.Negotiate(hal.Current, p.info.HAL); err != nil {
 		p.fds.Close()
 		return fail(hal.CodeFailedPrecondition, fmt.Sprintf("plugin %s (%s) refused", p.info.Name, o.Path), err)

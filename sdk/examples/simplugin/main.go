@@ -1,11 +1,13 @@
 // Command simplugin serves the simulation backend (plugins/sim) as a
 // plugin process: the worked example of sdk.Serve. Its whole job is
 //
-//	sdk.Serve(sim.New(opts), nil)
+//	sdk.Serve(sim.Open(opts), nil)
 //
 // Configuration comes from SWITCHYARD_SIM_OPTIONS, a JSON sim.Options
 // (default: {"ops":["Conv","Relu","Add","MatMul"]}), so a manifest's env
-// (or a test) can shape the simulated device and its faults.
+// (or a test) can shape the simulated device and its faults; with
+// "device_memory": true it serves the device-memory double (HAL 1.1:
+// buffers and fences stay in this process, the host holds ids).
 //
 // SWITCHYARD_SIMPLUGIN_HANG=1 adds a fault the in-process simulator cannot
 // have: Execute blocks forever and ignores its context, like a wedged
@@ -33,7 +35,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	var b hal.Backend = sim.New(opts)
+	var b hal.Backend = sim.Open(opts) // "device_memory": true serves the HAL 1.1 double
 	if os.Getenv("SWITCHYARD_SIMPLUGIN_HANG") == "1" {
 		b = hanging{b}
 	}

@@ -501,8 +501,10 @@ type CapabilitiesResponse struct {
 	MaxTensorBytes int64                  `protobuf:"varint,4,opt,name=max_tensor_bytes,json=maxTensorBytes,proto3" json:"max_tensor_bytes,omitempty"`
 	MaxInputs      int32                  `protobuf:"varint,5,opt,name=max_inputs,json=maxInputs,proto3" json:"max_inputs,omitempty"`
 	ControlFlow    bool                   `protobuf:"varint,6,opt,name=control_flow,json=controlFlow,proto3" json:"control_flow,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// HAL 1.1: the devices the backend drives.
+	Devices       []*DeviceDesc `protobuf:"bytes,7,rep,name=devices,proto3" json:"devices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CapabilitiesResponse) Reset() {
@@ -577,6 +579,174 @@ func (x *CapabilitiesResponse) GetControlFlow() bool {
 	return false
 }
 
+func (x *CapabilitiesResponse) GetDevices() []*DeviceDesc {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+type CacheKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Vendor        string                 `protobuf:"bytes,1,opt,name=vendor,proto3" json:"vendor,omitempty"`
+	Device        string                 `protobuf:"bytes,2,opt,name=device,proto3" json:"device,omitempty"`
+	Driver        string                 `protobuf:"bytes,3,opt,name=driver,proto3" json:"driver,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CacheKey) Reset() {
+	*x = CacheKey{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheKey) ProtoMessage() {}
+
+func (x *CacheKey) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheKey.ProtoReflect.Descriptor instead.
+func (*CacheKey) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CacheKey) GetVendor() string {
+	if x != nil {
+		return x.Vendor
+	}
+	return ""
+}
+
+func (x *CacheKey) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *CacheKey) GetDriver() string {
+	if x != nil {
+		return x.Driver
+	}
+	return ""
+}
+
+// DeviceDesc is hal.DeviceDesc; memory kinds are hal.MemoryKind numbers.
+type DeviceDesc struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Index          int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Name           string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Kind           string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	MemoryBytes    int64                  `protobuf:"varint,4,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	MaxBufferBytes int64                  `protobuf:"varint,5,opt,name=max_buffer_bytes,json=maxBufferBytes,proto3" json:"max_buffer_bytes,omitempty"`
+	MemoryKinds    []int32                `protobuf:"varint,6,rep,packed,name=memory_kinds,json=memoryKinds,proto3" json:"memory_kinds,omitempty"`
+	Precisions     []string               `protobuf:"bytes,7,rep,name=precisions,proto3" json:"precisions,omitempty"`
+	CacheKey       *CacheKey              `protobuf:"bytes,8,opt,name=cache_key,json=cacheKey,proto3" json:"cache_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeviceDesc) Reset() {
+	*x = DeviceDesc{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceDesc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceDesc) ProtoMessage() {}
+
+func (x *DeviceDesc) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceDesc.ProtoReflect.Descriptor instead.
+func (*DeviceDesc) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DeviceDesc) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *DeviceDesc) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeviceDesc) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DeviceDesc) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *DeviceDesc) GetMaxBufferBytes() int64 {
+	if x != nil {
+		return x.MaxBufferBytes
+	}
+	return 0
+}
+
+func (x *DeviceDesc) GetMemoryKinds() []int32 {
+	if x != nil {
+		return x.MemoryKinds
+	}
+	return nil
+}
+
+func (x *DeviceDesc) GetPrecisions() []string {
+	if x != nil {
+		return x.Precisions
+	}
+	return nil
+}
+
+func (x *DeviceDesc) GetCacheKey() *CacheKey {
+	if x != nil {
+		return x.CacheKey
+	}
+	return nil
+}
+
 // RegionSlice names bytes in a shared region.
 type RegionSlice struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -591,7 +761,7 @@ type RegionSlice struct {
 
 func (x *RegionSlice) Reset() {
 	*x = RegionSlice{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[8]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +773,7 @@ func (x *RegionSlice) String() string {
 func (*RegionSlice) ProtoMessage() {}
 
 func (x *RegionSlice) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[8]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +786,7 @@ func (x *RegionSlice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionSlice.ProtoReflect.Descriptor instead.
 func (*RegionSlice) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{8}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RegionSlice) GetRegion() uint64 {
@@ -654,7 +824,7 @@ type Blob struct {
 
 func (x *Blob) Reset() {
 	*x = Blob{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[9]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +836,7 @@ func (x *Blob) String() string {
 func (*Blob) ProtoMessage() {}
 
 func (x *Blob) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[9]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +849,7 @@ func (x *Blob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Blob.ProtoReflect.Descriptor instead.
 func (*Blob) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{9}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Blob) GetWhere() isBlob_Where {
@@ -734,7 +904,7 @@ type Subgraph struct {
 
 func (x *Subgraph) Reset() {
 	*x = Subgraph{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[10]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +916,7 @@ func (x *Subgraph) String() string {
 func (*Subgraph) ProtoMessage() {}
 
 func (x *Subgraph) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[10]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +929,7 @@ func (x *Subgraph) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subgraph.ProtoReflect.Descriptor instead.
 func (*Subgraph) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{10}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Subgraph) GetModel() *Blob {
@@ -778,7 +948,7 @@ type SupportsRequest struct {
 
 func (x *SupportsRequest) Reset() {
 	*x = SupportsRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[11]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +960,7 @@ func (x *SupportsRequest) String() string {
 func (*SupportsRequest) ProtoMessage() {}
 
 func (x *SupportsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[11]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +973,7 @@ func (x *SupportsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupportsRequest.ProtoReflect.Descriptor instead.
 func (*SupportsRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{11}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SupportsRequest) GetSubgraph() *Subgraph {
@@ -823,7 +993,7 @@ type Verdict struct {
 
 func (x *Verdict) Reset() {
 	*x = Verdict{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[12]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +1005,7 @@ func (x *Verdict) String() string {
 func (*Verdict) ProtoMessage() {}
 
 func (x *Verdict) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[12]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +1018,7 @@ func (x *Verdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Verdict.ProtoReflect.Descriptor instead.
 func (*Verdict) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{12}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Verdict) GetSupported() bool {
@@ -875,7 +1045,7 @@ type SupportsResponse struct {
 
 func (x *SupportsResponse) Reset() {
 	*x = SupportsResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[13]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1057,7 @@ func (x *SupportsResponse) String() string {
 func (*SupportsResponse) ProtoMessage() {}
 
 func (x *SupportsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[13]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1070,7 @@ func (x *SupportsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupportsResponse.ProtoReflect.Descriptor instead.
 func (*SupportsResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{13}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SupportsResponse) GetStatus() *Status {
@@ -918,17 +1088,20 @@ func (x *SupportsResponse) GetVerdicts() []*Verdict {
 }
 
 type CompileRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Subgraph      *Subgraph              `protobuf:"bytes,1,opt,name=subgraph,proto3" json:"subgraph,omitempty"`
-	Threads       int32                  `protobuf:"varint,2,opt,name=threads,proto3" json:"threads,omitempty"`
-	Profile       bool                   `protobuf:"varint,3,opt,name=profile,proto3" json:"profile,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Subgraph *Subgraph              `protobuf:"bytes,1,opt,name=subgraph,proto3" json:"subgraph,omitempty"`
+	Threads  int32                  `protobuf:"varint,2,opt,name=threads,proto3" json:"threads,omitempty"`
+	Profile  bool                   `protobuf:"varint,3,opt,name=profile,proto3" json:"profile,omitempty"`
+	// HAL 1.1 compile options.
+	Device        int32  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
+	Precision     string `protobuf:"bytes,5,opt,name=precision,proto3" json:"precision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompileRequest) Reset() {
 	*x = CompileRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[14]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1113,7 @@ func (x *CompileRequest) String() string {
 func (*CompileRequest) ProtoMessage() {}
 
 func (x *CompileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[14]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1126,7 @@ func (x *CompileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompileRequest.ProtoReflect.Descriptor instead.
 func (*CompileRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{14}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CompileRequest) GetSubgraph() *Subgraph {
@@ -977,6 +1150,20 @@ func (x *CompileRequest) GetProfile() bool {
 	return false
 }
 
+func (x *CompileRequest) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *CompileRequest) GetPrecision() string {
+	if x != nil {
+		return x.Precision
+	}
+	return ""
+}
+
 type CompileResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
@@ -987,7 +1174,7 @@ type CompileResponse struct {
 
 func (x *CompileResponse) Reset() {
 	*x = CompileResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[15]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1186,7 @@ func (x *CompileResponse) String() string {
 func (*CompileResponse) ProtoMessage() {}
 
 func (x *CompileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[15]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1199,7 @@ func (x *CompileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompileResponse.ProtoReflect.Descriptor instead.
 func (*CompileResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{15}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CompileResponse) GetStatus() *Status {
@@ -1043,7 +1230,7 @@ type TensorDesc struct {
 
 func (x *TensorDesc) Reset() {
 	*x = TensorDesc{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[16]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1242,7 @@ func (x *TensorDesc) String() string {
 func (*TensorDesc) ProtoMessage() {}
 
 func (x *TensorDesc) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[16]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1255,7 @@ func (x *TensorDesc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorDesc.ProtoReflect.Descriptor instead.
 func (*TensorDesc) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{16}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TensorDesc) GetDtype() int32 {
@@ -1108,7 +1295,7 @@ type OutputSlot struct {
 
 func (x *OutputSlot) Reset() {
 	*x = OutputSlot{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1307,7 @@ func (x *OutputSlot) String() string {
 func (*OutputSlot) ProtoMessage() {}
 
 func (x *OutputSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1320,7 @@ func (x *OutputSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputSlot.ProtoReflect.Descriptor instead.
 func (*OutputSlot) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{17}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OutputSlot) GetPreallocated() bool {
@@ -1175,7 +1362,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1374,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1387,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{18}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExecuteRequest) GetExecutable() uint64 {
@@ -1234,7 +1421,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1433,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1446,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{19}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExecuteResponse) GetStatus() *Status {
@@ -1285,7 +1472,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1484,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1497,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{20}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReleaseRequest) GetExecutable() uint64 {
@@ -1329,7 +1516,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1528,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1541,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{21}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReleaseResponse) GetStatus() *Status {
@@ -1372,7 +1559,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1571,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1584,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{22}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{24}
 }
 
 type HealthResponse struct {
@@ -1411,7 +1598,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1610,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1623,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{23}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HealthResponse) GetStatus() *Status {
@@ -1470,7 +1657,7 @@ type MapRegionRequest struct {
 
 func (x *MapRegionRequest) Reset() {
 	*x = MapRegionRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1669,7 @@ func (x *MapRegionRequest) String() string {
 func (*MapRegionRequest) ProtoMessage() {}
 
 func (x *MapRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1682,7 @@ func (x *MapRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRegionRequest.ProtoReflect.Descriptor instead.
 func (*MapRegionRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{24}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MapRegionRequest) GetRegion() uint64 {
@@ -1521,7 +1708,7 @@ type MapRegionResponse struct {
 
 func (x *MapRegionResponse) Reset() {
 	*x = MapRegionResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1720,7 @@ func (x *MapRegionResponse) String() string {
 func (*MapRegionResponse) ProtoMessage() {}
 
 func (x *MapRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1733,7 @@ func (x *MapRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRegionResponse.ProtoReflect.Descriptor instead.
 func (*MapRegionResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{25}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MapRegionResponse) GetStatus() *Status {
@@ -1565,7 +1752,7 @@ type UnmapRegionRequest struct {
 
 func (x *UnmapRegionRequest) Reset() {
 	*x = UnmapRegionRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1764,7 @@ func (x *UnmapRegionRequest) String() string {
 func (*UnmapRegionRequest) ProtoMessage() {}
 
 func (x *UnmapRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1777,7 @@ func (x *UnmapRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmapRegionRequest.ProtoReflect.Descriptor instead.
 func (*UnmapRegionRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{26}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UnmapRegionRequest) GetRegion() uint64 {
@@ -1609,7 +1796,7 @@ type UnmapRegionResponse struct {
 
 func (x *UnmapRegionResponse) Reset() {
 	*x = UnmapRegionResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1808,7 @@ func (x *UnmapRegionResponse) String() string {
 func (*UnmapRegionResponse) ProtoMessage() {}
 
 func (x *UnmapRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,12 +1821,911 @@ func (x *UnmapRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmapRegionResponse.ProtoReflect.Descriptor instead.
 func (*UnmapRegionResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{27}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UnmapRegionResponse) GetStatus() *Status {
 	if x != nil {
 		return x.Status
+	}
+	return nil
+}
+
+// BufferDesc names a plugin buffer and what it holds.
+type BufferDesc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Dtype         int32                  `protobuf:"varint,2,opt,name=dtype,proto3" json:"dtype,omitempty"`
+	Shape         []int64                `protobuf:"varint,3,rep,packed,name=shape,proto3" json:"shape,omitempty"`
+	Memory        int32                  `protobuf:"varint,4,opt,name=memory,proto3" json:"memory,omitempty"`
+	Device        int32                  `protobuf:"varint,5,opt,name=device,proto3" json:"device,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BufferDesc) Reset() {
+	*x = BufferDesc{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BufferDesc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BufferDesc) ProtoMessage() {}
+
+func (x *BufferDesc) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BufferDesc.ProtoReflect.Descriptor instead.
+func (*BufferDesc) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BufferDesc) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BufferDesc) GetDtype() int32 {
+	if x != nil {
+		return x.Dtype
+	}
+	return 0
+}
+
+func (x *BufferDesc) GetShape() []int64 {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+func (x *BufferDesc) GetMemory() int32 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *BufferDesc) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+type AllocateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dtype         int32                  `protobuf:"varint,1,opt,name=dtype,proto3" json:"dtype,omitempty"`
+	Shape         []int64                `protobuf:"varint,2,rep,packed,name=shape,proto3" json:"shape,omitempty"`
+	Memory        int32                  `protobuf:"varint,3,opt,name=memory,proto3" json:"memory,omitempty"`
+	Device        int32                  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateRequest) Reset() {
+	*x = AllocateRequest{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateRequest) ProtoMessage() {}
+
+func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateRequest.ProtoReflect.Descriptor instead.
+func (*AllocateRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AllocateRequest) GetDtype() int32 {
+	if x != nil {
+		return x.Dtype
+	}
+	return 0
+}
+
+func (x *AllocateRequest) GetShape() []int64 {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+func (x *AllocateRequest) GetMemory() int32 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *AllocateRequest) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+type AllocateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Buffer        *BufferDesc            `protobuf:"bytes,2,opt,name=buffer,proto3" json:"buffer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateResponse) Reset() {
+	*x = AllocateResponse{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateResponse) ProtoMessage() {}
+
+func (x *AllocateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateResponse.ProtoReflect.Descriptor instead.
+func (*AllocateResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AllocateResponse) GetStatus() *Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *AllocateResponse) GetBuffer() *BufferDesc {
+	if x != nil {
+		return x.Buffer
+	}
+	return nil
+}
+
+type FreeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Buffer        uint64                 `protobuf:"varint,1,opt,name=buffer,proto3" json:"buffer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FreeRequest) Reset() {
+	*x = FreeRequest{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FreeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FreeRequest) ProtoMessage() {}
+
+func (x *FreeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FreeRequest.ProtoReflect.Descriptor instead.
+func (*FreeRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *FreeRequest) GetBuffer() uint64 {
+	if x != nil {
+		return x.Buffer
+	}
+	return 0
+}
+
+type FreeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FreeResponse) Reset() {
+	*x = FreeResponse{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FreeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FreeResponse) ProtoMessage() {}
+
+func (x *FreeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FreeResponse.ProtoReflect.Descriptor instead.
+func (*FreeResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FreeResponse) GetStatus() *Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// Every request that names fences may also carry release_fences: fences
+// the host will never name again, which the plugin forgets once they have
+// signalled.
+type UploadRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Buffer        uint64                 `protobuf:"varint,1,opt,name=buffer,proto3" json:"buffer,omitempty"`
+	Src           *TensorDesc            `protobuf:"bytes,2,opt,name=src,proto3" json:"src,omitempty"`
+	After         []uint64               `protobuf:"varint,3,rep,packed,name=after,proto3" json:"after,omitempty"`
+	ReleaseFences []uint64               `protobuf:"varint,4,rep,packed,name=release_fences,json=releaseFences,proto3" json:"release_fences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadRequest) Reset() {
+	*x = UploadRequest{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadRequest) ProtoMessage() {}
+
+func (x *UploadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadRequest.ProtoReflect.Descriptor instead.
+func (*UploadRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *UploadRequest) GetBuffer() uint64 {
+	if x != nil {
+		return x.Buffer
+	}
+	return 0
+}
+
+func (x *UploadRequest) GetSrc() *TensorDesc {
+	if x != nil {
+		return x.Src
+	}
+	return nil
+}
+
+func (x *UploadRequest) GetAfter() []uint64 {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *UploadRequest) GetReleaseFences() []uint64 {
+	if x != nil {
+		return x.ReleaseFences
+	}
+	return nil
+}
+
+type DownloadRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Buffer uint64                 `protobuf:"varint,1,opt,name=buffer,proto3" json:"buffer,omitempty"`
+	// where the buffer's little-endian row-major bytes go: exactly its size
+	Dst           *RegionSlice `protobuf:"bytes,2,opt,name=dst,proto3" json:"dst,omitempty"`
+	After         []uint64     `protobuf:"varint,3,rep,packed,name=after,proto3" json:"after,omitempty"`
+	ReleaseFences []uint64     `protobuf:"varint,4,rep,packed,name=release_fences,json=releaseFences,proto3" json:"release_fences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownloadRequest) Reset() {
+	*x = DownloadRequest{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownloadRequest) ProtoMessage() {}
+
+func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownloadRequest.ProtoReflect.Descriptor instead.
+func (*DownloadRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DownloadRequest) GetBuffer() uint64 {
+	if x != nil {
+		return x.Buffer
+	}
+	return 0
+}
+
+func (x *DownloadRequest) GetDst() *RegionSlice {
+	if x != nil {
+		return x.Dst
+	}
+	return nil
+}
+
+func (x *DownloadRequest) GetAfter() []uint64 {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *DownloadRequest) GetReleaseFences() []uint64 {
+	if x != nil {
+		return x.ReleaseFences
+	}
+	return nil
+}
+
+type FenceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Fence         uint64                 `protobuf:"varint,2,opt,name=fence,proto3" json:"fence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FenceResponse) Reset() {
+	*x = FenceResponse{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FenceResponse) ProtoMessage() {}
+
+func (x *FenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FenceResponse.ProtoReflect.Descriptor instead.
+func (*FenceResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *FenceResponse) GetStatus() *Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *FenceResponse) GetFence() uint64 {
+	if x != nil {
+		return x.Fence
+	}
+	return 0
+}
+
+type EnqueueRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Executable uint64                 `protobuf:"varint,1,opt,name=executable,proto3" json:"executable,omitempty"`
+	Inputs     []uint64               `protobuf:"varint,2,rep,packed,name=inputs,proto3" json:"inputs,omitempty"`
+	// one per output: a buffer to write in place, or 0 for the plugin to
+	// allocate one (returned in EnqueueResponse.outputs)
+	Outputs       []uint64 `protobuf:"varint,3,rep,packed,name=outputs,proto3" json:"outputs,omitempty"`
+	After         []uint64 `protobuf:"varint,4,rep,packed,name=after,proto3" json:"after,omitempty"`
+	Profile       bool     `protobuf:"varint,5,opt,name=profile,proto3" json:"profile,omitempty"`
+	ReleaseFences []uint64 `protobuf:"varint,6,rep,packed,name=release_fences,json=releaseFences,proto3" json:"release_fences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueRequest) Reset() {
+	*x = EnqueueRequest{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueRequest) ProtoMessage() {}
+
+func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
+func (*EnqueueRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *EnqueueRequest) GetExecutable() uint64 {
+	if x != nil {
+		return x.Executable
+	}
+	return 0
+}
+
+func (x *EnqueueRequest) GetInputs() []uint64 {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *EnqueueRequest) GetOutputs() []uint64 {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *EnqueueRequest) GetAfter() []uint64 {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *EnqueueRequest) GetProfile() bool {
+	if x != nil {
+		return x.Profile
+	}
+	return false
+}
+
+func (x *EnqueueRequest) GetReleaseFences() []uint64 {
+	if x != nil {
+		return x.ReleaseFences
+	}
+	return nil
+}
+
+type EnqueueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Fence         uint64                 `protobuf:"varint,2,opt,name=fence,proto3" json:"fence,omitempty"`
+	Outputs       []*BufferDesc          `protobuf:"bytes,3,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnqueueResponse) Reset() {
+	*x = EnqueueResponse{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnqueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnqueueResponse) ProtoMessage() {}
+
+func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
+func (*EnqueueResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *EnqueueResponse) GetStatus() *Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *EnqueueResponse) GetFence() uint64 {
+	if x != nil {
+		return x.Fence
+	}
+	return 0
+}
+
+func (x *EnqueueResponse) GetOutputs() []*BufferDesc {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+type WaitFenceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Fence uint64                 `protobuf:"varint,1,opt,name=fence,proto3" json:"fence,omitempty"`
+	// wait until the fence signals or the call's deadline; unset: poll
+	Wait          bool     `protobuf:"varint,2,opt,name=wait,proto3" json:"wait,omitempty"`
+	ReleaseFences []uint64 `protobuf:"varint,3,rep,packed,name=release_fences,json=releaseFences,proto3" json:"release_fences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitFenceRequest) Reset() {
+	*x = WaitFenceRequest{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitFenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitFenceRequest) ProtoMessage() {}
+
+func (x *WaitFenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitFenceRequest.ProtoReflect.Descriptor instead.
+func (*WaitFenceRequest) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *WaitFenceRequest) GetFence() uint64 {
+	if x != nil {
+		return x.Fence
+	}
+	return 0
+}
+
+func (x *WaitFenceRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
+func (x *WaitFenceRequest) GetReleaseFences() []uint64 {
+	if x != nil {
+		return x.ReleaseFences
+	}
+	return nil
+}
+
+type KernelTiming struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Nodes         []string               `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	StartNs       int64                  `protobuf:"varint,3,opt,name=start_ns,json=startNs,proto3" json:"start_ns,omitempty"`
+	EndNs         int64                  `protobuf:"varint,4,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelTiming) Reset() {
+	*x = KernelTiming{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelTiming) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelTiming) ProtoMessage() {}
+
+func (x *KernelTiming) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelTiming.ProtoReflect.Descriptor instead.
+func (*KernelTiming) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *KernelTiming) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *KernelTiming) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *KernelTiming) GetStartNs() int64 {
+	if x != nil {
+		return x.StartNs
+	}
+	return 0
+}
+
+func (x *KernelTiming) GetEndNs() int64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
+}
+
+type CallProfile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Device        int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Queue         string                 `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
+	StartNs       int64                  `protobuf:"varint,3,opt,name=start_ns,json=startNs,proto3" json:"start_ns,omitempty"`
+	EndNs         int64                  `protobuf:"varint,4,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
+	Kernels       []*KernelTiming        `protobuf:"bytes,5,rep,name=kernels,proto3" json:"kernels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallProfile) Reset() {
+	*x = CallProfile{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallProfile) ProtoMessage() {}
+
+func (x *CallProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallProfile.ProtoReflect.Descriptor instead.
+func (*CallProfile) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CallProfile) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *CallProfile) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *CallProfile) GetStartNs() int64 {
+	if x != nil {
+		return x.StartNs
+	}
+	return 0
+}
+
+func (x *CallProfile) GetEndNs() int64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
+}
+
+func (x *CallProfile) GetKernels() []*KernelTiming {
+	if x != nil {
+		return x.Kernels
+	}
+	return nil
+}
+
+type WaitFenceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// status is the call's (an unknown fence is InvalidArgument)
+	Status *Status `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Done   bool    `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	// the work's own result, once done
+	Result *Status `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	// the call's profile, once done, when it was enqueued with profile
+	Profile       *CallProfile `protobuf:"bytes,4,opt,name=profile,proto3" json:"profile,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitFenceResponse) Reset() {
+	*x = WaitFenceResponse{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitFenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitFenceResponse) ProtoMessage() {}
+
+func (x *WaitFenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitFenceResponse.ProtoReflect.Descriptor instead.
+func (*WaitFenceResponse) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *WaitFenceResponse) GetStatus() *Status {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *WaitFenceResponse) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *WaitFenceResponse) GetResult() *Status {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *WaitFenceResponse) GetProfile() *CallProfile {
+	if x != nil {
+		return x.Profile
 	}
 	return nil
 }
@@ -1682,7 +2768,7 @@ const file_switchyard_hal_v1_hal_proto_rawDesc = "" +
 	"\tmax_opset\x18\x04 \x01(\x03R\bmaxOpset\x12\x16\n" +
 	"\x06dtypes\x18\x05 \x03(\x05R\x06dtypes\x12\x19\n" +
 	"\bmax_rank\x18\x06 \x01(\x05R\amaxRank\x127\n" +
-	"\x05attrs\x18\a \x03(\v2!.switchyard.hal.v1.AttrConstraintR\x05attrs\"\x82\x02\n" +
+	"\x05attrs\x18\a \x03(\v2!.switchyard.hal.v1.AttrConstraintR\x05attrs\"\xbb\x02\n" +
 	"\x14CapabilitiesResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x121\n" +
 	"\x03ops\x18\x02 \x03(\v2\x1f.switchyard.hal.v1.OpCapabilityR\x03ops\x12\x18\n" +
@@ -1690,7 +2776,24 @@ const file_switchyard_hal_v1_hal_proto_rawDesc = "" +
 	"\x10max_tensor_bytes\x18\x04 \x01(\x03R\x0emaxTensorBytes\x12\x1d\n" +
 	"\n" +
 	"max_inputs\x18\x05 \x01(\x05R\tmaxInputs\x12!\n" +
-	"\fcontrol_flow\x18\x06 \x01(\bR\vcontrolFlow\"U\n" +
+	"\fcontrol_flow\x18\x06 \x01(\bR\vcontrolFlow\x127\n" +
+	"\adevices\x18\a \x03(\v2\x1d.switchyard.hal.v1.DeviceDescR\adevices\"R\n" +
+	"\bCacheKey\x12\x16\n" +
+	"\x06vendor\x18\x01 \x01(\tR\x06vendor\x12\x16\n" +
+	"\x06device\x18\x02 \x01(\tR\x06device\x12\x16\n" +
+	"\x06driver\x18\x03 \x01(\tR\x06driver\"\x94\x02\n" +
+	"\n" +
+	"DeviceDesc\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12!\n" +
+	"\fmemory_bytes\x18\x04 \x01(\x03R\vmemoryBytes\x12(\n" +
+	"\x10max_buffer_bytes\x18\x05 \x01(\x03R\x0emaxBufferBytes\x12!\n" +
+	"\fmemory_kinds\x18\x06 \x03(\x05R\vmemoryKinds\x12\x1e\n" +
+	"\n" +
+	"precisions\x18\a \x03(\tR\n" +
+	"precisions\x128\n" +
+	"\tcache_key\x18\b \x01(\v2\x1b.switchyard.hal.v1.CacheKeyR\bcacheKey\"U\n" +
 	"\vRegionSlice\x12\x16\n" +
 	"\x06region\x18\x01 \x01(\x04R\x06region\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x16\n" +
@@ -1708,11 +2811,13 @@ const file_switchyard_hal_v1_hal_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"}\n" +
 	"\x10SupportsResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x126\n" +
-	"\bverdicts\x18\x02 \x03(\v2\x1a.switchyard.hal.v1.VerdictR\bverdicts\"}\n" +
+	"\bverdicts\x18\x02 \x03(\v2\x1a.switchyard.hal.v1.VerdictR\bverdicts\"\xb3\x01\n" +
 	"\x0eCompileRequest\x127\n" +
 	"\bsubgraph\x18\x01 \x01(\v2\x1b.switchyard.hal.v1.SubgraphR\bsubgraph\x12\x18\n" +
 	"\athreads\x18\x02 \x01(\x05R\athreads\x12\x18\n" +
-	"\aprofile\x18\x03 \x01(\bR\aprofile\"d\n" +
+	"\aprofile\x18\x03 \x01(\bR\aprofile\x12\x16\n" +
+	"\x06device\x18\x04 \x01(\x05R\x06device\x12\x1c\n" +
+	"\tprecision\x18\x05 \x01(\tR\tprecision\"d\n" +
 	"\x0fCompileResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x12\x1e\n" +
 	"\n" +
@@ -1757,7 +2862,72 @@ const file_switchyard_hal_v1_hal_proto_rawDesc = "" +
 	"\x12UnmapRegionRequest\x12\x16\n" +
 	"\x06region\x18\x01 \x01(\x04R\x06region\"H\n" +
 	"\x13UnmapRegionResponse\x121\n" +
-	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status2\x83\x06\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\"x\n" +
+	"\n" +
+	"BufferDesc\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
+	"\x05dtype\x18\x02 \x01(\x05R\x05dtype\x12\x14\n" +
+	"\x05shape\x18\x03 \x03(\x03R\x05shape\x12\x16\n" +
+	"\x06memory\x18\x04 \x01(\x05R\x06memory\x12\x16\n" +
+	"\x06device\x18\x05 \x01(\x05R\x06device\"m\n" +
+	"\x0fAllocateRequest\x12\x14\n" +
+	"\x05dtype\x18\x01 \x01(\x05R\x05dtype\x12\x14\n" +
+	"\x05shape\x18\x02 \x03(\x03R\x05shape\x12\x16\n" +
+	"\x06memory\x18\x03 \x01(\x05R\x06memory\x12\x16\n" +
+	"\x06device\x18\x04 \x01(\x05R\x06device\"|\n" +
+	"\x10AllocateResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x125\n" +
+	"\x06buffer\x18\x02 \x01(\v2\x1d.switchyard.hal.v1.BufferDescR\x06buffer\"%\n" +
+	"\vFreeRequest\x12\x16\n" +
+	"\x06buffer\x18\x01 \x01(\x04R\x06buffer\"A\n" +
+	"\fFreeResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\"\x95\x01\n" +
+	"\rUploadRequest\x12\x16\n" +
+	"\x06buffer\x18\x01 \x01(\x04R\x06buffer\x12/\n" +
+	"\x03src\x18\x02 \x01(\v2\x1d.switchyard.hal.v1.TensorDescR\x03src\x12\x14\n" +
+	"\x05after\x18\x03 \x03(\x04R\x05after\x12%\n" +
+	"\x0erelease_fences\x18\x04 \x03(\x04R\rreleaseFences\"\x98\x01\n" +
+	"\x0fDownloadRequest\x12\x16\n" +
+	"\x06buffer\x18\x01 \x01(\x04R\x06buffer\x120\n" +
+	"\x03dst\x18\x02 \x01(\v2\x1e.switchyard.hal.v1.RegionSliceR\x03dst\x12\x14\n" +
+	"\x05after\x18\x03 \x03(\x04R\x05after\x12%\n" +
+	"\x0erelease_fences\x18\x04 \x03(\x04R\rreleaseFences\"X\n" +
+	"\rFenceResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x12\x14\n" +
+	"\x05fence\x18\x02 \x01(\x04R\x05fence\"\xb9\x01\n" +
+	"\x0eEnqueueRequest\x12\x1e\n" +
+	"\n" +
+	"executable\x18\x01 \x01(\x04R\n" +
+	"executable\x12\x16\n" +
+	"\x06inputs\x18\x02 \x03(\x04R\x06inputs\x12\x18\n" +
+	"\aoutputs\x18\x03 \x03(\x04R\aoutputs\x12\x14\n" +
+	"\x05after\x18\x04 \x03(\x04R\x05after\x12\x18\n" +
+	"\aprofile\x18\x05 \x01(\bR\aprofile\x12%\n" +
+	"\x0erelease_fences\x18\x06 \x03(\x04R\rreleaseFences\"\x93\x01\n" +
+	"\x0fEnqueueResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x12\x14\n" +
+	"\x05fence\x18\x02 \x01(\x04R\x05fence\x127\n" +
+	"\aoutputs\x18\x03 \x03(\v2\x1d.switchyard.hal.v1.BufferDescR\aoutputs\"c\n" +
+	"\x10WaitFenceRequest\x12\x14\n" +
+	"\x05fence\x18\x01 \x01(\x04R\x05fence\x12\x12\n" +
+	"\x04wait\x18\x02 \x01(\bR\x04wait\x12%\n" +
+	"\x0erelease_fences\x18\x03 \x03(\x04R\rreleaseFences\"j\n" +
+	"\fKernelTiming\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x19\n" +
+	"\bstart_ns\x18\x03 \x01(\x03R\astartNs\x12\x15\n" +
+	"\x06end_ns\x18\x04 \x01(\x03R\x05endNs\"\xa8\x01\n" +
+	"\vCallProfile\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
+	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x19\n" +
+	"\bstart_ns\x18\x03 \x01(\x03R\astartNs\x12\x15\n" +
+	"\x06end_ns\x18\x04 \x01(\x03R\x05endNs\x129\n" +
+	"\akernels\x18\x05 \x03(\v2\x1f.switchyard.hal.v1.KernelTimingR\akernels\"\xc7\x01\n" +
+	"\x11WaitFenceResponse\x121\n" +
+	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\x121\n" +
+	"\x06result\x18\x03 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06result\x128\n" +
+	"\aprofile\x18\x04 \x01(\v2\x1e.switchyard.hal.v1.CallProfileR\aprofile2\xeb\t\n" +
 	"\aBackend\x12G\n" +
 	"\x04Info\x12\x1e.switchyard.hal.v1.InfoRequest\x1a\x1f.switchyard.hal.v1.InfoResponse\x12_\n" +
 	"\fCapabilities\x12&.switchyard.hal.v1.CapabilitiesRequest\x1a'.switchyard.hal.v1.CapabilitiesResponse\x12S\n" +
@@ -1767,7 +2937,13 @@ const file_switchyard_hal_v1_hal_proto_rawDesc = "" +
 	"\aRelease\x12!.switchyard.hal.v1.ReleaseRequest\x1a\".switchyard.hal.v1.ReleaseResponse\x12M\n" +
 	"\x06Health\x12 .switchyard.hal.v1.HealthRequest\x1a!.switchyard.hal.v1.HealthResponse\x12V\n" +
 	"\tMapRegion\x12#.switchyard.hal.v1.MapRegionRequest\x1a$.switchyard.hal.v1.MapRegionResponse\x12\\\n" +
-	"\vUnmapRegion\x12%.switchyard.hal.v1.UnmapRegionRequest\x1a&.switchyard.hal.v1.UnmapRegionResponseBGZEgithub.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1;halv1b\x06proto3"
+	"\vUnmapRegion\x12%.switchyard.hal.v1.UnmapRegionRequest\x1a&.switchyard.hal.v1.UnmapRegionResponse\x12S\n" +
+	"\bAllocate\x12\".switchyard.hal.v1.AllocateRequest\x1a#.switchyard.hal.v1.AllocateResponse\x12G\n" +
+	"\x04Free\x12\x1e.switchyard.hal.v1.FreeRequest\x1a\x1f.switchyard.hal.v1.FreeResponse\x12L\n" +
+	"\x06Upload\x12 .switchyard.hal.v1.UploadRequest\x1a .switchyard.hal.v1.FenceResponse\x12P\n" +
+	"\bDownload\x12\".switchyard.hal.v1.DownloadRequest\x1a .switchyard.hal.v1.FenceResponse\x12P\n" +
+	"\aEnqueue\x12!.switchyard.hal.v1.EnqueueRequest\x1a\".switchyard.hal.v1.EnqueueResponse\x12V\n" +
+	"\tWaitFence\x12#.switchyard.hal.v1.WaitFenceRequest\x1a$.switchyard.hal.v1.WaitFenceResponseBGZEgithub.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1;halv1b\x06proto3"
 
 var (
 	file_switchyard_hal_v1_hal_proto_rawDescOnce sync.Once
@@ -1781,7 +2957,7 @@ func file_switchyard_hal_v1_hal_proto_rawDescGZIP() []byte {
 	return file_switchyard_hal_v1_hal_proto_rawDescData
 }
 
-var file_switchyard_hal_v1_hal_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_switchyard_hal_v1_hal_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_switchyard_hal_v1_hal_proto_goTypes = []any{
 	(*Status)(nil),               // 0: switchyard.hal.v1.Status
 	(*Version)(nil),              // 1: switchyard.hal.v1.Version
@@ -1791,26 +2967,42 @@ var file_switchyard_hal_v1_hal_proto_goTypes = []any{
 	(*AttrConstraint)(nil),       // 5: switchyard.hal.v1.AttrConstraint
 	(*OpCapability)(nil),         // 6: switchyard.hal.v1.OpCapability
 	(*CapabilitiesResponse)(nil), // 7: switchyard.hal.v1.CapabilitiesResponse
-	(*RegionSlice)(nil),          // 8: switchyard.hal.v1.RegionSlice
-	(*Blob)(nil),                 // 9: switchyard.hal.v1.Blob
-	(*Subgraph)(nil),             // 10: switchyard.hal.v1.Subgraph
-	(*SupportsRequest)(nil),      // 11: switchyard.hal.v1.SupportsRequest
-	(*Verdict)(nil),              // 12: switchyard.hal.v1.Verdict
-	(*SupportsResponse)(nil),     // 13: switchyard.hal.v1.SupportsResponse
-	(*CompileRequest)(nil),       // 14: switchyard.hal.v1.CompileRequest
-	(*CompileResponse)(nil),      // 15: switchyard.hal.v1.CompileResponse
-	(*TensorDesc)(nil),           // 16: switchyard.hal.v1.TensorDesc
-	(*OutputSlot)(nil),           // 17: switchyard.hal.v1.OutputSlot
-	(*ExecuteRequest)(nil),       // 18: switchyard.hal.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),      // 19: switchyard.hal.v1.ExecuteResponse
-	(*ReleaseRequest)(nil),       // 20: switchyard.hal.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),      // 21: switchyard.hal.v1.ReleaseResponse
-	(*HealthRequest)(nil),        // 22: switchyard.hal.v1.HealthRequest
-	(*HealthResponse)(nil),       // 23: switchyard.hal.v1.HealthResponse
-	(*MapRegionRequest)(nil),     // 24: switchyard.hal.v1.MapRegionRequest
-	(*MapRegionResponse)(nil),    // 25: switchyard.hal.v1.MapRegionResponse
-	(*UnmapRegionRequest)(nil),   // 26: switchyard.hal.v1.UnmapRegionRequest
-	(*UnmapRegionResponse)(nil),  // 27: switchyard.hal.v1.UnmapRegionResponse
+	(*CacheKey)(nil),             // 8: switchyard.hal.v1.CacheKey
+	(*DeviceDesc)(nil),           // 9: switchyard.hal.v1.DeviceDesc
+	(*RegionSlice)(nil),          // 10: switchyard.hal.v1.RegionSlice
+	(*Blob)(nil),                 // 11: switchyard.hal.v1.Blob
+	(*Subgraph)(nil),             // 12: switchyard.hal.v1.Subgraph
+	(*SupportsRequest)(nil),      // 13: switchyard.hal.v1.SupportsRequest
+	(*Verdict)(nil),              // 14: switchyard.hal.v1.Verdict
+	(*SupportsResponse)(nil),     // 15: switchyard.hal.v1.SupportsResponse
+	(*CompileRequest)(nil),       // 16: switchyard.hal.v1.CompileRequest
+	(*CompileResponse)(nil),      // 17: switchyard.hal.v1.CompileResponse
+	(*TensorDesc)(nil),           // 18: switchyard.hal.v1.TensorDesc
+	(*OutputSlot)(nil),           // 19: switchyard.hal.v1.OutputSlot
+	(*ExecuteRequest)(nil),       // 20: switchyard.hal.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),      // 21: switchyard.hal.v1.ExecuteResponse
+	(*ReleaseRequest)(nil),       // 22: switchyard.hal.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),      // 23: switchyard.hal.v1.ReleaseResponse
+	(*HealthRequest)(nil),        // 24: switchyard.hal.v1.HealthRequest
+	(*HealthResponse)(nil),       // 25: switchyard.hal.v1.HealthResponse
+	(*MapRegionRequest)(nil),     // 26: switchyard.hal.v1.MapRegionRequest
+	(*MapRegionResponse)(nil),    // 27: switchyard.hal.v1.MapRegionResponse
+	(*UnmapRegionRequest)(nil),   // 28: switchyard.hal.v1.UnmapRegionRequest
+	(*UnmapRegionResponse)(nil),  // 29: switchyard.hal.v1.UnmapRegionResponse
+	(*BufferDesc)(nil),           // 30: switchyard.hal.v1.BufferDesc
+	(*AllocateRequest)(nil),      // 31: switchyard.hal.v1.AllocateRequest
+	(*AllocateResponse)(nil),     // 32: switchyard.hal.v1.AllocateResponse
+	(*FreeRequest)(nil),          // 33: switchyard.hal.v1.FreeRequest
+	(*FreeResponse)(nil),         // 34: switchyard.hal.v1.FreeResponse
+	(*UploadRequest)(nil),        // 35: switchyard.hal.v1.UploadRequest
+	(*DownloadRequest)(nil),      // 36: switchyard.hal.v1.DownloadRequest
+	(*FenceResponse)(nil),        // 37: switchyard.hal.v1.FenceResponse
+	(*EnqueueRequest)(nil),       // 38: switchyard.hal.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),      // 39: switchyard.hal.v1.EnqueueResponse
+	(*WaitFenceRequest)(nil),     // 40: switchyard.hal.v1.WaitFenceRequest
+	(*KernelTiming)(nil),         // 41: switchyard.hal.v1.KernelTiming
+	(*CallProfile)(nil),          // 42: switchyard.hal.v1.CallProfile
+	(*WaitFenceResponse)(nil),    // 43: switchyard.hal.v1.WaitFenceResponse
 }
 var file_switchyard_hal_v1_hal_proto_depIdxs = []int32{
 	1,  // 0: switchyard.hal.v1.InfoResponse.hal_min:type_name -> switchyard.hal.v1.Version
@@ -1818,46 +3010,72 @@ var file_switchyard_hal_v1_hal_proto_depIdxs = []int32{
 	5,  // 2: switchyard.hal.v1.OpCapability.attrs:type_name -> switchyard.hal.v1.AttrConstraint
 	0,  // 3: switchyard.hal.v1.CapabilitiesResponse.status:type_name -> switchyard.hal.v1.Status
 	6,  // 4: switchyard.hal.v1.CapabilitiesResponse.ops:type_name -> switchyard.hal.v1.OpCapability
-	8,  // 5: switchyard.hal.v1.Blob.shared:type_name -> switchyard.hal.v1.RegionSlice
-	9,  // 6: switchyard.hal.v1.Subgraph.model:type_name -> switchyard.hal.v1.Blob
-	10, // 7: switchyard.hal.v1.SupportsRequest.subgraph:type_name -> switchyard.hal.v1.Subgraph
-	0,  // 8: switchyard.hal.v1.SupportsResponse.status:type_name -> switchyard.hal.v1.Status
-	12, // 9: switchyard.hal.v1.SupportsResponse.verdicts:type_name -> switchyard.hal.v1.Verdict
-	10, // 10: switchyard.hal.v1.CompileRequest.subgraph:type_name -> switchyard.hal.v1.Subgraph
-	0,  // 11: switchyard.hal.v1.CompileResponse.status:type_name -> switchyard.hal.v1.Status
-	8,  // 12: switchyard.hal.v1.TensorDesc.data:type_name -> switchyard.hal.v1.RegionSlice
-	8,  // 13: switchyard.hal.v1.OutputSlot.space:type_name -> switchyard.hal.v1.RegionSlice
-	16, // 14: switchyard.hal.v1.ExecuteRequest.inputs:type_name -> switchyard.hal.v1.TensorDesc
-	17, // 15: switchyard.hal.v1.ExecuteRequest.outputs:type_name -> switchyard.hal.v1.OutputSlot
-	0,  // 16: switchyard.hal.v1.ExecuteResponse.status:type_name -> switchyard.hal.v1.Status
-	16, // 17: switchyard.hal.v1.ExecuteResponse.outputs:type_name -> switchyard.hal.v1.TensorDesc
-	0,  // 18: switchyard.hal.v1.ReleaseResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 19: switchyard.hal.v1.HealthResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 20: switchyard.hal.v1.MapRegionResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 21: switchyard.hal.v1.UnmapRegionResponse.status:type_name -> switchyard.hal.v1.Status
-	2,  // 22: switchyard.hal.v1.Backend.Info:input_type -> switchyard.hal.v1.InfoRequest
-	4,  // 23: switchyard.hal.v1.Backend.Capabilities:input_type -> switchyard.hal.v1.CapabilitiesRequest
-	11, // 24: switchyard.hal.v1.Backend.Supports:input_type -> switchyard.hal.v1.SupportsRequest
-	14, // 25: switchyard.hal.v1.Backend.Compile:input_type -> switchyard.hal.v1.CompileRequest
-	18, // 26: switchyard.hal.v1.Backend.Execute:input_type -> switchyard.hal.v1.ExecuteRequest
-	20, // 27: switchyard.hal.v1.Backend.Release:input_type -> switchyard.hal.v1.ReleaseRequest
-	22, // 28: switchyard.hal.v1.Backend.Health:input_type -> switchyard.hal.v1.HealthRequest
-	24, // 29: switchyard.hal.v1.Backend.MapRegion:input_type -> switchyard.hal.v1.MapRegionRequest
-	26, // 30: switchyard.hal.v1.Backend.UnmapRegion:input_type -> switchyard.hal.v1.UnmapRegionRequest
-	3,  // 31: switchyard.hal.v1.Backend.Info:output_type -> switchyard.hal.v1.InfoResponse
-	7,  // 32: switchyard.hal.v1.Backend.Capabilities:output_type -> switchyard.hal.v1.CapabilitiesResponse
-	13, // 33: switchyard.hal.v1.Backend.Supports:output_type -> switchyard.hal.v1.SupportsResponse
-	15, // 34: switchyard.hal.v1.Backend.Compile:output_type -> switchyard.hal.v1.CompileResponse
-	19, // 35: switchyard.hal.v1.Backend.Execute:output_type -> switchyard.hal.v1.ExecuteResponse
-	21, // 36: switchyard.hal.v1.Backend.Release:output_type -> switchyard.hal.v1.ReleaseResponse
-	23, // 37: switchyard.hal.v1.Backend.Health:output_type -> switchyard.hal.v1.HealthResponse
-	25, // 38: switchyard.hal.v1.Backend.MapRegion:output_type -> switchyard.hal.v1.MapRegionResponse
-	27, // 39: switchyard.hal.v1.Backend.UnmapRegion:output_type -> switchyard.hal.v1.UnmapRegionResponse
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	9,  // 5: switchyard.hal.v1.CapabilitiesResponse.devices:type_name -> switchyard.hal.v1.DeviceDesc
+	8,  // 6: switchyard.hal.v1.DeviceDesc.cache_key:type_name -> switchyard.hal.v1.CacheKey
+	10, // 7: switchyard.hal.v1.Blob.shared:type_name -> switchyard.hal.v1.RegionSlice
+	11, // 8: switchyard.hal.v1.Subgraph.model:type_name -> switchyard.hal.v1.Blob
+	12, // 9: switchyard.hal.v1.SupportsRequest.subgraph:type_name -> switchyard.hal.v1.Subgraph
+	0,  // 10: switchyard.hal.v1.SupportsResponse.status:type_name -> switchyard.hal.v1.Status
+	14, // 11: switchyard.hal.v1.SupportsResponse.verdicts:type_name -> switchyard.hal.v1.Verdict
+	12, // 12: switchyard.hal.v1.CompileRequest.subgraph:type_name -> switchyard.hal.v1.Subgraph
+	0,  // 13: switchyard.hal.v1.CompileResponse.status:type_name -> switchyard.hal.v1.Status
+	10, // 14: switchyard.hal.v1.TensorDesc.data:type_name -> switchyard.hal.v1.RegionSlice
+	10, // 15: switchyard.hal.v1.OutputSlot.space:type_name -> switchyard.hal.v1.RegionSlice
+	18, // 16: switchyard.hal.v1.ExecuteRequest.inputs:type_name -> switchyard.hal.v1.TensorDesc
+	19, // 17: switchyard.hal.v1.ExecuteRequest.outputs:type_name -> switchyard.hal.v1.OutputSlot
+	0,  // 18: switchyard.hal.v1.ExecuteResponse.status:type_name -> switchyard.hal.v1.Status
+	18, // 19: switchyard.hal.v1.ExecuteResponse.outputs:type_name -> switchyard.hal.v1.TensorDesc
+	0,  // 20: switchyard.hal.v1.ReleaseResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 21: switchyard.hal.v1.HealthResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 22: switchyard.hal.v1.MapRegionResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 23: switchyard.hal.v1.UnmapRegionResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 24: switchyard.hal.v1.AllocateResponse.status:type_name -> switchyard.hal.v1.Status
+	30, // 25: switchyard.hal.v1.AllocateResponse.buffer:type_name -> switchyard.hal.v1.BufferDesc
+	0,  // 26: switchyard.hal.v1.FreeResponse.status:type_name -> switchyard.hal.v1.Status
+	18, // 27: switchyard.hal.v1.UploadRequest.src:type_name -> switchyard.hal.v1.TensorDesc
+	10, // 28: switchyard.hal.v1.DownloadRequest.dst:type_name -> switchyard.hal.v1.RegionSlice
+	0,  // 29: switchyard.hal.v1.FenceResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 30: switchyard.hal.v1.EnqueueResponse.status:type_name -> switchyard.hal.v1.Status
+	30, // 31: switchyard.hal.v1.EnqueueResponse.outputs:type_name -> switchyard.hal.v1.BufferDesc
+	41, // 32: switchyard.hal.v1.CallProfile.kernels:type_name -> switchyard.hal.v1.KernelTiming
+	0,  // 33: switchyard.hal.v1.WaitFenceResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 34: switchyard.hal.v1.WaitFenceResponse.result:type_name -> switchyard.hal.v1.Status
+	42, // 35: switchyard.hal.v1.WaitFenceResponse.profile:type_name -> switchyard.hal.v1.CallProfile
+	2,  // 36: switchyard.hal.v1.Backend.Info:input_type -> switchyard.hal.v1.InfoRequest
+	4,  // 37: switchyard.hal.v1.Backend.Capabilities:input_type -> switchyard.hal.v1.CapabilitiesRequest
+	13, // 38: switchyard.hal.v1.Backend.Supports:input_type -> switchyard.hal.v1.SupportsRequest
+	16, // 39: switchyard.hal.v1.Backend.Compile:input_type -> switchyard.hal.v1.CompileRequest
+	20, // 40: switchyard.hal.v1.Backend.Execute:input_type -> switchyard.hal.v1.ExecuteRequest
+	22, // 41: switchyard.hal.v1.Backend.Release:input_type -> switchyard.hal.v1.ReleaseRequest
+	24, // 42: switchyard.hal.v1.Backend.Health:input_type -> switchyard.hal.v1.HealthRequest
+	26, // 43: switchyard.hal.v1.Backend.MapRegion:input_type -> switchyard.hal.v1.MapRegionRequest
+	28, // 44: switchyard.hal.v1.Backend.UnmapRegion:input_type -> switchyard.hal.v1.UnmapRegionRequest
+	31, // 45: switchyard.hal.v1.Backend.Allocate:input_type -> switchyard.hal.v1.AllocateRequest
+	33, // 46: switchyard.hal.v1.Backend.Free:input_type -> switchyard.hal.v1.FreeRequest
+	35, // 47: switchyard.hal.v1.Backend.Upload:input_type -> switchyard.hal.v1.UploadRequest
+	36, // 48: switchyard.hal.v1.Backend.Download:input_type -> switchyard.hal.v1.DownloadRequest
+	38, // 49: switchyard.hal.v1.Backend.Enqueue:input_type -> switchyard.hal.v1.EnqueueRequest
+	40, // 50: switchyard.hal.v1.Backend.WaitFence:input_type -> switchyard.hal.v1.WaitFenceRequest
+	3,  // 51: switchyard.hal.v1.Backend.Info:output_type -> switchyard.hal.v1.InfoResponse
+	7,  // 52: switchyard.hal.v1.Backend.Capabilities:output_type -> switchyard.hal.v1.CapabilitiesResponse
+	15, // 53: switchyard.hal.v1.Backend.Supports:output_type -> switchyard.hal.v1.SupportsResponse
+	17, // 54: switchyard.hal.v1.Backend.Compile:output_type -> switchyard.hal.v1.CompileResponse
+	21, // 55: switchyard.hal.v1.Backend.Execute:output_type -> switchyard.hal.v1.ExecuteResponse
+	23, // 56: switchyard.hal.v1.Backend.Release:output_type -> switchyard.hal.v1.ReleaseResponse
+	25, // 57: switchyard.hal.v1.Backend.Health:output_type -> switchyard.hal.v1.HealthResponse
+	27, // 58: switchyard.hal.v1.Backend.MapRegion:output_type -> switchyard.hal.v1.MapRegionResponse
+	29, // 59: switchyard.hal.v1.Backend.UnmapRegion:output_type -> switchyard.hal.v1.UnmapRegionResponse
+	32, // 60: switchyard.hal.v1.Backend.Allocate:output_type -> switchyard.hal.v1.AllocateResponse
+	34, // 61: switchyard.hal.v1.Backend.Free:output_type -> switchyard.hal.v1.FreeResponse
+	37, // 62: switchyard.hal.v1.Backend.Upload:output_type -> switchyard.hal.v1.FenceResponse
+	37, // 63: switchyard.hal.v1.Backend.Download:output_type -> switchyard.hal.v1.FenceResponse
+	39, // 64: switchyard.hal.v1.Backend.Enqueue:output_type -> switchyard.hal.v1.EnqueueResponse
+	43, // 65: switchyard.hal.v1.Backend.WaitFence:output_type -> switchyard.hal.v1.WaitFenceResponse
+	51, // [51:66] is the sub-list for method output_type
+	36, // [36:51] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_hal_v1_hal_proto_init() }
@@ -1866,7 +3084,7 @@ func file_switchyard_hal_v1_hal_proto_init() {
 		return
 	}
 	file_switchyard_hal_v1_hal_proto_msgTypes[5].OneofWrappers = []any{}
-	file_switchyard_hal_v1_hal_proto_msgTypes[9].OneofWrappers = []any{
+	file_switchyard_hal_v1_hal_proto_msgTypes[11].OneofWrappers = []any{
 		(*Blob_Inline)(nil),
 		(*Blob_Shared)(nil),
 	}
@@ -1876,7 +3094,7 @@ func file_switchyard_hal_v1_hal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_hal_v1_hal_proto_rawDesc), len(file_switchyard_hal_v1_hal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

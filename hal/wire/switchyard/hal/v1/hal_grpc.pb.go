@@ -45,6 +45,12 @@ const (
 	Backend_Health_FullMethodName       = "/switchyard.hal.v1.Backend/Health"
 	Backend_MapRegion_FullMethodName    = "/switchyard.hal.v1.Backend/MapRegion"
 	Backend_UnmapRegion_FullMethodName  = "/switchyard.hal.v1.Backend/UnmapRegion"
+	Backend_Allocate_FullMethodName     = "/switchyard.hal.v1.Backend/Allocate"
+	Backend_Free_FullMethodName         = "/switchyard.hal.v1.Backend/Free"
+	Backend_Upload_FullMethodName       = "/switchyard.hal.v1.Backend/Upload"
+	Backend_Download_FullMethodName     = "/switchyard.hal.v1.Backend/Download"
+	Backend_Enqueue_FullMethodName      = "/switchyard.hal.v1.Backend/Enqueue"
+	Backend_WaitFence_FullMethodName    = "/switchyard.hal.v1.Backend/WaitFence"
 )
 
 // BackendClient is the client API for Backend service.
@@ -70,6 +76,22 @@ type BackendClient interface {
 	MapRegion(ctx context.Context, in *MapRegionRequest, opts ...grpc.CallOption) (*MapRegionResponse, error)
 	// UnmapRegion unmaps a host region once no call uses it.
 	UnmapRegion(ctx context.Context, in *UnmapRegionRequest, opts ...grpc.CallOption) (*UnmapRegionResponse, error)
+	// Allocate makes a buffer.
+	Allocate(ctx context.Context, in *AllocateRequest, opts ...grpc.CallOption) (*AllocateResponse, error)
+	// Free gives a buffer back (the plugin keeps its memory until every
+	// operation using it has signalled).
+	Free(ctx context.Context, in *FreeRequest, opts ...grpc.CallOption) (*FreeResponse, error)
+	// Upload copies a tensor in shared memory into a buffer after fences;
+	// the plugin has taken its copy of the bytes when it answers.
+	Upload(ctx context.Context, in *UploadRequest, opts ...grpc.CallOption) (*FenceResponse, error)
+	// Download copies a buffer into shared memory after fences; the bytes
+	// are in place when the returned fence has signalled.
+	Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (*FenceResponse, error)
+	// Enqueue schedules an executable on buffers after fences.
+	Enqueue(ctx context.Context, in *EnqueueRequest, opts ...grpc.CallOption) (*EnqueueResponse, error)
+	// WaitFence waits for a fence until it signals or the call's deadline
+	// passes (then done is false); a poll is a call with wait unset.
+	WaitFence(ctx context.Context, in *WaitFenceRequest, opts ...grpc.CallOption) (*WaitFenceResponse, error)
 }
 
 type backendClient struct {
@@ -170,6 +192,66 @@ func (c *backendClient) UnmapRegion(ctx context.Context, in *UnmapRegionRequest,
 	return out, nil
 }
 
+func (c *backendClient) Allocate(ctx context.Context, in *AllocateRequest, opts ...grpc.CallOption) (*AllocateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AllocateResponse)
+	err := c.cc.Invoke(ctx, Backend_Allocate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) Free(ctx context.Context, in *FreeRequest, opts ...grpc.CallOption) (*FreeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FreeResponse)
+	err := c.cc.Invoke(ctx, Backend_Free_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) Upload(ctx context.Context, in *UploadRequest, opts ...grpc.CallOption) (*FenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FenceResponse)
+	err := c.cc.Invoke(ctx, Backend_Upload_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (*FenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FenceResponse)
+	err := c.cc.Invoke(ctx, Backend_Download_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) Enqueue(ctx context.Context, in *EnqueueRequest, opts ...grpc.CallOption) (*EnqueueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnqueueResponse)
+	err := c.cc.Invoke(ctx, Backend_Enqueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) WaitFence(ctx context.Context, in *WaitFenceRequest, opts ...grpc.CallOption) (*WaitFenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WaitFenceResponse)
+	err := c.cc.Invoke(ctx, Backend_WaitFence_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BackendServer is the server API for Backend service.
 // All implementations must embed UnimplementedBackendServer
 // for forward compatibility.
@@ -193,6 +275,22 @@ type BackendServer interface {
 	MapRegion(context.Context, *MapRegionRequest) (*MapRegionResponse, error)
 	// UnmapRegion unmaps a host region once no call uses it.
 	UnmapRegion(context.Context, *UnmapRegionRequest) (*UnmapRegionResponse, error)
+	// Allocate makes a buffer.
+	Allocate(context.Context, *AllocateRequest) (*AllocateResponse, error)
+	// Free gives a buffer back (the plugin keeps its memory until every
+	// operation using it has signalled).
+	Free(context.Context, *FreeRequest) (*FreeResponse, error)
+	// Upload copies a tensor in shared memory into a buffer after fences;
+	// the plugin has taken its copy of the bytes when it answers.
+	Upload(context.Context, *UploadRequest) (*FenceResponse, error)
+	// Download copies a buffer into shared memory after fences; the bytes
+	// are in place when the returned fence has signalled.
+	Download(context.Context, *DownloadRequest) (*FenceResponse, error)
+	// Enqueue schedules an executable on buffers after fences.
+	Enqueue(context.Context, *EnqueueRequest) (*EnqueueResponse, error)
+	// WaitFence waits for a fence until it signals or the call's deadline
+	// passes (then done is false); a poll is a call with wait unset.
+	WaitFence(context.Context, *WaitFenceRequest) (*WaitFenceResponse, error)
 	mustEmbedUnimplementedBackendServer()
 }
 
@@ -229,6 +327,24 @@ func (UnimplementedBackendServer) MapRegion(context.Context, *MapRegionRequest) 
 }
 func (UnimplementedBackendServer) UnmapRegion(context.Context, *UnmapRegionRequest) (*UnmapRegionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UnmapRegion not implemented")
+}
+func (UnimplementedBackendServer) Allocate(context.Context, *AllocateRequest) (*AllocateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Allocate not implemented")
+}
+func (UnimplementedBackendServer) Free(context.Context, *FreeRequest) (*FreeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Free not implemented")
+}
+func (UnimplementedBackendServer) Upload(context.Context, *UploadRequest) (*FenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Upload not implemented")
+}
+func (UnimplementedBackendServer) Download(context.Context, *DownloadRequest) (*FenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Download not implemented")
+}
+func (UnimplementedBackendServer) Enqueue(context.Context, *EnqueueRequest) (*EnqueueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Enqueue not implemented")
+}
+func (UnimplementedBackendServer) WaitFence(context.Context, *WaitFenceRequest) (*WaitFenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WaitFence not implemented")
 }
 func (UnimplementedBackendServer) mustEmbedUnimplementedBackendServer() {}
 func (UnimplementedBackendServer) testEmbeddedByValue()                 {}
@@ -413,6 +529,114 @@ func _Backend_UnmapRegion_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Backend_Allocate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AllocateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Allocate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Allocate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Allocate(ctx, req.(*AllocateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_Free_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FreeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Free(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Free_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Free(ctx, req.(*FreeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_Upload_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UploadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Upload(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Upload_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Upload(ctx, req.(*UploadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_Download_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DownloadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Download(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Download_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Download(ctx, req.(*DownloadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_Enqueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnqueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Enqueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Enqueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Enqueue(ctx, req.(*EnqueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_WaitFence_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WaitFenceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).WaitFence(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_WaitFence_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).WaitFence(ctx, req.(*WaitFenceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Backend_ServiceDesc is the grpc.ServiceDesc for Backend service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -455,6 +679,30 @@ var Backend_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UnmapRegion",
 			Handler:    _Backend_UnmapRegion_Handler,
+		},
+		{
+			MethodName: "Allocate",
+			Handler:    _Backend_Allocate_Handler,
+		},
+		{
+			MethodName: "Free",
+			Handler:    _Backend_Free_Handler,
+		},
+		{
+			MethodName: "Upload",
+			Handler:    _Backend_Upload_Handler,
+		},
+		{
+			MethodName: "Download",
+			Handler:    _Backend_Download_Handler,
+		},
+		{
+			MethodName: "Enqueue",
+			Handler:    _Backend_Enqueue_Handler,
+		},
+		{
+			MethodName: "WaitFence",
+			Handler:    _Backend_WaitFence_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
