@@ -76,3 +76,27 @@ func binSV(op binOp, y []float32, a float32, b []float32) bool {
 	svFns[op](len(y), a, &b[0], &y[0])
 	return true
 }
+
+// dwFns are the depthwise tile kernels by [R-1][V-1] (nil: no such shape).
+var dwFns = [4][4]func(taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
+	{dwAVX2x1x1, dwAVX2x1x2, nil, dwAVX2x1x4},
+	{dwAVX2x2x1, dwAVX2x2x2, nil, dwAVX2x2x4},
+	{},
+	{dwAVX2x4x1, dwAVX2x4x2},
+}
+
+// dwTile computes an R×V·dwLane tile of a depthwise convolution (see
+// dwTileGo) in assembly where the CPU can.
+func dwTile(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+	fn := dwFns[R-1][V-1]
+	if !hasAVX2FMA || fn == nil || len(offs) == 0 {
+		dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+		return
+	}
+	dwTileCheck(R, V, offs, w, x, ldx, y, ldy)
+	c := 0
+	if clampOn {
+		c = 1
+	}
+	fn(len(offs), &offs[0], &w[0], &x[0], ldx, &y[0], ldy, bias, c, lo, hi)
+}

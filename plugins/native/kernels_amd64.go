@@ -22,6 +22,46 @@ func axpyAVX2(n int, a float32, x *float32, y *float32)
 //go:noescape
 func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 
+// dwAVX2x1x1 computes a 1×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x1x2 computes a 1×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x1x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x1x4 computes a 1×32 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x1x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x2x1 computes a 2×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x2x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x2x2 computes a 2×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x2x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x2x4 computes a 2×32 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x2x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x4x1 computes a 4×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x4x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x4x2 computes a 4×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x4x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
 // addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
 //
 //go:noescape

@@ -584,6 +584,462 @@ clamp_done:
 	VZEROUPPER
 	RET
 
+// func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+
+dwAVX2x1x1_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x1_done
+	MOVQ         (CX), SI
+	LEAQ         (BX)(SI*4), SI
+	VBROADCASTSS (DX), Y1
+	VFMADD231PS  (SI), Y1, Y0
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x1x1_tap
+
+dwAVX2x1x1_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x1_store
+	VBROADCASTSS lo+72(FP), Y1
+	VBROADCASTSS hi+76(FP), Y2
+	VMAXPS       Y0, Y1, Y0
+	VMINPS       Y0, Y2, Y0
+
+dwAVX2x1x1_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x1x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x1x2(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+
+dwAVX2x1x2_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x2_done
+	MOVQ         (CX), SI
+	LEAQ         (BX)(SI*4), SI
+	VBROADCASTSS (DX), Y2
+	VFMADD231PS  (SI), Y2, Y0
+	VFMADD231PS  32(SI), Y2, Y1
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x1x2_tap
+
+dwAVX2x1x2_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x2_store
+	VBROADCASTSS lo+72(FP), Y2
+	VBROADCASTSS hi+76(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwAVX2x1x2_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x1x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x1x4(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+
+dwAVX2x1x4_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x4_done
+	MOVQ         (CX), SI
+	LEAQ         (BX)(SI*4), SI
+	VBROADCASTSS (DX), Y4
+	VFMADD231PS  (SI), Y4, Y0
+	VFMADD231PS  32(SI), Y4, Y1
+	VFMADD231PS  64(SI), Y4, Y2
+	VFMADD231PS  96(SI), Y4, Y3
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x1x4_tap
+
+dwAVX2x1x4_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x4_store
+	VBROADCASTSS lo+72(FP), Y4
+	VBROADCASTSS hi+76(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwAVX2x1x4_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x2x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x2x1(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+
+dwAVX2x2x1_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x1_done
+	MOVQ         (CX), DI
+	LEAQ         (BX)(DI*4), DI
+	VBROADCASTSS (DX), Y2
+	VFMADD231PS  (DI), Y2, Y0
+	VFMADD231PS  (DI)(SI*1), Y2, Y1
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x2x1_tap
+
+dwAVX2x2x1_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x1_store
+	VBROADCASTSS lo+72(FP), Y2
+	VBROADCASTSS hi+76(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwAVX2x2x1_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x2x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x2x2(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+
+dwAVX2x2x2_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x2_done
+	MOVQ         (CX), DI
+	LEAQ         (BX)(DI*4), DI
+	VBROADCASTSS (DX), Y4
+	VFMADD231PS  (DI), Y4, Y0
+	VFMADD231PS  32(DI), Y4, Y1
+	VFMADD231PS  (DI)(SI*1), Y4, Y2
+	VFMADD231PS  32(DI)(SI*1), Y4, Y3
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x2x2_tap
+
+dwAVX2x2x2_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x2_store
+	VBROADCASTSS lo+72(FP), Y4
+	VBROADCASTSS hi+76(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwAVX2x2x2_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x2x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x2x4(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	VMOVAPS      Y0, Y4
+	VMOVAPS      Y0, Y5
+	VMOVAPS      Y0, Y6
+	VMOVAPS      Y0, Y7
+
+dwAVX2x2x4_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x4_done
+	MOVQ         (CX), DI
+	LEAQ         (BX)(DI*4), DI
+	VBROADCASTSS (DX), Y8
+	VFMADD231PS  (DI), Y8, Y0
+	VFMADD231PS  32(DI), Y8, Y1
+	VFMADD231PS  64(DI), Y8, Y2
+	VFMADD231PS  96(DI), Y8, Y3
+	VFMADD231PS  (DI)(SI*1), Y8, Y4
+	VFMADD231PS  32(DI)(SI*1), Y8, Y5
+	VFMADD231PS  64(DI)(SI*1), Y8, Y6
+	VFMADD231PS  96(DI)(SI*1), Y8, Y7
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x2x4_tap
+
+dwAVX2x2x4_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x4_store
+	VBROADCASTSS lo+72(FP), Y8
+	VBROADCASTSS hi+76(FP), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y5, Y8, Y5
+	VMINPS       Y5, Y9, Y5
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	VMAXPS       Y7, Y8, Y7
+	VMINPS       Y7, Y9, Y7
+
+dwAVX2x2x4_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	VMOVUPS Y6, 64(AX)
+	VMOVUPS Y7, 96(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x4x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x4x1(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	LEAQ         (SI)(SI*2), DI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+
+dwAVX2x4x1_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x1_done
+	MOVQ         (CX), R8
+	LEAQ         (BX)(R8*4), R8
+	VBROADCASTSS (DX), Y4
+	VFMADD231PS  (R8), Y4, Y0
+	VFMADD231PS  (R8)(SI*1), Y4, Y1
+	VFMADD231PS  (R8)(SI*2), Y4, Y2
+	VFMADD231PS  (R8)(DI*1), Y4, Y3
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x4x1_tap
+
+dwAVX2x4x1_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x1_store
+	VBROADCASTSS lo+72(FP), Y4
+	VBROADCASTSS hi+76(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwAVX2x4x1_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y3, (AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x4x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x4x2(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	LEAQ         (SI)(SI*2), DI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	VMOVAPS      Y0, Y4
+	VMOVAPS      Y0, Y5
+	VMOVAPS      Y0, Y6
+	VMOVAPS      Y0, Y7
+
+dwAVX2x4x2_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x2_done
+	MOVQ         (CX), R8
+	LEAQ         (BX)(R8*4), R8
+	VBROADCASTSS (DX), Y8
+	VFMADD231PS  (R8), Y8, Y0
+	VFMADD231PS  32(R8), Y8, Y1
+	VFMADD231PS  (R8)(SI*1), Y8, Y2
+	VFMADD231PS  32(R8)(SI*1), Y8, Y3
+	VFMADD231PS  (R8)(SI*2), Y8, Y4
+	VFMADD231PS  32(R8)(SI*2), Y8, Y5
+	VFMADD231PS  (R8)(DI*1), Y8, Y6
+	VFMADD231PS  32(R8)(DI*1), Y8, Y7
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x4x2_tap
+
+dwAVX2x4x2_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x2_store
+	VBROADCASTSS lo+72(FP), Y8
+	VBROADCASTSS hi+76(FP), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y5, Y8, Y5
+	VMINPS       Y5, Y9, Y5
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	VMAXPS       Y7, Y8, Y7
+	VMINPS       Y7, Y9, Y7
+
+dwAVX2x4x2_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y6, (AX)
+	VMOVUPS Y7, 32(AX)
+	VZEROUPPER
+	RET
+
 // func addVVAVX2(n int, a *float32, b *float32, y *float32)
 // Requires: AVX
 TEXT ·addVVAVX2(SB), NOSPLIT, $0-32

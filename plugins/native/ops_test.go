@@ -62,6 +62,17 @@ func convCases() []opCase {
 		{4, 8, 2, 8, 8, 3, attrs("auto_pad", "SAME_UPPER")},                           // groups
 		{3, 6, 3, 8, 8, 3, attrs("auto_pad", "SAME_LOWER", "strides", []int64{2, 2})}, // channel multiplier 2
 		{3, 5, 1, 6, 17, 2, attrs("pads", []int64{0, 1, 1, 0})},
+		// depthwise geometries of the tile kernels: widths that are whole
+		// vectors (written in place) and not, strides 2 and 3 (phase
+		// planes), dilation with stride, asymmetric and no padding, fewer
+		// rows than a tile, a 1×1 filter, SAME padding
+		{8, 8, 8, 16, 16, 5, attrs("pads", []int64{2, 2, 2, 2})},
+		{5, 5, 5, 33, 64, 5, attrs("strides", []int64{2, 2}, "auto_pad", "SAME_UPPER")},
+		{3, 3, 3, 13, 29, 3, attrs("strides", []int64{3, 3}, "pads", []int64{1, 0, 2, 1})},
+		{4, 4, 4, 11, 21, 3, attrs("strides", []int64{2, 2}, "dilations", []int64{2, 3}, "pads", []int64{1, 3, 0, 2})},
+		{2, 2, 2, 3, 5, 3, nil},
+		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
+		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
 	} {
 		w := []int{c.cout, c.cin / c.group, c.k, c.k}
 		cs = append(cs, opCase{name: fmt.Sprintf("conv%d", i),
@@ -75,6 +86,15 @@ func convCases() []opCase {
 			node("Clip", []string{"n", "lo", "hi"}, "y", nil)},
 		inputs: map[string][]int{"x": {1, 4, 30}}, consts: map[string][]int{"w": {5, 4, 3}, "s": {5}, "o": {5}, "m": {5}},
 		fixed: map[string]*graph.Tensor{"v": graph.MustFromSlice([]int{5}, []float32{1, 2, 0.5, 3, 1}), "lo": graph.Scalar(float32(-0.5)), "hi": graph.Scalar(float32(0.5))}, out: "y"})
+	// depthwise 1-D with Clip fused, and a non-square depthwise filter
+	cs = append(cs, opCase{name: "dw1d-clip",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("group", 6, "pads", []int64{2, 1}, "strides", []int64{2})),
+			node("Clip", []string{"c", "lo", "hi"}, "y", nil)},
+		inputs: map[string][]int{"x": {2, 6, 37}}, consts: map[string][]int{"w": {6, 1, 4}, "b": {6}},
+		fixed: map[string]*graph.Tensor{"lo": graph.Scalar(float32(-0.5)), "hi": graph.Scalar(float32(0.7))}, out: "y"})
+	cs = append(cs, opCase{name: "dw-rect",
+		nodes:  []*graph.Node{node("Conv", []string{"x", "w"}, "y", attrs("group", 3, "pads", []int64{0, 2, 1, 3}))},
+		inputs: map[string][]int{"x": {1, 3, 10, 19}}, consts: map[string][]int{"w": {3, 1, 2, 5}}, out: "y"})
 	// weights computed at run time
 	cs = append(cs, opCase{name: "conv-dynamic-weights",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},

@@ -36,6 +36,9 @@ func main() {
 	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
 	axpy()
 	clampVec()
+	for _, rv := range dwShapes {
+		depthwiseTile(rv[0], rv[1])
+	}
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
 		for _, mode := range []string{"VV", "VS", "SV"} {
 			binary(op, mode)
@@ -368,6 +371,101 @@ func binary(op, mode string) {
 	DECQ(n)
 	JMP(LabelRef(name + "_1"))
 	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// dwShapes are the R×V output tiles (R rows of V vectors of 8 columns)
+// of the depthwise kernels: at most 8 accumulators.
+var dwShapes = [][2]int{{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}
+
+// depthwiseTile emits dwAVX2x<R>x<V>: an R×8V tile of a depthwise
+// convolution's output computed from a zero-padded (and, for column
+// strides > 1, phase-split) input, every tap a broadcast FMA of whole
+// vectors, the accumulators in registers across the taps:
+//
+//	y[r·ldy + j] = clamp(bias + Σ_t w[t] · x[offs[t] + r·ldx + j])
+//
+// for r < R, j < 8V; offs, ldx and ldy count floats; the clamp to
+// [lo, hi] (NaN kept) only when doClamp != 0.
+func depthwiseTile(R, V int) {
+	name := fmt.Sprintf("dwAVX2x%dx%d", R, V)
+	TEXT(name, NOSPLIT, "func(taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)")
+	Doc(fmt.Sprintf("%s computes a %d×%d tile of a depthwise convolution (see depthwiseTile in the package asmgen).", name, R, 8*V))
+	Pragma("noescape")
+	taps := Load(Param("taps"), GP64())
+	offs := Load(Param("offs"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	var ldx3 Register
+	if R > 2 {
+		ldx3 = GP64()
+		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
+	}
+	acc := make([]VecVirtual, R*V)
+	for i := range acc {
+		acc[i] = YMM()
+	}
+	VBROADCASTSS(paramAddr("bias"), acc[0])
+	for i := 1; i < len(acc); i++ {
+		VMOVAPS(acc[0], acc[i])
+	}
+	p, off, wv := GP64(), GP64(), YMM()
+	Label(name + "_tap")
+	TESTQ(taps, taps)
+	JEQ(LabelRef(name + "_done"))
+	MOVQ(Mem{Base: offs}, off)
+	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: w}, wv)
+	for r := 0; r < R; r++ {
+		var m Mem
+		switch r {
+		case 0:
+			m = Mem{Base: p}
+		case 1:
+			m = Mem{Base: p, Index: ldx, Scale: 1}
+		case 2:
+			m = Mem{Base: p, Index: ldx, Scale: 2}
+		default:
+			m = Mem{Base: p, Index: ldx3, Scale: 1}
+		}
+		for v := 0; v < V; v++ {
+			mv := m
+			mv.Disp = 32 * v
+			VFMADD231PS(mv, wv, acc[r*V+v])
+		}
+	}
+	ADDQ(U8(8), offs)
+	ADDQ(U8(4), w)
+	DECQ(taps)
+	JMP(LabelRef(name + "_tap"))
+
+	Label(name + "_done")
+	doClamp := Load(Param("doClamp"), GP64())
+	TESTQ(doClamp, doClamp)
+	JEQ(LabelRef(name + "_store"))
+	lo, hi := YMM(), YMM()
+	VBROADCASTSS(paramAddr("lo"), lo)
+	VBROADCASTSS(paramAddr("hi"), hi)
+	for i := range acc {
+		// max(lo, x) and min(hi, x) with x second: a NaN x is kept
+		VMAXPS(acc[i], lo, acc[i])
+		VMINPS(acc[i], hi, acc[i])
+	}
+	Label(name + "_store")
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VMOVUPS(acc[r*V+v], Mem{Base: y, Disp: 32 * v})
+		}
+		if r < R-1 {
+			ADDQ(ldy, y)
+		}
+	}
 	VZEROUPPER()
 	RET()
 }
