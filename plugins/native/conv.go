@@ -235,4 +235,3 @@ func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 		}
 	}
 }
-
