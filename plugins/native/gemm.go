@@ -1,5 +1,7 @@
 package native
 
+import "sync"
+
 // The packed GEMM: C (m×n) = A (m×k, row-major, read in place) · B (k×n,
 // packed in panels of the micro-kernel's nr columns), with an optional bias
 // (per column or per row) and clamp fused into the last pass over k.
@@ -112,11 +114,23 @@ func splitGrid(mt, np, threads int, kern *microKernel) (tm, tn int) {
 	return tm, tn
 }
 
+// gemmScratch is a gemmBlock's scratch: the last, partial row tile of A
+// and a partial tile of C. Pooled: as arrays on the stack they would
+// escape to the heap through the micro-kernel's function value (18 KiB
+// allocated and zeroed per call).
+type gemmScratch struct {
+	apad [maxMR * maxKC]float32
+	tile [maxMR * maxNR]float32
+}
+
+var gemmScratches = sync.Pool{New: func() any { return new(gemmScratch) }}
+
 // gemmBlock computes rows [r0, r1) and panels [p0, p1) of C.
 func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 	mr, nr := kern.mr, kern.nr
-	var apad [maxMR * maxKC]float32 // the last, partial row tile of A
-	var tile [maxMR * maxNR]float32 // a partial tile of C
+	gs := gemmScratches.Get().(*gemmScratch)
+	defer gemmScratches.Put(gs)
+	apad, tile := gs.apad[:], gs.tile[:]
 	k := g.k
 	for pc := 0; pc < k || pc == 0; pc += kern.kc {
 		kc := min(kern.kc, k-pc)

@@ -100,3 +100,13 @@ func dwTile(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy int,
 	}
 	fn(len(offs), &offs[0], &w[0], &x[0], ldx, &y[0], ldy, bias, c, lo, hi)
 }
+
+// maxPool2x2 is maxPool2x2Go, whole vectors in assembly where the CPU can.
+func maxPool2x2(y, r0, r1 []float32) {
+	if n := len(y) &^ 7; hasAVX2FMA && n > 0 {
+		_, _ = r0[2*n-1], r1[2*n-1]
+		maxPool2x2AVX2(n, &r0[0], &r1[0], &y[0], negInf)
+		y, r0, r1 = y[n:], r0[2*n:], r1[2*n:]
+	}
+	maxPool2x2Go(y, r0, r1)
+}

@@ -15,3 +15,5 @@ func binSV(op binOp, y []float32, a float32, b []float32) bool { return false }
 func dwTile(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
 }
+
+func maxPool2x2(y, r0, r1 []float32) { maxPool2x2Go(y, r0, r1) }

@@ -22,6 +22,11 @@ func axpyAVX2(n int, a float32, x *float32, y *float32)
 //go:noescape
 func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 
+// maxPool2x2AVX2 computes y[j] = max(r0[2j], r0[2j+1], r1[2j], r1[2j+1]) for j < n&^7, NaN never winning (see the package asmgen).
+//
+//go:noescape
+func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
+
 // dwAVX2x1x1 computes a 1×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape

@@ -584,6 +584,41 @@ clamp_done:
 	VZEROUPPER
 	RET
 
+// func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
+// Requires: AVX, AVX2
+TEXT ·maxPool2x2AVX2(SB), NOSPLIT, $0-36
+	MOVQ         n+0(FP), AX
+	MOVQ         r0+8(FP), CX
+	MOVQ         r1+16(FP), DX
+	MOVQ         y+24(FP), BX
+	VBROADCASTSS ninf+32(FP), Y0
+
+mp2_8:
+	CMPQ    AX, $0x08
+	JLT     mp2_done
+	VMOVUPS (CX), Y1
+	VMOVUPS 32(CX), Y2
+	VMAXPS  Y0, Y1, Y1
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS (DX), Y3
+	VMOVUPS 32(DX), Y4
+	VMAXPS  Y1, Y3, Y1
+	VMAXPS  Y2, Y4, Y2
+	VSHUFPS $0x88, Y2, Y1, Y3
+	VSHUFPS $0xdd, Y2, Y1, Y1
+	VMAXPS  Y3, Y1, Y3
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y3, (BX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, AX
+	JMP     mp2_8
+
+mp2_done:
+	VZEROUPPER
+	RET
+
 // func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
 TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-80

@@ -36,6 +36,7 @@ func main() {
 	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
 	axpy()
 	clampVec()
+	maxPool2x2()
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
 	}
@@ -466,6 +467,52 @@ func depthwiseTile(R, V int) {
 			ADDQ(ldy, y)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// maxPool2x2 emits maxPool2x2AVX2: y[j] = the largest of r0[2j],
+// r0[2j+1], r1[2j], r1[2j+1] for j < n rounded down to whole vectors of
+// 8, a NaN never winning (all NaN: ninf), as a MaxPool of a 2×2 window
+// with stride 2 over two input rows. It returns nothing; the caller does
+// the last n%8 outputs.
+func maxPool2x2() {
+	TEXT("maxPool2x2AVX2", NOSPLIT, "func(n int, r0, r1, y *float32, ninf float32)")
+	Doc("maxPool2x2AVX2 computes y[j] = max(r0[2j], r0[2j+1], r1[2j], r1[2j+1]) for j < n&^7, NaN never winning (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	r0 := Load(Param("r0"), GP64())
+	r1 := Load(Param("r1"), GP64())
+	y := Load(Param("y"), GP64())
+	ninf := YMM()
+	VBROADCASTSS(paramAddr("ninf"), ninf)
+	s0, s1, b0, b1, ev, od := YMM(), YMM(), YMM(), YMM(), YMM(), YMM()
+	Label("mp2_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("mp2_done"))
+	// Intel max(x, s) returns s when either is NaN (or both are zero):
+	// each new value x first, the running maximum s second
+	VMOVUPS(Mem{Base: r0}, s0)
+	VMOVUPS(Mem{Base: r0, Disp: 32}, s1)
+	VMAXPS(ninf, s0, s0)
+	VMAXPS(ninf, s1, s1)
+	VMOVUPS(Mem{Base: r1}, b0)
+	VMOVUPS(Mem{Base: r1, Disp: 32}, b1)
+	VMAXPS(s0, b0, s0)
+	VMAXPS(s1, b1, s1)
+	// even and odd columns: per 128-bit lane s0[0] s0[2] s1[0] s1[2]
+	VSHUFPS(U8(0x88), s1, s0, ev)
+	VSHUFPS(U8(0xDD), s1, s0, od)
+	VMAXPS(ev, od, ev)
+	// outputs 0 1 4 5 | 2 3 6 7 back in order
+	VPERMPD(U8(0xD8), ev, ev)
+	VMOVUPS(ev, Mem{Base: y})
+	ADDQ(U8(64), r0)
+	ADDQ(U8(64), r1)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("mp2_8"))
+	Label("mp2_done")
 	VZEROUPPER()
 	RET()
 }
