@@ -213,6 +213,9 @@ func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 			ix0[j] = (o%g.ow)*g.sw - g.pl
 		}
 		panel := dst[p*kk*nr : (p+1)*kk*nr]
+		// a panel inside one output row: each of its rows reads one input
+		// row at a stride, bounds checked once
+		oneRow := w > 0 && o0/g.ow == (o0+w-1)/g.ow
 		r := 0
 		for ci := 0; ci < c; ci++ {
 			plane := x[ci*g.ih*g.iw : (ci+1)*g.ih*g.iw]
@@ -221,6 +224,26 @@ func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 					row := panel[r*nr : r*nr+nr]
 					r++
 					dy, dx := ky*g.dh, kx*g.dw
+					if oneRow {
+						iy, ixa := iy0[0]+dy, ix0[0]+dx
+						ixb := ixa + (w-1)*g.sw
+						if uint(iy) >= uint(g.ih) {
+							clear(row)
+							continue
+						}
+						if ixa >= 0 && ixb < g.iw {
+							src := plane[iy*g.iw+ixa : iy*g.iw+ixb+1]
+							if g.sw == 1 {
+								copy(row, src)
+							} else {
+								for j := range row[:w] {
+									row[j] = src[j*g.sw]
+								}
+							}
+							clear(row[w:])
+							continue
+						}
+					}
 					for j := 0; j < w; j++ {
 						iy, ix := iy0[j]+dy, ix0[j]+dx
 						if uint(iy) < uint(g.ih) && uint(ix) < uint(g.iw) {

@@ -16,6 +16,7 @@ type dwLayout struct {
 	hp, wq int   // rows and columns of one phase of the padded plane
 	owv    int   // output columns rounded up to whole vectors
 	offs   []int // per tap (ky·kw+kx): its offset in the phase planes
+	hiOff  int   // the largest of offs
 	ldx    int   // floats between successive output rows' inputs
 	direct bool  // owv == ow: tiles write straight into the output
 }
@@ -31,6 +32,7 @@ func newDWLayout(g *geom) *dwLayout {
 		for kx := 0; kx < g.kw; kx++ {
 			q, j0 := kx*g.dw%g.sw, kx*g.dw/g.sw
 			l.offs = append(l.offs, q*l.hp*l.wq+ky*g.dh*l.wq+j0)
+			l.hiOff = max(l.hiOff, l.offs[len(l.offs)-1])
 		}
 	}
 	return l
@@ -66,13 +68,20 @@ func (l *dwLayout) fill(g *geom, x, buf []float32) {
 				clear(row[j0+n:])
 				continue
 			}
-			for j := range row {
-				if ix := j*g.sw + q - g.pl; uint(ix) < uint(g.iw) {
-					row[j] = src[ix]
-				} else {
-					row[j] = 0
-				}
+			// columns j read input column j·sw + q - pl: those in
+			// [ja, jb) lie inside the input
+			ja := min(max(0, (g.pl-q+g.sw-1)/g.sw), len(row))
+			jb := ja
+			if last := g.iw - 1 + g.pl - q; last >= 0 {
+				jb = min(max(ja, last/g.sw+1), len(row))
 			}
+			clear(row[:ja])
+			ix := ja*g.sw + q - g.pl
+			for j := ja; j < jb; j++ {
+				row[j] = src[ix]
+				ix += g.sw
+			}
+			clear(row[jb:])
 		}
 	}
 }
@@ -122,7 +131,7 @@ func (l *dwLayout) plane(g *geom, buf, w, y []float32, bias float32, clampOn boo
 				V = 2
 			}
 			ox := v0 * dwLane
-			dwTile(R, V, l.offs, w, in[oy*l.ldx+ox:], l.ldx, out[oy*ldy+ox:], ldy, bias, clampOn, lo, hi)
+			dwTile(R, V, l.offs, l.hiOff, w, in[oy*l.ldx+ox:], l.ldx, out[oy*ldy+ox:], ldy, bias, clampOn, lo, hi)
 			v0 += V
 		}
 		oy += R
@@ -162,14 +171,10 @@ func dwTileGo(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy in
 	}
 }
 
-// dwTileCheck panics unless the tile's reads and writes lie inside x and
+// dwTileCheck (hiOff the largest of offs) panics unless the tile's reads and writes lie inside x and
 // y (the assembly does not check).
-func dwTileCheck(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy int) {
+func dwTileCheck(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int) {
 	n := V * dwLane
-	hiOff := 0
-	for _, o := range offs {
-		hiOff = max(hiOff, o)
-	}
 	_ = x[hiOff+(R-1)*ldx+n-1]
 	_ = y[(R-1)*ldy+n-1]
 	_ = w[len(offs)-1]

@@ -196,7 +196,11 @@ func TestDepthwiseTiles(t *testing.T) {
 				}
 				w, x := randSlice(rng, taps), randSlice(rng, 200+R*ldx+V*dwLane)
 				got, want := make([]float32, R*ldy), make([]float32, R*ldy)
-				dwTile(R, V, offs, w, x, ldx, got, ldy, 0.25, clampOn, -0.5, 0.75)
+				hiOff := 0
+				for _, o := range offs {
+					hiOff = max(hiOff, o)
+				}
+				dwTile(R, V, offs, hiOff, w, x, ldx, got, ldy, 0.25, clampOn, -0.5, 0.75)
 				dwTileGo(R, V, offs, w, x, ldx, want, ldy, 0.25, clampOn, -0.5, 0.75)
 				for i := range want {
 					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) {

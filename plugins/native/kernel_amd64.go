@@ -87,13 +87,13 @@ var dwFns = [4][4]func(taps int, offs *int, w, x *float32, ldx int, y *float32, 
 
 // dwTile computes an R×V·dwLane tile of a depthwise convolution (see
 // dwTileGo) in assembly where the CPU can.
-func dwTile(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+func dwTile(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	fn := dwFns[R-1][V-1]
 	if !hasAVX2FMA || fn == nil || len(offs) == 0 {
 		dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
 		return
 	}
-	dwTileCheck(R, V, offs, w, x, ldx, y, ldy)
+	dwTileCheck(R, V, offs, hiOff, w, x, ldx, y, ldy)
 	c := 0
 	if clampOn {
 		c = 1

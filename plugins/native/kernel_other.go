@@ -12,7 +12,7 @@ func binVV(op binOp, y, a, b []float32) bool                   { return false }
 func binVS(op binOp, y, a []float32, b float32) bool           { return false }
 func binSV(op binOp, y []float32, a float32, b []float32) bool { return false }
 
-func dwTile(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+func dwTile(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
 }
 

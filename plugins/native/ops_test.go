@@ -73,6 +73,7 @@ func convCases() []opCase {
 		{2, 2, 2, 3, 5, 3, nil},
 		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
 		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
+		{2, 2, 2, 5, 1, 1, attrs("strides", []int64{2, 2})}, // one column: a phase with no input column
 	} {
 		w := []int{c.cout, c.cin / c.group, c.k, c.k}
 		cs = append(cs, opCase{name: fmt.Sprintf("conv%d", i),
