@@ -172,6 +172,8 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	for _, op := range sortedKeys(referenceOps) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op})
 	}
+	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "If"})
+	caps.ControlFlow = true
 	caps.Layouts = []string{"NCHW"}
 	caps.MaxTensorBytes = graph.MaxTensorBytes
 	return caps, nil
@@ -213,7 +215,16 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	g, fused := fuse(sg)
 	bc := &buildCtx{sg: sg, kern: &b.kern, pool: p}
 	over := map[*graph.Node]kernels.Func{}
-	for _, n := range g.Nodes {
+	consts := sg.Graph.Initializers
+	for i, n := range g.Nodes {
+		if n.OpType == "If" {
+			c, err := rewriteIf(bc, n, consts, over)
+			if err != nil {
+				return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %s: %v", n.Label(), err)
+			}
+			g.Nodes[i] = c
+			continue
+		}
 		f, err := build(bc, n, fused[n])
 		if err != nil {
 			return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %s: %v", n.Label(), err)

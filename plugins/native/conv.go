@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -51,6 +52,13 @@ type convPlan struct {
 	lo, hi           float32
 	depthwise        bool
 	ss               *scratchSet
+	constW           bool // weights fixed at compile (wt may be packed once)
+
+	// for few output positions (see useTransposed): the weights as B of
+	// Yᵀ = im2colᵀ · Wᵀ, packed on first use, with a column bias
+	wtOnce sync.Once
+	wt     []float32
+	wtBias []float32
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -126,6 +134,7 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 		p.clamp, p.lo, p.hi = f.clamp, f.lo, f.hi
 	}
 	p.depthwise = p.group == p.cin && p.cout == p.cin && p.group > 1
+	p.constW = copyW
 	mr := bc.kern.mr
 	per := p.cout / p.group
 	p.biasStride = (per + mr - 1) / mr * mr
@@ -171,6 +180,10 @@ func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*gr
 	cg, per := p.cin/p.group, p.cout/p.group
 	kk := cg * p.kh * p.kw
 	hw, ohw := ih*iw, g.oh*g.ow
+	if p.useTransposed(kern, ohw) {
+		p.runTransposed(bc, &g, X, Y, batch)
+		return y, nil
+	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
 	np := panelsOf(ohw, kern.nr)
 	sc := p.ss.of(packedLen(kk, ohw, kern.nr))
@@ -195,6 +208,81 @@ func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*gr
 		}
 	}
 	return y, nil
+}
+
+// useTransposed: with few output positions (ohw columns of B) most of
+// each nr-wide panel would be padding; computing Yᵀ = im2colᵀ · Wᵀ puts
+// them on the rows instead (mr ≤ nr), the output channels on the columns.
+// Constant weights, one group only.
+func (p *convPlan) useTransposed(kern *microKernel, ohw int) bool {
+	if !p.constW || p.group != 1 || ohw >= kern.nr {
+		return false
+	}
+	colEff := float64(ohw) / float64(panelsOf(ohw, kern.nr)*kern.nr)
+	rowEff := float64(ohw) / float64((ohw+kern.mr-1)/kern.mr*kern.mr)
+	return rowEff > 1.5*colEff
+}
+
+// runTransposed computes the convolution as Yᵀ = im2colᵀ · Wᵀ (one
+// group), through a scratch Yᵀ transposed into y.
+func (p *convPlan) runTransposed(bc *buildCtx, g *geom, X, Y []float32, batch int) {
+	kern := bc.kern
+	kk := p.cin * p.kh * p.kw
+	p.wtOnce.Do(func() {
+		p.wt = make([]float32, packedLen(kk, p.cout, kern.nr))
+		packB(p.wt, p.w, kk, p.cout, kern.nr, 1, kk) // element (k, o) at w[o·kk + k]
+		p.wtBias = make([]float32, panelsOf(p.cout, kern.nr)*kern.nr)
+		copy(p.wtBias, p.bias[:p.cout])
+	})
+	hw, ohw := g.ih*g.iw, g.oh*g.ow
+	sc := p.ss.of(ohw*kk + ohw*p.cout)
+	buf := sc.get()
+	defer sc.put(buf)
+	a, ct := (*buf)[:ohw*kk], (*buf)[ohw*kk:ohw*kk+ohw*p.cout]
+	for b := 0; b < batch; b++ {
+		im2colRows(a, X[b*p.cin*hw:(b+1)*p.cin*hw], p.cin, g)
+		gemm(kern, bc.pool, &gemmOp{m: ohw, n: p.cout, k: kk, a: a, lda: kk, b: p.wt, c: ct, ldc: p.cout,
+			bias: p.wtBias, biasMode: initColBias, clamp: p.clamp, lo: p.lo, hi: p.hi})
+		yb := Y[b*p.cout*ohw : (b+1)*p.cout*ohw]
+		for o := 0; o < ohw; o++ {
+			row := ct[o*p.cout : (o+1)*p.cout]
+			for co, v := range row {
+				yb[co*ohw+o] = v
+			}
+		}
+	}
+}
+
+// im2colRows writes the transposed im2col matrix of x (c channels of
+// ih×iw): row o (an output position) holds its window, (ci, ky, kx)
+// order, zero where the window reads padding.
+func im2colRows(dst, x []float32, c int, g *geom) {
+	kk := c * g.kh * g.kw
+	for o := 0; o < g.oh*g.ow; o++ {
+		iy0, ix0 := (o/g.ow)*g.sh-g.pt, (o%g.ow)*g.sw-g.pl
+		row := dst[o*kk : (o+1)*kk]
+		r := 0
+		for ci := 0; ci < c; ci++ {
+			plane := x[ci*g.ih*g.iw : (ci+1)*g.ih*g.iw]
+			for ky := 0; ky < g.kh; ky++ {
+				iy := iy0 + ky*g.dh
+				if uint(iy) >= uint(g.ih) {
+					clear(row[r : r+g.kw])
+					r += g.kw
+					continue
+				}
+				prow := plane[iy*g.iw : (iy+1)*g.iw]
+				for kx := 0; kx < g.kw; kx++ {
+					if ix := ix0 + kx*g.dw; uint(ix) < uint(g.iw) {
+						row[r] = prow[ix]
+					} else {
+						row[r] = 0
+					}
+					r++
+				}
+			}
+		}
+	}
 }
 
 // im2colPack writes panels [p0, p1) of the im2col matrix of x (c channels

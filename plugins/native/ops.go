@@ -45,6 +45,7 @@ var referenceOps = map[string]bool{
 	"Shape": true, "Size": true, "Constant": true, "ConstantOfShape": true, "Cast": true, "Dropout": true,
 	"ReduceMean": true, "Pow": true, "Sqrt": true, "Equal": true, "Not": true, "Where": true,
 	"Pad": true, "Erf": true, "Exp": true, "Neg": true, "Reciprocal": true, "Abs": true,
+	"LSTM": true,
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -66,6 +67,9 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 	}
 	if op, ok := fastOps[n.OpType]; ok {
 		return op.check(sg, n)
+	}
+	if n.OpType == "If" {
+		return checkIf(sg, n)
 	}
 	if referenceOps[n.OpType] {
 		for _, a := range n.Attrs {
