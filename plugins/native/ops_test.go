@@ -74,6 +74,10 @@ func convCases() []opCase {
 		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
 		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
 		{2, 2, 2, 5, 1, 1, attrs("strides", []int64{2, 2})}, // one column: a phase with no input column
+		// few output positions: computed transposed (positions on rows)
+		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
+		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
+		{40, 3, 1, 2, 2, 1, nil},
 	} {
 		w := []int{c.cout, c.cin / c.group, c.k, c.k}
 		cs = append(cs, opCase{name: fmt.Sprintf("conv%d", i),
@@ -100,6 +104,50 @@ func convCases() []opCase {
 	cs = append(cs, opCase{name: "conv-dynamic-weights",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},
 		inputs: map[string][]int{"x": {1, 3, 8, 8}, "wi": {4, 3, 3, 3}}, out: "y"})
+	return cs
+}
+
+// ifCases: an If whose branches hold Convs (constant weights from a
+// Constant node of the branch, from a main-graph initializer, and through
+// a nested If), with a fused Relu, taken either way.
+func ifCases() []opCase {
+	rng := rand.New(rand.NewPCG(3, 4))
+	rt := func(shape ...int) *graph.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return graph.MustFromSlice(shape, v)
+	}
+	body := func(name string, nodes ...*graph.Node) *graph.Graph {
+		return &graph.Graph{Name: name, Nodes: nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: name + "_out"}}}
+	}
+	gattr := func(then, els *graph.Graph) map[string]*graph.Attribute {
+		return map[string]*graph.Attribute{
+			"then_branch": {Name: "then_branch", Type: graph.AttrGraph, G: then},
+			"else_branch": {Name: "else_branch", Type: graph.AttrGraph, G: els},
+		}
+	}
+	var cs []opCase
+	for _, cond := range []bool{true, false} {
+		then := body("then",
+			&graph.Node{Name: "wc", OpType: "Constant", Outputs: []string{"wt"}, Attrs: map[string]*graph.Attribute{"value": {Name: "value", Type: graph.AttrTensor, T: rt(6, 3, 3)}}},
+			node("Conv", []string{"x", "wt"}, "tc", attrs("pads", []int64{1, 1})),
+			node("Relu", []string{"tc"}, "then_out", nil))
+		inner := body("inner", node("Conv", []string{"x", "w", "b"}, "inner_out", attrs("strides", []int64{2}, "pads", []int64{1, 1})))
+		innerElse := body("innerElse", node("Identity", []string{"x"}, "innerElse_out", nil))
+		els := body("else",
+			&graph.Node{Name: "inner_if", OpType: "If", Inputs: []string{"c2"}, Outputs: []string{"ii"}, Attrs: gattr(inner, innerElse)},
+			node("Relu", []string{"ii"}, "else_out", nil))
+		cs = append(cs, opCase{name: fmt.Sprintf("if-%v", cond),
+			nodes:  []*graph.Node{{Name: "if", OpType: "If", Inputs: []string{"c"}, Outputs: []string{"y"}, Attrs: gattr(then, els)}},
+			inputs: map[string][]int{"x": {2, 3, 17}}, consts: map[string][]int{"w": {6, 3, 3}, "b": {6}},
+			fixed: map[string]*graph.Tensor{"c": graph.Scalar(cond), "c2": graph.Scalar(true)}, out: "y"})
+	}
 	return cs
 }
 
@@ -166,7 +214,7 @@ func TestOpsAgainstReference(t *testing.T) {
 	}
 	nb := native.New(native.Options{Threads: 2})
 	defer nb.Close()
-	for _, c := range append(convCases(), otherCases()...) {
+	for _, c := range append(append(convCases(), otherCases()...), ifCases()...) {
 		t.Run(c.name, func(t *testing.T) {
 			g := &graph.Graph{Name: c.name, Nodes: c.nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: c.out}}}
 			var ins []*graph.Tensor
