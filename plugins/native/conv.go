@@ -53,6 +53,7 @@ type convPlan struct {
 	depthwise        bool
 	ss               *scratchSet
 	constW           bool // weights fixed at compile (wt may be packed once)
+	chain            []chainStep
 
 	// for few output positions (see useTransposed): the weights as B of
 	// Yᵀ = im2colᵀ · Wᵀ, packed on first use, with a column bias
@@ -132,6 +133,9 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 			}
 		}
 		p.clamp, p.lo, p.hi = f.clamp, f.lo, f.hi
+		if copyW {
+			p.chain = f.chain
+		}
 	}
 	p.depthwise = p.group == p.cin && p.cout == p.cin && p.group > 1
 	p.constW = copyW
@@ -150,6 +154,14 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 }
 
 func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
+	y, err := p.compute(bc, ctx, x)
+	if err == nil {
+		applyChain(bc.pool, p.chain, f32(y))
+	}
+	return y, err
+}
+
+func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
 	nd := p.win.nd
 	if x.DType != graph.Float32 || len(x.Shape) != nd+2 || x.Shape[1] != p.cin {
 		return nil, fmt.Errorf("%w: Conv input %v %v, weights want %d channels and rank %d", kernels.ErrInvalid, x.DType, x.Shape, p.cin, nd+2)

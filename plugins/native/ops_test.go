@@ -100,6 +100,25 @@ func convCases() []opCase {
 	cs = append(cs, opCase{name: "dw-rect",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "w"}, "y", attrs("group", 3, "pads", []int64{0, 2, 1, 3}))},
 		inputs: map[string][]int{"x": {1, 3, 10, 19}}, consts: map[string][]int{"w": {3, 1, 2, 5}}, out: "y"})
+	// element-wise chains after a Conv: affine by scalars, the decomposed
+	// hard-swish (both Mul operand orders), scalar-first Sub and Div, an
+	// activation; and a chain cut where a value has another reader
+	sc := func(v float32) *graph.Tensor { return graph.MustFromSlice([]int{1}, []float32{v}) }
+	cs = append(cs, opCase{name: "conv-chain",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("pads", []int64{1, 1, 1, 1})),
+			node("Mul", []string{"c", "s1"}, "m1", nil), node("Add", []string{"m1", "b1"}, "a1", nil),
+			node("Add", []string{"a1", "three"}, "h1", nil), node("Clip", []string{"h1", "zero", "six"}, "h2", nil),
+			node("Mul", []string{"a1", "h2"}, "h3", nil), node("Div", []string{"h3", "six"}, "h4", nil),
+			node("Sub", []string{"s1", "h4"}, "r1", nil), node("Add", []string{"r1", "three"}, "g1", nil),
+			node("Clip", []string{"g1", "zero", "six"}, "g2", nil), node("Mul", []string{"g2", "r1"}, "g3", nil),
+			node("Div", []string{"six", "g3"}, "d1", nil), node("Sigmoid", []string{"d1"}, "y", nil)},
+		inputs: map[string][]int{"x": {2, 3, 9, 10}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}},
+		fixed: map[string]*graph.Tensor{"s1": sc(0.75), "b1": graph.Scalar(float32(-0.25)), "three": sc(3), "zero": sc(0), "six": sc(6)}, out: "y"})
+	cs = append(cs, opCase{name: "dw-chain-cut",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", attrs("group", 4, "pads", []int64{1, 1, 1, 1})),
+			node("Mul", []string{"c", "s1"}, "m1", nil), node("Add", []string{"m1", "c"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 4, 9, 17}}, consts: map[string][]int{"w": {4, 1, 3, 3}},
+		fixed: map[string]*graph.Tensor{"s1": sc(0.5)}, out: "y"})
 	// weights computed at run time
 	cs = append(cs, opCase{name: "conv-dynamic-weights",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},

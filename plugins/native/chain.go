@@ -1,0 +1,175 @@
+package native
+
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// Element-wise chains: the nodes after a Conv that each map its output
+// element by element — arithmetic with a constant scalar, activations, and
+// the decomposed hard-swish x·clip(x+3, 0, 6)/6, which reads x twice — run
+// in place on the Conv's output, block by block while it is in L1, instead
+// of one pass (and one buffer) per node. Each step computes exactly what
+// the node it stands for computes.
+
+type stepKind int
+
+const (
+	stepScalarB  stepKind = iota // x = x op c
+	stepScalarA                  // x = c op x
+	stepUnary                    // x = fn(x)
+	stepSave                     // saved = x
+	stepMulSaved                 // x = saved · x
+)
+
+type chainStep struct {
+	kind stepKind
+	op   binOp
+	c    float32
+	fn   unaryFn
+}
+
+// chainBlock is the floats a chain runs on at a time (in L1).
+const chainBlock = 1024
+
+// apply runs the chain in place over y, in parallel blocks.
+func applyChain(p *pool, steps []chainStep, y []float32) {
+	if len(steps) == 0 {
+		return
+	}
+	parallelChunks(p, len(y), func(i0, i1 int) {
+		var saved [chainBlock]float32
+		for b0 := i0; b0 < i1; b0 += chainBlock {
+			blk := y[b0:min(b0+chainBlock, i1)]
+			for _, s := range steps {
+				switch s.kind {
+				case stepScalarB:
+					binaryScalarB(s.op, blk, blk, s.c)
+				case stepScalarA:
+					binaryScalarA(s.op, blk, s.c, blk)
+				case stepUnary:
+					s.fn(blk, blk)
+				case stepSave:
+					copy(saved[:], blk)
+				case stepMulSaved:
+					binaryVec(opMul, blk, saved[:len(blk)], blk)
+				}
+			}
+		}
+	})
+}
+
+var binOps = map[string]binOp{"Add": opAdd, "Sub": opSub, "Mul": opMul, "Div": opDiv}
+
+// chainUnary are the activations a chain takes.
+var chainUnary = map[string]bool{"Relu": true, "LeakyRelu": true, "Clip": true, "Sigmoid": true, "Tanh": true, "HardSigmoid": true, "HardSwish": true}
+
+// scalarStep is the step of node n applied to the value v (which n
+// reads), or false when n is no such step: arithmetic with a constant
+// float32 scalar of a rank no higher than v's (the shape stays v's), or an
+// activation native takes.
+func scalarStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) {
+	if n.Domain != "" || len(n.Outputs) != 1 || check(sg, n) != "" {
+		return chainStep{}, false
+	}
+	if chainUnary[n.OpType] {
+		if n.Inputs[0] != v {
+			return chainStep{}, false
+		}
+		fn, err := unaryOf(&buildCtx{sg: sg}, n)
+		if err != nil {
+			return chainStep{}, false
+		}
+		return chainStep{kind: stepUnary, fn: fn}, true
+	}
+	op, ok := binOps[n.OpType]
+	if !ok || len(n.Inputs) != 2 || n.Inputs[0] == n.Inputs[1] {
+		return chainStep{}, false
+	}
+	ci, kind := 1, stepScalarB
+	if n.Inputs[1] == v {
+		ci, kind = 0, stepScalarA
+	} else if n.Inputs[0] != v {
+		return chainStep{}, false
+	}
+	c := constInput(sg, n, ci)
+	r := rankOf(sg, v)
+	if c == nil || c.DType != graph.Float32 || c.Len() != 1 || r < 0 || len(c.Shape) > r {
+		return chainStep{}, false
+	}
+	return chainStep{kind: kind, op: op, c: graph.Data[float32](c)[0]}, true
+}
+
+// extendChain follows the element-wise steps from value v: nodes that are
+// v's only reader, and the x·f(x) pattern (v read by the first node of
+// f and by the Mul that closes it). It returns the steps, the nodes they
+// stand for, and the last one (nil: none).
+func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, isOut map[string]bool) ([]chainStep, []*graph.Node, *graph.Node) {
+	var steps []chainStep
+	var nodes []*graph.Node
+	var last *graph.Node
+	for !isOut[v] {
+		r := readers[v]
+		if len(r) == 1 {
+			s, ok := scalarStep(sg, r[0], v)
+			if !ok {
+				break
+			}
+			steps, nodes, last = append(steps, s), append(nodes, r[0]), r[0]
+			v = r[0].Outputs[0]
+			continue
+		}
+		if len(r) != 2 {
+			break
+		}
+		// x·f(x): one reader starts f, the other is the Mul that ends it
+		sub, subNodes, mul, ok := savedPattern(sg, v, r[0], r[1], readers, isOut)
+		if !ok {
+			sub, subNodes, mul, ok = savedPattern(sg, v, r[1], r[0], readers, isOut)
+		}
+		if !ok {
+			break
+		}
+		steps = append(steps, chainStep{kind: stepSave})
+		steps = append(steps, sub...)
+		steps = append(steps, chainStep{kind: stepMulSaved})
+		nodes = append(append(nodes, subNodes...), mul)
+		last = mul
+		v = mul.Outputs[0]
+	}
+	return steps, nodes, last
+}
+
+// savedPattern matches first…mul where first starts a run of single-reader
+// steps from v and mul = Mul(v, end) or Mul(end, v).
+func savedPattern(sg *hal.Subgraph, v string, first, mul *graph.Node, readers map[string][]*graph.Node, isOut map[string]bool) ([]chainStep, []*graph.Node, *graph.Node, bool) {
+	if mul.OpType != "Mul" || mul.Domain != "" || len(mul.Inputs) != 2 || len(mul.Outputs) != 1 || check(sg, mul) != "" {
+		return nil, nil, nil, false
+	}
+	var steps []chainStep
+	var nodes []*graph.Node
+	cur, n := v, first
+	for i := 0; i < 8; i++ {
+		s, ok := scalarStep(sg, n, cur)
+		if !ok {
+			return nil, nil, nil, false
+		}
+		steps, nodes = append(steps, s), append(nodes, n)
+		cur = n.Outputs[0]
+		if isOut[cur] {
+			return nil, nil, nil, false
+		}
+		r := readers[cur]
+		if len(r) != 1 {
+			return nil, nil, nil, false
+		}
+		if r[0] == mul {
+			if (mul.Inputs[0] == v && mul.Inputs[1] == cur) || (mul.Inputs[0] == cur && mul.Inputs[1] == v) {
+				return steps, nodes, mul, true
+			}
+			return nil, nil, nil, false
+		}
+		n = r[0]
+	}
+	return nil, nil, nil, false
+}
