@@ -251,3 +251,65 @@ func TestMaxPool2x2(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGemmShapes runs the pointwise-convolution shapes of
+// ppocrv4_rec (m×n×k: output channels × positions × input channels) and
+// 512³ on the best micro-kernel at 1 thread, in GFLOP/s.
+func BenchmarkGemmShapes(b *testing.B) {
+	kern := bestKernel()
+	for _, s := range [][3]int{{512, 512, 512}, {240, 960, 240}, {480, 240, 480}, {64, 3840, 32}} {
+		for _, sets := range []int{1, 32} { // 32: operands cycled, out of cache
+			m, n, k := s[0], s[1], s[2]
+			b.Run(fmt.Sprintf("%dx%dx%d/sets=%d", m, n, k, sets), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 1))
+				var gs []*gemmOp
+				for i := 0; i < sets; i++ {
+					a, w := randSlice(rng, m*k), randSlice(rng, k*n)
+					packed := make([]float32, packedLen(k, n, kern.nr))
+					packB(packed, w, k, n, kern.nr, n, 1)
+					bias := make([]float32, (m+kern.mr-1)/kern.mr*kern.mr)
+					gs = append(gs, &gemmOp{m: m, n: n, k: k, a: a, lda: k, b: packed, c: make([]float32, m*n), ldc: n, bias: bias, biasMode: initRowBias})
+				}
+				i := 0
+				for b.Loop() {
+					gemm(&kern, nil, gs[i%sets])
+					i++
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// expSum (assembly where the CPU has AVX2+FMA) is within 2 ulp of exp
+// (float64, rounded) over the range softmax uses, and its sum agrees.
+func TestExpSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 64, 1000} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.Float64()*100 - 95)
+		}
+		if n > 3 {
+			x[1], x[2] = -200, 5
+		}
+		y := make([]float32, n)
+		got := expSum(x, y, 5)
+		var want float64
+		for i, v := range x {
+			e := math.Exp(float64(v - 5)) // the difference in float32, as softmax takes it
+			want += e
+			w := float32(e)
+			if d := math.Abs(float64(y[i] - w)); d > 2.5*float64(ulp(w)) && d > 1e-37 {
+				t.Fatalf("n %d: exp(%v - 5) = %v, want %v", n, v, y[i], w)
+			}
+		}
+		if math.Abs(float64(got)-want) > 1e-5*want+1e-30 {
+			t.Fatalf("n %d: sum %v, want %v", n, got, want)
+		}
+	}
+}
+
+func ulp(v float32) float32 {
+	return math.Nextafter32(v, float32(math.Inf(1))) - v
+}

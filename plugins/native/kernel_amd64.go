@@ -110,3 +110,15 @@ func maxPool2x2(y, r0, r1 []float32) {
 	}
 	maxPool2x2Go(y, r0, r1)
 }
+
+// expSum is y[i] = exp(x[i] - m) in float32 and their sum (expSumGo),
+// whole vectors in assembly where the CPU can.
+func expSum(x, y []float32, m float32) float32 {
+	var s float32
+	if n := len(y) &^ 7; hasAVX2FMA && n > 0 {
+		_ = x[n-1]
+		s = expSumAVX2(n, &x[0], &y[0], m)
+		x, y = x[n:], y[n:]
+	}
+	return s + expSumGo(x, y, m)
+}

@@ -27,6 +27,11 @@ func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 //go:noescape
 func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
 
+// expSumAVX2 computes y[i] = exp(x[i] - m) for i < n&^7 and returns their sum (see the package asmgen).
+//
+//go:noescape
+func expSumAVX2(n int, x *float32, y *float32, m float32) float32
+
 // dwAVX2x1x1 computes a 1×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape

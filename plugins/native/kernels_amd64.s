@@ -619,6 +619,172 @@ mp2_done:
 	VZEROUPPER
 	RET
 
+DATA expconsts<>+0(SB)/4, $0x42b0c0a5
+DATA expconsts<>+4(SB)/4, $0x42b0c0a5
+DATA expconsts<>+8(SB)/4, $0x42b0c0a5
+DATA expconsts<>+12(SB)/4, $0x42b0c0a5
+DATA expconsts<>+16(SB)/4, $0x42b0c0a5
+DATA expconsts<>+20(SB)/4, $0x42b0c0a5
+DATA expconsts<>+24(SB)/4, $0x42b0c0a5
+DATA expconsts<>+28(SB)/4, $0x42b0c0a5
+DATA expconsts<>+32(SB)/4, $0xc2aeac50
+DATA expconsts<>+36(SB)/4, $0xc2aeac50
+DATA expconsts<>+40(SB)/4, $0xc2aeac50
+DATA expconsts<>+44(SB)/4, $0xc2aeac50
+DATA expconsts<>+48(SB)/4, $0xc2aeac50
+DATA expconsts<>+52(SB)/4, $0xc2aeac50
+DATA expconsts<>+56(SB)/4, $0xc2aeac50
+DATA expconsts<>+60(SB)/4, $0xc2aeac50
+DATA expconsts<>+64(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+68(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+72(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+76(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+80(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+84(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+88(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+92(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+96(SB)/4, $0x3f000000
+DATA expconsts<>+100(SB)/4, $0x3f000000
+DATA expconsts<>+104(SB)/4, $0x3f000000
+DATA expconsts<>+108(SB)/4, $0x3f000000
+DATA expconsts<>+112(SB)/4, $0x3f000000
+DATA expconsts<>+116(SB)/4, $0x3f000000
+DATA expconsts<>+120(SB)/4, $0x3f000000
+DATA expconsts<>+124(SB)/4, $0x3f000000
+DATA expconsts<>+128(SB)/4, $0x3f318000
+DATA expconsts<>+132(SB)/4, $0x3f318000
+DATA expconsts<>+136(SB)/4, $0x3f318000
+DATA expconsts<>+140(SB)/4, $0x3f318000
+DATA expconsts<>+144(SB)/4, $0x3f318000
+DATA expconsts<>+148(SB)/4, $0x3f318000
+DATA expconsts<>+152(SB)/4, $0x3f318000
+DATA expconsts<>+156(SB)/4, $0x3f318000
+DATA expconsts<>+160(SB)/4, $0xb95e8083
+DATA expconsts<>+164(SB)/4, $0xb95e8083
+DATA expconsts<>+168(SB)/4, $0xb95e8083
+DATA expconsts<>+172(SB)/4, $0xb95e8083
+DATA expconsts<>+176(SB)/4, $0xb95e8083
+DATA expconsts<>+180(SB)/4, $0xb95e8083
+DATA expconsts<>+184(SB)/4, $0xb95e8083
+DATA expconsts<>+188(SB)/4, $0xb95e8083
+DATA expconsts<>+192(SB)/4, $0x39506967
+DATA expconsts<>+196(SB)/4, $0x39506967
+DATA expconsts<>+200(SB)/4, $0x39506967
+DATA expconsts<>+204(SB)/4, $0x39506967
+DATA expconsts<>+208(SB)/4, $0x39506967
+DATA expconsts<>+212(SB)/4, $0x39506967
+DATA expconsts<>+216(SB)/4, $0x39506967
+DATA expconsts<>+220(SB)/4, $0x39506967
+DATA expconsts<>+224(SB)/4, $0x3ab743ce
+DATA expconsts<>+228(SB)/4, $0x3ab743ce
+DATA expconsts<>+232(SB)/4, $0x3ab743ce
+DATA expconsts<>+236(SB)/4, $0x3ab743ce
+DATA expconsts<>+240(SB)/4, $0x3ab743ce
+DATA expconsts<>+244(SB)/4, $0x3ab743ce
+DATA expconsts<>+248(SB)/4, $0x3ab743ce
+DATA expconsts<>+252(SB)/4, $0x3ab743ce
+DATA expconsts<>+256(SB)/4, $0x3c088908
+DATA expconsts<>+260(SB)/4, $0x3c088908
+DATA expconsts<>+264(SB)/4, $0x3c088908
+DATA expconsts<>+268(SB)/4, $0x3c088908
+DATA expconsts<>+272(SB)/4, $0x3c088908
+DATA expconsts<>+276(SB)/4, $0x3c088908
+DATA expconsts<>+280(SB)/4, $0x3c088908
+DATA expconsts<>+284(SB)/4, $0x3c088908
+DATA expconsts<>+288(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+292(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+296(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+300(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+304(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+308(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+312(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+316(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+320(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+324(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+328(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+332(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+336(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+340(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+344(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+348(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+352(SB)/4, $0x3f000000
+DATA expconsts<>+356(SB)/4, $0x3f000000
+DATA expconsts<>+360(SB)/4, $0x3f000000
+DATA expconsts<>+364(SB)/4, $0x3f000000
+DATA expconsts<>+368(SB)/4, $0x3f000000
+DATA expconsts<>+372(SB)/4, $0x3f000000
+DATA expconsts<>+376(SB)/4, $0x3f000000
+DATA expconsts<>+380(SB)/4, $0x3f000000
+DATA expconsts<>+384(SB)/4, $0x3f800000
+DATA expconsts<>+388(SB)/4, $0x3f800000
+DATA expconsts<>+392(SB)/4, $0x3f800000
+DATA expconsts<>+396(SB)/4, $0x3f800000
+DATA expconsts<>+400(SB)/4, $0x3f800000
+DATA expconsts<>+404(SB)/4, $0x3f800000
+DATA expconsts<>+408(SB)/4, $0x3f800000
+DATA expconsts<>+412(SB)/4, $0x3f800000
+DATA expconsts<>+416(SB)/4, $0x0000007f
+DATA expconsts<>+420(SB)/4, $0x0000007f
+DATA expconsts<>+424(SB)/4, $0x0000007f
+DATA expconsts<>+428(SB)/4, $0x0000007f
+DATA expconsts<>+432(SB)/4, $0x0000007f
+DATA expconsts<>+436(SB)/4, $0x0000007f
+DATA expconsts<>+440(SB)/4, $0x0000007f
+DATA expconsts<>+444(SB)/4, $0x0000007f
+GLOBL expconsts<>(SB), RODATA|NOPTR, $448
+
+// func expSumAVX2(n int, x *float32, y *float32, m float32) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-36
+	MOVQ         n+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         y+16(FP), DX
+	VBROADCASTSS m+24(FP), Y0
+	VXORPS       Y1, Y1, Y1
+
+exp_8:
+	CMPQ         AX, $0x08
+	JLT          exp_done
+	VMOVUPS      (CX), Y2
+	VSUBPS       Y0, Y2, Y2
+	VMINPS       expconsts<>+0(SB), Y2, Y2
+	VMAXPS       expconsts<>+32(SB), Y2, Y2
+	VMOVUPS      expconsts<>+96(SB), Y3
+	VFMADD231PS  expconsts<>+64(SB), Y2, Y3
+	VROUNDPS     $0x01, Y3, Y3
+	VMOVUPS      expconsts<>+128(SB), Y4
+	VFNMADD231PS Y4, Y3, Y2
+	VMOVUPS      expconsts<>+160(SB), Y4
+	VFNMADD231PS Y4, Y3, Y2
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      expconsts<>+192(SB), Y5
+	VFMADD213PS  expconsts<>+224(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+256(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+288(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+320(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+352(SB), Y2, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       expconsts<>+384(SB), Y5, Y5
+	VCVTTPS2DQ   Y3, Y3
+	VPADDD       expconsts<>+416(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y5, Y5
+	VMOVUPS      Y5, (DX)
+	VADDPS       Y5, Y1, Y1
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	SUBQ         $0x08, AX
+	JMP          exp_8
+
+exp_done:
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+32(FP)
+	RET
+
 // func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
 TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-80

@@ -296,6 +296,15 @@ func softmaxRow(x, y []float32, base, n, stride int) {
 			m = v
 		}
 	}
+	if stride == 1 && !math.IsInf(float64(m), 0) && m == m {
+		// a contiguous row: exp in float32 (within 2 ulp), vectorised
+		ys := y[base : base+n]
+		inv := 1 / expSum(x[base:base+n], ys, m)
+		for k := range ys {
+			ys[k] *= inv
+		}
+		return
+	}
 	var sum float64
 	for k := 0; k < n; k++ {
 		e := math.Exp(float64(x[base+k*stride] - m))
@@ -377,4 +386,35 @@ func sum(x []float32) float32 {
 		s0 += v
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// expSumGo is y[i] = expf(x[i] - m) and their sum.
+func expSumGo(x, y []float32, m float32) float32 {
+	var s float32
+	x = x[:len(y)]
+	for i, v := range x {
+		e := expf(v - m)
+		y[i] = e
+		s += e
+	}
+	return s
+}
+
+// expf is Cephes' float32 exp, the one expSumAVX2 computes lane by lane
+// (see the package asmgen): within 2 ulp, the argument clamped to
+// [-87.34, 88.38].
+func expf(v float32) float32 {
+	v = min(max(v, -87.3365478515625), 88.3762626647949)
+	fx := float32(math.Floor(float64(v*1.44269504088896341 + 0.5)))
+	v = v - fx*0.693359375
+	v = v - fx*-2.12194440e-4
+	z := v * v
+	p := float32(1.9875691500e-4)
+	p = p*v + 1.3981999507e-3
+	p = p*v + 8.3334519073e-3
+	p = p*v + 4.1665795894e-2
+	p = p*v + 1.6666665459e-1
+	p = p*v + 5.0000001201e-1
+	p = p*z + v + 1
+	return p * math.Float32frombits(uint32(int32(fx)+127)<<23)
 }

@@ -20,8 +20,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/mmcloughlin/avo/attr"
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -37,6 +39,7 @@ func main() {
 	axpy()
 	clampVec()
 	maxPool2x2()
+	expSum()
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
 	}
@@ -514,5 +517,91 @@ func maxPool2x2() {
 	JMP(LabelRef("mp2_8"))
 	Label("mp2_done")
 	VZEROUPPER()
+	RET()
+}
+
+// expConsts are expSum's constants, each as a vector of 8: the clamp of
+// the argument, log2(e), ½, ln 2 split in two (C1 exact in few bits, C2
+// the rest), the degree-5 polynomial of exp on [-ln2/2, ln2/2] (Cephes'
+// expf), 1, and the float32 exponent bias.
+var expConsts = []float32{
+	88.3762626647949, -87.3365478515625, 1.44269504088896341, 0.5,
+	0.693359375, -2.12194440e-4,
+	1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1,
+	1,
+}
+
+// expSum emits expSumAVX2: y[i] = exp(x[i] - m) for i < n&^7 and their
+// sum (8 running sums, added at the end). exp is Cephes' expf: round
+// x·log2(e) to k, r = x - k·ln2 in two steps, a degree-5 polynomial in r,
+// times 2^k built in the exponent bits; within 2 ulp of exp in float32,
+// arguments clamped to [-87.34, 88.38] (below: about 1e-38 instead of a
+// denormal or 0). The caller handles NaN and infinite m and the tail.
+func expSum() {
+	c := GLOBL("expconsts", attr.RODATA|attr.NOPTR)
+	for i, v := range expConsts {
+		for l := 0; l < 8; l++ {
+			DATA(32*i+4*l, U32(math.Float32bits(v)))
+		}
+	}
+	for l := 0; l < 8; l++ {
+		DATA(32*len(expConsts)+4*l, U32(127))
+	}
+	k := func(i int) Mem { return c.Offset(32 * i) }
+	TEXT("expSumAVX2", NOSPLIT, "func(n int, x, y *float32, m float32) float32")
+	Doc("expSumAVX2 computes y[i] = exp(x[i] - m) for i < n&^7 and returns their sum (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	vm, sum := YMM(), YMM()
+	VBROADCASTSS(paramAddr("m"), vm)
+	VXORPS(sum, sum, sum)
+	v, fx, z, p, t := YMM(), YMM(), YMM(), YMM(), YMM()
+	Label("exp_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("exp_done"))
+	VMOVUPS(Mem{Base: x}, v)
+	VSUBPS(vm, v, v)
+	VMINPS(k(0), v, v)
+	VMAXPS(k(1), v, v)
+	// k = floor(v·log2e + ½)
+	VMOVUPS(k(3), fx)
+	VFMADD231PS(k(2), v, fx)
+	VROUNDPS(U8(1), fx, fx)
+	// r = v - k·C1 - k·C2
+	VMOVUPS(k(4), t)
+	VFNMADD231PS(t, fx, v)
+	VMOVUPS(k(5), t)
+	VFNMADD231PS(t, fx, v)
+	VMULPS(v, v, z)
+	// p = ((((p0·r + p1)·r + p2)·r + p3)·r + p4)·r + p5
+	VMOVUPS(k(6), p)
+	for i := 7; i <= 11; i++ {
+		VFMADD213PS(k(i), v, p)
+	}
+	// e = p·r² + r + 1
+	VFMADD213PS(v, z, p)
+	VADDPS(k(12), p, p)
+	// · 2^k
+	VCVTTPS2DQ(fx, fx)
+	VPADDD(k(13), fx, fx)
+	VPSLLD(U8(23), fx, fx)
+	VMULPS(fx, p, p)
+	VMOVUPS(p, Mem{Base: y})
+	VADDPS(p, sum, sum)
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("exp_8"))
+	Label("exp_done")
+	// horizontal sum
+	hi := XMM()
+	VEXTRACTF128(U8(1), sum, hi)
+	VADDPS(hi, sum.AsX(), hi)
+	VHADDPS(hi, hi, hi)
+	VHADDPS(hi, hi, hi)
+	VZEROUPPER()
+	Store(hi, ReturnIndex(0))
 	RET()
 }
