@@ -14,9 +14,11 @@ import (
 // branches run on core/exec's executor like the partition itself; inside
 // them the Conv nodes with constant weights (initializers or Constant
 // nodes of the branch or an enclosing graph), with a Relu that only they
-// feed fused in, get this package's kernels. The other nodes of a branch
-// run the reference kernels: types inside branches are not inferred by the
-// runtime, and the fast builders need them.
+// feed fused in, get this package's kernels, and so do LSTM and Pow by a
+// constant 2 (both check their inputs at run time and defer to the
+// reference kernel for what they do not take). The other nodes of a
+// branch run the reference kernels: types inside branches are not inferred
+// by the runtime, and the fast builders need them.
 
 // checkIf is the verdict for an If: "" when every node of both branches,
 // nested If included, is one the backend takes.
@@ -134,6 +136,14 @@ func rewriteBody(bc *buildCtx, g *graph.Graph, outer map[string]*graph.Tensor, o
 			}
 			out.Nodes = append(out.Nodes, c)
 			continue
+		case n.OpType == "Pow" && n.Domain == "" && len(n.Inputs) == 2 && isSquare(consts[n.Inputs[1]]):
+			over[n] = powSquare(bc)
+		case n.OpType == "LSTM" && n.Domain == "":
+			f, err := lstmKernel(bc, n, bc.sg.OpsetVersion(""))
+			if err != nil {
+				return nil, err
+			}
+			over[n] = f
 		case n.OpType == "Conv" && n.Domain == "" && len(n.Outputs) == 1:
 			w := consts[n.Inputs[1]]
 			var b *graph.Tensor

@@ -122,3 +122,15 @@ func expSum(x, y []float32, m float32) float32 {
 	}
 	return s + expSumGo(x, y, m)
 }
+
+// dot is the sum of x[i]·y[i] over len(x) (y at least as long), whole
+// vectors in assembly where the CPU can.
+func dot(x, y []float32) float32 {
+	var s float32
+	if n := len(x) &^ 7; hasAVX2FMA && n > 0 {
+		_ = y[n-1]
+		s = dotAVX2(n, &x[0], &y[0])
+		x, y = x[n:], y[n:]
+	}
+	return s + dotGo(x, y)
+}

@@ -32,6 +32,11 @@ func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
 //go:noescape
 func expSumAVX2(n int, x *float32, y *float32, m float32) float32
 
+// dotAVX2 returns the sum of x[i]·y[i] for i < n&^7 (see the package asmgen).
+//
+//go:noescape
+func dotAVX2(n int, x *float32, y *float32) float32
+
 // dwAVX2x1x1 computes a 1×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape

@@ -785,6 +785,55 @@ exp_done:
 	MOVSS        X0, ret+32(FP)
 	RET
 
+// func dotAVX2(n int, x *float32, y *float32) float32
+// Requires: AVX, FMA3, SSE
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ   n+0(FP), AX
+	MOVQ   x+8(FP), CX
+	MOVQ   y+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+dot_32:
+	CMPQ        AX, $0x20
+	JLT         dot_8
+	VMOVUPS     (CX), Y4
+	VFMADD231PS (DX), Y4, Y0
+	VMOVUPS     32(CX), Y4
+	VFMADD231PS 32(DX), Y4, Y1
+	VMOVUPS     64(CX), Y4
+	VFMADD231PS 64(DX), Y4, Y2
+	VMOVUPS     96(CX), Y4
+	VFMADD231PS 96(DX), Y4, Y3
+	ADDQ        $0x00000080, CX
+	ADDQ        $0x00000080, DX
+	SUBQ        $0x20, AX
+	JMP         dot_32
+
+dot_8:
+	CMPQ        AX, $0x08
+	JLT         dot_done
+	VMOVUPS     (CX), Y4
+	VFMADD231PS (DX), Y4, Y0
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, DX
+	SUBQ        $0x08, AX
+	JMP         dot_8
+
+dot_done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+24(FP)
+	RET
+
 // func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
 TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-80

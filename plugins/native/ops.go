@@ -34,6 +34,7 @@ var fastOps = map[string]struct {
 	"GlobalAveragePool":  {checkGlobalPool, buildGlobalPool},
 	"Softmax":            {checkSoftmax, buildSoftmax},
 	"BatchNormalization": {checkBatchNorm, buildBatchNorm},
+	"LSTM":               {checkLSTM, buildLSTM},
 }
 
 // referenceOps are claimed so that a model stays in few partitions, and
@@ -45,7 +46,6 @@ var referenceOps = map[string]bool{
 	"Shape": true, "Size": true, "Constant": true, "ConstantOfShape": true, "Cast": true, "Dropout": true,
 	"ReduceMean": true, "Pow": true, "Sqrt": true, "Equal": true, "Not": true, "Where": true,
 	"Pad": true, "Erf": true, "Exp": true, "Neg": true, "Reciprocal": true, "Abs": true,
-	"LSTM": true,
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -86,6 +86,9 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
+	}
+	if n.OpType == "Pow" && n.Domain == "" && isSquare(constInput(bc.sg, n, 1)) {
+		return powSquare(bc), nil
 	}
 	return nil, nil
 }

@@ -170,6 +170,17 @@ func ifCases() []opCase {
 	return cs
 }
 
+// lstmNode is an LSTM over the inputs of lstmInputs with the outputs
+// named (empty: not asked for).
+func lstmNode(y, yh, yc string, at map[string]*graph.Attribute) *graph.Node {
+	return &graph.Node{Name: "lstm", OpType: "LSTM", Inputs: []string{"x", "w", "r", "b", "", "h0", "c0"}, Outputs: []string{y, yh, yc}, Attrs: at}
+}
+
+func lstmInputs(seq, batch, in, hidden int) map[string][]int {
+	return map[string][]int{"x": {seq, batch, in}, "w": {1, 4 * hidden, in}, "r": {1, 4 * hidden, hidden}, "b": {1, 8 * hidden},
+		"h0": {1, batch, hidden}, "c0": {1, batch, hidden}}
+}
+
 func attrsWith(m map[string]*graph.Attribute, kv ...any) map[string]*graph.Attribute {
 	out := attrs(kv...)
 	for k, v := range m {
@@ -215,6 +226,12 @@ func otherCases() []opCase {
 		{name: "softmax-last", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", -1))}, inputs: map[string][]int{"x": {3, 4, 37}}, out: "y"},
 		{name: "softmax-scaled", nodes: []*graph.Node{node("Mul", []string{"x", "k"}, "s", nil), node("Softmax", []string{"s"}, "y", nil)},
 			inputs: map[string][]int{"x": {2, 80}}, fixed: map[string]*graph.Tensor{"k": graph.Scalar(float32(30))}, out: "y"},
+		{name: "lstm-y", nodes: []*graph.Node{lstmNode("y", "", "", nil)}, inputs: lstmInputs(3, 2, 5, 4), out: "y"},
+		{name: "lstm-yh", nodes: []*graph.Node{lstmNode("", "yh", "", attrs("hidden_size", 4))}, inputs: lstmInputs(3, 2, 5, 4), out: "yh"},
+		{name: "lstm-yc-long", nodes: []*graph.Node{lstmNode("y", "yh", "yc", nil)}, inputs: lstmInputs(2, 1, 37, 19), out: "yc"},
+		{name: "lstm-reverse", nodes: []*graph.Node{lstmNode("y", "", "", attrs("direction", "reverse"))}, inputs: lstmInputs(3, 2, 5, 4), out: "y"},
+		{name: "pow-square", nodes: []*graph.Node{node("Pow", []string{"x", "two"}, "y", nil)}, inputs: map[string][]int{"x": {3, 37}},
+			fixed: map[string]*graph.Tensor{"two": graph.Scalar(float32(2))}, out: "y"},
 		{name: "hardswish-sigmoid", nodes: []*graph.Node{node("HardSwish", []string{"x"}, "h", nil), node("Sigmoid", []string{"h"}, "y", nil)}, inputs: map[string][]int{"x": {40}}, out: "y"},
 	}
 }

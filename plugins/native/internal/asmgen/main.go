@@ -40,6 +40,7 @@ func main() {
 	clampVec()
 	maxPool2x2()
 	expSum()
+	dot()
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
 	}
@@ -599,6 +600,54 @@ func expSum() {
 	hi := XMM()
 	VEXTRACTF128(U8(1), sum, hi)
 	VADDPS(hi, sum.AsX(), hi)
+	VHADDPS(hi, hi, hi)
+	VHADDPS(hi, hi, hi)
+	VZEROUPPER()
+	Store(hi, ReturnIndex(0))
+	RET()
+}
+
+// dot emits dotAVX2: the sum of x[i]·y[i] for i < n&^7, in four (then
+// one) vector accumulators added at the end.
+func dot() {
+	TEXT("dotAVX2", NOSPLIT, "func(n int, x, y *float32) float32")
+	Doc("dotAVX2 returns the sum of x[i]·y[i] for i < n&^7 (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	acc := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	for _, a := range acc {
+		VXORPS(a, a, a)
+	}
+	t := YMM()
+	Label("dot_32")
+	CMPQ(n, U8(32))
+	JLT(LabelRef("dot_8"))
+	for i, a := range acc {
+		VMOVUPS(Mem{Base: x, Disp: 32 * i}, t)
+		VFMADD231PS(Mem{Base: y, Disp: 32 * i}, t, a)
+	}
+	ADDQ(U32(128), x)
+	ADDQ(U32(128), y)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("dot_32"))
+	Label("dot_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("dot_done"))
+	VMOVUPS(Mem{Base: x}, t)
+	VFMADD231PS(Mem{Base: y}, t, acc[0])
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("dot_8"))
+	Label("dot_done")
+	VADDPS(acc[1], acc[0], acc[0])
+	VADDPS(acc[3], acc[2], acc[2])
+	VADDPS(acc[2], acc[0], acc[0])
+	hi := XMM()
+	VEXTRACTF128(U8(1), acc[0], hi)
+	VADDPS(hi, acc[0].AsX(), hi)
 	VHADDPS(hi, hi, hi)
 	VHADDPS(hi, hi, hi)
 	VZEROUPPER()
