@@ -197,26 +197,37 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 		return y, nil
 	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	// B is packed a block of panels at a time (about 256 KiB: it stays in
+	// L2 between its packing and the GEMM reading it)
 	np := panelsOf(ohw, kern.nr)
-	sc := p.ss.of(packedLen(kk, ohw, kern.nr))
+	block := min(np, max(1, (256<<10)/4/(kk*kern.nr)))
+	if t := bc.pool.threads(); t > 1 {
+		block = min(np, max(block, (np+t-1)/t))
+	}
+	sc := p.ss.of(packedLen(kk, block*kern.nr, kern.nr))
 	buf := sc.get()
 	defer sc.put(buf)
 	packed := *buf
-	chunks := min(np, 4*bc.pool.threads())
 	for b := 0; b < batch; b++ {
 		for gi := 0; gi < p.group; gi++ {
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
-			bc.pool.parallel(chunks, func(t int) {
-				p0, p1 := np*t/chunks, np*(t+1)/chunks
-				if pointwise {
-					packBRows(packed, xs, kk, ohw, kern.nr, hw, p0, p1)
-				} else {
-					im2colPack(packed, xs, cg, &g, kern.nr, p0, p1)
-				}
-			})
-			gemm(kern, bc.pool, &gemmOp{m: per, n: ohw, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
-				c: Y[(b*p.cout+gi*per)*ohw:], ldc: ohw, bias: p.bias[gi*p.biasStride:], biasMode: initRowBias,
-				clamp: p.clamp, lo: p.lo, hi: p.hi})
+			for c0 := 0; c0 < np; c0 += block {
+				c1 := min(c0+block, np)
+				chunks := min(c1-c0, 4*bc.pool.threads())
+				bc.pool.parallel(chunks, func(t int) {
+					p0, p1 := c0+(c1-c0)*t/chunks, c0+(c1-c0)*(t+1)/chunks
+					dst := packed[(p0-c0)*kk*kern.nr:]
+					if pointwise {
+						packBRows(dst, xs, kk, ohw, kern.nr, hw, p0, p1)
+					} else {
+						im2colPack(dst, xs, cg, &g, kern.nr, p0, p1)
+					}
+				})
+				j0 := c0 * kern.nr
+				gemm(kern, bc.pool, &gemmOp{m: per, n: min(c1*kern.nr, ohw) - j0, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
+					c: Y[(b*p.cout+gi*per)*ohw+j0:], ldc: ohw, bias: p.bias[gi*p.biasStride:], biasMode: initRowBias,
+					clamp: p.clamp, lo: p.lo, hi: p.hi})
+			}
 		}
 	}
 	return y, nil
@@ -297,9 +308,10 @@ func im2colRows(dst, x []float32, c int, g *geom) {
 	}
 }
 
-// im2colPack writes panels [p0, p1) of the im2col matrix of x (c channels
-// of ih×iw) — row (ci, ky, kx), column the output position — in the packed
-// B layout, zero where the window reads padding.
+// im2colPack writes panels [p0, p1) of the im2col matrix of x (c
+// channels of ih×iw) — row (ci, ky, kx), column the output position — in
+// the packed B layout into dst, panel p0 at its start, zero where the
+// window reads padding.
 func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 	ohw := g.oh * g.ow
 	kk := c * g.kh * g.kw
@@ -312,7 +324,7 @@ func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 			iy0[j] = (o/g.ow)*g.sh - g.pt
 			ix0[j] = (o%g.ow)*g.sw - g.pl
 		}
-		panel := dst[p*kk*nr : (p+1)*kk*nr]
+		panel := dst[(p-p0)*kk*nr : (p-p0+1)*kk*nr]
 		// a panel inside one output row: each of its rows reads one input
 		// row at a stride, bounds checked once
 		oneRow := w > 0 && o0/g.ow == (o0+w-1)/g.ow

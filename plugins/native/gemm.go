@@ -41,12 +41,12 @@ func packB(dst, src []float32, k, n, nr, rs, cs int) {
 }
 
 // packBRows packs panels [p0, p1) of a row-major B (k×n, rows ldb apart)
-// into dst, which holds the whole packed matrix.
+// into dst, panel p0 at its start.
 func packBRows(dst, src []float32, k, n, nr, ldb, p0, p1 int) {
 	for p := p0; p < p1; p++ {
 		j0 := p * nr
 		w := min(nr, n-j0)
-		panel := dst[p*k*nr : (p+1)*k*nr]
+		panel := dst[(p-p0)*k*nr : (p-p0+1)*k*nr]
 		if w == nr {
 			for kk := 0; kk < k; kk++ {
 				copy(panel[kk*nr:kk*nr+nr], src[kk*ldb+j0:kk*ldb+j0+nr])

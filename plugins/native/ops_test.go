@@ -74,6 +74,9 @@ func convCases() []opCase {
 		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
 		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
 		{2, 2, 2, 5, 1, 1, attrs("strides", []int64{2, 2})}, // one column: a phase with no input column
+		// more output positions than one packed block of B holds
+		{3, 16, 1, 64, 64, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		{64, 20, 1, 40, 41, 1, nil},
 		// few output positions: computed transposed (positions on rows)
 		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
 		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
