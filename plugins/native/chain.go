@@ -20,21 +20,84 @@ const (
 	stepUnary                    // x = fn(x)
 	stepSave                     // saved = x
 	stepMulSaved                 // x = saved · x
+	stepClamp                    // x = clamp(x, lo, hi), NaN kept
 )
 
 type chainStep struct {
-	kind stepKind
-	op   binOp
-	c    float32
-	fn   unaryFn
+	kind   stepKind
+	op     binOp
+	c      float32
+	lo, hi float32
+	fn     unaryFn
+}
+
+// chainSeg is a run of a chain: an arithmetic program (runChain) or one
+// activation.
+type chainSeg struct {
+	ops []chainOp
+	fn  unaryFn
+}
+
+// compileChain turns steps into segments, or nil when an activation lies
+// between a save and its use (the steps then run one by one).
+func compileChain(steps []chainStep) []chainSeg {
+	var segs []chainSeg
+	var cur []chainOp
+	saving := false
+	flush := func() {
+		if len(cur) > 0 {
+			segs = append(segs, chainSeg{ops: cur})
+			cur = nil
+		}
+	}
+	for _, s := range steps {
+		var o chainOp
+		switch s.kind {
+		case stepUnary:
+			if saving {
+				return nil
+			}
+			flush()
+			segs = append(segs, chainSeg{fn: s.fn})
+			continue
+		case stepSave:
+			o.kind, saving = chainSave, true
+		case stepMulSaved:
+			o.kind, saving = chainMulSaved, false
+		case stepClamp:
+			o = chainOp{kind: chainClamp, lo: s.lo, hi: s.hi}
+		case stepScalarB:
+			o = chainOp{kind: [4]int32{chainAdd, chainSub, chainMul, chainDiv}[s.op], c: s.c}
+		case stepScalarA:
+			o = chainOp{kind: [4]int32{chainAdd, chainRSub, chainMul, chainRDiv}[s.op], c: s.c}
+		}
+		cur = append(cur, o)
+	}
+	flush()
+	return segs
 }
 
 // chainBlock is the floats a chain runs on at a time (in L1).
 const chainBlock = 1024
 
 // apply runs the chain in place over y, in parallel blocks.
-func applyChain(p *pool, steps []chainStep, y []float32) {
+func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32) {
 	if len(steps) == 0 {
+		return
+	}
+	if segs != nil {
+		parallelChunks(p, len(y), func(i0, i1 int) {
+			for b0 := i0; b0 < i1; b0 += chainBlock {
+				blk := y[b0:min(b0+chainBlock, i1)]
+				for _, s := range segs {
+					if s.fn != nil {
+						s.fn(blk, blk)
+					} else {
+						runChain(blk, s.ops)
+					}
+				}
+			}
+		})
 		return
 	}
 	parallelChunks(p, len(y), func(i0, i1 int) {
@@ -53,6 +116,8 @@ func applyChain(p *pool, steps []chainStep, y []float32) {
 					copy(saved[:], blk)
 				case stepMulSaved:
 					binaryVec(opMul, blk, saved[:len(blk)], blk)
+				case stepClamp:
+					clampTo(blk, blk, s.lo, s.hi)
 				}
 			}
 		}
@@ -75,6 +140,13 @@ func scalarStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) {
 	if chainUnary[n.OpType] {
 		if n.Inputs[0] != v {
 			return chainStep{}, false
+		}
+		switch n.OpType {
+		case "Relu":
+			return chainStep{kind: stepClamp, lo: 0, hi: posInf}, true
+		case "Clip":
+			lo, hi := clipBounds(sg, n)
+			return chainStep{kind: stepClamp, lo: lo, hi: hi}, true
 		}
 		fn, err := unaryOf(&buildCtx{sg: sg}, n)
 		if err != nil {
@@ -172,4 +244,56 @@ func savedPattern(sg *hal.Subgraph, v string, first, mul *graph.Node, readers ma
 		n = r[0]
 	}
 	return nil, nil, nil, false
+}
+
+// chainOp is one op of an arithmetic chain program, the layout chainAVX2
+// reads (see the package asmgen): kind, the constant, the clamp bounds.
+type chainOp struct {
+	kind   int32
+	c      float32
+	lo, hi float32
+}
+
+// Chain op kinds (as internal/asmgen numbers them).
+const (
+	chainAdd int32 = iota
+	chainSub
+	chainRSub
+	chainMul
+	chainDiv
+	chainRDiv
+	chainClamp
+	chainSave
+	chainMulSaved
+)
+
+// runChainGo applies the program to y element by element, each op
+// rounding as the vector op does.
+func runChainGo(y []float32, ops []chainOp) {
+	for i, x := range y {
+		var s float32
+		for _, o := range ops {
+			switch o.kind {
+			case chainAdd:
+				x += o.c
+			case chainSub:
+				x -= o.c
+			case chainRSub:
+				x = o.c - x
+			case chainMul:
+				x *= o.c
+			case chainDiv:
+				x /= o.c
+			case chainRDiv:
+				x = o.c / x
+			case chainClamp:
+				x = clamp(x, o.lo, o.hi)
+			case chainSave:
+				s = x
+			case chainMulSaved:
+				x = s * x
+			}
+		}
+		y[i] = x
+	}
 }

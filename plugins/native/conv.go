@@ -54,6 +54,7 @@ type convPlan struct {
 	ss               *scratchSet
 	constW           bool // weights fixed at compile (wt may be packed once)
 	chain            []chainStep
+	segs             []chainSeg
 
 	// for few output positions (see useTransposed): the weights as B of
 	// Yᵀ = im2colᵀ · Wᵀ, packed on first use, with a column bias
@@ -134,7 +135,7 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 		}
 		p.clamp, p.lo, p.hi = f.clamp, f.lo, f.hi
 		if copyW {
-			p.chain = f.chain
+			p.chain, p.segs = f.chain, compileChain(f.chain)
 		}
 	}
 	p.depthwise = p.group == p.cin && p.cout == p.cin && p.group > 1
@@ -156,7 +157,7 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
 	y, err := p.compute(bc, ctx, x)
 	if err == nil {
-		applyChain(bc.pool, p.chain, f32(y))
+		applyChain(bc.pool, p.chain, p.segs, f32(y))
 	}
 	return y, err
 }

@@ -1,6 +1,10 @@
 package native
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // archKernels are the assembly micro-kernels the CPU and OS support.
 func archKernels() []microKernel {
@@ -133,4 +137,14 @@ func dot(x, y []float32) float32 {
 		x, y = x[n:], y[n:]
 	}
 	return s + dotGo(x, y)
+}
+
+// runChain applies an arithmetic chain program to y in place (runChainGo),
+// 32 floats at a time in assembly where the CPU can.
+func runChain(y []float32, ops []chainOp) {
+	if n := len(y) &^ 31; hasAVX2FMA && n > 0 && len(ops) > 0 {
+		chainAVX2(n, &y[0], (*int32)(unsafe.Pointer(&ops[0])), len(ops))
+		y = y[n:]
+	}
+	runChainGo(y, ops)
 }

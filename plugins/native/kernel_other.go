@@ -21,3 +21,5 @@ func maxPool2x2(y, r0, r1 []float32) { maxPool2x2Go(y, r0, r1) }
 func expSum(x, y []float32, m float32) float32 { return expSumGo(x, y, m) }
 
 func dot(x, y []float32) float32 { return dotGo(x, y) }
+
+func runChain(y []float32, ops []chainOp) { runChainGo(y, ops) }

@@ -37,6 +37,11 @@ func expSumAVX2(n int, x *float32, y *float32, m float32) float32
 //go:noescape
 func dotAVX2(n int, x *float32, y *float32) float32
 
+// chainAVX2 applies the element-wise program ops to y[i] in place for i < n&^31 (see the package asmgen).
+//
+//go:noescape
+func chainAVX2(n int, y *float32, ops *int32, nops int)
+
 // dwAVX2x1x1 computes a 1×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape

@@ -834,6 +834,135 @@ dot_done:
 	MOVSS        X1, ret+24(FP)
 	RET
 
+// func chainAVX2(n int, y *float32, ops *int32, nops int)
+// Requires: AVX
+TEXT ·chainAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+8(FP), CX
+	MOVQ ops+16(FP), DX
+	MOVQ nops+24(FP), BX
+
+chain_32:
+	CMPQ    AX, $0x20
+	JLT     chain_done
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	MOVQ    DX, SI
+	MOVQ    BX, DI
+
+chain_op:
+	TESTQ        DI, DI
+	JEQ          chain_store
+	MOVL         (SI), R8
+	VBROADCASTSS 4(SI), Y8
+	CMPL         R8, $0x00
+	JEQ          chain_k0
+	CMPL         R8, $0x01
+	JEQ          chain_k1
+	CMPL         R8, $0x02
+	JEQ          chain_k2
+	CMPL         R8, $0x03
+	JEQ          chain_k3
+	CMPL         R8, $0x04
+	JEQ          chain_k4
+	CMPL         R8, $0x05
+	JEQ          chain_k5
+	CMPL         R8, $0x06
+	JEQ          chain_k6
+	CMPL         R8, $0x07
+	JEQ          chain_k7
+	CMPL         R8, $0x08
+	JEQ          chain_k8
+	JMP          chain_next
+
+chain_k0:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y8, Y1, Y1
+	VADDPS Y8, Y2, Y2
+	VADDPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k1:
+	VSUBPS Y8, Y0, Y0
+	VSUBPS Y8, Y1, Y1
+	VSUBPS Y8, Y2, Y2
+	VSUBPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k2:
+	VSUBPS Y0, Y8, Y0
+	VSUBPS Y1, Y8, Y1
+	VSUBPS Y2, Y8, Y2
+	VSUBPS Y3, Y8, Y3
+	JMP    chain_next
+
+chain_k3:
+	VMULPS Y8, Y0, Y0
+	VMULPS Y8, Y1, Y1
+	VMULPS Y8, Y2, Y2
+	VMULPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k4:
+	VDIVPS Y8, Y0, Y0
+	VDIVPS Y8, Y1, Y1
+	VDIVPS Y8, Y2, Y2
+	VDIVPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k5:
+	VDIVPS Y0, Y8, Y0
+	VDIVPS Y1, Y8, Y1
+	VDIVPS Y2, Y8, Y2
+	VDIVPS Y3, Y8, Y3
+	JMP    chain_next
+
+chain_k6:
+	VBROADCASTSS 8(SI), Y8
+	VBROADCASTSS 12(SI), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	JMP          chain_next
+
+chain_k7:
+	VMOVAPS Y0, Y4
+	VMOVAPS Y1, Y5
+	VMOVAPS Y2, Y6
+	VMOVAPS Y3, Y7
+	JMP     chain_next
+
+chain_k8:
+	VMULPS Y0, Y4, Y0
+	VMULPS Y1, Y5, Y1
+	VMULPS Y2, Y6, Y2
+	VMULPS Y3, Y7, Y3
+
+chain_next:
+	ADDQ $0x10, SI
+	DECQ DI
+	JMP  chain_op
+
+chain_store:
+	VMOVUPS Y0, (CX)
+	VMOVUPS Y1, 32(CX)
+	VMOVUPS Y2, 64(CX)
+	VMOVUPS Y3, 96(CX)
+	ADDQ    $0x80, CX
+	SUBQ    $0x20, AX
+	JMP     chain_32
+
+chain_done:
+	VZEROUPPER
+	RET
+
 // func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
 TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-80

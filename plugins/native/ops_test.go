@@ -117,6 +117,10 @@ func convCases() []opCase {
 			node("Div", []string{"six", "g3"}, "d1", nil), node("Sigmoid", []string{"d1"}, "y", nil)},
 		inputs: map[string][]int{"x": {2, 3, 9, 10}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}},
 		fixed: map[string]*graph.Tensor{"s1": sc(0.75), "b1": graph.Scalar(float32(-0.25)), "three": sc(3), "zero": sc(0), "six": sc(6)}, out: "y"})
+	cs = append(cs, opCase{name: "conv-silu",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", nil), node("Sigmoid", []string{"c"}, "s", nil),
+			node("Mul", []string{"c", "s"}, "m", nil), node("Relu", []string{"m"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 4, 7, 9}}, consts: map[string][]int{"w": {6, 4, 3, 3}}, out: "y"})
 	cs = append(cs, opCase{name: "dw-chain-cut",
 		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", attrs("group", 4, "pads", []int64{1, 1, 1, 1})),
 			node("Mul", []string{"c", "s1"}, "m1", nil), node("Add", []string{"m1", "c"}, "y", nil)},

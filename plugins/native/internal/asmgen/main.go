@@ -41,6 +41,7 @@ func main() {
 	maxPool2x2()
 	expSum()
 	dot()
+	chainKernel()
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
 	}
@@ -653,4 +654,107 @@ func dot() {
 	VZEROUPPER()
 	Store(hi, ReturnIndex(0))
 	RET()
+}
+
+// Chain op kinds of chainAVX2 (the native package's chainOp.kind).
+const (
+	chainAdd = iota
+	chainSub
+	chainRSub
+	chainMul
+	chainDiv
+	chainRDiv
+	chainClamp
+	chainSave
+	chainMulSaved
+)
+
+// chainKernel emits chainAVX2: a program of nops element-wise ops (16
+// bytes each: int32 kind, float32 c, float32 lo, float32 hi) applied in
+// place to y[i], i < n&^31, 32 floats at a time held in four registers
+// through the whole program (a fifth set for the saved value): x+c, x-c,
+// c-x, x·c, x/c, c/x, clamp to [lo, hi] keeping NaN, saved = x, x =
+// saved·x. Each op rounds as the separate vector op would.
+func chainKernel() {
+	TEXT("chainAVX2", NOSPLIT, "func(n int, y *float32, ops *int32, nops int)")
+	Doc("chainAVX2 applies the element-wise program ops to y[i] in place for i < n&^31 (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	y := Load(Param("y"), GP64())
+	ops0 := Load(Param("ops"), GP64())
+	nops := Load(Param("nops"), GP64())
+	op, cnt, kind := GP64(), GP64(), GP32()
+	v := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	sv := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	c, hi := YMM(), YMM()
+	Label("chain_32")
+	CMPQ(n, U8(32))
+	JLT(LabelRef("chain_done"))
+	for i, r := range v {
+		VMOVUPS(Mem{Base: y, Disp: 32 * i}, r)
+	}
+	MOVQ(ops0, op)
+	MOVQ(nops, cnt)
+	Label("chain_op")
+	TESTQ(cnt, cnt)
+	JEQ(LabelRef("chain_store"))
+	MOVL(Mem{Base: op}, kind)
+	VBROADCASTSS(Mem{Base: op, Disp: 4}, c)
+	cases := []struct {
+		kind int
+		emit func()
+	}{
+		{chainAdd, func() { each(v, func(r VecVirtual) { VADDPS(c, r, r) }) }},
+		{chainSub, func() { each(v, func(r VecVirtual) { VSUBPS(c, r, r) }) }},
+		{chainRSub, func() { each(v, func(r VecVirtual) { VSUBPS(r, c, r) }) }},
+		{chainMul, func() { each(v, func(r VecVirtual) { VMULPS(c, r, r) }) }},
+		{chainDiv, func() { each(v, func(r VecVirtual) { VDIVPS(c, r, r) }) }},
+		{chainRDiv, func() { each(v, func(r VecVirtual) { VDIVPS(r, c, r) }) }},
+		{chainClamp, func() {
+			VBROADCASTSS(Mem{Base: op, Disp: 8}, c)
+			VBROADCASTSS(Mem{Base: op, Disp: 12}, hi)
+			// max(lo, x) and min(hi, x) with x second: a NaN x is kept
+			each(v, func(r VecVirtual) { VMAXPS(r, c, r); VMINPS(r, hi, r) })
+		}},
+		{chainSave, func() {
+			for i := range v {
+				VMOVAPS(v[i], sv[i])
+			}
+		}},
+		{chainMulSaved, func() {
+			for i := range v {
+				VMULPS(v[i], sv[i], v[i])
+			}
+		}},
+	}
+	for _, cs := range cases {
+		CMPL(kind, U8(cs.kind))
+		JEQ(LabelRef(fmt.Sprintf("chain_k%d", cs.kind)))
+	}
+	JMP(LabelRef("chain_next"))
+	for _, cs := range cases {
+		Label(fmt.Sprintf("chain_k%d", cs.kind))
+		cs.emit()
+		JMP(LabelRef("chain_next"))
+	}
+	Label("chain_next")
+	ADDQ(U8(16), op)
+	DECQ(cnt)
+	JMP(LabelRef("chain_op"))
+	Label("chain_store")
+	for i, r := range v {
+		VMOVUPS(r, Mem{Base: y, Disp: 32 * i})
+	}
+	ADDQ(U8(128), y)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("chain_32"))
+	Label("chain_done")
+	VZEROUPPER()
+	RET()
+}
+
+func each(rs []VecVirtual, f func(VecVirtual)) {
+	for _, r := range rs {
+		f(r)
+	}
 }
