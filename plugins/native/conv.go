@@ -209,9 +209,31 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	buf := sc.get()
 	defer sc.put(buf)
 	packed := *buf
+	// strided or padded windows: each channel copied once into zero-padded
+	// column-phase planes (as the depthwise kernel does), every im2col row
+	// then a run of contiguous copies
+	var l *dwLayout
+	var planes []float32
+	ps := 0
+	if !pointwise && (g.sw > 1 || g.pt+g.pb+g.pl+g.pr > 0) {
+		l = newDWLayout(&g)
+		ps = g.sw * l.hp * l.wq
+		psc := p.ss.of(cg * ps)
+		pbuf := psc.get()
+		defer psc.put(pbuf)
+		planes = *pbuf
+	}
 	for b := 0; b < batch; b++ {
 		for gi := 0; gi < p.group; gi++ {
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
+			if l != nil {
+				chunks := min(cg, 4*bc.pool.threads())
+				bc.pool.parallel(chunks, func(t int) {
+					for ci := cg * t / chunks; ci < cg*(t+1)/chunks; ci++ {
+						l.fill(&g, xs[ci*hw:(ci+1)*hw], planes[ci*ps:(ci+1)*ps])
+					}
+				})
+			}
 			for c0 := 0; c0 < np; c0 += block {
 				c1 := min(c0+block, np)
 				chunks := min(c1-c0, 4*bc.pool.threads())
@@ -220,6 +242,8 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 					dst := packed[(p0-c0)*kk*kern.nr:]
 					if pointwise {
 						packBRows(dst, xs, kk, ohw, kern.nr, hw, p0, p1)
+					} else if l != nil {
+						im2colPhased(dst, planes, ps, l, cg, &g, kern.nr, p0, p1)
 					} else {
 						im2colPack(dst, xs, cg, &g, kern.nr, p0, p1)
 					}
@@ -304,6 +328,36 @@ func im2colRows(dst, x []float32, c int, g *geom) {
 					}
 					r++
 				}
+			}
+		}
+	}
+}
+
+// im2colPhased is im2colPack reading the zero-padded phase planes of the
+// c channels (dwLayout.fill, ps floats apart): each window row of a panel
+// is one contiguous copy per output row it spans.
+func im2colPhased(dst, planes []float32, ps int, l *dwLayout, c int, g *geom, nr, p0, p1 int) {
+	ohw := g.oh * g.ow
+	kk := c * len(l.offs)
+	for p := p0; p < p1; p++ {
+		o0 := p * nr
+		w := min(nr, ohw-o0)
+		panel := dst[(p-p0)*kk*nr : (p-p0+1)*kk*nr]
+		r := 0
+		for ci := 0; ci < c; ci++ {
+			base := planes[ci*ps : (ci+1)*ps]
+			for _, off := range l.offs {
+				row := panel[r*nr : r*nr+nr]
+				r++
+				for j := 0; j < w; {
+					o := o0 + j
+					oy, ox := o/g.ow, o%g.ow
+					run := min(w-j, g.ow-ox)
+					s := off + oy*l.ldx + ox
+					copy(row[j:j+run], base[s:s+run])
+					j += run
+				}
+				clear(row[w:])
 			}
 		}
 	}
