@@ -51,37 +51,39 @@ func (l *dwLayout) scratchLen(g *geom) int {
 // fill copies plane x (ih×iw) into the sw phase planes of buf, zero where
 // the windows read padding (or past the input).
 func (l *dwLayout) fill(g *geom, x, buf []float32) {
-	for r := 0; r < l.hp; r++ {
-		iy := r - g.pt
-		for q := 0; q < g.sw; q++ {
-			row := buf[(q*l.hp+r)*l.wq : (q*l.hp+r+1)*l.wq]
-			if uint(iy) >= uint(g.ih) {
+	sw, iw, ih, pt, pl, wq, hp := g.sw, g.iw, g.ih, g.pt, g.pl, l.wq, l.hp
+	for q := 0; q < sw; q++ {
+		// columns j of phase q read input column j·sw + q - pl: those in
+		// [ja, jb) lie inside the input
+		ja := min(max(0, (pl-q+sw-1)/sw), wq)
+		jb := ja
+		if last := iw - 1 + pl - q; last >= 0 {
+			jb = min(max(ja, last/sw+1), wq)
+		}
+		ix0 := ja*sw + q - pl
+		phase := buf[q*hp*wq : (q+1)*hp*wq]
+		for r := 0; r < hp; r++ {
+			row := phase[r*wq : (r+1)*wq]
+			iy := r - pt
+			if uint(iy) >= uint(ih) {
 				clear(row)
 				continue
 			}
-			src := x[iy*g.iw : (iy+1)*g.iw]
-			if g.sw == 1 {
-				// columns j read input column j - pl
-				j0 := min(g.pl, len(row))
-				clear(row[:j0])
-				n := copy(row[j0:], src)
-				clear(row[j0+n:])
+			src := x[iy*iw : (iy+1)*iw]
+			clear(row[:ja])
+			clear(row[jb:])
+			if jb == ja {
 				continue
 			}
-			// columns j read input column j·sw + q - pl: those in
-			// [ja, jb) lie inside the input
-			ja := min(max(0, (g.pl-q+g.sw-1)/g.sw), len(row))
-			jb := ja
-			if last := g.iw - 1 + g.pl - q; last >= 0 {
-				jb = min(max(ja, last/g.sw+1), len(row))
+			dst := row[ja:jb]
+			if sw == 1 {
+				copy(dst, src[ix0:])
+				continue
 			}
-			clear(row[:ja])
-			ix := ja*g.sw + q - g.pl
-			for j := ja; j < jb; j++ {
-				row[j] = src[ix]
-				ix += g.sw
+			s := src[ix0 : ix0+(len(dst)-1)*sw+1]
+			for j := range dst {
+				dst[j] = s[j*sw]
 			}
-			clear(row[jb:])
 		}
 	}
 }
