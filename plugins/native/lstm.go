@@ -120,10 +120,8 @@ func lstmRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.
 			for g := 0; g < G; g++ {
 				gx[g] = dot(W[g*I:(g+1)*I], xr)
 			}
-			if bias != nil {
-				for g, v := range bias {
-					gx[g] += v
-				}
+			for g, v := range bias { // none without B
+				gx[g] += v
 			}
 			for g := 0; g < G; g++ {
 				gh[g] = dot(R[g*H:(g+1)*H], hb)
