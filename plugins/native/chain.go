@@ -21,6 +21,7 @@ const (
 	stepSave                     // saved = x
 	stepMulSaved                 // x = saved · x
 	stepClamp                    // x = clamp(x, lo, hi), NaN kept
+	stepAddTensor                // x = x + t[i], t another input of the same shape
 )
 
 type chainStep struct {
@@ -29,13 +30,16 @@ type chainStep struct {
 	c      float32
 	lo, hi float32
 	fn     unaryFn
+	input  string // stepAddTensor: the value added
+	extra  int    // stepAddTensor: its index among the fused node's extra inputs
 }
 
-// chainSeg is a run of a chain: an arithmetic program (runChain) or one
-// activation.
+// chainSeg is a run of a chain: an arithmetic program (runChain), one
+// activation, or the addition of an extra input (extra ≥ 0).
 type chainSeg struct {
-	ops []chainOp
-	fn  unaryFn
+	ops   []chainOp
+	fn    unaryFn
+	extra int
 }
 
 // compileChain turns steps into segments, or nil when an activation lies
@@ -46,19 +50,23 @@ func compileChain(steps []chainStep) []chainSeg {
 	saving := false
 	flush := func() {
 		if len(cur) > 0 {
-			segs = append(segs, chainSeg{ops: cur})
+			segs = append(segs, chainSeg{ops: cur, extra: -1})
 			cur = nil
 		}
 	}
 	for _, s := range steps {
 		var o chainOp
 		switch s.kind {
-		case stepUnary:
+		case stepUnary, stepAddTensor:
 			if saving {
 				return nil
 			}
 			flush()
-			segs = append(segs, chainSeg{fn: s.fn})
+			if s.kind == stepAddTensor {
+				segs = append(segs, chainSeg{extra: s.extra})
+			} else {
+				segs = append(segs, chainSeg{fn: s.fn, extra: -1})
+			}
 			continue
 		case stepSave:
 			o.kind, saving = chainSave, true
@@ -81,7 +89,9 @@ func compileChain(steps []chainStep) []chainSeg {
 const chainBlock = 1024
 
 // apply runs the chain in place over y, in parallel blocks.
-func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32) {
+// extra are the fused node's extra inputs (stepAddTensor), each as long
+// as y.
+func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra [][]float32) {
 	if len(steps) == 0 {
 		return
 	}
@@ -90,7 +100,9 @@ func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32) {
 			for b0 := i0; b0 < i1; b0 += chainBlock {
 				blk := y[b0:min(b0+chainBlock, i1)]
 				for _, s := range segs {
-					if s.fn != nil {
+					if s.extra >= 0 {
+						binaryVec(opAdd, blk, blk, extra[s.extra][b0:b0+len(blk)])
+					} else if s.fn != nil {
 						s.fn(blk, blk)
 					} else {
 						runChain(blk, s.ops)
@@ -118,6 +130,8 @@ func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32) {
 					binaryVec(opMul, blk, saved[:len(blk)], blk)
 				case stepClamp:
 					clampTo(blk, blk, s.lo, s.hi)
+				case stepAddTensor:
+					binaryVec(opAdd, blk, blk, extra[s.extra][b0:b0+len(blk)])
 				}
 			}
 		}
@@ -172,6 +186,35 @@ func scalarStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) {
 	return chainStep{kind: kind, op: op, c: graph.Data[float32](c)[0]}, true
 }
 
+// tensorAddStep is the step of an Add of v and another value of the same
+// static shape (a residual connection), or false.
+func tensorAddStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) {
+	if n.OpType != "Add" || n.Domain != "" || len(n.Inputs) != 2 || len(n.Outputs) != 1 || check(sg, n) != "" {
+		return chainStep{}, false
+	}
+	o := n.Inputs[0]
+	if o == v {
+		o = n.Inputs[1]
+	} else if n.Inputs[1] != v {
+		return chainStep{}, false
+	}
+	if o == v || o == "" {
+		return chainStep{}, false
+	}
+	tv, ok1 := sg.TypeOf(v)
+	to, ok2 := sg.TypeOf(o)
+	if !ok1 || !ok2 || tv.DType != graph.Float32 || to.DType != graph.Float32 || tv.Shape == nil || to.Shape == nil || len(tv.Shape) != len(to.Shape) {
+		return chainStep{}, false
+	}
+	for i := range tv.Shape {
+		a, b := tv.Shape[i], to.Shape[i]
+		if a.Param != "" || b.Param != "" || a.Value < 0 || a.Value != b.Value {
+			return chainStep{}, false
+		}
+	}
+	return chainStep{kind: stepAddTensor, input: o}, true
+}
+
 // extendChain follows the element-wise steps from value v: nodes that are
 // v's only reader, and the x·f(x) pattern (v read by the first node of
 // f and by the Mul that closes it). It returns the steps, the nodes they
@@ -180,10 +223,17 @@ func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, i
 	var steps []chainStep
 	var nodes []*graph.Node
 	var last *graph.Node
+	extra := 0
 	for !isOut[v] {
 		r := readers[v]
 		if len(r) == 1 {
 			s, ok := scalarStep(sg, r[0], v)
+			if !ok {
+				if s, ok = tensorAddStep(sg, r[0], v); ok {
+					s.extra = extra
+					extra++
+				}
+			}
 			if !ok {
 				break
 			}

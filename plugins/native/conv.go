@@ -71,7 +71,11 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		}
 		p.ss = &scratchSet{}
 		return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-			y, err := p.run(bc, ctx, in[0])
+			var extra []*graph.Tensor
+			if len(in) > 3 {
+				extra = in[3:]
+			}
+			y, err := p.run(bc, ctx, in[0], extra)
 			return []*graph.Tensor{y}, err
 		}, nil
 	}
@@ -92,7 +96,7 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			return nil, err
 		}
 		p.ss = ss
-		y, err := p.run(bc, ctx, in[0])
+		y, err := p.run(bc, ctx, in[0], nil)
 		return []*graph.Tensor{y}, err
 	}, nil
 }
@@ -154,12 +158,22 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 	return p, nil
 }
 
-func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
+// run computes the Conv of x and its chain; extra are the tensors the
+// chain adds (the fused node's inputs after X, W and B).
+func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extra []*graph.Tensor) (*graph.Tensor, error) {
 	y, err := p.compute(bc, ctx, x)
-	if err == nil {
-		applyChain(bc.pool, p.chain, p.segs, f32(y))
+	if err != nil || len(p.chain) == 0 {
+		return y, err
 	}
-	return y, err
+	var ex [][]float32
+	for _, t := range extra {
+		if t == nil || t.DType != graph.Float32 || !graph.SameShape(t.Shape, y.Shape) {
+			return nil, fmt.Errorf("%w: Conv output %v and the residual it is added to differ", kernels.ErrInvalid, y.Shape)
+		}
+		ex = append(ex, f32(t))
+	}
+	applyChain(bc.pool, p.chain, p.segs, f32(y), ex)
+	return y, nil
 }
 
 func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {

@@ -112,6 +112,19 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 		c := *n
 		c.Outputs = append([]string{}, last.Outputs...)
 		c.Name = n.Name
+		var extras []string
+		for _, s := range f.chain {
+			if s.kind == stepAddTensor {
+				extras = append(extras, s.input)
+			}
+		}
+		if len(extras) > 0 { // after X, W and B (absent: "")
+			ins := append([]string{}, n.Inputs...)
+			for len(ins) < 3 {
+				ins = append(ins, "")
+			}
+			c.Inputs = append(ins, extras...)
+		}
 		for _, x := range absorbed {
 			dropped[x] = true
 			f.nodes = append(f.nodes, x.Label())

@@ -117,6 +117,16 @@ func convCases() []opCase {
 			node("Div", []string{"six", "g3"}, "d1", nil), node("Sigmoid", []string{"d1"}, "y", nil)},
 		inputs: map[string][]int{"x": {2, 3, 9, 10}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}},
 		fixed: map[string]*graph.Tensor{"s1": sc(0.75), "b1": graph.Scalar(float32(-0.25)), "three": sc(3), "zero": sc(0), "six": sc(6)}, out: "y"})
+	// residual additions after a Conv: a graph input (either operand
+	// order), another Conv's output, a broadcast one (not fused)
+	cs = append(cs, opCase{name: "conv-residual",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("pads", []int64{1, 1, 1, 1})),
+			node("Add", []string{"r", "c"}, "a", nil), node("Relu", []string{"a"}, "a2", nil),
+			node("Conv", []string{"a2", "w2"}, "c2", nil), node("Mul", []string{"c2", "s1"}, "m", nil),
+			node("Add", []string{"m", "a2"}, "a3", nil), node("Conv", []string{"a3", "w2"}, "c3", nil),
+			node("Add", []string{"c3", "rb"}, "y", nil)},
+		inputs: map[string][]int{"x": {2, 3, 6, 7}, "r": {2, 5, 6, 7}, "rb": {5, 1, 1}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}, "w2": {5, 5, 1, 1}},
+		fixed: map[string]*graph.Tensor{"s1": sc(0.5)}, out: "y"})
 	cs = append(cs, opCase{name: "conv-silu",
 		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", nil), node("Sigmoid", []string{"c"}, "s", nil),
 			node("Mul", []string{"c", "s"}, "m", nil), node("Relu", []string{"m"}, "y", nil)},
