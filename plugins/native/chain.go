@@ -15,13 +15,13 @@ import (
 type stepKind int
 
 const (
-	stepScalarB  stepKind = iota // x = x op c
-	stepScalarA                  // x = c op x
-	stepUnary                    // x = fn(x)
-	stepSave                     // saved = x
-	stepMulSaved                 // x = saved · x
-	stepClamp                    // x = clamp(x, lo, hi), NaN kept
-	stepAddTensor                // x = x + t[i], t another input of the same shape
+	stepScalarB   stepKind = iota // x = x op c
+	stepScalarA                   // x = c op x
+	stepUnary                     // x = fn(x)
+	stepSave                      // saved = x
+	stepMulSaved                  // x = saved · x
+	stepClamp                     // x = clamp(x, lo, hi), NaN kept
+	stepAddTensor                 // x = x + t[i], t another input of the same shape
 )
 
 type chainStep struct {
