@@ -9,16 +9,22 @@
 // What it computes itself (float32): MatMul and Gemm on a packed GEMM
 // (constant weights packed once at compile; a non-constant B, as in
 // attention, packed per call), Conv (1-D and 2-D, groups, via im2col into
-// the packed layout, 1×1 convolutions straight from the input), depthwise
-// Conv (a direct kernel), with bias and Relu/Clip fused into the GEMM's
-// last pass and a following BatchNormalization folded into the weights;
-// the element-wise arithmetic, activations, pooling and Softmax listed in
-// Capabilities. The data-movement and shape ops it claims (Reshape,
-// Transpose, Concat, Slice, Shape, Gather, …: see referenceOps) run the
-// reference kernels inside the partition, so that a model stays in few
-// partitions; so do broadcasting patterns of the element-wise ops that
-// have no fast path. Everything else is declined with the reason (op,
-// attribute, dtype or rank).
+// the packed layout, 1×1 convolutions straight from the input, few output
+// positions as the transposed product), depthwise Conv (register-tiled
+// assembly over zero-padded, column-phase-split planes), with bias and
+// Relu/Clip fused into the GEMM's last pass, a following
+// BatchNormalization folded into the weights, and the element-wise chain
+// after a Conv (scalar arithmetic, activations, the decomposed
+// hard-swish, a residual Add) run in place by one assembly kernel; LSTM
+// (the common configuration) on vector dot products; Pow by 2; the
+// element-wise arithmetic, activations, pooling and Softmax (a vectorised
+// float32 exp) listed in Capabilities. An If whose branches hold only ops
+// it takes is claimed whole (see controlflow.go). The data-movement and
+// shape ops it claims (Reshape, Transpose, Concat, Slice, Shape, Gather,
+// …: see referenceOps) run the reference kernels inside the partition, so
+// that a model stays in few partitions; so do broadcasting patterns of
+// the element-wise ops that have no fast path. Everything else is
+// declined with the reason (op, attribute, dtype or rank).
 //
 // Executables run on core/exec's executor (buffers recycled by lifetime)
 // with this package's kernels in place of the reference ones. Threads:
@@ -172,6 +178,8 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	for _, op := range sortedKeys(referenceOps) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op})
 	}
+	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "If"})
+	caps.ControlFlow = true
 	caps.Layouts = []string{"NCHW"}
 	caps.MaxTensorBytes = graph.MaxTensorBytes
 	return caps, nil
@@ -213,7 +221,16 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	g, fused := fuse(sg)
 	bc := &buildCtx{sg: sg, kern: &b.kern, pool: p}
 	over := map[*graph.Node]kernels.Func{}
-	for _, n := range g.Nodes {
+	consts := sg.Graph.Initializers
+	for i, n := range g.Nodes {
+		if n.OpType == "If" {
+			c, err := rewriteIf(bc, n, consts, over)
+			if err != nil {
+				return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %s: %v", n.Label(), err)
+			}
+			g.Nodes[i] = c
+			continue
+		}
 		f, err := build(bc, n, fused[n])
 		if err != nil {
 			return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %s: %v", n.Label(), err)

@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -51,6 +52,15 @@ type convPlan struct {
 	lo, hi           float32
 	depthwise        bool
 	ss               *scratchSet
+	constW           bool // weights fixed at compile (wt may be packed once)
+	chain            []chainStep
+	segs             []chainSeg
+
+	// for few output positions (see useTransposed): the weights as B of
+	// Yᵀ = im2colᵀ · Wᵀ, packed on first use, with a column bias
+	wtOnce sync.Once
+	wt     []float32
+	wtBias []float32
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -61,7 +71,11 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		}
 		p.ss = &scratchSet{}
 		return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-			y, err := p.run(bc, ctx, in[0])
+			var extra []*graph.Tensor
+			if len(in) > 3 {
+				extra = in[3:]
+			}
+			y, err := p.run(bc, ctx, in[0], extra)
 			return []*graph.Tensor{y}, err
 		}, nil
 	}
@@ -82,7 +96,7 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			return nil, err
 		}
 		p.ss = ss
-		y, err := p.run(bc, ctx, in[0])
+		y, err := p.run(bc, ctx, in[0], nil)
 		return []*graph.Tensor{y}, err
 	}, nil
 }
@@ -124,8 +138,12 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 			}
 		}
 		p.clamp, p.lo, p.hi = f.clamp, f.lo, f.hi
+		if copyW {
+			p.chain, p.segs = f.chain, compileChain(f.chain)
+		}
 	}
 	p.depthwise = p.group == p.cin && p.cout == p.cin && p.group > 1
+	p.constW = copyW
 	mr := bc.kern.mr
 	per := p.cout / p.group
 	p.biasStride = (per + mr - 1) / mr * mr
@@ -140,7 +158,25 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 	return p, nil
 }
 
-func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
+// run computes the Conv of x and its chain; extra are the tensors the
+// chain adds (the fused node's inputs after X, W and B).
+func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extra []*graph.Tensor) (*graph.Tensor, error) {
+	y, err := p.compute(bc, ctx, x)
+	if err != nil || len(p.chain) == 0 {
+		return y, err
+	}
+	var ex [][]float32
+	for _, t := range extra {
+		if t == nil || t.DType != graph.Float32 || !graph.SameShape(t.Shape, y.Shape) {
+			return nil, fmt.Errorf("%w: Conv output %v and the residual it is added to differ", kernels.ErrInvalid, y.Shape)
+		}
+		ex = append(ex, f32(t))
+	}
+	applyChain(bc.pool, p.chain, p.segs, f32(y), ex)
+	return y, nil
+}
+
+func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
 	nd := p.win.nd
 	if x.DType != graph.Float32 || len(x.Shape) != nd+2 || x.Shape[1] != p.cin {
 		return nil, fmt.Errorf("%w: Conv input %v %v, weights want %d channels and rank %d", kernels.ErrInvalid, x.DType, x.Shape, p.cin, nd+2)
@@ -171,35 +207,180 @@ func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*gr
 	cg, per := p.cin/p.group, p.cout/p.group
 	kk := cg * p.kh * p.kw
 	hw, ohw := ih*iw, g.oh*g.ow
+	if p.useTransposed(kern, ohw) {
+		p.runTransposed(bc, &g, X, Y, batch)
+		return y, nil
+	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	// B is packed a block of panels at a time (about 256 KiB: it stays in
+	// L2 between its packing and the GEMM reading it)
 	np := panelsOf(ohw, kern.nr)
-	sc := p.ss.of(packedLen(kk, ohw, kern.nr))
+	block := min(np, max(1, (256<<10)/4/(kk*kern.nr)))
+	if t := bc.pool.threads(); t > 1 {
+		block = min(np, max(block, (np+t-1)/t))
+	}
+	sc := p.ss.of(packedLen(kk, block*kern.nr, kern.nr))
 	buf := sc.get()
 	defer sc.put(buf)
 	packed := *buf
-	chunks := min(np, 4*bc.pool.threads())
+	// strided or padded windows: each channel copied once into zero-padded
+	// column-phase planes (as the depthwise kernel does), every im2col row
+	// then a run of contiguous copies
+	var l *dwLayout
+	var planes []float32
+	ps := 0
+	if !pointwise && (g.sw > 1 || g.pt+g.pb+g.pl+g.pr > 0) {
+		l = newDWLayout(&g)
+		ps = g.sw * l.hp * l.wq
+		psc := p.ss.of(cg * ps)
+		pbuf := psc.get()
+		defer psc.put(pbuf)
+		planes = *pbuf
+	}
 	for b := 0; b < batch; b++ {
 		for gi := 0; gi < p.group; gi++ {
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
-			bc.pool.parallel(chunks, func(t int) {
-				p0, p1 := np*t/chunks, np*(t+1)/chunks
-				if pointwise {
-					packBRows(packed, xs, kk, ohw, kern.nr, hw, p0, p1)
-				} else {
-					im2colPack(packed, xs, cg, &g, kern.nr, p0, p1)
-				}
-			})
-			gemm(kern, bc.pool, &gemmOp{m: per, n: ohw, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
-				c: Y[(b*p.cout+gi*per)*ohw:], ldc: ohw, bias: p.bias[gi*p.biasStride:], biasMode: initRowBias,
-				clamp: p.clamp, lo: p.lo, hi: p.hi})
+			if l != nil {
+				chunks := min(cg, 4*bc.pool.threads())
+				bc.pool.parallel(chunks, func(t int) {
+					for ci := cg * t / chunks; ci < cg*(t+1)/chunks; ci++ {
+						l.fill(&g, xs[ci*hw:(ci+1)*hw], planes[ci*ps:(ci+1)*ps])
+					}
+				})
+			}
+			for c0 := 0; c0 < np; c0 += block {
+				c1 := min(c0+block, np)
+				chunks := min(c1-c0, 4*bc.pool.threads())
+				bc.pool.parallel(chunks, func(t int) {
+					p0, p1 := c0+(c1-c0)*t/chunks, c0+(c1-c0)*(t+1)/chunks
+					dst := packed[(p0-c0)*kk*kern.nr:]
+					if pointwise {
+						packBRows(dst, xs, kk, ohw, kern.nr, hw, p0, p1)
+					} else if l != nil {
+						im2colPhased(dst, planes, ps, l, cg, &g, kern.nr, p0, p1)
+					} else {
+						im2colPack(dst, xs, cg, &g, kern.nr, p0, p1)
+					}
+				})
+				j0 := c0 * kern.nr
+				gemm(kern, bc.pool, &gemmOp{m: per, n: min(c1*kern.nr, ohw) - j0, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
+					c: Y[(b*p.cout+gi*per)*ohw+j0:], ldc: ohw, bias: p.bias[gi*p.biasStride:], biasMode: initRowBias,
+					clamp: p.clamp, lo: p.lo, hi: p.hi})
+			}
 		}
 	}
 	return y, nil
 }
 
-// im2colPack writes panels [p0, p1) of the im2col matrix of x (c channels
-// of ih×iw) — row (ci, ky, kx), column the output position — in the packed
-// B layout, zero where the window reads padding.
+// useTransposed: with few output positions (ohw columns of B) most of
+// each nr-wide panel would be padding; computing Yᵀ = im2colᵀ · Wᵀ puts
+// them on the rows instead (mr ≤ nr), the output channels on the columns.
+// Constant weights, one group only.
+func (p *convPlan) useTransposed(kern *microKernel, ohw int) bool {
+	if !p.constW || p.group != 1 || ohw >= kern.nr {
+		return false
+	}
+	colEff := float64(ohw) / float64(panelsOf(ohw, kern.nr)*kern.nr)
+	rowEff := float64(ohw) / float64((ohw+kern.mr-1)/kern.mr*kern.mr)
+	return rowEff > 1.5*colEff
+}
+
+// runTransposed computes the convolution as Yᵀ = im2colᵀ · Wᵀ (one
+// group), through a scratch Yᵀ transposed into y.
+func (p *convPlan) runTransposed(bc *buildCtx, g *geom, X, Y []float32, batch int) {
+	kern := bc.kern
+	kk := p.cin * p.kh * p.kw
+	p.wtOnce.Do(func() {
+		p.wt = make([]float32, packedLen(kk, p.cout, kern.nr))
+		packB(p.wt, p.w, kk, p.cout, kern.nr, 1, kk) // element (k, o) at w[o·kk + k]
+		p.wtBias = make([]float32, panelsOf(p.cout, kern.nr)*kern.nr)
+		copy(p.wtBias, p.bias[:p.cout])
+	})
+	hw, ohw := g.ih*g.iw, g.oh*g.ow
+	sc := p.ss.of(ohw*kk + ohw*p.cout)
+	buf := sc.get()
+	defer sc.put(buf)
+	a, ct := (*buf)[:ohw*kk], (*buf)[ohw*kk:ohw*kk+ohw*p.cout]
+	for b := 0; b < batch; b++ {
+		im2colRows(a, X[b*p.cin*hw:(b+1)*p.cin*hw], p.cin, g)
+		gemm(kern, bc.pool, &gemmOp{m: ohw, n: p.cout, k: kk, a: a, lda: kk, b: p.wt, c: ct, ldc: p.cout,
+			bias: p.wtBias, biasMode: initColBias, clamp: p.clamp, lo: p.lo, hi: p.hi})
+		yb := Y[b*p.cout*ohw : (b+1)*p.cout*ohw]
+		for o := 0; o < ohw; o++ {
+			row := ct[o*p.cout : (o+1)*p.cout]
+			for co, v := range row {
+				yb[co*ohw+o] = v
+			}
+		}
+	}
+}
+
+// im2colRows writes the transposed im2col matrix of x (c channels of
+// ih×iw): row o (an output position) holds its window, (ci, ky, kx)
+// order, zero where the window reads padding.
+func im2colRows(dst, x []float32, c int, g *geom) {
+	kk := c * g.kh * g.kw
+	for o := 0; o < g.oh*g.ow; o++ {
+		iy0, ix0 := (o/g.ow)*g.sh-g.pt, (o%g.ow)*g.sw-g.pl
+		row := dst[o*kk : (o+1)*kk]
+		r := 0
+		for ci := 0; ci < c; ci++ {
+			plane := x[ci*g.ih*g.iw : (ci+1)*g.ih*g.iw]
+			for ky := 0; ky < g.kh; ky++ {
+				iy := iy0 + ky*g.dh
+				if uint(iy) >= uint(g.ih) {
+					clear(row[r : r+g.kw])
+					r += g.kw
+					continue
+				}
+				prow := plane[iy*g.iw : (iy+1)*g.iw]
+				for kx := 0; kx < g.kw; kx++ {
+					if ix := ix0 + kx*g.dw; uint(ix) < uint(g.iw) {
+						row[r] = prow[ix]
+					} else {
+						row[r] = 0
+					}
+					r++
+				}
+			}
+		}
+	}
+}
+
+// im2colPhased is im2colPack reading the zero-padded phase planes of the
+// c channels (dwLayout.fill, ps floats apart): each window row of a panel
+// is one contiguous copy per output row it spans.
+func im2colPhased(dst, planes []float32, ps int, l *dwLayout, c int, g *geom, nr, p0, p1 int) {
+	ohw := g.oh * g.ow
+	kk := c * len(l.offs)
+	for p := p0; p < p1; p++ {
+		o0 := p * nr
+		w := min(nr, ohw-o0)
+		panel := dst[(p-p0)*kk*nr : (p-p0+1)*kk*nr]
+		r := 0
+		for ci := 0; ci < c; ci++ {
+			base := planes[ci*ps : (ci+1)*ps]
+			for _, off := range l.offs {
+				row := panel[r*nr : r*nr+nr]
+				r++
+				for j := 0; j < w; {
+					o := o0 + j
+					oy, ox := o/g.ow, o%g.ow
+					run := min(w-j, g.ow-ox)
+					s := off + oy*l.ldx + ox
+					copy(row[j:j+run], base[s:s+run])
+					j += run
+				}
+				clear(row[w:])
+			}
+		}
+	}
+}
+
+// im2colPack writes panels [p0, p1) of the im2col matrix of x (c
+// channels of ih×iw) — row (ci, ky, kx), column the output position — in
+// the packed B layout into dst, panel p0 at its start, zero where the
+// window reads padding.
 func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 	ohw := g.oh * g.ow
 	kk := c * g.kh * g.kw
@@ -212,7 +393,10 @@ func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 			iy0[j] = (o/g.ow)*g.sh - g.pt
 			ix0[j] = (o%g.ow)*g.sw - g.pl
 		}
-		panel := dst[p*kk*nr : (p+1)*kk*nr]
+		panel := dst[(p-p0)*kk*nr : (p-p0+1)*kk*nr]
+		// a panel inside one output row: each of its rows reads one input
+		// row at a stride, bounds checked once
+		oneRow := w > 0 && o0/g.ow == (o0+w-1)/g.ow
 		r := 0
 		for ci := 0; ci < c; ci++ {
 			plane := x[ci*g.ih*g.iw : (ci+1)*g.ih*g.iw]
@@ -221,6 +405,26 @@ func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 					row := panel[r*nr : r*nr+nr]
 					r++
 					dy, dx := ky*g.dh, kx*g.dw
+					if oneRow {
+						iy, ixa := iy0[0]+dy, ix0[0]+dx
+						ixb := ixa + (w-1)*g.sw
+						if uint(iy) >= uint(g.ih) {
+							clear(row)
+							continue
+						}
+						if ixa >= 0 && ixb < g.iw {
+							src := plane[iy*g.iw+ixa : iy*g.iw+ixb+1]
+							if g.sw == 1 {
+								copy(row, src)
+							} else {
+								for j := range row[:w] {
+									row[j] = src[j*g.sw]
+								}
+							}
+							clear(row[w:])
+							continue
+						}
+					}
 					for j := 0; j < w; j++ {
 						iy, ix := iy0[j]+dy, ix0[j]+dx
 						if uint(iy) < uint(g.ih) && uint(ix) < uint(g.iw) {
@@ -234,105 +438,4 @@ func im2colPack(dst, x []float32, c int, g *geom, nr, p0, p1 int) {
 			}
 		}
 	}
-}
-
-// depthwise is a Conv with one filter per channel, computed directly.
-func depthwise(pl *pool, p *convPlan, g *geom, x, y []float32, batch int) {
-	c := p.cin
-	planes := batch * c
-	pl.parallel(min(planes, 4*pl.threads()), func(t int) {
-		chunks := min(planes, 4*pl.threads())
-		for pi := planes * t / chunks; pi < planes*(t+1)/chunks; pi++ {
-			ch := pi % c
-			dwPlane(g, x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], p.w[ch*g.kh*g.kw:(ch+1)*g.kh*g.kw], y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], p.bias[ch], p.clamp, p.lo, p.hi)
-		}
-	})
-}
-
-// dwPlane convolves one plane with one kh×kw filter: the interior (no
-// padding) without bounds checks per tap, the border with them.
-func dwPlane(g *geom, x, w, y []float32, bias float32, clampOn bool, lo, hi float32) {
-	// output rows/cols whose window lies inside the input
-	y0, y1 := interior(g.oh, g.ih, g.kh, g.sh, g.dh, g.pt)
-	x0, x1 := interior(g.ow, g.iw, g.kw, g.sw, g.dw, g.pl)
-	for oy := 0; oy < g.oh; oy++ {
-		yrow := y[oy*g.ow : (oy+1)*g.ow]
-		iy := oy*g.sh - g.pt
-		inner := oy >= y0 && oy < y1
-		if g.sw == 1 && x1 > x0 {
-			// unit column stride: each tap is a vector update of the
-			// row's interior columns (taps on padding rows skipped)
-			for ox := x0; ox < x1; ox++ {
-				yrow[ox] = bias
-			}
-			seg := yrow[x0:x1]
-			for ky := 0; ky < g.kh; ky++ {
-				yy := iy + ky*g.dh
-				if uint(yy) >= uint(g.ih) {
-					continue
-				}
-				xr := x[yy*g.iw:]
-				for kx := 0; kx < g.kw; kx++ {
-					axpy(w[ky*g.kw+kx], xr[x0-g.pl+kx*g.dw:], seg)
-				}
-			}
-			for ox := 0; ox < x0; ox++ {
-				yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
-			}
-			for ox := x1; ox < g.ow; ox++ {
-				yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
-			}
-		} else {
-			for ox := 0; ox < g.ow; ox++ {
-				if inner && ox >= x0 && ox < x1 {
-					ix := ox*g.sw - g.pl
-					s := bias
-					for ky := 0; ky < g.kh; ky++ {
-						xr := x[(iy+ky*g.dh)*g.iw+ix:]
-						wr := w[ky*g.kw : (ky+1)*g.kw]
-						for kx, wv := range wr {
-							s += xr[kx*g.dw] * wv
-						}
-					}
-					yrow[ox] = s
-				} else {
-					yrow[ox] = dwPoint(g, x, w, iy, ox, bias)
-				}
-			}
-		}
-		if clampOn {
-			clampTo(yrow, yrow, lo, hi)
-		}
-	}
-}
-
-// dwPoint is one output of a depthwise window that may read padding.
-func dwPoint(g *geom, x, w []float32, iy, ox int, bias float32) float32 {
-	ix := ox*g.sw - g.pl
-	s := bias
-	for ky := 0; ky < g.kh; ky++ {
-		yy := iy + ky*g.dh
-		if uint(yy) >= uint(g.ih) {
-			continue
-		}
-		for kx := 0; kx < g.kw; kx++ {
-			xx := ix + kx*g.dw
-			if uint(xx) < uint(g.iw) {
-				s += x[yy*g.iw+xx] * w[ky*g.kw+kx]
-			}
-		}
-	}
-	return s
-}
-
-// interior is the range [o0, o1) of output positions whose whole window
-// (k taps, stride s, dilation d, begin pad pb) lies inside [0, in).
-func interior(out, in, k, s, d, pb int) (o0, o1 int) {
-	o0 = (pb + s - 1) / s
-	ext := (k - 1) * d
-	o1 = out
-	for o1 > o0 && (o1-1)*s-pb+ext >= in {
-		o1--
-	}
-	return min(o0, out), o1
 }

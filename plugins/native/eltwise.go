@@ -321,3 +321,29 @@ func binaryScalarB(op binOp, y, a []float32, b float32) {
 		}
 	}
 }
+
+// powSquare is the kernel of a Pow whose exponent is the constant 2:
+// x·x for float32 x (what the reference's float64 Pow rounds to: the
+// square of a float32 is exact in float64), the reference kernel for any
+// other input.
+func powSquare(bc *buildCtx) kernels.Func {
+	ref, _ := kernels.Lookup("", "Pow")
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := in[0]
+		if x.DType != graph.Float32 || len(in) != 2 || len(in[1].Shape) > len(x.Shape) || ref == nil {
+			return ref.Kernel(ctx, node, in)
+		}
+		y, err := ctx.New(graph.Float32, x.Shape)
+		if err != nil {
+			return nil, err
+		}
+		X, Y := f32(x), f32(y)
+		parallelChunks(bc.pool, len(X), func(i0, i1 int) { binaryVec(opMul, Y[i0:i1], X[i0:i1], X[i0:i1]) })
+		return []*graph.Tensor{y}, nil
+	}
+}
+
+// isSquare: t is one float32 2 (a Pow exponent).
+func isSquare(t *graph.Tensor) bool {
+	return t != nil && t.DType == graph.Float32 && t.Len() == 1 && graph.Data[float32](t)[0] == 2
+}

@@ -20,6 +20,9 @@ type fusion struct {
 	clamp  bool
 	lo, hi float32
 	nodes  []string // the fused nodes' labels, for error messages
+	// chain: element-wise steps run in place on the output after
+	// everything else (Conv with constant weights only)
+	chain []chainStep
 }
 
 // fusable are the ops that take a following Relu or Clip.
@@ -91,18 +94,40 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 				f.lo, f.hi = clipBounds(sg, act)
 			}
 		}
+		var absorbed []*graph.Node
+		for x := n; x != last; {
+			x = next(x)
+			absorbed = append(absorbed, x)
+		}
+		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
+			steps, nodes, end := extendChain(sg, last.Outputs[0], readers, isOut)
+			if end != nil {
+				f.chain, last = steps, end
+				absorbed = append(absorbed, nodes...)
+			}
+		}
 		if last == n {
 			continue
 		}
 		c := *n
 		c.Outputs = append([]string{}, last.Outputs...)
 		c.Name = n.Name
-		for x := next(n); x != nil; x = next(x) {
+		var extras []string
+		for _, s := range f.chain {
+			if s.kind == stepAddTensor {
+				extras = append(extras, s.input)
+			}
+		}
+		if len(extras) > 0 { // after X, W and B (absent: "")
+			ins := append([]string{}, n.Inputs...)
+			for len(ins) < 3 {
+				ins = append(ins, "")
+			}
+			c.Inputs = append(ins, extras...)
+		}
+		for _, x := range absorbed {
 			dropped[x] = true
 			f.nodes = append(f.nodes, x.Label())
-			if x == last {
-				break
-			}
 		}
 		fused[&c] = f
 		repl[n] = &c

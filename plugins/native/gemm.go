@@ -1,5 +1,7 @@
 package native
 
+import "sync"
+
 // The packed GEMM: C (m×n) = A (m×k, row-major, read in place) · B (k×n,
 // packed in panels of the micro-kernel's nr columns), with an optional bias
 // (per column or per row) and clamp fused into the last pass over k.
@@ -39,12 +41,12 @@ func packB(dst, src []float32, k, n, nr, rs, cs int) {
 }
 
 // packBRows packs panels [p0, p1) of a row-major B (k×n, rows ldb apart)
-// into dst, which holds the whole packed matrix.
+// into dst, panel p0 at its start.
 func packBRows(dst, src []float32, k, n, nr, ldb, p0, p1 int) {
 	for p := p0; p < p1; p++ {
 		j0 := p * nr
 		w := min(nr, n-j0)
-		panel := dst[p*k*nr : (p+1)*k*nr]
+		panel := dst[(p-p0)*k*nr : (p-p0+1)*k*nr]
 		if w == nr {
 			for kk := 0; kk < k; kk++ {
 				copy(panel[kk*nr:kk*nr+nr], src[kk*ldb+j0:kk*ldb+j0+nr])
@@ -112,11 +114,23 @@ func splitGrid(mt, np, threads int, kern *microKernel) (tm, tn int) {
 	return tm, tn
 }
 
+// gemmScratch is a gemmBlock's scratch: the last, partial row tile of A
+// and a partial tile of C. Pooled: as arrays on the stack they would
+// escape to the heap through the micro-kernel's function value (18 KiB
+// allocated and zeroed per call).
+type gemmScratch struct {
+	apad [maxMR * maxKC]float32
+	tile [maxMR * maxNR]float32
+}
+
+var gemmScratches = sync.Pool{New: func() any { return new(gemmScratch) }}
+
 // gemmBlock computes rows [r0, r1) and panels [p0, p1) of C.
 func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 	mr, nr := kern.mr, kern.nr
-	var apad [maxMR * maxKC]float32 // the last, partial row tile of A
-	var tile [maxMR * maxNR]float32 // a partial tile of C
+	gs := gemmScratches.Get().(*gemmScratch)
+	defer gemmScratches.Put(gs)
+	apad, tile := gs.apad[:], gs.tile[:]
 	k := g.k
 	for pc := 0; pc < k || pc == 0; pc += kern.kc {
 		kc := min(kern.kc, k-pc)

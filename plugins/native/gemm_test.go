@@ -180,3 +180,162 @@ func TestVectorHelpers(t *testing.T) {
 		}
 	}
 }
+
+// The depthwise tile kernels (assembly where the CPU has AVX2+FMA) agree
+// with the portable dwTileGo for every tile shape, tap count and clamp.
+func TestDepthwiseTiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, rv := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}} {
+		for _, taps := range []int{1, 2, 9, 25} {
+			for _, clampOn := range []bool{false, true} {
+				R, V := rv[0], rv[1]
+				const ldx, ldy = 77, 45
+				offs := make([]int, taps)
+				for i := range offs {
+					offs[i] = rng.IntN(200)
+				}
+				w, x := randSlice(rng, taps), randSlice(rng, 200+R*ldx+V*dwLane)
+				got, want := make([]float32, R*ldy), make([]float32, R*ldy)
+				hiOff := 0
+				for _, o := range offs {
+					hiOff = max(hiOff, o)
+				}
+				dwTile(R, V, offs, hiOff, w, x, ldx, got, ldy, 0.25, clampOn, -0.5, 0.75)
+				dwTileGo(R, V, offs, w, x, ldx, want, ldy, 0.25, clampOn, -0.5, 0.75)
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) {
+						t.Fatalf("%dx%d taps %d clamp %v: [%d] = %v, want %v", R, V, taps, clampOn, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// maxPool2x2 (assembly where the CPU has AVX2) agrees with the scalar
+// reference order at every length around its 8-output step, with NaNs
+// (which never win) and all-NaN windows (-Inf).
+func TestMaxPool2x2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	nan := float32(math.NaN())
+	for n := 0; n <= 35; n++ {
+		r0, r1 := randSlice(rng, 2*n+1), randSlice(rng, 2*n+3)
+		for i := range r0 {
+			if rng.IntN(5) == 0 {
+				r0[i] = nan
+			}
+		}
+		for i := range r1 {
+			if rng.IntN(5) == 0 {
+				r1[i] = nan
+			}
+		}
+		if n > 3 {
+			r0[6], r0[7], r1[6], r1[7] = nan, nan, nan, nan
+		}
+		got, want := make([]float32, n), make([]float32, n)
+		maxPool2x2(got, r0, r1)
+		for j := range want {
+			s := negInf
+			for _, v := range []float32{r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1]} {
+				if v > s {
+					s = v
+				}
+			}
+			want[j] = s
+		}
+		for j := range want {
+			if got[j] != want[j] {
+				t.Fatalf("n %d: [%d] = %v, want %v", n, j, got[j], want[j])
+			}
+		}
+	}
+}
+
+// BenchmarkGemmShapes runs the pointwise-convolution shapes of
+// ppocrv4_rec (m×n×k: output channels × positions × input channels) and
+// 512³ on the best micro-kernel at 1 thread, in GFLOP/s.
+func BenchmarkGemmShapes(b *testing.B) {
+	kern := bestKernel()
+	for _, s := range [][3]int{{512, 512, 512}, {240, 960, 240}, {480, 240, 480}, {64, 3840, 32}} {
+		for _, sets := range []int{1, 32} { // 32: operands cycled, out of cache
+			m, n, k := s[0], s[1], s[2]
+			b.Run(fmt.Sprintf("%dx%dx%d/sets=%d", m, n, k, sets), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 1))
+				var gs []*gemmOp
+				for i := 0; i < sets; i++ {
+					a, w := randSlice(rng, m*k), randSlice(rng, k*n)
+					packed := make([]float32, packedLen(k, n, kern.nr))
+					packB(packed, w, k, n, kern.nr, n, 1)
+					bias := make([]float32, (m+kern.mr-1)/kern.mr*kern.mr)
+					gs = append(gs, &gemmOp{m: m, n: n, k: k, a: a, lda: k, b: packed, c: make([]float32, m*n), ldc: n, bias: bias, biasMode: initRowBias})
+				}
+				i := 0
+				for b.Loop() {
+					gemm(&kern, nil, gs[i%sets])
+					i++
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// expSum (assembly where the CPU has AVX2+FMA) is within 2 ulp of exp
+// (float64, rounded) over the range softmax uses, and its sum agrees.
+func TestExpSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 64, 1000} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.Float64()*100 - 95)
+		}
+		if n > 3 {
+			x[1], x[2] = -200, 5
+		}
+		y := make([]float32, n)
+		got := expSum(x, y, 5)
+		var want float64
+		for i, v := range x {
+			e := math.Exp(float64(v - 5)) // the difference in float32, as softmax takes it
+			want += e
+			w := float32(e)
+			if d := math.Abs(float64(y[i] - w)); d > 2.5*float64(ulp(w)) && d > 1e-37 {
+				t.Fatalf("n %d: exp(%v - 5) = %v, want %v", n, v, y[i], w)
+			}
+		}
+		if math.Abs(float64(got)-want) > 1e-5*want+1e-30 {
+			t.Fatalf("n %d: sum %v, want %v", n, got, want)
+		}
+	}
+}
+
+func ulp(v float32) float32 {
+	return math.Nextafter32(v, float32(math.Inf(1))) - v
+}
+
+// The chain program kernel (assembly where the CPU has AVX2) agrees
+// exactly with runChainGo for every op kind, NaN inputs included, at
+// lengths around its 32-float step.
+func TestChainKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	ops := []chainOp{{kind: chainMul, c: 0.75}, {kind: chainAdd, c: -0.25}, {kind: chainSave}, {kind: chainAdd, c: 3},
+		{kind: chainClamp, lo: 0, hi: 6}, {kind: chainMulSaved}, {kind: chainDiv, c: 6}, {kind: chainRSub, c: 1},
+		{kind: chainSub, c: 0.5}, {kind: chainRDiv, c: 2}, {kind: chainClamp, lo: -3, hi: float32(math.Inf(1))}}
+	for n := 0; n <= 100; n += 7 {
+		x := randSlice(rng, n)
+		for i := range x {
+			if rng.IntN(9) == 0 {
+				x[i] = float32(math.NaN())
+			}
+		}
+		got, want := append([]float32{}, x...), append([]float32{}, x...)
+		runChain(got, ops)
+		runChainGo(want, ops)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+				t.Fatalf("n %d: [%d] = %v, want %v (x %v)", n, i, got[i], want[i], x[i])
+			}
+		}
+	}
+}

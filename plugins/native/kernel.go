@@ -139,3 +139,12 @@ func clampGo(y, x []float32, lo, hi float32) {
 		y[i] = clamp(v, lo, hi)
 	}
 }
+
+func dotGo(x, y []float32) float32 {
+	y = y[:len(x)]
+	var s float32
+	for i, v := range x {
+		s += v * y[i]
+	}
+	return s
+}

@@ -1,6 +1,10 @@
 package native
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // archKernels are the assembly micro-kernels the CPU and OS support.
 func archKernels() []microKernel {
@@ -75,4 +79,72 @@ func binSV(op binOp, y []float32, a float32, b []float32) bool {
 	_ = b[len(y)-1]
 	svFns[op](len(y), a, &b[0], &y[0])
 	return true
+}
+
+// dwFns are the depthwise tile kernels by [R-1][V-1] (nil: no such shape).
+var dwFns = [4][4]func(taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
+	{dwAVX2x1x1, dwAVX2x1x2, nil, dwAVX2x1x4},
+	{dwAVX2x2x1, dwAVX2x2x2, nil, dwAVX2x2x4},
+	{},
+	{dwAVX2x4x1, dwAVX2x4x2},
+}
+
+// dwTile computes an R×V·dwLane tile of a depthwise convolution (see
+// dwTileGo) in assembly where the CPU can.
+func dwTile(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+	fn := dwFns[R-1][V-1]
+	if !hasAVX2FMA || fn == nil || len(offs) == 0 {
+		dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+		return
+	}
+	dwTileCheck(R, V, offs, hiOff, w, x, ldx, y, ldy)
+	c := 0
+	if clampOn {
+		c = 1
+	}
+	fn(len(offs), &offs[0], &w[0], &x[0], ldx, &y[0], ldy, bias, c, lo, hi)
+}
+
+// maxPool2x2 is maxPool2x2Go, whole vectors in assembly where the CPU can.
+func maxPool2x2(y, r0, r1 []float32) {
+	if n := len(y) &^ 7; hasAVX2FMA && n > 0 {
+		_, _ = r0[2*n-1], r1[2*n-1]
+		maxPool2x2AVX2(n, &r0[0], &r1[0], &y[0], negInf)
+		y, r0, r1 = y[n:], r0[2*n:], r1[2*n:]
+	}
+	maxPool2x2Go(y, r0, r1)
+}
+
+// expSum is y[i] = exp(x[i] - m) in float32 and their sum (expSumGo),
+// whole vectors in assembly where the CPU can.
+func expSum(x, y []float32, m float32) float32 {
+	var s float32
+	if n := len(y) &^ 7; hasAVX2FMA && n > 0 {
+		_ = x[n-1]
+		s = expSumAVX2(n, &x[0], &y[0], m)
+		x, y = x[n:], y[n:]
+	}
+	return s + expSumGo(x, y, m)
+}
+
+// dot is the sum of x[i]·y[i] over len(x) (y at least as long), whole
+// vectors in assembly where the CPU can.
+func dot(x, y []float32) float32 {
+	var s float32
+	if n := len(x) &^ 7; hasAVX2FMA && n > 0 {
+		_ = y[n-1]
+		s = dotAVX2(n, &x[0], &y[0])
+		x, y = x[n:], y[n:]
+	}
+	return s + dotGo(x, y)
+}
+
+// runChain applies an arithmetic chain program to y in place (runChainGo),
+// 32 floats at a time in assembly where the CPU can.
+func runChain(y []float32, ops []chainOp) {
+	if n := len(y) &^ 31; hasAVX2FMA && n > 0 && len(ops) > 0 {
+		chainAVX2(n, &y[0], (*int32)(unsafe.Pointer(&ops[0])), len(ops))
+		y = y[n:]
+	}
+	runChainGo(y, ops)
 }

@@ -11,3 +11,15 @@ func clampTo(y, x []float32, lo, hi float32) { clampGo(y, x[:len(y)], lo, hi) }
 func binVV(op binOp, y, a, b []float32) bool                   { return false }
 func binVS(op binOp, y, a []float32, b float32) bool           { return false }
 func binSV(op binOp, y []float32, a float32, b []float32) bool { return false }
+
+func dwTile(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+	dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+}
+
+func maxPool2x2(y, r0, r1 []float32) { maxPool2x2Go(y, r0, r1) }
+
+func expSum(x, y []float32, m float32) float32 { return expSumGo(x, y, m) }
+
+func dot(x, y []float32) float32 { return dotGo(x, y) }
+
+func runChain(y []float32, ops []chainOp) { runChainGo(y, ops) }

@@ -22,6 +22,66 @@ func axpyAVX2(n int, a float32, x *float32, y *float32)
 //go:noescape
 func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 
+// maxPool2x2AVX2 computes y[j] = max(r0[2j], r0[2j+1], r1[2j], r1[2j+1]) for j < n&^7, NaN never winning (see the package asmgen).
+//
+//go:noescape
+func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
+
+// expSumAVX2 computes y[i] = exp(x[i] - m) for i < n&^7 and returns their sum (see the package asmgen).
+//
+//go:noescape
+func expSumAVX2(n int, x *float32, y *float32, m float32) float32
+
+// dotAVX2 returns the sum of x[i]·y[i] for i < n&^7 (see the package asmgen).
+//
+//go:noescape
+func dotAVX2(n int, x *float32, y *float32) float32
+
+// chainAVX2 applies the element-wise program ops to y[i] in place for i < n&^31 (see the package asmgen).
+//
+//go:noescape
+func chainAVX2(n int, y *float32, ops *int32, nops int)
+
+// dwAVX2x1x1 computes a 1×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x1x2 computes a 1×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x1x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x1x4 computes a 1×32 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x1x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x2x1 computes a 2×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x2x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x2x2 computes a 2×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x2x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x2x4 computes a 2×32 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x2x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x4x1 computes a 4×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x4x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwAVX2x4x2 computes a 4×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dwAVX2x4x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
 // addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
 //
 //go:noescape

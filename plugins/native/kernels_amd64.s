@@ -584,6 +584,841 @@ clamp_done:
 	VZEROUPPER
 	RET
 
+// func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
+// Requires: AVX, AVX2
+TEXT ·maxPool2x2AVX2(SB), NOSPLIT, $0-36
+	MOVQ         n+0(FP), AX
+	MOVQ         r0+8(FP), CX
+	MOVQ         r1+16(FP), DX
+	MOVQ         y+24(FP), BX
+	VBROADCASTSS ninf+32(FP), Y0
+
+mp2_8:
+	CMPQ    AX, $0x08
+	JLT     mp2_done
+	VMOVUPS (CX), Y1
+	VMOVUPS 32(CX), Y2
+	VMAXPS  Y0, Y1, Y1
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS (DX), Y3
+	VMOVUPS 32(DX), Y4
+	VMAXPS  Y1, Y3, Y1
+	VMAXPS  Y2, Y4, Y2
+	VSHUFPS $0x88, Y2, Y1, Y3
+	VSHUFPS $0xdd, Y2, Y1, Y1
+	VMAXPS  Y3, Y1, Y3
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y3, (BX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, AX
+	JMP     mp2_8
+
+mp2_done:
+	VZEROUPPER
+	RET
+
+DATA expconsts<>+0(SB)/4, $0x42b0c0a5
+DATA expconsts<>+4(SB)/4, $0x42b0c0a5
+DATA expconsts<>+8(SB)/4, $0x42b0c0a5
+DATA expconsts<>+12(SB)/4, $0x42b0c0a5
+DATA expconsts<>+16(SB)/4, $0x42b0c0a5
+DATA expconsts<>+20(SB)/4, $0x42b0c0a5
+DATA expconsts<>+24(SB)/4, $0x42b0c0a5
+DATA expconsts<>+28(SB)/4, $0x42b0c0a5
+DATA expconsts<>+32(SB)/4, $0xc2aeac50
+DATA expconsts<>+36(SB)/4, $0xc2aeac50
+DATA expconsts<>+40(SB)/4, $0xc2aeac50
+DATA expconsts<>+44(SB)/4, $0xc2aeac50
+DATA expconsts<>+48(SB)/4, $0xc2aeac50
+DATA expconsts<>+52(SB)/4, $0xc2aeac50
+DATA expconsts<>+56(SB)/4, $0xc2aeac50
+DATA expconsts<>+60(SB)/4, $0xc2aeac50
+DATA expconsts<>+64(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+68(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+72(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+76(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+80(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+84(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+88(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+92(SB)/4, $0x3fb8aa3b
+DATA expconsts<>+96(SB)/4, $0x3f000000
+DATA expconsts<>+100(SB)/4, $0x3f000000
+DATA expconsts<>+104(SB)/4, $0x3f000000
+DATA expconsts<>+108(SB)/4, $0x3f000000
+DATA expconsts<>+112(SB)/4, $0x3f000000
+DATA expconsts<>+116(SB)/4, $0x3f000000
+DATA expconsts<>+120(SB)/4, $0x3f000000
+DATA expconsts<>+124(SB)/4, $0x3f000000
+DATA expconsts<>+128(SB)/4, $0x3f318000
+DATA expconsts<>+132(SB)/4, $0x3f318000
+DATA expconsts<>+136(SB)/4, $0x3f318000
+DATA expconsts<>+140(SB)/4, $0x3f318000
+DATA expconsts<>+144(SB)/4, $0x3f318000
+DATA expconsts<>+148(SB)/4, $0x3f318000
+DATA expconsts<>+152(SB)/4, $0x3f318000
+DATA expconsts<>+156(SB)/4, $0x3f318000
+DATA expconsts<>+160(SB)/4, $0xb95e8083
+DATA expconsts<>+164(SB)/4, $0xb95e8083
+DATA expconsts<>+168(SB)/4, $0xb95e8083
+DATA expconsts<>+172(SB)/4, $0xb95e8083
+DATA expconsts<>+176(SB)/4, $0xb95e8083
+DATA expconsts<>+180(SB)/4, $0xb95e8083
+DATA expconsts<>+184(SB)/4, $0xb95e8083
+DATA expconsts<>+188(SB)/4, $0xb95e8083
+DATA expconsts<>+192(SB)/4, $0x39506967
+DATA expconsts<>+196(SB)/4, $0x39506967
+DATA expconsts<>+200(SB)/4, $0x39506967
+DATA expconsts<>+204(SB)/4, $0x39506967
+DATA expconsts<>+208(SB)/4, $0x39506967
+DATA expconsts<>+212(SB)/4, $0x39506967
+DATA expconsts<>+216(SB)/4, $0x39506967
+DATA expconsts<>+220(SB)/4, $0x39506967
+DATA expconsts<>+224(SB)/4, $0x3ab743ce
+DATA expconsts<>+228(SB)/4, $0x3ab743ce
+DATA expconsts<>+232(SB)/4, $0x3ab743ce
+DATA expconsts<>+236(SB)/4, $0x3ab743ce
+DATA expconsts<>+240(SB)/4, $0x3ab743ce
+DATA expconsts<>+244(SB)/4, $0x3ab743ce
+DATA expconsts<>+248(SB)/4, $0x3ab743ce
+DATA expconsts<>+252(SB)/4, $0x3ab743ce
+DATA expconsts<>+256(SB)/4, $0x3c088908
+DATA expconsts<>+260(SB)/4, $0x3c088908
+DATA expconsts<>+264(SB)/4, $0x3c088908
+DATA expconsts<>+268(SB)/4, $0x3c088908
+DATA expconsts<>+272(SB)/4, $0x3c088908
+DATA expconsts<>+276(SB)/4, $0x3c088908
+DATA expconsts<>+280(SB)/4, $0x3c088908
+DATA expconsts<>+284(SB)/4, $0x3c088908
+DATA expconsts<>+288(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+292(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+296(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+300(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+304(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+308(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+312(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+316(SB)/4, $0x3d2aa9c1
+DATA expconsts<>+320(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+324(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+328(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+332(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+336(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+340(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+344(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+348(SB)/4, $0x3e2aaaaa
+DATA expconsts<>+352(SB)/4, $0x3f000000
+DATA expconsts<>+356(SB)/4, $0x3f000000
+DATA expconsts<>+360(SB)/4, $0x3f000000
+DATA expconsts<>+364(SB)/4, $0x3f000000
+DATA expconsts<>+368(SB)/4, $0x3f000000
+DATA expconsts<>+372(SB)/4, $0x3f000000
+DATA expconsts<>+376(SB)/4, $0x3f000000
+DATA expconsts<>+380(SB)/4, $0x3f000000
+DATA expconsts<>+384(SB)/4, $0x3f800000
+DATA expconsts<>+388(SB)/4, $0x3f800000
+DATA expconsts<>+392(SB)/4, $0x3f800000
+DATA expconsts<>+396(SB)/4, $0x3f800000
+DATA expconsts<>+400(SB)/4, $0x3f800000
+DATA expconsts<>+404(SB)/4, $0x3f800000
+DATA expconsts<>+408(SB)/4, $0x3f800000
+DATA expconsts<>+412(SB)/4, $0x3f800000
+DATA expconsts<>+416(SB)/4, $0x0000007f
+DATA expconsts<>+420(SB)/4, $0x0000007f
+DATA expconsts<>+424(SB)/4, $0x0000007f
+DATA expconsts<>+428(SB)/4, $0x0000007f
+DATA expconsts<>+432(SB)/4, $0x0000007f
+DATA expconsts<>+436(SB)/4, $0x0000007f
+DATA expconsts<>+440(SB)/4, $0x0000007f
+DATA expconsts<>+444(SB)/4, $0x0000007f
+GLOBL expconsts<>(SB), RODATA|NOPTR, $448
+
+// func expSumAVX2(n int, x *float32, y *float32, m float32) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-36
+	MOVQ         n+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         y+16(FP), DX
+	VBROADCASTSS m+24(FP), Y0
+	VXORPS       Y1, Y1, Y1
+
+exp_8:
+	CMPQ         AX, $0x08
+	JLT          exp_done
+	VMOVUPS      (CX), Y2
+	VSUBPS       Y0, Y2, Y2
+	VMINPS       expconsts<>+0(SB), Y2, Y2
+	VMAXPS       expconsts<>+32(SB), Y2, Y2
+	VMOVUPS      expconsts<>+96(SB), Y3
+	VFMADD231PS  expconsts<>+64(SB), Y2, Y3
+	VROUNDPS     $0x01, Y3, Y3
+	VMOVUPS      expconsts<>+128(SB), Y4
+	VFNMADD231PS Y4, Y3, Y2
+	VMOVUPS      expconsts<>+160(SB), Y4
+	VFNMADD231PS Y4, Y3, Y2
+	VMULPS       Y2, Y2, Y4
+	VMOVUPS      expconsts<>+192(SB), Y5
+	VFMADD213PS  expconsts<>+224(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+256(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+288(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+320(SB), Y2, Y5
+	VFMADD213PS  expconsts<>+352(SB), Y2, Y5
+	VFMADD213PS  Y2, Y4, Y5
+	VADDPS       expconsts<>+384(SB), Y5, Y5
+	VCVTTPS2DQ   Y3, Y3
+	VPADDD       expconsts<>+416(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y3, Y5, Y5
+	VMOVUPS      Y5, (DX)
+	VADDPS       Y5, Y1, Y1
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	SUBQ         $0x08, AX
+	JMP          exp_8
+
+exp_done:
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+32(FP)
+	RET
+
+// func dotAVX2(n int, x *float32, y *float32) float32
+// Requires: AVX, FMA3, SSE
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ   n+0(FP), AX
+	MOVQ   x+8(FP), CX
+	MOVQ   y+16(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+dot_32:
+	CMPQ        AX, $0x20
+	JLT         dot_8
+	VMOVUPS     (CX), Y4
+	VFMADD231PS (DX), Y4, Y0
+	VMOVUPS     32(CX), Y4
+	VFMADD231PS 32(DX), Y4, Y1
+	VMOVUPS     64(CX), Y4
+	VFMADD231PS 64(DX), Y4, Y2
+	VMOVUPS     96(CX), Y4
+	VFMADD231PS 96(DX), Y4, Y3
+	ADDQ        $0x00000080, CX
+	ADDQ        $0x00000080, DX
+	SUBQ        $0x20, AX
+	JMP         dot_32
+
+dot_8:
+	CMPQ        AX, $0x08
+	JLT         dot_done
+	VMOVUPS     (CX), Y4
+	VFMADD231PS (DX), Y4, Y0
+	ADDQ        $0x20, CX
+	ADDQ        $0x20, DX
+	SUBQ        $0x08, AX
+	JMP         dot_8
+
+dot_done:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+24(FP)
+	RET
+
+// func chainAVX2(n int, y *float32, ops *int32, nops int)
+// Requires: AVX
+TEXT ·chainAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+8(FP), CX
+	MOVQ ops+16(FP), DX
+	MOVQ nops+24(FP), BX
+
+chain_32:
+	CMPQ    AX, $0x20
+	JLT     chain_done
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMOVUPS 64(CX), Y2
+	VMOVUPS 96(CX), Y3
+	MOVQ    DX, SI
+	MOVQ    BX, DI
+
+chain_op:
+	TESTQ        DI, DI
+	JEQ          chain_store
+	MOVL         (SI), R8
+	VBROADCASTSS 4(SI), Y8
+	CMPL         R8, $0x00
+	JEQ          chain_k0
+	CMPL         R8, $0x01
+	JEQ          chain_k1
+	CMPL         R8, $0x02
+	JEQ          chain_k2
+	CMPL         R8, $0x03
+	JEQ          chain_k3
+	CMPL         R8, $0x04
+	JEQ          chain_k4
+	CMPL         R8, $0x05
+	JEQ          chain_k5
+	CMPL         R8, $0x06
+	JEQ          chain_k6
+	CMPL         R8, $0x07
+	JEQ          chain_k7
+	CMPL         R8, $0x08
+	JEQ          chain_k8
+	JMP          chain_next
+
+chain_k0:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y8, Y1, Y1
+	VADDPS Y8, Y2, Y2
+	VADDPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k1:
+	VSUBPS Y8, Y0, Y0
+	VSUBPS Y8, Y1, Y1
+	VSUBPS Y8, Y2, Y2
+	VSUBPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k2:
+	VSUBPS Y0, Y8, Y0
+	VSUBPS Y1, Y8, Y1
+	VSUBPS Y2, Y8, Y2
+	VSUBPS Y3, Y8, Y3
+	JMP    chain_next
+
+chain_k3:
+	VMULPS Y8, Y0, Y0
+	VMULPS Y8, Y1, Y1
+	VMULPS Y8, Y2, Y2
+	VMULPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k4:
+	VDIVPS Y8, Y0, Y0
+	VDIVPS Y8, Y1, Y1
+	VDIVPS Y8, Y2, Y2
+	VDIVPS Y8, Y3, Y3
+	JMP    chain_next
+
+chain_k5:
+	VDIVPS Y0, Y8, Y0
+	VDIVPS Y1, Y8, Y1
+	VDIVPS Y2, Y8, Y2
+	VDIVPS Y3, Y8, Y3
+	JMP    chain_next
+
+chain_k6:
+	VBROADCASTSS 8(SI), Y8
+	VBROADCASTSS 12(SI), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	JMP          chain_next
+
+chain_k7:
+	VMOVAPS Y0, Y4
+	VMOVAPS Y1, Y5
+	VMOVAPS Y2, Y6
+	VMOVAPS Y3, Y7
+	JMP     chain_next
+
+chain_k8:
+	VMULPS Y0, Y4, Y0
+	VMULPS Y1, Y5, Y1
+	VMULPS Y2, Y6, Y2
+	VMULPS Y3, Y7, Y3
+
+chain_next:
+	ADDQ $0x10, SI
+	DECQ DI
+	JMP  chain_op
+
+chain_store:
+	VMOVUPS Y0, (CX)
+	VMOVUPS Y1, 32(CX)
+	VMOVUPS Y2, 64(CX)
+	VMOVUPS Y3, 96(CX)
+	ADDQ    $0x80, CX
+	SUBQ    $0x20, AX
+	JMP     chain_32
+
+chain_done:
+	VZEROUPPER
+	RET
+
+// func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+
+dwAVX2x1x1_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x1_done
+	MOVQ         (CX), SI
+	LEAQ         (BX)(SI*4), SI
+	VBROADCASTSS (DX), Y1
+	VFMADD231PS  (SI), Y1, Y0
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x1x1_tap
+
+dwAVX2x1x1_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x1_store
+	VBROADCASTSS lo+72(FP), Y1
+	VBROADCASTSS hi+76(FP), Y2
+	VMAXPS       Y0, Y1, Y0
+	VMINPS       Y0, Y2, Y0
+
+dwAVX2x1x1_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x1x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x1x2(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+
+dwAVX2x1x2_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x2_done
+	MOVQ         (CX), SI
+	LEAQ         (BX)(SI*4), SI
+	VBROADCASTSS (DX), Y2
+	VFMADD231PS  (SI), Y2, Y0
+	VFMADD231PS  32(SI), Y2, Y1
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x1x2_tap
+
+dwAVX2x1x2_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x2_store
+	VBROADCASTSS lo+72(FP), Y2
+	VBROADCASTSS hi+76(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwAVX2x1x2_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x1x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x1x4(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+
+dwAVX2x1x4_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x4_done
+	MOVQ         (CX), SI
+	LEAQ         (BX)(SI*4), SI
+	VBROADCASTSS (DX), Y4
+	VFMADD231PS  (SI), Y4, Y0
+	VFMADD231PS  32(SI), Y4, Y1
+	VFMADD231PS  64(SI), Y4, Y2
+	VFMADD231PS  96(SI), Y4, Y3
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x1x4_tap
+
+dwAVX2x1x4_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x4_store
+	VBROADCASTSS lo+72(FP), Y4
+	VBROADCASTSS hi+76(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwAVX2x1x4_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x2x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x2x1(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+
+dwAVX2x2x1_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x1_done
+	MOVQ         (CX), DI
+	LEAQ         (BX)(DI*4), DI
+	VBROADCASTSS (DX), Y2
+	VFMADD231PS  (DI), Y2, Y0
+	VFMADD231PS  (DI)(SI*1), Y2, Y1
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x2x1_tap
+
+dwAVX2x2x1_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x1_store
+	VBROADCASTSS lo+72(FP), Y2
+	VBROADCASTSS hi+76(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwAVX2x2x1_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x2x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x2x2(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+
+dwAVX2x2x2_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x2_done
+	MOVQ         (CX), DI
+	LEAQ         (BX)(DI*4), DI
+	VBROADCASTSS (DX), Y4
+	VFMADD231PS  (DI), Y4, Y0
+	VFMADD231PS  32(DI), Y4, Y1
+	VFMADD231PS  (DI)(SI*1), Y4, Y2
+	VFMADD231PS  32(DI)(SI*1), Y4, Y3
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x2x2_tap
+
+dwAVX2x2x2_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x2_store
+	VBROADCASTSS lo+72(FP), Y4
+	VBROADCASTSS hi+76(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwAVX2x2x2_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x2x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x2x4(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	VMOVAPS      Y0, Y4
+	VMOVAPS      Y0, Y5
+	VMOVAPS      Y0, Y6
+	VMOVAPS      Y0, Y7
+
+dwAVX2x2x4_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x4_done
+	MOVQ         (CX), DI
+	LEAQ         (BX)(DI*4), DI
+	VBROADCASTSS (DX), Y8
+	VFMADD231PS  (DI), Y8, Y0
+	VFMADD231PS  32(DI), Y8, Y1
+	VFMADD231PS  64(DI), Y8, Y2
+	VFMADD231PS  96(DI), Y8, Y3
+	VFMADD231PS  (DI)(SI*1), Y8, Y4
+	VFMADD231PS  32(DI)(SI*1), Y8, Y5
+	VFMADD231PS  64(DI)(SI*1), Y8, Y6
+	VFMADD231PS  96(DI)(SI*1), Y8, Y7
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x2x4_tap
+
+dwAVX2x2x4_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x4_store
+	VBROADCASTSS lo+72(FP), Y8
+	VBROADCASTSS hi+76(FP), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y5, Y8, Y5
+	VMINPS       Y5, Y9, Y5
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	VMAXPS       Y7, Y8, Y7
+	VMINPS       Y7, Y9, Y7
+
+dwAVX2x2x4_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	VMOVUPS Y6, 64(AX)
+	VMOVUPS Y7, 96(AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x4x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x4x1(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	LEAQ         (SI)(SI*2), DI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+
+dwAVX2x4x1_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x1_done
+	MOVQ         (CX), R8
+	LEAQ         (BX)(R8*4), R8
+	VBROADCASTSS (DX), Y4
+	VFMADD231PS  (R8), Y4, Y0
+	VFMADD231PS  (R8)(SI*1), Y4, Y1
+	VFMADD231PS  (R8)(SI*2), Y4, Y2
+	VFMADD231PS  (R8)(DI*1), Y4, Y3
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x4x1_tap
+
+dwAVX2x4x1_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x1_store
+	VBROADCASTSS lo+72(FP), Y4
+	VBROADCASTSS hi+76(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwAVX2x4x1_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y3, (AX)
+	VZEROUPPER
+	RET
+
+// func dwAVX2x4x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwAVX2x4x2(SB), NOSPLIT, $0-80
+	MOVQ         taps+0(FP), AX
+	MOVQ         offs+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         x+24(FP), BX
+	MOVQ         ldx+32(FP), SI
+	SHLQ         $0x02, SI
+	LEAQ         (SI)(SI*2), DI
+	VBROADCASTSS bias+56(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	VMOVAPS      Y0, Y4
+	VMOVAPS      Y0, Y5
+	VMOVAPS      Y0, Y6
+	VMOVAPS      Y0, Y7
+
+dwAVX2x4x2_tap:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x2_done
+	MOVQ         (CX), R8
+	LEAQ         (BX)(R8*4), R8
+	VBROADCASTSS (DX), Y8
+	VFMADD231PS  (R8), Y8, Y0
+	VFMADD231PS  32(R8), Y8, Y1
+	VFMADD231PS  (R8)(SI*1), Y8, Y2
+	VFMADD231PS  32(R8)(SI*1), Y8, Y3
+	VFMADD231PS  (R8)(SI*2), Y8, Y4
+	VFMADD231PS  32(R8)(SI*2), Y8, Y5
+	VFMADD231PS  (R8)(DI*1), Y8, Y6
+	VFMADD231PS  32(R8)(DI*1), Y8, Y7
+	ADDQ         $0x08, CX
+	ADDQ         $0x04, DX
+	DECQ         AX
+	JMP          dwAVX2x4x2_tap
+
+dwAVX2x4x2_done:
+	MOVQ         doClamp+64(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x2_store
+	VBROADCASTSS lo+72(FP), Y8
+	VBROADCASTSS hi+76(FP), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y5, Y8, Y5
+	VMINPS       Y5, Y9, Y5
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	VMAXPS       Y7, Y8, Y7
+	VMINPS       Y7, Y9, Y7
+
+dwAVX2x4x2_store:
+	MOVQ    y+40(FP), AX
+	MOVQ    ldy+48(FP), CX
+	SHLQ    $0x02, CX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y6, (AX)
+	VMOVUPS Y7, 32(AX)
+	VZEROUPPER
+	RET
+
 // func addVVAVX2(n int, a *float32, b *float32, y *float32)
 // Requires: AVX
 TEXT ·addVVAVX2(SB), NOSPLIT, $0-32

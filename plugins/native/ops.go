@@ -34,6 +34,7 @@ var fastOps = map[string]struct {
 	"GlobalAveragePool":  {checkGlobalPool, buildGlobalPool},
 	"Softmax":            {checkSoftmax, buildSoftmax},
 	"BatchNormalization": {checkBatchNorm, buildBatchNorm},
+	"LSTM":               {checkLSTM, buildLSTM},
 }
 
 // referenceOps are claimed so that a model stays in few partitions, and
@@ -67,6 +68,9 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 	if op, ok := fastOps[n.OpType]; ok {
 		return op.check(sg, n)
 	}
+	if n.OpType == "If" {
+		return checkIf(sg, n)
+	}
 	if referenceOps[n.OpType] {
 		for _, a := range n.Attrs {
 			if a.G != nil || len(a.Graphs) > 0 {
@@ -82,6 +86,9 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
+	}
+	if n.OpType == "Pow" && n.Domain == "" && isSquare(constInput(bc.sg, n, 1)) {
+		return powSquare(bc), nil
 	}
 	return nil, nil
 }

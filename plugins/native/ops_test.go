@@ -62,6 +62,25 @@ func convCases() []opCase {
 		{4, 8, 2, 8, 8, 3, attrs("auto_pad", "SAME_UPPER")},                           // groups
 		{3, 6, 3, 8, 8, 3, attrs("auto_pad", "SAME_LOWER", "strides", []int64{2, 2})}, // channel multiplier 2
 		{3, 5, 1, 6, 17, 2, attrs("pads", []int64{0, 1, 1, 0})},
+		// depthwise geometries of the tile kernels: widths that are whole
+		// vectors (written in place) and not, strides 2 and 3 (phase
+		// planes), dilation with stride, asymmetric and no padding, fewer
+		// rows than a tile, a 1×1 filter, SAME padding
+		{8, 8, 8, 16, 16, 5, attrs("pads", []int64{2, 2, 2, 2})},
+		{5, 5, 5, 33, 64, 5, attrs("strides", []int64{2, 2}, "auto_pad", "SAME_UPPER")},
+		{3, 3, 3, 13, 29, 3, attrs("strides", []int64{3, 3}, "pads", []int64{1, 0, 2, 1})},
+		{4, 4, 4, 11, 21, 3, attrs("strides", []int64{2, 2}, "dilations", []int64{2, 3}, "pads", []int64{1, 3, 0, 2})},
+		{2, 2, 2, 3, 5, 3, nil},
+		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
+		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
+		{2, 2, 2, 5, 1, 1, attrs("strides", []int64{2, 2})}, // one column: a phase with no input column
+		// more output positions than one packed block of B holds
+		{3, 16, 1, 64, 64, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		{64, 20, 1, 40, 41, 1, nil},
+		// few output positions: computed transposed (positions on rows)
+		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
+		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
+		{40, 3, 1, 2, 2, 1, nil},
 	} {
 		w := []int{c.cout, c.cin / c.group, c.k, c.k}
 		cs = append(cs, opCase{name: fmt.Sprintf("conv%d", i),
@@ -75,11 +94,108 @@ func convCases() []opCase {
 			node("Clip", []string{"n", "lo", "hi"}, "y", nil)},
 		inputs: map[string][]int{"x": {1, 4, 30}}, consts: map[string][]int{"w": {5, 4, 3}, "s": {5}, "o": {5}, "m": {5}},
 		fixed: map[string]*graph.Tensor{"v": graph.MustFromSlice([]int{5}, []float32{1, 2, 0.5, 3, 1}), "lo": graph.Scalar(float32(-0.5)), "hi": graph.Scalar(float32(0.5))}, out: "y"})
+	// depthwise 1-D with Clip fused, and a non-square depthwise filter
+	cs = append(cs, opCase{name: "dw1d-clip",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("group", 6, "pads", []int64{2, 1}, "strides", []int64{2})),
+			node("Clip", []string{"c", "lo", "hi"}, "y", nil)},
+		inputs: map[string][]int{"x": {2, 6, 37}}, consts: map[string][]int{"w": {6, 1, 4}, "b": {6}},
+		fixed: map[string]*graph.Tensor{"lo": graph.Scalar(float32(-0.5)), "hi": graph.Scalar(float32(0.7))}, out: "y"})
+	cs = append(cs, opCase{name: "dw-rect",
+		nodes:  []*graph.Node{node("Conv", []string{"x", "w"}, "y", attrs("group", 3, "pads", []int64{0, 2, 1, 3}))},
+		inputs: map[string][]int{"x": {1, 3, 10, 19}}, consts: map[string][]int{"w": {3, 1, 2, 5}}, out: "y"})
+	// element-wise chains after a Conv: affine by scalars, the decomposed
+	// hard-swish (both Mul operand orders), scalar-first Sub and Div, an
+	// activation; and a chain cut where a value has another reader
+	sc := func(v float32) *graph.Tensor { return graph.MustFromSlice([]int{1}, []float32{v}) }
+	cs = append(cs, opCase{name: "conv-chain",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("pads", []int64{1, 1, 1, 1})),
+			node("Mul", []string{"c", "s1"}, "m1", nil), node("Add", []string{"m1", "b1"}, "a1", nil),
+			node("Add", []string{"a1", "three"}, "h1", nil), node("Clip", []string{"h1", "zero", "six"}, "h2", nil),
+			node("Mul", []string{"a1", "h2"}, "h3", nil), node("Div", []string{"h3", "six"}, "h4", nil),
+			node("Sub", []string{"s1", "h4"}, "r1", nil), node("Add", []string{"r1", "three"}, "g1", nil),
+			node("Clip", []string{"g1", "zero", "six"}, "g2", nil), node("Mul", []string{"g2", "r1"}, "g3", nil),
+			node("Div", []string{"six", "g3"}, "d1", nil), node("Sigmoid", []string{"d1"}, "y", nil)},
+		inputs: map[string][]int{"x": {2, 3, 9, 10}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}},
+		fixed: map[string]*graph.Tensor{"s1": sc(0.75), "b1": graph.Scalar(float32(-0.25)), "three": sc(3), "zero": sc(0), "six": sc(6)}, out: "y"})
+	// residual additions after a Conv: a graph input (either operand
+	// order), another Conv's output, a broadcast one (not fused)
+	cs = append(cs, opCase{name: "conv-residual",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("pads", []int64{1, 1, 1, 1})),
+			node("Add", []string{"r", "c"}, "a", nil), node("Relu", []string{"a"}, "a2", nil),
+			node("Conv", []string{"a2", "w2"}, "c2", nil), node("Mul", []string{"c2", "s1"}, "m", nil),
+			node("Add", []string{"m", "a2"}, "a3", nil), node("Conv", []string{"a3", "w2"}, "c3", nil),
+			node("Add", []string{"c3", "rb"}, "y", nil)},
+		inputs: map[string][]int{"x": {2, 3, 6, 7}, "r": {2, 5, 6, 7}, "rb": {5, 1, 1}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}, "w2": {5, 5, 1, 1}},
+		fixed: map[string]*graph.Tensor{"s1": sc(0.5)}, out: "y"})
+	cs = append(cs, opCase{name: "conv-silu",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", nil), node("Sigmoid", []string{"c"}, "s", nil),
+			node("Mul", []string{"c", "s"}, "m", nil), node("Relu", []string{"m"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 4, 7, 9}}, consts: map[string][]int{"w": {6, 4, 3, 3}}, out: "y"})
+	cs = append(cs, opCase{name: "dw-chain-cut",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", attrs("group", 4, "pads", []int64{1, 1, 1, 1})),
+			node("Mul", []string{"c", "s1"}, "m1", nil), node("Add", []string{"m1", "c"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 4, 9, 17}}, consts: map[string][]int{"w": {4, 1, 3, 3}},
+		fixed: map[string]*graph.Tensor{"s1": sc(0.5)}, out: "y"})
 	// weights computed at run time
 	cs = append(cs, opCase{name: "conv-dynamic-weights",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},
 		inputs: map[string][]int{"x": {1, 3, 8, 8}, "wi": {4, 3, 3, 3}}, out: "y"})
 	return cs
+}
+
+// ifCases: an If whose branches hold Convs (constant weights from a
+// Constant node of the branch, from a main-graph initializer, and through
+// a nested If), with a fused Relu, taken either way.
+func ifCases() []opCase {
+	rng := rand.New(rand.NewPCG(3, 4))
+	rt := func(shape ...int) *graph.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return graph.MustFromSlice(shape, v)
+	}
+	body := func(name string, nodes ...*graph.Node) *graph.Graph {
+		return &graph.Graph{Name: name, Nodes: nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: name + "_out"}}}
+	}
+	gattr := func(then, els *graph.Graph) map[string]*graph.Attribute {
+		return map[string]*graph.Attribute{
+			"then_branch": {Name: "then_branch", Type: graph.AttrGraph, G: then},
+			"else_branch": {Name: "else_branch", Type: graph.AttrGraph, G: els},
+		}
+	}
+	var cs []opCase
+	for _, cond := range []bool{true, false} {
+		then := body("then",
+			&graph.Node{Name: "wc", OpType: "Constant", Outputs: []string{"wt"}, Attrs: map[string]*graph.Attribute{"value": {Name: "value", Type: graph.AttrTensor, T: rt(6, 3, 3)}}},
+			node("Conv", []string{"x", "wt"}, "tc", attrs("pads", []int64{1, 1})),
+			node("Relu", []string{"tc"}, "then_out", nil))
+		inner := body("inner", node("Conv", []string{"x", "w", "b"}, "inner_out", attrs("strides", []int64{2}, "pads", []int64{1, 1})))
+		innerElse := body("innerElse", node("Identity", []string{"x"}, "innerElse_out", nil))
+		els := body("else",
+			&graph.Node{Name: "inner_if", OpType: "If", Inputs: []string{"c2"}, Outputs: []string{"ii"}, Attrs: gattr(inner, innerElse)},
+			node("Relu", []string{"ii"}, "else_out", nil))
+		cs = append(cs, opCase{name: fmt.Sprintf("if-%v", cond),
+			nodes:  []*graph.Node{{Name: "if", OpType: "If", Inputs: []string{"c"}, Outputs: []string{"y"}, Attrs: gattr(then, els)}},
+			inputs: map[string][]int{"x": {2, 3, 17}}, consts: map[string][]int{"w": {6, 3, 3}, "b": {6}},
+			fixed: map[string]*graph.Tensor{"c": graph.Scalar(cond), "c2": graph.Scalar(true)}, out: "y"})
+	}
+	return cs
+}
+
+// lstmNode is an LSTM over the inputs of lstmInputs with the outputs
+// named (empty: not asked for).
+func lstmNode(y, yh, yc string, at map[string]*graph.Attribute) *graph.Node {
+	return &graph.Node{Name: "lstm", OpType: "LSTM", Inputs: []string{"x", "w", "r", "b", "", "h0", "c0"}, Outputs: []string{y, yh, yc}, Attrs: at}
+}
+
+func lstmInputs(seq, batch, in, hidden int) map[string][]int {
+	return map[string][]int{"x": {seq, batch, in}, "w": {1, 4 * hidden, in}, "r": {1, 4 * hidden, hidden}, "b": {1, 8 * hidden},
+		"h0": {1, batch, hidden}, "c0": {1, batch, hidden}}
 }
 
 func attrsWith(m map[string]*graph.Attribute, kv ...any) map[string]*graph.Attribute {
@@ -108,12 +224,31 @@ func otherCases() []opCase {
 			inputs: map[string][]int{"a": {3, 1, 5}, "c": {4, 1}}, out: "y"},
 		{name: "maxpool-ceil", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 3}, "strides", []int64{2, 2}, "ceil_mode", 1))},
 			inputs: map[string][]int{"x": {1, 3, 10, 11}}, out: "y"},
+		{name: "maxpool-2x2", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}))},
+			inputs: map[string][]int{"x": {2, 3, 16, 13}}, out: "y"},
+		{name: "maxpool-2x2-pad", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{1, 2}, "pads", []int64{1, 0, 0, 1}))},
+			inputs: map[string][]int{"x": {1, 2, 7, 9}}, out: "y"},
+		{name: "maxpool-dilated", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 2}, "dilations", []int64{2, 2}, "pads", []int64{1, 1, 2, 0}))},
+			inputs: map[string][]int{"x": {1, 2, 11, 8}}, out: "y"},
+		{name: "maxpool-1d", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{3}, "strides", []int64{2}, "pads", []int64{1, 1}))},
+			inputs: map[string][]int{"x": {2, 3, 20}}, out: "y"},
+		{name: "avgpool-interior", nodes: []*graph.Node{node("AveragePool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 2}, "strides", []int64{2, 1}, "pads", []int64{1, 0, 1, 1}, "ceil_mode", 1))},
+			inputs: map[string][]int{"x": {1, 3, 12, 10}}, out: "y"},
 		{name: "avgpool-pad", nodes: []*graph.Node{node("AveragePool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 3}, "pads", []int64{1, 1, 1, 1}, "count_include_pad", 1))},
 			inputs: map[string][]int{"x": {1, 3, 7, 6}}, out: "y"},
 		{name: "avgpool-nopad", nodes: []*graph.Node{node("AveragePool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 3}, "pads", []int64{1, 0, 1, 2}))},
 			inputs: map[string][]int{"x": {2, 2, 7, 6}}, out: "y"},
 		{name: "gap", nodes: []*graph.Node{node("GlobalAveragePool", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {2, 3, 5, 4}}, out: "y"},
 		{name: "softmax-axis1", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", 1))}, inputs: map[string][]int{"x": {2, 5, 3}}, out: "y"},
+		{name: "softmax-last", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", -1))}, inputs: map[string][]int{"x": {3, 4, 37}}, out: "y"},
+		{name: "softmax-scaled", nodes: []*graph.Node{node("Mul", []string{"x", "k"}, "s", nil), node("Softmax", []string{"s"}, "y", nil)},
+			inputs: map[string][]int{"x": {2, 80}}, fixed: map[string]*graph.Tensor{"k": graph.Scalar(float32(30))}, out: "y"},
+		{name: "lstm-y", nodes: []*graph.Node{lstmNode("y", "", "", nil)}, inputs: lstmInputs(3, 2, 5, 4), out: "y"},
+		{name: "lstm-yh", nodes: []*graph.Node{lstmNode("", "yh", "", attrs("hidden_size", 4))}, inputs: lstmInputs(3, 2, 5, 4), out: "yh"},
+		{name: "lstm-yc-long", nodes: []*graph.Node{lstmNode("y", "yh", "yc", nil)}, inputs: lstmInputs(2, 1, 37, 19), out: "yc"},
+		{name: "lstm-reverse", nodes: []*graph.Node{lstmNode("y", "", "", attrs("direction", "reverse"))}, inputs: lstmInputs(3, 2, 5, 4), out: "y"},
+		{name: "pow-square", nodes: []*graph.Node{node("Pow", []string{"x", "two"}, "y", nil)}, inputs: map[string][]int{"x": {3, 37}},
+			fixed: map[string]*graph.Tensor{"two": graph.Scalar(float32(2))}, out: "y"},
 		{name: "hardswish-sigmoid", nodes: []*graph.Node{node("HardSwish", []string{"x"}, "h", nil), node("Sigmoid", []string{"h"}, "y", nil)}, inputs: map[string][]int{"x": {40}}, out: "y"},
 	}
 }
@@ -135,7 +270,7 @@ func TestOpsAgainstReference(t *testing.T) {
 	}
 	nb := native.New(native.Options{Threads: 2})
 	defer nb.Close()
-	for _, c := range append(convCases(), otherCases()...) {
+	for _, c := range append(append(convCases(), otherCases()...), ifCases()...) {
 		t.Run(c.name, func(t *testing.T) {
 			g := &graph.Graph{Name: c.name, Nodes: c.nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: c.out}}}
 			var ins []*graph.Tensor

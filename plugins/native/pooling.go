@@ -74,50 +74,128 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 	}, nil
 }
 
+// poolPlane pools one plane: the interior (windows inside the input)
+// without bounds checks or padding counts, the border point by point.
 func poolPlane(g *geom, x, y []float32, isMax, includePad bool) {
+	y0, y1 := interior(g.oh, g.ih, g.kh, g.sh, g.dh, g.pt)
+	x0, x1 := interior(g.ow, g.iw, g.kw, g.sw, g.dw, g.pl)
+	area := float32(g.kh * g.kw)
 	for oy := 0; oy < g.oh; oy++ {
+		yrow := y[oy*g.ow : (oy+1)*g.ow]
+		if oy < y0 || oy >= y1 || x1 <= x0 {
+			for ox := range yrow {
+				yrow[ox] = poolPoint(g, x, oy, ox, isMax, includePad)
+			}
+			continue
+		}
+		for ox := 0; ox < x0; ox++ {
+			yrow[ox] = poolPoint(g, x, oy, ox, isMax, includePad)
+		}
 		iy0 := oy*g.sh - g.pt
-		for ox := 0; ox < g.ow; ox++ {
-			ix0 := ox*g.sw - g.pl
-			var s float32
-			if isMax {
-				s = negInf
-			}
-			cnt, padded := 0, 0
-			for ky := 0; ky < g.kh; ky++ {
-				iy := iy0 + ky*g.dh
-				inY := uint(iy) < uint(g.ih)
-				for kx := 0; kx < g.kw; kx++ {
-					ix := ix0 + kx*g.dw
-					if !inY || uint(ix) >= uint(g.iw) {
-						if iy >= -g.pt && iy < g.ih+g.pb && ix >= -g.pl && ix < g.iw+g.pr {
-							padded++
+		if isMax && g.kh == 2 && g.kw == 2 && g.dh == 1 && g.dw == 1 && g.sw == 2 {
+			// the common 2×2 window with column stride 2
+			ix := x0*2 - g.pl
+			maxPool2x2(yrow[x0:x1], x[iy0*g.iw+ix:(iy0+1)*g.iw], x[(iy0+1)*g.iw+ix:(iy0+2)*g.iw])
+		} else {
+			for ox := x0; ox < x1; ox++ {
+				ix0 := ox*g.sw - g.pl
+				var s float32
+				if isMax {
+					s = negInf
+				}
+				for ky := 0; ky < g.kh; ky++ {
+					row := x[(iy0+ky*g.dh)*g.iw+ix0:]
+					for kx := 0; kx < g.kw; kx++ {
+						v := row[kx*g.dw]
+						if isMax {
+							if v > s {
+								s = v
+							}
+						} else {
+							s += v
 						}
-						continue
-					}
-					v := x[iy*g.iw+ix]
-					cnt++
-					if isMax {
-						if v > s { // as the reference: NaN never wins
-							s = v
-						}
-					} else {
-						s += v
 					}
 				}
-			}
-			if !isMax {
-				d := cnt
-				if includePad {
-					d += padded
+				if !isMax {
+					s /= area
 				}
-				if d > 0 {
-					s /= float32(d)
-				}
+				yrow[ox] = s
 			}
-			y[oy*g.ow+ox] = s
+		}
+		for ox := x1; ox < g.ow; ox++ {
+			yrow[ox] = poolPoint(g, x, oy, ox, isMax, includePad)
 		}
 	}
+}
+
+// maxPool2x2Go is y[j] = the largest of r0[2j], r0[2j+1], r1[2j],
+// r1[2j+1], a NaN never winning (all NaN: -Inf), as the reference.
+func maxPool2x2Go(y, r0, r1 []float32) {
+	r0, r1 = r0[:2*len(y)], r1[:2*len(y)]
+	for j := range y {
+		s := negInf
+		for _, v := range [4]float32{r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1]} {
+			if v > s {
+				s = v
+			}
+		}
+		y[j] = s
+	}
+}
+
+// poolPoint is one output of a window that may read padding.
+func poolPoint(g *geom, x []float32, oy, ox int, isMax, includePad bool) float32 {
+	iy0 := oy*g.sh - g.pt
+	ix0 := ox*g.sw - g.pl
+	var s float32
+	if isMax {
+		s = negInf
+	}
+	cnt, padded := 0, 0
+	for ky := 0; ky < g.kh; ky++ {
+		iy := iy0 + ky*g.dh
+		inY := uint(iy) < uint(g.ih)
+		for kx := 0; kx < g.kw; kx++ {
+			ix := ix0 + kx*g.dw
+			if !inY || uint(ix) >= uint(g.iw) {
+				if iy >= -g.pt && iy < g.ih+g.pb && ix >= -g.pl && ix < g.iw+g.pr {
+					padded++
+				}
+				continue
+			}
+			v := x[iy*g.iw+ix]
+			cnt++
+			if isMax {
+				if v > s { // as the reference: NaN never wins
+					s = v
+				}
+			} else {
+				s += v
+			}
+		}
+	}
+	if !isMax {
+		d := cnt
+		if includePad {
+			d += padded
+		}
+		if d > 0 {
+			s /= float32(d)
+		}
+	}
+	return s
+}
+
+// interior is the range [o0, o1) of output positions whose whole window
+// (k taps, stride s, dilation d, begin pad pb) lies inside [0, in).
+func interior(out, in, k, s, d, pb int) (o0, o1 int) {
+	o0 = (pb + s - 1) / s
+	ext := (k - 1) * d
+	o1 = out
+	for o1 > o0 && (o1-1)*s-pb+ext >= in {
+		o1--
+	}
+	return min(o0, out), o1
 }
 
 func checkGlobalPool(sg *hal.Subgraph, n *graph.Node) string {
@@ -147,11 +225,7 @@ func buildGlobalPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, erro
 		hw := kernels.Prod(x.Shape[2:])
 		X, Y := f32(x), f32(y)
 		for p := range Y {
-			var s float32
-			for _, v := range X[p*hw : (p+1)*hw] {
-				s += v
-			}
-			Y[p] = s / float32(hw)
+			Y[p] = sum(X[p*hw:(p+1)*hw]) / float32(hw)
 		}
 		return []*graph.Tensor{y}, nil
 	}, nil
@@ -222,6 +296,15 @@ func softmaxRow(x, y []float32, base, n, stride int) {
 			m = v
 		}
 	}
+	if stride == 1 && !math.IsInf(float64(m), 0) && m == m {
+		// a contiguous row: exp in float32 (within 2 ulp), vectorised
+		ys := y[base : base+n]
+		inv := 1 / expSum(x[base:base+n], ys, m)
+		for k := range ys {
+			ys[k] *= inv
+		}
+		return
+	}
 	var sum float64
 	for k := 0; k < n; k++ {
 		e := math.Exp(float64(x[base+k*stride] - m))
@@ -286,4 +369,52 @@ func buildBatchNorm(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error
 		}
 		return []*graph.Tensor{y}, nil
 	}, nil
+}
+
+// sum adds x with four running sums (instruction-level parallelism; the
+// order differs from one running sum by rounding only).
+func sum(x []float32) float32 {
+	var s0, s1, s2, s3 float32
+	for len(x) >= 4 {
+		s0 += x[0]
+		s1 += x[1]
+		s2 += x[2]
+		s3 += x[3]
+		x = x[4:]
+	}
+	for _, v := range x {
+		s0 += v
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// expSumGo is y[i] = expf(x[i] - m) and their sum.
+func expSumGo(x, y []float32, m float32) float32 {
+	var s float32
+	x = x[:len(y)]
+	for i, v := range x {
+		e := expf(v - m)
+		y[i] = e
+		s += e
+	}
+	return s
+}
+
+// expf is Cephes' float32 exp, the one expSumAVX2 computes lane by lane
+// (see the package asmgen): within 2 ulp, the argument clamped to
+// [-87.34, 88.38].
+func expf(v float32) float32 {
+	v = min(max(v, -87.3365478515625), 88.3762626647949)
+	fx := float32(math.Floor(float64(v*1.44269504088896341 + 0.5)))
+	v = v - fx*0.693359375
+	v = v - fx*-2.12194440e-4
+	z := v * v
+	p := float32(1.9875691500e-4)
+	p = p*v + 1.3981999507e-3
+	p = p*v + 8.3334519073e-3
+	p = p*v + 4.1665795894e-2
+	p = p*v + 1.6666665459e-1
+	p = p*v + 5.0000001201e-1
+	p = p*z + v + 1
+	return p * math.Float32frombits(uint32(int32(fx)+127)<<23)
 }

@@ -20,8 +20,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/mmcloughlin/avo/attr"
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -36,6 +38,13 @@ func main() {
 	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
 	axpy()
 	clampVec()
+	maxPool2x2()
+	expSum()
+	dot()
+	chainKernel()
+	for _, rv := range dwShapes {
+		depthwiseTile(rv[0], rv[1])
+	}
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
 		for _, mode := range []string{"VV", "VS", "SV"} {
 			binary(op, mode)
@@ -370,4 +379,382 @@ func binary(op, mode string) {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// dwShapes are the R×V output tiles (R rows of V vectors of 8 columns)
+// of the depthwise kernels: at most 8 accumulators.
+var dwShapes = [][2]int{{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}
+
+// depthwiseTile emits dwAVX2x<R>x<V>: an R×8V tile of a depthwise
+// convolution's output computed from a zero-padded (and, for column
+// strides > 1, phase-split) input, every tap a broadcast FMA of whole
+// vectors, the accumulators in registers across the taps:
+//
+//	y[r·ldy + j] = clamp(bias + Σ_t w[t] · x[offs[t] + r·ldx + j])
+//
+// for r < R, j < 8V; offs, ldx and ldy count floats; the clamp to
+// [lo, hi] (NaN kept) only when doClamp != 0.
+func depthwiseTile(R, V int) {
+	name := fmt.Sprintf("dwAVX2x%dx%d", R, V)
+	TEXT(name, NOSPLIT, "func(taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)")
+	Doc(fmt.Sprintf("%s computes a %d×%d tile of a depthwise convolution (see depthwiseTile in the package asmgen).", name, R, 8*V))
+	Pragma("noescape")
+	taps := Load(Param("taps"), GP64())
+	offs := Load(Param("offs"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	var ldx3 Register
+	if R > 2 {
+		ldx3 = GP64()
+		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
+	}
+	acc := make([]VecVirtual, R*V)
+	for i := range acc {
+		acc[i] = YMM()
+	}
+	VBROADCASTSS(paramAddr("bias"), acc[0])
+	for i := 1; i < len(acc); i++ {
+		VMOVAPS(acc[0], acc[i])
+	}
+	p, off, wv := GP64(), GP64(), YMM()
+	Label(name + "_tap")
+	TESTQ(taps, taps)
+	JEQ(LabelRef(name + "_done"))
+	MOVQ(Mem{Base: offs}, off)
+	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: w}, wv)
+	for r := 0; r < R; r++ {
+		var m Mem
+		switch r {
+		case 0:
+			m = Mem{Base: p}
+		case 1:
+			m = Mem{Base: p, Index: ldx, Scale: 1}
+		case 2:
+			m = Mem{Base: p, Index: ldx, Scale: 2}
+		default:
+			m = Mem{Base: p, Index: ldx3, Scale: 1}
+		}
+		for v := 0; v < V; v++ {
+			mv := m
+			mv.Disp = 32 * v
+			VFMADD231PS(mv, wv, acc[r*V+v])
+		}
+	}
+	ADDQ(U8(8), offs)
+	ADDQ(U8(4), w)
+	DECQ(taps)
+	JMP(LabelRef(name + "_tap"))
+
+	Label(name + "_done")
+	doClamp := Load(Param("doClamp"), GP64())
+	TESTQ(doClamp, doClamp)
+	JEQ(LabelRef(name + "_store"))
+	lo, hi := YMM(), YMM()
+	VBROADCASTSS(paramAddr("lo"), lo)
+	VBROADCASTSS(paramAddr("hi"), hi)
+	for i := range acc {
+		// max(lo, x) and min(hi, x) with x second: a NaN x is kept
+		VMAXPS(acc[i], lo, acc[i])
+		VMINPS(acc[i], hi, acc[i])
+	}
+	Label(name + "_store")
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VMOVUPS(acc[r*V+v], Mem{Base: y, Disp: 32 * v})
+		}
+		if r < R-1 {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// maxPool2x2 emits maxPool2x2AVX2: y[j] = the largest of r0[2j],
+// r0[2j+1], r1[2j], r1[2j+1] for j < n rounded down to whole vectors of
+// 8, a NaN never winning (all NaN: ninf), as a MaxPool of a 2×2 window
+// with stride 2 over two input rows. It returns nothing; the caller does
+// the last n%8 outputs.
+func maxPool2x2() {
+	TEXT("maxPool2x2AVX2", NOSPLIT, "func(n int, r0, r1, y *float32, ninf float32)")
+	Doc("maxPool2x2AVX2 computes y[j] = max(r0[2j], r0[2j+1], r1[2j], r1[2j+1]) for j < n&^7, NaN never winning (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	r0 := Load(Param("r0"), GP64())
+	r1 := Load(Param("r1"), GP64())
+	y := Load(Param("y"), GP64())
+	ninf := YMM()
+	VBROADCASTSS(paramAddr("ninf"), ninf)
+	s0, s1, b0, b1, ev, od := YMM(), YMM(), YMM(), YMM(), YMM(), YMM()
+	Label("mp2_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("mp2_done"))
+	// Intel max(x, s) returns s when either is NaN (or both are zero):
+	// each new value x first, the running maximum s second
+	VMOVUPS(Mem{Base: r0}, s0)
+	VMOVUPS(Mem{Base: r0, Disp: 32}, s1)
+	VMAXPS(ninf, s0, s0)
+	VMAXPS(ninf, s1, s1)
+	VMOVUPS(Mem{Base: r1}, b0)
+	VMOVUPS(Mem{Base: r1, Disp: 32}, b1)
+	VMAXPS(s0, b0, s0)
+	VMAXPS(s1, b1, s1)
+	// even and odd columns: per 128-bit lane s0[0] s0[2] s1[0] s1[2]
+	VSHUFPS(U8(0x88), s1, s0, ev)
+	VSHUFPS(U8(0xDD), s1, s0, od)
+	VMAXPS(ev, od, ev)
+	// outputs 0 1 4 5 | 2 3 6 7 back in order
+	VPERMPD(U8(0xD8), ev, ev)
+	VMOVUPS(ev, Mem{Base: y})
+	ADDQ(U8(64), r0)
+	ADDQ(U8(64), r1)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("mp2_8"))
+	Label("mp2_done")
+	VZEROUPPER()
+	RET()
+}
+
+// expConsts are expSum's constants, each as a vector of 8: the clamp of
+// the argument, log2(e), ½, ln 2 split in two (C1 exact in few bits, C2
+// the rest), the degree-5 polynomial of exp on [-ln2/2, ln2/2] (Cephes'
+// expf), 1, and the float32 exponent bias.
+var expConsts = []float32{
+	88.3762626647949, -87.3365478515625, 1.44269504088896341, 0.5,
+	0.693359375, -2.12194440e-4,
+	1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1,
+	1,
+}
+
+// expSum emits expSumAVX2: y[i] = exp(x[i] - m) for i < n&^7 and their
+// sum (8 running sums, added at the end). exp is Cephes' expf: round
+// x·log2(e) to k, r = x - k·ln2 in two steps, a degree-5 polynomial in r,
+// times 2^k built in the exponent bits; within 2 ulp of exp in float32,
+// arguments clamped to [-87.34, 88.38] (below: about 1e-38 instead of a
+// denormal or 0). The caller handles NaN and infinite m and the tail.
+func expSum() {
+	c := GLOBL("expconsts", attr.RODATA|attr.NOPTR)
+	for i, v := range expConsts {
+		for l := 0; l < 8; l++ {
+			DATA(32*i+4*l, U32(math.Float32bits(v)))
+		}
+	}
+	for l := 0; l < 8; l++ {
+		DATA(32*len(expConsts)+4*l, U32(127))
+	}
+	k := func(i int) Mem { return c.Offset(32 * i) }
+	TEXT("expSumAVX2", NOSPLIT, "func(n int, x, y *float32, m float32) float32")
+	Doc("expSumAVX2 computes y[i] = exp(x[i] - m) for i < n&^7 and returns their sum (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	vm, sum := YMM(), YMM()
+	VBROADCASTSS(paramAddr("m"), vm)
+	VXORPS(sum, sum, sum)
+	v, fx, z, p, t := YMM(), YMM(), YMM(), YMM(), YMM()
+	Label("exp_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("exp_done"))
+	VMOVUPS(Mem{Base: x}, v)
+	VSUBPS(vm, v, v)
+	VMINPS(k(0), v, v)
+	VMAXPS(k(1), v, v)
+	// k = floor(v·log2e + ½)
+	VMOVUPS(k(3), fx)
+	VFMADD231PS(k(2), v, fx)
+	VROUNDPS(U8(1), fx, fx)
+	// r = v - k·C1 - k·C2
+	VMOVUPS(k(4), t)
+	VFNMADD231PS(t, fx, v)
+	VMOVUPS(k(5), t)
+	VFNMADD231PS(t, fx, v)
+	VMULPS(v, v, z)
+	// p = ((((p0·r + p1)·r + p2)·r + p3)·r + p4)·r + p5
+	VMOVUPS(k(6), p)
+	for i := 7; i <= 11; i++ {
+		VFMADD213PS(k(i), v, p)
+	}
+	// e = p·r² + r + 1
+	VFMADD213PS(v, z, p)
+	VADDPS(k(12), p, p)
+	// · 2^k
+	VCVTTPS2DQ(fx, fx)
+	VPADDD(k(13), fx, fx)
+	VPSLLD(U8(23), fx, fx)
+	VMULPS(fx, p, p)
+	VMOVUPS(p, Mem{Base: y})
+	VADDPS(p, sum, sum)
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("exp_8"))
+	Label("exp_done")
+	// horizontal sum
+	hi := XMM()
+	VEXTRACTF128(U8(1), sum, hi)
+	VADDPS(hi, sum.AsX(), hi)
+	VHADDPS(hi, hi, hi)
+	VHADDPS(hi, hi, hi)
+	VZEROUPPER()
+	Store(hi, ReturnIndex(0))
+	RET()
+}
+
+// dot emits dotAVX2: the sum of x[i]·y[i] for i < n&^7, in four (then
+// one) vector accumulators added at the end.
+func dot() {
+	TEXT("dotAVX2", NOSPLIT, "func(n int, x, y *float32) float32")
+	Doc("dotAVX2 returns the sum of x[i]·y[i] for i < n&^7 (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	acc := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	for _, a := range acc {
+		VXORPS(a, a, a)
+	}
+	t := YMM()
+	Label("dot_32")
+	CMPQ(n, U8(32))
+	JLT(LabelRef("dot_8"))
+	for i, a := range acc {
+		VMOVUPS(Mem{Base: x, Disp: 32 * i}, t)
+		VFMADD231PS(Mem{Base: y, Disp: 32 * i}, t, a)
+	}
+	ADDQ(U32(128), x)
+	ADDQ(U32(128), y)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("dot_32"))
+	Label("dot_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("dot_done"))
+	VMOVUPS(Mem{Base: x}, t)
+	VFMADD231PS(Mem{Base: y}, t, acc[0])
+	ADDQ(U8(32), x)
+	ADDQ(U8(32), y)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("dot_8"))
+	Label("dot_done")
+	VADDPS(acc[1], acc[0], acc[0])
+	VADDPS(acc[3], acc[2], acc[2])
+	VADDPS(acc[2], acc[0], acc[0])
+	hi := XMM()
+	VEXTRACTF128(U8(1), acc[0], hi)
+	VADDPS(hi, acc[0].AsX(), hi)
+	VHADDPS(hi, hi, hi)
+	VHADDPS(hi, hi, hi)
+	VZEROUPPER()
+	Store(hi, ReturnIndex(0))
+	RET()
+}
+
+// Chain op kinds of chainAVX2 (the native package's chainOp.kind).
+const (
+	chainAdd = iota
+	chainSub
+	chainRSub
+	chainMul
+	chainDiv
+	chainRDiv
+	chainClamp
+	chainSave
+	chainMulSaved
+)
+
+// chainKernel emits chainAVX2: a program of nops element-wise ops (16
+// bytes each: int32 kind, float32 c, float32 lo, float32 hi) applied in
+// place to y[i], i < n&^31, 32 floats at a time held in four registers
+// through the whole program (a fifth set for the saved value): x+c, x-c,
+// c-x, x·c, x/c, c/x, clamp to [lo, hi] keeping NaN, saved = x, x =
+// saved·x. Each op rounds as the separate vector op would.
+func chainKernel() {
+	TEXT("chainAVX2", NOSPLIT, "func(n int, y *float32, ops *int32, nops int)")
+	Doc("chainAVX2 applies the element-wise program ops to y[i] in place for i < n&^31 (see the package asmgen).")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	y := Load(Param("y"), GP64())
+	ops0 := Load(Param("ops"), GP64())
+	nops := Load(Param("nops"), GP64())
+	op, cnt, kind := GP64(), GP64(), GP32()
+	v := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	sv := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+	c, hi := YMM(), YMM()
+	Label("chain_32")
+	CMPQ(n, U8(32))
+	JLT(LabelRef("chain_done"))
+	for i, r := range v {
+		VMOVUPS(Mem{Base: y, Disp: 32 * i}, r)
+	}
+	MOVQ(ops0, op)
+	MOVQ(nops, cnt)
+	Label("chain_op")
+	TESTQ(cnt, cnt)
+	JEQ(LabelRef("chain_store"))
+	MOVL(Mem{Base: op}, kind)
+	VBROADCASTSS(Mem{Base: op, Disp: 4}, c)
+	cases := []struct {
+		kind int
+		emit func()
+	}{
+		{chainAdd, func() { each(v, func(r VecVirtual) { VADDPS(c, r, r) }) }},
+		{chainSub, func() { each(v, func(r VecVirtual) { VSUBPS(c, r, r) }) }},
+		{chainRSub, func() { each(v, func(r VecVirtual) { VSUBPS(r, c, r) }) }},
+		{chainMul, func() { each(v, func(r VecVirtual) { VMULPS(c, r, r) }) }},
+		{chainDiv, func() { each(v, func(r VecVirtual) { VDIVPS(c, r, r) }) }},
+		{chainRDiv, func() { each(v, func(r VecVirtual) { VDIVPS(r, c, r) }) }},
+		{chainClamp, func() {
+			VBROADCASTSS(Mem{Base: op, Disp: 8}, c)
+			VBROADCASTSS(Mem{Base: op, Disp: 12}, hi)
+			// max(lo, x) and min(hi, x) with x second: a NaN x is kept
+			each(v, func(r VecVirtual) { VMAXPS(r, c, r); VMINPS(r, hi, r) })
+		}},
+		{chainSave, func() {
+			for i := range v {
+				VMOVAPS(v[i], sv[i])
+			}
+		}},
+		{chainMulSaved, func() {
+			for i := range v {
+				VMULPS(v[i], sv[i], v[i])
+			}
+		}},
+	}
+	for _, cs := range cases {
+		CMPL(kind, U8(cs.kind))
+		JEQ(LabelRef(fmt.Sprintf("chain_k%d", cs.kind)))
+	}
+	JMP(LabelRef("chain_next"))
+	for _, cs := range cases {
+		Label(fmt.Sprintf("chain_k%d", cs.kind))
+		cs.emit()
+		JMP(LabelRef("chain_next"))
+	}
+	Label("chain_next")
+	ADDQ(U8(16), op)
+	DECQ(cnt)
+	JMP(LabelRef("chain_op"))
+	Label("chain_store")
+	for i, r := range v {
+		VMOVUPS(r, Mem{Base: y, Disp: 32 * i})
+	}
+	ADDQ(U8(128), y)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("chain_32"))
+	Label("chain_done")
+	VZEROUPPER()
+	RET()
+}
+
+func each(rs []VecVirtual, f func(VecVirtual)) {
+	for _, r := range rs {
+		f(r)
+	}
 }
