@@ -347,3 +347,52 @@ func powSquare(bc *buildCtx) kernels.Func {
 func isSquare(t *graph.Tensor) bool {
 	return t != nil && t.DType == graph.Float32 && t.Len() == 1 && graph.Data[float32](t)[0] == 2
 }
+
+// concatKernel is Concat as one copy per input and outer index, for
+// float32 inputs of equal rank and equal sizes off the axis; the
+// reference kernel for anything else (and for the errors).
+func concatKernel() kernels.Func {
+	ref, _ := kernels.Lookup("", "Concat")
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		if len(in) == 0 || in[0] == nil {
+			return ref.Kernel(ctx, node, in)
+		}
+		r := len(in[0].Shape)
+		ax := int(node.AttrInt("axis", 0))
+		if ax < 0 {
+			ax += r
+		}
+		if ax < 0 || ax >= r {
+			return ref.Kernel(ctx, node, in)
+		}
+		out := append([]int{}, in[0].Shape...)
+		out[ax] = 0
+		for _, t := range in {
+			if t == nil || t.DType != graph.Float32 || len(t.Shape) != r {
+				return ref.Kernel(ctx, node, in)
+			}
+			for d := range t.Shape {
+				if d != ax && t.Shape[d] != out[d] {
+					return ref.Kernel(ctx, node, in)
+				}
+			}
+			out[ax] += t.Shape[ax]
+		}
+		y, err := ctx.New(graph.Float32, out)
+		if err != nil {
+			return nil, err
+		}
+		outer, inner := kernels.Prod(out[:ax]), kernels.Prod(out[ax:])
+		Y := f32(y)
+		off := 0
+		for _, t := range in {
+			X := f32(t)
+			n := kernels.Prod(t.Shape[ax:])
+			for o := 0; o < outer; o++ {
+				copy(Y[o*inner+off:o*inner+off+n], X[o*n:(o+1)*n])
+			}
+			off += n
+		}
+		return []*graph.Tensor{y}, nil
+	}
+}

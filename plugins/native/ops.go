@@ -90,6 +90,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.OpType == "Pow" && n.Domain == "" && isSquare(constInput(bc.sg, n, 1)) {
 		return powSquare(bc), nil
 	}
+	if n.OpType == "Concat" && n.Domain == "" {
+		return concatKernel(), nil
+	}
 	return nil, nil
 }
 
