@@ -59,6 +59,14 @@ func (m *Program) fold(order []*graph.Node, g *graph.Graph, outer map[string]*gr
 			keep = append(keep, n)
 			continue
 		}
+		if v := constantTensor(n); v != nil {
+			// the model already holds the value: folding it costs nothing,
+			// whatever its size (a weight given as a Constant node would
+			// otherwise be copied on every run and hide from backends
+			// that pack constant weights at compile)
+			consts[n.Outputs[0]] = v
+			continue
+		}
 		s, _ := kernels.Lookup(n.Domain, n.OpType)
 		outs, err := safeKernel(s, n, m.opset(n.Domain), ins)
 		if err != nil || len(outs) < len(n.Outputs) {
@@ -82,6 +90,20 @@ func (m *Program) fold(order []*graph.Node, g *graph.Graph, outer map[string]*gr
 		}
 	}
 	return keep, consts
+}
+
+// constantTensor is the value of a Constant node given as a tensor
+// attribute (read-only, shared: kernels never modify their inputs), nil for
+// any other node.
+func constantTensor(n *graph.Node) *graph.Tensor {
+	if n.OpType != "Constant" || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] == "" {
+		return nil
+	}
+	v := n.AttrTensor("value")
+	if v == nil || v.Check() != nil {
+		return nil
+	}
+	return v
 }
 
 // foldable: ops without nested graphs, and not the control-flow ops.
