@@ -46,6 +46,7 @@ type Plugin struct {
 	HAL                 string // the manifest's HAL range
 	Path                string // the binary or library
 	Manifest            string // the manifest file
+	SHA256              string // the binary's sha256 the manifest claims
 	// Verified says the binary matches the manifest's sha256; otherwise
 	// Verification says why not.
 	Verified     bool
@@ -153,7 +154,7 @@ func (b *Backends) discoverPlugins(o DiscoverOptions) {
 	}
 	for _, r := range regs {
 		m := r.Manifest
-		b.plugins = append(b.plugins, Plugin{Name: m.Name, Kind: m.Kind, Version: m.Version, HAL: m.Range.String(), Path: m.Path, Manifest: m.File,
+		b.plugins = append(b.plugins, Plugin{Name: m.Name, Kind: m.Kind, Version: m.Version, HAL: m.Range.String(), Path: m.Path, Manifest: m.File, SHA256: m.SHA256,
 			Verified: r.Verification.OK, Verification: r.Verification.String(), Err: r.Err, Insecure: m.Insecure})
 		switch {
 		case r.Err != nil:

@@ -76,6 +76,9 @@ type Model struct {
 // directory in the ONNX test layout (its model.onnx; the inputs of its
 // test_data_set_0 become ExampleInputs).
 func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
@@ -115,6 +118,9 @@ func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
 // is what reports and traces call it (default "model"). The model's
 // weights refer to data, which must not be modified while it is open.
 func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Model, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if err := e.check(); err != nil {
 		return nil, err
 	}
@@ -251,6 +257,9 @@ func (m *Model) Runtime() *runtime.Model { return m.rt }
 // ErrDType or ErrShape. Run honours ctx between nodes. After Close it
 // fails with ErrClosed.
 func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if m.profile || m.onRun != nil {
 		outs, _, err := m.RunWithStats(ctx, inputs, m.profile)
 		return outs, err
@@ -268,6 +277,9 @@ func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 // RunWithStats is Run with the run's statistics; profile records per-node
 // and per-device timings (see WriteTrace).
 func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) (Tensors, *Stats, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if err := m.check(inputs); err != nil {
 		return nil, nil, err
 	}
