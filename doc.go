@@ -54,5 +54,5 @@
 // A backend implements the hal interfaces. Linked in, it registers with
 // hal.Default in an init func; as a plugin process, its main is one
 // sdk.Serve call and a manifest beside it tells Discover where it is (see
-// sdk/examples); as a C library, it exports the C ABI of plugins/cabi.
+// sdk/skeleton); as a C library, it exports the C ABI of plugins/cabi.
 package switchyard

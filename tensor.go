@@ -23,19 +23,21 @@ type Elem = graph.Elem
 
 // The element types.
 const (
-	Float32 DType = graph.Float32
-	Float64 DType = graph.Float64
-	Float16 DType = graph.Float16
-	Int8    DType = graph.Int8
-	Int16   DType = graph.Int16
-	Int32   DType = graph.Int32
-	Int64   DType = graph.Int64
-	Uint8   DType = graph.Uint8
-	Uint16  DType = graph.Uint16
-	Uint32  DType = graph.Uint32
-	Uint64  DType = graph.Uint64
-	Bool    DType = graph.Bool
-	String  DType = graph.String
+	// Undefined: an element type the model does not declare.
+	Undefined DType = graph.Undefined
+	Float32   DType = graph.Float32
+	Float64   DType = graph.Float64
+	Float16   DType = graph.Float16
+	Int8      DType = graph.Int8
+	Int16     DType = graph.Int16
+	Int32     DType = graph.Int32
+	Int64     DType = graph.Int64
+	Uint8     DType = graph.Uint8
+	Uint16    DType = graph.Uint16
+	Uint32    DType = graph.Uint32
+	Uint64    DType = graph.Uint64
+	Bool      DType = graph.Bool
+	String    DType = graph.String
 )
 
 // NewTensor makes a tensor of shape over data (not copied: the tensor
