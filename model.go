@@ -317,8 +317,15 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	return nil
 }
 
+// symDim is the size a symbolic dim took, and the input it came from.
+type symDim struct {
+	input string
+	size  int
+}
+
 // check validates inputs against the declared inputs.
 func (m *Model) check(inputs Tensors) error {
+	var syms map[string]symDim // only for models with symbolic dims
 	for name, t := range inputs {
 		i, ok := m.byName[name]
 		if !ok {
@@ -338,6 +345,21 @@ func (m *Model) check(inputs Tensors) error {
 			}
 			if bad {
 				return &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType, t.Shape)}
+			}
+			// a symbolic dim takes one size across all inputs of a run
+			for j, p := range in.Dims {
+				if p == "" || in.Shape[j] >= 0 {
+					continue
+				}
+				if syms == nil {
+					syms = map[string]symDim{}
+				}
+				if prev, ok := syms[p]; ok && prev.size != t.Shape[j] {
+					return &TensorError{Name: name, Err: ErrShape,
+						Want: fmt.Sprintf("%s (dim %d, %q, is %d in input %q)", in.typeString(), j, p, prev.size, prev.input),
+						Got:  fmt.Sprintf("%v%v", t.DType, t.Shape)}
+				}
+				syms[p] = symDim{name, t.Shape[j]}
 			}
 		}
 		if err := t.Check(); err != nil {
