@@ -4,58 +4,85 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/hal"
-	"github.com/switchyard-hal/switchyard/partitioner"
-	"github.com/switchyard-hal/switchyard/plugins/cpu"
-	"github.com/switchyard-hal/switchyard/plugins/native"
 	"github.com/switchyard-hal/switchyard/plugins/sim"
 )
 
-// registry is the CLI's backend registry: the linked-in backends of
-// hal.Default plus the simulation backend (ops from SWITCHYARD_SIM_OPS,
-// default Conv,Relu,Add,MatMul; or all its options as JSON in
+// Backend discovery is the library's (switchyard.Discover): linked-in
+// backends, plugin manifests in SWITCHYARD_PLUGIN_PATH and the per-user and
+// system plugin directories (kind "process" or "library"), and the C
+// libraries of SWITCHYARD_LIBRARIES. The CLI adds the simulation backend
+// and says on stderr everything discovery found wrong.
+//
+// Nothing is skipped silently: every command says which plugin's binary
+// does not match its manifest's sha256 (both hashes named), which manifests
+// were refused (bad field, or a manifest or binary other users can replace:
+// world-writable, or in a world-writable directory without the sticky bit),
+// and which were loaded anyway because
+// SWITCHYARD_ALLOW_INSECURE_PLUGIN_PATHS=1.
+
+var (
+	foundOnce sync.Once
+	found     *switchyard.Backends
+)
+
+// backends is the CLI's backend set, discovered once: the linked-in
+// backends of hal.Default, the plugins and C libraries found, plus the
+// simulation backend (ops from SWITCHYARD_SIM_OPS, default
+// Conv,Relu,Add,MatMul; or all its options as JSON in
 // SWITCHYARD_SIM_OPTIONS, e.g. the device-memory double), which is listed
 // as simulated and never chosen by default.
-func registry() *hal.Registry {
-	simOnce.Do(func() {
-		for _, hook := range registryHooks {
-			hook(hal.Default)
+func backends() *switchyard.Backends {
+	foundOnce.Do(func() {
+		var extra []hal.Factory
+		if f, ok := simFactory(); ok {
+			extra = append(extra, f)
 		}
-		ops := []string{"Conv", "Relu", "Add", "MatMul"}
-		if s := os.Getenv("SWITCHYARD_SIM_OPS"); s != "" {
-			ops = strings.Split(s, ",")
-		}
-		so := sim.Options{Ops: ops}
-		if s := os.Getenv("SWITCHYARD_SIM_OPTIONS"); s != "" {
-			// a JSON sim.Options: e.g. {"ops":[...],"device_memory":true}
-			// for the device-memory double
-			if err := json.Unmarshal([]byte(s), &so); err != nil {
-				fmt.Fprintf(os.Stderr, "switchyard: SWITCHYARD_SIM_OPTIONS: %v (the sim backend is not registered)\n", err)
-				return
+		// plugin processes log into the CLI's stderr, warnings and up
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		found = switchyard.Discover(&switchyard.DiscoverOptions{Extra: extra, Logger: logger})
+		for _, w := range found.Warnings() {
+			if w.Insecure {
+				fmt.Fprintf(os.Stderr, "switchyard: WARNING: %s\n", w.Msg)
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "switchyard: warning: %s\n", w.Msg)
+			if w.Backend != "" {
+				// said once: not again as "backend skipped"
+				markWarned(w.Backend)
 			}
 		}
-		so.Name = "sim"
-		_ = hal.Register(sim.Factory(so))
 	})
-	return hal.Default
+	return found
 }
 
-var simOnce sync.Once
-
-// registryHooks run once, before the registry is first used: features in
-// their own files (plugin discovery, C libraries) register backends here.
-var registryHooks []func(r *hal.Registry)
-
-var _ = cpu.Name // the cpu backend registers itself with hal.Default
+// simFactory is the simulation backend the environment asks for.
+func simFactory() (hal.Factory, bool) {
+	ops := []string{"Conv", "Relu", "Add", "MatMul"}
+	if s := os.Getenv("SWITCHYARD_SIM_OPS"); s != "" {
+		ops = strings.Split(s, ",")
+	}
+	so := sim.Options{Ops: ops}
+	if s := os.Getenv("SWITCHYARD_SIM_OPTIONS"); s != "" {
+		// a JSON sim.Options: e.g. {"ops":[...],"device_memory":true}
+		// for the device-memory double
+		if err := json.Unmarshal([]byte(s), &so); err != nil {
+			fmt.Fprintf(os.Stderr, "switchyard: SWITCHYARD_SIM_OPTIONS: %v (the sim backend is not registered)\n", err)
+			return hal.Factory{}, false
+		}
+	}
+	so.Name = "sim"
+	return sim.Factory(so), true
+}
 
 // backendFlags are the placement flags shared by run, verify, bench and explain.
 type backendFlags struct {
@@ -74,74 +101,52 @@ func (f *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.onUnavailable, "on-unavailable", "fail", "when a backend becomes unavailable during a run: fail, or replace (re-place its partitions on cpu)")
 }
 
-// options opens the requested backends; close releases them.
-func (f *backendFlags) options(ctx context.Context) (opts *runtime.Options, closeAll func(), err error) {
-	r := registry()
-	var names []string
-	explicit := strings.TrimSpace(f.names) != ""
-	if explicit {
-		for _, n := range strings.Split(f.names, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				names = append(names, n)
-			}
-		}
-	} else {
-		for _, e := range r.List() {
-			if e.Info.Device != hal.DeviceSimulated && e.Info.Name != runtime.CPU {
-				names = append(names, e.Info.Name)
-			}
-		}
-		// the portable native kernels go behind any vendor library, before cpu
-		sort.SliceStable(names, func(i, j int) bool { return names[i] != native.Name && names[j] == native.Name })
+// engine opens the requested backends (mf, when not nil, sets the memory
+// budget); Close releases them and the models loaded.
+func (f *backendFlags) engine(ctx context.Context, mf *memoryFlags) (*switchyard.Engine, error) {
+	opts := &switchyard.Options{
+		Discovered: backends(),
+		Policy:     switchyard.Policy{Strict: f.strict, MinPartitionSize: f.minSize, IgnoreCosts: f.ignoreCosts},
+		// a C library not asked for is probed in a child process before
+		// it is loaded here, so one that exits or crashes while loading
+		// is skipped (and said) instead of ending this command
+		ProbeLibraries: true,
+		// skipped backends are said below, once each
+		Logger: slog.New(slog.DiscardHandler),
 	}
-	var devs []*hal.Device
-	closeAll = func() {
-		for _, d := range devs {
-			_ = d.Close()
+	for _, n := range strings.Split(f.names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			opts.Backends = append(opts.Backends, n)
 		}
 	}
-	entries := map[string]hal.Entry{}
-	for _, e := range r.List() {
-		entries[e.Info.Name] = e
-	}
-	for _, n := range names {
-		if lib, ok := libraryFor(n); ok && !explicit {
-			// not asked for: a C library is probed in a child process
-			// before it is loaded here, so one that exits or crashes
-			// while loading is skipped (and said) instead of ending this
-			// command
-			if a := probeLibrary(ctx, entries[n], lib); !a.Available {
-				warnSkipped(n, a.Reason)
-				continue
-			}
-		}
-		d, err := r.Open(ctx, n)
-		if err != nil {
-			if explicit {
-				closeAll()
-				return nil, nil, err
-			}
-			// an unavailable backend (no device, no vendor library) is
-			// normal when not asked for; a refused one (checksum
-			// mismatch, incompatible HAL version, insecure path) is said
-			if hal.CodeOf(err) != hal.CodeUnavailable {
-				warnSkipped(n, err.Error())
-			}
-			continue
-		}
-		devs = append(devs, d)
-	}
-	pol := partitioner.Policy{Strict: f.strict, MinPartitionSize: f.minSize, IgnoreCosts: f.ignoreCosts}
-	ro := &runtime.Options{Backends: devs, Policy: pol}
 	switch f.onUnavailable {
 	case "", "fail":
 	case "replace":
-		ro.OnUnavailable = runtime.ReplaceOnCPU
+		opts.OnUnavailable = switchyard.ReplaceOnCPU
 	default:
-		closeAll()
-		return nil, nil, fmt.Errorf("--on-unavailable %q: want fail or replace", f.onUnavailable)
+		return nil, fmt.Errorf("--on-unavailable %q: want fail or replace", f.onUnavailable)
 	}
-	return ro, closeAll, nil
+	if mf != nil {
+		v, err := parseMemoryBudget(mf.budget)
+		if err != nil {
+			return nil, fmt.Errorf("--memory-budget %q: %w", mf.budget, err)
+		}
+		opts.MemoryBudget = v
+	}
+	e, err := switchyard.NewEngine(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range e.Skipped() {
+		// an unavailable backend (no device, no vendor library) is
+		// normal when not asked for; a refused one (checksum mismatch,
+		// incompatible HAL version, insecure path, a library that died
+		// in its probe) is said
+		if s.Notable {
+			warnSkipped(s.Backend, s.Err.Error())
+		}
+	}
+	return e, nil
 }
 
 func backendsCmd() *cobra.Command {
@@ -151,7 +156,7 @@ func backendsCmd() *cobra.Command {
 		Short: "List every known backend: kind, version, HAL version, available or why not",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			avail := probeAll(context.Background(), registry())
+			avail := backends().Probe(context.Background())
 			if asJSON {
 				type row struct {
 					Name, Kind, Device, Version, HAL, Negotiated, Reason string
@@ -208,29 +213,4 @@ func markWarned(name string) {
 	warnedMu.Lock()
 	warned[name] = true
 	warnedMu.Unlock()
-}
-
-// probeAll is Registry.Probe, except that C libraries are probed in a
-// child process (cabi.Probe): a library whose constructor exits or crashes
-// is listed as unavailable with how its process ended, and the listing
-// goes on.
-func probeAll(ctx context.Context, r *hal.Registry) []hal.Availability {
-	var out []hal.Availability
-	for _, e := range r.List() {
-		if lib, ok := libraryFor(e.Info.Name); ok {
-			out = append(out, probeLibrary(ctx, e, lib))
-			continue
-		}
-		a := hal.Availability{Entry: e}
-		d, err := r.Open(ctx, e.Info.Name)
-		if err != nil {
-			a.Reason = err.Error()
-		} else {
-			a.Available, a.HALVersion, a.Features = true, d.HALVersion(), d.Features()
-			a.Info = d.Info()
-			_ = d.Close()
-		}
-		out = append(out, a)
-	}
-	return out
 }

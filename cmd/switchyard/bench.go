@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/switchyard-hal/switchyard/core/runtime"
 )
 
 func benchCmd() *cobra.Command {
@@ -29,15 +27,12 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			opts, closeAll, err := bf.options(ctx)
+			eng, err := bf.engine(ctx, &mf)
 			if err != nil {
 				return err
 			}
-			defer closeAll()
-			if err := mf.apply(opts); err != nil {
-				return err
-			}
-			m, feeds, name, err := loadModel(ctx, args[0], opts)
+			defer eng.Close()
+			m, feeds, name, err := loadModel(ctx, eng, args[0])
 			if err != nil {
 				return err
 			}
@@ -66,7 +61,7 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 			}
 			goruntime.ReadMemStats(&ms1)
 			// one more run for its transfer account (not timed)
-			_, st, err := m.RunWithStats(ctx, feeds, runtime.RunOptions{})
+			_, st, err := m.RunWithStats(ctx, feeds, false)
 			if err != nil {
 				return err
 			}

@@ -5,49 +5,32 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/core/demo"
-	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/core/tensorio"
 )
 
-// loadModel loads MODEL: an .onnx file, a directory in the ONNX test layout
-// (its model.onnx; its test_data_set_0 inputs become the default inputs),
-// or "" for the built-in demo model.
-func loadModel(ctx context.Context, path string, opts *runtime.Options) (*runtime.Model, map[string]*graph.Tensor, string, error) {
+// loadModel loads MODEL onto the engine: an .onnx file, a directory in
+// the ONNX test layout (its model.onnx; its test_data_set_0 inputs become
+// the default inputs), or "" for the built-in demo model.
+func loadModel(ctx context.Context, e *switchyard.Engine, path string) (*switchyard.Model, switchyard.Tensors, string, error) {
 	if path == "" {
-		m, err := runtime.LoadBytes(ctx, demo.Bytes(), opts)
-		return m, map[string]*graph.Tensor{demo.InputName: demo.Input()}, "demo", err
+		m, err := e.OpenBytes(ctx, demo.Bytes(), "demo")
+		return m, switchyard.Tensors{demo.InputName: demo.Input()}, "demo", err
 	}
-	st, err := os.Stat(path)
+	m, err := e.Open(ctx, path)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if !st.IsDir() {
-		m, err := runtime.Load(ctx, path, opts)
-		return m, nil, filepath.Base(path), err
-	}
-	m, err := runtime.LoadDir(ctx, path, opts)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	feeds := map[string]*graph.Tensor{}
-	set := filepath.Join(path, "test_data_set_0")
-	if ins, err := onnxtest.ReadSet(set, "input"); err == nil {
-		declared := m.Inputs()
-		for i, t := range ins {
-			if i < len(declared) {
-				feeds[declared[i].Name] = t
-			}
-		}
+	feeds := switchyard.Tensors{}
+	for k, v := range m.ExampleInputs() {
+		feeds[k] = v
 	}
 	return m, feeds, filepath.Base(filepath.Clean(path)), nil
 }
@@ -55,20 +38,20 @@ func loadModel(ctx context.Context, path string, opts *runtime.Options) (*runtim
 // completeInputs reads --input NAME=FILE flags and fills every other
 // required input with seeded random values (symbolic dims become dims[name],
 // 0 included, or 1 when not given).
-func completeInputs(m *runtime.Model, feeds map[string]*graph.Tensor, flags []string, dims map[string]int, seed uint64) (map[string]*graph.Tensor, error) {
+func completeInputs(m *switchyard.Model, feeds switchyard.Tensors, flags []string, dims map[string]int, seed uint64) (switchyard.Tensors, error) {
 	if feeds == nil {
-		feeds = map[string]*graph.Tensor{}
+		feeds = switchyard.Tensors{}
 	}
-	known := map[string]graph.ValueInfo{}
+	known := map[string]bool{}
 	for _, in := range m.Inputs() {
-		known[in.Name] = in
+		known[in.Name] = true
 	}
 	for _, f := range flags {
 		name, file, ok := strings.Cut(f, "=")
 		if !ok {
 			return nil, fmt.Errorf("--input %q: want NAME=FILE", f)
 		}
-		if _, ok := known[name]; !ok {
+		if !known[name] {
 			return nil, fmt.Errorf("--input %q: model has no input %q", f, name)
 		}
 		t, err := tensorio.ReadFile(file)
@@ -79,32 +62,29 @@ func completeInputs(m *runtime.Model, feeds map[string]*graph.Tensor, flags []st
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	for _, in := range m.Inputs() {
-		if _, ok := feeds[in.Name]; ok {
+		if _, ok := feeds[in.Name]; ok || in.Optional {
 			continue
 		}
-		if _, hasDefault := m.IR().Graph.Initializers[in.Name]; hasDefault {
-			continue
-		}
-		if in.Type.Shape == nil {
+		if in.Shape == nil {
 			return nil, fmt.Errorf("input %q has unknown rank: give it with --input", in.Name)
 		}
-		shape := make([]int, len(in.Type.Shape))
-		for i, d := range in.Type.Shape {
+		shape := make([]int, len(in.Shape))
+		for i, d := range in.Shape {
 			switch {
-			case d.Static():
-				shape[i] = int(d.Value)
+			case d >= 0:
+				shape[i] = d
 			default:
 				// --dim NAME=0 is honoured (a zero-length KV past)
-				v, ok := dims[d.Param]
+				v, ok := dims[in.Dims[i]]
 				if !ok {
 					v = 1
 				}
 				shape[i] = v
 			}
 		}
-		dt := in.Type.DType
-		if dt == graph.Undefined {
-			dt = graph.Float32
+		dt := in.DType
+		if dt == 0 {
+			dt = switchyard.Float32
 		}
 		t, err := tensorio.Random(dt, shape, rng)
 		if err != nil {
@@ -122,16 +102,6 @@ type memoryFlags struct {
 
 func (f *memoryFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.budget, "memory-budget", "auto", "the most memory a model's runs may hold in buffers (e.g. 512MiB, 4GiB, 2GB, 1000000 bytes); auto: 3/4 of the available memory; unlimited: none")
-}
-
-// apply sets the budget in opts.
-func (f *memoryFlags) apply(opts *runtime.Options) error {
-	v, err := parseMemoryBudget(f.budget)
-	if err != nil {
-		return fmt.Errorf("--memory-budget %q: %w", f.budget, err)
-	}
-	opts.MemoryBudget = v
-	return nil
 }
 
 // parseMemoryBudget reads a byte count with an optional unit (B, KB, MB,
@@ -168,10 +138,10 @@ type tensorStats struct {
 	NaN, Inf       int
 }
 
-func statsOf(t *graph.Tensor) tensorStats {
+func statsOf(t *switchyard.Tensor) tensorStats {
 	s := tensorStats{Min: math.Inf(1), Max: math.Inf(-1)}
 	n := t.Len()
-	if t.DType == graph.String || n == 0 {
+	if t.DType == switchyard.String || n == 0 {
 		return tensorStats{}
 	}
 	sum, cnt := 0.0, 0
@@ -196,14 +166,14 @@ func statsOf(t *graph.Tensor) tensorStats {
 	return s
 }
 
-func firstValues(t *graph.Tensor, k int) []any {
+func firstValues(t *switchyard.Tensor, k int) []any {
 	n := min(t.Len(), k)
 	out := make([]any, n)
 	for i := 0; i < n; i++ {
 		switch {
-		case t.DType == graph.String:
+		case t.DType == switchyard.String:
 			out[i] = t.Data.([]string)[i]
-		case t.DType == graph.Bool:
+		case t.DType == switchyard.Bool:
 			out[i] = t.Float64At(i) != 0
 		case t.DType.IsFloat():
 			v := t.Float64At(i)

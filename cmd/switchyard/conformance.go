@@ -95,7 +95,7 @@ Reproduce one case by its ID: --filter '^op/Add/float32/bcast-row$'.`,
 			if h.SharedRoot == "" {
 				h.SharedRoot = shared.Root()
 			}
-			r := registry()
+			r := backends().Registry()
 			h.Binary, h.BinarySHA256 = loaderFile(backend)
 			h.Open = func(ctx context.Context) (*hal.Device, error) { return r.Open(ctx, backend) }
 			if !noProgress && isTerminal(os.Stderr) {
@@ -150,11 +150,9 @@ Reproduce one case by its ID: --filter '^op/Add/float32/bcast-row$'.`,
 // where /proc cannot be read. Libraries say their own path; linked-in
 // backends need none.
 func loaderFile(name string) (path, sum string) {
-	pluginsMu.Lock()
-	defer pluginsMu.Unlock()
-	for _, reg := range pluginsFound {
-		if reg.Err == nil && reg.Manifest.Name == name {
-			return reg.Manifest.Path, reg.Manifest.SHA256
+	for _, p := range backends().Plugins() {
+		if p.Err == nil && p.Name == name {
+			return p.Path, p.SHA256
 		}
 	}
 	return "", ""

@@ -18,19 +18,19 @@ func explainCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			opts, closeAll, err := bf.options(ctx)
+			eng, err := bf.engine(ctx, nil)
 			if err != nil {
 				return err
 			}
-			defer closeAll()
-			m, _, name, err := loadModel(ctx, args[0], opts)
+			defer eng.Close()
+			m, _, name, err := loadModel(ctx, eng, args[0])
 			if err != nil {
 				return err
 			}
 			defer m.Close()
 			plan := m.Plan()
 			if htmlOut != "" {
-				page, err := renderHTML(m.IR().Graph, plan, "switchyard explain: "+name)
+				page, err := renderHTML(m.Runtime().IR().Graph, plan, "switchyard explain: "+name)
 				if err != nil {
 					return err
 				}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/core/tensorio"
 )
 
@@ -58,15 +57,12 @@ the node.`,
 				path = args[0]
 			}
 			t0 := time.Now()
-			opts, closeAll, err := bf.options(ctx)
+			eng, err := bf.engine(ctx, &mf)
 			if err != nil {
 				return err
 			}
-			defer closeAll()
-			if err := mf.apply(opts); err != nil {
-				return err
-			}
-			m, feeds, name, err := loadModel(ctx, path, opts)
+			defer eng.Close()
+			m, feeds, name, err := loadModel(ctx, eng, path)
 			if err != nil {
 				return err
 			}
@@ -80,7 +76,7 @@ the node.`,
 				return err
 			}
 			t1 := time.Now()
-			outs, st, err := m.RunWithStats(ctx, feeds, runtime.RunOptions{Profile: traceOut != ""})
+			outs, st, err := m.RunWithStats(ctx, feeds, traceOut != "")
 			if err != nil {
 				return err
 			}
@@ -90,7 +86,7 @@ the node.`,
 				if err != nil {
 					return err
 				}
-				werr := runtime.WriteChromeTrace(f, st, name)
+				werr := m.WriteTrace(f, st)
 				if cerr := f.Close(); werr == nil {
 					werr = cerr
 				}

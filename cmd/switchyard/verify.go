@@ -29,15 +29,12 @@ Floats match when |got-want| <= atol + rtol*|want|; NaN equals NaN;
 integers, bools and strings must be equal.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
-			ropts, closeAll, err := bf.options(context.Background())
+			eng, err := bf.engine(context.Background(), &mf)
 			if err != nil {
 				return err
 			}
-			defer closeAll()
-			if err := mf.apply(ropts); err != nil {
-				return err
-			}
-			opt.Runtime = ropts
+			defer eng.Close()
+			opt.Runtime = eng.RuntimeOptions()
 			results := make([]onnxtest.Result, len(dirs))
 			done := make([]chan struct{}, len(dirs))
 			for i := range done {

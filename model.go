@@ -1,0 +1,429 @@
+package switchyard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/onnx"
+	"github.com/switchyard-hal/switchyard/core/onnxtest"
+	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/partitioner"
+)
+
+// Stats describes one Run: its duration, the per-node timings of a
+// profiled run, the buffers it allocated and recycled, and the transfers
+// between host and device memory.
+type Stats = runtime.Stats
+
+// ValueInfo describes a model input or output.
+type ValueInfo struct {
+	Name  string
+	DType DType // Undefined (0) when the model does not say
+	// Shape is the declared shape, -1 for a symbolic or unknown dimension
+	// (Dims names the symbolic ones); nil when the rank is unknown.
+	Shape []int
+	Dims  []string
+	// Optional: the input has a default (an initializer) and may be
+	// omitted.
+	Optional bool
+}
+
+func (v ValueInfo) String() string { return v.Name + ": " + v.typeString() }
+
+// typeString is "float32[1 3 N 224]".
+func (v ValueInfo) typeString() string {
+	if v.Shape == nil {
+		return fmt.Sprintf("%v[?]", v.DType)
+	}
+	ds := make([]string, len(v.Shape))
+	for i, d := range v.Shape {
+		switch {
+		case d >= 0:
+			ds[i] = fmt.Sprint(d)
+		case v.Dims[i] != "":
+			ds[i] = v.Dims[i]
+		default:
+			ds[i] = "?"
+		}
+	}
+	return fmt.Sprintf("%v[%s]", v.DType, strings.Join(ds, " "))
+}
+
+// Model is a loaded model. Run is safe for concurrent use by any number of
+// goroutines.
+type Model struct {
+	rt         *runtime.Model
+	eng        *Engine
+	ownsEngine bool
+	name       string
+	inputs     []ValueInfo
+	byName     map[string]int
+	outputs    []ValueInfo
+	outByName  map[string]int
+	examples   Tensors
+	profile    bool
+	onRun      func(string, *Stats)
+}
+
+// Open loads a model on the engine's backends. path is an .onnx file or a
+// directory in the ONNX test layout (its model.onnx; the inputs of its
+// test_data_set_0 become ExampleInputs).
+func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("switchyard: %w", err)
+	}
+	file, name := path, filepath.Base(filepath.Clean(path))
+	if st.IsDir() {
+		file = filepath.Join(path, "model.onnx")
+	}
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("switchyard: %w", err)
+	}
+	ir, err := onnx.LoadFileWith(file, onnx.Options{MaxTensorBytes: e.opts.MaxTensorBytes})
+	if err != nil {
+		return nil, fmt.Errorf("switchyard: %s: %w", file, err)
+	}
+	m, err := e.prepare(ctx, ir, name)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		if ins, err := onnxtest.ReadSet(filepath.Join(path, "test_data_set_0"), "input"); err == nil {
+			m.examples = Tensors{}
+			for i, t := range ins {
+				if i < len(m.inputs) {
+					m.examples[m.inputs[i].Name] = t
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+// OpenBytes loads a serialized ONNX model on the engine's backends; name
+// is what reports and traces call it (default "model"). The model's
+// weights refer to data, which must not be modified while it is open.
+func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Model, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	ir, err := onnx.Decode(data, onnx.Options{MaxTensorBytes: e.opts.MaxTensorBytes})
+	if err != nil {
+		return nil, fmt.Errorf("switchyard: %w", err)
+	}
+	if name == "" {
+		name = "model"
+	}
+	return e.prepare(ctx, ir, name)
+}
+
+func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string) (*Model, error) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("switchyard: engine: %w", ErrClosed)
+	}
+	rt, err := runtime.Prepare(ctx, ir, e.RuntimeOptions())
+	if err != nil {
+		return nil, loadError(ir, err)
+	}
+	m := &Model{rt: rt, eng: e, name: name, byName: map[string]int{}, outByName: map[string]int{}, profile: e.opts.Profile, onRun: e.opts.OnRun}
+	for _, in := range rt.Inputs() {
+		vi := valueInfo(in)
+		_, vi.Optional = ir.Graph.Initializers[in.Name]
+		m.byName[in.Name] = len(m.inputs)
+		m.inputs = append(m.inputs, vi)
+	}
+	for _, out := range rt.Outputs() {
+		m.outByName[out.Name] = len(m.outputs)
+		m.outputs = append(m.outputs, valueInfo(out))
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		_ = rt.Close()
+		return nil, fmt.Errorf("switchyard: engine: %w", ErrClosed)
+	}
+	e.models[m] = struct{}{}
+	e.mu.Unlock()
+	return m, nil
+}
+
+// loadError names the nodes of every unsupported op.
+func loadError(ir *graph.Model, err error) error {
+	var ue *runtime.UnsupportedError
+	if !errors.As(err, &ue) {
+		var pe *partitioner.UnplacedError
+		if errors.As(err, &pe) {
+			return &unplacedError{err}
+		}
+		return fmt.Errorf("switchyard: %w", err)
+	}
+	out := &UnsupportedError{Others: ue.Others, err: err}
+	for _, op := range ue.Ops {
+		u := UnsupportedOp{Op: op}
+		// "domain:Type(opset N)": match the node's op type and domain
+		dom, rest, _ := strings.Cut(op, ":")
+		typ, _, _ := strings.Cut(rest, "(")
+		for i, n := range ir.Graph.Nodes {
+			d := n.Domain
+			if d == "" {
+				d = "ai.onnx"
+			}
+			if n.OpType == typ && (d == dom || n.Domain == dom) {
+				nm := n.Name
+				if nm == "" {
+					nm = fmt.Sprintf("#%d", i)
+				}
+				u.Nodes = append(u.Nodes, nm)
+			}
+		}
+		out.Ops = append(out.Ops, u)
+	}
+	return out
+}
+
+// unplacedError is strict mode's refusal: errors.Is ErrUnsupported, and
+// errors.As a *partitioner.UnplacedError listing the nodes and every
+// backend's reason.
+type unplacedError struct{ err error }
+
+func (e *unplacedError) Error() string   { return "switchyard: " + e.err.Error() }
+func (e *unplacedError) Unwrap() []error { return []error{e.err, ErrUnsupported} }
+
+func valueInfo(in graph.ValueInfo) ValueInfo {
+	vi := ValueInfo{Name: in.Name, DType: in.Type.DType}
+	if in.Type.Shape != nil {
+		vi.Shape = make([]int, len(in.Type.Shape))
+		vi.Dims = make([]string, len(in.Type.Shape))
+		for i, d := range in.Type.Shape {
+			vi.Shape[i] = -1
+			if d.Static() {
+				vi.Shape[i] = int(d.Value)
+			}
+			vi.Dims[i] = d.Param
+		}
+	}
+	return vi
+}
+
+// Name is what reports and traces call the model (its file or directory
+// name, or OpenBytes's name).
+func (m *Model) Name() string { return m.name }
+
+// Inputs describes the inputs, in the model's order.
+func (m *Model) Inputs() []ValueInfo { return append([]ValueInfo(nil), m.inputs...) }
+
+// Outputs describes the outputs, in the model's order.
+func (m *Model) Outputs() []ValueInfo { return append([]ValueInfo(nil), m.outputs...) }
+
+// ExampleInputs are the inputs of the test_data_set_0 of a model opened
+// from a directory in the ONNX test layout (nil otherwise).
+func (m *Model) ExampleInputs() Tensors { return m.examples }
+
+// Plan is the placement report: where every node runs and why, including
+// partitions re-placed at run time.
+func (m *Model) Plan() *Plan { return m.rt.Plan() }
+
+// Engine is the engine the model was opened on.
+func (m *Model) Engine() *Engine { return m.eng }
+
+// Runtime is the core/runtime model underneath, for tools built on the
+// core packages (its graph, memory accounting, per-partition counters).
+func (m *Model) Runtime() *runtime.Model { return m.rt }
+
+// Run executes the model on inputs (by name; an Optional input may be
+// omitted) and returns every output by name. Inputs are checked before
+// anything runs: an unknown name, a missing input, a wrong dtype or shape
+// fails with a *TensorError wrapping ErrUnknownInput, ErrMissingInput,
+// ErrDType or ErrShape. Run honours ctx between nodes. After Close it
+// fails with ErrClosed.
+func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if m.profile || m.onRun != nil {
+		outs, _, err := m.RunWithStats(ctx, inputs, m.profile)
+		return outs, err
+	}
+	if err := m.check(inputs); err != nil {
+		return nil, err
+	}
+	outs, err := m.rt.Run(ctx, inputs)
+	if err != nil {
+		return nil, runError(err)
+	}
+	return outs, nil
+}
+
+// RunWithStats is Run with the run's statistics; profile records per-node
+// and per-device timings (see WriteTrace).
+func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) (Tensors, *Stats, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := m.check(inputs); err != nil {
+		return nil, nil, err
+	}
+	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: profile})
+	if err != nil {
+		return nil, nil, runError(err)
+	}
+	if m.onRun != nil {
+		m.onRun(m.name, st)
+	}
+	return outs, st, nil
+}
+
+// RunInto runs the model and copies the outputs named in outputs into the
+// tensors given there, which must have the output's dtype and shape
+// (ErrDType, ErrShape otherwise; ErrUnknownOutput for a name the model
+// does not have). Outputs not named are dropped. The runtime computes
+// into its own buffers, so RunInto costs one copy per output; it spares
+// the caller the allocation of the result.
+func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
+	for name := range outputs {
+		if _, ok := m.outByName[name]; !ok {
+			return &TensorError{Name: name, Err: ErrUnknownOutput, Want: "one of " + m.outputNames()}
+		}
+	}
+	outs, err := m.Run(ctx, inputs)
+	if err != nil {
+		return err
+	}
+	for name, dst := range outputs {
+		if err := copyInto(name, dst, outs[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// symDim is the size a symbolic dim took, and the input it came from.
+type symDim struct {
+	input string
+	size  int
+}
+
+// check validates inputs against the declared inputs.
+func (m *Model) check(inputs Tensors) error {
+	var syms map[string]symDim // only for models with symbolic dims
+	for name, t := range inputs {
+		i, ok := m.byName[name]
+		if !ok {
+			return &TensorError{Name: name, Err: ErrUnknownInput, Want: "one of " + m.inputNames()}
+		}
+		if t == nil {
+			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
+		}
+		in := m.inputs[i]
+		if in.DType != graph.Undefined && t.DType != in.DType {
+			return &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType.String()}
+		}
+		if in.Shape != nil {
+			bad := len(t.Shape) != len(in.Shape)
+			for j := 0; !bad && j < len(in.Shape); j++ {
+				bad = in.Shape[j] >= 0 && t.Shape[j] != in.Shape[j]
+			}
+			if bad {
+				return &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType, t.Shape)}
+			}
+			// a symbolic dim takes one size across all inputs of a run
+			for j, p := range in.Dims {
+				if p == "" || in.Shape[j] >= 0 {
+					continue
+				}
+				if syms == nil {
+					syms = map[string]symDim{}
+				}
+				if prev, ok := syms[p]; ok && prev.size != t.Shape[j] {
+					return &TensorError{Name: name, Err: ErrShape,
+						Want: fmt.Sprintf("%s (dim %d, %q, is %d in input %q)", in.typeString(), j, p, prev.size, prev.input),
+						Got:  fmt.Sprintf("%v%v", t.DType, t.Shape)}
+				}
+				syms[p] = symDim{name, t.Shape[j]}
+			}
+		}
+		if err := t.Check(); err != nil {
+			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
+		}
+	}
+	if len(inputs) < len(m.inputs) {
+		for _, in := range m.inputs {
+			if _, ok := inputs[in.Name]; !ok && !in.Optional {
+				return &TensorError{Name: in.Name, Err: ErrMissingInput, Want: in.typeString()}
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Model) inputNames() string {
+	var s []string
+	for _, in := range m.inputs {
+		s = append(s, fmt.Sprintf("%q", in.Name))
+	}
+	return strings.Join(s, ", ")
+}
+
+func (m *Model) outputNames() string {
+	var s []string
+	for _, o := range m.outputs {
+		s = append(s, fmt.Sprintf("%q", o.Name))
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
+
+// runError marks an error of the runtime as the API's (the runtime's
+// errors already wrap ErrClosed, ErrUnavailable, … where they apply).
+func runError(err error) error { return fmt.Errorf("switchyard: %w", err) }
+
+// WriteTrace writes a profiled run's Stats as a Chrome trace (load it in
+// chrome://tracing or Perfetto): per-node timings on the cpu track, and
+// per device a track of its uploads, executions and downloads.
+func (m *Model) WriteTrace(w io.Writer, st *Stats) error {
+	if st == nil {
+		return errors.New("switchyard: WriteTrace: nil stats")
+	}
+	return runtime.WriteChromeTrace(w, st, m.name)
+}
+
+// Close interrupts the Runs in flight (they fail with ErrClosed), waits
+// for them and releases the model; a model from the package-level Open
+// also closes its engine's backends. Every later Run fails with
+// ErrClosed. It is safe to call more than once and concurrently with
+// Run.
+func (m *Model) Close() error {
+	err := m.closeModel()
+	if m.ownsEngine {
+		err = errors.Join(err, m.eng.Close())
+	}
+	return err
+}
+
+func (m *Model) closeModel() error {
+	err := m.rt.Close()
+	m.eng.mu.Lock()
+	delete(m.eng.models, m)
+	m.eng.mu.Unlock()
+	return err
+}
