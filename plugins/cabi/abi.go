@@ -22,6 +22,9 @@ const (
 	maxRank         = 32
 	// tableSize10 is SY_DELEGATE_TABLE_SIZE_1_0: the smallest table accepted.
 	tableSize10 = unsafe.Offsetof(cTable{}.close) + unsafe.Sizeof(uintptr(0))
+	// tableSize11 is SY_DELEGATE_TABLE_SIZE_1_1: a table that can carry
+	// the HAL 1.1 functions.
+	tableSize11 = unsafe.Offsetof(cTable{}.releaseFence) + unsafe.Sizeof(uintptr(0))
 
 	infoSerialExecute = 1
 )
@@ -172,6 +175,26 @@ type cTable struct {
 	execute         uintptr
 	release         uintptr
 	close           uintptr
+
+	// HAL 1.1, optional (all seven or none)
+	allocate     uintptr
+	freeBuffer   uintptr
+	upload       uintptr
+	download     uintptr
+	enqueue      uintptr
+	waitFence    uintptr
+	releaseFence uintptr
+}
+
+// cBufferRequest mirrors sy_buffer_request (HAL 1.1).
+type cBufferRequest struct {
+	structSize uint32
+	dtype      int32
+	rank       int32
+	memory     int32
+	device     int32
+	reserved   int32
+	shape      unsafe.Pointer // *int64
 }
 
 // cMemory turns an address the library returned (C memory) into a pointer.
@@ -217,7 +240,7 @@ func cstr(s string) unsafe.Pointer {
 
 // headerVersion is the HAL version sdk/c/include/switchyard_delegate.h
 // describes (SY_HAL_VERSION_*): the layout the Go mirror above follows.
-// A library built against it negotiates this version even when the host
-// speaks a newer minor version; the 1.1 additions do not cross the C ABI
-// yet, so a C delegate is a HAL 1.0 backend (1.1 features: Unsupported).
-var headerVersion = hal.V1_0
+// HAL 1.1 appended the device-memory functions to the table; a library
+// built against the 1.0 header has a shorter table and is a HAL 1.0
+// backend (1.1 features: Unsupported, answered by the host).
+var headerVersion = hal.V1_1

@@ -53,6 +53,12 @@ type Backend struct {
 
 	lib    *loaded // the sealed copy the library was mapped from
 	maxOut int64   // Options.MaxOutputBytes, defaulted
+
+	// devmem: the table carries the HAL 1.1 functions and 1.1 was
+	// negotiated (devmem.go)
+	devmem bool
+	pinMu  sync.Mutex
+	pins   map[uint64]*pinned // download fences whose dst the library may still write
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -141,6 +147,12 @@ func bind(handle uintptr, path string, opts Options) (*Backend, error) {
 		}
 		return nil, libErr(hal.CodeFailedPrecondition, path, "its function table has NULL required functions: %s", strings.Join(missing, ", "))
 	}
+	devmem, err := bind11(tbl, v)
+	if err != nil {
+		call(tbl.close, tbl.self)
+		return nil, libErr(hal.CodeFailedPrecondition, path, "%v", err)
+	}
+	b.devmem = devmem
 	ci := &cInfo{structSize: uint32(unsafe.Sizeof(cInfo{}))}
 	st = new(cStatus)
 	if code := int32(call(tbl.getInfo, tbl.self, uintptr(unsafe.Pointer(ci)), uintptr(unsafe.Pointer(st)))); code != 0 {
@@ -364,6 +376,7 @@ func (b *Backend) Close() error {
 	b.live = nil
 	b.liveMu.Unlock()
 	call(b.table.close, b.table.self)
+	b.unpinAll() // close ended all work: no download writes host memory any more
 	err := dlclose(b.handle)
 	if b.lib != nil {
 		b.lib.release()
@@ -415,7 +428,7 @@ func Factory(path string, opts Options) hal.Factory {
 			if err != nil {
 				return nil, err
 			}
-			return b, nil
+			return b.HAL(), nil
 		},
 	}
 }

@@ -47,7 +47,7 @@ func buildC(t testing.TB, out string, src string, defines ...string) string {
 	}
 	sdk := sdkDir(t)
 	lib := filepath.Join(t.TempDir(), out)
-	args := []string{"-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden", "-I", filepath.Join(sdk, "include"), "-o", lib}
+	args := []string{"-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-I", filepath.Join(sdk, "include"), "-o", lib}
 	for _, d := range defines {
 		args = append(args, "-D"+d)
 	}

@@ -64,6 +64,7 @@ func TestLayoutMatchesHeader(t *testing.T) {
 	var co cCompileOptions
 	var ec cExecuteCall
 	var tb cTable
+	var br cBufferRequest
 	off := func(x uintptr) int64 { return int64(x) }
 	want := []int64{
 		int64(unsafe.Sizeof(st)), off(unsafe.Offsetof(st.message)),
@@ -87,6 +88,10 @@ func TestLayoutMatchesHeader(t *testing.T) {
 		int64(unsafe.Sizeof(tb)), off(unsafe.Offsetof(tb.halMin)), off(unsafe.Offsetof(tb.self)), off(unsafe.Offsetof(tb.getInfo)),
 		off(unsafe.Offsetof(tb.execute)), off(unsafe.Offsetof(tb.close)), int64(tableSize10),
 		int64(headerVersion.Major), int64(headerVersion.Minor), messageCapacity, reasonCapacity, maxRank,
+		int64(unsafe.Sizeof(br)), off(unsafe.Offsetof(br.memory)), off(unsafe.Offsetof(br.shape)),
+		off(unsafe.Offsetof(tb.allocate)), off(unsafe.Offsetof(tb.enqueue)), off(unsafe.Offsetof(tb.releaseFence)),
+		int64(tableSize11), 8, 8,
+		int64(hal.MemoryHost), int64(hal.MemoryHostVisible), int64(hal.MemoryDeviceLocal),
 	}
 	got := make([]int64, 128)
 	count := int(int32(call(fn, uintptr(unsafe.Pointer(&got[0])), uintptr(len(got)))))

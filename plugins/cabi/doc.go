@@ -32,6 +32,24 @@
 //     known to be complete, otherwise nothing more of it is called;
 //   - returns a *Backend, a hal.Backend whose calls go through the table.
 //
+// HAL 1.1 (device memory, fences): a library whose table carries the seven
+// optional functions (allocate, free_buffer, upload, download, enqueue,
+// wait_fence, release_fence: all or none, else refused) and that
+// negotiates 1.1 is presented by Backend.HAL (and Factory) as a
+// *DeviceBackend, which implements hal.DeviceMemory; its executables
+// implement hal.AsyncExecutable. Buffers and fences are opaque handles the
+// library issues; the host holds them in wrappers of its own type, so a
+// foreign, freed or double-freed buffer is refused with InvalidArgument
+// before the library is called, and the library refuses handles it did
+// not issue. Fence waits go to wait_fence in slices of a few milliseconds,
+// so a deadline or cancellation ends them promptly (DeadlineExceeded /
+// Cancelled) while the work goes on; a download's destination stays
+// pinned until its fence has signalled (or the library is closed), and
+// fences are released when the host can no longer name them. A library
+// built against the 1.0 header (shorter table) still loads and is a HAL
+// 1.0 backend: every 1.1 request gets Unsupported from the host, never
+// reaching the library.
+//
 // Factory(path, opts) registers a library with a hal.Registry (kind
 // "library"); enumeration loads nothing, Open loads the library.
 //

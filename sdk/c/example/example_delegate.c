@@ -10,12 +10,20 @@
  * compile time).
  *
  * Build: make (see Makefile) -> libswitchyard_example.so
+ *
+ * Test builds: -DSY_EXAMPLE_HAL_1_0 builds a HAL 1.0 delegate (no device
+ * memory); -DSY_EXAMPLE_FENCES_NEVER_SIGNAL makes every enqueued call's
+ * fence pend forever, like a wedged device (wait_fence sleeps out its
+ * timeout), for the host's deadline tests.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "switchyard_delegate.h"
 
@@ -58,8 +66,31 @@ static int64_t opset_of(const sy_subgraph *sg, const char *domain) {
 
 /* ------------------------------------------------------------ instance */
 
+/* HAL 1.1 state: buffers and fences live in tables and are named to the
+ * host by handles (ids), never by address, so a forged or stale handle is
+ * found out by a lookup instead of being dereferenced. */
 typedef struct {
-  int unused;
+  sy_buffer id; /* 0 = free slot */
+  int32_t rank;
+  int64_t shape[EX_MAX_RANK];
+  float *data;
+  uint64_t num_bytes;
+} ex_buffer;
+
+typedef struct {
+  sy_fence id; /* 0 = free slot */
+  int32_t pending; /* never signals (SY_EXAMPLE_FENCES_NEVER_SIGNAL) */
+  sy_code result;
+  char message[SY_MESSAGE_CAPACITY];
+} ex_fence;
+
+typedef struct {
+  pthread_mutex_t mu;
+  uint64_t next_id;
+  ex_buffer *bufs;
+  size_t num_bufs;
+  ex_fence *fences;
+  size_t num_fences;
 } example_delegate;
 
 static const int32_t float_only[] = {SY_DTYPE_FLOAT32};
@@ -530,7 +561,229 @@ static sy_code ex_execute(void *p, const sy_execute_call *call, sy_status *st) {
   return c;
 }
 
-static void ex_close(void *self) { free(self); }
+/* ------------------------------------------------------------- HAL 1.1 */
+#ifndef SY_EXAMPLE_HAL_1_0
+
+/* The example's "device" is host memory it owns; its work is synchronous,
+ * so every fence it returns has already signalled. A real accelerator
+ * would queue the work and signal the fence from its completion path. */
+
+#define EX_MAX_HANDLES (1u << 20)
+#define EX_MAX_BUFFER_BYTES ((uint64_t)1 << 32)
+
+static ex_buffer *find_buffer(example_delegate *d, sy_buffer id) {
+  if (id == 0) return NULL;
+  for (size_t i = 0; i < d->num_bufs; i++)
+    if (d->bufs[i].id == id) return &d->bufs[i];
+  return NULL;
+}
+
+static ex_fence *find_fence(example_delegate *d, sy_fence id) {
+  if (id == 0) return NULL;
+  for (size_t i = 0; i < d->num_fences; i++)
+    if (d->fences[i].id == id) return &d->fences[i];
+  return NULL;
+}
+
+/* a free slot of a table of n entries of size sz, growing it; NULL when full */
+static void *slot(void **table, size_t *n, size_t sz) {
+  char *t = *table;
+  for (size_t i = 0; i < *n; i++)
+    if (*(uint64_t *)(t + i * sz) == 0) return t + i * sz;
+  if (*n >= EX_MAX_HANDLES) return NULL;
+  size_t grow = *n ? *n * 2 : 16;
+  char *nt = realloc(t, grow * sz);
+  if (!nt) return NULL;
+  memset(nt + *n * sz, 0, (grow - *n) * sz);
+  *table = nt;
+  char *s = nt + *n * sz;
+  *n = grow;
+  return s;
+}
+
+/* every after-fence must be one of ours; the example's have all signalled */
+static sy_code check_after(example_delegate *d, const sy_fence *after, uint32_t n, sy_status *st) {
+  if (n > 0 && after == NULL) return fail(st, SY_INVALID_ARGUMENT, "%u fences to wait for at NULL", n);
+  for (uint32_t i = 0; i < n; i++)
+    if (!find_fence(d, after[i])) return fail(st, SY_INVALID_ARGUMENT, "fence %llu is not live in this delegate", (unsigned long long)after[i]);
+  return SY_OK;
+}
+
+/* records a signalled fence with the work's result; called with d->mu held */
+static sy_code signalled(example_delegate *d, sy_code result, const sy_status *work, sy_fence *out, sy_status *st) {
+  ex_fence *f = slot((void **)&d->fences, &d->num_fences, sizeof *f);
+  if (!f) return fail(st, SY_RESOURCE_EXHAUSTED, "too many live fences");
+  f->id = ++d->next_id;
+  f->result = result;
+  f->message[0] = 0;
+  if (result != SY_OK && work) memcpy(f->message, work->message, SY_MESSAGE_CAPACITY);
+  *out = f->id;
+  return SY_OK;
+}
+
+static sy_code ex_allocate(void *self, const sy_buffer_request *req, sy_buffer *out, sy_status *st) {
+  example_delegate *d = self;
+  if (!req || !out) return fail(st, SY_INVALID_ARGUMENT, "allocate: NULL request or result");
+  if (req->dtype != SY_DTYPE_FLOAT32) return fail(st, SY_UNSUPPORTED, "the example's buffers hold float32, not dtype %d", req->dtype);
+  if (req->memory != SY_MEMORY_HOST && req->memory != SY_MEMORY_DEVICE_LOCAL)
+    return fail(st, SY_UNSUPPORTED, "the example has no memory of kind %d", req->memory);
+  if (req->device != 0) return fail(st, SY_INVALID_ARGUMENT, "the example has one device, not device %d", req->device);
+  if (req->rank < 0 || req->rank > EX_MAX_RANK || (req->rank > 0 && !req->shape))
+    return fail(st, SY_UNSUPPORTED, "rank %d (the example takes 0..%d)", req->rank, EX_MAX_RANK);
+  uint64_t n = 1;
+  for (int32_t i = 0; i < req->rank; i++) {
+    if (req->shape[i] < 0) return fail(st, SY_INVALID_ARGUMENT, "dim %d is %lld", i, (long long)req->shape[i]);
+    if (req->shape[i] > 0 && n > EX_MAX_BUFFER_BYTES / sizeof(float) / (uint64_t)req->shape[i])
+      return fail(st, SY_RESOURCE_EXHAUSTED, "a buffer over %llu bytes", (unsigned long long)EX_MAX_BUFFER_BYTES);
+    n *= (uint64_t)req->shape[i];
+  }
+  float *data = malloc(n ? n * sizeof(float) : 1);
+  if (!data) return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory for %llu bytes", (unsigned long long)(n * sizeof(float)));
+  pthread_mutex_lock(&d->mu);
+  ex_buffer *b = slot((void **)&d->bufs, &d->num_bufs, sizeof *b);
+  if (!b) {
+    pthread_mutex_unlock(&d->mu);
+    free(data);
+    return fail(st, SY_RESOURCE_EXHAUSTED, "too many live buffers");
+  }
+  b->id = ++d->next_id;
+  b->rank = req->rank;
+  if (req->rank > 0) memcpy(b->shape, req->shape, (size_t)req->rank * sizeof(int64_t));
+  b->data = data;
+  b->num_bytes = n * sizeof(float);
+  *out = b->id;
+  pthread_mutex_unlock(&d->mu);
+  return SY_OK;
+}
+
+static sy_code ex_free_buffer(void *self, sy_buffer id, sy_status *st) {
+  example_delegate *d = self;
+  pthread_mutex_lock(&d->mu);
+  ex_buffer *b = find_buffer(d, id);
+  if (!b) {
+    pthread_mutex_unlock(&d->mu);
+    return fail(st, SY_INVALID_ARGUMENT, "buffer %llu is not live in this delegate", (unsigned long long)id);
+  }
+  free(b->data); /* no work is pending: the example's work is synchronous */
+  memset(b, 0, sizeof *b);
+  pthread_mutex_unlock(&d->mu);
+  return SY_OK;
+}
+
+/* t must describe exactly b's float32 bytes */
+static sy_code fits(const ex_buffer *b, const sy_tensor *t, const char *what, sy_status *st) {
+  int same = t && t->dtype == SY_DTYPE_FLOAT32 && t->rank == b->rank && t->num_bytes == b->num_bytes && (t->data || !b->num_bytes);
+  for (int32_t i = 0; same && i < b->rank; i++) same = t->shape[i] == b->shape[i];
+  if (!same) return fail(st, SY_INVALID_ARGUMENT, "%s tensor does not match the buffer (float32, rank %d, %llu bytes)", what, b->rank, (unsigned long long)b->num_bytes);
+  return SY_OK;
+}
+
+static sy_code ex_upload(void *self, sy_buffer dst, const sy_tensor *src, const sy_fence *after, uint32_t num_after, sy_fence *fence,
+                         sy_status *st) {
+  example_delegate *d = self;
+  pthread_mutex_lock(&d->mu);
+  ex_buffer *b = find_buffer(d, dst);
+  sy_code c = b ? check_after(d, after, num_after, st) : fail(st, SY_INVALID_ARGUMENT, "buffer %llu is not live in this delegate", (unsigned long long)dst);
+  if (c == SY_OK) c = fits(b, src, "upload: source", st);
+  if (c == SY_OK) {
+    if (b->num_bytes) memcpy(b->data, src->data, b->num_bytes);
+    c = signalled(d, SY_OK, NULL, fence, st);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return c;
+}
+
+static sy_code ex_download(void *self, const sy_tensor *dst, sy_buffer src, const sy_fence *after, uint32_t num_after, sy_fence *fence,
+                           sy_status *st) {
+  example_delegate *d = self;
+  pthread_mutex_lock(&d->mu);
+  ex_buffer *b = find_buffer(d, src);
+  sy_code c = b ? check_after(d, after, num_after, st) : fail(st, SY_INVALID_ARGUMENT, "buffer %llu is not live in this delegate", (unsigned long long)src);
+  if (c == SY_OK) c = fits(b, dst, "download: destination", st);
+  if (c == SY_OK) {
+    if (b->num_bytes) memcpy(dst->data, b->data, b->num_bytes);
+    c = signalled(d, SY_OK, NULL, fence, st);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return c;
+}
+
+static sy_code ex_enqueue(void *self, void *exe, const sy_buffer *inputs, uint32_t num_inputs, const sy_buffer *outputs,
+                          uint32_t num_outputs, const sy_fence *after, uint32_t num_after, sy_fence *fence, sy_status *st) {
+  example_delegate *d = self;
+  if ((num_inputs && !inputs) || (num_outputs && !outputs)) return fail(st, SY_INVALID_ARGUMENT, "enqueue: NULL buffer list");
+  if (num_inputs > 64 || num_outputs > 64) return fail(st, SY_UNSUPPORTED, "enqueue: %u inputs, %u outputs (64 each at most)", num_inputs, num_outputs);
+  sy_tensor ins[64], outs[64];
+  int32_t zero = 0;
+  pthread_mutex_lock(&d->mu);
+  sy_code c = check_after(d, after, num_after, st);
+  for (uint32_t i = 0; c == SY_OK && i < num_inputs + num_outputs; i++) {
+    sy_buffer h = i < num_inputs ? inputs[i] : outputs[i - num_inputs];
+    ex_buffer *b = find_buffer(d, h);
+    if (!b) {
+      c = fail(st, SY_INVALID_ARGUMENT, "%s %u: buffer %llu is not live in this delegate", i < num_inputs ? "input" : "output",
+               i < num_inputs ? i : i - num_inputs, (unsigned long long)h);
+      break;
+    }
+    sy_tensor *t = i < num_inputs ? &ins[i] : &outs[i - num_inputs];
+    *t = (sy_tensor){SY_DTYPE_FLOAT32, b->rank, b->shape, b->data, b->num_bytes};
+  }
+  if (c == SY_OK) {
+    sy_execute_call call = {sizeof call, num_inputs, num_outputs, 0, ins, outs, &zero};
+    sy_status work = {0};
+    sy_code r = ex_execute(exe, &call, &work);
+    c = signalled(d, r, &work, fence, st);
+#ifdef SY_EXAMPLE_FENCES_NEVER_SIGNAL
+    if (c == SY_OK) find_fence(d, *fence)->pending = 1;
+#endif
+  }
+  pthread_mutex_unlock(&d->mu);
+  return c;
+}
+
+static sy_code ex_wait_fence(void *self, sy_fence id, int64_t timeout_ns, int32_t *done, sy_status *st) {
+  example_delegate *d = self;
+  *done = 0;
+  pthread_mutex_lock(&d->mu);
+  ex_fence *f = find_fence(d, id);
+  sy_code c;
+  if (f && f->pending) {
+    pthread_mutex_unlock(&d->mu);
+    if (timeout_ns > 0) {
+      struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
+      nanosleep(&ts, NULL);
+    }
+    return SY_OK; /* not signalled */
+  }
+  if (!f) {
+    c = fail(st, SY_INVALID_ARGUMENT, "fence %llu is not live in this delegate", (unsigned long long)id);
+  } else {
+    *done = 1;
+    c = f->result;
+    if (c != SY_OK) fail(st, c, "%s", f->message);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return c;
+}
+
+static void ex_release_fence(void *self, sy_fence id) {
+  example_delegate *d = self;
+  pthread_mutex_lock(&d->mu);
+  ex_fence *f = find_fence(d, id);
+  if (f) memset(f, 0, sizeof *f);
+  pthread_mutex_unlock(&d->mu);
+}
+#endif /* SY_EXAMPLE_HAL_1_0 */
+
+static void ex_close(void *self) {
+  example_delegate *d = self;
+  for (size_t i = 0; i < d->num_bufs; i++)
+    if (d->bufs[i].id) free(d->bufs[i].data);
+  free(d->bufs);
+  free(d->fences);
+  pthread_mutex_destroy(&d->mu);
+  free(d);
+}
 
 SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_minor, sy_delegate_table *table,
                                            uint32_t capacity, sy_status *status) {
@@ -540,12 +793,31 @@ SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_mi
                 host_major, host_minor);
   example_delegate *self = calloc(1, sizeof *self);
   if (!self) return fail(status, SY_RESOURCE_EXHAUSTED, "out of memory");
+  if (pthread_mutex_init(&self->mu, NULL) != 0) {
+    free(self);
+    return fail(status, SY_RESOURCE_EXHAUSTED, "cannot make a mutex");
+  }
   sy_delegate_table t = {0};
-  t.struct_size = sizeof t;
+#ifdef SY_EXAMPLE_HAL_1_0
+  /* built as a HAL 1.0 delegate (the host's compatibility tests): the
+   * table ends at close, as a library built against the 1.0 header */
+  const uint32_t size = (uint32_t)SY_DELEGATE_TABLE_SIZE_1_0;
+  t.hal_max.minor = 0;
+#else
+  const uint32_t size = (uint32_t)sizeof t;
+  t.hal_max.minor = SY_HAL_VERSION_MINOR;
+  t.allocate = ex_allocate;
+  t.free_buffer = ex_free_buffer;
+  t.upload = ex_upload;
+  t.download = ex_download;
+  t.enqueue = ex_enqueue;
+  t.wait_fence = ex_wait_fence;
+  t.release_fence = ex_release_fence;
+#endif
+  t.struct_size = size;
   t.hal_min.major = 1;
   t.hal_min.minor = 0;
   t.hal_max.major = SY_HAL_VERSION_MAJOR;
-  t.hal_max.minor = SY_HAL_VERSION_MINOR;
   t.self = self;
   t.get_info = ex_get_info;
   t.get_capabilities = ex_get_capabilities;
@@ -555,7 +827,7 @@ SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_mi
   t.execute = ex_execute;
   t.release = ex_release;
   t.close = ex_close;
-  memcpy(table, &t, capacity < sizeof t ? capacity : sizeof t);
-  table->struct_size = sizeof t; /* struct_size is first, always within capacity */
+  memcpy(table, &t, capacity < size ? capacity : size);
+  table->struct_size = size; /* struct_size is first, always within capacity */
   return SY_OK;
 }

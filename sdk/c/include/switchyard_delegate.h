@@ -1,5 +1,5 @@
 /*
- * switchyard_delegate.h — the Switchyard C ABI for delegates (HAL 1.0).
+ * switchyard_delegate.h — the Switchyard C ABI for delegates (HAL 1.1).
  *
  * A delegate is a shared library that implements a Switchyard backend in C
  * (or anything that can export C functions). Switchyard opens it at run time
@@ -107,6 +107,38 @@
  *   Graph-valued attributes (If/Loop/Scan bodies) are passed with their type
  *   (SY_ATTR_GRAPH/SY_ATTR_GRAPHS) and no payload: a delegate MUST decline
  *   such nodes in this version.
+ *
+ * ------------------------------------------------------------------------
+ * HAL 1.1: DEVICE MEMORY AND FENCES (optional)
+ *
+ *   A delegate with memory of its own appends seven functions to its table
+ *   (allocate ... release_fence) and sets hal_max to 1.1. They are all or
+ *   none: a table that has some of them is refused; a 1.0 table (or one
+ *   with all seven NULL) is a HAL 1.0 backend, and the host answers every
+ *   1.1 request itself with Unsupported, never calling the library for it.
+ *
+ *   Buffers and fences are OPAQUE HANDLES (sy_buffer, sy_fence: 64-bit
+ *   values the library issues; 0 is never a valid handle). The host never
+ *   dereferences them and never sees a buffer's memory: values move in and
+ *   out only through upload and download. A handle the library did not
+ *   issue, or has freed or released, MUST be refused with
+ *   SY_INVALID_ARGUMENT (never dereferenced blindly).
+ *
+ *   Ordering: upload, download and enqueue run after every fence in
+ *   after[0..num_after) has signalled and return a fence of their own that
+ *   signals when their work is complete (a library whose work is
+ *   synchronous returns a fence that has already signalled). They MUST NOT
+ *   wait for device work themselves.
+ *
+ *   Ownership: upload has copied src's bytes when it returns (the host may
+ *   reuse src at once). download writes dst's bytes (host memory the host
+ *   keeps valid and unmoved) by the time its fence signals, and MUST NOT
+ *   touch dst after that. The library keeps every buffer an operation uses
+ *   alive until that operation's fence has signalled, even if free_buffer
+ *   was called first. release_fence tells the library the host will never
+ *   name the fence again; the host releases a download fence only after it
+ *   has signalled. close(self) ends all work and frees every buffer and
+ *   fence still alive.
  */
 #ifndef SWITCHYARD_DELEGATE_H
 #define SWITCHYARD_DELEGATE_H
@@ -120,7 +152,7 @@ extern "C" {
 
 /* The HAL version this header describes. */
 #define SY_HAL_VERSION_MAJOR 1
-#define SY_HAL_VERSION_MINOR 0
+#define SY_HAL_VERSION_MINOR 1
 
 /* The one exported symbol, of type sy_entry_point_fn. */
 #define SY_ENTRY_POINT "switchyard_delegate_open"
@@ -183,6 +215,15 @@ typedef int32_t sy_code;
 #define SY_DEVICE_NPU 2
 #define SY_DEVICE_DSP 3
 #define SY_DEVICE_SIMULATED 4
+
+/* Memory kinds (hal.MemoryKind). */
+#define SY_MEMORY_HOST 0
+#define SY_MEMORY_HOST_VISIBLE 1
+#define SY_MEMORY_DEVICE_LOCAL 2
+
+/* HAL 1.1 opaque handles issued by the library; 0 = none. */
+typedef uint64_t sy_buffer;
+typedef uint64_t sy_fence;
 
 /* sy_info.flags */
 #define SY_INFO_SERIAL_EXECUTE 1u /* the host must not call execute concurrently on one executable */
@@ -333,6 +374,17 @@ typedef struct sy_execute_call {
   const volatile int32_t *cancelled;
 } sy_execute_call;
 
+/* HAL 1.1: what allocate makes. */
+typedef struct sy_buffer_request {
+  uint32_t struct_size;
+  int32_t dtype;          /* SY_DTYPE_* (numeric) */
+  int32_t rank;           /* 0..SY_MAX_RANK */
+  int32_t memory;         /* SY_MEMORY_* */
+  int32_t device;         /* device index, 0 = the first */
+  int32_t reserved;
+  const int64_t *shape;   /* rank dims, each >= 0 */
+} sy_buffer_request;
+
 typedef struct sy_delegate_table {
   uint32_t struct_size; /* sizeof(sy_delegate_table) as the library was built */
   uint32_t reserved;
@@ -357,7 +409,42 @@ typedef struct sy_delegate_table {
   sy_code (*execute)(void *executable, const sy_execute_call *call, sy_status *status);
   void (*release)(void *executable);
   void (*close)(void *self);
+
+  /* ---- HAL 1.1, optional (all seven or none; see HAL 1.1 above) ---- */
+
+  /* A buffer of req's dtype and shape in req->memory on device req->device.
+   * A kind the device lacks is SY_UNSUPPORTED, a size over its limits
+   * SY_RESOURCE_EXHAUSTED. */
+  sy_code (*allocate)(void *self, const sy_buffer_request *req, sy_buffer *buffer, sy_status *status);
+  /* Gives the buffer back; its memory stays valid until every operation
+   * using it has signalled. Freeing a handle twice is SY_INVALID_ARGUMENT. */
+  sy_code (*free_buffer)(void *self, sy_buffer buffer, sy_status *status);
+  /* Copies src (host memory of dst's dtype and shape) into dst after the
+   * fences; src has been copied when upload returns. */
+  sy_code (*upload)(void *self, sy_buffer dst, const sy_tensor *src, const sy_fence *after, uint32_t num_after,
+                    sy_fence *fence, sy_status *status);
+  /* Copies src into dst (host memory of src's dtype and shape) after the
+   * fences; dst is complete when *fence signals. */
+  sy_code (*download)(void *self, const sy_tensor *dst, sy_buffer src, const sy_fence *after, uint32_t num_after,
+                      sy_fence *fence, sy_status *status);
+  /* Runs the executable on buffers after the fences: inputs in the
+   * subgraph's input order, outputs (allocated by the host with allocate,
+   * of the shapes infer_outputs gives) in its output order, written in
+   * place. May return SY_UNSUPPORTED for inputs it will not take. */
+  sy_code (*enqueue)(void *self, void *executable, const sy_buffer *inputs, uint32_t num_inputs, const sy_buffer *outputs,
+                     uint32_t num_outputs, const sy_fence *after, uint32_t num_after, sy_fence *fence, sy_status *status);
+  /* Waits up to timeout_ns (0: poll) for the fence. Sets *signalled to 1
+   * and returns the work's result (SY_OK, or its error with status filled)
+   * once it has signalled; sets *signalled to 0 and returns SY_OK when the
+   * time ran out first; an unknown fence is SY_INVALID_ARGUMENT with
+   * *signalled 0. The host calls it repeatedly to honour its deadlines. */
+  sy_code (*wait_fence)(void *self, sy_fence fence, int64_t timeout_ns, int32_t *signalled, sy_status *status);
+  /* The host will never name the fence again. */
+  void (*release_fence)(void *self, sy_fence fence);
 } sy_delegate_table;
+
+/* The size of the HAL 1.1 table. */
+#define SY_DELEGATE_TABLE_SIZE_1_1 (offsetof(sy_delegate_table, release_fence) + sizeof(void (*)(void *)))
 
 /* The size of the HAL 1.0 table: the smallest table a host accepts. */
 #define SY_DELEGATE_TABLE_SIZE_1_0 (offsetof(sy_delegate_table, close) + sizeof(void (*)(void *)))

@@ -28,6 +28,11 @@ SY_EXPORT int32_t sy_layout(int64_t *out, int32_t cap) {
       sizeof(sy_delegate_table), F(sy_delegate_table, hal_min), F(sy_delegate_table, self), F(sy_delegate_table, get_info),
       F(sy_delegate_table, execute), F(sy_delegate_table, close), SY_DELEGATE_TABLE_SIZE_1_0,
       SY_HAL_VERSION_MAJOR, SY_HAL_VERSION_MINOR, SY_MESSAGE_CAPACITY, SY_REASON_CAPACITY, SY_MAX_RANK,
+      /* HAL 1.1 */
+      sizeof(sy_buffer_request), F(sy_buffer_request, memory), F(sy_buffer_request, shape),
+      F(sy_delegate_table, allocate), F(sy_delegate_table, enqueue), F(sy_delegate_table, release_fence),
+      SY_DELEGATE_TABLE_SIZE_1_1, sizeof(sy_buffer), sizeof(sy_fence),
+      SY_MEMORY_HOST, SY_MEMORY_HOST_VISIBLE, SY_MEMORY_DEVICE_LOCAL,
   };
   int32_t n = (int32_t)(sizeof v / sizeof v[0]);
   for (int32_t i = 0; i < n && i < cap; i++) out[i] = v[i];
