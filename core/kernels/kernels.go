@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -236,20 +235,15 @@ func Lookup(domain, op string) (*Schema, bool) {
 	return s, ok
 }
 
-// All lists every op with a reference kernel sorted by domain and op type.
+// All lists every op with a reference kernel sorted by domain and op type
+// (the order of ops.All).
 func All() []*Schema {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]*Schema, 0, len(registry))
-	for _, s := range registry {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Domain != out[j].Domain {
-			return out[i].Domain < out[j].Domain
+	var out []*Schema
+	for _, s := range ops.All() {
+		if k, ok := Lookup(s.Domain, s.OpType); ok {
+			out = append(out, k)
 		}
-		return out[i].OpType < out[j].OpType
-	})
+	}
 	return out
 }
 

@@ -2,7 +2,8 @@
 // opset range, accepted dtypes and shape/type inference. It links no kernel:
 // a backend that needs to know what an op is, or to infer the types its
 // outputs will have, imports ops (and ops/all for every schema) without
-// pulling in the reference CPU kernels of core/kernels.
+// pulling in the reference CPU kernels of core/kernels; core/ops/halkit
+// adds the HAL side (per-node verdicts, output hand-over).
 //
 // The schemas themselves live in sub-packages (elementwise, nn, reduce, …)
 // that register them in init; import core/ops/all to get every one. The
@@ -178,4 +179,21 @@ func Unsupportedf(n *graph.Node, format string, args ...any) error {
 // Invalidf reports invalid input for a node.
 func Invalidf(n *graph.Node, format string, args ...any) error {
 	return fmt.Errorf("%s: %w: %s", n.Label(), ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Infer runs the registered shape/type inference of n's op at the given
+// opset. ok is false when the op has no schema or no inference; a panic in
+// an InferFunc comes back as an error, not across the call.
+func Infer(n *graph.Node, opset int64, in []InferInput) (types []graph.ValueType, ok bool, err error) {
+	s, found := Lookup(n.Domain, n.OpType)
+	if !found || s.Infer == nil {
+		return nil, false, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			types, err = nil, fmt.Errorf("%s: shape inference panicked: %v", n.Label(), p)
+		}
+	}()
+	types, err = s.Infer(n, opset, in)
+	return types, true, err
 }

@@ -625,23 +625,11 @@ func preluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 }
 
 func init() {
-	reg := func(op string, minOpset int64, types []graph.DType, legacy bool) {
-
-	}
-	reg("Add", 1, kernels.NumericTypes, true)
-	reg("Sub", 1, kernels.NumericTypes, true)
-	reg("Mul", 1, kernels.NumericTypes, true)
-	reg("Div", 1, kernels.NumericTypes, true)
-	reg("Mod", 10, kernels.NumericTypes, false)
-	reg("Pow", 1, kernels.NumericTypes, true)
-	kernels.RegisterKernel("", "PRelu", preluKernel)
-}
-
-func init() {
 	kernels.RegisterKernel("", "Add", arithKernel(true, fixed(addOp)))
 	kernels.RegisterKernel("", "Sub", arithKernel(true, fixed(subOp)))
 	kernels.RegisterKernel("", "Mul", arithKernel(true, fixed(mulOp)))
 	kernels.RegisterKernel("", "Div", arithKernel(true, fixed(divOp)))
 	kernels.RegisterKernel("", "Mod", arithKernel(false, pickMod))
 	kernels.RegisterKernel("", "Pow", powKernel)
+	kernels.RegisterKernel("", "PRelu", preluKernel)
 }

@@ -111,22 +111,6 @@ func logicKernel(f func(a, b bool) bool) kernels.Func {
 }
 
 func init() {
-	reg := func(op string, minOpset int64, types []graph.DType, legacy bool) {
-
-	}
-	eqTypes := append(append([]graph.DType{}, kernels.NumericTypes...), graph.Bool, graph.String)
-	reg("Equal", 1, eqTypes, true)
-	reg("Less", 1, kernels.NumericTypes, true)
-	reg("Greater", 1, kernels.NumericTypes, true)
-	reg("LessOrEqual", 12, kernels.NumericTypes, false)
-	reg("GreaterOrEqual", 12, kernels.NumericTypes, false)
-	boolT := []graph.DType{graph.Bool}
-	reg("And", 1, boolT, true)
-	reg("Or", 1, boolT, true)
-	reg("Xor", 1, boolT, true)
-}
-
-func init() {
 	kernels.RegisterKernel("", "Equal", compareKernel(cmpEq, true))
 	kernels.RegisterKernel("", "Less", compareKernel(cmpLt, true))
 	kernels.RegisterKernel("", "Greater", compareKernel(cmpGt, true))

@@ -211,19 +211,9 @@ func whereKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 }
 
 func init() {
-	reg := func(op string, types []graph.DType) {
-
-	}
-	reg("Max", kernels.NumericTypes)
-	reg("Min", kernels.NumericTypes)
-	reg("Sum", kernels.NumericTypes)
-	reg("Mean", kernels.FloatTypes)
-	kernels.RegisterKernel("", "Where", whereKernel)
-}
-
-func init() {
 	kernels.RegisterKernel("", "Max", variadicKernel(varMax))
 	kernels.RegisterKernel("", "Min", variadicKernel(varMin))
 	kernels.RegisterKernel("", "Sum", variadicKernel(varSum))
 	kernels.RegisterKernel("", "Mean", variadicKernel(varMean))
+	kernels.RegisterKernel("", "Where", whereKernel)
 }

@@ -32,4 +32,3 @@ func init() {
 		Infer: ops.SameAsInput,
 	})
 }
-

@@ -17,7 +17,7 @@ var legacyTypeNames = map[string]graph.DType{
 	"COMPLEX128": graph.Complex128, "BFLOAT16": graph.BFloat16,
 }
 
-// castTo reads Cast's "to" attribute (an int, or a type name before opset 6).
+// CastTo reads Cast's "to" attribute (an int, or a type name before opset 6).
 func CastTo(n *graph.Node) (graph.DType, error) {
 	a := n.Attr("to")
 	if a == nil {

@@ -27,4 +27,3 @@ func init() {
 	reg("Or", 1, boolT, true)
 	reg("Xor", 1, boolT, true)
 }
-

@@ -42,4 +42,3 @@ func init() {
 		Infer: whereInfer,
 	})
 }
-

@@ -78,4 +78,3 @@ func init() {
 	register("IsNaN", 9, floatTypes, true)
 	register("IsInf", 10, floatTypes, true)
 }
-

@@ -29,7 +29,7 @@ func batchNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Va
 	return outs, nil
 }
 
-// stashType is the dtype of LayerNormalization's Mean and InvStdDev.
+// StashType is the dtype of LayerNormalization's Mean and InvStdDev.
 func StashType(n *graph.Node) graph.DType {
 	return graph.DType(n.AttrInt("stash_type", int64(graph.Float32)))
 }

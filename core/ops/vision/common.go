@@ -7,7 +7,7 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-// errInvalid makes an error wrapping kernels.ErrInvalid; kernels wrap it
+// ErrInvalid makes an error wrapping kernels.ErrInvalid; kernels wrap it
 // again with the node's label.
 func ErrInvalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ops.ErrInvalid, fmt.Sprintf(format, args...))
@@ -45,7 +45,7 @@ type window struct {
 	Pads                       []int // begins then ends
 }
 
-// readInts reads an ints attribute with want values (def when absent),
+// ReadInts reads an ints attribute with want values (def when absent),
 // each in [min, 1<<31].
 func ReadInts(n *graph.Node, name string, want, def int, min int64) ([]int, error) {
 	v := n.AttrInts(name, nil)
@@ -68,7 +68,7 @@ func ReadInts(n *graph.Node, name string, want, def int, min int64) ([]int, erro
 	return out, nil
 }
 
-// readWindow reads strides, dilations and pads for nd spatial axes; kernel
+// ReadWindow reads strides, dilations and pads for nd spatial axes; kernel
 // is supplied by the caller.
 func ReadWindow(n *graph.Node, kernel []int) (window, error) {
 	nd := len(kernel)
@@ -86,7 +86,7 @@ func ReadWindow(n *graph.Node, kernel []int) (window, error) {
 	return w, nil
 }
 
-// outSizes computes output spatial sizes for a forward window (pooling or
+// OutSizes computes output spatial sizes for a forward window (pooling or
 // convolution) over input sizes in. autoPad is NOTSET, VALID, SAME_UPPER or
 // SAME_LOWER; with SAME_* the pads in w are replaced by the computed ones.
 // ceil selects pooling's ceil_mode.

@@ -86,7 +86,7 @@ func lpPoolInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 	return []graph.ValueType{vt}, nil
 }
 
-// unpoolShape is MaxUnpool's inferred output shape for input shape xs
+// UnpoolShape is MaxUnpool's inferred output shape for input shape xs
 // (noPads ignores the pads attribute, as when output_shape is given).
 func UnpoolShape(n *graph.Node, xs []int, noPads bool) ([]int, error) {
 	nd := len(xs) - 2
