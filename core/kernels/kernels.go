@@ -1,11 +1,12 @@
 // Package kernels holds the registry of Switchyard's reference CPU kernels
-// and the operator schemas (arity, opset range, shape/type inference) that
-// go with them, plus the small shared toolkit kernels are written with
-// (broadcasting, axes, dtype conversion).
+// and the small shared toolkit kernels are written with (broadcasting, axes,
+// dtype conversion). Operator schemas (arity, opset range, shape/type
+// inference) are not here: they live in core/ops, which links no kernel, and
+// every kernel registers against its op's schema by name.
 //
-// The kernels themselves live in sub-packages (elementwise, nn, reduce,
-// tensorops, …) that register their schemas in init; import
-// core/kernels/all to get every one.
+// The kernels themselves live in sub-packages (elementwise, nn, reduce, …)
+// that register them in init; import core/kernels/all to get every one
+// (it brings core/ops/all, every schema, with it).
 //
 // Contracts every kernel MUST keep:
 //   - Outputs are freshly allocated with Context.New (never an input tensor,
@@ -21,18 +22,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/ops"
 )
 
 // ErrUnsupported marks an op, attribute value or dtype that Switchyard does
-// not implement (as opposed to invalid input).
-var ErrUnsupported = errors.New("unsupported")
+// not implement (as opposed to invalid input); it is ops.ErrUnsupported.
+var ErrUnsupported = ops.ErrUnsupported
 
-// ErrInvalid marks invalid input: wrong shapes, bad attribute values.
-var ErrInvalid = errors.New("invalid argument")
+// ErrInvalid marks invalid input: wrong shapes, bad attribute values; it is
+// ops.ErrInvalid.
+var ErrInvalid = ops.ErrInvalid
 
 // ErrResourceExhausted marks a request refused for lack of memory: a
 // model's memory budget would be exceeded (hal maps it to
@@ -152,148 +154,121 @@ const StopCheckElems = 64 << 10
 // node output (nil for an omitted optional output is allowed).
 type Func func(ctx *Context, n *graph.Node, inputs []*graph.Tensor) ([]*graph.Tensor, error)
 
-// InferInput is what shape inference knows about one input: its type and,
-// when the value is known at load time (initializer or Constant), the value.
-type InferInput struct {
-	Type  graph.ValueType
-	Const *graph.Tensor
-}
+// InferInput is what shape inference knows about one input (ops.InferInput).
+type InferInput = ops.InferInput
 
-// InferFunc computes output types from input types. Unknown dims are
-// graph.Dim{Value: -1}; an unknown rank is a nil Shape. It returns an error
-// only when the inputs are certainly invalid.
-type InferFunc func(n *graph.Node, opset int64, in []InferInput) ([]graph.ValueType, error)
+// InferFunc computes output types from input types (ops.InferFunc).
+type InferFunc = ops.InferFunc
 
-// Schema describes an operator: its arity, opset range, accepted dtypes,
-// kernel and shape inference.
+// Schema is an operator's schema (see ops.Schema) joined with its reference
+// kernel: what Lookup returns.
 type Schema struct {
 	Domain string // "" for the default ONNX domain
 	OpType string
-	// MinOpset is the oldest opset version of Domain this kernel implements
-	// (usually 1). MaxOpset is the newest (0 = up to MaxKnownOpset).
+	// MinOpset/MaxOpset: the opset range (ops.Schema).
 	MinOpset, MaxOpset int64
 	// MinInputs/MaxInputs bound the number of inputs (MaxInputs -1 = variadic).
 	MinInputs, MaxInputs int
 	// MinOutputs/MaxOutputs bound the number of outputs.
 	MinOutputs, MaxOutputs int
-	// TypeInput is the index of the input whose dtype selects the kernel's
-	// type (usually 0); Types lists the dtypes accepted there. Empty = any
-	// dtype Switchyard supports.
+	// TypeInput and Types: the dtypes accepted (ops.Schema).
 	TypeInput int
 	Types     []graph.DType
 	Kernel    Func
 	Infer     InferFunc
 }
 
-// MaxKnownOpset is the newest default-domain opset whose operator set (as seen in the ONNX 1.2x test suite)
-// Switchyard knows.
-const MaxKnownOpset = 28
+// MaxKnownOpset is ops.MaxKnownOpset.
+const MaxKnownOpset = ops.MaxKnownOpset
 
 var (
 	regMu    sync.RWMutex
 	registry = map[string]*Schema{}
 )
 
-func key(domain, op string) string {
-	if domain == "ai.onnx" {
-		domain = ""
+// RegisterKernel adds the reference kernel of an op whose schema is
+// registered in core/ops. It panics on a missing schema, a nil kernel or a
+// duplicate: a programming error in a kernel package, caught by any test.
+func RegisterKernel(domain, op string, f Func) {
+	if f == nil {
+		panic(fmt.Sprintf("kernels: nil kernel for %q", op))
 	}
-	return domain + "::" + op
+	os, ok := ops.Lookup(domain, op)
+	if !ok {
+		panic(fmt.Sprintf("kernels: kernel for %q, which has no schema in core/ops", op))
+	}
+	s := &Schema{
+		Domain: os.Domain, OpType: os.OpType, MinOpset: os.MinOpset, MaxOpset: os.MaxOpset,
+		MinInputs: os.MinInputs, MaxInputs: os.MaxInputs, MinOutputs: os.MinOutputs, MaxOutputs: os.MaxOutputs,
+		TypeInput: os.TypeInput, Types: os.Types, Infer: os.Infer,
+		Kernel: stopChecked(f),
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	k := ops.Key(domain, op)
+	if _, dup := registry[k]; dup {
+		panic(fmt.Sprintf("kernels: %s registered twice", op))
+	}
+	registry[k] = s
 }
 
-// Register adds a schema. It panics on a duplicate or incomplete schema:
-// that is a programming error in a kernel package, caught by any test.
+// Register adds a schema and its kernel at once (an op defined outside
+// core/ops, such as a test's): the schema goes to ops.Register, the kernel
+// to RegisterKernel. It panics on a duplicate or incomplete schema.
 func Register(s Schema) {
 	if s.OpType == "" || s.Kernel == nil {
 		panic(fmt.Sprintf("kernels: incomplete schema for %q", s.OpType))
 	}
-	if s.MinOpset == 0 {
-		s.MinOpset = 1
-	}
-	if s.MaxOpset == 0 {
-		s.MaxOpset = MaxKnownOpset
-	}
-	if s.MaxOutputs == 0 {
-		s.MaxOutputs = 1
-	}
-	if s.MinOutputs == 0 {
-		s.MinOutputs = 1
-	}
-	s.Kernel = stopChecked(s.Kernel)
-	regMu.Lock()
-	defer regMu.Unlock()
-	k := key(s.Domain, s.OpType)
-	if _, dup := registry[k]; dup {
-		panic(fmt.Sprintf("kernels: %s registered twice", s.OpType))
-	}
-	registry[k] = &s
+	ops.Register(ops.Schema{
+		Domain: s.Domain, OpType: s.OpType, MinOpset: s.MinOpset, MaxOpset: s.MaxOpset,
+		MinInputs: s.MinInputs, MaxInputs: s.MaxInputs, MinOutputs: s.MinOutputs, MaxOutputs: s.MaxOutputs,
+		TypeInput: s.TypeInput, Types: s.Types, Infer: s.Infer,
+	})
+	RegisterKernel(s.Domain, s.OpType, s.Kernel)
 }
 
-// Lookup finds an op's schema.
+// Lookup finds an op that has a reference kernel: its schema and kernel.
 func Lookup(domain, op string) (*Schema, bool) {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	s, ok := registry[key(domain, op)]
+	s, ok := registry[ops.Key(domain, op)]
 	return s, ok
 }
 
-// All lists every registered schema sorted by domain and op type.
+// All lists every op with a reference kernel sorted by domain and op type
+// (the order of ops.All).
 func All() []*Schema {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]*Schema, 0, len(registry))
-	for _, s := range registry {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Domain != out[j].Domain {
-			return out[i].Domain < out[j].Domain
+	var out []*Schema
+	for _, s := range ops.All() {
+		if k, ok := Lookup(s.Domain, s.OpType); ok {
+			out = append(out, k)
 		}
-		return out[i].OpType < out[j].OpType
-	})
+	}
 	return out
 }
 
-// CheckNode reports why a node cannot run at the given opset (unknown op,
-// opset out of range, wrong arity), or nil.
+// CheckNode reports why a node cannot run on the reference kernels at the
+// given opset (no kernel for the op, opset out of range, wrong arity), or
+// nil: ops.CheckNode, restricted to the ops that have a kernel.
 func CheckNode(n *graph.Node, opset int64) error {
-	s, ok := Lookup(n.Domain, n.OpType)
-	if !ok {
-		return fmt.Errorf("%w: op %s", ErrUnsupported, opName(n.Domain, n.OpType, opset))
+	if _, ok := Lookup(n.Domain, n.OpType); !ok {
+		return fmt.Errorf("%w: op %s", ErrUnsupported, ops.OpName(n.Domain, n.OpType, opset))
 	}
-	if opset < s.MinOpset || opset > s.MaxOpset {
-		return fmt.Errorf("%w: op %s (supported opsets %d–%d)", ErrUnsupported, opName(n.Domain, n.OpType, opset), s.MinOpset, s.MaxOpset)
-	}
-	nin := len(n.Inputs)
-	if nin < s.MinInputs || (s.MaxInputs >= 0 && nin > s.MaxInputs) {
-		return fmt.Errorf("%w: %s has %d inputs, expected %d..%d", ErrInvalid, n.Label(), nin, s.MinInputs, s.MaxInputs)
-	}
-	nout := len(n.Outputs)
-	if nout < s.MinOutputs || (s.MaxOutputs >= 0 && nout > s.MaxOutputs) {
-		return fmt.Errorf("%w: %s has %d outputs, expected %d..%d", ErrInvalid, n.Label(), nout, s.MinOutputs, s.MaxOutputs)
-	}
-	return nil
+	return ops.CheckNode(n, opset)
 }
 
-func opName(domain, op string, opset int64) string {
-	if domain == "" {
-		domain = "ai.onnx"
-	}
-	return fmt.Sprintf("%s:%s(opset %d)", domain, op, opset)
-}
-
-// Errorf makes an error naming the node; wrap ErrInvalid or ErrUnsupported
-// with %w to classify it.
+// Errorf makes an error naming the node (ops.Errorf).
 func Errorf(n *graph.Node, format string, args ...any) error {
-	return fmt.Errorf("%s: %w", n.Label(), fmt.Errorf(format, args...))
+	return ops.Errorf(n, format, args...)
 }
 
-// Unsupportedf reports an unimplemented dtype/attribute for a node.
+// Unsupportedf reports an unimplemented dtype/attribute for a node
+// (ops.Unsupportedf).
 func Unsupportedf(n *graph.Node, format string, args ...any) error {
-	return fmt.Errorf("%s: %w: %s", n.Label(), ErrUnsupported, fmt.Sprintf(format, args...))
+	return ops.Unsupportedf(n, format, args...)
 }
 
-// Invalidf reports invalid input for a node.
+// Invalidf reports invalid input for a node (ops.Invalidf).
 func Invalidf(n *graph.Node, format string, args ...any) error {
-	return fmt.Errorf("%s: %w: %s", n.Label(), ErrInvalid, fmt.Sprintf(format, args...))
+	return ops.Invalidf(n, format, args...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // the reference kernels
+	"github.com/switchyard-hal/switchyard/core/ops/halkit"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -67,41 +68,11 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 
 // Verdicts computes the cpu backend's verdicts; allow, when non-nil,
 // further restricts the claimed op types (the simulation backend uses it).
+// It is halkit.VerdictsWith with the reference kernels' check; a backend
+// that does not run the reference kernels uses halkit.Verdicts, which links
+// none of them.
 func Verdicts(sg *hal.Subgraph, allow func(n *graph.Node) (bool, string)) []hal.Verdict {
-	out := make([]hal.Verdict, len(sg.Graph.Nodes))
-	for i, n := range sg.Graph.Nodes {
-		if reason := unsupported(sg, n, allow); reason != "" {
-			out[i] = hal.Verdict{Reason: reason}
-		} else {
-			out[i] = hal.Verdict{Supported: true}
-		}
-	}
-	return out
-}
-
-func unsupported(sg *hal.Subgraph, n *graph.Node, allow func(n *graph.Node) (bool, string)) string {
-	if allow != nil {
-		if ok, why := allow(n); !ok {
-			return why
-		}
-	}
-	if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
-		return err.Error()
-	}
-	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
-		for _, g := range subs {
-			for _, inner := range g.Nodes {
-				if r := unsupported(sg, inner, allow); r != "" {
-					return fmt.Sprintf("nested graph %q of attribute %q: %s", g.Name, a.Name, r)
-				}
-			}
-		}
-	}
-	return ""
+	return halkit.VerdictsWith(sg, kernels.CheckNode, allow)
 }
 
 // Compile compiles the subgraph onto the reference executor.
@@ -152,30 +123,9 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 }
 
 // FillOutputs moves results into caller-owned outputs: copied in place when
-// the caller allocated Data, handed over otherwise.
+// the caller allocated Data, handed over otherwise (halkit.FillOutputs).
 func FillOutputs(g *graph.Graph, res map[string]*graph.Tensor, outputs []*graph.Tensor) error {
-	for i, o := range g.Outputs {
-		if i >= len(outputs) {
-			break
-		}
-		got := res[o.Name]
-		dst := outputs[i]
-		if got == nil {
-			return errors.New("missing output " + o.Name)
-		}
-		if got == dst {
-			continue // written in place by RunInto
-		}
-		if dst.Data != nil {
-			if dst.DType != got.DType || !graph.SameShape(dst.Shape, got.Shape) {
-				return hal.Errorf(hal.CodeInvalidArgument, "output %q is %v%v, caller allocated %v%v", o.Name, got.DType, got.Shape, dst.DType, dst.Shape)
-			}
-			graph.CopyData(dst.Data, got.Data)
-			continue
-		}
-		*dst = *got
-	}
-	return nil
+	return halkit.FillOutputs(g, res, outputs)
 }
 
 // Release is a no-op.

@@ -14,14 +14,20 @@
 //
 //  4. Supports: return one Verdict per node, in order; every declined node
 //     gets a reason naming the op, dtype, attribute or limit.
-//     plugins/cpu.Verdicts does the per-node walk for you.
+//     core/ops/halkit.Verdicts does the per-node walk (nested graphs
+//     included) against the operator schemas, with your own restriction;
+//     the schemas and their shape inference come from core/ops (import
+//     core/ops/all, or the groups you take), which links no reference
+//     kernel. Do not import plugins/cpu: it links every reference kernel.
 //
 //  5. Compile: turn the subgraph into your executable. Copy what you keep:
 //     the subgraph is not yours after Compile returns. Claiming a node in
 //     Supports is a promise that Compile takes it.
 //
 //  6. Execute: read inputs, write outputs in place when their Data is set,
-//     fill them otherwise (plugins/cpu.FillOutputs), honour ctx.
+//     fill them otherwise (core/ops/halkit.FillOutputs), honour ctx. Output
+//     types come from the subgraph; for shapes known only from the inputs,
+//     core/ops.Infer runs an op's shape inference.
 //
 //  7. Errors: return hal.Errorf(hal.CodeX, ...); a missing library or
 //     device is CodeUnavailable with the reason.

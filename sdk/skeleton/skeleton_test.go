@@ -3,11 +3,29 @@ package skeleton
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/depcheck"
 )
+
+// TestSkeletonLinksNoKernel: the package vendors copy links neither the cpu
+// backend nor any reference kernel, and its docs point at core/ops instead.
+func TestSkeletonLinksNoKernel(t *testing.T) {
+	if bad := depcheck.Forbidden(t, ".", depcheck.LinksKernels); len(bad) > 0 {
+		t.Fatalf("sdk/skeleton links %v", bad)
+	}
+	src, err := os.ReadFile("skeleton.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "core/ops/halkit.Verdicts") || strings.Contains(string(src), "plugins/cpu.") {
+		t.Fatal("skeleton.go should point vendors at core/ops/halkit, not at plugins/cpu")
+	}
+}
 
 func TestSkeletonRegistersAndDeclines(t *testing.T) {
 	r := hal.NewRegistry()

@@ -15,4 +15,5 @@ import (
 	_ "github.com/switchyard-hal/switchyard/core/kernels/rnn"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/shape"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/vision"
+	_ "github.com/switchyard-hal/switchyard/core/ops/all" // every schema, also those of ops without a kernel
 )

@@ -8,9 +8,9 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "Shrink", MinOpset: 9, MinInputs: 1, MaxInputs: 1, Types: kernels.NumericTypes, Kernel: shrinkKernel, Infer: kernels.SameAsInput})
-	kernels.Register(kernels.Schema{OpType: "Swish", MinOpset: 24, MinInputs: 1, MaxInputs: 1, Types: kernels.FloatTypes, Kernel: swishKernel, Infer: kernels.SameAsInput})
-	kernels.Register(kernels.Schema{OpType: "SwiGLU", MinOpset: 28, MinInputs: 2, MaxInputs: 2, Types: kernels.FloatTypes, Kernel: swigluKernel, Infer: swigluInfer})
+	kernels.RegisterKernel("", "Shrink", shrinkKernel)
+	kernels.RegisterKernel("", "Swish", swishKernel)
+	kernels.RegisterKernel("", "SwiGLU", swigluKernel)
 }
 
 // sigmoid is 1/(1+e^-x), computed without overflow for large |x|.
@@ -72,36 +72,6 @@ func swigluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		return nil, err
 	}
 	return []*graph.Tensor{out}, nil
-}
-
-func swigluInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	a, b := inType(in, 0), inType(in, 1)
-	if a.DType != graph.Undefined && b.DType != graph.Undefined && a.DType != b.DType {
-		return nil, kernels.Invalidf(n, "A is %v but B is %v", a.DType, b.DType)
-	}
-	s := a.Shape
-	if s == nil {
-		s = b.Shape
-	} else if b.Shape != nil {
-		if len(a.Shape) != len(b.Shape) {
-			return nil, kernels.Invalidf(n, "A %v and B %v must have identical shapes", a.Shape, b.Shape)
-		}
-		s = copyShape(a.Shape)
-		for i := range s {
-			da, db := a.Shape[i], b.Shape[i]
-			switch {
-			case da.Static() && db.Static() && da.Value != db.Value:
-				return nil, kernels.Invalidf(n, "A %v and B %v must have identical shapes", a.Shape, b.Shape)
-			case !da.Static() && db.Static():
-				s[i] = db
-			}
-		}
-	}
-	dt := a.DType
-	if dt == graph.Undefined {
-		dt = b.DType
-	}
-	return []graph.ValueType{tensorType(dt, copyShape(s))}, nil
 }
 
 // ---- Shrink (opset 9) ----

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "Attention", MinOpset: 23, MinInputs: 3, MaxInputs: 7, MinOutputs: 1, MaxOutputs: 4, Types: kernels.FloatTypes, Kernel: attentionKernel, Infer: attentionInfer})
+	kernels.RegisterKernel("", "Attention", attentionKernel)
 }
 
 // ---- Attention (opsets 23, 24) ----
@@ -402,70 +402,4 @@ func concatKV(past, cur *graph.Tensor, rank3 bool, B, H, P, L, D int) []float64 
 		copy(out[(bh*T+P)*D:][:L*D], c[bh*L*D:][:L*D])
 	}
 	return out
-}
-
-func attentionInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	q, k, v := inType(in, 0), inType(in, 1), inType(in, 2)
-	pastK := inType(in, 4)
-	dt := q.DType
-	outs := make([]graph.ValueType, len(n.Outputs))
-	for i := range outs {
-		outs[i] = tensorType(dt, nil)
-	}
-	qAttr, kvAttr := n.AttrInt("q_num_heads", 0), n.AttrInt("kv_num_heads", 0)
-	rank := -1
-	for _, t := range []graph.ValueType{q, k, v} {
-		if t.Shape == nil {
-			continue
-		}
-		if len(t.Shape) != 3 && len(t.Shape) != 4 || rank >= 0 && len(t.Shape) != rank {
-			return nil, kernels.Invalidf(n, "Q %v, K %v and V %v must all be 3-D or all 4-D", q.Shape, k.Shape, v.Shape)
-		}
-		rank = len(t.Shape)
-	}
-	if rank == 3 && (qAttr <= 0 || kvAttr <= 0) {
-		return nil, kernels.Invalidf(n, "3-D inputs need the q_num_heads and kv_num_heads attributes")
-	}
-	if q.Shape == nil || k.Shape == nil || v.Shape == nil {
-		return outs, nil
-	}
-	// per-head views: B, heads, seq, head size
-	var B, qH, S, D, kvH, L, Dv graph.Dim
-	if rank == 4 {
-		B, qH, S, D = q.Shape[0], q.Shape[1], q.Shape[2], q.Shape[3]
-		kvH, L, Dv = k.Shape[1], k.Shape[2], v.Shape[3]
-	} else {
-		B, S, L = q.Shape[0], q.Shape[1], k.Shape[1]
-		qH, kvH = graph.Dim{Value: qAttr}, graph.Dim{Value: kvAttr}
-		D = divDim(k.Shape[2], kvAttr)
-		Dv = divDim(v.Shape[2], kvAttr)
-	}
-	T := L
-	if n.Input(4) != "" {
-		T = unknownDim
-		if len(pastK.Shape) == 4 {
-			T = addDims(pastK.Shape[2], L)
-		}
-	}
-	if len(outs) > 0 {
-		if rank == 4 {
-			outs[0].Shape = graph.Shape{B, qH, S, Dv}
-		} else {
-			hid := unknownDim
-			if Dv.Static() {
-				hid = graph.Dim{Value: qAttr * Dv.Value}
-			}
-			outs[0].Shape = graph.Shape{B, S, hid}
-		}
-	}
-	if len(outs) > 1 {
-		outs[1].Shape = graph.Shape{B, kvH, T, D}
-	}
-	if len(outs) > 2 {
-		outs[2].Shape = graph.Shape{B, kvH, T, Dv}
-	}
-	if len(outs) > 3 {
-		outs[3].Shape = graph.Shape{B, qH, S, T}
-	}
-	return outs, nil
 }

@@ -240,3 +240,7 @@ func TestAttentionInfer(t *testing.T) {
 		t.Error("3-D inputs without head attributes: no error")
 	}
 }
+
+func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
+}

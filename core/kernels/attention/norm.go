@@ -1,6 +1,8 @@
 package attention
 
 import (
+	attentionops "github.com/switchyard-hal/switchyard/core/ops/attention"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -8,9 +10,9 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "RMSNormalization", MinOpset: 23, MinInputs: 2, MaxInputs: 2, Types: kernels.FloatTypes, Kernel: rmsNormKernel, Infer: rmsNormInfer})
-	kernels.Register(kernels.Schema{OpType: "LpNormalization", MinOpset: 1, MinInputs: 1, MaxInputs: 1, Types: kernels.FloatTypes, Kernel: lpNormKernel, Infer: lpNormInfer})
-	kernels.Register(kernels.Schema{OpType: "MeanVarianceNormalization", MinOpset: 9, MinInputs: 1, MaxInputs: 1, Types: kernels.FloatTypes, Kernel: mvnKernel, Infer: mvnInfer})
+	kernels.RegisterKernel("", "RMSNormalization", rmsNormKernel)
+	kernels.RegisterKernel("", "LpNormalization", lpNormKernel)
+	kernels.RegisterKernel("", "MeanVarianceNormalization", mvnKernel)
 }
 
 // ---- RMSNormalization (opset 23) ----
@@ -65,19 +67,6 @@ func rmsNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 		return nil, err
 	}
 	return []*graph.Tensor{out}, nil
-}
-
-func rmsNormInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	if x.Shape != nil {
-		if len(x.Shape) == 0 {
-			return nil, kernels.Invalidf(n, "X must have rank >= 1")
-		}
-		if _, err := kernels.NormAxis(n.AttrInt("axis", -1), len(x.Shape)); err != nil {
-			return nil, kernels.Invalidf(n, "%v", err)
-		}
-	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
 }
 
 // ---- LpNormalization (opsets 1, 22) ----
@@ -138,19 +127,6 @@ func lpNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	return []*graph.Tensor{out}, nil
 }
 
-func lpNormInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	if p := n.AttrInt("p", 2); p != 1 && p != 2 {
-		return nil, kernels.Invalidf(n, "p must be 1 or 2, got %d", p)
-	}
-	if x.Shape != nil {
-		if _, err := kernels.NormAxis(n.AttrInt("axis", -1), len(x.Shape)); err != nil {
-			return nil, kernels.Invalidf(n, "%v", err)
-		}
-	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
-}
-
 // ---- MeanVarianceNormalization (opsets 9, 13) ----
 //
 // Y = (X - E[X]) / (sqrt(E[(X - E[X])²]) + 1e-9), statistics over axes
@@ -160,28 +136,12 @@ func lpNormInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.V
 // mvnEpsilon is the function body's float32 constant 1e-9.
 var mvnEpsilon = float64(float32(1e-9))
 
-func mvnAxes(n *graph.Node, rank int) ([]bool, error) {
-	axes := n.AttrInts("axes", []int64{0, 2, 3})
-	red := make([]bool, rank)
-	for _, a := range axes {
-		ax, err := kernels.NormAxis(a, rank)
-		if err != nil {
-			return nil, kernels.Invalidf(n, "axes %v: %v", axes, err)
-		}
-		if red[ax] {
-			return nil, kernels.Invalidf(n, "axes %v repeat axis %d", axes, a)
-		}
-		red[ax] = true
-	}
-	return red, nil
-}
-
 func mvnKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
 	if err := checkFloat(n, x, "X"); err != nil {
 		return nil, err
 	}
-	red, err := mvnAxes(n, x.Rank())
+	red, err := attentionops.MvnAxes(n, x.Rank())
 	if err != nil {
 		return nil, err
 	}
@@ -237,14 +197,4 @@ func mvnKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 		return nil, err
 	}
 	return []*graph.Tensor{out}, nil
-}
-
-func mvnInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	if x.Shape != nil {
-		if _, err := mvnAxes(n, len(x.Shape)); err != nil {
-			return nil, err
-		}
-	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
 }

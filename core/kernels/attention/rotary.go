@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "RotaryEmbedding", MinOpset: 23, MinInputs: 3, MaxInputs: 4, Types: kernels.FloatTypes, Kernel: rotaryKernel, Infer: rotaryInfer})
+	kernels.RegisterKernel("", "RotaryEmbedding", rotaryKernel)
 }
 
 // ---- RotaryEmbedding (opset 23) ----
@@ -143,20 +143,4 @@ func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		return nil, err
 	}
 	return []*graph.Tensor{out}, nil
-}
-
-func rotaryInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	if x.Shape != nil {
-		switch len(x.Shape) {
-		case 3:
-			if n.AttrInt("num_heads", 0) <= 0 {
-				return nil, kernels.Invalidf(n, "3-D X %v needs the num_heads attribute", x.Shape)
-			}
-		case 4:
-		default:
-			return nil, kernels.Invalidf(n, "X must be 3-D or 4-D, got shape %v", x.Shape)
-		}
-	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
 }

@@ -625,30 +625,11 @@ func preluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 }
 
 func init() {
-	reg := func(op string, minOpset int64, types []graph.DType, k kernels.Func, legacy bool) {
-		kernels.Register(kernels.Schema{
-			OpType:    op,
-			MinOpset:  minOpset,
-			MinInputs: 2, MaxInputs: 2,
-			MinOutputs: 1, MaxOutputs: 1,
-			Types:  types,
-			Kernel: k,
-			Infer:  binaryInfer(graph.Undefined, legacy),
-		})
-	}
-	reg("Add", 1, kernels.NumericTypes, arithKernel(true, fixed(addOp)), true)
-	reg("Sub", 1, kernels.NumericTypes, arithKernel(true, fixed(subOp)), true)
-	reg("Mul", 1, kernels.NumericTypes, arithKernel(true, fixed(mulOp)), true)
-	reg("Div", 1, kernels.NumericTypes, arithKernel(true, fixed(divOp)), true)
-	reg("Mod", 10, kernels.NumericTypes, arithKernel(false, pickMod), false)
-	reg("Pow", 1, kernels.NumericTypes, powKernel, true)
-	kernels.Register(kernels.Schema{
-		OpType:    "PRelu",
-		MinOpset:  1,
-		MinInputs: 2, MaxInputs: 2,
-		MinOutputs: 1, MaxOutputs: 1,
-		Types:  kernels.NumericTypes,
-		Kernel: preluKernel,
-		Infer:  kernels.SameAsInput,
-	})
+	kernels.RegisterKernel("", "Add", arithKernel(true, fixed(addOp)))
+	kernels.RegisterKernel("", "Sub", arithKernel(true, fixed(subOp)))
+	kernels.RegisterKernel("", "Mul", arithKernel(true, fixed(mulOp)))
+	kernels.RegisterKernel("", "Div", arithKernel(true, fixed(divOp)))
+	kernels.RegisterKernel("", "Mod", arithKernel(false, pickMod))
+	kernels.RegisterKernel("", "Pow", powKernel)
+	kernels.RegisterKernel("", "PRelu", preluKernel)
 }

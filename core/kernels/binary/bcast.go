@@ -237,19 +237,3 @@ func legacyB(n *graph.Node, a, b []int) ([]int, error) {
 	}
 	return out, nil
 }
-
-// binaryInfer is the InferFunc of two-input elementwise ops; outType
-// Undefined means input 0's dtype. legacy selects the opset<7 rules.
-func binaryInfer(outType graph.DType, legacy bool) kernels.InferFunc {
-	bc := kernels.BroadcastInfer(outType)
-	return func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-		if legacy && opset < 7 && len(in) > 0 {
-			dt := outType
-			if dt == graph.Undefined {
-				dt = in[0].Type.DType
-			}
-			return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: in[0].Type.Shape}}, nil
-		}
-		return bc(n, opset, in)
-	}
-}

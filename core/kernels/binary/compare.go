@@ -111,25 +111,12 @@ func logicKernel(f func(a, b bool) bool) kernels.Func {
 }
 
 func init() {
-	reg := func(op string, minOpset int64, types []graph.DType, k kernels.Func, legacy bool) {
-		kernels.Register(kernels.Schema{
-			OpType:    op,
-			MinOpset:  minOpset,
-			MinInputs: 2, MaxInputs: 2,
-			MinOutputs: 1, MaxOutputs: 1,
-			Types:  types,
-			Kernel: k,
-			Infer:  binaryInfer(graph.Bool, legacy),
-		})
-	}
-	eqTypes := append(append([]graph.DType{}, kernels.NumericTypes...), graph.Bool, graph.String)
-	reg("Equal", 1, eqTypes, compareKernel(cmpEq, true), true)
-	reg("Less", 1, kernels.NumericTypes, compareKernel(cmpLt, true), true)
-	reg("Greater", 1, kernels.NumericTypes, compareKernel(cmpGt, true), true)
-	reg("LessOrEqual", 12, kernels.NumericTypes, compareKernel(cmpLe, false), false)
-	reg("GreaterOrEqual", 12, kernels.NumericTypes, compareKernel(cmpGe, false), false)
-	boolT := []graph.DType{graph.Bool}
-	reg("And", 1, boolT, logicKernel(func(a, b bool) bool { return a && b }), true)
-	reg("Or", 1, boolT, logicKernel(func(a, b bool) bool { return a || b }), true)
-	reg("Xor", 1, boolT, logicKernel(func(a, b bool) bool { return a != b }), true)
+	kernels.RegisterKernel("", "Equal", compareKernel(cmpEq, true))
+	kernels.RegisterKernel("", "Less", compareKernel(cmpLt, true))
+	kernels.RegisterKernel("", "Greater", compareKernel(cmpGt, true))
+	kernels.RegisterKernel("", "LessOrEqual", compareKernel(cmpLe, false))
+	kernels.RegisterKernel("", "GreaterOrEqual", compareKernel(cmpGe, false))
+	kernels.RegisterKernel("", "And", logicKernel(func(a, b bool) bool { return a && b }))
+	kernels.RegisterKernel("", "Or", logicKernel(func(a, b bool) bool { return a || b }))
+	kernels.RegisterKernel("", "Xor", logicKernel(func(a, b bool) bool { return a != b }))
 }

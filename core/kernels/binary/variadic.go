@@ -210,41 +210,10 @@ func whereKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	return []*graph.Tensor{out}, nil
 }
 
-func whereInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	if len(in) < 3 {
-		return nil, nil
-	}
-	dt := in[1].Type.DType
-	if dt == graph.Undefined {
-		dt = in[2].Type.DType
-	}
-	return kernels.BroadcastInfer(dt)(n, opset, in)
-}
-
 func init() {
-	reg := func(op string, types []graph.DType, kind int) {
-		kernels.Register(kernels.Schema{
-			OpType:    op,
-			MinOpset:  1,
-			MinInputs: 1, MaxInputs: -1,
-			MinOutputs: 1, MaxOutputs: 1,
-			Types:  types,
-			Kernel: variadicKernel(kind),
-			Infer:  kernels.BroadcastInfer(graph.Undefined),
-		})
-	}
-	reg("Max", kernels.NumericTypes, varMax)
-	reg("Min", kernels.NumericTypes, varMin)
-	reg("Sum", kernels.NumericTypes, varSum)
-	reg("Mean", kernels.FloatTypes, varMean)
-	kernels.Register(kernels.Schema{
-		OpType:    "Where",
-		MinOpset:  9,
-		MinInputs: 3, MaxInputs: 3,
-		MinOutputs: 1, MaxOutputs: 1,
-		TypeInput: 1,
-		Types:     kernels.AllTypes,
-		Kernel:    whereKernel,
-		Infer:     whereInfer,
-	})
+	kernels.RegisterKernel("", "Max", variadicKernel(varMax))
+	kernels.RegisterKernel("", "Min", variadicKernel(varMin))
+	kernels.RegisterKernel("", "Sum", variadicKernel(varSum))
+	kernels.RegisterKernel("", "Mean", variadicKernel(varMean))
+	kernels.RegisterKernel("", "Where", whereKernel)
 }

@@ -8,8 +8,8 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "If", MinOpset: 1, MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: -1, Kernel: ifKernel, Infer: ifInfer})
-	kernels.Register(kernels.Schema{OpType: "Loop", MinOpset: 1, MinInputs: 2, MaxInputs: -1, MinOutputs: 1, MaxOutputs: -1, Kernel: loopKernel})
+	kernels.RegisterKernel("", "If", ifKernel)
+	kernels.RegisterKernel("", "Loop", loopKernel)
 }
 
 func scalarBool(t *graph.Tensor) (bool, bool) {
@@ -39,18 +39,6 @@ func ifKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph
 		return nil, kernels.Invalidf(n, "%s has %d outputs, node has %d", branch, len(g.Outputs), len(n.Outputs))
 	}
 	return ctx.RunSubgraph(ctx, g, nil)
-}
-
-func ifInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	g := n.AttrGraph("then_branch")
-	if g == nil {
-		return nil, nil
-	}
-	out := make([]graph.ValueType, len(g.Outputs))
-	for i, o := range g.Outputs {
-		out[i] = graph.ValueType{Kind: o.Type.Kind, DType: o.Type.DType}
-	}
-	return out, nil
 }
 
 func shapeOf(t *graph.Tensor) []int {

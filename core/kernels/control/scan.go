@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "Scan", MinOpset: 8, MinInputs: 1, MaxInputs: -1, MinOutputs: 1, MaxOutputs: -1, Kernel: scanKernel})
+	kernels.RegisterKernel("", "Scan", scanKernel)
 }
 
 // take returns t's slice at index i along axis (the axis removed), in a

@@ -11,15 +11,7 @@ import (
 // and a bound that is not given does not clip (as the ONNX reference
 // implementation and Clip's function body do).
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType:    "Clip",
-		MinOpset:  1,
-		MinInputs: 1, MaxInputs: 3,
-		MinOutputs: 1, MaxOutputs: 1,
-		Types:  numTypes,
-		Kernel: clipKernel,
-		Infer:  clipInfer,
-	})
+	kernels.RegisterKernel("", "Clip", clipKernel)
 }
 
 func fmaxNaN(a, b float64) float64 {
@@ -117,21 +109,4 @@ func clipKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		return nil, err
 	}
 	return []*graph.Tensor{out}, nil
-}
-
-func clipInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	x := in[0].Type
-	for i := 1; i < len(in) && opset >= 11; i++ {
-		t := in[i].Type
-		if t.DType != graph.Undefined && x.DType != graph.Undefined && t.DType != x.DType {
-			return nil, kernels.Invalidf(n, "input %d has dtype %v, input 0 has %v", i, t.DType, x.DType)
-		}
-		if s, ok := t.Shape.Ints(); ok && kernels.Prod(s) != 1 {
-			return nil, kernels.Invalidf(n, "input %d must be a scalar, got shape %v", i, t.Shape)
-		}
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: x.DType, Shape: x.Shape}}, nil
 }

@@ -11,23 +11,6 @@ import (
 // attributes), or an error for invalid attributes.
 type builder func(n *graph.Node, opset int64) (fns, error)
 
-// register adds a one-input, one-output elementwise op.
-func register(op string, minOpset int64, types []graph.DType, boolOut bool, b builder) {
-	infer := kernels.InferFunc(kernels.SameAsInput)
-	if boolOut {
-		infer = boolInfer
-	}
-	kernels.Register(kernels.Schema{
-		OpType:    op,
-		MinOpset:  minOpset,
-		MinInputs: 1, MaxInputs: 1,
-		MinOutputs: 1, MaxOutputs: 1,
-		Types:  types,
-		Kernel: unaryKernel(b),
-		Infer:  infer,
-	})
-}
-
 func unaryKernel(b builder) kernels.Func {
 	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		var opset int64 = kernels.MaxKnownOpset
@@ -45,20 +28,6 @@ func unaryKernel(b builder) kernels.Func {
 		return []*graph.Tensor{out}, nil
 	}
 }
-
-func boolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	vt := graph.ValueType{Kind: "tensor", DType: graph.Bool}
-	if len(in) > 0 {
-		vt.Shape = in[0].Type.Shape
-	}
-	return []graph.ValueType{vt}, nil
-}
-
-var (
-	floatTypes  = kernels.FloatTypes
-	signedTypes = []graph.DType{graph.Float32, graph.Float64, graph.Float16, graph.BFloat16, graph.Int8, graph.Int16, graph.Int32, graph.Int64}
-	numTypes    = kernels.NumericTypes
-)
 
 // float-only op with a fixed function
 func fixed(f func(float64) float64) builder {
@@ -142,59 +111,57 @@ func attrF(n *graph.Node, name string, def float32) float64 {
 }
 
 func init() {
-	register("Abs", 1, numTypes, false, func(*graph.Node, int64) (fns, error) {
+	kernels.RegisterKernel("", "Abs", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{f: math.Abs, i: absI, u: func(v uint64) uint64 { return v }}, nil
-	})
-	register("Neg", 1, signedTypes, false, func(*graph.Node, int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Neg", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{f: func(v float64) float64 { return -v }, i: func(v int64) int64 { return -v }}, nil
-	})
-	register("Sign", 9, numTypes, false, func(*graph.Node, int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Sign", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{f: signF, i: signI, u: func(v uint64) uint64 {
 			if v > 0 {
 				return 1
 			}
 			return 0
 		}}, nil
-	})
-	register("Exp", 1, floatTypes, false, fixed(math.Exp))
-	register("Log", 1, floatTypes, false, fixed(math.Log))
-	register("Sqrt", 1, floatTypes, false, fixed(math.Sqrt))
-	register("Reciprocal", 1, floatTypes, false, fixed(func(v float64) float64 { return 1 / v }))
-	register("Floor", 1, floatTypes, false, fixed(math.Floor))
-	register("Ceil", 1, floatTypes, false, fixed(math.Ceil))
-	register("Round", 11, floatTypes, false, fixed(math.RoundToEven))
-	register("Sin", 7, floatTypes, false, fixed(math.Sin))
-	register("Cos", 7, floatTypes, false, fixed(math.Cos))
-	register("Tan", 7, floatTypes, false, fixed(math.Tan))
-	register("Asin", 7, floatTypes, false, fixed(math.Asin))
-	register("Acos", 7, floatTypes, false, fixed(math.Acos))
-	register("Atan", 7, floatTypes, false, fixed(math.Atan))
-	register("Sinh", 9, floatTypes, false, fixed(math.Sinh))
-	register("Cosh", 9, floatTypes, false, fixed(math.Cosh))
-	register("Asinh", 9, floatTypes, false, fixed(math.Asinh))
-	register("Acosh", 9, floatTypes, false, fixed(math.Acosh))
-	register("Atanh", 9, floatTypes, false, fixed(math.Atanh))
-	register("Tanh", 1, floatTypes, false, fixed(math.Tanh))
-	register("Sigmoid", 1, floatTypes, false, fixed(sigmoid))
-	register("Softplus", 1, floatTypes, false, fixed(softplus))
-	register("Softsign", 1, floatTypes, false, fixed(softsign))
-	register("Mish", 18, floatTypes, false, fixed(mish))
-	// Erf accepts every numeric type; integer results truncate toward zero
-	// like a numpy astype of the float result.
-	register("Erf", 9, numTypes, false, func(*graph.Node, int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Exp", unaryKernel(fixed(math.Exp)))
+	kernels.RegisterKernel("", "Log", unaryKernel(fixed(math.Log)))
+	kernels.RegisterKernel("", "Sqrt", unaryKernel(fixed(math.Sqrt)))
+	kernels.RegisterKernel("", "Reciprocal", unaryKernel(fixed(func(v float64) float64 { return 1 / v })))
+	kernels.RegisterKernel("", "Floor", unaryKernel(fixed(math.Floor)))
+	kernels.RegisterKernel("", "Ceil", unaryKernel(fixed(math.Ceil)))
+	kernels.RegisterKernel("", "Round", unaryKernel(fixed(math.RoundToEven)))
+	kernels.RegisterKernel("", "Sin", unaryKernel(fixed(math.Sin)))
+	kernels.RegisterKernel("", "Cos", unaryKernel(fixed(math.Cos)))
+	kernels.RegisterKernel("", "Tan", unaryKernel(fixed(math.Tan)))
+	kernels.RegisterKernel("", "Asin", unaryKernel(fixed(math.Asin)))
+	kernels.RegisterKernel("", "Acos", unaryKernel(fixed(math.Acos)))
+	kernels.RegisterKernel("", "Atan", unaryKernel(fixed(math.Atan)))
+	kernels.RegisterKernel("", "Sinh", unaryKernel(fixed(math.Sinh)))
+	kernels.RegisterKernel("", "Cosh", unaryKernel(fixed(math.Cosh)))
+	kernels.RegisterKernel("", "Asinh", unaryKernel(fixed(math.Asinh)))
+	kernels.RegisterKernel("", "Acosh", unaryKernel(fixed(math.Acosh)))
+	kernels.RegisterKernel("", "Atanh", unaryKernel(fixed(math.Atanh)))
+	kernels.RegisterKernel("", "Tanh", unaryKernel(fixed(math.Tanh)))
+	kernels.RegisterKernel("", "Sigmoid", unaryKernel(fixed(sigmoid)))
+	kernels.RegisterKernel("", "Softplus", unaryKernel(fixed(softplus)))
+	kernels.RegisterKernel("", "Softsign", unaryKernel(fixed(softsign)))
+	kernels.RegisterKernel("", "Mish", unaryKernel(fixed(mish)))
+	kernels.RegisterKernel("", "Erf", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{
 			f: math.Erf,
 			i: func(v int64) int64 { return int64(math.Erf(float64(v))) },
 			u: func(v uint64) uint64 { return uint64(math.Erf(float64(v))) },
 		}, nil
-	})
-	register("Not", 1, []graph.DType{graph.Bool}, false, func(*graph.Node, int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Not", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{b: func(v bool) bool { return !v }}, nil
-	})
-	register("Relu", 1, signedTypes, false, func(*graph.Node, int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Relu", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{f: reluF, i: func(v int64) int64 { return max(v, 0) }}, nil
-	})
-	register("LeakyRelu", 1, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "LeakyRelu", unaryKernel(func(n *graph.Node, _ int64) (fns, error) {
 		alpha := attrF(n, "alpha", 0.01)
 		return fns{f: func(v float64) float64 {
 			if v < 0 {
@@ -202,8 +169,8 @@ func init() {
 			}
 			return v
 		}}, nil
-	})
-	register("Elu", 1, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Elu", unaryKernel(func(n *graph.Node, _ int64) (fns, error) {
 		alpha := attrF(n, "alpha", 1)
 		return fns{f: func(v float64) float64 {
 			if v < 0 {
@@ -211,8 +178,8 @@ func init() {
 			}
 			return v
 		}}, nil
-	})
-	register("Selu", 1, floatTypes, false, func(n *graph.Node, opset int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Selu", unaryKernel(func(n *graph.Node, opset int64) (fns, error) {
 		da, dg := float32(1.67326319217681884765625), float32(1.05070102214813232421875)
 		if opset < 6 {
 			da, dg = 1.6732, 1.0507
@@ -224,8 +191,8 @@ func init() {
 			}
 			return gamma * alpha * math.Expm1(v)
 		}}, nil
-	})
-	register("Celu", 12, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Celu", unaryKernel(func(n *graph.Node, _ int64) (fns, error) {
 		alpha := attrF(n, "alpha", 1)
 		if alpha == 0 {
 			return fns{}, kernels.Invalidf(n, "alpha must be non-zero")
@@ -233,12 +200,12 @@ func init() {
 		return fns{f: func(v float64) float64 {
 			return math.Max(0, v) + math.Min(0, alpha*math.Expm1(v/alpha))
 		}}, nil
-	})
-	register("HardSigmoid", 1, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "HardSigmoid", unaryKernel(func(n *graph.Node, _ int64) (fns, error) {
 		alpha, beta := attrF(n, "alpha", 0.2), attrF(n, "beta", 0.5)
 		return fns{f: func(v float64) float64 { return clamp01(alpha*v + beta) }}, nil
-	})
-	register("HardSwish", 14, floatTypes, false, func(*graph.Node, int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "HardSwish", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{f: func(v float64) float64 {
 			h := clamp01(v/6 + 0.5)
 			if h == 0 {
@@ -246,8 +213,8 @@ func init() {
 			}
 			return v * h
 		}}, nil
-	})
-	register("ThresholdedRelu", 10, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "ThresholdedRelu", unaryKernel(func(n *graph.Node, _ int64) (fns, error) {
 		alpha := attrF(n, "alpha", 1)
 		return fns{f: func(v float64) float64 {
 			if v > alpha {
@@ -255,8 +222,8 @@ func init() {
 			}
 			return 0
 		}}, nil
-	})
-	register("Gelu", 20, floatTypes, false, func(n *graph.Node, _ int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "Gelu", unaryKernel(func(n *graph.Node, _ int64) (fns, error) {
 		switch a := n.AttrString("approximate", "none"); a {
 		case "none":
 			return fns{f: func(v float64) float64 {
@@ -277,14 +244,14 @@ func init() {
 		default:
 			return fns{}, kernels.Invalidf(n, "approximate must be \"none\" or \"tanh\", got %q", a)
 		}
-	})
-	register("IsNaN", 9, floatTypes, true, func(*graph.Node, int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "IsNaN", unaryKernel(func(*graph.Node, int64) (fns, error) {
 		return fns{pred: math.IsNaN}, nil
-	})
-	register("IsInf", 10, floatTypes, true, func(n *graph.Node, _ int64) (fns, error) {
+	}))
+	kernels.RegisterKernel("", "IsInf", unaryKernel(func(n *graph.Node, _ int64) (fns, error) {
 		pos, neg := n.AttrInt("detect_positive", 1) != 0, n.AttrInt("detect_negative", 1) != 0
 		return fns{pred: func(v float64) bool {
 			return (pos && math.IsInf(v, 1)) || (neg && math.IsInf(v, -1))
 		}}, nil
-	})
+	}))
 }

@@ -1,6 +1,8 @@
 package index
 
 import (
+	indexops "github.com/switchyard-hal/switchyard/core/ops/index"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -142,47 +144,20 @@ func out1(t *graph.Tensor, err error) ([]*graph.Tensor, error) {
 
 // ---- reductions used by the scatter ops ----
 
-type reduction int
-
-const (
-	redNone reduction = iota
-	redAdd
-	redMul
-	redMax
-	redMin
-)
-
-func parseReduction(n *graph.Node) (reduction, error) {
-	switch r := n.AttrString("reduction", "none"); r {
-	case "none", "":
-		return redNone, nil
-	case "add":
-		return redAdd, nil
-	case "mul":
-		return redMul, nil
-	case "max":
-		return redMax, nil
-	case "min":
-		return redMin, nil
-	default:
-		return redNone, kernels.Invalidf(n, "unknown reduction %q", r)
-	}
-}
-
 func isNaN[T graph.Numeric](v T) bool { return v != v }
 
-func combine[T graph.Numeric](r reduction, a, b T) T {
+func combine[T graph.Numeric](r indexops.Reduction, a, b T) T {
 	switch r {
-	case redAdd:
+	case indexops.RedAdd:
 		return a + b
-	case redMul:
+	case indexops.RedMul:
 		return a * b
-	case redMax:
+	case indexops.RedMax:
 		if isNaN(a) || isNaN(b) {
 			return T(math.NaN())
 		}
 		return max(a, b)
-	case redMin:
+	case indexops.RedMin:
 		if isNaN(a) || isNaN(b) {
 			return T(math.NaN())
 		}
@@ -191,7 +166,7 @@ func combine[T graph.Numeric](r reduction, a, b T) T {
 	return b
 }
 
-func scatterNum[T graph.Numeric](r reduction, dst, upd []T, offs []int, blk int) {
+func scatterNum[T graph.Numeric](r indexops.Reduction, dst, upd []T, offs []int, blk int) {
 	for j, o := range offs {
 		u := upd[j*blk : (j+1)*blk]
 		d := dst[o : o+blk]
@@ -201,7 +176,7 @@ func scatterNum[T graph.Numeric](r reduction, dst, upd []T, offs []int, blk int)
 	}
 }
 
-func scatterHalf[T graph.F16 | graph.BF16](r reduction, dst, upd []T, offs []int, blk int, from func(float32) T) {
+func scatterHalf[T graph.F16 | graph.BF16](r indexops.Reduction, dst, upd []T, offs []int, blk int, from func(float32) T) {
 	for j, o := range offs {
 		u := upd[j*blk : (j+1)*blk]
 		d := dst[o : o+blk]
@@ -221,15 +196,15 @@ func toF32[T graph.F16 | graph.BF16](v T) float32 {
 	return 0
 }
 
-func scatterBool(r reduction, dst, upd []bool, offs []int, blk int) {
+func scatterBool(r indexops.Reduction, dst, upd []bool, offs []int, blk int) {
 	for j, o := range offs {
 		u := upd[j*blk : (j+1)*blk]
 		d := dst[o : o+blk]
 		for k := range u {
 			switch r {
-			case redAdd, redMax:
+			case indexops.RedAdd, indexops.RedMax:
 				d[k] = d[k] || u[k]
-			case redMul, redMin:
+			case indexops.RedMul, indexops.RedMin:
 				d[k] = d[k] && u[k]
 			}
 		}
@@ -238,8 +213,8 @@ func scatterBool(r reduction, dst, upd []bool, offs []int, blk int) {
 
 // applyScatter writes update block j (upd[j*blk:(j+1)*blk]) into
 // dst[offs[j]:offs[j]+blk], in order, combining with reduction r.
-func applyScatter(n *graph.Node, r reduction, dst, upd *graph.Tensor, offs []int, blk int) error {
-	if r == redNone {
+func applyScatter(n *graph.Node, r indexops.Reduction, dst, upd *graph.Tensor, offs []int, blk int) error {
+	if r == indexops.RedNone {
 		if blk == 1 {
 			putSeq(dst.Data, upd.Data, offs)
 			return nil
@@ -283,34 +258,3 @@ func applyScatter(n *graph.Node, r reduction, dst, upd *graph.Tensor, offs []int
 }
 
 // ---- shape inference helpers ----
-
-func inType(in []kernels.InferInput, i int) graph.ValueType {
-	if i < len(in) {
-		return in[i].Type
-	}
-	return graph.ValueType{}
-}
-
-func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
-	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
-}
-
-// constInts returns input i's value when it is known at load time.
-func constInts(in []kernels.InferInput, i int) ([]int64, bool) {
-	if i >= len(in) || in[i].Const == nil || !in[i].Const.DType.IsInteger() || in[i].Const.Check() != nil {
-		return nil, false
-	}
-	return in[i].Const.Int64s(), true
-}
-
-func unknownDims(r int) graph.Shape {
-	s := make(graph.Shape, r)
-	for i := range s {
-		s[i] = graph.Dim{Value: -1}
-	}
-	return s
-}
-
-func isIndexType(dt graph.DType) bool {
-	return dt == graph.Undefined || dt.IsInteger()
-}

@@ -6,9 +6,9 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "Gather", MinOpset: 1, MinInputs: 2, MaxInputs: 2, Types: kernels.AllTypes, Kernel: gatherKernel, Infer: gatherInfer})
-	kernels.Register(kernels.Schema{OpType: "GatherElements", MinOpset: 11, MinInputs: 2, MaxInputs: 2, Types: kernels.AllTypes, Kernel: gatherElementsKernel, Infer: gatherElementsInfer})
-	kernels.Register(kernels.Schema{OpType: "GatherND", MinOpset: 11, MinInputs: 2, MaxInputs: 2, Types: kernels.AllTypes, Kernel: gatherNDKernel, Infer: gatherNDInfer})
+	kernels.RegisterKernel("", "Gather", gatherKernel)
+	kernels.RegisterKernel("", "GatherElements", gatherElementsKernel)
+	kernels.RegisterKernel("", "GatherND", gatherNDKernel)
 }
 
 // ---- Gather ----
@@ -60,25 +60,6 @@ func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		}
 	}
 	return []*graph.Tensor{out}, nil
-}
-
-func gatherInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x, ind := inType(in, 0), inType(in, 1)
-	if !isIndexType(ind.DType) {
-		return nil, kernels.Invalidf(n, "indices must be an integer tensor, got %v", ind.DType)
-	}
-	if x.Shape == nil || ind.Shape == nil {
-		return []graph.ValueType{tensorType(x.DType, nil)}, nil
-	}
-	if len(x.Shape) < 1 {
-		return nil, kernels.Invalidf(n, "data must have rank >= 1, got a scalar")
-	}
-	axis, err := kernels.NormAxis(n.AttrInt("axis", 0), len(x.Shape))
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	s := append(append(append(graph.Shape{}, x.Shape[:axis]...), ind.Shape...), x.Shape[axis+1:]...)
-	return []graph.ValueType{tensorType(x.DType, s)}, nil
 }
 
 // ---- GatherElements ----
@@ -144,17 +125,6 @@ func gatherElementsKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 		return src
 	})
 	return []*graph.Tensor{out}, nil
-}
-
-func gatherElementsInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x, ind := inType(in, 0), inType(in, 1)
-	if !isIndexType(ind.DType) {
-		return nil, kernels.Invalidf(n, "indices must be an integer tensor, got %v", ind.DType)
-	}
-	if x.Shape != nil && ind.Shape != nil && len(x.Shape) != len(ind.Shape) {
-		return nil, kernels.Invalidf(n, "indices rank %d differs from data rank %d", len(ind.Shape), len(x.Shape))
-	}
-	return []graph.ValueType{tensorType(x.DType, ind.Shape)}, nil
 }
 
 // ---- GatherND ----
@@ -253,28 +223,4 @@ func ndOffsets(n *graph.Node, dshape []int, idx []int64, lay ndInfo) ([]int, err
 		}
 	}
 	return offs, nil
-}
-
-func gatherNDInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x, ind := inType(in, 0), inType(in, 1)
-	if !isIndexType(ind.DType) {
-		return nil, kernels.Invalidf(n, "indices must be an integer tensor, got %v", ind.DType)
-	}
-	if x.Shape == nil || ind.Shape == nil || len(ind.Shape) == 0 {
-		return []graph.ValueType{tensorType(x.DType, nil)}, nil
-	}
-	last := ind.Shape[len(ind.Shape)-1]
-	if !last.Static() {
-		return []graph.ValueType{tensorType(x.DType, nil)}, nil
-	}
-	b := 0
-	if opset >= 12 {
-		b = int(n.AttrInt("batch_dims", 0))
-	}
-	k := int(last.Value)
-	if b < 0 || b+k > len(x.Shape) || b >= len(ind.Shape) {
-		return nil, kernels.Invalidf(n, "indices %v with batch_dims %d cannot address data %v", ind.Shape, b, x.Shape)
-	}
-	s := append(append(graph.Shape{}, ind.Shape[:len(ind.Shape)-1]...), x.Shape[b+k:]...)
-	return []graph.ValueType{tensorType(x.DType, s)}, nil
 }

@@ -360,3 +360,7 @@ func TestInfer(tb *testing.T) {
 		tb.Errorf("Gather with float indices: no error")
 	}
 }
+
+func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
+}

@@ -1,20 +1,22 @@
 package index
 
 import (
+	indexops "github.com/switchyard-hal/switchyard/core/ops/index"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "ScatterElements", MinOpset: 11, MinInputs: 3, MaxInputs: 3, Types: kernels.AllTypes, Kernel: scatterElementsKernel, Infer: scatterInfer})
+	kernels.RegisterKernel("", "ScatterElements", scatterElementsKernel)
 	// Scatter is the opset 9–10 name of ScatterElements (deprecated in 11).
-	kernels.Register(kernels.Schema{OpType: "Scatter", MinOpset: 9, MinInputs: 3, MaxInputs: 3, Types: kernels.AllTypes, Kernel: scatterElementsKernel, Infer: scatterInfer})
-	kernels.Register(kernels.Schema{OpType: "ScatterND", MinOpset: 11, MinInputs: 3, MaxInputs: 3, Types: kernels.AllTypes, Kernel: scatterNDKernel, Infer: scatterInfer})
+	kernels.RegisterKernel("", "Scatter", scatterElementsKernel)
+	kernels.RegisterKernel("", "ScatterND", scatterNDKernel)
 }
 
 // scatterInputs validates data/indices/updates and returns the output, a
 // copy of data.
-func scatterInputs(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (x, upd *graph.Tensor, idx []int64, red reduction, err error) {
+func scatterInputs(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (x, upd *graph.Tensor, idx []int64, red indexops.Reduction, err error) {
 	x, upd = kernels.Input(in, 0), kernels.Input(in, 2)
 	if err = checkTensor(n, x, "data"); err != nil {
 		return
@@ -31,7 +33,7 @@ func scatterInputs(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (x, 
 	}
 	// reduction exists from opset 16 (add, mul) and 18 (max, min); an
 	// older model carrying it is honoured rather than silently ignored.
-	red, err = parseReduction(n)
+	red, err = indexops.ParseReduction(n)
 	return
 }
 
@@ -52,7 +54,7 @@ func scatterElementsKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tens
 		return nil, err
 	}
 	if n.OpType == "Scatter" {
-		red = redNone
+		red = indexops.RedNone
 	}
 	ishape := in[1].Shape
 	r := x.Rank()
@@ -143,18 +145,4 @@ func scatterNDKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		return nil, err
 	}
 	return []*graph.Tensor{out}, nil
-}
-
-func scatterInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x, ind, upd := inType(in, 0), inType(in, 1), inType(in, 2)
-	if !isIndexType(ind.DType) {
-		return nil, kernels.Invalidf(n, "indices must be an integer tensor, got %v", ind.DType)
-	}
-	if x.DType != graph.Undefined && upd.DType != graph.Undefined && x.DType != upd.DType {
-		return nil, kernels.Invalidf(n, "updates dtype %v differs from data dtype %v", upd.DType, x.DType)
-	}
-	if _, err := parseReduction(n); err != nil {
-		return nil, err
-	}
-	return []graph.ValueType{tensorType(x.DType, x.Shape)}, nil
 }

@@ -1,6 +1,8 @@
 package loss
 
 import (
+	lossops "github.com/switchyard-hal/switchyard/core/ops/loss"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -27,42 +29,13 @@ import (
 // axis=1) and optionally also returns log_prob.
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "NegativeLogLikelihoodLoss", MinOpset: 12,
-		MinInputs: 2, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 1,
-		Types: kernels.FloatTypes, Kernel: nllKernel, Infer: lossInfer(false),
-	})
-	kernels.Register(kernels.Schema{
-		OpType: "SoftmaxCrossEntropyLoss", MinOpset: 12,
-		MinInputs: 2, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 2,
-		Types: kernels.FloatTypes, Kernel: sceKernel, Infer: lossInfer(true),
-	})
-}
-
-type reduction int
-
-const (
-	redNone reduction = iota
-	redSum
-	redMean
-)
-
-func parseReduction(n *graph.Node) (reduction, error) {
-	switch r := n.AttrString("reduction", "mean"); r {
-	case "none":
-		return redNone, nil
-	case "sum":
-		return redSum, nil
-	case "mean":
-		return redMean, nil
-	default:
-		return 0, kernels.Invalidf(n, "reduction %q is not one of none, sum, mean", r)
-	}
+	kernels.RegisterKernel("", "NegativeLogLikelihoodLoss", nllKernel)
+	kernels.RegisterKernel("", "SoftmaxCrossEntropyLoss", sceKernel)
 }
 
 // params is the validated layout of a loss node's inputs.
 type params struct {
-	red       reduction
+	red       lossops.Reduction
 	hasIgnore bool
 	ignore    int64
 	n, c, d   int // input viewed as [n, c, d] with d = d1*...*dk
@@ -73,7 +46,7 @@ type params struct {
 func validate(n *graph.Node, in []*graph.Tensor) (*params, error) {
 	p := &params{}
 	var err error
-	if p.red, err = parseReduction(n); err != nil {
+	if p.red, err = lossops.ParseReduction(n); err != nil {
 		return nil, err
 	}
 	if a := n.Attr("ignore_index"); a != nil {
@@ -145,9 +118,9 @@ func (p *params) compute(logp []float64, targetShape []int) ([]float64, []int) {
 		}
 	}
 	switch p.red {
-	case redSum:
+	case lossops.RedSum:
 		return []float64{sum}, []int{}
-	case redMean:
+	case lossops.RedMean:
 		return []float64{sum / wsum}, []int{}
 	}
 	return loss, append([]int{}, targetShape...)
@@ -238,68 +211,4 @@ func logSoftmaxAxis1(x []float64, n, c, d int) []float64 {
 		}
 	}
 	return y
-}
-
-// lossInfer returns the shape/type inference for both ops: output 0 has the
-// input's dtype and either the target's shape (reduction "none") or rank 0;
-// SoftmaxCrossEntropyLoss's optional output 1 (log_prob) matches the input.
-func lossInfer(sce bool) kernels.InferFunc {
-	return func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-		red, err := parseReduction(n)
-		if err != nil {
-			return nil, err
-		}
-		var xt, tt graph.ValueType
-		if len(in) > 0 {
-			xt = in[0].Type
-		}
-		if len(in) > 1 {
-			tt = in[1].Type
-		}
-		if xt.DType != graph.Undefined && !xt.DType.IsFloat() {
-			return nil, kernels.Invalidf(n, "input must be a float tensor, got %v", xt.DType)
-		}
-		if tt.DType != graph.Undefined && tt.DType != graph.Int32 && tt.DType != graph.Int64 {
-			return nil, kernels.Invalidf(n, "target must be int32 or int64, got %v", tt.DType)
-		}
-		if xt.Shape != nil && len(xt.Shape) < 2 {
-			return nil, kernels.Invalidf(n, "input must have rank >= 2, got %v", xt.Shape)
-		}
-		if xt.Shape != nil && tt.Shape != nil && len(tt.Shape) != len(xt.Shape)-1 {
-			return nil, kernels.Invalidf(n, "target rank %d, want input rank - 1 = %d", len(tt.Shape), len(xt.Shape)-1)
-		}
-		out := graph.ValueType{Kind: "tensor", DType: xt.DType}
-		switch {
-		case red != redNone:
-			out.Shape = graph.Shape{}
-		case tt.Shape != nil && xt.Shape != nil:
-			// merge the two sources of each dimension
-			s := make(graph.Shape, len(tt.Shape))
-			for i := range s {
-				xd := xt.Shape[0]
-				if i > 0 {
-					xd = xt.Shape[i+1]
-				}
-				td := tt.Shape[i]
-				switch {
-				case td.Static() && xd.Static() && td.Value != xd.Value:
-					return nil, kernels.Invalidf(n, "target shape %v does not match input shape %v", tt.Shape, xt.Shape)
-				case td.Static() || td.Param != "":
-					s[i] = td
-				default:
-					s[i] = xd
-				}
-			}
-			out.Shape = s
-		case tt.Shape != nil:
-			out.Shape = append(graph.Shape{}, tt.Shape...)
-		case xt.Shape != nil:
-			out.Shape = append(graph.Shape{xt.Shape[0]}, xt.Shape[2:]...)
-		}
-		res := []graph.ValueType{out}
-		if sce && len(n.Outputs) > 1 {
-			res = append(res, graph.ValueType{Kind: "tensor", DType: xt.DType, Shape: xt.Shape})
-		}
-		return res, nil
-	}
 }

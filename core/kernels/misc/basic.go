@@ -1,6 +1,8 @@
 package misc
 
 import (
+	miscops "github.com/switchyard-hal/switchyard/core/ops/misc"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -8,11 +10,11 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "CumProd", MinOpset: 26, MinInputs: 2, MaxInputs: 2, Types: kernels.NumericTypes, Kernel: cumProdKernel, Infer: kernels.SameAsInput})
-	kernels.Register(kernels.Schema{OpType: "EyeLike", MinOpset: 9, MinInputs: 1, MaxInputs: 1, Types: append(append([]graph.DType{}, kernels.NumericTypes...), graph.Bool), Kernel: eyeLikeKernel, Infer: eyeLikeInfer})
-	kernels.Register(kernels.Schema{OpType: "Compress", MinOpset: 9, MinInputs: 2, MaxInputs: 2, Kernel: compressKernel, Infer: compressInfer})
-	kernels.Register(kernels.Schema{OpType: "CenterCropPad", MinOpset: 18, MinInputs: 2, MaxInputs: 2, Kernel: centerCropPadKernel, Infer: centerCropPadInfer})
-	kernels.Register(kernels.Schema{OpType: "Det", MinOpset: 11, MinInputs: 1, MaxInputs: 1, Types: kernels.FloatTypes, Kernel: detKernel, Infer: detInfer})
+	kernels.RegisterKernel("", "CumProd", cumProdKernel)
+	kernels.RegisterKernel("", "EyeLike", eyeLikeKernel)
+	kernels.RegisterKernel("", "Compress", compressKernel)
+	kernels.RegisterKernel("", "CenterCropPad", centerCropPadKernel)
+	kernels.RegisterKernel("", "Det", detKernel)
 }
 
 // ---- CumProd ----
@@ -104,22 +106,6 @@ func cumprod[T graph.Numeric](x, y []T, outer, d, inner int, excl, rev bool) {
 
 // ---- EyeLike ----
 
-func eyeLikeDType(n *graph.Node, in graph.DType) graph.DType {
-	if n.HasAttr("dtype") {
-		return graph.DType(n.AttrInt("dtype", int64(in)))
-	}
-	return in
-}
-
-func eyeLikeInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
-	dt := eyeLikeDType(n, t.DType)
-	if t.Shape != nil && len(t.Shape) != 2 {
-		return nil, kernels.Invalidf(n, "input must be 2-D, got %v", t.Shape)
-	}
-	return []graph.ValueType{tensorType(dt, t.Shape)}, nil
-}
-
 // eyeLikeKernel writes ones on the k-th diagonal of a matrix shaped like the
 // input, in the dtype attribute's type (default: the input's).
 func eyeLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -130,7 +116,7 @@ func eyeLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	if x.Rank() != 2 {
 		return nil, kernels.Invalidf(n, "input must be 2-D, got shape %v", x.Shape)
 	}
-	dt := eyeLikeDType(n, x.DType)
+	dt := miscops.EyeLikeDType(n, x.DType)
 	if !dt.Supported() || dt == graph.String {
 		return nil, kernels.Unsupportedf(n, "output dtype %v", dt)
 	}
@@ -149,23 +135,6 @@ func eyeLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 }
 
 // ---- Compress ----
-
-func compressInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
-	if !n.HasAttr("axis") {
-		return []graph.ValueType{tensorType(t.DType, dims(-1))}, nil
-	}
-	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
-	}
-	axis, err := kernels.NormAxis(n.AttrInt("axis", 0), len(t.Shape))
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	s := append(graph.Shape{}, t.Shape...)
-	s[axis] = graph.Dim{Value: -1}
-	return []graph.ValueType{tensorType(t.DType, s)}, nil
-}
 
 // compressKernel keeps the slices along axis (or the elements of the
 // flattened input when axis is absent) whose condition is true; entries past
@@ -228,79 +197,6 @@ func compressKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 
 // ---- CenterCropPad ----
 
-func cropAxes(n *graph.Node, rank, nshape int) ([]int, error) {
-	ax := n.AttrInts("axes", nil)
-	if ax == nil {
-		if nshape != rank {
-			return nil, kernels.Invalidf(n, "shape has %d entries for a rank-%d input", nshape, rank)
-		}
-		out := make([]int, rank)
-		for i := range out {
-			out[i] = i
-		}
-		return out, nil
-	}
-	if len(ax) != nshape {
-		return nil, kernels.Invalidf(n, "shape has %d entries for %d axes", nshape, len(ax))
-	}
-	out := make([]int, len(ax))
-	seen := map[int]bool{}
-	for i, a := range ax {
-		v, err := kernels.NormAxis(a, rank)
-		if err != nil {
-			return nil, kernels.Invalidf(n, "%v", err)
-		}
-		if seen[v] {
-			return nil, kernels.Invalidf(n, "axis %d repeated", a)
-		}
-		seen[v] = true
-		out[i] = v
-	}
-	return out, nil
-}
-
-func centerCropPadInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
-	sc := inConst(in, 1)
-	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
-	}
-	s := make(graph.Shape, len(t.Shape))
-	copy(s, t.Shape)
-	if sc == nil {
-		ax := n.AttrInts("axes", nil)
-		if ax == nil {
-			return []graph.ValueType{tensorType(t.DType, dims(staticDimsUnknown(len(s))...))}, nil
-		}
-		for _, a := range ax {
-			if v, err := kernels.NormAxis(a, len(s)); err == nil {
-				s[v] = graph.Dim{Value: -1}
-			}
-		}
-		return []graph.ValueType{tensorType(t.DType, s)}, nil
-	}
-	vals := sc.Int64s()
-	axes, err := cropAxes(n, len(s), len(vals))
-	if err != nil {
-		return nil, err
-	}
-	for i, a := range axes {
-		if vals[i] < 0 {
-			return nil, kernels.Invalidf(n, "negative target size %d", vals[i])
-		}
-		s[a] = graph.Dim{Value: vals[i]}
-	}
-	return []graph.ValueType{tensorType(t.DType, s)}, nil
-}
-
-func staticDimsUnknown(r int) []int64 {
-	out := make([]int64, r)
-	for i := range out {
-		out[i] = -1
-	}
-	return out
-}
-
 // centerCropPadKernel crops (centred, extra element dropped at the end) or
 // zero-pads (centred, extra padding at the end) each listed axis to the
 // target size.
@@ -316,7 +212,7 @@ func centerCropPadKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		return nil, kernels.Invalidf(n, "shape must be a 1-D integer tensor, got %v%v", st.DType, st.Shape)
 	}
 	vals := st.Int64s()
-	axes, err := cropAxes(n, x.Rank(), len(vals))
+	axes, err := miscops.CropAxes(n, x.Rank(), len(vals))
 	if err != nil {
 		return nil, err
 	}
@@ -370,22 +266,6 @@ func centerCropPadKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 }
 
 // ---- Det ----
-
-func detInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
-	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
-	}
-	r := len(t.Shape)
-	if r < 2 {
-		return nil, kernels.Invalidf(n, "input must have rank >= 2, got %v", t.Shape)
-	}
-	a, b := t.Shape[r-2], t.Shape[r-1]
-	if a.Static() && b.Static() && a.Value != b.Value {
-		return nil, kernels.Invalidf(n, "matrices must be square, got %v", t.Shape)
-	}
-	return []graph.ValueType{tensorType(t.DType, append(graph.Shape{}, t.Shape[:r-2]...))}, nil
-}
 
 // detKernel computes determinants of the trailing square matrices by LU
 // decomposition with partial pivoting in float64.

@@ -5,14 +5,12 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
-var uintTypes = []graph.DType{graph.Uint8, graph.Uint16, graph.Uint32, graph.Uint64}
-
 func init() {
-	kernels.Register(kernels.Schema{OpType: "BitShift", MinOpset: 11, MinInputs: 2, MaxInputs: 2, Types: uintTypes, Kernel: bitShiftKernel, Infer: kernels.BroadcastInfer(graph.Undefined)})
+	kernels.RegisterKernel("", "BitShift", bitShiftKernel)
 	for _, op := range []string{"BitwiseAnd", "BitwiseOr", "BitwiseXor"} {
-		kernels.Register(kernels.Schema{OpType: op, MinOpset: 18, MinInputs: 2, MaxInputs: 2, Types: kernels.IntTypes, Kernel: bitwiseKernel, Infer: kernels.BroadcastInfer(graph.Undefined)})
+		kernels.RegisterKernel("", op, bitwiseKernel)
 	}
-	kernels.Register(kernels.Schema{OpType: "BitwiseNot", MinOpset: 18, MinInputs: 1, MaxInputs: 1, Types: kernels.IntTypes, Kernel: bitwiseNotKernel, Infer: kernels.SameAsInput})
+	kernels.RegisterKernel("", "BitwiseNot", bitwiseNotKernel)
 }
 
 type integer interface {

@@ -1,6 +1,8 @@
 package misc
 
 import (
+	miscops "github.com/switchyard-hal/switchyard/core/ops/misc"
+
 	"math"
 	"math/bits"
 
@@ -9,8 +11,8 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "DFT", MinOpset: 17, MinInputs: 1, MaxInputs: 3, Types: kernels.FloatTypes, Kernel: dftKernel, Infer: dftInfer})
-	kernels.Register(kernels.Schema{OpType: "STFT", MinOpset: 17, MinInputs: 2, MaxInputs: 4, Types: kernels.FloatTypes, Kernel: stftKernel, Infer: stftInfer})
+	kernels.RegisterKernel("", "DFT", dftKernel)
+	kernels.RegisterKernel("", "STFT", stftKernel)
 }
 
 // ---- 1-D transforms (float64) ----
@@ -141,117 +143,6 @@ func checkWork(n *graph.Node, oshape []int, length int) error {
 
 // ---- DFT ----
 
-type dftParams struct {
-	axis      int
-	n         int // transform length
-	inverse   bool
-	onesided  bool
-	outLen    int // output length along axis
-	outComplx int // output last dim (2, or 1 for the real inverse)
-}
-
-// dftAxis reads the axis (attribute before opset 20, input 2 after) in
-// [-r, r-2]; returns ok=false when it is a non-constant input at load time.
-func dftAxisValue(n *graph.Node, opset int64, axisT *graph.Tensor, haveInput bool) (int64, bool, error) {
-	if opset < 20 {
-		return n.AttrInt("axis", 1), true, nil
-	}
-	if !haveInput {
-		return -2, true, nil
-	}
-	if axisT == nil {
-		return 0, false, nil
-	}
-	if !axisT.DType.IsInteger() || axisT.Len() != 1 || axisT.Rank() > 1 {
-		return 0, false, kernels.Invalidf(n, "axis must be an integer scalar, got %v", axisT)
-	}
-	return axisT.Int64At(0), true, nil
-}
-
-func normDFTAxis(n *graph.Node, a int64, r int) (int, error) {
-	if a < 0 {
-		a += int64(r)
-	}
-	if a < 0 || a > int64(r)-2 {
-		return 0, kernels.Invalidf(n, "axis %d out of range for rank %d (the last dimension holds real/imaginary parts)", a, r)
-	}
-	return int(a), nil
-}
-
-// dftShape derives the transform length and output size along the axis.
-func dftShape(n *graph.Node, p *dftParams, dimLen int, lenGiven bool, length int64) error {
-	if lenGiven {
-		if length <= 0 || length > math.MaxInt32 {
-			return kernels.Invalidf(n, "dft_length must be positive, got %d", length)
-		}
-		p.n = int(length)
-	} else if p.inverse && p.onesided {
-		p.n = 2 * (dimLen - 1)
-	} else {
-		p.n = dimLen
-	}
-	p.outLen, p.outComplx = p.n, 2
-	switch {
-	case p.inverse && p.onesided:
-		p.outComplx = 1
-	case p.onesided:
-		p.outLen = p.n/2 + 1
-	}
-	return nil
-}
-
-func dftInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
-	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
-	}
-	r := len(t.Shape)
-	if r < 2 {
-		return nil, kernels.Invalidf(n, "input must have rank >= 2, got %v", t.Shape)
-	}
-	out := append(graph.Shape{}, t.Shape...)
-	p := dftParams{inverse: n.AttrInt("inverse", 0) != 0, onesided: n.AttrInt("onesided", 0) != 0}
-	a, ok, err := dftAxisValue(n, opset, inConst(in, 2), len(n.Inputs) > 2 && n.Inputs[2] != "")
-	if err != nil {
-		return nil, err
-	}
-	last := graph.Dim{Value: 2}
-	if p.inverse && p.onesided {
-		last = graph.Dim{Value: 1}
-	}
-	out[r-1] = last
-	if !ok {
-		for i := 0; i < r-1; i++ {
-			out[i] = graph.Dim{Value: -1}
-		}
-		return []graph.ValueType{tensorType(t.DType, out)}, nil
-	}
-	axis, err := normDFTAxis(n, a, r)
-	if err != nil {
-		return nil, err
-	}
-	lenGiven := len(n.Inputs) > 1 && n.Inputs[1] != ""
-	var length int64
-	if lenGiven {
-		c := inConst(in, 1)
-		if c == nil || c.Len() != 1 {
-			out[axis] = graph.Dim{Value: -1}
-			return []graph.ValueType{tensorType(t.DType, out)}, nil
-		}
-		length = c.Int64At(0)
-	}
-	d := t.Shape[axis]
-	if !lenGiven && !d.Static() {
-		out[axis] = graph.Dim{Value: -1}
-		return []graph.ValueType{tensorType(t.DType, out)}, nil
-	}
-	if err := dftShape(n, &p, int(d.Value), lenGiven, length); err != nil {
-		return nil, err
-	}
-	out[axis] = graph.Dim{Value: int64(p.outLen)}
-	return []graph.ValueType{tensorType(t.DType, out)}, nil
-}
-
 // dftKernel computes the DFT along one axis of a real ([..., 1]) or complex
 // ([..., 2]) signal. inverse=1 applies the 1/n-normalised inverse; onesided=1
 // keeps bins 0..n/2 of the forward transform, and with inverse=1 it is the
@@ -267,15 +158,15 @@ func dftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 		return nil, kernels.Invalidf(n, "input must be [..., 1] (real) or [..., 2] (complex), got %v", x.Shape)
 	}
 	axisT := kernels.Input(in, 2)
-	a, _, err := dftAxisValue(n, ctx.Opset, axisT, axisT != nil)
+	a, _, err := miscops.DftAxisValue(n, ctx.Opset, axisT, axisT != nil)
 	if err != nil {
 		return nil, err
 	}
-	axis, err := normDFTAxis(n, a, r)
+	axis, err := miscops.NormDFTAxis(n, a, r)
 	if err != nil {
 		return nil, err
 	}
-	p := dftParams{axis: axis, inverse: n.AttrInt("inverse", 0) != 0, onesided: n.AttrInt("onesided", 0) != 0}
+	p := miscops.DftParams{Axis: axis, Inverse: n.AttrInt("inverse", 0) != 0, Onesided: n.AttrInt("onesided", 0) != 0}
 	lenT := kernels.Input(in, 1)
 	var length int64
 	if lenT != nil {
@@ -283,15 +174,15 @@ func dftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 			return nil, err
 		}
 	}
-	if err := dftShape(n, &p, x.Shape[axis], lenT != nil, length); err != nil {
+	if err := miscops.DftShape(n, &p, x.Shape[axis], lenT != nil, length); err != nil {
 		return nil, err
 	}
-	if p.n <= 0 {
-		return nil, kernels.Invalidf(n, "transform length %d along axis %d of %v", p.n, axis, x.Shape)
+	if p.N <= 0 {
+		return nil, kernels.Invalidf(n, "transform length %d along axis %d of %v", p.N, axis, x.Shape)
 	}
 	oshape := append([]int{}, x.Shape...)
-	oshape[axis], oshape[r-1] = p.outLen, p.outComplx
-	if err := checkWork(n, oshape, p.n); err != nil {
+	oshape[axis], oshape[r-1] = p.OutLen, p.OutComplx
+	if err := checkWork(n, oshape, p.N); err != nil {
 		return nil, err
 	}
 	outer, d, _ := splitAt(x.Shape[:r-1], axis)
@@ -299,8 +190,8 @@ func dftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	c := x.Shape[r-1]
 	xv := x.Float64s()
 	res := make([]float64, kernels.Prod(oshape))
-	buf := make([]complex128, p.n)
-	oc := p.outComplx
+	buf := make([]complex128, p.N)
+	oc := p.OutComplx
 	for o := 0; o < outer; o++ {
 		for i := 0; i < inner; i++ {
 			for k := range buf {
@@ -314,30 +205,30 @@ func dftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 				return complex(xv[idx], 0)
 			}
 			switch {
-			case p.inverse && p.onesided:
-				bins := min(d, p.n/2+1)
+			case p.Inverse && p.Onesided:
+				bins := min(d, p.N/2+1)
 				for k := 0; k < bins; k++ {
 					buf[k] = at(k)
 				}
-				for k := 1; k < p.n-k; k++ { // Hermitian extension
+				for k := 1; k < p.N-k; k++ { // Hermitian extension
 					if k < bins {
 						v := buf[k]
-						buf[p.n-k] = complex(real(v), -imag(v))
+						buf[p.N-k] = complex(real(v), -imag(v))
 					}
 				}
 				ifft(buf)
 			default:
-				for t := 0; t < min(d, p.n); t++ {
+				for t := 0; t < min(d, p.N); t++ {
 					buf[t] = at(t)
 				}
-				if p.inverse {
+				if p.Inverse {
 					ifft(buf)
 				} else {
 					fft(buf)
 				}
 			}
-			for k := 0; k < p.outLen; k++ {
-				idx := ((o*p.outLen+k)*inner + i) * oc
+			for k := 0; k < p.OutLen; k++ {
+				idx := ((o*p.OutLen+k)*inner + i) * oc
 				res[idx] = real(buf[k])
 				if oc == 2 {
 					res[idx+1] = imag(buf[k])
@@ -349,18 +240,6 @@ func dftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 }
 
 // ---- STFT ----
-
-func stftInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
-	out := dims(-1, -1, -1, 2)
-	if t.Shape != nil {
-		if len(t.Shape) != 3 {
-			return nil, kernels.Invalidf(n, "signal must be [batch, length, 1|2], got %v", t.Shape)
-		}
-		out[0] = t.Shape[0]
-	}
-	return []graph.ValueType{tensorType(t.DType, out)}, nil
-}
 
 // stftKernel slides a frame of frame_length samples by frame_step over each
 // signal, multiplies it by the window (default all ones) and takes its DFT;

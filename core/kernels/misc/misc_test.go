@@ -374,3 +374,16 @@ func TestInfer(t *testing.T) {
 		t.Fatalf("einsum mismatch: %v", err)
 	}
 }
+
+// dims spells a shape; a negative value is an unknown dim.
+func dims(v ...int64) graph.Shape {
+	s := make(graph.Shape, len(v))
+	for i, x := range v {
+		if x < 0 {
+			s[i] = graph.Dim{Value: -1}
+		} else {
+			s[i] = graph.Dim{Value: x}
+		}
+	}
+	return s
+}

@@ -1,46 +1,19 @@
 package misc
 
 import (
+	miscops "github.com/switchyard-hal/switchyard/core/ops/misc"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
-var indexTypes = []graph.DType{graph.Int32, graph.Int64}
-
 func init() {
 	for _, op := range []string{"HannWindow", "HammingWindow", "BlackmanWindow"} {
-		kernels.Register(kernels.Schema{OpType: op, MinOpset: 17, MinInputs: 1, MaxInputs: 1, Types: indexTypes, Kernel: windowKernel, Infer: windowInfer})
+		kernels.RegisterKernel("", op, windowKernel)
 	}
-	kernels.Register(kernels.Schema{OpType: "MelWeightMatrix", MinOpset: 17, MinInputs: 5, MaxInputs: 5, Types: indexTypes, Kernel: melKernel, Infer: melInfer})
-}
-
-// outDType reads the output_datatype attribute (default float32) and checks
-// that it is a numeric type Switchyard holds.
-func outDType(n *graph.Node) (graph.DType, error) {
-	dt := graph.DType(n.AttrInt("output_datatype", int64(graph.Float32)))
-	if !dt.IsNumeric() {
-		if dt.Supported() {
-			return dt, kernels.Invalidf(n, "output_datatype %v is not numeric", dt)
-		}
-		return dt, kernels.Unsupportedf(n, "output_datatype %v", dt)
-	}
-	return dt, nil
-}
-
-func windowInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	dt, err := outDType(n)
-	if err != nil {
-		dt = graph.Undefined
-	}
-	s := dims(-1)
-	if c := inConst(in, 0); c != nil && c.Len() == 1 {
-		if v := c.Int64At(0); v >= 0 {
-			s = dims(v)
-		}
-	}
-	return []graph.ValueType{tensorType(dt, s)}, nil
+	kernels.RegisterKernel("", "MelWeightMatrix", melKernel)
 }
 
 // windowValue evaluates the window at sample i with denominator den (N for
@@ -66,7 +39,7 @@ func windowKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if err != nil {
 		return nil, err
 	}
-	dt, err := outDType(n)
+	dt, err := miscops.OutDType(n)
 	if err != nil {
 		return nil, err
 	}
@@ -89,21 +62,6 @@ func windowKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		vals[i] = windowValue(n.OpType, float64(i), den)
 	}
 	return wrap(floatsOut(ctx, n, dt, []int{int(size)}, vals))
-}
-
-func melInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	dt, err := outDType(n)
-	if err != nil {
-		dt = graph.Undefined
-	}
-	rows, cols := int64(-1), int64(-1)
-	if c := inConst(in, 1); c != nil && c.Len() == 1 && c.Int64At(0) >= 0 {
-		rows = c.Int64At(0)/2 + 1
-	}
-	if c := inConst(in, 0); c != nil && c.Len() == 1 && c.Int64At(0) >= 0 {
-		cols = c.Int64At(0)
-	}
-	return []graph.ValueType{tensorType(dt, dims(rows, cols))}, nil
 }
 
 // melKernel builds the [dft_length/2+1, num_mel_bins] matrix of triangular
@@ -132,7 +90,7 @@ func melKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	if err != nil {
 		return nil, err
 	}
-	dt, err := outDType(n)
+	dt, err := miscops.OutDType(n)
 	if err != nil {
 		return nil, err
 	}

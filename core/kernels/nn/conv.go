@@ -1,18 +1,14 @@
 package nn
 
 import (
+	nnops "github.com/switchyard-hal/switchyard/core/ops/nn"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "Conv", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 3,
-		Types:  kernels.FloatTypes,
-		Kernel: convKernel,
-		Infer:  convInfer,
-	})
+	kernels.RegisterKernel("", "Conv", convKernel)
 }
 
 // convPlan is a validated Conv node applied to concrete input shapes.
@@ -20,48 +16,48 @@ type convPlan struct {
 	n, c, m, group int
 	cg, mg         int // input and output channels per group
 	nd             int
-	g              geom3
+	g              nnops.Geom3
 	outShape       []int
 }
 
 func planConv(n *graph.Node, x, w, b *graph.Tensor) (*convPlan, error) {
 	if len(x.Shape) < 3 {
-		return nil, errInvalid("X must have rank >= 3, got shape %v", x.Shape)
+		return nil, nnops.ErrInvalid("X must have rank >= 3, got shape %v", x.Shape)
 	}
 	if len(w.Shape) != len(x.Shape) {
-		return nil, errInvalid("W has shape %v, X %v: ranks differ", w.Shape, x.Shape)
+		return nil, nnops.ErrInvalid("W has shape %v, X %v: ranks differ", w.Shape, x.Shape)
 	}
 	p := &convPlan{n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], nd: len(x.Shape) - 2}
 	group := n.AttrInt("group", 1)
 	if group < 1 || group > 1<<31 {
-		return nil, errInvalid("group %d must be positive", group)
+		return nil, nnops.ErrInvalid("group %d must be positive", group)
 	}
 	p.group = int(group)
 	if p.c != w.Shape[1]*p.group {
-		return nil, errInvalid("X has %d channels, W %v with group %d expects %d", p.c, w.Shape, p.group, w.Shape[1]*p.group)
+		return nil, nnops.ErrInvalid("X has %d channels, W %v with group %d expects %d", p.c, w.Shape, p.group, w.Shape[1]*p.group)
 	}
 	if p.m%p.group != 0 {
-		return nil, errInvalid("W has %d output channels, not divisible by group %d", p.m, p.group)
+		return nil, nnops.ErrInvalid("W has %d output channels, not divisible by group %d", p.m, p.group)
 	}
 	p.cg, p.mg = w.Shape[1], p.m/p.group
 	if b != nil && (len(b.Shape) != 1 || b.Shape[0] != p.m) {
-		return nil, errInvalid("B has shape %v, expected [%d]", b.Shape, p.m)
+		return nil, nnops.ErrInvalid("B has shape %v, expected [%d]", b.Shape, p.m)
 	}
-	attrs, err := readWindowAttrs(n, p.nd, w.Shape[2:])
+	attrs, err := nnops.ReadWindowAttrs(n, p.nd, w.Shape[2:])
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range attrs.kernel {
+	for _, k := range attrs.Kernel {
 		if k < 1 {
-			return nil, errInvalid("kernel shape %v has a zero dim", attrs.kernel)
+			return nil, nnops.ErrInvalid("kernel shape %v has a zero dim", attrs.Kernel)
 		}
 	}
-	if p.g, err = forwardGeom(attrs, x.Shape[2:], false); err != nil {
+	if p.g, err = nnops.ForwardGeom(attrs, x.Shape[2:], false); err != nil {
 		return nil, err
 	}
 	p.outShape = []int{p.n, p.m}
 	for i := 3 - p.nd; i < 3; i++ {
-		p.outShape = append(p.outShape, p.g.out[i])
+		p.outShape = append(p.outShape, p.g.Out[i])
 	}
 	return p, nil
 }
@@ -79,7 +75,7 @@ func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		return nil, kernels.Errorf(n, "%w", err)
 	}
 	// The im2col buffer is cg·|kernel| × |output plane|.
-	if _, err := graph.CheckAlloc(x.DType, []int{p.cg * p.g.kSize(), p.g.outSize()}); err != nil {
+	if _, err := graph.CheckAlloc(x.DType, []int{p.cg * p.g.KSize(), p.g.OutSize()}); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
 	st := stopOf(ctx)
@@ -108,7 +104,7 @@ type gemmFunc[T float32 | float64] func(st stop, m, n, k int, alpha T, a, b mat[
 // depthwise convolutions (one input channel per group) run directly.
 func convRun[T float32 | float64](st stop, p *convPlan, x, w, bias, y []T, gemm gemmFunc[T]) {
 	g := &p.g
-	is, os, ks := g.inSize(), g.outSize(), g.kSize()
+	is, os, ks := g.InSize(), g.OutSize(), g.KSize()
 	par := workers()
 	if len(y) == 0 {
 		return
@@ -133,7 +129,7 @@ func convRun[T float32 | float64](st stop, p *convPlan, x, w, bias, y []T, gemm 
 		return
 	}
 	k := p.cg * ks
-	direct := ks == 1 && g.s == [3]int{1, 1, 1} && g.pb == [3]int{} && g.pe == [3]int{}
+	direct := ks == 1 && g.S == [3]int{1, 1, 1} && g.Pb == [3]int{} && g.Pe == [3]int{}
 	if xf, ok := any(x).([]float32); ok {
 		convTiledF32(st, p, xf, any(w).([]float32), any(y).([]float32), direct)
 		return
@@ -163,7 +159,7 @@ func convRun[T float32 | float64](st stop, p *convPlan, x, w, bias, y []T, gemm 
 // matrix.
 func convTiledF32(st stop, p *convPlan, x, w, y []float32, direct bool) {
 	g := &p.g
-	is, os, ks := g.inSize(), g.outSize(), g.kSize()
+	is, os, ks := g.InSize(), g.OutSize(), g.KSize()
 	k := p.cg * ks
 	if os == 0 || k == 0 || p.mg == 0 {
 		return
@@ -173,12 +169,12 @@ func convTiledF32(st stop, p *convPlan, x, w, y []float32, direct bool) {
 	// and there should be a few tasks per worker.
 	nt := max(32, (512<<10)/(4*k))
 	if par > 1 {
-		if per := ceilDiv(os*p.n*p.group, 3*par); per < nt {
+		if per := nnops.CeilDiv(os*p.n*p.group, 3*par); per < nt {
 			nt = max(32, per)
 		}
 	}
 	nt = min(nt, os)
-	tiles := ceilDiv(os, nt)
+	tiles := nnops.CeilDiv(os, nt)
 	packed := make([][]float32, p.group)
 	parallelTasks(st, p.group, par, func(gi int) {
 		packed[gi] = packA(st, p.mg, k, 1, mat[float32]{w[gi*p.mg*k:], k, 1}, 1)
@@ -211,18 +207,18 @@ func convTiledF32(st stop, p *convPlan, x, w, y []float32, direct bool) {
 // im2colTile writes the patch matrix of output positions [o0, o1) (flat
 // over the output plane) into col, one row of o1-o0 values per kernel tap
 // and input channel, 0 in the padding.
-func im2colTile(x []float32, cg int, g *geom3, o0, o1 int, col []float32) {
-	is, ks := g.inSize(), g.kSize()
-	OH, OW := g.out[1], g.out[2]
-	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+func im2colTile(x []float32, cg int, g *nnops.Geom3, o0, o1 int, col []float32) {
+	is, ks := g.InSize(), g.KSize()
+	OH, OW := g.Out[1], g.Out[2]
+	ID, IH, IW := g.In[0], g.In[1], g.In[2]
 	nt := o1 - o0
 	for r := 0; r < cg*ks; r++ {
 		c, kk := r/ks, r%ks
-		kd, kh, kw := kk/(g.k[1]*g.k[2]), (kk/g.k[2])%g.k[1], kk%g.k[2]
+		kd, kh, kw := kk/(g.K[1]*g.K[2]), (kk/g.K[2])%g.K[1], kk%g.K[2]
 		xc := x[c*is : (c+1)*is]
 		dst := col[r*nt : (r+1)*nt]
-		offW := kw*g.d[2] - g.pb[2]
-		wlo, whi := validRange(offW, g.s[2], IW, OW)
+		offW := kw*g.D[2] - g.Pb[2]
+		wlo, whi := validRange(offW, g.S[2], IW, OW)
 		for o := o0; o < o1; {
 			ow0 := o % OW
 			oh := (o / OW) % OH
@@ -230,8 +226,8 @@ func im2colTile(x []float32, cg int, g *geom3, o0, o1 int, col []float32) {
 			ow1 := min(OW, ow0+(o1-o))
 			seg := dst[o-o0 : o-o0+(ow1-ow0)]
 			o += ow1 - ow0
-			id := od*g.s[0] - g.pb[0] + kd*g.d[0]
-			ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+			id := od*g.S[0] - g.Pb[0] + kd*g.D[0]
+			ih := oh*g.S[1] - g.Pb[1] + kh*g.D[1]
 			if id < 0 || id >= ID || ih < 0 || ih >= IH {
 				clear(seg)
 				continue
@@ -244,11 +240,11 @@ func im2colTile(x []float32, cg int, g *geom3, o0, o1 int, col []float32) {
 			}
 			clear(seg[:lo-ow0])
 			clear(seg[hi-ow0:])
-			if g.s[2] == 1 {
+			if g.S[2] == 1 {
 				copy(seg[lo-ow0:hi-ow0], src[lo+offW:hi+offW])
 			} else {
 				for ow := lo; ow < hi; ow++ {
-					seg[ow-ow0] = src[ow*g.s[2]+offW]
+					seg[ow-ow0] = src[ow*g.S[2]+offW]
 				}
 			}
 		}
@@ -258,22 +254,22 @@ func im2colTile(x []float32, cg int, g *geom3, o0, o1 int, col []float32) {
 // im2col writes the patch matrix of x (cg channels of g.in) into col:
 // row ((c*KD+kd)*KH+kh)*KW+kw holds, for every output position, the input
 // value under that kernel tap, or 0 in the padding.
-func im2col[T float32 | float64](st stop, x []T, cg int, g *geom3, col []T, par int) {
-	is, os, ks := g.inSize(), g.outSize(), g.kSize()
-	OD, OH, OW := g.out[0], g.out[1], g.out[2]
-	ID, IH, IW := g.in[0], g.in[1], g.in[2]
+func im2col[T float32 | float64](st stop, x []T, cg int, g *nnops.Geom3, col []T, par int) {
+	is, os, ks := g.InSize(), g.OutSize(), g.KSize()
+	OD, OH, OW := g.Out[0], g.Out[1], g.Out[2]
+	ID, IH, IW := g.In[0], g.In[1], g.In[2]
 	parallelRange(st, cg*ks, par, 4, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			c, kk := r/ks, r%ks
-			kd, kh, kw := kk/(g.k[1]*g.k[2]), (kk/g.k[2])%g.k[1], kk%g.k[2]
+			kd, kh, kw := kk/(g.K[1]*g.K[2]), (kk/g.K[2])%g.K[1], kk%g.K[2]
 			xc := x[c*is : (c+1)*is]
 			dst := col[r*os : (r+1)*os]
-			offW := kw*g.d[2] - g.pb[2]
-			wlo, whi := validRange(offW, g.s[2], IW, OW)
+			offW := kw*g.D[2] - g.Pb[2]
+			wlo, whi := validRange(offW, g.S[2], IW, OW)
 			for od := 0; od < OD; od++ {
-				id := od*g.s[0] - g.pb[0] + kd*g.d[0]
+				id := od*g.S[0] - g.Pb[0] + kd*g.D[0]
 				for oh := 0; oh < OH; oh++ {
-					ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+					ih := oh*g.S[1] - g.Pb[1] + kh*g.D[1]
 					row := dst[(od*OH+oh)*OW : (od*OH+oh+1)*OW]
 					if id < 0 || id >= ID || ih < 0 || ih >= IH {
 						clear(row)
@@ -285,11 +281,11 @@ func im2col[T float32 | float64](st stop, x []T, cg int, g *geom3, col []T, par 
 					if wlo >= whi {
 						continue
 					}
-					if g.s[2] == 1 {
+					if g.S[2] == 1 {
 						copy(row[wlo:whi], src[wlo+offW:whi+offW])
 					} else {
 						for ow := wlo; ow < whi; ow++ {
-							row[ow] = src[ow*g.s[2]+offW]
+							row[ow] = src[ow*g.S[2]+offW]
 						}
 					}
 				}
@@ -300,26 +296,26 @@ func im2col[T float32 | float64](st stop, x []T, cg int, g *geom3, col []T, par 
 
 // depthwisePlane adds to y (one output plane) the convolution of one input
 // plane x with one kernel w.
-func depthwisePlane[T float32 | float64](g *geom3, x, w, y []T) {
-	OD, OH, OW := g.out[0], g.out[1], g.out[2]
-	ID, IH, IW := g.in[0], g.in[1], g.in[2]
-	sw := g.s[2]
-	for kd := 0; kd < g.k[0]; kd++ {
-		for kh := 0; kh < g.k[1]; kh++ {
-			for kw := 0; kw < g.k[2]; kw++ {
-				wv := w[(kd*g.k[1]+kh)*g.k[2]+kw]
-				offW := kw*g.d[2] - g.pb[2]
+func depthwisePlane[T float32 | float64](g *nnops.Geom3, x, w, y []T) {
+	OD, OH, OW := g.Out[0], g.Out[1], g.Out[2]
+	ID, IH, IW := g.In[0], g.In[1], g.In[2]
+	sw := g.S[2]
+	for kd := 0; kd < g.K[0]; kd++ {
+		for kh := 0; kh < g.K[1]; kh++ {
+			for kw := 0; kw < g.K[2]; kw++ {
+				wv := w[(kd*g.K[1]+kh)*g.K[2]+kw]
+				offW := kw*g.D[2] - g.Pb[2]
 				wlo, whi := validRange(offW, sw, IW, OW)
 				if wlo >= whi {
 					continue
 				}
 				for od := 0; od < OD; od++ {
-					id := od*g.s[0] - g.pb[0] + kd*g.d[0]
+					id := od*g.S[0] - g.Pb[0] + kd*g.D[0]
 					if id < 0 || id >= ID {
 						continue
 					}
 					for oh := 0; oh < OH; oh++ {
-						ih := oh*g.s[1] - g.pb[1] + kh*g.d[1]
+						ih := oh*g.S[1] - g.Pb[1] + kh*g.D[1]
 						if ih < 0 || ih >= IH {
 							continue
 						}
@@ -340,33 +336,6 @@ func depthwisePlane[T float32 | float64](g *geom3, x, w, y []T) {
 			}
 		}
 	}
-}
-
-func convInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	if len(in) < 2 {
-		return nil, nil
-	}
-	dt := in[0].Type.DType
-	xs, ws := in[0].Type.Shape, in[1].Type.Shape
-	ch := graph.Dim{Value: -1}
-	var wKernel []int
-	if ws != nil {
-		if len(ws) < 3 {
-			return nil, kernels.Invalidf(n, "W must have rank >= 3, got %v", ws)
-		}
-		ch = ws[0]
-		if k, ok := staticDims(ws[2:]); ok {
-			wKernel = k
-		}
-		if xs != nil && len(xs) != len(ws) {
-			return nil, kernels.Invalidf(n, "X %v and W %v ranks differ", xs, ws)
-		}
-	}
-	out, err := inferWindowOut(n, xs, ch, wKernel, false)
-	if err != nil {
-		return nil, kernels.Errorf(n, "%w", err)
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: out}}, nil
 }
 
 // dispatchFloat allocates a convolution-like op's output of outShape and

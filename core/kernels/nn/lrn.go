@@ -8,13 +8,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "LRN", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types:  kernels.FloatTypes,
-		Kernel: lrnKernel,
-		Infer:  kernels.SameAsInput,
-	})
+	kernels.RegisterKernel("", "LRN", lrnKernel)
 }
 
 // lrnKernel: y = x / (bias + alpha/size · Σ x²)^beta, the sum running over

@@ -1,25 +1,15 @@
 package nn
 
 import (
+	nnops "github.com/switchyard-hal/switchyard/core/ops/nn"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "MatMul", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 2,
-		Types:  kernels.NumericTypes,
-		Kernel: matMulKernel,
-		Infer:  matMulInfer,
-	})
-	kernels.Register(kernels.Schema{
-		OpType: "Gemm", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 3,
-		Types:  kernels.NumericTypes,
-		Kernel: gemmKernel,
-		Infer:  gemmInfer,
-	})
+	kernels.RegisterKernel("", "MatMul", matMulKernel)
+	kernels.RegisterKernel("", "Gemm", gemmKernel)
 }
 
 // matMulPlan is the numpy matmul shape analysis: 1-D operands are promoted
@@ -37,7 +27,7 @@ type matMulPlan struct {
 
 func planMatMul(as, bs []int) (*matMulPlan, error) {
 	if len(as) == 0 || len(bs) == 0 {
-		return nil, errInvalid("MatMul operands must have rank >= 1, got shapes %v and %v", as, bs)
+		return nil, nnops.ErrInvalid("MatMul operands must have rank >= 1, got shapes %v and %v", as, bs)
 	}
 	a2, b2 := as, bs
 	if len(as) == 1 {
@@ -50,12 +40,12 @@ func planMatMul(as, bs []int) (*matMulPlan, error) {
 		m: a2[len(a2)-2], k: a2[len(a2)-1], n: b2[len(b2)-1],
 	}
 	if b2[len(b2)-2] != p.k {
-		return nil, errInvalid("MatMul inner dimensions differ: shapes %v and %v", as, bs)
+		return nil, nnops.ErrInvalid("MatMul inner dimensions differ: shapes %v and %v", as, bs)
 	}
 	ab, bb := a2[:len(a2)-2], b2[:len(b2)-2]
 	batch, err := kernels.BroadcastShapes(ab, bb)
 	if err != nil {
-		return nil, errInvalid("MatMul batch dimensions of %v and %v do not broadcast", as, bs)
+		return nil, nnops.ErrInvalid("MatMul batch dimensions of %v and %v do not broadcast", as, bs)
 	}
 	p.out = append([]int{}, batch...)
 	if len(as) > 1 {
@@ -191,61 +181,6 @@ func matMulGeneric[T graph.Numeric](st stop, p *matMulPlan, at, bt, ct *graph.Te
 	}
 }
 
-func matMulInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	if len(in) < 2 {
-		return nil, nil
-	}
-	dt := in[0].Type.DType
-	as, bs := in[0].Type.Shape, in[1].Type.Shape
-	if as == nil || bs == nil {
-		return []graph.ValueType{{Kind: "tensor", DType: dt}}, nil
-	}
-	if len(as) == 0 || len(bs) == 0 {
-		return nil, kernels.Invalidf(n, "MatMul operands must have rank >= 1")
-	}
-	a2, b2 := as, bs
-	if len(as) == 1 {
-		a2 = graph.Shape{{Value: 1}, as[0]}
-	}
-	if len(bs) == 1 {
-		b2 = graph.Shape{bs[0], {Value: 1}}
-	}
-	ka, kb := a2[len(a2)-1], b2[len(b2)-2]
-	if ka.Static() && kb.Static() && ka.Value != kb.Value {
-		return nil, kernels.Invalidf(n, "MatMul inner dimensions differ: %v and %v", as, bs)
-	}
-	batch, err := kernels.BroadcastSymbolic(a2[:len(a2)-2], b2[:len(b2)-2])
-	if err != nil {
-		return nil, kernels.Errorf(n, "%w", err)
-	}
-	out := append(graph.Shape{}, batch...)
-	if len(as) > 1 {
-		out = append(out, a2[len(a2)-2])
-	}
-	if len(bs) > 1 {
-		out = append(out, b2[len(b2)-1])
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: out}}, nil
-}
-
-// gemmAttrs reads Gemm's attributes.
-type gemmAttrs struct {
-	transA, transB bool
-	alpha, beta    float32
-	broadcast      bool // opset < 7: C broadcasts only when set
-}
-
-func readGemmAttrs(n *graph.Node, opset int64) gemmAttrs {
-	g := gemmAttrs{
-		transA: n.AttrInt("transA", 0) != 0,
-		transB: n.AttrInt("transB", 0) != 0,
-		alpha:  n.AttrFloat("alpha", 1),
-		beta:   n.AttrFloat("beta", 1),
-	}
-	g.broadcast = opset >= 7 || n.AttrInt("broadcast", 0) != 0
-	return g
-}
-
 func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	a, b, cT := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
 	if a == nil || b == nil {
@@ -257,26 +192,26 @@ func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	if len(a.Shape) != 2 || len(b.Shape) != 2 {
 		return nil, kernels.Invalidf(n, "A and B must be 2-D, got shapes %v and %v", a.Shape, b.Shape)
 	}
-	g := readGemmAttrs(n, ctx.Opset)
+	g := nnops.ReadGemmAttrs(n, ctx.Opset)
 	am := mat[int]{nil, a.Shape[1], 1}
 	m, k := a.Shape[0], a.Shape[1]
-	if g.transA {
+	if g.TransA {
 		m, k = k, m
 		am = am.t()
 	}
 	bm := mat[int]{nil, b.Shape[1], 1}
 	k2, nn := b.Shape[0], b.Shape[1]
-	if g.transB {
+	if g.TransB {
 		k2, nn = nn, k2
 		bm = bm.t()
 	}
 	if k != k2 {
-		return nil, kernels.Invalidf(n, "inner dimensions differ: A %v, B %v (transA=%v, transB=%v)", a.Shape, b.Shape, g.transA, g.transB)
+		return nil, kernels.Invalidf(n, "inner dimensions differ: A %v, B %v (transA=%v, transB=%v)", a.Shape, b.Shape, g.TransA, g.TransB)
 	}
 	outShape := []int{m, nn}
 	var cIdx []int
 	if cT != nil {
-		if !g.broadcast {
+		if !g.Broadcast {
 			if !graph.SameShape(cT.Shape, outShape) {
 				return nil, kernels.Invalidf(n, "C has shape %v, expected %v (broadcast=0)", cT.Shape, outShape)
 			}
@@ -303,10 +238,10 @@ func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		if cT != nil {
 			cf := graph.Data[float32](kernels.ToFloat32(cT))
 			for i, ci := range cIdx {
-				y[i] = g.beta * cf[ci]
+				y[i] = g.Beta * cf[ci]
 			}
 		}
-		sgemm(stopOf(ctx), m, nn, k, g.alpha, mat[float32]{af, am.rs, am.cs}, mat[float32]{bf, bm.rs, bm.cs}, y, nn, workers())
+		sgemm(stopOf(ctx), m, nn, k, g.Alpha, mat[float32]{af, am.rs, am.cs}, mat[float32]{bf, bm.rs, bm.cs}, y, nn, workers())
 		if a.DType != graph.Float32 {
 			out, err = kernels.FromFloat32(ctx, a.DType, outShape, y)
 			if err != nil {
@@ -340,7 +275,7 @@ func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	return []*graph.Tensor{out}, nil
 }
 
-func gemmFloat64(st stop, g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
+func gemmFloat64(st stop, g nnops.GemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
 	y := graph.Data[float64](out)
 	ab := make([]float64, m*nn)
 	gemmGeneric(st, m, nn, k,
@@ -349,7 +284,7 @@ func gemmFloat64(st stop, g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *
 	if st.done() {
 		return
 	}
-	alpha, beta := float64(g.alpha), float64(g.beta)
+	alpha, beta := float64(g.Alpha), float64(g.Beta)
 	for i := range y {
 		y[i] = alpha * ab[i]
 	}
@@ -363,7 +298,7 @@ func gemmFloat64(st stop, g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *
 
 // gemmInt computes the integer product exactly (wrapping), then applies
 // alpha and beta in float64 and converts back (truncating) unless both are 1.
-func gemmInt[T graph.Numeric](st stop, g gemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
+func gemmInt[T graph.Numeric](st stop, g nnops.GemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {
 	y := graph.Data[T](out)
 	gemmGeneric(st, m, nn, k,
 		mat[T]{graph.Data[T](a), am.rs, am.cs},
@@ -372,13 +307,13 @@ func gemmInt[T graph.Numeric](st stop, g gemmAttrs, m, nn, k int, am, bm mat[int
 	if cT != nil {
 		cd = graph.Data[T](cT)
 	}
-	if g.alpha == 1 && g.beta == 1 {
+	if g.Alpha == 1 && g.Beta == 1 {
 		for i, ci := range cIdx {
 			y[i] += cd[ci]
 		}
 		return
 	}
-	alpha, beta := float64(g.alpha), float64(g.beta)
+	alpha, beta := float64(g.Alpha), float64(g.Beta)
 	for i := range y {
 		v := alpha * float64(y[i])
 		if cd != nil {
@@ -401,37 +336,4 @@ func unidirBroadcastable(s, target []int) bool {
 		}
 	}
 	return true
-}
-
-func gemmInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	if len(in) < 2 {
-		return nil, nil
-	}
-	dt := in[0].Type.DType
-	as, bs := in[0].Type.Shape, in[1].Type.Shape
-	g := readGemmAttrs(n, opset)
-	mDim, nDim := graph.Dim{Value: -1}, graph.Dim{Value: -1}
-	var kA, kB graph.Dim
-	if as != nil {
-		if len(as) != 2 {
-			return nil, kernels.Invalidf(n, "A must be 2-D, got %v", as)
-		}
-		mDim, kA = as[0], as[1]
-		if g.transA {
-			mDim, kA = as[1], as[0]
-		}
-	}
-	if bs != nil {
-		if len(bs) != 2 {
-			return nil, kernels.Invalidf(n, "B must be 2-D, got %v", bs)
-		}
-		kB, nDim = bs[0], bs[1]
-		if g.transB {
-			kB, nDim = bs[1], bs[0]
-		}
-	}
-	if as != nil && bs != nil && kA.Static() && kB.Static() && kA.Value != kB.Value {
-		return nil, kernels.Invalidf(n, "inner dimensions differ: A %v, B %v", as, bs)
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: graph.Shape{mDim, nDim}}}, nil
 }

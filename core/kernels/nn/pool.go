@@ -1,6 +1,8 @@
 package nn
 
 import (
+	nnops "github.com/switchyard-hal/switchyard/core/ops/nn"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -8,63 +10,38 @@ import (
 )
 
 func init() {
-	maxPoolTypes := append(append([]graph.DType{}, kernels.FloatTypes...), graph.Int8, graph.Uint8)
-	kernels.Register(kernels.Schema{
-		OpType: "MaxPool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 2,
-		Types:  maxPoolTypes,
-		Kernel: maxPoolKernel,
-		Infer:  poolInfer(true),
-	})
-	kernels.Register(kernels.Schema{
-		OpType: "AveragePool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types:  kernels.FloatTypes,
-		Kernel: avgPoolKernel,
-		Infer:  poolInfer(false),
-	})
-	kernels.Register(kernels.Schema{
-		OpType: "GlobalAveragePool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types:  kernels.FloatTypes,
-		Kernel: globalPoolKernel(false),
-		Infer:  globalPoolInfer,
-	})
-	kernels.Register(kernels.Schema{
-		OpType: "GlobalMaxPool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types:  kernels.FloatTypes,
-		Kernel: globalPoolKernel(true),
-		Infer:  globalPoolInfer,
-	})
+	kernels.RegisterKernel("", "MaxPool", maxPoolKernel)
+	kernels.RegisterKernel("", "AveragePool", avgPoolKernel)
+	kernels.RegisterKernel("", "GlobalAveragePool", globalPoolKernel(false))
+	kernels.RegisterKernel("", "GlobalMaxPool", globalPoolKernel(true))
 }
 
 // poolPlan is a validated MaxPool/AveragePool node on a concrete input.
 type poolPlan struct {
 	planes   int // N*C
 	nd       int
-	g        geom3
+	g        nnops.Geom3
 	outShape []int
 }
 
 func planPool(n *graph.Node, x *graph.Tensor) (*poolPlan, error) {
 	if len(x.Shape) < 3 {
-		return nil, errInvalid("X must have rank >= 3, got shape %v", x.Shape)
+		return nil, nnops.ErrInvalid("X must have rank >= 3, got shape %v", x.Shape)
 	}
 	nd := len(x.Shape) - 2
-	attrs, err := readWindowAttrs(n, nd, nil)
+	attrs, err := nnops.ReadWindowAttrs(n, nd, nil)
 	if err != nil {
 		return nil, err
 	}
 	ceil := n.AttrInt("ceil_mode", 0) != 0
-	g, err := forwardGeom(attrs, x.Shape[2:], ceil)
+	g, err := nnops.ForwardGeom(attrs, x.Shape[2:], ceil)
 	if err != nil {
 		return nil, err
 	}
 	p := &poolPlan{planes: x.Shape[0] * x.Shape[1], nd: nd, g: g}
 	p.outShape = []int{x.Shape[0], x.Shape[1]}
 	for i := 3 - nd; i < 3; i++ {
-		p.outShape = append(p.outShape, g.out[i])
+		p.outShape = append(p.outShape, g.Out[i])
 	}
 	return p, nil
 }
@@ -76,14 +53,14 @@ type axisWindows struct {
 	start, lo, hi []int
 }
 
-func makeAxisWindows(g *geom3, axis int) axisWindows {
-	o := g.out[axis]
+func makeAxisWindows(g *nnops.Geom3, axis int) axisWindows {
+	o := g.Out[axis]
 	w := axisWindows{make([]int, o), make([]int, o), make([]int, o)}
 	for i := 0; i < o; i++ {
-		st := i*g.s[axis] - g.pb[axis]
+		st := i*g.S[axis] - g.Pb[axis]
 		w.start[i] = st
 		// taps t with 0 <= st + t*d < in
-		lo, hi := validRange(st, g.d[axis], g.in[axis], g.k[axis])
+		lo, hi := validRange(st, g.D[axis], g.In[axis], g.K[axis])
 		w.lo[i], w.hi[i] = lo, hi
 	}
 	return w
@@ -160,10 +137,10 @@ func maxPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 // spatial dims column-major when colMajor).
 func maxPool[T graph.Numeric](st stop, p *poolPlan, x, y []T, idx []int64, colMajor bool) {
 	g := &p.g
-	is, os := g.inSize(), g.outSize()
+	is, os := g.InSize(), g.OutSize()
 	wd, wh, ww := makeAxisWindows(g, 0), makeAxisWindows(g, 1), makeAxisWindows(g, 2)
-	OD, OH, OW := g.out[0], g.out[1], g.out[2]
-	IH, IW := g.in[1], g.in[2]
+	OD, OH, OW := g.Out[0], g.Out[1], g.Out[2]
+	IH, IW := g.In[1], g.In[2]
 	// Column-major strides of the real spatial dims (the embedded leading
 	// dims have size 1, so their stride does not matter).
 	var cm [3]int
@@ -171,10 +148,10 @@ func maxPool[T graph.Numeric](st stop, p *poolPlan, x, y []T, idx []int64, colMa
 		st := 1
 		for a := 3 - p.nd; a < 3; a++ {
 			cm[a] = st
-			st *= g.in[a]
+			st *= g.In[a]
 		}
 	}
-	parallelRange(st, p.planes, workers(), max(1, 4096/max(1, os*g.kSize())), func(lo, hi int) {
+	parallelRange(st, p.planes, workers(), max(1, 4096/max(1, os*g.KSize())), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*is : (pl+1)*is]
 			yp := y[pl*os : (pl+1)*os]
@@ -185,12 +162,12 @@ func maxPool[T graph.Numeric](st stop, p *poolPlan, x, y []T, idx []int64, colMa
 						var best T
 						bestAt, found, sawNaN := 0, false, false
 						for kd := wd.lo[od]; kd < wd.hi[od]; kd++ {
-							id := wd.start[od] + kd*g.d[0]
+							id := wd.start[od] + kd*g.D[0]
 							for kh := wh.lo[oh]; kh < wh.hi[oh]; kh++ {
-								ih := wh.start[oh] + kh*g.d[1]
+								ih := wh.start[oh] + kh*g.D[1]
 								base := (id*IH + ih) * IW
 								for kw := ww.lo[ow]; kw < ww.hi[ow]; kw++ {
-									at := base + ww.start[ow] + kw*g.d[2]
+									at := base + ww.start[ow] + kw*g.D[2]
 									v := xp[at]
 									if v != v {
 										sawNaN = true
@@ -293,13 +270,13 @@ func avgPoolRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 // never the taps past the end padding that ceil_mode adds.
 func avgPool[T float32 | float64](st stop, p *poolPlan, x, y []T, includePad bool) {
 	g := &p.g
-	is, os := g.inSize(), g.outSize()
+	is, os := g.InSize(), g.OutSize()
 	wd, wh, ww := makeAxisWindows(g, 0), makeAxisWindows(g, 1), makeAxisWindows(g, 2)
 	// Taps inside [-pb, in+pe) per axis and output index.
 	padCount := func(a int, w axisWindows) []int {
 		c := make([]int, len(w.start))
 		for i, st := range w.start {
-			lo, hi := validRange(st+g.pb[a], g.d[a], g.in[a]+g.pb[a]+g.pe[a], g.k[a])
+			lo, hi := validRange(st+g.Pb[a], g.D[a], g.In[a]+g.Pb[a]+g.Pe[a], g.K[a])
 			c[i] = hi - lo
 		}
 		return c
@@ -308,9 +285,9 @@ func avgPool[T float32 | float64](st stop, p *poolPlan, x, y []T, includePad boo
 	if includePad {
 		pd, ph, pw = padCount(0, wd), padCount(1, wh), padCount(2, ww)
 	}
-	OD, OH, OW := g.out[0], g.out[1], g.out[2]
-	IH, IW := g.in[1], g.in[2]
-	parallelRange(st, p.planes, workers(), max(1, 4096/max(1, os*g.kSize())), func(lo, hi int) {
+	OD, OH, OW := g.Out[0], g.Out[1], g.Out[2]
+	IH, IW := g.In[1], g.In[2]
+	parallelRange(st, p.planes, workers(), max(1, 4096/max(1, os*g.KSize())), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*is : (pl+1)*is]
 			yp := y[pl*os : (pl+1)*os]
@@ -320,12 +297,12 @@ func avgPool[T float32 | float64](st stop, p *poolPlan, x, y []T, includePad boo
 					for ow := 0; ow < OW; ow++ {
 						var sum T
 						for kd := wd.lo[od]; kd < wd.hi[od]; kd++ {
-							id := wd.start[od] + kd*g.d[0]
+							id := wd.start[od] + kd*g.D[0]
 							for kh := wh.lo[oh]; kh < wh.hi[oh]; kh++ {
-								ih := wh.start[oh] + kh*g.d[1]
+								ih := wh.start[oh] + kh*g.D[1]
 								row := xp[(id*IH+ih)*IW:]
 								for kw := ww.lo[ow]; kw < ww.hi[ow]; kw++ {
-									sum += row[ww.start[ow]+kw*g.d[2]]
+									sum += row[ww.start[ow]+kw*g.D[2]]
 								}
 							}
 						}
@@ -346,29 +323,6 @@ func avgPool[T float32 | float64](st stop, p *poolPlan, x, y []T, includePad boo
 			}
 		}
 	})
-}
-
-func poolInfer(isMax bool) kernels.InferFunc {
-	return func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-		if len(in) < 1 {
-			return nil, nil
-		}
-		xs := in[0].Type.Shape
-		var ch graph.Dim
-		if len(xs) >= 2 {
-			ch = xs[1]
-		}
-		ceil := n.AttrInt("ceil_mode", 0) != 0
-		out, err := inferWindowOut(n, xs, ch, nil, ceil)
-		if err != nil {
-			return nil, kernels.Errorf(n, "%w", err)
-		}
-		res := []graph.ValueType{{Kind: "tensor", DType: in[0].Type.DType, Shape: out}}
-		if isMax && len(n.Outputs) > 1 {
-			res = append(res, graph.ValueType{Kind: "tensor", DType: graph.Int64, Shape: out})
-		}
-		return res, nil
-	}
 }
 
 func globalPoolKernel(isMax bool) kernels.Func {
@@ -450,22 +404,4 @@ func globalPool[T float32 | float64](st stop, x, y []T, planes, size int, isMax 
 			y[pl] = s / T(size)
 		}
 	})
-}
-
-func globalPoolInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	if len(in) < 1 {
-		return nil, nil
-	}
-	xs := in[0].Type.Shape
-	var out graph.Shape
-	if xs != nil {
-		if len(xs) < 2 {
-			return nil, kernels.Invalidf(n, "X must have rank >= 2, got %v", xs)
-		}
-		out = append(graph.Shape{}, xs...)
-		for i := 2; i < len(out); i++ {
-			out[i] = graph.Dim{Value: 1}
-		}
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: in[0].Type.DType, Shape: out}}, nil
 }

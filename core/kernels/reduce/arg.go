@@ -6,8 +6,8 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "ArgMax", MinOpset: 1, MinInputs: 1, MaxInputs: 1, Types: numericTypes, Kernel: argKernel(true), Infer: argInfer})
-	kernels.Register(kernels.Schema{OpType: "ArgMin", MinOpset: 1, MinInputs: 1, MaxInputs: 1, Types: numericTypes, Kernel: argKernel(false), Infer: argInfer})
+	kernels.RegisterKernel("", "ArgMax", argKernel(true))
+	kernels.RegisterKernel("", "ArgMin", argKernel(false))
 }
 
 // argKernel implements ArgMax (max=true) and ArgMin. Like numpy (the ONNX
@@ -111,26 +111,4 @@ func argIndex[T graph.Numeric](x []T, o []int64, outer, d, inner int, max, last 
 			o[a*inner+c] = int64(bi)
 		}
 	}
-}
-
-func argInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	if x.Shape == nil {
-		return []graph.ValueType{tensorType(graph.Int64, nil)}, nil
-	}
-	axis, err := kernels.NormAxis(n.AttrInt("axis", 0), len(x.Shape))
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	keep := n.AttrInt("keepdims", 1) != 0
-	out := graph.Shape{}
-	for i, d := range x.Shape {
-		switch {
-		case i != axis:
-			out = append(out, d)
-		case keep:
-			out = append(out, graph.Dim{Value: 1})
-		}
-	}
-	return []graph.ValueType{tensorType(graph.Int64, out)}, nil
 }

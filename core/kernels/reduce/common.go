@@ -13,15 +13,6 @@ type intElem interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
-var (
-	// floatTypes are the float dtypes (computed in float64, rounded back).
-	floatTypes = kernels.FloatTypes
-	// numericTypes are every float and integer dtype.
-	numericTypes = kernels.NumericTypes
-	// numericBool is numericTypes plus bool (ReduceMax/ReduceMin from opset 20).
-	numericBool = append(append([]graph.DType{}, kernels.NumericTypes...), graph.Bool)
-)
-
 // checkTensor validates a required input tensor.
 func checkTensor(n *graph.Node, t *graph.Tensor, what string) error {
 	if t == nil {
@@ -172,43 +163,6 @@ func storeInts[T intElem](d []T, vals []float64) {
 // splitAt returns the products of shape[:axis], shape[axis] and shape[axis+1:].
 func splitAt(shape []int, axis int) (outer, d, inner int) {
 	return kernels.Prod(shape[:axis]), shape[axis], kernels.Prod(shape[axis+1:])
-}
-
-// inType returns the type of input i, or an unknown tensor type.
-func inType(in []kernels.InferInput, i int) graph.ValueType {
-	if i < len(in) {
-		return in[i].Type
-	}
-	return graph.ValueType{}
-}
-
-// inConst returns the load-time value of input i, or nil.
-func inConst(in []kernels.InferInput, i int) *graph.Tensor {
-	if i < len(in) {
-		return in[i].Const
-	}
-	return nil
-}
-
-func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
-	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
-}
-
-// unknownDims returns a shape of the given rank with every dim unknown.
-func unknownDims(rank int) graph.Shape {
-	s := make(graph.Shape, rank)
-	for i := range s {
-		s[i] = graph.Dim{Value: -1}
-	}
-	return s
-}
-
-// copyShape copies a declared shape (nil stays nil).
-func copyShape(s graph.Shape) graph.Shape {
-	if s == nil {
-		return nil
-	}
-	return append(graph.Shape{}, s...)
 }
 
 // take gathers src[idx[i]] into a new slice.

@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "CumSum", MinOpset: 11, MinInputs: 2, MaxInputs: 2, Types: numericTypes, Kernel: cumsumKernel, Infer: kernels.SameAsInput})
+	kernels.RegisterKernel("", "CumSum", cumsumKernel)
 }
 
 // cumsumKernel sums along the axis given by input 1 (a scalar or a

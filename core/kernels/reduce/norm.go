@@ -1,6 +1,8 @@
 package reduce
 
 import (
+	reduceops "github.com/switchyard-hal/switchyard/core/ops/reduce"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -8,10 +10,10 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "BatchNormalization", MinOpset: 1, MinInputs: 5, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 5, Types: floatTypes, Kernel: batchNormKernel, Infer: batchNormInfer})
-	kernels.Register(kernels.Schema{OpType: "LayerNormalization", MinOpset: 17, MinInputs: 2, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 3, Types: floatTypes, Kernel: layerNormKernel, Infer: layerNormInfer})
-	kernels.Register(kernels.Schema{OpType: "InstanceNormalization", MinOpset: 1, MinInputs: 3, MaxInputs: 3, Types: floatTypes, Kernel: instanceNormKernel, Infer: kernels.SameAsInput})
-	kernels.Register(kernels.Schema{OpType: "GroupNormalization", MinOpset: 18, MinInputs: 3, MaxInputs: 3, Types: floatTypes, Kernel: groupNormKernel, Infer: kernels.SameAsInput})
+	kernels.RegisterKernel("", "BatchNormalization", batchNormKernel)
+	kernels.RegisterKernel("", "LayerNormalization", layerNormKernel)
+	kernels.RegisterKernel("", "InstanceNormalization", instanceNormKernel)
+	kernels.RegisterKernel("", "GroupNormalization", groupNormKernel)
 }
 
 // wants reports whether node output i is requested.
@@ -138,29 +140,7 @@ func batchNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	return outs, nil
 }
 
-func batchNormInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	outs := []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}
-	mdt := inType(in, 3).DType
-	if mdt == graph.Undefined {
-		mdt = x.DType
-	}
-	var c graph.Shape
-	if len(x.Shape) >= 2 {
-		c = graph.Shape{x.Shape[1]}
-	}
-	for i := 1; i < len(n.Outputs); i++ {
-		outs = append(outs, tensorType(mdt, copyShape(c)))
-	}
-	return outs, nil
-}
-
 // ---- LayerNormalization ----
-
-// stashType is the dtype of LayerNormalization's Mean and InvStdDev.
-func stashType(n *graph.Node) graph.DType {
-	return graph.DType(n.AttrInt("stash_type", int64(graph.Float32)))
-}
 
 func layerNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := in[0]
@@ -176,7 +156,7 @@ func layerNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 			return nil, err
 		}
 	}
-	st := stashType(n)
+	st := reduceops.StashType(n)
 	if !st.IsFloat() {
 		return nil, kernels.Unsupportedf(n, "stash_type %d", int64(st))
 	}
@@ -249,26 +229,6 @@ func broadcastTo(n *graph.Node, shape []int, t *graph.Tensor, what string) ([]in
 		return nil, kernels.Invalidf(n, "%s of shape %v does not broadcast to %v", what, t.Shape, shape)
 	}
 	return kernels.BroadcastIndex(shape, t.Shape), nil
-}
-
-func layerNormInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	outs := []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}
-	var stat graph.Shape
-	if len(x.Shape) > 0 {
-		axis, err := kernels.NormAxis(n.AttrInt("axis", -1), len(x.Shape))
-		if err != nil {
-			return nil, kernels.Invalidf(n, "%v", err)
-		}
-		stat = copyShape(x.Shape)
-		for i := axis; i < len(stat); i++ {
-			stat[i] = graph.Dim{Value: 1}
-		}
-	}
-	for i := 1; i < len(n.Outputs); i++ {
-		outs = append(outs, tensorType(stashType(n), copyShape(stat)))
-	}
-	return outs, nil
 }
 
 // ---- InstanceNormalization ----

@@ -5,100 +5,38 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	reduceops "github.com/switchyard-hal/switchyard/core/ops/reduce"
 )
 
-// reduceKind selects the reduction a Reduce* op performs.
-type reduceKind int
+// The Reduce* table, axes handling and inference live in core/ops/reduce.
+type (
+	reduceKind = reduceops.Kind
+	reduceOp   = reduceops.Op
+)
 
 const (
-	rSum reduceKind = iota
-	rMean
-	rMax
-	rMin
-	rProd
-	rL1
-	rL2
-	rLogSum
-	rLogSumExp
-	rSumSquare
+	rSum       = reduceops.Sum
+	rMean      = reduceops.Mean
+	rMax       = reduceops.Max
+	rMin       = reduceops.Min
+	rProd      = reduceops.Prod
+	rL1        = reduceops.L1
+	rL2        = reduceops.L2
+	rLogSum    = reduceops.LogSum
+	rLogSumExp = reduceops.LogSumExp
+	rSumSquare = reduceops.SumSquare
 )
 
-// reduceOp describes one Reduce* operator.
-type reduceOp struct {
-	name string
-	kind reduceKind
-	// inputAxes is the first opset in which axes is an input (13 for
-	// ReduceSum, 18 for the others) rather than an attribute.
-	inputAxes int64
-}
-
-var reduceOps = []reduceOp{
-	{"ReduceSum", rSum, 13},
-	{"ReduceMean", rMean, 18},
-	{"ReduceMax", rMax, 18},
-	{"ReduceMin", rMin, 18},
-	{"ReduceProd", rProd, 18},
-	{"ReduceL1", rL1, 18},
-	{"ReduceL2", rL2, 18},
-	{"ReduceLogSum", rLogSum, 18},
-	{"ReduceLogSumExp", rLogSumExp, 18},
-	{"ReduceSumSquare", rSumSquare, 18},
-}
-
 func init() {
-	for _, op := range reduceOps {
-		types := numericTypes
-		if op.kind == rMax || op.kind == rMin {
-			types = numericBool
-		}
-		kernels.Register(kernels.Schema{
-			OpType: op.name, MinOpset: 1, MinInputs: 1, MaxInputs: 2,
-			Types: types, Kernel: op.kernel, Infer: op.infer,
+	for _, op := range reduceops.Ops {
+		kernels.RegisterKernel("", op.Name, func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+			return reduceKernel(op, ctx, n, in)
 		})
 	}
 }
 
-// axesSpec is a node's requested axes: the axes attribute in older opsets,
-// the optional second input in newer ones.
-func (op reduceOp) axesSpec(n *graph.Node, opset int64, axesInput *graph.Tensor, haveInput bool) (axes []int64, known, noop bool) {
-	if opset >= op.inputAxes {
-		noop = n.AttrInt("noop_with_empty_axes", 0) != 0
-		if haveInput {
-			if axesInput == nil {
-				return nil, false, noop
-			}
-			return axesInput.Int64s(), true, noop
-		}
-		// Tolerate exporters that still write the attribute.
-		return n.AttrInts("axes", nil), true, noop
-	}
-	return n.AttrInts("axes", nil), true, false
-}
-
-// reducedMask turns axes into a per-dimension mask; empty axes reduce every
-// dimension. It reports invalid (out-of-range or repeated) axes.
-func reducedMask(n *graph.Node, axes []int64, rank int) ([]bool, error) {
-	mask := make([]bool, rank)
-	if len(axes) == 0 {
-		for i := range mask {
-			mask[i] = true
-		}
-		return mask, nil
-	}
-	for _, a := range axes {
-		ax, err := kernels.NormAxis(a, rank)
-		if err != nil {
-			return nil, kernels.Invalidf(n, "axes %v: axis %d out of range for rank %d", axes, a, rank)
-		}
-		if mask[ax] {
-			return nil, kernels.Invalidf(n, "axes %v repeat axis %d", axes, a)
-		}
-		mask[ax] = true
-	}
-	return mask, nil
-}
-
-func (op reduceOp) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+// reduceKernel is the kernel of the Reduce* op op.
+func reduceKernel(op reduceOp, ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := in[0]
 	if err := checkTensor(n, x, "data"); err != nil {
 		return nil, err
@@ -115,11 +53,11 @@ func (op reduceOp) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 			return nil, kernels.Invalidf(n, "axes must be 1-D, got shape %v", axesT.Shape)
 		}
 	}
-	axes, _, noop := op.axesSpec(n, ctx.Opset, axesT, axesT != nil)
+	axes, _, noop := op.AxesSpec(n, ctx.Opset, axesT, axesT != nil)
 	if len(axes) == 0 && noop {
 		return []*graph.Tensor{x.Clone()}, nil
 	}
-	mask, err := reducedMask(n, axes, x.Rank())
+	mask, err := reduceops.ReducedMask(n, axes, x.Rank())
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +78,7 @@ func (op reduceOp) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 	if outShape == nil {
 		outShape = []int{}
 	}
-	if x.DType == graph.Bool && op.kind != rMax && op.kind != rMin {
+	if x.DType == graph.Bool && op.Kind != rMax && op.Kind != rMin {
 		return nil, kernels.Unsupportedf(n, "dtype bool")
 	}
 	out, err := ctx.New(x.DType, outShape)
@@ -158,27 +96,27 @@ func (op reduceOp) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 	}
 	switch d := x.Data.(type) {
 	case []float32, []float64, []graph.F16, []graph.BF16:
-		vals := reduceFloat(kernels.DoneOf(ctx), op.kind, x.Float64s(), idx, out.Len(), count)
+		vals := reduceFloat(kernels.DoneOf(ctx), op.Kind, x.Float64s(), idx, out.Len(), count)
 		storeFloat64(out, vals)
 	case []int8:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int8), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]int8), count)
 	case []int16:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int16), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]int16), count)
 	case []int32:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int32), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]int32), count)
 	case []int64:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]int64), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]int64), count)
 	case []uint8:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint8), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]uint8), count)
 	case []uint16:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint16), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]uint16), count)
 	case []uint32:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint32), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]uint32), count)
 	case []uint64:
-		reduceInts(kernels.DoneOf(ctx), op.kind, d, idx, out.Data.([]uint64), count)
+		reduceInts(kernels.DoneOf(ctx), op.Kind, d, idx, out.Data.([]uint64), count)
 	case []bool:
 		o := out.Data.([]bool)
-		all := op.kind == rMin // identity: Max → false (any), Min → true (all)
+		all := op.Kind == rMin // identity: Max → false (any), Min → true (all)
 		for i := range o {
 			o[i] = all
 		}
@@ -398,38 +336,4 @@ func blocks(done <-chan struct{}, n int, fn func(lo, hi int)) {
 		}
 		fn(lo, min(lo+kernels.StopCheckElems, n))
 	}
-}
-
-func (op reduceOp) infer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	dt := x.DType
-	if x.Shape == nil {
-		return []graph.ValueType{tensorType(dt, nil)}, nil
-	}
-	keep := n.AttrInt("keepdims", 1) != 0
-	haveInput := n.Input(1) != ""
-	axes, known, noop := op.axesSpec(n, opset, inConst(in, 1), haveInput)
-	if !known {
-		if keep {
-			return []graph.ValueType{tensorType(dt, unknownDims(len(x.Shape)))}, nil
-		}
-		return []graph.ValueType{tensorType(dt, nil)}, nil
-	}
-	if len(axes) == 0 && noop {
-		return []graph.ValueType{tensorType(dt, copyShape(x.Shape))}, nil
-	}
-	mask, err := reducedMask(n, axes, len(x.Shape))
-	if err != nil {
-		return nil, err
-	}
-	out := graph.Shape{}
-	for i, d := range x.Shape {
-		switch {
-		case !mask[i]:
-			out = append(out, d)
-		case keep:
-			out = append(out, graph.Dim{Value: 1})
-		}
-	}
-	return []graph.ValueType{tensorType(dt, out)}, nil
 }

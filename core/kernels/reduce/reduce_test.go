@@ -440,3 +440,7 @@ func TestNoPanic(t *testing.T) {
 		}
 	}
 }
+
+func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
+}

@@ -16,9 +16,9 @@ const (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "Softmax", MinOpset: 1, MinInputs: 1, MaxInputs: 1, Types: floatTypes, Kernel: softmaxKernel(smSoftmax), Infer: kernels.SameAsInput})
-	kernels.Register(kernels.Schema{OpType: "LogSoftmax", MinOpset: 1, MinInputs: 1, MaxInputs: 1, Types: floatTypes, Kernel: softmaxKernel(smLogSoftmax), Infer: kernels.SameAsInput})
-	kernels.Register(kernels.Schema{OpType: "Hardmax", MinOpset: 1, MinInputs: 1, MaxInputs: 1, Types: floatTypes, Kernel: softmaxKernel(smHardmax), Infer: kernels.SameAsInput})
+	kernels.RegisterKernel("", "Softmax", softmaxKernel(smSoftmax))
+	kernels.RegisterKernel("", "LogSoftmax", softmaxKernel(smLogSoftmax))
+	kernels.RegisterKernel("", "Hardmax", softmaxKernel(smHardmax))
 }
 
 // softmaxLayout splits x's shape into (outer, d, inner) for the softmax

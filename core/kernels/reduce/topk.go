@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{OpType: "TopK", MinOpset: 1, MinInputs: 1, MaxInputs: 2, MinOutputs: 2, MaxOutputs: 2, Types: numericTypes, Kernel: topkKernel, Infer: topkInfer})
+	kernels.RegisterKernel("", "TopK", topkKernel)
 }
 
 // topkK returns k: the attribute before opset 10, the second input (a
@@ -135,32 +135,4 @@ func topkIndex[T graph.Numeric](x []T, outer, d, inner, k int, largest bool) []i
 		}
 	}
 	return flat
-}
-
-func topkInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
-	if x.Shape == nil {
-		return []graph.ValueType{tensorType(x.DType, nil), tensorType(graph.Int64, nil)}, nil
-	}
-	axis, err := kernels.NormAxis(n.AttrInt("axis", -1), len(x.Shape))
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	kd := graph.Dim{Value: -1}
-	if opset < 10 {
-		if n.HasAttr("k") {
-			kd = graph.Dim{Value: n.AttrInt("k", 0)}
-		}
-	} else if c := inConst(in, 1); c != nil && c.Len() == 1 {
-		kd = graph.Dim{Value: c.Int64At(0)}
-	}
-	if kd.Value < -1 {
-		return nil, kernels.Invalidf(n, "k=%d is negative", kd.Value)
-	}
-	if d := x.Shape[axis]; kd.Value >= 0 && d.Static() && kd.Value > d.Value {
-		return nil, kernels.Invalidf(n, "k=%d exceeds axis size %d", kd.Value, d.Value)
-	}
-	s := copyShape(x.Shape)
-	s[axis] = kd
-	return []graph.ValueType{tensorType(x.DType, s), tensorType(graph.Int64, copyShape(s))}, nil
 }

@@ -1,6 +1,8 @@
 package resize
 
 import (
+	resizeops "github.com/switchyard-hal/switchyard/core/ops/resize"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -29,32 +31,32 @@ type axisMap struct {
 
 // sourceCoord maps an output index to the input coordinate; ok is false when
 // tf_crop_and_resize lands outside the input (extrapolation).
-func sourceCoord(a *attrs, p *plan, axis, rank, x int) (float64, bool) {
-	in := float64(p.inShape[axis])
-	s := p.scales[axis]
+func sourceCoord(a *resizeops.Attrs, p *resizeops.Plan, axis, rank, x int) (float64, bool) {
+	in := float64(p.InShape[axis])
+	s := p.Scales[axis]
 	ow := s * in // the (possibly fractional) resized length
 	xf := float64(x)
-	switch a.ctm {
-	case ctmAlignCorners:
+	switch a.Ctm {
+	case resizeops.CtmAlignCorners:
 		if ow == 1 {
 			return 0, true
 		}
 		return xf * (in - 1) / (ow - 1), true
-	case ctmAsymmetric:
+	case resizeops.CtmAsymmetric:
 		return xf / s, true
-	case ctmTFHalfPixelForNN:
+	case resizeops.CtmTFHalfPixelForNN:
 		return (xf + 0.5) / s, true
-	case ctmPytorchHalfPixel:
-		if p.out[axis] <= 1 {
+	case resizeops.CtmPytorchHalfPixel:
+		if p.Out[axis] <= 1 {
 			return 0, true
 		}
 		return (xf+0.5)/s - 0.5, true
-	case ctmHalfPixelSymmetric:
-		adj := float64(p.out[axis]) / ow
+	case resizeops.CtmHalfPixelSymmetric:
+		adj := float64(p.Out[axis]) / ow
 		offset := in / 2 * (1 - adj)
 		return offset + (xf+0.5)/s - 0.5, true
-	case ctmTFCropAndResize:
-		start, end := p.roi[axis], p.roi[rank+axis]
+	case resizeops.CtmTFCropAndResize:
+		start, end := p.Roi[axis], p.Roi[rank+axis]
 		var xo float64
 		if ow == 1 {
 			xo = (end - start) * (in - 1) / 2
@@ -84,11 +86,11 @@ func cubicKernel(x, A float64) float64 {
 
 // coeffs returns the filter coefficients for a ratio in (0, 1]; there is
 // always an even number n of them, for input positions k-n/2+1 … k+n/2.
-func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, error) {
+func coeffs(a *resizeops.Attrs, ratio, scale float64, buf []float64) ([]float64, error) {
 	buf = buf[:0]
-	switch a.mode {
-	case modeLinear:
-		if !a.antialias {
+	switch a.Mode {
+	case resizeops.ModeLinear:
+		if !a.Antialias {
 			return append(buf, 1-ratio, ratio), nil
 		}
 		s := math.Min(scale, 1)
@@ -108,9 +110,9 @@ func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, error) {
 			buf[i] /= sum
 		}
 		return buf, nil
-	case modeCubic:
-		A := a.cubicA
-		if !a.antialias {
+	case resizeops.ModeCubic:
+		A := a.CubicA
+		if !a.Antialias {
 			r1 := 1 - ratio
 			buf = append(buf,
 				((A*(ratio+1)-5*A)*(ratio+1)+8*A)*(ratio+1)-4*A,
@@ -141,7 +143,7 @@ func coeffs(a *attrs, ratio, scale float64, buf []float64) ([]float64, error) {
 	if ratio == 1 {
 		pickHigh = true
 	} else {
-		switch a.nearestMode {
+		switch a.NearestMode {
 		case "round_prefer_ceil":
 			pickHigh = ratio >= 0.5
 		case "floor":
@@ -165,8 +167,8 @@ func (e resizeError) Error() string { return string(e) }
 const errTooSmall = resizeError("antialias filter for this scale is too wide")
 
 // buildAxis computes the taps of one axis.
-func buildAxis(a *attrs, p *plan, axis, rank int) (*axisMap, error) {
-	in, out := p.inShape[axis], p.out[axis]
+func buildAxis(a *resizeops.Attrs, p *resizeops.Plan, axis, rank int) (*axisMap, error) {
+	in, out := p.InShape[axis], p.Out[axis]
 	m := &axisMap{in: in, out: out, identity: in == out}
 	xs := make([]float64, out)
 	oks := make([]bool, out)
@@ -180,7 +182,7 @@ func buildAxis(a *attrs, p *plan, axis, rank int) (*axisMap, error) {
 		return m, nil
 	}
 	m.ext = make([]bool, out)
-	if a.mode == modeNearest {
+	if a.Mode == resizeops.ModeNearest {
 		m.nearest = make([]int, out)
 	} else {
 		m.start = make([]int, out+1)
@@ -203,7 +205,7 @@ func buildAxis(a *attrs, p *plan, axis, rank int) (*axisMap, error) {
 			ratio = 1
 			k--
 		}
-		c, err := coeffs(a, ratio, p.scales[axis], buf)
+		c, err := coeffs(a, ratio, p.Scales[axis], buf)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +223,7 @@ func buildAxis(a *attrs, p *plan, axis, rank int) (*axisMap, error) {
 			continue
 		}
 		w0 := int(ws)
-		if a.excludeOutside {
+		if a.ExcludeOutside {
 			sum := 0.0
 			for i := range c {
 				j := w0 + i
@@ -256,7 +258,7 @@ func clampI(v, lo, hi int) int {
 }
 
 // interpolate runs the separable linear/cubic resampling on float64 data.
-func interpolate(n *graph.Node, a *attrs, maps []*axisMap, shape []int, src []float64) ([]float64, error) {
+func interpolate(n *graph.Node, a *resizeops.Attrs, maps []*axisMap, shape []int, src []float64) ([]float64, error) {
 	cur := append([]int{}, shape...)
 	data := src
 	// Shrinking axes first keeps every intermediate no larger than the
@@ -290,7 +292,7 @@ func interpolate(n *graph.Node, a *attrs, maps []*axisMap, shape []int, src []fl
 				d := dst[db+x*inner : db+(x+1)*inner]
 				if m.ext[x] {
 					for i := range d {
-						d[i] = a.extrapolation
+						d[i] = a.Extrapolation
 					}
 					continue
 				}

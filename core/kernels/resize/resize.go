@@ -1,6 +1,8 @@
 package resize
 
 import (
+	resizeops "github.com/switchyard-hal/switchyard/core/ops/resize"
+
 	"errors"
 	"math"
 
@@ -9,14 +11,8 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "Resize", MinOpset: 10, MinInputs: 1, MaxInputs: 4,
-		Types: kernels.AllTypes, Kernel: resizeKernel, Infer: resizeInfer,
-	})
-	kernels.Register(kernels.Schema{
-		OpType: "Upsample", MinOpset: 1, MinInputs: 1, MaxInputs: 2,
-		Types: kernels.AllTypes, Kernel: upsampleKernel, Infer: upsampleInfer,
-	})
+	kernels.RegisterKernel("", "Resize", resizeKernel)
+	kernels.RegisterKernel("", "Upsample", upsampleKernel)
 }
 
 // resizeInputs splits Resize's inputs by opset: Resize-10 is (X, scales);
@@ -40,7 +36,7 @@ func resizeInputs(n *graph.Node, opset int64, in []*graph.Tensor) (x, roi, scale
 }
 
 func resizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	a, err := resizeAttrs(n, ctx.Opset)
+	a, err := resizeops.ResizeAttrs(n, ctx.Opset)
 	if err != nil {
 		return nil, err
 	}
@@ -55,50 +51,8 @@ func resizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	return []*graph.Tensor{out}, nil
 }
 
-// upsampleAttrs reads Upsample's mode (nearest or linear; Upsample-1 called
-// linear "bilinear"); coordinates are asymmetric and nearest rounds down.
-func upsampleAttrs(n *graph.Node) (attrs, error) {
-	a := attrs{
-		mode:        n.AttrString("mode", modeNearest),
-		ctm:         ctmAsymmetric,
-		nearestMode: "floor",
-		cubicA:      -0.75,
-		policy:      "stretch",
-	}
-	if a.mode == "bilinear" {
-		a.mode = modeLinear
-	}
-	return a, checkMode(n, a.mode, false)
-}
-
-// upsampleScales returns Upsample's scales: the height_scale/width_scale
-// attributes (opset 1, NCHW input), the scales attribute (opsets 7–8) or
-// the scales input (opset 9 on).
-func upsampleScales(n *graph.Node, opset int64, rank int, scalesIn *graph.Tensor) (*graph.Tensor, error) {
-	if scalesIn != nil {
-		return scalesIn, nil
-	}
-	if opset >= 9 {
-		return nil, kernels.Invalidf(n, "missing input scales")
-	}
-	if sc := n.AttrFloats("scales", nil); sc != nil {
-		v := make([]float32, len(sc))
-		copy(v, sc)
-		return graph.MustFromSlice([]int{len(v)}, v), nil
-	}
-	if n.HasAttr("height_scale") || n.HasAttr("width_scale") {
-		if rank != 4 {
-			return nil, kernels.Invalidf(n, "height_scale/width_scale need a 4-D input, got rank %d", rank)
-		}
-		h := n.AttrFloat("height_scale", 1)
-		w := n.AttrFloat("width_scale", 1)
-		return graph.MustFromSlice([]int{4}, []float32{1, 1, h, w}), nil
-	}
-	return nil, kernels.Invalidf(n, "missing scales attribute")
-}
-
 func upsampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	a, err := upsampleAttrs(n)
+	a, err := resizeops.UpsampleAttrs(n)
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +60,11 @@ func upsampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if x == nil {
 		return nil, kernels.Invalidf(n, "missing input X")
 	}
-	scales, err := upsampleScales(n, ctx.Opset, x.Rank(), kernels.Input(in, 1))
+	scales, err := resizeops.UpsampleScales(n, ctx.Opset, x.Rank(), kernels.Input(in, 1))
 	if err != nil {
 		return nil, err
 	}
-	if !present(scales) && x.Rank() > 0 {
+	if !resizeops.Present(scales) && x.Rank() > 0 {
 		return nil, kernels.Invalidf(n, "scales is empty")
 	}
 	out, err := run(ctx, n, &a, x, nil, scales, nil)
@@ -121,12 +75,12 @@ func upsampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 }
 
 // run resizes x as the attributes and scales/sizes say.
-func run(ctx *kernels.Context, n *graph.Node, a *attrs, x, roi, scales, sizes *graph.Tensor) (*graph.Tensor, error) {
-	p, err := makePlan(n, *a, x.Shape, roi, scales, sizes)
+func run(ctx *kernels.Context, n *graph.Node, a *resizeops.Attrs, x, roi, scales, sizes *graph.Tensor) (*graph.Tensor, error) {
+	p, err := resizeops.MakePlan(n, *a, x.Shape, roi, scales, sizes)
 	if err != nil {
 		return nil, err
 	}
-	out, err := ctx.New(x.DType, p.out)
+	out, err := ctx.New(x.DType, p.Out)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
@@ -134,16 +88,16 @@ func run(ctx *kernels.Context, n *graph.Node, a *attrs, x, roi, scales, sizes *g
 		return out, nil
 	}
 	if x.Len() == 0 {
-		return nil, kernels.Invalidf(n, "cannot resize an empty tensor of shape %v to %v", x.Shape, p.out)
+		return nil, kernels.Invalidf(n, "cannot resize an empty tensor of shape %v to %v", x.Shape, p.Out)
 	}
 	rank := x.Rank()
 	maps := make([]*axisMap, rank)
-	nearest := a.mode == modeNearest
+	nearest := a.Mode == resizeops.ModeNearest
 	for ax := 0; ax < rank; ax++ {
 		m, err := buildAxis(a, p, ax, rank)
 		if err != nil {
 			if errors.Is(err, errTooSmall) {
-				return nil, kernels.Unsupportedf(n, "%v (scale %g)", err, p.scales[ax])
+				return nil, kernels.Unsupportedf(n, "%v (scale %g)", err, p.Scales[ax])
 			}
 			return nil, err
 		}
@@ -159,13 +113,13 @@ func run(ctx *kernels.Context, n *graph.Node, a *attrs, x, roi, scales, sizes *g
 				return nil, kernels.Errorf(n, "internal: axis map without nearest indices")
 			}
 		}
-		if err := gather(x, out, maps, a.extrapolation); err != nil {
+		if err := gather(x, out, maps, a.Extrapolation); err != nil {
 			return nil, kernels.Unsupportedf(n, "%v", err)
 		}
 		return out, nil
 	}
 	if !x.DType.IsNumeric() {
-		return nil, kernels.Unsupportedf(n, "mode %q on %v input", a.mode, x.DType)
+		return nil, kernels.Unsupportedf(n, "mode %q on %v input", a.Mode, x.DType)
 	}
 	res, err := interpolate(n, a, maps, x.Shape, x.Float64s())
 	if err != nil {

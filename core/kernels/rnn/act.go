@@ -1,139 +1,69 @@
 package rnn
 
 import (
+	rnnops "github.com/switchyard-hal/switchyard/core/ops/rnn"
+
 	"math"
-	"strings"
 )
-
-// actKind enumerates the activation functions RNN, GRU and LSTM accept.
-type actKind int
-
-const (
-	actSigmoid actKind = iota
-	actTanh
-	actRelu
-	actAffine
-	actLeakyRelu
-	actThresholdedRelu
-	actScaledTanh
-	actHardSigmoid
-	actElu
-	actSoftsign
-	actSoftplus
-)
-
-// activation is one resolved activation function with its parameters.
-type activation struct {
-	kind        actKind
-	alpha, beta float64
-}
-
-// actInfo describes an activation: how many of activation_alpha and
-// activation_beta it consumes, and their defaults (those of the
-// corresponding ONNX operators).
-type actInfo struct {
-	kind             actKind
-	nAlpha, nBeta    int
-	defAlpha, defBet float64
-}
-
-var actTable = map[string]actInfo{
-	"sigmoid":         {kind: actSigmoid},
-	"tanh":            {kind: actTanh},
-	"relu":            {kind: actRelu},
-	"affine":          {kind: actAffine, nAlpha: 1, nBeta: 1, defAlpha: 1, defBet: 0},
-	"leakyrelu":       {kind: actLeakyRelu, nAlpha: 1, defAlpha: 0.01},
-	"thresholdedrelu": {kind: actThresholdedRelu, nAlpha: 1, defAlpha: 1},
-	"scaledtanh":      {kind: actScaledTanh, nAlpha: 1, nBeta: 1, defAlpha: 1, defBet: 1},
-	"hardsigmoid":     {kind: actHardSigmoid, nAlpha: 1, nBeta: 1, defAlpha: 0.2, defBet: 0.5},
-	"elu":             {kind: actElu, nAlpha: 1, defAlpha: 1},
-	"softsign":        {kind: actSoftsign},
-	"softplus":        {kind: actSoftplus},
-}
-
-// resolveActivations maps activation names to functions. activation_alpha
-// and activation_beta values are consumed, in order, by the functions that
-// take them (the others take none); missing values use the defaults.
-func resolveActivations(names []string, alphas, betas []float32) ([]activation, string) {
-	out := make([]activation, len(names))
-	ai, bi := 0, 0
-	for i, name := range names {
-		info, ok := actTable[strings.ToLower(name)]
-		if !ok {
-			return nil, name
-		}
-		a := activation{kind: info.kind, alpha: info.defAlpha, beta: info.defBet}
-		if info.nAlpha > 0 && ai < len(alphas) {
-			a.alpha = float64(alphas[ai])
-			ai++
-		}
-		if info.nBeta > 0 && bi < len(betas) {
-			a.beta = float64(betas[bi])
-			bi++
-		}
-		out[i] = a
-	}
-	return out, ""
-}
 
 type float interface{ ~float32 | ~float64 }
 
 // apply evaluates the activation in place over v.
-func apply[T float](a activation, v []T) {
-	switch a.kind {
-	case actSigmoid:
+func apply[T float](a rnnops.Activation, v []T) {
+	switch a.Kind {
+	case rnnops.ActSigmoid:
 		for i, x := range v {
 			v[i] = T(sigmoid(float64(x)))
 		}
-	case actTanh:
+	case rnnops.ActTanh:
 		for i, x := range v {
 			v[i] = T(math.Tanh(float64(x)))
 		}
-	case actRelu:
+	case rnnops.ActRelu:
 		for i, x := range v {
 			if x < 0 {
 				v[i] = 0
 			}
 		}
-	case actAffine:
+	case rnnops.ActAffine:
 		for i, x := range v {
-			v[i] = T(a.alpha*float64(x) + a.beta)
+			v[i] = T(a.Alpha*float64(x) + a.Beta)
 		}
-	case actLeakyRelu:
+	case rnnops.ActLeakyRelu:
 		for i, x := range v {
 			if x < 0 {
-				v[i] = T(a.alpha * float64(x))
+				v[i] = T(a.Alpha * float64(x))
 			}
 		}
-	case actThresholdedRelu:
+	case rnnops.ActThresholdedRelu:
 		for i, x := range v {
-			if !(float64(x) > a.alpha) && x == x {
+			if !(float64(x) > a.Alpha) && x == x {
 				v[i] = 0
 			}
 		}
-	case actScaledTanh:
+	case rnnops.ActScaledTanh:
 		for i, x := range v {
-			v[i] = T(a.alpha * math.Tanh(a.beta*float64(x)))
+			v[i] = T(a.Alpha * math.Tanh(a.Beta*float64(x)))
 		}
-	case actHardSigmoid:
+	case rnnops.ActHardSigmoid:
 		for i, x := range v {
-			y := a.alpha*float64(x) + a.beta
+			y := a.Alpha*float64(x) + a.Beta
 			if y == y {
 				y = math.Max(0, math.Min(1, y))
 			}
 			v[i] = T(y)
 		}
-	case actElu:
+	case rnnops.ActElu:
 		for i, x := range v {
 			if x < 0 {
-				v[i] = T(a.alpha * math.Expm1(float64(x)))
+				v[i] = T(a.Alpha * math.Expm1(float64(x)))
 			}
 		}
-	case actSoftsign:
+	case rnnops.ActSoftsign:
 		for i, x := range v {
 			v[i] = T(float64(x) / (1 + math.Abs(float64(x))))
 		}
-	case actSoftplus:
+	case rnnops.ActSoftplus:
 		for i, x := range v {
 			v[i] = T(softplus(float64(x)))
 		}

@@ -1,140 +1,28 @@
 package rnn
 
 import (
-	"math"
+	rnnops "github.com/switchyard-hal/switchyard/core/ops/rnn"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
-// cellKind selects the recurrence: simple RNN, GRU or LSTM.
-type cellKind int
-
-const (
-	kindRNN cellKind = iota
-	kindGRU
-	kindLSTM
-)
-
-// cellInfo holds what differs between the three ops' interfaces.
-type cellInfo struct {
-	gates       int      // gate blocks stacked in W and R
-	nact        int      // activation functions per direction
-	defaultActs []string // default activations for one direction
-	maxInputs   int
-	maxOutputs  int
-}
-
-var cells = map[cellKind]cellInfo{
-	kindRNN:  {gates: 1, nact: 1, defaultActs: []string{"Tanh"}, maxInputs: 6, maxOutputs: 2},
-	kindGRU:  {gates: 3, nact: 2, defaultActs: []string{"Sigmoid", "Tanh"}, maxInputs: 6, maxOutputs: 2},
-	kindLSTM: {gates: 4, nact: 3, defaultActs: []string{"Sigmoid", "Tanh", "Tanh"}, maxInputs: 8, maxOutputs: 3},
-}
-
 func init() {
-	for op, k := range map[string]cellKind{"RNN": kindRNN, "GRU": kindGRU, "LSTM": kindLSTM} {
-		ci := cells[k]
-		kernels.Register(kernels.Schema{
-			OpType:     op,
-			MinOpset:   1,
-			MinInputs:  3,
-			MaxInputs:  ci.maxInputs,
-			MinOutputs: 0,
-			MaxOutputs: ci.maxOutputs,
-			Types:      kernels.FloatTypes,
-			Kernel:     makeKernel(k),
-			Infer:      makeInfer(k),
-		})
+	for op, k := range map[string]rnnops.CellKind{"RNN": rnnops.KindRNN, "GRU": rnnops.KindGRU, "LSTM": rnnops.KindLSTM} {
+		kernels.RegisterKernel("", op, makeKernel(k))
 	}
-}
-
-// attrs are the attribute-derived settings shared by kernel and inference.
-type attrs struct {
-	kind        cellKind
-	ci          cellInfo
-	dirs        int  // num_directions
-	reverse     bool // direction == "reverse"
-	layout      int  // 0: seq-major, 1: batch-major (opset 14+)
-	hidden      int  // hidden_size attribute, -1 when absent
-	hasClip     bool
-	clip        float64
-	inputForget bool // LSTM
-	lbr         bool // GRU linear_before_reset
-}
-
-func parseAttrs(n *graph.Node, opset int64, kind cellKind) (*attrs, error) {
-	a := &attrs{kind: kind, ci: cells[kind], dirs: 1, hidden: -1}
-	switch d := n.AttrString("direction", "forward"); d {
-	case "forward":
-	case "reverse":
-		a.reverse = true
-	case "bidirectional":
-		a.dirs = 2
-	default:
-		return nil, kernels.Invalidf(n, "direction %q must be forward, reverse or bidirectional", d)
-	}
-	if opset >= 14 {
-		switch l := n.AttrInt("layout", 0); l {
-		case 0, 1:
-			a.layout = int(l)
-		default:
-			return nil, kernels.Invalidf(n, "layout %d must be 0 or 1", l)
-		}
-	}
-	if n.HasAttr("hidden_size") {
-		h := n.AttrInt("hidden_size", 0)
-		if h <= 0 || h > math.MaxInt32 {
-			return nil, kernels.Invalidf(n, "hidden_size %d must be positive", h)
-		}
-		a.hidden = int(h)
-	}
-	if n.HasAttr("clip") {
-		c := float64(n.AttrFloat("clip", 0))
-		if !(c >= 0) {
-			return nil, kernels.Invalidf(n, "clip %v must be non-negative", c)
-		}
-		a.hasClip, a.clip = true, c
-	}
-	if kind == kindLSTM {
-		a.inputForget = n.AttrInt("input_forget", 0) != 0
-	}
-	if kind == kindGRU && opset >= 3 {
-		a.lbr = n.AttrInt("linear_before_reset", 0) != 0
-	}
-	return a, nil
-}
-
-// activations resolves the activations attribute into dirs*nact functions.
-func (a *attrs) activations(n *graph.Node) ([]activation, error) {
-	names := n.AttrStrings("activations", nil)
-	k := a.ci.nact
-	switch {
-	case names == nil:
-		names = a.ci.defaultActs
-	case len(names) == k*a.dirs || len(names) == k:
-	default:
-		return nil, kernels.Invalidf(n, "activations lists %d functions, expected %d", len(names), k*a.dirs)
-	}
-	acts, bad := resolveActivations(names, n.AttrFloats("activation_alpha", nil), n.AttrFloats("activation_beta", nil))
-	if acts == nil {
-		return nil, kernels.Unsupportedf(n, "activation function %q", bad)
-	}
-	if len(acts) < k*a.dirs { // one set given for both directions
-		acts = append(acts, acts...)
-	}
-	return acts, nil
 }
 
 // config is a fully validated problem.
 type config struct {
-	*attrs
-	acts          []activation
+	*rnnops.Attrs
+	acts          []rnnops.Activation
 	S, B, I, H, D int
 	lens          []int           // per-batch sequence lengths
 	done          <-chan struct{} // the run's; polled once per time step
 }
 
-func makeKernel(kind cellKind) kernels.Func {
+func makeKernel(kind rnnops.CellKind) kernels.Func {
 	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		return runKernel(ctx, n, in, kind)
 	}
@@ -142,19 +30,19 @@ func makeKernel(kind cellKind) kernels.Func {
 
 func shapeIs(t *graph.Tensor, dims ...int) bool { return graph.SameShape(t.Shape, dims) }
 
-func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind cellKind) ([]*graph.Tensor, error) {
-	a, err := parseAttrs(n, ctx.Opset, kind)
+func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind rnnops.CellKind) ([]*graph.Tensor, error) {
+	a, err := rnnops.ParseAttrs(n, ctx.Opset, kind)
 	if err != nil {
 		return nil, err
 	}
-	acts, err := a.activations(n)
+	acts, err := a.Activations(n)
 	if err != nil {
 		return nil, err
 	}
 	x, w, r := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
 	b, seqLens, initH := kernels.Input(in, 3), kernels.Input(in, 4), kernels.Input(in, 5)
 	var initC, p *graph.Tensor
-	if kind == kindLSTM {
+	if kind == rnnops.KindLSTM {
 		initC, p = kernels.Input(in, 6), kernels.Input(in, 7)
 	}
 	if x == nil || w == nil || r == nil {
@@ -172,8 +60,8 @@ func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind cel
 	if x.Rank() != 3 {
 		return nil, kernels.Invalidf(n, "X must have rank 3, has shape %v", x.Shape)
 	}
-	c := &config{attrs: a, acts: acts, D: a.dirs}
-	if a.layout == 0 {
+	c := &config{Attrs: a, acts: acts, D: a.Dirs}
+	if a.Layout == 0 {
 		c.S, c.B = x.Shape[0], x.Shape[1]
 	} else {
 		c.B, c.S = x.Shape[0], x.Shape[1]
@@ -183,10 +71,10 @@ func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind cel
 		return nil, kernels.Invalidf(n, "R must have rank 3, has shape %v", r.Shape)
 	}
 	c.H = r.Shape[2]
-	if a.hidden >= 0 && a.hidden != c.H {
-		return nil, kernels.Invalidf(n, "hidden_size %d does not match R of shape %v", a.hidden, r.Shape)
+	if a.Hidden >= 0 && a.Hidden != c.H {
+		return nil, kernels.Invalidf(n, "hidden_size %d does not match R of shape %v", a.Hidden, r.Shape)
 	}
-	G := a.ci.gates * c.H
+	G := a.Ci.Gates * c.H
 	if !shapeIs(w, c.D, G, c.I) {
 		return nil, kernels.Invalidf(n, "W has shape %v, expected %v", w.Shape, []int{c.D, G, c.I})
 	}
@@ -197,7 +85,7 @@ func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind cel
 		return nil, kernels.Invalidf(n, "B has shape %v, expected %v", b.Shape, []int{c.D, 2 * G})
 	}
 	stateShape := []int{c.D, c.B, c.H}
-	if a.layout == 1 {
+	if a.Layout == 1 {
 		stateShape = []int{c.B, c.D, c.H}
 	}
 	if initH != nil && !shapeIs(initH, stateShape...) {
@@ -238,7 +126,7 @@ func runKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, kind cel
 	// Outputs, in the node's order; nil where not requested.
 	want := func(i int) bool { return i < len(n.Outputs) && n.Outputs[i] != "" }
 	yShape := []int{c.S, c.D, c.B, c.H}
-	if a.layout == 1 {
+	if a.Layout == 1 {
 		yShape = []int{c.B, c.S, c.D, c.H}
 	}
 	outs := make([]*graph.Tensor, len(n.Outputs))
@@ -317,7 +205,7 @@ func store[T float](out *graph.Tensor, src []T) {
 func compute[T float](c *config, x, w, r, b, initH, initC, p *graph.Tensor, outs []*graph.Tensor) error {
 	X := values[T](x)
 	H0, C0 := values[T](initH), values[T](initC)
-	if c.layout == 1 {
+	if c.Layout == 1 {
 		X = swapOuter(X, c.B, c.S, c.I)
 		if H0 != nil {
 			H0 = swapOuter(H0, c.B, c.D, c.H)
@@ -335,7 +223,7 @@ func compute[T float](c *config, x, w, r, b, initH, initC, p *graph.Tensor, outs
 		return nil
 	}
 	if yt := get(0); yt != nil {
-		if d, ok := yt.Data.([]T); ok && c.layout == 0 {
+		if d, ok := yt.Data.([]T); ok && c.Layout == 0 {
 			Y, inPlace = d, true // compute in place
 		} else {
 			Y = make([]T, c.S*c.D*c.B*c.H)
@@ -343,7 +231,7 @@ func compute[T float](c *config, x, w, r, b, initH, initC, p *graph.Tensor, outs
 	}
 	Yh := make([]T, c.D*c.B*c.H)
 	var Yc []T
-	if c.kind == kindLSTM {
+	if c.Kind == rnnops.KindLSTM {
 		Yc = make([]T, len(Yh))
 	}
 	if H0 != nil {
@@ -357,7 +245,7 @@ func compute[T float](c *config, x, w, r, b, initH, initC, p *graph.Tensor, outs
 		recur(c, d, X, W, R, B, P, Y, Yh, Yc)
 	}
 	if yt := get(0); yt != nil {
-		if c.layout == 1 {
+		if c.Layout == 1 {
 			store(yt, swapOuter(Y, c.S*c.D, c.B, c.H))
 		} else if !inPlace {
 			store(yt, Y)
@@ -368,7 +256,7 @@ func compute[T float](c *config, x, w, r, b, initH, initC, p *graph.Tensor, outs
 		if t == nil || st == nil {
 			continue
 		}
-		if c.layout == 1 {
+		if c.Layout == 1 {
 			st = swapOuter(st, c.D, c.B, c.H)
 		}
 		store(t, st)
@@ -390,17 +278,17 @@ func clipTo[T float](v []T, lim T) {
 // Yc are [D,B,H], hold the initial state on entry and the final one on exit.
 func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 	S, Bn, I, H, D := c.S, c.B, c.I, c.H, c.D
-	G := c.ci.gates * H
+	G := c.Ci.Gates * H
 	if Bn == 0 || H == 0 {
 		return
 	}
-	rev := c.reverse || d == 1
-	acts := c.acts[d*c.ci.nact : (d+1)*c.ci.nact]
+	rev := c.Reverse || d == 1
+	acts := c.acts[d*c.Ci.Nact : (d+1)*c.Ci.Nact]
 	Wd := W[d*G*I : (d+1)*G*I]
 	Rd := R[d*G*H : (d+1)*G*H]
-	lim := T(c.clip)
+	lim := T(c.Clip)
 	clip := func(v []T) {
-		if c.hasClip {
+		if c.HasClip {
 			clipTo(v, lim)
 		}
 	}
@@ -416,7 +304,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 		for g := range bias {
 			bias[g] = wb[g] + rb[g]
 		}
-		if c.kind == kindGRU && c.lbr {
+		if c.Kind == rnnops.KindGRU && c.Lbr {
 			rbh = rb[2*H : 3*H]
 			copy(bias[2*H:], wb[2*H:3*H])
 		}
@@ -430,7 +318,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 
 	h := Yh[d*Bn*H : (d+1)*Bn*H]
 	var cs, pi, po, pf []T
-	if c.kind == kindLSTM {
+	if c.Kind == rnnops.KindLSTM {
 		cs = Yc[d*Bn*H : (d+1)*Bn*H]
 		if P != nil {
 			pi, po, pf = P[d*3*H:d*3*H+H], P[d*3*H+H:d*3*H+2*H], P[d*3*H+2*H:d*3*H+3*H]
@@ -442,10 +330,10 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 	}
 	hr := make([]T, Bn*G)
 	var rh, tmp []T
-	if c.kind == kindGRU && !c.lbr {
+	if c.Kind == rnnops.KindGRU && !c.Lbr {
 		rh = make([]T, Bn*H)
 	}
-	if c.kind == kindLSTM {
+	if c.Kind == rnnops.KindLSTM {
 		tmp = make([]T, H)
 	}
 	timeOf := func(b, s int) int {
@@ -461,8 +349,8 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 	}
 
 	for s := 0; s < maxLen && !kernels.Done(c.done); s++ {
-		switch c.kind {
-		case kindRNN:
+		switch c.Kind {
+		case rnnops.KindRNN:
 			gemmNT(Bn, H, H, h, Rd, hr, H)
 			for b := 0; b < Bn; b++ {
 				if s >= c.lens[b] {
@@ -480,9 +368,9 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 				emit(t, b, hb)
 			}
 
-		case kindGRU:
+		case rnnops.KindGRU:
 			nrec := 2 * H // z and r; the h gate's product needs r first
-			if c.lbr {
+			if c.Lbr {
 				nrec = G
 			}
 			gemmNT(Bn, nrec, H, h, Rd, hr, G)
@@ -499,7 +387,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 				clip(zr)
 				apply(acts[0], zr)
 				rg, hh := gb[H:2*H], gb[2*H:]
-				if c.lbr {
+				if c.Lbr {
 					for j := range hh {
 						rec := hh[j]
 						if rbh != nil {
@@ -514,7 +402,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 					}
 				}
 			}
-			if !c.lbr {
+			if !c.Lbr {
 				gemmNT(Bn, H, H, rh, Rd[2*H*H:], hr[2*H:], G)
 			}
 			for b := 0; b < Bn; b++ {
@@ -524,7 +412,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 				t := timeOf(b, s)
 				gb, xr := hr[b*G:b*G+G], xw[(t*Bn+b)*G:(t*Bn+b)*G+G]
 				z, hh := gb[:H], gb[2*H:]
-				if !c.lbr {
+				if !c.Lbr {
 					for j := range hh {
 						hh[j] += xr[2*H+j]
 					}
@@ -538,7 +426,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 				emit(t, b, hb)
 			}
 
-		case kindLSTM:
+		case rnnops.KindLSTM:
 			gemmNT(Bn, G, H, h, Rd, hr, G)
 			for b := 0; b < Bn; b++ {
 				if s >= c.lens[b] {
@@ -558,7 +446,7 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 				}
 				clip(ig)
 				apply(acts[0], ig)
-				if c.inputForget {
+				if c.InputForget {
 					for j := range fg {
 						fg[j] = 1 - ig[j]
 					}
@@ -607,56 +495,3 @@ func recur[T float](c *config, d int, X, W, R, B, P, Y, Yh, Yc []T) {
 }
 
 // ---- shape inference ----
-
-func makeInfer(kind cellKind) kernels.InferFunc {
-	return func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-		a, err := parseAttrs(n, opset, kind)
-		if err != nil {
-			return nil, err
-		}
-		inShape := func(i int) graph.Shape {
-			if i < len(in) {
-				return in[i].Type.Shape
-			}
-			return nil
-		}
-		var dt graph.DType
-		if len(in) > 0 {
-			dt = in[0].Type.DType
-		}
-		unk := graph.Dim{Value: -1}
-		S, B, H := unk, unk, unk
-		if xs := inShape(0); len(xs) == 3 {
-			S, B = xs[0], xs[1]
-			if a.layout == 1 {
-				S, B = B, S
-			}
-		} else if xs != nil {
-			return nil, kernels.Invalidf(n, "X must have rank 3, has shape %v", xs)
-		}
-		switch rs, ws := inShape(2), inShape(1); {
-		case a.hidden > 0:
-			H = graph.Dim{Value: int64(a.hidden)}
-		case len(rs) == 3:
-			H = rs[2]
-		case len(ws) == 3 && ws[1].Static():
-			H = graph.Dim{Value: ws[1].Value / int64(cells[kind].gates)}
-		}
-		D := graph.Dim{Value: int64(a.dirs)}
-		y := graph.Shape{S, D, B, H}
-		st := graph.Shape{D, B, H}
-		if a.layout == 1 {
-			y = graph.Shape{B, S, D, H}
-			st = graph.Shape{B, D, H}
-		}
-		outs := make([]graph.ValueType, len(n.Outputs))
-		for i := range outs {
-			shape := st
-			if i == 0 {
-				shape = y
-			}
-			outs[i] = graph.ValueType{Kind: "tensor", DType: dt, Shape: append(graph.Shape{}, shape...)}
-		}
-		return outs, nil
-	}
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	rnnops "github.com/switchyard-hal/switchyard/core/ops/rnn"
 )
 
 // ---- a naive reference written straight from the ONNX formulas ----
@@ -743,4 +744,23 @@ func BenchmarkLSTM(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The reference recurrence below is written against its own table of
+// gate and activation counts, independent of core/ops/rnn's.
+type cellKind = rnnops.CellKind
+
+const (
+	kindRNN  = rnnops.KindRNN
+	kindGRU  = rnnops.KindGRU
+	kindLSTM = rnnops.KindLSTM
+)
+
+var cells = map[cellKind]struct {
+	gates, nact, maxOutputs int
+	defaultActs             []string
+}{
+	kindRNN:  {gates: 1, nact: 1, maxOutputs: 2, defaultActs: []string{"Tanh"}},
+	kindGRU:  {gates: 3, nact: 2, maxOutputs: 2, defaultActs: []string{"Sigmoid", "Tanh"}},
+	kindLSTM: {gates: 4, nact: 3, maxOutputs: 3, defaultActs: []string{"Sigmoid", "Tanh", "Tanh"}},
 }

@@ -57,7 +57,7 @@ func run(t *testing.T, op string, opset int64, attrs map[string]*graph.Attribute
 	ii := make([]kernels.InferInput, len(in))
 	for i, x := range in {
 		if x != nil {
-			ii[i] = kernels.InferInput{Type: tensorType(x.DType, staticDims(x.Shape)), Const: x}
+			ii[i] = kernels.InferInput{Type: tensorType(x.DType, graph.StaticShape(x.Shape...)), Const: x}
 		}
 	}
 	types, err := s.Infer(n, opset, ii)
@@ -409,23 +409,37 @@ func TestInferSymbolic(t *testing.T) {
 	sym := graph.Shape{{Param: "N"}, {Value: 3}, {Value: 4}}
 	in := []kernels.InferInput{{Type: tensorType(graph.Float32, sym)}, {Type: tensorType(graph.Int64, graph.Shape{{Value: 2}}), Const: vec(0, -1)}}
 	n := &graph.Node{OpType: "Reshape", Inputs: []string{"x", "s"}, Outputs: []string{"y"}}
-	types, err := reshapeInfer(n, 13, in)
+	types, err := inferOf(t, "Reshape")(n, 13, in)
 	if err != nil || len(types[0].Shape) != 2 || types[0].Shape[0].Param != "N" || types[0].Shape[1].Static() {
 		t.Fatalf("reshape infer: %v %v", types, err)
 	}
 	n = &graph.Node{OpType: "Transpose", Inputs: []string{"x"}, Outputs: []string{"y"}}
-	types, _ = transposeInfer(n, 13, in[:1])
+	types, _ = inferOf(t, "Transpose")(n, 13, in[:1])
 	if types[0].Shape[2].Param != "N" {
 		t.Fatalf("transpose infer: %v", types)
 	}
 	n = &graph.Node{OpType: "Flatten", Inputs: []string{"x"}, Outputs: []string{"y"}}
-	types, _ = flattenInfer(n, 13, in[:1])
+	types, _ = inferOf(t, "Flatten")(n, 13, in[:1])
 	if types[0].Shape[0].Static() || types[0].Shape[1].Value != 12 {
 		t.Fatalf("flatten infer: %v", types)
 	}
 	n = &graph.Node{OpType: "Squeeze", Inputs: []string{"x"}, Outputs: []string{"y"}}
-	types, _ = squeezeInfer(n, 13, in[:1])
+	types, _ = inferOf(t, "Squeeze")(n, 13, in[:1])
 	if types[0].Shape != nil {
 		t.Fatalf("squeeze infer with symbolic dims should be unknown rank: %v", types)
 	}
+}
+
+func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
+}
+
+// inferOf is the registered shape inference of an op.
+func inferOf(t *testing.T, op string) kernels.InferFunc {
+	t.Helper()
+	s, ok := kernels.Lookup("", op)
+	if !ok || s.Infer == nil {
+		t.Fatalf("%s has no inference", op)
+	}
+	return s.Infer
 }

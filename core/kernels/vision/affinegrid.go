@@ -6,40 +6,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "AffineGrid", MinOpset: 20,
-		MinInputs: 2, MaxInputs: 2,
-		Types:  floatTypes,
-		Kernel: affineGridKernel,
-		Infer:  padInfer(2, affineGridInfer),
-	})
-}
-
-func affineGridInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	dt := in[0].Type.DType
-	var shape graph.Shape
-	if c := in[1].Const; c != nil {
-		sz := c.Int64s()
-		if len(sz) != 4 && len(sz) != 5 {
-			return nil, kernels.Invalidf(n, "size must have 4 or 5 values, got %v", sz)
-		}
-		for _, v := range sz {
-			if v < 0 {
-				return nil, kernels.Invalidf(n, "size %v has a negative value", sz)
-			}
-		}
-		shape = graph.Shape{{Value: sz[0]}}
-		for _, v := range sz[2:] {
-			shape = append(shape, graph.Dim{Value: v})
-		}
-		shape = append(shape, graph.Dim{Value: int64(len(sz) - 2)})
-	} else if s := in[1].Type.Shape; len(s) == 1 && s[0].Static() && (s[0].Value == 4 || s[0].Value == 5) {
-		r := int(s[0].Value) - 2
-		shape = unknownDims(r + 2)
-		shape[0] = dimOf(in[0].Type.Shape, 0)
-		shape[r+1] = graph.Dim{Value: int64(r)}
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: shape}}, nil
+	kernels.RegisterKernel("", "AffineGrid", affineGridKernel)
 }
 
 // baseCoord is the normalized coordinate of sample i of size along one axis.

@@ -1,47 +1,14 @@
 package vision
 
 import (
+	visionops "github.com/switchyard-hal/switchyard/core/ops/vision"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "Col2Im", MinOpset: 18,
-		MinInputs: 3, MaxInputs: 3,
-		Types:  kernels.NumericTypes,
-		Kernel: col2imKernel,
-		Infer:  padInfer(3, col2imInfer),
-	})
-}
-
-func col2imInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	dt := in[0].Type.DType
-	xs := in[0].Type.Shape
-	var shape graph.Shape
-	if img := in[1].Const; img != nil {
-		iv := img.Int64s()
-		shape = graph.Shape{dimOf(xs, 0), {Value: -1}}
-		for _, v := range iv {
-			if v < 0 {
-				return nil, kernels.Invalidf(n, "image_shape %v has a negative value", iv)
-			}
-			shape = append(shape, graph.Dim{Value: v})
-		}
-		if blk := in[2].Const; blk != nil && len(xs) == 3 && xs[1].Static() {
-			k := int64(1)
-			for _, v := range blk.Int64s() {
-				k *= v
-			}
-			if k > 0 && xs[1].Value%k == 0 {
-				shape[1] = graph.Dim{Value: xs[1].Value / k}
-			}
-		}
-	} else if s := in[1].Type.Shape; len(s) == 1 && s[0].Static() && s[0].Value <= 64 {
-		shape = unknownDims(int(s[0].Value) + 2)
-		shape[0] = dimOf(xs, 0)
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: shape}}, nil
+	kernels.RegisterKernel("", "Col2Im", col2imKernel)
 }
 
 // col2imPlan maps each (kernel offset, block position) pair to its image
@@ -81,11 +48,11 @@ func col2imKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			return nil, kernels.Invalidf(n, "block_shape %v is too large", blk)
 		}
 	}
-	w, err := readWindow(n, kernel)
+	w, err := visionops.ReadWindow(n, kernel)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
-	counts, err := w.outSizes(imgDims, "NOTSET", false)
+	counts, err := w.OutSizes(imgDims, "NOTSET", false)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
@@ -116,7 +83,7 @@ func col2imKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			lf, at := 0, 0
 			for i, v := range lc.idx {
 				lf = lf*counts[i] + v
-				pos := v*w.strides[i] - w.pads[i] + kc.idx[i]*w.dilations[i]
+				pos := v*w.Strides[i] - w.Pads[i] + kc.idx[i]*w.Dilations[i]
 				if at >= 0 && pos >= 0 && pos < imgDims[i] {
 					at += pos * imgStr[i]
 				} else {

@@ -1,6 +1,8 @@
 package vision
 
 import (
+	visionops "github.com/switchyard-hal/switchyard/core/ops/vision"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -8,43 +10,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "DeformConv", MinOpset: 19,
-		MinInputs: 3, MaxInputs: 5,
-		Types:  floatTypes,
-		Kernel: deformConvKernel,
-		Infer:  padInfer(3, deformConvInfer),
-	})
-}
-
-func deformConvInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	vt := graph.ValueType{Kind: "tensor", DType: in[0].Type.DType}
-	xs, ws, os := in[0].Type.Shape, in[1].Type.Shape, in[2].Type.Shape
-	rank := -1
-	for _, s := range []graph.Shape{xs, ws, os} {
-		if s != nil {
-			if rank >= 0 && len(s) != rank {
-				return nil, kernels.Invalidf(n, "X %v, W %v and offset %v must have the same rank", xs, ws, os)
-			}
-			rank = len(s)
-		}
-	}
-	if rank < 0 {
-		return []graph.ValueType{vt}, nil
-	}
-	if rank < 3 {
-		return nil, kernels.Invalidf(n, "inputs must have rank >= 3")
-	}
-	vt.Shape = unknownDims(rank)
-	vt.Shape[0] = dimOf(xs, 0)
-	if xs == nil {
-		vt.Shape[0] = dimOf(os, 0)
-	}
-	vt.Shape[1] = dimOf(ws, 0)
-	if os != nil {
-		copy(vt.Shape[2:], os[2:])
-	}
-	return []graph.ValueType{vt}, nil
+	kernels.RegisterKernel("", "DeformConv", deformConvKernel)
 }
 
 func deformConvKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -78,7 +44,7 @@ func deformConvKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 	}
 	kernel := append([]int{}, w.Shape[2:]...)
 	if ks := n.AttrInts("kernel_shape", nil); ks != nil {
-		k, err := readInts(n, "kernel_shape", nd, 1, 1)
+		k, err := visionops.ReadInts(n, "kernel_shape", nd, 1, 1)
 		if err != nil {
 			return nil, kernels.Errorf(n, "%w", err)
 		}
@@ -86,12 +52,12 @@ func deformConvKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 			return nil, kernels.Invalidf(n, "kernel_shape %v does not match W's %v", k, kernel)
 		}
 	}
-	win, err := readWindow(n, kernel)
+	win, err := visionops.ReadWindow(n, kernel)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
 	inSp := x.Shape[2:]
-	outSp, err := win.outSizes(inSp, "NOTSET", false)
+	outSp, err := win.OutSizes(inSp, "NOTSET", false)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
@@ -141,7 +107,7 @@ func deformConvKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 				for kc := newCounter(kernel); !kc.done; kc.next() {
 					for a := 0; a < nd; a++ {
 						d := ov[((bi*og+g)*K*nd+ki*nd+a)*outSize+oi]
-						pos[a] = float64(oc.idx[a]*win.strides[a]-win.pads[a]+kc.idx[a]*win.dilations[a]) + d
+						pos[a] = float64(oc.idx[a]*win.Strides[a]-win.Pads[a]+kc.idx[a]*win.Dilations[a]) + d
 					}
 					m := 1.0
 					if mv != nil {

@@ -1,6 +1,8 @@
 package vision
 
 import (
+	visionops "github.com/switchyard-hal/switchyard/core/ops/vision"
+
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -8,13 +10,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "GridSample", MinOpset: 16,
-		MinInputs: 2, MaxInputs: 2,
-		Types:  kernels.AllTypes,
-		Kernel: gridSampleKernel,
-		Infer:  padInfer(2, gridSampleInfer),
-	})
+	kernels.RegisterKernel("", "GridSample", gridSampleKernel)
 }
 
 const (
@@ -48,7 +44,7 @@ func readGridSampleAttrs(n *graph.Node, opset int64, nd int) (gsParams, error) {
 	case "bicubic", "cubic":
 		p.mode = gsCubic
 	default:
-		return p, errInvalid("unknown mode %q", m)
+		return p, visionops.ErrInvalid("unknown mode %q", m)
 	}
 	switch m := n.AttrString("padding_mode", "zeros"); m {
 	case "zeros":
@@ -58,41 +54,18 @@ func readGridSampleAttrs(n *graph.Node, opset int64, nd int) (gsParams, error) {
 	case "reflection":
 		p.pad = padReflection
 	default:
-		return p, errInvalid("unknown padding_mode %q", m)
+		return p, visionops.ErrInvalid("unknown padding_mode %q", m)
 	}
 	switch a := n.AttrInt("align_corners", 0); a {
 	case 0, 1:
 		p.alignCorners = a == 1
 	default:
-		return p, errInvalid("align_corners must be 0 or 1, got %d", a)
+		return p, visionops.ErrInvalid("align_corners must be 0 or 1, got %d", a)
 	}
 	if opset < 20 && nd != 2 {
-		return p, errInvalid("GridSample-%d takes 4-D input, got %d spatial dims", opset, nd)
+		return p, visionops.ErrInvalid("GridSample-%d takes 4-D input, got %d spatial dims", opset, nd)
 	}
 	return p, nil
-}
-
-func gridSampleInfer(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-	dt := in[0].Type.DType
-	xs, gs := in[0].Type.Shape, in[1].Type.Shape
-	var shape graph.Shape
-	switch {
-	case gs != nil:
-		r := len(gs) - 2
-		if r < 1 || (xs != nil && len(xs) != r+2) {
-			return nil, kernels.Invalidf(n, "grid shape %v does not fit X shape %v", gs, xs)
-		}
-		shape = append(graph.Shape{dimOf(xs, 0), dimOf(xs, 1)}, gs[1:len(gs)-1]...)
-		if xs == nil {
-			shape[0] = gs[0]
-		}
-	case xs != nil:
-		if len(xs) < 3 {
-			return nil, kernels.Invalidf(n, "X must have rank >= 3, got %v", xs)
-		}
-		shape = append(graph.Shape{xs[0], xs[1]}, unknownDims(len(xs)-2)...)
-	}
-	return []graph.ValueType{{Kind: "tensor", DType: dt, Shape: shape}}, nil
 }
 
 // gsReflect reflects x into [lo, hi] by the nearer border, repeatedly.

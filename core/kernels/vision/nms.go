@@ -1,6 +1,8 @@
 package vision
 
 import (
+	visionops "github.com/switchyard-hal/switchyard/core/ops/vision"
+
 	"math"
 	"sort"
 
@@ -9,15 +11,7 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "NonMaxSuppression", MinOpset: 10,
-		MinInputs: 2, MaxInputs: 5,
-		Types:  floatTypes,
-		Kernel: nmsKernel,
-		Infer: func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-			return []graph.ValueType{{Kind: "tensor", DType: graph.Int64, Shape: graph.Shape{{Value: -1}, {Value: 3}}}}, nil
-		},
-	})
+	kernels.RegisterKernel("", "NonMaxSuppression", nmsKernel)
 }
 
 // nmsBox is a box as (ymin, xmin, ymax, xmax).
@@ -49,7 +43,7 @@ func scalarInput(t *graph.Tensor, name string) (float64, bool, error) {
 		return 0, false, nil
 	}
 	if t.Len() != 1 {
-		return 0, false, errInvalid("%s must hold one value, has shape %v", name, t.Shape)
+		return 0, false, visionops.ErrInvalid("%s must hold one value, has shape %v", name, t.Shape)
 	}
 	return t.Float64At(0), true, nil
 }

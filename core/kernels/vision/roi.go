@@ -8,36 +8,8 @@ import (
 )
 
 func init() {
-	kernels.Register(kernels.Schema{
-		OpType: "RoiAlign", MinOpset: 10,
-		MinInputs: 3, MaxInputs: 3,
-		Types:  floatTypes,
-		Kernel: roiAlignKernel,
-		Infer: padInfer(2, func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-			oh, ow := n.AttrInt("output_height", 1), n.AttrInt("output_width", 1)
-			return roiInfer(in, graph.Dim{Value: oh}, graph.Dim{Value: ow}), nil
-		}),
-	})
-	kernels.Register(kernels.Schema{
-		OpType: "MaxRoiPool", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 2,
-		Types:  floatTypes,
-		Kernel: maxRoiPoolKernel,
-		Infer: padInfer(2, func(n *graph.Node, opset int64, in []kernels.InferInput) ([]graph.ValueType, error) {
-			ps := n.AttrInts("pooled_shape", nil)
-			h, w := graph.Dim{Value: -1}, graph.Dim{Value: -1}
-			if len(ps) == 2 {
-				h, w = graph.Dim{Value: ps[0]}, graph.Dim{Value: ps[1]}
-			}
-			return roiInfer(in, h, w), nil
-		}),
-	})
-}
-
-// roiInfer gives [num_rois, C, h, w] from X (input 0) and rois (input 1).
-func roiInfer(in []kernels.InferInput, h, w graph.Dim) []graph.ValueType {
-	xs, rs := in[0].Type.Shape, in[1].Type.Shape
-	return []graph.ValueType{{Kind: "tensor", DType: in[0].Type.DType, Shape: graph.Shape{dimOf(rs, 0), dimOf(xs, 1), h, w}}}
+	kernels.RegisterKernel("", "RoiAlign", roiAlignKernel)
+	kernels.RegisterKernel("", "MaxRoiPool", maxRoiPoolKernel)
 }
 
 func roiAlignKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
