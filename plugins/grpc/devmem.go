@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -209,6 +210,7 @@ func (f *remoteFence) wait() {
 		cancel()
 	}()
 	var err error
+	backoff := time.Millisecond
 	for {
 		if !f.p.alive() {
 			err = f.gone()
@@ -228,7 +230,15 @@ func (f *remoteFence) wait() {
 			break
 		}
 		if !r.Done {
-			continue // the plugin ended the wait without the fence signalling
+			// the plugin ended the wait without the fence signalling: ask
+			// again, backing off so a plugin that answers at once cannot
+			// make the host spin
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			backoff = min(2*backoff, 50*time.Millisecond)
+			continue
 		}
 		err = wire.ErrorOf(r.Result)
 		if err == nil {
