@@ -10,8 +10,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/switchyard-hal/switchyard/core/formats"
+	_ "github.com/switchyard-hal/switchyard/core/formats/all" // every importer
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
 	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/partitioner"
@@ -72,12 +73,31 @@ type Model struct {
 	onRun      func(string, *Stats)
 }
 
-// Open loads a model on the engine's backends. path is an .onnx file or a
+// LoadOptions are per-model import options.
+type LoadOptions struct {
+	// Method is the entry point of a program with several (an ExecuTorch
+	// program's methods); "" is the format's default.
+	Method string
+	// DataFiles are extra weight files (ExecuTorch .ptd) beside those the
+	// format finds next to the model itself.
+	DataFiles []string
+}
+
+// Open loads a model on the engine's backends. path is a model file in any
+// format the module reads (formats.Names: .onnx and the others), or a
 // directory in the ONNX test layout (its model.onnx; the inputs of its
 // test_data_set_0 become ExampleInputs).
 func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
+	return e.OpenWith(ctx, path, nil)
+}
+
+// OpenWith is Open with per-model import options; lo may be nil.
+func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*Model, error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if lo == nil {
+		lo = &LoadOptions{}
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -93,7 +113,7 @@ func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
-	ir, err := onnx.LoadFileWith(file, onnx.Options{MaxTensorBytes: e.opts.MaxTensorBytes})
+	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes, Method: lo.Method, DataFiles: lo.DataFiles})
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %s: %w", file, err)
 	}
@@ -114,8 +134,10 @@ func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
 	return m, nil
 }
 
-// OpenBytes loads a serialized ONNX model on the engine's backends; name
-// is what reports and traces call it (default "model"). The model's
+// OpenBytes loads a serialized model on the engine's backends; name
+// is what reports and traces call it (default "model"), and its extension,
+// if any, helps recognise formats without magic bytes (ONNX is assumed
+// otherwise). The model's
 // weights refer to data, which must not be modified while it is open.
 func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Model, error) {
 	if ctx == nil {
@@ -124,7 +146,7 @@ func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Mode
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	ir, err := onnx.Decode(data, onnx.Options{MaxTensorBytes: e.opts.MaxTensorBytes})
+	ir, err := formats.Decode(data, name, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes})
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}

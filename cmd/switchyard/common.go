@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func loadModel(ctx context.Context, e *switchyard.Engine, path string) (*switchy
 	return m, feeds, filepath.Base(filepath.Clean(path)), nil
 }
 
-// completeInputs reads --input NAME=FILE flags and fills every other
+// completeInputs reads --input NAME=FILE (or FILE, in input order) flags and fills every other
 // required input with seeded random values (symbolic dims become dims[name],
 // 0 included, or 1 when not given).
 func completeInputs(m *switchyard.Model, feeds switchyard.Tensors, flags []string, dims map[string]int, seed uint64) (switchyard.Tensors, error) {
@@ -46,13 +47,23 @@ func completeInputs(m *switchyard.Model, feeds switchyard.Tensors, flags []strin
 	for _, in := range m.Inputs() {
 		known[in.Name] = true
 	}
+	// NAME=FILE binds by name; a bare FILE binds the next input in order
+	// (ExecuTorch and TFLite inputs have no meaningful names).
+	next := 0
+	ins := m.Inputs()
 	for _, f := range flags {
 		name, file, ok := strings.Cut(f, "=")
-		if !ok {
-			return nil, fmt.Errorf("--input %q: want NAME=FILE", f)
-		}
-		if !known[name] {
-			return nil, fmt.Errorf("--input %q: model has no input %q", f, name)
+		if !ok || !known[name] {
+			if ok {
+				if _, err := os.Stat(f); err != nil {
+					return nil, fmt.Errorf("--input %q: model has no input %q (inputs: %s)", f, name, inputList(ins))
+				}
+			}
+			if next >= len(ins) {
+				return nil, fmt.Errorf("--input %q: the model has only %d inputs (%s)", f, len(ins), inputList(ins))
+			}
+			name, file = ins[next].Name, f
+			next++
 		}
 		t, err := tensorio.ReadFile(file)
 		if err != nil {
@@ -93,6 +104,14 @@ func completeInputs(m *switchyard.Model, feeds switchyard.Tensors, flags []strin
 		feeds[in.Name] = t
 	}
 	return feeds, nil
+}
+
+func inputList(ins []switchyard.ValueInfo) string {
+	names := make([]string, len(ins))
+	for i, in := range ins {
+		names[i] = in.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // memoryFlags are the resource limits shared by run, bench and verify.

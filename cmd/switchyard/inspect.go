@@ -10,26 +10,41 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard/core/formats"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 )
 
 func inspectCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect MODEL",
-		Short: "Show a model's IR and opset versions, inputs and outputs, op histogram and unsupported ops",
+		Short: "Show a model's format, IR and opset versions, inputs and outputs, op histogram and unsupported ops",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
 				path = filepath.Join(path, "model.onnx")
 			}
-			ir, err := onnx.LoadFile(path)
+			f, err := formats.Detect(path)
 			if err != nil {
 				return err
 			}
-			fmt.Printf("model: %s\n", path)
+			fmt.Printf("model: %s\nformat: %s\n", path, f.Name)
+			if f.Describe != nil {
+				// The container's own view first: it stays readable when
+				// the program cannot become a graph (a vendor delegate).
+				if err := f.Describe(path, os.Stdout); err != nil {
+					return err
+				}
+			}
+			ir, err := f.LoadFile(path, formats.Options{})
+			if err != nil {
+				if f.Describe != nil {
+					fmt.Printf("graph: not loadable: %v\n", err)
+					return nil
+				}
+				return err
+			}
 			fmt.Printf("ir_version: %d  producer: %s %s\n", ir.IRVersion, ir.ProducerName, ir.ProducerVersion)
 			var opsets []string
 			for _, o := range ir.Opsets {

@@ -134,6 +134,15 @@ func TestRunJSONAndOutputDir(t *testing.T) {
 	if out, code := sy(t, "run", model, "--input", "nope="+in); code == 0 || !strings.Contains(out, `no input "nope"`) {
 		t.Errorf("unknown input: exit %d %s", code, out)
 	}
+	// A bare FILE binds the inputs in order; one too many is refused.
+	out2, code := sy(t, "run", model, "--input", in, "--json")
+	var res2 struct{ Outputs []struct{ Min, Max float64 } }
+	if code != 0 || json.Unmarshal([]byte(out2), &res2) != nil || len(res2.Outputs) != 1 || res2.Outputs[0].Min != res.Outputs[0].Min || res2.Outputs[0].Max != res.Outputs[0].Max {
+		t.Errorf("positional input: exit %d\n%s", code, out2)
+	}
+	if out, code := sy(t, "run", model, "--input", in, "--input", in); code == 0 || !strings.Contains(out, "only 1 inputs") {
+		t.Errorf("extra positional input: exit %d %s", code, out)
+	}
 }
 
 func TestVerifyLinesAndExitStatus(t *testing.T) {

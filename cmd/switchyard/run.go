@@ -145,7 +145,7 @@ the node.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&inputs, "input", nil, "NAME=FILE input (.npy or .pb); repeatable")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "NAME=FILE input (.npy or .pb), or FILE to bind the next input in order; repeatable")
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "write each output to DIR/NAME.npy")
 	cmd.Flags().StringVar(&traceOut, "trace", "", "profile the run and write a Chrome trace (JSON) to FILE: per-node timings on the cpu track, and per device a track of its uploads, executions and downloads")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

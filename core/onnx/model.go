@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/switchyard-hal/switchyard/core/formats"
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
@@ -534,4 +535,18 @@ func (d *decoder) attribute(b []byte, depth int) (*graph.Attribute, error) {
 
 func mathFloat32(u uint32) float32 {
 	return float32frombits(u)
+}
+
+func init() {
+	formats.Register(formats.Format{
+		Name:       "onnx",
+		Extensions: []string{".onnx"},
+		Fallback:   true,
+		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
+			return LoadFileWith(path, Options{MaxTensorBytes: o.MaxTensorBytes})
+		},
+		Decode: func(data []byte, o formats.Options) (*graph.Model, error) {
+			return Decode(data, Options{MaxTensorBytes: o.MaxTensorBytes})
+		},
+	})
 }

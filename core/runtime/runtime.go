@@ -28,10 +28,11 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/exec"
+	"github.com/switchyard-hal/switchyard/core/formats"
+	_ "github.com/switchyard-hal/switchyard/core/formats/all" // every importer
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // the reference kernels
-	"github.com/switchyard-hal/switchyard/core/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
 )
@@ -206,12 +207,13 @@ func (m *Model) run(ctx context.Context, inputs map[string]*graph.Tensor, opts R
 	}
 }
 
-// Load reads a model file and prepares it.
+// Load reads a model file in any registered format (core/formats) and
+// prepares it.
 func Load(ctx context.Context, path string, opts *Options) (*Model, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ir, err := onnx.LoadFileWith(path, onnx.Options{MaxTensorBytes: opts.maxTensorBytes()})
+	ir, err := formats.LoadFile(path, formats.Options{MaxTensorBytes: opts.maxTensorBytes()})
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +223,7 @@ func Load(ctx context.Context, path string, opts *Options) (*Model, error) {
 // LoadBytes decodes a serialized model and prepares it. The bytes are
 // referenced by the model's weights and must not be modified afterwards.
 func LoadBytes(ctx context.Context, data []byte, opts *Options) (*Model, error) {
-	ir, err := onnx.Decode(data, onnx.Options{MaxTensorBytes: opts.maxTensorBytes()})
+	ir, err := formats.Decode(data, "", formats.Options{MaxTensorBytes: opts.maxTensorBytes()})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,7 @@
+// Package all registers every model format importer of the module with
+// core/formats. Import it for its side effect.
+package all
+
+import (
+	_ "github.com/switchyard-hal/switchyard/core/onnx" // ONNX (.onnx)
+)
