@@ -14,7 +14,7 @@ func init() {
 }
 
 // core is scaled dot-product attention on per-head views, shared by
-// Attention, MultiHeadAttention and GroupQueryAttention:
+// Attention and MultiHeadAttention (and sized for grouped key/value heads):
 //
 //	scores[b,n,i,j] = scale·q[b,n,i]·k[b,n/g,j] + bias[b,n,i,j] + mask[b,i,j]
 //	out[b,i,n]      = Σ_j softmax_j(scores[b,n,i,·]) · v[b,n/g,j]

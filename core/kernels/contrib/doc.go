@@ -1,6 +1,6 @@
 // Package contrib holds the reference CPU kernels of the ONNX Runtime
 // contrib operators that exporter-made decoders use (schemas in
-// core/ops/contrib): Attention, MultiHeadAttention, GroupQueryAttention,
+// core/ops/contrib): Attention, MultiHeadAttention,
 // RotaryEmbedding, SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 // SimplifiedLayerNormalization, EmbedLayerNormalization, FastGelu,
 // BiasGelu and Gelu. Import core/kernels/all to register them.
@@ -13,5 +13,5 @@
 // What the kernels refuse with kernels.ErrUnsupported rather than
 // approximate: shared past/present buffers (past_present_share_buffer),
 // Attention's do_rotary, 4-D Megatron masks, RotaryEmbedding's packed
-// batching, GroupQueryAttention's softcap, smooth softmax and head sinks.
+// batching.
 package contrib

@@ -1,7 +1,7 @@
 // Package contrib holds the operator schemas (arity, opset range, dtypes,
 // shape inference) of the ONNX Runtime contrib operators that
 // exporter-made decoders use: the com.microsoft domain's Attention,
-// MultiHeadAttention, GroupQueryAttention, RotaryEmbedding,
+// MultiHeadAttention, RotaryEmbedding,
 // SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 // EmbedLayerNormalization, FastGelu, BiasGelu and Gelu, and
 // SimplifiedLayerNormalization, which ONNX Runtime defines in the default

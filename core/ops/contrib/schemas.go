@@ -15,7 +15,6 @@ func init() {
 	}
 	reg(ops.Schema{OpType: "Attention", MinInputs: 2, MaxInputs: 7, MinOutputs: 1, MaxOutputs: 2, Infer: attentionInfer})
 	reg(ops.Schema{OpType: "MultiHeadAttention", MinInputs: 1, MaxInputs: 8, MinOutputs: 1, MaxOutputs: 4, Infer: mhaInfer})
-	// GQA-TODO reg(ops.Schema{OpType: "GroupQueryAttention", MinInputs: 7, MaxInputs: 11, MinOutputs: 3, MaxOutputs: 3, Infer: gqaInfer})
 	reg(ops.Schema{OpType: "RotaryEmbedding", MinInputs: 4, MaxInputs: 4, Infer: rotaryInfer})
 	reg(ops.Schema{OpType: "SkipLayerNormalization", MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 4, Infer: skipNormInfer})
 	reg(ops.Schema{OpType: "SkipSimplifiedLayerNormalization", MinInputs: 3, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 4, Infer: skipNormInfer})
@@ -189,39 +188,6 @@ func mhaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 	set(outs, 1, graph.Shape{B, dim(heads), T, H})
 	set(outs, 2, graph.Shape{B, dim(heads), T, Hv})
 	set(outs, 3, graph.Shape{B, dim(heads), S, T})
-	return outs, nil
-}
-
-// gqaInfer: query (B, S, N·H) or packed (B, S, (N+2·KvN)·H) → output (B,
-// S, N·H); present_key/value (B, KvN, max(P, total), H) — the total
-// sequence length is a run-time input, so that dim is usually unknown.
-func gqaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	q, pastK := inType(in, 0), inType(in, 3)
-	outs := outputs(n, q.DType)
-	heads, kvHeads := n.AttrInt("num_heads", 0), n.AttrInt("kv_num_heads", 0)
-	if heads <= 0 || kvHeads <= 0 || heads%kvHeads != 0 {
-		return nil, ops.Invalidf(n, "num_heads %d must be a positive multiple of kv_num_heads %d", heads, kvHeads)
-	}
-	if q.Shape == nil {
-		return outs, nil
-	}
-	if len(q.Shape) != 3 {
-		return nil, ops.Invalidf(n, "query must be 3-D, got %v", q.Shape)
-	}
-	B, S := q.Shape[0], q.Shape[1]
-	H := unknown
-	if n.Input(1) == "" {
-		H = divDim(q.Shape[2], heads+2*kvHeads)
-	} else {
-		H = divDim(q.Shape[2], heads)
-	}
-	set(outs, 0, graph.Shape{B, S, mulDim(H, heads)})
-	T := unknown
-	if len(in) > 6 && in[6].Const != nil && in[6].Const.Len() == 1 && len(pastK.Shape) == 4 && pastK.Shape[2].Static() {
-		T = dim(max(in[6].Const.Int64At(0), pastK.Shape[2].Value))
-	}
-	set(outs, 1, graph.Shape{B, dim(kvHeads), T, H})
-	set(outs, 2, graph.Shape{B, dim(kvHeads), T, H})
 	return outs, nil
 }
 
