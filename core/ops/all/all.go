@@ -6,6 +6,7 @@ package all
 import (
 	_ "github.com/switchyard-hal/switchyard/core/ops/attention"
 	_ "github.com/switchyard-hal/switchyard/core/ops/binary"
+	_ "github.com/switchyard-hal/switchyard/core/ops/contrib"
 	_ "github.com/switchyard-hal/switchyard/core/ops/control"
 	_ "github.com/switchyard-hal/switchyard/core/ops/elementwise"
 	_ "github.com/switchyard-hal/switchyard/core/ops/index"

@@ -1,0 +1,17 @@
+// Package contrib holds the reference CPU kernels of the ONNX Runtime
+// contrib operators that exporter-made decoders use (schemas in
+// core/ops/contrib): Attention, MultiHeadAttention,
+// RotaryEmbedding, SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+// SimplifiedLayerNormalization, EmbedLayerNormalization, FastGelu,
+// BiasGelu and Gelu. Import core/kernels/all to register them.
+//
+// Precision: every kernel reads its float inputs (float32, float64,
+// float16, bfloat16) into float64, computes in float64 and rounds once to
+// the output dtype. ONNX Runtime computes float16 models in float32, so
+// float16 results agree with it to float16 rounding, not bit for bit.
+//
+// What the kernels refuse with kernels.ErrUnsupported rather than
+// approximate: shared past/present buffers (past_present_share_buffer),
+// Attention's do_rotary, 4-D Megatron masks, RotaryEmbedding's packed
+// batching.
+package contrib
