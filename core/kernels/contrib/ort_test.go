@@ -55,7 +55,10 @@ func ortPeer(t *testing.T) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the ONNX Runtime comparison needs node (skipped even with SWITCHYARD_REQUIRE_SHARED=1)")
 	}
-	peer := shared.Path(t, "peers/ort")
+	peer := os.Getenv("SWITCHYARD_ORT_PEER") // a set-up copy (.ci/install.d/ort.sh)
+	if peer == "" {
+		peer = shared.Path(t, "peers/ort")
+	}
 	if _, err := os.Stat(filepath.Join(peer, "node_modules", "onnxruntime-node")); err != nil {
 		msg := "ONNX Runtime peer not set up: run ../shared/peers/ort/setup.sh"
 		if shared.Required() {
