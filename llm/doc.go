@@ -1,0 +1,17 @@
+// Package llm generates text with decoder language models on Switchyard:
+// a decoder is an ordinary model placed on the engine's backends, and this
+// package runs its token loop — tokenize the prompt, prefill, then one
+// decode step per token with the key/value cache fed back — and samples
+// (greedy at temperature 0, else temperature, top-k and top-p with a seed).
+//
+// Supported today: ONNX decoders whose inputs are input_ids plus past_*
+// key/value inputs with a present_* output for each (stories260K_kv.onnx,
+// Hugging Face Optimum's past_key_values.N.key layout), and llama2.c's
+// tokenizer format. Positions follow llama2.c: BOS is position 0, Steps
+// counts positions, prompt included.
+//
+// The KV cache is the model's own present outputs fed back as the next
+// step's past inputs: the graph concatenates past and new keys, so each
+// step allocates a cache one position longer (a preallocated cache written
+// in place needs a runtime feature the executor does not have yet).
+package llm
