@@ -31,7 +31,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), verifyCmd(), inspectCmd(), benchCmd(), backendsCmd(), explainCmd())
+	root.AddCommand(runCmd(), verifyCmd(), inspectCmd(), benchCmd(), backendsCmd(), explainCmd(), generateCmd())
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}

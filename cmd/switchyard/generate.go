@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchyard-hal/switchyard/llm"
+)
+
+func generateCmd() *cobra.Command {
+	var prompt, tokPath string
+	var vocab int
+	var o llm.Options
+	var bf backendFlags
+	var mf memoryFlags
+	cmd := &cobra.Command{
+		Use:   "generate MODEL --prompt TEXT [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
+		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs)",
+		Long: `Runs a decoder's token loop and streams the text as it is produced:
+the prompt is tokenized (BOS first), prefilled in one step, then one decode
+step per token feeds the key/value cache back. --steps counts positions,
+prompt included, as llama2.c does. --temperature 0 is greedy (argmax);
+otherwise sampling with --top-k, --top-p and --seed. At the end: prefill
+time, per-token time and tokens/s (on stderr).
+
+--tokenizer names a llama2.c tokenizer.bin (default: tokenizer.bin or
+tok<VOCAB>.bin beside the model); --vocab is its size (default: the
+model's logits width).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			eng, err := bf.engine(ctx, &mf)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			m, err := eng.Open(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			d, err := llm.NewDecoder(m)
+			if err != nil {
+				return err
+			}
+			if vocab == 0 {
+				for _, out := range m.Outputs() {
+					if out.Name == "logits" && len(out.Shape) == 3 && out.Shape[2] > 0 {
+						vocab = out.Shape[2]
+					}
+				}
+			}
+			if vocab == 0 {
+				return errors.New("the logits output has no static vocabulary size: give --vocab")
+			}
+			if tokPath == "" {
+				dir := filepath.Dir(args[0])
+				for _, c := range []string{"tokenizer.bin", fmt.Sprintf("tok%d.bin", vocab)} {
+					if _, err := os.Stat(filepath.Join(dir, c)); err == nil {
+						tokPath = filepath.Join(dir, c)
+						break
+					}
+				}
+				if tokPath == "" {
+					return fmt.Errorf("no tokenizer.bin or tok%d.bin beside %s: give --tokenizer", vocab, args[0])
+				}
+			}
+			tok, err := llm.LoadLlama2cTokenizer(tokPath, vocab)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			res, err := d.Generate(ctx, tok, prompt, o, func(t llm.Token) error {
+				_, err := fmt.Fprint(out, t.Text)
+				return err
+			})
+			fmt.Fprintln(out)
+			if res != nil {
+				per := 0.0
+				if res.Generated > 0 {
+					per = float64(res.Decode.Microseconds()) / 1000 / float64(res.Generated)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "prefill: %d tokens in %.2f ms; decode: %d tokens, %.3f ms/token, %.0f tokens/s\n",
+					len(res.PromptTokens), float64(res.Prefill.Microseconds())/1000, res.Generated, per, res.TokensPerSecond())
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt text")
+	cmd.Flags().StringVar(&tokPath, "tokenizer", "", "llama2.c tokenizer.bin (default: tokenizer.bin or tok<VOCAB>.bin beside MODEL)")
+	cmd.Flags().IntVar(&vocab, "vocab", 0, "tokenizer vocabulary size (default: the logits width)")
+	cmd.Flags().IntVar(&o.Steps, "steps", 256, "positions to run, prompt included (llama2.c's -n)")
+	cmd.Flags().IntVar(&o.ContextLength, "context", 0, "the model's context length: more --steps are refused (0: not checked)")
+	cmd.Flags().Float64Var(&o.Temperature, "temperature", 0, "0: greedy; otherwise sampling temperature")
+	cmd.Flags().IntVar(&o.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
+	cmd.Flags().Float64Var(&o.TopP, "top-p", 0, "sample among the smallest set reaching probability P (0 or 1: all)")
+	cmd.Flags().Uint64Var(&o.Seed, "seed", 0, "sampling seed")
+	bf.add(cmd)
+	mf.add(cmd)
+	return cmd
+}

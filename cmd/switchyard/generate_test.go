@@ -1,0 +1,34 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/internal/shared"
+)
+
+func TestGenerateStories260KGreedy(t *testing.T) {
+	dir := shared.Path(t, "testdata/llm/stories260K")
+	raw, err := os.ReadFile(filepath.Join(dir, "expected", "once_upon_a_time.json"))
+	must(t, err)
+	var g struct {
+		Prompt string
+		Steps  int
+		Text   string
+	}
+	must(t, json.Unmarshal(raw, &g))
+	model := filepath.Join(dir, "stories260K_kv.onnx")
+	out, code := sy(t, "generate", model, "--backends", "cpu", "--prompt", g.Prompt, "--steps", "64")
+	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || !strings.Contains(out, "tokens/s") {
+		t.Fatalf("exit %d:\n%s\nwant the text\n%s", code, out, g.Text)
+	}
+	if out, code := sy(t, "generate", model, "--backends", "cpu", "--prompt", "x", "--steps", "600", "--context", "512"); code == 0 || !strings.Contains(out, "context length exceeded") {
+		t.Fatalf("context limit: exit %d %s", code, out)
+	}
+	if out, code := sy(t, "generate", model, "--backends", "cpu", "--tokenizer", filepath.Join(t.TempDir(), "none.bin")); code == 0 || !strings.Contains(out, "none.bin") {
+		t.Fatalf("missing tokenizer: exit %d %s", code, out)
+	}
+}
