@@ -120,7 +120,11 @@ func (t *Llama2cTokenizer) Encode(text string, bos bool) ([]int, error) {
 			continue
 		}
 		for i := 0; i < len(c); i++ {
-			ids = append(ids, int(c[i])+3)
+			id := int(c[i]) + 3
+			if id >= len(t.vocab) {
+				id = 0 // <unk>: a vocabulary without the byte pieces
+			}
+			ids = append(ids, id)
 		}
 	}
 	start := 0
