@@ -379,3 +379,37 @@ func BenchmarkOverhead(b *testing.B) {
 		}
 	})
 }
+
+// RunInto hands the caller's tensor to whatever computes the output: the
+// engine's reference kernels (cpu) or a backend (native) write it in
+// place, so nothing is copied after the run (Stats.InPlace), and the
+// values are Run's.
+func TestRunIntoInPlace(t *testing.T) {
+	ctx := context.Background()
+	in := switchyard.Tensors{demo.InputName: demo.Input()}
+	for _, backends := range [][]string{{"cpu"}, {"native"}} {
+		t.Run(strings.Join(backends, ","), func(t *testing.T) {
+			var last *switchyard.Stats
+			m := openDemo(t, &switchyard.Options{Backends: backends, OnRun: func(_ string, st *switchyard.Stats) { last = st }})
+			want, err := m.Run(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			probs := make([]float32, 10)
+			dst, _ := switchyard.NewTensor([]int{1, 10}, probs)
+			for range 2 {
+				if err := m.RunInto(ctx, in, switchyard.Tensors{demo.OutputName: dst}); err != nil {
+					t.Fatal(err)
+				}
+				if last == nil || last.InPlace != 1 || last.Copied != 0 {
+					t.Fatalf("stats %+v: want the output written in place (InPlace 1, Copied 0)", last)
+				}
+			}
+			for i, w := range want[demo.OutputName].Data.([]float32) {
+				if probs[i] != w {
+					t.Fatalf("element %d: %v, Run gives %v", i, probs[i], w)
+				}
+			}
+		})
+	}
+}

@@ -315,28 +315,91 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 	return outs, st, nil
 }
 
-// RunInto runs the model and copies the outputs named in outputs into the
+// RunInto runs the model writing the outputs named in outputs into the
 // tensors given there, which must have the output's dtype and shape
 // (ErrDType, ErrShape otherwise; ErrUnknownOutput for a name the model
-// does not have). Outputs not named are dropped. The runtime computes
-// into its own buffers, so RunInto costs one copy per output; it spares
-// the caller the allocation of the result.
+// does not have; ErrInvalidTensor for a tensor whose Data does not fit).
+// Outputs not named are dropped. An output of static declared shape is
+// written in place by whatever computes it (a kernel of the engine, or a
+// backend, which the HAL requires to write caller-allocated outputs in
+// place); one computed on a device, or of a dynamic shape, is copied into
+// the caller's tensor at the end of the run. Either way steady-state calls
+// allocate nothing for the outputs. An output tensor must not share memory
+// with an input. Stats of the run go to Options.OnRun as for Run.
 func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
-	for name := range outputs {
-		if _, ok := m.outByName[name]; !ok {
-			return &TensorError{Name: name, Err: ErrUnknownOutput, Want: "one of " + m.outputNames()}
-		}
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	outs, err := m.Run(ctx, inputs)
+	syms, err := m.checkSyms(inputs)
 	if err != nil {
 		return err
 	}
+	var into Tensors // outputs whose shape is known before the run, bound in place
 	for name, dst := range outputs {
+		i, ok := m.outByName[name]
+		if !ok {
+			return &TensorError{Name: name, Err: ErrUnknownOutput, Want: "one of " + m.outputNames()}
+		}
+		if dst == nil {
+			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
+		}
+		if err := dst.Check(); err != nil {
+			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
+		}
+		o := m.outputs[i]
+		if o.DType != graph.Undefined && dst.DType != o.DType {
+			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType.String()}
+		}
+		want, known := o.concrete(syms)
+		if !known {
+			continue // found out by the run: copied into dst after it
+		}
+		if !equalShape(want, dst.Shape) {
+			return &TensorError{Name: name, Err: ErrShape, Want: fmt.Sprintf("%v%v", o.DType, want), Got: fmt.Sprintf("%v%v", dst.DType, dst.Shape)}
+		}
+		if into == nil {
+			into = Tensors{}
+		}
+		into[name] = dst
+	}
+	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: m.profile, Into: into})
+	if err != nil {
+		return runError(err)
+	}
+	for name, dst := range outputs {
+		if into[name] != nil && outs[name] == dst {
+			continue // written in place or copied by the executor
+		}
 		if err := copyInto(name, dst, outs[name]); err != nil {
 			return err
 		}
 	}
+	if m.onRun != nil {
+		m.onRun(m.name, st)
+	}
 	return nil
+}
+
+// concrete is the output's shape in a run whose inputs gave its symbolic
+// dims the sizes in syms; known is false when a dim is unknown or its
+// symbol appears in no input.
+func (v ValueInfo) concrete(syms map[string]symDim) (shape []int, known bool) {
+	if v.Shape == nil {
+		return nil, false
+	}
+	shape = make([]int, len(v.Shape))
+	for i, d := range v.Shape {
+		if d >= 0 {
+			shape[i] = d
+			continue
+		}
+		s, ok := syms[v.Dims[i]]
+		if v.Dims[i] == "" || !ok {
+			return nil, false
+		}
+		shape[i] = s.size
+	}
+	return shape, true
 }
 
 // symDim is the size a symbolic dim took, and the input it came from.
@@ -347,18 +410,24 @@ type symDim struct {
 
 // check validates inputs against the declared inputs.
 func (m *Model) check(inputs Tensors) error {
+	_, err := m.checkSyms(inputs)
+	return err
+}
+
+// checkSyms is check, returning the sizes the symbolic dims took.
+func (m *Model) checkSyms(inputs Tensors) (map[string]symDim, error) {
 	var syms map[string]symDim // only for models with symbolic dims
 	for name, t := range inputs {
 		i, ok := m.byName[name]
 		if !ok {
-			return &TensorError{Name: name, Err: ErrUnknownInput, Want: "one of " + m.inputNames()}
+			return nil, &TensorError{Name: name, Err: ErrUnknownInput, Want: "one of " + m.inputNames()}
 		}
 		if t == nil {
-			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
+			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
 		in := m.inputs[i]
 		if in.DType != graph.Undefined && t.DType != in.DType {
-			return &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType.String()}
+			return nil, &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType.String()}
 		}
 		if in.Shape != nil {
 			bad := len(t.Shape) != len(in.Shape)
@@ -366,7 +435,7 @@ func (m *Model) check(inputs Tensors) error {
 				bad = in.Shape[j] >= 0 && t.Shape[j] != in.Shape[j]
 			}
 			if bad {
-				return &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType, t.Shape)}
+				return nil, &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType, t.Shape)}
 			}
 			// a symbolic dim takes one size across all inputs of a run
 			for j, p := range in.Dims {
@@ -377,7 +446,7 @@ func (m *Model) check(inputs Tensors) error {
 					syms = map[string]symDim{}
 				}
 				if prev, ok := syms[p]; ok && prev.size != t.Shape[j] {
-					return &TensorError{Name: name, Err: ErrShape,
+					return nil, &TensorError{Name: name, Err: ErrShape,
 						Want: fmt.Sprintf("%s (dim %d, %q, is %d in input %q)", in.typeString(), j, p, prev.size, prev.input),
 						Got:  fmt.Sprintf("%v%v", t.DType, t.Shape)}
 				}
@@ -385,17 +454,17 @@ func (m *Model) check(inputs Tensors) error {
 			}
 		}
 		if err := t.Check(); err != nil {
-			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
+			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
 	}
 	if len(inputs) < len(m.inputs) {
 		for _, in := range m.inputs {
 			if _, ok := inputs[in.Name]; !ok && !in.Optional {
-				return &TensorError{Name: in.Name, Err: ErrMissingInput, Want: in.typeString()}
+				return nil, &TensorError{Name: in.Name, Err: ErrMissingInput, Want: in.typeString()}
 			}
 		}
 	}
-	return nil
+	return syms, nil
 }
 
 func (m *Model) inputNames() string {

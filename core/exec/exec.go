@@ -225,6 +225,8 @@ type NodeTiming struct {
 type RunOptions struct {
 	// Profile records per-node timings into Stats.Nodes.
 	Profile bool
+	// Into names caller-allocated tensors for graph outputs (see RunInto).
+	Into map[string]*graph.Tensor
 }
 
 // Stats describes one run.
@@ -234,6 +236,11 @@ type Stats struct {
 	Allocations int   // new buffers allocated for intermediates
 	Reuses      int   // buffers recycled by lifetime
 	PeakBytes   int64 // peak bytes of live intermediates
+	// InPlace counts the caller-allocated outputs (RunOptions.Into) that
+	// the producing kernel wrote directly, Copied those copied into them
+	// after the run (an output that is an input or a constant, a kernel
+	// that allocated it with another shape, …).
+	InPlace, Copied int
 }
 
 type run struct {
@@ -244,6 +251,9 @@ type run struct {
 	depth int
 	mu    sync.Mutex
 	start time.Time
+	// bound maps a main-graph node to the caller's tensors for its outputs
+	// (by output index; nil where none), from RunOptions.Into
+	bound map[*graph.Node][]*graph.Tensor
 }
 
 // Run executes the graph. inputs maps input names to tensors (an input with
@@ -254,22 +264,84 @@ func (m *Program) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map
 	return out, err
 }
 
-// RunWithStats is Run with per-run statistics and optional profiling.
+// RunWithStats is Run with per-run statistics and optional profiling;
+// opts.Into works as RunInto's into.
 func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
-	return m.run(ctx, inputs, opts, nil)
+	return m.run(ctx, inputs, opts)
 }
 
 // RunInto is Run writing the outputs named in into (caller-allocated
 // tensors of the result's dtype and shape) instead of handing over new
-// tensors; the run's own buffers then stay in the program's arena, so
-// steady-state calls allocate nothing. Outputs not in into are returned as
-// by Run.
+// tensors. The kernel producing such an output writes it in place when
+// it allocates a tensor of that dtype and shape (or, for a node standing
+// for a delegated partition, asks for it with Into); otherwise the result
+// is copied into it after the run and its buffer stays in the program's
+// arena. Either way steady-state calls allocate nothing for the outputs.
+// Outputs not in into are returned as by Run. A caller tensor MUST NOT
+// share memory with an input.
 func (m *Program) RunInto(ctx context.Context, inputs, into map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
-	out, _, err := m.run(ctx, inputs, RunOptions{}, into)
+	out, _, err := m.run(ctx, inputs, RunOptions{Into: into})
 	return out, err
 }
 
-func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, into map[string]*graph.Tensor) (out map[string]*graph.Tensor, st *Stats, err error) {
+// bind maps the nodes producing the outputs named in into to those
+// tensors (nil when there are none). A caller tensor that shares memory
+// with an input is not bound (it is filled after the run).
+func (m *Program) bind(into, inputs map[string]*graph.Tensor) map[*graph.Node][]*graph.Tensor {
+	if len(into) == 0 {
+		return nil
+	}
+	var bound map[*graph.Node][]*graph.Tensor
+	for _, n := range m.main.order {
+		for j, o := range n.Outputs {
+			dst := into[o]
+			if o == "" || dst == nil || dst.Data == nil || !m.main.isOutput[o] || aliasesAny(dst, inputs) {
+				continue
+			}
+			if bound == nil {
+				bound = map[*graph.Node][]*graph.Tensor{}
+			}
+			if bound[n] == nil {
+				bound[n] = make([]*graph.Tensor, len(n.Outputs))
+			}
+			bound[n][j] = dst
+		}
+	}
+	return bound
+}
+
+func aliasesAny(t *graph.Tensor, inputs map[string]*graph.Tensor) bool {
+	p := dataPtr(t)
+	for _, in := range inputs {
+		if in == t || p != 0 && dataPtr(in) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Into returns the caller-allocated tensor bound to output j of the node
+// being run (RunOptions.Into, RunInto), or nil when there is none. A
+// kernel that gets one MUST write output j into it (dtype and shape are
+// the caller's: a kernel whose result has another type returns its own
+// tensor instead, which is then copied) and return it; kernels that
+// allocate their outputs with Context.New need not call Into, since New
+// hands out the bound tensor for an allocation of its dtype and shape.
+// The executor uses it for nodes standing for delegated partitions, whose
+// backends write caller outputs in place.
+func Into(kc *kernels.Context, j int) *graph.Tensor {
+	if kc == nil {
+		return nil
+	}
+	na, ok := kc.Alloc.(*nodeAlloc)
+	if !ok || j < 0 || j >= len(na.bound) || na.taken[j] {
+		return nil
+	}
+	na.taken[j] = true
+	return na.bound[j]
+}
+
+func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -285,7 +357,8 @@ func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts
 	}()
 	st = &Stats{}
 	start := time.Now()
-	r := &run{m: m, arena: a, opts: opts, stats: st, start: start}
+	into := opts.Into
+	r := &run{m: m, arena: a, opts: opts, stats: st, start: start, bound: m.bind(into, inputs)}
 	root := &scope{vals: make(map[string]*graph.Tensor, len(inputs)+len(m.main.order))}
 	for k, v := range inputs {
 		root.vals[k] = v
@@ -301,7 +374,13 @@ func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts
 			if dst.DType != t.DType || !graph.SameShape(dst.Shape, t.Shape) {
 				return nil, nil, fmt.Errorf("exec: %w: output %q is %v%v, caller allocated %v%v", kernels.ErrInvalid, o.Name, t.DType, t.Shape, dst.DType, dst.Shape)
 			}
+			if t == dst || dataPtr(t) != 0 && dataPtr(t) == dataPtr(dst) {
+				st.InPlace++ // the producing kernel wrote it
+				out[o.Name] = dst
+				continue
+			}
 			graph.CopyData(dst.Data, t.Data)
+			st.Copied++
 			a.release(t) // stays in the arena for the next run
 			out[o.Name] = dst
 			continue
@@ -527,10 +606,16 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 			err = fmt.Errorf("exec: internal error in %s: %v\n%s", n.Label(), p, buf)
 		}
 	}()
-	cc := &callCtx{na: nodeAlloc{r.arena, n}} // one allocation for both
+	cc := &callCtx{na: nodeAlloc{a: r.arena, n: n}} // one allocation for both
+	if b := r.bound[n]; b != nil {
+		cc.na.bound, cc.na.taken = b, make([]bool, len(b))
+	}
 	cc.kc = kernels.Context{Context: ctx, Opset: opset, Alloc: &cc.na, RunSubgraph: r.subgraph}
 	kc := &cc.kc
 	outs, err = s.Kernel(kc, n, ins)
+	if err == nil && cc.na.bound != nil {
+		err = cc.na.unbind(n, outs)
+	}
 	if err == nil && kernels.Done(ctx.Done()) {
 		// long kernels stop early once the context is done, leaving their
 		// outputs incomplete: nothing they return after that is used

@@ -186,14 +186,54 @@ func (a *arena) reset() {
 }
 
 // nodeAlloc is the allocator one kernel call gets: the run's arena, with
-// the node named in budget errors.
+// the node named in budget errors, and the caller's tensors bound to the
+// node's outputs (RunOptions.Into).
 type nodeAlloc struct {
-	a *arena
-	n *graph.Node
+	a     *arena
+	n     *graph.Node
+	bound []*graph.Tensor // by output index; nil: none
+	taken []bool          // bound[j] was handed out
 }
 
+// Alloc hands out a caller tensor bound to one of the node's outputs when
+// its dtype and shape are those asked for (zeroed, as New promises), an
+// arena buffer otherwise.
 func (na *nodeAlloc) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	for j, dst := range na.bound {
+		if dst != nil && !na.taken[j] && dst.DType == dt && graph.SameShape(dst.Shape, shape) {
+			na.taken[j] = true
+			clearData(dst.Data)
+			return dst, nil
+		}
+	}
 	return na.a.alloc(dt, shape, na.n)
+}
+
+// unbind checks where the caller tensors handed out went: one returned as
+// the output it is bound to was written in place; one returned as another
+// output (a kernel allocating its outputs in another order) is copied to
+// an arena buffer, so that the copy into the caller tensors after the run
+// reads the right values. A handed-out tensor not returned was scratch.
+func (na *nodeAlloc) unbind(n *graph.Node, outs []*graph.Tensor) error {
+	for j, o := range outs {
+		if o == nil || j >= len(na.bound) {
+			continue
+		}
+		p := dataPtr(o)
+		for k, dst := range na.bound {
+			if k == j || dst == nil || !na.taken[k] || (o != dst && (p == 0 || p != dataPtr(dst))) {
+				continue
+			}
+			c, err := na.a.alloc(o.DType, o.Shape, n)
+			if err != nil {
+				return err
+			}
+			graph.CopyData(c.Data, o.Data)
+			outs[j] = c
+			break
+		}
+	}
+	return nil
 }
 
 func (na *nodeAlloc) Release(t *graph.Tensor) { na.a.release(t) }

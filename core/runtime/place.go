@@ -436,10 +436,10 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 		cp.calls.Add(1)
 		cp.nanos.Add(int64(time.Since(t0)))
 	}()
+	outs, caller := cp.outputs(ctx, len(n.Outputs))
 	if exe := cp.onCPU.Load(); exe != nil {
-		return cp.executeOn(ctx, exe, in)
+		return cp.executeOn(ctx, exe, in, outs)
 	}
-	outs := freshOutputs(len(n.Outputs))
 	err := cp.compiled.Execute(ctx, in, outs)
 	switch {
 	case err == nil:
@@ -452,13 +452,13 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 		if rs := runStateOf(ctx); rs != nil {
 			rs.declinedCall(cp, t0)
 		}
-		return cp.executeOn(ctx, exe, in)
+		return cp.executeOn(ctx, exe, in, refresh(outs, caller))
 	case errors.Is(err, hal.ErrUnavailable) && cp.policy == ReplaceOnCPU:
 		exe, rerr := cp.replaceOnCPU(ctx, err)
 		if rerr != nil {
 			return nil, fmt.Errorf("runtime: partition %d on %s: %w (re-placing it on %s failed: %v)", cp.part.ID, cp.part.Backend, err, cp.fallback.name, rerr)
 		}
-		return cp.executeOn(ctx, exe, in)
+		return cp.executeOn(ctx, exe, in, refresh(outs, caller))
 	}
 	return nil, fmt.Errorf("runtime: partition %d on %s (node %s): %w", cp.part.ID, cp.part.Backend, n.Name, err)
 }
@@ -471,10 +471,60 @@ func freshOutputs(n int) []*graph.Tensor {
 	return outs
 }
 
+// outputs are the output tensors of a call on host tensors: the caller's
+// tensor where the run binds one to a partition output (RunOptions.Into)
+// whose inferred type it fits (the backend writes it in place, as the HAL
+// requires; the caller vouches for the size of a symbolic dim), else an
+// empty tensor the backend fills.
+func (cp *compiledPartition) outputs(kc *kernels.Context, n int) (outs []*graph.Tensor, caller []bool) {
+	outs = freshOutputs(n)
+	for j := range outs {
+		dst := exec.Into(kc, j)
+		if dst == nil || j >= len(cp.part.Outputs) {
+			continue
+		}
+		if t, ok := cp.sg.TypeOf(cp.part.Outputs[j]); ok && t.DType == dst.DType && shapeFits(t.Shape, dst.Shape) {
+			outs[j] = dst
+			if caller == nil {
+				caller = make([]bool, n)
+			}
+			caller[j] = true
+		}
+	}
+	return outs, caller
+}
+
+// refresh empties the outputs a failed call may have filled in; the
+// caller's tensors stay (the next call writes them again).
+func refresh(outs []*graph.Tensor, caller []bool) []*graph.Tensor {
+	for j := range outs {
+		if caller == nil || !caller[j] {
+			outs[j] = &graph.Tensor{}
+		}
+	}
+	return outs
+}
+
+// shapeFits says whether a tensor of shape dims can be a value of shape s:
+// same rank, same static dims (symbolic ones take any size).
+func shapeFits(s graph.Shape, dims []int) bool {
+	if s == nil || len(s) != len(dims) {
+		return false
+	}
+	for i, d := range s {
+		if d.Static() && int(d.Value) != dims[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // executeOn runs the partition on host tensors through another executable
-// (the fallback's).
-func (cp *compiledPartition) executeOn(ctx context.Context, exe *hal.Compiled, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	outs := freshOutputs(len(cp.part.Outputs))
+// (the fallback's), into outs (as from cp.outputs; nil: fresh ones).
+func (cp *compiledPartition) executeOn(ctx context.Context, exe *hal.Compiled, in, outs []*graph.Tensor) ([]*graph.Tensor, error) {
+	if outs == nil {
+		outs = freshOutputs(len(cp.part.Outputs))
+	}
 	if err := exe.Execute(ctx, in, outs); err != nil {
 		return nil, fmt.Errorf("runtime: partition %d (moved from %s to %s): %w", cp.part.ID, cp.part.Backend, cp.fallback.name, err)
 	}

@@ -630,7 +630,7 @@ func (cp *compiledPartition) onHost(ctx context.Context, rs *runState, in []*gra
 		hostIn[i] = t
 	}
 	rs.doneReading(cp)
-	outs, err := cp.executeOn(ctx, exe, hostIn)
+	outs, err := cp.executeOn(ctx, exe, hostIn, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,19 @@
 // Package runtime loads models and runs them: import → validate → check
-// every op is supported → infer shapes → plan → execute on the reference CPU
-// kernels.
+// every op is supported → infer shapes → place on backends → compile the
+// partitions → execute.
+//
+// Placement (package partitioner) splits the graph among the opened
+// backends (Options.Backends, in priority order) using their Supports
+// verdicts and cost estimates; each delegated partition is compiled by its
+// backend at load and becomes one node of the executed program
+// (core/exec). Whatever no backend takes runs on the fallback: for the
+// default "cpu" the runtime runs those nodes itself on the reference
+// kernels (core/kernels), with no HAL call per node; any other fallback is
+// called like any backend. Partitions of HAL 1.1 backends with device
+// memory keep their values on the device between partitions of the same
+// device; every upload and download is a step of the plan (Plan.Transfers)
+// and counted per run (Stats). A partition declined at run time or whose
+// device is lost runs on the fallback, visibly (see OnUnavailable).
 //
 // Contracts:
 //   - A *Model is immutable after Load and safe for concurrent Run calls.
@@ -14,7 +27,9 @@
 //   - After Close, Run fails with ErrClosed.
 //   - Intermediate buffers are recycled by lifetime (a buffer is reused once
 //     its value's last consumer has run); returned outputs belong to the
-//     caller and never alias model weights or inputs.
+//     caller and never alias model weights or inputs. RunOptions.Into
+//     names caller-allocated outputs, written in place by the kernel or
+//     backend computing them where it can.
 package runtime
 
 import (
@@ -60,7 +75,7 @@ type Options struct {
 	// OnUnavailable says what a Run does when a backend reports itself
 	// unavailable (its plugin process died and could not be restarted, its
 	// device went away): fail the Run (the default), or re-place that
-	// partition on the reference kernels for this and every later Run,
+	// partition on the fallback backend for this and every later Run,
 	// recorded in Plan().
 	OnUnavailable OnUnavailable
 	// CompileCache, when set, stores compiled partitions of backends that
@@ -90,7 +105,8 @@ type OnUnavailable int
 const (
 	// FailRun returns the backend's Unavailable error from Run.
 	FailRun OnUnavailable = iota
-	// ReplaceOnCPU moves the partition to the reference kernels.
+	// ReplaceOnCPU moves the partition to the fallback backend (the
+	// reference kernels by default).
 	ReplaceOnCPU
 )
 

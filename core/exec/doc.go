@@ -1,0 +1,12 @@
+// Package exec executes a graph on the reference kernels (core/kernels):
+// Compile orders the nodes, folds constants and plans every value's
+// lifetime; a Program is immutable and safe for concurrent Run calls.
+//
+// Each run draws its buffers from an arena cached per concrete input
+// shape, so steady-state runs allocate nothing for intermediates; every
+// buffer is reserved in a Budget before it is allocated. RunInto (or
+// RunOptions.Into) writes outputs into caller-allocated tensors, in place
+// where the producing kernel allows. Options.Kernels overrides the kernel
+// of individual nodes: core/runtime runs each delegated partition as one
+// such node.
+package exec
