@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestLlama2cTokenizerEncodesThePrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equal(ids, g.PromptTokens) {
+	if !slices.Equal(ids, g.PromptTokens) {
 		t.Fatalf("Encode(%q) = %v, want %v", g.Prompt, ids, g.PromptTokens)
 	}
 	// Decoding the golden tokens gives the golden text.
@@ -128,7 +129,7 @@ func TestGreedyMatchesLlama2c(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equal(res.Tokens, g.Tokens) {
+	if !slices.Equal(res.Tokens, g.Tokens) {
 		t.Fatalf("tokens\n got %v\nwant %v", res.Tokens, g.Tokens)
 	}
 	if text.String() != g.Text {
@@ -161,19 +162,7 @@ func TestGreedyMatchesLlama2c(t *testing.T) {
 		return r.Tokens
 	}
 	a, b := run(7), run(7)
-	if !equal(a, b) {
+	if !slices.Equal(a, b) {
 		t.Fatalf("seeded sampling not repeatable: %v vs %v", a, b)
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -9,7 +9,6 @@
 package formats
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -92,11 +91,7 @@ func Register(f Format) {
 func Names() []string {
 	mu.RLock()
 	defer mu.RUnlock()
-	out := make([]string, len(formats))
-	for i, f := range formats {
-		out[i] = f.Name
-	}
-	return out
+	return namesLocked()
 }
 
 // Lookup returns the format of a file named path whose first bytes are
@@ -165,7 +160,7 @@ func Decode(data []byte, name string, opts Options) (*graph.Model, error) {
 	if len(head) > HeadBytes {
 		head = head[:HeadBytes]
 	}
-	f, err := Lookup(name, bytes.Clone(head))
+	f, err := Lookup(name, head)
 	if err != nil {
 		return nil, err
 	}

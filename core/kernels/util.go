@@ -142,3 +142,65 @@ func Input(inputs []*graph.Tensor, i int) *graph.Tensor {
 	}
 	return nil
 }
+
+// CheckInput validates a required input tensor: present and well formed.
+func CheckInput(n *graph.Node, t *graph.Tensor, what string) error {
+	if t == nil {
+		return Invalidf(n, "missing input %s", what)
+	}
+	if err := t.Check(); err != nil {
+		return Invalidf(n, "input %s: %v", what, err)
+	}
+	return nil
+}
+
+// CheckFloatInput validates a required input of a float dtype.
+func CheckFloatInput(n *graph.Node, t *graph.Tensor, what string) error {
+	if err := CheckInput(n, t, what); err != nil {
+		return err
+	}
+	if !t.DType.IsFloat() {
+		return Unsupportedf(n, "input %s has dtype %v, want a float type", what, t.DType)
+	}
+	return nil
+}
+
+// NewFromFloat64 allocates a float tensor of dtype dt with ctx and stores
+// vals into it, rounding once to the element type (kernels that compute
+// in float64 whatever their input precision).
+func NewFromFloat64(ctx *Context, n *graph.Node, dt graph.DType, shape []int, vals []float64) (*graph.Tensor, error) {
+	out, err := ctx.New(dt, shape)
+	if err != nil {
+		return nil, Invalidf(n, "%v", err)
+	}
+	if out.Len() != len(vals) {
+		return nil, Invalidf(n, "internal size mismatch: %d values for shape %v", len(vals), shape)
+	}
+	StoreFloat64(out, vals)
+	return out, nil
+}
+
+// StoreFloat64 writes vals into the float tensor t, rounding once to its
+// element type (bfloat16 via float32).
+func StoreFloat64(t *graph.Tensor, vals []float64) {
+	switch d := t.Data.(type) {
+	case []float32:
+		for i, v := range vals {
+			d[i] = float32(v)
+		}
+	case []float64:
+		copy(d, vals)
+	case []graph.F16:
+		for i, v := range vals {
+			d[i] = graph.F16FromFloat64(v)
+		}
+	case []graph.BF16:
+		for i, v := range vals {
+			d[i] = graph.BF16FromFloat32(float32(v))
+		}
+	default:
+		for i, v := range vals {
+			t.SetFloat64(i, v)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func swish(x, alpha float64) float64 { return x * sigmoid(alpha*x) }
 
 func swishKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
-	if err := checkFloat(n, x, "X"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "X"); err != nil {
 		return nil, err
 	}
 	alpha := float64(n.AttrFloat("alpha", 1))
@@ -37,7 +37,7 @@ func swishKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	for i, v := range xv {
 		xv[i] = swish(v, alpha)
 	}
-	out, err := newFromFloat64(ctx, n, x.DType, x.Shape, xv)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, xv)
 	if err != nil {
 		return nil, err
 	}
@@ -48,10 +48,10 @@ func swishKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 
 func swigluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	a, b := kernels.Input(in, 0), kernels.Input(in, 1)
-	if err := checkFloat(n, a, "A"); err != nil {
+	if err := kernels.CheckFloatInput(n, a, "A"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, b, "B"); err != nil {
+	if err := kernels.CheckFloatInput(n, b, "B"); err != nil {
 		return nil, err
 	}
 	if a.DType != b.DType {
@@ -67,7 +67,7 @@ func swigluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		// function body (Swish then Mul) does.
 		av[i] = roundTo(a.DType, swish(av[i], alpha)) * bv[i]
 	}
-	out, err := newFromFloat64(ctx, n, a.DType, a.Shape, av)
+	out, err := kernels.NewFromFloat64(ctx, n, a.DType, a.Shape, av)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func swigluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 // zero (exact integer arithmetic when bias is integral).
 func shrinkKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
-	if err := checkTensor(n, x, "input"); err != nil {
+	if err := kernels.CheckInput(n, x, "input"); err != nil {
 		return nil, err
 	}
 	if !x.DType.IsNumeric() {
@@ -98,7 +98,7 @@ func shrinkKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		for i, v := range xv {
 			xv[i] = shrinkF(v, lambd, bias)
 		}
-		storeFloat64(out, xv)
+		kernels.StoreFloat64(out, xv)
 		return []*graph.Tensor{out}, nil
 	}
 	switch d := x.Data.(type) {

@@ -51,7 +51,7 @@ func attentionKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	q, k, v := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
 	mask, pastK, pastV, nonpad := kernels.Input(in, 3), kernels.Input(in, 4), kernels.Input(in, 5), kernels.Input(in, 6)
 	for i, nm := range []string{"Q", "K", "V"} {
-		if err := checkFloat(n, in[i], nm); err != nil {
+		if err := kernels.CheckFloatInput(n, in[i], nm); err != nil {
 			return nil, err
 		}
 	}
@@ -268,25 +268,25 @@ func attentionKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	outs := make([]*graph.Tensor, len(n.Outputs))
 	if dm.rank3 {
 		y = fromBHSD(y, B, qH, S, Dv)
-		outs[0], err = newFromFloat64(ctx, n, q.DType, []int{B, S, qH * Dv}, y)
+		outs[0], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, S, qH * Dv}, y)
 	} else {
-		outs[0], err = newFromFloat64(ctx, n, q.DType, []int{B, qH, S, Dv}, y)
+		outs[0], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, qH, S, Dv}, y)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if wants(n, 1) {
-		if outs[1], err = newFromFloat64(ctx, n, q.DType, []int{B, kvH, T, D}, kAll); err != nil {
+		if outs[1], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, kvH, T, D}, kAll); err != nil {
 			return nil, err
 		}
 	}
 	if wants(n, 2) {
-		if outs[2], err = newFromFloat64(ctx, n, q.DType, []int{B, kvH, T, Dv}, vAll); err != nil {
+		if outs[2], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, kvH, T, Dv}, vAll); err != nil {
 			return nil, err
 		}
 	}
 	if qkOut != nil {
-		if outs[3], err = newFromFloat64(ctx, n, q.DType, []int{B, qH, S, T}, qkOut); err != nil {
+		if outs[3], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, qH, S, T}, qkOut); err != nil {
 			return nil, err
 		}
 	}

@@ -23,10 +23,10 @@ func init() {
 
 func rmsNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x, scaleT := kernels.Input(in, 0), kernels.Input(in, 1)
-	if err := checkFloat(n, x, "X"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "X"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, scaleT, "scale"); err != nil {
+	if err := kernels.CheckFloatInput(n, scaleT, "scale"); err != nil {
 		return nil, err
 	}
 	if st := graph.DType(n.AttrInt("stash_type", int64(graph.Float32))); !st.IsFloat() {
@@ -62,7 +62,7 @@ func rmsNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 			y[i] = xv[i] * r * scale[scaleIdx[i]]
 		}
 	}
-	out, err := newFromFloat64(ctx, n, x.DType, x.Shape, y)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, y)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func rmsNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 
 func lpNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
-	if err := checkFloat(n, x, "input"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "input"); err != nil {
 		return nil, err
 	}
 	p := n.AttrInt("p", 2)
@@ -120,7 +120,7 @@ func lpNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			}
 		}
 	}
-	out, err := newFromFloat64(ctx, n, x.DType, x.Shape, y)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, y)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ var mvnEpsilon = float64(float32(1e-9))
 
 func mvnKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
-	if err := checkFloat(n, x, "X"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "X"); err != nil {
 		return nil, err
 	}
 	red, err := attentionops.MvnAxes(n, x.Rank())
@@ -192,7 +192,7 @@ func mvnKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	for i, v := range xv {
 		y[i] = (v - mean[key[i]]) / vr[key[i]]
 	}
-	out, err := newFromFloat64(ctx, n, x.DType, x.Shape, y)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, y)
 	if err != nil {
 		return nil, err
 	}

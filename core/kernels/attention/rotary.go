@@ -25,13 +25,13 @@ func init() {
 
 func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x, cosT, sinT, pos := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2), kernels.Input(in, 3)
-	if err := checkFloat(n, x, "X"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "X"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, cosT, "cos_cache"); err != nil {
+	if err := kernels.CheckFloatInput(n, cosT, "cos_cache"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, sinT, "sin_cache"); err != nil {
+	if err := kernels.CheckFloatInput(n, sinT, "sin_cache"); err != nil {
 		return nil, err
 	}
 	if err := checkOptional(n, pos, "position_ids"); err != nil {
@@ -138,7 +138,7 @@ func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			}
 		}
 	}
-	out, err := newFromFloat64(ctx, n, x.DType, x.Shape, y)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, y)
 	if err != nil {
 		return nil, err
 	}

@@ -237,10 +237,10 @@ func scaleOf(n *graph.Node, headSize int) float64 {
 func attentionKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x, w, bias, mask, past, abias := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2),
 		kernels.Input(in, 3), kernels.Input(in, 4), kernels.Input(in, 5)
-	if err := checkFloat(n, x, "input"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "input"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, w, "weights"); err != nil {
+	if err := kernels.CheckFloatInput(n, w, "weights"); err != nil {
 		return nil, err
 	}
 	for i, what := range []string{2: "bias", 4: "past", 5: "attention_bias"} {
@@ -338,12 +338,12 @@ func attentionKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		return nil, err
 	}
 	res := make([]*graph.Tensor, len(n.Outputs))
-	if res[0], err = newTensor(ctx, n, x.DType, []int{B, S, N * Hv}, o); err != nil {
+	if res[0], err = kernels.NewFromFloat64(ctx, n, x.DType, []int{B, S, N * Hv}, o); err != nil {
 		return nil, err
 	}
 	if wants(n, 1) {
 		pres := append(append(make([]float64, 0, len(k)+len(v)), k...), v...)
-		if res[1], err = newTensor(ctx, n, x.DType, []int{2, B, N, T, H}, pres); err != nil {
+		if res[1], err = kernels.NewFromFloat64(ctx, n, x.DType, []int{2, B, N, T, H}, pres); err != nil {
 			return nil, err
 		}
 	}
@@ -373,7 +373,7 @@ func attentionMask(n *graph.Node, m *graph.Tensor, B, S, T int, causal bool) ([]
 func mhaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	q, k, v, bias, kpm, abias, pk, pv := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2), kernels.Input(in, 3),
 		kernels.Input(in, 4), kernels.Input(in, 5), kernels.Input(in, 6), kernels.Input(in, 7)
-	if err := checkFloat(n, q, "query"); err != nil {
+	if err := kernels.CheckFloatInput(n, q, "query"); err != nil {
 		return nil, err
 	}
 	for i, what := range []string{1: "key", 2: "value", 3: "bias", 5: "attention_bias", 6: "past_key", 7: "past_value"} {
@@ -500,21 +500,21 @@ func mhaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 		return nil, err
 	}
 	res := make([]*graph.Tensor, len(n.Outputs))
-	if res[0], err = newTensor(ctx, n, q.DType, []int{B, S, N * Hv}, o); err != nil {
+	if res[0], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, S, N * Hv}, o); err != nil {
 		return nil, err
 	}
 	if wants(n, 1) {
-		if res[1], err = newTensor(ctx, n, q.DType, []int{B, N, T, H}, kh); err != nil {
+		if res[1], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, N, T, H}, kh); err != nil {
 			return nil, err
 		}
 	}
 	if wants(n, 2) {
-		if res[2], err = newTensor(ctx, n, q.DType, []int{B, N, T, Hv}, vh); err != nil {
+		if res[2], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, N, T, Hv}, vh); err != nil {
 			return nil, err
 		}
 	}
 	if wants(n, 3) {
-		if res[3], err = newTensor(ctx, n, q.DType, []int{B, N, S, T}, qk); err != nil {
+		if res[3], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, N, S, T}, qk); err != nil {
 			return nil, err
 		}
 	}

@@ -25,7 +25,7 @@ func init() {
 func geluKernel(tanhForm bool) kernels.Func {
 	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x, bias := kernels.Input(in, 0), kernels.Input(in, 1)
-		if err := checkFloat(n, x, "X"); err != nil {
+		if err := kernels.CheckFloatInput(n, x, "X"); err != nil {
 			return nil, err
 		}
 		if err := checkOptFloat(n, bias, "bias"); err != nil {
@@ -52,7 +52,7 @@ func geluKernel(tanhForm bool) kernels.Func {
 				xv[i] = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
 			}
 		}
-		out, err := newTensor(ctx, n, x.DType, x.Shape, xv)
+		out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, xv)
 		if err != nil {
 			return nil, err
 		}

@@ -70,7 +70,7 @@ func skipNormKernel(rms bool) kernels.Func {
 			if c.opt && c.t == nil {
 				continue
 			}
-			if err := checkFloat(n, c.t, c.what); err != nil {
+			if err := kernels.CheckFloatInput(n, c.t, c.what); err != nil {
 				return nil, err
 			}
 		}
@@ -117,19 +117,19 @@ func skipNormKernel(rms bool) kernels.Func {
 			means[r], invs[r] = normRow(xv[r*H:(r+1)*H], gv, bev, eps, rms)
 		}
 		res := make([]*graph.Tensor, len(n.Outputs))
-		if res[0], err = newTensor(ctx, n, x.DType, x.Shape, xv); err != nil {
+		if res[0], err = kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, xv); err != nil {
 			return nil, err
 		}
 		stat := append(append([]int(nil), x.Shape[:x.Rank()-1]...), 1)
 		for i, vals := range [][]float64{1: means, 2: invs} {
 			if i > 0 && wants(n, i) {
-				if res[i], err = newTensor(ctx, n, graph.Float32, stat, vals); err != nil {
+				if res[i], err = kernels.NewFromFloat64(ctx, n, graph.Float32, stat, vals); err != nil {
 					return nil, err
 				}
 			}
 		}
 		if sum != nil {
-			if res[3], err = newTensor(ctx, n, x.DType, x.Shape, sum); err != nil {
+			if res[3], err = kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, sum); err != nil {
 				return nil, err
 			}
 		}
@@ -146,10 +146,10 @@ func skipNormKernel(rms bool) kernels.Func {
 
 func simplifiedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x, scale := kernels.Input(in, 0), kernels.Input(in, 1)
-	if err := checkFloat(n, x, "X"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "X"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, scale, "scale"); err != nil {
+	if err := kernels.CheckFloatInput(n, scale, "scale"); err != nil {
 		return nil, err
 	}
 	if x.Rank() == 0 {
@@ -175,7 +175,7 @@ func simplifiedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 		_, invs[r] = normRow(xv[r*M:(r+1)*M], gv, nil, eps, true)
 	}
 	res := make([]*graph.Tensor, len(n.Outputs))
-	if res[0], err = newTensor(ctx, n, scale.DType, x.Shape, xv); err != nil {
+	if res[0], err = kernels.NewFromFloat64(ctx, n, scale.DType, x.Shape, xv); err != nil {
 		return nil, err
 	}
 	if wants(n, 1) {
@@ -183,7 +183,7 @@ func simplifiedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 		for i := ax; i < len(stat); i++ {
 			stat[i] = 1
 		}
-		if res[1], err = newTensor(ctx, n, graph.Float32, stat, invs); err != nil {
+		if res[1], err = kernels.NewFromFloat64(ctx, n, graph.Float32, stat, invs); err != nil {
 			return nil, err
 		}
 	}
@@ -206,7 +206,7 @@ func simplifiedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 func embedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	ids, seg, word, posE, segE, gamma, beta, mask, posIDs := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2),
 		kernels.Input(in, 3), kernels.Input(in, 4), kernels.Input(in, 5), kernels.Input(in, 6), kernels.Input(in, 7), kernels.Input(in, 8)
-	if err := checkTensor(n, ids, "input_ids"); err != nil {
+	if err := kernels.CheckInput(n, ids, "input_ids"); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct {
@@ -225,7 +225,7 @@ func embedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		if c.opt && c.t == nil {
 			continue
 		}
-		if err := checkFloat(n, c.t, c.what); err != nil {
+		if err := kernels.CheckFloatInput(n, c.t, c.what); err != nil {
 			return nil, err
 		}
 	}
@@ -318,7 +318,7 @@ func embedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		normRow(emb[r*H:(r+1)*H], gv, bv, eps, false)
 	}
 	res := make([]*graph.Tensor, len(n.Outputs))
-	if res[0], err = newTensor(ctx, n, word.DType, []int{B, S, H}, emb); err != nil {
+	if res[0], err = kernels.NewFromFloat64(ctx, n, word.DType, []int{B, S, H}, emb); err != nil {
 		return nil, err
 	}
 	if wants(n, 1) {
@@ -332,12 +332,12 @@ func embedNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 				}
 			}
 		}
-		if res[1], err = newTensor(ctx, n, graph.Int32, []int{B}, mi); err != nil {
+		if res[1], err = kernels.NewFromFloat64(ctx, n, graph.Int32, []int{B}, mi); err != nil {
 			return nil, err
 		}
 	}
 	if sum != nil {
-		if res[2], err = newTensor(ctx, n, word.DType, []int{B, S, H}, sum); err != nil {
+		if res[2], err = kernels.NewFromFloat64(ctx, n, word.DType, []int{B, S, H}, sum); err != nil {
 			return nil, err
 		}
 	}

@@ -26,16 +26,16 @@ func init() {
 
 func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x, pos, cosT, sinT := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2), kernels.Input(in, 3)
-	if err := checkFloat(n, x, "input"); err != nil {
+	if err := kernels.CheckFloatInput(n, x, "input"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, cosT, "cos_cache"); err != nil {
+	if err := kernels.CheckFloatInput(n, cosT, "cos_cache"); err != nil {
 		return nil, err
 	}
-	if err := checkFloat(n, sinT, "sin_cache"); err != nil {
+	if err := kernels.CheckFloatInput(n, sinT, "sin_cache"); err != nil {
 		return nil, err
 	}
-	if err := checkTensor(n, pos, "position_ids"); err != nil {
+	if err := kernels.CheckInput(n, pos, "position_ids"); err != nil {
 		return nil, err
 	}
 	if err := checkInts(n, pos, "position_ids"); err != nil {
@@ -128,7 +128,7 @@ func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			}
 		}
 	}
-	out, err := newTensor(ctx, n, x.DType, x.Shape, y)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, y)
 	if err != nil {
 		return nil, err
 	}

@@ -7,34 +7,12 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
-// checkTensor validates a required input tensor.
-func checkTensor(n *graph.Node, t *graph.Tensor, what string) error {
-	if t == nil {
-		return kernels.Invalidf(n, "missing input %s", what)
-	}
-	if err := t.Check(); err != nil {
-		return kernels.Invalidf(n, "input %s: %v", what, err)
-	}
-	return nil
-}
-
-// checkFloat validates a required float input.
-func checkFloat(n *graph.Node, t *graph.Tensor, what string) error {
-	if err := checkTensor(n, t, what); err != nil {
-		return err
-	}
-	if !t.DType.IsFloat() {
-		return kernels.Unsupportedf(n, "input %s has dtype %v, want a float type", what, t.DType)
-	}
-	return nil
-}
-
 // checkOptFloat validates an optional float input (nil is fine).
 func checkOptFloat(n *graph.Node, t *graph.Tensor, what string) error {
 	if t == nil {
 		return nil
 	}
-	return checkFloat(n, t, what)
+	return kernels.CheckFloatInput(n, t, what)
 }
 
 // checkInts validates an optional integer input (nil is fine).
@@ -42,7 +20,7 @@ func checkInts(n *graph.Node, t *graph.Tensor, what string) error {
 	if t == nil {
 		return nil
 	}
-	if err := checkTensor(n, t, what); err != nil {
+	if err := kernels.CheckInput(n, t, what); err != nil {
 		return err
 	}
 	if !t.DType.IsInteger() {
@@ -53,39 +31,6 @@ func checkInts(n *graph.Node, t *graph.Tensor, what string) error {
 
 // wants reports whether node output i is requested.
 func wants(n *graph.Node, i int) bool { return i < len(n.Outputs) && n.Outputs[i] != "" }
-
-// newTensor allocates an output of dtype dt holding vals (rounded once to
-// dt).
-func newTensor(ctx *kernels.Context, n *graph.Node, dt graph.DType, shape []int, vals []float64) (*graph.Tensor, error) {
-	out, err := ctx.New(dt, shape)
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	if out.Len() != len(vals) {
-		return nil, kernels.Invalidf(n, "internal size mismatch: %d values for shape %v", len(vals), shape)
-	}
-	switch d := out.Data.(type) {
-	case []float32:
-		for i, v := range vals {
-			d[i] = float32(v)
-		}
-	case []float64:
-		copy(d, vals)
-	case []graph.F16:
-		for i, v := range vals {
-			d[i] = graph.F16FromFloat64(v)
-		}
-	case []graph.BF16:
-		for i, v := range vals {
-			d[i] = graph.BF16FromFloat32(float32(v))
-		}
-	default:
-		for i, v := range vals {
-			out.SetFloat64(i, v)
-		}
-	}
-	return out, nil
-}
 
 // lowest is float32's most negative finite value, what ONNX Runtime puts
 // on causally masked scores.
