@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/internal/sealed"
 	"github.com/switchyard-hal/switchyard/plugins/cabi"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu" // the reference kernels, the default fallback
@@ -122,7 +123,7 @@ func Discover(opts *DiscoverOptions) *Backends {
 		o.Registry = hal.Default
 	}
 	if o.PluginPath == nil {
-		o.PluginPath = grpcplugin.SearchPath()
+		o.PluginPath = manifest.SearchPath()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -173,16 +174,13 @@ func (b *Backends) discoverPlugins(o DiscoverOptions) {
 // from the manifest without loading, the library's sha256 verified before
 // it is opened, the HAL range checked before anything is loaded.
 func (b *Backends) discoverLibraryPlugins(o DiscoverOptions) {
-	for _, m := range grpcplugin.Discover(o.PluginPath).Manifests {
-		if m.Kind != grpcplugin.KindLibrary {
+	for _, m := range manifest.Discover(o.PluginPath).Manifests {
+		if m.Kind != manifest.KindLibrary {
 			continue
 		}
 		opts := cabi.Options{Name: m.Name, SHA256: m.SHA256}
 		f := cabi.Factory(m.Path, opts)
-		f.Info = grpcplugin.ManifestInfo(m)
-		if m.Description == "" {
-			f.Info.Description = "C delegate library " + m.Path
-		}
+		f.Info = m.Info()
 		if err := b.reg.Register(f); err != nil {
 			b.warn(Warning{Backend: m.Name, Msg: fmt.Sprintf("library plugin %s (%s): %v", m.Name, m.File, err)})
 			continue
@@ -254,7 +252,7 @@ func (b *Backends) Warnings() []Warning { return append([]Warning(nil), b.warnin
 
 // SearchPath is the plugin search path used by default: the directories of
 // SWITCHYARD_PLUGIN_PATH, then the user and system plugin directories.
-func SearchPath() []string { return grpcplugin.SearchPath() }
+func SearchPath() []string { return manifest.SearchPath() }
 
 // IsLibrary says whether name is a registered C library (opened in this
 // process by dlopen, and probed in a child process by Probe).

@@ -7,7 +7,7 @@
 // plugin's manifest), negotiates with (go-plugin protocol version and HAL
 // version), talks to over gRPC with mutual TLS, and shares tensors with
 // through shared memory. Write a manifest next to the binary (see
-// plugins/grpc.Manifest) and put its directory on SWITCHYARD_PLUGIN_PATH.
+// hal/manifest.Manifest) and put its directory on SWITCHYARD_PLUGIN_PATH.
 //
 // Contracts Serve keeps for the vendor:
 //   - The backend sees plain hal calls with tensors in its own address

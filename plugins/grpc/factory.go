@@ -7,24 +7,15 @@ import (
 	"sort"
 
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 )
-
-// ManifestInfo is what a registry lists for a manifest before anything is
-// started (cheap enumeration).
-func ManifestInfo(m *Manifest) hal.Info {
-	desc := m.Description
-	if desc == "" {
-		desc = "plugin process " + m.Path
-	}
-	return hal.Info{Name: m.Name, Vendor: m.Vendor, Version: m.Version, HAL: m.Range, Device: hal.DeviceKind(m.Device), Description: desc}
-}
 
 // Factory makes a registry factory for a process manifest. Open verifies
 // the binary and starts it; base supplies logging, deadlines and restart
 // policy (its Name, Path, Args, Env and SHA256 come from the manifest).
-func Factory(m *Manifest, base Options) (hal.Factory, error) {
-	if m.Kind != KindProcess {
-		return hal.Factory{}, &ManifestError{File: m.File, Field: "kind", Msg: fmt.Sprintf("%q plugins are loaded by the C-ABI loader, not as processes", m.Kind)}
+func Factory(m *manifest.Manifest, base Options) (hal.Factory, error) {
+	if m.Kind != manifest.KindProcess {
+		return hal.Factory{}, &manifest.ManifestError{File: m.File, Field: "kind", Msg: fmt.Sprintf("%q plugins are loaded by the C-ABI loader, not as processes", m.Kind)}
 	}
 	o := base
 	o.Name, o.Path, o.Args, o.SHA256, o.AllowUnverified = m.Name, m.Path, m.Args, m.SHA256, false
@@ -37,7 +28,7 @@ func Factory(m *Manifest, base Options) (hal.Factory, error) {
 	for _, k := range keys {
 		o.Env = append(o.Env, k+"="+m.Env[k])
 	}
-	return hal.Factory{Info: ManifestInfo(m), Kind: hal.LoadProcess, Open: func(ctx context.Context) (hal.Backend, error) {
+	return hal.Factory{Info: m.Info(), Kind: hal.LoadProcess, Open: func(ctx context.Context) (hal.Backend, error) {
 		b, err := Open(ctx, o)
 		if err != nil {
 			return nil, err
@@ -48,28 +39,28 @@ func Factory(m *Manifest, base Options) (hal.Factory, error) {
 
 // Registered is one discovered manifest and what became of it.
 type Registered struct {
-	Manifest     *Manifest
-	Verification Verification
+	Manifest     *manifest.Manifest
+	Verification manifest.Verification
 	// Err is why it was not registered (nil when it was).
 	Err error
 }
 
-// Register discovers manifests in dirs (SearchPath() when nil), verifies
+// Register discovers manifests in dirs (manifest.SearchPath() when nil), verifies
 // each binary's checksum and registers every process plugin with r. Bad
 // manifests, library plugins and registration conflicts are reported, never
 // fatal. A plugin whose checksum does not match is still registered, so
 // that opening it fails with both hashes named and tools can show why.
 func Register(r *hal.Registry, dirs []string, base Options) ([]Registered, []error) {
 	if dirs == nil {
-		dirs = SearchPath()
+		dirs = manifest.SearchPath()
 	}
 	if base.Logger == nil {
 		base.Logger = slog.Default()
 	}
-	d := Discover(dirs)
+	d := manifest.Discover(dirs)
 	var out []Registered
 	for _, m := range d.Manifests {
-		if m.Kind == KindLibrary {
+		if m.Kind == manifest.KindLibrary {
 			continue // C-ABI libraries are registered by their own loader (plugins/cabi)
 		}
 		reg := Registered{Manifest: m, Verification: m.Verify()}

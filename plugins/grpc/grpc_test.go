@@ -23,6 +23,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	swrt "github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
@@ -54,7 +55,7 @@ func simPlugin(t testing.TB) (path, sum string) {
 			buildErr = fmt.Errorf("go build simplugin: %v\n%s", err, out)
 			return
 		}
-		pluginSum, buildErr = grpcplugin.FileSHA256(pluginBin)
+		pluginSum, buildErr = manifest.FileSHA256(pluginBin)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

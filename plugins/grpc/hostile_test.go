@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	swrt "github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/hal/wire"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
 )
@@ -41,7 +42,7 @@ func hostilePlugin(t testing.TB) (path, sum string) {
 			hostileErr = fmt.Errorf("go build hostile: %v\n%s", err, out)
 			return
 		}
-		hostileSum, hostileErr = grpcplugin.FileSHA256(hostileBin)
+		hostileSum, hostileErr = manifest.FileSHA256(hostileBin)
 	})
 	if hostileErr != nil {
 		t.Fatal(hostileErr)

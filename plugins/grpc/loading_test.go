@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/internal/sealed"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
 	"github.com/switchyard-hal/switchyard/plugins/sim"
@@ -123,20 +124,20 @@ func TestWorldWritablePluginPathsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	safe := t.TempDir()
-	manifest := func(dir, name, path string) {
+	writeManifest := func(dir, name, path string) {
 		write(t, dir, name+".json", fmt.Sprintf(`{"name":%q,"version":"1","kind":"process","path":%q,"sha256":%q,"hal":{"min":"1.0","max":"1.1"},"env":{"SWITCHYARD_SIM_OPTIONS":"{\"name\":\"%s\",\"ops\":[\"Relu\"]}"}}`, name, path, sum, name))
 	}
 	// the manifest in the open directory; a safe manifest whose binary is
 	// reached through the open directory
-	manifest(open, "inopen", good)
+	writeManifest(open, "inopen", good)
 	bin := filepath.Join(open, "plugin")
 	if err := os.Symlink(good, bin); err != nil {
 		t.Fatal(err)
 	}
-	manifest(safe, "binopen", bin)
-	manifest(safe, "fine", good)
+	writeManifest(safe, "binopen", bin)
+	writeManifest(safe, "fine", good)
 
-	d := grpcplugin.Discover([]string{open, safe})
+	d := manifest.Discover([]string{open, safe})
 	var names []string
 	for _, m := range d.Manifests {
 		names = append(names, m.Name)
@@ -161,7 +162,7 @@ func TestWorldWritablePluginPathsRefused(t *testing.T) {
 	}
 
 	t.Setenv(sealed.EnvAllowInsecure, "1")
-	d = grpcplugin.Discover([]string{open, safe})
+	d = manifest.Discover([]string{open, safe})
 	if len(d.Manifests) != 3 || len(d.Problems) != 0 {
 		t.Fatalf("with the opt-out: %d manifests, problems %v", len(d.Manifests), d.Problems)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
 )
 
@@ -45,7 +46,7 @@ func TestDiscoveryAndRegistration(t *testing.T) {
 		t.Errorf("%d problems, want %d: %v", len(problems), len(wantProblems), problems)
 	}
 	for _, p := range problems {
-		var me *grpcplugin.ManifestError
+		var me *manifest.ManifestError
 		if !errors.As(p, &me) {
 			t.Errorf("problem %v is not a ManifestError", p)
 			continue

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/hal/wire"
 	halv1 "github.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1"
 	"github.com/switchyard-hal/switchyard/internal/sealed"
@@ -92,7 +93,7 @@ func (b *Backend) start(ctx context.Context, gen uint64) (p *process, err error)
 	}
 	defer bin.Close() // the child has executed it once Client() returns
 	if want != "" && bin.SHA256 != want {
-		return nil, checksumError(b.name, o.Path, want, bin.SHA256)
+		return nil, manifest.ChecksumError(b.name, o.Path, want, bin.SHA256)
 	}
 	sum, _ := hex.DecodeString(want)
 

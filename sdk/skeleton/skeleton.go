@@ -37,7 +37,7 @@
 //
 //     func main() { sdk.Serve(skeleton.New(), nil) }
 //
-//     and write a manifest (plugins/grpc.Manifest) with the binary's sha256.
+//     and write a manifest (hal/manifest.Manifest) with the binary's sha256.
 package skeleton
 
 import (

@@ -1,4 +1,4 @@
-package grpcplugin_test
+package manifest_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
+	"github.com/switchyard-hal/switchyard/hal/manifest"
 )
 
 // FuzzParseManifest: any bytes either make a *ManifestError naming the
@@ -32,9 +32,9 @@ func FuzzParseManifest(f *testing.F) {
 	}
 	const file = "/plugins/fuzz.json"
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := grpcplugin.ParseManifest(file, data)
+		m, err := manifest.ParseManifest(file, data)
 		if err != nil {
-			var me *grpcplugin.ManifestError
+			var me *manifest.ManifestError
 			if !errors.As(err, &me) || me.File != file || !strings.Contains(err.Error(), file) {
 				t.Fatalf("error %v does not name the file", err)
 			}
@@ -43,7 +43,7 @@ func FuzzParseManifest(f *testing.F) {
 		if m.File != file || strings.TrimSpace(m.Name) == "" || strings.ContainsAny(m.Name, " ,/\t\n\r=\x00") {
 			t.Fatalf("accepted name %q", m.Name)
 		}
-		if m.Kind != grpcplugin.KindProcess && m.Kind != grpcplugin.KindLibrary {
+		if m.Kind != manifest.KindProcess && m.Kind != manifest.KindLibrary {
 			t.Fatalf("accepted kind %q", m.Kind)
 		}
 		if !filepath.IsAbs(m.Path) || strings.ContainsRune(m.Path, 0) {
@@ -70,7 +70,7 @@ func FuzzParseManifest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := grpcplugin.ParseManifest(file, out)
+		again, err := manifest.ParseManifest(file, out)
 		if err != nil {
 			t.Fatalf("a written-out manifest does not read back: %v\n%s", err, out)
 		}

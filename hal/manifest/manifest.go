@@ -1,4 +1,11 @@
-package grpcplugin
+// Package manifest is the plugin manifest format of the HAL's loading code:
+// the JSON file that says where a backend lives (a plugin process or a C
+// delegate library), its checksum, the HAL versions it speaks and the
+// platforms it is built for, and the directories searched for such files.
+// It loads nothing itself: plugins/grpc starts process plugins and
+// plugins/cabi opens library plugins from what Discover returns, and
+// package switchyard puts both into one registry.
+package manifest
 
 import (
 	"bytes"
@@ -205,6 +212,20 @@ func ParseManifest(file string, b []byte) (*Manifest, error) {
 	return &m, nil
 }
 
+// Info is what a registry lists for the manifest before anything is
+// started or loaded (cheap enumeration).
+func (m *Manifest) Info() hal.Info {
+	desc := m.Description
+	if desc == "" {
+		if m.Kind == KindLibrary {
+			desc = "C delegate library " + m.Path
+		} else {
+			desc = "plugin process " + m.Path
+		}
+	}
+	return hal.Info{Name: m.Name, Vendor: m.Vendor, Version: m.Version, HAL: m.Range, Device: hal.DeviceKind(m.Device), Description: desc}
+}
+
 // ForThisPlatform reports whether the plugin is built for this GOOS/GOARCH.
 func (m *Manifest) ForThisPlatform() bool {
 	if len(m.Platforms) == 0 {
@@ -240,8 +261,9 @@ func FileSHA256(path string) (string, error) {
 	return sealed.HashFile(path, sealed.MaxBytes)
 }
 
-// checksumError names both hashes.
-func checksumError(name, path, want, got string) error {
+// ChecksumError is the error for a binary whose sha256 is not the one its
+// manifest (or its loader's options) names; it names both hashes.
+func ChecksumError(name, path, want, got string) error {
 	return &hal.Error{Code: hal.CodeFailedPrecondition, Backend: name, Op: "open",
 		Msg: fmt.Sprintf("checksum mismatch: plugin binary %s has sha256 %s but its manifest says sha256 %s; refusing to start it", path, got, want)}
 }
@@ -254,7 +276,7 @@ func (m *Manifest) Verify() Verification {
 		return Verification{Reason: err.Error()}
 	}
 	if got != m.SHA256 {
-		return Verification{Actual: got, Reason: checksumError(m.Name, m.Path, m.SHA256, got).(*hal.Error).Msg}
+		return Verification{Actual: got, Reason: ChecksumError(m.Name, m.Path, m.SHA256, got).(*hal.Error).Msg}
 	}
 	return Verification{OK: true, Actual: got}
 }
