@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	ops "github.com/switchyard-hal/switchyard/core/ops"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
 )
@@ -199,7 +200,7 @@ func representativeTypes(ir *graph.Model, bounds map[string][]hal.DimRange) map[
 				in[i] = kernels.InferInput{Type: types[name], Const: consts[name]}
 			}
 		}
-		outs, err := safeInfer(s, n, opset, in)
+		outs, _, err := ops.Infer(n, opset, in)
 		if err != nil {
 			continue
 		}

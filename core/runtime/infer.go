@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"fmt"
-
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
+	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
 // InferenceIssue records a node whose shape inference failed; the model may
@@ -48,18 +46,17 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 				consts[n.Outputs[0]] = t
 			}
 		}
-		s, ok := kernels.Lookup(n.Domain, n.OpType)
-		if !ok || s.Infer == nil {
-			continue
-		}
-		in := make([]kernels.InferInput, len(n.Inputs))
+		in := make([]ops.InferInput, len(n.Inputs))
 		for i, name := range n.Inputs {
 			if name == "" {
 				continue
 			}
-			in[i] = kernels.InferInput{Type: types[name], Const: consts[name]}
+			in[i] = ops.InferInput{Type: types[name], Const: consts[name]}
 		}
-		outs, err := safeInfer(s, n, ir.OpsetVersion(n.Domain), in)
+		outs, ok, err := ops.Infer(n, ir.OpsetVersion(n.Domain), in)
+		if !ok {
+			continue
+		}
 		if err != nil {
 			issues = append(issues, InferenceIssue{Node: n.Label(), Err: err})
 			continue
@@ -75,15 +72,6 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 		}
 	}
 	return types, issues
-}
-
-func safeInfer(s *kernels.Schema, n *graph.Node, opset int64, in []kernels.InferInput) (outs []graph.ValueType, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("shape inference panicked: %v", p)
-		}
-	}()
-	return s.Infer(n, opset, in)
 }
 
 func constantValue(n *graph.Node) *graph.Tensor {

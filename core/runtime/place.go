@@ -395,11 +395,43 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 // withTypes returns a shallow copy of g whose ValueInfo lists the inferred
 // type of every value its nodes produce, so backends (in process, behind
 // the C ABI or over the wire) see dtypes and shapes without re-inferring.
-func (m *Model) withTypes(g *graph.Graph) *graph.Graph {
+func (m *Model) withTypes(g *graph.Graph) *graph.Graph { return annotate(g, m.types) }
+
+// TypedSubgraph returns sg as the runtime hands subgraphs to backends: a
+// shallow copy whose ValueInfo holds the inferred type of every value its
+// nodes produce and whose outputs declared without a dtype or shape get
+// the inferred ones (hal.Subgraph's guarantee). It is for tests and tools
+// that build subgraphs by hand and call a backend directly; sg is not
+// changed.
+func TypedSubgraph(sg *hal.Subgraph) *hal.Subgraph {
+	types, _ := InferTypes(&graph.Model{Graph: sg.Graph, Opsets: sg.Opsets})
+	return &hal.Subgraph{Graph: annotate(sg.Graph, types), Opsets: sg.Opsets}
+}
+
+func annotate(g *graph.Graph, types map[string]graph.ValueType) *graph.Graph {
 	c := *g
 	declared := map[string]bool{}
-	for _, vi := range append(append([]graph.ValueInfo{}, g.Inputs...), g.Outputs...) {
+	for _, vi := range g.Inputs {
 		declared[vi.Name] = true
+	}
+	// a model output declared without a dtype or shape gets the inferred
+	// one (the caller's graph is not changed: Outputs is copied)
+	c.Outputs = append([]graph.ValueInfo(nil), g.Outputs...)
+	for i, vi := range c.Outputs {
+		declared[vi.Name] = true
+		t, ok := types[vi.Name]
+		if !ok {
+			continue
+		}
+		if vi.Type.DType == graph.Undefined && t.DType != graph.Undefined {
+			c.Outputs[i].Type.DType = t.DType
+		}
+		if vi.Type.Shape == nil && t.Shape != nil {
+			c.Outputs[i].Type.Shape = t.Shape
+		}
+		if c.Outputs[i].Type.Kind == "" {
+			c.Outputs[i].Type.Kind = "tensor"
+		}
 	}
 	c.ValueInfo = nil
 	for _, n := range g.Nodes {
@@ -407,7 +439,7 @@ func (m *Model) withTypes(g *graph.Graph) *graph.Graph {
 			if o == "" || declared[o] {
 				continue
 			}
-			if t, ok := m.types[o]; ok && (t.DType != graph.Undefined || t.Shape != nil) {
+			if t, ok := types[o]; ok && (t.DType != graph.Undefined || t.Shape != nil) {
 				if t.Kind == "" {
 					t.Kind = "tensor"
 				}

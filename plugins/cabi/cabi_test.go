@@ -294,7 +294,7 @@ func oneNode(op string, shapes ...[]int) *hal.Subgraph {
 		n.Inputs = append(n.Inputs, name)
 	}
 	g.Nodes = []*graph.Node{n}
-	return &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
+	return runtime.TypedSubgraph(&hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}})
 }
 
 func randTensor(rng *rand.Rand, shape []int) *graph.Tensor {
@@ -387,7 +387,7 @@ func TestDynamicShapesUseInferOutputs(t *testing.T) {
 			{OpType: "Relu", Inputs: []string{"y"}, Outputs: []string{"z"}},
 		},
 	}
-	sg := &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
+	sg := runtime.TypedSubgraph(&hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}})
 	exe, err := dev.Compile(ctx, sg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -454,7 +454,7 @@ func TestContractEdges(t *testing.T) {
 			{OpType: "Cast", Inputs: []string{"n"}, Outputs: []string{"c"}, Attrs: map[string]*graph.Attribute{"to": {Name: "to", Type: graph.AttrInt, I: 1}}},
 		},
 	}
-	sg := &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
+	sg := runtime.TypedSubgraph(&hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}})
 	vs, err := dev.Supports(ctx, sg)
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func mulRelu() *hal.Subgraph {
 			{OpType: "Relu", Inputs: []string{"y"}, Outputs: []string{"z"}},
 		},
 	}
-	return &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
+	return runtime.TypedSubgraph(&hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}})
 }
 
 func wantCode(t *testing.T, err error, code hal.Code, what string) {

@@ -1,14 +1,11 @@
 package cabi
 
 import (
-	"fmt"
 	"reflect"
 	"sort"
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
-	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // schemas for type inference
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -267,13 +264,13 @@ func marshalAttrs(n *graph.Node) []cAttribute {
 }
 
 // inferTypes gives every value of the subgraph the type the host knows:
-// declared types of inputs, outputs and value infos, initializers, and
-// what the operator schemas infer from those. A C delegate can then decide
-// per node (dtype, rank) without its own type inference.
+// the declared types of inputs, outputs and value infos (the runtime puts
+// the type of every value the nodes produce there: hal.Subgraph) and the
+// initializers'. A C delegate can then decide per node (dtype, rank)
+// without its own type inference; nothing is re-inferred here.
 func inferTypes(sg *hal.Subgraph) map[string]graph.ValueType {
 	g := sg.Graph
 	types := map[string]graph.ValueType{}
-	consts := map[string]*graph.Tensor{}
 	for _, vi := range g.Inputs {
 		types[vi.Name] = vi.Type
 	}
@@ -282,45 +279,10 @@ func inferTypes(sg *hal.Subgraph) map[string]graph.ValueType {
 	}
 	for name, t := range g.Initializers {
 		types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
-		consts[name] = t
 	}
 	declaredOut := map[string]graph.ValueType{}
 	for _, vi := range g.Outputs {
 		declaredOut[vi.Name] = vi.Type
-	}
-	order, err := g.TopoSort()
-	if err != nil {
-		order = nil
-	}
-	for _, n := range order {
-		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
-			if t := n.AttrTensor("value"); t != nil {
-				consts[n.Outputs[0]] = t
-			}
-		}
-		s, ok := kernels.Lookup(n.Domain, n.OpType)
-		if !ok || s.Infer == nil {
-			continue
-		}
-		in := make([]kernels.InferInput, len(n.Inputs))
-		for i, name := range n.Inputs {
-			if name != "" {
-				in[i] = kernels.InferInput{Type: types[name], Const: consts[name]}
-			}
-		}
-		outs, err := safeInfer(s, n, sg.OpsetVersion(n.Domain), in)
-		if err != nil {
-			continue
-		}
-		for i, name := range n.Outputs {
-			if name == "" || i >= len(outs) {
-				continue
-			}
-			if old, ok := types[name]; ok && old.DType != graph.Undefined && outs[i].DType == graph.Undefined {
-				continue
-			}
-			types[name] = outs[i]
-		}
 	}
 	// declared output types win where they say more
 	for name, vt := range declaredOut {
@@ -339,13 +301,4 @@ func inferTypes(sg *hal.Subgraph) map[string]graph.ValueType {
 		types[name] = old
 	}
 	return types
-}
-
-func safeInfer(s *kernels.Schema, n *graph.Node, opset int64, in []kernels.InferInput) (outs []graph.ValueType, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("shape inference panicked: %v", p)
-		}
-	}()
-	return s.Infer(n, opset, in)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
+	ops "github.com/switchyard-hal/switchyard/core/ops"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -630,17 +630,16 @@ func (e *devExecutable) outputShapes(in [][]int) ([]outType, error) {
 	}
 	model := graph.Model{Opsets: e.opsets}
 	for _, n := range e.order {
-		s, ok := kernels.Lookup(n.Domain, n.OpType)
-		if !ok || s.Infer == nil {
-			return nil, hal.Errorf(hal.CodeDeclined, "node %s: no shape inference, output shapes unknown before running", n.Label())
-		}
-		ins := make([]kernels.InferInput, len(n.Inputs))
+		ins := make([]ops.InferInput, len(n.Inputs))
 		for i, name := range n.Inputs {
 			if name != "" {
-				ins[i] = kernels.InferInput{Type: types[name], Const: e.g.Initializers[name]}
+				ins[i] = ops.InferInput{Type: types[name], Const: e.g.Initializers[name]}
 			}
 		}
-		outs, err := safeInfer(s, n, model.OpsetVersion(n.Domain), ins)
+		outs, ok, err := ops.Infer(n, model.OpsetVersion(n.Domain), ins)
+		if !ok {
+			return nil, hal.Errorf(hal.CodeDeclined, "node %s: no shape inference, output shapes unknown before running", n.Label())
+		}
 		if err != nil {
 			return nil, hal.Errorf(hal.CodeInvalidArgument, "node %s: %v", n.Label(), err)
 		}
@@ -675,15 +674,6 @@ func (e *devExecutable) outputShapes(in [][]int) ([]outType, error) {
 type outType struct {
 	dtype graph.DType
 	shape []int
-}
-
-func safeInfer(s *kernels.Schema, n *graph.Node, opset int64, in []kernels.InferInput) (outs []graph.ValueType, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("shape inference panicked: %v", p)
-		}
-	}()
-	return s.Infer(n, opset, in)
 }
 
 // compute runs the subgraph on device-side tensors: into (when non-nil)

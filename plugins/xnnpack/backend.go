@@ -40,8 +40,7 @@ import (
 	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
-	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // shape inference
+	_ "github.com/switchyard-hal/switchyard/core/ops/all" // operator schemas and shape inference
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -245,38 +244,13 @@ func newGraphInfo(sg *hal.Subgraph) *graphInfo {
 		gi.types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
 		gi.consts[name] = t
 	}
-	order, err := g.TopoSort()
-	if err != nil {
-		return gi
-	}
-	for _, n := range order {
+	// Constant nodes are constants too; every other type comes from the
+	// runtime (hal.Subgraph's ValueInfo), never re-inferred here.
+	for _, n := range g.Nodes {
 		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
 			if t := constantValue(n); t != nil {
 				gi.consts[n.Outputs[0]] = t
 			}
-		}
-		s, ok := kernels.Lookup(n.Domain, n.OpType)
-		if !ok || s.Infer == nil {
-			continue
-		}
-		in := make([]kernels.InferInput, len(n.Inputs))
-		for i, name := range n.Inputs {
-			if name != "" {
-				in[i] = kernels.InferInput{Type: gi.types[name], Const: gi.consts[name]}
-			}
-		}
-		outs, err := safeInfer(s, n, sg.OpsetVersion(n.Domain), in)
-		if err != nil {
-			continue
-		}
-		for i, name := range n.Outputs {
-			if name == "" || i >= len(outs) {
-				continue
-			}
-			if old, ok := gi.types[name]; ok && old.DType != graph.Undefined && outs[i].DType == graph.Undefined {
-				continue
-			}
-			gi.types[name] = outs[i]
 		}
 	}
 	return gi

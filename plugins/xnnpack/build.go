@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
+	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
 // A partition is lowered, for concrete input shapes, into a plan: a list of
@@ -324,11 +324,7 @@ func (b *builder) setOut(n *graph.Node, v *val) {
 
 // infer returns the node's output shapes from the reference inference.
 func (b *builder) infer(n *graph.Node) ([][]int, error) {
-	s, ok := kernels.Lookup(n.Domain, n.OpType)
-	if !ok || s.Infer == nil {
-		return nil, b.nodeErr(n, "no shape inference")
-	}
-	in := make([]kernels.InferInput, len(n.Inputs))
+	in := make([]ops.InferInput, len(n.Inputs))
 	for i, name := range n.Inputs {
 		if name == "" {
 			continue
@@ -341,9 +337,15 @@ func (b *builder) infer(n *graph.Node) ([][]int, error) {
 		if v.konst != nil {
 			dt = v.konst.DType
 		}
-		in[i] = kernels.InferInput{Type: graph.ValueType{Kind: "tensor", DType: dt, Shape: graph.StaticShape(v.shape...)}, Const: v.konst}
+		in[i] = ops.InferInput{Type: graph.ValueType{Kind: "tensor", DType: dt, Shape: graph.StaticShape(v.shape...)}, Const: v.konst}
 	}
-	outs, err := safeInfer(s, n, b.opset(n.Domain), in)
+	// the input shapes are the run's, known only now: the operator's own
+	// inference gives the output shapes (the subgraph's types may be
+	// symbolic)
+	outs, ok, err := ops.Infer(n, b.opset(n.Domain), in)
+	if !ok {
+		return nil, b.nodeErr(n, "no shape inference")
+	}
 	if err != nil {
 		return nil, b.nodeErr(n, "%v", err)
 	}
@@ -356,15 +358,6 @@ func (b *builder) infer(n *graph.Node) ([][]int, error) {
 		res[i] = d
 	}
 	return res, nil
-}
-
-func safeInfer(s *kernels.Schema, n *graph.Node, opset int64, in []kernels.InferInput) (outs []graph.ValueType, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("shape inference panicked: %v", p)
-		}
-	}()
-	return s.Infer(n, opset, in)
 }
 
 func (b *builder) in(n *graph.Node, i int) (*val, error) {
