@@ -29,9 +29,6 @@ func sdkDir(t testing.TB) string {
 	}
 }
 
-// required reports whether SWITCHYARD_REQUIRE_BACKENDS names cabi.
-func required() bool { return backendtest.Required("cabi") }
-
 // buildC compiles C sources of sdk/c (paths relative to it) into a shared
 // library in a fresh temporary directory. It skips the test when gcc is
 // missing (fails when SWITCHYARD_REQUIRE_BACKENDS names cabi) or when the
