@@ -21,6 +21,17 @@ const maxIdle = 4
 // take.
 const maxUnsupported = 16
 
+// Shape churn: once an executable has seen churnShapes distinct input
+// shapes and more than half of its calls needed a new lowering (a decoder
+// whose past length grows every token), it declines every later call:
+// lowering again (XNNPACK 2022 has no reshape, so weights are packed anew)
+// costs more than the partition saves, and the runtime runs it elsewhere,
+// visibly. The decision is kept for the executable's life.
+const (
+	churnShapes   = 8
+	maxShapesSeen = 64
+)
+
 // Compile lowers sg. With static input shapes and constant weights the
 // XNNPACK runtime is created (weights packed) now; otherwise at the first
 // run for each input shape.
@@ -126,6 +137,11 @@ type Executable struct {
 	idle        []*instance
 	unsupported map[string]error // input shapes lowering refused, by fmt.Sprint(shapes)
 	released    bool
+
+	calls     int                 // calls to get
+	newShapes int                 // calls that lowered for a shape not seen before
+	seen      map[string]struct{} // input shapes lowered, at most maxShapesSeen
+	churn     error               // set once shape churn is detected: every call declines
 }
 
 // instance is one lowered, runnable copy of the partition.
@@ -476,6 +492,11 @@ func (e *Executable) get(inputs []*graph.Tensor) (*instance, error) {
 		e.mu.Unlock()
 		return nil, hal.Errorf(hal.CodeFailedPrecondition, "xnnpack: executable was released")
 	}
+	if e.churn != nil {
+		e.mu.Unlock()
+		return nil, e.churn
+	}
+	e.calls++
 	for k, inst := range e.idle {
 		if inst.matches(e, inputs) {
 			e.idle = append(e.idle[:k], e.idle[k+1:]...)
@@ -483,14 +504,29 @@ func (e *Executable) get(inputs []*graph.Tensor) (*instance, error) {
 			return inst, nil
 		}
 	}
+	shapeKey := fmt.Sprint(shapes)
 	// shapes this XNNPACK cannot take are remembered (when no captured
 	// input shapes the lowering), not lowered again on every call
 	key := ""
 	if len(e.deferred) == 0 {
-		key = fmt.Sprint(shapes)
+		key = shapeKey
 		if err, ok := e.unsupported[key]; ok {
 			e.mu.Unlock()
 			return nil, err
+		}
+	}
+	if _, ok := e.seen[shapeKey]; !ok {
+		if e.seen == nil {
+			e.seen = map[string]struct{}{}
+		}
+		if len(e.seen) < maxShapesSeen {
+			e.seen[shapeKey] = struct{}{}
+		}
+		e.newShapes++
+		if e.newShapes >= churnShapes && 2*e.newShapes > e.calls {
+			e.churn = &hal.Error{Code: hal.CodeDeclined, Msg: fmt.Sprintf("xnnpack: input shapes change on most calls (%d new shapes in %d calls); lowering the partition again for each costs more than it saves, so it runs elsewhere from now on", e.newShapes, e.calls)}
+			e.mu.Unlock()
+			return nil, e.churn
 		}
 	}
 	e.mu.Unlock()
@@ -595,6 +631,9 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	defer e.b.leave()
 	inst, err := e.get(inputs)
 	if err != nil {
+		if errors.Is(err, hal.ErrDeclined) {
+			return err
+		}
 		if hal.CodeOf(err) == hal.CodeUnsupported {
 			// shapes known only now that XNNPACK cannot take (an empty
 			// dimension, a degenerate window): declined, so the runtime

@@ -370,6 +370,61 @@ func TestDynamicShapes(t *testing.T) {
 	}
 }
 
+// Input shapes that change on every call (a decoder's growing past): after
+// churn detection every call is declined and runs on cpu, visibly, with
+// the same results; a repeated shape before that is not churn.
+func TestShapeChurnDeclines(t *testing.T) {
+	dev := device(t, xnnpack.Options{Threads: 1})
+	rng := rand.New(rand.NewPCG(7, 8))
+	g := &graph.Graph{Name: "churn", Initializers: map[string]*graph.Tensor{"w": randT(rng, 4, 3, 3, 3)},
+		Inputs:  []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Value: 3}, {Value: 6}, {Param: "W"}}}}},
+		Outputs: []graph.ValueInfo{{Name: "y"}},
+		Nodes:   []*graph.Node{node("Conv", []string{"x", "w"}, []string{"c"}, ints("pads", 1, 1, 1, 1)), node("Relu", []string{"c"}, []string{"y"})}}
+	mk := func() *graph.Model { return &graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: g} }
+	ctx := context.Background()
+	ref, err := runtime.Prepare(ctx, mk(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := runtime.Prepare(ctx, mk(), &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{IgnoreCosts: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	run := func(w int) int {
+		in := map[string]*graph.Tensor{"x": randT(rng, 1, 3, 6, w)}
+		want, err := ref.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := m.RunWithStats(ctx, in, runtime.RunOptions{})
+		if err != nil {
+			t.Fatalf("width %d: %v", w, err)
+		}
+		if err := onnxtest.Compare(got["y"], want["y"], 1e-4, 1e-5); err != nil {
+			t.Fatalf("width %d: %v", w, err)
+		}
+		return st.Declined
+	}
+	// a few shapes, each repeated: lowered once per shape, never declined
+	for i := 0; i < 12; i++ {
+		if d := run(4 + i%3); d != 0 {
+			t.Fatalf("call %d with 3 repeating shapes declined", i)
+		}
+	}
+	// a new width on every call: declined from the 8th new shape on (3 seen)
+	declined := 0
+	for w := 10; w < 30; w++ {
+		declined += run(w)
+	}
+	if declined == 0 || declined > 20-4 {
+		t.Fatalf("%d of 20 growing-shape calls declined, want most but not the first ones", declined)
+	}
+	if d := run(4); d != 1 {
+		t.Fatalf("after churn a known shape was not declined (%d)", d)
+	}
+}
+
 // Resize, ConvTranspose and Split declines carry the exact reason.
 func TestDeclineReasonsResizeDeconv(t *testing.T) {
 	b := xnnpack.OpenForTest(t, xnnpack.Options{})
