@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -50,20 +51,29 @@ type Program struct {
 
 	arenasMu sync.Mutex
 	arenas   map[string]*arenaCache // per concrete input-shape signature
+	last     atomic.Pointer[lastSig]
+
+	// inputPos and inputSlot: where each of inputs is among the graph's
+	// inputs, and its slot in the main plan
+	inputPos, inputSlot []int
 }
 
 // Compile prepares g (already validated) for execution.
 func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold, mainDone: opts.MainSimplified,
 		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}, budget: opts.Budget, limit: opts.MaxTensorBytes}
-	for _, in := range g.Inputs {
+	for i, in := range g.Inputs {
 		if _, isInit := g.Initializers[in.Name]; !isInit {
 			m.inputs = append(m.inputs, in)
+			m.inputPos = append(m.inputPos, i)
 		}
 	}
 	var err error
 	if m.main, err = m.compile(g, nil); err != nil {
 		return nil, err
+	}
+	for _, in := range m.inputs {
+		m.inputSlot = append(m.inputSlot, m.main.slots[in.Name])
 	}
 	m.budget.register(m)
 	return m, nil
@@ -81,21 +91,44 @@ func (m *Program) Graph() *graph.Graph { return m.g }
 func (m *Program) Inputs() []graph.ValueInfo { return m.inputs }
 
 // plan is a graph prepared for execution: nodes in order, the schema of
-// each, and for every value the step after which it is dead.
+// each, and every value of the graph numbered, so that a run keeps its
+// values in a slice and touches no name: each step reads and writes slots
+// and, after it, releases the slots whose last reader it is.
 type plan struct {
 	g       *graph.Graph
 	order   []*graph.Node
 	schemas []*kernels.Schema
 	opsets  []int64
-	// free[i] lists values whose last reader is step i (release after it)
-	free     [][]string
-	isOutput map[string]bool
-	produced map[string]bool
+	steps   []step
+	// slots numbers the values of this graph (its inputs, initializers,
+	// folded values and node outputs); a run's values live at these
+	// indices, the constants (init) copied in first
+	slots map[string]int
+	names []string // by slot
+	init  []*graph.Tensor
+	// outer lists the names read from enclosing graphs (a ref of -2-k is
+	// outer[k]), resolved by name at run time
+	outer []string
+	// outs are the graph outputs' refs; produced says which come from a
+	// node of this graph (the others are copied for the caller)
+	outs     []int
+	produced []bool
+	// producer[i] is the step making graph output i and the index of
+	// that output among the step's outputs (step -1: not made here)
+	producer []outProducer
+	maxIns   int
 	// consts holds values computed at load time (constant folding)
 	consts map[string]*graph.Tensor
-	// constVals is the initializers and consts together, looked up after a
-	// run's own values (a caller's input overrides an initializer default)
-	constVals map[string]*graph.Tensor
+}
+
+// outProducer locates the node output that is a graph output.
+type outProducer struct{ step, j int }
+
+// step is one node of a plan: where its inputs come from (a slot, -1 for
+// an omitted optional input, -2-k for outer[k]) and where its outputs go
+// (a slot, -1 for an omitted output), and the slots dead after it.
+type step struct {
+	in, out, free []int
 }
 
 func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {
@@ -103,7 +136,7 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{g: g, isOutput: map[string]bool{}, produced: map[string]bool{}}
+	p := &plan{g: g, slots: map[string]int{}}
 	order, p.consts = m.fold(order, g, outer)
 	p.order = order
 	visible := map[string]*graph.Tensor{}
@@ -116,10 +149,53 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 	for k, v := range p.consts {
 		visible[k] = v
 	}
+	slot := func(name string) int {
+		if i, ok := p.slots[name]; ok {
+			return i
+		}
+		i := len(p.slots)
+		p.slots[name] = i
+		return i
+	}
+	for _, in := range g.Inputs {
+		slot(in.Name)
+	}
+	for _, name := range sortedTensorNames(g.Initializers) {
+		slot(name)
+	}
+	for _, name := range sortedTensorNames(p.consts) {
+		slot(name)
+	}
+	isOutput, produced := map[string]bool{}, map[string]bool{}
 	for _, o := range g.Outputs {
-		p.isOutput[o.Name] = true
+		isOutput[o.Name] = true
+	}
+	for _, n := range order {
+		for _, o := range n.Outputs {
+			if o != "" {
+				slot(o)
+				produced[o] = true
+			}
+		}
+	}
+	outerRef := map[string]int{}
+	ref := func(name string) int {
+		if name == "" {
+			return -1
+		}
+		if i, ok := p.slots[name]; ok {
+			return i
+		}
+		k, ok := outerRef[name]
+		if !ok {
+			k = len(p.outer)
+			p.outer = append(p.outer, name)
+			outerRef[name] = k
+		}
+		return -2 - k
 	}
 	last := map[string]int{}
+	p.steps = make([]step, len(order))
 	for i, n := range order {
 		s, _ := kernels.Lookup(n.Domain, n.OpType)
 		if f, ok := m.overrides[n]; ok {
@@ -130,12 +206,19 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 		}
 		p.schemas = append(p.schemas, s)
 		p.opsets = append(p.opsets, m.opset(n.Domain))
+		st := &p.steps[i]
+		for _, in := range n.Inputs {
+			st.in = append(st.in, ref(in))
+		}
+		for _, o := range n.Outputs {
+			st.out = append(st.out, ref(o))
+		}
+		p.maxIns = max(p.maxIns, len(n.Inputs))
 		for _, in := range nodeReads(n) {
 			last[in] = i
 		}
 		for _, o := range n.Outputs {
 			if o != "" {
-				p.produced[o] = true
 				if _, ok := last[o]; !ok {
 					last[o] = i // never read: dead right after it is made
 				}
@@ -155,26 +238,56 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 			}
 		}
 	}
-	p.free = make([][]string, len(order))
 	names := make([]string, 0, len(last))
 	for v := range last {
 		names = append(names, v)
 	}
 	sort.Strings(names)
 	for _, v := range names {
-		if p.isOutput[v] || !p.produced[v] {
+		if isOutput[v] || !produced[v] {
 			continue // outputs are returned; inputs/initializers/outer values are not ours
 		}
-		p.free[last[v]] = append(p.free[last[v]], v)
+		st := &p.steps[last[v]]
+		st.free = append(st.free, p.slots[v])
 	}
-	p.constVals = make(map[string]*graph.Tensor, len(g.Initializers)+len(p.consts))
+	p.names = make([]string, len(p.slots))
+	for k, i := range p.slots {
+		p.names[i] = k
+	}
+	p.init = make([]*graph.Tensor, len(p.slots))
 	for k, v := range g.Initializers {
-		p.constVals[k] = v
+		p.init[p.slots[k]] = v
 	}
 	for k, v := range p.consts {
-		p.constVals[k] = v
+		p.init[p.slots[k]] = v
+	}
+	made := map[string]outProducer{}
+	for i, n := range order {
+		for j, o := range n.Outputs {
+			if o != "" {
+				made[o] = outProducer{i, j}
+			}
+		}
+	}
+	for _, o := range g.Outputs {
+		p.outs = append(p.outs, ref(o.Name))
+		p.produced = append(p.produced, produced[o.Name])
+		pr, ok := made[o.Name]
+		if !ok {
+			pr = outProducer{-1, -1}
+		}
+		p.producer = append(p.producer, pr)
 	}
 	return p, nil
+}
+
+func sortedTensorNames(m map[string]*graph.Tensor) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // nodeReads lists the values a node reads, including those its nested
@@ -193,20 +306,34 @@ func nodeReads(n *graph.Node) []string {
 	return reads
 }
 
-// scope maps value names to tensors, with enclosing graphs' scopes behind it.
+// scope is the values of one graph's run (indexed by its plan's slots),
+// with enclosing graphs' scopes behind it.
 type scope struct {
-	vals   map[string]*graph.Tensor // values of this run (inputs first)
-	consts map[string]*graph.Tensor // the plan's initializers and folded values (shared, read-only)
+	p      *plan
+	vals   []*graph.Tensor
 	parent *scope
 }
 
-func (s *scope) lookup(name string) (*graph.Tensor, bool) {
-	for c := s; c != nil; c = c.parent {
-		if t, ok := c.vals[name]; ok {
+// get resolves ref r of the plan's steps or outputs: a slot of this
+// scope (an input left without a value is looked for outside), else a
+// name of an enclosing scope.
+func (s *scope) get(r int) (*graph.Tensor, bool) {
+	if r >= 0 {
+		if t := s.vals[r]; t != nil {
 			return t, true
 		}
-		if t, ok := c.consts[name]; ok {
-			return t, true
+		return s.parent.lookupName(s.p.names[r])
+	}
+	return s.parent.lookupName(s.p.outer[-2-r])
+}
+
+// lookupName finds a value by name in s and the scopes enclosing it.
+func (s *scope) lookupName(name string) (*graph.Tensor, bool) {
+	for c := s; c != nil; c = c.parent {
+		if i, ok := c.p.slots[name]; ok {
+			if t := c.vals[i]; t != nil {
+				return t, true
+			}
 		}
 	}
 	return nil, false
@@ -236,10 +363,10 @@ type Stats struct {
 	Allocations int   // new buffers allocated for intermediates
 	Reuses      int   // buffers recycled by lifetime
 	PeakBytes   int64 // peak bytes of live intermediates
-	// InPlace counts the caller-allocated outputs (RunOptions.Into) that
-	// the producing kernel wrote directly, Copied those copied into them
-	// after the run (an output that is an input or a constant, a kernel
-	// that allocated it with another shape, …).
+	// InPlace counts the caller-allocated outputs (RunOptions.Into,
+	// RunInto, RunBound) that the producing kernel wrote directly, Copied
+	// those copied into them after the run (an output that is an input or
+	// a constant, a kernel that allocated it with another shape, …).
 	InPlace, Copied int
 }
 
@@ -251,23 +378,28 @@ type run struct {
 	depth int
 	mu    sync.Mutex
 	start time.Time
-	// bound maps a main-graph node to the caller's tensors for its outputs
-	// (by output index; nil where none), from RunOptions.Into
-	bound map[*graph.Node][]*graph.Tensor
+	// bound holds, by step of the main plan, the caller's tensors for
+	// the step's outputs (by output index; nil where none), from
+	// RunOptions.Into, RunInto or RunBound's outputs
+	bound [][]*graph.Tensor
 }
 
 // Run executes the graph. inputs maps input names to tensors (an input with
 // an initializer default may be omitted). It returns every graph output by
 // name; the caller owns them.
 func (m *Program) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
-	out, _, err := m.RunWithStats(ctx, inputs, RunOptions{})
-	return out, err
+	return m.runMap(ctx, inputs, RunOptions{}, nil)
 }
 
 // RunWithStats is Run with per-run statistics and optional profiling;
 // opts.Into works as RunInto's into.
 func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
-	return m.run(ctx, inputs, opts)
+	st = &Stats{}
+	out, err = m.runMap(ctx, inputs, opts, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, st, nil
 }
 
 // RunInto is Run writing the outputs named in into (caller-allocated
@@ -278,42 +410,222 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 // is copied into it after the run and its buffer stays in the program's
 // arena. Either way steady-state calls allocate nothing for the outputs.
 // Outputs not in into are returned as by Run. A caller tensor MUST NOT
-// share memory with an input.
+// share memory with an input (one that does is filled after the run).
 func (m *Program) RunInto(ctx context.Context, inputs, into map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
-	out, _, err := m.run(ctx, inputs, RunOptions{Into: into})
-	return out, err
+	return m.runMap(ctx, inputs, RunOptions{Into: into}, nil)
 }
 
-// bind maps the nodes producing the outputs named in into to those
-// tensors (nil when there are none). A caller tensor that shares memory
-// with an input is not bound (it is filled after the run).
-func (m *Program) bind(into, inputs map[string]*graph.Tensor) map[*graph.Node][]*graph.Tensor {
-	if len(into) == 0 {
-		return nil
+// RunBound is Run with inputs and outputs bound by position, the form
+// backends call (nothing is looked up by name, and in steady state with
+// caller-allocated outputs nothing is allocated). inputs[i] is the
+// graph's i-th input (Graph().Inputs, initializer-defaulted ones
+// included; a nil or missing one is omitted). outputs[i] receives the
+// i-th graph output: one with Data, of the result's dtype and shape, is
+// written into (in place, as RunInto does); any other non-nil tensor is
+// overwritten with the result, which the caller then owns; a nil or
+// missing one drops the result.
+func (m *Program) RunBound(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	var buf [8]*graph.Tensor
+	feeds := buf[:0]
+	if len(m.inputs) > len(buf) {
+		feeds = make([]*graph.Tensor, 0, len(m.inputs))
 	}
-	var bound map[*graph.Node][]*graph.Tensor
-	for _, n := range m.main.order {
-		for j, o := range n.Outputs {
-			dst := into[o]
-			if o == "" || dst == nil || dst.Data == nil || !m.main.isOutput[o] || aliasesAny(dst, inputs) {
-				continue
-			}
-			if bound == nil {
-				bound = map[*graph.Node][]*graph.Tensor{}
-			}
-			if bound[n] == nil {
-				bound[n] = make([]*graph.Tensor, len(n.Outputs))
-			}
-			bound[n][j] = dst
+	for _, pos := range m.inputPos {
+		var t *graph.Tensor
+		if pos < len(inputs) {
+			t = inputs[pos]
+		}
+		feeds = append(feeds, t)
+	}
+	res, a, cache, err := m.start(ctx, feeds, RunOptions{}, nil, outputs)
+	if err != nil {
+		return err
+	}
+	defer m.finish(a, cache)
+	for i := range res {
+		var dst *graph.Tensor
+		if i < len(outputs) {
+			dst = outputs[i]
+		}
+		if err := m.deliver(a, i, res[i], dst); err != nil {
+			return err
 		}
 	}
-	return bound
+	return nil
 }
 
-func aliasesAny(t *graph.Tensor, inputs map[string]*graph.Tensor) bool {
+// deliver hands output i (t) to the caller: copied into dst when it has
+// data, else dst is overwritten with it (nil dst: dropped).
+func (m *Program) deliver(a *arena, i int, t, dst *graph.Tensor) error {
+	switch {
+	case dst != nil && dst.Data != nil:
+		if dst.DType != t.DType || !graph.SameShape(dst.Shape, t.Shape) {
+			return fmt.Errorf("exec: %w: output %q is %v%v, caller allocated %v%v", kernels.ErrInvalid, m.g.Outputs[i].Name, t.DType, t.Shape, dst.DType, dst.Shape)
+		}
+		if t == dst || dataPtr(t) != 0 && dataPtr(t) == dataPtr(dst) {
+			a.run.stats.InPlace++ // the producing kernel wrote it
+			return nil
+		}
+		graph.CopyData(dst.Data, t.Data)
+		a.run.stats.Copied++
+		a.release(t) // stays in the arena for the next run
+	case dst != nil:
+		a.disown(t) // the caller owns it now
+		*dst = *t
+	default:
+		a.release(t)
+	}
+	return nil
+}
+
+func (m *Program) runMap(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
+	into := opts.Into
+	present := 0
+	feeds := make([]*graph.Tensor, len(m.inputs))
+	for i, in := range m.inputs {
+		t, ok := inputs[in.Name]
+		if ok {
+			present++
+		}
+		feeds[i] = t
+	}
+	if present != len(inputs) {
+		return nil, m.unknownInput(inputs)
+	}
+	var dsts []*graph.Tensor
+	if len(into) > 0 {
+		dsts = make([]*graph.Tensor, len(m.g.Outputs))
+		for i, o := range m.g.Outputs {
+			dsts[i] = into[o.Name]
+		}
+	}
+	res, a, cache, err := m.start(ctx, feeds, opts, st, dsts)
+	if err != nil {
+		return nil, err
+	}
+	defer m.finish(a, cache)
+	out := make(map[string]*graph.Tensor, len(res))
+	for i, o := range m.g.Outputs {
+		if dst := into[o.Name]; dst != nil && dst.Data != nil {
+			if err := m.deliver(a, i, res[i], dst); err != nil {
+				return nil, err
+			}
+			out[o.Name] = dst
+			continue
+		}
+		a.disown(res[i])
+		out[o.Name] = res[i]
+	}
+	return out, nil
+}
+
+// unknownInput is the error for an input the model does not have.
+func (m *Program) unknownInput(inputs map[string]*graph.Tensor) error {
+	known := map[string]bool{}
+	var names []string
+	for _, in := range m.inputs {
+		known[in.Name] = true
+		names = append(names, in.Name)
+	}
+	var bad []string
+	for name := range inputs {
+		if !known[name] {
+			bad = append(bad, name)
+		}
+	}
+	sort.Strings(bad)
+	return fmt.Errorf("exec: %w: model has no input %q (inputs: %s)", kernels.ErrInvalid, bad[0], strings.Join(names, ", "))
+}
+
+// start checks the inputs (feeds, by m.inputs) and runs the main graph on
+// an arena of their shape signature; the caller delivers the outputs and
+// then calls finish. st, when set, receives the run's statistics; dsts
+// (by graph output, may be short or nil) are the caller's tensors for the
+// outputs, bound to the nodes producing them.
+func (m *Program) start(ctx context.Context, feeds []*graph.Tensor, opts RunOptions, st *Stats, dsts []*graph.Tensor) ([]*graph.Tensor, *arena, *arenaCache, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := m.checkInputs(feeds); err != nil {
+		return nil, nil, nil, err
+	}
+	cache := m.arenaFor(feeds)
+	a := cache.get(m.budget, m.limit)
+	start := time.Now()
+	r := &a.run
+	*r = run{m: m, arena: a, opts: opts, stats: st, start: start}
+	if st == nil {
+		a.stats = Stats{}
+		r.stats = &a.stats
+	}
+	r.bound = a.bind(m.main, dsts, feeds)
+	f := a.frame(m.main)
+	f.r = r
+	vals := f.s.vals
+	copy(vals, m.main.init)
+	for i, t := range feeds {
+		if t != nil {
+			vals[m.inputSlot[i]] = t
+		}
+	}
+	outs, err := f.exec(ctx)
+	clear(vals)
+	a.putFrame(f)
+	if err != nil {
+		m.finish(a, cache)
+		return nil, nil, nil, err
+	}
+	if st != nil {
+		st.Duration = time.Since(start)
+		st.Allocations, st.Reuses, st.PeakBytes = a.allocs, a.reuses, a.peak
+	}
+	return outs, a, cache, nil
+}
+
+// bind maps the steps of p producing graph outputs to the caller's
+// tensors for them (dsts, by graph output) in a's reused table; nil when
+// none is bound. A caller tensor without data, or one sharing memory
+// with an input, is not bound (the latter is filled after the run); of
+// two outputs that are one value only the first is bound.
+func (a *arena) bind(p *plan, dsts, feeds []*graph.Tensor) [][]*graph.Tensor {
+	some := false
+	for i, dst := range dsts {
+		if i >= len(p.producer) || dst == nil || dst.Data == nil || p.producer[i].step < 0 || aliasesAny(dst, feeds) {
+			continue
+		}
+		if !some {
+			if len(a.bound) != len(p.steps) {
+				a.bound = make([][]*graph.Tensor, len(p.steps))
+			}
+			some = true
+		}
+		pr := p.producer[i]
+		b := a.bound[pr.step]
+		if len(b) != len(p.order[pr.step].Outputs) {
+			b = make([]*graph.Tensor, len(p.order[pr.step].Outputs))
+			a.bound[pr.step] = b
+		}
+		if b[pr.j] == nil {
+			b[pr.j] = dst
+		}
+	}
+	if !some {
+		return nil
+	}
+	return a.bound
+}
+
+// unbindAll clears a's table of bound tensors (end of run).
+func (a *arena) unbindAll() {
+	for _, b := range a.bound {
+		clear(b)
+	}
+}
+
+func aliasesAny(t *graph.Tensor, inputs []*graph.Tensor) bool {
 	p := dataPtr(t)
 	for _, in := range inputs {
-		if in == t || p != 0 && dataPtr(in) == p {
+		if in != nil && (in == t || p != 0 && dataPtr(in) == p) {
 			return true
 		}
 	}
@@ -321,14 +633,14 @@ func aliasesAny(t *graph.Tensor, inputs map[string]*graph.Tensor) bool {
 }
 
 // Into returns the caller-allocated tensor bound to output j of the node
-// being run (RunOptions.Into, RunInto), or nil when there is none. A
-// kernel that gets one MUST write output j into it (dtype and shape are
-// the caller's: a kernel whose result has another type returns its own
-// tensor instead, which is then copied) and return it; kernels that
-// allocate their outputs with Context.New need not call Into, since New
-// hands out the bound tensor for an allocation of its dtype and shape.
-// The executor uses it for nodes standing for delegated partitions, whose
-// backends write caller outputs in place.
+// being run (RunOptions.Into, RunInto, RunBound), or nil when there is
+// none. A kernel that gets one MUST write output j into it (dtype and
+// shape are the caller's: a kernel whose result has another type returns
+// its own tensor instead, which is then copied) and return it; kernels
+// that allocate their outputs with Context.New need not call Into, since
+// New hands out the bound tensor for an allocation of its dtype and
+// shape. The executor uses it for nodes standing for delegated
+// partitions, whose backends write caller outputs in place.
 func Into(kc *kernels.Context, j int) *graph.Tensor {
 	if kc == nil {
 		return nil
@@ -341,56 +653,14 @@ func Into(kc *kernels.Context, j int) *graph.Tensor {
 	return na.bound[j]
 }
 
-func (m *Program) run(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (out map[string]*graph.Tensor, st *Stats, err error) {
-	if ctx == nil {
-		ctx = context.Background()
+// finish ends a run begun by start: the arena goes back to its cache.
+func (m *Program) finish(a *arena, cache *arenaCache) {
+	if a.run.bound != nil {
+		a.unbindAll()
 	}
-	sig, err := m.checkInputs(inputs)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool := m.arenaPool(sig)
-	a := pool.get(m.budget, m.limit)
-	defer func() {
-		a.reset()
-		pool.put(a)
-	}()
-	st = &Stats{}
-	start := time.Now()
-	into := opts.Into
-	r := &run{m: m, arena: a, opts: opts, stats: st, start: start, bound: m.bind(into, inputs)}
-	root := &scope{vals: make(map[string]*graph.Tensor, len(inputs)+len(m.main.order))}
-	for k, v := range inputs {
-		root.vals[k] = v
-	}
-	outs, err := r.exec(ctx, m.main, root)
-	if err != nil {
-		return nil, nil, err
-	}
-	out = make(map[string]*graph.Tensor, len(outs))
-	for i, o := range m.main.g.Outputs {
-		t := outs[i]
-		if dst := into[o.Name]; dst != nil && dst.Data != nil {
-			if dst.DType != t.DType || !graph.SameShape(dst.Shape, t.Shape) {
-				return nil, nil, fmt.Errorf("exec: %w: output %q is %v%v, caller allocated %v%v", kernels.ErrInvalid, o.Name, t.DType, t.Shape, dst.DType, dst.Shape)
-			}
-			if t == dst || dataPtr(t) != 0 && dataPtr(t) == dataPtr(dst) {
-				st.InPlace++ // the producing kernel wrote it
-				out[o.Name] = dst
-				continue
-			}
-			graph.CopyData(dst.Data, t.Data)
-			st.Copied++
-			a.release(t) // stays in the arena for the next run
-			out[o.Name] = dst
-			continue
-		}
-		a.disown(t) // the caller owns it now
-		out[o.Name] = t
-	}
-	st.Duration = time.Since(start)
-	st.Allocations, st.Reuses, st.PeakBytes = a.allocs, a.reuses, a.peak
-	return out, st, nil
+	a.run = run{}
+	a.reset()
+	cache.put(a)
 }
 
 // arenaCache keeps a few idle arenas of one shape signature. Unlike a
@@ -477,75 +747,172 @@ func (m *Program) Trim() { m.dropIdle() }
 // none).
 func (m *Program) Budget() *Budget { return m.budget }
 
-// checkInputs validates the caller's inputs and returns the concrete shape
-// signature of the run.
-func (m *Program) checkInputs(inputs map[string]*graph.Tensor) (string, error) {
-	known := map[string]bool{}
-	sym := map[string]int{}
-	var sig strings.Builder
-	for _, in := range m.inputs {
-		known[in.Name] = true
-		t, ok := inputs[in.Name]
-		if !ok || t == nil {
+// checkInputs validates the caller's inputs (feeds, by m.inputs).
+func (m *Program) checkInputs(feeds []*graph.Tensor) error {
+	type symDim struct {
+		name string
+		v    int
+	}
+	var symBuf [4]symDim
+	sym := symBuf[:0]
+	for i, in := range m.inputs {
+		t := feeds[i]
+		if t == nil {
 			if _, hasDefault := m.g.Initializers[in.Name]; hasDefault {
 				continue
 			}
-			return "", fmt.Errorf("exec: %w: input %q (%v) is missing", kernels.ErrInvalid, in.Name, in.Type)
+			return fmt.Errorf("exec: %w: input %q (%v) is missing", kernels.ErrInvalid, in.Name, in.Type)
 		}
 		if err := t.Check(); err != nil {
-			return "", fmt.Errorf("exec: %w: input %q: %v", kernels.ErrInvalid, in.Name, err)
+			return fmt.Errorf("exec: %w: input %q: %v", kernels.ErrInvalid, in.Name, err)
 		}
 		want := in.Type
 		if want.DType != graph.Undefined && want.DType != t.DType {
-			return "", fmt.Errorf("exec: %w: input %q is %v, model wants %v", kernels.ErrInvalid, in.Name, t.DType, want.DType)
+			return fmt.Errorf("exec: %w: input %q is %v, model wants %v", kernels.ErrInvalid, in.Name, t.DType, want.DType)
 		}
-		if want.Shape != nil {
-			if len(want.Shape) != len(t.Shape) {
-				return "", fmt.Errorf("exec: %w: input %q has shape %v, model wants rank %d %v", kernels.ErrInvalid, in.Name, t.Shape, len(want.Shape), want.Shape)
-			}
-			for i, d := range want.Shape {
-				switch {
-				case d.Static() && int(d.Value) != t.Shape[i]:
-					return "", fmt.Errorf("exec: %w: input %q has shape %v, model wants %v (dim %d)", kernels.ErrInvalid, in.Name, t.Shape, want.Shape, i)
-				case d.Param != "":
-					if v, seen := sym[d.Param]; seen && v != t.Shape[i] {
-						return "", fmt.Errorf("exec: %w: input %q dim %d is %d but symbolic dim %q is already %d", kernels.ErrInvalid, in.Name, i, t.Shape[i], d.Param, v)
+		if want.Shape == nil {
+			continue
+		}
+		if len(want.Shape) != len(t.Shape) {
+			return fmt.Errorf("exec: %w: input %q has shape %v, model wants rank %d %v", kernels.ErrInvalid, in.Name, t.Shape, len(want.Shape), want.Shape)
+		}
+		for i, d := range want.Shape {
+			switch {
+			case d.Static() && int(d.Value) != t.Shape[i]:
+				return fmt.Errorf("exec: %w: input %q has shape %v, model wants %v (dim %d)", kernels.ErrInvalid, in.Name, t.Shape, want.Shape, i)
+			case d.Param != "":
+				seen := false
+				for _, s := range sym {
+					if s.name == d.Param {
+						seen = true
+						if s.v != t.Shape[i] {
+							return fmt.Errorf("exec: %w: input %q dim %d is %d but symbolic dim %q is already %d", kernels.ErrInvalid, in.Name, i, t.Shape[i], d.Param, s.v)
+						}
 					}
-					sym[d.Param] = t.Shape[i]
+				}
+				if !seen {
+					sym = append(sym, symDim{d.Param, t.Shape[i]})
 				}
 			}
 		}
-		fmt.Fprintf(&sig, "%s%v;", t.DType, t.Shape)
 	}
-	for name := range inputs {
-		if !known[name] {
-			var names []string
-			for _, in := range m.inputs {
-				names = append(names, in.Name)
-			}
-			return "", fmt.Errorf("exec: %w: model has no input %q (inputs: %s)", kernels.ErrInvalid, name, strings.Join(names, ", "))
-		}
-	}
-	return sig.String(), nil
+	return nil
 }
 
-// exec runs a plan in scope s (whose vals already hold the graph inputs)
-// and returns the graph outputs, each owned by the caller.
-func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, error) {
-	ctx = context.WithValue(ctx, scopeKey{}, s)
-	s.consts = p.constVals
-	for i, n := range p.order {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("exec: stopped before %s: %w", n.Label(), err)
+// lastSig is the shape signature of the latest run and its arenas, so
+// that runs of one shape build no signature.
+type lastSig struct {
+	dts    []graph.DType
+	shapes [][]int
+	cache  *arenaCache
+}
+
+func (l *lastSig) matches(feeds []*graph.Tensor) bool {
+	if l == nil || len(l.dts) != len(feeds) {
+		return false
+	}
+	for i, t := range feeds {
+		if t == nil {
+			if l.shapes[i] != nil {
+				return false
+			}
+			continue
 		}
-		ins := make([]*graph.Tensor, len(n.Inputs))
-		for j, name := range n.Inputs {
-			if name == "" {
+		if l.shapes[i] == nil || l.dts[i] != t.DType || !graph.SameShape(l.shapes[i], t.Shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// arenaFor returns the arena cache of the feeds' concrete shape signature.
+func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
+	if l := m.last.Load(); l.matches(feeds) {
+		l.cache.mu.Lock()
+		evicted := l.cache.evicted
+		l.cache.mu.Unlock()
+		if !evicted {
+			return l.cache
+		}
+	}
+	var sig strings.Builder
+	l := &lastSig{dts: make([]graph.DType, len(feeds)), shapes: make([][]int, len(feeds))}
+	for i, t := range feeds {
+		if t == nil {
+			continue
+		}
+		fmt.Fprintf(&sig, "%s%v;", t.DType, t.Shape)
+		l.dts[i], l.shapes[i] = t.DType, append([]int{}, t.Shape...)
+	}
+	l.cache = m.arenaPool(sig.String())
+	m.last.Store(l)
+	return l.cache
+}
+
+// frame is one execution of a plan: its scope, the inputs of the step
+// being run and the context its kernels get (reused from node to node).
+// An arena keeps a frame per plan for its runs.
+type frame struct {
+	r    *run
+	s    scope
+	ins  []*graph.Tensor
+	res  []*graph.Tensor // the main graph's outputs (nested runs allocate theirs)
+	cc   callCtx
+	sub  kernels.SubgraphRunner // f.subgraph, bound once
+	busy bool
+}
+
+// frame returns a's idle frame of plan p (a new one if it is in use).
+func (a *arena) frame(p *plan) *frame {
+	a.mu.Lock()
+	f := a.frames[p]
+	if f != nil && !f.busy {
+		f.busy = true
+		a.mu.Unlock()
+		return f
+	}
+	a.mu.Unlock()
+	f = &frame{s: scope{p: p, vals: make([]*graph.Tensor, len(p.slots))}, ins: make([]*graph.Tensor, p.maxIns), busy: true}
+	f.cc.kc.Alloc = &f.cc.na
+	f.sub = f.subgraph
+	a.mu.Lock()
+	if a.frames[p] == nil {
+		a.frames[p] = f
+	}
+	a.mu.Unlock()
+	return f
+}
+
+func (a *arena) putFrame(f *frame) {
+	a.mu.Lock()
+	f.busy = false
+	f.r = nil
+	f.s.parent = nil
+	f.cc.kc.Context = nil
+	a.mu.Unlock()
+}
+
+// exec runs the frame's plan (its scope's vals already hold the graph
+// inputs and constants) and returns the graph outputs.
+func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
+	r, s, p := f.r, &f.s, f.s.p
+	f.cc.kc.Context, f.cc.kc.RunSubgraph = ctx, f.sub
+	f.cc.na.a = r.arena
+	done := ctx.Done()
+	for i, n := range p.order {
+		if kernels.Done(done) {
+			return nil, fmt.Errorf("exec: stopped before %s: %w", n.Label(), ctx.Err())
+		}
+		st := &p.steps[i]
+		ins := f.ins[:len(st.in)]
+		for j, ref := range st.in {
+			if ref == -1 {
+				ins[j] = nil
 				continue
 			}
-			t, ok := s.lookup(name)
+			t, ok := s.get(ref)
 			if !ok {
-				return nil, fmt.Errorf("exec: %s: input %q has no value", n.Label(), name)
+				return nil, fmt.Errorf("exec: %s: input %q has no value", n.Label(), n.Inputs[j])
 			}
 			ins[j] = t
 		}
@@ -553,7 +920,12 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 		if r.opts.Profile {
 			t0 = time.Now()
 		}
-		outs, err := r.call(ctx, p.schemas[i], p.opsets[i], n, ins)
+		var bound []*graph.Tensor
+		if r.bound != nil && s.parent == nil {
+			bound = r.bound[i]
+		}
+		outs, err := f.call(ctx, p.schemas[i], p.opsets[i], n, ins, bound)
+		clear(ins)
 		if err != nil {
 			return nil, err
 		}
@@ -562,43 +934,54 @@ func (r *run) exec(ctx context.Context, p *plan, s *scope) ([]*graph.Tensor, err
 			r.stats.Nodes = append(r.stats.Nodes, NodeTiming{Node: n.Name, OpType: n.OpType, Start: t0.Sub(r.start), Duration: time.Since(t0), Depth: r.depth})
 			r.mu.Unlock()
 		}
-		for j, name := range n.Outputs {
-			if name == "" {
-				continue
+		for j, ref := range st.out {
+			if ref >= 0 {
+				s.vals[ref] = outs[j]
 			}
-			s.vals[name] = outs[j]
 		}
-		for _, dead := range p.free[i] {
-			if t, ok := s.vals[dead]; ok {
+		for _, dead := range st.free {
+			if t := s.vals[dead]; t != nil {
 				r.arena.release(t)
+				s.vals[dead] = nil
 			}
 		}
 	}
-	res := make([]*graph.Tensor, len(p.g.Outputs))
-	seen := map[*graph.Tensor]bool{}
-	for i, o := range p.g.Outputs {
-		t, ok := s.lookup(o.Name)
+	var res []*graph.Tensor
+	if s.parent == nil {
+		if len(f.res) != len(p.outs) {
+			f.res = make([]*graph.Tensor, len(p.outs))
+		}
+		res = f.res
+	} else {
+		res = make([]*graph.Tensor, len(p.outs))
+	}
+	for i, ref := range p.outs {
+		t, ok := s.get(ref)
 		if !ok {
-			return nil, fmt.Errorf("exec: output %q was not produced", o.Name)
+			return nil, fmt.Errorf("exec: output %q was not produced", p.g.Outputs[i].Name)
 		}
 		// an output that is an input, initializer, outer value or a repeat
 		// of another output is copied so that callers own what they get
-		if !p.produced[o.Name] || seen[t] {
-			c, err := r.arena.Alloc(t.DType, t.Shape)
+		repeat := false
+		for _, u := range res[:i] {
+			repeat = repeat || u == t
+		}
+		if !p.produced[i] || repeat {
+			c, err := r.arena.AllocUninit(t.DType, t.Shape)
 			if err != nil {
 				return nil, err
 			}
 			graph.CopyData(c.Data, t.Data)
 			t = c
 		}
-		seen[t] = true
 		res[i] = t
 	}
 	return res, nil
 }
 
 // call runs one kernel, turning panics into errors and checking its outputs.
-func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph.Node, ins []*graph.Tensor) (outs []*graph.Tensor, err error) {
+// bound are the caller's tensors for n's outputs (nil: none).
+func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph.Node, ins, bound []*graph.Tensor) (outs []*graph.Tensor, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			buf := make([]byte, 4096)
@@ -606,16 +989,23 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 			err = fmt.Errorf("exec: internal error in %s: %v\n%s", n.Label(), p, buf)
 		}
 	}()
-	cc := &callCtx{na: nodeAlloc{a: r.arena, n: n}} // one allocation for both
-	if b := r.bound[n]; b != nil {
-		cc.na.bound, cc.na.taken = b, make([]bool, len(b))
+	r := f.r
+	na := &f.cc.na
+	f.cc.kc.Opset, na.n = opset, n
+	na.bound, na.taken = bound, nil
+	if bound != nil {
+		if len(bound) <= len(na.takenBuf) {
+			na.taken = na.takenBuf[:len(bound)]
+			clear(na.taken)
+		} else {
+			na.taken = make([]bool, len(bound))
+		}
 	}
-	cc.kc = kernels.Context{Context: ctx, Opset: opset, Alloc: &cc.na, RunSubgraph: r.subgraph}
-	kc := &cc.kc
-	outs, err = s.Kernel(kc, n, ins)
-	if err == nil && cc.na.bound != nil {
-		err = cc.na.unbind(n, outs)
+	outs, err = s.Kernel(&f.cc.kc, n, ins)
+	if err == nil && bound != nil {
+		err = na.unbind(n, outs)
 	}
+	na.bound, na.taken = nil, nil
 	if err == nil && kernels.Done(ctx.Done()) {
 		// long kernels stop early once the context is done, leaving their
 		// outputs incomplete: nothing they return after that is used
@@ -651,7 +1041,7 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 		p := dataPtr(o)
 		for _, in := range ins {
 			if in != nil && (in == o || p != 0 && p == dataPtr(in)) {
-				c, err := r.arena.Alloc(o.DType, o.Shape)
+				c, err := r.arena.AllocUninit(o.DType, o.Shape)
 				if err != nil {
 					return nil, err
 				}
@@ -664,22 +1054,28 @@ func (r *run) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph
 	return outs, nil
 }
 
-// subgraph implements kernels.SubgraphRunner for If/Loop bodies.
-func (r *run) subgraph(ctx context.Context, g *graph.Graph, inputs []*graph.Tensor) ([]*graph.Tensor, error) {
+// subgraph implements kernels.SubgraphRunner for If/Loop bodies run by the
+// frame's kernels: the body's scope encloses in the frame's.
+func (f *frame) subgraph(ctx context.Context, g *graph.Graph, inputs []*graph.Tensor) ([]*graph.Tensor, error) {
+	r := f.r
+	if r == nil {
+		return nil, errors.New("exec: subgraph run outside a model run")
+	}
 	p, ok := r.m.subplans[g]
 	if !ok {
 		return nil, errors.New("exec: unknown subgraph (not part of the loaded model)")
 	}
-	parent, _ := ctx.Value(scopeKey{}).(*scope)
-	if parent == nil {
-		return nil, errors.New("exec: subgraph run outside a model run")
-	}
 	if len(inputs) != len(g.Inputs) {
 		return nil, fmt.Errorf("exec: subgraph %q takes %d inputs, got %d", g.Name, len(g.Inputs), len(inputs))
 	}
-	s := &scope{vals: map[string]*graph.Tensor{}, parent: parent}
+	sf := r.arena.frame(p)
+	defer r.arena.putFrame(sf)
+	sf.r, sf.s.parent = r, &f.s
+	vals := sf.s.vals
+	copy(vals, p.init)
+	defer clear(vals)
 	for i, in := range g.Inputs {
-		s.vals[in.Name] = inputs[i]
+		vals[p.slots[in.Name]] = inputs[i]
 	}
 	r.mu.Lock()
 	r.depth++
@@ -689,10 +1085,8 @@ func (r *run) subgraph(ctx context.Context, g *graph.Graph, inputs []*graph.Tens
 		r.depth--
 		r.mu.Unlock()
 	}()
-	return r.exec(ctx, p, s)
+	return sf.exec(ctx)
 }
-
-type scopeKey struct{}
 
 // callCtx is what one kernel call gets: its context and its allocator.
 type callCtx struct {

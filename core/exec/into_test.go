@@ -103,3 +103,56 @@ func TestRunIntoSwappedOutputs(t *testing.T) {
 		t.Errorf("InPlace %d + Copied %d, want 2", st.InPlace, st.Copied)
 	}
 }
+
+// TestRunBoundInPlace: RunBound binds caller outputs with data to the
+// producing node like RunInto (the first node's New hands out the
+// caller's tensor), and an output without data is handed the result.
+func TestRunBoundInPlace(t *testing.T) {
+	vt := graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(3)}
+	first := &graph.Node{Name: "double", OpType: "Double", Inputs: []string{"x"}, Outputs: []string{"y"}}
+	g := &graph.Graph{
+		Name:    "double-neg",
+		Inputs:  []graph.ValueInfo{{Name: "x", Type: vt}},
+		Outputs: []graph.ValueInfo{{Name: "y", Type: vt}, {Name: "z", Type: vt}},
+		Nodes:   []*graph.Node{first, {Name: "neg", OpType: "Neg", Inputs: []string{"y"}, Outputs: []string{"z"}}},
+	}
+	var got *graph.Tensor // what the kernel's New returned
+	double := func(ctx *kernels.Context, _ *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		o, err := ctx.New(graph.Float32, []int{3})
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range in[0].Data.([]float32) {
+			o.Data.([]float32)[i] = 2 * v
+		}
+		got = o
+		return []*graph.Tensor{o}, nil
+	}
+	p, err := exec.Compile(g, exec.Options{Opsets: []graph.Opset{{Version: 17}}, Kernels: map[*graph.Node]kernels.Func{first: double}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := f32([]int{3}, 9, 9, 9)
+	for range 2 {
+		z := &graph.Tensor{}
+		if err := p.RunBound(context.Background(), []*graph.Tensor{f32([]int{3}, -1, 2, -3)}, []*graph.Tensor{dst, z}); err != nil {
+			t.Fatal(err)
+		}
+		if got != dst {
+			t.Fatalf("the kernel did not get the caller's tensor")
+		}
+		if y := dst.Data.([]float32); y[0] != -2 || y[1] != 4 || y[2] != -6 {
+			t.Fatalf("y = %v, want [-2 4 -6]", y)
+		}
+		if v, ok := z.Data.([]float32); !ok || v[0] != 2 || v[1] != -4 || v[2] != 6 {
+			t.Fatalf("z = %v, want [2 -4 6]", z.Data)
+		}
+	}
+	// without a caller tensor the kernel gets an arena buffer
+	if err := p.RunBound(context.Background(), []*graph.Tensor{f32([]int{3}, 1, 1, 1)}, []*graph.Tensor{nil, &graph.Tensor{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got == dst {
+		t.Fatalf("unbound run handed out the previous run's caller tensor")
+	}
+}

@@ -29,10 +29,22 @@ type arena struct {
 
 	allocs, reuses  int
 	liveBytes, peak int64
+
+	// what the runs on this arena reuse: a frame per plan, the run's
+	// state and (when the caller asks for none) its statistics
+	frames map[*plan]*frame
+	run    run
+	stats  Stats
+	// tensors are the headers of released values, reused for the next
+	// allocations (their shapes are not: a kernel may share a shape slice)
+	tensors []*graph.Tensor
+	// bound is the table of caller tensors bound to the main plan's
+	// steps (run.bound), kept for the next run
+	bound [][]*graph.Tensor
 }
 
 func newArena(b *Budget, limit int64) *arena {
-	return &arena{free: map[poolKey][]any{}, owned: map[*graph.Tensor]struct{}{}, budget: b, limit: limit}
+	return &arena{free: map[poolKey][]any{}, owned: map[*graph.Tensor]struct{}{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
 }
 
 // elemBytes is the accounted size of one element (a string counts its
@@ -46,14 +58,21 @@ func elemBytes(dt graph.DType) int64 {
 
 // Alloc implements kernels.Allocator.
 func (a *arena) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
-	return a.alloc(dt, shape, nil)
+	return a.alloc(dt, shape, nil, true)
+}
+
+// AllocUninit implements kernels.UninitAllocator.
+func (a *arena) AllocUninit(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	return a.alloc(dt, shape, nil, false)
 }
 
 // Release implements kernels.Releaser.
 func (a *arena) Release(t *graph.Tensor) { a.release(t) }
 
-// alloc hands out a buffer for node n's output (n may be nil).
-func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node) (*graph.Tensor, error) {
+// alloc hands out a buffer for node n's output (n may be nil), zeroed
+// unless zero is false (the kernel writes every element; strings are
+// always cleared, so that no old string stays reachable).
+func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*graph.Tensor, error) {
 	count, err := graph.CheckAllocLimit(dt, shape, a.limit)
 	if err != nil {
 		return nil, err
@@ -69,7 +88,9 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node) (*graph.Tensor
 	}
 	a.mu.Unlock()
 	if data != nil {
-		clearData(data)
+		if zero || dt == graph.String {
+			clearData(data)
+		}
 	} else {
 		if err := a.reserve(bytes, dt, shape, n); err != nil {
 			return nil, err
@@ -83,8 +104,16 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node) (*graph.Tensor
 		a.held += bytes
 		a.mu.Unlock()
 	}
-	t := &graph.Tensor{DType: dt, Shape: append([]int{}, shape...), Data: data}
+	sh := append(make([]int, 0, len(shape)), shape...)
 	a.mu.Lock()
+	var t *graph.Tensor
+	if n := len(a.tensors); n > 0 {
+		t = a.tensors[n-1]
+		a.tensors = a.tensors[:n-1]
+		*t = graph.Tensor{DType: dt, Shape: sh, Data: data}
+	} else {
+		t = &graph.Tensor{DType: dt, Shape: sh, Data: data}
+	}
 	a.owned[t] = struct{}{}
 	a.liveBytes += bytes
 	if a.liveBytes > a.peak {
@@ -150,6 +179,14 @@ func (a *arena) release(t *graph.Tensor) {
 	}
 	k := poolKey{t.DType, n}
 	a.free[k] = append(a.free[k], t.Data)
+	a.recycle(t)
+}
+
+// recycle keeps a released tensor's header for a later allocation (a
+// released value is dead: no step reads it again).
+func (a *arena) recycle(t *graph.Tensor) {
+	*t = graph.Tensor{}
+	a.tensors = append(a.tensors, t)
 }
 
 // disown hands t to the caller (a returned output): it is never recycled,
@@ -174,6 +211,7 @@ func (a *arena) reset() {
 		if t.DType != graph.String {
 			k := poolKey{t.DType, t.Len()}
 			a.free[k] = append(a.free[k], t.Data)
+			a.recycle(t)
 		} else {
 			bytes := int64(t.Len()) * elemBytes(t.DType)
 			a.held -= bytes
@@ -193,20 +231,39 @@ type nodeAlloc struct {
 	n     *graph.Node
 	bound []*graph.Tensor // by output index; nil: none
 	taken []bool          // bound[j] was handed out
+	// takenBuf backs taken for nodes of few outputs
+	takenBuf [4]bool
 }
 
 // Alloc hands out a caller tensor bound to one of the node's outputs when
 // its dtype and shape are those asked for (zeroed, as New promises), an
 // arena buffer otherwise.
 func (na *nodeAlloc) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	if t := na.take(dt, shape); t != nil {
+		clearData(t.Data)
+		return t, nil
+	}
+	return na.a.alloc(dt, shape, na.n, true)
+}
+
+// AllocUninit is Alloc without zeroing (kernels.UninitAllocator).
+func (na *nodeAlloc) AllocUninit(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	if t := na.take(dt, shape); t != nil {
+		return t, nil
+	}
+	return na.a.alloc(dt, shape, na.n, false)
+}
+
+// take hands out the first caller tensor bound to one of the node's
+// outputs, not yet handed out, of dtype dt and this shape (nil: none).
+func (na *nodeAlloc) take(dt graph.DType, shape []int) *graph.Tensor {
 	for j, dst := range na.bound {
 		if dst != nil && !na.taken[j] && dst.DType == dt && graph.SameShape(dst.Shape, shape) {
 			na.taken[j] = true
-			clearData(dst.Data)
-			return dst, nil
+			return dst
 		}
 	}
-	return na.a.alloc(dt, shape, na.n)
+	return nil
 }
 
 // unbind checks where the caller tensors handed out went: one returned as
@@ -224,7 +281,7 @@ func (na *nodeAlloc) unbind(n *graph.Node, outs []*graph.Tensor) error {
 			if k == j || dst == nil || !na.taken[k] || (o != dst && (p == 0 || p != dataPtr(dst))) {
 				continue
 			}
-			c, err := na.a.alloc(o.DType, o.Shape, n)
+			c, err := na.a.alloc(o.DType, o.Shape, n, false)
 			if err != nil {
 				return err
 			}

@@ -47,6 +47,12 @@ type Allocator interface {
 	Alloc(dt graph.DType, shape []int) (*graph.Tensor, error)
 }
 
+// UninitAllocator is implemented by allocators that can hand out a
+// recycled buffer without zeroing it first (Context.NewUninit).
+type UninitAllocator interface {
+	AllocUninit(dt graph.DType, shape []int) (*graph.Tensor, error)
+}
+
 // Releaser is implemented by allocators that can take back a tensor before
 // the end of the run (Context.Release).
 type Releaser interface {
@@ -73,6 +79,21 @@ type Context struct {
 // graph.MaxTensorBytes before allocating.
 func (c *Context) New(dt graph.DType, shape []int) (*graph.Tensor, error) {
 	if c != nil && c.Alloc != nil {
+		return c.Alloc.Alloc(dt, shape)
+	}
+	return graph.New(dt, shape)
+}
+
+// NewUninit is New for a kernel that writes every element of the output
+// before returning it: the contents are unspecified (a recycled buffer is
+// not zeroed, which saves a pass over memory). A kernel that may leave any
+// element unwritten, or that fails part way and returns the tensor anyway,
+// must use New.
+func (c *Context) NewUninit(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	if c != nil && c.Alloc != nil {
+		if u, ok := c.Alloc.(UninitAllocator); ok {
+			return u.AllocUninit(dt, shape)
+		}
 		return c.Alloc.Alloc(dt, shape)
 	}
 	return graph.New(dt, shape)

@@ -252,42 +252,18 @@ type Executable struct {
 	prog *exec.Program
 }
 
-// Execute binds inputs by the subgraph's input order and fills outputs.
+// Execute binds inputs by the subgraph's input order and fills outputs
+// (written into when they hold data of the result's shape, else set to
+// the result).
 func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
 	if e.b.isClosed() {
 		return errClosed()
 	}
-	g := e.prog.Graph()
-	feeds := make(map[string]*graph.Tensor, len(inputs))
-	for i, in := range g.Inputs {
-		if i < len(inputs) && inputs[i] != nil {
-			feeds[in.Name] = inputs[i]
-		}
-	}
-	into := map[string]*graph.Tensor{}
-	for i, o := range g.Outputs {
-		if i < len(outputs) && outputs[i] != nil && outputs[i].Data != nil {
-			into[o.Name] = outputs[i]
-		}
-	}
-	res, err := e.prog.RunInto(ctx, feeds, into)
-	if err != nil {
+	if err := e.prog.RunBound(ctx, inputs, outputs); err != nil {
 		if errors.Is(err, kernels.ErrInvalid) {
 			return hal.Errorf(hal.CodeInvalidArgument, "native: %v", err)
 		}
 		return err
-	}
-	for i, o := range g.Outputs {
-		if i >= len(outputs) {
-			break
-		}
-		got, dst := res[o.Name], outputs[i]
-		if got == nil {
-			return hal.Errorf(hal.CodeInternal, "native: missing output %q", o.Name)
-		}
-		if got != dst {
-			*dst = *got
-		}
 	}
 	return nil
 }

@@ -193,7 +193,7 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	if nd == 2 {
 		out = []int{x.Shape[0], p.cout, g.oh, g.ow}
 	}
-	y, err := ctx.New(graph.Float32, out)
+	y, err := ctx.NewUninit(graph.Float32, out)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func buildUnary(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		if x.DType != graph.Float32 {
 			return nil, fmt.Errorf("%w: %s of %v", kernels.ErrInvalid, op, x.DType)
 		}
-		y, err := ctx.New(graph.Float32, x.Shape)
+		y, err := ctx.NewUninit(graph.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func buildBinary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			}
 			return outs, err
 		}
-		y, err := ctx.New(graph.Float32, out)
+		y, err := ctx.NewUninit(graph.Float32, out)
 		if err != nil {
 			return nil, err
 		}
@@ -333,7 +333,7 @@ func powSquare(bc *buildCtx) kernels.Func {
 		if x.DType != graph.Float32 || len(in) != 2 || len(in[1].Shape) > len(x.Shape) || ref == nil {
 			return ref.Kernel(ctx, node, in)
 		}
-		y, err := ctx.New(graph.Float32, x.Shape)
+		y, err := ctx.NewUninit(graph.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -378,7 +378,7 @@ func concatKernel() kernels.Func {
 			}
 			out[ax] += t.Shape[ax]
 		}
-		y, err := ctx.New(graph.Float32, out)
+		y, err := ctx.NewUninit(graph.Float32, out)
 		if err != nil {
 			return nil, err
 		}

@@ -81,7 +81,7 @@ type denseB struct {
 
 // run computes out = a·B for a of shape [..., m, k].
 func (d *denseB) run(bc *buildCtx, ctx *kernels.Context, n *graph.Node, a *graph.Tensor, outShape []int) (*graph.Tensor, error) {
-	y, err := ctx.New(graph.Float32, outShape)
+	y, err := ctx.NewUninit(graph.Float32, outShape)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func batchedMatMul(bc *buildCtx, ctx *kernels.Context, ss *scratchSet, a, b *gra
 		return nil, fmt.Errorf("%w: MatMul %v×%v: %v", kernels.ErrInvalid, a.Shape, b.Shape, err)
 	}
 	out := append(append([]int{}, batch...), m, nn)
-	y, err := ctx.New(graph.Float32, out)
+	y, err := ctx.NewUninit(graph.Float32, out)
 	if err != nil {
 		return nil, err
 	}

@@ -93,6 +93,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.OpType == "Concat" && n.Domain == "" {
 		return concatKernel(), nil
 	}
+	if n.OpType == "Transpose" && n.Domain == "" {
+		return transposeKernel(), nil
+	}
 	return nil, nil
 }
 

@@ -58,7 +58,7 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		if nd == 2 {
 			out = []int{x.Shape[0], x.Shape[1], g.oh, g.ow}
 		}
-		y, err := ctx.New(graph.Float32, out)
+		y, err := ctx.NewUninit(graph.Float32, out)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +218,7 @@ func buildGlobalPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, erro
 		for range x.Shape[2:] {
 			out = append(out, 1)
 		}
-		y, err := ctx.New(graph.Float32, out)
+		y, err := ctx.NewUninit(graph.Float32, out)
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +261,7 @@ func buildSoftmax(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) 
 		if ax < 0 || ax >= max(r, 1) {
 			return nil, fmt.Errorf("%w: Softmax axis %d for rank %d", kernels.ErrInvalid, axis, r)
 		}
-		y, err := ctx.New(graph.Float32, x.Shape)
+		y, err := ctx.NewUninit(graph.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -353,7 +353,7 @@ func buildBatchNorm(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error
 		if x.DType != graph.Float32 || len(x.Shape) < 2 || x.Shape[1] != c {
 			return nil, fmt.Errorf("%w: BatchNormalization input %v %v for %d channels", kernels.ErrInvalid, x.DType, x.Shape, c)
 		}
-		y, err := ctx.New(graph.Float32, x.Shape)
+		y, err := ctx.NewUninit(graph.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}

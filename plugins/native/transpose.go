@@ -1,0 +1,184 @@
+package native
+
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// Transpose of float32 (any rank): the axes that stay next to each other
+// are merged first, so that most permutations become a batch of 2-D
+// transposes (NHWC↔NCHW: [0 2 1] over [N, H·W, C]), done in cache-sized
+// tiles; any other permutation walks the output with the input's strides,
+// the innermost output axis as the inner loop. Other dtypes, and bad
+// permutations (for the error), run the reference kernel.
+
+// transposeKernel is the Transpose kernel.
+func transposeKernel() kernels.Func {
+	ref, _ := kernels.Lookup("", "Transpose")
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := in[0]
+		if x == nil || x.DType != graph.Float32 || len(x.Shape) > 8 {
+			return ref.Kernel(ctx, node, in)
+		}
+		r := len(x.Shape)
+		var permBuf [8]int
+		perm := permBuf[:r]
+		a := node.Attrs["perm"]
+		if a != nil && len(a.Ints) > 0 {
+			if len(a.Ints) != r {
+				return ref.Kernel(ctx, node, in)
+			}
+			var seen [8]bool
+			for i, v := range a.Ints {
+				if v < 0 || int(v) >= r || seen[v] {
+					return ref.Kernel(ctx, node, in)
+				}
+				seen[v] = true
+				perm[i] = int(v)
+			}
+		} else {
+			for i := range perm {
+				perm[i] = r - 1 - i
+			}
+		}
+		var outBuf [8]int
+		out := outBuf[:r]
+		for i, p := range perm {
+			out[i] = x.Shape[p]
+		}
+		y, err := ctx.NewUninit(graph.Float32, out)
+		if err != nil {
+			return nil, err
+		}
+		transposeF32(f32(y), f32(x), x.Shape, perm)
+		return []*graph.Tensor{y}, nil
+	}
+}
+
+// transposeF32 writes y = x (of shape dims) with its axes permuted by perm
+// (y's axis i is x's axis perm[i]).
+func transposeF32(y, x []float32, dims, perm []int) {
+	if len(y) == 0 {
+		return
+	}
+	cd, cp := mergeAxes(dims, perm)
+	switch {
+	case len(cd) <= 1:
+		copy(y, x)
+	case len(cd) == 2:
+		transpose2D(y, x, cd[0], cd[1])
+	case len(cd) == 3 && cp[0] == 0 && cp[1] == 2 && cp[2] == 1:
+		n := cd[1] * cd[2]
+		for b := 0; b < cd[0]; b++ {
+			transpose2D(y[b*n:(b+1)*n], x[b*n:(b+1)*n], cd[1], cd[2])
+		}
+	default:
+		transposeStrided(y, x, cd, cp)
+	}
+}
+
+// mergeAxes simplifies a transpose: axes of size 1 dropped, and axes
+// adjacent in both x and y merged. It returns the merged dims of x and
+// the permutation over them (at most 8 axes).
+func mergeAxes(dims, perm []int) (cd, cp []int) {
+	r := len(dims)
+	var renum [8]int // x axis → its index among the kept (size > 1) axes
+	var kd [8]int    // kept dims
+	k := 0
+	for ax := 0; ax < r; ax++ {
+		if dims[ax] > 1 {
+			renum[ax], kd[k] = k, dims[ax]
+			k++
+		}
+	}
+	var kp [8]int // the permutation over kept axes
+	n := 0
+	for _, p := range perm {
+		if dims[p] > 1 {
+			kp[n] = renum[p]
+			n++
+		}
+	}
+	// groups: runs of kp with consecutive x axes, in y order
+	var start, end [8]int
+	ng := 0
+	for i := 0; i < n; i++ {
+		if ng > 0 && kp[i] == end[ng-1] {
+			end[ng-1]++
+			continue
+		}
+		start[ng], end[ng] = kp[i], kp[i]+1
+		ng++
+	}
+	// x order of the groups: by start
+	var rank [8]int // y group → its position among the groups in x order
+	var mdBuf, mpBuf [8]int
+	cd, cp = mdBuf[:ng], mpBuf[:ng]
+	for g := 0; g < ng; g++ {
+		for h := 0; h < ng; h++ {
+			if start[h] < start[g] {
+				rank[g]++
+			}
+		}
+	}
+	for g := 0; g < ng; g++ {
+		d := 1
+		for ax := start[g]; ax < end[g]; ax++ {
+			d *= kd[ax]
+		}
+		cd[rank[g]] = d
+		cp[g] = rank[g]
+	}
+	return cd, cp
+}
+
+// transpose2D writes y (cols×rows) = xᵀ for x (rows×cols), in tiles.
+func transpose2D(y, x []float32, rows, cols int) {
+	const tile = 16
+	x, y = x[:rows*cols], y[:rows*cols]
+	for i0 := 0; i0 < rows; i0 += tile {
+		i1 := min(i0+tile, rows)
+		for j0 := 0; j0 < cols; j0 += tile {
+			j1 := min(j0+tile, cols)
+			for j := j0; j < j1; j++ {
+				dst := y[j*rows+i0 : j*rows+i1]
+				for i := range dst {
+					dst[i] = x[(i0+i)*cols+j]
+				}
+			}
+		}
+	}
+}
+
+// transposeStrided is the general case: y's axis i is x's axis perm[i]
+// (dims of x), walked with the innermost axis of y as the inner loop.
+func transposeStrided(y, x []float32, dims, perm []int) {
+	r := len(dims)
+	var xs, od, os [8]int
+	s := 1
+	for ax := r - 1; ax >= 0; ax-- {
+		xs[ax] = s
+		s *= dims[ax]
+	}
+	for i, p := range perm {
+		od[i], os[i] = dims[p], xs[p]
+	}
+	inner, istr := od[r-1], os[r-1]
+	var idx [8]int
+	off := 0
+	for o := 0; o < len(y); o += inner {
+		row := y[o : o+inner]
+		for j := range row {
+			row[j] = x[off+j*istr]
+		}
+		for d := r - 2; d >= 0; d-- {
+			idx[d]++
+			off += os[d]
+			if idx[d] < od[d] {
+				break
+			}
+			off -= idx[d] * os[d]
+			idx[d] = 0
+		}
+	}
+}

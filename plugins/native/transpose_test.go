@@ -1,0 +1,86 @@
+package native
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// naiveTranspose is the definition: y[i0..] = x[at perm].
+func naiveTranspose(x []float32, dims, perm []int) []float32 {
+	r := len(dims)
+	out := make([]int, r)
+	for i, p := range perm {
+		out[i] = dims[p]
+	}
+	xs := make([]int, r)
+	s := 1
+	for ax := r - 1; ax >= 0; ax-- {
+		xs[ax] = s
+		s *= dims[ax]
+	}
+	y := make([]float32, s)
+	idx := make([]int, r)
+	for o := range y {
+		off := 0
+		for i := range idx {
+			off += idx[i] * xs[perm[i]]
+		}
+		y[o] = x[off]
+		for d := r - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < out[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return y
+}
+
+func permutations(r int) [][]int {
+	if r == 0 {
+		return [][]int{{}}
+	}
+	var out [][]int
+	for _, p := range permutations(r - 1) {
+		for i := 0; i <= len(p); i++ {
+			q := append(append(append([]int{}, p[:i]...), r-1), p[i:]...)
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Every permutation of ranks 1 to 5, dims of 1 (dropped), small and
+// larger than a tile, against the definition.
+func TestTransposeAllPerms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sizes := []int{1, 2, 3, 5, 17, 33}
+	for r := 1; r <= 5; r++ {
+		for _, perm := range permutations(r) {
+			for trial := 0; trial < 4; trial++ {
+				dims := make([]int, r)
+				n := 1
+				for i := range dims {
+					dims[i] = sizes[rng.IntN(len(sizes))]
+					if r >= 4 && dims[i] > 5 {
+						dims[i] = 5
+					}
+					n *= dims[i]
+				}
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(i)
+				}
+				want := naiveTranspose(x, dims, perm)
+				got := make([]float32, n)
+				transposeF32(got, x, dims, perm)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("dims %v perm %v: y[%d] = %v, want %v", dims, perm, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
