@@ -349,3 +349,38 @@ func probeLibrary(ctx context.Context, e hal.Entry, lib library) hal.Availabilit
 	}
 	return a
 }
+
+// LibraryReport is what InspectLibrary learns of a C delegate library:
+// its info, the HAL version negotiated, its capabilities and the sha256 of
+// the bytes loaded, or exactly why it is refused (and, for a library that
+// exits or crashes while loading in a child process, how and at which
+// step).
+type LibraryReport = cabi.ProbeResult
+
+// InspectLibrary loads the C delegate library at path and describes it.
+// By default it loads it in a child process (this program, which must call
+// ServeProbe first thing in main), so a library that calls exit() or
+// crashes is reported instead of ending the program; inProcess loads it
+// into this process instead. The library is closed before it returns.
+func InspectLibrary(ctx context.Context, path string, inProcess bool) LibraryReport {
+	if !inProcess {
+		return cabi.Probe(ctx, path, cabi.ProbeOptions{})
+	}
+	r := LibraryReport{Path: path}
+	b, err := cabi.Open(ctx, path, cabi.Options{})
+	if err == nil {
+		info := b.Info()
+		r.Loaded, r.Info, r.Negotiated, r.SHA256 = true, &info, b.HALVersion().String(), b.SHA256()
+		caps, cerr := b.Capabilities(ctx)
+		if cerr == nil {
+			r.Capabilities = &caps
+		} else {
+			err = cerr
+		}
+		_ = b.Close()
+	}
+	if err != nil {
+		r.Error, r.Code = err.Error(), hal.CodeOf(err).String()
+	}
+	return r
+}

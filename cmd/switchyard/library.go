@@ -23,8 +23,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/hal"
-	"github.com/switchyard-hal/switchyard/plugins/cabi"
 )
 
 func init() {
@@ -49,15 +47,13 @@ them into this process instead.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			var reports []cabi.ProbeResult
+			var reports []switchyard.LibraryReport
 			failed := 0
 			for _, p := range args {
-				var r cabi.ProbeResult
 				if inProcess {
-					r = loadInProcess(ctx, p)
-				} else {
-					r = cabi.Probe(ctx, p, cabi.ProbeOptions{})
+					fmt.Fprintf(os.Stderr, "switchyard: loading C library %s in this process\n", p)
 				}
+				r := switchyard.InspectLibrary(ctx, p, inProcess)
 				if r.Error != "" {
 					failed++
 				}
@@ -102,27 +98,4 @@ them into this process instead.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON report")
 	cmd.Flags().BoolVar(&inProcess, "in-process", false, "load the libraries into this process instead of a child process (a library that exits or crashes then ends this command)")
 	return cmd
-}
-
-// loadInProcess loads a library into this process and describes it as a
-// probe would.
-func loadInProcess(ctx context.Context, path string) cabi.ProbeResult {
-	r := cabi.ProbeResult{Path: path}
-	fmt.Fprintf(os.Stderr, "switchyard: loading C library %s in this process\n", path)
-	b, err := cabi.Open(ctx, path, cabi.Options{})
-	if err == nil {
-		info := b.Info()
-		r.Loaded, r.Info, r.Negotiated, r.SHA256 = true, &info, b.HALVersion().String(), b.SHA256()
-		caps, cerr := b.Capabilities(ctx)
-		if cerr == nil {
-			r.Capabilities = &caps
-		} else {
-			err = cerr
-		}
-		_ = b.Close()
-	}
-	if err != nil {
-		r.Error, r.Code = err.Error(), hal.CodeOf(err).String()
-	}
-	return r
 }
