@@ -166,3 +166,48 @@ func TestGreedyMatchesLlama2c(t *testing.T) {
 		t.Fatalf("seeded sampling not repeatable: %v vs %v", a, b)
 	}
 }
+
+// BenchmarkDecode generates the golden 64 positions of stories260K per
+// iteration on each backend set (default: every backend found) and
+// reports the decode time per token:
+//
+//	GOMAXPROCS=1 go test ./llm -run '^$' -bench Decode
+func BenchmarkDecode(b *testing.B) {
+	dir := shared.Path(b, "testdata/llm/stories260K")
+	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, set := range []string{"cpu", "native,cpu", "default"} {
+		b.Run(set, func(b *testing.B) {
+			ctx := context.Background()
+			var opts switchyard.Options
+			if set != "default" {
+				opts.Backends = strings.Split(set, ",")
+			}
+			m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K_kv.onnx"), &opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			d, err := llm.NewDecoder(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var decode, prefill float64
+			tokens := 0
+			for b.Loop() {
+				res, err := d.Generate(ctx, tok, "Once upon a time", llm.Options{Steps: 64}, func(llm.Token) error { return nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+				decode += float64(res.Decode.Nanoseconds())
+				prefill += float64(res.Prefill.Nanoseconds())
+				tokens += res.Generated
+			}
+			b.ReportMetric(decode/float64(tokens), "ns/token")
+			b.ReportMetric(prefill/float64(b.N), "ns/prefill")
+		})
+	}
+}
