@@ -1011,8 +1011,13 @@ static sy_code enqueue(void *self, void *exe, const sy_buffer *inputs, uint32_t 
   ex_profile prof = {0};
   int profiled = (flags & SY_ENQUEUE_PROFILE) != 0;
   if (c == SY_OK && profiled) c = alloc_profile(e, &prof, st);
+  sy_execute_call call = {sizeof call, num_inputs, num_outputs, 0, ins, outs, &zero, NULL};
+  /* a decline is enqueue's answer, not the work's: the host then runs the
+   * subgraph elsewhere */
+  if (c == SY_OK && num_inputs != e->num_inputs)
+    c = fail(st, SY_INVALID_ARGUMENT, "enqueue: %u inputs, the executable has %u", num_inputs, e->num_inputs);
+  if (c == SY_OK) c = check_bounds(e, &call, st);
   if (c == SY_OK) {
-    sy_execute_call call = {sizeof call, num_inputs, num_outputs, 0, ins, outs, &zero, NULL};
     sy_status work = {0};
     sy_code r = run(e, &call, profiled ? &prof : NULL, &work);
     c = signalled(d, r, &work, fence, st);
