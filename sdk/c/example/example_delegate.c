@@ -144,7 +144,7 @@ static sy_code ex_get_info(void *self, sy_info *info, sy_status *st) {
   info->device = SY_DEVICE_CPU;
   info->name = "c-example";
   info->vendor = "Switchyard SDK example";
-  info->version = "1.0.0";
+  info->version = "1.1.0";
   info->description = "example C delegate: float32 Add/Sub/Mul/Div/Relu/MatMul with ONNX broadcasting";
   info->flags = 0; /* execute is reentrant */
 #ifndef SY_EXAMPLE_HAL_1_0
