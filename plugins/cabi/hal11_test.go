@@ -437,3 +437,43 @@ func mulReluModel(t *testing.T) []byte {
 	g.ValueInfo = nil
 	return onnx.Encode(&graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: &g})
 }
+
+// A library built against the first HAL 1.1 header (its table ends at
+// release_fence) keeps device memory; its enqueued calls carry no
+// profile, said as Unsupported, and execute profiles still work.
+func TestHAL11TableWithoutProfiledEnqueue(t *testing.T) {
+	ctx := context.Background()
+	b, dev := open11(t, buildC(t, "libswitchyard_example11dm.so", "example/example_delegate.c", "SY_EXAMPLE_TABLE_1_1_DEVMEM"))
+	if !dev.HasDeviceMemory() || b.profEnqueue {
+		t.Fatalf("device memory %v, profiled enqueue %v", dev.HasDeviceMemory(), b.profEnqueue)
+	}
+	exe, err := dev.Compile(ctx, namedMulRelu(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	in, err := dev.Allocate(ctx, hal.BufferRequest{DType: graph.Float32, Shape: []int{1, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free(in)
+	outs := []hal.Buffer{nil}
+	f, err := exe.Enqueue(ctx, []hal.Buffer{in}, outs, nil, &hal.EnqueueOptions{Profile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free(outs[0])
+	if err := f.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.(hal.ProfiledFence).Profile()
+	wantCode(t, err, hal.CodeUnsupported, "profile of an enqueue without fence_profile")
+	x, _ := graph.New(graph.Float32, []int{1, 3})
+	p, err := exe.ExecuteProfiled(ctx, []*graph.Tensor{x}, []*graph.Tensor{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkExampleProfile(p, 0); err != nil {
+		t.Error(err)
+	}
+}

@@ -24,7 +24,9 @@
  * and every struct as the 1.0 header had them: no devices, no profiles, no
  * device memory; it refuses structs that are not 1.0-sized, to prove the
  * host sends them); -DSY_EXAMPLE_DEVICES=N lists N devices;
- * -DSY_EXAMPLE_FENCES_NEVER_SIGNAL makes every enqueued call's fence pend
+ * -DSY_EXAMPLE_TABLE_1_1_DEVMEM ends the table at release_fence, as a
+ * library built against the first HAL 1.1 header (device memory, no
+ * profiled enqueue); -DSY_EXAMPLE_FENCES_NEVER_SIGNAL makes every enqueued call's fence pend
  * forever, like a wedged device (wait_fence sleeps out its timeout), for
  * the host's deadline tests.
  */
@@ -1041,6 +1043,7 @@ static sy_code ex_enqueue(void *self, void *exe, const sy_buffer *inputs, uint32
   return enqueue(self, exe, inputs, num_inputs, outputs, num_outputs, after, num_after, 0, fence, st);
 }
 
+#ifndef SY_EXAMPLE_TABLE_1_1_DEVMEM
 static sy_code ex_enqueue_with_options(void *self, void *exe, const sy_buffer *inputs, uint32_t num_inputs, const sy_buffer *outputs,
                                        uint32_t num_outputs, const sy_fence *after, uint32_t num_after, const sy_enqueue_options *options,
                                        sy_fence *fence, sy_status *st) {
@@ -1066,6 +1069,7 @@ static sy_code ex_fence_profile(void *self, sy_fence id, sy_call_profile *out, s
   pthread_mutex_unlock(&d->mu);
   return c;
 }
+#endif
 
 static sy_code ex_wait_fence(void *self, sy_fence id, int64_t timeout_ns, int32_t *done, sy_status *st) {
   example_delegate *d = self;
@@ -1137,7 +1141,11 @@ SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_mi
   const uint32_t size = (uint32_t)SY_DELEGATE_TABLE_SIZE_1_0;
   t.hal_max.minor = 0;
 #else
+#ifdef SY_EXAMPLE_TABLE_1_1_DEVMEM
+  const uint32_t size = (uint32_t)SY_DELEGATE_TABLE_SIZE_1_1;
+#else
   const uint32_t size = (uint32_t)sizeof t;
+#endif
   t.hal_max.minor = SY_HAL_VERSION_MINOR;
   t.allocate = ex_allocate;
   t.free_buffer = ex_free_buffer;
@@ -1146,8 +1154,10 @@ SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_mi
   t.enqueue = ex_enqueue;
   t.wait_fence = ex_wait_fence;
   t.release_fence = ex_release_fence;
+#ifndef SY_EXAMPLE_TABLE_1_1_DEVMEM
   t.enqueue_with_options = ex_enqueue_with_options;
   t.fence_profile = ex_fence_profile;
+#endif
 #endif
   t.struct_size = size;
   t.hal_min.major = 1;
