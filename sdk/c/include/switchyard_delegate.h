@@ -20,6 +20,12 @@
  *   release           free an executable
  *   close             free the delegate instance
  *
+ * and, optional in HAL 1.1 (see the HAL 1.1 sections below): allocate,
+ * free_buffer, upload, download, enqueue, wait_fence, release_fence
+ * (device memory and fences), enqueue_with_options and fence_profile
+ * (profiled enqueues); devices, compile options, per-call profiles and
+ * run-time declines travel in the structs above.
+ *
  * ------------------------------------------------------------------------
  * VERSIONING
  *
