@@ -295,6 +295,9 @@ func (b *Backends) Probe(ctx context.Context) []hal.Availability {
 		} else {
 			a.Available, a.HALVersion, a.Features = true, d.HALVersion(), d.Features()
 			a.Info = d.Info()
+			if caps, err := d.Capabilities(ctx); err == nil {
+				a.Devices = caps.Devices
+			}
 			_ = d.Close()
 		}
 		out = append(out, a)
@@ -340,6 +343,9 @@ func probeLibrary(ctx context.Context, e hal.Entry, lib library) hal.Availabilit
 		return a
 	}
 	a.Available, a.Features = true, r.Features
+	if r.Capabilities != nil {
+		a.Devices = r.Capabilities.Devices
+	}
 	if r.Info != nil {
 		a.Info = *r.Info
 	}

@@ -129,6 +129,9 @@ type Availability struct {
 	Reason     string   // why not, when unavailable
 	HALVersion Version  // negotiated, when available
 	Features   []string // optional interfaces
+	// Devices are the devices the backend lists in its capabilities
+	// (HAL 1.1), when available; empty for one device described by Info.
+	Devices []DeviceDesc
 }
 
 // Probe opens and closes each backend to report whether it is available
@@ -143,6 +146,9 @@ func (r *Registry) Probe(ctx context.Context) []Availability {
 		} else {
 			a.Available, a.HALVersion, a.Features = true, d.HALVersion(), d.Features()
 			a.Info = d.Info()
+			if caps, err := d.Capabilities(ctx); err == nil {
+				a.Devices = caps.Devices
+			}
 			_ = d.Close()
 		}
 		out = append(out, a)

@@ -162,10 +162,11 @@ func backendsCmd() *cobra.Command {
 					Name, Kind, Device, Version, HAL, Negotiated, Reason string
 					Available                                            bool
 					Features                                             []string
+					Devices                                              []hal.DeviceDesc `json:",omitempty"`
 				}
 				var rows []row
 				for _, a := range avail {
-					rows = append(rows, row{a.Info.Name, string(a.Kind), string(a.Info.Device), a.Info.Version, a.Info.HAL.String(), a.HALVersion.String(), a.Reason, a.Available, a.Features})
+					rows = append(rows, row{a.Info.Name, string(a.Kind), string(a.Info.Device), a.Info.Version, a.Info.HAL.String(), a.HALVersion.String(), a.Reason, a.Available, a.Features, a.Devices})
 				}
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
@@ -180,6 +181,10 @@ func backendsCmd() *cobra.Command {
 					yes, details = "no", a.Reason
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Info.Name, a.Kind, a.Info.Device, a.Info.Version, a.Info.HAL, yes, details)
+				// HAL 1.1: each device the backend lists, on its own row
+				for _, d := range a.Devices {
+					fmt.Fprintf(w, "  #%d %s\t\t%s\t\t\t\t%s\n", d.Index, d.Name, d.Kind, deviceDetails(d))
+				}
 			}
 			fmt.Fprintf(w, "(this binary speaks HAL %s)\n", hal.Current)
 			return w.Flush()
@@ -187,6 +192,45 @@ func backendsCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// deviceDetails describes one device of a backend for the listing.
+func deviceDetails(d hal.DeviceDesc) string {
+	var parts []string
+	if d.MemoryBytes > 0 {
+		parts = append(parts, "memory "+byteSize(d.MemoryBytes))
+	}
+	if d.MaxBufferBytes > 0 {
+		parts = append(parts, "largest buffer "+byteSize(d.MaxBufferBytes))
+	}
+	var kinds, precs []string
+	for _, k := range d.MemoryKinds {
+		kinds = append(kinds, k.String())
+	}
+	for _, p := range d.Precisions {
+		precs = append(precs, string(p))
+	}
+	if len(kinds) > 0 {
+		parts = append(parts, "memory kinds "+strings.Join(kinds, ", "))
+	}
+	if len(precs) > 0 {
+		parts = append(parts, "precisions "+strings.Join(precs, ", "))
+	}
+	parts = append(parts, "cache key "+d.CacheKey.String())
+	return strings.Join(parts, "; ")
+}
+
+// byteSize writes a byte count in binary units.
+func byteSize(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // warned holds the backends a warning was printed for, so that one problem

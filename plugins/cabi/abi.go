@@ -27,6 +27,16 @@ const (
 	tableSize11 = unsafe.Offsetof(cTable{}.releaseFence) + unsafe.Sizeof(uintptr(0))
 
 	infoSerialExecute = 1
+	infoCallProfiles  = 2 // SY_INFO_CALL_PROFILES (HAL 1.1)
+
+	// HAL 1.1
+	nameCapacity = 128 // SY_NAME_CAPACITY
+	maxDevices   = 64  // SY_MAX_DEVICES
+	// tableSize11Prof is SY_DELEGATE_TABLE_SIZE_1_1_PROFILING: a table
+	// that can carry enqueue_with_options and fence_profile.
+	tableSize11Prof = unsafe.Offsetof(cTable{}.fenceProfile) + unsafe.Sizeof(uintptr(0))
+	enqueueProfile  = 1 // SY_ENQUEUE_PROFILE
+	codeDeclined    = 9 // SY_DECLINED
 )
 
 type cVersion struct {
@@ -142,6 +152,39 @@ type cCapabilities struct {
 	maxTensorBytes int64
 	controlFlow    int32
 	reserved       int32
+	// HAL 1.1
+	numDevices     uint32
+	deviceDescSize uint32
+	devices        uintptr // *cDeviceDesc, C memory
+}
+
+// cDeviceDesc mirrors sy_device_desc (HAL 1.1), library memory.
+type cDeviceDesc struct {
+	kind           int32
+	memoryKinds    uint32
+	name           uintptr
+	memoryBytes    int64
+	maxBufferBytes int64
+	precisions     uint32
+	reserved       uint32
+	cacheVendor    uintptr
+	cacheDevice    uintptr
+	cacheDriver    uintptr
+}
+
+type cDimRange struct {
+	min, max int64
+}
+
+type cShapeBound struct {
+	input int32
+	rank  int32
+	dims  unsafe.Pointer // *cDimRange
+}
+
+type cCompileReport struct {
+	structSize uint32
+	precision  int32
 }
 
 type cCompileOptions struct {
@@ -149,6 +192,43 @@ type cCompileOptions struct {
 	threads    int32
 	profile    int32
 	reserved   int32
+	// HAL 1.1
+	device         int32
+	precision      int32
+	numShapeBounds uint32
+	reserved2      uint32
+	shapeBounds    unsafe.Pointer // *cShapeBound
+	report         unsafe.Pointer // *cCompileReport
+}
+
+// cKernelTiming mirrors sy_kernel_timing (HAL 1.1), host memory.
+type cKernelTiming struct {
+	name      [nameCapacity]byte
+	startNS   int64
+	endNS     int64
+	firstNode uint32
+	numNodes  uint32
+}
+
+// cCallProfile mirrors sy_call_profile (HAL 1.1), host memory.
+type cCallProfile struct {
+	structSize     uint32
+	kernelCapacity uint32
+	nodeCapacity   uint32
+	numKernels     uint32
+	numNodeRefs    uint32
+	device         int32
+	startNS        int64
+	endNS          int64
+	queue          [nameCapacity]byte
+	kernels        unsafe.Pointer // *cKernelTiming
+	nodeRefs       unsafe.Pointer // *int32
+}
+
+// cEnqueueOptions mirrors sy_enqueue_options (HAL 1.1).
+type cEnqueueOptions struct {
+	structSize uint32
+	flags      uint32
 }
 
 type cExecuteCall struct {
@@ -159,6 +239,7 @@ type cExecuteCall struct {
 	inputs     unsafe.Pointer // *cTensor
 	outputs    unsafe.Pointer // *cTensor
 	cancelled  unsafe.Pointer // *int32
+	profile    unsafe.Pointer // *cCallProfile (HAL 1.1)
 }
 
 type cTable struct {
@@ -184,6 +265,10 @@ type cTable struct {
 	enqueue      uintptr
 	waitFence    uintptr
 	releaseFence uintptr
+
+	// HAL 1.1, optional: profiled enqueue (both or none, with the seven)
+	enqueueWithOptions uintptr
+	fenceProfile       uintptr
 }
 
 // cBufferRequest mirrors sy_buffer_request (HAL 1.1).

@@ -30,6 +30,11 @@ type Options struct {
 	// ResourceExhausted before anything is allocated. Default (0):
 	// graph.MaxTensorBytes.
 	MaxOutputBytes int64
+	// Float32Only compiles every executable in float32 whatever
+	// precision the caller accepts (CompileOptions.Precision), for hosts
+	// that cannot disclose a reduced precision to the caller (the
+	// isolation host: the plugin protocol does not carry it back).
+	Float32Only bool
 }
 
 // Backend is a C delegate opened in this process. It implements
@@ -59,6 +64,14 @@ type Backend struct {
 	devmem bool
 	pinMu  sync.Mutex
 	pins   map[uint64]*pinned // download fences whose dst the library may still write
+
+	// HAL 1.1 (hal11.go)
+	callProfiles bool // SY_INFO_CALL_PROFILES under 1.1
+	float32Only  bool // Options.Float32Only
+	profEnqueue  bool // enqueue_with_options and fence_profile
+	ndevOnce     sync.Once
+	ndev         int
+	ndevErr      error
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -98,6 +111,7 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.lib = l
+	b.float32Only = opts.Float32Only
 	b.maxOut = opts.MaxOutputBytes
 	if b.maxOut <= 0 {
 		b.maxOut = graph.MaxTensorBytes
@@ -153,6 +167,12 @@ func bind(handle uintptr, path string, opts Options) (*Backend, error) {
 		return nil, libErr(hal.CodeFailedPrecondition, path, "%v", err)
 	}
 	b.devmem = devmem
+	prof, err := bind11Profiling(tbl, devmem)
+	if err != nil {
+		call(tbl.close, tbl.self)
+		return nil, libErr(hal.CodeFailedPrecondition, path, "%v", err)
+	}
+	b.profEnqueue = prof && b.is11()
 	ci := &cInfo{structSize: uint32(unsafe.Sizeof(cInfo{}))}
 	st = new(cStatus)
 	if code := int32(call(tbl.getInfo, tbl.self, uintptr(unsafe.Pointer(ci)), uintptr(unsafe.Pointer(st)))); code != 0 {
@@ -177,6 +197,7 @@ func bind(handle uintptr, path string, opts Options) (*Backend, error) {
 		Description: strings.TrimSpace(desc + " (C library " + path + ")"),
 	}
 	b.flags = ci.flags
+	b.callProfiles = b.is11() && ci.flags&infoCallProfiles != 0
 	return b, nil
 }
 
@@ -197,7 +218,7 @@ func deviceKind(d int32) hal.DeviceKind {
 // codeOf maps a C code to a hal.Code (the numbers are the same); an unknown
 // code is Internal.
 func codeOf(c int32) hal.Code {
-	if c >= int32(hal.CodeUnavailable) && c <= int32(hal.CodeFailedPrecondition) {
+	if c >= int32(hal.CodeUnavailable) && c <= int32(hal.CodeDeclined) {
 		return hal.Code(c)
 	}
 	return hal.CodeInternal
@@ -248,7 +269,10 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 		return hal.Capabilities{}, err
 	}
 	defer b.mu.RUnlock()
-	cc := &cCapabilities{structSize: uint32(unsafe.Sizeof(cCapabilities{}))}
+	cc := &cCapabilities{structSize: uint32(capsSize10)}
+	if b.is11() {
+		cc.structSize = uint32(unsafe.Sizeof(cCapabilities{}))
+	}
 	st := new(cStatus)
 	if code := int32(call(b.table.getCapabilities, b.table.self, uintptr(unsafe.Pointer(cc)), uintptr(unsafe.Pointer(st)))); code != 0 {
 		return hal.Capabilities{}, cErr(code, st)
@@ -272,6 +296,13 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 		for _, l := range unsafe.Slice((*uintptr)(cMemory(cc.layouts)), cc.numLayouts) {
 			caps.Layouts = append(caps.Layouts, goString(l))
 		}
+	}
+	if b.is11() {
+		ds, err := decodeDevices(cc.devices, cc.numDevices, cc.deviceDescSize, b.info)
+		if err != nil {
+			return hal.Capabilities{}, hal.Errorf(hal.CodeInternal, "cabi: %s: malformed device list: %v", b.info.Name, err)
+		}
+		caps.Devices = ds
 	}
 	return caps, nil
 }
@@ -319,23 +350,35 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	ca, err := b.compileOptions(ctx, sg, opts)
+	if err != nil {
+		return nil, err
+	}
+	ndev := 1
+	if opts.Device != 0 || b.profEnqueue || b.callProfiles {
+		if ndev, err = b.deviceCount(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
 	defer b.mu.RUnlock()
-	co := &cCompileOptions{structSize: uint32(unsafe.Sizeof(cCompileOptions{})), threads: int32(opts.Threads)}
-	if opts.Profile {
-		co.profile = 1
-	}
 	out := new(uintptr)
 	st := new(cStatus)
-	if code := int32(call(b.table.compile, b.table.self, uintptr(unsafe.Pointer(m.root)), uintptr(unsafe.Pointer(co)), uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(st)))); code != 0 {
+	if code := int32(call(b.table.compile, b.table.self, uintptr(unsafe.Pointer(m.root)), uintptr(unsafe.Pointer(&ca.opts)), uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(st)))); code != 0 {
 		return nil, cErr(code, st)
 	}
 	if *out == 0 {
 		return nil, hal.Errorf(hal.CodeInternal, "cabi: %s: compile succeeded but returned no executable", b.info.Name)
 	}
-	e := &executable{b: b, handle: *out, nIn: len(sg.Graph.Inputs), nOut: len(sg.Graph.Outputs), serial: b.flags&infoSerialExecute != 0, maxOut: b.maxOut}
+	prec, err := b.reportedPrecision(ca, opts.Precision)
+	if err != nil {
+		call(b.table.release, *out)
+		return nil, err
+	}
+	e := &executable{b: b, handle: *out, nIn: len(sg.Graph.Inputs), nOut: len(sg.Graph.Outputs), serial: b.flags&infoSerialExecute != 0, maxOut: b.maxOut,
+		device: opts.Device, ndev: ndev, precision: prec, nodes: nodeNames(sg.Graph)}
 	for _, in := range sg.Graph.Inputs {
 		e.inShapes = append(e.inShapes, append(graph.Shape(nil), in.Type.Shape...))
 	}
@@ -356,6 +399,9 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	b.liveMu.Lock()
 	b.live[e] = struct{}{}
 	b.liveMu.Unlock()
+	if b.callProfiles {
+		return profilingExecutable{e}, nil
+	}
 	return e, nil
 }
 

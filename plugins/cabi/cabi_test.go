@@ -65,6 +65,13 @@ func TestLayoutMatchesHeader(t *testing.T) {
 	var ec cExecuteCall
 	var tb cTable
 	var br cBufferRequest
+	var dd cDeviceDesc
+	var dr cDimRange
+	var sb cShapeBound
+	var cr cCompileReport
+	var kt cKernelTiming
+	var cp cCallProfile
+	var eo cEnqueueOptions
 	off := func(x uintptr) int64 { return int64(x) }
 	want := []int64{
 		int64(unsafe.Sizeof(st)), off(unsafe.Offsetof(st.message)),
@@ -92,8 +99,25 @@ func TestLayoutMatchesHeader(t *testing.T) {
 		off(unsafe.Offsetof(tb.allocate)), off(unsafe.Offsetof(tb.enqueue)), off(unsafe.Offsetof(tb.releaseFence)),
 		int64(tableSize11), 8, 8,
 		int64(hal.MemoryHost), int64(hal.MemoryHostVisible), int64(hal.MemoryDeviceLocal),
+		// HAL 1.1: devices, compile options, profiles
+		int64(unsafe.Sizeof(cc)), off(unsafe.Offsetof(cc.numDevices)), off(unsafe.Offsetof(cc.deviceDescSize)), off(unsafe.Offsetof(cc.devices)),
+		int64(unsafe.Sizeof(dd)), off(unsafe.Offsetof(dd.memoryKinds)), off(unsafe.Offsetof(dd.name)), off(unsafe.Offsetof(dd.memoryBytes)),
+		off(unsafe.Offsetof(dd.maxBufferBytes)), off(unsafe.Offsetof(dd.precisions)), off(unsafe.Offsetof(dd.cacheVendor)), off(unsafe.Offsetof(dd.cacheDriver)),
+		int64(unsafe.Sizeof(dr)), int64(unsafe.Sizeof(sb)), off(unsafe.Offsetof(sb.rank)), off(unsafe.Offsetof(sb.dims)),
+		int64(unsafe.Sizeof(cr)), off(unsafe.Offsetof(cr.precision)),
+		int64(unsafe.Sizeof(co)), off(unsafe.Offsetof(co.device)), off(unsafe.Offsetof(co.precision)), off(unsafe.Offsetof(co.numShapeBounds)),
+		off(unsafe.Offsetof(co.shapeBounds)), off(unsafe.Offsetof(co.report)),
+		int64(unsafe.Sizeof(kt)), off(unsafe.Offsetof(kt.startNS)), off(unsafe.Offsetof(kt.endNS)), off(unsafe.Offsetof(kt.firstNode)), off(unsafe.Offsetof(kt.numNodes)),
+		int64(unsafe.Sizeof(cp)), off(unsafe.Offsetof(cp.kernelCapacity)), off(unsafe.Offsetof(cp.numNodeRefs)), off(unsafe.Offsetof(cp.device)),
+		off(unsafe.Offsetof(cp.startNS)), off(unsafe.Offsetof(cp.endNS)), off(unsafe.Offsetof(cp.queue)), off(unsafe.Offsetof(cp.kernels)), off(unsafe.Offsetof(cp.nodeRefs)),
+		int64(unsafe.Sizeof(eo)), off(unsafe.Offsetof(eo.flags)),
+		int64(unsafe.Sizeof(ec)), off(unsafe.Offsetof(ec.profile)),
+		off(unsafe.Offsetof(tb.enqueueWithOptions)), off(unsafe.Offsetof(tb.fenceProfile)), int64(tableSize11Prof),
+		int64(capsSize10), int64(compileOptionsSize10), int64(executeCallSize10),
+		nameCapacity, maxDevices, codeDeclined, infoCallProfiles, enqueueProfile,
+		precisionIndex(hal.PrecisionFloat32), precisionIndex(hal.PrecisionFloat16), precisionIndex(hal.PrecisionBFloat16),
 	}
-	got := make([]int64, 128)
+	got := make([]int64, 256)
 	count := int(int32(call(fn, uintptr(unsafe.Pointer(&got[0])), uintptr(len(got)))))
 	if count != len(want) {
 		t.Fatalf("probe reports %d numbers, the Go side checks %d", count, len(want))
@@ -103,6 +127,11 @@ func TestLayoutMatchesHeader(t *testing.T) {
 			t.Errorf("layout entry %d: C says %d, Go mirror has %d", i, got[i], want[i])
 		}
 	}
+}
+
+func precisionIndex(p hal.Precision) int64 {
+	c, _ := precisionCode(p)
+	return int64(c)
 }
 
 func readInputs(t *testing.T, dir string, m *runtime.Model) map[string]*graph.Tensor {

@@ -187,6 +187,11 @@ type fence struct {
 	mu   sync.Mutex
 	done bool
 	err  error
+
+	// a profiled enqueue (hal11.go): the executable, and the profile once read
+	exe     *executable
+	prof    *hal.CallProfile
+	profErr error
 }
 
 // pinned is a download's destination, pinned until its fence signals.
@@ -281,7 +286,7 @@ func (f *fence) wait(timeout time.Duration) (bool, error) {
 	if code != 0 {
 		// the work's error, or (not signalled) the library refusing the
 		// handle, e.g. InvalidArgument for one it does not know
-		f.err = cErr(code, st)
+		f.err = b.declined(code, cErr(code, st))
 	}
 	b.unpin(f.h)
 	return true, f.err
@@ -478,7 +483,7 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 			}
 			shape = inferred[i]
 		}
-		x, err := b.allocate(hal.BufferRequest{DType: e.outDTypes[i], Shape: shape, Memory: mem})
+		x, err := b.allocate(hal.BufferRequest{DType: e.outDTypes[i], Shape: shape, Memory: mem, Device: e.device})
 		if err != nil {
 			freeFresh()
 			return nil, err
@@ -495,7 +500,8 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 		freeFresh()
 		return nil, err
 	}
-	h, err := e.enqueue(ins, outs, hs)
+	profiled := opts.Profile && b.profEnqueue
+	h, err := e.enqueue(ins, outs, hs, profiled)
 	if err != nil {
 		freeFresh()
 		return nil, err
@@ -507,10 +513,14 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 			k++
 		}
 	}
-	return b.newFence(h, nil)
+	hf, err := b.newFence(h, nil)
+	if err == nil && profiled {
+		hf.(*fence).exe = e
+	}
+	return hf, err
 }
 
-func (e *executable) enqueue(ins, outs, hs []uint64) (uint64, error) {
+func (e *executable) enqueue(ins, outs, hs []uint64, profiled bool) (uint64, error) {
 	b := e.b
 	if err := b.enter(); err != nil {
 		return 0, err
@@ -525,10 +535,17 @@ func (e *executable) enqueue(ins, outs, hs []uint64) (uint64, error) {
 	}
 	var h uint64
 	st := new(cStatus)
-	code := int32(call(b.table.enqueue, b.table.self, e.handle, uintptr(unsafe.Pointer(&ins[0])), uintptr(e.nIn), uintptr(unsafe.Pointer(&outs[0])), uintptr(e.nOut),
-		handles(hs), uintptr(len(hs)), uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(st))))
+	var code int32
+	if profiled {
+		eo := &cEnqueueOptions{structSize: uint32(unsafe.Sizeof(cEnqueueOptions{})), flags: enqueueProfile}
+		code = int32(call(b.table.enqueueWithOptions, b.table.self, e.handle, uintptr(unsafe.Pointer(&ins[0])), uintptr(e.nIn), uintptr(unsafe.Pointer(&outs[0])), uintptr(e.nOut),
+			handles(hs), uintptr(len(hs)), uintptr(unsafe.Pointer(eo)), uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(st))))
+	} else {
+		code = int32(call(b.table.enqueue, b.table.self, e.handle, uintptr(unsafe.Pointer(&ins[0])), uintptr(e.nIn), uintptr(unsafe.Pointer(&outs[0])), uintptr(e.nOut),
+			handles(hs), uintptr(len(hs)), uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(st))))
+	}
 	if code != 0 {
-		return 0, cErr(code, st)
+		return 0, b.declined(code, cErr(code, st))
 	}
 	return h, nil
 }
@@ -544,7 +561,7 @@ func (e *executable) inferShapes(inputs []*graph.Tensor) ([][]int, error) {
 		ndims += len(t.Shape)
 	}
 	f := new(frame)
-	f.reset(len(inputs), e.nOut, ndims)
+	f.reset(len(inputs), e.nOut, ndims, e.b.callSize())
 	dims := f.dims
 	for i, t := range inputs {
 		f.ins[i] = describe(t, dims)

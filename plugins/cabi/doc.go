@@ -50,6 +50,21 @@
 // 1.0 backend: every 1.1 request gets Unsupported from the host, never
 // reaching the library.
 //
+// HAL 1.1 without device memory (hal11.go), for any library that
+// negotiates 1.1: Capabilities.Devices from sy_capabilities.devices;
+// CompileOptions.Device (refused past the devices listed), Precision and
+// ShapeBounds (by input index; names the subgraph does not take are left
+// out) in sy_compile_options, and the precision compile reports
+// (PrecisionReporter; only float32 or what was asked is accepted);
+// ExecuteProfiled for libraries with SY_INFO_CALL_PROFILES and
+// hal.ProfiledFence for calls enqueued with EnqueueOptions.Profile through
+// enqueue_with_options/fence_profile, profiles decoded from host buffers
+// with capacities and node indices mapped to node names; SY_DECLINED (or
+// SY_UNSUPPORTED) from execute or enqueue is hal.ErrDeclined. Every
+// count, string, kind, bit, index and timestamp the library returns is
+// checked; a bad one fails the call with Internal naming it. A library
+// that negotiated 1.0 is given the 1.0-sized structs.
+//
 // Factory(path, opts) registers a library with a hal.Registry (kind
 // "library"); enumeration loads nothing, Open loads the library.
 //

@@ -23,6 +23,12 @@ type executable struct {
 	maxOut    int64             // bound on the bytes allocated on the delegate's word
 	serial    bool              // SY_INFO_SERIAL_EXECUTE
 	serialMu  sync.Mutex
+
+	// HAL 1.1
+	device    int           // CompileOptions.Device
+	ndev      int           // devices of the library (>= 1)
+	precision hal.Precision // what compile reported
+	nodes     []string      // node names in the subgraph's order, for profiles
 }
 
 // frame holds one call's C-visible state in Go heap memory. Frames are
@@ -37,7 +43,7 @@ type frame struct {
 
 var frames = sync.Pool{New: func() any { return new(frame) }}
 
-func (f *frame) reset(nIn, nOut, dims int) {
+func (f *frame) reset(nIn, nOut, dims int, size uintptr) {
 	if cap(f.ins) < nIn {
 		f.ins = make([]cTensor, nIn)
 	}
@@ -50,7 +56,7 @@ func (f *frame) reset(nIn, nOut, dims int) {
 	f.ins, f.outs, f.dims = f.ins[:nIn], f.outs[:nOut], f.dims[:dims]
 	f.status.code, f.status.message[0] = 0, 0
 	f.cancelled = 0
-	f.call = cExecuteCall{structSize: uint32(unsafe.Sizeof(cExecuteCall{})), numInputs: uint32(nIn), numOutputs: uint32(nOut),
+	f.call = cExecuteCall{structSize: uint32(size), numInputs: uint32(nIn), numOutputs: uint32(nOut),
 		inputs: slicePtr(f.ins), outputs: slicePtr(f.outs), cancelled: unsafe.Pointer(&f.cancelled)}
 }
 
@@ -62,7 +68,15 @@ func (f *frame) clear() {
 	for i := range f.outs {
 		f.outs[i] = cTensor{}
 	}
-	f.call.inputs, f.call.outputs = nil, nil
+	f.call.inputs, f.call.outputs, f.call.profile = nil, nil, nil
+}
+
+// callSize is the sy_execute_call size the library is given.
+func (b *Backend) callSize() uintptr {
+	if b.is11() {
+		return unsafe.Sizeof(cExecuteCall{})
+	}
+	return executeCallSize10
 }
 
 // bind describes a caller tensor to C, with its dims in buf.
@@ -90,6 +104,11 @@ func checkCrossing(what string, i int, t *graph.Tensor) error {
 // side reads input data and writes output data in place. Outputs with nil
 // Data are allocated here.
 func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	return e.run(ctx, inputs, outputs, nil)
+}
+
+// run is Execute, filling prof (host memory) when it is not nil.
+func (e *executable) run(ctx context.Context, inputs, outputs []*graph.Tensor, prof *cCallProfile) error {
 	if len(inputs) != e.nIn || len(outputs) != e.nOut {
 		return hal.Errorf(hal.CodeInvalidArgument, "cabi: got %d inputs and %d outputs, the executable has %d and %d", len(inputs), len(outputs), e.nIn, e.nOut)
 	}
@@ -133,7 +152,7 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		defer e.serialMu.Unlock()
 	}
 	f := frames.Get().(*frame)
-	f.reset(len(inputs), len(outputs), ndims)
+	f.reset(len(inputs), len(outputs), ndims, e.b.callSize())
 	reuse := true
 	defer func() {
 		if reuse {
@@ -185,7 +204,11 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { atomic.StoreInt32(&f.cancelled, 1) })
 	}
+	if prof != nil {
+		f.call.profile = unsafe.Pointer(prof)
+	}
 	code := int32(call(e.b.table.execute, h, uintptr(unsafe.Pointer(&f.call)), uintptr(unsafe.Pointer(&f.status))))
+	f.call.profile = nil
 	if stop != nil && !stop() {
 		reuse = false // the cancel func ran or is running: never hand the frame out again
 	}
@@ -198,7 +221,7 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 				he.Err = ctx.Err()
 			}
 		}
-		return err
+		return e.b.declined(code, err)
 	}
 	for i, nt := range fresh {
 		if nt != nil {

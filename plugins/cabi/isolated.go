@@ -73,5 +73,10 @@ func OpenIsolated(ctx context.Context, libPath string, opts IsolatedOptions) (ha
 		}
 	}
 	env := []string{"SWITCHYARD_CABI_LIBRARY=" + abs, "SWITCHYARD_CABI_NAME=" + name, "SWITCHYARD_CABI_SHA256=" + libSum}
-	return grpcplugin.Open(ctx, grpcplugin.Options{Name: name, Path: opts.HostPath, Env: env, SHA256: sum, Restart: opts.Restart, Logger: opts.Logger})
+	b, err := grpcplugin.Open(ctx, grpcplugin.Options{Name: name, Path: opts.HostPath, Env: env, SHA256: sum, Restart: opts.Restart, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	// with device memory when the host serves it (a HAL 1.1 library)
+	return b.HAL(), nil
 }

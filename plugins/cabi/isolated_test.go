@@ -137,3 +137,71 @@ func TestIsolatedExampleDelegate(t *testing.T) {
 		t.Fatalf("%d delegated partitions, want 1", n)
 	}
 }
+
+// Isolated, a HAL 1.1 library keeps its 1.1 surface over the plugin
+// protocol: its devices, a compile for device 1, device memory and the
+// profile of an enqueued call (node names mapped in the host process).
+func TestIsolatedHAL11(t *testing.T) {
+	ctx := context.Background()
+	dev := openIsolated(t, exampleLib2(t), grpcplugin.RestartPolicy{})
+	ds, err := dev.Devices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 2 || ds[1].Name != "example-cpu1" || ds[1].CacheKey.Driver != "1.1.0" {
+		t.Fatalf("devices over the plugin protocol: %+v", ds)
+	}
+	if !dev.HasDeviceMemory() {
+		t.Fatal("isolated 1.1 library has no device memory")
+	}
+	exe, err := dev.Compile(ctx, namedMulRelu(), &hal.CompileOptions{Device: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	in, err := dev.Allocate(ctx, hal.BufferRequest{DType: graph.Float32, Shape: []int{1, 3}, Memory: hal.MemoryDeviceLocal, Device: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free(in)
+	up, err := dev.Upload(ctx, in, graph.MustFromSlice([]int{1, 3}, []float32{1, 1, 1}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := []hal.Buffer{nil}
+	f, err := exe.Enqueue(ctx, []hal.Buffer{in}, outs, []hal.Fence{up}, &hal.EnqueueOptions{Profile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Free(outs[0])
+	if err := f.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.(hal.ProfiledFence).Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkExampleProfile(p, 1); err != nil {
+		t.Errorf("%v: %+v", err, p)
+	}
+}
+
+// Isolated, an opt-in to float16 still computes float32: the plugin
+// protocol cannot disclose a reduced precision, so the host compiles
+// float32 (Options.Float32Only) and reports it.
+func TestIsolatedComputesFloat32(t *testing.T) {
+	ctx := context.Background()
+	dev := openIsolated(t, exampleLib(t), grpcplugin.RestartPolicy{})
+	exe, err := dev.Compile(ctx, mulRelu(), &hal.CompileOptions{Precision: hal.PrecisionFloat16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Release()
+	out := []*graph.Tensor{{}}
+	if err := exe.Execute(ctx, []*graph.Tensor{graph.MustFromSlice([]int{1, 3}, []float32{0.1, 0, 0})}, out); err != nil {
+		t.Fatal(err)
+	}
+	if y := graph.Data[float32](out[0]); y[0] != 0.1 || exe.Precision() != hal.PrecisionFloat32 {
+		t.Fatalf("isolated float16 opt-in: y[0] = %v, precision %q", y[0], exe.Precision())
+	}
+}

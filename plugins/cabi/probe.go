@@ -228,7 +228,7 @@ func ServeProbe() {
 		} else {
 			err = cerr
 		}
-		if d, derr := hal.NewDevice(b, hal.LoadLibrary); derr == nil {
+		if d, derr := hal.NewDevice(b.HAL(), hal.LoadLibrary); derr == nil {
 			res.Features = d.Features()
 		}
 		step("closing the library (its close function and destructors run)")

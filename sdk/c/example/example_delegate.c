@@ -11,10 +11,24 @@
  *
  * Build: make (see Makefile) -> libswitchyard_example.so
  *
- * Test builds: -DSY_EXAMPLE_HAL_1_0 builds a HAL 1.0 delegate (no device
- * memory); -DSY_EXAMPLE_FENCES_NEVER_SIGNAL makes every enqueued call's
- * fence pend forever, like a wedged device (wait_fence sleeps out its
- * timeout), for the host's deadline tests.
+ * HAL 1.1: it lists its devices (SY_EXAMPLE_DEVICES of them, default 1,
+ * each a CPU "device" with its own buffers), compiles for the device and
+ * precision asked (float16/bfloat16 when the caller opts in: every node's
+ * float32 result is rounded to that precision, and compile reports it),
+ * honours shape bounds (execute declines inputs outside them with
+ * SY_UNSUPPORTED, which the host turns into hal.ErrDeclined) and profiles
+ * calls (one kernel per node, CLOCK_MONOTONIC nanoseconds), both execute's
+ * and enqueued ones (enqueue_with_options + fence_profile).
+ *
+ * Test builds: -DSY_EXAMPLE_HAL_1_0 builds a HAL 1.0 delegate (the table
+ * and every struct as the 1.0 header had them: no devices, no profiles, no
+ * device memory; it refuses structs that are not 1.0-sized, to prove the
+ * host sends them); -DSY_EXAMPLE_DEVICES=N lists N devices;
+ * -DSY_EXAMPLE_TABLE_1_1_DEVMEM ends the table at release_fence, as a
+ * library built against the first HAL 1.1 header (device memory, no
+ * profiled enqueue); -DSY_EXAMPLE_FENCES_NEVER_SIGNAL makes every enqueued call's fence pend
+ * forever, like a wedged device (wait_fence sleeps out its timeout), for
+ * the host's deadline tests.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -28,6 +42,13 @@
 #include "switchyard_delegate.h"
 
 #define EX_MAX_RANK 8
+
+#ifndef SY_EXAMPLE_DEVICES
+#define SY_EXAMPLE_DEVICES 1
+#endif
+#if SY_EXAMPLE_DEVICES < 1 || SY_EXAMPLE_DEVICES > SY_MAX_DEVICES
+#error "SY_EXAMPLE_DEVICES must be 1..SY_MAX_DEVICES"
+#endif
 
 /* ---------------------------------------------------------------- status */
 
@@ -71,17 +92,29 @@ static int64_t opset_of(const sy_subgraph *sg, const char *domain) {
  * found out by a lookup instead of being dereferenced. */
 typedef struct {
   sy_buffer id; /* 0 = free slot */
+  int32_t device;
   int32_t rank;
   int64_t shape[EX_MAX_RANK];
   float *data;
   uint64_t num_bytes;
 } ex_buffer;
 
+/* a call's profile as the example records it: one kernel per node */
+typedef struct {
+  int32_t device;
+  int64_t start_ns, end_ns;
+  uint32_t num_kernels;
+  sy_kernel_timing *kernels; /* malloc'd, num_kernels */
+  int32_t *nodes;            /* node index of each kernel */
+} ex_profile;
+
 typedef struct {
   sy_fence id; /* 0 = free slot */
   int32_t pending; /* never signals (SY_EXAMPLE_FENCES_NEVER_SIGNAL) */
   sy_code result;
   char message[SY_MESSAGE_CAPACITY];
+  int32_t profiled; /* enqueued with SY_ENQUEUE_PROFILE: prof holds the call's profile */
+  ex_profile prof;
 } ex_fence;
 
 typedef struct {
@@ -96,6 +129,16 @@ typedef struct {
 static const int32_t float_only[] = {SY_DTYPE_FLOAT32};
 static const char *const layouts[] = {"NCHW"};
 static sy_op_capability caps_ops[OP_UNKNOWN];
+#ifndef SY_EXAMPLE_HAL_1_0
+static sy_device_desc caps_devices[SY_EXAMPLE_DEVICES];
+static char device_names[SY_EXAMPLE_DEVICES][32];
+#endif
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static sy_code ex_get_info(void *self, sy_info *info, sy_status *st) {
   (void)self;
@@ -103,15 +146,23 @@ static sy_code ex_get_info(void *self, sy_info *info, sy_status *st) {
   info->device = SY_DEVICE_CPU;
   info->name = "c-example";
   info->vendor = "Switchyard SDK example";
-  info->version = "1.0.0";
+  info->version = "1.1.0";
   info->description = "example C delegate: float32 Add/Sub/Mul/Div/Relu/MatMul with ONNX broadcasting";
   info->flags = 0; /* execute is reentrant */
+#ifndef SY_EXAMPLE_HAL_1_0
+  info->flags |= SY_INFO_CALL_PROFILES;
+#endif
   return SY_OK;
 }
 
 static sy_code ex_get_capabilities(void *self, sy_capabilities *caps, sy_status *st) {
   (void)self;
+#ifdef SY_EXAMPLE_HAL_1_0
+  if (caps->struct_size != SY_CAPABILITIES_SIZE_1_0)
+    return fail(st, SY_INTERNAL, "a HAL 1.0 delegate was given a %u-byte sy_capabilities", caps->struct_size);
+#else
   (void)st;
+#endif
   for (int k = 0; k < OP_UNKNOWN; k++) {
     caps_ops[k].domain = "";
     caps_ops[k].op_type = op_names[k];
@@ -128,6 +179,26 @@ static sy_code ex_get_capabilities(void *self, sy_capabilities *caps, sy_status 
   caps->max_inputs = 0;
   caps->max_tensor_bytes = 0;
   caps->control_flow = 0;
+#ifndef SY_EXAMPLE_HAL_1_0
+  if (SY_HAS_FIELD(caps, sy_capabilities, devices)) {
+    for (int i = 0; i < SY_EXAMPLE_DEVICES; i++) {
+      sy_device_desc *d = &caps_devices[i];
+      snprintf(device_names[i], sizeof device_names[i], "example-cpu%d", i);
+      d->kind = SY_DEVICE_CPU;
+      d->memory_kinds = 1u << SY_MEMORY_HOST | 1u << SY_MEMORY_DEVICE_LOCAL;
+      d->name = device_names[i];
+      d->memory_bytes = (int64_t)1 << 34;
+      d->max_buffer_bytes = (int64_t)1 << 32; /* EX_MAX_BUFFER_BYTES */
+      d->precisions = 1u << SY_PRECISION_FLOAT32 | 1u << SY_PRECISION_FLOAT16 | 1u << SY_PRECISION_BFLOAT16;
+      d->cache_vendor = "Switchyard SDK example";
+      d->cache_device = device_names[i];
+      d->cache_driver = "1.1.0";
+    }
+    caps->num_devices = SY_EXAMPLE_DEVICES;
+    caps->device_desc_size = sizeof(sy_device_desc);
+    caps->devices = caps_devices;
+  }
+#endif
   return SY_OK;
 }
 
@@ -208,7 +279,16 @@ typedef struct {
   op_kind kind;
   int32_t in[2];
   int32_t out;
+  int32_t node; /* its index in the subgraph's nodes (for profiles) */
 } ex_node;
+
+/* shape bounds of one input (rank -1: none) */
+typedef struct {
+  int32_t rank;
+  int64_t min[EX_MAX_RANK], max[EX_MAX_RANK];
+} ex_bound;
+
+static const char *const kernel_names[] = {"add_f32", "sub_f32", "mul_f32", "div_f32", "relu_f32", "matmul_f32"};
 
 typedef struct {
   uint32_t num_values;
@@ -219,6 +299,10 @@ typedef struct {
   ex_node *nodes;          /* topological order */
   uint32_t num_inputs, num_outputs;
   int32_t *inputs, *outputs;
+  /* HAL 1.1 */
+  int32_t device;    /* the device compiled for */
+  int32_t precision; /* SY_PRECISION_* results are rounded to */
+  ex_bound *bounds;  /* per input */
 } ex_exec;
 
 static void ex_release(void *p) {
@@ -232,13 +316,33 @@ static void ex_release(void *p) {
   free(e->nodes);
   free(e->inputs);
   free(e->outputs);
+  free(e->bounds);
   free(e);
 }
 
 static sy_code ex_compile(void *self, const sy_subgraph *sg, const sy_compile_options *opts, void **out, sy_status *st) {
   (void)self;
-  (void)opts;
   char why[SY_REASON_CAPACITY];
+#ifdef SY_EXAMPLE_HAL_1_0
+  if (opts->struct_size != SY_COMPILE_OPTIONS_SIZE_1_0)
+    return fail(st, SY_INTERNAL, "a HAL 1.0 delegate was given a %u-byte sy_compile_options", opts->struct_size);
+#else
+  int32_t device = 0, precision = SY_PRECISION_FLOAT32;
+  if (SY_HAS_FIELD(opts, sy_compile_options, report)) {
+    device = opts->device;
+    precision = opts->precision;
+    if (device < 0 || device >= SY_EXAMPLE_DEVICES)
+      return fail(st, SY_INVALID_ARGUMENT, "device %d (the example has %d)", device, SY_EXAMPLE_DEVICES);
+    if (precision < SY_PRECISION_FLOAT32 || precision > SY_PRECISION_BFLOAT16)
+      return fail(st, SY_INVALID_ARGUMENT, "unknown precision %d", precision);
+    for (uint32_t b = 0; b < opts->num_shape_bounds; b++) {
+      const sy_shape_bound *sb = &opts->shape_bounds[b];
+      if (sb->input < 0 || (uint32_t)sb->input >= sg->num_inputs || sb->rank < 0 || sb->rank > EX_MAX_RANK || (sb->rank && !sb->dims))
+        return fail(st, SY_INVALID_ARGUMENT, "shape bound %u: input %d, rank %d", b, sb->input, sb->rank);
+    }
+  }
+#endif
+
   for (uint32_t i = 0; i < sg->num_nodes; i++) {
     if (decline_reason(sg, &sg->nodes[i], why, sizeof why))
       return fail(st, SY_UNSUPPORTED, "node %u (%s %s): %s", i, sg->nodes[i].op_type, sg->nodes[i].name, why);
@@ -252,7 +356,8 @@ static sy_code ex_compile(void *self, const sy_subgraph *sg, const sy_compile_op
   e->nodes = calloc(sg->num_nodes ? sg->num_nodes : 1, sizeof *e->nodes);
   e->inputs = calloc(sg->num_inputs ? sg->num_inputs : 1, sizeof *e->inputs);
   e->outputs = calloc(sg->num_outputs ? sg->num_outputs : 1, sizeof *e->outputs);
-  if (!e->const_data || !e->const_rank || !e->const_shape || !e->nodes || !e->inputs || !e->outputs) {
+  e->bounds = calloc(sg->num_inputs ? sg->num_inputs : 1, sizeof *e->bounds);
+  if (!e->const_data || !e->const_rank || !e->const_shape || !e->nodes || !e->inputs || !e->outputs || !e->bounds) {
     ex_release(e);
     return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory");
   }
@@ -293,7 +398,26 @@ static sy_code ex_compile(void *self, const sy_subgraph *sg, const sy_compile_op
     e->nodes[j].in[0] = n->inputs[0];
     e->nodes[j].in[1] = n->num_inputs > 1 ? n->inputs[1] : -1;
     e->nodes[j].out = n->outputs[0];
+    e->nodes[j].node = (int32_t)i;
   }
+  for (uint32_t i = 0; i < sg->num_inputs; i++) e->bounds[i].rank = -1;
+#ifndef SY_EXAMPLE_HAL_1_0
+  e->device = device;
+  /* float16/bfloat16 only where the caller opted in; the report says so */
+  e->precision = precision;
+  if (SY_HAS_FIELD(opts, sy_compile_options, report)) {
+    for (uint32_t b = 0; b < opts->num_shape_bounds; b++) {
+      const sy_shape_bound *sb = &opts->shape_bounds[b];
+      ex_bound *eb = &e->bounds[sb->input];
+      eb->rank = sb->rank;
+      for (int32_t d = 0; d < sb->rank; d++) {
+        eb->min[d] = sb->dims[d].min;
+        eb->max[d] = sb->dims[d].max;
+      }
+    }
+    if (opts->report && SY_HAS_FIELD(opts->report, sy_compile_report, precision)) opts->report->precision = e->precision;
+  }
+#endif
   e->num_inputs = sg->num_inputs;
   e->num_outputs = sg->num_outputs;
   memcpy(e->inputs, sg->inputs, sg->num_inputs * sizeof(int32_t));
@@ -467,6 +591,53 @@ static void matmul(const ex_val *a, const ex_val *b, ex_val *o) {
   }
 }
 
+/* float32 -> float16 -> float32, round to nearest even (overflow to inf) */
+static float round_f16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  uint32_t sign = u & 0x80000000u, abs = u & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return x; /* inf, NaN */
+  float a;
+  memcpy(&a, &abs, 4);
+  float r;
+  if (a >= 65520.0f) {
+    r = 1.0f / 0.0f;
+  } else if (a < 6.103515625e-05f) { /* subnormal half: multiples of 2^-24 (exact in float) */
+    const float q = 5.9604644775390625e-08f; /* 2^-24 */
+    float n = a / q;
+    int64_t fl = (int64_t)n;
+    float rem = n - (float)fl;
+    if (rem > 0.5f || (rem == 0.5f && (fl & 1))) fl++;
+    r = (float)fl * q;
+  } else { /* keep 10 of 23 mantissa bits */
+    uint32_t lsb = (abs >> 13) & 1u;
+    uint32_t rr = (abs + 0x0fffu + lsb) & ~0x1fffu;
+    memcpy(&r, &rr, 4);
+  }
+  uint32_t ru;
+  memcpy(&ru, &r, 4);
+  ru |= sign;
+  memcpy(&r, &ru, 4);
+  return r;
+}
+
+/* float32 -> bfloat16 -> float32, round to nearest even */
+static float round_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x; /* NaN */
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  float r;
+  memcpy(&r, &u, 4);
+  return r;
+}
+
+static void reduce_precision(int32_t precision, ex_val *o) {
+  if (precision == SY_PRECISION_FLOAT32) return;
+  int64_t n = numel(o);
+  for (int64_t i = 0; i < n; i++) o->data[i] = precision == SY_PRECISION_FLOAT16 ? round_f16(o->data[i]) : round_bf16(o->data[i]);
+}
+
 /* bind inputs and constants, then propagate shapes through the nodes */
 static sy_code plan(const ex_exec *e, const sy_execute_call *call, ex_val *vals, sy_status *st) {
   if (call->num_inputs != e->num_inputs || call->num_outputs != e->num_outputs)
@@ -510,11 +681,34 @@ static sy_code ex_infer_outputs(void *p, const sy_execute_call *call, sy_status 
   return c;
 }
 
-static sy_code ex_execute(void *p, const sy_execute_call *call, sy_status *st) {
-  const ex_exec *e = p;
+/* inputs outside the compile-time shape bounds are declined */
+static sy_code check_bounds(const ex_exec *e, const sy_execute_call *call, sy_status *st) {
+  for (uint32_t i = 0; i < e->num_inputs; i++) {
+    const ex_bound *b = &e->bounds[i];
+    const sy_tensor *t = &call->inputs[i];
+    if (b->rank < 0) continue;
+    if (t->rank != b->rank)
+      return fail(st, SY_UNSUPPORTED, "input %u has rank %d, the shape bounds given at compile have %d dims", i, t->rank, b->rank);
+    for (int32_t d = 0; d < b->rank; d++)
+      if (t->shape[d] < b->min[d] || t->shape[d] > b->max[d])
+        return fail(st, SY_UNSUPPORTED, "input %u dim %d is %lld, outside the bounds [%lld, %lld] given at compile", i, d,
+                    (long long)t->shape[d], (long long)b->min[d], (long long)b->max[d]);
+  }
+  return SY_OK;
+}
+
+/* runs the executable; records one kernel per node into prof when it is
+ * not NULL (prof->kernels and prof->nodes have room for every node) */
+static sy_code run(const ex_exec *e, const sy_execute_call *call, ex_profile *prof, sy_status *st) {
   ex_val *vals = calloc(e->num_values ? e->num_values : 1, sizeof *vals);
   if (!vals) return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory");
+  if (prof) {
+    prof->device = e->device;
+    prof->num_kernels = 0;
+    prof->start_ns = now_ns();
+  }
   sy_code c = plan(e, call, vals, st);
+  if (c == SY_OK) c = check_bounds(e, call, st);
   /* outputs: host memory, written in place; their shape must match */
   for (uint32_t i = 0; c == SY_OK && i < e->num_outputs; i++) {
     ex_val *v = &vals[e->outputs[i]];
@@ -549,15 +743,95 @@ static sy_code ex_execute(void *p, const sy_execute_call *call, sy_status *st) {
       }
       o->owned = 1;
     }
+    int64_t t0 = prof ? now_ns() : 0;
     switch (n->kind) {
       case OP_RELU: relu(&vals[n->in[0]], o); break;
       case OP_MATMUL: matmul(&vals[n->in[0]], &vals[n->in[1]], o); break;
       default: binary(n->kind, &vals[n->in[0]], &vals[n->in[1]], o); break;
     }
+    reduce_precision(e->precision, o);
+    if (prof) {
+      sy_kernel_timing *k = &prof->kernels[prof->num_kernels];
+      memset(k, 0, sizeof *k);
+      snprintf(k->name, SY_NAME_CAPACITY, "%s", kernel_names[n->kind]);
+      k->start_ns = t0;
+      k->end_ns = now_ns();
+      k->first_node = prof->num_kernels;
+      k->num_nodes = 1;
+      prof->nodes[prof->num_kernels++] = n->node;
+    }
   }
+  if (prof) prof->end_ns = now_ns();
   for (uint32_t v = 0; v < e->num_values; v++)
     if (vals[v].owned) free(vals[v].data);
   free(vals);
+  return c;
+}
+
+static void free_profile(ex_profile *p) {
+  free(p->kernels);
+  free(p->nodes);
+  memset(p, 0, sizeof *p);
+}
+
+static sy_code alloc_profile(const ex_exec *e, ex_profile *p, sy_status *st) {
+  memset(p, 0, sizeof *p);
+  p->kernels = calloc(e->num_nodes ? e->num_nodes : 1, sizeof *p->kernels);
+  p->nodes = calloc(e->num_nodes ? e->num_nodes : 1, sizeof *p->nodes);
+  if (!p->kernels || !p->nodes) {
+    free_profile(p);
+    return fail(st, SY_RESOURCE_EXHAUSTED, "out of memory for a profile");
+  }
+  return SY_OK;
+}
+
+/* copies a recorded profile into the host's, within its capacities
+ * (kernels past them are dropped, as the header allows) */
+static void export_profile(const ex_profile *p, sy_call_profile *out) {
+  uint32_t n = p->num_kernels;
+  if (n > out->kernel_capacity) n = out->kernel_capacity;
+  if (n > out->node_capacity) n = out->node_capacity;
+  for (uint32_t k = 0; k < n; k++) {
+    out->kernels[k] = p->kernels[k];
+    out->kernels[k].first_node = k;
+    out->kernels[k].num_nodes = 1;
+    out->node_refs[k] = p->nodes[k];
+  }
+  out->num_kernels = n;
+  out->num_node_refs = n;
+  out->device = p->device;
+  out->start_ns = p->start_ns;
+  out->end_ns = p->end_ns;
+  snprintf(out->queue, SY_NAME_CAPACITY, "example-cpu%d/host", p->device);
+}
+
+/* whether the host asked for this call's profile */
+static sy_call_profile *wanted_profile(const sy_execute_call *call) {
+#ifdef SY_EXAMPLE_HAL_1_0
+  (void)call;
+  return NULL;
+#else
+  if (!SY_HAS_FIELD(call, sy_execute_call, profile) || !call->profile) return NULL;
+  sy_call_profile *p = call->profile;
+  if (!SY_HAS_FIELD(p, sy_call_profile, node_refs) || !p->kernels || !p->node_refs) return NULL;
+  return p;
+#endif
+}
+
+static sy_code ex_execute(void *p, const sy_execute_call *call, sy_status *st) {
+  const ex_exec *e = p;
+#ifdef SY_EXAMPLE_HAL_1_0
+  if (call->struct_size != SY_EXECUTE_CALL_SIZE_1_0)
+    return fail(st, SY_INTERNAL, "a HAL 1.0 delegate was given a %u-byte sy_execute_call", call->struct_size);
+#endif
+  sy_call_profile *want = wanted_profile(call);
+  if (!want) return run(e, call, NULL, st);
+  ex_profile prof;
+  sy_code c = alloc_profile(e, &prof, st);
+  if (c) return c;
+  c = run(e, call, &prof, st);
+  if (c == SY_OK) export_profile(&prof, want);
+  free_profile(&prof);
   return c;
 }
 
@@ -627,7 +901,8 @@ static sy_code ex_allocate(void *self, const sy_buffer_request *req, sy_buffer *
   if (req->dtype != SY_DTYPE_FLOAT32) return fail(st, SY_UNSUPPORTED, "the example's buffers hold float32, not dtype %d", req->dtype);
   if (req->memory != SY_MEMORY_HOST && req->memory != SY_MEMORY_DEVICE_LOCAL)
     return fail(st, SY_UNSUPPORTED, "the example has no memory of kind %d", req->memory);
-  if (req->device != 0) return fail(st, SY_INVALID_ARGUMENT, "the example has one device, not device %d", req->device);
+  if (req->device < 0 || req->device >= SY_EXAMPLE_DEVICES)
+    return fail(st, SY_INVALID_ARGUMENT, "device %d (the example has %d)", req->device, SY_EXAMPLE_DEVICES);
   if (req->rank < 0 || req->rank > EX_MAX_RANK || (req->rank > 0 && !req->shape))
     return fail(st, SY_UNSUPPORTED, "rank %d (the example takes 0..%d)", req->rank, EX_MAX_RANK);
   uint64_t n = 1;
@@ -647,6 +922,7 @@ static sy_code ex_allocate(void *self, const sy_buffer_request *req, sy_buffer *
     return fail(st, SY_RESOURCE_EXHAUSTED, "too many live buffers");
   }
   b->id = ++d->next_id;
+  b->device = req->device;
   b->rank = req->rank;
   if (req->rank > 0) memcpy(b->shape, req->shape, (size_t)req->rank * sizeof(int64_t));
   b->data = data;
@@ -708,9 +984,10 @@ static sy_code ex_download(void *self, const sy_tensor *dst, sy_buffer src, cons
   return c;
 }
 
-static sy_code ex_enqueue(void *self, void *exe, const sy_buffer *inputs, uint32_t num_inputs, const sy_buffer *outputs,
-                          uint32_t num_outputs, const sy_fence *after, uint32_t num_after, sy_fence *fence, sy_status *st) {
+static sy_code enqueue(void *self, void *exe, const sy_buffer *inputs, uint32_t num_inputs, const sy_buffer *outputs,
+                       uint32_t num_outputs, const sy_fence *after, uint32_t num_after, uint32_t flags, sy_fence *fence, sy_status *st) {
   example_delegate *d = self;
+  const ex_exec *e = exe;
   if ((num_inputs && !inputs) || (num_outputs && !outputs)) return fail(st, SY_INVALID_ARGUMENT, "enqueue: NULL buffer list");
   if (num_inputs > 64 || num_outputs > 64) return fail(st, SY_UNSUPPORTED, "enqueue: %u inputs, %u outputs (64 each at most)", num_inputs, num_outputs);
   sy_tensor ins[64], outs[64];
@@ -725,21 +1002,74 @@ static sy_code ex_enqueue(void *self, void *exe, const sy_buffer *inputs, uint32
                i < num_inputs ? i : i - num_inputs, (unsigned long long)h);
       break;
     }
+    if (b->device != e->device) {
+      c = fail(st, SY_INVALID_ARGUMENT, "%s %u: buffer %llu is on device %d, the executable on device %d", i < num_inputs ? "input" : "output",
+               i < num_inputs ? i : i - num_inputs, (unsigned long long)h, b->device, e->device);
+      break;
+    }
     sy_tensor *t = i < num_inputs ? &ins[i] : &outs[i - num_inputs];
     *t = (sy_tensor){SY_DTYPE_FLOAT32, b->rank, b->shape, b->data, b->num_bytes};
   }
+  ex_profile prof = {0};
+  int profiled = (flags & SY_ENQUEUE_PROFILE) != 0;
+  if (c == SY_OK && profiled) c = alloc_profile(e, &prof, st);
+  sy_execute_call call = {sizeof call, num_inputs, num_outputs, 0, ins, outs, &zero, NULL};
+  /* a decline is enqueue's answer, not the work's: the host then runs the
+   * subgraph elsewhere */
+  if (c == SY_OK && num_inputs != e->num_inputs)
+    c = fail(st, SY_INVALID_ARGUMENT, "enqueue: %u inputs, the executable has %u", num_inputs, e->num_inputs);
+  if (c == SY_OK) c = check_bounds(e, &call, st);
   if (c == SY_OK) {
-    sy_execute_call call = {sizeof call, num_inputs, num_outputs, 0, ins, outs, &zero};
     sy_status work = {0};
-    sy_code r = ex_execute(exe, &call, &work);
+    sy_code r = run(e, &call, profiled ? &prof : NULL, &work);
     c = signalled(d, r, &work, fence, st);
+    if (c == SY_OK && profiled) {
+      ex_fence *f = find_fence(d, *fence);
+      f->profiled = 1;
+      f->prof = prof; /* the fence owns it now */
+      memset(&prof, 0, sizeof prof);
+    }
 #ifdef SY_EXAMPLE_FENCES_NEVER_SIGNAL
     if (c == SY_OK) find_fence(d, *fence)->pending = 1;
 #endif
   }
+  free_profile(&prof);
   pthread_mutex_unlock(&d->mu);
   return c;
 }
+
+static sy_code ex_enqueue(void *self, void *exe, const sy_buffer *inputs, uint32_t num_inputs, const sy_buffer *outputs,
+                          uint32_t num_outputs, const sy_fence *after, uint32_t num_after, sy_fence *fence, sy_status *st) {
+  return enqueue(self, exe, inputs, num_inputs, outputs, num_outputs, after, num_after, 0, fence, st);
+}
+
+#ifndef SY_EXAMPLE_TABLE_1_1_DEVMEM
+static sy_code ex_enqueue_with_options(void *self, void *exe, const sy_buffer *inputs, uint32_t num_inputs, const sy_buffer *outputs,
+                                       uint32_t num_outputs, const sy_fence *after, uint32_t num_after, const sy_enqueue_options *options,
+                                       sy_fence *fence, sy_status *st) {
+  uint32_t flags = options && SY_HAS_FIELD(options, sy_enqueue_options, flags) ? options->flags : 0;
+  return enqueue(self, exe, inputs, num_inputs, outputs, num_outputs, after, num_after, flags, fence, st);
+}
+
+static sy_code ex_fence_profile(void *self, sy_fence id, sy_call_profile *out, sy_status *st) {
+  example_delegate *d = self;
+  if (!out || !SY_HAS_FIELD(out, sy_call_profile, node_refs) || !out->kernels || !out->node_refs)
+    return fail(st, SY_INVALID_ARGUMENT, "fence_profile: no room for the profile");
+  pthread_mutex_lock(&d->mu);
+  ex_fence *f = find_fence(d, id);
+  sy_code c = SY_OK;
+  if (!f)
+    c = fail(st, SY_INVALID_ARGUMENT, "fence %llu is not live in this delegate", (unsigned long long)id);
+  else if (f->pending)
+    c = fail(st, SY_FAILED_PRECONDITION, "fence %llu has not signalled", (unsigned long long)id);
+  else if (!f->profiled)
+    c = fail(st, SY_UNSUPPORTED, "fence %llu is of a call enqueued without SY_ENQUEUE_PROFILE", (unsigned long long)id);
+  else
+    export_profile(&f->prof, out);
+  pthread_mutex_unlock(&d->mu);
+  return c;
+}
+#endif
 
 static sy_code ex_wait_fence(void *self, sy_fence id, int64_t timeout_ns, int32_t *done, sy_status *st) {
   example_delegate *d = self;
@@ -770,7 +1100,10 @@ static void ex_release_fence(void *self, sy_fence id) {
   example_delegate *d = self;
   pthread_mutex_lock(&d->mu);
   ex_fence *f = find_fence(d, id);
-  if (f) memset(f, 0, sizeof *f);
+  if (f) {
+    free_profile(&f->prof);
+    memset(f, 0, sizeof *f);
+  }
   pthread_mutex_unlock(&d->mu);
 }
 #endif /* SY_EXAMPLE_HAL_1_0 */
@@ -780,6 +1113,10 @@ static void ex_close(void *self) {
   for (size_t i = 0; i < d->num_bufs; i++)
     if (d->bufs[i].id) free(d->bufs[i].data);
   free(d->bufs);
+#ifndef SY_EXAMPLE_HAL_1_0
+  for (size_t i = 0; i < d->num_fences; i++)
+    if (d->fences[i].id) free_profile(&d->fences[i].prof);
+#endif
   free(d->fences);
   pthread_mutex_destroy(&d->mu);
   free(d);
@@ -804,7 +1141,11 @@ SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_mi
   const uint32_t size = (uint32_t)SY_DELEGATE_TABLE_SIZE_1_0;
   t.hal_max.minor = 0;
 #else
+#ifdef SY_EXAMPLE_TABLE_1_1_DEVMEM
+  const uint32_t size = (uint32_t)SY_DELEGATE_TABLE_SIZE_1_1;
+#else
   const uint32_t size = (uint32_t)sizeof t;
+#endif
   t.hal_max.minor = SY_HAL_VERSION_MINOR;
   t.allocate = ex_allocate;
   t.free_buffer = ex_free_buffer;
@@ -813,6 +1154,10 @@ SY_EXPORT sy_code switchyard_delegate_open(uint32_t host_major, uint32_t host_mi
   t.enqueue = ex_enqueue;
   t.wait_fence = ex_wait_fence;
   t.release_fence = ex_release_fence;
+#ifndef SY_EXAMPLE_TABLE_1_1_DEVMEM
+  t.enqueue_with_options = ex_enqueue_with_options;
+  t.fence_profile = ex_fence_profile;
+#endif
 #endif
   t.struct_size = size;
   t.hal_min.major = 1;

@@ -28,10 +28,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "switchyard-cabi-host: SWITCHYARD_CABI_LIBRARY is not set; start this host through cabi.OpenIsolated")
 		os.Exit(2)
 	}
-	b, err := cabi.Open(context.Background(), lib, cabi.Options{Name: os.Getenv("SWITCHYARD_CABI_NAME"), SHA256: os.Getenv("SWITCHYARD_CABI_SHA256")})
+	// Float32Only: the plugin protocol does not carry the precision an
+	// executable computes in back to the application, so a reduced
+	// precision could not be disclosed; the library compiles float32
+	b, err := cabi.Open(context.Background(), lib, cabi.Options{Name: os.Getenv("SWITCHYARD_CABI_NAME"), SHA256: os.Getenv("SWITCHYARD_CABI_SHA256"), Float32Only: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "switchyard-cabi-host:", err)
 		os.Exit(1)
 	}
-	sdk.Serve(b, nil)
+	// b.HAL(): a library with HAL 1.1 device memory is served with it
+	// (buffers, fences, profiled enqueues), devices and 1.1 compile
+	// options travel in the ordinary calls
+	sdk.Serve(b.HAL(), nil)
 }

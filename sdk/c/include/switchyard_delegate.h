@@ -20,6 +20,12 @@
  *   release           free an executable
  *   close             free the delegate instance
  *
+ * and, optional in HAL 1.1 (see the HAL 1.1 sections below): allocate,
+ * free_buffer, upload, download, enqueue, wait_fence, release_fence
+ * (device memory and fences), enqueue_with_options and fence_profile
+ * (profiled enqueues); devices, compile options, per-call profiles and
+ * run-time declines travel in the structs above.
+ *
  * ------------------------------------------------------------------------
  * VERSIONING
  *
@@ -38,8 +44,20 @@
  *   bytes and always reports its own size. A table smaller than
  *   SY_DELEGATE_TABLE_SIZE_1_0 is refused, and so is a table with a NULL
  *   required function. Structs the host passes in (sy_info, sy_capabilities,
- *   sy_subgraph, sy_compile_options, sy_execute_call) also start with
- *   struct_size so either side can tell how much of them the other knows.
+ *   sy_subgraph, sy_compile_options, sy_execute_call, sy_call_profile) also
+ *   start with struct_size so either side can tell how much of them the
+ *   other knows.
+ *
+ *   Structs, too, only grow at the END, and the reader checks struct_size
+ *   before it reads a member added later: SY_HAS_FIELD(p, type, member) says
+ *   whether the side that set p->struct_size knows member. A library built
+ *   against this header that is given a 1.0-sized sy_compile_options (an
+ *   older host) MUST NOT read device, precision, shape_bounds or report; a
+ *   host never reads members a library's struct_size (or, for what the
+ *   library fills in host structs, its negotiated version) does not cover.
+ *   The sizes each HAL version introduced are named SY_*_SIZE_1_0 below.
+ *   Arrays the library returns carry their element size (stride) where
+ *   their element may grow (sy_capabilities.device_desc_size).
  *
  * ------------------------------------------------------------------------
  * ERRORS
@@ -114,8 +132,9 @@
  *   A delegate with memory of its own appends seven functions to its table
  *   (allocate ... release_fence) and sets hal_max to 1.1. They are all or
  *   none: a table that has some of them is refused; a 1.0 table (or one
- *   with all seven NULL) is a HAL 1.0 backend, and the host answers every
- *   1.1 request itself with Unsupported, never calling the library for it.
+ *   with all seven NULL) has no device memory, and the host answers every
+ *   device-memory request itself with Unsupported, never calling the
+ *   library for it.
  *
  *   Buffers and fences are OPAQUE HANDLES (sy_buffer, sy_fence: 64-bit
  *   values the library issues; 0 is never a valid handle). The host never
@@ -139,6 +158,54 @@
  *   name the fence again; the host releases a download fence only after it
  *   has signalled. close(self) ends all work and frees every buffer and
  *   fence still alive.
+ *
+ * ------------------------------------------------------------------------
+ * HAL 1.1: DEVICES, COMPILE OPTIONS, PROFILES, PRECISION, DECLINES
+ *
+ *   These need no device memory: any library that negotiates 1.1 may use
+ *   them. The host reads none of them from a library that negotiated 1.0.
+ *
+ *   Devices: get_capabilities lists the devices the library drives in
+ *   sy_capabilities.devices (num_devices entries of device_desc_size bytes
+ *   each, library memory valid until close, like every string in them); 0
+ *   devices means one device described by sy_info. Device i is index i:
+ *   sy_compile_options.device, sy_buffer_request.device and
+ *   sy_call_profile.device name devices by that index. The host refuses a
+ *   malformed list (over SY_MAX_DEVICES, a NULL array, an unknown kind,
+ *   memory kind or precision bit, a negative size, a string without a NUL
+ *   within SY_NAME_CAPACITY bytes) with an error naming the value.
+ *
+ *   Compile options: device (an index the library listed; the host
+ *   refuses others before calling compile), precision (the LOWEST
+ *   precision the caller accepts for float32 values: SY_PRECISION_FLOAT32,
+ *   the default, means no reduced precision) and shape bounds (per boundary
+ *   input, by index into sy_subgraph.inputs, one [min, max] range per dim;
+ *   static dims repeat their value). A library may plan memory for the
+ *   bounds and decline larger (or smaller) shapes at run time. compile
+ *   reports in *options->report the precision the executable actually
+ *   computes float32 values in: FLOAT32, or exactly the precision asked for
+ *   (anything else is refused by the host, and the executable released).
+ *
+ *   Run-time declines: execute and enqueue return SY_DECLINED (or, the
+ *   same, SY_UNSUPPORTED) for inputs they will not take, e.g. a shape
+ *   outside the compile-time bounds. The host then runs the subgraph
+ *   elsewhere, visibly (hal.ErrDeclined). Under HAL 1.0 SY_UNSUPPORTED from
+ *   execute is an ordinary failure.
+ *
+ *   Per-call profiles: a library that sets SY_INFO_CALL_PROFILES fills
+ *   sy_execute_call.profile whenever the host sets it (non-NULL): device
+ *   timestamps (ns, the device's clock) of the call and of each internal
+ *   kernel, each kernel naming the subgraph nodes it computed by INDEX into
+ *   sy_subgraph.nodes as compile saw them. The profile, its kernel array and
+ *   its node-reference pool are host memory with capacities the host sets;
+ *   a library with more kernels than kernel_capacity merges or drops the
+ *   rest (the host refuses counts over capacity, node indices out of range,
+ *   and end before start). An enqueued call is profiled when it is
+ *   enqueued through enqueue_with_options with SY_ENQUEUE_PROFILE; once its
+ *   fence has signalled, fence_profile fills a host sy_call_profile the
+ *   same way. These two table entries come after release_fence (table size
+ *   SY_DELEGATE_TABLE_SIZE_1_1_PROFILING), both or neither, and only with
+ *   the seven device-memory functions.
  */
 #ifndef SWITCHYARD_DELEGATE_H
 #define SWITCHYARD_DELEGATE_H
@@ -167,6 +234,12 @@ extern "C" {
 #define SY_MESSAGE_CAPACITY 1024 /* sy_status.message, NUL included */
 #define SY_REASON_CAPACITY 256   /* sy_verdict.reason, NUL included */
 #define SY_MAX_RANK 32           /* shape buffer of infer_outputs' outputs */
+#define SY_NAME_CAPACITY 128     /* HAL 1.1: sy_kernel_timing.name, sy_call_profile.queue, device strings */
+#define SY_MAX_DEVICES 64        /* HAL 1.1: sy_capabilities.num_devices at most */
+
+/* Whether the side that set p->struct_size knows member (structs only grow
+ * at the end). */
+#define SY_HAS_FIELD(p, type, member) ((p)->struct_size >= offsetof(type, member) + sizeof(((type *)0)->member))
 
 /* Stable error codes (hal.Code). */
 typedef int32_t sy_code;
@@ -179,6 +252,7 @@ typedef int32_t sy_code;
 #define SY_CANCELLED 6           /* the host cancelled (see sy_execute_call.cancelled) */
 #define SY_INTERNAL 7            /* a bug in the delegate */
 #define SY_FAILED_PRECONDITION 8 /* wrong state, incompatible version */
+#define SY_DECLINED 9            /* HAL 1.1: execute/enqueue will not take these inputs (run elsewhere) */
 
 /* Element types (ONNX TensorProto.DataType). */
 #define SY_DTYPE_UNDEFINED 0
@@ -221,12 +295,18 @@ typedef int32_t sy_code;
 #define SY_MEMORY_HOST_VISIBLE 1
 #define SY_MEMORY_DEVICE_LOCAL 2
 
+/* Precisions (hal.Precision), HAL 1.1. Device lists use bit (1u << p). */
+#define SY_PRECISION_FLOAT32 0
+#define SY_PRECISION_FLOAT16 1
+#define SY_PRECISION_BFLOAT16 2
+
 /* HAL 1.1 opaque handles issued by the library; 0 = none. */
 typedef uint64_t sy_buffer;
 typedef uint64_t sy_fence;
 
 /* sy_info.flags */
 #define SY_INFO_SERIAL_EXECUTE 1u /* the host must not call execute concurrently on one executable */
+#define SY_INFO_CALL_PROFILES 2u  /* HAL 1.1: execute fills sy_execute_call.profile when the host sets it */
 
 typedef struct sy_version {
   uint32_t major;
@@ -340,6 +420,21 @@ typedef struct sy_op_capability {
   uint32_t max_rank;   /* 0 = any */
 } sy_op_capability;
 
+/* HAL 1.1: one device of the library (library memory, like its strings). */
+typedef struct sy_device_desc {
+  int32_t kind;             /* SY_DEVICE_* */
+  uint32_t memory_kinds;    /* bit (1u << SY_MEMORY_*) per kind of memory it has; 0 = host only */
+  const char *name;         /* "" = the host names it after the backend */
+  int64_t memory_bytes;     /* 0 = not stated */
+  int64_t max_buffer_bytes; /* largest buffer; 0 = not stated; at most memory_bytes when both are stated */
+  uint32_t precisions;      /* bit (1u << SY_PRECISION_*) per precision it computes in; 0 = float32 only */
+  uint32_t reserved;
+  /* the cache key of compiled blobs: a blob is reusable only under an equal key */
+  const char *cache_vendor;
+  const char *cache_device;
+  const char *cache_driver;
+} sy_device_desc;
+
 typedef struct sy_capabilities {
   uint32_t struct_size; /* set by the host */
   uint32_t num_ops;
@@ -350,14 +445,76 @@ typedef struct sy_capabilities {
   int64_t max_tensor_bytes;   /* 0 = no stated limit */
   int32_t control_flow;       /* must be 0 in HAL 1.0 */
   int32_t reserved;
+  /* HAL 1.1 */
+  uint32_t num_devices;             /* 0 = one device described by sy_info; at most SY_MAX_DEVICES */
+  uint32_t device_desc_size;        /* sizeof(sy_device_desc) as the library was built: the stride of devices */
+  const sy_device_desc *devices;
 } sy_capabilities;
+
+/* HAL 1.1: a [min, max] range of one dim. */
+typedef struct sy_dim_range {
+  int64_t min;
+  int64_t max;
+} sy_dim_range;
+
+/* HAL 1.1: the bounds of one boundary input's dims. */
+typedef struct sy_shape_bound {
+  int32_t input; /* index into sy_subgraph.inputs */
+  int32_t rank;  /* entries of dims: the input's rank */
+  const sy_dim_range *dims;
+} sy_shape_bound;
+
+/* HAL 1.1: what compile chose, written by compile into host memory. */
+typedef struct sy_compile_report {
+  uint32_t struct_size; /* set by the host */
+  int32_t precision;    /* SY_PRECISION_* float32 values are computed in (zeroed: FLOAT32) */
+} sy_compile_report;
 
 typedef struct sy_compile_options {
   uint32_t struct_size;
   int32_t threads; /* hint, 0 = the delegate's choice */
   int32_t profile; /* per-node timings wanted */
   int32_t reserved;
+  /* HAL 1.1 (check SY_HAS_FIELD before reading) */
+  int32_t device;                     /* index into sy_capabilities.devices; 0 = the first */
+  int32_t precision;                  /* lowest precision accepted (SY_PRECISION_*); FLOAT32 = no reduction */
+  uint32_t num_shape_bounds;
+  uint32_t reserved2;
+  const sy_shape_bound *shape_bounds; /* at most one per input, by input index */
+  sy_compile_report *report;          /* never NULL */
 } sy_compile_options;
+
+/* HAL 1.1: one internal kernel of a profiled call. */
+typedef struct sy_kernel_timing {
+  char name[SY_NAME_CAPACITY]; /* NUL-terminated */
+  int64_t start_ns;            /* device clock */
+  int64_t end_ns;
+  uint32_t first_node;         /* its nodes: node_refs[first_node .. first_node + num_nodes) */
+  uint32_t num_nodes;
+} sy_kernel_timing;
+
+/* HAL 1.1: the profile of one call. Host memory; the host sets
+ * struct_size, the capacities and the two arrays, the library the rest. */
+typedef struct sy_call_profile {
+  uint32_t struct_size;
+  uint32_t kernel_capacity;    /* entries of kernels */
+  uint32_t node_capacity;      /* entries of node_refs */
+  uint32_t num_kernels;        /* written, <= kernel_capacity */
+  uint32_t num_node_refs;      /* written, <= node_capacity */
+  int32_t device;              /* written: the device index it ran on */
+  int64_t start_ns;            /* written: device clock, ns */
+  int64_t end_ns;              /* written, >= start_ns */
+  char queue[SY_NAME_CAPACITY]; /* written: the queue or stream ("" = none) */
+  sy_kernel_timing *kernels;
+  int32_t *node_refs;          /* indices into sy_subgraph.nodes as compile saw them */
+} sy_call_profile;
+
+/* HAL 1.1: options of enqueue_with_options. */
+#define SY_ENQUEUE_PROFILE 1u /* record the call's profile for fence_profile */
+typedef struct sy_enqueue_options {
+  uint32_t struct_size;
+  uint32_t flags; /* SY_ENQUEUE_* */
+} sy_enqueue_options;
 
 /* Arguments of infer_outputs and execute. inputs follow the subgraph's
  * inputs order, outputs its outputs order. */
@@ -372,6 +529,9 @@ typedef struct sy_execute_call {
    * deadline passed). A long execute should poll it and return
    * SY_CANCELLED. Never NULL. */
   const volatile int32_t *cancelled;
+  /* HAL 1.1: this call's profile, or NULL. Set only for a library with
+   * SY_INFO_CALL_PROFILES, by execute (never infer_outputs). */
+  sy_call_profile *profile;
 } sy_execute_call;
 
 /* HAL 1.1: what allocate makes. */
@@ -441,10 +601,30 @@ typedef struct sy_delegate_table {
   sy_code (*wait_fence)(void *self, sy_fence fence, int64_t timeout_ns, int32_t *signalled, sy_status *status);
   /* The host will never name the fence again. */
   void (*release_fence)(void *self, sy_fence fence);
+
+  /* ---- HAL 1.1, optional: profiled enqueue (both or none; only with the
+   * seven above; table size SY_DELEGATE_TABLE_SIZE_1_1_PROFILING) ---- */
+
+  /* enqueue with options: SY_ENQUEUE_PROFILE records the call's profile. */
+  sy_code (*enqueue_with_options)(void *self, void *executable, const sy_buffer *inputs, uint32_t num_inputs,
+                                  const sy_buffer *outputs, uint32_t num_outputs, const sy_fence *after, uint32_t num_after,
+                                  const sy_enqueue_options *options, sy_fence *fence, sy_status *status);
+  /* Fills profile (see sy_call_profile) for a signalled fence of a call
+   * enqueued with SY_ENQUEUE_PROFILE. A fence that has not signalled is
+   * SY_FAILED_PRECONDITION; one of a call not profiled SY_UNSUPPORTED. */
+  sy_code (*fence_profile)(void *self, sy_fence fence, sy_call_profile *profile, sy_status *status);
 } sy_delegate_table;
 
-/* The size of the HAL 1.1 table. */
+/* The size of the HAL 1.1 table with device memory (the seven functions). */
 #define SY_DELEGATE_TABLE_SIZE_1_1 (offsetof(sy_delegate_table, release_fence) + sizeof(void (*)(void *)))
+
+/* The size of the HAL 1.1 table with profiled enqueue as well. */
+#define SY_DELEGATE_TABLE_SIZE_1_1_PROFILING (offsetof(sy_delegate_table, fence_profile) + sizeof(void (*)(void *)))
+
+/* The sizes of the structs as HAL 1.0 defined them (HAL 1.1 appended). */
+#define SY_CAPABILITIES_SIZE_1_0 offsetof(sy_capabilities, num_devices)
+#define SY_COMPILE_OPTIONS_SIZE_1_0 offsetof(sy_compile_options, device)
+#define SY_EXECUTE_CALL_SIZE_1_0 offsetof(sy_execute_call, profile)
 
 /* The size of the HAL 1.0 table: the smallest table a host accepts. */
 #define SY_DELEGATE_TABLE_SIZE_1_0 (offsetof(sy_delegate_table, close) + sizeof(void (*)(void *)))
