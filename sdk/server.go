@@ -164,9 +164,13 @@ func (s *server) Compile(ctx context.Context, req *halv1.CompileRequest) (*halv1
 	if st != nil {
 		return &halv1.CompileResponse{Status: st}, nil
 	}
+	bounds, err := wire.ShapeBoundsFrom(req.ShapeBounds)
+	if err != nil {
+		return &halv1.CompileResponse{Status: invalid("%v", err)}, nil
+	}
 	var exe hal.Executable
-	err := guard(s.log, "compile", func() (err error) {
-		exe, err = s.b.Compile(ctx, sg, hal.CompileOptions{Threads: int(req.Threads), Profile: req.Profile, Device: int(req.Device), Precision: hal.Precision(req.Precision)})
+	err = guard(s.log, "compile", func() (err error) {
+		exe, err = s.b.Compile(ctx, sg, hal.CompileOptions{Threads: int(req.Threads), Profile: req.Profile, Device: int(req.Device), Precision: hal.Precision(req.Precision), ShapeBounds: bounds})
 		return
 	})
 	if err == nil && exe == nil {
@@ -180,7 +184,12 @@ func (s *server) Compile(ctx context.Context, req *halv1.CompileRequest) (*halv1
 	id := s.nextExe
 	s.exes[id] = exe
 	s.mu.Unlock()
-	return &halv1.CompileResponse{Executable: id}, nil
+	resp := &halv1.CompileResponse{Executable: id}
+	if pr, ok := exe.(hal.PrecisionReporter); ok {
+		_ = guard(s.log, "precision", func() error { resp.Precision = string(pr.Precision()); return nil })
+	}
+	_, resp.Profiles = exe.(hal.ProfilingExecutable)
+	return resp, nil
 }
 
 func (s *server) Release(ctx context.Context, req *halv1.ReleaseRequest) (*halv1.ReleaseResponse, error) {
@@ -304,10 +313,21 @@ func (s *server) Execute(ctx context.Context, req *halv1.ExecuteRequest) (*halv1
 			}
 		}
 	}
-	if err := guard(s.log, "execute", func() error { return exe.Execute(ctx, inputs, outputs) }); err != nil {
+	var prof *hal.CallProfile
+	err := guard(s.log, "execute", func() (err error) {
+		if pe, ok := exe.(hal.ProfilingExecutable); ok && req.Profile {
+			prof, err = pe.ExecuteProfiled(ctx, inputs, outputs)
+			return err
+		}
+		if req.Profile {
+			return hal.Errorf(hal.CodeUnsupported, "this executable does not profile single calls")
+		}
+		return exe.Execute(ctx, inputs, outputs)
+	})
+	if err != nil {
 		return &halv1.ExecuteResponse{Status: wire.StatusOf(err)}, nil
 	}
-	resp := &halv1.ExecuteResponse{Outputs: make([]*halv1.TensorDesc, len(outputs))}
+	resp := &halv1.ExecuteResponse{Outputs: make([]*halv1.TensorDesc, len(outputs)), Profile: wire.ProfileTo(prof)}
 	for i, t := range outputs {
 		if err := t.Check(); err != nil {
 			return &halv1.ExecuteResponse{Status: &halv1.Status{Code: int32(hal.CodeInternal), Message: fmt.Sprintf("output %d is malformed: %v", i, err)}}, nil

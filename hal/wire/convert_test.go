@@ -3,6 +3,7 @@ package wire_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -130,5 +131,47 @@ func TestViewTensorStringCountBounded(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	if d := ms.TotalAlloc - before; d > 1<<20 {
 		t.Fatalf("%d bytes allocated before refusing", d)
+	}
+}
+
+func TestShapeBoundsAndPrecisionChecks(t *testing.T) {
+	in := map[string][]hal.DimRange{"b": {{Min: 1, Max: 8}}, "a": {{Min: 0, Max: 0}, {Min: 3, Max: 3}}}
+	w := wire.ShapeBoundsTo(in)
+	if len(w) != 2 || w[0].Input != "a" || w[1].Input != "b" {
+		t.Fatalf("not sorted by name: %v", w)
+	}
+	back, err := wire.ShapeBoundsFrom(w)
+	if err != nil || !reflect.DeepEqual(back, in) {
+		t.Fatalf("round trip: %v, %v", back, err)
+	}
+	for name, bad := range map[string][]*halv1.ShapeBound{
+		"min > max": {{Input: "x", Dims: []*halv1.DimRange{{Min: 3, Max: 2}}}},
+		"negative":  {{Input: "x", Dims: []*halv1.DimRange{{Min: -1, Max: 2}}}},
+		"huge":      {{Input: "x", Dims: []*halv1.DimRange{{Min: 1, Max: 1 << 40}}}},
+		"twice":     {{Input: "x"}, {Input: "x"}},
+		"nil dim":   {{Input: "x", Dims: []*halv1.DimRange{nil}}},
+		"nil bound": {nil},
+		"rank":      {{Input: "x", Dims: make([]*halv1.DimRange, wire.MaxBoundDims+1)}},
+	} {
+		if _, err := wire.ShapeBoundsFrom(bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	for _, c := range []struct {
+		got, asked hal.Precision
+		want       hal.Precision
+		ok         bool
+	}{
+		{"", "", hal.PrecisionFloat32, true},
+		{hal.PrecisionFloat32, hal.PrecisionFloat16, hal.PrecisionFloat32, true},
+		{hal.PrecisionFloat16, hal.PrecisionFloat16, hal.PrecisionFloat16, true},
+		{hal.PrecisionFloat16, "", "", false},
+		{hal.PrecisionBFloat16, hal.PrecisionFloat16, "", false},
+		{"int4", "int4", "int4", true},
+	} {
+		got, err := wire.CheckPrecision(c.got, c.asked)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("CheckPrecision(%q, %q) = %q, %v", c.got, c.asked, got, err)
+		}
 	}
 }

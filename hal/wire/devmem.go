@@ -2,6 +2,8 @@ package wire
 
 import (
 	"fmt"
+	"math"
+	"sort"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -159,4 +161,75 @@ func ProfileFrom(w *halv1.CallProfile) (*hal.CallProfile, error) {
 		p.Kernels = append(p.Kernels, hal.KernelTiming{Name: TruncateMessage(k.Name), Nodes: append([]string{}, nodes...), StartNS: k.StartNs, EndNS: k.EndNs})
 	}
 	return p, nil
+}
+
+// ShapeBoundsTo converts compile-time shape bounds to their wire form,
+// sorted by input name (nil stays nil).
+func ShapeBoundsTo(b map[string][]hal.DimRange) []*halv1.ShapeBound {
+	names := make([]string, 0, len(b))
+	for name := range b {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []*halv1.ShapeBound
+	for _, name := range names {
+		w := &halv1.ShapeBound{Input: name}
+		for _, d := range b[name] {
+			w.Dims = append(w.Dims, &halv1.DimRange{Min: int64(d.Min), Max: int64(d.Max)})
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// Limits on the shape bounds of one compile request.
+const (
+	MaxBoundInputs = 4096
+	MaxBoundDims   = 64
+)
+
+// ShapeBoundsFrom converts wire shape bounds back, refusing more inputs or
+// dims than the limits, a name given twice, and ranges that are negative
+// or empty (min > max).
+func ShapeBoundsFrom(ws []*halv1.ShapeBound) (map[string][]hal.DimRange, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	if len(ws) > MaxBoundInputs {
+		return nil, fmt.Errorf("shape bounds for %d inputs, more than %d", len(ws), MaxBoundInputs)
+	}
+	out := make(map[string][]hal.DimRange, len(ws))
+	for _, w := range ws {
+		if w == nil {
+			return nil, fmt.Errorf("an empty shape bound")
+		}
+		if _, dup := out[w.Input]; dup {
+			return nil, fmt.Errorf("input %q is bounded twice", TruncateMessage(w.Input))
+		}
+		if len(w.Dims) > MaxBoundDims {
+			return nil, fmt.Errorf("input %q: %d dims, more than %d", TruncateMessage(w.Input), len(w.Dims), MaxBoundDims)
+		}
+		dims := make([]hal.DimRange, len(w.Dims))
+		for i, d := range w.Dims {
+			if d == nil || d.Min < 0 || d.Max < d.Min || d.Max > math.MaxInt32 {
+				return nil, fmt.Errorf("input %q dim %d: %v is not a range 0 <= min <= max <= 2^31-1", TruncateMessage(w.Input), i, d)
+			}
+			dims[i] = hal.DimRange{Min: int(d.Min), Max: int(d.Max)}
+		}
+		out[w.Input] = dims
+	}
+	return out, nil
+}
+
+// CheckPrecision checks the precision an executable reports against the
+// one the caller accepted: float32 always, a reduced one only when it is
+// exactly the one asked for.
+func CheckPrecision(got, asked hal.Precision) (hal.Precision, error) {
+	switch got {
+	case "", hal.PrecisionFloat32:
+		return hal.PrecisionFloat32, nil
+	case asked:
+		return got, nil
+	}
+	return "", fmt.Errorf("the executable reports precision %q but the caller accepted %q", TruncateMessage(string(got)), asked)
 }

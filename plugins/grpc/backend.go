@@ -387,24 +387,36 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 	return vs, nil
 }
 
+// compiled is what a plugin answered a compile with.
+type compiled struct {
+	id        uint64
+	precision hal.Precision // checked against the options
+	profiles  bool          // single calls can be profiled
+}
+
 // compileOn compiles model on p.
-func (b *Backend) compileOn(ctx context.Context, p *process, model []byte, opts hal.CompileOptions) (uint64, error) {
+func (b *Backend) compileOn(ctx context.Context, p *process, model []byte, opts hal.CompileOptions) (compiled, error) {
 	var resp *halv1.CompileResponse
 	err := b.withSubgraph(ctx, p, model, func(w *halv1.Subgraph) (err error) {
-		resp, err = p.rpc.Compile(ctx, &halv1.CompileRequest{Subgraph: w, Threads: int32(opts.Threads), Profile: opts.Profile, Device: int32(opts.Device), Precision: string(opts.Precision)})
+		resp, err = p.rpc.Compile(ctx, &halv1.CompileRequest{Subgraph: w, Threads: int32(opts.Threads), Profile: opts.Profile, Device: int32(opts.Device), Precision: string(opts.Precision), ShapeBounds: wire.ShapeBoundsTo(opts.ShapeBounds)})
 		return
 	})
 	if err != nil {
 		var he *hal.Error
 		if errors.As(err, &he) {
-			return 0, err
+			return compiled{}, err
 		}
-		return 0, b.callErr(ctx, p, "compile", err)
+		return compiled{}, b.callErr(ctx, p, "compile", err)
 	}
 	if err := wire.ErrorOf(resp.Status); err != nil {
-		return 0, err
+		return compiled{}, err
 	}
-	return resp.Executable, nil
+	c := compiled{id: resp.Executable, profiles: resp.Profiles}
+	if c.precision, err = wire.CheckPrecision(hal.Precision(resp.Precision), opts.Precision); err != nil {
+		b.releaseRemote(ctx, p, c.id)
+		return compiled{}, &hal.Error{Code: hal.CodeInternal, Backend: b.name, Op: "compile", Err: err}
+	}
+	return c, nil
 }
 
 func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.CompileOptions) (hal.Executable, error) {
@@ -418,11 +430,11 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	if err != nil {
 		return nil, err
 	}
-	id, err := b.compileOn(ctx, p, model, opts)
+	c, err := b.compileOn(ctx, p, model, opts)
 	if err != nil {
 		return nil, err
 	}
-	e := &executable{b: b, model: model, opts: opts, p: p, id: id,
+	e := &executable{b: b, model: model, opts: opts, p: p, id: c.id, precision: c.precision, profiles: c.profiles,
 		outputs: append([]graph.ValueInfo{}, sg.Graph.Outputs...), lastOut: make([]int, len(sg.Graph.Outputs))}
 	if p.devmem {
 		return &asyncExecutable{e}, nil
@@ -476,4 +488,12 @@ func (b *Backend) Close() error {
 	b.wg.Wait()
 	b.pool.closeAll()
 	return nil
+}
+
+// releaseRemote releases an executable the host will not use (its
+// compile answer was refused); errors are logged, not returned.
+func (b *Backend) releaseRemote(ctx context.Context, p *process, id uint64) {
+	if r, err := p.rpc.Release(ctx, &halv1.ReleaseRequest{Executable: id}); err != nil || wire.ErrorOf(r.Status) != nil {
+		b.log.Warn("releasing a refused executable failed", "plugin", b.name, "executable", id, "err", err)
+	}
 }

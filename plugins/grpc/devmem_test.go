@@ -299,3 +299,54 @@ func TestDeviceMemoryFenceDeadlineAndCrash(t *testing.T) {
 		t.Fatalf("free of a dead process's buffer: %v", err)
 	}
 }
+
+// The HAL 1.1 compile options and per-call profiles cross the wire: shape
+// bounds reach the plugin's backend (a shape outside them is declined at
+// run time), the precision the plugin's executable uses comes back (an
+// opted-in one that the device offers, float32 otherwise), and a profiled
+// call returns that call's device timestamps with its nodes.
+func TestCompileOptionsAndProfilesOutOfProcess(t *testing.T) {
+	ctx := context.Background()
+	_, dev := devPlugin(t, sim.Options{Ops: []string{"Relu"}, DeviceOptions: sim.DeviceOptions{Precisions: []hal.Precision{hal.PrecisionFloat16}}})
+	sym := graph.Shape{{Param: "n"}, {Value: 4}}
+	sg := swrt.TypedSubgraph(&hal.Subgraph{Graph: &graph.Graph{
+		Name:    "relu",
+		Inputs:  []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: sym}}},
+		Outputs: []graph.ValueInfo{{Name: "y", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: sym}}},
+		Nodes:   []*graph.Node{{Name: "relu_y", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"y"}}},
+	}, Opsets: []graph.Opset{{Version: 17}}})
+	c, err := dev.Compile(ctx, sg, &hal.CompileOptions{Precision: hal.PrecisionFloat16, ShapeBounds: map[string][]hal.DimRange{"x": {{Min: 1, Max: 2}, {Min: 4, Max: 4}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if p := c.Precision(); p != hal.PrecisionFloat16 {
+		t.Fatalf("precision %q, want float16", p)
+	}
+	x := graph.MustFromSlice([]int{2, 4}, []float32{-1, 0.1, 2, -3, 4, 1.0001, -5, 6})
+	out := []*graph.Tensor{{}}
+	prof, err := c.ExecuteProfiled(ctx, []*graph.Tensor{x}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := graph.Data[float32](out[0])
+	if got[1] == 0.1 || got[1] < 0.0999 || got[1] > 0.1001 || got[0] != 0 || got[7] != 6 {
+		t.Fatalf("outputs %v: want Relu rounded through float16", got)
+	}
+	if prof == nil || prof.EndNS < prof.StartNS || len(prof.Kernels) != 1 || len(prof.Kernels[0].Nodes) != 1 || prof.Kernels[0].Nodes[0] != "relu_y" {
+		t.Fatalf("profile %+v", prof)
+	}
+	err = c.Execute(ctx, []*graph.Tensor{graph.MustFromSlice([]int{3, 4}, make([]float32, 12))}, []*graph.Tensor{{}})
+	if !errors.Is(err, hal.ErrDeclined) || !strings.Contains(err.Error(), "outside the compiled bound [1, 2]") {
+		t.Fatalf("a shape outside the bounds: %v, want declined naming the bound", err)
+	}
+	// a precision the device does not offer: float32, and said so
+	c2, err := dev.Compile(ctx, sg, &hal.CompileOptions{Precision: hal.PrecisionBFloat16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Release()
+	if p := c2.Precision(); p != hal.PrecisionFloat32 {
+		t.Fatalf("precision %q, want float32", p)
+	}
+}

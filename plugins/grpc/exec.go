@@ -145,6 +145,41 @@ type executable struct {
 	id        uint64
 	released  bool
 	lastOut   []int
+
+	precision hal.Precision // what the plugin's executable computes in (checked)
+	profiles  bool          // the plugin can profile one call
+}
+
+// Precision is what the plugin's executable computes in
+// (hal.PrecisionReporter), as it answered the compile.
+func (e *executable) Precision() hal.Precision {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.precision
+}
+
+// ExecuteProfiled runs one call and returns the plugin's profile of it
+// (hal.ProfilingExecutable); Unsupported when the plugin's executable
+// cannot profile single calls.
+func (e *executable) ExecuteProfiled(ctx context.Context, inputs, outputs []*graph.Tensor) (*hal.CallProfile, error) {
+	e.mu.Lock()
+	ok := e.profiles
+	e.mu.Unlock()
+	if !ok {
+		return nil, &hal.Error{Code: hal.CodeUnsupported, Backend: e.b.name, Op: "execute-profiled", Msg: "the plugin's executable does not profile single calls"}
+	}
+	w, err := e.execute(ctx, inputs, outputs, true)
+	if err != nil {
+		return nil, err
+	}
+	if w == nil {
+		return nil, &hal.Error{Code: hal.CodeInternal, Backend: e.b.name, Op: "execute-profiled", Msg: "the plugin answered a profiled call without a profile"}
+	}
+	p, err := wire.ProfileFrom(w)
+	if err != nil {
+		return nil, &hal.Error{Code: hal.CodeInternal, Backend: e.b.name, Op: "execute-profiled", Err: err}
+	}
+	return p, nil
 }
 
 // remote returns the executable's id in the live process, compiling it
@@ -174,26 +209,33 @@ func (e *executable) remote(ctx context.Context) (*process, uint64, error) {
 		return p, id, nil
 	}
 	e.mu.Unlock()
-	id, err := e.b.compileOn(ctx, p, e.model, e.opts)
+	c, err := e.b.compileOn(ctx, p, e.model, e.opts)
 	if err != nil {
 		return nil, 0, err
 	}
 	e.b.log.Info("recompiled subgraph on restarted plugin", "plugin", e.b.name, "pid", p.pid, "generation", p.gen)
 	e.mu.Lock()
-	e.p, e.id = p, id
+	e.p, e.id, e.precision, e.profiles = p, c.id, c.precision, c.profiles
 	e.mu.Unlock()
-	return p, id, nil
+	return p, c.id, nil
 }
 
 func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	_, err := e.execute(ctx, inputs, outputs, false)
+	return err
+}
+
+// execute runs one call; with profile it asks the plugin for the call's
+// profile and returns it.
+func (e *executable) execute(ctx context.Context, inputs, outputs []*graph.Tensor, profile bool) (*halv1.CallProfile, error) {
 	ctx, cancel := e.b.callCtx(ctx)
 	defer cancel()
 	p, id, err := e.remote(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(outputs) != len(e.outputs) {
-		return hal.Errorf(hal.CodeInvalidArgument, "got %d outputs, subgraph has %d", len(outputs), len(e.outputs))
+		return nil, hal.Errorf(hal.CodeInvalidArgument, "got %d outputs, subgraph has %d", len(outputs), len(e.outputs))
 	}
 	// tensors in device buffers travel by descriptor; the rest is laid
 	// out in a call region: inputs, then output space, each 64-byte aligned
@@ -203,7 +245,7 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	inOff := make([]int, len(inputs))
 	for i, t := range inputs {
 		if t == nil {
-			return hal.Errorf(hal.CodeInvalidArgument, "input %d is nil", i)
+			return nil, hal.Errorf(hal.CodeInvalidArgument, "input %d is nil", i)
 		}
 		if inDB[i] = e.b.deviceBuf(t); inDB[i] != nil {
 			continue
@@ -236,7 +278,7 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	for _, db := range append(append([]*deviceBuf{}, inDB...), outDB...) {
 		if db != nil {
 			if err := e.b.pool.mapIn(ctx, p, db.hr); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -250,7 +292,7 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	var hr *hostRegion
 	if needRegion {
 		if hr, err = e.b.pool.get(ctx, p, off); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	putRegion := func(clean bool) {
@@ -258,13 +300,13 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 			e.b.pool.put(ctx, hr, clean)
 		}
 	}
-	req := &halv1.ExecuteRequest{Executable: id, Inputs: make([]*halv1.TensorDesc, len(inputs)), Outputs: make([]*halv1.OutputSlot, len(outputs))}
+	req := &halv1.ExecuteRequest{Executable: id, Inputs: make([]*halv1.TensorDesc, len(inputs)), Outputs: make([]*halv1.OutputSlot, len(outputs)), Profile: profile}
 	for i, t := range inputs {
 		if db := inDB[i]; db != nil {
 			region, n, err := db.slice(t)
 			if err != nil {
 				putRegion(true)
-				return hal.Errorf(hal.CodeInvalidArgument, "input %d: %v", i, err)
+				return nil, hal.Errorf(hal.CodeInvalidArgument, "input %d: %v", i, err)
 			}
 			req.Inputs[i] = &halv1.TensorDesc{Dtype: int32(t.DType), Shape: wire.Dims(t.Shape), Data: &halv1.RegionSlice{Region: region, Offset: 0, Length: n}}
 			continue
@@ -272,7 +314,7 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		n, err := wire.WriteTensor(hr.r.Mem[inOff[i]:], t)
 		if err != nil {
 			putRegion(true)
-			return hal.Errorf(hal.CodeInvalidArgument, "input %d: %v", i, err)
+			return nil, hal.Errorf(hal.CodeInvalidArgument, "input %d: %v", i, err)
 		}
 		req.Inputs[i] = &halv1.TensorDesc{Dtype: int32(t.DType), Shape: wire.Dims(t.Shape), Data: &halv1.RegionSlice{Region: hr.r.ID, Offset: uint64(inOff[i]), Length: uint64(n)}}
 	}
@@ -296,41 +338,41 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	}
 	if err != nil {
 		putRegion(false)
-		return e.b.callErr(ctx, p, "execute", err)
+		return nil, e.b.callErr(ctx, p, "execute", err)
 	}
 	defer putRegion(true)
 	if resp == nil {
-		return hal.Errorf(hal.CodeInternal, "the plugin answered Execute with neither a response nor an error")
+		return nil, hal.Errorf(hal.CodeInternal, "the plugin answered Execute with neither a response nor an error")
 	}
 	if err := wire.ErrorOf(resp.Status); err != nil {
-		return err
+		return nil, err
 	}
 	if len(resp.Outputs) != len(outputs) {
-		return hal.Errorf(hal.CodeInternal, "plugin returned %d outputs for %d", len(resp.Outputs), len(outputs))
+		return nil, hal.Errorf(hal.CodeInternal, "plugin returned %d outputs for %d", len(resp.Outputs), len(outputs))
 	}
 	for i, d := range resp.Outputs {
 		if db := outDB[i]; db != nil {
 			// written in place in the caller's device buffer: check only
 			if d == nil || d.Data == nil || d.Data.Region != db.hr.r.ID || d.Data.Offset != 0 || graph.DType(d.Dtype) != outputs[i].DType {
 				e.discardRest(p, resp.Outputs[i:])
-				return hal.Errorf(hal.CodeInternal, "output %d (%q): the plugin did not write the caller's device buffer in place", i, e.outputs[i].Name)
+				return nil, hal.Errorf(hal.CodeInternal, "output %d (%q): the plugin did not write the caller's device buffer in place", i, e.outputs[i].Name)
 			}
 			if shape, err := wire.Shape(d.Shape); err != nil || !graph.SameShape(shape, outputs[i].Shape) {
 				e.discardRest(p, resp.Outputs[i:])
-				return hal.Errorf(hal.CodeInvalidArgument, "output %d (%q): result shape %v, caller allocated %v", i, e.outputs[i].Name, d.Shape, outputs[i].Shape)
+				return nil, hal.Errorf(hal.CodeInvalidArgument, "output %d (%q): result shape %v, caller allocated %v", i, e.outputs[i].Name, d.Shape, outputs[i].Shape)
 			}
 			continue
 		}
 		n, err := e.readOutput(ctx, p, hr, outOff[i], outCap[i], d, outputs[i], e.outputs[i].Type)
 		if err != nil {
 			e.discardRest(p, resp.Outputs[i:])
-			return &hal.Error{Code: hal.CodeOf(err), Msg: fmt.Sprintf("output %d (%q)", i, e.outputs[i].Name), Err: err}
+			return nil, &hal.Error{Code: hal.CodeOf(err), Msg: fmt.Sprintf("output %d (%q)", i, e.outputs[i].Name), Err: err}
 		}
 		e.mu.Lock()
 		e.lastOut[i] = n
 		e.mu.Unlock()
 	}
-	return nil
+	return resp.Profile, nil
 }
 
 // fdGrace bounds the wait for a plugin region's descriptor: the plugin

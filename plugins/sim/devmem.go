@@ -549,7 +549,14 @@ func (b *DeviceBackend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.
 		_ = exe.Release()
 		return fail(hal.Errorf(hal.CodeInvalidArgument, "%v", err))
 	}
-	e := &devExecutable{executable: exe.(*executable), b: b, q: q, g: &g, opsets: sg.Opsets, weights: weights, precision: precision, shapes: map[string][]outType{}, order: order}
+	var bounds map[string][]hal.DimRange
+	for name, dims := range opts.ShapeBounds {
+		if bounds == nil {
+			bounds = map[string][]hal.DimRange{}
+		}
+		bounds[name] = append([]hal.DimRange(nil), dims...)
+	}
+	e := &devExecutable{executable: exe.(*executable), b: b, q: q, g: &g, opsets: sg.Opsets, weights: weights, precision: precision, shapes: map[string][]outType{}, order: order, bounds: bounds}
 	return e, nil
 }
 
@@ -562,7 +569,8 @@ type devExecutable struct {
 	opsets    []graph.Opset
 	weights   []*buffer
 	precision hal.Precision
-	order     []*graph.Node // the nodes in execution order (for shape inference)
+	order     []*graph.Node             // the nodes in execution order (for shape inference)
+	bounds    map[string][]hal.DimRange // CompileOptions.ShapeBounds, copied
 
 	mu       sync.Mutex
 	shapes   map[string][]outType // output types per input-shape signature
@@ -587,8 +595,26 @@ func (e *devExecutable) Release() error {
 	return nil
 }
 
-// decline refuses inputs over DeclineShapesOver elements.
-func (e *devExecutable) decline(lens []int) error {
+// decline refuses inputs over DeclineShapesOver elements, and inputs
+// outside the shape bounds the executable was compiled for.
+func (e *devExecutable) decline(shapes [][]int, lens []int) error {
+	for i, shape := range shapes {
+		b, ok := e.bounds[e.g.Inputs[i].Name]
+		if !ok {
+			continue
+		}
+		if len(b) != len(shape) {
+			return hal.Errorf(hal.CodeDeclined, "input %q has rank %d, the compiled shape bounds have %d dims", e.g.Inputs[i].Name, len(shape), len(b))
+		}
+		for d, n := range shape {
+			if n < b[d].Min || n > b[d].Max {
+				e.b.mu.Lock()
+				e.b.counters.Declines++
+				e.b.mu.Unlock()
+				return hal.Errorf(hal.CodeDeclined, "input %q dim %d is %d, outside the compiled bound [%d, %d]", e.g.Inputs[i].Name, d, n, b[d].Min, b[d].Max)
+			}
+		}
+	}
 	lim := e.b.dopts.DeclineShapesOver
 	if lim <= 0 {
 		return nil
@@ -607,9 +633,7 @@ func (e *devExecutable) decline(lens []int) error {
 // outputShapes infers the concrete output shapes for concrete input
 // shapes (a device allocates outputs before it runs). Shapes that depend
 // on values computed on the device cannot be known: declined.
-//
-// TODO(opsplit): use the operator schemas' graph inference from core/ops
-// once it exists instead of walking the schemas here.
+
 func (e *devExecutable) outputShapes(in [][]int) ([]outType, error) {
 	var sig strings.Builder
 	for _, s := range in {
@@ -782,7 +806,7 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 		}
 		ins[i], shapes[i], lens[i] = st, h.shape, st.t.Len()
 	}
-	if err := e.decline(lens); err != nil {
+	if err := e.decline(shapes, lens); err != nil {
 		return nil, err
 	}
 	outShapes, err := e.outputShapes(shapes)
@@ -861,15 +885,27 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 // context ends first returns at once; the device finishes on its own
 // copies and never touches the caller's tensors afterwards.
 func (e *devExecutable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	_, err := e.execute(ctx, inputs, outputs, false)
+	return err
+}
+
+// ExecuteProfiled is Execute with this call's profile: device timestamps
+// of the call and one kernel per node (hal.ProfilingExecutable).
+func (e *devExecutable) ExecuteProfiled(ctx context.Context, inputs, outputs []*graph.Tensor) (*hal.CallProfile, error) {
+	return e.execute(ctx, inputs, outputs, true)
+}
+
+func (e *devExecutable) execute(ctx context.Context, inputs, outputs []*graph.Tensor, profile bool) (*hal.CallProfile, error) {
 	if err := e.b.call(); err != nil {
-		return err
+		return nil, err
 	}
 	lens := make([]int, len(inputs))
+	shapes := make([][]int, len(inputs))
 	for i, t := range inputs {
-		lens[i] = t.Len()
+		lens[i], shapes[i] = t.Len(), t.Shape
 	}
-	if err := e.decline(lens); err != nil {
-		return err
+	if err := e.decline(shapes, lens); err != nil {
+		return nil, err
 	}
 	staged := make([]*graph.Tensor, len(inputs))
 	e.b.mu.Lock()
@@ -884,15 +920,15 @@ func (e *devExecutable) Execute(ctx context.Context, inputs, outputs []*graph.Te
 	var res []*graph.Tensor
 	w := &work{kind: "execute", hang: e.b.dopts.FenceNeverSignals}
 	w.run = func(ctx context.Context) (err error) {
-		res, err = e.compute(ctx, staged, nil, false, w.prof)
+		res, err = e.compute(ctx, staged, nil, profile, w.prof)
 		return err
 	}
 	f, err := e.q.submit(w)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.Wait(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	e.b.mu.Lock()
 	for i, t := range res {
@@ -905,7 +941,15 @@ func (e *devExecutable) Execute(ctx context.Context, inputs, outputs []*graph.Te
 	for i, o := range e.g.Outputs {
 		got[o.Name] = res[i]
 	}
-	return cpu.FillOutputs(e.g, got, outputs)
+	if err := cpu.FillOutputs(e.g, got, outputs); err != nil {
+		return nil, err
+	}
+	if !profile {
+		return nil, nil
+	}
+	p := *w.prof
+	p.Kernels = append([]hal.KernelTiming{}, w.prof.Kernels...)
+	return &p, nil
 }
 
 // now is the device clock: nanoseconds since the backend was made.

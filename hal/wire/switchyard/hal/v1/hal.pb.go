@@ -1093,8 +1093,9 @@ type CompileRequest struct {
 	Threads  int32                  `protobuf:"varint,2,opt,name=threads,proto3" json:"threads,omitempty"`
 	Profile  bool                   `protobuf:"varint,3,opt,name=profile,proto3" json:"profile,omitempty"`
 	// HAL 1.1 compile options.
-	Device        int32  `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
-	Precision     string `protobuf:"bytes,5,opt,name=precision,proto3" json:"precision,omitempty"`
+	Device        int32         `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
+	Precision     string        `protobuf:"bytes,5,opt,name=precision,proto3" json:"precision,omitempty"`
+	ShapeBounds   []*ShapeBound `protobuf:"bytes,6,rep,name=shape_bounds,json=shapeBounds,proto3" json:"shape_bounds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1164,17 +1165,134 @@ func (x *CompileRequest) GetPrecision() string {
 	return ""
 }
 
-type CompileResponse struct {
+func (x *CompileRequest) GetShapeBounds() []*ShapeBound {
+	if x != nil {
+		return x.ShapeBounds
+	}
+	return nil
+}
+
+// ShapeBound bounds the dims of one dynamic input (hal.CompileOptions
+// ShapeBounds): one range per dim.
+type ShapeBound struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
-	Executable    uint64                 `protobuf:"varint,2,opt,name=executable,proto3" json:"executable,omitempty"`
+	Input         string                 `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
+	Dims          []*DimRange            `protobuf:"bytes,2,rep,name=dims,proto3" json:"dims,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShapeBound) Reset() {
+	*x = ShapeBound{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShapeBound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShapeBound) ProtoMessage() {}
+
+func (x *ShapeBound) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShapeBound.ProtoReflect.Descriptor instead.
+func (*ShapeBound) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ShapeBound) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *ShapeBound) GetDims() []*DimRange {
+	if x != nil {
+		return x.Dims
+	}
+	return nil
+}
+
+type DimRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Min           int64                  `protobuf:"varint,1,opt,name=min,proto3" json:"min,omitempty"`
+	Max           int64                  `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DimRange) Reset() {
+	*x = DimRange{}
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DimRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DimRange) ProtoMessage() {}
+
+func (x *DimRange) ProtoReflect() protoreflect.Message {
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DimRange.ProtoReflect.Descriptor instead.
+func (*DimRange) Descriptor() ([]byte, []int) {
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DimRange) GetMin() int64 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *DimRange) GetMax() int64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+type CompileResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Status     *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Executable uint64                 `protobuf:"varint,2,opt,name=executable,proto3" json:"executable,omitempty"`
+	// HAL 1.1: the precision the executable computes in (empty: float32),
+	// and whether it can profile one call (ExecuteRequest.profile).
+	Precision     string `protobuf:"bytes,3,opt,name=precision,proto3" json:"precision,omitempty"`
+	Profiles      bool   `protobuf:"varint,4,opt,name=profiles,proto3" json:"profiles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompileResponse) Reset() {
 	*x = CompileResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1304,7 @@ func (x *CompileResponse) String() string {
 func (*CompileResponse) ProtoMessage() {}
 
 func (x *CompileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[17]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1317,7 @@ func (x *CompileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompileResponse.ProtoReflect.Descriptor instead.
 func (*CompileResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{17}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CompileResponse) GetStatus() *Status {
@@ -1216,6 +1334,20 @@ func (x *CompileResponse) GetExecutable() uint64 {
 	return 0
 }
 
+func (x *CompileResponse) GetPrecision() string {
+	if x != nil {
+		return x.Precision
+	}
+	return ""
+}
+
+func (x *CompileResponse) GetProfiles() bool {
+	if x != nil {
+		return x.Profiles
+	}
+	return false
+}
+
 // TensorDesc describes a tensor in shared memory: dtype numbered as ONNX
 // TensorProto.DataType, dims, and where its little-endian row-major bytes
 // are. String tensors hold each element as a uvarint length and its bytes.
@@ -1230,7 +1362,7 @@ type TensorDesc struct {
 
 func (x *TensorDesc) Reset() {
 	*x = TensorDesc{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1374,7 @@ func (x *TensorDesc) String() string {
 func (*TensorDesc) ProtoMessage() {}
 
 func (x *TensorDesc) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[18]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1387,7 @@ func (x *TensorDesc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TensorDesc.ProtoReflect.Descriptor instead.
 func (*TensorDesc) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{18}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TensorDesc) GetDtype() int32 {
@@ -1295,7 +1427,7 @@ type OutputSlot struct {
 
 func (x *OutputSlot) Reset() {
 	*x = OutputSlot{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1307,7 +1439,7 @@ func (x *OutputSlot) String() string {
 func (*OutputSlot) ProtoMessage() {}
 
 func (x *OutputSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[19]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1320,7 +1452,7 @@ func (x *OutputSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputSlot.ProtoReflect.Descriptor instead.
 func (*OutputSlot) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{19}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *OutputSlot) GetPreallocated() bool {
@@ -1352,17 +1484,19 @@ func (x *OutputSlot) GetSpace() *RegionSlice {
 }
 
 type ExecuteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Executable    uint64                 `protobuf:"varint,1,opt,name=executable,proto3" json:"executable,omitempty"`
-	Inputs        []*TensorDesc          `protobuf:"bytes,2,rep,name=inputs,proto3" json:"inputs,omitempty"`
-	Outputs       []*OutputSlot          `protobuf:"bytes,3,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Executable uint64                 `protobuf:"varint,1,opt,name=executable,proto3" json:"executable,omitempty"`
+	Inputs     []*TensorDesc          `protobuf:"bytes,2,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	Outputs    []*OutputSlot          `protobuf:"bytes,3,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// HAL 1.1: return this call's profile (CompileResponse.profiles)
+	Profile       bool `protobuf:"varint,4,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1508,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[20]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1521,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{20}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecuteRequest) GetExecutable() uint64 {
@@ -1411,17 +1545,26 @@ func (x *ExecuteRequest) GetOutputs() []*OutputSlot {
 	return nil
 }
 
+func (x *ExecuteRequest) GetProfile() bool {
+	if x != nil {
+		return x.Profile
+	}
+	return false
+}
+
 type ExecuteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
-	Outputs       []*TensorDesc          `protobuf:"bytes,2,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  *Status                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Outputs []*TensorDesc          `protobuf:"bytes,2,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// the call's profile, when asked for
+	Profile       *CallProfile `protobuf:"bytes,3,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1576,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[21]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1589,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{21}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExecuteResponse) GetStatus() *Status {
@@ -1463,6 +1606,13 @@ func (x *ExecuteResponse) GetOutputs() []*TensorDesc {
 	return nil
 }
 
+func (x *ExecuteResponse) GetProfile() *CallProfile {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
 type ReleaseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Executable    uint64                 `protobuf:"varint,1,opt,name=executable,proto3" json:"executable,omitempty"`
@@ -1472,7 +1622,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1634,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[22]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1647,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{22}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReleaseRequest) GetExecutable() uint64 {
@@ -1516,7 +1666,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1678,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[23]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1691,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{23}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReleaseResponse) GetStatus() *Status {
@@ -1559,7 +1709,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1721,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[24]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1734,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{24}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{26}
 }
 
 type HealthResponse struct {
@@ -1598,7 +1748,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1760,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[25]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1773,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{25}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HealthResponse) GetStatus() *Status {
@@ -1657,7 +1807,7 @@ type MapRegionRequest struct {
 
 func (x *MapRegionRequest) Reset() {
 	*x = MapRegionRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1819,7 @@ func (x *MapRegionRequest) String() string {
 func (*MapRegionRequest) ProtoMessage() {}
 
 func (x *MapRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[26]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1832,7 @@ func (x *MapRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRegionRequest.ProtoReflect.Descriptor instead.
 func (*MapRegionRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{26}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MapRegionRequest) GetRegion() uint64 {
@@ -1708,7 +1858,7 @@ type MapRegionResponse struct {
 
 func (x *MapRegionResponse) Reset() {
 	*x = MapRegionResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1870,7 @@ func (x *MapRegionResponse) String() string {
 func (*MapRegionResponse) ProtoMessage() {}
 
 func (x *MapRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[27]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1883,7 @@ func (x *MapRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRegionResponse.ProtoReflect.Descriptor instead.
 func (*MapRegionResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{27}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MapRegionResponse) GetStatus() *Status {
@@ -1752,7 +1902,7 @@ type UnmapRegionRequest struct {
 
 func (x *UnmapRegionRequest) Reset() {
 	*x = UnmapRegionRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[28]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1914,7 @@ func (x *UnmapRegionRequest) String() string {
 func (*UnmapRegionRequest) ProtoMessage() {}
 
 func (x *UnmapRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[28]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1927,7 @@ func (x *UnmapRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmapRegionRequest.ProtoReflect.Descriptor instead.
 func (*UnmapRegionRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{28}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UnmapRegionRequest) GetRegion() uint64 {
@@ -1796,7 +1946,7 @@ type UnmapRegionResponse struct {
 
 func (x *UnmapRegionResponse) Reset() {
 	*x = UnmapRegionResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[29]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +1958,7 @@ func (x *UnmapRegionResponse) String() string {
 func (*UnmapRegionResponse) ProtoMessage() {}
 
 func (x *UnmapRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[29]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +1971,7 @@ func (x *UnmapRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmapRegionResponse.ProtoReflect.Descriptor instead.
 func (*UnmapRegionResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{29}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UnmapRegionResponse) GetStatus() *Status {
@@ -1845,7 +1995,7 @@ type BufferDesc struct {
 
 func (x *BufferDesc) Reset() {
 	*x = BufferDesc{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[30]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2007,7 @@ func (x *BufferDesc) String() string {
 func (*BufferDesc) ProtoMessage() {}
 
 func (x *BufferDesc) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[30]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2020,7 @@ func (x *BufferDesc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BufferDesc.ProtoReflect.Descriptor instead.
 func (*BufferDesc) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{30}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BufferDesc) GetId() uint64 {
@@ -1920,7 +2070,7 @@ type AllocateRequest struct {
 
 func (x *AllocateRequest) Reset() {
 	*x = AllocateRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[31]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2082,7 @@ func (x *AllocateRequest) String() string {
 func (*AllocateRequest) ProtoMessage() {}
 
 func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[31]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2095,7 @@ func (x *AllocateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateRequest.ProtoReflect.Descriptor instead.
 func (*AllocateRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{31}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AllocateRequest) GetDtype() int32 {
@@ -1986,7 +2136,7 @@ type AllocateResponse struct {
 
 func (x *AllocateResponse) Reset() {
 	*x = AllocateResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[32]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2148,7 @@ func (x *AllocateResponse) String() string {
 func (*AllocateResponse) ProtoMessage() {}
 
 func (x *AllocateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[32]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2161,7 @@ func (x *AllocateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateResponse.ProtoReflect.Descriptor instead.
 func (*AllocateResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{32}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AllocateResponse) GetStatus() *Status {
@@ -2037,7 +2187,7 @@ type FreeRequest struct {
 
 func (x *FreeRequest) Reset() {
 	*x = FreeRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[33]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2199,7 @@ func (x *FreeRequest) String() string {
 func (*FreeRequest) ProtoMessage() {}
 
 func (x *FreeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[33]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2212,7 @@ func (x *FreeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeRequest.ProtoReflect.Descriptor instead.
 func (*FreeRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{33}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FreeRequest) GetBuffer() uint64 {
@@ -2081,7 +2231,7 @@ type FreeResponse struct {
 
 func (x *FreeResponse) Reset() {
 	*x = FreeResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[34]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2093,7 +2243,7 @@ func (x *FreeResponse) String() string {
 func (*FreeResponse) ProtoMessage() {}
 
 func (x *FreeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[34]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2106,7 +2256,7 @@ func (x *FreeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeResponse.ProtoReflect.Descriptor instead.
 func (*FreeResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{34}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FreeResponse) GetStatus() *Status {
@@ -2131,7 +2281,7 @@ type UploadRequest struct {
 
 func (x *UploadRequest) Reset() {
 	*x = UploadRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[35]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2293,7 @@ func (x *UploadRequest) String() string {
 func (*UploadRequest) ProtoMessage() {}
 
 func (x *UploadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[35]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2306,7 @@ func (x *UploadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadRequest.ProtoReflect.Descriptor instead.
 func (*UploadRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{35}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UploadRequest) GetBuffer() uint64 {
@@ -2200,7 +2350,7 @@ type DownloadRequest struct {
 
 func (x *DownloadRequest) Reset() {
 	*x = DownloadRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[36]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2362,7 @@ func (x *DownloadRequest) String() string {
 func (*DownloadRequest) ProtoMessage() {}
 
 func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[36]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2375,7 @@ func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadRequest.ProtoReflect.Descriptor instead.
 func (*DownloadRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{36}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DownloadRequest) GetBuffer() uint64 {
@@ -2266,7 +2416,7 @@ type FenceResponse struct {
 
 func (x *FenceResponse) Reset() {
 	*x = FenceResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[37]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2428,7 @@ func (x *FenceResponse) String() string {
 func (*FenceResponse) ProtoMessage() {}
 
 func (x *FenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[37]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2441,7 @@ func (x *FenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceResponse.ProtoReflect.Descriptor instead.
 func (*FenceResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{37}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FenceResponse) GetStatus() *Status {
@@ -2324,7 +2474,7 @@ type EnqueueRequest struct {
 
 func (x *EnqueueRequest) Reset() {
 	*x = EnqueueRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[38]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2486,7 @@ func (x *EnqueueRequest) String() string {
 func (*EnqueueRequest) ProtoMessage() {}
 
 func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[38]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2499,7 @@ func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{38}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *EnqueueRequest) GetExecutable() uint64 {
@@ -2405,7 +2555,7 @@ type EnqueueResponse struct {
 
 func (x *EnqueueResponse) Reset() {
 	*x = EnqueueResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[39]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2567,7 @@ func (x *EnqueueResponse) String() string {
 func (*EnqueueResponse) ProtoMessage() {}
 
 func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[39]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2580,7 @@ func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{39}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *EnqueueResponse) GetStatus() *Status {
@@ -2466,7 +2616,7 @@ type WaitFenceRequest struct {
 
 func (x *WaitFenceRequest) Reset() {
 	*x = WaitFenceRequest{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[40]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2628,7 @@ func (x *WaitFenceRequest) String() string {
 func (*WaitFenceRequest) ProtoMessage() {}
 
 func (x *WaitFenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[40]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2641,7 @@ func (x *WaitFenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitFenceRequest.ProtoReflect.Descriptor instead.
 func (*WaitFenceRequest) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{40}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WaitFenceRequest) GetFence() uint64 {
@@ -2527,7 +2677,7 @@ type KernelTiming struct {
 
 func (x *KernelTiming) Reset() {
 	*x = KernelTiming{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[41]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2539,7 +2689,7 @@ func (x *KernelTiming) String() string {
 func (*KernelTiming) ProtoMessage() {}
 
 func (x *KernelTiming) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[41]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2552,7 +2702,7 @@ func (x *KernelTiming) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTiming.ProtoReflect.Descriptor instead.
 func (*KernelTiming) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{41}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *KernelTiming) GetName() string {
@@ -2596,7 +2746,7 @@ type CallProfile struct {
 
 func (x *CallProfile) Reset() {
 	*x = CallProfile{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[42]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2758,7 @@ func (x *CallProfile) String() string {
 func (*CallProfile) ProtoMessage() {}
 
 func (x *CallProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[42]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2771,7 @@ func (x *CallProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallProfile.ProtoReflect.Descriptor instead.
 func (*CallProfile) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{42}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CallProfile) GetDevice() int32 {
@@ -2674,7 +2824,7 @@ type WaitFenceResponse struct {
 
 func (x *WaitFenceResponse) Reset() {
 	*x = WaitFenceResponse{}
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[43]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2836,7 @@ func (x *WaitFenceResponse) String() string {
 func (*WaitFenceResponse) ProtoMessage() {}
 
 func (x *WaitFenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[43]
+	mi := &file_switchyard_hal_v1_hal_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2849,7 @@ func (x *WaitFenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitFenceResponse.ProtoReflect.Descriptor instead.
 func (*WaitFenceResponse) Descriptor() ([]byte, []int) {
-	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{43}
+	return file_switchyard_hal_v1_hal_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WaitFenceResponse) GetStatus() *Status {
@@ -2811,18 +2961,28 @@ const file_switchyard_hal_v1_hal_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"}\n" +
 	"\x10SupportsResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x126\n" +
-	"\bverdicts\x18\x02 \x03(\v2\x1a.switchyard.hal.v1.VerdictR\bverdicts\"\xb3\x01\n" +
+	"\bverdicts\x18\x02 \x03(\v2\x1a.switchyard.hal.v1.VerdictR\bverdicts\"\xf5\x01\n" +
 	"\x0eCompileRequest\x127\n" +
 	"\bsubgraph\x18\x01 \x01(\v2\x1b.switchyard.hal.v1.SubgraphR\bsubgraph\x12\x18\n" +
 	"\athreads\x18\x02 \x01(\x05R\athreads\x12\x18\n" +
 	"\aprofile\x18\x03 \x01(\bR\aprofile\x12\x16\n" +
 	"\x06device\x18\x04 \x01(\x05R\x06device\x12\x1c\n" +
-	"\tprecision\x18\x05 \x01(\tR\tprecision\"d\n" +
+	"\tprecision\x18\x05 \x01(\tR\tprecision\x12@\n" +
+	"\fshape_bounds\x18\x06 \x03(\v2\x1d.switchyard.hal.v1.ShapeBoundR\vshapeBounds\"S\n" +
+	"\n" +
+	"ShapeBound\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\tR\x05input\x12/\n" +
+	"\x04dims\x18\x02 \x03(\v2\x1b.switchyard.hal.v1.DimRangeR\x04dims\".\n" +
+	"\bDimRange\x12\x10\n" +
+	"\x03min\x18\x01 \x01(\x03R\x03min\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x03R\x03max\"\x9e\x01\n" +
 	"\x0fCompileResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x12\x1e\n" +
 	"\n" +
 	"executable\x18\x02 \x01(\x04R\n" +
-	"executable\"l\n" +
+	"executable\x12\x1c\n" +
+	"\tprecision\x18\x03 \x01(\tR\tprecision\x12\x1a\n" +
+	"\bprofiles\x18\x04 \x01(\bR\bprofiles\"l\n" +
 	"\n" +
 	"TensorDesc\x12\x14\n" +
 	"\x05dtype\x18\x01 \x01(\x05R\x05dtype\x12\x14\n" +
@@ -2833,16 +2993,18 @@ const file_switchyard_hal_v1_hal_proto_rawDesc = "" +
 	"\fpreallocated\x18\x01 \x01(\bR\fpreallocated\x12\x14\n" +
 	"\x05dtype\x18\x02 \x01(\x05R\x05dtype\x12\x14\n" +
 	"\x05shape\x18\x03 \x03(\x03R\x05shape\x124\n" +
-	"\x05space\x18\x04 \x01(\v2\x1e.switchyard.hal.v1.RegionSliceR\x05space\"\xa0\x01\n" +
+	"\x05space\x18\x04 \x01(\v2\x1e.switchyard.hal.v1.RegionSliceR\x05space\"\xba\x01\n" +
 	"\x0eExecuteRequest\x12\x1e\n" +
 	"\n" +
 	"executable\x18\x01 \x01(\x04R\n" +
 	"executable\x125\n" +
 	"\x06inputs\x18\x02 \x03(\v2\x1d.switchyard.hal.v1.TensorDescR\x06inputs\x127\n" +
-	"\aoutputs\x18\x03 \x03(\v2\x1d.switchyard.hal.v1.OutputSlotR\aoutputs\"}\n" +
+	"\aoutputs\x18\x03 \x03(\v2\x1d.switchyard.hal.v1.OutputSlotR\aoutputs\x12\x18\n" +
+	"\aprofile\x18\x04 \x01(\bR\aprofile\"\xb7\x01\n" +
 	"\x0fExecuteResponse\x121\n" +
 	"\x06status\x18\x01 \x01(\v2\x19.switchyard.hal.v1.StatusR\x06status\x127\n" +
-	"\aoutputs\x18\x02 \x03(\v2\x1d.switchyard.hal.v1.TensorDescR\aoutputs\"0\n" +
+	"\aoutputs\x18\x02 \x03(\v2\x1d.switchyard.hal.v1.TensorDescR\aoutputs\x128\n" +
+	"\aprofile\x18\x03 \x01(\v2\x1e.switchyard.hal.v1.CallProfileR\aprofile\"0\n" +
 	"\x0eReleaseRequest\x12\x1e\n" +
 	"\n" +
 	"executable\x18\x01 \x01(\x04R\n" +
@@ -2957,7 +3119,7 @@ func file_switchyard_hal_v1_hal_proto_rawDescGZIP() []byte {
 	return file_switchyard_hal_v1_hal_proto_rawDescData
 }
 
-var file_switchyard_hal_v1_hal_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_switchyard_hal_v1_hal_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_switchyard_hal_v1_hal_proto_goTypes = []any{
 	(*Status)(nil),               // 0: switchyard.hal.v1.Status
 	(*Version)(nil),              // 1: switchyard.hal.v1.Version
@@ -2976,33 +3138,35 @@ var file_switchyard_hal_v1_hal_proto_goTypes = []any{
 	(*Verdict)(nil),              // 14: switchyard.hal.v1.Verdict
 	(*SupportsResponse)(nil),     // 15: switchyard.hal.v1.SupportsResponse
 	(*CompileRequest)(nil),       // 16: switchyard.hal.v1.CompileRequest
-	(*CompileResponse)(nil),      // 17: switchyard.hal.v1.CompileResponse
-	(*TensorDesc)(nil),           // 18: switchyard.hal.v1.TensorDesc
-	(*OutputSlot)(nil),           // 19: switchyard.hal.v1.OutputSlot
-	(*ExecuteRequest)(nil),       // 20: switchyard.hal.v1.ExecuteRequest
-	(*ExecuteResponse)(nil),      // 21: switchyard.hal.v1.ExecuteResponse
-	(*ReleaseRequest)(nil),       // 22: switchyard.hal.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),      // 23: switchyard.hal.v1.ReleaseResponse
-	(*HealthRequest)(nil),        // 24: switchyard.hal.v1.HealthRequest
-	(*HealthResponse)(nil),       // 25: switchyard.hal.v1.HealthResponse
-	(*MapRegionRequest)(nil),     // 26: switchyard.hal.v1.MapRegionRequest
-	(*MapRegionResponse)(nil),    // 27: switchyard.hal.v1.MapRegionResponse
-	(*UnmapRegionRequest)(nil),   // 28: switchyard.hal.v1.UnmapRegionRequest
-	(*UnmapRegionResponse)(nil),  // 29: switchyard.hal.v1.UnmapRegionResponse
-	(*BufferDesc)(nil),           // 30: switchyard.hal.v1.BufferDesc
-	(*AllocateRequest)(nil),      // 31: switchyard.hal.v1.AllocateRequest
-	(*AllocateResponse)(nil),     // 32: switchyard.hal.v1.AllocateResponse
-	(*FreeRequest)(nil),          // 33: switchyard.hal.v1.FreeRequest
-	(*FreeResponse)(nil),         // 34: switchyard.hal.v1.FreeResponse
-	(*UploadRequest)(nil),        // 35: switchyard.hal.v1.UploadRequest
-	(*DownloadRequest)(nil),      // 36: switchyard.hal.v1.DownloadRequest
-	(*FenceResponse)(nil),        // 37: switchyard.hal.v1.FenceResponse
-	(*EnqueueRequest)(nil),       // 38: switchyard.hal.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),      // 39: switchyard.hal.v1.EnqueueResponse
-	(*WaitFenceRequest)(nil),     // 40: switchyard.hal.v1.WaitFenceRequest
-	(*KernelTiming)(nil),         // 41: switchyard.hal.v1.KernelTiming
-	(*CallProfile)(nil),          // 42: switchyard.hal.v1.CallProfile
-	(*WaitFenceResponse)(nil),    // 43: switchyard.hal.v1.WaitFenceResponse
+	(*ShapeBound)(nil),           // 17: switchyard.hal.v1.ShapeBound
+	(*DimRange)(nil),             // 18: switchyard.hal.v1.DimRange
+	(*CompileResponse)(nil),      // 19: switchyard.hal.v1.CompileResponse
+	(*TensorDesc)(nil),           // 20: switchyard.hal.v1.TensorDesc
+	(*OutputSlot)(nil),           // 21: switchyard.hal.v1.OutputSlot
+	(*ExecuteRequest)(nil),       // 22: switchyard.hal.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),      // 23: switchyard.hal.v1.ExecuteResponse
+	(*ReleaseRequest)(nil),       // 24: switchyard.hal.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),      // 25: switchyard.hal.v1.ReleaseResponse
+	(*HealthRequest)(nil),        // 26: switchyard.hal.v1.HealthRequest
+	(*HealthResponse)(nil),       // 27: switchyard.hal.v1.HealthResponse
+	(*MapRegionRequest)(nil),     // 28: switchyard.hal.v1.MapRegionRequest
+	(*MapRegionResponse)(nil),    // 29: switchyard.hal.v1.MapRegionResponse
+	(*UnmapRegionRequest)(nil),   // 30: switchyard.hal.v1.UnmapRegionRequest
+	(*UnmapRegionResponse)(nil),  // 31: switchyard.hal.v1.UnmapRegionResponse
+	(*BufferDesc)(nil),           // 32: switchyard.hal.v1.BufferDesc
+	(*AllocateRequest)(nil),      // 33: switchyard.hal.v1.AllocateRequest
+	(*AllocateResponse)(nil),     // 34: switchyard.hal.v1.AllocateResponse
+	(*FreeRequest)(nil),          // 35: switchyard.hal.v1.FreeRequest
+	(*FreeResponse)(nil),         // 36: switchyard.hal.v1.FreeResponse
+	(*UploadRequest)(nil),        // 37: switchyard.hal.v1.UploadRequest
+	(*DownloadRequest)(nil),      // 38: switchyard.hal.v1.DownloadRequest
+	(*FenceResponse)(nil),        // 39: switchyard.hal.v1.FenceResponse
+	(*EnqueueRequest)(nil),       // 40: switchyard.hal.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),      // 41: switchyard.hal.v1.EnqueueResponse
+	(*WaitFenceRequest)(nil),     // 42: switchyard.hal.v1.WaitFenceRequest
+	(*KernelTiming)(nil),         // 43: switchyard.hal.v1.KernelTiming
+	(*CallProfile)(nil),          // 44: switchyard.hal.v1.CallProfile
+	(*WaitFenceResponse)(nil),    // 45: switchyard.hal.v1.WaitFenceResponse
 }
 var file_switchyard_hal_v1_hal_proto_depIdxs = []int32{
 	1,  // 0: switchyard.hal.v1.InfoResponse.hal_min:type_name -> switchyard.hal.v1.Version
@@ -3018,64 +3182,67 @@ var file_switchyard_hal_v1_hal_proto_depIdxs = []int32{
 	0,  // 10: switchyard.hal.v1.SupportsResponse.status:type_name -> switchyard.hal.v1.Status
 	14, // 11: switchyard.hal.v1.SupportsResponse.verdicts:type_name -> switchyard.hal.v1.Verdict
 	12, // 12: switchyard.hal.v1.CompileRequest.subgraph:type_name -> switchyard.hal.v1.Subgraph
-	0,  // 13: switchyard.hal.v1.CompileResponse.status:type_name -> switchyard.hal.v1.Status
-	10, // 14: switchyard.hal.v1.TensorDesc.data:type_name -> switchyard.hal.v1.RegionSlice
-	10, // 15: switchyard.hal.v1.OutputSlot.space:type_name -> switchyard.hal.v1.RegionSlice
-	18, // 16: switchyard.hal.v1.ExecuteRequest.inputs:type_name -> switchyard.hal.v1.TensorDesc
-	19, // 17: switchyard.hal.v1.ExecuteRequest.outputs:type_name -> switchyard.hal.v1.OutputSlot
-	0,  // 18: switchyard.hal.v1.ExecuteResponse.status:type_name -> switchyard.hal.v1.Status
-	18, // 19: switchyard.hal.v1.ExecuteResponse.outputs:type_name -> switchyard.hal.v1.TensorDesc
-	0,  // 20: switchyard.hal.v1.ReleaseResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 21: switchyard.hal.v1.HealthResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 22: switchyard.hal.v1.MapRegionResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 23: switchyard.hal.v1.UnmapRegionResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 24: switchyard.hal.v1.AllocateResponse.status:type_name -> switchyard.hal.v1.Status
-	30, // 25: switchyard.hal.v1.AllocateResponse.buffer:type_name -> switchyard.hal.v1.BufferDesc
-	0,  // 26: switchyard.hal.v1.FreeResponse.status:type_name -> switchyard.hal.v1.Status
-	18, // 27: switchyard.hal.v1.UploadRequest.src:type_name -> switchyard.hal.v1.TensorDesc
-	10, // 28: switchyard.hal.v1.DownloadRequest.dst:type_name -> switchyard.hal.v1.RegionSlice
-	0,  // 29: switchyard.hal.v1.FenceResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 30: switchyard.hal.v1.EnqueueResponse.status:type_name -> switchyard.hal.v1.Status
-	30, // 31: switchyard.hal.v1.EnqueueResponse.outputs:type_name -> switchyard.hal.v1.BufferDesc
-	41, // 32: switchyard.hal.v1.CallProfile.kernels:type_name -> switchyard.hal.v1.KernelTiming
-	0,  // 33: switchyard.hal.v1.WaitFenceResponse.status:type_name -> switchyard.hal.v1.Status
-	0,  // 34: switchyard.hal.v1.WaitFenceResponse.result:type_name -> switchyard.hal.v1.Status
-	42, // 35: switchyard.hal.v1.WaitFenceResponse.profile:type_name -> switchyard.hal.v1.CallProfile
-	2,  // 36: switchyard.hal.v1.Backend.Info:input_type -> switchyard.hal.v1.InfoRequest
-	4,  // 37: switchyard.hal.v1.Backend.Capabilities:input_type -> switchyard.hal.v1.CapabilitiesRequest
-	13, // 38: switchyard.hal.v1.Backend.Supports:input_type -> switchyard.hal.v1.SupportsRequest
-	16, // 39: switchyard.hal.v1.Backend.Compile:input_type -> switchyard.hal.v1.CompileRequest
-	20, // 40: switchyard.hal.v1.Backend.Execute:input_type -> switchyard.hal.v1.ExecuteRequest
-	22, // 41: switchyard.hal.v1.Backend.Release:input_type -> switchyard.hal.v1.ReleaseRequest
-	24, // 42: switchyard.hal.v1.Backend.Health:input_type -> switchyard.hal.v1.HealthRequest
-	26, // 43: switchyard.hal.v1.Backend.MapRegion:input_type -> switchyard.hal.v1.MapRegionRequest
-	28, // 44: switchyard.hal.v1.Backend.UnmapRegion:input_type -> switchyard.hal.v1.UnmapRegionRequest
-	31, // 45: switchyard.hal.v1.Backend.Allocate:input_type -> switchyard.hal.v1.AllocateRequest
-	33, // 46: switchyard.hal.v1.Backend.Free:input_type -> switchyard.hal.v1.FreeRequest
-	35, // 47: switchyard.hal.v1.Backend.Upload:input_type -> switchyard.hal.v1.UploadRequest
-	36, // 48: switchyard.hal.v1.Backend.Download:input_type -> switchyard.hal.v1.DownloadRequest
-	38, // 49: switchyard.hal.v1.Backend.Enqueue:input_type -> switchyard.hal.v1.EnqueueRequest
-	40, // 50: switchyard.hal.v1.Backend.WaitFence:input_type -> switchyard.hal.v1.WaitFenceRequest
-	3,  // 51: switchyard.hal.v1.Backend.Info:output_type -> switchyard.hal.v1.InfoResponse
-	7,  // 52: switchyard.hal.v1.Backend.Capabilities:output_type -> switchyard.hal.v1.CapabilitiesResponse
-	15, // 53: switchyard.hal.v1.Backend.Supports:output_type -> switchyard.hal.v1.SupportsResponse
-	17, // 54: switchyard.hal.v1.Backend.Compile:output_type -> switchyard.hal.v1.CompileResponse
-	21, // 55: switchyard.hal.v1.Backend.Execute:output_type -> switchyard.hal.v1.ExecuteResponse
-	23, // 56: switchyard.hal.v1.Backend.Release:output_type -> switchyard.hal.v1.ReleaseResponse
-	25, // 57: switchyard.hal.v1.Backend.Health:output_type -> switchyard.hal.v1.HealthResponse
-	27, // 58: switchyard.hal.v1.Backend.MapRegion:output_type -> switchyard.hal.v1.MapRegionResponse
-	29, // 59: switchyard.hal.v1.Backend.UnmapRegion:output_type -> switchyard.hal.v1.UnmapRegionResponse
-	32, // 60: switchyard.hal.v1.Backend.Allocate:output_type -> switchyard.hal.v1.AllocateResponse
-	34, // 61: switchyard.hal.v1.Backend.Free:output_type -> switchyard.hal.v1.FreeResponse
-	37, // 62: switchyard.hal.v1.Backend.Upload:output_type -> switchyard.hal.v1.FenceResponse
-	37, // 63: switchyard.hal.v1.Backend.Download:output_type -> switchyard.hal.v1.FenceResponse
-	39, // 64: switchyard.hal.v1.Backend.Enqueue:output_type -> switchyard.hal.v1.EnqueueResponse
-	43, // 65: switchyard.hal.v1.Backend.WaitFence:output_type -> switchyard.hal.v1.WaitFenceResponse
-	51, // [51:66] is the sub-list for method output_type
-	36, // [36:51] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	17, // 13: switchyard.hal.v1.CompileRequest.shape_bounds:type_name -> switchyard.hal.v1.ShapeBound
+	18, // 14: switchyard.hal.v1.ShapeBound.dims:type_name -> switchyard.hal.v1.DimRange
+	0,  // 15: switchyard.hal.v1.CompileResponse.status:type_name -> switchyard.hal.v1.Status
+	10, // 16: switchyard.hal.v1.TensorDesc.data:type_name -> switchyard.hal.v1.RegionSlice
+	10, // 17: switchyard.hal.v1.OutputSlot.space:type_name -> switchyard.hal.v1.RegionSlice
+	20, // 18: switchyard.hal.v1.ExecuteRequest.inputs:type_name -> switchyard.hal.v1.TensorDesc
+	21, // 19: switchyard.hal.v1.ExecuteRequest.outputs:type_name -> switchyard.hal.v1.OutputSlot
+	0,  // 20: switchyard.hal.v1.ExecuteResponse.status:type_name -> switchyard.hal.v1.Status
+	20, // 21: switchyard.hal.v1.ExecuteResponse.outputs:type_name -> switchyard.hal.v1.TensorDesc
+	44, // 22: switchyard.hal.v1.ExecuteResponse.profile:type_name -> switchyard.hal.v1.CallProfile
+	0,  // 23: switchyard.hal.v1.ReleaseResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 24: switchyard.hal.v1.HealthResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 25: switchyard.hal.v1.MapRegionResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 26: switchyard.hal.v1.UnmapRegionResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 27: switchyard.hal.v1.AllocateResponse.status:type_name -> switchyard.hal.v1.Status
+	32, // 28: switchyard.hal.v1.AllocateResponse.buffer:type_name -> switchyard.hal.v1.BufferDesc
+	0,  // 29: switchyard.hal.v1.FreeResponse.status:type_name -> switchyard.hal.v1.Status
+	20, // 30: switchyard.hal.v1.UploadRequest.src:type_name -> switchyard.hal.v1.TensorDesc
+	10, // 31: switchyard.hal.v1.DownloadRequest.dst:type_name -> switchyard.hal.v1.RegionSlice
+	0,  // 32: switchyard.hal.v1.FenceResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 33: switchyard.hal.v1.EnqueueResponse.status:type_name -> switchyard.hal.v1.Status
+	32, // 34: switchyard.hal.v1.EnqueueResponse.outputs:type_name -> switchyard.hal.v1.BufferDesc
+	43, // 35: switchyard.hal.v1.CallProfile.kernels:type_name -> switchyard.hal.v1.KernelTiming
+	0,  // 36: switchyard.hal.v1.WaitFenceResponse.status:type_name -> switchyard.hal.v1.Status
+	0,  // 37: switchyard.hal.v1.WaitFenceResponse.result:type_name -> switchyard.hal.v1.Status
+	44, // 38: switchyard.hal.v1.WaitFenceResponse.profile:type_name -> switchyard.hal.v1.CallProfile
+	2,  // 39: switchyard.hal.v1.Backend.Info:input_type -> switchyard.hal.v1.InfoRequest
+	4,  // 40: switchyard.hal.v1.Backend.Capabilities:input_type -> switchyard.hal.v1.CapabilitiesRequest
+	13, // 41: switchyard.hal.v1.Backend.Supports:input_type -> switchyard.hal.v1.SupportsRequest
+	16, // 42: switchyard.hal.v1.Backend.Compile:input_type -> switchyard.hal.v1.CompileRequest
+	22, // 43: switchyard.hal.v1.Backend.Execute:input_type -> switchyard.hal.v1.ExecuteRequest
+	24, // 44: switchyard.hal.v1.Backend.Release:input_type -> switchyard.hal.v1.ReleaseRequest
+	26, // 45: switchyard.hal.v1.Backend.Health:input_type -> switchyard.hal.v1.HealthRequest
+	28, // 46: switchyard.hal.v1.Backend.MapRegion:input_type -> switchyard.hal.v1.MapRegionRequest
+	30, // 47: switchyard.hal.v1.Backend.UnmapRegion:input_type -> switchyard.hal.v1.UnmapRegionRequest
+	33, // 48: switchyard.hal.v1.Backend.Allocate:input_type -> switchyard.hal.v1.AllocateRequest
+	35, // 49: switchyard.hal.v1.Backend.Free:input_type -> switchyard.hal.v1.FreeRequest
+	37, // 50: switchyard.hal.v1.Backend.Upload:input_type -> switchyard.hal.v1.UploadRequest
+	38, // 51: switchyard.hal.v1.Backend.Download:input_type -> switchyard.hal.v1.DownloadRequest
+	40, // 52: switchyard.hal.v1.Backend.Enqueue:input_type -> switchyard.hal.v1.EnqueueRequest
+	42, // 53: switchyard.hal.v1.Backend.WaitFence:input_type -> switchyard.hal.v1.WaitFenceRequest
+	3,  // 54: switchyard.hal.v1.Backend.Info:output_type -> switchyard.hal.v1.InfoResponse
+	7,  // 55: switchyard.hal.v1.Backend.Capabilities:output_type -> switchyard.hal.v1.CapabilitiesResponse
+	15, // 56: switchyard.hal.v1.Backend.Supports:output_type -> switchyard.hal.v1.SupportsResponse
+	19, // 57: switchyard.hal.v1.Backend.Compile:output_type -> switchyard.hal.v1.CompileResponse
+	23, // 58: switchyard.hal.v1.Backend.Execute:output_type -> switchyard.hal.v1.ExecuteResponse
+	25, // 59: switchyard.hal.v1.Backend.Release:output_type -> switchyard.hal.v1.ReleaseResponse
+	27, // 60: switchyard.hal.v1.Backend.Health:output_type -> switchyard.hal.v1.HealthResponse
+	29, // 61: switchyard.hal.v1.Backend.MapRegion:output_type -> switchyard.hal.v1.MapRegionResponse
+	31, // 62: switchyard.hal.v1.Backend.UnmapRegion:output_type -> switchyard.hal.v1.UnmapRegionResponse
+	34, // 63: switchyard.hal.v1.Backend.Allocate:output_type -> switchyard.hal.v1.AllocateResponse
+	36, // 64: switchyard.hal.v1.Backend.Free:output_type -> switchyard.hal.v1.FreeResponse
+	39, // 65: switchyard.hal.v1.Backend.Upload:output_type -> switchyard.hal.v1.FenceResponse
+	39, // 66: switchyard.hal.v1.Backend.Download:output_type -> switchyard.hal.v1.FenceResponse
+	41, // 67: switchyard.hal.v1.Backend.Enqueue:output_type -> switchyard.hal.v1.EnqueueResponse
+	45, // 68: switchyard.hal.v1.Backend.WaitFence:output_type -> switchyard.hal.v1.WaitFenceResponse
+	54, // [54:69] is the sub-list for method output_type
+	39, // [39:54] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_switchyard_hal_v1_hal_proto_init() }
@@ -3094,7 +3261,7 @@ func file_switchyard_hal_v1_hal_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_switchyard_hal_v1_hal_proto_rawDesc), len(file_switchyard_hal_v1_hal_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
