@@ -114,10 +114,10 @@ type Tensor struct {
 	// initial state of a mutable tensor).
 	DataBufferIdx uint32
 	// Alloc is set for tensors the memory planner placed.
-	Alloc *Allocation
-	Layout        int8
-	Dynamism      Dynamism
-	Extra         *ExtraTensorInfo
+	Alloc    *Allocation
+	Layout   int8
+	Dynamism Dynamism
+	Extra    *ExtraTensorInfo
 }
 
 // Allocation is a planned tensor's memory placement.
