@@ -126,7 +126,7 @@ func TestParseHostile(t *testing.T) {
 	}
 }
 
-func FuzzParse(f *testing.F) {
+func FuzzProgram(f *testing.F) {
 	for _, rel := range []string{"add.pte", "add_one.pte", "linear.pte", "mean_where.pte", "linear_deprecated_constant_buffer.pte"} {
 		if p := shared.Root(); p != "" {
 			if data, err := os.ReadFile(p + "/testdata/executorch/" + rel); err == nil {
