@@ -3,6 +3,8 @@ package executorch_test
 import (
 	"context"
 	"math"
+	"os"
+	"slices"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/executorch"
@@ -76,4 +78,48 @@ func TestRunSmall(t *testing.T) {
 	// program), the values read from its bytes.
 	out = run(t, "linear.pte", "", nil, f([]int{3, 3}, 1, 0, 0, 0, 1, 0, 0, 0, 1))
 	near(t, "linear", out[0], []float64{0.50694513, -0.41487929, 0.25344688, 0.49849865, -0.10767099, 0.36129457, -0.23635349, 0.28466302, -0.20947401}, 1e-7)
+}
+
+func TestBundled(t *testing.T) {
+	data, err := os.ReadFile(shared.Path(t, "testdata/executorch/bundled_program.bpte"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := executorch.ParseBundled(data, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir, err := executorch.LoadFile(shared.Path(t, "testdata/executorch/bundled_program.bpte"), "", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := runtime.Prepare(context.Background(), ir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	n := 0
+	for _, s := range b.Suites {
+		for ci, c := range s.Cases {
+			feeds := map[string]*graph.Tensor{}
+			for i, in := range m.Inputs() {
+				feeds[in.Name] = c.Inputs[i]
+			}
+			out, err := m.Run(context.Background(), feeds)
+			if err != nil {
+				t.Fatalf("%s case %d: %v", s.Method, ci, err)
+			}
+			for i, o := range m.Outputs() {
+				got, want := out[o.Name], c.Expected[i]
+				if got.DType != want.DType || !slices.Equal(got.Shape, want.Shape) || !slices.Equal(got.Float64s(), want.Float64s()) {
+					t.Fatalf("%s case %d output %d: got %v, want %v", s.Method, ci, i, got, want)
+				}
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no bundled test cases")
+	}
+	t.Logf("%d bundled cases pass", n)
 }
