@@ -12,8 +12,8 @@ import (
 // which alias the outs).
 type kernelFunc func(l *lowerer, args []int32) error
 
-// kernels maps "namespace::op.overload" to its lowering.
-var kernels = map[string]kernelFunc{}
+// lowerings maps "namespace::op.overload" to its lowering.
+var lowerings = map[string]kernelFunc{}
 
 func init() {
 	for _, k := range []string{"aten::add", "aten::sub"} {
@@ -21,41 +21,41 @@ func init() {
 		if k == "aten::sub" {
 			op = "Sub"
 		}
-		kernels[k+".out"] = binaryOp(op, 3, true)
-		kernels[k+".Scalar_out"] = binaryOp(op, 3, true)
+		lowerings[k+".out"] = binaryOp(op, 3, true)
+		lowerings[k+".Scalar_out"] = binaryOp(op, 3, true)
 	}
-	kernels["aten::rsub.Scalar_out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::rsub.Scalar_out"] = func(l *lowerer, a []int32) error {
 		// other - alpha*self
 		if err := need(a, 4); err != nil {
 			return err
 		}
 		return arith(l, "Sub", a[1], a[0], a[2], a[3])
 	}
-	kernels["aten::mul.out"] = binaryOp("Mul", 2, false)
-	kernels["aten::mul.Scalar_out"] = binaryOp("Mul", 2, false)
-	kernels["aten::div.out"] = trueDiv
-	kernels["aten::div.Scalar_out"] = trueDiv
-	kernels["aten::div.out_mode"] = divMode
-	kernels["aten::div.Scalar_mode_out"] = divMode
-	kernels["aten::pow.Tensor_Scalar_out"] = binaryOp("Pow", 2, false)
-	kernels["aten::pow.Tensor_Tensor_out"] = binaryOp("Pow", 2, false)
-	kernels["aten::maximum.out"] = binaryOp("Max", 2, false)
-	kernels["aten::minimum.out"] = binaryOp("Min", 2, false)
+	lowerings["aten::mul.out"] = binaryOp("Mul", 2, false)
+	lowerings["aten::mul.Scalar_out"] = binaryOp("Mul", 2, false)
+	lowerings["aten::div.out"] = trueDiv
+	lowerings["aten::div.Scalar_out"] = trueDiv
+	lowerings["aten::div.out_mode"] = divMode
+	lowerings["aten::div.Scalar_mode_out"] = divMode
+	lowerings["aten::pow.Tensor_Scalar_out"] = binaryOp("Pow", 2, false)
+	lowerings["aten::pow.Tensor_Tensor_out"] = binaryOp("Pow", 2, false)
+	lowerings["aten::maximum.out"] = binaryOp("Max", 2, false)
+	lowerings["aten::minimum.out"] = binaryOp("Min", 2, false)
 	for k, op := range map[string]string{"eq": "Equal", "ne": "NotEqual", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"} {
-		kernels["aten::"+k+".Scalar_out"] = compare(op)
-		kernels["aten::"+k+".Tensor_out"] = compare(op)
+		lowerings["aten::"+k+".Scalar_out"] = compare(op)
+		lowerings["aten::"+k+".Tensor_out"] = compare(op)
 	}
 	for k, op := range map[string]string{"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"} {
-		kernels["aten::"+k+".out"] = logical(op)
+		lowerings["aten::"+k+".out"] = logical(op)
 	}
 	for k, op := range map[string]string{
 		"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
 		"neg": "Neg", "abs": "Abs", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil",
 		"erf": "Erf", "reciprocal": "Reciprocal", "sign": "Sign", "round": "Round",
 	} {
-		kernels["aten::"+k+".out"] = unary(op)
+		lowerings["aten::"+k+".out"] = unary(op)
 	}
-	kernels["aten::rsqrt.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::rsqrt.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 2); err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func init() {
 		}
 		return l.def(a[1], l.op1("Reciprocal", []string{l.op1("Sqrt", []string{x})}), dt)
 	}
-	kernels["aten::logical_not.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::logical_not.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 2); err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func init() {
 		}
 		return l.def(a[1], l.op1("Not", []string{x}), graph.Bool)
 	}
-	kernels["aten::gelu.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::gelu.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 3); err != nil {
 			return err
 		}
@@ -93,13 +93,13 @@ func init() {
 		}
 		return l.def(a[2], l.op1("Gelu", []string{x}, aString("approximate", approx)), dt)
 	}
-	kernels["aten::hardtanh.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::hardtanh.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
 		return clamp(l, a[0], &a[1], &a[2], a[3])
 	}
-	kernels["aten::clamp.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::clamp.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
@@ -113,12 +113,12 @@ func init() {
 		return clamp(l, a[0], lo, hi, a[3])
 	}
 	for _, k := range []string{"aten::clone.out", "aten::alias_copy.out", "aten::detach_copy.out", "aten::lift_fresh_copy.out"} {
-		kernels[k] = identity
+		lowerings[k] = identity
 	}
-	kernels["dim_order_ops::_clone_dim_order.out"] = identity
-	kernels["dim_order_ops::_to_dim_order_copy.out"] = identity
-	kernels["aten::_to_copy.out"] = identity
-	kernels["aten::scalar_tensor.out"] = func(l *lowerer, a []int32) error {
+	lowerings["dim_order_ops::_clone_dim_order.out"] = identity
+	lowerings["dim_order_ops::_to_dim_order_copy.out"] = identity
+	lowerings["aten::_to_copy.out"] = identity
+	lowerings["aten::scalar_tensor.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 2); err != nil {
 			return err
 		}
@@ -136,7 +136,7 @@ func init() {
 		}
 		return l.def(a[1], c, dt)
 	}
-	kernels["aten::full_like.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::full_like.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func init() {
 		}
 		return l.def(a[3], l.op1("Expand", []string{c, l.op1("Shape", []string{self})}), dt)
 	}
-	kernels["aten::full.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::full.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 3); err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func init() {
 		}
 		return l.def(a[2], l.op1("Expand", []string{c, l.constI64(size...)}), dt)
 	}
-	kernels["aten::where.self_out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::where.self_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
@@ -197,12 +197,12 @@ func init() {
 		}
 		return l.def(a[3], l.op1("Where", []string{cond, x, y}), dt)
 	}
-	kernels["aten::mm.out"] = matmul
-	kernels["aten::bmm.out"] = matmul
-	kernels["aten::matmul.out"] = matmul
-	kernels["aten::addmm.out"] = addmm
-	kernels["aten::linear.out"] = linear
-	kernels["aten::permute_copy.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::mm.out"] = matmul
+	lowerings["aten::bmm.out"] = matmul
+	lowerings["aten::matmul.out"] = matmul
+	lowerings["aten::addmm.out"] = addmm
+	lowerings["aten::linear.out"] = linear
+	lowerings["aten::permute_copy.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 3); err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[2], l.op1("Transpose", []string{x}, aInts("perm", dims)), dt)
 	}
-	kernels["aten::t_copy.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::t_copy.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 2); err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ func init() {
 		}
 		return l.def(a[1], l.op1("Transpose", []string{x}, aInts("perm", []int64{1, 0})), dt)
 	}
-	kernels["aten::transpose_copy.int_out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::transpose_copy.int_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
@@ -276,15 +276,15 @@ func init() {
 		return l.def(a[3], l.op1("Transpose", []string{x}, aInts("perm", perm)), dt)
 	}
 	// Shape-only ops: the out tensor's declared sizes are the result.
-	kernels["aten::view_copy.out"] = reshapeTo(3)
-	kernels["aten::_unsafe_view.out"] = reshapeTo(3)
-	kernels["aten::reshape.out"] = reshapeTo(3)
-	kernels["aten::unsqueeze_copy.out"] = reshapeTo(3)
-	kernels["aten::squeeze_copy.dims_out"] = reshapeTo(3)
-	kernels["aten::squeeze_copy.dim_out"] = reshapeTo(3)
-	kernels["aten::squeeze_copy.out"] = reshapeTo(2)
-	kernels["aten::flatten.using_ints_out"] = reshapeTo(4)
-	kernels["aten::expand_copy.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::view_copy.out"] = reshapeTo(3)
+	lowerings["aten::_unsafe_view.out"] = reshapeTo(3)
+	lowerings["aten::reshape.out"] = reshapeTo(3)
+	lowerings["aten::unsqueeze_copy.out"] = reshapeTo(3)
+	lowerings["aten::squeeze_copy.dims_out"] = reshapeTo(3)
+	lowerings["aten::squeeze_copy.dim_out"] = reshapeTo(3)
+	lowerings["aten::squeeze_copy.out"] = reshapeTo(2)
+	lowerings["aten::flatten.using_ints_out"] = reshapeTo(4)
+	lowerings["aten::expand_copy.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
@@ -298,7 +298,7 @@ func init() {
 		}
 		return l.def(a[3], l.op1("Expand", []string{x, l.constI64(out...)}), dt)
 	}
-	kernels["aten::cat.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::cat.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 3); err != nil {
 			return err
 		}
@@ -342,7 +342,7 @@ func init() {
 		}
 		return l.def(a[2], l.op1("Concat", ins, aInt("axis", dim)), dt)
 	}
-	kernels["aten::slice_copy.Tensor_out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::slice_copy.Tensor_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 6); err != nil {
 			return err
 		}
@@ -379,7 +379,7 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[5], l.op1("Slice", []string{x, l.constI64(start), l.constI64(end), l.constI64(dim), l.constI64(step)}), dt)
 	}
-	kernels["aten::select_copy.int_out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::select_copy.int_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
@@ -402,7 +402,7 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[3], l.op1("Gather", []string{x, l.constT(graph.Scalar(idx))}, aInt("axis", dim)), dt)
 	}
-	kernels["aten::index_select.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::index_select.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {
 			return err
 		}
@@ -425,7 +425,7 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[3], l.op1("Gather", []string{x, idx}, aInt("axis", dim)), dt)
 	}
-	kernels["aten::embedding.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::embedding.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 6); err != nil {
 			return err
 		}
@@ -440,7 +440,7 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[5], l.op1("Gather", []string{w, idx}, aInt("axis", 0)), dt)
 	}
-	kernels["aten::gather.out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::gather.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 5); err != nil {
 			return err
 		}
@@ -463,7 +463,7 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[4], l.op1("GatherElements", []string{x, idx}, aInt("axis", dim)), dt)
 	}
-	kernels["aten::scatter.value_out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::scatter.value_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 5); err != nil {
 			return err
 		}
@@ -495,7 +495,7 @@ func init() {
 		upd := l.op1("Expand", []string{c, l.op1("Shape", []string{idx})})
 		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, upd}, aInt("axis", dim)), dt)
 	}
-	kernels["aten::scatter.src_out"] = func(l *lowerer, a []int32) error {
+	lowerings["aten::scatter.src_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 5); err != nil {
 			return err
 		}
@@ -522,20 +522,20 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, src}, aInt("axis", dim)), dt)
 	}
-	kernels["aten::argmax.out"] = argReduce("ArgMax")
-	kernels["aten::argmin.out"] = argReduce("ArgMin")
-	kernels["aten::mean.out"] = reduce("ReduceMean")
-	kernels["aten::mean.dim_out"] = reduce("ReduceMean")
-	kernels["aten::sum.IntList_out"] = reduce("ReduceSum")
-	kernels["aten::amax.out"] = reduce("ReduceMax")
-	kernels["aten::amin.out"] = reduce("ReduceMin")
-	kernels["aten::_softmax.out"] = softmax("Softmax")
-	kernels["aten::_log_softmax.out"] = softmax("LogSoftmax")
-	kernels["aten::native_layer_norm.out"] = layerNorm
-	kernels["aten::convolution.out"] = convolution
-	kernels["aten::max_pool2d_with_indices.out"] = maxPool
-	kernels["aten::avg_pool2d.out"] = avgPool
-	kernels["aten::constant_pad_nd.out"] = constantPad
+	lowerings["aten::argmax.out"] = argReduce("ArgMax")
+	lowerings["aten::argmin.out"] = argReduce("ArgMin")
+	lowerings["aten::mean.out"] = reduce("ReduceMean")
+	lowerings["aten::mean.dim_out"] = reduce("ReduceMean")
+	lowerings["aten::sum.IntList_out"] = reduce("ReduceSum")
+	lowerings["aten::amax.out"] = reduce("ReduceMax")
+	lowerings["aten::amin.out"] = reduce("ReduceMin")
+	lowerings["aten::_softmax.out"] = softmax("Softmax")
+	lowerings["aten::_log_softmax.out"] = softmax("LogSoftmax")
+	lowerings["aten::native_layer_norm.out"] = layerNorm
+	lowerings["aten::convolution.out"] = convolution
+	lowerings["aten::max_pool2d_with_indices.out"] = maxPool
+	lowerings["aten::avg_pool2d.out"] = avgPool
+	lowerings["aten::constant_pad_nd.out"] = constantPad
 }
 
 func need(a []int32, n int) error {

@@ -65,7 +65,7 @@ func (p *Program) Lower(o Options) (*graph.Model, error) {
 			case InstrKernel:
 				op := pl.Operators[in.Index].FullName()
 				l.where += " (" + op + ")"
-				if err := kernels[op](l, in.Args); err != nil {
+				if err := lowerings[op](l, in.Args); err != nil {
 					return nil, fmt.Errorf("executorch: %s: %w", l.where, err)
 				}
 			case InstrMove:
@@ -116,7 +116,7 @@ func (p *Program) CheckSupported(pl *Plan) error {
 			switch in.Kind {
 			case InstrKernel:
 				op := pl.Operators[in.Index].FullName()
-				if _, ok := kernels[op]; !ok {
+				if _, ok := lowerings[op]; !ok {
 					if _, seen := unknown[op]; !seen {
 						order = append(order, op)
 					}
@@ -161,6 +161,7 @@ type lowerer struct {
 	n       int
 	where   string
 	domains map[string]bool
+	byAlloc map[string]int32 // planned memory → the value last written there
 }
 
 func (l *lowerer) fresh(base string) string {
@@ -246,6 +247,9 @@ func (l *lowerer) tensor(v int32) (string, error) {
 		return "", fmt.Errorf("value %d: %w", v, err)
 	}
 	if data == nil {
+		if src, ok := l.byAlloc[allocKey(t)]; ok && src != v {
+			return l.view(src, v)
+		}
 		return "", fmt.Errorf("value %d is read before anything writes it", v)
 	}
 	gt, err := tensorFromBytes(t, data, l.limit)
@@ -317,7 +321,60 @@ func (l *lowerer) def(v int32, name string, have graph.DType) error {
 		name = l.op1("Cast", []string{name}, aInt("to", int64(dt)))
 	}
 	l.names[v] = name
+	if t, _, _ := l.meta(v); t.Alloc != nil {
+		if l.byAlloc == nil {
+			l.byAlloc = map[string]int32{}
+		}
+		l.byAlloc[allocKey(t)] = v
+	}
 	return nil
+}
+
+// allocKey identifies a planned tensor's memory: id, offset and size.
+func allocKey(t *Tensor) string {
+	if t.Alloc == nil {
+		return ""
+	}
+	n, _ := t.numel()
+	dt, _ := t.ScalarType.DType()
+	return fmt.Sprintf("%d:%d:%d", t.Alloc.MemoryID, t.Alloc.Offset, n*int64(dt.Size()))
+}
+
+// view reads value dst, which no instruction writes, as the memory of src
+// it was planned onto: ExecuTorch elides view_copy into such aliases. The
+// bytes are reinterpreted in memory order (each tensor's dim order).
+func (l *lowerer) view(src, dst int32) (string, error) {
+	st, sdt, _ := l.meta(src)
+	dt2, ddt, _ := l.meta(dst)
+	if sdt != ddt {
+		return "", fmt.Errorf("value %d aliases value %d of another dtype", dst, src)
+	}
+	x := l.names[src]
+	if !contiguous(st.DimOrder) {
+		perm := make([]int64, len(st.DimOrder))
+		for i, d := range st.DimOrder {
+			perm[i] = int64(d)
+		}
+		x = l.op1("Transpose", []string{x}, aInts("perm", perm))
+	}
+	phys := make([]int64, len(dt2.Sizes))
+	for i := range phys {
+		d := i
+		if !contiguous(dt2.DimOrder) {
+			d = int(dt2.DimOrder[i])
+		}
+		phys[i] = int64(dt2.Sizes[d])
+	}
+	x = l.op1("Reshape", []string{x, l.constI64(phys...)}, aInt("allowzero", 1))
+	if !contiguous(dt2.DimOrder) {
+		inv := make([]int64, len(dt2.DimOrder))
+		for i, d := range dt2.DimOrder {
+			inv[d] = int64(i)
+		}
+		x = l.op1("Transpose", []string{x}, aInts("perm", inv))
+	}
+	l.names[dst] = x
+	return x, nil
 }
 
 func (l *lowerer) move(from, to int32) error {
