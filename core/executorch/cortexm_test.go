@@ -8,7 +8,7 @@ func TestRequantize(t *testing.T) {
 		{3, 1 << 30, 0, 2},         // 1.5: the positive nudge rounds up
 		{-3, 1 << 30, 0, -1},       // -1.5: nudge 1-2^30, then truncation
 		{101, 1 << 30, -1, 26},     // 51 / 2 = 25.5 rounds away from zero
-		{-101, 1 << 30, -1, -26},   // -51 / 2
+		{-101, 1 << 30, -1, -25},   // the nudge gives -50, then exact / 2
 		{100, 1 << 30, -2, 13},     // 50 / 4 = 12.5 → 13
 		{5, 1 << 30, 2, 10},        // left shift first: 20 × 0.5
 		{1000, 2077939072, -4, 61}, // round(967.6) = 968, / 16 = 60.5 → 61
