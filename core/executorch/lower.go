@@ -281,12 +281,18 @@ func (l *lowerer) any(v int32) (string, error) {
 		return l.constT(graph.Scalar(val.Double)), nil
 	case KindBool:
 		return l.constT(graph.Scalar(val.Bool)), nil
+	case KindString:
+		return l.constT(graph.Scalar(val.Str)), nil
 	case KindIntList:
 		ints, err := l.ints(v)
 		if err != nil {
 			return "", err
 		}
 		return l.constT(graph.MustFromSlice([]int{len(ints)}, ints)), nil
+	case KindDoubleList:
+		return l.constT(graph.MustFromSlice([]int{len(val.Doubles)}, append([]float64{}, val.Doubles...))), nil
+	case KindBoolList:
+		return l.constT(graph.MustFromSlice([]int{len(val.Bools)}, append([]bool{}, val.Bools...))), nil
 	}
 	return "", fmt.Errorf("value %d is a %s, which Switchyard cannot return", v, val.Kind)
 }

@@ -142,5 +142,27 @@ func FuzzProgram(f *testing.F) {
 		}
 		var sb strings.Builder
 		p.Describe(&sb, true)
+		for _, pl := range p.Plans {
+			_, _ = p.Lower(Options{Method: pl.Name, MaxTensorBytes: 1 << 20})
+		}
+	})
+}
+
+// FuzzData fuzzes the .ptd and bundled program readers.
+func FuzzData(f *testing.F) {
+	for _, rel := range []string{"linear.ptd", "more/xor.ptd", "bundled_program.bpte"} {
+		if p := shared.Root(); p != "" {
+			if data, err := os.ReadFile(p + "/testdata/executorch/" + rel); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = ParsePTD(data)
+		if b, err := ParseBundled(data, 1<<20); err == nil {
+			if p, err := Parse(b.Program); err == nil {
+				_, _ = p.Lower(Options{})
+			}
+		}
 	})
 }
