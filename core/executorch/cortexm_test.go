@@ -41,3 +41,35 @@ func TestPromote(t *testing.T) {
 		}
 	}
 }
+
+// TestDimOrderConstant: a constant stored channels-last (dim order
+// [0,2,3,1]) or transposed comes out in logical row-major order.
+func TestDimOrderConstant(t *testing.T) {
+	// logical [2,3]: a[i][j] = 10*i + j; stored with dim order [1,0].
+	phys := []byte{0, 10, 1, 11, 2, 12}
+	got, err := tensorFromBytes(&Tensor{ScalarType: TypeChar, Sizes: []int32{2, 3}, DimOrder: []uint8{1, 0}}, phys, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{0, 1, 2, 10, 11, 12}
+	for i, v := range got.Int64s() {
+		if v != want[i] {
+			t.Fatalf("got %v, want %v", got.Int64s(), want)
+		}
+	}
+	// NCHW [1,2,1,2] stored NHWC: memory order h, w, c.
+	phys = []byte{0, 100, 1, 101} // (w0,c0) (w0,c1) (w1,c0) (w1,c1)
+	got, err = tensorFromBytes(&Tensor{ScalarType: TypeByte, Sizes: []int32{1, 2, 1, 2}, DimOrder: []uint8{0, 2, 3, 1}}, phys, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []int64{0, 1, 100, 101}
+	for i, v := range got.Int64s() {
+		if v != want[i] {
+			t.Fatalf("got %v, want %v", got.Int64s(), want)
+		}
+	}
+	if _, err := tensorFromBytes(&Tensor{ScalarType: TypeFloat, Sizes: []int32{4}}, phys, 0); err == nil {
+		t.Fatal("short data accepted")
+	}
+}
