@@ -269,3 +269,9 @@ func (p *prog) exec(t *testing.T, inputs ...*graph.Tensor) []*graph.Tensor {
 
 func executorchParse(b []byte) (*executorch.Program, error) { return executorch.Parse(b) }
 func executorchOptions() executorch.Options                 { return executorch.Options{} }
+
+func f64le(x float64) []byte {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, math.Float64bits(x))
+	return b
+}

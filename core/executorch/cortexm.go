@@ -2,7 +2,6 @@ package executorch
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -33,14 +32,12 @@ func init() {
 		kernels.Register(kernels.Schema{Domain: CortexMDomain, OpType: op, MinOpset: 1,
 			MinInputs: minIn, MaxInputs: maxIn, MinOutputs: 1, MaxOutputs: 1, Types: types, Kernel: k, Infer: declaredOut})
 	}
-	reg("QuantizePerTensor", 1, 1, []graph.DType{graph.Float32}, cmQuantize)
-	reg("DequantizePerTensor", 1, 1, []graph.DType{graph.Int8}, cmDequantize)
 	reg("Conv2D", 5, 5, []graph.DType{graph.Int8}, cmConv)
 	reg("Linear", 3, 3, []graph.DType{graph.Int8}, cmLinear)
 	reg("AvgPool2D", 1, 1, []graph.DType{graph.Int8}, cmAvgPool)
 
-	lowerings["cortex_m::quantize_per_tensor.out"] = cmQuantizeLower("QuantizePerTensor")
-	lowerings["cortex_m::dequantize_per_tensor.out"] = cmQuantizeLower("DequantizePerTensor")
+	lowerings["cortex_m::quantize_per_tensor.out"] = quantLower("QuantizePerTensor", false)
+	lowerings["cortex_m::dequantize_per_tensor.out"] = quantLower("DequantizePerTensor", false)
 	lowerings["cortex_m::quantized_conv2d.out"] = cmConvLower(false)
 	lowerings["cortex_m::quantized_depthwise_conv2d.out"] = cmConvLower(true)
 	lowerings["cortex_m::quantized_linear.out"] = cmLinearLower
@@ -96,44 +93,6 @@ func clampI32(v, lo, hi int32) int32 {
 func outTensor(ctx *kernels.Context, n *graph.Node) (*graph.Tensor, error) {
 	shape := n.AttrInts("out_shape", nil)
 	return ctx.New(graph.DType(n.AttrInt("out_dtype", int64(graph.Int8))), intsOf(shape))
-}
-
-func cmQuantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := graph.Data[float32](in[0])
-	out, err := outTensor(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if out.Len() != len(x) || out.DType != graph.Int8 {
-		return nil, kernels.Invalidf(n, "output %v%v for %d inputs", out.DType, out.Shape, len(x))
-	}
-	inv := 1 / n.AttrFloat("scale", 1)
-	zp := int32(n.AttrInt("zero_point", 0))
-	lo, hi := int32(n.AttrInt("quant_min", -128)), int32(n.AttrInt("quant_max", 127))
-	o := graph.Data[int8](out)
-	for i, v := range x {
-		q := float64(inv * v)
-		o[i] = int8(clampI32(zp+int32(math.RoundToEven(q)), lo, hi))
-	}
-	return []*graph.Tensor{out}, nil
-}
-
-func cmDequantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := graph.Data[int8](in[0])
-	out, err := outTensor(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if out.Len() != len(x) || out.DType != graph.Float32 {
-		return nil, kernels.Invalidf(n, "output %v%v for %d inputs", out.DType, out.Shape, len(x))
-	}
-	scale := n.AttrFloat("scale", 1)
-	zp := int32(n.AttrInt("zero_point", 0))
-	o := graph.Data[float32](out)
-	for i, v := range x {
-		o[i] = float32(int32(v)-zp) * scale
-	}
-	return []*graph.Tensor{out}, nil
 }
 
 // cmConv computes an int8 NCHW (logical) convolution. Weights are OHWI
@@ -343,12 +302,18 @@ func (l *lowerer) outAttrs(v int32) ([]*graph.Attribute, error) {
 }
 
 func (l *lowerer) cm(op string, in []string, out int32, attrs ...*graph.Attribute) error {
+	return l.custom(CortexMDomain, op, in, out, attrs...)
+}
+
+// custom adds a node of one of this package's domains whose output is
+// value out, with out's declared type as attributes.
+func (l *lowerer) custom(domain, op string, in []string, out int32, attrs ...*graph.Attribute) error {
 	oa, err := l.outAttrs(out)
 	if err != nil {
 		return err
 	}
 	name := l.fresh("t")
-	l.customNode(CortexMDomain, op, in, []string{name}, append(attrs, oa...)...)
+	l.customNode(domain, op, in, []string{name}, append(attrs, oa...)...)
 	_, dt, _ := l.meta(out)
 	return l.def(out, name, dt)
 }
@@ -363,28 +328,6 @@ func (l *lowerer) intAttrs(names []string, vals []int32) ([]*graph.Attribute, er
 		out = append(out, aInt(nm, v))
 	}
 	return out, nil
-}
-
-// (input, scale, zero_point, quant_min, quant_max, dtype, out)
-func cmQuantizeLower(op string) kernelFunc {
-	return func(l *lowerer, a []int32) error {
-		if err := need(a, 7); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		s, err := l.double(a[1])
-		if err != nil {
-			return err
-		}
-		attrs, err := l.intAttrs([]string{"zero_point", "quant_min", "quant_max"}, a[2:5])
-		if err != nil {
-			return err
-		}
-		return l.cm(op, []string{x}, a[6], append(attrs, aFloat("scale", float32(s)))...)
-	}
 }
 
 // quantized_conv2d: (input, weight, bias, stride, padding, dilation,

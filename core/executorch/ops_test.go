@@ -174,6 +174,22 @@ func TestOps(t *testing.T) {
 			p.call("aten::where", "self_out", c, x, p.f32([]int32{}, -1), o)
 			p.in, p.out = []int32{x}, []int32{o}
 		}, []*graph.Tensor{f32([]int{2}, 2, -3)}, graph.Float32, []int{2}, []float64{2, -1}},
+		{"quantize_per_tensor rounds half to even, clamps to quant range", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{5}, nil), p.tensor(1, []int32{5}, nil)
+			p.call("quantized_decomposed::quantize_per_tensor", "out", x, p.double(0.5), p.int(1), p.int(-128), p.int(100), p.int(1), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{5}, 0.5, 1, -3, 100, 0.25)}, graph.Int8, []int{5}, []float64{2, 3, -5, 100, 1}},
+		{"dequantize_per_tensor", func(p *prog) {
+			x, o := p.tensor(1, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
+			p.call("quantized_decomposed::dequantize_per_tensor", "out", x, p.double(0.5), p.int(1), p.int(-128), p.int(127), p.int(1), p.null(), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{graph.MustFromSlice([]int{2}, []int8{2, -5})}, graph.Float32, []int{2}, []float64{0.5, -3}},
+		{"quantize_per_channel", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2, 2}, nil), p.tensor(0, []int32{2, 2}, nil)
+			sc := p.tensor(7, []int32{2}, append(f64le(0.5), f64le(0.25)...))
+			p.call("quantized_decomposed::quantize_per_channel", "out", x, sc, p.i64t([]int32{2}, 0, 1), p.int(0), p.int(0), p.int(255), p.int(0), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2, 2}, 1, 1, 1, -1)}, graph.Uint8, []int{2, 2}, []float64{2, 2, 5, 0}},
 	}
 	for _, c := range cases {
 		p := &prog{}
