@@ -659,3 +659,5 @@ func resultType(ops []operand) graph.DType {
 	}
 	return combine(dim, combine(zero, wrapped))
 }
+
+func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -79,8 +79,6 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"more/stories260k_hybrid_llama_qnn.pte", "kv_forward", []string{"method kv_forward cannot run", "instruction 0.0 calls delegate 0 for backend QnnBackend"}},
 		{"more/stories260k_hybrid_llama_qnn.pte", "prefill_forward", []string{"method prefill_forward", "QnnBackend"}},
-		{"more/cadence_demo_model.pte", "", []string{"cadence::quantize_per_tensor.out (instructions 0.0)", "cadence::quantized_conv2d_nchw.per_tensor_out (instructions 0.1)", "cadence::dequantize_per_tensor.out (instructions 0.2)"}},
-		{"more/cadence_conv2d_layer9_conv8b_2.pte", "", []string{"cadence::quantized_conv2d_nchw.per_tensor_out"}},
 		{"more/xor.pte", "backward", []string{`no method "backward"`, "forward"}},
 	}
 	for _, c := range cases {
