@@ -154,7 +154,7 @@ func (p *prog) build() []byte {
 			b.StartObject(1)
 			b.PrependUOffsetTSlot(0, vec, 0)
 			inner = b.EndObject()
-		case 10:
+		case 10, 11:
 			xs := make([]int32, len(v.items))
 			for i, x := range v.items {
 				xs[i] = int32(x)

@@ -190,6 +190,103 @@ func TestOps(t *testing.T) {
 			p.call("quantized_decomposed::quantize_per_channel", "out", x, sc, p.i64t([]int32{2}, 0, 1), p.int(0), p.int(0), p.int(255), p.int(0), o)
 			p.in, p.out = []int32{x}, []int32{o}
 		}, []*graph.Tensor{f32([]int{2, 2}, 1, 1, 1, -1)}, graph.Uint8, []int{2, 2}, []float64{2, 2, 5, 0}},
+		{"silu", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
+			p.call("aten::silu", "out", x, o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2}, 0, 1)}, graph.Float32, []int{2}, []float64{0, 0.7310586}},
+		{"hardsigmoid and hardswish", func(p *prog) {
+			x, h, o := p.tensor(stFloat, []int32{3}, nil), p.tensor(stFloat, []int32{3}, nil), p.tensor(stFloat, []int32{3}, nil)
+			p.call("aten::hardsigmoid", "out", x, h)
+			p.call("aten::hardswish", "out", h, o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{3}, -4, 0, 3)}, graph.Float32, []int{3}, []float64{0, 0.5 * 3.5 / 6, 4.0 / 6}},
+		{"leaky_relu", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
+			p.call("aten::leaky_relu", "out", x, p.double(0.1), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2}, -2, 3)}, graph.Float32, []int{2}, []float64{-0.2, 3}},
+		{"log2 then trunc", func(p *prog) {
+			x, a, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
+			p.call("aten::log2", "out", x, a) // 3.17, -2
+			p.call("aten::trunc", "out", a, o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2}, 9, 0.25)}, graph.Float32, []int{2}, []float64{3, -2}},
+		{"log1p", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
+			p.call("aten::log1p", "out", x, o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2}, 0, float32(math.E-1))}, graph.Float32, []int{2}, []float64{0, 1}},
+		{"masked_fill", func(p *prog) {
+			x, m, o := p.tensor(stFloat, []int32{3}, nil), p.tensor(stBool, []int32{3}, []byte{1, 0, 1}), p.tensor(stFloat, []int32{3}, nil)
+			p.call("aten::masked_fill", "Scalar_out", x, m, p.double(-7), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{3}, 1, 2, 3)}, graph.Float32, []int{3}, []float64{-7, 2, -7}},
+		{"stack dim 1", func(p *prog) {
+			x, y, o := p.tensor(stFloat, []int32{2}, nil), p.f32([]int32{2}, 5, 6), p.tensor(stFloat, []int32{2, 2}, nil)
+			p.call("aten::stack", "out", p.tensors(x, y), p.int(1), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2}, 1, 2)}, graph.Float32, []int{2, 2}, []float64{1, 5, 2, 6}},
+		{"repeat with a new leading dim", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2, 4}, nil)
+			p.call("aten::repeat", "out", x, p.ints(2, 2), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2}, 1, 2)}, graph.Float32, []int{2, 4}, []float64{1, 2, 1, 2, 1, 2, 1, 2}},
+		{"arange + cumsum", func(p *prog) {
+			x, r, s, o := p.tensor(stLong, []int32{1}, nil), p.tensor(stLong, []int32{4}, nil), p.tensor(stLong, []int32{4}, nil), p.tensor(stLong, []int32{4}, nil)
+			p.call("aten::arange", "start_out", p.int(1), p.int(9), p.int(2), r) // 1 3 5 7
+			p.call("aten::cumsum", "out", r, p.int(0), p.null(), s)              // 1 4 9 16
+			p.call("aten::add", "out", s, x, p.int(1), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{graph.MustFromSlice([]int{1}, []int64{100})}, graph.Int64, []int{4}, []float64{101, 104, 109, 116}},
+		{"batch norm (inference)", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{1, 2, 1, 1}, nil), p.tensor(stFloat, []int32{1, 2, 1, 1}, nil)
+			mean, vr := p.f32([]int32{2}, 1, 2), p.f32([]int32{2}, 4, 16)
+			p.call("aten::_native_batch_norm_legit_no_training", "out", x, p.null(), p.f32([]int32{2}, 10, 20), mean, vr, p.double(0.1), p.double(0), o, p.tensor(stFloat, []int32{0}, nil), p.tensor(stFloat, []int32{0}, nil))
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{1, 2, 1, 1}, 3, 6)}, graph.Float32, []int{1, 2, 1, 1}, []float64{11, 21}},
+		{"index with one tensor on dim 1", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2, 3}, nil), p.tensor(stFloat, []int32{2, 2}, nil)
+			idx := p.i64t([]int32{2}, 2, 0)
+			list := p.add(val{kind: 11, items: []int64{int64(p.null()), int64(idx)}})
+			p.call("aten::index", "Tensor_out", x, list, o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2, 3}, 1, 2, 3, 4, 5, 6)}, graph.Float32, []int{2, 2}, []float64{3, 1, 6, 4}},
+		{"split_with_sizes then the second piece", func(p *prog) {
+			x, a, b := p.tensor(stFloat, []int32{5}, nil), p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{3}, nil)
+			p.call("aten::split_with_sizes_copy", "out", x, p.ints(2, 3), p.int(0), p.tensors(a, b))
+			p.in, p.out = []int32{x}, []int32{b, a}
+		}, []*graph.Tensor{f32([]int{5}, 1, 2, 3, 4, 5)}, graph.Float32, []int{3}, []float64{3, 4, 5}},
+		{"unbind", func(p *prog) {
+			x, a, b := p.tensor(stFloat, []int32{2, 2}, nil), p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
+			p.call("aten::unbind_copy", "int_out", x, p.int(1), p.tensors(a, b))
+			p.in, p.out = []int32{x}, []int32{b, a}
+		}, []*graph.Tensor{f32([]int{2, 2}, 1, 2, 3, 4)}, graph.Float32, []int{2}, []float64{2, 4}},
+		{"flip", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2, 2}, nil), p.tensor(stFloat, []int32{2, 2}, nil)
+			p.call("aten::flip", "out", x, p.ints(-1), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2, 2}, 1, 2, 3, 4)}, graph.Float32, []int{2, 2}, []float64{2, 1, 4, 3}},
+		{"remainder of floats is Python's", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
+			p.call("aten::remainder", "Scalar_out", x, p.double(3), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2}, -1, 7)}, graph.Float32, []int{2}, []float64{2, 1}},
+		{"fmod of ints is C's", func(p *prog) {
+			x, o := p.tensor(stLong, []int32{2}, nil), p.tensor(stLong, []int32{2}, nil)
+			p.call("aten::fmod", "Scalar_out", x, p.int(3), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{graph.MustFromSlice([]int{2}, []int64{-1, 7})}, graph.Int64, []int{2}, []float64{-1, 1}},
+		{"pixel_shuffle", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{1, 4, 1, 1}, nil), p.tensor(stFloat, []int32{1, 1, 2, 2}, nil)
+			p.call("aten::pixel_shuffle", "out", x, p.int(2), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{1, 4, 1, 1}, 1, 2, 3, 4)}, graph.Float32, []int{1, 1, 2, 2}, []float64{1, 2, 3, 4}},
+		{"upsample nearest ×1.5", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{1, 1, 1, 2}, nil), p.tensor(stFloat, []int32{1, 1, 1, 3}, nil)
+			p.call("aten::upsample_nearest2d", "vec_out", x, p.ints(1, 3), p.null(), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{1, 1, 1, 2}, 1, 2)}, graph.Float32, []int{1, 1, 1, 3}, []float64{1, 1, 2}},
 	}
 	for _, c := range cases {
 		p := &prog{}
