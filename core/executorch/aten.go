@@ -1059,9 +1059,14 @@ func layerNorm(l *lowerer, a []int32) error {
 	if len(shape) == 0 || len(shape) > r {
 		return fmt.Errorf("normalized shape %v for rank %d", shape, r)
 	}
+	for i, d := range shape {
+		if d != int64(t.Sizes[r-len(shape)+i]) {
+			return fmt.Errorf("normalized shape %v is not the trailing dims of %v", shape, t.Sizes)
+		}
+	}
 	scale := ""
 	if l.isNull(a[2]) {
-		ones, err := graph.New(dt, intsOf(shape))
+		ones, err := l.newTensor(dt, intsOf(shape))
 		if err != nil {
 			return err
 		}

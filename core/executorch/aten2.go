@@ -235,7 +235,7 @@ func init() {
 			if !l.isNull(v) {
 				return l.tensor(v)
 			}
-			p, err := graph.New(dt, []int{c})
+			p, err := l.newTensor(dt, []int{c})
 			if err != nil {
 				return "", err
 			}

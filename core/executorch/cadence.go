@@ -66,9 +66,9 @@ func cadenceQuant(op string) kernelFunc {
 
 // syntheticInt adds an Int value to the plan's table for lowering only.
 func (l *lowerer) syntheticInt(v int64) int32 {
-	l.pl.Values = append(l.pl.Values, Value{Kind: KindInt, Int: v})
+	l.vals = append(l.vals, Value{Kind: KindInt, Int: v})
 	l.names = append(l.names, "")
-	return int32(len(l.pl.Values) - 1)
+	return int32(len(l.vals) - 1)
 }
 
 // quantized_conv2d_nchw.per_tensor_out: (input, weight, bias, stride,

@@ -38,7 +38,7 @@ func (p *Program) Lower(o Options) (*graph.Model, error) {
 	if err := p.CheckSupported(pl); err != nil {
 		return nil, err
 	}
-	l := &lowerer{p: p, pl: pl, ext: o.External, limit: o.MaxTensorBytes,
+	l := &lowerer{p: p, pl: pl, vals: append([]Value(nil), pl.Values...), ext: o.External, limit: o.MaxTensorBytes,
 		names: make([]string, len(pl.Values)), consts: map[int32]string{},
 		g: &graph.Graph{Name: pl.Name, Initializers: map[string]*graph.Tensor{}}}
 	for i, v := range pl.Inputs {
@@ -153,6 +153,7 @@ func tensorType(t *Tensor, dt graph.DType) graph.ValueType {
 type lowerer struct {
 	p       *Program
 	pl      *Plan
+	vals    []Value // the plan's values, plus any the lowering adds
 	ext     map[string]External
 	limit   int64
 	g       *graph.Graph
@@ -211,10 +212,10 @@ func (l *lowerer) op1(op string, in []string, attrs ...*graph.Attribute) string 
 }
 
 func (l *lowerer) val(v int32) (Value, error) {
-	if v < 0 || int(v) >= len(l.pl.Values) {
+	if v < 0 || int(v) >= len(l.vals) {
 		return Value{}, fmt.Errorf("value %d out of range", v)
 	}
-	return l.pl.Values[v], nil
+	return l.vals[v], nil
 }
 
 // meta returns a tensor value's metadata.
@@ -460,7 +461,7 @@ func (l *lowerer) ints(v int32) ([]int64, error) {
 	}
 	out := make([]int64, len(val.Ints))
 	for i, it := range val.Ints {
-		if it < 0 || it >= int64(len(l.pl.Values)) {
+		if it < 0 || it >= int64(len(l.vals)) {
 			return nil, fmt.Errorf("int list %d item %d refers to value %d", v, i, it)
 		}
 		if out[i], err = l.int(int32(it)); err != nil {
@@ -661,3 +662,12 @@ func resultType(ops []operand) graph.DType {
 }
 
 func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// newTensor allocates a constant the lowering makes, under the model's
+// tensor size limit.
+func (l *lowerer) newTensor(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	if _, err := graph.CheckAllocLimit(dt, shape, l.limit); err != nil {
+		return nil, err
+	}
+	return graph.New(dt, shape)
+}
