@@ -66,6 +66,37 @@ func (p *Program) describePlan(w io.Writer, pl *Plan, verbose bool) {
 		n += len(c.Instructions)
 	}
 	fmt.Fprintf(w, "method %s: %d values, %d instructions, %d operators, %d delegates\n", pl.Name, len(pl.Values), n, len(pl.Operators), len(pl.Delegates))
+	var consts, ext, mut int
+	var cbytes, ebytes int64
+	seen := map[uint32]bool{} // values may share one constant
+	for _, v := range pl.Values {
+		t := v.Tensor
+		if v.Kind != KindTensor || t == nil {
+			continue
+		}
+		nb := int64(0)
+		if n, err := t.numel(); err == nil {
+			if dt, err := t.ScalarType.DType(); err == nil {
+				nb = n * int64(dt.Size())
+			}
+		}
+		switch {
+		case t.Extra != nil && t.Extra.External:
+			ext++
+			ebytes += nb
+		case t.DataBufferIdx > 0 && t.Alloc == nil:
+			if !seen[t.DataBufferIdx] {
+				seen[t.DataBufferIdx] = true
+				consts++
+				cbytes += nb
+			}
+		case t.DataBufferIdx > 0:
+			mut++
+		}
+	}
+	if consts+ext+mut > 0 {
+		fmt.Fprintf(w, "  constants: %d tensors (%d bytes) in the program, %d (%d bytes) in external data, %d mutable with initial data\n", consts, cbytes, ext, ebytes, mut)
+	}
 	for i, v := range pl.Inputs {
 		fmt.Fprintf(w, "  input %d: %s\n", i, pl.describeValue(v))
 	}

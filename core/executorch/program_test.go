@@ -81,6 +81,11 @@ func TestParseDetails(t *testing.T) {
 	if c := k.ConstantSegment; c == nil || len(c.Offsets) != 64 {
 		t.Fatalf("kws constant segment %+v", c)
 	}
+	var kb strings.Builder
+	k.Describe(&kb, false)
+	if !strings.Contains(kb.String(), "constants: 63 tensors (39216 bytes) in the program") {
+		t.Errorf("kws describe:\n%s", kb.String())
+	}
 	q, err := Parse(readShared(t, "more/stories260k_hybrid_llama_qnn.pte"))
 	if err != nil {
 		t.Fatal(err)
