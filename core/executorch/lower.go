@@ -260,6 +260,9 @@ func (l *lowerer) tensor(v int32) (string, error) {
 	name := fmt.Sprintf("const%d", v)
 	if t.Extra != nil && t.Extra.FullyQualifiedName != "" {
 		name = t.Extra.FullyQualifiedName
+		if _, taken := l.g.Initializers[name]; taken || strings.HasPrefix(name, "input") || strings.HasPrefix(name, "output") {
+			name = fmt.Sprintf("%s#%d", name, v)
+		}
 	}
 	l.g.Initializers[name] = gt
 	l.consts[v] = name
