@@ -599,8 +599,14 @@ func arith(l *lowerer, op string, x, y, alpha, out int32) error {
 			b = l.op1("Mul", []string{b, c})
 		}
 	}
-	if op == "Add" && dt == graph.Bool {
-		return l.def(out, l.op1("Or", []string{a, b}), dt)
+	if dt == graph.Bool {
+		// bool arithmetic: + is or, × is and
+		switch op {
+		case "Add":
+			return l.def(out, l.op1("Or", []string{a, b}), dt)
+		case "Mul":
+			return l.def(out, l.op1("And", []string{a, b}), dt)
+		}
 	}
 	return l.def(out, l.op1(op, []string{a, b}), dt)
 }

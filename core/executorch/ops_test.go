@@ -190,6 +190,11 @@ func TestOps(t *testing.T) {
 			p.call("quantized_decomposed::quantize_per_channel", "out", x, sc, p.i64t([]int32{2}, 0, 1), p.int(0), p.int(0), p.int(255), p.int(0), o)
 			p.in, p.out = []int32{x}, []int32{o}
 		}, []*graph.Tensor{f32([]int{2, 2}, 1, 1, 1, -1)}, graph.Uint8, []int{2, 2}, []float64{2, 2, 5, 0}},
+		{"bool × bool is and", func(p *prog) {
+			x, y, o := p.tensor(stBool, []int32{2}, nil), p.tensor(stBool, []int32{2}, []byte{1, 0}), p.tensor(stBool, []int32{2}, nil)
+			p.call("aten::mul", "out", x, y, o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{graph.MustFromSlice([]int{2}, []bool{true, true})}, graph.Bool, []int{2}, []float64{1, 0}},
 		{"silu", func(p *prog) {
 			x, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
 			p.call("aten::silu", "out", x, o)
