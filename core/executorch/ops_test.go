@@ -195,6 +195,11 @@ func TestOps(t *testing.T) {
 			p.call("aten::mul", "out", x, y, o)
 			p.in, p.out = []int32{x}, []int32{o}
 		}, []*graph.Tensor{graph.MustFromSlice([]int{2}, []bool{true, true})}, graph.Bool, []int{2}, []float64{1, 0}},
+		{"max_pool2d ceil_mode drops a window starting in the padding", func(p *prog) {
+			x, o, idx := p.tensor(stFloat, []int32{1, 1, 1, 5}, nil), p.tensor(stFloat, []int32{1, 1, 1, 3}, nil), p.tensor(stLong, []int32{1, 1, 1, 3}, nil)
+			p.call("aten::max_pool2d_with_indices", "out", x, p.ints(1, 2), p.ints(1, 2), p.ints(0, 1), p.ints(1, 1), p.boolean(true), o, idx)
+			p.in, p.out = []int32{x}, []int32{o, idx}
+		}, []*graph.Tensor{f32([]int{1, 1, 1, 5}, 1, 5, 2, 3, 4)}, graph.Float32, []int{1, 1, 1, 3}, []float64{1, 5, 4}},
 		{"silu", func(p *prog) {
 			x, o := p.tensor(stFloat, []int32{2}, nil), p.tensor(stFloat, []int32{2}, nil)
 			p.call("aten::silu", "out", x, o)
