@@ -25,7 +25,7 @@ func loadModel(ctx context.Context, e *switchyard.Engine, path string) (*switchy
 		m, err := e.OpenBytes(ctx, demo.Bytes(), "demo")
 		return m, switchyard.Tensors{demo.InputName: demo.Input()}, "demo", err
 	}
-	m, err := e.Open(ctx, path)
+	m, err := e.OpenWith(ctx, path, &loadOpts)
 	if err != nil {
 		return nil, nil, "", err
 	}

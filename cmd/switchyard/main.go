@@ -31,6 +31,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addLoadFlags(root)
 	root.AddCommand(runCmd(), verifyCmd(), inspectCmd(), benchCmd(), backendsCmd(), explainCmd(), generateCmd())
 	for _, c := range extraCommands {
 		root.AddCommand(c())

@@ -20,9 +20,10 @@ func verifyCmd() *cobra.Command {
 	var bf backendFlags
 	var mf memoryFlags
 	cmd := &cobra.Command{
-		Use:   "verify [--rtol R] [--atol A] [--json] DIR...",
-		Short: "Run ONNX-test-layout directories and compare with their expected outputs",
-		Long: `Each DIR holds model.onnx and test_data_set_N/{input,output}_K.pb.
+		Use:   "verify [--rtol R] [--atol A] [--json] DIR|FILE.bpte...",
+		Short: "Run ONNX-test-layout directories (or ExecuTorch bundled programs) and compare with their expected outputs",
+		Long: `Each DIR holds model.onnx and test_data_set_N/{input,output}_K.pb; an
+ExecuTorch bundled program (.bpte) carries its own test cases.
 Prints one line per DIR (ok NAME, FAIL NAME: reason, skip NAME: reason) and
 finally "N passed, N failed, N skipped". Exit status 1 if any failed.
 Floats match when |got-want| <= atol + rtol*|want|; NaN equals NaN;
@@ -52,7 +53,11 @@ integers, bools and strings must be equal.`,
 					go func(i int, d string) {
 						defer wg.Done()
 						defer func() { <-sem }()
-						results[i] = onnxtest.RunDir(context.Background(), d, opt)
+						if isBundledFile(d) {
+							results[i] = runBundled(context.Background(), d, opt)
+						} else {
+							results[i] = onnxtest.RunDir(context.Background(), d, opt)
+						}
 						close(done[i])
 					}(i, d)
 				}

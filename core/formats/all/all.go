@@ -3,5 +3,6 @@
 package all
 
 import (
-	_ "github.com/switchyard-hal/switchyard/core/onnx" // ONNX (.onnx)
+	_ "github.com/switchyard-hal/switchyard/core/executorch" // ExecuTorch (.pte, .bpte)
+	_ "github.com/switchyard-hal/switchyard/core/onnx"       // ONNX (.onnx)
 )

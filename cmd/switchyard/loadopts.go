@@ -1,0 +1,16 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/switchyard-hal/switchyard"
+)
+
+// loadOpts are the per-model import options every command that loads a
+// model passes on (ExecuTorch: the method, extra .ptd data files).
+var loadOpts switchyard.LoadOptions
+
+func addLoadFlags(root *cobra.Command) {
+	root.PersistentFlags().StringVar(&loadOpts.Method, "method", "", "entry point of a program with several methods (ExecuTorch: default forward)")
+	root.PersistentFlags().StringArrayVar(&loadOpts.DataFiles, "data", nil, "extra weight file (ExecuTorch .ptd named data; a .ptd with the program's base name is found by itself); repeatable")
+}

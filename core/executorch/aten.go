@@ -1,0 +1,1331 @@
+package executorch
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// kernelFunc lowers one kernel call; args are the call's value indices
+// (the out-variant's inputs, its out tensors, then the returned values,
+// which alias the outs).
+type kernelFunc func(l *lowerer, args []int32) error
+
+// lowerings maps "namespace::op.overload" to its lowering.
+var lowerings = map[string]kernelFunc{}
+
+func init() {
+	for _, k := range []string{"aten::add", "aten::sub"} {
+		op := "Add"
+		if k == "aten::sub" {
+			op = "Sub"
+		}
+		lowerings[k+".out"] = binaryOp(op, 3, true)
+		lowerings[k+".Scalar_out"] = binaryOp(op, 3, true)
+	}
+	lowerings["aten::rsub.Scalar_out"] = func(l *lowerer, a []int32) error {
+		// other - alpha*self
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		return arith(l, "Sub", a[1], a[0], a[2], a[3])
+	}
+	lowerings["aten::mul.out"] = binaryOp("Mul", 2, false)
+	lowerings["aten::mul.Scalar_out"] = binaryOp("Mul", 2, false)
+	lowerings["aten::div.out"] = trueDiv
+	lowerings["aten::div.Scalar_out"] = trueDiv
+	lowerings["aten::div.out_mode"] = divMode
+	lowerings["aten::div.Scalar_mode_out"] = divMode
+	lowerings["aten::pow.Tensor_Scalar_out"] = binaryOp("Pow", 2, false)
+	lowerings["aten::pow.Tensor_Tensor_out"] = binaryOp("Pow", 2, false)
+	lowerings["aten::maximum.out"] = binaryOp("Max", 2, false)
+	lowerings["aten::minimum.out"] = binaryOp("Min", 2, false)
+	for k, op := range map[string]string{"eq": "Equal", "ne": "NotEqual", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"} {
+		lowerings["aten::"+k+".Scalar_out"] = compare(op)
+		lowerings["aten::"+k+".Tensor_out"] = compare(op)
+	}
+	for k, op := range map[string]string{"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"} {
+		lowerings["aten::"+k+".out"] = logical(op)
+	}
+	for k, op := range map[string]string{
+		"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+		"neg": "Neg", "abs": "Abs", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil",
+		"erf": "Erf", "reciprocal": "Reciprocal", "sign": "Sign", "round": "Round",
+	} {
+		lowerings["aten::"+k+".out"] = unary(op)
+	}
+	lowerings["aten::rsqrt.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 2); err != nil {
+			return err
+		}
+		x, dt, err := l.floatInput(a[0], a[1])
+		if err != nil {
+			return err
+		}
+		return l.def(a[1], l.op1("Reciprocal", []string{l.op1("Sqrt", []string{x})}), dt)
+	}
+	lowerings["aten::logical_not.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 2); err != nil {
+			return err
+		}
+		o, err := l.operand(a[0])
+		if err != nil {
+			return err
+		}
+		x, err := l.materialize(a[0], o, graph.Bool)
+		if err != nil {
+			return err
+		}
+		return l.def(a[1], l.op1("Not", []string{x}), graph.Bool)
+	}
+	lowerings["aten::gelu.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 3); err != nil {
+			return err
+		}
+		x, dt, err := l.floatInput(a[0], a[2])
+		if err != nil {
+			return err
+		}
+		approx, _ := l.str(a[1])
+		if approx == "" {
+			approx = "none"
+		}
+		return l.def(a[2], l.op1("Gelu", []string{x}, aString("approximate", approx)), dt)
+	}
+	lowerings["aten::hardtanh.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		return clamp(l, a[0], &a[1], &a[2], a[3])
+	}
+	lowerings["aten::clamp.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		var lo, hi *int32
+		if !l.isNull(a[1]) {
+			lo = &a[1]
+		}
+		if !l.isNull(a[2]) {
+			hi = &a[2]
+		}
+		return clamp(l, a[0], lo, hi, a[3])
+	}
+	for _, k := range []string{"aten::clone.out", "aten::alias_copy.out", "aten::detach_copy.out", "aten::lift_fresh_copy.out"} {
+		lowerings[k] = identity
+	}
+	lowerings["dim_order_ops::_clone_dim_order.out"] = identity
+	lowerings["dim_order_ops::_to_dim_order_copy.out"] = identity
+	lowerings["aten::_to_copy.out"] = identity
+	lowerings["aten::scalar_tensor.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 2); err != nil {
+			return err
+		}
+		x, err := l.scalarValue(a[0])
+		if err != nil {
+			return err
+		}
+		_, dt, err := l.meta(a[1])
+		if err != nil {
+			return err
+		}
+		c, err := l.scalarConst(dt, x)
+		if err != nil {
+			return err
+		}
+		return l.def(a[1], c, dt)
+	}
+	lowerings["aten::full_like.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		x, err := l.scalarValue(a[1])
+		if err != nil {
+			return err
+		}
+		self, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		_, dt, err := l.meta(a[3])
+		if err != nil {
+			return err
+		}
+		c, err := l.scalarConst(dt, x)
+		if err != nil {
+			return err
+		}
+		return l.def(a[3], l.op1("Expand", []string{c, l.op1("Shape", []string{self})}), dt)
+	}
+	lowerings["aten::full.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 3); err != nil {
+			return err
+		}
+		x, err := l.scalarValue(a[1])
+		if err != nil {
+			return err
+		}
+		size, err := l.ints(a[0])
+		if err != nil {
+			return err
+		}
+		_, dt, err := l.meta(a[2])
+		if err != nil {
+			return err
+		}
+		c, err := l.scalarConst(dt, x)
+		if err != nil {
+			return err
+		}
+		return l.def(a[2], l.op1("Expand", []string{c, l.constI64(size...)}), dt)
+	}
+	lowerings["aten::where.self_out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		cond, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		if _, cdt, _ := l.meta(a[0]); cdt != graph.Bool {
+			cond = l.op1("Cast", []string{cond}, aInt("to", int64(graph.Bool)))
+		}
+		x, y, dt, err := l.pair(a[1], a[2])
+		if err != nil {
+			return err
+		}
+		return l.def(a[3], l.op1("Where", []string{cond, x, y}), dt)
+	}
+	lowerings["aten::mm.out"] = matmul
+	lowerings["aten::bmm.out"] = matmul
+	lowerings["aten::matmul.out"] = matmul
+	lowerings["aten::addmm.out"] = addmm
+	lowerings["aten::linear.out"] = linear
+	lowerings["aten::permute_copy.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 3); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, err := l.rank(a[0])
+		if err != nil {
+			return err
+		}
+		dims, err := l.ints(a[1])
+		if err != nil {
+			return err
+		}
+		if len(dims) != r {
+			return fmt.Errorf("permutation %v for rank %d", dims, r)
+		}
+		for i := range dims {
+			if dims[i], err = normDim(dims[i], r); err != nil {
+				return err
+			}
+		}
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[2], l.op1("Transpose", []string{x}, aInts("perm", dims)), dt)
+	}
+	lowerings["aten::t_copy.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 2); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		_, dt, _ := l.meta(a[0])
+		if r < 2 {
+			return l.def(a[1], l.op1("Identity", []string{x}), dt)
+		}
+		return l.def(a[1], l.op1("Transpose", []string{x}, aInts("perm", []int64{1, 0})), dt)
+	}
+	lowerings["aten::transpose_copy.int_out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		d0, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		d1, err := l.int(a[2])
+		if err != nil {
+			return err
+		}
+		if d0, err = normDim(d0, r); err != nil {
+			return err
+		}
+		if d1, err = normDim(d1, r); err != nil {
+			return err
+		}
+		perm := make([]int64, r)
+		for i := range perm {
+			perm[i] = int64(i)
+		}
+		perm[d0], perm[d1] = perm[d1], perm[d0]
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[3], l.op1("Transpose", []string{x}, aInts("perm", perm)), dt)
+	}
+	// Shape-only ops: the out tensor's declared sizes are the result.
+	lowerings["aten::view_copy.out"] = reshapeTo(3)
+	lowerings["aten::_unsafe_view.out"] = reshapeTo(3)
+	lowerings["aten::reshape.out"] = reshapeTo(3)
+	lowerings["aten::unsqueeze_copy.out"] = reshapeTo(3)
+	lowerings["aten::squeeze_copy.dims_out"] = reshapeTo(3)
+	lowerings["aten::squeeze_copy.dim_out"] = reshapeTo(3)
+	lowerings["aten::squeeze_copy.out"] = reshapeTo(2)
+	lowerings["aten::flatten.using_ints_out"] = reshapeTo(4)
+	lowerings["aten::expand_copy.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		out, dt, err := l.staticOut(a[3])
+		if err != nil {
+			return err
+		}
+		return l.def(a[3], l.op1("Expand", []string{x, l.constI64(out...)}), dt)
+	}
+	lowerings["aten::cat.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 3); err != nil {
+			return err
+		}
+		list, err := l.val(a[0])
+		if err != nil {
+			return err
+		}
+		if list.Kind != KindTensorList {
+			return fmt.Errorf("cat of a %s", list.Kind)
+		}
+		_, dt, err := l.meta(a[2])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[2])
+		dim, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if dim, err = normDim(dim, r); err != nil {
+			return err
+		}
+		var ins []string
+		for _, it := range list.Items {
+			t, _, err := l.meta(it)
+			if err != nil {
+				return err
+			}
+			if len(t.Sizes) == 1 && t.Sizes[0] == 0 && r != 1 {
+				continue // legacy: 1-d empty tensors are skipped
+			}
+			o, err := l.operand(it)
+			if err != nil {
+				return err
+			}
+			x, err := l.materialize(it, o, dt)
+			if err != nil {
+				return err
+			}
+			ins = append(ins, x)
+		}
+		return l.def(a[2], l.op1("Concat", ins, aInt("axis", dim)), dt)
+	}
+	lowerings["aten::slice_copy.Tensor_out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 6); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		dim, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if dim, err = normDim(dim, r); err != nil {
+			return err
+		}
+		start, end := int64(0), int64(math.MaxInt64)
+		if !l.isNull(a[2]) {
+			if start, err = l.int(a[2]); err != nil {
+				return err
+			}
+		}
+		if !l.isNull(a[3]) {
+			if end, err = l.int(a[3]); err != nil {
+				return err
+			}
+		}
+		step, err := l.int(a[4])
+		if err != nil {
+			return err
+		}
+		if step <= 0 {
+			return fmt.Errorf("slice step %d must be positive", step)
+		}
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[5], l.op1("Slice", []string{x, l.constI64(start), l.constI64(end), l.constI64(dim), l.constI64(step)}), dt)
+	}
+	lowerings["aten::select_copy.int_out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		dim, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if dim, err = normDim(dim, r); err != nil {
+			return err
+		}
+		idx, err := l.int(a[2])
+		if err != nil {
+			return err
+		}
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[3], l.op1("Gather", []string{x, l.constT(graph.Scalar(idx))}, aInt("axis", dim)), dt)
+	}
+	lowerings["aten::index_select.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		dim, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if dim, err = normDim(dim, r); err != nil {
+			return err
+		}
+		idx, err := l.tensor(a[2])
+		if err != nil {
+			return err
+		}
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[3], l.op1("Gather", []string{x, idx}, aInt("axis", dim)), dt)
+	}
+	lowerings["aten::embedding.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 6); err != nil {
+			return err
+		}
+		w, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		idx, err := l.tensor(a[1])
+		if err != nil {
+			return err
+		}
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[5], l.op1("Gather", []string{w, idx}, aInt("axis", 0)), dt)
+	}
+	lowerings["aten::gather.out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 5); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		dim, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if dim, err = normDim(dim, r); err != nil {
+			return err
+		}
+		idx, err := l.tensor(a[2])
+		if err != nil {
+			return err
+		}
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[4], l.op1("GatherElements", []string{x, idx}, aInt("axis", dim)), dt)
+	}
+	lowerings["aten::scatter.value_out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 5); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		dim, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if dim, err = normDim(dim, r); err != nil {
+			return err
+		}
+		idx, err := l.tensor(a[2])
+		if err != nil {
+			return err
+		}
+		v, err := l.scalarValue(a[3])
+		if err != nil {
+			return err
+		}
+		_, dt, _ := l.meta(a[0])
+		c, err := l.scalarConst(dt, v)
+		if err != nil {
+			return err
+		}
+		upd := l.op1("Expand", []string{c, l.op1("Shape", []string{idx})})
+		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, upd}, aInt("axis", dim)), dt)
+	}
+	lowerings["aten::scatter.src_out"] = func(l *lowerer, a []int32) error {
+		if err := need(a, 5); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		dim, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if dim, err = normDim(dim, r); err != nil {
+			return err
+		}
+		idx, err := l.tensor(a[2])
+		if err != nil {
+			return err
+		}
+		src, err := l.tensor(a[3])
+		if err != nil {
+			return err
+		}
+		_, dt, _ := l.meta(a[0])
+		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, src}, aInt("axis", dim)), dt)
+	}
+	lowerings["aten::argmax.out"] = argReduce("ArgMax")
+	lowerings["aten::argmin.out"] = argReduce("ArgMin")
+	lowerings["aten::mean.out"] = reduce("ReduceMean")
+	lowerings["aten::mean.dim_out"] = reduce("ReduceMean")
+	lowerings["aten::sum.IntList_out"] = reduce("ReduceSum")
+	lowerings["aten::amax.out"] = reduce("ReduceMax")
+	lowerings["aten::amin.out"] = reduce("ReduceMin")
+	lowerings["aten::_softmax.out"] = softmax("Softmax")
+	lowerings["aten::_log_softmax.out"] = softmax("LogSoftmax")
+	lowerings["aten::native_layer_norm.out"] = layerNorm
+	lowerings["aten::convolution.out"] = convolution
+	lowerings["aten::max_pool2d_with_indices.out"] = maxPool
+	lowerings["aten::avg_pool2d.out"] = avgPool
+	lowerings["aten::constant_pad_nd.out"] = constantPad
+}
+
+func need(a []int32, n int) error {
+	if len(a) < n {
+		return fmt.Errorf("%d arguments, want at least %d", len(a), n)
+	}
+	return nil
+}
+
+// pair reads two operands and casts both to their promoted type.
+func (l *lowerer) pair(x, y int32) (string, string, graph.DType, error) {
+	ox, err := l.operand(x)
+	if err != nil {
+		return "", "", 0, err
+	}
+	oy, err := l.operand(y)
+	if err != nil {
+		return "", "", 0, err
+	}
+	dt := resultType([]operand{ox, oy})
+	a, err := l.materialize(x, ox, dt)
+	if err != nil {
+		return "", "", 0, err
+	}
+	b, err := l.materialize(y, oy, dt)
+	return a, b, dt, err
+}
+
+// binary lowers op(self, other[, alpha], out).
+func binaryOp(op string, outAt int, alpha bool) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, outAt+1); err != nil {
+			return err
+		}
+		if alpha {
+			return arith(l, op, a[0], a[1], a[2], a[outAt])
+		}
+		return arith(l, op, a[0], a[1], -1, a[outAt])
+	}
+}
+
+// arith is x op (alpha*y) computed in the promoted type, cast to out's.
+func arith(l *lowerer, op string, x, y, alpha, out int32) error {
+	a, b, dt, err := l.pair(x, y)
+	if err != nil {
+		return err
+	}
+	if op == "Sub" && dt == graph.Bool {
+		return fmt.Errorf("subtraction of bool tensors is not supported by PyTorch")
+	}
+	if alpha >= 0 && !l.isNull(alpha) {
+		al, err := l.scalarValue(alpha)
+		if err != nil {
+			return err
+		}
+		if al != 1 {
+			c, err := l.scalarConst(dt, al)
+			if err != nil {
+				return err
+			}
+			b = l.op1("Mul", []string{b, c})
+		}
+	}
+	if dt == graph.Bool {
+		// bool arithmetic: + is or, × is and
+		switch op {
+		case "Add":
+			return l.def(out, l.op1("Or", []string{a, b}), dt)
+		case "Mul":
+			return l.def(out, l.op1("And", []string{a, b}), dt)
+		}
+	}
+	return l.def(out, l.op1(op, []string{a, b}), dt)
+}
+
+// trueDiv is aten::div without rounding: integers divide as float.
+func trueDiv(l *lowerer, a []int32) error {
+	if err := need(a, 3); err != nil {
+		return err
+	}
+	ox, err := l.operand(a[0])
+	if err != nil {
+		return err
+	}
+	oy, err := l.operand(a[1])
+	if err != nil {
+		return err
+	}
+	dt := resultType([]operand{ox, oy})
+	if !dt.IsFloat() {
+		dt = graph.Float32
+	}
+	x, err := l.materialize(a[0], ox, dt)
+	if err != nil {
+		return err
+	}
+	y, err := l.materialize(a[1], oy, dt)
+	if err != nil {
+		return err
+	}
+	return l.def(a[2], l.op1("Div", []string{x, y}), dt)
+}
+
+// divMode is aten::div with rounding_mode "trunc" or "floor" (or none).
+func divMode(l *lowerer, a []int32) error {
+	if err := need(a, 4); err != nil {
+		return err
+	}
+	mode, _ := l.str(a[2])
+	if mode == "" {
+		return trueDiv(l, []int32{a[0], a[1], a[3]})
+	}
+	x, y, dt, err := l.pair(a[0], a[1])
+	if err != nil {
+		return err
+	}
+	var q string
+	switch {
+	case dt.IsFloat() && mode == "trunc":
+		d := l.op1("Div", []string{x, y})
+		// trunc(d) = sign(d) * floor(|d|)
+		q = l.op1("Mul", []string{l.op1("Sign", []string{d}), l.op1("Floor", []string{l.op1("Abs", []string{d})})})
+	case dt.IsFloat() && mode == "floor":
+		q = l.op1("Floor", []string{l.op1("Div", []string{x, y})})
+	case dt.IsInteger() && mode == "trunc":
+		q = l.op1("Div", []string{x, y})
+	case dt.IsInteger() && mode == "floor":
+		// (x - mod(x, y)) / y with Python's mod is exact floor division.
+		m := l.op1("Mod", []string{x, y}, aInt("fmod", 0))
+		q = l.op1("Div", []string{l.op1("Sub", []string{x, m}), y})
+	default:
+		return fmt.Errorf("division rounding mode %q on %v", mode, dt)
+	}
+	return l.def(a[3], q, dt)
+}
+
+func compare(op string) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, 3); err != nil {
+			return err
+		}
+		x, y, _, err := l.pair(a[0], a[1])
+		if err != nil {
+			return err
+		}
+		var r string
+		if op == "NotEqual" {
+			r = l.op1("Not", []string{l.op1("Equal", []string{x, y})})
+		} else {
+			r = l.op1(op, []string{x, y})
+		}
+		return l.def(a[2], r, graph.Bool)
+	}
+}
+
+func logical(op string) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, 3); err != nil {
+			return err
+		}
+		var ins []string
+		for _, v := range a[:2] {
+			o, err := l.operand(v)
+			if err != nil {
+				return err
+			}
+			x, err := l.materialize(v, o, graph.Bool)
+			if err != nil {
+				return err
+			}
+			ins = append(ins, x)
+		}
+		return l.def(a[2], l.op1(op, ins), graph.Bool)
+	}
+}
+
+// floatInput returns self in the dtype unary float math computes in: the
+// out's dtype when it is floating, else float32.
+func (l *lowerer) floatInput(x, out int32) (string, graph.DType, error) {
+	o, err := l.operand(x)
+	if err != nil {
+		return "", 0, err
+	}
+	dt := o.dt
+	if !dt.IsFloat() {
+		_, odt, err := l.meta(out)
+		if err != nil {
+			return "", 0, err
+		}
+		dt = odt
+		if !dt.IsFloat() {
+			dt = graph.Float32
+		}
+	}
+	n, err := l.materialize(x, o, dt)
+	return n, dt, err
+}
+
+func unary(op string) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, 2); err != nil {
+			return err
+		}
+		switch op {
+		case "Relu", "Neg", "Abs", "Sign":
+			x, err := l.tensor(a[0])
+			if err != nil {
+				return err
+			}
+			_, dt, _ := l.meta(a[0])
+			return l.def(a[1], l.op1(op, []string{x}), dt)
+		case "Round":
+			// aten::round rounds half to even, as ONNX Round does.
+		}
+		x, dt, err := l.floatInput(a[0], a[1])
+		if err != nil {
+			return err
+		}
+		return l.def(a[1], l.op1(op, []string{x}), dt)
+	}
+}
+
+func clamp(l *lowerer, x int32, lo, hi *int32, out int32) error {
+	o, err := l.operand(x)
+	if err != nil {
+		return err
+	}
+	_, dt, err := l.meta(out)
+	if err != nil {
+		return err
+	}
+	in, err := l.materialize(x, o, dt)
+	if err != nil {
+		return err
+	}
+	ins := []string{in, "", ""}
+	for i, p := range []*int32{lo, hi} {
+		if p == nil {
+			continue
+		}
+		v, err := l.scalarValue(*p)
+		if err != nil {
+			return err
+		}
+		if ins[i+1], err = l.scalarConst(dt, v); err != nil {
+			return err
+		}
+	}
+	for len(ins) > 1 && ins[len(ins)-1] == "" {
+		ins = ins[:len(ins)-1]
+	}
+	return l.def(out, l.op1("Clip", ins), dt)
+}
+
+func identity(l *lowerer, a []int32) error {
+	if len(a) < 2 {
+		return fmt.Errorf("%d arguments", len(a))
+	}
+	// Inputs first, out then return: the out is the second-last argument.
+	out := a[len(a)-2]
+	x, err := l.tensor(a[0])
+	if err != nil {
+		return err
+	}
+	_, dt, _ := l.meta(a[0])
+	return l.def(out, l.op1("Identity", []string{x}), dt)
+}
+
+func (l *lowerer) staticOut(v int32) ([]int64, graph.DType, error) {
+	t, dt, err := l.meta(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	if t.Dynamism != Static {
+		return nil, 0, fmt.Errorf("value %d has a %s shape; only static shapes are lowered", v, t.Dynamism)
+	}
+	s := make([]int64, len(t.Sizes))
+	for i, d := range t.Sizes {
+		s[i] = int64(d)
+	}
+	return s, dt, nil
+}
+
+// reshapeTo lowers a view/squeeze/unsqueeze/flatten whose out is at
+// position outAt to a Reshape to the out's declared sizes.
+func reshapeTo(outAt int) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, outAt+1); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		shape, _, err := l.staticOut(a[outAt])
+		if err != nil {
+			return err
+		}
+		_, idt, _ := l.meta(a[0])
+		return l.def(a[outAt], l.op1("Reshape", []string{x, l.constI64(shape...)}, aInt("allowzero", 1)), idt)
+	}
+}
+
+func matmul(l *lowerer, a []int32) error {
+	if err := need(a, 3); err != nil {
+		return err
+	}
+	x, y, dt, err := l.pair(a[0], a[1])
+	if err != nil {
+		return err
+	}
+	return l.def(a[2], l.op1("MatMul", []string{x, y}), dt)
+}
+
+// addmm is beta*self + alpha*(mat1 @ mat2).
+func addmm(l *lowerer, a []int32) error {
+	if err := need(a, 6); err != nil {
+		return err
+	}
+	m1, m2, dt, err := l.pair(a[1], a[2])
+	if err != nil {
+		return err
+	}
+	ob, err := l.operand(a[0])
+	if err != nil {
+		return err
+	}
+	bias, err := l.materialize(a[0], ob, dt)
+	if err != nil {
+		return err
+	}
+	beta, err := l.scalarValue(a[3])
+	if err != nil {
+		return err
+	}
+	alpha, err := l.scalarValue(a[4])
+	if err != nil {
+		return err
+	}
+	mm := l.op1("MatMul", []string{m1, m2})
+	if alpha != 1 {
+		c, err := l.scalarConst(dt, alpha)
+		if err != nil {
+			return err
+		}
+		mm = l.op1("Mul", []string{mm, c})
+	}
+	if beta == 0 {
+		return l.def(a[5], mm, dt)
+	}
+	if beta != 1 {
+		c, err := l.scalarConst(dt, beta)
+		if err != nil {
+			return err
+		}
+		bias = l.op1("Mul", []string{bias, c})
+	}
+	return l.def(a[5], l.op1("Add", []string{bias, mm}), dt)
+}
+
+// linear is input @ weight^T + bias.
+func linear(l *lowerer, a []int32) error {
+	if err := need(a, 4); err != nil {
+		return err
+	}
+	x, w, dt, err := l.pair(a[0], a[1])
+	if err != nil {
+		return err
+	}
+	y := l.op1("MatMul", []string{x, l.op1("Transpose", []string{w}, aInts("perm", []int64{1, 0}))})
+	if !l.isNull(a[2]) {
+		b, err := l.tensor(a[2])
+		if err != nil {
+			return err
+		}
+		y = l.op1("Add", []string{y, b})
+	}
+	return l.def(a[3], y, dt)
+}
+
+func argReduce(op string) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		keep, err := l.boolean(a[2])
+		if err != nil {
+			return err
+		}
+		k := int64(0)
+		if keep {
+			k = 1
+		}
+		r, _ := l.rank(a[0])
+		var dim int64
+		if l.isNull(a[1]) {
+			// Over the flattened tensor.
+			x = l.op1("Reshape", []string{x, l.constI64(-1)})
+			dim, k = 0, 0
+		} else {
+			d, err := l.int(a[1])
+			if err != nil {
+				return err
+			}
+			if dim, err = normDim(d, r); err != nil {
+				return err
+			}
+		}
+		res := l.op1(op, []string{x}, aInt("axis", dim), aInt("keepdims", k))
+		if r == 0 || (l.isNull(a[1]) && keep) {
+			shape, _, err := l.staticOut(a[3])
+			if err != nil {
+				return err
+			}
+			res = l.op1("Reshape", []string{res, l.constI64(shape...)}, aInt("allowzero", 1))
+		}
+		return l.def(a[3], res, graph.Int64)
+	}
+}
+
+// reduce lowers mean/sum(self, dims, keepdim, dtype, out).
+func reduce(op string) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		out := a[len(a)-2]
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		var dims []int64
+		if !l.isNull(a[1]) {
+			if dims, err = l.ints(a[1]); err != nil {
+				return err
+			}
+		}
+		if len(dims) == 0 {
+			for i := 0; i < r; i++ {
+				dims = append(dims, int64(i))
+			}
+		}
+		for i := range dims {
+			if dims[i], err = normDim(dims[i], r); err != nil {
+				return err
+			}
+		}
+		keep, err := l.boolean(a[2])
+		if err != nil {
+			return err
+		}
+		k := int64(0)
+		if keep {
+			k = 1
+		}
+		_, dt, err := l.meta(out)
+		if err != nil {
+			return err
+		}
+		_, idt, _ := l.meta(a[0])
+		// Accumulate in the out's dtype (sum of ints gives int64; a dtype
+		// argument gives the same): cast first, then reduce.
+		if idt != dt {
+			x = l.op1("Cast", []string{x}, aInt("to", int64(dt)))
+		}
+		if r == 0 {
+			return l.def(out, l.op1("Identity", []string{x}), dt)
+		}
+		return l.def(out, l.op1(op, []string{x, l.constI64(dims...)}, aInt("keepdims", k)), dt)
+	}
+}
+
+func softmax(op string) kernelFunc {
+	return func(l *lowerer, a []int32) error {
+		if err := need(a, 4); err != nil {
+			return err
+		}
+		x, err := l.tensor(a[0])
+		if err != nil {
+			return err
+		}
+		r, _ := l.rank(a[0])
+		d, err := l.int(a[1])
+		if err != nil {
+			return err
+		}
+		if d, err = normDim(d, r); err != nil {
+			return err
+		}
+		_, dt, err := l.meta(a[3])
+		if err != nil {
+			return err
+		}
+		_, idt, _ := l.meta(a[0])
+		if idt != dt {
+			x = l.op1("Cast", []string{x}, aInt("to", int64(dt)))
+		}
+		return l.def(a[3], l.op1(op, []string{x}, aInt("axis", d)), dt)
+	}
+}
+
+// layerNorm is native_layer_norm(input, normalized_shape, weight, bias,
+// eps, out, mean, rstd).
+func layerNorm(l *lowerer, a []int32) error {
+	if err := need(a, 8); err != nil {
+		return err
+	}
+	x, err := l.tensor(a[0])
+	if err != nil {
+		return err
+	}
+	t, dt, _ := l.meta(a[0])
+	shape, err := l.ints(a[1])
+	if err != nil {
+		return err
+	}
+	eps, err := l.double(a[4])
+	if err != nil {
+		return err
+	}
+	r := len(t.Sizes)
+	if len(shape) == 0 || len(shape) > r {
+		return fmt.Errorf("normalized shape %v for rank %d", shape, r)
+	}
+	for i, d := range shape {
+		if d != int64(t.Sizes[r-len(shape)+i]) {
+			return fmt.Errorf("normalized shape %v is not the trailing dims of %v", shape, t.Sizes)
+		}
+	}
+	scale := ""
+	if l.isNull(a[2]) {
+		ones, err := l.newTensor(dt, intsOf(shape))
+		if err != nil {
+			return err
+		}
+		for i := 0; i < ones.Len(); i++ {
+			ones.SetFloat64(i, 1)
+		}
+		scale = l.constT(ones)
+	} else if scale, err = l.tensor(a[2]); err != nil {
+		return err
+	}
+	ins := []string{x, scale}
+	if !l.isNull(a[3]) {
+		b, err := l.tensor(a[3])
+		if err != nil {
+			return err
+		}
+		ins = append(ins, b)
+	}
+	y, mean, rstd := l.fresh("ln"), l.fresh("mean"), l.fresh("rstd")
+	l.node("LayerNormalization", ins, []string{y, mean, rstd}, aInt("axis", int64(r-len(shape))), aFloat("epsilon", float32(eps)))
+	if err := l.def(a[5], y, dt); err != nil {
+		return err
+	}
+	if err := l.def(a[6], mean, dt); err != nil {
+		return err
+	}
+	return l.def(a[7], rstd, dt)
+}
+
+func intsOf(v []int64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// convolution(input, weight, bias, stride, padding, dilation, transposed,
+// output_padding, groups, out).
+func convolution(l *lowerer, a []int32) error {
+	if err := need(a, 10); err != nil {
+		return err
+	}
+	x, w, dt, err := l.pair(a[0], a[1])
+	if err != nil {
+		return err
+	}
+	ins := []string{x, w}
+	if !l.isNull(a[2]) {
+		b, err := l.tensor(a[2])
+		if err != nil {
+			return err
+		}
+		ins = append(ins, b)
+	}
+	r, _ := l.rank(a[0])
+	sp := r - 2
+	stride, err := l.spatial(a[3], sp, 1)
+	if err != nil {
+		return err
+	}
+	pad, err := l.spatial(a[4], sp, 0)
+	if err != nil {
+		return err
+	}
+	dil, err := l.spatial(a[5], sp, 1)
+	if err != nil {
+		return err
+	}
+	transposed, err := l.boolean(a[6])
+	if err != nil {
+		return err
+	}
+	groups, err := l.int(a[8])
+	if err != nil {
+		return err
+	}
+	attrs := []*graph.Attribute{aInts("strides", stride), aInts("pads", append(append([]int64{}, pad...), pad...)), aInts("dilations", dil), aInt("group", groups)}
+	if transposed {
+		op, err := l.spatial(a[7], sp, 0)
+		if err != nil {
+			return err
+		}
+		attrs = append(attrs, aInts("output_padding", op))
+		return l.def(a[9], l.op1("ConvTranspose", ins, attrs...), dt)
+	}
+	return l.def(a[9], l.op1("Conv", ins, attrs...), dt)
+}
+
+// spatial reads a per-spatial-dim int list, broadcasting one value.
+func (l *lowerer) spatial(v int32, n int, def int64) ([]int64, error) {
+	var vals []int64
+	if !l.isNull(v) {
+		var err error
+		if vals, err = l.ints(v); err != nil {
+			return nil, err
+		}
+	}
+	switch len(vals) {
+	case n:
+		return vals, nil
+	case 0:
+		vals = []int64{def}
+		fallthrough
+	case 1:
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = vals[0]
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("list %v for %d spatial dims", vals, n)
+}
+
+// maxPool is max_pool2d_with_indices(self, kernel, stride, padding,
+// dilation, ceil_mode, out, indices); PyTorch's indices count within each
+// (n, c) plane, ONNX's over the whole tensor.
+func maxPool(l *lowerer, a []int32) error {
+	if err := need(a, 8); err != nil {
+		return err
+	}
+	x, err := l.tensor(a[0])
+	if err != nil {
+		return err
+	}
+	t, dt, _ := l.meta(a[0])
+	k, err := l.spatial(a[1], 2, 1)
+	if err != nil {
+		return err
+	}
+	stride, err := l.spatial(a[2], 2, 0)
+	if err != nil {
+		return err
+	}
+	if stride[0] == 0 {
+		stride = k
+	}
+	pad, err := l.spatial(a[3], 2, 0)
+	if err != nil {
+		return err
+	}
+	dil, err := l.spatial(a[4], 2, 1)
+	if err != nil {
+		return err
+	}
+	ceil, err := l.boolean(a[5])
+	if err != nil {
+		return err
+	}
+	c := int64(0)
+	if ceil {
+		c = 1
+	}
+	y, idx := l.fresh("pool"), l.fresh("idx")
+	l.node("MaxPool", []string{x}, []string{y, idx}, aInts("kernel_shape", k), aInts("strides", stride),
+		aInts("pads", []int64{pad[0], pad[1], pad[0], pad[1]}), aInts("dilations", dil), aInt("ceil_mode", c))
+	if err := l.def(a[6], y, dt); err != nil {
+		return err
+	}
+	r := len(t.Sizes)
+	plane := int64(t.Sizes[r-1]) * int64(t.Sizes[r-2])
+	if plane == 0 {
+		plane = 1
+	}
+	return l.def(a[7], l.op1("Mod", []string{idx, l.constT(graph.Scalar(plane))}), graph.Int64)
+}
+
+// avgPool is avg_pool2d(self, kernel, stride, padding, ceil_mode,
+// count_include_pad, divisor_override, out).
+func avgPool(l *lowerer, a []int32) error {
+	if err := need(a, 8); err != nil {
+		return err
+	}
+	x, err := l.tensor(a[0])
+	if err != nil {
+		return err
+	}
+	_, dt, _ := l.meta(a[0])
+	k, err := l.spatial(a[1], 2, 1)
+	if err != nil {
+		return err
+	}
+	stride, err := l.spatial(a[2], 2, 0)
+	if err != nil {
+		return err
+	}
+	if stride[0] == 0 {
+		stride = k
+	}
+	pad, err := l.spatial(a[3], 2, 0)
+	if err != nil {
+		return err
+	}
+	ceil, err := l.boolean(a[4])
+	if err != nil {
+		return err
+	}
+	cip, err := l.boolean(a[5])
+	if err != nil {
+		return err
+	}
+	if !l.isNull(a[6]) {
+		return fmt.Errorf("avg_pool2d divisor_override not supported")
+	}
+	b := func(v bool) int64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	return l.def(a[7], l.op1("AveragePool", []string{x}, aInts("kernel_shape", k), aInts("strides", stride),
+		aInts("pads", []int64{pad[0], pad[1], pad[0], pad[1]}), aInt("ceil_mode", b(ceil)), aInt("count_include_pad", b(cip))), dt)
+}
+
+// atenPads turns PyTorch's pad list (last dim first, before/after pairs)
+// into ONNX pads for rank r.
+func atenPads(p []int64, r int) ([]int64, error) {
+	if len(p)%2 != 0 || len(p)/2 > r {
+		return nil, fmt.Errorf("pad list %v for rank %d", p, r)
+	}
+	pads := make([]int64, 2*r)
+	for i := 0; i < len(p)/2; i++ {
+		d := r - 1 - i
+		pads[d] = p[2*i]
+		pads[r+d] = p[2*i+1]
+	}
+	return pads, nil
+}
+
+func constantPad(l *lowerer, a []int32) error {
+	if err := need(a, 4); err != nil {
+		return err
+	}
+	x, err := l.tensor(a[0])
+	if err != nil {
+		return err
+	}
+	t, dt, _ := l.meta(a[0])
+	p, err := l.ints(a[1])
+	if err != nil {
+		return err
+	}
+	pads, err := atenPads(p, len(t.Sizes))
+	if err != nil {
+		return err
+	}
+	v, err := l.scalarValue(a[2])
+	if err != nil {
+		return err
+	}
+	c, err := l.scalarConst(dt, v)
+	if err != nil {
+		return err
+	}
+	return l.def(a[3], l.op1("Pad", []string{x, l.constI64(pads...), c}, aString("mode", "constant")), dt)
+}

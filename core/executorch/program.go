@@ -1,0 +1,860 @@
+package executorch
+
+import (
+	"fmt"
+	"math"
+)
+
+// Program is a parsed ExecuTorch program: its methods (execution plans),
+// constant data tables and segments. Field meanings follow ExecuTorch's
+// program schema (schema/program.fbs, identifier "ET12").
+type Program struct {
+	Header  Header
+	Version uint32
+	Plans   []*Plan
+	// ConstantBuffer is the deprecated inline constant table (each entry a
+	// tensor's bytes; entry 0 is reserved). Empty in programs written
+	// after September 2024, which use ConstantSegment.
+	ConstantBuffer [][]byte
+	// DelegateData are the inline delegate blobs.
+	DelegateData [][]byte
+	// Segments locate data after the flatbuffer, relative to
+	// Header.SegmentBaseOffset.
+	Segments []Segment
+	// ConstantSegment holds each constant tensor's offset in one segment.
+	ConstantSegment *SubsegmentOffsets
+	// MutableSegments hold initial values of mutable tensors.
+	MutableSegments []SubsegmentOffsets
+	// NamedData are blobs of the program's segments keyed by name
+	// (delegates' weights).
+	NamedData []NamedData
+
+	file []byte // the whole file: segments index into it
+}
+
+// Segment is a piece of data after the flatbuffer.
+type Segment struct {
+	Offset, Size uint64
+}
+
+// SubsegmentOffsets are byte offsets into one segment.
+type SubsegmentOffsets struct {
+	SegmentIndex uint32
+	Offsets      []uint64
+}
+
+// NamedData names a segment.
+type NamedData struct {
+	Key          string
+	SegmentIndex uint32
+}
+
+// Plan is one method of a program.
+type Plan struct {
+	Name                string
+	Values              []Value
+	Inputs, Outputs     []int32
+	Chains              []Chain
+	Operators           []Operator
+	Delegates           []Delegate
+	NonConstBufferSizes []int64
+}
+
+// Kind is an EValue's type, numbered as the schema's KernelTypes union.
+type Kind uint8
+
+// EValue kinds.
+const (
+	KindNone               Kind = 0
+	KindNull               Kind = 1
+	KindInt                Kind = 2
+	KindBool               Kind = 3
+	KindDouble             Kind = 4
+	KindTensor             Kind = 5
+	KindString             Kind = 6
+	KindIntList            Kind = 7
+	KindDoubleList         Kind = 8
+	KindBoolList           Kind = 9
+	KindTensorList         Kind = 10
+	KindOptionalTensorList Kind = 11
+)
+
+var kindNames = [...]string{"none", "null", "int", "bool", "double", "tensor", "string", "int_list", "double_list", "bool_list", "tensor_list", "optional_tensor_list"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Value is one entry of a method's value table; the field matching Kind
+// is set. Lists of tensors hold value indices (-1: none).
+type Value struct {
+	Kind    Kind
+	Int     int64
+	Bool    bool
+	Double  float64
+	Str     string
+	Ints    []int64
+	Doubles []float64
+	Bools   []bool
+	Items   []int32
+	Tensor  *Tensor
+}
+
+// Tensor is a tensor value's metadata.
+type Tensor struct {
+	ScalarType    ScalarType
+	StorageOffset int32
+	Sizes         []int32
+	DimOrder      []uint8
+	RequiresGrad  bool
+	// DataBufferIdx > 0 points at the tensor's data (constant, or the
+	// initial state of a mutable tensor).
+	DataBufferIdx uint32
+	// Alloc is set for tensors the memory planner placed.
+	Alloc    *Allocation
+	Layout   int8
+	Dynamism Dynamism
+	Extra    *ExtraTensorInfo
+}
+
+// Allocation is a planned tensor's memory placement.
+type Allocation struct {
+	MemoryID uint32
+	Offset   uint64
+}
+
+// ExtraTensorInfo is the rarely set part of a tensor.
+type ExtraTensorInfo struct {
+	MutableDataSegmentsIdx uint64
+	FullyQualifiedName     string
+	// External reports data held outside the program (a .ptd file), found
+	// by FullyQualifiedName.
+	External bool
+}
+
+// Dynamism says whether a tensor's sizes are exact or bounds.
+type Dynamism uint8
+
+// Tensor shape dynamism.
+const (
+	Static         Dynamism = 0
+	DynamicBound   Dynamism = 1
+	DynamicUnbound Dynamism = 2
+)
+
+func (d Dynamism) String() string {
+	switch d {
+	case Static:
+		return "static"
+	case DynamicBound:
+		return "dynamic_bound"
+	case DynamicUnbound:
+		return "dynamic_unbound"
+	}
+	return fmt.Sprintf("dynamism(%d)", uint8(d))
+}
+
+// Chain is a list of instructions.
+type Chain struct {
+	Inputs, Outputs []int32
+	Instructions    []Instruction
+}
+
+// InstrKind is an instruction's type, numbered as the schema's union.
+type InstrKind uint8
+
+// Instruction kinds.
+const (
+	InstrKernel    InstrKind = 1
+	InstrDelegate  InstrKind = 2
+	InstrMove      InstrKind = 3
+	InstrJumpFalse InstrKind = 4
+	InstrFree      InstrKind = 5
+)
+
+func (k InstrKind) String() string {
+	switch k {
+	case InstrKernel:
+		return "kernel"
+	case InstrDelegate:
+		return "delegate"
+	case InstrMove:
+		return "move"
+	case InstrJumpFalse:
+		return "jump_false"
+	case InstrFree:
+		return "free"
+	}
+	return fmt.Sprintf("instruction(%d)", uint8(k))
+}
+
+// Instruction is one step of a chain. Kernel: Index is the operator, Args
+// the values (inputs then outputs). Delegate: Index is the delegate.
+// Move: A → B. JumpFalse: A is the condition, B the destination. Free: A.
+type Instruction struct {
+	Kind  InstrKind
+	Index int32
+	Args  []int32
+	A, B  int32
+}
+
+// Operator is a kernel's name ("aten::add") and overload ("out").
+type Operator struct {
+	Name, Overload string
+}
+
+// FullName is "name.overload" (or the name without an overload).
+func (o Operator) FullName() string {
+	if o.Overload == "" {
+		return o.Name
+	}
+	return o.Name + "." + o.Overload
+}
+
+// Delegate is a backend-lowered subgraph.
+type Delegate struct {
+	ID string
+	// InSegment reports the blob lives in Program.Segments[Index] rather
+	// than Program.DelegateData[Index].
+	InSegment    bool
+	Index        uint32
+	CompileSpecs []CompileSpec
+}
+
+// CompileSpec is one backend option.
+type CompileSpec struct {
+	Key   string
+	Value []byte
+}
+
+// Parse reads a program from the bytes of a whole .pte file. The result
+// refers to data, which must not be modified.
+func Parse(data []byte) (*Program, error) {
+	h, err := ParseHeader(data, uint64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	fb := data
+	if h.Extended {
+		fb = data[:h.ProgramSize]
+	}
+	p, err := parseProgram(fbuf{b: fb})
+	if err != nil {
+		return nil, fmt.Errorf("executorch: %w", err)
+	}
+	p.Header = h
+	p.file = data
+	if err := p.checkSegments(); err != nil {
+		return nil, fmt.Errorf("executorch: %w", err)
+	}
+	return p, nil
+}
+
+func parseProgram(f fbuf) (*Program, error) {
+	root, err := f.root()
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	p := &Program{}
+	if p.Version, err = root.u32(0); err != nil {
+		return nil, err
+	}
+	plans, err := root.tables(1)
+	if err != nil {
+		return nil, fmt.Errorf("execution plans: %w", err)
+	}
+	for i, pt := range plans {
+		pl, err := parsePlan(pt)
+		if err != nil {
+			return nil, fmt.Errorf("execution plan %d: %w", i, err)
+		}
+		p.Plans = append(p.Plans, pl)
+	}
+	bufs, err := root.tables(2)
+	if err != nil {
+		return nil, fmt.Errorf("constant buffer: %w", err)
+	}
+	for i, b := range bufs {
+		s, err := b.bytes(0)
+		if err != nil {
+			return nil, fmt.Errorf("constant buffer %d: %w", i, err)
+		}
+		p.ConstantBuffer = append(p.ConstantBuffer, s)
+	}
+	dd, err := root.tables(3)
+	if err != nil {
+		return nil, fmt.Errorf("delegate data: %w", err)
+	}
+	for i, b := range dd {
+		s, err := b.bytes(0)
+		if err != nil {
+			return nil, fmt.Errorf("delegate data %d: %w", i, err)
+		}
+		p.DelegateData = append(p.DelegateData, s)
+	}
+	segs, err := root.tables(4)
+	if err != nil {
+		return nil, fmt.Errorf("segments: %w", err)
+	}
+	for i, s := range segs {
+		var sg Segment
+		if sg.Offset, err = s.u64(0); err == nil {
+			sg.Size, err = s.u64(1)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("segment %d: %w", i, err)
+		}
+		p.Segments = append(p.Segments, sg)
+	}
+	if cs, ok, err := root.sub(5); err != nil {
+		return nil, fmt.Errorf("constant segment: %w", err)
+	} else if ok {
+		so, err := parseSubsegment(cs)
+		if err != nil {
+			return nil, fmt.Errorf("constant segment: %w", err)
+		}
+		p.ConstantSegment = &so
+	}
+	ms, err := root.tables(6)
+	if err != nil {
+		return nil, fmt.Errorf("mutable data segments: %w", err)
+	}
+	for i, m := range ms {
+		so, err := parseSubsegment(m)
+		if err != nil {
+			return nil, fmt.Errorf("mutable data segment %d: %w", i, err)
+		}
+		p.MutableSegments = append(p.MutableSegments, so)
+	}
+	nd, err := root.tables(7)
+	if err != nil {
+		return nil, fmt.Errorf("named data: %w", err)
+	}
+	for i, n := range nd {
+		var d NamedData
+		if d.Key, err = n.str(0); err == nil {
+			d.SegmentIndex, err = n.u32(1)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("named data %d: %w", i, err)
+		}
+		p.NamedData = append(p.NamedData, d)
+	}
+	return p, nil
+}
+
+func parseSubsegment(t table) (SubsegmentOffsets, error) {
+	var s SubsegmentOffsets
+	var err error
+	if s.SegmentIndex, err = t.u32(0); err != nil {
+		return s, err
+	}
+	s.Offsets, err = t.u64s(1)
+	return s, err
+}
+
+// checkSegments refuses segments outside the file and references to
+// segments that do not exist.
+func (p *Program) checkSegments() error {
+	if !p.Header.Extended {
+		// Without an extended header nothing locates segment data: only
+		// empty segments (writers emit one for an empty constant table)
+		// can be read.
+		p.Header.SegmentBaseOffset = uint64(len(p.file))
+		for i, s := range p.Segments {
+			if s.Size > 0 {
+				return fmt.Errorf("segment %d holds %d bytes but the program has no extended header to locate it", i, s.Size)
+			}
+		}
+	}
+	avail := uint64(len(p.file)) - p.Header.SegmentBaseOffset
+	for i, s := range p.Segments {
+		if s.Offset > avail || s.Size > avail-s.Offset {
+			return fmt.Errorf("segment %d (offset %d, %d bytes) beyond the file's %d bytes of segment data", i, s.Offset, s.Size, avail)
+		}
+	}
+	seg := func(what string, i uint32) error {
+		if int(i) >= len(p.Segments) {
+			return fmt.Errorf("%s refers to segment %d of %d", what, i, len(p.Segments))
+		}
+		return nil
+	}
+	if c := p.ConstantSegment; c != nil && len(c.Offsets) > 0 {
+		if err := seg("constant segment", c.SegmentIndex); err != nil {
+			return err
+		}
+		if len(p.ConstantBuffer) > 0 {
+			return fmt.Errorf("program has both a constant buffer and a constant segment")
+		}
+	}
+	for _, m := range p.MutableSegments {
+		if err := seg("mutable data", m.SegmentIndex); err != nil {
+			return err
+		}
+	}
+	for _, n := range p.NamedData {
+		if err := seg("named data "+n.Key, n.SegmentIndex); err != nil {
+			return err
+		}
+	}
+	for _, pl := range p.Plans {
+		for i, d := range pl.Delegates {
+			if d.InSegment {
+				if err := seg(fmt.Sprintf("method %s delegate %d (%s)", pl.Name, i, d.ID), d.Index); err != nil {
+					return err
+				}
+			} else if int(d.Index) >= len(p.DelegateData) {
+				return fmt.Errorf("method %s delegate %d (%s) refers to inline data %d of %d", pl.Name, i, d.ID, d.Index, len(p.DelegateData))
+			}
+		}
+	}
+	return nil
+}
+
+// SegmentData returns segment i's bytes.
+func (p *Program) SegmentData(i uint32) ([]byte, error) {
+	if int(i) >= len(p.Segments) {
+		return nil, fmt.Errorf("executorch: segment %d of %d", i, len(p.Segments))
+	}
+	s := p.Segments[i]
+	lo := p.Header.SegmentBaseOffset + s.Offset
+	return p.file[lo : lo+s.Size : lo+s.Size], nil
+}
+
+// DelegateBlob returns the processed blob of a delegate.
+func (p *Program) DelegateBlob(d Delegate) ([]byte, error) {
+	if d.InSegment {
+		return p.SegmentData(d.Index)
+	}
+	if int(d.Index) >= len(p.DelegateData) {
+		return nil, fmt.Errorf("executorch: delegate data %d of %d", d.Index, len(p.DelegateData))
+	}
+	return p.DelegateData[d.Index], nil
+}
+
+// Plan returns the method named name ("" is "forward", or the only
+// method).
+func (p *Program) Plan(name string) (*Plan, error) {
+	if name == "" {
+		if len(p.Plans) == 1 {
+			return p.Plans[0], nil
+		}
+		name = "forward"
+	}
+	for _, pl := range p.Plans {
+		if pl.Name == name {
+			return pl, nil
+		}
+	}
+	names := make([]string, len(p.Plans))
+	for i, pl := range p.Plans {
+		names[i] = pl.Name
+	}
+	return nil, fmt.Errorf("executorch: no method %q (methods: %v)", name, names)
+}
+
+func parsePlan(t table) (*Plan, error) {
+	pl := &Plan{}
+	var err error
+	if pl.Name, err = t.str(0); err != nil {
+		return nil, err
+	}
+	vals, err := t.tables(2)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	pl.Values = make([]Value, len(vals))
+	for i, v := range vals {
+		if pl.Values[i], err = parseValue(v); err != nil {
+			return nil, fmt.Errorf("value %d: %w", i, err)
+		}
+	}
+	if pl.Inputs, err = t.i32s(3); err != nil {
+		return nil, fmt.Errorf("inputs: %w", err)
+	}
+	if pl.Outputs, err = t.i32s(4); err != nil {
+		return nil, fmt.Errorf("outputs: %w", err)
+	}
+	chains, err := t.tables(5)
+	if err != nil {
+		return nil, fmt.Errorf("chains: %w", err)
+	}
+	for i, c := range chains {
+		ch, err := parseChain(c)
+		if err != nil {
+			return nil, fmt.Errorf("chain %d: %w", i, err)
+		}
+		pl.Chains = append(pl.Chains, ch)
+	}
+	ops, err := t.tables(6)
+	if err != nil {
+		return nil, fmt.Errorf("operators: %w", err)
+	}
+	for i, o := range ops {
+		var op Operator
+		if op.Name, err = o.str(0); err == nil {
+			op.Overload, err = o.str(1)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("operator %d: %w", i, err)
+		}
+		pl.Operators = append(pl.Operators, op)
+	}
+	dels, err := t.tables(7)
+	if err != nil {
+		return nil, fmt.Errorf("delegates: %w", err)
+	}
+	for i, d := range dels {
+		dl, err := parseDelegate(d)
+		if err != nil {
+			return nil, fmt.Errorf("delegate %d: %w", i, err)
+		}
+		pl.Delegates = append(pl.Delegates, dl)
+	}
+	if pl.NonConstBufferSizes, err = t.i64s(8); err != nil {
+		return nil, fmt.Errorf("buffer sizes: %w", err)
+	}
+	return pl, pl.check()
+}
+
+// check verifies every value index the plan uses.
+func (pl *Plan) check() error {
+	n := int32(len(pl.Values))
+	idx := func(what string, v int32) error {
+		if v < 0 || v >= n {
+			return fmt.Errorf("%s refers to value %d of %d", what, v, n)
+		}
+		return nil
+	}
+	for _, v := range pl.Inputs {
+		if err := idx("input", v); err != nil {
+			return err
+		}
+	}
+	for _, v := range pl.Outputs {
+		if err := idx("output", v); err != nil {
+			return err
+		}
+	}
+	for i, v := range pl.Values {
+		for _, it := range v.Items {
+			if it == -1 && v.Kind == KindOptionalTensorList {
+				continue
+			}
+			if err := idx(fmt.Sprintf("%s value %d", v.Kind, i), it); err != nil {
+				return err
+			}
+			if pl.Values[it].Kind != KindTensor && !(v.Kind == KindOptionalTensorList && pl.Values[it].Kind == KindNull) {
+				return fmt.Errorf("%s value %d holds value %d, a %s", v.Kind, i, it, pl.Values[it].Kind)
+			}
+		}
+	}
+	for c, ch := range pl.Chains {
+		for i, in := range ch.Instructions {
+			what := fmt.Sprintf("chain %d instruction %d (%s)", c, i, in.Kind)
+			switch in.Kind {
+			case InstrKernel:
+				if in.Index < 0 || int(in.Index) >= len(pl.Operators) {
+					return fmt.Errorf("%s calls operator %d of %d", what, in.Index, len(pl.Operators))
+				}
+			case InstrDelegate:
+				if in.Index < 0 || int(in.Index) >= len(pl.Delegates) {
+					return fmt.Errorf("%s calls delegate %d of %d", what, in.Index, len(pl.Delegates))
+				}
+			case InstrMove:
+				if err := idx(what, in.A); err != nil {
+					return err
+				}
+				if err := idx(what, in.B); err != nil {
+					return err
+				}
+			case InstrJumpFalse:
+				if err := idx(what, in.A); err != nil {
+					return err
+				}
+				if in.B < 0 || int(in.B) > len(ch.Instructions) {
+					return fmt.Errorf("%s jumps to %d of %d", what, in.B, len(ch.Instructions))
+				}
+			case InstrFree:
+				if err := idx(what, in.A); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("%s: unknown instruction type", what)
+			}
+			for _, a := range in.Args {
+				if err := idx(what, a); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func parseValue(t table) (Value, error) {
+	var v Value
+	k, err := t.u8(0)
+	if err != nil {
+		return v, err
+	}
+	v.Kind = Kind(k)
+	if v.Kind == KindNone || v.Kind == KindNull {
+		return v, nil
+	}
+	if v.Kind > KindOptionalTensorList {
+		return v, fmt.Errorf("unknown value type %d", k)
+	}
+	s, ok, err := t.sub(1)
+	if err != nil {
+		return v, err
+	}
+	if !ok {
+		return v, fmt.Errorf("%s value without its table", v.Kind)
+	}
+	switch v.Kind {
+	case KindInt:
+		v.Int, err = s.i64(0)
+	case KindBool:
+		v.Bool, err = s.boolean(0)
+	case KindDouble:
+		v.Double, err = s.f64(0)
+	case KindString:
+		v.Str, err = s.str(0)
+	case KindIntList:
+		v.Ints, err = s.i64s(0)
+	case KindDoubleList:
+		v.Doubles, err = s.f64s(0)
+	case KindBoolList:
+		v.Bools, err = s.bools(0)
+	case KindTensorList, KindOptionalTensorList:
+		v.Items, err = s.i32s(0)
+	case KindTensor:
+		v.Tensor, err = parseTensor(s)
+	}
+	return v, err
+}
+
+func parseTensor(t table) (*Tensor, error) {
+	tn := &Tensor{}
+	st, err := t.u8(0)
+	if err != nil {
+		return nil, err
+	}
+	tn.ScalarType = ScalarType(int8(st))
+	if tn.StorageOffset, err = t.i32(1); err != nil {
+		return nil, err
+	}
+	if tn.Sizes, err = t.i32s(2); err != nil {
+		return nil, err
+	}
+	if tn.DimOrder, err = t.bytes(3); err != nil {
+		return nil, err
+	}
+	if tn.RequiresGrad, err = t.boolean(4); err != nil {
+		return nil, err
+	}
+	if tn.DataBufferIdx, err = t.u32(5); err != nil {
+		return nil, err
+	}
+	if a, ok, err := t.sub(6); err != nil {
+		return nil, err
+	} else if ok {
+		id, err1 := a.u32(0)
+		lo, err2 := a.u32(1)
+		hi, err3 := a.u32(2)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, fmt.Errorf("allocation info malformed")
+		}
+		tn.Alloc = &Allocation{MemoryID: id, Offset: uint64(hi)<<32 | uint64(lo)}
+	}
+	l, err := t.u8(7)
+	if err != nil {
+		return nil, err
+	}
+	tn.Layout = int8(l)
+	d, err := t.u8(8)
+	if err != nil {
+		return nil, err
+	}
+	tn.Dynamism = Dynamism(d)
+	if e, ok, err := t.sub(9); err != nil {
+		return nil, err
+	} else if ok {
+		x := &ExtraTensorInfo{}
+		var loc uint8
+		if x.MutableDataSegmentsIdx, err = e.u64(0); err == nil {
+			if x.FullyQualifiedName, err = e.str(1); err == nil {
+				loc, err = e.u8(2)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("extra tensor info: %w", err)
+		}
+		x.External = loc == 1
+		tn.Extra = x
+	}
+	for _, s := range tn.Sizes {
+		if s < 0 {
+			return nil, fmt.Errorf("tensor size %d negative", s)
+		}
+	}
+	if len(tn.DimOrder) != 0 && len(tn.DimOrder) != len(tn.Sizes) {
+		return nil, fmt.Errorf("dim order %v for %d dims", tn.DimOrder, len(tn.Sizes))
+	}
+	seen := uint64(0)
+	for _, d := range tn.DimOrder {
+		if int(d) >= len(tn.Sizes) || seen&(1<<d) != 0 {
+			return nil, fmt.Errorf("dim order %v is not a permutation", tn.DimOrder)
+		}
+		seen |= 1 << d
+	}
+	return tn, nil
+}
+
+func parseChain(t table) (Chain, error) {
+	var c Chain
+	var err error
+	if c.Inputs, err = t.i32s(0); err != nil {
+		return c, err
+	}
+	if c.Outputs, err = t.i32s(1); err != nil {
+		return c, err
+	}
+	ins, err := t.tables(2)
+	if err != nil {
+		return c, fmt.Errorf("instructions: %w", err)
+	}
+	c.Instructions = make([]Instruction, len(ins))
+	for i, it := range ins {
+		if c.Instructions[i], err = parseInstruction(it); err != nil {
+			return c, fmt.Errorf("instruction %d: %w", i, err)
+		}
+	}
+	return c, nil
+}
+
+func parseInstruction(t table) (Instruction, error) {
+	var in Instruction
+	k, err := t.u8(0)
+	if err != nil {
+		return in, err
+	}
+	in.Kind = InstrKind(k)
+	if in.Kind < InstrKernel || in.Kind > InstrFree {
+		return in, fmt.Errorf("unknown instruction type %d", k)
+	}
+	s, ok, err := t.sub(1)
+	if err != nil {
+		return in, err
+	}
+	if !ok {
+		return in, fmt.Errorf("%s instruction without its table", in.Kind)
+	}
+	switch in.Kind {
+	case InstrKernel, InstrDelegate:
+		if in.Index, err = s.i32(0); err == nil {
+			in.Args, err = s.i32s(1)
+		}
+	case InstrMove, InstrJumpFalse:
+		if in.A, err = s.i32(0); err == nil {
+			in.B, err = s.i32(1)
+		}
+	case InstrFree:
+		in.A, err = s.i32(0)
+	}
+	return in, err
+}
+
+func parseDelegate(t table) (Delegate, error) {
+	var d Delegate
+	var err error
+	if d.ID, err = t.str(0); err != nil {
+		return d, err
+	}
+	r, ok, err := t.sub(1)
+	if err != nil {
+		return d, err
+	}
+	if !ok {
+		return d, fmt.Errorf("delegate %q has no processed data reference", d.ID)
+	}
+	loc, err := r.u8(0)
+	if err != nil {
+		return d, err
+	}
+	if loc > 1 {
+		return d, fmt.Errorf("delegate %q: unknown data location %d", d.ID, loc)
+	}
+	d.InSegment = loc == 1
+	if d.Index, err = r.u32(1); err != nil {
+		return d, err
+	}
+	specs, err := t.tables(2)
+	if err != nil {
+		return d, err
+	}
+	for _, s := range specs {
+		var c CompileSpec
+		if c.Key, err = s.str(0); err == nil {
+			c.Value, err = s.bytes(1)
+		}
+		if err != nil {
+			return d, fmt.Errorf("compile spec: %w", err)
+		}
+		d.CompileSpecs = append(d.CompileSpecs, c)
+	}
+	return d, nil
+}
+
+// ScalarType is an ExecuTorch (c10) scalar type.
+type ScalarType int8
+
+// Scalar types (c10 numbering).
+const (
+	TypeByte     ScalarType = 0
+	TypeChar     ScalarType = 1
+	TypeShort    ScalarType = 2
+	TypeInt      ScalarType = 3
+	TypeLong     ScalarType = 4
+	TypeHalf     ScalarType = 5
+	TypeFloat    ScalarType = 6
+	TypeDouble   ScalarType = 7
+	TypeBool     ScalarType = 11
+	TypeQInt8    ScalarType = 12
+	TypeQUInt8   ScalarType = 13
+	TypeQInt32   ScalarType = 14
+	TypeBFloat16 ScalarType = 15
+	TypeUInt16   ScalarType = 27
+	TypeUInt32   ScalarType = 28
+	TypeUInt64   ScalarType = 29
+)
+
+var scalarNames = map[ScalarType]string{
+	TypeByte: "uint8", TypeChar: "int8", TypeShort: "int16", TypeInt: "int32", TypeLong: "int64",
+	TypeHalf: "float16", TypeFloat: "float32", TypeDouble: "float64", TypeBool: "bool",
+	TypeQInt8: "qint8", TypeQUInt8: "quint8", TypeQInt32: "qint32", TypeBFloat16: "bfloat16",
+	16: "quint4x2", 17: "quint2x4", TypeUInt16: "uint16", TypeUInt32: "uint32", TypeUInt64: "uint64",
+}
+
+func (s ScalarType) String() string {
+	if n, ok := scalarNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("scalar_type(%d)", int8(s))
+}
+
+// numel is the tensor's element count, refusing overflow.
+func (t *Tensor) numel() (int64, error) {
+	n := int64(1)
+	for _, s := range t.Sizes {
+		if s != 0 && n > math.MaxInt64/int64(s) {
+			return 0, fmt.Errorf("tensor sizes %v overflow", t.Sizes)
+		}
+		n *= int64(s)
+	}
+	return n, nil
+}
