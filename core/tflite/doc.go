@@ -1,4 +1,6 @@
-// Package tflite reads TensorFlow Lite (.tflite) flatbuffer models.
+// Package tflite reads TensorFlow Lite (.tflite) flatbuffer models and
+// converts them to the Switchyard IR; it registers the "tflite" format with
+// core/formats.
 //
 // Parse decodes the flatbuffer with accessors written from the schema's
 // field numbers (tensorflow/compiler/mlir/lite/schema/schema.fbs) on top of
@@ -9,6 +11,20 @@
 // against the file before it is followed or allocated, so a malformed or
 // hostile file is an error, never a panic.
 //
-// Conversion to the Switchyard IR is not written yet (see the branch
-// report); this package only decodes.
+// Convert builds the IR graph of a subgraph. Contracts:
+//   - Values keep the model's own layout (NHWC). Float CONV_2D,
+//     DEPTHWISE_CONV_2D and pools run on the NCHW ONNX ops between two
+//     Transposes, which only move values, so results equal a direct NHWC
+//     computation; filters are transposed once at import.
+//   - SAME padding becomes explicit pads computed as TFLite does (the
+//     smaller half before); fused activations become Relu/Clip/Tanh nodes
+//     (float) or an "activation" attribute (int8).
+//   - Constant DEQUANTIZE of float16 weights (MediaPipe) is folded into
+//     float32 initializers.
+//   - Int8 operators become ops of QuantDomain whose inputs carry every
+//     quantized tensor as (value, scale, zero point) triples, scales 1-D
+//     for per-channel weights; see core/ops/quant.
+//   - Every operator that cannot be converted (custom ops, unsupported
+//     builtins or type combinations) is named, with its count and the
+//     reason, in one *UnsupportedError before anything runs.
 package tflite

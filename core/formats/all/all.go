@@ -3,5 +3,6 @@
 package all
 
 import (
-	_ "github.com/switchyard-hal/switchyard/core/onnx" // ONNX (.onnx)
+	_ "github.com/switchyard-hal/switchyard/core/onnx"   // ONNX (.onnx)
+	_ "github.com/switchyard-hal/switchyard/core/tflite" // TensorFlow Lite (.tflite)
 )

@@ -1,0 +1,97 @@
+package tflite_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"sort"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/core/tflite"
+	"github.com/switchyard-hal/switchyard/internal/shared"
+	_ "github.com/switchyard-hal/switchyard/plugins/cpu"
+)
+
+func loadShared(t *testing.T, rel string) *runtime.Model {
+	t.Helper()
+	m, err := runtime.Load(context.Background(), shared.Path(t, rel), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func run1(t *testing.T, m *runtime.Model, in map[string]*graph.Tensor) map[string]*graph.Tensor {
+	t.Helper()
+	out, err := m.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBlazeFaceMatchesONNX runs MediaPipe's float16-weight BlazeFace and the
+// ONNX export of the same network on the astronaut input and compares the
+// 896 anchor scores and boxes.
+func TestBlazeFaceMatchesONNX(t *testing.T) {
+	tf := loadShared(t, "testdata/tflite/mediapipe/face_detection_short_range.tflite")
+	ox := loadShared(t, "testdata/models/blazeface_front_128/model.onnx")
+	x, err := tensorio.ReadFile(shared.Path(t, "testdata/models/blazeface_front_128/test_data_set_0/input_0.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := run1(t, tf, map[string]*graph.Tensor{tf.Inputs()[0].Name: x})
+	oo := run1(t, ox, map[string]*graph.Tensor{ox.Inputs()[0].Name: x})
+	scores := to["classificators"].Data.([]float32)
+	boxes := to["regressors"].Data.([]float32)
+	oscores := append(append([]float32{}, oo["Identity:0"].Data.([]float32)...), oo["Identity_1:0"].Data.([]float32)...)
+	oboxes := append(append([]float32{}, oo["Identity_2:0"].Data.([]float32)...), oo["Identity_3:0"].Data.([]float32)...)
+	if len(scores) != 896 || len(oscores) != 896 || len(boxes) != len(oboxes) {
+		t.Fatalf("sizes %d %d %d %d", len(scores), len(oscores), len(boxes), len(oboxes))
+	}
+	var maxS, maxB float64
+	for i := range scores {
+		maxS = math.Max(maxS, math.Abs(float64(scores[i]-oscores[i])))
+	}
+	for i := range boxes {
+		maxB = math.Max(maxB, math.Abs(float64(boxes[i]-oboxes[i])))
+	}
+	top := func(s []float32) []int {
+		idx := make([]int, len(s))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool { return s[idx[a]] > s[idx[b]] })
+		return idx[:5]
+	}
+	tt, ot := top(scores), top(oscores)
+	sig := func(v float32) float64 { return 1 / (1 + math.Exp(-float64(v))) }
+	for k := range tt {
+		t.Logf("top %d: tflite anchor %d score %.4f box %v | onnx anchor %d score %.4f", k, tt[k], sig(scores[tt[k]]), boxes[16*tt[k]:16*tt[k]+4], ot[k], sig(oscores[ot[k]]))
+	}
+	t.Logf("max |Δ| scores %.3g (logits), boxes %.3g (pixels)", maxS, maxB)
+	if tt[0] != ot[0] || maxS > 0.05 || maxB > 0.5 {
+		t.Errorf("tflite and onnx BlazeFace disagree: top %v vs %v, max score Δ %g, box Δ %g", tt, ot, maxS, maxB)
+	}
+}
+
+func TestUnsupportedNamedBeforeRun(t *testing.T) {
+	_, err := tflite.LoadFile(shared.Path(t, "testdata/tflite/mediapipe/selfie_segmentation.tflite"), tflite.ConvertOptions{})
+	var ue *tflite.UnsupportedError
+	if !errors.As(err, &ue) || len(ue.Ops) != 1 {
+		t.Fatalf("got %v, want one unsupported op", err)
+	}
+	t.Log(err)
+	b, err := os.ReadFile(shared.Path(t, "testdata/tflite/dtln_noise_suppression.tflite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = tflite.Load(b, tflite.ConvertOptions{}); !errors.As(err, &ue) {
+		t.Fatalf("dtln: %v", err)
+	}
+	t.Log(err)
+}
