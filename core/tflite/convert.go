@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/ops/quant"
 )
 
 // QuantDomain is the operator domain of the int8 ops the converter emits
 // (schemas in core/ops/quant, kernels in core/kernels/quant).
-const QuantDomain = "switchyard.quant"
+const QuantDomain = quant.Domain
 
 // onnxOpset is the default-domain opset of the converted graph.
 const onnxOpset = 17
