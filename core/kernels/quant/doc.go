@@ -1,16 +1,20 @@
 // Package quant holds the reference kernels of the int8 operators of
 // domain "switchyard.quant" (schemas and the tensor convention in
-// core/ops/quant). They are bit-exact with TensorFlow Lite's int8
-// reference kernels; the integer rules, stated once:
+// core/ops/quant). They follow TensorFlow Lite's int8 reference kernels
+// (reference/integer_ops, the default build without single rounding)
+// integer for integer, written from the formulas; no TFLite runtime is
+// reachable here to compare against, so the tests check the fixed-point
+// primitives against exact arithmetic and the kernels against float
+// references within one step. The integer rules, stated once:
 //
 //   - Requantisation is MultiplyByQuantizedMultiplier with double
 //     rounding: a real multiplier M (computed in float64 from the float32
 //     scales) becomes a Q31 mantissa q ∈ [2^30, 2^31) rounded half away
 //     from zero and an exponent e; acc·M is srdhm(acc·2^max(e,0), q) — the
-//     high half of 2·acc·q, rounded to nearest with ties away from zero —
-//     then a right shift by max(−e,0) rounding to nearest, ties away from
-//     zero. Conv2D and DepthwiseConv2D use M = xs·ws[c]/ys per output
-//     channel in float64; FullyConnected per tensor uses float64(xs·ws as
+//     high half of 2·acc·q, rounded to nearest with ties toward +∞ — then
+//     a right shift by max(−e,0) rounding to nearest, ties away from zero.
+//     Conv2D and DepthwiseConv2D use M = xs·ws[c]/ys per output channel in
+//     float64; FullyConnected per tensor uses float64(xs·ws as
 //     float32)/ys (TFLite's GetQuantizedConvolutionMultipler).
 //   - Add and Sub rescale both inputs to 2^20 × the larger input scale
 //     (multipliers xs/(2·max) and 2·max/(2^20·ys)); Mul uses xs·bs/ys.

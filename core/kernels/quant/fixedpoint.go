@@ -35,7 +35,8 @@ func quantizeMultiplier(m float64) (q int32, shift int) {
 }
 
 // srdhm is SaturatingRoundingDoublingHighMul: the high 32 bits of 2·a·b,
-// rounded to nearest with ties away from zero; the one overflowing case
+// that is a·b/2^31, rounded to nearest with ties toward +∞ (the nudge of
+// ±2^30 before a truncating division); the one overflowing case
 // (a = b = −2^31) saturates to 2^31−1.
 func srdhm(a, b int32) int32 {
 	if a == b && a == math.MinInt32 {
