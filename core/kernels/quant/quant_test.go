@@ -80,8 +80,8 @@ func TestFixedPointTranscendentals(t *testing.T) {
 }
 
 func q8(shape []int, v ...int8) *graph.Tensor { return graph.MustFromSlice(shape, v) }
-func sc(v float32) *graph.Tensor               { return graph.Scalar(v) }
-func zp(v int8) *graph.Tensor                  { return graph.Scalar(v) }
+func sc(v float32) *graph.Tensor              { return graph.Scalar(v) }
+func zp(v int8) *graph.Tensor                 { return graph.Scalar(v) }
 
 func node(op string, attrs ...*graph.Attribute) *graph.Node {
 	n := &graph.Node{OpType: op, Domain: "switchyard.quant", Outputs: []string{"y"}, Attrs: map[string]*graph.Attribute{}}
