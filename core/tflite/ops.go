@@ -71,6 +71,9 @@ func (r *optReader) boolean(i int) bool {
 func (c *converter) convertOp(op *Operator) error {
 	oc := c.m.Opcodes[op.Opcode]
 	if oc.Builtin == opCUSTOM {
+		if oc.Custom == "Convolution2DTransposeBias" {
+			return c.mediapipeTransposeConv(op)
+		}
 		return fmt.Errorf("custom operator %q has no Switchyard implementation", oc.Custom)
 	}
 	var r optReader
@@ -127,6 +130,15 @@ func (c *converter) convertOp(op *Operator) error {
 		err = c.quantize(op)
 	case opRESIZE_BILINEAR:
 		err = c.resizeBilinear(op, &r)
+	case opTRANSPOSE_CONV:
+		if len(op.Inputs) < 3 {
+			return fmt.Errorf("needs an output shape, weights and an input")
+		}
+		b := int32(-1)
+		if len(op.Inputs) > 3 {
+			b = op.Inputs[3]
+		}
+		err = c.transposeConv(op.Inputs[2], op.Inputs[1], b, op.Outputs[0], r.u8(0, 0) == padSame, r.i32(2, 1), r.i32(1, 1), r.i8(3))
 	default:
 		return fmt.Errorf("builtin operator is not converted")
 	}
@@ -774,5 +786,84 @@ func (c *converter) resizeBilinear(op *Operator, r *optReader) error {
 	tmp := c.freshName(c.names[y] + "/nchw")
 	c.node("Resize", "", []string{c.toNCHW(xv), "", "", sizes}, []string{tmp}, aStr("mode", "linear"), aStr("coordinate_transformation_mode", mode))
 	c.fromNCHW(tmp, c.names[y])
+	return nil
+}
+
+// mediapipeTransposeConv converts MediaPipe's Convolution2DTransposeBias
+// custom op: inputs (x, weights OHWI, bias), custom options a raw
+// TfLiteTransposeConvParams {padding (1 SAME, 2 VALID), stride_w,
+// stride_h} of three little-endian int32.
+func (c *converter) mediapipeTransposeConv(op *Operator) error {
+	if len(op.Inputs) != 3 {
+		return fmt.Errorf("Convolution2DTransposeBias needs input, weights and bias")
+	}
+	o := op.CustomOptions
+	if len(o) < 12 {
+		return fmt.Errorf("Convolution2DTransposeBias options are %d bytes, want 12", len(o))
+	}
+	le := func(k int) int {
+		return int(int32(uint32(o[k]) | uint32(o[k+1])<<8 | uint32(o[k+2])<<16 | uint32(o[k+3])<<24))
+	}
+	pad, sw, sh := le(0), le(4), le(8)
+	if pad != 1 && pad != 2 {
+		return fmt.Errorf("Convolution2DTransposeBias padding %d is not SAME (1) or VALID (2)", pad)
+	}
+	return c.transposeConv(op.Inputs[0], op.Inputs[1], op.Inputs[2], op.Outputs[0], pad == 1, sh, sw, actNone)
+}
+
+// transposeConv is a float transposed convolution (weights OHWI, NHWC
+// values) on ONNX ConvTranspose between Transposes. The padding is
+// TFLite's: SAME pads (in−1)·stride + k − out in total, the smaller half
+// before; the output size is the declared one.
+func (c *converter) transposeConv(x, w, b, y int32, same bool, sh, sw int, act int8) error {
+	if c.isInt8(x) {
+		return fmt.Errorf("int8 transposed convolution is not supported")
+	}
+	xs, ws, ys := c.shapeOf(x), c.shapeOf(w), c.shapeOf(y)
+	if len(xs) != 4 || len(ws) != 4 || len(ys) != 4 {
+		return fmt.Errorf("input %v, weights %v and output %v must be 4-D", xs, ws, ys)
+	}
+	if sh < 1 || sw < 1 {
+		return fmt.Errorf("strides %d,%d must be positive", sh, sw)
+	}
+	if ws[3] != xs[3] || ws[0] != ys[3] {
+		return fmt.Errorf("weights %v do not map %d to %d channels", ws, xs[3], ys[3])
+	}
+	wk, err := c.constant(w)
+	if err != nil {
+		return err
+	}
+	if wk == nil || wk.DType != graph.Float32 {
+		return fmt.Errorf("transposed convolution needs constant float32 weights")
+	}
+	pads := [2][2]int{}
+	for k, d := range []struct{ in, k, s, out int }{{xs[1], ws[1], sh, ys[1]}, {xs[2], ws[2], sw, ys[2]}} {
+		total := (d.in-1)*d.s + d.k - d.out
+		if !same && total != 0 || total < 0 {
+			return fmt.Errorf("output size %d does not follow from input %d, filter %d, stride %d", d.out, d.in, d.k, d.s)
+		}
+		pads[k] = [2]int{total / 2, total - total/2}
+	}
+	xv, err := c.value(x)
+	if err != nil {
+		return err
+	}
+	ins := []string{c.toNCHW(xv), c.addConst(c.names[w]+"/iohw", transposeF32(wk, []int{3, 0, 1, 2}))}
+	if b >= 0 {
+		bv, err := c.value(b)
+		if err != nil {
+			return err
+		}
+		ins = append(ins, bv)
+	}
+	target, err := c.floatAct(act, c.names[y])
+	if err != nil {
+		return err
+	}
+	tmp := c.freshName(c.names[y] + "/nchw")
+	c.node("ConvTranspose", "", ins, []string{tmp}, aInts("strides", int64(sh), int64(sw)),
+		aInts("kernel_shape", int64(ws[1]), int64(ws[2])),
+		aInts("pads", int64(pads[0][0]), int64(pads[1][0]), int64(pads[0][1]), int64(pads[1][1])))
+	c.fromNCHW(tmp, target)
 	return nil
 }
