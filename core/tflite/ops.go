@@ -191,6 +191,9 @@ func (c *converter) conv(op *Operator, depthwise bool, r *optReader) error {
 			return fmt.Errorf("filter %v does not divide the %d input channels", ws, cin)
 		}
 	}
+	if ys := c.shapeOf(y); len(ys) != 4 || ys[3] != cout {
+		return fmt.Errorf("output %v does not have the filter's %d channels", ys, cout)
+	}
 	pt, pb, err := windowPads(padding, xs[1], ws[1], sh, dh)
 	if err != nil {
 		return err
@@ -661,6 +664,14 @@ func (c *converter) softmax(op *Operator, r *optReader) error {
 func (c *converter) unary(op *Operator, code int32, r *optReader) error {
 	x, y := op.Inputs[0], op.Outputs[0]
 	if c.isInt8(x) {
+		if code == opLOGISTIC {
+			ins, err := c.quantInputs([]int32{x, y}, -1)
+			if err != nil {
+				return err
+			}
+			c.node("Logistic", QuantDomain, ins, []string{c.names[y]})
+			return nil
+		}
 		return fmt.Errorf("int8 %s is not supported", builtinName(code))
 	}
 	xv, err := c.value(x)

@@ -29,6 +29,9 @@
 //     scaled by β·xs into Q5.26, gemmlowp's exp_on_negative_values,
 //     sum in Q12.19, 1/sum by Newton–Raphson, output in units of 1/256
 //     offset by −128 (output scale 1/256, zero point −128 expected).
+//   - Logistic is TFLite Micro's reference: (x−xz) into Q4.27 by the
+//     multiplier xs·2^27, saturating beyond the input radius, gemmlowp's
+//     fixed-point logistic, divided by 2^23 with rounding, offset −128.
 //   - Quantize is zp + round(x/scale) (half away from zero), clamped;
 //     Dequantize is float32(float64(scale)·(q−zp)).
 package quant

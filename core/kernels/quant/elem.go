@@ -340,3 +340,46 @@ func dequantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	}
 	return []*graph.Tensor{out}, nil
 }
+
+// logistic is the int8 reference Logistic of TFLite (Micro): x − xz
+// scaled by xs·2^27 into Q4.27 (inputs beyond the radius saturate to
+// −128 / 127), gemmlowp's fixed-point logistic, then divided by 2^23 with
+// rounding and offset by −128 (output scale 1/256, zero point −128).
+func logistic(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x, xt, err := int8Input(n, in, 0, "x")
+	if err != nil {
+		return nil, err
+	}
+	xq, err := readParams(n, in, 1, 0, "x")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := readParams(n, in, 3, 0, "y"); err != nil {
+		return nil, err
+	}
+	const inBits = 4
+	qm, ls := quantizeMultiplier(float64(xq.s(0)) * float64(int64(1)<<(31-inBits)))
+	if ls < 0 || ls > 30 {
+		return nil, kernels.Unsupportedf(n, "input scale %g is outside the fixed-point logistic's range", xq.s(0))
+	}
+	radius := inputRadius(inBits, ls, 31)
+	out, err := ctx.New(graph.Int8, xt.Shape)
+	if err != nil {
+		return nil, err
+	}
+	y := out.Data.([]int8)
+	xz := xq.z(0)
+	for i, v := range x {
+		d := int32(v) - xz
+		switch {
+		case d <= -radius:
+			y[i] = -128
+		case d >= radius:
+			y[i] = 127
+		default:
+			q4 := mulByQuantizedMultiplier(d, qm, ls)
+			y[i] = clamp8(rdbypot(logisticQ0(q4, inBits), 31-8)-128, -128, 127)
+		}
+	}
+	return []*graph.Tensor{out}, nil
+}

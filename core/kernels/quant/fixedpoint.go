@@ -217,3 +217,22 @@ func activationRange(act string, scale float32, zp int32) (int32, int32, bool) {
 	}
 	return lo, hi, true
 }
+
+// logisticQ0 is gemmlowp's logistic of an input with intBits integer bits:
+// 1/(1+exp(−|a|)) through exp_on_negative_values and the Newton–Raphson
+// reciprocal, mirrored for negative a (one − result), exactly one half at
+// zero; the result has 0 integer bits.
+func logisticQ0(a int32, intBits int) int32 {
+	if a == 0 {
+		return 1 << 30
+	}
+	abs := a
+	if a < 0 {
+		abs = -a
+	}
+	pos := oneOverOnePlusX(expOnNegativeValues(-abs, intBits))
+	if a > 0 {
+		return pos
+	}
+	return math.MaxInt32 - pos
+}

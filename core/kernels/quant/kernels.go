@@ -114,6 +114,7 @@ func init() {
 	kernels.RegisterKernel(d, "MaxPool2D", pool)
 	kernels.RegisterKernel(d, "Mean", mean)
 	kernels.RegisterKernel(d, "Softmax", softmax)
+	kernels.RegisterKernel(d, "Logistic", logistic)
 	kernels.RegisterKernel(d, "Quantize", quantize)
 	kernels.RegisterKernel(d, "Dequantize", dequantize)
 }

@@ -281,3 +281,28 @@ func equal(a, b []int8) bool {
 	}
 	return true
 }
+
+// TestLogisticAgainstFloat: the fixed-point int8 logistic is within one
+// output step of the real sigmoid over every int8 input, monotone, and
+// exactly the zero point's half (0) at real zero.
+func TestLogisticAgainstFloat(t *testing.T) {
+	x := make([]int8, 256)
+	for i := range x {
+		x[i] = int8(i - 128)
+	}
+	const xs, xz = 0.0387753, -2
+	y := runK(t, node("Logistic"), q8([]int{256}, x...), sc(xs), zp(xz), sc(1.0/256), zp(-128))
+	for i, v := range y {
+		r := float64(float32(xs)) * float64(int(x[i])-xz)
+		want := math.Min(127, math.Round(256/(1+math.Exp(-r)))-128)
+		if math.Abs(float64(v)-want) > 1 {
+			t.Errorf("logistic(%g) = %d, want %v", r, v, want)
+		}
+		if i > 0 && v < y[i-1] {
+			t.Errorf("not monotone at %d", i)
+		}
+	}
+	if y[xz+128] != 0 {
+		t.Errorf("logistic(0) = %d, want 0 (one half)", y[xz+128])
+	}
+}
