@@ -2,17 +2,13 @@ package tflite_test
 
 import (
 	"context"
-	"errors"
 	"math"
-	"os"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/core/tensorio"
-	"github.com/switchyard-hal/switchyard/core/tflite"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -78,21 +74,6 @@ func TestBlazeFaceMatchesONNX(t *testing.T) {
 	if tt[0] != ot[0] || maxS > 0.05 || maxB > 0.5 {
 		t.Errorf("tflite and onnx BlazeFace disagree: top %v vs %v, max score Δ %g, box Δ %g", tt, ot, maxS, maxB)
 	}
-}
-
-// TestUnsupportedNamedBeforeRun: the int8 LSTM noise suppressor's two
-// LSTMs are named in one error at import.
-func TestUnsupportedNamedBeforeRun(t *testing.T) {
-	b, err := os.ReadFile(shared.Path(t, "testdata/tflite/dtln_noise_suppression.tflite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ue *tflite.UnsupportedError
-	if _, err = tflite.Load(b, tflite.ConvertOptions{}); !errors.As(err, &ue) || len(ue.Ops) != 1 ||
-		!strings.Contains(err.Error(), "UNIDIRECTIONAL_SEQUENCE_LSTM ×2") {
-		t.Fatalf("dtln: %v", err)
-	}
-	t.Log(err)
 }
 
 // TestSelfieSegmentationAstronaut runs MediaPipe's selfie segmentation

@@ -24,6 +24,13 @@
 //   - Int8 operators become ops of QuantDomain whose inputs carry every
 //     quantized tensor as (value, scale, zero point) triples, scales 1-D
 //     for per-channel weights; see core/ops/quant.
+//   - UNIDIRECTIONAL_SEQUENCE_LSTM (no CIFG, peepholes, projection or
+//     layer norm) becomes an ONNX LSTM in float32 on dequantised weights,
+//     between Dequantize and Quantize for an int8 one: within its output's
+//     quantisation, not bit-exact with TFLite's integer LSTM; its state
+//     starts at zero on every run.
+//   - MediaPipe's Convolution2DTransposeBias custom op and TRANSPOSE_CONV
+//     become ONNX ConvTranspose between Transposes.
 //   - Every operator that cannot be converted (custom ops, unsupported
 //     builtins or type combinations) is named, with its count and the
 //     reason, in one *UnsupportedError before anything runs.

@@ -173,3 +173,109 @@ func BenchmarkMobileNetV2Int8(b *testing.B) {
 		}
 	}
 }
+
+// TestDTLNRuns: the int8 LSTM noise suppressor (its LSTMs in float on
+// dequantised weights) runs on a loud and a quiet magnitude frame; its
+// mask (sigmoid, scale 1/256) is in [0, 1], varies across the 257 bins,
+// and is the same on a second run (the LSTM state starts at zero each run).
+func TestDTLNRuns(t *testing.T) {
+	m := loadShared(t, "testdata/tflite/dtln_noise_suppression.tflite")
+	for _, tc := range []struct {
+		name string
+		v    func(i int) int8
+	}{{"quiet", func(int) int8 { return -120 }}, {"loud low bins", func(i int) int8 { return int8(max(127-i, -128)) }}} {
+		x := make([]int8, 257)
+		for i := range x {
+			x[i] = tc.v(i)
+		}
+		in := map[string]*graph.Tensor{m.Inputs()[0].Name: graph.MustFromSlice([]int{1, 1, 257}, x)}
+		y := run1(t, m, in)[m.Outputs()[0].Name].Data.([]int8)
+		y2 := run1(t, m, in)[m.Outputs()[0].Name].Data.([]int8)
+		lo, hi, sum := 127, -128, 0.0
+		for i, v := range y {
+			lo, hi = min(lo, int(v)), max(hi, int(v))
+			sum += (float64(v) + 128) / 256
+			if v != y2[i] {
+				t.Fatalf("%s: second run differs at %d", tc.name, i)
+			}
+		}
+		t.Logf("%s: mask mean %.3f, int8 range [%d, %d], first %v", tc.name, sum/257, lo, hi, y[:6])
+		if lo == hi {
+			t.Errorf("%s: constant mask", tc.name)
+		}
+	}
+}
+
+// TestDTLNFirstLSTMAgainstSpec computes the first LSTM step of the noise
+// suppressor from the TFLite LSTM equations in float64 (zero state: i =
+// σ(Wi·x+bi), g = tanh(Wc·x+bc), o = σ(Wo·x+bo), c = i·g, h = o·tanh c)
+// and holds the converted model's int8 hidden output to it within one
+// quantisation step: the gate order and weight mapping are right.
+func TestDTLNFirstLSTMAgainstSpec(t *testing.T) {
+	path := shared.Path(t, "testdata/tflite/dtln_noise_suppression.tflite")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := tflite.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg := tm.Subgraphs[0]
+	op := sg.Operators[0]
+	hT := sg.Tensors[op.Outputs[0]]
+	ir, err := tflite.Load(b, tflite.ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir.Graph.Outputs = append(ir.Graph.Outputs, graph.ValueInfo{Name: hT.Name})
+	m, err := runtime.Prepare(context.Background(), ir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]int8, 257)
+	for i := range x {
+		x[i] = int8((i*37)%256 - 128)
+	}
+	got := run1(t, m, map[string]*graph.Tensor{m.Inputs()[0].Name: graph.MustFromSlice([]int{1, 1, 257}, x)})[hT.Name].Data.([]int8)
+	deq := func(ti int32) []float64 {
+		tt := sg.Tensors[ti]
+		raw := tm.Buffers[tt.Buffer]
+		var out []float64
+		if tt.Type == 9 {
+			for _, v := range raw {
+				out = append(out, float64(tt.Quant.Scale[0])*(float64(int8(v))-float64(tt.Quant.ZeroPoint[0])))
+			}
+			return out
+		}
+		for k := 0; k+4 <= len(raw); k += 4 {
+			out = append(out, float64(tt.Quant.Scale[0])*float64(int32(binary.LittleEndian.Uint32(raw[k:]))))
+		}
+		return out
+	}
+	xq := sg.Tensors[op.Inputs[0]].Quant
+	xf := make([]float64, 257)
+	for i, v := range x {
+		xf[i] = float64(xq.Scale[0]) * (float64(v) - float64(xq.ZeroPoint[0]))
+	}
+	gate := func(w, bias int32, j int) float64 {
+		W, B := deq(w), deq(bias)
+		s := B[j]
+		for k := range xf {
+			s += W[j*257+k] * xf[k]
+		}
+		return s
+	}
+	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
+	worst := 0.0
+	for j := 0; j < 128; j++ {
+		i, g, o := sig(gate(op.Inputs[1], op.Inputs[12], j)), math.Tanh(gate(op.Inputs[3], op.Inputs[14], j)), sig(gate(op.Inputs[4], op.Inputs[15], j))
+		h := o * math.Tanh(i*g)
+		want := h/float64(hT.Quant.Scale[0]) + float64(hT.Quant.ZeroPoint[0])
+		worst = max(worst, math.Abs(float64(got[j])-want))
+	}
+	t.Logf("first LSTM step: max |int8 h − spec| %.3f steps", worst)
+	if worst > 1 {
+		t.Errorf("converted LSTM is %.3f steps off the spec", worst)
+	}
+}

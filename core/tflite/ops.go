@@ -130,6 +130,8 @@ func (c *converter) convertOp(op *Operator) error {
 		err = c.quantize(op)
 	case opRESIZE_BILINEAR:
 		err = c.resizeBilinear(op, &r)
+	case opUNIDIRECTIONAL_SEQUENCE_LSTM:
+		err = c.lstm(op, &r)
 	case opTRANSPOSE_CONV:
 		if len(op.Inputs) < 3 {
 			return fmt.Errorf("needs an output shape, weights and an input")

@@ -3,14 +3,17 @@ package tflite_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/core/tflite"
 )
 
 // A tiny .tflite writer for tests: the schema's field numbers, one
@@ -25,8 +28,9 @@ type synOp struct {
 	in, out []int32
 	// opts writes the options table (nil: none); ints are int32 slots,
 	// bytes are uint8 slots, by field number
-	ints  map[int]int32
-	bytes map[int]uint8
+	ints   map[int]int32
+	bytes  map[int]uint8
+	custom string // custom_code of a CUSTOM (32) op
 }
 
 func int32Vec(b *flatbuffers.Builder, v []int32) flatbuffers.UOffsetT {
@@ -99,7 +103,14 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 			b.PrependUOffsetTSlot(4, opts, 0)
 		}
 		ots = append(ots, b.EndObject())
+		var cc flatbuffers.UOffsetT
+		if op.custom != "" {
+			cc = b.CreateString(op.custom)
+		}
 		b.StartObject(4)
+		if cc != 0 {
+			b.PrependUOffsetTSlot(1, cc, 0)
+		}
 		b.PrependInt8Slot(0, int8(min(op.code, 127)), 0)
 		b.PrependInt32Slot(2, 1, 1)
 		b.PrependInt32Slot(3, op.code, 0)
@@ -229,4 +240,21 @@ func TestSynthDepthwiseAndPool(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestUnsupportedNamedBeforeRun: a custom op and an unconverted builtin are
+// both named, with counts, in one error at import, before anything runs.
+func TestUnsupportedNamedBeforeRun(t *testing.T) {
+	model := buildTFLite([]synTensor{{shape: []int32{1, 4}}, {shape: []int32{1, 4}}, {shape: []int32{1, 4}}, {shape: []int32{1, 4}}},
+		[]synOp{{code: 32, custom: "MyVendorOp", in: []int32{0}, out: []int32{1}}, {code: 47, in: []int32{1}, out: []int32{2}}, {code: 32, custom: "MyVendorOp", in: []int32{2}, out: []int32{3}}},
+		[]int32{0}, []int32{3})
+	_, err := tflite.Load(model, tflite.ConvertOptions{})
+	var ue *tflite.UnsupportedError
+	if !errors.As(err, &ue) || len(ue.Ops) != 2 || !strings.Contains(err.Error(), "CUSTOM(MyVendorOp) ×2") || !strings.Contains(err.Error(), "EXP ×1") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := runtime.LoadBytes(context.Background(), model, nil); !errors.As(err, &ue) {
+		t.Fatalf("runtime: %v", err)
+	}
+	t.Log(err)
 }
