@@ -130,6 +130,32 @@ func (c *converter) convertOp(op *Operator) error {
 		err = c.quantize(op)
 	case opRESIZE_BILINEAR:
 		err = c.resizeBilinear(op, &r)
+	case opEXP, opLOG, opSQRT, opRSQRT, opABS, opNEG:
+		err = c.floatUnary(op, oc.Builtin)
+	case opMAXIMUM, opMINIMUM, opSQUARED_DIFFERENCE:
+		err = c.floatBinary(op, oc.Builtin)
+	case opSUM, opREDUCE_MAX:
+		err = c.reduce(op, oc.Builtin, &r)
+	case opCAST:
+		err = c.cast(op)
+	case opGATHER:
+		err = c.gather(op, &r)
+	case opSLICE:
+		err = c.slice(op)
+	case opSTRIDED_SLICE:
+		err = c.stridedSlice(op, &r)
+	case opSPLIT, opSPLIT_V:
+		err = c.split(op, oc.Builtin)
+	case opPACK:
+		err = c.pack(op, &r)
+	case opARG_MAX:
+		err = c.argMax(op)
+	case opPRELU:
+		err = c.floatBinary(op, oc.Builtin)
+	case opBATCH_MATMUL:
+		err = c.batchMatMul(op, &r)
+	case opRESIZE_NEAREST_NEIGHBOR:
+		err = c.resizeNearest(op, &r)
 	case opUNIDIRECTIONAL_SEQUENCE_LSTM:
 		err = c.lstm(op, &r)
 	case opTRANSPOSE_CONV:

@@ -21,6 +21,7 @@ import (
 type synTensor struct {
 	shape []int32
 	data  []float32 // nil for activations
+	ints  []int32   // an INT32 constant instead
 }
 
 type synOp struct {
@@ -56,12 +57,15 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 	bufs = append(bufs, b.EndObject())
 	bufIdx := make([]uint32, len(tensors))
 	for i, t := range tensors {
-		if t.data == nil {
+		if t.data == nil && t.ints == nil {
 			continue
 		}
-		raw := make([]byte, 4*len(t.data))
+		raw := make([]byte, 4*(len(t.data)+len(t.ints)))
 		for k, v := range t.data {
 			binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(v))
+		}
+		for k, v := range t.ints {
+			binary.LittleEndian.PutUint32(raw[4*k:], uint32(v))
 		}
 		vec := b.CreateByteVector(raw)
 		b.StartObject(3)
@@ -75,7 +79,9 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 		shape := int32Vec(b, t.shape)
 		b.StartObject(8)
 		b.PrependUOffsetTSlot(0, shape, 0)
-		b.PrependInt8Slot(1, 0, 0) // FLOAT32
+		if t.ints != nil {
+			b.PrependInt8Slot(1, 2, 0) // INT32
+		} // else FLOAT32, the default
 		b.PrependUint32Slot(2, bufIdx[i], 0)
 		b.PrependUOffsetTSlot(3, name, 0)
 		tts = append(tts, b.EndObject())
@@ -246,15 +252,66 @@ func TestSynthDepthwiseAndPool(t *testing.T) {
 // both named, with counts, in one error at import, before anything runs.
 func TestUnsupportedNamedBeforeRun(t *testing.T) {
 	model := buildTFLite([]synTensor{{shape: []int32{1, 4}}, {shape: []int32{1, 4}}, {shape: []int32{1, 4}}, {shape: []int32{1, 4}}},
-		[]synOp{{code: 32, custom: "MyVendorOp", in: []int32{0}, out: []int32{1}}, {code: 47, in: []int32{1}, out: []int32{2}}, {code: 32, custom: "MyVendorOp", in: []int32{2}, out: []int32{3}}},
+		[]synOp{{code: 32, custom: "MyVendorOp", in: []int32{0}, out: []int32{1}}, {code: 27, in: []int32{1}, out: []int32{2}}, {code: 32, custom: "MyVendorOp", in: []int32{2}, out: []int32{3}}},
 		[]int32{0}, []int32{3})
 	_, err := tflite.Load(model, tflite.ConvertOptions{})
 	var ue *tflite.UnsupportedError
-	if !errors.As(err, &ue) || len(ue.Ops) != 2 || !strings.Contains(err.Error(), "CUSTOM(MyVendorOp) ×2") || !strings.Contains(err.Error(), "EXP ×1") {
+	if !errors.As(err, &ue) || len(ue.Ops) != 2 || !strings.Contains(err.Error(), "CUSTOM(MyVendorOp) ×2") || !strings.Contains(err.Error(), "SVDF ×1") {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := runtime.LoadBytes(context.Background(), model, nil); !errors.As(err, &ue) {
 		t.Fatalf("runtime: %v", err)
 	}
 	t.Log(err)
+}
+
+// TestSynthElementwiseSliceReduce: ABS, MAXIMUM with a constant,
+// SQUARED_DIFFERENCE, STRIDED_SLICE (stride 2 on the last axis), SUM
+// without keep_dims and NEG, against direct arithmetic; and SPLIT then
+// PACK in swapped order.
+func TestSynthElementwiseSliceReduce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := randF(rng, 24)
+	cst := []float32{0.5, -1, 0.25, 2}
+	model := buildTFLite([]synTensor{
+		{shape: []int32{2, 3, 4}}, {shape: []int32{2, 3, 4}}, {shape: []int32{4}, data: cst}, {shape: []int32{2, 3, 4}}, {shape: []int32{2, 3, 4}},
+		{shape: []int32{3}, ints: []int32{0, 1, 0}}, {shape: []int32{3}, ints: []int32{2, 3, 4}}, {shape: []int32{3}, ints: []int32{1, 1, 2}},
+		{shape: []int32{2, 2, 2}}, {shape: []int32{1}, ints: []int32{2}}, {shape: []int32{2, 2}}, {shape: []int32{2, 2}},
+	}, []synOp{
+		{code: 101, in: []int32{0}, out: []int32{1}},
+		{code: 55, in: []int32{1, 2}, out: []int32{3}},
+		{code: 99, in: []int32{3, 0}, out: []int32{4}},
+		{code: 45, in: []int32{4, 5, 6, 7}, out: []int32{8}},
+		{code: 74, in: []int32{8, 9}, out: []int32{10}},
+		{code: 59, in: []int32{10}, out: []int32{11}},
+	}, []int32{0}, []int32{11})
+	y := runSynth(t, model, x, []int{2, 3, 4})
+	for b := 0; b < 2; b++ {
+		for r := 1; r < 3; r++ {
+			var s float32
+			for k := 0; k < 4; k += 2 {
+				v := x[(b*3+r)*4+k]
+				m := max(float32(math.Abs(float64(v))), cst[k])
+				s += (m - v) * (m - v)
+			}
+			if got := y[b*2+r-1]; !near(got, -s) {
+				t.Errorf("(%d,%d): %g, want %g", b, r, got, -s)
+			}
+		}
+	}
+	sp := buildTFLite([]synTensor{{shape: []int32{1}, ints: []int32{1}}, {shape: []int32{2, 4}}, {shape: []int32{2, 2}}, {shape: []int32{2, 2}}, {shape: []int32{2, 2, 2}}},
+		[]synOp{{code: 49, in: []int32{0, 1}, out: []int32{2, 3}, ints: map[int]int32{0: 2}}, {code: 83, in: []int32{3, 2}, out: []int32{4}, ints: map[int]int32{0: 2, 1: 0}}},
+		[]int32{1}, []int32{4})
+	m, err := runtime.LoadBytes(context.Background(), sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xin := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+	got := run1(t, m, map[string]*graph.Tensor{m.Inputs()[0].Name: graph.MustFromSlice([]int{2, 4}, xin)})[m.Outputs()[0].Name].Data.([]float32)
+	want := []float32{3, 4, 7, 8, 1, 2, 5, 6}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("split+pack %v, want %v", got, want)
+		}
+	}
 }
