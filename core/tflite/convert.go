@@ -67,9 +67,12 @@ type converter struct {
 	folded map[int32]*graph.Tensor // constants computed at import (dequantised float16)
 	inits  map[string]bool
 	nchw   map[string]string // NHWC value -> its NCHW transpose
-	qps    map[int32][2]string
-	fresh  int
-	quant  bool
+	// produced maps an NHWC value written by fromNCHW to the NCHW value
+	// it was transposed from
+	produced map[string]string
+	qps      map[int32][2]string
+	fresh    int
+	quant    bool
 }
 
 // Convert turns one subgraph of a decoded model into a Switchyard IR model.
@@ -84,7 +87,7 @@ func Convert(m *Model, opts ConvertOptions) (*graph.Model, error) {
 	}
 	sg := &m.Subgraphs[opts.Subgraph]
 	c := &converter{m: m, sg: sg, opts: opts, folded: map[int32]*graph.Tensor{}, inits: map[string]bool{},
-		nchw: map[string]string{}, qps: map[int32][2]string{}}
+		nchw: map[string]string{}, produced: map[string]string{}, qps: map[int32][2]string{}}
 	c.g = &graph.Graph{Name: sg.Name, Initializers: map[string]*graph.Tensor{}}
 	if c.g.Name == "" {
 		c.g.Name = "main"
@@ -123,6 +126,7 @@ func Convert(m *Model, opts ConvertOptions) (*graph.Model, error) {
 		}
 		c.g.Outputs = append(c.g.Outputs, graph.ValueInfo{Name: c.names[i], Type: vt})
 	}
+	c.pruneDead()
 	gm := &graph.Model{IRVersion: 8, ProducerName: "tflite", ProducerVersion: fmt.Sprint(m.Version),
 		DocString: m.Description, Graph: c.g, Opsets: []graph.Opset{{Domain: "", Version: onnxOpset}},
 		Metadata: map[string]string{}}
@@ -343,9 +347,51 @@ func (c *converter) toNCHW(v string) string {
 	return t
 }
 
-// fromNCHW writes the NHWC transpose of an NCHW value to out.
+// fromNCHW writes the NHWC transpose of an NCHW value to out, and
+// remembers v as out's NCHW form so that a following NCHW op reads v
+// directly (the Transpose pair then disappears in pruneDead when out has
+// no other reader).
 func (c *converter) fromNCHW(v, out string) {
 	c.node("Transpose", "", []string{v}, []string{out}, aInts("perm", 0, 2, 3, 1))
+	c.nchw[out] = v
+	c.produced[out] = v
+}
+
+// pruneDead removes nodes none of whose outputs is read or is a graph
+// output (Transposes left behind by fromNCHW's shortcut), and the
+// initializers no node reads any more.
+func (c *converter) pruneDead() {
+	for {
+		used := map[string]bool{}
+		for _, o := range c.g.Outputs {
+			used[o.Name] = true
+		}
+		for _, n := range c.g.Nodes {
+			for _, i := range n.Inputs {
+				used[i] = true
+			}
+		}
+		kept := c.g.Nodes[:0]
+		for _, n := range c.g.Nodes {
+			live := false
+			for _, o := range n.Outputs {
+				live = live || used[o]
+			}
+			if live {
+				kept = append(kept, n)
+			}
+		}
+		removed := len(kept) != len(c.g.Nodes)
+		c.g.Nodes = kept
+		if !removed {
+			for name := range c.g.Initializers {
+				if !used[name] {
+					delete(c.g.Initializers, name)
+				}
+			}
+			return
+		}
+	}
 }
 
 // Fused activation functions (ActivationFunctionType).

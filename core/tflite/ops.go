@@ -2,6 +2,7 @@ package tflite
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
@@ -285,14 +286,16 @@ func (c *converter) conv(op *Operator, depthwise bool, r *optReader) error {
 		}
 		ins = append(ins, bv)
 	}
-	target, err := c.floatAct(act, c.names[y])
+	// the fused activation runs in NCHW, before the Transpose back, so a
+	// following NCHW op reads its result directly
+	final := c.freshName(c.names[y] + "/nchw")
+	tmp, err := c.floatAct(act, final)
 	if err != nil {
 		return err
 	}
-	tmp := c.freshName(c.names[y] + "/nchw")
 	c.node("Conv", "", ins, []string{tmp}, append(attrs, aInt("group", int64(group)),
 		aInts("kernel_shape", int64(ws[1]), int64(ws[2])))...)
-	c.fromNCHW(tmp, target)
+	c.fromNCHW(final, c.names[y])
 	return nil
 }
 
@@ -398,11 +401,13 @@ func (c *converter) pool(op *Operator, isMax bool, r *optReader) error {
 		c.node(opType, QuantDomain, ins, []string{c.names[y]}, append(attrs, qa)...)
 		return nil
 	}
-	target, err := c.floatAct(act, c.names[y])
+	// the fused activation runs in NCHW, before the Transpose back, so a
+	// following NCHW op reads its result directly
+	final := c.freshName(c.names[y] + "/nchw")
+	tmp, err := c.floatAct(act, final)
 	if err != nil {
 		return err
 	}
-	tmp := c.freshName(c.names[y] + "/nchw")
 	opType := "AveragePool" // count_include_pad = 0, as TFLite
 	if isMax {
 		opType = "MaxPool"
@@ -412,7 +417,7 @@ func (c *converter) pool(op *Operator, isMax bool, r *optReader) error {
 		return err
 	}
 	c.node(opType, "", []string{c.toNCHW(xv)}, []string{tmp}, attrs...)
-	c.fromNCHW(tmp, target)
+	c.fromNCHW(final, c.names[y])
 	return nil
 }
 
@@ -534,6 +539,19 @@ func (c *converter) binary(op *Operator, code int32, r *optReader) error {
 	if err != nil {
 		return err
 	}
+	ta, okA := c.produced[av]
+	tb, okB := c.produced[bv]
+	if okA && okB && slices.Equal(c.shapeOf(a), c.shapeOf(b)) {
+		// both came out of NCHW ops with the same shape: stay in NCHW
+		final := c.freshName(c.names[y] + "/nchw")
+		target, err := c.floatAct(act, final)
+		if err != nil {
+			return err
+		}
+		c.node(names[code], "", []string{ta, tb}, []string{target})
+		c.fromNCHW(final, c.names[y])
+		return nil
+	}
 	target, err := c.floatAct(act, c.names[y])
 	if err != nil {
 		return err
@@ -627,6 +645,19 @@ func (c *converter) pad(op *Operator) error {
 		}
 		ins = append(ins, c.addConst("pad_value", graph.Scalar(int8(zp0(c.sg.Tensors[x].Quant)))))
 	}
+	if t, ok := c.produced[xv]; ok && rank == 4 && !c.isInt8(x) {
+		// pad the NCHW form: pads reordered n,h,w,c -> n,c,h,w
+		perm := []int{0, 3, 1, 2}
+		np := make([]int64, 8)
+		for i, p := range perm {
+			np[i], np[4+i] = pads[p], pads[4+p]
+		}
+		ins[0], ins[1] = t, c.addConst("pads", graph.MustFromSlice([]int{8}, np))
+		f := c.freshName(c.names[y] + "/nchw")
+		c.node("Pad", "", ins, []string{f})
+		c.fromNCHW(f, c.names[y])
+		return nil
+	}
 	c.node("Pad", "", ins, []string{c.names[y]})
 	return nil
 }
@@ -707,6 +738,21 @@ func (c *converter) unary(op *Operator, code int32, r *optReader) error {
 		return err
 	}
 	out := []string{c.names[y]}
+	// an elementwise op on a value that came out of an NCHW op runs on
+	// that NCHW value (layout does not matter to it), keeping the chain
+	// free of Transpose pairs
+	var finish func()
+	if t, ok := c.produced[xv]; ok {
+		xv = t
+		f := c.freshName(out[0] + "/nchw")
+		out = []string{f}
+		finish = func() { c.fromNCHW(f, c.names[y]) }
+	}
+	defer func() {
+		if finish != nil {
+			finish()
+		}
+	}()
 	switch code {
 	case opLOGISTIC:
 		c.node("Sigmoid", "", []string{xv}, out)
@@ -895,14 +941,16 @@ func (c *converter) transposeConv(x, w, b, y int32, same bool, sh, sw int, act i
 		}
 		ins = append(ins, bv)
 	}
-	target, err := c.floatAct(act, c.names[y])
+	// the fused activation runs in NCHW, before the Transpose back, so a
+	// following NCHW op reads its result directly
+	final := c.freshName(c.names[y] + "/nchw")
+	tmp, err := c.floatAct(act, final)
 	if err != nil {
 		return err
 	}
-	tmp := c.freshName(c.names[y] + "/nchw")
 	c.node("ConvTranspose", "", ins, []string{tmp}, aInts("strides", int64(sh), int64(sw)),
 		aInts("kernel_shape", int64(ws[1]), int64(ws[2])),
 		aInts("pads", int64(pads[0][0]), int64(pads[1][0]), int64(pads[0][1]), int64(pads[1][1])))
-	c.fromNCHW(tmp, target)
+	c.fromNCHW(final, c.names[y])
 	return nil
 }
