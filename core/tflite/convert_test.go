@@ -4,11 +4,13 @@ import (
 	"context"
 	"math"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/core/tflite"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -117,5 +119,19 @@ func TestSelfieSegmentationAstronaut(t *testing.T) {
 	t.Logf("astronaut: %.1f%% of pixels person (mean mask %.3f); grey: %.1f%% (mean %.3f)", 100*person, mean, 100*gp, gm)
 	if person < 0.2 || gp > 0.05 {
 		t.Errorf("person fraction %.3f on the portrait, %.3f on grey", person, gp)
+	}
+}
+
+// TestDescribe: inspect's flatbuffer view names the operators by their
+// TFLite names and shows the input's quantization.
+func TestDescribe(t *testing.T) {
+	var b strings.Builder
+	if err := tflite.Describe(shared.Path(t, "testdata/tflite/micro_speech_quantized.tflite"), &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"DEPTHWISE_CONV_2D", "SOFTMAX", "int8[1 1960] scale=0.101715684 zero_point=-128", "schema version 3"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("Describe lacks %q:\n%s", want, b.String())
+		}
 	}
 }
