@@ -70,9 +70,14 @@ type converter struct {
 	// produced maps an NHWC value written by fromNCHW to the NCHW value
 	// it was transposed from
 	produced map[string]string
-	qps      map[int32][2]string
-	fresh    int
-	quant    bool
+	// padOf records PAD outputs a convolution may absorb: source tensor
+	// and top, left, bottom, right pads; readers counts each tensor's
+	// readers (operator inputs and graph outputs)
+	padOf   map[int32][5]int
+	readers map[int32]int
+	qps     map[int32][2]string
+	fresh   int
+	quant   bool
 }
 
 // Convert turns one subgraph of a decoded model into a Switchyard IR model.
@@ -87,7 +92,7 @@ func Convert(m *Model, opts ConvertOptions) (*graph.Model, error) {
 	}
 	sg := &m.Subgraphs[opts.Subgraph]
 	c := &converter{m: m, sg: sg, opts: opts, folded: map[int32]*graph.Tensor{}, inits: map[string]bool{},
-		nchw: map[string]string{}, produced: map[string]string{}, qps: map[int32][2]string{}}
+		nchw: map[string]string{}, produced: map[string]string{}, padOf: map[int32][5]int{}, readers: map[int32]int{}, qps: map[int32][2]string{}}
 	c.g = &graph.Graph{Name: sg.Name, Initializers: map[string]*graph.Tensor{}}
 	if c.g.Name == "" {
 		c.g.Name = "main"
@@ -99,6 +104,14 @@ func Convert(m *Model, opts ConvertOptions) (*graph.Model, error) {
 			return nil, fmt.Errorf("tflite: input %d: %w", i, err)
 		}
 		c.g.Inputs = append(c.g.Inputs, graph.ValueInfo{Name: c.names[i], Type: vt})
+	}
+	for _, op := range sg.Operators {
+		for _, i := range op.Inputs {
+			c.readers[i]++
+		}
+	}
+	for _, i := range sg.Outputs {
+		c.readers[i]++
 	}
 	problems := map[string]int{}
 	for oi := range sg.Operators {

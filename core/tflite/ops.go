@@ -231,6 +231,13 @@ func (c *converter) conv(op *Operator, depthwise bool, r *optReader) error {
 	if err != nil {
 		return err
 	}
+	if p, ok := c.padOf[x]; ok && c.readers[x] == 1 {
+		// the input is a spatial PAD with zero (the zero point) read only
+		// here: padding the window instead is exact (padded positions
+		// contribute (zp − zp)·w = 0, or 0·w), and the Pad node is pruned
+		x = int32(p[0])
+		pt, pl, pb, pr = pt+p[1], pl+p[2], pb+p[3], pr+p[4]
+	}
 	attrs := []*graph.Attribute{aInts("strides", int64(sh), int64(sw)), aInts("dilations", int64(dh), int64(dw)),
 		aInts("pads", int64(pt), int64(pl), int64(pb), int64(pr))}
 	if c.isInt8(x) {
@@ -644,6 +651,11 @@ func (c *converter) pad(op *Operator) error {
 			return err
 		}
 		ins = append(ins, c.addConst("pad_value", graph.Scalar(int8(zp0(c.sg.Tensors[x].Quant)))))
+	}
+	if rank == 4 && pads[0] == 0 && pads[3] == 0 && pads[4] == 0 && pads[7] == 0 && (len(op.Inputs) < 3 || op.Inputs[2] < 0) &&
+		min(pads[1], pads[2], pads[5], pads[6]) >= 0 {
+		// a spatial zero (or zero-point) pad a convolution can absorb
+		c.padOf[y] = [5]int{int(x), int(pads[1]), int(pads[2]), int(pads[5]), int(pads[6])}
 	}
 	if t, ok := c.produced[xv]; ok && rank == 4 && !c.isInt8(x) {
 		// pad the NCHW form: pads reordered n,h,w,c -> n,c,h,w
