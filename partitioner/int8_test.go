@@ -26,7 +26,7 @@ func TestComputesInt8(t *testing.T) {
 	}
 	p := &Plan{Nodes: []NodePlacement{{OpType: "Conv2D", Backend: "cpu", Int8: true}, {OpType: "Reshape", Backend: "native"}}}
 	txt := p.Text()
-	if !strings.Contains(txt, "int8 compute: 1 node(s) (cpu=1); other nodes (float, data movement, (de)quantize): 1") || !strings.Contains(txt, "Conv2D [int8]") {
+	if !strings.Contains(txt, "int8 compute: 1 node(s) (cpu=1); other nodes (float, data movement, (de)quantize): 1 [Reshape on native ×1]") || !strings.Contains(txt, "Conv2D [int8]") {
 		t.Errorf("report lacks the int8 line or mark:\n%s", txt)
 	}
 	if strings.Contains((&Plan{Nodes: []NodePlacement{{OpType: "Conv"}}}).Text(), "int8") {

@@ -128,7 +128,25 @@ func (p *Plan) int8Line() string {
 	for i, k := range names {
 		parts[i] = fmt.Sprintf("%s=%d", k, per[k])
 	}
-	return fmt.Sprintf("int8 compute: %d node(s) (%s); other nodes (float, data movement, (de)quantize): %d", total, strings.Join(parts, " "), len(p.Nodes)-total)
+	others := map[string]int{}
+	for _, n := range p.Nodes {
+		if !n.Int8 {
+			others[n.OpType+" on "+n.Backend]++
+		}
+	}
+	keys := make([]string, 0, len(others))
+	for k := range others {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = fmt.Sprintf("%s ×%d", k, others[k])
+	}
+	line := fmt.Sprintf("int8 compute: %d node(s) (%s); other nodes (float, data movement, (de)quantize): %d", total, strings.Join(parts, " "), len(p.Nodes)-total)
+	if len(keys) > 0 {
+		line += " [" + strings.Join(keys, ", ") + "]"
+	}
+	return line
 }
 
 // nodeList writes node indices as "#3 #4 #5", eliding the middle of long lists.
