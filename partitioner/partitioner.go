@@ -76,6 +76,22 @@ type NodePlacement struct {
 	Backend   string    `json:"backend"`
 	Partition int       `json:"partition"`
 	Declined  []Decline `json:"declined,omitempty"`
+	// Int8 marks a node that computes on int8 quantized values (see
+	// ComputesInt8).
+	Int8 bool `json:"int8,omitempty"`
+}
+
+// ComputesInt8 reports whether a node's arithmetic is integer on
+// quantized values: an op of the switchyard.quant domain (core/ops/quant)
+// or an ONNX integer op (QLinear*, ConvInteger, MatMulInteger).
+func ComputesInt8(n *graph.Node) bool {
+	if n.Domain == "switchyard.quant" {
+		return n.OpType != "Dequantize" && n.OpType != "Quantize"
+	}
+	if n.Domain == "" || n.Domain == "ai.onnx" || n.Domain == "com.microsoft" {
+		return strings.HasPrefix(n.OpType, "QLinear") || n.OpType == "ConvInteger" || n.OpType == "MatMulInteger"
+	}
+	return false
 }
 
 // Partition is a convex group of nodes placed on one backend.
@@ -177,10 +193,14 @@ func (e *UnplacedError) Error() string {
 }
 
 func label(n NodePlacement) string {
+	s := n.OpType
 	if n.Name != "" {
-		return fmt.Sprintf("%s %q", n.OpType, n.Name)
+		s = fmt.Sprintf("%s %q", n.OpType, n.Name)
 	}
-	return n.OpType
+	if n.Int8 {
+		s += " [int8]"
+	}
+	return s
 }
 
 func contains(list []string, s string) bool {
@@ -249,7 +269,7 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 		plan.Nodes = make([]NodePlacement, n)
 		unplaced = nil
 		for i, nd := range g.Nodes {
-			np := NodePlacement{Index: i, Name: nd.Name, OpType: nd.OpType, Partition: -1}
+			np := NodePlacement{Index: i, Name: nd.Name, OpType: nd.OpType, Partition: -1, Int8: ComputesInt8(nd)}
 			for _, c := range cands {
 				v := c.Verdicts[i]
 				switch {

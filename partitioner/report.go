@@ -37,6 +37,9 @@ func (p *Plan) Text() string {
 	for _, k := range names {
 		fmt.Fprintf(&b, " %s=%d", k, sum[k])
 	}
+	if line := p.int8Line(); line != "" {
+		b.WriteString("\n" + line)
+	}
 	fmt.Fprintf(&b, "\npartitions: %d\n", len(p.Partitions))
 	for _, part := range p.Partitions {
 		kind := "delegated"
@@ -100,6 +103,50 @@ func (p *Plan) Text() string {
 		}
 	}
 	return b.String()
+}
+
+// int8Line says how many nodes computed in int8 on which backend, and
+// how many did not ("" for a model without int8 nodes).
+func (p *Plan) int8Line() string {
+	per := map[string]int{}
+	total := 0
+	for _, n := range p.Nodes {
+		if n.Int8 {
+			per[n.Backend]++
+			total++
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(per))
+	for k := range per {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s=%d", k, per[k])
+	}
+	others := map[string]int{}
+	for _, n := range p.Nodes {
+		if !n.Int8 {
+			others[n.OpType+" on "+n.Backend]++
+		}
+	}
+	keys := make([]string, 0, len(others))
+	for k := range others {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = fmt.Sprintf("%s ×%d", k, others[k])
+	}
+	line := fmt.Sprintf("int8 compute: %d node(s) (%s); other nodes (float, data movement, (de)quantize): %d", total, strings.Join(parts, " "), len(p.Nodes)-total)
+	if len(keys) > 0 {
+		line += " [" + strings.Join(keys, ", ") + "]"
+	}
+	return line
 }
 
 // nodeList writes node indices as "#3 #4 #5", eliding the middle of long lists.

@@ -5,4 +5,5 @@ package all
 import (
 	_ "github.com/switchyard-hal/switchyard/core/executorch" // ExecuTorch (.pte, .bpte)
 	_ "github.com/switchyard-hal/switchyard/core/onnx"       // ONNX (.onnx)
+	_ "github.com/switchyard-hal/switchyard/core/tflite"     // TensorFlow Lite (.tflite)
 )

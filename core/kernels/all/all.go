@@ -11,6 +11,7 @@ import (
 	_ "github.com/switchyard-hal/switchyard/core/kernels/loss"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/misc"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/nn"
+	_ "github.com/switchyard-hal/switchyard/core/kernels/quant"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/reduce"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/resize"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/rnn"

@@ -13,6 +13,7 @@ import (
 	_ "github.com/switchyard-hal/switchyard/core/ops/loss"
 	_ "github.com/switchyard-hal/switchyard/core/ops/misc"
 	_ "github.com/switchyard-hal/switchyard/core/ops/nn"
+	_ "github.com/switchyard-hal/switchyard/core/ops/quant"
 	_ "github.com/switchyard-hal/switchyard/core/ops/reduce"
 	_ "github.com/switchyard-hal/switchyard/core/ops/resize"
 	_ "github.com/switchyard-hal/switchyard/core/ops/rnn"

@@ -1,0 +1,253 @@
+package quant
+
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// conv is Conv2D (filter OHWI, grouped when the filter has fewer input
+// channels than x) and DepthwiseConv2D (filter 1HWC, output channel
+// ic·m+k reads input channel ic), NHWC, TFLite's ConvPerChannel and
+// DepthwiseConvPerChannel: acc = bias + Σ (w−wz)(x−xz) over the window
+// (padding contributes nothing), requantised per output channel.
+func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise bool) ([]*graph.Tensor, error) {
+	x, xt, err := int8Input(n, in, 0, "x")
+	if err != nil {
+		return nil, err
+	}
+	w, wt, err := int8Input(n, in, 3, "w")
+	if err != nil {
+		return nil, err
+	}
+	if len(xt.Shape) != 4 || len(wt.Shape) != 4 {
+		return nil, kernels.Invalidf(n, "x %v and w %v must be 4-D", xt.Shape, wt.Shape)
+	}
+	N, H, W, C := xt.Shape[0], xt.Shape[1], xt.Shape[2], xt.Shape[3]
+	KH, KW := wt.Shape[1], wt.Shape[2]
+	var cout, wc, group, mult int
+	if depthwise {
+		cout = wt.Shape[3]
+		if wt.Shape[0] != 1 || C == 0 || cout%C != 0 {
+			return nil, kernels.Invalidf(n, "depthwise filter %v does not fit %d input channels", wt.Shape, C)
+		}
+		mult = cout / C
+	} else {
+		cout, wc = wt.Shape[0], wt.Shape[3]
+		if wc == 0 || C%wc != 0 || cout%(C/wc) != 0 {
+			return nil, kernels.Invalidf(n, "filter %v does not fit %d input channels", wt.Shape, C)
+		}
+		group = C / wc
+	}
+	xq, err := readParams(n, in, 1, 0, "x")
+	if err != nil {
+		return nil, err
+	}
+	wq, err := readParams(n, in, 4, cout, "w")
+	if err != nil {
+		return nil, err
+	}
+	yq, err := readParams(n, in, 6, 0, "y")
+	if err != nil {
+		return nil, err
+	}
+	var bias []int32
+	if b := kernels.Input(in, 8); b != nil {
+		bd, ok := b.Data.([]int32)
+		if !ok || len(bd) != cout {
+			return nil, kernels.Invalidf(n, "bias must be int32[%d], got %v%v", cout, b.DType, b.Shape)
+		}
+		bias = bd
+	}
+	st, err := ints(n, "strides", []int64{1, 1}, 2)
+	if err != nil {
+		return nil, err
+	}
+	dl, err := ints(n, "dilations", []int64{1, 1}, 2)
+	if err != nil {
+		return nil, err
+	}
+	pd, err := ints(n, "pads", []int64{0, 0, 0, 0}, 4)
+	if err != nil {
+		return nil, err
+	}
+	if st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1 {
+		return nil, kernels.Invalidf(n, "strides %v and dilations %v must be positive", st, dl)
+	}
+	OH := (H+pd[0]+pd[2]-((KH-1)*dl[0]+1))/st[0] + 1
+	OW := (W+pd[1]+pd[3]-((KW-1)*dl[1]+1))/st[1] + 1
+	if OH < 1 || OW < 1 {
+		return nil, kernels.Invalidf(n, "window larger than the padded input")
+	}
+	lo, hi, err := actRange(n, yq)
+	if err != nil {
+		return nil, err
+	}
+	mq := make([]int32, cout)
+	ms := make([]int, cout)
+	for c := range mq {
+		mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)) * float64(wq.s(c)) / float64(yq.s(0)))
+	}
+	out, err := ctx.New(graph.Int8, []int{N, OH, OW, cout})
+	if err != nil {
+		return nil, err
+	}
+	y := out.Data.([]int8)
+	xz, yz := xq.z(0), yq.z(0)
+	wz := make([]int32, cout)
+	for c := range wz {
+		wz[c] = wq.z(c)
+	}
+	acc := make([]int32, cout)
+	xv := make([]int32, C)
+	perGroup := 0
+	if !depthwise {
+		perGroup = cout / group
+	}
+	for b := 0; b < N; b++ {
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
+		for oy := 0; oy < OH; oy++ {
+			for ox := 0; ox < OW; ox++ {
+				if bias != nil {
+					copy(acc, bias)
+				} else {
+					clear(acc)
+				}
+				for ky := 0; ky < KH; ky++ {
+					iy := oy*st[0] - pd[0] + ky*dl[0]
+					if iy < 0 || iy >= H {
+						continue
+					}
+					for kx := 0; kx < KW; kx++ {
+						ix := ox*st[1] - pd[1] + kx*dl[1]
+						if ix < 0 || ix >= W {
+							continue
+						}
+						xo := ((b*H+iy)*W + ix) * C
+						for c := 0; c < C; c++ {
+							xv[c] = int32(x[xo+c]) - xz
+						}
+						if depthwise {
+							wo := (ky*KW + kx) * cout
+							for ic := 0; ic < C; ic++ {
+								for m := 0; m < mult; m++ {
+									oc := ic*mult + m
+									acc[oc] += (int32(w[wo+oc]) - wz[oc]) * xv[ic]
+								}
+							}
+							continue
+						}
+						for oc := 0; oc < cout; oc++ {
+							wo := ((oc*KH+ky)*KW + kx) * wc
+							g0 := (oc / perGroup) * wc
+							wr := w[wo : wo+wc]
+							xr := xv[g0 : g0+wc]
+							s := int32(0)
+							zw := wz[oc]
+							for k, wvv := range wr {
+								s += (int32(wvv) - zw) * xr[k]
+							}
+							acc[oc] += s
+						}
+					}
+				}
+				yo := ((b*OH+oy)*OW + ox) * cout
+				for oc := 0; oc < cout; oc++ {
+					v := mulByQuantizedMultiplier(acc[oc], mq[oc], ms[oc]) + yz
+					y[yo+oc] = clamp8(v, lo, hi)
+				}
+			}
+		}
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// fullyConnected is TFLite's int8 FullyConnected: x is read as rows of
+// w's input size; acc = bias + Σ (w−wz)(x−xz), requantised (per tensor:
+// float64(float32(xs·ws))/ys; per output channel: xs·ws[c]/ys in float64).
+func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x, xt, err := int8Input(n, in, 0, "x")
+	if err != nil {
+		return nil, err
+	}
+	w, wt, err := int8Input(n, in, 3, "w")
+	if err != nil {
+		return nil, err
+	}
+	if len(wt.Shape) != 2 || wt.Shape[1] == 0 {
+		return nil, kernels.Invalidf(n, "weights %v must be [units, depth]", wt.Shape)
+	}
+	units, depth := wt.Shape[0], wt.Shape[1]
+	if len(x)%depth != 0 {
+		return nil, kernels.Invalidf(n, "x %v does not divide into rows of %d", xt.Shape, depth)
+	}
+	rows := len(x) / depth
+	xq, err := readParams(n, in, 1, 0, "x")
+	if err != nil {
+		return nil, err
+	}
+	wq, err := readParams(n, in, 4, units, "w")
+	if err != nil {
+		return nil, err
+	}
+	yq, err := readParams(n, in, 6, 0, "y")
+	if err != nil {
+		return nil, err
+	}
+	var bias []int32
+	if b := kernels.Input(in, 8); b != nil {
+		bd, ok := b.Data.([]int32)
+		if !ok || len(bd) != units {
+			return nil, kernels.Invalidf(n, "bias must be int32[%d], got %v%v", units, b.DType, b.Shape)
+		}
+		bias = bd
+	}
+	shape := []int{rows, units}
+	if s := n.AttrInts("output_shape", nil); len(s) > 0 {
+		shape = make([]int, len(s))
+		for i, d := range s {
+			shape[i] = int(d)
+		}
+		if p, err := graph.NumElements(shape); err != nil || p != rows*units {
+			return nil, kernels.Invalidf(n, "output_shape %v does not hold %d×%d values", s, rows, units)
+		}
+	}
+	lo, hi, err := actRange(n, yq)
+	if err != nil {
+		return nil, err
+	}
+	mq := make([]int32, units)
+	ms := make([]int, units)
+	for c := range mq {
+		if len(wq.scale) == 1 {
+			mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)*wq.s(0)) / float64(yq.s(0)))
+		} else {
+			mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)) * float64(wq.s(c)) / float64(yq.s(0)))
+		}
+	}
+	out, err := ctx.New(graph.Int8, shape)
+	if err != nil {
+		return nil, err
+	}
+	y := out.Data.([]int8)
+	xz, yz := xq.z(0), yq.z(0)
+	xv := make([]int32, depth)
+	for r := 0; r < rows; r++ {
+		for k := range xv {
+			xv[k] = int32(x[r*depth+k]) - xz
+		}
+		for u := 0; u < units; u++ {
+			acc := int32(0)
+			if bias != nil {
+				acc = bias[u]
+			}
+			zw := wq.z(u)
+			for k, wvv := range w[u*depth : (u+1)*depth] {
+				acc += (int32(wvv) - zw) * xv[k]
+			}
+			y[r*units+u] = clamp8(mulByQuantizedMultiplier(acc, mq[u], ms[u])+yz, lo, hi)
+		}
+	}
+	return []*graph.Tensor{out}, nil
+}

@@ -1,0 +1,37 @@
+// Package tflite reads TensorFlow Lite (.tflite) flatbuffer models and
+// converts them to the Switchyard IR; it registers the "tflite" format with
+// core/formats.
+//
+// Parse decodes the flatbuffer with accessors written from the schema's
+// field numbers (tensorflow/compiler/mlir/lite/schema/schema.fbs) on top of
+// the flatbuffers Go runtime: operator codes, subgraphs, tensors with their
+// per-tensor or per-channel quantization, buffers (including buffers stored
+// after the flatbuffer, by offset and size from the file start) and
+// operators with their options tables. Every offset and length is checked
+// against the file before it is followed or allocated, so a malformed or
+// hostile file is an error, never a panic.
+//
+// Convert builds the IR graph of a subgraph. Contracts:
+//   - Values keep the model's own layout (NHWC). Float CONV_2D,
+//     DEPTHWISE_CONV_2D and pools run on the NCHW ONNX ops between two
+//     Transposes, which only move values, so results equal a direct NHWC
+//     computation; filters are transposed once at import.
+//   - SAME padding becomes explicit pads computed as TFLite does (the
+//     smaller half before); fused activations become Relu/Clip/Tanh nodes
+//     (float) or an "activation" attribute (int8).
+//   - Constant DEQUANTIZE of float16 weights (MediaPipe) is folded into
+//     float32 initializers.
+//   - Int8 operators become ops of QuantDomain whose inputs carry every
+//     quantized tensor as (value, scale, zero point) triples, scales 1-D
+//     for per-channel weights; see core/ops/quant.
+//   - UNIDIRECTIONAL_SEQUENCE_LSTM (no CIFG, peepholes, projection or
+//     layer norm) becomes an ONNX LSTM in float32 on dequantised weights,
+//     between Dequantize and Quantize for an int8 one: within its output's
+//     quantisation, not bit-exact with TFLite's integer LSTM; its state
+//     starts at zero on every run.
+//   - MediaPipe's Convolution2DTransposeBias custom op and TRANSPOSE_CONV
+//     become ONNX ConvTranspose between Transposes.
+//   - Every operator that cannot be converted (custom ops, unsupported
+//     builtins or type combinations) is named, with its count and the
+//     reason, in one *UnsupportedError before anything runs.
+package tflite

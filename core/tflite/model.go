@@ -1,0 +1,289 @@
+package tflite
+
+import (
+	"fmt"
+)
+
+// Field numbers of the TFLite schema (tensorflow/compiler/mlir/lite/schema/schema.fbs),
+// written down from the schema's declaration order.
+const (
+	modelVersion, modelOpcodes, modelSubgraphs, modelDescription, modelBuffers = 0, 1, 2, 3, 4
+
+	opcodeDeprecated, opcodeCustom, opcodeVersion, opcodeBuiltin = 0, 1, 2, 3
+
+	sgTensors, sgInputs, sgOutputs, sgOperators, sgName = 0, 1, 2, 3, 4
+
+	tensorShape, tensorType, tensorBuffer, tensorName, tensorQuant, tensorVariable, tensorSparsity, tensorSignature = 0, 1, 2, 3, 4, 5, 6, 7
+
+	quantMin, quantMax, quantScale, quantZero, quantDetailsType, quantDetails, quantDim = 0, 1, 2, 3, 4, 5, 6
+
+	opOpcode, opInputs, opOutputs, opOptionsType, opOptions, opCustomOptions = 0, 1, 2, 3, 4, 5
+	opIntermediates, opLargeCustomOffset, opLargeCustomSize                  = 8, 9, 10
+
+	bufData, bufOffset, bufSize = 0, 1, 2
+)
+
+// Model is a decoded .tflite file: what the flatbuffer says, before any
+// conversion to the Switchyard IR.
+type Model struct {
+	Version     uint32
+	Description string
+	Opcodes     []Opcode
+	Subgraphs   []Subgraph
+	// Buffers hold the raw bytes of each buffer (nil when empty); they
+	// alias the file's bytes.
+	Buffers [][]byte
+}
+
+// Opcode is one entry of the model's operator code table.
+type Opcode struct {
+	Builtin int32  // BuiltinOperator
+	Custom  string // custom_code, for CUSTOM
+	Version int32
+}
+
+// Name is the opcode's name as TFLite spells it (CONV_2D, or the custom
+// code of a custom op).
+func (o Opcode) Name() string {
+	if o.Builtin == opCUSTOM {
+		return "CUSTOM(" + o.Custom + ")"
+	}
+	return builtinName(o.Builtin)
+}
+
+// Subgraph is one graph of the model; the first is the main one.
+type Subgraph struct {
+	Name      string
+	Tensors   []Tensor
+	Inputs    []int32
+	Outputs   []int32
+	Operators []Operator
+}
+
+// Tensor is one tensor declaration.
+type Tensor struct {
+	Name      string
+	Shape     []int32
+	Signature []int32 // shape_signature: -1 marks a dynamic dim
+	Type      int8    // TensorType
+	Buffer    uint32
+	Variable  bool
+	Sparse    bool
+	Quant     *Quant
+}
+
+// Quant are a tensor's affine quantization parameters: real = Scale *
+// (q - ZeroPoint), per tensor (one scale) or per channel along Dim.
+type Quant struct {
+	Scale     []float32
+	ZeroPoint []int64
+	Dim       int32
+	Custom    bool // custom quantization details: unsupported
+}
+
+// Operator is one operator application.
+type Operator struct {
+	Opcode        uint32
+	Inputs        []int32 // -1 marks an omitted optional input
+	Outputs       []int32
+	Intermediates []int32
+	OptionsType   uint8
+	Options       table // zero when absent (check OptionsType)
+	HasOptions    bool
+	CustomOptions []byte
+}
+
+// Parse decodes a .tflite flatbuffer. data is the whole file: buffers
+// stored after the flatbuffer (offset/size) are resolved against it.
+// Every offset and length is checked against data before it is used.
+func Parse(data []byte) (*Model, error) {
+	if len(data) < 8 || string(data[4:8]) != "TFL3" {
+		return nil, fmt.Errorf("tflite: not a TFLite model (no \"TFL3\" identifier at bytes 4..8)")
+	}
+	r, err := root(data)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{}
+	if m.Version, err = r.u32(modelVersion, 0); err != nil {
+		return nil, err
+	}
+	if m.Description, err = r.str(modelDescription); err != nil {
+		return nil, err
+	}
+	ocs, err := r.tables(modelOpcodes, "operator code")
+	if err != nil {
+		return nil, err
+	}
+	for _, oc := range ocs {
+		dep, err1 := oc.u8(opcodeDeprecated, 0)
+		b, err2 := oc.i32(opcodeBuiltin, 0)
+		v, err3 := oc.i32(opcodeVersion, 1)
+		c, err4 := oc.str(opcodeCustom)
+		if err := firstErr(err1, err2, err3, err4); err != nil {
+			return nil, err
+		}
+		// builtin_code supersedes deprecated_builtin_code; old files only
+		// have the latter (and it caps at 127).
+		if int32(int8(dep)) > b {
+			b = int32(int8(dep))
+		}
+		m.Opcodes = append(m.Opcodes, Opcode{Builtin: b, Custom: c, Version: v})
+	}
+	bufs, err := r.tables(modelBuffers, "buffer")
+	if err != nil {
+		return nil, err
+	}
+	m.Buffers = make([][]byte, len(bufs))
+	for i, bt := range bufs {
+		d, err := bt.bytes(bufData)
+		if err != nil {
+			return nil, fmt.Errorf("buffer %d: %w", i, err)
+		}
+		off, err1 := bt.u64(bufOffset, 0)
+		size, err2 := bt.u64(bufSize, 0)
+		if err := firstErr(err1, err2); err != nil {
+			return nil, err
+		}
+		if off > 1 {
+			// stored after the flatbuffer, at an offset from the file start
+			if !fits(data, off, size) {
+				return nil, fmt.Errorf("tflite: buffer %d at offset %d of %d bytes lies outside the %d-byte file", i, off, size, len(data))
+			}
+			d = data[off : off+size]
+		}
+		m.Buffers[i] = d
+	}
+	sgs, err := r.tables(modelSubgraphs, "subgraph")
+	if err != nil {
+		return nil, err
+	}
+	if len(sgs) == 0 {
+		return nil, fmt.Errorf("tflite: model has no subgraph")
+	}
+	for si, st := range sgs {
+		sg, err := parseSubgraph(st, m)
+		if err != nil {
+			return nil, fmt.Errorf("tflite: subgraph %d: %w", si, err)
+		}
+		m.Subgraphs = append(m.Subgraphs, *sg)
+	}
+	return m, nil
+}
+
+func parseSubgraph(st table, m *Model) (*Subgraph, error) {
+	sg := &Subgraph{}
+	var err error
+	if sg.Name, err = st.str(sgName); err != nil {
+		return nil, err
+	}
+	if sg.Inputs, err = st.i32s(sgInputs); err != nil {
+		return nil, err
+	}
+	if sg.Outputs, err = st.i32s(sgOutputs); err != nil {
+		return nil, err
+	}
+	tts, err := st.tables(sgTensors, "tensor")
+	if err != nil {
+		return nil, err
+	}
+	sg.Tensors = make([]Tensor, len(tts))
+	for i, tt := range tts {
+		if err := parseTensor(tt, &sg.Tensors[i], len(m.Buffers)); err != nil {
+			return nil, fmt.Errorf("tensor %d: %w", i, err)
+		}
+	}
+	ots, err := st.tables(sgOperators, "operator")
+	if err != nil {
+		return nil, err
+	}
+	sg.Operators = make([]Operator, len(ots))
+	for i, ot := range ots {
+		op := &sg.Operators[i]
+		var err1, err2, err3, err4, err5 error
+		op.Opcode, err1 = ot.u32(opOpcode, 0)
+		op.Inputs, err2 = ot.i32s(opInputs)
+		op.Outputs, err3 = ot.i32s(opOutputs)
+		op.Intermediates, err4 = ot.i32s(opIntermediates)
+		op.OptionsType, err5 = ot.u8(opOptionsType, 0)
+		if err := firstErr(err1, err2, err3, err4, err5); err != nil {
+			return nil, fmt.Errorf("operator %d: %w", i, err)
+		}
+		if op.OptionsType != 0 {
+			if op.Options, op.HasOptions, err = ot.sub(opOptions, "options"); err != nil {
+				return nil, fmt.Errorf("operator %d: %w", i, err)
+			}
+		}
+		if op.CustomOptions, err = ot.bytes(opCustomOptions); err != nil {
+			return nil, fmt.Errorf("operator %d: %w", i, err)
+		}
+		if int(op.Opcode) >= len(m.Opcodes) {
+			return nil, fmt.Errorf("operator %d uses opcode %d of %d", i, op.Opcode, len(m.Opcodes))
+		}
+		for _, idx := range append(append(append([]int32{}, op.Inputs...), op.Outputs...), op.Intermediates...) {
+			if idx < -1 || int(idx) >= len(sg.Tensors) {
+				return nil, fmt.Errorf("operator %d refers to tensor %d of %d", i, idx, len(sg.Tensors))
+			}
+		}
+	}
+	for _, idx := range append(append([]int32{}, sg.Inputs...), sg.Outputs...) {
+		if idx < 0 || int(idx) >= len(sg.Tensors) {
+			return nil, fmt.Errorf("graph input/output refers to tensor %d of %d", idx, len(sg.Tensors))
+		}
+	}
+	return sg, nil
+}
+
+func parseTensor(tt table, t *Tensor, nbuf int) error {
+	var err1, err2, err3, err4, err5, err6 error
+	t.Shape, err1 = tt.i32s(tensorShape)
+	var ty uint8
+	ty, err2 = tt.u8(tensorType, 0)
+	t.Type = int8(ty)
+	t.Buffer, err3 = tt.u32(tensorBuffer, 0)
+	t.Name, err4 = tt.str(tensorName)
+	t.Variable, err5 = tt.boolean(tensorVariable, false)
+	t.Signature, err6 = tt.i32s(tensorSignature)
+	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
+		return err
+	}
+	if int(t.Buffer) >= nbuf && t.Buffer != 0 {
+		return fmt.Errorf("buffer %d of %d", t.Buffer, nbuf)
+	}
+	if _, ok, err := tt.ref(tensorSparsity); err != nil {
+		return err
+	} else if ok {
+		t.Sparse = true
+	}
+	q, ok, err := tt.sub(tensorQuant, "quantization")
+	if err != nil || !ok {
+		return err
+	}
+	qp := &Quant{}
+	var e1, e2, e3, e4 error
+	var dt uint8
+	qp.Scale, e1 = q.f32s(quantScale)
+	qp.ZeroPoint, e2 = q.i64s(quantZero)
+	qp.Dim, e3 = q.i32(quantDim, 0)
+	dt, e4 = q.u8(quantDetailsType, 0)
+	if err := firstErr(e1, e2, e3, e4); err != nil {
+		return err
+	}
+	qp.Custom = dt != 0
+	if len(qp.Scale) > 0 || qp.Custom {
+		if !qp.Custom && len(qp.ZeroPoint) != 0 && len(qp.ZeroPoint) != len(qp.Scale) {
+			return fmt.Errorf("quantization has %d scales but %d zero points", len(qp.Scale), len(qp.ZeroPoint))
+		}
+		t.Quant = qp
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
