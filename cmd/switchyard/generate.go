@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard/core/gguf"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
@@ -21,7 +23,7 @@ func generateCmd() *cobra.Command {
 	var mf memoryFlags
 	cmd := &cobra.Command{
 		Use:   "generate MODEL --prompt TEXT [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
-		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs)",
+		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs, GGUF, llama2.c)",
 		Long: `Runs a decoder's token loop and streams the text as it is produced:
 the prompt is tokenized (BOS first), prefilled in one step, then one decode
 step per token feeds the key/value cache back. --steps counts positions,
@@ -29,8 +31,10 @@ prompt included, as llama2.c does. --temperature 0 is greedy (argmax);
 otherwise sampling with --top-k, --top-p and --seed. At the end: prefill
 time, per-token time and tokens/s (on stderr).
 
---tokenizer names a llama2.c tokenizer.bin (default: tokenizer.bin or
-tok<VOCAB>.bin beside the model); --vocab is its size (default: the
+MODEL may be ONNX, GGUF (llama) or a llama2.c checkpoint (.bin, float32
+or the int8 export). --tokenizer names a llama2.c tokenizer.bin (default:
+a GGUF file's own tokenizer, else tokenizer.bin or tok<VOCAB>.bin beside
+the model); --vocab is its size (default: the
 model's logits width).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,7 +63,13 @@ model's logits width).`,
 			if vocab == 0 {
 				return errors.New("the logits output has no static vocabulary size: give --vocab")
 			}
-			if tokPath == "" {
+			var tok llm.Tokenizer
+			if tokPath == "" && isGGUF(args[0]) {
+				if tok, err = llm.LoadGGUFTokenizer(args[0]); err != nil {
+					return err
+				}
+			}
+			if tok == nil && tokPath == "" {
 				dir := filepath.Dir(args[0])
 				for _, c := range []string{"tokenizer.bin", fmt.Sprintf("tok%d.bin", vocab)} {
 					if _, err := os.Stat(filepath.Join(dir, c)); err == nil {
@@ -71,9 +81,10 @@ model's logits width).`,
 					return fmt.Errorf("no tokenizer.bin or tok%d.bin beside %s: give --tokenizer", vocab, args[0])
 				}
 			}
-			tok, err := llm.LoadLlama2cTokenizer(tokPath, vocab)
-			if err != nil {
-				return err
+			if tok == nil {
+				if tok, err = llm.LoadLlama2cTokenizer(tokPath, vocab); err != nil {
+					return err
+				}
 			}
 			out := cmd.OutOrStdout()
 			res, err := d.Generate(ctx, tok, prompt, o, func(t llm.Token) error {
@@ -104,4 +115,16 @@ model's logits width).`,
 	bf.add(cmd)
 	mf.add(cmd)
 	return cmd
+}
+
+// isGGUF reports whether the file starts with the GGUF magic.
+func isGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	_, err = io.ReadFull(f, head)
+	return err == nil && gguf.IsGGUF(head)
 }

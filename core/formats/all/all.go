@@ -3,5 +3,6 @@
 package all
 
 import (
-	_ "github.com/switchyard-hal/switchyard/core/onnx" // ONNX (.onnx)
+	_ "github.com/switchyard-hal/switchyard/core/llama" // GGUF (.gguf) and llama2.c checkpoints (.bin)
+	_ "github.com/switchyard-hal/switchyard/core/onnx"  // ONNX (.onnx)
 )
