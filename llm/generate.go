@@ -208,13 +208,22 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 // step runs the decoder on ids after the cache and returns the last
 // position's logits and the new cache.
 func (d *Decoder) step(ctx context.Context, ids []int, cache switchyard.Tensors) ([]float32, switchyard.Tensors, error) {
+	all, v, next, err := d.stepAll(ctx, ids, cache)
+	if err != nil {
+		return nil, nil, err
+	}
+	return all[len(all)-v:], next, nil
+}
+
+// stepAll is step returning every position's logits ([len(ids), v]).
+func (d *Decoder) stepAll(ctx context.Context, ids []int, cache switchyard.Tensors) ([]float32, int, switchyard.Tensors, error) {
 	in := make([]int64, len(ids))
 	for i, v := range ids {
 		in[i] = int64(v)
 	}
 	t, err := switchyard.NewTensor([]int{1, len(ids)}, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	feeds := switchyard.Tensors{d.ids: t}
 	for k, v := range cache {
@@ -222,25 +231,25 @@ func (d *Decoder) step(ctx context.Context, ids []int, cache switchyard.Tensors)
 	}
 	outs, err := d.m.Run(ctx, feeds)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	lt := outs[d.logits]
 	if lt == nil || len(lt.Shape) != 3 || lt.Shape[1] != len(ids) {
-		return nil, nil, fmt.Errorf("logits output has shape %v, want [1,%d,vocab]", shapeOf(lt), len(ids))
+		return nil, 0, nil, fmt.Errorf("logits output has shape %v, want [1,%d,vocab]", shapeOf(lt), len(ids))
 	}
 	all, err := switchyard.Values[float32](lt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("logits: %w", err)
+		return nil, 0, nil, fmt.Errorf("logits: %w", err)
 	}
 	v := lt.Shape[2]
 	next := switchyard.Tensors{}
 	for past, present := range d.present {
 		if outs[present] == nil {
-			return nil, nil, fmt.Errorf("no %s output", present)
+			return nil, 0, nil, fmt.Errorf("no %s output", present)
 		}
 		next[past] = outs[present]
 	}
-	return all[len(all)-v:], next, nil
+	return all, v, next, nil
 }
 
 func shapeOf(t *switchyard.Tensor) []int {
