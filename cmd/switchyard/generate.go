@@ -16,8 +16,8 @@ import (
 )
 
 func generateCmd() *cobra.Command {
-	var prompt, tokPath string
-	var vocab int
+	var prompt, tokPath, draftPath string
+	var vocab, draftK int
 	var o llm.Options
 	var bf backendFlags
 	var mf memoryFlags
@@ -87,19 +87,32 @@ model's logits width).`,
 				}
 			}
 			out := cmd.OutOrStdout()
-			res, err := d.Generate(ctx, tok, prompt, o, func(t llm.Token) error {
+			show := func(t llm.Token) error {
 				_, err := fmt.Fprint(out, t.Text)
 				return err
-			})
-			fmt.Fprintln(out)
-			if res != nil {
-				per := 0.0
-				if res.Generated > 0 {
-					per = float64(res.Decode.Microseconds()) / 1000 / float64(res.Generated)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "prefill: %d tokens in %.2f ms; decode: %d tokens, %.3f ms/token, %.0f tokens/s\n",
-					len(res.PromptTokens), float64(res.Prefill.Microseconds())/1000, res.Generated, per, res.TokensPerSecond())
 			}
+			var res *llm.Result
+			if draftPath != "" {
+				dm, err := eng.Open(ctx, draftPath)
+				if err != nil {
+					return err
+				}
+				dd, err := llm.NewDecoder(dm)
+				if err != nil {
+					return fmt.Errorf("draft: %w", err)
+				}
+				sr, err := llm.Speculative(ctx, d, dd, tok, prompt, draftK, o, show)
+				fmt.Fprintln(out)
+				if sr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "speculative: %d target rounds, %d of %d draft tokens accepted (%.2f)\n", sr.Rounds, sr.Accepted, sr.Proposed, sr.AcceptanceRate())
+					res = &sr.Result
+				}
+				printTimes(cmd, res)
+				return err
+			}
+			res, err = d.Generate(ctx, tok, prompt, o, show)
+			fmt.Fprintln(out)
+			printTimes(cmd, res)
 			return err
 		},
 	}
@@ -112,6 +125,8 @@ model's logits width).`,
 	cmd.Flags().IntVar(&o.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
 	cmd.Flags().Float64Var(&o.TopP, "top-p", 0, "sample among the smallest set reaching probability P (0 or 1: all)")
 	cmd.Flags().Uint64Var(&o.Seed, "seed", 0, "sampling seed")
+	cmd.Flags().StringVar(&draftPath, "draft", "", "a draft model for greedy speculative decoding (same tokenizer)")
+	cmd.Flags().IntVar(&draftK, "draft-k", 4, "tokens the draft proposes per target step")
 	bf.add(cmd)
 	mf.add(cmd)
 	return cmd
@@ -127,4 +142,17 @@ func isGGUF(path string) bool {
 	head := make([]byte, 4)
 	_, err = io.ReadFull(f, head)
 	return err == nil && gguf.IsGGUF(head)
+}
+
+// printTimes writes the prefill and decode timings on stderr.
+func printTimes(cmd *cobra.Command, res *llm.Result) {
+	if res == nil {
+		return
+	}
+	per := 0.0
+	if res.Generated > 0 {
+		per = float64(res.Decode.Microseconds()) / 1000 / float64(res.Generated)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "prefill: %d tokens in %.2f ms; decode: %d tokens, %.3f ms/token, %.0f tokens/s\n",
+		len(res.PromptTokens), float64(res.Prefill.Microseconds())/1000, res.Generated, per, res.TokensPerSecond())
 }

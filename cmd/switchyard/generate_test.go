@@ -33,6 +33,12 @@ func TestGenerateStories260KGreedy(t *testing.T) {
 			t.Fatalf("%s: exit %d:\n%s\nwant the text\n%s", m, code, out, g.Text)
 		}
 	}
+	// Speculative decoding with the int8 export as the draft: the same text.
+	out, code = sy(t, "generate", filepath.Join(dir, "stories260K.bin"), "--backends", "cpu", "--prompt", g.Prompt, "--steps", "64",
+		"--draft", filepath.Join(dir, "stories260K_q80.bin"), "--draft-k", "4")
+	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || !strings.Contains(out, "draft tokens accepted") {
+		t.Fatalf("--draft: exit %d:\n%s", code, out)
+	}
 	if out, code := sy(t, "generate", model, "--backends", "cpu", "--prompt", "x", "--steps", "600", "--context", "512"); code == 0 || !strings.Contains(out, "context length exceeded") {
 		t.Fatalf("context limit: exit %d %s", code, out)
 	}
