@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +33,8 @@ otherwise sampling with --top-k, --top-p and --seed. At the end: prefill
 time, per-token time and tokens/s (on stderr).
 
 MODEL may be ONNX, GGUF (llama) or a llama2.c checkpoint (.bin, float32
-or the int8 export). --tokenizer names a llama2.c tokenizer.bin (default:
+or the int8 export). --tokenizer names a llama2.c tokenizer.bin or a
+Hugging Face tokenizer.json (BPE: byte-level or sentencepiece-style) (default:
 a GGUF file's own tokenizer, else tokenizer.bin or tok<VOCAB>.bin beside
 the model); --vocab is its size (default: the
 model's logits width).`,
@@ -81,6 +83,11 @@ model's logits width).`,
 					return fmt.Errorf("no tokenizer.bin or tok%d.bin beside %s: give --tokenizer", vocab, args[0])
 				}
 			}
+			if tok == nil && strings.HasSuffix(tokPath, ".json") {
+				if tok, err = llm.LoadHFTokenizer(tokPath); err != nil {
+					return err
+				}
+			}
 			if tok == nil {
 				if tok, err = llm.LoadLlama2cTokenizer(tokPath, vocab); err != nil {
 					return err
@@ -117,7 +124,7 @@ model's logits width).`,
 		},
 	}
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt text")
-	cmd.Flags().StringVar(&tokPath, "tokenizer", "", "llama2.c tokenizer.bin (default: tokenizer.bin or tok<VOCAB>.bin beside MODEL)")
+	cmd.Flags().StringVar(&tokPath, "tokenizer", "", "llama2.c tokenizer.bin or Hugging Face tokenizer.json (default: a GGUF file's own, else tokenizer.bin or tok<VOCAB>.bin beside MODEL)")
 	cmd.Flags().IntVar(&vocab, "vocab", 0, "tokenizer vocabulary size (default: the logits width)")
 	cmd.Flags().IntVar(&o.Steps, "steps", 256, "positions to run, prompt included (llama2.c's -n)")
 	cmd.Flags().IntVar(&o.ContextLength, "context", 0, "the model's context length: more --steps are refused (0: not checked)")
