@@ -55,6 +55,9 @@ func (c *Config) check() error {
 	if c.HeadSize%2 != 0 {
 		return fmt.Errorf("%w: head size %d is odd (rotary pairs)", ErrFormat, c.HeadSize)
 	}
+	if c.ContextLength*c.HeadSize > 1<<24 {
+		return fmt.Errorf("%w: context %d × head size %d: rotary tables too large", ErrFormat, c.ContextLength, c.HeadSize)
+	}
 	if c.RMSEps <= 0 {
 		c.RMSEps = 1e-5
 	}
@@ -214,10 +217,13 @@ func (w *Weights) WeightBytes() int {
 func ropeTables(c *Config) (cos, sin []float32) {
 	half := c.HeadSize / 2
 	cos, sin = make([]float32, c.ContextLength*half), make([]float32, c.ContextLength*half)
+	freq := make([]float32, half)
+	for i := range freq {
+		freq[i] = float32(1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadSize)))
+	}
 	for p := 0; p < c.ContextLength; p++ {
-		for i := 0; i < half; i++ {
-			freq := float32(1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadSize)))
-			v := float64(float32(p) * freq)
+		for i, f := range freq {
+			v := float64(float32(p) * f)
 			cos[p*half+i], sin[p*half+i] = float32(math.Cos(v)), float32(math.Sin(v))
 		}
 	}
