@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,15 @@ func greedy(t *testing.T, path string, tok llm.Tokenizer, steps int) (*llm.Resul
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c := d.ContextLength(); strings.HasSuffix(path, ".onnx") != (c == 0) || c != 0 && c != 512 {
+		t.Errorf("%s: context length %d from the metadata", path, c)
+	}
+	if d.ContextLength() > 0 {
+		_, err := d.Generate(ctx, tok, "x", llm.Options{Steps: 513}, func(llm.Token) error { return nil })
+		if !errors.Is(err, llm.ErrContext) {
+			t.Errorf("%s: 513 positions in a 512 context: %v", path, err)
+		}
 	}
 	return res, text.String()
 }

@@ -45,6 +45,12 @@ func Speculative(ctx context.Context, target, draft *Decoder, tok Tokenizer, pro
 	if steps <= 0 {
 		steps = 256
 	}
+	if o.ContextLength == 0 {
+		o.ContextLength = min(target.context, draft.context)
+		if o.ContextLength == 0 {
+			o.ContextLength = max(target.context, draft.context)
+		}
+	}
 	if o.ContextLength > 0 && steps > o.ContextLength {
 		return nil, fmt.Errorf("%w: %d positions asked, the model's context is %d", ErrContext, steps, o.ContextLength)
 	}
