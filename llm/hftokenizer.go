@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -227,22 +228,77 @@ func gpt2Split(s string) []string {
 	return out
 }
 
-// bpe merges the symbols of one word by merge rank.
+// bpe merges the symbols of one word by merge rank: always the adjacent
+// pair of lowest rank, the leftmost of equal ones, as the tokenizers
+// library does; with a heap of candidate pairs over a linked list of
+// symbols, so a long word (a sentencepiece-style text is one) costs
+// O(n log n), not O(n²).
 func (t *HFTokenizer) bpe(syms []string) []string {
-	for len(syms) > 1 {
-		best, at := -1, -1
-		for i := 0; i+1 < len(syms); i++ {
-			if r, ok := t.ranks[[2]string{syms[i], syms[i+1]}]; ok && (best < 0 || r < best) {
-				best, at = r, i
-			}
-		}
-		if at < 0 {
-			break
-		}
-		syms[at] += syms[at+1]
-		syms = append(syms[:at+1], syms[at+2:]...)
+	n := len(syms)
+	if n < 2 {
+		return syms
 	}
-	return syms
+	next, prev := make([]int, n), make([]int, n)
+	for i := range syms {
+		next[i], prev[i] = i+1, i-1
+	}
+	next[n-1] = -1
+	h := &pairHeap{}
+	push := func(i int) {
+		if i < 0 || next[i] < 0 {
+			return
+		}
+		j := next[i]
+		if r, ok := t.ranks[[2]string{syms[i], syms[j]}]; ok {
+			heap.Push(h, pairItem{rank: r, left: i, ll: len(syms[i]), rl: len(syms[j])})
+		}
+	}
+	for i := 0; i+1 < n; i++ {
+		push(i)
+	}
+	dead := make([]bool, n)
+	for h.Len() > 0 {
+		it := heap.Pop(h).(pairItem)
+		i := it.left
+		j := next[i]
+		// stale: a side was merged since the pair was pushed
+		if dead[i] || j < 0 || len(syms[i]) != it.ll || len(syms[j]) != it.rl {
+			continue
+		}
+		syms[i] += syms[j]
+		dead[j] = true
+		next[i] = next[j]
+		if next[j] >= 0 {
+			prev[next[j]] = i
+		}
+		push(prev[i])
+		push(i)
+	}
+	out := syms[:0]
+	for i := 0; i >= 0; i = next[i] {
+		out = append(out, syms[i])
+	}
+	return out
+}
+
+type pairItem struct {
+	rank, left int
+	ll, rl     int // the lengths of the two symbols when pushed
+}
+
+type pairHeap []pairItem
+
+func (h pairHeap) Len() int { return len(h) }
+func (h pairHeap) Less(a, b int) bool {
+	return h[a].rank < h[b].rank || h[a].rank == h[b].rank && h[a].left < h[b].left
+}
+func (h pairHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pairItem)) }
+func (h *pairHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // Encode returns the ids of text, with BOS first when bos is set (and
