@@ -112,11 +112,14 @@ func kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.T
 	} else {
 		q4 = graph.Data[uint8](b)
 	}
+	x := make([]float64, K) // the row of A, converted once for all N outputs
 	for m := 0; m < M; m++ {
 		if m%16 == 0 && ctx.Stopped() {
 			return nil, ctx.Stop(n)
 		}
-		x := av[m*K : m*K+K]
+		for i, v := range av[m*K : m*K+K] {
+			x[i] = float64(v)
+		}
 		for j := 0; j < N; j++ {
 			var acc float64
 			base := j * K
@@ -128,12 +131,12 @@ func kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.T
 				if bits == 8 {
 					w := q8[e : e+end-k]
 					for i, q := range w {
-						blk += float64(x[k+i]) * float64(q)
+						blk += x[k+i] * float64(q)
 					}
 				} else {
 					for i := k; i < end; i++ {
 						f := base + i
-						blk += float64(x[i]) * float64(int(q4[f>>1]>>(4*(f&1))&15)-8)
+						blk += x[i] * float64(int(q4[f>>1]>>(4*(f&1))&15)-8)
 					}
 				}
 				acc += float64(s[e/block]) * blk
