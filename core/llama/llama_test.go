@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -316,5 +317,48 @@ func TestFormatsAndBadFiles(t *testing.T) {
 	}
 	if _, err := formats.Decode([]byte(sb.String()), "x.gguf", formats.Options{}); err == nil || !strings.Contains(err.Error(), "gpt2") {
 		t.Errorf("a gpt2 GGUF: %v", err)
+	}
+}
+
+// TestInt8ExportMatchesFloatWeights: every dequantised weight of the
+// llama2.c int8 export is within half a quantization step (its group's
+// scale) of the float32 checkpoint's, and the norms are equal.
+func TestInt8ExportMatchesFloatWeights(t *testing.T) {
+	dir := shared.Path(t, "testdata/llm/stories260K")
+	read := func(f string) *llama.Weights {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := llama.ReadLlama2c(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	wf, wq := read("stories260K.bin"), read("stories260K_q80.bin")
+	check := func(name string, f, q *llama.Matrix) {
+		fv, qv := f.Float32s(), q.Float32s()
+		for i := range fv {
+			s := float64(q.Scales[i/q.Block])
+			if d := math.Abs(float64(fv[i]) - float64(qv[i])); d > s/2*(1+1e-5) {
+				t.Fatalf("%s[%d]: float %v, int8 %v (scale %v)", name, i, fv[i], qv[i], s)
+			}
+		}
+	}
+	check("embedding", &wf.Embed, &wq.Embed)
+	for l := range wf.Layers {
+		a, b := &wf.Layers[l], &wq.Layers[l]
+		for _, m := range []struct {
+			name string
+			f, q *llama.Matrix
+		}{{"wq", &a.Q, &b.Q}, {"wk", &a.K, &b.K}, {"wv", &a.V, &b.V}, {"wo", &a.O, &b.O}, {"w1", &a.Gate, &b.Gate}, {"w2", &a.Down, &b.Down}, {"w3", &a.Up, &b.Up}} {
+			check(fmt.Sprintf("layer %d %s", l, m.name), m.f, m.q)
+		}
+		for i := range a.AttnNorm {
+			if a.AttnNorm[i] != b.AttnNorm[i] || a.FFNNorm[i] != b.FFNNorm[i] {
+				t.Fatalf("layer %d norms differ at %d", l, i)
+			}
+		}
 	}
 }

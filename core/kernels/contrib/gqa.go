@@ -244,7 +244,7 @@ func gqaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 			}
 		}
 	}
-	res := make([]*graph.Tensor, 3)
+	res := make([]*graph.Tensor, len(n.Outputs)) // output_qk, if listed unnamed, stays nil
 	var err error
 	if res[0], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, S, N * H}, out); err != nil {
 		return nil, err
