@@ -6,9 +6,14 @@
 //
 // Supported today: ONNX decoders whose inputs are input_ids plus past_*
 // key/value inputs with a present_* output for each (stories260K_kv.onnx,
-// Hugging Face Optimum's past_key_values.N.key layout), and llama2.c's
-// tokenizer format. Positions follow llama2.c: BOS is position 0, Steps
-// counts positions, prompt included.
+// Hugging Face Optimum's past_key_values.N.key layout), and the Llama
+// graphs core/llama builds from GGUF files and llama2.c checkpoints (same
+// interface). Tokenizers: llama2.c's tokenizer.bin, a GGUF file's own
+// sentencepiece vocabulary (GGUFTokenizer), and Hugging Face
+// tokenizer.json BPE, byte-level (GPT-2) or sentencepiece-style with byte
+// fallback (Llama) (HFTokenizer). Positions follow llama2.c: BOS is
+// position 0, Steps counts positions, prompt included. Speculative runs
+// greedy speculative decoding with a draft decoder.
 //
 // The KV cache is the model's own present outputs fed back as the next
 // step's past inputs: the graph concatenates past and new keys, so each

@@ -2,8 +2,12 @@ package llm_test
 
 import (
 	"bytes"
+	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
@@ -30,6 +34,42 @@ func FuzzReadLlama2cTokenizer(f *testing.F) {
 		}
 		for i := 1; i < len(ids); i++ {
 			_ = tok.Piece(ids[i-1], ids[i])
+		}
+	})
+}
+
+// FuzzHFTokenizerRoundTrip: on the real GPT-2 and Llama tokenizer.json
+// files, any valid UTF-8 text without special tokens (and, for the
+// sentencepiece-style one, without '▁') encodes without error and decodes
+// back to itself.
+func FuzzHFTokenizerRoundTrip(f *testing.F) {
+	dir := shared.Path(f, "testdata/llm/tiny-random")
+	var toks []*llm.HFTokenizer
+	for _, p := range []string{"gpt2-fp32/tokenizer.json", "llama-fp16/tokenizer.json"} {
+		tok, err := llm.LoadHFTokenizer(filepath.Join(dir, p))
+		if err != nil {
+			f.Fatal(err)
+		}
+		toks = append(toks, tok)
+	}
+	for _, s := range []string{"Hello world", "  a\n\n b\t", "don't 'll 's", "日本語 🦙", "x  ", "1234.5", "\u00a0\u2581 weird"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) || strings.Contains(s, "<s>") || strings.Contains(s, "</s>") || strings.Contains(s, "<unk>") || strings.Contains(s, "<|endoftext|>") {
+			return
+		}
+		for i, tok := range toks {
+			if i == 1 && strings.Contains(s, "\u2581") {
+				continue // sentencepiece's space mark decodes as a space (as in Hugging Face's decoder)
+			}
+			ids, err := tok.Encode(s, true)
+			if err != nil {
+				t.Fatalf("tokenizer %d: %q: %v", i, s, err)
+			}
+			if back := tok.Decode(ids); back != s {
+				t.Fatalf("tokenizer %d: %q → %v → %q", i, s, ids, back)
+			}
 		}
 	})
 }

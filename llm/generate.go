@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,8 @@ type Options struct {
 	// position 0), as llama2.c counts them; 0 means 256.
 	Steps int
 	// ContextLength, when > 0, is the model's context: Steps beyond it is
-	// refused before anything runs.
+	// refused before anything runs. 0 means the context the model's
+	// metadata states (Decoder.ContextLength), if any.
 	ContextLength int
 	// Temperature 0 is greedy (argmax); otherwise logits are divided by it
 	// and sampled, restricted to the TopK most likely (0: all) and to the
@@ -67,7 +69,12 @@ type Decoder struct {
 	present map[string]string // past input → the present output feeding it
 	pastDim map[string]int    // past input → index of its sequence axis
 	pastIn  []switchyard.ValueInfo
+	context int // the model's context length from its metadata, 0 if unknown
 }
+
+// ContextLength is the model's context length as its metadata states it
+// (llama.context_length, which core/llama records), or 0.
+func (d *Decoder) ContextLength() int { return d.context }
 
 // NewDecoder inspects m's inputs and outputs: an int64 input_ids input
 // [batch, seq], a logits output [batch, seq, vocab], and for each input
@@ -110,6 +117,11 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 			return nil, fmt.Errorf("llm: input %q is not input_ids or a past_* cache input (attention masks and position ids are not fed yet)", in.Name)
 		}
 	}
+	if rt := m.Runtime(); rt != nil && rt.IR() != nil {
+		if n, err := strconv.Atoi(rt.IR().Metadata["llama.context_length"]); err == nil && n > 0 {
+			d.context = n
+		}
+	}
 	if d.ids == "" || d.logits == "" {
 		return nil, errors.New("llm: a decoder needs an input_ids input and a logits output")
 	}
@@ -150,6 +162,9 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 	steps := o.Steps
 	if steps <= 0 {
 		steps = 256
+	}
+	if o.ContextLength == 0 {
+		o.ContextLength = d.context
 	}
 	if o.ContextLength > 0 && steps > o.ContextLength {
 		return nil, fmt.Errorf("%w: %d positions asked, the model's context is %d", ErrContext, steps, o.ContextLength)
@@ -208,13 +223,22 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 // step runs the decoder on ids after the cache and returns the last
 // position's logits and the new cache.
 func (d *Decoder) step(ctx context.Context, ids []int, cache switchyard.Tensors) ([]float32, switchyard.Tensors, error) {
+	all, v, next, err := d.stepAll(ctx, ids, cache)
+	if err != nil {
+		return nil, nil, err
+	}
+	return all[len(all)-v:], next, nil
+}
+
+// stepAll is step returning every position's logits ([len(ids), v]).
+func (d *Decoder) stepAll(ctx context.Context, ids []int, cache switchyard.Tensors) ([]float32, int, switchyard.Tensors, error) {
 	in := make([]int64, len(ids))
 	for i, v := range ids {
 		in[i] = int64(v)
 	}
 	t, err := switchyard.NewTensor([]int{1, len(ids)}, in)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	feeds := switchyard.Tensors{d.ids: t}
 	for k, v := range cache {
@@ -222,25 +246,25 @@ func (d *Decoder) step(ctx context.Context, ids []int, cache switchyard.Tensors)
 	}
 	outs, err := d.m.Run(ctx, feeds)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	lt := outs[d.logits]
 	if lt == nil || len(lt.Shape) != 3 || lt.Shape[1] != len(ids) {
-		return nil, nil, fmt.Errorf("logits output has shape %v, want [1,%d,vocab]", shapeOf(lt), len(ids))
+		return nil, 0, nil, fmt.Errorf("logits output has shape %v, want [1,%d,vocab]", shapeOf(lt), len(ids))
 	}
 	all, err := switchyard.Values[float32](lt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("logits: %w", err)
+		return nil, 0, nil, fmt.Errorf("logits: %w", err)
 	}
 	v := lt.Shape[2]
 	next := switchyard.Tensors{}
 	for past, present := range d.present {
 		if outs[present] == nil {
-			return nil, nil, fmt.Errorf("no %s output", present)
+			return nil, 0, nil, fmt.Errorf("no %s output", present)
 		}
 		next[past] = outs[present]
 	}
-	return all[len(all)-v:], next, nil
+	return all, v, next, nil
 }
 
 func shapeOf(t *switchyard.Tensor) []int {

@@ -167,12 +167,12 @@ func TestGreedyMatchesLlama2c(t *testing.T) {
 	}
 }
 
-// BenchmarkDecode generates the golden 64 positions of stories260K per
+// BenchmarkDecodeBackends generates the golden 64 positions of stories260K per
 // iteration on each backend set (default: every backend found) and
 // reports the decode time per token:
 //
-//	GOMAXPROCS=1 go test ./llm -run '^$' -bench Decode
-func BenchmarkDecode(b *testing.B) {
+//	GOMAXPROCS=1 go test ./llm -run '^$' -bench DecodeBackends
+func BenchmarkDecodeBackends(b *testing.B) {
 	dir := shared.Path(b, "testdata/llm/stories260K")
 	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
 	if err != nil {

@@ -4,24 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard/core/gguf"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
 func generateCmd() *cobra.Command {
-	var prompt, tokPath string
-	var vocab int
+	var prompt, tokPath, draftPath string
+	var vocab, draftK int
 	var o llm.Options
 	var bf backendFlags
 	var mf memoryFlags
 	cmd := &cobra.Command{
 		Use:   "generate MODEL --prompt TEXT [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
-		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs)",
+		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs, GGUF, llama2.c)",
 		Long: `Runs a decoder's token loop and streams the text as it is produced:
 the prompt is tokenized (BOS first), prefilled in one step, then one decode
 step per token feeds the key/value cache back. --steps counts positions,
@@ -29,8 +32,11 @@ prompt included, as llama2.c does. --temperature 0 is greedy (argmax);
 otherwise sampling with --top-k, --top-p and --seed. At the end: prefill
 time, per-token time and tokens/s (on stderr).
 
---tokenizer names a llama2.c tokenizer.bin (default: tokenizer.bin or
-tok<VOCAB>.bin beside the model); --vocab is its size (default: the
+MODEL may be ONNX, GGUF (llama) or a llama2.c checkpoint (.bin, float32
+or the int8 export). --tokenizer names a llama2.c tokenizer.bin or a
+Hugging Face tokenizer.json (BPE: byte-level or sentencepiece-style) (default:
+a GGUF file's own tokenizer, else tokenizer.bin or tok<VOCAB>.bin beside
+the model); --vocab is its size (default: the
 model's logits width).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,7 +65,13 @@ model's logits width).`,
 			if vocab == 0 {
 				return errors.New("the logits output has no static vocabulary size: give --vocab")
 			}
-			if tokPath == "" {
+			var tok llm.Tokenizer
+			if tokPath == "" && isGGUF(args[0]) {
+				if tok, err = llm.LoadGGUFTokenizer(args[0]); err != nil {
+					return err
+				}
+			}
+			if tok == nil && tokPath == "" {
 				dir := filepath.Dir(args[0])
 				for _, c := range []string{"tokenizer.bin", fmt.Sprintf("tok%d.bin", vocab)} {
 					if _, err := os.Stat(filepath.Join(dir, c)); err == nil {
@@ -71,29 +83,48 @@ model's logits width).`,
 					return fmt.Errorf("no tokenizer.bin or tok%d.bin beside %s: give --tokenizer", vocab, args[0])
 				}
 			}
-			tok, err := llm.LoadLlama2cTokenizer(tokPath, vocab)
-			if err != nil {
-				return err
+			if tok == nil && strings.HasSuffix(tokPath, ".json") {
+				if tok, err = llm.LoadHFTokenizer(tokPath); err != nil {
+					return err
+				}
+			}
+			if tok == nil {
+				if tok, err = llm.LoadLlama2cTokenizer(tokPath, vocab); err != nil {
+					return err
+				}
 			}
 			out := cmd.OutOrStdout()
-			res, err := d.Generate(ctx, tok, prompt, o, func(t llm.Token) error {
+			show := func(t llm.Token) error {
 				_, err := fmt.Fprint(out, t.Text)
 				return err
-			})
-			fmt.Fprintln(out)
-			if res != nil {
-				per := 0.0
-				if res.Generated > 0 {
-					per = float64(res.Decode.Microseconds()) / 1000 / float64(res.Generated)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "prefill: %d tokens in %.2f ms; decode: %d tokens, %.3f ms/token, %.0f tokens/s\n",
-					len(res.PromptTokens), float64(res.Prefill.Microseconds())/1000, res.Generated, per, res.TokensPerSecond())
 			}
+			var res *llm.Result
+			if draftPath != "" {
+				dm, err := eng.Open(ctx, draftPath)
+				if err != nil {
+					return err
+				}
+				dd, err := llm.NewDecoder(dm)
+				if err != nil {
+					return fmt.Errorf("draft: %w", err)
+				}
+				sr, err := llm.Speculative(ctx, d, dd, tok, prompt, draftK, o, show)
+				fmt.Fprintln(out)
+				if sr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "speculative: %d target rounds, %d of %d draft tokens accepted (%.2f)\n", sr.Rounds, sr.Accepted, sr.Proposed, sr.AcceptanceRate())
+					res = &sr.Result
+				}
+				printTimes(cmd, res)
+				return err
+			}
+			res, err = d.Generate(ctx, tok, prompt, o, show)
+			fmt.Fprintln(out)
+			printTimes(cmd, res)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&prompt, "prompt", "", "the prompt text")
-	cmd.Flags().StringVar(&tokPath, "tokenizer", "", "llama2.c tokenizer.bin (default: tokenizer.bin or tok<VOCAB>.bin beside MODEL)")
+	cmd.Flags().StringVar(&tokPath, "tokenizer", "", "llama2.c tokenizer.bin or Hugging Face tokenizer.json (default: a GGUF file's own, else tokenizer.bin or tok<VOCAB>.bin beside MODEL)")
 	cmd.Flags().IntVar(&vocab, "vocab", 0, "tokenizer vocabulary size (default: the logits width)")
 	cmd.Flags().IntVar(&o.Steps, "steps", 256, "positions to run, prompt included (llama2.c's -n)")
 	cmd.Flags().IntVar(&o.ContextLength, "context", 0, "the model's context length: more --steps are refused (0: not checked)")
@@ -101,7 +132,34 @@ model's logits width).`,
 	cmd.Flags().IntVar(&o.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
 	cmd.Flags().Float64Var(&o.TopP, "top-p", 0, "sample among the smallest set reaching probability P (0 or 1: all)")
 	cmd.Flags().Uint64Var(&o.Seed, "seed", 0, "sampling seed")
+	cmd.Flags().StringVar(&draftPath, "draft", "", "a draft model for greedy speculative decoding (same tokenizer)")
+	cmd.Flags().IntVar(&draftK, "draft-k", 4, "tokens the draft proposes per target step")
 	bf.add(cmd)
 	mf.add(cmd)
 	return cmd
+}
+
+// isGGUF reports whether the file starts with the GGUF magic.
+func isGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	_, err = io.ReadFull(f, head)
+	return err == nil && gguf.IsGGUF(head)
+}
+
+// printTimes writes the prefill and decode timings on stderr.
+func printTimes(cmd *cobra.Command, res *llm.Result) {
+	if res == nil {
+		return
+	}
+	per := 0.0
+	if res.Generated > 0 {
+		per = float64(res.Decode.Microseconds()) / 1000 / float64(res.Generated)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "prefill: %d tokens in %.2f ms; decode: %d tokens, %.3f ms/token, %.0f tokens/s\n",
+		len(res.PromptTokens), float64(res.Prefill.Microseconds())/1000, res.Generated, per, res.TokensPerSecond())
 }

@@ -25,6 +25,20 @@ func TestGenerateStories260KGreedy(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || !strings.Contains(out, "tokens/s") {
 		t.Fatalf("exit %d:\n%s\nwant the text\n%s", code, out, g.Text)
 	}
+	// The Llama graph built from the GGUF file (its own tokenizer) and from
+	// the llama2.c checkpoint (tok512.bin found beside it) gives the same text.
+	for _, m := range []string{"stories260K_f32.gguf", "stories260K.bin"} {
+		out, code := sy(t, "generate", filepath.Join(dir, m), "--backends", "cpu", "--prompt", g.Prompt, "--steps", "64")
+		if code != 0 || !strings.HasPrefix(out, g.Text+"\n") {
+			t.Fatalf("%s: exit %d:\n%s\nwant the text\n%s", m, code, out, g.Text)
+		}
+	}
+	// Speculative decoding with the int8 export as the draft: the same text.
+	out, code = sy(t, "generate", filepath.Join(dir, "stories260K.bin"), "--backends", "cpu", "--prompt", g.Prompt, "--steps", "64",
+		"--draft", filepath.Join(dir, "stories260K_q80.bin"), "--draft-k", "4")
+	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || !strings.Contains(out, "draft tokens accepted") {
+		t.Fatalf("--draft: exit %d:\n%s", code, out)
+	}
 	if out, code := sy(t, "generate", model, "--backends", "cpu", "--prompt", "x", "--steps", "600", "--context", "512"); code == 0 || !strings.Contains(out, "context length exceeded") {
 		t.Fatalf("context limit: exit %d %s", code, out)
 	}

@@ -4,6 +4,7 @@ package all
 import (
 	_ "github.com/switchyard-hal/switchyard/core/kernels/attention"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/binary"
+	_ "github.com/switchyard-hal/switchyard/core/kernels/blockquant"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/contrib"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/control"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/elementwise"

@@ -1,6 +1,6 @@
 // Package contrib holds the reference CPU kernels of the ONNX Runtime
 // contrib operators that exporter-made decoders use (schemas in
-// core/ops/contrib): Attention, MultiHeadAttention,
+// core/ops/contrib): Attention, MultiHeadAttention, GroupQueryAttention,
 // RotaryEmbedding, SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 // SimplifiedLayerNormalization, EmbedLayerNormalization, FastGelu,
 // BiasGelu and Gelu. Import core/kernels/all to register them.

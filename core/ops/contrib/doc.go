@@ -1,6 +1,7 @@
 // Package contrib holds the operator schemas (arity, opset range, dtypes,
 // shape inference) of the ONNX Runtime contrib operators that
 // exporter-made decoders use: the com.microsoft domain's Attention,
+// GroupQueryAttention,
 // MultiHeadAttention, RotaryEmbedding,
 // SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 // EmbedLayerNormalization, FastGelu, BiasGelu and Gelu, and

@@ -15,6 +15,7 @@ func init() {
 	}
 	reg(ops.Schema{OpType: "Attention", MinInputs: 2, MaxInputs: 7, MinOutputs: 1, MaxOutputs: 2, Infer: attentionInfer})
 	reg(ops.Schema{OpType: "MultiHeadAttention", MinInputs: 1, MaxInputs: 8, MinOutputs: 1, MaxOutputs: 4, Infer: mhaInfer})
+	reg(ops.Schema{OpType: "GroupQueryAttention", MinInputs: 7, MaxInputs: 12, MinOutputs: 3, MaxOutputs: 4, Infer: gqaInfer})
 	reg(ops.Schema{OpType: "RotaryEmbedding", MinInputs: 4, MaxInputs: 4, Infer: rotaryInfer})
 	reg(ops.Schema{OpType: "SkipLayerNormalization", MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 4, Infer: skipNormInfer})
 	reg(ops.Schema{OpType: "SkipSimplifiedLayerNormalization", MinInputs: 3, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 4, Infer: skipNormInfer})
@@ -280,5 +281,34 @@ func embedNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Va
 	set(outs, 0, graph.Shape{ids.Shape[0], ids.Shape[1], H})
 	set(outs, 1, graph.Shape{ids.Shape[0]})
 	set(outs, 2, graph.Shape{ids.Shape[0], ids.Shape[1], H})
+	return outs, nil
+}
+
+// gqaInfer: query (B, S, N·H) (or packed (B, S, (N+2·KV)·H) without key
+// and value), past_key (B, KV, P, H) → output (B, S, N·H), present_key
+// and present_value (B, KV, max(P, total), H).
+func gqaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
+	q := inType(in, 0)
+	outs := outputs(n, q.DType)
+	N, KV := n.AttrInt("num_heads", 0), n.AttrInt("kv_num_heads", 0)
+	if N <= 0 || KV <= 0 || N%KV != 0 {
+		return nil, ops.Invalidf(n, "num_heads %d and kv_num_heads %d must be positive, num_heads a multiple", N, KV)
+	}
+	if q.Shape == nil {
+		return outs, nil
+	}
+	if len(q.Shape) != 3 {
+		return nil, ops.Invalidf(n, "query must be 3-D, got %v", q.Shape)
+	}
+	B, S := q.Shape[0], q.Shape[1]
+	hidden := q.Shape[2]
+	if n.Input(1) == "" {
+		hidden = mulDim(divDim(hidden, N+2*KV), N)
+	}
+	H := divDim(hidden, N)
+	set(outs, 0, graph.Shape{B, S, hidden})
+	for i := 1; i < 3; i++ {
+		set(outs, i, graph.Shape{B, dim(KV), unknown, H})
+	}
 	return outs, nil
 }

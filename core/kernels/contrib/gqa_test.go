@@ -1,0 +1,215 @@
+package contrib_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/onnx"
+	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/core/tensorio"
+)
+
+type gqaCase struct {
+	name           string
+	B, S, N, KV, H int
+	P              int   // past buffer length (0: no past inputs)
+	seqlens        []int // seqlens_k
+	total          int
+	packed, rotary bool
+	interleaved    bool
+	softcap        float32
+	wantPresentLen int
+}
+
+// gqaModel is a one-node GroupQueryAttention model and its inputs.
+func gqaModel(c gqaCase, rng *rand.Rand) (*graph.Model, map[string]*graph.Tensor) {
+	randT := func(shape ...int) *graph.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = rng.Float32()*2 - 1
+		}
+		return graph.MustFromSlice(shape, v)
+	}
+	f32 := func(name string, shape ...graph.Dim) graph.ValueInfo {
+		return graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: shape}}
+	}
+	d := func(v int) graph.Dim { return graph.Dim{Value: int64(v)} }
+	feeds := map[string]*graph.Tensor{}
+	g := &graph.Graph{Name: "gqa", Initializers: map[string]*graph.Tensor{}}
+	inputs := make([]string, 7)
+	if c.packed {
+		inputs[0] = "query"
+		g.Inputs = append(g.Inputs, f32("query", d(c.B), d(c.S), d((c.N+2*c.KV)*c.H)))
+		feeds["query"] = randT(c.B, c.S, (c.N+2*c.KV)*c.H)
+	} else {
+		inputs[0], inputs[1], inputs[2] = "query", "key", "value"
+		g.Inputs = append(g.Inputs, f32("query", d(c.B), d(c.S), d(c.N*c.H)), f32("key", d(c.B), d(c.S), d(c.KV*c.H)), f32("value", d(c.B), d(c.S), d(c.KV*c.H)))
+		feeds["query"], feeds["key"], feeds["value"] = randT(c.B, c.S, c.N*c.H), randT(c.B, c.S, c.KV*c.H), randT(c.B, c.S, c.KV*c.H)
+	}
+	if c.P > 0 {
+		inputs[3], inputs[4] = "past_key", "past_value"
+		g.Inputs = append(g.Inputs, f32("past_key", d(c.B), d(c.KV), d(c.P), d(c.H)), f32("past_value", d(c.B), d(c.KV), d(c.P), d(c.H)))
+		feeds["past_key"], feeds["past_value"] = randT(c.B, c.KV, c.P, c.H), randT(c.B, c.KV, c.P, c.H)
+	}
+	inputs[5], inputs[6] = "seqlens_k", "total_sequence_length"
+	g.Inputs = append(g.Inputs,
+		graph.ValueInfo{Name: "seqlens_k", Type: graph.ValueType{Kind: "tensor", DType: graph.Int32, Shape: graph.Shape{d(c.B)}}},
+		graph.ValueInfo{Name: "total_sequence_length", Type: graph.ValueType{Kind: "tensor", DType: graph.Int32, Shape: graph.Shape{}}})
+	sl := make([]int32, c.B)
+	for i, v := range c.seqlens {
+		sl[i] = int32(v)
+	}
+	feeds["seqlens_k"] = graph.MustFromSlice([]int{c.B}, sl)
+	feeds["total_sequence_length"] = graph.MustFromSlice([]int{}, []int32{int32(c.total)})
+	attrs := map[string]*graph.Attribute{
+		"num_heads":    {Name: "num_heads", Type: graph.AttrInt, I: int64(c.N)},
+		"kv_num_heads": {Name: "kv_num_heads", Type: graph.AttrInt, I: int64(c.KV)},
+	}
+	if c.softcap != 0 {
+		attrs["softcap"] = &graph.Attribute{Name: "softcap", Type: graph.AttrFloat, F: c.softcap}
+	}
+	if c.rotary {
+		attrs["do_rotary"] = &graph.Attribute{Name: "do_rotary", Type: graph.AttrInt, I: 1}
+		if c.interleaved {
+			attrs["rotary_interleaved"] = &graph.Attribute{Name: "rotary_interleaved", Type: graph.AttrInt, I: 1}
+		}
+		maxPos, half := 32, c.H/2
+		cs, sn := make([]float32, maxPos*half), make([]float32, maxPos*half)
+		for p := 0; p < maxPos; p++ {
+			for i := 0; i < half; i++ {
+				a := float64(p) * math.Pow(10000, -float64(2*i)/float64(c.H))
+				cs[p*half+i], sn[p*half+i] = float32(math.Cos(a)), float32(math.Sin(a))
+			}
+		}
+		g.Initializers["cos_cache"] = graph.MustFromSlice([]int{maxPos, half}, cs)
+		g.Initializers["sin_cache"] = graph.MustFromSlice([]int{maxPos, half}, sn)
+		inputs = append(inputs, "cos_cache", "sin_cache")
+	}
+	g.Nodes = []*graph.Node{{Name: "gqa", OpType: "GroupQueryAttention", Domain: "com.microsoft", Inputs: inputs,
+		Outputs: []string{"output", "present_key", "present_value"}, Attrs: attrs}}
+	g.Outputs = []graph.ValueInfo{f32("output"), f32("present_key"), f32("present_value")}
+	m := &graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Domain: "", Version: 17}, {Domain: "com.microsoft", Version: 1}}, Graph: g}
+	return m, feeds
+}
+
+// TestGroupQueryAttentionMatchesORT runs one-node GroupQueryAttention
+// models (prefill without past, decode with an exact past, a cache buffer
+// longer than used, a second prompt chunk after a past, packed QKV,
+// rotary halves and interleaved (ORT wants head sizes of 16 there),
+// softcap) on the reference kernel and on
+// ONNX Runtime and compares the output and both presents.
+func TestGroupQueryAttentionMatchesORT(t *testing.T) {
+	cases := []gqaCase{
+		{name: "prefill", B: 2, S: 3, N: 4, KV: 2, H: 8, seqlens: []int{2, 2}, total: 3, wantPresentLen: 3},
+		{name: "decode", B: 2, S: 1, N: 4, KV: 2, H: 8, P: 3, seqlens: []int{3, 3}, total: 4, wantPresentLen: 4},
+		{name: "decode-buffer-packed-rotary", B: 1, S: 1, N: 4, KV: 1, H: 16, P: 6, seqlens: []int{3}, total: 4, packed: true, rotary: true, wantPresentLen: 6},
+		{name: "chunk-interleaved-softcap", B: 1, S: 4, N: 6, KV: 3, H: 16, P: 2, seqlens: []int{5}, total: 6, rotary: true, interleaved: true, softcap: 2, wantPresentLen: 6},
+	}
+	peer := ortPeer(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, feeds := gqaModel(c, rng)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "model.onnx")
+			if err := os.WriteFile(path, onnx.Encode(m), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rt, err := runtime.Load(context.Background(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			got, err := rt.Run(context.Background(), feeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl := got["present_key"].Shape[2]; pl != c.wantPresentLen {
+				t.Errorf("present length %d, want %d", pl, c.wantPresentLen)
+			}
+			step := filepath.Join(dir, "step_0")
+			if err := os.MkdirAll(step, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i, in := range m.Graph.Inputs {
+				if err := os.WriteFile(filepath.Join(step, fmt.Sprintf("input_%d.pb", i)), onnx.EncodeTensor(in.Name, feeds[in.Name]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			chain, _ := json.Marshal(map[string]any{"steps": 1, "present_to_past": map[string]string{}})
+			if err := os.WriteFile(filepath.Join(dir, "chain.json"), chain, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("node", filepath.Join("testdata", "ort_steps.js"), peer, path, dir).CombinedOutput(); err != nil {
+				t.Fatalf("ONNX Runtime: %v\n%s", err, out)
+			}
+			for i, o := range m.Graph.Outputs {
+				want, err := tensorio.ReadFile(filepath.Join(step, fmt.Sprintf("ort_%d.pb", i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := got[o.Name]
+				if !graph.SameShape(g.Shape, want.Shape) {
+					t.Fatalf("%s: Switchyard %v, ORT %v", o.Name, g.Shape, want.Shape)
+				}
+				worst := 0.0
+				for j := 0; j < g.Len(); j++ {
+					a, b := g.Float64At(j), want.Float64At(j)
+					if d := math.Abs(a - b); d > 1e-5+1e-5*math.Abs(b) {
+						t.Fatalf("%s[%d]: Switchyard %g, ORT %g", o.Name, j, a, b)
+					} else {
+						worst = math.Max(worst, d)
+					}
+				}
+				t.Logf("%s %v: max |Switchyard - ORT| %.2g", o.Name, g.Shape, worst)
+			}
+		})
+	}
+}
+
+// TestGroupQueryAttentionRefuses: what the kernel does not implement is
+// refused, not approximated.
+func TestGroupQueryAttentionRefuses(t *testing.T) {
+	c := gqaCase{B: 1, S: 2, N: 2, KV: 1, H: 4, seqlens: []int{1}, total: 2}
+	m, feeds := gqaModel(c, rand.New(rand.NewPCG(1, 1)))
+	n := m.Graph.Nodes[0]
+	s, ok := kernels.Lookup("com.microsoft", "GroupQueryAttention")
+	if !ok {
+		t.Fatal("no GroupQueryAttention kernel")
+	}
+	in := []*graph.Tensor{feeds["query"], feeds["key"], feeds["value"], nil, nil, feeds["seqlens_k"], feeds["total_sequence_length"]}
+	if _, err := s.Kernel(&kernels.Context{Opset: 1}, n, in); err != nil {
+		t.Fatalf("plain case: %v", err)
+	}
+	for name, mutate := range map[string]func(){
+		"local_window_size": func() {
+			n.Attrs["local_window_size"] = &graph.Attribute{Name: "local_window_size", Type: graph.AttrInt, I: 4}
+		},
+		"padded prompt": func() { in[5] = graph.MustFromSlice([]int{1}, []int32{0}) },
+		"num_heads":     func() { n.Attrs["kv_num_heads"] = &graph.Attribute{Name: "kv_num_heads", Type: graph.AttrInt, I: 3} },
+	} {
+		saved := map[string]*graph.Attribute{}
+		for k, v := range n.Attrs {
+			saved[k] = v
+		}
+		sl := in[5]
+		mutate()
+		if _, err := s.Kernel(&kernels.Context{Opset: 1}, n, in); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		n.Attrs, in[5] = saved, sl
+	}
+}

@@ -1,0 +1,67 @@
+package llm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/switchyard-hal/switchyard/core/gguf"
+)
+
+// NewLlama2cTokenizer makes a sentencepiece-style tokenizer with
+// llama2.c's encoder from its pieces (spaces as ' ') and merge scores;
+// ids 0, 1, 2 must be <unk>, <s>, </s>.
+func NewLlama2cTokenizer(pieces []string, scores []float32) (*Llama2cTokenizer, error) {
+	if len(pieces) <= 3 || len(pieces) > maxVocab || len(scores) != len(pieces) {
+		return nil, fmt.Errorf("llm: tokenizer with %d pieces and %d scores", len(pieces), len(scores))
+	}
+	t := &Llama2cTokenizer{index: make(map[string]int, len(pieces))}
+	for i, p := range pieces {
+		t.vocab = append(t.vocab, p)
+		t.scores = append(t.scores, scores[i])
+		t.maxLen = max(t.maxLen, len(p))
+		if _, dup := t.index[p]; !dup {
+			t.index[p] = i
+		}
+	}
+	return t, nil
+}
+
+// GGUFTokenizer reads the sentencepiece ("llama") tokenizer a GGUF file
+// carries in its tokenizer.ggml.* metadata (pieces with '▁' for space,
+// scores), BOS id 1.
+func GGUFTokenizer(f *gguf.File) (*Llama2cTokenizer, error) {
+	if m, _ := f.String("tokenizer.ggml.model"); m != "llama" {
+		return nil, fmt.Errorf("llm: GGUF tokenizer model %q (the sentencepiece \"llama\" one is read)", m)
+	}
+	if bos, ok := f.Uint("tokenizer.ggml.bos_token_id"); ok && bos != 1 {
+		return nil, fmt.Errorf("llm: GGUF BOS id %d (1 is supported)", bos)
+	}
+	toks, _ := f.Meta["tokenizer.ggml.tokens"].([]any)
+	sc, _ := f.Meta["tokenizer.ggml.scores"].([]any)
+	if len(toks) == 0 || len(sc) != len(toks) {
+		return nil, fmt.Errorf("llm: GGUF has %d tokens and %d scores", len(toks), len(sc))
+	}
+	pieces, scores := make([]string, len(toks)), make([]float32, len(toks))
+	for i := range toks {
+		s, ok := toks[i].(string)
+		v, ok2 := sc[i].(float64)
+		if !ok || !ok2 {
+			return nil, fmt.Errorf("llm: GGUF token %d is %T with score %T", i, toks[i], sc[i])
+		}
+		pieces[i], scores[i] = strings.ReplaceAll(s, "\u2581", " "), float32(v)
+	}
+	return NewLlama2cTokenizer(pieces, scores)
+}
+
+// LoadGGUFTokenizer reads the tokenizer of a GGUF file.
+func LoadGGUFTokenizer(path string) (*Llama2cTokenizer, error) {
+	f, err := gguf.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := GGUFTokenizer(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,216 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchyard-hal/switchyard"
+)
+
+// SpecResult sums up a speculative generation.
+type SpecResult struct {
+	Result
+	Rounds   int // target verification steps after the prefill
+	Proposed int // draft tokens proposed
+	Accepted int // draft tokens the target agreed with
+}
+
+// AcceptanceRate is the fraction of proposed draft tokens accepted.
+func (r *SpecResult) AcceptanceRate() float64 {
+	if r.Proposed == 0 {
+		return 0
+	}
+	return float64(r.Accepted) / float64(r.Proposed)
+}
+
+// Speculative generates greedily with speculative decoding: the draft
+// decoder proposes up to k tokens one at a time, then the target runs
+// once on all of them (with the last accepted token first) and keeps the
+// longest prefix that equals its own argmax, plus its own next token. So
+// every emitted token is the target's greedy choice: the output is token
+// for token the target's plain greedy output (Generate at temperature 0),
+// in fewer target steps. Both caches are trimmed back to the accepted
+// tokens after each round. The two models must share the tokenizer.
+// Only greedy sampling is supported (o.Temperature must be 0).
+func Speculative(ctx context.Context, target, draft *Decoder, tok Tokenizer, prompt string, k int, o Options, yield func(Token) error) (*SpecResult, error) {
+	if o.Temperature != 0 {
+		return nil, errors.New("llm: speculative decoding is greedy only (temperature 0)")
+	}
+	if k < 1 || k > 64 {
+		return nil, fmt.Errorf("llm: %d draft tokens per round (1..64)", k)
+	}
+	steps := o.Steps
+	if steps <= 0 {
+		steps = 256
+	}
+	if o.ContextLength == 0 {
+		o.ContextLength = min(target.context, draft.context)
+		if o.ContextLength == 0 {
+			o.ContextLength = max(target.context, draft.context)
+		}
+	}
+	if o.ContextLength > 0 && steps > o.ContextLength {
+		return nil, fmt.Errorf("%w: %d positions asked, the model's context is %d", ErrContext, steps, o.ContextLength)
+	}
+	p, err := tok.Encode(prompt, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(p) > steps {
+		return nil, fmt.Errorf("%w: the prompt has %d tokens with BOS, more than the %d positions asked", ErrContext, len(p), steps)
+	}
+	res := &SpecResult{Result: Result{PromptTokens: p}}
+	prev := p[0]
+	emit := func(id int, prompt bool) error {
+		res.Tokens = append(res.Tokens, id)
+		err := yield(Token{Pos: len(res.Tokens), ID: id, Text: tok.Piece(prev, id), Prompt: prompt})
+		prev = id
+		return err
+	}
+	for _, id := range p[1:] {
+		if err := emit(id, true); err != nil {
+			return res, err
+		}
+	}
+	tc, err := target.emptyCache()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := draft.emptyCache()
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Tokens) == steps {
+		return res, nil
+	}
+	start := time.Now()
+	logits, tc, err := target.step(ctx, p, tc)
+	if err != nil {
+		return res, fmt.Errorf("llm: target prefill: %w", err)
+	}
+	if _, dc, err = draft.step(ctx, p, dc); err != nil {
+		return res, fmt.Errorf("llm: draft prefill: %w", err)
+	}
+	res.Prefill = time.Since(start)
+	last := argmax(logits)
+	if last == tok.BOS() {
+		return res, nil
+	}
+	if err := emit(last, false); err != nil {
+		return res, err
+	}
+	// Invariant: both caches hold every token before last.
+	for len(res.Tokens) < steps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		start := time.Now()
+		n := min(k, steps-len(res.Tokens)-1)
+		cached := cacheLen(draft, dc)
+		props := make([]int, 0, n)
+		feed := last
+		for i := 0; i < n; i++ {
+			var lg []float32
+			if lg, dc, err = draft.step(ctx, []int{feed}, dc); err != nil {
+				return res, fmt.Errorf("llm: draft: %w", err)
+			}
+			feed = argmax(lg)
+			props = append(props, feed)
+		}
+		all, v, next, err := target.stepAll(ctx, append([]int{last}, props...), tc)
+		if err != nil {
+			return res, fmt.Errorf("llm: target: %w", err)
+		}
+		res.Rounds++
+		res.Proposed += n
+		a := 0
+		for a < n && props[a] == argmax(all[a*v:(a+1)*v]) {
+			a++
+		}
+		res.Accepted += a
+		out := append(props[:a:a], argmax(all[a*v:(a+1)*v]))
+		if tc, err = target.trim(next, cached+a+1); err != nil {
+			return res, err
+		}
+		if a == n { // the draft has not seen its own last proposal (or, with none, last)
+			f := last
+			if n > 0 {
+				f = props[n-1]
+			}
+			if _, dc, err = draft.step(ctx, []int{f}, dc); err != nil {
+				return res, fmt.Errorf("llm: draft: %w", err)
+			}
+		} else if dc, err = draft.trim(dc, cached+a+1); err != nil {
+			return res, err
+		}
+		res.Decode += time.Since(start)
+		for _, id := range out {
+			if id == tok.BOS() {
+				return res, nil
+			}
+			res.Generated++
+			if err := emit(id, false); err != nil {
+				return res, err
+			}
+		}
+		last = out[len(out)-1]
+	}
+	return res, nil
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// cacheLen is the number of positions the cache holds.
+func cacheLen(d *Decoder, cache switchyard.Tensors) int {
+	for _, in := range d.pastIn {
+		return cache[in.Name].Shape[d.pastDim[in.Name]]
+	}
+	return 0
+}
+
+// trim cuts every cache tensor to its first n positions.
+func (d *Decoder) trim(cache switchyard.Tensors, n int) (switchyard.Tensors, error) {
+	out := switchyard.Tensors{}
+	for name, t := range cache {
+		ax := d.pastDim[name]
+		if ax >= len(t.Shape) || t.Shape[ax] < n {
+			return nil, fmt.Errorf("llm: cache %s has shape %v, cannot keep %d positions", name, t.Shape, n)
+		}
+		if t.Shape[ax] == n {
+			out[name] = t
+			continue
+		}
+		v, err := switchyard.Values[float32](t)
+		if err != nil {
+			return nil, fmt.Errorf("llm: cache %s: %w (float32 caches are trimmed)", name, err)
+		}
+		outer, inner := 1, 1
+		for _, s := range t.Shape[:ax] {
+			outer *= s
+		}
+		for _, s := range t.Shape[ax+1:] {
+			inner *= s
+		}
+		full := t.Shape[ax] * inner
+		kept := make([]float32, 0, outer*n*inner)
+		for o := 0; o < outer; o++ {
+			kept = append(kept, v[o*full:o*full+n*inner]...)
+		}
+		shape := append([]int(nil), t.Shape...)
+		shape[ax] = n
+		if out[name], err = switchyard.NewTensor(shape, kept); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
