@@ -141,7 +141,7 @@ type loader struct {
 	allocateMemory        func(dev uintptr, info unsafe.Pointer, alloc uintptr, out *uintptr) int32
 	freeMemory            func(dev, mem, alloc uintptr)
 	bindBufferMemory      func(dev, buf, mem uintptr, offset uint64) int32
-	mapMemory             func(dev, mem uintptr, offset, size uint64, flags uint32, out *uintptr) int32
+	mapMemory             func(dev, mem uintptr, offset, size uint64, flags uint32, out *unsafe.Pointer) int32
 	unmapMemory           func(dev, mem uintptr)
 	createShaderModule    func(dev uintptr, info unsafe.Pointer, alloc uintptr, out *uintptr) int32
 	destroyShaderModule   func(dev, mod, alloc uintptr)
