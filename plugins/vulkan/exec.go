@@ -26,9 +26,37 @@ type executable struct {
 	weights map[string]loc // float32 constants and folded parameters in wbuf
 	wbuf    *vbuf
 
-	mu       sync.Mutex
-	plans    map[string]*plan
-	released bool
+	mu        sync.Mutex
+	plans     map[string]*plan
+	released  bool // no new calls
+	freed     bool
+	inflight  int // submitted jobs not yet finished
+}
+
+// begin counts a job of the executable; end, when it finished, frees the
+// executable once it was released and nothing of it is pending (a job
+// may wait for another backend's fence long after Release).
+func (e *executable) begin() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.released {
+		return hal.Errorf(hal.CodeFailedPrecondition, "vulkan: executable released")
+	}
+	e.inflight++
+	return nil
+}
+
+func (e *executable) end() {
+	e.mu.Lock()
+	e.inflight--
+	free := e.released && e.inflight == 0 && !e.freed
+	if free {
+		e.freed = true
+	}
+	e.mu.Unlock()
+	if free {
+		e.freeAll()
+	}
 }
 
 // Compile uploads the partition's constants and checks every node.
@@ -43,6 +71,9 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	if opts.Precision != "" && opts.Precision != hal.PrecisionFloat32 {
 		// reduced precision is allowed, not required: float32 it stays
 		_ = opts.Precision
+	}
+	if err := sg.Graph.Validate(map[string]bool{}); err != nil {
+		return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: invalid subgraph: %v", err)
 	}
 	for i, n := range sg.Graph.Nodes {
 		if r := verdict(sg, n); r != "" {
@@ -138,20 +169,30 @@ func (e *executable) Release() error {
 	}
 	delete(e.b.exes, e)
 	e.b.mu.Unlock()
-	// wait until nothing of ours is pending on the device
-	e.d.g.l.deviceWaitIdle(e.d.g.handle)
 	e.releaseLocked()
 	return nil
 }
 
-// releaseLocked frees everything (the device is idle).
+// releaseLocked refuses new calls and frees everything now or, when jobs
+// are pending, when the last one finished.
 func (e *executable) releaseLocked() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.released {
+		e.mu.Unlock()
 		return
 	}
 	e.released = true
+	free := e.inflight == 0 && !e.freed
+	if free {
+		e.freed = true
+	}
+	e.mu.Unlock()
+	if free {
+		e.freeAll()
+	}
+}
+
+func (e *executable) freeAll() {
 	for _, p := range e.plans {
 		p.free()
 	}
@@ -211,11 +252,6 @@ func (e *executable) build(shapes [][]int) (*plan, error) {
 		}
 	}
 	for i, in := range g.Inputs {
-		for _, d := range shapes[i] {
-			if d == 0 {
-				return nil, declined("vulkan: input %q has an empty dimension %v", in.Name, shapes[i])
-			}
-		}
 		lw.shapes[in.Name] = shapes[i]
 		lw.locs[in.Name] = loc{kind: locIn, idx: i, size: bytesOf(shapes[i])}
 	}
@@ -297,7 +333,7 @@ func (e *executable) build(shapes [][]int) (*plan, error) {
 		for _, bl := range s.binds {
 			if bl.size > e.d.g.maxRange {
 				p.free()
-				return nil, declined("vulkan: a %d-byte value is over the device's storage buffer range (%d)", bl.size, e.d.g.maxRange)
+				return nil, hal.Errorf(hal.CodeResourceExhausted, "vulkan: a %d-byte value is over the device's storage buffer range (%d)", bl.size, e.d.g.maxRange)
 			}
 		}
 	}
@@ -341,7 +377,7 @@ func (p *plan) placeTmps(sizes []uint64) error {
 		if first[id] < 0 {
 			continue
 		}
-		sz := (sizes[id] + align - 1) / align * align
+		sz := max((sizes[id]+align-1)/align*align, align)
 		off := uint64(0)
 		for moved := true; moved; {
 			moved = false
@@ -575,7 +611,9 @@ func (p *plan) record(r *recording, ins, outs []*vbuf) error {
 			g.l.endCmdBuf(cb)
 			return hal.Errorf(hal.CodeInternal, "%v", err)
 		}
+		g.pipeMu.Lock()
 		sl := g.setLayout[len(s.binds)]
+		g.pipeMu.Unlock()
 		ai := &vkDescriptorSetAllocateInfo{SType: vkStructDescSetAllocate, DescriptorPool: r.pool, DescriptorSetCount: 1, PSetLayouts: pin(&ps, &sl)}
 		var set uintptr
 		if err := check("vkAllocateDescriptorSets", g.l.allocateDescSets(g.handle, unsafe.Pointer(ai), &set)); err != nil {
@@ -668,12 +706,49 @@ func (e *executable) ExecuteProfiled(ctx context.Context, inputs, outputs []*gra
 	return e.run(ctx, inputs, outputs, true)
 }
 
+// checkArgs checks the call's arity and the inputs against the declared
+// boundary: dtype, rank, static dims, and the device's buffer range.
+func (e *executable) checkArgs(nin, nout int, dt func(i int) graph.DType, shape func(i int) []int) error {
+	if nin != len(e.g.Inputs) || nout != len(e.g.Outputs) {
+		return hal.Errorf(hal.CodeInvalidArgument, "vulkan: %d inputs and %d outputs, the partition has %d and %d", nin, nout, len(e.g.Inputs), len(e.g.Outputs))
+	}
+	for i, vi := range e.g.Inputs {
+		if dt(i) != graph.Float32 {
+			return hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %q is %v, not float32", vi.Name, dt(i))
+		}
+		s := shape(i)
+		if vi.Type.Shape != nil {
+			bad := len(vi.Type.Shape) != len(s)
+			for k := 0; !bad && k < len(s); k++ {
+				bad = vi.Type.Shape[k].Static() && int(vi.Type.Shape[k].Value) != s[k]
+			}
+			if bad {
+				return hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %q has shape %v, the partition declares %v", vi.Name, s, vi.Type.Shape)
+			}
+		}
+		if b := bytesOf(s); b > e.d.g.maxRange {
+			return hal.Errorf(hal.CodeResourceExhausted, "vulkan: input %q holds %d bytes, over the device's storage buffer range (%d)", vi.Name, b, e.d.g.maxRange)
+		}
+	}
+	return nil
+}
+
 func (e *executable) run(ctx context.Context, inputs, outputs []*graph.Tensor, profile bool) (*hal.CallProfile, error) {
+	for i, t := range inputs {
+		if t == nil {
+			return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %d is nil", i)
+		}
+	}
+	for j, o := range outputs {
+		if o == nil {
+			return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: output %d is nil", j)
+		}
+	}
+	if err := e.checkArgs(len(inputs), len(outputs), func(i int) graph.DType { return inputs[i].DType }, func(i int) []int { return inputs[i].Shape }); err != nil {
+		return nil, err
+	}
 	shapes := make([][]int, len(inputs))
 	for i, t := range inputs {
-		if t.DType != graph.Float32 {
-			return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %d is %v, not float32", i, t.DType)
-		}
 		shapes[i] = t.Shape
 	}
 	p, err := e.plan(shapes)
@@ -697,10 +772,15 @@ func (e *executable) run(ctx context.Context, inputs, outputs []*graph.Tensor, p
 		src, _ := graph.RawBytes(t)
 		copy(dst.bytes(), src)
 	}
+	if err := e.begin(); err != nil {
+		p.release(r, false)
+		return nil, err
+	}
 	e.d.count(func() { e.d.traffic.executes++ })
-	f, err := e.d.submit(&job{cb: r.cb, done: func(error) { p.finished(r) }})
+	f, err := e.d.submit(&job{cb: r.cb, done: func(error) { p.finished(r); e.end() }})
 	if err != nil {
 		p.release(r, false)
+		e.end()
 		return nil, err
 	}
 	if err := f.Wait(ctx); err != nil {
@@ -733,6 +813,9 @@ func (e *executable) run(ctx context.Context, inputs, outputs []*graph.Tensor, p
 
 // Enqueue runs on device buffers after the fences (HAL 1.1).
 func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, after []hal.Fence, opts hal.EnqueueOptions) (hal.Fence, error) {
+	if len(inputs) != len(e.g.Inputs) || len(outputs) != len(e.g.Outputs) {
+		return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: %d inputs and %d outputs, the partition has %d and %d", len(inputs), len(outputs), len(e.g.Inputs), len(e.g.Outputs))
+	}
 	shapes := make([][]int, len(inputs))
 	ins := make([]*dbuf, len(inputs))
 	for i, b := range inputs {
@@ -806,10 +889,20 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 		for _, b := range all {
 			b.release()
 		}
+		e.end()
+	}
+	if err := e.begin(); err != nil {
+		p.release(r, false)
+		for _, b := range all {
+			b.release()
+		}
+		cleanup()
+		return nil, err
 	}
 	e.d.count(func() { e.d.traffic.enqueues++ })
 	f, err := e.d.submit(j)
 	if err != nil {
+		e.end()
 		p.release(r, false)
 		for _, b := range all {
 			b.release()

@@ -258,6 +258,9 @@ func grid(n int, wg uint32) [3]uint32 {
 }
 
 func (lw *lowering) add(n *graph.Node, shader string, variant uint32, count int, binds []loc, push ...uint32) {
+	if count == 0 {
+		return
+	}
 	s := step{shader: shader, variant: variant, wg: workgroup, binds: binds, groups: grid(count, workgroup), node: n.Name}
 	if s.node == "" {
 		s.node = n.OpType
@@ -331,7 +334,13 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 		return nil
 	}
 	if ops.Prod(ys) == 0 {
-		return fmt.Errorf("%s: empty output %v", n.Label(), ys)
+		// empty outputs: storage, no work
+		for j, o := range n.Outputs {
+			if o != "" && j < len(outShapes) {
+				lw.out(o, outShapes[j])
+			}
+		}
+		return nil
 	}
 	if v, ok := binaryVariant[op]; ok {
 		b, bs, err := in(1)

@@ -14,8 +14,8 @@ void main() {
     float acc = VARIANT == 2 ? -1.0 / 0.0 : (VARIANT == 3 ? 1.0 / 0.0 : 0.0);
     for (uint k = 0; k < L; k++) {
         float v = x[base + k * inner];
-        if (VARIANT == 2) acc = max(acc, v);
-        else if (VARIANT == 3) acc = min(acc, v);
+        if (VARIANT == 2) acc = (isnan(v) || v > acc) ? v : acc;
+        else if (VARIANT == 3) acc = (isnan(v) || v < acc) ? v : acc;
         else if (VARIANT == 4) acc += v * v;
         else acc += v;
     }

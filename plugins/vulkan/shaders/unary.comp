@@ -52,5 +52,6 @@ void main() {
     else if (VARIANT == 19) r = ceil(v);
     else if (VARIANT == 20) r = sin(v);
     else r = cos(v);
+    if (isnan(v)) r = v; // every op propagates NaN (min/max would drop it)
     y[i] = r;
 }
