@@ -26,11 +26,11 @@ type executable struct {
 	weights map[string]loc // float32 constants and folded parameters in wbuf
 	wbuf    *vbuf
 
-	mu        sync.Mutex
-	plans     map[string]*plan
-	released  bool // no new calls
-	freed     bool
-	inflight  int // submitted jobs not yet finished
+	mu       sync.Mutex
+	plans    map[string]*plan
+	released bool // no new calls
+	freed    bool
+	inflight int // submitted jobs not yet finished
 }
 
 // begin counts a job of the executable; end, when it finished, frees the
