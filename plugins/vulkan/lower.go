@@ -751,11 +751,34 @@ func (lw *lowering) reduce(n *graph.Node, x loc, xs, ys []int) error {
 	slices.Sort(norm)
 	norm = slices.Compact(norm)
 	if norm[len(norm)-1]-norm[0] != len(norm)-1 {
-		return fmt.Errorf("%s: axes %v are not contiguous (not implemented)", n.Label(), axes)
+		// not contiguous: move the reduced axes last (a strided copy),
+		// then reduce that run
+		var perm []int
+		for d := 0; d < r; d++ {
+			if !slices.Contains(norm, d) {
+				perm = append(perm, d)
+			}
+		}
+		perm = append(perm, norm...)
+		ist := contiguous(xs)
+		ps, src := make([]int, r), make([]int, r)
+		for d, k := range perm {
+			ps[d], src[d] = xs[k], ist[k]
+		}
+		t := lw.tmp(bytesOf(ps))
+		if err := lw.copyStep(n, x, t, ps, src, 0, contiguous(ps), 0); err != nil {
+			return err
+		}
+		x, xs = t, ps
+		lo := r - len(norm)
+		norm = norm[:0]
+		for d := lo; d < r; d++ {
+			norm = append(norm, d)
+		}
 	}
 	lo, hi := norm[0], norm[len(norm)-1]+1
 	L, inner := ops.Prod(xs[lo:hi]), ops.Prod(xs[hi:])
-	rows := ops.Prod(xs) / max(L, 1)
+	rows := ops.Prod(ys) // one per output element (also when L is 0)
 	v := map[string]uint32{"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2, "ReduceMin": 3, "ReduceSumSquare": 4}[n.OpType]
 	y := lw.out(n.Outputs[0], ys)
 	lw.add(n, "reduce", v, rows, []loc{x, y}, uint32(rows), uint32(L), uint32(inner))

@@ -8,6 +8,32 @@
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
+// pow with C's special cases (GLSL's pow is undefined for x < 0 and x = 0)
+float pow_(float x, float y) {
+    if (y == 0.0 || x == 1.0) return 1.0;
+    if (y == 1.0) return x;
+    if (isnan(x) || isnan(y)) return NAN;
+    bool yint = !isinf(y) && y == floor(y);
+    bool yodd = yint && mod(y, 2.0) == 1.0;
+    if (isinf(y)) {
+        float ax = abs(x);
+        if (ax == 1.0) return 1.0;
+        return ((ax > 1.0) == (y > 0.0)) ? INF : 0.0;
+    }
+    if (x == 0.0) {
+        bool neg = (floatBitsToUint(x) >> 31) != 0u;
+        if (y > 0.0) return yodd ? x : 0.0;
+        return (yodd && neg) ? -INF : INF;
+    }
+    if (isinf(x)) {
+        float r = (y > 0.0) ? INF : 0.0;
+        return (x < 0.0 && yodd) ? -r : r;
+    }
+    if (x < 0.0 && !yint) return NAN;
+    if (y == 2.0) return x * x;
+    float r = pow(abs(x), y);
+    return (x < 0.0 && yodd) ? -r : r;
+}
 void main() {
     uint i = flatIndex();
     if (i >= pc.u[0]) return;
@@ -25,12 +51,7 @@ void main() {
     else if (VARIANT == 1) r = x - y;
     else if (VARIANT == 2) r = x * y;
     else if (VARIANT == 3) r = x / y;
-    else if (VARIANT == 4) {
-        // pow with ONNX's meaning for negative bases and integer exponents
-        if (y == 2.0) r = x * x;
-        else if (x < 0.0 && y == floor(y)) { r = pow(-x, y); if (mod(y, 2.0) != 0.0) r = -r; }
-        else r = pow(x, y);
-    }
+    else if (VARIANT == 4) r = pow_(x, y);
     else if (VARIANT == 5) r = (isnan(x) || isnan(y)) ? x + y : max(x, y);
     else if (VARIANT == 6) r = (isnan(x) || isnan(y)) ? x + y : min(x, y);
     else r = x < 0.0 ? x * y : x;

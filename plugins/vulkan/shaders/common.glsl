@@ -11,3 +11,7 @@ uint flatIndex() {
 }
 float pf(uint i) { return uintBitsToFloat(pc.u[i]); }
 int pi(uint i) { return int(pc.u[i]); }
+
+// IEEE specials (a constant division by zero is undefined in GLSL)
+#define INF uintBitsToFloat(0x7f800000u)
+#define NAN uintBitsToFloat(0x7fc00000u)

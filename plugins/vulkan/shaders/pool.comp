@@ -13,7 +13,7 @@ void main() {
     uint H = pc.u[1], W = pc.u[2], OH = pc.u[3], OW = pc.u[4];
     uint ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
     int ih0 = int(oh * pc.u[7]) - pi(9), iw0 = int(ow * pc.u[8]) - pi(10);
-    float acc = VARIANT == 0 ? -1.0 / 0.0 : 0.0;
+    float acc = VARIANT == 0 ? -INF : 0.0;
     uint cnt = 0, cntPad = 0;
     for (uint kh = 0; kh < pc.u[5]; kh++) {
         int ih = ih0 + int(kh * pc.u[11]);
@@ -22,7 +22,7 @@ void main() {
             if (ih < int(H) + pi(14) && iw < int(W) + pi(15)) cntPad++;
             if (ih < 0 || ih >= int(H) || iw < 0 || iw >= int(W)) continue;
             float v = x[plane * H * W + uint(ih) * W + uint(iw)];
-            if (VARIANT == 0) acc = (isnan(v) || v > acc) ? v : acc; else acc += v;
+            if (VARIANT == 0) acc = v > acc ? v : acc; else acc += v; // max skips NaN, as the reference does
             cnt++;
         }
     }

@@ -11,7 +11,7 @@ void main() {
     if (i >= pc.u[0]) return;
     uint L = pc.u[1], inner = pc.u[2];
     uint base = (i / inner) * L * inner + i % inner;
-    float acc = VARIANT == 2 ? -1.0 / 0.0 : (VARIANT == 3 ? 1.0 / 0.0 : 0.0);
+    float acc = VARIANT == 2 ? -INF : (VARIANT == 3 ? INF : 0.0);
     for (uint k = 0; k < L; k++) {
         float v = x[base + k * inner];
         if (VARIANT == 2) acc = (isnan(v) || v > acc) ? v : acc;

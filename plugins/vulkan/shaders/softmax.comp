@@ -10,7 +10,7 @@ void main() {
     if (i >= pc.u[0]) return;
     uint L = pc.u[1], inner = pc.u[2];
     uint base = (i / inner) * L * inner + i % inner;
-    float mx = -1.0 / 0.0;
+    float mx = -INF;
     for (uint k = 0; k < L; k++) mx = max(mx, x[base + k * inner]);
     float s = 0.0;
     for (uint k = 0; k < L; k++) s += exp(x[base + k * inner] - mx);

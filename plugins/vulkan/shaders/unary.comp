@@ -25,6 +25,14 @@ float erf_(float v) {
     }
     return v < 0.0 ? -r : r;
 }
+float log1p_(float e) { return e < 1e-4 ? e * (1.0 - 0.5 * e) : log(1.0 + e); }
+float tanh_(float v) {
+    float a = abs(v);
+    if (a > 10.0) return sign(v);
+    if (a < 0.1) { float v2 = v * v; return v * (1.0 + v2 * (-1.0 / 3.0 + v2 * (2.0 / 15.0 + v2 * (-17.0 / 315.0)))); }
+    float r = 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
+    return v < 0.0 ? -r : r;
+}
 float sigmoid_(float v) { return v >= 0.0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v)); }
 void main() {
     uint i = flatIndex();
@@ -32,12 +40,12 @@ void main() {
     float v = x[i], al = pf(1), be = pf(2), r;
     if (VARIANT == 0) r = isnan(v) ? v : max(v, 0.0);
     else if (VARIANT == 1) r = sigmoid_(v);
-    else if (VARIANT == 2) { r = abs(v) > 10.0 ? sign(v) : tanh(v); }
+    else if (VARIANT == 2) r = tanh_(v);
     else if (VARIANT == 3) r = isnan(v) ? v : min(max(v, al), be);
     else if (VARIANT == 4) r = max(0.0, min(1.0, al * v + be));
-    else if (VARIANT == 5) r = v * max(0.0, min(1.0, v / 6.0 + 0.5));
+    else if (VARIANT == 5) r = v <= -3.0 ? 0.0 : (v >= 3.0 ? v : v * (v / 6.0 + 0.5));
     else if (VARIANT == 6) r = v < 0.0 ? al * v : v;
-    else if (VARIANT == 7) r = 0.5 * v * (1.0 + erf_(v * 0.70710678118654752));
+    else if (VARIANT == 7) r = isinf(v) ? max(v, 0.0) : 0.5 * v * (1.0 + erf_(v * 0.70710678118654752));
     else if (VARIANT == 8) r = erf_(v);
     else if (VARIANT == 9) r = exp(v);
     else if (VARIANT == 10) r = log(v);
@@ -47,7 +55,7 @@ void main() {
     else if (VARIANT == 14) r = 1.0 / v;
     else if (VARIANT == 15) r = v;
     else if (VARIANT == 16) r = v < 0.0 ? al * (exp(v) - 1.0) : v;
-    else if (VARIANT == 17) r = v > 20.0 ? v : log(1.0 + exp(v));
+    else if (VARIANT == 17) r = max(v, 0.0) + log1p_(exp(-abs(v)));
     else if (VARIANT == 18) r = floor(v);
     else if (VARIANT == 19) r = ceil(v);
     else if (VARIANT == 20) r = sin(v);
