@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -16,6 +17,9 @@ var errNoDriver = errors.New("no Vulkan driver")
 
 // errNoDevice marks the third: drivers, but no device this backend can use.
 var errNoDevice = errors.New("no usable Vulkan compute device")
+
+// testUnusable, set by a test, makes every device unusable with it.
+var testUnusable string
 
 // instance is a VkInstance with its physical devices.
 type instance struct {
@@ -102,6 +106,8 @@ func newInstance(l *loader) (*instance, error) {
 			}
 		}
 		switch {
+		case testUnusable != "":
+			p.unusable = testUnusable
 		case p.family < 0:
 			p.unusable = "no queue family with compute"
 		case p.props.Limits.MaxPushConstantsSize < pushBytes:
@@ -224,10 +230,13 @@ func (g *gpu) close() {
 // vbuf is one VkBuffer with its own memory; ptr is its host mapping (0
 // when not host-visible).
 type vbuf struct {
+	id       uint64 // unique for the process: handles are reused after a free
 	buf, mem uintptr
 	size     uint64
 	ptr      unsafe.Pointer
 }
+
+var bufIDs atomic.Uint64
 
 // alloc makes a storage buffer of size bytes, in device memory (staging
 // false) or host-visible staging memory.
@@ -239,7 +248,7 @@ func (g *gpu) alloc(size uint64, staging bool) (*vbuf, error) {
 	var ps pins
 	defer ps.done()
 	bci := &vkBufferCreateInfo{SType: vkStructBufferCreate, Size: size, Usage: vkBufferUsageStorage | vkBufferUsageTransferSrc | vkBufferUsageTransferDst, SharingMode: vkSharingExclusive}
-	b := &vbuf{size: size}
+	b := &vbuf{size: size, id: bufIDs.Add(1)}
 	if err := check("vkCreateBuffer", g.l.createBuffer(g.handle, unsafe.Pointer(bci), 0, &b.buf)); err != nil {
 		return nil, err
 	}

@@ -456,7 +456,7 @@ func (p *plan) take(ins, outs []*vbuf) (*recording, error) {
 	if ins != nil {
 		var b strings.Builder
 		for _, v := range append(append([]*vbuf{}, ins...), outs...) {
-			fmt.Fprintf(&b, "%x,", v.buf)
+			fmt.Fprintf(&b, "%d,", v.id) // not the handle: a new buffer may get a freed one's
 		}
 		key = b.String()
 	}

@@ -302,6 +302,9 @@ func (d *device) close() {
 	d.closeOnce.Do(func() {
 		close(d.halt)
 		d.workers.Wait()
+		// the device finishes what was submitted before any job's
+		// resources are released below
+		d.g.l.deviceWaitIdle(d.g.handle)
 		for {
 			select {
 			case j := <-d.jobs:
@@ -314,7 +317,6 @@ func (d *device) close() {
 			}
 			break
 		}
-		d.g.l.deviceWaitIdle(d.g.handle)
 		for _, f := range d.vkFence {
 			d.g.l.destroyFence(d.g.handle, f, 0)
 		}
