@@ -617,6 +617,11 @@ func (lw *lowering) gemm(n *graph.Node, a loc, as []int, ys []int) error {
 	const tile = 16
 	s := step{shader: "gemm", wg: tile, binds: []loc{a, b, biasL, y}, push: p, node: n.Name,
 		groups: [3]uint32{uint32((N + tile - 1) / tile), uint32((M + tile - 1) / tile), uint32(nb)}}
+	if lw.exe.d.cpuDevice() {
+		// no shared-memory tiles where barriers are expensive (lavapipe)
+		s.shader, s.wg = "gemmrow", workgroup
+		s.groups = [3]uint32{uint32((N + 4*workgroup - 1) / (4 * workgroup)), uint32(M), uint32(nb)}
+	}
 	if s.groups[0] > 65535 || s.groups[1] > 65535 {
 		return fmt.Errorf("%s: %dx%d output is too large for one dispatch", n.Label(), M, N)
 	}

@@ -104,6 +104,10 @@ func newDevice(index int, g *gpu, desc hal.DeviceDesc, loseAfter int64) *device 
 	return d
 }
 
+// cpuDevice reports a CPU implementation (lavapipe), whose deviceType
+// says so: shaders are chosen for it where that matters.
+func (d *device) cpuDevice() bool { return d.g.phys.props.DeviceType == vkPhysicalDeviceTypeCPU }
+
 // errLost is the error of every call after the device was lost.
 func (d *device) errLost() error {
 	return hal.Errorf(hal.CodeUnavailable, "vulkan: device %d (%s) lost (VK_ERROR_DEVICE_LOST)", d.index, d.desc.Name)
