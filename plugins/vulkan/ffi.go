@@ -115,12 +115,6 @@ func check(call string, r int32) error {
 	return &vkError{call: call, result: r}
 }
 
-// isDeviceLost reports whether err is VK_ERROR_DEVICE_LOST.
-func isDeviceLost(err error) bool {
-	var ve *vkError
-	return errors.As(err, &ve) && ve.result == vkErrorDeviceLost
-}
-
 // loader holds the bound entry points of one libvulkan.so.1.
 type loader struct {
 	enumerateInstanceVersion  func(v *uint32) int32

@@ -104,7 +104,7 @@ func verdict(sg *hal.Subgraph, n *graph.Node) string {
 		if t.DType != graph.Float32 {
 			return fmt.Sprintf("input %q is %v; the shaders take float32", n.Inputs[i], t.DType)
 		}
-		if t.Shape != nil && len(t.Shape) > maxRank {
+		if len(t.Shape) > maxRank {
 			return fmt.Sprintf("input %q has rank %d, over %d", n.Inputs[i], len(t.Shape), maxRank)
 		}
 	}
@@ -792,11 +792,12 @@ func (lw *lowering) reduce(n *graph.Node, x loc, xs, ys []int) error {
 
 func (lw *lowering) slice(n *graph.Node, x loc, xs, ys []int) error {
 	r := len(xs)
-	var starts, ends, axes, steps []int64
+	// ends need not be read: the inferred output shape holds them
+	var starts, axes, steps []int64
 	if lw.exe.opset < 10 {
-		starts, ends, axes = n.AttrInts("starts", nil), n.AttrInts("ends", nil), n.AttrInts("axes", nil)
+		starts, axes = n.AttrInts("starts", nil), n.AttrInts("axes", nil)
 	} else {
-		starts, ends = lw.constInts(n.Input(1)), lw.constInts(n.Input(2))
+		starts = lw.constInts(n.Input(1))
 		if n.Input(3) != "" {
 			axes = lw.constInts(n.Input(3))
 		}
@@ -833,7 +834,6 @@ func (lw *lowering) slice(n *graph.Node, x loc, xs, ys []int) error {
 			s = max(0, min(s, dim-1))
 		}
 		start[a], step[a] = int(s), int(st)
-		_ = ends
 	}
 	ist := contiguous(xs)
 	src := make([]int, r)

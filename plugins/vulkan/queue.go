@@ -357,9 +357,7 @@ func (g *gpu) barrier(cb uintptr) {
 	mb := &vkMemoryBarrier{SType: vkStructMemoryBarrier,
 		SrcAccessMask: vkAccessShaderWrite | vkAccessTransferWrite | vkAccessHostWrite | vkAccessShaderRead | vkAccessTransferRead,
 		DstAccessMask: vkAccessShaderRead | vkAccessShaderWrite | vkAccessTransferRead | vkAccessTransferWrite | vkAccessHostRead}
-	const all = vkStageTopOfPipe | vkStageCompute | vkStageTransfer | vkStageHost | vkStageBottomOfPipe
 	g.l.cmdPipelineBarrier(cb, vkStageCompute|vkStageTransfer|vkStageHost|vkStageTopOfPipe, vkStageCompute|vkStageTransfer|vkStageHost, 0, 1, unsafe.Pointer(mb), 0, 0, 0, 0)
-	_ = all
 }
 
 func (g *gpu) copyBuf(cb uintptr, src, dst uintptr, srcOff, dstOff, size uint64) {
