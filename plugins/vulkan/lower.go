@@ -23,7 +23,7 @@ var unaryVariant = map[string]uint32{"Relu": 0, "Sigmoid": 1, "Tanh": 2, "Clip":
 
 var viewOps = map[string]bool{"Reshape": true, "Flatten": true, "Squeeze": true, "Unsqueeze": true, "Identity": true, "Dropout": true}
 
-var otherOps = []string{"MatMul", "Gemm", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
+var otherOps = []string{"MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
 	"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "BatchNormalization", "LayerNormalization",
 	"Concat", "Split", "Slice", "Transpose", "Pad", "Expand"}
 
@@ -142,6 +142,16 @@ func verdict(sg *hal.Subgraph, n *graph.Node) string {
 		}
 		if t, ok := sg.TypeOf(n.Inputs[0]); ok && t.Shape != nil && len(t.Shape) != 3 && len(t.Shape) != 4 {
 			return fmt.Sprintf("Conv of rank %d (1-D and 2-D are implemented)", len(t.Shape))
+		}
+	case "ConvTranspose":
+		if ap := n.AttrString("auto_pad", "NOTSET"); ap != "NOTSET" && ap != "VALID" {
+			return fmt.Sprintf("auto_pad=%s is not implemented for ConvTranspose", ap)
+		}
+		if n.HasAttr("output_shape") {
+			return "output_shape is not implemented (pads and output_padding are)"
+		}
+		if t, ok := sg.TypeOf(n.Inputs[0]); ok && t.Shape != nil && len(t.Shape) != 3 && len(t.Shape) != 4 {
+			return fmt.Sprintf("ConvTranspose of rank %d (1-D and 2-D are implemented)", len(t.Shape))
 		}
 	case "MaxPool", "AveragePool":
 		if n.AttrInt("storage_order", 0) != 0 {
@@ -394,7 +404,7 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 	switch op {
 	case "MatMul", "Gemm":
 		return lw.gemm(n, x, xs, ys)
-	case "Conv":
+	case "Conv", "ConvTranspose":
 		return lw.conv(n, x, xs, ys)
 	case "MaxPool", "AveragePool":
 		return lw.pool(n, x, xs, ys)
@@ -694,7 +704,11 @@ func (lw *lowering) conv(n *graph.Node, x loc, xs, ys []int) error {
 	y := lw.out(n.Outputs[0], ys)
 	cnt := ops.Prod(ys)
 	group := int(n.AttrInt("group", 1))
-	lw.add(n, "conv", 0, cnt, []loc{x, wl, bias, y}, uint32(xs[0]), uint32(xs[1]), uint32(h), uint32(w), uint32(ys[1]), uint32(oh), uint32(ow),
+	shader := "conv"
+	if n.OpType == "ConvTranspose" {
+		shader = "convt"
+	}
+	lw.add(n, shader, 0, cnt, []loc{x, wl, bias, y}, uint32(xs[0]), uint32(xs[1]), uint32(h), uint32(w), uint32(ys[1]), uint32(oh), uint32(ow),
 		uint32(k[0]), uint32(k[1]), uint32(s[0]), uint32(s[1]), uint32(d[0]), uint32(d[1]), uint32(pads[0]), uint32(pads[1]), uint32(group), has, uint32(cnt))
 	return nil
 }

@@ -125,6 +125,12 @@ func opCases(rng *rand.Rand) []opCase {
 			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, []string{"y"}, iattr("group", 2), sattr("auto_pad", "SAME_UPPER"))}},
 		{name: "conv1d", inputs: map[string][]int{"x": {1, 4, 30}}, consts: map[string]*graph.Tensor{"w": w(5, 4, 3)},
 			nodes: []*graph.Node{node("Conv", []string{"x", "w"}, []string{"y"}, ints("strides", 2), ints("pads", 1, 1))}},
+		{name: "convtranspose", inputs: map[string][]int{"x": {2, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 3, 3, 3), "b": w(3)},
+			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w", "b"}, []string{"y"}, ints("strides", 2, 2), ints("pads", 1, 0, 1, 1), ints("output_padding", 1, 0))}},
+		{name: "convtranspose_groups_dilated", inputs: map[string][]int{"x": {1, 4, 5, 6}}, consts: map[string]*graph.Tensor{"w": w(4, 2, 2, 3)},
+			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, iattr("group", 2), ints("dilations", 2, 1), ints("strides", 1, 3))}},
+		{name: "convtranspose1d", inputs: map[string][]int{"x": {1, 3, 7}}, consts: map[string]*graph.Tensor{"w": w(3, 2, 4)},
+			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, ints("strides", 2))}},
 		{name: "depthwise_bn_clip", inputs: x4, consts: map[string]*graph.Tensor{"w": w(6, 1, 3, 3), "s": w(6), "bb": w(6), "mu": w(6), "var": graph.MustFromSlice([]int{6}, []float32{1, 2, 3, 0.5, 0.25, 4}), "lo": graph.Scalar(float32(0)), "hi": graph.Scalar(float32(6))},
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}, iattr("group", 6), ints("pads", 1, 1, 1, 1)),
