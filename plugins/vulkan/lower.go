@@ -25,7 +25,7 @@ var viewOps = map[string]bool{"Reshape": true, "Flatten": true, "Squeeze": true,
 
 var otherOps = []string{"MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
 	"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "BatchNormalization", "LayerNormalization",
-	"Concat", "Split", "Slice", "Transpose", "Pad", "Expand"}
+	"Concat", "Split", "Slice", "Transpose", "Pad", "Expand", "Resize"}
 
 // claimedOps lists every op type the backend may take.
 func claimedOps() []string {
@@ -63,7 +63,7 @@ func dataInputs(n *graph.Node) (data []int, params []int) {
 			return []int{0}, append(p, 2)
 		}
 		return []int{0}, p
-	case "Clip":
+	case "Clip", "Resize":
 		return []int{0}, rest(n, 1)
 	case "Dropout":
 		return []int{0}, rest(n, 1)
@@ -175,6 +175,22 @@ func verdict(sg *hal.Subgraph, n *graph.Node) string {
 	case "LayerNormalization":
 		if sg.ConstOf(n.Input(1)) == nil || (n.Input(2) != "" && sg.ConstOf(n.Input(2)) == nil) {
 			return "scale and bias must be constants"
+		}
+	case "Resize":
+		if m := n.AttrString("mode", "nearest"); m != "nearest" && m != "linear" {
+			return fmt.Sprintf("mode=%s is not implemented (nearest, linear are)", m)
+		}
+		if _, ok := resizeCoord[n.AttrString("coordinate_transformation_mode", "half_pixel")]; !ok {
+			return fmt.Sprintf("coordinate_transformation_mode=%s is not implemented", n.AttrString("coordinate_transformation_mode", ""))
+		}
+		if _, ok := resizeNearest[n.AttrString("nearest_mode", "round_prefer_floor")]; !ok {
+			return fmt.Sprintf("nearest_mode=%s is not implemented", n.AttrString("nearest_mode", ""))
+		}
+		if n.AttrInt("antialias", 0) != 0 || n.HasAttr("axes") || n.AttrString("keep_aspect_ratio_policy", "stretch") != "stretch" {
+			return "antialias, axes and keep_aspect_ratio_policy are not implemented"
+		}
+		if t, ok := sg.TypeOf(n.Inputs[0]); ok && t.Shape != nil && len(t.Shape) != 4 {
+			return fmt.Sprintf("Resize of rank %d (4-D NCHW is implemented)", len(t.Shape))
 		}
 	case "Pad":
 		if m := n.AttrString("mode", "constant"); m != "constant" {
@@ -548,6 +564,8 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 		return lw.slice(n, x, xs, ys)
 	case "Pad":
 		return lw.pad(n, x, xs, ys)
+	case "Resize":
+		return lw.resize(n, x, xs, ys)
 	}
 	return fmt.Errorf("%s: not lowered", n.Label())
 }
@@ -897,4 +915,35 @@ func (lw *lowering) pad(n *graph.Node, x loc, xs, ys []int) error {
 	cnt := ops.Prod(ys)
 	lw.add(n, "fill", 0, cnt, []loc{y}, uint32(cnt), f32bits(val))
 	return lw.copyStep(n, x, y, xs, contiguous(xs), 0, ost, off)
+}
+
+var resizeCoord = map[string]uint32{"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3, "tf_half_pixel_for_nn": 4}
+
+var resizeNearest = map[string]uint32{"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
+
+func (lw *lowering) resize(n *graph.Node, x loc, xs, ys []int) error {
+	if xs[0] != ys[0] || xs[1] != ys[1] {
+		return fmt.Errorf("%s: resizing N or C (%v to %v) is not implemented", n.Label(), xs, ys)
+	}
+	ctm := n.AttrString("coordinate_transformation_mode", "half_pixel")
+	if lw.exe.opset < 11 {
+		ctm = "asymmetric"
+	}
+	sh, sw := float32(ys[2])/float32(xs[2]), float32(ys[3])/float32(xs[3])
+	si := 1
+	if lw.exe.opset >= 11 {
+		si = 2
+	}
+	if c := lw.exe.consts[n.Input(si)]; c != nil && c.Len() == 4 {
+		sh, sw = float32(c.Float64At(2)), float32(c.Float64At(3))
+	}
+	v := uint32(0)
+	if n.AttrString("mode", "nearest") == "linear" {
+		v = 1
+	}
+	y := lw.out(n.Outputs[0], ys)
+	cnt := ops.Prod(ys)
+	lw.add(n, "resize", v, cnt, []loc{x, y}, uint32(cnt), uint32(xs[2]), uint32(xs[3]), uint32(ys[2]), uint32(ys[3]),
+		resizeCoord[ctm], resizeNearest[n.AttrString("nearest_mode", "round_prefer_floor")], f32bits(sh), f32bits(sw))
+	return nil
 }

@@ -131,6 +131,14 @@ func opCases(rng *rand.Rand) []opCase {
 			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, iattr("group", 2), ints("dilations", 2, 1), ints("strides", 1, 3))}},
 		{name: "convtranspose1d", inputs: map[string][]int{"x": {1, 3, 7}}, consts: map[string]*graph.Tensor{"w": w(3, 2, 4)},
 			nodes: []*graph.Node{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, ints("strides", 2))}},
+		{name: "resize", opset: 13, inputs: map[string][]int{"x": {1, 3, 5, 7}}, consts: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 1.5}), "sz": i64(1, 3, 9, 4)},
+			nodes: []*graph.Node{
+				node("Resize", []string{"x", "", "sc"}, []string{"a"}),
+				node("Resize", []string{"x", "", "sc"}, []string{"b"}, sattr("mode", "linear")),
+				node("Resize", []string{"x", "", "", "sz"}, []string{"c"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "align_corners")),
+				node("Resize", []string{"x", "", "", "sz"}, []string{"d"}, sattr("coordinate_transformation_mode", "asymmetric"), sattr("nearest_mode", "floor")),
+				node("Resize", []string{"x", "", "sc"}, []string{"e"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "pytorch_half_pixel"))},
+			outputs: []string{"a", "b", "c", "d", "e"}},
 		{name: "depthwise_bn_clip", inputs: x4, consts: map[string]*graph.Tensor{"w": w(6, 1, 3, 3), "s": w(6), "bb": w(6), "mu": w(6), "var": graph.MustFromSlice([]int{6}, []float32{1, 2, 3, 0.5, 0.25, 4}), "lo": graph.Scalar(float32(0)), "hi": graph.Scalar(float32(6))},
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}, iattr("group", 6), ints("pads", 1, 1, 1, 1)),

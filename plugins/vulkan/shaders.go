@@ -29,7 +29,7 @@ type shader struct {
 // shaderBindings is each shader's number of storage-buffer bindings.
 var shaderBindings = map[string]int{
 	"binary": 3, "unary": 2, "gemm": 4, "gemmrow": 4, "conv": 4, "convt": 4, "pool": 2, "softmax": 2,
-	"reduce": 2, "copy": 2, "affine": 4, "layernorm": 4, "fill": 1,
+	"reduce": 2, "copy": 2, "resize": 2, "affine": 4, "layernorm": 4, "fill": 1,
 }
 
 var shaders = func() map[string]shader {
