@@ -3,6 +3,7 @@ package vulkan
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,7 +90,17 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	b := &Backend{opts: opts, inst: in, exes: map[*executable]struct{}{}}
 	var why []string
-	for i := range in.phys {
+	// devices in order of preference: discrete, integrated, virtual GPUs,
+	// others, CPU implementations (lavapipe) last — device 0 is the default
+	rank := map[uint32]int{vkPhysicalDeviceTypeDiscrete: 0, vkPhysicalDeviceTypeIntegrated: 1, vkPhysicalDeviceTypeVirtual: 2, vkPhysicalDeviceTypeOther: 3, vkPhysicalDeviceTypeCPU: 4}
+	order := make([]int, len(in.phys))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return rank[in.phys[order[a]].props.DeviceType] < rank[in.phys[order[b]].props.DeviceType]
+	})
+	for _, i := range order {
 		p := &in.phys[i]
 		if p.unusable != "" {
 			why = append(why, fmt.Sprintf("%s (%s): %s", p.name(), deviceTypeName(p.props.DeviceType), p.unusable))

@@ -47,6 +47,16 @@
 // (VK_ERROR_DEVICE_LOST) makes every later call Unavailable, so the
 // runtime's re-place policy can move the work to cpu.
 //
+// Devices are ordered discrete, integrated and virtual GPUs first, CPU
+// implementations last; device 0 is what CompileOptions.Device 0 gets.
+//
+// On lavapipe (measured on 2 shared, loaded cores: go test -bench .) a
+// pre-recorded 1024-element Add costs 0.16–0.39 ms per submit + fence, a
+// 512³ MatMul 0.34–0.68 s (the shared-memory tiled gemm shader took 1.6 s
+// there: on CPU-type devices a barrier-free variant is used), and
+// blazeface runs in ~0.46 s against ~4 ms on the native CPU kernels —
+// why the backend is opt-in.
+//
 // Every claimed op has a shader; Supports declines the rest with the
 // reason (op without a shader, non-float32 data, rank over 6, a shape or
 // parameter input that is not a constant, an unimplemented attribute),
