@@ -262,13 +262,14 @@ func (b *Backends) IsLibrary(name string) bool {
 }
 
 // DefaultOrder is the backend selection when none is named: every
-// registered non-simulated backend except cpu, by name,
+// registered non-simulated backend except cpu and the opt-in ones
+// (hal.Factory.OptIn, e.g. vulkan), by name,
 // with native (the portable Go kernels) behind every vendor backend.
 // The fallback (cpu) takes the rest.
 func (b *Backends) DefaultOrder() []string {
 	var names []string
 	for _, e := range b.reg.List() {
-		if e.Info.Device != hal.DeviceSimulated && e.Info.Name != CPU {
+		if e.Info.Device != hal.DeviceSimulated && e.Info.Name != CPU && !e.OptIn {
 			names = append(names, e.Info.Name)
 		}
 	}

@@ -83,10 +83,10 @@ hide() {
 }
 
 # The vendor libraries, wherever the loader finds them.
-vendor='libXNNPACK* libpthreadpool* libffi*'
+vendor='libXNNPACK* libpthreadpool* libffi* libvulkan*'
 libdirs=()
 while read -r p; do libdirs+=("$(dirname "$(realpath "$p")")" "$(dirname "$p")"); done < <(
-  ldconfig -p 2>/dev/null | awk '/(libXNNPACK|libpthreadpool|libffi)/ {print $NF}')
+  ldconfig -p 2>/dev/null | awk '/(libXNNPACK|libpthreadpool|libffi|libvulkan)/ {print $NF}')
 libdirs+=(/usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib /usr/local/lib /usr/lib64)
 declare -A done_dirs=()
 for d in "${libdirs[@]}"; do
@@ -99,7 +99,7 @@ for d in "${libdirs[@]}"; do
 done
 
 # The tools a fresh machine lacks, in every PATH directory.
-tools='gcc gcc-* cc c89 c99 c89-gcc c99-gcc *-linux-gnu-gcc* g++ g++-* c++ *-linux-gnu-g++* clang clang-* tcc node nodejs npm npx protoc protoc-* protoc-gen-go protoc-gen-go-grpc'
+tools='gcc gcc-* cc c89 c99 c89-gcc c99-gcc *-linux-gnu-gcc* g++ g++-* c++ *-linux-gnu-g++* clang clang-* tcc node nodejs npm npx protoc protoc-* protoc-gen-go protoc-gen-go-grpc glslangValidator spirv-val'
 IFS=: read -r -a pathdirs <<<"$PATH"
 for d in "${pathdirs[@]}"; do
   [ -d "$d" ] || continue
@@ -140,4 +140,7 @@ done
 out="$(SWITCHYARD_REQUIRE_BACKENDS=cabi go test -count=1 -run '^TestDelegateErrorReachesApp$' ./plugins/cabi 2>&1)" &&
   fail "cabi tests passed with gcc hidden: $out"
 grep -q "gcc is not installed" <<<"$out" || fail "cabi's required failure does not name gcc: $out"
-echo "fresh-machine: with SWITCHYARD_REQUIRE_BACKENDS=xnnpack / cabi their tests fail, naming the three libraries / gcc"
+out="$(SWITCHYARD_REQUIRE_BACKENDS=vulkan go test -count=1 -run '^TestOpsAgainstCPU$' ./plugins/vulkan 2>&1)" &&
+  fail "vulkan tests passed with the loader hidden: $out"
+grep -q "cannot open libvulkan.so.1 (Debian: apt-get install libvulkan1)" <<<"$out" || fail "vulkan's required failure does not name libvulkan.so.1: $out"
+echo "fresh-machine: with SWITCHYARD_REQUIRE_BACKENDS=xnnpack / cabi / vulkan their tests fail, naming the three libraries / gcc / the loader"

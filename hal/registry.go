@@ -16,12 +16,16 @@ type Factory struct {
 	Info Info
 	Kind LoadKind
 	Open func(ctx context.Context) (Backend, error)
+	// OptIn keeps the backend out of default selections: it is listed and
+	// opened when named (e.g. vulkan, whose lavapipe is a CPU device).
+	OptIn bool
 }
 
 // Entry is what List shows about a registered backend.
 type Entry struct {
-	Info Info
-	Kind LoadKind
+	Info  Info
+	Kind  LoadKind
+	OptIn bool
 }
 
 // Registry holds backend factories. The zero value is not usable; call
@@ -68,7 +72,7 @@ func (r *Registry) List() []Entry {
 	defer r.mu.RUnlock()
 	out := make([]Entry, 0, len(r.factories))
 	for _, f := range r.factories {
-		out = append(out, Entry{Info: f.Info, Kind: f.Kind})
+		out = append(out, Entry{Info: f.Info, Kind: f.Kind, OptIn: f.OptIn})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Info.Name < out[j].Info.Name })
 	return out
