@@ -49,6 +49,10 @@ type compiledPartition struct {
 	hostExe  *hal.Compiled                // the partition compiled on the fallback (re-placement, declines)
 	replaced *partitioner.Replacement
 
+	// noProfile is set once the backend answered a profiled call on host
+	// tensors with Unsupported: later profiled runs time it from the host.
+	noProfile atomic.Bool
+
 	declines    atomic.Int64
 	declineMu   sync.Mutex
 	lastDecline string
@@ -472,7 +476,7 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 	if exe := cp.onCPU.Load(); exe != nil {
 		return cp.executeOn(ctx, exe, in, outs)
 	}
-	err := cp.compiled.Execute(ctx, in, outs)
+	err := cp.execute(ctx, in, outs, t0)
 	switch {
 	case err == nil:
 		return outs, nil
@@ -493,6 +497,26 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 		return cp.executeOn(ctx, exe, in, refresh(outs, caller))
 	}
 	return nil, fmt.Errorf("runtime: partition %d on %s (node %s): %w", cp.part.ID, cp.part.Backend, n.Name, err)
+}
+
+// execute calls the backend on host tensors. In a profiled run it asks
+// for that call's own profile (hal.ProfilingExecutable), so concurrent
+// runs each get their own device timings; a backend that cannot profile
+// single calls is asked once, then timed from the host.
+func (cp *compiledPartition) execute(kc *kernels.Context, in, outs []*graph.Tensor, t0 time.Time) error {
+	rs := runStateOf(kc)
+	if rs == nil || !rs.profile || cp.noProfile.Load() {
+		return cp.compiled.Execute(kc, in, outs)
+	}
+	p, err := cp.compiled.ExecuteProfiled(kc, in, outs)
+	if err != nil && p == nil && hal.CodeOf(err) == hal.CodeUnsupported {
+		cp.noProfile.Store(true)
+		return cp.compiled.Execute(kc, in, outs)
+	}
+	if err == nil && p != nil {
+		rs.hostCall(cp, t0, p)
+	}
+	return err
 }
 
 func freshOutputs(n int) []*graph.Tensor {

@@ -360,6 +360,9 @@ type opSpan struct {
 	fence hal.Fence
 	done  bool
 	prof  *hal.CallProfile
+	// ownClock: prof is aligned by itself (a call on host tensors, no
+	// fence), its start put at the host's start of the call
+	ownClock bool
 }
 
 func (rs *runState) span(kind string, s *slot, name string, bytes int64, start time.Time, f hal.Fence) *opSpan {
@@ -387,6 +390,23 @@ func (rs *runState) finished(sp *opSpan) {
 		sp.op.Duration = time.Since(rs.start) - sp.op.Start
 	}
 	rs.mu.Unlock()
+}
+
+// hostCall records a profiled call on host tensors with the backend's own
+// profile of it (its clock aligned so that the call starts when the host
+// made it).
+func (rs *runState) hostCall(cp *compiledPartition, start time.Time, p *hal.CallProfile) {
+	sp := rs.span("execute", nil, fmt.Sprintf("partition%d:%s", cp.part.ID, cp.part.Backend), 0, start, nil)
+	if sp == nil {
+		return
+	}
+	sp.op.Device = fmt.Sprintf("%s:%d", cp.dev.Name(), p.Device)
+	rs.finished(sp)
+	if p.EndNS >= p.StartNS {
+		rs.mu.Lock()
+		sp.prof, sp.ownClock = p, true
+		rs.mu.Unlock()
+	}
 }
 
 // declinedCall records a call declined at run time and run on the fallback.
@@ -436,6 +456,9 @@ func (rs *runState) collect(ctx context.Context) []DeviceOp {
 		op := sp.op
 		if p := sp.prof; p != nil {
 			off := offset[sp.slot]
+			if sp.ownClock {
+				off = int64(sp.op.Start) - p.StartNS
+			}
 			op.DeviceClock = true
 			op.Start, op.Duration = time.Duration(p.StartNS+off), time.Duration(p.EndNS-p.StartNS)
 			for _, k := range p.Kernels {

@@ -743,3 +743,63 @@ func TestFallbackIsADevice(t *testing.T) {
 		t.Errorf("unregistered fallback: %v", err)
 	}
 }
+
+// A profiled run of partitions called on host tensors asks each call for
+// its own profile (hal.ProfilingExecutable): one execute span per call on
+// the device's track, with its kernels; a backend without per-call
+// profiles is asked once and then timed from the host.
+func TestProfiledHostCalls(t *testing.T) {
+	ctx := context.Background()
+	x := map[string]*graph.Tensor{"x": graph.MustFromSlice([]int{4}, []float32{1, -2, 3, 4})}
+	hd, err := hal.NewDevice(hostOnly{sim.NewDeviceMemory(sim.Options{Ops: reluAdd})}, hal.LoadLinked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hd.Close()
+	m, err := runtime.LoadBytes(ctx, twoPartitions(), &runtime.Options{Backends: []*hal.Device{hd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for run := 0; run < 2; run++ {
+		_, st, err := m.RunWithStats(ctx, x, runtime.RunOptions{Profile: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		execs := 0
+		for _, op := range st.DeviceOps {
+			if op.Kind != "execute" || op.Device != "sim:0" || !op.DeviceClock || len(op.Kernels) == 0 || op.Start < 0 {
+				t.Fatalf("op %+v", op)
+			}
+			for _, k := range op.Kernels {
+				if len(k.Nodes) != 1 || k.Start < op.Start {
+					t.Fatalf("kernel %+v of %+v", k, op)
+				}
+			}
+			execs++
+		}
+		if execs != 2 {
+			t.Fatalf("run %d: %d execute spans, want one per partition call (2)", run, execs)
+		}
+	}
+	// unprofiled runs ask for nothing
+	if _, st, err := m.RunWithStats(ctx, x, runtime.RunOptions{}); err != nil || len(st.DeviceOps) != 0 {
+		t.Fatalf("unprofiled run: %v, %d device ops", err, len(st.DeviceOps))
+	}
+	// a backend without per-call profiles: the run works, nothing claimed
+	pd, err := hal.NewDevice(sim.Open(sim.Options{Ops: reluAdd}), hal.LoadLinked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	m2, err := runtime.LoadBytes(ctx, twoPartitions(), &runtime.Options{Backends: []*hal.Device{pd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	for run := 0; run < 2; run++ {
+		if _, st, err := m2.RunWithStats(ctx, x, runtime.RunOptions{Profile: true}); err != nil || len(st.DeviceOps) != 0 {
+			t.Fatalf("run %d without per-call profiles: %v, %d device ops", run, err, len(st.DeviceOps))
+		}
+	}
+}
