@@ -168,7 +168,7 @@ type ProfiledFence interface {
 
 // ProfilingExecutable is implemented by executables that can time one
 // synchronous call. The profile belongs to that call alone, so concurrent
-// calls are profiled correctly (unlike the deprecated Profiler).
+// calls are each profiled correctly.
 type ProfilingExecutable interface {
 	ExecuteProfiled(ctx context.Context, inputs, outputs []*graph.Tensor) (*CallProfile, error)
 }

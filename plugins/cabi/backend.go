@@ -30,11 +30,6 @@ type Options struct {
 	// ResourceExhausted before anything is allocated. Default (0):
 	// graph.MaxTensorBytes.
 	MaxOutputBytes int64
-	// Float32Only compiles every executable in float32 whatever
-	// precision the caller accepts (CompileOptions.Precision), for hosts
-	// that cannot disclose a reduced precision to the caller (the
-	// isolation host: the plugin protocol does not carry it back).
-	Float32Only bool
 }
 
 // Backend is a C delegate opened in this process. It implements
@@ -67,7 +62,6 @@ type Backend struct {
 
 	// HAL 1.1 (hal11.go)
 	callProfiles bool // SY_INFO_CALL_PROFILES under 1.1
-	float32Only  bool // Options.Float32Only
 	profEnqueue  bool // enqueue_with_options and fence_profile
 	ndevOnce     sync.Once
 	ndev         int
@@ -111,7 +105,6 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.lib = l
-	b.float32Only = opts.Float32Only
 	b.maxOut = opts.MaxOutputBytes
 	if b.maxOut <= 0 {
 		b.maxOut = graph.MaxTensorBytes

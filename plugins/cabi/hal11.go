@@ -189,9 +189,6 @@ func (b *Backend) compileOptions(ctx context.Context, sg *hal.Subgraph, opts hal
 	if !ok {
 		return nil, hal.Errorf(hal.CodeInvalidArgument, "cabi: %s: unknown precision %q (float32, float16, bfloat16)", b.info.Name, opts.Precision)
 	}
-	if b.float32Only {
-		prec = 0
-	}
 	if !b.is11() {
 		if opts.Device != 0 {
 			return nil, hal.Errorf(hal.CodeUnsupported, "cabi: %s: device %d asked of a library that speaks HAL %s (one device)", b.info.Name, opts.Device, b.version)
@@ -262,7 +259,7 @@ func (b *Backend) reportedPrecision(a *compileArgs, asked hal.Precision) (hal.Pr
 		return "", hal.Errorf(hal.CodeInternal, "cabi: %s: compile reported precision %d (SY_PRECISION_*: 0..%d)", b.info.Name, c, len(precisionCodes)-1)
 	}
 	p := precisionCodes[c]
-	if asked == "" || b.float32Only {
+	if asked == "" {
 		asked = hal.PrecisionFloat32
 	}
 	if p != hal.PrecisionFloat32 && p != asked {

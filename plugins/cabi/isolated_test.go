@@ -186,10 +186,10 @@ func TestIsolatedHAL11(t *testing.T) {
 	}
 }
 
-// Isolated, an opt-in to float16 still computes float32: the plugin
-// protocol cannot disclose a reduced precision, so the host compiles
-// float32 (Options.Float32Only) and reports it.
-func TestIsolatedComputesFloat32(t *testing.T) {
+// Isolated, an opt-in to float16 is used and disclosed as in process: the
+// plugin protocol carries the precision the compile used; without the
+// opt-in the library computes float32.
+func TestIsolatedPrecisionDisclosed(t *testing.T) {
 	ctx := context.Background()
 	dev := openIsolated(t, exampleLib(t), grpcplugin.RestartPolicy{})
 	exe, err := dev.Compile(ctx, mulRelu(), &hal.CompileOptions{Precision: hal.PrecisionFloat16})
@@ -201,7 +201,18 @@ func TestIsolatedComputesFloat32(t *testing.T) {
 	if err := exe.Execute(ctx, []*graph.Tensor{graph.MustFromSlice([]int{1, 3}, []float32{0.1, 0, 0})}, out); err != nil {
 		t.Fatal(err)
 	}
-	if y := graph.Data[float32](out[0]); y[0] != 0.1 || exe.Precision() != hal.PrecisionFloat32 {
+	if y := graph.Data[float32](out[0]); y[0] == 0.1 || y[0] < 0.0999 || y[0] > 0.1001 || exe.Precision() != hal.PrecisionFloat16 {
 		t.Fatalf("isolated float16 opt-in: y[0] = %v, precision %q", y[0], exe.Precision())
+	}
+	exe32, err := dev.Compile(ctx, mulRelu(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe32.Release()
+	if err := exe32.Execute(ctx, []*graph.Tensor{graph.MustFromSlice([]int{1, 3}, []float32{0.1, 0, 0})}, out); err != nil {
+		t.Fatal(err)
+	}
+	if y := graph.Data[float32](out[0]); y[0] != 0.1 || exe32.Precision() != hal.PrecisionFloat32 {
+		t.Fatalf("isolated without opt-in: y[0] = %v, precision %q", y[0], exe32.Precision())
 	}
 }

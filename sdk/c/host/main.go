@@ -28,10 +28,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "switchyard-cabi-host: SWITCHYARD_CABI_LIBRARY is not set; start this host through cabi.OpenIsolated")
 		os.Exit(2)
 	}
-	// Float32Only: the plugin protocol does not carry the precision an
-	// executable computes in back to the application, so a reduced
-	// precision could not be disclosed; the library compiles float32
-	b, err := cabi.Open(context.Background(), lib, cabi.Options{Name: os.Getenv("SWITCHYARD_CABI_NAME"), SHA256: os.Getenv("SWITCHYARD_CABI_SHA256"), Float32Only: true})
+	// the plugin protocol carries the precision a compile used back to the
+	// application (CompileResponse.precision), so an opted-in reduced
+	// precision is disclosed as it is in process
+	b, err := cabi.Open(context.Background(), lib, cabi.Options{Name: os.Getenv("SWITCHYARD_CABI_NAME"), SHA256: os.Getenv("SWITCHYARD_CABI_SHA256")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "switchyard-cabi-host:", err)
 		os.Exit(1)
