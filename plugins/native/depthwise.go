@@ -52,6 +52,10 @@ func (l *dwLayout) scratchLen(g *geom) int {
 // the windows read padding (or past the input).
 func (l *dwLayout) fill(g *geom, x, buf []float32) {
 	sw, iw, ih, pt, pl, wq, hp := g.sw, g.iw, g.ih, g.pt, g.pl, l.wq, l.hp
+	if sw == 2 {
+		l.fill2(g, x, buf)
+		return
+	}
 	for q := 0; q < sw; q++ {
 		// columns j of phase q read input column j·sw + q - pl: those in
 		// [ja, jb) lie inside the input
@@ -85,6 +89,53 @@ func (l *dwLayout) fill(g *geom, x, buf []float32) {
 				dst[j] = s[j*sw]
 			}
 		}
+	}
+}
+
+// fill2 is fill for a column stride of 2: input column c goes to phase
+// (c+pl)%2 at column (c+pl)/2, so each input row is split into its even
+// and odd columns in one pass (deinterleave2) and the two phases' rows
+// are zero outside the columns it writes.
+func (l *dwLayout) fill2(g *geom, x, buf []float32) {
+	iw, ih, pt, pl, wq, hp := g.iw, g.ih, g.pt, g.pl, l.wq, l.hp
+	// even input columns (e = 0) and odd ones (e = 1): their phase, their
+	// first column there and how many of them fit in wq
+	var ph, off, cnt [2]int
+	for e := 0; e < 2; e++ {
+		ph[e], off[e] = (e+pl)%2, min((e+pl)/2, wq)
+		cnt[e] = max(0, min((iw-e+1)/2, wq-off[e]))
+	}
+	nv := min(cnt[0], cnt[1])
+	for r := 0; r < hp; r++ {
+		rowE := buf[ph[0]*hp*wq+r*wq : ph[0]*hp*wq+(r+1)*wq]
+		rowO := buf[ph[1]*hp*wq+r*wq : ph[1]*hp*wq+(r+1)*wq]
+		iy := r - pt
+		if uint(iy) >= uint(ih) {
+			clear(rowE)
+			clear(rowO)
+			continue
+		}
+		src := x[iy*iw : (iy+1)*iw]
+		ev, od := rowE[off[0]:off[0]+cnt[0]], rowO[off[1]:off[1]+cnt[1]]
+		deinterleave2(nv, src, ev, od)
+		for j := nv; j < len(ev); j++ {
+			ev[j] = src[2*j]
+		}
+		for j := nv; j < len(od); j++ {
+			od[j] = src[2*j+1]
+		}
+		clear(rowE[:off[0]])
+		clear(rowE[off[0]+cnt[0]:])
+		clear(rowO[:off[1]])
+		clear(rowO[off[1]+cnt[1]:])
+	}
+}
+
+// deinterleave2Go is ev[j] = x[2j], od[j] = x[2j+1] for j < n.
+func deinterleave2Go(n int, x, ev, od []float32) {
+	x, ev, od = x[:2*n], ev[:n], od[:n]
+	for j := range ev {
+		ev[j], od[j] = x[2*j], x[2*j+1]
 	}
 }
 

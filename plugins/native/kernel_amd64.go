@@ -115,6 +115,18 @@ func maxPool2x2(y, r0, r1 []float32) {
 	maxPool2x2Go(y, r0, r1)
 }
 
+// deinterleave2 is ev[j] = x[2j], od[j] = x[2j+1] for j < n (x at least
+// 2n long, ev and od at least n), whole vectors in assembly where the CPU
+// can.
+func deinterleave2(n int, x, ev, od []float32) {
+	if v := n &^ 7; hasAVX2FMA && v > 0 {
+		_, _, _ = x[2*v-1], ev[v-1], od[v-1]
+		deinterleave2AVX2(v, &x[0], &ev[0], &od[0])
+		x, ev, od, n = x[2*v:], ev[v:], od[v:], n-v
+	}
+	deinterleave2Go(n, x, ev, od)
+}
+
 // expSum is y[i] = exp(x[i] - m) in float32 and their sum (expSumGo),
 // whole vectors in assembly where the CPU can.
 func expSum(x, y []float32, m float32) float32 {

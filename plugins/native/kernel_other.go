@@ -18,6 +18,8 @@ func dwTile(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float3
 
 func maxPool2x2(y, r0, r1 []float32) { maxPool2x2Go(y, r0, r1) }
 
+func deinterleave2(n int, x, ev, od []float32) { deinterleave2Go(n, x, ev, od) }
+
 func expSum(x, y []float32, m float32) float32 { return expSumGo(x, y, m) }
 
 func dot(x, y []float32) float32 { return dotGo(x, y) }

@@ -27,6 +27,11 @@ func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 //go:noescape
 func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
 
+// deinterleave2AVX2 computes ev[j] = x[2j] and od[j] = x[2j+1] for j < n&^7.
+//
+//go:noescape
+func deinterleave2AVX2(n int, x *float32, ev *float32, od *float32)
+
 // expSumAVX2 computes y[i] = exp(x[i] - m) for i < n&^7 and returns their sum (see the package asmgen).
 //
 //go:noescape

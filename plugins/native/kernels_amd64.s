@@ -619,6 +619,35 @@ mp2_done:
 	VZEROUPPER
 	RET
 
+// func deinterleave2AVX2(n int, x *float32, ev *float32, od *float32)
+// Requires: AVX, AVX2
+TEXT ·deinterleave2AVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ ev+16(FP), DX
+	MOVQ od+24(FP), BX
+
+di2_8:
+	CMPQ    AX, $0x08
+	JLT     di2_done
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xdd, Y1, Y0, Y0
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y0, Y0
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y0, (BX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, AX
+	JMP     di2_8
+
+di2_done:
+	VZEROUPPER
+	RET
+
 DATA expconsts<>+0(SB)/4, $0x42b0c0a5
 DATA expconsts<>+4(SB)/4, $0x42b0c0a5
 DATA expconsts<>+8(SB)/4, $0x42b0c0a5

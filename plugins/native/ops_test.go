@@ -74,6 +74,9 @@ func convCases() []opCase {
 		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
 		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
 		{2, 2, 2, 5, 1, 1, attrs("strides", []int64{2, 2})}, // one column: a phase with no input column
+		// stride 2 over an odd width: whole vectors of both column phases and a tail
+		{4, 4, 4, 10, 35, 3, attrs("strides", []int64{2, 2}, "pads", []int64{0, 0, 1, 1})},
+		{4, 4, 4, 9, 51, 5, attrs("strides", []int64{2, 2}, "pads", []int64{2, 2, 2, 2})},
 		// more output positions than one packed block of B holds
 		{3, 16, 1, 64, 64, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		{64, 20, 1, 40, 41, 1, nil},

@@ -39,6 +39,7 @@ func main() {
 	axpy()
 	clampVec()
 	maxPool2x2()
+	deinterleave2()
 	expSum()
 	dot()
 	chainKernel()
@@ -518,6 +519,40 @@ func maxPool2x2() {
 	SUBQ(U8(8), n)
 	JMP(LabelRef("mp2_8"))
 	Label("mp2_done")
+	VZEROUPPER()
+	RET()
+}
+
+// deinterleave2 emits deinterleave2AVX2: ev[j] = x[2j], od[j] = x[2j+1]
+// for j < n&^7 (the column phases of a stride-2 window).
+func deinterleave2() {
+	TEXT("deinterleave2AVX2", NOSPLIT, "func(n int, x, ev, od *float32)")
+	Doc("deinterleave2AVX2 computes ev[j] = x[2j] and od[j] = x[2j+1] for j < n&^7.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	ev := Load(Param("ev"), GP64())
+	od := Load(Param("od"), GP64())
+	s0, s1, e, o := YMM(), YMM(), YMM(), YMM()
+	Label("di2_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("di2_done"))
+	VMOVUPS(Mem{Base: x}, s0)
+	VMOVUPS(Mem{Base: x, Disp: 32}, s1)
+	// per 128-bit lane s0[0] s0[2] s1[0] s1[2] (and the odd ones), then
+	// the 64-bit pairs 0 2 1 3 back in order
+	VSHUFPS(U8(0x88), s1, s0, e)
+	VSHUFPS(U8(0xDD), s1, s0, o)
+	VPERMPD(U8(0xD8), e, e)
+	VPERMPD(U8(0xD8), o, o)
+	VMOVUPS(e, Mem{Base: ev})
+	VMOVUPS(o, Mem{Base: od})
+	ADDQ(U8(64), x)
+	ADDQ(U8(32), ev)
+	ADDQ(U8(32), od)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("di2_8"))
+	Label("di2_done")
 	VZEROUPPER()
 	RET()
 }
