@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -52,7 +53,8 @@ type convPlan struct {
 	lo, hi           float32
 	depthwise        bool
 	ss               *scratchSet
-	constW           bool // weights fixed at compile (wt may be packed once)
+	constW           bool                     // weights fixed at compile (wt may be packed once)
+	direct           atomic.Pointer[dwDirect] // depthwise, column stride 1: the last input size's tiling
 	chain            []chainStep
 	segs             []chainSeg
 

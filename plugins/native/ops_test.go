@@ -74,6 +74,11 @@ func convCases() []opCase {
 		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
 		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
 		{2, 2, 2, 5, 1, 1, attrs("strides", []int64{2, 2})}, // one column: a phase with no input column
+		// stride 1 read in place: masked tiles of 16 columns at both edges,
+		// plain and masked vectors between (wide dilated padding), a row
+		// stride of 2
+		{4, 4, 4, 6, 37, 5, attrs("dilations", []int64{1, 3}, "pads", []int64{2, 6, 2, 6})},
+		{3, 3, 3, 11, 70, 3, attrs("strides", []int64{2, 1}, "pads", []int64{1, 1, 1, 1})},
 		// stride 2 over an odd width: whole vectors of both column phases and a tail
 		{4, 4, 4, 10, 35, 3, attrs("strides", []int64{2, 2}, "pads", []int64{0, 0, 1, 1})},
 		{4, 4, 4, 9, 51, 5, attrs("strides", []int64{2, 2}, "pads", []int64{2, 2, 2, 2})},
