@@ -140,39 +140,40 @@ func deinterleave2Go(n int, x, ev, od []float32) {
 }
 
 // depthwise is a Conv with one filter per channel, computed directly.
-func depthwise(pl *pool, p *convPlan, g *geom, x, y []float32, batch int) {
-	c := p.cin
-	planes := batch * c
-	if g.sw == 1 && hasDWMask {
-		d := p.direct.Load()
-		if d == nil || d.ih != g.ih || d.iw != g.iw {
-			d = newDWDirect(g)
-			p.direct.Store(d)
-		}
-		taps := g.kh * g.kw
-		chunks := min(planes, 4*pl.threads())
-		pl.parallel(chunks, func(t int) {
-			for pi := planes * t / chunks; pi < planes*(t+1)/chunks; pi++ {
-				ch := pi % c
-				d.plane(g, x, pi*g.ih*g.iw, p.w[ch*taps:(ch+1)*taps], y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], p.bias[ch], p.clamp, p.lo, p.hi)
+func depthwise(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	planes := batch * p.cin
+	chunks := min(planes, 4*pl.threads())
+	if cs.direct != nil {
+		parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {
+			g, taps := &a.cs.g, a.cs.g.kh*a.cs.g.kw
+			for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
+				ch := pi % a.p.cin
+				a.cs.direct.plane(g, a.x, pi*g.ih*g.iw, a.p.w[ch*taps:(ch+1)*taps], a.y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi)
 			}
 		})
 		return
 	}
-	l := newDWLayout(g)
-	sc := p.ss.of(l.scratchLen(g))
-	chunks := min(planes, 4*pl.threads())
-	taps := g.kh * g.kw
-	pl.parallel(chunks, func(t int) {
-		buf := sc.get()
-		defer sc.put(buf)
-		for pi := planes * t / chunks; pi < planes*(t+1)/chunks; pi++ {
-			ch := pi % c
-			yp := y[pi*g.oh*g.ow : (pi+1)*g.oh*g.ow]
-			l.fill(g, x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], *buf)
-			l.plane(g, *buf, p.w[ch*taps:(ch+1)*taps], yp, p.bias[ch], p.clamp, p.lo, p.hi)
+	sc := p.ss.of(cs.layout.scratchLen(&cs.g))
+	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks, sc: sc}, func(a dwTask, t int) {
+		buf := a.sc.get()
+		defer a.sc.put(buf)
+		g, l, taps := &a.cs.g, a.cs.layout, a.cs.g.kh*a.cs.g.kw
+		for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
+			ch := pi % a.p.cin
+			yp := a.y[pi*g.oh*g.ow : (pi+1)*g.oh*g.ow]
+			l.fill(g, a.x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], *buf)
+			l.plane(g, *buf, a.p.w[ch*taps:(ch+1)*taps], yp, a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi)
 		}
 	})
+}
+
+// dwTask is the depthwise loop over planes (parallelFor).
+type dwTask struct {
+	p              *convPlan
+	cs             *convShape
+	x, y           []float32
+	planes, chunks int
+	sc             *scratch
 }
 
 // plane computes one output plane from the filled phase planes in buf.

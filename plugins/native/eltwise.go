@@ -12,7 +12,7 @@ import (
 // pool and runs fn on each range.
 func parallelChunks(p *pool, n int, fn func(i0, i1 int)) {
 	chunks := min(p.threads()*2, max(1, n/16384))
-	if chunks <= 1 {
+	if chunks <= 1 || p == nil || p.workers == 0 {
 		fn(0, n)
 		return
 	}
@@ -109,7 +109,7 @@ func buildUnary(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		}
 		X, Y := f32(x), f32(y)
 		parallelChunks(bc.pool, len(X), func(i0, i1 int) { fn(Y[i0:i1], X[i0:i1]) })
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -159,7 +159,7 @@ func buildBinary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 				clampTo(Y[i0:i1], Y[i0:i1], f.lo, f.hi)
 			}
 		})
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -339,7 +339,7 @@ func powSquare(bc *buildCtx) kernels.Func {
 		}
 		X, Y := f32(x), f32(y)
 		parallelChunks(bc.pool, len(X), func(i0, i1 int) { binaryVec(opMul, Y[i0:i1], X[i0:i1], X[i0:i1]) })
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}
 }
 
@@ -393,6 +393,6 @@ func concatKernel() kernels.Func {
 			}
 			off += n
 		}
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}
 }

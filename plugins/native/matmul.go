@@ -121,13 +121,13 @@ func buildMatMul(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 				out = []int{nn}
 			}
 			y, err := d.run(bc, ctx, node, a, out)
-			return []*graph.Tensor{y}, err
+			return ctx.Outputs(y), err
 		}, nil
 	}
 	var ss scratchSet
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		y, err := batchedMatMul(bc, ctx, &ss, in[0], in[1])
-		return []*graph.Tensor{y}, err
+		return ctx.Outputs(y), err
 	}, nil
 }
 
@@ -231,6 +231,6 @@ func buildGemm(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			return nil, fmt.Errorf("%w: Gemm %v×[%d %d]", kernels.ErrInvalid, a.Shape, k, nn)
 		}
 		y, err := d.run(bc, ctx, node, a, []int{a.Shape[0], nn})
-		return []*graph.Tensor{y}, err
+		return ctx.Outputs(y), err
 	}, nil
 }

@@ -81,3 +81,29 @@ func (p *pool) close() {
 		p.stop.Do(func() { close(p.jobs) })
 	}
 }
+
+// parallelFor runs fn(arg, t) for t < n like parallel. Unlike a closure
+// passed to parallel, arg (passed by value; what it points to must
+// outlive the call anyway) and fn (a plain function) cost no allocation
+// when the loop runs on the caller alone.
+func parallelFor[T any](p *pool, n int, arg T, fn func(arg T, task int)) {
+	if p == nil || p.workers == 0 || n <= 1 {
+		for t := 0; t < n; t++ {
+			fn(arg, t)
+		}
+		return
+	}
+	a := arg
+	p.parallel(n, func(t int) { fn(a, t) })
+}
+
+// chunksFor is parallelChunks with fn(arg, i0, i1) as parallelFor runs it.
+func chunksFor[T any](p *pool, n int, arg T, fn func(arg T, i0, i1 int)) {
+	chunks := min(p.threads()*2, max(1, n/16384))
+	if chunks <= 1 || p == nil || p.workers == 0 {
+		fn(arg, 0, n)
+		return
+	}
+	a := arg
+	p.parallel(chunks, func(t int) { fn(a, n*t/chunks, n*(t+1)/chunks) })
+}

@@ -70,7 +70,7 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 				poolPlane(&g, X[pi*ih*iw:(pi+1)*ih*iw], Y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], isMax, includePad)
 			}
 		})
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -227,7 +227,7 @@ func buildGlobalPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, erro
 		for p := range Y {
 			Y[p] = sum(X[p*hw:(p+1)*hw]) / float32(hw)
 		}
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -285,7 +285,7 @@ func buildSoftmax(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) 
 				softmaxRow(X, Y, base, mid, inner)
 			}
 		})
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -367,7 +367,7 @@ func buildBatchNorm(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error
 				ys[i] = v*m + a
 			}
 		}
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 

@@ -51,7 +51,7 @@ func transposeKernel() kernels.Func {
 			return nil, err
 		}
 		transposeF32(f32(y), f32(x), x.Shape, perm)
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}
 }
 
