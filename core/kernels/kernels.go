@@ -96,10 +96,11 @@ func (c *Context) Outputs(ts ...*graph.Tensor) []*graph.Tensor {
 // New returns a zero-filled tensor for a kernel output, refusing sizes over
 // graph.MaxTensorBytes before allocating.
 func (c *Context) New(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	sh := c.shapeArg(shape)
 	if c != nil && c.Alloc != nil {
-		return c.Alloc.Alloc(dt, c.shapeArg(shape))
+		return c.Alloc.Alloc(dt, sh)
 	}
-	return graph.New(dt, shape)
+	return graph.New(dt, sh)
 }
 
 // NewUninit is New for a kernel that writes every element of the output
@@ -108,20 +109,21 @@ func (c *Context) New(dt graph.DType, shape []int) (*graph.Tensor, error) {
 // element unwritten, or that fails part way and returns the tensor anyway,
 // must use New.
 func (c *Context) NewUninit(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	sh := c.shapeArg(shape)
 	if c != nil && c.Alloc != nil {
 		if u, ok := c.Alloc.(UninitAllocator); ok {
-			return u.AllocUninit(dt, c.shapeArg(shape))
+			return u.AllocUninit(dt, sh)
 		}
-		return c.Alloc.Alloc(dt, c.shapeArg(shape))
+		return c.Alloc.Alloc(dt, sh)
 	}
-	return graph.New(dt, shape)
+	return graph.New(dt, sh)
 }
 
 // shapeArg is shape as handed to the allocator: a copy in the context's
 // scratch, so that the kernel's own shape slice does not escape to the
 // heap through the interface call (allocators copy shapes).
 func (c *Context) shapeArg(shape []int) []int {
-	if len(shape) > len(c.shp) {
+	if c == nil || len(shape) > len(c.shp) {
 		return append([]int(nil), shape...)
 	}
 	n := copy(c.shp[:], shape)

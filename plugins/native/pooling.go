@@ -65,13 +65,22 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		X, Y := f32(x), f32(y)
 		planes := x.Shape[0] * x.Shape[1]
 		chunks := min(planes, 4*bc.pool.threads())
-		bc.pool.parallel(chunks, func(t int) {
-			for pi := planes * t / chunks; pi < planes*(t+1)/chunks; pi++ {
-				poolPlane(&g, X[pi*ih*iw:(pi+1)*ih*iw], Y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], isMax, includePad)
+		parallelFor(bc.pool, chunks, poolTask{g, X, Y, planes, chunks, isMax, includePad}, func(a poolTask, t int) {
+			g := &a.g
+			for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
+				poolPlane(g, a.x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], a.y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], a.isMax, a.includePad)
 			}
 		})
 		return ctx.Outputs(y), nil
 	}, nil
+}
+
+// poolTask is a pooling's loop over planes (parallelFor).
+type poolTask struct {
+	g                 geom
+	x, y              []float32
+	planes, chunks    int
+	isMax, includePad bool
 }
 
 // poolPlane pools one plane: the interior (windows inside the input)
@@ -214,7 +223,8 @@ func buildGlobalPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, erro
 		if x.DType != graph.Float32 || len(x.Shape) < 3 {
 			return nil, fmt.Errorf("%w: GlobalAveragePool input %v %v", kernels.ErrInvalid, x.DType, x.Shape)
 		}
-		out := []int{x.Shape[0], x.Shape[1]}
+		var ob [8]int
+		out := append(ob[:0], x.Shape[0], x.Shape[1])
 		for range x.Shape[2:] {
 			out = append(out, 1)
 		}
