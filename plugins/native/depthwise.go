@@ -289,7 +289,8 @@ type dwCols struct {
 	ox, nv int
 	edges  []dwEdge
 	smask  *[2 * dwLane]int32
-	last   int // the last lane smask stores
+	last   int  // the last lane smask stores
+	full   bool // smask stores all 8·nv lanes
 }
 
 // dwEdge are the taps of a masked tile for one row group, as (offset,
@@ -392,6 +393,7 @@ func (d *dwDirect) addMasked(g *geom, ox, nv int) {
 	for j := 0; j < n && ox+j < g.ow; j++ {
 		c.smask[j], c.last = -1, j
 	}
+	c.full = c.last == n-1
 	lanes := make([][]int32, g.kw) // per filter column
 	plain := make([]bool, g.kw)
 	for kx := range lanes {
@@ -440,7 +442,7 @@ func (d *dwDirect) plane(g *geom, x []float32, x0 int, w, y []float32, bias floa
 			for ci := range d.cols {
 				c := &d.cols[ci]
 				if c.edges != nil {
-					dwMaskTile(R, c.nv, &c.edges[ri], wt, x, xrow+c.ox, ldx, y[oy*g.ow+c.ox:(oy+R-1)*g.ow+c.ox+c.last+1], g.ow, bias, clampOn, lo, hi, c.smask)
+					dwMaskTile(R, c.nv, &c.edges[ri], wt, x, xrow+c.ox, ldx, y[oy*g.ow+c.ox:(oy+R-1)*g.ow+c.ox+c.last+1], g.ow, bias, clampOn, lo, hi, c.smask, c.full)
 					continue
 				}
 				dwRun(R, c.nv, rg.offs, rg.hiOff, wt, x[xrow+c.ox:], ldx, y[oy*g.ow+c.ox:], g.ow, bias, clampOn, lo, hi)

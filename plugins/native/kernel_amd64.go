@@ -121,10 +121,11 @@ var dwMaskFns = [4][2]func(np int, plain *int, nm int, masked *int, masks *int32
 
 // dwMaskTile computes an R×V·dwLane tile of a depthwise convolution from
 // the unpadded input, e's masked taps with masked loads (see
-// dwMaskTileGo), in assembly where the CPU can. Every lane e lets
+// dwMaskTileGo), in assembly where the CPU can; full says smask stores
+// all V·dwLane lanes. Every lane e lets
 // through, in each of the R rows, MUST lie inside x; y MUST end at the
 // last element smask stores (rows ldy apart).
-func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32) {
+func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32, full bool) {
 	fn := dwMaskFns[R-1][V-1]
 	np, nm := len(e.plain)/2, len(e.masked)/2
 	if !hasAVX2FMA || fn == nil || len(x) == 0 || np+nm == 0 {
@@ -146,7 +147,11 @@ func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32,
 	if clampOn {
 		c = 1
 	}
-	fn(np, pp, nm, mp, mk, &w[0], &x[0], xoff, ldx, &y[0], ldy, bias, c, lo, hi, &smask[0])
+	var sm *int32 // nil: every lane stored
+	if !full {
+		sm = &smask[0]
+	}
+	fn(np, pp, nm, mp, mk, &w[0], &x[0], xoff, ldx, &y[0], ldy, bias, c, lo, hi, sm)
 }
 
 // maxPool2x2 is maxPool2x2Go, whole vectors in assembly where the CPU can.

@@ -19,7 +19,7 @@ func dwTile(R, V, nt int, offs []int, hiOff int, w, x []float32, ldx int, y []fl
 // hasDWMask: no masked-load kernels here (depthwise fills padded planes).
 const hasDWMask = false
 
-func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32) {
+func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32, _ bool) {
 	dwMaskTileGo(R, V, e, w, x, xoff, ldx, y, ldy, bias, clampOn, lo, hi, smask)
 }
 

@@ -1603,8 +1603,15 @@ dwMaskAVX2x1x1_store:
 	MOVQ       ldy+80(FP), CX
 	SHLQ       $0x02, CX
 	MOVQ       smask+112(FP), CX
+	TESTQ      CX, CX
+	JEQ        dwMaskAVX2x1x1_full
 	VMOVDQU    (CX), Y2
 	VMASKMOVPS Y0, Y2, (AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x1x1_full:
+	VMOVUPS Y0, (AX)
 	VZEROUPPER
 	RET
 
@@ -1674,10 +1681,18 @@ dwMaskAVX2x1x2_store:
 	MOVQ       ldy+80(FP), CX
 	SHLQ       $0x02, CX
 	MOVQ       smask+112(FP), CX
+	TESTQ      CX, CX
+	JEQ        dwMaskAVX2x1x2_full
 	VMOVDQU    (CX), Y3
 	VMOVDQU    32(CX), Y4
 	VMASKMOVPS Y0, Y3, (AX)
 	VMASKMOVPS Y1, Y4, 32(AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x1x2_full:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
 	VZEROUPPER
 	RET
 
@@ -1748,10 +1763,19 @@ dwMaskAVX2x2x1_store:
 	MOVQ       ldy+80(FP), CX
 	SHLQ       $0x02, CX
 	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x2x1_full
 	VMOVDQU    (DX), Y4
 	VMASKMOVPS Y0, Y4, (AX)
 	ADDQ       CX, AX
 	VMASKMOVPS Y1, Y4, (AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x2x1_full:
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
 	VZEROUPPER
 	RET
 
@@ -1835,6 +1859,8 @@ dwMaskAVX2x2x2_store:
 	MOVQ       ldy+80(FP), CX
 	SHLQ       $0x02, CX
 	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x2x2_full
 	VMOVDQU    (DX), Y6
 	VMOVDQU    32(DX), Y7
 	VMASKMOVPS Y0, Y6, (AX)
@@ -1842,6 +1868,15 @@ dwMaskAVX2x2x2_store:
 	ADDQ       CX, AX
 	VMASKMOVPS Y2, Y6, (AX)
 	VMASKMOVPS Y3, Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x2x2_full:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
 	VZEROUPPER
 	RET
 
@@ -1928,6 +1963,8 @@ dwMaskAVX2x4x1_store:
 	MOVQ       ldy+80(FP), CX
 	SHLQ       $0x02, CX
 	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x4x1_full
 	VMOVDQU    (DX), Y6
 	VMASKMOVPS Y0, Y6, (AX)
 	ADDQ       CX, AX
@@ -1936,6 +1973,17 @@ dwMaskAVX2x4x1_store:
 	VMASKMOVPS Y2, Y6, (AX)
 	ADDQ       CX, AX
 	VMASKMOVPS Y3, Y6, (AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x4x1_full:
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y3, (AX)
 	VZEROUPPER
 	RET
 
@@ -2047,6 +2095,8 @@ dwMaskAVX2x4x2_store:
 	MOVQ       ldy+80(FP), CX
 	SHLQ       $0x02, CX
 	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x4x2_full
 	VMOVDQU    (DX), Y10
 	VMOVDQU    32(DX), Y11
 	VMASKMOVPS Y0, Y10, (AX)
@@ -2060,6 +2110,21 @@ dwMaskAVX2x4x2_store:
 	ADDQ       CX, AX
 	VMASKMOVPS Y6, Y10, (AX)
 	VMASKMOVPS Y7, Y11, 32(AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x4x2_full:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y6, (AX)
+	VMOVUPS Y7, 32(AX)
 	VZEROUPPER
 	RET
 

@@ -504,7 +504,8 @@ func depthwiseTile(R, V int) {
 //	y[r·ldy + j] = clamp(bias + Σ_plain w[t] · x[xoff + off + r·ldx + j]
 //	                          + Σ_masked w[t] · (masks[8V·i+j] < 0 ? x[xoff + off + r·ldx + j] : 0))
 //
-// for r < R and the lanes j < 8V whose smask[j] < 0; offsets, xoff, ldx
+// for r < R and the lanes j < 8V whose smask[j] < 0 (every lane when
+// smask is nil); offsets, xoff, ldx
 // and ldy count floats (xoff + off may be negative where its lanes are
 // masked off); the clamp to [lo, hi] (NaN kept) only when doClamp != 0.
 func depthwiseMasked(R, V int) {
@@ -593,12 +594,27 @@ func depthwiseMasked(R, V int) {
 	ldy := Load(Param("ldy"), GP64())
 	SHLQ(U8(2), ldy)
 	smask := Load(Param("smask"), GP64())
+	TESTQ(smask, smask)
+	JEQ(LabelRef(name + "_full"))
 	for v := 0; v < V; v++ {
 		VMOVDQU(Mem{Base: smask, Disp: 32 * v}, mk[v])
 	}
 	for r := 0; r < R; r++ {
 		for v := 0; v < V; v++ {
 			VMASKMOVPS(acc[r*V+v], mk[v], Mem{Base: y, Disp: 32 * v})
+		}
+		if r < R-1 {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	// every lane stored (smask nil): plain stores, which unlike masked
+	// ones are cheap on every x86
+	Label(name + "_full")
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VMOVUPS(acc[r*V+v], Mem{Base: y, Disp: 32 * v})
 		}
 		if r < R-1 {
 			ADDQ(ldy, y)
