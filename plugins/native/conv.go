@@ -415,12 +415,27 @@ func im2colPhased(dst, planes []float32, ps int, l *dwLayout, c int, g *geom, nr
 		o0 := p * nr
 		w := min(nr, ohw-o0)
 		panel := dst[(p-p0)*kk*nr : (p-p0+1)*kk*nr]
+		// a full panel inside one output row: each of its rows is one
+		// fixed-size copy
+		oy0, ox0 := o0/g.ow, o0%g.ow
+		oneRow := ox0+w <= g.ow
 		r := 0
 		for ci := 0; ci < c; ci++ {
 			base := planes[ci*ps : (ci+1)*ps]
 			for _, off := range l.offs {
 				row := panel[r*nr : r*nr+nr]
 				r++
+				if w == nr && oneRow {
+					s := off + oy0*l.ldx + ox0
+					switch nr {
+					case 32:
+						*(*[32]float32)(row) = *(*[32]float32)(base[s:])
+						continue
+					case 16:
+						*(*[16]float32)(row) = *(*[16]float32)(base[s:])
+						continue
+					}
+				}
 				for j := 0; j < w; {
 					o := o0 + j
 					oy, ox := o/g.ow, o%g.ow

@@ -48,15 +48,33 @@ func packBRows(dst, src []float32, k, n, nr, ldb, p0, p1 int) {
 		w := min(nr, n-j0)
 		panel := dst[(p-p0)*k*nr : (p-p0+1)*k*nr]
 		if w == nr {
-			for kk := 0; kk < k; kk++ {
-				copy(panel[kk*nr:kk*nr+nr], src[kk*ldb+j0:kk*ldb+j0+nr])
-			}
+			copyRows(panel, src[j0:], k, nr, ldb)
 			continue
 		}
 		for kk := 0; kk < k; kk++ {
 			row := panel[kk*nr : kk*nr+nr]
 			copy(row[:w], src[kk*ldb+j0:kk*ldb+j0+w])
 			clear(row[w:])
+		}
+	}
+}
+
+// copyRows copies k rows of nr floats, ldb apart in src, to dst one after
+// another; the kernels' panel widths as fixed-size copies (inline moves,
+// no memmove call per row).
+func copyRows(dst, src []float32, k, nr, ldb int) {
+	switch nr {
+	case 32:
+		for kk := 0; kk < k; kk++ {
+			*(*[32]float32)(dst[kk*32:]) = *(*[32]float32)(src[kk*ldb:])
+		}
+	case 16:
+		for kk := 0; kk < k; kk++ {
+			*(*[16]float32)(dst[kk*16:]) = *(*[16]float32)(src[kk*ldb:])
+		}
+	default:
+		for kk := 0; kk < k; kk++ {
+			copy(dst[kk*nr:kk*nr+nr], src[kk*ldb:kk*ldb+nr])
 		}
 	}
 }
