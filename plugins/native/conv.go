@@ -53,6 +53,7 @@ type convPlan struct {
 	lo, hi           float32
 	depthwise        bool
 	ss               *scratchSet
+	planeSS          *scratchSet               // the phase planes (apart from ss: two buffers of one size are two)
 	constW           bool                      // weights fixed at compile (wt may be packed once)
 	shape            atomic.Pointer[convShape] // the last input shape's geometry
 	chain            []chainStep
@@ -71,7 +72,7 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.ss = &scratchSet{}
+		p.ss, p.planeSS = &scratchSet{}, &scratchSet{}
 		return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 			var extra []*graph.Tensor
 			if len(in) > 3 {
@@ -83,7 +84,7 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	}
 	// weights computed at run time: planned per call (no BatchNormalization
 	// is folded into them, see fuse)
-	ss := &scratchSet{}
+	ss, planeSS := &scratchSet{}, &scratchSet{}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		w := in[1]
 		if w.DType != graph.Float32 || len(w.Shape) < 3 || len(w.Shape) > 4 || w.Shape[0]%max(int(node.AttrInt("group", 1)), 1) != 0 {
@@ -97,7 +98,7 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.ss = ss
+		p.ss, p.planeSS = ss, planeSS
 		y, err := p.run(bc, ctx, in[0], nil)
 		return ctx.Outputs(y), err
 	}, nil
@@ -271,7 +272,7 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	ps := 0
 	if l != nil {
 		ps = g.sw * l.hp * l.wq
-		psc := p.ss.of(cg * ps)
+		psc := p.planeSS.of(cg * ps)
 		pbuf := psc.get()
 		defer psc.put(pbuf)
 		planes = *pbuf

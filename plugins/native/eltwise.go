@@ -8,15 +8,10 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
-// parallelChunks splits n elements into chunks of at least 16384 for the
-// pool and runs fn on each range.
-func parallelChunks(p *pool, n int, fn func(i0, i1 int)) {
-	chunks := min(p.threads()*2, max(1, n/16384))
-	if chunks <= 1 || p == nil || p.workers == 0 {
-		fn(0, n)
-		return
-	}
-	p.parallel(chunks, func(t int) { fn(n*t/chunks, n*(t+1)/chunks) })
+// unaryTask is an element-wise loop (chunksFor): y = fn(x).
+type unaryTask struct {
+	fn   unaryFn
+	y, x []float32
 }
 
 // unaryFn is an element-wise float32 function over a range.
@@ -108,7 +103,7 @@ func buildUnary(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 			return nil, err
 		}
 		X, Y := f32(x), f32(y)
-		parallelChunks(bc.pool, len(X), func(i0, i1 int) { fn(Y[i0:i1], X[i0:i1]) })
+		chunksFor(bc.pool, len(X), unaryTask{fn, Y, X}, func(a unaryTask, i0, i1 int) { a.fn(a.y[i0:i1], a.x[i0:i1]) })
 		return ctx.Outputs(y), nil
 	}, nil
 }
@@ -382,7 +377,7 @@ func powSquare(bc *buildCtx) kernels.Func {
 			return nil, err
 		}
 		X, Y := f32(x), f32(y)
-		parallelChunks(bc.pool, len(X), func(i0, i1 int) { binaryVec(opMul, Y[i0:i1], X[i0:i1], X[i0:i1]) })
+		chunksFor(bc.pool, len(X), unaryTask{nil, Y, X}, func(a unaryTask, i0, i1 int) { binaryVec(opMul, a.y[i0:i1], a.x[i0:i1], a.x[i0:i1]) })
 		return ctx.Outputs(y), nil
 	}
 }

@@ -115,10 +115,11 @@ func buildMatMul(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			if a.DType != graph.Float32 || len(a.Shape) < 1 || a.Shape[len(a.Shape)-1] != k {
 				return nil, fmt.Errorf("%w: MatMul %v×[%d %d]", kernels.ErrInvalid, a.Shape, k, nn)
 			}
-			out := append([]int{}, a.Shape...)
+			var ob [8]int
+			out := append(ob[:0], a.Shape...)
 			out[len(out)-1] = nn
 			if len(a.Shape) == 1 {
-				out = []int{nn}
+				out = append(ob[:0], nn)
 			}
 			y, err := d.run(bc, ctx, node, a, out)
 			return ctx.Outputs(y), err

@@ -358,3 +358,85 @@ func sortedNames(m map[string][]int) []string {
 	}
 	return out
 }
+
+// After a warm-up run, Execute at one thread with caller-allocated
+// outputs allocates nothing for the cases computed by native's own
+// kernels (testing.AllocsPerRun counts, it does not time).
+func TestExecuteAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	nb := native.New(native.Options{Threads: 1})
+	defer nb.Close()
+	for _, c := range append(convCases(), otherCases()...) {
+		g := &graph.Graph{Name: c.name, Nodes: c.nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: c.out}}}
+		var ins []*graph.Tensor
+		for _, name := range sortedNames(c.inputs) {
+			n := 1
+			for _, d := range c.inputs[name] {
+				n *= d
+			}
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			x := graph.MustFromSlice(c.inputs[name], v)
+			ins = append(ins, x)
+			g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(x.Shape...)}})
+		}
+		for name, shape := range c.consts {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			g.Initializers[name] = graph.MustFromSlice(shape, make([]float32, n))
+		}
+		for name, v := range c.fixed {
+			g.Initializers[name] = v
+		}
+		sg := &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
+		types, _ := runtime.InferTypes(&graph.Model{Graph: g, Opsets: sg.Opsets})
+		for _, n := range g.Nodes {
+			for _, o := range n.Outputs {
+				g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: o, Type: types[o]})
+			}
+		}
+		e, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := []*graph.Tensor{{}}
+		if err := e.Execute(context.Background(), ins, first); err != nil {
+			t.Fatal(err)
+		}
+		out := []*graph.Tensor{first[0].Clone()}
+		allocs := testing.AllocsPerRun(10, func() {
+			if err := e.Execute(context.Background(), ins, out); err != nil {
+				t.Fatal(err)
+			}
+		})
+		e.Release()
+		if why, known := allocatingCases[c.name]; known {
+			if allocs == 0 {
+				t.Errorf("%s: no longer allocates (%s): drop it from allocatingCases", c.name, why)
+			}
+			continue
+		}
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per Execute after warm-up, want 0", c.name, allocs)
+		}
+	}
+}
+
+// allocatingCases are the cases that still allocate per Execute, and why.
+var allocatingCases = map[string]string{
+	"conv-dynamic-weights":  "weights computed at run time: the Conv is planned per call",
+	"matmul-batched":        "broadcast batch indices computed per call",
+	"mul-general-broadcast": "no fast path: the reference kernel",
+	"lstm-y":                "the LSTM kernel's per-call state",
+	"lstm-yh":               "the LSTM kernel's per-call state",
+	"lstm-yc-long":          "the LSTM kernel's per-call state",
+	"lstm-reverse":          "the LSTM kernel's per-call state",
+	"conv-silu":             "one allocation in the chain with an activation between a save and its use, not traced yet",
+}

@@ -111,7 +111,8 @@ func parallelFor[T any](p *pool, n int, arg T, fn func(arg T, task int)) {
 	p.parallel(n, func(t int) { fn(a, t) })
 }
 
-// chunksFor is parallelChunks with fn(arg, i0, i1) as parallelFor runs it.
+// chunksFor splits n elements into chunks of at least 16384 for the pool
+// and runs fn(arg, i0, i1) on each range, as parallelFor runs its tasks.
 func chunksFor[T any](p *pool, n int, arg T, fn func(arg T, i0, i1 int)) {
 	chunks := min(p.threads()*2, max(1, n/16384))
 	if chunks <= 1 || p == nil || p.workers == 0 {

@@ -75,6 +75,12 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 	}, nil
 }
 
+// softmaxTask is Softmax's loop over rows (chunksFor).
+type softmaxTask struct {
+	x, y             []float32
+	rows, mid, inner int
+}
+
 // poolTask is a pooling's loop over planes (parallelFor).
 type poolTask struct {
 	g                 geom
@@ -285,14 +291,14 @@ func buildSoftmax(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) 
 		}
 		X, Y := f32(x), f32(y)
 		rows := outer * inner
-		parallelChunks(bc.pool, rows*mid, func(e0, e1 int) {
-			for row := e0 / mid; row < min(rows, (e1+mid-1)/mid); row++ {
-				if row*mid < e0 {
+		chunksFor(bc.pool, rows*mid, softmaxTask{X, Y, rows, mid, inner}, func(a softmaxTask, e0, e1 int) {
+			for row := e0 / a.mid; row < min(a.rows, (e1+a.mid-1)/a.mid); row++ {
+				if row*a.mid < e0 {
 					continue
 				}
-				o, i := row/inner, row%inner
-				base := o*mid*inner + i
-				softmaxRow(X, Y, base, mid, inner)
+				o, i := row/a.inner, row%a.inner
+				base := o*a.mid*a.inner + i
+				softmaxRow(a.x, a.y, base, a.mid, a.inner)
 			}
 		})
 		return ctx.Outputs(y), nil
