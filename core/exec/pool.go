@@ -38,6 +38,11 @@ type arena struct {
 	// tensors are the headers of released values, reused for the next
 	// allocations (their shapes are not: a kernel may share a shape slice)
 	tensors []*graph.Tensor
+	// shapes is where this run's tensor shapes are carved from (shapeOf),
+	// from the start again after each run; tensors handed to the caller
+	// get their own copy (disown)
+	shapes   []int
+	shapeOff int
 	// bound is the table of caller tensors bound to the main plan's
 	// steps (run.bound), kept for the next run
 	bound [][]*graph.Tensor
@@ -104,8 +109,8 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		a.held += bytes
 		a.mu.Unlock()
 	}
-	sh := append(make([]int, 0, len(shape)), shape...)
 	a.mu.Lock()
+	sh := a.shapeOf(shape)
 	var t *graph.Tensor
 	if n := len(a.tensors); n > 0 {
 		t = a.tensors[n-1]
@@ -121,6 +126,21 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	}
 	a.mu.Unlock()
 	return t, nil
+}
+
+// shapeOf copies shape into the run's shape slab (the caller holds a.mu).
+// Shapes are not recycled within a run (a kernel may share a released
+// tensor's shape slice); the slab starts over at reset.
+func (a *arena) shapeOf(shape []int) []int {
+	n := len(shape)
+	if a.shapeOff+n > len(a.shapes) {
+		a.shapes = make([]int, max(256, 2*len(a.shapes), n))
+		a.shapeOff = 0
+	}
+	sh := a.shapes[a.shapeOff : a.shapeOff+n : a.shapeOff+n]
+	a.shapeOff += n
+	copy(sh, shape)
+	return sh
 }
 
 // reserve takes bytes from the budget, dropping idle buffers (this arena's
@@ -196,6 +216,7 @@ func (a *arena) disown(t *graph.Tensor) {
 	defer a.mu.Unlock()
 	if _, ok := a.owned[t]; ok {
 		delete(a.owned, t)
+		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
 		bytes := int64(t.Len()) * elemBytes(t.DType)
 		a.liveBytes -= bytes
 		a.held -= bytes
@@ -219,6 +240,7 @@ func (a *arena) reset() {
 		}
 	}
 	clear(a.owned)
+	a.shapeOff = 0
 	a.liveBytes = 0
 	a.allocs, a.reuses, a.peak = 0, 0, 0
 }

@@ -43,6 +43,9 @@ var ErrResourceExhausted = errors.New("resource exhausted")
 
 // Allocator hands out output tensors; the runtime's implementation recycles
 // buffers whose lifetime has ended.
+//
+// Alloc and AllocUninit MUST NOT keep shape (the tensor gets a copy):
+// Context passes them its own scratch.
 type Allocator interface {
 	Alloc(dt graph.DType, shape []int) (*graph.Tensor, error)
 }
@@ -73,15 +76,31 @@ type Context struct {
 	Alloc Allocator
 	// RunSubgraph runs nested graphs (If, Loop); nil outside a runtime.
 	RunSubgraph SubgraphRunner
+
+	outs [4]*graph.Tensor // Outputs' storage
+	shp  [8]int           // shapeArg's storage
+}
+
+// Outputs returns ts as a kernel's result without allocating: the slice
+// is the context's own, valid until the next kernel call with this
+// context (the executor reads a kernel's results before the next call).
+// A kernel returns it at once and keeps no reference to it.
+func (c *Context) Outputs(ts ...*graph.Tensor) []*graph.Tensor {
+	if c == nil || len(ts) > len(c.outs) {
+		return append([]*graph.Tensor(nil), ts...)
+	}
+	n := copy(c.outs[:], ts)
+	return c.outs[:n:n]
 }
 
 // New returns a zero-filled tensor for a kernel output, refusing sizes over
 // graph.MaxTensorBytes before allocating.
 func (c *Context) New(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	sh := c.shapeArg(shape)
 	if c != nil && c.Alloc != nil {
-		return c.Alloc.Alloc(dt, shape)
+		return c.Alloc.Alloc(dt, sh)
 	}
-	return graph.New(dt, shape)
+	return graph.New(dt, sh)
 }
 
 // NewUninit is New for a kernel that writes every element of the output
@@ -90,20 +109,27 @@ func (c *Context) New(dt graph.DType, shape []int) (*graph.Tensor, error) {
 // element unwritten, or that fails part way and returns the tensor anyway,
 // must use New.
 func (c *Context) NewUninit(dt graph.DType, shape []int) (*graph.Tensor, error) {
+	sh := c.shapeArg(shape)
 	if c != nil && c.Alloc != nil {
 		if u, ok := c.Alloc.(UninitAllocator); ok {
-			return u.AllocUninit(dt, shape)
+			return u.AllocUninit(dt, sh)
 		}
-		return c.Alloc.Alloc(dt, shape)
+		return c.Alloc.Alloc(dt, sh)
 	}
-	return graph.New(dt, shape)
+	return graph.New(dt, sh)
 }
 
-// Release hands back a tensor the kernel obtained from New or RunSubgraph
-// and will not return or read again (a Loop's carried values of the
-// previous iteration), so that its buffer is recycled now rather than at
-// the end of the run. Tensors the allocator does not own (inputs, weights)
-// are left alone.
+// shapeArg is shape as handed to the allocator: a copy in the context's
+// scratch, so that the kernel's own shape slice does not escape to the
+// heap through the interface call (allocators copy shapes).
+func (c *Context) shapeArg(shape []int) []int {
+	if c == nil || len(shape) > len(c.shp) {
+		return append([]int(nil), shape...)
+	}
+	n := copy(c.shp[:], shape)
+	return c.shp[:n:n]
+}
+
 func (c *Context) Release(t *graph.Tensor) {
 	if c == nil || t == nil {
 		return

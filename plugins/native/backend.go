@@ -20,10 +20,11 @@
 // element-wise arithmetic, activations, pooling and Softmax (a vectorised
 // float32 exp) listed in Capabilities. An If whose branches hold only ops
 // it takes is claimed whole (see controlflow.go). The data-movement and
-// shape ops it claims (Reshape, Transpose, Concat, Slice, Shape, Gather,
-// …: see referenceOps) run the reference kernels inside the partition, so
-// that a model stays in few partitions; so do broadcasting patterns of
-// the element-wise ops that have no fast path. Everything else is
+// shape ops it claims (Reshape, Slice, Shape, Gather, …: see
+// referenceOps) run the reference kernels inside the partition, so that
+// a model stays in few partitions, except float32 Transpose, Concat and
+// ReduceMean over trailing axes, which have kernels here; so do
+// broadcasting patterns of the element-wise ops that have no fast path. Everything else is
 // declined with the reason (op, attribute, dtype or rank).
 //
 // Executables run on core/exec's executor (buffers recycled by lifetime)

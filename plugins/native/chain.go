@@ -88,20 +88,32 @@ func compileChain(steps []chainStep) []chainSeg {
 // chainBlock is the floats a chain runs on at a time (in L1).
 const chainBlock = 1024
 
-// apply runs the chain in place over y, in parallel blocks.
+// maxChainExtra bounds the extra inputs a chain adds (stepAddTensor).
+const maxChainExtra = 4
+
+// chainTask is applyChain's loop (chunksFor).
+type chainTask struct {
+	steps []chainStep
+	segs  []chainSeg
+	y     []float32
+	extra [maxChainExtra][]float32
+}
+
+// applyChain runs the chain in place over y, in parallel blocks.
 // extra are the fused node's extra inputs (stepAddTensor), each as long
-// as y.
-func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra [][]float32) {
+// as y (at most maxChainExtra).
+func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra [maxChainExtra][]float32) {
 	if len(steps) == 0 {
 		return
 	}
+	a := chainTask{steps, segs, y, extra}
 	if segs != nil {
-		parallelChunks(p, len(y), func(i0, i1 int) {
+		chunksFor(p, len(y), a, func(a chainTask, i0, i1 int) {
 			for b0 := i0; b0 < i1; b0 += chainBlock {
-				blk := y[b0:min(b0+chainBlock, i1)]
-				for _, s := range segs {
+				blk := a.y[b0:min(b0+chainBlock, i1)]
+				for _, s := range a.segs {
 					if s.extra >= 0 {
-						binaryVec(opAdd, blk, blk, extra[s.extra][b0:b0+len(blk)])
+						binaryVec(opAdd, blk, blk, a.extra[s.extra][b0:b0+len(blk)])
 					} else if s.fn != nil {
 						s.fn(blk, blk)
 					} else {
@@ -112,11 +124,11 @@ func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra 
 		})
 		return
 	}
-	parallelChunks(p, len(y), func(i0, i1 int) {
+	chunksFor(p, len(y), a, func(a chainTask, i0, i1 int) {
 		var saved [chainBlock]float32
 		for b0 := i0; b0 < i1; b0 += chainBlock {
-			blk := y[b0:min(b0+chainBlock, i1)]
-			for _, s := range steps {
+			blk := a.y[b0:min(b0+chainBlock, i1)]
+			for _, s := range a.steps {
 				switch s.kind {
 				case stepScalarB:
 					binaryScalarB(s.op, blk, blk, s.c)
@@ -131,7 +143,7 @@ func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra 
 				case stepClamp:
 					clampTo(blk, blk, s.lo, s.hi)
 				case stepAddTensor:
-					binaryVec(opAdd, blk, blk, extra[s.extra][b0:b0+len(blk)])
+					binaryVec(opAdd, blk, blk, a.extra[s.extra][b0:b0+len(blk)])
 				}
 			}
 		}
@@ -228,7 +240,7 @@ func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, i
 		r := readers[v]
 		if len(r) == 1 {
 			s, ok := scalarStep(sg, r[0], v)
-			if !ok {
+			if !ok && extra < maxChainExtra {
 				if s, ok = tensorAddStep(sg, r[0], v); ok {
 					s.extra = extra
 					extra++

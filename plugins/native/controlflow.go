@@ -173,10 +173,10 @@ func rewriteBody(bc *buildCtx, g *graph.Graph, outer map[string]*graph.Tensor, o
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", n.Label(), err)
 			}
-			p.ss = &scratchSet{}
+			p.ss, p.planeSS = &scratchSet{}, &scratchSet{}
 			over[&c] = func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 				y, err := p.run(bc, ctx, in[0], nil)
-				return []*graph.Tensor{y}, err
+				return ctx.Outputs(y), err
 			}
 			out.Nodes = append(out.Nodes, &c)
 			continue

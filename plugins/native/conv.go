@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -52,7 +53,9 @@ type convPlan struct {
 	lo, hi           float32
 	depthwise        bool
 	ss               *scratchSet
-	constW           bool // weights fixed at compile (wt may be packed once)
+	planeSS          *scratchSet               // the phase planes (apart from ss: two buffers of one size are two)
+	constW           bool                      // weights fixed at compile (wt may be packed once)
+	shape            atomic.Pointer[convShape] // the last input shape's geometry
 	chain            []chainStep
 	segs             []chainSeg
 
@@ -69,19 +72,19 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.ss = &scratchSet{}
+		p.ss, p.planeSS = &scratchSet{}, &scratchSet{}
 		return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 			var extra []*graph.Tensor
 			if len(in) > 3 {
 				extra = in[3:]
 			}
 			y, err := p.run(bc, ctx, in[0], extra)
-			return []*graph.Tensor{y}, err
+			return ctx.Outputs(y), err
 		}, nil
 	}
 	// weights computed at run time: planned per call (no BatchNormalization
 	// is folded into them, see fuse)
-	ss := &scratchSet{}
+	ss, planeSS := &scratchSet{}, &scratchSet{}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		w := in[1]
 		if w.DType != graph.Float32 || len(w.Shape) < 3 || len(w.Shape) > 4 || w.Shape[0]%max(int(node.AttrInt("group", 1)), 1) != 0 {
@@ -95,9 +98,9 @@ func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.ss = ss
+		p.ss, p.planeSS = ss, planeSS
 		y, err := p.run(bc, ctx, in[0], nil)
-		return []*graph.Tensor{y}, err
+		return ctx.Outputs(y), err
 	}, nil
 }
 
@@ -165,15 +168,60 @@ func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extr
 	if err != nil || len(p.chain) == 0 {
 		return y, err
 	}
-	var ex [][]float32
-	for _, t := range extra {
+	var ex [maxChainExtra][]float32
+	if len(extra) > maxChainExtra {
+		return nil, fmt.Errorf("%w: Conv chain adds %d tensors", kernels.ErrInvalid, len(extra))
+	}
+	for i, t := range extra {
 		if t == nil || t.DType != graph.Float32 || !graph.SameShape(t.Shape, y.Shape) {
 			return nil, fmt.Errorf("%w: Conv output %v and the residual it is added to differ", kernels.ErrInvalid, y.Shape)
 		}
-		ex = append(ex, f32(t))
+		ex[i] = f32(t)
 	}
 	applyChain(bc.pool, p.chain, p.segs, f32(y), ex)
 	return y, nil
+}
+
+// convShape is what a Conv plan derives from one input shape: the
+// geometry, the output shape (handed to the allocator as is), and the
+// depthwise tiling or the phase-plane layout it reads.
+type convShape struct {
+	batch, ih, iw int
+	g             geom
+	out           []int
+	direct        *dwDirect // depthwise, column stride 1
+	layout        *dwLayout // depthwise otherwise, and strided or padded im2col
+}
+
+// shapeFor returns the plan's convShape for x, derived once per input
+// shape (the last one is kept).
+func (p *convPlan) shapeFor(x *graph.Tensor) (*convShape, error) {
+	nd := p.win.nd
+	ih, iw := 1, x.Shape[2]
+	if nd == 2 {
+		ih, iw = x.Shape[2], x.Shape[3]
+	}
+	if cs := p.shape.Load(); cs != nil && cs.batch == x.Shape[0] && cs.ih == ih && cs.iw == iw {
+		return cs, nil
+	}
+	g, err := p.win.at(ih, iw)
+	if err != nil {
+		return nil, err
+	}
+	cs := &convShape{batch: x.Shape[0], ih: ih, iw: iw, g: g}
+	cs.out = []int{x.Shape[0], p.cout, g.ow}
+	if nd == 2 {
+		cs.out = []int{x.Shape[0], p.cout, g.oh, g.ow}
+	}
+	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	switch {
+	case p.depthwise && g.sw == 1 && hasDWMask:
+		cs.direct = newDWDirect(&cs.g)
+	case p.depthwise || !pointwise && (g.sw > 1 || g.pt+g.pb+g.pl+g.pr > 0):
+		cs.layout = newDWLayout(&cs.g)
+	}
+	p.shape.Store(cs)
+	return cs, nil
 }
 
 func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) (*graph.Tensor, error) {
@@ -181,34 +229,27 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	if x.DType != graph.Float32 || len(x.Shape) != nd+2 || x.Shape[1] != p.cin {
 		return nil, fmt.Errorf("%w: Conv input %v %v, weights want %d channels and rank %d", kernels.ErrInvalid, x.DType, x.Shape, p.cin, nd+2)
 	}
-	ih, iw := 1, x.Shape[2]
-	if nd == 2 {
-		ih, iw = x.Shape[2], x.Shape[3]
-	}
-	g, err := p.win.at(ih, iw)
+	cs, err := p.shapeFor(x)
 	if err != nil {
 		return nil, err
 	}
-	out := []int{x.Shape[0], p.cout, g.ow}
-	if nd == 2 {
-		out = []int{x.Shape[0], p.cout, g.oh, g.ow}
-	}
-	y, err := ctx.NewUninit(graph.Float32, out)
+	g := &cs.g
+	y, err := ctx.NewUninit(graph.Float32, cs.out)
 	if err != nil {
 		return nil, err
 	}
 	X, Y := f32(x), f32(y)
 	batch := x.Shape[0]
 	if p.depthwise {
-		depthwise(bc.pool, p, &g, X, Y, batch)
+		depthwise(bc.pool, p, cs, X, Y, batch)
 		return y, nil
 	}
 	kern := bc.kern
 	cg, per := p.cin/p.group, p.cout/p.group
 	kk := cg * p.kh * p.kw
-	hw, ohw := ih*iw, g.oh*g.ow
+	hw, ohw := cs.ih*cs.iw, g.oh*g.ow
 	if p.useTransposed(kern, ohw) {
-		p.runTransposed(bc, &g, X, Y, batch)
+		p.runTransposed(bc, g, X, Y, batch)
 		return y, nil
 	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
@@ -226,13 +267,12 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	// strided or padded windows: each channel copied once into zero-padded
 	// column-phase planes (as the depthwise kernel does), every im2col row
 	// then a run of contiguous copies
-	var l *dwLayout
+	l := cs.layout
 	var planes []float32
 	ps := 0
-	if !pointwise && (g.sw > 1 || g.pt+g.pb+g.pl+g.pr > 0) {
-		l = newDWLayout(&g)
+	if l != nil {
 		ps = g.sw * l.hp * l.wq
-		psc := p.ss.of(cg * ps)
+		psc := p.planeSS.of(cg * ps)
 		pbuf := psc.get()
 		defer psc.put(pbuf)
 		planes = *pbuf
@@ -242,34 +282,53 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
 			if l != nil {
 				chunks := min(cg, 4*bc.pool.threads())
-				bc.pool.parallel(chunks, func(t int) {
-					for ci := cg * t / chunks; ci < cg*(t+1)/chunks; ci++ {
-						l.fill(&g, xs[ci*hw:(ci+1)*hw], planes[ci*ps:(ci+1)*ps])
+				parallelFor(bc.pool, chunks, fillTask{l, g, xs, planes, hw, ps, cg, chunks}, func(a fillTask, t int) {
+					for ci := a.cg * t / a.chunks; ci < a.cg*(t+1)/a.chunks; ci++ {
+						a.l.fill(a.g, a.xs[ci*a.hw:(ci+1)*a.hw], a.planes[ci*a.ps:(ci+1)*a.ps])
 					}
 				})
 			}
 			for c0 := 0; c0 < np; c0 += block {
 				c1 := min(c0+block, np)
 				chunks := min(c1-c0, 4*bc.pool.threads())
-				bc.pool.parallel(chunks, func(t int) {
-					p0, p1 := c0+(c1-c0)*t/chunks, c0+(c1-c0)*(t+1)/chunks
-					dst := packed[(p0-c0)*kk*kern.nr:]
-					if pointwise {
-						packBRows(dst, xs, kk, ohw, kern.nr, hw, p0, p1)
-					} else if l != nil {
-						im2colPhased(dst, planes, ps, l, cg, &g, kern.nr, p0, p1)
+				parallelFor(bc.pool, chunks, packTask{pointwise, l, g, packed, planes, xs, kk, ohw, hw, ps, cg, c0, c1, chunks, kern.nr}, func(a packTask, t int) {
+					p0, p1 := a.c0+(a.c1-a.c0)*t/a.chunks, a.c0+(a.c1-a.c0)*(t+1)/a.chunks
+					dst := a.packed[(p0-a.c0)*a.kk*a.nr:]
+					if a.pointwise {
+						packBRows(dst, a.xs, a.kk, a.ohw, a.nr, a.hw, p0, p1)
+					} else if a.l != nil {
+						im2colPhased(dst, a.planes, a.ps, a.l, a.cg, a.g, a.nr, p0, p1)
 					} else {
-						im2colPack(dst, xs, cg, &g, kern.nr, p0, p1)
+						im2colPack(dst, a.xs, a.cg, a.g, a.nr, p0, p1)
 					}
 				})
 				j0 := c0 * kern.nr
-				gemm(kern, bc.pool, &gemmOp{m: per, n: min(c1*kern.nr, ohw) - j0, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
+				op := gemmOp{m: per, n: min(c1*kern.nr, ohw) - j0, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
 					c: Y[(b*p.cout+gi*per)*ohw+j0:], ldc: ohw, bias: p.bias[gi*p.biasStride:], biasMode: initRowBias,
-					clamp: p.clamp, lo: p.lo, hi: p.hi})
+					clamp: p.clamp, lo: p.lo, hi: p.hi}
+				gemm(kern, bc.pool, &op)
 			}
 		}
 	}
 	return y, nil
+}
+
+// fillTask and packTask are a Conv's parallel loops (parallelFor): the
+// phase planes of each channel, and the packing of B's panels.
+type fillTask struct {
+	l                  *dwLayout
+	g                  *geom
+	xs, planes         []float32
+	hw, ps, cg, chunks int
+}
+
+type packTask struct {
+	pointwise           bool
+	l                   *dwLayout
+	g                   *geom
+	packed, planes, xs  []float32
+	kk, ohw, hw, ps, cg int
+	c0, c1, chunks, nr  int
 }
 
 // useTransposed: with few output positions (ohw columns of B) most of
@@ -357,12 +416,27 @@ func im2colPhased(dst, planes []float32, ps int, l *dwLayout, c int, g *geom, nr
 		o0 := p * nr
 		w := min(nr, ohw-o0)
 		panel := dst[(p-p0)*kk*nr : (p-p0+1)*kk*nr]
+		// a full panel inside one output row: each of its rows is one
+		// fixed-size copy
+		oy0, ox0 := o0/g.ow, o0%g.ow
+		oneRow := ox0+w <= g.ow
 		r := 0
 		for ci := 0; ci < c; ci++ {
 			base := planes[ci*ps : (ci+1)*ps]
 			for _, off := range l.offs {
 				row := panel[r*nr : r*nr+nr]
 				r++
+				if w == nr && oneRow {
+					s := off + oy0*l.ldx + ox0
+					switch nr {
+					case 32:
+						*(*[32]float32)(row) = *(*[32]float32)(base[s:])
+						continue
+					case 16:
+						*(*[16]float32)(row) = *(*[16]float32)(base[s:])
+						continue
+					}
+				}
 				for j := 0; j < w; {
 					o := o0 + j
 					oy, ox := o/g.ow, o%g.ow

@@ -52,6 +52,10 @@ func (l *dwLayout) scratchLen(g *geom) int {
 // the windows read padding (or past the input).
 func (l *dwLayout) fill(g *geom, x, buf []float32) {
 	sw, iw, ih, pt, pl, wq, hp := g.sw, g.iw, g.ih, g.pt, g.pl, l.wq, l.hp
+	if sw == 2 {
+		l.fill2(g, x, buf)
+		return
+	}
 	for q := 0; q < sw; q++ {
 		// columns j of phase q read input column j·sw + q - pl: those in
 		// [ja, jb) lie inside the input
@@ -88,24 +92,88 @@ func (l *dwLayout) fill(g *geom, x, buf []float32) {
 	}
 }
 
+// fill2 is fill for a column stride of 2: input column c goes to phase
+// (c+pl)%2 at column (c+pl)/2, so each input row is split into its even
+// and odd columns in one pass (deinterleave2) and the two phases' rows
+// are zero outside the columns it writes.
+func (l *dwLayout) fill2(g *geom, x, buf []float32) {
+	iw, ih, pt, pl, wq, hp := g.iw, g.ih, g.pt, g.pl, l.wq, l.hp
+	// even input columns (e = 0) and odd ones (e = 1): their phase, their
+	// first column there and how many of them fit in wq
+	var ph, off, cnt [2]int
+	for e := 0; e < 2; e++ {
+		ph[e], off[e] = (e+pl)%2, min((e+pl)/2, wq)
+		cnt[e] = max(0, min((iw-e+1)/2, wq-off[e]))
+	}
+	nv := min(cnt[0], cnt[1])
+	for r := 0; r < hp; r++ {
+		rowE := buf[ph[0]*hp*wq+r*wq : ph[0]*hp*wq+(r+1)*wq]
+		rowO := buf[ph[1]*hp*wq+r*wq : ph[1]*hp*wq+(r+1)*wq]
+		iy := r - pt
+		if uint(iy) >= uint(ih) {
+			clear(rowE)
+			clear(rowO)
+			continue
+		}
+		src := x[iy*iw : (iy+1)*iw]
+		ev, od := rowE[off[0]:off[0]+cnt[0]], rowO[off[1]:off[1]+cnt[1]]
+		deinterleave2(nv, src, ev, od)
+		for j := nv; j < len(ev); j++ {
+			ev[j] = src[2*j]
+		}
+		for j := nv; j < len(od); j++ {
+			od[j] = src[2*j+1]
+		}
+		clear(rowE[:off[0]])
+		clear(rowE[off[0]+cnt[0]:])
+		clear(rowO[:off[1]])
+		clear(rowO[off[1]+cnt[1]:])
+	}
+}
+
+// deinterleave2Go is ev[j] = x[2j], od[j] = x[2j+1] for j < n.
+func deinterleave2Go(n int, x, ev, od []float32) {
+	x, ev, od = x[:2*n], ev[:n], od[:n]
+	for j := range ev {
+		ev[j], od[j] = x[2*j], x[2*j+1]
+	}
+}
+
 // depthwise is a Conv with one filter per channel, computed directly.
-func depthwise(pl *pool, p *convPlan, g *geom, x, y []float32, batch int) {
-	c := p.cin
-	planes := batch * c
-	l := newDWLayout(g)
-	sc := p.ss.of(l.scratchLen(g))
+func depthwise(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	planes := batch * p.cin
 	chunks := min(planes, 4*pl.threads())
-	taps := g.kh * g.kw
-	pl.parallel(chunks, func(t int) {
-		buf := sc.get()
-		defer sc.put(buf)
-		for pi := planes * t / chunks; pi < planes*(t+1)/chunks; pi++ {
-			ch := pi % c
-			yp := y[pi*g.oh*g.ow : (pi+1)*g.oh*g.ow]
-			l.fill(g, x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], *buf)
-			l.plane(g, *buf, p.w[ch*taps:(ch+1)*taps], yp, p.bias[ch], p.clamp, p.lo, p.hi)
+	if cs.direct != nil {
+		parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {
+			g, taps := &a.cs.g, a.cs.g.kh*a.cs.g.kw
+			for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
+				ch := pi % a.p.cin
+				a.cs.direct.plane(g, a.x, pi*g.ih*g.iw, a.p.w[ch*taps:(ch+1)*taps], a.y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi)
+			}
+		})
+		return
+	}
+	sc := p.ss.of(cs.layout.scratchLen(&cs.g))
+	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks, sc: sc}, func(a dwTask, t int) {
+		buf := a.sc.get()
+		defer a.sc.put(buf)
+		g, l, taps := &a.cs.g, a.cs.layout, a.cs.g.kh*a.cs.g.kw
+		for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
+			ch := pi % a.p.cin
+			yp := a.y[pi*g.oh*g.ow : (pi+1)*g.oh*g.ow]
+			l.fill(g, a.x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], *buf)
+			l.plane(g, *buf, a.p.w[ch*taps:(ch+1)*taps], yp, a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi)
 		}
 	})
+}
+
+// dwTask is the depthwise loop over planes (parallelFor).
+type dwTask struct {
+	p              *convPlan
+	cs             *convShape
+	x, y           []float32
+	planes, chunks int
+	sc             *scratch
 }
 
 // plane computes one output plane from the filled phase planes in buf.
@@ -124,18 +192,7 @@ func (l *dwLayout) plane(g *geom, buf, w, y []float32, bias float32, clampOn boo
 		case g.oh-oy >= 2:
 			R = 2
 		}
-		for v0 := 0; v0 < nv; {
-			V := 1
-			switch left := nv - v0; {
-			case R < 4 && left >= 4:
-				V = 4
-			case left >= 2:
-				V = 2
-			}
-			ox := v0 * dwLane
-			dwTile(R, V, l.offs, l.hiOff, w, in[oy*l.ldx+ox:], l.ldx, out[oy*ldy+ox:], ldy, bias, clampOn, lo, hi)
-			v0 += V
-		}
+		dwRun(R, nv, l.offs, l.hiOff, w, in[oy*l.ldx:], l.ldx, out[oy*ldy:], ldy, bias, clampOn, lo, hi)
 		oy += R
 	}
 	if !l.direct {
@@ -146,30 +203,52 @@ func (l *dwLayout) plane(g *geom, buf, w, y []float32, bias float32, clampOn boo
 }
 
 // dwTileGo is the portable dwTile: y[r·ldy+j] = clamp(bias + Σ_t w[t] ·
-// x[offs[t]+r·ldx+j]) for r < R, j < V·dwLane.
-func dwTileGo(R, V int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+// x[offs[t]+r·ldx+j]) for r < R, j < nt·V·dwLane.
+func dwTileGo(R, V, nt int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	n := V * dwLane
 	var acc [4 * 4 * dwLane]float32
-	for r := 0; r < R; r++ {
-		a := acc[r*n : (r+1)*n]
-		for j := range a {
-			a[j] = bias
-		}
-		for t, off := range offs {
-			wv := w[t]
-			src := x[off+r*ldx : off+r*ldx+n]
-			for j, v := range src {
-				a[j] += wv * v
+	for i := 0; i < nt; i++ {
+		xi, yi := x[i*n:], y[i*n:]
+		for r := 0; r < R; r++ {
+			a := acc[r*n : (r+1)*n]
+			for j := range a {
+				a[j] = bias
+			}
+			for t, off := range offs {
+				wv := w[t]
+				src := xi[off+r*ldx : off+r*ldx+n]
+				for j, v := range src {
+					a[j] += wv * v
+				}
+			}
+			dst := yi[r*ldy : r*ldy+n]
+			if clampOn {
+				for j, v := range a {
+					dst[j] = clamp(v, lo, hi)
+				}
+			} else {
+				copy(dst, a)
 			}
 		}
-		dst := y[r*ldy : r*ldy+n]
-		if clampOn {
-			for j, v := range a {
-				dst[j] = clamp(v, lo, hi)
-			}
-		} else {
-			copy(dst, a)
+	}
+}
+
+// dwRun computes nv vectors of R output rows side by side with as few
+// tile calls as can be: the widest tiles (V = 2 at R = 4, else 4) in one
+// call, the rest narrower.
+func dwRun(R, nv int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+	V := 4
+	if R == 4 {
+		V = 2
+	}
+	for v0 := 0; v0 < nv; {
+		for V > nv-v0 {
+			V /= 2
 		}
+		nt := (nv - v0) / V
+		ox := v0 * dwLane
+		dwTile(R, V, nt, offs, hiOff, w, x[ox:], ldx, y[ox:], ldy, bias, clampOn, lo, hi)
+		v0 += nt * V
 	}
 }
 
@@ -180,4 +259,223 @@ func dwTileCheck(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []f
 	_ = x[hiOff+(R-1)*ldx+n-1]
 	_ = y[(R-1)*ldy+n-1]
 	_ = w[len(offs)-1]
+}
+
+// dwDirect is the depthwise convolution of a column stride of 1 read
+// straight from the unpadded input (no copy into padded planes): output
+// rows are grouped by the filter rows that fall inside the input (all of
+// them in the interior; the taps of the others are left out), output
+// columns are tiles of 8, those whose windows reach past a side of the
+// input computed with masked loads (dwMask, the lanes outside reading
+// zero), the others by the plain tile kernels.
+type dwDirect struct {
+	ih, iw int
+	rows   []dwRows
+	cols   []dwCols
+}
+
+// dwRows are n output rows from oy whose windows read filter rows
+// [kya, kyb) (offs: their taps' offsets from the first of those rows).
+type dwRows struct {
+	oy, n, kya, kyb int
+	offs            []int
+	hiOff           int
+}
+
+// dwCols is a run of nv tiles of 8 output columns from ox, or a masked
+// tile of nv (1 or 2) vectors (edges set: one per row group) storing the
+// lanes of smask.
+type dwCols struct {
+	ox, nv int
+	edges  []dwEdge
+	smask  *[2 * dwLane]int32
+	last   int  // the last lane smask stores
+	full   bool // smask stores all 8·nv lanes
+}
+
+// dwEdge are the taps of a masked tile for one row group, as (offset,
+// tap index) pairs: plain ones, all their lanes inside the input, and
+// masked ones with their lanes (mask, 8·nv per tap: -1 inside, 0 outside).
+type dwEdge struct {
+	plain, masked []int
+	mask          []int32
+}
+
+func newDWDirect(g *geom) *dwDirect {
+	d := &dwDirect{ih: g.ih, iw: g.iw}
+	for oy := 0; oy < g.oh; oy++ {
+		kya, kyb := g.kh, 0
+		for ky := 0; ky < g.kh; ky++ {
+			if iy := oy*g.sh - g.pt + ky*g.dh; iy >= 0 && iy < g.ih {
+				kya, kyb = min(kya, ky), ky+1
+			}
+		}
+		if kya >= kyb {
+			kya, kyb = 0, 0
+		}
+		if n := len(d.rows); n > 0 && d.rows[n-1].kya == kya && d.rows[n-1].kyb == kyb {
+			d.rows[n-1].n++
+			continue
+		}
+		r := dwRows{oy: oy, n: 1, kya: kya, kyb: kyb}
+		for ky := kya; ky < kyb; ky++ {
+			for kx := 0; kx < g.kw; kx++ {
+				r.offs = append(r.offs, (ky-kya)*g.dh*g.iw+kx*g.dw)
+				r.hiOff = max(r.hiOff, r.offs[len(r.offs)-1])
+			}
+		}
+		d.rows = append(d.rows, r)
+	}
+	// valid reports whether every window of the output columns
+	// [ox, ox+n) lies inside the input's columns
+	valid := func(ox, n int) bool {
+		return ox-g.pl >= 0 && ox+n-1-g.pl+(g.kw-1)*g.dw < g.iw
+	}
+	switch {
+	case g.ow >= 2*dwLane:
+		// masked tiles of 16 columns at an edge whose windows reach past
+		// it, plain vectors between them (the last one overlapping the
+		// one before where the width is not whole vectors)
+		a, b := 0, g.ow
+		if !valid(0, dwLane) {
+			d.addMasked(g, 0, 2)
+			a = 2 * dwLane
+		}
+		// (a left tile of the whole width has the right edge's masks too)
+		right := !valid(g.ow-dwLane, dwLane) && !(a > 0 && g.ow == 2*dwLane)
+		if right {
+			b = g.ow - 2*dwLane
+		}
+		for ox := a; ox < b; ox += dwLane {
+			ox = min(ox, b-dwLane)
+			if ox < 0 {
+				break
+			}
+			if valid(ox, dwLane) {
+				d.addPlain(ox)
+			} else {
+				d.addMasked(g, ox, 1)
+			}
+		}
+		if right {
+			d.addMasked(g, g.ow-2*dwLane, 2)
+		}
+	case g.ow >= dwLane:
+		for ox := 0; ox < g.ow; ox += dwLane {
+			ox = min(ox, g.ow-dwLane)
+			if valid(ox, dwLane) {
+				d.addPlain(ox)
+			} else {
+				d.addMasked(g, ox, 1)
+			}
+		}
+	case g.ow > 0:
+		d.addMasked(g, 0, 1)
+	}
+	return d
+}
+
+// addPlain adds the vector at output column ox to the plain run it
+// continues, or starts one.
+func (d *dwDirect) addPlain(ox int) {
+	if n := len(d.cols); n > 0 && d.cols[n-1].edges == nil && d.cols[n-1].ox+d.cols[n-1].nv*dwLane == ox {
+		d.cols[n-1].nv++
+		return
+	}
+	d.cols = append(d.cols, dwCols{ox: ox, nv: 1})
+}
+
+// addMasked adds a masked tile of nv vectors at output column ox (its
+// stores: the columns below ow).
+func (d *dwDirect) addMasked(g *geom, ox, nv int) {
+	n := nv * dwLane
+	c := dwCols{ox: ox, nv: nv, smask: new([2 * dwLane]int32)}
+	for j := 0; j < n && ox+j < g.ow; j++ {
+		c.smask[j], c.last = -1, j
+	}
+	c.full = c.last == n-1
+	lanes := make([][]int32, g.kw) // per filter column
+	plain := make([]bool, g.kw)
+	for kx := range lanes {
+		lanes[kx] = make([]int32, n)
+		plain[kx] = true
+		for j := range lanes[kx] {
+			if ix := ox + j - g.pl + kx*g.dw; ix >= 0 && ix < g.iw {
+				lanes[kx][j] = -1
+			} else {
+				plain[kx] = false
+			}
+		}
+	}
+	for _, rg := range d.rows {
+		var e dwEdge
+		for t, off := range rg.offs {
+			if kx := t % g.kw; plain[kx] {
+				e.plain = append(e.plain, off, t)
+			} else {
+				e.masked = append(e.masked, off, t)
+				e.mask = append(e.mask, lanes[kx]...)
+			}
+		}
+		c.edges = append(c.edges, e)
+	}
+	d.cols = append(d.cols, c)
+}
+
+// plane computes output plane y from the input plane at x[x0:] with the
+// filter w (kh·kw taps).
+func (d *dwDirect) plane(g *geom, x []float32, x0 int, w, y []float32, bias float32, clampOn bool, lo, hi float32) {
+	ldx := g.sh * g.iw
+	for ri := range d.rows {
+		rg := &d.rows[ri]
+		wt := w[rg.kya*g.kw : rg.kyb*g.kw]
+		for oy := rg.oy; oy < rg.oy+rg.n; {
+			R := 1
+			switch left := rg.oy + rg.n - oy; {
+			case left >= 4:
+				R = 4
+			case left >= 2:
+				R = 2
+			}
+			// the input row of filter row kya for output row oy
+			xrow := x0 + (oy*g.sh-g.pt+rg.kya*g.dh)*g.iw - g.pl
+			for ci := range d.cols {
+				c := &d.cols[ci]
+				if c.edges != nil {
+					dwMaskTile(R, c.nv, &c.edges[ri], wt, x, xrow+c.ox, ldx, y[oy*g.ow+c.ox:(oy+R-1)*g.ow+c.ox+c.last+1], g.ow, bias, clampOn, lo, hi, c.smask, c.full)
+					continue
+				}
+				dwRun(R, c.nv, rg.offs, rg.hiOff, wt, x[xrow+c.ox:], ldx, y[oy*g.ow+c.ox:], g.ow, bias, clampOn, lo, hi)
+			}
+			oy += R
+		}
+	}
+}
+
+// dwMaskTileGo is the portable dwMaskTile: y[r·ldy+j] = clamp(bias + Σ_t
+// w[t] · x[xoff+off_t+r·ldx+j]) for r < R and the lanes j < 8V of smask,
+// over e's plain taps and the lanes of its masked ones. y ends at the
+// last element stored.
+func dwMaskTileGo(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32) {
+	n := V * dwLane
+	for r := 0; r < R; r++ {
+		for j := 0; j < n; j++ {
+			if smask[j] == 0 {
+				continue
+			}
+			a := bias
+			for i := 0; i < len(e.plain); i += 2 {
+				a += w[e.plain[i+1]] * x[xoff+e.plain[i]+r*ldx+j]
+			}
+			for i := 0; i < len(e.masked); i += 2 {
+				if e.mask[i/2*n+j] != 0 {
+					a += w[e.masked[i+1]] * x[xoff+e.masked[i]+r*ldx+j]
+				}
+			}
+			if clampOn {
+				a = clamp(a, lo, hi)
+			}
+			y[r*ldy+j] = a
+		}
+	}
 }

@@ -8,15 +8,10 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
-// parallelChunks splits n elements into chunks of at least 16384 for the
-// pool and runs fn on each range.
-func parallelChunks(p *pool, n int, fn func(i0, i1 int)) {
-	chunks := min(p.threads()*2, max(1, n/16384))
-	if chunks <= 1 {
-		fn(0, n)
-		return
-	}
-	p.parallel(chunks, func(t int) { fn(n*t/chunks, n*(t+1)/chunks) })
+// unaryTask is an element-wise loop (chunksFor): y = fn(x).
+type unaryTask struct {
+	fn   unaryFn
+	y, x []float32
 }
 
 // unaryFn is an element-wise float32 function over a range.
@@ -108,8 +103,8 @@ func buildUnary(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 			return nil, err
 		}
 		X, Y := f32(x), f32(y)
-		parallelChunks(bc.pool, len(X), func(i0, i1 int) { fn(Y[i0:i1], X[i0:i1]) })
-		return []*graph.Tensor{y}, nil
+		chunksFor(bc.pool, len(X), unaryTask{fn, Y, X}, func(a unaryTask, i0, i1 int) { a.fn(a.y[i0:i1], a.x[i0:i1]) })
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -133,7 +128,8 @@ func buildBinary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		if a.DType != graph.Float32 || b.DType != graph.Float32 {
 			return nil, fmt.Errorf("%w: %s of %v and %v", kernels.ErrInvalid, node.OpType, a.DType, b.DType)
 		}
-		out, err := kernels.BroadcastShapes(a.Shape, b.Shape)
+		var ob [8]int
+		out, err := broadcastInto(&ob, a.Shape, b.Shape)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s of %v and %v: %v", kernels.ErrInvalid, node.OpType, a.Shape, b.Shape, err)
 		}
@@ -152,15 +148,58 @@ func buildBinary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		if err != nil {
 			return nil, err
 		}
-		A, B, Y := f32(a), f32(b), f32(y)
-		parallelChunks(bc.pool, total, func(i0, i1 int) {
-			binaryRange(op, Y, A, B, pa, pb, i0, i1)
-			if f != nil && f.clamp {
-				clampTo(Y[i0:i1], Y[i0:i1], f.lo, f.hi)
+		t := binTask{op: op, y: f32(y), a: f32(a), b: f32(b), pa: pa, pb: pb}
+		if f != nil && f.clamp {
+			t.clamp, t.lo, t.hi = true, f.lo, f.hi
+		}
+		chunksFor(bc.pool, total, t, func(t binTask, i0, i1 int) {
+			binaryRange(t.op, t.y, t.a, t.b, t.pa, t.pb, i0, i1)
+			if t.clamp {
+				clampTo(t.y[i0:i1], t.y[i0:i1], t.lo, t.hi)
 			}
 		})
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
+}
+
+// binTask is a broadcasting binary op's loop (chunksFor).
+type binTask struct {
+	op      binOp
+	y, a, b []float32
+	pa, pb  pattern
+	clamp   bool
+	lo, hi  float32
+}
+
+// broadcastInto is kernels.BroadcastShapes writing into buf when the
+// result has at most 8 axes (a shape equal to a's is a itself).
+func broadcastInto(buf *[8]int, a, b []int) ([]int, error) {
+	if graph.SameShape(a, b) {
+		return a, nil
+	}
+	r := max(len(a), len(b))
+	if r > len(buf) {
+		return kernels.BroadcastShapes(a, b)
+	}
+	out := buf[:r]
+	for i := range out {
+		da, db := 1, 1
+		if j := i - (r - len(a)); j >= 0 {
+			da = a[j]
+		}
+		if j := i - (r - len(b)); j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db || db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return kernels.BroadcastShapes(a, b) // its error
+		}
+	}
+	return out, nil
 }
 
 // pattern says how an operand's flat index follows the output's: element
@@ -338,8 +377,8 @@ func powSquare(bc *buildCtx) kernels.Func {
 			return nil, err
 		}
 		X, Y := f32(x), f32(y)
-		parallelChunks(bc.pool, len(X), func(i0, i1 int) { binaryVec(opMul, Y[i0:i1], X[i0:i1], X[i0:i1]) })
-		return []*graph.Tensor{y}, nil
+		chunksFor(bc.pool, len(X), unaryTask{nil, Y, X}, func(a unaryTask, i0, i1 int) { binaryVec(opMul, a.y[i0:i1], a.x[i0:i1], a.x[i0:i1]) })
+		return ctx.Outputs(y), nil
 	}
 }
 
@@ -365,7 +404,8 @@ func concatKernel() kernels.Func {
 		if ax < 0 || ax >= r {
 			return ref.Kernel(ctx, node, in)
 		}
-		out := append([]int{}, in[0].Shape...)
+		var ob [8]int
+		out := append(ob[:0], in[0].Shape...)
 		out[ax] = 0
 		for _, t := range in {
 			if t == nil || t.DType != graph.Float32 || len(t.Shape) != r {
@@ -393,6 +433,6 @@ func concatKernel() kernels.Func {
 			}
 			off += n
 		}
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}
 }

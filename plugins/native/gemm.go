@@ -48,15 +48,33 @@ func packBRows(dst, src []float32, k, n, nr, ldb, p0, p1 int) {
 		w := min(nr, n-j0)
 		panel := dst[(p-p0)*k*nr : (p-p0+1)*k*nr]
 		if w == nr {
-			for kk := 0; kk < k; kk++ {
-				copy(panel[kk*nr:kk*nr+nr], src[kk*ldb+j0:kk*ldb+j0+nr])
-			}
+			copyRows(panel, src[j0:], k, nr, ldb)
 			continue
 		}
 		for kk := 0; kk < k; kk++ {
 			row := panel[kk*nr : kk*nr+nr]
 			copy(row[:w], src[kk*ldb+j0:kk*ldb+j0+w])
 			clear(row[w:])
+		}
+	}
+}
+
+// copyRows copies k rows of nr floats, ldb apart in src, to dst one after
+// another; the kernels' panel widths as fixed-size copies (inline moves,
+// no memmove call per row).
+func copyRows(dst, src []float32, k, nr, ldb int) {
+	switch nr {
+	case 32:
+		for kk := 0; kk < k; kk++ {
+			*(*[32]float32)(dst[kk*32:]) = *(*[32]float32)(src[kk*ldb:])
+		}
+	case 16:
+		for kk := 0; kk < k; kk++ {
+			*(*[16]float32)(dst[kk*16:]) = *(*[16]float32)(src[kk*ldb:])
+		}
+	default:
+		for kk := 0; kk < k; kk++ {
+			copy(dst[kk*nr:kk*nr+nr], src[kk*ldb:kk*ldb+nr])
 		}
 	}
 }
@@ -92,12 +110,23 @@ func gemm(kern *microKernel, p *pool, g *gemmOp) {
 	mt := (g.m + kern.mr - 1) / kern.mr // row tiles
 	np := panelsOf(g.n, kern.nr)        // column panels
 	tm, tn := splitGrid(mt, np, p.threads(), kern)
-	p.parallel(tm*tn, func(t int) {
-		i, j := t/tn, t%tn
-		r0, r1 := mt*i/tm*kern.mr, min(mt*(i+1)/tm*kern.mr, g.m)
-		p0, p1 := np*j/tn, np*(j+1)/tn
-		gemmBlock(kern, g, r0, r1, p0, p1)
+	if tm*tn == 1 {
+		gemmBlock(kern, g, 0, g.m, 0, np)
+		return
+	}
+	parallelFor(p, tm*tn, gemmTask{kern, *g, mt, np, tm, tn}, func(a gemmTask, t int) {
+		i, j := t/a.tn, t%a.tn
+		r0, r1 := a.mt*i/a.tm*a.kern.mr, min(a.mt*(i+1)/a.tm*a.kern.mr, a.g.m)
+		p0, p1 := a.np*j/a.tn, a.np*(j+1)/a.tn
+		gemmBlock(a.kern, &a.g, r0, r1, p0, p1)
 	})
+}
+
+// gemmTask is one gemm's split over the pool (parallelFor).
+type gemmTask struct {
+	kern           *microKernel
+	g              gemmOp
+	mt, np, tm, tn int
 }
 
 // splitGrid divides the mt×np tile grid into tm×tn tasks for threads:

@@ -189,19 +189,20 @@ func TestDepthwiseTiles(t *testing.T) {
 		for _, taps := range []int{1, 2, 9, 25} {
 			for _, clampOn := range []bool{false, true} {
 				R, V := rv[0], rv[1]
-				const ldx, ldy = 77, 45
+				nt := 1 + taps%3 // 1, 2 or 3 tiles side by side
+				ldx, ldy := 77+nt*V*dwLane, 45+nt*V*dwLane
 				offs := make([]int, taps)
 				for i := range offs {
 					offs[i] = rng.IntN(200)
 				}
-				w, x := randSlice(rng, taps), randSlice(rng, 200+R*ldx+V*dwLane)
+				w, x := randSlice(rng, taps), randSlice(rng, 200+R*ldx+nt*V*dwLane)
 				got, want := make([]float32, R*ldy), make([]float32, R*ldy)
 				hiOff := 0
 				for _, o := range offs {
 					hiOff = max(hiOff, o)
 				}
-				dwTile(R, V, offs, hiOff, w, x, ldx, got, ldy, 0.25, clampOn, -0.5, 0.75)
-				dwTileGo(R, V, offs, w, x, ldx, want, ldy, 0.25, clampOn, -0.5, 0.75)
+				dwTile(R, V, nt, offs, hiOff, w, x, ldx, got, ldy, 0.25, clampOn, -0.5, 0.75)
+				dwTileGo(R, V, nt, offs, w, x, ldx, want, ldy, 0.25, clampOn, -0.5, 0.75)
 				for i := range want {
 					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) {
 						t.Fatalf("%dx%d taps %d clamp %v: [%d] = %v, want %v", R, V, taps, clampOn, i, got[i], want[i])

@@ -82,27 +82,76 @@ func binSV(op binOp, y []float32, a float32, b []float32) bool {
 }
 
 // dwFns are the depthwise tile kernels by [R-1][V-1] (nil: no such shape).
-var dwFns = [4][4]func(taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
+var dwFns = [4][4]func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
 	{dwAVX2x1x1, dwAVX2x1x2, nil, dwAVX2x1x4},
 	{dwAVX2x2x1, dwAVX2x2x2, nil, dwAVX2x2x4},
 	{},
 	{dwAVX2x4x1, dwAVX2x4x2},
 }
 
-// dwTile computes an R×V·dwLane tile of a depthwise convolution (see
-// dwTileGo) in assembly where the CPU can.
-func dwTile(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
-	fn := dwFns[R-1][V-1]
-	if !hasAVX2FMA || fn == nil || len(offs) == 0 {
-		dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+// dwTile computes nt R×V·dwLane tiles side by side of a depthwise
+// convolution (see dwTileGo) in assembly where the CPU can.
+func dwTile(R, V, nt int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+	if nt <= 0 {
 		return
 	}
-	dwTileCheck(R, V, offs, hiOff, w, x, ldx, y, ldy)
+	fn := dwFns[R-1][V-1]
+	if !hasAVX2FMA || fn == nil || len(offs) == 0 {
+		dwTileGo(R, V, nt, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+		return
+	}
+	dwTileCheck(R, V*nt, offs, hiOff, w, x, ldx, y, ldy)
 	c := 0
 	if clampOn {
 		c = 1
 	}
-	fn(len(offs), &offs[0], &w[0], &x[0], ldx, &y[0], ldy, bias, c, lo, hi)
+	fn(nt, len(offs), &offs[0], &w[0], &x[0], ldx, &y[0], ldy, bias, c, lo, hi)
+}
+
+// hasDWMask: dwMaskTile runs in assembly (the direct depthwise path).
+var hasDWMask = hasAVX2FMA
+
+// dwMaskFns are the masked tile kernels by [R-1][V-1].
+var dwMaskFns = [4][2]func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32){
+	{dwMaskAVX2x1x1, dwMaskAVX2x1x2},
+	{dwMaskAVX2x2x1, dwMaskAVX2x2x2},
+	{},
+	{dwMaskAVX2x4x1, dwMaskAVX2x4x2},
+}
+
+// dwMaskTile computes an R×V·dwLane tile of a depthwise convolution from
+// the unpadded input, e's masked taps with masked loads (see
+// dwMaskTileGo), in assembly where the CPU can; full says smask stores
+// all V·dwLane lanes. Every lane e lets
+// through, in each of the R rows, MUST lie inside x; y MUST end at the
+// last element smask stores (rows ldy apart).
+func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32, full bool) {
+	fn := dwMaskFns[R-1][V-1]
+	np, nm := len(e.plain)/2, len(e.masked)/2
+	if !hasAVX2FMA || fn == nil || len(x) == 0 || np+nm == 0 {
+		dwMaskTileGo(R, V, e, w, x, xoff, ldx, y, ldy, bias, clampOn, lo, hi, smask)
+		return
+	}
+	_ = w[np+nm-1]
+	_ = y[len(y)-1] // the caller ends y at the last element stored
+	var pp, mp *int
+	var mk *int32
+	if np > 0 {
+		pp = &e.plain[0]
+	}
+	if nm > 0 {
+		_ = e.mask[nm*V*dwLane-1]
+		mp, mk = &e.masked[0], &e.mask[0]
+	}
+	c := 0
+	if clampOn {
+		c = 1
+	}
+	var sm *int32 // nil: every lane stored
+	if !full {
+		sm = &smask[0]
+	}
+	fn(np, pp, nm, mp, mk, &w[0], &x[0], xoff, ldx, &y[0], ldy, bias, c, lo, hi, sm)
 }
 
 // maxPool2x2 is maxPool2x2Go, whole vectors in assembly where the CPU can.
@@ -113,6 +162,18 @@ func maxPool2x2(y, r0, r1 []float32) {
 		y, r0, r1 = y[n:], r0[2*n:], r1[2*n:]
 	}
 	maxPool2x2Go(y, r0, r1)
+}
+
+// deinterleave2 is ev[j] = x[2j], od[j] = x[2j+1] for j < n (x at least
+// 2n long, ev and od at least n), whole vectors in assembly where the CPU
+// can.
+func deinterleave2(n int, x, ev, od []float32) {
+	if v := n &^ 7; hasAVX2FMA && v > 0 {
+		_, _, _ = x[2*v-1], ev[v-1], od[v-1]
+		deinterleave2AVX2(v, &x[0], &ev[0], &od[0])
+		x, ev, od, n = x[2*v:], ev[v:], od[v:], n-v
+	}
+	deinterleave2Go(n, x, ev, od)
 }
 
 // expSum is y[i] = exp(x[i] - m) in float32 and their sum (expSumGo),

@@ -12,11 +12,20 @@ func binVV(op binOp, y, a, b []float32) bool                   { return false }
 func binVS(op binOp, y, a []float32, b float32) bool           { return false }
 func binSV(op binOp, y []float32, a float32, b []float32) bool { return false }
 
-func dwTile(R, V int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
-	dwTileGo(R, V, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+func dwTile(R, V, nt int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
+	dwTileGo(R, V, nt, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+}
+
+// hasDWMask: no masked-load kernels here (depthwise fills padded planes).
+const hasDWMask = false
+
+func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32, _ bool) {
+	dwMaskTileGo(R, V, e, w, x, xoff, ldx, y, ldy, bias, clampOn, lo, hi, smask)
 }
 
 func maxPool2x2(y, r0, r1 []float32) { maxPool2x2Go(y, r0, r1) }
+
+func deinterleave2(n int, x, ev, od []float32) { deinterleave2Go(n, x, ev, od) }
 
 func expSum(x, y []float32, m float32) float32 { return expSumGo(x, y, m) }
 

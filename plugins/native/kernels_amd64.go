@@ -27,6 +27,11 @@ func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 //go:noescape
 func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
 
+// deinterleave2AVX2 computes ev[j] = x[2j] and od[j] = x[2j+1] for j < n&^7.
+//
+//go:noescape
+func deinterleave2AVX2(n int, x *float32, ev *float32, od *float32)
+
 // expSumAVX2 computes y[i] = exp(x[i] - m) for i < n&^7 and returns their sum (see the package asmgen).
 //
 //go:noescape
@@ -42,45 +47,75 @@ func dotAVX2(n int, x *float32, y *float32) float32
 //go:noescape
 func chainAVX2(n int, y *float32, ops *int32, nops int)
 
-// dwAVX2x1x1 computes a 1×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x1x1 computes nt 1×8 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x1x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 
-// dwAVX2x1x2 computes a 1×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x1x2 computes nt 1×16 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x1x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x1x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 
-// dwAVX2x1x4 computes a 1×32 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x1x4 computes nt 1×32 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x1x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x1x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 
-// dwAVX2x2x1 computes a 2×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x2x1 computes nt 2×8 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x2x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x2x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 
-// dwAVX2x2x2 computes a 2×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x2x2 computes nt 2×16 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x2x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x2x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 
-// dwAVX2x2x4 computes a 2×32 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x2x4 computes nt 2×32 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x2x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x2x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 
-// dwAVX2x4x1 computes a 4×8 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x4x1 computes nt 4×8 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x4x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x4x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 
-// dwAVX2x4x2 computes a 4×16 tile of a depthwise convolution (see depthwiseTile in the package asmgen).
+// dwAVX2x4x2 computes nt 4×16 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape
-func dwAVX2x4x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+func dwAVX2x4x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMaskAVX2x1x1 computes a 1×8 tile of a depthwise convolution from the unpadded input, some taps with masked loads (see depthwiseMasked in the package asmgen).
+//
+//go:noescape
+func dwMaskAVX2x1x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dwMaskAVX2x1x2 computes a 1×16 tile of a depthwise convolution from the unpadded input, some taps with masked loads (see depthwiseMasked in the package asmgen).
+//
+//go:noescape
+func dwMaskAVX2x1x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dwMaskAVX2x2x1 computes a 2×8 tile of a depthwise convolution from the unpadded input, some taps with masked loads (see depthwiseMasked in the package asmgen).
+//
+//go:noescape
+func dwMaskAVX2x2x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dwMaskAVX2x2x2 computes a 2×16 tile of a depthwise convolution from the unpadded input, some taps with masked loads (see depthwiseMasked in the package asmgen).
+//
+//go:noescape
+func dwMaskAVX2x2x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dwMaskAVX2x4x1 computes a 4×8 tile of a depthwise convolution from the unpadded input, some taps with masked loads (see depthwiseMasked in the package asmgen).
+//
+//go:noescape
+func dwMaskAVX2x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dwMaskAVX2x4x2 computes a 4×16 tile of a depthwise convolution from the unpadded input, some taps with masked loads (see depthwiseMasked in the package asmgen).
+//
+//go:noescape
+func dwMaskAVX2x4x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
 
 // addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
 //

@@ -619,6 +619,35 @@ mp2_done:
 	VZEROUPPER
 	RET
 
+// func deinterleave2AVX2(n int, x *float32, ev *float32, od *float32)
+// Requires: AVX, AVX2
+TEXT ·deinterleave2AVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ ev+16(FP), DX
+	MOVQ od+24(FP), BX
+
+di2_8:
+	CMPQ    AX, $0x08
+	JLT     di2_done
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xdd, Y1, Y0, Y0
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y0, Y0
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y0, (BX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, AX
+	JMP     di2_8
+
+di2_done:
+	VZEROUPPER
+	RET
+
 DATA expconsts<>+0(SB)/4, $0x42b0c0a5
 DATA expconsts<>+4(SB)/4, $0x42b0c0a5
 DATA expconsts<>+8(SB)/4, $0x42b0c0a5
@@ -963,126 +992,158 @@ chain_done:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x1x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x1x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x1x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dwAVX2x1x1_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x1_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Y0
 
 dwAVX2x1x1_tap:
-	TESTQ        AX, AX
+	TESTQ        SI, SI
 	JEQ          dwAVX2x1x1_done
-	MOVQ         (CX), SI
-	LEAQ         (BX)(SI*4), SI
-	VBROADCASTSS (DX), Y1
-	VFMADD231PS  (SI), Y1, Y0
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Y1
+	VFMADD231PS  (R9), Y1, Y0
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
 	JMP          dwAVX2x1x1_tap
 
 dwAVX2x1x1_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        BX, BX
 	JEQ          dwAVX2x1x1_store
-	VBROADCASTSS lo+72(FP), Y1
-	VBROADCASTSS hi+76(FP), Y2
+	VBROADCASTSS lo+80(FP), Y1
+	VBROADCASTSS hi+84(FP), Y2
 	VMAXPS       Y0, Y1, Y0
 	VMINPS       Y0, Y2, Y0
 
 dwAVX2x1x1_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
-	VMOVUPS Y0, (AX)
+	MOVQ    DX, R9
+	VMOVUPS Y0, (R9)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, DX
+	DECQ    AX
+	JMP     dwAVX2x1x1_tile
+
+dwAVX2x1x1_end:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x1x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x1x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x1x2(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x1x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dwAVX2x1x2_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x2_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Y0
 	VMOVAPS      Y0, Y1
 
 dwAVX2x1x2_tap:
-	TESTQ        AX, AX
+	TESTQ        SI, SI
 	JEQ          dwAVX2x1x2_done
-	MOVQ         (CX), SI
-	LEAQ         (BX)(SI*4), SI
-	VBROADCASTSS (DX), Y2
-	VFMADD231PS  (SI), Y2, Y0
-	VFMADD231PS  32(SI), Y2, Y1
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Y2
+	VFMADD231PS  (R9), Y2, Y0
+	VFMADD231PS  32(R9), Y2, Y1
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
 	JMP          dwAVX2x1x2_tap
 
 dwAVX2x1x2_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        BX, BX
 	JEQ          dwAVX2x1x2_store
-	VBROADCASTSS lo+72(FP), Y2
-	VBROADCASTSS hi+76(FP), Y3
+	VBROADCASTSS lo+80(FP), Y2
+	VBROADCASTSS hi+84(FP), Y3
 	VMAXPS       Y0, Y2, Y0
 	VMINPS       Y0, Y3, Y0
 	VMAXPS       Y1, Y2, Y1
 	VMINPS       Y1, Y3, Y1
 
 dwAVX2x1x2_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
+	MOVQ    DX, R9
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dwAVX2x1x2_tile
+
+dwAVX2x1x2_end:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x1x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x1x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x1x4(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x1x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dwAVX2x1x4_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x1x4_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Y0
 	VMOVAPS      Y0, Y1
 	VMOVAPS      Y0, Y2
 	VMOVAPS      Y0, Y3
 
 dwAVX2x1x4_tap:
-	TESTQ        AX, AX
+	TESTQ        SI, SI
 	JEQ          dwAVX2x1x4_done
-	MOVQ         (CX), SI
-	LEAQ         (BX)(SI*4), SI
-	VBROADCASTSS (DX), Y4
-	VFMADD231PS  (SI), Y4, Y0
-	VFMADD231PS  32(SI), Y4, Y1
-	VFMADD231PS  64(SI), Y4, Y2
-	VFMADD231PS  96(SI), Y4, Y3
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Y4
+	VFMADD231PS  (R9), Y4, Y0
+	VFMADD231PS  32(R9), Y4, Y1
+	VFMADD231PS  64(R9), Y4, Y2
+	VFMADD231PS  96(R9), Y4, Y3
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
 	JMP          dwAVX2x1x4_tap
 
 dwAVX2x1x4_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        BX, BX
 	JEQ          dwAVX2x1x4_store
-	VBROADCASTSS lo+72(FP), Y4
-	VBROADCASTSS hi+76(FP), Y5
+	VBROADCASTSS lo+80(FP), Y4
+	VBROADCASTSS hi+84(FP), Y5
 	VMAXPS       Y0, Y4, Y0
 	VMINPS       Y0, Y5, Y0
 	VMAXPS       Y1, Y4, Y1
@@ -1093,97 +1154,121 @@ dwAVX2x1x4_done:
 	VMINPS       Y3, Y5, Y3
 
 dwAVX2x1x4_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	VMOVUPS Y2, 64(AX)
-	VMOVUPS Y3, 96(AX)
+	MOVQ    DX, R9
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dwAVX2x1x4_tile
+
+dwAVX2x1x4_end:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x2x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x2x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x2x1(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x2x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dwAVX2x2x1_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x1_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Y0
 	VMOVAPS      Y0, Y1
 
 dwAVX2x2x1_tap:
-	TESTQ        AX, AX
+	TESTQ        R8, R8
 	JEQ          dwAVX2x2x1_done
-	MOVQ         (CX), DI
-	LEAQ         (BX)(DI*4), DI
-	VBROADCASTSS (DX), Y2
-	VFMADD231PS  (DI), Y2, Y0
-	VFMADD231PS  (DI)(SI*1), Y2, Y1
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Y2
+	VFMADD231PS  (R11), Y2, Y0
+	VFMADD231PS  (R11)(BX*1), Y2, Y1
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
 	JMP          dwAVX2x2x1_tap
 
 dwAVX2x2x1_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        DI, DI
 	JEQ          dwAVX2x2x1_store
-	VBROADCASTSS lo+72(FP), Y2
-	VBROADCASTSS hi+76(FP), Y3
+	VBROADCASTSS lo+80(FP), Y2
+	VBROADCASTSS hi+84(FP), Y3
 	VMAXPS       Y0, Y2, Y0
 	VMINPS       Y0, Y3, Y0
 	VMAXPS       Y1, Y2, Y1
 	VMINPS       Y1, Y3, Y1
 
 dwAVX2x2x1_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
-	VMOVUPS Y0, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Y1, (AX)
+	MOVQ    DX, R11
+	VMOVUPS Y0, (R11)
+	ADDQ    SI, R11
+	VMOVUPS Y1, (R11)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, DX
+	DECQ    AX
+	JMP     dwAVX2x2x1_tile
+
+dwAVX2x2x1_end:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x2x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x2x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x2x2(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x2x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dwAVX2x2x2_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x2_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Y0
 	VMOVAPS      Y0, Y1
 	VMOVAPS      Y0, Y2
 	VMOVAPS      Y0, Y3
 
 dwAVX2x2x2_tap:
-	TESTQ        AX, AX
+	TESTQ        R8, R8
 	JEQ          dwAVX2x2x2_done
-	MOVQ         (CX), DI
-	LEAQ         (BX)(DI*4), DI
-	VBROADCASTSS (DX), Y4
-	VFMADD231PS  (DI), Y4, Y0
-	VFMADD231PS  32(DI), Y4, Y1
-	VFMADD231PS  (DI)(SI*1), Y4, Y2
-	VFMADD231PS  32(DI)(SI*1), Y4, Y3
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Y4
+	VFMADD231PS  (R11), Y4, Y0
+	VFMADD231PS  32(R11), Y4, Y1
+	VFMADD231PS  (R11)(BX*1), Y4, Y2
+	VFMADD231PS  32(R11)(BX*1), Y4, Y3
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
 	JMP          dwAVX2x2x2_tap
 
 dwAVX2x2x2_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        DI, DI
 	JEQ          dwAVX2x2x2_store
-	VBROADCASTSS lo+72(FP), Y4
-	VBROADCASTSS hi+76(FP), Y5
+	VBROADCASTSS lo+80(FP), Y4
+	VBROADCASTSS hi+84(FP), Y5
 	VMAXPS       Y0, Y4, Y0
 	VMINPS       Y0, Y5, Y0
 	VMAXPS       Y1, Y4, Y1
@@ -1194,27 +1279,40 @@ dwAVX2x2x2_done:
 	VMINPS       Y3, Y5, Y3
 
 dwAVX2x2x2_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	ADDQ    CX, AX
-	VMOVUPS Y2, (AX)
-	VMOVUPS Y3, 32(AX)
+	MOVQ    DX, R11
+	VMOVUPS Y0, (R11)
+	VMOVUPS Y1, 32(R11)
+	ADDQ    SI, R11
+	VMOVUPS Y2, (R11)
+	VMOVUPS Y3, 32(R11)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dwAVX2x2x2_tile
+
+dwAVX2x2x2_end:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x2x4(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x2x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x2x4(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x2x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dwAVX2x2x4_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x2x4_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Y0
 	VMOVAPS      Y0, Y1
 	VMOVAPS      Y0, Y2
 	VMOVAPS      Y0, Y3
@@ -1224,30 +1322,29 @@ TEXT ·dwAVX2x2x4(SB), NOSPLIT, $0-80
 	VMOVAPS      Y0, Y7
 
 dwAVX2x2x4_tap:
-	TESTQ        AX, AX
+	TESTQ        R8, R8
 	JEQ          dwAVX2x2x4_done
-	MOVQ         (CX), DI
-	LEAQ         (BX)(DI*4), DI
-	VBROADCASTSS (DX), Y8
-	VFMADD231PS  (DI), Y8, Y0
-	VFMADD231PS  32(DI), Y8, Y1
-	VFMADD231PS  64(DI), Y8, Y2
-	VFMADD231PS  96(DI), Y8, Y3
-	VFMADD231PS  (DI)(SI*1), Y8, Y4
-	VFMADD231PS  32(DI)(SI*1), Y8, Y5
-	VFMADD231PS  64(DI)(SI*1), Y8, Y6
-	VFMADD231PS  96(DI)(SI*1), Y8, Y7
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Y8
+	VFMADD231PS  (R11), Y8, Y0
+	VFMADD231PS  32(R11), Y8, Y1
+	VFMADD231PS  64(R11), Y8, Y2
+	VFMADD231PS  96(R11), Y8, Y3
+	VFMADD231PS  (R11)(BX*1), Y8, Y4
+	VFMADD231PS  32(R11)(BX*1), Y8, Y5
+	VFMADD231PS  64(R11)(BX*1), Y8, Y6
+	VFMADD231PS  96(R11)(BX*1), Y8, Y7
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
 	JMP          dwAVX2x2x4_tap
 
 dwAVX2x2x4_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        DI, DI
 	JEQ          dwAVX2x2x4_store
-	VBROADCASTSS lo+72(FP), Y8
-	VBROADCASTSS hi+76(FP), Y9
+	VBROADCASTSS lo+80(FP), Y8
+	VBROADCASTSS hi+84(FP), Y9
 	VMAXPS       Y0, Y8, Y0
 	VMINPS       Y0, Y9, Y0
 	VMAXPS       Y1, Y8, Y1
@@ -1266,57 +1363,69 @@ dwAVX2x2x4_done:
 	VMINPS       Y7, Y9, Y7
 
 dwAVX2x2x4_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y1, 32(AX)
-	VMOVUPS Y2, 64(AX)
-	VMOVUPS Y3, 96(AX)
-	ADDQ    CX, AX
-	VMOVUPS Y4, (AX)
-	VMOVUPS Y5, 32(AX)
-	VMOVUPS Y6, 64(AX)
-	VMOVUPS Y7, 96(AX)
+	MOVQ    DX, R11
+	VMOVUPS Y0, (R11)
+	VMOVUPS Y1, 32(R11)
+	VMOVUPS Y2, 64(R11)
+	VMOVUPS Y3, 96(R11)
+	ADDQ    SI, R11
+	VMOVUPS Y4, (R11)
+	VMOVUPS Y5, 32(R11)
+	VMOVUPS Y6, 64(R11)
+	VMOVUPS Y7, 96(R11)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dwAVX2x2x4_tile
+
+dwAVX2x2x4_end:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x4x1(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x4x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x4x1(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	LEAQ         (SI)(SI*2), DI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x4x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dwAVX2x4x1_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x1_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Y0
 	VMOVAPS      Y0, Y1
 	VMOVAPS      Y0, Y2
 	VMOVAPS      Y0, Y3
 
 dwAVX2x4x1_tap:
-	TESTQ        AX, AX
+	TESTQ        R9, R9
 	JEQ          dwAVX2x4x1_done
-	MOVQ         (CX), R8
-	LEAQ         (BX)(R8*4), R8
-	VBROADCASTSS (DX), Y4
-	VFMADD231PS  (R8), Y4, Y0
-	VFMADD231PS  (R8)(SI*1), Y4, Y1
-	VFMADD231PS  (R8)(SI*2), Y4, Y2
-	VFMADD231PS  (R8)(DI*1), Y4, Y3
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Y4
+	VFMADD231PS  (R12), Y4, Y0
+	VFMADD231PS  (R12)(BX*1), Y4, Y1
+	VFMADD231PS  (R12)(BX*2), Y4, Y2
+	VFMADD231PS  (R12)(DI*1), Y4, Y3
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
 	JMP          dwAVX2x4x1_tap
 
 dwAVX2x4x1_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        R8, R8
 	JEQ          dwAVX2x4x1_store
-	VBROADCASTSS lo+72(FP), Y4
-	VBROADCASTSS hi+76(FP), Y5
+	VBROADCASTSS lo+80(FP), Y4
+	VBROADCASTSS hi+84(FP), Y5
 	VMAXPS       Y0, Y4, Y0
 	VMINPS       Y0, Y5, Y0
 	VMAXPS       Y1, Y4, Y1
@@ -1327,30 +1436,43 @@ dwAVX2x4x1_done:
 	VMINPS       Y3, Y5, Y3
 
 dwAVX2x4x1_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
-	VMOVUPS Y0, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Y1, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Y2, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Y3, (AX)
+	MOVQ    DX, R12
+	VMOVUPS Y0, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Y1, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Y2, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Y3, (R12)
+	ADDQ    $0x00000020, CX
+	ADDQ    $0x00000020, DX
+	DECQ    AX
+	JMP     dwAVX2x4x1_tile
+
+dwAVX2x4x1_end:
 	VZEROUPPER
 	RET
 
-// func dwAVX2x4x2(taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// func dwAVX2x4x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·dwAVX2x4x2(SB), NOSPLIT, $0-80
-	MOVQ         taps+0(FP), AX
-	MOVQ         offs+8(FP), CX
-	MOVQ         w+16(FP), DX
-	MOVQ         x+24(FP), BX
-	MOVQ         ldx+32(FP), SI
-	SHLQ         $0x02, SI
-	LEAQ         (SI)(SI*2), DI
-	VBROADCASTSS bias+56(FP), Y0
+TEXT ·dwAVX2x4x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dwAVX2x4x2_tile:
+	TESTQ        AX, AX
+	JEQ          dwAVX2x4x2_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Y0
 	VMOVAPS      Y0, Y1
 	VMOVAPS      Y0, Y2
 	VMOVAPS      Y0, Y3
@@ -1360,30 +1482,29 @@ TEXT ·dwAVX2x4x2(SB), NOSPLIT, $0-80
 	VMOVAPS      Y0, Y7
 
 dwAVX2x4x2_tap:
-	TESTQ        AX, AX
+	TESTQ        R9, R9
 	JEQ          dwAVX2x4x2_done
-	MOVQ         (CX), R8
-	LEAQ         (BX)(R8*4), R8
-	VBROADCASTSS (DX), Y8
-	VFMADD231PS  (R8), Y8, Y0
-	VFMADD231PS  32(R8), Y8, Y1
-	VFMADD231PS  (R8)(SI*1), Y8, Y2
-	VFMADD231PS  32(R8)(SI*1), Y8, Y3
-	VFMADD231PS  (R8)(SI*2), Y8, Y4
-	VFMADD231PS  32(R8)(SI*2), Y8, Y5
-	VFMADD231PS  (R8)(DI*1), Y8, Y6
-	VFMADD231PS  32(R8)(DI*1), Y8, Y7
-	ADDQ         $0x08, CX
-	ADDQ         $0x04, DX
-	DECQ         AX
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Y8
+	VFMADD231PS  (R12), Y8, Y0
+	VFMADD231PS  32(R12), Y8, Y1
+	VFMADD231PS  (R12)(BX*1), Y8, Y2
+	VFMADD231PS  32(R12)(BX*1), Y8, Y3
+	VFMADD231PS  (R12)(BX*2), Y8, Y4
+	VFMADD231PS  32(R12)(BX*2), Y8, Y5
+	VFMADD231PS  (R12)(DI*1), Y8, Y6
+	VFMADD231PS  32(R12)(DI*1), Y8, Y7
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
 	JMP          dwAVX2x4x2_tap
 
 dwAVX2x4x2_done:
-	MOVQ         doClamp+64(FP), AX
-	TESTQ        AX, AX
+	TESTQ        R8, R8
 	JEQ          dwAVX2x4x2_store
-	VBROADCASTSS lo+72(FP), Y8
-	VBROADCASTSS hi+76(FP), Y9
+	VBROADCASTSS lo+80(FP), Y8
+	VBROADCASTSS hi+84(FP), Y9
 	VMAXPS       Y0, Y8, Y0
 	VMINPS       Y0, Y9, Y0
 	VMAXPS       Y1, Y8, Y1
@@ -1402,9 +1523,597 @@ dwAVX2x4x2_done:
 	VMINPS       Y7, Y9, Y7
 
 dwAVX2x4x2_store:
-	MOVQ    y+40(FP), AX
-	MOVQ    ldy+48(FP), CX
-	SHLQ    $0x02, CX
+	MOVQ    DX, R12
+	VMOVUPS Y0, (R12)
+	VMOVUPS Y1, 32(R12)
+	ADDQ    SI, R12
+	VMOVUPS Y2, (R12)
+	VMOVUPS Y3, 32(R12)
+	ADDQ    SI, R12
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, 32(R12)
+	ADDQ    SI, R12
+	VMOVUPS Y6, (R12)
+	VMOVUPS Y7, 32(R12)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dwAVX2x4x2_tile
+
+dwAVX2x4x2_end:
+	VZEROUPPER
+	RET
+
+// func dwMaskAVX2x1x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, FMA3
+TEXT ·dwMaskAVX2x1x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Y0
+	MOVQ         np+0(FP), SI
+	MOVQ         plain+8(FP), DI
+
+dwMaskAVX2x1x1_plain:
+	TESTQ        SI, SI
+	JEQ          dwMaskAVX2x1x1_masked
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Y1
+	VFMADD231PS  (DX), Y1, Y0
+	ADDQ         $0x10, DI
+	DECQ         SI
+	JMP          dwMaskAVX2x1x1_plain
+
+dwMaskAVX2x1x1_masked:
+	MOVQ nm+16(FP), SI
+	MOVQ masked+24(FP), DI
+	MOVQ masks+32(FP), R8
+
+dwMaskAVX2x1x1_mtap:
+	TESTQ        SI, SI
+	JEQ          dwMaskAVX2x1x1_done
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Y1
+	VMOVDQU      (R8), Y2
+	VMASKMOVPS   (DX), Y2, Y2
+	VFMADD231PS  Y2, Y1, Y0
+	ADDQ         $0x10, DI
+	ADDQ         $0x20, R8
+	DECQ         SI
+	JMP          dwMaskAVX2x1x1_mtap
+
+dwMaskAVX2x1x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMaskAVX2x1x1_store
+	VBROADCASTSS lo+104(FP), Y1
+	VBROADCASTSS hi+108(FP), Y2
+	VMAXPS       Y0, Y1, Y0
+	VMINPS       Y0, Y2, Y0
+
+dwMaskAVX2x1x1_store:
+	MOVQ       y+72(FP), AX
+	MOVQ       ldy+80(FP), CX
+	SHLQ       $0x02, CX
+	MOVQ       smask+112(FP), CX
+	TESTQ      CX, CX
+	JEQ        dwMaskAVX2x1x1_full
+	VMOVDQU    (CX), Y2
+	VMASKMOVPS Y0, Y2, (AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x1x1_full:
+	VMOVUPS Y0, (AX)
+	VZEROUPPER
+	RET
+
+// func dwMaskAVX2x1x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, FMA3
+TEXT ·dwMaskAVX2x1x2(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Y0
+	VMOVAPS      Y0, Y1
+	MOVQ         np+0(FP), SI
+	MOVQ         plain+8(FP), DI
+
+dwMaskAVX2x1x2_plain:
+	TESTQ        SI, SI
+	JEQ          dwMaskAVX2x1x2_masked
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Y2
+	VFMADD231PS  (DX), Y2, Y0
+	VFMADD231PS  32(DX), Y2, Y1
+	ADDQ         $0x10, DI
+	DECQ         SI
+	JMP          dwMaskAVX2x1x2_plain
+
+dwMaskAVX2x1x2_masked:
+	MOVQ nm+16(FP), SI
+	MOVQ masked+24(FP), DI
+	MOVQ masks+32(FP), R8
+
+dwMaskAVX2x1x2_mtap:
+	TESTQ        SI, SI
+	JEQ          dwMaskAVX2x1x2_done
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Y2
+	VMOVDQU      (R8), Y3
+	VMOVDQU      32(R8), Y4
+	VMASKMOVPS   (DX), Y3, Y3
+	VFMADD231PS  Y3, Y2, Y0
+	VMASKMOVPS   32(DX), Y4, Y3
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x10, DI
+	ADDQ         $0x40, R8
+	DECQ         SI
+	JMP          dwMaskAVX2x1x2_mtap
+
+dwMaskAVX2x1x2_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMaskAVX2x1x2_store
+	VBROADCASTSS lo+104(FP), Y2
+	VBROADCASTSS hi+108(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwMaskAVX2x1x2_store:
+	MOVQ       y+72(FP), AX
+	MOVQ       ldy+80(FP), CX
+	SHLQ       $0x02, CX
+	MOVQ       smask+112(FP), CX
+	TESTQ      CX, CX
+	JEQ        dwMaskAVX2x1x2_full
+	VMOVDQU    (CX), Y3
+	VMOVDQU    32(CX), Y4
+	VMASKMOVPS Y0, Y3, (AX)
+	VMASKMOVPS Y1, Y4, 32(AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x1x2_full:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dwMaskAVX2x2x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, FMA3
+TEXT ·dwMaskAVX2x2x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Y0
+	VMOVAPS      Y0, Y1
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMaskAVX2x2x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x2x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y2
+	VFMADD231PS  (BX), Y2, Y0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y2, Y1
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMaskAVX2x2x1_plain
+
+dwMaskAVX2x2x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMaskAVX2x2x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x2x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y2
+	VMOVDQU      (R9), Y4
+	VMASKMOVPS   (BX), Y4, Y3
+	VFMADD231PS  Y3, Y2, Y0
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y4, Y3
+	VFMADD231PS  Y3, Y2, Y1
+	ADDQ         $0x10, R8
+	ADDQ         $0x20, R9
+	DECQ         DI
+	JMP          dwMaskAVX2x2x1_mtap
+
+dwMaskAVX2x2x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMaskAVX2x2x1_store
+	VBROADCASTSS lo+104(FP), Y2
+	VBROADCASTSS hi+108(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwMaskAVX2x2x1_store:
+	MOVQ       y+72(FP), AX
+	MOVQ       ldy+80(FP), CX
+	SHLQ       $0x02, CX
+	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x2x1_full
+	VMOVDQU    (DX), Y4
+	VMASKMOVPS Y0, Y4, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y4, (AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x2x1_full:
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
+	VZEROUPPER
+	RET
+
+// func dwMaskAVX2x2x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, FMA3
+TEXT ·dwMaskAVX2x2x2(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMaskAVX2x2x2_plain:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x2x2_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y4
+	VFMADD231PS  (BX), Y4, Y0
+	VFMADD231PS  32(BX), Y4, Y1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y4, Y2
+	VFMADD231PS  32(BX), Y4, Y3
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMaskAVX2x2x2_plain
+
+dwMaskAVX2x2x2_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMaskAVX2x2x2_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x2x2_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y4
+	VMOVDQU      (R9), Y6
+	VMOVDQU      32(R9), Y7
+	VMASKMOVPS   (BX), Y6, Y5
+	VFMADD231PS  Y5, Y4, Y0
+	VMASKMOVPS   32(BX), Y7, Y5
+	VFMADD231PS  Y5, Y4, Y1
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y6, Y5
+	VFMADD231PS  Y5, Y4, Y2
+	VMASKMOVPS   32(BX), Y7, Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMaskAVX2x2x2_mtap
+
+dwMaskAVX2x2x2_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMaskAVX2x2x2_store
+	VBROADCASTSS lo+104(FP), Y4
+	VBROADCASTSS hi+108(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwMaskAVX2x2x2_store:
+	MOVQ       y+72(FP), AX
+	MOVQ       ldy+80(FP), CX
+	SHLQ       $0x02, CX
+	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x2x2_full
+	VMOVDQU    (DX), Y6
+	VMOVDQU    32(DX), Y7
+	VMASKMOVPS Y0, Y6, (AX)
+	VMASKMOVPS Y1, Y7, 32(AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y6, (AX)
+	VMASKMOVPS Y3, Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x2x2_full:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dwMaskAVX2x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, FMA3
+TEXT ·dwMaskAVX2x4x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMaskAVX2x4x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x4x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y4
+	VFMADD231PS  (BX), Y4, Y0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y4, Y1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y4, Y2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y4, Y3
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMaskAVX2x4x1_plain
+
+dwMaskAVX2x4x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMaskAVX2x4x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x4x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y4
+	VMOVDQU      (R9), Y6
+	VMASKMOVPS   (BX), Y6, Y5
+	VFMADD231PS  Y5, Y4, Y0
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y6, Y5
+	VFMADD231PS  Y5, Y4, Y1
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y6, Y5
+	VFMADD231PS  Y5, Y4, Y2
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y6, Y5
+	VFMADD231PS  Y5, Y4, Y3
+	ADDQ         $0x10, R8
+	ADDQ         $0x20, R9
+	DECQ         DI
+	JMP          dwMaskAVX2x4x1_mtap
+
+dwMaskAVX2x4x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMaskAVX2x4x1_store
+	VBROADCASTSS lo+104(FP), Y4
+	VBROADCASTSS hi+108(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwMaskAVX2x4x1_store:
+	MOVQ       y+72(FP), AX
+	MOVQ       ldy+80(FP), CX
+	SHLQ       $0x02, CX
+	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x4x1_full
+	VMOVDQU    (DX), Y6
+	VMASKMOVPS Y0, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y1, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y6, (AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y3, Y6, (AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x4x1_full:
+	VMOVUPS Y0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y3, (AX)
+	VZEROUPPER
+	RET
+
+// func dwMaskAVX2x4x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, FMA3
+TEXT ·dwMaskAVX2x4x2(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Y0
+	VMOVAPS      Y0, Y1
+	VMOVAPS      Y0, Y2
+	VMOVAPS      Y0, Y3
+	VMOVAPS      Y0, Y4
+	VMOVAPS      Y0, Y5
+	VMOVAPS      Y0, Y6
+	VMOVAPS      Y0, Y7
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMaskAVX2x4x2_plain:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x4x2_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y8
+	VFMADD231PS  (BX), Y8, Y0
+	VFMADD231PS  32(BX), Y8, Y1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y8, Y2
+	VFMADD231PS  32(BX), Y8, Y3
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y8, Y4
+	VFMADD231PS  32(BX), Y8, Y5
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Y8, Y6
+	VFMADD231PS  32(BX), Y8, Y7
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMaskAVX2x4x2_plain
+
+dwMaskAVX2x4x2_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMaskAVX2x4x2_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMaskAVX2x4x2_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Y8
+	VMOVDQU      (R9), Y10
+	VMOVDQU      32(R9), Y11
+	VMASKMOVPS   (BX), Y10, Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VMASKMOVPS   32(BX), Y11, Y9
+	VFMADD231PS  Y9, Y8, Y1
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y10, Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VMASKMOVPS   32(BX), Y11, Y9
+	VFMADD231PS  Y9, Y8, Y3
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y10, Y9
+	VFMADD231PS  Y9, Y8, Y4
+	VMASKMOVPS   32(BX), Y11, Y9
+	VFMADD231PS  Y9, Y8, Y5
+	ADDQ         DX, BX
+	VMASKMOVPS   (BX), Y10, Y9
+	VFMADD231PS  Y9, Y8, Y6
+	VMASKMOVPS   32(BX), Y11, Y9
+	VFMADD231PS  Y9, Y8, Y7
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMaskAVX2x4x2_mtap
+
+dwMaskAVX2x4x2_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMaskAVX2x4x2_store
+	VBROADCASTSS lo+104(FP), Y8
+	VBROADCASTSS hi+108(FP), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y5, Y8, Y5
+	VMINPS       Y5, Y9, Y5
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	VMAXPS       Y7, Y8, Y7
+	VMINPS       Y7, Y9, Y7
+
+dwMaskAVX2x4x2_store:
+	MOVQ       y+72(FP), AX
+	MOVQ       ldy+80(FP), CX
+	SHLQ       $0x02, CX
+	MOVQ       smask+112(FP), DX
+	TESTQ      DX, DX
+	JEQ        dwMaskAVX2x4x2_full
+	VMOVDQU    (DX), Y10
+	VMOVDQU    32(DX), Y11
+	VMASKMOVPS Y0, Y10, (AX)
+	VMASKMOVPS Y1, Y11, 32(AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y2, Y10, (AX)
+	VMASKMOVPS Y3, Y11, 32(AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y4, Y10, (AX)
+	VMASKMOVPS Y5, Y11, 32(AX)
+	ADDQ       CX, AX
+	VMASKMOVPS Y6, Y10, (AX)
+	VMASKMOVPS Y7, Y11, 32(AX)
+	VZEROUPPER
+	RET
+
+dwMaskAVX2x4x2_full:
 	VMOVUPS Y0, (AX)
 	VMOVUPS Y1, 32(AX)
 	ADDQ    CX, AX

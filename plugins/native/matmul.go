@@ -115,19 +115,20 @@ func buildMatMul(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			if a.DType != graph.Float32 || len(a.Shape) < 1 || a.Shape[len(a.Shape)-1] != k {
 				return nil, fmt.Errorf("%w: MatMul %v×[%d %d]", kernels.ErrInvalid, a.Shape, k, nn)
 			}
-			out := append([]int{}, a.Shape...)
+			var ob [8]int
+			out := append(ob[:0], a.Shape...)
 			out[len(out)-1] = nn
 			if len(a.Shape) == 1 {
-				out = []int{nn}
+				out = append(ob[:0], nn)
 			}
 			y, err := d.run(bc, ctx, node, a, out)
-			return []*graph.Tensor{y}, err
+			return ctx.Outputs(y), err
 		}, nil
 	}
 	var ss scratchSet
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		y, err := batchedMatMul(bc, ctx, &ss, in[0], in[1])
-		return []*graph.Tensor{y}, err
+		return ctx.Outputs(y), err
 	}, nil
 }
 
@@ -231,6 +232,6 @@ func buildGemm(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 			return nil, fmt.Errorf("%w: Gemm %v×[%d %d]", kernels.ErrInvalid, a.Shape, k, nn)
 		}
 		y, err := d.run(bc, ctx, node, a, []int{a.Shape[0], nn})
-		return []*graph.Tensor{y}, err
+		return ctx.Outputs(y), err
 	}, nil
 }

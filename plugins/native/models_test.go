@@ -3,6 +3,7 @@ package native_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -119,12 +120,21 @@ func TestONNXNodeSuite(t *testing.T) {
 }
 
 // BenchmarkModels runs each real model on native (cpu behind it) at one
-// thread, for profiling (go test -bench Models -cpuprofile).
+// and two threads, its outputs written into caller tensors, for profiling (go test
+// -bench Models -cpuprofile) and allocations per run (-benchmem).
 func BenchmarkModels(b *testing.B) {
 	root := shared.Path(b, "testdata/models")
 	for _, m := range []string{"blazeface_front_128", "ppocr_mobile_v2_cls", "ppocrv4_rec", "silero_vad_v5"} {
-		b.Run(m, func(b *testing.B) {
-			dev := device(b, native.Options{Threads: 1})
+		for _, threads := range []int{1, 2} {
+			benchModel(b, root, m, threads)
+		}
+	}
+}
+
+func benchModel(b *testing.B, root, m string, threads int) {
+	{
+		b.Run(fmt.Sprintf("%s/threads=%d", m, threads), func(b *testing.B) {
+			dev := device(b, native.Options{Threads: threads})
 			dir := filepath.Join(root, m)
 			model, err := runtime.LoadDir(context.Background(), dir, &runtime.Options{Backends: []*hal.Device{dev}})
 			if err != nil {
@@ -141,8 +151,20 @@ func BenchmarkModels(b *testing.B) {
 					in[vi.Name] = ins[i]
 				}
 			}
+			// outputs written into caller tensors (RunOptions.Into), as a
+			// steady-state caller does: allocs/op is the run's own
+			first, err := model.Run(context.Background(), in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			into := map[string]*graph.Tensor{}
+			for name, t := range first {
+				into[name] = t.Clone()
+			}
+			opts := runtime.RunOptions{Into: into}
+			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := model.Run(context.Background(), in); err != nil {
+				if _, _, err := model.RunWithStats(context.Background(), in, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

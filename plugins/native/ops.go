@@ -96,7 +96,76 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.OpType == "Transpose" && n.Domain == "" {
 		return transposeKernel(), nil
 	}
+	if n.OpType == "ReduceMean" && n.Domain == "" {
+		return reduceMeanKernel(), nil
+	}
 	return nil, nil
+}
+
+// reduceMeanKernel is ReduceMean of float32 over trailing axes (each mean
+// a contiguous run: a normalisation's statistics), summed in float32
+// vectors; the reference kernel for anything else (other axes, all axes
+// or none, other dtypes, and the errors).
+func reduceMeanKernel() kernels.Func {
+	ref, _ := kernels.Lookup("", "ReduceMean")
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := in[0]
+		if x == nil || x.DType != graph.Float32 || len(x.Shape) == 0 || len(x.Shape) > 8 {
+			return ref.Kernel(ctx, node, in)
+		}
+		r := len(x.Shape)
+		var axes []int64
+		if len(in) > 1 && in[1] != nil {
+			if in[1].DType != graph.Int64 {
+				return ref.Kernel(ctx, node, in)
+			}
+			axes = graph.Data[int64](in[1])
+		} else if a := node.Attrs["axes"]; a != nil {
+			axes = a.Ints
+		}
+		if len(axes) == 0 || len(axes) > r {
+			return ref.Kernel(ctx, node, in)
+		}
+		var red [8]bool
+		for _, a := range axes {
+			if a < 0 {
+				a += int64(r)
+			}
+			if a < 0 || a >= int64(r) || red[a] {
+				return ref.Kernel(ctx, node, in)
+			}
+			red[a] = true
+		}
+		for i := r - len(axes); i < r; i++ {
+			if !red[i] {
+				return ref.Kernel(ctx, node, in)
+			}
+		}
+		inner := kernels.Prod(x.Shape[r-len(axes):])
+		if inner == 0 {
+			return ref.Kernel(ctx, node, in)
+		}
+		keep := node.AttrInt("keepdims", 1) != 0
+		var ob [8]int
+		out := ob[:0]
+		for i, d := range x.Shape {
+			switch {
+			case !red[i]:
+				out = append(out, d)
+			case keep:
+				out = append(out, 1)
+			}
+		}
+		y, err := ctx.NewUninit(graph.Float32, out)
+		if err != nil {
+			return nil, err
+		}
+		X, Y := f32(x), f32(y)
+		for o := range Y {
+			Y[o] = sum(X[o*inner:(o+1)*inner]) / float32(inner)
+		}
+		return ctx.Outputs(y), nil
+	}
 }
 
 // buildCtx is what builders share.

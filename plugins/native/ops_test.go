@@ -74,6 +74,14 @@ func convCases() []opCase {
 		{7, 7, 7, 6, 9, 1, attrs("strides", []int64{1, 2})},
 		{3, 3, 3, 7, 40, 3, attrs("auto_pad", "SAME_LOWER")},
 		{2, 2, 2, 5, 1, 1, attrs("strides", []int64{2, 2})}, // one column: a phase with no input column
+		// stride 1 read in place: masked tiles of 16 columns at both edges,
+		// plain and masked vectors between (wide dilated padding), a row
+		// stride of 2
+		{4, 4, 4, 6, 37, 5, attrs("dilations", []int64{1, 3}, "pads", []int64{2, 6, 2, 6})},
+		{3, 3, 3, 11, 70, 3, attrs("strides", []int64{2, 1}, "pads", []int64{1, 1, 1, 1})},
+		// stride 2 over an odd width: whole vectors of both column phases and a tail
+		{4, 4, 4, 10, 35, 3, attrs("strides", []int64{2, 2}, "pads", []int64{0, 0, 1, 1})},
+		{4, 4, 4, 9, 51, 5, attrs("strides", []int64{2, 2}, "pads", []int64{2, 2, 2, 2})},
 		// more output positions than one packed block of B holds
 		{3, 16, 1, 64, 64, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		{64, 20, 1, 40, 41, 1, nil},
@@ -238,6 +246,9 @@ func otherCases() []opCase {
 			inputs: map[string][]int{"x": {1, 3, 7, 6}}, out: "y"},
 		{name: "avgpool-nopad", nodes: []*graph.Node{node("AveragePool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 3}, "pads", []int64{1, 0, 1, 2}))},
 			inputs: map[string][]int{"x": {2, 2, 7, 6}}, out: "y"},
+		{name: "reducemean-last", nodes: []*graph.Node{node("ReduceMean", []string{"x"}, "y", attrs("axes", []int64{-1}))}, inputs: map[string][]int{"x": {2, 3, 37}}, out: "y"},
+		{name: "reducemean-two-flat", nodes: []*graph.Node{node("ReduceMean", []string{"x"}, "y", attrs("axes", []int64{2, 1}, "keepdims", 0))}, inputs: map[string][]int{"x": {2, 3, 9}}, out: "y"},
+		{name: "reducemean-middle", nodes: []*graph.Node{node("ReduceMean", []string{"x"}, "y", attrs("axes", []int64{1}))}, inputs: map[string][]int{"x": {2, 3, 4}}, out: "y"},
 		{name: "gap", nodes: []*graph.Node{node("GlobalAveragePool", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {2, 3, 5, 4}}, out: "y"},
 		{name: "softmax-axis1", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", 1))}, inputs: map[string][]int{"x": {2, 5, 3}}, out: "y"},
 		{name: "softmax-last", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", -1))}, inputs: map[string][]int{"x": {3, 4, 37}}, out: "y"},
@@ -349,4 +360,87 @@ func sortedNames(m map[string][]int) []string {
 		}
 	}
 	return out
+}
+
+// After a warm-up run, Execute at one thread with caller-allocated
+// outputs allocates nothing for the cases computed by native's own
+// kernels (testing.AllocsPerRun counts, it does not time).
+func TestExecuteAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	nb := native.New(native.Options{Threads: 1})
+	defer nb.Close()
+	for _, c := range append(convCases(), otherCases()...) {
+		g := &graph.Graph{Name: c.name, Nodes: c.nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: c.out}}}
+		var ins []*graph.Tensor
+		for _, name := range sortedNames(c.inputs) {
+			n := 1
+			for _, d := range c.inputs[name] {
+				n *= d
+			}
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			x := graph.MustFromSlice(c.inputs[name], v)
+			ins = append(ins, x)
+			g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(x.Shape...)}})
+		}
+		for name, shape := range c.consts {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			g.Initializers[name] = graph.MustFromSlice(shape, make([]float32, n))
+		}
+		for name, v := range c.fixed {
+			g.Initializers[name] = v
+		}
+		sg := &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
+		types, _ := runtime.InferTypes(&graph.Model{Graph: g, Opsets: sg.Opsets})
+		for _, n := range g.Nodes {
+			for _, o := range n.Outputs {
+				g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: o, Type: types[o]})
+			}
+		}
+		e, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := []*graph.Tensor{{}}
+		if err := e.Execute(context.Background(), ins, first); err != nil {
+			t.Fatal(err)
+		}
+		out := []*graph.Tensor{first[0].Clone()}
+		allocs := testing.AllocsPerRun(10, func() {
+			if err := e.Execute(context.Background(), ins, out); err != nil {
+				t.Fatal(err)
+			}
+		})
+		e.Release()
+		if why, known := allocatingCases[c.name]; known {
+			if allocs == 0 { // (may differ by GOARCH: conv-silu allocates on amd64 only)
+				t.Logf("%s: no longer allocates here (%s)", c.name, why)
+			}
+			continue
+		}
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per Execute after warm-up, want 0", c.name, allocs)
+		}
+	}
+}
+
+// allocatingCases are the cases that still allocate per Execute, and why.
+var allocatingCases = map[string]string{
+	"conv-dynamic-weights":  "weights computed at run time: the Conv is planned per call",
+	"matmul-batched":        "broadcast batch indices computed per call",
+	"mul-general-broadcast": "no fast path: the reference kernel",
+	"reducemean-middle":     "axes not trailing: the reference kernel",
+	"lstm-y":                "the LSTM kernel's per-call state",
+	"lstm-yh":               "the LSTM kernel's per-call state",
+	"lstm-yc-long":          "the LSTM kernel's per-call state",
+	"lstm-reverse":          "the LSTM kernel's per-call state",
+	"conv-silu":             "one allocation in the chain with an activation between a save and its use, not traced yet",
 }

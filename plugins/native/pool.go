@@ -1,6 +1,7 @@
 package native
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -15,12 +16,15 @@ type pool struct {
 }
 
 type job struct {
-	fn   func(task int)
-	n    int64
-	next atomic.Int64
-	wg   sync.WaitGroup
+	fn       func(task int)
+	n        int64
+	next     atomic.Int64   // the next task to claim
+	done     atomic.Int64   // tasks finished
+	finished sync.WaitGroup // one count, done when done reaches n
 }
 
+// work claims and runs tasks until none is left. A worker that comes
+// late finds none and touches nothing else.
 func (j *job) work() {
 	for {
 		t := j.next.Add(1) - 1
@@ -28,6 +32,9 @@ func (j *job) work() {
 			return
 		}
 		j.fn(int(t))
+		if j.done.Add(1) == j.n {
+			j.finished.Done()
+		}
 	}
 }
 
@@ -35,12 +42,11 @@ func (j *job) work() {
 func newPool(threads int) *pool {
 	p := &pool{workers: max(threads-1, 0)}
 	if p.workers > 0 {
-		p.jobs = make(chan *job)
+		p.jobs = make(chan *job, p.workers)
 		for i := 0; i < p.workers; i++ {
 			go func() {
 				for j := range p.jobs {
 					j.work()
-					j.wg.Done()
 				}
 			}()
 		}
@@ -57,7 +63,10 @@ func (p *pool) threads() int {
 }
 
 // parallel runs fn(0..n-1), each task once, on the workers and the caller,
-// and returns when all are done.
+// and returns when all are done. The job is offered to the workers
+// without waiting for them (none free: the caller runs more of it), and
+// the caller then waits only for tasks a worker has started, never for a
+// worker still waking up.
 func (p *pool) parallel(n int, fn func(task int)) {
 	if p == nil || p.workers == 0 || n <= 1 {
 		for t := 0; t < n; t++ {
@@ -66,13 +75,18 @@ func (p *pool) parallel(n int, fn func(task int)) {
 		return
 	}
 	j := &job{fn: fn, n: int64(n)}
-	w := min(p.workers, n-1)
-	j.wg.Add(w)
-	for i := 0; i < w; i++ {
-		p.jobs <- j
+	j.finished.Add(1)
+	for i := min(p.workers, n-1); i > 0; i-- {
+		select {
+		case p.jobs <- j:
+		default:
+		}
 	}
 	j.work()
-	j.wg.Wait()
+	for spin := 0; spin < 64 && j.done.Load() < j.n; spin++ {
+		runtime.Gosched()
+	}
+	j.finished.Wait()
 }
 
 // close ends the workers; the pool must not be used afterwards.
@@ -80,4 +94,31 @@ func (p *pool) close() {
 	if p != nil && p.jobs != nil {
 		p.stop.Do(func() { close(p.jobs) })
 	}
+}
+
+// parallelFor runs fn(arg, t) for t < n like parallel. Unlike a closure
+// passed to parallel, arg (passed by value; what it points to must
+// outlive the call anyway) and fn (a plain function) cost no allocation
+// when the loop runs on the caller alone.
+func parallelFor[T any](p *pool, n int, arg T, fn func(arg T, task int)) {
+	if p == nil || p.workers == 0 || n <= 1 {
+		for t := 0; t < n; t++ {
+			fn(arg, t)
+		}
+		return
+	}
+	a := arg
+	p.parallel(n, func(t int) { fn(a, t) })
+}
+
+// chunksFor splits n elements into chunks of at least 16384 for the pool
+// and runs fn(arg, i0, i1) on each range, as parallelFor runs its tasks.
+func chunksFor[T any](p *pool, n int, arg T, fn func(arg T, i0, i1 int)) {
+	chunks := min(p.threads()*2, max(1, n/16384))
+	if chunks <= 1 || p == nil || p.workers == 0 {
+		fn(arg, 0, n)
+		return
+	}
+	a := arg
+	p.parallel(chunks, func(t int) { fn(a, n*t/chunks, n*(t+1)/chunks) })
 }

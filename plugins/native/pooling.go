@@ -65,13 +65,28 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		X, Y := f32(x), f32(y)
 		planes := x.Shape[0] * x.Shape[1]
 		chunks := min(planes, 4*bc.pool.threads())
-		bc.pool.parallel(chunks, func(t int) {
-			for pi := planes * t / chunks; pi < planes*(t+1)/chunks; pi++ {
-				poolPlane(&g, X[pi*ih*iw:(pi+1)*ih*iw], Y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], isMax, includePad)
+		parallelFor(bc.pool, chunks, poolTask{g, X, Y, planes, chunks, isMax, includePad}, func(a poolTask, t int) {
+			g := &a.g
+			for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
+				poolPlane(g, a.x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], a.y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], a.isMax, a.includePad)
 			}
 		})
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
+}
+
+// softmaxTask is Softmax's loop over rows (chunksFor).
+type softmaxTask struct {
+	x, y             []float32
+	rows, mid, inner int
+}
+
+// poolTask is a pooling's loop over planes (parallelFor).
+type poolTask struct {
+	g                 geom
+	x, y              []float32
+	planes, chunks    int
+	isMax, includePad bool
 }
 
 // poolPlane pools one plane: the interior (windows inside the input)
@@ -214,7 +229,8 @@ func buildGlobalPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, erro
 		if x.DType != graph.Float32 || len(x.Shape) < 3 {
 			return nil, fmt.Errorf("%w: GlobalAveragePool input %v %v", kernels.ErrInvalid, x.DType, x.Shape)
 		}
-		out := []int{x.Shape[0], x.Shape[1]}
+		var ob [8]int
+		out := append(ob[:0], x.Shape[0], x.Shape[1])
 		for range x.Shape[2:] {
 			out = append(out, 1)
 		}
@@ -227,7 +243,7 @@ func buildGlobalPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, erro
 		for p := range Y {
 			Y[p] = sum(X[p*hw:(p+1)*hw]) / float32(hw)
 		}
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -275,17 +291,17 @@ func buildSoftmax(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) 
 		}
 		X, Y := f32(x), f32(y)
 		rows := outer * inner
-		parallelChunks(bc.pool, rows*mid, func(e0, e1 int) {
-			for row := e0 / mid; row < min(rows, (e1+mid-1)/mid); row++ {
-				if row*mid < e0 {
+		chunksFor(bc.pool, rows*mid, softmaxTask{X, Y, rows, mid, inner}, func(a softmaxTask, e0, e1 int) {
+			for row := e0 / a.mid; row < min(a.rows, (e1+a.mid-1)/a.mid); row++ {
+				if row*a.mid < e0 {
 					continue
 				}
-				o, i := row/inner, row%inner
-				base := o*mid*inner + i
-				softmaxRow(X, Y, base, mid, inner)
+				o, i := row/a.inner, row%a.inner
+				base := o*a.mid*a.inner + i
+				softmaxRow(a.x, a.y, base, a.mid, a.inner)
 			}
 		})
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 
@@ -367,7 +383,7 @@ func buildBatchNorm(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error
 				ys[i] = v*m + a
 			}
 		}
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}, nil
 }
 

@@ -51,7 +51,7 @@ func transposeKernel() kernels.Func {
 			return nil, err
 		}
 		transposeF32(f32(y), f32(x), x.Shape, perm)
-		return []*graph.Tensor{y}, nil
+		return ctx.Outputs(y), nil
 	}
 }
 
@@ -61,7 +61,8 @@ func transposeF32(y, x []float32, dims, perm []int) {
 	if len(y) == 0 {
 		return
 	}
-	cd, cp := mergeAxes(dims, perm)
+	cdb, cpb, ng := mergeAxes(dims, perm)
+	cd, cp := cdb[:ng], cpb[:ng]
 	switch {
 	case len(cd) <= 1:
 		copy(y, x)
@@ -79,8 +80,8 @@ func transposeF32(y, x []float32, dims, perm []int) {
 
 // mergeAxes simplifies a transpose: axes of size 1 dropped, and axes
 // adjacent in both x and y merged. It returns the merged dims of x and
-// the permutation over them (at most 8 axes).
-func mergeAxes(dims, perm []int) (cd, cp []int) {
+// the permutation over them (at most 8 axes), the first ng of each array.
+func mergeAxes(dims, perm []int) (cd, cp [8]int, ng int) {
 	r := len(dims)
 	var renum [8]int // x axis → its index among the kept (size > 1) axes
 	var kd [8]int    // kept dims
@@ -101,7 +102,6 @@ func mergeAxes(dims, perm []int) (cd, cp []int) {
 	}
 	// groups: runs of kp with consecutive x axes, in y order
 	var start, end [8]int
-	ng := 0
 	for i := 0; i < n; i++ {
 		if ng > 0 && kp[i] == end[ng-1] {
 			end[ng-1]++
@@ -112,8 +112,6 @@ func mergeAxes(dims, perm []int) (cd, cp []int) {
 	}
 	// x order of the groups: by start
 	var rank [8]int // y group → its position among the groups in x order
-	var mdBuf, mpBuf [8]int
-	cd, cp = mdBuf[:ng], mpBuf[:ng]
 	for g := 0; g < ng; g++ {
 		for h := 0; h < ng; h++ {
 			if start[h] < start[g] {
@@ -129,7 +127,7 @@ func mergeAxes(dims, perm []int) (cd, cp []int) {
 		cd[rank[g]] = d
 		cp[g] = rank[g]
 	}
-	return cd, cp
+	return cd, cp, ng
 }
 
 // transpose2D writes y (cols×rows) = xᵀ for x (rows×cols), in tiles.

@@ -39,11 +39,17 @@ func main() {
 	axpy()
 	clampVec()
 	maxPool2x2()
+	deinterleave2()
 	expSum()
 	dot()
 	chainKernel()
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
+	}
+	for _, r := range []int{1, 2, 4} {
+		for _, v := range []int{1, 2} {
+			depthwiseMasked(r, v)
+		}
 	}
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
 		for _, mode := range []string{"VV", "VS", "SV"} {
@@ -385,40 +391,50 @@ func binary(op, mode string) {
 // of the depthwise kernels: at most 8 accumulators.
 var dwShapes = [][2]int{{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}}
 
-// depthwiseTile emits dwAVX2x<R>x<V>: an R×8V tile of a depthwise
-// convolution's output computed from a zero-padded (and, for column
-// strides > 1, phase-split) input, every tap a broadcast FMA of whole
+// depthwiseTile emits dwAVX2x<R>x<V>: nt R×8V tiles side by side of a
+// depthwise convolution's output, every tap a broadcast FMA of whole
 // vectors, the accumulators in registers across the taps:
 //
-//	y[r·ldy + j] = clamp(bias + Σ_t w[t] · x[offs[t] + r·ldx + j])
+//	y[r·ldy + 8V·i + j] = clamp(bias + Σ_t w[t] · x[offs[t] + r·ldx + 8V·i + j])
 //
-// for r < R, j < 8V; offs, ldx and ldy count floats; the clamp to
-// [lo, hi] (NaN kept) only when doClamp != 0.
+// for i < nt, r < R, j < 8V; offs, ldx and ldy count floats; the clamp
+// to [lo, hi] (NaN kept) only when doClamp != 0. x is a zero-padded (for
+// column strides > 1, phase-split) plane, or the input itself where every
+// window lies inside it.
 func depthwiseTile(R, V int) {
 	name := fmt.Sprintf("dwAVX2x%dx%d", R, V)
-	TEXT(name, NOSPLIT, "func(taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)")
-	Doc(fmt.Sprintf("%s computes a %d×%d tile of a depthwise convolution (see depthwiseTile in the package asmgen).", name, R, 8*V))
+	TEXT(name, NOSPLIT, "func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)")
+	Doc(fmt.Sprintf("%s computes nt %d×%d tiles of a depthwise convolution (see depthwiseTile in the package asmgen).", name, R, 8*V))
 	Pragma("noescape")
-	taps := Load(Param("taps"), GP64())
-	offs := Load(Param("offs"), GP64())
-	w := Load(Param("w"), GP64())
+	nt := Load(Param("nt"), GP64())
 	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
 	ldx := Load(Param("ldx"), GP64())
 	SHLQ(U8(2), ldx)
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
 	var ldx3 Register
 	if R > 2 {
 		ldx3 = GP64()
 		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
 	}
+	doClamp := Load(Param("doClamp"), GP64())
 	acc := make([]VecVirtual, R*V)
 	for i := range acc {
 		acc[i] = YMM()
 	}
+	taps, offs, w := GP64(), GP64(), GP64()
+	p, off, wv := GP64(), GP64(), YMM()
+	Label(name + "_tile")
+	TESTQ(nt, nt)
+	JEQ(LabelRef(name + "_end"))
+	Load(Param("taps"), taps)
+	Load(Param("offs"), offs)
+	Load(Param("w"), w)
 	VBROADCASTSS(paramAddr("bias"), acc[0])
 	for i := 1; i < len(acc); i++ {
 		VMOVAPS(acc[0], acc[i])
 	}
-	p, off, wv := GP64(), GP64(), YMM()
 	Label(name + "_tap")
 	TESTQ(taps, taps)
 	JEQ(LabelRef(name + "_done"))
@@ -449,7 +465,6 @@ func depthwiseTile(R, V int) {
 	JMP(LabelRef(name + "_tap"))
 
 	Label(name + "_done")
-	doClamp := Load(Param("doClamp"), GP64())
 	TESTQ(doClamp, doClamp)
 	JEQ(LabelRef(name + "_store"))
 	lo, hi := YMM(), YMM()
@@ -461,9 +476,142 @@ func depthwiseTile(R, V int) {
 		VMINPS(acc[i], hi, acc[i])
 	}
 	Label(name + "_store")
+	MOVQ(y, p)
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VMOVUPS(acc[r*V+v], Mem{Base: p, Disp: 32 * v})
+		}
+		if r < R-1 {
+			ADDQ(ldy, p)
+		}
+	}
+	ADDQ(U32(32*V), x)
+	ADDQ(U32(32*V), y)
+	DECQ(nt)
+	JMP(LabelRef(name + "_tile"))
+	Label(name + "_end")
+	VZEROUPPER()
+	RET()
+}
+
+// depthwiseMasked emits dwMaskAVX2x<R>x<V>: an R×8V tile of a depthwise
+// convolution read straight from the unpadded input. Its taps come in two
+// lists of (offset, tap index) pairs: plain ones, whose 8 lanes all lie
+// inside the input, one broadcast FMA from memory each, and masked ones,
+// whose load is masked (lanes outside the input read as zero and touch no
+// memory); the store is masked too:
+//
+//	y[r·ldy + j] = clamp(bias + Σ_plain w[t] · x[xoff + off + r·ldx + j]
+//	                          + Σ_masked w[t] · (masks[8V·i+j] < 0 ? x[xoff + off + r·ldx + j] : 0))
+//
+// for r < R and the lanes j < 8V whose smask[j] < 0 (every lane when
+// smask is nil); offsets, xoff, ldx
+// and ldy count floats (xoff + off may be negative where its lanes are
+// masked off); the clamp to [lo, hi] (NaN kept) only when doClamp != 0.
+func depthwiseMasked(R, V int) {
+	name := fmt.Sprintf("dwMaskAVX2x%dx%d", R, V)
+	TEXT(name, NOSPLIT, "func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32)")
+	Doc(fmt.Sprintf("%s computes a %d×%d tile of a depthwise convolution from the unpadded input, some taps with masked loads (see depthwiseMasked in the package asmgen).", name, R, 8*V))
+	Pragma("noescape")
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xoff := Load(Param("xoff"), GP64())
+	LEAQ(Mem{Base: x, Index: xoff, Scale: 4}, x)
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	acc := make([]VecVirtual, R*V)
+	for i := range acc {
+		acc[i] = YMM()
+	}
+	VBROADCASTSS(paramAddr("bias"), acc[0])
+	for i := 1; i < len(acc); i++ {
+		VMOVAPS(acc[0], acc[i])
+	}
+	p, off, ti, wv, t := GP64(), GP64(), GP64(), YMM(), YMM()
+	mk := []VecVirtual{YMM(), YMM()}[:V]
+	n := Load(Param("np"), GP64())
+	list := Load(Param("plain"), GP64())
+	Label(name + "_plain")
+	TESTQ(n, n)
+	JEQ(LabelRef(name + "_masked"))
+	MOVQ(Mem{Base: list}, off)
+	MOVQ(Mem{Base: list, Disp: 8}, ti)
+	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: w, Index: ti, Scale: 4}, wv)
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VFMADD231PS(Mem{Base: p, Disp: 32 * v}, wv, acc[r*V+v])
+		}
+		if r < R-1 {
+			ADDQ(ldx, p)
+		}
+	}
+	ADDQ(U8(16), list)
+	DECQ(n)
+	JMP(LabelRef(name + "_plain"))
+
+	Label(name + "_masked")
+	Load(Param("nm"), n)
+	Load(Param("masked"), list)
+	masks := Load(Param("masks"), GP64())
+	Label(name + "_mtap")
+	TESTQ(n, n)
+	JEQ(LabelRef(name + "_done"))
+	MOVQ(Mem{Base: list}, off)
+	MOVQ(Mem{Base: list, Disp: 8}, ti)
+	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: w, Index: ti, Scale: 4}, wv)
+	for v := 0; v < V; v++ {
+		VMOVDQU(Mem{Base: masks, Disp: 32 * v}, mk[v])
+	}
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VMASKMOVPS(Mem{Base: p, Disp: 32 * v}, mk[v], t)
+			VFMADD231PS(t, wv, acc[r*V+v])
+		}
+		if r < R-1 {
+			ADDQ(ldx, p)
+		}
+	}
+	ADDQ(U8(16), list)
+	ADDQ(U8(32*V), masks)
+	DECQ(n)
+	JMP(LabelRef(name + "_mtap"))
+
+	Label(name + "_done")
+	doClamp := Load(Param("doClamp"), GP64())
+	TESTQ(doClamp, doClamp)
+	JEQ(LabelRef(name + "_store"))
+	lo, hi := YMM(), YMM()
+	VBROADCASTSS(paramAddr("lo"), lo)
+	VBROADCASTSS(paramAddr("hi"), hi)
+	for i := range acc {
+		VMAXPS(acc[i], lo, acc[i])
+		VMINPS(acc[i], hi, acc[i])
+	}
+	Label(name + "_store")
 	y := Load(Param("y"), GP64())
 	ldy := Load(Param("ldy"), GP64())
 	SHLQ(U8(2), ldy)
+	smask := Load(Param("smask"), GP64())
+	TESTQ(smask, smask)
+	JEQ(LabelRef(name + "_full"))
+	for v := 0; v < V; v++ {
+		VMOVDQU(Mem{Base: smask, Disp: 32 * v}, mk[v])
+	}
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VMASKMOVPS(acc[r*V+v], mk[v], Mem{Base: y, Disp: 32 * v})
+		}
+		if r < R-1 {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	// every lane stored (smask nil): plain stores, which unlike masked
+	// ones are cheap on every x86
+	Label(name + "_full")
 	for r := 0; r < R; r++ {
 		for v := 0; v < V; v++ {
 			VMOVUPS(acc[r*V+v], Mem{Base: y, Disp: 32 * v})
@@ -518,6 +666,40 @@ func maxPool2x2() {
 	SUBQ(U8(8), n)
 	JMP(LabelRef("mp2_8"))
 	Label("mp2_done")
+	VZEROUPPER()
+	RET()
+}
+
+// deinterleave2 emits deinterleave2AVX2: ev[j] = x[2j], od[j] = x[2j+1]
+// for j < n&^7 (the column phases of a stride-2 window).
+func deinterleave2() {
+	TEXT("deinterleave2AVX2", NOSPLIT, "func(n int, x, ev, od *float32)")
+	Doc("deinterleave2AVX2 computes ev[j] = x[2j] and od[j] = x[2j+1] for j < n&^7.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	ev := Load(Param("ev"), GP64())
+	od := Load(Param("od"), GP64())
+	s0, s1, e, o := YMM(), YMM(), YMM(), YMM()
+	Label("di2_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("di2_done"))
+	VMOVUPS(Mem{Base: x}, s0)
+	VMOVUPS(Mem{Base: x, Disp: 32}, s1)
+	// per 128-bit lane s0[0] s0[2] s1[0] s1[2] (and the odd ones), then
+	// the 64-bit pairs 0 2 1 3 back in order
+	VSHUFPS(U8(0x88), s1, s0, e)
+	VSHUFPS(U8(0xDD), s1, s0, o)
+	VPERMPD(U8(0xD8), e, e)
+	VPERMPD(U8(0xD8), o, o)
+	VMOVUPS(e, Mem{Base: ev})
+	VMOVUPS(o, Mem{Base: od})
+	ADDQ(U8(64), x)
+	ADDQ(U8(32), ev)
+	ADDQ(U8(32), od)
+	SUBQ(U8(8), n)
+	JMP(LabelRef("di2_8"))
+	Label("di2_done")
 	VZEROUPPER()
 	RET()
 }
