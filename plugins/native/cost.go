@@ -1,0 +1,143 @@
+package native
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchyard-hal/switchyard/core/opcost"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// The cost model of a partition on native (hal.CostEstimator). One call
+// of an executable costs
+//
+//   - a fixed overhead: Execute's checks and binding the inputs and
+//     outputs of core/exec's program (callFixed);
+//   - per node: the executor's dispatch and the kernel's argument checks
+//     (Fixed of the node's rate), plus its work (opcost) at the rate of
+//     its op or class; the GEMM-based kernels (MatMul, Gemm, Conv) divide
+//     their work over the threads.
+//
+// The per-node part is reported as Compute, the per-call part as
+// Overhead: nodes merged into a partition that already runs on native add
+// their Compute and nothing else (the partitioner relies on this when it
+// weighs moving a neighbouring partition here). There is no boundary:
+// native works on the runtime's host tensors.
+//
+// The ops that run the reference kernels inside the partition (see
+// referenceOps) cost what they cost on cpu (plugins/cpu/cost.go's table,
+// same kernels, same executor). The native kernels' constants are
+// calibrated by BenchmarkCalibrate (cost_bench_test.go), which times each
+// case with 1 and 9 independent copies in one graph (CPU time, best of
+// the runs) and the call of a one-node graph:
+//
+//	GOMAXPROCS=1 SWITCHYARD_NATIVE_THREADS=1 go test ./plugins/native -run '^$' -bench Calibrate -benchtime 10x -v
+//
+// measured on the shared 2-core AMD EPYC development VM.
+
+// callFixed is the per-call overhead in ns (BenchmarkCalibrate: a
+// one-node call less the node's marginal time, 1.9–2.4 µs for every
+// small case).
+var callFixed = 2000.0
+
+// nrate prices one op (or class) on native.
+type nrate struct {
+	Fixed   float64 // ns per node
+	PerFLOP float64 // ns per FLOP (opcost.Work.FLOPs)
+	PerByte float64 // ns per byte read and written
+}
+
+// nOpRates: the ops with native kernels, fitted to BenchmarkCalibrate at
+// one thread (fixed from the smallest case, the rate from the largest),
+// and the ops run on the reference kernels at the cpu backend's rates.
+var nOpRates = map[string]nrate{
+	// native kernels
+	"Add":        {Fixed: 150, PerFLOP: 0.115},
+	"Sub":        {Fixed: 150, PerFLOP: 0.115},
+	"Mul":        {Fixed: 150, PerFLOP: 0.083},
+	"Div":        {Fixed: 150, PerFLOP: 0.114},
+	"Relu":       {Fixed: 150, PerFLOP: 0.079},
+	"Clip":       {Fixed: 150, PerFLOP: 0.079},
+	"Sigmoid":    {Fixed: 200, PerFLOP: 0.68},
+	"Softmax":    {Fixed: 200, PerFLOP: 0.11},
+	"MatMul":     {Fixed: 250, PerFLOP: 0.0055},
+	"Gemm":       {Fixed: 250, PerFLOP: 0.0055},
+	"Transpose":  {Fixed: 150, PerByte: 0.085},
+	"ReduceMean": {Fixed: 150, PerFLOP: 0.14},
+	// not calibrated: Concat has its own kernel, priced like cpu's
+	"Concat": {Fixed: 704, PerByte: 0.0405},
+	// reference kernels (plugins/cpu/cost.go)
+	"Cast":    {Fixed: 481, PerFLOP: 0.261},
+	"Pow":     {Fixed: 588, PerFLOP: 1.49},
+	"Reshape": {Fixed: 548, PerByte: 0.0349},
+	"Shape":   {Fixed: 479},
+	"Slice":   {Fixed: 802, PerByte: 0.0346},
+	"Sqrt":    {Fixed: 481, PerFLOP: 2.07},
+}
+
+// nClassRates: every other op by class: Conv and Gemm calibrated, the
+// element-wise class from its calibrated ops, the classes run on the
+// reference kernels at cpu's rates; Pool (native kernels) not calibrated.
+var nClassRates = map[opcost.Class]nrate{
+	opcost.Conv:           {Fixed: 5000, PerFLOP: 0.0115},
+	opcost.DepthwiseConv:  {Fixed: 2000, PerFLOP: 0.0275},
+	opcost.Gemm:           {Fixed: 250, PerFLOP: 0.0055},
+	opcost.Elementwise:    {Fixed: 150, PerFLOP: 0.12},
+	opcost.Transcendental: {Fixed: 500, PerFLOP: 1.5},
+	opcost.Reduce:         {Fixed: 550, PerFLOP: 4.5},
+	opcost.Pool:           {Fixed: 500, PerFLOP: 1},
+	opcost.Move:           {Fixed: 700, PerByte: 0.06},
+	opcost.View:           {Fixed: 550, PerByte: 0.035},
+	opcost.Meta:           {Fixed: 480},
+	opcost.Control:        {Fixed: 2000, PerFLOP: 1.0},
+	opcost.Other:          {Fixed: 700, PerFLOP: 2.0},
+}
+
+// nParallel: the classes whose kernels spread over the pool's threads.
+var nParallel = map[opcost.Class]bool{opcost.Conv: true, opcost.DepthwiseConv: true, opcost.Gemm: true}
+
+func nrateOf(op string, c opcost.Class) nrate {
+	if c == opcost.Conv || c == opcost.DepthwiseConv {
+		return nClassRates[c]
+	}
+	if r, ok := nOpRates[op]; ok {
+		return r
+	}
+	if r, ok := nClassRates[c]; ok {
+		return r
+	}
+	return nClassRates[opcost.Other]
+}
+
+// EstimateCost prices sg on native at the thread count its executables
+// would get by default.
+func (b *Backend) EstimateCost(ctx context.Context, sg *hal.Subgraph) (hal.Cost, error) {
+	if sg == nil || sg.Graph == nil {
+		return hal.Cost{}, hal.Errorf(hal.CodeInvalidArgument, "native: estimate-cost: nil subgraph")
+	}
+	if err := ctx.Err(); err != nil {
+		return hal.Cost{}, err
+	}
+	return estimate(sg, defaultThreads(b.opts.Threads)), nil
+}
+
+// estimate is EstimateCost for a thread count.
+func estimate(sg *hal.Subgraph, threads int) hal.Cost {
+	var compute float64
+	for _, n := range sg.Graph.Nodes {
+		compute += nodeCost(n.OpType, opcost.Of(n, sg), threads)
+	}
+	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}
+	c.Latency = c.Overhead + c.Compute
+	return c
+}
+
+// nodeCost is one node's time in ns: its fixed part and its work.
+func nodeCost(op string, w opcost.Work, threads int) float64 {
+	r := nrateOf(op, w.Class)
+	work := w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
+	if nParallel[w.Class] && threads > 1 {
+		work /= 0.85 * float64(threads)
+	}
+	return r.Fixed + work
+}
