@@ -65,11 +65,17 @@ type CostDecision struct {
 	// boundary).
 	Transfer time.Duration `json:"transfer_ns,omitempty"`
 	Fallback string        `json:"fallback"`
+	// Absorber is a neighbouring delegated host-memory backend that was
+	// weighed for taking the nodes into its own partition, empty when
+	// none was; AbsorberEstimate is its estimate of them (its Compute is
+	// what they add to its call).
+	Absorber         string    `json:"absorber,omitempty"`
+	AbsorberEstimate *hal.Cost `json:"absorber_estimate,omitempty"`
 	// FallbackEstimate is the fallback's estimate of the same nodes; nil
 	// when it gave none.
 	FallbackEstimate *hal.Cost `json:"fallback_estimate,omitempty"`
 	// Chosen is the backend the nodes went to by this decision: Backend
-	// (kept) or Fallback (left).
+	// (kept), Fallback or Absorber (left).
 	Chosen string `json:"chosen"`
 	// Reason says it in words, with the numbers.
 	Reason string `json:"reason"`
@@ -80,9 +86,14 @@ func (d *CostDecision) Kept() bool { return d.Chosen == d.Backend }
 
 // costState carries the weighing across the rounds of one placement.
 type costState struct {
-	est      Estimator
-	pol      Policy
-	cands    map[string]Candidate
+	est   Estimator
+	pol   Policy
+	cands map[string]Candidate
+	order []string // candidates in priority order
+	// next, set by PlaceWithCosts each round, is the candidate after
+	// backend (in priority order) that node i would go to were it
+	// rejected there ("" when none but the fallback).
+	next     func(i int, backend string) string
 	fallback *Candidate
 	costs    map[string]estimate // estimates by backend and node set
 
@@ -112,6 +123,7 @@ func newCostState(est Estimator, cands []Candidate, pol Policy) *costState {
 	cs := &costState{est: est, pol: pol, cands: map[string]Candidate{}, costs: map[string]estimate{}}
 	for i, c := range cands {
 		cs.cands[c.Backend] = c
+		cs.order = append(cs.order, c.Backend)
 		if c.Backend == fallback {
 			cs.fallback = &cands[i]
 		}
@@ -179,7 +191,78 @@ func (cs *costState) weigh(g *graph.Graph, part Partition, assign []string, fall
 		d.Chosen = fallback
 	}
 	d.Reason = d.sentence()
+	if d.Kept() && cand.Memory == hal.MemoryHost {
+		cs.absorb(g, part, assign, fallback, d)
+	}
 	return d
+}
+
+// absorb weighs moving a host-memory partition kept on its backend A into
+// a neighbour's: a delegated host-memory backend B that owns a partition
+// next to it (producing one of its inputs or reading one of its outputs)
+// and that every node would go to if rejected on A. The nodes would join
+// B's existing call, so B's Compute for them (no per-call overhead) is
+// weighed against A's whole Latency; when it is less, the partition is
+// left (Chosen = B) and the next round merges it.
+func (cs *costState) absorb(g *graph.Graph, part Partition, assign []string, fallback string, d *CostDecision) {
+	if cs.next == nil {
+		return
+	}
+	b := cs.next(part.Nodes[0], part.Backend)
+	if b == "" || b == fallback || cs.cands[b].Memory != hal.MemoryHost {
+		return
+	}
+	for _, i := range part.Nodes[1:] {
+		if cs.next(i, part.Backend) != b {
+			return
+		}
+	}
+	cs.index(g)
+	adjacent := false
+	for _, in := range part.Inputs {
+		if p, ok := cs.producer[in]; ok && assign[p] == b {
+			adjacent = true
+		}
+	}
+	for _, o := range part.Outputs {
+		for _, i := range cs.consumers[o] {
+			adjacent = adjacent || assign[i] == b
+		}
+	}
+	if !adjacent {
+		return
+	}
+	bc, err := cs.estimate(b, part)
+	if err != nil || bc.Compute <= 0 {
+		return // no estimate, or no breakdown to tell its compute
+	}
+	d.Absorber, d.AbsorberEstimate = b, &bc
+	if bc.Compute < d.Estimate.Latency {
+		d.Chosen = b
+	}
+	d.Reason += fmt.Sprintf("; %s est %s vs %s compute %s merged into its neighbouring partition → %s",
+		d.Backend, FormatDuration(d.Estimate.Latency), b, FormatDuration(bc.Compute), d.Chosen)
+}
+
+// index builds the value → producer and consumer maps on first use.
+func (cs *costState) index(g *graph.Graph) {
+	if cs.producer != nil {
+		return
+	}
+	cs.producer, cs.consumers, cs.isOut = map[string]int{}, map[string][]int{}, map[string]bool{}
+	for i, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			if o != "" {
+				cs.producer[o] = i
+			}
+		}
+		for _, r := range reads(n) {
+			cs.consumers[r] = append(cs.consumers[r], i)
+		}
+	}
+	for _, o := range g.Outputs {
+		cs.isOut[o.Name] = true
+	}
 }
 
 func noEstimate(backend string, err error) string {
@@ -194,22 +277,7 @@ func noEstimate(backend string, err error) string {
 // downloads (read by other backends or model outputs); values exchanged
 // with another partition of the same backend stay on the device.
 func (cs *costState) deviceBoundary(g *graph.Graph, part Partition, assign []string) (int64, int) {
-	if cs.producer == nil {
-		cs.producer, cs.consumers, cs.isOut = map[string]int{}, map[string][]int{}, map[string]bool{}
-		for i, n := range g.Nodes {
-			for _, o := range n.Outputs {
-				if o != "" {
-					cs.producer[o] = i
-				}
-			}
-			for _, r := range reads(n) {
-				cs.consumers[r] = append(cs.consumers[r], i)
-			}
-		}
-		for _, o := range g.Outputs {
-			cs.isOut[o.Name] = true
-		}
-	}
+	cs.index(g)
 	var bytes int64
 	values := 0
 	for _, in := range part.Inputs {

@@ -361,11 +361,101 @@ func TestCostRandomDAGs(t *testing.T) {
 			if c == nil || !c.Kept() || c.Estimate == nil || c.FallbackEstimate == nil || c.Estimate.Latency+c.Transfer > c.FallbackEstimate.Latency {
 				t.Fatalf("trial %d: partition %d kept with %+v\n%s", trial, part.ID, c, p.Text())
 			}
+			if c.Absorber != "" && c.AbsorberEstimate.Compute < c.Estimate.Latency {
+				t.Fatalf("trial %d: partition %d kept though %s was cheaper: %+v", trial, part.ID, c.Absorber, c)
+			}
 		}
 		for _, d := range p.Rejected {
+			if d.Chosen == d.Absorber && d.Absorber != "" {
+				if d.Memory != hal.MemoryHost || d.AbsorberEstimate.Compute >= d.Estimate.Latency {
+					t.Fatalf("trial %d: absorbed without being cheaper: %+v", trial, d)
+				}
+				continue
+			}
 			if d.Kept() || d.Estimate.Latency+d.Transfer <= d.FallbackEstimate.Latency {
 				t.Fatalf("trial %d: rejected without being slower: %+v", trial, d)
 			}
+		}
+	}
+}
+
+// absorbChain: x → n0 … n4, n0, n1, n3, n4 on "b" only (a cannot run
+// Neg), n2 on "a" (first priority) or "b"; a: 10 µs per call + 1 µs per
+// node, b: fixed overhead bOver + bNode per node; cpu 100 µs per node.
+func absorbPlace(t *testing.T, bNode time.Duration, bOps map[string]bool) *Plan {
+	t.Helper()
+	g := chain("Neg", "Neg", "Relu", "Neg", "Neg")
+	cands := []Candidate{Claims(g, "a", map[string]bool{"Relu": true}), Claims(g, "b", bOps), Claims(g, "cpu", allOps)}
+	est := &fakeCosts{fixed: map[string]time.Duration{"a": us(10), "b": us(20), "cpu": 0},
+		perNode: map[string]time.Duration{"a": us(1), "b": bNode, "cpu": us(100)}}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPlan(g, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCostAbsorbedByCheaperNeighbour(t *testing.T) {
+	// a: 11 µs for the Relu; b's compute for it: 2 µs (its 20 µs call
+	// is paid already) → merged into b
+	p := absorbPlace(t, us(2), allOps)
+	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "b" {
+		t.Fatalf("want one partition on b, got:\n%s", p.Text())
+	}
+	if len(p.Rejected) != 1 || p.Rejected[0].Backend != "a" || p.Rejected[0].Chosen != "b" || p.Rejected[0].Absorber != "b" {
+		t.Fatalf("want a's partition rejected for b, got %+v", p.Rejected)
+	}
+	r := p.Rejected[0].Reason
+	if !strings.Contains(r, "a est 11 µs") || !strings.Contains(r, "b compute 2 µs") {
+		t.Errorf("reason %q should name both estimates", r)
+	}
+	if d := p.Nodes[2].Declined; len(d) == 0 || d[0].Backend != "a" || d[0].Reason != r {
+		t.Errorf("node 2 should record a's rejection, got %+v", d)
+	}
+}
+
+func TestCostKeptWhenNeighbourSlower(t *testing.T) {
+	// b's compute for the Relu (12 µs) exceeds a's whole call (11 µs)
+	p := absorbPlace(t, us(12), allOps)
+	if p.Nodes[2].Backend != "a" || len(p.Rejected) != 0 {
+		t.Fatalf("want the Relu kept on a, got:\n%s", p.Text())
+	}
+	var c *CostDecision
+	for _, part := range p.Partitions {
+		if part.Backend == "a" {
+			c = part.Cost
+		}
+	}
+	if c == nil || c.Absorber != "b" || c.AbsorberEstimate == nil || !strings.Contains(c.Reason, "→ a") {
+		t.Errorf("a's decision should record b weighed, got %+v", c)
+	}
+}
+
+func TestCostNotAbsorbedWithoutSupportOrAdjacency(t *testing.T) {
+	// b cannot run Relu: nothing to weigh
+	p := absorbPlace(t, us(2), map[string]bool{"Neg": true})
+	if p.Nodes[2].Backend != "a" || len(p.Rejected) != 0 {
+		t.Fatalf("b lacks Relu: want it kept on a, got:\n%s", p.Text())
+	}
+	// b runs everything but owns no partition next to a's: x → Relu →
+	// Sigmoid (cpu only) → Neg (b) ; b's partition is not adjacent
+	g := chain("Relu", "Sigmoid", "Neg")
+	cands := []Candidate{Claims(g, "a", map[string]bool{"Relu": true}), Claims(g, "b", map[string]bool{"Relu": true, "Neg": true}), Claims(g, "cpu", allOps)}
+	est := &fakeCosts{fixed: map[string]time.Duration{"a": us(10), "b": us(20), "cpu": 0},
+		perNode: map[string]time.Duration{"a": us(1), "b": us(1), "cpu": us(100)}}
+	q, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Nodes[0].Backend != "a" || len(q.Rejected) != 0 {
+		t.Fatalf("b not adjacent: want the Relu kept on a, got:\n%s", q.Text())
+	}
+	for _, part := range q.Partitions {
+		if part.Cost != nil && part.Cost.Absorber != "" {
+			t.Errorf("partition %d weighed against a non-adjacent %s", part.ID, part.Cost.Absorber)
 		}
 	}
 }

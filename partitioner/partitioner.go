@@ -268,6 +268,27 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 		assign = make([]string, n)
 		plan.Nodes = make([]NodePlacement, n)
 		unplaced = nil
+		if cs != nil {
+			cs.next = func(i int, backend string) string {
+				nd, after := g.Nodes[i], false
+				for _, c := range cands {
+					if c.Backend == backend {
+						after = true
+						continue
+					}
+					if !after || c.Backend == pol.Fallback {
+						continue
+					}
+					v := c.Verdicts[i]
+					if !v.Supported || (pol.Allow[nd.OpType] != nil && !contains(pol.Allow[nd.OpType], c.Backend)) ||
+						contains(pol.Deny[nd.OpType], c.Backend) || demoted[i] != "" || rejected[i][c.Backend] != "" {
+						continue
+					}
+					return c.Backend
+				}
+				return ""
+			}
+		}
 		for i, nd := range g.Nodes {
 			np := NodePlacement{Index: i, Name: nd.Name, OpType: nd.OpType, Partition: -1, Int8: ComputesInt8(nd)}
 			for _, c := range cands {
