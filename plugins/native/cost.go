@@ -22,7 +22,9 @@ import (
 // Overhead: nodes merged into a partition that already runs on native add
 // their Compute and nothing else (the partitioner relies on this when it
 // weighs moving a neighbouring partition here). There is no boundary:
-// native works on the runtime's host tensors.
+// native works on the runtime's host tensors. A subgraph holding control
+// flow (If, Loop, Scan) gets no estimate (Unsupported): it is placed by
+// node count, as before native had a cost model.
 //
 // The ops that run the reference kernels inside the partition (see
 // referenceOps) cost what they cost on cpu (plugins/cpu/cost.go's table,
@@ -117,6 +119,15 @@ func (b *Backend) EstimateCost(ctx context.Context, sg *hal.Subgraph) (hal.Cost,
 	}
 	if err := ctx.Err(); err != nil {
 		return hal.Cost{}, err
+	}
+	for _, n := range sg.Graph.Nodes {
+		if opcost.Of(n, sg).Class == opcost.Control {
+			// opcost sees little of a body's work (its values' types are
+			// mostly unknown), and native runs bodies on its own kernels
+			// where cpu runs the reference ones: an estimate would leave
+			// silero_vad_v5's LSTM-in-If on cpu, 15× slower
+			return hal.Cost{}, hal.Errorf(hal.CodeUnsupported, "native: no estimate for control flow (%s): its bodies' work is not priced", n.OpType)
+		}
 	}
 	return estimate(sg, defaultThreads(b.opts.Threads)), nil
 }

@@ -38,5 +38,12 @@ func TestEstimateCost(t *testing.T) {
 	if _, err := b.EstimateCost(ctx, nil); hal.CodeOf(err) != hal.CodeInvalidArgument {
 		t.Errorf("nil subgraph: %v, want InvalidArgument", err)
 	}
+	branch := &graph.Graph{Name: "then", Outputs: []graph.ValueInfo{{Name: "x"}}}
+	cf := calCase{op: "Relu", shape: []int{1, 8}}.graphOf(1)
+	cf.Graph.Nodes = append(cf.Graph.Nodes, &graph.Node{Name: "if", OpType: "If", Inputs: []string{"c"}, Outputs: []string{"z"},
+		Attrs: map[string]*graph.Attribute{"then_branch": {Name: "then_branch", Type: graph.AttrGraph, G: branch}, "else_branch": {Name: "else_branch", Type: graph.AttrGraph, G: branch}}})
+	if _, err := b.EstimateCost(ctx, cf); hal.CodeOf(err) != hal.CodeUnsupported {
+		t.Errorf("control flow: %v, want Unsupported", err)
+	}
 	var _ hal.CostEstimator = b
 }
