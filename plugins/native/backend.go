@@ -33,7 +33,8 @@
 // SWITCHYARD_NATIVE_THREADS, else GOMAXPROCS less the cores that are busy
 // (at least 1); a pool of goroutines per thread count, shared by the
 // backend's executables. Execute is safe for concurrent use. Close stops
-// the pools; later calls fail with FailedPrecondition.
+// the pools; later calls fail with FailedPrecondition. EstimateCost
+// prices a partition for cost-aware placement (cost.go).
 package native
 
 import (
