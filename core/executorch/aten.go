@@ -314,11 +314,8 @@ func init() {
 			return err
 		}
 		r, _ := l.rank(a[2])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[2])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		var ins []string
@@ -350,12 +347,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		start, end := int64(0), int64(math.MaxInt64)
@@ -387,12 +380,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		idx, err := l.int(a[2])
@@ -410,12 +399,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		idx, err := l.tensor(a[2])
@@ -448,12 +433,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		idx, err := l.tensor(a[2])
@@ -471,12 +452,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		idx, err := l.tensor(a[2])
@@ -503,12 +480,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		idx, err := l.tensor(a[2])
@@ -1022,12 +995,8 @@ func softmax(op string) kernelFunc {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		d, err := l.int(a[1])
+		d, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if d, err = normDim(d, r); err != nil {
 			return err
 		}
 		_, dt, err := l.meta(a[3])
@@ -1187,6 +1156,24 @@ func (l *lowerer) spatial(v int32, n int, def int64) ([]int64, error) {
 	return nil, fmt.Errorf("list %v for %d spatial dims", vals, n)
 }
 
+// poolWindow reads a 2-d pool's kernel, stride (empty: the kernel) and
+// padding arguments.
+func (l *lowerer) poolWindow(kv, sv, pv int32) (k, stride, pad []int64, err error) {
+	if k, err = l.spatial(kv, 2, 1); err != nil {
+		return nil, nil, nil, err
+	}
+	if stride, err = l.spatial(sv, 2, 0); err != nil {
+		return nil, nil, nil, err
+	}
+	if stride[0] == 0 {
+		stride = k
+	}
+	if pad, err = l.spatial(pv, 2, 0); err != nil {
+		return nil, nil, nil, err
+	}
+	return k, stride, pad, nil
+}
+
 // maxPool is max_pool2d_with_indices(self, kernel, stride, padding,
 // dilation, ceil_mode, out, indices); PyTorch's indices count within each
 // (n, c) plane, ONNX's over the whole tensor.
@@ -1199,18 +1186,7 @@ func maxPool(l *lowerer, a []int32) error {
 		return err
 	}
 	t, dt, _ := l.meta(a[0])
-	k, err := l.spatial(a[1], 2, 1)
-	if err != nil {
-		return err
-	}
-	stride, err := l.spatial(a[2], 2, 0)
-	if err != nil {
-		return err
-	}
-	if stride[0] == 0 {
-		stride = k
-	}
-	pad, err := l.spatial(a[3], 2, 0)
+	k, stride, pad, err := l.poolWindow(a[1], a[2], a[3])
 	if err != nil {
 		return err
 	}
@@ -1251,18 +1227,7 @@ func avgPool(l *lowerer, a []int32) error {
 		return err
 	}
 	_, dt, _ := l.meta(a[0])
-	k, err := l.spatial(a[1], 2, 1)
-	if err != nil {
-		return err
-	}
-	stride, err := l.spatial(a[2], 2, 0)
-	if err != nil {
-		return err
-	}
-	if stride[0] == 0 {
-		stride = k
-	}
-	pad, err := l.spatial(a[3], 2, 0)
+	k, stride, pad, err := l.poolWindow(a[1], a[2], a[3])
 	if err != nil {
 		return err
 	}

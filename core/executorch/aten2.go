@@ -107,12 +107,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[2])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[2])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		var ins []string
@@ -201,12 +197,8 @@ func init() {
 		if err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		dim, err := l.int(a[1])
+		dim, err := l.dimOf(a[1], a[0])
 		if err != nil {
-			return err
-		}
-		if dim, err = normDim(dim, r); err != nil {
 			return err
 		}
 		_, dt, err := l.meta(a[3])

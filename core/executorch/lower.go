@@ -491,6 +491,17 @@ func (l *lowerer) rank(v int32) (int, error) {
 	return len(t.Sizes), nil
 }
 
+// dimOf reads the int argument d as a dimension of tensor argument t,
+// negative dimensions wrapped (a t of unknown rank counts as rank 0).
+func (l *lowerer) dimOf(d, t int32) (int64, error) {
+	r, _ := l.rank(t)
+	v, err := l.int(d)
+	if err != nil {
+		return 0, err
+	}
+	return normDim(v, r)
+}
+
 // normDim wraps a negative dimension of a rank-r tensor.
 func normDim(d int64, r int) (int64, error) {
 	if r == 0 && (d == 0 || d == -1) {
