@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/core/opcost"
 	"github.com/switchyard-hal/switchyard/hal"
 	"golang.org/x/sys/unix"
@@ -83,26 +83,12 @@ func (c calCase) graphOf(copies int) *hal.Subgraph {
 	for _, a := range c.attrs {
 		attrs[a.Name] = a
 	}
-	sg := &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}}
 	for k := 0; k < copies; k++ {
 		out := fmt.Sprintf("y%d", k)
-		n := &graph.Node{Name: out, OpType: c.op, Inputs: ins, Outputs: []string{out}, Attrs: attrs}
-		g.Nodes = append(g.Nodes, n)
-		s, _ := kernels.Lookup("", c.op)
-		var in []kernels.InferInput
-		for _, name := range ins {
-			t, _ := sg.TypeOf(name)
-			in = append(in, kernels.InferInput{Type: t, Const: g.Initializers[name]})
-		}
-		ty := graph.ValueType{Kind: "tensor", DType: graph.Float32}
-		if s != nil && s.Infer != nil {
-			if outs, err := s.Infer(n, 17, in); err == nil && len(outs) > 0 {
-				ty = outs[0]
-			}
-		}
-		g.Outputs = append(g.Outputs, graph.ValueInfo{Name: out, Type: ty})
+		g.Nodes = append(g.Nodes, &graph.Node{Name: out, OpType: c.op, Inputs: ins, Outputs: []string{out}, Attrs: attrs})
+		g.Outputs = append(g.Outputs, graph.ValueInfo{Name: out})
 	}
-	return sg
+	return runtime.TypedSubgraph(&hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}})
 }
 
 // cpuTime is the process's CPU time (it does not grow while other
