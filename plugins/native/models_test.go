@@ -1,20 +1,16 @@
 package native_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/plugins/native"
 )
@@ -57,25 +53,6 @@ func TestModels(t *testing.T) {
 	}
 }
 
-// expectedFailures reads the onnx-node entries of the repository's
-// expected-failures file (core/onnxtest/testdata/expected.txt).
-func expectedFailures(t *testing.T) map[string]bool {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "core", "onnxtest", "testdata", "expected.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "fail onnx-node/"); ok {
-			out[strings.Fields(name)[0]] = true
-		}
-	}
-	return out
-}
-
 // The ONNX node tests with native first and cpu behind it: the same
 // failures as cpu alone, nothing more (an op native claims but computes
 // differently shows up here).
@@ -83,40 +60,7 @@ func TestONNXNodeSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dev := device(t, native.Options{Threads: 1})
-	root := shared.Path(t, "testdata/onnx-node")
-	exp := expectedFailures(t)
-	dirs, _ := filepath.Glob(filepath.Join(root, "test_*"))
-	opt := onnxtest.DefaultOptions()
-	opt.Runtime = &runtime.Options{Backends: []*hal.Device{dev}}
-	results := make([]onnxtest.Result, len(dirs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
-	for i, d := range dirs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[i] = onnxtest.RunDir(context.Background(), d, opt)
-		}()
-	}
-	wg.Wait()
-	pass := 0
-	var bad []string
-	for _, r := range results {
-		switch {
-		case r.Status == onnxtest.Pass:
-			pass++
-		case r.Status == onnxtest.Fail && !exp[r.Name]:
-			bad = append(bad, r.Name+": "+r.Reason)
-		}
-	}
-	sort.Strings(bad)
-	for _, b := range bad {
-		t.Errorf("fails with native but not on cpu: %s", b)
-	}
-	t.Logf("onnx-node with native+cpu: %d passed of %d", pass, len(results))
+	backendtest.NodeSuite(t, device(t, native.Options{Threads: 1}), false)
 }
 
 // BenchmarkModels runs each real model on native (cpu behind it) at one
