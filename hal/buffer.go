@@ -186,6 +186,23 @@ const (
 	PrecisionBFloat16 Precision = "bfloat16"
 )
 
+// CheckPrecision checks the precision an executable reports (got; ""
+// means float32) against the one the caller accepted (asked, as in
+// CompileOptions.Precision): float32 always, a reduced precision only when
+// it is exactly the one asked for. It returns the precision in use.
+func CheckPrecision(got, asked Precision) (Precision, error) {
+	if asked == "" {
+		asked = PrecisionFloat32
+	}
+	switch got {
+	case "", PrecisionFloat32:
+		return PrecisionFloat32, nil
+	case asked:
+		return got, nil
+	}
+	return "", fmt.Errorf("the executable reports computing in %.64s, but the caller accepts only %s", got, asked)
+}
+
 // PrecisionReporter is implemented by executables that say what precision
 // they actually compute in (when it differs from what was asked or from
 // float32). The runtime discloses it in the placement report.

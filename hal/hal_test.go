@@ -179,3 +179,23 @@ func TestCompiledExecuteValidates(t *testing.T) {
 		t.Errorf("after release: %v", err)
 	}
 }
+
+func TestCheckPrecision(t *testing.T) {
+	for _, c := range []struct {
+		got, asked hal.Precision
+		want       hal.Precision
+		ok         bool
+	}{
+		{"", "", hal.PrecisionFloat32, true},
+		{hal.PrecisionFloat32, hal.PrecisionFloat16, hal.PrecisionFloat32, true},
+		{hal.PrecisionFloat16, hal.PrecisionFloat16, hal.PrecisionFloat16, true},
+		{hal.PrecisionFloat16, "", "", false},
+		{hal.PrecisionBFloat16, hal.PrecisionFloat16, "", false},
+		{"int4", "int4", "int4", true},
+	} {
+		got, err := hal.CheckPrecision(c.got, c.asked)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("CheckPrecision(%q, %q) = %q, %v", c.got, c.asked, got, err)
+		}
+	}
+}

@@ -134,7 +134,7 @@ func TestViewTensorStringCountBounded(t *testing.T) {
 	}
 }
 
-func TestShapeBoundsAndPrecisionChecks(t *testing.T) {
+func TestShapeBoundsChecks(t *testing.T) {
 	in := map[string][]hal.DimRange{"b": {{Min: 1, Max: 8}}, "a": {{Min: 0, Max: 0}, {Min: 3, Max: 3}}}
 	w := wire.ShapeBoundsTo(in)
 	if len(w) != 2 || w[0].Input != "a" || w[1].Input != "b" {
@@ -155,23 +155,6 @@ func TestShapeBoundsAndPrecisionChecks(t *testing.T) {
 	} {
 		if _, err := wire.ShapeBoundsFrom(bad); err == nil {
 			t.Errorf("%s: accepted", name)
-		}
-	}
-	for _, c := range []struct {
-		got, asked hal.Precision
-		want       hal.Precision
-		ok         bool
-	}{
-		{"", "", hal.PrecisionFloat32, true},
-		{hal.PrecisionFloat32, hal.PrecisionFloat16, hal.PrecisionFloat32, true},
-		{hal.PrecisionFloat16, hal.PrecisionFloat16, hal.PrecisionFloat16, true},
-		{hal.PrecisionFloat16, "", "", false},
-		{hal.PrecisionBFloat16, hal.PrecisionFloat16, "", false},
-		{"int4", "int4", "int4", true},
-	} {
-		got, err := wire.CheckPrecision(c.got, c.asked)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("CheckPrecision(%q, %q) = %q, %v", c.got, c.asked, got, err)
 		}
 	}
 }

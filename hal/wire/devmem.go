@@ -220,16 +220,3 @@ func ShapeBoundsFrom(ws []*halv1.ShapeBound) (map[string][]hal.DimRange, error) 
 	}
 	return out, nil
 }
-
-// CheckPrecision checks the precision an executable reports against the
-// one the caller accepted: float32 always, a reduced one only when it is
-// exactly the one asked for.
-func CheckPrecision(got, asked hal.Precision) (hal.Precision, error) {
-	switch got {
-	case "", hal.PrecisionFloat32:
-		return hal.PrecisionFloat32, nil
-	case asked:
-		return got, nil
-	}
-	return "", fmt.Errorf("the executable reports precision %q but the caller accepted %q", TruncateMessage(string(got)), asked)
-}

@@ -258,12 +258,9 @@ func (b *Backend) reportedPrecision(a *compileArgs, asked hal.Precision) (hal.Pr
 	if c < 0 || int(c) >= len(precisionCodes) {
 		return "", hal.Errorf(hal.CodeInternal, "cabi: %s: compile reported precision %d (SY_PRECISION_*: 0..%d)", b.info.Name, c, len(precisionCodes)-1)
 	}
-	p := precisionCodes[c]
-	if asked == "" {
-		asked = hal.PrecisionFloat32
-	}
-	if p != hal.PrecisionFloat32 && p != asked {
-		return "", hal.Errorf(hal.CodeInternal, "cabi: %s: compile reports computing in %s, but the caller accepts only %s", b.info.Name, p, asked)
+	p, err := hal.CheckPrecision(precisionCodes[c], asked)
+	if err != nil {
+		return "", hal.Errorf(hal.CodeInternal, "cabi: %s: compile: %v", b.info.Name, err)
 	}
 	return p, nil
 }

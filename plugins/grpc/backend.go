@@ -412,7 +412,7 @@ func (b *Backend) compileOn(ctx context.Context, p *process, model []byte, opts 
 		return compiled{}, err
 	}
 	c := compiled{id: resp.Executable, profiles: resp.Profiles}
-	if c.precision, err = wire.CheckPrecision(hal.Precision(resp.Precision), opts.Precision); err != nil {
+	if c.precision, err = hal.CheckPrecision(hal.Precision(resp.Precision), opts.Precision); err != nil {
 		b.releaseRemote(ctx, p, c.id)
 		return compiled{}, &hal.Error{Code: hal.CodeInternal, Backend: b.name, Op: "compile", Err: err}
 	}
