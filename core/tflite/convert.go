@@ -44,7 +44,22 @@ type ConvertOptions struct {
 	MaxTensorBytes int64
 	// Subgraph selects the subgraph to convert (0, the main one, by default).
 	Subgraph int
+	// Rounding is the tie rule of the final rounding right shift of
+	// int8 CONV_2D and FULLY_CONNECTED requantisation (the ops TFLite's
+	// optimized builds compute with ruy's GEMM): "" or RoundAway, TFLite's
+	// reference kernels (ties away from zero), or RoundHalfUp, what
+	// TFLite's optimized x86 and Arm builds compute (ties toward +∞).
+	// With RoundHalfUp the int8 MobileNetV2 of ../shared is bit-identical
+	// to TFLite 2.9's own CPU run (core/tflite's TestInt8MatchesTFLite).
+	Rounding string
 }
+
+// Rounding rules of ConvertOptions.Rounding (the "rounding" attribute of
+// the switchyard.quant ops).
+const (
+	RoundAway   = "away"
+	RoundHalfUp = "half_up"
+)
 
 // UnsupportedError lists every operator of a model the converter cannot
 // turn into the IR; Convert returns it before anything runs.
@@ -87,6 +102,9 @@ type converter struct {
 // DEQUANTIZE of float16 weights is folded into float32 initializers. Every
 // operator that cannot be converted is named in one *UnsupportedError.
 func Convert(m *Model, opts ConvertOptions) (*graph.Model, error) {
+	if opts.Rounding != "" && opts.Rounding != RoundAway && opts.Rounding != RoundHalfUp {
+		return nil, fmt.Errorf("tflite: rounding %q: want %q or %q", opts.Rounding, RoundAway, RoundHalfUp)
+	}
 	if opts.Subgraph < 0 || opts.Subgraph >= len(m.Subgraphs) {
 		return nil, fmt.Errorf("tflite: subgraph %d of %d", opts.Subgraph, len(m.Subgraphs))
 	}
@@ -453,6 +471,15 @@ func quantAct(act int8) (*graph.Attribute, error) {
 
 // qparams returns initializer names of tensor i's scale and zero point
 // (scalars when per tensor, 1-D when per channel).
+// roundingAttr adds the "rounding" attribute when the options ask for a
+// rule other than the reference one.
+func (c *converter) roundingAttr(attrs []*graph.Attribute) []*graph.Attribute {
+	if c.opts.Rounding == RoundHalfUp {
+		return append(attrs, aStr("rounding", RoundHalfUp))
+	}
+	return attrs
+}
+
 func (c *converter) qparams(i int32) (string, string, error) {
 	if p, ok := c.qps[i]; ok {
 		return p[0], p[1], nil

@@ -25,10 +25,15 @@
 //     quantized tensor as (value, scale, zero point) triples, scales 1-D
 //     for per-channel weights; see core/ops/quant.
 //   - UNIDIRECTIONAL_SEQUENCE_LSTM (no CIFG, peepholes, projection or
-//     layer norm) becomes an ONNX LSTM in float32 on dequantised weights,
-//     between Dequantize and Quantize for an int8 one: within its output's
-//     quantisation, not bit-exact with TFLite's integer LSTM; its state
-//     starts at zero on every run.
+//     layer norm): the fully integer one (int8 with an int16 cell state)
+//     becomes the switchyard.quant LSTM, TFLite's 8x8→16 integer kernel;
+//     others an ONNX LSTM in float32 on dequantised weights. Its states
+//     start where TFLite's ResetVariableTensors puts them on every run.
+//   - Int8 results are TFLite's reference kernels' (ties of the final
+//     requantisation shift away from zero). ConvertOptions.Rounding =
+//     RoundHalfUp gives what TFLite's optimized CPU builds compute; with
+//     it the four int8 models of ../shared are bit-identical to TFLite
+//     2.9's own run (TestInt8MatchesTFLite, against internal/tflitepeer).
 //   - MediaPipe's Convolution2DTransposeBias custom op and TRANSPOSE_CONV
 //     become ONNX ConvTranspose between Transposes.
 //   - Every operator that cannot be converted (custom ops, unsupported

@@ -174,8 +174,8 @@ func BenchmarkMobileNetV2Int8(b *testing.B) {
 	}
 }
 
-// TestDTLNRuns: the int8 LSTM noise suppressor (its LSTMs in float on
-// dequantised weights) runs on a loud and a quiet magnitude frame; its
+// TestDTLNRuns: the int8 LSTM noise suppressor (TFLite's integer LSTMs)
+// runs on a loud and a quiet magnitude frame; its
 // mask (sigmoid, scale 1/256) is in [0, 1], varies across the 257 bins,
 // and is the same on a second run (the LSTM state starts at zero each run).
 func TestDTLNRuns(t *testing.T) {

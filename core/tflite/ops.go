@@ -260,7 +260,11 @@ func (c *converter) conv(op *Operator, depthwise bool, r *optReader) error {
 		if err != nil {
 			return err
 		}
-		c.node(opType, QuantDomain, ins, []string{c.names[y]}, append(attrs, qa)...)
+		attrs = append(attrs, qa)
+		if !depthwise {
+			attrs = c.roundingAttr(attrs)
+		}
+		c.node(opType, QuantDomain, ins, []string{c.names[y]}, attrs...)
 		return nil
 	}
 	wk, err := c.constant(w)
@@ -478,7 +482,7 @@ func (c *converter) fullyConnected(op *Operator, r *optReader) error {
 		if err != nil {
 			return err
 		}
-		c.node("FullyConnected", QuantDomain, ins, []string{c.names[y]}, qa, aInts("output_shape", i64s(ys)...))
+		c.node("FullyConnected", QuantDomain, ins, []string{c.names[y]}, c.roundingAttr([]*graph.Attribute{qa, aInts("output_shape", i64s(ys)...)})...)
 		return nil
 	}
 	xv, err := c.value(x)

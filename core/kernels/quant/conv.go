@@ -82,6 +82,10 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 	if err != nil {
 		return nil, err
 	}
+	requant, err := requantizer(n)
+	if err != nil {
+		return nil, err
+	}
 	mq := make([]int32, cout)
 	ms := make([]int, cout)
 	for c := range mq {
@@ -154,7 +158,7 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 				}
 				yo := ((b*OH+oy)*OW + ox) * cout
 				for oc := 0; oc < cout; oc++ {
-					v := mulByQuantizedMultiplier(acc[oc], mq[oc], ms[oc]) + yz
+					v := requant(acc[oc], mq[oc], ms[oc]) + yz
 					y[yo+oc] = clamp8(v, lo, hi)
 				}
 			}
@@ -217,6 +221,10 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err != nil {
 		return nil, err
 	}
+	requant, err := requantizer(n)
+	if err != nil {
+		return nil, err
+	}
 	mq := make([]int32, units)
 	ms := make([]int, units)
 	for c := range mq {
@@ -246,7 +254,7 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 			for k, wvv := range w[u*depth : (u+1)*depth] {
 				acc += (int32(wvv) - zw) * xv[k]
 			}
-			y[r*units+u] = clamp8(mulByQuantizedMultiplier(acc, mq[u], ms[u])+yz, lo, hi)
+			y[r*units+u] = clamp8(requant(acc, mq[u], ms[u])+yz, lo, hi)
 		}
 	}
 	return []*graph.Tensor{out}, nil

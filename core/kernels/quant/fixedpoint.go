@@ -3,6 +3,9 @@ package quant
 import (
 	"math"
 	"math/bits"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
 // This file holds the integer arithmetic TFLite's int8 reference kernels
@@ -80,6 +83,36 @@ func mulByQuantizedMultiplier(x, q int32, shift int) int32 {
 		right = -shift
 	}
 	return rdbypot(srdhm(x*(int32(1)<<left), q), right)
+}
+
+// mulByQuantizedMultiplierHalfUp is mulByQuantizedMultiplier with the
+// final rounding right shift rounding ties toward +∞ (add half, shift
+// arithmetically), as ruy's GEMM kernels do in TFLite's optimized builds.
+func mulByQuantizedMultiplierHalfUp(x, q int32, shift int) int32 {
+	left, right := 0, 0
+	if shift > 0 {
+		left = shift
+	} else {
+		right = -shift
+	}
+	v := srdhm(x*(int32(1)<<left), q)
+	if right == 0 {
+		return v
+	}
+	return int32((int64(v) + int64(1)<<(right-1)) >> right)
+}
+
+// requantizer is the requantisation a node's "rounding" attribute asks
+// for: "away" (the default, TFLite's reference kernels) or "half_up".
+func requantizer(n *graph.Node) (func(x, q int32, shift int) int32, error) {
+	switch r := n.AttrString("rounding", "away"); r {
+	case "away":
+		return mulByQuantizedMultiplier, nil
+	case "half_up":
+		return mulByQuantizedMultiplierHalfUp, nil
+	default:
+		return nil, kernels.Unsupportedf(n, "rounding %q (want away or half_up)", r)
+	}
 }
 
 // satShiftLeft is gemmlowp's SaturatingRoundingMultiplyByPOT for a

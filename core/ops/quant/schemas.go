@@ -23,6 +23,24 @@
 //	Logistic                 x xs xz ys yz
 //	Quantize                 x(float32) ys yz
 //	Dequantize               x xs xz -> float32
+//	LSTM                     x xs xz W R ws B h0 hs hz c0    cell_scale hidden_scale hidden_zero_point cell_clip time_major
+//
+// Conv2D and FullyConnected take "rounding": "away" (the default, TFLite's
+// reference kernels: the final rounding right shift of requantisation
+// rounds ties away from zero) or "half_up" (ties toward +∞, what TFLite's
+// optimized builds compute in ruy's GEMM).
+//
+// LSTM is TFLite's integer (8x8→16) UNIDIRECTIONAL_SEQUENCE_LSTM without
+// CIFG, peepholes, projection or layer norm: x int8 [B,T,I] ([T,B,I] with
+// time_major=1); W int8 [4,N,I] and R int8 [4,N,N] the input and
+// recurrent weights of the input, forget, cell and output gates, symmetric
+// (zero point 0) with the per-tensor scales ws float32 [8] (W's four, then
+// R's); B int32 [4,N] the gate biases; h0 int8 [B,N] the initial output
+// state with its quantization hs, hz, which is also y's; c0 int16 [B,N]
+// the initial cell state, of scale 2^cell_scale (−15 ≤ cell_scale ≤ −9).
+// Gates are Q3.12, the hidden product is requantised with hidden_scale
+// and hidden_zero_point (the op's "effective hidden" intermediate), and
+// cell_clip > 0 clamps the cell state. y int8 [B,T,N] ([T,B,N]).
 package quant
 
 import (
