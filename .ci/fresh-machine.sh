@@ -98,6 +98,11 @@ for d in "${libdirs[@]}"; do
   hide "$d" $vendor
 done
 
+# The peers' libraries fetched into the cache (.ci/install.d/tflite.sh).
+if [ -d "${HOME}/.cache/switchyard/tflite-peer" ]; then
+  hide "$(realpath "${HOME}/.cache/switchyard/tflite-peer")" 'libtensorflowlite_c*'
+fi
+
 # The tools a fresh machine lacks, in every PATH directory.
 tools='gcc gcc-* cc c89 c99 c89-gcc c99-gcc *-linux-gnu-gcc* g++ g++-* c++ *-linux-gnu-g++* clang clang-* tcc node nodejs npm npx protoc protoc-* protoc-gen-go protoc-gen-go-grpc glslangValidator spirv-val'
 IFS=: read -r -a pathdirs <<<"$PATH"
