@@ -123,8 +123,10 @@ func TestLSTMRejectsBadInputs(t *testing.T) {
 		t.Fatalf("a well-formed LSTM fails: %v", err)
 	}
 	for name, mut := range map[string]func(in []*graph.Tensor, n *graph.Node){
-		"W rows":      func(in []*graph.Tensor, n *graph.Node) { in[3] = graph.MustFromSlice([]int{4, 3, 2}, make([]int8, 24)) },
-		"R not int8":  func(in []*graph.Tensor, n *graph.Node) { in[4] = graph.MustFromSlice([]int{4, 2, 2}, make([]float32, 16)) },
+		"W rows": func(in []*graph.Tensor, n *graph.Node) { in[3] = graph.MustFromSlice([]int{4, 3, 2}, make([]int8, 24)) },
+		"R not int8": func(in []*graph.Tensor, n *graph.Node) {
+			in[4] = graph.MustFromSlice([]int{4, 2, 2}, make([]float32, 16))
+		},
 		"7 scales":    func(in []*graph.Tensor, n *graph.Node) { in[5] = graph.MustFromSlice([]int{7}, make([]float32, 7)) },
 		"zero scale":  func(in []*graph.Tensor, n *graph.Node) { in[5] = graph.MustFromSlice([]int{8}, make([]float32, 8)) },
 		"bias length": func(in []*graph.Tensor, n *graph.Node) { in[6] = graph.MustFromSlice([]int{3}, make([]int32, 3)) },
