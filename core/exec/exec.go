@@ -33,6 +33,10 @@ type Options struct {
 	// Budget, when set, bounds the bytes the program's buffers hold,
 	// shared with every other program and concurrent run using it.
 	Budget *Budget
+	// Types, when set, are the inferred types of the main graph's values:
+	// Shape and Size of static shapes fold, and data-movement nodes of
+	// static shapes get move plans (see static.go).
+	Types map[string]graph.ValueType
 }
 
 // Program is a graph compiled for execution on the reference kernels. It is
@@ -46,6 +50,8 @@ type Program struct {
 	main      *plan
 	subplans  map[*graph.Graph]*plan
 	inputs    []graph.ValueInfo
+	types     map[string]graph.ValueType // Options.Types
+	moves     map[*graph.Node]kernels.Func
 	budget    *Budget
 	limit     int64
 
@@ -61,7 +67,8 @@ type Program struct {
 // Compile prepares g (already validated) for execution.
 func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold, mainDone: opts.MainSimplified,
-		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}, budget: opts.Budget, limit: opts.MaxTensorBytes}
+		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}, budget: opts.Budget, limit: opts.MaxTensorBytes,
+		types: opts.Types, moves: map[*graph.Node]kernels.Func{}}
 	for i, in := range g.Inputs {
 		if _, isInit := g.Initializers[in.Name]; !isInit {
 			m.inputs = append(m.inputs, in)
@@ -137,8 +144,15 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 		return nil, err
 	}
 	p := &plan{g: g, slots: map[string]int{}}
-	order, p.consts = m.fold(order, g, outer)
+	var types map[string]graph.ValueType
+	if g == m.g {
+		types = m.types
+	}
+	order, p.consts = m.fold(order, g, outer, types)
 	p.order = order
+	if types != nil {
+		m.planMoves(order, g, p.consts, types)
+	}
 	visible := map[string]*graph.Tensor{}
 	for k, v := range outer {
 		visible[k] = v
@@ -199,6 +213,8 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 	for i, n := range order {
 		s, _ := kernels.Lookup(n.Domain, n.OpType)
 		if f, ok := m.overrides[n]; ok {
+			s = &kernels.Schema{Domain: n.Domain, OpType: n.OpType, Kernel: f}
+		} else if f, ok := m.moves[n]; ok {
 			s = &kernels.Schema{Domain: n.Domain, OpType: n.OpType, Kernel: f}
 		}
 		if s == nil {
@@ -354,6 +370,10 @@ type RunOptions struct {
 	Profile bool
 	// Into names caller-allocated tensors for graph outputs (see RunInto).
 	Into map[string]*graph.Tensor
+	// Drop discards the outputs not written into Into's tensors: the run
+	// returns no map (with Into for every output, a steady-state run
+	// allocates nothing for its results).
+	Drop bool
 }
 
 // Stats describes one run.
@@ -400,6 +420,11 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 		return nil, nil, err
 	}
 	return out, st, nil
+}
+
+// RunWith is RunWithStats filling the caller's st (nil: no statistics).
+func (m *Program) RunWith(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
+	return m.runMap(ctx, inputs, opts, st)
 }
 
 // RunInto is Run writing the outputs named in into (caller-allocated
@@ -481,22 +506,30 @@ func (m *Program) deliver(a *arena, i int, t, dst *graph.Tensor) error {
 func (m *Program) runMap(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
 	into := opts.Into
 	present := 0
-	feeds := make([]*graph.Tensor, len(m.inputs))
-	for i, in := range m.inputs {
+	var fbuf [16]*graph.Tensor
+	feeds := fbuf[:0]
+	if len(m.inputs) > len(fbuf) {
+		feeds = make([]*graph.Tensor, 0, len(m.inputs))
+	}
+	for _, in := range m.inputs {
 		t, ok := inputs[in.Name]
 		if ok {
 			present++
 		}
-		feeds[i] = t
+		feeds = append(feeds, t)
 	}
 	if present != len(inputs) {
 		return nil, m.unknownInput(inputs)
 	}
+	var dbuf [16]*graph.Tensor
 	var dsts []*graph.Tensor
 	if len(into) > 0 {
-		dsts = make([]*graph.Tensor, len(m.g.Outputs))
-		for i, o := range m.g.Outputs {
-			dsts[i] = into[o.Name]
+		dsts = dbuf[:0]
+		if len(m.g.Outputs) > len(dbuf) {
+			dsts = make([]*graph.Tensor, 0, len(m.g.Outputs))
+		}
+		for _, o := range m.g.Outputs {
+			dsts = append(dsts, into[o.Name])
 		}
 	}
 	res, a, cache, err := m.start(ctx, feeds, opts, st, dsts)
@@ -504,13 +537,26 @@ func (m *Program) runMap(ctx context.Context, inputs map[string]*graph.Tensor, o
 		return nil, err
 	}
 	defer m.finish(a, cache)
-	out := make(map[string]*graph.Tensor, len(res))
+	var out map[string]*graph.Tensor
+	if !opts.Drop {
+		out = make(map[string]*graph.Tensor, len(res))
+	}
 	for i, o := range m.g.Outputs {
-		if dst := into[o.Name]; dst != nil && dst.Data != nil {
+		var dst *graph.Tensor
+		if dsts != nil {
+			dst = dsts[i]
+		}
+		if dst != nil && dst.Data != nil {
 			if err := m.deliver(a, i, res[i], dst); err != nil {
 				return nil, err
 			}
-			out[o.Name] = dst
+			if out != nil {
+				out[o.Name] = dst
+			}
+			continue
+		}
+		if out == nil {
+			a.release(res[i])
 			continue
 		}
 		a.disown(res[i])

@@ -1,0 +1,254 @@
+package exec
+
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// Static shapes: when Compile (Options.Types) or SimplifyTyped knows the
+// inferred type of the values of the main graph, two things are done at
+// load instead of on every run:
+//
+//   - Shape and Size of a value of static shape are constants, folded
+//     with everything computed from them alone (the Gather, Concat,
+//     Unsqueeze, Cast … of shape arithmetic), and
+//   - a data-movement node (Reshape, Squeeze, Slice, Gather with constant
+//     indices, Concat, Split, Transpose, Expand, …) whose data inputs have
+//     static shapes and whose other inputs are constants gets a move plan:
+//     its reference kernel is run once at load on tensors of element
+//     indices, and the result, compressed into runs of contiguous
+//     elements, is what the node copies on every run (byte copies, any
+//     dtype but string). A run whose inputs do not have the planned shapes
+//     (or dtype) takes the reference kernel, so a plan never changes a
+//     result.
+
+// staticOf is the shape of value name when types gives it one with every
+// dim static.
+func staticOf(types map[string]graph.ValueType, name string) ([]int, bool) {
+	t, ok := types[name]
+	if !ok || t.Shape == nil {
+		return nil, false
+	}
+	return t.Shape.Ints()
+}
+
+// shapeConstant is the value of a Shape or Size node whose input has a
+// static shape (nil when n is neither or the shape is not static).
+func shapeConstant(n *graph.Node, opset int64, types map[string]graph.ValueType) *graph.Tensor {
+	if types == nil || n.Domain != "" || len(n.Inputs) != 1 || len(n.Outputs) != 1 || n.Outputs[0] == "" {
+		return nil
+	}
+	dims, ok := staticOf(types, n.Inputs[0])
+	if !ok {
+		return nil
+	}
+	switch n.OpType {
+	case "Size":
+		size := int64(1)
+		for _, d := range dims {
+			size *= int64(d)
+		}
+		return graph.MustFromSlice([]int{}, []int64{size})
+	case "Shape":
+		r := int64(len(dims))
+		start, end := int64(0), r
+		if opset >= 15 {
+			start, end = n.AttrInt("start", 0), n.AttrInt("end", r)
+		}
+		clamp := func(v int64) int64 {
+			if v < 0 {
+				v += r
+			}
+			return min(max(v, 0), r)
+		}
+		start, end = clamp(start), clamp(end)
+		out := []int64{}
+		for i := start; i < end; i++ {
+			out = append(out, int64(dims[i]))
+		}
+		return graph.MustFromSlice([]int{len(out)}, out)
+	}
+	return nil
+}
+
+// moveOps are the data-movement ops a move plan can stand for, with
+// which inputs are data (all: -1; else the data input's index): the
+// others must be constants.
+var moveOps = map[string]int{
+	"Reshape": 0, "Flatten": 0, "Squeeze": 0, "Unsqueeze": 0, "Identity": 0, "Dropout": 0,
+	"Slice": 0, "Gather": 0, "Expand": 0, "Transpose": 0, "Tile": 0, "Split": 0,
+	"DepthToSpace": 0, "SpaceToDepth": 0, "Concat": -1,
+}
+
+// maxMoveElems bounds the elements a move plan is built for (the index
+// tensors are evaluated at load).
+const maxMoveElems = 1 << 20
+
+// moveRun copies n elements of data input src from srcOff to dstOff.
+type moveRun struct{ src, srcOff, dstOff, n int }
+
+type moveOut struct {
+	shape []int
+	runs  []moveRun
+}
+
+// movePlan is a data-movement node's precomputed copies.
+type movePlan struct {
+	data   []int   // the node's data inputs
+	shapes [][]int // their planned shapes
+	outs   []moveOut
+	ref    kernels.Func
+}
+
+// planMove builds the move plan of n, nil when it has none (not a
+// data-movement op, a data input of unknown shape, a non-data input that
+// is not a constant, or a plan that would copy too many short runs).
+func (m *Program) planMove(n *graph.Node, opset int64, types map[string]graph.ValueType, constant func(string) (*graph.Tensor, bool)) *movePlan {
+	which, ok := moveOps[n.OpType]
+	if !ok || n.Domain != "" || len(n.Outputs) == 0 {
+		return nil
+	}
+	for _, a := range n.Attrs {
+		if a.G != nil || len(a.Graphs) > 0 {
+			return nil
+		}
+	}
+	if n.OpType == "Dropout" && len(n.Outputs) != 1 {
+		return nil
+	}
+	s, _ := kernels.Lookup(n.Domain, n.OpType)
+	if s == nil {
+		return nil
+	}
+	ins := make([]*graph.Tensor, len(n.Inputs))
+	plan := &movePlan{ref: s.Kernel}
+	base := []int{}
+	total := 0
+	for i, name := range n.Inputs {
+		if name == "" {
+			continue
+		}
+		if which == -1 || i == which {
+			t, ok := types[name]
+			dims, static := staticOf(types, name)
+			if !ok || !static || t.DType == graph.String {
+				return nil
+			}
+			count, err := graph.NumElements(dims)
+			if err != nil || total+count > maxMoveElems {
+				return nil
+			}
+			idx := make([]int64, count)
+			for k := range idx {
+				idx[k] = int64(total + k)
+			}
+			ins[i] = graph.MustFromSlice(dims, idx)
+			plan.data = append(plan.data, i)
+			plan.shapes = append(plan.shapes, dims)
+			base = append(base, total)
+			total += count
+			continue
+		}
+		c, ok := constant(name)
+		if !ok {
+			return nil
+		}
+		ins[i] = c
+	}
+	if len(plan.data) == 0 {
+		return nil
+	}
+	outs, err := safeKernel(s, n, opset, ins)
+	if err != nil || len(outs) < len(n.Outputs) {
+		return nil
+	}
+	runs, elems := 0, 0
+	for j, name := range n.Outputs {
+		o := outs[j]
+		if name == "" {
+			plan.outs = append(plan.outs, moveOut{})
+			continue
+		}
+		if o == nil || o.DType != graph.Int64 || o.Check() != nil || o.Len() > maxMoveElems {
+			return nil
+		}
+		mo := moveOut{shape: append([]int{}, o.Shape...)}
+		for k, v := range o.Data.([]int64) {
+			src := 0
+			for src+1 < len(base) && int(v) >= base[src+1] {
+				src++
+			}
+			off := int(v) - base[src]
+			if r := len(mo.runs) - 1; r >= 0 && mo.runs[r].src == src && mo.runs[r].srcOff+mo.runs[r].n == off && mo.runs[r].dstOff+mo.runs[r].n == k {
+				mo.runs[r].n++
+				continue
+			}
+			mo.runs = append(mo.runs, moveRun{src: src, srcOff: off, dstOff: k, n: 1})
+		}
+		runs += len(mo.runs)
+		elems += o.Len()
+		plan.outs = append(plan.outs, mo)
+	}
+	if runs > 64 && runs*8 > elems {
+		return nil // element-wise gathers: the reference kernel does as well
+	}
+	return plan
+}
+
+// kernel is the plan as a kernel: the planned copies when the data
+// inputs have the planned shapes and one dtype, else the reference kernel.
+func (p *movePlan) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	var dt graph.DType
+	for k, i := range p.data {
+		x := kernels.Input(in, i)
+		if x == nil || x.DType == graph.String || !graph.SameShape(x.Shape, p.shapes[k]) || k > 0 && x.DType != dt || x.Check() != nil {
+			return p.ref(ctx, n, in)
+		}
+		dt = x.DType
+	}
+	size := dt.Size()
+	outs := ctx.OutputSlice(len(p.outs))
+	for j, o := range p.outs {
+		if o.shape == nil {
+			continue
+		}
+		y, err := ctx.NewUninit(dt, o.shape)
+		if err != nil {
+			return nil, err
+		}
+		dst, _ := graph.RawBytes(y)
+		for _, r := range o.runs {
+			src, _ := graph.RawBytes(in[p.data[r.src]])
+			copy(dst[r.dstOff*size:(r.dstOff+r.n)*size], src[r.srcOff*size:(r.srcOff+r.n)*size])
+		}
+		outs[j] = y
+	}
+	return outs, nil
+}
+
+// planMoves gives the data-movement nodes of the main graph's order their
+// move plans (m.moves); consts are the folded values.
+func (m *Program) planMoves(order []*graph.Node, g *graph.Graph, consts map[string]*graph.Tensor, types map[string]graph.ValueType) {
+	overridable := map[string]bool{}
+	for _, in := range g.Inputs {
+		overridable[in.Name] = true
+	}
+	constant := func(name string) (*graph.Tensor, bool) {
+		if overridable[name] {
+			return nil, false
+		}
+		if t, ok := consts[name]; ok {
+			return t, true
+		}
+		t, ok := g.Initializers[name]
+		return t, ok
+	}
+	for _, n := range order {
+		if _, over := m.overrides[n]; over {
+			continue
+		}
+		if p := m.planMove(n, m.opset(n.Domain), types, constant); p != nil {
+			m.moves[n] = p.kernel
+		}
+	}
+}
