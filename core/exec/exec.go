@@ -6,6 +6,7 @@ import (
 	"fmt"
 	rt "runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -733,6 +734,29 @@ func (c *arenaCache) get(b *Budget, limit int64) *arena {
 	return newArena(b, limit)
 }
 
+// adopt moves an idle arena of from (if any) to c when c has none.
+func (c *arenaCache) adopt(from *arenaCache) {
+	from.mu.Lock()
+	var a *arena
+	if n := len(from.free); n > 0 {
+		a = from.free[n-1]
+		from.free = from.free[:n-1]
+	}
+	from.mu.Unlock()
+	if a == nil {
+		return
+	}
+	c.mu.Lock()
+	if len(c.free) > 0 || c.evicted {
+		c.mu.Unlock()
+		from.put(a)
+		return
+	}
+	a.migrated = true
+	c.free = append(c.free, a)
+	c.mu.Unlock()
+}
+
 func (c *arenaCache) put(a *arena) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -881,16 +905,29 @@ func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
 			return l.cache
 		}
 	}
-	var sig strings.Builder
+	var buf [256]byte
+	sig := buf[:0]
 	l := &lastSig{dts: make([]graph.DType, len(feeds)), shapes: make([][]int, len(feeds))}
 	for i, t := range feeds {
 		if t == nil {
+			sig = append(sig, '-', ';')
 			continue
 		}
-		fmt.Fprintf(&sig, "%s%v;", t.DType, t.Shape)
+		sig = strconv.AppendInt(sig, int64(t.DType), 10)
+		for _, d := range t.Shape {
+			sig = append(sig, ',')
+			sig = strconv.AppendInt(sig, int64(d), 10)
+		}
+		sig = append(sig, ';')
 		l.dts[i], l.shapes[i] = t.DType, append([]int{}, t.Shape...)
 	}
-	l.cache = m.arenaPool(sig.String())
+	l.cache = m.arenaPool(string(sig))
+	if prev := m.last.Load(); prev != nil && prev.cache != l.cache {
+		// a new shape (a decoder's growing cache): an idle arena of the
+		// previous shape moves here with its buffers, most of which the
+		// new shape needs too; the first run here drops those it did not
+		l.cache.adopt(prev.cache)
+	}
 	m.last.Store(l)
 	return l.cache
 }

@@ -7,10 +7,14 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
-type poolKey struct {
-	dt graph.DType
-	n  int
-}
+// poolKey is a buffer's dtype and element count in one word (the dtype
+// in the top byte), so that the free lists hash a plain integer.
+type poolKey uint64
+
+func keyOf(dt graph.DType, n int) poolKey { return poolKey(uint64(dt)<<56 | uint64(n)) }
+
+func (k poolKey) dt() graph.DType { return graph.DType(k >> 56) }
+func (k poolKey) n() int          { return int(k & (1<<56 - 1)) }
 
 // arena recycles intermediate buffers within a run: a value's buffer goes
 // back to the free list when its last consumer has run, and the next
@@ -46,6 +50,11 @@ type arena struct {
 	// bound is the table of caller tensors bound to the main plan's
 	// steps (run.bound), kept for the next run
 	bound [][]*graph.Tensor
+	// migrated marks an arena moved from another shape signature
+	// (arenaCache.adopt): its next run notes the sizes it uses (used)
+	// and, at reset, drops the free buffers of the others
+	migrated bool
+	used     map[poolKey]bool
 }
 
 func newArena(b *Budget, limit int64) *arena {
@@ -83,8 +92,14 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		return nil, err
 	}
 	bytes := int64(count) * elemBytes(dt)
-	k := poolKey{dt, count}
+	k := keyOf(dt, count)
 	a.mu.Lock()
+	if a.migrated {
+		if a.used == nil {
+			a.used = map[poolKey]bool{}
+		}
+		a.used[k] = true
+	}
 	var data any
 	if l := a.free[k]; len(l) > 0 {
 		data = l[len(l)-1]
@@ -171,7 +186,7 @@ func (a *arena) dropFree() {
 	defer a.mu.Unlock()
 	var bytes int64
 	for k, l := range a.free {
-		bytes += int64(len(l)) * int64(k.n) * elemBytes(k.dt)
+		bytes += int64(len(l)) * int64(k.n()) * elemBytes(k.dt())
 	}
 	clear(a.free)
 	a.held -= bytes
@@ -197,7 +212,7 @@ func (a *arena) release(t *graph.Tensor) {
 		a.budget.release(bytes)
 		return
 	}
-	k := poolKey{t.DType, n}
+	k := keyOf(t.DType, n)
 	a.free[k] = append(a.free[k], t.Data)
 	a.recycle(t)
 }
@@ -230,7 +245,7 @@ func (a *arena) reset() {
 	defer a.mu.Unlock()
 	for t := range a.owned {
 		if t.DType != graph.String {
-			k := poolKey{t.DType, t.Len()}
+			k := keyOf(t.DType, t.Len())
 			a.free[k] = append(a.free[k], t.Data)
 			a.recycle(t)
 		} else {
@@ -240,6 +255,19 @@ func (a *arena) reset() {
 		}
 	}
 	clear(a.owned)
+	if a.migrated {
+		var bytes int64
+		for k, l := range a.free {
+			if !a.used[k] {
+				bytes += int64(len(l)) * int64(k.n()) * elemBytes(k.dt())
+				delete(a.free, k)
+			}
+		}
+		a.held -= bytes
+		a.budget.release(bytes)
+		clear(a.used)
+		a.migrated = false
+	}
 	a.shapeOff = 0
 	a.liveBytes = 0
 	a.allocs, a.reuses, a.peak = 0, 0, 0
