@@ -151,7 +151,9 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 	}
 	order, p.consts = m.fold(order, g, outer, types)
 	p.order = order
-	if types != nil {
+	if m.types != nil {
+		// nested graphs have no types: their data movement gets dynamic
+		// plans only
 		m.planMoves(order, g, p.consts, types)
 	}
 	visible := map[string]*graph.Tensor{}

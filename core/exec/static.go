@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"sync/atomic"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
@@ -105,25 +107,11 @@ type movePlan struct {
 // is not a constant, or a plan that would copy too many short runs).
 func (m *Program) planMove(n *graph.Node, opset int64, types map[string]graph.ValueType, constant func(string) (*graph.Tensor, bool)) *movePlan {
 	which, ok := moveOps[n.OpType]
-	if !ok || n.Domain != "" || len(n.Outputs) == 0 {
+	if !ok || !movable(n) {
 		return nil
 	}
-	for _, a := range n.Attrs {
-		if a.G != nil || len(a.Graphs) > 0 {
-			return nil
-		}
-	}
-	if n.OpType == "Dropout" && len(n.Outputs) != 1 {
-		return nil
-	}
-	s, _ := kernels.Lookup(n.Domain, n.OpType)
-	if s == nil {
-		return nil
-	}
-	ins := make([]*graph.Tensor, len(n.Inputs))
-	plan := &movePlan{ref: s.Kernel}
-	base := []int{}
-	total := 0
+	shapes := make([][]int, len(n.Inputs))
+	consts := make([]*graph.Tensor, len(n.Inputs))
 	for i, name := range n.Inputs {
 		if name == "" {
 			continue
@@ -134,6 +122,46 @@ func (m *Program) planMove(n *graph.Node, opset int64, types map[string]graph.Va
 			if !ok || !static || t.DType == graph.String {
 				return nil
 			}
+			shapes[i] = dims
+			continue
+		}
+		c, ok := constant(name)
+		if !ok {
+			return nil
+		}
+		consts[i] = c
+	}
+	return buildMove(n, opset, shapes, consts)
+}
+
+// movable: a data-movement op of the default domain without nested
+// graphs, of one output for Dropout.
+func movable(n *graph.Node) bool {
+	if _, ok := moveOps[n.OpType]; !ok || n.Domain != "" || len(n.Outputs) == 0 {
+		return false
+	}
+	for _, a := range n.Attrs {
+		if a.G != nil || len(a.Graphs) > 0 {
+			return false
+		}
+	}
+	return n.OpType != "Dropout" || len(n.Outputs) == 1
+}
+
+// buildMove builds n's move plan for data inputs of shapes (by input
+// index; nil for the others) and the other inputs' values consts.
+func buildMove(n *graph.Node, opset int64, shapes [][]int, consts []*graph.Tensor) *movePlan {
+	s, _ := kernels.Lookup(n.Domain, n.OpType)
+	if s == nil {
+		return nil
+	}
+	ins := make([]*graph.Tensor, len(n.Inputs))
+	plan := &movePlan{ref: s.Kernel}
+	base := []int{}
+	total := 0
+	for i := range n.Inputs {
+		if i < len(shapes) && shapes[i] != nil {
+			dims := shapes[i]
 			count, err := graph.NumElements(dims)
 			if err != nil || total+count > maxMoveElems {
 				return nil
@@ -142,18 +170,16 @@ func (m *Program) planMove(n *graph.Node, opset int64, types map[string]graph.Va
 			for k := range idx {
 				idx[k] = int64(total + k)
 			}
-			ins[i] = graph.MustFromSlice(dims, idx)
+			ins[i] = graph.MustFromSlice(append([]int{}, dims...), idx)
 			plan.data = append(plan.data, i)
-			plan.shapes = append(plan.shapes, dims)
+			plan.shapes = append(plan.shapes, ins[i].Shape)
 			base = append(base, total)
 			total += count
 			continue
 		}
-		c, ok := constant(name)
-		if !ok {
-			return nil
+		if i < len(consts) {
+			ins[i] = consts[i]
 		}
-		ins[i] = c
 	}
 	if len(plan.data) == 0 {
 		return nil
@@ -249,6 +275,127 @@ func (m *Program) planMoves(order []*graph.Node, g *graph.Graph, consts map[stri
 		}
 		if p := m.planMove(n, m.opset(n.Domain), types, constant); p != nil {
 			m.moves[n] = p.kernel
+			continue
+		}
+		if movable(n) {
+			if s, _ := kernels.Lookup(n.Domain, n.OpType); s != nil {
+				d := &dynMove{n: n, which: moveOps[n.OpType], ref: s.Kernel}
+				m.moves[n] = d.kernel
+			}
 		}
 	}
+}
+
+// maxKeyElems bounds the elements of a non-data input a dynamic move plan
+// is keyed on (shapes, axes, indices: small).
+const maxKeyElems = 16
+
+// dynMove is a data-movement node whose shapes are known only at run
+// time: its plan is built for the shapes and non-data input values of a
+// call once a second call in a row has them (so a node whose shapes
+// change on every run, as a decoder's attention over its growing cache
+// does, keeps the reference kernel and builds nothing), and used while
+// calls keep them.
+type dynMove struct {
+	n     *graph.Node
+	which int // moveOps
+	ref   kernels.Func
+	last  atomic.Pointer[dynPlan] // the latest key, with its plan once built
+	// misses counts calls in a row whose key was not the latest: past
+	// maxMisses the node is taken to change on every run and keys no more
+	misses atomic.Int32
+}
+
+// maxMisses is how many calls in a row may miss before a node's dynamic
+// plan gives up.
+const maxMisses = 8
+
+// dynPlan is a call's key (data shapes, non-data values) and its plan.
+type dynPlan struct {
+	shapes [][]int
+	consts []*graph.Tensor
+	plan   *movePlan // nil: seen once, not built yet (or no plan)
+	built  bool
+}
+
+func (d *dynPlan) matches(which int, in []*graph.Tensor) bool {
+	if len(in) != len(d.shapes) {
+		return false
+	}
+	for i, x := range in {
+		if which == -1 || i == which {
+			if x == nil || d.shapes[i] == nil || !graph.SameShape(x.Shape, d.shapes[i]) {
+				return false
+			}
+			continue
+		}
+		c := d.consts[i]
+		if (x == nil) != (c == nil) {
+			return false
+		}
+		if x != nil && !sameInts(x, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameInts: two small integer tensors of one dtype, shape and contents.
+func sameInts(a, b *graph.Tensor) bool {
+	if a.DType != b.DType || !graph.SameShape(a.Shape, b.Shape) {
+		return false
+	}
+	x, okx := graph.RawBytes(a)
+	y, oky := graph.RawBytes(b)
+	return okx && oky && string(x) == string(y)
+}
+
+func (d *dynMove) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if d.misses.Load() >= maxMisses {
+		return d.ref(ctx, n, in)
+	}
+	if cur := d.last.Load(); cur != nil && cur.matches(d.which, in) {
+		d.misses.Store(0)
+		if cur.built {
+			if cur.plan != nil {
+				return cur.plan.kernel(ctx, n, in)
+			}
+			return d.ref(ctx, n, in)
+		}
+		next := &dynPlan{shapes: cur.shapes, consts: cur.consts, built: true}
+		next.plan = buildMove(d.n, ctx.Opset, cur.shapes, cur.consts)
+		d.last.Store(next)
+		if next.plan != nil {
+			return next.plan.kernel(ctx, n, in)
+		}
+		return d.ref(ctx, n, in)
+	}
+	d.misses.Add(1)
+	if k := d.key(in); k != nil {
+		d.last.Store(k)
+	}
+	return d.ref(ctx, n, in)
+}
+
+// key is a call's key (nil when it cannot have a plan: a string or large
+// non-data input, a data input of strings).
+func (d *dynMove) key(in []*graph.Tensor) *dynPlan {
+	k := &dynPlan{shapes: make([][]int, len(in)), consts: make([]*graph.Tensor, len(in))}
+	for i, x := range in {
+		if x == nil {
+			continue
+		}
+		if d.which == -1 || i == d.which {
+			if x.DType == graph.String {
+				return nil
+			}
+			k.shapes[i] = append([]int{}, x.Shape...)
+			continue
+		}
+		if x.DType == graph.String || x.Len() > maxKeyElems || x.Check() != nil {
+			return nil
+		}
+		k.consts[i] = x.Clone()
+	}
+	return k
 }

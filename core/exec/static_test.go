@@ -1,0 +1,113 @@
+package exec_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/exec"
+	"github.com/switchyard-hal/switchyard/core/graph"
+	_ "github.com/switchyard-hal/switchyard/core/kernels/all"
+)
+
+// moveGraph: shape arithmetic (Shape, Gather, Concat) feeding a Reshape,
+// a Slice, a Transpose and a Concat of x with a slice of itself, and a
+// Split: every data-movement kind a move plan stands for.
+func moveGraph(xShape graph.Shape) *graph.Graph {
+	i64 := func(v ...int64) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
+	return &graph.Graph{
+		Name:    "moves",
+		Inputs:  []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: xShape}}},
+		Outputs: []graph.ValueInfo{{Name: "r"}, {Name: "c"}, {Name: "s0"}, {Name: "s1"}},
+		Initializers: map[string]*graph.Tensor{
+			"idx": i64(0, 1), "minus1": i64(-1), "starts": i64(1), "ends": i64(3), "axes": i64(2), "split": i64(1, 1),
+		},
+		Nodes: []*graph.Node{
+			{Name: "shape", OpType: "Shape", Inputs: []string{"x"}, Outputs: []string{"sh"}},
+			{Name: "lead", OpType: "Gather", Inputs: []string{"sh", "idx"}, Outputs: []string{"ld"}},
+			{Name: "target", OpType: "Concat", Inputs: []string{"ld", "minus1"}, Outputs: []string{"tg"}, Attrs: map[string]*graph.Attribute{"axis": {Name: "axis", Type: graph.AttrInt, I: 0}}},
+			{Name: "reshape", OpType: "Reshape", Inputs: []string{"x", "tg"}, Outputs: []string{"rs"}},
+			{Name: "transpose", OpType: "Transpose", Inputs: []string{"rs"}, Outputs: []string{"r"}, Attrs: map[string]*graph.Attribute{"perm": {Name: "perm", Type: graph.AttrInts, Ints: []int64{1, 0, 2}}}},
+			{Name: "slice", OpType: "Slice", Inputs: []string{"x", "starts", "ends", "axes"}, Outputs: []string{"sl"}},
+			{Name: "concat", OpType: "Concat", Inputs: []string{"x", "sl"}, Outputs: []string{"c"}, Attrs: map[string]*graph.Attribute{"axis": {Name: "axis", Type: graph.AttrInt, I: 2}}},
+			{Name: "split", OpType: "Split", Inputs: []string{"sl", "split"}, Outputs: []string{"s0", "s1"}, Attrs: map[string]*graph.Attribute{"axis": {Name: "axis", Type: graph.AttrInt, I: 2}}},
+		},
+	}
+}
+
+// TestMovePlans: with the inferred types (Options.Types) the program
+// folds the shape arithmetic and runs the data movement as planned
+// copies; its outputs equal the reference kernels' for static shapes,
+// for symbolic ones (the plans built at run time once a shape repeats),
+// and for a run whose shapes differ from the plan's (the reference
+// kernel again). With static shapes and caller tensors for the outputs a
+// run allocates nothing.
+func TestMovePlans(t *testing.T) {
+	ctx := context.Background()
+	opsets := []graph.Opset{{Version: 17}}
+	x := func(a, b, c int) *graph.Tensor {
+		v := make([]float32, a*b*c)
+		for i := range v {
+			v[i] = float32(i)
+		}
+		return graph.MustFromSlice([]int{a, b, c}, v)
+	}
+	ref, err := exec.Compile(moveGraph(graph.Shape{{Param: "a"}, {Param: "b"}, {Param: "c"}}), exec.Options{Opsets: opsets, NoFold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, p *exec.Program, in *graph.Tensor) {
+		t.Helper()
+		want, err := ref.Run(ctx, map[string]*graph.Tensor{"x": in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Run(ctx, map[string]*graph.Tensor{"x": in})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for k, w := range want {
+			g := got[k]
+			if !graph.SameShape(g.Shape, w.Shape) || !slices.Equal(g.Data.([]float32), w.Data.([]float32)) {
+				t.Fatalf("%s: output %s = %v %v, want %v %v", name, k, g.Shape, g.Data, w.Shape, w.Data)
+			}
+		}
+	}
+	static := moveGraph(graph.StaticShape(3, 2, 4))
+	types := map[string]graph.ValueType{"x": static.Inputs[0].Type}
+	for k, v := range static.Initializers {
+		types[k] = graph.ValueType{Kind: "tensor", DType: v.DType, Shape: graph.StaticShape(v.Shape...)}
+	}
+	// the inferred types of the data-movement inputs
+	types["rs"] = graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(3, 2, 4)}
+	types["sl"] = graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(3, 2, 2)}
+	p, err := exec.Compile(static, exec.Options{Opsets: opsets, Types: types})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("static", p, x(3, 2, 4))
+	outs := map[string]*graph.Tensor{}
+	first, _ := p.Run(ctx, map[string]*graph.Tensor{"x": x(3, 2, 4)})
+	for k, v := range first {
+		outs[k] = v.Clone()
+	}
+	in := map[string]*graph.Tensor{"x": x(3, 2, 4)}
+	if a := testing.AllocsPerRun(20, func() {
+		if _, err := p.RunWith(ctx, in, exec.RunOptions{Into: outs, Drop: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("static shapes: %v allocations per run, want 0", a)
+	}
+
+	dyn := moveGraph(graph.Shape{{Param: "a"}, {Param: "b"}, {Param: "c"}})
+	dtypes := map[string]graph.ValueType{"x": dyn.Inputs[0].Type}
+	q, err := exec.Compile(dyn, exec.Options{Opsets: opsets, Types: dtypes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		check("symbolic", q, x(3, 2, 4)) // the plan is built at the second run
+		check("symbolic, another shape", q, x(2, 5, 3+i%2))
+	}
+}
