@@ -754,6 +754,10 @@ func (c *arenaCache) adopt(from *arenaCache) {
 		from.put(a)
 		return
 	}
+	if !a.classes {
+		a.dropFree() // its buffers are of exact sizes, not of classes
+		a.classes = true
+	}
 	a.migrated = true
 	c.free = append(c.free, a)
 	c.mu.Unlock()

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"math/bits"
 	"sync"
 	"unsafe"
 
@@ -10,6 +11,26 @@ import (
 // poolKey is a buffer's dtype and element count in one word (the dtype
 // in the top byte), so that the free lists hash a plain integer.
 type poolKey uint64
+
+// freeBuf is a free buffer and its length (its capacity is its key's
+// count).
+type freeBuf struct {
+	data any
+	n    int
+}
+
+// class is the count of the buffer an allocation of n elements takes:
+// n itself, or in an arena that has run more than one shape signature (a
+// decoder's growing cache; classes set by arenaCache.adopt) n rounded up
+// to an eighth of its power of two, so that a value one position longer
+// than the last run's reuses its buffer.
+func (a *arena) class(n int) int {
+	if !a.classes || n <= 64 {
+		return n
+	}
+	step := 1 << (bits.Len(uint(n-1)) - 3)
+	return (n + step - 1) &^ (step - 1)
+}
 
 func keyOf(dt graph.DType, n int) poolKey { return poolKey(uint64(dt)<<56 | uint64(n)) }
 
@@ -24,7 +45,7 @@ func (k poolKey) n() int          { return int(k & (1<<56 - 1)) }
 // reserved in the program's Budget before it is allocated.
 type arena struct {
 	mu    sync.Mutex
-	free  map[poolKey][]any
+	free  map[poolKey][]freeBuf
 	owned map[*graph.Tensor]struct{}
 
 	budget *Budget
@@ -55,10 +76,12 @@ type arena struct {
 	// and, at reset, drops the free buffers of the others
 	migrated bool
 	used     map[poolKey]bool
+	// classes: buffers come in size classes (see class)
+	classes bool
 }
 
 func newArena(b *Budget, limit int64) *arena {
-	return &arena{free: map[poolKey][]any{}, owned: map[*graph.Tensor]struct{}{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
+	return &arena{free: map[poolKey][]freeBuf{}, owned: map[*graph.Tensor]struct{}{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
 }
 
 // elemBytes is the accounted size of one element (a string counts its
@@ -91,8 +114,9 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	if err != nil {
 		return nil, err
 	}
-	bytes := int64(count) * elemBytes(dt)
-	k := keyOf(dt, count)
+	cls := a.class(count)
+	bytes := int64(cls) * elemBytes(dt)
+	k := keyOf(dt, cls)
 	a.mu.Lock()
 	if a.migrated {
 		if a.used == nil {
@@ -102,9 +126,13 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	}
 	var data any
 	if l := a.free[k]; len(l) > 0 {
-		data = l[len(l)-1]
+		b := l[len(l)-1]
 		a.free[k] = l[:len(l)-1]
 		a.reuses++
+		data = b.data
+		if b.n != count {
+			data = graph.SliceData(data, 0, count) // within its capacity, cls
+		}
 	}
 	a.mu.Unlock()
 	if data != nil {
@@ -115,9 +143,12 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		if err := a.reserve(bytes, dt, shape, n); err != nil {
 			return nil, err
 		}
-		if data, err = graph.MakeSlice(dt, count); err != nil {
+		if data, err = graph.MakeSlice(dt, cls); err != nil {
 			a.budget.release(bytes)
 			return nil, err
+		}
+		if cls != count {
+			data = graph.SliceData(data, 0, count)
 		}
 		a.mu.Lock()
 		a.allocs++
@@ -205,15 +236,16 @@ func (a *arena) release(t *graph.Tensor) {
 	}
 	delete(a.owned, t)
 	n := t.Len()
-	bytes := int64(n) * elemBytes(t.DType)
+	cls := a.class(n)
+	bytes := int64(cls) * elemBytes(t.DType)
 	a.liveBytes -= bytes
 	if t.DType == graph.String {
 		a.held -= bytes // not recycled: strings keep their contents alive
 		a.budget.release(bytes)
 		return
 	}
-	k := keyOf(t.DType, n)
-	a.free[k] = append(a.free[k], t.Data)
+	k := keyOf(t.DType, cls)
+	a.free[k] = append(a.free[k], freeBuf{t.Data, n})
 	a.recycle(t)
 }
 
@@ -232,7 +264,7 @@ func (a *arena) disown(t *graph.Tensor) {
 	if _, ok := a.owned[t]; ok {
 		delete(a.owned, t)
 		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
-		bytes := int64(t.Len()) * elemBytes(t.DType)
+		bytes := int64(a.class(t.Len())) * elemBytes(t.DType)
 		a.liveBytes -= bytes
 		a.held -= bytes
 		a.budget.release(bytes)
@@ -245,11 +277,11 @@ func (a *arena) reset() {
 	defer a.mu.Unlock()
 	for t := range a.owned {
 		if t.DType != graph.String {
-			k := keyOf(t.DType, t.Len())
-			a.free[k] = append(a.free[k], t.Data)
+			k := keyOf(t.DType, a.class(t.Len()))
+			a.free[k] = append(a.free[k], freeBuf{t.Data, t.Len()})
 			a.recycle(t)
 		} else {
-			bytes := int64(t.Len()) * elemBytes(t.DType)
+			bytes := int64(a.class(t.Len())) * elemBytes(t.DType)
 			a.held -= bytes
 			a.budget.release(bytes)
 		}

@@ -111,3 +111,45 @@ func TestMovePlans(t *testing.T) {
 		check("symbolic, another shape", q, x(2, 5, 3+i%2))
 	}
 }
+
+// TestGrowingShapes: a program fed one more element each run (a
+// decoder's growing cache) reuses its buffers across the shape
+// signatures: new buffers only when a size class is passed, not two per
+// run as with exact sizes.
+func TestGrowingShapes(t *testing.T) {
+	vt := graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Param: "n"}}}
+	g := &graph.Graph{
+		Name:    "grow",
+		Inputs:  []graph.ValueInfo{{Name: "x", Type: vt}},
+		Outputs: []graph.ValueInfo{{Name: "y", Type: vt}},
+		Nodes: []*graph.Node{
+			{Name: "neg", OpType: "Neg", Inputs: []string{"x"}, Outputs: []string{"t"}},
+			{Name: "relu", OpType: "Relu", Inputs: []string{"t"}, Outputs: []string{"u"}},
+			{Name: "neg2", OpType: "Neg", Inputs: []string{"u"}, Outputs: []string{"y"}},
+		},
+	}
+	p, err := exec.Compile(g, exec.Options{Opsets: []graph.Opset{{Version: 17}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := 0
+	for n := 100; n < 140; n++ {
+		x := graph.MustFromSlice([]int{n}, make([]float32, n))
+		x.Data.([]float32)[n-1] = -2
+		out, st, err := p.RunWithStats(context.Background(), map[string]*graph.Tensor{"x": x}, exec.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if y := out["y"].Data.([]float32); len(y) != n || y[n-1] != -2 {
+			t.Fatalf("n=%d: y has %d elements, last %v", n, len(y), y[len(y)-1])
+		}
+		if n > 101 {
+			fresh += st.Allocations
+		}
+	}
+	// each run hands its output to the caller (one new buffer a run);
+	// the intermediates' buffers are reused but where a class is passed
+	if fresh-38 > 4 {
+		t.Errorf("%d new buffers over 38 growing runs, want at most 38+4 (size classes)", fresh)
+	}
+}
