@@ -3,6 +3,7 @@ package switchyard_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
@@ -40,19 +41,25 @@ func openForAllocs(t testing.TB, model string, backends []string) (*switchyard.M
 }
 
 // BenchmarkRunInto runs each model with caller-allocated outputs at one
-// thread on native,cpu (allocs/op is the executor's per-run allocation;
-// -memprofile finds where).
+// thread on native,cpu and on the default backends (allocs/op is the
+// executor's per-run allocation; -memprofile finds where).
 func BenchmarkRunInto(b *testing.B) {
-	for _, model := range allocModels {
-		b.Run(model, func(b *testing.B) {
-			m, in, outs := openForAllocs(b, model, []string{"native", "cpu"})
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := m.RunInto(context.Background(), in, outs); err != nil {
-					b.Fatal(err)
+	for _, set := range [][]string{{"native", "cpu"}, nil} {
+		name := "default"
+		if set != nil {
+			name = strings.Join(set, ",")
+		}
+		for _, model := range allocModels {
+			b.Run(name+"/"+model, func(b *testing.B) {
+				m, in, outs := openForAllocs(b, model, set)
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := m.RunInto(context.Background(), in, outs); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
