@@ -79,11 +79,18 @@ type runCtx struct {
 	closing         context.Context // life.closing
 }
 
+// Value finds the caller's values first, then closing's: a context
+// derived from the run's (context.WithCancel in a kernel or backend)
+// finds closing's cancellation there and is registered as its child, as
+// it would be under a cancelCtx, instead of a goroutine watching Done.
 func (c *runCtx) Value(k any) any {
 	if _, ok := k.(runKey); ok {
 		return c.rs
 	}
-	return c.Context.Value(k)
+	if v := c.Context.Value(k); v != nil {
+		return v
+	}
+	return c.closing.Value(k)
 }
 
 func (c *runCtx) Done() <-chan struct{} { return c.closing.Done() }
