@@ -2,6 +2,7 @@ package exec_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -151,5 +152,63 @@ func TestGrowingShapes(t *testing.T) {
 	// the intermediates' buffers are reused but where a class is passed
 	if fresh-38 > 4 {
 		t.Errorf("%d new buffers over 38 growing runs, want at most 38+4 (size classes)", fresh)
+	}
+}
+
+// TestMovePlansConcurrent: concurrent runs of shapes that alternate
+// (each call may find another run's plan) get the reference results.
+func TestMovePlansConcurrent(t *testing.T) {
+	ctx := context.Background()
+	opsets := []graph.Opset{{Version: 17}}
+	dyn := moveGraph(graph.Shape{{Param: "a"}, {Param: "b"}, {Param: "c"}})
+	ref, err := exec.Compile(dyn, exec.Options{Opsets: opsets, NoFold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := exec.Compile(dyn, exec.Options{Opsets: opsets, Types: map[string]graph.ValueType{"x": dyn.Inputs[0].Type}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := []*graph.Tensor{}
+	for _, s := range [][]int{{3, 2, 4}, {2, 5, 3}, {1, 1, 3}} {
+		n := s[0] * s[1] * s[2]
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i) - 3
+		}
+		inputs = append(inputs, graph.MustFromSlice(s, v))
+	}
+	want := make([]map[string]*graph.Tensor, len(inputs))
+	for i, x := range inputs {
+		if want[i], err = ref.Run(ctx, map[string]*graph.Tensor{"x": x}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for k := range 60 {
+				i := (w + k/3) % len(inputs)
+				got, err := q.Run(ctx, map[string]*graph.Tensor{"x": inputs[i]})
+				if err == nil {
+					for name, wt := range want[i] {
+						if g := got[name]; !graph.SameShape(g.Shape, wt.Shape) || !slices.Equal(g.Data.([]float32), wt.Data.([]float32)) {
+							err = fmt.Errorf("input %d, output %s = %v %v, want %v %v", i, name, g.Shape, g.Data, wt.Shape, wt.Data)
+							break
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
