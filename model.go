@@ -330,11 +330,12 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	syms, err := m.checkSyms(inputs)
+	var symBuf [8]symDim
+	syms, err := m.checkSyms(inputs, symBuf[:0])
 	if err != nil {
 		return err
 	}
-	var into Tensors // outputs whose shape is known before the run, bound in place
+	all := true // every tensor in outputs has data and a shape known before the run
 	for name, dst := range outputs {
 		i, ok := m.outByName[name]
 		if !ok {
@@ -350,12 +351,28 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		if o.DType != graph.Undefined && dst.DType != o.DType {
 			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType.String()}
 		}
-		want, known := o.concrete(syms)
+		match, known := o.fits(syms, dst.Shape)
 		if !known {
+			all = false
 			continue // found out by the run: copied into dst after it
 		}
-		if !equalShape(want, dst.Shape) {
+		if !match {
+			want, _ := o.concrete(syms)
 			return &TensorError{Name: name, Err: ErrShape, Want: fmt.Sprintf("%v%v", o.DType, want), Got: fmt.Sprintf("%v%v", dst.DType, dst.Shape)}
+		}
+		all = all && dst.Data != nil
+	}
+	if all && !m.profile && m.onRun == nil {
+		// every result goes into the caller's tensors: no map, no stats
+		if _, err := m.rt.RunOpts(ctx, inputs, runtime.RunOptions{Into: outputs, Drop: true}); err != nil {
+			return runError(err)
+		}
+		return nil
+	}
+	var into Tensors // outputs whose shape is known before the run, bound in place
+	for name, dst := range outputs {
+		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
+			continue
 		}
 		if into == nil {
 			into = Tensors{}
@@ -383,7 +400,7 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 // concrete is the output's shape in a run whose inputs gave its symbolic
 // dims the sizes in syms; known is false when a dim is unknown or its
 // symbol appears in no input.
-func (v ValueInfo) concrete(syms map[string]symDim) (shape []int, known bool) {
+func (v ValueInfo) concrete(syms []symDim) (shape []int, known bool) {
 	if v.Shape == nil {
 		return nil, false
 	}
@@ -393,7 +410,7 @@ func (v ValueInfo) concrete(syms map[string]symDim) (shape []int, known bool) {
 			shape[i] = d
 			continue
 		}
-		s, ok := syms[v.Dims[i]]
+		s, ok := lookupSym(syms, v.Dims[i])
 		if v.Dims[i] == "" || !ok {
 			return nil, false
 		}
@@ -402,21 +419,50 @@ func (v ValueInfo) concrete(syms map[string]symDim) (shape []int, known bool) {
 	return shape, true
 }
 
+// fits is concrete compared with dims, without allocating: known as for
+// concrete, match whether dims is that shape.
+func (v ValueInfo) fits(syms []symDim, dims []int) (match, known bool) {
+	if v.Shape == nil {
+		return false, false
+	}
+	match = len(dims) == len(v.Shape)
+	for i, d := range v.Shape {
+		if d < 0 {
+			s, ok := lookupSym(syms, v.Dims[i])
+			if v.Dims[i] == "" || !ok {
+				return false, false
+			}
+			d = s.size
+		}
+		match = match && dims[i] == d
+	}
+	return match, true
+}
+
 // symDim is the size a symbolic dim took, and the input it came from.
 type symDim struct {
-	input string
-	size  int
+	name, input string
+	size        int
+}
+
+func lookupSym(syms []symDim, name string) (symDim, bool) {
+	for _, s := range syms {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return symDim{}, false
 }
 
 // check validates inputs against the declared inputs.
 func (m *Model) check(inputs Tensors) error {
-	_, err := m.checkSyms(inputs)
+	_, err := m.checkSyms(inputs, nil)
 	return err
 }
 
-// checkSyms is check, returning the sizes the symbolic dims took.
-func (m *Model) checkSyms(inputs Tensors) (map[string]symDim, error) {
-	var syms map[string]symDim // only for models with symbolic dims
+// checkSyms is check, returning the sizes the symbolic dims took,
+// appended to syms.
+func (m *Model) checkSyms(inputs Tensors, syms []symDim) ([]symDim, error) {
 	for name, t := range inputs {
 		i, ok := m.byName[name]
 		if !ok {
@@ -442,15 +488,15 @@ func (m *Model) checkSyms(inputs Tensors) (map[string]symDim, error) {
 				if p == "" || in.Shape[j] >= 0 {
 					continue
 				}
-				if syms == nil {
-					syms = map[string]symDim{}
-				}
-				if prev, ok := syms[p]; ok && prev.size != t.Shape[j] {
+				prev, ok := lookupSym(syms, p)
+				if ok && prev.size != t.Shape[j] {
 					return nil, &TensorError{Name: name, Err: ErrShape,
 						Want: fmt.Sprintf("%s (dim %d, %q, is %d in input %q)", in.typeString(), j, p, prev.size, prev.input),
 						Got:  fmt.Sprintf("%v%v", t.DType, t.Shape)}
 				}
-				syms[p] = symDim{name, t.Shape[j]}
+				if !ok {
+					syms = append(syms, symDim{p, name, t.Shape[j]})
+				}
 			}
 		}
 		if err := t.Check(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	rt "runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,10 @@ type Options struct {
 	// Budget, when set, bounds the bytes the program's buffers hold,
 	// shared with every other program and concurrent run using it.
 	Budget *Budget
+	// Types, when set, are the inferred types of the main graph's values:
+	// Shape and Size of static shapes fold, and data-movement nodes of
+	// static shapes get move plans (see static.go).
+	Types map[string]graph.ValueType
 }
 
 // Program is a graph compiled for execution on the reference kernels. It is
@@ -46,6 +51,8 @@ type Program struct {
 	main      *plan
 	subplans  map[*graph.Graph]*plan
 	inputs    []graph.ValueInfo
+	types     map[string]graph.ValueType // Options.Types
+	moves     map[*graph.Node]kernels.Func
 	budget    *Budget
 	limit     int64
 
@@ -61,7 +68,8 @@ type Program struct {
 // Compile prepares g (already validated) for execution.
 func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold, mainDone: opts.MainSimplified,
-		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}, budget: opts.Budget, limit: opts.MaxTensorBytes}
+		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}, budget: opts.Budget, limit: opts.MaxTensorBytes,
+		types: opts.Types, moves: map[*graph.Node]kernels.Func{}}
 	for i, in := range g.Inputs {
 		if _, isInit := g.Initializers[in.Name]; !isInit {
 			m.inputs = append(m.inputs, in)
@@ -137,8 +145,17 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 		return nil, err
 	}
 	p := &plan{g: g, slots: map[string]int{}}
-	order, p.consts = m.fold(order, g, outer)
+	var types map[string]graph.ValueType
+	if g == m.g {
+		types = m.types
+	}
+	order, p.consts = m.fold(order, g, outer, types)
 	p.order = order
+	if m.types != nil {
+		// nested graphs have no types: their data movement gets dynamic
+		// plans only
+		m.planMoves(order, g, p.consts, types)
+	}
 	visible := map[string]*graph.Tensor{}
 	for k, v := range outer {
 		visible[k] = v
@@ -199,6 +216,8 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 	for i, n := range order {
 		s, _ := kernels.Lookup(n.Domain, n.OpType)
 		if f, ok := m.overrides[n]; ok {
+			s = &kernels.Schema{Domain: n.Domain, OpType: n.OpType, Kernel: f}
+		} else if f, ok := m.moves[n]; ok {
 			s = &kernels.Schema{Domain: n.Domain, OpType: n.OpType, Kernel: f}
 		}
 		if s == nil {
@@ -354,6 +373,10 @@ type RunOptions struct {
 	Profile bool
 	// Into names caller-allocated tensors for graph outputs (see RunInto).
 	Into map[string]*graph.Tensor
+	// Drop discards the outputs not written into Into's tensors: the run
+	// returns no map (with Into for every output, a steady-state run
+	// allocates nothing for its results).
+	Drop bool
 }
 
 // Stats describes one run.
@@ -400,6 +423,11 @@ func (m *Program) RunWithStats(ctx context.Context, inputs map[string]*graph.Ten
 		return nil, nil, err
 	}
 	return out, st, nil
+}
+
+// RunWith is RunWithStats filling the caller's st (nil: no statistics).
+func (m *Program) RunWith(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
+	return m.runMap(ctx, inputs, opts, st)
 }
 
 // RunInto is Run writing the outputs named in into (caller-allocated
@@ -481,22 +509,30 @@ func (m *Program) deliver(a *arena, i int, t, dst *graph.Tensor) error {
 func (m *Program) runMap(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
 	into := opts.Into
 	present := 0
-	feeds := make([]*graph.Tensor, len(m.inputs))
-	for i, in := range m.inputs {
+	var fbuf [16]*graph.Tensor
+	feeds := fbuf[:0]
+	if len(m.inputs) > len(fbuf) {
+		feeds = make([]*graph.Tensor, 0, len(m.inputs))
+	}
+	for _, in := range m.inputs {
 		t, ok := inputs[in.Name]
 		if ok {
 			present++
 		}
-		feeds[i] = t
+		feeds = append(feeds, t)
 	}
 	if present != len(inputs) {
 		return nil, m.unknownInput(inputs)
 	}
+	var dbuf [16]*graph.Tensor
 	var dsts []*graph.Tensor
 	if len(into) > 0 {
-		dsts = make([]*graph.Tensor, len(m.g.Outputs))
-		for i, o := range m.g.Outputs {
-			dsts[i] = into[o.Name]
+		dsts = dbuf[:0]
+		if len(m.g.Outputs) > len(dbuf) {
+			dsts = make([]*graph.Tensor, 0, len(m.g.Outputs))
+		}
+		for _, o := range m.g.Outputs {
+			dsts = append(dsts, into[o.Name])
 		}
 	}
 	res, a, cache, err := m.start(ctx, feeds, opts, st, dsts)
@@ -504,13 +540,26 @@ func (m *Program) runMap(ctx context.Context, inputs map[string]*graph.Tensor, o
 		return nil, err
 	}
 	defer m.finish(a, cache)
-	out := make(map[string]*graph.Tensor, len(res))
+	var out map[string]*graph.Tensor
+	if !opts.Drop {
+		out = make(map[string]*graph.Tensor, len(res))
+	}
 	for i, o := range m.g.Outputs {
-		if dst := into[o.Name]; dst != nil && dst.Data != nil {
+		var dst *graph.Tensor
+		if dsts != nil {
+			dst = dsts[i]
+		}
+		if dst != nil && dst.Data != nil {
 			if err := m.deliver(a, i, res[i], dst); err != nil {
 				return nil, err
 			}
-			out[o.Name] = dst
+			if out != nil {
+				out[o.Name] = dst
+			}
+			continue
+		}
+		if out == nil {
+			a.release(res[i])
 			continue
 		}
 		a.disown(res[i])
@@ -687,6 +736,33 @@ func (c *arenaCache) get(b *Budget, limit int64) *arena {
 	return newArena(b, limit)
 }
 
+// adopt moves an idle arena of from (if any) to c when c has none.
+func (c *arenaCache) adopt(from *arenaCache) {
+	from.mu.Lock()
+	var a *arena
+	if n := len(from.free); n > 0 {
+		a = from.free[n-1]
+		from.free = from.free[:n-1]
+	}
+	from.mu.Unlock()
+	if a == nil {
+		return
+	}
+	c.mu.Lock()
+	if len(c.free) > 0 || c.evicted {
+		c.mu.Unlock()
+		from.put(a)
+		return
+	}
+	if !a.classes {
+		a.dropFree() // its buffers are of exact sizes, not of classes
+		a.classes = true
+	}
+	a.migrated = true
+	c.free = append(c.free, a)
+	c.mu.Unlock()
+}
+
 func (c *arenaCache) put(a *arena) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -835,16 +911,29 @@ func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
 			return l.cache
 		}
 	}
-	var sig strings.Builder
+	var buf [256]byte
+	sig := buf[:0]
 	l := &lastSig{dts: make([]graph.DType, len(feeds)), shapes: make([][]int, len(feeds))}
 	for i, t := range feeds {
 		if t == nil {
+			sig = append(sig, '-', ';')
 			continue
 		}
-		fmt.Fprintf(&sig, "%s%v;", t.DType, t.Shape)
+		sig = strconv.AppendInt(sig, int64(t.DType), 10)
+		for _, d := range t.Shape {
+			sig = append(sig, ',')
+			sig = strconv.AppendInt(sig, int64(d), 10)
+		}
+		sig = append(sig, ';')
 		l.dts[i], l.shapes[i] = t.DType, append([]int{}, t.Shape...)
 	}
-	l.cache = m.arenaPool(sig.String())
+	l.cache = m.arenaPool(string(sig))
+	if prev := m.last.Load(); prev != nil && prev.cache != l.cache {
+		// a new shape (a decoder's growing cache): an idle arena of the
+		// previous shape moves here with its buffers, most of which the
+		// new shape needs too; the first run here drops those it did not
+		l.cache.adopt(prev.cache)
+	}
 	m.last.Store(l)
 	return l.cache
 }

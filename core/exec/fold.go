@@ -16,7 +16,10 @@ const foldLimit = 1 << 20
 // (initializers, outer constants or earlier folded values) and that has no
 // nested graph. It returns the remaining nodes and the folded values. A node
 // whose kernel fails is left in place so the error surfaces at run time.
-func (m *Program) fold(order []*graph.Node, g *graph.Graph, outer map[string]*graph.Tensor) ([]*graph.Node, map[string]*graph.Tensor) {
+//
+// With types (the main graph's inferred types), Shape and Size of values
+// of static shape are constants too (static.go).
+func (m *Program) fold(order []*graph.Node, g *graph.Graph, outer map[string]*graph.Tensor, types map[string]graph.ValueType) ([]*graph.Node, map[string]*graph.Tensor) {
 	consts := map[string]*graph.Tensor{}
 	lookup := func(name string) (*graph.Tensor, bool) {
 		if t, ok := consts[name]; ok {
@@ -33,11 +36,17 @@ func (m *Program) fold(order []*graph.Node, g *graph.Graph, outer map[string]*gr
 	for _, in := range g.Inputs {
 		overridable[in.Name] = true
 	}
-	if m.noFold || m.mainDone && g == m.g {
+	if m.noFold || m.mainDone && g == m.g && types == nil {
 		return order, nil
 	}
 	keep := make([]*graph.Node, 0, len(order))
 	for _, n := range order {
+		if _, over := m.overrides[n]; !over {
+			if v := shapeConstant(n, m.opset(n.Domain), types); v != nil {
+				consts[n.Outputs[0]] = v
+				continue
+			}
+		}
 		if !m.foldable(n) {
 			keep = append(keep, n)
 			continue

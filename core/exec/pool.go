@@ -1,16 +1,41 @@
 package exec
 
 import (
+	"math/bits"
 	"sync"
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
-type poolKey struct {
-	dt graph.DType
-	n  int
+// poolKey is a buffer's dtype and element count in one word (the dtype
+// in the top byte), so that the free lists hash a plain integer.
+type poolKey uint64
+
+// freeBuf is a free buffer and its length (its capacity is its key's
+// count).
+type freeBuf struct {
+	data any
+	n    int
 }
+
+// class is the count of the buffer an allocation of n elements takes:
+// n itself, or in an arena that has run more than one shape signature (a
+// decoder's growing cache; classes set by arenaCache.adopt) n rounded up
+// to an eighth of its power of two, so that a value one position longer
+// than the last run's reuses its buffer.
+func (a *arena) class(n int) int {
+	if !a.classes || n <= 64 {
+		return n
+	}
+	step := 1 << (bits.Len(uint(n-1)) - 3)
+	return (n + step - 1) &^ (step - 1)
+}
+
+func keyOf(dt graph.DType, n int) poolKey { return poolKey(uint64(dt)<<56 | uint64(n)) }
+
+func (k poolKey) dt() graph.DType { return graph.DType(k >> 56) }
+func (k poolKey) n() int          { return int(k & (1<<56 - 1)) }
 
 // arena recycles intermediate buffers within a run: a value's buffer goes
 // back to the free list when its last consumer has run, and the next
@@ -20,7 +45,7 @@ type poolKey struct {
 // reserved in the program's Budget before it is allocated.
 type arena struct {
 	mu    sync.Mutex
-	free  map[poolKey][]any
+	free  map[poolKey][]freeBuf
 	owned map[*graph.Tensor]struct{}
 
 	budget *Budget
@@ -46,10 +71,17 @@ type arena struct {
 	// bound is the table of caller tensors bound to the main plan's
 	// steps (run.bound), kept for the next run
 	bound [][]*graph.Tensor
+	// migrated marks an arena moved from another shape signature
+	// (arenaCache.adopt): its next run notes the sizes it uses (used)
+	// and, at reset, drops the free buffers of the others
+	migrated bool
+	used     map[poolKey]bool
+	// classes: buffers come in size classes (see class)
+	classes bool
 }
 
 func newArena(b *Budget, limit int64) *arena {
-	return &arena{free: map[poolKey][]any{}, owned: map[*graph.Tensor]struct{}{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
+	return &arena{free: map[poolKey][]freeBuf{}, owned: map[*graph.Tensor]struct{}{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
 }
 
 // elemBytes is the accounted size of one element (a string counts its
@@ -82,14 +114,25 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	if err != nil {
 		return nil, err
 	}
-	bytes := int64(count) * elemBytes(dt)
-	k := poolKey{dt, count}
+	cls := a.class(count)
+	bytes := int64(cls) * elemBytes(dt)
+	k := keyOf(dt, cls)
 	a.mu.Lock()
+	if a.migrated {
+		if a.used == nil {
+			a.used = map[poolKey]bool{}
+		}
+		a.used[k] = true
+	}
 	var data any
 	if l := a.free[k]; len(l) > 0 {
-		data = l[len(l)-1]
+		b := l[len(l)-1]
 		a.free[k] = l[:len(l)-1]
 		a.reuses++
+		data = b.data
+		if b.n != count {
+			data = graph.SliceData(data, 0, count) // within its capacity, cls
+		}
 	}
 	a.mu.Unlock()
 	if data != nil {
@@ -100,9 +143,12 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		if err := a.reserve(bytes, dt, shape, n); err != nil {
 			return nil, err
 		}
-		if data, err = graph.MakeSlice(dt, count); err != nil {
+		if data, err = graph.MakeSlice(dt, cls); err != nil {
 			a.budget.release(bytes)
 			return nil, err
+		}
+		if cls != count {
+			data = graph.SliceData(data, 0, count)
 		}
 		a.mu.Lock()
 		a.allocs++
@@ -171,7 +217,7 @@ func (a *arena) dropFree() {
 	defer a.mu.Unlock()
 	var bytes int64
 	for k, l := range a.free {
-		bytes += int64(len(l)) * int64(k.n) * elemBytes(k.dt)
+		bytes += int64(len(l)) * int64(k.n()) * elemBytes(k.dt())
 	}
 	clear(a.free)
 	a.held -= bytes
@@ -190,15 +236,16 @@ func (a *arena) release(t *graph.Tensor) {
 	}
 	delete(a.owned, t)
 	n := t.Len()
-	bytes := int64(n) * elemBytes(t.DType)
+	cls := a.class(n)
+	bytes := int64(cls) * elemBytes(t.DType)
 	a.liveBytes -= bytes
 	if t.DType == graph.String {
 		a.held -= bytes // not recycled: strings keep their contents alive
 		a.budget.release(bytes)
 		return
 	}
-	k := poolKey{t.DType, n}
-	a.free[k] = append(a.free[k], t.Data)
+	k := keyOf(t.DType, cls)
+	a.free[k] = append(a.free[k], freeBuf{t.Data, n})
 	a.recycle(t)
 }
 
@@ -217,7 +264,7 @@ func (a *arena) disown(t *graph.Tensor) {
 	if _, ok := a.owned[t]; ok {
 		delete(a.owned, t)
 		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
-		bytes := int64(t.Len()) * elemBytes(t.DType)
+		bytes := int64(a.class(t.Len())) * elemBytes(t.DType)
 		a.liveBytes -= bytes
 		a.held -= bytes
 		a.budget.release(bytes)
@@ -230,16 +277,29 @@ func (a *arena) reset() {
 	defer a.mu.Unlock()
 	for t := range a.owned {
 		if t.DType != graph.String {
-			k := poolKey{t.DType, t.Len()}
-			a.free[k] = append(a.free[k], t.Data)
+			k := keyOf(t.DType, a.class(t.Len()))
+			a.free[k] = append(a.free[k], freeBuf{t.Data, t.Len()})
 			a.recycle(t)
 		} else {
-			bytes := int64(t.Len()) * elemBytes(t.DType)
+			bytes := int64(a.class(t.Len())) * elemBytes(t.DType)
 			a.held -= bytes
 			a.budget.release(bytes)
 		}
 	}
 	clear(a.owned)
+	if a.migrated {
+		var bytes int64
+		for k, l := range a.free {
+			if !a.used[k] {
+				bytes += int64(len(l)) * int64(k.n()) * elemBytes(k.dt())
+				delete(a.free, k)
+			}
+		}
+		a.held -= bytes
+		a.budget.release(bytes)
+		clear(a.used)
+		a.migrated = false
+	}
 	a.shapeOff = 0
 	a.liveBytes = 0
 	a.allocs, a.reuses, a.peak = 0, 0, 0

@@ -15,12 +15,19 @@ import (
 // weight-producing Constant nodes or dead code. Nested graphs are left as
 // they are (Compile folds inside them).
 func Simplify(g *graph.Graph, opsets []graph.Opset) (*graph.Graph, error) {
+	return SimplifyTyped(g, opsets, nil)
+}
+
+// SimplifyTyped is Simplify knowing the inferred types of g's values:
+// Shape and Size of values of static shape fold too, with the shape
+// arithmetic computed from them alone.
+func SimplifyTyped(g *graph.Graph, opsets []graph.Opset, types map[string]graph.ValueType) (*graph.Graph, error) {
 	order, err := g.TopoSort()
 	if err != nil {
 		return nil, err
 	}
 	p := &Program{g: g, opsets: graph.Model{Opsets: opsets}}
-	keep, consts := p.fold(order, g, nil)
+	keep, consts := p.fold(order, g, nil, types)
 	// dead-code elimination, walking backwards from the graph outputs
 	live := map[string]bool{}
 	for _, o := range g.Outputs {

@@ -77,8 +77,8 @@ type Context struct {
 	// RunSubgraph runs nested graphs (If, Loop); nil outside a runtime.
 	RunSubgraph SubgraphRunner
 
-	outs [4]*graph.Tensor // Outputs' storage
-	shp  [8]int           // shapeArg's storage
+	outs [16]*graph.Tensor // Outputs' and OutputSlice's storage
+	shp  [8]int            // shapeArg's storage
 }
 
 // Outputs returns ts as a kernel's result without allocating: the slice
@@ -90,6 +90,17 @@ func (c *Context) Outputs(ts ...*graph.Tensor) []*graph.Tensor {
 		return append([]*graph.Tensor(nil), ts...)
 	}
 	n := copy(c.outs[:], ts)
+	return c.outs[:n:n]
+}
+
+// OutputSlice returns n nil entries for a kernel's results, filled by
+// the kernel and returned: the context's own storage when n is small (as
+// for Outputs), else a new slice.
+func (c *Context) OutputSlice(n int) []*graph.Tensor {
+	if c == nil || n > len(c.outs) {
+		return make([]*graph.Tensor, n)
+	}
+	clear(c.outs[:n])
 	return c.outs[:n:n]
 }
 

@@ -31,7 +31,12 @@ func newLife() *life {
 }
 
 // begin admits one Run: it fails on a closed model, and returns the Run's
-// context, which Close cancels (with cause ErrClosed).
+// context, which Close cancels (with cause ErrClosed), and the function
+// ending the Run (end calls it). A caller context
+// that cannot be cancelled (Done is nil: Background, TODO and values on
+// them) needs nothing derived: the run's own context (runCtx) takes its
+// cancellation from closing, and begin returns a nil context and
+// allocates nothing.
 func (l *life) begin(ctx context.Context) (context.Context, func(), error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -43,6 +48,9 @@ func (l *life) begin(ctx context.Context) (context.Context, func(), error) {
 	}
 	l.runs.Add(1)
 	l.mu.Unlock()
+	if ctx.Done() == nil {
+		return nil, nil, nil
+	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(l.closing, func() { cancel(ErrClosed) })
 	return rctx, func() {
@@ -50,6 +58,48 @@ func (l *life) begin(ctx context.Context) (context.Context, func(), error) {
 		cancel(nil)
 		l.runs.Done()
 	}, nil
+}
+
+// end ends a Run begun by begin (stop is what begin returned).
+func (l *life) end(stop func()) {
+	if stop != nil {
+		stop()
+		return
+	}
+	l.runs.Done()
+}
+
+// runCtx is the context of a run whose caller's context cannot be
+// cancelled: the caller's values, the run's residency table under runKey,
+// and done when the model is closed. It lives in the run's (reused)
+// runState, so a run makes no context of its own.
+type runCtx struct {
+	context.Context // the caller's
+	rs              *runState
+	closing         context.Context // life.closing
+}
+
+// Value finds the caller's values first, then closing's: a context
+// derived from the run's (context.WithCancel in a kernel or backend)
+// finds closing's cancellation there and is registered as its child, as
+// it would be under a cancelCtx, instead of a goroutine watching Done.
+func (c *runCtx) Value(k any) any {
+	if _, ok := k.(runKey); ok {
+		return c.rs
+	}
+	if v := c.Context.Value(k); v != nil {
+		return v
+	}
+	return c.closing.Value(k)
+}
+
+func (c *runCtx) Done() <-chan struct{} { return c.closing.Done() }
+
+func (c *runCtx) Err() error {
+	if c.closing.Err() != nil {
+		return context.Canceled
+	}
+	return nil
 }
 
 // close marks the model closed, interrupts the Runs in flight and waits
@@ -77,19 +127,43 @@ func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[s
 
 // RunWithStats is Run with per-run statistics and optional profiling.
 func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
-	if m == nil || m.life == nil {
-		return nil, nil, ErrClosed
-	}
-	rctx, done, err := m.life.begin(ctx)
+	st := &Stats{}
+	out, err := m.runLife(ctx, inputs, opts, st)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer done()
-	out, st, err := m.run(rctx, inputs, opts)
-	if err != nil && errors.Is(context.Cause(rctx), ErrClosed) {
-		return nil, nil, fmt.Errorf("runtime: the model was closed during the run (%v): %w", err, ErrClosed)
+	return out, st, nil
+}
+
+// RunOpts is Run with options (RunOptions.Into, RunOptions.Drop) and no
+// statistics: with caller-allocated outputs for every output (Into, Drop)
+// and a context that cannot be cancelled, a steady-state run of a model
+// of static shapes allocates nothing.
+func (m *Model) RunOpts(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, error) {
+	return m.runLife(ctx, inputs, opts, nil)
+}
+
+func (m *Model) runLife(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
+	if m == nil || m.life == nil {
+		return nil, ErrClosed
 	}
-	return out, st, err
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rctx, stop, err := m.life.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer m.life.end(stop)
+	own := rctx == nil
+	if !own {
+		ctx = rctx
+	}
+	out, err := m.run(ctx, own, inputs, opts, st)
+	if err != nil && (own && m.life.closing.Err() != nil || !own && errors.Is(context.Cause(rctx), ErrClosed)) {
+		return nil, fmt.Errorf("runtime: the model was closed during the run (%v): %w", err, ErrClosed)
+	}
+	return out, err
 }
 
 // Close interrupts the Runs in flight (they fail with ErrClosed), waits for

@@ -38,6 +38,11 @@ type compiledPartition struct {
 	calls    atomic.Int64
 	nanos    atomic.Int64
 
+	// outTypes are the inferred types of the partition's outputs
+	// (outTyped[j]: one was inferred)
+	outTypes []graph.ValueType
+	outTyped []bool
+
 	// slot is the device the partition's values live on, nil for a
 	// partition called on host tensors (a HAL 1.0 backend, or one without
 	// asynchronous execution); io says where each boundary value goes.
@@ -246,6 +251,10 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 			return fmt.Errorf("runtime: partition %d (%d nodes) on %s: %w", p.ID, len(p.Nodes), dev.Name(), err)
 		}
 		cp := &compiledPartition{part: p, dev: dev, compiled: compiled, sg: sg, policy: opts.OnUnavailable, strict: opts.Policy.Strict, fallback: fb}
+		cp.outTypes, cp.outTyped = make([]graph.ValueType, len(p.Outputs)), make([]bool, len(p.Outputs))
+		for j, o := range p.Outputs {
+			cp.outTypes[j], cp.outTyped[j] = sg.TypeOf(o)
+		}
 		m.parts = append(m.parts, cp)
 		if prec := compiled.Precision(); prec != hal.PrecisionFloat32 {
 			m.setPartition(p.ID, func(pp *partitioner.Partition) { pp.Precision = string(prec) })
@@ -472,11 +481,14 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 		cp.calls.Add(1)
 		cp.nanos.Add(int64(time.Since(t0)))
 	}()
-	outs, caller := cp.outputs(ctx, len(n.Outputs))
+	outs, caller, err := cp.outputs(ctx, len(n.Outputs))
+	if err != nil {
+		return nil, err
+	}
 	if exe := cp.onCPU.Load(); exe != nil {
 		return cp.executeOn(ctx, exe, in, outs)
 	}
-	err := cp.execute(ctx, in, outs, t0)
+	err = cp.execute(ctx, in, outs, t0)
 	switch {
 	case err == nil:
 		return outs, nil
@@ -488,13 +500,13 @@ func (cp *compiledPartition) kernel(ctx *kernels.Context, n *graph.Node, in []*g
 		if rs := runStateOf(ctx); rs != nil {
 			rs.declinedCall(cp, t0)
 		}
-		return cp.executeOn(ctx, exe, in, refresh(outs, caller))
+		return cp.executeOn(ctx, exe, in, cp.refresh(outs, caller))
 	case errors.Is(err, hal.ErrUnavailable) && cp.policy == ReplaceOnCPU:
 		exe, rerr := cp.replaceOnCPU(ctx, err)
 		if rerr != nil {
 			return nil, fmt.Errorf("runtime: partition %d on %s: %w (re-placing it on %s failed: %v)", cp.part.ID, cp.part.Backend, err, cp.fallback.name, rerr)
 		}
-		return cp.executeOn(ctx, exe, in, refresh(outs, caller))
+		return cp.executeOn(ctx, exe, in, cp.refresh(outs, caller))
 	}
 	return nil, fmt.Errorf("runtime: partition %d on %s (node %s): %w", cp.part.ID, cp.part.Backend, n.Name, err)
 }
@@ -530,35 +542,77 @@ func freshOutputs(n int) []*graph.Tensor {
 // outputs are the output tensors of a call on host tensors: the caller's
 // tensor where the run binds one to a partition output (RunOptions.Into)
 // whose inferred type it fits (the backend writes it in place, as the HAL
-// requires; the caller vouches for the size of a symbolic dim), else an
-// empty tensor the backend fills.
-func (cp *compiledPartition) outputs(kc *kernels.Context, n int) (outs []*graph.Tensor, caller []bool) {
-	outs = freshOutputs(n)
+// requires; the caller vouches for the size of a symbolic dim), else a
+// buffer of the run's arena for an output of static inferred shape (also
+// written in place, recycled by the executor when the value is dead),
+// else an empty tensor the backend fills. Bit j of caller marks the
+// caller's tensors, which a retry on another backend writes into again. The slice is
+// kc's own (kernels.Context.OutputSlice).
+func (cp *compiledPartition) outputs(kc *kernels.Context, n int) (outs []*graph.Tensor, caller uint64, err error) {
+	outs = kc.OutputSlice(n)
 	for j := range outs {
 		dst := exec.Into(kc, j)
 		if dst == nil || j >= len(cp.part.Outputs) {
 			continue
 		}
-		if t, ok := cp.sg.TypeOf(cp.part.Outputs[j]); ok && t.DType == dst.DType && shapeFits(t.Shape, dst.Shape) {
+		if t := cp.outTypes[j]; j < 64 && cp.outTyped[j] && t.DType == dst.DType && shapeFits(t.Shape, dst.Shape) {
 			outs[j] = dst
-			if caller == nil {
-				caller = make([]bool, n)
-			}
-			caller[j] = true
+			caller |= 1 << j
 		}
 	}
-	return outs, caller
+	for j := range outs {
+		if outs[j] != nil {
+			continue
+		}
+		if cp.staticOut(j) {
+			var sb [8]int
+			if dims, ok := staticDims(cp.outTypes[j].Shape, sb[:0]); ok {
+				t, err := kc.NewUninit(cp.outTypes[j].DType, dims)
+				if err != nil {
+					return nil, 0, err
+				}
+				outs[j] = t
+				continue
+			}
+		}
+		outs[j] = &graph.Tensor{}
+	}
+	return outs, caller, nil
+}
+
+// staticDims appends s's dims to buf when every dim is static.
+func staticDims(s graph.Shape, buf []int) ([]int, bool) {
+	if s == nil {
+		return nil, false
+	}
+	for _, d := range s {
+		if !d.Static() {
+			return nil, false
+		}
+		buf = append(buf, int(d.Value))
+	}
+	return buf, true
 }
 
 // refresh empties the outputs a failed call may have filled in; the
 // caller's tensors stay (the next call writes them again).
-func refresh(outs []*graph.Tensor, caller []bool) []*graph.Tensor {
+// The outputs of static shape hold the run's buffers: they stay too.
+func (cp *compiledPartition) refresh(outs []*graph.Tensor, caller uint64) []*graph.Tensor {
 	for j := range outs {
-		if caller == nil || !caller[j] {
+		if (j >= 64 || caller&(1<<j) == 0) && !cp.staticOut(j) {
 			outs[j] = &graph.Tensor{}
 		}
 	}
 	return outs
+}
+
+// staticOut says whether outputs gives output j a buffer of the run.
+func (cp *compiledPartition) staticOut(j int) bool {
+	if j >= len(cp.outTypes) || !cp.outTyped[j] || cp.outTypes[j].DType == graph.Undefined || cp.outTypes[j].DType == graph.String {
+		return false
+	}
+	_, ok := staticDims(cp.outTypes[j].Shape, nil)
+	return ok
 }
 
 // shapeFits says whether a tensor of shape dims can be a value of shape s:

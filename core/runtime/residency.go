@@ -288,10 +288,44 @@ type runState struct {
 	uploadBytes, downBytes int64
 	declined               int
 	spans                  []*opSpan
+
+	ctx runCtx // the run's context when the caller's cannot be cancelled
 }
 
-func newRunState(profile bool) *runState {
-	return &runState{start: time.Now(), profile: profile, bufs: map[resKey]*devValue{}, reads: map[resKey]int{}, host: map[string]*graph.Tensor{}, owned: map[hal.Buffer]*slot{}}
+// runState returns a run state for a new run: an idle one kept from an
+// earlier run, else a new one.
+func (m *Model) runState(profile bool) *runState {
+	m.idleMu.Lock()
+	var rs *runState
+	if n := len(m.idle); n > 0 {
+		rs = m.idle[n-1]
+		m.idle = m.idle[:n-1]
+	}
+	m.idleMu.Unlock()
+	if rs == nil {
+		rs = &runState{bufs: map[resKey]*devValue{}, reads: map[resKey]int{}, host: map[string]*graph.Tensor{}, owned: map[hal.Buffer]*slot{}}
+	}
+	rs.start, rs.profile = time.Now(), profile
+	return rs
+}
+
+// maxIdleRunStates bounds the run states kept (one per concurrent Run).
+const maxIdleRunStates = 8
+
+// putRunState keeps rs (released) for a later run, its maps emptied and
+// its account zeroed.
+func (m *Model) putRunState(rs *runState) {
+	clear(rs.bufs)
+	clear(rs.reads)
+	clear(rs.host)
+	clear(rs.owned)
+	clear(rs.spans)
+	*rs = runState{bufs: rs.bufs, reads: rs.reads, host: rs.host, owned: rs.owned, spans: rs.spans[:0]}
+	m.idleMu.Lock()
+	if len(m.idle) < maxIdleRunStates {
+		m.idle = append(m.idle, rs)
+	}
+	m.idleMu.Unlock()
 }
 
 func (rs *runState) own(b hal.Buffer, s *slot) {
@@ -317,6 +351,11 @@ func (rs *runState) free(b hal.Buffer) {
 // release frees every buffer the run still holds (end of run, also on error).
 func (rs *runState) release() {
 	rs.mu.Lock()
+	if len(rs.owned) == 0 {
+		clear(rs.bufs)
+		rs.mu.Unlock()
+		return
+	}
 	owned := rs.owned
 	rs.owned = map[hal.Buffer]*slot{}
 	rs.bufs = map[resKey]*devValue{}

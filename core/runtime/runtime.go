@@ -39,6 +39,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,6 +148,10 @@ type Model struct {
 	fallback      *fallback
 	slots         []*slot // devices whose memory values stay in between partitions
 	onUnavailable OnUnavailable
+
+	// idle are run states kept for later runs (their maps cleared)
+	idleMu sync.Mutex
+	idle   []*runState
 }
 
 // RunOptions and NodeTiming are those of the executor.
@@ -199,27 +204,46 @@ type DeviceKernel struct {
 // own residency table, freed when it ends. A device lost during the run
 // (Unavailable) under ReplaceOnCPU re-places every partition of that
 // device on the fallback and runs again from the start (the inputs are
-// the caller's host tensors).
-func (m *Model) run(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
+// the caller's host tensors). own says ctx cannot be cancelled: the run
+// gets the runState's own context (runCtx) instead of a derived one. st,
+// when set, receives the run's statistics.
+func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
 	for attempt := 0; ; attempt++ {
-		rs := newRunState(opts.Profile)
-		out, est, err := m.prog.RunWithStats(context.WithValue(ctx, runKey{}, rs), inputs, opts)
+		rs := m.runState(opts.Profile)
+		var rctx context.Context
+		if own {
+			rs.ctx = runCtx{Context: ctx, rs: rs, closing: m.life.closing}
+			rctx = &rs.ctx
+		} else {
+			rctx = context.WithValue(ctx, runKey{}, rs)
+		}
+		var est *exec.Stats
+		if st != nil {
+			est = &st.Stats
+		}
+		out, err := m.prog.RunWith(rctx, inputs, opts, est)
 		var ops []DeviceOp
 		if err == nil && opts.Profile {
 			ops = rs.collect(ctx)
 		}
 		rs.release()
 		if err != nil {
-			if rs.lost != nil && m.onUnavailable == ReplaceOnCPU && attempt < len(m.slots) && ctx.Err() == nil {
-				if rerr := m.replaceSlot(ctx, rs.lost, rs.lostErr); rerr != nil {
-					return nil, nil, fmt.Errorf("%w (re-placing the partitions of %s on %s failed: %v)", err, rs.lost.name, m.fallback.name, rerr)
+			lost, lostErr := rs.lost, rs.lostErr
+			m.putRunState(rs)
+			if lost != nil && m.onUnavailable == ReplaceOnCPU && attempt < len(m.slots) && ctx.Err() == nil {
+				if rerr := m.replaceSlot(ctx, lost, lostErr); rerr != nil {
+					return nil, fmt.Errorf("%w (re-placing the partitions of %s on %s failed: %v)", err, lost.name, m.fallback.name, rerr)
 				}
 				continue
 			}
-			return nil, nil, err
+			return nil, err
 		}
-		st := &Stats{Stats: *est, Uploads: rs.uploads, Downloads: rs.downloads, UploadBytes: rs.uploadBytes, DownloadBytes: rs.downBytes, Declined: rs.declined, Reruns: attempt, DeviceOps: ops}
-		return out, st, nil
+		if st != nil {
+			st.Uploads, st.Downloads, st.UploadBytes, st.DownloadBytes = rs.uploads, rs.downloads, rs.uploadBytes, rs.downBytes
+			st.Declined, st.Reruns, st.DeviceOps = rs.declined, attempt, ops
+		}
+		m.putRunState(rs)
+		return out, nil
 	}
 }
 
@@ -278,7 +302,8 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	}
 	// fold constants and drop dead nodes before placement, so backends see
 	// weights as constants and are never handed dead partitions
-	simple, err := exec.Simplify(ir.Graph, ir.Opsets)
+	// (Shape and Size of values of static inferred shape are constants too)
+	simple, err := exec.SimplifyTyped(ir.Graph, ir.Opsets, inferTypes(ir))
 	if err != nil {
 		return nil, err
 	}

@@ -241,11 +241,29 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 			over[n] = f
 		}
 	}
-	prog, err := exec.Compile(g, exec.Options{Opsets: sg.Opsets, Kernels: over})
+	prog, err := exec.Compile(g, exec.Options{Opsets: sg.Opsets, Kernels: over, Types: subgraphTypes(sg)})
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %v", err)
 	}
 	return &Executable{b: b, prog: prog}, nil
+}
+
+// subgraphTypes are the types the runtime gave sg's values (inputs,
+// outputs, ValueInfo) and its initializers' own: with them the executor
+// folds shape arithmetic of static shapes and plans data movement at
+// compile (core/exec's move plans).
+func subgraphTypes(sg *hal.Subgraph) map[string]graph.ValueType {
+	g := sg.Graph
+	types := map[string]graph.ValueType{}
+	for _, l := range [][]graph.ValueInfo{g.Inputs, g.ValueInfo, g.Outputs} {
+		for _, vi := range l {
+			types[vi.Name] = vi.Type
+		}
+	}
+	for name, t := range g.Initializers {
+		types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
+	}
+	return types
 }
 
 // Executable is a compiled partition.

@@ -483,10 +483,6 @@ func (in *instance) release() {
 
 // get returns an idle instance for these inputs, or lowers a new one.
 func (e *Executable) get(inputs []*graph.Tensor) (*instance, error) {
-	shapes := make([][]int, len(inputs))
-	for i, t := range inputs {
-		shapes[i] = t.Shape
-	}
 	e.mu.Lock()
 	if e.released {
 		e.mu.Unlock()
@@ -503,6 +499,10 @@ func (e *Executable) get(inputs []*graph.Tensor) (*instance, error) {
 			e.mu.Unlock()
 			return inst, nil
 		}
+	}
+	shapes := make([][]int, len(inputs)) // a new lowering: not the steady state
+	for i, t := range inputs {
+		shapes[i] = t.Shape
 	}
 	shapeKey := fmt.Sprint(shapes)
 	// shapes this XNNPACK cannot take are remembered (when no captured
@@ -645,7 +645,12 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	defer e.put(inst)
 	p := inst.plan
 	// outputs first: those XNNPACK writes directly need their memory now
-	dsts := make([][]float32, len(p.outputs))
+	var dbuf [8][]float32
+	dsts := dbuf[:0]
+	if len(p.outputs) > len(dbuf) {
+		dsts = make([][]float32, 0, len(p.outputs))
+	}
+	dsts = dsts[:len(p.outputs)]
 	for i, bnd := range p.outputs {
 		dst := outputs[i]
 		if dst.Data == nil {
@@ -709,7 +714,12 @@ func (inst *instance) invoke(si int, dsts [][]float32, written []bool) error {
 	evs := unsafe.Slice((*xnnExternalValue)(inst.ev[si]), inst.nev[si])
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	saved := make([]unsafe.Pointer, len(direct))
+	var sbuf [8]unsafe.Pointer
+	saved := sbuf[:0]
+	if len(direct) > len(sbuf) {
+		saved = make([]unsafe.Pointer, 0, len(direct))
+	}
+	saved = saved[:len(direct)]
 	for k, d := range direct {
 		ptr := unsafe.Pointer(unsafe.SliceData(dsts[d.out]))
 		pin.Pin(ptr)

@@ -170,7 +170,19 @@ func (l *lib) bind(hc, hp, hx, hf uintptr) (err error) {
 	reg(hx, &l.defineTensor, "xnn_define_tensor_value")
 	reg(hx, &l.createRuntime, "xnn_create_runtime_v2")
 	reg(hx, &l.setupRuntime, "xnn_setup_runtime")
-	reg(hx, &l.invokeRuntime, "xnn_invoke_runtime")
+	// invoked on every call: through SyscallN, which (unlike a function
+	// bound by RegisterLibFunc, which goes through reflect) allocates
+	// nothing
+	if err == nil {
+		if sym, e := purego.Dlsym(hx, "xnn_invoke_runtime"); e != nil {
+			err = fmt.Errorf("xnnpack: symbol xnn_invoke_runtime missing (library version differs from Debian 12's): %v", e)
+		} else {
+			l.invokeRuntime = func(rt uintptr) int32 {
+				r, _, _ := purego.SyscallN(sym, rt)
+				return int32(r)
+			}
+		}
+	}
 	reg(hx, &l.deleteRuntime, "xnn_delete_runtime")
 	reg(hx, &l.defineClamp, "xnn_define_clamp")
 	reg(hx, &l.defineElu, "xnn_define_elu")
