@@ -249,6 +249,7 @@ func convAcc(ctx *kernels.Context, n *graph.Node, x qtensor, xz int32, w qtensor
 			wv[m*cg*kSz+k] = w.v[m*cg*kSz+k] - z
 		}
 	}
+	pointwise := kSz == 1 && inSz == outSz && g.Pb == [3]int{} && g.S == [3]int{1, 1, 1}
 	for b := 0; b < N; b++ {
 		if ctx.Stopped() {
 			return nil, nil, ctx.Stop(n)
@@ -264,6 +265,14 @@ func convAcc(ctx *kernels.Context, n *graph.Node, x qtensor, xz int32, w qtensor
 			for c := 0; c < cg; c++ {
 				xc := xv[(b*C+gi*cg+c)*inSz:]
 				wc := wv[(m*cg+c)*kSz:]
+				if pointwise {
+					// the same sum, the window being one input value
+					wk := wc[0]
+					for i, xi := range xc[:outSz] {
+						out[i] += xi * wk
+					}
+					continue
+				}
 				for o0 := 0; o0 < g.Out[0]; o0++ {
 					for o1 := 0; o1 < g.Out[1]; o1++ {
 						for o2 := 0; o2 < g.Out[2]; o2++ {
@@ -337,10 +346,13 @@ func qlinearConv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 		return nil, err
 	}
 	lo, hi := qRange(ydt)
-	per := len(acc) / max(shape[0]*M, 1)
+	per := max(len(acc)/max(shape[0]*M, 1), 1)
+	mult := make([]float64, M)
+	for m := range mult {
+		mult[m] = onnxMultiplier(xq.sdt, xq.s(0), wq.s(m), yq.s(0))
+	}
 	for i := range acc {
-		m := (i / max(per, 1)) % M
-		acc[i] = requantONNX(acc[i], onnxMultiplier(xq.sdt, xq.s(0), wq.s(m), yq.s(0)), yq.z(0), lo, hi)
+		acc[i] = requantONNX(acc[i], mult[(i/per)%M], yq.z(0), lo, hi)
 	}
 	return outQ(ctx, ydt, shape, acc)
 }
