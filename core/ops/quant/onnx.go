@@ -24,6 +24,21 @@ import (
 //     keeps its own reference kernel with ONNX's exact semantics
 //     (core/kernels/quant/qlinear.go).
 //
+// QDQ graphs (DequantizeLinear → float op → QuantizeLinear) are not
+// folded into integer ops at load time. For the arithmetic ops (Conv,
+// MatMul, Gemm, Add) the fold is not exact: the float path sums float32
+// products of dequantised values (rounded at every step, the bias
+// dequantised separately) and rounds once at the QuantizeLinear, where
+// QLinearConv sums exactly in int32 and rounds once; the two differ by a
+// step near rounding ties, so a fold would change what the model
+// computes under the ONNX semantics the reference kernels are held to
+// (ONNX Runtime makes this trade by default; we do not do it silently).
+// For data movement and max (Reshape, Transpose, MaxPool, … between a
+// DequantizeLinear and a QuantizeLinear with the same scale and zero
+// point) the fold is exact but saves only the two elementwise passes;
+// it is not implemented. QDQ models run as written: DequantizeLinear and
+// QuantizeLinear are reference kernels, the ops between them float.
+//
 // Registered here: QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger
 // (default domain, opset 10) and the com.microsoft contrib ops QLinearAdd,
 // QLinearMul, QLinearGlobalAveragePool, QLinearSigmoid and QLinearConcat.
