@@ -15,6 +15,15 @@ import (
 // clamped to [quant_min, quant_max]) where ONNX divides by the scale and
 // saturates to the type's range; dequantization is (q - zp)·scale in
 // double precision.
+//
+// They share the quantized representation of core/ops/quant (real =
+// scale × (q − zero point), per tensor or per channel along axis) but
+// not its ops: quantize rounds differently from both TFLite (half away
+// from zero after a division) and ONNX (ties to even after a division),
+// and the Cortex-M kernels (cortexm.go) carry CMSIS-NN's precomputed
+// Q31 multipliers and shifts, which float32 scales cannot represent
+// exactly (31 bits of mantissa against 24), so rewriting them into
+// switchyard.quant ops would change their results.
 const QuantDomain = "org.pytorch.executorch.quant"
 
 var quantTypes = []graph.DType{graph.Int8, graph.Uint8, graph.Int16, graph.Uint16, graph.Int32}

@@ -739,12 +739,16 @@ func (c *converter) softmax(op *Operator, r *optReader) error {
 func (c *converter) unary(op *Operator, code int32, r *optReader) error {
 	x, y := op.Inputs[0], op.Outputs[0]
 	if c.isInt8(x) {
-		if code == opLOGISTIC {
+		if code == opLOGISTIC || code == opTANH {
 			ins, err := c.quantInputs([]int32{x, y}, -1)
 			if err != nil {
 				return err
 			}
-			c.node("Logistic", QuantDomain, ins, []string{c.names[y]})
+			op := "Logistic"
+			if code == opTANH {
+				op = "Tanh"
+			}
+			c.node(op, QuantDomain, ins, []string{c.names[y]})
 			return nil
 		}
 		return fmt.Errorf("int8 %s is not supported", builtinName(code))

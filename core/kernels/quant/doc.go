@@ -32,6 +32,10 @@
 //   - Logistic is TFLite Micro's reference: (x−xz) into Q4.27 by the
 //     multiplier xs·2^27, saturating beyond the input radius, gemmlowp's
 //     fixed-point logistic, divided by 2^23 with rounding, offset −128.
+//   - Tanh is TFLite Micro's reference: (x−xz) into Q4.27 as for
+//     Logistic, gemmlowp's fixed-point tanh ((1−e)/(1+e), e = exp(−2|x|),
+//     the division by Newton–Raphson), divided by 2^24 with rounding
+//     (output scale 1/128, zero point 0 expected).
 //   - Quantize is zp + round(x/scale) (half away from zero), clamped;
 //     Dequantize is float32(float64(scale)·(q−zp)).
 package quant

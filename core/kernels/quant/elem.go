@@ -346,6 +346,20 @@ func dequantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 // −128 / 127), gemmlowp's fixed-point logistic, then divided by 2^23 with
 // rounding and offset by −128 (output scale 1/256, zero point −128).
 func logistic(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return fixedTranscendental(ctx, n, in, false)
+}
+
+// tanh is TFLite Micro's int8 reference Tanh (reference_integer_ops::Tanh):
+// (x−xz) into Q4.27 by the multiplier xs·2^27 (saturating to ±127
+// beyond the input radius), gemmlowp's fixed-point tanh, divided by 2^24
+// with rounding (ties away from zero) and clamped; output scale 1/128 and
+// zero point 0 expected, as TFLite requires.
+func tanh(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return fixedTranscendental(ctx, n, in, true)
+}
+
+// fixedTranscendental is Logistic (isTanh false) or Tanh.
+func fixedTranscendental(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, isTanh bool) ([]*graph.Tensor, error) {
 	x, xt, err := int8Input(n, in, 0, "x")
 	if err != nil {
 		return nil, err
@@ -360,7 +374,7 @@ func logistic(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph
 	const inBits = 4
 	qm, ls := quantizeMultiplier(float64(xq.s(0)) * float64(int64(1)<<(31-inBits)))
 	if ls < 0 || ls > 30 {
-		return nil, kernels.Unsupportedf(n, "input scale %g is outside the fixed-point logistic's range", xq.s(0))
+		return nil, kernels.Unsupportedf(n, "input scale %g is outside the fixed-point %s's range", xq.s(0), n.OpType)
 	}
 	radius := inputRadius(inBits, ls, 31)
 	out, err := ctx.New(graph.Int8, xt.Shape)
@@ -378,7 +392,11 @@ func logistic(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph
 			y[i] = 127
 		default:
 			q4 := mulByQuantizedMultiplier(d, qm, ls)
-			y[i] = clamp8(rdbypot(logisticQ0(q4, inBits), 31-8)-128, -128, 127)
+			if isTanh {
+				y[i] = clamp8(rdbypot(tanhQ0(q4, inBits), 31-7), -128, 127)
+			} else {
+				y[i] = clamp8(rdbypot(logisticQ0(q4, inBits), 31-8)-128, -128, 127)
+			}
 		}
 	}
 	return []*graph.Tensor{out}, nil

@@ -189,6 +189,20 @@ func expOnNegativeValues(a int32, intBits int) int32 {
 // oneOverOnePlusX is 1/(1+x) for x in [0,1), input with 0 integer bits,
 // result with 0: three Newton–Raphson steps from 48/17 − 32/17·d.
 func oneOverOnePlusX(a int32) int32 {
+	return mulByPOT(halfDenominatorInverse(a), 1) // x/2 in Q1 -> Q0
+}
+
+// oneMinusXOverOnePlusX is gemmlowp's one_minus_x_over_one_plus_x_for_x_in_0_1:
+// (1−a)/(1+a) for a in [0, 1) in Q0.31, as 1/((1+a)/2) − 1 rescaled
+// from Q2.29 with saturation.
+func oneMinusXOverOnePlusX(a int32) int32 {
+	return mulByPOT(halfDenominatorInverse(a)-1<<29, 2)
+}
+
+// halfDenominatorInverse is 1/((1+a)/2) in Q2.29 for a in [0, 1) (Q0.31):
+// gemmlowp's Newton–Raphson division, three iterations from 48/17 −
+// 32/17·d.
+func halfDenominatorInverse(a int32) int32 {
 	// RoundingHalfSum(a, one)
 	sum := int64(a) + math.MaxInt32
 	sign := int64(1)
@@ -205,7 +219,26 @@ func oneOverOnePlusX(a int32) int32 {
 		oneMinus := oneQ2 - hx                  // Q2
 		x = x + mulByPOT(srdhm(x, oneMinus), 2) // Q4 -> Q2
 	}
-	return mulByPOT(x, 1) // x/2 in Q1 -> Q0
+	return x
+}
+
+// tanhQ0 is gemmlowp's tanh of an input with intBits integer bits:
+// (1−e)/(1+e) with e = exp(−2|a|) (the input's integer bits raised by one,
+// the raw value unchanged), negated for negative a, exactly zero at
+// zero; the result has 0 integer bits.
+func tanhQ0(a int32, intBits int) int32 {
+	if a == 0 {
+		return 0
+	}
+	abs := a
+	if a < 0 {
+		abs = -a
+	}
+	t := oneMinusXOverOnePlusX(expOnNegativeValues(-abs, intBits+1))
+	if a < 0 {
+		return -t
+	}
+	return t
 }
 
 // reciprocal is TFLite's GetReciprocal: for x with xIntBits integer bits

@@ -115,6 +115,7 @@ func init() {
 	kernels.RegisterKernel(d, "Mean", mean)
 	kernels.RegisterKernel(d, "Softmax", softmax)
 	kernels.RegisterKernel(d, "Logistic", logistic)
+	kernels.RegisterKernel(d, "Tanh", tanh)
 	kernels.RegisterKernel(d, "Quantize", quantize)
 	kernels.RegisterKernel(d, "Dequantize", dequantize)
 }

@@ -306,3 +306,58 @@ func TestLogisticAgainstFloat(t *testing.T) {
 		t.Errorf("logistic(0) = %d, want 0 (one half)", y[xz+128])
 	}
 }
+
+// TestTanhAgainstFloat: the fixed-point int8 tanh is within one output
+// step (1/128) of the real tanh over every int8 input for two input
+// scales (one saturating well inside the int8 range), monotone, odd
+// around the zero point within a step, exactly 0 at real zero and ±127/−128
+// at the ends.
+func TestTanhAgainstFloat(t *testing.T) {
+	x := make([]int8, 256)
+	for i := range x {
+		x[i] = int8(i - 128)
+	}
+	for _, c := range []struct {
+		xs float32
+		xz int32
+	}{{0.0235, 3}, {0.07, -1}} {
+		y := runK(t, node("Tanh"), q8([]int{256}, x...), sc(c.xs), zp(int8(c.xz)), sc(1.0/128), zp(0))
+		exact := 0
+		for i, v := range y {
+			r := float64(c.xs) * float64(int32(x[i])-c.xz)
+			want := math.Max(-128, math.Min(127, math.Round(128*math.Tanh(r))))
+			if math.Abs(float64(v)-want) > 1 {
+				t.Errorf("xs %g: tanh(%g) = %d, want %v", c.xs, r, v, want)
+			}
+			if float64(v) == want {
+				exact++
+			}
+			if i > 0 && v < y[i-1] {
+				t.Errorf("xs %g: not monotone at %d", c.xs, i)
+			}
+		}
+		if y[c.xz+128] != 0 {
+			t.Errorf("xs %g: tanh(0) = %d, want 0", c.xs, y[c.xz+128])
+		}
+		if y[0] != -128 && y[0] != -127 || y[255] != 127 {
+			t.Errorf("xs %g: ends %d, %d", c.xs, y[0], y[255])
+		}
+		t.Logf("xs %g: %d of 256 equal to round(128·tanh)", c.xs, exact)
+	}
+}
+
+// TestTanhPrimitives: (1−x)/(1+x) and the Q4.27 tanh against float64.
+func TestTanhPrimitives(t *testing.T) {
+	for _, v := range []float64{0, 0.1, 0.5, 0.9, 0.999} {
+		got := float64(oneMinusXOverOnePlusX(int32(v*(1<<31)))) / (1 << 31)
+		if d := math.Abs(got - (1-v)/(1+v)); d > 1e-7 {
+			t.Errorf("(1-%g)/(1+%g) = %.9f, want %.9f", v, v, got, (1-v)/(1+v))
+		}
+	}
+	for _, v := range []float64{-7.5, -2, -0.5, -0.01, 0.01, 0.3, 1, 3, 7.9} {
+		got := float64(tanhQ0(int32(math.Round(v*(1<<27))), 4)) / (1 << 31)
+		if d := math.Abs(got - math.Tanh(v)); d > 1e-6 {
+			t.Errorf("tanh(%g) = %.9f, want %.9f", v, got, math.Tanh(v))
+		}
+	}
+}

@@ -20,7 +20,7 @@
 //	AveragePool2D, MaxPool2D x xs xz ys yz                  kernel_shape strides pads activation
 //	Mean                     x xs xz ys yz                  axes keepdims
 //	Softmax                  x xs xz ys yz                  beta (last axis)
-//	Logistic                 x xs xz ys yz
+//	Logistic, Tanh           x xs xz ys yz
 //	Quantize                 x(float32) ys yz
 //	Dequantize               x xs xz -> float32
 //	LSTM                     x xs xz W R ws B h0 hs hz c0    cell_scale hidden_scale hidden_zero_point cell_clip time_major
@@ -210,6 +210,7 @@ func init() {
 	reg("Mean", 5, 5, int8Only, meanInfer)
 	reg("Softmax", 5, 5, int8Only, sameAs(graph.Int8))
 	reg("Logistic", 5, 5, int8Only, sameAs(graph.Int8))
+	reg("Tanh", 5, 5, int8Only, sameAs(graph.Int8))
 	reg("Quantize", 3, 3, []graph.DType{graph.Float32}, sameAs(graph.Int8))
 	reg("Dequantize", 3, 3, int8Only, sameAs(graph.Float32))
 }
