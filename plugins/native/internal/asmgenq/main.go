@@ -26,8 +26,8 @@ package main
 import (
 	"fmt"
 
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
