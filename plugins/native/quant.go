@@ -679,6 +679,16 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 // --- depthwise ---
 
 type qdw struct {
+	// the assembly path: weights [c/16][taps][16] int32, requantisation
+	// blocks per 16 channels, a padded copy of the input (xz around, cp
+	// channels)
+	fn      func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)
+	cp      int
+	wv      []int32
+	rq      []int32
+	masks   []uint64
+	scratch sync.Pool
+
 	kh, kw, c int
 	gm        qconvGeom
 	w         []int32 // kh·kw·c
@@ -712,6 +722,12 @@ func buildQDepthwise(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		d.w[i] = int32(v)
 	}
 	d.mq, d.ms = multipliers(q, c, false)
+	if os.Getenv(qkernelEnv) != "generic" {
+		d.fn = archDWQ()
+	}
+	if d.fn != nil {
+		d.prepareASM()
+	}
 	ref := refKernel(n.OpType)
 	pool := bc.pool
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -734,11 +750,101 @@ func buildQDepthwise(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		if ctx.Stopped() {
 			return nil, ctx.Stop(node)
 		}
-		parallelFor(pool, N*oh, &qdwRun{d: d, x: x, y: out.Data.([]int8), h: H, w: W, oh: oh, ow: ow}, func(r *qdwRun, t int) {
+		run := &qdwRun{d: d, x: x, y: out.Data.([]int8), h: H, w: W, oh: oh, ow: ow}
+		if d.fn != nil {
+			d.runASM(pool, run, N)
+			return ctx.Outputs(out), nil
+		}
+		parallelFor(pool, N*oh, run, func(r *qdwRun, t int) {
 			r.d.row(r, t)
 		})
 		return ctx.Outputs(out), nil
 	}, nil
+}
+
+// prepareASM lays out the weights and requantisation blocks for the
+// assembly: corr[c] = bias[c] − xz·Σ_t w[t][c] (the padding holds xz).
+func (d *qdw) prepareASM() {
+	taps := d.kh * d.kw
+	d.cp = (d.c + 15) &^ 15
+	blocks := d.cp / 16
+	d.wv = make([]int32, blocks*taps*16)
+	st := rqStride(1)
+	d.rq = make([]int32, blocks*st)
+	d.masks = make([]uint64, blocks)
+	for c := 0; c < d.c; c++ {
+		cb, j := c/16, c%16
+		s := int32(0)
+		for t := 0; t < taps; t++ {
+			v := d.w[t*d.c+c]
+			d.wv[(cb*taps+t)*16+j] = v
+			s += v
+		}
+		blk := d.rq[cb*st:]
+		left, right := max(d.ms[c], 0), max(-d.ms[c], 0)
+		mask := int32(1)<<right - 1
+		blk[j], blk[16+j], blk[32+j], blk[48+j], blk[64+j], blk[80+j] = d.bias[c]-d.xz*s, d.mq[c], int32(left), int32(right), mask, mask>>1
+		d.masks[cb] |= 1 << uint(j)
+	}
+	for cb := 0; cb < blocks; cb++ {
+		t := d.rq[cb*st+96:]
+		t[0], t[1], t[2], t[3], t[4], t[5] = d.yz, d.lo, d.hi, 1, 1<<30, 0
+	}
+}
+
+type qdwASM struct {
+	r      *qdwRun
+	pad    []int8
+	hp, wp int
+	offs   []int
+}
+
+// runASM copies x into the padded buffer and runs the rows on the pool.
+func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
+	gm := d.gm
+	hp, wp := r.h+gm.pt+gm.pb, r.w+gm.pl+gm.pr
+	need := n * hp * wp * d.cp
+	var pad []int8
+	if v := d.scratch.Get(); v != nil && cap(*v.(*[]int8)) >= need {
+		pad = (*v.(*[]int8))[:need]
+	} else {
+		pad = make([]int8, need)
+	}
+	z := int8(d.xz)
+	for i := range pad {
+		pad[i] = z
+	}
+	for b := 0; b < n; b++ {
+		for iy := 0; iy < r.h; iy++ {
+			for ix := 0; ix < r.w; ix++ {
+				src := r.x[((b*r.h+iy)*r.w+ix)*d.c:][:d.c]
+				copy(pad[((b*hp+iy+gm.pt)*wp+ix+gm.pl)*d.cp:], src)
+			}
+		}
+	}
+	offs := make([]int, 0, d.kh*d.kw)
+	for ky := 0; ky < d.kh; ky++ {
+		for kx := 0; kx < d.kw; kx++ {
+			offs = append(offs, (ky*gm.dh*wp+kx*gm.dw)*d.cp)
+		}
+	}
+	parallelFor(p, n*r.oh, &qdwASM{r: r, pad: pad, hp: hp, wp: wp, offs: offs}, func(a *qdwASM, t int) {
+		a.r.d.rowASM(a, t)
+	})
+	d.scratch.Put(&pad)
+}
+
+// rowASM computes output row t (= b·oh + oy) with the assembly.
+func (d *qdw) rowASM(a *qdwASM, t int) {
+	r, gm := a.r, d.gm
+	b, oy := t/r.oh, t%r.oh
+	taps := d.kh * d.kw
+	st := rqStride(1)
+	xrow := ((b*a.hp + oy*gm.sh) * a.wp) * d.cp
+	yrow := t * r.ow * d.c
+	for cb := 0; cb < d.cp/16; cb++ {
+		d.fn(r.ow, taps, &a.offs[0], &d.wv[cb*taps*16], &a.pad[xrow+cb*16], gm.sw*d.cp, &d.rq[cb*st], &r.y[yrow+cb*16], d.c, d.masks[cb])
+	}
 }
 
 // row computes output row t (= b·oh + oy) of a depthwise convolution.

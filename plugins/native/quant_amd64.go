@@ -19,3 +19,11 @@ func archQKernels() []qkernel {
 		{name: "vnni2x64", mr: 2, nv: 4, fn: qgemmVNNI2x4},
 	}
 }
+
+// archDWQ is the int8 depthwise kernel the CPU supports (nil: none).
+func archDWQ() func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64) {
+	if !cpu.X86.HasAVX512F {
+		return nil
+	}
+	return dwqAVX512
+}

@@ -21,3 +21,8 @@ func qgemmVNNI24x1(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows 
 //
 //go:noescape
 func qgemmVNNI2x4(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// dwqAVX512 computes nt output pixels of one 16-channel block of an int8 depthwise convolution (see the package asmgenq).
+//
+//go:noescape
+func dwqAVX512(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)

@@ -2303,3 +2303,207 @@ qgemmVNNI2x4_loop:
 qgemmVNNI2x4_done:
 	VZEROUPPER
 	RET
+
+// func dwqAVX512(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)
+// Requires: AVX, AVX512F
+TEXT ·dwqAVX512(SB), NOSPLIT, $0-80
+	MOVQ  nt+0(FP), AX
+	MOVQ  taps+8(FP), CX
+	MOVQ  offs+16(FP), DX
+	MOVQ  w+24(FP), BX
+	MOVQ  x+32(FP), SI
+	MOVQ  xstep+40(FP), DI
+	MOVQ  rq+48(FP), R8
+	MOVQ  y+56(FP), R9
+	MOVQ  ystep+64(FP), R10
+	MOVQ  mask+72(FP), R11
+	KMOVW R11, K3
+	MOVL  $0x0000aaaa, R11
+	KMOVW R11, K2
+	LEAQ  (DI)(DI*2), R11
+
+dwq_4:
+	CMPQ   AX, $0x00000004
+	JL     dwq_4_end
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ   CX, R12
+	MOVQ   BX, R14
+	MOVQ   DX, R15
+
+dwq_4_tap:
+	MOVQ         SI, R13
+	ADDQ         (R15), R13
+	VMOVDQU32    (R14), Z8
+	VPMOVSXBD    (R13), Z4
+	VPMULLD      Z8, Z4, Z4
+	VPADDD       Z4, Z0, Z0
+	VPMOVSXBD    (R13)(DI*1), Z5
+	VPMULLD      Z8, Z5, Z5
+	VPADDD       Z5, Z1, Z1
+	VPMOVSXBD    (R13)(DI*2), Z6
+	VPMULLD      Z8, Z6, Z6
+	VPADDD       Z6, Z2, Z2
+	VPMOVSXBD    (R13)(R11*1), Z7
+	VPMULLD      Z8, Z7, Z7
+	VPADDD       Z7, Z3, Z3
+	ADDQ         $0x08, R15
+	ADDQ         $0x40, R14
+	DECQ         R12
+	JNZ          dwq_4_tap
+	VPADDD       (R8), Z0, Z0
+	VPSLLVD      128(R8), Z0, Z0
+	VMOVDQU32    64(R8), Z4
+	VPMULDQ      Z4, Z0, Z5
+	VPSRLQ       $0x20, Z0, Z6
+	VPSRLQ       $0x20, Z4, Z4
+	VPMULDQ      Z4, Z6, Z6
+	VPADDQ.BCST  400(R8), Z5, Z5
+	VPADDQ.BCST  400(R8), Z6, Z6
+	VPSRAQ       $0x1f, Z5, Z5
+	VPSRAQ       $0x1f, Z6, Z6
+	VPSLLQ       $0x20, Z6, Z6
+	VPBLENDMD    Z6, Z5, K2, Z0
+	VPANDD       256(R8), Z0, Z7
+	VPSRLD       $0x1f, Z0, Z6
+	VPADDD       320(R8), Z6, Z6
+	VPSRAVD      192(R8), Z0, Z0
+	VPCMPGTD     Z6, Z7, K1
+	VPADDD.BCST  396(R8), Z0, K1, Z0
+	VPADDD.BCST  384(R8), Z0, Z0
+	VPMAXSD.BCST 388(R8), Z0, Z0
+	VPMINSD.BCST 392(R8), Z0, Z0
+	VPMOVDB      Z0, K3, (R9)
+	ADDQ         R10, R9
+	ADDQ         DI, SI
+	VPADDD       (R8), Z1, Z1
+	VPSLLVD      128(R8), Z1, Z1
+	VMOVDQU32    64(R8), Z4
+	VPMULDQ      Z4, Z1, Z5
+	VPSRLQ       $0x20, Z1, Z6
+	VPSRLQ       $0x20, Z4, Z4
+	VPMULDQ      Z4, Z6, Z6
+	VPADDQ.BCST  400(R8), Z5, Z5
+	VPADDQ.BCST  400(R8), Z6, Z6
+	VPSRAQ       $0x1f, Z5, Z5
+	VPSRAQ       $0x1f, Z6, Z6
+	VPSLLQ       $0x20, Z6, Z6
+	VPBLENDMD    Z6, Z5, K2, Z1
+	VPANDD       256(R8), Z1, Z7
+	VPSRLD       $0x1f, Z1, Z6
+	VPADDD       320(R8), Z6, Z6
+	VPSRAVD      192(R8), Z1, Z1
+	VPCMPGTD     Z6, Z7, K1
+	VPADDD.BCST  396(R8), Z1, K1, Z1
+	VPADDD.BCST  384(R8), Z1, Z1
+	VPMAXSD.BCST 388(R8), Z1, Z1
+	VPMINSD.BCST 392(R8), Z1, Z1
+	VPMOVDB      Z1, K3, (R9)
+	ADDQ         R10, R9
+	ADDQ         DI, SI
+	VPADDD       (R8), Z2, Z2
+	VPSLLVD      128(R8), Z2, Z2
+	VMOVDQU32    64(R8), Z4
+	VPMULDQ      Z4, Z2, Z5
+	VPSRLQ       $0x20, Z2, Z6
+	VPSRLQ       $0x20, Z4, Z4
+	VPMULDQ      Z4, Z6, Z6
+	VPADDQ.BCST  400(R8), Z5, Z5
+	VPADDQ.BCST  400(R8), Z6, Z6
+	VPSRAQ       $0x1f, Z5, Z5
+	VPSRAQ       $0x1f, Z6, Z6
+	VPSLLQ       $0x20, Z6, Z6
+	VPBLENDMD    Z6, Z5, K2, Z2
+	VPANDD       256(R8), Z2, Z7
+	VPSRLD       $0x1f, Z2, Z6
+	VPADDD       320(R8), Z6, Z6
+	VPSRAVD      192(R8), Z2, Z2
+	VPCMPGTD     Z6, Z7, K1
+	VPADDD.BCST  396(R8), Z2, K1, Z2
+	VPADDD.BCST  384(R8), Z2, Z2
+	VPMAXSD.BCST 388(R8), Z2, Z2
+	VPMINSD.BCST 392(R8), Z2, Z2
+	VPMOVDB      Z2, K3, (R9)
+	ADDQ         R10, R9
+	ADDQ         DI, SI
+	VPADDD       (R8), Z3, Z3
+	VPSLLVD      128(R8), Z3, Z3
+	VMOVDQU32    64(R8), Z4
+	VPMULDQ      Z4, Z3, Z5
+	VPSRLQ       $0x20, Z3, Z6
+	VPSRLQ       $0x20, Z4, Z4
+	VPMULDQ      Z4, Z6, Z6
+	VPADDQ.BCST  400(R8), Z5, Z5
+	VPADDQ.BCST  400(R8), Z6, Z6
+	VPSRAQ       $0x1f, Z5, Z5
+	VPSRAQ       $0x1f, Z6, Z6
+	VPSLLQ       $0x20, Z6, Z6
+	VPBLENDMD    Z6, Z5, K2, Z3
+	VPANDD       256(R8), Z3, Z7
+	VPSRLD       $0x1f, Z3, Z6
+	VPADDD       320(R8), Z6, Z6
+	VPSRAVD      192(R8), Z3, Z3
+	VPCMPGTD     Z6, Z7, K1
+	VPADDD.BCST  396(R8), Z3, K1, Z3
+	VPADDD.BCST  384(R8), Z3, Z3
+	VPMAXSD.BCST 388(R8), Z3, Z3
+	VPMINSD.BCST 392(R8), Z3, Z3
+	VPMOVDB      Z3, K3, (R9)
+	ADDQ         R10, R9
+	ADDQ         DI, SI
+	SUBQ         $0x00000004, AX
+	JMP          dwq_4
+
+dwq_4_end:
+dwq_1:
+	CMPQ   AX, $0x00000001
+	JL     dwq_1_end
+	VPXORD Z0, Z0, Z0
+	MOVQ   CX, R12
+	MOVQ   BX, R14
+	MOVQ   DX, R15
+
+dwq_1_tap:
+	MOVQ         SI, R13
+	ADDQ         (R15), R13
+	VMOVDQU32    (R14), Z8
+	VPMOVSXBD    (R13), Z4
+	VPMULLD      Z8, Z4, Z4
+	VPADDD       Z4, Z0, Z0
+	ADDQ         $0x08, R15
+	ADDQ         $0x40, R14
+	DECQ         R12
+	JNZ          dwq_1_tap
+	VPADDD       (R8), Z0, Z0
+	VPSLLVD      128(R8), Z0, Z0
+	VMOVDQU32    64(R8), Z4
+	VPMULDQ      Z4, Z0, Z5
+	VPSRLQ       $0x20, Z0, Z6
+	VPSRLQ       $0x20, Z4, Z4
+	VPMULDQ      Z4, Z6, Z6
+	VPADDQ.BCST  400(R8), Z5, Z5
+	VPADDQ.BCST  400(R8), Z6, Z6
+	VPSRAQ       $0x1f, Z5, Z5
+	VPSRAQ       $0x1f, Z6, Z6
+	VPSLLQ       $0x20, Z6, Z6
+	VPBLENDMD    Z6, Z5, K2, Z0
+	VPANDD       256(R8), Z0, Z7
+	VPSRLD       $0x1f, Z0, Z6
+	VPADDD       320(R8), Z6, Z6
+	VPSRAVD      192(R8), Z0, Z0
+	VPCMPGTD     Z6, Z7, K1
+	VPADDD.BCST  396(R8), Z0, K1, Z0
+	VPADDD.BCST  384(R8), Z0, Z0
+	VPMAXSD.BCST 388(R8), Z0, Z0
+	VPMINSD.BCST 392(R8), Z0, Z0
+	VPMOVDB      Z0, K3, (R9)
+	ADDQ         R10, R9
+	ADDQ         DI, SI
+	SUBQ         $0x00000001, AX
+	JMP          dwq_1
+
+dwq_1_end:
+	VZEROUPPER
+	RET

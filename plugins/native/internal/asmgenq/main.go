@@ -39,6 +39,7 @@ func main() {
 	for _, s := range shapes {
 		qgemm(s[0], s[1])
 	}
+	depthwise()
 	Generate()
 }
 
@@ -101,8 +102,6 @@ func qgemm(mr, nv int) {
 	MOVL(U32(0xAAAA), odd)
 	KMOVW(odd, K2)
 	gw := 16 * nv
-	field := func(f, v int) Mem { return Mem{Base: rq, Disp: 4 * (f*gw + 16*v)} }
-	scalar := func(k int) Mem { return Mem{Base: rq, Disp: 4 * (6*gw + k)} }
 	tm, te, to, tt := zregs[mr*nv], zregs[mr*nv+1], zregs[mr*nv+2], zregs[mr*nv+3]
 	for i := 0; i < mr; i++ {
 		if i > 0 {
@@ -111,28 +110,7 @@ func qgemm(mr, nv int) {
 		}
 		for v := 0; v < nv; v++ {
 			x := acc(i, v)
-			VPADDD(field(0, v), x, x)
-			VPSLLVD(field(2, v), x, x)
-			VMOVDQU32(field(1, v), tm)
-			VPMULDQ(tm, x, te)
-			VPSRLQ(U8(32), x, to)
-			VPSRLQ(U8(32), tm, tm)
-			VPMULDQ(tm, to, to)
-			VPADDQ_BCST(scalar(4), te, te)
-			VPADDQ_BCST(scalar(4), to, to)
-			VPSRAQ(U8(31), te, te)
-			VPSRAQ(U8(31), to, to)
-			VPSLLQ(U8(32), to, to)
-			VPBLENDMD(to, te, K2, x)
-			VPANDD(field(4, v), x, tt)
-			VPSRLD(U8(31), x, to)
-			VPADDD(field(5, v), to, to)
-			VPSRAVD(field(3, v), x, x)
-			VPCMPGTD(to, tt, K1)
-			VPADDD_BCST(scalar(3), x, K1, x)
-			VPADDD_BCST(scalar(0), x, x)
-			VPMAXSD_BCST(scalar(1), x, x)
-			VPMINSD_BCST(scalar(2), x, x)
+			requant(x, [4]VecPhysical{tm, te, to, tt}, rq, gw, v)
 			VPMOVDB(x, kv[v], Mem{Base: y, Disp: 16 * v})
 		}
 		if i+1 < mr {
@@ -140,6 +118,109 @@ func qgemm(mr, nv int) {
 		}
 	}
 	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// requant requantises the int32 lanes of x in place with vector v of the
+// requantisation block at rq (gw channels per field), using four
+// temporaries and K1; K2 must hold 0xAAAA.
+func requant(x VecPhysical, t [4]VecPhysical, rq Register, gw, v int) {
+	field := func(f int) Mem { return Mem{Base: rq, Disp: 4 * (f*gw + 16*v)} }
+	scalar := func(k int) Mem { return Mem{Base: rq, Disp: 4 * (6*gw + k)} }
+	tm, te, to, tt := t[0], t[1], t[2], t[3]
+	VPADDD(field(0), x, x)
+	VPSLLVD(field(2), x, x)
+	VMOVDQU32(field(1), tm)
+	VPMULDQ(tm, x, te)
+	VPSRLQ(U8(32), x, to)
+	VPSRLQ(U8(32), tm, tm)
+	VPMULDQ(tm, to, to)
+	VPADDQ_BCST(scalar(4), te, te)
+	VPADDQ_BCST(scalar(4), to, to)
+	VPSRAQ(U8(31), te, te)
+	VPSRAQ(U8(31), to, to)
+	VPSLLQ(U8(32), to, to)
+	VPBLENDMD(to, te, K2, x)
+	VPANDD(field(4), x, tt)
+	VPSRLD(U8(31), x, to)
+	VPADDD(field(5), to, to)
+	VPSRAVD(field(3), x, x)
+	VPCMPGTD(to, tt, K1)
+	VPADDD_BCST(scalar(3), x, K1, x)
+	VPADDD_BCST(scalar(0), x, x)
+	VPMAXSD_BCST(scalar(1), x, x)
+	VPMINSD_BCST(scalar(2), x, x)
+}
+
+// depthwise generates dwqAVX512: nt output pixels of one 16-channel block
+// of a depthwise convolution over a padded input (every tap in bounds;
+// see plugins/native/quant.go):
+//
+//	acc[p] = corr + Σ_t w[t]·x[p·xstep + offs[t]]   (int8 × int8 in int32)
+//
+// requantised like the GEMM tiles (rq a block of 16 channels) and stored
+// at y + p·ystep under the 16-bit mask. Four pixels at a time, then one.
+func depthwise() {
+	TEXT("dwqAVX512", NOSPLIT, "func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)")
+	Pragma("noescape")
+	Doc("dwqAVX512 computes nt output pixels of one 16-channel block of an int8 depthwise convolution (see the package asmgenq).")
+	nt := Load(Param("nt"), GP64())
+	taps := Load(Param("taps"), GP64())
+	offs := Load(Param("offs"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xstep := Load(Param("xstep"), GP64())
+	rq := Load(Param("rq"), GP64())
+	y := Load(Param("y"), GP64())
+	ystep := Load(Param("ystep"), GP64())
+	mask := GP64()
+	Load(Param("mask"), mask)
+	KMOVW(mask.As32(), K3)
+	odd := GP32()
+	MOVL(U32(0xAAAA), odd)
+	KMOVW(odd, K2)
+	xs3 := GP64()
+	LEAQ(Mem{Base: xstep, Index: xstep, Scale: 2}, xs3)
+	acc := []VecPhysical{Z0, Z1, Z2, Z3}
+	tmp := []VecPhysical{Z4, Z5, Z6, Z7}
+	wv := Z8
+	t, base, wp, off := GP64(), GP64(), GP64(), GP64()
+	for _, unroll := range []int{4, 1} {
+		lbl := fmt.Sprintf("dwq_%d", unroll)
+		Label(lbl)
+		CMPQ(nt, U32(unroll))
+		JL(LabelRef(fmt.Sprintf("dwq_%d_end", unroll)))
+		for p := 0; p < unroll; p++ {
+			VPXORD(acc[p], acc[p], acc[p])
+		}
+		MOVQ(taps, t)
+		MOVQ(w, wp)
+		MOVQ(offs, off)
+		Label(lbl + "_tap")
+		MOVQ(x, base)
+		ADDQ(Mem{Base: off}, base)
+		VMOVDQU32(Mem{Base: wp}, wv)
+		px := []Mem{{Base: base}, {Base: base, Index: xstep, Scale: 1}, {Base: base, Index: xstep, Scale: 2}, {Base: base, Index: xs3, Scale: 1}}
+		for p := 0; p < unroll; p++ {
+			VPMOVSXBD(px[p], tmp[p])
+			VPMULLD(wv, tmp[p], tmp[p])
+			VPADDD(tmp[p], acc[p], acc[p])
+		}
+		ADDQ(U8(8), off)
+		ADDQ(U8(64), wp)
+		DECQ(t)
+		JNZ(LabelRef(lbl + "_tap"))
+		for p := 0; p < unroll; p++ {
+			requant(acc[p], [4]VecPhysical{Z4, Z5, Z6, Z7}, rq, 16, 0)
+			VPMOVDB(acc[p], K3, Mem{Base: y})
+			ADDQ(ystep, y)
+			ADDQ(xstep, x)
+		}
+		SUBQ(U32(unroll), nt)
+		JMP(LabelRef(lbl))
+		Label(fmt.Sprintf("dwq_%d_end", unroll))
+	}
 	VZEROUPPER()
 	RET()
 }
