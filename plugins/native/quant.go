@@ -264,7 +264,7 @@ func checkQuant(sg *hal.Subgraph, n *graph.Node) string {
 
 // buildQuant returns the kernel of an int8 node (nil: the reference one).
 func buildQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
-	if !quantFast[n.OpType] {
+	if !quantFast[n.OpType] && n.OpType != "Mean" {
 		return nil, nil
 	}
 	switch n.OpType {
@@ -272,6 +272,9 @@ func buildQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		return buildQAdd(bc, n)
 	case "DepthwiseConv2D":
 		return buildQDepthwise(bc, n)
+	}
+	if n.OpType == "Mean" {
+		return buildQMean(bc, n), nil
 	}
 	return buildQGemmOp(bc, n)
 }
@@ -339,7 +342,10 @@ func pickQKernel(ks []qkernel, m, n int) qkernel {
 	for _, k := range ks {
 		rows := (m + k.mr - 1) / k.mr * k.mr
 		cols := (n + 16*k.nv - 1) / (16 * k.nv) * 16 * k.nv
-		if cost := rows * cols; bestCost < 0 || cost < bestCost {
+		// a tile's k-step costs its mr·nv VPDPBUSDs, but no less than
+		// about 12 (the accumulators must cover the instruction's latency)
+		cost := (rows / k.mr) * (cols / (16 * k.nv)) * max(k.mr*k.nv, 12)
+		if bestCost < 0 || cost < bestCost {
 			best, bestCost = k, cost
 		}
 	}
@@ -509,6 +515,12 @@ func packRows(x []int8, k int) qfill {
 				}
 				src := x[(r0+r)*k : (r0+r+1)*k]
 				ks := 0
+				for ; ks+8 <= k; ks += 8 {
+					v := *(*uint64)(unsafe.Pointer(&src[ks])) ^ 0x8080808080808080
+					o := (ks/4)*mr*4 + i*4
+					*(*uint32)(unsafe.Pointer(&at[o])) = uint32(v)
+					*(*uint32)(unsafe.Pointer(&at[o+mr*4])) = uint32(v >> 32)
+				}
 				for ; ks+4 <= k; ks += 4 {
 					v := *(*uint32)(unsafe.Pointer(&src[ks])) ^ 0x80808080
 					*(*uint32)(unsafe.Pointer(&at[(ks/4)*mr*4+i*4])) = v
@@ -811,14 +823,29 @@ func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
 		pad = make([]int8, need)
 	}
 	z := int8(d.xz)
-	for i := range pad {
-		pad[i] = z
+	fill := func(s []int8) {
+		for i := range s {
+			s[i] = z
+		}
 	}
+	rowBytes := wp * d.cp
 	for b := 0; b < n; b++ {
+		img := pad[b*hp*rowBytes : (b+1)*hp*rowBytes]
+		fill(img[:gm.pt*rowBytes])
+		fill(img[(gm.pt+r.h)*rowBytes:])
 		for iy := 0; iy < r.h; iy++ {
+			row := img[(gm.pt+iy)*rowBytes : (gm.pt+iy+1)*rowBytes]
+			fill(row[:gm.pl*d.cp])
+			fill(row[(gm.pl+r.w)*d.cp:])
+			src := r.x[(b*r.h+iy)*r.w*d.c:][:r.w*d.c]
+			if d.cp == d.c {
+				copy(row[gm.pl*d.cp:], src)
+				continue
+			}
 			for ix := 0; ix < r.w; ix++ {
-				src := r.x[((b*r.h+iy)*r.w+ix)*d.c:][:d.c]
-				copy(pad[((b*hp+iy+gm.pt)*wp+ix+gm.pl)*d.cp:], src)
+				px := row[(gm.pl+ix)*d.cp:][:d.cp]
+				copy(px, src[ix*d.c:(ix+1)*d.c])
+				fill(px[d.c:])
 			}
 		}
 	}
@@ -908,6 +935,26 @@ func buildQAdd(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		ta[uint8(int8(v))] = quant.MulByQuantizedMultiplier((int32(v)-az[0])*(1<<leftShift), am, ash)
 		tb[uint8(int8(v))] = quant.MulByQuantizedMultiplier((int32(v)-bz[0])*(1<<leftShift), bm, bsh)
 	}
+	// the assembly's three requantisation blocks (16 equal lanes each)
+	var fn func(n int, a, b *int8, p *int32, y *int8)
+	if os.Getenv(qkernelEnv) != "generic" {
+		fn = archQAdd()
+	}
+	st := rqStride(1)
+	blocks := make([]int32, 3*st)
+	for i, bp := range []struct {
+		corr, mult int32
+		shift, pre int
+	}{{-az[0], am, ash, leftShift}, {-bz[0], bm, bsh, leftShift}, {0, ym, ysh, 0}} {
+		blk := blocks[i*st:]
+		left, right := bp.pre+max(bp.shift, 0), max(-bp.shift, 0)
+		mask := int32(1)<<right - 1
+		for j := 0; j < 16; j++ {
+			blk[j], blk[16+j], blk[32+j], blk[48+j], blk[64+j], blk[80+j] = bp.corr, bp.mult, int32(left), int32(right), mask, mask>>1
+		}
+		t := blk[96:]
+		t[0], t[1], t[2], t[3], t[4], t[5] = q.yz, q.lo, q.hi, 1, 1<<30, 0
+	}
 	ref := refKernel("Add")
 	pool := bc.pool
 	type addArg struct {
@@ -926,6 +973,10 @@ func buildQAdd(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 			return nil, err
 		}
 		chunksFor(pool, len(a), &addArg{a: a, b: b, y: out.Data.([]int8), ta: &ta, tb: &tb}, func(p *addArg, i0, i1 int) {
+			if fn != nil && i1-i0 >= 16 {
+				fn(i1-i0, &p.a[i0], &p.b[i0], &blocks[0], &p.y[i0])
+				i0 += (i1 - i0) &^ 15
+			}
 			for i := i0; i < i1; i++ {
 				s := p.ta[uint8(p.a[i])] + p.tb[uint8(p.b[i])]
 				v := quant.MulByQuantizedMultiplier(s, ym, ysh) + q.yz
@@ -946,4 +997,61 @@ func sameShape(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// --- Mean ---
+
+// buildQMean is int8 Mean over the spatial axes {1, 2} of an NHWC
+// tensor, the reference's integer form (Σ(x−xz) requantised by xs/ys,
+// divided by the count rounding half away from zero); every other case
+// (other axes, non-constant parameters) runs the reference kernel.
+func buildQMean(bc *buildCtx, n *graph.Node) kernels.Func {
+	ref := refKernel("Mean")
+	xs, xz, r1 := scalarParam(bc.sg, n, 1, 0, "x")
+	ys, yz, r2 := scalarParam(bc.sg, n, 3, 0, "y")
+	axes := n.AttrInts("axes", nil)
+	spatial := len(axes) == 2 && ((axes[0] == 1 && axes[1] == 2) || (axes[0] == 2 && axes[1] == 1))
+	if r1 != "" || r2 != "" || !spatial {
+		return nil
+	}
+	m, sh := quant.QuantizeMultiplier(float64(xs[0]) / float64(ys[0]))
+	keep := n.AttrInt("keepdims", 0) != 0
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		xt := in[0]
+		x, ok := xt.Data.([]int8)
+		if !ok || xt.Check() != nil || len(xt.Shape) != 4 || xt.Shape[1]*xt.Shape[2] == 0 {
+			return ref(ctx, node, in)
+		}
+		N, H, W, C := xt.Shape[0], xt.Shape[1], xt.Shape[2], xt.Shape[3]
+		shape := []int{N, C}
+		if keep {
+			shape = []int{N, 1, 1, C}
+		}
+		out, err := ctx.NewUninit(graph.Int8, shape)
+		if err != nil {
+			return nil, err
+		}
+		y := out.Data.([]int8)
+		sums := make([]int32, C)
+		cnt := int32(H * W)
+		for b := 0; b < N; b++ {
+			clear(sums)
+			for p := 0; p < H*W; p++ {
+				row := x[(b*H*W+p)*C:][:C]
+				for c, v := range row {
+					sums[c] += int32(v)
+				}
+			}
+			for c, s := range sums {
+				acc := quant.MulByQuantizedMultiplier(s-cnt*xz[0], m, sh)
+				if acc > 0 {
+					acc = (acc + cnt/2) / cnt
+				} else {
+					acc = (acc - cnt/2) / cnt
+				}
+				y[b*C+c] = int8(min(max(acc+yz[0], -128), 127))
+			}
+		}
+		return ctx.Outputs(out), nil
+	}
 }

@@ -27,3 +27,11 @@ func archDWQ() func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *i
 	}
 	return dwqAVX512
 }
+
+// archQAdd is the int8 Add kernel the CPU supports (nil: none).
+func archQAdd() func(n int, a, b *int8, p *int32, y *int8) {
+	if !cpu.X86.HasAVX512F {
+		return nil
+	}
+	return qaddAVX512
+}

@@ -26,3 +26,8 @@ func qgemmVNNI2x4(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows i
 //
 //go:noescape
 func dwqAVX512(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)
+
+// qaddAVX512 computes n&^15 elements of an int8 Add (see the package asmgenq).
+//
+//go:noescape
+func qaddAVX512(n int, a *int8, b *int8, p *int32, y *int8)

@@ -2507,3 +2507,93 @@ dwq_1_tap:
 dwq_1_end:
 	VZEROUPPER
 	RET
+
+// func qaddAVX512(n int, a *int8, b *int8, p *int32, y *int8)
+// Requires: AVX, AVX512F
+TEXT ·qaddAVX512(SB), NOSPLIT, $0-40
+	MOVQ  n+0(FP), AX
+	MOVQ  a+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  p+24(FP), BX
+	MOVQ  y+32(FP), SI
+	LEAQ  416(BX), DI
+	LEAQ  832(BX), R8
+	MOVL  $0x0000aaaa, R9
+	KMOVW R9, K2
+	SHRQ  $0x04, AX
+	JZ    qadd_done
+
+qadd_loop:
+	VPMOVSXBD    (CX), Z0
+	VPMOVSXBD    (DX), Z1
+	VPADDD       (BX), Z0, Z0
+	VPSLLVD      128(BX), Z0, Z0
+	VMOVDQU32    64(BX), Z2
+	VPMULDQ      Z2, Z0, Z3
+	VPSRLQ       $0x20, Z0, Z4
+	VPSRLQ       $0x20, Z2, Z2
+	VPMULDQ      Z2, Z4, Z4
+	VPADDQ.BCST  400(BX), Z3, Z3
+	VPADDQ.BCST  400(BX), Z4, Z4
+	VPSRAQ       $0x1f, Z3, Z3
+	VPSRAQ       $0x1f, Z4, Z4
+	VPSLLQ       $0x20, Z4, Z4
+	VPBLENDMD    Z4, Z3, K2, Z0
+	VPANDD       256(BX), Z0, Z5
+	VPSRLD       $0x1f, Z0, Z4
+	VPADDD       320(BX), Z4, Z4
+	VPSRAVD      192(BX), Z0, Z0
+	VPCMPGTD     Z4, Z5, K1
+	VPADDD.BCST  396(BX), Z0, K1, Z0
+	VPADDD       (DI), Z1, Z1
+	VPSLLVD      128(DI), Z1, Z1
+	VMOVDQU32    64(DI), Z2
+	VPMULDQ      Z2, Z1, Z3
+	VPSRLQ       $0x20, Z1, Z4
+	VPSRLQ       $0x20, Z2, Z2
+	VPMULDQ      Z2, Z4, Z4
+	VPADDQ.BCST  400(DI), Z3, Z3
+	VPADDQ.BCST  400(DI), Z4, Z4
+	VPSRAQ       $0x1f, Z3, Z3
+	VPSRAQ       $0x1f, Z4, Z4
+	VPSLLQ       $0x20, Z4, Z4
+	VPBLENDMD    Z4, Z3, K2, Z1
+	VPANDD       256(DI), Z1, Z5
+	VPSRLD       $0x1f, Z1, Z4
+	VPADDD       320(DI), Z4, Z4
+	VPSRAVD      192(DI), Z1, Z1
+	VPCMPGTD     Z4, Z5, K1
+	VPADDD.BCST  396(DI), Z1, K1, Z1
+	VPADDD       Z1, Z0, Z0
+	VPADDD       (R8), Z0, Z0
+	VPSLLVD      128(R8), Z0, Z0
+	VMOVDQU32    64(R8), Z2
+	VPMULDQ      Z2, Z0, Z3
+	VPSRLQ       $0x20, Z0, Z4
+	VPSRLQ       $0x20, Z2, Z2
+	VPMULDQ      Z2, Z4, Z4
+	VPADDQ.BCST  400(R8), Z3, Z3
+	VPADDQ.BCST  400(R8), Z4, Z4
+	VPSRAQ       $0x1f, Z3, Z3
+	VPSRAQ       $0x1f, Z4, Z4
+	VPSLLQ       $0x20, Z4, Z4
+	VPBLENDMD    Z4, Z3, K2, Z0
+	VPANDD       256(R8), Z0, Z5
+	VPSRLD       $0x1f, Z0, Z4
+	VPADDD       320(R8), Z4, Z4
+	VPSRAVD      192(R8), Z0, Z0
+	VPCMPGTD     Z4, Z5, K1
+	VPADDD.BCST  396(R8), Z0, K1, Z0
+	VPADDD.BCST  384(R8), Z0, Z0
+	VPMAXSD.BCST 388(R8), Z0, Z0
+	VPMINSD.BCST 392(R8), Z0, Z0
+	VPMOVDB      Z0, (SI)
+	ADDQ         $0x10, CX
+	ADDQ         $0x10, DX
+	ADDQ         $0x10, SI
+	DECQ         AX
+	JNZ          qadd_loop
+
+qadd_done:
+	VZEROUPPER
+	RET

@@ -9,3 +9,6 @@ func archQKernels() []qkernel { return nil }
 func archDWQ() func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64) {
 	return nil
 }
+
+// archQAdd: no int8 Add assembly for this GOARCH.
+func archQAdd() func(n int, a, b *int8, p *int32, y *int8) { return nil }

@@ -198,6 +198,18 @@ func qcases() []qcase {
 			cs = append(cs, qcase{name: fmt.Sprintf("add%d_%d", i, j), node: nd, inputs: []*graph.Tensor{r.i8(shape...), r.i8(shape...)}, consts: consts})
 		}
 	}
+	// Mean over the spatial axes (native's kernel) and over others (the
+	// reference one inside the partition)
+	for i, m := range []struct {
+		shape []int
+		axes  []int64
+	}{{[]int{1, 7, 7, 1280}, []int64{1, 2}}, {[]int{2, 5, 3, 17}, []int64{2, 1}}, {[]int{2, 4, 3, 5}, []int64{3}}} {
+		consts := map[string]*graph.Tensor{"xs": graph.Scalar(r.scale(0.01, 0.2)), "xz": graph.Scalar(r.zp()),
+			"ys": graph.Scalar(r.scale(0.005, 0.1)), "yz": graph.Scalar(r.zp())}
+		nd := &graph.Node{Name: "mean", OpType: "Mean", Domain: "switchyard.quant", Inputs: []string{"x", "xs", "xz", "ys", "yz"},
+			Outputs: []string{"y"}, Attrs: attrs("axes", m.axes, "keepdims", i%2)}
+		cs = append(cs, qcase{name: fmt.Sprintf("mean%d", i), node: nd, inputs: []*graph.Tensor{r.i8(m.shape...)}, consts: consts})
+	}
 	return cs
 }
 

@@ -40,6 +40,7 @@ func main() {
 		qgemm(s[0], s[1])
 	}
 	depthwise()
+	add()
 	Generate()
 }
 
@@ -126,6 +127,16 @@ func qgemm(mr, nv int) {
 // requantisation block at rq (gw channels per field), using four
 // temporaries and K1; K2 must hold 0xAAAA.
 func requant(x VecPhysical, t [4]VecPhysical, rq Register, gw, v int) {
+	rescale(x, t, rq, gw, v)
+	scalar := func(k int) Mem { return Mem{Base: rq, Disp: 4 * (6*gw + k)} }
+	VPADDD_BCST(scalar(0), x, x)
+	VPMAXSD_BCST(scalar(1), x, x)
+	VPMINSD_BCST(scalar(2), x, x)
+}
+
+// rescale is requant without the output zero point and clamp: the int32
+// result of MultiplyByQuantizedMultiplier((x+corr)·2^left, mult, −right).
+func rescale(x VecPhysical, t [4]VecPhysical, rq Register, gw, v int) {
 	field := func(f int) Mem { return Mem{Base: rq, Disp: 4 * (f*gw + 16*v)} }
 	scalar := func(k int) Mem { return Mem{Base: rq, Disp: 4 * (6*gw + k)} }
 	tm, te, to, tt := t[0], t[1], t[2], t[3]
@@ -148,9 +159,6 @@ func requant(x VecPhysical, t [4]VecPhysical, rq Register, gw, v int) {
 	VPSRAVD(field(3), x, x)
 	VPCMPGTD(to, tt, K1)
 	VPADDD_BCST(scalar(3), x, K1, x)
-	VPADDD_BCST(scalar(0), x, x)
-	VPMAXSD_BCST(scalar(1), x, x)
-	VPMINSD_BCST(scalar(2), x, x)
 }
 
 // depthwise generates dwqAVX512: nt output pixels of one 16-channel block
@@ -221,6 +229,47 @@ func depthwise() {
 		JMP(LabelRef(lbl))
 		Label(fmt.Sprintf("dwq_%d_end", unroll))
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// add generates qaddAVX512: y = requant(rescale(a) + rescale(b)) for
+// n&^15 int8 elements, TFLite's int8 Add; p holds three requantisation
+// blocks of 16 identical lanes (a's, b's and the sum's, each
+// 6·16+8 int32: corr is the negated input zero point, left includes the
+// 2^20 of the rescale).
+func add() {
+	TEXT("qaddAVX512", NOSPLIT, "func(n int, a, b *int8, p *int32, y *int8)")
+	Pragma("noescape")
+	Doc("qaddAVX512 computes n&^15 elements of an int8 Add (see the package asmgenq).")
+	n := Load(Param("n"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	p := Load(Param("p"), GP64())
+	y := Load(Param("y"), GP64())
+	pb, py := GP64(), GP64()
+	LEAQ(Mem{Base: p, Disp: 4 * (6*16 + 8)}, pb)
+	LEAQ(Mem{Base: p, Disp: 8 * (6*16 + 8)}, py)
+	odd := GP32()
+	MOVL(U32(0xAAAA), odd)
+	KMOVW(odd, K2)
+	SHRQ(U8(4), n)
+	JZ(LabelRef("qadd_done"))
+	t := [4]VecPhysical{Z2, Z3, Z4, Z5}
+	Label("qadd_loop")
+	VPMOVSXBD(Mem{Base: a}, Z0)
+	VPMOVSXBD(Mem{Base: b}, Z1)
+	rescale(Z0, t, p, 16, 0)
+	rescale(Z1, t, pb, 16, 0)
+	VPADDD(Z1, Z0, Z0)
+	requant(Z0, t, py, 16, 0)
+	VPMOVDB(Z0, Mem{Base: y})
+	ADDQ(U8(16), a)
+	ADDQ(U8(16), b)
+	ADDQ(U8(16), y)
+	DECQ(n)
+	JNZ(LabelRef("qadd_loop"))
+	Label("qadd_done")
 	VZEROUPPER()
 	RET()
 }
