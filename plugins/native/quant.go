@@ -542,53 +542,78 @@ type qconvGeom struct {
 	kh, kw, sh, sw, dh, dw, pt, pl, pb, pr int
 }
 
-// packIm2col packs the windows of output positions of an NHWC input
-// (n×h×w×c) for a conv with output oh×ow: row r = (b, oy, ox), k =
-// (ky, kx, ch) as OHWI filters order it; taps in the padding read xz.
-func packIm2col(x []int8, h, w, c, oh, ow int, gm qconvGeom, xz int32) qfill {
+// padU8 is an NHWC int8 input as u = x+128 with the padding of a window
+// around each image (holding xz+128), so that every tap is in bounds.
+func padU8(dst []uint8, x []int8, n, h, w, c int, gm qconvGeom, xz int32) []uint8 {
+	hp, wp := h+gm.pt+gm.pb, w+gm.pl+gm.pr
+	need := n * hp * wp * c
+	if cap(dst) < need {
+		dst = make([]uint8, need)
+	}
+	dst = dst[:need]
 	pad := uint8(int8(xz)) ^ 0x80
+	for i := range dst {
+		dst[i] = pad
+	}
+	for b := 0; b < n; b++ {
+		for iy := 0; iy < h; iy++ {
+			src := x[(b*h+iy)*w*c:][:w*c]
+			row := dst[((b*hp+iy+gm.pt)*wp+gm.pl)*c:][:w*c]
+			i := 0
+			for ; i+8 <= len(src); i += 8 {
+				*(*uint64)(unsafe.Pointer(&row[i])) = *(*uint64)(unsafe.Pointer(&src[i])) ^ 0x8080808080808080
+			}
+			for ; i < len(src); i++ {
+				row[i] = uint8(src[i]) ^ 0x80
+			}
+		}
+	}
+	return dst
+}
+
+// packIm2col packs the windows of output positions from a padded u8
+// image (padU8; n×hp×wp×c) for a conv with output oh×ow: row r = (b, oy,
+// ox), k = (ky, kx, ch) as OHWI filters order it.
+func packIm2col(img []uint8, hp, wp, c, oh, ow int, gm qconvGeom) qfill {
 	return func(a []uint8, r0, rows, mr, k4 int) {
 		tiles := (rows + mr - 1) / mr
 		k := gm.kh * gm.kw * c
-		var rowBuf []uint8
+		var buf [4096]uint8
+		var rb []uint8
+		if k4 <= len(buf) {
+			rb = buf[:k4]
+		} else {
+			rb = make([]uint8, k4)
+		}
+		clear(rb[k:])
+		seg := gm.kw * c
 		for ti := 0; ti < tiles; ti++ {
 			at := a[ti*mr*k4 : (ti+1)*mr*k4]
 			for i := 0; i < mr; i++ {
 				r := ti*mr + i
-				if cap(rowBuf) < k4 {
-					rowBuf = make([]uint8, k4)
-				}
-				rb := rowBuf[:k4]
 				if r >= rows {
-					clear(rb)
-				} else {
-					pos := r0 + r
-					ox := pos % ow
-					oy := (pos / ow) % oh
-					b := pos / (ow * oh)
-					o := 0
-					for ky := 0; ky < gm.kh; ky++ {
-						iy := oy*gm.sh - gm.pt + ky*gm.dh
-						for kx := 0; kx < gm.kw; kx++ {
-							ix := ox*gm.sw - gm.pl + kx*gm.dw
-							if iy < 0 || iy >= h || ix < 0 || ix >= w {
-								for j := 0; j < c; j++ {
-									rb[o+j] = pad
-								}
-							} else {
-								src := x[((b*h+iy)*w+ix)*c : ((b*h+iy)*w+ix+1)*c]
-								dst := rb[o : o+c]
-								for j, v := range src {
-									dst[j] = uint8(v) ^ 0x80
-								}
-							}
-							o += c
-						}
+					for ks := 0; ks < k4/4; ks++ {
+						*(*uint32)(unsafe.Pointer(&at[ks*mr*4+i*4])) = 0
 					}
-					clear(rb[k:])
+					continue
+				}
+				pos := r0 + r
+				ox := pos % ow
+				oy := (pos / ow) % oh
+				b := pos / (ow * oh)
+				for ky := 0; ky < gm.kh; ky++ {
+					base := ((b*hp+oy*gm.sh+ky*gm.dh)*wp + ox*gm.sw) * c
+					if gm.dw == 1 {
+						copy(rb[ky*seg:(ky+1)*seg], img[base:base+seg])
+						continue
+					}
+					for kx := 0; kx < gm.kw; kx++ {
+						o := base + kx*gm.dw*c
+						copy(rb[ky*seg+kx*c:ky*seg+(kx+1)*c], img[o:o+c])
+					}
 				}
 				for ks := 0; ks < k4/4; ks++ {
-					copy(at[ks*mr*4+i*4:ks*mr*4+i*4+4], rb[ks*4:ks*4+4])
+					*(*uint32)(unsafe.Pointer(&at[ks*mr*4+i*4])) = *(*uint32)(unsafe.Pointer(&rb[ks*4]))
 				}
 			}
 		}
@@ -636,6 +661,7 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		}
 	}
 	pool := bc.pool
+	var imgPool sync.Pool
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		xt := in[0]
 		x, ok := xt.Data.([]int8)
@@ -681,7 +707,13 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		if gm.kh == 1 && gm.kw == 1 && gm.sh == 1 && gm.sw == 1 && gm.pt+gm.pl+gm.pb+gm.pr == 0 {
 			fill = packRows(x, C)
 		} else {
-			fill = packIm2col(x, H, W, C, oh, ow, gm, q.xz)
+			var img []uint8
+			if v := imgPool.Get(); v != nil {
+				img = *v.(*[]uint8)
+			}
+			img = padU8(img, x, N, H, W, C, gm, q.xz)
+			defer imgPool.Put(&img)
+			fill = packIm2col(img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, C, oh, ow, gm)
 		}
 		g.run(pool, N*oh*ow, fill, out.Data.([]int8), cout)
 		return ctx.Outputs(out), nil
