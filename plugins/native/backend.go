@@ -27,6 +27,11 @@
 // broadcasting patterns of the element-wise ops that have no fast path. Everything else is
 // declined with the reason (op, attribute, dtype or rank).
 //
+// Int8 (domain switchyard.quant, see quant.go): Conv2D, FullyConnected,
+// DepthwiseConv2D, Add and spatial Mean with kernels bit-identical to the
+// reference ones (AVX-512 VNNI assembly from internal/asmgenq, portable
+// Go elsewhere); the domain's other ops run their reference kernels.
+//
 // Executables run on core/exec's executor (buffers recycled by lifetime)
 // with this package's kernels in place of the reference ones. Threads:
 // CompileOptions.Threads, else Options.Threads, else
@@ -73,7 +78,7 @@ func Info() hal.Info {
 		Name: Name, Vendor: "Switchyard", Version: Version,
 		HAL:         hal.VersionRange{Min: hal.Version{Major: 1}, Max: hal.Current},
 		Device:      hal.DeviceCPU,
-		Description: fmt.Sprintf("optimised float32 CPU kernels in Go and Go assembly (GEMM micro-kernel %s), %s/%s", bestKernel().name, runtime.GOOS, runtime.GOARCH),
+		Description: fmt.Sprintf("optimised float32 CPU kernels in Go and Go assembly (GEMM micro-kernel %s; int8 %s), %s/%s", bestKernel().name, quantKernelName(), runtime.GOOS, runtime.GOARCH),
 	}
 }
 

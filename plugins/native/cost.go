@@ -136,6 +136,10 @@ func (b *Backend) EstimateCost(ctx context.Context, sg *hal.Subgraph) (hal.Cost,
 func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	var compute float64
 	for _, n := range sg.Graph.Nodes {
+		if c, ok := quantNodeCost(sg, n, threads); ok {
+			compute += c
+			continue
+		}
 		compute += nodeCost(n.OpType, opcost.Of(n, sg), threads)
 	}
 	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	quantops "github.com/switchyard-hal/switchyard/core/ops/quant"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -59,6 +60,12 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // check is the backend's verdict for a node: "" to claim it, else why not.
 func check(sg *hal.Subgraph, n *graph.Node) string {
+	if n.Domain == quantops.Domain {
+		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+			return "native: " + err.Error()
+		}
+		return checkQuant(sg, n)
+	}
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Sprintf("native: domain %q not implemented", n.Domain)
 	}
@@ -84,6 +91,9 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 
 // build returns the kernel of a node (nil: the reference kernel).
 func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
+	if n.Domain == quantops.Domain {
+		return buildQuant(bc, n)
+	}
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
 	}

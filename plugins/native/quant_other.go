@@ -1,0 +1,14 @@
+//go:build !amd64
+
+package native
+
+// archQKernels: no int8 assembly for this GOARCH (the portable kernel).
+func archQKernels() []qkernel { return nil }
+
+// archDWQ: no int8 depthwise assembly for this GOARCH.
+func archDWQ() func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64) {
+	return nil
+}
+
+// archQAdd: no int8 Add assembly for this GOARCH.
+func archQAdd() func(n int, a, b *int8, p *int32, y *int8) { return nil }
