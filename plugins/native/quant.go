@@ -137,6 +137,9 @@ func int8Type(sg *hal.Subgraph, n *graph.Node, i, want int) (graph.Shape, string
 // channel, 0: no w) and the activation clamp; "" or why not.
 func readQConst(sg *hal.Subgraph, n *graph.Node, channels int) (qconst, string) {
 	var q qconst
+	if r := n.AttrString("rounding", "away"); r != "away" {
+		return q, fmt.Sprintf("native: %s with rounding %q not taken (the int8 kernels round as TFLite's reference: away)", n.OpType, r)
+	}
 	xs, xz, r := scalarParam(sg, n, 1, 0, "x")
 	if r != "" {
 		return q, r

@@ -291,6 +291,11 @@ func TestQuantDeclines(t *testing.T) {
 			c.node.Attrs["activation"] = &graph.Attribute{Name: "activation", Type: graph.AttrString, S: "TANH"}
 			return c
 		},
+		"rounding \"half_up\"": func() qcase {
+			c := r.convCase("act", false, 1, 4, 4, 8, 8, 1, 1, one, one, pad0, false, true, 1)
+			c.node.Attrs["rounding"] = &graph.Attribute{Name: "rounding", Type: graph.AttrString, S: "half_up"}
+			return c
+		},
 		"no broadcasting": func() qcase {
 			consts := map[string]*graph.Tensor{"as": graph.Scalar(float32(0.1)), "az": graph.Scalar(int8(0)), "bs": graph.Scalar(float32(0.1)),
 				"bz": graph.Scalar(int8(0)), "ys": graph.Scalar(float32(0.1)), "yz": graph.Scalar(int8(0))}
