@@ -60,6 +60,11 @@ type Options struct {
 	// Threads for every executable (0: SWITCHYARD_XNNPACK_THREADS, else the
 	// idle cores).
 	Threads int
+	// Int8 takes switchyard.quant (int8) nodes on XNNPACK's qs8 kernels
+	// (also SWITCHYARD_XNNPACK_INT8=1). Off by default: XNNPACK's fp32
+	// requantisation differs from the TFLite-exact reference by up to one
+	// quantisation step per op; see quant.go and PrecisionInt8.
+	Int8 bool
 }
 
 // The default library names (variables only so that the package's tests
@@ -117,6 +122,7 @@ type Backend struct {
 	closed  bool
 	pools   map[int]uintptr          // pthreadpools by thread count
 	exes    map[*Executable]struct{} // live (not released) executables
+	qexes   map[*qExecutable]struct{} // live int8 executables
 	calls   sync.WaitGroup           // calls that may be inside C (see enter)
 	closing atomic.Bool              // set first by Close: running stages stop
 }
@@ -131,7 +137,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeUnavailable, "%v", err)
 	}
-	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}}, nil
+	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}, qexes: map[*qExecutable]struct{}{}}, nil
 }
 
 // defaultThreads: explicit, then the environment, then the idle cores
@@ -180,7 +186,12 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	for _, op := range []string{"Softmax", "Gemm", "MatMul", "Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat"} {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
 	}
-	caps.Layouts = []string{"NCHW (converted to NHWC at partition boundaries)"}
+	if int8OptIn(b.opts.Int8) {
+		for _, op := range []string{"Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "Mean"} {
+			caps.Ops = append(caps.Ops, hal.OpCapability{Domain: quantDomain, OpType: op, DTypes: []graph.DType{graph.Int8}, MaxRank: 4})
+		}
+	}
+	caps.Layouts = []string{"NCHW (converted to NHWC at partition boundaries)", "NHWC (switchyard.quant int8, opt-in)"}
 	return caps, nil
 }
 
@@ -189,7 +200,13 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 	ti := newGraphInfo(sg)
 	out := make([]hal.Verdict, len(sg.Graph.Nodes))
 	for i, n := range sg.Graph.Nodes {
-		if r := check(n, sg.OpsetVersion(n.Domain), ti); r != "" {
+		r := ""
+		if isQuantNode(n, ti) {
+			r = checkQuant(n, ti, int8OptIn(b.opts.Int8))
+		} else {
+			r = check(n, sg.OpsetVersion(n.Domain), ti)
+		}
+		if r != "" {
 			out[i] = hal.Verdict{Reason: r}
 		} else {
 			out[i] = hal.Verdict{Supported: true}
