@@ -120,11 +120,11 @@ type Backend struct {
 
 	mu      sync.Mutex
 	closed  bool
-	pools   map[int]uintptr          // pthreadpools by thread count
-	exes    map[*Executable]struct{} // live (not released) executables
+	pools   map[int]uintptr           // pthreadpools by thread count
+	exes    map[*Executable]struct{}  // live (not released) executables
 	qexes   map[*qExecutable]struct{} // live int8 executables
-	calls   sync.WaitGroup           // calls that may be inside C (see enter)
-	closing atomic.Bool              // set first by Close: running stages stop
+	calls   sync.WaitGroup            // calls that may be inside C (see enter)
+	closing atomic.Bool               // set first by Close: running stages stop
 }
 
 // New opens the libraries (once per process) and initialises XNNPACK.

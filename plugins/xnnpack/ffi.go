@@ -68,10 +68,10 @@ type lib struct {
 	defineQuantTensor func(sg uintptr, dtype int32, zp int32, scale float32, ndims uintptr, dims unsafe.Pointer, data unsafe.Pointer, externalID uint32, flags uint32, idOut unsafe.Pointer) int32
 	// xnn_define_channelwise_quantized_tensor_value(sg, dtype, scales, ndims, channel_dim, dims, data, external_id, flags, id_out)
 	defineChannelwiseTensor func(sg uintptr, dtype int32, scales unsafe.Pointer, ndims uintptr, channelDim uintptr, dims unsafe.Pointer, data unsafe.Pointer, externalID uint32, flags uint32, idOut unsafe.Pointer) int32
-	createRuntime  func(sg uintptr, pool uintptr, flags uint32, out unsafe.Pointer) int32
-	setupRuntime   func(rt uintptr, n uintptr, values unsafe.Pointer) int32
-	invokeRuntime  func(rt uintptr) int32
-	deleteRuntime  func(rt uintptr) int32
+	createRuntime           func(sg uintptr, pool uintptr, flags uint32, out unsafe.Pointer) int32
+	setupRuntime            func(rt uintptr, n uintptr, values unsafe.Pointer) int32
+	invokeRuntime           func(rt uintptr) int32
+	deleteRuntime           func(rt uintptr) int32
 
 	// nodes (purego, ≤ 15 arguments)
 	defineClamp        func(sg uintptr, min, max float32, in, out, flags uint32) int32
