@@ -108,6 +108,22 @@ func activationBounds(act string) (float32, float32, bool) {
 	return 0, 0, false
 }
 
+// quantOutDims is a node's static output shape: the inferred one, or for
+// FullyConnected without output_shape [rows, units] from x and w.
+func quantOutDims(n *graph.Node, ti typeInfo) ([]int, bool) {
+	if d, ok := staticDims(ti, n.Outputs[0]); ok {
+		return d, true
+	}
+	if n.Domain == quantDomain && n.OpType == "FullyConnected" {
+		xd, ok := staticDims(ti, n.Input(0))
+		w := ti.constant(n.Input(3))
+		if ok && w != nil && len(w.Shape) == 2 && w.Shape[1] > 0 && qelems(xd)%w.Shape[1] == 0 {
+			return []int{qelems(xd) / w.Shape[1], w.Shape[0]}, true
+		}
+	}
+	return nil, false
+}
+
 func staticDims(ti typeInfo, name string) ([]int, bool) {
 	return ti.typeOf(name).Shape.Ints()
 }
@@ -138,8 +154,8 @@ func checkQuant(n *graph.Node, ti typeInfo, optIn bool) string {
 	if len(n.Outputs) != 1 {
 		return "exactly one output is mapped"
 	}
-	od, ok := staticDims(ti, n.Outputs[0])
-	if !ok || ti.typeOf(n.Outputs[0]).DType != graph.Int8 {
+	od, ok := quantOutDims(n, ti)
+	if !ok || (ti.typeOf(n.Outputs[0]).DType != graph.Int8 && ti.typeOf(n.Outputs[0]).DType != graph.Undefined) {
 		return "the int8 output needs a static shape (int8 partitions are lowered at compile)"
 	}
 	x := n.Input(0)
@@ -504,7 +520,7 @@ func (e *qExecutable) lower(g *graph.Graph, ti *graphInfo, order []*graph.Node, 
 	// out defines a node's output value (external when a partition output)
 	out := func(n *graph.Node, scale float32, zp int32) (*qtensor, error) {
 		name := n.Outputs[0]
-		d, ok := staticDims(ti, name)
+		d, ok := quantOutDims(n, ti)
 		if !ok {
 			return nil, hal.Errorf(hal.CodeUnsupported, "xnnpack: node %s: output has no static shape", n.Label())
 		}
