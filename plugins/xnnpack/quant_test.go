@@ -185,7 +185,7 @@ func TestInt8OpsAgainstReference(t *testing.T) {
 			nodes: []*graph.Node{qnode("FullyConnected", convIn, []string{"y"})}},
 		{name: "add_broadcast_relu", inputs: map[string][]int{"x": {2, 5, 6, 4}, "b": {6, 4}},
 			consts: base(map[string]*graph.Tensor{"bs": f32s(0.08), "bz": i8s(10), "ys": f32s(0.11), "yz": i8s(-7)}),
-			nodes: []*graph.Node{qnode("Add", []string{"x", "xs", "xz", "b", "bs", "bz", "ys", "yz"}, []string{"y"}, sattr("activation", "RELU"))}},
+			nodes:  []*graph.Node{qnode("Add", []string{"x", "xs", "xz", "b", "bs", "bz", "ys", "yz"}, []string{"y"}, sattr("activation", "RELU"))}},
 		{name: "mean_hw", inputs: map[string][]int{"x": {2, 7, 5, 16}},
 			consts: base(map[string]*graph.Tensor{"ys": f32s(0.01), "yz": i8s(2)}),
 			nodes: []*graph.Node{
