@@ -213,6 +213,7 @@ func TestInt8OpsAgainstReference(t *testing.T) {
 
 // Declines: each case stays on cpu, with the reason in the report.
 func TestInt8Declines(t *testing.T) {
+	device(t, xnnpack.Options{Threads: 1}) // skip or fail early, with the reason
 	rng := rand.New(rand.NewPCG(5, 6))
 	w := randI8(rng, -127, 127, 4, 3, 3, 2)
 	conv := func(wz *graph.Tensor, attrs ...*graph.Attribute) qCase {
