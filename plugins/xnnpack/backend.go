@@ -27,6 +27,13 @@
 //     inside C, then frees every runtime and thread pool.
 //   - Threads: CompileOptions.Threads, else Options.Threads, else
 //     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle (at least 1).
+//   - Int8 (switchyard.quant, NHWC) is opt-in: Options.Int8 or
+//     SWITCHYARD_XNNPACK_INT8=1. XNNPACK requantises in float32 (round to
+//     nearest even), so its int8 results are within one quantisation step
+//     per op of the TFLite-exact reference kernels, not bit-identical; an
+//     int8 executable reports PrecisionInt8, which the placement report
+//     shows. Without the opt-in every int8 node is declined with that
+//     reason and runs on the reference kernels. See quant.go.
 package xnnpack
 
 import (
@@ -97,7 +104,7 @@ func Info() hal.Info {
 		Name: Name, Vendor: "Google XNNPACK (via Switchyard)", Version: Version,
 		HAL:         hal.VersionRange{Min: hal.Version{Major: 1}, Max: hal.Current},
 		Device:      hal.DeviceCPU,
-		Description: fmt.Sprintf("XNNPACK float32 CPU kernels through purego, %s/%s", runtime.GOOS, runtime.GOARCH),
+		Description: fmt.Sprintf("XNNPACK float32 (and, opted in, int8 qs8/qc8) CPU kernels through purego, %s/%s", runtime.GOOS, runtime.GOARCH),
 	}
 }
 
@@ -170,7 +177,7 @@ func (b *Backend) Info() hal.Info { return Info() }
 // Threads is the default thread count of the backend's executables.
 func (b *Backend) Threads() int { return b.threads }
 
-// Capabilities lists the mapped ops (float32).
+// Capabilities lists the mapped ops (float32; int8 ones when opted in).
 func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	var caps hal.Capabilities
 	f32 := []graph.DType{graph.Float32}
@@ -191,7 +198,7 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 			caps.Ops = append(caps.Ops, hal.OpCapability{Domain: quantDomain, OpType: op, DTypes: []graph.DType{graph.Int8}, MaxRank: 4})
 		}
 	}
-	caps.Layouts = []string{"NCHW (converted to NHWC at partition boundaries)", "NHWC (switchyard.quant int8, opt-in)"}
+	caps.Layouts = []string{"NCHW (converted to NHWC at partition boundaries)", "NHWC int8 (switchyard.quant, opt-in: fp32 requantisation, within 1 step per op of the reference)"}
 	return caps, nil
 }
 
