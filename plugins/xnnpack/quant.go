@@ -465,17 +465,25 @@ func (e *qExecutable) lower(g *graph.Graph, ti *graphInfo, order []*graph.Node, 
 		s, z, _ := qparam(n, ti, i, "")
 		return s[0], z[0]
 	}
+	// consumers before producers, so a reshape passes on what its
+	// output's consumers read; a value only reshaped (never read by an
+	// arithmetic op here) is a plain copy and takes scale 1, zero point 0
 	inputQuant := map[string][2]float64{}
-	for _, n := range order {
+	for k := len(order) - 1; k >= 0; k-- {
+		n := order[k]
 		for _, pos := range quantInputs(n) {
 			name := n.Input(pos[0])
-			if _, seen := inputQuant[name]; !seen {
-				if pos[1] < 0 {
-					continue
-				}
-				s, z := params(n, pos[1])
-				inputQuant[name] = [2]float64{float64(s), float64(z)}
+			if _, seen := inputQuant[name]; seen {
+				continue
 			}
+			if pos[1] < 0 {
+				if q, ok := inputQuant[n.Outputs[0]]; ok {
+					inputQuant[name] = q
+				}
+				continue
+			}
+			s, z := params(n, pos[1])
+			inputQuant[name] = [2]float64{float64(s), float64(z)}
 		}
 	}
 	outIndex := map[string]int{}
@@ -495,7 +503,7 @@ func (e *qExecutable) lower(g *graph.Graph, ti *graphInfo, order []*graph.Node, 
 		}
 		q, seen := inputQuant[in.Name]
 		if !seen {
-			return hal.Errorf(hal.CodeUnsupported, "xnnpack: int8 partition input %q has no quantization known from its consumers", in.Name)
+			q = [2]float64{1, 0}
 		}
 		if _, isOut := outIndex[in.Name]; isOut {
 			return hal.Errorf(hal.CodeUnsupported, "xnnpack: partition input %q is also an output", in.Name)

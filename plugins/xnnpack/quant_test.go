@@ -201,8 +201,17 @@ func TestInt8OpsAgainstReference(t *testing.T) {
 				qnode("Conv2D", convIn, []string{"c"}),
 				node("Reshape", []string{"c", "shape"}, []string{"r"}),
 				qnode("FullyConnected", []string{"r", "fs", "fz", "fw", "fws", "wz0", "fys", "fyz"}, []string{"y"})}},
+		{name: "reshape_then_fc", inputs: map[string][]int{"x": {4, 2, 2, 8}},
+			consts: base(map[string]*graph.Tensor{"w": randI8(rng, -127, 127, 5, 32), "ws": f32s(0.01), "wz": i8s(0),
+				"ys": f32s(requantScale(xs, 0.01, 32)), "yz": i8s(1), "shape": i64(4, 32)}),
+			nodes: []*graph.Node{
+				node("Reshape", []string{"x", "shape"}, []string{"r"}),
+				qnode("FullyConnected", []string{"r", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, []string{"y"})}},
+		{name: "reshape_alone", inputs: map[string][]int{"x": {2, 3, 4}}, steps: 0,
+			consts: map[string]*graph.Tensor{"shape": i64(6, 4)},
+			nodes:  []*graph.Node{node("Reshape", []string{"x", "shape"}, []string{"y"})}},
 	}
-	cases[len(cases)-1].consts["wz0"] = i8s(0)
+	cases[7].consts["wz0"] = i8s(0)
 	for _, c := range cases {
 		if c.outputs == nil {
 			c.outputs = []string{"y"}
