@@ -194,7 +194,7 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
 	}
 	if int8OptIn(b.opts.Int8) {
-		for _, op := range []string{"Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "Mean"} {
+		for _, op := range []string{"Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "Mean", "Logistic"} {
 			caps.Ops = append(caps.Ops, hal.OpCapability{Domain: quantDomain, OpType: op, DTypes: []graph.DType{graph.Int8}, MaxRank: 4})
 		}
 	}

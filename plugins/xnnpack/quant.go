@@ -25,7 +25,7 @@ import (
 // Mapped: Conv2D and DepthwiseConv2D (per-tensor or per-channel symmetric
 // weights, int32 bias; depthwise as a grouped convolution), FullyConnected
 // (per-tensor symmetric weights), Add, Mean over H and W of NHWC (global
-// average pooling), and int8 Reshape/Flatten/Squeeze/Unsqueeze; fused
+// average pooling), Logistic (output scale 1/256, zero point -128), and int8 Reshape/Flatten/Squeeze/Unsqueeze; fused
 // activations NONE, RELU, RELU6, RELU_N1_TO_1. Int8 partitions need static
 // shapes and lower to one XNNPACK runtime at Compile.
 
@@ -147,9 +147,9 @@ func checkQuant(n *graph.Node, ti typeInfo, optIn bool) string {
 		return ""
 	}
 	switch n.OpType {
-	case "Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "Mean":
+	case "Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "Mean", "Logistic":
 	default:
-		return fmt.Sprintf("switchyard.quant %s is not mapped to XNNPACK (mapped: Conv2D, DepthwiseConv2D, FullyConnected, Add, Mean over H,W)", n.OpType)
+		return fmt.Sprintf("switchyard.quant %s is not mapped to XNNPACK (mapped: Conv2D, DepthwiseConv2D, FullyConnected, Add, Mean over H,W, Logistic)", n.OpType)
 	}
 	if len(n.Outputs) != 1 {
 		return "exactly one output is mapped"
@@ -182,6 +182,18 @@ func checkQuant(n *graph.Node, ti typeInfo, optIn bool) string {
 		return fmt.Sprintf("activation %q is not mapped (NONE, RELU, RELU6, RELU_N1_TO_1)", n.AttrString("activation", ""))
 	}
 	switch n.OpType {
+	case "Logistic":
+		ys, yz, r := qparam(n, ti, 3, "y")
+		if r != "" {
+			return r
+		}
+		if len(ys) != 1 || ys[0] != 1.0/256 || yz[0] != -128 {
+			return fmt.Sprintf("Logistic output quantization %v/%v: XNNPACK's int8 sigmoid takes scale 1/256, zero point -128 only", ys, yz)
+		}
+		if len(xd) > xnnMaxTensorDims {
+			return fmt.Sprintf("Logistic of rank %d is not mapped", len(xd))
+		}
+		return ""
 	case "Mean":
 		ys, yz, r := qparam(n, ti, 3, "y")
 		if r != "" {
@@ -604,6 +616,15 @@ func (e *qExecutable) lower(g *graph.Graph, ti *graphInfo, order []*graph.Node, 
 		}
 		lo, hi, _ := activationBounds(n.AttrString("activation", "NONE"))
 		switch n.OpType {
+		case "Logistic":
+			ys, yz := params(n, 3)
+			y, err := out(n, ys, yz)
+			if err != nil {
+				return err
+			}
+			if st := l.defineUnary["Sigmoid"](sg, x.id, y.id, 0); st != xnnStatusSuccess {
+				return fail("sigmoid "+n.Label(), st)
+			}
 		case "Mean":
 			ys, yz := params(n, 3)
 			y, err := out(n, ys, yz)

@@ -207,6 +207,9 @@ func TestInt8OpsAgainstReference(t *testing.T) {
 			nodes: []*graph.Node{
 				node("Reshape", []string{"x", "shape"}, []string{"r"}),
 				qnode("FullyConnected", []string{"r", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, []string{"y"})}},
+		{name: "logistic", inputs: map[string][]int{"x": {3, 50}},
+			consts: base(map[string]*graph.Tensor{"ys": f32s(1.0 / 256), "yz": i8s(-128)}),
+			nodes:  []*graph.Node{qnode("Logistic", []string{"x", "xs", "xz", "ys", "yz"}, []string{"y"})}},
 		{name: "reshape_alone", inputs: map[string][]int{"x": {2, 3, 4}}, steps: 0,
 			consts: map[string]*graph.Tensor{"shape": i64(6, 4)},
 			nodes:  []*graph.Node{node("Reshape", []string{"x", "shape"}, []string{"y"})}},
@@ -233,8 +236,11 @@ func TestInt8Declines(t *testing.T) {
 	fc := qCase{name: "fc", inputs: map[string][]int{"x": {2, 6}},
 		consts: map[string]*graph.Tensor{"xs": f32s(0.05), "xz": i8s(0), "w": randI8(rng, -127, 127, 3, 6), "ws": f32s(0.01, 0.02, 0.03), "wz": i8s(0, 0, 0), "ys": f32s(0.05), "yz": i8s(0)},
 		nodes:  []*graph.Node{qnode("FullyConnected", []string{"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, []string{"y"})}, outputs: []string{"y"}}
-	logistic := qCase{name: "logistic", inputs: map[string][]int{"x": {2, 6}},
+	softmax := qCase{name: "softmax", inputs: map[string][]int{"x": {2, 6}},
 		consts: map[string]*graph.Tensor{"xs": f32s(0.05), "xz": i8s(0), "ys": f32s(1.0 / 256), "yz": i8s(-128)},
+		nodes:  []*graph.Node{qnode("Softmax", []string{"x", "xs", "xz", "ys", "yz"}, []string{"y"})}, outputs: []string{"y"}}
+	logistic := qCase{name: "logistic_scale", inputs: map[string][]int{"x": {2, 6}},
+		consts: map[string]*graph.Tensor{"xs": f32s(0.05), "xz": i8s(0), "ys": f32s(1.0 / 128), "yz": i8s(-128)},
 		nodes:  []*graph.Node{qnode("Logistic", []string{"x", "xs", "xz", "ys", "yz"}, []string{"y"})}, outputs: []string{"y"}}
 	mean := qCase{name: "mean_c", inputs: map[string][]int{"x": {1, 3, 3, 4}},
 		consts: map[string]*graph.Tensor{"xs": f32s(0.05), "xz": i8s(0), "ys": f32s(0.05), "yz": i8s(0)},
@@ -250,7 +256,8 @@ func TestInt8Declines(t *testing.T) {
 		{conv(i8s(0), sattr("rounding", "even")), true, `rounding "even" is not mapped`, true},
 		{conv(i8s(0), sattr("activation", "TANH")), true, `activation "TANH" is not mapped`, true},
 		{fc, true, "per-channel FullyConnected weights are not mapped", false},
-		{logistic, true, "switchyard.quant Logistic is not mapped to XNNPACK", false},
+		{softmax, true, "switchyard.quant Softmax is not mapped to XNNPACK", false},
+		{logistic, true, "XNNPACK's int8 sigmoid takes scale 1/256, zero point -128 only", false},
 		{mean, true, "only H and W of NHWC (global average pooling) is mapped", false},
 	} {
 		t.Run(tc.c.name, func(t *testing.T) {
