@@ -2,6 +2,7 @@ package xnnpack_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -277,5 +278,57 @@ func TestInt8Declines(t *testing.T) {
 				t.Fatalf("run on cpu: %v", err)
 			}
 		})
+	}
+}
+
+// Concurrent runs of one int8 executable give the same results, and
+// closing the device under a live executable fails later runs cleanly.
+func TestInt8ConcurrentAndClose(t *testing.T) {
+	dev := device(t, xnnpack.Options{Threads: 1, Int8: true})
+	rng := rand.New(rand.NewPCG(7, 8))
+	c := qCase{name: "conv", inputs: map[string][]int{"x": {1, 8, 8, 4}},
+		consts: map[string]*graph.Tensor{"xs": f32s(0.05), "xz": i8s(0), "w": randI8(rng, -127, 127, 6, 3, 3, 4), "ws": f32s(0.01), "wz": i8s(0), "ys": f32s(requantScale(0.05, 0.01, 36)), "yz": i8s(0)},
+		nodes:  []*graph.Node{qnode("Conv2D", []string{"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, []string{"y"})}, outputs: []string{"y"}}
+	ctx := context.Background()
+	feeds := c.feeds(rng)
+	m, err := runtime.Prepare(ctx, qmodel(c, feeds), &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{IgnoreCosts: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	first, err := m.Run(ctx, feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := graph.Data[int8](first["y"])
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for i := 0; i < 20; i++ {
+				got, err := m.Run(ctx, feeds)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for k, v := range graph.Data[int8](got["y"]) {
+					if v != want[k] {
+						errs <- fmt.Errorf("concurrent run: value %d is %d, want %d", k, v, want[k])
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Run(ctx, feeds); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("run after Close: %v, want a device-closed error", err)
 	}
 }
