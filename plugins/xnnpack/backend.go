@@ -27,6 +27,13 @@
 //     inside C, then frees every runtime and thread pool.
 //   - Threads: CompileOptions.Threads, else Options.Threads, else
 //     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle (at least 1).
+//   - Int8 (switchyard.quant, NHWC) is opt-in: Options.Int8 or
+//     SWITCHYARD_XNNPACK_INT8=1. XNNPACK requantises in float32 (round to
+//     nearest even), so its int8 results are within one quantisation step
+//     per op of the TFLite-exact reference kernels, not bit-identical; an
+//     int8 executable reports PrecisionInt8, which the placement report
+//     shows. Without the opt-in every int8 node is declined with that
+//     reason and runs on the reference kernels. See quant.go.
 package xnnpack
 
 import (
@@ -60,6 +67,11 @@ type Options struct {
 	// Threads for every executable (0: SWITCHYARD_XNNPACK_THREADS, else the
 	// idle cores).
 	Threads int
+	// Int8 takes switchyard.quant (int8) nodes on XNNPACK's qs8 kernels
+	// (also SWITCHYARD_XNNPACK_INT8=1). Off by default: XNNPACK's fp32
+	// requantisation differs from the TFLite-exact reference by up to one
+	// quantisation step per op; see quant.go and PrecisionInt8.
+	Int8 bool
 }
 
 // The default library names (variables only so that the package's tests
@@ -92,7 +104,7 @@ func Info() hal.Info {
 		Name: Name, Vendor: "Google XNNPACK (via Switchyard)", Version: Version,
 		HAL:         hal.VersionRange{Min: hal.Version{Major: 1}, Max: hal.Current},
 		Device:      hal.DeviceCPU,
-		Description: fmt.Sprintf("XNNPACK float32 CPU kernels through purego, %s/%s", runtime.GOOS, runtime.GOARCH),
+		Description: fmt.Sprintf("XNNPACK float32 (and, opted in, int8 qs8/qc8) CPU kernels through purego, %s/%s", runtime.GOOS, runtime.GOARCH),
 	}
 }
 
@@ -115,10 +127,11 @@ type Backend struct {
 
 	mu      sync.Mutex
 	closed  bool
-	pools   map[int]uintptr          // pthreadpools by thread count
-	exes    map[*Executable]struct{} // live (not released) executables
-	calls   sync.WaitGroup           // calls that may be inside C (see enter)
-	closing atomic.Bool              // set first by Close: running stages stop
+	pools   map[int]uintptr           // pthreadpools by thread count
+	exes    map[*Executable]struct{}  // live (not released) executables
+	qexes   map[*qExecutable]struct{} // live int8 executables
+	calls   sync.WaitGroup            // calls that may be inside C (see enter)
+	closing atomic.Bool               // set first by Close: running stages stop
 }
 
 // New opens the libraries (once per process) and initialises XNNPACK.
@@ -131,7 +144,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeUnavailable, "%v", err)
 	}
-	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}}, nil
+	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}, qexes: map[*qExecutable]struct{}{}}, nil
 }
 
 // defaultThreads: explicit, then the environment, then the idle cores
@@ -164,7 +177,7 @@ func (b *Backend) Info() hal.Info { return Info() }
 // Threads is the default thread count of the backend's executables.
 func (b *Backend) Threads() int { return b.threads }
 
-// Capabilities lists the mapped ops (float32).
+// Capabilities lists the mapped ops (float32; int8 ones when opted in).
 func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	var caps hal.Capabilities
 	f32 := []graph.DType{graph.Float32}
@@ -180,7 +193,12 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	for _, op := range []string{"Softmax", "Gemm", "MatMul", "Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat"} {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
 	}
-	caps.Layouts = []string{"NCHW (converted to NHWC at partition boundaries)"}
+	if int8OptIn(b.opts.Int8) {
+		for _, op := range []string{"Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "Mean", "Logistic"} {
+			caps.Ops = append(caps.Ops, hal.OpCapability{Domain: quantDomain, OpType: op, DTypes: []graph.DType{graph.Int8}, MaxRank: 4})
+		}
+	}
+	caps.Layouts = []string{"NCHW (converted to NHWC at partition boundaries)", "NHWC int8 (switchyard.quant, opt-in: fp32 requantisation, within 1 step per op of the reference)"}
 	return caps, nil
 }
 
@@ -189,7 +207,13 @@ func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict
 	ti := newGraphInfo(sg)
 	out := make([]hal.Verdict, len(sg.Graph.Nodes))
 	for i, n := range sg.Graph.Nodes {
-		if r := check(n, sg.OpsetVersion(n.Domain), ti); r != "" {
+		r := ""
+		if isQuantNode(n, ti) {
+			r = checkQuant(n, ti, int8OptIn(b.opts.Int8))
+		} else {
+			r = check(n, sg.OpsetVersion(n.Domain), ti)
+		}
+		if r != "" {
 			out[i] = hal.Verdict{Reason: r}
 		} else {
 			out[i] = hal.Verdict{Supported: true}

@@ -41,6 +41,12 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	}
 	defer b.leave()
 	g := sg.Graph
+	if hasQuantNode(sg) {
+		if !int8OptIn(b.opts.Int8) {
+			return nil, hal.Errorf(hal.CodeUnsupported, "xnnpack: int8 nodes are opt-in (%s=1 or Options.Int8)", Int8EnvVar)
+		}
+		return b.compileQuant(sg, opts)
+	}
 	// copy what we keep: the node list, boundary and constants
 	cg := &graph.Graph{Name: g.Name, Inputs: append([]graph.ValueInfo{}, g.Inputs...), Outputs: append([]graph.ValueInfo{}, g.Outputs...), Initializers: map[string]*graph.Tensor{}}
 	cg.Nodes = append(cg.Nodes, g.Nodes...)

@@ -64,10 +64,14 @@ type lib struct {
 	createSubgraph func(externals uint32, flags uint32, out unsafe.Pointer) int32
 	deleteSubgraph func(sg uintptr) int32
 	defineTensor   func(sg uintptr, dtype int32, ndims uintptr, dims unsafe.Pointer, data unsafe.Pointer, externalID uint32, flags uint32, idOut unsafe.Pointer) int32
-	createRuntime  func(sg uintptr, pool uintptr, flags uint32, out unsafe.Pointer) int32
-	setupRuntime   func(rt uintptr, n uintptr, values unsafe.Pointer) int32
-	invokeRuntime  func(rt uintptr) int32
-	deleteRuntime  func(rt uintptr) int32
+	// xnn_define_quantized_tensor_value(sg, dtype, zero_point, scale, ndims, dims, data, external_id, flags, id_out)
+	defineQuantTensor func(sg uintptr, dtype int32, zp int32, scale float32, ndims uintptr, dims unsafe.Pointer, data unsafe.Pointer, externalID uint32, flags uint32, idOut unsafe.Pointer) int32
+	// xnn_define_channelwise_quantized_tensor_value(sg, dtype, scales, ndims, channel_dim, dims, data, external_id, flags, id_out)
+	defineChannelwiseTensor func(sg uintptr, dtype int32, scales unsafe.Pointer, ndims uintptr, channelDim uintptr, dims unsafe.Pointer, data unsafe.Pointer, externalID uint32, flags uint32, idOut unsafe.Pointer) int32
+	createRuntime           func(sg uintptr, pool uintptr, flags uint32, out unsafe.Pointer) int32
+	setupRuntime            func(rt uintptr, n uintptr, values unsafe.Pointer) int32
+	invokeRuntime           func(rt uintptr) int32
+	deleteRuntime           func(rt uintptr) int32
 
 	// nodes (purego, ≤ 15 arguments)
 	defineClamp        func(sg uintptr, min, max float32, in, out, flags uint32) int32
@@ -168,6 +172,8 @@ func (l *lib) bind(hc, hp, hx, hf uintptr) (err error) {
 	reg(hx, &l.createSubgraph, "xnn_create_subgraph")
 	reg(hx, &l.deleteSubgraph, "xnn_delete_subgraph")
 	reg(hx, &l.defineTensor, "xnn_define_tensor_value")
+	reg(hx, &l.defineQuantTensor, "xnn_define_quantized_tensor_value")
+	reg(hx, &l.defineChannelwiseTensor, "xnn_define_channelwise_quantized_tensor_value")
 	reg(hx, &l.createRuntime, "xnn_create_runtime_v2")
 	reg(hx, &l.setupRuntime, "xnn_setup_runtime")
 	// invoked on every call: through SyscallN, which (unlike a function

@@ -67,6 +67,10 @@ func (b *Backend) Close() error {
 		e.releaseInstances()
 		delete(b.exes, e)
 	}
+	for e := range b.qexes {
+		e.free()
+		delete(b.qexes, e)
+	}
 	for k, p := range b.pools {
 		if p != 0 {
 			b.lib.poolDestroy(p)
