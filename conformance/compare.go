@@ -28,7 +28,8 @@ type comparison struct {
 }
 
 // compareTensors checks got against want: same dtype and shape, then each
-// element under b (floats) or exactly (everything else).
+// element under b (floats; int8 within b.Abs quantisation steps when a
+// profile sets one) or exactly (everything else).
 func compareTensors(name string, got, want *graph.Tensor, b Bound) comparison {
 	if got == nil {
 		return comparison{problem: fmt.Sprintf("output %q is missing", name)}
@@ -72,6 +73,10 @@ func compareTensors(name string, got, want *graph.Tensor, b Bound) comparison {
 		default:
 			g, w := got.Int64At(i), want.Int64At(i)
 			ok, gs, ws = g == w, strconv.FormatInt(g, 10), strconv.FormatInt(w, 10)
+			if !ok && b.Abs >= 1 && want.DType == graph.Int8 { // quantisation steps (a profile's int8 bound)
+				d := g - w
+				ok = max(d, -d) <= int64(b.Abs)
+			}
 		}
 		if !ok {
 			bad++

@@ -144,6 +144,9 @@ func baseDType(types []graph.DType) graph.DType {
 }
 
 func (d *opData) opset(s *kernels.Schema, v int64) int64 {
+	if s.Domain != "" && v == 0 {
+		return s.MinOpset // a domain of its own: its first version
+	}
 	o := d.Opset
 	if v > 0 {
 		o = v
@@ -155,11 +158,24 @@ func (d *opData) opset(s *kernels.Schema, v int64) int64 {
 // with a schema but no knowledge in ops.json are returned in uncovered.
 func opCases(level Level) (cases []Case, uncovered []string, err error) {
 	for _, s := range kernels.All() {
-		if s.Domain != "" {
-			continue
-		}
 		op := s.OpType
 		var cs []Case
+		if s.Domain != "" {
+			// other domains: explicit variants only, keyed "domain.Op"
+			if !caseDomains[s.Domain] {
+				continue
+			}
+			key := s.Domain + "." + op
+			if ops.Ops[key] == nil {
+				uncovered = append(uncovered, key)
+				continue
+			}
+			if cs, err = variantCases(s, ops.Ops[key], level); err != nil {
+				return nil, nil, fmt.Errorf("conformance: ops.json: %s: %w", key, err)
+			}
+			cases = append(cases, cs...)
+			continue
+		}
 		switch {
 		case ops.Unary[op].Values != "" || hasKey(ops.Unary, op):
 			cs, err = unaryCases(s, ops.Unary[op], level)
@@ -179,13 +195,23 @@ func opCases(level Level) (cases []Case, uncovered []string, err error) {
 		cases = append(cases, cs...)
 	}
 	for op := range ops.Ops {
-		if _, ok := kernels.Lookup("", op); !ok {
+		domain := ""
+		for d := range caseDomains {
+			if strings.HasPrefix(op, d+".") {
+				domain, op = d, strings.TrimPrefix(op, d+".")
+			}
+		}
+		if _, ok := kernels.Lookup(domain, op); !ok {
 			return nil, nil, fmt.Errorf("conformance: ops.json names op %s, which has no schema", op)
 		}
 	}
 	sort.Slice(cases, func(i, j int) bool { return cases[i].ID < cases[j].ID })
 	return cases, uncovered, nil
 }
+
+// caseDomains are the operator domains besides ONNX's whose ops ops.json
+// may give explicit variants ("switchyard.quant.Conv2D"): the int8 ops.
+var caseDomains = map[string]bool{"switchyard.quant": true}
 
 func hasKey[T any](m map[string]T, k string) bool { _, ok := m[k]; return ok }
 
@@ -200,7 +226,11 @@ func contains(list []string, s string) bool {
 
 // opCase assembles one single-node model case.
 func opCase(s *kernels.Schema, dt graph.DType, name string, opset int64, attrs map[string]json.RawMessage, nout int, ins []inputSpec) (Case, error) {
-	id := fmt.Sprintf("op/%s/%s/%s", s.OpType, dt, name)
+	opName := s.OpType
+	if s.Domain != "" {
+		opName = s.Domain + "." + s.OpType
+	}
+	id := fmt.Sprintf("op/%s/%s/%s", opName, dt, name)
 	at, err := parseAttrs(attrs)
 	if err != nil {
 		return Case{}, err
@@ -208,12 +238,12 @@ func opCase(s *kernels.Schema, dt graph.DType, name string, opset int64, attrs m
 	if nout == 0 {
 		nout = 1
 	}
-	c := Case{ID: id, Source: SourceOp, Op: s.OpType, DType: dt.String()}
+	c := Case{ID: id, Source: SourceOp, Op: opName, DType: dt.String()}
 	c.build = func() (*modelCase, error) {
 		rng := rand.New(rand.NewPCG(seedOf(id), 0x5eed))
 		g := &graph.Graph{Name: strings.NewReplacer("/", "_", "=", "_", ".", "_", "-", "_").Replace(id), Initializers: map[string]*graph.Tensor{}}
-		n := &graph.Node{Name: "node", OpType: s.OpType, Attrs: at}
-		mc := &modelCase{inputs: map[string]*graph.Tensor{}, strict: true, tolOp: s.OpType}
+		n := &graph.Node{Name: "node", OpType: s.OpType, Domain: s.Domain, Attrs: at}
+		mc := &modelCase{inputs: map[string]*graph.Tensor{}, strict: true, tolOp: opName}
 		for i, in := range ins {
 			if in.Omit {
 				n.Inputs = append(n.Inputs, "")
@@ -251,6 +281,9 @@ func opCase(s *kernels.Schema, dt graph.DType, name string, opset int64, attrs m
 		}
 		g.Nodes = []*graph.Node{n}
 		m := &graph.Model{IRVersion: 8, ProducerName: "switchyard-conformance", Opsets: []graph.Opset{{Domain: "", Version: opset}}, Graph: g}
+		if s.Domain != "" {
+			m.Opsets = []graph.Opset{{Domain: "", Version: ops.Opset}, {Domain: s.Domain, Version: opset}}
+		}
 		mc.model = onnx.Encode(m)
 		return mc, nil
 	}
