@@ -50,6 +50,9 @@ func TestGemmKernels(t *testing.T) {
 	for _, kern := range kernelsAvailable {
 		shapes := [][3]int{{1, 1, 1}, {kern.mr, kern.nr, 7}, {kern.mr + 1, kern.nr - 1, 3}, {2*kern.mr - 1, 2*kern.nr + 1, kern.kc + 5},
 			{kern.mc + 3, 3*kern.nr + 2, 2*kern.kc + 1}, {5, 7, 0}, {300, 130, 40}, {3, 1000, 17}}
+		for h := 1; h < kern.mr; h++ { // every tail kernel: whole and partial panels, k over two blocks
+			shapes = append(shapes, [3]int{kern.mr + h, 2*kern.nr + 3, kern.kc + 2})
+		}
 		for _, s := range shapes {
 			m, n, k := s[0], s[1], s[2]
 			a, b := randSlice(rng, m*k), randSlice(rng, k*n)

@@ -10,10 +10,14 @@ import (
 func archKernels() []microKernel {
 	var ks []microKernel
 	if cpu.X86.HasAVX512F {
-		ks = append(ks, microKernel{name: "avx512x14x32", mr: 14, nr: 32, kc: 256, mc: 112, fn: gemmAVX512x14x32})
+		ks = append(ks, microKernel{name: "avx512x14x32", mr: 14, nr: 32, kc: 256, mc: 112, fn: gemmAVX512x14x32,
+			tails: []kernelFn{nil, gemmAVX512x1x32, gemmAVX512x2x32, gemmAVX512x3x32, gemmAVX512x4x32, gemmAVX512x5x32,
+				gemmAVX512x6x32, gemmAVX512x7x32, gemmAVX512x8x32, gemmAVX512x9x32, gemmAVX512x10x32, gemmAVX512x11x32,
+				gemmAVX512x12x32, gemmAVX512x13x32}})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		ks = append(ks, microKernel{name: "avx2x6x16", mr: 6, nr: 16, kc: 256, mc: 72, fn: gemmAVX2x6x16})
+		ks = append(ks, microKernel{name: "avx2x6x16", mr: 6, nr: 16, kc: 256, mc: 72, fn: gemmAVX2x6x16,
+			tails: []kernelFn{nil, gemmAVX2x1x16, gemmAVX2x2x16, gemmAVX2x3x16, gemmAVX2x4x16, gemmAVX2x5x16}})
 	}
 	return ks
 }

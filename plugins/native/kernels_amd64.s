@@ -493,6 +493,2991 @@ gemmAVX512x14x32_store:
 	VZEROUPPER
 	RET
 
+// func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x1x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), DX
+	MOVQ   c+32(FP), BX
+	MOVQ   ldc+40(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   flags+56(FP), SI
+	MOVQ   SI, DI
+	ANDQ   $0x03, DI
+	CMPQ   DI, $0x01
+	JEQ    gemmAVX2x1x16_loadc
+	CMPQ   DI, $0x02
+	JEQ    gemmAVX2x1x16_colbias
+	CMPQ   DI, $0x03
+	JEQ    gemmAVX2x1x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	JMP    gemmAVX2x1x16_loop
+
+gemmAVX2x1x16_loadc:
+	MOVQ    BX, DI
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	JMP     gemmAVX2x1x16_loop
+
+gemmAVX2x1x16_colbias:
+	MOVQ    bias+48(FP), DI
+	VMOVUPS (DI), Y12
+	VMOVUPS 32(DI), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	JMP     gemmAVX2x1x16_loop
+
+gemmAVX2x1x16_rowbias:
+	MOVQ         bias+48(FP), DI
+	VBROADCASTSS (DI), Y0
+	VMOVAPS      Y0, Y1
+
+gemmAVX2x1x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x1x16_done
+
+gemmAVX2x1x16_k:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      32(DX), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000040, DX
+	DECQ         AX
+	JNE          gemmAVX2x1x16_k
+
+gemmAVX2x1x16_done:
+	TESTQ        $0x00000004, SI
+	JEQ          gemmAVX2x1x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+
+gemmAVX2x1x16_store:
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x2x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX2x2x16_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX2x2x16_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX2x2x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	JMP    gemmAVX2x2x16_loop
+
+gemmAVX2x2x16_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Y2
+	VMOVUPS 32(R9), Y3
+	JMP     gemmAVX2x2x16_loop
+
+gemmAVX2x2x16_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Y12
+	VMOVUPS 32(R9), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	JMP     gemmAVX2x2x16_loop
+
+gemmAVX2x2x16_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R9), Y2
+	VMOVAPS      Y2, Y3
+
+gemmAVX2x2x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x2x16_done
+
+gemmAVX2x2x16_k:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000040, BX
+	DECQ         AX
+	JNE          gemmAVX2x2x16_k
+
+gemmAVX2x2x16_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX2x2x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+
+gemmAVX2x2x16_store:
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	ADDQ    DI, SI
+	VMOVUPS Y2, (SI)
+	VMOVUPS Y3, 32(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x3x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX2x3x16_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX2x3x16_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX2x3x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	JMP    gemmAVX2x3x16_loop
+
+gemmAVX2x3x16_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Y2
+	VMOVUPS 32(R9), Y3
+	ADDQ    DI, R9
+	VMOVUPS (R9), Y4
+	VMOVUPS 32(R9), Y5
+	JMP     gemmAVX2x3x16_loop
+
+gemmAVX2x3x16_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Y12
+	VMOVUPS 32(R9), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	VMOVAPS Y12, Y4
+	VMOVAPS Y13, Y5
+	JMP     gemmAVX2x3x16_loop
+
+gemmAVX2x3x16_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R9), Y2
+	VMOVAPS      Y2, Y3
+	VBROADCASTSS 8(R9), Y4
+	VMOVAPS      Y4, Y5
+
+gemmAVX2x3x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x3x16_done
+
+gemmAVX2x3x16_k:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000040, BX
+	DECQ         AX
+	JNE          gemmAVX2x3x16_k
+
+gemmAVX2x3x16_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX2x3x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+	VMAXPS       Y4, Y14, Y4
+	VMINPS       Y4, Y15, Y4
+	VMAXPS       Y5, Y14, Y5
+	VMINPS       Y5, Y15, Y5
+
+gemmAVX2x3x16_store:
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	ADDQ    DI, SI
+	VMOVUPS Y2, (SI)
+	VMOVUPS Y3, 32(SI)
+	ADDQ    DI, SI
+	VMOVUPS Y4, (SI)
+	VMOVUPS Y5, 32(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x4x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX2x4x16_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX2x4x16_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX2x4x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP    gemmAVX2x4x16_loop
+
+gemmAVX2x4x16_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y2
+	VMOVUPS 32(R10), Y3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y4
+	VMOVUPS 32(R10), Y5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y6
+	VMOVUPS 32(R10), Y7
+	JMP     gemmAVX2x4x16_loop
+
+gemmAVX2x4x16_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	VMOVAPS Y12, Y4
+	VMOVAPS Y13, Y5
+	VMOVAPS Y12, Y6
+	VMOVAPS Y13, Y7
+	JMP     gemmAVX2x4x16_loop
+
+gemmAVX2x4x16_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R10), Y2
+	VMOVAPS      Y2, Y3
+	VBROADCASTSS 8(R10), Y4
+	VMOVAPS      Y4, Y5
+	VBROADCASTSS 12(R10), Y6
+	VMOVAPS      Y6, Y7
+
+gemmAVX2x4x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x4x16_done
+
+gemmAVX2x4x16_k:
+	VMOVUPS      (SI), Y12
+	VMOVUPS      32(SI), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (BX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, BX
+	ADDQ         $0x00000040, SI
+	DECQ         AX
+	JNE          gemmAVX2x4x16_k
+
+gemmAVX2x4x16_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX2x4x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+	VMAXPS       Y4, Y14, Y4
+	VMINPS       Y4, Y15, Y4
+	VMAXPS       Y5, Y14, Y5
+	VMINPS       Y5, Y15, Y5
+	VMAXPS       Y6, Y14, Y6
+	VMINPS       Y6, Y15, Y6
+	VMAXPS       Y7, Y14, Y7
+	VMINPS       Y7, Y15, Y7
+
+gemmAVX2x4x16_store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x5x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX2x5x16_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX2x5x16_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX2x5x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	JMP    gemmAVX2x5x16_loop
+
+gemmAVX2x5x16_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y2
+	VMOVUPS 32(R10), Y3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y4
+	VMOVUPS 32(R10), Y5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y6
+	VMOVUPS 32(R10), Y7
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y8
+	VMOVUPS 32(R10), Y9
+	JMP     gemmAVX2x5x16_loop
+
+gemmAVX2x5x16_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	VMOVAPS Y12, Y4
+	VMOVAPS Y13, Y5
+	VMOVAPS Y12, Y6
+	VMOVAPS Y13, Y7
+	VMOVAPS Y12, Y8
+	VMOVAPS Y13, Y9
+	JMP     gemmAVX2x5x16_loop
+
+gemmAVX2x5x16_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R10), Y2
+	VMOVAPS      Y2, Y3
+	VBROADCASTSS 8(R10), Y4
+	VMOVAPS      Y4, Y5
+	VBROADCASTSS 12(R10), Y6
+	VMOVAPS      Y6, Y7
+	VBROADCASTSS 16(R10), Y8
+	VMOVAPS      Y8, Y9
+
+gemmAVX2x5x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x5x16_done
+
+gemmAVX2x5x16_k:
+	VMOVUPS      (SI), Y12
+	VMOVUPS      32(SI), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (BX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (CX)(DX*4), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, BX
+	ADDQ         $0x00000040, SI
+	DECQ         AX
+	JNE          gemmAVX2x5x16_k
+
+gemmAVX2x5x16_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX2x5x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+	VMAXPS       Y4, Y14, Y4
+	VMINPS       Y4, Y15, Y4
+	VMAXPS       Y5, Y14, Y5
+	VMINPS       Y5, Y15, Y5
+	VMAXPS       Y6, Y14, Y6
+	VMINPS       Y6, Y15, Y6
+	VMAXPS       Y7, Y14, Y7
+	VMINPS       Y7, Y15, Y7
+	VMAXPS       Y8, Y14, Y8
+	VMINPS       Y8, Y15, Y8
+	VMAXPS       Y9, Y14, Y9
+	VMINPS       Y9, Y15, Y9
+
+gemmAVX2x5x16_store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 32(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x1x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), DX
+	MOVQ   c+32(FP), BX
+	MOVQ   ldc+40(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   flags+56(FP), SI
+	MOVQ   SI, DI
+	ANDQ   $0x03, DI
+	CMPQ   DI, $0x01
+	JEQ    gemmAVX512x1x32_loadc
+	CMPQ   DI, $0x02
+	JEQ    gemmAVX512x1x32_colbias
+	CMPQ   DI, $0x03
+	JEQ    gemmAVX512x1x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	JMP    gemmAVX512x1x32_loop
+
+gemmAVX512x1x32_loadc:
+	MOVQ    BX, DI
+	VMOVUPS (DI), Z0
+	VMOVUPS 64(DI), Z1
+	JMP     gemmAVX512x1x32_loop
+
+gemmAVX512x1x32_colbias:
+	MOVQ    bias+48(FP), DI
+	VMOVUPS (DI), Z28
+	VMOVUPS 64(DI), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	JMP     gemmAVX512x1x32_loop
+
+gemmAVX512x1x32_rowbias:
+	MOVQ         bias+48(FP), DI
+	VBROADCASTSS (DI), Z0
+	VMOVAPS      Z0, Z1
+
+gemmAVX512x1x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x1x32_done
+
+gemmAVX512x1x32_k:
+	VMOVUPS          (DX), Z28
+	VMOVUPS          64(DX), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	ADDQ             $0x04, CX
+	ADDQ             $0x00000080, DX
+	DECQ             AX
+	JNE              gemmAVX512x1x32_k
+
+gemmAVX512x1x32_done:
+	TESTQ        $0x00000004, SI
+	JEQ          gemmAVX512x1x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+
+gemmAVX512x1x32_store:
+	VMOVUPS Z0, (BX)
+	VMOVUPS Z1, 64(BX)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x2x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX512x2x32_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX512x2x32_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX512x2x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	JMP    gemmAVX512x2x32_loop
+
+gemmAVX512x2x32_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Z0
+	VMOVUPS 64(R9), Z1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Z2
+	VMOVUPS 64(R9), Z3
+	JMP     gemmAVX512x2x32_loop
+
+gemmAVX512x2x32_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Z28
+	VMOVUPS 64(R9), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	JMP     gemmAVX512x2x32_loop
+
+gemmAVX512x2x32_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R9), Z2
+	VMOVAPS      Z2, Z3
+
+gemmAVX512x2x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x2x32_done
+
+gemmAVX512x2x32_k:
+	VMOVUPS          (BX), Z28
+	VMOVUPS          64(BX), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	ADDQ             $0x04, CX
+	ADDQ             $0x00000080, BX
+	DECQ             AX
+	JNE              gemmAVX512x2x32_k
+
+gemmAVX512x2x32_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX512x2x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+
+gemmAVX512x2x32_store:
+	VMOVUPS Z0, (SI)
+	VMOVUPS Z1, 64(SI)
+	ADDQ    DI, SI
+	VMOVUPS Z2, (SI)
+	VMOVUPS Z3, 64(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x3x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX512x3x32_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX512x3x32_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX512x3x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	JMP    gemmAVX512x3x32_loop
+
+gemmAVX512x3x32_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Z0
+	VMOVUPS 64(R9), Z1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Z2
+	VMOVUPS 64(R9), Z3
+	ADDQ    DI, R9
+	VMOVUPS (R9), Z4
+	VMOVUPS 64(R9), Z5
+	JMP     gemmAVX512x3x32_loop
+
+gemmAVX512x3x32_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Z28
+	VMOVUPS 64(R9), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	JMP     gemmAVX512x3x32_loop
+
+gemmAVX512x3x32_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R9), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R9), Z4
+	VMOVAPS      Z4, Z5
+
+gemmAVX512x3x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x3x32_done
+
+gemmAVX512x3x32_k:
+	VMOVUPS          (BX), Z28
+	VMOVUPS          64(BX), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	ADDQ             $0x04, CX
+	ADDQ             $0x00000080, BX
+	DECQ             AX
+	JNE              gemmAVX512x3x32_k
+
+gemmAVX512x3x32_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX512x3x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+
+gemmAVX512x3x32_store:
+	VMOVUPS Z0, (SI)
+	VMOVUPS Z1, 64(SI)
+	ADDQ    DI, SI
+	VMOVUPS Z2, (SI)
+	VMOVUPS Z3, 64(SI)
+	ADDQ    DI, SI
+	VMOVUPS Z4, (SI)
+	VMOVUPS Z5, 64(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x4x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX512x4x32_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX512x4x32_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX512x4x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	JMP    gemmAVX512x4x32_loop
+
+gemmAVX512x4x32_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z4
+	VMOVUPS 64(R10), Z5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z6
+	VMOVUPS 64(R10), Z7
+	JMP     gemmAVX512x4x32_loop
+
+gemmAVX512x4x32_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	JMP     gemmAVX512x4x32_loop
+
+gemmAVX512x4x32_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R10), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R10), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R10), Z6
+	VMOVAPS      Z6, Z7
+
+gemmAVX512x4x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x4x32_done
+
+gemmAVX512x4x32_k:
+	VMOVUPS          (SI), Z28
+	VMOVUPS          64(SI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x00000080, SI
+	DECQ             AX
+	JNE              gemmAVX512x4x32_k
+
+gemmAVX512x4x32_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX512x4x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+
+gemmAVX512x4x32_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x5x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX512x5x32_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX512x5x32_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX512x5x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	JMP    gemmAVX512x5x32_loop
+
+gemmAVX512x5x32_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z4
+	VMOVUPS 64(R10), Z5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z6
+	VMOVUPS 64(R10), Z7
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z8
+	VMOVUPS 64(R10), Z9
+	JMP     gemmAVX512x5x32_loop
+
+gemmAVX512x5x32_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	JMP     gemmAVX512x5x32_loop
+
+gemmAVX512x5x32_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R10), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R10), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R10), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R10), Z8
+	VMOVAPS      Z8, Z9
+
+gemmAVX512x5x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x5x32_done
+
+gemmAVX512x5x32_k:
+	VMOVUPS          (SI), Z28
+	VMOVUPS          64(SI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x00000080, SI
+	DECQ             AX
+	JNE              gemmAVX512x5x32_k
+
+gemmAVX512x5x32_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX512x5x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+
+gemmAVX512x5x32_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z8, (DI)
+	VMOVUPS Z9, 64(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x6x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX512x6x32_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX512x6x32_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX512x6x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	JMP    gemmAVX512x6x32_loop
+
+gemmAVX512x6x32_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z4
+	VMOVUPS 64(R10), Z5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z6
+	VMOVUPS 64(R10), Z7
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z8
+	VMOVUPS 64(R10), Z9
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z10
+	VMOVUPS 64(R10), Z11
+	JMP     gemmAVX512x6x32_loop
+
+gemmAVX512x6x32_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	JMP     gemmAVX512x6x32_loop
+
+gemmAVX512x6x32_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R10), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R10), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R10), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R10), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R10), Z10
+	VMOVAPS      Z10, Z11
+
+gemmAVX512x6x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x6x32_done
+
+gemmAVX512x6x32_k:
+	VMOVUPS          (SI), Z28
+	VMOVUPS          64(SI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x00000080, SI
+	DECQ             AX
+	JNE              gemmAVX512x6x32_k
+
+gemmAVX512x6x32_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX512x6x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+
+gemmAVX512x6x32_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z8, (DI)
+	VMOVUPS Z9, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z10, (DI)
+	VMOVUPS Z11, 64(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x7x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	MOVQ   b+24(FP), DI
+	MOVQ   c+32(FP), R8
+	MOVQ   ldc+40(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+56(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
+	JEQ    gemmAVX512x7x32_loadc
+	CMPQ   R11, $0x02
+	JEQ    gemmAVX512x7x32_colbias
+	CMPQ   R11, $0x03
+	JEQ    gemmAVX512x7x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	JMP    gemmAVX512x7x32_loop
+
+gemmAVX512x7x32_loadc:
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z10
+	VMOVUPS 64(R11), Z11
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z12
+	VMOVUPS 64(R11), Z13
+	JMP     gemmAVX512x7x32_loop
+
+gemmAVX512x7x32_colbias:
+	MOVQ    bias+48(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	JMP     gemmAVX512x7x32_loop
+
+gemmAVX512x7x32_rowbias:
+	MOVQ         bias+48(FP), R11
+	VBROADCASTSS (R11), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R11), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R11), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R11), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R11), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R11), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R11), Z12
+	VMOVAPS      Z12, Z13
+
+gemmAVX512x7x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x7x32_done
+
+gemmAVX512x7x32_k:
+	VMOVUPS          (DI), Z28
+	VMOVUPS          64(DI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x00000080, DI
+	DECQ             AX
+	JNE              gemmAVX512x7x32_k
+
+gemmAVX512x7x32_done:
+	TESTQ        $0x00000004, R10
+	JEQ          gemmAVX512x7x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+
+gemmAVX512x7x32_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z10, (R8)
+	VMOVUPS Z11, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z12, (R8)
+	VMOVUPS Z13, 64(R8)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x8x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	MOVQ   b+24(FP), DI
+	MOVQ   c+32(FP), R8
+	MOVQ   ldc+40(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+56(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
+	JEQ    gemmAVX512x8x32_loadc
+	CMPQ   R11, $0x02
+	JEQ    gemmAVX512x8x32_colbias
+	CMPQ   R11, $0x03
+	JEQ    gemmAVX512x8x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	JMP    gemmAVX512x8x32_loop
+
+gemmAVX512x8x32_loadc:
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z10
+	VMOVUPS 64(R11), Z11
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z12
+	VMOVUPS 64(R11), Z13
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z14
+	VMOVUPS 64(R11), Z15
+	JMP     gemmAVX512x8x32_loop
+
+gemmAVX512x8x32_colbias:
+	MOVQ    bias+48(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	JMP     gemmAVX512x8x32_loop
+
+gemmAVX512x8x32_rowbias:
+	MOVQ         bias+48(FP), R11
+	VBROADCASTSS (R11), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R11), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R11), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R11), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R11), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R11), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R11), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R11), Z14
+	VMOVAPS      Z14, Z15
+
+gemmAVX512x8x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x8x32_done
+
+gemmAVX512x8x32_k:
+	VMOVUPS          (DI), Z28
+	VMOVUPS          64(DI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x00000080, DI
+	DECQ             AX
+	JNE              gemmAVX512x8x32_k
+
+gemmAVX512x8x32_done:
+	TESTQ        $0x00000004, R10
+	JEQ          gemmAVX512x8x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+
+gemmAVX512x8x32_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z10, (R8)
+	VMOVUPS Z11, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z12, (R8)
+	VMOVUPS Z13, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z14, (R8)
+	VMOVUPS Z15, 64(R8)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x9x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	MOVQ   b+24(FP), DI
+	MOVQ   c+32(FP), R8
+	MOVQ   ldc+40(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+56(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
+	JEQ    gemmAVX512x9x32_loadc
+	CMPQ   R11, $0x02
+	JEQ    gemmAVX512x9x32_colbias
+	CMPQ   R11, $0x03
+	JEQ    gemmAVX512x9x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	JMP    gemmAVX512x9x32_loop
+
+gemmAVX512x9x32_loadc:
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z10
+	VMOVUPS 64(R11), Z11
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z12
+	VMOVUPS 64(R11), Z13
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z14
+	VMOVUPS 64(R11), Z15
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z16
+	VMOVUPS 64(R11), Z17
+	JMP     gemmAVX512x9x32_loop
+
+gemmAVX512x9x32_colbias:
+	MOVQ    bias+48(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	JMP     gemmAVX512x9x32_loop
+
+gemmAVX512x9x32_rowbias:
+	MOVQ         bias+48(FP), R11
+	VBROADCASTSS (R11), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R11), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R11), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R11), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R11), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R11), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R11), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R11), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R11), Z16
+	VMOVAPS      Z16, Z17
+
+gemmAVX512x9x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x9x32_done
+
+gemmAVX512x9x32_k:
+	VMOVUPS          (DI), Z28
+	VMOVUPS          64(DI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x00000080, DI
+	DECQ             AX
+	JNE              gemmAVX512x9x32_k
+
+gemmAVX512x9x32_done:
+	TESTQ        $0x00000004, R10
+	JEQ          gemmAVX512x9x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+
+gemmAVX512x9x32_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z10, (R8)
+	VMOVUPS Z11, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z12, (R8)
+	VMOVUPS Z13, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z14, (R8)
+	VMOVUPS Z15, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z16, (R8)
+	VMOVUPS Z17, 64(R8)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x10x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	MOVQ   b+24(FP), R8
+	MOVQ   c+32(FP), R9
+	MOVQ   ldc+40(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+56(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
+	JEQ    gemmAVX512x10x32_loadc
+	CMPQ   R12, $0x02
+	JEQ    gemmAVX512x10x32_colbias
+	CMPQ   R12, $0x03
+	JEQ    gemmAVX512x10x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	JMP    gemmAVX512x10x32_loop
+
+gemmAVX512x10x32_loadc:
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z16
+	VMOVUPS 64(R12), Z17
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z18
+	VMOVUPS 64(R12), Z19
+	JMP     gemmAVX512x10x32_loop
+
+gemmAVX512x10x32_colbias:
+	MOVQ    bias+48(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	JMP     gemmAVX512x10x32_loop
+
+gemmAVX512x10x32_rowbias:
+	MOVQ         bias+48(FP), R12
+	VBROADCASTSS (R12), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R12), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R12), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R12), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R12), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R12), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R12), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R12), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R12), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R12), Z18
+	VMOVAPS      Z18, Z19
+
+gemmAVX512x10x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x10x32_done
+
+gemmAVX512x10x32_k:
+	VMOVUPS          (R8), Z28
+	VMOVUPS          64(R8), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x00000080, R8
+	DECQ             AX
+	JNE              gemmAVX512x10x32_k
+
+gemmAVX512x10x32_done:
+	TESTQ        $0x00000004, R11
+	JEQ          gemmAVX512x10x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+
+gemmAVX512x10x32_store:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z16, (R9)
+	VMOVUPS Z17, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z18, (R9)
+	VMOVUPS Z19, 64(R9)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x11x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	MOVQ   b+24(FP), R8
+	MOVQ   c+32(FP), R9
+	MOVQ   ldc+40(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+56(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
+	JEQ    gemmAVX512x11x32_loadc
+	CMPQ   R12, $0x02
+	JEQ    gemmAVX512x11x32_colbias
+	CMPQ   R12, $0x03
+	JEQ    gemmAVX512x11x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	JMP    gemmAVX512x11x32_loop
+
+gemmAVX512x11x32_loadc:
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z16
+	VMOVUPS 64(R12), Z17
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z18
+	VMOVUPS 64(R12), Z19
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z20
+	VMOVUPS 64(R12), Z21
+	JMP     gemmAVX512x11x32_loop
+
+gemmAVX512x11x32_colbias:
+	MOVQ    bias+48(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	VMOVAPS Z28, Z20
+	VMOVAPS Z29, Z21
+	JMP     gemmAVX512x11x32_loop
+
+gemmAVX512x11x32_rowbias:
+	MOVQ         bias+48(FP), R12
+	VBROADCASTSS (R12), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R12), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R12), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R12), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R12), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R12), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R12), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R12), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R12), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R12), Z18
+	VMOVAPS      Z18, Z19
+	VBROADCASTSS 40(R12), Z20
+	VMOVAPS      Z20, Z21
+
+gemmAVX512x11x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x11x32_done
+
+gemmAVX512x11x32_k:
+	VMOVUPS          (R8), Z28
+	VMOVUPS          64(R8), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	VFMADD231PS.BCST (SI)(DX*4), Z28, Z20
+	VFMADD231PS.BCST (SI)(DX*4), Z29, Z21
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x00000080, R8
+	DECQ             AX
+	JNE              gemmAVX512x11x32_k
+
+gemmAVX512x11x32_done:
+	TESTQ        $0x00000004, R11
+	JEQ          gemmAVX512x11x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+	VMAXPS       Z20, Z30, Z20
+	VMINPS       Z20, Z31, Z20
+	VMAXPS       Z21, Z30, Z21
+	VMINPS       Z21, Z31, Z21
+
+gemmAVX512x11x32_store:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z16, (R9)
+	VMOVUPS Z17, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z18, (R9)
+	VMOVUPS Z19, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z20, (R9)
+	VMOVUPS Z21, 64(R9)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x12x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	MOVQ   b+24(FP), R8
+	MOVQ   c+32(FP), R9
+	MOVQ   ldc+40(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+56(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
+	JEQ    gemmAVX512x12x32_loadc
+	CMPQ   R12, $0x02
+	JEQ    gemmAVX512x12x32_colbias
+	CMPQ   R12, $0x03
+	JEQ    gemmAVX512x12x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	JMP    gemmAVX512x12x32_loop
+
+gemmAVX512x12x32_loadc:
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z16
+	VMOVUPS 64(R12), Z17
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z18
+	VMOVUPS 64(R12), Z19
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z20
+	VMOVUPS 64(R12), Z21
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z22
+	VMOVUPS 64(R12), Z23
+	JMP     gemmAVX512x12x32_loop
+
+gemmAVX512x12x32_colbias:
+	MOVQ    bias+48(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	VMOVAPS Z28, Z20
+	VMOVAPS Z29, Z21
+	VMOVAPS Z28, Z22
+	VMOVAPS Z29, Z23
+	JMP     gemmAVX512x12x32_loop
+
+gemmAVX512x12x32_rowbias:
+	MOVQ         bias+48(FP), R12
+	VBROADCASTSS (R12), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R12), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R12), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R12), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R12), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R12), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R12), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R12), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R12), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R12), Z18
+	VMOVAPS      Z18, Z19
+	VBROADCASTSS 40(R12), Z20
+	VMOVAPS      Z20, Z21
+	VBROADCASTSS 44(R12), Z22
+	VMOVAPS      Z22, Z23
+
+gemmAVX512x12x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x12x32_done
+
+gemmAVX512x12x32_k:
+	VMOVUPS          (R8), Z28
+	VMOVUPS          64(R8), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	VFMADD231PS.BCST (SI)(DX*4), Z28, Z20
+	VFMADD231PS.BCST (SI)(DX*4), Z29, Z21
+	VFMADD231PS.BCST (BX)(DX*8), Z28, Z22
+	VFMADD231PS.BCST (BX)(DX*8), Z29, Z23
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x00000080, R8
+	DECQ             AX
+	JNE              gemmAVX512x12x32_k
+
+gemmAVX512x12x32_done:
+	TESTQ        $0x00000004, R11
+	JEQ          gemmAVX512x12x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+	VMAXPS       Z20, Z30, Z20
+	VMINPS       Z20, Z31, Z20
+	VMAXPS       Z21, Z30, Z21
+	VMINPS       Z21, Z31, Z21
+	VMAXPS       Z22, Z30, Z22
+	VMINPS       Z22, Z31, Z22
+	VMAXPS       Z23, Z30, Z23
+	VMINPS       Z23, Z31, Z23
+
+gemmAVX512x12x32_store:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z16, (R9)
+	VMOVUPS Z17, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z18, (R9)
+	VMOVUPS Z19, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z20, (R9)
+	VMOVUPS Z21, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z22, (R9)
+	VMOVUPS Z23, 64(R9)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x13x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	IMUL3Q $0x0000000c, DX, R8
+	ADDQ   CX, R8
+	MOVQ   b+24(FP), R9
+	MOVQ   c+32(FP), R10
+	MOVQ   ldc+40(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   flags+56(FP), R12
+	MOVQ   R12, R13
+	ANDQ   $0x03, R13
+	CMPQ   R13, $0x01
+	JEQ    gemmAVX512x13x32_loadc
+	CMPQ   R13, $0x02
+	JEQ    gemmAVX512x13x32_colbias
+	CMPQ   R13, $0x03
+	JEQ    gemmAVX512x13x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+	VXORPS Z25, Z25, Z25
+	JMP    gemmAVX512x13x32_loop
+
+gemmAVX512x13x32_loadc:
+	MOVQ    R10, R13
+	VMOVUPS (R13), Z0
+	VMOVUPS 64(R13), Z1
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z2
+	VMOVUPS 64(R13), Z3
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z4
+	VMOVUPS 64(R13), Z5
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z6
+	VMOVUPS 64(R13), Z7
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z8
+	VMOVUPS 64(R13), Z9
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z10
+	VMOVUPS 64(R13), Z11
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z12
+	VMOVUPS 64(R13), Z13
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z14
+	VMOVUPS 64(R13), Z15
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z16
+	VMOVUPS 64(R13), Z17
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z18
+	VMOVUPS 64(R13), Z19
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z20
+	VMOVUPS 64(R13), Z21
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z22
+	VMOVUPS 64(R13), Z23
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z24
+	VMOVUPS 64(R13), Z25
+	JMP     gemmAVX512x13x32_loop
+
+gemmAVX512x13x32_colbias:
+	MOVQ    bias+48(FP), R13
+	VMOVUPS (R13), Z28
+	VMOVUPS 64(R13), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	VMOVAPS Z28, Z20
+	VMOVAPS Z29, Z21
+	VMOVAPS Z28, Z22
+	VMOVAPS Z29, Z23
+	VMOVAPS Z28, Z24
+	VMOVAPS Z29, Z25
+	JMP     gemmAVX512x13x32_loop
+
+gemmAVX512x13x32_rowbias:
+	MOVQ         bias+48(FP), R13
+	VBROADCASTSS (R13), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R13), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R13), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R13), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R13), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R13), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R13), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R13), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R13), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R13), Z18
+	VMOVAPS      Z18, Z19
+	VBROADCASTSS 40(R13), Z20
+	VMOVAPS      Z20, Z21
+	VBROADCASTSS 44(R13), Z22
+	VMOVAPS      Z22, Z23
+	VBROADCASTSS 48(R13), Z24
+	VMOVAPS      Z24, Z25
+
+gemmAVX512x13x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x13x32_done
+
+gemmAVX512x13x32_k:
+	VMOVUPS          (R9), Z28
+	VMOVUPS          64(R9), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	VFMADD231PS.BCST (SI)(DX*4), Z28, Z20
+	VFMADD231PS.BCST (SI)(DX*4), Z29, Z21
+	VFMADD231PS.BCST (BX)(DX*8), Z28, Z22
+	VFMADD231PS.BCST (BX)(DX*8), Z29, Z23
+	VFMADD231PS.BCST (R8), Z28, Z24
+	VFMADD231PS.BCST (R8), Z29, Z25
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x04, R8
+	ADDQ             $0x00000080, R9
+	DECQ             AX
+	JNE              gemmAVX512x13x32_k
+
+gemmAVX512x13x32_done:
+	TESTQ        $0x00000004, R12
+	JEQ          gemmAVX512x13x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+	VMAXPS       Z20, Z30, Z20
+	VMINPS       Z20, Z31, Z20
+	VMAXPS       Z21, Z30, Z21
+	VMINPS       Z21, Z31, Z21
+	VMAXPS       Z22, Z30, Z22
+	VMINPS       Z22, Z31, Z22
+	VMAXPS       Z23, Z30, Z23
+	VMINPS       Z23, Z31, Z23
+	VMAXPS       Z24, Z30, Z24
+	VMINPS       Z24, Z31, Z24
+	VMAXPS       Z25, Z30, Z25
+	VMINPS       Z25, Z31, Z25
+
+gemmAVX512x13x32_store:
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z2, (R10)
+	VMOVUPS Z3, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z4, (R10)
+	VMOVUPS Z5, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z6, (R10)
+	VMOVUPS Z7, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z10, (R10)
+	VMOVUPS Z11, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z12, (R10)
+	VMOVUPS Z13, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z14, (R10)
+	VMOVUPS Z15, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z16, (R10)
+	VMOVUPS Z17, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z18, (R10)
+	VMOVUPS Z19, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z20, (R10)
+	VMOVUPS Z21, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z22, (R10)
+	VMOVUPS Z23, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z24, (R10)
+	VMOVUPS Z25, 64(R10)
+	VZEROUPPER
+	RET
+
 // func axpyAVX2(n int, a float32, x *float32, y *float32)
 // Requires: AVX, FMA3
 TEXT ·axpyAVX2(SB), NOSPLIT, $0-32

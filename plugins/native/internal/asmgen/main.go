@@ -36,6 +36,15 @@ func main() {
 	zs := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27}
 	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
+	// the tails: kernels of fewer rows for a GEMM's last, partial row
+	// tile (no wasted rows, no copies through scratch)
+	ys := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}
+	for h := 1; h < 6; h++ {
+		gemm(fmt.Sprintf("gemmAVX2x%dx16", h), h, 16, 8, ys[:2*h], []VecPhysical{Y12, Y13}, Y14, Y15, false)
+	}
+	for h := 1; h < 14; h++ {
+		gemm(fmt.Sprintf("gemmAVX512x%dx32", h), h, 32, 16, zs[:2*h], []VecPhysical{Z28, Z29}, Z30, Z31, true)
+	}
 	axpy()
 	clampVec()
 	maxPool2x2()
