@@ -206,7 +206,7 @@ func (l *dwLayout) plane(g *geom, buf, w, y []float32, bias float32, clampOn boo
 // x[offs[t]+r·ldx+j]) for r < R, j < nt·V·dwLane.
 func dwTileGo(R, V, nt int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	n := V * dwLane
-	var acc [4 * 4 * dwLane]float32
+	var acc [4 * 8 * dwLane]float32
 	for i := 0; i < nt; i++ {
 		xi, yi := x[i*n:], y[i*n:]
 		for r := 0; r < R; r++ {
@@ -234,11 +234,14 @@ func dwTileGo(R, V, nt int, offs []int, w, x []float32, ldx int, y []float32, ld
 }
 
 // dwRun computes nv vectors of R output rows side by side with as few
-// tile calls as can be: the widest tiles (V = 2 at R = 4, else 4) in one
+// tile calls as can be: the widest tiles (V = 8 with AVX-512, else 2 at R = 4 and 4) in one
 // call, the rest narrower.
 func dwRun(R, nv int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	V := 4
-	if R == 4 {
+	switch {
+	case hasDW512:
+		V = 8 // 64 columns: 4 AVX-512 vectors (at most 16 accumulators)
+	case R == 4:
 		V = 2
 	}
 	for v0 := 0; v0 < nv; {

@@ -187,8 +187,21 @@ func TestVectorHelpers(t *testing.T) {
 // The depthwise tile kernels (assembly where the CPU has AVX2+FMA) agree
 // with the portable dwTileGo for every tile shape, tap count and clamp.
 func TestDepthwiseTiles(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		if wide && !dw512Available {
+			continue
+		}
+		t.Run(fmt.Sprintf("avx512=%v", wide), func(t *testing.T) {
+			defer func(v bool) { hasDW512 = v }(hasDW512)
+			hasDW512 = wide
+			testDepthwiseTiles(t)
+		})
+	}
+}
+
+func testDepthwiseTiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, rv := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}} {
+	for _, rv := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {2, 8}, {4, 1}, {4, 2}, {4, 4}, {4, 8}} {
 		for _, taps := range []int{1, 2, 9, 25} {
 			for _, clampOn := range []bool{false, true} {
 				R, V := rv[0], rv[1]

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -93,13 +94,35 @@ var dwFns = [4][4]func(nt, taps int, offs *int, w, x *float32, ldx int, y *float
 	{dwAVX2x4x1, dwAVX2x4x2},
 }
 
+// hasDW512: the depthwise tiles of 16, 32 and 64 columns run with AVX-512
+// vectors (opmask registers for the masked ones: VPMOVD2M is AVX512DQ).
+// A variable: the tests run both paths.
+var hasDW512 = dw512Available
+
+var dw512Available = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
+// dw512Fns are the AVX-512 tile kernels by [R-1][log2(V)-1] (V in 8-lane
+// vectors: 2, 4 and 8).
+var dw512Fns = [4][3]func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
+	{dw512x1x1, dw512x1x2, dw512x1x4},
+	{dw512x2x1, dw512x2x2, dw512x2x4},
+	{},
+	{dw512x4x1, dw512x4x2, dw512x4x4},
+}
+
 // dwTile computes nt R×V·dwLane tiles side by side of a depthwise
 // convolution (see dwTileGo) in assembly where the CPU can.
 func dwTile(R, V, nt int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	if nt <= 0 {
 		return
 	}
-	fn := dwFns[R-1][V-1]
+	var fn func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)
+	switch {
+	case hasDW512 && (V == 2 || V == 4 || V == 8):
+		fn = dw512Fns[R-1][bits.TrailingZeros(uint(V))-1]
+	case V <= 4:
+		fn = dwFns[R-1][V-1]
+	}
 	if !hasAVX2FMA || fn == nil || len(offs) == 0 {
 		dwTileGo(R, V, nt, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
 		return
@@ -123,6 +146,11 @@ var dwMaskFns = [4][2]func(np int, plain *int, nm int, masked *int, masks *int32
 	{dwMaskAVX2x4x1, dwMaskAVX2x4x2},
 }
 
+// dwMask512Fns are the AVX-512 masked tile kernels of 16 columns by R-1.
+var dwMask512Fns = [4]func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32){
+	dwMask512x1x1, dwMask512x2x1, nil, dwMask512x4x1,
+}
+
 // dwMaskTile computes an R×V·dwLane tile of a depthwise convolution from
 // the unpadded input, e's masked taps with masked loads (see
 // dwMaskTileGo), in assembly where the CPU can; full says smask stores
@@ -131,6 +159,9 @@ var dwMaskFns = [4][2]func(np int, plain *int, nm int, masked *int, masks *int32
 // last element smask stores (rows ldy apart).
 func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32, full bool) {
 	fn := dwMaskFns[R-1][V-1]
+	if hasDW512 && V == 2 {
+		fn = dwMask512Fns[R-1]
+	}
 	np, nm := len(e.plain)/2, len(e.masked)/2
 	if !hasAVX2FMA || fn == nil || len(x) == 0 || np+nm == 0 {
 		dwMaskTileGo(R, V, e, w, x, xoff, ldx, y, ldy, bias, clampOn, lo, hi, smask)

@@ -207,6 +207,66 @@ func dwMaskAVX2x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *fl
 //go:noescape
 func dwMaskAVX2x4x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
 
+// dw512x1x1 computes nt 1×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x1x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x1x2 computes nt 1×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x1x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x1x4 computes nt 1×64 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x1x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x1x1 computes a 1×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x1x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dw512x2x1 computes nt 2×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x2x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x2x2 computes nt 2×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x2x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x2x4 computes nt 2×64 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x2x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x2x1 computes a 2×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x2x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dw512x4x1 computes nt 4×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x4x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x4x2 computes nt 4×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x4x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x4x4 computes nt 4×64 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x4x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x4x1 computes a 4×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
 // addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
 //
 //go:noescape

@@ -5113,6 +5113,949 @@ dwMaskAVX2x4x2_full:
 	VZEROUPPER
 	RET
 
+// func dw512x1x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x1x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dw512x1x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x1x1_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Z0
+
+dw512x1x1_tap:
+	TESTQ        SI, SI
+	JEQ          dw512x1x1_done
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Z1
+	VFMADD231PS  (R9), Z1, Z0
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
+	JMP          dw512x1x1_tap
+
+dw512x1x1_done:
+	TESTQ        BX, BX
+	JEQ          dw512x1x1_store
+	VBROADCASTSS lo+80(FP), Z1
+	VBROADCASTSS hi+84(FP), Z2
+	VMAXPS       Z0, Z1, Z0
+	VMINPS       Z0, Z2, Z0
+
+dw512x1x1_store:
+	MOVQ    DX, R9
+	VMOVUPS Z0, (R9)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x1x1_tile
+
+dw512x1x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x1x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x1x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dw512x1x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x1x2_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+
+dw512x1x2_tap:
+	TESTQ        SI, SI
+	JEQ          dw512x1x2_done
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Z2
+	VFMADD231PS  (R9), Z2, Z0
+	VFMADD231PS  64(R9), Z2, Z1
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
+	JMP          dw512x1x2_tap
+
+dw512x1x2_done:
+	TESTQ        BX, BX
+	JEQ          dw512x1x2_store
+	VBROADCASTSS lo+80(FP), Z2
+	VBROADCASTSS hi+84(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dw512x1x2_store:
+	MOVQ    DX, R9
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x1x2_tile
+
+dw512x1x2_end:
+	VZEROUPPER
+	RET
+
+// func dw512x1x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x1x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dw512x1x4_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x1x4_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+
+dw512x1x4_tap:
+	TESTQ        SI, SI
+	JEQ          dw512x1x4_done
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Z4
+	VFMADD231PS  (R9), Z4, Z0
+	VFMADD231PS  64(R9), Z4, Z1
+	VFMADD231PS  128(R9), Z4, Z2
+	VFMADD231PS  192(R9), Z4, Z3
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
+	JMP          dw512x1x4_tap
+
+dw512x1x4_done:
+	TESTQ        BX, BX
+	JEQ          dw512x1x4_store
+	VBROADCASTSS lo+80(FP), Z4
+	VBROADCASTSS hi+84(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dw512x1x4_store:
+	MOVQ    DX, R9
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	VMOVUPS Z2, 128(R9)
+	VMOVUPS Z3, 192(R9)
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	DECQ    AX
+	JMP     dw512x1x4_tile
+
+dw512x1x4_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x1x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x1x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	MOVQ         np+0(FP), SI
+	MOVQ         plain+8(FP), DI
+
+dwMask512x1x1_plain:
+	TESTQ        SI, SI
+	JEQ          dwMask512x1x1_masked
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Z1
+	VFMADD231PS  (DX), Z1, Z0
+	ADDQ         $0x10, DI
+	DECQ         SI
+	JMP          dwMask512x1x1_plain
+
+dwMask512x1x1_masked:
+	MOVQ nm+16(FP), SI
+	MOVQ masked+24(FP), DI
+	MOVQ masks+32(FP), R8
+
+dwMask512x1x1_mtap:
+	TESTQ        SI, SI
+	JEQ          dwMask512x1x1_done
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Z1
+	VMOVDQU32    (R8), Z2
+	VPMOVD2M     Z2, K1
+	VFMADD231PS  (DX), Z1, K1, Z0
+	ADDQ         $0x10, DI
+	ADDQ         $0x40, R8
+	DECQ         SI
+	JMP          dwMask512x1x1_mtap
+
+dwMask512x1x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x1x1_store
+	VBROADCASTSS lo+104(FP), Z1
+	VBROADCASTSS hi+108(FP), Z2
+	VMAXPS       Z0, Z1, Z0
+	VMINPS       Z0, Z2, Z0
+
+dwMask512x1x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), CX
+	TESTQ     CX, CX
+	JEQ       dwMask512x1x1_full
+	VMOVDQU32 (CX), Z2
+	VPMOVD2M  Z2, K1
+	VMOVUPS   Z0, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x1x1_full:
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+// func dw512x2x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x2x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dw512x2x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x2x1_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+
+dw512x2x1_tap:
+	TESTQ        R8, R8
+	JEQ          dw512x2x1_done
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Z2
+	VFMADD231PS  (R11), Z2, Z0
+	VFMADD231PS  (R11)(BX*1), Z2, Z1
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
+	JMP          dw512x2x1_tap
+
+dw512x2x1_done:
+	TESTQ        DI, DI
+	JEQ          dw512x2x1_store
+	VBROADCASTSS lo+80(FP), Z2
+	VBROADCASTSS hi+84(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dw512x2x1_store:
+	MOVQ    DX, R11
+	VMOVUPS Z0, (R11)
+	ADDQ    SI, R11
+	VMOVUPS Z1, (R11)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x2x1_tile
+
+dw512x2x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x2x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x2x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dw512x2x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x2x2_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+
+dw512x2x2_tap:
+	TESTQ        R8, R8
+	JEQ          dw512x2x2_done
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Z4
+	VFMADD231PS  (R11), Z4, Z0
+	VFMADD231PS  64(R11), Z4, Z1
+	VFMADD231PS  (R11)(BX*1), Z4, Z2
+	VFMADD231PS  64(R11)(BX*1), Z4, Z3
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
+	JMP          dw512x2x2_tap
+
+dw512x2x2_done:
+	TESTQ        DI, DI
+	JEQ          dw512x2x2_store
+	VBROADCASTSS lo+80(FP), Z4
+	VBROADCASTSS hi+84(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dw512x2x2_store:
+	MOVQ    DX, R11
+	VMOVUPS Z0, (R11)
+	VMOVUPS Z1, 64(R11)
+	ADDQ    SI, R11
+	VMOVUPS Z2, (R11)
+	VMOVUPS Z3, 64(R11)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x2x2_tile
+
+dw512x2x2_end:
+	VZEROUPPER
+	RET
+
+// func dw512x2x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x2x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dw512x2x4_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x2x4_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+
+dw512x2x4_tap:
+	TESTQ        R8, R8
+	JEQ          dw512x2x4_done
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Z8
+	VFMADD231PS  (R11), Z8, Z0
+	VFMADD231PS  64(R11), Z8, Z1
+	VFMADD231PS  128(R11), Z8, Z2
+	VFMADD231PS  192(R11), Z8, Z3
+	VFMADD231PS  (R11)(BX*1), Z8, Z4
+	VFMADD231PS  64(R11)(BX*1), Z8, Z5
+	VFMADD231PS  128(R11)(BX*1), Z8, Z6
+	VFMADD231PS  192(R11)(BX*1), Z8, Z7
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
+	JMP          dw512x2x4_tap
+
+dw512x2x4_done:
+	TESTQ        DI, DI
+	JEQ          dw512x2x4_store
+	VBROADCASTSS lo+80(FP), Z8
+	VBROADCASTSS hi+84(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dw512x2x4_store:
+	MOVQ    DX, R11
+	VMOVUPS Z0, (R11)
+	VMOVUPS Z1, 64(R11)
+	VMOVUPS Z2, 128(R11)
+	VMOVUPS Z3, 192(R11)
+	ADDQ    SI, R11
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	DECQ    AX
+	JMP     dw512x2x4_tile
+
+dw512x2x4_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x2x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x2x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	VMOVAPS      Z0, Z1
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMask512x2x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMask512x2x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z2
+	VFMADD231PS  (BX), Z2, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z2, Z1
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMask512x2x1_plain
+
+dwMask512x2x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMask512x2x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMask512x2x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z2
+	VMOVDQU32    (R9), Z3
+	VPMOVD2M     Z3, K1
+	VFMADD231PS  (BX), Z2, K1, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z2, K1, Z1
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMask512x2x1_mtap
+
+dwMask512x2x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x2x1_store
+	VBROADCASTSS lo+104(FP), Z2
+	VBROADCASTSS hi+108(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dwMask512x2x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), DX
+	TESTQ     DX, DX
+	JEQ       dwMask512x2x1_full
+	VMOVDQU32 (DX), Z3
+	VPMOVD2M  Z3, K1
+	VMOVUPS   Z0, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z1, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x2x1_full:
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	VZEROUPPER
+	RET
+
+// func dw512x4x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x4x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x4x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x4x1_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+
+dw512x4x1_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x4x1_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z4
+	VFMADD231PS  (R12), Z4, Z0
+	VFMADD231PS  (R12)(BX*1), Z4, Z1
+	VFMADD231PS  (R12)(BX*2), Z4, Z2
+	VFMADD231PS  (R12)(DI*1), Z4, Z3
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x4x1_tap
+
+dw512x4x1_done:
+	TESTQ        R8, R8
+	JEQ          dw512x4x1_store
+	VBROADCASTSS lo+80(FP), Z4
+	VBROADCASTSS hi+84(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dw512x4x1_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z1, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z3, (R12)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x4x1_tile
+
+dw512x4x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x4x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x4x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x4x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x4x2_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+
+dw512x4x2_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x4x2_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z8
+	VFMADD231PS  (R12), Z8, Z0
+	VFMADD231PS  64(R12), Z8, Z1
+	VFMADD231PS  (R12)(BX*1), Z8, Z2
+	VFMADD231PS  64(R12)(BX*1), Z8, Z3
+	VFMADD231PS  (R12)(BX*2), Z8, Z4
+	VFMADD231PS  64(R12)(BX*2), Z8, Z5
+	VFMADD231PS  (R12)(DI*1), Z8, Z6
+	VFMADD231PS  64(R12)(DI*1), Z8, Z7
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x4x2_tap
+
+dw512x4x2_done:
+	TESTQ        R8, R8
+	JEQ          dw512x4x2_store
+	VBROADCASTSS lo+80(FP), Z8
+	VBROADCASTSS hi+84(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dw512x4x2_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	VMOVUPS Z3, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z6, (R12)
+	VMOVUPS Z7, 64(R12)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x4x2_tile
+
+dw512x4x2_end:
+	VZEROUPPER
+	RET
+
+// func dw512x4x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x4x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x4x4_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x4x4_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+	VMOVAPS      Z0, Z8
+	VMOVAPS      Z0, Z9
+	VMOVAPS      Z0, Z10
+	VMOVAPS      Z0, Z11
+	VMOVAPS      Z0, Z12
+	VMOVAPS      Z0, Z13
+	VMOVAPS      Z0, Z14
+	VMOVAPS      Z0, Z15
+
+dw512x4x4_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x4x4_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z16
+	VFMADD231PS  (R12), Z16, Z0
+	VFMADD231PS  64(R12), Z16, Z1
+	VFMADD231PS  128(R12), Z16, Z2
+	VFMADD231PS  192(R12), Z16, Z3
+	VFMADD231PS  (R12)(BX*1), Z16, Z4
+	VFMADD231PS  64(R12)(BX*1), Z16, Z5
+	VFMADD231PS  128(R12)(BX*1), Z16, Z6
+	VFMADD231PS  192(R12)(BX*1), Z16, Z7
+	VFMADD231PS  (R12)(BX*2), Z16, Z8
+	VFMADD231PS  64(R12)(BX*2), Z16, Z9
+	VFMADD231PS  128(R12)(BX*2), Z16, Z10
+	VFMADD231PS  192(R12)(BX*2), Z16, Z11
+	VFMADD231PS  (R12)(DI*1), Z16, Z12
+	VFMADD231PS  64(R12)(DI*1), Z16, Z13
+	VFMADD231PS  128(R12)(DI*1), Z16, Z14
+	VFMADD231PS  192(R12)(DI*1), Z16, Z15
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x4x4_tap
+
+dw512x4x4_done:
+	TESTQ        R8, R8
+	JEQ          dw512x4x4_store
+	VBROADCASTSS lo+80(FP), Z16
+	VBROADCASTSS hi+84(FP), Z17
+	VMAXPS       Z0, Z16, Z0
+	VMINPS       Z0, Z17, Z0
+	VMAXPS       Z1, Z16, Z1
+	VMINPS       Z1, Z17, Z1
+	VMAXPS       Z2, Z16, Z2
+	VMINPS       Z2, Z17, Z2
+	VMAXPS       Z3, Z16, Z3
+	VMINPS       Z3, Z17, Z3
+	VMAXPS       Z4, Z16, Z4
+	VMINPS       Z4, Z17, Z4
+	VMAXPS       Z5, Z16, Z5
+	VMINPS       Z5, Z17, Z5
+	VMAXPS       Z6, Z16, Z6
+	VMINPS       Z6, Z17, Z6
+	VMAXPS       Z7, Z16, Z7
+	VMINPS       Z7, Z17, Z7
+	VMAXPS       Z8, Z16, Z8
+	VMINPS       Z8, Z17, Z8
+	VMAXPS       Z9, Z16, Z9
+	VMINPS       Z9, Z17, Z9
+	VMAXPS       Z10, Z16, Z10
+	VMINPS       Z10, Z17, Z10
+	VMAXPS       Z11, Z16, Z11
+	VMINPS       Z11, Z17, Z11
+	VMAXPS       Z12, Z16, Z12
+	VMINPS       Z12, Z17, Z12
+	VMAXPS       Z13, Z16, Z13
+	VMINPS       Z13, Z17, Z13
+	VMAXPS       Z14, Z16, Z14
+	VMINPS       Z14, Z17, Z14
+	VMAXPS       Z15, Z16, Z15
+	VMINPS       Z15, Z17, Z15
+
+dw512x4x4_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	VMOVUPS Z2, 128(R12)
+	VMOVUPS Z3, 192(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	VMOVUPS Z6, 128(R12)
+	VMOVUPS Z7, 192(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	VMOVUPS Z10, 128(R12)
+	VMOVUPS Z11, 192(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z12, (R12)
+	VMOVUPS Z13, 64(R12)
+	VMOVUPS Z14, 128(R12)
+	VMOVUPS Z15, 192(R12)
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	DECQ    AX
+	JMP     dw512x4x4_tile
+
+dw512x4x4_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x4x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMask512x4x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMask512x4x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z4
+	VFMADD231PS  (BX), Z4, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, Z3
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMask512x4x1_plain
+
+dwMask512x4x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMask512x4x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMask512x4x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z4
+	VMOVDQU32    (R9), Z5
+	VPMOVD2M     Z5, K1
+	VFMADD231PS  (BX), Z4, K1, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, K1, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, K1, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, K1, Z3
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMask512x4x1_mtap
+
+dwMask512x4x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x4x1_store
+	VBROADCASTSS lo+104(FP), Z4
+	VBROADCASTSS hi+108(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dwMask512x4x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), DX
+	TESTQ     DX, DX
+	JEQ       dwMask512x4x1_full
+	VMOVDQU32 (DX), Z5
+	VPMOVD2M  Z5, K1
+	VMOVUPS   Z0, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z1, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z2, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z3, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x4x1_full:
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VZEROUPPER
+	RET
+
 // func addVVAVX2(n int, a *float32, b *float32, y *float32)
 // Requires: AVX
 TEXT ·addVVAVX2(SB), NOSPLIT, $0-32
