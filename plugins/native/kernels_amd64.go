@@ -137,6 +137,11 @@ func dotAVX2(n int, x *float32, y *float32) float32
 //go:noescape
 func chainAVX2(n int, y *float32, ops *int32, nops int)
 
+// chain512 applies the element-wise program ops to y[i] in place for i < n&^127 (see the package asmgen).
+//
+//go:noescape
+func chain512(n int, y *float32, ops *int32, nops int)
+
 // dwAVX2x1x1 computes nt 1×8 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
 //go:noescape

@@ -3856,124 +3856,301 @@ TEXT ·chainAVX2(SB), NOSPLIT, $0-32
 	MOVQ ops+16(FP), DX
 	MOVQ nops+24(FP), BX
 
-chain_32:
-	CMPQ    AX, $0x20
-	JLT     chain_done
+chainAVX2_block:
+	CMPQ    AX, $0x00000020
+	JLT     chainAVX2_done
 	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
-	VMOVUPS 64(CX), Y2
-	VMOVUPS 96(CX), Y3
+	VMOVUPS 32(CX), Y2
+	VMOVUPS 64(CX), Y4
+	VMOVUPS 96(CX), Y6
 	MOVQ    DX, SI
 	MOVQ    BX, DI
 
-chain_op:
+chainAVX2_op:
 	TESTQ        DI, DI
-	JEQ          chain_store
+	JEQ          chainAVX2_store
 	MOVL         (SI), R8
 	VBROADCASTSS 4(SI), Y8
 	CMPL         R8, $0x00
-	JEQ          chain_k0
+	JEQ          chainAVX2_k0
 	CMPL         R8, $0x01
-	JEQ          chain_k1
+	JEQ          chainAVX2_k1
 	CMPL         R8, $0x02
-	JEQ          chain_k2
+	JEQ          chainAVX2_k2
 	CMPL         R8, $0x03
-	JEQ          chain_k3
+	JEQ          chainAVX2_k3
 	CMPL         R8, $0x04
-	JEQ          chain_k4
+	JEQ          chainAVX2_k4
 	CMPL         R8, $0x05
-	JEQ          chain_k5
+	JEQ          chainAVX2_k5
 	CMPL         R8, $0x06
-	JEQ          chain_k6
+	JEQ          chainAVX2_k6
 	CMPL         R8, $0x07
-	JEQ          chain_k7
+	JEQ          chainAVX2_k7
 	CMPL         R8, $0x08
-	JEQ          chain_k8
-	JMP          chain_next
+	JEQ          chainAVX2_k8
+	JMP          chainAVX2_next
 
-chain_k0:
+chainAVX2_k0:
 	VADDPS Y8, Y0, Y0
-	VADDPS Y8, Y1, Y1
 	VADDPS Y8, Y2, Y2
-	VADDPS Y8, Y3, Y3
-	JMP    chain_next
+	VADDPS Y8, Y4, Y4
+	VADDPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k1:
+chainAVX2_k1:
 	VSUBPS Y8, Y0, Y0
-	VSUBPS Y8, Y1, Y1
 	VSUBPS Y8, Y2, Y2
-	VSUBPS Y8, Y3, Y3
-	JMP    chain_next
+	VSUBPS Y8, Y4, Y4
+	VSUBPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k2:
+chainAVX2_k2:
 	VSUBPS Y0, Y8, Y0
-	VSUBPS Y1, Y8, Y1
 	VSUBPS Y2, Y8, Y2
-	VSUBPS Y3, Y8, Y3
-	JMP    chain_next
+	VSUBPS Y4, Y8, Y4
+	VSUBPS Y6, Y8, Y6
+	JMP    chainAVX2_next
 
-chain_k3:
+chainAVX2_k3:
 	VMULPS Y8, Y0, Y0
-	VMULPS Y8, Y1, Y1
 	VMULPS Y8, Y2, Y2
-	VMULPS Y8, Y3, Y3
-	JMP    chain_next
+	VMULPS Y8, Y4, Y4
+	VMULPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k4:
+chainAVX2_k4:
 	VDIVPS Y8, Y0, Y0
-	VDIVPS Y8, Y1, Y1
 	VDIVPS Y8, Y2, Y2
-	VDIVPS Y8, Y3, Y3
-	JMP    chain_next
+	VDIVPS Y8, Y4, Y4
+	VDIVPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k5:
+chainAVX2_k5:
 	VDIVPS Y0, Y8, Y0
-	VDIVPS Y1, Y8, Y1
 	VDIVPS Y2, Y8, Y2
-	VDIVPS Y3, Y8, Y3
-	JMP    chain_next
+	VDIVPS Y4, Y8, Y4
+	VDIVPS Y6, Y8, Y6
+	JMP    chainAVX2_next
 
-chain_k6:
+chainAVX2_k6:
 	VBROADCASTSS 8(SI), Y8
 	VBROADCASTSS 12(SI), Y9
 	VMAXPS       Y0, Y8, Y0
 	VMINPS       Y0, Y9, Y0
-	VMAXPS       Y1, Y8, Y1
-	VMINPS       Y1, Y9, Y1
 	VMAXPS       Y2, Y8, Y2
 	VMINPS       Y2, Y9, Y2
-	VMAXPS       Y3, Y8, Y3
-	VMINPS       Y3, Y9, Y3
-	JMP          chain_next
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	JMP          chainAVX2_next
 
-chain_k7:
-	VMOVAPS Y0, Y4
-	VMOVAPS Y1, Y5
-	VMOVAPS Y2, Y6
-	VMOVAPS Y3, Y7
-	JMP     chain_next
+chainAVX2_k7:
+	VMOVAPS Y0, Y1
+	VMOVAPS Y2, Y3
+	VMOVAPS Y4, Y5
+	VMOVAPS Y6, Y7
+	JMP     chainAVX2_next
 
-chain_k8:
-	VMULPS Y0, Y4, Y0
-	VMULPS Y1, Y5, Y1
-	VMULPS Y2, Y6, Y2
-	VMULPS Y3, Y7, Y3
+chainAVX2_k8:
+	VMULPS Y0, Y1, Y0
+	VMULPS Y2, Y3, Y2
+	VMULPS Y4, Y5, Y4
+	VMULPS Y6, Y7, Y6
 
-chain_next:
+chainAVX2_next:
 	ADDQ $0x10, SI
 	DECQ DI
-	JMP  chain_op
+	JMP  chainAVX2_op
 
-chain_store:
+chainAVX2_store:
 	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	ADDQ    $0x80, CX
-	SUBQ    $0x20, AX
-	JMP     chain_32
+	VMOVUPS Y2, 32(CX)
+	VMOVUPS Y4, 64(CX)
+	VMOVUPS Y6, 96(CX)
+	ADDQ    $0x00000080, CX
+	SUBQ    $0x00000020, AX
+	JMP     chainAVX2_block
 
-chain_done:
+chainAVX2_done:
+	VZEROUPPER
+	RET
+
+// func chain512(n int, y *float32, ops *int32, nops int)
+// Requires: AVX, AVX512F
+TEXT ·chain512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+8(FP), CX
+	MOVQ ops+16(FP), DX
+	MOVQ nops+24(FP), BX
+
+chain512_block:
+	CMPQ    AX, $0x00000080
+	JLT     chain512_done
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z2
+	VMOVUPS 128(CX), Z4
+	VMOVUPS 192(CX), Z6
+	VMOVUPS 256(CX), Z8
+	VMOVUPS 320(CX), Z10
+	VMOVUPS 384(CX), Z12
+	VMOVUPS 448(CX), Z14
+	MOVQ    DX, SI
+	MOVQ    BX, DI
+
+chain512_op:
+	TESTQ        DI, DI
+	JEQ          chain512_store
+	MOVL         (SI), R8
+	VBROADCASTSS 4(SI), Z16
+	CMPL         R8, $0x00
+	JEQ          chain512_k0
+	CMPL         R8, $0x01
+	JEQ          chain512_k1
+	CMPL         R8, $0x02
+	JEQ          chain512_k2
+	CMPL         R8, $0x03
+	JEQ          chain512_k3
+	CMPL         R8, $0x04
+	JEQ          chain512_k4
+	CMPL         R8, $0x05
+	JEQ          chain512_k5
+	CMPL         R8, $0x06
+	JEQ          chain512_k6
+	CMPL         R8, $0x07
+	JEQ          chain512_k7
+	CMPL         R8, $0x08
+	JEQ          chain512_k8
+	JMP          chain512_next
+
+chain512_k0:
+	VADDPS Z16, Z0, Z0
+	VADDPS Z16, Z2, Z2
+	VADDPS Z16, Z4, Z4
+	VADDPS Z16, Z6, Z6
+	VADDPS Z16, Z8, Z8
+	VADDPS Z16, Z10, Z10
+	VADDPS Z16, Z12, Z12
+	VADDPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k1:
+	VSUBPS Z16, Z0, Z0
+	VSUBPS Z16, Z2, Z2
+	VSUBPS Z16, Z4, Z4
+	VSUBPS Z16, Z6, Z6
+	VSUBPS Z16, Z8, Z8
+	VSUBPS Z16, Z10, Z10
+	VSUBPS Z16, Z12, Z12
+	VSUBPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k2:
+	VSUBPS Z0, Z16, Z0
+	VSUBPS Z2, Z16, Z2
+	VSUBPS Z4, Z16, Z4
+	VSUBPS Z6, Z16, Z6
+	VSUBPS Z8, Z16, Z8
+	VSUBPS Z10, Z16, Z10
+	VSUBPS Z12, Z16, Z12
+	VSUBPS Z14, Z16, Z14
+	JMP    chain512_next
+
+chain512_k3:
+	VMULPS Z16, Z0, Z0
+	VMULPS Z16, Z2, Z2
+	VMULPS Z16, Z4, Z4
+	VMULPS Z16, Z6, Z6
+	VMULPS Z16, Z8, Z8
+	VMULPS Z16, Z10, Z10
+	VMULPS Z16, Z12, Z12
+	VMULPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k4:
+	VDIVPS Z16, Z0, Z0
+	VDIVPS Z16, Z2, Z2
+	VDIVPS Z16, Z4, Z4
+	VDIVPS Z16, Z6, Z6
+	VDIVPS Z16, Z8, Z8
+	VDIVPS Z16, Z10, Z10
+	VDIVPS Z16, Z12, Z12
+	VDIVPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k5:
+	VDIVPS Z0, Z16, Z0
+	VDIVPS Z2, Z16, Z2
+	VDIVPS Z4, Z16, Z4
+	VDIVPS Z6, Z16, Z6
+	VDIVPS Z8, Z16, Z8
+	VDIVPS Z10, Z16, Z10
+	VDIVPS Z12, Z16, Z12
+	VDIVPS Z14, Z16, Z14
+	JMP    chain512_next
+
+chain512_k6:
+	VBROADCASTSS 8(SI), Z16
+	VBROADCASTSS 12(SI), Z17
+	VMAXPS       Z0, Z16, Z0
+	VMINPS       Z0, Z17, Z0
+	VMAXPS       Z2, Z16, Z2
+	VMINPS       Z2, Z17, Z2
+	VMAXPS       Z4, Z16, Z4
+	VMINPS       Z4, Z17, Z4
+	VMAXPS       Z6, Z16, Z6
+	VMINPS       Z6, Z17, Z6
+	VMAXPS       Z8, Z16, Z8
+	VMINPS       Z8, Z17, Z8
+	VMAXPS       Z10, Z16, Z10
+	VMINPS       Z10, Z17, Z10
+	VMAXPS       Z12, Z16, Z12
+	VMINPS       Z12, Z17, Z12
+	VMAXPS       Z14, Z16, Z14
+	VMINPS       Z14, Z17, Z14
+	JMP          chain512_next
+
+chain512_k7:
+	VMOVAPS Z0, Z1
+	VMOVAPS Z2, Z3
+	VMOVAPS Z4, Z5
+	VMOVAPS Z6, Z7
+	VMOVAPS Z8, Z9
+	VMOVAPS Z10, Z11
+	VMOVAPS Z12, Z13
+	VMOVAPS Z14, Z15
+	JMP     chain512_next
+
+chain512_k8:
+	VMULPS Z0, Z1, Z0
+	VMULPS Z2, Z3, Z2
+	VMULPS Z4, Z5, Z4
+	VMULPS Z6, Z7, Z6
+	VMULPS Z8, Z9, Z8
+	VMULPS Z10, Z11, Z10
+	VMULPS Z12, Z13, Z12
+	VMULPS Z14, Z15, Z14
+
+chain512_next:
+	ADDQ $0x10, SI
+	DECQ DI
+	JMP  chain512_op
+
+chain512_store:
+	VMOVUPS Z0, (CX)
+	VMOVUPS Z2, 64(CX)
+	VMOVUPS Z4, 128(CX)
+	VMOVUPS Z6, 192(CX)
+	VMOVUPS Z8, 256(CX)
+	VMOVUPS Z10, 320(CX)
+	VMOVUPS Z12, 384(CX)
+	VMOVUPS Z14, 448(CX)
+	ADDQ    $0x00000200, CX
+	SUBQ    $0x00000080, AX
+	JMP     chain512_block
+
+chain512_done:
 	VZEROUPPER
 	RET
 

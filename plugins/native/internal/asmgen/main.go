@@ -51,7 +51,8 @@ func main() {
 	deinterleave2()
 	expSum()
 	dot()
-	chainKernel()
+	chainKernel("chainAVX2", false)
+	chainKernel("chain512", true)
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
 	}
@@ -872,29 +873,36 @@ const (
 // through the whole program (a fifth set for the saved value): x+c, x-c,
 // c-x, x·c, x/c, c/x, clamp to [lo, hi] keeping NaN, saved = x, x =
 // saved·x. Each op rounds as the separate vector op would.
-func chainKernel() {
-	TEXT("chainAVX2", NOSPLIT, "func(n int, y *float32, ops *int32, nops int)")
-	Doc("chainAVX2 applies the element-wise program ops to y[i] in place for i < n&^31 (see the package asmgen).")
+func chainKernel(name string, wide bool) {
+	vec, lanes, nv := YMM, 8, 4
+	if wide {
+		vec, lanes, nv = ZMM, 16, 8
+	}
+	step := lanes * nv // floats a pass
+	TEXT(name, NOSPLIT, "func(n int, y *float32, ops *int32, nops int)")
+	Doc(fmt.Sprintf("%s applies the element-wise program ops to y[i] in place for i < n&^%d (see the package asmgen).", name, step-1))
 	Pragma("noescape")
 	n := Load(Param("n"), GP64())
 	y := Load(Param("y"), GP64())
 	ops0 := Load(Param("ops"), GP64())
 	nops := Load(Param("nops"), GP64())
 	op, cnt, kind := GP64(), GP64(), GP32()
-	v := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
-	sv := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
-	c, hi := YMM(), YMM()
-	Label("chain_32")
-	CMPQ(n, U8(32))
-	JLT(LabelRef("chain_done"))
+	v, sv := make([]VecVirtual, nv), make([]VecVirtual, nv)
+	for i := range v {
+		v[i], sv[i] = vec(), vec()
+	}
+	c, hi := vec(), vec()
+	Label(name + "_block")
+	CMPQ(n, U32(step))
+	JLT(LabelRef(name + "_done"))
 	for i, r := range v {
-		VMOVUPS(Mem{Base: y, Disp: 32 * i}, r)
+		VMOVUPS(Mem{Base: y, Disp: 4 * lanes * i}, r)
 	}
 	MOVQ(ops0, op)
 	MOVQ(nops, cnt)
-	Label("chain_op")
+	Label(name + "_op")
 	TESTQ(cnt, cnt)
-	JEQ(LabelRef("chain_store"))
+	JEQ(LabelRef(name + "_store"))
 	MOVL(Mem{Base: op}, kind)
 	VBROADCASTSS(Mem{Base: op, Disp: 4}, c)
 	cases := []struct {
@@ -926,26 +934,26 @@ func chainKernel() {
 	}
 	for _, cs := range cases {
 		CMPL(kind, U8(cs.kind))
-		JEQ(LabelRef(fmt.Sprintf("chain_k%d", cs.kind)))
+		JEQ(LabelRef(fmt.Sprintf("%s_k%d", name, cs.kind)))
 	}
-	JMP(LabelRef("chain_next"))
+	JMP(LabelRef(name + "_next"))
 	for _, cs := range cases {
-		Label(fmt.Sprintf("chain_k%d", cs.kind))
+		Label(fmt.Sprintf("%s_k%d", name, cs.kind))
 		cs.emit()
-		JMP(LabelRef("chain_next"))
+		JMP(LabelRef(name + "_next"))
 	}
-	Label("chain_next")
+	Label(name + "_next")
 	ADDQ(U8(16), op)
 	DECQ(cnt)
-	JMP(LabelRef("chain_op"))
-	Label("chain_store")
+	JMP(LabelRef(name + "_op"))
+	Label(name + "_store")
 	for i, r := range v {
-		VMOVUPS(r, Mem{Base: y, Disp: 32 * i})
+		VMOVUPS(r, Mem{Base: y, Disp: 4 * lanes * i})
 	}
-	ADDQ(U8(128), y)
-	SUBQ(U8(32), n)
-	JMP(LabelRef("chain_32"))
-	Label("chain_done")
+	ADDQ(U32(4*step), y)
+	SUBQ(U32(step), n)
+	JMP(LabelRef(name + "_block"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
