@@ -65,6 +65,9 @@ func packBRows(dst, src []float32, k, n, nr, ldb, p0, p1 int) {
 func copyRows(dst, src []float32, k, nr, ldb int) {
 	switch nr {
 	case 32:
+		if k > 0 && copyRows32(dst[:32*k], src[:(k-1)*ldb+32], k, ldb) {
+			return
+		}
 		for kk := 0; kk < k; kk++ {
 			*(*[32]float32)(dst[kk*32:]) = *(*[32]float32)(src[kk*ldb:])
 		}

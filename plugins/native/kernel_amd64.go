@@ -251,3 +251,14 @@ func runChain(y []float32, ops []chainOp) {
 	}
 	runChainGo(y, ops)
 }
+
+// copyRows32 is copyRows for 32 columns (dst 32·k long, src reaching row
+// k-1's last column) in assembly where the CPU has AVX-512; false: not
+// done.
+func copyRows32(dst, src []float32, k, ldb int) bool {
+	if !hasAVX512F {
+		return false
+	}
+	copyRows32AVX512(k, &src[0], ldb, &dst[0])
+	return true
+}

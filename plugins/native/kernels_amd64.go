@@ -137,6 +137,11 @@ func dotAVX2(n int, x *float32, y *float32) float32
 //go:noescape
 func chainAVX2(n int, y *float32, ops *int32, nops int)
 
+// copyRows32AVX512 copies k rows of 32 floats, ldb floats apart in src, to dst one after another.
+//
+//go:noescape
+func copyRows32AVX512(k int, src *float32, ldb int, dst *float32)
+
 // chain512 applies the element-wise program ops to y[i] in place for i < n&^127 (see the package asmgen).
 //
 //go:noescape

@@ -3977,6 +3977,43 @@ chainAVX2_done:
 	VZEROUPPER
 	RET
 
+// func copyRows32AVX512(k int, src *float32, ldb int, dst *float32)
+// Requires: AVX, AVX512F
+TEXT ·copyRows32AVX512(SB), NOSPLIT, $0-32
+	MOVQ k+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ldb+16(FP), DX
+	SHLQ $0x02, DX
+	MOVQ dst+24(FP), BX
+
+copyRows32_two:
+	CMPQ    AX, $0x02
+	JLT     copyRows32_one
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS (CX)(DX*1), Z2
+	VMOVUPS 64(CX)(DX*1), Z3
+	VMOVUPS Z0, (BX)
+	VMOVUPS Z1, 64(BX)
+	VMOVUPS Z2, 128(BX)
+	VMOVUPS Z3, 192(BX)
+	LEAQ    (CX)(DX*2), CX
+	ADDQ    $0x00000100, BX
+	SUBQ    $0x02, AX
+	JMP     copyRows32_two
+
+copyRows32_one:
+	TESTQ   AX, AX
+	JEQ     copyRows32_done
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS Z0, (BX)
+	VMOVUPS Z1, 64(BX)
+
+copyRows32_done:
+	VZEROUPPER
+	RET
+
 // func chain512(n int, y *float32, ops *int32, nops int)
 // Requires: AVX, AVX512F
 TEXT ·chain512(SB), NOSPLIT, $0-32

@@ -52,6 +52,7 @@ func main() {
 	expSum()
 	dot()
 	chainKernel("chainAVX2", false)
+	copyRows32()
 	chainKernel("chain512", true)
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
@@ -1162,6 +1163,46 @@ func depthwiseMasked512(R int) {
 			ADDQ(ldy, y)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// copyRows32 emits copyRows32AVX512: k rows of 32 floats, ldb floats
+// apart in src, to dst one after another (packing a panel of B of 32
+// columns), two 512-bit loads and stores a row instead of a memmove call.
+func copyRows32() {
+	TEXT("copyRows32AVX512", NOSPLIT, "func(k int, src *float32, ldb int, dst *float32)")
+	Doc("copyRows32AVX512 copies k rows of 32 floats, ldb floats apart in src, to dst one after another.")
+	Pragma("noescape")
+	k := Load(Param("k"), GP64())
+	src := Load(Param("src"), GP64())
+	ldb := Load(Param("ldb"), GP64())
+	SHLQ(U8(2), ldb)
+	dst := Load(Param("dst"), GP64())
+	a, b, c, d := ZMM(), ZMM(), ZMM(), ZMM()
+	Label("copyRows32_two")
+	CMPQ(k, U8(2))
+	JLT(LabelRef("copyRows32_one"))
+	VMOVUPS(Mem{Base: src}, a)
+	VMOVUPS(Mem{Base: src, Disp: 64}, b)
+	VMOVUPS(Mem{Base: src, Index: ldb, Scale: 1}, c)
+	VMOVUPS(Mem{Base: src, Index: ldb, Scale: 1, Disp: 64}, d)
+	VMOVUPS(a, Mem{Base: dst})
+	VMOVUPS(b, Mem{Base: dst, Disp: 64})
+	VMOVUPS(c, Mem{Base: dst, Disp: 128})
+	VMOVUPS(d, Mem{Base: dst, Disp: 192})
+	LEAQ(Mem{Base: src, Index: ldb, Scale: 2}, src)
+	ADDQ(U32(256), dst)
+	SUBQ(U8(2), k)
+	JMP(LabelRef("copyRows32_two"))
+	Label("copyRows32_one")
+	TESTQ(k, k)
+	JEQ(LabelRef("copyRows32_done"))
+	VMOVUPS(Mem{Base: src}, a)
+	VMOVUPS(Mem{Base: src, Disp: 64}, b)
+	VMOVUPS(a, Mem{Base: dst})
+	VMOVUPS(b, Mem{Base: dst, Disp: 64})
+	Label("copyRows32_done")
 	VZEROUPPER()
 	RET()
 }
