@@ -201,7 +201,7 @@ func TestDepthwiseTiles(t *testing.T) {
 
 func testDepthwiseTiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, rv := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {2, 8}, {4, 1}, {4, 2}, {4, 4}, {4, 8}} {
+	for _, rv := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {2, 8}, {4, 1}, {4, 2}, {4, 4}, {4, 8}, {8, 1}, {8, 2}, {8, 4}, {8, 8}} {
 		for _, taps := range []int{1, 2, 9, 25} {
 			for _, clampOn := range []bool{false, true} {
 				R, V := rv[0], rv[1]

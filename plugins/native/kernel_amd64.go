@@ -106,11 +106,11 @@ var dw512Available = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 
 // dw512Fns are the AVX-512 tile kernels by [R-1][log2(V)-1] (V in 8-lane
 // vectors: 2, 4 and 8).
-var dw512Fns = [4][3]func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
+var dw512Fns = [8][3]func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
 	{dw512x1x1, dw512x1x2, dw512x1x4},
 	{dw512x2x1, dw512x2x2, dw512x2x4},
-	{},
-	{dw512x4x1, dw512x4x2, dw512x4x4},
+	{}, {dw512x4x1, dw512x4x2, dw512x4x4},
+	{}, {}, {}, {dw512x8x1, dw512x8x2},
 }
 
 // dwTile computes nt R×V·dwLane tiles side by side of a depthwise
@@ -120,6 +120,11 @@ func dwTile(R, V, nt int, offs []int, hiOff int, w, x []float32, ldx int, y []fl
 		return
 	}
 	var fn func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)
+	if R == 8 && !(hasDW512 && (V == 2 || V == 4)) { // as two tiles of 4 rows
+		dwTile(4, V, nt, offs, hiOff, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+		dwTile(4, V, nt, offs, hiOff, w, x[4*ldx:], ldx, y[4*ldy:], ldy, bias, clampOn, lo, hi)
+		return
+	}
 	switch {
 	case hasDW512 && (V == 2 || V == 4 || V == 8):
 		fn = dw512Fns[R-1][bits.TrailingZeros(uint(V))-1]
@@ -150,8 +155,8 @@ var dwMaskFns = [4][2]func(np int, plain *int, nm int, masked *int, masks *int32
 }
 
 // dwMask512Fns are the AVX-512 masked tile kernels of 16 columns by R-1.
-var dwMask512Fns = [4]func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32){
-	dwMask512x1x1, dwMask512x2x1, nil, dwMask512x4x1,
+var dwMask512Fns = [8]func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32){
+	dwMask512x1x1, dwMask512x2x1, nil, dwMask512x4x1, nil, nil, nil, dwMask512x8x1,
 }
 
 // dwMaskTile computes an R×V·dwLane tile of a depthwise convolution from
@@ -161,9 +166,16 @@ var dwMask512Fns = [4]func(np int, plain *int, nm int, masked *int, masks *int32
 // through, in each of the R rows, MUST lie inside x; y MUST end at the
 // last element smask stores (rows ldy apart).
 func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32, full bool) {
-	fn := dwMaskFns[R-1][V-1]
+	if R == 8 && !(hasDW512 && V == 2) { // as two tiles of 4 rows
+		dwMaskTile(4, V, e, w, x, xoff, ldx, y, ldy, bias, clampOn, lo, hi, smask, full)
+		dwMaskTile(4, V, e, w, x, xoff+4*ldx, ldx, y[4*ldy:], ldy, bias, clampOn, lo, hi, smask, full)
+		return
+	}
+	var fn func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32)
 	if hasDW512 && V == 2 {
 		fn = dwMask512Fns[R-1]
+	} else {
+		fn = dwMaskFns[R-1][V-1]
 	}
 	np, nm := len(e.plain)/2, len(e.masked)/2
 	if !hasAVX2FMA || fn == nil || len(x) == 0 || np+nm == 0 {

@@ -277,6 +277,21 @@ func dw512x4x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *
 //go:noescape
 func dwMask512x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
 
+// dw512x8x1 computes nt 8×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x8x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x8x2 computes nt 8×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x8x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x8x1 computes a 8×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x8x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
 // addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
 //
 //go:noescape

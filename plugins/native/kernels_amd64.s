@@ -6270,6 +6270,387 @@ dwMask512x4x1_full:
 	VZEROUPPER
 	RET
 
+// func dw512x8x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x8x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x8x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x8x1_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+
+dw512x8x1_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x8x1_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z8
+	LEAQ         (R12)(BX*4), R13
+	VFMADD231PS  (R12), Z8, Z0
+	VFMADD231PS  (R12)(BX*1), Z8, Z1
+	VFMADD231PS  (R12)(BX*2), Z8, Z2
+	VFMADD231PS  (R12)(DI*1), Z8, Z3
+	VFMADD231PS  (R13), Z8, Z4
+	VFMADD231PS  (R13)(BX*1), Z8, Z5
+	VFMADD231PS  (R13)(BX*2), Z8, Z6
+	VFMADD231PS  (R13)(DI*1), Z8, Z7
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x8x1_tap
+
+dw512x8x1_done:
+	TESTQ        R8, R8
+	JEQ          dw512x8x1_store
+	VBROADCASTSS lo+80(FP), Z8
+	VBROADCASTSS hi+84(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dw512x8x1_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z1, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z3, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z5, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z6, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z7, (R12)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x8x1_tile
+
+dw512x8x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x8x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x8x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x8x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x8x2_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+	VMOVAPS      Z0, Z8
+	VMOVAPS      Z0, Z9
+	VMOVAPS      Z0, Z10
+	VMOVAPS      Z0, Z11
+	VMOVAPS      Z0, Z12
+	VMOVAPS      Z0, Z13
+	VMOVAPS      Z0, Z14
+	VMOVAPS      Z0, Z15
+
+dw512x8x2_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x8x2_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z16
+	LEAQ         (R12)(BX*4), R13
+	VFMADD231PS  (R12), Z16, Z0
+	VFMADD231PS  64(R12), Z16, Z1
+	VFMADD231PS  (R12)(BX*1), Z16, Z2
+	VFMADD231PS  64(R12)(BX*1), Z16, Z3
+	VFMADD231PS  (R12)(BX*2), Z16, Z4
+	VFMADD231PS  64(R12)(BX*2), Z16, Z5
+	VFMADD231PS  (R12)(DI*1), Z16, Z6
+	VFMADD231PS  64(R12)(DI*1), Z16, Z7
+	VFMADD231PS  (R13), Z16, Z8
+	VFMADD231PS  64(R13), Z16, Z9
+	VFMADD231PS  (R13)(BX*1), Z16, Z10
+	VFMADD231PS  64(R13)(BX*1), Z16, Z11
+	VFMADD231PS  (R13)(BX*2), Z16, Z12
+	VFMADD231PS  64(R13)(BX*2), Z16, Z13
+	VFMADD231PS  (R13)(DI*1), Z16, Z14
+	VFMADD231PS  64(R13)(DI*1), Z16, Z15
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x8x2_tap
+
+dw512x8x2_done:
+	TESTQ        R8, R8
+	JEQ          dw512x8x2_store
+	VBROADCASTSS lo+80(FP), Z16
+	VBROADCASTSS hi+84(FP), Z17
+	VMAXPS       Z0, Z16, Z0
+	VMINPS       Z0, Z17, Z0
+	VMAXPS       Z1, Z16, Z1
+	VMINPS       Z1, Z17, Z1
+	VMAXPS       Z2, Z16, Z2
+	VMINPS       Z2, Z17, Z2
+	VMAXPS       Z3, Z16, Z3
+	VMINPS       Z3, Z17, Z3
+	VMAXPS       Z4, Z16, Z4
+	VMINPS       Z4, Z17, Z4
+	VMAXPS       Z5, Z16, Z5
+	VMINPS       Z5, Z17, Z5
+	VMAXPS       Z6, Z16, Z6
+	VMINPS       Z6, Z17, Z6
+	VMAXPS       Z7, Z16, Z7
+	VMINPS       Z7, Z17, Z7
+	VMAXPS       Z8, Z16, Z8
+	VMINPS       Z8, Z17, Z8
+	VMAXPS       Z9, Z16, Z9
+	VMINPS       Z9, Z17, Z9
+	VMAXPS       Z10, Z16, Z10
+	VMINPS       Z10, Z17, Z10
+	VMAXPS       Z11, Z16, Z11
+	VMINPS       Z11, Z17, Z11
+	VMAXPS       Z12, Z16, Z12
+	VMINPS       Z12, Z17, Z12
+	VMAXPS       Z13, Z16, Z13
+	VMINPS       Z13, Z17, Z13
+	VMAXPS       Z14, Z16, Z14
+	VMINPS       Z14, Z17, Z14
+	VMAXPS       Z15, Z16, Z15
+	VMINPS       Z15, Z17, Z15
+
+dw512x8x2_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	VMOVUPS Z3, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z6, (R12)
+	VMOVUPS Z7, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z10, (R12)
+	VMOVUPS Z11, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z12, (R12)
+	VMOVUPS Z13, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z14, (R12)
+	VMOVUPS Z15, 64(R12)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x8x2_tile
+
+dw512x8x2_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x8x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x8x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMask512x8x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMask512x8x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z8
+	VFMADD231PS  (BX), Z8, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z3
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z4
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z5
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z6
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z7
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMask512x8x1_plain
+
+dwMask512x8x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMask512x8x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMask512x8x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z8
+	VMOVDQU32    (R9), Z9
+	VPMOVD2M     Z9, K1
+	VFMADD231PS  (BX), Z8, K1, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z3
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z4
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z5
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z6
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z7
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMask512x8x1_mtap
+
+dwMask512x8x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x8x1_store
+	VBROADCASTSS lo+104(FP), Z8
+	VBROADCASTSS hi+108(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dwMask512x8x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), DX
+	TESTQ     DX, DX
+	JEQ       dwMask512x8x1_full
+	VMOVDQU32 (DX), Z9
+	VPMOVD2M  Z9, K1
+	VMOVUPS   Z0, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z1, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z2, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z3, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z4, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z5, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z6, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z7, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x8x1_full:
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z7, (AX)
+	VZEROUPPER
+	RET
+
 // func addVVAVX2(n int, a *float32, b *float32, y *float32)
 // Requires: AVX
 TEXT ·addVVAVX2(SB), NOSPLIT, $0-32

@@ -62,9 +62,11 @@ func main() {
 			depthwiseMasked(r, v)
 		}
 	}
-	for _, r := range []int{1, 2, 4} {
+	for _, r := range []int{1, 2, 4, 8} {
 		for _, v := range []int{1, 2, 4} {
-			depthwiseTile512(r, v)
+			if r*v <= 16 {
+				depthwiseTile512(r, v)
+			}
 		}
 		depthwiseMasked512(r)
 	}
@@ -1007,17 +1009,26 @@ func depthwiseTile512(R, V int) {
 	MOVQ(Mem{Base: offs}, off)
 	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
 	VBROADCASTSS(Mem{Base: w}, wv)
+	var p4 Register
+	if R > 4 {
+		p4 = GP64()
+		LEAQ(Mem{Base: p, Index: ldx, Scale: 4}, p4)
+	}
 	for r := 0; r < R; r++ {
 		var m Mem
-		switch r {
+		var base Register = p
+		if r >= 4 {
+			base = p4
+		}
+		switch r % 4 {
 		case 0:
-			m = Mem{Base: p}
+			m = Mem{Base: base}
 		case 1:
-			m = Mem{Base: p, Index: ldx, Scale: 1}
+			m = Mem{Base: base, Index: ldx, Scale: 1}
 		case 2:
-			m = Mem{Base: p, Index: ldx, Scale: 2}
+			m = Mem{Base: base, Index: ldx, Scale: 2}
 		default:
-			m = Mem{Base: p, Index: ldx3, Scale: 1}
+			m = Mem{Base: base, Index: ldx3, Scale: 1}
 		}
 		for v := 0; v < V; v++ {
 			mv := m
