@@ -49,7 +49,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/exec"
@@ -111,7 +110,9 @@ func New(opts Options) *Backend {
 func (b *Backend) Info() hal.Info { return Info() }
 
 // defaultThreads: explicit, then the environment, then GOMAXPROCS less
-// the busy cores (a busy core makes two threads slower than one).
+// the cores other programs keep busy now (busyCores; a busy core makes
+// two threads slower than one: the thread it shares waits for the
+// other's slice).
 func defaultThreads(explicit int) int {
 	if explicit > 0 {
 		return explicit
@@ -122,12 +123,8 @@ func defaultThreads(explicit int) int {
 		}
 	}
 	n := runtime.GOMAXPROCS(0)
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if load, err := strconv.ParseFloat(f[0], 64); err == nil {
-				n = min(n, runtime.NumCPU()-int(load+0.5))
-			}
-		}
+	if busy, ok := busyCores(); ok && n > 1 {
+		n = min(n, runtime.NumCPU()-int(busy+0.5))
 	}
 	return max(n, 1)
 }

@@ -206,11 +206,11 @@ func (l *dwLayout) plane(g *geom, buf, w, y []float32, bias float32, clampOn boo
 // x[offs[t]+r·ldx+j]) for r < R, j < nt·V·dwLane.
 func dwTileGo(R, V, nt int, offs []int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	n := V * dwLane
-	var acc [4 * 4 * dwLane]float32
+	var acc [8 * dwLane]float32
 	for i := 0; i < nt; i++ {
 		xi, yi := x[i*n:], y[i*n:]
 		for r := 0; r < R; r++ {
-			a := acc[r*n : (r+1)*n]
+			a := acc[:n]
 			for j := range a {
 				a[j] = bias
 			}
@@ -234,11 +234,16 @@ func dwTileGo(R, V, nt int, offs []int, w, x []float32, ldx int, y []float32, ld
 }
 
 // dwRun computes nv vectors of R output rows side by side with as few
-// tile calls as can be: the widest tiles (V = 2 at R = 4, else 4) in one
+// tile calls as can be: the widest tiles (V = 8 with AVX-512, else 2 at R = 4 and 4) in one
 // call, the rest narrower.
 func dwRun(R, nv int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	V := 4
-	if R == 4 {
+	switch {
+	case hasDW512 && R == 8:
+		V = 4 // 8 rows of 32 columns: 16 accumulators
+	case hasDW512:
+		V = 8 // 64 columns: 4 AVX-512 vectors (at most 16 accumulators)
+	case R == 4:
 		V = 2
 	}
 	for v0 := 0; v0 < nv; {
@@ -432,6 +437,8 @@ func (d *dwDirect) plane(g *geom, x []float32, x0 int, w, y []float32, bias floa
 		for oy := rg.oy; oy < rg.oy+rg.n; {
 			R := 1
 			switch left := rg.oy + rg.n - oy; {
+			case left >= 8 && hasDW512:
+				R = 8 // 8 independent sums a tap in a masked 16-column tile (4 wait on the FMA latency)
 			case left >= 4:
 				R = 4
 			case left >= 2:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/hal"
 )
 
 // unaryTask is an element-wise loop (chunksFor): y = fn(x).
@@ -390,7 +391,36 @@ func isSquare(t *graph.Tensor) bool {
 // concatKernel is Concat as one copy per input and outer index, for
 // float32 inputs of equal rank and equal sizes off the axis; the
 // reference kernel for anything else (and for the errors).
-func concatKernel() kernels.Func {
+// zeroConsts marks the inputs of n that are constant float32 tensors of
+// zeros only (Concat clears those parts of its output instead of copying
+// them: blazeface pads its residuals' channels so).
+func zeroConsts(sg *hal.Subgraph, n *graph.Node) []bool {
+	var z []bool
+	for i := range n.Inputs {
+		t := constInput(sg, n, i)
+		if t == nil || t.DType != graph.Float32 {
+			continue
+		}
+		all := true
+		for _, v := range f32(t) {
+			if math.Float32bits(v) != 0 {
+				all = false
+				break
+			}
+		}
+		if all {
+			if z == nil {
+				z = make([]bool, len(n.Inputs))
+			}
+			z[i] = true
+		}
+	}
+	return z
+}
+
+// concatKernel is Concat of float32 tensors; zero[i]: input i is all
+// zeros (cleared, not copied).
+func concatKernel(zero []bool) kernels.Func {
 	ref, _ := kernels.Lookup("", "Concat")
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		if len(in) == 0 || in[0] == nil {
@@ -425,10 +455,15 @@ func concatKernel() kernels.Func {
 		outer, inner := kernels.Prod(out[:ax]), kernels.Prod(out[ax:])
 		Y := f32(y)
 		off := 0
-		for _, t := range in {
+		for i, t := range in {
 			X := f32(t)
 			n := kernels.Prod(t.Shape[ax:])
+			z := i < len(zero) && zero[i]
 			for o := 0; o < outer; o++ {
+				if z {
+					clear(Y[o*inner+off : o*inner+off+n])
+					continue
+				}
 				copy(Y[o*inner+off:o*inner+off+n], X[o*n:(o+1)*n])
 			}
 			off += n

@@ -65,6 +65,9 @@ func packBRows(dst, src []float32, k, n, nr, ldb, p0, p1 int) {
 func copyRows(dst, src []float32, k, nr, ldb int) {
 	switch nr {
 	case 32:
+		if k > 0 && copyRows32(dst[:32*k], src[:(k-1)*ldb+32], k, ldb) {
+			return
+		}
 		for kk := 0; kk < k; kk++ {
 			*(*[32]float32)(dst[kk*32:]) = *(*[32]float32)(src[kk*ldb:])
 		}
@@ -173,8 +176,13 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 		for ic := r0; ic < r1; ic += kern.mc {
 			ie := min(ic+kern.mc, r1)
 			// rows of a partial last tile, copied with zero rows below
+			// (unless a kernel of that many rows reads them in place)
 			full := ie - (ie-ic)%mr
-			if full < ie {
+			var tail kernelFn
+			if full < ie && ie-full < len(kern.tails) {
+				tail = kern.tails[ie-full]
+			}
+			if full < ie && tail == nil {
 				clear(apad[:mr*kc])
 				for i := full; i < ie; i++ {
 					copy(apad[(i-full)*kc:(i-full)*kc+kc], g.a[i*g.lda+pc:i*g.lda+pc+kc])
@@ -190,15 +198,18 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 				for i0 := ic; i0 < ie; i0 += mr {
 					ap := (*float32)(nil)
 					lda := g.lda
-					if i0 < full {
+					fn, h, tailed := kern.fn, mr, false
+					switch {
+					case i0 < full:
 						ap = aptr(g.a, i0*g.lda+pc)
-					} else {
-						ap, lda = &apad[0], kc
+					case tail != nil:
+						ap, fn, h, tailed = aptr(g.a, i0*g.lda+pc), tail, ie-i0, true
+					default:
+						ap, lda, h = &apad[0], kc, ie-i0
 					}
 					bias := biasPtr(g, i0, j0)
-					h := min(mr, g.m-i0)
-					if h == mr && w == nr {
-						kern.fn(kc, ap, lda, bp, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
+					if (h == mr || tailed) && w == nr {
+						fn(kc, ap, lda, bp, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
 						continue
 					}
 					// partial tile: through the scratch tile
@@ -207,7 +218,7 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 							copy(tile[i*nr:i*nr+w], g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w])
 						}
 					}
-					kern.fn(kc, ap, lda, bp, &tile[0], nr, bias, flags, g.lo, g.hi)
+					fn(kc, ap, lda, bp, &tile[0], nr, bias, flags, g.lo, g.hi)
 					for i := 0; i < h; i++ {
 						copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
 					}

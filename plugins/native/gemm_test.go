@@ -50,6 +50,9 @@ func TestGemmKernels(t *testing.T) {
 	for _, kern := range kernelsAvailable {
 		shapes := [][3]int{{1, 1, 1}, {kern.mr, kern.nr, 7}, {kern.mr + 1, kern.nr - 1, 3}, {2*kern.mr - 1, 2*kern.nr + 1, kern.kc + 5},
 			{kern.mc + 3, 3*kern.nr + 2, 2*kern.kc + 1}, {5, 7, 0}, {300, 130, 40}, {3, 1000, 17}}
+		for h := 1; h < kern.mr; h++ { // every tail kernel: whole and partial panels, k over two blocks
+			shapes = append(shapes, [3]int{kern.mr + h, 2*kern.nr + 3, kern.kc + 2})
+		}
 		for _, s := range shapes {
 			m, n, k := s[0], s[1], s[2]
 			a, b := randSlice(rng, m*k), randSlice(rng, k*n)
@@ -184,8 +187,21 @@ func TestVectorHelpers(t *testing.T) {
 // The depthwise tile kernels (assembly where the CPU has AVX2+FMA) agree
 // with the portable dwTileGo for every tile shape, tap count and clamp.
 func TestDepthwiseTiles(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		if wide && !dw512Available {
+			continue
+		}
+		t.Run(fmt.Sprintf("avx512=%v", wide), func(t *testing.T) {
+			defer func(v bool) { hasDW512 = v }(hasDW512)
+			hasDW512 = wide
+			testDepthwiseTiles(t)
+		})
+	}
+}
+
+func testDepthwiseTiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, rv := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}} {
+	for _, rv := range [][2]int{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {2, 8}, {4, 1}, {4, 2}, {4, 4}, {4, 8}, {8, 1}, {8, 2}, {8, 4}, {8, 8}} {
 		for _, taps := range []int{1, 2, 9, 25} {
 			for _, clampOn := range []bool{false, true} {
 				R, V := rv[0], rv[1]
@@ -323,7 +339,7 @@ func TestChainKernel(t *testing.T) {
 	ops := []chainOp{{kind: chainMul, c: 0.75}, {kind: chainAdd, c: -0.25}, {kind: chainSave}, {kind: chainAdd, c: 3},
 		{kind: chainClamp, lo: 0, hi: 6}, {kind: chainMulSaved}, {kind: chainDiv, c: 6}, {kind: chainRSub, c: 1},
 		{kind: chainSub, c: 0.5}, {kind: chainRDiv, c: 2}, {kind: chainClamp, lo: -3, hi: float32(math.Inf(1))}}
-	for n := 0; n <= 100; n += 7 {
+	for n := 0; n <= 400; n += 7 { // AVX-512 blocks of 128, AVX2 ones of 32, the rest in Go
 		x := randSlice(rng, n)
 		for i := range x {
 			if rng.IntN(9) == 0 {

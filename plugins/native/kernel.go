@@ -18,8 +18,14 @@ type microKernel struct {
 	// kc and mc are the cache blocks: kc steps of k per B panel (the panel,
 	// kc·nr floats, stays in L1), mc rows of A per block (in L2).
 	kc, mc int
-	fn     func(kc int, a *float32, lda int, b, c *float32, ldc int, bias *float32, flags int, lo, hi float32)
+	fn     kernelFn
+	// tails[h], where not nil, is the kernel of h < mr rows (same nr,
+	// same contract): a GEMM's last, partial row tile, computed in place
+	tails []kernelFn
 }
+
+// kernelFn is a micro-kernel's function (microKernel).
+type kernelFn = func(kc int, a *float32, lda int, b, c *float32, ldc int, bias *float32, flags int, lo, hi float32)
 
 const (
 	initZero    = 0

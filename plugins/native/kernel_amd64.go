@@ -1,6 +1,7 @@
 package native
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -10,15 +11,22 @@ import (
 func archKernels() []microKernel {
 	var ks []microKernel
 	if cpu.X86.HasAVX512F {
-		ks = append(ks, microKernel{name: "avx512x14x32", mr: 14, nr: 32, kc: 256, mc: 112, fn: gemmAVX512x14x32})
+		ks = append(ks, microKernel{name: "avx512x14x32", mr: 14, nr: 32, kc: 256, mc: 112, fn: gemmAVX512x14x32,
+			tails: []kernelFn{nil, gemmAVX512x1x32, gemmAVX512x2x32, gemmAVX512x3x32, gemmAVX512x4x32, gemmAVX512x5x32,
+				gemmAVX512x6x32, gemmAVX512x7x32, gemmAVX512x8x32, gemmAVX512x9x32, gemmAVX512x10x32, gemmAVX512x11x32,
+				gemmAVX512x12x32, gemmAVX512x13x32}})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		ks = append(ks, microKernel{name: "avx2x6x16", mr: 6, nr: 16, kc: 256, mc: 72, fn: gemmAVX2x6x16})
+		ks = append(ks, microKernel{name: "avx2x6x16", mr: 6, nr: 16, kc: 256, mc: 72, fn: gemmAVX2x6x16,
+			tails: []kernelFn{nil, gemmAVX2x1x16, gemmAVX2x2x16, gemmAVX2x3x16, gemmAVX2x4x16, gemmAVX2x5x16}})
 	}
 	return ks
 }
 
 var hasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// hasAVX512F: the element-wise kernels with 512-bit vectors (the chain).
+var hasAVX512F = cpu.X86.HasAVX512F
 
 // axpy is y[i] += a·x[i] over len(y) (x at least as long).
 func axpy(a float32, x, y []float32) {
@@ -89,13 +97,40 @@ var dwFns = [4][4]func(nt, taps int, offs *int, w, x *float32, ldx int, y *float
 	{dwAVX2x4x1, dwAVX2x4x2},
 }
 
+// hasDW512: the depthwise tiles of 16, 32 and 64 columns run with AVX-512
+// vectors (opmask registers for the masked ones: VPMOVD2M is AVX512DQ).
+// A variable: the tests run both paths.
+var hasDW512 = dw512Available
+
+var dw512Available = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
+// dw512Fns are the AVX-512 tile kernels by [R-1][log2(V)-1] (V in 8-lane
+// vectors: 2, 4 and 8).
+var dw512Fns = [8][3]func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32){
+	{dw512x1x1, dw512x1x2, dw512x1x4},
+	{dw512x2x1, dw512x2x2, dw512x2x4},
+	{}, {dw512x4x1, dw512x4x2, dw512x4x4},
+	{}, {}, {}, {dw512x8x1, dw512x8x2},
+}
+
 // dwTile computes nt R×V·dwLane tiles side by side of a depthwise
 // convolution (see dwTileGo) in assembly where the CPU can.
 func dwTile(R, V, nt int, offs []int, hiOff int, w, x []float32, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32) {
 	if nt <= 0 {
 		return
 	}
-	fn := dwFns[R-1][V-1]
+	var fn func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)
+	if R == 8 && !(hasDW512 && (V == 2 || V == 4)) { // as two tiles of 4 rows
+		dwTile(4, V, nt, offs, hiOff, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
+		dwTile(4, V, nt, offs, hiOff, w, x[4*ldx:], ldx, y[4*ldy:], ldy, bias, clampOn, lo, hi)
+		return
+	}
+	switch {
+	case hasDW512 && (V == 2 || V == 4 || V == 8):
+		fn = dw512Fns[R-1][bits.TrailingZeros(uint(V))-1]
+	case V <= 4:
+		fn = dwFns[R-1][V-1]
+	}
 	if !hasAVX2FMA || fn == nil || len(offs) == 0 {
 		dwTileGo(R, V, nt, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
 		return
@@ -119,6 +154,11 @@ var dwMaskFns = [4][2]func(np int, plain *int, nm int, masked *int, masks *int32
 	{dwMaskAVX2x4x1, dwMaskAVX2x4x2},
 }
 
+// dwMask512Fns are the AVX-512 masked tile kernels of 16 columns by R-1.
+var dwMask512Fns = [8]func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32){
+	dwMask512x1x1, dwMask512x2x1, nil, dwMask512x4x1, nil, nil, nil, dwMask512x8x1,
+}
+
 // dwMaskTile computes an R×V·dwLane tile of a depthwise convolution from
 // the unpadded input, e's masked taps with masked loads (see
 // dwMaskTileGo), in assembly where the CPU can; full says smask stores
@@ -126,7 +166,17 @@ var dwMaskFns = [4][2]func(np int, plain *int, nm int, masked *int, masks *int32
 // through, in each of the R rows, MUST lie inside x; y MUST end at the
 // last element smask stores (rows ldy apart).
 func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32, ldy int, bias float32, clampOn bool, lo, hi float32, smask *[2 * dwLane]int32, full bool) {
-	fn := dwMaskFns[R-1][V-1]
+	if R == 8 && !(hasDW512 && V == 2) { // as two tiles of 4 rows
+		dwMaskTile(4, V, e, w, x, xoff, ldx, y, ldy, bias, clampOn, lo, hi, smask, full)
+		dwMaskTile(4, V, e, w, x, xoff+4*ldx, ldx, y[4*ldy:], ldy, bias, clampOn, lo, hi, smask, full)
+		return
+	}
+	var fn func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32)
+	if hasDW512 && V == 2 {
+		fn = dwMask512Fns[R-1]
+	} else {
+		fn = dwMaskFns[R-1][V-1]
+	}
 	np, nm := len(e.plain)/2, len(e.masked)/2
 	if !hasAVX2FMA || fn == nil || len(x) == 0 || np+nm == 0 {
 		dwMaskTileGo(R, V, e, w, x, xoff, ldx, y, ldy, bias, clampOn, lo, hi, smask)
@@ -201,11 +251,26 @@ func dot(x, y []float32) float32 {
 }
 
 // runChain applies an arithmetic chain program to y in place (runChainGo),
-// 32 floats at a time in assembly where the CPU can.
+// 128 floats at a time with AVX-512, 32 with AVX2, where the CPU can.
 func runChain(y []float32, ops []chainOp) {
+	if n := len(y) &^ 127; hasAVX512F && n > 0 && len(ops) > 0 {
+		chain512(n, &y[0], (*int32)(unsafe.Pointer(&ops[0])), len(ops))
+		y = y[n:]
+	}
 	if n := len(y) &^ 31; hasAVX2FMA && n > 0 && len(ops) > 0 {
 		chainAVX2(n, &y[0], (*int32)(unsafe.Pointer(&ops[0])), len(ops))
 		y = y[n:]
 	}
 	runChainGo(y, ops)
+}
+
+// copyRows32 is copyRows for 32 columns (dst 32·k long, src reaching row
+// k-1's last column) in assembly where the CPU has AVX-512; false: not
+// done.
+func copyRows32(dst, src []float32, k, ldb int) bool {
+	if !hasAVX512F {
+		return false
+	}
+	copyRows32AVX512(k, &src[0], ldb, &dst[0])
+	return true
 }

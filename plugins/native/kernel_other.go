@@ -16,6 +16,11 @@ func dwTile(R, V, nt int, offs []int, hiOff int, w, x []float32, ldx int, y []fl
 	dwTileGo(R, V, nt, offs, w, x, ldx, y, ldy, bias, clampOn, lo, hi)
 }
 
+// hasDW512: no AVX-512 tiles here (dwRun keeps to 4 vectors).
+var hasDW512 = false
+
+const dw512Available = false
+
 // hasDWMask: no masked-load kernels here (depthwise fills padded planes).
 const hasDWMask = false
 
@@ -32,3 +37,5 @@ func expSum(x, y []float32, m float32) float32 { return expSumGo(x, y, m) }
 func dot(x, y []float32) float32 { return dotGo(x, y) }
 
 func runChain(y []float32, ops []chainOp) { runChainGo(y, ops) }
+
+func copyRows32(dst, src []float32, k, ldb int) bool { return false }

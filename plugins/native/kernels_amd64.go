@@ -12,6 +12,96 @@ func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int,
 //go:noescape
 func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
+// gemmAVX2x1x16 computes one 1×16 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX2x2x16 computes one 2×16 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX2x3x16 computes one 3×16 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX2x4x16 computes one 4×16 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX2x5x16 computes one 5×16 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x1x32 computes one 1×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x2x32 computes one 2×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x3x32 computes one 3×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x4x32 computes one 4×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x5x32 computes one 5×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x6x32 computes one 6×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x7x32 computes one 7×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x8x32 computes one 8×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x9x32 computes one 9×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x10x32 computes one 10×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x11x32 computes one 11×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x12x32 computes one 12×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x13x32 computes one 13×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
 // axpyAVX2 computes y[i] += a·x[i] for i < n.
 //
 //go:noescape
@@ -46,6 +136,16 @@ func dotAVX2(n int, x *float32, y *float32) float32
 //
 //go:noescape
 func chainAVX2(n int, y *float32, ops *int32, nops int)
+
+// copyRows32AVX512 copies k rows of 32 floats, ldb floats apart in src, to dst one after another.
+//
+//go:noescape
+func copyRows32AVX512(k int, src *float32, ldb int, dst *float32)
+
+// chain512 applies the element-wise program ops to y[i] in place for i < n&^127 (see the package asmgen).
+//
+//go:noescape
+func chain512(n int, y *float32, ops *int32, nops int)
 
 // dwAVX2x1x1 computes nt 1×8 tiles of a depthwise convolution (see depthwiseTile in the package asmgen).
 //
@@ -116,6 +216,81 @@ func dwMaskAVX2x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *fl
 //
 //go:noescape
 func dwMaskAVX2x4x2(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dw512x1x1 computes nt 1×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x1x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x1x2 computes nt 1×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x1x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x1x4 computes nt 1×64 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x1x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x1x1 computes a 1×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x1x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dw512x2x1 computes nt 2×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x2x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x2x2 computes nt 2×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x2x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x2x4 computes nt 2×64 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x2x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x2x1 computes a 2×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x2x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dw512x4x1 computes nt 4×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x4x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x4x2 computes nt 4×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x4x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x4x4 computes nt 4×64 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x4x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x4x1 computes a 4×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+
+// dw512x8x1 computes nt 8×16 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x8x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dw512x8x2 computes nt 8×32 tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).
+//
+//go:noescape
+func dw512x8x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+
+// dwMask512x8x1 computes a 8×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).
+//
+//go:noescape
+func dwMask512x8x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
 
 // addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
 //

@@ -493,6 +493,2991 @@ gemmAVX512x14x32_store:
 	VZEROUPPER
 	RET
 
+// func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x1x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), DX
+	MOVQ   c+32(FP), BX
+	MOVQ   ldc+40(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   flags+56(FP), SI
+	MOVQ   SI, DI
+	ANDQ   $0x03, DI
+	CMPQ   DI, $0x01
+	JEQ    gemmAVX2x1x16_loadc
+	CMPQ   DI, $0x02
+	JEQ    gemmAVX2x1x16_colbias
+	CMPQ   DI, $0x03
+	JEQ    gemmAVX2x1x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	JMP    gemmAVX2x1x16_loop
+
+gemmAVX2x1x16_loadc:
+	MOVQ    BX, DI
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	JMP     gemmAVX2x1x16_loop
+
+gemmAVX2x1x16_colbias:
+	MOVQ    bias+48(FP), DI
+	VMOVUPS (DI), Y12
+	VMOVUPS 32(DI), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	JMP     gemmAVX2x1x16_loop
+
+gemmAVX2x1x16_rowbias:
+	MOVQ         bias+48(FP), DI
+	VBROADCASTSS (DI), Y0
+	VMOVAPS      Y0, Y1
+
+gemmAVX2x1x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x1x16_done
+
+gemmAVX2x1x16_k:
+	VMOVUPS      (DX), Y12
+	VMOVUPS      32(DX), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000040, DX
+	DECQ         AX
+	JNE          gemmAVX2x1x16_k
+
+gemmAVX2x1x16_done:
+	TESTQ        $0x00000004, SI
+	JEQ          gemmAVX2x1x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+
+gemmAVX2x1x16_store:
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x2x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX2x2x16_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX2x2x16_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX2x2x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	JMP    gemmAVX2x2x16_loop
+
+gemmAVX2x2x16_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Y2
+	VMOVUPS 32(R9), Y3
+	JMP     gemmAVX2x2x16_loop
+
+gemmAVX2x2x16_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Y12
+	VMOVUPS 32(R9), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	JMP     gemmAVX2x2x16_loop
+
+gemmAVX2x2x16_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R9), Y2
+	VMOVAPS      Y2, Y3
+
+gemmAVX2x2x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x2x16_done
+
+gemmAVX2x2x16_k:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000040, BX
+	DECQ         AX
+	JNE          gemmAVX2x2x16_k
+
+gemmAVX2x2x16_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX2x2x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+
+gemmAVX2x2x16_store:
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	ADDQ    DI, SI
+	VMOVUPS Y2, (SI)
+	VMOVUPS Y3, 32(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x3x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX2x3x16_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX2x3x16_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX2x3x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	JMP    gemmAVX2x3x16_loop
+
+gemmAVX2x3x16_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Y2
+	VMOVUPS 32(R9), Y3
+	ADDQ    DI, R9
+	VMOVUPS (R9), Y4
+	VMOVUPS 32(R9), Y5
+	JMP     gemmAVX2x3x16_loop
+
+gemmAVX2x3x16_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Y12
+	VMOVUPS 32(R9), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	VMOVAPS Y12, Y4
+	VMOVAPS Y13, Y5
+	JMP     gemmAVX2x3x16_loop
+
+gemmAVX2x3x16_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R9), Y2
+	VMOVAPS      Y2, Y3
+	VBROADCASTSS 8(R9), Y4
+	VMOVAPS      Y4, Y5
+
+gemmAVX2x3x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x3x16_done
+
+gemmAVX2x3x16_k:
+	VMOVUPS      (BX), Y12
+	VMOVUPS      32(BX), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	ADDQ         $0x04, CX
+	ADDQ         $0x00000040, BX
+	DECQ         AX
+	JNE          gemmAVX2x3x16_k
+
+gemmAVX2x3x16_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX2x3x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+	VMAXPS       Y4, Y14, Y4
+	VMINPS       Y4, Y15, Y4
+	VMAXPS       Y5, Y14, Y5
+	VMINPS       Y5, Y15, Y5
+
+gemmAVX2x3x16_store:
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
+	ADDQ    DI, SI
+	VMOVUPS Y2, (SI)
+	VMOVUPS Y3, 32(SI)
+	ADDQ    DI, SI
+	VMOVUPS Y4, (SI)
+	VMOVUPS Y5, 32(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x4x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX2x4x16_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX2x4x16_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX2x4x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP    gemmAVX2x4x16_loop
+
+gemmAVX2x4x16_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y2
+	VMOVUPS 32(R10), Y3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y4
+	VMOVUPS 32(R10), Y5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y6
+	VMOVUPS 32(R10), Y7
+	JMP     gemmAVX2x4x16_loop
+
+gemmAVX2x4x16_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	VMOVAPS Y12, Y4
+	VMOVAPS Y13, Y5
+	VMOVAPS Y12, Y6
+	VMOVAPS Y13, Y7
+	JMP     gemmAVX2x4x16_loop
+
+gemmAVX2x4x16_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R10), Y2
+	VMOVAPS      Y2, Y3
+	VBROADCASTSS 8(R10), Y4
+	VMOVAPS      Y4, Y5
+	VBROADCASTSS 12(R10), Y6
+	VMOVAPS      Y6, Y7
+
+gemmAVX2x4x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x4x16_done
+
+gemmAVX2x4x16_k:
+	VMOVUPS      (SI), Y12
+	VMOVUPS      32(SI), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (BX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, BX
+	ADDQ         $0x00000040, SI
+	DECQ         AX
+	JNE          gemmAVX2x4x16_k
+
+gemmAVX2x4x16_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX2x4x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+	VMAXPS       Y4, Y14, Y4
+	VMINPS       Y4, Y15, Y4
+	VMAXPS       Y5, Y14, Y5
+	VMINPS       Y5, Y15, Y5
+	VMAXPS       Y6, Y14, Y6
+	VMINPS       Y6, Y15, Y6
+	VMAXPS       Y7, Y14, Y7
+	VMINPS       Y7, Y15, Y7
+
+gemmAVX2x4x16_store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·gemmAVX2x5x16(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX2x5x16_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX2x5x16_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX2x5x16_rowbias
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	JMP    gemmAVX2x5x16_loop
+
+gemmAVX2x5x16_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y2
+	VMOVUPS 32(R10), Y3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y4
+	VMOVUPS 32(R10), Y5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y6
+	VMOVUPS 32(R10), Y7
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y8
+	VMOVUPS 32(R10), Y9
+	JMP     gemmAVX2x5x16_loop
+
+gemmAVX2x5x16_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
+	VMOVAPS Y12, Y0
+	VMOVAPS Y13, Y1
+	VMOVAPS Y12, Y2
+	VMOVAPS Y13, Y3
+	VMOVAPS Y12, Y4
+	VMOVAPS Y13, Y5
+	VMOVAPS Y12, Y6
+	VMOVAPS Y13, Y7
+	VMOVAPS Y12, Y8
+	VMOVAPS Y13, Y9
+	JMP     gemmAVX2x5x16_loop
+
+gemmAVX2x5x16_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Y0
+	VMOVAPS      Y0, Y1
+	VBROADCASTSS 4(R10), Y2
+	VMOVAPS      Y2, Y3
+	VBROADCASTSS 8(R10), Y4
+	VMOVAPS      Y4, Y5
+	VBROADCASTSS 12(R10), Y6
+	VMOVAPS      Y6, Y7
+	VBROADCASTSS 16(R10), Y8
+	VMOVAPS      Y8, Y9
+
+gemmAVX2x5x16_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX2x5x16_done
+
+gemmAVX2x5x16_k:
+	VMOVUPS      (SI), Y12
+	VMOVUPS      32(SI), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (BX), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (CX)(DX*4), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	ADDQ         $0x04, CX
+	ADDQ         $0x04, BX
+	ADDQ         $0x00000040, SI
+	DECQ         AX
+	JNE          gemmAVX2x5x16_k
+
+gemmAVX2x5x16_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX2x5x16_store
+	VBROADCASTSS lo+64(FP), Y14
+	VBROADCASTSS hi+68(FP), Y15
+	VMAXPS       Y0, Y14, Y0
+	VMINPS       Y0, Y15, Y0
+	VMAXPS       Y1, Y14, Y1
+	VMINPS       Y1, Y15, Y1
+	VMAXPS       Y2, Y14, Y2
+	VMINPS       Y2, Y15, Y2
+	VMAXPS       Y3, Y14, Y3
+	VMINPS       Y3, Y15, Y3
+	VMAXPS       Y4, Y14, Y4
+	VMINPS       Y4, Y15, Y4
+	VMAXPS       Y5, Y14, Y5
+	VMINPS       Y5, Y15, Y5
+	VMAXPS       Y6, Y14, Y6
+	VMINPS       Y6, Y15, Y6
+	VMAXPS       Y7, Y14, Y7
+	VMINPS       Y7, Y15, Y7
+	VMAXPS       Y8, Y14, Y8
+	VMINPS       Y8, Y15, Y8
+	VMAXPS       Y9, Y14, Y9
+	VMINPS       Y9, Y15, Y9
+
+gemmAVX2x5x16_store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 32(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x1x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), DX
+	MOVQ   c+32(FP), BX
+	MOVQ   ldc+40(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   flags+56(FP), SI
+	MOVQ   SI, DI
+	ANDQ   $0x03, DI
+	CMPQ   DI, $0x01
+	JEQ    gemmAVX512x1x32_loadc
+	CMPQ   DI, $0x02
+	JEQ    gemmAVX512x1x32_colbias
+	CMPQ   DI, $0x03
+	JEQ    gemmAVX512x1x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	JMP    gemmAVX512x1x32_loop
+
+gemmAVX512x1x32_loadc:
+	MOVQ    BX, DI
+	VMOVUPS (DI), Z0
+	VMOVUPS 64(DI), Z1
+	JMP     gemmAVX512x1x32_loop
+
+gemmAVX512x1x32_colbias:
+	MOVQ    bias+48(FP), DI
+	VMOVUPS (DI), Z28
+	VMOVUPS 64(DI), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	JMP     gemmAVX512x1x32_loop
+
+gemmAVX512x1x32_rowbias:
+	MOVQ         bias+48(FP), DI
+	VBROADCASTSS (DI), Z0
+	VMOVAPS      Z0, Z1
+
+gemmAVX512x1x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x1x32_done
+
+gemmAVX512x1x32_k:
+	VMOVUPS          (DX), Z28
+	VMOVUPS          64(DX), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	ADDQ             $0x04, CX
+	ADDQ             $0x00000080, DX
+	DECQ             AX
+	JNE              gemmAVX512x1x32_k
+
+gemmAVX512x1x32_done:
+	TESTQ        $0x00000004, SI
+	JEQ          gemmAVX512x1x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+
+gemmAVX512x1x32_store:
+	VMOVUPS Z0, (BX)
+	VMOVUPS Z1, 64(BX)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x2x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX512x2x32_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX512x2x32_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX512x2x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	JMP    gemmAVX512x2x32_loop
+
+gemmAVX512x2x32_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Z0
+	VMOVUPS 64(R9), Z1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Z2
+	VMOVUPS 64(R9), Z3
+	JMP     gemmAVX512x2x32_loop
+
+gemmAVX512x2x32_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Z28
+	VMOVUPS 64(R9), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	JMP     gemmAVX512x2x32_loop
+
+gemmAVX512x2x32_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R9), Z2
+	VMOVAPS      Z2, Z3
+
+gemmAVX512x2x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x2x32_done
+
+gemmAVX512x2x32_k:
+	VMOVUPS          (BX), Z28
+	VMOVUPS          64(BX), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	ADDQ             $0x04, CX
+	ADDQ             $0x00000080, BX
+	DECQ             AX
+	JNE              gemmAVX512x2x32_k
+
+gemmAVX512x2x32_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX512x2x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+
+gemmAVX512x2x32_store:
+	VMOVUPS Z0, (SI)
+	VMOVUPS Z1, 64(SI)
+	ADDQ    DI, SI
+	VMOVUPS Z2, (SI)
+	VMOVUPS Z3, 64(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x3x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   b+24(FP), BX
+	MOVQ   c+32(FP), SI
+	MOVQ   ldc+40(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+56(FP), R8
+	MOVQ   R8, R9
+	ANDQ   $0x03, R9
+	CMPQ   R9, $0x01
+	JEQ    gemmAVX512x3x32_loadc
+	CMPQ   R9, $0x02
+	JEQ    gemmAVX512x3x32_colbias
+	CMPQ   R9, $0x03
+	JEQ    gemmAVX512x3x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	JMP    gemmAVX512x3x32_loop
+
+gemmAVX512x3x32_loadc:
+	MOVQ    SI, R9
+	VMOVUPS (R9), Z0
+	VMOVUPS 64(R9), Z1
+	ADDQ    DI, R9
+	VMOVUPS (R9), Z2
+	VMOVUPS 64(R9), Z3
+	ADDQ    DI, R9
+	VMOVUPS (R9), Z4
+	VMOVUPS 64(R9), Z5
+	JMP     gemmAVX512x3x32_loop
+
+gemmAVX512x3x32_colbias:
+	MOVQ    bias+48(FP), R9
+	VMOVUPS (R9), Z28
+	VMOVUPS 64(R9), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	JMP     gemmAVX512x3x32_loop
+
+gemmAVX512x3x32_rowbias:
+	MOVQ         bias+48(FP), R9
+	VBROADCASTSS (R9), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R9), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R9), Z4
+	VMOVAPS      Z4, Z5
+
+gemmAVX512x3x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x3x32_done
+
+gemmAVX512x3x32_k:
+	VMOVUPS          (BX), Z28
+	VMOVUPS          64(BX), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	ADDQ             $0x04, CX
+	ADDQ             $0x00000080, BX
+	DECQ             AX
+	JNE              gemmAVX512x3x32_k
+
+gemmAVX512x3x32_done:
+	TESTQ        $0x00000004, R8
+	JEQ          gemmAVX512x3x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+
+gemmAVX512x3x32_store:
+	VMOVUPS Z0, (SI)
+	VMOVUPS Z1, 64(SI)
+	ADDQ    DI, SI
+	VMOVUPS Z2, (SI)
+	VMOVUPS Z3, 64(SI)
+	ADDQ    DI, SI
+	VMOVUPS Z4, (SI)
+	VMOVUPS Z5, 64(SI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x4x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX512x4x32_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX512x4x32_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX512x4x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	JMP    gemmAVX512x4x32_loop
+
+gemmAVX512x4x32_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z4
+	VMOVUPS 64(R10), Z5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z6
+	VMOVUPS 64(R10), Z7
+	JMP     gemmAVX512x4x32_loop
+
+gemmAVX512x4x32_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	JMP     gemmAVX512x4x32_loop
+
+gemmAVX512x4x32_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R10), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R10), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R10), Z6
+	VMOVAPS      Z6, Z7
+
+gemmAVX512x4x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x4x32_done
+
+gemmAVX512x4x32_k:
+	VMOVUPS          (SI), Z28
+	VMOVUPS          64(SI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x00000080, SI
+	DECQ             AX
+	JNE              gemmAVX512x4x32_k
+
+gemmAVX512x4x32_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX512x4x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+
+gemmAVX512x4x32_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x5x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX512x5x32_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX512x5x32_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX512x5x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	JMP    gemmAVX512x5x32_loop
+
+gemmAVX512x5x32_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z4
+	VMOVUPS 64(R10), Z5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z6
+	VMOVUPS 64(R10), Z7
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z8
+	VMOVUPS 64(R10), Z9
+	JMP     gemmAVX512x5x32_loop
+
+gemmAVX512x5x32_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	JMP     gemmAVX512x5x32_loop
+
+gemmAVX512x5x32_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R10), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R10), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R10), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R10), Z8
+	VMOVAPS      Z8, Z9
+
+gemmAVX512x5x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x5x32_done
+
+gemmAVX512x5x32_k:
+	VMOVUPS          (SI), Z28
+	VMOVUPS          64(SI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x00000080, SI
+	DECQ             AX
+	JNE              gemmAVX512x5x32_k
+
+gemmAVX512x5x32_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX512x5x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+
+gemmAVX512x5x32_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z8, (DI)
+	VMOVUPS Z9, 64(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x6x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	MOVQ   b+24(FP), SI
+	MOVQ   c+32(FP), DI
+	MOVQ   ldc+40(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+56(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
+	JEQ    gemmAVX512x6x32_loadc
+	CMPQ   R10, $0x02
+	JEQ    gemmAVX512x6x32_colbias
+	CMPQ   R10, $0x03
+	JEQ    gemmAVX512x6x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	JMP    gemmAVX512x6x32_loop
+
+gemmAVX512x6x32_loadc:
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z4
+	VMOVUPS 64(R10), Z5
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z6
+	VMOVUPS 64(R10), Z7
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z8
+	VMOVUPS 64(R10), Z9
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z10
+	VMOVUPS 64(R10), Z11
+	JMP     gemmAVX512x6x32_loop
+
+gemmAVX512x6x32_colbias:
+	MOVQ    bias+48(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	JMP     gemmAVX512x6x32_loop
+
+gemmAVX512x6x32_rowbias:
+	MOVQ         bias+48(FP), R10
+	VBROADCASTSS (R10), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R10), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R10), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R10), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R10), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R10), Z10
+	VMOVAPS      Z10, Z11
+
+gemmAVX512x6x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x6x32_done
+
+gemmAVX512x6x32_k:
+	VMOVUPS          (SI), Z28
+	VMOVUPS          64(SI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x00000080, SI
+	DECQ             AX
+	JNE              gemmAVX512x6x32_k
+
+gemmAVX512x6x32_done:
+	TESTQ        $0x00000004, R9
+	JEQ          gemmAVX512x6x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+
+gemmAVX512x6x32_store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, (DI)
+	VMOVUPS Z7, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z8, (DI)
+	VMOVUPS Z9, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z10, (DI)
+	VMOVUPS Z11, 64(DI)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x7x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	MOVQ   b+24(FP), DI
+	MOVQ   c+32(FP), R8
+	MOVQ   ldc+40(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+56(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
+	JEQ    gemmAVX512x7x32_loadc
+	CMPQ   R11, $0x02
+	JEQ    gemmAVX512x7x32_colbias
+	CMPQ   R11, $0x03
+	JEQ    gemmAVX512x7x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	JMP    gemmAVX512x7x32_loop
+
+gemmAVX512x7x32_loadc:
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z10
+	VMOVUPS 64(R11), Z11
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z12
+	VMOVUPS 64(R11), Z13
+	JMP     gemmAVX512x7x32_loop
+
+gemmAVX512x7x32_colbias:
+	MOVQ    bias+48(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	JMP     gemmAVX512x7x32_loop
+
+gemmAVX512x7x32_rowbias:
+	MOVQ         bias+48(FP), R11
+	VBROADCASTSS (R11), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R11), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R11), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R11), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R11), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R11), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R11), Z12
+	VMOVAPS      Z12, Z13
+
+gemmAVX512x7x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x7x32_done
+
+gemmAVX512x7x32_k:
+	VMOVUPS          (DI), Z28
+	VMOVUPS          64(DI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x00000080, DI
+	DECQ             AX
+	JNE              gemmAVX512x7x32_k
+
+gemmAVX512x7x32_done:
+	TESTQ        $0x00000004, R10
+	JEQ          gemmAVX512x7x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+
+gemmAVX512x7x32_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z10, (R8)
+	VMOVUPS Z11, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z12, (R8)
+	VMOVUPS Z13, 64(R8)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x8x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	MOVQ   b+24(FP), DI
+	MOVQ   c+32(FP), R8
+	MOVQ   ldc+40(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+56(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
+	JEQ    gemmAVX512x8x32_loadc
+	CMPQ   R11, $0x02
+	JEQ    gemmAVX512x8x32_colbias
+	CMPQ   R11, $0x03
+	JEQ    gemmAVX512x8x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	JMP    gemmAVX512x8x32_loop
+
+gemmAVX512x8x32_loadc:
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z10
+	VMOVUPS 64(R11), Z11
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z12
+	VMOVUPS 64(R11), Z13
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z14
+	VMOVUPS 64(R11), Z15
+	JMP     gemmAVX512x8x32_loop
+
+gemmAVX512x8x32_colbias:
+	MOVQ    bias+48(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	JMP     gemmAVX512x8x32_loop
+
+gemmAVX512x8x32_rowbias:
+	MOVQ         bias+48(FP), R11
+	VBROADCASTSS (R11), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R11), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R11), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R11), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R11), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R11), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R11), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R11), Z14
+	VMOVAPS      Z14, Z15
+
+gemmAVX512x8x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x8x32_done
+
+gemmAVX512x8x32_k:
+	VMOVUPS          (DI), Z28
+	VMOVUPS          64(DI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x00000080, DI
+	DECQ             AX
+	JNE              gemmAVX512x8x32_k
+
+gemmAVX512x8x32_done:
+	TESTQ        $0x00000004, R10
+	JEQ          gemmAVX512x8x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+
+gemmAVX512x8x32_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z10, (R8)
+	VMOVUPS Z11, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z12, (R8)
+	VMOVUPS Z13, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z14, (R8)
+	VMOVUPS Z15, 64(R8)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x9x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	MOVQ   b+24(FP), DI
+	MOVQ   c+32(FP), R8
+	MOVQ   ldc+40(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+56(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
+	JEQ    gemmAVX512x9x32_loadc
+	CMPQ   R11, $0x02
+	JEQ    gemmAVX512x9x32_colbias
+	CMPQ   R11, $0x03
+	JEQ    gemmAVX512x9x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	JMP    gemmAVX512x9x32_loop
+
+gemmAVX512x9x32_loadc:
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z10
+	VMOVUPS 64(R11), Z11
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z12
+	VMOVUPS 64(R11), Z13
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z14
+	VMOVUPS 64(R11), Z15
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z16
+	VMOVUPS 64(R11), Z17
+	JMP     gemmAVX512x9x32_loop
+
+gemmAVX512x9x32_colbias:
+	MOVQ    bias+48(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	JMP     gemmAVX512x9x32_loop
+
+gemmAVX512x9x32_rowbias:
+	MOVQ         bias+48(FP), R11
+	VBROADCASTSS (R11), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R11), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R11), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R11), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R11), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R11), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R11), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R11), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R11), Z16
+	VMOVAPS      Z16, Z17
+
+gemmAVX512x9x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x9x32_done
+
+gemmAVX512x9x32_k:
+	VMOVUPS          (DI), Z28
+	VMOVUPS          64(DI), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x00000080, DI
+	DECQ             AX
+	JNE              gemmAVX512x9x32_k
+
+gemmAVX512x9x32_done:
+	TESTQ        $0x00000004, R10
+	JEQ          gemmAVX512x9x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+
+gemmAVX512x9x32_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z10, (R8)
+	VMOVUPS Z11, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z12, (R8)
+	VMOVUPS Z13, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z14, (R8)
+	VMOVUPS Z15, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z16, (R8)
+	VMOVUPS Z17, 64(R8)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x10x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	MOVQ   b+24(FP), R8
+	MOVQ   c+32(FP), R9
+	MOVQ   ldc+40(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+56(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
+	JEQ    gemmAVX512x10x32_loadc
+	CMPQ   R12, $0x02
+	JEQ    gemmAVX512x10x32_colbias
+	CMPQ   R12, $0x03
+	JEQ    gemmAVX512x10x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	JMP    gemmAVX512x10x32_loop
+
+gemmAVX512x10x32_loadc:
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z16
+	VMOVUPS 64(R12), Z17
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z18
+	VMOVUPS 64(R12), Z19
+	JMP     gemmAVX512x10x32_loop
+
+gemmAVX512x10x32_colbias:
+	MOVQ    bias+48(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	JMP     gemmAVX512x10x32_loop
+
+gemmAVX512x10x32_rowbias:
+	MOVQ         bias+48(FP), R12
+	VBROADCASTSS (R12), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R12), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R12), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R12), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R12), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R12), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R12), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R12), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R12), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R12), Z18
+	VMOVAPS      Z18, Z19
+
+gemmAVX512x10x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x10x32_done
+
+gemmAVX512x10x32_k:
+	VMOVUPS          (R8), Z28
+	VMOVUPS          64(R8), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x00000080, R8
+	DECQ             AX
+	JNE              gemmAVX512x10x32_k
+
+gemmAVX512x10x32_done:
+	TESTQ        $0x00000004, R11
+	JEQ          gemmAVX512x10x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+
+gemmAVX512x10x32_store:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z16, (R9)
+	VMOVUPS Z17, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z18, (R9)
+	VMOVUPS Z19, 64(R9)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x11x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	MOVQ   b+24(FP), R8
+	MOVQ   c+32(FP), R9
+	MOVQ   ldc+40(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+56(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
+	JEQ    gemmAVX512x11x32_loadc
+	CMPQ   R12, $0x02
+	JEQ    gemmAVX512x11x32_colbias
+	CMPQ   R12, $0x03
+	JEQ    gemmAVX512x11x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	JMP    gemmAVX512x11x32_loop
+
+gemmAVX512x11x32_loadc:
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z16
+	VMOVUPS 64(R12), Z17
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z18
+	VMOVUPS 64(R12), Z19
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z20
+	VMOVUPS 64(R12), Z21
+	JMP     gemmAVX512x11x32_loop
+
+gemmAVX512x11x32_colbias:
+	MOVQ    bias+48(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	VMOVAPS Z28, Z20
+	VMOVAPS Z29, Z21
+	JMP     gemmAVX512x11x32_loop
+
+gemmAVX512x11x32_rowbias:
+	MOVQ         bias+48(FP), R12
+	VBROADCASTSS (R12), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R12), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R12), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R12), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R12), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R12), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R12), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R12), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R12), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R12), Z18
+	VMOVAPS      Z18, Z19
+	VBROADCASTSS 40(R12), Z20
+	VMOVAPS      Z20, Z21
+
+gemmAVX512x11x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x11x32_done
+
+gemmAVX512x11x32_k:
+	VMOVUPS          (R8), Z28
+	VMOVUPS          64(R8), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	VFMADD231PS.BCST (SI)(DX*4), Z28, Z20
+	VFMADD231PS.BCST (SI)(DX*4), Z29, Z21
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x00000080, R8
+	DECQ             AX
+	JNE              gemmAVX512x11x32_k
+
+gemmAVX512x11x32_done:
+	TESTQ        $0x00000004, R11
+	JEQ          gemmAVX512x11x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+	VMAXPS       Z20, Z30, Z20
+	VMINPS       Z20, Z31, Z20
+	VMAXPS       Z21, Z30, Z21
+	VMINPS       Z21, Z31, Z21
+
+gemmAVX512x11x32_store:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z16, (R9)
+	VMOVUPS Z17, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z18, (R9)
+	VMOVUPS Z19, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z20, (R9)
+	VMOVUPS Z21, 64(R9)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x12x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	MOVQ   b+24(FP), R8
+	MOVQ   c+32(FP), R9
+	MOVQ   ldc+40(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+56(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
+	JEQ    gemmAVX512x12x32_loadc
+	CMPQ   R12, $0x02
+	JEQ    gemmAVX512x12x32_colbias
+	CMPQ   R12, $0x03
+	JEQ    gemmAVX512x12x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	JMP    gemmAVX512x12x32_loop
+
+gemmAVX512x12x32_loadc:
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z16
+	VMOVUPS 64(R12), Z17
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z18
+	VMOVUPS 64(R12), Z19
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z20
+	VMOVUPS 64(R12), Z21
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z22
+	VMOVUPS 64(R12), Z23
+	JMP     gemmAVX512x12x32_loop
+
+gemmAVX512x12x32_colbias:
+	MOVQ    bias+48(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	VMOVAPS Z28, Z20
+	VMOVAPS Z29, Z21
+	VMOVAPS Z28, Z22
+	VMOVAPS Z29, Z23
+	JMP     gemmAVX512x12x32_loop
+
+gemmAVX512x12x32_rowbias:
+	MOVQ         bias+48(FP), R12
+	VBROADCASTSS (R12), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R12), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R12), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R12), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R12), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R12), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R12), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R12), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R12), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R12), Z18
+	VMOVAPS      Z18, Z19
+	VBROADCASTSS 40(R12), Z20
+	VMOVAPS      Z20, Z21
+	VBROADCASTSS 44(R12), Z22
+	VMOVAPS      Z22, Z23
+
+gemmAVX512x12x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x12x32_done
+
+gemmAVX512x12x32_k:
+	VMOVUPS          (R8), Z28
+	VMOVUPS          64(R8), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	VFMADD231PS.BCST (SI)(DX*4), Z28, Z20
+	VFMADD231PS.BCST (SI)(DX*4), Z29, Z21
+	VFMADD231PS.BCST (BX)(DX*8), Z28, Z22
+	VFMADD231PS.BCST (BX)(DX*8), Z29, Z23
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x00000080, R8
+	DECQ             AX
+	JNE              gemmAVX512x12x32_k
+
+gemmAVX512x12x32_done:
+	TESTQ        $0x00000004, R11
+	JEQ          gemmAVX512x12x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+	VMAXPS       Z20, Z30, Z20
+	VMINPS       Z20, Z31, Z20
+	VMAXPS       Z21, Z30, Z21
+	VMINPS       Z21, Z31, Z21
+	VMAXPS       Z22, Z30, Z22
+	VMINPS       Z22, Z31, Z22
+	VMAXPS       Z23, Z30, Z23
+	VMINPS       Z23, Z31, Z23
+
+gemmAVX512x12x32_store:
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z16, (R9)
+	VMOVUPS Z17, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z18, (R9)
+	VMOVUPS Z19, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z20, (R9)
+	VMOVUPS Z21, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z22, (R9)
+	VMOVUPS Z23, 64(R9)
+	VZEROUPPER
+	RET
+
+// func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemmAVX512x13x32(SB), NOSPLIT, $0-72
+	MOVQ   kc+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   lda+16(FP), DX
+	SHLQ   $0x02, DX
+	IMUL3Q $0x00000003, DX, BX
+	ADDQ   CX, BX
+	IMUL3Q $0x00000006, DX, SI
+	ADDQ   CX, SI
+	IMUL3Q $0x00000009, DX, DI
+	ADDQ   CX, DI
+	IMUL3Q $0x0000000c, DX, R8
+	ADDQ   CX, R8
+	MOVQ   b+24(FP), R9
+	MOVQ   c+32(FP), R10
+	MOVQ   ldc+40(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   flags+56(FP), R12
+	MOVQ   R12, R13
+	ANDQ   $0x03, R13
+	CMPQ   R13, $0x01
+	JEQ    gemmAVX512x13x32_loadc
+	CMPQ   R13, $0x02
+	JEQ    gemmAVX512x13x32_colbias
+	CMPQ   R13, $0x03
+	JEQ    gemmAVX512x13x32_rowbias
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+	VXORPS Z25, Z25, Z25
+	JMP    gemmAVX512x13x32_loop
+
+gemmAVX512x13x32_loadc:
+	MOVQ    R10, R13
+	VMOVUPS (R13), Z0
+	VMOVUPS 64(R13), Z1
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z2
+	VMOVUPS 64(R13), Z3
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z4
+	VMOVUPS 64(R13), Z5
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z6
+	VMOVUPS 64(R13), Z7
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z8
+	VMOVUPS 64(R13), Z9
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z10
+	VMOVUPS 64(R13), Z11
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z12
+	VMOVUPS 64(R13), Z13
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z14
+	VMOVUPS 64(R13), Z15
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z16
+	VMOVUPS 64(R13), Z17
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z18
+	VMOVUPS 64(R13), Z19
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z20
+	VMOVUPS 64(R13), Z21
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z22
+	VMOVUPS 64(R13), Z23
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z24
+	VMOVUPS 64(R13), Z25
+	JMP     gemmAVX512x13x32_loop
+
+gemmAVX512x13x32_colbias:
+	MOVQ    bias+48(FP), R13
+	VMOVUPS (R13), Z28
+	VMOVUPS 64(R13), Z29
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z28, Z2
+	VMOVAPS Z29, Z3
+	VMOVAPS Z28, Z4
+	VMOVAPS Z29, Z5
+	VMOVAPS Z28, Z6
+	VMOVAPS Z29, Z7
+	VMOVAPS Z28, Z8
+	VMOVAPS Z29, Z9
+	VMOVAPS Z28, Z10
+	VMOVAPS Z29, Z11
+	VMOVAPS Z28, Z12
+	VMOVAPS Z29, Z13
+	VMOVAPS Z28, Z14
+	VMOVAPS Z29, Z15
+	VMOVAPS Z28, Z16
+	VMOVAPS Z29, Z17
+	VMOVAPS Z28, Z18
+	VMOVAPS Z29, Z19
+	VMOVAPS Z28, Z20
+	VMOVAPS Z29, Z21
+	VMOVAPS Z28, Z22
+	VMOVAPS Z29, Z23
+	VMOVAPS Z28, Z24
+	VMOVAPS Z29, Z25
+	JMP     gemmAVX512x13x32_loop
+
+gemmAVX512x13x32_rowbias:
+	MOVQ         bias+48(FP), R13
+	VBROADCASTSS (R13), Z0
+	VMOVAPS      Z0, Z1
+	VBROADCASTSS 4(R13), Z2
+	VMOVAPS      Z2, Z3
+	VBROADCASTSS 8(R13), Z4
+	VMOVAPS      Z4, Z5
+	VBROADCASTSS 12(R13), Z6
+	VMOVAPS      Z6, Z7
+	VBROADCASTSS 16(R13), Z8
+	VMOVAPS      Z8, Z9
+	VBROADCASTSS 20(R13), Z10
+	VMOVAPS      Z10, Z11
+	VBROADCASTSS 24(R13), Z12
+	VMOVAPS      Z12, Z13
+	VBROADCASTSS 28(R13), Z14
+	VMOVAPS      Z14, Z15
+	VBROADCASTSS 32(R13), Z16
+	VMOVAPS      Z16, Z17
+	VBROADCASTSS 36(R13), Z18
+	VMOVAPS      Z18, Z19
+	VBROADCASTSS 40(R13), Z20
+	VMOVAPS      Z20, Z21
+	VBROADCASTSS 44(R13), Z22
+	VMOVAPS      Z22, Z23
+	VBROADCASTSS 48(R13), Z24
+	VMOVAPS      Z24, Z25
+
+gemmAVX512x13x32_loop:
+	TESTQ AX, AX
+	JEQ   gemmAVX512x13x32_done
+
+gemmAVX512x13x32_k:
+	VMOVUPS          (R9), Z28
+	VMOVUPS          64(R9), Z29
+	VFMADD231PS.BCST (CX), Z28, Z0
+	VFMADD231PS.BCST (CX), Z29, Z1
+	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
+	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
+	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
+	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
+	VFMADD231PS.BCST (BX), Z28, Z6
+	VFMADD231PS.BCST (BX), Z29, Z7
+	VFMADD231PS.BCST (CX)(DX*4), Z28, Z8
+	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
+	VFMADD231PS.BCST (BX)(DX*2), Z28, Z10
+	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
+	VFMADD231PS.BCST (SI), Z28, Z12
+	VFMADD231PS.BCST (SI), Z29, Z13
+	VFMADD231PS.BCST (BX)(DX*4), Z28, Z14
+	VFMADD231PS.BCST (BX)(DX*4), Z29, Z15
+	VFMADD231PS.BCST (CX)(DX*8), Z28, Z16
+	VFMADD231PS.BCST (CX)(DX*8), Z29, Z17
+	VFMADD231PS.BCST (DI), Z28, Z18
+	VFMADD231PS.BCST (DI), Z29, Z19
+	VFMADD231PS.BCST (SI)(DX*4), Z28, Z20
+	VFMADD231PS.BCST (SI)(DX*4), Z29, Z21
+	VFMADD231PS.BCST (BX)(DX*8), Z28, Z22
+	VFMADD231PS.BCST (BX)(DX*8), Z29, Z23
+	VFMADD231PS.BCST (R8), Z28, Z24
+	VFMADD231PS.BCST (R8), Z29, Z25
+	ADDQ             $0x04, CX
+	ADDQ             $0x04, BX
+	ADDQ             $0x04, SI
+	ADDQ             $0x04, DI
+	ADDQ             $0x04, R8
+	ADDQ             $0x00000080, R9
+	DECQ             AX
+	JNE              gemmAVX512x13x32_k
+
+gemmAVX512x13x32_done:
+	TESTQ        $0x00000004, R12
+	JEQ          gemmAVX512x13x32_store
+	VBROADCASTSS lo+64(FP), Z30
+	VBROADCASTSS hi+68(FP), Z31
+	VMAXPS       Z0, Z30, Z0
+	VMINPS       Z0, Z31, Z0
+	VMAXPS       Z1, Z30, Z1
+	VMINPS       Z1, Z31, Z1
+	VMAXPS       Z2, Z30, Z2
+	VMINPS       Z2, Z31, Z2
+	VMAXPS       Z3, Z30, Z3
+	VMINPS       Z3, Z31, Z3
+	VMAXPS       Z4, Z30, Z4
+	VMINPS       Z4, Z31, Z4
+	VMAXPS       Z5, Z30, Z5
+	VMINPS       Z5, Z31, Z5
+	VMAXPS       Z6, Z30, Z6
+	VMINPS       Z6, Z31, Z6
+	VMAXPS       Z7, Z30, Z7
+	VMINPS       Z7, Z31, Z7
+	VMAXPS       Z8, Z30, Z8
+	VMINPS       Z8, Z31, Z8
+	VMAXPS       Z9, Z30, Z9
+	VMINPS       Z9, Z31, Z9
+	VMAXPS       Z10, Z30, Z10
+	VMINPS       Z10, Z31, Z10
+	VMAXPS       Z11, Z30, Z11
+	VMINPS       Z11, Z31, Z11
+	VMAXPS       Z12, Z30, Z12
+	VMINPS       Z12, Z31, Z12
+	VMAXPS       Z13, Z30, Z13
+	VMINPS       Z13, Z31, Z13
+	VMAXPS       Z14, Z30, Z14
+	VMINPS       Z14, Z31, Z14
+	VMAXPS       Z15, Z30, Z15
+	VMINPS       Z15, Z31, Z15
+	VMAXPS       Z16, Z30, Z16
+	VMINPS       Z16, Z31, Z16
+	VMAXPS       Z17, Z30, Z17
+	VMINPS       Z17, Z31, Z17
+	VMAXPS       Z18, Z30, Z18
+	VMINPS       Z18, Z31, Z18
+	VMAXPS       Z19, Z30, Z19
+	VMINPS       Z19, Z31, Z19
+	VMAXPS       Z20, Z30, Z20
+	VMINPS       Z20, Z31, Z20
+	VMAXPS       Z21, Z30, Z21
+	VMINPS       Z21, Z31, Z21
+	VMAXPS       Z22, Z30, Z22
+	VMINPS       Z22, Z31, Z22
+	VMAXPS       Z23, Z30, Z23
+	VMINPS       Z23, Z31, Z23
+	VMAXPS       Z24, Z30, Z24
+	VMINPS       Z24, Z31, Z24
+	VMAXPS       Z25, Z30, Z25
+	VMINPS       Z25, Z31, Z25
+
+gemmAVX512x13x32_store:
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z2, (R10)
+	VMOVUPS Z3, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z4, (R10)
+	VMOVUPS Z5, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z6, (R10)
+	VMOVUPS Z7, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z10, (R10)
+	VMOVUPS Z11, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z12, (R10)
+	VMOVUPS Z13, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z14, (R10)
+	VMOVUPS Z15, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z16, (R10)
+	VMOVUPS Z17, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z18, (R10)
+	VMOVUPS Z19, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z20, (R10)
+	VMOVUPS Z21, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z22, (R10)
+	VMOVUPS Z23, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z24, (R10)
+	VMOVUPS Z25, 64(R10)
+	VZEROUPPER
+	RET
+
 // func axpyAVX2(n int, a float32, x *float32, y *float32)
 // Requires: AVX, FMA3
 TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
@@ -871,124 +3856,338 @@ TEXT ·chainAVX2(SB), NOSPLIT, $0-32
 	MOVQ ops+16(FP), DX
 	MOVQ nops+24(FP), BX
 
-chain_32:
-	CMPQ    AX, $0x20
-	JLT     chain_done
+chainAVX2_block:
+	CMPQ    AX, $0x00000020
+	JLT     chainAVX2_done
 	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
-	VMOVUPS 64(CX), Y2
-	VMOVUPS 96(CX), Y3
+	VMOVUPS 32(CX), Y2
+	VMOVUPS 64(CX), Y4
+	VMOVUPS 96(CX), Y6
 	MOVQ    DX, SI
 	MOVQ    BX, DI
 
-chain_op:
+chainAVX2_op:
 	TESTQ        DI, DI
-	JEQ          chain_store
+	JEQ          chainAVX2_store
 	MOVL         (SI), R8
 	VBROADCASTSS 4(SI), Y8
 	CMPL         R8, $0x00
-	JEQ          chain_k0
+	JEQ          chainAVX2_k0
 	CMPL         R8, $0x01
-	JEQ          chain_k1
+	JEQ          chainAVX2_k1
 	CMPL         R8, $0x02
-	JEQ          chain_k2
+	JEQ          chainAVX2_k2
 	CMPL         R8, $0x03
-	JEQ          chain_k3
+	JEQ          chainAVX2_k3
 	CMPL         R8, $0x04
-	JEQ          chain_k4
+	JEQ          chainAVX2_k4
 	CMPL         R8, $0x05
-	JEQ          chain_k5
+	JEQ          chainAVX2_k5
 	CMPL         R8, $0x06
-	JEQ          chain_k6
+	JEQ          chainAVX2_k6
 	CMPL         R8, $0x07
-	JEQ          chain_k7
+	JEQ          chainAVX2_k7
 	CMPL         R8, $0x08
-	JEQ          chain_k8
-	JMP          chain_next
+	JEQ          chainAVX2_k8
+	JMP          chainAVX2_next
 
-chain_k0:
+chainAVX2_k0:
 	VADDPS Y8, Y0, Y0
-	VADDPS Y8, Y1, Y1
 	VADDPS Y8, Y2, Y2
-	VADDPS Y8, Y3, Y3
-	JMP    chain_next
+	VADDPS Y8, Y4, Y4
+	VADDPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k1:
+chainAVX2_k1:
 	VSUBPS Y8, Y0, Y0
-	VSUBPS Y8, Y1, Y1
 	VSUBPS Y8, Y2, Y2
-	VSUBPS Y8, Y3, Y3
-	JMP    chain_next
+	VSUBPS Y8, Y4, Y4
+	VSUBPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k2:
+chainAVX2_k2:
 	VSUBPS Y0, Y8, Y0
-	VSUBPS Y1, Y8, Y1
 	VSUBPS Y2, Y8, Y2
-	VSUBPS Y3, Y8, Y3
-	JMP    chain_next
+	VSUBPS Y4, Y8, Y4
+	VSUBPS Y6, Y8, Y6
+	JMP    chainAVX2_next
 
-chain_k3:
+chainAVX2_k3:
 	VMULPS Y8, Y0, Y0
-	VMULPS Y8, Y1, Y1
 	VMULPS Y8, Y2, Y2
-	VMULPS Y8, Y3, Y3
-	JMP    chain_next
+	VMULPS Y8, Y4, Y4
+	VMULPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k4:
+chainAVX2_k4:
 	VDIVPS Y8, Y0, Y0
-	VDIVPS Y8, Y1, Y1
 	VDIVPS Y8, Y2, Y2
-	VDIVPS Y8, Y3, Y3
-	JMP    chain_next
+	VDIVPS Y8, Y4, Y4
+	VDIVPS Y8, Y6, Y6
+	JMP    chainAVX2_next
 
-chain_k5:
+chainAVX2_k5:
 	VDIVPS Y0, Y8, Y0
-	VDIVPS Y1, Y8, Y1
 	VDIVPS Y2, Y8, Y2
-	VDIVPS Y3, Y8, Y3
-	JMP    chain_next
+	VDIVPS Y4, Y8, Y4
+	VDIVPS Y6, Y8, Y6
+	JMP    chainAVX2_next
 
-chain_k6:
+chainAVX2_k6:
 	VBROADCASTSS 8(SI), Y8
 	VBROADCASTSS 12(SI), Y9
 	VMAXPS       Y0, Y8, Y0
 	VMINPS       Y0, Y9, Y0
-	VMAXPS       Y1, Y8, Y1
-	VMINPS       Y1, Y9, Y1
 	VMAXPS       Y2, Y8, Y2
 	VMINPS       Y2, Y9, Y2
-	VMAXPS       Y3, Y8, Y3
-	VMINPS       Y3, Y9, Y3
-	JMP          chain_next
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	JMP          chainAVX2_next
 
-chain_k7:
-	VMOVAPS Y0, Y4
-	VMOVAPS Y1, Y5
-	VMOVAPS Y2, Y6
-	VMOVAPS Y3, Y7
-	JMP     chain_next
+chainAVX2_k7:
+	VMOVAPS Y0, Y1
+	VMOVAPS Y2, Y3
+	VMOVAPS Y4, Y5
+	VMOVAPS Y6, Y7
+	JMP     chainAVX2_next
 
-chain_k8:
-	VMULPS Y0, Y4, Y0
-	VMULPS Y1, Y5, Y1
-	VMULPS Y2, Y6, Y2
-	VMULPS Y3, Y7, Y3
+chainAVX2_k8:
+	VMULPS Y0, Y1, Y0
+	VMULPS Y2, Y3, Y2
+	VMULPS Y4, Y5, Y4
+	VMULPS Y6, Y7, Y6
 
-chain_next:
+chainAVX2_next:
 	ADDQ $0x10, SI
 	DECQ DI
-	JMP  chain_op
+	JMP  chainAVX2_op
 
-chain_store:
+chainAVX2_store:
 	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	ADDQ    $0x80, CX
-	SUBQ    $0x20, AX
-	JMP     chain_32
+	VMOVUPS Y2, 32(CX)
+	VMOVUPS Y4, 64(CX)
+	VMOVUPS Y6, 96(CX)
+	ADDQ    $0x00000080, CX
+	SUBQ    $0x00000020, AX
+	JMP     chainAVX2_block
 
-chain_done:
+chainAVX2_done:
+	VZEROUPPER
+	RET
+
+// func copyRows32AVX512(k int, src *float32, ldb int, dst *float32)
+// Requires: AVX, AVX512F
+TEXT ·copyRows32AVX512(SB), NOSPLIT, $0-32
+	MOVQ k+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ ldb+16(FP), DX
+	SHLQ $0x02, DX
+	MOVQ dst+24(FP), BX
+
+copyRows32_two:
+	CMPQ    AX, $0x02
+	JLT     copyRows32_one
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS (CX)(DX*1), Z2
+	VMOVUPS 64(CX)(DX*1), Z3
+	VMOVUPS Z0, (BX)
+	VMOVUPS Z1, 64(BX)
+	VMOVUPS Z2, 128(BX)
+	VMOVUPS Z3, 192(BX)
+	LEAQ    (CX)(DX*2), CX
+	ADDQ    $0x00000100, BX
+	SUBQ    $0x02, AX
+	JMP     copyRows32_two
+
+copyRows32_one:
+	TESTQ   AX, AX
+	JEQ     copyRows32_done
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z1
+	VMOVUPS Z0, (BX)
+	VMOVUPS Z1, 64(BX)
+
+copyRows32_done:
+	VZEROUPPER
+	RET
+
+// func chain512(n int, y *float32, ops *int32, nops int)
+// Requires: AVX, AVX512F
+TEXT ·chain512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ y+8(FP), CX
+	MOVQ ops+16(FP), DX
+	MOVQ nops+24(FP), BX
+
+chain512_block:
+	CMPQ    AX, $0x00000080
+	JLT     chain512_done
+	VMOVUPS (CX), Z0
+	VMOVUPS 64(CX), Z2
+	VMOVUPS 128(CX), Z4
+	VMOVUPS 192(CX), Z6
+	VMOVUPS 256(CX), Z8
+	VMOVUPS 320(CX), Z10
+	VMOVUPS 384(CX), Z12
+	VMOVUPS 448(CX), Z14
+	MOVQ    DX, SI
+	MOVQ    BX, DI
+
+chain512_op:
+	TESTQ        DI, DI
+	JEQ          chain512_store
+	MOVL         (SI), R8
+	VBROADCASTSS 4(SI), Z16
+	CMPL         R8, $0x00
+	JEQ          chain512_k0
+	CMPL         R8, $0x01
+	JEQ          chain512_k1
+	CMPL         R8, $0x02
+	JEQ          chain512_k2
+	CMPL         R8, $0x03
+	JEQ          chain512_k3
+	CMPL         R8, $0x04
+	JEQ          chain512_k4
+	CMPL         R8, $0x05
+	JEQ          chain512_k5
+	CMPL         R8, $0x06
+	JEQ          chain512_k6
+	CMPL         R8, $0x07
+	JEQ          chain512_k7
+	CMPL         R8, $0x08
+	JEQ          chain512_k8
+	JMP          chain512_next
+
+chain512_k0:
+	VADDPS Z16, Z0, Z0
+	VADDPS Z16, Z2, Z2
+	VADDPS Z16, Z4, Z4
+	VADDPS Z16, Z6, Z6
+	VADDPS Z16, Z8, Z8
+	VADDPS Z16, Z10, Z10
+	VADDPS Z16, Z12, Z12
+	VADDPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k1:
+	VSUBPS Z16, Z0, Z0
+	VSUBPS Z16, Z2, Z2
+	VSUBPS Z16, Z4, Z4
+	VSUBPS Z16, Z6, Z6
+	VSUBPS Z16, Z8, Z8
+	VSUBPS Z16, Z10, Z10
+	VSUBPS Z16, Z12, Z12
+	VSUBPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k2:
+	VSUBPS Z0, Z16, Z0
+	VSUBPS Z2, Z16, Z2
+	VSUBPS Z4, Z16, Z4
+	VSUBPS Z6, Z16, Z6
+	VSUBPS Z8, Z16, Z8
+	VSUBPS Z10, Z16, Z10
+	VSUBPS Z12, Z16, Z12
+	VSUBPS Z14, Z16, Z14
+	JMP    chain512_next
+
+chain512_k3:
+	VMULPS Z16, Z0, Z0
+	VMULPS Z16, Z2, Z2
+	VMULPS Z16, Z4, Z4
+	VMULPS Z16, Z6, Z6
+	VMULPS Z16, Z8, Z8
+	VMULPS Z16, Z10, Z10
+	VMULPS Z16, Z12, Z12
+	VMULPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k4:
+	VDIVPS Z16, Z0, Z0
+	VDIVPS Z16, Z2, Z2
+	VDIVPS Z16, Z4, Z4
+	VDIVPS Z16, Z6, Z6
+	VDIVPS Z16, Z8, Z8
+	VDIVPS Z16, Z10, Z10
+	VDIVPS Z16, Z12, Z12
+	VDIVPS Z16, Z14, Z14
+	JMP    chain512_next
+
+chain512_k5:
+	VDIVPS Z0, Z16, Z0
+	VDIVPS Z2, Z16, Z2
+	VDIVPS Z4, Z16, Z4
+	VDIVPS Z6, Z16, Z6
+	VDIVPS Z8, Z16, Z8
+	VDIVPS Z10, Z16, Z10
+	VDIVPS Z12, Z16, Z12
+	VDIVPS Z14, Z16, Z14
+	JMP    chain512_next
+
+chain512_k6:
+	VBROADCASTSS 8(SI), Z16
+	VBROADCASTSS 12(SI), Z17
+	VMAXPS       Z0, Z16, Z0
+	VMINPS       Z0, Z17, Z0
+	VMAXPS       Z2, Z16, Z2
+	VMINPS       Z2, Z17, Z2
+	VMAXPS       Z4, Z16, Z4
+	VMINPS       Z4, Z17, Z4
+	VMAXPS       Z6, Z16, Z6
+	VMINPS       Z6, Z17, Z6
+	VMAXPS       Z8, Z16, Z8
+	VMINPS       Z8, Z17, Z8
+	VMAXPS       Z10, Z16, Z10
+	VMINPS       Z10, Z17, Z10
+	VMAXPS       Z12, Z16, Z12
+	VMINPS       Z12, Z17, Z12
+	VMAXPS       Z14, Z16, Z14
+	VMINPS       Z14, Z17, Z14
+	JMP          chain512_next
+
+chain512_k7:
+	VMOVAPS Z0, Z1
+	VMOVAPS Z2, Z3
+	VMOVAPS Z4, Z5
+	VMOVAPS Z6, Z7
+	VMOVAPS Z8, Z9
+	VMOVAPS Z10, Z11
+	VMOVAPS Z12, Z13
+	VMOVAPS Z14, Z15
+	JMP     chain512_next
+
+chain512_k8:
+	VMULPS Z0, Z1, Z0
+	VMULPS Z2, Z3, Z2
+	VMULPS Z4, Z5, Z4
+	VMULPS Z6, Z7, Z6
+	VMULPS Z8, Z9, Z8
+	VMULPS Z10, Z11, Z10
+	VMULPS Z12, Z13, Z12
+	VMULPS Z14, Z15, Z14
+
+chain512_next:
+	ADDQ $0x10, SI
+	DECQ DI
+	JMP  chain512_op
+
+chain512_store:
+	VMOVUPS Z0, (CX)
+	VMOVUPS Z2, 64(CX)
+	VMOVUPS Z4, 128(CX)
+	VMOVUPS Z6, 192(CX)
+	VMOVUPS Z8, 256(CX)
+	VMOVUPS Z10, 320(CX)
+	VMOVUPS Z12, 384(CX)
+	VMOVUPS Z14, 448(CX)
+	ADDQ    $0x00000200, CX
+	SUBQ    $0x00000080, AX
+	JMP     chain512_block
+
+chain512_done:
 	VZEROUPPER
 	RET
 
@@ -2125,6 +5324,1330 @@ dwMaskAVX2x4x2_full:
 	ADDQ    CX, AX
 	VMOVUPS Y6, (AX)
 	VMOVUPS Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+// func dw512x1x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x1x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dw512x1x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x1x1_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Z0
+
+dw512x1x1_tap:
+	TESTQ        SI, SI
+	JEQ          dw512x1x1_done
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Z1
+	VFMADD231PS  (R9), Z1, Z0
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
+	JMP          dw512x1x1_tap
+
+dw512x1x1_done:
+	TESTQ        BX, BX
+	JEQ          dw512x1x1_store
+	VBROADCASTSS lo+80(FP), Z1
+	VBROADCASTSS hi+84(FP), Z2
+	VMAXPS       Z0, Z1, Z0
+	VMINPS       Z0, Z2, Z0
+
+dw512x1x1_store:
+	MOVQ    DX, R9
+	VMOVUPS Z0, (R9)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x1x1_tile
+
+dw512x1x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x1x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x1x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dw512x1x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x1x2_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+
+dw512x1x2_tap:
+	TESTQ        SI, SI
+	JEQ          dw512x1x2_done
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Z2
+	VFMADD231PS  (R9), Z2, Z0
+	VFMADD231PS  64(R9), Z2, Z1
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
+	JMP          dw512x1x2_tap
+
+dw512x1x2_done:
+	TESTQ        BX, BX
+	JEQ          dw512x1x2_store
+	VBROADCASTSS lo+80(FP), Z2
+	VBROADCASTSS hi+84(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dw512x1x2_store:
+	MOVQ    DX, R9
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x1x2_tile
+
+dw512x1x2_end:
+	VZEROUPPER
+	RET
+
+// func dw512x1x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x1x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ doClamp+72(FP), BX
+
+dw512x1x4_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x1x4_end
+	MOVQ         taps+8(FP), SI
+	MOVQ         offs+16(FP), DI
+	MOVQ         w+24(FP), R8
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+
+dw512x1x4_tap:
+	TESTQ        SI, SI
+	JEQ          dw512x1x4_done
+	MOVQ         (DI), R9
+	LEAQ         (CX)(R9*4), R9
+	VBROADCASTSS (R8), Z4
+	VFMADD231PS  (R9), Z4, Z0
+	VFMADD231PS  64(R9), Z4, Z1
+	VFMADD231PS  128(R9), Z4, Z2
+	VFMADD231PS  192(R9), Z4, Z3
+	ADDQ         $0x08, DI
+	ADDQ         $0x04, R8
+	DECQ         SI
+	JMP          dw512x1x4_tap
+
+dw512x1x4_done:
+	TESTQ        BX, BX
+	JEQ          dw512x1x4_store
+	VBROADCASTSS lo+80(FP), Z4
+	VBROADCASTSS hi+84(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dw512x1x4_store:
+	MOVQ    DX, R9
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	VMOVUPS Z2, 128(R9)
+	VMOVUPS Z3, 192(R9)
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	DECQ    AX
+	JMP     dw512x1x4_tile
+
+dw512x1x4_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x1x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x1x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	MOVQ         np+0(FP), SI
+	MOVQ         plain+8(FP), DI
+
+dwMask512x1x1_plain:
+	TESTQ        SI, SI
+	JEQ          dwMask512x1x1_masked
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Z1
+	VFMADD231PS  (DX), Z1, Z0
+	ADDQ         $0x10, DI
+	DECQ         SI
+	JMP          dwMask512x1x1_plain
+
+dwMask512x1x1_masked:
+	MOVQ nm+16(FP), SI
+	MOVQ masked+24(FP), DI
+	MOVQ masks+32(FP), R8
+
+dwMask512x1x1_mtap:
+	TESTQ        SI, SI
+	JEQ          dwMask512x1x1_done
+	MOVQ         (DI), DX
+	MOVQ         8(DI), BX
+	LEAQ         (CX)(DX*4), DX
+	VBROADCASTSS (AX)(BX*4), Z1
+	VMOVDQU32    (R8), Z2
+	VPMOVD2M     Z2, K1
+	VFMADD231PS  (DX), Z1, K1, Z0
+	ADDQ         $0x10, DI
+	ADDQ         $0x40, R8
+	DECQ         SI
+	JMP          dwMask512x1x1_mtap
+
+dwMask512x1x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x1x1_store
+	VBROADCASTSS lo+104(FP), Z1
+	VBROADCASTSS hi+108(FP), Z2
+	VMAXPS       Z0, Z1, Z0
+	VMINPS       Z0, Z2, Z0
+
+dwMask512x1x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), CX
+	TESTQ     CX, CX
+	JEQ       dwMask512x1x1_full
+	VMOVDQU32 (CX), Z2
+	VPMOVD2M  Z2, K1
+	VMOVUPS   Z0, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x1x1_full:
+	VMOVUPS Z0, (AX)
+	VZEROUPPER
+	RET
+
+// func dw512x2x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x2x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dw512x2x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x2x1_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+
+dw512x2x1_tap:
+	TESTQ        R8, R8
+	JEQ          dw512x2x1_done
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Z2
+	VFMADD231PS  (R11), Z2, Z0
+	VFMADD231PS  (R11)(BX*1), Z2, Z1
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
+	JMP          dw512x2x1_tap
+
+dw512x2x1_done:
+	TESTQ        DI, DI
+	JEQ          dw512x2x1_store
+	VBROADCASTSS lo+80(FP), Z2
+	VBROADCASTSS hi+84(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dw512x2x1_store:
+	MOVQ    DX, R11
+	VMOVUPS Z0, (R11)
+	ADDQ    SI, R11
+	VMOVUPS Z1, (R11)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x2x1_tile
+
+dw512x2x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x2x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x2x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dw512x2x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x2x2_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+
+dw512x2x2_tap:
+	TESTQ        R8, R8
+	JEQ          dw512x2x2_done
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Z4
+	VFMADD231PS  (R11), Z4, Z0
+	VFMADD231PS  64(R11), Z4, Z1
+	VFMADD231PS  (R11)(BX*1), Z4, Z2
+	VFMADD231PS  64(R11)(BX*1), Z4, Z3
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
+	JMP          dw512x2x2_tap
+
+dw512x2x2_done:
+	TESTQ        DI, DI
+	JEQ          dw512x2x2_store
+	VBROADCASTSS lo+80(FP), Z4
+	VBROADCASTSS hi+84(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dw512x2x2_store:
+	MOVQ    DX, R11
+	VMOVUPS Z0, (R11)
+	VMOVUPS Z1, 64(R11)
+	ADDQ    SI, R11
+	VMOVUPS Z2, (R11)
+	VMOVUPS Z3, 64(R11)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x2x2_tile
+
+dw512x2x2_end:
+	VZEROUPPER
+	RET
+
+// func dw512x2x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x2x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	MOVQ doClamp+72(FP), DI
+
+dw512x2x4_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x2x4_end
+	MOVQ         taps+8(FP), R8
+	MOVQ         offs+16(FP), R9
+	MOVQ         w+24(FP), R10
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+
+dw512x2x4_tap:
+	TESTQ        R8, R8
+	JEQ          dw512x2x4_done
+	MOVQ         (R9), R11
+	LEAQ         (CX)(R11*4), R11
+	VBROADCASTSS (R10), Z8
+	VFMADD231PS  (R11), Z8, Z0
+	VFMADD231PS  64(R11), Z8, Z1
+	VFMADD231PS  128(R11), Z8, Z2
+	VFMADD231PS  192(R11), Z8, Z3
+	VFMADD231PS  (R11)(BX*1), Z8, Z4
+	VFMADD231PS  64(R11)(BX*1), Z8, Z5
+	VFMADD231PS  128(R11)(BX*1), Z8, Z6
+	VFMADD231PS  192(R11)(BX*1), Z8, Z7
+	ADDQ         $0x08, R9
+	ADDQ         $0x04, R10
+	DECQ         R8
+	JMP          dw512x2x4_tap
+
+dw512x2x4_done:
+	TESTQ        DI, DI
+	JEQ          dw512x2x4_store
+	VBROADCASTSS lo+80(FP), Z8
+	VBROADCASTSS hi+84(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dw512x2x4_store:
+	MOVQ    DX, R11
+	VMOVUPS Z0, (R11)
+	VMOVUPS Z1, 64(R11)
+	VMOVUPS Z2, 128(R11)
+	VMOVUPS Z3, 192(R11)
+	ADDQ    SI, R11
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	DECQ    AX
+	JMP     dw512x2x4_tile
+
+dw512x2x4_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x2x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x2x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	VMOVAPS      Z0, Z1
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMask512x2x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMask512x2x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z2
+	VFMADD231PS  (BX), Z2, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z2, Z1
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMask512x2x1_plain
+
+dwMask512x2x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMask512x2x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMask512x2x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z2
+	VMOVDQU32    (R9), Z3
+	VPMOVD2M     Z3, K1
+	VFMADD231PS  (BX), Z2, K1, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z2, K1, Z1
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMask512x2x1_mtap
+
+dwMask512x2x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x2x1_store
+	VBROADCASTSS lo+104(FP), Z2
+	VBROADCASTSS hi+108(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dwMask512x2x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), DX
+	TESTQ     DX, DX
+	JEQ       dwMask512x2x1_full
+	VMOVDQU32 (DX), Z3
+	VPMOVD2M  Z3, K1
+	VMOVUPS   Z0, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z1, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x2x1_full:
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	VZEROUPPER
+	RET
+
+// func dw512x4x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x4x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x4x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x4x1_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+
+dw512x4x1_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x4x1_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z4
+	VFMADD231PS  (R12), Z4, Z0
+	VFMADD231PS  (R12)(BX*1), Z4, Z1
+	VFMADD231PS  (R12)(BX*2), Z4, Z2
+	VFMADD231PS  (R12)(DI*1), Z4, Z3
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x4x1_tap
+
+dw512x4x1_done:
+	TESTQ        R8, R8
+	JEQ          dw512x4x1_store
+	VBROADCASTSS lo+80(FP), Z4
+	VBROADCASTSS hi+84(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dw512x4x1_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z1, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z3, (R12)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x4x1_tile
+
+dw512x4x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x4x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x4x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x4x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x4x2_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+
+dw512x4x2_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x4x2_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z8
+	VFMADD231PS  (R12), Z8, Z0
+	VFMADD231PS  64(R12), Z8, Z1
+	VFMADD231PS  (R12)(BX*1), Z8, Z2
+	VFMADD231PS  64(R12)(BX*1), Z8, Z3
+	VFMADD231PS  (R12)(BX*2), Z8, Z4
+	VFMADD231PS  64(R12)(BX*2), Z8, Z5
+	VFMADD231PS  (R12)(DI*1), Z8, Z6
+	VFMADD231PS  64(R12)(DI*1), Z8, Z7
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x4x2_tap
+
+dw512x4x2_done:
+	TESTQ        R8, R8
+	JEQ          dw512x4x2_store
+	VBROADCASTSS lo+80(FP), Z8
+	VBROADCASTSS hi+84(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dw512x4x2_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	VMOVUPS Z3, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z6, (R12)
+	VMOVUPS Z7, 64(R12)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x4x2_tile
+
+dw512x4x2_end:
+	VZEROUPPER
+	RET
+
+// func dw512x4x4(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x4x4(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x4x4_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x4x4_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+	VMOVAPS      Z0, Z8
+	VMOVAPS      Z0, Z9
+	VMOVAPS      Z0, Z10
+	VMOVAPS      Z0, Z11
+	VMOVAPS      Z0, Z12
+	VMOVAPS      Z0, Z13
+	VMOVAPS      Z0, Z14
+	VMOVAPS      Z0, Z15
+
+dw512x4x4_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x4x4_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z16
+	VFMADD231PS  (R12), Z16, Z0
+	VFMADD231PS  64(R12), Z16, Z1
+	VFMADD231PS  128(R12), Z16, Z2
+	VFMADD231PS  192(R12), Z16, Z3
+	VFMADD231PS  (R12)(BX*1), Z16, Z4
+	VFMADD231PS  64(R12)(BX*1), Z16, Z5
+	VFMADD231PS  128(R12)(BX*1), Z16, Z6
+	VFMADD231PS  192(R12)(BX*1), Z16, Z7
+	VFMADD231PS  (R12)(BX*2), Z16, Z8
+	VFMADD231PS  64(R12)(BX*2), Z16, Z9
+	VFMADD231PS  128(R12)(BX*2), Z16, Z10
+	VFMADD231PS  192(R12)(BX*2), Z16, Z11
+	VFMADD231PS  (R12)(DI*1), Z16, Z12
+	VFMADD231PS  64(R12)(DI*1), Z16, Z13
+	VFMADD231PS  128(R12)(DI*1), Z16, Z14
+	VFMADD231PS  192(R12)(DI*1), Z16, Z15
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x4x4_tap
+
+dw512x4x4_done:
+	TESTQ        R8, R8
+	JEQ          dw512x4x4_store
+	VBROADCASTSS lo+80(FP), Z16
+	VBROADCASTSS hi+84(FP), Z17
+	VMAXPS       Z0, Z16, Z0
+	VMINPS       Z0, Z17, Z0
+	VMAXPS       Z1, Z16, Z1
+	VMINPS       Z1, Z17, Z1
+	VMAXPS       Z2, Z16, Z2
+	VMINPS       Z2, Z17, Z2
+	VMAXPS       Z3, Z16, Z3
+	VMINPS       Z3, Z17, Z3
+	VMAXPS       Z4, Z16, Z4
+	VMINPS       Z4, Z17, Z4
+	VMAXPS       Z5, Z16, Z5
+	VMINPS       Z5, Z17, Z5
+	VMAXPS       Z6, Z16, Z6
+	VMINPS       Z6, Z17, Z6
+	VMAXPS       Z7, Z16, Z7
+	VMINPS       Z7, Z17, Z7
+	VMAXPS       Z8, Z16, Z8
+	VMINPS       Z8, Z17, Z8
+	VMAXPS       Z9, Z16, Z9
+	VMINPS       Z9, Z17, Z9
+	VMAXPS       Z10, Z16, Z10
+	VMINPS       Z10, Z17, Z10
+	VMAXPS       Z11, Z16, Z11
+	VMINPS       Z11, Z17, Z11
+	VMAXPS       Z12, Z16, Z12
+	VMINPS       Z12, Z17, Z12
+	VMAXPS       Z13, Z16, Z13
+	VMINPS       Z13, Z17, Z13
+	VMAXPS       Z14, Z16, Z14
+	VMINPS       Z14, Z17, Z14
+	VMAXPS       Z15, Z16, Z15
+	VMINPS       Z15, Z17, Z15
+
+dw512x4x4_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	VMOVUPS Z2, 128(R12)
+	VMOVUPS Z3, 192(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	VMOVUPS Z6, 128(R12)
+	VMOVUPS Z7, 192(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	VMOVUPS Z10, 128(R12)
+	VMOVUPS Z11, 192(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z12, (R12)
+	VMOVUPS Z13, 64(R12)
+	VMOVUPS Z14, 128(R12)
+	VMOVUPS Z15, 192(R12)
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	DECQ    AX
+	JMP     dw512x4x4_tile
+
+dw512x4x4_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x4x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x4x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMask512x4x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMask512x4x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z4
+	VFMADD231PS  (BX), Z4, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, Z3
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMask512x4x1_plain
+
+dwMask512x4x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMask512x4x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMask512x4x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z4
+	VMOVDQU32    (R9), Z5
+	VPMOVD2M     Z5, K1
+	VFMADD231PS  (BX), Z4, K1, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, K1, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, K1, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z4, K1, Z3
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMask512x4x1_mtap
+
+dwMask512x4x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x4x1_store
+	VBROADCASTSS lo+104(FP), Z4
+	VBROADCASTSS hi+108(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dwMask512x4x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), DX
+	TESTQ     DX, DX
+	JEQ       dwMask512x4x1_full
+	VMOVDQU32 (DX), Z5
+	VPMOVD2M  Z5, K1
+	VMOVUPS   Z0, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z1, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z2, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z3, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x4x1_full:
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	VZEROUPPER
+	RET
+
+// func dw512x8x1(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x8x1(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x8x1_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x8x1_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+
+dw512x8x1_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x8x1_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z8
+	LEAQ         (R12)(BX*4), R13
+	VFMADD231PS  (R12), Z8, Z0
+	VFMADD231PS  (R12)(BX*1), Z8, Z1
+	VFMADD231PS  (R12)(BX*2), Z8, Z2
+	VFMADD231PS  (R12)(DI*1), Z8, Z3
+	VFMADD231PS  (R13), Z8, Z4
+	VFMADD231PS  (R13)(BX*1), Z8, Z5
+	VFMADD231PS  (R13)(BX*2), Z8, Z6
+	VFMADD231PS  (R13)(DI*1), Z8, Z7
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x8x1_tap
+
+dw512x8x1_done:
+	TESTQ        R8, R8
+	JEQ          dw512x8x1_store
+	VBROADCASTSS lo+80(FP), Z8
+	VBROADCASTSS hi+84(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dw512x8x1_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z1, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z3, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z5, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z6, (R12)
+	ADDQ    SI, R12
+	VMOVUPS Z7, (R12)
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	DECQ    AX
+	JMP     dw512x8x1_tile
+
+dw512x8x1_end:
+	VZEROUPPER
+	RET
+
+// func dw512x8x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dw512x8x2(SB), NOSPLIT, $0-88
+	MOVQ nt+0(FP), AX
+	MOVQ x+32(FP), CX
+	MOVQ y+48(FP), DX
+	MOVQ ldx+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+56(FP), SI
+	SHLQ $0x02, SI
+	LEAQ (BX)(BX*2), DI
+	MOVQ doClamp+72(FP), R8
+
+dw512x8x2_tile:
+	TESTQ        AX, AX
+	JEQ          dw512x8x2_end
+	MOVQ         taps+8(FP), R9
+	MOVQ         offs+16(FP), R10
+	MOVQ         w+24(FP), R11
+	VBROADCASTSS bias+64(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+	VMOVAPS      Z0, Z8
+	VMOVAPS      Z0, Z9
+	VMOVAPS      Z0, Z10
+	VMOVAPS      Z0, Z11
+	VMOVAPS      Z0, Z12
+	VMOVAPS      Z0, Z13
+	VMOVAPS      Z0, Z14
+	VMOVAPS      Z0, Z15
+
+dw512x8x2_tap:
+	TESTQ        R9, R9
+	JEQ          dw512x8x2_done
+	MOVQ         (R10), R12
+	LEAQ         (CX)(R12*4), R12
+	VBROADCASTSS (R11), Z16
+	LEAQ         (R12)(BX*4), R13
+	VFMADD231PS  (R12), Z16, Z0
+	VFMADD231PS  64(R12), Z16, Z1
+	VFMADD231PS  (R12)(BX*1), Z16, Z2
+	VFMADD231PS  64(R12)(BX*1), Z16, Z3
+	VFMADD231PS  (R12)(BX*2), Z16, Z4
+	VFMADD231PS  64(R12)(BX*2), Z16, Z5
+	VFMADD231PS  (R12)(DI*1), Z16, Z6
+	VFMADD231PS  64(R12)(DI*1), Z16, Z7
+	VFMADD231PS  (R13), Z16, Z8
+	VFMADD231PS  64(R13), Z16, Z9
+	VFMADD231PS  (R13)(BX*1), Z16, Z10
+	VFMADD231PS  64(R13)(BX*1), Z16, Z11
+	VFMADD231PS  (R13)(BX*2), Z16, Z12
+	VFMADD231PS  64(R13)(BX*2), Z16, Z13
+	VFMADD231PS  (R13)(DI*1), Z16, Z14
+	VFMADD231PS  64(R13)(DI*1), Z16, Z15
+	ADDQ         $0x08, R10
+	ADDQ         $0x04, R11
+	DECQ         R9
+	JMP          dw512x8x2_tap
+
+dw512x8x2_done:
+	TESTQ        R8, R8
+	JEQ          dw512x8x2_store
+	VBROADCASTSS lo+80(FP), Z16
+	VBROADCASTSS hi+84(FP), Z17
+	VMAXPS       Z0, Z16, Z0
+	VMINPS       Z0, Z17, Z0
+	VMAXPS       Z1, Z16, Z1
+	VMINPS       Z1, Z17, Z1
+	VMAXPS       Z2, Z16, Z2
+	VMINPS       Z2, Z17, Z2
+	VMAXPS       Z3, Z16, Z3
+	VMINPS       Z3, Z17, Z3
+	VMAXPS       Z4, Z16, Z4
+	VMINPS       Z4, Z17, Z4
+	VMAXPS       Z5, Z16, Z5
+	VMINPS       Z5, Z17, Z5
+	VMAXPS       Z6, Z16, Z6
+	VMINPS       Z6, Z17, Z6
+	VMAXPS       Z7, Z16, Z7
+	VMINPS       Z7, Z17, Z7
+	VMAXPS       Z8, Z16, Z8
+	VMINPS       Z8, Z17, Z8
+	VMAXPS       Z9, Z16, Z9
+	VMINPS       Z9, Z17, Z9
+	VMAXPS       Z10, Z16, Z10
+	VMINPS       Z10, Z17, Z10
+	VMAXPS       Z11, Z16, Z11
+	VMINPS       Z11, Z17, Z11
+	VMAXPS       Z12, Z16, Z12
+	VMINPS       Z12, Z17, Z12
+	VMAXPS       Z13, Z16, Z13
+	VMINPS       Z13, Z17, Z13
+	VMAXPS       Z14, Z16, Z14
+	VMINPS       Z14, Z17, Z14
+	VMAXPS       Z15, Z16, Z15
+	VMINPS       Z15, Z17, Z15
+
+dw512x8x2_store:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z2, (R12)
+	VMOVUPS Z3, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z6, (R12)
+	VMOVUPS Z7, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z10, (R12)
+	VMOVUPS Z11, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z12, (R12)
+	VMOVUPS Z13, 64(R12)
+	ADDQ    SI, R12
+	VMOVUPS Z14, (R12)
+	VMOVUPS Z15, 64(R12)
+	ADDQ    $0x00000080, CX
+	ADDQ    $0x00000080, DX
+	DECQ    AX
+	JMP     dw512x8x2_tile
+
+dw512x8x2_end:
+	VZEROUPPER
+	RET
+
+// func dwMask512x8x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·dwMask512x8x1(SB), NOSPLIT, $0-120
+	MOVQ         w+40(FP), AX
+	MOVQ         x+48(FP), CX
+	MOVQ         xoff+56(FP), DX
+	LEAQ         (CX)(DX*4), CX
+	MOVQ         ldx+64(FP), DX
+	SHLQ         $0x02, DX
+	VBROADCASTSS bias+88(FP), Z0
+	VMOVAPS      Z0, Z1
+	VMOVAPS      Z0, Z2
+	VMOVAPS      Z0, Z3
+	VMOVAPS      Z0, Z4
+	VMOVAPS      Z0, Z5
+	VMOVAPS      Z0, Z6
+	VMOVAPS      Z0, Z7
+	MOVQ         np+0(FP), DI
+	MOVQ         plain+8(FP), R8
+
+dwMask512x8x1_plain:
+	TESTQ        DI, DI
+	JEQ          dwMask512x8x1_masked
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z8
+	VFMADD231PS  (BX), Z8, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z3
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z4
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z5
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z6
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, Z7
+	ADDQ         $0x10, R8
+	DECQ         DI
+	JMP          dwMask512x8x1_plain
+
+dwMask512x8x1_masked:
+	MOVQ nm+16(FP), DI
+	MOVQ masked+24(FP), R8
+	MOVQ masks+32(FP), R9
+
+dwMask512x8x1_mtap:
+	TESTQ        DI, DI
+	JEQ          dwMask512x8x1_done
+	MOVQ         (R8), BX
+	MOVQ         8(R8), SI
+	LEAQ         (CX)(BX*4), BX
+	VBROADCASTSS (AX)(SI*4), Z8
+	VMOVDQU32    (R9), Z9
+	VPMOVD2M     Z9, K1
+	VFMADD231PS  (BX), Z8, K1, Z0
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z1
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z2
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z3
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z4
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z5
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z6
+	ADDQ         DX, BX
+	VFMADD231PS  (BX), Z8, K1, Z7
+	ADDQ         $0x10, R8
+	ADDQ         $0x40, R9
+	DECQ         DI
+	JMP          dwMask512x8x1_mtap
+
+dwMask512x8x1_done:
+	MOVQ         doClamp+96(FP), AX
+	TESTQ        AX, AX
+	JEQ          dwMask512x8x1_store
+	VBROADCASTSS lo+104(FP), Z8
+	VBROADCASTSS hi+108(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dwMask512x8x1_store:
+	MOVQ      y+72(FP), AX
+	MOVQ      ldy+80(FP), CX
+	SHLQ      $0x02, CX
+	MOVQ      smask+112(FP), DX
+	TESTQ     DX, DX
+	JEQ       dwMask512x8x1_full
+	VMOVDQU32 (DX), Z9
+	VPMOVD2M  Z9, K1
+	VMOVUPS   Z0, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z1, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z2, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z3, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z4, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z5, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z6, K1, (AX)
+	ADDQ      CX, AX
+	VMOVUPS   Z7, K1, (AX)
+	VZEROUPPER
+	RET
+
+dwMask512x8x1_full:
+	VMOVUPS Z0, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z1, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z2, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z3, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z4, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z5, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z6, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Z7, (AX)
 	VZEROUPPER
 	RET
 

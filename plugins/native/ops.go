@@ -101,7 +101,7 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		return powSquare(bc), nil
 	}
 	if n.OpType == "Concat" && n.Domain == "" {
-		return concatKernel(), nil
+		return concatKernel(zeroConsts(bc.sg, n)), nil
 	}
 	if n.OpType == "Transpose" && n.Domain == "" {
 		return transposeKernel(), nil

@@ -78,6 +78,7 @@ func convCases() []opCase {
 		// plain and masked vectors between (wide dilated padding), a row
 		// stride of 2
 		{4, 4, 4, 6, 37, 5, attrs("dilations", []int64{1, 3}, "pads", []int64{2, 6, 2, 6})},
+		{3, 3, 3, 9, 150, 3, attrs("pads", []int64{1, 1, 1, 1})}, // 64-column tiles between the edges
 		{3, 3, 3, 11, 70, 3, attrs("strides", []int64{2, 1}, "pads", []int64{1, 1, 1, 1})},
 		// stride 2 over an odd width: whole vectors of both column phases and a tail
 		{4, 4, 4, 10, 35, 3, attrs("strides", []int64{2, 2}, "pads", []int64{0, 0, 1, 1})},
@@ -260,6 +261,9 @@ func otherCases() []opCase {
 		{name: "lstm-reverse", nodes: []*graph.Node{lstmNode("y", "", "", attrs("direction", "reverse"))}, inputs: lstmInputs(3, 2, 5, 4), out: "y"},
 		{name: "concat-channels", nodes: []*graph.Node{node("Concat", []string{"a", "b", "c"}, "y", attrs("axis", 1))},
 			inputs: map[string][]int{"a": {2, 3, 4, 5}, "b": {2, 1, 4, 5}}, consts: map[string][]int{"c": {2, 2, 4, 5}}, out: "y"},
+		{name: "concat-zero-channels", nodes: []*graph.Node{node("Concat", []string{"a", "z", "b"}, "y", attrs("axis", 1))},
+			inputs: map[string][]int{"a": {2, 3, 4, 5}, "b": {2, 1, 4, 5}},
+			fixed:  map[string]*graph.Tensor{"z": graph.MustFromSlice([]int{2, 2, 4, 5}, make([]float32, 80))}, out: "y"},
 		{name: "concat-last-neg", nodes: []*graph.Node{node("Concat", []string{"a", "b"}, "y", attrs("axis", -1))},
 			inputs: map[string][]int{"a": {3, 7}, "b": {3, 2}}, out: "y"},
 		{name: "concat-first", nodes: []*graph.Node{node("Concat", []string{"a", "b"}, "y", attrs("axis", 0))},
@@ -273,6 +277,20 @@ func otherCases() []opCase {
 // Each case on native against the reference kernels (the cpu backend),
 // float32 results within 1e-4 relative (the accumulation order differs).
 func TestOpsAgainstReference(t *testing.T) {
+	testOps(t, append(append(convCases(), otherCases()...), ifCases()...))
+}
+
+// The convolutions again on the AVX2 depthwise kernels where the machine
+// would pick the AVX-512 ones.
+func TestConvWithoutAVX512Depthwise(t *testing.T) {
+	if !native.UseDW512(false) {
+		t.Skip("no AVX-512 depthwise kernels here: TestOpsAgainstReference ran the others")
+	}
+	defer native.UseDW512(true)
+	testOps(t, convCases())
+}
+
+func testOps(t *testing.T, cases []opCase) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	rnd := func(shape []int) *graph.Tensor {
 		n := 1
@@ -287,7 +305,7 @@ func TestOpsAgainstReference(t *testing.T) {
 	}
 	nb := native.New(native.Options{Threads: 2})
 	defer nb.Close()
-	for _, c := range append(append(convCases(), otherCases()...), ifCases()...) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := &graph.Graph{Name: c.name, Nodes: c.nodes, Initializers: map[string]*graph.Tensor{}, Outputs: []graph.ValueInfo{{Name: c.out}}}
 			var ins []*graph.Tensor

@@ -36,13 +36,24 @@ func main() {
 	zs := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27}
 	gemm("gemmAVX512x14x32", 14, 32, 16, zs, []VecPhysical{Z28, Z29}, Z30, Z31, true)
+	// the tails: kernels of fewer rows for a GEMM's last, partial row
+	// tile (no wasted rows, no copies through scratch)
+	ys := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}
+	for h := 1; h < 6; h++ {
+		gemm(fmt.Sprintf("gemmAVX2x%dx16", h), h, 16, 8, ys[:2*h], []VecPhysical{Y12, Y13}, Y14, Y15, false)
+	}
+	for h := 1; h < 14; h++ {
+		gemm(fmt.Sprintf("gemmAVX512x%dx32", h), h, 32, 16, zs[:2*h], []VecPhysical{Z28, Z29}, Z30, Z31, true)
+	}
 	axpy()
 	clampVec()
 	maxPool2x2()
 	deinterleave2()
 	expSum()
 	dot()
-	chainKernel()
+	chainKernel("chainAVX2", false)
+	copyRows32()
+	chainKernel("chain512", true)
 	for _, rv := range dwShapes {
 		depthwiseTile(rv[0], rv[1])
 	}
@@ -50,6 +61,14 @@ func main() {
 		for _, v := range []int{1, 2} {
 			depthwiseMasked(r, v)
 		}
+	}
+	for _, r := range []int{1, 2, 4, 8} {
+		for _, v := range []int{1, 2, 4} {
+			if r*v <= 16 {
+				depthwiseTile512(r, v)
+			}
+		}
+		depthwiseMasked512(r)
 	}
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
 		for _, mode := range []string{"VV", "VS", "SV"} {
@@ -857,29 +876,36 @@ const (
 // through the whole program (a fifth set for the saved value): x+c, x-c,
 // c-x, x·c, x/c, c/x, clamp to [lo, hi] keeping NaN, saved = x, x =
 // saved·x. Each op rounds as the separate vector op would.
-func chainKernel() {
-	TEXT("chainAVX2", NOSPLIT, "func(n int, y *float32, ops *int32, nops int)")
-	Doc("chainAVX2 applies the element-wise program ops to y[i] in place for i < n&^31 (see the package asmgen).")
+func chainKernel(name string, wide bool) {
+	vec, lanes, nv := YMM, 8, 4
+	if wide {
+		vec, lanes, nv = ZMM, 16, 8
+	}
+	step := lanes * nv // floats a pass
+	TEXT(name, NOSPLIT, "func(n int, y *float32, ops *int32, nops int)")
+	Doc(fmt.Sprintf("%s applies the element-wise program ops to y[i] in place for i < n&^%d (see the package asmgen).", name, step-1))
 	Pragma("noescape")
 	n := Load(Param("n"), GP64())
 	y := Load(Param("y"), GP64())
 	ops0 := Load(Param("ops"), GP64())
 	nops := Load(Param("nops"), GP64())
 	op, cnt, kind := GP64(), GP64(), GP32()
-	v := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
-	sv := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
-	c, hi := YMM(), YMM()
-	Label("chain_32")
-	CMPQ(n, U8(32))
-	JLT(LabelRef("chain_done"))
+	v, sv := make([]VecVirtual, nv), make([]VecVirtual, nv)
+	for i := range v {
+		v[i], sv[i] = vec(), vec()
+	}
+	c, hi := vec(), vec()
+	Label(name + "_block")
+	CMPQ(n, U32(step))
+	JLT(LabelRef(name + "_done"))
 	for i, r := range v {
-		VMOVUPS(Mem{Base: y, Disp: 32 * i}, r)
+		VMOVUPS(Mem{Base: y, Disp: 4 * lanes * i}, r)
 	}
 	MOVQ(ops0, op)
 	MOVQ(nops, cnt)
-	Label("chain_op")
+	Label(name + "_op")
 	TESTQ(cnt, cnt)
-	JEQ(LabelRef("chain_store"))
+	JEQ(LabelRef(name + "_store"))
 	MOVL(Mem{Base: op}, kind)
 	VBROADCASTSS(Mem{Base: op, Disp: 4}, c)
 	cases := []struct {
@@ -911,26 +937,26 @@ func chainKernel() {
 	}
 	for _, cs := range cases {
 		CMPL(kind, U8(cs.kind))
-		JEQ(LabelRef(fmt.Sprintf("chain_k%d", cs.kind)))
+		JEQ(LabelRef(fmt.Sprintf("%s_k%d", name, cs.kind)))
 	}
-	JMP(LabelRef("chain_next"))
+	JMP(LabelRef(name + "_next"))
 	for _, cs := range cases {
-		Label(fmt.Sprintf("chain_k%d", cs.kind))
+		Label(fmt.Sprintf("%s_k%d", name, cs.kind))
 		cs.emit()
-		JMP(LabelRef("chain_next"))
+		JMP(LabelRef(name + "_next"))
 	}
-	Label("chain_next")
+	Label(name + "_next")
 	ADDQ(U8(16), op)
 	DECQ(cnt)
-	JMP(LabelRef("chain_op"))
-	Label("chain_store")
+	JMP(LabelRef(name + "_op"))
+	Label(name + "_store")
 	for i, r := range v {
-		VMOVUPS(r, Mem{Base: y, Disp: 32 * i})
+		VMOVUPS(r, Mem{Base: y, Disp: 4 * lanes * i})
 	}
-	ADDQ(U8(128), y)
-	SUBQ(U8(32), n)
-	JMP(LabelRef("chain_32"))
-	Label("chain_done")
+	ADDQ(U32(4*step), y)
+	SUBQ(U32(step), n)
+	JMP(LabelRef(name + "_block"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
@@ -939,4 +965,255 @@ func each(rs []VecVirtual, f func(VecVirtual)) {
 	for _, r := range rs {
 		f(r)
 	}
+}
+
+// depthwiseTile512 emits dw512x<R>x<V>: depthwiseTile's contract with
+// AVX-512 vectors of 16 lanes (nt tiles of R×16V side by side).
+func depthwiseTile512(R, V int) {
+	name := fmt.Sprintf("dw512x%dx%d", R, V)
+	TEXT(name, NOSPLIT, "func(nt, taps int, offs *int, w, x *float32, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32)")
+	Doc(fmt.Sprintf("%s computes nt %d×%d tiles of a depthwise convolution (AVX-512; see depthwiseTile in the package asmgen).", name, R, 16*V))
+	Pragma("noescape")
+	nt := Load(Param("nt"), GP64())
+	x := Load(Param("x"), GP64())
+	y := Load(Param("y"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	var ldx3 Register
+	if R > 2 {
+		ldx3 = GP64()
+		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
+	}
+	doClamp := Load(Param("doClamp"), GP64())
+	acc := make([]VecVirtual, R*V)
+	for i := range acc {
+		acc[i] = ZMM()
+	}
+	taps, offs, w := GP64(), GP64(), GP64()
+	p, off, wv := GP64(), GP64(), ZMM()
+	Label(name + "_tile")
+	TESTQ(nt, nt)
+	JEQ(LabelRef(name + "_end"))
+	Load(Param("taps"), taps)
+	Load(Param("offs"), offs)
+	Load(Param("w"), w)
+	VBROADCASTSS(paramAddr("bias"), acc[0])
+	for i := 1; i < len(acc); i++ {
+		VMOVAPS(acc[0], acc[i])
+	}
+	Label(name + "_tap")
+	TESTQ(taps, taps)
+	JEQ(LabelRef(name + "_done"))
+	MOVQ(Mem{Base: offs}, off)
+	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: w}, wv)
+	var p4 Register
+	if R > 4 {
+		p4 = GP64()
+		LEAQ(Mem{Base: p, Index: ldx, Scale: 4}, p4)
+	}
+	for r := 0; r < R; r++ {
+		var m Mem
+		var base Register = p
+		if r >= 4 {
+			base = p4
+		}
+		switch r % 4 {
+		case 0:
+			m = Mem{Base: base}
+		case 1:
+			m = Mem{Base: base, Index: ldx, Scale: 1}
+		case 2:
+			m = Mem{Base: base, Index: ldx, Scale: 2}
+		default:
+			m = Mem{Base: base, Index: ldx3, Scale: 1}
+		}
+		for v := 0; v < V; v++ {
+			mv := m
+			mv.Disp = 64 * v
+			VFMADD231PS(mv, wv, acc[r*V+v])
+		}
+	}
+	ADDQ(U8(8), offs)
+	ADDQ(U8(4), w)
+	DECQ(taps)
+	JMP(LabelRef(name + "_tap"))
+
+	Label(name + "_done")
+	TESTQ(doClamp, doClamp)
+	JEQ(LabelRef(name + "_store"))
+	lo, hi := ZMM(), ZMM()
+	VBROADCASTSS(paramAddr("lo"), lo)
+	VBROADCASTSS(paramAddr("hi"), hi)
+	for i := range acc {
+		VMAXPS(acc[i], lo, acc[i])
+		VMINPS(acc[i], hi, acc[i])
+	}
+	Label(name + "_store")
+	MOVQ(y, p)
+	for r := 0; r < R; r++ {
+		for v := 0; v < V; v++ {
+			VMOVUPS(acc[r*V+v], Mem{Base: p, Disp: 64 * v})
+		}
+		if r < R-1 {
+			ADDQ(ldy, p)
+		}
+	}
+	ADDQ(U32(64*V), x)
+	ADDQ(U32(64*V), y)
+	DECQ(nt)
+	JMP(LabelRef(name + "_tile"))
+	Label(name + "_end")
+	VZEROUPPER()
+	RET()
+}
+
+// depthwiseMasked512 emits dwMask512x<R>x1: depthwiseMasked's contract
+// for an R×16 tile (the masks as for V = 2: 16 int32 per masked tap and
+// in smask) with AVX-512 vectors, the masks moved into opmask registers:
+// masked-off lanes of a load touch no memory (fault suppression) and keep
+// the accumulator, as adding zero does.
+func depthwiseMasked512(R int) {
+	name := fmt.Sprintf("dwMask512x%dx1", R)
+	TEXT(name, NOSPLIT, "func(np int, plain *int, nm int, masked *int, masks *int32, w, x *float32, xoff, ldx int, y *float32, ldy int, bias float32, doClamp int, lo, hi float32, smask *int32)")
+	Doc(fmt.Sprintf("%s computes a %d×16 tile of a depthwise convolution from the unpadded input, some taps masked (AVX-512; see depthwiseMasked512 in the package asmgen).", name, R))
+	Pragma("noescape")
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xoff := Load(Param("xoff"), GP64())
+	LEAQ(Mem{Base: x, Index: xoff, Scale: 4}, x)
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	acc := make([]VecVirtual, R)
+	for i := range acc {
+		acc[i] = ZMM()
+	}
+	VBROADCASTSS(paramAddr("bias"), acc[0])
+	for i := 1; i < len(acc); i++ {
+		VMOVAPS(acc[0], acc[i])
+	}
+	p, off, ti, wv, t := GP64(), GP64(), GP64(), ZMM(), ZMM()
+	k := K()
+	n := Load(Param("np"), GP64())
+	list := Load(Param("plain"), GP64())
+	Label(name + "_plain")
+	TESTQ(n, n)
+	JEQ(LabelRef(name + "_masked"))
+	MOVQ(Mem{Base: list}, off)
+	MOVQ(Mem{Base: list, Disp: 8}, ti)
+	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: w, Index: ti, Scale: 4}, wv)
+	for r := 0; r < R; r++ {
+		VFMADD231PS(Mem{Base: p}, wv, acc[r])
+		if r < R-1 {
+			ADDQ(ldx, p)
+		}
+	}
+	ADDQ(U8(16), list)
+	DECQ(n)
+	JMP(LabelRef(name + "_plain"))
+
+	Label(name + "_masked")
+	Load(Param("nm"), n)
+	Load(Param("masked"), list)
+	masks := Load(Param("masks"), GP64())
+	Label(name + "_mtap")
+	TESTQ(n, n)
+	JEQ(LabelRef(name + "_done"))
+	MOVQ(Mem{Base: list}, off)
+	MOVQ(Mem{Base: list, Disp: 8}, ti)
+	LEAQ(Mem{Base: x, Index: off, Scale: 4}, p)
+	VBROADCASTSS(Mem{Base: w, Index: ti, Scale: 4}, wv)
+	VMOVDQU32(Mem{Base: masks}, t)
+	VPMOVD2M(t, k)
+	for r := 0; r < R; r++ {
+		VFMADD231PS(Mem{Base: p}, wv, k, acc[r])
+		if r < R-1 {
+			ADDQ(ldx, p)
+		}
+	}
+	ADDQ(U8(16), list)
+	ADDQ(U8(64), masks)
+	DECQ(n)
+	JMP(LabelRef(name + "_mtap"))
+
+	Label(name + "_done")
+	doClamp := Load(Param("doClamp"), GP64())
+	TESTQ(doClamp, doClamp)
+	JEQ(LabelRef(name + "_store"))
+	lo, hi := ZMM(), ZMM()
+	VBROADCASTSS(paramAddr("lo"), lo)
+	VBROADCASTSS(paramAddr("hi"), hi)
+	for i := range acc {
+		VMAXPS(acc[i], lo, acc[i])
+		VMINPS(acc[i], hi, acc[i])
+	}
+	Label(name + "_store")
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	smask := Load(Param("smask"), GP64())
+	TESTQ(smask, smask)
+	JEQ(LabelRef(name + "_full"))
+	VMOVDQU32(Mem{Base: smask}, t)
+	VPMOVD2M(t, k)
+	for r := 0; r < R; r++ {
+		VMOVUPS(acc[r], k, Mem{Base: y})
+		if r < R-1 {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label(name + "_full")
+	for r := 0; r < R; r++ {
+		VMOVUPS(acc[r], Mem{Base: y})
+		if r < R-1 {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// copyRows32 emits copyRows32AVX512: k rows of 32 floats, ldb floats
+// apart in src, to dst one after another (packing a panel of B of 32
+// columns), two 512-bit loads and stores a row instead of a memmove call.
+func copyRows32() {
+	TEXT("copyRows32AVX512", NOSPLIT, "func(k int, src *float32, ldb int, dst *float32)")
+	Doc("copyRows32AVX512 copies k rows of 32 floats, ldb floats apart in src, to dst one after another.")
+	Pragma("noescape")
+	k := Load(Param("k"), GP64())
+	src := Load(Param("src"), GP64())
+	ldb := Load(Param("ldb"), GP64())
+	SHLQ(U8(2), ldb)
+	dst := Load(Param("dst"), GP64())
+	a, b, c, d := ZMM(), ZMM(), ZMM(), ZMM()
+	Label("copyRows32_two")
+	CMPQ(k, U8(2))
+	JLT(LabelRef("copyRows32_one"))
+	VMOVUPS(Mem{Base: src}, a)
+	VMOVUPS(Mem{Base: src, Disp: 64}, b)
+	VMOVUPS(Mem{Base: src, Index: ldb, Scale: 1}, c)
+	VMOVUPS(Mem{Base: src, Index: ldb, Scale: 1, Disp: 64}, d)
+	VMOVUPS(a, Mem{Base: dst})
+	VMOVUPS(b, Mem{Base: dst, Disp: 64})
+	VMOVUPS(c, Mem{Base: dst, Disp: 128})
+	VMOVUPS(d, Mem{Base: dst, Disp: 192})
+	LEAQ(Mem{Base: src, Index: ldb, Scale: 2}, src)
+	ADDQ(U32(256), dst)
+	SUBQ(U8(2), k)
+	JMP(LabelRef("copyRows32_two"))
+	Label("copyRows32_one")
+	TESTQ(k, k)
+	JEQ(LabelRef("copyRows32_done"))
+	VMOVUPS(Mem{Base: src}, a)
+	VMOVUPS(Mem{Base: src, Disp: 64}, b)
+	VMOVUPS(a, Mem{Base: dst})
+	VMOVUPS(b, Mem{Base: dst, Disp: 64})
+	Label("copyRows32_done")
+	VZEROUPPER()
+	RET()
 }
