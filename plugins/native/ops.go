@@ -59,6 +59,12 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // check is the backend's verdict for a node: "" to claim it, else why not.
 func check(sg *hal.Subgraph, n *graph.Node) string {
+	if bqDomainOK(n) {
+		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+			return "native: " + err.Error()
+		}
+		return checkBlockQuant(sg, n)
+	}
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Sprintf("native: domain %q not implemented", n.Domain)
 	}
@@ -84,6 +90,9 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 
 // build returns the kernel of a node (nil: the reference kernel).
 func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
+	if bqDomainOK(n) {
+		return buildBlockQuant(bc, n)
+	}
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
 	}
