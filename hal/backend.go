@@ -98,6 +98,15 @@ type Verdict struct {
 type Subgraph struct {
 	Graph  *graph.Graph
 	Opsets []graph.Opset
+	// DynamicDims, set by the runtime on the subgraphs it asks a
+	// CostEstimator to price, marks the dims of boundary inputs that are
+	// not fixed in the model (symbolic, such as a decoder's sequence and
+	// past lengths) and were given a representative size for the
+	// estimate: DynamicDims[input][i] is true for dim i. Calls may then
+	// bring a different size there every time. Nil elsewhere (Compile,
+	// Supports) and for inputs whose dims are all fixed; the wire
+	// protocols do not carry it.
+	DynamicDims map[string][]bool
 }
 
 // TypeOf returns the type the runtime inferred for a value of the

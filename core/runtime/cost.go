@@ -89,8 +89,36 @@ func (c *costModel) Estimate(backend string, p partitioner.Partition) (hal.Cost,
 	if err != nil {
 		return hal.Cost{}, err
 	}
+	sg.DynamicDims = dynamicDims(sg.Graph)
 	c.retype(sg.Graph)
 	return d.EstimateCost(c.ctx, sg)
+}
+
+// dynamicDims marks the boundary inputs' dims that are not fixed before
+// retype makes them representative (hal.Subgraph.DynamicDims).
+func dynamicDims(g *graph.Graph) map[string][]bool {
+	var out map[string][]bool
+	for _, vi := range g.Inputs {
+		if _, isConst := g.Initializers[vi.Name]; isConst {
+			continue
+		}
+		var dyn []bool
+		for i, d := range vi.Type.Shape {
+			if !d.Static() {
+				if dyn == nil {
+					dyn = make([]bool, len(vi.Type.Shape))
+				}
+				dyn[i] = true
+			}
+		}
+		if dyn != nil {
+			if out == nil {
+				out = map[string][]bool{}
+			}
+			out[vi.Name] = dyn
+		}
+	}
+	return out
 }
 
 // retype gives a partition's subgraph the representative types (the

@@ -55,6 +55,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // reference kernels for the data-movement ops
+	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -182,7 +183,7 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	for _, op := range sortedKeys(referenceOps) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op})
 	}
-	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "If"})
+	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "If"}, hal.OpCapability{Domain: blockquant.Domain, OpType: blockquant.OpType, DTypes: f32})
 	caps.ControlFlow = true
 	caps.Layouts = []string{"NCHW"}
 	caps.MaxTensorBytes = graph.MaxTensorBytes

@@ -47,7 +47,15 @@ var referenceOps = map[string]bool{
 	"Shape": true, "Size": true, "Constant": true, "ConstantOfShape": true, "Cast": true, "Dropout": true,
 	"ReduceMean": true, "Pow": true, "Sqrt": true, "Equal": true, "Not": true, "Where": true,
 	"Pad": true, "Erf": true, "Exp": true, "Neg": true, "Reciprocal": true, "Abs": true,
+	// the normalisation and rotary embedding of the Llama graphs core/llama
+	// builds, so that a decoder layer is one partition
+	"SimplifiedLayerNormalization": true,
 }
+
+// contribReferenceOps are ops of ONNX Runtime's contrib domain claimed
+// like referenceOps (RotaryEmbedding: rotary.go's kernel for float32, the
+// reference kernel otherwise).
+var contribReferenceOps = map[string]bool{"RotaryEmbedding": true}
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -65,6 +73,18 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 			return "native: " + err.Error()
 		}
 		return checkQuant(sg, n)
+	}
+	if bqDomainOK(n) {
+		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+			return "native: " + err.Error()
+		}
+		return checkBlockQuant(sg, n)
+	}
+	if n.Domain == "com.microsoft" && contribReferenceOps[n.OpType] {
+		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+			return "native: " + err.Error()
+		}
+		return ""
 	}
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		return fmt.Sprintf("native: domain %q not implemented", n.Domain)
@@ -93,6 +113,12 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.Domain == quantops.Domain {
 		return buildQuant(bc, n)
+	}
+	if bqDomainOK(n) {
+		return buildBlockQuant(bc, n)
+	}
+	if n.Domain == "com.microsoft" && n.OpType == "RotaryEmbedding" {
+		return rotaryKernel(), nil
 	}
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)

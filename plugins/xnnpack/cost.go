@@ -23,7 +23,22 @@ import (
 //     with the captured ones; Go steps (layout changes XNNPACK cannot
 //     express) per byte;
 //   - the compute: each node's work (opcost) at XNNPACK's rate for its op
-//     or class, divided over the threads.
+//     or class, divided over the threads;
+//   - re-lowering, when a boundary input of a partition without
+//     convolutions or pooling (whose symbolic image sizes are fixed per
+//     deployment) has dims (after the first, the batch) that are not
+//     fixed in the model (hal.Subgraph.DynamicDims: a decoder's sequence or past
+//     length): an executable lowers the partition again for every input
+//     shape it has not seen (XNNPACK 2022 has no reshape: the runtime is
+//     created anew and its weights packed again), and a decoder's past
+//     grows every token, so every call is charged one lowering
+//     (relowerFixed, relowerPerNode per node and relowerPerWeightByte per
+//     byte of constants), in Overhead; and since shape churn (exec.go)
+//     declines such a partition after eight new shapes, after which it
+//     runs on the fallback for good, the compute is counted twice: this
+//     call's and the fallback's, taken as no faster than XNNPACK's (a
+//     lower bound of that steady state). Such partitions then go to a
+//     backend that takes a new shape in stride (native), up front.
 //
 // The structure (stages, operators, layouts at the boundary, direct
 // outputs) comes from lowering the partition exactly as Compile does, for
@@ -50,6 +65,13 @@ var (
 	allocPerByte     = 0.03   // a fresh output tensor (zeroed by Go)
 	comparePerByte   = 0.03   // weights arriving as inputs, compared every call
 	goStepPerByte    = 0.15   // a Go step's output (transpose or concat), per byte
+	// one lowering for a new input shape, less a call of a shape already
+	// lowered (BenchmarkRelower, CPU time, one thread: chains of 1 and 9
+	// Softmax give the fixed and per-node parts, MatMul chains of 64² and
+	// 256² weights the packing, 0.52–0.6 ns a byte)
+	relowerFixed         = 5000.0
+	relowerPerNode       = 2300.0
+	relowerPerWeightByte = 0.55
 	// not calibrated (the development VM has two shared cores): the cost
 	// of waking the pthreadpool per operator, and how well work spreads
 	threadSync       = 1500.0
@@ -156,6 +178,16 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	c := hal.Cost{Compute: time.Duration(compute), Overhead: time.Duration(overhead), Boundary: time.Duration(boundary),
 		TransferBytes: st.copyBytes + st.transposeBytes + st.goBytes}
 	c.Latency = c.Compute + c.Overhead + c.Boundary
+	if relower := relowering(sg); relower > 0 {
+		// shapes that may change every call: lowered again per call until
+		// churn detection declines the partition, which then runs on the
+		// fallback for good: priced as one lowering, this call, and the
+		// fallback's compute, taken as no faster than XNNPACK's (a lower
+		// bound of the steady state)
+		c.Compute *= 2
+		c.Overhead += time.Duration(relower)
+		c.Latency = c.Compute + c.Overhead + c.Boundary
+	}
 	return c
 }
 
@@ -327,4 +359,39 @@ func (st *structure) guess(sg *hal.Subgraph, static map[string]bool) {
 			st.copyBytes += n
 		}
 	}
+}
+
+// relowering is the cost of lowering sg again, in ns, when one of its
+// boundary inputs has a dim after the first that is not fixed (every call
+// may bring a new shape); 0 otherwise.
+func relowering(sg *hal.Subgraph) float64 {
+	for _, n := range sg.Graph.Nodes {
+		switch n.OpType {
+		case "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool":
+			// an image model's symbolic height and width are fixed per
+			// deployment (ppocr's exporter declares them dynamic), where a
+			// sequence model's lengths change from call to call
+			return 0
+		}
+	}
+	dynamic := false
+	for _, in := range sg.Graph.Inputs {
+		if _, isConst := sg.Graph.Initializers[in.Name]; isConst {
+			continue
+		}
+		for i, d := range sg.DynamicDims[in.Name] {
+			// the first dim is taken for the batch, which calls rarely
+			// change one after another (an image model's symbolic batch
+			// stays on XNNPACK); a sequence, past or width dim counts
+			dynamic = dynamic || d && i > 0
+		}
+	}
+	if !dynamic {
+		return 0
+	}
+	var weights int64
+	for _, t := range sg.Graph.Initializers {
+		weights += int64(t.Len() * t.DType.Size())
+	}
+	return relowerFixed + relowerPerNode*float64(len(sg.Graph.Nodes)) + relowerPerWeightByte*float64(weights)
 }
