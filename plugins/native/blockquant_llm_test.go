@@ -1,3 +1,9 @@
+//go:build amd64
+
+// Built on amd64 only: it loads models through the switchyard package, whose
+// vendor backends link purego, which makes a cgo-free linux/arm64 test binary
+// dynamically linked, and qemu-user (CI's arm64 run) has no arm64 loader.
+
 package native_test
 
 import (
