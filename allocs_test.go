@@ -3,6 +3,7 @@ package switchyard_test
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestRunIntoAllocations(t *testing.T) {
 	for _, model := range allocModels {
 		t.Run(model, func(t *testing.T) {
 			m, in, outs := openForAllocs(t, model, []string{"native", "cpu"})
-			allocs := testing.AllocsPerRun(10, func() {
+			allocs := steadyAllocs(t, func() {
 				if err := m.RunInto(context.Background(), in, outs); err != nil {
 					t.Fatal(err)
 				}
@@ -101,4 +102,24 @@ func TestRunIntoAllocations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// steadyAllocs is the hot path's allocations per call of f in the steady
+// state: the least of three testing.AllocsPerRun rounds, each after a
+// collection. MemStats counts every goroutine's mallocs, and a GC cycle
+// that lands in a round (the warm-up compiled a whole model) empties
+// sync.Pools and runs finalizers; such noise is in some rounds, while an
+// allocation on the hot path is in every one, so the least round counts
+// it and only it.
+func steadyAllocs(t *testing.T, f func()) float64 {
+	t.Helper()
+	least := -1.0
+	for range 3 {
+		runtime.GC()
+		runtime.GC() // the second empties sync.Pool's victim cache too
+		if a := testing.AllocsPerRun(10, f); least < 0 || a < least {
+			least = a
+		}
+	}
+	return least
 }
