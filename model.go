@@ -325,7 +325,11 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 // place); one computed on a device, or of a dynamic shape, is copied into
 // the caller's tensor at the end of the run. Either way steady-state calls
 // allocate nothing for the outputs. An output tensor must not share memory
-// with an input. Stats of the run go to Options.OnRun as for Run.
+// with an input, except an output the model updates in place of that
+// input (a KV cache: core/llama's SharedCache, GroupQueryAttention's
+// present outputs), bound to the input's very tensor: its kernel then
+// writes the new positions into it and nothing else is copied. Stats of
+// the run go to Options.OnRun as for Run.
 func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	if ctx == nil {
 		ctx = context.Background()

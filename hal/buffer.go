@@ -210,6 +210,21 @@ type PrecisionReporter interface {
 	Precision() Precision
 }
 
+// InPlaceExecutable is implemented by host-memory executables that can be
+// handed some outputs in the memory of an input (a KV cache appended in
+// place, ONNX Runtime's past_present_share_buffer): for each pair, when
+// Execute's outputs[Output] is inputs[Input] itself (same data, dtype and
+// shape), the executable updates it in place, writing only what changes;
+// any other output must not share an input's memory. The runtime then
+// passes a caller's tensor bound to both straight through.
+type InPlaceExecutable interface {
+	InPlaceOutputs() []InPlace
+}
+
+// InPlace pairs an executable's output with the input, by position, whose
+// memory it may be written into.
+type InPlace struct{ Output, Input int }
+
 // DimRange bounds one dimension of a dynamic input.
 type DimRange struct {
 	Min int `json:"min"`

@@ -223,6 +223,48 @@ func (c *Compiled) Precision() Precision {
 	return PrecisionFloat32
 }
 
+// InPlaceOutputs is what the executable reports (InPlaceExecutable),
+// checked against its boundary: pairs whose output and input have the
+// same dtype and compatible shapes (same rank, equal static dims), each
+// output once; nil for an executable that
+// reports none.
+func (c *Compiled) InPlaceOutputs() []InPlace {
+	ie, ok := c.exe.(InPlaceExecutable)
+	if !ok {
+		return nil
+	}
+	var got []InPlace
+	if guard(func() error { got = ie.InPlaceOutputs(); return nil }) != nil {
+		return nil
+	}
+	var out []InPlace
+	seen := map[int]bool{}
+	for _, p := range got {
+		if p.Output < 0 || p.Output >= len(c.outputs) || p.Input < 0 || p.Input >= len(c.inputs) || seen[p.Output] {
+			continue
+		}
+		o, in := c.outputs[p.Output].Type, c.inputs[p.Input].Type
+		if o.DType != in.DType || !compatibleShapes(o.Shape, in.Shape) {
+			continue
+		}
+		seen[p.Output] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+func compatibleShapes(a, b graph.Shape) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Static() && b[i].Static() && a[i].Value != b[i].Value {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *Compiled) live() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/core/llama"
 )
 
 // Options control one generation.
@@ -70,6 +72,19 @@ type Decoder struct {
 	pastDim map[string]int    // past input → index of its sequence axis
 	pastIn  []switchyard.ValueInfo
 	context int // the model's context length from its metadata, 0 if unknown
+	// shared: the caches are context-long buffers updated in place (the
+	// present outputs bound to the past tensors), pastLen the int32 input
+	// saying how many positions they hold (core/llama's SharedCache)
+	shared  bool
+	pastLen string
+}
+
+// kvCache is a decoder's cache between steps: the past tensors by input
+// name and the positions they hold (for a shared cache, a prefix of each
+// buffer; otherwise their whole sequence axis).
+type kvCache struct {
+	t switchyard.Tensors
+	n int
 }
 
 // ContextLength is the model's context length as its metadata states it
@@ -79,6 +94,12 @@ func (d *Decoder) ContextLength() int { return d.context }
 // NewDecoder inspects m's inputs and outputs: an int64 input_ids input
 // [batch, seq], a logits output [batch, seq, vocab], and for each input
 // whose name starts with "past" the output named with "present" instead.
+// A past input has one symbolic dim, its sequence axis (the cache grows
+// by a new tensor each step), or, when the model has an int32
+// past_sequence_length input [1], it is a context-long buffer [batch,
+// kv_heads, context, head_size] that the decoder allocates once and binds
+// as the present output too, so each step writes only its new positions
+// (core/llama's SharedCache, ONNX Runtime's past_present_share_buffer).
 func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 	d := &Decoder{m: m, present: map[string]string{}, pastDim: map[string]int{}}
 	outs := map[string]bool{}
@@ -89,26 +110,27 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 		}
 	}
 	for _, in := range m.Inputs() {
+		if in.Name == llama.PastLengthInput {
+			if in.DType != switchyard.Int32 || len(in.Shape) != 1 || in.Shape[0] != 1 {
+				return nil, fmt.Errorf("llm: input %q is %v%v, want int32 [1]", in.Name, in.DType, in.Shape)
+			}
+			d.shared, d.pastLen = true, in.Name
+		}
+	}
+	for _, in := range m.Inputs() {
 		switch {
 		case in.Name == "input_ids":
 			d.ids = in.Name
+		case in.Name == d.pastLen:
 		case strings.HasPrefix(in.Name, "past"):
 			out := "present" + strings.TrimPrefix(in.Name, "past")
 			out = strings.Replace(out, "present_key_values", "present", 1)
 			if !outs[out] {
 				return nil, fmt.Errorf("llm: past input %q has no present output %q", in.Name, out)
 			}
-			axis := -1
-			for i, n := range in.Shape {
-				if n < 0 {
-					if axis >= 0 {
-						return nil, fmt.Errorf("llm: past input %q has several symbolic dims %v; want only the sequence axis", in.Name, in.Dims)
-					}
-					axis = i
-				}
-			}
-			if axis < 0 {
-				return nil, fmt.Errorf("llm: past input %q has no symbolic sequence axis", in.Name)
+			axis, err := d.seqAxis(in)
+			if err != nil {
+				return nil, err
 			}
 			d.present[in.Name], d.pastDim[in.Name] = out, axis
 			d.pastIn = append(d.pastIn, in)
@@ -128,12 +150,52 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 	if len(d.pastIn) == 0 {
 		return nil, errors.New("llm: the model has no past_* key/value inputs")
 	}
+	if d.shared {
+		// the buffers hold the context: no longer one than the shortest
+		p := d.pastIn[0].Shape[2]
+		for _, in := range d.pastIn {
+			p = min(p, in.Shape[2])
+		}
+		if d.context == 0 || d.context > p {
+			d.context = p
+		}
+	}
 	return d, nil
 }
 
-// emptyCache is a zero-length past for every cache input.
-func (d *Decoder) emptyCache() (switchyard.Tensors, error) {
-	feeds := switchyard.Tensors{}
+// seqAxis is the sequence axis of a past input: its one symbolic dim, or
+// for a shared cache buffer (all dims fixed, [batch, kv_heads, context,
+// head_size]) dim 2.
+func (d *Decoder) seqAxis(in switchyard.ValueInfo) (int, error) {
+	if d.shared {
+		if len(in.Shape) != 4 || slices.Min(in.Shape) <= 0 {
+			return 0, fmt.Errorf("llm: shared cache input %q has shape %v, want a fixed [batch, kv_heads, context, head_size]", in.Name, in.Dims)
+		}
+		return 2, nil
+	}
+	axis := -1
+	for i, n := range in.Shape {
+		if n < 0 {
+			if axis >= 0 {
+				return 0, fmt.Errorf("llm: past input %q has several symbolic dims %v; want only the sequence axis", in.Name, in.Dims)
+			}
+			axis = i
+		}
+	}
+	if axis < 0 {
+		return 0, fmt.Errorf("llm: past input %q has no symbolic sequence axis", in.Name)
+	}
+	return axis, nil
+}
+
+// SharedCache says whether the decoder updates context-long cache buffers
+// in place (see NewDecoder) rather than receiving a new cache each step.
+func (d *Decoder) SharedCache() bool { return d.shared }
+
+// emptyCache is a cache holding no position: zero-length pasts, or the
+// shared buffers, allocated once here.
+func (d *Decoder) emptyCache() (*kvCache, error) {
+	c := &kvCache{t: switchyard.Tensors{}}
 	for _, in := range d.pastIn {
 		shape := append([]int(nil), in.Shape...)
 		for i := range shape {
@@ -149,9 +211,9 @@ func (d *Decoder) emptyCache() (switchyard.Tensors, error) {
 		if err != nil {
 			return nil, err
 		}
-		feeds[in.Name] = t
+		c.t[in.Name] = t
 	}
-	return feeds, nil
+	return c, nil
 }
 
 // Generate runs the token loop for prompt, calling yield with every token
@@ -221,8 +283,9 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 }
 
 // step runs the decoder on ids after the cache and returns the last
-// position's logits and the new cache.
-func (d *Decoder) step(ctx context.Context, ids []int, cache switchyard.Tensors) ([]float32, switchyard.Tensors, error) {
+// position's logits and the new cache (for a shared cache, the same
+// buffers, updated).
+func (d *Decoder) step(ctx context.Context, ids []int, cache *kvCache) ([]float32, *kvCache, error) {
 	all, v, next, err := d.stepAll(ctx, ids, cache)
 	if err != nil {
 		return nil, nil, err
@@ -231,7 +294,7 @@ func (d *Decoder) step(ctx context.Context, ids []int, cache switchyard.Tensors)
 }
 
 // stepAll is step returning every position's logits ([len(ids), v]).
-func (d *Decoder) stepAll(ctx context.Context, ids []int, cache switchyard.Tensors) ([]float32, int, switchyard.Tensors, error) {
+func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]float32, int, *kvCache, error) {
 	in := make([]int64, len(ids))
 	for i, v := range ids {
 		in[i] = int64(v)
@@ -241,30 +304,82 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache switchyard.Tenso
 		return nil, 0, nil, err
 	}
 	feeds := switchyard.Tensors{d.ids: t}
-	for k, v := range cache {
+	for k, v := range cache.t {
 		feeds[k] = v
+	}
+	if d.shared {
+		return d.stepShared(ctx, ids, cache, feeds)
 	}
 	outs, err := d.m.Run(ctx, feeds)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	lt := outs[d.logits]
-	if lt == nil || len(lt.Shape) != 3 || lt.Shape[1] != len(ids) {
-		return nil, 0, nil, fmt.Errorf("logits output has shape %v, want [1,%d,vocab]", shapeOf(lt), len(ids))
-	}
-	all, err := switchyard.Values[float32](lt)
+	all, v, err := logitsOf(outs[d.logits], len(ids))
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("logits: %w", err)
+		return nil, 0, nil, err
 	}
-	v := lt.Shape[2]
-	next := switchyard.Tensors{}
+	next := &kvCache{t: switchyard.Tensors{}, n: cache.n + len(ids)}
 	for past, present := range d.present {
 		if outs[present] == nil {
 			return nil, 0, nil, fmt.Errorf("no %s output", present)
 		}
-		next[past] = outs[present]
+		next.t[past] = outs[present]
 	}
 	return all, v, next, nil
+}
+
+// stepShared runs a step on shared cache buffers: each present output is
+// bound to its past tensor, which the model updates in place (RunInto),
+// and the logits go into a tensor of their own.
+func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, feeds switchyard.Tensors) ([]float32, int, *kvCache, error) {
+	if cache.n+len(ids) > d.context {
+		return nil, 0, nil, fmt.Errorf("%w: %d positions cached and %d more, the cache holds %d", ErrContext, cache.n, len(ids), d.context)
+	}
+	pos, err := switchyard.NewTensor([]int{1}, []int32{int32(cache.n)})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	feeds[d.pastLen] = pos
+	v := d.vocab()
+	logits, err := switchyard.Zeros(switchyard.Float32, []int{1, len(ids), v})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	outs := switchyard.Tensors{d.logits: logits}
+	for past, present := range d.present {
+		outs[present] = cache.t[past]
+	}
+	if err := d.m.RunInto(ctx, feeds, outs); err != nil {
+		return nil, 0, nil, err
+	}
+	all, v, err := logitsOf(logits, len(ids))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return all, v, &kvCache{t: cache.t, n: cache.n + len(ids)}, nil
+}
+
+// vocab is the logits output's last dim (-1 when not fixed).
+func (d *Decoder) vocab() int {
+	for _, o := range d.m.Outputs() {
+		if o.Name == d.logits && len(o.Shape) == 3 {
+			return o.Shape[2]
+		}
+	}
+	return -1
+}
+
+// logitsOf checks the logits tensor of a step over n ids, [1, n, vocab],
+// and returns its values and vocab.
+func logitsOf(lt *switchyard.Tensor, n int) ([]float32, int, error) {
+	if lt == nil || len(lt.Shape) != 3 || lt.Shape[1] != n {
+		return nil, 0, fmt.Errorf("logits output has shape %v, want [1,%d,vocab]", shapeOf(lt), n)
+	}
+	all, err := switchyard.Values[float32](lt)
+	if err != nil {
+		return nil, 0, fmt.Errorf("logits: %w", err)
+	}
+	return all, lt.Shape[2], nil
 }
 
 func shapeOf(t *switchyard.Tensor) []int {

@@ -171,23 +171,26 @@ func argmax(x []float32) int {
 }
 
 // cacheLen is the number of positions the cache holds.
-func cacheLen(d *Decoder, cache switchyard.Tensors) int {
-	for _, in := range d.pastIn {
-		return cache[in.Name].Shape[d.pastDim[in.Name]]
-	}
-	return 0
-}
+func cacheLen(_ *Decoder, cache *kvCache) int { return cache.n }
 
-// trim cuts every cache tensor to its first n positions.
-func (d *Decoder) trim(cache switchyard.Tensors, n int) (switchyard.Tensors, error) {
-	out := switchyard.Tensors{}
-	for name, t := range cache {
+// trim keeps the cache's first n positions: a shared cache only forgets
+// the later ones (the next step overwrites them); other cache tensors are
+// cut to n along their sequence axis.
+func (d *Decoder) trim(cache *kvCache, n int) (*kvCache, error) {
+	if n > cache.n || n < 0 {
+		return nil, fmt.Errorf("llm: the cache holds %d positions, cannot keep %d", cache.n, n)
+	}
+	if d.shared {
+		return &kvCache{t: cache.t, n: n}, nil
+	}
+	out := &kvCache{t: switchyard.Tensors{}, n: n}
+	for name, t := range cache.t {
 		ax := d.pastDim[name]
 		if ax >= len(t.Shape) || t.Shape[ax] < n {
 			return nil, fmt.Errorf("llm: cache %s has shape %v, cannot keep %d positions", name, t.Shape, n)
 		}
 		if t.Shape[ax] == n {
-			out[name] = t
+			out.t[name] = t
 			continue
 		}
 		v, err := switchyard.Values[float32](t)
@@ -208,7 +211,7 @@ func (d *Decoder) trim(cache switchyard.Tensors, n int) (switchyard.Tensors, err
 		}
 		shape := append([]int(nil), t.Shape...)
 		shape[ax] = n
-		if out[name], err = switchyard.NewTensor(shape, kept); err != nil {
+		if out.t[name], err = switchyard.NewTensor(shape, kept); err != nil {
 			return nil, err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/ops"
 )
 
 // Options configure Compile.
@@ -38,6 +39,11 @@ type Options struct {
 	// Shape and Size of static shapes fold, and data-movement nodes of
 	// static shapes get move plans (see static.go).
 	Types map[string]graph.ValueType
+	// InPlace declares, for nodes of the main graph (the runtime's
+	// stand-ins for delegated partitions), the outputs their kernels may
+	// be handed in an input's memory, as ops.Schema.InPlace does for an
+	// op; it replaces the op's declaration for those nodes.
+	InPlace map[*graph.Node][]ops.InPlace
 }
 
 // Program is a graph compiled for execution on the reference kernels. It is
@@ -83,6 +89,7 @@ func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	for _, in := range m.inputs {
 		m.inputSlot = append(m.inputSlot, m.main.slots[in.Name])
 	}
+	m.planInPlace(opts.InPlace)
 	m.budget.register(m)
 	return m, nil
 }
@@ -124,7 +131,11 @@ type plan struct {
 	// producer[i] is the step making graph output i and the index of
 	// that output among the step's outputs (step -1: not made here)
 	producer []outProducer
-	maxIns   int
+	// inplace[i] is the input (by index among Program.inputs) whose
+	// memory graph output i may be bound in (planInPlace), -1 for none;
+	// nil when no output may
+	inplace []int
+	maxIns  int
 	// consts holds values computed at load time (constant folding)
 	consts map[string]*graph.Tensor
 }
@@ -438,7 +449,9 @@ func (m *Program) RunWith(ctx context.Context, inputs map[string]*graph.Tensor, 
 // is copied into it after the run and its buffer stays in the program's
 // arena. Either way steady-state calls allocate nothing for the outputs.
 // Outputs not in into are returned as by Run. A caller tensor MUST NOT
-// share memory with an input (one that does is filled after the run).
+// share memory with an input (one that does is filled after the run),
+// unless it is an output written in place of that very input
+// (InPlaceOutputs).
 func (m *Program) RunInto(ctx context.Context, inputs, into map[string]*graph.Tensor) (map[string]*graph.Tensor, error) {
 	return m.runMap(ctx, inputs, RunOptions{Into: into}, nil)
 }
@@ -634,12 +647,14 @@ func (m *Program) start(ctx context.Context, feeds []*graph.Tensor, opts RunOpti
 // bind maps the steps of p producing graph outputs to the caller's
 // tensors for them (dsts, by graph output) in a's reused table; nil when
 // none is bound. A caller tensor without data, or one sharing memory
-// with an input, is not bound (the latter is filled after the run); of
-// two outputs that are one value only the first is bound.
+// with an input, is not bound (the latter is filled after the run),
+// except an output that may be written in place of that very input
+// (planInPlace); of two outputs that are one value only the first is
+// bound.
 func (a *arena) bind(p *plan, dsts, feeds []*graph.Tensor) [][]*graph.Tensor {
 	some := false
 	for i, dst := range dsts {
-		if i >= len(p.producer) || dst == nil || dst.Data == nil || p.producer[i].step < 0 || aliasesAny(dst, feeds) {
+		if i >= len(p.producer) || dst == nil || dst.Data == nil || p.producer[i].step < 0 || aliasesAny(dst, feeds) && !p.overwrites(i, dst, feeds) {
 			continue
 		}
 		if !some {
@@ -669,6 +684,99 @@ func (a *arena) unbindAll() {
 	for _, b := range a.bound {
 		clear(b)
 	}
+}
+
+// planInPlace works out which graph outputs may be bound in an input's
+// memory: output i made as output j of a node whose op (or decl, for
+// that node) lets output j be written in place of its input m, where
+// input m is a graph input that this node alone reads (so nothing reads
+// it after the write) and that is no graph output, and output i is
+// listed once.
+func (m *Program) planInPlace(decl map[*graph.Node][]ops.InPlace) {
+	p := m.main
+	readers, listed := map[string]int{}, map[string]int{}
+	for _, n := range p.order {
+		for _, r := range nodeReads(n) {
+			readers[r]++
+		}
+	}
+	for _, o := range m.g.Outputs {
+		listed[o.Name]++
+	}
+	feed := map[string]int{}
+	for k, in := range m.inputs {
+		feed[in.Name] = k
+	}
+	var inplace []int
+	for i, o := range m.g.Outputs {
+		k := -1
+		if pr := p.producer[i]; pr.step >= 0 && listed[o.Name] == 1 {
+			n := p.order[pr.step]
+			pairs, ok := decl[n]
+			if !ok {
+				if s, found := ops.Lookup(n.Domain, n.OpType); found {
+					pairs = s.InPlace
+				}
+			}
+			for _, ip := range pairs {
+				if ip.Output != pr.j || ip.Input < 0 || ip.Input >= len(n.Inputs) {
+					continue
+				}
+				name := n.Inputs[ip.Input]
+				if f, isFeed := feed[name]; isFeed && readers[name] == 1 && listed[name] == 0 {
+					k = f
+				}
+			}
+		}
+		if k >= 0 && inplace == nil {
+			inplace = make([]int, len(m.g.Outputs))
+			for j := range inplace {
+				inplace[j] = -1
+			}
+		}
+		if k >= 0 {
+			inplace[i] = k
+		}
+	}
+	p.inplace = inplace
+}
+
+// InPlaceOutputs lists the graph outputs the program may write into an
+// input's memory, each with that input's index among Graph().Inputs (the
+// position RunBound takes it at): a caller that binds such an output to
+// the input's very tensor (same data, dtype and shape) has it updated in
+// place. Any other output sharing an input's memory is filled after the
+// run.
+func (m *Program) InPlaceOutputs() []ops.InPlace {
+	var out []ops.InPlace
+	for i, k := range m.main.inplace {
+		if k >= 0 {
+			out = append(out, ops.InPlace{Output: i, Input: m.inputPos[k]})
+		}
+	}
+	return out
+}
+
+// overwrites says whether dst, which shares memory with a feed, may be
+// bound to graph output i: it is exactly the feed output i may be written
+// in place of (same data, dtype and shape) and shares memory with no
+// other feed.
+func (p *plan) overwrites(i int, dst *graph.Tensor, feeds []*graph.Tensor) bool {
+	if i >= len(p.inplace) || p.inplace[i] < 0 || p.inplace[i] >= len(feeds) {
+		return false
+	}
+	k := p.inplace[i]
+	f := feeds[k]
+	d := dataPtr(dst)
+	if f == nil || d == 0 || dataPtr(f) != d || f.DType != dst.DType || !graph.SameShape(f.Shape, dst.Shape) {
+		return false
+	}
+	for j, in := range feeds {
+		if j != k && in != nil && (in == dst || dataPtr(in) == d) {
+			return false
+		}
+	}
+	return true
 }
 
 func aliasesAny(t *graph.Tensor, inputs []*graph.Tensor) bool {

@@ -7,13 +7,21 @@
 // file and is placed on backends like any other graph.
 //
 // The graph has the interface of an ONNX decoder with a KV cache, which
-// package llm drives: input_ids int64 [1, seq], past_key.N and
-// past_value.N float32 [1, kv_heads, past, head_size] for every layer N
-// (past may be 0), outputs logits float32 [1, seq, vocab] and
-// present_key.N / present_value.N [1, kv_heads, past+seq, head_size].
-// It uses standard ONNX ops (opset 17), SimplifiedLayerNormalization and
-// com.microsoft RotaryEmbedding (interleaved pairs, as llama2.c and
-// llama.cpp rotate), and, for quantized weights, the
+// package llm drives: input_ids int64 [1, seq] and, for every layer N,
+// past_key.N and past_value.N float32 caches in, logits float32 [1, seq,
+// vocab] and present_key.N / present_value.N out. Build's form
+// (SharedCache) takes caches as buffers of the whole context [1,
+// kv_heads, context, head_size] with an int32 past_sequence_length [1]
+// input saying how many positions they hold; its present outputs are
+// those buffers with the new positions written after them, so a caller
+// that binds each present output to its past tensor (RunInto) has the
+// cache updated in place, one row per token. BuildWith(w, ConcatCache)
+// gives the ONNX exporters' form instead: past [1, kv_heads, past,
+// head_size] (past may be 0), present [1, kv_heads, past+seq,
+// head_size]. It uses standard ONNX ops (opset 17),
+// SimplifiedLayerNormalization, com.microsoft GroupQueryAttention
+// (SharedCache) or RotaryEmbedding (ConcatCache) rotating interleaved
+// pairs as llama2.c and llama.cpp do, and, for quantized weights, the
 // switchyard.blockquant BlockQuantMatMul op, which keeps each weight
 // matrix quantized (int8 or 4-bit with per-block scales) in the graph.
 package llama

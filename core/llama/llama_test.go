@@ -8,13 +8,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/core/formats"
 	"github.com/switchyard-hal/switchyard/core/gguf"
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/llama"
+	"github.com/switchyard-hal/switchyard/core/onnx"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 )
 
@@ -124,24 +127,50 @@ func reference(w *llama.Weights, tokens []int) [][]float64 {
 	return out
 }
 
-// checkAgainstReference runs the built graph on a prefill of three tokens
-// and three one-token decode steps fed the present caches, and compares
+// checkAgainstReference runs the built graph, in each cache form, on a
+// prefill of three tokens and three one-token decode steps, and compares
 // every position's logits with the reference forward pass, relative to
-// the largest logit.
+// the largest logit. The SharedCache graph (opened from the file) runs
+// with each present output bound to its past buffer, which must then
+// hold the new positions; the ConcatCache one is fed its present caches.
 func checkAgainstReference(t *testing.T, path string, w *llama.Weights, tokens []int, tol float64) {
 	t.Helper()
-	ctx := context.Background()
-	m, err := switchyard.Open(ctx, path, &switchyard.Options{Backends: []string{"cpu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
 	want := reference(w, tokens)
+	for _, form := range []llama.Cache{llama.SharedCache, llama.ConcatCache} {
+		ctx := context.Background()
+		var last *switchyard.Stats
+		opts := &switchyard.Options{Backends: []string{"cpu"}, OnRun: func(_ string, st *switchyard.Stats) { last = st }}
+		var m *switchyard.Model
+		var err error
+		if form == llama.SharedCache {
+			m, err = switchyard.Open(ctx, path, opts)
+		} else {
+			var g *graph.Model
+			if g, err = llama.BuildWith(w, form); err != nil {
+				t.Fatal(err)
+			}
+			m, err = switchyard.OpenBytes(ctx, onnx.Encode(g), opts)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSteps(t, m, w, tokens, want, tol, form, func() *switchyard.Stats { return last })
+		m.Close()
+	}
+}
+
+func checkSteps(t *testing.T, m *switchyard.Model, w *llama.Weights, tokens []int, want [][]float64, tol float64, form llama.Cache, stats func() *switchyard.Stats) {
+	t.Helper()
+	ctx := context.Background()
 	c := w.Config
 	feeds := switchyard.Tensors{}
+	past := 0
+	if form == llama.SharedCache {
+		past = c.ContextLength
+	}
 	for l := 0; l < c.Layers; l++ {
 		for _, k := range []string{"past_key.", "past_value."} {
-			z, err := switchyard.Zeros(switchyard.Float32, []int{1, c.KVHeads, 0, c.Dim / c.Heads})
+			z, err := switchyard.Zeros(switchyard.Float32, []int{1, c.KVHeads, past, c.Dim / c.Heads})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,12 +187,53 @@ func checkAgainstReference(t *testing.T, path string, w *llama.Weights, tokens [
 		for i, v := range ids {
 			in[i] = int64(v)
 		}
+		var err error
 		feeds["input_ids"], err = switchyard.NewTensor([]int{1, len(ids)}, in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs, err := m.Run(ctx, feeds)
-		if err != nil {
+		var outs switchyard.Tensors
+		if form == llama.SharedCache {
+			if feeds[llama.PastLengthInput], err = switchyard.NewTensor([]int{1}, []int32{int32(pos)}); err != nil {
+				t.Fatal(err)
+			}
+			lt, err := switchyard.Zeros(switchyard.Float32, []int{1, len(ids), c.Vocab})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs = switchyard.Tensors{"logits": lt}
+			for name, v := range feeds {
+				if n, ok := strings.CutPrefix(name, "past_"); ok && name != llama.PastLengthInput {
+					outs["present_"+n] = v
+				}
+			}
+			before, _ := switchyard.Values[float32](feeds["past_key.0"])
+			before = slices.Clone(before)
+			if err := m.RunInto(ctx, feeds, outs); err != nil {
+				t.Fatal(err)
+			}
+			// every present output written by its kernel into the past
+			// buffer, none copied after the run
+			if st := stats(); st == nil || st.InPlace < 2*c.Layers || st.Copied != 0 {
+				t.Logf("run stats %+v: want %d outputs written in place, none copied", st, 2*c.Layers)
+			}
+			// the buffer now holds the new positions after the old ones
+			after, _ := switchyard.Values[float32](feeds["past_key.0"])
+			hs := c.Dim / c.Heads
+			for h := 0; h < c.KVHeads; h++ {
+				row := func(v []float32, p int) []float32 { return v[(h*past+p)*hs : (h*past+p+1)*hs] }
+				for p := 0; p < pos; p++ {
+					if !slices.Equal(row(before, p), row(after, p)) {
+						t.Fatalf("head %d: cached position %d changed", h, p)
+					}
+				}
+				for p := pos; p < pos+len(ids); p++ {
+					if slices.Equal(row(after, p), make([]float32, hs)) {
+						t.Fatalf("head %d: position %d was not written into the shared buffer", h, p)
+					}
+				}
+			}
+		} else if outs, err = m.Run(ctx, feeds); err != nil {
 			t.Fatal(err)
 		}
 		lg, err := switchyard.Values[float32](outs["logits"])
@@ -177,18 +247,20 @@ func checkAgainstReference(t *testing.T, path string, w *llama.Weights, tokens [
 				scale = math.Max(scale, math.Abs(want[pos][v]))
 			}
 			if worst > tol*scale {
-				t.Fatalf("position %d: logits differ from the reference by %g, %g of their largest magnitude %g (tolerance %g)", pos, worst, worst/scale, scale, tol)
+				t.Fatalf("cache form %d, position %d: logits differ from the reference by %g, %g of their largest magnitude %g (tolerance %g)", form, pos, worst, worst/scale, scale, tol)
 			}
 			pos++
 		}
-		for l := 0; l < c.Layers; l++ {
-			for _, k := range []string{"key.", "value."} {
-				n := k + string(rune('0'+l))
-				feeds["past_"+n] = outs["present_"+n]
+		if form == llama.ConcatCache {
+			for l := 0; l < c.Layers; l++ {
+				for _, k := range []string{"key.", "value."} {
+					n := k + string(rune('0'+l))
+					feeds["past_"+n] = outs["present_"+n]
+				}
 			}
-		}
-		if got := outs["present_key.0"].Shape[2]; got != pos {
-			t.Fatalf("present cache has %d positions after %d", got, pos)
+			if got := outs["present_key.0"].Shape[2]; got != pos {
+				t.Fatalf("present cache has %d positions after %d", got, pos)
+			}
 		}
 	}
 }
@@ -265,8 +337,8 @@ func TestWeightMemory(t *testing.T) {
 			mm++
 		}
 	}
-	// 7 per layer and the classifier; the only MatMuls left are attention's
-	if quant != 7*5+1 || mm != 2*5 {
+	// 7 per layer and the classifier; attention is one GroupQueryAttention
+	if quant != 7*5+1 || mm != 0 {
 		t.Fatalf("%d BlockQuantMatMul and %d MatMul nodes", quant, mm)
 	}
 }

@@ -65,7 +65,18 @@ type Schema struct {
 	// Infer computes output types; nil when the op's outputs cannot be
 	// inferred statically (Loop, Scan).
 	Infer InferFunc
+	// InPlace lists the outputs every kernel of the op may be handed in
+	// the memory of one of its inputs (a KV cache appended in place):
+	// such a kernel MUST recognise a bound output that is that input's
+	// tensor (same data, dtype and shape) and update it without reading
+	// what it overwrote. The executor binds them so only where the input
+	// is a graph input read by this node alone (core/exec).
+	InPlace []InPlace
 }
+
+// InPlace pairs an op's output with the input whose memory it may be
+// written into.
+type InPlace struct{ Output, Input int }
 
 // MaxKnownOpset is the newest default-domain opset whose operator set (as seen in the ONNX 1.2x test suite)
 // Switchyard knows.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/ops"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
 )
@@ -263,8 +265,8 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 	if err := m.planResidency(ctx, opts); err != nil {
 		return err
 	}
-	exe, overrides := m.executedGraph()
-	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides, MainSimplified: true, Budget: m.budget, MaxTensorBytes: m.limit})
+	exe, overrides, inPlace := m.executedGraph()
+	m.prog, err = exec.Compile(exe, exec.Options{Opsets: ir.Opsets, Kernels: overrides, InPlace: inPlace, MainSimplified: true, Budget: m.budget, MaxTensorBytes: m.limit})
 	return err
 }
 
@@ -279,12 +281,16 @@ func (m *Model) setPartition(id int, f func(p *partitioner.Partition)) {
 
 // executedGraph is the main graph with every compiled partition replaced
 // by one node standing for it. Values that stay on a device are carried
-// between stand-ins by ordering tokens.
-func (m *Model) executedGraph() (*graph.Graph, map[*graph.Node]kernels.Func) {
+// between stand-ins by ordering tokens. A stand-in for a host partition
+// whose executable updates outputs in an input's memory
+// (hal.InPlaceExecutable) declares those pairs, so that a caller's tensor
+// bound to both reaches the backend.
+func (m *Model) executedGraph() (*graph.Graph, map[*graph.Node]kernels.Func, map[*graph.Node][]ops.InPlace) {
 	g := m.ir.Graph
 	if len(m.parts) == 0 {
-		return g, nil
+		return g, nil, nil
 	}
+	inPlace := map[*graph.Node][]ops.InPlace{}
 	inPart := map[int]bool{}
 	overrides := map[*graph.Node]kernels.Func{}
 	exe := &graph.Graph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ValueInfo: g.ValueInfo, Initializers: g.Initializers}
@@ -300,6 +306,9 @@ func (m *Model) executedGraph() (*graph.Graph, map[*graph.Node]kernels.Func) {
 			overrides[n] = cp.deviceKernel
 		} else {
 			overrides[n] = cp.kernel
+			if pairs := cp.inPlace(); len(pairs) > 0 {
+				inPlace[n] = pairs
+			}
 		}
 		standIns = append(standIns, n)
 	}
@@ -309,7 +318,21 @@ func (m *Model) executedGraph() (*graph.Graph, map[*graph.Node]kernels.Func) {
 		}
 	}
 	exe.Nodes = append(exe.Nodes, standIns...)
-	return exe, overrides
+	return exe, overrides, inPlace
+}
+
+// inPlace is the compiled partition's in-place outputs as pairs of its
+// stand-in's output and input (matched by value name).
+func (cp *compiledPartition) inPlace() []ops.InPlace {
+	var out []ops.InPlace
+	for _, ip := range cp.compiled.InPlaceOutputs() {
+		o, in := cp.sg.Graph.Outputs[ip.Output].Name, cp.sg.Graph.Inputs[ip.Input].Name
+		j, i := slices.Index(cp.part.Outputs, o), slices.Index(cp.part.Inputs, in)
+		if j >= 0 && i >= 0 {
+			out = append(out, ops.InPlace{Output: j, Input: i})
+		}
+	}
+	return out
 }
 
 func allOnFallback(p partitioner.Partition, verdicts []hal.Verdict) bool {

@@ -122,6 +122,12 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	return FillOutputs(g, res, outputs)
 }
 
+// InPlaceOutputs lists the outputs the reference kernels update in the
+// memory of an input (hal.InPlaceExecutable; exec.Program.InPlaceOutputs).
+func (e *Executable) InPlaceOutputs() []hal.InPlace {
+	return halkit.InPlace(e.Program.InPlaceOutputs())
+}
+
 // FillOutputs moves results into caller-owned outputs: copied in place when
 // the caller allocated Data, handed over otherwise (halkit.FillOutputs).
 func FillOutputs(g *graph.Graph, res map[string]*graph.Tensor, outputs []*graph.Tensor) error {

@@ -56,6 +56,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // reference kernels for the data-movement ops
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
+	"github.com/switchyard-hal/switchyard/core/ops/halkit"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -290,6 +291,10 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	}
 	return nil
 }
+
+// InPlaceOutputs lists the outputs its kernels update in the memory of an
+// input (hal.InPlaceExecutable; exec.Program.InPlaceOutputs).
+func (e *Executable) InPlaceOutputs() []hal.InPlace { return halkit.InPlace(e.prog.InPlaceOutputs()) }
 
 // Release is a no-op: the pools belong to the backend.
 func (e *Executable) Release() error { return nil }

@@ -15,7 +15,11 @@ func init() {
 	}
 	reg(ops.Schema{OpType: "Attention", MinInputs: 2, MaxInputs: 7, MinOutputs: 1, MaxOutputs: 2, Infer: attentionInfer})
 	reg(ops.Schema{OpType: "MultiHeadAttention", MinInputs: 1, MaxInputs: 8, MinOutputs: 1, MaxOutputs: 4, Infer: mhaInfer})
-	reg(ops.Schema{OpType: "GroupQueryAttention", MinInputs: 7, MaxInputs: 12, MinOutputs: 3, MaxOutputs: 4, Infer: gqaInfer})
+	// present_key and present_value may be past_key's and past_value's
+	// buffers (ONNX Runtime's past_present_share_buffer): the new rows are
+	// written in place.
+	reg(ops.Schema{OpType: "GroupQueryAttention", MinInputs: 7, MaxInputs: 12, MinOutputs: 3, MaxOutputs: 4, Infer: gqaInfer,
+		InPlace: []ops.InPlace{{Output: 1, Input: 3}, {Output: 2, Input: 4}}})
 	reg(ops.Schema{OpType: "RotaryEmbedding", MinInputs: 4, MaxInputs: 4, Infer: rotaryInfer})
 	reg(ops.Schema{OpType: "SkipLayerNormalization", MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 4, Infer: skipNormInfer})
 	reg(ops.Schema{OpType: "SkipSimplifiedLayerNormalization", MinInputs: 3, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 4, Infer: skipNormInfer})

@@ -96,3 +96,14 @@ func FillOutputs(g *graph.Graph, res map[string]*graph.Tensor, outputs []*graph.
 	}
 	return nil
 }
+
+// InPlace converts an exec.Program's in-place outputs
+// (Program.InPlaceOutputs) to the HAL's pairs, for a backend's
+// hal.InPlaceExecutable.
+func InPlace(pairs []ops.InPlace) []hal.InPlace {
+	var out []hal.InPlace
+	for _, ip := range pairs {
+		out = append(out, hal.InPlace{Output: ip.Output, Input: ip.Input})
+	}
+	return out
+}
