@@ -81,6 +81,10 @@ type LoadOptions struct {
 	// DataFiles are extra weight files (ExecuTorch .ptd) beside those the
 	// format finds next to the model itself.
 	DataFiles []string
+	// ContextLength, when > 0, caps the context of a Llama decoder built
+	// from a .gguf or llama2.c file (the positions its KV-cache buffers,
+	// allocated whole, hold); 0 is the model's own.
+	ContextLength int
 }
 
 // Open loads a model on the engine's backends. path is a model file in any
@@ -113,7 +117,7 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
-	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes, Method: lo.Method, DataFiles: lo.DataFiles})
+	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes, Method: lo.Method, DataFiles: lo.DataFiles, ContextLength: lo.ContextLength})
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %s: %w", file, err)
 	}

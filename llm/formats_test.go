@@ -35,6 +35,9 @@ func greedy(t *testing.T, path string, tok llm.Tokenizer, steps int) (*llm.Resul
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d.SharedCache() == strings.HasSuffix(path, ".onnx") {
+		t.Errorf("%s: shared (in-place) cache %v; want it for the graphs core/llama builds, not for the ONNX export", path, d.SharedCache())
+	}
 	if c := d.ContextLength(); strings.HasSuffix(path, ".onnx") != (c == 0) || c != 0 && c != 512 {
 		t.Errorf("%s: context length %d from the metadata", path, c)
 	}
@@ -198,5 +201,52 @@ func TestGGUFTokenizer(t *testing.T) {
 	}
 	if _, err := llm.NewLlama2cTokenizer([]string{"a"}, nil); err == nil {
 		t.Fatal("a one-piece vocabulary without scores was accepted")
+	}
+}
+
+// TestSharedCacheContext: LoadOptions.ContextLength caps a built
+// decoder's cache; a generation that fits gives the golden tokens, one
+// position more is refused before anything runs, and a step past the
+// buffer is refused, not written out of bounds.
+func TestSharedCacheContext(t *testing.T) {
+	g, dir := readGolden(t)
+	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	m, err := eng.OpenWith(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.LoadOptions{ContextLength: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := llm.NewDecoder(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.SharedCache() || d.ContextLength() != 16 {
+		t.Fatalf("shared %v, context %d; want a shared cache of 16", d.SharedCache(), d.ContextLength())
+	}
+	for _, in := range m.Inputs() {
+		if strings.HasPrefix(in.Name, "past_key") && in.Shape[2] != 16 {
+			t.Fatalf("%s is %v: the cache buffer is not 16 positions", in.Name, in.Shape)
+		}
+	}
+	res, err := d.Generate(ctx, tok, "Once upon a time", llm.Options{Steps: 16}, func(llm.Token) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := agree(res.Tokens, g.Tokens); n != 16 {
+		t.Errorf("%d of 16 tokens agree with llama2.c", n)
+	}
+	if _, err := d.Generate(ctx, tok, "Once upon a time", llm.Options{Steps: 17}, func(llm.Token) error { return nil }); !errors.Is(err, llm.ErrContext) {
+		t.Errorf("17 positions in a 16-position cache: %v", err)
+	}
+	if err := llm.StepPast(ctx, d, 15, []int{1, 2}); !errors.Is(err, llm.ErrContext) {
+		t.Errorf("two tokens after 15 cached in 16: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/core/gguf"
 	"github.com/switchyard-hal/switchyard/llm"
 )
@@ -47,7 +48,13 @@ model's logits width).`,
 				return err
 			}
 			defer eng.Close()
-			m, err := eng.Open(ctx, args[0])
+			// a decoder built from .gguf/.bin weights allocates its cache
+			// whole: as long as the run needs, not the model's context
+			lo := &switchyard.LoadOptions{ContextLength: o.ContextLength}
+			if lo.ContextLength == 0 {
+				lo.ContextLength = o.Steps
+			}
+			m, err := eng.OpenWith(ctx, args[0], lo)
 			if err != nil {
 				return err
 			}
@@ -100,7 +107,7 @@ model's logits width).`,
 			}
 			var res *llm.Result
 			if draftPath != "" {
-				dm, err := eng.Open(ctx, draftPath)
+				dm, err := eng.OpenWith(ctx, draftPath, lo)
 				if err != nil {
 					return err
 				}
@@ -127,7 +134,7 @@ model's logits width).`,
 	cmd.Flags().StringVar(&tokPath, "tokenizer", "", "llama2.c tokenizer.bin or Hugging Face tokenizer.json (default: a GGUF file's own, else tokenizer.bin or tok<VOCAB>.bin beside MODEL)")
 	cmd.Flags().IntVar(&vocab, "vocab", 0, "tokenizer vocabulary size (default: the logits width)")
 	cmd.Flags().IntVar(&o.Steps, "steps", 256, "positions to run, prompt included (llama2.c's -n)")
-	cmd.Flags().IntVar(&o.ContextLength, "context", 0, "the model's context length: more --steps are refused (0: not checked)")
+	cmd.Flags().IntVar(&o.ContextLength, "context", 0, "the context length: more --steps are refused, and a .gguf/.bin decoder's KV cache holds this many positions (0: the model's own, the cache --steps long)")
 	cmd.Flags().Float64Var(&o.Temperature, "temperature", 0, "0: greedy; otherwise sampling temperature")
 	cmd.Flags().IntVar(&o.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
 	cmd.Flags().Float64Var(&o.TopP, "top-p", 0, "sample among the smallest set reaching probability P (0 or 1: all)")

@@ -34,6 +34,10 @@ type Options struct {
 	// by the caller; formats that look for such files beside the model
 	// also use those.
 	DataFiles []string
+	// ContextLength, when > 0, caps the context of a decoder the format
+	// builds itself (core/llama: the positions its KV-cache buffers and
+	// rotary tables hold), below the model's own.
+	ContextLength int
 }
 
 // Format is one model format's importer.

@@ -14,37 +14,37 @@ import (
 func init() {
 	formats.Register(formats.Format{
 		Name: "gguf", Extensions: []string{".gguf"}, Match: gguf.IsGGUF,
-		LoadFile: func(path string, _ formats.Options) (*graph.Model, error) {
+		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				return nil, err
 			}
-			m, err := decodeGGUF(data)
+			m, err := decodeGGUF(data, o)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			return m, nil
 		},
-		Decode: func(data []byte, _ formats.Options) (*graph.Model, error) { return decodeGGUF(data) },
+		Decode: func(data []byte, o formats.Options) (*graph.Model, error) { return decodeGGUF(data, o) },
 	})
 	formats.Register(formats.Format{
 		Name: "llama2c", Extensions: []string{".bin"}, Match: IsLlama2cExport,
-		LoadFile: func(path string, _ formats.Options) (*graph.Model, error) {
+		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				return nil, err
 			}
-			m, err := decodeLlama2c(data)
+			m, err := decodeLlama2c(data, o)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			return m, nil
 		},
-		Decode: func(data []byte, _ formats.Options) (*graph.Model, error) { return decodeLlama2c(data) },
+		Decode: func(data []byte, o formats.Options) (*graph.Model, error) { return decodeLlama2c(data, o) },
 	})
 }
 
-func decodeGGUF(data []byte) (*graph.Model, error) {
+func decodeGGUF(data []byte, o formats.Options) (*graph.Model, error) {
 	f, err := gguf.Parse(data)
 	if err != nil {
 		return nil, err
@@ -53,13 +53,21 @@ func decodeGGUF(data []byte) (*graph.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Build(w)
+	return build(w, o)
 }
 
-func decodeLlama2c(data []byte) (*graph.Model, error) {
+func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
 	w, err := ReadLlama2c(data)
 	if err != nil {
 		return nil, err
+	}
+	return build(w, o)
+}
+
+// build is Build with the context capped at o.ContextLength.
+func build(w *Weights, o formats.Options) (*graph.Model, error) {
+	if o.ContextLength > 0 && o.ContextLength < w.Config.ContextLength {
+		w.Config.ContextLength = o.ContextLength
 	}
 	return Build(w)
 }
