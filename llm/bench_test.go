@@ -2,7 +2,9 @@ package llm_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
@@ -11,8 +13,18 @@ import (
 )
 
 // BenchmarkDecode: 256 greedy positions of stories260K per op in each of
-// its formats on the cpu backend; reports decode tokens/s and prefill.
+// its formats on the cpu backend (or SWITCHYARD_BENCH_BACKENDS); reports
+// decode tokens/s and prefill.
 // Run with -cpu 1 for the 1-thread figure.
+// benchBackends are the backends BenchmarkDecode runs on: the
+// comma-separated SWITCHYARD_BENCH_BACKENDS, else cpu.
+func benchBackends() []string {
+	if s := os.Getenv("SWITCHYARD_BENCH_BACKENDS"); s != "" {
+		return strings.Split(s, ",")
+	}
+	return []string{"cpu"}
+}
+
 func BenchmarkDecode(b *testing.B) {
 	dir := shared.Path(b, "testdata/llm/stories260K")
 	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
@@ -22,7 +34,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, f := range []string{"stories260K_kv.onnx", "stories260K.bin", "stories260K_f32.gguf", "stories260K_q80.bin"} {
 		b.Run(f, func(b *testing.B) {
 			ctx := context.Background()
-			m, err := switchyard.Open(ctx, filepath.Join(dir, f), &switchyard.Options{Backends: []string{"cpu"}})
+			m, err := switchyard.Open(ctx, filepath.Join(dir, f), &switchyard.Options{Backends: benchBackends()})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -131,6 +131,10 @@ type plan struct {
 	// producer[i] is the step making graph output i and the index of
 	// that output among the step's outputs (step -1: not made here)
 	producer []outProducer
+	// view[i]: step i's output may be a view of its data input (a
+	// reshape-like op whose result is no graph output; see viewable), and
+	// the buffer under it is freed only after the view's last reader
+	view []bool
 	// inplace[i] is the input (by index among Program.inputs) whose
 	// memory graph output i may be bound in (planInPlace), -1 for none;
 	// nil when no output may
@@ -224,7 +228,17 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 	}
 	last := map[string]int{}
 	p.steps = make([]step, len(order))
+	p.view = make([]bool, len(order))
+	root := map[string]string{} // a view → the value whose buffer it shares
 	for i, n := range order {
+		if _, over := m.overrides[n]; !over && viewable(n, isOutput) {
+			p.view[i] = true
+			x := n.Inputs[0]
+			if r, ok := root[x]; ok {
+				x = r
+			}
+			root[n.Outputs[0]] = x
+		}
 		s, _ := kernels.Lookup(n.Domain, n.OpType)
 		if f, ok := m.overrides[n]; ok {
 			s = &kernels.Schema{Domain: n.Domain, OpType: n.OpType, Kernel: f}
@@ -233,6 +247,10 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 		}
 		if s == nil {
 			return nil, fmt.Errorf("exec: %s: %w: no kernel for op %s", n.Label(), kernels.ErrUnsupported, n.OpType)
+		}
+		if p.view[i] {
+			v := &viewNode{ref: s.Kernel}
+			s = &kernels.Schema{Domain: n.Domain, OpType: n.OpType, Kernel: v.kernel}
 		}
 		p.schemas = append(p.schemas, s)
 		p.opsets = append(p.opsets, m.opset(n.Domain))
@@ -268,13 +286,20 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 			}
 		}
 	}
+	// a buffer lives until the last reader of any view of it; views
+	// themselves own nothing
+	for v, r := range root {
+		if last[v] > last[r] {
+			last[r] = last[v]
+		}
+	}
 	names := make([]string, 0, len(last))
 	for v := range last {
 		names = append(names, v)
 	}
 	sort.Strings(names)
 	for _, v := range names {
-		if isOutput[v] || !produced[v] {
+		if _, isView := root[v]; isOutput[v] || !produced[v] || isView {
 			continue // outputs are returned; inputs/initializers/outer values are not ours
 		}
 		st := &p.steps[last[v]]
@@ -309,6 +334,20 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 		p.producer = append(p.producer, pr)
 	}
 	return p, nil
+}
+
+// viewOps are the ops whose output is their data input (input 0)
+// reshaped: where the executor allows (viewable), the reference kernels
+// return a view of it (kernels.Context.View) instead of a copy.
+var viewOps = map[string]bool{"Reshape": true, "Flatten": true, "Squeeze": true, "Unsqueeze": true, "Identity": true}
+
+// viewable says whether n's output may be a view of its data input: a
+// reshape-like op of the default domain whose output is not one of the
+// graph's outputs (those are handed to the caller, or written into the
+// caller's tensors).
+func viewable(n *graph.Node, isOutput map[string]bool) bool {
+	return (n.Domain == "" || n.Domain == "ai.onnx") && viewOps[n.OpType] && len(n.Outputs) == 1 && n.Outputs[0] != "" &&
+		!isOutput[n.Outputs[0]] && len(n.Inputs) > 0 && n.Inputs[0] != ""
 }
 
 func sortedTensorNames(m map[string]*graph.Tensor) []string {
@@ -1121,7 +1160,9 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 		if r.bound != nil && s.parent == nil {
 			bound = r.bound[i]
 		}
+		f.cc.na.view = p.view[i]
 		outs, err := f.call(ctx, p.schemas[i], p.opsets[i], n, ins, bound)
+		f.cc.na.view = false
 		clear(ins)
 		if err != nil {
 			return nil, err
@@ -1234,9 +1275,12 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 			return nil, fmt.Errorf("exec: %s output %q: %v", n.Label(), name, err)
 		}
 		// a kernel that hands back an input (or a view of one) breaks
-		// buffer recycling: copy it
+		// buffer recycling: copy it (unless the plan made it a view)
 		p := dataPtr(o)
 		for _, in := range ins {
+			if na.view {
+				break
+			}
 			if in != nil && (in == o || p != 0 && p == dataPtr(in)) {
 				c, err := r.arena.AllocUninit(o.DType, o.Shape)
 				if err != nil {

@@ -63,6 +63,9 @@ type arena struct {
 	// tensors are the headers of released values, reused for the next
 	// allocations (their shapes are not: a kernel may share a shape slice)
 	tensors []*graph.Tensor
+	// views are this run's view headers (nodeAlloc.View): owned by no
+	// one, recycled at reset
+	views []*graph.Tensor
 	// shapes is where this run's tensor shapes are carved from (shapeOf),
 	// from the start again after each run; tensors handed to the caller
 	// get their own copy (disown)
@@ -287,6 +290,11 @@ func (a *arena) reset() {
 		}
 	}
 	clear(a.owned)
+	for _, v := range a.views {
+		a.recycle(v)
+	}
+	clear(a.views)
+	a.views = a.views[:0]
 	if a.migrated {
 		var bytes int64
 		for k, l := range a.free {
@@ -313,6 +321,7 @@ type nodeAlloc struct {
 	n     *graph.Node
 	bound []*graph.Tensor // by output index; nil: none
 	taken []bool          // bound[j] was handed out
+	view  bool            // the node's output may be a view of its input (plan.view)
 	// takenBuf backs taken for nodes of few outputs
 	takenBuf [4]bool
 }
@@ -334,6 +343,31 @@ func (na *nodeAlloc) AllocUninit(dt graph.DType, shape []int) (*graph.Tensor, er
 		return t, nil
 	}
 	return na.a.alloc(dt, shape, na.n, false)
+}
+
+// View implements kernels.Viewer: where the plan allows it for the node
+// (plan.view), a header from the arena sharing t's data; the plan keeps
+// t's buffer alive while the view is.
+func (na *nodeAlloc) View(t *graph.Tensor, shape []int) *graph.Tensor {
+	if !na.view || t.Data == nil {
+		return nil
+	}
+	if n, err := graph.NumElements(shape); err != nil || n != t.Len() {
+		return nil
+	}
+	a := na.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var v *graph.Tensor
+	if n := len(a.tensors); n > 0 {
+		v = a.tensors[n-1]
+		a.tensors = a.tensors[:n-1]
+	} else {
+		v = &graph.Tensor{}
+	}
+	*v = graph.Tensor{DType: t.DType, Shape: a.shapeOf(shape), Data: t.Data}
+	a.views = append(a.views, v)
+	return v
 }
 
 // take hands out the first caller tensor bound to one of the node's

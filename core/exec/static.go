@@ -269,9 +269,13 @@ func (m *Program) planMoves(order []*graph.Node, g *graph.Graph, consts map[stri
 		t, ok := g.Initializers[name]
 		return t, ok
 	}
+	isOutput := map[string]bool{}
+	for _, o := range g.Outputs {
+		isOutput[o.Name] = true
+	}
 	for _, n := range order {
-		if _, over := m.overrides[n]; over {
-			continue
+		if _, over := m.overrides[n]; over || viewable(n, isOutput) {
+			continue // views copy nothing: no plan
 		}
 		if p := m.planMove(n, m.opset(n.Domain), types, constant); p != nil {
 			m.moves[n] = p.kernel
@@ -398,4 +402,63 @@ func (d *dynMove) key(in []*graph.Tensor) *dynPlan {
 		k.consts[i] = x.Clone()
 	}
 	return k
+}
+
+// viewNode runs a node whose output may be a view of its input
+// (plan.view) without allocating in steady state: the reference kernel
+// (which returns a view, kernels.Context.View) works out the output shape
+// once for an input shape and non-data inputs (a Reshape's target, a
+// Squeeze's axes), and calls with the same ones reuse it.
+type viewNode struct {
+	ref  kernels.Func
+	last atomic.Pointer[viewKey]
+}
+
+// viewKey is a call's data shape and non-data inputs, with the output
+// shape they give.
+type viewKey struct {
+	in     []int
+	consts []*graph.Tensor
+	out    []int
+}
+
+func (v *viewNode) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if k := v.last.Load(); k != nil && x != nil && graph.SameShape(x.Shape, k.in) && k.same(in[1:]) {
+		if t := ctx.View(x, k.out); t != nil {
+			outs := ctx.OutputSlice(1)
+			outs[0] = t
+			return outs, nil
+		}
+	}
+	outs, err := v.ref(ctx, n, in)
+	if err != nil || len(outs) != 1 || outs[0] == nil || x == nil {
+		return outs, err
+	}
+	k := &viewKey{in: append([]int{}, x.Shape...), out: append([]int{}, outs[0].Shape...), consts: make([]*graph.Tensor, len(in)-1)}
+	for i, c := range in[1:] {
+		if c == nil {
+			continue
+		}
+		if c.DType == graph.String || c.Len() > maxKeyElems || c.Check() != nil {
+			return outs, nil // not keyed: the reference kernel every time
+		}
+		k.consts[i] = c.Clone()
+	}
+	v.last.Store(k)
+	return outs, nil
+}
+
+// same says whether the non-data inputs are the key's.
+func (k *viewKey) same(in []*graph.Tensor) bool {
+	if len(in) != len(k.consts) {
+		return false
+	}
+	for i, x := range in {
+		c := k.consts[i]
+		if (x == nil) != (c == nil) || x != nil && !sameInts(x, c) {
+			return false
+		}
+	}
+	return true
 }

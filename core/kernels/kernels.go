@@ -56,6 +56,12 @@ type UninitAllocator interface {
 	AllocUninit(dt graph.DType, shape []int) (*graph.Tensor, error)
 }
 
+// Viewer is implemented by allocators that can let the output of the node
+// being run share its input's memory (Context.View).
+type Viewer interface {
+	View(t *graph.Tensor, shape []int) *graph.Tensor
+}
+
 // Releaser is implemented by allocators that can take back a tensor before
 // the end of the run (Context.Release).
 type Releaser interface {
@@ -112,6 +118,22 @@ func (c *Context) New(dt graph.DType, shape []int) (*graph.Tensor, error) {
 		return c.Alloc.Alloc(dt, sh)
 	}
 	return graph.New(dt, sh)
+}
+
+// View returns a tensor of shape (as many elements as t) sharing t's
+// data, a reshape without a copy, when the executor allows it for the
+// node being run (core/exec: Reshape, Flatten, Squeeze, Unsqueeze and
+// Identity whose result is no graph output; it keeps t's buffer alive as
+// long as the view), else nil, and the kernel copies. Values are never
+// written after they are made, so a view sees what a copy would.
+func (c *Context) View(t *graph.Tensor, shape []int) *graph.Tensor {
+	if c == nil || c.Alloc == nil || t == nil {
+		return nil
+	}
+	if v, ok := c.Alloc.(Viewer); ok {
+		return v.View(t, shape)
+	}
+	return nil
 }
 
 // NewUninit is New for a kernel that writes every element of the output
@@ -234,6 +256,9 @@ type Schema struct {
 	Types     []graph.DType
 	Kernel    Func
 	Infer     InferFunc
+	// InPlace: the outputs the kernel may be handed in an input's memory
+	// (ops.Schema.InPlace).
+	InPlace []ops.InPlace
 }
 
 // MaxKnownOpset is ops.MaxKnownOpset.
@@ -258,7 +283,7 @@ func RegisterKernel(domain, op string, f Func) {
 	s := &Schema{
 		Domain: os.Domain, OpType: os.OpType, MinOpset: os.MinOpset, MaxOpset: os.MaxOpset,
 		MinInputs: os.MinInputs, MaxInputs: os.MaxInputs, MinOutputs: os.MinOutputs, MaxOutputs: os.MaxOutputs,
-		TypeInput: os.TypeInput, Types: os.Types, Infer: os.Infer,
+		TypeInput: os.TypeInput, Types: os.Types, Infer: os.Infer, InPlace: os.InPlace,
 		Kernel: stopChecked(f),
 	}
 	regMu.Lock()
@@ -280,7 +305,7 @@ func Register(s Schema) {
 	ops.Register(ops.Schema{
 		Domain: s.Domain, OpType: s.OpType, MinOpset: s.MinOpset, MaxOpset: s.MaxOpset,
 		MinInputs: s.MinInputs, MaxInputs: s.MaxInputs, MinOutputs: s.MinOutputs, MaxOutputs: s.MaxOutputs,
-		TypeInput: s.TypeInput, Types: s.Types, Infer: s.Infer,
+		TypeInput: s.TypeInput, Types: s.Types, Infer: s.Infer, InPlace: s.InPlace,
 	})
 	RegisterKernel(s.Domain, s.OpType, s.Kernel)
 }

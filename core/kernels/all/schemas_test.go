@@ -24,7 +24,7 @@ func TestEveryOpHasAKernel(t *testing.T) {
 		}
 		joined := ops.Schema{Domain: k.Domain, OpType: k.OpType, MinOpset: k.MinOpset, MaxOpset: k.MaxOpset,
 			MinInputs: k.MinInputs, MaxInputs: k.MaxInputs, MinOutputs: k.MinOutputs, MaxOutputs: k.MaxOutputs,
-			TypeInput: k.TypeInput, Types: k.Types}
+			TypeInput: k.TypeInput, Types: k.Types, InPlace: k.InPlace}
 		plain := *s
 		plain.Infer = nil
 		if !reflect.DeepEqual(joined, plain) || (k.Infer == nil) != (s.Infer == nil) {

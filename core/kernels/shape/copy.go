@@ -159,7 +159,8 @@ func checkInput(n *graph.Node, t *graph.Tensor, what string) error {
 	return nil
 }
 
-// copyReshaped allocates a tensor of shape with in's elements in order.
+// copyReshaped is a tensor of shape with in's elements in order: a view
+// of in where the executor allows one (Context.View), else a copy.
 func copyReshaped(ctx *kernels.Context, n *graph.Node, in *graph.Tensor, shape []int) (*graph.Tensor, error) {
 	cnt, err := graph.NumElements(shape)
 	if err != nil {
@@ -168,7 +169,10 @@ func copyReshaped(ctx *kernels.Context, n *graph.Node, in *graph.Tensor, shape [
 	if cnt != in.Len() {
 		return nil, kernels.Invalidf(n, "cannot reshape %v (%d elements) to %v (%d elements)", in.Shape, in.Len(), shape, cnt)
 	}
-	out, err := ctx.New(in.DType, shape)
+	if v := ctx.View(in, shape); v != nil {
+		return v, nil
+	}
+	out, err := ctx.NewUninit(in.DType, shape)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
