@@ -203,11 +203,14 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 	// the present caches: the caller's tensors where bound (the past
 	// itself: written in place), else new ones
 	shape := []int{B, KV, T, H}
-	presK, inplaceK, err := present(ctx, n, into(ctx, 1), pk, q.DType, shape, in)
+	// both bound tensors are taken before anything is allocated: an
+	// allocation of the presents' shape would be handed the other one
+	dk, dv := into(ctx, 1), into(ctx, 2)
+	presK, inplaceK, err := present(ctx, n, dk, pk, q.DType, shape, in)
 	if err != nil {
 		return nil, err
 	}
-	presV, inplaceV, err := present(ctx, n, into(ctx, 2), pv, q.DType, shape, in)
+	presV, inplaceV, err := present(ctx, n, dv, pv, q.DType, shape, in)
 	if err != nil {
 		return nil, err
 	}
