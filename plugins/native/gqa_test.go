@@ -129,7 +129,8 @@ func gqaCloseTol(t *testing.T, what string, got, want *graph.Tensor, tol float64
 // gqaCases: decode (S = 1) and prefill or prompt chunks (S > 1), several
 // batches with ragged pasts, N = KV, 2·KV, 8·KV, cache buffers longer
 // than used (P > total) and exact (P = total), no past, rotary halves and
-// interleaved (and a rotary width below H/2), packed QKV, softcap, scale.
+// interleaved (and a rotary width below H/2), packed QKV, softcap, scale,
+// head sizes of each of attendRow's paths (6, 8, 12, 16, 32, 64).
 func gqaCases() []gqaTest {
 	return []gqaTest{
 		{B: 1, S: 1, N: 8, KV: 4, H: 8, P: 32, seqlens: []int{16}, total: 17},
@@ -143,6 +144,11 @@ func gqaCases() []gqaTest {
 		{B: 1, S: 4, N: 6, KV: 3, H: 16, P: 6, seqlens: []int{5}, total: 6, rotary: 2, softcap: 1.5, scale: 0.2},
 		{B: 2, S: 2, N: 4, KV: 2, H: 8, P: 8, seqlens: []int{3, 7}, total: 8, packed: true, rotary: 1},
 		{B: 1, S: 7, N: 4, KV: 1, H: 8, P: 4, seqlens: []int{6}, total: 7, packed: true}, // present longer than the past
+		// head sizes off the eight-column path: 12 (four sums), 6 (one)
+		{B: 2, S: 3, N: 4, KV: 2, H: 12, P: 10, seqlens: []int{4, 9}, total: 10, rotary: 1},
+		{B: 1, S: 1, N: 4, KV: 1, H: 6, P: 9, seqlens: []int{6}, total: 7, rotary: 2, softcap: 1},
+		{B: 1, S: 2, N: 2, KV: 2, H: 64, P: 70, seqlens: []int{65}, total: 66, rotary: 2},
+		{B: 1, S: 1, N: 32, KV: 8, H: 64, P: 1100, seqlens: []int{1023}, total: 1024, rotary: 1}, // BenchmarkGQA/big, a shorter buffer
 	}
 }
 
