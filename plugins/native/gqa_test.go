@@ -436,7 +436,8 @@ func (a *fixedAlloc) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
 
 // BenchmarkGQA: a decode step of a small model (B 1, S 1, N 8, KV 4, H 8,
 // a 512-row cache of which 256 are used) and of a bigger one (N 32, KV 8,
-// H 64, 1024 of 2048 rows), native and the reference kernel, the presents
+// H 64, 1024 of 2048 rows; no rotary, as core/kernels/contrib's
+// BenchmarkGroupQueryAttention), native and the reference kernel, the presents
 // written in place (bound to the pasts) or copied (new presents).
 //
 //	go test ./plugins/native -run '^$' -bench GQA -benchmem
@@ -445,8 +446,8 @@ func BenchmarkGQA(b *testing.B) {
 		name string
 		c    gqaTest
 	}{
-		{"small", gqaTest{B: 1, S: 1, N: 8, KV: 4, H: 8, P: 512, seqlens: []int{255}, total: 256, rotary: 2}},
-		{"big", gqaTest{B: 1, S: 1, N: 32, KV: 8, H: 64, P: 2048, seqlens: []int{1023}, total: 1024, rotary: 1}},
+		{"small", gqaTest{B: 1, S: 1, N: 8, KV: 4, H: 8, P: 512, seqlens: []int{255}, total: 256}},
+		{"big", gqaTest{B: 1, S: 1, N: 32, KV: 8, H: 64, P: 2048, seqlens: []int{1023}, total: 1024}},
 	} {
 		n, in := gqaCall(c.c, rand.New(rand.NewPCG(1, 2)))
 		ck, cv := &graph.Tensor{DType: graph.Float32, Shape: in[3].Shape, Data: in[3].Data}, &graph.Tensor{DType: graph.Float32, Shape: in[4].Shape, Data: in[4].Data}

@@ -161,8 +161,8 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 			return nil, kernels.Invalidf(n, "cos_cache %v and sin_cache %v must be [max_position, ≤ %d]", cosT.Shape, sinT.Shape, H/2)
 		}
 		width := cosT.Shape[1]
-		cv, sv := cosT.Float64s(), sinT.Float64s()
 		inter := n.AttrInt("rotary_interleaved", 0) != 0
+		c, sn := make([]float64, width), make([]float64, width) // the row of a position (not the whole caches)
 		rotate := func(x []float64, heads int) error {
 			for b := 0; b < B; b++ {
 				for s := 0; s < S; s++ {
@@ -170,7 +170,9 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 					if p >= cosT.Shape[0] {
 						return kernels.Invalidf(n, "position %d is past the rotary cache (%d)", p, cosT.Shape[0])
 					}
-					c, sn := cv[p*width:(p+1)*width], sv[p*width:(p+1)*width]
+					for i := range c {
+						c[i], sn[i] = cosT.Float64At(p*width+i), sinT.Float64At(p*width+i)
+					}
 					for h := 0; h < heads; h++ {
 						base := ((b*S+s)*heads + h) * H
 						for i := 0; i < width; i++ {

@@ -376,3 +376,36 @@ func sameBits(t *testing.T, what string, got, want *graph.Tensor) {
 		}
 	}
 }
+
+// BenchmarkGroupQueryAttention: the reference kernel on a decode step of
+// a small model (B 1, N 8, KV 4, H 8, 256 of 512 cache rows used) and of
+// a bigger one (N 32, KV 8, H 64, 1024 of 2048), the presents written in
+// place (bound to the pasts) or new (the past copied). plugins/native's
+// BenchmarkGQA runs the same cases on its kernel.
+func BenchmarkGroupQueryAttention(b *testing.B) {
+	for _, c := range []gqaCase{
+		{name: "small", B: 1, S: 1, N: 8, KV: 4, H: 8, P: 512, seqlens: []int{255}, total: 256},
+		{name: "big", B: 1, S: 1, N: 32, KV: 8, H: 64, P: 2048, seqlens: []int{1023}, total: 1024},
+	} {
+		m, feeds := gqaModel(c, rand.New(rand.NewPCG(1, 2)))
+		n, in := m.Graph.Nodes[0], gqaInputs(m, feeds)
+		ck, cv := &graph.Tensor{DType: graph.Float32, Shape: in[3].Shape, Data: in[3].Data}, &graph.Tensor{DType: graph.Float32, Shape: in[4].Shape, Data: in[4].Data}
+		ctx := &kernels.Context{Context: context.Background(), Opset: 1}
+		for _, mode := range []struct {
+			name string
+			into func(*kernels.Context, int) *graph.Tensor
+		}{
+			{"inplace", func(_ *kernels.Context, j int) *graph.Tensor { return [3]*graph.Tensor{nil, ck, cv}[j] }},
+			{"copy", func(*kernels.Context, int) *graph.Tensor { return nil }},
+		} {
+			b.Run(c.name+"/"+mode.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := contrib.GQAKernelInto(ctx, n, in, mode.into); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
