@@ -477,3 +477,52 @@ func BenchmarkGQA(b *testing.B) {
 		}
 	}
 }
+
+// TestGQAConcurrent: one node's kernel (its pooled scratch) called from
+// several goroutines at once gives each call its sequential result.
+func TestGQAConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	g := gqaKernel()
+	cases := gqaCases()[:6]
+	type call struct {
+		n    *graph.Node
+		in   []*graph.Tensor
+		want []*graph.Tensor
+	}
+	calls := make([]call, len(cases))
+	for i, c := range cases {
+		n, in := gqaCall(c, rng)
+		want, err := g(&kernels.Context{Context: context.Background(), Opset: 1}, n, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls[i] = call{n, in, want}
+	}
+	errs := make(chan error, len(calls))
+	for _, c := range calls {
+		go func() {
+			for range 20 {
+				got, err := g(&kernels.Context{Context: context.Background(), Opset: 1}, c.n, c.in)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j := range c.want {
+					gv, wv := graph.Data[float32](got[j]), graph.Data[float32](c.want[j])
+					for i := range wv {
+						if math.Float32bits(gv[i]) != math.Float32bits(wv[i]) {
+							errs <- fmt.Errorf("output %d [%d] = %v, alone %v", j, i, gv[i], wv[i])
+							return
+						}
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
