@@ -66,6 +66,10 @@ var nOpRates = map[string]nrate{
 	"Gemm":       {Fixed: 250, PerFLOP: 0.0055},
 	"Transpose":  {Fixed: 150, PerByte: 0.085},
 	"ReduceMean": {Fixed: 150, PerFLOP: 0.14},
+	// com.microsoft GroupQueryAttention (gqa.go): opcost counts one unit
+	// per output element (the "other" class); cpu's rate for the class
+	// over the speed-up on the reference kernel (13–21×, BenchmarkGQA)
+	"GroupQueryAttention": {Fixed: 300, PerFLOP: 0.13},
 	// not calibrated: Concat has its own kernel, priced like cpu's
 	"Concat": {Fixed: 704, PerByte: 0.0405},
 	// reference kernels (plugins/cpu/cost.go)

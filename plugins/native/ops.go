@@ -53,9 +53,9 @@ var referenceOps = map[string]bool{
 }
 
 // contribReferenceOps are ops of ONNX Runtime's contrib domain claimed
-// like referenceOps (RotaryEmbedding: rotary.go's kernel for float32, the
-// reference kernel otherwise).
-var contribReferenceOps = map[string]bool{"RotaryEmbedding": true}
+// like referenceOps (RotaryEmbedding: rotary.go's kernel for float32,
+// GroupQueryAttention: gqa.go's, the reference kernel otherwise).
+var contribReferenceOps = map[string]bool{"RotaryEmbedding": true, "GroupQueryAttention": true}
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -119,6 +119,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	}
 	if n.Domain == "com.microsoft" && n.OpType == "RotaryEmbedding" {
 		return rotaryKernel(), nil
+	}
+	if n.Domain == "com.microsoft" && n.OpType == "GroupQueryAttention" {
+		return gqaKernel(), nil
 	}
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)

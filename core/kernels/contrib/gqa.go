@@ -2,6 +2,9 @@ package contrib
 
 import (
 	"math"
+	"unsafe"
+
+	"github.com/switchyard-hal/switchyard/core/exec"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -30,11 +33,27 @@ func init() {
 // causally to keys 0..p+s: softmax(scale·q·k (softcap·tanh(x/softcap)
 // when softcap > 0)) · v, scale defaulting to 1/√H.
 //
+// In place: where the tensor bound to present_key (exec.Into, output 1)
+// is past_key itself — the same memory, the same shape [B, KV, P, H] with
+// P ≥ total_sequence_length, the "share buffer" form of ONNX Runtime —
+// only the new rows p..p+S-1 are written into it and the others are left
+// as they are (no copy of the past); the same for present_value (output
+// 2) and past_value. A bound tensor of the present's shape that shares
+// no memory with an input is filled like a new present; any other
+// bound tensor is not written (the kernel returns its own present, which
+// the executor copies). Only the rows 0..p+S-1 of a past are read.
+//
 // Not implemented (refused): position_ids, attention_bias, head_sink,
 // local_window_size, smooth_softmax, the output_qk output, and a first
 // prompt with padding (seqlens_k + 1 < S).
 
 func gqaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return gqaKernelInto(ctx, n, in, exec.Into)
+}
+
+// gqaKernelInto is gqaKernel with the caller-bound outputs of the node
+// from into (exec.Into; tests pass their own).
+func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into func(*kernels.Context, int) *graph.Tensor) ([]*graph.Tensor, error) {
 	q := kernels.Input(in, 0)
 	if err := kernels.CheckFloatInput(n, q, "query"); err != nil {
 		return nil, err
@@ -142,8 +161,8 @@ func gqaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 			return nil, kernels.Invalidf(n, "cos_cache %v and sin_cache %v must be [max_position, ≤ %d]", cosT.Shape, sinT.Shape, H/2)
 		}
 		width := cosT.Shape[1]
-		cv, sv := cosT.Float64s(), sinT.Float64s()
 		inter := n.AttrInt("rotary_interleaved", 0) != 0
+		c, sn := make([]float64, width), make([]float64, width) // the row of a position (not the whole caches)
 		rotate := func(x []float64, heads int) error {
 			for b := 0; b < B; b++ {
 				for s := 0; s < S; s++ {
@@ -151,7 +170,9 @@ func gqaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 					if p >= cosT.Shape[0] {
 						return kernels.Invalidf(n, "position %d is past the rotary cache (%d)", p, cosT.Shape[0])
 					}
-					c, sn := cv[p*width:(p+1)*width], sv[p*width:(p+1)*width]
+					for i := range c {
+						c[i], sn[i] = cosT.Float64At(p*width+i), sinT.Float64At(p*width+i)
+					}
 					for h := 0; h < heads; h++ {
 						base := ((b*S+s)*heads + h) * H
 						for i := 0; i < width; i++ {
@@ -175,85 +196,198 @@ func gqaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 			return nil, err
 		}
 	}
-	// the present caches
-	presK, presV := make([]float64, B*KV*T*H), make([]float64, B*KV*T*H)
-	var pkv, pvv []float64
-	if pk != nil {
-		pkv, pvv = pk.Float64s(), pv.Float64s()
-	}
-	for b := 0; b < B; b++ {
-		for h := 0; h < KV; h++ {
-			dst := (b*KV + h) * T * H
-			if pk != nil {
-				src := (b*KV + h) * P * H
-				copy(presK[dst:dst+past[b]*H], pkv[src:src+past[b]*H])
-				copy(presV[dst:dst+past[b]*H], pvv[src:src+past[b]*H])
-			}
-			for s := 0; s < S; s++ {
-				src := ((b*S+s)*KV + h) * H
-				at := dst + (past[b]+s)*H
-				copy(presK[at:at+H], kv[src:src+H])
-				copy(presV[at:at+H], vv[src:src+H])
-			}
-		}
-	}
 	scale := float64(n.AttrFloat("scale", 0))
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(H))
 	}
-	softcap := float64(n.AttrFloat("softcap", 0))
+	a := gqaArgs{B: B, S: S, N: N, KV: KV, H: H, T: T, past: past, q: qv, k: kv, v: vv,
+		scale: scale, softcap: float64(n.AttrFloat("softcap", 0))}
+	// the present caches: the caller's tensors where bound (the past
+	// itself: written in place), else new ones
+	shape := []int{B, KV, T, H}
+	// both bound tensors are taken before anything is allocated: an
+	// allocation of the presents' shape would be handed the other one
+	dk, dv := into(ctx, 1), into(ctx, 2)
+	presK, inplaceK, err := present(ctx, n, dk, pk, q.DType, shape, in)
+	if err != nil {
+		return nil, err
+	}
+	presV, inplaceV, err := present(ctx, n, dv, pv, q.DType, shape, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := gqaAttend(ctx, n, &a, pk, pv, presK, presV, inplaceK, inplaceV)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]*graph.Tensor, len(n.Outputs)) // output_qk, if listed unnamed, stays nil
+	if res[0], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, S, N * H}, out); err != nil {
+		return nil, err
+	}
+	res[1], res[2] = presK, presV
+	return res, nil
+}
+
+// gqaArgs are a GroupQueryAttention call's sizes and (rotated) new rows,
+// in float64: q (B, S, N, H), k and v (B, S, KV, H).
+type gqaArgs struct {
+	B, S, N, KV, H int
+	T              int   // present length, max(P, total)
+	past           []int // by batch: the past length p
+	q, k, v        []float64
+	scale, softcap float64
+}
+
+// PresentInto decides what to do with dst, the caller's tensor bound to a
+// present output of shape [B, KV, T, H] and dtype dt (nil: none): write
+// into it in place (inPlace: dst is past, the same memory and shape: only
+// the new rows are written), fill it as a new present (it shares no
+// memory with any of inputs), or leave it (nil: the kernel makes its own
+// present). Native kernels apply the same rule.
+func PresentInto(dst, past *graph.Tensor, dt graph.DType, shape []int, inputs []*graph.Tensor) (t *graph.Tensor, inPlace bool) {
+	if dst == nil || dst.DType != dt || !graph.SameShape(dst.Shape, shape) {
+		return nil, false
+	}
+	if past != nil && past.DType == dt && graph.SameShape(past.Shape, shape) && SameData(dst, past) {
+		return dst, true
+	}
+	for _, in := range inputs {
+		if in != nil && overlaps(dst, in) {
+			return nil, false
+		}
+	}
+	return dst, false
+}
+
+// present is the tensor a present output is written into (PresentInto):
+// dst in place, dst cleared, or a new zeroed tensor.
+func present(ctx *kernels.Context, n *graph.Node, dst, past *graph.Tensor, dt graph.DType, shape []int, in []*graph.Tensor) (*graph.Tensor, bool, error) {
+	t, inPlace := PresentInto(dst, past, dt, shape, in)
+	switch {
+	case t == nil:
+		t, err := ctx.New(dt, shape)
+		if err != nil {
+			return nil, false, kernels.Invalidf(n, "%v", err)
+		}
+		return t, false, nil
+	case !inPlace:
+		clearData(t)
+	}
+	return t, inPlace, nil
+}
+
+// SameData reports whether a and b are views of one buffer from the same
+// first element (both non-empty).
+func SameData(a, b *graph.Tensor) bool {
+	x, y := span(a), span(b)
+	return x.n > 0 && y.n > 0 && x.p == y.p
+}
+
+type byteSpan struct{ p, n uintptr }
+
+func span(t *graph.Tensor) byteSpan {
+	b, ok := graph.RawBytes(t)
+	if !ok || len(b) == 0 {
+		return byteSpan{}
+	}
+	return byteSpan{uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))}
+}
+
+// overlaps reports whether a and b share any byte of storage.
+func overlaps(a, b *graph.Tensor) bool {
+	x, y := span(a), span(b)
+	return x.n > 0 && y.n > 0 && x.p < y.p+y.n && y.p < x.p+x.n
+}
+
+// clearData zeroes t's elements.
+func clearData(t *graph.Tensor) {
+	if b, ok := graph.RawBytes(t); ok {
+		clear(b)
+	}
+}
+
+// gqaAttend writes the rows of the presents (all of 0..p+S-1 for a new
+// present, only the new ones p..p+S-1 in place) and returns the attention
+// output (B, S, N·H). The past rows are read from pk and pv (nil: no past)
+// before any row is written, the new ones from a.k and a.v (unrounded).
+func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, presV *graph.Tensor, inplaceK, inplaceV bool) ([]float64, error) {
+	B, S, N, KV, H, T := a.B, a.S, a.N, a.KV, a.H, a.T
+	P := 0
+	if pk != nil {
+		P = pk.Shape[2]
+	}
+	maxL := 0
+	for _, p := range a.past {
+		maxL = max(maxL, p+S)
+	}
+	kc, vc, sc := make([]float64, maxL*H), make([]float64, maxL*H), make([]float64, maxL)
 	out := make([]float64, B*S*N*H)
 	group := N / KV
 	for b := 0; b < B; b++ {
-		for h := 0; h < N; h++ {
-			cache := (b*KV + h/group) * T * H
+		p := a.past[b]
+		L := p + S
+		for kh := 0; kh < KV; kh++ {
+			if ctx.Stopped() {
+				return nil, ctx.Stop(n)
+			}
+			src := (b*KV + kh) * P * H
+			for i := 0; i < p*H; i++ {
+				kc[i], vc[i] = pk.Float64At(src+i), pv.Float64At(src+i)
+			}
 			for s := 0; s < S; s++ {
-				if ctx.Stopped() {
-					return nil, ctx.Stop(n)
-				}
-				qrow := qv[((b*S+s)*N+h)*H:][:H]
-				L := past[b] + s + 1
-				sc := make([]float64, L)
-				mx := math.Inf(-1)
-				for j := 0; j < L; j++ {
-					krow := presK[cache+j*H:][:H]
-					d := 0.0
-					for i := range qrow {
-						d += qrow[i] * krow[i]
+				at := ((b*S+s)*KV + kh) * H
+				copy(kc[(p+s)*H:(p+s+1)*H], a.k[at:at+H])
+				copy(vc[(p+s)*H:(p+s+1)*H], a.v[at:at+H])
+			}
+			dst := (b*KV + kh) * T * H
+			storeRows(presK, dst, kc, p, L, H, inplaceK)
+			storeRows(presV, dst, vc, p, L, H, inplaceV)
+			for h := kh * group; h < (kh+1)*group; h++ {
+				for s := 0; s < S; s++ {
+					qrow := a.q[((b*S+s)*N+h)*H:][:H]
+					sc := sc[:p+s+1]
+					mx := math.Inf(-1)
+					for j := range sc {
+						krow := kc[j*H : (j+1)*H]
+						d := 0.0
+						for i := range qrow {
+							d += qrow[i] * krow[i]
+						}
+						d *= a.scale
+						if a.softcap > 0 {
+							d = a.softcap * math.Tanh(d/a.softcap)
+						}
+						sc[j] = d
+						mx = math.Max(mx, d)
 					}
-					d *= scale
-					if softcap > 0 {
-						d = softcap * math.Tanh(d/softcap)
+					sum := 0.0
+					for j := range sc {
+						sc[j] = math.Exp(sc[j] - mx)
+						sum += sc[j]
 					}
-					sc[j] = d
-					mx = math.Max(mx, d)
-				}
-				sum := 0.0
-				for j := range sc {
-					sc[j] = math.Exp(sc[j] - mx)
-					sum += sc[j]
-				}
-				o := out[((b*S+s)*N+h)*H:][:H]
-				for j := range sc {
-					w := sc[j] / sum
-					vrow := presV[cache+j*H:][:H]
-					for i := range o {
-						o[i] += w * vrow[i]
+					o := out[((b*S+s)*N+h)*H:][:H]
+					for j := range sc {
+						w := sc[j] / sum
+						vrow := vc[j*H : (j+1)*H]
+						for i := range o {
+							o[i] += w * vrow[i]
+						}
 					}
 				}
 			}
 		}
 	}
-	res := make([]*graph.Tensor, len(n.Outputs)) // output_qk, if listed unnamed, stays nil
-	var err error
-	if res[0], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, S, N * H}, out); err != nil {
-		return nil, err
+	return out, nil
+}
+
+// storeRows writes rows of rows (H values each) into t from element
+// base: rows p..L-1 in place, else all of 0..L-1.
+func storeRows(t *graph.Tensor, base int, rows []float64, p, L, H int, inPlace bool) {
+	from := 0
+	if inPlace {
+		from = p
 	}
-	if res[1], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, KV, T, H}, presK); err != nil {
-		return nil, err
+	for i := from * H; i < L*H; i++ {
+		t.SetFloat64(base+i, rows[i])
 	}
-	if res[2], err = kernels.NewFromFloat64(ctx, n, q.DType, []int{B, KV, T, H}, presV); err != nil {
-		return nil, err
-	}
-	return res, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/kernels/contrib"
 	"github.com/switchyard-hal/switchyard/core/onnx"
 	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/core/tensorio"
@@ -211,5 +212,200 @@ func TestGroupQueryAttentionRefuses(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 		n.Attrs, in[5] = saved, sl
+	}
+}
+
+// gqaInputs are the kernel inputs of gqaModel's node, in order.
+func gqaInputs(m *graph.Model, feeds map[string]*graph.Tensor) []*graph.Tensor {
+	n := m.Graph.Nodes[0]
+	in := make([]*graph.Tensor, len(n.Inputs))
+	for i, name := range n.Inputs {
+		if t, ok := feeds[name]; ok {
+			in[i] = t
+		} else if name != "" {
+			in[i] = m.Graph.Initializers[name]
+		}
+	}
+	return in
+}
+
+// TestGroupQueryAttentionInPlace: with present_key and present_value
+// bound to past_key's and past_value's own memory (the share-buffer form,
+// P ≥ total), the kernel writes only the new rows p..p+S-1 of each
+// sequence into them, leaves every other row as it was, returns them as
+// the presents, and computes the same output as with new presents (bit
+// for bit); rows past p of the past are never read (they hold NaN). A
+// bound tensor sharing no memory with the inputs is filled as a new
+// present (its tail zeroed); one sharing memory with another input (the
+// key present bound to past_value) is not written.
+func TestGroupQueryAttentionInPlace(t *testing.T) {
+	cases := []gqaCase{
+		{name: "decode", B: 1, S: 1, N: 4, KV: 2, H: 8, P: 10, seqlens: []int{6}, total: 7},
+		{name: "decode-batch-ragged", B: 2, S: 1, N: 8, KV: 1, H: 4, P: 9, seqlens: []int{3, 8}, total: 9},
+		{name: "chunk-rotary", B: 2, S: 3, N: 6, KV: 3, H: 8, P: 12, seqlens: []int{5, 9}, total: 10, rotary: true},
+		{name: "chunk-interleaved-softcap", B: 1, S: 4, N: 2, KV: 2, H: 16, P: 6, seqlens: []int{5}, total: 6, rotary: true, interleaved: true, softcap: 1.5},
+		{name: "packed", B: 1, S: 2, N: 4, KV: 2, H: 8, P: 8, seqlens: []int{4}, total: 5, packed: true, rotary: true},
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	ctx := &kernels.Context{Context: context.Background(), Opset: 1}
+	none := func(*kernels.Context, int) *graph.Tensor { return nil }
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, feeds := gqaModel(c, rng)
+			n := m.Graph.Nodes[0]
+			in := gqaInputs(m, feeds)
+			pk, pv := in[3], in[4]
+			// rows past each sequence's past length are unused: NaN
+			for b, sl := range c.seqlens {
+				p := sl + 1 - c.S
+				for h := 0; h < c.KV; h++ {
+					for r := p; r < c.P; r++ {
+						for i := 0; i < c.H; i++ {
+							at := ((b*c.KV+h)*c.P+r)*c.H + i
+							pk.SetFloat64(at, math.NaN())
+							pv.SetFloat64(at, math.NaN())
+						}
+					}
+				}
+			}
+			want, err := contrib.GQAKernelInto(ctx, n, in, none)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := 0; j < want[0].Len(); j++ {
+				if v := want[0].Float64At(j); math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("output[%d] = %v: an unused past row was read", j, v)
+				}
+			}
+			// in place
+			bk, bv := pk.Clone(), pv.Clone()
+			inPlace := append([]*graph.Tensor(nil), in...)
+			inPlace[3], inPlace[4] = bk, bv
+			for s := 0; s < c.S; s++ { // the new rows' old contents must not matter
+				for b, sl := range c.seqlens {
+					for h := 0; h < c.KV; h++ {
+						for i := 0; i < c.H; i++ {
+							at := ((b*c.KV+h)*c.P+sl+1-c.S+s)*c.H + i
+							bk.SetFloat64(at, 1e6)
+							bv.SetFloat64(at, -1e6)
+						}
+					}
+				}
+			}
+			oldK, oldV := bk.Clone(), bv.Clone()
+			// the caller's tensors: other Tensor values over the same memory
+			ck, cv := &graph.Tensor{DType: bk.DType, Shape: bk.Shape, Data: bk.Data}, &graph.Tensor{DType: bv.DType, Shape: bv.Shape, Data: bv.Data}
+			got, err := contrib.GQAKernelInto(ctx, n, inPlace, func(_ *kernels.Context, j int) *graph.Tensor {
+				return map[int]*graph.Tensor{1: ck, 2: cv}[j]
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[1] != ck || got[2] != cv {
+				t.Fatalf("in place: the presents returned are not the bound tensors")
+			}
+			sameBits(t, "output", got[0], want[0])
+			for b, sl := range c.seqlens {
+				p := sl + 1 - c.S
+				for h := 0; h < c.KV; h++ {
+					for r := 0; r < c.P; r++ {
+						for i := 0; i < c.H; i++ {
+							at := ((b*c.KV+h)*c.P+r)*c.H + i
+							for _, x := range []struct {
+								name          string
+								got, old, new *graph.Tensor
+							}{{"present_key", bk, oldK, want[1]}, {"present_value", bv, oldV, want[2]}} {
+								g, w := x.got.Float64At(at), x.old.Float64At(at)
+								if r >= p && r < p+c.S {
+									w = x.new.Float64At(at)
+								}
+								if math.Float64bits(g) != math.Float64bits(w) {
+									t.Fatalf("%s[%d %d %d %d] = %v, want %v (new rows %d..%d)", x.name, b, h, r, i, g, w, p, p+c.S-1)
+								}
+							}
+						}
+					}
+				}
+			}
+			// bound tensors of their own, full of garbage: filled as new presents
+			fk, fv := want[1].Clone(), want[2].Clone()
+			for j := 0; j < fk.Len(); j++ {
+				fk.SetFloat64(j, 3)
+				fv.SetFloat64(j, 3)
+			}
+			got, err = contrib.GQAKernelInto(ctx, n, in, func(_ *kernels.Context, j int) *graph.Tensor {
+				return map[int]*graph.Tensor{1: fk, 2: fv}[j]
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[1] != fk || got[2] != fv {
+				t.Fatalf("bound presents not written")
+			}
+			for i, w := range want {
+				sameBits(t, fmt.Sprint("output ", i), got[i], w)
+			}
+			// the key present bound to past_value's memory: not written
+			saved := pv.Clone()
+			alias := &graph.Tensor{DType: pv.DType, Shape: pv.Shape, Data: pv.Data}
+			got, err = contrib.GQAKernelInto(ctx, n, in, func(_ *kernels.Context, j int) *graph.Tensor {
+				return map[int]*graph.Tensor{1: alias}[j]
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[1] == alias {
+				t.Fatalf("present_key written into past_value")
+			}
+			sameBits(t, "past_value", pv, saved)
+			for i, w := range want {
+				sameBits(t, fmt.Sprint("output ", i), got[i], w)
+			}
+		})
+	}
+}
+
+func sameBits(t *testing.T, what string, got, want *graph.Tensor) {
+	t.Helper()
+	if !graph.SameShape(got.Shape, want.Shape) {
+		t.Fatalf("%s: shape %v, want %v", what, got.Shape, want.Shape)
+	}
+	for j := 0; j < want.Len(); j++ {
+		if g, w := got.Float64At(j), want.Float64At(j); math.Float64bits(g) != math.Float64bits(w) {
+			t.Fatalf("%s[%d] = %v, want %v", what, j, g, w)
+		}
+	}
+}
+
+// BenchmarkGroupQueryAttention: the reference kernel on a decode step of
+// a small model (B 1, N 8, KV 4, H 8, 256 of 512 cache rows used) and of
+// a bigger one (N 32, KV 8, H 64, 1024 of 2048), the presents written in
+// place (bound to the pasts) or new (the past copied). plugins/native's
+// BenchmarkGQA runs the same cases on its kernel.
+func BenchmarkGroupQueryAttention(b *testing.B) {
+	for _, c := range []gqaCase{
+		{name: "small", B: 1, S: 1, N: 8, KV: 4, H: 8, P: 512, seqlens: []int{255}, total: 256},
+		{name: "big", B: 1, S: 1, N: 32, KV: 8, H: 64, P: 2048, seqlens: []int{1023}, total: 1024},
+	} {
+		m, feeds := gqaModel(c, rand.New(rand.NewPCG(1, 2)))
+		n, in := m.Graph.Nodes[0], gqaInputs(m, feeds)
+		ck, cv := &graph.Tensor{DType: graph.Float32, Shape: in[3].Shape, Data: in[3].Data}, &graph.Tensor{DType: graph.Float32, Shape: in[4].Shape, Data: in[4].Data}
+		ctx := &kernels.Context{Context: context.Background(), Opset: 1}
+		for _, mode := range []struct {
+			name string
+			into func(*kernels.Context, int) *graph.Tensor
+		}{
+			{"inplace", func(_ *kernels.Context, j int) *graph.Tensor { return [3]*graph.Tensor{nil, ck, cv}[j] }},
+			{"copy", func(*kernels.Context, int) *graph.Tensor { return nil }},
+		} {
+			b.Run(c.name+"/"+mode.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := contrib.GQAKernelInto(ctx, n, in, mode.into); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
