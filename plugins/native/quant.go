@@ -53,19 +53,27 @@ type qkernel struct {
 	name   string
 	mr, nv int
 	fn     func(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy, rows int, masks uint64)
+	// step is the cost of one tile's k-step for pickQKernel (0: the
+	// VNNI tiles' max(mr·nv, 12))
+	step int
 }
 
-// qkernelEnv forces an int8 kernel set by name ("generic": the portable
-// Go one); tests compare them.
+// qkernelEnv forces an int8 kernel family by name, read when a node is
+// compiled: "generic" (the portable Go kernels), "avx2" (the AVX2
+// assembly, on a machine that also has AVX-512: the GEMM tiles,
+// depthwise and Add), "vnni" or unset (the best the CPU has). A family
+// the CPU lacks falls to the next one down; tests compare them all
+// (archQFamilies lists the machine's).
 const qkernelEnv = "SWITCHYARD_NATIVE_QKERNEL"
+
+// qkernelFamily is the forced int8 kernel family ("": the best).
+func qkernelFamily() string { return os.Getenv(qkernelEnv) }
 
 // qkernels are the tile kernels for this machine, and whether they are
 // assembly (the portable one is the only one otherwise).
 func qkernels() []qkernel {
-	if os.Getenv(qkernelEnv) != "generic" {
-		if ks := archQKernels(); len(ks) > 0 {
-			return ks
-		}
+	if ks := archQKernels(); len(ks) > 0 {
+		return ks
 	}
 	return []qkernel{{name: "generic", mr: 4, nv: 1}}
 }
@@ -347,7 +355,11 @@ func pickQKernel(ks []qkernel, m, n int) qkernel {
 		cols := (n + 16*k.nv - 1) / (16 * k.nv) * 16 * k.nv
 		// a tile's k-step costs its mr·nv VPDPBUSDs, but no less than
 		// about 12 (the accumulators must cover the instruction's latency)
-		cost := (rows / k.mr) * (cols / (16 * k.nv)) * max(k.mr*k.nv, 12)
+		step := max(k.mr*k.nv, 12)
+		if k.step > 0 {
+			step = k.step
+		}
+		cost := (rows / k.mr) * (cols / (16 * k.nv)) * step
 		if bestCost < 0 || cost < bestCost {
 			best, bestCost = k, cost
 		}
@@ -769,9 +781,7 @@ func buildQDepthwise(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		d.w[i] = int32(v)
 	}
 	d.mq, d.ms = multipliers(q, c, false)
-	if os.Getenv(qkernelEnv) != "generic" {
-		d.fn = archDWQ()
-	}
+	d.fn = archDWQ()
 	if d.fn != nil {
 		d.prepareASM()
 	}
@@ -971,10 +981,7 @@ func buildQAdd(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		tb[uint8(int8(v))] = quant.MulByQuantizedMultiplier((int32(v)-bz[0])*(1<<leftShift), bm, bsh)
 	}
 	// the assembly's three requantisation blocks (16 equal lanes each)
-	var fn func(n int, a, b *int8, p *int32, y *int8)
-	if os.Getenv(qkernelEnv) != "generic" {
-		fn = archQAdd()
-	}
+	fn := archQAdd()
 	st := rqStride(1)
 	blocks := make([]int32, 3*st)
 	for i, bp := range []struct {

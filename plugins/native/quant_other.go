@@ -2,6 +2,9 @@
 
 package native
 
+// archQFamilies: only the portable int8 kernels for this GOARCH.
+func archQFamilies() []string { return []string{"generic"} }
+
 // archQKernels: no int8 assembly for this GOARCH (the portable kernel).
 func archQKernels() []qkernel { return nil }
 
