@@ -2,6 +2,16 @@
 
 package native
 
+// qgemmAVX2Tile8x16 computes one 8×16 int8 GEMM tile with its requantisation, on AVX2 (see the package asmgenq2).
+//
+//go:noescape
+func qgemmAVX2Tile8x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// qgemmAVX2Tile4x16 computes one 4×16 int8 GEMM tile with its requantisation, on AVX2 (see the package asmgenq2).
+//
+//go:noescape
+func qgemmAVX2Tile4x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
 // qgemmAVX2Tile2x16 computes one 2×16 int8 GEMM tile with its requantisation, on AVX2 (see the package asmgenq2).
 //
 //go:noescape

@@ -2,13 +2,21 @@
 
 #include "textflag.h"
 
-// func qgemmAVX2Tile2x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+// func qgemmAVX2Tile8x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
 // Requires: AVX, AVX2
-TEXT ·qgemmAVX2Tile2x16(SB), NOSPLIT, $0-64
+TEXT ·qgemmAVX2Tile8x16(SB), NOSPLIT, $0-64
 	MOVQ  k4+0(FP), AX
-	SHRQ  $0x02, AX
 	MOVQ  a+8(FP), CX
 	MOVQ  b+16(FP), DX
+	MOVQ  rq+24(FP), BX
+	MOVQ  y+32(FP), SI
+	MOVQ  ldy+40(FP), DI
+	MOVQ  rows+48(FP), R8
+	MOVQ  masks+56(FP), R9
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  (CX), R11
+	MOVQ  DX, R12
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -18,7 +26,2033 @@ TEXT ·qgemmAVX2Tile2x16(SB), NOSPLIT, $0-64
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
 
-qgemmAVX2Tile2x16_loop:
+qgemmAVX2Tile8x16_p0_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16_p0_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPBROADCASTD 384(BX), Y8
+	VPBROADCASTD 388(BX), Y9
+	VPBROADCASTD 392(BX), Y10
+	VPBROADCASTQ 400(BX), Y11
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y0, Y3
+	VPSRLQ       $0x20, Y0, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y0
+	VPAND        256(BX), Y0, Y7
+	VPSRLD       $0x1f, Y0, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y0, Y0
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       Y8, Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y10, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      160(BX), Y2, Y2
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y2, Y3
+	VPSRLQ       $0x20, Y2, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y2
+	VPAND        288(BX), Y2, Y7
+	VPSRLD       $0x1f, Y2, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y2, Y2
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y2, Y2
+	VPADDD       Y8, Y2, Y2
+	VPMAXSD      Y9, Y2, Y2
+	VPMINSD      Y10, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st0_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16_st0_0_end
+
+qgemmAVX2Tile8x16_st0_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16_st0_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16_st0_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16_st0_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16_st0_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16_st0_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16_st0_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16_st0_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16_st0_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16_st0_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16_st0_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16_st0_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16_st0_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16_st0_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16_st0_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16_st0_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st0_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16_st0_0_15:
+qgemmAVX2Tile8x16_st0_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000001
+	JLE          qgemmAVX2Tile8x16_done
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y4, Y3
+	VPSRLQ       $0x20, Y4, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y4
+	VPAND        256(BX), Y4, Y7
+	VPSRLD       $0x1f, Y4, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y4, Y4
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y4, Y4
+	VPADDD       Y8, Y4, Y4
+	VPMAXSD      Y9, Y4, Y4
+	VPMINSD      Y10, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VPSLLVD      160(BX), Y6, Y6
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y6, Y3
+	VPSRLQ       $0x20, Y6, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y6
+	VPAND        288(BX), Y6, Y7
+	VPSRLD       $0x1f, Y6, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y6, Y6
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y6, Y6
+	VPADDD       Y8, Y6, Y6
+	VPMAXSD      Y9, Y6, Y6
+	VPMINSD      Y10, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st1_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16_st1_0_end
+
+qgemmAVX2Tile8x16_st1_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16_st1_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16_st1_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16_st1_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16_st1_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16_st1_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16_st1_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16_st1_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16_st1_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16_st1_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16_st1_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16_st1_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16_st1_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16_st1_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16_st1_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16_st1_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st1_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16_st1_0_15:
+qgemmAVX2Tile8x16_st1_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000002
+	JLE   qgemmAVX2Tile8x16_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  8(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile8x16_p1_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16_p1_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPBROADCASTD 384(BX), Y8
+	VPBROADCASTD 388(BX), Y9
+	VPBROADCASTD 392(BX), Y10
+	VPBROADCASTQ 400(BX), Y11
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y0, Y3
+	VPSRLQ       $0x20, Y0, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y0
+	VPAND        256(BX), Y0, Y7
+	VPSRLD       $0x1f, Y0, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y0, Y0
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       Y8, Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y10, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      160(BX), Y2, Y2
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y2, Y3
+	VPSRLQ       $0x20, Y2, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y2
+	VPAND        288(BX), Y2, Y7
+	VPSRLD       $0x1f, Y2, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y2, Y2
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y2, Y2
+	VPADDD       Y8, Y2, Y2
+	VPMAXSD      Y9, Y2, Y2
+	VPMINSD      Y10, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st2_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16_st2_0_end
+
+qgemmAVX2Tile8x16_st2_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16_st2_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16_st2_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16_st2_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16_st2_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16_st2_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16_st2_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16_st2_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16_st2_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16_st2_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16_st2_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16_st2_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16_st2_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16_st2_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16_st2_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16_st2_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st2_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16_st2_0_15:
+qgemmAVX2Tile8x16_st2_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000003
+	JLE          qgemmAVX2Tile8x16_done
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y4, Y3
+	VPSRLQ       $0x20, Y4, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y4
+	VPAND        256(BX), Y4, Y7
+	VPSRLD       $0x1f, Y4, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y4, Y4
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y4, Y4
+	VPADDD       Y8, Y4, Y4
+	VPMAXSD      Y9, Y4, Y4
+	VPMINSD      Y10, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VPSLLVD      160(BX), Y6, Y6
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y6, Y3
+	VPSRLQ       $0x20, Y6, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y6
+	VPAND        288(BX), Y6, Y7
+	VPSRLD       $0x1f, Y6, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y6, Y6
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y6, Y6
+	VPADDD       Y8, Y6, Y6
+	VPMAXSD      Y9, Y6, Y6
+	VPMINSD      Y10, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st3_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16_st3_0_end
+
+qgemmAVX2Tile8x16_st3_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16_st3_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16_st3_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16_st3_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16_st3_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16_st3_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16_st3_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16_st3_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16_st3_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16_st3_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16_st3_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16_st3_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16_st3_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16_st3_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16_st3_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16_st3_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st3_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16_st3_0_15:
+qgemmAVX2Tile8x16_st3_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000004
+	JLE   qgemmAVX2Tile8x16_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  16(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile8x16_p2_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16_p2_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPBROADCASTD 384(BX), Y8
+	VPBROADCASTD 388(BX), Y9
+	VPBROADCASTD 392(BX), Y10
+	VPBROADCASTQ 400(BX), Y11
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y0, Y3
+	VPSRLQ       $0x20, Y0, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y0
+	VPAND        256(BX), Y0, Y7
+	VPSRLD       $0x1f, Y0, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y0, Y0
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       Y8, Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y10, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      160(BX), Y2, Y2
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y2, Y3
+	VPSRLQ       $0x20, Y2, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y2
+	VPAND        288(BX), Y2, Y7
+	VPSRLD       $0x1f, Y2, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y2, Y2
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y2, Y2
+	VPADDD       Y8, Y2, Y2
+	VPMAXSD      Y9, Y2, Y2
+	VPMINSD      Y10, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st4_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16_st4_0_end
+
+qgemmAVX2Tile8x16_st4_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16_st4_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16_st4_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16_st4_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16_st4_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16_st4_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16_st4_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16_st4_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16_st4_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16_st4_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16_st4_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16_st4_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16_st4_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16_st4_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16_st4_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16_st4_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st4_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16_st4_0_15:
+qgemmAVX2Tile8x16_st4_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000005
+	JLE          qgemmAVX2Tile8x16_done
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y4, Y3
+	VPSRLQ       $0x20, Y4, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y4
+	VPAND        256(BX), Y4, Y7
+	VPSRLD       $0x1f, Y4, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y4, Y4
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y4, Y4
+	VPADDD       Y8, Y4, Y4
+	VPMAXSD      Y9, Y4, Y4
+	VPMINSD      Y10, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VPSLLVD      160(BX), Y6, Y6
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y6, Y3
+	VPSRLQ       $0x20, Y6, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y6
+	VPAND        288(BX), Y6, Y7
+	VPSRLD       $0x1f, Y6, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y6, Y6
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y6, Y6
+	VPADDD       Y8, Y6, Y6
+	VPMAXSD      Y9, Y6, Y6
+	VPMINSD      Y10, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st5_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16_st5_0_end
+
+qgemmAVX2Tile8x16_st5_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16_st5_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16_st5_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16_st5_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16_st5_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16_st5_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16_st5_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16_st5_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16_st5_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16_st5_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16_st5_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16_st5_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16_st5_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16_st5_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16_st5_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16_st5_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st5_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16_st5_0_15:
+qgemmAVX2Tile8x16_st5_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000006
+	JLE   qgemmAVX2Tile8x16_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  24(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile8x16_p3_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16_p3_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPBROADCASTD 384(BX), Y8
+	VPBROADCASTD 388(BX), Y9
+	VPBROADCASTD 392(BX), Y10
+	VPBROADCASTQ 400(BX), Y11
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y0, Y3
+	VPSRLQ       $0x20, Y0, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y0
+	VPAND        256(BX), Y0, Y7
+	VPSRLD       $0x1f, Y0, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y0, Y0
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       Y8, Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y10, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      160(BX), Y2, Y2
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y2, Y3
+	VPSRLQ       $0x20, Y2, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y2
+	VPAND        288(BX), Y2, Y7
+	VPSRLD       $0x1f, Y2, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y2, Y2
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y2, Y2
+	VPADDD       Y8, Y2, Y2
+	VPMAXSD      Y9, Y2, Y2
+	VPMINSD      Y10, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st6_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16_st6_0_end
+
+qgemmAVX2Tile8x16_st6_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16_st6_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16_st6_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16_st6_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16_st6_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16_st6_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16_st6_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16_st6_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16_st6_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16_st6_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16_st6_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16_st6_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16_st6_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16_st6_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16_st6_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16_st6_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st6_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16_st6_0_15:
+qgemmAVX2Tile8x16_st6_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000007
+	JLE          qgemmAVX2Tile8x16_done
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y4, Y3
+	VPSRLQ       $0x20, Y4, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y4
+	VPAND        256(BX), Y4, Y7
+	VPSRLD       $0x1f, Y4, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y4, Y4
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y4, Y4
+	VPADDD       Y8, Y4, Y4
+	VPMAXSD      Y9, Y4, Y4
+	VPMINSD      Y10, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VPSLLVD      160(BX), Y6, Y6
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y6, Y3
+	VPSRLQ       $0x20, Y6, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y6
+	VPAND        288(BX), Y6, Y7
+	VPSRLD       $0x1f, Y6, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y6, Y6
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y6, Y6
+	VPADDD       Y8, Y6, Y6
+	VPMAXSD      Y9, Y6, Y6
+	VPMINSD      Y10, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16_st7_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16_st7_0_end
+
+qgemmAVX2Tile8x16_st7_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16_st7_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16_st7_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16_st7_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16_st7_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16_st7_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16_st7_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16_st7_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16_st7_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16_st7_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16_st7_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16_st7_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16_st7_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16_st7_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16_st7_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16_st7_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16_st7_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16_st7_0_15:
+qgemmAVX2Tile8x16_st7_0_end:
+qgemmAVX2Tile8x16_done:
+	VZEROUPPER
+	RET
+
+// func qgemmAVX2Tile4x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+// Requires: AVX, AVX2
+TEXT ·qgemmAVX2Tile4x16(SB), NOSPLIT, $0-64
+	MOVQ  k4+0(FP), AX
+	MOVQ  a+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  rq+24(FP), BX
+	MOVQ  y+32(FP), SI
+	MOVQ  ldy+40(FP), DI
+	MOVQ  rows+48(FP), R8
+	MOVQ  masks+56(FP), R9
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  (CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile4x16_p0_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000010, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile4x16_p0_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPBROADCASTD 384(BX), Y8
+	VPBROADCASTD 388(BX), Y9
+	VPBROADCASTD 392(BX), Y10
+	VPBROADCASTQ 400(BX), Y11
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y0, Y3
+	VPSRLQ       $0x20, Y0, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y0
+	VPAND        256(BX), Y0, Y7
+	VPSRLD       $0x1f, Y0, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y0, Y0
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       Y8, Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y10, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      160(BX), Y2, Y2
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y2, Y3
+	VPSRLQ       $0x20, Y2, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y2
+	VPAND        288(BX), Y2, Y7
+	VPSRLD       $0x1f, Y2, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y2, Y2
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y2, Y2
+	VPADDD       Y8, Y2, Y2
+	VPMAXSD      Y9, Y2, Y2
+	VPMINSD      Y10, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16_st0_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile4x16_st0_0_end
+
+qgemmAVX2Tile4x16_st0_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile4x16_st0_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile4x16_st0_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile4x16_st0_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile4x16_st0_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile4x16_st0_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile4x16_st0_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile4x16_st0_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile4x16_st0_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile4x16_st0_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile4x16_st0_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile4x16_st0_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile4x16_st0_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile4x16_st0_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile4x16_st0_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile4x16_st0_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16_st0_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile4x16_st0_0_15:
+qgemmAVX2Tile4x16_st0_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000001
+	JLE          qgemmAVX2Tile4x16_done
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y4, Y3
+	VPSRLQ       $0x20, Y4, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y4
+	VPAND        256(BX), Y4, Y7
+	VPSRLD       $0x1f, Y4, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y4, Y4
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y4, Y4
+	VPADDD       Y8, Y4, Y4
+	VPMAXSD      Y9, Y4, Y4
+	VPMINSD      Y10, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VPSLLVD      160(BX), Y6, Y6
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y6, Y3
+	VPSRLQ       $0x20, Y6, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y6
+	VPAND        288(BX), Y6, Y7
+	VPSRLD       $0x1f, Y6, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y6, Y6
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y6, Y6
+	VPADDD       Y8, Y6, Y6
+	VPMAXSD      Y9, Y6, Y6
+	VPMINSD      Y10, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16_st1_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile4x16_st1_0_end
+
+qgemmAVX2Tile4x16_st1_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile4x16_st1_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile4x16_st1_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile4x16_st1_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile4x16_st1_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile4x16_st1_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile4x16_st1_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile4x16_st1_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile4x16_st1_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile4x16_st1_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile4x16_st1_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile4x16_st1_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile4x16_st1_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile4x16_st1_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile4x16_st1_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile4x16_st1_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16_st1_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile4x16_st1_0_15:
+qgemmAVX2Tile4x16_st1_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000002
+	JLE   qgemmAVX2Tile4x16_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  8(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile4x16_p1_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000010, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile4x16_p1_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPBROADCASTD 384(BX), Y8
+	VPBROADCASTD 388(BX), Y9
+	VPBROADCASTD 392(BX), Y10
+	VPBROADCASTQ 400(BX), Y11
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y0, Y3
+	VPSRLQ       $0x20, Y0, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y0
+	VPAND        256(BX), Y0, Y7
+	VPSRLD       $0x1f, Y0, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y0, Y0
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       Y8, Y0, Y0
+	VPMAXSD      Y9, Y0, Y0
+	VPMINSD      Y10, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      160(BX), Y2, Y2
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y2, Y3
+	VPSRLQ       $0x20, Y2, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y2
+	VPAND        288(BX), Y2, Y7
+	VPSRLD       $0x1f, Y2, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y2, Y2
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y2, Y2
+	VPADDD       Y8, Y2, Y2
+	VPMAXSD      Y9, Y2, Y2
+	VPMINSD      Y10, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16_st2_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile4x16_st2_0_end
+
+qgemmAVX2Tile4x16_st2_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile4x16_st2_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile4x16_st2_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile4x16_st2_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile4x16_st2_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile4x16_st2_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile4x16_st2_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile4x16_st2_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile4x16_st2_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile4x16_st2_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile4x16_st2_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile4x16_st2_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile4x16_st2_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile4x16_st2_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile4x16_st2_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile4x16_st2_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16_st2_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile4x16_st2_0_15:
+qgemmAVX2Tile4x16_st2_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000003
+	JLE          qgemmAVX2Tile4x16_done
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VMOVDQU      64(BX), Y1
+	VPMULDQ      Y1, Y4, Y3
+	VPSRLQ       $0x20, Y4, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y4
+	VPAND        256(BX), Y4, Y7
+	VPSRLD       $0x1f, Y4, Y5
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y4, Y4
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y4, Y4
+	VPADDD       Y8, Y4, Y4
+	VPMAXSD      Y9, Y4, Y4
+	VPMINSD      Y10, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VPSLLVD      160(BX), Y6, Y6
+	VMOVDQU      96(BX), Y1
+	VPMULDQ      Y1, Y6, Y3
+	VPSRLQ       $0x20, Y6, Y5
+	VPSRLQ       $0x20, Y1, Y1
+	VPMULDQ      Y1, Y5, Y5
+	VPADDQ       Y11, Y3, Y3
+	VPADDQ       Y11, Y5, Y5
+	VPSRLQ       $0x1f, Y3, Y3
+	VPSRLQ       $0x1f, Y5, Y5
+	VPSLLQ       $0x20, Y5, Y5
+	VPBLENDD     $0xaa, Y5, Y3, Y6
+	VPAND        288(BX), Y6, Y7
+	VPSRLD       $0x1f, Y6, Y5
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y6, Y6
+	VPCMPGTD     Y5, Y7, Y1
+	VPSUBD       Y1, Y6, Y6
+	VPADDD       Y8, Y6, Y6
+	VPMAXSD      Y9, Y6, Y6
+	VPMINSD      Y10, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16_st3_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile4x16_st3_0_end
+
+qgemmAVX2Tile4x16_st3_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile4x16_st3_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile4x16_st3_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile4x16_st3_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile4x16_st3_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile4x16_st3_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile4x16_st3_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile4x16_st3_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile4x16_st3_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile4x16_st3_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile4x16_st3_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile4x16_st3_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile4x16_st3_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile4x16_st3_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile4x16_st3_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile4x16_st3_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16_st3_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile4x16_st3_0_15:
+qgemmAVX2Tile4x16_st3_0_end:
+qgemmAVX2Tile4x16_done:
+	VZEROUPPER
+	RET
+
+// func qgemmAVX2Tile2x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+// Requires: AVX, AVX2
+TEXT ·qgemmAVX2Tile2x16(SB), NOSPLIT, $0-64
+	MOVQ  k4+0(FP), AX
+	MOVQ  a+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  rq+24(FP), BX
+	MOVQ  y+32(FP), SI
+	MOVQ  ldy+40(FP), DI
+	MOVQ  rows+48(FP), R8
+	MOVQ  masks+56(FP), R9
+	SHRQ  $0x02, AX
+	LEAQ  (CX), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile2x16_p0_loop:
 	VPBROADCASTD (CX), X8
 	VPMOVZXBW    X8, Y8
 	VPBROADCASTD 4(CX), X9
@@ -46,7 +2080,7 @@ qgemmAVX2Tile2x16_loop:
 	ADDQ         $0x00000008, CX
 	ADDQ         $0x00000040, DX
 	DECQ         AX
-	JNZ          qgemmAVX2Tile2x16_loop
+	JNZ          qgemmAVX2Tile2x16_p0_loop
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPHADDD      Y3, Y2, Y2
@@ -55,18 +2089,13 @@ qgemmAVX2Tile2x16_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	MOVQ         rq+24(FP), AX
-	MOVQ         y+32(FP), CX
-	MOVQ         ldy+40(FP), DX
-	MOVQ         rows+48(FP), BX
-	MOVQ         masks+56(FP), SI
-	VPBROADCASTD 384(AX), Y8
-	VPBROADCASTD 388(AX), Y9
-	VPBROADCASTD 392(AX), Y10
-	VPBROADCASTQ 400(AX), Y11
-	VPADDD       (AX), Y0, Y0
-	VPSLLVD      128(AX), Y0, Y0
-	VMOVDQU      64(AX), Y1
+	VPBROADCASTD 384(BX), Y8
+	VPBROADCASTD 388(BX), Y9
+	VPBROADCASTD 392(BX), Y10
+	VPBROADCASTQ 400(BX), Y11
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VMOVDQU      64(BX), Y1
 	VPMULDQ      Y1, Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -77,18 +2106,18 @@ qgemmAVX2Tile2x16_loop:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
-	VPAND        256(AX), Y0, Y7
+	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
-	VPADDD       320(AX), Y5, Y5
-	VPSRAVD      192(AX), Y0, Y0
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPADDD       Y8, Y0, Y0
 	VPMAXSD      Y9, Y0, Y0
 	VPMINSD      Y10, Y0, Y0
-	VPADDD       32(AX), Y2, Y2
-	VPSLLVD      160(AX), Y2, Y2
-	VMOVDQU      96(AX), Y1
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      160(BX), Y2, Y2
+	VMOVDQU      96(BX), Y1
 	VPMULDQ      Y1, Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -99,10 +2128,10 @@ qgemmAVX2Tile2x16_loop:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
-	VPAND        288(AX), Y2, Y7
+	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
-	VPADDD       352(AX), Y5, Y5
-	VPSRAVD      224(AX), Y2, Y2
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
 	VPADDD       Y8, Y2, Y2
@@ -112,101 +2141,101 @@ qgemmAVX2Tile2x16_loop:
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
 	VPACKSSWB    X1, X0, X0
-	MOVQ         SI, DI
-	ANDL         $0x0000ffff, DI
-	CMPL         DI, $0x0000ffff
+	MOVQ         R9, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
 	JNE          qgemmAVX2Tile2x16_st0_0_part
-	VMOVDQU      X0, (CX)
+	VMOVDQU      X0, (SI)
 	JMP          qgemmAVX2Tile2x16_st0_0_end
 
 qgemmAVX2Tile2x16_st0_0_part:
-	BTL     $0x00, DI
+	BTL     $0x00, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_0
-	VPEXTRB $0x00, X0, (CX)
+	VPEXTRB $0x00, X0, (SI)
 
 qgemmAVX2Tile2x16_st0_0_0:
-	BTL     $0x01, DI
+	BTL     $0x01, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_1
-	VPEXTRB $0x01, X0, 1(CX)
+	VPEXTRB $0x01, X0, 1(SI)
 
 qgemmAVX2Tile2x16_st0_0_1:
-	BTL     $0x02, DI
+	BTL     $0x02, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_2
-	VPEXTRB $0x02, X0, 2(CX)
+	VPEXTRB $0x02, X0, 2(SI)
 
 qgemmAVX2Tile2x16_st0_0_2:
-	BTL     $0x03, DI
+	BTL     $0x03, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_3
-	VPEXTRB $0x03, X0, 3(CX)
+	VPEXTRB $0x03, X0, 3(SI)
 
 qgemmAVX2Tile2x16_st0_0_3:
-	BTL     $0x04, DI
+	BTL     $0x04, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_4
-	VPEXTRB $0x04, X0, 4(CX)
+	VPEXTRB $0x04, X0, 4(SI)
 
 qgemmAVX2Tile2x16_st0_0_4:
-	BTL     $0x05, DI
+	BTL     $0x05, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_5
-	VPEXTRB $0x05, X0, 5(CX)
+	VPEXTRB $0x05, X0, 5(SI)
 
 qgemmAVX2Tile2x16_st0_0_5:
-	BTL     $0x06, DI
+	BTL     $0x06, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_6
-	VPEXTRB $0x06, X0, 6(CX)
+	VPEXTRB $0x06, X0, 6(SI)
 
 qgemmAVX2Tile2x16_st0_0_6:
-	BTL     $0x07, DI
+	BTL     $0x07, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_7
-	VPEXTRB $0x07, X0, 7(CX)
+	VPEXTRB $0x07, X0, 7(SI)
 
 qgemmAVX2Tile2x16_st0_0_7:
-	BTL     $0x08, DI
+	BTL     $0x08, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_8
-	VPEXTRB $0x08, X0, 8(CX)
+	VPEXTRB $0x08, X0, 8(SI)
 
 qgemmAVX2Tile2x16_st0_0_8:
-	BTL     $0x09, DI
+	BTL     $0x09, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_9
-	VPEXTRB $0x09, X0, 9(CX)
+	VPEXTRB $0x09, X0, 9(SI)
 
 qgemmAVX2Tile2x16_st0_0_9:
-	BTL     $0x0a, DI
+	BTL     $0x0a, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_10
-	VPEXTRB $0x0a, X0, 10(CX)
+	VPEXTRB $0x0a, X0, 10(SI)
 
 qgemmAVX2Tile2x16_st0_0_10:
-	BTL     $0x0b, DI
+	BTL     $0x0b, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_11
-	VPEXTRB $0x0b, X0, 11(CX)
+	VPEXTRB $0x0b, X0, 11(SI)
 
 qgemmAVX2Tile2x16_st0_0_11:
-	BTL     $0x0c, DI
+	BTL     $0x0c, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_12
-	VPEXTRB $0x0c, X0, 12(CX)
+	VPEXTRB $0x0c, X0, 12(SI)
 
 qgemmAVX2Tile2x16_st0_0_12:
-	BTL     $0x0d, DI
+	BTL     $0x0d, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_13
-	VPEXTRB $0x0d, X0, 13(CX)
+	VPEXTRB $0x0d, X0, 13(SI)
 
 qgemmAVX2Tile2x16_st0_0_13:
-	BTL     $0x0e, DI
+	BTL     $0x0e, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_14
-	VPEXTRB $0x0e, X0, 14(CX)
+	VPEXTRB $0x0e, X0, 14(SI)
 
 qgemmAVX2Tile2x16_st0_0_14:
-	BTL     $0x0f, DI
+	BTL     $0x0f, AX
 	JCC     qgemmAVX2Tile2x16_st0_0_15
-	VPEXTRB $0x0f, X0, 15(CX)
+	VPEXTRB $0x0f, X0, 15(SI)
 
 qgemmAVX2Tile2x16_st0_0_15:
 qgemmAVX2Tile2x16_st0_0_end:
-	ADDQ         DX, CX
-	CMPQ         BX, $0x00000001
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000001
 	JLE          qgemmAVX2Tile2x16_done
-	VPADDD       (AX), Y4, Y4
-	VPSLLVD      128(AX), Y4, Y4
-	VMOVDQU      64(AX), Y1
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VMOVDQU      64(BX), Y1
 	VPMULDQ      Y1, Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -217,18 +2246,18 @@ qgemmAVX2Tile2x16_st0_0_end:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
-	VPAND        256(AX), Y4, Y7
+	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
-	VPADDD       320(AX), Y5, Y5
-	VPSRAVD      192(AX), Y4, Y4
+	VPADDD       320(BX), Y5, Y5
+	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
 	VPADDD       Y8, Y4, Y4
 	VPMAXSD      Y9, Y4, Y4
 	VPMINSD      Y10, Y4, Y4
-	VPADDD       32(AX), Y6, Y6
-	VPSLLVD      160(AX), Y6, Y6
-	VMOVDQU      96(AX), Y1
+	VPADDD       32(BX), Y6, Y6
+	VPSLLVD      160(BX), Y6, Y6
+	VMOVDQU      96(BX), Y1
 	VPMULDQ      Y1, Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -239,10 +2268,10 @@ qgemmAVX2Tile2x16_st0_0_end:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
-	VPAND        288(AX), Y6, Y7
+	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
-	VPADDD       352(AX), Y5, Y5
-	VPSRAVD      224(AX), Y6, Y6
+	VPADDD       352(BX), Y5, Y5
+	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
 	VPADDD       Y8, Y6, Y6
@@ -252,92 +2281,92 @@ qgemmAVX2Tile2x16_st0_0_end:
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
 	VPACKSSWB    X1, X4, X4
-	MOVQ         SI, DI
-	ANDL         $0x0000ffff, DI
-	CMPL         DI, $0x0000ffff
+	MOVQ         R9, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
 	JNE          qgemmAVX2Tile2x16_st1_0_part
-	VMOVDQU      X4, (CX)
+	VMOVDQU      X4, (SI)
 	JMP          qgemmAVX2Tile2x16_st1_0_end
 
 qgemmAVX2Tile2x16_st1_0_part:
-	BTL     $0x00, DI
+	BTL     $0x00, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_0
-	VPEXTRB $0x00, X4, (CX)
+	VPEXTRB $0x00, X4, (SI)
 
 qgemmAVX2Tile2x16_st1_0_0:
-	BTL     $0x01, DI
+	BTL     $0x01, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_1
-	VPEXTRB $0x01, X4, 1(CX)
+	VPEXTRB $0x01, X4, 1(SI)
 
 qgemmAVX2Tile2x16_st1_0_1:
-	BTL     $0x02, DI
+	BTL     $0x02, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_2
-	VPEXTRB $0x02, X4, 2(CX)
+	VPEXTRB $0x02, X4, 2(SI)
 
 qgemmAVX2Tile2x16_st1_0_2:
-	BTL     $0x03, DI
+	BTL     $0x03, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_3
-	VPEXTRB $0x03, X4, 3(CX)
+	VPEXTRB $0x03, X4, 3(SI)
 
 qgemmAVX2Tile2x16_st1_0_3:
-	BTL     $0x04, DI
+	BTL     $0x04, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_4
-	VPEXTRB $0x04, X4, 4(CX)
+	VPEXTRB $0x04, X4, 4(SI)
 
 qgemmAVX2Tile2x16_st1_0_4:
-	BTL     $0x05, DI
+	BTL     $0x05, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_5
-	VPEXTRB $0x05, X4, 5(CX)
+	VPEXTRB $0x05, X4, 5(SI)
 
 qgemmAVX2Tile2x16_st1_0_5:
-	BTL     $0x06, DI
+	BTL     $0x06, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_6
-	VPEXTRB $0x06, X4, 6(CX)
+	VPEXTRB $0x06, X4, 6(SI)
 
 qgemmAVX2Tile2x16_st1_0_6:
-	BTL     $0x07, DI
+	BTL     $0x07, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_7
-	VPEXTRB $0x07, X4, 7(CX)
+	VPEXTRB $0x07, X4, 7(SI)
 
 qgemmAVX2Tile2x16_st1_0_7:
-	BTL     $0x08, DI
+	BTL     $0x08, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_8
-	VPEXTRB $0x08, X4, 8(CX)
+	VPEXTRB $0x08, X4, 8(SI)
 
 qgemmAVX2Tile2x16_st1_0_8:
-	BTL     $0x09, DI
+	BTL     $0x09, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_9
-	VPEXTRB $0x09, X4, 9(CX)
+	VPEXTRB $0x09, X4, 9(SI)
 
 qgemmAVX2Tile2x16_st1_0_9:
-	BTL     $0x0a, DI
+	BTL     $0x0a, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_10
-	VPEXTRB $0x0a, X4, 10(CX)
+	VPEXTRB $0x0a, X4, 10(SI)
 
 qgemmAVX2Tile2x16_st1_0_10:
-	BTL     $0x0b, DI
+	BTL     $0x0b, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_11
-	VPEXTRB $0x0b, X4, 11(CX)
+	VPEXTRB $0x0b, X4, 11(SI)
 
 qgemmAVX2Tile2x16_st1_0_11:
-	BTL     $0x0c, DI
+	BTL     $0x0c, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_12
-	VPEXTRB $0x0c, X4, 12(CX)
+	VPEXTRB $0x0c, X4, 12(SI)
 
 qgemmAVX2Tile2x16_st1_0_12:
-	BTL     $0x0d, DI
+	BTL     $0x0d, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_13
-	VPEXTRB $0x0d, X4, 13(CX)
+	VPEXTRB $0x0d, X4, 13(SI)
 
 qgemmAVX2Tile2x16_st1_0_13:
-	BTL     $0x0e, DI
+	BTL     $0x0e, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_14
-	VPEXTRB $0x0e, X4, 14(CX)
+	VPEXTRB $0x0e, X4, 14(SI)
 
 qgemmAVX2Tile2x16_st1_0_14:
-	BTL     $0x0f, DI
+	BTL     $0x0f, AX
 	JCC     qgemmAVX2Tile2x16_st1_0_15
-	VPEXTRB $0x0f, X4, 15(CX)
+	VPEXTRB $0x0f, X4, 15(SI)
 
 qgemmAVX2Tile2x16_st1_0_15:
 qgemmAVX2Tile2x16_st1_0_end:
@@ -349,9 +2378,15 @@ qgemmAVX2Tile2x16_done:
 // Requires: AVX, AVX2
 TEXT ·qgemmAVX2Tile1x48(SB), NOSPLIT, $0-64
 	MOVQ  k4+0(FP), AX
-	SHRQ  $0x02, AX
 	MOVQ  a+8(FP), CX
 	MOVQ  b+16(FP), DX
+	MOVQ  rq+24(FP), BX
+	MOVQ  y+32(FP), SI
+	MOVQ  ldy+40(FP), DI
+	MOVQ  rows+48(FP), DI
+	MOVQ  masks+56(FP), DI
+	SHRQ  $0x02, AX
+	LEAQ  (CX), CX
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -365,7 +2400,7 @@ TEXT ·qgemmAVX2Tile1x48(SB), NOSPLIT, $0-64
 	VPXOR Y10, Y10, Y10
 	VPXOR Y11, Y11, Y11
 
-qgemmAVX2Tile1x48_loop:
+qgemmAVX2Tile1x48_p0_loop:
 	VPBROADCASTD (CX), X12
 	VPMOVZXBW    X12, Y12
 	VPMOVSXBW    (DX), Y13
@@ -407,7 +2442,7 @@ qgemmAVX2Tile1x48_loop:
 	ADDQ         $0x00000004, CX
 	ADDQ         $0x000000c0, DX
 	DECQ         AX
-	JNZ          qgemmAVX2Tile1x48_loop
+	JNZ          qgemmAVX2Tile1x48_p0_loop
 	VPHADDD      Y1, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VPHADDD      Y3, Y2, Y2
@@ -420,18 +2455,13 @@ qgemmAVX2Tile1x48_loop:
 	VPERMQ       $0xd8, Y8, Y8
 	VPHADDD      Y11, Y10, Y10
 	VPERMQ       $0xd8, Y10, Y10
-	MOVQ         rq+24(FP), AX
-	MOVQ         y+32(FP), CX
-	MOVQ         ldy+40(FP), DX
-	MOVQ         rows+48(FP), DX
-	MOVQ         masks+56(FP), DX
-	VPBROADCASTD 1152(AX), Y9
-	VPBROADCASTD 1156(AX), Y11
-	VPBROADCASTD 1160(AX), Y12
-	VPBROADCASTQ 1168(AX), Y13
-	VPADDD       (AX), Y0, Y0
-	VPSLLVD      384(AX), Y0, Y0
-	VMOVDQU      192(AX), Y1
+	VPBROADCASTD 1152(BX), Y9
+	VPBROADCASTD 1156(BX), Y11
+	VPBROADCASTD 1160(BX), Y12
+	VPBROADCASTQ 1168(BX), Y13
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      384(BX), Y0, Y0
+	VMOVDQU      192(BX), Y1
 	VPMULDQ      Y1, Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -442,18 +2472,18 @@ qgemmAVX2Tile1x48_loop:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
-	VPAND        768(AX), Y0, Y7
+	VPAND        768(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
-	VPADDD       960(AX), Y5, Y5
-	VPSRAVD      576(AX), Y0, Y0
+	VPADDD       960(BX), Y5, Y5
+	VPSRAVD      576(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
 	VPADDD       Y9, Y0, Y0
 	VPMAXSD      Y11, Y0, Y0
 	VPMINSD      Y12, Y0, Y0
-	VPADDD       32(AX), Y2, Y2
-	VPSLLVD      416(AX), Y2, Y2
-	VMOVDQU      224(AX), Y1
+	VPADDD       32(BX), Y2, Y2
+	VPSLLVD      416(BX), Y2, Y2
+	VMOVDQU      224(BX), Y1
 	VPMULDQ      Y1, Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -464,10 +2494,10 @@ qgemmAVX2Tile1x48_loop:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
-	VPAND        800(AX), Y2, Y7
+	VPAND        800(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
-	VPADDD       992(AX), Y5, Y5
-	VPSRAVD      608(AX), Y2, Y2
+	VPADDD       992(BX), Y5, Y5
+	VPSRAVD      608(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
 	VPADDD       Y9, Y2, Y2
@@ -477,98 +2507,98 @@ qgemmAVX2Tile1x48_loop:
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
 	VPACKSSWB    X1, X0, X0
-	MOVQ         DX, BX
-	ANDL         $0x0000ffff, BX
-	CMPL         BX, $0x0000ffff
+	MOVQ         DI, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
 	JNE          qgemmAVX2Tile1x48_st0_0_part
-	VMOVDQU      X0, (CX)
+	VMOVDQU      X0, (SI)
 	JMP          qgemmAVX2Tile1x48_st0_0_end
 
 qgemmAVX2Tile1x48_st0_0_part:
-	BTL     $0x00, BX
+	BTL     $0x00, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_0
-	VPEXTRB $0x00, X0, (CX)
+	VPEXTRB $0x00, X0, (SI)
 
 qgemmAVX2Tile1x48_st0_0_0:
-	BTL     $0x01, BX
+	BTL     $0x01, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_1
-	VPEXTRB $0x01, X0, 1(CX)
+	VPEXTRB $0x01, X0, 1(SI)
 
 qgemmAVX2Tile1x48_st0_0_1:
-	BTL     $0x02, BX
+	BTL     $0x02, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_2
-	VPEXTRB $0x02, X0, 2(CX)
+	VPEXTRB $0x02, X0, 2(SI)
 
 qgemmAVX2Tile1x48_st0_0_2:
-	BTL     $0x03, BX
+	BTL     $0x03, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_3
-	VPEXTRB $0x03, X0, 3(CX)
+	VPEXTRB $0x03, X0, 3(SI)
 
 qgemmAVX2Tile1x48_st0_0_3:
-	BTL     $0x04, BX
+	BTL     $0x04, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_4
-	VPEXTRB $0x04, X0, 4(CX)
+	VPEXTRB $0x04, X0, 4(SI)
 
 qgemmAVX2Tile1x48_st0_0_4:
-	BTL     $0x05, BX
+	BTL     $0x05, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_5
-	VPEXTRB $0x05, X0, 5(CX)
+	VPEXTRB $0x05, X0, 5(SI)
 
 qgemmAVX2Tile1x48_st0_0_5:
-	BTL     $0x06, BX
+	BTL     $0x06, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_6
-	VPEXTRB $0x06, X0, 6(CX)
+	VPEXTRB $0x06, X0, 6(SI)
 
 qgemmAVX2Tile1x48_st0_0_6:
-	BTL     $0x07, BX
+	BTL     $0x07, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_7
-	VPEXTRB $0x07, X0, 7(CX)
+	VPEXTRB $0x07, X0, 7(SI)
 
 qgemmAVX2Tile1x48_st0_0_7:
-	BTL     $0x08, BX
+	BTL     $0x08, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_8
-	VPEXTRB $0x08, X0, 8(CX)
+	VPEXTRB $0x08, X0, 8(SI)
 
 qgemmAVX2Tile1x48_st0_0_8:
-	BTL     $0x09, BX
+	BTL     $0x09, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_9
-	VPEXTRB $0x09, X0, 9(CX)
+	VPEXTRB $0x09, X0, 9(SI)
 
 qgemmAVX2Tile1x48_st0_0_9:
-	BTL     $0x0a, BX
+	BTL     $0x0a, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_10
-	VPEXTRB $0x0a, X0, 10(CX)
+	VPEXTRB $0x0a, X0, 10(SI)
 
 qgemmAVX2Tile1x48_st0_0_10:
-	BTL     $0x0b, BX
+	BTL     $0x0b, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_11
-	VPEXTRB $0x0b, X0, 11(CX)
+	VPEXTRB $0x0b, X0, 11(SI)
 
 qgemmAVX2Tile1x48_st0_0_11:
-	BTL     $0x0c, BX
+	BTL     $0x0c, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_12
-	VPEXTRB $0x0c, X0, 12(CX)
+	VPEXTRB $0x0c, X0, 12(SI)
 
 qgemmAVX2Tile1x48_st0_0_12:
-	BTL     $0x0d, BX
+	BTL     $0x0d, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_13
-	VPEXTRB $0x0d, X0, 13(CX)
+	VPEXTRB $0x0d, X0, 13(SI)
 
 qgemmAVX2Tile1x48_st0_0_13:
-	BTL     $0x0e, BX
+	BTL     $0x0e, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_14
-	VPEXTRB $0x0e, X0, 14(CX)
+	VPEXTRB $0x0e, X0, 14(SI)
 
 qgemmAVX2Tile1x48_st0_0_14:
-	BTL     $0x0f, BX
+	BTL     $0x0f, AX
 	JCC     qgemmAVX2Tile1x48_st0_0_15
-	VPEXTRB $0x0f, X0, 15(CX)
+	VPEXTRB $0x0f, X0, 15(SI)
 
 qgemmAVX2Tile1x48_st0_0_15:
 qgemmAVX2Tile1x48_st0_0_end:
-	VPADDD       64(AX), Y4, Y4
-	VPSLLVD      448(AX), Y4, Y4
-	VMOVDQU      256(AX), Y1
+	VPADDD       64(BX), Y4, Y4
+	VPSLLVD      448(BX), Y4, Y4
+	VMOVDQU      256(BX), Y1
 	VPMULDQ      Y1, Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -579,18 +2609,18 @@ qgemmAVX2Tile1x48_st0_0_end:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
-	VPAND        832(AX), Y4, Y7
+	VPAND        832(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
-	VPADDD       1024(AX), Y5, Y5
-	VPSRAVD      640(AX), Y4, Y4
+	VPADDD       1024(BX), Y5, Y5
+	VPSRAVD      640(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
 	VPADDD       Y9, Y4, Y4
 	VPMAXSD      Y11, Y4, Y4
 	VPMINSD      Y12, Y4, Y4
-	VPADDD       96(AX), Y6, Y6
-	VPSLLVD      480(AX), Y6, Y6
-	VMOVDQU      288(AX), Y1
+	VPADDD       96(BX), Y6, Y6
+	VPSLLVD      480(BX), Y6, Y6
+	VMOVDQU      288(BX), Y1
 	VPMULDQ      Y1, Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -601,10 +2631,10 @@ qgemmAVX2Tile1x48_st0_0_end:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
-	VPAND        864(AX), Y6, Y7
+	VPAND        864(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
-	VPADDD       1056(AX), Y5, Y5
-	VPSRAVD      672(AX), Y6, Y6
+	VPADDD       1056(BX), Y5, Y5
+	VPSRAVD      672(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
 	VPADDD       Y9, Y6, Y6
@@ -614,99 +2644,99 @@ qgemmAVX2Tile1x48_st0_0_end:
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
 	VPACKSSWB    X1, X4, X4
-	MOVQ         DX, BX
-	SHRQ         $0x10, BX
-	ANDL         $0x0000ffff, BX
-	CMPL         BX, $0x0000ffff
+	MOVQ         DI, AX
+	SHRQ         $0x10, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
 	JNE          qgemmAVX2Tile1x48_st0_1_part
-	VMOVDQU      X4, 16(CX)
+	VMOVDQU      X4, 16(SI)
 	JMP          qgemmAVX2Tile1x48_st0_1_end
 
 qgemmAVX2Tile1x48_st0_1_part:
-	BTL     $0x00, BX
+	BTL     $0x00, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_0
-	VPEXTRB $0x00, X4, 16(CX)
+	VPEXTRB $0x00, X4, 16(SI)
 
 qgemmAVX2Tile1x48_st0_1_0:
-	BTL     $0x01, BX
+	BTL     $0x01, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_1
-	VPEXTRB $0x01, X4, 17(CX)
+	VPEXTRB $0x01, X4, 17(SI)
 
 qgemmAVX2Tile1x48_st0_1_1:
-	BTL     $0x02, BX
+	BTL     $0x02, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_2
-	VPEXTRB $0x02, X4, 18(CX)
+	VPEXTRB $0x02, X4, 18(SI)
 
 qgemmAVX2Tile1x48_st0_1_2:
-	BTL     $0x03, BX
+	BTL     $0x03, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_3
-	VPEXTRB $0x03, X4, 19(CX)
+	VPEXTRB $0x03, X4, 19(SI)
 
 qgemmAVX2Tile1x48_st0_1_3:
-	BTL     $0x04, BX
+	BTL     $0x04, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_4
-	VPEXTRB $0x04, X4, 20(CX)
+	VPEXTRB $0x04, X4, 20(SI)
 
 qgemmAVX2Tile1x48_st0_1_4:
-	BTL     $0x05, BX
+	BTL     $0x05, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_5
-	VPEXTRB $0x05, X4, 21(CX)
+	VPEXTRB $0x05, X4, 21(SI)
 
 qgemmAVX2Tile1x48_st0_1_5:
-	BTL     $0x06, BX
+	BTL     $0x06, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_6
-	VPEXTRB $0x06, X4, 22(CX)
+	VPEXTRB $0x06, X4, 22(SI)
 
 qgemmAVX2Tile1x48_st0_1_6:
-	BTL     $0x07, BX
+	BTL     $0x07, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_7
-	VPEXTRB $0x07, X4, 23(CX)
+	VPEXTRB $0x07, X4, 23(SI)
 
 qgemmAVX2Tile1x48_st0_1_7:
-	BTL     $0x08, BX
+	BTL     $0x08, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_8
-	VPEXTRB $0x08, X4, 24(CX)
+	VPEXTRB $0x08, X4, 24(SI)
 
 qgemmAVX2Tile1x48_st0_1_8:
-	BTL     $0x09, BX
+	BTL     $0x09, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_9
-	VPEXTRB $0x09, X4, 25(CX)
+	VPEXTRB $0x09, X4, 25(SI)
 
 qgemmAVX2Tile1x48_st0_1_9:
-	BTL     $0x0a, BX
+	BTL     $0x0a, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_10
-	VPEXTRB $0x0a, X4, 26(CX)
+	VPEXTRB $0x0a, X4, 26(SI)
 
 qgemmAVX2Tile1x48_st0_1_10:
-	BTL     $0x0b, BX
+	BTL     $0x0b, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_11
-	VPEXTRB $0x0b, X4, 27(CX)
+	VPEXTRB $0x0b, X4, 27(SI)
 
 qgemmAVX2Tile1x48_st0_1_11:
-	BTL     $0x0c, BX
+	BTL     $0x0c, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_12
-	VPEXTRB $0x0c, X4, 28(CX)
+	VPEXTRB $0x0c, X4, 28(SI)
 
 qgemmAVX2Tile1x48_st0_1_12:
-	BTL     $0x0d, BX
+	BTL     $0x0d, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_13
-	VPEXTRB $0x0d, X4, 29(CX)
+	VPEXTRB $0x0d, X4, 29(SI)
 
 qgemmAVX2Tile1x48_st0_1_13:
-	BTL     $0x0e, BX
+	BTL     $0x0e, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_14
-	VPEXTRB $0x0e, X4, 30(CX)
+	VPEXTRB $0x0e, X4, 30(SI)
 
 qgemmAVX2Tile1x48_st0_1_14:
-	BTL     $0x0f, BX
+	BTL     $0x0f, AX
 	JCC     qgemmAVX2Tile1x48_st0_1_15
-	VPEXTRB $0x0f, X4, 31(CX)
+	VPEXTRB $0x0f, X4, 31(SI)
 
 qgemmAVX2Tile1x48_st0_1_15:
 qgemmAVX2Tile1x48_st0_1_end:
-	VPADDD       128(AX), Y8, Y8
-	VPSLLVD      512(AX), Y8, Y8
-	VMOVDQU      320(AX), Y1
+	VPADDD       128(BX), Y8, Y8
+	VPSLLVD      512(BX), Y8, Y8
+	VMOVDQU      320(BX), Y1
 	VPMULDQ      Y1, Y8, Y3
 	VPSRLQ       $0x20, Y8, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -717,18 +2747,18 @@ qgemmAVX2Tile1x48_st0_1_end:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y8
-	VPAND        896(AX), Y8, Y7
+	VPAND        896(BX), Y8, Y7
 	VPSRLD       $0x1f, Y8, Y5
-	VPADDD       1088(AX), Y5, Y5
-	VPSRAVD      704(AX), Y8, Y8
+	VPADDD       1088(BX), Y5, Y5
+	VPSRAVD      704(BX), Y8, Y8
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y8, Y8
 	VPADDD       Y9, Y8, Y8
 	VPMAXSD      Y11, Y8, Y8
 	VPMINSD      Y12, Y8, Y8
-	VPADDD       160(AX), Y10, Y10
-	VPSLLVD      544(AX), Y10, Y10
-	VMOVDQU      352(AX), Y1
+	VPADDD       160(BX), Y10, Y10
+	VPSLLVD      544(BX), Y10, Y10
+	VMOVDQU      352(BX), Y1
 	VPMULDQ      Y1, Y10, Y3
 	VPSRLQ       $0x20, Y10, Y5
 	VPSRLQ       $0x20, Y1, Y1
@@ -739,10 +2769,10 @@ qgemmAVX2Tile1x48_st0_1_end:
 	VPSRLQ       $0x1f, Y5, Y5
 	VPSLLQ       $0x20, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y10
-	VPAND        928(AX), Y10, Y7
+	VPAND        928(BX), Y10, Y7
 	VPSRLD       $0x1f, Y10, Y5
-	VPADDD       1120(AX), Y5, Y5
-	VPSRAVD      736(AX), Y10, Y10
+	VPADDD       1120(BX), Y5, Y5
+	VPSRAVD      736(BX), Y10, Y10
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y10, Y10
 	VPADDD       Y9, Y10, Y10
@@ -752,93 +2782,93 @@ qgemmAVX2Tile1x48_st0_1_end:
 	VPERMQ       $0xd8, Y8, Y8
 	VEXTRACTI128 $0x01, Y8, X1
 	VPACKSSWB    X1, X8, X8
-	MOVQ         DX, BX
-	SHRQ         $0x20, BX
-	ANDL         $0x0000ffff, BX
-	CMPL         BX, $0x0000ffff
+	MOVQ         DI, AX
+	SHRQ         $0x20, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
 	JNE          qgemmAVX2Tile1x48_st0_2_part
-	VMOVDQU      X8, 32(CX)
+	VMOVDQU      X8, 32(SI)
 	JMP          qgemmAVX2Tile1x48_st0_2_end
 
 qgemmAVX2Tile1x48_st0_2_part:
-	BTL     $0x00, BX
+	BTL     $0x00, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_0
-	VPEXTRB $0x00, X8, 32(CX)
+	VPEXTRB $0x00, X8, 32(SI)
 
 qgemmAVX2Tile1x48_st0_2_0:
-	BTL     $0x01, BX
+	BTL     $0x01, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_1
-	VPEXTRB $0x01, X8, 33(CX)
+	VPEXTRB $0x01, X8, 33(SI)
 
 qgemmAVX2Tile1x48_st0_2_1:
-	BTL     $0x02, BX
+	BTL     $0x02, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_2
-	VPEXTRB $0x02, X8, 34(CX)
+	VPEXTRB $0x02, X8, 34(SI)
 
 qgemmAVX2Tile1x48_st0_2_2:
-	BTL     $0x03, BX
+	BTL     $0x03, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_3
-	VPEXTRB $0x03, X8, 35(CX)
+	VPEXTRB $0x03, X8, 35(SI)
 
 qgemmAVX2Tile1x48_st0_2_3:
-	BTL     $0x04, BX
+	BTL     $0x04, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_4
-	VPEXTRB $0x04, X8, 36(CX)
+	VPEXTRB $0x04, X8, 36(SI)
 
 qgemmAVX2Tile1x48_st0_2_4:
-	BTL     $0x05, BX
+	BTL     $0x05, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_5
-	VPEXTRB $0x05, X8, 37(CX)
+	VPEXTRB $0x05, X8, 37(SI)
 
 qgemmAVX2Tile1x48_st0_2_5:
-	BTL     $0x06, BX
+	BTL     $0x06, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_6
-	VPEXTRB $0x06, X8, 38(CX)
+	VPEXTRB $0x06, X8, 38(SI)
 
 qgemmAVX2Tile1x48_st0_2_6:
-	BTL     $0x07, BX
+	BTL     $0x07, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_7
-	VPEXTRB $0x07, X8, 39(CX)
+	VPEXTRB $0x07, X8, 39(SI)
 
 qgemmAVX2Tile1x48_st0_2_7:
-	BTL     $0x08, BX
+	BTL     $0x08, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_8
-	VPEXTRB $0x08, X8, 40(CX)
+	VPEXTRB $0x08, X8, 40(SI)
 
 qgemmAVX2Tile1x48_st0_2_8:
-	BTL     $0x09, BX
+	BTL     $0x09, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_9
-	VPEXTRB $0x09, X8, 41(CX)
+	VPEXTRB $0x09, X8, 41(SI)
 
 qgemmAVX2Tile1x48_st0_2_9:
-	BTL     $0x0a, BX
+	BTL     $0x0a, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_10
-	VPEXTRB $0x0a, X8, 42(CX)
+	VPEXTRB $0x0a, X8, 42(SI)
 
 qgemmAVX2Tile1x48_st0_2_10:
-	BTL     $0x0b, BX
+	BTL     $0x0b, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_11
-	VPEXTRB $0x0b, X8, 43(CX)
+	VPEXTRB $0x0b, X8, 43(SI)
 
 qgemmAVX2Tile1x48_st0_2_11:
-	BTL     $0x0c, BX
+	BTL     $0x0c, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_12
-	VPEXTRB $0x0c, X8, 44(CX)
+	VPEXTRB $0x0c, X8, 44(SI)
 
 qgemmAVX2Tile1x48_st0_2_12:
-	BTL     $0x0d, BX
+	BTL     $0x0d, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_13
-	VPEXTRB $0x0d, X8, 45(CX)
+	VPEXTRB $0x0d, X8, 45(SI)
 
 qgemmAVX2Tile1x48_st0_2_13:
-	BTL     $0x0e, BX
+	BTL     $0x0e, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_14
-	VPEXTRB $0x0e, X8, 46(CX)
+	VPEXTRB $0x0e, X8, 46(SI)
 
 qgemmAVX2Tile1x48_st0_2_14:
-	BTL     $0x0f, BX
+	BTL     $0x0f, AX
 	JCC     qgemmAVX2Tile1x48_st0_2_15
-	VPEXTRB $0x0f, X8, 47(CX)
+	VPEXTRB $0x0f, X8, 47(SI)
 
 qgemmAVX2Tile1x48_st0_2_15:
 qgemmAVX2Tile1x48_st0_2_end:

@@ -37,8 +37,9 @@ func useQ512(f string) bool { return f != "avx2" && f != "generic" }
 // archQKernels are the int8 assembly tile kernels chosen for this CPU
 // (nil: the portable kernel): the VNNI tiles, several shapes so that a
 // layer's rows and channels pad little (pickQKernel); else the AVX2
-// tiles, 2×16 (the largest with two rows that sixteen YMM registers
-// hold) and 1×48 for single rows.
+// tiles, 2×16 (the largest with more than one row that sixteen YMM
+// registers hold) computed in one, two or four passes, and 1×48 for
+// single rows.
 func archQKernels() []qkernel {
 	f := qkernelFamily()
 	switch {
@@ -52,10 +53,13 @@ func archQKernels() []qkernel {
 			{name: "vnni2x64", mr: 2, nv: 4, fn: qgemmVNNI2x4},
 		}
 	case hasQAVX2:
-		// step: the instructions of one k-step (per 16 channels: 4
-		// VPMOVSXBW; per row: 2 for the activations; per row and 4
-		// channels: VPMADDWD and VPADDD)
+		// step: the instructions of one k-step (per 16 channels and
+		// pass: 4 VPMOVSXBW; per row: 2 for the activations; per row and
+		// 4 channels: VPMADDWD and VPADDD); of equal costs the first
+		// listed, the tile of most passes (fewest calls), is taken
 		return []qkernel{
+			{name: "avx2x8x16", mr: 8, nv: 1, fn: qgemmAVX2Tile8x16, step: 88},
+			{name: "avx2x4x16", mr: 4, nv: 1, fn: qgemmAVX2Tile4x16, step: 44},
 			{name: "avx2x2x16", mr: 2, nv: 1, fn: qgemmAVX2Tile2x16, step: 22},
 			{name: "avx2x1x48", mr: 1, nv: 3, fn: qgemmAVX2Tile1x48, step: 38},
 		}

@@ -25,7 +25,7 @@ type qcase struct {
 }
 
 // qsubgraph builds a one-node subgraph with inferred types.
-func qsubgraph(t *testing.T, c qcase) *hal.Subgraph {
+func qsubgraph(t testing.TB, c qcase) *hal.Subgraph {
 	t.Helper()
 	g := &graph.Graph{Name: c.name, Nodes: []*graph.Node{c.node}, Initializers: c.consts, Outputs: []graph.ValueInfo{{Name: "y"}}}
 	for i, x := range c.inputs {

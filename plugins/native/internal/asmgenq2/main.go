@@ -69,8 +69,8 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// shapes are the (MR, NV) tiles generated.
-var shapes = [][2]int{{2, 1}, {1, 3}}
+// shapes are the tiles generated: rows, channels/16, rows per pass.
+var shapes = [][3]int{{8, 1, 2}, {4, 1, 2}, {2, 1, 2}, {1, 3, 1}}
 
 var (
 	ymm = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
@@ -89,7 +89,7 @@ func x(y VecPhysical) VecPhysical {
 
 func main() {
 	for _, s := range shapes {
-		qgemm(s[0], s[1])
+		qgemm(s[0], s[1], s[2])
 	}
 	depthwise()
 	add()
@@ -181,67 +181,34 @@ func store16(v VecPhysical, dst Mem, mask, tmp GPVirtual, shift int, lbl string)
 	Label(lbl + "_end")
 }
 
-func qgemm(mr, nv int) {
+// qgemm generates the tile kernel of mr rows and 16·nv channels,
+// computed rp rows at a time (mr/rp passes over k, each with its own
+// accumulators and requantisation): a tile of several passes keeps the
+// VNNI tiles' contract while paying Go's call and loop once for more
+// outputs.
+func qgemm(mr, nv, rp int) {
 	name := fmt.Sprintf("qgemmAVX2Tile%dx%d", mr, 16*nv)
 	quads := 4 * nv
-	nacc := mr * quads
-	need := nacc + mr + 1
-	if mr > 1 {
+	nacc := rp * quads
+	need := nacc + rp + 1
+	if rp > 1 {
 		need++ // a product register besides the weights'
 	}
-	if need > 16 {
+	if need > 16 || mr%rp != 0 {
 		panic(name + ": too many registers")
 	}
 	TEXT(name, NOSPLIT, "func(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy, rows int, masks uint64)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes one %d×%d int8 GEMM tile with its requantisation, on AVX2 (see the package asmgenq2).", name, mr, 16*nv))
 	acc := func(i, q int) VecPhysical { return ymm[i*quads+q] }
-	av := ymm[nacc : nacc+mr]
-	bv := ymm[nacc+mr]
+	av := ymm[nacc : nacc+rp]
+	bv := ymm[nacc+rp]
 	prod := bv
-	if mr > 1 {
-		prod = ymm[nacc+mr+1]
-	}
-	steps := Load(Param("k4"), GP64())
-	SHRQ(U8(2), steps)
-	a := Load(Param("a"), GP64())
-	b := Load(Param("b"), GP64())
-	for i := 0; i < mr; i++ {
-		for q := 0; q < quads; q++ {
-			VPXOR(acc(i, q), acc(i, q), acc(i, q))
-		}
-	}
-	Label(name + "_loop")
-	for i := 0; i < mr; i++ {
-		VPBROADCASTD(Mem{Base: a, Disp: 4 * i}, x(av[i]))
-		VPMOVZXBW(x(av[i]), av[i])
-	}
-	for q := 0; q < quads; q++ {
-		VPMOVSXBW(Mem{Base: b, Disp: 16 * q}, bv)
-		for i := 0; i < mr; i++ {
-			p := prod
-			if i == mr-1 {
-				p = bv
-			}
-			VPMADDWD(av[i], bv, p)
-			VPADDD(p, acc(i, q), acc(i, q))
-		}
-	}
-	ADDQ(U32(4*mr), a)
-	ADDQ(U32(64*nv), b)
-	DECQ(steps)
-	JNZ(LabelRef(name + "_loop"))
-
-	// each channel's two lanes added, in channel order: accumulator
-	// (i, 2h) holds channels 8h..8h+7 of row i
-	for i := 0; i < mr; i++ {
-		for h := 0; h < 2*nv; h++ {
-			VPHADDD(acc(i, 2*h+1), acc(i, 2*h), acc(i, 2*h))
-			VPERMQ(U8(0xD8), acc(i, 2*h), acc(i, 2*h))
-		}
+	if rp > 1 {
+		prod = ymm[nacc+rp+1]
 	}
 	var free []VecPhysical
-	for i := 0; i < mr; i++ {
+	for i := 0; i < rp; i++ {
 		for h := 0; h < 2*nv; h++ {
 			free = append(free, acc(i, 2*h+1))
 		}
@@ -250,29 +217,78 @@ func qgemm(mr, nv int) {
 	t := [4]VecPhysical{free[0], free[1], free[2], free[3]}
 	c := consts{free[4], free[5], free[6], free[7]}
 
+	k4 := Load(Param("k4"), GP64())
+	a0 := Load(Param("a"), GP64())
+	b0 := Load(Param("b"), GP64())
 	rq := Load(Param("rq"), GP64())
 	y := Load(Param("y"), GP64())
 	ldy := Load(Param("ldy"), GP64())
 	rows := Load(Param("rows"), GP64())
 	masks := GP64()
 	Load(Param("masks"), masks)
-	tmp := GP64()
+	steps, a, b, tmp := GP64(), GP64(), GP64(), GP64()
 	gw := 16 * nv
-	loadConsts(c, rq, gw)
-	for i := 0; i < mr; i++ {
-		if i > 0 {
-			CMPQ(rows, U32(i))
+	for pass := 0; pass < mr/rp; pass++ {
+		lbl := fmt.Sprintf("%s_p%d", name, pass)
+		if pass > 0 {
+			CMPQ(rows, U32(pass*rp))
 			JLE(LabelRef(name + "_done"))
 		}
-		for v := 0; v < nv; v++ {
-			lo, hi := acc(i, 4*v), acc(i, 4*v+2)
-			requant(lo, t, c, rq, gw, 16*v)
-			requant(hi, t, c, rq, gw, 16*v+8)
-			pack16(lo, hi, t[0])
-			store16(lo, Mem{Base: y, Disp: 16 * v}, masks, tmp, 16*v, fmt.Sprintf("%s_st%d_%d", name, i, v))
+		MOVQ(k4, steps)
+		SHRQ(U8(2), steps)
+		LEAQ(Mem{Base: a0, Disp: 4 * rp * pass}, a)
+		MOVQ(b0, b)
+		for i := 0; i < rp; i++ {
+			for q := 0; q < quads; q++ {
+				VPXOR(acc(i, q), acc(i, q), acc(i, q))
+			}
 		}
-		if i+1 < mr {
-			ADDQ(ldy, y)
+		Label(lbl + "_loop")
+		for i := 0; i < rp; i++ {
+			VPBROADCASTD(Mem{Base: a, Disp: 4 * i}, x(av[i]))
+			VPMOVZXBW(x(av[i]), av[i])
+		}
+		for q := 0; q < quads; q++ {
+			VPMOVSXBW(Mem{Base: b, Disp: 16 * q}, bv)
+			for i := 0; i < rp; i++ {
+				p := prod
+				if i == rp-1 {
+					p = bv
+				}
+				VPMADDWD(av[i], bv, p)
+				VPADDD(p, acc(i, q), acc(i, q))
+			}
+		}
+		ADDQ(U32(4*mr), a)
+		ADDQ(U32(64*nv), b)
+		DECQ(steps)
+		JNZ(LabelRef(lbl + "_loop"))
+
+		// each channel's two lanes added, in channel order: accumulator
+		// (i, 2h) holds channels 8h..8h+7 of the pass's row i
+		for i := 0; i < rp; i++ {
+			for h := 0; h < 2*nv; h++ {
+				VPHADDD(acc(i, 2*h+1), acc(i, 2*h), acc(i, 2*h))
+				VPERMQ(U8(0xD8), acc(i, 2*h), acc(i, 2*h))
+			}
+		}
+		loadConsts(c, rq, gw)
+		for i := 0; i < rp; i++ {
+			r := pass*rp + i
+			if r > 0 && i > 0 {
+				CMPQ(rows, U32(r))
+				JLE(LabelRef(name + "_done"))
+			}
+			for v := 0; v < nv; v++ {
+				lo, hi := acc(i, 4*v), acc(i, 4*v+2)
+				requant(lo, t, c, rq, gw, 16*v)
+				requant(hi, t, c, rq, gw, 16*v+8)
+				pack16(lo, hi, t[0])
+				store16(lo, Mem{Base: y, Disp: 16 * v}, masks, tmp, 16*v, fmt.Sprintf("%s_st%d_%d", name, r, v))
+			}
+			if r+1 < mr {
+				ADDQ(ldy, y)
+			}
 		}
 	}
 	Label(name + "_done")
