@@ -740,8 +740,12 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 type qdw struct {
 	// the assembly path: weights [c/16][taps][16] int32, requantisation
 	// blocks per 16 channels, a padded copy of the input (xz around, cp
-	// channels)
+	// channels); a kernel taking taps in pairs (pairs) has the weights
+	// [c/16][⌈taps/2⌉][16] int32, each the int16 weights of two taps
+	// (the first in the low half, an odd count padded with 0), and two
+	// offsets per pair
 	fn      func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)
+	pairs   bool
 	cp      int
 	wv      []int32
 	rq      []int32
@@ -781,7 +785,7 @@ func buildQDepthwise(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		d.w[i] = int32(v)
 	}
 	d.mq, d.ms = multipliers(q, c, false)
-	d.fn = archDWQ()
+	d.fn, d.pairs = archDWQ()
 	if d.fn != nil {
 		d.prepareASM()
 	}
@@ -825,7 +829,7 @@ func (d *qdw) prepareASM() {
 	taps := d.kh * d.kw
 	d.cp = (d.c + 15) &^ 15
 	blocks := d.cp / 16
-	d.wv = make([]int32, blocks*taps*16)
+	d.wv = make([]int32, blocks*d.steps()*16)
 	st := rqStride(1)
 	d.rq = make([]int32, blocks*st)
 	d.masks = make([]uint64, blocks)
@@ -834,8 +838,12 @@ func (d *qdw) prepareASM() {
 		s := int32(0)
 		for t := 0; t < taps; t++ {
 			v := d.w[t*d.c+c]
-			d.wv[(cb*taps+t)*16+j] = v
 			s += v
+			if d.pairs {
+				d.wv[(cb*d.steps()+t/2)*16+j] |= int32(uint32(uint16(int16(v))) << (16 * uint(t%2)))
+				continue
+			}
+			d.wv[(cb*taps+t)*16+j] = v
 		}
 		blk := d.rq[cb*st:]
 		left, right := max(d.ms[c], 0), max(-d.ms[c], 0)
@@ -900,17 +908,28 @@ func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
 			offs = append(offs, (ky*gm.dh*wp+kx*gm.dw)*d.cp)
 		}
 	}
+	if d.pairs && len(offs)%2 == 1 {
+		offs = append(offs, offs[len(offs)-1]) // the zero weight's tap
+	}
 	parallelFor(p, n*r.oh, &qdwASM{r: r, pad: pad, hp: hp, wp: wp, offs: offs}, func(a *qdwASM, t int) {
 		a.r.d.rowASM(a, t)
 	})
 	d.scratch.Put(&pad)
 }
 
+// steps are the kernel's tap steps: the taps, or their pairs.
+func (d *qdw) steps() int {
+	if d.pairs {
+		return (d.kh*d.kw + 1) / 2
+	}
+	return d.kh * d.kw
+}
+
 // rowASM computes output row t (= b·oh + oy) with the assembly.
 func (d *qdw) rowASM(a *qdwASM, t int) {
 	r, gm := a.r, d.gm
 	b, oy := t/r.oh, t%r.oh
-	taps := d.kh * d.kw
+	taps := d.steps()
 	st := rqStride(1)
 	xrow := ((b*a.hp + oy*gm.sh) * a.wp) * d.cp
 	yrow := t * r.ow * d.c

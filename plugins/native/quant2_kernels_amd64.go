@@ -22,7 +22,7 @@ func qgemmAVX2Tile2x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, r
 //go:noescape
 func qgemmAVX2Tile1x48(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
 
-// dwqAVX2 computes nt output pixels of one 16-channel block of an int8 depthwise convolution, on AVX2 (see the package asmgenq2).
+// dwqAVX2 computes nt output pixels of one 16-channel block of an int8 depthwise convolution, on AVX2, its taps in pairs (see the package asmgenq2).
 //
 //go:noescape
 func dwqAVX2(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)

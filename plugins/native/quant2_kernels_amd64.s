@@ -69,16 +69,13 @@ qgemmAVX2Tile8x16_p0_loop:
 	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -91,16 +88,13 @@ qgemmAVX2Tile8x16_p0_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -209,16 +203,13 @@ qgemmAVX2Tile8x16_st0_0_end:
 	JLE          qgemmAVX2Tile8x16_done
 	VPADDD       (BX), Y4, Y4
 	VPSLLVD      128(BX), Y4, Y4
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -231,16 +222,13 @@ qgemmAVX2Tile8x16_st0_0_end:
 	VPMINSD      Y10, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -403,16 +391,13 @@ qgemmAVX2Tile8x16_p1_loop:
 	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -425,16 +410,13 @@ qgemmAVX2Tile8x16_p1_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -543,16 +525,13 @@ qgemmAVX2Tile8x16_st2_0_end:
 	JLE          qgemmAVX2Tile8x16_done
 	VPADDD       (BX), Y4, Y4
 	VPSLLVD      128(BX), Y4, Y4
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -565,16 +544,13 @@ qgemmAVX2Tile8x16_st2_0_end:
 	VPMINSD      Y10, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -737,16 +713,13 @@ qgemmAVX2Tile8x16_p2_loop:
 	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -759,16 +732,13 @@ qgemmAVX2Tile8x16_p2_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -877,16 +847,13 @@ qgemmAVX2Tile8x16_st4_0_end:
 	JLE          qgemmAVX2Tile8x16_done
 	VPADDD       (BX), Y4, Y4
 	VPSLLVD      128(BX), Y4, Y4
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -899,16 +866,13 @@ qgemmAVX2Tile8x16_st4_0_end:
 	VPMINSD      Y10, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -1071,16 +1035,13 @@ qgemmAVX2Tile8x16_p3_loop:
 	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -1093,16 +1054,13 @@ qgemmAVX2Tile8x16_p3_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -1211,16 +1169,13 @@ qgemmAVX2Tile8x16_st6_0_end:
 	JLE          qgemmAVX2Tile8x16_done
 	VPADDD       (BX), Y4, Y4
 	VPSLLVD      128(BX), Y4, Y4
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -1233,16 +1188,13 @@ qgemmAVX2Tile8x16_st6_0_end:
 	VPMINSD      Y10, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -1417,16 +1369,13 @@ qgemmAVX2Tile4x16_p0_loop:
 	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -1439,16 +1388,13 @@ qgemmAVX2Tile4x16_p0_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -1557,16 +1503,13 @@ qgemmAVX2Tile4x16_st0_0_end:
 	JLE          qgemmAVX2Tile4x16_done
 	VPADDD       (BX), Y4, Y4
 	VPSLLVD      128(BX), Y4, Y4
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -1579,16 +1522,13 @@ qgemmAVX2Tile4x16_st0_0_end:
 	VPMINSD      Y10, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -1751,16 +1691,13 @@ qgemmAVX2Tile4x16_p1_loop:
 	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -1773,16 +1710,13 @@ qgemmAVX2Tile4x16_p1_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -1891,16 +1825,13 @@ qgemmAVX2Tile4x16_st2_0_end:
 	JLE          qgemmAVX2Tile4x16_done
 	VPADDD       (BX), Y4, Y4
 	VPSLLVD      128(BX), Y4, Y4
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -1913,16 +1844,13 @@ qgemmAVX2Tile4x16_st2_0_end:
 	VPMINSD      Y10, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -2095,16 +2023,13 @@ qgemmAVX2Tile2x16_p0_loop:
 	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -2117,16 +2042,13 @@ qgemmAVX2Tile2x16_p0_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        288(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -2235,16 +2157,13 @@ qgemmAVX2Tile2x16_st0_0_end:
 	JLE          qgemmAVX2Tile2x16_done
 	VPADDD       (BX), Y4, Y4
 	VPSLLVD      128(BX), Y4, Y4
-	VMOVDQU      64(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      68(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        256(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -2257,16 +2176,13 @@ qgemmAVX2Tile2x16_st0_0_end:
 	VPMINSD      Y10, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
-	VMOVDQU      96(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      100(BX), Y5, Y5
 	VPADDQ       Y11, Y3, Y3
 	VPADDQ       Y11, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        288(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -2461,16 +2377,13 @@ qgemmAVX2Tile1x48_p0_loop:
 	VPBROADCASTQ 1168(BX), Y13
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      384(BX), Y0, Y0
-	VMOVDQU      192(BX), Y1
-	VPMULDQ      Y1, Y0, Y3
+	VPMULDQ      192(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      196(BX), Y5, Y5
 	VPADDQ       Y13, Y3, Y3
 	VPADDQ       Y13, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
 	VPAND        768(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y5
@@ -2483,16 +2396,13 @@ qgemmAVX2Tile1x48_p0_loop:
 	VPMINSD      Y12, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      416(BX), Y2, Y2
-	VMOVDQU      224(BX), Y1
-	VPMULDQ      Y1, Y2, Y3
+	VPMULDQ      224(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      228(BX), Y5, Y5
 	VPADDQ       Y13, Y3, Y3
 	VPADDQ       Y13, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
 	VPAND        800(BX), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y5
@@ -2598,16 +2508,13 @@ qgemmAVX2Tile1x48_st0_0_15:
 qgemmAVX2Tile1x48_st0_0_end:
 	VPADDD       64(BX), Y4, Y4
 	VPSLLVD      448(BX), Y4, Y4
-	VMOVDQU      256(BX), Y1
-	VPMULDQ      Y1, Y4, Y3
+	VPMULDQ      256(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      260(BX), Y5, Y5
 	VPADDQ       Y13, Y3, Y3
 	VPADDQ       Y13, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
 	VPAND        832(BX), Y4, Y7
 	VPSRLD       $0x1f, Y4, Y5
@@ -2620,16 +2527,13 @@ qgemmAVX2Tile1x48_st0_0_end:
 	VPMINSD      Y12, Y4, Y4
 	VPADDD       96(BX), Y6, Y6
 	VPSLLVD      480(BX), Y6, Y6
-	VMOVDQU      288(BX), Y1
-	VPMULDQ      Y1, Y6, Y3
+	VPMULDQ      288(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      292(BX), Y5, Y5
 	VPADDQ       Y13, Y3, Y3
 	VPADDQ       Y13, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
 	VPAND        864(BX), Y6, Y7
 	VPSRLD       $0x1f, Y6, Y5
@@ -2736,16 +2640,13 @@ qgemmAVX2Tile1x48_st0_1_15:
 qgemmAVX2Tile1x48_st0_1_end:
 	VPADDD       128(BX), Y8, Y8
 	VPSLLVD      512(BX), Y8, Y8
-	VMOVDQU      320(BX), Y1
-	VPMULDQ      Y1, Y8, Y3
+	VPMULDQ      320(BX), Y8, Y3
 	VPSRLQ       $0x20, Y8, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      324(BX), Y5, Y5
 	VPADDQ       Y13, Y3, Y3
 	VPADDQ       Y13, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y8
 	VPAND        896(BX), Y8, Y7
 	VPSRLD       $0x1f, Y8, Y5
@@ -2758,16 +2659,13 @@ qgemmAVX2Tile1x48_st0_1_end:
 	VPMINSD      Y12, Y8, Y8
 	VPADDD       160(BX), Y10, Y10
 	VPSLLVD      544(BX), Y10, Y10
-	VMOVDQU      352(BX), Y1
-	VPMULDQ      Y1, Y10, Y3
+	VPMULDQ      352(BX), Y10, Y3
 	VPSRLQ       $0x20, Y10, Y5
-	VPSRLQ       $0x20, Y1, Y1
-	VPMULDQ      Y1, Y5, Y5
+	VPMULDQ      356(BX), Y5, Y5
 	VPADDQ       Y13, Y3, Y3
 	VPADDQ       Y13, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
-	VPSRLQ       $0x1f, Y5, Y5
-	VPSLLQ       $0x20, Y5, Y5
+	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y10
 	VPAND        928(BX), Y10, Y7
 	VPSRLD       $0x1f, Y10, Y5
@@ -2877,22 +2775,19 @@ qgemmAVX2Tile1x48_st0_2_end:
 
 // func dwqAVX2(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)
 // Requires: AVX, AVX2
-TEXT ·dwqAVX2(SB), NOSPLIT, $8-80
+TEXT ·dwqAVX2(SB), NOSPLIT, $0-80
 	MOVQ         nt+0(FP), AX
-	MOVQ         taps+8(FP), CX
-	MOVQ         offs+16(FP), DX
-	MOVQ         w+24(FP), BX
-	MOVQ         x+32(FP), SI
-	MOVQ         xstep+40(FP), DI
-	MOVQ         rq+48(FP), R8
-	MOVQ         y+56(FP), R9
-	MOVQ         ystep+64(FP), R10
-	MOVQ         mask+72(FP), R11
-	LEAQ         (DI)(DI*2), R12
-	VPBROADCASTD 384(R8), Y12
-	VPBROADCASTD 388(R8), Y13
-	VPBROADCASTD 392(R8), Y14
-	VPBROADCASTQ 400(R8), Y15
+	MOVQ         x+32(FP), CX
+	MOVQ         xstep+40(FP), DX
+	MOVQ         rq+48(FP), BX
+	MOVQ         y+56(FP), SI
+	MOVQ         ystep+64(FP), DI
+	MOVQ         mask+72(FP), R8
+	LEAQ         (DX)(DX*2), R9
+	VPBROADCASTD 384(BX), Y12
+	VPBROADCASTD 388(BX), Y13
+	VPBROADCASTD 392(BX), Y14
+	VPBROADCASTQ 400(BX), Y15
 
 dwq2_4:
 	CMPQ  AX, $0x00000004
@@ -2905,82 +2800,88 @@ dwq2_4:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
-	MOVQ  CX, R13
-	MOVQ  BX, R15
-	MOVQ  DX, BP
+	MOVQ  taps+8(FP), R10
+	MOVQ  w+24(FP), R13
+	MOVQ  offs+16(FP), R14
 
 dwq2_4_tap:
-	MOVQ         SI, R14
-	ADDQ         (BP), R14
-	VMOVDQU      (R15), Y8
-	VMOVDQU      32(R15), Y9
-	VPMOVSXBD    (R14), Y10
-	VPMULLD      Y8, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMOVSXBD    8(R14), Y11
-	VPMULLD      Y9, Y11, Y11
-	VPADDD       Y11, Y1, Y1
-	VPMOVSXBD    (R14)(DI*1), Y10
-	VPMULLD      Y8, Y10, Y10
+	MOVQ         CX, R11
+	ADDQ         (R14), R11
+	MOVQ         CX, R12
+	ADDQ         8(R14), R12
+	VMOVDQU      (R11), X8
+	VPUNPCKHBW   (R12), X8, X9
+	VPUNPCKLBW   (R12), X8, X8
+	VPMOVSXBW    X8, Y8
+	VPMOVSXBW    X9, Y9
+	VPMADDWD     (R13), Y8, Y8
+	VPMADDWD     32(R13), Y9, Y9
+	VPADDD       Y8, Y0, Y0
+	VPADDD       Y9, Y1, Y1
+	VMOVDQU      (R11)(DX*1), X10
+	VPUNPCKHBW   (R12)(DX*1), X10, X11
+	VPUNPCKLBW   (R12)(DX*1), X10, X10
+	VPMOVSXBW    X10, Y10
+	VPMOVSXBW    X11, Y11
+	VPMADDWD     (R13), Y10, Y10
+	VPMADDWD     32(R13), Y11, Y11
 	VPADDD       Y10, Y2, Y2
-	VPMOVSXBD    8(R14)(DI*1), Y11
-	VPMULLD      Y9, Y11, Y11
 	VPADDD       Y11, Y3, Y3
-	VPMOVSXBD    (R14)(DI*2), Y10
-	VPMULLD      Y8, Y10, Y10
-	VPADDD       Y10, Y4, Y4
-	VPMOVSXBD    8(R14)(DI*2), Y11
-	VPMULLD      Y9, Y11, Y11
-	VPADDD       Y11, Y5, Y5
-	VPMOVSXBD    (R14)(R12*1), Y10
-	VPMULLD      Y8, Y10, Y10
+	VMOVDQU      (R11)(DX*2), X8
+	VPUNPCKHBW   (R12)(DX*2), X8, X9
+	VPUNPCKLBW   (R12)(DX*2), X8, X8
+	VPMOVSXBW    X8, Y8
+	VPMOVSXBW    X9, Y9
+	VPMADDWD     (R13), Y8, Y8
+	VPMADDWD     32(R13), Y9, Y9
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y9, Y5, Y5
+	VMOVDQU      (R11)(R9*1), X10
+	VPUNPCKHBW   (R12)(R9*1), X10, X11
+	VPUNPCKLBW   (R12)(R9*1), X10, X10
+	VPMOVSXBW    X10, Y10
+	VPMOVSXBW    X11, Y11
+	VPMADDWD     (R13), Y10, Y10
+	VPMADDWD     32(R13), Y11, Y11
 	VPADDD       Y10, Y6, Y6
-	VPMOVSXBD    8(R14)(R12*1), Y11
-	VPMULLD      Y9, Y11, Y11
 	VPADDD       Y11, Y7, Y7
-	ADDQ         $0x08, BP
-	ADDQ         $0x40, R15
-	DECQ         R13
+	ADDQ         $0x10, R14
+	ADDQ         $0x40, R13
+	DECQ         R10
 	JNZ          dwq2_4_tap
-	VPADDD       (R8), Y0, Y0
-	VPSLLVD      128(R8), Y0, Y0
-	VMOVDQU      64(R8), Y8
-	VPMULDQ      Y8, Y0, Y9
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VPMULDQ      64(BX), Y0, Y9
 	VPSRLQ       $0x20, Y0, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      68(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y0
-	VPAND        256(R8), Y0, Y11
+	VPAND        256(BX), Y0, Y11
 	VPSRLD       $0x1f, Y0, Y10
-	VPADDD       320(R8), Y10, Y10
-	VPSRAVD      192(R8), Y0, Y0
+	VPADDD       320(BX), Y10, Y10
+	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y0, Y0
 	VPADDD       Y12, Y0, Y0
 	VPMAXSD      Y13, Y0, Y0
 	VPMINSD      Y14, Y0, Y0
-	VPADDD       32(R8), Y1, Y1
-	VPSLLVD      160(R8), Y1, Y1
-	VMOVDQU      96(R8), Y8
-	VPMULDQ      Y8, Y1, Y9
+	VPADDD       32(BX), Y1, Y1
+	VPSLLVD      160(BX), Y1, Y1
+	VPMULDQ      96(BX), Y1, Y9
 	VPSRLQ       $0x20, Y1, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      100(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y1
-	VPAND        288(R8), Y1, Y11
+	VPAND        288(BX), Y1, Y11
 	VPSRLD       $0x1f, Y1, Y10
-	VPADDD       352(R8), Y10, Y10
-	VPSRAVD      224(R8), Y1, Y1
+	VPADDD       352(BX), Y10, Y10
+	VPSRAVD      224(BX), Y1, Y1
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y1, Y1
 	VPADDD       Y12, Y1, Y1
@@ -2990,136 +2891,130 @@ dwq2_4_tap:
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X8
 	VPACKSSWB    X8, X0, X0
-	MOVQ         R11, R13
-	ANDL         $0x0000ffff, R13
-	CMPL         R13, $0x0000ffff
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
 	JNE          dwq2_4_st0_part
-	VMOVDQU      X0, (R9)
+	VMOVDQU      X0, (SI)
 	JMP          dwq2_4_st0_end
 
 dwq2_4_st0_part:
-	BTL     $0x00, R13
+	BTL     $0x00, R10
 	JCC     dwq2_4_st0_0
-	VPEXTRB $0x00, X0, (R9)
+	VPEXTRB $0x00, X0, (SI)
 
 dwq2_4_st0_0:
-	BTL     $0x01, R13
+	BTL     $0x01, R10
 	JCC     dwq2_4_st0_1
-	VPEXTRB $0x01, X0, 1(R9)
+	VPEXTRB $0x01, X0, 1(SI)
 
 dwq2_4_st0_1:
-	BTL     $0x02, R13
+	BTL     $0x02, R10
 	JCC     dwq2_4_st0_2
-	VPEXTRB $0x02, X0, 2(R9)
+	VPEXTRB $0x02, X0, 2(SI)
 
 dwq2_4_st0_2:
-	BTL     $0x03, R13
+	BTL     $0x03, R10
 	JCC     dwq2_4_st0_3
-	VPEXTRB $0x03, X0, 3(R9)
+	VPEXTRB $0x03, X0, 3(SI)
 
 dwq2_4_st0_3:
-	BTL     $0x04, R13
+	BTL     $0x04, R10
 	JCC     dwq2_4_st0_4
-	VPEXTRB $0x04, X0, 4(R9)
+	VPEXTRB $0x04, X0, 4(SI)
 
 dwq2_4_st0_4:
-	BTL     $0x05, R13
+	BTL     $0x05, R10
 	JCC     dwq2_4_st0_5
-	VPEXTRB $0x05, X0, 5(R9)
+	VPEXTRB $0x05, X0, 5(SI)
 
 dwq2_4_st0_5:
-	BTL     $0x06, R13
+	BTL     $0x06, R10
 	JCC     dwq2_4_st0_6
-	VPEXTRB $0x06, X0, 6(R9)
+	VPEXTRB $0x06, X0, 6(SI)
 
 dwq2_4_st0_6:
-	BTL     $0x07, R13
+	BTL     $0x07, R10
 	JCC     dwq2_4_st0_7
-	VPEXTRB $0x07, X0, 7(R9)
+	VPEXTRB $0x07, X0, 7(SI)
 
 dwq2_4_st0_7:
-	BTL     $0x08, R13
+	BTL     $0x08, R10
 	JCC     dwq2_4_st0_8
-	VPEXTRB $0x08, X0, 8(R9)
+	VPEXTRB $0x08, X0, 8(SI)
 
 dwq2_4_st0_8:
-	BTL     $0x09, R13
+	BTL     $0x09, R10
 	JCC     dwq2_4_st0_9
-	VPEXTRB $0x09, X0, 9(R9)
+	VPEXTRB $0x09, X0, 9(SI)
 
 dwq2_4_st0_9:
-	BTL     $0x0a, R13
+	BTL     $0x0a, R10
 	JCC     dwq2_4_st0_10
-	VPEXTRB $0x0a, X0, 10(R9)
+	VPEXTRB $0x0a, X0, 10(SI)
 
 dwq2_4_st0_10:
-	BTL     $0x0b, R13
+	BTL     $0x0b, R10
 	JCC     dwq2_4_st0_11
-	VPEXTRB $0x0b, X0, 11(R9)
+	VPEXTRB $0x0b, X0, 11(SI)
 
 dwq2_4_st0_11:
-	BTL     $0x0c, R13
+	BTL     $0x0c, R10
 	JCC     dwq2_4_st0_12
-	VPEXTRB $0x0c, X0, 12(R9)
+	VPEXTRB $0x0c, X0, 12(SI)
 
 dwq2_4_st0_12:
-	BTL     $0x0d, R13
+	BTL     $0x0d, R10
 	JCC     dwq2_4_st0_13
-	VPEXTRB $0x0d, X0, 13(R9)
+	VPEXTRB $0x0d, X0, 13(SI)
 
 dwq2_4_st0_13:
-	BTL     $0x0e, R13
+	BTL     $0x0e, R10
 	JCC     dwq2_4_st0_14
-	VPEXTRB $0x0e, X0, 14(R9)
+	VPEXTRB $0x0e, X0, 14(SI)
 
 dwq2_4_st0_14:
-	BTL     $0x0f, R13
+	BTL     $0x0f, R10
 	JCC     dwq2_4_st0_15
-	VPEXTRB $0x0f, X0, 15(R9)
+	VPEXTRB $0x0f, X0, 15(SI)
 
 dwq2_4_st0_15:
 dwq2_4_st0_end:
-	ADDQ         R10, R9
 	ADDQ         DI, SI
-	VPADDD       (R8), Y2, Y2
-	VPSLLVD      128(R8), Y2, Y2
-	VMOVDQU      64(R8), Y8
-	VPMULDQ      Y8, Y2, Y9
+	ADDQ         DX, CX
+	VPADDD       (BX), Y2, Y2
+	VPSLLVD      128(BX), Y2, Y2
+	VPMULDQ      64(BX), Y2, Y9
 	VPSRLQ       $0x20, Y2, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      68(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y2
-	VPAND        256(R8), Y2, Y11
+	VPAND        256(BX), Y2, Y11
 	VPSRLD       $0x1f, Y2, Y10
-	VPADDD       320(R8), Y10, Y10
-	VPSRAVD      192(R8), Y2, Y2
+	VPADDD       320(BX), Y10, Y10
+	VPSRAVD      192(BX), Y2, Y2
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y2, Y2
 	VPADDD       Y12, Y2, Y2
 	VPMAXSD      Y13, Y2, Y2
 	VPMINSD      Y14, Y2, Y2
-	VPADDD       32(R8), Y3, Y3
-	VPSLLVD      160(R8), Y3, Y3
-	VMOVDQU      96(R8), Y8
-	VPMULDQ      Y8, Y3, Y9
+	VPADDD       32(BX), Y3, Y3
+	VPSLLVD      160(BX), Y3, Y3
+	VPMULDQ      96(BX), Y3, Y9
 	VPSRLQ       $0x20, Y3, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      100(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y3
-	VPAND        288(R8), Y3, Y11
+	VPAND        288(BX), Y3, Y11
 	VPSRLD       $0x1f, Y3, Y10
-	VPADDD       352(R8), Y10, Y10
-	VPSRAVD      224(R8), Y3, Y3
+	VPADDD       352(BX), Y10, Y10
+	VPSRAVD      224(BX), Y3, Y3
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y3, Y3
 	VPADDD       Y12, Y3, Y3
@@ -3129,136 +3024,130 @@ dwq2_4_st0_end:
 	VPERMQ       $0xd8, Y2, Y2
 	VEXTRACTI128 $0x01, Y2, X8
 	VPACKSSWB    X8, X2, X2
-	MOVQ         R11, R13
-	ANDL         $0x0000ffff, R13
-	CMPL         R13, $0x0000ffff
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
 	JNE          dwq2_4_st1_part
-	VMOVDQU      X2, (R9)
+	VMOVDQU      X2, (SI)
 	JMP          dwq2_4_st1_end
 
 dwq2_4_st1_part:
-	BTL     $0x00, R13
+	BTL     $0x00, R10
 	JCC     dwq2_4_st1_0
-	VPEXTRB $0x00, X2, (R9)
+	VPEXTRB $0x00, X2, (SI)
 
 dwq2_4_st1_0:
-	BTL     $0x01, R13
+	BTL     $0x01, R10
 	JCC     dwq2_4_st1_1
-	VPEXTRB $0x01, X2, 1(R9)
+	VPEXTRB $0x01, X2, 1(SI)
 
 dwq2_4_st1_1:
-	BTL     $0x02, R13
+	BTL     $0x02, R10
 	JCC     dwq2_4_st1_2
-	VPEXTRB $0x02, X2, 2(R9)
+	VPEXTRB $0x02, X2, 2(SI)
 
 dwq2_4_st1_2:
-	BTL     $0x03, R13
+	BTL     $0x03, R10
 	JCC     dwq2_4_st1_3
-	VPEXTRB $0x03, X2, 3(R9)
+	VPEXTRB $0x03, X2, 3(SI)
 
 dwq2_4_st1_3:
-	BTL     $0x04, R13
+	BTL     $0x04, R10
 	JCC     dwq2_4_st1_4
-	VPEXTRB $0x04, X2, 4(R9)
+	VPEXTRB $0x04, X2, 4(SI)
 
 dwq2_4_st1_4:
-	BTL     $0x05, R13
+	BTL     $0x05, R10
 	JCC     dwq2_4_st1_5
-	VPEXTRB $0x05, X2, 5(R9)
+	VPEXTRB $0x05, X2, 5(SI)
 
 dwq2_4_st1_5:
-	BTL     $0x06, R13
+	BTL     $0x06, R10
 	JCC     dwq2_4_st1_6
-	VPEXTRB $0x06, X2, 6(R9)
+	VPEXTRB $0x06, X2, 6(SI)
 
 dwq2_4_st1_6:
-	BTL     $0x07, R13
+	BTL     $0x07, R10
 	JCC     dwq2_4_st1_7
-	VPEXTRB $0x07, X2, 7(R9)
+	VPEXTRB $0x07, X2, 7(SI)
 
 dwq2_4_st1_7:
-	BTL     $0x08, R13
+	BTL     $0x08, R10
 	JCC     dwq2_4_st1_8
-	VPEXTRB $0x08, X2, 8(R9)
+	VPEXTRB $0x08, X2, 8(SI)
 
 dwq2_4_st1_8:
-	BTL     $0x09, R13
+	BTL     $0x09, R10
 	JCC     dwq2_4_st1_9
-	VPEXTRB $0x09, X2, 9(R9)
+	VPEXTRB $0x09, X2, 9(SI)
 
 dwq2_4_st1_9:
-	BTL     $0x0a, R13
+	BTL     $0x0a, R10
 	JCC     dwq2_4_st1_10
-	VPEXTRB $0x0a, X2, 10(R9)
+	VPEXTRB $0x0a, X2, 10(SI)
 
 dwq2_4_st1_10:
-	BTL     $0x0b, R13
+	BTL     $0x0b, R10
 	JCC     dwq2_4_st1_11
-	VPEXTRB $0x0b, X2, 11(R9)
+	VPEXTRB $0x0b, X2, 11(SI)
 
 dwq2_4_st1_11:
-	BTL     $0x0c, R13
+	BTL     $0x0c, R10
 	JCC     dwq2_4_st1_12
-	VPEXTRB $0x0c, X2, 12(R9)
+	VPEXTRB $0x0c, X2, 12(SI)
 
 dwq2_4_st1_12:
-	BTL     $0x0d, R13
+	BTL     $0x0d, R10
 	JCC     dwq2_4_st1_13
-	VPEXTRB $0x0d, X2, 13(R9)
+	VPEXTRB $0x0d, X2, 13(SI)
 
 dwq2_4_st1_13:
-	BTL     $0x0e, R13
+	BTL     $0x0e, R10
 	JCC     dwq2_4_st1_14
-	VPEXTRB $0x0e, X2, 14(R9)
+	VPEXTRB $0x0e, X2, 14(SI)
 
 dwq2_4_st1_14:
-	BTL     $0x0f, R13
+	BTL     $0x0f, R10
 	JCC     dwq2_4_st1_15
-	VPEXTRB $0x0f, X2, 15(R9)
+	VPEXTRB $0x0f, X2, 15(SI)
 
 dwq2_4_st1_15:
 dwq2_4_st1_end:
-	ADDQ         R10, R9
 	ADDQ         DI, SI
-	VPADDD       (R8), Y4, Y4
-	VPSLLVD      128(R8), Y4, Y4
-	VMOVDQU      64(R8), Y8
-	VPMULDQ      Y8, Y4, Y9
+	ADDQ         DX, CX
+	VPADDD       (BX), Y4, Y4
+	VPSLLVD      128(BX), Y4, Y4
+	VPMULDQ      64(BX), Y4, Y9
 	VPSRLQ       $0x20, Y4, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      68(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y4
-	VPAND        256(R8), Y4, Y11
+	VPAND        256(BX), Y4, Y11
 	VPSRLD       $0x1f, Y4, Y10
-	VPADDD       320(R8), Y10, Y10
-	VPSRAVD      192(R8), Y4, Y4
+	VPADDD       320(BX), Y10, Y10
+	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y4, Y4
 	VPADDD       Y12, Y4, Y4
 	VPMAXSD      Y13, Y4, Y4
 	VPMINSD      Y14, Y4, Y4
-	VPADDD       32(R8), Y5, Y5
-	VPSLLVD      160(R8), Y5, Y5
-	VMOVDQU      96(R8), Y8
-	VPMULDQ      Y8, Y5, Y9
+	VPADDD       32(BX), Y5, Y5
+	VPSLLVD      160(BX), Y5, Y5
+	VPMULDQ      96(BX), Y5, Y9
 	VPSRLQ       $0x20, Y5, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      100(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y5
-	VPAND        288(R8), Y5, Y11
+	VPAND        288(BX), Y5, Y11
 	VPSRLD       $0x1f, Y5, Y10
-	VPADDD       352(R8), Y10, Y10
-	VPSRAVD      224(R8), Y5, Y5
+	VPADDD       352(BX), Y10, Y10
+	VPSRAVD      224(BX), Y5, Y5
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y5, Y5
 	VPADDD       Y12, Y5, Y5
@@ -3268,136 +3157,130 @@ dwq2_4_st1_end:
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X8
 	VPACKSSWB    X8, X4, X4
-	MOVQ         R11, R13
-	ANDL         $0x0000ffff, R13
-	CMPL         R13, $0x0000ffff
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
 	JNE          dwq2_4_st2_part
-	VMOVDQU      X4, (R9)
+	VMOVDQU      X4, (SI)
 	JMP          dwq2_4_st2_end
 
 dwq2_4_st2_part:
-	BTL     $0x00, R13
+	BTL     $0x00, R10
 	JCC     dwq2_4_st2_0
-	VPEXTRB $0x00, X4, (R9)
+	VPEXTRB $0x00, X4, (SI)
 
 dwq2_4_st2_0:
-	BTL     $0x01, R13
+	BTL     $0x01, R10
 	JCC     dwq2_4_st2_1
-	VPEXTRB $0x01, X4, 1(R9)
+	VPEXTRB $0x01, X4, 1(SI)
 
 dwq2_4_st2_1:
-	BTL     $0x02, R13
+	BTL     $0x02, R10
 	JCC     dwq2_4_st2_2
-	VPEXTRB $0x02, X4, 2(R9)
+	VPEXTRB $0x02, X4, 2(SI)
 
 dwq2_4_st2_2:
-	BTL     $0x03, R13
+	BTL     $0x03, R10
 	JCC     dwq2_4_st2_3
-	VPEXTRB $0x03, X4, 3(R9)
+	VPEXTRB $0x03, X4, 3(SI)
 
 dwq2_4_st2_3:
-	BTL     $0x04, R13
+	BTL     $0x04, R10
 	JCC     dwq2_4_st2_4
-	VPEXTRB $0x04, X4, 4(R9)
+	VPEXTRB $0x04, X4, 4(SI)
 
 dwq2_4_st2_4:
-	BTL     $0x05, R13
+	BTL     $0x05, R10
 	JCC     dwq2_4_st2_5
-	VPEXTRB $0x05, X4, 5(R9)
+	VPEXTRB $0x05, X4, 5(SI)
 
 dwq2_4_st2_5:
-	BTL     $0x06, R13
+	BTL     $0x06, R10
 	JCC     dwq2_4_st2_6
-	VPEXTRB $0x06, X4, 6(R9)
+	VPEXTRB $0x06, X4, 6(SI)
 
 dwq2_4_st2_6:
-	BTL     $0x07, R13
+	BTL     $0x07, R10
 	JCC     dwq2_4_st2_7
-	VPEXTRB $0x07, X4, 7(R9)
+	VPEXTRB $0x07, X4, 7(SI)
 
 dwq2_4_st2_7:
-	BTL     $0x08, R13
+	BTL     $0x08, R10
 	JCC     dwq2_4_st2_8
-	VPEXTRB $0x08, X4, 8(R9)
+	VPEXTRB $0x08, X4, 8(SI)
 
 dwq2_4_st2_8:
-	BTL     $0x09, R13
+	BTL     $0x09, R10
 	JCC     dwq2_4_st2_9
-	VPEXTRB $0x09, X4, 9(R9)
+	VPEXTRB $0x09, X4, 9(SI)
 
 dwq2_4_st2_9:
-	BTL     $0x0a, R13
+	BTL     $0x0a, R10
 	JCC     dwq2_4_st2_10
-	VPEXTRB $0x0a, X4, 10(R9)
+	VPEXTRB $0x0a, X4, 10(SI)
 
 dwq2_4_st2_10:
-	BTL     $0x0b, R13
+	BTL     $0x0b, R10
 	JCC     dwq2_4_st2_11
-	VPEXTRB $0x0b, X4, 11(R9)
+	VPEXTRB $0x0b, X4, 11(SI)
 
 dwq2_4_st2_11:
-	BTL     $0x0c, R13
+	BTL     $0x0c, R10
 	JCC     dwq2_4_st2_12
-	VPEXTRB $0x0c, X4, 12(R9)
+	VPEXTRB $0x0c, X4, 12(SI)
 
 dwq2_4_st2_12:
-	BTL     $0x0d, R13
+	BTL     $0x0d, R10
 	JCC     dwq2_4_st2_13
-	VPEXTRB $0x0d, X4, 13(R9)
+	VPEXTRB $0x0d, X4, 13(SI)
 
 dwq2_4_st2_13:
-	BTL     $0x0e, R13
+	BTL     $0x0e, R10
 	JCC     dwq2_4_st2_14
-	VPEXTRB $0x0e, X4, 14(R9)
+	VPEXTRB $0x0e, X4, 14(SI)
 
 dwq2_4_st2_14:
-	BTL     $0x0f, R13
+	BTL     $0x0f, R10
 	JCC     dwq2_4_st2_15
-	VPEXTRB $0x0f, X4, 15(R9)
+	VPEXTRB $0x0f, X4, 15(SI)
 
 dwq2_4_st2_15:
 dwq2_4_st2_end:
-	ADDQ         R10, R9
 	ADDQ         DI, SI
-	VPADDD       (R8), Y6, Y6
-	VPSLLVD      128(R8), Y6, Y6
-	VMOVDQU      64(R8), Y8
-	VPMULDQ      Y8, Y6, Y9
+	ADDQ         DX, CX
+	VPADDD       (BX), Y6, Y6
+	VPSLLVD      128(BX), Y6, Y6
+	VPMULDQ      64(BX), Y6, Y9
 	VPSRLQ       $0x20, Y6, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      68(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y6
-	VPAND        256(R8), Y6, Y11
+	VPAND        256(BX), Y6, Y11
 	VPSRLD       $0x1f, Y6, Y10
-	VPADDD       320(R8), Y10, Y10
-	VPSRAVD      192(R8), Y6, Y6
+	VPADDD       320(BX), Y10, Y10
+	VPSRAVD      192(BX), Y6, Y6
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y6, Y6
 	VPADDD       Y12, Y6, Y6
 	VPMAXSD      Y13, Y6, Y6
 	VPMINSD      Y14, Y6, Y6
-	VPADDD       32(R8), Y7, Y7
-	VPSLLVD      160(R8), Y7, Y7
-	VMOVDQU      96(R8), Y8
-	VPMULDQ      Y8, Y7, Y9
+	VPADDD       32(BX), Y7, Y7
+	VPSLLVD      160(BX), Y7, Y7
+	VPMULDQ      96(BX), Y7, Y9
 	VPSRLQ       $0x20, Y7, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      100(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y7
-	VPAND        288(R8), Y7, Y11
+	VPAND        288(BX), Y7, Y11
 	VPSRLD       $0x1f, Y7, Y10
-	VPADDD       352(R8), Y10, Y10
-	VPSRAVD      224(R8), Y7, Y7
+	VPADDD       352(BX), Y10, Y10
+	VPSRAVD      224(BX), Y7, Y7
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y7, Y7
 	VPADDD       Y12, Y7, Y7
@@ -3407,97 +3290,97 @@ dwq2_4_st2_end:
 	VPERMQ       $0xd8, Y6, Y6
 	VEXTRACTI128 $0x01, Y6, X8
 	VPACKSSWB    X8, X6, X6
-	MOVQ         R11, R13
-	ANDL         $0x0000ffff, R13
-	CMPL         R13, $0x0000ffff
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
 	JNE          dwq2_4_st3_part
-	VMOVDQU      X6, (R9)
+	VMOVDQU      X6, (SI)
 	JMP          dwq2_4_st3_end
 
 dwq2_4_st3_part:
-	BTL     $0x00, R13
+	BTL     $0x00, R10
 	JCC     dwq2_4_st3_0
-	VPEXTRB $0x00, X6, (R9)
+	VPEXTRB $0x00, X6, (SI)
 
 dwq2_4_st3_0:
-	BTL     $0x01, R13
+	BTL     $0x01, R10
 	JCC     dwq2_4_st3_1
-	VPEXTRB $0x01, X6, 1(R9)
+	VPEXTRB $0x01, X6, 1(SI)
 
 dwq2_4_st3_1:
-	BTL     $0x02, R13
+	BTL     $0x02, R10
 	JCC     dwq2_4_st3_2
-	VPEXTRB $0x02, X6, 2(R9)
+	VPEXTRB $0x02, X6, 2(SI)
 
 dwq2_4_st3_2:
-	BTL     $0x03, R13
+	BTL     $0x03, R10
 	JCC     dwq2_4_st3_3
-	VPEXTRB $0x03, X6, 3(R9)
+	VPEXTRB $0x03, X6, 3(SI)
 
 dwq2_4_st3_3:
-	BTL     $0x04, R13
+	BTL     $0x04, R10
 	JCC     dwq2_4_st3_4
-	VPEXTRB $0x04, X6, 4(R9)
+	VPEXTRB $0x04, X6, 4(SI)
 
 dwq2_4_st3_4:
-	BTL     $0x05, R13
+	BTL     $0x05, R10
 	JCC     dwq2_4_st3_5
-	VPEXTRB $0x05, X6, 5(R9)
+	VPEXTRB $0x05, X6, 5(SI)
 
 dwq2_4_st3_5:
-	BTL     $0x06, R13
+	BTL     $0x06, R10
 	JCC     dwq2_4_st3_6
-	VPEXTRB $0x06, X6, 6(R9)
+	VPEXTRB $0x06, X6, 6(SI)
 
 dwq2_4_st3_6:
-	BTL     $0x07, R13
+	BTL     $0x07, R10
 	JCC     dwq2_4_st3_7
-	VPEXTRB $0x07, X6, 7(R9)
+	VPEXTRB $0x07, X6, 7(SI)
 
 dwq2_4_st3_7:
-	BTL     $0x08, R13
+	BTL     $0x08, R10
 	JCC     dwq2_4_st3_8
-	VPEXTRB $0x08, X6, 8(R9)
+	VPEXTRB $0x08, X6, 8(SI)
 
 dwq2_4_st3_8:
-	BTL     $0x09, R13
+	BTL     $0x09, R10
 	JCC     dwq2_4_st3_9
-	VPEXTRB $0x09, X6, 9(R9)
+	VPEXTRB $0x09, X6, 9(SI)
 
 dwq2_4_st3_9:
-	BTL     $0x0a, R13
+	BTL     $0x0a, R10
 	JCC     dwq2_4_st3_10
-	VPEXTRB $0x0a, X6, 10(R9)
+	VPEXTRB $0x0a, X6, 10(SI)
 
 dwq2_4_st3_10:
-	BTL     $0x0b, R13
+	BTL     $0x0b, R10
 	JCC     dwq2_4_st3_11
-	VPEXTRB $0x0b, X6, 11(R9)
+	VPEXTRB $0x0b, X6, 11(SI)
 
 dwq2_4_st3_11:
-	BTL     $0x0c, R13
+	BTL     $0x0c, R10
 	JCC     dwq2_4_st3_12
-	VPEXTRB $0x0c, X6, 12(R9)
+	VPEXTRB $0x0c, X6, 12(SI)
 
 dwq2_4_st3_12:
-	BTL     $0x0d, R13
+	BTL     $0x0d, R10
 	JCC     dwq2_4_st3_13
-	VPEXTRB $0x0d, X6, 13(R9)
+	VPEXTRB $0x0d, X6, 13(SI)
 
 dwq2_4_st3_13:
-	BTL     $0x0e, R13
+	BTL     $0x0e, R10
 	JCC     dwq2_4_st3_14
-	VPEXTRB $0x0e, X6, 14(R9)
+	VPEXTRB $0x0e, X6, 14(SI)
 
 dwq2_4_st3_14:
-	BTL     $0x0f, R13
+	BTL     $0x0f, R10
 	JCC     dwq2_4_st3_15
-	VPEXTRB $0x0f, X6, 15(R9)
+	VPEXTRB $0x0f, X6, 15(SI)
 
 dwq2_4_st3_15:
 dwq2_4_st3_end:
-	ADDQ R10, R9
 	ADDQ DI, SI
+	ADDQ DX, CX
 	SUBQ $0x00000004, AX
 	JMP  dwq2_4
 
@@ -3507,64 +3390,61 @@ dwq2_1:
 	JL    dwq2_1_end
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
-	MOVQ  CX, R13
-	MOVQ  BX, R15
-	MOVQ  DX, BP
+	MOVQ  taps+8(FP), R10
+	MOVQ  w+24(FP), R13
+	MOVQ  offs+16(FP), R14
 
 dwq2_1_tap:
-	MOVQ         SI, R14
-	ADDQ         (BP), R14
-	VMOVDQU      (R15), Y8
-	VMOVDQU      32(R15), Y9
-	VPMOVSXBD    (R14), Y10
-	VPMULLD      Y8, Y10, Y10
-	VPADDD       Y10, Y0, Y0
-	VPMOVSXBD    8(R14), Y11
-	VPMULLD      Y9, Y11, Y11
-	VPADDD       Y11, Y1, Y1
-	ADDQ         $0x08, BP
-	ADDQ         $0x40, R15
-	DECQ         R13
+	MOVQ         CX, R11
+	ADDQ         (R14), R11
+	MOVQ         CX, R12
+	ADDQ         8(R14), R12
+	VMOVDQU      (R11), X8
+	VPUNPCKHBW   (R12), X8, X9
+	VPUNPCKLBW   (R12), X8, X8
+	VPMOVSXBW    X8, Y8
+	VPMOVSXBW    X9, Y9
+	VPMADDWD     (R13), Y8, Y8
+	VPMADDWD     32(R13), Y9, Y9
+	VPADDD       Y8, Y0, Y0
+	VPADDD       Y9, Y1, Y1
+	ADDQ         $0x10, R14
+	ADDQ         $0x40, R13
+	DECQ         R10
 	JNZ          dwq2_1_tap
-	VPADDD       (R8), Y0, Y0
-	VPSLLVD      128(R8), Y0, Y0
-	VMOVDQU      64(R8), Y8
-	VPMULDQ      Y8, Y0, Y9
+	VPADDD       (BX), Y0, Y0
+	VPSLLVD      128(BX), Y0, Y0
+	VPMULDQ      64(BX), Y0, Y9
 	VPSRLQ       $0x20, Y0, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      68(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y0
-	VPAND        256(R8), Y0, Y11
+	VPAND        256(BX), Y0, Y11
 	VPSRLD       $0x1f, Y0, Y10
-	VPADDD       320(R8), Y10, Y10
-	VPSRAVD      192(R8), Y0, Y0
+	VPADDD       320(BX), Y10, Y10
+	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y0, Y0
 	VPADDD       Y12, Y0, Y0
 	VPMAXSD      Y13, Y0, Y0
 	VPMINSD      Y14, Y0, Y0
-	VPADDD       32(R8), Y1, Y1
-	VPSLLVD      160(R8), Y1, Y1
-	VMOVDQU      96(R8), Y8
-	VPMULDQ      Y8, Y1, Y9
+	VPADDD       32(BX), Y1, Y1
+	VPSLLVD      160(BX), Y1, Y1
+	VPMULDQ      96(BX), Y1, Y9
 	VPSRLQ       $0x20, Y1, Y10
-	VPSRLQ       $0x20, Y8, Y8
-	VPMULDQ      Y8, Y10, Y10
+	VPMULDQ      100(BX), Y10, Y10
 	VPADDQ       Y15, Y9, Y9
 	VPADDQ       Y15, Y10, Y10
 	VPSRLQ       $0x1f, Y9, Y9
-	VPSRLQ       $0x1f, Y10, Y10
-	VPSLLQ       $0x20, Y10, Y10
+	VPSLLQ       $0x01, Y10, Y10
 	VPBLENDD     $0xaa, Y10, Y9, Y1
-	VPAND        288(R8), Y1, Y11
+	VPAND        288(BX), Y1, Y11
 	VPSRLD       $0x1f, Y1, Y10
-	VPADDD       352(R8), Y10, Y10
-	VPSRAVD      224(R8), Y1, Y1
+	VPADDD       352(BX), Y10, Y10
+	VPSRAVD      224(BX), Y1, Y1
 	VPCMPGTD     Y10, Y11, Y8
 	VPSUBD       Y8, Y1, Y1
 	VPADDD       Y12, Y1, Y1
@@ -3574,97 +3454,97 @@ dwq2_1_tap:
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X8
 	VPACKSSWB    X8, X0, X0
-	MOVQ         R11, R13
-	ANDL         $0x0000ffff, R13
-	CMPL         R13, $0x0000ffff
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
 	JNE          dwq2_1_st0_part
-	VMOVDQU      X0, (R9)
+	VMOVDQU      X0, (SI)
 	JMP          dwq2_1_st0_end
 
 dwq2_1_st0_part:
-	BTL     $0x00, R13
+	BTL     $0x00, R10
 	JCC     dwq2_1_st0_0
-	VPEXTRB $0x00, X0, (R9)
+	VPEXTRB $0x00, X0, (SI)
 
 dwq2_1_st0_0:
-	BTL     $0x01, R13
+	BTL     $0x01, R10
 	JCC     dwq2_1_st0_1
-	VPEXTRB $0x01, X0, 1(R9)
+	VPEXTRB $0x01, X0, 1(SI)
 
 dwq2_1_st0_1:
-	BTL     $0x02, R13
+	BTL     $0x02, R10
 	JCC     dwq2_1_st0_2
-	VPEXTRB $0x02, X0, 2(R9)
+	VPEXTRB $0x02, X0, 2(SI)
 
 dwq2_1_st0_2:
-	BTL     $0x03, R13
+	BTL     $0x03, R10
 	JCC     dwq2_1_st0_3
-	VPEXTRB $0x03, X0, 3(R9)
+	VPEXTRB $0x03, X0, 3(SI)
 
 dwq2_1_st0_3:
-	BTL     $0x04, R13
+	BTL     $0x04, R10
 	JCC     dwq2_1_st0_4
-	VPEXTRB $0x04, X0, 4(R9)
+	VPEXTRB $0x04, X0, 4(SI)
 
 dwq2_1_st0_4:
-	BTL     $0x05, R13
+	BTL     $0x05, R10
 	JCC     dwq2_1_st0_5
-	VPEXTRB $0x05, X0, 5(R9)
+	VPEXTRB $0x05, X0, 5(SI)
 
 dwq2_1_st0_5:
-	BTL     $0x06, R13
+	BTL     $0x06, R10
 	JCC     dwq2_1_st0_6
-	VPEXTRB $0x06, X0, 6(R9)
+	VPEXTRB $0x06, X0, 6(SI)
 
 dwq2_1_st0_6:
-	BTL     $0x07, R13
+	BTL     $0x07, R10
 	JCC     dwq2_1_st0_7
-	VPEXTRB $0x07, X0, 7(R9)
+	VPEXTRB $0x07, X0, 7(SI)
 
 dwq2_1_st0_7:
-	BTL     $0x08, R13
+	BTL     $0x08, R10
 	JCC     dwq2_1_st0_8
-	VPEXTRB $0x08, X0, 8(R9)
+	VPEXTRB $0x08, X0, 8(SI)
 
 dwq2_1_st0_8:
-	BTL     $0x09, R13
+	BTL     $0x09, R10
 	JCC     dwq2_1_st0_9
-	VPEXTRB $0x09, X0, 9(R9)
+	VPEXTRB $0x09, X0, 9(SI)
 
 dwq2_1_st0_9:
-	BTL     $0x0a, R13
+	BTL     $0x0a, R10
 	JCC     dwq2_1_st0_10
-	VPEXTRB $0x0a, X0, 10(R9)
+	VPEXTRB $0x0a, X0, 10(SI)
 
 dwq2_1_st0_10:
-	BTL     $0x0b, R13
+	BTL     $0x0b, R10
 	JCC     dwq2_1_st0_11
-	VPEXTRB $0x0b, X0, 11(R9)
+	VPEXTRB $0x0b, X0, 11(SI)
 
 dwq2_1_st0_11:
-	BTL     $0x0c, R13
+	BTL     $0x0c, R10
 	JCC     dwq2_1_st0_12
-	VPEXTRB $0x0c, X0, 12(R9)
+	VPEXTRB $0x0c, X0, 12(SI)
 
 dwq2_1_st0_12:
-	BTL     $0x0d, R13
+	BTL     $0x0d, R10
 	JCC     dwq2_1_st0_13
-	VPEXTRB $0x0d, X0, 13(R9)
+	VPEXTRB $0x0d, X0, 13(SI)
 
 dwq2_1_st0_13:
-	BTL     $0x0e, R13
+	BTL     $0x0e, R10
 	JCC     dwq2_1_st0_14
-	VPEXTRB $0x0e, X0, 14(R9)
+	VPEXTRB $0x0e, X0, 14(SI)
 
 dwq2_1_st0_14:
-	BTL     $0x0f, R13
+	BTL     $0x0f, R10
 	JCC     dwq2_1_st0_15
-	VPEXTRB $0x0f, X0, 15(R9)
+	VPEXTRB $0x0f, X0, 15(SI)
 
 dwq2_1_st0_15:
 dwq2_1_st0_end:
-	ADDQ R10, R9
 	ADDQ DI, SI
+	ADDQ DX, CX
 	SUBQ $0x00000001, AX
 	JMP  dwq2_1
 
@@ -3696,16 +3576,13 @@ qadd2_loop:
 	VPMOVSXBD    8(DX), Y3
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
-	VMOVDQU      64(BX), Y4
-	VPMULDQ      Y4, Y0, Y5
+	VPMULDQ      64(BX), Y0, Y5
 	VPSRLQ       $0x20, Y0, Y6
-	VPSRLQ       $0x20, Y4, Y4
-	VPMULDQ      Y4, Y6, Y6
+	VPMULDQ      68(BX), Y6, Y6
 	VPADDQ       Y11, Y5, Y5
 	VPADDQ       Y11, Y6, Y6
 	VPSRLQ       $0x1f, Y5, Y5
-	VPSRLQ       $0x1f, Y6, Y6
-	VPSLLQ       $0x20, Y6, Y6
+	VPSLLQ       $0x01, Y6, Y6
 	VPBLENDD     $0xaa, Y6, Y5, Y0
 	VPAND        256(BX), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y6
@@ -3715,16 +3592,13 @@ qadd2_loop:
 	VPSUBD       Y4, Y0, Y0
 	VPADDD       32(BX), Y1, Y1
 	VPSLLVD      160(BX), Y1, Y1
-	VMOVDQU      96(BX), Y4
-	VPMULDQ      Y4, Y1, Y5
+	VPMULDQ      96(BX), Y1, Y5
 	VPSRLQ       $0x20, Y1, Y6
-	VPSRLQ       $0x20, Y4, Y4
-	VPMULDQ      Y4, Y6, Y6
+	VPMULDQ      100(BX), Y6, Y6
 	VPADDQ       Y11, Y5, Y5
 	VPADDQ       Y11, Y6, Y6
 	VPSRLQ       $0x1f, Y5, Y5
-	VPSRLQ       $0x1f, Y6, Y6
-	VPSLLQ       $0x20, Y6, Y6
+	VPSLLQ       $0x01, Y6, Y6
 	VPBLENDD     $0xaa, Y6, Y5, Y1
 	VPAND        288(BX), Y1, Y7
 	VPSRLD       $0x1f, Y1, Y6
@@ -3734,16 +3608,13 @@ qadd2_loop:
 	VPSUBD       Y4, Y1, Y1
 	VPADDD       (DI), Y2, Y2
 	VPSLLVD      128(DI), Y2, Y2
-	VMOVDQU      64(DI), Y4
-	VPMULDQ      Y4, Y2, Y5
+	VPMULDQ      64(DI), Y2, Y5
 	VPSRLQ       $0x20, Y2, Y6
-	VPSRLQ       $0x20, Y4, Y4
-	VPMULDQ      Y4, Y6, Y6
+	VPMULDQ      68(DI), Y6, Y6
 	VPADDQ       Y11, Y5, Y5
 	VPADDQ       Y11, Y6, Y6
 	VPSRLQ       $0x1f, Y5, Y5
-	VPSRLQ       $0x1f, Y6, Y6
-	VPSLLQ       $0x20, Y6, Y6
+	VPSLLQ       $0x01, Y6, Y6
 	VPBLENDD     $0xaa, Y6, Y5, Y2
 	VPAND        256(DI), Y2, Y7
 	VPSRLD       $0x1f, Y2, Y6
@@ -3753,16 +3624,13 @@ qadd2_loop:
 	VPSUBD       Y4, Y2, Y2
 	VPADDD       32(DI), Y3, Y3
 	VPSLLVD      160(DI), Y3, Y3
-	VMOVDQU      96(DI), Y4
-	VPMULDQ      Y4, Y3, Y5
+	VPMULDQ      96(DI), Y3, Y5
 	VPSRLQ       $0x20, Y3, Y6
-	VPSRLQ       $0x20, Y4, Y4
-	VPMULDQ      Y4, Y6, Y6
+	VPMULDQ      100(DI), Y6, Y6
 	VPADDQ       Y11, Y5, Y5
 	VPADDQ       Y11, Y6, Y6
 	VPSRLQ       $0x1f, Y5, Y5
-	VPSRLQ       $0x1f, Y6, Y6
-	VPSLLQ       $0x20, Y6, Y6
+	VPSLLQ       $0x01, Y6, Y6
 	VPBLENDD     $0xaa, Y6, Y5, Y3
 	VPAND        288(DI), Y3, Y7
 	VPSRLD       $0x1f, Y3, Y6
@@ -3774,16 +3642,13 @@ qadd2_loop:
 	VPADDD       Y3, Y1, Y1
 	VPADDD       (R8), Y0, Y0
 	VPSLLVD      128(R8), Y0, Y0
-	VMOVDQU      64(R8), Y4
-	VPMULDQ      Y4, Y0, Y5
+	VPMULDQ      64(R8), Y0, Y5
 	VPSRLQ       $0x20, Y0, Y6
-	VPSRLQ       $0x20, Y4, Y4
-	VPMULDQ      Y4, Y6, Y6
+	VPMULDQ      68(R8), Y6, Y6
 	VPADDQ       Y11, Y5, Y5
 	VPADDQ       Y11, Y6, Y6
 	VPSRLQ       $0x1f, Y5, Y5
-	VPSRLQ       $0x1f, Y6, Y6
-	VPSLLQ       $0x20, Y6, Y6
+	VPSLLQ       $0x01, Y6, Y6
 	VPBLENDD     $0xaa, Y6, Y5, Y0
 	VPAND        256(R8), Y0, Y7
 	VPSRLD       $0x1f, Y0, Y6
@@ -3796,16 +3661,13 @@ qadd2_loop:
 	VPMINSD      Y10, Y0, Y0
 	VPADDD       32(R8), Y1, Y1
 	VPSLLVD      160(R8), Y1, Y1
-	VMOVDQU      96(R8), Y4
-	VPMULDQ      Y4, Y1, Y5
+	VPMULDQ      96(R8), Y1, Y5
 	VPSRLQ       $0x20, Y1, Y6
-	VPSRLQ       $0x20, Y4, Y4
-	VPMULDQ      Y4, Y6, Y6
+	VPMULDQ      100(R8), Y6, Y6
 	VPADDQ       Y11, Y5, Y5
 	VPADDQ       Y11, Y6, Y6
 	VPSRLQ       $0x1f, Y5, Y5
-	VPSRLQ       $0x1f, Y6, Y6
-	VPSLLQ       $0x20, Y6, Y6
+	VPSLLQ       $0x01, Y6, Y6
 	VPBLENDD     $0xaa, Y6, Y5, Y1
 	VPAND        288(R8), Y1, Y7
 	VPSRLD       $0x1f, Y1, Y6

@@ -67,18 +67,19 @@ func archQKernels() []qkernel {
 	return nil
 }
 
-// archDWQ is the int8 depthwise kernel chosen for this CPU (nil: none).
-func archDWQ() func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64) {
+// archDWQ is the int8 depthwise kernel chosen for this CPU (nil: none)
+// and whether it takes its taps in pairs (dwqAVX2; see qdw).
+func archDWQ() (func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64), bool) {
 	f := qkernelFamily()
 	switch {
 	case f == "generic":
-		return nil
+		return nil, false
 	case hasQ512 && useQ512(f):
-		return dwqAVX512
+		return dwqAVX512, false
 	case hasQAVX2:
-		return dwqAVX2
+		return dwqAVX2, true
 	}
-	return nil
+	return nil, false
 }
 
 // archQAdd is the int8 Add kernel chosen for this CPU (nil: none).

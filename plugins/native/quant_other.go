@@ -9,8 +9,8 @@ func archQFamilies() []string { return []string{"generic"} }
 func archQKernels() []qkernel { return nil }
 
 // archDWQ: no int8 depthwise assembly for this GOARCH.
-func archDWQ() func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64) {
-	return nil
+func archDWQ() (func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64), bool) {
+	return nil, false
 }
 
 // archQAdd: no int8 Add assembly for this GOARCH.

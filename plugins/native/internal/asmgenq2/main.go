@@ -55,10 +55,12 @@
 //
 // # Depthwise and Add
 //
-// dwqAVX2 and qaddAVX2 are dwqAVX512 and qaddAVX512 on eight lanes: the
-// same arguments and data layouts, each 16-channel (16-element) block
-// taken as two halves. The depthwise products are int8×int8 sign-
-// extended to int32 (VPMOVSXBD, VPMULLD).
+// dwqAVX2 and qaddAVX2 are dwqAVX512 and qaddAVX512 on eight lanes, each
+// 16-channel (16-element) block taken as two halves. qaddAVX2 has the
+// same arguments and data; dwqAVX2 takes its taps in pairs, each
+// channel's two int8 products added exactly by one VPMADDWD on int16
+// (half the multiplies of VPMULLD on int32, which is also two µops on
+// Intel's cores), so its weights are laid out in pairs (see depthwise).
 package main
 
 import (
@@ -119,16 +121,20 @@ func rescale(v VecPhysical, t [4]VecPhysical, c30 VecPhysical, rq Register, gw, 
 	tm, te, to, tt := t[0], t[1], t[2], t[3]
 	VPADDD(field(0), v, v)
 	VPSLLVD(field(2), v, v)
-	VMOVDQU(field(1), tm)
-	VPMULDQ(tm, v, te)
+	// even lanes' products; the odd lanes' from the odd lanes moved
+	// down and the multipliers read one lane on (the field's next int32
+	// is in the block: another half's or the next field)
+	VPMULDQ(field(1), v, te)
 	VPSRLQ(U8(32), v, to)
-	VPSRLQ(U8(32), tm, tm)
-	VPMULDQ(tm, to, to)
+	odd := field(1)
+	odd.Disp += 4
+	VPMULDQ(odd, to, to)
 	VPADDQ(c30, te, te)
 	VPADDQ(c30, to, to)
+	// bits 31..62 of each product: the even ones shifted down into the
+	// low half, the odd ones up into the high half, blended
 	VPSRLQ(U8(31), te, te)
-	VPSRLQ(U8(31), to, to)
-	VPSLLQ(U8(32), to, to)
+	VPSLLQ(U8(1), to, to)
 	VPBLENDD(U8(0xAA), to, te, v)
 	VPAND(field(4), v, tt)
 	VPSRLD(U8(31), v, to)
@@ -296,22 +302,26 @@ func qgemm(mr, nv, rp int) {
 	RET()
 }
 
-// depthwise generates dwqAVX2, dwqAVX512's contract on AVX2: nt output
-// pixels of one 16-channel block of a depthwise convolution over a
-// padded input (every tap in bounds; see plugins/native/quant.go):
+// depthwise generates dwqAVX2, dwqAVX512's arguments on AVX2 with the
+// taps taken in pairs: nt output pixels of one 16-channel block of a
+// depthwise convolution over a padded input (every tap in bounds; see
+// plugins/native/quant.go):
 //
 //	acc[p] = corr + Σ_t w[t]·x[p·xstep + offs[t]]   (int8 × int8 in int32)
 //
 // requantised like the GEMM tiles (rq a block of 16 channels) and stored
-// at y + p·ystep under the 16-bit mask. Four pixels at a time, then one.
+// at y + p·ystep under the 16-bit mask. taps counts pairs of taps: offs
+// has 2·taps entries and w, per pair, 16 int32 each holding the two
+// taps' int16 weights of a channel (the first in the low half; an odd
+// tap count pads a zero weight). The two taps' bytes are interleaved
+// (VPUNPCKLBW, VPUNPCKHBW), sign-extended to int16 and VPMADDWD
+// multiplies and adds each channel's pair exactly. Four pixels at a
+// time, then one.
 func depthwise() {
 	TEXT("dwqAVX2", NOSPLIT, "func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)")
 	Pragma("noescape")
-	Doc("dwqAVX2 computes nt output pixels of one 16-channel block of an int8 depthwise convolution, on AVX2 (see the package asmgenq2).")
+	Doc("dwqAVX2 computes nt output pixels of one 16-channel block of an int8 depthwise convolution, on AVX2, its taps in pairs (see the package asmgenq2).")
 	nt := Load(Param("nt"), GP64())
-	taps := Load(Param("taps"), GP64())
-	offs := Load(Param("offs"), GP64())
-	w := Load(Param("w"), GP64())
 	xp := Load(Param("x"), GP64())
 	xstep := Load(Param("xstep"), GP64())
 	rq := Load(Param("rq"), GP64())
@@ -322,12 +332,11 @@ func depthwise() {
 	xs3 := GP64()
 	LEAQ(Mem{Base: xstep, Index: xstep, Scale: 2}, xs3)
 	acc := func(p, h int) VecPhysical { return ymm[2*p+h] }
-	wv := [2]VecPhysical{Y8, Y9}
-	prod := [2]VecPhysical{Y10, Y11}
+	u, v := [2]VecPhysical{Y8, Y10}, [2]VecPhysical{Y9, Y11}
 	t := [4]VecPhysical{Y8, Y9, Y10, Y11}
 	c := consts{Y12, Y13, Y14, Y15}
 	loadConsts(c, rq, 16)
-	tp, base, wp, off, tmp := GP64(), GP64(), GP64(), GP64(), GP64()
+	tp, b0, b1, wp, off, tmp := GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
 	for _, unroll := range []int{4, 1} {
 		lbl := fmt.Sprintf("dwq2_%d", unroll)
 		Label(lbl)
@@ -338,26 +347,32 @@ func depthwise() {
 				VPXOR(acc(p, h), acc(p, h), acc(p, h))
 			}
 		}
-		MOVQ(taps, tp)
-		MOVQ(w, wp)
-		MOVQ(offs, off)
+		// reloaded for each group of pixels: too few registers to keep
+		Load(Param("taps"), tp)
+		Load(Param("w"), wp)
+		Load(Param("offs"), off)
 		Label(lbl + "_tap")
-		MOVQ(xp, base)
-		ADDQ(Mem{Base: off}, base)
-		VMOVDQU(Mem{Base: wp}, wv[0])
-		VMOVDQU(Mem{Base: wp, Disp: 32}, wv[1])
-		px := []Mem{{Base: base}, {Base: base, Index: xstep, Scale: 1}, {Base: base, Index: xstep, Scale: 2}, {Base: base, Index: xs3, Scale: 1}}
-		for p := 0; p < unroll; p++ {
-			for h := 0; h < 2; h++ {
-				m := px[p]
-				m.Disp = 8 * h
-				pr := prod[h]
-				VPMOVSXBD(m, pr)
-				VPMULLD(wv[h], pr, pr)
-				VPADDD(pr, acc(p, h), acc(p, h))
-			}
+		MOVQ(xp, b0)
+		ADDQ(Mem{Base: off}, b0)
+		MOVQ(xp, b1)
+		ADDQ(Mem{Base: off, Disp: 8}, b1)
+		px := func(base Register, p int) Mem {
+			return []Mem{{Base: base}, {Base: base, Index: xstep, Scale: 1}, {Base: base, Index: xstep, Scale: 2}, {Base: base, Index: xs3, Scale: 1}}[p]
 		}
-		ADDQ(U8(8), off)
+		for p := 0; p < unroll; p++ {
+			// channels 0..7 and 8..15 as (tap 0, tap 1) int16 pairs
+			lo, hi := u[p%2], v[p%2]
+			VMOVDQU(px(b0, p), x(lo))
+			VPUNPCKHBW(px(b1, p), x(lo), x(hi))
+			VPUNPCKLBW(px(b1, p), x(lo), x(lo))
+			VPMOVSXBW(x(lo), lo)
+			VPMOVSXBW(x(hi), hi)
+			VPMADDWD(Mem{Base: wp}, lo, lo)
+			VPMADDWD(Mem{Base: wp, Disp: 32}, hi, hi)
+			VPADDD(lo, acc(p, 0), acc(p, 0))
+			VPADDD(hi, acc(p, 1), acc(p, 1))
+		}
+		ADDQ(U8(16), off)
 		ADDQ(U8(64), wp)
 		DECQ(tp)
 		JNZ(LabelRef(lbl + "_tap"))
