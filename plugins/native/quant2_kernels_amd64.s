@@ -5,26 +5,30 @@
 // func qgemmAVX2Tile8x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
 // Requires: AVX, AVX2
 TEXT ·qgemmAVX2Tile8x16(SB), NOSPLIT, $0-64
-	MOVQ  k4+0(FP), AX
-	MOVQ  a+8(FP), CX
-	MOVQ  b+16(FP), DX
-	MOVQ  rq+24(FP), BX
-	MOVQ  y+32(FP), SI
-	MOVQ  ldy+40(FP), DI
-	MOVQ  rows+48(FP), R8
-	MOVQ  masks+56(FP), R9
-	MOVQ  AX, R10
-	SHRQ  $0x02, R10
-	LEAQ  (CX), R11
-	MOVQ  DX, R12
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
+	MOVQ         k4+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         rq+24(FP), BX
+	MOVQ         y+32(FP), SI
+	MOVQ         ldy+40(FP), DI
+	MOVQ         rows+48(FP), R8
+	MOVQ         masks+56(FP), R9
+	VPBROADCASTD 384(BX), Y12
+	VPBROADCASTD 388(BX), Y13
+	VPBROADCASTD 392(BX), Y14
+	VPBROADCASTQ 400(BX), Y15
+	MOVQ         AX, R10
+	SHRQ         $0x02, R10
+	LEAQ         (CX), R11
+	MOVQ         DX, R12
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
 
 qgemmAVX2Tile8x16_p0_loop:
 	VPBROADCASTD (R11), X8
@@ -63,17 +67,13 @@ qgemmAVX2Tile8x16_p0_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPBROADCASTD 384(BX), Y8
-	VPBROADCASTD 388(BX), Y9
-	VPBROADCASTD 392(BX), Y10
-	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
 	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
@@ -83,16 +83,16 @@ qgemmAVX2Tile8x16_p0_loop:
 	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       Y8, Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y10, Y0, Y0
+	VPADDD       Y12, Y0, Y0
+	VPMAXSD      Y13, Y0, Y0
+	VPMINSD      Y14, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
 	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
@@ -102,9 +102,9 @@ qgemmAVX2Tile8x16_p0_loop:
 	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
-	VPADDD       Y8, Y2, Y2
-	VPMAXSD      Y9, Y2, Y2
-	VPMINSD      Y10, Y2, Y2
+	VPADDD       Y12, Y2, Y2
+	VPMAXSD      Y13, Y2, Y2
+	VPMINSD      Y14, Y2, Y2
 	VPACKSSDW    Y2, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
@@ -206,8 +206,8 @@ qgemmAVX2Tile8x16_st0_0_end:
 	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
@@ -217,16 +217,16 @@ qgemmAVX2Tile8x16_st0_0_end:
 	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
-	VPADDD       Y8, Y4, Y4
-	VPMAXSD      Y9, Y4, Y4
-	VPMINSD      Y10, Y4, Y4
+	VPADDD       Y12, Y4, Y4
+	VPMAXSD      Y13, Y4, Y4
+	VPMINSD      Y14, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
 	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
@@ -236,9 +236,9 @@ qgemmAVX2Tile8x16_st0_0_end:
 	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
-	VPADDD       Y8, Y6, Y6
-	VPMAXSD      Y9, Y6, Y6
-	VPMINSD      Y10, Y6, Y6
+	VPADDD       Y12, Y6, Y6
+	VPMAXSD      Y13, Y6, Y6
+	VPMINSD      Y14, Y6, Y6
 	VPACKSSDW    Y6, Y4, Y4
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
@@ -385,17 +385,13 @@ qgemmAVX2Tile8x16_p1_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPBROADCASTD 384(BX), Y8
-	VPBROADCASTD 388(BX), Y9
-	VPBROADCASTD 392(BX), Y10
-	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
 	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
@@ -405,16 +401,16 @@ qgemmAVX2Tile8x16_p1_loop:
 	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       Y8, Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y10, Y0, Y0
+	VPADDD       Y12, Y0, Y0
+	VPMAXSD      Y13, Y0, Y0
+	VPMINSD      Y14, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
 	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
@@ -424,9 +420,9 @@ qgemmAVX2Tile8x16_p1_loop:
 	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
-	VPADDD       Y8, Y2, Y2
-	VPMAXSD      Y9, Y2, Y2
-	VPMINSD      Y10, Y2, Y2
+	VPADDD       Y12, Y2, Y2
+	VPMAXSD      Y13, Y2, Y2
+	VPMINSD      Y14, Y2, Y2
 	VPACKSSDW    Y2, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
@@ -528,8 +524,8 @@ qgemmAVX2Tile8x16_st2_0_end:
 	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
@@ -539,16 +535,16 @@ qgemmAVX2Tile8x16_st2_0_end:
 	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
-	VPADDD       Y8, Y4, Y4
-	VPMAXSD      Y9, Y4, Y4
-	VPMINSD      Y10, Y4, Y4
+	VPADDD       Y12, Y4, Y4
+	VPMAXSD      Y13, Y4, Y4
+	VPMINSD      Y14, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
 	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
@@ -558,9 +554,9 @@ qgemmAVX2Tile8x16_st2_0_end:
 	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
-	VPADDD       Y8, Y6, Y6
-	VPMAXSD      Y9, Y6, Y6
-	VPMINSD      Y10, Y6, Y6
+	VPADDD       Y12, Y6, Y6
+	VPMAXSD      Y13, Y6, Y6
+	VPMINSD      Y14, Y6, Y6
 	VPACKSSDW    Y6, Y4, Y4
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
@@ -707,17 +703,13 @@ qgemmAVX2Tile8x16_p2_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPBROADCASTD 384(BX), Y8
-	VPBROADCASTD 388(BX), Y9
-	VPBROADCASTD 392(BX), Y10
-	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
 	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
@@ -727,16 +719,16 @@ qgemmAVX2Tile8x16_p2_loop:
 	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       Y8, Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y10, Y0, Y0
+	VPADDD       Y12, Y0, Y0
+	VPMAXSD      Y13, Y0, Y0
+	VPMINSD      Y14, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
 	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
@@ -746,9 +738,9 @@ qgemmAVX2Tile8x16_p2_loop:
 	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
-	VPADDD       Y8, Y2, Y2
-	VPMAXSD      Y9, Y2, Y2
-	VPMINSD      Y10, Y2, Y2
+	VPADDD       Y12, Y2, Y2
+	VPMAXSD      Y13, Y2, Y2
+	VPMINSD      Y14, Y2, Y2
 	VPACKSSDW    Y2, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
@@ -850,8 +842,8 @@ qgemmAVX2Tile8x16_st4_0_end:
 	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
@@ -861,16 +853,16 @@ qgemmAVX2Tile8x16_st4_0_end:
 	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
-	VPADDD       Y8, Y4, Y4
-	VPMAXSD      Y9, Y4, Y4
-	VPMINSD      Y10, Y4, Y4
+	VPADDD       Y12, Y4, Y4
+	VPMAXSD      Y13, Y4, Y4
+	VPMINSD      Y14, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
 	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
@@ -880,9 +872,9 @@ qgemmAVX2Tile8x16_st4_0_end:
 	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
-	VPADDD       Y8, Y6, Y6
-	VPMAXSD      Y9, Y6, Y6
-	VPMINSD      Y10, Y6, Y6
+	VPADDD       Y12, Y6, Y6
+	VPMAXSD      Y13, Y6, Y6
+	VPMINSD      Y14, Y6, Y6
 	VPACKSSDW    Y6, Y4, Y4
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
@@ -1029,17 +1021,13 @@ qgemmAVX2Tile8x16_p3_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPBROADCASTD 384(BX), Y8
-	VPBROADCASTD 388(BX), Y9
-	VPBROADCASTD 392(BX), Y10
-	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
 	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
@@ -1049,16 +1037,16 @@ qgemmAVX2Tile8x16_p3_loop:
 	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       Y8, Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y10, Y0, Y0
+	VPADDD       Y12, Y0, Y0
+	VPMAXSD      Y13, Y0, Y0
+	VPMINSD      Y14, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
 	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
@@ -1068,9 +1056,9 @@ qgemmAVX2Tile8x16_p3_loop:
 	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
-	VPADDD       Y8, Y2, Y2
-	VPMAXSD      Y9, Y2, Y2
-	VPMINSD      Y10, Y2, Y2
+	VPADDD       Y12, Y2, Y2
+	VPMAXSD      Y13, Y2, Y2
+	VPMINSD      Y14, Y2, Y2
 	VPACKSSDW    Y2, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
@@ -1172,8 +1160,8 @@ qgemmAVX2Tile8x16_st6_0_end:
 	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
@@ -1183,16 +1171,16 @@ qgemmAVX2Tile8x16_st6_0_end:
 	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
-	VPADDD       Y8, Y4, Y4
-	VPMAXSD      Y9, Y4, Y4
-	VPMINSD      Y10, Y4, Y4
+	VPADDD       Y12, Y4, Y4
+	VPMAXSD      Y13, Y4, Y4
+	VPMINSD      Y14, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
 	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
@@ -1202,9 +1190,9 @@ qgemmAVX2Tile8x16_st6_0_end:
 	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
-	VPADDD       Y8, Y6, Y6
-	VPMAXSD      Y9, Y6, Y6
-	VPMINSD      Y10, Y6, Y6
+	VPADDD       Y12, Y6, Y6
+	VPMAXSD      Y13, Y6, Y6
+	VPMINSD      Y14, Y6, Y6
 	VPACKSSDW    Y6, Y4, Y4
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
@@ -1305,26 +1293,30 @@ qgemmAVX2Tile8x16_done:
 // func qgemmAVX2Tile4x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
 // Requires: AVX, AVX2
 TEXT ·qgemmAVX2Tile4x16(SB), NOSPLIT, $0-64
-	MOVQ  k4+0(FP), AX
-	MOVQ  a+8(FP), CX
-	MOVQ  b+16(FP), DX
-	MOVQ  rq+24(FP), BX
-	MOVQ  y+32(FP), SI
-	MOVQ  ldy+40(FP), DI
-	MOVQ  rows+48(FP), R8
-	MOVQ  masks+56(FP), R9
-	MOVQ  AX, R10
-	SHRQ  $0x02, R10
-	LEAQ  (CX), R11
-	MOVQ  DX, R12
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
+	MOVQ         k4+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         rq+24(FP), BX
+	MOVQ         y+32(FP), SI
+	MOVQ         ldy+40(FP), DI
+	MOVQ         rows+48(FP), R8
+	MOVQ         masks+56(FP), R9
+	VPBROADCASTD 384(BX), Y12
+	VPBROADCASTD 388(BX), Y13
+	VPBROADCASTD 392(BX), Y14
+	VPBROADCASTQ 400(BX), Y15
+	MOVQ         AX, R10
+	SHRQ         $0x02, R10
+	LEAQ         (CX), R11
+	MOVQ         DX, R12
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
 
 qgemmAVX2Tile4x16_p0_loop:
 	VPBROADCASTD (R11), X8
@@ -1363,17 +1355,13 @@ qgemmAVX2Tile4x16_p0_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPBROADCASTD 384(BX), Y8
-	VPBROADCASTD 388(BX), Y9
-	VPBROADCASTD 392(BX), Y10
-	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
 	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
@@ -1383,16 +1371,16 @@ qgemmAVX2Tile4x16_p0_loop:
 	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       Y8, Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y10, Y0, Y0
+	VPADDD       Y12, Y0, Y0
+	VPMAXSD      Y13, Y0, Y0
+	VPMINSD      Y14, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
 	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
@@ -1402,9 +1390,9 @@ qgemmAVX2Tile4x16_p0_loop:
 	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
-	VPADDD       Y8, Y2, Y2
-	VPMAXSD      Y9, Y2, Y2
-	VPMINSD      Y10, Y2, Y2
+	VPADDD       Y12, Y2, Y2
+	VPMAXSD      Y13, Y2, Y2
+	VPMINSD      Y14, Y2, Y2
 	VPACKSSDW    Y2, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
@@ -1506,8 +1494,8 @@ qgemmAVX2Tile4x16_st0_0_end:
 	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
@@ -1517,16 +1505,16 @@ qgemmAVX2Tile4x16_st0_0_end:
 	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
-	VPADDD       Y8, Y4, Y4
-	VPMAXSD      Y9, Y4, Y4
-	VPMINSD      Y10, Y4, Y4
+	VPADDD       Y12, Y4, Y4
+	VPMAXSD      Y13, Y4, Y4
+	VPMINSD      Y14, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
 	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
@@ -1536,9 +1524,9 @@ qgemmAVX2Tile4x16_st0_0_end:
 	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
-	VPADDD       Y8, Y6, Y6
-	VPMAXSD      Y9, Y6, Y6
-	VPMINSD      Y10, Y6, Y6
+	VPADDD       Y12, Y6, Y6
+	VPMAXSD      Y13, Y6, Y6
+	VPMINSD      Y14, Y6, Y6
 	VPACKSSDW    Y6, Y4, Y4
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
@@ -1685,17 +1673,13 @@ qgemmAVX2Tile4x16_p1_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPBROADCASTD 384(BX), Y8
-	VPBROADCASTD 388(BX), Y9
-	VPBROADCASTD 392(BX), Y10
-	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
 	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
@@ -1705,16 +1689,16 @@ qgemmAVX2Tile4x16_p1_loop:
 	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       Y8, Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y10, Y0, Y0
+	VPADDD       Y12, Y0, Y0
+	VPMAXSD      Y13, Y0, Y0
+	VPMINSD      Y14, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
 	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
@@ -1724,9 +1708,9 @@ qgemmAVX2Tile4x16_p1_loop:
 	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
-	VPADDD       Y8, Y2, Y2
-	VPMAXSD      Y9, Y2, Y2
-	VPMINSD      Y10, Y2, Y2
+	VPADDD       Y12, Y2, Y2
+	VPMAXSD      Y13, Y2, Y2
+	VPMINSD      Y14, Y2, Y2
 	VPACKSSDW    Y2, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
@@ -1828,8 +1812,8 @@ qgemmAVX2Tile4x16_st2_0_end:
 	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
@@ -1839,16 +1823,16 @@ qgemmAVX2Tile4x16_st2_0_end:
 	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
-	VPADDD       Y8, Y4, Y4
-	VPMAXSD      Y9, Y4, Y4
-	VPMINSD      Y10, Y4, Y4
+	VPADDD       Y12, Y4, Y4
+	VPMAXSD      Y13, Y4, Y4
+	VPMINSD      Y14, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
 	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
@@ -1858,9 +1842,9 @@ qgemmAVX2Tile4x16_st2_0_end:
 	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
-	VPADDD       Y8, Y6, Y6
-	VPMAXSD      Y9, Y6, Y6
-	VPMINSD      Y10, Y6, Y6
+	VPADDD       Y12, Y6, Y6
+	VPMAXSD      Y13, Y6, Y6
+	VPMINSD      Y14, Y6, Y6
 	VPACKSSDW    Y6, Y4, Y4
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1
@@ -1961,24 +1945,28 @@ qgemmAVX2Tile4x16_done:
 // func qgemmAVX2Tile2x16(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
 // Requires: AVX, AVX2
 TEXT ·qgemmAVX2Tile2x16(SB), NOSPLIT, $0-64
-	MOVQ  k4+0(FP), AX
-	MOVQ  a+8(FP), CX
-	MOVQ  b+16(FP), DX
-	MOVQ  rq+24(FP), BX
-	MOVQ  y+32(FP), SI
-	MOVQ  ldy+40(FP), DI
-	MOVQ  rows+48(FP), R8
-	MOVQ  masks+56(FP), R9
-	SHRQ  $0x02, AX
-	LEAQ  (CX), CX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
+	MOVQ         k4+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         rq+24(FP), BX
+	MOVQ         y+32(FP), SI
+	MOVQ         ldy+40(FP), DI
+	MOVQ         rows+48(FP), R8
+	MOVQ         masks+56(FP), R9
+	VPBROADCASTD 384(BX), Y12
+	VPBROADCASTD 388(BX), Y13
+	VPBROADCASTD 392(BX), Y14
+	VPBROADCASTQ 400(BX), Y15
+	SHRQ         $0x02, AX
+	LEAQ         (CX), CX
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
 
 qgemmAVX2Tile2x16_p0_loop:
 	VPBROADCASTD (CX), X8
@@ -2017,17 +2005,13 @@ qgemmAVX2Tile2x16_p0_loop:
 	VPERMQ       $0xd8, Y4, Y4
 	VPHADDD      Y7, Y6, Y6
 	VPERMQ       $0xd8, Y6, Y6
-	VPBROADCASTD 384(BX), Y8
-	VPBROADCASTD 388(BX), Y9
-	VPBROADCASTD 392(BX), Y10
-	VPBROADCASTQ 400(BX), Y11
 	VPADDD       (BX), Y0, Y0
 	VPSLLVD      128(BX), Y0, Y0
 	VPMULDQ      64(BX), Y0, Y3
 	VPSRLQ       $0x20, Y0, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y0
@@ -2037,16 +2021,16 @@ qgemmAVX2Tile2x16_p0_loop:
 	VPSRAVD      192(BX), Y0, Y0
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       Y8, Y0, Y0
-	VPMAXSD      Y9, Y0, Y0
-	VPMINSD      Y10, Y0, Y0
+	VPADDD       Y12, Y0, Y0
+	VPMAXSD      Y13, Y0, Y0
+	VPMINSD      Y14, Y0, Y0
 	VPADDD       32(BX), Y2, Y2
 	VPSLLVD      160(BX), Y2, Y2
 	VPMULDQ      96(BX), Y2, Y3
 	VPSRLQ       $0x20, Y2, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y2
@@ -2056,9 +2040,9 @@ qgemmAVX2Tile2x16_p0_loop:
 	VPSRAVD      224(BX), Y2, Y2
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y2, Y2
-	VPADDD       Y8, Y2, Y2
-	VPMAXSD      Y9, Y2, Y2
-	VPMINSD      Y10, Y2, Y2
+	VPADDD       Y12, Y2, Y2
+	VPMAXSD      Y13, Y2, Y2
+	VPMINSD      Y14, Y2, Y2
 	VPACKSSDW    Y2, Y0, Y0
 	VPERMQ       $0xd8, Y0, Y0
 	VEXTRACTI128 $0x01, Y0, X1
@@ -2160,8 +2144,8 @@ qgemmAVX2Tile2x16_st0_0_end:
 	VPMULDQ      64(BX), Y4, Y3
 	VPSRLQ       $0x20, Y4, Y5
 	VPMULDQ      68(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y4
@@ -2171,16 +2155,16 @@ qgemmAVX2Tile2x16_st0_0_end:
 	VPSRAVD      192(BX), Y4, Y4
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y4, Y4
-	VPADDD       Y8, Y4, Y4
-	VPMAXSD      Y9, Y4, Y4
-	VPMINSD      Y10, Y4, Y4
+	VPADDD       Y12, Y4, Y4
+	VPMAXSD      Y13, Y4, Y4
+	VPMINSD      Y14, Y4, Y4
 	VPADDD       32(BX), Y6, Y6
 	VPSLLVD      160(BX), Y6, Y6
 	VPMULDQ      96(BX), Y6, Y3
 	VPSRLQ       $0x20, Y6, Y5
 	VPMULDQ      100(BX), Y5, Y5
-	VPADDQ       Y11, Y3, Y3
-	VPADDQ       Y11, Y5, Y5
+	VPADDQ       Y15, Y3, Y3
+	VPADDQ       Y15, Y5, Y5
 	VPSRLQ       $0x1f, Y3, Y3
 	VPSLLQ       $0x01, Y5, Y5
 	VPBLENDD     $0xaa, Y5, Y3, Y6
@@ -2190,9 +2174,9 @@ qgemmAVX2Tile2x16_st0_0_end:
 	VPSRAVD      224(BX), Y6, Y6
 	VPCMPGTD     Y5, Y7, Y1
 	VPSUBD       Y1, Y6, Y6
-	VPADDD       Y8, Y6, Y6
-	VPMAXSD      Y9, Y6, Y6
-	VPMINSD      Y10, Y6, Y6
+	VPADDD       Y12, Y6, Y6
+	VPMAXSD      Y13, Y6, Y6
+	VPMINSD      Y14, Y6, Y6
 	VPACKSSDW    Y6, Y4, Y4
 	VPERMQ       $0xd8, Y4, Y4
 	VEXTRACTI128 $0x01, Y4, X1

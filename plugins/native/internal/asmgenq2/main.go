@@ -219,9 +219,18 @@ func qgemm(mr, nv, rp int) {
 			free = append(free, acc(i, 2*h+1))
 		}
 	}
-	free = append(free, ymm[nacc:]...)
+	// the requantisation's scalars stay in registers the k loop leaves
+	// free, loaded once, where there are four such
+	early := need+4 <= 16
+	var c consts
+	if early {
+		c = consts{Y12, Y13, Y14, Y15}
+		free = append(free, ymm[nacc:12]...)
+	} else {
+		free = append(free, ymm[nacc:]...)
+		c = consts{free[4], free[5], free[6], free[7]}
+	}
 	t := [4]VecPhysical{free[0], free[1], free[2], free[3]}
-	c := consts{free[4], free[5], free[6], free[7]}
 
 	k4 := Load(Param("k4"), GP64())
 	a0 := Load(Param("a"), GP64())
@@ -234,6 +243,9 @@ func qgemm(mr, nv, rp int) {
 	Load(Param("masks"), masks)
 	steps, a, b, tmp := GP64(), GP64(), GP64(), GP64()
 	gw := 16 * nv
+	if early {
+		loadConsts(c, rq, gw)
+	}
 	for pass := 0; pass < mr/rp; pass++ {
 		lbl := fmt.Sprintf("%s_p%d", name, pass)
 		if pass > 0 {
@@ -278,7 +290,9 @@ func qgemm(mr, nv, rp int) {
 				VPERMQ(U8(0xD8), acc(i, 2*h), acc(i, 2*h))
 			}
 		}
-		loadConsts(c, rq, gw)
+		if !early {
+			loadConsts(c, rq, gw)
+		}
 		for i := 0; i < rp; i++ {
 			r := pass*rp + i
 			if r > 0 && i > 0 {
