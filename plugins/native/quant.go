@@ -17,7 +17,10 @@ package native
 // Σ w(x+128) − (128+xz)·Σ w. Padding taps hold xz, contributing nothing,
 // as the reference skips them. The weights are packed at compile (groups
 // of nv×16 output channels, k in steps of 4: [k/4][nv·16][4] bytes), the
-// activations per row tile at run time ([k/4][mr][4] bytes).
+// activations per row tile at run time ([k/4][mr][4] bytes). Two
+// assembly families keep this contract (quant_amd64.go): AVX-512 VNNI
+// (internal/asmgenq) and AVX2 (internal/asmgenq2, VPMADDWD on operands
+// widened to int16: exact where VPMADDUBSW would saturate).
 //
 // The other ops of the domain (Sub, Mul, pools, Mean, Softmax, Logistic,
 // (De)Quantize) are claimed and run their reference kernels inside the
