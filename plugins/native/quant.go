@@ -17,7 +17,10 @@ package native
 // Σ w(x+128) − (128+xz)·Σ w. Padding taps hold xz, contributing nothing,
 // as the reference skips them. The weights are packed at compile (groups
 // of nv×16 output channels, k in steps of 4: [k/4][nv·16][4] bytes), the
-// activations per row tile at run time ([k/4][mr][4] bytes).
+// activations per row tile at run time ([k/4][mr][4] bytes). Two
+// assembly families keep this contract (quant_amd64.go): AVX-512 VNNI
+// (internal/asmgenq) and AVX2 (internal/asmgenq2, VPMADDWD on operands
+// widened to int16: exact where VPMADDUBSW would saturate).
 //
 // The other ops of the domain (Sub, Mul, pools, Mean, Softmax, Logistic,
 // (De)Quantize) are claimed and run their reference kernels inside the
@@ -53,19 +56,27 @@ type qkernel struct {
 	name   string
 	mr, nv int
 	fn     func(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy, rows int, masks uint64)
+	// step is the cost of one tile's k-step for pickQKernel (0: the
+	// VNNI tiles' max(mr·nv, 12))
+	step int
 }
 
-// qkernelEnv forces an int8 kernel set by name ("generic": the portable
-// Go one); tests compare them.
+// qkernelEnv forces an int8 kernel family by name, read when a node is
+// compiled: "generic" (the portable Go kernels), "avx2" (the AVX2
+// assembly, on a machine that also has AVX-512: the GEMM tiles,
+// depthwise and Add), "vnni" or unset (the best the CPU has). A family
+// the CPU lacks falls to the next one down; tests compare them all
+// (archQFamilies lists the machine's).
 const qkernelEnv = "SWITCHYARD_NATIVE_QKERNEL"
+
+// qkernelFamily is the forced int8 kernel family ("": the best).
+func qkernelFamily() string { return os.Getenv(qkernelEnv) }
 
 // qkernels are the tile kernels for this machine, and whether they are
 // assembly (the portable one is the only one otherwise).
 func qkernels() []qkernel {
-	if os.Getenv(qkernelEnv) != "generic" {
-		if ks := archQKernels(); len(ks) > 0 {
-			return ks
-		}
+	if ks := archQKernels(); len(ks) > 0 {
+		return ks
 	}
 	return []qkernel{{name: "generic", mr: 4, nv: 1}}
 }
@@ -347,7 +358,11 @@ func pickQKernel(ks []qkernel, m, n int) qkernel {
 		cols := (n + 16*k.nv - 1) / (16 * k.nv) * 16 * k.nv
 		// a tile's k-step costs its mr·nv VPDPBUSDs, but no less than
 		// about 12 (the accumulators must cover the instruction's latency)
-		cost := (rows / k.mr) * (cols / (16 * k.nv)) * max(k.mr*k.nv, 12)
+		step := max(k.mr*k.nv, 12)
+		if k.step > 0 {
+			step = k.step
+		}
+		cost := (rows / k.mr) * (cols / (16 * k.nv)) * step
 		if bestCost < 0 || cost < bestCost {
 			best, bestCost = k, cost
 		}
@@ -728,8 +743,12 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 type qdw struct {
 	// the assembly path: weights [c/16][taps][16] int32, requantisation
 	// blocks per 16 channels, a padded copy of the input (xz around, cp
-	// channels)
+	// channels); a kernel taking taps in pairs (pairs) has the weights
+	// [c/16][⌈taps/2⌉][16] int32, each the int16 weights of two taps
+	// (the first in the low half, an odd count padded with 0), and two
+	// offsets per pair
 	fn      func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)
+	pairs   bool
 	cp      int
 	wv      []int32
 	rq      []int32
@@ -769,9 +788,7 @@ func buildQDepthwise(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		d.w[i] = int32(v)
 	}
 	d.mq, d.ms = multipliers(q, c, false)
-	if os.Getenv(qkernelEnv) != "generic" {
-		d.fn = archDWQ()
-	}
+	d.fn, d.pairs = archDWQ()
 	if d.fn != nil {
 		d.prepareASM()
 	}
@@ -815,7 +832,7 @@ func (d *qdw) prepareASM() {
 	taps := d.kh * d.kw
 	d.cp = (d.c + 15) &^ 15
 	blocks := d.cp / 16
-	d.wv = make([]int32, blocks*taps*16)
+	d.wv = make([]int32, blocks*d.steps()*16)
 	st := rqStride(1)
 	d.rq = make([]int32, blocks*st)
 	d.masks = make([]uint64, blocks)
@@ -824,8 +841,12 @@ func (d *qdw) prepareASM() {
 		s := int32(0)
 		for t := 0; t < taps; t++ {
 			v := d.w[t*d.c+c]
-			d.wv[(cb*taps+t)*16+j] = v
 			s += v
+			if d.pairs {
+				d.wv[(cb*d.steps()+t/2)*16+j] |= int32(uint32(uint16(int16(v))) << (16 * uint(t%2)))
+				continue
+			}
+			d.wv[(cb*taps+t)*16+j] = v
 		}
 		blk := d.rq[cb*st:]
 		left, right := max(d.ms[c], 0), max(-d.ms[c], 0)
@@ -890,17 +911,28 @@ func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
 			offs = append(offs, (ky*gm.dh*wp+kx*gm.dw)*d.cp)
 		}
 	}
+	if d.pairs && len(offs)%2 == 1 {
+		offs = append(offs, offs[len(offs)-1]) // the zero weight's tap
+	}
 	parallelFor(p, n*r.oh, &qdwASM{r: r, pad: pad, hp: hp, wp: wp, offs: offs}, func(a *qdwASM, t int) {
 		a.r.d.rowASM(a, t)
 	})
 	d.scratch.Put(&pad)
 }
 
+// steps are the kernel's tap steps: the taps, or their pairs.
+func (d *qdw) steps() int {
+	if d.pairs {
+		return (d.kh*d.kw + 1) / 2
+	}
+	return d.kh * d.kw
+}
+
 // rowASM computes output row t (= b·oh + oy) with the assembly.
 func (d *qdw) rowASM(a *qdwASM, t int) {
 	r, gm := a.r, d.gm
 	b, oy := t/r.oh, t%r.oh
-	taps := d.kh * d.kw
+	taps := d.steps()
 	st := rqStride(1)
 	xrow := ((b*a.hp + oy*gm.sh) * a.wp) * d.cp
 	yrow := t * r.ow * d.c
@@ -971,10 +1003,7 @@ func buildQAdd(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		tb[uint8(int8(v))] = quant.MulByQuantizedMultiplier((int32(v)-bz[0])*(1<<leftShift), bm, bsh)
 	}
 	// the assembly's three requantisation blocks (16 equal lanes each)
-	var fn func(n int, a, b *int8, p *int32, y *int8)
-	if os.Getenv(qkernelEnv) != "generic" {
-		fn = archQAdd()
-	}
+	fn := archQAdd()
 	st := rqStride(1)
 	blocks := make([]int32, 3*st)
 	for i, bp := range []struct {

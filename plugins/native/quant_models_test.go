@@ -54,8 +54,17 @@ func top5(v []int8) []int {
 // The int8 MobileNetV2 on native (everything placed there, whatever the
 // costs say: the portable kernels of other GOARCHs are priced above cpu)
 // gives the reference kernels' output bit for bit, and a dog (ImageNet
-// 151–268).
+// 151–268), on every int8 kernel family the machine runs.
 func TestMobileNetV2Int8(t *testing.T) {
+	for _, kern := range native.QuantKernelFamilies() {
+		t.Run("kernel="+kern, func(t *testing.T) {
+			t.Setenv("SWITCHYARD_NATIVE_QKERNEL", kern)
+			testMobileNetV2Int8(t)
+		})
+	}
+}
+
+func testMobileNetV2Int8(t *testing.T) {
 	dev := device(t, native.Options{Threads: 2})
 	mn, ins := mobileNetInt8(t, &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{IgnoreCosts: true}})
 	if s := mn.Plan().Summary(); s["cpu"] != 0 {
@@ -85,7 +94,7 @@ func TestMobileNetV2Int8(t *testing.T) {
 	for _, c := range tn {
 		s += fmt.Sprintf(" %d:%d", c, g[c])
 	}
-	t.Logf("top-5 (class:int8 score), native = cpu:%s", s)
+	t.Logf("top-5 (class:int8 score), native (int8 tiles %s) = cpu:%s", native.QuantKernelName(), s)
 	if tn[0] < 151 || tn[0] > 268 {
 		t.Fatalf("top-1 class %d is not a dog", tn[0])
 	}

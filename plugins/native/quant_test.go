@@ -25,7 +25,7 @@ type qcase struct {
 }
 
 // qsubgraph builds a one-node subgraph with inferred types.
-func qsubgraph(t *testing.T, c qcase) *hal.Subgraph {
+func qsubgraph(t testing.TB, c qcase) *hal.Subgraph {
 	t.Helper()
 	g := &graph.Graph{Name: c.name, Nodes: []*graph.Node{c.node}, Initializers: c.consts, Outputs: []graph.ValueInfo{{Name: "y"}}}
 	for i, x := range c.inputs {
@@ -210,17 +210,44 @@ func qcases() []qcase {
 			Outputs: []string{"y"}, Attrs: attrs("axes", m.axes, "keepdims", i%2)}
 		cs = append(cs, qcase{name: fmt.Sprintf("mean%d", i), node: nd, inputs: []*graph.Tensor{r.i8(m.shape...)}, consts: consts})
 	}
+	// extreme operands: x at 127 or −128 (u = 255 or 0) against weights
+	// at −128 or 127, in runs of equal signs, where a u8×s8 pair product
+	// summed in int16 (VPMADDUBSW) would saturate
+	for i, pat := range []struct{ x, w func(j int) int8 }{
+		{func(int) int8 { return 127 }, func(int) int8 { return -128 }},
+		{func(int) int8 { return 127 }, func(int) int8 { return 127 }},
+		{func(j int) int8 { return []int8{127, -128}[j/7%2] }, func(j int) int8 { return []int8{-128, 127, -128}[j/5%3] }},
+		{func(j int) int8 { return []int8{-128, 127}[j%2] }, func(j int) int8 { return []int8{127, -128}[j/2%2] }},
+	} {
+		for _, dw := range []bool{false, true} {
+			c := r.convCase(fmt.Sprintf("extreme%d_dw%v", i, dw), dw, 1, 6, 5, 40, 24, 3, 3, one, one, []int64{1, 1, 1, 1}, i%2 == 0, true, 300)
+			c.node.Attrs["activation"] = &graph.Attribute{Name: "activation", Type: graph.AttrString, S: "NONE"}
+			for _, tv := range []struct {
+				t *graph.Tensor
+				f func(int) int8
+			}{{c.inputs[0], pat.x}, {c.consts["w"], pat.w}} {
+				d := graph.Data[int8](tv.t)
+				for j := range d {
+					d[j] = tv.f(j)
+				}
+			}
+			cs = append(cs, c)
+		}
+	}
 	return cs
 }
 
 // Every int8 case is bit-identical to the reference kernels (the cpu
-// backend), on the assembly kernels and on the portable Go ones, at 1
-// and 3 threads.
+// backend), on every int8 kernel family the machine runs (AVX-512 VNNI,
+// AVX2, the portable Go kernels), at 1 and 3 threads.
 func TestQuantAgainstReference(t *testing.T) {
-	for _, kern := range []string{"", "generic"} {
+	for _, kern := range native.QuantKernelFamilies() {
 		for _, threads := range []int{1, 3} {
-			t.Run(fmt.Sprintf("kernel=%q/threads=%d", kern, threads), func(t *testing.T) {
+			t.Run(fmt.Sprintf("kernel=%s/threads=%d", kern, threads), func(t *testing.T) {
 				t.Setenv("SWITCHYARD_NATIVE_QKERNEL", kern)
+				if got := native.QuantKernelName(); !strings.HasPrefix(got, kern) {
+					t.Fatalf("forcing %q runs the tile kernel %q", kern, got)
+				}
 				nb := native.New(native.Options{Threads: threads})
 				defer nb.Close()
 				for _, c := range qcases() {
