@@ -91,8 +91,11 @@ var nOpRates = map[string]nrate{
 // element-wise class from its calibrated ops, the classes run on the
 // reference kernels at cpu's rates; Pool (native kernels) not calibrated.
 var nClassRates = map[opcost.Class]nrate{
-	opcost.Conv:           {Fixed: 5000, PerFLOP: 0.0115},
-	opcost.DepthwiseConv:  {Fixed: 2000, PerFLOP: 0.0275},
+	opcost.Conv: {Fixed: 5000, PerFLOP: 0.0115},
+	// depthwise: 3×3 and 5×5 on ppocr_mobile_v2_cls's and ppocrv4_rec's
+	// shapes (8–480 channels) measured 0.017–0.026 ns/FLOP and about 1 µs
+	// fixed, where the 3×3/32-channel calibration gave 2 µs + 0.0275
+	opcost.DepthwiseConv:  {Fixed: 1000, PerFLOP: 0.02},
 	opcost.Gemm:           {Fixed: 250, PerFLOP: 0.0055},
 	opcost.Elementwise:    {Fixed: 150, PerFLOP: 0.12},
 	opcost.Transcendental: {Fixed: 500, PerFLOP: 1.5},
@@ -173,7 +176,10 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 // (ppocrv4_rec's shapes; marginal time in chains of 1 and 9), where the
 // 3×3 rate (nClassRates[Conv]) priced them at twice that and left
 // ppocrv4_rec's backbone on XNNPACK, 1.5× slower there.
-var nPointwise = nrate{Fixed: 5000, PerFLOP: 0.007}
+// Its fixed part: 1×1 convolutions on 1×1 to 3×96 images (ppocr's
+// squeeze-excite blocks) measured 2.3–2.9 µs a call, the call's 2 µs
+// included, where the 3×3 class's 5 µs fixed priced each at 7 µs.
+var nPointwise = nrate{Fixed: 500, PerFLOP: 0.007}
 
 // pointwise reports whether the Conv n has a constant 1×1 kernel and one
 // group.
