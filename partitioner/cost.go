@@ -14,12 +14,31 @@ import (
 // Cost-aware placement. With an Estimator, every delegated partition the
 // node-count rules produce is priced on its backend — the backend's own
 // estimate plus, for a backend with its own memory, the host↔device
-// transfers of its boundary — and the same nodes on the fallback. A
-// partition that would be slower delegated is left to the next candidate
-// that takes its nodes, eventually the fallback, and the estimate behind
-// every choice is recorded: Partition.Cost for those kept, Plan.Rejected
-// (and each node's Declined) for those left. Backends that give no
-// estimate are placed as without an Estimator.
+// transfers of its boundary — and weighed twice:
+//
+//   - against the same nodes on the fallback (the old rule: a partition
+//     slower than the fallback is never kept);
+//   - against where its nodes would actually go if it were rejected: the
+//     next candidate in priority order that takes each node (often a
+//     cheaper host backend such as native, not the fallback). The plan is
+//     regrouped with those nodes moved, and the partitions that differ
+//     are priced on both sides — "split" (the partition and the
+//     neighbours it separates, each paying its own per-call overhead) and
+//     "merged" (the regrouped partitions, where a neighbouring partition
+//     of the next backend takes the nodes into its own call) — so a
+//     high-priority backend cannot fragment a cheaper backend's region
+//     into many calls.
+//
+// A partition that loses either comparison is left to the next candidate
+// that takes its nodes, eventually the fallback. Rejections are applied
+// in priority order: in a round where a backend rejects a partition, the
+// rejections of lower-priority backends wait for the next round, weighed
+// again once the partitions above them have settled (so a piece that a
+// higher-priority backend cut off is not sent to the fallback for good
+// before that backend gives its nodes back). The estimate behind every
+// choice is recorded: Partition.Cost for those kept, Plan.Rejected (and
+// each node's Declined) for those left. Backends that give no estimate are
+// placed as without an Estimator.
 
 // Estimator prices candidate partitions for PlaceWithCosts. Its methods
 // are called from one goroutine, in an order that depends only on the
@@ -65,20 +84,35 @@ type CostDecision struct {
 	// boundary).
 	Transfer time.Duration `json:"transfer_ns,omitempty"`
 	Fallback string        `json:"fallback"`
-	// Absorber is a neighbouring delegated host-memory backend that was
-	// weighed for taking the nodes into its own partition, empty when
-	// none was; AbsorberEstimate is its estimate of them (its Compute is
-	// what they add to its call).
-	Absorber         string    `json:"absorber,omitempty"`
-	AbsorberEstimate *hal.Cost `json:"absorber_estimate,omitempty"`
+	// Next is where the nodes go when the partition is rejected: the next
+	// candidate that takes them ("a+b" when they go to several).
+	Next string `json:"next,omitempty"`
+	// Split and Merged are the two sides of the comparison with Next: the
+	// partitions of the plan as it is that differ from the plan with the
+	// nodes moved to Next (this partition and the neighbours it
+	// separates), and the partitions that replace them; SplitCost and
+	// MergedCost are their sums. Empty when that comparison was not made
+	// (the fallback rule decided, or a side gave no estimate).
+	Split      []PricedPartition `json:"split,omitempty"`
+	Merged     []PricedPartition `json:"merged,omitempty"`
+	SplitCost  time.Duration     `json:"split_ns,omitempty"`
+	MergedCost time.Duration     `json:"merged_ns,omitempty"`
 	// FallbackEstimate is the fallback's estimate of the same nodes; nil
 	// when it gave none.
 	FallbackEstimate *hal.Cost `json:"fallback_estimate,omitempty"`
 	// Chosen is the backend the nodes went to by this decision: Backend
-	// (kept), Fallback or Absorber (left).
+	// (kept) or Next (left).
 	Chosen string `json:"chosen"`
 	// Reason says it in words, with the numbers.
 	Reason string `json:"reason"`
+}
+
+// PricedPartition is one partition of a side of a CostDecision's
+// comparison, with its estimated latency per call (transfers included).
+type PricedPartition struct {
+	Backend string        `json:"backend"`
+	Nodes   []int         `json:"nodes"`
+	Latency time.Duration `json:"latency_ns"`
 }
 
 // Kept reports whether the partition stayed on its backend.
@@ -93,7 +127,9 @@ type costState struct {
 	// next, set by PlaceWithCosts each round, is the candidate after
 	// backend (in priority order) that node i would go to were it
 	// rejected there ("" when none but the fallback).
-	next     func(i int, backend string) string
+	next func(i int, backend string) string
+	// regroup partitions an assignment as PlaceWithCosts does.
+	regroup  func(assign []string) []Partition
 	fallback *Candidate
 	costs    map[string]estimate // estimates by backend and node set
 
@@ -145,7 +181,10 @@ func nodesKey(backend string, nodes []int) string {
 // weigh decides one delegated partition. Estimates are asked once per
 // backend and node set; the decision itself is made afresh each round (a
 // device backend's boundary depends on where its neighbours went).
-func (cs *costState) weigh(g *graph.Graph, part Partition, assign []string, fallback string) *CostDecision {
+//
+// parts is the plan's partitions this round (boundaries of the grouping
+// of assign), part among them.
+func (cs *costState) weigh(g *graph.Graph, part Partition, assign []string, parts []Partition, fallback string) *CostDecision {
 	cand := cs.cands[part.Backend]
 	d := &CostDecision{Backend: part.Backend, Nodes: append([]int{}, part.Nodes...), Memory: cand.Memory, Fallback: fallback, Chosen: part.Backend}
 	for _, i := range part.Nodes {
@@ -171,77 +210,151 @@ func (cs *costState) weigh(g *graph.Graph, part Partition, assign []string, fall
 		return d
 	}
 	d.FallbackEstimate = &fc
-	switch cand.Memory {
-	case hal.MemoryHost:
-		d.BoundaryBytes = c.TransferBytes
-	default:
-		var values int
-		d.BoundaryBytes, values = cs.deviceBoundary(g, part, assign)
-		bw := cand.Bandwidth
-		if bw <= 0 {
-			bw = DefaultDeviceLocalBandwidth
-			if cand.Memory == hal.MemoryHostVisible {
-				bw = DefaultHostVisibleBandwidth
-			}
-		}
-		d.Transfer = time.Duration(float64(d.BoundaryBytes)/bw*1e9) + time.Duration(values)*DefaultTransferLatency
-	}
-	delegated := c.Latency + d.Transfer
-	if delegated > fc.Latency {
-		d.Chosen = fallback
+	d.BoundaryBytes, d.Transfer = cs.boundary(g, part, assign, c)
+	d.Next = cs.nextOf(part, fallback)
+	if c.Latency+d.Transfer > fc.Latency {
+		d.Chosen = d.Next
 	}
 	d.Reason = d.sentence()
-	if d.Kept() && cand.Memory == hal.MemoryHost {
-		cs.absorb(g, part, assign, fallback, d)
+	if d.Kept() && d.Next != fallback && cs.compareMerged(g, part, assign, parts, d) {
+		return d
 	}
+	d.Reason += " → " + d.Chosen
 	return d
 }
 
-// absorb weighs moving a host-memory partition kept on its backend A into
-// a neighbour's: a delegated host-memory backend B that owns a partition
-// next to it (producing one of its inputs or reading one of its outputs)
-// and that every node would go to if rejected on A. The nodes would join
-// B's existing call, so B's Compute for them (no per-call overhead) is
-// weighed against A's whole Latency; when it is less, the partition is
-// left (Chosen = B) and the next round merges it.
-func (cs *costState) absorb(g *graph.Graph, part Partition, assign []string, fallback string, d *CostDecision) {
-	if cs.next == nil {
-		return
+// boundary is what one call of part on its backend moves across its
+// boundary and, for a backend with its own memory, the time of those
+// host↔device copies given where the other nodes are (assign); a host
+// backend's estimate c already holds its boundary.
+func (cs *costState) boundary(g *graph.Graph, part Partition, assign []string, c hal.Cost) (int64, time.Duration) {
+	cand := cs.cands[part.Backend]
+	if cand.Memory == hal.MemoryHost {
+		return c.TransferBytes, 0
 	}
-	b := cs.next(part.Nodes[0], part.Backend)
-	if b == "" || b == fallback || cs.cands[b].Memory != hal.MemoryHost {
-		return
-	}
-	for _, i := range part.Nodes[1:] {
-		if cs.next(i, part.Backend) != b {
-			return
+	bytes, values := cs.deviceBoundary(g, part, assign)
+	bw := cand.Bandwidth
+	if bw <= 0 {
+		bw = DefaultDeviceLocalBandwidth
+		if cand.Memory == hal.MemoryHostVisible {
+			bw = DefaultHostVisibleBandwidth
 		}
 	}
-	cs.index(g)
-	adjacent := false
-	for _, in := range part.Inputs {
-		if p, ok := cs.producer[in]; ok && assign[p] == b {
-			adjacent = true
+	return bytes, time.Duration(float64(bytes)/bw*1e9) + time.Duration(values)*DefaultTransferLatency
+}
+
+// moved is assign with part's nodes on the backends they would go to
+// were part rejected: the next candidate of each, else the fallback.
+func (cs *costState) moved(part Partition, assign []string, fallback string) []string {
+	alt := append([]string{}, assign...)
+	for _, i := range part.Nodes {
+		b := ""
+		if cs.next != nil {
+			b = cs.next(i, part.Backend)
+		}
+		if b == "" {
+			b = fallback
+		}
+		alt[i] = b
+	}
+	return alt
+}
+
+// nextOf names where part's nodes would go were it rejected: one
+// backend, or several joined by "+" in priority order.
+func (cs *costState) nextOf(part Partition, fallback string) string {
+	alt := cs.moved(part, make([]string, len(cs.fallback.Verdicts)), fallback)
+	seen := map[string]bool{}
+	for _, i := range part.Nodes {
+		seen[alt[i]] = true
+	}
+	var names []string
+	for _, b := range cs.order {
+		if seen[b] {
+			names = append(names, b)
 		}
 	}
-	for _, o := range part.Outputs {
-		for _, i := range cs.consumers[o] {
-			adjacent = adjacent || assign[i] == b
+	if seen[fallback] && !contains(names, fallback) {
+		names = append(names, fallback)
+	}
+	return strings.Join(names, "+")
+}
+
+// compareMerged weighs part against the plan with its nodes moved to
+// where they would go (moved): both plans' partitions that differ are
+// priced, and when the moved side is cheaper the partition is left
+// (d.Chosen = d.Next). It reports whether the comparison was made (and
+// written, with the choice, into d.Reason); nothing changes when a side
+// cannot be priced.
+func (cs *costState) compareMerged(g *graph.Graph, part Partition, assign []string, parts []Partition, d *CostDecision) bool {
+	if cs.regroup == nil {
+		return false
+	}
+	alt := cs.moved(part, assign, d.Fallback)
+	altParts := cs.regroup(alt)
+	cur := map[string]bool{}
+	for _, p := range parts {
+		cur[nodesKey(p.Backend, p.Nodes)] = true
+	}
+	now := map[string]bool{}
+	for _, p := range altParts {
+		now[nodesKey(p.Backend, p.Nodes)] = true
+	}
+	var split, merged []PricedPartition
+	var splitCost, mergedCost time.Duration
+	price := func(p Partition, a []string) (PricedPartition, bool) {
+		c, err := cs.estimate(p.Backend, p)
+		if err != nil {
+			d.Reason += "; " + noEstimate(p.Backend, err) + " for the merged alternative"
+			return PricedPartition{}, false
 		}
+		lat := c.Latency
+		if !p.Fallback {
+			_, t := cs.boundary(g, p, a, c)
+			lat += t
+		}
+		return PricedPartition{Backend: p.Backend, Nodes: append([]int{}, p.Nodes...), Latency: lat}, true
 	}
-	if !adjacent {
-		return
+	for _, p := range parts {
+		if now[nodesKey(p.Backend, p.Nodes)] {
+			continue
+		}
+		pp, ok := price(p, assign)
+		if !ok {
+			return false
+		}
+		split, splitCost = append(split, pp), splitCost+pp.Latency
 	}
-	bc, err := cs.estimate(b, part)
-	if err != nil || bc.Compute <= 0 {
-		return // no estimate, or no breakdown to tell its compute
+	for _, p := range altParts {
+		if cur[nodesKey(p.Backend, p.Nodes)] {
+			continue
+		}
+		pp, ok := price(p, alt)
+		if !ok {
+			return false
+		}
+		merged, mergedCost = append(merged, pp), mergedCost+pp.Latency
 	}
-	d.Absorber, d.AbsorberEstimate = b, &bc
-	if bc.Compute < d.Estimate.Latency {
-		d.Chosen = b
+	d.Split, d.Merged, d.SplitCost, d.MergedCost = split, merged, splitCost, mergedCost
+	if mergedCost < splitCost {
+		d.Chosen = d.Next
 	}
-	d.Reason += fmt.Sprintf("; %s est %s vs %s compute %s merged into its neighbouring partition → %s",
-		d.Backend, FormatDuration(d.Estimate.Latency), b, FormatDuration(bc.Compute), d.Chosen)
+	d.Reason += fmt.Sprintf("; split %s (%s) vs merged on %s %s (%s) → %s",
+		FormatDuration(splitCost), pricedList(split), d.Next, FormatDuration(mergedCost), pricedList(merged), d.Chosen)
+	return true
+}
+
+// pricedList: "xnnpack 1 node 0.381 ms, native 6 nodes 90.2 µs".
+func pricedList(ps []PricedPartition) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		unit := "nodes"
+		if len(p.Nodes) == 1 {
+			unit = "node"
+		}
+		s[i] = fmt.Sprintf("%s %d %s %s", p.Backend, len(p.Nodes), unit, FormatDuration(p.Latency))
+	}
+	return strings.Join(s, ", ")
 }
 
 // index builds the value → producer and consumer maps on first use.
@@ -300,14 +413,15 @@ func (cs *costState) deviceBoundary(g *graph.Graph, part Partition, assign []str
 	return bytes, values
 }
 
-// sentence: "xnnpack est 0.21 ms + 12 KiB boundary vs cpu est 0.15 ms → cpu".
+// sentence: "xnnpack est 0.21 ms + 12 KiB boundary vs cpu est 0.15 ms"
+// (weigh adds the comparison with Next and the choice).
 func (d *CostDecision) sentence() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s est %s + %s boundary", d.Backend, FormatDuration(d.Estimate.Latency), FormatBytes(d.BoundaryBytes))
 	if d.Transfer > 0 {
 		fmt.Fprintf(&b, " (%s %s transfer)", FormatDuration(d.Transfer), d.Memory)
 	}
-	fmt.Fprintf(&b, " vs %s est %s → %s", d.Fallback, FormatDuration(d.FallbackEstimate.Latency), d.Chosen)
+	fmt.Fprintf(&b, " vs %s est %s", d.Fallback, FormatDuration(d.FallbackEstimate.Latency))
 	return b.String()
 }
 

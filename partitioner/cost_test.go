@@ -361,30 +361,37 @@ func TestCostRandomDAGs(t *testing.T) {
 			if c == nil || !c.Kept() || c.Estimate == nil || c.FallbackEstimate == nil || c.Estimate.Latency+c.Transfer > c.FallbackEstimate.Latency {
 				t.Fatalf("trial %d: partition %d kept with %+v\n%s", trial, part.ID, c, p.Text())
 			}
-			if c.Absorber != "" && c.AbsorberEstimate.Compute < c.Estimate.Latency {
-				t.Fatalf("trial %d: partition %d kept though %s was cheaper: %+v", trial, part.ID, c.Absorber, c)
+			if c.Split != nil && c.MergedCost < c.SplitCost {
+				t.Fatalf("trial %d: partition %d kept though its nodes on %s were cheaper: %+v", trial, part.ID, c.Next, c)
+			}
+			if c.Next != "cpu" && c.Split == nil && !strings.Contains(c.Reason, "no cost estimates") {
+				t.Fatalf("trial %d: partition %d not weighed against %s: %+v", trial, part.ID, c.Next, c)
 			}
 		}
 		for _, d := range p.Rejected {
-			if d.Chosen == d.Absorber && d.Absorber != "" {
-				if d.Memory != hal.MemoryHost || d.AbsorberEstimate.Compute >= d.Estimate.Latency {
-					t.Fatalf("trial %d: absorbed without being cheaper: %+v", trial, d)
+			if d.Kept() || d.Chosen != d.Next {
+				t.Fatalf("trial %d: rejected but chose %q (next %q): %+v", trial, d.Chosen, d.Next, d)
+			}
+			if d.Split != nil {
+				if d.MergedCost >= d.SplitCost {
+					t.Fatalf("trial %d: merged without being cheaper: %+v", trial, d)
 				}
 				continue
 			}
-			if d.Kept() || d.Estimate.Latency+d.Transfer <= d.FallbackEstimate.Latency {
+			if d.Estimate.Latency+d.Transfer <= d.FallbackEstimate.Latency {
 				t.Fatalf("trial %d: rejected without being slower: %+v", trial, d)
 			}
 		}
 	}
 }
 
-// absorbChain: x → n0 … n4, n0, n1, n3, n4 on "b" only (a cannot run
-// Neg), n2 on "a" (first priority) or "b"; a: 10 µs per call + 1 µs per
-// node, b: fixed overhead bOver + bNode per node; cpu 100 µs per node.
-func absorbPlace(t *testing.T, bNode time.Duration, bOps map[string]bool) *Plan {
+// absorbPlace places a chain of ops: the Relu on "a" (first priority)
+// or "b", everything else on "b" only (a cannot run Neg); a: 10 µs per
+// call + 1 µs per node, b: 20 µs per call + bNode per node; cpu 100 µs
+// per node.
+func absorbPlace(t *testing.T, bNode time.Duration, bOps map[string]bool, ops ...string) *Plan {
 	t.Helper()
-	g := chain("Neg", "Neg", "Relu", "Neg", "Neg")
+	g := chain(ops...)
 	cands := []Candidate{Claims(g, "a", map[string]bool{"Relu": true}), Claims(g, "b", bOps), Claims(g, "cpu", allOps)}
 	est := &fakeCosts{fixed: map[string]time.Duration{"a": us(10), "b": us(20), "cpu": 0},
 		perNode: map[string]time.Duration{"a": us(1), "b": bNode, "cpu": us(100)}}
@@ -398,28 +405,50 @@ func absorbPlace(t *testing.T, bNode time.Duration, bOps map[string]bool) *Plan 
 	return p
 }
 
+var splitChain = []string{"Neg", "Neg", "Relu", "Neg", "Neg"}
+
 func TestCostAbsorbedByCheaperNeighbour(t *testing.T) {
-	// a: 11 µs for the Relu; b's compute for it: 2 µs (its 20 µs call
-	// is paid already) → merged into b
-	p := absorbPlace(t, us(2), allOps)
+	// a: 11 µs for the Relu, splitting b's chain into two calls (24 µs
+	// each); with the Relu on b, one call of 30 µs → merged into b
+	p := absorbPlace(t, us(2), allOps, splitChain...)
 	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "b" {
 		t.Fatalf("want one partition on b, got:\n%s", p.Text())
 	}
-	if len(p.Rejected) != 1 || p.Rejected[0].Backend != "a" || p.Rejected[0].Chosen != "b" || p.Rejected[0].Absorber != "b" {
+	if len(p.Rejected) != 1 || p.Rejected[0].Backend != "a" || p.Rejected[0].Chosen != "b" || p.Rejected[0].Next != "b" {
 		t.Fatalf("want a's partition rejected for b, got %+v", p.Rejected)
 	}
-	r := p.Rejected[0].Reason
-	if !strings.Contains(r, "a est 11 µs") || !strings.Contains(r, "b compute 2 µs") {
-		t.Errorf("reason %q should name both estimates", r)
+	d := p.Rejected[0]
+	r := d.Reason
+	want := "a est 11 µs + 0 B boundary vs cpu est 0.1 ms; split 59 µs (b 2 nodes 24 µs, a 1 node 11 µs, b 2 nodes 24 µs) vs merged on b 30 µs (b 5 nodes 30 µs) → b"
+	if r != want {
+		t.Errorf("reason\n%q, want\n%q", r, want)
+	}
+	if d.SplitCost != us(59) || d.MergedCost != us(30) || len(d.Split) != 3 || len(d.Merged) != 1 {
+		t.Errorf("decision %+v", d)
 	}
 	if d := p.Nodes[2].Declined; len(d) == 0 || d[0].Backend != "a" || d[0].Reason != r {
 		t.Errorf("node 2 should record a's rejection, got %+v", d)
 	}
 }
 
+// The case the old rule got wrong (issue #15's decoder): a's call for
+// the Relu (11 µs) is cheaper than b's compute for it (12 µs), but it
+// cuts b's chain in two, and b's second call costs 20 µs more: the
+// split (2 × 44 µs + 11 µs) loses to one call on b (80 µs).
+func TestCostSplitLosesToMerged(t *testing.T) {
+	p := absorbPlace(t, us(12), allOps, splitChain...)
+	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "b" || len(p.Rejected) != 1 {
+		t.Fatalf("want one partition on b, got:\n%s", p.Text())
+	}
+	if d := p.Rejected[0]; d.SplitCost != us(99) || d.MergedCost != us(80) || !strings.Contains(d.Reason, "split 99 µs") || !strings.Contains(d.Reason, "merged on b 80 µs") {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
 func TestCostKeptWhenNeighbourSlower(t *testing.T) {
-	// b's compute for the Relu (12 µs) exceeds a's whole call (11 µs)
-	p := absorbPlace(t, us(12), allOps)
+	// at the end of b's chain the Relu splits nothing: b's compute for it
+	// (12 µs) exceeds a's whole call (11 µs)
+	p := absorbPlace(t, us(12), allOps, "Neg", "Neg", "Relu")
 	if p.Nodes[2].Backend != "a" || len(p.Rejected) != 0 {
 		t.Fatalf("want the Relu kept on a, got:\n%s", p.Text())
 	}
@@ -429,19 +458,25 @@ func TestCostKeptWhenNeighbourSlower(t *testing.T) {
 			c = part.Cost
 		}
 	}
-	if c == nil || c.Absorber != "b" || c.AbsorberEstimate == nil || !strings.Contains(c.Reason, "→ a") {
+	if c == nil || c.Next != "b" || c.SplitCost != us(55) || c.MergedCost != us(56) || !strings.HasSuffix(c.Reason, "→ a") {
 		t.Errorf("a's decision should record b weighed, got %+v", c)
 	}
 }
 
-func TestCostNotAbsorbedWithoutSupportOrAdjacency(t *testing.T) {
-	// b cannot run Relu: nothing to weigh
-	p := absorbPlace(t, us(2), map[string]bool{"Neg": true})
+func TestCostNextWithoutSupportOrAdjacency(t *testing.T) {
+	// b cannot run Relu: its nodes would go to cpu, the only comparison
+	p := absorbPlace(t, us(2), map[string]bool{"Neg": true}, splitChain...)
 	if p.Nodes[2].Backend != "a" || len(p.Rejected) != 0 {
 		t.Fatalf("b lacks Relu: want it kept on a, got:\n%s", p.Text())
 	}
+	for _, part := range p.Partitions {
+		if part.Backend == "a" && (part.Cost == nil || part.Cost.Next != "cpu" || part.Cost.Split != nil) {
+			t.Errorf("a's partition: %+v", part.Cost)
+		}
+	}
 	// b runs everything but owns no partition next to a's: x → Relu →
-	// Sigmoid (cpu only) → Neg (b) ; b's partition is not adjacent
+	// Sigmoid (cpu only) → Neg (b); the Relu on b would be a call of its
+	// own (21 µs), dearer than a's (11 µs)
 	g := chain("Relu", "Sigmoid", "Neg")
 	cands := []Candidate{Claims(g, "a", map[string]bool{"Relu": true}), Claims(g, "b", map[string]bool{"Relu": true, "Neg": true}), Claims(g, "cpu", allOps)}
 	est := &fakeCosts{fixed: map[string]time.Duration{"a": us(10), "b": us(20), "cpu": 0},
@@ -453,9 +488,36 @@ func TestCostNotAbsorbedWithoutSupportOrAdjacency(t *testing.T) {
 	if q.Nodes[0].Backend != "a" || len(q.Rejected) != 0 {
 		t.Fatalf("b not adjacent: want the Relu kept on a, got:\n%s", q.Text())
 	}
-	for _, part := range q.Partitions {
-		if part.Cost != nil && part.Cost.Absorber != "" {
-			t.Errorf("partition %d weighed against a non-adjacent %s", part.ID, part.Cost.Absorber)
-		}
+	c := q.Partitions[0].Cost
+	if c == nil || c.SplitCost != us(11) || c.MergedCost != us(21) || !strings.Contains(c.Reason, "merged on b 21 µs (b 1 node 21 µs) → a") {
+		t.Errorf("partition 0: %+v", c)
+	}
+}
+
+// Rejections wait for the backends before them: a's Relus cut b's chain
+// into one-node partitions that each lose to cpu (21 µs vs 15 µs); were
+// those rejections applied with a's, b's nodes would stay on cpu for good
+// (75 µs). Applied first, a's rejections give b one partition of five
+// nodes (25 µs), which is kept.
+func TestCostRejectionsInPriorityOrder(t *testing.T) {
+	g := chain("Neg", "Relu", "Neg", "Relu", "Neg")
+	cands := []Candidate{Claims(g, "a", map[string]bool{"Relu": true}), Claims(g, "b", allOps), Claims(g, "cpu", allOps)}
+	est := &fakeCosts{fixed: map[string]time.Duration{"a": us(10), "b": us(20), "cpu": 0},
+		perNode: map[string]time.Duration{"a": us(1), "b": us(1), "cpu": us(15)}}
+	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPlan(g, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "b" {
+		t.Fatalf("want one partition on b, got:\n%s", p.Text())
+	}
+	if len(p.Rejected) != 2 || p.Rejected[0].Backend != "a" || p.Rejected[1].Backend != "a" {
+		t.Fatalf("want only a's two partitions rejected, got %+v", p.Rejected)
+	}
+	if c := p.Partitions[0].Cost; c == nil || c.Estimate.Latency != us(25) || !strings.HasSuffix(c.Reason, "→ b") {
+		t.Fatalf("b's decision: %+v", c)
 	}
 }

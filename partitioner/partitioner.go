@@ -9,9 +9,12 @@
 //
 // With an Estimator (PlaceWithCosts) it also weighs each delegated
 // partition's estimated cost on its backend, plus the bytes its boundary
-// moves, against the same nodes on the fallback, and leaves the partition
-// to the next candidate (in the end the fallback) when delegating would be
-// slower; the estimate behind every choice is in the report (cost.go).
+// moves, against the same nodes on the fallback and against the plan with
+// its nodes on the next candidate that takes them (merged into that
+// backend's neighbouring partitions, each call's overhead counted), and
+// leaves the partition to that candidate (in the end the fallback) when
+// delegating would be slower; the estimate behind every choice is in the
+// report (cost.go).
 //
 // The result is deterministic for the same inputs. Nested graphs (If/Loop
 // bodies) are never split: their node is placed whole, on a backend whose
@@ -259,6 +262,13 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 	var cs *costState
 	if est != nil && !pol.IgnoreCosts && seen[pol.Fallback] {
 		cs = newCostState(est, cands, pol)
+		cs.regroup = func(a []string) []Partition {
+			return boundaries(g, group(topo, preds, a, pol.Fallback), a, pol.Fallback, topo)
+		}
+	}
+	rank := map[string]int{}
+	for k, c := range cands {
+		rank[c.Backend] = k
 	}
 	kept := map[string]*CostDecision{}
 	var assign []string
@@ -338,21 +348,34 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 		}
 		if !changed && cs != nil {
 			kept = map[string]*CostDecision{}
-			for _, p := range boundaries(g, parts, assign, pol.Fallback, topo) {
+			bounds := boundaries(g, parts, assign, pol.Fallback, topo)
+			var left []*CostDecision
+			first := len(cands) // the highest priority among the rejecting backends
+			for _, p := range bounds {
 				if p.Fallback {
 					continue
 				}
-				d := cs.weigh(g, p, assign, pol.Fallback)
+				d := cs.weigh(g, p, assign, bounds, pol.Fallback)
 				if d.Kept() {
 					kept[nodesKey(p.Backend, p.Nodes)] = d
 					continue
 				}
+				left = append(left, d)
+				first = min(first, rank[p.Backend])
+			}
+			// only the highest-priority backend's rejections count this
+			// round: the others are weighed again once its nodes have
+			// moved (a piece it cut off may then merge with its neighbours)
+			for _, d := range left {
+				if rank[d.Backend] != first {
+					continue
+				}
 				plan.Rejected = append(plan.Rejected, *d)
-				for _, i := range p.Nodes {
+				for _, i := range d.Nodes {
 					if rejected[i] == nil {
 						rejected[i] = map[string]string{}
 					}
-					rejected[i][p.Backend] = d.Reason
+					rejected[i][d.Backend] = d.Reason
 				}
 				changed = true
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/opcost"
 	"github.com/switchyard-hal/switchyard/hal"
 )
@@ -70,6 +71,15 @@ var nOpRates = map[string]nrate{
 	// per output element (the "other" class); cpu's rate for the class
 	// over the speed-up on the reference kernel (13–21×, BenchmarkGQA)
 	"GroupQueryAttention": {Fixed: 300, PerFLOP: 0.13},
+	// measured the same way (marginal time in chains of 1 and 9, one
+	// thread) on [1,64,24,48] and [1,240,6,40]: GlobalAveragePool was
+	// priced as a reduction at the reference kernels' 4.5 ns/FLOP (30×
+	// its time: ppocr_mobile_v2_cls estimated at 5× its time on native,
+	// so left on XNNPACK, slower), MaxPool (3×3, 2.9–3.3 ns/FLOP) and
+	// HardSigmoid (0.2–0.48) as their classes (3× and 2–4× under)
+	"GlobalAveragePool": {Fixed: 500, PerFLOP: 0.15},
+	"MaxPool":           {Fixed: 500, PerFLOP: 3.3},
+	"HardSigmoid":       {Fixed: 150, PerFLOP: 0.3},
 	// not calibrated: Concat has its own kernel, priced like cpu's
 	"Concat": {Fixed: 704, PerByte: 0.0405},
 	// reference kernels (plugins/cpu/cost.go)
@@ -85,8 +95,11 @@ var nOpRates = map[string]nrate{
 // element-wise class from its calibrated ops, the classes run on the
 // reference kernels at cpu's rates; Pool (native kernels) not calibrated.
 var nClassRates = map[opcost.Class]nrate{
-	opcost.Conv:           {Fixed: 5000, PerFLOP: 0.0115},
-	opcost.DepthwiseConv:  {Fixed: 2000, PerFLOP: 0.0275},
+	opcost.Conv: {Fixed: 5000, PerFLOP: 0.0115},
+	// depthwise: 3×3 and 5×5 on ppocr_mobile_v2_cls's and ppocrv4_rec's
+	// shapes (8–480 channels) measured 0.017–0.026 ns/FLOP and about 1 µs
+	// fixed, where the 3×3/32-channel calibration gave 2 µs + 0.0275
+	opcost.DepthwiseConv:  {Fixed: 1000, PerFLOP: 0.02},
 	opcost.Gemm:           {Fixed: 250, PerFLOP: 0.0055},
 	opcost.Elementwise:    {Fixed: 150, PerFLOP: 0.12},
 	opcost.Transcendental: {Fixed: 500, PerFLOP: 1.5},
@@ -139,21 +152,91 @@ func (b *Backend) EstimateCost(ctx context.Context, sg *hal.Subgraph) (hal.Cost,
 // estimate is EstimateCost for a thread count.
 func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	var compute float64
-	for _, n := range sg.Graph.Nodes {
+	fg, fused := fuse(sg)
+	for _, n := range fg.Nodes {
+		if f := fused[n]; f != nil {
+			compute += fusedCost(sg, n, f, threads)
+			continue
+		}
 		if c, ok := quantNodeCost(sg, n, threads); ok {
 			compute += c
 			continue
 		}
-		compute += nodeCost(n.OpType, opcost.Of(n, sg), threads)
+		w := opcost.Of(n, sg)
+		if w.Class == opcost.Conv && pointwise(sg, n) {
+			compute += rateCost(nPointwise, w, threads)
+			continue
+		}
+		compute += nodeCost(n.OpType, w, threads)
 	}
 	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}
 	c.Latency = c.Overhead + c.Compute
 	return c
 }
 
+// nPointwise prices a dense 1×1 convolution (group 1), a GEMM on the
+// image without im2col: per-FLOP 0.0058–0.0087 ns measured at one thread
+// for 32→32 channels on 48×80, 240→240 on 3×80 and 480→480 on 1×40
+// (ppocrv4_rec's shapes; marginal time in chains of 1 and 9), where the
+// 3×3 rate (nClassRates[Conv]) priced them at twice that and left
+// ppocrv4_rec's backbone on XNNPACK, 1.5× slower there.
+// Its fixed part: 1×1 convolutions on 1×1 to 3×96 images (ppocr's
+// squeeze-excite blocks) measured 2.3–2.9 µs a call, the call's 2 µs
+// included, where the 3×3 class's 5 µs fixed priced each at 7 µs.
+var nPointwise = nrate{Fixed: 500, PerFLOP: 0.007}
+
+// pointwise reports whether the Conv n has a constant 1×1 kernel and one
+// group.
+func pointwise(sg *hal.Subgraph, n *graph.Node) bool {
+	if n.OpType != "Conv" || n.AttrInt("group", 1) != 1 || len(n.Inputs) < 2 {
+		return false
+	}
+	w, ok := sg.Graph.Initializers[n.Inputs[1]]
+	if !ok || len(w.Shape) != 4 {
+		return false
+	}
+	return w.Shape[2] == 1 && w.Shape[3] == 1
+}
+
+// chainStepPerElem is the time of one element-wise step fused into a
+// Conv's output (chain.go: run in place while the block is in L1), in ns
+// per element: a decomposed hard-swish (4 steps) after 1×1 convolutions
+// on ppocrv4_rec's shapes measured 0.08–0.1 ns an element in all, where the
+// four nodes priced apart came to about 0.5 ns: 0.025 a step.
+// A folded BatchNormalization and a fused clamp cost nothing.
+const chainStepPerElem = 0.025
+
+// fusedCost prices a node of fuse's graph that took over the nodes after
+// it: the head's own cost plus its fused chain.
+func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 {
+	w := opcost.Of(n, sg)
+	var c float64
+	if w.Class == opcost.Conv && pointwise(sg, n) {
+		c = rateCost(nPointwise, w, threads)
+	} else {
+		c = nodeCost(n.OpType, w, threads)
+	}
+	if len(f.chain) > 0 {
+		if t, ok := sg.TypeOf(n.Outputs[0]); ok {
+			if dims, ok := t.Shape.Ints(); ok {
+				elems := 1
+				for _, d := range dims {
+					elems *= d
+				}
+				c += chainStepPerElem * float64(elems*len(f.chain))
+			}
+		}
+	}
+	return c
+}
+
 // nodeCost is one node's time in ns: its fixed part and its work.
 func nodeCost(op string, w opcost.Work, threads int) float64 {
-	r := nrateOf(op, w.Class)
+	return rateCost(nrateOf(op, w.Class), w, threads)
+}
+
+// rateCost is a node's time in ns at rate r.
+func rateCost(r nrate, w opcost.Work, threads int) float64 {
 	work := w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
 	if nParallel[w.Class] && threads > 1 {
 		work /= 0.85 * float64(threads)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/runtime"
 
 	"github.com/switchyard-hal/switchyard/hal"
 )
@@ -46,4 +48,55 @@ func TestEstimateCost(t *testing.T) {
 		t.Errorf("control flow: %v, want Unsupported", err)
 	}
 	var _ hal.CostEstimator = b
+}
+
+// The estimate prices the graph the executable runs: a BatchNormalization
+// folded into its Conv and a hard-swish chain fused into its output cost
+// (almost) nothing, a 1×1 convolution less per FLOP than a 3×3 one, and
+// GlobalAveragePool at its own kernel's rate, not a reduction's.
+func TestEstimateFusedAndPointwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	sh := []int{1, 32, 24, 40}
+	mk := func(bn, hswish bool, k int) *hal.Subgraph {
+		g := &graph.Graph{Initializers: map[string]*graph.Tensor{"w": calRand(rng, 32, 32, k, k),
+			"s": calRand(rng, 32), "b": calRand(rng, 32), "m": calRand(rng, 32), "v": graph.MustFromSlice([]int{32}, make([]float32, 32)),
+			"three": graph.Scalar(float32(3)), "zero": graph.Scalar(float32(0)), "six": graph.Scalar(float32(6))},
+			Inputs: []graph.ValueInfo{{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(sh...)}}}}
+		p := int64(k / 2)
+		g.Nodes = []*graph.Node{{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
+			Attrs: map[string]*graph.Attribute{"pads": {Name: "pads", Type: graph.AttrInts, Ints: []int64{p, p, p, p}}}}}
+		last := "y"
+		if bn {
+			for i := range g.Initializers["v"].Data.([]float32) {
+				g.Initializers["v"].Data.([]float32)[i] = 1
+			}
+			g.Nodes = append(g.Nodes, &graph.Node{Name: "bn", OpType: "BatchNormalization", Inputs: []string{last, "s", "b", "m", "v"}, Outputs: []string{"z"}})
+			last = "z"
+		}
+		if hswish {
+			g.Nodes = append(g.Nodes,
+				&graph.Node{Name: "a", OpType: "Add", Inputs: []string{last, "three"}, Outputs: []string{"a"}},
+				&graph.Node{Name: "c", OpType: "Clip", Inputs: []string{"a", "zero", "six"}, Outputs: []string{"c"}},
+				&graph.Node{Name: "mu", OpType: "Mul", Inputs: []string{last, "c"}, Outputs: []string{"mu"}},
+				&graph.Node{Name: "d", OpType: "Div", Inputs: []string{"mu", "six"}, Outputs: []string{"d"}})
+			last = "d"
+		}
+		g.Outputs = []graph.ValueInfo{{Name: last}}
+		return runtime.TypedSubgraph(&hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}}})
+	}
+	conv := estimate(mk(false, false, 1), 1)
+	all := estimate(mk(true, true, 1), 1)
+	if extra := all.Compute - conv.Compute; extra < 0 || float64(extra) > 0.3*float64(conv.Compute) {
+		t.Errorf("Conv+BN+hard-swish %v vs Conv %v: the fused nodes should add under 30%%", all.Compute, conv.Compute)
+	}
+	c1, c3 := estimate(mk(false, false, 1), 1), estimate(mk(false, false, 3), 1)
+	perFLOP1 := float64(c1.Compute) / (2 * 32 * 32 * 24 * 40)
+	perFLOP3 := float64(c3.Compute) / (2 * 32 * 32 * 9 * 24 * 40)
+	if perFLOP1 >= perFLOP3 {
+		t.Errorf("1×1 conv %.4f ns/FLOP should be cheaper than 3×3 %.4f", perFLOP1, perFLOP3)
+	}
+	gap := estimate(calCase{op: "GlobalAveragePool", shape: []int{1, 64, 24, 48}}.graphOf(1), 1)
+	if gap.Compute > 50*time.Microsecond {
+		t.Errorf("GlobalAveragePool of 74k elements: %v (measured about 11 µs)", gap.Compute)
+	}
 }

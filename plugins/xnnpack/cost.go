@@ -36,8 +36,9 @@ import (
 //     byte of constants), in Overhead; and since shape churn (exec.go)
 //     declines such a partition after eight new shapes, after which it
 //     runs on the fallback for good, the compute is counted twice: this
-//     call's and the fallback's, taken as no faster than XNNPACK's (a
-//     lower bound of that steady state). Such partitions then go to a
+//     call's and the fallback's steady state, the reference kernels',
+//     priced from XNNPACK's compute by refSlowdown (a lower bound of how
+//     much slower they are) plus refNodeFixed per node. Such partitions then go to a
 //     backend that takes a new shape in stride (native), up front.
 //
 // The structure (stages, operators, layouts at the boundary, direct
@@ -72,6 +73,13 @@ var (
 	relowerFixed         = 5000.0
 	relowerPerNode       = 2300.0
 	relowerPerWeightByte = 0.55
+	// the steady state of a churning partition on the reference kernels:
+	// their calibrated rates (plugins/cpu/cost.go) are 4.7× XNNPACK's
+	// (Add) to 40–60× (Softmax, Sigmoid, Sqrt) and 14× for MatMul; 4× is
+	// the lower bound taken, and 450 ns the least dispatch of any node
+	// there
+	refSlowdown  = 4.0
+	refNodeFixed = 450.0
 	// not calibrated (the development VM has two shared cores): the cost
 	// of waking the pthreadpool per operator, and how well work spreads
 	threadSync       = 1500.0
@@ -181,10 +189,13 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	if relower := relowering(sg); relower > 0 {
 		// shapes that may change every call: lowered again per call until
 		// churn detection declines the partition, which then runs on the
-		// fallback for good: priced as one lowering, this call, and the
-		// fallback's compute, taken as no faster than XNNPACK's (a lower
-		// bound of the steady state)
-		c.Compute *= 2
+		// runtime's fallback, the reference kernels, for good: priced as
+		// one lowering, this call, and the steady state on the reference
+		// kernels (refSlowdown, refNodeFixed) — once taken as no slower
+		// than XNNPACK's compute, which kept a decoder's attention Softmax
+		// here, declined on every token after the eighth and run on the
+		// reference Softmax
+		c.Compute += time.Duration(float64(c.Compute)*refSlowdown + refNodeFixed*float64(len(sg.Graph.Nodes)))
 		c.Overhead += time.Duration(relower)
 		c.Latency = c.Compute + c.Overhead + c.Boundary
 	}

@@ -30,6 +30,11 @@ func TestRelowerCharged(t *testing.T) {
 		if c.more && got.Overhead-base.Overhead < 5000 {
 			t.Errorf("dynamic %v: overhead %v vs %v: no lowering charged", c.dyn, got.Overhead, base.Overhead)
 		}
+		// the steady state after churn runs on the reference kernels:
+		// priced at refSlowdown × XNNPACK's compute, not once more
+		if c.more && float64(got.Compute) < (1+refSlowdown)*float64(base.Compute) {
+			t.Errorf("dynamic %v: compute %v vs %v fixed: the churn steady state is not priced on the reference kernels", c.dyn, got.Compute, base.Compute)
+		}
 	}
 	conv := chainCase{op: "Conv", shape: []int{1, 8, 8, 8}, consts: []*graph.Tensor{calRand(rng, 0.1, 8, 8, 1, 1)}}
 	sg := conv.graphOf(1)
