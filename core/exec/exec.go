@@ -1275,10 +1275,12 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 			return nil, fmt.Errorf("exec: %s output %q: %v", n.Label(), name, err)
 		}
 		// a kernel that hands back an input (or a view of one) breaks
-		// buffer recycling: copy it (unless the plan made it a view)
+		// buffer recycling: copy it (unless the plan made it a view, or
+		// it is the caller's tensor bound to the output, which bind let
+		// share an input's memory: written in place of that input)
 		p := dataPtr(o)
 		for _, in := range ins {
-			if na.view {
+			if na.view || j < len(bound) && bound[j] == o {
 				break
 			}
 			if in != nil && (in == o || p != 0 && p == dataPtr(in)) {

@@ -215,7 +215,7 @@ func checkSteps(t *testing.T, m *switchyard.Model, w *llama.Weights, tokens []in
 			// every present output written by its kernel into the past
 			// buffer, none copied after the run
 			if st := stats(); st == nil || st.InPlace < 2*c.Layers || st.Copied != 0 {
-				t.Logf("run stats %+v: want %d outputs written in place, none copied", st, 2*c.Layers)
+				t.Fatalf("run stats %+v: want %d outputs written in place, none copied", st, 2*c.Layers)
 			}
 			// the buffer now holds the new positions after the old ones
 			after, _ := switchyard.Values[float32](feeds["past_key.0"])
