@@ -85,6 +85,11 @@ type Decoder struct {
 type kvCache struct {
 	t switchyard.Tensors
 	n int
+	// for a growing float32 cache: two buffers per input, the past in
+	// buf[name][slot] (slot -1: in neither, a trimmed or first cache), the
+	// next present written into the other, so steps allocate no cache
+	buf  map[string]*[2][]float32
+	slot int
 }
 
 // ContextLength is the model's context length as its metadata states it
@@ -195,7 +200,7 @@ func (d *Decoder) SharedCache() bool { return d.shared }
 // emptyCache is a cache holding no position: zero-length pasts, or the
 // shared buffers, allocated once here.
 func (d *Decoder) emptyCache() (*kvCache, error) {
-	c := &kvCache{t: switchyard.Tensors{}}
+	c := &kvCache{t: switchyard.Tensors{}, slot: -1}
 	for _, in := range d.pastIn {
 		shape := append([]int(nil), in.Shape...)
 		for i := range shape {
@@ -310,6 +315,17 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 	if d.shared {
 		return d.stepShared(ctx, ids, cache, feeds)
 	}
+	if outs, next := d.presentBuffers(cache, len(ids)); outs != nil {
+		// float32 caches: presents into the spare buffers
+		if err := d.m.RunInto(ctx, feeds, outs); err != nil {
+			return nil, 0, nil, err
+		}
+		all, v, err := logitsOf(outs[d.logits], len(ids))
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return all, v, next, nil
+	}
 	outs, err := d.m.Run(ctx, feeds)
 	if err != nil {
 		return nil, 0, nil, err
@@ -318,7 +334,7 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	next := &kvCache{t: switchyard.Tensors{}, n: cache.n + len(ids)}
+	next := &kvCache{t: switchyard.Tensors{}, n: cache.n + len(ids), slot: -1}
 	for past, present := range d.present {
 		if outs[present] == nil {
 			return nil, 0, nil, fmt.Errorf("no %s output", present)
@@ -326,6 +342,55 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 		next.t[past] = outs[present]
 	}
 	return all, v, next, nil
+}
+
+// presentBuffers sets up a step of a growing cache without allocating
+// one: each present output goes into the buffer of its input the past is
+// not in, grown (doubling) when short, and the cache after the step is
+// those tensors. nil when a cache is not float32 or the logits' width is
+// not fixed (the step then takes Run's new tensors).
+func (d *Decoder) presentBuffers(cache *kvCache, s int) (switchyard.Tensors, *kvCache) {
+	v := d.vocab()
+	if v <= 0 {
+		return nil, nil
+	}
+	logits, err := switchyard.Zeros(switchyard.Float32, []int{1, s, v})
+	if err != nil {
+		return nil, nil
+	}
+	if cache.buf == nil {
+		cache.buf = map[string]*[2][]float32{}
+	}
+	other := 0
+	if cache.slot == 0 {
+		other = 1
+	}
+	outs := switchyard.Tensors{d.logits: logits}
+	next := &kvCache{t: switchyard.Tensors{}, n: cache.n + s, buf: cache.buf, slot: other}
+	for past, present := range d.present {
+		t := cache.t[past]
+		ax := d.pastDim[past]
+		if t == nil || t.DType != switchyard.Float32 || ax >= len(t.Shape) {
+			return nil, nil
+		}
+		shape := append([]int(nil), t.Shape...)
+		shape[ax] += s
+		n := 1
+		for _, x := range shape {
+			n *= x
+		}
+		b := cache.buf[past]
+		if b == nil {
+			b = &[2][]float32{}
+			cache.buf[past] = b
+		}
+		if cap(b[other]) < n {
+			b[other] = make([]float32, max(n, 2*cap(b[other])))
+		}
+		p := &switchyard.Tensor{DType: switchyard.Float32, Shape: shape, Data: b[other][:n]}
+		outs[present], next.t[past] = p, p
+	}
+	return outs, next
 }
 
 // stepShared runs a step on shared cache buffers: each present output is

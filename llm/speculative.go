@@ -183,7 +183,9 @@ func (d *Decoder) trim(cache *kvCache, n int) (*kvCache, error) {
 	if d.shared {
 		return &kvCache{t: cache.t, n: n}, nil
 	}
-	out := &kvCache{t: switchyard.Tensors{}, n: n}
+	// slot -1: the next present goes to buffer 0; one still holding a
+	// kept past is then not bound in place but copied after the run
+	out := &kvCache{t: switchyard.Tensors{}, n: n, buf: cache.buf, slot: -1}
 	for name, t := range cache.t {
 		ax := d.pastDim[name]
 		if ax >= len(t.Shape) || t.Shape[ax] < n {

@@ -11,7 +11,9 @@
 // float16 results agree with it to float16 rounding, not bit for bit.
 //
 // What the kernels refuse with kernels.ErrUnsupported rather than
-// approximate: shared past/present buffers (past_present_share_buffer),
-// Attention's do_rotary, 4-D Megatron masks, RotaryEmbedding's packed
-// batching.
+// approximate: Attention's and MultiHeadAttention's shared past/present
+// buffers (past_present_share_buffer), Attention's do_rotary, 4-D
+// Megatron masks, RotaryEmbedding's packed batching. GroupQueryAttention
+// does take a context-long past buffer and, bound as its present
+// (ops.Schema.InPlace), writes only the new positions into it.
 package contrib
