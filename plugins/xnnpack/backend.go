@@ -26,7 +26,8 @@
 //     calls (FailedPrecondition "xnnpack: device closed"), waits for calls
 //     inside C, then frees every runtime and thread pool.
 //   - Threads: CompileOptions.Threads, else Options.Threads, else
-//     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle (at least 1).
+//     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle, at most
+//     GOMAXPROCS (at least 1).
 //   - Int8 (switchyard.quant, NHWC) is opt-in: Options.Int8 or
 //     SWITCHYARD_XNNPACK_INT8=1. XNNPACK requantises in float32 (round to
 //     nearest even), so its int8 results are within one quantisation step
@@ -147,8 +148,9 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}, qexes: map[*qExecutable]struct{}{}}, nil
 }
 
-// defaultThreads: explicit, then the environment, then the idle cores
-// (a busy core made two threads slower than one in measurements).
+// defaultThreads: explicit, then the environment, then the idle cores up
+// to GOMAXPROCS (a busy core made two threads slower than one in
+// measurements).
 func defaultThreads(explicit int) int {
 	if explicit > 0 {
 		return explicit
@@ -158,11 +160,14 @@ func defaultThreads(explicit int) int {
 			return v
 		}
 	}
-	n := runtime.NumCPU()
+	// no more than GOMAXPROCS, as native: a process held to one core
+	// (GOMAXPROCS=1) gets one thread from every backend, and placement
+	// compares backends at the same thread count
+	n := runtime.GOMAXPROCS(0)
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			if load, err := strconv.ParseFloat(f[0], 64); err == nil {
-				n = runtime.NumCPU() - int(load+0.5)
+				n = min(n, runtime.NumCPU()-int(load+0.5))
 			}
 		}
 	}
