@@ -377,10 +377,17 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		}
 		return nil
 	}
-	var into Tensors // outputs whose shape is known before the run, bound in place
+	// outputs bound in place: those whose shape is known before the run,
+	// and those of unknown shape the caller allocated (a decoder's growing
+	// cache: the caller knows the size), taken on trust
+	var into Tensors
+	trusted := false
 	for name, dst := range outputs {
 		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
-			continue
+			if dst.Data == nil {
+				continue
+			}
+			trusted = true
 		}
 		if into == nil {
 			into = Tensors{}
@@ -388,6 +395,16 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		into[name] = dst
 	}
 	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: m.profile, Into: into})
+	if err != nil && trusted {
+		// a trusted shape may be wrong: run again binding only the known
+		// ones, so that a wrong tensor is named (ErrShape) below
+		for name, dst := range into {
+			if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
+				delete(into, name)
+			}
+		}
+		outs, st, err = m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: m.profile, Into: into})
+	}
 	if err != nil {
 		return runError(err)
 	}
