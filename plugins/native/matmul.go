@@ -134,6 +134,10 @@ func buildMatMul(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 
 // batchedMatMul is MatMul of two rank ≥ 2 tensors with broadcast batch
 // dimensions, packing each B per call.
+// smallM: batched products of at most this many rows skip packing B;
+// parallelMin: the multiply-adds below which they stay on one goroutine.
+const smallM, parallelMin = 2, 1 << 16
+
 func batchedMatMul(bc *buildCtx, ctx *kernels.Context, ss *scratchSet, a, b *graph.Tensor) (*graph.Tensor, error) {
 	if a.DType != graph.Float32 || b.DType != graph.Float32 || len(a.Shape) < 2 || len(b.Shape) < 2 {
 		return nil, fmt.Errorf("%w: MatMul %v×%v", kernels.ErrInvalid, a.Shape, b.Shape)
@@ -156,6 +160,29 @@ func batchedMatMul(bc *buildCtx, ctx *kernels.Context, ss *scratchSet, a, b *gra
 	ai := kernels.BroadcastIndex(batch, a.Shape[:ra-2])
 	bi := kernels.BroadcastIndex(batch, b.Shape[:rb-2])
 	A, B, Y := f32(a), f32(b), f32(y)
+	if m <= smallM {
+		// a few rows (a decoder's one query per head): packing B would
+		// cost as much as the product; rows of B are added in, scaled
+		one := func(i int) {
+			for r := 0; r < m; r++ {
+				row := Y[(i*m+r)*nn : (i*m+r+1)*nn]
+				clear(row)
+				ar := A[(ai[i]*m+r)*k : (ai[i]*m+r+1)*k]
+				bb := B[bi[i]*k*nn:]
+				for kk, av := range ar {
+					axpy(av, bb[kk*nn:(kk+1)*nn], row)
+				}
+			}
+		}
+		if nb >= bc.pool.threads() && nb > 1 && m*k*nn*nb >= parallelMin {
+			bc.pool.parallel(nb, one)
+		} else {
+			for i := 0; i < nb; i++ {
+				one(i)
+			}
+		}
+		return y, nil
+	}
 	kern := bc.kern
 	sc := ss.of(packedLen(k, nn, kern.nr))
 	one := func(i int, p *pool) {
