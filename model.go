@@ -343,7 +343,8 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	if err != nil {
 		return err
 	}
-	all := true // every tensor in outputs has data and a shape known before the run
+	all := true     // every tensor in outputs has data
+	failed := false // the run binding all of them failed
 	for name, dst := range outputs {
 		i, ok := m.outByName[name]
 		if !ok {
@@ -361,8 +362,10 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		}
 		match, known := o.fits(syms, dst.Shape)
 		if !known {
-			all = false
-			continue // found out by the run: copied into dst after it
+			if dst.Data == nil {
+				all = false
+			}
+			continue // found out by the run: copied into dst after it, or bound on trust
 		}
 		if !match {
 			want, _ := o.concrete(syms)
@@ -371,11 +374,18 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		all = all && dst.Data != nil
 	}
 	if all && !m.profile && m.onRun == nil {
-		// every result goes into the caller's tensors: no map, no stats
-		if _, err := m.rt.RunOpts(ctx, inputs, runtime.RunOptions{Into: outputs, Drop: true}); err != nil {
+		// every result goes into the caller's tensors: no map, no stats.
+		// A tensor whose shape the inputs do not determine is bound on
+		// trust; if the run fails, the path below runs it again binding
+		// only the known ones, so that a wrong tensor is named.
+		_, err := m.rt.RunOpts(ctx, inputs, runtime.RunOptions{Into: outputs, Drop: true})
+		if err == nil {
+			return nil
+		}
+		if !m.anyUnknown(syms, outputs) {
 			return runError(err)
 		}
-		return nil
+		failed = true
 	}
 	// outputs bound in place: those whose shape is known before the run,
 	// and those of unknown shape the caller allocated (a decoder's growing
@@ -384,7 +394,7 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	trusted := false
 	for name, dst := range outputs {
 		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
-			if dst.Data == nil {
+			if dst.Data == nil || failed {
 				continue
 			}
 			trusted = true
@@ -480,6 +490,17 @@ func lookupSym(syms []symDim, name string) (symDim, bool) {
 }
 
 // check validates inputs against the declared inputs.
+// anyUnknown reports whether the shape of an output in outputs is not
+// determined by the inputs' symbolic dims (syms).
+func (m *Model) anyUnknown(syms []symDim, outputs Tensors) bool {
+	for name, dst := range outputs {
+		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *Model) check(inputs Tensors) error {
 	_, err := m.checkSyms(inputs, nil)
 	return err

@@ -41,7 +41,7 @@ func swishKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- SwiGLU (opset 28): Y = Swish_alpha(A) * B, no broadcasting ----
@@ -71,7 +71,7 @@ func swigluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Shrink (opset 9) ----
@@ -99,7 +99,7 @@ func shrinkKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			xv[i] = shrinkF(v, lambd, bias)
 		}
 		kernels.StoreFloat64(out, xv)
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	switch d := x.Data.(type) {
 	case []int8:
@@ -121,7 +121,7 @@ func shrinkKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func shrinkF(v, lambd, bias float64) float64 {

@@ -66,7 +66,7 @@ func rmsNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- LpNormalization (opsets 1, 22) ----
@@ -124,7 +124,7 @@ func lpNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- MeanVarianceNormalization (opsets 9, 13) ----
@@ -196,5 +196,5 @@ func mvnKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -142,5 +142,5 @@ func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

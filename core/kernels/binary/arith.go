@@ -211,7 +211,7 @@ func arithKernel(legacy bool, pick func(n *graph.Node, dt graph.DType) (arith, e
 		if err := applyArith(n, p, a, b, out, op); err != nil {
 			return nil, err
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 
@@ -447,7 +447,7 @@ func powKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 			loop2(p, x, y, out.Data.([]float32), func(u, v float32) float32 {
 				return float32(math.Pow(float64(u), float64(v)))
 			})
-			return []*graph.Tensor{out}, nil
+			return ctx.Outputs(out), nil
 		}
 	}
 	intExp := b.DType.IsInteger()
@@ -495,7 +495,7 @@ func powKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	default:
 		return nil, kernels.Unsupportedf(n, "base dtype %v", a.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func powSigned[T sInt](p *plan, a []T, ei []int64, ef []float64, o []T) {
@@ -621,7 +621,7 @@ func preluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func init() {

@@ -35,7 +35,7 @@ func castKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func castLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -46,7 +46,7 @@ func castLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // castTensor converts x to dtype to into a fresh tensor.

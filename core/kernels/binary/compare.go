@@ -84,7 +84,7 @@ func compareKernel(k int, legacy bool) kernels.Func {
 		default:
 			return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 
@@ -106,7 +106,7 @@ func logicKernel(f func(a, b bool) bool) kernels.Func {
 			return nil, err
 		}
 		loop2(p, a.Data.([]bool), b.Data.([]bool), out.Data.([]bool), f)
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 

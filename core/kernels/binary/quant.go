@@ -199,7 +199,7 @@ func quantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	case []int16:
 		convSlice(res, d)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func roundAll(dt graph.DType, v []float64) []float64 {
@@ -276,7 +276,7 @@ func dequantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 			d[i] = graph.BF16FromFloat32(v)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func init() {

@@ -129,7 +129,7 @@ func variadicKernel(kind int) kernels.Func {
 		default:
 			return nil, kernels.Unsupportedf(n, "dtype %v", dt)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 
@@ -207,7 +207,7 @@ func whereKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func init() {

@@ -145,7 +145,7 @@ func kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.T
 			y[m*N+j] = float32(acc)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // Dequantise returns W [N, K] as float32 (scale·q rounded to float32),

@@ -56,7 +56,7 @@ func geluKernel(tanhForm bool) kernels.Func {
 		if err != nil {
 			return nil, err
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 

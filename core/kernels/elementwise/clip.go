@@ -56,7 +56,7 @@ func clipKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		if err != nil {
 			return nil, err
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	bounds := [2]*graph.Tensor{kernels.Input(in, 1), kernels.Input(in, 2)}
 	for i, b := range bounds {
@@ -108,5 +108,5 @@ func clipKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -25,7 +25,7 @@ func unaryKernel(b builder) kernels.Func {
 		if err != nil {
 			return nil, err
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 

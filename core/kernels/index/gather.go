@@ -45,11 +45,11 @@ func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	outer := kernels.Prod(x.Shape[:axis])
 	inner := kernels.Prod(x.Shape[axis+1:])
 	if inner == 0 || len(pos) == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	if inner == 1 { // element gather: avoid a block copy per element
 		takeSeq(out.Data, x.Data, func(i int) int { return i/len(pos)*dim + pos[i%len(pos)] })
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	o := 0
 	for a := 0; a < outer; a++ {
@@ -59,7 +59,7 @@ func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 			o += inner
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- GatherElements ----
@@ -102,7 +102,7 @@ func gatherElementsKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 		return nil, err
 	}
 	if len(pos) == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	xs := kernels.Strides(x.Shape)
 	cnt := make([]int, r)
@@ -124,7 +124,7 @@ func gatherElementsKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 		}
 		return src
 	})
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- GatherND ----
@@ -166,7 +166,7 @@ func gatherNDKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	for j, o := range offs {
 		graph.CopyRange(out.Data, j*lay.slice, x.Data, o, lay.slice)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ndLayout describes how an index tensor addresses a data tensor in

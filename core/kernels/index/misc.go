@@ -108,7 +108,7 @@ func nonZeroKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 			cnt[d] = 0
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- OneHot ----
@@ -182,7 +182,7 @@ func oneHotKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		}
 		return 0
 	})
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Trilu ----
@@ -213,7 +213,7 @@ func triluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	}
 	rows, cols := x.Shape[x.Rank()-2], x.Shape[x.Rank()-1]
 	if rows == 0 || cols == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	takeSeq(out.Data, x.Data, func(idx int) int {
 		j := int64(idx % cols)
@@ -227,7 +227,7 @@ func triluKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 		}
 		return -1
 	})
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- DepthToSpace / SpaceToDepth ----
@@ -279,7 +279,7 @@ func depthToSpaceKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor)
 		}
 		return ((b*C+ch)*H+h)*W + w
 	})
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func spaceToDepthKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -314,5 +314,5 @@ func spaceToDepthKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor)
 		b1 := oc / C / bs
 		return ((b*C+c)*H+h*bs+b1)*W + w*bs + b2
 	})
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -167,7 +167,7 @@ func padKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 		return nil, err
 	}
 	if total == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	if sp.value != nil {
 		fillFrom(out.Data, sp.value.Data, 0)
@@ -193,5 +193,5 @@ func padKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 		}
 		return src
 	})
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

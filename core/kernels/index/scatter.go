@@ -109,7 +109,7 @@ func scatterElementsKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tens
 	if err := applyScatter(n, red, out, upd, offs, 1); err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- ScatterND ----
@@ -144,5 +144,5 @@ func scatterNDKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if err := applyScatter(n, red, out, upd, offs, lay.slice); err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -157,7 +157,7 @@ func nllKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func sceKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {

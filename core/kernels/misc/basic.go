@@ -71,7 +71,7 @@ func cumProdKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func wrap(t *graph.Tensor, err error) ([]*graph.Tensor, error) {
@@ -131,7 +131,7 @@ func eyeLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 			out.SetFloat64(int(i*cols+j), 1)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Compress ----
@@ -192,7 +192,7 @@ func compressKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err := gather(n, out, x, idx); err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- CenterCropPad ----
@@ -262,7 +262,7 @@ func centerCropPadKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	if err := gather(n, out, x, idx); err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Det ----

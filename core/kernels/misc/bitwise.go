@@ -81,7 +81,7 @@ func bitShiftKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func bitOp[T integer](op string) func(x, y T) T {
@@ -120,7 +120,7 @@ func bitwiseKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", a.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func notInts[T integer](x, y []T) {
@@ -158,5 +158,5 @@ func bitwiseNotKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -353,7 +353,7 @@ func dispatchFloat(ctx *kernels.Context, n *graph.Node, x, w, b *graph.Tensor, o
 		if ctx.Stopped() {
 			return nil, ctx.Stop(n)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	case graph.Float16, graph.BFloat16:
 		if _, err := graph.CheckAlloc(graph.Float32, outShape); err != nil {
 			return nil, kernels.Errorf(n, "%w", err)
@@ -371,7 +371,7 @@ func dispatchFloat(ctx *kernels.Context, n *graph.Node, x, w, b *graph.Tensor, o
 		if err != nil {
 			return nil, err
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	case graph.Float64:
 		out, err := ctx.New(graph.Float64, outShape)
 		if err != nil {
@@ -385,7 +385,7 @@ func dispatchFloat(ctx *kernels.Context, n *graph.Node, x, w, b *graph.Tensor, o
 		if ctx.Stopped() {
 			return nil, ctx.Stop(n)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 }

@@ -59,7 +59,7 @@ func lrnRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.T
 			return nil, err
 		}
 		run(graph.Data[float64](x), graph.Data[float64](out))
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	if !x.DType.IsFloat() {
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
@@ -79,5 +79,5 @@ func lrnRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.T
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -89,7 +89,7 @@ func matMulKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		if ctx.Stopped() {
 			return nil, ctx.Stop(n)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	case graph.Float16, graph.BFloat16:
 		af := graph.Data[float32](kernels.ToFloat32(a))
 		bf := graph.Data[float32](kernels.ToFloat32(b))
@@ -102,7 +102,7 @@ func matMulKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		if err != nil {
 			return nil, err
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	out, err := ctx.New(a.DType, p.out)
 	if err != nil {
@@ -133,7 +133,7 @@ func matMulKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if ctx.Stopped() {
 		return nil, ctx.Stop(n)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func matMulF32(st stop, p *matMulPlan, a, b, c []float32) {
@@ -272,7 +272,7 @@ func gemmKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	if ctx.Stopped() {
 		return nil, ctx.Stop(n)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func gemmFloat64(st stop, g nnops.GemmAttrs, m, nn, k int, am, bm mat[int], a, b, cT *graph.Tensor, cIdx []int, out *graph.Tensor) {

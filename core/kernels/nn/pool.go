@@ -242,14 +242,14 @@ func avgPoolRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 			return nil, err
 		}
 		avgPool(stopOf(ctx), p, graph.Data[float32](x), graph.Data[float32](out), includePad)
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	case graph.Float64:
 		out, err := ctx.New(x.DType, p.outShape)
 		if err != nil {
 			return nil, err
 		}
 		avgPool(stopOf(ctx), p, graph.Data[float64](x), graph.Data[float64](out), includePad)
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	case graph.Float16, graph.BFloat16:
 		if _, err := graph.CheckAlloc(graph.Float32, p.outShape); err != nil {
 			return nil, kernels.Errorf(n, "%w", err)
@@ -260,7 +260,7 @@ func avgPoolRun(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		if err != nil {
 			return nil, err
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 }
@@ -357,14 +357,14 @@ func globalPoolRun(isMax bool) kernels.Func {
 				return nil, err
 			}
 			globalPool(stopOf(ctx), graph.Data[float32](x), graph.Data[float32](out), planes, size, isMax)
-			return []*graph.Tensor{out}, nil
+			return ctx.Outputs(out), nil
 		case graph.Float64:
 			out, err := ctx.New(x.DType, outShape)
 			if err != nil {
 				return nil, err
 			}
 			globalPool(stopOf(ctx), graph.Data[float64](x), graph.Data[float64](out), planes, size, isMax)
-			return []*graph.Tensor{out}, nil
+			return ctx.Outputs(out), nil
 		case graph.Float16, graph.BFloat16:
 			y := make([]float32, planes)
 			globalPool(stopOf(ctx), graph.Data[float32](kernels.ToFloat32(x)), y, planes, size, isMax)
@@ -372,7 +372,7 @@ func globalPoolRun(isMax bool) kernels.Func {
 			if err != nil {
 				return nil, err
 			}
-			return []*graph.Tensor{out}, nil
+			return ctx.Outputs(out), nil
 		}
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}

@@ -164,7 +164,7 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 			}
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // fullyConnected is TFLite's int8 FullyConnected: x is read as rows of
@@ -257,5 +257,5 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 			y[r*units+u] = clamp8(requant(acc, mq[u], ms[u])+yz, lo, hi)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

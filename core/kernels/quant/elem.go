@@ -52,7 +52,7 @@ func binary(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.T
 			p := (int32(a[ai[i]]) - az) * (int32(b[bi[i]]) - bz)
 			y[i] = clamp8(mulByQuantizedMultiplier(p, m, s)+yz, lo, hi)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	const leftShift = 20
 	twiceMax := 2 * float64(max(aq.s(0), bq.s(0)))
@@ -69,7 +69,7 @@ func binary(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.T
 		}
 		y[i] = clamp8(mulByQuantizedMultiplier(sum, ym, ys)+yz, lo, hi)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // pool is int8 AveragePool2D and MaxPool2D over NHWC windows that exclude
@@ -147,7 +147,7 @@ func pool(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Ten
 			}
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // mean is int8 Mean (see the package doc for the two TFLite paths).
@@ -208,7 +208,7 @@ func mean(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Ten
 		}
 	}
 	if count == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	if integer {
 		m, s := quantizeMultiplier(float64(xq.s(0)) / float64(yq.s(0)))
@@ -222,7 +222,7 @@ func mean(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Ten
 			}
 			y[i] = clamp8(acc+yz, -128, 127)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	scale := xq.s(0) / yq.s(0)
 	bias := -float32(xz) * scale
@@ -231,7 +231,7 @@ func mean(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Ten
 		r := float32(math.Round(float64(fm*scale+bias))) + float32(yz)
 		y[i] = int8(min(max(r, -128), 127))
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // softmax is TFLite's fixed-point int8 Softmax over the last axis.
@@ -267,7 +267,7 @@ func softmax(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.
 	y := out.Data.([]int8)
 	depth := xt.Shape[len(xt.Shape)-1]
 	if depth == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	for r := 0; r < len(x)/depth; r++ {
 		row := x[r*depth : (r+1)*depth]
@@ -293,7 +293,7 @@ func softmax(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.
 			y[r*depth+k] = clamp8(o, -128, 127)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func quantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -317,7 +317,7 @@ func quantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph
 	for i, v := range x {
 		y[i] = quantizeRound(v, yq.s(0), yq.z(0))
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func dequantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -338,7 +338,7 @@ func dequantize(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 	for i, v := range x {
 		y[i] = float32(s * float64(int32(v)-z))
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // logistic is the int8 reference Logistic of TFLite (Micro): x − xz
@@ -399,5 +399,5 @@ func fixedTranscendental(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 			}
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

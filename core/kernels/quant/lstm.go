@@ -188,7 +188,7 @@ func lstm(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Ten
 			copy(y[yo:yo+N], hr)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func init() {

@@ -62,7 +62,7 @@ func argKernel(max bool) kernels.Func {
 		default:
 			return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 

@@ -62,7 +62,7 @@ func cumsumKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func cumsum[T graph.Numeric](x, y []T, outer, d, inner int, excl, rev bool) {

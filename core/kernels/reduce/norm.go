@@ -257,7 +257,7 @@ func instanceNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor)
 	if err != nil {
 		return nil, kernels.Invalidf(n, "%v", err)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // groupNorm normalises x (N, C, ...) over groups of C/groups channels and the
@@ -315,7 +315,7 @@ func groupNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		if err != nil {
 			return nil, kernels.Invalidf(n, "%v", err)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	groups := int(g64)
 	if scaleT.Len() != biasT.Len() || scaleT.Rank() != 1 || biasT.Rank() != 1 {
@@ -341,5 +341,5 @@ func groupNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if err != nil {
 		return nil, kernels.Invalidf(n, "%v", err)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -133,7 +133,7 @@ func reduceKernel(op reduceOp, ctx *kernels.Context, n *graph.Node, in []*graph.
 	if ctx.Stopped() {
 		return nil, ctx.Stop(n)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // outIndex maps every input element (row-major) to the flat index of the

@@ -67,7 +67,7 @@ func softmaxKernel(kind softmaxKind) kernels.Func {
 		if err != nil {
 			return nil, kernels.Invalidf(n, "%v", err)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 }
 

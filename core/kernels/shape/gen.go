@@ -31,7 +31,7 @@ func shapeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 	for i := range d {
 		d[i] = int64(x.Shape[s+i])
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func sizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -44,7 +44,7 @@ func sizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gra
 		return nil, err
 	}
 	out.Data.([]int64)[0] = int64(x.Len())
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Constant ----
@@ -58,7 +58,7 @@ func constantKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- ConstantOfShape ----
@@ -152,7 +152,7 @@ func rangeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*gr
 			setInt(out, i, s+int64(i)*dl)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // setInt stores an integer exactly (SetFloat64 would round large int64s).

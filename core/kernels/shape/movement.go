@@ -75,7 +75,8 @@ func concatKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if err != nil {
 		return nil, err
 	}
-	shape := append([]int{}, in[0].Shape...)
+	var sbuf [8]int
+	shape := append(sbuf[:0], in[0].Shape...)
 	shape[axis] = 0
 	for i, t := range in {
 		if t.Rank() != rank {
@@ -101,7 +102,7 @@ func concatKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		}
 		off += t.Shape[axis]
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Split ----

@@ -49,7 +49,7 @@ func reshapeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Flatten ----
@@ -67,7 +67,7 @@ func flattenKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Squeeze / Unsqueeze ----
@@ -116,7 +116,7 @@ func squeezeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func unsqueezeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -149,7 +149,7 @@ func unsqueezeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Identity ----
@@ -163,7 +163,7 @@ func identityKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // ---- Dropout ----

@@ -91,5 +91,5 @@ func affineGridKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

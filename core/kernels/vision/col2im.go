@@ -67,7 +67,7 @@ func col2imKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		return nil, err
 	}
 	if x.Len() == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	if _, err := graph.CheckAlloc(graph.Int64, []int{K, L}); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
@@ -123,7 +123,7 @@ func col2imKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	default:
 		return nil, kernels.Unsupportedf(n, "dtype %v", x.DType)
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func col2im[T graph.Numeric](p *col2imPlan, x, y []T) {

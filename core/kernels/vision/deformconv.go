@@ -145,7 +145,7 @@ func deformConvKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // linearTaps appends the in-range corners of the N-linear interpolation at

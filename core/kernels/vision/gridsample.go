@@ -305,14 +305,14 @@ func gridSampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 		return nil, err
 	}
 	if out.Len() == 0 {
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	if planeIn == 0 {
 		// Every read is outside an empty input: only zeros padding is defined.
 		if p.pad != padZeros {
 			return nil, kernels.Invalidf(n, "padding_mode other than zeros needs a non-empty input, got %v", x.Shape)
 		}
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	gv := grid.Float64s()
 	s := newGSSampler(p, dims)
@@ -333,7 +333,7 @@ func gridSampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 			}
 		}
 		gatherAny(out.Data, x.Data, src)
-		return []*graph.Tensor{out}, nil
+		return ctx.Outputs(out), nil
 	}
 	if x.DType == graph.String || x.DType == graph.Bool {
 		return nil, kernels.Unsupportedf(n, "%v input with interpolating mode", x.DType)
@@ -369,7 +369,7 @@ func gridSampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 			out.SetFloat64(i, v)
 		}
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // gatherAny sets dst[i] = src[idx[i]] (zero value where idx[i] < 0); dst

@@ -142,5 +142,5 @@ func nmsKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 		return nil, err
 	}
 	copy(graph.Data[int64](out), sel)
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

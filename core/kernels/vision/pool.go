@@ -107,7 +107,7 @@ func lpPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 func maxUnpoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -162,5 +162,5 @@ func maxUnpoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		src[at] = i
 	}
 	gatherAny(out.Data, x.Data, src)
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }

@@ -130,7 +130,7 @@ func roiAlignKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
 
 // roiSample is one bilinear sample: 4 positions in the plane and weights.
@@ -239,5 +239,5 @@ func maxRoiPoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 	if err != nil {
 		return nil, err
 	}
-	return []*graph.Tensor{out}, nil
+	return ctx.Outputs(out), nil
 }
