@@ -19,7 +19,7 @@ import (
 
 func generateCmd() *cobra.Command {
 	var prompt, tokPath, draftPath string
-	var vocab, draftK int
+	var vocab, draftK, warmup int
 	var o llm.Options
 	var bf backendFlags
 	var mf memoryFlags
@@ -105,6 +105,15 @@ model's logits width).`,
 				_, err := fmt.Fprint(out, t.Text)
 				return err
 			}
+			// warm-up generations: the first run at each input shape plans
+			// and allocates (exec move plans, arenas, kernel geometry), as
+			// ONNX Runtime's first run does; peers' benchmarks time later runs
+			quiet := func(llm.Token) error { return nil }
+			for range warmup {
+				if _, err := d.Generate(ctx, tok, prompt, o, quiet); err != nil {
+					return fmt.Errorf("warm-up: %w", err)
+				}
+			}
 			var res *llm.Result
 			if draftPath != "" {
 				dm, err := eng.OpenWith(ctx, draftPath, lo)
@@ -114,6 +123,11 @@ model's logits width).`,
 				dd, err := llm.NewDecoder(dm)
 				if err != nil {
 					return fmt.Errorf("draft: %w", err)
+				}
+				for range warmup {
+					if _, err := llm.Speculative(ctx, d, dd, tok, prompt, draftK, o, quiet); err != nil {
+						return fmt.Errorf("warm-up: %w", err)
+					}
 				}
 				sr, err := llm.Speculative(ctx, d, dd, tok, prompt, draftK, o, show)
 				fmt.Fprintln(out)
@@ -141,6 +155,7 @@ model's logits width).`,
 	cmd.Flags().Uint64Var(&o.Seed, "seed", 0, "sampling seed")
 	cmd.Flags().StringVar(&draftPath, "draft", "", "a draft model for greedy speculative decoding (same tokenizer)")
 	cmd.Flags().IntVar(&draftK, "draft-k", 4, "tokens the draft proposes per target step")
+	cmd.Flags().IntVar(&warmup, "warmup", 0, "generations to run first, untimed and not shown (the first run at each shape plans and allocates; benchmarks time later ones)")
 	bf.add(cmd)
 	mf.add(cmd)
 	return cmd

@@ -25,6 +25,12 @@ func TestGenerateStories260KGreedy(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || !strings.Contains(out, "tokens/s") {
 		t.Fatalf("exit %d:\n%s\nwant the text\n%s", code, out, g.Text)
 	}
+	// Warm-up generations are neither shown nor counted: the text once,
+	// one timing line.
+	out, code = sy(t, "generate", model, "--backends", "cpu", "--prompt", g.Prompt, "--steps", "64", "--warmup", "2")
+	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || strings.Count(out, g.Text) != 1 || strings.Count(out, "tokens/s") != 1 {
+		t.Fatalf("--warmup: exit %d:\n%s", code, out)
+	}
 	// The Llama graph built from the GGUF file (its own tokenizer) and from
 	// the llama2.c checkpoint (tok512.bin found beside it) gives the same text.
 	for _, m := range []string{"stories260K_f32.gguf", "stories260K.bin"} {
