@@ -225,7 +225,7 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		return nil, err
 	}
 	g, fused := fuse(sg)
-	bc := &buildCtx{sg: sg, kern: &b.kern, pool: p}
+	bc := &buildCtx{sg: sg, kern: &b.kern, pool: p, precision: opts.Precision}
 	over := map[*graph.Node]kernels.Func{}
 	consts := sg.Graph.Initializers
 	for i, n := range g.Nodes {
@@ -249,7 +249,7 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %v", err)
 	}
-	return &Executable{b: b, prog: prog}, nil
+	return &Executable{b: b, prog: prog, precision: precisionOf(bc.int8Nodes), int8Nodes: bc.int8Nodes, int8Kernel: bc.int8Kernel, floatNotes: bc.floatNotes}, nil
 }
 
 // subgraphTypes are the types the runtime gave sg's values (inputs,
@@ -274,7 +274,19 @@ func subgraphTypes(sg *hal.Subgraph) map[string]graph.ValueType {
 type Executable struct {
 	b    *Backend
 	prog *exec.Program
+	// precision is what it computes in (hal.PrecisionInt8 when a
+	// BlockQuantMatMul takes the integer path), int8Nodes how many nodes
+	// do, floatNotes why the others asked to did not.
+	precision  hal.Precision
+	int8Nodes  int
+	int8Kernel string
+	floatNotes []string
 }
+
+// Precision is hal.PrecisionInt8 when the executable was compiled with
+// that opt-in and at least one BlockQuantMatMul quantizes its
+// activations, else float32 (hal.PrecisionReporter).
+func (e *Executable) Precision() hal.Precision { return e.precision }
 
 // Execute binds inputs by the subgraph's input order and fills outputs
 // (written into when they hold data of the result's shape, else set to

@@ -1,9 +1,11 @@
 //go:generate go run ./internal/asmgenbq -out blockquant_amd64.s -stubs blockquant_stubs_amd64.go -pkg native
+//go:generate go run ./internal/asmgenbqi -out blockquant_int_amd64.s -stubs blockquant_int_stubs_amd64.go -pkg native
 
 package native
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -51,6 +53,11 @@ type bqWeights struct {
 	// g is block/32 when every row is whole blocks and block is a
 	// multiple of 32 (the assembly's layout), else 0.
 	g int
+	// ik, when set, is the integer path's kernel family (the executable
+	// was compiled with hal.PrecisionInt8; blockquant_int.go), and acts
+	// its scratch for the quantized activations.
+	ik   *bqiKernel
+	acts sync.Pool
 }
 
 // newBQWeights checks a node's attributes against its constant B and
@@ -108,6 +115,16 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
+	if bc.precision == hal.PrecisionInt8 {
+		if r := bqIntReason(w); r != "" {
+			bc.floatNotes = append(bc.floatNotes, n.Label()+": "+r)
+		} else {
+			w.ik = bqiKernelFor()
+			w.acts.New = func() any { return new(bqAct) }
+			bc.int8Nodes++
+			bc.int8Kernel = w.ik.name
+		}
+	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
 		if a == nil || a.DType != graph.Float32 || len(a.Shape) < 1 || len(a.Shape) > 8 || a.Shape[len(a.Shape)-1] != w.k {
@@ -138,6 +155,10 @@ type bqJob struct {
 
 // run computes y [m, n] = x [m, k] · Wᵀ.
 func (w *bqWeights) run(p *pool, x, y []float32, m int) {
+	if w.ik != nil {
+		w.runInt(p, x, y, m)
+		return
+	}
 	j := bqJob{w: w, x: x, y: y, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
 		j.per = (w.n + 2*t - 1) / (2 * t)
