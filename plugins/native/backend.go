@@ -32,6 +32,13 @@
 // reference ones (AVX-512 VNNI assembly from internal/asmgenq, portable
 // Go elsewhere); the domain's other ops run their reference kernels.
 //
+// BlockQuantMatMul (domain switchyard.blockquant, Q8_0/Q4_0-style weights
+// kept quantized, see blockquant.go) dequantises on the fly in float32;
+// compiled with CompileOptions.Precision = hal.PrecisionInt8 it quantizes
+// the activations to int8 blocks of 32 and takes integer dot products
+// instead (blockquant_int.go: AVX-512 VNNI, AVX2 or Go, the same bits),
+// and the executable reports int8 (hal.PrecisionReporter).
+//
 // Executables run on core/exec's executor (buffers recycled by lifetime)
 // with this package's kernels in place of the reference ones. Threads:
 // CompileOptions.Threads, else Options.Threads, else

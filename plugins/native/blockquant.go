@@ -38,8 +38,15 @@ import (
 // (Higham's γ bound for a K-term sum and the scale's product), which the
 // tests check against the reference kernel.
 //
-// Activations are never quantized here: the numerics do not depend on the
-// precision option, and the executable computes in float32.
+// By default the activations are never quantized and the executable
+// computes in float32. Compiled with the opt-in hal.PrecisionInt8
+// (switchyard.Options.Precision, `--precision int8`), nodes whose blocks
+// are 32 elements and whose K is a multiple of 32 take the integer path
+// instead (blockquant_int.go): A quantized to int8 blocks of 32 as
+// llama.cpp's Q8_0, exact integer dot products per block (AVX-512 VNNI
+// VPDPBUSD, AVX2 VPMADDUBSW, or Go: the same bits), scaled by d_w·d_a and
+// summed in float32; about twice the float path's speed at one thread,
+// and the executable reports int8. The other nodes stay here.
 //
 // The outputs are split over the pool's threads by output feature when the
 // product is large enough (M·N·K ≥ 2¹⁶ multiply-adds).
