@@ -68,6 +68,7 @@ func TestBlockQuantIntFamilies(t *testing.T) {
 			bqCase{8, 96, bits, 32, []int{1, 5, 96}},
 			bqCase{300, 256, bits, 32, []int{1, 3, 256}},
 			bqCase{13, 2048, bits, 32, []int{1, 2048}},
+			bqCase{6, 352, bits, 32, []int{3, 352}}, // 11 blocks, N = 4+2
 		)
 	}
 	b := New(Options{})
