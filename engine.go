@@ -45,6 +45,20 @@ const (
 // one kept in a directory.
 type CompileCache = hal.BlobCache
 
+// Precision is what a backend may compute float32 values in
+// (Options.Precision).
+type Precision = hal.Precision
+
+// The precisions Options.Precision takes.
+const (
+	// PrecisionFloat32 is the default: float32 computed in float32.
+	PrecisionFloat32 = hal.PrecisionFloat32
+	// PrecisionInt8 lets float32 activations be quantized to int8 for
+	// integer dot products with quantized weights (native's
+	// BlockQuantMatMul).
+	PrecisionInt8 = hal.PrecisionInt8
+)
+
 // DirCache is a CompileCache in a directory: &DirCache{Dir: dir}.
 type DirCache = hal.DirCache
 
@@ -72,6 +86,13 @@ type Options struct {
 	// Threads for the backends' compiled partitions (0: each backend's
 	// default, GOMAXPROCS or less). The reference kernels use GOMAXPROCS.
 	Threads int
+	// Precision is the lowest precision the backends may compute float32
+	// values in (hal.CompileOptions.Precision; "" is float32, exact): e.g.
+	// hal.PrecisionInt8 lets native quantize the activations of
+	// BlockQuantMatMul to int8 for integer dot products. A partition that
+	// uses it says so in the plan (Partition.Precision). The cpu fallback
+	// always computes in float32.
+	Precision Precision
 	// MemoryBudget bounds, in bytes, the buffers a model's concurrent runs
 	// hold at once; a Run that would need more fails naming the node. 0:
 	// three quarters of the available memory; negative: no bound.
@@ -156,6 +177,13 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 	if o.Threads < 0 {
 		return nil, fmt.Errorf("switchyard: Options.Threads %d: want 0 (default) or more", o.Threads)
 	}
+	if o.Precision != "" {
+		p, err := hal.ParsePrecision(string(o.Precision))
+		if err != nil {
+			return nil, fmt.Errorf("switchyard: Options.Precision: %w", err)
+		}
+		o.Precision = p
+	}
 	e := &Engine{opts: o, found: o.Discovered, logger: o.Logger, models: map[*Model]struct{}{}}
 	if e.logger == nil {
 		e.logger = slog.Default()
@@ -168,7 +196,7 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 	e.ropts = runtime.Options{
 		Backends:       e.devs,
 		Policy:         pol,
-		Compile:        hal.CompileOptions{Threads: o.Threads},
+		Compile:        hal.CompileOptions{Threads: o.Threads, Precision: o.Precision},
 		OnUnavailable:  o.OnUnavailable,
 		CompileCache:   o.CompileCache,
 		MemoryBudget:   o.MemoryBudget,

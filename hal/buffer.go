@@ -184,7 +184,24 @@ const (
 	PrecisionFloat16 Precision = "float16"
 	// PrecisionBFloat16 allows bfloat16 arithmetic for float32 values.
 	PrecisionBFloat16 Precision = "bfloat16"
+	// PrecisionInt8 allows float32 activations to be quantized to int8
+	// (blocks of 32 values, one float32 scale each: max|a|/127) for
+	// integer dot products with quantized weights (the native backend's
+	// BlockQuantMatMul); the other values stay float32.
+	PrecisionInt8 Precision = "int8"
 )
+
+// ParsePrecision reads a precision's name ("" and "float32" are
+// PrecisionFloat32), failing on a name it does not know.
+func ParsePrecision(s string) (Precision, error) {
+	switch p := Precision(strings.ToLower(strings.TrimSpace(s))); p {
+	case "", PrecisionFloat32:
+		return PrecisionFloat32, nil
+	case PrecisionFloat16, PrecisionBFloat16, PrecisionInt8:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown precision %q (float32, float16, bfloat16, int8)", s)
+}
 
 // CheckPrecision checks the precision an executable reports (got; ""
 // means float32) against the one the caller accepted (asked, as in

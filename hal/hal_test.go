@@ -199,3 +199,23 @@ func TestCheckPrecision(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePrecision(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want hal.Precision
+		ok   bool
+	}{
+		{"", hal.PrecisionFloat32, true},
+		{"float32", hal.PrecisionFloat32, true},
+		{" INT8 ", hal.PrecisionInt8, true},
+		{"float16", hal.PrecisionFloat16, true},
+		{"bfloat16", hal.PrecisionBFloat16, true},
+		{"int4", "", false},
+	} {
+		got, err := hal.ParsePrecision(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParsePrecision(%q) = %q, %v", c.in, got, err)
+		}
+	}
+}

@@ -91,6 +91,7 @@ type backendFlags struct {
 	minSize       int
 	onUnavailable string
 	ignoreCosts   bool
+	precision     string
 }
 
 func (f *backendFlags) add(cmd *cobra.Command) {
@@ -98,6 +99,7 @@ func (f *backendFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail instead of falling back to cpu for nodes the listed backends decline")
 	cmd.Flags().IntVar(&f.minSize, "min-partition", 0, "leave delegated partitions with fewer nodes on cpu")
 	cmd.Flags().BoolVar(&f.ignoreCosts, "ignore-costs", false, "place by node counts alone, ignoring the backends' cost estimates")
+	cmd.Flags().StringVar(&f.precision, "precision", "float32", "the lowest precision backends may compute float32 values in: float32 (exact), or int8 (native quantizes BlockQuantMatMul's activations to int8 blocks for integer dot products; the plan shows the partitions that do)")
 	cmd.Flags().StringVar(&f.onUnavailable, "on-unavailable", "fail", "when a backend becomes unavailable during a run: fail, or replace (re-place its partitions on cpu)")
 }
 
@@ -114,6 +116,11 @@ func (f *backendFlags) engine(ctx context.Context, mf *memoryFlags) (*switchyard
 		// skipped backends are said below, once each
 		Logger: slog.New(slog.DiscardHandler),
 	}
+	prec, err := hal.ParsePrecision(f.precision)
+	if err != nil {
+		return nil, fmt.Errorf("--precision: %w", err)
+	}
+	opts.Precision = prec
 	for _, n := range strings.Split(f.names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			opts.Backends = append(opts.Backends, n)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,6 +59,7 @@ model's logits width).`,
 			if err != nil {
 				return err
 			}
+			discloseReduced(cmd, m)
 			d, err := llm.NewDecoder(m)
 			if err != nil {
 				return err
@@ -159,6 +161,26 @@ model's logits width).`,
 	bf.add(cmd)
 	mf.add(cmd)
 	return cmd
+}
+
+// discloseReduced says on stderr which partitions compute in a reduced
+// precision (--precision opted in and a backend took it).
+func discloseReduced(cmd *cobra.Command, m *switchyard.Model) {
+	n, prec := 0, map[string]bool{}
+	for _, p := range m.Plan().Partitions {
+		if p.Precision != "" {
+			n++
+			prec[p.Backend+" in "+p.Precision] = true
+		}
+	}
+	if n > 0 {
+		var ps []string
+		for p := range prec {
+			ps = append(ps, p)
+		}
+		sort.Strings(ps)
+		fmt.Fprintf(cmd.ErrOrStderr(), "reduced precision: %d partition(s) compute on %s\n", n, strings.Join(ps, ", "))
+	}
 }
 
 // isGGUF reports whether the file starts with the GGUF magic.

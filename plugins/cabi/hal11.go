@@ -33,8 +33,12 @@ const (
 var precisionCodes = []hal.Precision{hal.PrecisionFloat32, hal.PrecisionFloat16, hal.PrecisionBFloat16}
 
 // precisionCode numbers a precision ("" is float32).
+//
+// hal.PrecisionInt8 (activations quantized for a quantized weight's
+// integer dot product) has no SY_PRECISION_* code: a library is asked for
+// float32, the precision every caller accepts.
 func precisionCode(p hal.Precision) (int32, bool) {
-	if p == "" {
+	if p == "" || p == hal.PrecisionInt8 {
 		return 0, true
 	}
 	for i, q := range precisionCodes {

@@ -32,6 +32,13 @@
 // reference ones (AVX-512 VNNI assembly from internal/asmgenq, portable
 // Go elsewhere); the domain's other ops run their reference kernels.
 //
+// BlockQuantMatMul (domain switchyard.blockquant, Q8_0/Q4_0-style weights
+// kept quantized, see blockquant.go) dequantises on the fly in float32;
+// compiled with CompileOptions.Precision = hal.PrecisionInt8 it quantizes
+// the activations to int8 blocks of 32 and takes integer dot products
+// instead (blockquant_int.go: AVX-512 VNNI, AVX2 or Go, the same bits),
+// and the executable reports int8 (hal.PrecisionReporter).
+//
 // Executables run on core/exec's executor (buffers recycled by lifetime)
 // with this package's kernels in place of the reference ones. Threads:
 // CompileOptions.Threads, else Options.Threads, else
@@ -225,7 +232,7 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		return nil, err
 	}
 	g, fused := fuse(sg)
-	bc := &buildCtx{sg: sg, kern: &b.kern, pool: p}
+	bc := &buildCtx{sg: sg, kern: &b.kern, pool: p, precision: opts.Precision}
 	over := map[*graph.Node]kernels.Func{}
 	consts := sg.Graph.Initializers
 	for i, n := range g.Nodes {
@@ -249,7 +256,7 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %v", err)
 	}
-	return &Executable{b: b, prog: prog}, nil
+	return &Executable{b: b, prog: prog, precision: precisionOf(bc.int8Nodes), int8Nodes: bc.int8Nodes, int8Kernel: bc.int8Kernel, floatNotes: bc.floatNotes}, nil
 }
 
 // subgraphTypes are the types the runtime gave sg's values (inputs,
@@ -274,7 +281,19 @@ func subgraphTypes(sg *hal.Subgraph) map[string]graph.ValueType {
 type Executable struct {
 	b    *Backend
 	prog *exec.Program
+	// precision is what it computes in (hal.PrecisionInt8 when a
+	// BlockQuantMatMul takes the integer path), int8Nodes how many nodes
+	// do, floatNotes why the others asked to did not.
+	precision  hal.Precision
+	int8Nodes  int
+	int8Kernel string
+	floatNotes []string
 }
+
+// Precision is hal.PrecisionInt8 when the executable was compiled with
+// that opt-in and at least one BlockQuantMatMul quantizes its
+// activations, else float32 (hal.PrecisionReporter).
+func (e *Executable) Precision() hal.Precision { return e.precision }
 
 // Execute binds inputs by the subgraph's input order and fills outputs
 // (written into when they hold data of the result's shape, else set to

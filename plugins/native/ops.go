@@ -212,6 +212,13 @@ type buildCtx struct {
 	sg   *hal.Subgraph
 	kern *microKernel
 	pool *pool
+	// precision is CompileOptions.Precision; int8Nodes counts the nodes
+	// that took a reduced-precision path for it, floatNotes says why
+	// others did not.
+	precision  hal.Precision
+	int8Nodes  int
+	int8Kernel string
+	floatNotes []string
 }
 
 // --- checks shared by the ops ---
