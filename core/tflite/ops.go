@@ -829,6 +829,9 @@ func (c *converter) dequantize(op *Operator) error {
 		c.folded[y], _ = graph.FromSlice(k.Shape, dst)
 		return nil
 	}
+	if c.opts.Dequantize && c.sg.Tensors[x].Type == ttFloat32 && c.sg.Tensors[y].Type == ttFloat32 {
+		return c.identity(x, y)
+	}
 	if !c.isInt8(x) {
 		return fmt.Errorf("DEQUANTIZE of TFLite type %d is not supported", c.sg.Tensors[x].Type)
 	}
@@ -849,6 +852,9 @@ func (c *converter) dequantize(op *Operator) error {
 
 func (c *converter) quantize(op *Operator) error {
 	x, y := op.Inputs[0], op.Outputs[0]
+	if c.opts.Dequantize && c.sg.Tensors[x].Type == ttFloat32 && c.sg.Tensors[y].Type == ttFloat32 {
+		return c.identity(x, y)
+	}
 	if c.sg.Tensors[x].Type != ttFloat32 || !c.isInt8(y) {
 		return fmt.Errorf("QUANTIZE from TFLite type %d to %d is not supported (float32 to int8 only)", c.sg.Tensors[x].Type, c.sg.Tensors[y].Type)
 	}
