@@ -85,6 +85,10 @@ type LoadOptions struct {
 	// from a .gguf or llama2.c file (the positions its KV-cache buffers,
 	// allocated whole, hold); 0 is the model's own.
 	ContextLength int
+	// Dequantize imports a quantized TFLite model as the float32 network
+	// on its dequantised weights (tflite.ConvertOptions.Dequantize: a
+	// quantized input then takes real values); other formats ignore it.
+	Dequantize bool
 }
 
 // Open loads a model on the engine's backends. path is a model file in any
@@ -117,7 +121,7 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
-	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes, Method: lo.Method, DataFiles: lo.DataFiles, ContextLength: lo.ContextLength})
+	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes, Method: lo.Method, DataFiles: lo.DataFiles, ContextLength: lo.ContextLength, Dequantize: lo.Dequantize})
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %s: %w", file, err)
 	}

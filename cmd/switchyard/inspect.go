@@ -37,7 +37,7 @@ func inspectCmd() *cobra.Command {
 					return err
 				}
 			}
-			ir, err := f.LoadFile(path, formats.Options{Method: loadOpts.Method, DataFiles: loadOpts.DataFiles})
+			ir, err := f.LoadFile(path, formats.Options{Method: loadOpts.Method, DataFiles: loadOpts.DataFiles, Dequantize: loadOpts.Dequantize})
 			if err != nil {
 				if f.Describe != nil {
 					fmt.Printf("graph: not loadable: %v\n", err)

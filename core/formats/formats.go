@@ -38,6 +38,10 @@ type Options struct {
 	// builds itself (core/llama: the positions its KV-cache buffers and
 	// rotary tables hold), below the model's own.
 	ContextLength int
+	// Dequantize imports a quantized model as float32 on its dequantised
+	// weights (TFLite: tflite.ConvertOptions.Dequantize); formats without
+	// quantized imports ignore it.
+	Dequantize bool
 }
 
 // Format is one model format's importer.

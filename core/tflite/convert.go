@@ -52,6 +52,24 @@ type ConvertOptions struct {
 	// With RoundHalfUp the int8 MobileNetV2 of ../shared is bit-identical
 	// to TFLite 2.9's own CPU run (core/tflite's TestInt8MatchesTFLite).
 	Rounding string
+	// Dequantize imports a quantized model as the float32 network it
+	// approximates: every quantized integer tensor (int8, uint8, int16,
+	// int32 with affine parameters) becomes float32; constants hold their
+	// real values scale·(q − zero point), per tensor or per channel, and
+	// the int32 bias of a CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED or
+	// TRANSPOSE_CONV is dequantised with input scale × filter scale, the
+	// scale TFLite's kernels give it. QUANTIZE and DEQUANTIZE become
+	// identities, and every operator goes through the float import (fused
+	// activations as Relu/Clip/Tanh). A quantized input or output is then
+	// a float32 tensor of real values: feed scale·(q − zero point) where
+	// the int8 model takes q; the metadata entry "dequantized:NAME"
+	// records the parameters it had. Results differ from the int8 import
+	// by what quantisation costs: no activation is rounded to its int8
+	// grid or clamped to the int8 range after each operator, and no
+	// fixed-point multiplier or lookup table stands in for a float
+	// operation. A model with no quantized tensor converts as without the
+	// option. Rounding does not apply (there is no requantisation).
+	Dequantize bool
 }
 
 // Rounding rules of ConvertOptions.Rounding (the "rounding" attribute of
@@ -116,6 +134,14 @@ func Convert(m *Model, opts ConvertOptions) (*graph.Model, error) {
 		c.g.Name = "main"
 	}
 	c.nameTensors()
+	deq := 0
+	if opts.Dequantize {
+		n, err := c.dequantizeTensors()
+		if err != nil {
+			return nil, err
+		}
+		deq = n
+	}
 	for _, i := range sg.Inputs {
 		vt, err := c.valueType(i)
 		if err != nil {
@@ -164,13 +190,20 @@ func Convert(m *Model, opts ConvertOptions) (*graph.Model, error) {
 	if c.quant {
 		gm.Opsets = append(gm.Opsets, graph.Opset{Domain: QuantDomain, Version: 1})
 	}
+	key := "quantization:"
+	if opts.Dequantize {
+		key = "dequantized:"
+		gm.Metadata["tflite.dequantized_tensors"] = fmt.Sprint(deq)
+	}
 	for _, i := range append(append([]int32{}, sg.Inputs...), sg.Outputs...) {
-		if q := sg.Tensors[i].Quant; q != nil && len(q.Scale) == 1 {
-			zp := int64(0)
-			if len(q.ZeroPoint) > 0 {
-				zp = q.ZeroPoint[0]
+		// sg is the model's own subgraph: with Dequantize, c.sg is a copy
+		// whose tensors no longer carry quantization
+		if q := sg.Tensors[i].Quant; q != nil && len(q.Scale) == 1 && (!opts.Dequantize || quantizable(sg.Tensors[i].Type, q)) {
+			v := fmt.Sprintf("scale=%g zero_point=%d", q.Scale[0], zp0(q))
+			if opts.Dequantize {
+				v = typeName(sg.Tensors[i].Type) + " " + v
 			}
-			gm.Metadata["quantization:"+c.names[i]] = fmt.Sprintf("scale=%g zero_point=%d", q.Scale[0], zp)
+			gm.Metadata[key+c.names[i]] = v
 		}
 	}
 	return gm, nil

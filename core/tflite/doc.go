@@ -34,6 +34,19 @@
 //     RoundHalfUp gives what TFLite's optimized CPU builds compute; with
 //     it the four int8 models of ../shared are bit-identical to TFLite
 //     2.9's own run (TestInt8MatchesTFLite, against internal/tflitepeer).
+//   - ConvertOptions.Dequantize imports a quantized model as the float32
+//     network it approximates: quantized integer tensors become float32,
+//     constants their real values scale·(q − zero point) (per channel
+//     where the model says; a conv or fully connected int32 bias at input
+//     scale × filter scale, as TFLite's kernels read it), QUANTIZE and
+//     DEQUANTIZE identities, and every operator takes the float path. A
+//     quantized input then takes real values (the "dequantized:NAME"
+//     metadata keeps its parameters). Outputs differ from the int8
+//     import's by the rounding of activations to the int8 grid after
+//     every operator, which the float network does not do (MobileNetV2
+//     of ../shared: same top-1, logits within 1.42; the sine regressor:
+//     0.104 off sin x, the int8 import 0.116). A float model converts
+//     unchanged.
 //   - MediaPipe's Convolution2DTransposeBias custom op and TRANSPOSE_CONV
 //     become ONNX ConvTranspose between Transposes.
 //   - Every operator that cannot be converted (custom ops, unsupported

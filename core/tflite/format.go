@@ -103,10 +103,10 @@ func init() {
 		Extensions: []string{".tflite"},
 		Match:      Match,
 		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
-			return LoadFile(path, ConvertOptions{MaxTensorBytes: o.MaxTensorBytes})
+			return LoadFile(path, ConvertOptions{MaxTensorBytes: o.MaxTensorBytes, Dequantize: o.Dequantize})
 		},
 		Decode: func(data []byte, o formats.Options) (*graph.Model, error) {
-			return Load(data, ConvertOptions{MaxTensorBytes: o.MaxTensorBytes})
+			return Load(data, ConvertOptions{MaxTensorBytes: o.MaxTensorBytes, Dequantize: o.Dequantize})
 		},
 		Describe: Describe,
 	})

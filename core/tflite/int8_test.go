@@ -176,6 +176,24 @@ func BenchmarkMobileNetV2Int8(b *testing.B) {
 	}
 }
 
+// BenchmarkMobileNetV2Dequantized is BenchmarkMobileNetV2Int8 on the
+// model imported with ConvertOptions.Dequantize (float32, the same 0.6
+// GOP), on the reference kernels.
+func BenchmarkMobileNetV2Dequantized(b *testing.B) {
+	data, err := os.ReadFile(shared.Path(b, "testdata/tflite/mobilenet_v2_quantized_1x3x224x224.tflite"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, m := loadDequantized(b, data)
+	in := map[string]*graph.Tensor{m.Inputs()[0].Name: graph.MustFromSlice([]int{1, 3, 224, 224}, make([]float32, 3*224*224))}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Run(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestDTLNRuns: the int8 LSTM noise suppressor (TFLite's integer LSTMs)
 // runs on a loud and a quiet magnitude frame; its
 // mask (sigmoid, scale 1/256) is in [0, 1], varies across the 257 bins,

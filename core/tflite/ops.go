@@ -708,8 +708,38 @@ func (c *converter) mean(op *Operator, r *optReader) error {
 	if err != nil {
 		return err
 	}
+	if t, ok := c.produced[xv]; ok && len(c.shapeOf(x)) == 4 && spatialAxes(axes) {
+		// a spatial mean of a value that came out of an NCHW op is a
+		// GlobalAveragePool of that NCHW value (one op fewer, and one
+		// more backends take): [N,C,1,1], then NHWC [N,1,1,C] or [N,C]
+		g := c.freshName(c.names[y] + "/nchw")
+		c.node("GlobalAveragePool", "", []string{t}, []string{g})
+		if keep {
+			c.fromNCHW(g, c.names[y])
+			return nil
+		}
+		ys := c.shapeOf(y)
+		c.node("Reshape", "", []string{g, c.addConst("shape", graph.MustFromSlice([]int{len(ys)}, i64s(ys)))}, []string{c.names[y]})
+		return nil
+	}
 	c.node("ReduceMean", "", []string{xv}, []string{c.names[y]}, aInts("axes", axes...), aInt("keepdims", keepI))
 	return nil
+}
+
+// spatialAxes reports whether axes are H and W of a rank-4 NHWC value
+// (1 and 2, or −3 and −2, in either order).
+func spatialAxes(axes []int64) bool {
+	if len(axes) != 2 {
+		return false
+	}
+	h, w := false, false
+	for _, a := range axes {
+		if a < 0 {
+			a += 4
+		}
+		h, w = h || a == 1, w || a == 2
+	}
+	return h && w
 }
 
 func (c *converter) softmax(op *Operator, r *optReader) error {
@@ -809,6 +839,12 @@ func (c *converter) transpose(op *Operator) error {
 	if err != nil {
 		return err
 	}
+	if perm := pk.Int64s(); slices.Equal(perm, []int64{0, 2, 3, 1}) && len(c.shapeOf(op.Inputs[0])) == 4 {
+		// NCHW to NHWC (a model with an NCHW input, MobileNetV2 from
+		// PyTorch): the following float NCHW op reads xv itself
+		c.fromNCHW(xv, c.names[op.Outputs[0]])
+		return nil
+	}
 	c.node("Transpose", "", []string{xv}, []string{c.names[op.Outputs[0]]}, aInts("perm", pk.Int64s()...))
 	return nil
 }
@@ -828,6 +864,9 @@ func (c *converter) dequantize(op *Operator) error {
 		}
 		c.folded[y], _ = graph.FromSlice(k.Shape, dst)
 		return nil
+	}
+	if c.opts.Dequantize && c.sg.Tensors[x].Type == ttFloat32 && c.sg.Tensors[y].Type == ttFloat32 {
+		return c.identity(x, y)
 	}
 	if !c.isInt8(x) {
 		return fmt.Errorf("DEQUANTIZE of TFLite type %d is not supported", c.sg.Tensors[x].Type)
@@ -849,6 +888,9 @@ func (c *converter) dequantize(op *Operator) error {
 
 func (c *converter) quantize(op *Operator) error {
 	x, y := op.Inputs[0], op.Outputs[0]
+	if c.opts.Dequantize && c.sg.Tensors[x].Type == ttFloat32 && c.sg.Tensors[y].Type == ttFloat32 {
+		return c.identity(x, y)
+	}
 	if c.sg.Tensors[x].Type != ttFloat32 || !c.isInt8(y) {
 		return fmt.Errorf("QUANTIZE from TFLite type %d to %d is not supported (float32 to int8 only)", c.sg.Tensors[x].Type, c.sg.Tensors[y].Type)
 	}

@@ -17,11 +17,22 @@ import (
 )
 
 // A tiny .tflite writer for tests: the schema's field numbers, one
-// subgraph, float32 tensors.
+// subgraph, float32 tensors (int32 and int8 constants, int8 activations
+// and quantization parameters where a test asks for them).
 type synTensor struct {
 	shape []int32
 	data  []float32 // nil for activations
 	ints  []int32   // an INT32 constant instead
+	i8    []int8    // an INT8 constant instead
+	typ   int8      // the TensorType of an activation (0: FLOAT32)
+	quant *synQuant
+}
+
+// synQuant are a tensor's QuantizationParameters.
+type synQuant struct {
+	scale []float32
+	zp    []int64
+	dim   int32
 }
 
 type synOp struct {
@@ -57,10 +68,13 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 	bufs = append(bufs, b.EndObject())
 	bufIdx := make([]uint32, len(tensors))
 	for i, t := range tensors {
-		if t.data == nil && t.ints == nil {
+		if t.data == nil && t.ints == nil && t.i8 == nil {
 			continue
 		}
-		raw := make([]byte, 4*(len(t.data)+len(t.ints)))
+		raw := make([]byte, 4*(len(t.data)+len(t.ints))+len(t.i8))
+		for k, v := range t.i8 {
+			raw[k] = byte(v)
+		}
 		for k, v := range t.data {
 			binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(v))
 		}
@@ -77,11 +91,37 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 	for i, t := range tensors {
 		name := b.CreateString(string(rune('a' + i)))
 		shape := int32Vec(b, t.shape)
+		var qt flatbuffers.UOffsetT
+		if q := t.quant; q != nil {
+			b.StartVector(4, len(q.scale), 4)
+			for k := len(q.scale) - 1; k >= 0; k-- {
+				b.PrependFloat32(q.scale[k])
+			}
+			sv := b.EndVector(len(q.scale))
+			b.StartVector(8, len(q.zp), 8)
+			for k := len(q.zp) - 1; k >= 0; k-- {
+				b.PrependInt64(q.zp[k])
+			}
+			zv := b.EndVector(len(q.zp))
+			b.StartObject(7)
+			b.PrependUOffsetTSlot(2, sv, 0)
+			b.PrependUOffsetTSlot(3, zv, 0)
+			b.PrependInt32Slot(6, q.dim, 0)
+			qt = b.EndObject()
+		}
 		b.StartObject(8)
 		b.PrependUOffsetTSlot(0, shape, 0)
-		if t.ints != nil {
+		switch {
+		case t.ints != nil:
 			b.PrependInt8Slot(1, 2, 0) // INT32
+		case t.i8 != nil:
+			b.PrependInt8Slot(1, 9, 0) // INT8
+		case t.typ != 0:
+			b.PrependInt8Slot(1, t.typ, 0)
 		} // else FLOAT32, the default
+		if qt != 0 {
+			b.PrependUOffsetTSlot(4, qt, 0)
+		}
 		b.PrependUint32Slot(2, bufIdx[i], 0)
 		b.PrependUOffsetTSlot(3, name, 0)
 		tts = append(tts, b.EndObject())
