@@ -899,6 +899,11 @@ func (e *devExecutable) execute(ctx context.Context, inputs, outputs []*graph.Te
 	if err := e.b.call(); err != nil {
 		return nil, err
 	}
+	// A call whose context is already done never starts: without this a
+	// fast queue could signal the fence before Wait looks at ctx.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	lens := make([]int, len(inputs))
 	shapes := make([][]int, len(inputs))
 	for i, t := range inputs {
