@@ -321,46 +321,90 @@ func (x *xfer) put(b []int8) { x.p.Put(&b) }
 
 // nchwToNHWC writes src [n][c][p] as dst [n][p][c], each byte xor flip.
 func nchwToNHWC(dst, src []int8, n, c, p int, flip int8) {
-	const bs = 16
 	for b := 0; b < n; b++ {
-		s := src[b*c*p : (b+1)*c*p]
-		d := dst[b*c*p : (b+1)*c*p]
-		for c0 := 0; c0 < c; c0 += bs {
-			c1 := min(c0+bs, c)
-			for p0 := 0; p0 < p; p0 += bs {
-				p1 := min(p0+bs, p)
-				for ch := c0; ch < c1; ch++ {
-					row := s[ch*p+p0 : ch*p+p1]
-					o := p0*c + ch
-					for _, v := range row {
-						d[o] = v ^ flip
-						o += c
-					}
-				}
-			}
-		}
+		transposeBytes(dst[b*c*p:(b+1)*c*p], src[b*c*p:(b+1)*c*p], c, p, flip)
 	}
 }
 
 // nhwcToNCHW writes src [n][p][c] as dst [n][c][p], each byte xor flip.
 func nhwcToNCHW(dst, src []int8, n, p, c int, flip int8) {
-	const bs = 16
 	for b := 0; b < n; b++ {
-		s := src[b*c*p : (b+1)*c*p]
-		d := dst[b*c*p : (b+1)*c*p]
-		for p0 := 0; p0 < p; p0 += bs {
-			p1 := min(p0+bs, p)
-			for c0 := 0; c0 < c; c0 += bs {
-				c1 := min(c0+bs, c)
-				for ch := c0; ch < c1; ch++ {
-					row := d[ch*p+p0 : ch*p+p1]
-					o := p0*c + ch
-					for i := range row {
-						row[i] = s[o] ^ flip
-						o += c
-					}
-				}
-			}
+		transposeBytes(dst[b*c*p:(b+1)*c*p], src[b*c*p:(b+1)*c*p], p, c, flip)
+	}
+}
+
+// transposeBytes writes the rows×cols bytes of src transposed into dst
+// (dst[j][i] = src[i][j] ^ flip): 8×8 blocks as eight uint64 swapped in
+// three rounds (bytes, pairs, quads), the edges byte by byte.
+func transposeBytes(dst, src []int8, rows, cols int, flip int8) {
+	if len(src) < rows*cols || len(dst) < rows*cols {
+		panic("native: transposeBytes out of range")
+	}
+	fw := uint64(uint8(flip)) * 0x0101010101010101
+	r8, c8 := rows&^7, cols&^7
+	sp := unsafe.Pointer(unsafe.SliceData(src))
+	dp := unsafe.Pointer(unsafe.SliceData(dst))
+	ld := func(i, j int) uint64 { return *(*uint64)(unsafe.Add(sp, i*cols+j)) ^ fw }
+	st := func(j, i int, v uint64) { *(*uint64)(unsafe.Add(dp, j*rows+i)) = v }
+	for i := 0; i < r8; i += 8 {
+		for j := 0; j < c8; j += 8 {
+			x0, x1, x2, x3 := ld(i, j), ld(i+1, j), ld(i+2, j), ld(i+3, j)
+			x4, x5, x6, x7 := ld(i+4, j), ld(i+5, j), ld(i+6, j), ld(i+7, j)
+			const m1, m2, m4 = 0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF, 0x00000000FFFFFFFF
+			t := ((x0 >> 8) ^ x1) & m1
+			x1 ^= t
+			x0 ^= t << 8
+			t = ((x2 >> 8) ^ x3) & m1
+			x3 ^= t
+			x2 ^= t << 8
+			t = ((x4 >> 8) ^ x5) & m1
+			x5 ^= t
+			x4 ^= t << 8
+			t = ((x6 >> 8) ^ x7) & m1
+			x7 ^= t
+			x6 ^= t << 8
+			t = ((x0 >> 16) ^ x2) & m2
+			x2 ^= t
+			x0 ^= t << 16
+			t = ((x1 >> 16) ^ x3) & m2
+			x3 ^= t
+			x1 ^= t << 16
+			t = ((x4 >> 16) ^ x6) & m2
+			x6 ^= t
+			x4 ^= t << 16
+			t = ((x5 >> 16) ^ x7) & m2
+			x7 ^= t
+			x5 ^= t << 16
+			t = ((x0 >> 32) ^ x4) & m4
+			x4 ^= t
+			x0 ^= t << 32
+			t = ((x1 >> 32) ^ x5) & m4
+			x5 ^= t
+			x1 ^= t << 32
+			t = ((x2 >> 32) ^ x6) & m4
+			x6 ^= t
+			x2 ^= t << 32
+			t = ((x3 >> 32) ^ x7) & m4
+			x7 ^= t
+			x3 ^= t << 32
+			// xk now holds column j+k of the block
+			st(j, i, x0)
+			st(j+1, i, x1)
+			st(j+2, i, x2)
+			st(j+3, i, x3)
+			st(j+4, i, x4)
+			st(j+5, i, x5)
+			st(j+6, i, x6)
+			st(j+7, i, x7)
+		}
+	}
+	for i := 0; i < rows; i++ {
+		j0 := c8
+		if i >= r8 {
+			j0 = 0
+		}
+		for j := j0; j < cols; j++ {
+			dst[j*rows+i] = src[i*cols+j] ^ flip
 		}
 	}
 }
