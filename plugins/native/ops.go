@@ -126,7 +126,7 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if bqDomainOK(n) {
 		return buildBlockQuant(bc, n)
 	}
-	if f, ok, err := buildQLinear(bc, n); ok {
+	if f, ok, err := buildQLinear(bc, n, f); ok {
 		return f, err
 	}
 	if n.Domain == "com.microsoft" && n.OpType == "RotaryEmbedding" {

@@ -410,12 +410,43 @@ func transposeBytes(dst, src []int8, rows, cols int, flip int8) {
 }
 
 // buildQLinearConv builds a QLinearConv the check took.
-func buildQLinearConv(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
+// A fused Clip (f.qclip) narrows the output range: clamping the
+// saturated value to [lo, hi] is clamping the unsaturated one to the
+// intersection (min last: lo > hi gives hi, as Clip does).
+func buildQLinearConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	p, r := planQLinearConv(bc.sg, n)
 	if r != "" {
 		return nil, fmt.Errorf("%s", r)
 	}
 	ref, _ := kernels.Lookup("", "QLinearConv")
+	var clipRef kernels.Func
+	if f != nil && f.qclip != nil {
+		lo, hi, r := clipQBounds(bc.sg, f.qclip, p.ydt)
+		if r != "" {
+			return nil, fmt.Errorf("%s", r)
+		}
+		fy := flipOf(p.ydt)
+		p.flo = max(p.flo, float64(lo-fy-p.yz))
+		p.fhi = min(p.fhi, float64(hi-fy-p.yz))
+		k, _ := kernels.Lookup("", "Clip")
+		clip, node := k.Kernel, f.qclip
+		conv := ref.Kernel
+		clipRef = func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+			y, err := conv(ctx, n, in)
+			if err != nil {
+				return nil, err
+			}
+			cin := []*graph.Tensor{y[0], bc.sg.ConstOf(node.Inputs[1]), nil}
+			if len(node.Inputs) > 2 && node.Inputs[2] != "" {
+				cin[2] = bc.sg.ConstOf(node.Inputs[2])
+			}
+			return clip(ctx, node, cin)
+		}
+	}
+	refConv := ref.Kernel
+	if clipRef != nil {
+		refConv = clipRef
+	}
 	pool := bc.pool
 	gm := p.gm
 	var nhwc func(x []int8, N, H, W int, y []int8, oh, ow int)
@@ -472,11 +503,11 @@ func buildQLinearConv(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		xt := in[0]
 		x := bytesOf(xt)
 		if x == nil || xt.DType != p.xdt || xt.Check() != nil || len(xt.Shape) != 4 || xt.Shape[1] != p.c {
-			return ref.Kernel(ctx, node, in)
+			return refConv(ctx, node, in)
 		}
 		N, H, W := xt.Shape[0], xt.Shape[2], xt.Shape[3]
 		if H+gm.pt+gm.pb < (gm.kh-1)*gm.dh+1 || W+gm.pl+gm.pr < (gm.kw-1)*gm.dw+1 {
-			return ref.Kernel(ctx, node, in)
+			return refConv(ctx, node, in)
 		}
 		oh := (H+gm.pt+gm.pb-((gm.kh-1)*gm.dh+1))/gm.sh + 1
 		ow := (W+gm.pl+gm.pr-((gm.kw-1)*gm.dw+1))/gm.sw + 1
@@ -596,7 +627,7 @@ func checkQLinearDefault(sg *hal.Subgraph, n *graph.Node) (string, bool) {
 
 // buildQLinear builds the nodes checkQLinearDefault and
 // checkQLinearContrib take; false for every other node.
-func buildQLinear(bc *buildCtx, n *graph.Node) (kernels.Func, bool, error) {
+func buildQLinear(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, bool, error) {
 	if n.Domain == contribDomain && qlinearContrib[n.OpType] {
 		f, err := buildQLinearContrib(bc, n)
 		return f, true, err
@@ -606,8 +637,8 @@ func buildQLinear(bc *buildCtx, n *graph.Node) (kernels.Func, bool, error) {
 	}
 	switch n.OpType {
 	case "QLinearConv":
-		f, err := buildQLinearConv(bc, n)
-		return f, true, err
+		k, err := buildQLinearConv(bc, n, f)
+		return k, true, err
 	case "QLinearMatMul":
 		f, err := buildQLinearMatMul(bc, n)
 		return f, true, err

@@ -19,6 +19,7 @@ import (
 type qlcase struct {
 	name   string
 	node   *graph.Node
+	extra  []*graph.Node // after node, the last writing y
 	inputs []string
 	vals   []*graph.Tensor
 	consts map[string]*graph.Tensor
@@ -26,7 +27,7 @@ type qlcase struct {
 
 func qlsubgraph(t testing.TB, c qlcase) *hal.Subgraph {
 	t.Helper()
-	g := &graph.Graph{Name: c.name, Nodes: []*graph.Node{c.node}, Initializers: c.consts, Outputs: []graph.ValueInfo{{Name: "y"}}}
+	g := &graph.Graph{Name: c.name, Nodes: append([]*graph.Node{c.node}, c.extra...), Initializers: c.consts, Outputs: []graph.ValueInfo{{Name: "y"}}}
 	for i, name := range c.inputs {
 		x := c.vals[i]
 		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: x.DType, Shape: graph.StaticShape(x.Shape...)}})
@@ -36,7 +37,11 @@ func qlsubgraph(t testing.TB, c qlcase) *hal.Subgraph {
 	if len(issues) > 0 {
 		t.Fatalf("inference: %v", issues)
 	}
-	g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: "y", Type: types["y"]})
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: o, Type: types[o]})
+		}
+	}
 	return sg
 }
 
@@ -209,6 +214,24 @@ func qlcases() []qlcase {
 			cs = append(cs, c)
 		}
 	}
+	// QLinearConv then Clip (fused), the bounds inside, across and
+	// outside the output range, and crossed
+	for i := 0; i < 6; i++ {
+		ty := types[i%len(types)]
+		c := r.qlconv(fmt.Sprintf("qlconvclip%d_%v", i, ty[2]), ty[0], ty[1], ty[2], i%2 == 1, 1, 8, 9, 7, 8, 3, 3, one, one, []int64{1, 1, 1, 1}, true, true, 0.05)
+		c.node.Outputs = []string{"c"}
+		lo, hi := r.zpOf(ty[2], 1), r.zpOf(ty[2], 1)
+		if i == 4 {
+			lo = zpTensor(ty[2], []int32{-128})
+		}
+		c.consts["lo"], c.consts["hi"] = lo, hi
+		in := []string{"c", "lo", "hi"}
+		if i == 5 {
+			in = []string{"c", "", "hi"}
+		}
+		c.extra = []*graph.Node{{Name: "clip", OpType: "Clip", Inputs: in, Outputs: []string{"y"}}}
+		cs = append(cs, c)
+	}
 	// QLinearMatMul: a [.., M, K] by a constant b [K, N]
 	for i, f := range []struct {
 		a    []int
@@ -313,8 +336,10 @@ func TestQLinearAgainstReference(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if !vs[0].Supported {
-							t.Fatalf("declined: %s", vs[0].Reason)
+						for _, v := range vs {
+							if !v.Supported {
+								t.Fatalf("declined: %s", v.Reason)
+							}
 						}
 						got, want := runOn(t, nb, sg, c.vals), runOn(t, cpu.New(), sg, c.vals)
 						if !graph.SameShape(got.Shape, want.Shape) || got.DType != want.DType {
