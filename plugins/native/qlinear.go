@@ -342,6 +342,27 @@ func transposeBytes(dst, src []int8, rows, cols int, flip int8) {
 	}
 	fw := uint64(uint8(flip)) * 0x0101010101010101
 	r8, c8 := rows&^7, cols&^7
+	if hasTransposeASM && qkernelFamily() != "generic" && r8 > 0 && cols >= 16 {
+		var fv [16]byte
+		for i := range fv {
+			fv[i] = byte(flip)
+		}
+		c16 := cols &^ 15
+		for i := 0; i < r8; i += 8 {
+			transpose8xN(&dst[i], rows, &src[i*cols], cols, c16/16, &fv[0])
+		}
+		for i := 0; i < r8; i++ {
+			for j := c16; j < cols; j++ {
+				dst[j*rows+i] = src[i*cols+j] ^ flip
+			}
+		}
+		for i := r8; i < rows; i++ {
+			for j := 0; j < cols; j++ {
+				dst[j*rows+i] = src[i*cols+j] ^ flip
+			}
+		}
+		return
+	}
 	sp := unsafe.Pointer(unsafe.SliceData(src))
 	dp := unsafe.Pointer(unsafe.SliceData(dst))
 	ld := func(i, j int) uint64 { return *(*uint64)(unsafe.Add(sp, i*cols+j)) ^ fw }
