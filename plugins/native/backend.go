@@ -32,6 +32,17 @@
 // reference ones (AVX-512 VNNI assembly from internal/asmgenq, portable
 // Go elsewhere); the domain's other ops run their reference kernels.
 //
+// ONNX's integer ops (qlinear.go): QLinearConv (2-D NCHW, group 1 or
+// depthwise; per-tensor or per-channel weights, int8 or uint8),
+// QLinearMatMul with a constant B, the com.microsoft QLinearAdd,
+// QLinearMul, QLinearSigmoid and QLinearGlobalAveragePool, and Clip of
+// int8/uint8 (fused into a preceding QLinearConv), bit-identical to the
+// reference kernels of core/kernels/quant: the same int8 GEMM and
+// depthwise kernels with ONNX's float requantisation (the F variants of
+// the VNNI and AVX2 assembly), the NCHW↔NHWC moves done by an AVX byte
+// transpose; QuantizeLinear and DequantizeLinear run their reference
+// kernels in the partition.
+//
 // BlockQuantMatMul (domain switchyard.blockquant, Q8_0/Q4_0-style weights
 // kept quantized, see blockquant.go) dequantises on the fly in float32;
 // compiled with CompileOptions.Precision = hal.PrecisionInt8 it quantizes
@@ -192,6 +203,12 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op})
 	}
 	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "If"}, hal.OpCapability{Domain: blockquant.Domain, OpType: blockquant.OpType, DTypes: f32})
+	q8 := []graph.DType{graph.Int8, graph.Uint8}
+	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "QLinearConv", DTypes: q8}, hal.OpCapability{OpType: "QLinearMatMul", DTypes: q8},
+		hal.OpCapability{OpType: "QuantizeLinear"}, hal.OpCapability{OpType: "DequantizeLinear"})
+	for _, op := range sortedKeys(qlinearContrib) {
+		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: contribDomain, OpType: op, DTypes: q8})
+	}
 	caps.ControlFlow = true
 	caps.Layouts = []string{"NCHW"}
 	caps.MaxTensorBytes = graph.MaxTensorBytes

@@ -154,12 +154,12 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	var compute float64
 	fg, fused := fuse(sg)
 	for _, n := range fg.Nodes {
-		if f := fused[n]; f != nil {
-			compute += fusedCost(sg, n, f, threads)
-			continue
-		}
 		if c, ok := quantNodeCost(sg, n, threads); ok {
 			compute += c
+			continue
+		}
+		if f := fused[n]; f != nil {
+			compute += fusedCost(sg, n, f, threads)
 			continue
 		}
 		w := opcost.Of(n, sg)

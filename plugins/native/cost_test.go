@@ -100,3 +100,77 @@ func TestEstimateFusedAndPointwise(t *testing.T) {
 		t.Errorf("GlobalAveragePool of 74k elements: %v (measured about 11 µs)", gap.Compute)
 	}
 }
+
+// The int8 prices follow the kernel family in use (#17c): the AVX2 GEMM
+// tiles cost about 4× the VNNI ones, the portable Go kernels far more;
+// the AVX2 depthwise kernel about what the AVX-512 one does; and the
+// ONNX QLinearConv is priced on the same scale.
+func TestQuantCostPerFamily(t *testing.T) {
+	sg := runtime.TypedSubgraph(quantCostGraph())
+	conv, dw, ql := sg.Graph.Nodes[0], sg.Graph.Nodes[1], sg.Graph.Nodes[2]
+	cost := map[string][3]float64{}
+	for _, f := range archQFamilies() {
+		t.Setenv(qkernelEnv, f)
+		var c [3]float64
+		for i, n := range []*graph.Node{conv, dw, ql} {
+			v, ok := quantNodeCost(sg, n, 1)
+			if !ok {
+				t.Fatalf("%s: %s not priced", f, n.Label())
+			}
+			c[i] = v
+		}
+		cost[f] = c
+		t.Logf("%s: Conv2D %.0f ns, DepthwiseConv2D %.0f ns, QLinearConv %.0f ns", f, c[0], c[1], c[2])
+	}
+	g := cost["generic"]
+	for _, f := range []string{"vnni", "avx2"} {
+		c, ok := cost[f]
+		if !ok {
+			continue
+		}
+		if g[0] < 20*c[0] || g[1] < 10*c[1] || g[2] < 10*c[2] {
+			t.Errorf("generic %v should cost far more than %s %v", g, f, c)
+		}
+	}
+	if v, a := cost["vnni"], cost["avx2"]; v[0] > 0 && a[0] > 0 {
+		if r := a[0] / v[0]; r < 3 || r > 5 {
+			t.Errorf("Conv2D avx2/vnni %.2f: want about 4 (546 vs 131 µs measured)", r)
+		}
+		if r := a[1] / v[1]; r < 1 || r > 1.5 {
+			t.Errorf("DepthwiseConv2D avx2/vnni %.2f: want about 1.1", r)
+		}
+		if r := a[2] / v[2]; r < 2 {
+			t.Errorf("QLinearConv avx2/vnni %.2f: want the GEMM's slowdown", r)
+		}
+	}
+}
+
+// quantCostGraph: an int8 1×1 Conv2D 56²×24→144, a 3×3 depthwise on its
+// output, and an ONNX QLinearConv of the same GEMM shape (NCHW).
+func quantCostGraph() *hal.Subgraph {
+	i8 := func(shape ...int) *graph.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		return graph.MustFromSlice(shape, make([]int8, n))
+	}
+	f := func(v float32) *graph.Tensor { return graph.Scalar(v) }
+	z := func() *graph.Tensor { return graph.Scalar(int8(0)) }
+	g := &graph.Graph{Initializers: map[string]*graph.Tensor{
+		"w": i8(144, 1, 1, 24), "dw": i8(1, 3, 3, 144), "qw": i8(144, 24, 1, 1),
+		"s": f(0.05), "z": z(), "ws": f(0.01), "wz": z(), "ys": f(0.1), "yz": z(),
+	}}
+	g.Inputs = []graph.ValueInfo{
+		{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Int8, Shape: graph.StaticShape(1, 56, 56, 24)}},
+		{Name: "xq", Type: graph.ValueType{Kind: "tensor", DType: graph.Int8, Shape: graph.StaticShape(1, 24, 56, 56)}},
+	}
+	pads := map[string]*graph.Attribute{"pads": {Name: "pads", Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}
+	g.Nodes = []*graph.Node{
+		{Name: "conv", OpType: "Conv2D", Domain: "switchyard.quant", Inputs: []string{"x", "s", "z", "w", "ws", "wz", "ys", "yz"}, Outputs: []string{"c"}},
+		{Name: "dw", OpType: "DepthwiseConv2D", Domain: "switchyard.quant", Inputs: []string{"c", "ys", "yz", "dw", "ws", "wz", "ys", "yz"}, Outputs: []string{"d"}, Attrs: pads},
+		{Name: "ql", OpType: "QLinearConv", Inputs: []string{"xq", "s", "z", "qw", "ws", "wz", "ys", "yz"}, Outputs: []string{"q"}},
+	}
+	g.Outputs = []graph.ValueInfo{{Name: "d"}, {Name: "q"}}
+	return &hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}, {Domain: "switchyard.quant", Version: 1}}}
+}

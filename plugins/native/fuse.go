@@ -23,6 +23,8 @@ type fusion struct {
 	// chain: element-wise steps run in place on the output after
 	// everything else (Conv with constant weights only)
 	chain []chainStep
+	// qclip: a Clip of int8/uint8 after a QLinearConv (qlinear.go)
+	qclip *graph.Node
 }
 
 // fusable are the ops that take a following Relu or Clip.
@@ -72,7 +74,23 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 	repl := map[*graph.Node]*graph.Node{}
 	fused := map[*graph.Node]*fusion{}
 	for _, n := range src.Nodes {
-		if dropped[n] || !fusable[n.OpType] || n.Domain != "" {
+		if dropped[n] || n.Domain != "" {
+			continue
+		}
+		if n.OpType == "QLinearConv" {
+			// a following Clip of int8/uint8 narrows the output range
+			if act := next(n); act != nil && act.OpType == "Clip" && act.Domain == "" && check(sg, act) == "" && check(sg, n) == "" {
+				if t, ok := sg.TypeOf(input0(act)); ok && (t.DType == graph.Int8 || t.DType == graph.Uint8) {
+					c := *n
+					c.Outputs = append([]string{}, act.Outputs...)
+					dropped[act] = true
+					fused[&c] = &fusion{qclip: act, nodes: []string{act.Label()}}
+					repl[n] = &c
+				}
+			}
+			continue
+		}
+		if !fusable[n.OpType] {
 			continue
 		}
 		if n.OpType == "MatMul" && constInput(sg, n, 1) == nil {

@@ -80,6 +80,12 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 		}
 		return checkBlockQuant(sg, n)
 	}
+	if n.Domain == contribDomain && qlinearContrib[n.OpType] {
+		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+			return "native: " + err.Error()
+		}
+		return checkQLinearContrib(sg, n)
+	}
 	if n.Domain == "com.microsoft" && contribReferenceOps[n.OpType] {
 		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
 			return "native: " + err.Error()
@@ -91,6 +97,9 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 	}
 	if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
 		return "native: " + err.Error()
+	}
+	if r, ok := checkQLinearDefault(sg, n); ok {
+		return r
 	}
 	if op, ok := fastOps[n.OpType]; ok {
 		return op.check(sg, n)
@@ -116,6 +125,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	}
 	if bqDomainOK(n) {
 		return buildBlockQuant(bc, n)
+	}
+	if f, ok, err := buildQLinear(bc, n, f); ok {
+		return f, err
 	}
 	if n.Domain == "com.microsoft" && n.OpType == "RotaryEmbedding" {
 		return rotaryKernel(), nil

@@ -334,11 +334,16 @@ type qgemm struct {
 	kern     qkernel
 	groups   int
 	b        []int8  // groups × k4/4 × nv·16 × 4
-	rq       []int32 // groups × rqStride
+	rq       []int32 // groups × rqst (rqStride, or rqStrideF)
+	rqst     int
 	masks    []uint64
 	// for the portable kernel
 	corr, mq []int32
 	shift    []int
+	// ONNX's float requantisation (newQGemmF) instead: the multipliers
+	// and the bounds less yz
+	fm       []float64
+	flo, fhi float64
 	yz       int32
 	lo, hi   int32
 	scratch  sync.Pool
@@ -372,8 +377,39 @@ func pickQKernel(ks []qkernel, m, n int) qkernel {
 
 // newQGemm packs w (n rows of k int8) for m rows of activations.
 func newQGemm(w []int8, n, k, m int, bias []int32, xz int32, mq []int32, ms []int, yz, lo, hi int32) *qgemm {
-	kern := pickQKernel(qkernels(), m, n)
-	g := &qgemm{k: k, k4: (k + 3) &^ 3, n: n, kern: kern, yz: yz, lo: lo, hi: hi, mq: mq, shift: ms}
+	g := packQGemm(w, n, k, pickQKernel(qkernels(), m, n), bias, xz)
+	g.yz, g.lo, g.hi, g.mq, g.shift = yz, lo, hi, mq, ms
+	nv, gw := g.kern.nv, 16*g.kern.nv
+	st := rqStride(nv)
+	g.rqst = st
+	g.rq = make([]int32, g.groups*st)
+	for gi := 0; gi < g.groups; gi++ {
+		blk := g.rq[gi*st : (gi+1)*st]
+		for j := 0; j < gw; j++ {
+			c := gi*gw + j
+			if c >= n {
+				continue
+			}
+			left, right := max(ms[c], 0), max(-ms[c], 0)
+			blk[j] = g.corr[c]
+			blk[gw+j] = mq[c]
+			blk[2*gw+j] = int32(left)
+			blk[3*gw+j] = int32(right)
+			mask := int32(1)<<right - 1
+			blk[4*gw+j] = mask
+			blk[5*gw+j] = mask >> 1
+		}
+		t := blk[6*gw:]
+		t[0], t[1], t[2], t[3], t[4], t[5] = yz, lo, hi, 1, 1<<30, 0
+	}
+	return g
+}
+
+// packQGemm packs w (n rows of k int8) for the tile kernel kern, with
+// corr[c] = bias[c] − (128+xz)·Σ_k w[c][k] and the groups' masks; the
+// requantisation is the caller's.
+func packQGemm(w []int8, n, k int, kern qkernel, bias []int32, xz int32) *qgemm {
+	g := &qgemm{k: k, k4: (k + 3) &^ 3, n: n, kern: kern}
 	nv := kern.nv
 	gw := 16 * nv
 	g.groups = (n + gw - 1) / gw
@@ -392,28 +428,9 @@ func newQGemm(w []int8, n, k, m int, bias []int32, xz int32, mq []int32, ms []in
 			g.b[base+(kk/4)*gw*4+j*4+kk%4] = v
 		}
 	}
-	st := rqStride(nv)
-	g.rq = make([]int32, g.groups*st)
 	g.masks = make([]uint64, g.groups)
-	for gi := 0; gi < g.groups; gi++ {
-		blk := g.rq[gi*st : (gi+1)*st]
-		for j := 0; j < gw; j++ {
-			c := gi*gw + j
-			if c >= n {
-				continue
-			}
-			g.masks[gi] |= 1 << uint(j)
-			left, right := max(ms[c], 0), max(-ms[c], 0)
-			blk[j] = g.corr[c]
-			blk[gw+j] = mq[c]
-			blk[2*gw+j] = int32(left)
-			blk[3*gw+j] = int32(right)
-			mask := int32(1)<<right - 1
-			blk[4*gw+j] = mask
-			blk[5*gw+j] = mask >> 1
-		}
-		t := blk[6*gw:]
-		t[0], t[1], t[2], t[3], t[4], t[5] = yz, lo, hi, 1, 1<<30, 0
+	for c := 0; c < n; c++ {
+		g.masks[c/gw] |= 1 << uint(c%gw)
 	}
 	return g
 }
@@ -468,7 +485,7 @@ func (g *qgemm) task(r *qgemmRun, t int) {
 	}
 	r.fill(a, r0, rows, mr, g.k4)
 	gw := 16 * nv
-	st := rqStride(nv)
+	st := g.rqst
 	for ti := 0; ti < tiles; ti++ {
 		tr := min(mr, rows-ti*mr)
 		at := a[ti*mr*g.k4:]
@@ -508,6 +525,10 @@ func (g *qgemm) tileGo(a []uint8, gi int, y []int8, ldy, rows int) {
 			c := gi*gw + j
 			if c >= g.n {
 				break
+			}
+			if g.fm != nil {
+				y[i*ldy+c] = requantF(acc[j], g.fm[c], g.flo, g.fhi, g.yz)
+				continue
 			}
 			v := quant.MulByQuantizedMultiplier(acc[j], g.mq[c], g.shift[c]) + g.yz
 			y[i*ldy+c] = int8(min(max(v, g.lo), g.hi))
@@ -763,6 +784,11 @@ type qdw struct {
 	ms        []int
 	xz, yz    int32
 	lo, hi    int32
+	// rqst is the stride of rq's blocks; fm (non-nil: ONNX's float
+	// requantisation, prepareASMF), flo and fhi as in qgemm
+	rqst     int
+	fm       []float64
+	flo, fhi float64
 }
 
 type qdwRun struct {
@@ -834,6 +860,7 @@ func (d *qdw) prepareASM() {
 	blocks := d.cp / 16
 	d.wv = make([]int32, blocks*d.steps()*16)
 	st := rqStride(1)
+	d.rqst = st
 	d.rq = make([]int32, blocks*st)
 	d.masks = make([]uint64, blocks)
 	for c := 0; c < d.c; c++ {
@@ -933,7 +960,7 @@ func (d *qdw) rowASM(a *qdwASM, t int) {
 	r, gm := a.r, d.gm
 	b, oy := t/r.oh, t%r.oh
 	taps := d.steps()
-	st := rqStride(1)
+	st := d.rqst
 	xrow := ((b*a.hp + oy*gm.sh) * a.wp) * d.cp
 	yrow := t * r.ow * d.c
 	for cb := 0; cb < d.cp/16; cb++ {
@@ -972,6 +999,12 @@ func (d *qdw) row(r *qdwRun, t int) {
 			}
 		}
 		y := r.y[(t*r.ow+ox)*c:][:c]
+		if d.fm != nil {
+			for j, v := range acc {
+				y[j] = requantF(v, d.fm[j], d.flo, d.fhi, d.yz)
+			}
+			continue
+		}
 		for j, v := range acc {
 			q := quant.MulByQuantizedMultiplier(v, d.mq[j], d.ms[j]) + d.yz
 			y[j] = int8(min(max(q, d.lo), d.hi))

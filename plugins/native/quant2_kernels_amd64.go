@@ -31,3 +31,28 @@ func dwqAVX2(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int3
 //
 //go:noescape
 func qaddAVX2(n int, a *int8, b *int8, p *int32, y *int8)
+
+// qgemmAVX2Tile8x16F computes one 8×16 int8 GEMM tile with ONNX's float requantisation, on AVX2 (see the package asmgenq2).
+//
+//go:noescape
+func qgemmAVX2Tile8x16F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// qgemmAVX2Tile4x16F computes one 4×16 int8 GEMM tile with ONNX's float requantisation, on AVX2 (see the package asmgenq2).
+//
+//go:noescape
+func qgemmAVX2Tile4x16F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// qgemmAVX2Tile2x16F computes one 2×16 int8 GEMM tile with ONNX's float requantisation, on AVX2 (see the package asmgenq2).
+//
+//go:noescape
+func qgemmAVX2Tile2x16F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// qgemmAVX2Tile1x48F computes one 1×48 int8 GEMM tile with ONNX's float requantisation, on AVX2 (see the package asmgenq2).
+//
+//go:noescape
+func qgemmAVX2Tile1x48F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// dwqAVX2F computes nt output pixels of one 16-channel block of an int8 depthwise convolution with ONNX's float requantisation, on AVX2, its taps in pairs (see the package asmgenq2).
+//
+//go:noescape
+func dwqAVX2F(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)

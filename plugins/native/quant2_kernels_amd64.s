@@ -3676,3 +3676,3312 @@ qadd2_loop:
 qadd2_done:
 	VZEROUPPER
 	RET
+
+// func qgemmAVX2Tile8x16F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+// Requires: AVX, AVX2
+TEXT ·qgemmAVX2Tile8x16F(SB), NOSPLIT, $0-64
+	MOVQ         k4+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         rq+24(FP), BX
+	MOVQ         y+32(FP), SI
+	MOVQ         ldy+40(FP), DI
+	MOVQ         rows+48(FP), R8
+	MOVQ         masks+56(FP), R9
+	VPBROADCASTD 208(BX), Y12
+	VBROADCASTSD 192(BX), Y13
+	VBROADCASTSD 200(BX), Y14
+	MOVQ         AX, R10
+	SHRQ         $0x02, R10
+	LEAQ         (CX), R11
+	MOVQ         DX, R12
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+
+qgemmAVX2Tile8x16F_p0_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16F_p0_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y12, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st0_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16F_st0_0_end
+
+qgemmAVX2Tile8x16F_st0_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16F_st0_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16F_st0_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16F_st0_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16F_st0_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16F_st0_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16F_st0_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16F_st0_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16F_st0_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16F_st0_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16F_st0_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16F_st0_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16F_st0_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16F_st0_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16F_st0_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16F_st0_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st0_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16F_st0_0_15:
+qgemmAVX2Tile8x16F_st0_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000001
+	JLE          qgemmAVX2Tile8x16F_done
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y12, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st1_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16F_st1_0_end
+
+qgemmAVX2Tile8x16F_st1_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16F_st1_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16F_st1_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16F_st1_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16F_st1_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16F_st1_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16F_st1_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16F_st1_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16F_st1_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16F_st1_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16F_st1_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16F_st1_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16F_st1_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16F_st1_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16F_st1_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16F_st1_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st1_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16F_st1_0_15:
+qgemmAVX2Tile8x16F_st1_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000002
+	JLE   qgemmAVX2Tile8x16F_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  8(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile8x16F_p1_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16F_p1_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y12, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st2_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16F_st2_0_end
+
+qgemmAVX2Tile8x16F_st2_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16F_st2_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16F_st2_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16F_st2_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16F_st2_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16F_st2_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16F_st2_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16F_st2_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16F_st2_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16F_st2_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16F_st2_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16F_st2_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16F_st2_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16F_st2_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16F_st2_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16F_st2_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st2_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16F_st2_0_15:
+qgemmAVX2Tile8x16F_st2_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000003
+	JLE          qgemmAVX2Tile8x16F_done
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y12, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st3_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16F_st3_0_end
+
+qgemmAVX2Tile8x16F_st3_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16F_st3_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16F_st3_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16F_st3_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16F_st3_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16F_st3_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16F_st3_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16F_st3_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16F_st3_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16F_st3_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16F_st3_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16F_st3_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16F_st3_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16F_st3_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16F_st3_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16F_st3_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st3_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16F_st3_0_15:
+qgemmAVX2Tile8x16F_st3_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000004
+	JLE   qgemmAVX2Tile8x16F_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  16(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile8x16F_p2_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16F_p2_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y12, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st4_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16F_st4_0_end
+
+qgemmAVX2Tile8x16F_st4_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16F_st4_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16F_st4_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16F_st4_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16F_st4_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16F_st4_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16F_st4_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16F_st4_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16F_st4_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16F_st4_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16F_st4_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16F_st4_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16F_st4_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16F_st4_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16F_st4_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16F_st4_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st4_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16F_st4_0_15:
+qgemmAVX2Tile8x16F_st4_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000005
+	JLE          qgemmAVX2Tile8x16F_done
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y12, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st5_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16F_st5_0_end
+
+qgemmAVX2Tile8x16F_st5_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16F_st5_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16F_st5_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16F_st5_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16F_st5_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16F_st5_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16F_st5_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16F_st5_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16F_st5_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16F_st5_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16F_st5_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16F_st5_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16F_st5_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16F_st5_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16F_st5_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16F_st5_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st5_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16F_st5_0_15:
+qgemmAVX2Tile8x16F_st5_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000006
+	JLE   qgemmAVX2Tile8x16F_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  24(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile8x16F_p3_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000020, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile8x16F_p3_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y12, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st6_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile8x16F_st6_0_end
+
+qgemmAVX2Tile8x16F_st6_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile8x16F_st6_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile8x16F_st6_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile8x16F_st6_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile8x16F_st6_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile8x16F_st6_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile8x16F_st6_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile8x16F_st6_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile8x16F_st6_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile8x16F_st6_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile8x16F_st6_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile8x16F_st6_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile8x16F_st6_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile8x16F_st6_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile8x16F_st6_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile8x16F_st6_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st6_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile8x16F_st6_0_15:
+qgemmAVX2Tile8x16F_st6_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000007
+	JLE          qgemmAVX2Tile8x16F_done
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y12, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile8x16F_st7_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile8x16F_st7_0_end
+
+qgemmAVX2Tile8x16F_st7_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile8x16F_st7_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile8x16F_st7_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile8x16F_st7_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile8x16F_st7_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile8x16F_st7_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile8x16F_st7_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile8x16F_st7_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile8x16F_st7_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile8x16F_st7_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile8x16F_st7_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile8x16F_st7_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile8x16F_st7_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile8x16F_st7_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile8x16F_st7_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile8x16F_st7_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile8x16F_st7_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile8x16F_st7_0_15:
+qgemmAVX2Tile8x16F_st7_0_end:
+qgemmAVX2Tile8x16F_done:
+	VZEROUPPER
+	RET
+
+// func qgemmAVX2Tile4x16F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+// Requires: AVX, AVX2
+TEXT ·qgemmAVX2Tile4x16F(SB), NOSPLIT, $0-64
+	MOVQ         k4+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         rq+24(FP), BX
+	MOVQ         y+32(FP), SI
+	MOVQ         ldy+40(FP), DI
+	MOVQ         rows+48(FP), R8
+	MOVQ         masks+56(FP), R9
+	VPBROADCASTD 208(BX), Y12
+	VBROADCASTSD 192(BX), Y13
+	VBROADCASTSD 200(BX), Y14
+	MOVQ         AX, R10
+	SHRQ         $0x02, R10
+	LEAQ         (CX), R11
+	MOVQ         DX, R12
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+
+qgemmAVX2Tile4x16F_p0_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000010, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile4x16F_p0_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y12, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16F_st0_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile4x16F_st0_0_end
+
+qgemmAVX2Tile4x16F_st0_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile4x16F_st0_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile4x16F_st0_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile4x16F_st0_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile4x16F_st0_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile4x16F_st0_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile4x16F_st0_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile4x16F_st0_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile4x16F_st0_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile4x16F_st0_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile4x16F_st0_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile4x16F_st0_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile4x16F_st0_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile4x16F_st0_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile4x16F_st0_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile4x16F_st0_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16F_st0_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile4x16F_st0_0_15:
+qgemmAVX2Tile4x16F_st0_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000001
+	JLE          qgemmAVX2Tile4x16F_done
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y12, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16F_st1_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile4x16F_st1_0_end
+
+qgemmAVX2Tile4x16F_st1_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile4x16F_st1_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile4x16F_st1_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile4x16F_st1_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile4x16F_st1_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile4x16F_st1_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile4x16F_st1_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile4x16F_st1_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile4x16F_st1_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile4x16F_st1_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile4x16F_st1_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile4x16F_st1_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile4x16F_st1_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile4x16F_st1_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile4x16F_st1_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile4x16F_st1_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16F_st1_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile4x16F_st1_0_15:
+qgemmAVX2Tile4x16F_st1_0_end:
+	ADDQ  DI, SI
+	CMPQ  R8, $0x00000002
+	JLE   qgemmAVX2Tile4x16F_done
+	MOVQ  AX, R10
+	SHRQ  $0x02, R10
+	LEAQ  8(CX), R11
+	MOVQ  DX, R12
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+
+qgemmAVX2Tile4x16F_p1_loop:
+	VPBROADCASTD (R11), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(R11), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(R12), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000010, R11
+	ADDQ         $0x00000040, R12
+	DECQ         R10
+	JNZ          qgemmAVX2Tile4x16F_p1_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y12, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16F_st2_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile4x16F_st2_0_end
+
+qgemmAVX2Tile4x16F_st2_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile4x16F_st2_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile4x16F_st2_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile4x16F_st2_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile4x16F_st2_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile4x16F_st2_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile4x16F_st2_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile4x16F_st2_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile4x16F_st2_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile4x16F_st2_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile4x16F_st2_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile4x16F_st2_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile4x16F_st2_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile4x16F_st2_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile4x16F_st2_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile4x16F_st2_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16F_st2_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile4x16F_st2_0_15:
+qgemmAVX2Tile4x16F_st2_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000003
+	JLE          qgemmAVX2Tile4x16F_done
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y12, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          qgemmAVX2Tile4x16F_st3_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile4x16F_st3_0_end
+
+qgemmAVX2Tile4x16F_st3_0_part:
+	BTL     $0x00, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile4x16F_st3_0_0:
+	BTL     $0x01, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile4x16F_st3_0_1:
+	BTL     $0x02, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile4x16F_st3_0_2:
+	BTL     $0x03, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile4x16F_st3_0_3:
+	BTL     $0x04, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile4x16F_st3_0_4:
+	BTL     $0x05, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile4x16F_st3_0_5:
+	BTL     $0x06, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile4x16F_st3_0_6:
+	BTL     $0x07, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile4x16F_st3_0_7:
+	BTL     $0x08, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile4x16F_st3_0_8:
+	BTL     $0x09, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile4x16F_st3_0_9:
+	BTL     $0x0a, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile4x16F_st3_0_10:
+	BTL     $0x0b, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile4x16F_st3_0_11:
+	BTL     $0x0c, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile4x16F_st3_0_12:
+	BTL     $0x0d, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile4x16F_st3_0_13:
+	BTL     $0x0e, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile4x16F_st3_0_14:
+	BTL     $0x0f, R10
+	JCC     qgemmAVX2Tile4x16F_st3_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile4x16F_st3_0_15:
+qgemmAVX2Tile4x16F_st3_0_end:
+qgemmAVX2Tile4x16F_done:
+	VZEROUPPER
+	RET
+
+// func qgemmAVX2Tile2x16F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+// Requires: AVX, AVX2
+TEXT ·qgemmAVX2Tile2x16F(SB), NOSPLIT, $0-64
+	MOVQ         k4+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         rq+24(FP), BX
+	MOVQ         y+32(FP), SI
+	MOVQ         ldy+40(FP), DI
+	MOVQ         rows+48(FP), R8
+	MOVQ         masks+56(FP), R9
+	VPBROADCASTD 208(BX), Y12
+	VBROADCASTSD 192(BX), Y13
+	VBROADCASTSD 200(BX), Y14
+	SHRQ         $0x02, AX
+	LEAQ         (CX), CX
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+
+qgemmAVX2Tile2x16F_p0_loop:
+	VPBROADCASTD (CX), X8
+	VPMOVZXBW    X8, Y8
+	VPBROADCASTD 4(CX), X9
+	VPMOVZXBW    X9, Y9
+	VPMOVSXBW    (DX), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y4, Y4
+	VPMOVSXBW    16(DX), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y1, Y1
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y5, Y5
+	VPMOVSXBW    32(DX), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y2, Y2
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y6, Y6
+	VPMOVSXBW    48(DX), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y3, Y3
+	VPMADDWD     Y9, Y10, Y10
+	VPADDD       Y10, Y7, Y7
+	ADDQ         $0x00000008, CX
+	ADDQ         $0x00000040, DX
+	DECQ         AX
+	JNZ          qgemmAVX2Tile2x16F_p0_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y12, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         R9, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
+	JNE          qgemmAVX2Tile2x16F_st0_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile2x16F_st0_0_end
+
+qgemmAVX2Tile2x16F_st0_0_part:
+	BTL     $0x00, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile2x16F_st0_0_0:
+	BTL     $0x01, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile2x16F_st0_0_1:
+	BTL     $0x02, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile2x16F_st0_0_2:
+	BTL     $0x03, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile2x16F_st0_0_3:
+	BTL     $0x04, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile2x16F_st0_0_4:
+	BTL     $0x05, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile2x16F_st0_0_5:
+	BTL     $0x06, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile2x16F_st0_0_6:
+	BTL     $0x07, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile2x16F_st0_0_7:
+	BTL     $0x08, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile2x16F_st0_0_8:
+	BTL     $0x09, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile2x16F_st0_0_9:
+	BTL     $0x0a, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile2x16F_st0_0_10:
+	BTL     $0x0b, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile2x16F_st0_0_11:
+	BTL     $0x0c, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile2x16F_st0_0_12:
+	BTL     $0x0d, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile2x16F_st0_0_13:
+	BTL     $0x0e, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile2x16F_st0_0_14:
+	BTL     $0x0f, AX
+	JCC     qgemmAVX2Tile2x16F_st0_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile2x16F_st0_0_15:
+qgemmAVX2Tile2x16F_st0_0_end:
+	ADDQ         DI, SI
+	CMPQ         R8, $0x00000001
+	JLE          qgemmAVX2Tile2x16F_done
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       64(BX), Y1, Y1
+	VMULPD       96(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       128(BX), Y1, Y1
+	VMULPD       160(BX), Y3, Y3
+	VMAXPD       Y13, Y1, Y1
+	VMAXPD       Y13, Y3, Y3
+	VMINPD       Y14, Y1, Y1
+	VMINPD       Y14, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y12, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         R9, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
+	JNE          qgemmAVX2Tile2x16F_st1_0_part
+	VMOVDQU      X4, (SI)
+	JMP          qgemmAVX2Tile2x16F_st1_0_end
+
+qgemmAVX2Tile2x16F_st1_0_part:
+	BTL     $0x00, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_0
+	VPEXTRB $0x00, X4, (SI)
+
+qgemmAVX2Tile2x16F_st1_0_0:
+	BTL     $0x01, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+qgemmAVX2Tile2x16F_st1_0_1:
+	BTL     $0x02, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+qgemmAVX2Tile2x16F_st1_0_2:
+	BTL     $0x03, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+qgemmAVX2Tile2x16F_st1_0_3:
+	BTL     $0x04, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+qgemmAVX2Tile2x16F_st1_0_4:
+	BTL     $0x05, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+qgemmAVX2Tile2x16F_st1_0_5:
+	BTL     $0x06, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+qgemmAVX2Tile2x16F_st1_0_6:
+	BTL     $0x07, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+qgemmAVX2Tile2x16F_st1_0_7:
+	BTL     $0x08, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+qgemmAVX2Tile2x16F_st1_0_8:
+	BTL     $0x09, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+qgemmAVX2Tile2x16F_st1_0_9:
+	BTL     $0x0a, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+qgemmAVX2Tile2x16F_st1_0_10:
+	BTL     $0x0b, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+qgemmAVX2Tile2x16F_st1_0_11:
+	BTL     $0x0c, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+qgemmAVX2Tile2x16F_st1_0_12:
+	BTL     $0x0d, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+qgemmAVX2Tile2x16F_st1_0_13:
+	BTL     $0x0e, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+qgemmAVX2Tile2x16F_st1_0_14:
+	BTL     $0x0f, AX
+	JCC     qgemmAVX2Tile2x16F_st1_0_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+qgemmAVX2Tile2x16F_st1_0_15:
+qgemmAVX2Tile2x16F_st1_0_end:
+qgemmAVX2Tile2x16F_done:
+	VZEROUPPER
+	RET
+
+// func qgemmAVX2Tile1x48F(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+// Requires: AVX, AVX2
+TEXT ·qgemmAVX2Tile1x48F(SB), NOSPLIT, $0-64
+	MOVQ  k4+0(FP), AX
+	MOVQ  a+8(FP), CX
+	MOVQ  b+16(FP), DX
+	MOVQ  rq+24(FP), BX
+	MOVQ  y+32(FP), SI
+	MOVQ  ldy+40(FP), DI
+	MOVQ  rows+48(FP), DI
+	MOVQ  masks+56(FP), DI
+	SHRQ  $0x02, AX
+	LEAQ  (CX), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+
+qgemmAVX2Tile1x48F_p0_loop:
+	VPBROADCASTD (CX), X12
+	VPMOVZXBW    X12, Y12
+	VPMOVSXBW    (DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y0, Y0
+	VPMOVSXBW    16(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y1, Y1
+	VPMOVSXBW    32(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y2, Y2
+	VPMOVSXBW    48(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y3, Y3
+	VPMOVSXBW    64(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y4, Y4
+	VPMOVSXBW    80(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y5, Y5
+	VPMOVSXBW    96(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y6, Y6
+	VPMOVSXBW    112(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y7, Y7
+	VPMOVSXBW    128(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y8, Y8
+	VPMOVSXBW    144(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y9, Y9
+	VPMOVSXBW    160(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y10, Y10
+	VPMOVSXBW    176(DX), Y13
+	VPMADDWD     Y12, Y13, Y13
+	VPADDD       Y13, Y11, Y11
+	ADDQ         $0x00000004, CX
+	ADDQ         $0x000000c0, DX
+	DECQ         AX
+	JNZ          qgemmAVX2Tile1x48F_p0_loop
+	VPHADDD      Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VPHADDD      Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VPHADDD      Y9, Y8, Y8
+	VPERMQ       $0xd8, Y8, Y8
+	VPHADDD      Y11, Y10, Y10
+	VPERMQ       $0xd8, Y10, Y10
+	VPBROADCASTD 592(BX), Y9
+	VBROADCASTSD 576(BX), Y11
+	VBROADCASTSD 584(BX), Y12
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X3
+	VCVTDQ2PD    X0, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       192(BX), Y1, Y1
+	VMULPD       224(BX), Y3, Y3
+	VMAXPD       Y11, Y1, Y1
+	VMAXPD       Y11, Y3, Y3
+	VMINPD       Y12, Y1, Y1
+	VMINPD       Y12, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y0
+	VPADDD       Y9, Y0, Y0
+	VPADDD       32(BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VCVTDQ2PD    X2, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       256(BX), Y1, Y1
+	VMULPD       288(BX), Y3, Y3
+	VMAXPD       Y11, Y1, Y1
+	VMAXPD       Y11, Y3, Y3
+	VMINPD       Y12, Y1, Y1
+	VMINPD       Y12, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y2
+	VPADDD       Y9, Y2, Y2
+	VPACKSSDW    Y2, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSWB    X1, X0, X0
+	MOVQ         DI, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
+	JNE          qgemmAVX2Tile1x48F_st0_0_part
+	VMOVDQU      X0, (SI)
+	JMP          qgemmAVX2Tile1x48F_st0_0_end
+
+qgemmAVX2Tile1x48F_st0_0_part:
+	BTL     $0x00, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_0
+	VPEXTRB $0x00, X0, (SI)
+
+qgemmAVX2Tile1x48F_st0_0_0:
+	BTL     $0x01, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+qgemmAVX2Tile1x48F_st0_0_1:
+	BTL     $0x02, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+qgemmAVX2Tile1x48F_st0_0_2:
+	BTL     $0x03, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+qgemmAVX2Tile1x48F_st0_0_3:
+	BTL     $0x04, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+qgemmAVX2Tile1x48F_st0_0_4:
+	BTL     $0x05, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+qgemmAVX2Tile1x48F_st0_0_5:
+	BTL     $0x06, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+qgemmAVX2Tile1x48F_st0_0_6:
+	BTL     $0x07, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+qgemmAVX2Tile1x48F_st0_0_7:
+	BTL     $0x08, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+qgemmAVX2Tile1x48F_st0_0_8:
+	BTL     $0x09, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+qgemmAVX2Tile1x48F_st0_0_9:
+	BTL     $0x0a, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+qgemmAVX2Tile1x48F_st0_0_10:
+	BTL     $0x0b, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+qgemmAVX2Tile1x48F_st0_0_11:
+	BTL     $0x0c, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+qgemmAVX2Tile1x48F_st0_0_12:
+	BTL     $0x0d, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+qgemmAVX2Tile1x48F_st0_0_13:
+	BTL     $0x0e, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+qgemmAVX2Tile1x48F_st0_0_14:
+	BTL     $0x0f, AX
+	JCC     qgemmAVX2Tile1x48F_st0_0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+qgemmAVX2Tile1x48F_st0_0_15:
+qgemmAVX2Tile1x48F_st0_0_end:
+	VPADDD       64(BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VCVTDQ2PD    X4, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       320(BX), Y1, Y1
+	VMULPD       352(BX), Y3, Y3
+	VMAXPD       Y11, Y1, Y1
+	VMAXPD       Y11, Y3, Y3
+	VMINPD       Y12, Y1, Y1
+	VMINPD       Y12, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y4
+	VPADDD       Y9, Y4, Y4
+	VPADDD       96(BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X3
+	VCVTDQ2PD    X6, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       384(BX), Y1, Y1
+	VMULPD       416(BX), Y3, Y3
+	VMAXPD       Y11, Y1, Y1
+	VMAXPD       Y11, Y3, Y3
+	VMINPD       Y12, Y1, Y1
+	VMINPD       Y12, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y6
+	VPADDD       Y9, Y6, Y6
+	VPACKSSDW    Y6, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X1
+	VPACKSSWB    X1, X4, X4
+	MOVQ         DI, AX
+	SHRQ         $0x10, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
+	JNE          qgemmAVX2Tile1x48F_st0_1_part
+	VMOVDQU      X4, 16(SI)
+	JMP          qgemmAVX2Tile1x48F_st0_1_end
+
+qgemmAVX2Tile1x48F_st0_1_part:
+	BTL     $0x00, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_0
+	VPEXTRB $0x00, X4, 16(SI)
+
+qgemmAVX2Tile1x48F_st0_1_0:
+	BTL     $0x01, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_1
+	VPEXTRB $0x01, X4, 17(SI)
+
+qgemmAVX2Tile1x48F_st0_1_1:
+	BTL     $0x02, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_2
+	VPEXTRB $0x02, X4, 18(SI)
+
+qgemmAVX2Tile1x48F_st0_1_2:
+	BTL     $0x03, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_3
+	VPEXTRB $0x03, X4, 19(SI)
+
+qgemmAVX2Tile1x48F_st0_1_3:
+	BTL     $0x04, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_4
+	VPEXTRB $0x04, X4, 20(SI)
+
+qgemmAVX2Tile1x48F_st0_1_4:
+	BTL     $0x05, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_5
+	VPEXTRB $0x05, X4, 21(SI)
+
+qgemmAVX2Tile1x48F_st0_1_5:
+	BTL     $0x06, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_6
+	VPEXTRB $0x06, X4, 22(SI)
+
+qgemmAVX2Tile1x48F_st0_1_6:
+	BTL     $0x07, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_7
+	VPEXTRB $0x07, X4, 23(SI)
+
+qgemmAVX2Tile1x48F_st0_1_7:
+	BTL     $0x08, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_8
+	VPEXTRB $0x08, X4, 24(SI)
+
+qgemmAVX2Tile1x48F_st0_1_8:
+	BTL     $0x09, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_9
+	VPEXTRB $0x09, X4, 25(SI)
+
+qgemmAVX2Tile1x48F_st0_1_9:
+	BTL     $0x0a, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_10
+	VPEXTRB $0x0a, X4, 26(SI)
+
+qgemmAVX2Tile1x48F_st0_1_10:
+	BTL     $0x0b, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_11
+	VPEXTRB $0x0b, X4, 27(SI)
+
+qgemmAVX2Tile1x48F_st0_1_11:
+	BTL     $0x0c, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_12
+	VPEXTRB $0x0c, X4, 28(SI)
+
+qgemmAVX2Tile1x48F_st0_1_12:
+	BTL     $0x0d, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_13
+	VPEXTRB $0x0d, X4, 29(SI)
+
+qgemmAVX2Tile1x48F_st0_1_13:
+	BTL     $0x0e, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_14
+	VPEXTRB $0x0e, X4, 30(SI)
+
+qgemmAVX2Tile1x48F_st0_1_14:
+	BTL     $0x0f, AX
+	JCC     qgemmAVX2Tile1x48F_st0_1_15
+	VPEXTRB $0x0f, X4, 31(SI)
+
+qgemmAVX2Tile1x48F_st0_1_15:
+qgemmAVX2Tile1x48F_st0_1_end:
+	VPADDD       128(BX), Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X3
+	VCVTDQ2PD    X8, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       448(BX), Y1, Y1
+	VMULPD       480(BX), Y3, Y3
+	VMAXPD       Y11, Y1, Y1
+	VMAXPD       Y11, Y3, Y3
+	VMINPD       Y12, Y1, Y1
+	VMINPD       Y12, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y8
+	VPADDD       Y9, Y8, Y8
+	VPADDD       160(BX), Y10, Y10
+	VEXTRACTI128 $0x01, Y10, X3
+	VCVTDQ2PD    X10, Y1
+	VCVTDQ2PD    X3, Y3
+	VMULPD       512(BX), Y1, Y1
+	VMULPD       544(BX), Y3, Y3
+	VMAXPD       Y11, Y1, Y1
+	VMAXPD       Y11, Y3, Y3
+	VMINPD       Y12, Y1, Y1
+	VMINPD       Y12, Y3, Y3
+	VCVTPD2DQY   Y1, X1
+	VCVTPD2DQY   Y3, X3
+	VINSERTI128  $0x01, X3, Y1, Y10
+	VPADDD       Y9, Y10, Y10
+	VPACKSSDW    Y10, Y8, Y8
+	VPERMQ       $0xd8, Y8, Y8
+	VEXTRACTI128 $0x01, Y8, X1
+	VPACKSSWB    X1, X8, X8
+	MOVQ         DI, AX
+	SHRQ         $0x20, AX
+	ANDL         $0x0000ffff, AX
+	CMPL         AX, $0x0000ffff
+	JNE          qgemmAVX2Tile1x48F_st0_2_part
+	VMOVDQU      X8, 32(SI)
+	JMP          qgemmAVX2Tile1x48F_st0_2_end
+
+qgemmAVX2Tile1x48F_st0_2_part:
+	BTL     $0x00, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_0
+	VPEXTRB $0x00, X8, 32(SI)
+
+qgemmAVX2Tile1x48F_st0_2_0:
+	BTL     $0x01, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_1
+	VPEXTRB $0x01, X8, 33(SI)
+
+qgemmAVX2Tile1x48F_st0_2_1:
+	BTL     $0x02, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_2
+	VPEXTRB $0x02, X8, 34(SI)
+
+qgemmAVX2Tile1x48F_st0_2_2:
+	BTL     $0x03, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_3
+	VPEXTRB $0x03, X8, 35(SI)
+
+qgemmAVX2Tile1x48F_st0_2_3:
+	BTL     $0x04, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_4
+	VPEXTRB $0x04, X8, 36(SI)
+
+qgemmAVX2Tile1x48F_st0_2_4:
+	BTL     $0x05, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_5
+	VPEXTRB $0x05, X8, 37(SI)
+
+qgemmAVX2Tile1x48F_st0_2_5:
+	BTL     $0x06, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_6
+	VPEXTRB $0x06, X8, 38(SI)
+
+qgemmAVX2Tile1x48F_st0_2_6:
+	BTL     $0x07, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_7
+	VPEXTRB $0x07, X8, 39(SI)
+
+qgemmAVX2Tile1x48F_st0_2_7:
+	BTL     $0x08, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_8
+	VPEXTRB $0x08, X8, 40(SI)
+
+qgemmAVX2Tile1x48F_st0_2_8:
+	BTL     $0x09, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_9
+	VPEXTRB $0x09, X8, 41(SI)
+
+qgemmAVX2Tile1x48F_st0_2_9:
+	BTL     $0x0a, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_10
+	VPEXTRB $0x0a, X8, 42(SI)
+
+qgemmAVX2Tile1x48F_st0_2_10:
+	BTL     $0x0b, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_11
+	VPEXTRB $0x0b, X8, 43(SI)
+
+qgemmAVX2Tile1x48F_st0_2_11:
+	BTL     $0x0c, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_12
+	VPEXTRB $0x0c, X8, 44(SI)
+
+qgemmAVX2Tile1x48F_st0_2_12:
+	BTL     $0x0d, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_13
+	VPEXTRB $0x0d, X8, 45(SI)
+
+qgemmAVX2Tile1x48F_st0_2_13:
+	BTL     $0x0e, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_14
+	VPEXTRB $0x0e, X8, 46(SI)
+
+qgemmAVX2Tile1x48F_st0_2_14:
+	BTL     $0x0f, AX
+	JCC     qgemmAVX2Tile1x48F_st0_2_15
+	VPEXTRB $0x0f, X8, 47(SI)
+
+qgemmAVX2Tile1x48F_st0_2_15:
+qgemmAVX2Tile1x48F_st0_2_end:
+	VZEROUPPER
+	RET
+
+// func dwqAVX2F(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)
+// Requires: AVX, AVX2
+TEXT ·dwqAVX2F(SB), NOSPLIT, $0-80
+	MOVQ         nt+0(FP), AX
+	MOVQ         x+32(FP), CX
+	MOVQ         xstep+40(FP), DX
+	MOVQ         rq+48(FP), BX
+	MOVQ         y+56(FP), SI
+	MOVQ         ystep+64(FP), DI
+	MOVQ         mask+72(FP), R8
+	LEAQ         (DX)(DX*2), R9
+	VPBROADCASTD 208(BX), Y12
+	VBROADCASTSD 192(BX), Y13
+	VBROADCASTSD 200(BX), Y14
+
+dwq2f_4:
+	CMPQ  AX, $0x00000004
+	JL    dwq2f_4_end
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ  taps+8(FP), R10
+	MOVQ  w+24(FP), R13
+	MOVQ  offs+16(FP), R14
+
+dwq2f_4_tap:
+	MOVQ         CX, R11
+	ADDQ         (R14), R11
+	MOVQ         CX, R12
+	ADDQ         8(R14), R12
+	VMOVDQU      (R11), X8
+	VPUNPCKHBW   (R12), X8, X9
+	VPUNPCKLBW   (R12), X8, X8
+	VPMOVSXBW    X8, Y8
+	VPMOVSXBW    X9, Y9
+	VPMADDWD     (R13), Y8, Y8
+	VPMADDWD     32(R13), Y9, Y9
+	VPADDD       Y8, Y0, Y0
+	VPADDD       Y9, Y1, Y1
+	VMOVDQU      (R11)(DX*1), X10
+	VPUNPCKHBW   (R12)(DX*1), X10, X11
+	VPUNPCKLBW   (R12)(DX*1), X10, X10
+	VPMOVSXBW    X10, Y10
+	VPMOVSXBW    X11, Y11
+	VPMADDWD     (R13), Y10, Y10
+	VPMADDWD     32(R13), Y11, Y11
+	VPADDD       Y10, Y2, Y2
+	VPADDD       Y11, Y3, Y3
+	VMOVDQU      (R11)(DX*2), X8
+	VPUNPCKHBW   (R12)(DX*2), X8, X9
+	VPUNPCKLBW   (R12)(DX*2), X8, X8
+	VPMOVSXBW    X8, Y8
+	VPMOVSXBW    X9, Y9
+	VPMADDWD     (R13), Y8, Y8
+	VPMADDWD     32(R13), Y9, Y9
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y9, Y5, Y5
+	VMOVDQU      (R11)(R9*1), X10
+	VPUNPCKHBW   (R12)(R9*1), X10, X11
+	VPUNPCKLBW   (R12)(R9*1), X10, X10
+	VPMOVSXBW    X10, Y10
+	VPMOVSXBW    X11, Y11
+	VPMADDWD     (R13), Y10, Y10
+	VPMADDWD     32(R13), Y11, Y11
+	VPADDD       Y10, Y6, Y6
+	VPADDD       Y11, Y7, Y7
+	ADDQ         $0x10, R14
+	ADDQ         $0x40, R13
+	DECQ         R10
+	JNZ          dwq2f_4_tap
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X9
+	VCVTDQ2PD    X0, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       64(BX), Y8, Y8
+	VMULPD       96(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X9
+	VCVTDQ2PD    X1, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       128(BX), Y8, Y8
+	VMULPD       160(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y1
+	VPADDD       Y12, Y1, Y1
+	VPACKSSDW    Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X8
+	VPACKSSWB    X8, X0, X0
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          dwq2f_4_st0_part
+	VMOVDQU      X0, (SI)
+	JMP          dwq2f_4_st0_end
+
+dwq2f_4_st0_part:
+	BTL     $0x00, R10
+	JCC     dwq2f_4_st0_0
+	VPEXTRB $0x00, X0, (SI)
+
+dwq2f_4_st0_0:
+	BTL     $0x01, R10
+	JCC     dwq2f_4_st0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+dwq2f_4_st0_1:
+	BTL     $0x02, R10
+	JCC     dwq2f_4_st0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+dwq2f_4_st0_2:
+	BTL     $0x03, R10
+	JCC     dwq2f_4_st0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+dwq2f_4_st0_3:
+	BTL     $0x04, R10
+	JCC     dwq2f_4_st0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+dwq2f_4_st0_4:
+	BTL     $0x05, R10
+	JCC     dwq2f_4_st0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+dwq2f_4_st0_5:
+	BTL     $0x06, R10
+	JCC     dwq2f_4_st0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+dwq2f_4_st0_6:
+	BTL     $0x07, R10
+	JCC     dwq2f_4_st0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+dwq2f_4_st0_7:
+	BTL     $0x08, R10
+	JCC     dwq2f_4_st0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+dwq2f_4_st0_8:
+	BTL     $0x09, R10
+	JCC     dwq2f_4_st0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+dwq2f_4_st0_9:
+	BTL     $0x0a, R10
+	JCC     dwq2f_4_st0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+dwq2f_4_st0_10:
+	BTL     $0x0b, R10
+	JCC     dwq2f_4_st0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+dwq2f_4_st0_11:
+	BTL     $0x0c, R10
+	JCC     dwq2f_4_st0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+dwq2f_4_st0_12:
+	BTL     $0x0d, R10
+	JCC     dwq2f_4_st0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+dwq2f_4_st0_13:
+	BTL     $0x0e, R10
+	JCC     dwq2f_4_st0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+dwq2f_4_st0_14:
+	BTL     $0x0f, R10
+	JCC     dwq2f_4_st0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+dwq2f_4_st0_15:
+dwq2f_4_st0_end:
+	ADDQ         DI, SI
+	ADDQ         DX, CX
+	VPADDD       (BX), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X9
+	VCVTDQ2PD    X2, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       64(BX), Y8, Y8
+	VMULPD       96(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y2
+	VPADDD       Y12, Y2, Y2
+	VPADDD       32(BX), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X9
+	VCVTDQ2PD    X3, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       128(BX), Y8, Y8
+	VMULPD       160(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y3
+	VPADDD       Y12, Y3, Y3
+	VPACKSSDW    Y3, Y2, Y2
+	VPERMQ       $0xd8, Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X8
+	VPACKSSWB    X8, X2, X2
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          dwq2f_4_st1_part
+	VMOVDQU      X2, (SI)
+	JMP          dwq2f_4_st1_end
+
+dwq2f_4_st1_part:
+	BTL     $0x00, R10
+	JCC     dwq2f_4_st1_0
+	VPEXTRB $0x00, X2, (SI)
+
+dwq2f_4_st1_0:
+	BTL     $0x01, R10
+	JCC     dwq2f_4_st1_1
+	VPEXTRB $0x01, X2, 1(SI)
+
+dwq2f_4_st1_1:
+	BTL     $0x02, R10
+	JCC     dwq2f_4_st1_2
+	VPEXTRB $0x02, X2, 2(SI)
+
+dwq2f_4_st1_2:
+	BTL     $0x03, R10
+	JCC     dwq2f_4_st1_3
+	VPEXTRB $0x03, X2, 3(SI)
+
+dwq2f_4_st1_3:
+	BTL     $0x04, R10
+	JCC     dwq2f_4_st1_4
+	VPEXTRB $0x04, X2, 4(SI)
+
+dwq2f_4_st1_4:
+	BTL     $0x05, R10
+	JCC     dwq2f_4_st1_5
+	VPEXTRB $0x05, X2, 5(SI)
+
+dwq2f_4_st1_5:
+	BTL     $0x06, R10
+	JCC     dwq2f_4_st1_6
+	VPEXTRB $0x06, X2, 6(SI)
+
+dwq2f_4_st1_6:
+	BTL     $0x07, R10
+	JCC     dwq2f_4_st1_7
+	VPEXTRB $0x07, X2, 7(SI)
+
+dwq2f_4_st1_7:
+	BTL     $0x08, R10
+	JCC     dwq2f_4_st1_8
+	VPEXTRB $0x08, X2, 8(SI)
+
+dwq2f_4_st1_8:
+	BTL     $0x09, R10
+	JCC     dwq2f_4_st1_9
+	VPEXTRB $0x09, X2, 9(SI)
+
+dwq2f_4_st1_9:
+	BTL     $0x0a, R10
+	JCC     dwq2f_4_st1_10
+	VPEXTRB $0x0a, X2, 10(SI)
+
+dwq2f_4_st1_10:
+	BTL     $0x0b, R10
+	JCC     dwq2f_4_st1_11
+	VPEXTRB $0x0b, X2, 11(SI)
+
+dwq2f_4_st1_11:
+	BTL     $0x0c, R10
+	JCC     dwq2f_4_st1_12
+	VPEXTRB $0x0c, X2, 12(SI)
+
+dwq2f_4_st1_12:
+	BTL     $0x0d, R10
+	JCC     dwq2f_4_st1_13
+	VPEXTRB $0x0d, X2, 13(SI)
+
+dwq2f_4_st1_13:
+	BTL     $0x0e, R10
+	JCC     dwq2f_4_st1_14
+	VPEXTRB $0x0e, X2, 14(SI)
+
+dwq2f_4_st1_14:
+	BTL     $0x0f, R10
+	JCC     dwq2f_4_st1_15
+	VPEXTRB $0x0f, X2, 15(SI)
+
+dwq2f_4_st1_15:
+dwq2f_4_st1_end:
+	ADDQ         DI, SI
+	ADDQ         DX, CX
+	VPADDD       (BX), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X9
+	VCVTDQ2PD    X4, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       64(BX), Y8, Y8
+	VMULPD       96(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y4
+	VPADDD       Y12, Y4, Y4
+	VPADDD       32(BX), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X9
+	VCVTDQ2PD    X5, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       128(BX), Y8, Y8
+	VMULPD       160(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y5
+	VPADDD       Y12, Y5, Y5
+	VPACKSSDW    Y5, Y4, Y4
+	VPERMQ       $0xd8, Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X8
+	VPACKSSWB    X8, X4, X4
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          dwq2f_4_st2_part
+	VMOVDQU      X4, (SI)
+	JMP          dwq2f_4_st2_end
+
+dwq2f_4_st2_part:
+	BTL     $0x00, R10
+	JCC     dwq2f_4_st2_0
+	VPEXTRB $0x00, X4, (SI)
+
+dwq2f_4_st2_0:
+	BTL     $0x01, R10
+	JCC     dwq2f_4_st2_1
+	VPEXTRB $0x01, X4, 1(SI)
+
+dwq2f_4_st2_1:
+	BTL     $0x02, R10
+	JCC     dwq2f_4_st2_2
+	VPEXTRB $0x02, X4, 2(SI)
+
+dwq2f_4_st2_2:
+	BTL     $0x03, R10
+	JCC     dwq2f_4_st2_3
+	VPEXTRB $0x03, X4, 3(SI)
+
+dwq2f_4_st2_3:
+	BTL     $0x04, R10
+	JCC     dwq2f_4_st2_4
+	VPEXTRB $0x04, X4, 4(SI)
+
+dwq2f_4_st2_4:
+	BTL     $0x05, R10
+	JCC     dwq2f_4_st2_5
+	VPEXTRB $0x05, X4, 5(SI)
+
+dwq2f_4_st2_5:
+	BTL     $0x06, R10
+	JCC     dwq2f_4_st2_6
+	VPEXTRB $0x06, X4, 6(SI)
+
+dwq2f_4_st2_6:
+	BTL     $0x07, R10
+	JCC     dwq2f_4_st2_7
+	VPEXTRB $0x07, X4, 7(SI)
+
+dwq2f_4_st2_7:
+	BTL     $0x08, R10
+	JCC     dwq2f_4_st2_8
+	VPEXTRB $0x08, X4, 8(SI)
+
+dwq2f_4_st2_8:
+	BTL     $0x09, R10
+	JCC     dwq2f_4_st2_9
+	VPEXTRB $0x09, X4, 9(SI)
+
+dwq2f_4_st2_9:
+	BTL     $0x0a, R10
+	JCC     dwq2f_4_st2_10
+	VPEXTRB $0x0a, X4, 10(SI)
+
+dwq2f_4_st2_10:
+	BTL     $0x0b, R10
+	JCC     dwq2f_4_st2_11
+	VPEXTRB $0x0b, X4, 11(SI)
+
+dwq2f_4_st2_11:
+	BTL     $0x0c, R10
+	JCC     dwq2f_4_st2_12
+	VPEXTRB $0x0c, X4, 12(SI)
+
+dwq2f_4_st2_12:
+	BTL     $0x0d, R10
+	JCC     dwq2f_4_st2_13
+	VPEXTRB $0x0d, X4, 13(SI)
+
+dwq2f_4_st2_13:
+	BTL     $0x0e, R10
+	JCC     dwq2f_4_st2_14
+	VPEXTRB $0x0e, X4, 14(SI)
+
+dwq2f_4_st2_14:
+	BTL     $0x0f, R10
+	JCC     dwq2f_4_st2_15
+	VPEXTRB $0x0f, X4, 15(SI)
+
+dwq2f_4_st2_15:
+dwq2f_4_st2_end:
+	ADDQ         DI, SI
+	ADDQ         DX, CX
+	VPADDD       (BX), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X9
+	VCVTDQ2PD    X6, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       64(BX), Y8, Y8
+	VMULPD       96(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y6
+	VPADDD       Y12, Y6, Y6
+	VPADDD       32(BX), Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VCVTDQ2PD    X7, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       128(BX), Y8, Y8
+	VMULPD       160(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y7
+	VPADDD       Y12, Y7, Y7
+	VPACKSSDW    Y7, Y6, Y6
+	VPERMQ       $0xd8, Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X8
+	VPACKSSWB    X8, X6, X6
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          dwq2f_4_st3_part
+	VMOVDQU      X6, (SI)
+	JMP          dwq2f_4_st3_end
+
+dwq2f_4_st3_part:
+	BTL     $0x00, R10
+	JCC     dwq2f_4_st3_0
+	VPEXTRB $0x00, X6, (SI)
+
+dwq2f_4_st3_0:
+	BTL     $0x01, R10
+	JCC     dwq2f_4_st3_1
+	VPEXTRB $0x01, X6, 1(SI)
+
+dwq2f_4_st3_1:
+	BTL     $0x02, R10
+	JCC     dwq2f_4_st3_2
+	VPEXTRB $0x02, X6, 2(SI)
+
+dwq2f_4_st3_2:
+	BTL     $0x03, R10
+	JCC     dwq2f_4_st3_3
+	VPEXTRB $0x03, X6, 3(SI)
+
+dwq2f_4_st3_3:
+	BTL     $0x04, R10
+	JCC     dwq2f_4_st3_4
+	VPEXTRB $0x04, X6, 4(SI)
+
+dwq2f_4_st3_4:
+	BTL     $0x05, R10
+	JCC     dwq2f_4_st3_5
+	VPEXTRB $0x05, X6, 5(SI)
+
+dwq2f_4_st3_5:
+	BTL     $0x06, R10
+	JCC     dwq2f_4_st3_6
+	VPEXTRB $0x06, X6, 6(SI)
+
+dwq2f_4_st3_6:
+	BTL     $0x07, R10
+	JCC     dwq2f_4_st3_7
+	VPEXTRB $0x07, X6, 7(SI)
+
+dwq2f_4_st3_7:
+	BTL     $0x08, R10
+	JCC     dwq2f_4_st3_8
+	VPEXTRB $0x08, X6, 8(SI)
+
+dwq2f_4_st3_8:
+	BTL     $0x09, R10
+	JCC     dwq2f_4_st3_9
+	VPEXTRB $0x09, X6, 9(SI)
+
+dwq2f_4_st3_9:
+	BTL     $0x0a, R10
+	JCC     dwq2f_4_st3_10
+	VPEXTRB $0x0a, X6, 10(SI)
+
+dwq2f_4_st3_10:
+	BTL     $0x0b, R10
+	JCC     dwq2f_4_st3_11
+	VPEXTRB $0x0b, X6, 11(SI)
+
+dwq2f_4_st3_11:
+	BTL     $0x0c, R10
+	JCC     dwq2f_4_st3_12
+	VPEXTRB $0x0c, X6, 12(SI)
+
+dwq2f_4_st3_12:
+	BTL     $0x0d, R10
+	JCC     dwq2f_4_st3_13
+	VPEXTRB $0x0d, X6, 13(SI)
+
+dwq2f_4_st3_13:
+	BTL     $0x0e, R10
+	JCC     dwq2f_4_st3_14
+	VPEXTRB $0x0e, X6, 14(SI)
+
+dwq2f_4_st3_14:
+	BTL     $0x0f, R10
+	JCC     dwq2f_4_st3_15
+	VPEXTRB $0x0f, X6, 15(SI)
+
+dwq2f_4_st3_15:
+dwq2f_4_st3_end:
+	ADDQ DI, SI
+	ADDQ DX, CX
+	SUBQ $0x00000004, AX
+	JMP  dwq2f_4
+
+dwq2f_4_end:
+dwq2f_1:
+	CMPQ  AX, $0x00000001
+	JL    dwq2f_1_end
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	MOVQ  taps+8(FP), R10
+	MOVQ  w+24(FP), R13
+	MOVQ  offs+16(FP), R14
+
+dwq2f_1_tap:
+	MOVQ         CX, R11
+	ADDQ         (R14), R11
+	MOVQ         CX, R12
+	ADDQ         8(R14), R12
+	VMOVDQU      (R11), X8
+	VPUNPCKHBW   (R12), X8, X9
+	VPUNPCKLBW   (R12), X8, X8
+	VPMOVSXBW    X8, Y8
+	VPMOVSXBW    X9, Y9
+	VPMADDWD     (R13), Y8, Y8
+	VPMADDWD     32(R13), Y9, Y9
+	VPADDD       Y8, Y0, Y0
+	VPADDD       Y9, Y1, Y1
+	ADDQ         $0x10, R14
+	ADDQ         $0x40, R13
+	DECQ         R10
+	JNZ          dwq2f_1_tap
+	VPADDD       (BX), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X9
+	VCVTDQ2PD    X0, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       64(BX), Y8, Y8
+	VMULPD       96(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y0
+	VPADDD       Y12, Y0, Y0
+	VPADDD       32(BX), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X9
+	VCVTDQ2PD    X1, Y8
+	VCVTDQ2PD    X9, Y9
+	VMULPD       128(BX), Y8, Y8
+	VMULPD       160(BX), Y9, Y9
+	VMAXPD       Y13, Y8, Y8
+	VMAXPD       Y13, Y9, Y9
+	VMINPD       Y14, Y8, Y8
+	VMINPD       Y14, Y9, Y9
+	VCVTPD2DQY   Y8, X8
+	VCVTPD2DQY   Y9, X9
+	VINSERTI128  $0x01, X9, Y8, Y1
+	VPADDD       Y12, Y1, Y1
+	VPACKSSDW    Y1, Y0, Y0
+	VPERMQ       $0xd8, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X8
+	VPACKSSWB    X8, X0, X0
+	MOVQ         R8, R10
+	ANDL         $0x0000ffff, R10
+	CMPL         R10, $0x0000ffff
+	JNE          dwq2f_1_st0_part
+	VMOVDQU      X0, (SI)
+	JMP          dwq2f_1_st0_end
+
+dwq2f_1_st0_part:
+	BTL     $0x00, R10
+	JCC     dwq2f_1_st0_0
+	VPEXTRB $0x00, X0, (SI)
+
+dwq2f_1_st0_0:
+	BTL     $0x01, R10
+	JCC     dwq2f_1_st0_1
+	VPEXTRB $0x01, X0, 1(SI)
+
+dwq2f_1_st0_1:
+	BTL     $0x02, R10
+	JCC     dwq2f_1_st0_2
+	VPEXTRB $0x02, X0, 2(SI)
+
+dwq2f_1_st0_2:
+	BTL     $0x03, R10
+	JCC     dwq2f_1_st0_3
+	VPEXTRB $0x03, X0, 3(SI)
+
+dwq2f_1_st0_3:
+	BTL     $0x04, R10
+	JCC     dwq2f_1_st0_4
+	VPEXTRB $0x04, X0, 4(SI)
+
+dwq2f_1_st0_4:
+	BTL     $0x05, R10
+	JCC     dwq2f_1_st0_5
+	VPEXTRB $0x05, X0, 5(SI)
+
+dwq2f_1_st0_5:
+	BTL     $0x06, R10
+	JCC     dwq2f_1_st0_6
+	VPEXTRB $0x06, X0, 6(SI)
+
+dwq2f_1_st0_6:
+	BTL     $0x07, R10
+	JCC     dwq2f_1_st0_7
+	VPEXTRB $0x07, X0, 7(SI)
+
+dwq2f_1_st0_7:
+	BTL     $0x08, R10
+	JCC     dwq2f_1_st0_8
+	VPEXTRB $0x08, X0, 8(SI)
+
+dwq2f_1_st0_8:
+	BTL     $0x09, R10
+	JCC     dwq2f_1_st0_9
+	VPEXTRB $0x09, X0, 9(SI)
+
+dwq2f_1_st0_9:
+	BTL     $0x0a, R10
+	JCC     dwq2f_1_st0_10
+	VPEXTRB $0x0a, X0, 10(SI)
+
+dwq2f_1_st0_10:
+	BTL     $0x0b, R10
+	JCC     dwq2f_1_st0_11
+	VPEXTRB $0x0b, X0, 11(SI)
+
+dwq2f_1_st0_11:
+	BTL     $0x0c, R10
+	JCC     dwq2f_1_st0_12
+	VPEXTRB $0x0c, X0, 12(SI)
+
+dwq2f_1_st0_12:
+	BTL     $0x0d, R10
+	JCC     dwq2f_1_st0_13
+	VPEXTRB $0x0d, X0, 13(SI)
+
+dwq2f_1_st0_13:
+	BTL     $0x0e, R10
+	JCC     dwq2f_1_st0_14
+	VPEXTRB $0x0e, X0, 14(SI)
+
+dwq2f_1_st0_14:
+	BTL     $0x0f, R10
+	JCC     dwq2f_1_st0_15
+	VPEXTRB $0x0f, X0, 15(SI)
+
+dwq2f_1_st0_15:
+dwq2f_1_st0_end:
+	ADDQ DI, SI
+	ADDQ DX, CX
+	SUBQ $0x00000001, AX
+	JMP  dwq2f_1
+
+dwq2f_1_end:
+	VZEROUPPER
+	RET

@@ -95,3 +95,38 @@ func archQAdd() func(n int, a, b *int8, p *int32, y *int8) {
 	}
 	return nil
 }
+
+// archQKernelsF are archQKernels with ONNX's float requantisation (the
+// F kernels of internal/asmgenq and internal/asmgenq2; the same tiles,
+// costs and order).
+func archQKernelsF() []qkernel {
+	ks := archQKernels()
+	if len(ks) == 0 {
+		return nil
+	}
+	f := map[string]func(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy, rows int, masks uint64){
+		"vnni8x48": qgemmVNNIF8x3, "vnni12x32": qgemmVNNIF12x2, "vnni24x16": qgemmVNNIF24x1, "vnni2x64": qgemmVNNIF2x4,
+		"avx2x8x16": qgemmAVX2Tile8x16F, "avx2x4x16": qgemmAVX2Tile4x16F, "avx2x2x16": qgemmAVX2Tile2x16F, "avx2x1x48": qgemmAVX2Tile1x48F,
+	}
+	out := make([]qkernel, len(ks))
+	for i, k := range ks {
+		k.fn = f[k.name]
+		k.name += "f"
+		out[i] = k
+	}
+	return out
+}
+
+// archDWQF is archDWQ with ONNX's float requantisation.
+func archDWQF() (func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64), bool) {
+	f := qkernelFamily()
+	switch {
+	case f == "generic":
+		return nil, false
+	case hasQ512 && useQ512(f):
+		return dwqAVX512F, false
+	case hasQAVX2:
+		return dwqAVX2F, true
+	}
+	return nil, false
+}

@@ -31,3 +31,28 @@ func dwqAVX512(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *in
 //
 //go:noescape
 func qaddAVX512(n int, a *int8, b *int8, p *int32, y *int8)
+
+// qgemmVNNIF8x3 computes one 8×48 int8 GEMM tile with ONNX's float requantisation (see the package asmgenq).
+//
+//go:noescape
+func qgemmVNNIF8x3(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// qgemmVNNIF12x2 computes one 12×32 int8 GEMM tile with ONNX's float requantisation (see the package asmgenq).
+//
+//go:noescape
+func qgemmVNNIF12x2(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// qgemmVNNIF24x1 computes one 24×16 int8 GEMM tile with ONNX's float requantisation (see the package asmgenq).
+//
+//go:noescape
+func qgemmVNNIF24x1(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// qgemmVNNIF2x4 computes one 2×64 int8 GEMM tile with ONNX's float requantisation (see the package asmgenq).
+//
+//go:noescape
+func qgemmVNNIF2x4(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy int, rows int, masks uint64)
+
+// dwqAVX512F computes nt output pixels of one 16-channel block of an int8 depthwise convolution with ONNX's float requantisation (see the package asmgenq).
+//
+//go:noescape
+func dwqAVX512F(nt int, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)

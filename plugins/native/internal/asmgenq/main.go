@@ -37,10 +37,14 @@ var shapes = [][2]int{{8, 3}, {12, 2}, {24, 1}, {2, 4}}
 
 func main() {
 	for _, s := range shapes {
-		qgemm(s[0], s[1])
+		qgemm(s[0], s[1], false)
 	}
-	depthwise()
+	depthwise(false)
 	add()
+	for _, s := range shapes {
+		qgemm(s[0], s[1], true)
+	}
+	depthwise(true)
 	Generate()
 }
 
@@ -51,14 +55,19 @@ func vpdpbusd(w, a, acc Op) {
 	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{w, a, acc}, Inputs: []Op{w, a, acc}, Outputs: []Op{acc}})
 }
 
-func qgemm(mr, nv int) {
+func qgemm(mr, nv int, float bool) {
 	name := fmt.Sprintf("qgemmVNNI%dx%d", mr, nv)
+	doc := fmt.Sprintf("%s computes one %d×%d int8 GEMM tile with its requantisation (see the package asmgenq).", name, mr, 16*nv)
+	if float {
+		name = fmt.Sprintf("qgemmVNNIF%dx%d", mr, nv)
+		doc = fmt.Sprintf("%s computes one %d×%d int8 GEMM tile with ONNX's float requantisation (see the package asmgenq).", name, mr, 16*nv)
+	}
 	if mr*nv+nv+1 > 32 || mr*nv+4 > 32 {
 		panic(name + ": too many registers")
 	}
 	TEXT(name, NOSPLIT, "func(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy, rows int, masks uint64)")
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes one %d×%d int8 GEMM tile with its requantisation (see the package asmgenq).", name, mr, 16*nv))
+	Doc(doc)
 	acc := func(i, v int) VecPhysical { return zregs[i*nv+v] }
 	bv := zregs[mr*nv : mr*nv+nv]
 	bc := zregs[mr*nv+nv:]
@@ -111,7 +120,11 @@ func qgemm(mr, nv int) {
 		}
 		for v := 0; v < nv; v++ {
 			x := acc(i, v)
-			requant(x, [4]VecPhysical{tm, te, to, tt}, rq, gw, v)
+			if float {
+				requantF(x, [2]VecPhysical{tm, te}, rq, gw, v)
+			} else {
+				requant(x, [4]VecPhysical{tm, te, to, tt}, rq, gw, v)
+			}
 			VPMOVDB(x, kv[v], Mem{Base: y, Disp: 16 * v})
 		}
 		if i+1 < mr {
@@ -132,6 +145,33 @@ func requant(x VecPhysical, t [4]VecPhysical, rq Register, gw, v int) {
 	VPADDD_BCST(scalar(0), x, x)
 	VPMAXSD_BCST(scalar(1), x, x)
 	VPMINSD_BCST(scalar(2), x, x)
+}
+
+// requantF is ONNX's requantisation of the int32 lanes of x in place,
+// with vector v of the float block at rq (gw channels): acc = x+corr;
+// p = clamp(float64(acc)·m, lo′, hi′) with lo′ = lo−yz, hi′ = hi−yz;
+// x = rint(p)+yz, ties to even. The block is corr (gw int32), m (gw
+// float64) at byte 4·gw, then lo′, hi′ (float64) and yz (int32) at byte
+// 12·gw. Clamping before rounding gives the reference's
+// saturate(rint(acc·m)+yz): the bounds are integers, and rounding is
+// monotonic. Uses two temporaries.
+func requantF(x VecPhysical, t [2]VecPhysical, rq Register, gw, v int) {
+	t0, t1 := t[0], t[1]
+	VPADDD(Mem{Base: rq, Disp: 4 * 16 * v}, x, x)
+	VEXTRACTI64X4(U8(1), x, t1.AsY())
+	VCVTDQ2PD(x.AsY(), t0)
+	VCVTDQ2PD(t1.AsY(), t1)
+	VMULPD(Mem{Base: rq, Disp: 4*gw + 8*16*v}, t0, t0)
+	VMULPD(Mem{Base: rq, Disp: 4*gw + 8*16*v + 64}, t1, t1)
+	lo, hi, yz := Mem{Base: rq, Disp: 12 * gw}, Mem{Base: rq, Disp: 12*gw + 8}, Mem{Base: rq, Disp: 12*gw + 16}
+	VMAXPD_BCST(lo, t0, t0)
+	VMAXPD_BCST(lo, t1, t1)
+	VMINPD_BCST(hi, t0, t0)
+	VMINPD_BCST(hi, t1, t1)
+	VCVTPD2DQ_RN_SAE(t0, t0.AsY())
+	VCVTPD2DQ_RN_SAE(t1, t1.AsY())
+	VINSERTI64X4(U8(1), t1.AsY(), t0, x)
+	VPADDD_BCST(yz, x, x)
 }
 
 // rescale is requant without the output zero point and clamp: the int32
@@ -169,10 +209,14 @@ func rescale(x VecPhysical, t [4]VecPhysical, rq Register, gw, v int) {
 //
 // requantised like the GEMM tiles (rq a block of 16 channels) and stored
 // at y + p·ystep under the 16-bit mask. Four pixels at a time, then one.
-func depthwise() {
-	TEXT("dwqAVX512", NOSPLIT, "func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)")
+func depthwise(float bool) {
+	name, doc := "dwqAVX512", "dwqAVX512 computes nt output pixels of one 16-channel block of an int8 depthwise convolution (see the package asmgenq)."
+	if float {
+		name, doc = "dwqAVX512F", "dwqAVX512F computes nt output pixels of one 16-channel block of an int8 depthwise convolution with ONNX's float requantisation (see the package asmgenq)."
+	}
+	TEXT(name, NOSPLIT, "func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)")
 	Pragma("noescape")
-	Doc("dwqAVX512 computes nt output pixels of one 16-channel block of an int8 depthwise convolution (see the package asmgenq).")
+	Doc(doc)
 	nt := Load(Param("nt"), GP64())
 	taps := Load(Param("taps"), GP64())
 	offs := Load(Param("offs"), GP64())
@@ -196,9 +240,12 @@ func depthwise() {
 	t, base, wp, off := GP64(), GP64(), GP64(), GP64()
 	for _, unroll := range []int{4, 1} {
 		lbl := fmt.Sprintf("dwq_%d", unroll)
+		if float {
+			lbl = fmt.Sprintf("dwqf_%d", unroll)
+		}
 		Label(lbl)
 		CMPQ(nt, U32(unroll))
-		JL(LabelRef(fmt.Sprintf("dwq_%d_end", unroll)))
+		JL(LabelRef(lbl + "_end"))
 		for p := 0; p < unroll; p++ {
 			VPXORD(acc[p], acc[p], acc[p])
 		}
@@ -220,14 +267,18 @@ func depthwise() {
 		DECQ(t)
 		JNZ(LabelRef(lbl + "_tap"))
 		for p := 0; p < unroll; p++ {
-			requant(acc[p], [4]VecPhysical{Z4, Z5, Z6, Z7}, rq, 16, 0)
+			if float {
+				requantF(acc[p], [2]VecPhysical{Z4, Z5}, rq, 16, 0)
+			} else {
+				requant(acc[p], [4]VecPhysical{Z4, Z5, Z6, Z7}, rq, 16, 0)
+			}
 			VPMOVDB(acc[p], K3, Mem{Base: y})
 			ADDQ(ystep, y)
 			ADDQ(xstep, x)
 		}
 		SUBQ(U32(unroll), nt)
 		JMP(LabelRef(lbl))
-		Label(fmt.Sprintf("dwq_%d_end", unroll))
+		Label(lbl + "_end")
 	}
 	VZEROUPPER()
 	RET()

@@ -95,6 +95,11 @@ func main() {
 	}
 	depthwise()
 	add()
+	floatMode = true
+	for _, s := range shapes {
+		qgemm(s[0], s[1], s[2])
+	}
+	depthwise()
 	Generate()
 }
 
@@ -104,7 +109,25 @@ type consts struct{ yz, lo, hi, c30 VecPhysical }
 
 // loadConsts broadcasts the scalars of the requantisation block at rq
 // (gw channels per field).
+// floatMode generates the kernels with ONNX's float requantisation
+// (requantF, names ending in F) in place of TFLite's fixed-point one.
+var floatMode bool
+
+// nameF is name with the float variant's suffix when floatMode.
+func nameF(name string) string {
+	if floatMode {
+		return name + "F"
+	}
+	return name
+}
+
 func loadConsts(c consts, rq Register, gw int) {
+	if floatMode {
+		VPBROADCASTD(Mem{Base: rq, Disp: 12*gw + 16}, c.yz)
+		VBROADCASTSD(Mem{Base: rq, Disp: 12 * gw}, c.lo)
+		VBROADCASTSD(Mem{Base: rq, Disp: 12*gw + 8}, c.hi)
+		return
+	}
 	scalar := func(k int) Mem { return Mem{Base: rq, Disp: 4 * (6*gw + k)} }
 	VPBROADCASTD(scalar(0), c.yz)
 	VPBROADCASTD(scalar(1), c.lo)
@@ -146,6 +169,10 @@ func rescale(v VecPhysical, t [4]VecPhysical, c30 VecPhysical, rq Register, gw, 
 
 // requant is rescale, the output zero point and the clamp.
 func requant(v VecPhysical, t [4]VecPhysical, c consts, rq Register, gw, off int) {
+	if floatMode {
+		requantF(v, t, c, rq, gw, off)
+		return
+	}
 	rescale(v, t, c.c30, rq, gw, off)
 	VPADDD(c.yz, v, v)
 	VPMAXSD(c.lo, v, v)
@@ -192,8 +219,31 @@ func store16(v VecPhysical, dst Mem, mask, tmp GPVirtual, shift int, lbl string)
 // accumulators and requantisation): a tile of several passes keeps the
 // VNNI tiles' contract while paying Go's call and loop once for more
 // outputs.
+// requantF is ONNX's requantisation of the 8 int32 lanes of v (channels
+// off…off+7 of the float block at rq, laid out as asmgenq's requantF
+// says; c holds yz and the float64 bounds lo′, hi′ broadcast):
+// v = rint(clamp(float64(v+corr)·m, lo′, hi′)) + yz, ties to even (the
+// MXCSR default, which Go keeps). Uses t[0] and t[1].
+func requantF(v VecPhysical, t [4]VecPhysical, c consts, rq Register, gw, off int) {
+	t0, t1 := t[0], t[1]
+	VPADDD(Mem{Base: rq, Disp: 4 * off}, v, v)
+	VEXTRACTI128(U8(1), v, x(t1))
+	VCVTDQ2PD(x(v), t0)
+	VCVTDQ2PD(x(t1), t1)
+	VMULPD(Mem{Base: rq, Disp: 4*gw + 8*off}, t0, t0)
+	VMULPD(Mem{Base: rq, Disp: 4*gw + 8*off + 32}, t1, t1)
+	VMAXPD(c.lo, t0, t0)
+	VMAXPD(c.lo, t1, t1)
+	VMINPD(c.hi, t0, t0)
+	VMINPD(c.hi, t1, t1)
+	VCVTPD2DQY(t0, x(t0))
+	VCVTPD2DQY(t1, x(t1))
+	VINSERTI128(U8(1), x(t1), t0, v)
+	VPADDD(c.yz, v, v)
+}
+
 func qgemm(mr, nv, rp int) {
-	name := fmt.Sprintf("qgemmAVX2Tile%dx%d", mr, 16*nv)
+	name := nameF(fmt.Sprintf("qgemmAVX2Tile%dx%d", mr, 16*nv))
 	quads := 4 * nv
 	nacc := rp * quads
 	need := nacc + rp + 1
@@ -205,7 +255,11 @@ func qgemm(mr, nv, rp int) {
 	}
 	TEXT(name, NOSPLIT, "func(k4 int, a *uint8, b *int8, rq *int32, y *int8, ldy, rows int, masks uint64)")
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s computes one %d×%d int8 GEMM tile with its requantisation, on AVX2 (see the package asmgenq2).", name, mr, 16*nv))
+	what := "its requantisation"
+	if floatMode {
+		what = "ONNX's float requantisation"
+	}
+	Doc(fmt.Sprintf("%s computes one %d×%d int8 GEMM tile with %s, on AVX2 (see the package asmgenq2).", name, mr, 16*nv, what))
 	acc := func(i, q int) VecPhysical { return ymm[i*quads+q] }
 	av := ymm[nacc : nacc+rp]
 	bv := ymm[nacc+rp]
@@ -332,9 +386,14 @@ func qgemm(mr, nv, rp int) {
 // multiplies and adds each channel's pair exactly. Four pixels at a
 // time, then one.
 func depthwise() {
-	TEXT("dwqAVX2", NOSPLIT, "func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)")
+	name := nameF("dwqAVX2")
+	TEXT(name, NOSPLIT, "func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64)")
 	Pragma("noescape")
-	Doc("dwqAVX2 computes nt output pixels of one 16-channel block of an int8 depthwise convolution, on AVX2, its taps in pairs (see the package asmgenq2).")
+	if floatMode {
+		Doc(name + " computes nt output pixels of one 16-channel block of an int8 depthwise convolution with ONNX's float requantisation, on AVX2, its taps in pairs (see the package asmgenq2).")
+	} else {
+		Doc(name + " computes nt output pixels of one 16-channel block of an int8 depthwise convolution, on AVX2, its taps in pairs (see the package asmgenq2).")
+	}
 	nt := Load(Param("nt"), GP64())
 	xp := Load(Param("x"), GP64())
 	xstep := Load(Param("xstep"), GP64())
@@ -353,6 +412,9 @@ func depthwise() {
 	tp, b0, b1, wp, off, tmp := GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
 	for _, unroll := range []int{4, 1} {
 		lbl := fmt.Sprintf("dwq2_%d", unroll)
+		if floatMode {
+			lbl = fmt.Sprintf("dwq2f_%d", unroll)
+		}
 		Label(lbl)
 		CMPQ(nt, U32(unroll))
 		JL(LabelRef(lbl + "_end"))
