@@ -35,8 +35,8 @@ func gqaNode(packed bool, attrs ...*graph.Attribute) *graph.Node {
 
 type gqaShape struct {
 	B, S, N, KV, H, P, rows int
-	seqlens              []int32
-	packed               bool
+	seqlens                 []int32
+	packed                  bool
 }
 
 func (g gqaShape) inputs() map[string][]int {
