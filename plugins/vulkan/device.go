@@ -292,8 +292,8 @@ func (g *gpu) alloc(size uint64, staging bool) (*vbuf, error) {
 }
 
 func (g *gpu) free(b *vbuf) {
-	if b == nil || b.buf == 0 {
-		return
+	if b == nil || b.buf == 0 || g.handle == 0 {
+		return // (a destroyed device took its buffers with it)
 	}
 	g.l.destroyBuffer(g.handle, b.buf, 0)
 	g.l.freeMemory(g.handle, b.mem, 0)
