@@ -97,11 +97,22 @@ func decoderCases(rng *rand.Rand) []opCase {
 	}
 }
 
+// TestDecoderOpsAgainstCPU runs decoderCases on vulkan (with the device
+// memory mapped, and through staging buffers as on a discrete GPU)
+// against the reference kernels.
 func TestDecoderOpsAgainstCPU(t *testing.T) {
-	dev, _ := device(t, vulkan.Options{})
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, c := range decoderCases(rng) {
-		t.Run(c.name, func(t *testing.T) { c.run(t, dev, rng) })
+	for _, staging := range []bool{false, true} {
+		name := "mapped"
+		if staging {
+			name = "staging"
+		}
+		t.Run(name, func(t *testing.T) {
+			dev, _ := device(t, vulkan.Options{ForceStaging: staging})
+			rng := rand.New(rand.NewPCG(3, 4))
+			for _, c := range decoderCases(rng) {
+				t.Run(c.name, func(t *testing.T) { c.run(t, dev, rng) })
+			}
+		})
 	}
 }
 
