@@ -86,9 +86,11 @@
 // given different buffers, the present is the past's rows 0..p-1, the new
 // rows, and zeros after them, as the reference kernel writes a new
 // present. An output aliasing an input outside the pairs is refused.
-// Execute on host tensors copies through the recording's own buffers, so
-// a present tensor that is its past tensor comes back as the past with
-// the new rows written (the unchanged rows rewritten with their values).
+// Execute on host tensors honours the pairs the same way: a present
+// tensor that is its past tensor (the same memory, dtype and shape) gets
+// a plan in which the recording's own buffer of the past is the
+// present's, so it comes back as the past with only the new rows changed
+// (the whole tensor is still copied in and out: the host path copies).
 //
 // Every claimed op has a shader; Supports declines the rest with the
 // reason (op without a shader, non-float32 data, rank over 6, a shape or

@@ -232,6 +232,7 @@ type plan struct {
 	inShapes  [][]int
 	outShapes [][]int
 	inBytes   []uint64
+	inplace   map[int]int // output -> input: one buffer (the in-place pairs aliased in the calls of this plan)
 	steps     []step
 	checks    []hostCheck // of the input values, on the host path
 	tmpOff    []uint64
@@ -357,7 +358,7 @@ func (e *executable) build(shapes [][]int, inplace map[int]int) (*plan, error) {
 			return nil, declined("vulkan: %v", err)
 		}
 	}
-	p := &plan{e: e, inShapes: shapes, inBytes: inBytes}
+	p := &plan{e: e, inShapes: shapes, inBytes: inBytes, inplace: inplace}
 	for j, o := range g.Outputs {
 		l, s, err := lw.val(o.Name)
 		if err != nil {
@@ -573,7 +574,15 @@ func (p *plan) take(ins, outs []*vbuf) (*recording, error) {
 					r.stgIn = append(r.stgIn, st)
 				}
 			}
-			for _, s := range p.outShapes {
+			for j, s := range p.outShapes {
+				if i, ok := p.inplace[j]; ok {
+					// the input's own buffers (freed once: free is idempotent)
+					r.outs = append(r.outs, r.ins[i])
+					if !g.mapped {
+						r.stgOut = append(r.stgOut, r.stgIn[i])
+					}
+					continue
+				}
 				b, err := g.alloc(bytesOf(s), false)
 				if err != nil {
 					r.free(g)
@@ -809,7 +818,18 @@ func (e *executable) run(ctx context.Context, inputs, outputs []*graph.Tensor, p
 	for i, t := range inputs {
 		shapes[i] = t.Shape
 	}
-	p, err := e.plan(shapes, nil)
+	// in-place pairs whose output tensor is the input's memory: the
+	// recording's own buffer is shared too, only the new rows written
+	var inplace map[int]int
+	for _, pr := range e.pairs {
+		if o := outputs[pr.Output]; o.Data != nil && sameData(o, inputs[pr.Input]) {
+			if inplace == nil {
+				inplace = map[int]int{}
+			}
+			inplace[pr.Output] = pr.Input
+		}
+	}
+	p, err := e.plan(shapes, inplace)
 	if err != nil {
 		return nil, err
 	}
@@ -999,4 +1019,12 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 		}
 	}
 	return f, nil
+}
+
+// sameData reports whether a and b are the same memory from the same
+// first byte (and the same dtype and shape).
+func sameData(a, b *graph.Tensor) bool {
+	x, okA := graph.RawBytes(a)
+	y, okB := graph.RawBytes(b)
+	return okA && okB && len(x) > 0 && len(x) == len(y) && &x[0] == &y[0] && a.DType == b.DType && graph.SameShape(a.Shape, b.Shape)
 }

@@ -393,3 +393,60 @@ func TestStories260KGreedy(t *testing.T) {
 		t.Fatalf("tokens %v\nwant   %v", res.Tokens, golden.Tokens)
 	}
 }
+
+// TestGQAInPlaceExecute: on the host path, a present tensor that is its
+// past tensor is updated as the reference kernel updates it in place: the
+// new rows written, the others (the rows after them too) as they were;
+// mapped and through staging buffers.
+func TestGQAInPlaceExecute(t *testing.T) {
+	for _, staging := range []bool{false, true} {
+		dev, _ := device(t, vulkan.Options{ForceStaging: staging})
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(9, 10))
+		const B, N, KV, H, P = 1, 4, 2, 8, 10
+		cos, sin := randT(rng, P, H/2), randT(rng, P, H/2)
+		cacheK, cacheV := randT(rng, B, KV, P, H), randT(rng, B, KV, P, H)
+		past := 0
+		for _, S := range []int{3, 1, 1} {
+			g := gqaShape{B: B, S: S, N: N, KV: KV, H: H, P: P, rows: P, seqlens: []int32{int32(past + S - 1)}}
+			sg := gqaSubgraph(g, cos, sin, iattr("do_rotary", 1))
+			c, err := dev.Compile(ctx, sg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, k, v := randT(rng, B, S, N*H), randT(rng, B, S, KV*H), randT(rng, B, S, KV*H)
+			sl, tot := graph.MustFromSlice([]int{1}, []int32{int32(past + S - 1)}), graph.Scalar(int32(past+S))
+			ref, err := runtime.Prepare(ctx, &graph.Model{IRVersion: 8, Opsets: sg.Opsets, Graph: sg.Graph}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Run(ctx, map[string]*graph.Tensor{"q": q, "k": k, "v": v, "past_k": cacheK, "past_v": cacheV, "sl": sl, "tot": tot})
+			ref.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			expect := []*graph.Tensor{cacheK.Clone(), cacheV.Clone()}
+			for w, name := range []string{"present_k", "present_v"} {
+				hd, wd := graph.Data[float32](expect[w]), graph.Data[float32](want[name])
+				for kh := 0; kh < KV; kh++ {
+					at := (kh*P + past) * H
+					copy(hd[at:at+S*H], wd[at:at+S*H])
+				}
+			}
+			y := &graph.Tensor{}
+			if err := c.Execute(ctx, []*graph.Tensor{q, k, v, cacheK, cacheV, sl, tot}, []*graph.Tensor{y, cacheK, cacheV}); err != nil {
+				t.Fatal(err)
+			}
+			c.Release()
+			if err := onnxtest.Compare(y, want["y"], 1e-4, 1e-5); err != nil {
+				t.Fatalf("staging %v, S=%d: y: %v", staging, S, err)
+			}
+			for w, got := range []*graph.Tensor{cacheK, cacheV} {
+				if err := onnxtest.Compare(got, expect[w], 1e-4, 1e-5); err != nil {
+					t.Fatalf("staging %v, S=%d: present %d in place: %v", staging, S, w, err)
+				}
+			}
+			past += S
+		}
+	}
+}
