@@ -188,10 +188,13 @@ func (b *Backend) Close() error {
 	b.exes = nil
 	b.mu.Unlock()
 	for _, d := range b.devs {
-		d.close() // stops the queue first: nothing is pending below
+		d.stop() // stops the queue first: nothing is pending below
 	}
 	for e := range exes {
-		e.releaseLocked()
+		e.releaseLocked() // frees on the devices, still there
+	}
+	for _, d := range b.devs {
+		d.close()
 	}
 	b.inst.close()
 	return nil

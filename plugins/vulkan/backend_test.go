@@ -139,3 +139,40 @@ func TestDeviceMemoryAndEnqueue(t *testing.T) {
 		t.Fatalf("ExecuteProfiled: %v %+v", err, p)
 	}
 }
+
+// TestCloseWithLiveWork: closing the backend while an executable that ran
+// (its recordings) and a buffer are alive frees them on the device before
+// destroying it; releasing and freeing them afterwards is harmless.
+func TestCloseWithLiveWork(t *testing.T) {
+	b, err := vulkan.New(context.Background(), vulkan.Options{})
+	if err != nil {
+		open(t, vulkan.Options{}) // skips or fails with the reason
+		return
+	}
+	ctx := context.Background()
+	f32 := graph.ValueInfo{Name: "x", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(4)}}
+	yv := f32
+	yv.Name = "y"
+	sg := &hal.Subgraph{Graph: &graph.Graph{Name: "g", Inputs: []graph.ValueInfo{f32}, Outputs: []graph.ValueInfo{yv},
+		Nodes: []*graph.Node{node("Relu", []string{"x"}, []string{"y"})}}, Opsets: []graph.Opset{{Version: 17}}}
+	exe, err := b.Compile(ctx, sg, hal.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var y graph.Tensor
+	if err := exe.Execute(ctx, []*graph.Tensor{graph.MustFromSlice([]int{4}, []float32{-1, 2, -3, 4})}, []*graph.Tensor{&y}); err != nil {
+		t.Fatal(err)
+	}
+	buf, err := b.Allocate(ctx, hal.BufferRequest{DType: graph.Float32, Shape: []int{4}, Memory: hal.MemoryDeviceLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = exe.Release()
+	_ = b.Free(buf)
+	if err := exe.Execute(ctx, []*graph.Tensor{graph.MustFromSlice([]int{4}, []float32{1, 2, 3, 4})}, []*graph.Tensor{&y}); err == nil {
+		t.Fatal("Execute after Close succeeded")
+	}
+}

@@ -151,6 +151,7 @@ type gpu struct {
 	mapped   bool
 	align    uint64 // storage buffer offset alignment
 	maxRange uint64
+	maxBinds int     // storage buffers per shader stage
 	tsPeriod float64 // ns per timestamp tick
 	tsMask   uint64
 
@@ -189,6 +190,7 @@ func newGPU(l *loader, p *physical, forceStaging bool) (*gpu, error) {
 	g.mapped = !forceStaging && p.mem.MemoryTypes[g.devType].PropertyFlags&want == want
 	g.align = max(p.props.Limits.MinStorageBufferOffsetAlignment, 16)
 	g.maxRange = uint64(p.props.Limits.MaxStorageBufferRange)
+	g.maxBinds = int(p.props.Limits.MaxPerStageDescriptorStorageBuffers)
 	g.tsPeriod = float64(p.props.Limits.TimestampPeriod)
 	if p.tsBits >= 64 {
 		g.tsMask = ^uint64(0)
@@ -290,8 +292,8 @@ func (g *gpu) alloc(size uint64, staging bool) (*vbuf, error) {
 }
 
 func (g *gpu) free(b *vbuf) {
-	if b == nil || b.buf == 0 {
-		return
+	if b == nil || b.buf == 0 || g.handle == 0 {
+		return // (a destroyed device took its buffers with it)
 	}
 	g.l.destroyBuffer(g.handle, b.buf, 0)
 	g.l.freeMemory(g.handle, b.mem, 0)

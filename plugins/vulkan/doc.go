@@ -57,6 +57,41 @@
 // blazeface runs in ~0.46 s against ~4 ms on the native CPU kernels —
 // why the backend is opt-in.
 //
+// Decoder ops: Gather (float32 data, int32 or int64 indices: the only
+// non-float partition inputs besides GroupQueryAttention's int32
+// seqlens_k and total_sequence_length; negative indices count from the
+// end; an index out of range makes Execute fail and, on the device path,
+// where no shader can fail, writes zeros without reading outside the
+// table), SimplifiedLayerNormalization (RMS normalization, layernorm's
+// variant 1; the inv_std_var output is declined) and com.microsoft
+// GroupQueryAttention as core/kernels/contrib defines it: grouped heads,
+// a packed or separate query, rotary from constant cos/sin caches (halves
+// or interleaved), scale, softcap; with a past whose length P the
+// presents keep (the shared-buffer form: total_sequence_length <= P);
+// local_window_size, smooth_softmax, position_ids, attention_bias,
+// head_sink and output_qk are declined. The past length p =
+// seqlens_k + 1 - S is read by the shaders from the device buffer (the
+// recording is replayed across decode steps); it is clamped to fit the
+// cache on the device and checked on the host path. Three shaders per
+// node: kvstore (twice: the presents), gqascore (causal scores, the query
+// rotated on the fly) and gqaout (softmax and the weighted values).
+//
+// In place (hal.InPlaceExecutable): a partition with a GroupQueryAttention
+// whose present_key/present_value are partition outputs and whose
+// past_key/past_value are partition inputs read by nothing else reports
+// those pairs in InPlaceOutputs. When Enqueue is handed the same
+// hal.Buffer as output and as its paired input, a plan for that aliasing
+// is recorded in which kvstore writes only the S new rows into the buffer
+// (bound once, never through two bindings) and the past is not copied;
+// given different buffers, the present is the past's rows 0..p-1, the new
+// rows, and zeros after them, as the reference kernel writes a new
+// present. An output aliasing an input outside the pairs is refused.
+// Execute on host tensors honours the pairs the same way: a present
+// tensor that is its past tensor (the same memory, dtype and shape) gets
+// a plan in which the recording's own buffer of the past is the
+// present's, so it comes back as the past with only the new rows changed
+// (the whole tensor is still copied in and out: the host path copies).
+//
 // Every claimed op has a shader; Supports declines the rest with the
 // reason (op without a shader, non-float32 data, rank over 6, a shape or
 // parameter input that is not a constant, an unimplemented attribute),

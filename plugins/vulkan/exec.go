@@ -26,6 +26,8 @@ type executable struct {
 	consts  map[string]*graph.Tensor
 	weights map[string]loc // float32 constants and folded parameters in wbuf
 	wbuf    *vbuf
+	inDT    []graph.DType // the inputs' dtypes (float32 but for indices and sequence lengths)
+	pairs   []hal.InPlace // outputs that may be an input's buffer (InPlaceOutputs)
 
 	mu       sync.Mutex
 	plans    map[string]*plan
@@ -80,26 +82,52 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		}
 	}
 	e := &executable{b: b, d: d, g: sg.Graph, opset: sg.OpsetVersion(""), consts: map[string]*graph.Tensor{}, weights: map[string]loc{}, plans: map[string]*plan{}}
+	for _, vi := range sg.Graph.Inputs {
+		dt := vi.Type.DType
+		if t, ok := sg.TypeOf(vi.Name); ok && t.DType != graph.Undefined {
+			dt = t.DType
+		}
+		if dt == graph.Undefined {
+			dt = graph.Float32
+		}
+		e.inDT = append(e.inDT, dt)
+	}
+	e.pairs = inPlacePairs(sg.Graph)
 	var blob []byte
-	put := func(key string, vals []float32) {
+	putBytes := func(key string, raw []byte) {
 		off := uint64(len(blob))
-		blob = append(blob, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vals))), 4*len(vals))...)
-		for uint64(len(blob))%d.g.align != 0 {
+		blob = append(blob, raw...)
+		for uint64(len(blob))%d.g.align != 0 || len(blob) == int(off) {
 			blob = append(blob, 0)
 		}
-		e.weights[key] = loc{kind: locW, off: off, size: uint64(4 * max(len(vals), 1))}
+		e.weights[key] = loc{kind: locW, off: off, size: uint64(max(len(raw), 4))}
+	}
+	put := func(key string, vals []float32) {
+		putBytes(key, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vals))), 4*len(vals)))
 	}
 	put("<zero>", make([]float32, 4))
 	for _, n := range sg.Graph.Nodes {
-		for _, in := range n.Inputs {
+		for i, in := range n.Inputs {
 			c := sg.ConstOf(in)
 			if c == nil {
 				continue
 			}
 			e.consts[in] = c
-			if _, done := e.weights[in]; !done && c.DType == graph.Float32 {
-				put(in, graph.Data[float32](c))
+			if _, done := e.weights[in]; done {
+				continue
 			}
+			if c.DType == graph.Float32 {
+				put(in, graph.Data[float32](c))
+			} else if isIndexType(c.DType) && (n.OpType == "Gather" && i == 1 || n.OpType == "GroupQueryAttention" && (i == 5 || i == 6)) {
+				// indices and sequence lengths the shaders read
+				raw, _ := graph.RawBytes(c)
+				putBytes(in, raw)
+			}
+		}
+		if n.OpType == "GroupQueryAttention" && n.AttrInt("do_rotary", 0) != 0 {
+			// cos_cache then sin_cache, one binding
+			rope := append(append([]float32{}, graph.Data[float32](sg.ConstOf(n.Inputs[7]))...), graph.Data[float32](sg.ConstOf(n.Inputs[8]))...)
+			put("rope:"+n.Outputs[0], rope)
 		}
 		if n.OpType == "BatchNormalization" {
 			s, t, err := foldBN(n, sg)
@@ -203,7 +231,10 @@ type plan struct {
 	e         *executable
 	inShapes  [][]int
 	outShapes [][]int
+	inBytes   []uint64
+	inplace   map[int]int // output -> input: one buffer (the in-place pairs aliased in the calls of this plan)
 	steps     []step
+	checks    []hostCheck // of the input values, on the host path
 	tmpOff    []uint64
 	tmp       *vbuf
 
@@ -223,9 +254,14 @@ func declined(format string, args ...any) error {
 	return &hal.Error{Code: hal.CodeDeclined, Msg: fmt.Sprintf(format, args...)}
 }
 
-// plan returns the plan of the input shapes, building it once.
-func (e *executable) plan(shapes [][]int) (*plan, error) {
+// plan returns the plan of the input shapes, building it once; inplace
+// holds the pairs (e.pairs) whose output is the input's buffer in this
+// call.
+func (e *executable) plan(shapes [][]int, inplace map[int]int) (*plan, error) {
 	key := signature(shapes)
+	if len(inplace) > 0 {
+		key += fmt.Sprint("inplace", inplace)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.released {
@@ -234,7 +270,7 @@ func (e *executable) plan(shapes [][]int) (*plan, error) {
 	if p, ok := e.plans[key]; ok {
 		return p, nil
 	}
-	p, err := e.build(shapes)
+	p, err := e.build(shapes, inplace)
 	if err != nil {
 		return nil, err
 	}
@@ -242,9 +278,10 @@ func (e *executable) plan(shapes [][]int) (*plan, error) {
 	return p, nil
 }
 
-func (e *executable) build(shapes [][]int) (*plan, error) {
+func (e *executable) build(shapes [][]int, inplace map[int]int) (*plan, error) {
 	g := e.g
-	lw := &lowering{exe: e, shapes: map[string][]int{}, locs: map[string]loc{}, outIdx: map[string]int{}}
+	lw := &lowering{exe: e, shapes: map[string][]int{}, dtypes: map[string]graph.DType{}, locs: map[string]loc{}, outIdx: map[string]int{}, inplace: inplace}
+	var inBytes []uint64
 	for j, o := range g.Outputs {
 		if _, dup := lw.outIdx[o.Name]; !dup {
 			lw.outIdx[o.Name] = j
@@ -252,10 +289,18 @@ func (e *executable) build(shapes [][]int) (*plan, error) {
 	}
 	for i, in := range g.Inputs {
 		lw.shapes[in.Name] = shapes[i]
-		lw.locs[in.Name] = loc{kind: locIn, idx: i, size: bytesOf(shapes[i])}
+		size := uint64(ops.Prod(shapes[i]) * e.inDT[i].Size())
+		inBytes = append(inBytes, size)
+		if e.inDT[i] != graph.Float32 {
+			lw.dtypes[in.Name] = e.inDT[i]
+		}
+		lw.locs[in.Name] = loc{kind: locIn, idx: i, size: size}
 	}
 	for name, c := range e.consts {
 		lw.shapes[name] = c.Shape
+		if c.DType != graph.Float32 {
+			lw.dtypes[name] = c.DType
+		}
 		if w, ok := e.weights[name]; ok {
 			lw.locs[name] = w
 		}
@@ -271,14 +316,26 @@ func (e *executable) build(shapes [][]int) (*plan, error) {
 				return nil, hal.Errorf(hal.CodeInternal, "vulkan: %s: input %q has no shape", n.Label(), name)
 			}
 			dt := graph.Float32
-			if c := e.consts[name]; c != nil {
-				dt = c.DType
+			if d, ok := lw.dtypes[name]; ok {
+				dt = d
 			}
 			in[i] = ops.InferInput{Type: graph.ValueType{Kind: "tensor", DType: dt, Shape: graph.StaticShape(s...)}, Const: e.consts[name]}
 		}
 		types, ok, err := ops.Infer(n, e.opset, in)
 		if err != nil || !ok {
 			return nil, declined("vulkan: %s: shape inference: %v", n.Label(), err)
+		}
+		if n.OpType == "GroupQueryAttention" {
+			// the presents are the past's length (gqaVerdict)
+			gs, err := gqaShapes(n, lw.shapes[n.Inputs[0]], lw.shapes[n.Input(3)])
+			if err != nil {
+				return nil, declined("vulkan: %v", err)
+			}
+			for j := range types {
+				if j < len(gs) && gs[j] != nil {
+					types[j].Shape = graph.StaticShape(gs[j]...)
+				}
+			}
 		}
 		outShapes := make([][]int, len(n.Outputs))
 		for j := range n.Outputs {
@@ -301,7 +358,7 @@ func (e *executable) build(shapes [][]int) (*plan, error) {
 			return nil, declined("vulkan: %v", err)
 		}
 	}
-	p := &plan{e: e, inShapes: shapes}
+	p := &plan{e: e, inShapes: shapes, inBytes: inBytes, inplace: inplace}
 	for j, o := range g.Outputs {
 		l, s, err := lw.val(o.Name)
 		if err != nil {
@@ -320,7 +377,7 @@ func (e *executable) build(shapes [][]int) (*plan, error) {
 			}
 		}
 	}
-	p.steps = lw.steps
+	p.steps, p.checks = lw.steps, lw.checks
 	if err := p.placeTmps(lw.tmps); err != nil {
 		return nil, err
 	}
@@ -328,6 +385,10 @@ func (e *executable) build(shapes [][]int) (*plan, error) {
 		if _, _, err := e.d.g.pipeline(pipeKey{shader: s.shader, spec: [4]uint32{s.wg, s.variant}}); err != nil {
 			p.free()
 			return nil, hal.Errorf(hal.CodeInternal, "%v", err)
+		}
+		if len(s.binds) > e.d.g.maxBinds {
+			p.free()
+			return nil, declined("vulkan: %s: the %s shader binds %d storage buffers, the device %d", s.node, s.shader, len(s.binds), e.d.g.maxBinds)
 		}
 		for _, bl := range s.binds {
 			if bl.size > e.d.g.maxRange {
@@ -497,15 +558,15 @@ func (p *plan) take(ins, outs []*vbuf) (*recording, error) {
 		r = &recording{}
 		if ins == nil {
 			r.own = true
-			for i, s := range p.inShapes {
-				b, err := g.alloc(bytesOf(s), false)
+			for i, size := range p.inBytes {
+				b, err := g.alloc(size, false)
 				if err != nil {
 					r.free(g)
 					return nil, hal.Errorf(hal.CodeResourceExhausted, "%v", err)
 				}
 				r.ins = append(r.ins, b)
 				if !g.mapped {
-					st, err := g.alloc(bytesOf(p.inShapes[i]), true)
+					st, err := g.alloc(p.inBytes[i], true)
 					if err != nil {
 						r.free(g)
 						return nil, hal.Errorf(hal.CodeResourceExhausted, "%v", err)
@@ -513,7 +574,15 @@ func (p *plan) take(ins, outs []*vbuf) (*recording, error) {
 					r.stgIn = append(r.stgIn, st)
 				}
 			}
-			for _, s := range p.outShapes {
+			for j, s := range p.outShapes {
+				if i, ok := p.inplace[j]; ok {
+					// the input's own buffers (freed once: free is idempotent)
+					r.outs = append(r.outs, r.ins[i])
+					if !g.mapped {
+						r.stgOut = append(r.stgOut, r.stgIn[i])
+					}
+					continue
+				}
 				b, err := g.alloc(bytesOf(s), false)
 				if err != nil {
 					r.free(g)
@@ -711,8 +780,8 @@ func (e *executable) checkArgs(nin, nout int, dt func(i int) graph.DType, shape 
 		return hal.Errorf(hal.CodeInvalidArgument, "vulkan: %d inputs and %d outputs, the partition has %d and %d", nin, nout, len(e.g.Inputs), len(e.g.Outputs))
 	}
 	for i, vi := range e.g.Inputs {
-		if dt(i) != graph.Float32 {
-			return hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %q is %v, not float32", vi.Name, dt(i))
+		if dt(i) != e.inDT[i] {
+			return hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %q is %v, not %v", vi.Name, dt(i), e.inDT[i])
 		}
 		s := shape(i)
 		if vi.Type.Shape != nil {
@@ -724,7 +793,7 @@ func (e *executable) checkArgs(nin, nout int, dt func(i int) graph.DType, shape 
 				return hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %q has shape %v, the partition declares %v", vi.Name, s, vi.Type.Shape)
 			}
 		}
-		if b := bytesOf(s); b > e.d.g.maxRange {
+		if b := uint64(ops.Prod(s) * e.inDT[i].Size()); b > e.d.g.maxRange {
 			return hal.Errorf(hal.CodeResourceExhausted, "vulkan: input %q holds %d bytes, over the device's storage buffer range (%d)", vi.Name, b, e.d.g.maxRange)
 		}
 	}
@@ -749,9 +818,25 @@ func (e *executable) run(ctx context.Context, inputs, outputs []*graph.Tensor, p
 	for i, t := range inputs {
 		shapes[i] = t.Shape
 	}
-	p, err := e.plan(shapes)
+	// in-place pairs whose output tensor is the input's memory: the
+	// recording's own buffer is shared too, only the new rows written
+	var inplace map[int]int
+	for _, pr := range e.pairs {
+		if o := outputs[pr.Output]; o.Data != nil && sameData(o, inputs[pr.Input]) {
+			if inplace == nil {
+				inplace = map[int]int{}
+			}
+			inplace[pr.Output] = pr.Input
+		}
+	}
+	p, err := e.plan(shapes, inplace)
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range p.checks {
+		if err := c.run(inputs); err != nil {
+			return nil, err
+		}
 	}
 	for j, o := range outputs {
 		if o.Data != nil && (o.DType != graph.Float32 || !graph.SameShape(o.Shape, p.outShapes[j])) {
@@ -824,12 +909,32 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 		if db.d != e.d {
 			return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %d is on device %d, the executable on %d", i, db.d.index, e.d.index)
 		}
-		if db.dt != graph.Float32 {
-			return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %d is %v, not float32", i, db.dt)
+		if db.dt != e.inDT[i] {
+			return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: input %d is %v, not %v", i, db.dt, e.inDT[i])
 		}
 		ins[i], shapes[i] = db, db.shape
 	}
-	p, err := e.plan(shapes)
+	if err := e.checkArgs(len(inputs), len(outputs), func(i int) graph.DType { return ins[i].dt }, func(i int) []int { return ins[i].shape }); err != nil {
+		return nil, err
+	}
+	// the in-place pairs whose output is the input's own buffer
+	var inplace map[int]int
+	for _, pr := range e.pairs {
+		if outputs[pr.Output] != nil && outputs[pr.Output] == inputs[pr.Input] {
+			if inplace == nil {
+				inplace = map[int]int{}
+			}
+			inplace[pr.Output] = pr.Input
+		}
+	}
+	for j, b := range outputs {
+		for i, in := range inputs {
+			if b != nil && b == in && inplace[j] != i {
+				return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: output %d is input %d's buffer, not an in-place pair (InPlaceOutputs)", j, i)
+			}
+		}
+	}
+	p, err := e.plan(shapes, inplace)
 	if err != nil {
 		return nil, err
 	}
@@ -914,4 +1019,12 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 		}
 	}
 	return f, nil
+}
+
+// sameData reports whether a and b are the same memory from the same
+// first byte (and the same dtype and shape).
+func sameData(a, b *graph.Tensor) bool {
+	x, okA := graph.RawBytes(a)
+	y, okB := graph.RawBytes(b)
+	return okA && okB && len(x) > 0 && len(x) == len(y) && &x[0] == &y[0] && a.DType == b.DType && graph.SameShape(a.Shape, b.Shape)
 }

@@ -25,7 +25,10 @@ var viewOps = map[string]bool{"Reshape": true, "Flatten": true, "Squeeze": true,
 
 var otherOps = []string{"MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Softmax", "LogSoftmax",
 	"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare", "BatchNormalization", "LayerNormalization",
-	"Concat", "Split", "Slice", "Transpose", "Pad", "Expand", "Resize"}
+	"Concat", "Split", "Slice", "Transpose", "Pad", "Expand", "Resize", "SimplifiedLayerNormalization", "Gather", "GroupQueryAttention"}
+
+// contribDomain is ONNX Runtime's domain (GroupQueryAttention).
+const contribDomain = "com.microsoft"
 
 // claimedOps lists every op type the backend may take.
 func claimedOps() []string {
@@ -83,8 +86,13 @@ func rest(n *graph.Node, from int) []int {
 
 // check gives the static verdict of one node ("" = claimed).
 func verdict(sg *hal.Subgraph, n *graph.Node) string {
-	if n.Domain != "" && n.Domain != "ai.onnx" {
+	switch {
+	case n.Domain == contribDomain && n.OpType != "GroupQueryAttention":
+		return fmt.Sprintf("op %s of domain %s has no Vulkan shader (GroupQueryAttention has)", n.OpType, n.Domain)
+	case n.Domain != "" && n.Domain != "ai.onnx" && n.Domain != contribDomain:
 		return fmt.Sprintf("domain %s is not implemented", n.Domain)
+	case n.Domain != contribDomain && n.OpType == "GroupQueryAttention":
+		return "op GroupQueryAttention has no Vulkan shader outside domain com.microsoft"
 	}
 	op := n.OpType
 	_, bin := binaryVariant[op]
@@ -94,6 +102,12 @@ func verdict(sg *hal.Subgraph, n *graph.Node) string {
 	}
 	if err := ops.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
 		return err.Error()
+	}
+	switch op {
+	case "Gather":
+		return gatherVerdict(sg, n)
+	case "GroupQueryAttention":
+		return gqaVerdict(sg, n)
 	}
 	data, params := dataInputs(n)
 	for _, i := range data {
@@ -130,7 +144,7 @@ func verdict(sg *hal.Subgraph, n *graph.Node) string {
 		if a := n.AttrString("approximate", "none"); a != "none" {
 			return fmt.Sprintf("approximate=%q is not implemented", a)
 		}
-	case "Dropout", "MaxPool", "BatchNormalization", "LayerNormalization":
+	case "Dropout", "MaxPool", "BatchNormalization", "LayerNormalization", "SimplifiedLayerNormalization":
 		if len(n.Outputs) > 1 && slices.ContainsFunc(n.Outputs[1:], func(s string) bool { return s != "" }) {
 			return fmt.Sprintf("%s's extra outputs are not implemented", op)
 		}
@@ -230,12 +244,15 @@ type step struct {
 
 // lowering is the state of lowering one call signature.
 type lowering struct {
-	exe    *executable
-	shapes map[string][]int
-	locs   map[string]loc
-	outIdx map[string]int
-	tmps   []uint64 // sizes by storage id
-	steps  []step
+	exe     *executable
+	shapes  map[string][]int
+	dtypes  map[string]graph.DType // the values that are not float32 (partition inputs and constants)
+	locs    map[string]loc
+	outIdx  map[string]int
+	inplace map[int]int // output -> input: the same buffer in this call (an in-place pair)
+	tmps    []uint64    // sizes by storage id
+	steps   []step
+	checks  []hostCheck
 }
 
 func bytesOf(shape []int) uint64 { return uint64(ops.Prod(shape)) * 4 }
@@ -418,6 +435,27 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 		return nil
 	}
 	switch op {
+	case "Gather":
+		return lw.gather(n, x, xs, ys)
+	case "GroupQueryAttention":
+		return lw.gqa(n, x, xs, ys, outShapes)
+	case "SimplifiedLayerNormalization":
+		a, err := ops.NormAxis(n.AttrInt("axis", -1), len(xs))
+		if err != nil {
+			return err
+		}
+		L := ops.Prod(xs[a:])
+		g, gs, err := in(1)
+		if err != nil {
+			return err
+		}
+		if ops.Prod(gs) != L {
+			return fmt.Errorf("%s: scale of shape %v does not cover the normalised %d elements", n.Label(), gs, L)
+		}
+		rows := ops.Prod(xs) / max(L, 1)
+		y := lw.out(n.Outputs[0], ys)
+		lw.add(n, "layernorm", 1, rows, []loc{x, g, lw.exe.weights["<zero>"], y}, uint32(rows), uint32(L), f32bits(n.AttrFloat("epsilon", 1e-5)), 0)
+		return nil
 	case "MatMul", "Gemm":
 		return lw.gemm(n, x, xs, ys)
 	case "Conv", "ConvTranspose":

@@ -3,6 +3,8 @@ package vulkan_test
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -18,6 +20,7 @@ type opCase struct {
 	name    string
 	opset   int64
 	inputs  map[string][]int
+	fixed   map[string]*graph.Tensor // inputs of given values (and dtypes)
 	consts  map[string]*graph.Tensor
 	nodes   []*graph.Node
 	outputs []string
@@ -37,6 +40,11 @@ func (c opCase) run(t *testing.T, dev *hal.Device, rng *rand.Rand) {
 		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(shape...)}})
 		feeds[name] = randT(rng, shape...)
 	}
+	for name, v := range c.fixed {
+		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: v.DType, Shape: graph.StaticShape(v.Shape...)}})
+		feeds[name] = v
+	}
+	slices.SortFunc(g.Inputs, func(a, b graph.ValueInfo) int { return strings.Compare(a.Name, b.Name) })
 	for name, v := range c.consts {
 		g.Initializers[name] = v
 	}
@@ -48,7 +56,7 @@ func (c opCase) run(t *testing.T, dev *hal.Device, rng *rand.Rand) {
 		g.Outputs = append(g.Outputs, graph.ValueInfo{Name: o})
 	}
 	model := func() *graph.Model {
-		return &graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: opset}}, Graph: g}
+		return &graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: opset}, {Domain: "com.microsoft", Version: 1}}, Graph: g}
 	}
 	ctx := context.Background()
 	ref, err := runtime.Prepare(ctx, model(), nil)

@@ -24,14 +24,15 @@ type device struct {
 	g     *gpu
 	desc  hal.DeviceDesc
 
-	jobs      chan *job
-	reap      chan *job
-	halt      chan struct{} // closed by close
-	lost      atomic.Bool
-	submits   atomic.Int64
-	loseAfter int64 // fault injection (Options.LoseDeviceAfter)
-	workers   sync.WaitGroup
-	closeOnce sync.Once
+	jobs        chan *job
+	reap        chan *job
+	halt        chan struct{} // closed by close
+	lost        atomic.Bool
+	submits     atomic.Int64
+	loseAfter   int64 // fault injection (Options.LoseDeviceAfter)
+	workers     sync.WaitGroup
+	closeOnce   sync.Once
+	destroyOnce sync.Once
 
 	fenceMu sync.Mutex
 	vkFence []uintptr // idle VkFences
@@ -303,6 +304,18 @@ func (d *device) giveFence(f uintptr, unsignalled bool) {
 // close stops the workers (pending fences fail Unavailable) and destroys
 // the device once it is idle.
 func (d *device) close() {
+	d.stop()
+	d.destroyOnce.Do(func() {
+		for _, f := range d.vkFence {
+			d.g.l.destroyFence(d.g.handle, f, 0)
+		}
+		d.g.close()
+	})
+}
+
+// stop stops the workers and fails what is pending; the device and what
+// was made on it stay valid (to be freed) until close.
+func (d *device) stop() {
 	d.closeOnce.Do(func() {
 		close(d.halt)
 		d.workers.Wait()
@@ -321,10 +334,6 @@ func (d *device) close() {
 			}
 			break
 		}
-		for _, f := range d.vkFence {
-			d.g.l.destroyFence(d.g.handle, f, 0)
-		}
-		d.g.close()
 	})
 }
 

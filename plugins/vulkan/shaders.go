@@ -30,6 +30,7 @@ type shader struct {
 var shaderBindings = map[string]int{
 	"binary": 3, "unary": 2, "gemm": 4, "gemmrow": 4, "conv": 4, "convt": 4, "pool": 2, "softmax": 2,
 	"reduce": 2, "copy": 2, "resize": 2, "affine": 4, "layernorm": 4, "fill": 1,
+	"gather": 3, "kvstore": 5, "gqascore": 5, "gqaout": 4,
 }
 
 var shaders = func() map[string]shader {
