@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
+	"github.com/switchyard-hal/switchyard/core/ops/halkit"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -579,6 +580,14 @@ type devExecutable struct {
 
 // Precision reports what the executable computes in.
 func (e *devExecutable) Precision() hal.Precision { return e.precision }
+
+// InPlaceOutputs lists the outputs the reference kernels update in the
+// memory of an input (exec.Program.InPlaceOutputs): on Enqueue, such an
+// output handed the input's very buffer is written in place, only the
+// positions that change (hal.InPlaceExecutable).
+func (e *devExecutable) InPlaceOutputs() []hal.InPlace {
+	return halkit.InPlace(e.prog.InPlaceOutputs())
+}
 
 // Release frees the device copies of the weights.
 func (e *devExecutable) Release() error {
@@ -1168,6 +1177,7 @@ var (
 	_ hal.DeviceMemory      = (*DeviceBackend)(nil)
 	_ hal.AsyncExecutable   = (*devExecutable)(nil)
 	_ hal.PrecisionReporter = (*devExecutable)(nil)
+	_ hal.InPlaceExecutable = (*devExecutable)(nil)
 	_ hal.ProfiledFence     = (*fence)(nil)
 	_ hal.Buffer            = (*buffer)(nil)
 )
