@@ -149,14 +149,14 @@ func (m *Model) NewSession(ctx context.Context, pairs []StatePair, init map[stri
 		case s.byOut[p.Output] != nil:
 			return nil, fmt.Errorf("runtime: %w: state output %q is paired twice", errInvalid, p.Output)
 		}
-		it, ot := m.inputs[in].Type, m.types[p.Output]
-		if ot.DType == graph.Undefined {
-			ot = m.outputs[out].Type
+		it, ot := m.inputs[in].Type, m.outputs[out].Type
+		if _, static := ot.Shape.Ints(); !static || ot.DType == graph.Undefined {
+			ot = m.types[p.Output]
 		}
 		dims, ok := it.Shape.Ints()
 		odims, ook := ot.Shape.Ints()
 		if !ok || !ook || it.DType != ot.DType || !slices.Equal(dims, odims) || !it.DType.Supported() || it.DType == graph.String {
-			return nil, fmt.Errorf("runtime: %w: state %q → %q: input %v%v and output %v%v must have one dtype and one static shape", errInvalid, p.Output, p.Input, it.DType, it.Shape, ot.DType, ot.Shape)
+			return nil, fmt.Errorf("runtime: %w: state %q → %q: output %v%v and input %v%v must have one dtype and one static shape", errInvalid, p.Output, p.Input, ot.DType, ot.Shape, it.DType, it.Shape)
 		}
 		host, err := graph.New(it.DType, dims)
 		if err != nil {

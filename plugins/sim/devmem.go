@@ -686,10 +686,14 @@ func (e *devExecutable) outputShapes(in [][]int) ([]outType, error) {
 	for i, o := range e.g.Outputs {
 		t := types[o.Name]
 		dims, ok := t.Shape.Ints()
-		if !ok || t.DType == graph.Undefined && o.Type.DType == graph.Undefined {
+		if t.DType == graph.Undefined && o.Type.DType == graph.Undefined {
 			return nil, hal.Errorf(hal.CodeDeclined, "output %q is %v%v, known only after running", o.Name, t.DType, t.Shape)
 		}
-		res[i] = outType{dtype: o.Type.DType, shape: dims}
+		if !ok {
+			// known only after running: the caller's buffer says, else declined
+			dims = nil
+		}
+		res[i] = outType{dtype: o.Type.DType, shape: dims, unknown: !ok}
 		if res[i].dtype == graph.Undefined {
 			res[i].dtype = t.DType
 		}
@@ -705,8 +709,9 @@ func (e *devExecutable) outputShapes(in [][]int) ([]outType, error) {
 
 // outType is an output's concrete dtype and shape.
 type outType struct {
-	dtype graph.DType
-	shape []int
+	dtype   graph.DType
+	shape   []int
+	unknown bool // the shape is known only after running (shape nil)
 }
 
 // compute runs the subgraph on device-side tensors: into (when non-nil)
@@ -833,7 +838,7 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 		o := e.g.Outputs[i]
 		if outputs[i] != nil {
 			h, st, err := e.b.resolve(outputs[i], fmt.Sprintf("output %d (%q)", i, o.Name))
-			if err == nil && (st.q != e.q || h.dtype != outShapes[i].dtype || !graph.SameShape(h.shape, outShapes[i].shape)) {
+			if err == nil && (st.q != e.q || h.dtype != outShapes[i].dtype || !outShapes[i].unknown && !graph.SameShape(h.shape, outShapes[i].shape)) {
 				err = hal.Errorf(hal.CodeInvalidArgument, "output %q: buffer of %v%v on device %d, the call writes %v%v on device %d", o.Name, h.dtype, h.shape, h.device, outShapes[i].dtype, outShapes[i].shape, e.q.index)
 			}
 			if err != nil {
@@ -844,6 +849,15 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 			}
 			outs[i] = st
 			continue
+		}
+		if outShapes[i].unknown {
+			for _, a := range allocated {
+				_ = e.b.Free(a)
+			}
+			e.b.mu.Lock()
+			e.b.counters.Declines++
+			e.b.mu.Unlock()
+			return nil, hal.Errorf(hal.CodeDeclined, "output %q: its shape is known only after running, and no buffer was given for it", o.Name)
 		}
 		h, st, err := e.b.alloc(e.q, outShapes[i].dtype, outShapes[i].shape, false)
 		if err != nil {
