@@ -332,3 +332,35 @@ func close32(a, b []float32) bool {
 	}
 	return true
 }
+
+// TestSessionDeclinedCalls: attention calls the device declines at run
+// time run on the host with the cache brought there and put back (counted
+// as transfers); the golden tokens are unchanged and the cache stays on
+// the device.
+func TestSessionDeclinedCalls(t *testing.T) {
+	g, dir := readGolden(t)
+	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, b := simGQA(t, dir, sim.DeviceOptions{DeclineEvery: 7}, switchyard.FailRun)
+	d, err := llm.NewDecoder(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Generate(context.Background(), tok, g.Prompt, llm.Options{Steps: g.Steps}, func(llm.Token) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Tokens, g.Tokens) {
+		t.Fatalf("tokens\n got %v\nwant %v", res.Tokens, g.Tokens)
+	}
+	c := b.Counters()
+	if c.Declines == 0 {
+		t.Fatal("nothing was declined")
+	}
+	if dt := res.DecodeTransfers; dt.DownloadBytes == 0 {
+		t.Errorf("declined calls moved no cache: %+v", dt)
+	}
+	t.Logf("%d declines; decode moved %+v", c.Declines, res.DecodeTransfers)
+}

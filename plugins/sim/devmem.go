@@ -48,6 +48,9 @@ type DeviceOptions struct {
 	// DeclineShapesOver, when > 0, makes Enqueue and Execute decline
 	// (hal.ErrDeclined) inputs with more elements than this.
 	DeclineShapesOver int `json:"decline_shapes_over,omitempty"`
+	// DeclineEvery, when > 0, makes every DeclineEvery-th Enqueue decline
+	// (hal.ErrDeclined), whatever its inputs.
+	DeclineEvery int64 `json:"decline_every,omitempty"`
 }
 
 // Counters are what the device-memory double has seen, for tests. Traffic
@@ -138,7 +141,8 @@ type DeviceBackend struct {
 	ops      atomic.Int64
 	nextID   atomic.Uint64
 	queues   []*queue
-	mu       sync.Mutex // guards store, counters and stored fields
+	enqueues atomic.Int64 // Enqueue calls, for DeclineEvery
+	mu       sync.Mutex   // guards store, counters and stored fields
 	store    map[uint64]*stored
 	counters Counters
 }
@@ -822,6 +826,12 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 	}
 	if err := e.decline(shapes, lens); err != nil {
 		return nil, err
+	}
+	if n := e.b.dopts.DeclineEvery; n > 0 && e.b.enqueues.Add(1)%n == 0 {
+		e.b.mu.Lock()
+		e.b.counters.Declines++
+		e.b.mu.Unlock()
+		return nil, hal.Errorf(hal.CodeDeclined, "simulated fault: every %d-th enqueue is declined", n)
 	}
 	outShapes, err := e.outputShapes(shapes)
 	if err != nil {
