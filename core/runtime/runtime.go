@@ -13,7 +13,10 @@
 // memory keep their values on the device between partitions of the same
 // device; every upload and download is a step of the plan (Plan.Transfers)
 // and counted per run (Stats). A partition declined at run time or whose
-// device is lost runs on the fallback, visibly (see OnUnavailable).
+// device is lost runs on the fallback, visibly (see OnUnavailable). A
+// Session carries state pairs (an output fed back as an input on the next
+// run) and keeps them in device buffers across runs where their
+// partition computes on a device (session.go).
 //
 // Contracts:
 //   - A *Model is immutable after Load and safe for concurrent Run calls.
