@@ -41,6 +41,19 @@
 // a profiled run into a Chrome trace. Close interrupts the runs in flight;
 // every later Run fails with ErrClosed.
 //
+// # State between runs
+//
+// A Session (Model.NewSession) carries state from one run to the next:
+// each StatePair's output of a run is its input on the next (a decoder's
+// present_key.N and past_key.N), without the caller passing it. Where the
+// partition that reads and writes a state runs on a device with memory of
+// its own, the state stays in a device buffer, uploaded once and updated
+// in place by the backend (hal.InPlaceExecutable holds for Enqueue too):
+// a KV cache is not copied per token. Session.State reads a state back,
+// Reset sets it, Transfers counts what crossed. A failed run makes the
+// state undefined (ErrStateInvalid until Reset); a lost device that held
+// it fails with ErrStateLost, never with silently wrong state.
+//
 // # Errors
 //
 // Errors wrap stable sentinels, to be tested with errors.Is: ErrClosed,

@@ -513,6 +513,12 @@ func (m *Model) check(inputs Tensors) error {
 // checkSyms is check, returning the sizes the symbolic dims took,
 // appended to syms.
 func (m *Model) checkSyms(inputs Tensors, syms []symDim) ([]symDim, error) {
+	return m.checkSymsSkip(inputs, syms, nil)
+}
+
+// checkSymsSkip is checkSyms where inputs for which given says true are
+// supplied by someone else (a session's state) when missing.
+func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) bool) ([]symDim, error) {
 	for name, t := range inputs {
 		i, ok := m.byName[name]
 		if !ok {
@@ -555,7 +561,7 @@ func (m *Model) checkSyms(inputs Tensors, syms []symDim) ([]symDim, error) {
 	}
 	if len(inputs) < len(m.inputs) {
 		for _, in := range m.inputs {
-			if _, ok := inputs[in.Name]; !ok && !in.Optional {
+			if _, ok := inputs[in.Name]; !ok && !in.Optional && (given == nil || !given(in.Name)) {
 				return nil, &TensorError{Name: in.Name, Err: ErrMissingInput, Want: in.typeString()}
 			}
 		}

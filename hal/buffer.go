@@ -136,8 +136,13 @@ type AsyncExecutable interface {
 	// writing outputs (in output order): a non-nil output is a
 	// caller-allocated buffer of the output's dtype and shape, written in
 	// place; a nil entry is allocated by the executable and stored into
-	// the slice (the caller frees it). Enqueue MUST NOT wait for device
-	// work; it MAY return ErrDeclined for inputs it will not take.
+	// the slice (the caller frees it). An output buffer MUST NOT be an
+	// input buffer, except for a pair the executable declares
+	// (InPlaceExecutable): outputs[Output] may then be inputs[Input]
+	// itself, which the call updates in place (a KV cache kept on the
+	// device across calls); the portable Enqueue refuses any other
+	// aliasing. Enqueue MUST NOT wait for device work; it MAY return
+	// ErrDeclined for inputs it will not take.
 	Enqueue(ctx context.Context, inputs, outputs []Buffer, after []Fence, opts EnqueueOptions) (Fence, error)
 }
 
@@ -227,13 +232,20 @@ type PrecisionReporter interface {
 	Precision() Precision
 }
 
-// InPlaceExecutable is implemented by host-memory executables that can be
-// handed some outputs in the memory of an input (a KV cache appended in
-// place, ONNX Runtime's past_present_share_buffer): for each pair, when
-// Execute's outputs[Output] is inputs[Input] itself (same data, dtype and
-// shape), the executable updates it in place, writing only what changes;
-// any other output must not share an input's memory. The runtime then
-// passes a caller's tensor bound to both straight through.
+// InPlaceExecutable is implemented by executables that can be handed some
+// outputs in the memory of an input (a KV cache appended in place, ONNX
+// Runtime's past_present_share_buffer): for each pair, when Execute's
+// outputs[Output] is inputs[Input] itself (same data, dtype and shape),
+// the executable updates it in place, writing only what changes; any
+// other output must not share an input's memory. The runtime then passes
+// a caller's tensor bound to both straight through.
+//
+// The pairs hold for AsyncExecutable.Enqueue too (HAL 1.1): when
+// outputs[Output] is the same Buffer as inputs[Input], the call updates
+// that buffer in place, reading the input's old contents where it needs
+// them; the runtime uses this to keep state (a session's KV cache) in one
+// device buffer across runs. A backend that cannot update a buffer in
+// place declares no pair, and is then handed distinct buffers.
 type InPlaceExecutable interface {
 	InPlaceOutputs() []InPlace
 }

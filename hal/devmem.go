@@ -179,6 +179,9 @@ func (c *Compiled) Enqueue(ctx context.Context, inputs, outputs []Buffer, after 
 			return nil, &Error{Code: CodeInvalidArgument, Backend: name, Op: "enqueue", Err: err}
 		}
 	}
+	if err := c.checkAliasing(inputs, outputs); err != nil {
+		return nil, err
+	}
 	if opts == nil {
 		opts = &EnqueueOptions{}
 	}
@@ -197,6 +200,51 @@ func (c *Compiled) Enqueue(ctx context.Context, inputs, outputs []Buffer, after 
 		}
 	}
 	return f, nil
+}
+
+// checkAliasing refuses an output buffer given twice, and one that is an
+// input buffer unless the executable declares that pair in place
+// (InPlaceExecutable).
+func (c *Compiled) checkAliasing(inputs, outputs []Buffer) error {
+	var pairs []InPlace
+	checked := false
+	for i, b := range outputs {
+		if b == nil {
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if sameBuffer(outputs[j], b) {
+				return &Error{Code: CodeInvalidArgument, Backend: c.dev.info.Name, Op: "enqueue", Msg: fmt.Sprintf("outputs %d (%q) and %d (%q) are one buffer", j, c.outputs[j].Name, i, c.outputs[i].Name)}
+			}
+		}
+		for k, in := range inputs {
+			if !sameBuffer(in, b) {
+				continue
+			}
+			if !checked {
+				pairs, checked = c.InPlaceOutputs(), true
+			}
+			declared := false
+			for _, p := range pairs {
+				declared = declared || p.Output == i && p.Input == k
+			}
+			if !declared {
+				return &Error{Code: CodeInvalidArgument, Backend: c.dev.info.Name, Op: "enqueue", Msg: fmt.Sprintf("output %d (%q) is the buffer of input %d (%q), which the executable does not declare it updates in place", i, c.outputs[i].Name, k, c.inputs[k].Name)}
+			}
+		}
+	}
+	return nil
+}
+
+// sameBuffer compares two buffers by identity (false for buffers whose
+// dynamic type cannot be compared).
+func sameBuffer(a, b Buffer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a != nil && a == b
 }
 
 // ExecuteProfiled runs the executable once and returns that call's

@@ -50,6 +50,12 @@ type Result struct {
 	Prefill      time.Duration // the first step: BOS and the whole prompt
 	Decode       time.Duration // every later step
 	Generated    int           // tokens produced by decode steps
+	// PrefillTransfers and DecodeTransfers are the host↔device copies of
+	// the prefill step and of all decode steps, when TransfersKnown (a
+	// shared cache, run as a switchyard.Session: the cache stays where
+	// its attention runs, on a device not copied per token).
+	PrefillTransfers, DecodeTransfers switchyard.Transfers
+	TransfersKnown                    bool
 }
 
 // TokensPerSecond is the decode speed.
@@ -90,6 +96,15 @@ type kvCache struct {
 	// next present written into the other, so steps allocate no cache
 	buf  map[string]*[2][]float32
 	slot int
+	// sess carries a shared cache (the past inputs are its state)
+	sess *switchyard.Session
+}
+
+// close frees the session of a shared cache.
+func (c *kvCache) close() {
+	if c != nil && c.sess != nil {
+		_ = c.sess.Close()
+	}
 }
 
 // ContextLength is the model's context length as its metadata states it
@@ -197,10 +212,23 @@ func (d *Decoder) seqAxis(in switchyard.ValueInfo) (int, error) {
 // in place (see NewDecoder) rather than receiving a new cache each step.
 func (d *Decoder) SharedCache() bool { return d.shared }
 
-// emptyCache is a cache holding no position: zero-length pasts, or the
-// shared buffers, allocated once here.
-func (d *Decoder) emptyCache() (*kvCache, error) {
+// emptyCache is a cache holding no position: zero-length pasts, or, for
+// a shared cache, a session whose state is the cache buffers (zeros),
+// kept where the attention computing them runs. The caller closes it.
+func (d *Decoder) emptyCache(ctx context.Context) (*kvCache, error) {
 	c := &kvCache{t: switchyard.Tensors{}, slot: -1}
+	if d.shared {
+		pairs := make([]switchyard.StatePair, 0, len(d.pastIn))
+		for _, in := range d.pastIn {
+			pairs = append(pairs, switchyard.StatePair{Input: in.Name, Output: d.present[in.Name]})
+		}
+		sess, err := d.m.NewSession(ctx, pairs, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.sess = sess
+		return c, nil
+	}
 	for _, in := range d.pastIn {
 		shape := append([]int(nil), in.Shape...)
 		for i := range shape {
@@ -245,9 +273,15 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 	}
 	res := &Result{PromptTokens: p}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
-	cache, err := d.emptyCache()
+	cache, err := d.emptyCache(ctx)
 	if err != nil {
 		return nil, err
+	}
+	defer cache.close()
+	var mark switchyard.Transfers
+	if cache.sess != nil {
+		res.TransfersKnown = true
+		mark = cache.sess.Transfers()
 	}
 	prev := p[0]
 	for pos := 1; pos < len(p); pos++ { // the prompt's tokens are forced
@@ -274,6 +308,15 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 			res.Decode += time.Since(start)
 			res.Generated++
 		}
+		if cache.sess != nil {
+			now := cache.sess.Transfers()
+			if pos == len(p) {
+				res.PrefillTransfers = now.Sub(mark)
+			} else {
+				addTransfers(&res.DecodeTransfers, now.Sub(mark))
+			}
+			mark = now
+		}
 		cache = next
 		if id == tok.BOS() {
 			break
@@ -285,6 +328,13 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 		prev, feed = id, []int{id}
 	}
 	return res, nil
+}
+
+func addTransfers(t *switchyard.Transfers, d switchyard.Transfers) {
+	t.Uploads += d.Uploads
+	t.Downloads += d.Downloads
+	t.UploadBytes += d.UploadBytes
+	t.DownloadBytes += d.DownloadBytes
 }
 
 // step runs the decoder on ids after the cache and returns the last
@@ -393,9 +443,10 @@ func (d *Decoder) presentBuffers(cache *kvCache, s int) (switchyard.Tensors, *kv
 	return outs, next
 }
 
-// stepShared runs a step on shared cache buffers: each present output is
-// bound to its past tensor, which the model updates in place (RunInto),
-// and the logits go into a tensor of their own.
+// stepShared runs a step on shared cache buffers, the state of the
+// cache's session: each present output is its past input's buffer, which
+// the model updates in place (on the host, or on the device that runs the
+// attention), and the logits go into a tensor of their own.
 func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, feeds switchyard.Tensors) ([]float32, int, *kvCache, error) {
 	if cache.n+len(ids) > d.context {
 		return nil, 0, nil, fmt.Errorf("%w: %d positions cached and %d more, the cache holds %d", ErrContext, cache.n, len(ids), d.context)
@@ -411,17 +462,14 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 		return nil, 0, nil, err
 	}
 	outs := switchyard.Tensors{d.logits: logits}
-	for past, present := range d.present {
-		outs[present] = cache.t[past]
-	}
-	if err := d.m.RunInto(ctx, feeds, outs); err != nil {
+	if err := cache.sess.RunInto(ctx, feeds, outs); err != nil {
 		return nil, 0, nil, err
 	}
 	all, v, err := logitsOf(logits, len(ids))
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	return all, v, &kvCache{t: cache.t, n: cache.n + len(ids)}, nil
+	return all, v, &kvCache{t: cache.t, n: cache.n + len(ids), sess: cache.sess}, nil
 }
 
 // vocab is the logits output's last dim (-1 when not fixed).

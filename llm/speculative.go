@@ -74,14 +74,16 @@ func Speculative(ctx context.Context, target, draft *Decoder, tok Tokenizer, pro
 			return res, err
 		}
 	}
-	tc, err := target.emptyCache()
+	tc, err := target.emptyCache(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dc, err := draft.emptyCache()
+	defer tc.close() // the session, shared by every later cache value
+	dc, err := draft.emptyCache(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer dc.close()
 	if len(res.Tokens) == steps {
 		return res, nil
 	}
@@ -181,7 +183,7 @@ func (d *Decoder) trim(cache *kvCache, n int) (*kvCache, error) {
 		return nil, fmt.Errorf("llm: the cache holds %d positions, cannot keep %d", cache.n, n)
 	}
 	if d.shared {
-		return &kvCache{t: cache.t, n: n}, nil
+		return &kvCache{t: cache.t, n: n, sess: cache.sess}, nil
 	}
 	// slot -1: the next present goes to buffer 0; one still holding a
 	// kept past is then not bound in place but copied after the run

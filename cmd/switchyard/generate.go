@@ -206,4 +206,26 @@ func printTimes(cmd *cobra.Command, res *llm.Result) {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "prefill: %d tokens in %.2f ms; decode: %d tokens, %.3f ms/token, %.0f tokens/s\n",
 		len(res.PromptTokens), float64(res.Prefill.Microseconds())/1000, res.Generated, per, res.TokensPerSecond())
+	if res.TransfersKnown {
+		pt, dt := res.PrefillTransfers, res.DecodeTransfers
+		perTok := func(b int64) string {
+			if res.Generated == 0 {
+				return "-"
+			}
+			return byteCount(b / int64(res.Generated))
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "host<->device: prefill %s up, %s down; decode %s up, %s down per token (the KV cache stays where its attention runs)\n",
+			byteCount(pt.UploadBytes), byteCount(pt.DownloadBytes), perTok(dt.UploadBytes), perTok(dt.DownloadBytes))
+	}
+}
+
+// byteCount is a byte size for people.
+func byteCount(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

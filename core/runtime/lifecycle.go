@@ -128,7 +128,7 @@ func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[s
 // RunWithStats is Run with per-run statistics and optional profiling.
 func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
 	st := &Stats{}
-	out, err := m.runLife(ctx, inputs, opts, st)
+	out, err := m.runLife(ctx, inputs, opts, st, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,10 +140,10 @@ func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tenso
 // and a context that cannot be cancelled, a steady-state run of a model
 // of static shapes allocates nothing.
 func (m *Model) RunOpts(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, error) {
-	return m.runLife(ctx, inputs, opts, nil)
+	return m.runLife(ctx, inputs, opts, nil, nil)
 }
 
-func (m *Model) runLife(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
+func (m *Model) runLife(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats, sess *Session) (map[string]*graph.Tensor, error) {
 	if m == nil || m.life == nil {
 		return nil, ErrClosed
 	}
@@ -159,7 +159,7 @@ func (m *Model) runLife(ctx context.Context, inputs map[string]*graph.Tensor, op
 	if !own {
 		ctx = rctx
 	}
-	out, err := m.run(ctx, own, inputs, opts, st)
+	out, err := m.run(ctx, own, inputs, opts, st, sess)
 	if err != nil && (own && m.life.closing.Err() != nil || !own && errors.Is(context.Cause(rctx), ErrClosed)) {
 		return nil, fmt.Errorf("runtime: the model was closed during the run (%v): %w", err, ErrClosed)
 	}

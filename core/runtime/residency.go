@@ -274,6 +274,7 @@ type devValue struct {
 type runState struct {
 	start   time.Time
 	profile bool
+	sess    *Session // the session whose state the run carries, if any
 
 	mu    sync.Mutex
 	bufs  map[resKey]*devValue
@@ -543,6 +544,22 @@ func (cp *compiledPartition) deviceKernel(kc *kernels.Context, n *graph.Node, in
 		}
 	}
 	outs := make([]hal.Buffer, len(cp.part.Outputs))
+	var states []*stateVal // by output: the session state it writes on the slot
+	if rs.sess != nil {
+		rs.mu.Lock()
+		for j, name := range cp.part.Outputs {
+			if sv := rs.stateOut(name, cp.slot); sv != nil {
+				if states == nil {
+					states = make([]*stateVal, len(outs))
+				}
+				states[j] = sv
+				if sv.inPlace {
+					outs[j] = sv.buf // the input's buffer: updated in place
+				}
+			}
+		}
+		rs.mu.Unlock()
+	}
 	te := time.Now()
 	f, err := cp.compiled.Enqueue(kc, bufs, outs, after, &hal.EnqueueOptions{Profile: rs.profile})
 	if err != nil {
@@ -556,7 +573,18 @@ func (cp *compiledPartition) deviceKernel(kc *kernels.Context, n *graph.Node, in
 		}
 		return nil, cp.failed(rs, err)
 	}
-	for _, b := range outs {
+	for j, b := range outs {
+		if states != nil && states[j] != nil {
+			sv := states[j]
+			rs.mu.Lock()
+			if sv.buf != b {
+				sv.old = append(sv.old, sv.buf)
+				sv.buf = b
+			}
+			sv.fence = f
+			rs.mu.Unlock()
+			continue // the session's, not the run's
+		}
 		rs.own(b, cp.slot)
 	}
 	rs.span("execute", cp.slot, fmt.Sprintf("partition%d", cp.part.ID), 0, te, f)
@@ -569,6 +597,10 @@ func (cp *compiledPartition) deviceKernel(kc *kernels.Context, n *graph.Node, in
 	var waits []pending
 	for j, b := range outs {
 		name := cp.part.Outputs[j]
+		if states != nil && states[j] != nil {
+			results[j] = stateToken // stays on the device for the next run
+			continue
+		}
 		if cp.io.outKeep[j] {
 			rs.mu.Lock()
 			rs.bufs[resKey{name, cp.slot}] = &devValue{buf: b, fence: f, readers: cp.io.outReaders[j]}
@@ -616,6 +648,11 @@ func (cp *compiledPartition) input(ctx context.Context, rs *runState, i int, t *
 	name := cp.part.Inputs[i]
 	k := resKey{name, cp.slot}
 	rs.mu.Lock()
+	if sv := rs.stateIn(name, cp.slot); sv != nil {
+		b, f := sv.runBuf, sv.runFence
+		rs.mu.Unlock()
+		return b, f, nil
+	}
 	dv := rs.bufs[k]
 	src := t
 	if cp.io.inToken[i] {
@@ -657,6 +694,23 @@ func (cp *compiledPartition) input(ctx context.Context, rs *runState, i int, t *
 func (cp *compiledPartition) onHost(ctx context.Context, rs *runState, in []*graph.Tensor, exe *hal.Compiled) ([]*graph.Tensor, error) {
 	hostIn := make([]*graph.Tensor, len(in))
 	for i, name := range cp.part.Inputs {
+		rs.mu.Lock()
+		sv := rs.stateIn(name, cp.slot)
+		var sb hal.Buffer
+		var sf hal.Fence
+		if sv != nil {
+			sb, sf = sv.runBuf, sv.runFence
+		}
+		rs.mu.Unlock()
+		if sv != nil {
+			// a session's state on the slot: brought to the host for this call
+			t, err := cp.fetch(ctx, rs, name, sb, sf)
+			if err != nil {
+				return nil, err
+			}
+			hostIn[i] = t
+			continue
+		}
 		if !cp.io.inToken[i] {
 			hostIn[i] = in[i]
 			continue
@@ -698,6 +752,17 @@ func (cp *compiledPartition) onHost(ctx context.Context, rs *runState, in []*gra
 	}
 	results := make([]*graph.Tensor, len(outs))
 	for j, t := range outs {
+		rs.mu.Lock()
+		sv := rs.stateOut(cp.part.Outputs[j], cp.slot)
+		rs.mu.Unlock()
+		if sv != nil {
+			// a session's state on the slot: the new value goes back there
+			if err := cp.store(ctx, rs, sv, t); err != nil {
+				return nil, err
+			}
+			results[j] = stateToken
+			continue
+		}
 		if cp.io.outHost[j] {
 			results[j] = t
 			continue
@@ -708,6 +773,55 @@ func (cp *compiledPartition) onHost(ctx context.Context, rs *runState, in []*gra
 		results[j] = cp.io.outToken[j]
 	}
 	return results, nil
+}
+
+// fetch downloads a buffer of cp's slot (after f) for a call on the host.
+func (cp *compiledPartition) fetch(ctx context.Context, rs *runState, name string, b hal.Buffer, f hal.Fence) (*graph.Tensor, error) {
+	dst, err := graph.New(b.DType(), b.Shape())
+	if err != nil {
+		return nil, cp.failed(rs, err)
+	}
+	td := time.Now()
+	df, err := cp.slot.dev.Download(ctx, dst, b, []hal.Fence{f})
+	if err != nil {
+		return nil, cp.failed(rs, err)
+	}
+	bytes := int64(dst.Len() * dst.DType.Size())
+	sp := rs.span("download", cp.slot, name, bytes, td, df)
+	if err := df.Wait(ctx); err != nil {
+		return nil, cp.failed(rs, err)
+	}
+	rs.finished(sp)
+	rs.mu.Lock()
+	rs.downloads++
+	rs.downBytes += bytes
+	rs.mu.Unlock()
+	return dst, nil
+}
+
+// store uploads t, computed on the host, as the new value of a session
+// state kept on cp's slot (into a new buffer: the old one may still be
+// read in this run).
+func (cp *compiledPartition) store(ctx context.Context, rs *runState, sv *stateVal, t *graph.Tensor) error {
+	b, err := cp.slot.dev.Allocate(ctx, hal.BufferRequest{DType: t.DType, Shape: t.Shape, Memory: cp.slot.memory, Device: cp.slot.index})
+	if err != nil {
+		return cp.failed(rs, err)
+	}
+	tu := time.Now()
+	f, err := cp.slot.dev.Upload(ctx, b, t, nil) // t is this call's own result
+	if err != nil {
+		_ = cp.slot.dev.Free(b)
+		return cp.failed(rs, err)
+	}
+	bytes := int64(t.Len() * t.DType.Size())
+	rs.span("upload", cp.slot, sv.pair.Output, bytes, tu, f)
+	rs.mu.Lock()
+	rs.uploads++
+	rs.uploadBytes += bytes
+	sv.old = append(sv.old, sv.buf)
+	sv.buf, sv.fence = b, f
+	rs.mu.Unlock()
+	return nil
 }
 
 // failed names the partition in err and notes a lost device.

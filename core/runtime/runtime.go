@@ -13,7 +13,10 @@
 // memory keep their values on the device between partitions of the same
 // device; every upload and download is a step of the plan (Plan.Transfers)
 // and counted per run (Stats). A partition declined at run time or whose
-// device is lost runs on the fallback, visibly (see OnUnavailable).
+// device is lost runs on the fallback, visibly (see OnUnavailable). A
+// Session carries state pairs (an output fed back as an input on the next
+// run) and keeps them in device buffers across runs where their
+// partition computes on a device (session.go).
 //
 // Contracts:
 //   - A *Model is immutable after Load and safe for concurrent Run calls.
@@ -207,9 +210,10 @@ type DeviceKernel struct {
 // the caller's host tensors). own says ctx cannot be cancelled: the run
 // gets the runState's own context (runCtx) instead of a derived one. st,
 // when set, receives the run's statistics.
-func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats) (map[string]*graph.Tensor, error) {
+func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats, sess *Session) (map[string]*graph.Tensor, error) {
 	for attempt := 0; ; attempt++ {
 		rs := m.runState(opts.Profile)
+		rs.sess = sess
 		var rctx context.Context
 		if own {
 			rs.ctx = runCtx{Context: ctx, rs: rs, closing: m.life.closing}
@@ -227,6 +231,9 @@ func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tens
 			ops = rs.collect(ctx)
 		}
 		rs.release()
+		if sess != nil {
+			sess.tr.add(Transfers{rs.uploads, rs.downloads, rs.uploadBytes, rs.downBytes})
+		}
 		if err != nil {
 			lost, lostErr := rs.lost, rs.lostErr
 			m.putRunState(rs)
@@ -234,7 +241,17 @@ func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tens
 				if rerr := m.replaceSlot(ctx, lost, lostErr); rerr != nil {
 					return nil, fmt.Errorf("%w (re-placing the partitions of %s on %s failed: %v)", err, lost.name, m.fallback.name, rerr)
 				}
-				continue
+				if sess == nil {
+					continue
+				}
+				// a session's run is not repeated: its state may have
+				// been written in part (or lived on the lost device)
+			}
+			if sess != nil && lost != nil {
+				if sv := sess.onLostSlot(lost); sv != nil {
+					return nil, fmt.Errorf("runtime: session state %q lived on %s: %w: %w", sv.pair.Input, lost.name, ErrStateLost, err)
+				}
+				return nil, fmt.Errorf("%w (the session's state may have been written in part: %w)", err, ErrStateInvalid)
 			}
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
+	"github.com/switchyard-hal/switchyard/core/ops/halkit"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -47,6 +48,9 @@ type DeviceOptions struct {
 	// DeclineShapesOver, when > 0, makes Enqueue and Execute decline
 	// (hal.ErrDeclined) inputs with more elements than this.
 	DeclineShapesOver int `json:"decline_shapes_over,omitempty"`
+	// DeclineEvery, when > 0, makes every DeclineEvery-th Enqueue decline
+	// (hal.ErrDeclined), whatever its inputs.
+	DeclineEvery int64 `json:"decline_every,omitempty"`
 }
 
 // Counters are what the device-memory double has seen, for tests. Traffic
@@ -137,7 +141,8 @@ type DeviceBackend struct {
 	ops      atomic.Int64
 	nextID   atomic.Uint64
 	queues   []*queue
-	mu       sync.Mutex // guards store, counters and stored fields
+	enqueues atomic.Int64 // Enqueue calls, for DeclineEvery
+	mu       sync.Mutex   // guards store, counters and stored fields
 	store    map[uint64]*stored
 	counters Counters
 }
@@ -580,6 +585,14 @@ type devExecutable struct {
 // Precision reports what the executable computes in.
 func (e *devExecutable) Precision() hal.Precision { return e.precision }
 
+// InPlaceOutputs lists the outputs the reference kernels update in the
+// memory of an input (exec.Program.InPlaceOutputs): on Enqueue, such an
+// output handed the input's very buffer is written in place, only the
+// positions that change (hal.InPlaceExecutable).
+func (e *devExecutable) InPlaceOutputs() []hal.InPlace {
+	return halkit.InPlace(e.prog.InPlaceOutputs())
+}
+
 // Release frees the device copies of the weights.
 func (e *devExecutable) Release() error {
 	e.mu.Lock()
@@ -677,10 +690,14 @@ func (e *devExecutable) outputShapes(in [][]int) ([]outType, error) {
 	for i, o := range e.g.Outputs {
 		t := types[o.Name]
 		dims, ok := t.Shape.Ints()
-		if !ok || t.DType == graph.Undefined && o.Type.DType == graph.Undefined {
+		if t.DType == graph.Undefined && o.Type.DType == graph.Undefined {
 			return nil, hal.Errorf(hal.CodeDeclined, "output %q is %v%v, known only after running", o.Name, t.DType, t.Shape)
 		}
-		res[i] = outType{dtype: o.Type.DType, shape: dims}
+		if !ok {
+			// known only after running: the caller's buffer says, else declined
+			dims = nil
+		}
+		res[i] = outType{dtype: o.Type.DType, shape: dims, unknown: !ok}
 		if res[i].dtype == graph.Undefined {
 			res[i].dtype = t.DType
 		}
@@ -696,8 +713,9 @@ func (e *devExecutable) outputShapes(in [][]int) ([]outType, error) {
 
 // outType is an output's concrete dtype and shape.
 type outType struct {
-	dtype graph.DType
-	shape []int
+	dtype   graph.DType
+	shape   []int
+	unknown bool // the shape is known only after running (shape nil)
 }
 
 // compute runs the subgraph on device-side tensors: into (when non-nil)
@@ -809,6 +827,12 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 	if err := e.decline(shapes, lens); err != nil {
 		return nil, err
 	}
+	if n := e.b.dopts.DeclineEvery; n > 0 && e.b.enqueues.Add(1)%n == 0 {
+		e.b.mu.Lock()
+		e.b.counters.Declines++
+		e.b.mu.Unlock()
+		return nil, hal.Errorf(hal.CodeDeclined, "simulated fault: every %d-th enqueue is declined", n)
+	}
 	outShapes, err := e.outputShapes(shapes)
 	if err != nil {
 		if hal.CodeOf(err) == hal.CodeDeclined {
@@ -824,7 +848,7 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 		o := e.g.Outputs[i]
 		if outputs[i] != nil {
 			h, st, err := e.b.resolve(outputs[i], fmt.Sprintf("output %d (%q)", i, o.Name))
-			if err == nil && (st.q != e.q || h.dtype != outShapes[i].dtype || !graph.SameShape(h.shape, outShapes[i].shape)) {
+			if err == nil && (st.q != e.q || h.dtype != outShapes[i].dtype || !outShapes[i].unknown && !graph.SameShape(h.shape, outShapes[i].shape)) {
 				err = hal.Errorf(hal.CodeInvalidArgument, "output %q: buffer of %v%v on device %d, the call writes %v%v on device %d", o.Name, h.dtype, h.shape, h.device, outShapes[i].dtype, outShapes[i].shape, e.q.index)
 			}
 			if err != nil {
@@ -835,6 +859,15 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 			}
 			outs[i] = st
 			continue
+		}
+		if outShapes[i].unknown {
+			for _, a := range allocated {
+				_ = e.b.Free(a)
+			}
+			e.b.mu.Lock()
+			e.b.counters.Declines++
+			e.b.mu.Unlock()
+			return nil, hal.Errorf(hal.CodeDeclined, "output %q: its shape is known only after running, and no buffer was given for it", o.Name)
 		}
 		h, st, err := e.b.alloc(e.q, outShapes[i].dtype, outShapes[i].shape, false)
 		if err != nil {
@@ -1173,6 +1206,7 @@ var (
 	_ hal.DeviceMemory      = (*DeviceBackend)(nil)
 	_ hal.AsyncExecutable   = (*devExecutable)(nil)
 	_ hal.PrecisionReporter = (*devExecutable)(nil)
+	_ hal.InPlaceExecutable = (*devExecutable)(nil)
 	_ hal.ProfiledFence     = (*fence)(nil)
 	_ hal.Buffer            = (*buffer)(nil)
 )

@@ -53,7 +53,9 @@ type Faults struct {
 type Options struct {
 	// Name defaults to "sim".
 	Name string `json:"name,omitempty"`
-	// Ops are the op types claimed (default domain); empty claims nothing.
+	// Ops are the op types claimed (default domain; "domain:OpType" for
+	// another, e.g. "com.microsoft:GroupQueryAttention"); empty claims
+	// nothing.
 	Ops []string `json:"ops"`
 	// MaxTensorBytes, when > 0, is declared as the backend's limit and
 	// enforced on Execute inputs.
@@ -122,13 +124,26 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	ops := append([]string{}, b.opts.Ops...)
 	sort.Strings(ops)
 	for _, op := range ops {
-		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op})
+		dom, typ := splitOp(op)
+		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: dom, OpType: typ})
 	}
 	return caps, nil
 }
 
+// splitOp reads an Ops entry: "OpType" (default domain) or "domain:OpType".
+func splitOp(op string) (domain, opType string) {
+	if d, t, ok := strings.Cut(op, ":"); ok {
+		return d, t
+	}
+	return "", op
+}
+
 func (b *Backend) allow(n *graph.Node) (bool, string) {
-	if n.Domain != "" || !b.ops[n.OpType] {
+	key := n.OpType
+	if n.Domain != "" {
+		key = n.Domain + ":" + n.OpType
+	}
+	if !b.ops[key] {
 		return false, fmt.Sprintf("op %s is not in the simulated set", n.OpType)
 	}
 	return true, ""
