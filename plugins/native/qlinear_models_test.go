@@ -88,7 +88,17 @@ func TestMobileNetV2QLinear(t *testing.T) {
 	}
 	dev := device(t, native.Options{Threads: 1})
 	m, _ := mobileNetQONNX(t, &runtime.Options{Backends: []*hal.Device{dev}})
-	if s := m.Plan().Summary(); s["cpu"] != 0 {
+	s := m.Plan().Summary()
+	if native.QuantKernelName() == "generic" {
+		// the portable Go int8 kernels (arm64, or no AVX2) are priced
+		// slower than the reference for the GEMMs: cost keeps those on cpu
+		t.Logf("portable int8 kernels: placement by cost %v", s)
+		if s["native"] == 0 && s["cpu"] == 0 {
+			t.Errorf("placement by cost %v: nothing placed", s)
+		}
+		return
+	}
+	if s["cpu"] != 0 {
 		t.Errorf("placement by cost %v: nodes left on cpu", s)
 	}
 }
