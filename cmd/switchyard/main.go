@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -41,7 +42,8 @@ func main() {
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
-		fmt.Fprintln(os.Stderr, "switchyard:", err)
+		// the Go API's errors carry the package name already
+		fmt.Fprintln(os.Stderr, "switchyard:", strings.TrimPrefix(err.Error(), "switchyard: "))
 		os.Exit(2)
 	}
 }
