@@ -14,10 +14,10 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/demo"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/internal/demo"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 func openDemo(t testing.TB, opts *switchyard.Options) *switchyard.Model {
@@ -365,7 +365,7 @@ func requireBlocks(path string) (string, error) {
 }
 
 // BenchmarkOverhead compares a Run through the API with the same Run on
-// core/runtime directly (same backend, same inputs): the difference is
+// runtime directly (same backend, same inputs): the difference is
 // the API's cost (input checks, error wrapping).
 func BenchmarkOverhead(b *testing.B) {
 	ctx := context.Background()

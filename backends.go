@@ -10,15 +10,16 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/switchyard-hal/switchyard/backends"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/internal/sealed"
-	"github.com/switchyard-hal/switchyard/plugins/cabi"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu" // the reference kernels, the default fallback
-	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
-	"github.com/switchyard-hal/switchyard/plugins/native"
-	_ "github.com/switchyard-hal/switchyard/plugins/xnnpack" // reports unavailable where libXNNPACK is missing
 )
+
+// nativeBackend is the portable Go backend's registry name: DefaultOrder
+// puts it behind every vendor backend.
+const nativeBackend = "native"
 
 // LibrariesEnv names the environment variable listing C-ABI delegate
 // libraries to register, separated like PATH; each entry is PATH or
@@ -27,9 +28,11 @@ import (
 const LibrariesEnv = "SWITCHYARD_LIBRARIES"
 
 // Backends is the set of backends found at startup: the linked-in ones
-// (cpu, native, xnnpack and any other package that registers with
-// hal.Default), plugin manifests on the plugin path (kind "process" or
-// "library") and the C libraries of SWITCHYARD_LIBRARIES. Finding them
+// (cpu, and every package that registers with hal.Default: import
+// backends/all for native, xnnpack, vulkan and the loaders), plugin
+// manifests on the plugin path (kind "process" or "library") and the C
+// libraries of SWITCHYARD_LIBRARIES (these two need the loaders that
+// backends/all links). Finding them
 // loads nothing; a backend is opened when a model uses it. Its methods are
 // safe for concurrent use.
 type Backends struct {
@@ -72,8 +75,7 @@ type Warning struct {
 func (w Warning) String() string { return w.Msg }
 
 type library struct {
-	path string
-	opts cabi.Options
+	path, name, sha256 string
 }
 
 // DiscoverOptions says where Discover looks. The zero value is the
@@ -148,7 +150,18 @@ func (b *Backends) warn(w Warning) { b.warnings = append(b.warnings, w) }
 
 // discoverPlugins registers the process plugins (kind "process").
 func (b *Backends) discoverPlugins(o DiscoverOptions) {
-	regs, problems := grpcplugin.Register(b.reg, o.PluginPath, grpcplugin.Options{Logger: o.Logger})
+	loader := backends.Processes()
+	if loader == nil {
+		for _, m := range manifest.Discover(o.PluginPath).Manifests {
+			if m.Kind != manifest.KindLibrary {
+				err := fmt.Errorf("plugin %s (%s): no plugin-process loader is linked (import github.com/switchyard-hal/switchyard/backends/all)", m.Name, m.File)
+				b.problems = append(b.problems, err)
+				b.warn(Warning{Backend: m.Name, Msg: err.Error()})
+			}
+		}
+		return
+	}
+	regs, problems := loader.RegisterProcesses(b.reg, o.PluginPath, o.Logger)
 	b.problems = append(b.problems, problems...)
 	for _, p := range problems {
 		b.warn(Warning{Msg: p.Error()})
@@ -174,12 +187,18 @@ func (b *Backends) discoverPlugins(o DiscoverOptions) {
 // from the manifest without loading, the library's sha256 verified before
 // it is opened, the HAL range checked before anything is loaded.
 func (b *Backends) discoverLibraryPlugins(o DiscoverOptions) {
+	loader := backends.Libraries()
 	for _, m := range manifest.Discover(o.PluginPath).Manifests {
 		if m.Kind != manifest.KindLibrary {
 			continue
 		}
-		opts := cabi.Options{Name: m.Name, SHA256: m.SHA256}
-		f := cabi.Factory(m.Path, opts)
+		if loader == nil {
+			err := fmt.Errorf("library plugin %s (%s): %w", m.Name, m.File, errNoLibraryLoader)
+			b.problems = append(b.problems, err)
+			b.warn(Warning{Backend: m.Name, Msg: err.Error()})
+			continue
+		}
+		f := loader.Factory(m.Path, m.Name, m.SHA256)
 		f.Info = m.Info()
 		if err := b.reg.Register(f); err != nil {
 			b.warn(Warning{Backend: m.Name, Msg: fmt.Sprintf("library plugin %s (%s): %v", m.Name, m.File, err)})
@@ -188,7 +207,7 @@ func (b *Backends) discoverLibraryPlugins(o DiscoverOptions) {
 		for _, why := range m.Insecure {
 			b.warn(Warning{Backend: m.Name, Insecure: true, Msg: fmt.Sprintf("library plugin %s (%s) can be replaced by other users (%s), loaded anyway because %s is set", m.Name, m.File, why, sealed.EnvAllowInsecure)})
 		}
-		b.libraries[m.Name] = library{path: m.Path, opts: opts}
+		b.libraries[m.Name] = library{path: m.Path, name: m.Name, sha256: m.SHA256}
 	}
 }
 
@@ -209,7 +228,7 @@ func ParseLibraries(env string) ([][2]string, error) {
 			return nil, fmt.Errorf("%s: entry %q has no path", LibrariesEnv, e)
 		}
 		if name == "" {
-			name = cabi.NameFromPath(path)
+			name = backends.LibraryName(path)
 		}
 		out = append(out, [2]string{name, path})
 	}
@@ -223,15 +242,21 @@ func (b *Backends) registerLibraries(env string) {
 		b.warn(Warning{Msg: err.Error()})
 		return
 	}
+	loader := backends.Libraries()
+	if loader == nil && len(entries) > 0 {
+		err := fmt.Errorf("%s: %w", LibrariesEnv, errNoLibraryLoader)
+		b.problems = append(b.problems, err)
+		b.warn(Warning{Msg: err.Error()})
+		return
+	}
 	for _, e := range entries {
-		opts := cabi.Options{Name: e[0]}
-		if err := b.reg.Register(cabi.Factory(e[1], opts)); err != nil {
+		if err := b.reg.Register(loader.Factory(e[1], e[0], "")); err != nil {
 			err = fmt.Errorf("%s: %w", LibrariesEnv, err)
 			b.problems = append(b.problems, err)
 			b.warn(Warning{Backend: e[0], Msg: err.Error()})
 			continue
 		}
-		b.libraries[e[0]] = library{path: e[1], opts: opts}
+		b.libraries[e[0]] = library{path: e[1], name: e[0]}
 	}
 }
 
@@ -273,7 +298,7 @@ func (b *Backends) DefaultOrder() []string {
 			names = append(names, e.Info.Name)
 		}
 	}
-	sort.SliceStable(names, func(i, j int) bool { return names[i] != native.Name && names[j] == native.Name })
+	sort.SliceStable(names, func(i, j int) bool { return names[i] != nativeBackend && names[j] == nativeBackend })
 	return names
 }
 
@@ -323,7 +348,13 @@ func (b *Backends) probeOne(ctx context.Context, name string) hal.Availability {
 // one by Probe (it then probes and exits); otherwise it returns at once.
 // Call it first thing in main, or in an init func, of a program that
 // probes C libraries.
-func ServeProbe() { cabi.ServeProbe() }
+func ServeProbe() {
+	if l := backends.Libraries(); l != nil {
+		l.ServeProbe()
+	}
+}
+
+var errNoLibraryLoader = fmt.Errorf("%w: no C-library loader is linked (import github.com/switchyard-hal/switchyard/backends/all)", ErrUnavailable)
 
 // probeLibrary probes a registered library in a child process and turns
 // the result into the registry's availability record.
@@ -335,8 +366,13 @@ func probeLibrary(ctx context.Context, e hal.Entry, lib library) hal.Availabilit
 			return a
 		}
 	}
-	r := cabi.Probe(ctx, lib.path, cabi.ProbeOptions{Options: lib.opts})
-	if err := r.Err(); err != nil {
+	loader := backends.Libraries()
+	if loader == nil {
+		a.Reason = errNoLibraryLoader.Error()
+		return a
+	}
+	r := loader.Probe(ctx, lib.path, lib.name, lib.sha256)
+	if err := r.Err; err != nil {
 		a.Reason = (&hal.Error{Code: hal.CodeOf(err), Backend: e.Info.Name, Op: "open", Msg: r.Error}).Error()
 		if he, ok := err.(*hal.Error); ok {
 			a.Reason = (&hal.Error{Code: he.Code, Backend: e.Info.Name, Op: "open", Msg: he.Msg}).Error()
@@ -362,32 +398,43 @@ func probeLibrary(ctx context.Context, e hal.Entry, lib library) hal.Availabilit
 // the bytes loaded, or exactly why it is refused (and, for a library that
 // exits or crashes while loading in a child process, how and at which
 // step).
-type LibraryReport = cabi.ProbeResult
+type LibraryReport struct {
+	Path   string `json:"path"`
+	Loaded bool   `json:"loaded"`
+	// Error is why the library is not usable; Code its HAL code name.
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
+	// Died says how the probe process ended when it did not report (exit
+	// status, signal or timeout) and Step what it was doing then; Output
+	// is the end of what it wrote.
+	Died   string `json:"died,omitempty"`
+	Step   string `json:"step,omitempty"`
+	Output string `json:"output,omitempty"`
+
+	Info         *hal.Info         `json:"info,omitempty"`
+	Negotiated   string            `json:"negotiated_hal,omitempty"`
+	Features     []string          `json:"features,omitempty"`
+	SHA256       string            `json:"sha256,omitempty"`
+	Capabilities *hal.Capabilities `json:"capabilities,omitempty"`
+}
 
 // InspectLibrary loads the C delegate library at path and describes it.
 // By default it loads it in a child process (this program, which must call
 // ServeProbe first thing in main), so a library that calls exit() or
 // crashes is reported instead of ending the program; inProcess loads it
-// into this process instead. The library is closed before it returns.
+// into this process instead. The library is closed before it returns. It
+// needs the C-library loader (backends/all links it).
 func InspectLibrary(ctx context.Context, path string, inProcess bool) LibraryReport {
-	if !inProcess {
-		return cabi.Probe(ctx, path, cabi.ProbeOptions{})
+	loader := backends.Libraries()
+	if loader == nil {
+		return LibraryReport{Path: path, Error: errNoLibraryLoader.Error(), Code: hal.CodeUnavailable.String()}
 	}
-	r := LibraryReport{Path: path}
-	b, err := cabi.Open(ctx, path, cabi.Options{})
-	if err == nil {
-		info := b.Info()
-		r.Loaded, r.Info, r.Negotiated, r.SHA256 = true, &info, b.HALVersion().String(), b.SHA256()
-		caps, cerr := b.Capabilities(ctx)
-		if cerr == nil {
-			r.Capabilities = &caps
-		} else {
-			err = cerr
-		}
-		_ = b.Close()
+	var r backends.LibraryReport
+	if inProcess {
+		r = loader.Inspect(ctx, path)
+	} else {
+		r = loader.Probe(ctx, path, "", "")
 	}
-	if err != nil {
-		r.Error, r.Code = err.Error(), hal.CodeOf(err).String()
-	}
-	return r
+	return LibraryReport{Path: r.Path, Loaded: r.Loaded, Error: r.Error, Code: r.Code, Died: r.Died, Step: r.Step, Output: r.Output,
+		Info: r.Info, Negotiated: r.Negotiated, Features: r.Features, SHA256: r.SHA256, Capabilities: r.Capabilities}
 }

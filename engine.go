@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // CPU is the name of the reference backend, the default fallback.
@@ -277,9 +277,9 @@ func (e *Engine) Skipped() []Skipped { return append([]Skipped(nil), e.skipped..
 // Discovered is the set of backends the engine chose from.
 func (e *Engine) Discovered() *Backends { return e.found }
 
-// RuntimeOptions returns the core/runtime options the engine loads models
+// RuntimeOptions returns the runtime options the engine loads models
 // with (a new value each call; the devices are the engine's own, closed
-// with it). It is for tools built on core/runtime directly, such as a
+// with it). It is for tools built on runtime directly, such as a
 // conformance or ONNX-test runner.
 func (e *Engine) RuntimeOptions() *runtime.Options {
 	o := e.ropts

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/switchyard-hal/switchyard/core/kernels"
-	"github.com/switchyard-hal/switchyard/core/runtime"
-	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // The errors at the API surface. Test for them with errors.Is; the error
@@ -33,12 +32,19 @@ var (
 	// ErrUnknownBackend: a backend name no registry entry has.
 	ErrUnknownBackend = errors.New("unknown backend")
 	// ErrUnavailable: a backend that cannot be used here (no device, no
-	// library, its process died); the same value as hal.ErrUnavailable.
-	ErrUnavailable = hal.ErrUnavailable
+	// library, its process died); the same value as hal.ErrUnavailable and
+	// graph.ErrUnavailable.
+	ErrUnavailable = graph.ErrUnavailable
 	// ErrUnsupported: the model uses an op or type no backend runs, or
 	// strict mode left a node without a backend; the same value as
-	// kernels.ErrUnsupported.
-	ErrUnsupported = kernels.ErrUnsupported
+	// graph.ErrUnsupported (and so kernels', hal's and the importers').
+	ErrUnsupported = graph.ErrUnsupported
+	// ErrInvalid: a malformed model, bad options or tensors; the same
+	// value as graph.ErrInvalid.
+	ErrInvalid = graph.ErrInvalid
+	// ErrResourceExhausted: refused for lack of memory (the memory budget,
+	// a size limit); the same value as graph.ErrResourceExhausted.
+	ErrResourceExhausted = graph.ErrResourceExhausted
 )
 
 // TensorError says which input or output was wrong, and how.

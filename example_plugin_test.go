@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/demo"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/ops/halkit"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/halkit"
 	"github.com/switchyard-hal/switchyard/hal/manifest"
+	"github.com/switchyard-hal/switchyard/internal/demo"
 	"github.com/switchyard-hal/switchyard/sdk"
 )
 

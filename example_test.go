@@ -11,7 +11,8 @@ import (
 	"sync"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/demo"
+	_ "github.com/switchyard-hal/switchyard/backends/all" // every in-tree backend and the plugin and C-library loaders
+	"github.com/switchyard-hal/switchyard/internal/demo"
 )
 
 // digit is the demo model's input: a 28×28 grey image with a bright bar.

@@ -10,12 +10,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/switchyard-hal/switchyard/core/formats"
-	_ "github.com/switchyard-hal/switchyard/core/formats/all" // every importer
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats"
+	_ "github.com/switchyard-hal/switchyard/formats/all" // every importer
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/partitioner"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // Stats describes one Run: its duration, the per-node timings of a
@@ -276,7 +276,7 @@ func (m *Model) Plan() *Plan { return m.rt.Plan() }
 // Engine is the engine the model was opened on.
 func (m *Model) Engine() *Engine { return m.eng }
 
-// Runtime is the core/runtime model underneath, for tools built on the
+// Runtime is the runtime model underneath, for tools built on the
 // core packages (its graph, memory accounting, per-partition counters).
 func (m *Model) Runtime() *runtime.Model { return m.rt }
 
@@ -334,7 +334,7 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 // the caller's tensor at the end of the run. Either way steady-state calls
 // allocate nothing for the outputs. An output tensor must not share memory
 // with an input, except an output the model updates in place of that
-// input (a KV cache: core/llama's SharedCache, GroupQueryAttention's
+// input (a KV cache: formats/llama's SharedCache, GroupQueryAttention's
 // present outputs), bound to the input's very tensor: its kernel then
 // writes the new positions into it and nothing else is copied. Stats of
 // the run go to Options.OnRun as for Run.

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // StatePair names a model input fed, on every run of a Session, with the

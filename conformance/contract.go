@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // contractEnv is what a contract case gets: the device under test (as the

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/switchyard-hal/switchyard/core/demo"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/internal/demo"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 )
 
 // modelCases: the embedded demo model (batch 1 with its own input, batch 3

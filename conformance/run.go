@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/kernels"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu" // the reference every backend is held to, and the runtime's fallback
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // SuiteVersion is the version of the case set and its semantics. It

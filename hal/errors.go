@@ -1,12 +1,10 @@
 package hal
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/kernels"
 )
 
 // Code is a stable error code. The numbers are part of the contract: the
@@ -75,31 +73,57 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is matches the sentinel errors below by code, so
-// errors.Is(err, hal.ErrUnavailable) works for any backend's error.
+// errors.Is(err, hal.ErrUnavailable) works for any backend's error. The
+// sentinels are core/graph's, the one error vocabulary of every layer.
 func (e *Error) Is(target error) bool {
-	if s, ok := target.(sentinel); ok {
-		return e.Code == s.code
+	if c, ok := sentinelCode(target); ok {
+		return e.Code == c
 	}
 	return false
 }
 
-type sentinel struct{ code Code }
-
-func (s sentinel) Error() string { return "hal: " + s.code.String() }
-
-// Sentinels for errors.Is.
+// Sentinels for errors.Is: the values of core/graph (so
+// hal.ErrUnsupported == graph.ErrUnsupported == kernels.ErrUnsupported);
+// an *Error matches the one of its code.
 var (
-	ErrUnavailable        error = sentinel{CodeUnavailable}
-	ErrUnsupported        error = sentinel{CodeUnsupported}
-	ErrInvalidArgument    error = sentinel{CodeInvalidArgument}
-	ErrResourceExhausted  error = sentinel{CodeResourceExhausted}
-	ErrDeadlineExceeded   error = sentinel{CodeDeadlineExceeded}
-	ErrCancelled          error = sentinel{CodeCancelled}
-	ErrInternal           error = sentinel{CodeInternal}
-	ErrFailedPrecondition error = sentinel{CodeFailedPrecondition}
+	ErrUnavailable        = graph.ErrUnavailable
+	ErrUnsupported        = graph.ErrUnsupported
+	ErrInvalidArgument    = graph.ErrInvalid
+	ErrResourceExhausted  = graph.ErrResourceExhausted
+	ErrDeadlineExceeded   = graph.ErrDeadlineExceeded
+	ErrCancelled          = graph.ErrCancelled
+	ErrInternal           = graph.ErrInternal
+	ErrFailedPrecondition = graph.ErrFailedPrecondition
 	// ErrDeclined is the run-time decline of HAL 1.1 (see CodeDeclined).
-	ErrDeclined error = sentinel{CodeDeclined}
+	ErrDeclined = graph.ErrDeclined
 )
+
+// sentinels in the order CodeOf tests them against a chain of errors.
+var sentinels = []struct {
+	err  error
+	code Code
+}{
+	{ErrDeadlineExceeded, CodeDeadlineExceeded},
+	{ErrCancelled, CodeCancelled},
+	{ErrUnavailable, CodeUnavailable},
+	{ErrUnsupported, CodeUnsupported},
+	{ErrInvalidArgument, CodeInvalidArgument},
+	{ErrResourceExhausted, CodeResourceExhausted},
+	{ErrInternal, CodeInternal},
+	{ErrFailedPrecondition, CodeFailedPrecondition},
+	{ErrDeclined, CodeDeclined},
+}
+
+// sentinelCode is the code of one of the sentinels (the value itself, not
+// an error wrapping it).
+func sentinelCode(target error) (Code, bool) {
+	for _, s := range sentinels {
+		if target == s.err {
+			return s.code, true
+		}
+	}
+	return 0, false
+}
 
 // Errorf makes an *Error with a code, for backends to return.
 func Errorf(code Code, format string, args ...any) error {
@@ -117,21 +141,10 @@ func CodeOf(err error) Code {
 	if errors.As(err, &he) {
 		return he.Code
 	}
-	var s sentinel
-	if errors.As(err, &s) {
-		return s.code
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return CodeDeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		return CodeCancelled
-	case errors.Is(err, kernels.ErrUnsupported):
-		return CodeUnsupported
-	case errors.Is(err, kernels.ErrResourceExhausted), errors.Is(err, graph.ErrTooLarge):
-		return CodeResourceExhausted
-	case errors.Is(err, kernels.ErrInvalid):
-		return CodeInvalidArgument
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
 	}
 	return CodeInternal
 }

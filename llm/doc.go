@@ -7,7 +7,7 @@
 // Supported today: ONNX decoders whose inputs are input_ids plus past_*
 // key/value inputs with a present_* output for each (stories260K_kv.onnx,
 // Hugging Face Optimum's past_key_values.N.key layout), and the Llama
-// graphs core/llama builds from GGUF files and llama2.c checkpoints (same
+// graphs formats/llama builds from GGUF files and llama2.c checkpoints (same
 // interface). Tokenizers: llama2.c's tokenizer.bin, a GGUF file's own
 // sentencepiece vocabulary (GGUFTokenizer), and Hugging Face
 // tokenizer.json BPE, byte-level (GPT-2) or sentencepiece-style with byte

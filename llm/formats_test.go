@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/gguf"
+	"github.com/switchyard-hal/switchyard/formats/gguf"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
@@ -36,7 +36,7 @@ func greedy(t *testing.T, path string, tok llm.Tokenizer, steps int) (*llm.Resul
 		t.Fatal(err)
 	}
 	if d.SharedCache() == strings.HasSuffix(path, ".onnx") {
-		t.Errorf("%s: shared (in-place) cache %v; want it for the graphs core/llama builds, not for the ONNX export", path, d.SharedCache())
+		t.Errorf("%s: shared (in-place) cache %v; want it for the graphs formats/llama builds, not for the ONNX export", path, d.SharedCache())
 	}
 	if c := d.ContextLength(); strings.HasSuffix(path, ".onnx") != (c == 0) || c != 0 && c != 512 {
 		t.Errorf("%s: context length %d from the metadata", path, c)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/llama"
+	"github.com/switchyard-hal/switchyard/formats/llama"
 )
 
 // Options control one generation.
@@ -80,7 +80,7 @@ type Decoder struct {
 	context int // the model's context length from its metadata, 0 if unknown
 	// shared: the caches are context-long buffers updated in place (the
 	// present outputs bound to the past tensors), pastLen the int32 input
-	// saying how many positions they hold (core/llama's SharedCache)
+	// saying how many positions they hold (formats/llama's SharedCache)
 	shared  bool
 	pastLen string
 }
@@ -108,7 +108,7 @@ func (c *kvCache) close() {
 }
 
 // ContextLength is the model's context length as its metadata states it
-// (llama.context_length, which core/llama records), or 0.
+// (llama.context_length, which formats/llama records), or 0.
 func (d *Decoder) ContextLength() int { return d.context }
 
 // NewDecoder inspects m's inputs and outputs: an int64 input_ids input
@@ -119,7 +119,7 @@ func (d *Decoder) ContextLength() int { return d.context }
 // past_sequence_length input [1], it is a context-long buffer [batch,
 // kv_heads, context, head_size] that the decoder allocates once and binds
 // as the present output too, so each step writes only its new positions
-// (core/llama's SharedCache, ONNX Runtime's past_present_share_buffer).
+// (formats/llama's SharedCache, ONNX Runtime's past_present_share_buffer).
 func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 	d := &Decoder{m: m, present: map[string]string{}, pastDim: map[string]int{}}
 	outs := map[string]bool{}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/switchyard-hal/switchyard/core/gguf"
+	"github.com/switchyard-hal/switchyard/formats/gguf"
 )
 
 // NewLlama2cTokenizer makes a sentencepiece-style tokenizer with

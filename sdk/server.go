@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/hal/wire"
 	halv1 "github.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1"

@@ -1,4 +1,4 @@
-# TensorFlow Lite itself as the peer of core/tflite's TestInt8MatchesTFLite
+# TensorFlow Lite itself as the peer of formats/tflite's TestInt8MatchesTFLite
 # and BenchmarkTFLitePeer (internal/tflitepeer opens it with purego): the
 # TFLite 2.9 C library that npm's tfjs-tflite-node@0.0.2 ships, unpacked
 # into the cache. linux/amd64 only. Sourced by .ci/run with

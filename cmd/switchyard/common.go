@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/demo"
-	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/formats/tensorio"
+	"github.com/switchyard-hal/switchyard/internal/demo"
 )
 
 // loadModel loads MODEL onto the engine: an .onnx file, a directory in

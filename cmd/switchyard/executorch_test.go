@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/formats/tensorio"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/gguf"
+	"github.com/switchyard-hal/switchyard/formats/gguf"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 

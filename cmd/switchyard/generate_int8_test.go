@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchyard-hal/switchyard/core/gguf"
+	"github.com/switchyard-hal/switchyard/formats/gguf"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-hal/switchyard/core/formats"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 func inspectCmd() *cobra.Command {

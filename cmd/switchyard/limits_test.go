@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 )
 
 // kvModel: y = Concat(past, cur) along axis 1, with past's length symbolic,

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	_ "github.com/switchyard-hal/switchyard/backends/all" // every in-tree backend and the plugin and C-library loaders
 )
 
 // extraCommands lets each command file register itself in an init func

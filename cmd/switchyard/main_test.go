@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchyard-hal/switchyard/core/demo"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/formats/tensorio"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/demo"
 )
 
 var bin string

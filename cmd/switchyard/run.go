@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/formats/tensorio"
 )
 
 type outputReport struct {

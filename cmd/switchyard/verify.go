@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 )
 
 func verifyCmd() *cobra.Command {

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/switchyard-hal/switchyard/core/executorch"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats/executorch"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // isBundledFile reports an ExecuTorch bundled program (.bpte) given to

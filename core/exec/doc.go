@@ -13,6 +13,6 @@
 // planned at run time for shapes known only then once they repeat. RunInto (or
 // RunOptions.Into) writes outputs into caller-allocated tensors, in place
 // where the producing kernel allows. Options.Kernels overrides the kernel
-// of individual nodes: core/runtime runs each delegated partition as one
+// of individual nodes: runtime runs each delegated partition as one
 // such node.
 package exec

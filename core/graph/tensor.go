@@ -15,7 +15,7 @@ import (
 const MaxTensorBytes int64 = 8 << 30
 
 // ErrTooLarge is returned (wrapped) when a shape is too large to allocate.
-var ErrTooLarge = errors.New("tensor too large")
+var ErrTooLarge error = kindError{"tensor too large", ErrResourceExhausted}
 
 // Tensor is a dense, row-major tensor. Data holds a slice of the Go type
 // that matches DType (see DType.GoType); len(Data) == NumElements(Shape).

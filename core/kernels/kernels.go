@@ -20,7 +20,6 @@ package kernels
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -39,7 +38,7 @@ var ErrInvalid = ops.ErrInvalid
 // ErrResourceExhausted marks a request refused for lack of memory: a
 // model's memory budget would be exceeded (hal maps it to
 // CodeResourceExhausted).
-var ErrResourceExhausted = errors.New("resource exhausted")
+var ErrResourceExhausted = graph.ErrResourceExhausted
 
 // Allocator hands out output tensors; the runtime's implementation recycles
 // buffers whose lifetime has ended.

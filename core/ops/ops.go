@@ -2,7 +2,7 @@
 // opset range, accepted dtypes and shape/type inference. It links no kernel:
 // a backend that needs to know what an op is, or to infer the types its
 // outputs will have, imports ops (and ops/all for every schema) without
-// pulling in the reference CPU kernels of core/kernels; core/ops/halkit
+// pulling in the reference CPU kernels of core/kernels; hal/halkit
 // adds the HAL side (per-node verdicts, output hand-over).
 //
 // The schemas themselves live in sub-packages (elementwise, nn, reduce, …)
@@ -18,7 +18,6 @@
 package ops
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -28,10 +27,10 @@ import (
 
 // ErrUnsupported marks an op, attribute value or dtype that Switchyard does
 // not implement (as opposed to invalid input).
-var ErrUnsupported = errors.New("unsupported")
+var ErrUnsupported = graph.ErrUnsupported
 
 // ErrInvalid marks invalid input: wrong shapes, bad attribute values.
-var ErrInvalid = errors.New("invalid argument")
+var ErrInvalid = graph.ErrInvalid
 
 // InferInput is what shape inference knows about one input: its type and,
 // when the value is known at load time (initializer or Constant), the value.

@@ -10,17 +10,17 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // NodeSuite runs the ONNX node tests (../shared/testdata/onnx-node) with
 // dev in front of cpu, two at a time (so executables also run
 // concurrently), and fails every test that fails there but not on cpu
-// alone (the onnx-node entries of core/onnxtest/testdata/expected.txt).
+// alone (the onnx-node entries of internal/onnxtest/testdata/expected.txt).
 // With ignoreCosts every node dev claims runs on it, whatever the cost
 // estimates say. Skipped with -short.
 func NodeSuite(t *testing.T, dev *hal.Device, ignoreCosts bool) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-hal/switchyard/core/onnx"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"

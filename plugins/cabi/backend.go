@@ -3,7 +3,7 @@ package cabi
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"github.com/switchyard-hal/switchyard/backends"
 	"regexp"
 	"strings"
 	"sync"
@@ -437,16 +437,7 @@ func (b *Backend) SHA256() string {
 
 // NameFromPath derives a registry name from a library file name:
 // "/opt/x/libacme_npu.so.2" gives "acme_npu".
-func NameFromPath(path string) string {
-	base := filepath.Base(path)
-	base = strings.TrimPrefix(base, "lib")
-	if i := strings.Index(base, ".so"); i > 0 {
-		base = base[:i]
-	}
-	base = strings.TrimSuffix(base, ".dylib")
-	base = strings.TrimSuffix(base, ".dll")
-	return base
-}
+func NameFromPath(path string) string { return backends.LibraryName(path) }
 
 // Factory registers the library at path with a hal.Registry as a backend
 // of kind "library" named opts.Name (default NameFromPath(path)). Listing

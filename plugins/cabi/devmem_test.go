@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 func exampleLib10(t testing.TB) string {

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 var (

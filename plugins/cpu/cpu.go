@@ -14,8 +14,8 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // the reference kernels
-	"github.com/switchyard-hal/switchyard/core/ops/halkit"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/halkit"
 )
 
 // Name is the backend's registry name.

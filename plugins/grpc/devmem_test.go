@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	swrt "github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
 	halv1 "github.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
 	"github.com/switchyard-hal/switchyard/plugins/sim"
+	swrt "github.com/switchyard-hal/switchyard/runtime"
 )
 
 // devPlugin starts the simulation plugin serving the device-memory
@@ -30,7 +30,7 @@ func devPlugin(t testing.TB, opts sim.Options) (*grpcplugin.Backend, *hal.Device
 	return b, device(t, hb, hal.LoadProcess)
 }
 
-// twoPartitions is core/runtime's residency model: partition A = {xa =
+// twoPartitions is runtime's residency model: partition A = {xa =
 // Add(x, w); a = Relu(xa); b = Relu(a)}, a cpu node n = Neg(b),
 // partition B = {y = Add(a, n)}; a goes from A to B and nowhere else.
 func twoPartitions() []byte {

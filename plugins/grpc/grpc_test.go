@@ -19,15 +19,15 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	swrt "github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/internal/backendtest"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
 	"github.com/switchyard-hal/switchyard/plugins/sim"
+	swrt "github.com/switchyard-hal/switchyard/runtime"
 )
 
 var (

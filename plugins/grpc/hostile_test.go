@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	swrt "github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/hal/manifest"
 	"github.com/switchyard-hal/switchyard/hal/wire"
 	grpcplugin "github.com/switchyard-hal/switchyard/plugins/grpc"
+	swrt "github.com/switchyard-hal/switchyard/runtime"
 )
 
 var (

@@ -74,8 +74,8 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // reference kernels for the data-movement ops
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
-	"github.com/switchyard-hal/switchyard/core/ops/halkit"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/halkit"
 )
 
 // Name is the backend's registry name.

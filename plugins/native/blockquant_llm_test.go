@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/core/gguf"
+	"github.com/switchyard-hal/switchyard/formats/gguf"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/llm"
 )

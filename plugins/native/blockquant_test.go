@@ -15,8 +15,8 @@ import (
 	cexec "github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // bqCase is one BlockQuantMatMul: W [n, k] in blocks of block, A of

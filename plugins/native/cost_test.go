@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/runtime"
 
 	"github.com/switchyard-hal/switchyard/hal"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // gqaTest is one GroupQueryAttention call: sizes, pasts (P = 0: none),

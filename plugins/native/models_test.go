@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/backendtest"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/plugins/native"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 func device(t testing.TB, opts native.Options) *hal.Device {

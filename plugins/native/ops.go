@@ -47,7 +47,7 @@ var referenceOps = map[string]bool{
 	"Shape": true, "Size": true, "Constant": true, "ConstantOfShape": true, "Cast": true, "Dropout": true,
 	"ReduceMean": true, "Pow": true, "Sqrt": true, "Equal": true, "Not": true, "Where": true,
 	"Pad": true, "Erf": true, "Exp": true, "Neg": true, "Reciprocal": true, "Abs": true,
-	// the normalisation and rotary embedding of the Llama graphs core/llama
+	// the normalisation and rotary embedding of the Llama graphs formats/llama
 	// builds, so that a decoder layer is one partition
 	"SimplifiedLayerNormalization": true,
 }

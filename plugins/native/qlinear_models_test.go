@@ -7,18 +7,18 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/qonnx"
-	"github.com/switchyard-hal/switchyard/core/runtime"
-	"github.com/switchyard-hal/switchyard/core/tflite"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/formats/tflite"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/qonnx"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/native"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // mobileNetQONNX is the int8 MobileNetV2 exported to ONNX integer ops
-// (core/qonnx), encoded and loaded on opts, with its dog image input.
+// (internal/qonnx), encoded and loaded on opts, with its dog image input.
 func mobileNetQONNX(t testing.TB, opts *runtime.Options) (*runtime.Model, map[string]*graph.Tensor) {
 	t.Helper()
 	ir, err := tflite.LoadFile(shared.Path(t, "testdata/tflite/mobilenet_v2_quantized_1x3x224x224.tflite"), tflite.ConvertOptions{})

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 	"github.com/switchyard-hal/switchyard/plugins/native"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // qlcase is one ONNX integer-op node: graph inputs by name (in the

@@ -8,13 +8,13 @@ import (
 	"sort"
 	"testing"
 
-	_ "github.com/switchyard-hal/switchyard/core/formats/all"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	_ "github.com/switchyard-hal/switchyard/formats/all"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/native"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // mobileNetInt8 loads the int8 MobileNetV2 (.tflite) on opts and its dog

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 	"github.com/switchyard-hal/switchyard/plugins/native"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // qcase is one int8 node with its inputs (x, and b for Add, as graph

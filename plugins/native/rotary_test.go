@@ -9,8 +9,8 @@ import (
 
 	cexec "github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // TestRotaryMatchesReference: native's float32 RotaryEmbedding gives the

@@ -12,12 +12,12 @@ import (
 
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/llm"
 	"github.com/switchyard-hal/switchyard/plugins/vulkan"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // gqaNode is a com.microsoft GroupQueryAttention on q, k, v (k and v ""

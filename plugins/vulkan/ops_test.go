@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu" // the reference
 	"github.com/switchyard-hal/switchyard/plugins/vulkan"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 type opCase struct {

@@ -8,12 +8,12 @@ import (
 
 	"github.com/switchyard-hal/switchyard/conformance"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/vulkan"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // The backend against the conformance suite; its declared gaps, with

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/plugins/xnnpack"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // Closing the device while a model is loaded and Runs are in flight: every

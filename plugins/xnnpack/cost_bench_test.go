@@ -13,13 +13,13 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
-	"github.com/switchyard-hal/switchyard/core/onnxtest"
 	"github.com/switchyard-hal/switchyard/core/opcost"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
+	"github.com/switchyard-hal/switchyard/runtime"
 	"golang.org/x/sys/unix"
 )
 

@@ -7,14 +7,14 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/switchyard-hal/switchyard/core/formats"
-	_ "github.com/switchyard-hal/switchyard/core/formats/all"
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
+	"github.com/switchyard-hal/switchyard/formats"
+	_ "github.com/switchyard-hal/switchyard/formats/all"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/xnnpack"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // MobileNetV2 int8 on the dog image: xnnpack (int8 opted in) against the

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/runtime"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/plugins/xnnpack"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // int8 cases: switchyard.quant graphs run on xnnpack (opted in) against the

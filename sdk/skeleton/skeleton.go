@@ -14,7 +14,7 @@
 //
 //  4. Supports: return one Verdict per node, in order; every declined node
 //     gets a reason naming the op, dtype, attribute or limit.
-//     core/ops/halkit.Verdicts does the per-node walk (nested graphs
+//     hal/halkit.Verdicts does the per-node walk (nested graphs
 //     included) against the operator schemas, with your own restriction;
 //     the schemas and their shape inference come from core/ops (import
 //     core/ops/all, or the groups you take), which links no reference
@@ -25,7 +25,7 @@
 //     Supports is a promise that Compile takes it.
 //
 //  6. Execute: read inputs, write outputs in place when their Data is set,
-//     fill them otherwise (core/ops/halkit.FillOutputs), honour ctx. Output
+//     fill them otherwise (hal/halkit.FillOutputs), honour ctx. Output
 //     types come from the subgraph; for shapes known only from the inputs,
 //     core/ops.Infer runs an op's shape inference.
 //

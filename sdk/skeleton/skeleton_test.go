@@ -22,8 +22,8 @@ func TestSkeletonLinksNoKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(src), "core/ops/halkit.Verdicts") || strings.Contains(string(src), "plugins/cpu.") {
-		t.Fatal("skeleton.go should point vendors at core/ops/halkit, not at plugins/cpu")
+	if !strings.Contains(string(src), "hal/halkit.Verdicts") || strings.Contains(string(src), "plugins/cpu.") {
+		t.Fatal("skeleton.go should point vendors at hal/halkit, not at plugins/cpu")
 	}
 }
 

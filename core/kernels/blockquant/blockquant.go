@@ -2,7 +2,7 @@
 // its reference kernel: BlockQuantMatMul, a matrix product with a weight
 // kept in group-wise quantized form (int8 like GGUF's and llama2.c's
 // Q8_0, or 4-bit like GGUF's Q4_0), so a quantized language model's
-// weights stay quantized in memory. core/llama builds graphs with it.
+// weights stay quantized in memory. formats/llama builds graphs with it.
 //
 // BlockQuantMatMul(A, B, scales) with attributes N, K, bits (8 or 4) and
 // block_size: A is float32 [..., K]; B holds the weight W [N, K] (row n

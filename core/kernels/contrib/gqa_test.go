@@ -14,9 +14,9 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/core/kernels/contrib"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/runtime"
-	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/formats/tensorio"
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 type gqaCase struct {

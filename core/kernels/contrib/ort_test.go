@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/onnx"
-	"github.com/switchyard-hal/switchyard/core/runtime"
-	"github.com/switchyard-hal/switchyard/core/tensorio"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/formats/tensorio"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu" // the fallback backend
+	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // TestDecodersMatchORT runs the exporter-made decoders of

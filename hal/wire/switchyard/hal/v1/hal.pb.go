@@ -894,7 +894,7 @@ func (*Blob_Inline) isBlob_Where() {}
 func (*Blob_Shared) isBlob_Where() {}
 
 // Subgraph is an ONNX ModelProto (graph with its initializers and opset
-// imports) serialised by core/onnx.Encode.
+// imports) serialised by formats/onnx.Encode.
 type Subgraph struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Model         *Blob                  `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`

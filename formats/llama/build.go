@@ -1,0 +1,274 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
+)
+
+// contribDomain is ONNX Runtime's contrib domain (RotaryEmbedding).
+const contribDomain = "com.microsoft"
+
+type builder struct {
+	g   *graph.Graph
+	seq int
+}
+
+func (b *builder) name(prefix string) string {
+	b.seq++
+	return fmt.Sprintf("%s_%d", prefix, b.seq)
+}
+
+// node adds a node with one output and returns the output's name.
+func (b *builder) node(op, domain string, attrs map[string]*graph.Attribute, inputs ...string) string {
+	out := b.name(op)
+	b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: out, OpType: op, Domain: domain, Inputs: inputs, Outputs: []string{out}, Attrs: attrs})
+	return out
+}
+
+func (b *builder) init(name string, t *graph.Tensor) string {
+	b.g.Initializers[name] = t
+	return name
+}
+
+func ints(name string, v ...int64) *graph.Attribute {
+	return &graph.Attribute{Name: name, Type: graph.AttrInts, Ints: v}
+}
+func intA(name string, v int64) *graph.Attribute {
+	return &graph.Attribute{Name: name, Type: graph.AttrInt, I: v}
+}
+func floatA(name string, v float32) *graph.Attribute {
+	return &graph.Attribute{Name: name, Type: graph.AttrFloat, F: v}
+}
+func attrs(as ...*graph.Attribute) map[string]*graph.Attribute {
+	m := map[string]*graph.Attribute{}
+	for _, a := range as {
+		m[a.Name] = a
+	}
+	return m
+}
+
+func (b *builder) i64(name string, v ...int64) string {
+	return b.init(name, graph.MustFromSlice([]int{len(v)}, v))
+}
+
+func (b *builder) f32(name string, shape []int, v []float32) string {
+	return b.init(name, graph.MustFromSlice(shape, v))
+}
+
+// linear is x [1, S, m.Cols] times the matrix transposed: [1, S, m.Rows].
+func (b *builder) linear(x, name string, m *Matrix) string {
+	if !m.Quantized() {
+		// MatMul wants [in, out]: store the transpose once.
+		t := make([]float32, len(m.F32))
+		for r := 0; r < m.Rows; r++ {
+			for c := 0; c < m.Cols; c++ {
+				t[c*m.Rows+r] = m.F32[r*m.Cols+c]
+			}
+		}
+		return b.node("MatMul", "", nil, x, b.f32(name, []int{m.Cols, m.Rows}, t))
+	}
+	var q *graph.Tensor
+	if m.Bits == 8 {
+		q = graph.MustFromSlice([]int{m.Rows, m.Cols}, m.Q8)
+	} else {
+		q = graph.MustFromSlice([]int{len(m.Q4)}, m.Q4)
+	}
+	return b.node(blockquant.OpType, blockquant.Domain,
+		attrs(intA("N", int64(m.Rows)), intA("K", int64(m.Cols)), intA("bits", int64(m.Bits)), intA("block_size", int64(m.Block))),
+		x, b.init(name+".q", q), b.f32(name+".scales", []int{len(m.Scales)}, m.Scales))
+}
+
+func (b *builder) rmsNorm(x, name string, gamma []float32, eps float64) string {
+	return b.node("SimplifiedLayerNormalization", "", attrs(intA("axis", -1), floatA("epsilon", float32(eps))),
+		x, b.f32(name, []int{len(gamma)}, gamma))
+}
+
+// Cache is the KV-cache interface of the decoder graph.
+type Cache int
+
+const (
+	// SharedCache: past_key.N and past_value.N are buffers of the whole
+	// context [1, kv_heads, context, head_size]; an int32 input
+	// past_sequence_length [1] says how many positions they hold, and the
+	// present_key.N / present_value.N outputs are the same buffers with
+	// the new positions written after those (com.microsoft
+	// GroupQueryAttention with past_present_share_buffer, rotary inside).
+	// A caller binding each present output to its past tensor has the
+	// cache updated in place: no copy of the cache per token.
+	SharedCache Cache = iota
+	// ConcatCache: the ONNX exporters' interface, past [1, kv_heads,
+	// past, head_size] and present = past followed by the new positions,
+	// a new tensor every step.
+	ConcatCache
+)
+
+// Build returns the decoder graph of w with a SharedCache (see the
+// package comment for its inputs and outputs).
+func Build(w *Weights) (*graph.Model, error) { return BuildWith(w, SharedCache) }
+
+// BuildWith returns the decoder graph of w with the cache interface
+// asked. Float32 matrices become MatMuls with their transposes as
+// initializers; quantized ones BlockQuantMatMuls.
+func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
+	if err := w.Check(); err != nil {
+		return nil, err
+	}
+	if cache != SharedCache && cache != ConcatCache {
+		return nil, fmt.Errorf("llama: unknown cache interface %d", cache)
+	}
+	c := &w.Config
+	g := &graph.Graph{Name: "llama", Initializers: map[string]*graph.Tensor{}}
+	b := &builder{g: g}
+	seq := graph.Dim{Param: "seq"}
+	D, KV, HS, G := int64(c.Dim), int64(c.KVHeads), int64(c.HeadSize), int64(c.Heads/c.KVHeads)
+	pastDim, presentDim := graph.Dim{Param: "past"}, graph.Dim{Param: "total"}
+	if cache == SharedCache {
+		pastDim = graph.Dim{Value: int64(c.ContextLength)}
+		presentDim = pastDim
+	}
+	g.Inputs = append(g.Inputs, graph.ValueInfo{Name: "input_ids", Type: graph.ValueType{Kind: "tensor", DType: graph.Int64, Shape: graph.Shape{{Value: 1}, seq}}})
+	if cache == SharedCache {
+		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: PastLengthInput, Type: graph.ValueType{Kind: "tensor", DType: graph.Int32, Shape: graph.Shape{{Value: 1}}}})
+	}
+	g.Outputs = append(g.Outputs, graph.ValueInfo{Name: "logits", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, seq, {Value: int64(c.Vocab)}}}})
+	for l := 0; l < c.Layers; l++ {
+		for _, kind := range []string{"key", "value"} {
+			g.Inputs = append(g.Inputs, graph.ValueInfo{Name: fmt.Sprintf("past_%s.%d", kind, l),
+				Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Value: KV}, pastDim, {Value: HS}}}})
+			g.Outputs = append(g.Outputs, graph.ValueInfo{Name: fmt.Sprintf("present_%s.%d", kind, l),
+				Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Value: KV}, presentDim, {Value: HS}}}})
+		}
+	}
+
+	// Token embedding: Gather rows of a float32 table (dequantised once
+	// when the model's table is quantized).
+	embed := b.f32("tok_embeddings", []int{c.Vocab, c.Dim}, w.Embed.Float32s())
+	x := b.node("Gather", "", attrs(intA("axis", 0)), embed, "input_ids") // [1, S, D]
+	cosT, sinT := ropeTables(c)
+	cosC := b.f32("rope_cos", []int{c.ContextLength, c.HeadSize / 2}, cosT)
+	sinC := b.f32("rope_sin", []int{c.ContextLength, c.HeadSize / 2}, sinT)
+	var attend func(l int, q, k, v string) string // [1, S, D] attention output
+	if cache == SharedCache {
+		attend = b.sharedAttention(c, cosC, sinC)
+	} else {
+		attend = b.concatAttention(c, cosC, sinC, D, KV, HS, G)
+	}
+
+	for l := 0; l < c.Layers; l++ {
+		L := &w.Layers[l]
+		p := fmt.Sprintf("layers.%d.", l)
+		xn := b.rmsNorm(x, p+"attention_norm", L.AttnNorm, c.RMSEps)
+		att := attend(l, b.linear(xn, p+"wq", &L.Q), b.linear(xn, p+"wk", &L.K), b.linear(xn, p+"wv", &L.V))
+		x = b.node("Add", "", nil, x, b.linear(att, p+"wo", &L.O))
+
+		xn = b.rmsNorm(x, p+"ffn_norm", L.FFNNorm, c.RMSEps)
+		gate := b.linear(xn, p+"w1", &L.Gate)
+		up := b.linear(xn, p+"w3", &L.Up)
+		h := b.node("Mul", "", nil, b.node("Mul", "", nil, gate, b.node("Sigmoid", "", nil, gate)), up)
+		x = b.node("Add", "", nil, x, b.linear(h, p+"w2", &L.Down))
+	}
+	x = b.rmsNorm(x, "norm", w.Norm, c.RMSEps)
+	cls := w.Output
+	if cls == nil {
+		cls = &w.Embed
+	}
+	logits := b.linear(x, "output", cls)
+	b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: "logits", OpType: "Identity", Inputs: []string{logits}, Outputs: []string{"logits"}})
+
+	m := &graph.Model{
+		IRVersion:    8,
+		Opsets:       []graph.Opset{{Domain: "", Version: 17}, {Domain: contribDomain, Version: 1}, {Domain: blockquant.Domain, Version: 1}},
+		ProducerName: "switchyard formats/llama",
+		Metadata: map[string]string{
+			"llama.context_length": fmt.Sprint(c.ContextLength),
+			"llama.vocab_size":     fmt.Sprint(c.Vocab),
+			"llama.weight_bytes":   fmt.Sprint(w.WeightBytes()),
+		},
+		Graph: g,
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// PastLengthInput is the SharedCache graph's int32 [1] input: the
+// positions the cache buffers hold before this call.
+const PastLengthInput = "past_sequence_length"
+
+// sharedAttention returns the attention of a SharedCache layer: one
+// GroupQueryAttention over the context-long cache buffers, which rotates
+// the queries and keys itself and writes the new keys and values at
+// positions past..past+S-1.
+func (b *builder) sharedAttention(c *Config, cosC, sinC string) func(l int, q, k, v string) string {
+	// seqlens_k = past + S - 1 and total_sequence_length = past + S,
+	// int32 as the op wants them
+	seqLen := b.node("Cast", "", attrs(intA("to", int64(graph.Int32))),
+		b.node("Shape", "", attrs(intA("start", 1), intA("end", 2)), "input_ids")) // [1]
+	totLen := b.node("Add", "", nil, PastLengthInput, seqLen)
+	seqlensK := b.node("Sub", "", nil, totLen, b.init("one_i32", graph.MustFromSlice([]int{1}, []int32{1})))
+	total := b.node("Squeeze", "", nil, totLen, b.i64("zero", 0))
+	return func(l int, q, k, v string) string {
+		out := b.name("GroupQueryAttention")
+		b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: out, OpType: "GroupQueryAttention", Domain: contribDomain,
+			Inputs:  []string{q, k, v, fmt.Sprintf("past_key.%d", l), fmt.Sprintf("past_value.%d", l), seqlensK, total, cosC, sinC},
+			Outputs: []string{out, fmt.Sprintf("present_key.%d", l), fmt.Sprintf("present_value.%d", l)},
+			Attrs: attrs(intA("num_heads", int64(c.Heads)), intA("kv_num_heads", int64(c.KVHeads)),
+				intA("do_rotary", 1), intA("rotary_interleaved", 1))})
+		return out
+	}
+}
+
+// concatAttention returns the attention of a ConcatCache layer in
+// standard ops: rotary embedding, the caches concatenated with the new
+// keys and values, and grouped-query attention as batched MatMuls with a
+// causal mask.
+func (b *builder) concatAttention(c *Config, cosC, sinC string, D, KV, HS, G int64) func(l int, q, k, v string) string {
+	// Positions: the past length (dim 2 of the first cache input) is the
+	// first new token's position; S is the new tokens' count.
+	pastLen := b.node("Shape", "", attrs(intA("start", 2), intA("end", 3)), "past_key.0") // [1]
+	seqLen := b.node("Shape", "", attrs(intA("start", 1), intA("end", 2)), "input_ids")   // [1]
+	totLen := b.node("Add", "", nil, pastLen, seqLen)                                     // [1]
+	zero, one := b.i64("zero", 0), b.i64("one", 1)
+	pastS := b.node("Squeeze", "", nil, pastLen, zero)
+	totS := b.node("Squeeze", "", nil, totLen, zero)
+	oneS := b.node("Squeeze", "", nil, one, zero)
+	zeroS := b.node("Squeeze", "", nil, zero, zero)
+	rows := b.node("Range", "", nil, pastS, totS, oneS)               // query positions [S]
+	cols := b.node("Range", "", nil, zeroS, totS, oneS)               // key positions [T]
+	rows2 := b.node("Unsqueeze", "", nil, rows, one)                  // [S, 1]
+	future := b.node("Greater", "", nil, cols, rows2)                 // [S, T]: key after query
+	mask := b.node("Tile", "", nil, future, b.i64("mask_tile", G, 1)) // [G·S, T]
+	negInf := b.f32("neg_inf", []int{}, []float32{float32(math.Inf(-1))})
+	headsShape := b.i64("q_heads_shape", 1, -1, int64(c.Heads), HS)
+	kvShape := b.i64("kv_heads_shape", 1, -1, KV, HS)
+	groupShape := b.i64("group_shape", 1, KV, -1, HS)
+	backShape := b.i64("back_shape", 1, int64(c.Heads), -1, HS)
+	flatShape := b.i64("flat_shape", 1, -1, D)
+	scale := b.f32("attn_scale", []int{}, []float32{float32(1 / math.Sqrt(float64(c.HeadSize)))})
+	return func(l int, q, k, v string) string {
+		q = b.node("RotaryEmbedding", contribDomain, attrs(intA("interleaved", 1), intA("num_heads", int64(c.Heads))), q, pastLen, cosC, sinC)
+		k = b.node("RotaryEmbedding", contribDomain, attrs(intA("interleaved", 1), intA("num_heads", KV)), k, pastLen, cosC, sinC)
+		perm := attrs(ints("perm", 0, 2, 1, 3))
+		q = b.node("Transpose", "", perm, b.node("Reshape", "", nil, q, headsShape)) // [1, H, S, hs]
+		k = b.node("Transpose", "", perm, b.node("Reshape", "", nil, k, kvShape))    // [1, KV, S, hs]
+		v = b.node("Transpose", "", perm, b.node("Reshape", "", nil, v, kvShape))
+		pk, pv := fmt.Sprintf("present_key.%d", l), fmt.Sprintf("present_value.%d", l)
+		b.g.Nodes = append(b.g.Nodes,
+			&graph.Node{Name: pk, OpType: "Concat", Inputs: []string{fmt.Sprintf("past_key.%d", l), k}, Outputs: []string{pk}, Attrs: attrs(intA("axis", 2))},
+			&graph.Node{Name: pv, OpType: "Concat", Inputs: []string{fmt.Sprintf("past_value.%d", l), v}, Outputs: []string{pv}, Attrs: attrs(intA("axis", 2))})
+		// Grouped-query attention without repeating the cache: the G query
+		// heads sharing key/value head j are rows of one [G·S, hs] matrix.
+		qg := b.node("Reshape", "", nil, q, groupShape)                            // [1, KV, G·S, hs]
+		kt := b.node("Transpose", "", attrs(ints("perm", 0, 1, 3, 2)), pk)         // [1, KV, hs, T]
+		scores := b.node("Mul", "", nil, b.node("MatMul", "", nil, qg, kt), scale) // [1, KV, G·S, T]
+		scores = b.node("Where", "", nil, mask, negInf, scores)
+		probs := b.node("Softmax", "", attrs(intA("axis", -1)), scores)
+		att := b.node("MatMul", "", nil, probs, pv)                                      // [1, KV, G·S, hs]
+		att = b.node("Reshape", "", nil, att, backShape)                                 // [1, H, S, hs]
+		return b.node("Reshape", "", nil, b.node("Transpose", "", perm, att), flatShape) // [1, S, D]
+	}
+}

@@ -1,0 +1,357 @@
+package llama
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/formats"
+	"github.com/switchyard-hal/switchyard/formats/gguf"
+)
+
+func init() {
+	formats.Register(formats.Format{
+		Name: "gguf", Extensions: []string{".gguf"}, Match: gguf.IsGGUF,
+		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			m, err := decodeGGUF(data, o)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return m, nil
+		},
+		Decode: func(data []byte, o formats.Options) (*graph.Model, error) { return decodeGGUF(data, o) },
+	})
+	formats.Register(formats.Format{
+		Name: "llama2c", Extensions: []string{".bin"}, Match: IsLlama2cExport,
+		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			m, err := decodeLlama2c(data, o)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return m, nil
+		},
+		Decode: func(data []byte, o formats.Options) (*graph.Model, error) { return decodeLlama2c(data, o) },
+	})
+}
+
+func decodeGGUF(data []byte, o formats.Options) (*graph.Model, error) {
+	f, err := gguf.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	w, err := FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	return build(w, o)
+}
+
+func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
+	w, err := ReadLlama2c(data)
+	if err != nil {
+		return nil, err
+	}
+	return build(w, o)
+}
+
+// build is Build with the context capped at o.ContextLength.
+func build(w *Weights, o formats.Options) (*graph.Model, error) {
+	if o.ContextLength > 0 && o.ContextLength < w.Config.ContextLength {
+		w.Config.ContextLength = o.ContextLength
+	}
+	return Build(w)
+}
+
+// FromGGUF collects the weights of a GGUF file of architecture "llama".
+// F32, F16 and BF16 tensors become float32 matrices; Q8_0 and Q4_0 ones
+// stay quantized (blocks of 32 along each row).
+func FromGGUF(f *gguf.File) (*Weights, error) {
+	if a, _ := f.String("general.architecture"); a != "llama" {
+		return nil, fmt.Errorf("%w: GGUF architecture %q (only llama is built)", ErrFormat, a)
+	}
+	u := func(k string) int {
+		v, ok := f.Uint("llama." + k)
+		if !ok || v > math.MaxInt32 {
+			return -1
+		}
+		return int(v)
+	}
+	c := Config{Dim: u("embedding_length"), Hidden: u("feed_forward_length"), Layers: u("block_count"),
+		Heads: u("attention.head_count"), KVHeads: u("attention.head_count_kv"), ContextLength: u("context_length")}
+	if c.KVHeads < 0 {
+		c.KVHeads = c.Heads
+	}
+	c.RMSEps, _ = f.Float("llama.attention.layer_norm_rms_epsilon")
+	c.RopeTheta, _ = f.Float("llama.rope.freq_base")
+	emb, ok := f.Tensor("token_embd.weight")
+	if !ok || len(emb.Dims) != 2 {
+		return nil, fmt.Errorf("%w: no 2-D token_embd.weight", ErrFormat)
+	}
+	c.Vocab = int(emb.Dims[1])
+	if rd := u("rope.dimension_count"); rd > 0 && c.Heads > 0 && rd != c.Dim/c.Heads {
+		return nil, fmt.Errorf("%w: rotary dimension %d is not the head size %d (partial rotary is not built)", ErrFormat, rd, c.Dim/max(c.Heads, 1))
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	w := &Weights{Config: c}
+	var err error
+	mat := func(name string) Matrix {
+		if err != nil {
+			return Matrix{}
+		}
+		var m Matrix
+		m, err = ggufMatrix(f, name)
+		return m
+	}
+	vec := func(name string) []float32 {
+		if err != nil {
+			return nil
+		}
+		t, ok := f.Tensor(name)
+		if !ok || len(t.Dims) != 1 {
+			err = fmt.Errorf("%w: no 1-D tensor %s", ErrFormat, name)
+			return nil
+		}
+		var v []float32
+		v, err = f.Float32s(t)
+		return v
+	}
+	w.Embed = mat("token_embd.weight")
+	w.Norm = vec("output_norm.weight")
+	if _, ok := f.Tensor("output.weight"); ok {
+		o := mat("output.weight")
+		w.Output = &o
+	} else {
+		w.Config.SharedEmbedding = true
+	}
+	for l := 0; l < c.Layers && err == nil; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		w.Layers = append(w.Layers, Layer{
+			AttnNorm: vec(p + "attn_norm.weight"), FFNNorm: vec(p + "ffn_norm.weight"),
+			Q: mat(p + "attn_q.weight"), K: mat(p + "attn_k.weight"), V: mat(p + "attn_v.weight"), O: mat(p + "attn_output.weight"),
+			Gate: mat(p + "ffn_gate.weight"), Up: mat(p + "ffn_up.weight"), Down: mat(p + "ffn_down.weight"),
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w, w.Check()
+}
+
+func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
+	t, ok := f.Tensor(name)
+	if !ok {
+		return Matrix{}, fmt.Errorf("%w: no tensor %s", ErrFormat, name)
+	}
+	if len(t.Dims) != 2 || t.Dims[0] > math.MaxInt32 || t.Dims[1] > math.MaxInt32 {
+		return Matrix{}, fmt.Errorf("%w: %s has dims %v, want 2", ErrFormat, name, t.Dims)
+	}
+	m := Matrix{Rows: int(t.Dims[1]), Cols: int(t.Dims[0])}
+	switch t.Type {
+	case gguf.TypeQ8_0:
+		m.Bits, m.Block = 8, 32
+		m.Q8, m.Scales = gguf.Q8_0(f.Raw(t))
+	case gguf.TypeQ4_0:
+		m.Bits, m.Block = 4, 32
+		m.Q4, m.Scales = gguf.Q4_0(f.Raw(t))
+	default:
+		v, err := f.Float32s(t)
+		if err != nil {
+			return Matrix{}, err
+		}
+		m.F32 = v
+	}
+	return m, nil
+}
+
+// llama2cMagic is the first four bytes of llama2.c's versioned exports
+// (uint32 0x616b3432, "ak42", little-endian).
+const llama2cMagic = "24ka"
+
+// IsLlama2cExport reports whether head starts like a versioned llama2.c
+// export. The legacy float32 checkpoint has no magic: it is recognised by
+// its .bin extension and checked by its size.
+func IsLlama2cExport(head []byte) bool { return len(head) >= 4 && string(head[:4]) == llama2cMagic }
+
+type cursor struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (c *cursor) f32s(n int, what string) []float32 {
+	if c.err != nil {
+		return nil
+	}
+	if n < 0 || n > (len(c.b)-c.off)/4 {
+		c.err = fmt.Errorf("%w: %s: %d float32 values at offset %d, the file has %d bytes", ErrFormat, what, n, c.off, len(c.b))
+		return nil
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(c.b[c.off+4*i:]))
+	}
+	c.off += 4 * n
+	return out
+}
+
+func (c *cursor) i8s(n int, what string) []int8 {
+	if c.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(c.b)-c.off {
+		c.err = fmt.Errorf("%w: %s: %d int8 values at offset %d, the file has %d bytes", ErrFormat, what, n, c.off, len(c.b))
+		return nil
+	}
+	out := make([]int8, n)
+	for i := range out {
+		out[i] = int8(c.b[c.off+i])
+	}
+	c.off += n
+	return out
+}
+
+func header(b []byte) (Config, error) {
+	if len(b) < 28 {
+		return Config{}, fmt.Errorf("%w: %d bytes, shorter than the llama2.c header", ErrFormat, len(b))
+	}
+	v := make([]int, 7)
+	for i := range v {
+		v[i] = int(int32(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	c := Config{Dim: v[0], Hidden: v[1], Layers: v[2], Heads: v[3], KVHeads: v[4], Vocab: v[5], ContextLength: v[6], SharedEmbedding: true}
+	if c.Vocab < 0 {
+		c.Vocab, c.SharedEmbedding = -c.Vocab, false
+	}
+	return c, c.check()
+}
+
+// ReadLlama2c reads a llama2.c checkpoint: the legacy float32 format (a
+// header of 7 int32 — dim, hidden, layers, heads, kv heads, vocab
+// (negative: an unshared classifier follows), max sequence — then the
+// weights in run.c's order, the rotary tables and the classifier) or the
+// version-2 export (256-byte header: magic, version, the 7 int32, a
+// shared-classifier byte, the group size; float32 norms, then every
+// weight as int8 values followed by one float32 scale per group).
+func ReadLlama2c(b []byte) (*Weights, error) {
+	if IsLlama2cExport(b) {
+		if len(b) < 256 {
+			return nil, fmt.Errorf("%w: %d bytes, shorter than the 256-byte export header", ErrFormat, len(b))
+		}
+		version := int32(binary.LittleEndian.Uint32(b[4:]))
+		if version != 2 {
+			return nil, fmt.Errorf("%w: llama2.c export version %d (version 2, int8 Q8_0, is read; the legacy float32 .bin too)", ErrFormat, version)
+		}
+		return readQ80(b)
+	}
+	c, err := header(b)
+	if err != nil {
+		return nil, err
+	}
+	D, H, L, KV, V := c.Dim, c.Hidden, c.Layers, c.KVDim(), c.Vocab
+	hs := c.HeadSize
+	want := 28 + 4*(V*D+L*D+L*D*D+2*L*KV*D+L*D*D+L*D+3*L*H*D+D+c.ContextLength*hs)
+	if !c.SharedEmbedding {
+		want += 4 * V * D
+	}
+	if len(b) != want {
+		return nil, fmt.Errorf("%w: a llama2.c checkpoint with header %+v has %d bytes, this file %d", ErrFormat, c, want, len(b))
+	}
+	cur := &cursor{b: b, off: 28}
+	w := &Weights{Config: c, Layers: make([]Layer, L)}
+	w.Embed = Matrix{Rows: V, Cols: D, F32: cur.f32s(V*D, "token embedding")}
+	each := func(what string, rows, cols int, set func(l *Layer, m Matrix)) {
+		for l := range w.Layers {
+			set(&w.Layers[l], Matrix{Rows: rows, Cols: cols, F32: cur.f32s(rows*cols, what)})
+		}
+	}
+	for l := range w.Layers {
+		w.Layers[l].AttnNorm = cur.f32s(D, "attention norm")
+	}
+	each("wq", D, D, func(l *Layer, m Matrix) { l.Q = m })
+	each("wk", KV, D, func(l *Layer, m Matrix) { l.K = m })
+	each("wv", KV, D, func(l *Layer, m Matrix) { l.V = m })
+	each("wo", D, D, func(l *Layer, m Matrix) { l.O = m })
+	for l := range w.Layers {
+		w.Layers[l].FFNNorm = cur.f32s(D, "ffn norm")
+	}
+	each("w1", H, D, func(l *Layer, m Matrix) { l.Gate = m })
+	each("w2", D, H, func(l *Layer, m Matrix) { l.Down = m })
+	each("w3", H, D, func(l *Layer, m Matrix) { l.Up = m })
+	w.Norm = cur.f32s(D, "final norm")
+	cur.f32s(c.ContextLength*hs, "rotary tables") // the graph computes its own
+	if !c.SharedEmbedding {
+		w.Output = &Matrix{Rows: V, Cols: D, F32: cur.f32s(V*D, "classifier")}
+	}
+	if cur.err != nil {
+		return nil, cur.err
+	}
+	return w, w.Check()
+}
+
+func readQ80(b []byte) (*Weights, error) {
+	c, err := header(b[8:])
+	if err != nil {
+		return nil, err
+	}
+	c.SharedEmbedding = b[36] != 0
+	G := int(int32(binary.LittleEndian.Uint32(b[37:])))
+	if G <= 0 || G > 1<<16 {
+		return nil, fmt.Errorf("%w: group size %d", ErrFormat, G)
+	}
+	D, H, L, KV, V := c.Dim, c.Hidden, c.Layers, c.KVDim(), c.Vocab
+	cur := &cursor{b: b, off: 256}
+	w := &Weights{Config: c, Layers: make([]Layer, L)}
+	for l := range w.Layers {
+		w.Layers[l].AttnNorm = cur.f32s(D, "attention norm")
+	}
+	for l := range w.Layers {
+		w.Layers[l].FFNNorm = cur.f32s(D, "ffn norm")
+	}
+	w.Norm = cur.f32s(D, "final norm")
+	q := func(what string, rows, cols int) Matrix {
+		n := rows * cols
+		if n%G != 0 && cur.err == nil {
+			cur.err = fmt.Errorf("%w: %s has %d values, not whole groups of %d", ErrFormat, what, n, G)
+		}
+		m := Matrix{Rows: rows, Cols: cols, Bits: 8, Block: G}
+		m.Q8 = cur.i8s(n, what)
+		m.Scales = cur.f32s(n/G, what+" scales")
+		return m
+	}
+	w.Embed = q("token embedding", V, D)
+	each := func(what string, rows, cols int, set func(l *Layer, m Matrix)) {
+		for l := range w.Layers {
+			set(&w.Layers[l], q(what, rows, cols))
+		}
+	}
+	each("wq", D, D, func(l *Layer, m Matrix) { l.Q = m })
+	each("wk", KV, D, func(l *Layer, m Matrix) { l.K = m })
+	each("wv", KV, D, func(l *Layer, m Matrix) { l.V = m })
+	each("wo", D, D, func(l *Layer, m Matrix) { l.O = m })
+	each("w1", H, D, func(l *Layer, m Matrix) { l.Gate = m })
+	each("w2", D, H, func(l *Layer, m Matrix) { l.Down = m })
+	each("w3", H, D, func(l *Layer, m Matrix) { l.Up = m })
+	if !c.SharedEmbedding {
+		o := q("classifier", V, D)
+		w.Output = &o
+	}
+	if cur.err != nil {
+		return nil, cur.err
+	}
+	if cur.off != len(b) {
+		return nil, fmt.Errorf("%w: %d bytes after the last weight", ErrFormat, len(b)-cur.off)
+	}
+	return w, w.Check()
+}
