@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -51,7 +50,7 @@ as NAME.npy. --memory-budget bounds the memory the run's buffers may hold
 the node.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
+			ctx := cmd.Context()
 			path := ""
 			if len(args) == 1 {
 				path = args[0]
