@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"github.com/switchyard-hal/switchyard/internal/demo"
 	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
@@ -391,7 +392,7 @@ func BenchmarkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer e.Close()
-		m, err := runtime.LoadBytes(ctx, demo.Bytes(), e.RuntimeOptions())
+		m, err := runtime.LoadBytes(ctx, demo.Bytes(), apiaccess.EngineRuntimeOptions(e))
 		if err != nil {
 			b.Fatal(err)
 		}

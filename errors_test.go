@@ -71,3 +71,27 @@ func TestOneErrorVocabulary(t *testing.T) {
 		t.Errorf("engine on a missing C library: %v, want a BackendError wrapping ErrUnavailable", err)
 	}
 }
+
+// TestNilContextRefused: every call that takes a context refuses nil with
+// an invalid-argument error instead of running without one.
+func TestNilContextRefused(t *testing.T) {
+	//lint:ignore SA1012 the nil context is what is tested
+	var nilCtx context.Context
+	if _, err := switchyard.NewEngine(nilCtx, nil); !errors.Is(err, switchyard.ErrInvalid) {
+		t.Errorf("NewEngine(nil ctx): %v", err)
+	}
+	m := openDemo(t, nil)
+	in := m.ExampleInputs()
+	if _, err := m.Run(nilCtx, in); !errors.Is(err, switchyard.ErrInvalid) {
+		t.Errorf("Run(nil ctx): %v", err)
+	}
+	if _, _, err := m.RunWithStats(nilCtx, in, false); !errors.Is(err, switchyard.ErrInvalid) {
+		t.Errorf("RunWithStats(nil ctx): %v", err)
+	}
+	if err := m.RunInto(nilCtx, in, switchyard.Tensors{}); !errors.Is(err, switchyard.ErrInvalid) {
+		t.Errorf("RunInto(nil ctx): %v", err)
+	}
+	if _, err := m.NewSession(nilCtx, nil, nil); !errors.Is(err, switchyard.ErrInvalid) {
+		t.Errorf("NewSession(nil ctx): %v", err)
+	}
+}

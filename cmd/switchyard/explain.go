@@ -29,7 +29,7 @@ func explainCmd() *cobra.Command {
 			defer m.Close()
 			plan := m.Plan()
 			if htmlOut != "" {
-				page, err := renderHTML(m.Runtime().IR().Graph, plan, "switchyard explain: "+name)
+				page, err := m.PlanHTML("switchyard explain: " + name)
 				if err != nil {
 					return err
 				}

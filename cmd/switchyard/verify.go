@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"os"
 	"runtime"
 	"sync"
@@ -34,7 +35,7 @@ integers, bools and strings must be equal.`,
 				return err
 			}
 			defer eng.Close()
-			opt.Runtime = eng.RuntimeOptions()
+			opt.Runtime = apiaccess.EngineRuntimeOptions(eng)
 			results := make([]onnxtest.Result, len(dirs))
 			done := make([]chan struct{}, len(dirs))
 			for i := range done {
