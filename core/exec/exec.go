@@ -272,18 +272,12 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 				}
 			}
 		}
-		for _, a := range n.Attrs {
-			subs := a.Graphs
-			if a.G != nil {
-				subs = append([]*graph.Graph{a.G}, subs...)
+		for _, sg := range n.Subgraphs() {
+			sp, err := m.compile(sg, visible)
+			if err != nil {
+				return nil, err
 			}
-			for _, sg := range subs {
-				sp, err := m.compile(sg, visible)
-				if err != nil {
-					return nil, err
-				}
-				m.subplans[sg] = sp
-			}
+			m.subplans[sg] = sp
 		}
 	}
 	// a buffer lives until the last reader of any view of it; views
@@ -363,14 +357,8 @@ func sortedTensorNames(m map[string]*graph.Tensor) []string {
 // graphs capture from enclosing scopes.
 func nodeReads(n *graph.Node) []string {
 	reads := append([]string{}, n.Inputs...)
-	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
-		for _, sg := range subs {
-			reads = append(reads, sg.FreeVariables()...)
-		}
+	for _, sg := range n.Subgraphs() {
+		reads = append(reads, sg.FreeVariables()...)
 	}
 	return reads
 }

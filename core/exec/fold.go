@@ -120,10 +120,8 @@ func (m *Program) foldable(n *graph.Node) bool {
 	if _, over := m.overrides[n]; over || n.Domain != "" {
 		return false
 	}
-	for _, a := range n.Attrs {
-		if a.G != nil || len(a.Graphs) > 0 {
-			return false
-		}
+	if len(n.Subgraphs()) > 0 {
+		return false
 	}
 	switch n.OpType {
 	case "If", "Loop", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli":
