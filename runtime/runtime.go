@@ -514,9 +514,3 @@ func (m *Model) Inputs() []graph.ValueInfo { return append([]graph.ValueInfo{}, 
 
 // Outputs lists the model outputs in order.
 func (m *Model) Outputs() []graph.ValueInfo { return append([]graph.ValueInfo{}, m.outputs...) }
-
-// ValueType returns the inferred type of a main-graph value.
-func (m *Model) ValueType(name string) (graph.ValueType, bool) {
-	t, ok := m.types[name]
-	return t, ok
-}

@@ -4,7 +4,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
-// Simplify returns a copy of g (g itself is not modified) in which
+// SimplifyTyped returns a copy of g (g itself is not modified) in which
 //   - every node whose inputs are all constants (initializers, Constant
 //     outputs, earlier folded values) is evaluated once, its outputs
 //     becoming initializers (bounded in size; see fold), and
@@ -13,14 +13,9 @@ import (
 //
 // The runtime simplifies before partitioning, so backends are not offered
 // weight-producing Constant nodes or dead code. Nested graphs are left as
-// they are (Compile folds inside them).
-func Simplify(g *graph.Graph, opsets []graph.Opset) (*graph.Graph, error) {
-	return SimplifyTyped(g, opsets, nil)
-}
-
-// SimplifyTyped is Simplify knowing the inferred types of g's values:
-// Shape and Size of values of static shape fold too, with the shape
-// arithmetic computed from them alone.
+// they are (Compile folds inside them). Knowing the inferred types of g's
+// values (types may be nil), Shape and Size of values of static shape fold
+// too, with the shape arithmetic computed from them alone.
 func SimplifyTyped(g *graph.Graph, opsets []graph.Opset, types map[string]graph.ValueType) (*graph.Graph, error) {
 	order, err := g.TopoSort()
 	if err != nil {

@@ -21,9 +21,6 @@ func Prod(dims []int) int { return ops.Prod(dims) }
 // (ops.BroadcastShapes).
 func BroadcastShapes(shapes ...[]int) ([]int, error) { return ops.BroadcastShapes(shapes...) }
 
-// ShapeInts converts an int tensor (a shape, axes, pads…) to []int64
-// (ops.ShapeInts).
-func ShapeInts(t *graph.Tensor) []int64 { return ops.ShapeInts(t) }
 
 // FloatTypes, IntTypes… are common Schema.Types lists (the ops lists).
 var (

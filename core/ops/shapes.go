@@ -65,14 +65,6 @@ func BroadcastShapes(shapes ...[]int) ([]int, error) {
 	return out, nil
 }
 
-// ShapeInts converts an int tensor (a shape, axes, pads…) to []int64.
-func ShapeInts(t *graph.Tensor) []int64 {
-	if t == nil {
-		return nil
-	}
-	return t.Int64s()
-}
-
 // FloatTypes, IntTypes… are common Schema.Types lists.
 var (
 	FloatTypes   = []graph.DType{graph.Float32, graph.Float64, graph.Float16, graph.BFloat16}
