@@ -83,15 +83,16 @@ func (m *Model) Plan() *partitioner.Plan {
 	}
 	p := *m.plan
 	p.Partitions = append([]partitioner.Partition{}, m.plan.Partitions...)
+	byID := make(map[int][]int, len(p.Partitions))
+	for i, pt := range p.Partitions {
+		byID[pt.ID] = append(byID[pt.ID], i)
+	}
 	for _, cp := range m.parts {
 		cp.mu.Lock()
 		r := cp.replaced
 		cp.mu.Unlock()
 		d := cp.declineRecord()
-		for i := range p.Partitions {
-			if p.Partitions[i].ID != cp.part.ID {
-				continue
-			}
+		for _, i := range byID[cp.part.ID] {
 			if r != nil {
 				rc := *r
 				p.Partitions[i].Replaced = &rc
