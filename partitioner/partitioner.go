@@ -459,15 +459,30 @@ func reads(n *graph.Node) []string {
 // per partition is quadratic on a long chain of alternating backends) and
 // a search runs only for a node that reads from several partitions.
 func group(topo []int, preds [][]int, assign []string, fallback string) [][]int {
+	pos := make([]int, len(assign))
+	for k, v := range topo {
+		pos[v] = k
+	}
 	part := make([]int, len(assign))
 	var parts [][]int
 	var deps [][]int  // direct dependencies of each partition
+	var users [][]int // and the reverse
+	edge := map[[2]int]bool{}
+	// low[r] is the earliest topological position among r's nodes and
+	// those of every partition r depends on: r cannot depend on a
+	// partition whose first node comes before it. Kept exact as edges
+	// are added (a node joining a partition comes after all of it).
+	var low []int
 	var mark []uint32 // search stamps
 	var stamp uint32
 	var stack []int
 	// dependsOn reports whether partition q depends on partition p,
 	// directly or transitively.
 	dependsOn := func(q, p int) bool {
+		first := pos[parts[p][0]]
+		if low[q] > first {
+			return false
+		}
 		stamp++
 		if stamp == 0 {
 			clear(mark)
@@ -482,7 +497,7 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 				if d == p {
 					return true
 				}
-				if mark[d] != stamp {
+				if mark[d] != stamp && low[d] <= first {
 					mark[d] = stamp
 					stack = append(stack, d)
 				}
@@ -521,11 +536,33 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 			target = len(parts)
 			parts = append(parts, nil)
 			deps = append(deps, nil)
+			users = append(users, nil)
+			low = append(low, pos[v])
 			mark = append(mark, 0)
 		}
 		for _, q := range pp {
-			if q != target && !slices.Contains(deps[target], q) {
-				deps[target] = append(deps[target], q)
+			if q == target || edge[[2]int{target, q}] {
+				continue
+			}
+			edge[[2]int{target, q}] = true
+			deps[target] = append(deps[target], q)
+			users[q] = append(users[q], target)
+			if low[q] < low[target] {
+				// target and everything depending on it now reach back
+				// to low[q]
+				l := low[q]
+				low[target] = l
+				stack = append(stack[:0], target)
+				for len(stack) > 0 {
+					r := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					for _, u := range users[r] {
+						if low[u] > l {
+							low[u] = l
+							stack = append(stack, u)
+						}
+					}
+				}
 			}
 		}
 		part[v] = target
@@ -609,6 +646,10 @@ func boundaries(g *graph.Graph, parts [][]int, assign []string, fallback string,
 	for _, o := range g.Outputs {
 		isGraphOut[o.Name] = true
 	}
+	isGraphIn := make(map[string]bool, len(g.Inputs))
+	for _, in := range g.Inputs {
+		isGraphIn[in.Name] = true
+	}
 	usedOutside := make([]map[string]bool, len(parts))
 	for i := range usedOutside {
 		usedOutside[i] = map[string]bool{}
@@ -634,7 +675,7 @@ func boundaries(g *graph.Graph, parts [][]int, assign []string, fallback string,
 				if pr, ok := producer[in]; ok && partOf[pr] == pi {
 					continue
 				}
-				if _, isConst := g.Initializers[in]; isConst && !isGraphInput(g, in) {
+				if _, isConst := g.Initializers[in]; isConst && !isGraphIn[in] {
 					continue
 				}
 				inSeen[in] = true
@@ -651,13 +692,4 @@ func boundaries(g *graph.Graph, parts [][]int, assign []string, fallback string,
 		out[pi] = part
 	}
 	return out
-}
-
-func isGraphInput(g *graph.Graph, name string) bool {
-	for _, in := range g.Inputs {
-		if in.Name == name {
-			return true
-		}
-	}
-	return false
 }

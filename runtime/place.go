@@ -397,8 +397,10 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 		}
 		return t
 	}
+	isIn := make(map[string]bool, len(p.Inputs))
 	for _, in := range p.Inputs {
 		sg.Inputs = append(sg.Inputs, graph.ValueInfo{Name: in, Type: typeOf(in)})
+		isIn[in] = true
 	}
 	for _, o := range p.Outputs {
 		sg.Outputs = append(sg.Outputs, graph.ValueInfo{Name: o, Type: typeOf(o)})
@@ -417,7 +419,7 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 			}
 		}
 		for _, r := range reads {
-			if t, ok := g.Initializers[r]; ok && !isInput(sg, r) {
+			if t, ok := g.Initializers[r]; ok && !isIn[r] {
 				sg.Initializers[r] = t
 			}
 		}
@@ -486,15 +488,6 @@ func annotate(g *graph.Graph, types map[string]graph.ValueType) *graph.Graph {
 		}
 	}
 	return &c
-}
-
-func isInput(g *graph.Graph, name string) bool {
-	for _, in := range g.Inputs {
-		if in.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // kernel runs the partition through its backend as one node of the
