@@ -18,12 +18,12 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -102,7 +102,7 @@ func IsGGUF(head []byte) bool { return len(head) >= 4 && string(head[:4]) == Mag
 
 // ReadFile reads and parses a GGUF file.
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}

@@ -4,18 +4,18 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
 	"github.com/switchyard-hal/switchyard/formats/gguf"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 func init() {
 	formats.Register(formats.Format{
 		Name: "gguf", Extensions: []string{".gguf"}, Match: gguf.IsGGUF,
 		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
-			data, err := os.ReadFile(path)
+			data, err := regular.ReadFile(path, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -30,7 +30,7 @@ func init() {
 	formats.Register(formats.Format{
 		Name: "llama2c", Extensions: []string{".bin"}, Match: IsLlama2cExport,
 		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
-			data, err := os.ReadFile(path)
+			data, err := regular.ReadFile(path, 0)
 			if err != nil {
 				return nil, err
 			}
