@@ -283,6 +283,11 @@ func (d *decoder) sparse(b []byte) (string, *graph.Tensor, error) {
 		}
 		shape[i] = int(v)
 	}
+	// the dense shape comes from the file: check it against the limit
+	// before allocating (2^31 floats in a few bytes of file)
+	if _, err := graph.CheckAllocLimit(vt.DType, shape, d.opt.limit); err != nil {
+		return values.name, nil, err
+	}
 	dense, err := graph.New(vt.DType, shape)
 	if err != nil {
 		return values.name, nil, err
