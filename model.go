@@ -123,7 +123,7 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
-	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes, Method: lo.Method, DataFiles: lo.DataFiles, ContextLength: lo.ContextLength, Dequantize: lo.Dequantize})
+	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.loadLimit(), Method: lo.Method, DataFiles: lo.DataFiles, ContextLength: lo.ContextLength, Dequantize: lo.Dequantize})
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %s: %w", file, err)
 	}
@@ -156,7 +156,7 @@ func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Mode
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	ir, err := formats.Decode(data, name, formats.Options{MaxTensorBytes: e.opts.MaxTensorBytes})
+	ir, err := formats.Decode(data, name, formats.Options{MaxTensorBytes: e.loadLimit()})
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
@@ -639,4 +639,20 @@ func (m *Model) closeModel() error {
 	delete(m.eng.models, m)
 	m.eng.mu.Unlock()
 	return err
+}
+
+// loadLimit is the size limit of any one tensor a file declares: the
+// engine's MaxTensorBytes, lowered to the memory budget, so a tiny file
+// declaring a huge tensor (a sparse initializer's dense shape, a
+// constant) is refused before it is allocated, not after.
+func (e *Engine) loadLimit() int64 {
+	limit := e.opts.MaxTensorBytes
+	budget := e.opts.MemoryBudget
+	if budget == 0 {
+		budget = runtime.DefaultMemoryBudget()
+	}
+	if budget > 0 && (limit <= 0 || limit > budget) {
+		limit = budget
+	}
+	return limit
 }

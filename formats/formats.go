@@ -12,13 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // Options are the import options every format understands; a format
@@ -139,7 +139,7 @@ func namesLocked() []string {
 
 // Detect returns the format of the file at path, reading its first bytes.
 func Detect(path string) (*Format, error) {
-	fh, err := os.Open(path)
+	fh, _, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package hal
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
@@ -107,6 +108,36 @@ type Subgraph struct {
 	// Supports) and for inputs whose dims are all fixed; the wire
 	// protocols do not carry it.
 	DynamicDims map[string][]bool
+
+	// types indexes the declared types for TypeOf (built on first use;
+	// rebuilt when Graph or the lengths of its type lists change).
+	types atomic.Pointer[typeIndex]
+}
+
+// typeIndex maps a value name to its declared type, first declaration
+// winning (Inputs, then Outputs, then ValueInfo), as a linear search would.
+type typeIndex struct {
+	g             *graph.Graph
+	nIn, nOut, nV int
+	types         map[string]graph.ValueType
+}
+
+func (s *Subgraph) typeIndex() *typeIndex {
+	g := s.Graph
+	if x := s.types.Load(); x != nil && x.g == g && x.nIn == len(g.Inputs) && x.nOut == len(g.Outputs) && x.nV == len(g.ValueInfo) {
+		return x
+	}
+	x := &typeIndex{g: g, nIn: len(g.Inputs), nOut: len(g.Outputs), nV: len(g.ValueInfo),
+		types: make(map[string]graph.ValueType, len(g.Inputs)+len(g.Outputs)+len(g.ValueInfo))}
+	for _, list := range [][]graph.ValueInfo{g.Inputs, g.Outputs, g.ValueInfo} {
+		for _, vi := range list {
+			if _, dup := x.types[vi.Name]; !dup {
+				x.types[vi.Name] = vi.Type
+			}
+		}
+	}
+	s.types.Store(x)
+	return x
 }
 
 // TypeOf returns the type the runtime inferred for a value of the
@@ -117,14 +148,18 @@ func (s *Subgraph) TypeOf(name string) (t graph.ValueType, ok bool) {
 	if c, isConst := g.Initializers[name]; isConst {
 		return graph.ValueType{Kind: "tensor", DType: c.DType, Shape: graph.StaticShape(c.Shape...)}, true
 	}
-	for _, list := range [][]graph.ValueInfo{g.Inputs, g.Outputs, g.ValueInfo} {
-		for _, vi := range list {
-			if vi.Name == name {
-				return vi.Type, true
+	if len(g.Inputs)+len(g.Outputs)+len(g.ValueInfo) <= 16 {
+		for _, list := range [][]graph.ValueInfo{g.Inputs, g.Outputs, g.ValueInfo} {
+			for _, vi := range list {
+				if vi.Name == name {
+					return vi.Type, true
+				}
 			}
 		}
+		return graph.ValueType{}, false
 	}
-	return graph.ValueType{}, false
+	t, ok = s.typeIndex().types[name]
+	return t, ok
 }
 
 // ConstOf returns the constant value of name, or nil when it is not a

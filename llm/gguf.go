@@ -36,19 +36,23 @@ func GGUFTokenizer(f *gguf.File) (*Llama2cTokenizer, error) {
 	if bos, ok := f.Uint("tokenizer.ggml.bos_token_id"); ok && bos != 1 {
 		return nil, fmt.Errorf("llm: GGUF BOS id %d (1 is supported)", bos)
 	}
-	toks, _ := f.Meta["tokenizer.ggml.tokens"].([]any)
-	sc, _ := f.Meta["tokenizer.ggml.scores"].([]any)
+	toks, _ := f.Meta["tokenizer.ggml.tokens"].([]string)
+	var sc []float32
+	switch v := f.Meta["tokenizer.ggml.scores"].(type) {
+	case []float32:
+		sc = v
+	case []float64:
+		sc = make([]float32, len(v))
+		for i, x := range v {
+			sc[i] = float32(x)
+		}
+	}
 	if len(toks) == 0 || len(sc) != len(toks) {
 		return nil, fmt.Errorf("llm: GGUF has %d tokens and %d scores", len(toks), len(sc))
 	}
 	pieces, scores := make([]string, len(toks)), make([]float32, len(toks))
-	for i := range toks {
-		s, ok := toks[i].(string)
-		v, ok2 := sc[i].(float64)
-		if !ok || !ok2 {
-			return nil, fmt.Errorf("llm: GGUF token %d is %T with score %T", i, toks[i], sc[i])
-		}
-		pieces[i], scores[i] = strings.ReplaceAll(s, "\u2581", " "), float32(v)
+	for i, s := range toks {
+		pieces[i], scores[i] = strings.ReplaceAll(s, "\u2581", " "), sc[i]
 	}
 	return NewLlama2cTokenizer(pieces, scores)
 }

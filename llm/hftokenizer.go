@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // HFTokenizer is a Hugging Face tokenizer.json BPE tokenizer of one of
@@ -54,7 +55,7 @@ type hfJSON struct {
 
 // LoadHFTokenizer reads a tokenizer.json.
 func LoadHFTokenizer(path string) (*HFTokenizer, error) {
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // Tokenizer turns text into token ids and back.
@@ -40,7 +41,7 @@ const maxVocab = 1 << 21
 // LoadLlama2cTokenizer reads a tokenizer.bin file with vocabSize entries
 // (the checkpoint's header says how many).
 func LoadLlama2cTokenizer(path string, vocabSize int) (*Llama2cTokenizer, error) {
-	f, err := os.Open(path)
+	f, _, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -170,12 +171,13 @@ func newCostState(est Estimator, cands []Candidate, pol Policy) *costState {
 func nodesKey(backend string, nodes []int) string {
 	s := append([]int{}, nodes...)
 	sort.Ints(s)
-	var b strings.Builder
-	b.WriteString(backend)
+	b := make([]byte, 0, len(backend)+6*len(s))
+	b = append(b, backend...)
 	for _, v := range s {
-		fmt.Fprintf(&b, ",%d", v)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(v), 10)
 	}
-	return b.String()
+	return string(b)
 }
 
 // weigh decides one delegated partition. Estimates are asked once per
@@ -263,10 +265,16 @@ func (cs *costState) moved(part Partition, assign []string, fallback string) []s
 // nextOf names where part's nodes would go were it rejected: one
 // backend, or several joined by "+" in priority order.
 func (cs *costState) nextOf(part Partition, fallback string) string {
-	alt := cs.moved(part, make([]string, len(cs.fallback.Verdicts)), fallback)
 	seen := map[string]bool{}
 	for _, i := range part.Nodes {
-		seen[alt[i]] = true
+		b := ""
+		if cs.next != nil {
+			b = cs.next(i, part.Backend)
+		}
+		if b == "" {
+			b = fallback
+		}
+		seen[b] = true
 	}
 	var names []string
 	for _, b := range cs.order {

@@ -22,7 +22,9 @@
 package partitioner
 
 import (
+	"container/heap"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -451,18 +453,64 @@ func reads(n *graph.Node) []string {
 // group forms convex partitions: nodes are visited in topological order;
 // a node joins a partition of its backend that holds one of its
 // predecessors when doing so cannot create a cycle between partitions,
-// otherwise it starts a new one. deps[p] is the set of partitions p depends
-// on (transitively), kept closed as partitions grow.
+// otherwise it starts a new one. The partitions' direct dependencies are
+// kept as edges and a dependency question is answered by a search over
+// them, so memory stays linear in the graph's size (a transitive closure
+// per partition is quadratic on a long chain of alternating backends) and
+// a search runs only for a node that reads from several partitions.
 func group(topo []int, preds [][]int, assign []string, fallback string) [][]int {
+	pos := make([]int, len(assign))
+	for k, v := range topo {
+		pos[v] = k
+	}
 	part := make([]int, len(assign))
 	var parts [][]int
-	var deps []map[int]bool
+	var deps [][]int  // direct dependencies of each partition
+	var users [][]int // and the reverse
+	edge := map[[2]int]bool{}
+	// low[r] is the earliest topological position among r's nodes and
+	// those of every partition r depends on: r cannot depend on a
+	// partition whose first node comes before it. Kept exact as edges
+	// are added (a node joining a partition comes after all of it).
+	var low []int
+	var mark []uint32 // search stamps
+	var stamp uint32
+	var stack []int
+	// dependsOn reports whether partition q depends on partition p,
+	// directly or transitively.
+	dependsOn := func(q, p int) bool {
+		first := pos[parts[p][0]]
+		if low[q] > first {
+			return false
+		}
+		stamp++
+		if stamp == 0 {
+			clear(mark)
+			stamp = 1
+		}
+		stack = append(stack[:0], q)
+		mark[q] = stamp
+		for len(stack) > 0 {
+			r := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, d := range deps[r] {
+				if d == p {
+					return true
+				}
+				if mark[d] != stamp && low[d] <= first {
+					mark[d] = stamp
+					stack = append(stack, d)
+				}
+			}
+		}
+		return false
+	}
+	var pp []int
 	for _, v := range topo {
-		pp := []int{}
-		seenP := map[int]bool{}
+		pp = pp[:0]
 		for _, u := range preds[v] {
-			if q := part[u]; !seenP[q] {
-				seenP[q] = true
+			q := part[u]
+			if !slices.Contains(pp, q) {
 				pp = append(pp, q)
 			}
 		}
@@ -474,7 +522,7 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 			}
 			ok := true
 			for _, q := range pp {
-				if q != p && deps[q][p] {
+				if q != p && dependsOn(q, p) {
 					ok = false
 					break
 				}
@@ -484,28 +532,35 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 				break
 			}
 		}
-		newDeps := map[int]bool{}
-		for _, q := range pp {
-			if q == target {
-				continue
-			}
-			newDeps[q] = true
-			for d := range deps[q] {
-				newDeps[d] = true
-			}
-		}
 		if target < 0 {
 			target = len(parts)
 			parts = append(parts, nil)
-			deps = append(deps, newDeps)
-		} else {
-			for d := range newDeps {
-				deps[target][d] = true
+			deps = append(deps, nil)
+			users = append(users, nil)
+			low = append(low, pos[v])
+			mark = append(mark, 0)
+		}
+		for _, q := range pp {
+			if q == target || edge[[2]int{target, q}] {
+				continue
 			}
-			for r := range deps {
-				if deps[r][target] {
-					for d := range newDeps {
-						deps[r][d] = true
+			edge[[2]int{target, q}] = true
+			deps[target] = append(deps[target], q)
+			users[q] = append(users[q], target)
+			if low[q] < low[target] {
+				// target and everything depending on it now reach back
+				// to low[q]
+				l := low[q]
+				low[target] = l
+				stack = append(stack[:0], target)
+				for len(stack) > 0 {
+					r := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					for _, u := range users[r] {
+						if low[u] > l {
+							low[u] = l
+							stack = append(stack, u)
+						}
 					}
 				}
 			}
@@ -516,40 +571,55 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 	return topoParts(parts, deps)
 }
 
-func topoParts(parts [][]int, deps []map[int]bool) [][]int {
+// topoParts orders the partitions: repeatedly the lowest-numbered one
+// whose dependencies are all placed.
+func topoParts(parts [][]int, deps [][]int) [][]int {
 	n := len(parts)
-	done := make([]bool, n)
-	var out [][]int
-	for len(out) < n {
-		progressed := false
-		for p := 0; p < n; p++ {
-			if done[p] {
-				continue
-			}
-			ready := true
-			for d := range deps[p] {
-				if !done[d] {
-					ready = false
-					break
-				}
-			}
-			if ready {
-				done[p] = true
-				out = append(out, parts[p])
-				progressed = true
-				break
-			}
+	waiting := make([]int, n)
+	users := make([][]int, n)
+	for p, ds := range deps {
+		waiting[p] = len(ds)
+		for _, d := range ds {
+			users[d] = append(users[d], p)
 		}
-		if !progressed { // cannot happen: deps are acyclic by construction
-			for p := 0; p < n; p++ {
-				if !done[p] {
-					done[p] = true
-					out = append(out, parts[p])
-				}
+	}
+	ready := &intHeap{}
+	for p := range n {
+		if waiting[p] == 0 {
+			heap.Push(ready, p)
+		}
+	}
+	out := make([][]int, 0, n)
+	done := make([]bool, n)
+	for ready.Len() > 0 {
+		p := heap.Pop(ready).(int)
+		done[p] = true
+		out = append(out, parts[p])
+		for _, u := range users[p] {
+			if waiting[u]--; waiting[u] == 0 {
+				heap.Push(ready, u)
 			}
 		}
 	}
+	for p := range n { // cannot happen: deps are acyclic by construction
+		if !done[p] {
+			out = append(out, parts[p])
+		}
+	}
 	return out
+}
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // boundaries computes each partition's inputs and outputs.
@@ -576,6 +646,10 @@ func boundaries(g *graph.Graph, parts [][]int, assign []string, fallback string,
 	for _, o := range g.Outputs {
 		isGraphOut[o.Name] = true
 	}
+	isGraphIn := make(map[string]bool, len(g.Inputs))
+	for _, in := range g.Inputs {
+		isGraphIn[in.Name] = true
+	}
 	usedOutside := make([]map[string]bool, len(parts))
 	for i := range usedOutside {
 		usedOutside[i] = map[string]bool{}
@@ -601,7 +675,7 @@ func boundaries(g *graph.Graph, parts [][]int, assign []string, fallback string,
 				if pr, ok := producer[in]; ok && partOf[pr] == pi {
 					continue
 				}
-				if _, isConst := g.Initializers[in]; isConst && !isGraphInput(g, in) {
+				if _, isConst := g.Initializers[in]; isConst && !isGraphIn[in] {
 					continue
 				}
 				inSeen[in] = true
@@ -618,13 +692,4 @@ func boundaries(g *graph.Graph, parts [][]int, assign []string, fallback string,
 		out[pi] = part
 	}
 	return out
-}
-
-func isGraphInput(g *graph.Graph, name string) bool {
-	for _, in := range g.Inputs {
-		if in.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -21,8 +21,10 @@ const fallbackMemoryBudget = 4 << 30
 // Options.MemoryBudget is 0: three quarters of the memory this process can
 // still use, the smallest of the kernel's MemAvailable (/proc/meminfo),
 // the remaining allowance of its cgroup (memory.max − memory.current,
-// cgroup v2; containers see the host's /proc/meminfo) and the Go runtime's
-// soft limit (GOMEMLIMIT). Where none of them is known it is 4 GiB.
+// cgroup v2; containers see the host's /proc/meminfo), the address space
+// its RLIMIT_AS leaves (`ulimit -v`, less what the process has mapped)
+// and the Go runtime's soft limit (GOMEMLIMIT). Where none of them is
+// known it is 4 GiB.
 func DefaultMemoryBudget() int64 {
 	avail := int64(math.MaxInt64)
 	known := false
@@ -35,6 +37,9 @@ func DefaultMemoryBudget() int64 {
 		if v, ok := cgroupAllowance(); ok {
 			avail, known = min(avail, v), true
 		}
+	}
+	if v, ok := addressSpaceAllowance(); ok {
+		avail, known = min(avail, v), true
 	}
 	if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < math.MaxInt64 {
 		avail, known = min(avail, lim), true
@@ -97,4 +102,21 @@ func parseCgroupBytes(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// vmSize parses VmSize (in kB) from /proc/self/status: the address space
+// the process has mapped, which RLIMIT_AS bounds.
+func vmSize(r io.Reader) (int64, bool) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "VmSize:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil || kb < 0 || kb > math.MaxInt64/1024 {
+				return 0, false
+			}
+			return kb * 1024, true
+		}
+	}
+	return 0, false
 }

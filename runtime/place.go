@@ -83,15 +83,16 @@ func (m *Model) Plan() *partitioner.Plan {
 	}
 	p := *m.plan
 	p.Partitions = append([]partitioner.Partition{}, m.plan.Partitions...)
+	byID := make(map[int][]int, len(p.Partitions))
+	for i, pt := range p.Partitions {
+		byID[pt.ID] = append(byID[pt.ID], i)
+	}
 	for _, cp := range m.parts {
 		cp.mu.Lock()
 		r := cp.replaced
 		cp.mu.Unlock()
 		d := cp.declineRecord()
-		for i := range p.Partitions {
-			if p.Partitions[i].ID != cp.part.ID {
-				continue
-			}
+		for _, i := range byID[cp.part.ID] {
 			if r != nil {
 				rc := *r
 				p.Partitions[i].Replaced = &rc
@@ -396,8 +397,10 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 		}
 		return t
 	}
+	isIn := make(map[string]bool, len(p.Inputs))
 	for _, in := range p.Inputs {
 		sg.Inputs = append(sg.Inputs, graph.ValueInfo{Name: in, Type: typeOf(in)})
+		isIn[in] = true
 	}
 	for _, o := range p.Outputs {
 		sg.Outputs = append(sg.Outputs, graph.ValueInfo{Name: o, Type: typeOf(o)})
@@ -416,7 +419,7 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 			}
 		}
 		for _, r := range reads {
-			if t, ok := g.Initializers[r]; ok && !isInput(sg, r) {
+			if t, ok := g.Initializers[r]; ok && !isIn[r] {
 				sg.Initializers[r] = t
 			}
 		}
@@ -485,15 +488,6 @@ func annotate(g *graph.Graph, types map[string]graph.ValueType) *graph.Graph {
 		}
 	}
 	return &c
-}
-
-func isInput(g *graph.Graph, name string) bool {
-	for _, in := range g.Inputs {
-		if in.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // kernel runs the partition through its backend as one node of the

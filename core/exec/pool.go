@@ -177,13 +177,20 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	return t, nil
 }
 
+// maxShapeSlab caps a shape slab's length: a run that fills one (a Loop
+// of 2^62 iterations, each allocating) moves on to a new slab of at most
+// this size, leaving the full one to the garbage collector once no tensor
+// uses its shapes. Doubling without a cap grew memory outside the budget
+// every iteration.
+const maxShapeSlab = 1 << 14
+
 // shapeOf copies shape into the run's shape slab (the caller holds a.mu).
 // Shapes are not recycled within a run (a kernel may share a released
 // tensor's shape slice); the slab starts over at reset.
 func (a *arena) shapeOf(shape []int) []int {
 	n := len(shape)
 	if a.shapeOff+n > len(a.shapes) {
-		a.shapes = make([]int, max(256, 2*len(a.shapes), n))
+		a.shapes = make([]int, max(256, min(2*len(a.shapes), maxShapeSlab), n))
 		a.shapeOff = 0
 	}
 	sh := a.shapes[a.shapeOff : a.shapeOff+n : a.shapeOff+n]

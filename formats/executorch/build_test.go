@@ -21,6 +21,9 @@ type prog struct {
 	ops     [][2]string
 	instrs  [][]int32 // op index, then args
 	in, out []int32
+	// aliases repeats the offset of the last value this many more times
+	// in the values vector (a hostile file's aliasing, issue #32)
+	aliases int
 }
 
 type val struct {
@@ -217,6 +220,9 @@ func (p *prog) build() []byte {
 	b.PrependUOffsetTSlot(2, iv, 0)
 	chain := b.EndObject()
 	name := b.CreateString("forward")
+	for range p.aliases {
+		values = append(values, values[len(values)-1])
+	}
 	vv, inv, outv, cv, ov := offvec(b, values), i32vec(b, p.in), i32vec(b, p.out), offvec(b, []flatbuffers.UOffsetT{chain}), offvec(b, ops)
 	b.StartObject(9)
 	b.PrependUOffsetTSlot(0, name, 0)

@@ -37,7 +37,7 @@ func ParseBundled(data []byte, limit int64) (*Bundled, error) {
 	if !IsBundled(data) {
 		return nil, fmt.Errorf("executorch: not a bundled program (no BP08 identifier)")
 	}
-	f := fbuf{b: data}
+	f := guarded("executorch bundled program", data)
 	root, err := f.root()
 	if err != nil {
 		return nil, fmt.Errorf("executorch: bundled program: %w", err)
@@ -130,6 +130,11 @@ func bundledValue(v table, limit int64) (*graph.Tensor, error) {
 			if d < 0 {
 				return nil, fmt.Errorf("negative size in %v", t.Sizes)
 			}
+		}
+		// many values may point at one tensor table: its data is copied
+		// for each, so each copy is charged to the file's budget
+		if err := v.f.g.Take(len(data), 1); err != nil {
+			return nil, err
 		}
 		return tensorFromBytes(t, data, limit)
 	case 2:

@@ -79,7 +79,7 @@ func ParsePTD(data []byte) (map[string]External, error) {
 	if fbOff > size || fbSize > size-fbOff || base > size || segSize > size-base {
 		return nil, fmt.Errorf("executorch: .ptd header offsets beyond the file's %d bytes", size)
 	}
-	f := fbuf{b: data[:fbOff+fbSize]}
+	f := guarded("executorch data file", data[:fbOff+fbSize])
 	root, err := f.root()
 	if err != nil {
 		return nil, fmt.Errorf("executorch: .ptd: %w", err)

@@ -2,8 +2,11 @@ package executorch
 
 import (
 	"fmt"
+	"unsafe"
 
 	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/switchyard-hal/switchyard/internal/fbguard"
 )
 
 // fbuf is a flatbuffer whose every offset is checked against its length
@@ -11,7 +14,19 @@ import (
 // trusts its input and would index out of range on a hostile file.
 type fbuf struct {
 	b []byte
+	// g bounds what decoding the buffer allocates: offsets that point
+	// many times at one table or vector would otherwise decode it each
+	// time (nil: unbounded).
+	g *fbguard.Budget
 }
+
+// guarded returns a flatbuffer over b with the allocation budget of a
+// file of that size.
+func guarded(what string, b []byte) fbuf { return fbuf{b: b, g: fbguard.New(what, len(b))} }
+
+// tableCost is what the budget charges for opening a table: the view
+// and, roughly, the decoded struct a reader builds from it.
+const tableCost = int(unsafe.Sizeof(table{})) + 16
 
 // table is a checked flatbuffer table: its vtable lies inside the buffer.
 type table struct {
@@ -50,6 +65,9 @@ func (f fbuf) tableAt(pos uint64) (table, error) {
 	tlen := uint64(flatbuffers.GetUint16(f.b[vt+2:]))
 	if vlen < 4 || vlen%2 != 0 || vt+int64(vlen) > int64(len(f.b)) || pos+tlen > uint64(len(f.b)) {
 		return table{}, fmt.Errorf("vtable of table at %d malformed", pos)
+	}
+	if err := f.g.Take(1, tableCost); err != nil {
+		return table{}, err
 	}
 	tb := table{f: f, t: flatbuffers.Table{Bytes: f.b, Pos: flatbuffers.UOffsetT(pos)}, vlen: vlen}
 	// Every field must lie inside the table's declared size.
@@ -180,12 +198,21 @@ func (t table) bytes(i int) ([]byte, error) {
 
 func (t table) str(i int) (string, error) {
 	b, err := t.bytes(i)
-	return string(b), err
+	if err == nil {
+		err = t.f.g.Take(len(b), 1)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 func (t table) i32s(i int) ([]int32, error) {
 	s, n, err := t.vec(i, 4)
 	if err != nil || n == 0 {
+		return nil, err
+	}
+	if err := t.f.g.Take(n, 4); err != nil {
 		return nil, err
 	}
 	out := make([]int32, n)
@@ -200,6 +227,9 @@ func (t table) i64s(i int) ([]int64, error) {
 	if err != nil || n == 0 {
 		return nil, err
 	}
+	if err := t.f.g.Take(n, 8); err != nil {
+		return nil, err
+	}
 	out := make([]int64, n)
 	for k := range out {
 		out[k] = flatbuffers.GetInt64(t.f.b[s+8*uint64(k):])
@@ -210,6 +240,9 @@ func (t table) i64s(i int) ([]int64, error) {
 func (t table) u64s(i int) ([]uint64, error) {
 	v, err := t.i64s(i)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.f.g.Take(len(v), 8); err != nil {
 		return nil, err
 	}
 	out := make([]uint64, len(v))
@@ -224,6 +257,9 @@ func (t table) f64s(i int) ([]float64, error) {
 	if err != nil || n == 0 {
 		return nil, err
 	}
+	if err := t.f.g.Take(n, 8); err != nil {
+		return nil, err
+	}
 	out := make([]float64, n)
 	for k := range out {
 		out[k] = flatbuffers.GetFloat64(t.f.b[s+8*uint64(k):])
@@ -234,6 +270,9 @@ func (t table) f64s(i int) ([]float64, error) {
 func (t table) bools(i int) ([]bool, error) {
 	b, err := t.bytes(i)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.f.g.Take(len(b), 1); err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(b))
@@ -247,6 +286,9 @@ func (t table) bools(i int) ([]bool, error) {
 func (t table) tables(i int) ([]table, error) {
 	s, n, err := t.vec(i, 4)
 	if err != nil || n == 0 {
+		return nil, err
+	}
+	if err := t.f.g.Take(n, int(unsafe.Sizeof(table{}))); err != nil {
 		return nil, err
 	}
 	out := make([]table, n)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 func init() {
@@ -59,7 +60,7 @@ func decode(data []byte, o Options) (*graph.Model, error) {
 // name) supply external tensors; a name in several files is taken from
 // the first.
 func LoadFile(path, method string, dataFiles []string, limit int64) (*graph.Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func siblingPTD(path string) []string {
 func readDataFiles(paths []string) (map[string]External, error) {
 	ext := map[string]External{}
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := regular.ReadFile(p, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +104,7 @@ func readDataFiles(paths []string) (map[string]External, error) {
 // works for programs that cannot be lowered (vendor delegates, unmapped
 // operators) and says why those cannot run.
 func DescribeFile(path string, w io.Writer) error {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return err
 	}

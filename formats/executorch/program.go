@@ -241,7 +241,7 @@ func Parse(data []byte) (*Program, error) {
 	if h.Extended {
 		fb = data[:h.ProgramSize]
 	}
-	p, err := parseProgram(fbuf{b: fb})
+	p, err := parseProgram(guarded("executorch program", fb))
 	if err != nil {
 		return nil, fmt.Errorf("executorch: %w", err)
 	}
@@ -703,14 +703,16 @@ func parseTensor(t table) (*Tensor, error) {
 		}
 	}
 	if len(tn.DimOrder) != 0 && len(tn.DimOrder) != len(tn.Sizes) {
-		return nil, fmt.Errorf("dim order %v for %d dims", tn.DimOrder, len(tn.Sizes))
+		return nil, fmt.Errorf("dim order of %d entries for %d dims", len(tn.DimOrder), len(tn.Sizes))
 	}
-	seen := uint64(0)
-	for _, d := range tn.DimOrder {
-		if int(d) >= len(tn.Sizes) || seen&(1<<d) != 0 {
-			return nil, fmt.Errorf("dim order %v is not a permutation", tn.DimOrder)
+	// a bitmask of 256 bits: dim order entries are bytes (a uint64 mask
+	// let a repeated index >= 64 through)
+	var seen [4]uint64
+	for i, d := range tn.DimOrder {
+		if int(d) >= len(tn.Sizes) || seen[d/64]&(1<<(d%64)) != 0 {
+			return nil, fmt.Errorf("dim order of %d dims is not a permutation: entry %d is %d", len(tn.DimOrder), i, d)
 		}
-		seen |= 1 << d
+		seen[d/64] |= 1 << (d % 64)
 	}
 	return tn, nil
 }

@@ -3,10 +3,14 @@ package gguf
 import (
 	"bytes"
 	"testing"
+
+	"github.com/switchyard-hal/switchyard/internal/allocguard"
 )
 
 // FuzzParse: Parse of any bytes returns a file or an error, never panics,
-// and every tensor of a file it accepts can be read.
+// allocates at most parseBound of the input's size, and every tensor of a
+// file it accepts can be read. testdata/fuzz/FuzzParse/hostile-* are
+// issue #32's classes (TestHostileSeeds writes them).
 func FuzzParse(f *testing.F) {
 	seed := func(meta map[string]any, ts []WriteTensor) {
 		var buf bytes.Buffer
@@ -24,7 +28,9 @@ func FuzzParse(f *testing.F) {
 	seed(map[string]any{"h": uint64(7)}, []WriteTensor{{Name: "h", Dims: []uint64{1, 1}, Type: TypeF16, Data: []byte{0, 0x3c}}})
 	f.Add([]byte("GGUF\x02\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := Parse(data)
+		var file *File
+		var err error
+		allocguard.Check(t, "Parse", parseBound(len(data)), func() { file, err = Parse(data) })
 		if err != nil {
 			return
 		}

@@ -2,7 +2,9 @@
 // and 3): the metadata key-value pairs, the tensor directory and the
 // tensor data, with dequantisation of the F32, F16, Q8_0 and Q4_0 tensor
 // types. It knows nothing of model architectures (formats/llama builds graphs
-// from what it reads).
+// from what it reads) beyond the conventions every GGUF file follows and
+// llama.cpp's loader checks: <arch>.block_count against the blk.N tensors,
+// the tokenizer's size against token_embd.weight.
 //
 // Contracts: every length, count, offset and size read from the file is
 // checked against the file's size before it is used, so a truncated or
@@ -15,9 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
+	"math/bits"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -80,8 +86,12 @@ func (t *TensorInfo) Elements() uint64 {
 // File is a GGUF file read into memory.
 type File struct {
 	Version uint32
-	Meta    map[string]any // uint8..int64 as uint64/int64, float32/64 as float64, bool, string, []any
-	Keys    []string       // metadata keys in file order
+	// Meta holds the metadata: scalars uint8..int64 as uint64/int64,
+	// float32/64 as float64, bool, string; arrays as typed slices of
+	// their element type ([]uint8 … []float64, []bool, []string; []any
+	// of arrays for nested ones).
+	Meta    map[string]any
+	Keys    []string // metadata keys in file order
 	Tensors []TensorInfo
 	byName  map[string]int
 	data    []byte // the data section
@@ -92,7 +102,7 @@ func IsGGUF(head []byte) bool { return len(head) >= 4 && string(head[:4]) == Mag
 
 // ReadFile reads and parses a GGUF file.
 func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
@@ -200,11 +210,7 @@ func (r *reader) value(t uint32, key string, depth int) any {
 			r.err = fmt.Errorf("%w: %s: %d elements in %d bytes", ErrFormat, key, n, len(r.b)-r.off)
 			return nil
 		}
-		arr := make([]any, 0, min(n, 1<<20))
-		for i := uint64(0); i < n && r.err == nil; i++ {
-			arr = append(arr, r.value(et, key, depth+1))
-		}
-		return arr
+		return r.array(et, int(n), key, depth)
 	case 10:
 		return r.u64(key)
 	case 11:
@@ -213,6 +219,80 @@ func (r *reader) value(t uint32, key string, depth int) any {
 		return math.Float64frombits(r.u64(key))
 	}
 	r.err = fmt.Errorf("%w: %s has unknown value type %d", ErrFormat, key, t)
+	return nil
+}
+
+// fixed reads n elements of size bytes each with get (nil, and r.err
+// set, when they do not fit).
+func fixed[T any](r *reader, n, size int, key string, get func([]byte) T) []T {
+	if !r.need(uint64(n)*uint64(size), key) {
+		return nil
+	}
+	out := make([]T, n)
+	for i := range out {
+		out[i] = get(r.b[r.off+i*size:])
+	}
+	r.off += n * size
+	return out
+}
+
+// array reads an array of n elements of type et as a typed slice —
+// []uint8, []int8, []uint16, []int16, []uint32, []int32, []float32,
+// []bool, []string, []uint64, []int64, []float64, or []any of arrays —
+// so it takes about as much memory as it does in the file (an []any of
+// boxed values took ~57 times a uint8 array's size). n was checked
+// against the bytes left.
+func (r *reader) array(et uint32, n int, key string, depth int) any {
+	le := binary.LittleEndian
+	switch et {
+	case 0:
+		return fixed(r, n, 1, key, func(b []byte) uint8 { return b[0] })
+	case 1:
+		return fixed(r, n, 1, key, func(b []byte) int8 { return int8(b[0]) })
+	case 2:
+		return fixed(r, n, 2, key, func(b []byte) uint16 { return le.Uint16(b) })
+	case 3:
+		return fixed(r, n, 2, key, func(b []byte) int16 { return int16(le.Uint16(b)) })
+	case 4:
+		return fixed(r, n, 4, key, func(b []byte) uint32 { return le.Uint32(b) })
+	case 5:
+		return fixed(r, n, 4, key, func(b []byte) int32 { return int32(le.Uint32(b)) })
+	case 6:
+		return fixed(r, n, 4, key, func(b []byte) float32 { return math.Float32frombits(le.Uint32(b)) })
+	case 7:
+		return fixed(r, n, 1, key, func(b []byte) bool { return b[0] != 0 })
+	case 10:
+		return fixed(r, n, 8, key, func(b []byte) uint64 { return le.Uint64(b) })
+	case 11:
+		return fixed(r, n, 8, key, func(b []byte) int64 { return int64(le.Uint64(b)) })
+	case 12:
+		return fixed(r, n, 8, key, func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) })
+	case 8:
+		// every string takes at least its 8-byte length
+		if !r.need(uint64(n)*8, key) {
+			return nil
+		}
+		out := make([]string, n)
+		for i := range out {
+			if out[i] = r.str(key); r.err != nil {
+				return nil
+			}
+		}
+		return out
+	case 9:
+		// every array takes at least its 12-byte header
+		if !r.need(uint64(n)*12, key) {
+			return nil
+		}
+		out := make([]any, n)
+		for i := range out {
+			if out[i] = r.value(9, key, depth+1); r.err != nil {
+				return nil
+			}
+		}
+		return out
+	}
+	r.err = fmt.Errorf("%w: %s: array of unknown element type %d", ErrFormat, key, et)
 	return nil
 }
 
@@ -237,9 +317,13 @@ func Parse(data []byte) (*File, error) {
 		t := r.u32(k + " type")
 		v := r.value(t, k, 0)
 		if r.err == nil {
-			if _, dup := f.Meta[k]; !dup {
-				f.Keys = append(f.Keys, k)
+			if _, dup := f.Meta[k]; dup {
+				return nil, fmt.Errorf("%w: metadata key %q appears twice", ErrFormat, k)
 			}
+			if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
+				return nil, fmt.Errorf("%w: metadata %s is %v", ErrFormat, k, x)
+			}
+			f.Keys = append(f.Keys, k)
 			f.Meta[k] = v
 		}
 	}
@@ -265,6 +349,16 @@ func Parse(data []byte) (*File, error) {
 			if d == 0 || d > uint64(len(data))*2 {
 				return nil, fmt.Errorf("%w: tensor %q has dims %v", ErrFormat, ti.Name, ti.Dims)
 			}
+		}
+		// at least one bit per element, whatever the type: the count
+		// is checked (and cannot overflow) before any size is computed
+		n := uint64(1)
+		for _, d := range ti.Dims {
+			hi, lo := bits.Mul64(n, d)
+			if hi != 0 || lo > 8*uint64(len(data)) {
+				return nil, fmt.Errorf("%w: tensor %q: dims %v hold more elements than a %d-byte file can", ErrFormat, ti.Name, ti.Dims, len(data))
+			}
+			n = lo
 		}
 		size, err := byteSize(ti.Type, ti.Elements(), ti.Dims)
 		if err != nil {
@@ -293,8 +387,61 @@ func Parse(data []byte) (*File, error) {
 		if ti.Offset > uint64(len(f.data)) || ti.Size > uint64(len(f.data))-ti.Offset {
 			return nil, fmt.Errorf("%w: tensor %q (%d bytes at %d) runs past the end of the data (%d bytes)", ErrFormat, ti.Name, ti.Size, ti.Offset, len(f.data))
 		}
+		if ti.Offset%align != 0 {
+			return nil, fmt.Errorf("%w: tensor %q at offset %d is not aligned to %d bytes", ErrFormat, ti.Name, ti.Offset, align)
+		}
+	}
+	if err := f.validate(); err != nil {
+		return nil, err
 	}
 	return f, nil
+}
+
+// validate refuses what llama.cpp's loader refuses beyond the layout:
+// tensors whose data overlap, a block count other than the layers whose
+// tensors are present, a vocabulary whose size is not the embedding's
+// row count.
+func (f *File) validate() error {
+	order := make([]int, len(f.Tensors))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return f.Tensors[order[a]].Offset < f.Tensors[order[b]].Offset })
+	for k := 1; k < len(order); k++ {
+		p, q := &f.Tensors[order[k-1]], &f.Tensors[order[k]]
+		if q.Offset < p.Offset+p.Size && q.Size > 0 && p.Size > 0 {
+			return fmt.Errorf("%w: tensors %q (%d bytes at %d) and %q (at %d) overlap", ErrFormat, p.Name, p.Size, p.Offset, q.Name, q.Offset)
+		}
+	}
+	arch, _ := f.String("general.architecture")
+	if bc, ok := f.Meta[arch+".block_count"]; ok && arch != "" {
+		n, ok := f.Uint(arch + ".block_count")
+		if !ok {
+			return fmt.Errorf("%w: %s.block_count is %v", ErrFormat, arch, bc)
+		}
+		layers := uint64(0)
+		for _, ti := range f.Tensors {
+			rest, ok := strings.CutPrefix(ti.Name, "blk.")
+			if !ok {
+				continue
+			}
+			num, _, _ := strings.Cut(rest, ".")
+			l, err := strconv.ParseUint(num, 10, 32)
+			if err != nil {
+				continue
+			}
+			layers = max(layers, l+1)
+		}
+		if layers > 0 && layers != n {
+			return fmt.Errorf("%w: %s.block_count is %d, the file has tensors for %d layers", ErrFormat, arch, n, layers)
+		}
+	}
+	if toks, ok := f.Meta["tokenizer.ggml.tokens"].([]string); ok {
+		if emb, ok := f.Tensor("token_embd.weight"); ok && len(emb.Dims) == 2 && emb.Dims[1] != uint64(len(toks)) {
+			return fmt.Errorf("%w: tokenizer.ggml.tokens has %d tokens, token_embd.weight has %d rows", ErrFormat, len(toks), emb.Dims[1])
+		}
+	}
+	return nil
 }
 
 func byteSize(t uint32, n uint64, dims []uint64) (uint64, error) {

@@ -39,8 +39,8 @@ func TestStories260K(t *testing.T) {
 	if eps, ok := f.Float("llama.attention.layer_norm_rms_epsilon"); !ok || math.Abs(eps-1e-5) > 1e-9 {
 		t.Errorf("rms epsilon %v", eps)
 	}
-	toks, _ := f.Meta["tokenizer.ggml.tokens"].([]any)
-	scores, _ := f.Meta["tokenizer.ggml.scores"].([]any)
+	toks, _ := f.Meta["tokenizer.ggml.tokens"].([]string)
+	scores, _ := f.Meta["tokenizer.ggml.scores"].([]float32)
 	if len(toks) != 512 || len(scores) != 512 || toks[1] != "<s>" || toks[3] != "<0x00>" {
 		t.Fatalf("tokens: %d, scores %d, first %v", len(toks), len(scores), toks[:4])
 	}
@@ -262,7 +262,7 @@ func TestMetadataAndErrors(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", k, f.Meta[k], want)
 		}
 	}
-	if arr, _ := f.Meta["arr"].([]any); len(arr) != 2 || arr[1] != "bc" {
+	if arr, _ := f.Meta["arr"].([]string); len(arr) != 2 || arr[1] != "bc" {
 		t.Errorf("arr = %#v", f.Meta["arr"])
 	}
 	if n, ok := f.Uint("i32"); ok {

@@ -21,8 +21,8 @@ type WriteTensor struct {
 }
 
 // Write writes a version-3 GGUF file: meta's keys in sorted order (values
-// string, bool, uint32, int32, float32, uint64, int64, float64, and []any
-// of one of those), then the tensors, 32-byte aligned. It is meant for
+// string, bool, uint32, int32, float32, uint64, int64, float64, []any
+// of one of those, and the typed slices Parse returns for arrays), then the tensors, 32-byte aligned. It is meant for
 // tests and conversion tools; Parse reads what it writes.
 func Write(w io.Writer, meta map[string]any, tensors []WriteTensor) error {
 	var b []byte
@@ -65,6 +65,36 @@ func Write(w io.Writer, meta map[string]any, tensors []WriteTensor) error {
 		case float64:
 			t(12)
 			u64(math.Float64bits(x))
+		case []uint8:
+			typedArray(t, u32, u64, 0, len(x), func(i int) { b = append(b, x[i]) })
+		case []int8:
+			typedArray(t, u32, u64, 1, len(x), func(i int) { b = append(b, byte(x[i])) })
+		case []uint16:
+			typedArray(t, u32, u64, 2, len(x), func(i int) { b = binary.LittleEndian.AppendUint16(b, x[i]) })
+		case []int16:
+			typedArray(t, u32, u64, 3, len(x), func(i int) { b = binary.LittleEndian.AppendUint16(b, uint16(x[i])) })
+		case []uint32:
+			typedArray(t, u32, u64, 4, len(x), func(i int) { u32(x[i]) })
+		case []int32:
+			typedArray(t, u32, u64, 5, len(x), func(i int) { u32(uint32(x[i])) })
+		case []float32:
+			typedArray(t, u32, u64, 6, len(x), func(i int) { u32(math.Float32bits(x[i])) })
+		case []bool:
+			typedArray(t, u32, u64, 7, len(x), func(i int) {
+				if x[i] {
+					b = append(b, 1)
+				} else {
+					b = append(b, 0)
+				}
+			})
+		case []string:
+			typedArray(t, u32, u64, 8, len(x), func(i int) { str(x[i]) })
+		case []uint64:
+			typedArray(t, u32, u64, 10, len(x), func(i int) { u64(x[i]) })
+		case []int64:
+			typedArray(t, u32, u64, 11, len(x), func(i int) { u64(uint64(x[i])) })
+		case []float64:
+			typedArray(t, u32, u64, 12, len(x), func(i int) { u64(math.Float64bits(x[i])) })
 		case []any:
 			t(9)
 			et := uint32(4)
@@ -193,4 +223,15 @@ func QuantizeQ4_0(x []float32) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// typedArray writes an array's type (when typed), element type, count and
+// elements (put writes element i).
+func typedArray(t func(uint32), u32 func(uint32), u64 func(uint64), et uint32, n int, put func(i int)) {
+	t(9)
+	u32(et)
+	u64(uint64(n))
+	for i := range n {
+		put(i)
+	}
 }

@@ -4,18 +4,18 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
 	"github.com/switchyard-hal/switchyard/formats/gguf"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 func init() {
 	formats.Register(formats.Format{
 		Name: "gguf", Extensions: []string{".gguf"}, Match: gguf.IsGGUF,
 		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
-			data, err := os.ReadFile(path)
+			data, err := regular.ReadFile(path, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -30,7 +30,7 @@ func init() {
 	formats.Register(formats.Format{
 		Name: "llama2c", Extensions: []string{".bin"}, Match: IsLlama2cExport,
 		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
-			data, err := os.ReadFile(path)
+			data, err := regular.ReadFile(path, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -64,10 +64,22 @@ func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
 	return build(w, o)
 }
 
-// build is Build with the context capped at o.ContextLength.
+// build is Build with the context capped at o.ContextLength and at what
+// the tensor limit (the engine's memory budget) holds of the shared
+// key/value cache: a file declaring a context of 2^21 positions made a run
+// allocate a 5 GB cache however short the sequence.
 func build(w *Weights, o formats.Options) (*graph.Model, error) {
-	if o.ContextLength > 0 && o.ContextLength < w.Config.ContextLength {
-		w.Config.ContextLength = o.ContextLength
+	c := &w.Config
+	if o.ContextLength > 0 && o.ContextLength < c.ContextLength {
+		c.ContextLength = o.ContextLength
+	}
+	// keys and values of every layer, float32, per position
+	perPos := int64(2) * int64(c.Layers) * int64(c.KVDim()) * 4
+	if fit := graph.EffectiveLimit(o.MaxTensorBytes) / max(perPos, 1); fit < int64(c.ContextLength) {
+		if fit < 1 {
+			return nil, fmt.Errorf("%w: one position of the key/value cache (%d layers × %d × 2 float32, %d bytes) is more than the memory limit of %d bytes", graph.ErrTooLarge, c.Layers, c.KVDim(), perPos, graph.EffectiveLimit(o.MaxTensorBytes))
+		}
+		c.ContextLength = int(fit)
 	}
 	return Build(w)
 }

@@ -69,7 +69,7 @@ func Decode(data []byte, opt Options) (m *graph.Model, err error) {
 			m, err = nil, fmt.Errorf("onnx: internal error decoding model: %v", r)
 		}
 	}()
-	d := &decoder{opt: tensorOptions{baseDir: opt.BaseDir, copyRaw: opt.CopyData, limit: opt.MaxTensorBytes}}
+	d := &decoder{opt: tensorOptions{baseDir: opt.BaseDir, copyRaw: opt.CopyData, limit: opt.MaxTensorBytes, ext: &externalFiles{}}}
 	m = &graph.Model{Metadata: map[string]string{}}
 	var graphBytes []byte
 	haveGraph := false
@@ -283,6 +283,11 @@ func (d *decoder) sparse(b []byte) (string, *graph.Tensor, error) {
 		}
 		shape[i] = int(v)
 	}
+	// the dense shape comes from the file: check it against the limit
+	// before allocating (2^31 floats in a few bytes of file)
+	if _, err := graph.CheckAllocLimit(vt.DType, shape, d.opt.limit); err != nil {
+		return values.name, nil, err
+	}
 	dense, err := graph.New(vt.DType, shape)
 	if err != nil {
 		return values.name, nil, err
@@ -483,7 +488,7 @@ func (d *decoder) attribute(b []byte, depth int) (*graph.Attribute, error) {
 		case 5:
 			var tp *tensorProto
 			if tp, err = parseTensorProto(f.b); err == nil {
-				a.T, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true, limit: d.opt.limit})
+				a.T, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true, limit: d.opt.limit, ext: d.opt.ext})
 			}
 			setType = graph.AttrTensor
 		case 6:
@@ -502,7 +507,7 @@ func (d *decoder) attribute(b []byte, depth int) (*graph.Attribute, error) {
 			var tp *tensorProto
 			var t *graph.Tensor
 			if tp, err = parseTensorProto(f.b); err == nil {
-				t, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true, limit: d.opt.limit})
+				t, err = tp.toTensor(tensorOptions{baseDir: d.opt.baseDir, copyRaw: true, limit: d.opt.limit, ext: d.opt.ext})
 				a.Tensors = append(a.Tensors, t)
 			}
 			setType = graph.AttrTensors

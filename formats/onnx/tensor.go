@@ -122,6 +122,51 @@ type tensorOptions struct {
 	baseDir string // for external data; "" forbids external data
 	copyRaw bool   // copy raw_data rather than aliasing the input bytes
 	limit   int64  // per-tensor byte limit (0: graph.MaxTensorBytes)
+	// ext holds the external data files read so far (nil: read each
+	// initializer's bytes on its own)
+	ext *externalFiles
+}
+
+// externalFiles reads each external data file of a model once: thousands
+// of initializers may name one file (each a region of it, or all the
+// same region), and reading it per initializer multiplied the file's
+// size by their number.
+type externalFiles struct {
+	files map[string]externalFile
+}
+
+type externalFile struct {
+	data []byte
+	err  error
+}
+
+// read returns the whole of the regular file loc inside root's
+// directory, reading it on first use.
+func (x *externalFiles) read(root *os.Root, loc string) ([]byte, error) {
+	key := filepath.Clean(loc)
+	if f, ok := x.files[key]; ok {
+		return f.data, f.err
+	}
+	var ef externalFile
+	f, st, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
+	if err != nil {
+		ef.err = err
+	} else {
+		defer f.Close()
+		if int64(int(st.Size())) != st.Size() {
+			ef.err = fmt.Errorf("%d bytes is more than this machine can address", st.Size())
+		} else {
+			ef.data = alignedBuffer(int(st.Size()))
+			if _, err := io.ReadFull(f, ef.data); err != nil {
+				ef.data, ef.err = nil, fmt.Errorf("%w (did the file shrink while it was read?)", err)
+			}
+		}
+	}
+	if x.files == nil {
+		x.files = map[string]externalFile{}
+	}
+	x.files[key] = ef
+	return ef.data, ef.err
 }
 
 func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
@@ -144,11 +189,11 @@ func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
 		return nil, err
 	}
 	if tp.location == 1 || tp.external != nil {
-		raw, err := readExternal(tp, opt.baseDir, n*dt.Size())
+		raw, shared, err := readExternal(tp, opt, n*dt.Size())
 		if err != nil {
 			return nil, err
 		}
-		return fromRaw(dt, shape, n, raw, false)
+		return fromRaw(dt, shape, n, raw, shared && opt.copyRaw)
 	}
 	if tp.hasRaw {
 		if dt == graph.String {
@@ -311,7 +356,16 @@ func viewAs(dt graph.DType, b []byte, n int) any {
 // absolute location nor a symbolic link anywhere along the path can reach
 // outside the model's directory (links that stay inside are followed); it
 // must be a regular file (a FIFO or device could block Load forever).
-func readExternal(tp *tensorProto, baseDir string, want int) ([]byte, error) {
+//
+// With opt.ext the file is read once per model and the bytes returned are
+// a region of it (shared is true).
+func readExternal(tp *tensorProto, opt tensorOptions, want int) (raw []byte, shared bool, err error) {
+	raw, err = readExternalBytes(tp, opt, want)
+	return raw, opt.ext != nil, err
+}
+
+func readExternalBytes(tp *tensorProto, opt tensorOptions, want int) ([]byte, error) {
+	baseDir := opt.baseDir
 	if baseDir == "" {
 		return nil, errors.New("external data needs the model's directory (load the model from a file)")
 	}
@@ -340,6 +394,16 @@ func readExternal(tp *tensorProto, baseDir string, want int) ([]byte, error) {
 		return nil, fmt.Errorf("external data %q: model directory: %w", loc, err)
 	}
 	defer root.Close()
+	if opt.ext != nil {
+		all, err := opt.ext.read(root, loc)
+		if err != nil {
+			return nil, fmt.Errorf("external data %q (must be a regular file inside the model directory %s): %w", loc, baseDir, err)
+		}
+		if off > int64(len(all)) || length > int64(len(all))-off {
+			return nil, fmt.Errorf("external data %s: needs bytes %d..%d, file has %d", loc, off, off+length, len(all))
+		}
+		return all[off : off+length : off+length], nil
+	}
 	f, st, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
 	if err != nil {
 		return nil, fmt.Errorf("external data %q (must be a regular file inside the model directory %s): %w", loc, baseDir, err)

@@ -12,13 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 var npyMagic = []byte("\x93NUMPY")
@@ -32,7 +32,7 @@ var npyDescr = map[string]graph.DType{
 
 // ReadFile reads a tensor from a .npy or .pb file (chosen by content).
 func ReadFile(path string) (*graph.Tensor, error) {
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}

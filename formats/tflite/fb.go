@@ -2,8 +2,11 @@ package tflite
 
 import (
 	"fmt"
+	"unsafe"
 
 	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/switchyard-hal/switchyard/internal/fbguard"
 )
 
 // table is a bounds-checked view of one flatbuffer table. Every access
@@ -16,7 +19,14 @@ type table struct {
 	vt     uint32 // start of its vtable
 	vtLen  uint32 // vtable length in bytes
 	objLen uint32 // table length in bytes
+	// g bounds what decoding the file allocates: offsets that point many
+	// times at one table or vector would otherwise decode it each time.
+	g *fbguard.Budget
 }
+
+// tableCost is what the budget charges for opening a table: the view
+// and, roughly, the decoded struct a reader builds from it.
+const tableCost = int(unsafe.Sizeof(table{})) + 16
 
 // errf is the error every malformed-structure check returns.
 func errf(format string, args ...any) error {
@@ -26,7 +36,7 @@ func errf(format string, args ...any) error {
 func fits(b []byte, off, n uint64) bool { return off <= uint64(len(b)) && n <= uint64(len(b))-off }
 
 // tableAt opens the table whose start is pos.
-func tableAt(b []byte, pos uint32, what string) (table, error) {
+func tableAt(b []byte, g *fbguard.Budget, pos uint32, what string) (table, error) {
 	if !fits(b, uint64(pos), 4) {
 		return table{}, errf("%s table at %d is outside the %d-byte buffer", what, pos, len(b))
 	}
@@ -42,7 +52,10 @@ func tableAt(b []byte, pos uint32, what string) (table, error) {
 	if objLen < 4 || !fits(b, uint64(pos), uint64(objLen)) {
 		return table{}, errf("%s table at %d has a bad object length %d", what, pos, objLen)
 	}
-	return table{b: b, pos: pos, vt: uint32(vt), vtLen: vtLen, objLen: objLen}, nil
+	if err := g.Take(1, tableCost); err != nil {
+		return table{}, err
+	}
+	return table{b: b, pos: pos, vt: uint32(vt), vtLen: vtLen, objLen: objLen, g: g}, nil
 }
 
 // root opens the root table of a flatbuffer.
@@ -50,7 +63,7 @@ func root(b []byte) (table, error) {
 	if len(b) < 8 {
 		return table{}, errf("file of %d bytes is too short", len(b))
 	}
-	return tableAt(b, uint32(flatbuffers.GetUOffsetT(b)), "root")
+	return tableAt(b, fbguard.New("tflite", len(b)), uint32(flatbuffers.GetUOffsetT(b)), "root")
 }
 
 // field returns the offset of field i (from the table start) when present
@@ -139,7 +152,7 @@ func (t table) sub(i int, what string) (table, bool, error) {
 	if !ok || err != nil {
 		return table{}, false, err
 	}
-	s, err := tableAt(t.b, p, what)
+	s, err := tableAt(t.b, t.g, p, what)
 	return s, err == nil, err
 }
 
@@ -171,12 +184,21 @@ func (t table) bytes(i int) ([]byte, error) {
 
 func (t table) str(i int) (string, error) {
 	b, err := t.bytes(i)
-	return string(b), err
+	if err == nil {
+		err = t.g.Take(len(b), 1)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 func (t table) i32s(i int) ([]int32, error) {
 	s, n, err := t.vec(i, 4)
 	if err != nil || n == 0 {
+		return nil, err
+	}
+	if err := t.g.Take(n, 4); err != nil {
 		return nil, err
 	}
 	out := make([]int32, n)
@@ -191,6 +213,9 @@ func (t table) i64s(i int) ([]int64, error) {
 	if err != nil || n == 0 {
 		return nil, err
 	}
+	if err := t.g.Take(n, 8); err != nil {
+		return nil, err
+	}
 	out := make([]int64, n)
 	for k := range out {
 		out[k] = flatbuffers.GetInt64(t.b[s+uint32(8*k):])
@@ -201,6 +226,9 @@ func (t table) i64s(i int) ([]int64, error) {
 func (t table) f32s(i int) ([]float32, error) {
 	s, n, err := t.vec(i, 4)
 	if err != nil || n == 0 {
+		return nil, err
+	}
+	if err := t.g.Take(n, 4); err != nil {
 		return nil, err
 	}
 	out := make([]float32, n)
@@ -216,6 +244,9 @@ func (t table) tables(i int, what string) ([]table, error) {
 	if err != nil || n == 0 {
 		return nil, err
 	}
+	if err := t.g.Take(n, int(unsafe.Sizeof(table{}))); err != nil {
+		return nil, err
+	}
 	out := make([]table, n)
 	for k := range out {
 		at := s + uint32(4*k)
@@ -223,7 +254,7 @@ func (t table) tables(i int, what string) ([]table, error) {
 		if p > 1<<32-1 {
 			return nil, errf("%s %d points outside the buffer", what, k)
 		}
-		if out[k], err = tableAt(t.b, uint32(p), what); err != nil {
+		if out[k], err = tableAt(t.b, t.g, uint32(p), what); err != nil {
 			return nil, fmt.Errorf("%s %d: %w", what, k, err)
 		}
 	}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // Load decodes a .tflite file held in memory and converts its main
@@ -23,7 +23,7 @@ func Load(data []byte, opts ConvertOptions) (*graph.Model, error) {
 
 // LoadFile reads and converts a .tflite file.
 func LoadFile(path string, opts ConvertOptions) (*graph.Model, error) {
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func typeName(t int8) string {
 // subgraphs, their inputs and outputs with quantization, and the operator
 // histogram by TFLite name.
 func Describe(path string, w io.Writer) error {
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/formats/tflite"
+	"github.com/switchyard-hal/switchyard/internal/allocguard"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 )
 
@@ -13,7 +14,8 @@ import (
 // must return a model or an error, never panic or over-allocate, with
 // and without ConvertOptions.Dequantize. Seeds are the small shared
 // models (when present), synthetic ones (an int8 per-channel one among
-// them) and testdata/fuzz.
+// them) and testdata/fuzz (hostile-* are issue #32's classes, written by
+// TestHostileSeeds). Parse must stay within parseBound of the input's size.
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"hello_world_int8.tflite", "micro_speech_quantized.tflite"} {
 		if root := shared.Root(); root != "" {
@@ -39,7 +41,9 @@ func FuzzParse(f *testing.F) {
 		[]synOp{{code: 114, in: []int32{0}, out: []int32{1}}, {code: 3, in: []int32{1, 2, 3}, out: []int32{4}, ints: map[int]int32{1: 1, 2: 1}},
 			{code: 6, in: []int32{4}, out: []int32{5}}}, []int32{0}, []int32{5}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := tflite.Parse(b)
+		var m *tflite.Model
+		var err error
+		allocguard.Check(t, "tflite.Parse", parseBound(len(b)), func() { m, err = tflite.Parse(b) })
 		if err != nil {
 			return
 		}
