@@ -20,7 +20,7 @@ import (
 
 // SuiteVersion is the version of the case set and its semantics. It
 // changes whenever a case's meaning changes; reports record it.
-const SuiteVersion = "1.0.0"
+const SuiteVersion = "1.1.0"
 
 // Harness is what a backend's test gives the suite: how to open the
 // backend, and what it declares about itself. A backend's conformance
@@ -53,6 +53,12 @@ type Harness struct {
 	// CLI's --binary). It is never what gets recorded: the run is refused
 	// unless its content is the loaded binary's.
 	AssertBinary string
+	// LoseDevice, when set, makes a device Open returned lose its device
+	// now, as a driver reset or a crashed plugin process would: its
+	// pending fences fail with Unavailable and later calls are refused
+	// with Unavailable. The contract/devmem/device-lost case needs it and
+	// is skipped without it.
+	LoseDevice func(ctx context.Context, d *hal.Device) error
 	Config
 }
 
@@ -197,6 +203,9 @@ type runner struct {
 	caps   hal.Capabilities
 	bin    *BinaryRecord // bound at the first open
 	binErr error         // the binary changed during the run
+
+	sweepOnce sync.Once
+	swept     *sweep // the integrity sweep over claimed single-op cases
 }
 
 // bind binds the binary of a freshly opened device: the first time it is
