@@ -31,9 +31,14 @@ type Harness struct {
 	// their own (Close twice), and again after the backend reported
 	// Unavailable (a crashed plugin process). Required.
 	Open func(ctx context.Context) (*hal.Device, error)
-	// Gaps are the backend's declared gaps; nil loads
-	// conformance/gaps/<name>.json (none when there is no such file).
+	// Gaps are the backend's declared gaps. Nil takes the vendor's: the
+	// "gaps" of the manifest named by Manifest, else the backend's own
+	// (GapDeclarer); else conformance/gaps/<name>.json, kept for in-tree
+	// backends (none when there is no such file).
 	Gaps *Gaps
+	// Manifest is the plugin manifest the backend was installed with,
+	// whose "gaps" its vendor ships (empty for none).
+	Manifest string
 	// Profile names a relaxed tolerance profile of the policy the backend
 	// opts into ("" = none). It is disclosed in the report.
 	Profile string
@@ -522,12 +527,8 @@ func Execute(ctx context.Context, h Harness) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := r.dev.Name()
-	r.gaps = h.Gaps
-	if r.gaps == nil {
-		if r.gaps, err = BuiltinGaps(name); err != nil {
-			return nil, err
-		}
+	if r.gaps, err = gapsFor(&h, r.dev); err != nil {
+		return nil, err
 	}
 	cases, uncovered, err := Cases(h.Config)
 	if err != nil {
