@@ -25,6 +25,16 @@ func TestConformanceOutOfProcessDeviceMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a gap of the out-of-process device-memory path, declared with its
+	// reason until the plugin declines such nodes or runs them without
+	// buffers (an unexpected pass then fails this test)
+	g, err := conformance.ParseGaps([]byte(`{"backend": "sim", "expected_failures": [{"pattern": "^op/(Concat|Flatten|Reshape|Transpose)/string/",
+		"reason": "the plugin protocol's HAL 1.1 buffers hold numeric tensors only (allocate: invalid argument), but the served double claims these ops on string tensors, so the runtime's device-memory plan for them fails; in process the double keeps strings in its buffers"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps.ExpectedFailures = append(gaps.ExpectedFailures, g.ExpectedFailures...)
+	gaps.Source = conformance.GapsHarness // the builtin file plus this test's entry
 	conformance.Run(t, conformance.Harness{
 		Binary: path,
 		Gaps:   gaps,
