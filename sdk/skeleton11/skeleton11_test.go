@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/conformance"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -33,6 +34,7 @@ func TestSkeletonCertified(t *testing.T) {
 		Gaps: &conformance.Gaps{Backend: skeleton11.Name},
 	}
 	h.SharedRoot = shared.Root()
+	h.Timeout = 5 * time.Minute // the model cases under -race on a loaded machine
 	rep, err := conformance.Execute(context.Background(), h)
 	if err != nil {
 		t.Fatal(err)
