@@ -2,6 +2,7 @@ package grpcplugin_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/conformance"
@@ -49,4 +50,58 @@ func TestConformanceOutOfProcessDeviceMemory(t *testing.T) {
 			return d.Backend().(interface{ Kill() error }).Kill()
 		},
 	})
+}
+
+// Mutations of the served double travel with its options: breaking a
+// device-memory rule inside the plugin process is caught through the
+// process boundary by the same named case as in process.
+func TestMutationsCaughtOutOfProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the contract cases against three mutated plugin processes")
+	}
+	path, sum := simPlugin(t)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*sim.Mutations)
+		caught string
+	}{
+		{"signal-fence-early", func(m *sim.Mutations) { m.SignalEarly = true }, "contract/devmem/round-trip"},
+		{"drop-upload", func(m *sim.Mutations) { m.DropUpload = true }, "contract/devmem/round-trip"},
+		{"leak-buffers", func(m *sim.Mutations) { m.LeakBuffers = true }, "contract/devmem/free-reclaims"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := sim.Options{Ops: []string{"Add", "Relu"}, MaxTensorBytes: 4 << 20,
+				DeviceOptions: sim.DeviceOptions{DeviceMemory: true, MemoryBytes: 32 << 20}}
+			tc.mutate(&opts.Mutations)
+			h := conformance.Harness{
+				Binary: path,
+				Gaps:   &conformance.Gaps{Backend: "sim"},
+				Open: func(ctx context.Context) (*hal.Device, error) {
+					b, err := grpcplugin.Open(ctx, grpcplugin.Options{Path: path, SHA256: sum, Env: []string{simEnv(opts)}, Logger: quietLogger(t)})
+					if err != nil {
+						return nil, err
+					}
+					return hal.NewDevice(b.HAL(), hal.LoadProcess)
+				},
+			}
+			h.Sources = []conformance.Source{conformance.SourceContract}
+			rep, err := conformance.Execute(context.Background(), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Certification.Passed {
+				t.Fatalf("%s: the suite still passes", tc.name)
+			}
+			for _, r := range rep.Results {
+				if r.ID == tc.caught {
+					if r.Status != conformance.Fail || strings.Contains(r.Message, "panic") {
+						t.Fatalf("%s: %s %s: %s, want a failure by assertion", tc.name, r.ID, r.Status, r.Message)
+					}
+					t.Logf("%s -> %s: %s", tc.name, r.ID, r.Message)
+					return
+				}
+			}
+			t.Fatalf("%s: no result for %s", tc.name, tc.caught)
+		})
+	}
 }
