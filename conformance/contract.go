@@ -49,7 +49,7 @@ func contractCases() []Case {
 	mk := func(id, doc string, f func(ctx context.Context, e *contractEnv) outcome) Case {
 		return Case{ID: "contract/" + id, Source: SourceContract, Doc: doc, contract: f}
 	}
-	return []Case{
+	cases := []Case{
 		mk("info", "Info is complete and its HAL range includes this host's version; Capabilities succeeds and names real ops", contractInfo),
 		mk("supports-verdicts", "Supports returns one verdict per node, declines an unknown op, and gives every decline a reason", contractVerdicts),
 		mk("supports-honest", "every single-op subgraph the backend claims compiles and executes (one per op of the generated cases)", contractHonest),
@@ -61,6 +61,8 @@ func contractCases() []Case {
 		mk("deadline", "Execute with an expired deadline returns DeadlineExceeded, and a long execution stops soon after its deadline", contractDeadline),
 		mk("input-over-limit", "an input larger than the backend's declared MaxTensorBytes is refused with an error, not run and not a crash", contractOverLimit),
 	}
+	cases = append(cases, integrityCases()...)
+	return append(cases, devmemCases()...)
 }
 
 func contractInfo(ctx context.Context, e *contractEnv) outcome {
@@ -187,72 +189,6 @@ func contractVerdicts(ctx context.Context, e *contractEnv) outcome {
 		}
 	}
 	return passf("verdicts %v; unknown op declined: %q", []bool{vs[0].Supported, vs[1].Supported, vs[2].Supported}, vs[1].Reason)
-}
-
-func contractHonest(ctx context.Context, e *contractEnv) outcome {
-	cases, _, err := opCases(Quick)
-	if err != nil {
-		return failf("%v", err)
-	}
-	seen := map[string]bool{}
-	claimedN, probed := 0, 0
-	var bad []string
-	for _, c := range cases {
-		if seen[c.Op] {
-			continue
-		}
-		seen[c.Op] = true
-		mc, err := c.build()
-		if err != nil {
-			return failf("building %s: %v", c.ID, err)
-		}
-		ir, err := onnx.Decode(mc.model, onnx.Options{})
-		if err != nil {
-			return failf("decoding %s: %v", c.ID, err)
-		}
-		// boundary types as the runtime would give them
-		ref, err := runtime.Prepare(ctx, ir, nil)
-		if err != nil {
-			continue // the reference refuses it: not a contract question
-		}
-		g := *ir.Graph
-		g.Outputs = append([]graph.ValueInfo{}, ref.Outputs()...)
-		sg := &hal.Subgraph{Graph: &g, Opsets: ir.Opsets}
-		probed++
-		vs, err := e.dev.Supports(ctx, sg)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: Supports: %v", c.ID, err))
-			continue
-		}
-		if !vs[0].Supported {
-			continue
-		}
-		claimedN++
-		comp, err := e.dev.Compile(ctx, sg, nil)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: claimed, but Compile: %v", c.ID, err))
-			continue
-		}
-		var ins []*graph.Tensor
-		for _, in := range g.Inputs {
-			ins = append(ins, mc.inputs[in.Name])
-		}
-		outs := make([]*graph.Tensor, len(g.Outputs))
-		for i := range outs {
-			outs[i] = &graph.Tensor{}
-		}
-		if err := comp.Execute(ctx, ins, outs); err != nil {
-			bad = append(bad, fmt.Sprintf("%s: claimed and compiled, but Execute: %v", c.ID, err))
-		}
-		_ = comp.Release()
-	}
-	if len(bad) > 0 {
-		if len(bad) > 5 {
-			bad = append(bad[:5], fmt.Sprintf("… %d more", len(bad)-5))
-		}
-		return failf("%s", strings.Join(bad, "; "))
-	}
-	return passf("%d of %d ops claimed; every claim compiled and executed", claimedN, probed)
 }
 
 func contractInvalid(ctx context.Context, e *contractEnv) outcome {
@@ -490,19 +426,8 @@ func contractDeadline(ctx context.Context, e *contractEnv) outcome {
 	}
 	// a long chain with a short deadline must stop soon after it
 	const chain, n = 300, 1 << 16
-	g := &graph.Graph{Name: "long_chain", Inputs: []graph.ValueInfo{vi("x", graph.Float32, n)}, Initializers: map[string]*graph.Tensor{}}
-	prev := "x"
-	for i := 0; i < chain; i++ {
-		out := fmt.Sprintf("v%d", i)
-		nd := &graph.Node{Name: out, OpType: op, Inputs: []string{prev}, Outputs: []string{out}}
-		if binary {
-			nd.Inputs = []string{prev, "x"}
-		}
-		g.Nodes = append(g.Nodes, nd)
-		prev = out
-	}
-	g.Outputs = []graph.ValueInfo{vi(prev, graph.Float32, n)}
-	lc, err := e.dev.Compile(ctx, &hal.Subgraph{Graph: g, Opsets: opsets}, nil)
+	sg = longChain(op, binary, chain, n)
+	lc, err := e.dev.Compile(ctx, sg, nil)
 	if err != nil {
 		return passf("%s: expired deadline → %v (the %d-node chain was not compiled: %v)", op, hal.CodeOf(err), chain, err)
 	}

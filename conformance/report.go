@@ -431,6 +431,19 @@ func (r *Report) Summary() string {
 			fmt.Fprintf(&b, "  %-9s %5d cases: %d pass, %d fail, %d not delegated\n", src, n, m[Pass], m[Fail]+m[UnexpectedPass], m[NotDelegated])
 		}
 	}
+	if g := r.Gaps; g != nil && len(g.Unsupported)+len(g.ExpectedFailures) > 0 {
+		src := g.Source
+		if src == "" {
+			src = "source not recorded"
+		}
+		fmt.Fprintf(&b, "  gaps declared for %s (%s): %d unsupported, %d expected failures\n", g.Backend, src, len(g.Unsupported), len(g.ExpectedFailures))
+		for _, x := range g.Unsupported {
+			fmt.Fprintf(&b, "    unsupported       %s: %s\n", x.Pattern, x.Reason)
+		}
+		for _, x := range g.ExpectedFailures {
+			fmt.Fprintf(&b, "    expected failure  %s: %s\n", x.Pattern, x.Reason)
+		}
+	}
 	return b.String()
 }
 

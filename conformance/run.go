@@ -20,7 +20,7 @@ import (
 
 // SuiteVersion is the version of the case set and its semantics. It
 // changes whenever a case's meaning changes; reports record it.
-const SuiteVersion = "1.0.0"
+const SuiteVersion = "1.1.0"
 
 // Harness is what a backend's test gives the suite: how to open the
 // backend, and what it declares about itself. A backend's conformance
@@ -31,9 +31,14 @@ type Harness struct {
 	// their own (Close twice), and again after the backend reported
 	// Unavailable (a crashed plugin process). Required.
 	Open func(ctx context.Context) (*hal.Device, error)
-	// Gaps are the backend's declared gaps; nil loads
-	// conformance/gaps/<name>.json (none when there is no such file).
+	// Gaps are the backend's declared gaps. Nil takes the vendor's: the
+	// "gaps" of the manifest named by Manifest, else the backend's own
+	// (GapDeclarer); else conformance/gaps/<name>.json, kept for in-tree
+	// backends (none when there is no such file).
 	Gaps *Gaps
+	// Manifest is the plugin manifest the backend was installed with,
+	// whose "gaps" its vendor ships (empty for none).
+	Manifest string
 	// Profile names a relaxed tolerance profile of the policy the backend
 	// opts into ("" = none). It is disclosed in the report.
 	Profile string
@@ -53,6 +58,12 @@ type Harness struct {
 	// CLI's --binary). It is never what gets recorded: the run is refused
 	// unless its content is the loaded binary's.
 	AssertBinary string
+	// LoseDevice, when set, makes a device Open returned lose its device
+	// now, as a driver reset or a crashed plugin process would: its
+	// pending fences fail with Unavailable and later calls are refused
+	// with Unavailable. The contract/devmem/device-lost case needs it and
+	// is skipped without it.
+	LoseDevice func(ctx context.Context, d *hal.Device) error
 	Config
 }
 
@@ -197,6 +208,9 @@ type runner struct {
 	caps   hal.Capabilities
 	bin    *BinaryRecord // bound at the first open
 	binErr error         // the binary changed during the run
+
+	sweepOnce sync.Once
+	swept     *sweep // the integrity sweep over claimed single-op cases
 }
 
 // bind binds the binary of a freshly opened device: the first time it is
@@ -513,12 +527,8 @@ func Execute(ctx context.Context, h Harness) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := r.dev.Name()
-	r.gaps = h.Gaps
-	if r.gaps == nil {
-		if r.gaps, err = BuiltinGaps(name); err != nil {
-			return nil, err
-		}
+	if r.gaps, err = gapsFor(&h, r.dev); err != nil {
+		return nil, err
 	}
 	cases, uncovered, err := Cases(h.Config)
 	if err != nil {

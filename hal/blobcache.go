@@ -149,7 +149,10 @@ func (d *Device) CompileCached(ctx context.Context, sg *Subgraph, opts *CompileO
 		var exe Executable
 		ierr := guard(func() (err error) { exe, err = bi.ImportBlob(ctx, blob); return })
 		if ierr == nil && exe != nil {
-			return d.compiled(exe, sg), true, nil
+			if d.checkPrecision(exe, opts.Precision) == nil {
+				return d.compiled(exe, sg), true, nil
+			}
+			_ = guard(exe.Release)
 		}
 		// a stale or corrupt blob: compile afresh and overwrite it
 	}

@@ -137,7 +137,30 @@ func (d *Device) Compile(ctx context.Context, sg *Subgraph, opts *CompileOptions
 	if exe == nil {
 		return nil, &Error{Code: CodeInternal, Backend: d.info.Name, Op: "compile", Msg: "backend returned a nil executable"}
 	}
+	if err := d.checkPrecision(exe, opts.Precision); err != nil {
+		_ = guard(exe.Release)
+		return nil, err
+	}
 	return d.compiled(exe, sg), nil
+}
+
+// checkPrecision holds an executable to the precision rule, whatever
+// loads the backend (linked in, C library, plugin process): it computes
+// float32 values in float32 unless the caller opted into exactly the
+// reduced precision it reports (PrecisionReporter; see CheckPrecision).
+func (d *Device) checkPrecision(exe Executable, asked Precision) error {
+	pr, ok := exe.(PrecisionReporter)
+	if !ok {
+		return nil
+	}
+	var p Precision
+	if err := guard(func() error { p = pr.Precision(); return nil }); err != nil {
+		return wrap(d.info.Name, "compile", err)
+	}
+	if _, err := CheckPrecision(p, asked); err != nil {
+		return &Error{Code: CodeInternal, Backend: d.info.Name, Op: "compile", Err: err}
+	}
+	return nil
 }
 
 // EstimateCost asks an optional CostEstimator. A backend without one

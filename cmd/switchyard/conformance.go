@@ -97,6 +97,9 @@ Reproduce one case by its ID: --filter '^op/Add/float32/bcast-row$'.`,
 			}
 			r := backends().Registry()
 			h.Binary, h.BinarySHA256 = loaderFile(backend)
+			if h.Gaps == nil {
+				h.Manifest = manifestFile(backend) // its vendor's gaps, if it ships any
+			}
 			h.Open = func(ctx context.Context) (*hal.Device, error) { return r.Open(ctx, backend) }
 			if !noProgress && isTerminal(os.Stderr) {
 				h.Progress = progressBar(os.Stderr)
@@ -135,7 +138,7 @@ Reproduce one case by its ID: --filter '^op/Add/float32/bcast-row$'.`,
 	f.StringVar(&filter, "filter", "", "run only cases whose ID matches this regexp")
 	f.DurationVar(&timeout, "timeout", time.Minute, "per-case timeout; a case still running after it (plus a grace period) fails as hung")
 	f.StringVar(&profile, "profile", "", "relaxed tolerance profile the backend opts into (disclosed in the report)")
-	f.StringVar(&gapsFile, "gaps", "", "gap declaration JSON (default: the suite's gaps/<backend>.json, if any)")
+	f.StringVar(&gapsFile, "gaps", "", "gap declaration JSON (default: the gaps the plugin's manifest ships, else the suite's gaps/<backend>.json, if any)")
 	f.StringVar(&binary, "binary", "", "assert that the backend is loaded from this file: the run is refused if its content is not what was loaded (never what is recorded)")
 	f.StringVar(&signKey, "sign-key", "", "the lab's Ed25519 private key file: sign conformance.json, making it a certificate (default $"+conformance.SignKeyEnv+")")
 	f.StringVar(&sharedDir, "shared", "", "directory holding testdata/models and testdata/onnx-node (default: ../shared beside the checkout)")
@@ -158,6 +161,17 @@ func loaderFile(name string) (path, sum string) {
 		}
 	}
 	return "", ""
+}
+
+// manifestFile is the manifest a plugin backend was installed with ("" for
+// other backends): the suite reads the gaps its vendor ships there.
+func manifestFile(name string) string {
+	for _, p := range backends().Plugins() {
+		if p.Err == nil && p.Name == name {
+			return p.Manifest
+		}
+	}
+	return ""
 }
 
 // signingKey reads the lab's private key from the flag's file, else from

@@ -36,7 +36,9 @@ import (
 //	  "hal": {"min": "1.0", "max": "1.0"},
 //	  "platforms": ["linux/amd64"],    // GOOS/GOARCH; empty means any
 //	  "device": "npu", "vendor": "…", "description": "…",   // optional, shown by tools
-//	  "args": [], "env": {"KEY": "value"}                   // optional, for the process
+//	  "args": [], "env": {"KEY": "value"},                  // optional, for the process
+//	  "gaps": {"backend": "npu-vendor", "unsupported": [...], "expected_failures": [...]}
+//	                                   // optional: the vendor's conformance gaps (conformance.Gaps)
 //	}
 type Manifest struct {
 	Name        string            `json:"name"`
@@ -51,6 +53,10 @@ type Manifest struct {
 	Description string            `json:"description,omitempty"`
 	Args        []string          `json:"args,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
+	// Gaps is the vendor's conformance gap declaration, shipped with the
+	// plugin (conformance.Gaps JSON; the suite reads, records and signs
+	// it). The loader ignores it beyond checking it is a JSON object.
+	Gaps json.RawMessage `json:"gaps,omitempty"`
 
 	// File is the manifest's own path (set by LoadManifest).
 	File string `json:"-"`
@@ -208,6 +214,9 @@ func ParseManifest(file string, b []byte) (*Manifest, error) {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
 			return nil, bad("env", "%q=%q is not a valid environment entry (empty name, '=' in the name or a NUL byte)", k, v)
 		}
+	}
+	if len(m.Gaps) > 0 && bytes.TrimSpace(m.Gaps)[0] != '{' {
+		return nil, bad("gaps", "is not a JSON object (a conformance gap declaration)")
 	}
 	return &m, nil
 }

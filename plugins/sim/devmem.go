@@ -411,7 +411,7 @@ func (b *DeviceBackend) Free(hb hal.Buffer) error {
 	}
 	st.freed = true
 	b.counters.BuffersFreed++
-	if st.uses == 0 {
+	if st.uses == 0 && !b.opts.LeakBuffers {
 		b.releaseLocked(h.id, st)
 	}
 	return nil
@@ -444,7 +444,7 @@ func (b *DeviceBackend) unuse(sts []*stored) {
 	b.counters.PendingOps--
 	for _, st := range sts {
 		st.uses--
-		if st.freed && st.uses == 0 && b.store[st.id] == st {
+		if st.freed && st.uses == 0 && b.store[st.id] == st && !b.opts.LeakBuffers {
 			b.releaseLocked(st.id, st)
 		}
 	}
@@ -469,8 +469,10 @@ func (b *DeviceBackend) Upload(ctx context.Context, dst hal.Buffer, src *graph.T
 	b.counters.Uploads++
 	b.counters.BytesUploaded += st.bytes
 	b.mu.Unlock()
-	return st.q.submit(&work{kind: "upload", after: after, uses: []*stored{st}, run: func(ctx context.Context) error {
-		graph.CopyData(st.t.Data, src.Data)
+	return st.q.submit(&work{kind: "upload", after: after, uses: []*stored{st}, early: b.opts.SignalEarly, run: func(ctx context.Context) error {
+		if !b.opts.DropUpload {
+			graph.CopyData(st.t.Data, src.Data)
+		}
 		return nil
 	}})
 }
@@ -494,7 +496,7 @@ func (b *DeviceBackend) Download(ctx context.Context, dst *graph.Tensor, src hal
 		b.counters.DownloadedValues[st.producer]++
 	}
 	b.mu.Unlock()
-	return st.q.submit(&work{kind: "download", after: after, uses: []*stored{st}, run: func(ctx context.Context) error {
+	return st.q.submit(&work{kind: "download", after: after, uses: []*stored{st}, early: b.opts.SignalEarly, run: func(ctx context.Context) error {
 		graph.CopyData(dst.Data, st.t.Data)
 		return nil
 	}})
@@ -545,9 +547,12 @@ func (b *DeviceBackend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.
 		b.counters.WeightBytes += st.bytes
 		b.mu.Unlock()
 	}
-	exe, err := b.Backend.Compile(ctx, &hal.Subgraph{Graph: &g, Opsets: sg.Opsets}, opts)
+	exe, err := b.Backend.compile(&hal.Subgraph{Graph: &g, Opsets: sg.Opsets})
 	if err != nil {
 		return fail(err)
+	}
+	if b.opts.ReportFloat16 {
+		precision = hal.PrecisionFloat16
 	}
 	order, err := g.TopoSort()
 	if err != nil {
@@ -561,7 +566,7 @@ func (b *DeviceBackend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.
 		}
 		bounds[name] = append([]hal.DimRange(nil), dims...)
 	}
-	e := &devExecutable{executable: exe.(*executable), b: b, q: q, g: &g, opsets: sg.Opsets, weights: weights, precision: precision, shapes: map[string][]outType{}, order: order, bounds: bounds}
+	e := &devExecutable{executable: exe, b: b, q: q, g: &g, opsets: sg.Opsets, weights: weights, precision: precision, shapes: map[string][]outType{}, order: order, bounds: bounds}
 	return e, nil
 }
 
@@ -860,6 +865,20 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 			outs[i] = st
 			continue
 		}
+		if e.b.opts.AliasOutput && !outShapes[i].unknown {
+			// MUTATION: an input's buffer returned as this output
+			k := -1
+			for j, hb := range inputs {
+				if hb.DType() == outShapes[i].dtype && graph.SameShape(hb.Shape(), outShapes[i].shape) {
+					k = j
+					break
+				}
+			}
+			if k >= 0 {
+				outputs[i], outs[i] = inputs[k], ins[k]
+				continue
+			}
+		}
 		if outShapes[i].unknown {
 			for _, a := range allocated {
 				_ = e.b.Free(a)
@@ -869,7 +888,11 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 			e.b.mu.Unlock()
 			return nil, hal.Errorf(hal.CodeDeclined, "output %q: its shape is known only after running, and no buffer was given for it", o.Name)
 		}
-		h, st, err := e.b.alloc(e.q, outShapes[i].dtype, outShapes[i].shape, false)
+		shape := outShapes[i].shape
+		if e.b.opts.WrongShape {
+			shape = wrongShape(shape)
+		}
+		h, st, err := e.b.alloc(e.q, outShapes[i].dtype, shape, false)
 		if err != nil {
 			for _, a := range allocated {
 				_ = e.b.Free(a)
@@ -896,7 +919,7 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 	}
 	e.b.mu.Unlock()
 	uses := append(append([]*stored{}, ins...), outs...)
-	w := &work{kind: "execute", after: after, uses: uses, hang: e.b.dopts.FenceNeverSignals, profile: opts.Profile}
+	w := &work{kind: "execute", after: after, uses: uses, hang: e.b.dopts.FenceNeverSignals, profile: opts.Profile, early: e.b.opts.SignalEarly}
 	w.run = func(ctx context.Context) error {
 		in := make([]*graph.Tensor, len(ins))
 		into := make([]*graph.Tensor, len(outs))
@@ -907,6 +930,9 @@ func (e *devExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffe
 			into[i] = st.t
 		}
 		_, err := e.compute(ctx, in, into, opts.Profile, w.prof)
+		if err == nil && e.b.opts.WriteInput {
+			writeFirst(in) // MUTATION: the call writes its input buffer
+		}
 		return err
 	}
 	return e.q.submit(w)
@@ -982,6 +1008,7 @@ func (e *devExecutable) execute(ctx context.Context, inputs, outputs []*graph.Te
 	if err := cpu.FillOutputs(e.g, got, outputs); err != nil {
 		return nil, err
 	}
+	e.b.opts.mutateHost(inputs, outputs)
 	if !profile {
 		return nil, nil
 	}
@@ -1003,6 +1030,9 @@ type work struct {
 	profile bool
 	fence   *fence
 	prof    *hal.CallProfile
+	// early (Mutations.SignalEarly): the fence signals at submission and
+	// the work is held back until the next submission.
+	early bool
 }
 
 // queue is one simulated device's queue: a goroutine that runs operations
@@ -1014,6 +1044,7 @@ type queue struct {
 
 	mu      sync.Mutex
 	items   []*work
+	held    []*work // submitted with early fences, not queued yet
 	running bool
 	stopped bool
 	wake    chan struct{}
@@ -1029,7 +1060,14 @@ func (q *queue) submit(w *work) (hal.Fence, error) {
 		return nil, hal.Errorf(hal.CodeFailedPrecondition, "simulated device is closed")
 	}
 	q.b.use(w.uses)
-	q.items = append(q.items, w)
+	q.items = append(q.items, q.held...)
+	q.held = nil
+	if w.early {
+		w.fence.signal(nil, nil) // MUTATION: success before the work ran
+		q.held = append(q.held, w)
+	} else {
+		q.items = append(q.items, w)
+	}
 	if !q.running {
 		q.running = true
 		go q.loop()
@@ -1139,8 +1177,8 @@ func (q *queue) shutdown() {
 		<-q.exited
 	}
 	q.mu.Lock()
-	rest := q.items
-	q.items = nil
+	rest := append(q.items, q.held...)
+	q.items, q.held = nil, nil
 	q.running = false
 	q.mu.Unlock()
 	for _, w := range rest {
@@ -1154,11 +1192,16 @@ type fence struct {
 	done chan struct{}
 	err  error
 	prof *hal.CallProfile
+	once sync.Once
 }
 
+// signal signals the fence once; later calls (a work item whose fence a
+// mutation signalled early) are ignored.
 func (f *fence) signal(err error, prof *hal.CallProfile) {
-	f.err, f.prof = err, prof
-	close(f.done)
+	f.once.Do(func() {
+		f.err, f.prof = err, prof
+		close(f.done)
+	})
 }
 
 // Wait blocks until the operation completed or ctx ends.

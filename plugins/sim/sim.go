@@ -47,6 +47,8 @@ type Faults struct {
 	SwallowNaN bool `json:"swallow_nan,omitempty"`
 	// WrongShape drops the last dimension of each output (keeping the data).
 	WrongShape bool `json:"wrong_shape,omitempty"`
+	// Mutations break one contract rule each (mutate.go).
+	Mutations
 }
 
 // Options configure a simulation backend.
@@ -150,10 +152,23 @@ func (b *Backend) allow(n *graph.Node) (bool, string) {
 }
 
 func (b *Backend) Supports(ctx context.Context, sg *hal.Subgraph) ([]hal.Verdict, error) {
-	return cpu.Verdicts(sg, b.allow), nil
+	return cpu.Verdicts(sg, b.claim), nil
 }
 
 func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.CompileOptions) (hal.Executable, error) {
+	e, err := b.compile(sg)
+	if err != nil {
+		return nil, err
+	}
+	if b.opts.ReportFloat16 {
+		return &reportingExecutable{executable: e, p: hal.PrecisionFloat16}, nil
+	}
+	return e, nil
+}
+
+// compile compiles onto the reference kernels (the device-memory double
+// wraps the result).
+func (b *Backend) compile(sg *hal.Subgraph) (*executable, error) {
 	for i, v := range cpu.Verdicts(sg, b.allow) {
 		if !v.Supported {
 			return nil, hal.Errorf(hal.CodeUnsupported, "node %d (%s): %s", i, sg.Graph.Nodes[i].Label(), v.Reason)
@@ -194,6 +209,7 @@ func (e *executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		return err
 	}
 	e.post(inputs, outputs)
+	e.b.opts.mutateHost(inputs, outputs)
 	return nil
 }
 
@@ -237,6 +253,9 @@ func (e *executable) post(inputs, outputs []*graph.Tensor) {
 	for _, o := range outputs {
 		if e.corrupt && (!f.WrongValuesWhenBroadcasting || broadcasting) && o.DType.IsFloat() && o.Len() > 0 {
 			o.SetFloat64(0, o.Float64At(0)+1)
+		}
+		if f.SilentFloat16 {
+			roundTo(o, hal.PrecisionFloat16)
 		}
 		if f.SwallowNaN && o.DType.IsFloat() {
 			for i := 0; i < o.Len(); i++ {

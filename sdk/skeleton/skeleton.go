@@ -3,6 +3,9 @@
 // everywhere — with a reason, so a placement report says why nothing went
 // to it.
 //
+// For a device with memory of its own (HAL 1.1: buffers, fences,
+// asynchronous enqueue), start from sdk/skeleton11 instead.
+//
 // To start a new backend:
 //
 //  1. Copy this directory to plugins/<yourname> (linked in) or to your own
