@@ -34,10 +34,23 @@ var fusable = map[string]bool{"Conv": true, "MatMul": true, "Gemm": true, "Add":
 // where each Conv/MatMul/Gemm whose only reader is a foldable
 // BatchNormalization (Conv only) and then a Relu or Clip is one node
 // producing the last one's output. The subgraph itself is not modified.
+//
+// Every node is placed after all the nodes it reads from: nodes are
+// visited in topological order (the graph's own order when it has a
+// cycle, which Compile then reports), a fused node takes the place of the
+// last node it absorbed (a residual Add's other addend may be produced
+// after the Conv), and a node already absorbed into one fusion is never
+// taken by another (both Convs feeding one Add would otherwise each claim
+// it, and one's output would vanish). checkRewrite verifies this after
+// every fusion in tests.
 func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 	src := sg.Graph
+	order, err := src.TopoSort()
+	if err != nil {
+		order = src.Nodes
+	}
 	readers := map[string][]*graph.Node{}
-	for _, n := range src.Nodes {
+	for _, n := range order {
 		for _, in := range n.Inputs {
 			if in != "" {
 				readers[in] = append(readers[in], n)
@@ -60,7 +73,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 		isOut[o.Name] = true
 	}
 	// only reader of the node's single output, when nothing else sees it
-	next := func(n *graph.Node) *graph.Node {
+	next0 := func(n *graph.Node) *graph.Node {
 		if len(n.Outputs) != 1 || isOut[n.Outputs[0]] {
 			return nil
 		}
@@ -73,7 +86,17 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 	dropped := map[*graph.Node]bool{}
 	repl := map[*graph.Node]*graph.Node{}
 	fused := map[*graph.Node]*fusion{}
-	for _, n := range src.Nodes {
+	// free: a node no fusion has taken yet
+	free := func(n *graph.Node) bool { return !dropped[n] && repl[n] == nil }
+	next := func(n *graph.Node) *graph.Node {
+		if r := next0(n); r != nil && free(r) {
+			return r
+		}
+		return nil
+	}
+	// at: a fused node goes where the last node it absorbed was
+	at := map[*graph.Node]*graph.Node{}
+	for _, n := range order {
 		if dropped[n] || n.Domain != "" {
 			continue
 		}
@@ -85,7 +108,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 					c.Outputs = append([]string{}, act.Outputs...)
 					dropped[act] = true
 					fused[&c] = &fusion{qclip: act, nodes: []string{act.Label()}}
-					repl[n] = &c
+					repl[n], at[act] = &c, &c
 				}
 			}
 			continue
@@ -118,7 +141,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 			absorbed = append(absorbed, x)
 		}
 		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
-			steps, nodes, end := extendChain(sg, last.Outputs[0], readers, isOut)
+			steps, nodes, end := extendChain(sg, last.Outputs[0], readers, isOut, free)
 			if end != nil {
 				f.chain, last = steps, end
 				absorbed = append(absorbed, nodes...)
@@ -148,15 +171,15 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 			f.nodes = append(f.nodes, x.Label())
 		}
 		fused[&c] = f
-		repl[n] = &c
+		repl[n], at[absorbed[len(absorbed)-1]] = &c, &c
 	}
 	g := *src
-	g.Nodes = nil
-	for _, n := range src.Nodes {
+	g.Nodes = make([]*graph.Node, 0, len(order))
+	for _, n := range order {
 		switch {
-		case dropped[n]:
-		case repl[n] != nil:
-			g.Nodes = append(g.Nodes, repl[n])
+		case at[n] != nil:
+			g.Nodes = append(g.Nodes, at[n])
+		case dropped[n], repl[n] != nil:
 		default:
 			g.Nodes = append(g.Nodes, n)
 		}
