@@ -32,6 +32,7 @@ type chainStep struct {
 	fn     unaryFn
 	input  string // stepAddTensor: the value added
 	extra  int    // stepAddTensor: its index among the fused node's extra inputs
+	unary  string // stepUnary: the op (Sigmoid, Tanh, SiLU for x·sigmoid(x), …): its price
 }
 
 // chainSeg is a run of a chain: an arithmetic program (runChain), one
@@ -178,7 +179,7 @@ func scalarStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) {
 		if err != nil {
 			return chainStep{}, false
 		}
-		return chainStep{kind: stepUnary, fn: fn}, true
+		return chainStep{kind: stepUnary, fn: fn, unary: n.OpType}, true
 	}
 	op, ok := binOps[n.OpType]
 	if !ok || len(n.Inputs) != 2 || n.Inputs[0] == n.Inputs[1] {
@@ -270,9 +271,14 @@ func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, i
 		if !ok {
 			break
 		}
-		steps = append(steps, chainStep{kind: stepSave})
-		steps = append(steps, sub...)
-		steps = append(steps, chainStep{kind: stepMulSaved})
+		if len(sub) == 1 && sub[0].kind == stepUnary && sub[0].unary == "Sigmoid" {
+			// x·sigmoid(x): SiLU in one pass (vmath.go)
+			steps = append(steps, chainStep{kind: stepUnary, fn: vsilu, unary: "SiLU"})
+		} else {
+			steps = append(steps, chainStep{kind: stepSave})
+			steps = append(steps, sub...)
+			steps = append(steps, chainStep{kind: stepMulSaved})
+		}
 		nodes = append(append(nodes, subNodes...), mul)
 		last = mul
 		v = mul.Outputs[0]

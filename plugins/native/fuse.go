@@ -25,6 +25,9 @@ type fusion struct {
 	chain []chainStep
 	// qclip: a Clip of int8/uint8 after a QLinearConv (qlinear.go)
 	qclip *graph.Node
+	// silu: a Sigmoid that took over the Mul of its input by its output
+	// (x·sigmoid(x), SiLU/Swish), run as one pass (vmath.go)
+	silu bool
 }
 
 // fusable are the ops that take a following Relu or Clip.
@@ -110,6 +113,16 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 					fused[&c] = &fusion{qclip: act, nodes: []string{act.Label()}}
 					repl[n], at[act] = &c, &c
 				}
+			}
+			continue
+		}
+		if n.OpType == "Sigmoid" {
+			if mul := siluMul(sg, n, next(n)); mul != nil {
+				c := *n
+				c.Outputs = append([]string{}, mul.Outputs...)
+				dropped[mul] = true
+				fused[&c] = &fusion{silu: true, nodes: []string{mul.Label()}}
+				repl[n], at[mul] = &c, &c
 			}
 			continue
 		}
@@ -204,4 +217,18 @@ func foldableBN(sg *hal.Subgraph, bn, conv *graph.Node) bool {
 		}
 	}
 	return true
+}
+
+// siluMul is mul when it is Mul(x, sigmoid(x)) (either order) for the
+// Sigmoid sig of x, both on native, else nil.
+func siluMul(sg *hal.Subgraph, sig, mul *graph.Node) *graph.Node {
+	if mul == nil || mul.OpType != "Mul" || mul.Domain != "" || len(mul.Inputs) != 2 || len(mul.Outputs) != 1 ||
+		len(sig.Inputs) != 1 || len(sig.Outputs) != 1 || check(sg, sig) != "" || check(sg, mul) != "" {
+		return nil
+	}
+	x, s := sig.Inputs[0], sig.Outputs[0]
+	if (mul.Inputs[0] == x && mul.Inputs[1] == s) || (mul.Inputs[0] == s && mul.Inputs[1] == x) {
+		return mul
+	}
+	return nil
 }

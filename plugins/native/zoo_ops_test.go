@@ -1,0 +1,30 @@
+package native_test
+
+import (
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// vmCases are the vector math ops and SiLU fused two ways, on sizes
+// that leave vector tails.
+func vmCases() []opCase {
+	silu := func(x, y string) []*graph.Node {
+		return []*graph.Node{node("Sigmoid", []string{x}, y+"_s", nil), node("Mul", []string{x, y + "_s"}, y, nil)}
+	}
+	return []opCase{
+		{name: "sigmoid", nodes: []*graph.Node{node("Sigmoid", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {3, 37}}, out: "y"},
+		{name: "tanh", nodes: []*graph.Node{node("Tanh", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {5, 19}}, out: "y"},
+		{name: "exp", nodes: []*graph.Node{node("Exp", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {2, 53}}, out: "y"},
+		{name: "silu-standalone", nodes: silu("x", "y"), inputs: map[string][]int{"x": {2, 3, 7, 5}}, out: "y"},
+		{name: "silu-mul-swapped", nodes: []*graph.Node{node("Sigmoid", []string{"x"}, "s", nil), node("Mul", []string{"s", "x"}, "y", nil)},
+			inputs: map[string][]int{"x": {77}}, out: "y"},
+		{name: "conv-silu-chain", nodes: append([]*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("pads", []int64{1, 1, 1, 1}))}, silu("c", "y")...),
+			inputs: map[string][]int{"x": {1, 3, 9, 11}}, consts: map[string][]int{"w": {8, 3, 3, 3}, "b": {8}}, out: "y"},
+		{name: "conv-tanh-chain", nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", nil), node("Tanh", []string{"c"}, "y", nil)},
+			inputs: map[string][]int{"x": {1, 4, 6, 7}}, consts: map[string][]int{"w": {5, 4, 1, 1}}, out: "y"},
+	}
+}
+
+// The vector math kernels against the reference kernels.
+func TestVectorOpsAgainstReference(t *testing.T) { testOps(t, vmCases()) }
