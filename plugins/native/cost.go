@@ -80,6 +80,10 @@ var nOpRates = map[string]nrate{
 	"GlobalAveragePool": {Fixed: 500, PerFLOP: 0.15},
 	"MaxPool":           {Fixed: 500, PerFLOP: 3.3},
 	"HardSigmoid":       {Fixed: 150, PerFLOP: 0.3},
+	// PRelu (prelu.go: a multiply and a select in vector registers):
+	// priced like Relu's pass, all traffic, over opcost's 2 FLOPs an
+	// element; not calibrated
+	"PRelu": {Fixed: 150, PerFLOP: 0.05},
 	// not calibrated: Concat has its own kernel, priced like cpu's
 	"Concat": {Fixed: 704, PerByte: 0.0405},
 	// reference kernels (plugins/cpu/cost.go)

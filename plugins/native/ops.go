@@ -36,6 +36,7 @@ var fastOps = map[string]struct {
 	"Softmax":            {checkSoftmax, buildSoftmax},
 	"BatchNormalization": {checkBatchNorm, buildBatchNorm},
 	"LSTM":               {checkLSTM, buildLSTM},
+	"PRelu":              {checkPRelu, buildPRelu},
 }
 
 // referenceOps are claimed so that a model stays in few partitions, and

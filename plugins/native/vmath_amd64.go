@@ -66,3 +66,58 @@ func vmPaths(f string) []vmPath {
 	}
 	return out
 }
+
+// preluVV is y[i] = x[i] < 0 ? s[i]·x[i] : x[i] over len(y).
+func preluVV(y, x, s []float32) {
+	n := len(y)
+	if n == 0 {
+		return
+	}
+	if !hasAVX2FMA {
+		preluVVGo(y, x, s)
+		return
+	}
+	x, s = x[:n], s[:n]
+	k, lanes := preluVVAVX2, 8
+	if hasAVX512F {
+		k, lanes = preluVVAVX512, 16
+	}
+	body := n &^ (lanes - 1)
+	if body > 0 {
+		k(body, &x[0], &s[0], &y[0])
+	}
+	if body < n {
+		var bx, bs [16]float32
+		copy(bx[:], x[body:])
+		copy(bs[:], s[body:])
+		k(lanes, &bx[0], &bs[0], &bx[0])
+		copy(y[body:], bx[:n-body])
+	}
+}
+
+// preluVS is y[i] = x[i] < 0 ? s·x[i] : x[i] over len(y).
+func preluVS(y, x []float32, s float32) {
+	n := len(y)
+	if n == 0 {
+		return
+	}
+	if !hasAVX2FMA {
+		preluVSGo(y, x, s)
+		return
+	}
+	x = x[:n]
+	k, lanes := preluVSAVX2, 8
+	if hasAVX512F {
+		k, lanes = preluVSAVX512, 16
+	}
+	body := n &^ (lanes - 1)
+	if body > 0 {
+		k(body, &x[0], &s, &y[0])
+	}
+	if body < n {
+		var bx [16]float32
+		copy(bx[:], x[body:])
+		k(lanes, &bx[0], &s, &bx[0])
+		copy(y[body:], bx[:n-body])
+	}
+}

@@ -557,6 +557,62 @@ vtanhAVX2_done:
 	VZEROUPPER
 	RET
 
+// func preluVVAVX2(n int, x *float32, slope *float32, y *float32)
+// Requires: AVX, AVX2
+TEXT ·preluVVAVX2(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ slope+16(FP), DX
+	MOVQ y+24(FP), BX
+
+preluVVAVX2_loop:
+	CMPQ    AX, $0x08
+	JLT     preluVVAVX2_done
+	VMOVUPS (CX), Y0
+	VMULPS  (DX), Y0, Y1
+	ADDQ    $0x20, DX
+	VPSRAD  $0x1f, Y0, Y2
+	VPAND   Y1, Y2, Y1
+	VPANDN  Y0, Y2, Y0
+	VPOR    Y1, Y0, Y0
+	VMOVUPS Y0, (BX)
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, AX
+	JMP     preluVVAVX2_loop
+
+preluVVAVX2_done:
+	VZEROUPPER
+	RET
+
+// func preluVSAVX2(n int, x *float32, slope *float32, y *float32)
+// Requires: AVX, AVX2
+TEXT ·preluVSAVX2(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         slope+16(FP), DX
+	MOVQ         y+24(FP), BX
+	VBROADCASTSS (DX), Y0
+
+preluVSAVX2_loop:
+	CMPQ    AX, $0x08
+	JLT     preluVSAVX2_done
+	VMOVUPS (CX), Y1
+	VMULPS  Y0, Y1, Y2
+	VPSRAD  $0x1f, Y1, Y3
+	VPAND   Y2, Y3, Y2
+	VPANDN  Y1, Y3, Y1
+	VPOR    Y2, Y1, Y1
+	VMOVUPS Y1, (BX)
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, AX
+	JMP     preluVSAVX2_loop
+
+preluVSAVX2_done:
+	VZEROUPPER
+	RET
+
 // func vexpAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·vexpAVX512(SB), NOSPLIT, $0-24
@@ -739,5 +795,61 @@ vtanhAVX512_loop:
 	JMP          vtanhAVX512_loop
 
 vtanhAVX512_done:
+	VZEROUPPER
+	RET
+
+// func preluVVAVX512(n int, x *float32, slope *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·preluVVAVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ slope+16(FP), DX
+	MOVQ y+24(FP), BX
+
+preluVVAVX512_loop:
+	CMPQ    AX, $0x10
+	JLT     preluVVAVX512_done
+	VMOVUPS (CX), Z0
+	VMULPS  (DX), Z0, Z1
+	ADDQ    $0x40, DX
+	VPSRAD  $0x1f, Z0, Z2
+	VPANDD  Z1, Z2, Z1
+	VPANDND Z0, Z2, Z0
+	VPORD   Z1, Z0, Z0
+	VMOVUPS Z0, (BX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, BX
+	SUBQ    $0x10, AX
+	JMP     preluVVAVX512_loop
+
+preluVVAVX512_done:
+	VZEROUPPER
+	RET
+
+// func preluVSAVX512(n int, x *float32, slope *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·preluVSAVX512(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         slope+16(FP), DX
+	MOVQ         y+24(FP), BX
+	VBROADCASTSS (DX), Z0
+
+preluVSAVX512_loop:
+	CMPQ    AX, $0x10
+	JLT     preluVSAVX512_done
+	VMOVUPS (CX), Z1
+	VMULPS  Z0, Z1, Z2
+	VPSRAD  $0x1f, Z1, Z3
+	VPANDD  Z2, Z3, Z2
+	VPANDND Z1, Z3, Z1
+	VPORD   Z2, Z1, Z1
+	VMOVUPS Z1, (BX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, BX
+	SUBQ    $0x10, AX
+	JMP     preluVSAVX512_loop
+
+preluVSAVX512_done:
 	VZEROUPPER
 	RET

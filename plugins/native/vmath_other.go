@@ -22,3 +22,6 @@ func vmPaths(f string) []vmPath {
 	fn := map[string]func(y, x []float32){"exp": expGo, "sigmoid": sigmoidGo, "silu": siluGo, "tanh": tanhGo}[f]
 	return []vmPath{{"go", fn}}
 }
+
+func preluVV(y, x, s []float32)         { preluVVGo(y, x, s) }
+func preluVS(y, x []float32, s float32) { preluVSGo(y, x, s) }

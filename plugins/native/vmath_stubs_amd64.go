@@ -22,6 +22,16 @@ func vsiluAVX2(n int, x *float32, y *float32)
 //go:noescape
 func vtanhAVX2(n int, x *float32, y *float32)
 
+// preluVVAVX2 computes y[i] = x[i] < 0 ? slope[i]·x[i] : x[i] for i < n, n a multiple of 8 (see vmath.go).
+//
+//go:noescape
+func preluVVAVX2(n int, x *float32, slope *float32, y *float32)
+
+// preluVSAVX2 computes y[i] = x[i] < 0 ? slope[0]·x[i] : x[i] for i < n, n a multiple of 8 (see vmath.go).
+//
+//go:noescape
+func preluVSAVX2(n int, x *float32, slope *float32, y *float32)
+
 // vexpAVX512 computes y[i] = exp(x[i]) for i < n, n a multiple of 16 (see vmath.go).
 //
 //go:noescape
@@ -41,3 +51,13 @@ func vsiluAVX512(n int, x *float32, y *float32)
 //
 //go:noescape
 func vtanhAVX512(n int, x *float32, y *float32)
+
+// preluVVAVX512 computes y[i] = x[i] < 0 ? slope[i]·x[i] : x[i] for i < n, n a multiple of 16 (see vmath.go).
+//
+//go:noescape
+func preluVVAVX512(n int, x *float32, slope *float32, y *float32)
+
+// preluVSAVX512 computes y[i] = x[i] < 0 ? slope[0]·x[i] : x[i] for i < n, n a multiple of 16 (see vmath.go).
+//
+//go:noescape
+func preluVSAVX512(n int, x *float32, slope *float32, y *float32)

@@ -6,8 +6,8 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
-// vmCases are the vector math ops and SiLU fused two ways, on sizes
-// that leave vector tails.
+// vmCases are the vector math ops, SiLU fused two ways, and PRelu with
+// every slope layout, on sizes that leave vector tails.
 func vmCases() []opCase {
 	silu := func(x, y string) []*graph.Node {
 		return []*graph.Node{node("Sigmoid", []string{x}, y+"_s", nil), node("Mul", []string{x, y + "_s"}, y, nil)}
@@ -23,8 +23,22 @@ func vmCases() []opCase {
 			inputs: map[string][]int{"x": {1, 3, 9, 11}}, consts: map[string][]int{"w": {8, 3, 3, 3}, "b": {8}}, out: "y"},
 		{name: "conv-tanh-chain", nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", nil), node("Tanh", []string{"c"}, "y", nil)},
 			inputs: map[string][]int{"x": {1, 4, 6, 7}}, consts: map[string][]int{"w": {5, 4, 1, 1}}, out: "y"},
+		{name: "prelu-nhwc-1-1-C", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
+			inputs: map[string][]int{"x": {1, 5, 6, 21}}, consts: map[string][]int{"s": {1, 1, 21}}, out: "y"},
+		{name: "prelu-nchw-C-1-1", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
+			inputs: map[string][]int{"x": {2, 7, 5, 3}}, consts: map[string][]int{"s": {7, 1, 1}}, out: "y"},
+		{name: "prelu-nchw-1-C-1-1", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
+			inputs: map[string][]int{"x": {1, 9, 4, 4}}, consts: map[string][]int{"s": {1, 9, 1, 1}}, out: "y"},
+		{name: "prelu-scalar", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
+			inputs: map[string][]int{"x": {3, 35}}, consts: map[string][]int{"s": {1}}, out: "y"},
+		{name: "prelu-full", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
+			inputs: map[string][]int{"x": {4, 9}, "s": {4, 9}}, out: "y"},
+		{name: "prelu-general-broadcast", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
+			inputs: map[string][]int{"x": {2, 3, 4, 5}}, consts: map[string][]int{"s": {3, 1, 5}}, out: "y"},
+		{name: "prelu-rank2-slope-C", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
+			inputs: map[string][]int{"x": {6, 17}}, consts: map[string][]int{"s": {17}}, out: "y"},
 	}
 }
 
-// The vector math kernels against the reference kernels.
+// The vector math and PRelu kernels against the reference kernels.
 func TestVectorOpsAgainstReference(t *testing.T) { testOps(t, vmCases()) }

@@ -236,6 +236,55 @@ func kernel(s isa, name string, body func(v VecVirtual)) {
 	RET()
 }
 
+// prelu emits preluVV (slope[i] per element) and preluVS (one slope):
+// y[i] = x[i] < 0 ? slope·x[i] : x[i] for i < n, n a multiple of the
+// width; the sign bit decides (−0 gives slope·−0, NaN stays NaN).
+func prelu(s isa, scalar bool) {
+	mode := "VV"
+	if scalar {
+		mode = "VS"
+	}
+	fn := "prelu" + mode + s.suffix
+	TEXT(fn, NOSPLIT, "func(n int, x, slope, y *float32)")
+	what := "slope[i]"
+	if scalar {
+		what = "slope[0]"
+	}
+	Doc(fmt.Sprintf("%s computes y[i] = x[i] < 0 ? %s·x[i] : x[i] for i < n, n a multiple of %d (see vmath.go).", fn, what, s.lanes))
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	sp := Load(Param("slope"), GP64())
+	y := Load(Param("y"), GP64())
+	sv := s.vec()
+	if scalar {
+		VBROADCASTSS(Mem{Base: sp}, sv)
+	}
+	Label(fn + "_loop")
+	CMPQ(n, U8(s.lanes))
+	JLT(LabelRef(fn + "_done"))
+	v, t, m := s.vec(), s.vec(), s.vec()
+	VMOVUPS(Mem{Base: x}, v)
+	if scalar {
+		VMULPS(sv, v, t)
+	} else {
+		VMULPS(Mem{Base: sp}, v, t)
+		ADDQ(U8(4*s.lanes), sp)
+	}
+	VPSRAD(U8(31), v, m)
+	s.and(t, m, t)
+	s.andn(v, m, v)
+	s.or(t, v, v)
+	VMOVUPS(v, Mem{Base: y})
+	ADDQ(U8(4*s.lanes), x)
+	ADDQ(U8(4*s.lanes), y)
+	SUBQ(U8(s.lanes), n)
+	JMP(LabelRef(fn + "_loop"))
+	Label(fn + "_done")
+	VZEROUPPER()
+	RET()
+}
+
 func main() {
 	table = GLOBL("vmconsts", attr.RODATA|attr.NOPTR)
 	for i, c := range consts {
@@ -249,6 +298,8 @@ func main() {
 		kernel(s, "vsigmoid", func(v VecVirtual) { s.sigmoid(v, false) })
 		kernel(s, "vsilu", func(v VecVirtual) { s.sigmoid(v, true) })
 		kernel(s, "vtanh", func(v VecVirtual) { s.tanh(v) })
+		prelu(s, false)
+		prelu(s, true)
 	}
 	Generate()
 }
