@@ -84,6 +84,12 @@ var nOpRates = map[string]nrate{
 	// priced like Relu's pass, all traffic, over opcost's 2 FLOPs an
 	// element; not calibrated
 	"PRelu": {Fixed: 150, PerFLOP: 0.05},
+	// Resize/Upsample (resize.go, scalar Go, ~1 ns an output element of
+	// bilinear: opcost counts 8 FLOPs an element); not calibrated. As the
+	// Move class they were 0.06 ns a byte, and ran on the reference
+	// kernels
+	"Resize":   {Fixed: 1000, PerFLOP: 0.15},
+	"Upsample": {Fixed: 1000, PerFLOP: 0.15},
 	// not calibrated: Concat has its own kernel, priced like cpu's
 	"Concat": {Fixed: 704, PerByte: 0.0405},
 	// reference kernels (plugins/cpu/cost.go)

@@ -37,6 +37,8 @@ var fastOps = map[string]struct {
 	"BatchNormalization": {checkBatchNorm, buildBatchNorm},
 	"LSTM":               {checkLSTM, buildLSTM},
 	"PRelu":              {checkPRelu, buildPRelu},
+	"Resize":             {checkResize, buildResize},
+	"Upsample":           {checkResize, buildResize},
 }
 
 // referenceOps are claimed so that a model stays in few partitions, and

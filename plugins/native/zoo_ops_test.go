@@ -37,8 +37,28 @@ func vmCases() []opCase {
 			inputs: map[string][]int{"x": {2, 3, 4, 5}}, consts: map[string][]int{"s": {3, 1, 5}}, out: "y"},
 		{name: "prelu-rank2-slope-C", nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, "y", nil)},
 			inputs: map[string][]int{"x": {6, 17}}, consts: map[string][]int{"s": {17}}, out: "y"},
+		{name: "resize-linear-half-pixel-sizes", nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("mode", "linear"))},
+			inputs: map[string][]int{"x": {2, 3, 5, 7}}, fixed: map[string]*graph.Tensor{"sz": i64s(2, 3, 9, 4)}, out: "y"},
+		{name: "resize-linear-asymmetric-scales", nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, "y", attrs("mode", "linear", "coordinate_transformation_mode", "asymmetric"))},
+			inputs: map[string][]int{"x": {1, 4, 6, 5}}, fixed: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2.5})}, out: "y"},
+		{name: "resize-linear-align-corners", nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, "y", attrs("mode", "linear", "coordinate_transformation_mode", "align_corners"))},
+			inputs: map[string][]int{"x": {1, 2, 4, 5}}, fixed: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 1.7, 0.6})}, out: "y"},
+		{name: "resize-linear-pytorch", nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("mode", "linear", "coordinate_transformation_mode", "pytorch_half_pixel"))},
+			inputs: map[string][]int{"x": {1, 2, 4, 5}}, fixed: map[string]*graph.Tensor{"sz": i64s(1, 2, 1, 9)}, out: "y"},
+		{name: "resize-nearest-default", nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, "y", nil)},
+			inputs: map[string][]int{"x": {1, 3, 5, 4}}, fixed: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 3})}, out: "y"},
+		{name: "resize-nearest-floor-asymmetric", nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("nearest_mode", "floor", "coordinate_transformation_mode", "asymmetric"))},
+			inputs: map[string][]int{"x": {1, 3, 5, 4}}, fixed: map[string]*graph.Tensor{"sz": i64s(1, 3, 7, 11)}, out: "y"},
+		{name: "resize-nearest-ceil-half-pixel", nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("nearest_mode", "ceil"))},
+			inputs: map[string][]int{"x": {1, 2, 6, 6}}, fixed: map[string]*graph.Tensor{"sz": i64s(1, 2, 4, 9)}, out: "y"},
+		{name: "resize-nearest-prefer-ceil-align", nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("nearest_mode", "round_prefer_ceil", "coordinate_transformation_mode", "align_corners"))},
+			inputs: map[string][]int{"x": {1, 2, 5, 3}}, fixed: map[string]*graph.Tensor{"sz": i64s(1, 2, 9, 8)}, out: "y"},
+		{name: "resize-cubic-reference", nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, "y", attrs("mode", "cubic"))},
+			inputs: map[string][]int{"x": {1, 2, 4, 4}}, fixed: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})}, out: "y"},
 	}
 }
 
-// The vector math and PRelu kernels against the reference kernels.
+func i64s(v ...int64) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
+
+// The vector math, PRelu and Resize kernels against the reference kernels.
 func TestVectorOpsAgainstReference(t *testing.T) { testOps(t, vmCases()) }
