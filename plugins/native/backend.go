@@ -120,6 +120,9 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool
 	pools  map[int]*pool
+
+	// noFuse (tests): compile without fuse's rewrites
+	noFuse bool
 }
 
 // New returns a backend.
@@ -249,6 +252,16 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		return nil, err
 	}
 	g, fused := fuse(sg)
+	if b.noFuse { // tests: the graph as it came, for comparison
+		c := *sg.Graph
+		c.Nodes = append([]*graph.Node(nil), sg.Graph.Nodes...)
+		g, fused = &c, nil
+	}
+	if verifyRewrites {
+		if err := checkRewrite(sg.Graph, g); err != nil {
+			return nil, hal.Errorf(hal.CodeInternal, "%v", rewriteFailed(err))
+		}
+	}
 	bc := &buildCtx{sg: sg, kern: &b.kern, pool: p, precision: opts.Precision}
 	over := map[*graph.Node]kernels.Func{}
 	consts := sg.Graph.Initializers

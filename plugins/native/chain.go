@@ -32,6 +32,7 @@ type chainStep struct {
 	fn     unaryFn
 	input  string // stepAddTensor: the value added
 	extra  int    // stepAddTensor: its index among the fused node's extra inputs
+	unary  string // stepUnary: the op (Sigmoid, Tanh, SiLU for x·sigmoid(x), …): its price
 }
 
 // chainSeg is a run of a chain: an arithmetic program (runChain), one
@@ -178,7 +179,7 @@ func scalarStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) {
 		if err != nil {
 			return chainStep{}, false
 		}
-		return chainStep{kind: stepUnary, fn: fn}, true
+		return chainStep{kind: stepUnary, fn: fn, unary: n.OpType}, true
 	}
 	op, ok := binOps[n.OpType]
 	if !ok || len(n.Inputs) != 2 || n.Inputs[0] == n.Inputs[1] {
@@ -230,14 +231,20 @@ func tensorAddStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) 
 // extendChain follows the element-wise steps from value v: nodes that are
 // v's only reader, and the x·f(x) pattern (v read by the first node of
 // f and by the Mul that closes it). It returns the steps, the nodes they
-// stand for, and the last one (nil: none).
-func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, isOut map[string]bool) ([]chainStep, []*graph.Node, *graph.Node) {
+// stand for, and the last one (nil: none). Only nodes free reports
+// untaken join, so a node is in at most one chain.
+func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, isOut map[string]bool, free func(*graph.Node) bool) ([]chainStep, []*graph.Node, *graph.Node) {
 	var steps []chainStep
 	var nodes []*graph.Node
 	var last *graph.Node
 	extra := 0
 	for !isOut[v] {
 		r := readers[v]
+		for _, x := range r {
+			if !free(x) {
+				return steps, nodes, last
+			}
+		}
 		if len(r) == 1 {
 			s, ok := scalarStep(sg, r[0], v)
 			if !ok && extra < maxChainExtra {
@@ -257,16 +264,21 @@ func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, i
 			break
 		}
 		// x·f(x): one reader starts f, the other is the Mul that ends it
-		sub, subNodes, mul, ok := savedPattern(sg, v, r[0], r[1], readers, isOut)
+		sub, subNodes, mul, ok := savedPattern(sg, v, r[0], r[1], readers, isOut, free)
 		if !ok {
-			sub, subNodes, mul, ok = savedPattern(sg, v, r[1], r[0], readers, isOut)
+			sub, subNodes, mul, ok = savedPattern(sg, v, r[1], r[0], readers, isOut, free)
 		}
 		if !ok {
 			break
 		}
-		steps = append(steps, chainStep{kind: stepSave})
-		steps = append(steps, sub...)
-		steps = append(steps, chainStep{kind: stepMulSaved})
+		if len(sub) == 1 && sub[0].kind == stepUnary && sub[0].unary == "Sigmoid" {
+			// x·sigmoid(x): SiLU in one pass (vmath.go)
+			steps = append(steps, chainStep{kind: stepUnary, fn: vsilu, unary: "SiLU"})
+		} else {
+			steps = append(steps, chainStep{kind: stepSave})
+			steps = append(steps, sub...)
+			steps = append(steps, chainStep{kind: stepMulSaved})
+		}
 		nodes = append(append(nodes, subNodes...), mul)
 		last = mul
 		v = mul.Outputs[0]
@@ -276,7 +288,7 @@ func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, i
 
 // savedPattern matches first…mul where first starts a run of single-reader
 // steps from v and mul = Mul(v, end) or Mul(end, v).
-func savedPattern(sg *hal.Subgraph, v string, first, mul *graph.Node, readers map[string][]*graph.Node, isOut map[string]bool) ([]chainStep, []*graph.Node, *graph.Node, bool) {
+func savedPattern(sg *hal.Subgraph, v string, first, mul *graph.Node, readers map[string][]*graph.Node, isOut map[string]bool, free func(*graph.Node) bool) ([]chainStep, []*graph.Node, *graph.Node, bool) {
 	if mul.OpType != "Mul" || mul.Domain != "" || len(mul.Inputs) != 2 || len(mul.Outputs) != 1 || check(sg, mul) != "" {
 		return nil, nil, nil, false
 	}
@@ -284,6 +296,9 @@ func savedPattern(sg *hal.Subgraph, v string, first, mul *graph.Node, readers ma
 	var nodes []*graph.Node
 	cur, n := v, first
 	for i := 0; i < 8; i++ {
+		if !free(n) {
+			return nil, nil, nil, false
+		}
 		s, ok := scalarStep(sg, n, cur)
 		if !ok {
 			return nil, nil, nil, false

@@ -183,6 +183,11 @@ func rewriteBody(bc *buildCtx, g *graph.Graph, outer map[string]*graph.Tensor, o
 		}
 		out.Nodes = append(out.Nodes, n)
 	}
+	if verifyRewrites {
+		if err := checkRewrite(g, &out); err != nil {
+			return nil, rewriteFailed(err)
+		}
+	}
 	return &out, nil
 }
 

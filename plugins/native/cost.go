@@ -80,6 +80,16 @@ var nOpRates = map[string]nrate{
 	"GlobalAveragePool": {Fixed: 500, PerFLOP: 0.15},
 	"MaxPool":           {Fixed: 500, PerFLOP: 3.3},
 	"HardSigmoid":       {Fixed: 150, PerFLOP: 0.3},
+	// PRelu (prelu.go: a multiply and a select in vector registers):
+	// priced like Relu's pass, all traffic, over opcost's 2 FLOPs an
+	// element; not calibrated
+	"PRelu": {Fixed: 150, PerFLOP: 0.05},
+	// Resize/Upsample (resize.go, scalar Go, ~1 ns an output element of
+	// bilinear: opcost counts 8 FLOPs an element); not calibrated. As the
+	// Move class they were 0.06 ns a byte, and ran on the reference
+	// kernels
+	"Resize":   {Fixed: 1000, PerFLOP: 0.15},
+	"Upsample": {Fixed: 1000, PerFLOP: 0.15},
 	// not calibrated: Concat has its own kernel, priced like cpu's
 	"Concat": {Fixed: 704, PerByte: 0.0405},
 	// reference kernels (plugins/cpu/cost.go)
@@ -89,6 +99,21 @@ var nOpRates = map[string]nrate{
 	"Shape":   {Fixed: 479},
 	"Slice":   {Fixed: 802, PerByte: 0.0346},
 	"Sqrt":    {Fixed: 481, PerFLOP: 2.07},
+}
+
+// vmMemPerElem is an element-wise pass's memory traffic per element in
+// ns (Relu's calibrated rate, which is all traffic).
+const vmMemPerElem = 0.079
+
+// The vectorised transcendental ops (vmath.go) at the rate of the path
+// this CPU takes: its measured time per element plus the traffic, over
+// opcost's FLOPs per element (12 for Sigmoid and Tanh, 10 for Exp). They
+// were priced at the float64 math.Exp loop's 0.68 ns/FLOP (Sigmoid) and
+// the transcendental class's 1.5 (Tanh; Exp ran on the reference kernel).
+func init() {
+	for op, flops := range map[string]float64{"Sigmoid": 12, "Tanh": 12, "Exp": 10} {
+		nOpRates[op] = nrate{Fixed: 200, PerFLOP: (vmMemPerElem + vmNsPerElem(op)) / flops}
+	}
 }
 
 // nClassRates: every other op by class: Conv and Gemm calibrated, the
@@ -216,14 +241,30 @@ func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 
 	} else {
 		c = nodeCost(n.OpType, w, threads)
 	}
-	if len(f.chain) > 0 {
-		if t, ok := sg.TypeOf(n.Outputs[0]); ok {
-			if dims, ok := t.Shape.Ints(); ok {
-				elems := 1
-				for _, d := range dims {
-					elems *= d
-				}
-				c += chainStepPerElem * float64(elems*len(f.chain))
+	elems := -1
+	if t, ok := sg.TypeOf(n.Outputs[0]); ok {
+		if dims, ok := t.Shape.Ints(); ok {
+			elems = 1
+			for _, d := range dims {
+				elems *= d
+			}
+		}
+	}
+	if f.silu && elems >= 0 {
+		// one pass of x·sigmoid(x) in place of the Sigmoid and the Mul
+		return nOpRates["Sigmoid"].Fixed + float64(elems)*(vmMemPerElem+vmNsPerElem("SiLU"))
+	}
+	if len(f.chain) > 0 && elems >= 0 {
+		// a step is a few vector ops on data in L1, the transcendental
+		// ones their vector math time (the float64 sigmoid they replaced
+		// was priced as a plain step here: yolox_nano's 110 SiLUs at
+		// 0.025 ns an element ran at 10 ns, and placement chose native
+		// at an estimated 4.2 ms that measured 37 ms)
+		for _, st := range f.chain {
+			if v := vmNsPerElem(st.unary); st.kind == stepUnary && v > 0 {
+				c += v * float64(elems)
+			} else {
+				c += chainStepPerElem * float64(elems)
 			}
 		}
 	}

@@ -36,17 +36,11 @@ func unaryOf(bc *buildCtx, n *graph.Node) (unaryFn, error) {
 		lo, hi := clipBounds(bc.sg, n)
 		return func(d, s []float32) { clampTo(d, s, lo, hi) }, nil
 	case "Sigmoid":
-		return func(d, s []float32) {
-			for i, v := range s {
-				d[i] = sigmoid(v)
-			}
-		}, nil
+		return vsigmoid, nil // vmath.go
 	case "Tanh":
-		return func(d, s []float32) {
-			for i, v := range s {
-				d[i] = float32(math.Tanh(float64(v)))
-			}
-		}, nil
+		return vtanh, nil
+	case "Exp":
+		return vexp, nil
 	case "HardSigmoid":
 		a, b := n.AttrFloat("alpha", 0.2), n.AttrFloat("beta", 0.5)
 		return func(d, s []float32) {
@@ -68,14 +62,6 @@ func unaryOf(bc *buildCtx, n *graph.Node) (unaryFn, error) {
 	return nil, fmt.Errorf("%w: no element-wise kernel for %s", kernels.ErrUnsupported, n.OpType)
 }
 
-func sigmoid(v float32) float32 {
-	if v >= 0 {
-		return float32(1 / (1 + math.Exp(-float64(v))))
-	}
-	e := math.Exp(float64(v))
-	return float32(e / (1 + e))
-}
-
 // hardSigmoid is max(0, min(1, a·v + b)), NaN kept.
 func hardSigmoid(v, a, b float32) float32 {
 	x := a*v + b
@@ -88,15 +74,24 @@ func hardSigmoid(v, a, b float32) float32 {
 	return x
 }
 
-func buildUnary(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
+func buildUnary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	fn, err := unaryOf(bc, n)
 	if err != nil {
 		return nil, err
 	}
+	if f != nil && f.silu {
+		fn = vsilu
+	}
 	op := n.OpType
+	// Exp is claimed for every dtype (referenceOps): the reference kernel
+	// runs what is not float32
+	ref, _ := kernels.Lookup("", op)
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := in[0]
 		if x.DType != graph.Float32 {
+			if op == "Exp" && ref != nil {
+				return ref.Kernel(ctx, node, in)
+			}
 			return nil, fmt.Errorf("%w: %s of %v", kernels.ErrInvalid, op, x.DType)
 		}
 		y, err := ctx.NewUninit(graph.Float32, x.Shape)
@@ -470,4 +465,13 @@ func concatKernel(zero []bool) kernels.Func {
 		}
 		return ctx.Outputs(y), nil
 	}
+}
+
+// sigmoid is one float32 sigmoid in float64 (the LSTM's gates).
+func sigmoid(v float32) float32 {
+	if v >= 0 {
+		return float32(1 / (1 + math.Exp(-float64(v))))
+	}
+	e := math.Exp(float64(v))
+	return float32(e / (1 + e))
 }

@@ -25,6 +25,9 @@ type fusion struct {
 	chain []chainStep
 	// qclip: a Clip of int8/uint8 after a QLinearConv (qlinear.go)
 	qclip *graph.Node
+	// silu: a Sigmoid that took over the Mul of its input by its output
+	// (x·sigmoid(x), SiLU/Swish), run as one pass (vmath.go)
+	silu bool
 }
 
 // fusable are the ops that take a following Relu or Clip.
@@ -34,10 +37,23 @@ var fusable = map[string]bool{"Conv": true, "MatMul": true, "Gemm": true, "Add":
 // where each Conv/MatMul/Gemm whose only reader is a foldable
 // BatchNormalization (Conv only) and then a Relu or Clip is one node
 // producing the last one's output. The subgraph itself is not modified.
+//
+// Every node is placed after all the nodes it reads from: nodes are
+// visited in topological order (the graph's own order when it has a
+// cycle, which Compile then reports), a fused node takes the place of the
+// last node it absorbed (a residual Add's other addend may be produced
+// after the Conv), and a node already absorbed into one fusion is never
+// taken by another (both Convs feeding one Add would otherwise each claim
+// it, and one's output would vanish). checkRewrite verifies this after
+// every fusion in tests.
 func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 	src := sg.Graph
+	order, err := src.TopoSort()
+	if err != nil {
+		order = src.Nodes
+	}
 	readers := map[string][]*graph.Node{}
-	for _, n := range src.Nodes {
+	for _, n := range order {
 		for _, in := range n.Inputs {
 			if in != "" {
 				readers[in] = append(readers[in], n)
@@ -60,7 +76,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 		isOut[o.Name] = true
 	}
 	// only reader of the node's single output, when nothing else sees it
-	next := func(n *graph.Node) *graph.Node {
+	next0 := func(n *graph.Node) *graph.Node {
 		if len(n.Outputs) != 1 || isOut[n.Outputs[0]] {
 			return nil
 		}
@@ -73,7 +89,17 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 	dropped := map[*graph.Node]bool{}
 	repl := map[*graph.Node]*graph.Node{}
 	fused := map[*graph.Node]*fusion{}
-	for _, n := range src.Nodes {
+	// free: a node no fusion has taken yet
+	free := func(n *graph.Node) bool { return !dropped[n] && repl[n] == nil }
+	next := func(n *graph.Node) *graph.Node {
+		if r := next0(n); r != nil && free(r) {
+			return r
+		}
+		return nil
+	}
+	// at: a fused node goes where the last node it absorbed was
+	at := map[*graph.Node]*graph.Node{}
+	for _, n := range order {
 		if dropped[n] || n.Domain != "" {
 			continue
 		}
@@ -85,8 +111,18 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 					c.Outputs = append([]string{}, act.Outputs...)
 					dropped[act] = true
 					fused[&c] = &fusion{qclip: act, nodes: []string{act.Label()}}
-					repl[n] = &c
+					repl[n], at[act] = &c, &c
 				}
+			}
+			continue
+		}
+		if n.OpType == "Sigmoid" {
+			if mul := siluMul(sg, n, next(n)); mul != nil {
+				c := *n
+				c.Outputs = append([]string{}, mul.Outputs...)
+				dropped[mul] = true
+				fused[&c] = &fusion{silu: true, nodes: []string{mul.Label()}}
+				repl[n], at[mul] = &c, &c
 			}
 			continue
 		}
@@ -118,7 +154,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 			absorbed = append(absorbed, x)
 		}
 		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
-			steps, nodes, end := extendChain(sg, last.Outputs[0], readers, isOut)
+			steps, nodes, end := extendChain(sg, last.Outputs[0], readers, isOut, free)
 			if end != nil {
 				f.chain, last = steps, end
 				absorbed = append(absorbed, nodes...)
@@ -148,15 +184,15 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 			f.nodes = append(f.nodes, x.Label())
 		}
 		fused[&c] = f
-		repl[n] = &c
+		repl[n], at[absorbed[len(absorbed)-1]] = &c, &c
 	}
 	g := *src
-	g.Nodes = nil
-	for _, n := range src.Nodes {
+	g.Nodes = make([]*graph.Node, 0, len(order))
+	for _, n := range order {
 		switch {
-		case dropped[n]:
-		case repl[n] != nil:
-			g.Nodes = append(g.Nodes, repl[n])
+		case at[n] != nil:
+			g.Nodes = append(g.Nodes, at[n])
+		case dropped[n], repl[n] != nil:
 		default:
 			g.Nodes = append(g.Nodes, n)
 		}
@@ -181,4 +217,18 @@ func foldableBN(sg *hal.Subgraph, bn, conv *graph.Node) bool {
 		}
 	}
 	return true
+}
+
+// siluMul is mul when it is Mul(x, sigmoid(x)) (either order) for the
+// Sigmoid sig of x, both on native, else nil.
+func siluMul(sg *hal.Subgraph, sig, mul *graph.Node) *graph.Node {
+	if mul == nil || mul.OpType != "Mul" || mul.Domain != "" || len(mul.Inputs) != 2 || len(mul.Outputs) != 1 ||
+		len(sig.Inputs) != 1 || len(sig.Outputs) != 1 || check(sg, sig) != "" || check(sg, mul) != "" {
+		return nil
+	}
+	x, s := sig.Inputs[0], sig.Outputs[0]
+	if (mul.Inputs[0] == x && mul.Inputs[1] == s) || (mul.Inputs[0] == s && mul.Inputs[1] == x) {
+		return mul
+	}
+	return nil
 }

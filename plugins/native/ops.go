@@ -36,6 +36,9 @@ var fastOps = map[string]struct {
 	"Softmax":            {checkSoftmax, buildSoftmax},
 	"BatchNormalization": {checkBatchNorm, buildBatchNorm},
 	"LSTM":               {checkLSTM, buildLSTM},
+	"PRelu":              {checkPRelu, buildPRelu},
+	"Resize":             {checkResize, buildResize},
+	"Upsample":           {checkResize, buildResize},
 }
 
 // referenceOps are claimed so that a model stays in few partitions, and
@@ -137,6 +140,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	}
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
+	}
+	if n.OpType == "Exp" && n.Domain == "" {
+		return buildUnary(bc, n, f) // vmath.go's exp for float32
 	}
 	if n.OpType == "Pow" && n.Domain == "" && isSquare(constInput(bc.sg, n, 1)) {
 		return powSquare(bc), nil

@@ -174,7 +174,11 @@ func (b *builder) computeDemand(order []*graph.Node) {
 			}
 		}
 		switch n.OpType {
-		case "Conv", "ConvTranspose", "Resize", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace":
+		case "PRelu":
+			if !b.preluLast(n) {
+				set(n.Input(0), nhwc)
+			}
+		case "Conv", "ConvTranspose", "Resize", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "DepthToSpace":
 			set(n.Input(0), nhwc)
 		case "Transpose":
 			if p := b.demand[out]; p != nil {
@@ -510,6 +514,20 @@ func (b *builder) node(n *graph.Node) error {
 		if err != nil {
 			return err
 		}
+		if b.preluLast(n) {
+			// channels last already (TFLite's [1,1,C] slope on NHWC
+			// data): XNNPACK's layout, the input goes as it is
+			c := x.shape[len(x.shape)-1]
+			slope := append([]float32{}, graph.Data[float32](k)...)
+			if len(slope) != c {
+				return b.nodeErr(n, "slope of %d values for %d channels", len(slope), c)
+			}
+			in := b.need(x, nil)
+			st := &tensor{dims: []int{c}, static: slope, stage: -1, slot: -1}
+			t := b.add(&xop{kind: "prelu", in: []*tensor{in, st}, out: b.newTensor(in.dims)})
+			b.setOut(n, &val{t: t, shape: oshape})
+			return nil
+		}
 		c := x.shape[1]
 		slope := make([]float32, c)
 		kd := graph.Data[float32](k)
@@ -701,6 +719,23 @@ func (b *builder) conv(n *graph.Node, x *val, oshape []int) error {
 		sz: []int{ig, o / groups}, f: []float32{float32(math.Inf(-1)), inf}})
 	b.vals[outName] = &val{t: out, shape: oshape, perm: nhwc}
 	return nil
+}
+
+// preluLast: n is a PRelu whose slope varies along its input's last dim
+// only (lastAxisSlope), not a per-channel one on dim 1.
+func (b *builder) preluLast(n *graph.Node) bool {
+	k := b.consts[n.Input(1)]
+	if k == nil || len(k.Shape) == 0 || k.Len() <= 1 {
+		return false
+	}
+	for _, d := range k.Shape[:len(k.Shape)-1] {
+		if d != 1 {
+			return false
+		}
+	}
+	// the per-channel forms [C,1,1] and [1,C,1,1] have a non-1 dim
+	// before their last; check took only these two kinds
+	return true
 }
 
 // soleConsumer returns the only node reading name when it has type op.

@@ -175,8 +175,11 @@ func check(n *graph.Node, opset int64, ti typeInfo) string {
 			return fmt.Sprintf("PRelu on a rank-%d input; XNNPACK PReLU takes rank 4", rank)
 		}
 		s := ti.constant(n.Input(1))
-		if s == nil || !perChannel(s.Shape, rank) {
-			return "PRelu slope must be a constant of shape [C,1,1], [1,C,1,1], [1] or []"
+		if s == nil || s.DType != graph.Float32 {
+			return "PRelu slope must be a float32 constant"
+		}
+		if !perChannel(s.Shape, rank) && !lastAxisSlope(s.Shape, ti.typeOf(n.Input(0)).Shape) {
+			return "PRelu slope must be a constant of shape [C,1,1], [1,C,1,1], [1], [] (channels on dim 1) or [1,1,C], [C] (channels last, TFLite's layout)"
 		}
 	case "Softmax":
 		if rank < 1 {
@@ -329,6 +332,26 @@ func perChannel(s []int, r int) bool {
 		return true
 	}
 	return false
+}
+
+// lastAxisSlope: a PRelu slope that varies along x's last dim only
+// ([1,1,C], [C], [1,1,1,C]), x of static last dim C > 1: channels last,
+// as TFLite lays out its PRELU (XNNPACK's own layout: the input goes as
+// it is).
+func lastAxisSlope(s []int, x graph.Shape) bool {
+	if len(s) == 0 || len(s) > len(x) {
+		return false
+	}
+	last := x[len(x)-1]
+	if last.Param != "" || last.Value <= 1 || s[len(s)-1] != int(last.Value) {
+		return false
+	}
+	for _, d := range s[:len(s)-1] {
+		if d != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 func rowVector(s []int, n int) bool {

@@ -166,6 +166,15 @@ func TestOpsAgainstCPU(t *testing.T) {
 				node("Mul", []string{"a", "y"}, []string{"b"})}, outputs: []string{"b"}},
 		{name: "prelu", inputs: x4, consts: map[string]*graph.Tensor{"s": w(6, 1, 1)},
 			nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, []string{"y"})}},
+		// TFLite's layout: NHWC data, slope [1,1,C]; behind a Conv (NCHW
+		// in XNNPACK's NHWC) through a Transpose, as the importer writes it
+		{name: "prelu_channels_last", inputs: map[string][]int{"x": {1, 5, 7, 6}}, consts: map[string]*graph.Tensor{"s": w(1, 1, 6), "t": w(6)},
+			nodes: []*graph.Node{node("PRelu", []string{"x", "s"}, []string{"a"}), node("PRelu", []string{"a", "t"}, []string{"y"})}},
+		{name: "conv_transpose_prelu_last", inputs: map[string][]int{"x": {1, 6, 9, 11}}, consts: map[string]*graph.Tensor{"w": w(6, 6, 1, 1), "s": w(1, 1, 6)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"a"}),
+				node("Transpose", []string{"a"}, []string{"b"}, &graph.Attribute{Name: "perm", Type: graph.AttrInts, Ints: []int64{0, 2, 3, 1}}),
+				node("PRelu", []string{"b", "s"}, []string{"y"})}},
 		{name: "softmax", inputs: map[string][]int{"x": {3, 4, 5}}, nodes: []*graph.Node{
 			node("Softmax", []string{"x"}, []string{"a"}),
 			node("Softmax", []string{"x"}, []string{"b"}, iattr("axis", 1))}, outputs: []string{"a", "b"}},

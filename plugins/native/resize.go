@@ -1,0 +1,188 @@
+package native
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	resizeops "github.com/switchyard-hal/switchyard/core/ops/resize"
+	"github.com/switchyard-hal/switchyard/hal"
+)
+
+// Resize and Upsample: claimed for float32 inputs, so that a model's
+// upsampling stays inside its native partition (deeplab_v3's opset-9
+// Upsample and palm_detection_lite's RESIZE_BILINEAR each split it in two,
+// on the reference kernels between). The sizes or scales are read at run
+// time (the output shape comes from core/ops/resize's MakePlan, as the
+// reference computes it). A rank-4 resize of the last two dims in linear
+// or nearest mode with the half_pixel, pytorch_half_pixel, asymmetric or
+// align_corners coordinates runs here on float32, separably, rows in
+// parallel; everything else (other modes or coordinates, antialias, other
+// axes, other dtypes, and the errors) runs the reference kernel inside
+// the partition.
+
+func checkResize(sg *hal.Subgraph, n *graph.Node) string { return needF32(sg, n, 0) }
+
+// resizeTask is a resize's loop over output rows (chunksFor, by output
+// element: a row belongs to the chunk holding its first element).
+type resizeTask struct {
+	y, x    []float32
+	ih, iw  int
+	oh, ow  int
+	rows    resizeAxis
+	cols    resizeAxis
+	nearest bool
+}
+
+// resizeAxis maps each output index to its source: i0 (nearest: the
+// index), and for linear i1 and the weight w of i1.
+type resizeAxis struct {
+	i0, i1 []int
+	w      []float32
+}
+
+func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
+	opset := bc.sg.OpsetVersion("")
+	var a resizeops.Attrs
+	var err error
+	if n.OpType == "Upsample" {
+		a, err = resizeops.UpsampleAttrs(n)
+	} else {
+		a, err = resizeops.ResizeAttrs(n, opset)
+	}
+	if err != nil || !resizeFast(a) {
+		return nil, nil // the reference kernel (and its errors)
+	}
+	ref, _ := kernels.Lookup("", n.OpType)
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := kernels.Input(in, 0)
+		if x == nil || x.DType != graph.Float32 || len(x.Shape) != 4 || x.Len() == 0 {
+			return ref.Kernel(ctx, node, in)
+		}
+		var roi, scales, sizes *graph.Tensor
+		switch {
+		case node.OpType == "Upsample":
+			if scales, err = resizeops.UpsampleScales(node, ctx.Opset, 4, kernels.Input(in, 1)); err != nil {
+				return ref.Kernel(ctx, node, in)
+			}
+		case ctx.Opset < 11:
+			scales = kernels.Input(in, 1)
+		default:
+			roi, scales, sizes = kernels.Input(in, 1), kernels.Input(in, 2), kernels.Input(in, 3)
+		}
+		p, err := resizeops.MakePlan(node, a, x.Shape, roi, scales, sizes)
+		if err != nil || p.Out[0] != x.Shape[0] || p.Out[1] != x.Shape[1] || p.Out[2] == 0 || p.Out[3] == 0 {
+			return ref.Kernel(ctx, node, in)
+		}
+		y, err := ctx.NewUninit(graph.Float32, p.Out)
+		if err != nil {
+			return nil, err
+		}
+		t := resizeTask{y: f32(y), x: f32(x), ih: x.Shape[2], iw: x.Shape[3], oh: p.Out[2], ow: p.Out[3], nearest: a.Mode == resizeops.ModeNearest}
+		t.rows = resizeMap(a, x.Shape[2], p.Out[2], p.Scales[2])
+		t.cols = resizeMap(a, x.Shape[3], p.Out[3], p.Scales[3])
+		rows := x.Shape[0] * x.Shape[1] * t.oh
+		chunksFor(bc.pool, rows*t.ow, t, func(t resizeTask, e0, e1 int) {
+			for r := (e0 + t.ow - 1) / t.ow; r < (e1+t.ow-1)/t.ow; r++ {
+				resizeRow(&t, r)
+			}
+		})
+		return ctx.Outputs(y), nil
+	}, nil
+}
+
+// resizeFast: the modes and coordinates the kernel here computes.
+func resizeFast(a resizeops.Attrs) bool {
+	if a.Antialias {
+		return false
+	}
+	switch a.Ctm {
+	case "half_pixel", resizeops.CtmPytorchHalfPixel, resizeops.CtmAsymmetric, resizeops.CtmAlignCorners:
+	default:
+		return false
+	}
+	switch a.Mode {
+	case resizeops.ModeLinear:
+		return true
+	case resizeops.ModeNearest:
+		switch a.NearestMode {
+		case "round_prefer_floor", "round_prefer_ceil", "floor", "ceil":
+			return true
+		}
+	}
+	return false
+}
+
+// resizeMap is one axis's source positions (ONNX's coordinate transform,
+// in float64 like the reference, then clamped to the input).
+func resizeMap(a resizeops.Attrs, in, out int, scale float64) resizeAxis {
+	m := resizeAxis{i0: make([]int, out)}
+	linear := a.Mode == resizeops.ModeLinear
+	if linear {
+		m.i1, m.w = make([]int, out), make([]float32, out)
+	}
+	for o := 0; o < out; o++ {
+		var xo float64
+		switch a.Ctm {
+		case "half_pixel":
+			xo = (float64(o)+0.5)/scale - 0.5
+		case resizeops.CtmPytorchHalfPixel:
+			if out > 1 {
+				xo = (float64(o)+0.5)/scale - 0.5
+			}
+		case resizeops.CtmAsymmetric:
+			xo = float64(o) / scale
+		case resizeops.CtmAlignCorners:
+			// the resized length is in·scale, fractional with scales
+			if ow := scale * float64(in); ow != 1 {
+				xo = float64(o) * float64(in-1) / (ow - 1)
+			}
+		}
+		if !linear {
+			var k float64
+			switch a.NearestMode {
+			case "floor":
+				k = math.Floor(xo)
+			case "ceil":
+				k = math.Ceil(xo)
+			case "round_prefer_ceil":
+				k = math.Floor(xo + 0.5)
+			default: // round_prefer_floor
+				k = math.Ceil(xo - 0.5)
+			}
+			m.i0[o] = min(max(int(k), 0), in-1)
+			continue
+		}
+		xo = min(max(xo, 0), float64(in-1))
+		k := math.Floor(xo)
+		m.i0[o] = int(k)
+		m.i1[o] = min(int(k)+1, in-1)
+		m.w[o] = float32(xo - k)
+	}
+	return m
+}
+
+// resizeRow computes output row r (plane r / oh, row r % oh).
+func resizeRow(t *resizeTask, r int) {
+	plane, oy := r/t.oh, r%t.oh
+	src := t.x[plane*t.ih*t.iw : (plane+1)*t.ih*t.iw]
+	dst := t.y[r*t.ow : (r+1)*t.ow]
+	c := t.cols
+	if t.nearest {
+		row := src[t.rows.i0[oy]*t.iw:][:t.iw]
+		for ox := range dst {
+			dst[ox] = row[c.i0[ox]]
+		}
+		return
+	}
+	r0 := src[t.rows.i0[oy]*t.iw:][:t.iw]
+	r1 := src[t.rows.i1[oy]*t.iw:][:t.iw]
+	wy := t.rows.w[oy]
+	for ox := range dst {
+		a0, a1 := c.i0[ox], c.i1[ox]
+		wx := c.w[ox]
+		top := r0[a0] + wx*(r0[a1]-r0[a0])
+		bot := r1[a0] + wx*(r1[a1]-r1[a0])
+		dst[ox] = top + wy*(bot-top)
+	}
+}
