@@ -188,6 +188,10 @@ func (w *bqWeights) run(p *pool, x, y []float32, m int) {
 		w.runGGMLInt(p, x, y, m)
 		return
 	}
+	if w.typ != 0 {
+		w.runGGMLFloat(p, x, y, m)
+		return
+	}
 	if w.ik != nil {
 		w.runInt(p, x, y, m)
 		return

@@ -19,7 +19,10 @@ import (
 // to float32 on the stack, exactly as core/ggml does, and takes its dot
 // product with the float32 activations in eight float32 accumulators:
 // the error against the exact product is a float32 dot product's, about
-// (K/8+8)·2⁻²⁴·Σ|a·w|.
+// (K/8+8)·2⁻²⁴·Σ|a·w|. Q4_K and Q6_K run it in AVX2+FMA assembly where
+// the CPU has it (internal/asmgenbqk; Q4_K's minimums take each row's
+// 32-value sums of A, computed once a call), with a float32 dot product's
+// rounding too.
 //
 // The integer path (opt-in hal.PrecisionInt8, as for the split layout)
 // quantizes each row of A as llama.cpp does (core/ggml's Act: blocks of 32
@@ -122,6 +125,55 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 		for n := t * j.per; n < min(N, (t+1)*j.per); n++ {
 			for r := 0; r < j.m; r++ {
 				j.y[r*N+n] = dot(w, n, j.a, r)
+			}
+		}
+	})
+}
+
+// bqkFloatJob is one typed float-path call's arguments for parallelFor.
+type bqkFloatJob struct {
+	w      *bqWeights
+	x, xs  []float32
+	y      []float32
+	m, per int
+	fk     func(nb int, w *uint8, x *float32, xs *float32) float32
+}
+
+// runGGMLFloat is run on the float path of a typed weight.
+func (w *bqWeights) runGGMLFloat(p *pool, x, y []float32, m int) {
+	j := bqkFloatJob{w: w, x: x, y: y, m: m, per: w.n}
+	if bqAsm {
+		j.fk = archBQKFloat(w.typ)
+	}
+	if j.fk != nil && w.typ == ggml.Q4_K {
+		j.xs = make([]float32, m*w.k/32)
+		for i := range j.xs {
+			var s float32
+			for _, v := range x[32*i : 32*i+32] {
+				s += v
+			}
+			j.xs[i] = s
+		}
+	}
+	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
+		j.per = (w.n + 2*t - 1) / (2 * t)
+	}
+	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkFloatJob, t int) {
+		w, N, K := j.w, j.w.n, j.w.k
+		nb := K / w.typ.BlockSize()
+		for n := t * j.per; n < min(N, (t+1)*j.per); n++ {
+			for r := 0; r < j.m; r++ {
+				if j.fk == nil {
+					j.y[r*N+n] = w.ggmlRowDot(n, j.x[r*K:r*K+K])
+					continue
+				}
+				row := w.raw[n*w.rb : n*w.rb+nb*w.typ.BlockBytes()]
+				xr := j.x[r*K : r*K+K]
+				var xs *float32
+				if j.xs != nil {
+					xs = &j.xs[r*K/32]
+				}
+				j.y[r*N+n] = j.fk(nb, &row[0], &xr[0], xs)
 			}
 		}
 	})

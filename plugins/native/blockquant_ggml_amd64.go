@@ -48,3 +48,16 @@ func archBQKKernel(t ggml.Type, f string) *bqkKernel {
 	}
 	return bqkAVX2[t]
 }
+
+type bqkFloatFn = func(nb int, w *uint8, x *float32, xs *float32) float32
+
+// bqkFloat are the typed float path's AVX2+FMA kernels.
+var bqkFloat = map[ggml.Type]bqkFloatFn{ggml.Q4_K: bqkQ4KFloatAVX2, ggml.Q6_K: bqkQ6KFloatAVX2}
+
+// archBQKFloat is the float path's assembly kernel of type t (nil: Go).
+func archBQKFloat(t ggml.Type) bqkFloatFn {
+	if !hasBQKAVX2 || !cpu.X86.HasFMA {
+		return nil
+	}
+	return bqkFloat[t]
+}

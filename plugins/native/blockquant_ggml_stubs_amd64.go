@@ -16,3 +16,13 @@ func bqkQ6KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 //
 //go:noescape
 func bqkQ5_0DotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
+
+// bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
+
+// bqkQ6KFloatAVX2 is the float path's dot product of nb Q6_K super-blocks with x (xs unused; see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ6KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32

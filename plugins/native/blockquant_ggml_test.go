@@ -73,7 +73,7 @@ func ggmlGraph(rng *rand.Rand, t ggml.Type, n, k int, a []int) (*hal.Subgraph, *
 }
 
 // TestBlockQuantGGMLMatchesReference: typed nodes of every type on native,
-// at both precisions, M = 1 and M > 1, one thread and two, against the
+// at both precisions (the float path with its assembly and in Go), M = 1 and M > 1, one thread and two, against the
 // reference kernel (exact dequantisation, float64 sums). The float path is
 // within a float32 dot product's rounding, (K/8+8)·2⁻²⁴·Σ|a·w| (doubled
 // for slack); the integer path within the activations' rounding,
@@ -88,8 +88,14 @@ func TestBlockQuantGGMLMatchesReference(t *testing.T) {
 	for _, ty := range ggmlWeightTypes {
 		k := 512
 		for _, c := range []struct{ n, m, threads int }{{9, 1, 1}, {40, 3, 2}, {130, 1, 2}} {
-			for _, prec := range []hal.Precision{hal.PrecisionFloat32, hal.PrecisionInt8} {
-				t.Run(fmt.Sprintf("%s_n%d_m%d_t%d_%s", ty, c.n, c.m, c.threads, prec), func(t *testing.T) {
+			for _, mode := range []string{"float32", "float32-go", "int8"} {
+				prec := hal.Precision(mode)
+				if mode == "float32-go" {
+					prec = hal.PrecisionFloat32
+				}
+				t.Run(fmt.Sprintf("%s_n%d_m%d_t%d_%s", ty, c.n, c.m, c.threads, mode), func(t *testing.T) {
+					defer func(old bool) { bqAsm = old }(bqAsm)
+					bqAsm = mode != "float32-go"
 					sg, a := ggmlGraph(rng, ty, c.n, k, []int{1, c.m, k})
 					if v, err := b.Supports(ctx, sg); err != nil || !v[0].Supported {
 						t.Fatalf("Supports: %v %v", v, err)
@@ -231,6 +237,38 @@ func TestBlockQuantGGMLAssemblyIsCurrent(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s is stale: regenerate with `go generate ./plugins/native`", f)
+		}
+	}
+}
+
+// BenchmarkBlockQuantGGML: a decode step's product (M = 1) with a
+// 2048×2048 typed weight on one thread, per type and precision; bytes/s
+// counts the weight's bytes (what decode streams).
+func BenchmarkBlockQuantGGML(b *testing.B) {
+	rng := rand.New(rand.NewPCG(33, 4))
+	be := New(Options{})
+	defer be.Close()
+	ctx := context.Background()
+	for _, ty := range []ggml.Type{ggml.Q4_K, ggml.Q6_K, ggml.Q5_0, ggml.Q4_1, ggml.Q2_K, ggml.Q3_K, ggml.Q5_K} {
+		for _, prec := range []hal.Precision{hal.PrecisionInt8, hal.PrecisionFloat32} {
+			b.Run(fmt.Sprintf("%s_%s", ty, prec), func(b *testing.B) {
+				const n, k = 2048, 2048
+				sg, a := ggmlGraph(rng, ty, n, k, []int{1, 1, k})
+				exe, err := be.Compile(ctx, sg, hal.CompileOptions{Threads: 1, Precision: prec})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer exe.Release()
+				out := []*graph.Tensor{{}}
+				rb, _ := ty.RowBytes(k)
+				b.SetBytes(int64(n * rb))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := exe.Execute(ctx, []*graph.Tensor{a}, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

@@ -29,6 +29,16 @@
 //     and multiplied by d·d_a and added in float32, the lanes reduced as
 //     ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
 //
+// The float path (the default precision: activations not quantized) has
+// kernels for Q4_K and Q6_K: the quants unpacked to bytes on the stack,
+// widened to int32 and converted to float32 eight at a time, and
+// multiplied with x by FMA into one accumulator a sub-block (Q4_K) or a
+// 16-element group (Q6_K), which then adds into the row's eight lanes
+// times the sub-block's d·scale (FMA); Q4_K's minimums take the
+// sub-blocks' sums of x (xs, computed once a row) times dmin·min. The
+// lanes are summed at the end. Their rounding is a float32 dot product's;
+// the tests bound it against the reference kernel.
+//
 // The block scales are float16, converted with VCVTPH2PS (F16C).
 package main
 
@@ -43,12 +53,14 @@ func main() {
 	q4k()
 	q6k()
 	q5_0()
+	q4kFloat()
+	q6kFloat()
 	Generate()
 }
 
 var (
-	c0F, c03, c10, onesW, qhShuf, qhBits Mem
-	q6Shuf                               [4]Mem
+	c0F, c03, c10, c20, onesW, qhShuf, qhBits Mem
+	q6Shuf                                    [4]Mem
 )
 
 func bytes32(name string, f func(i int) byte) Mem {
@@ -67,6 +79,7 @@ func consts() {
 	c0F = bytes32("bqk_c0f", func(int) byte { return 0x0F })
 	c03 = bytes32("bqk_c03", func(int) byte { return 0x03 })
 	c10 = bytes32("bqk_c10", func(int) byte { return 0x10 })
+	c20 = bytes32("bqk_c20", func(int) byte { return 0x20 })
 	onesW = bytes32("bqk_onesw", func(i int) byte { return byte(1 - i%2) })
 	// bit j of a broadcast uint32 to byte j: byte j takes source byte j/8
 	qhShuf = bytes32("bqk_qhshuf", func(i int) byte { return byte(i / 8) })
@@ -101,6 +114,214 @@ func hsumD(y VecVirtual) GPVirtual {
 }
 
 const sig = "func(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32"
+
+// k4scales unpacks Q4_K's twelve scale bytes at w+4 into the eight
+// scales (sc) and eight mins (m), each as two GP32 registers of four bytes.
+func k4scales(w Register) (scLo, scHi, mLo, mHi GPVirtual) {
+	u0, u1, u2 := GP32(), GP32(), GP32()
+	MOVL(Mem{Base: w, Disp: 4}, u0)
+	MOVL(Mem{Base: w, Disp: 8}, u1)
+	MOVL(Mem{Base: w, Disp: 12}, u2)
+	scLo, scHi, mLo, mHi = GP32(), GP32(), GP32(), GP32()
+	t := GP32()
+	MOVL(u0, scLo)
+	ANDL(U32(0x3f3f3f3f), scLo)
+	MOVL(u0, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, scHi)
+	ANDL(U32(0x0f0f0f0f), scHi)
+	ORL(t, scHi)
+	MOVL(u1, mLo)
+	ANDL(U32(0x3f3f3f3f), mLo)
+	MOVL(u1, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, mHi)
+	SHRL(U8(4), mHi)
+	ANDL(U32(0x0f0f0f0f), mHi)
+	ORL(t, mHi)
+	return
+}
+
+// bytes8ToFloats widens the eight bytes lo|hi (zero-extended) to float32.
+func bytes8ToFloats(lo, hi GPVirtual) VecVirtual {
+	x := XMM()
+	VMOVD(lo, x)
+	VPINSRD(U8(1), hi, x, x)
+	y := YMM()
+	VPMOVZXBD(x, y)
+	VCVTDQ2PS(y, y)
+	return y
+}
+
+// hsumPS reduces the eight float32 lanes of y.
+func hsumPS(y VecVirtual) VecVirtual {
+	t := XMM()
+	VEXTRACTF128(U8(1), y, t)
+	VADDPS(t, y.AsX(), t)
+	VHADDPS(t, t, t)
+	VHADDPS(t, t, t)
+	return t
+}
+
+const sigF = "func(nb int, w *uint8, x *float32, xs *float32) float32"
+
+func q4kFloat() {
+	TEXT("bqkQ4KFloatAVX2", NOSPLIT, sigF)
+	Doc("bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xs := Load(Param("xs"), GP64())
+	local := AllocLocal(64 + 32)
+	total := YMM()
+	VXORPS(total, total, total)
+	Label("q4kf_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q4kf_done"))
+	scLo, scHi, mLo, mHi := k4scales(w)
+	dd := XMM()
+	h := GP32()
+	MOVL(Mem{Base: w}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd) // d, dmin
+	d, dmin := YMM(), YMM()
+	VBROADCASTSS(dd, d)
+	VMOVSHDUP(dd, dd)
+	VBROADCASTSS(dd, dmin)
+	sc := bytes8ToFloats(scLo, scHi)
+	VMULPS(d, sc, sc)
+	VMOVUPS(sc, local.Offset(64)) // d·sc_s
+	m := bytes8ToFloats(mLo, mHi)
+	VMULPS(Mem{Base: xs}, m, m)
+	VFNMADD231PS(dmin, m, total) // total −= dmin·m_s·Σx_s
+	for c := 0; c < 4; c++ {
+		q, n := YMM(), YMM()
+		VMOVDQU(Mem{Base: w, Disp: 16 + 32*c}, q)
+		VPSRLW(U8(4), q, n)
+		VPAND(c0F, q, q)
+		VPAND(c0F, n, n)
+		VMOVDQU(q, local)
+		VMOVDQU(n, local.Offset(32))
+		for half := 0; half < 2; half++ {
+			s := 2*c + half
+			acc := YMM()
+			for i := 0; i < 4; i++ {
+				v := YMM()
+				VPMOVZXBD(local.Offset(32*half+8*i), v)
+				VCVTDQ2PS(v, v)
+				if i == 0 {
+					VMULPS(Mem{Base: x, Disp: 4 * (32*s + 8*i)}, v, acc)
+				} else {
+					VFMADD231PS(Mem{Base: x, Disp: 4 * (32*s + 8*i)}, v, acc)
+				}
+			}
+			b := YMM()
+			VBROADCASTSS(local.Offset(64+4*s), b)
+			VFMADD231PS(b, acc, total)
+		}
+	}
+	ADDQ(U32(144), w)
+	ADDQ(U32(1024), x)
+	ADDQ(U8(32), xs)
+	DECQ(nb)
+	JMP(LabelRef("q4kf_block"))
+	Label("q4kf_done")
+	r := hsumPS(total)
+	VZEROUPPER()
+	Store(r, ReturnIndex(0))
+	RET()
+}
+
+func q6kFloat() {
+	TEXT("bqkQ6KFloatAVX2", NOSPLIT, sigF)
+	Doc("bqkQ6KFloatAVX2 is the float path's dot product of nb Q6_K super-blocks with x (xs unused; see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	local := AllocLocal(128 + 64)
+	total := YMM()
+	VXORPS(total, total, total)
+	Label("q6kf_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q6kf_done"))
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(Mem{Base: w, Disp: 208}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	d := YMM()
+	VBROADCASTSS(dd, d)
+	for i := 0; i < 2; i++ {
+		s := YMM()
+		VPMOVSXBD(Mem{Base: w, Disp: 192 + 8*i}, s)
+		VCVTDQ2PS(s, s)
+		VMULPS(d, s, s)
+		VMOVUPS(s, local.Offset(128+32*i)) // d·sc_g
+	}
+	for hf := 0; hf < 2; hf++ {
+		a, b, hb := YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: w, Disp: 64 * hf}, a)
+		VMOVDQU(Mem{Base: w, Disp: 64*hf + 32}, b)
+		VMOVDQU(Mem{Base: w, Disp: 128 + 32*hf}, hb)
+		for k := 0; k < 4; k++ {
+			p, hi := YMM(), YMM()
+			src := a
+			if k&1 == 1 {
+				src = b
+			}
+			if k < 2 {
+				VPAND(c0F, src, p)
+			} else {
+				VPSRLW(U8(4), src, p)
+				VPAND(c0F, p, p)
+			}
+			if k == 0 {
+				VPAND(c03, hb, hi)
+			} else {
+				VPSRLW(U8(2*k), hb, hi)
+				VPAND(c03, hi, hi)
+			}
+			VPSLLW(U8(4), hi, hi)
+			VPOR(hi, p, p)
+			VPSUBB(c20, p, p) // q − 32
+			VMOVDQU(p, local.Offset(32*k))
+		}
+		for k := 0; k < 4; k++ {
+			for g := 0; g < 2; g++ {
+				acc := YMM()
+				for i := 0; i < 2; i++ {
+					v := YMM()
+					VPMOVSXBD(local.Offset(32*k+16*g+8*i), v)
+					VCVTDQ2PS(v, v)
+					off := 4 * (128*hf + 32*k + 16*g + 8*i)
+					if i == 0 {
+						VMULPS(Mem{Base: x, Disp: off}, v, acc)
+					} else {
+						VFMADD231PS(Mem{Base: x, Disp: off}, v, acc)
+					}
+				}
+				bs := YMM()
+				VBROADCASTSS(local.Offset(128+4*(8*hf+2*k+g)), bs)
+				VFMADD231PS(bs, acc, total)
+			}
+		}
+	}
+	ADDQ(U32(210), w)
+	ADDQ(U32(1024), x)
+	DECQ(nb)
+	JMP(LabelRef("q6kf_block"))
+	Label("q6kf_done")
+	r := hsumPS(total)
+	VZEROUPPER()
+	Store(r, ReturnIndex(0))
+	RET()
+}
 
 func q4k() {
 	TEXT("bqkQ4KDotAVX2", NOSPLIT, sig)
