@@ -28,7 +28,7 @@ import (
 // quantizes each row of A as llama.cpp does (core/ggml's Act: blocks of 32
 // for the 32-element types, super-blocks of 256 for the K types) and
 // computes core/ggml's Dot, whose float32 steps are fixed: the Go kernel
-// and the AVX2 ones (Q4_K, Q6_K, Q5_0, internal/asmgenbqk) give the same
+// and the AVX2 ones (Q4_K, Q5_K, Q6_K, Q5_0, internal/asmgenbqk) give the same
 // bits; the other types run Go. SWITCHYARD_NATIVE_QKERNEL=generic forces
 // Go.
 

@@ -13,12 +13,13 @@ type bqkFn = func(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 // bqkAVX2 are the typed integer path's AVX2 kernels (internal/asmgenbqk).
 var bqkAVX2 = map[ggml.Type]*bqkKernel{
 	ggml.Q4_K: newBQKKernel(ggml.Q4_K, bqkQ4KDotAVX2),
+	ggml.Q5_K: newBQKKernel(ggml.Q5_K, bqkQ5KDotAVX2),
 	ggml.Q6_K: newBQKKernel(ggml.Q6_K, bqkQ6KDotAVX2),
 	ggml.Q5_0: newBQKKernel(ggml.Q5_0, bqkQ5_0DotAVX2),
 }
 
 // newBQKKernel wraps an assembly kernel of type t; xs is the sums the
-// kernel takes: the 32-value sums (Q4_K), the 16-value sums (Q6_K) or the
+// kernel takes: the 32-value sums (Q4_K, Q5_K), the 16-value sums (Q6_K) or the
 // lane sums (Q5_0) of core/ggml's Act.
 func newBQKKernel(t ggml.Type, f bqkFn) *bqkKernel {
 	be, bs := t.BlockSize(), t.BlockBytes()
@@ -29,7 +30,7 @@ func newBQKKernel(t ggml.Type, f bqkFn) *bqkKernel {
 		xd := a.D[r*nb : r*nb+nb]
 		var xs []int32
 		switch t {
-		case ggml.Q4_K:
+		case ggml.Q4_K, ggml.Q5_K:
 			xs = a.Sum32[r*nb*8 : (r+1)*nb*8]
 		case ggml.Q6_K:
 			xs = a.Sum[r*nb*16 : (r+1)*nb*16]

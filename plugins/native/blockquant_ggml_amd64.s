@@ -8,6 +8,12 @@ DATA bqk_c0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA bqk_c0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL bqk_c0f<>(SB), RODATA|NOPTR, $32
 
+DATA bqk_c01<>+0(SB)/8, $0x0101010101010101
+DATA bqk_c01<>+8(SB)/8, $0x0101010101010101
+DATA bqk_c01<>+16(SB)/8, $0x0101010101010101
+DATA bqk_c01<>+24(SB)/8, $0x0101010101010101
+GLOBL bqk_c01<>(SB), RODATA|NOPTR, $32
+
 DATA bqk_c03<>+0(SB)/8, $0x0303030303030303
 DATA bqk_c03<>+8(SB)/8, $0x0303030303030303
 DATA bqk_c03<>+16(SB)/8, $0x0303030303030303
@@ -194,6 +200,168 @@ q4k_block:
 	JMP          q4k_block
 
 q4k_done:
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
+// func bqkQ5KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
+// Requires: AVX, AVX2, F16C, SSE
+TEXT ·bqkQ5KDotAVX2(SB), NOSPLIT, $16-44
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+16(FP), DX
+	MOVQ   xd+24(FP), BX
+	MOVQ   xs+32(FP), SI
+	VXORPS X0, X0, X0
+
+q5k_block:
+	TESTQ        AX, AX
+	JZ           q5k_done
+	MOVL         4(CX), DI
+	MOVL         8(CX), R8
+	MOVL         12(CX), R9
+	MOVL         DI, R10
+	ANDL         $0x3f3f3f3f, R10
+	MOVL         DI, R12
+	SHRL         $0x06, R12
+	ANDL         $0x03030303, R12
+	SHLL         $0x04, R12
+	MOVL         R9, DI
+	ANDL         $0x0f0f0f0f, DI
+	ORL          R12, DI
+	MOVL         R8, R11
+	ANDL         $0x3f3f3f3f, R11
+	MOVL         R8, R12
+	SHRL         $0x06, R12
+	ANDL         $0x03030303, R12
+	SHLL         $0x04, R12
+	MOVL         R9, R8
+	SHRL         $0x04, R8
+	ANDL         $0x0f0f0f0f, R8
+	ORL          R12, R8
+	VMOVD        R10, X1
+	VPINSRD      $0x01, DI, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, (SP)
+	VMOVD        R11, X1
+	VPINSRD      $0x01, R8, X1, X1
+	VPMOVZXBD    X1, Y1
+	VPMULLD      (SI), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X4
+	VPADDD       X4, X1, X4
+	VPSHUFD      $0x4e, X4, X1
+	VPADDD       X1, X4, X4
+	VPSHUFD      $0xb1, X4, X1
+	VPADDD       X1, X4, X4
+	VMOVD        X4, DI
+	VPXOR        Y1, Y1, Y1
+	VMOVDQU      16(CX), Y4
+	VMOVDQU      48(CX), Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y6
+	VPAND        bqk_c01<>+0(SB), Y4, Y7
+	VPSLLW       $0x04, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   (DX), Y6, Y6
+	VPBROADCASTW (SP), Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y1, Y1
+	VPSRLW       $0x04, Y5, Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y5
+	VPSRLW       $0x01, Y4, Y6
+	VPAND        bqk_c01<>+0(SB), Y6, Y6
+	VPSLLW       $0x04, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   32(DX), Y5, Y5
+	VPBROADCASTW 2(SP), Y6
+	VPMADDWD     Y6, Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VMOVDQU      80(CX), Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y6
+	VPSRLW       $0x02, Y4, Y7
+	VPAND        bqk_c01<>+0(SB), Y7, Y7
+	VPSLLW       $0x04, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   64(DX), Y6, Y6
+	VPBROADCASTW 4(SP), Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y1, Y1
+	VPSRLW       $0x04, Y5, Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y5
+	VPSRLW       $0x03, Y4, Y6
+	VPAND        bqk_c01<>+0(SB), Y6, Y6
+	VPSLLW       $0x04, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   96(DX), Y5, Y5
+	VPBROADCASTW 6(SP), Y6
+	VPMADDWD     Y6, Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VMOVDQU      112(CX), Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y6
+	VPSRLW       $0x04, Y4, Y7
+	VPAND        bqk_c01<>+0(SB), Y7, Y7
+	VPSLLW       $0x04, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   128(DX), Y6, Y6
+	VPBROADCASTW 8(SP), Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y1, Y1
+	VPSRLW       $0x04, Y5, Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y5
+	VPSRLW       $0x05, Y4, Y6
+	VPAND        bqk_c01<>+0(SB), Y6, Y6
+	VPSLLW       $0x04, Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   160(DX), Y5, Y5
+	VPBROADCASTW 10(SP), Y6
+	VPMADDWD     Y6, Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VMOVDQU      144(CX), Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y6
+	VPSRLW       $0x06, Y4, Y7
+	VPAND        bqk_c01<>+0(SB), Y7, Y7
+	VPSLLW       $0x04, Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   192(DX), Y6, Y6
+	VPBROADCASTW 12(SP), Y7
+	VPMADDWD     Y7, Y6, Y6
+	VPADDD       Y6, Y1, Y1
+	VPSRLW       $0x04, Y5, Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y5
+	VPSRLW       $0x07, Y4, Y4
+	VPAND        bqk_c01<>+0(SB), Y4, Y4
+	VPSLLW       $0x04, Y4, Y4
+	VPOR         Y4, Y5, Y5
+	VPMADDUBSW   224(DX), Y5, Y5
+	VPBROADCASTW 14(SP), Y4
+	VPMADDWD     Y4, Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X4
+	VPADDD       X4, X1, X4
+	VPSHUFD      $0x4e, X4, X1
+	VPADDD       X1, X4, X4
+	VPSHUFD      $0xb1, X4, X1
+	VPADDD       X1, X4, X4
+	VMOVD        X4, R8
+	MOVL         (CX), R9
+	VMOVD        R9, X1
+	VCVTPH2PS    X1, X1
+	VBROADCASTSS (BX), X4
+	VMULPS       X4, X1, X1
+	VCVTSI2SSL   R8, X2, X2
+	VMULSS       X1, X2, X2
+	VADDSS       X2, X0, X0
+	VMOVSHDUP    X1, X1
+	VCVTSI2SSL   DI, X3, X3
+	VMULSS       X1, X3, X3
+	VSUBSS       X3, X0, X0
+	ADDQ         $0x000000b0, CX
+	ADDQ         $0x00000100, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          q5k_block
+
+q5k_done:
 	VZEROUPPER
 	MOVSS X0, ret+40(FP)
 	RET

@@ -7,6 +7,11 @@ package native
 //go:noescape
 func bqkQ4KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 
+// bqkQ5KDotAVX2 is core/ggml's Dot of nb Q5_K super-blocks (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
+
 // bqkQ6KDotAVX2 is core/ggml's Dot of nb Q6_K super-blocks (see the package asmgenbqk).
 //
 //go:noescape

@@ -18,6 +18,8 @@
 //     sub-block's scale broadcast as int16), the mins' term Σ m_s·Σx
 //     (VPMULLD with xs, the eight 32-value sums), then acc += S·(d·d_a),
 //     acc −= M·(dmin·d_a) in scalar float32.
+//   - Q5_K: as Q4_K, with each sub-block's 5th bits (bit s of qh's 32
+//     bytes) shifted in as 16.
 //   - Q6_K: the four 32-element planes of each 128 elements rebuilt from
 //     ql and qh as unsigned 6-bit values, VPMADDUBSW with x, VPMADDWD by
 //     the two 16-element groups' scales (VPSHUFB of the sign-extended
@@ -50,7 +52,8 @@ import (
 
 func main() {
 	consts()
-	q4k()
+	q4k(false)
+	q4k(true)
 	q6k()
 	q5_0()
 	q4kFloat()
@@ -59,8 +62,8 @@ func main() {
 }
 
 var (
-	c0F, c03, c10, c20, onesW, qhShuf, qhBits Mem
-	q6Shuf                                    [4]Mem
+	c0F, c01, c03, c10, c20, onesW, qhShuf, qhBits Mem
+	q6Shuf                                         [4]Mem
 )
 
 func bytes32(name string, f func(i int) byte) Mem {
@@ -77,6 +80,7 @@ func bytes32(name string, f func(i int) byte) Mem {
 
 func consts() {
 	c0F = bytes32("bqk_c0f", func(int) byte { return 0x0F })
+	c01 = bytes32("bqk_c01", func(int) byte { return 0x01 })
 	c03 = bytes32("bqk_c03", func(int) byte { return 0x03 })
 	c10 = bytes32("bqk_c10", func(int) byte { return 0x10 })
 	c20 = bytes32("bqk_c20", func(int) byte { return 0x20 })
@@ -323,9 +327,13 @@ func q6kFloat() {
 	RET()
 }
 
-func q4k() {
-	TEXT("bqkQ4KDotAVX2", NOSPLIT, sig)
-	Doc("bqkQ4KDotAVX2 is core/ggml's Dot of nb Q4_K super-blocks (see the package asmgenbqk).")
+func q4k(five bool) {
+	name, lab, bs := "bqkQ4KDotAVX2", "q4k", 144
+	if five {
+		name, lab, bs = "bqkQ5KDotAVX2", "q5k", 176
+	}
+	TEXT(name, NOSPLIT, sig)
+	Doc(name + " is core/ggml's Dot of nb " + name[3:5] + "_K super-blocks (see the package asmgenbqk).")
 	Pragma("noescape")
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
@@ -335,9 +343,9 @@ func q4k() {
 	local := AllocLocal(16)
 	acc := XMM()
 	VXORPS(acc, acc, acc)
-	Label("q4k_block")
+	Label(lab + "_block")
 	TESTQ(nb, nb)
-	JZ(LabelRef("q4k_done"))
+	JZ(LabelRef(lab + "_done"))
 	// the twelve scale bytes: u0, u1, u2
 	u0, u1, u2 := GP32(), GP32(), GP32()
 	MOVL(Mem{Base: w, Disp: 4}, u0)
@@ -378,9 +386,16 @@ func q4k() {
 	M := hsumD(my)
 	isum := YMM()
 	VPXOR(isum, isum, isum)
+	var qh VecVirtual
+	qs := 16
+	if five {
+		qh = YMM()
+		VMOVDQU(Mem{Base: w, Disp: 16}, qh)
+		qs = 48
+	}
 	for c := 0; c < 4; c++ {
 		q := YMM()
-		VMOVDQU(Mem{Base: w, Disp: 16 + 32*c}, q)
+		VMOVDQU(Mem{Base: w, Disp: qs + 32*c}, q)
 		for half := 0; half < 2; half++ {
 			s := 2*c + half
 			n := YMM()
@@ -389,6 +404,17 @@ func q4k() {
 			} else {
 				VPSRLW(U8(4), q, n)
 				VPAND(c0F, n, n)
+			}
+			if five { // the 5th bit: bit s of qh[l]
+				hb := YMM()
+				if s == 0 {
+					VPAND(c01, qh, hb)
+				} else {
+					VPSRLW(U8(s), qh, hb)
+					VPAND(c01, hb, hb)
+				}
+				VPSLLW(U8(4), hb, hb)
+				VPOR(hb, n, n)
 			}
 			VPMADDUBSW(Mem{Base: x, Disp: 32 * s}, n, n)
 			sc := YMM()
@@ -417,13 +443,13 @@ func q4k() {
 	VCVTSI2SSL(M, g, g)
 	VMULSS(dm, g, g)
 	VSUBSS(g, acc, acc)
-	ADDQ(U32(144), w)
+	ADDQ(U32(uint32(bs)), w)
 	ADDQ(U32(256), x)
 	ADDQ(U8(4), xd)
 	ADDQ(U8(32), xs)
 	DECQ(nb)
-	JMP(LabelRef("q4k_block"))
-	Label("q4k_done")
+	JMP(LabelRef(lab + "_block"))
+	Label(lab + "_done")
 	VZEROUPPER()
 	Store(acc, ReturnIndex(0))
 	RET()
