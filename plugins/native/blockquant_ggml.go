@@ -19,7 +19,7 @@ import (
 // to float32 on the stack, exactly as core/ggml does, and takes its dot
 // product with the float32 activations in eight float32 accumulators:
 // the error against the exact product is a float32 dot product's, about
-// (K/8+8)·2⁻²⁴·Σ|a·w|. Q4_K and Q6_K run it in AVX2+FMA assembly where
+// (K/8+8)·2⁻²⁴·Σ|a·w|. Q4_K, Q6_K and Q5_0 run it in AVX2+FMA assembly where
 // the CPU has it (internal/asmgenbqk; Q4_K's minimums take each row's
 // 32-value sums of A, computed once a call), with a float32 dot product's
 // rounding too.

@@ -53,7 +53,7 @@ func archBQKKernel(t ggml.Type, f string) *bqkKernel {
 type bqkFloatFn = func(nb int, w *uint8, x *float32, xs *float32) float32
 
 // bqkFloat are the typed float path's AVX2+FMA kernels.
-var bqkFloat = map[ggml.Type]bqkFloatFn{ggml.Q4_K: bqkQ4KFloatAVX2, ggml.Q6_K: bqkQ6KFloatAVX2}
+var bqkFloat = map[ggml.Type]bqkFloatFn{ggml.Q4_K: bqkQ4KFloatAVX2, ggml.Q6_K: bqkQ6KFloatAVX2, ggml.Q5_0: bqkQ5_0FloatAVX2}
 
 // archBQKFloat is the float path's assembly kernel of type t (nil: Go).
 func archBQKFloat(t ggml.Type) bqkFloatFn {

@@ -987,3 +987,58 @@ q6kf_done:
 	VZEROUPPER
 	MOVSS        X1, ret+32(FP)
 	RET
+
+// func bqkQ5_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
+// Requires: AVX, AVX2, F16C, FMA3, SSE
+TEXT ·bqkQ5_0FloatAVX2(SB), NOSPLIT, $32-36
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+16(FP), DX
+	VXORPS Y0, Y0, Y0
+
+q50f_block:
+	TESTQ        AX, AX
+	JZ           q50f_done
+	VMOVDQU      6(CX), X1
+	VPSRLW       $0x04, X1, X2
+	VPAND        bqk_c0f<>+0(SB), X1, X1
+	VPAND        bqk_c0f<>+0(SB), X2, X2
+	VINSERTI128  $0x01, X2, Y1, Y2
+	VPBROADCASTD 2(CX), Y3
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y3, Y3
+	VPAND        bqk_qhbits<>+0(SB), Y3, Y3
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y3, Y3
+	VPAND        bqk_c10<>+0(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VPSUBB       bqk_c10<>+0(SB), Y2, Y2
+	VMOVDQU      Y2, (SP)
+	VPMOVSXBD    (SP), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DX), Y2, Y2
+	VPMOVSXBD    8(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  32(DX), Y3, Y2
+	VPMOVSXBD    16(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  64(DX), Y3, Y2
+	VPMOVSXBD    24(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  96(DX), Y3, Y2
+	MOVWLZX      (CX), BX
+	VMOVD        BX, X1
+	VCVTPH2PS    X1, X1
+	VBROADCASTSS X1, Y3
+	VFMADD231PS  Y3, Y2, Y0
+	ADDQ         $0x16, CX
+	ADDQ         $0x00000080, DX
+	DECQ         AX
+	JMP          q50f_block
+
+q50f_done:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+32(FP)
+	RET

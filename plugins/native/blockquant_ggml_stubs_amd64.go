@@ -31,3 +31,8 @@ func bqkQ4KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
 //
 //go:noescape
 func bqkQ6KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
+
+// bqkQ5_0FloatAVX2 is the float path's dot product of nb Q5_0 blocks with x (xs unused; see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32

@@ -32,7 +32,7 @@
 //     ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
 //
 // The float path (the default precision: activations not quantized) has
-// kernels for Q4_K and Q6_K: the quants unpacked to bytes on the stack,
+// kernels for Q4_K, Q6_K and Q5_0 (one accumulator a 32-element block): the quants unpacked to bytes on the stack,
 // widened to int32 and converted to float32 eight at a time, and
 // multiplied with x by FMA into one accumulator a sub-block (Q4_K) or a
 // 16-element group (Q6_K), which then adds into the row's eight lanes
@@ -58,6 +58,7 @@ func main() {
 	q5_0()
 	q4kFloat()
 	q6kFloat()
+	q50Float()
 	Generate()
 }
 
@@ -327,6 +328,72 @@ func q6kFloat() {
 	RET()
 }
 
+// q5bytes builds a Q5_0 block's 32 unsigned 5-bit values (element order)
+// from the block at w.
+func q5bytes(w Register) VecVirtual {
+	lo, hi := XMM(), XMM()
+	VMOVDQU(Mem{Base: w, Disp: 6}, lo)
+	VPSRLW(U8(4), lo, hi)
+	VPAND(c0F, lo, lo)
+	VPAND(c0F, hi, hi)
+	q := YMM()
+	VINSERTI128(U8(1), hi, lo.AsY(), q)
+	qh := YMM()
+	VPBROADCASTD(Mem{Base: w, Disp: 2}, qh)
+	VPSHUFB(qhShuf, qh, qh)
+	VPAND(qhBits, qh, qh)
+	VPCMPEQB(qhBits, qh, qh)
+	VPAND(c10, qh, qh)
+	VPOR(qh, q, q)
+	return q
+}
+
+func q50Float() {
+	TEXT("bqkQ5_0FloatAVX2", NOSPLIT, sigF)
+	Doc("bqkQ5_0FloatAVX2 is the float path's dot product of nb Q5_0 blocks with x (xs unused; see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	local := AllocLocal(32)
+	total := YMM()
+	VXORPS(total, total, total)
+	Label("q50f_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q50f_done"))
+	q := q5bytes(w)
+	VPSUBB(c10, q, q) // q − 16
+	VMOVDQU(q, local)
+	acc := YMM()
+	for i := 0; i < 4; i++ {
+		v := YMM()
+		VPMOVSXBD(local.Offset(8*i), v)
+		VCVTDQ2PS(v, v)
+		if i == 0 {
+			VMULPS(Mem{Base: x, Disp: 32 * i}, v, acc)
+		} else {
+			VFMADD231PS(Mem{Base: x, Disp: 32 * i}, v, acc)
+		}
+	}
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(Mem{Base: w}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	d := YMM()
+	VBROADCASTSS(dd, d)
+	VFMADD231PS(d, acc, total)
+	ADDQ(U8(22), w)
+	ADDQ(U32(128), x)
+	DECQ(nb)
+	JMP(LabelRef("q50f_block"))
+	Label("q50f_done")
+	r := hsumPS(total)
+	VZEROUPPER()
+	Store(r, ReturnIndex(0))
+	RET()
+}
+
 func q4k(five bool) {
 	name, lab, bs := "bqkQ4KDotAVX2", "q4k", 144
 	if five {
@@ -558,20 +625,7 @@ func q5_0() {
 	Label("q50_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef("q50_done"))
-	lo, hi := XMM(), XMM()
-	VMOVDQU(Mem{Base: w, Disp: 6}, lo)
-	VPSRLW(U8(4), lo, hi)
-	VPAND(c0F, lo, lo)
-	VPAND(c0F, hi, hi)
-	q := YMM()
-	VINSERTI128(U8(1), hi, lo.AsY(), q)
-	qh := YMM()
-	VPBROADCASTD(Mem{Base: w, Disp: 2}, qh)
-	VPSHUFB(qhShuf, qh, qh)
-	VPAND(qhBits, qh, qh)
-	VPCMPEQB(qhBits, qh, qh)
-	VPAND(c10, qh, qh)
-	VPOR(qh, q, q)
+	q := q5bytes(w)
 	VPMADDUBSW(Mem{Base: x}, q, q)
 	VPMADDWD(onesW, q, q)
 	l := YMM()
