@@ -1,10 +1,13 @@
 // Package gguf reads GGUF files (the llama.cpp model format, versions 2
 // and 3): the metadata key-value pairs, the tensor directory and the
-// tensor data, with dequantisation of the F32, F16, Q8_0 and Q4_0 tensor
-// types. It knows nothing of model architectures (formats/llama builds graphs
-// from what it reads) beyond the conventions every GGUF file follows and
-// llama.cpp's loader checks: <arch>.block_count against the blk.N tensors,
-// the tokenizer's size against token_embd.weight.
+// tensor data, with exact dequantisation of the tensor types llama.cpp's
+// quantizer writes for the common presets: F32, F16, BF16, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K (core/ggml describes
+// their block layouts). It knows nothing of model architectures
+// (formats/llama builds graphs from what it reads) beyond the conventions
+// every GGUF file follows and llama.cpp's loader checks:
+// <arch>.block_count against the blk.N tensors, the tokenizer's size
+// against token_embd.weight.
 //
 // Contracts: every length, count, offset and size read from the file is
 // checked against the file's size before it is used, so a truncated or
@@ -22,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/internal/regular"
 )
@@ -34,33 +38,29 @@ var ErrFormat = errors.New("gguf: malformed file")
 
 // Tensor types (ggml_type) this package reads.
 const (
-	TypeF32  = 0
-	TypeF16  = 1
-	TypeQ4_0 = 2
-	TypeQ8_0 = 8
+	TypeF32  = uint32(ggml.F32)
+	TypeF16  = uint32(ggml.F16)
+	TypeQ4_0 = uint32(ggml.Q4_0)
+	TypeQ4_1 = uint32(ggml.Q4_1)
+	TypeQ5_0 = uint32(ggml.Q5_0)
+	TypeQ5_1 = uint32(ggml.Q5_1)
+	TypeQ8_0 = uint32(ggml.Q8_0)
+	TypeQ2_K = uint32(ggml.Q2_K)
+	TypeQ3_K = uint32(ggml.Q3_K)
+	TypeQ4_K = uint32(ggml.Q4_K)
+	TypeQ5_K = uint32(ggml.Q5_K)
+	TypeQ6_K = uint32(ggml.Q6_K)
+	TypeBF16 = uint32(ggml.BF16)
 )
 
-// TypeName names a ggml tensor type.
-func TypeName(t uint32) string {
-	switch t {
-	case TypeF32:
-		return "F32"
-	case TypeF16:
-		return "F16"
-	case TypeQ4_0:
-		return "Q4_0"
-	case 3:
-		return "Q4_1"
-	case 6:
-		return "Q5_0"
-	case 7:
-		return "Q5_1"
-	case TypeQ8_0:
-		return "Q8_0"
-	case 30:
-		return "BF16"
-	}
-	return fmt.Sprintf("ggml_type(%d)", t)
+// TypeName names a ggml tensor type ("Q4_K", or ggml_type(N) for one this
+// package does not know).
+func TypeName(t uint32) string { return ggml.Type(t).String() }
+
+// readable reports whether t is a tensor type this package reads.
+func readable(t uint32) bool {
+	g := ggml.Type(t)
+	return g == ggml.F32 || g == ggml.F16 || g == ggml.BF16 || g.Quantized()
 }
 
 // TensorInfo is one entry of the tensor directory. Dims are in GGUF order:
@@ -445,21 +445,15 @@ func (f *File) validate() error {
 }
 
 func byteSize(t uint32, n uint64, dims []uint64) (uint64, error) {
-	switch t {
-	case TypeF32:
-		return n * 4, nil
-	case TypeF16, 30:
-		return n * 2, nil
-	case TypeQ8_0, TypeQ4_0:
-		if len(dims) == 0 || dims[0]%32 != 0 {
-			return 0, fmt.Errorf("%s rows of %v are not whole 32-element blocks", TypeName(t), dims)
-		}
-		if t == TypeQ8_0 {
-			return n / 32 * 34, nil
-		}
-		return n / 32 * 18, nil
+	if !readable(t) {
+		return 0, fmt.Errorf("tensor type %s is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K are)", TypeName(t))
 	}
-	return 0, fmt.Errorf("tensor type %s is not supported (F32, F16, BF16, Q8_0, Q4_0 are)", TypeName(t))
+	g := ggml.Type(t)
+	bs := uint64(g.BlockSize())
+	if len(dims) == 0 || dims[0]%bs != 0 {
+		return 0, fmt.Errorf("%s rows of %v are not whole %d-element blocks", g, dims, bs)
+	}
+	return n / bs * uint64(g.BlockBytes()), nil
 }
 
 // Tensor returns the directory entry of a named tensor.
@@ -474,38 +468,16 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 // Raw returns the bytes of a tensor in the file's encoding.
 func (f *File) Raw(t *TensorInfo) []byte { return f.data[t.Offset : t.Offset+t.Size] }
 
-// Float32s dequantises a tensor to float32 (exactly: F16, BF16 and the
-// block scales convert without rounding; Q8_0 and Q4_0 values are
-// scale·q).
+// Float32s dequantises a tensor to float32, exactly as ggml does (F16,
+// BF16 and the block scales convert without rounding; core/ggml's
+// Dequantize gives each type's values).
 func (f *File) Float32s(t *TensorInfo) ([]float32, error) {
-	raw := f.Raw(t)
-	n := t.Elements()
-	out := make([]float32, n)
-	switch t.Type {
-	case TypeF32:
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-	case TypeF16:
-		for i := range out {
-			out[i] = graph.F16(binary.LittleEndian.Uint16(raw[2*i:])).Float32()
-		}
-	case 30:
-		for i := range out {
-			out[i] = graph.BF16(binary.LittleEndian.Uint16(raw[2*i:])).Float32()
-		}
-	case TypeQ8_0:
-		q, s := Q8_0(raw)
-		for i := range out {
-			out[i] = s[i/32] * float32(q[i])
-		}
-	case TypeQ4_0:
-		q, s := Q4_0(raw)
-		for i := range out {
-			out[i] = s[i/32] * float32(int(q[i/2]>>(4*(i%2))&15)-8)
-		}
-	default:
+	if !readable(t.Type) {
 		return nil, fmt.Errorf("gguf: tensor %q: type %s cannot be read", t.Name, TypeName(t.Type))
+	}
+	out := make([]float32, t.Elements())
+	if err := ggml.Dequantize(ggml.Type(t.Type), f.Raw(t), out); err != nil {
+		return nil, fmt.Errorf("gguf: tensor %q: %v", t.Name, err)
 	}
 	return out, nil
 }

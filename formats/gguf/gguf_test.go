@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 )
 
@@ -300,5 +303,59 @@ func TestMetadataAndErrors(t *testing.T) {
 	}
 	if err := Write(&buf, map[string]any{"k": struct{}{}}, nil); err == nil {
 		t.Error("writing a struct value: no error")
+	}
+}
+
+// TestKQuantTypes: tensors of the K types and the other 32-element types
+// read back as core/ggml dequantises their bytes, and a K-type row that is
+// not whole 256-element super-blocks is refused naming the type.
+func TestKQuantTypes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var ts []WriteTensor
+	for _, ty := range []uint32{TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K} {
+		g := ggml.Type(ty)
+		raw := make([]byte, 2*g.BlockBytes())
+		for i := range raw {
+			raw[i] = byte(rng.IntN(256))
+		}
+		for i := 1; i < len(raw); i += 2 {
+			raw[i] &= 0x3b // no float16 Inf or NaN wherever a scale sits
+		}
+		ts = append(ts, WriteTensor{Name: TypeName(ty), Dims: []uint64{uint64(g.BlockSize()), 2}, Type: ty, Data: raw})
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, map[string]any{"general.architecture": "test"}, ts); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ts {
+		ti, ok := f.Tensor(w.Name)
+		if !ok || ti.Type != w.Type || ti.Size != uint64(len(w.Data)) {
+			t.Fatalf("%s: %+v", w.Name, ti)
+		}
+		got, err := f.Float32s(ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, len(got))
+		if err := ggml.Dequantize(ggml.Type(w.Type), w.Data, want); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: element %d = %v, want %v", w.Name, i, got[i], want[i])
+			}
+		}
+	}
+	buf.Reset()
+	bad := []WriteTensor{{Name: "w", Dims: []uint64{128, 2}, Type: TypeQ4_K, Data: make([]byte, 144)}}
+	if err := Write(&buf, map[string]any{}, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "Q4_K") {
+		t.Errorf("a Q4_K row of 128 elements: %v", err)
 	}
 }

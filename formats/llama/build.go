@@ -70,6 +70,12 @@ func (b *builder) linear(x, name string, m *Matrix) string {
 		}
 		return b.node("MatMul", "", nil, x, b.f32(name, []int{m.Cols, m.Rows}, t))
 	}
+	if m.Raw != nil {
+		q := graph.MustFromSlice([]int{m.Rows, len(m.Raw) / m.Rows}, m.Raw)
+		return b.node(blockquant.OpType, blockquant.Domain,
+			attrs(intA("N", int64(m.Rows)), intA("K", int64(m.Cols)), &graph.Attribute{Name: "type", Type: graph.AttrString, S: m.GGML.String()}),
+			x, b.init(name+".q", q))
+	}
 	var q *graph.Tensor
 	if m.Bits == 8 {
 		q = graph.MustFromSlice([]int{m.Rows, m.Cols}, m.Q8)

@@ -29,6 +29,7 @@ package llama
 import (
 	"errors"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"math"
 )
 
@@ -82,7 +83,9 @@ func (c *Config) KVDim() int { return c.KVHeads * c.HeadSize }
 // (Rows output features, Cols input features), either float32 (F32) or
 // quantized: Bits 8 (Q8 int8 values) or 4 (Q4 packed nibbles, stored
 // q+8, element i in byte i/2, the low nibble for even i), with one scale
-// per Block consecutive elements of the row-major matrix.
+// per Block consecutive elements of the row-major matrix; or, when Raw is
+// set, in ggml's own block layout of type GGML (Q4_1, Q5_0, Q5_1, Q2_K …
+// Q6_K: core/ggml), Rows rows of whole blocks as the GGUF file stores them.
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
@@ -91,14 +94,16 @@ type Matrix struct {
 	Q8         []int8
 	Q4         []uint8
 	Scales     []float32
+	GGML       ggml.Type
+	Raw        []byte
 }
 
 // Quantized reports whether the matrix is kept quantized.
-func (m *Matrix) Quantized() bool { return m.Bits != 0 }
+func (m *Matrix) Quantized() bool { return m.Bits != 0 || m.Raw != nil }
 
 // Bytes is the memory the matrix's values and scales take.
 func (m *Matrix) Bytes() int {
-	return 4*len(m.F32) + len(m.Q8) + len(m.Q4) + 4*len(m.Scales)
+	return 4*len(m.F32) + len(m.Q8) + len(m.Q4) + 4*len(m.Scales) + len(m.Raw)
 }
 
 func (m *Matrix) check(name string, rows, cols int) error {
@@ -106,6 +111,13 @@ func (m *Matrix) check(name string, rows, cols int) error {
 		return fmt.Errorf("%w: %s is [%d %d], want [%d %d]", ErrFormat, name, m.Rows, m.Cols, rows, cols)
 	}
 	n := rows * cols
+	if m.Raw != nil {
+		rb, err := m.GGML.RowBytes(cols)
+		if err != nil || !m.GGML.Quantized() || len(m.Raw) != rows*rb {
+			return fmt.Errorf("%w: %s: %d bytes of %s for [%d %d]", ErrFormat, name, len(m.Raw), m.GGML, rows, cols)
+		}
+		return nil
+	}
 	switch m.Bits {
 	case 0:
 		if len(m.F32) != n {
@@ -126,10 +138,16 @@ func (m *Matrix) check(name string, rows, cols int) error {
 
 // Float32s returns the matrix's values (dequantised: scale·q).
 func (m *Matrix) Float32s() []float32 {
+	out := make([]float32, m.Rows*m.Cols)
+	if m.Raw != nil {
+		if err := ggml.Dequantize(m.GGML, m.Raw, out); err != nil {
+			panic(err) // check accepted the matrix
+		}
+		return out
+	}
 	if m.Bits == 0 {
 		return m.F32
 	}
-	out := make([]float32, m.Rows*m.Cols)
 	for i := range out {
 		var q int
 		if m.Bits == 8 {

@@ -3,6 +3,7 @@ package llama
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"math"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -86,7 +87,8 @@ func build(w *Weights, o formats.Options) (*graph.Model, error) {
 
 // FromGGUF collects the weights of a GGUF file of architecture "llama".
 // F32, F16 and BF16 tensors become float32 matrices; Q8_0 and Q4_0 ones
-// stay quantized (blocks of 32 along each row).
+// stay quantized (blocks of 32 along each row); the other quantized types
+// (Q4_1, Q5_0, Q5_1, Q2_K … Q6_K) stay in the file's own block layout.
 func FromGGUF(f *gguf.File) (*Weights, error) {
 	if a, _ := f.String("general.architecture"); a != "llama" {
 		return nil, fmt.Errorf("%w: GGUF architecture %q (only llama is built)", ErrFormat, a)
@@ -177,6 +179,9 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 	case gguf.TypeQ4_0:
 		m.Bits, m.Block = 4, 32
 		m.Q4, m.Scales = gguf.Q4_0(f.Raw(t))
+	case gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+		// kept in the file's own block layout, not copied
+		m.GGML, m.Raw = ggml.Type(t.Type), f.Raw(t)
 	default:
 		v, err := f.Float32s(t)
 		if err != nil {

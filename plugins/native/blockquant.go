@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
@@ -65,11 +66,24 @@ type bqWeights struct {
 	// its scratch for the quantized activations.
 	ik   *bqiKernel
 	acts sync.Pool
+	// typ, when not 0, is the ggml type of a weight kept in ggml's block
+	// layout (blockquant_ggml.go): raw holds N rows of rb bytes, and gk,
+	// when set, is the integer path's kernel (acts then holds *ggml.Act).
+	typ ggml.Type
+	raw []byte
+	rb  int
+	gk  *bqkKernel
 }
 
 // newBQWeights checks a node's attributes against its constant B and
 // scales.
 func newBQWeights(n *graph.Node, b, sc *graph.Tensor) (*bqWeights, error) {
+	if name := n.AttrString("type", ""); name != "" {
+		return newGGMLWeights(n, name, b, sc)
+	}
+	if b == nil || sc == nil {
+		return nil, fmt.Errorf("BlockQuantMatMul: B and scales must be constants")
+	}
 	N, K := int(n.AttrInt("N", 0)), int(n.AttrInt("K", 0))
 	bits, block := int(n.AttrInt("bits", 8)), int(n.AttrInt("block_size", 32))
 	if N <= 0 || K <= 0 || block <= 0 || int64(N) > graph.MaxTensorBytes/int64(K) {
@@ -108,8 +122,11 @@ func checkBlockQuant(sg *hal.Subgraph, n *graph.Node) string {
 		return r
 	}
 	b, sc := constInput(sg, n, 1), constInput(sg, n, 2)
-	if b == nil || sc == nil {
+	if b == nil || (sc == nil && n.AttrString("type", "") == "") {
 		return "native: BlockQuantMatMul with non-constant weights or scales not implemented"
+	}
+	if len(n.Inputs) > 2 && n.Inputs[2] != "" && sc == nil {
+		return "native: BlockQuantMatMul with non-constant scales not implemented"
 	}
 	if _, err := newBQWeights(n, b, sc); err != nil {
 		return "native: " + err.Error()
@@ -122,7 +139,12 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bc.precision == hal.PrecisionInt8 {
+	if bc.precision == hal.PrecisionInt8 && w.typ != 0 {
+		w.gk = bqkKernelFor(w.typ)
+		w.acts.New = func() any { return new(ggml.Act) }
+		bc.int8Nodes++
+		bc.int8Kernel = w.gk.name
+	} else if bc.precision == hal.PrecisionInt8 {
 		if r := bqIntReason(w); r != "" {
 			bc.floatNotes = append(bc.floatNotes, n.Label()+": "+r)
 		} else {
@@ -162,6 +184,14 @@ type bqJob struct {
 
 // run computes y [m, n] = x [m, k] · Wᵀ.
 func (w *bqWeights) run(p *pool, x, y []float32, m int) {
+	if w.gk != nil {
+		w.runGGMLInt(p, x, y, m)
+		return
+	}
+	if w.typ != 0 {
+		w.runGGMLFloat(p, x, y, m)
+		return
+	}
 	if w.ik != nil {
 		w.runInt(p, x, y, m)
 		return
@@ -191,6 +221,9 @@ var bqAsm = true
 
 // rowDot is the dot product of x (K floats) with row j of W.
 func (w *bqWeights) rowDot(j int, x []float32) float32 {
+	if w.typ != 0 {
+		return w.ggmlRowDot(j, x)
+	}
 	if w.g > 0 && bqAsm {
 		if v, ok := bqRowAsm(w, j, x); ok {
 			return v

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
 // The integer path of BlockQuantMatMul, opt-in (hal.PrecisionInt8), as
 // llama.cpp computes Q8_0 and Q4_0 products: each row of A is quantized
 // to int8 in blocks of 32 (Q8_0's rule: d = max|a|/127, q = a·(1/d)
-// rounded to nearest even, within ±127), and each block of a weight row
+// rounded to nearest even, within ±127, d then rounded to float16 as
+// Q8_0 stores it), and each block of a weight row
 // contributes an exact integer dot product of its int8 values (Q8_0) or
 // nibbles less 8 (Q4_0) with the block's int8 activations, times d_w·d_a.
 //
@@ -23,8 +25,9 @@ import (
 // added at the end as ((l0+l4)+(l1+l5)) + ((l2+l6)+(l3+l7)).
 //
 // The error against the float path comes from the activations'
-// rounding: each |a − d_a·q| ≤ d_a/2 = max|a_block|/254, so an output
-// moves by at most Σ_b d_a[b]/2·Σ_{k in b} |w(n,k)| (plus float32
+// rounding: each |a − d_a·q| ≤ d_a·(1/2 + 127·2⁻¹¹) (half a step, and
+// the float16 rounding of the scale), so an output moves by at most
+// Σ_b d_a[b]·(1/2 + 127·2⁻¹¹)·Σ_{k in b} |w(n,k)| (plus float32
 // rounding of about (K/4+10)·2⁻²⁴·Σ|a·w|), the bound the tests check.
 //
 // Taken only where the weight's block_size is 32 and K a multiple of 32
@@ -83,6 +86,11 @@ func quantizeAct(a *bqAct, x []float32, m, K int, sums bool) {
 			d, id = float32(math.NaN()), 0
 		}
 		a.d[b] = d
+		if !bad {
+			// the scale as llama.cpp's Q8_0 stores it: float16 (the
+			// values are quantized with the unrounded one)
+			a.d[b] = graph.F16FromFloat32(d).Float32()
+		}
 		for i, v := range xs {
 			if bad {
 				q[i] = 0

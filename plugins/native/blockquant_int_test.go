@@ -55,7 +55,7 @@ func referenceBQ(t *testing.T, sg *hal.Subgraph, a *graph.Tensor) []float32 {
 // one thread and two; each output is within float32 rounding,
 // (nb+4)·2⁻²³·Σ_b |d_w·d_a|·Σ|q_a·q_w|, of a float64 model of the same
 // quantized arithmetic, and within the activations' rounding,
-// Σ_k d_a(k)·(1/2 + 2⁻²⁰)·|w_k| plus a float32 dot product's
+// Σ_k d_a(k)·(1/2 + 127·2⁻¹⁰)·|w_k| (half a step and the float16 scale) plus a float32 dot product's
 // 2(K+8)·2⁻²⁴·Σ|a·w|, of the reference BlockQuantMatMul.
 func TestBlockQuantIntFamilies(t *testing.T) {
 	fams := QuantKernelFamilies()
@@ -147,7 +147,7 @@ func checkIntModel(t *testing.T, sg *hal.Subgraph, c bqCase, av, got, ref []floa
 				p += v
 				pm += math.Abs(v)
 				rmag += math.Abs(float64(av[r*c.k+k]) * float64(w[e]))
-				amag += float64(act.d[r*nb+bl]) * (0.5 + math.Ldexp(1, -20)) * math.Abs(float64(w[e]))
+				amag += float64(act.d[r*nb+bl]) * (0.5 + 127*math.Ldexp(1, -10)) * math.Abs(float64(w[e]))
 			}
 			model += s * p
 			mmag += math.Abs(s) * pm

@@ -17,9 +17,19 @@
 //
 // accumulated in float64 and rounded once to float32: exactly the product
 // with W dequantised (scale·q), up to that rounding.
+//
+// With the string attribute type (a ggml block-quantized type name:
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), W keeps
+// ggml's own block layout, as a GGUF file stores it (core/ggml describes
+// each): B is uint8 [N, R], R the bytes of a row of K elements (K a
+// multiple of the type's block, 32 or 256), and there is no scales input
+// (bits and block_size are ignored). The weight is dequantized exactly as
+// ggml does (core/ggml.Dequantize), a row at a time, and the product
+// accumulated in float64 and rounded once, as above.
 package blockquant
 
 import (
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
@@ -34,7 +44,7 @@ const OpType = "BlockQuantMatMul"
 func init() {
 	kernels.Register(kernels.Schema{
 		Domain: Domain, OpType: OpType, MinOpset: 1, MaxOpset: 1,
-		MinInputs: 3, MaxInputs: 3, Types: []graph.DType{graph.Float32},
+		MinInputs: 2, MaxInputs: 3, Types: []graph.DType{graph.Float32},
 		Infer: infer, Kernel: kernel,
 	})
 }
@@ -88,6 +98,12 @@ func params(n *graph.Node, a, b, sc *graph.Tensor) (N, K, bits, block int, err e
 }
 
 func kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if n.AttrString("type", "") != "" {
+		return typedKernel(ctx, n, in)
+	}
+	if len(in) < 3 {
+		return nil, kernels.Invalidf(n, "needs A, B and scales (or the attribute type)")
+	}
 	a, b, sc := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
 	for i, what := range []string{"A", "B", "scales"} {
 		if err := kernels.CheckInput(n, in[i], what); err != nil {
@@ -163,4 +179,68 @@ func Dequantise(bits, block int, q8 []int8, q4 []uint8, scales []float32, count 
 		out[i] = float32(float64(scales[i/block]) * float64(q))
 	}
 	return out
+}
+
+// TypedParams checks a typed node's attributes (type, N, K) against A and
+// B: the ggml type, N, K and the bytes of a row.
+func TypedParams(n *graph.Node, a, b *graph.Tensor) (t ggml.Type, N, K, rowBytes int, err error) {
+	name := n.AttrString("type", "")
+	t, ok := ggml.ParseType(name)
+	if !ok || !t.Quantized() {
+		return 0, 0, 0, 0, kernels.Unsupportedf(n, "type %q is not a ggml block-quantized type", name)
+	}
+	N, K = int(n.AttrInt("N", 0)), int(n.AttrInt("K", 0))
+	if N <= 0 || K <= 0 || int64(N) > graph.MaxTensorBytes/int64(K) {
+		return 0, 0, 0, 0, kernels.Invalidf(n, "N %d and K %d must be positive", N, K)
+	}
+	if rowBytes, err = t.RowBytes(K); err != nil {
+		return 0, 0, 0, 0, kernels.Invalidf(n, "%v", err)
+	}
+	if a == nil || a.DType != graph.Float32 || a.Rank() == 0 || a.Shape[a.Rank()-1] != K {
+		return 0, 0, 0, 0, kernels.Invalidf(n, "A must be float32 [..., %d]", K)
+	}
+	if b == nil || b.DType != graph.Uint8 || !graph.SameShape(b.Shape, []int{N, rowBytes}) {
+		return 0, 0, 0, 0, kernels.Invalidf(n, "%s B must be uint8 [%d %d]", t, N, rowBytes)
+	}
+	return t, N, K, rowBytes, nil
+}
+
+func typedKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if len(in) > 2 && in[2] != nil {
+		return nil, kernels.Invalidf(n, "a typed weight takes no scales input")
+	}
+	a, b := kernels.Input(in, 0), kernels.Input(in, 1)
+	for i, what := range []string{"A", "B"} {
+		if err := kernels.CheckInput(n, in[i], what); err != nil {
+			return nil, err
+		}
+	}
+	t, N, K, rb, err := TypedParams(n, a, b)
+	if err != nil {
+		return nil, err
+	}
+	shape := append(append([]int{}, a.Shape[:a.Rank()-1]...), N)
+	out, err := ctx.New(graph.Float32, shape)
+	if err != nil {
+		return nil, err
+	}
+	av, y, raw := graph.Data[float32](a), graph.Data[float32](out), graph.Data[uint8](b)
+	M := len(av) / K
+	w := make([]float32, K)
+	for j := 0; j < N; j++ {
+		if j%16 == 0 && ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
+		if err := ggml.Dequantize(t, raw[j*rb:(j+1)*rb], w); err != nil {
+			return nil, kernels.Invalidf(n, "%v", err)
+		}
+		for m := 0; m < M; m++ {
+			var acc float64
+			for i, v := range av[m*K : m*K+K] {
+				acc += float64(v) * float64(w[i])
+			}
+			y[m*N+j] = float32(acc)
+		}
+	}
+	return ctx.Outputs(out), nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
@@ -141,6 +142,68 @@ func TestRefusesBadInputs(t *testing.T) {
 		_, err := run(t, c.n, c.in...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one with %q", c.n.Attrs, err, c.want)
+		}
+	}
+}
+
+// TestTypedNode: a node with the type attribute multiplies by W kept in
+// ggml's block layout: the output equals the float64 product with W
+// dequantised by core/ggml (which its own tests check against hand-packed
+// blocks), and malformed typed nodes are refused.
+func TestTypedNode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const N, K, M = 3, 256, 2
+	for _, ty := range []ggml.Type{ggml.Q4_1, ggml.Q5_0, ggml.Q2_K, ggml.Q4_K, ggml.Q6_K} {
+		rb, _ := ty.RowBytes(K)
+		raw := make([]byte, N*rb)
+		for i := range raw {
+			raw[i] = byte(rng.IntN(256))
+		}
+		// small float16 scales everywhere a block has one: clear the
+		// exponent's top bits of every halfword a scale may sit at
+		for b := 0; b < len(raw); b += ty.BlockBytes() {
+			for _, o := range []int{0, 2, 80, 82, 108, 208} {
+				if o+2 <= ty.BlockBytes() {
+					raw[b+o+1] &= 0x23
+				}
+			}
+		}
+		attrs := map[string]*graph.Attribute{
+			"N":    {Name: "N", Type: graph.AttrInt, I: N},
+			"K":    {Name: "K", Type: graph.AttrInt, I: K},
+			"type": {Name: "type", Type: graph.AttrString, S: ty.String()},
+		}
+		n := &graph.Node{OpType: blockquant.OpType, Domain: blockquant.Domain, Inputs: []string{"a", "b"}, Outputs: []string{"y"}, Attrs: attrs}
+		av := make([]float32, M*K)
+		for i := range av {
+			av[i] = rng.Float32()*2 - 1
+		}
+		y, err := run(t, n, graph.MustFromSlice([]int{M, K}, av), graph.MustFromSlice([]int{N, rb}, raw))
+		if err != nil {
+			t.Fatalf("%s: %v", ty, err)
+		}
+		w := make([]float32, N*K)
+		if err := ggml.Dequantize(ty, raw, w); err != nil {
+			t.Fatal(err)
+		}
+		for m := 0; m < M; m++ {
+			for j := 0; j < N; j++ {
+				var acc float64
+				for k := 0; k < K; k++ {
+					acc += float64(av[m*K+k]) * float64(w[j*K+k])
+				}
+				if got := graph.Data[float32](y)[m*N+j]; got != float32(acc) {
+					t.Errorf("%s [%d %d] = %v, want %v", ty, m, j, got, float32(acc))
+				}
+			}
+		}
+		// refused: B of the wrong shape, a scales input, K not whole blocks
+		if _, err := run(t, n, graph.MustFromSlice([]int{M, K}, av), graph.MustFromSlice([]int{N*rb - 1}, raw[1:])); err == nil {
+			t.Errorf("%s: a short B was accepted", ty)
+		}
+		attrs["K"].I = K + 32
+		if _, err := run(t, n, graph.MustFromSlice([]int{M, K + 32}, make([]float32, M*(K+32))), graph.MustFromSlice([]int{N, rb}, raw)); err == nil {
+			t.Errorf("%s: K of %d was accepted", ty, K+32)
 		}
 	}
 }

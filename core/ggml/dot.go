@@ -1,0 +1,309 @@
+package ggml
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// Act is one or more rows of activations quantized to 8-bit blocks, the
+// form the integer dot products take (llama.cpp's vec_dot_type): for the
+// 32-element types (ActBlock 32, Q8_0/Q8_1), per block one float32 scale
+// D and the sum of its 32 values in Sum (for Q4_1, Q5_1's minimum) and the
+// eight sums of its lanes of four values in Lanes (for Q4_0's and Q5_0's
+// offset); for the K types (ActBlock 256, Q8_K) per super-block one scale,
+// the sixteen sums of 16 values in Sum and the eight sums of 32 in Sum32.
+//
+// Every block is quantized by the same rule, llama.cpp's: d = max|x|/127,
+// q = x·(1/d) rounded to the nearest integer (ties to even), within ±127;
+// a block holding a NaN or an infinity gets d = NaN (so the outputs are
+// NaN). As in llama.cpp's Q8_0 and Q8_1, the scale of a 32-element block
+// is then rounded to float16 (D holds that value; the values were
+// quantized with the unrounded one), and SumD holds float16(d·Σq), the
+// block's sum as Q8_1 stores it; Q8_K keeps d in float32.
+type Act struct {
+	Block int // 32 or 256
+	K     int // values a row
+	Q     []int8
+	D     []float32
+	Sum   []int32
+	Sum32 []int32
+	Lanes []int32
+	SumD  []float32
+}
+
+// ActBlock is the activation block of a weight type's integer dot
+// product: 32 for the 32-element types, 256 for the K types.
+func ActBlock(t Type) int {
+	if t.BlockSize() == QK {
+		return QK
+	}
+	return 32
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// Quantize quantizes the m rows of x (k values each, k a multiple of
+// block) into a, reusing its slices.
+func (a *Act) Quantize(x []float32, m, k, block int) {
+	a.Block, a.K = block, k
+	nb := m * k / block
+	a.Q = grow(a.Q, m*k)
+	a.D = grow(a.D, nb)
+	if block == QK {
+		a.Sum = grow(a.Sum, nb*16)
+		a.Sum32 = grow(a.Sum32, nb*8)
+		a.Lanes = a.Lanes[:0]
+	} else {
+		a.Sum = grow(a.Sum, nb)
+		a.Lanes = grow(a.Lanes, nb*8)
+		a.SumD = grow(a.SumD, nb)
+	}
+	for b := 0; b < nb; b++ {
+		xs := x[b*block : (b+1)*block]
+		q := a.Q[b*block : (b+1)*block]
+		var amax float32
+		bad := false
+		for _, v := range xs {
+			if v != v || math.IsInf(float64(v), 0) {
+				bad = true
+			}
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		if bad {
+			d, id = float32(math.NaN()), 0
+		}
+		a.D[b] = d
+		for i, v := range xs {
+			if bad {
+				q[i] = 0
+				continue
+			}
+			r := math.RoundToEven(float64(v * id))
+			q[i] = int8(max(-127, min(127, r)))
+		}
+		if block == QK {
+			for g := 0; g < 16; g++ {
+				var s int32
+				for _, v := range q[16*g : 16*g+16] {
+					s += int32(v)
+				}
+				a.Sum[16*b+g] = s
+			}
+			for g := 0; g < 8; g++ {
+				a.Sum32[8*b+g] = a.Sum[16*b+2*g] + a.Sum[16*b+2*g+1]
+			}
+			continue
+		}
+		var s int32
+		for l := 0; l < 8; l++ {
+			ls := int32(q[4*l]) + int32(q[4*l+1]) + int32(q[4*l+2]) + int32(q[4*l+3])
+			a.Lanes[8*b+l] = ls
+			s += ls
+		}
+		a.Sum[b] = s
+		if !bad {
+			a.D[b] = graph.F16FromFloat32(d).Float32()
+			a.SumD[b] = graph.F16FromFloat32(float32(s) * d).Float32()
+		} else {
+			a.SumD[b] = d
+		}
+	}
+}
+
+func abs32(v float32) float32 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// Dot is the integer-path dot product of one weight row w (whole blocks
+// of type t, t quantized) with row r of a (quantized with ActBlock(t)).
+//
+// The arithmetic is fixed, so that the native backend's assembly can
+// reproduce it bit for bit:
+//
+//   - 32-element types: block b's 32 integer products w·q are summed
+//     exactly in eight lanes (lane l: elements 4l..4l+3, w the signed
+//     value: q−8, q−16 or the int8), each lane converted to float32, times
+//     float32(d_w·d_a) (two roundings: the product of the scales, then
+//     this product) and added to a float32 accumulator of its own; the
+//     lanes are reduced at the end as ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
+//     Q4_1 and Q5_1 add their minimum's share, m·SumD, to a ninth
+//     accumulator added last.
+//   - K types: per super-block the exact int32 sum S of scale_j · Σ w·q
+//     over its sub-blocks (w the unsigned quant for Q2_K, Q4_K, Q5_K, the
+//     signed one for Q3_K and Q6_K) and, for the types with minimums, M =
+//     Σ min_j · Σ q over the sub-block; acc += float32(S)·float32(d·d_a),
+//     then acc −= float32(M)·float32(dmin·d_a), rounding after each
+//     operation.
+func Dot(t Type, w []byte, a *Act, r int) float32 {
+	if a.Block == QK {
+		return dotK(t, w, a, r)
+	}
+	return dot32(t, w, a, r)
+}
+
+func dot32(t Type, w []byte, a *Act, r int) float32 {
+	bs := t.BlockBytes()
+	nb := a.K / 32
+	var acc [8]float32
+	var macc float32
+	var vals [32]int32
+	for b := 0; b < nb; b++ {
+		blk := w[b*bs : (b+1)*bs]
+		ab := r*nb + b
+		xq := a.Q[ab*32 : ab*32+32]
+		d := f16(blk)
+		var m float32
+		switch t {
+		case Q4_0:
+			for j := 0; j < 16; j++ {
+				vals[j] = int32(blk[2+j]&15) - 8
+				vals[j+16] = int32(blk[2+j]>>4) - 8
+			}
+		case Q4_1:
+			m = f16(blk[2:])
+			for j := 0; j < 16; j++ {
+				vals[j] = int32(blk[4+j] & 15)
+				vals[j+16] = int32(blk[4+j] >> 4)
+			}
+		case Q5_0, Q5_1:
+			o := 2
+			if t == Q5_1 {
+				m, o = f16(blk[2:]), 4
+			}
+			qh := binary.LittleEndian.Uint32(blk[o:])
+			qs := blk[o+4 : o+20]
+			for j := 0; j < 16; j++ {
+				vals[j] = int32(qs[j]&15 | uint8(qh>>j<<4&16))
+				vals[j+16] = int32(qs[j]>>4 | uint8(qh>>(j+12)&16))
+				if t == Q5_0 {
+					vals[j] -= 16
+					vals[j+16] -= 16
+				}
+			}
+		case Q8_0:
+			for j := 0; j < 32; j++ {
+				vals[j] = int32(int8(blk[2+j]))
+			}
+		}
+		sc := d * a.D[ab]
+		for l := 0; l < 8; l++ {
+			p := vals[4*l]*int32(xq[4*l]) + vals[4*l+1]*int32(xq[4*l+1]) + vals[4*l+2]*int32(xq[4*l+2]) + vals[4*l+3]*int32(xq[4*l+3])
+			acc[l] = acc[l] + float32(float32(p)*sc)
+		}
+		if t == Q4_1 || t == Q5_1 {
+			macc = macc + float32(m*a.SumD[ab])
+		}
+	}
+	return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + macc
+}
+
+func dotK(t Type, w []byte, a *Act, r int) float32 {
+	bs := t.BlockBytes()
+	nb := a.K / QK
+	var acc float32
+	for b := 0; b < nb; b++ {
+		blk := w[b*bs : (b+1)*bs]
+		ab := r*nb + b
+		xq := a.Q[ab*QK : ab*QK+QK]
+		bsum := a.Sum[ab*16 : ab*16+16]
+		da := a.D[ab]
+		var S, M int32
+		var d, dmin float32
+		switch t {
+		case Q2_K:
+			sc, qs := blk[0:16], blk[16:80]
+			d, dmin = f16(blk[80:]), f16(blk[82:])
+			for g := 0; g < 16; g++ { // group g: 16 elements
+				h, j, half := g/8, (g%8)/2, g%2
+				q := qs[32*h+16*half : 32*h+16*half+16]
+				x := xq[128*h+32*j+16*half:]
+				var p int32
+				for l := 0; l < 16; l++ {
+					p += int32(q[l]>>(2*uint(j))&3) * int32(x[l])
+				}
+				S += int32(sc[g]&15) * p
+				M += int32(sc[g]>>4) * bsum[g]
+			}
+		case Q3_K:
+			hm, qs := blk[0:32], blk[32:96]
+			sc := q3Scales(blk[96:108])
+			d = f16(blk[108:])
+			for g := 0; g < 16; g++ {
+				h, j, half := g/8, (g%8)/2, g%2
+				q := qs[32*h+16*half : 32*h+16*half+16]
+				hmk := hm[16*half : 16*half+16]
+				bit := uint8(1) << uint(4*h+j)
+				x := xq[128*h+32*j+16*half:]
+				var p int32
+				for l := 0; l < 16; l++ {
+					v := int32(q[l] >> (2 * uint(j)) & 3)
+					if hmk[l]&bit == 0 {
+						v -= 4
+					}
+					p += v * int32(x[l])
+				}
+				S += int32(sc[g]) * p
+			}
+		case Q4_K, Q5_K:
+			d, dmin = f16(blk), f16(blk[2:])
+			scales := blk[4:16]
+			var qh, qs []byte
+			if t == Q5_K {
+				qh, qs = blk[16:48], blk[48:176]
+			} else {
+				qs = blk[16:144]
+			}
+			for s := 0; s < 8; s++ { // sub-block s: 32 elements
+				c, half := s/2, s%2
+				q := qs[32*c : 32*c+32]
+				x := xq[32*s : 32*s+32]
+				bit := uint8(1) << uint(s)
+				var p int32
+				for l := 0; l < 32; l++ {
+					v := int32(q[l] >> (4 * uint(half)) & 15)
+					if qh != nil && qh[l]&bit != 0 {
+						v += 16
+					}
+					p += v * int32(x[l])
+				}
+				sc, m := K4Scale(scales, s)
+				S += int32(sc) * p
+				M += int32(m) * (bsum[2*s] + bsum[2*s+1])
+			}
+		case Q6_K:
+			d = f16(blk[208:])
+			for g := 0; g < 16; g++ {
+				h, k, half := g/8, (g%8)/2, g%2 // k: which of the four planes
+				l4 := blk[64*h+32*(k&1):]
+				h2 := blk[128+32*h:]
+				x := xq[128*h+32*k+16*half:]
+				var p int32
+				for l := 16 * half; l < 16*half+16; l++ {
+					v := int32(l4[l]>>(4*uint(k>>1))&15|(h2[l]>>(2*uint(k))&3)<<4) - 32
+					p += v * int32(x[l-16*half])
+				}
+				S += int32(int8(blk[192+8*h+2*k+half])) * p
+			}
+		}
+		acc = acc + float32(float32(S)*float32(d*da))
+		if t != Q3_K && t != Q6_K {
+			acc = acc - float32(float32(M)*float32(dmin*da))
+		}
+	}
+	return acc
+}

@@ -1,0 +1,180 @@
+//go:generate go run ./internal/asmgenbqk -out blockquant_ggml_amd64.s -stubs blockquant_ggml_stubs_amd64.go -pkg native
+
+package native
+
+import (
+	"fmt"
+
+	"github.com/switchyard-hal/switchyard/core/ggml"
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// BlockQuantMatMul nodes with the attribute type (a ggml type name:
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) hold their
+// weight in ggml's own block layout, as the GGUF file stores it: B is
+// uint8 [N, row bytes], no scales input. The bytes are used in place (the
+// kernel's memory is the file's: 4.5 bits a weight for Q4_K, 6.5 for Q6_K).
+//
+// The float path (the default precision) dequantizes one block at a time
+// to float32 on the stack, exactly as core/ggml does, and takes its dot
+// product with the float32 activations in eight float32 accumulators:
+// the error against the exact product is a float32 dot product's, about
+// (K/8+8)·2⁻²⁴·Σ|a·w|. Q4_K, Q6_K and Q5_0 run it in AVX2+FMA assembly where
+// the CPU has it (internal/asmgenbqk; Q4_K's minimums take each row's
+// 32-value sums of A, computed once a call), with a float32 dot product's
+// rounding too.
+//
+// The integer path (opt-in hal.PrecisionInt8, as for the split layout)
+// quantizes each row of A as llama.cpp does (core/ggml's Act: blocks of 32
+// for the 32-element types, super-blocks of 256 for the K types) and
+// computes core/ggml's Dot, whose float32 steps are fixed: the Go kernel
+// and the AVX2 ones (Q4_K, Q5_K, Q6_K, Q5_0, internal/asmgenbqk) give the same
+// bits; the other types run Go. SWITCHYARD_NATIVE_QKERNEL=generic forces
+// Go.
+
+// bqkKernel is the integer path's dot product for one ggml type.
+type bqkKernel struct {
+	name string
+	dot  func(w *bqWeights, j int, a *ggml.Act, r int) float32
+}
+
+// bqkGo is the portable kernel of every type.
+var bqkGo = &bqkKernel{name: "generic", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+	return ggml.Dot(w.typ, w.raw[j*w.rb:(j+1)*w.rb], a, r)
+}}
+
+// bqkKernelFor is the kernel a node of type t compiled now takes.
+func bqkKernelFor(t ggml.Type) *bqkKernel {
+	if k := archBQKKernel(t, qkernelFamily()); k != nil {
+		return k
+	}
+	return bqkGo
+}
+
+// newGGMLWeights checks a typed node's attributes against its constant B.
+func newGGMLWeights(n *graph.Node, name string, b, sc *graph.Tensor) (*bqWeights, error) {
+	t, ok := ggml.ParseType(name)
+	if !ok || !t.Quantized() {
+		return nil, fmt.Errorf("BlockQuantMatMul: type %q is not a ggml block-quantized type", name)
+	}
+	N, K := int(n.AttrInt("N", 0)), int(n.AttrInt("K", 0))
+	if N <= 0 || K <= 0 || int64(N) > graph.MaxTensorBytes/int64(K) {
+		return nil, fmt.Errorf("BlockQuantMatMul: N %d and K %d must be positive", N, K)
+	}
+	rb, err := t.RowBytes(K)
+	if err != nil {
+		return nil, fmt.Errorf("BlockQuantMatMul: %v", err)
+	}
+	if b == nil || b.DType != graph.Uint8 || !graph.SameShape(b.Shape, []int{N, rb}) {
+		var got any = "nothing"
+		if b != nil {
+			got = fmt.Sprint(b.DType, b.Shape)
+		}
+		return nil, fmt.Errorf("BlockQuantMatMul: %s B must be uint8 [%d %d], got %v", t, N, rb, got)
+	}
+	if sc != nil {
+		return nil, fmt.Errorf("BlockQuantMatMul: a %s weight takes no scales input", t)
+	}
+	return &bqWeights{n: N, k: K, typ: t, raw: graph.Data[uint8](b), rb: rb}, nil
+}
+
+// ggmlRowDot is rowDot for a typed weight (the float path).
+func (w *bqWeights) ggmlRowDot(j int, x []float32) float32 {
+	bs, be := w.typ.BlockBytes(), w.typ.BlockSize()
+	row := w.raw[j*w.rb : (j+1)*w.rb]
+	x = x[:w.k]
+	var buf [ggml.QK]float32
+	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	for b := 0; b < w.k/be; b++ {
+		ggml.DequantizeBlock(w.typ, row[b*bs:(b+1)*bs], buf[:be])
+		xs := x[b*be : b*be+be]
+		ws := buf[:len(xs)]
+		for i := 0; i+8 <= len(xs); i += 8 {
+			a0 += xs[i] * ws[i]
+			a1 += xs[i+1] * ws[i+1]
+			a2 += xs[i+2] * ws[i+2]
+			a3 += xs[i+3] * ws[i+3]
+			a4 += xs[i+4] * ws[i+4]
+			a5 += xs[i+5] * ws[i+5]
+			a6 += xs[i+6] * ws[i+6]
+			a7 += xs[i+7] * ws[i+7]
+		}
+	}
+	return ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7))
+}
+
+// bqkJob is one typed integer-path call's arguments for parallelFor.
+type bqkJob struct {
+	w      *bqWeights
+	a      *ggml.Act
+	y      []float32
+	m, per int
+}
+
+// runGGMLInt is run on the integer path of a typed weight.
+func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
+	a := w.acts.Get().(*ggml.Act)
+	defer w.acts.Put(a)
+	a.Quantize(x, m, w.k, ggml.ActBlock(w.typ))
+	j := bqkJob{w: w, a: a, y: y, m: m, per: w.n}
+	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
+		j.per = (w.n + 2*t - 1) / (2 * t)
+	}
+	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
+		w, N, dot := j.w, j.w.n, j.w.gk.dot
+		for n := t * j.per; n < min(N, (t+1)*j.per); n++ {
+			for r := 0; r < j.m; r++ {
+				j.y[r*N+n] = dot(w, n, j.a, r)
+			}
+		}
+	})
+}
+
+// bqkFloatJob is one typed float-path call's arguments for parallelFor.
+type bqkFloatJob struct {
+	w      *bqWeights
+	x, xs  []float32
+	y      []float32
+	m, per int
+	fk     func(nb int, w *uint8, x *float32, xs *float32) float32
+}
+
+// runGGMLFloat is run on the float path of a typed weight.
+func (w *bqWeights) runGGMLFloat(p *pool, x, y []float32, m int) {
+	j := bqkFloatJob{w: w, x: x, y: y, m: m, per: w.n}
+	if bqAsm {
+		j.fk = archBQKFloat(w.typ)
+	}
+	if j.fk != nil && w.typ == ggml.Q4_K {
+		j.xs = make([]float32, m*w.k/32)
+		for i := range j.xs {
+			var s float32
+			for _, v := range x[32*i : 32*i+32] {
+				s += v
+			}
+			j.xs[i] = s
+		}
+	}
+	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
+		j.per = (w.n + 2*t - 1) / (2 * t)
+	}
+	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkFloatJob, t int) {
+		w, N, K := j.w, j.w.n, j.w.k
+		nb := K / w.typ.BlockSize()
+		for n := t * j.per; n < min(N, (t+1)*j.per); n++ {
+			for r := 0; r < j.m; r++ {
+				if j.fk == nil {
+					j.y[r*N+n] = w.ggmlRowDot(n, j.x[r*K:r*K+K])
+					continue
+				}
+				row := w.raw[n*w.rb : n*w.rb+nb*w.typ.BlockBytes()]
+				xr := j.x[r*K : r*K+K]
+				var xs *float32
+				if j.xs != nil {
+					xs = &j.xs[r*K/32]
+				}
+				j.y[r*N+n] = j.fk(nb, &row[0], &xr[0], xs)
+			}
+		}
+	})
+}

@@ -1,0 +1,661 @@
+// Command asmgenbqk generates the amd64 assembly of the native backend's
+// integer path for BlockQuantMatMul nodes whose weight keeps ggml's own
+// block layout (attribute type; see the package native's
+// blockquant_ggml.go) with avo (github.com/mmcloughlin/avo). It writes its
+// own pair of files; the package's TestBlockQuantGGMLAssemblyIsCurrent
+// runs it and fails when they are stale.
+//
+//	go run ./plugins/native/internal/asmgenbqk -out plugins/native/blockquant_ggml_amd64.s -stubs plugins/native/blockquant_ggml_stubs_amd64.go -pkg native
+//
+// Each kernel is the dot product of one weight row (nb blocks in ggml's
+// layout at w) with one row of activations quantized by core/ggml's
+// Act.Quantize (int8 values x, one float32 scale a block at xd, and the
+// block's sums at xs), returning exactly the float32 that core/ggml's Dot
+// computes (its doc fixes the order of every float32 operation):
+//
+//   - Q4_K: per super-block the integer sums of the eight 32-element
+//     sub-blocks (VPMADDUBSW of the nibbles with x, then VPMADDWD by the
+//     sub-block's scale broadcast as int16), the mins' term Σ m_s·Σx
+//     (VPMULLD with xs, the eight 32-value sums), then acc += S·(d·d_a),
+//     acc −= M·(dmin·d_a) in scalar float32.
+//   - Q5_K: as Q4_K, with each sub-block's 5th bits (bit s of qh's 32
+//     bytes) shifted in as 16.
+//   - Q6_K: the four 32-element planes of each 128 elements rebuilt from
+//     ql and qh as unsigned 6-bit values, VPMADDUBSW with x, VPMADDWD by
+//     the two 16-element groups' scales (VPSHUFB of the sign-extended
+//     scales); the offset 32 taken off once a super-block as 32·Σ sc_g·Σx
+//     (xs: the sixteen 16-value sums).
+//   - Q5_0: 32-element blocks in eight lanes: the 5th bits spread from qh
+//     to bytes (VPSHUFB, VPCMPEQB), VPMADDUBSW and VPMADDWD by ones, the
+//     offset 16 taken off with the lane sums at xs; each lane converted
+//     and multiplied by d·d_a and added in float32, the lanes reduced as
+//     ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
+//
+// The float path (the default precision: activations not quantized) has
+// kernels for Q4_K, Q6_K and Q5_0 (one accumulator a 32-element block): the quants unpacked to bytes on the stack,
+// widened to int32 and converted to float32 eight at a time, and
+// multiplied with x by FMA into one accumulator a sub-block (Q4_K) or a
+// 16-element group (Q6_K), which then adds into the row's eight lanes
+// times the sub-block's d·scale (FMA); Q4_K's minimums take the
+// sub-blocks' sums of x (xs, computed once a row) times dmin·min. The
+// lanes are summed at the end. Their rounding is a float32 dot product's;
+// the tests bound it against the reference kernel.
+//
+// The block scales are float16, converted with VCVTPH2PS (F16C).
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+func main() {
+	consts()
+	q4k(false)
+	q4k(true)
+	q6k()
+	q5_0()
+	q4kFloat()
+	q6kFloat()
+	q50Float()
+	Generate()
+}
+
+var (
+	c0F, c01, c03, c10, c20, onesW, qhShuf, qhBits Mem
+	q6Shuf                                         [4]Mem
+)
+
+func bytes32(name string, f func(i int) byte) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i := 0; i < 32; i += 8 {
+		var v uint64
+		for b := 7; b >= 0; b-- {
+			v = v<<8 | uint64(f(i+b))
+		}
+		DATA(i, U64(v))
+	}
+	return m
+}
+
+func consts() {
+	c0F = bytes32("bqk_c0f", func(int) byte { return 0x0F })
+	c01 = bytes32("bqk_c01", func(int) byte { return 0x01 })
+	c03 = bytes32("bqk_c03", func(int) byte { return 0x03 })
+	c10 = bytes32("bqk_c10", func(int) byte { return 0x10 })
+	c20 = bytes32("bqk_c20", func(int) byte { return 0x20 })
+	onesW = bytes32("bqk_onesw", func(i int) byte { return byte(1 - i%2) })
+	// bit j of a broadcast uint32 to byte j: byte j takes source byte j/8
+	qhShuf = bytes32("bqk_qhshuf", func(i int) byte { return byte(i / 8) })
+	qhBits = bytes32("bqk_qhbits", func(i int) byte { return 1 << (i % 8) })
+	// plane k of a Q6_K half: the low 128 bits take int16 scale 2k, the
+	// high ones 2k+1 (of a half's eight scales, duplicated in both lanes)
+	for k := 0; k < 4; k++ {
+		kk := k
+		q6Shuf[k] = bytes32("bqk_q6shuf"+string(rune('0'+k)), func(i int) byte {
+			w := 2 * kk
+			if i >= 16 {
+				w++
+			}
+			return byte(2*w + i%2)
+		})
+	}
+}
+
+// hsumD reduces the eight int32 lanes of y to a GP32 register.
+func hsumD(y VecVirtual) GPVirtual {
+	t := XMM()
+	VEXTRACTI128(U8(1), y, t)
+	VPADDD(t, y.AsX(), t)
+	u := XMM()
+	VPSHUFD(U8(0x4E), t, u)
+	VPADDD(u, t, t)
+	VPSHUFD(U8(0xB1), t, u)
+	VPADDD(u, t, t)
+	r := GP32()
+	VMOVD(t, r)
+	return r
+}
+
+const sig = "func(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32"
+
+// k4scales unpacks Q4_K's twelve scale bytes at w+4 into the eight
+// scales (sc) and eight mins (m), each as two GP32 registers of four bytes.
+func k4scales(w Register) (scLo, scHi, mLo, mHi GPVirtual) {
+	u0, u1, u2 := GP32(), GP32(), GP32()
+	MOVL(Mem{Base: w, Disp: 4}, u0)
+	MOVL(Mem{Base: w, Disp: 8}, u1)
+	MOVL(Mem{Base: w, Disp: 12}, u2)
+	scLo, scHi, mLo, mHi = GP32(), GP32(), GP32(), GP32()
+	t := GP32()
+	MOVL(u0, scLo)
+	ANDL(U32(0x3f3f3f3f), scLo)
+	MOVL(u0, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, scHi)
+	ANDL(U32(0x0f0f0f0f), scHi)
+	ORL(t, scHi)
+	MOVL(u1, mLo)
+	ANDL(U32(0x3f3f3f3f), mLo)
+	MOVL(u1, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, mHi)
+	SHRL(U8(4), mHi)
+	ANDL(U32(0x0f0f0f0f), mHi)
+	ORL(t, mHi)
+	return
+}
+
+// bytes8ToFloats widens the eight bytes lo|hi (zero-extended) to float32.
+func bytes8ToFloats(lo, hi GPVirtual) VecVirtual {
+	x := XMM()
+	VMOVD(lo, x)
+	VPINSRD(U8(1), hi, x, x)
+	y := YMM()
+	VPMOVZXBD(x, y)
+	VCVTDQ2PS(y, y)
+	return y
+}
+
+// hsumPS reduces the eight float32 lanes of y.
+func hsumPS(y VecVirtual) VecVirtual {
+	t := XMM()
+	VEXTRACTF128(U8(1), y, t)
+	VADDPS(t, y.AsX(), t)
+	VHADDPS(t, t, t)
+	VHADDPS(t, t, t)
+	return t
+}
+
+const sigF = "func(nb int, w *uint8, x *float32, xs *float32) float32"
+
+func q4kFloat() {
+	TEXT("bqkQ4KFloatAVX2", NOSPLIT, sigF)
+	Doc("bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xs := Load(Param("xs"), GP64())
+	local := AllocLocal(64 + 32)
+	total := YMM()
+	VXORPS(total, total, total)
+	Label("q4kf_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q4kf_done"))
+	scLo, scHi, mLo, mHi := k4scales(w)
+	dd := XMM()
+	h := GP32()
+	MOVL(Mem{Base: w}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd) // d, dmin
+	d, dmin := YMM(), YMM()
+	VBROADCASTSS(dd, d)
+	VMOVSHDUP(dd, dd)
+	VBROADCASTSS(dd, dmin)
+	sc := bytes8ToFloats(scLo, scHi)
+	VMULPS(d, sc, sc)
+	VMOVUPS(sc, local.Offset(64)) // d·sc_s
+	m := bytes8ToFloats(mLo, mHi)
+	VMULPS(Mem{Base: xs}, m, m)
+	VFNMADD231PS(dmin, m, total) // total −= dmin·m_s·Σx_s
+	for c := 0; c < 4; c++ {
+		q, n := YMM(), YMM()
+		VMOVDQU(Mem{Base: w, Disp: 16 + 32*c}, q)
+		VPSRLW(U8(4), q, n)
+		VPAND(c0F, q, q)
+		VPAND(c0F, n, n)
+		VMOVDQU(q, local)
+		VMOVDQU(n, local.Offset(32))
+		for half := 0; half < 2; half++ {
+			s := 2*c + half
+			acc := YMM()
+			for i := 0; i < 4; i++ {
+				v := YMM()
+				VPMOVZXBD(local.Offset(32*half+8*i), v)
+				VCVTDQ2PS(v, v)
+				if i == 0 {
+					VMULPS(Mem{Base: x, Disp: 4 * (32*s + 8*i)}, v, acc)
+				} else {
+					VFMADD231PS(Mem{Base: x, Disp: 4 * (32*s + 8*i)}, v, acc)
+				}
+			}
+			b := YMM()
+			VBROADCASTSS(local.Offset(64+4*s), b)
+			VFMADD231PS(b, acc, total)
+		}
+	}
+	ADDQ(U32(144), w)
+	ADDQ(U32(1024), x)
+	ADDQ(U8(32), xs)
+	DECQ(nb)
+	JMP(LabelRef("q4kf_block"))
+	Label("q4kf_done")
+	r := hsumPS(total)
+	VZEROUPPER()
+	Store(r, ReturnIndex(0))
+	RET()
+}
+
+func q6kFloat() {
+	TEXT("bqkQ6KFloatAVX2", NOSPLIT, sigF)
+	Doc("bqkQ6KFloatAVX2 is the float path's dot product of nb Q6_K super-blocks with x (xs unused; see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	local := AllocLocal(128 + 64)
+	total := YMM()
+	VXORPS(total, total, total)
+	Label("q6kf_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q6kf_done"))
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(Mem{Base: w, Disp: 208}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	d := YMM()
+	VBROADCASTSS(dd, d)
+	for i := 0; i < 2; i++ {
+		s := YMM()
+		VPMOVSXBD(Mem{Base: w, Disp: 192 + 8*i}, s)
+		VCVTDQ2PS(s, s)
+		VMULPS(d, s, s)
+		VMOVUPS(s, local.Offset(128+32*i)) // d·sc_g
+	}
+	for hf := 0; hf < 2; hf++ {
+		a, b, hb := YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: w, Disp: 64 * hf}, a)
+		VMOVDQU(Mem{Base: w, Disp: 64*hf + 32}, b)
+		VMOVDQU(Mem{Base: w, Disp: 128 + 32*hf}, hb)
+		for k := 0; k < 4; k++ {
+			p, hi := YMM(), YMM()
+			src := a
+			if k&1 == 1 {
+				src = b
+			}
+			if k < 2 {
+				VPAND(c0F, src, p)
+			} else {
+				VPSRLW(U8(4), src, p)
+				VPAND(c0F, p, p)
+			}
+			if k == 0 {
+				VPAND(c03, hb, hi)
+			} else {
+				VPSRLW(U8(2*k), hb, hi)
+				VPAND(c03, hi, hi)
+			}
+			VPSLLW(U8(4), hi, hi)
+			VPOR(hi, p, p)
+			VPSUBB(c20, p, p) // q − 32
+			VMOVDQU(p, local.Offset(32*k))
+		}
+		for k := 0; k < 4; k++ {
+			for g := 0; g < 2; g++ {
+				acc := YMM()
+				for i := 0; i < 2; i++ {
+					v := YMM()
+					VPMOVSXBD(local.Offset(32*k+16*g+8*i), v)
+					VCVTDQ2PS(v, v)
+					off := 4 * (128*hf + 32*k + 16*g + 8*i)
+					if i == 0 {
+						VMULPS(Mem{Base: x, Disp: off}, v, acc)
+					} else {
+						VFMADD231PS(Mem{Base: x, Disp: off}, v, acc)
+					}
+				}
+				bs := YMM()
+				VBROADCASTSS(local.Offset(128+4*(8*hf+2*k+g)), bs)
+				VFMADD231PS(bs, acc, total)
+			}
+		}
+	}
+	ADDQ(U32(210), w)
+	ADDQ(U32(1024), x)
+	DECQ(nb)
+	JMP(LabelRef("q6kf_block"))
+	Label("q6kf_done")
+	r := hsumPS(total)
+	VZEROUPPER()
+	Store(r, ReturnIndex(0))
+	RET()
+}
+
+// q5bytes builds a Q5_0 block's 32 unsigned 5-bit values (element order)
+// from the block at w.
+func q5bytes(w Register) VecVirtual {
+	lo, hi := XMM(), XMM()
+	VMOVDQU(Mem{Base: w, Disp: 6}, lo)
+	VPSRLW(U8(4), lo, hi)
+	VPAND(c0F, lo, lo)
+	VPAND(c0F, hi, hi)
+	q := YMM()
+	VINSERTI128(U8(1), hi, lo.AsY(), q)
+	qh := YMM()
+	VPBROADCASTD(Mem{Base: w, Disp: 2}, qh)
+	VPSHUFB(qhShuf, qh, qh)
+	VPAND(qhBits, qh, qh)
+	VPCMPEQB(qhBits, qh, qh)
+	VPAND(c10, qh, qh)
+	VPOR(qh, q, q)
+	return q
+}
+
+func q50Float() {
+	TEXT("bqkQ5_0FloatAVX2", NOSPLIT, sigF)
+	Doc("bqkQ5_0FloatAVX2 is the float path's dot product of nb Q5_0 blocks with x (xs unused; see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	local := AllocLocal(32)
+	total := YMM()
+	VXORPS(total, total, total)
+	Label("q50f_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q50f_done"))
+	q := q5bytes(w)
+	VPSUBB(c10, q, q) // q − 16
+	VMOVDQU(q, local)
+	acc := YMM()
+	for i := 0; i < 4; i++ {
+		v := YMM()
+		VPMOVSXBD(local.Offset(8*i), v)
+		VCVTDQ2PS(v, v)
+		if i == 0 {
+			VMULPS(Mem{Base: x, Disp: 32 * i}, v, acc)
+		} else {
+			VFMADD231PS(Mem{Base: x, Disp: 32 * i}, v, acc)
+		}
+	}
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(Mem{Base: w}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	d := YMM()
+	VBROADCASTSS(dd, d)
+	VFMADD231PS(d, acc, total)
+	ADDQ(U8(22), w)
+	ADDQ(U32(128), x)
+	DECQ(nb)
+	JMP(LabelRef("q50f_block"))
+	Label("q50f_done")
+	r := hsumPS(total)
+	VZEROUPPER()
+	Store(r, ReturnIndex(0))
+	RET()
+}
+
+func q4k(five bool) {
+	name, lab, bs := "bqkQ4KDotAVX2", "q4k", 144
+	if five {
+		name, lab, bs = "bqkQ5KDotAVX2", "q5k", 176
+	}
+	TEXT(name, NOSPLIT, sig)
+	Doc(name + " is core/ggml's Dot of nb " + name[3:5] + "_K super-blocks (see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xd := Load(Param("xd"), GP64())
+	xs := Load(Param("xs"), GP64())
+	local := AllocLocal(16)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+	Label(lab + "_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef(lab + "_done"))
+	// the twelve scale bytes: u0, u1, u2
+	u0, u1, u2 := GP32(), GP32(), GP32()
+	MOVL(Mem{Base: w, Disp: 4}, u0)
+	MOVL(Mem{Base: w, Disp: 8}, u1)
+	MOVL(Mem{Base: w, Disp: 12}, u2)
+	scLo, scHi, mLo, mHi, t := GP32(), GP32(), GP32(), GP32(), GP32()
+	MOVL(u0, scLo)
+	ANDL(U32(0x3f3f3f3f), scLo)
+	MOVL(u0, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, scHi)
+	ANDL(U32(0x0f0f0f0f), scHi)
+	ORL(t, scHi)
+	MOVL(u1, mLo)
+	ANDL(U32(0x3f3f3f3f), mLo)
+	MOVL(u1, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, mHi)
+	SHRL(U8(4), mHi)
+	ANDL(U32(0x0f0f0f0f), mHi)
+	ORL(t, mHi)
+	// scales as int16 to the stack, mins as int32
+	sx := XMM()
+	VMOVD(scLo, sx)
+	VPINSRD(U8(1), scHi, sx, sx)
+	VPMOVZXBW(sx, sx)
+	VMOVDQU(sx, local)
+	mx := XMM()
+	VMOVD(mLo, mx)
+	VPINSRD(U8(1), mHi, mx, mx)
+	my := YMM()
+	VPMOVZXBD(mx, my)
+	VPMULLD(Mem{Base: xs}, my, my)
+	M := hsumD(my)
+	isum := YMM()
+	VPXOR(isum, isum, isum)
+	var qh VecVirtual
+	qs := 16
+	if five {
+		qh = YMM()
+		VMOVDQU(Mem{Base: w, Disp: 16}, qh)
+		qs = 48
+	}
+	for c := 0; c < 4; c++ {
+		q := YMM()
+		VMOVDQU(Mem{Base: w, Disp: qs + 32*c}, q)
+		for half := 0; half < 2; half++ {
+			s := 2*c + half
+			n := YMM()
+			if half == 0 {
+				VPAND(c0F, q, n)
+			} else {
+				VPSRLW(U8(4), q, n)
+				VPAND(c0F, n, n)
+			}
+			if five { // the 5th bit: bit s of qh[l]
+				hb := YMM()
+				if s == 0 {
+					VPAND(c01, qh, hb)
+				} else {
+					VPSRLW(U8(s), qh, hb)
+					VPAND(c01, hb, hb)
+				}
+				VPSLLW(U8(4), hb, hb)
+				VPOR(hb, n, n)
+			}
+			VPMADDUBSW(Mem{Base: x, Disp: 32 * s}, n, n)
+			sc := YMM()
+			VPBROADCASTW(local.Offset(2*s), sc)
+			VPMADDWD(sc, n, n)
+			VPADDD(n, isum, isum)
+		}
+	}
+	S := hsumD(isum)
+	// the float32 steps
+	dd := XMM()
+	h := GP32()
+	MOVL(Mem{Base: w}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	da := XMM()
+	VBROADCASTSS(Mem{Base: xd}, da)
+	VMULPS(da, dd, dd) // d·d_a, dmin·d_a
+	f := XMM()
+	VCVTSI2SSL(S, f, f)
+	VMULSS(dd, f, f)
+	VADDSS(f, acc, acc)
+	dm := XMM()
+	VMOVSHDUP(dd, dm)
+	g := XMM()
+	VCVTSI2SSL(M, g, g)
+	VMULSS(dm, g, g)
+	VSUBSS(g, acc, acc)
+	ADDQ(U32(uint32(bs)), w)
+	ADDQ(U32(256), x)
+	ADDQ(U8(4), xd)
+	ADDQ(U8(32), xs)
+	DECQ(nb)
+	JMP(LabelRef(lab + "_block"))
+	Label(lab + "_done")
+	VZEROUPPER()
+	Store(acc, ReturnIndex(0))
+	RET()
+}
+
+func q6k() {
+	TEXT("bqkQ6KDotAVX2", NOSPLIT, sig)
+	Doc("bqkQ6KDotAVX2 is core/ggml's Dot of nb Q6_K super-blocks (see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xd := Load(Param("xd"), GP64())
+	xs := Load(Param("xs"), GP64())
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+	Label("q6k_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q6k_done"))
+	// the offset: 32·Σ_g sc_g·Σx_g
+	b0, b1 := YMM(), YMM()
+	VPMOVSXBD(Mem{Base: w, Disp: 192}, b0)
+	VPMOVSXBD(Mem{Base: w, Disp: 200}, b1)
+	VPMULLD(Mem{Base: xs}, b0, b0)
+	VPMULLD(Mem{Base: xs, Disp: 32}, b1, b1)
+	VPADDD(b1, b0, b0)
+	B := hsumD(b0)
+	sc16 := YMM()
+	VPMOVSXBW(Mem{Base: w, Disp: 192}, sc16) // lane 0: scales 0..7, lane 1: 8..15
+	isum := YMM()
+	VPXOR(isum, isum, isum)
+	for h := 0; h < 2; h++ {
+		T := YMM()
+		if h == 0 {
+			VPERMQ(U8(0x44), sc16, T)
+		} else {
+			VPERMQ(U8(0xEE), sc16, T)
+		}
+		a, b, hb := YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: w, Disp: 64 * h}, a)
+		VMOVDQU(Mem{Base: w, Disp: 64*h + 32}, b)
+		VMOVDQU(Mem{Base: w, Disp: 128 + 32*h}, hb)
+		for k := 0; k < 4; k++ {
+			p, hi := YMM(), YMM()
+			src := a
+			if k&1 == 1 {
+				src = b
+			}
+			if k < 2 {
+				VPAND(c0F, src, p)
+			} else {
+				VPSRLW(U8(4), src, p)
+				VPAND(c0F, p, p)
+			}
+			if k == 0 {
+				VPAND(c03, hb, hi)
+			} else {
+				VPSRLW(U8(2*k), hb, hi)
+				VPAND(c03, hi, hi)
+			}
+			VPSLLW(U8(4), hi, hi)
+			VPOR(hi, p, p)
+			VPMADDUBSW(Mem{Base: x, Disp: 128*h + 32*k}, p, p)
+			sc := YMM()
+			VPSHUFB(q6Shuf[k], T, sc)
+			VPMADDWD(sc, p, p)
+			VPADDD(p, isum, isum)
+		}
+	}
+	S := hsumD(isum)
+	SHLL(U8(5), B)
+	SUBL(B, S)
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(Mem{Base: w, Disp: 208}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	VMULSS(Mem{Base: xd}, dd, dd)
+	f := XMM()
+	VCVTSI2SSL(S, f, f)
+	VMULSS(dd, f, f)
+	VADDSS(f, acc, acc)
+	ADDQ(U32(210), w)
+	ADDQ(U32(256), x)
+	ADDQ(U8(4), xd)
+	ADDQ(U8(64), xs)
+	DECQ(nb)
+	JMP(LabelRef("q6k_block"))
+	Label("q6k_done")
+	VZEROUPPER()
+	Store(acc, ReturnIndex(0))
+	RET()
+}
+
+func q5_0() {
+	TEXT("bqkQ5_0DotAVX2", NOSPLIT, sig)
+	Doc("bqkQ5_0DotAVX2 is core/ggml's Dot of nb Q5_0 blocks (see the package asmgenbqk).")
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	x := Load(Param("x"), GP64())
+	xd := Load(Param("xd"), GP64())
+	xs := Load(Param("xs"), GP64())
+	acc := YMM()
+	VXORPS(acc, acc, acc)
+	Label("q50_block")
+	TESTQ(nb, nb)
+	JZ(LabelRef("q50_done"))
+	q := q5bytes(w)
+	VPMADDUBSW(Mem{Base: x}, q, q)
+	VPMADDWD(onesW, q, q)
+	l := YMM()
+	VMOVDQU(Mem{Base: xs}, l)
+	VPSLLD(U8(4), l, l)
+	VPSUBD(l, q, q)
+	VCVTDQ2PS(q, q)
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(Mem{Base: w}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	VMULSS(Mem{Base: xd}, dd, dd)
+	sc := YMM()
+	VBROADCASTSS(dd, sc)
+	VMULPS(sc, q, q)
+	VADDPS(q, acc, acc)
+	ADDQ(U8(22), w)
+	ADDQ(U8(32), x)
+	ADDQ(U8(4), xd)
+	ADDQ(U8(32), xs)
+	DECQ(nb)
+	JMP(LabelRef("q50_block"))
+	Label("q50_done")
+	t := XMM()
+	VEXTRACTF128(U8(1), acc, t)
+	VADDPS(t, acc.AsX(), t)
+	VHADDPS(t, t, t)
+	VHADDPS(t, t, t)
+	VZEROUPPER()
+	Store(t, ReturnIndex(0))
+	RET()
+}
