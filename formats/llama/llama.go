@@ -1,10 +1,19 @@
-// Package llama builds the Llama decoder (RMSNorm, rotary position
-// embedding, grouped-query attention, SwiGLU feed-forward) as a Switchyard
-// graph from its weights, and reads those weights from GGUF files
-// (architecture "llama") and llama2.c checkpoints (the float32 .bin and
-// the version-2 int8 "Q8_0" export). It registers both as model formats
-// with formats, so a .gguf or llama2.c .bin opens like an .onnx
-// file and is placed on backends like any other graph.
+// Package llama builds Llama-family decoders (RMSNorm, rotary position
+// embedding, grouped-query attention, gated feed-forward) as Switchyard
+// graphs from their weights, and reads those weights from GGUF files and
+// llama2.c checkpoints (the float32 .bin and the version-2 int8 "Q8_0"
+// export). It registers both as model formats with formats, so a .gguf
+// or llama2.c .bin opens like an .onnx file and is placed on backends
+// like any other graph.
+//
+// The GGUF architectures built are llama (Llama 2, Llama 3.x with its
+// rope_freqs factors, SmolLM2, Mistral), qwen2 (q/k/v biases), qwen3
+// (per-head q/k RMSNorm), phi3 (fused qkv and gate/up, partial rotation,
+// LongRoPE factors, attn_factor) and gemma2/gemma3 (embedding scale,
+// GeGLU, post-norms, q/k norms, interleaved sliding-window and global
+// layers with their own rotary bases, soft-capping), read as llama.cpp
+// reads them. They differ only in a Block description that one graph
+// builder follows; any other architecture is refused by name.
 //
 // The graph has the interface of an ONNX decoder with a KV cache, which
 // package llm drives: input_ids int64 [1, seq] and, for every layer N,
@@ -21,7 +30,8 @@
 // head_size]. It uses standard ONNX ops (opset 17),
 // SimplifiedLayerNormalization, com.microsoft GroupQueryAttention
 // (SharedCache) or RotaryEmbedding (ConcatCache) rotating interleaved
-// pairs as llama2.c and llama.cpp do, and, for quantized weights, the
+// pairs as llama2.c and llama.cpp's llama do (halves for GPT-NeoX-style
+// architectures), and, for quantized weights, the
 // switchyard.blockquant BlockQuantMatMul op, which keeps each weight
 // matrix quantized (int8 or 4-bit with per-block scales) in the graph.
 package llama

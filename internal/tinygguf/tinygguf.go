@@ -136,11 +136,6 @@ func (s *Spec) metadata(vocab int) map[string]any {
 // Write writes the model to path at float32 (1-D tensors and matrices),
 // with the tokenizer of the GGUF file vocabPath.
 func Write(path string, s Spec, vocabPath string) error {
-	switch s.Arch {
-	case "llama", "qwen3", "gemma2":
-	default:
-		return fmt.Errorf("tinygguf: architecture %q is not written", s.Arch)
-	}
 	vf, err := gguf.ReadFile(vocabPath)
 	if err != nil {
 		return err
@@ -149,21 +144,41 @@ func Write(path string, s Spec, vocabPath string) error {
 	if len(toks) == 0 {
 		return fmt.Errorf("tinygguf: %s has no tokenizer.ggml.tokens", vocabPath)
 	}
-	meta := s.metadata(len(toks))
+	tok := map[string]any{}
 	for _, k := range vf.Keys {
 		if strings.HasPrefix(k, "tokenizer.") {
-			meta[k] = narrow(vf.Meta[k])
+			tok[k] = narrow(vf.Meta[k])
 		}
 	}
+	b, err := Encode(s, len(toks), tok)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// Encode is the model as GGUF bytes with a vocabulary of vocab tokens and
+// the tokenizer.* keys of tokenizer (nil: none, for tests of the weights
+// alone).
+func Encode(s Spec, vocab int, tokenizer map[string]any) ([]byte, error) {
+	switch s.Arch {
+	case "llama", "qwen3", "gemma2":
+	default:
+		return nil, fmt.Errorf("tinygguf: architecture %q is not written", s.Arch)
+	}
+	meta := s.metadata(vocab)
+	for k, v := range tokenizer {
+		meta[k] = v
+	}
 	var ts []gguf.WriteTensor
-	for _, t := range s.tensors(len(toks)) {
+	for _, t := range s.tensors(vocab) {
 		ts = append(ts, gguf.WriteTensor{Name: t.name, Dims: t.dims, Type: gguf.TypeF32, Data: values(t, s.Seed)})
 	}
 	var buf bytes.Buffer
 	if err := gguf.Write(&buf, meta, ts); err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return buf.Bytes(), nil
 }
 
 // narrow gives a metadata value read by package gguf (integers widened
