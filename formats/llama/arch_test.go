@@ -181,3 +181,33 @@ func drop(ts []gguf.WriteTensor, name string) []gguf.WriteTensor {
 	}
 	return out
 }
+
+// TestLongContextCapped: a context whose rotary tables would be too large
+// (Gemma 3 4B's 131072 × 256 scaled down) reads, is refused when built
+// whole, and builds when the load caps the context.
+func TestLongContextCapped(t *testing.T) {
+	s := microSpec("gemma2-tiny")
+	s.HeadDim, s.Context = 8, 1<<22
+	b, err := tinygguf.Encode(s, 12, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := llama.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llama.Build(w); !errors.Is(err, graph.ErrUnsupported) {
+		t.Fatalf("the whole context built: %v", err)
+	}
+	m, err := formats.Decode(b, "m.gguf", formats.Options{ContextLength: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Metadata["llama.context_length"] != "64" {
+		t.Fatalf("context %s", m.Metadata["llama.context_length"])
+	}
+}

@@ -116,6 +116,9 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	if err := w.Check(); err != nil {
 		return nil, err
 	}
+	if err := w.Config.checkTables(); err != nil {
+		return nil, err
+	}
 	if cache != SharedCache && cache != ConcatCache {
 		return nil, fmt.Errorf("llama: unknown cache interface %d", cache)
 	}

@@ -141,9 +141,6 @@ func (c *Config) check() error {
 	if b.RotaryDim%2 != 0 || b.RotaryDim > c.HeadSize || b.RotaryDim < 0 {
 		return fmt.Errorf("%w: rotary dimension %d: odd, negative or wider than the head (%d)", ErrFormat, b.RotaryDim, c.HeadSize)
 	}
-	if c.ContextLength*c.HeadSize > 1<<24 {
-		return fmt.Errorf("%w: context %d × head size %d: rotary tables too large", ErrFormat, c.ContextLength, c.HeadSize)
-	}
 	for _, f := range [][]float32{b.RopeFactors, b.LongRopeLong} {
 		if f != nil && len(f) != b.RotaryDim/2 {
 			return fmt.Errorf("%w: %d rotary frequency factors for %d rotary pairs", ErrFormat, len(f), b.RotaryDim/2)
@@ -170,6 +167,15 @@ func (c *Config) check() error {
 	}
 	if c.RopeTheta <= 0 {
 		c.RopeTheta = 10000
+	}
+	return nil
+}
+
+// checkTables refuses a context whose rotary tables would be too large
+// (checked when the graph is built: the context may be capped first).
+func (c *Config) checkTables() error {
+	if c.ContextLength*c.Block.RotaryDim > 1<<24 {
+		return fmt.Errorf("%w: context %d × rotary dimension %d: rotary tables too large (cap the context)", ErrUnsupported, c.ContextLength, c.Block.RotaryDim)
 	}
 	return nil
 }
