@@ -96,7 +96,10 @@ func blockReference(w *llama.Weights, tokens []int) [][]float64 {
 			factors = b.LongRopeLong
 		}
 		scale, attn := b.RopeFreqScale, b.RopeAttnFactor
-		if scale == 0 || local {
+		if local {
+			scale = b.RopeFreqScaleLocal
+		}
+		if scale == 0 {
 			scale = 1
 		}
 		if attn == 0 {
@@ -266,7 +269,7 @@ func TestBlocksMatchReference(t *testing.T) {
 		{name: "phi3", block: llama.Block{Arch: "phi3", NeoxRope: true, RotaryDim: 2, RopeFactors: []float32{1.5},
 			LongRopeLong: []float32{7}, RopeOrigContext: 8, RopeAttnFactor: 1.19}, fused: true},
 		{name: "gemma2", block: llama.Block{Arch: "gemma2", NeoxRope: true, PostNorms: true, GELU: true, EmbedScale: 4,
-			AttnSoftcap: 1.5, FinalSoftcap: 2, SlidingWindow: 3, Local: []bool{true, false}, RopeThetaLocal: 10000}},
+			AttnSoftcap: 1.5, FinalSoftcap: 2, SlidingWindow: 3, Local: []bool{true, false}, RopeThetaLocal: 10000, RopeFreqScale: 0.25, RopeFreqScaleLocal: 0.25}},
 		{name: "gemma3", block: llama.Block{Arch: "gemma3", NeoxRope: true, QKNorm: true, PostNorms: true, GELU: true, EmbedScale: 4,
 			AttnScale: 0.3, SlidingWindow: 4, Local: []bool{true, false}, RopeThetaLocal: 100, RopeFreqScale: 0.5}, headSize: 8},
 		{name: "mistral-window", block: llama.Block{Arch: "llama", SlidingWindow: 5}, untied: true},

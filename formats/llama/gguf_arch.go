@@ -309,8 +309,9 @@ func FromGGUF(f *gguf.File) (*Weights, error) {
 	if window > 0 && a.swaPeriod > 0 {
 		b.SlidingWindow = window
 		b.RopeThetaLocal = m.float("rope.freq_base_swa", 10000)
-		if a.swaAlways { // gemma2: the local layers' base is the global one unless given
+		if a.swaAlways { // gemma2: the local layers' base and scaling are the global ones unless given
 			b.RopeThetaLocal = m.float("rope.freq_base_swa", c.RopeTheta)
+			b.RopeFreqScaleLocal = b.RopeFreqScale
 		}
 		local, err := swaPattern(m, a.swaPeriod, c.Layers)
 		if err != nil {

@@ -112,6 +112,9 @@ type Block struct {
 	SlidingWindow  int
 	Local          []bool
 	RopeThetaLocal float64
+	// RopeFreqScaleLocal is the local layers' linear scaling (0 means 1:
+	// Gemma 3 scales its global layers only; Gemma 2 both).
+	RopeFreqScaleLocal float64
 }
 
 func (c *Config) check() error {
@@ -154,7 +157,7 @@ func (c *Config) check() error {
 	if b.Local != nil && len(b.Local) != c.Layers {
 		return fmt.Errorf("%w: %d sliding-window layer flags for %d layers", ErrFormat, len(b.Local), c.Layers)
 	}
-	for _, v := range []float64{b.RopeFreqScale, b.RopeAttnFactor, b.EmbedScale, b.AttnScale, b.AttnSoftcap, b.FinalSoftcap, b.RopeThetaLocal} {
+	for _, v := range []float64{b.RopeFreqScale, b.RopeAttnFactor, b.EmbedScale, b.AttnScale, b.AttnSoftcap, b.FinalSoftcap, b.RopeThetaLocal, b.RopeFreqScaleLocal} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w: block parameter %v (must be finite and not negative)", ErrFormat, v)
 		}
@@ -384,8 +387,8 @@ func (w *Weights) WeightBytes() int {
 // context passes the original one) and multiplied by RopeFreqScale
 // (linear scaling); the angle is position·frequency in float32, as
 // llama2.c and ggml compute it, and cos and sin are multiplied by
-// RopeAttnFactor. local selects the factors of sliding-window layers:
-// none, as llama.cpp applies the scaling to the global layers only.
+// RopeAttnFactor. local selects the sliding-window layers' scaling
+// (RopeFreqScaleLocal, no frequency factors).
 func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
 	b := &c.Block
 	half := b.RotaryDim / 2
@@ -395,7 +398,10 @@ func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
 		factors = b.LongRopeLong
 	}
 	scale, attn := b.RopeFreqScale, b.RopeAttnFactor
-	if scale == 0 || local {
+	if local {
+		scale = b.RopeFreqScaleLocal
+	}
+	if scale == 0 {
 		scale = 1
 	}
 	if attn == 0 {
