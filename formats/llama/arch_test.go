@@ -3,6 +3,7 @@ package llama_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -21,6 +22,9 @@ func microSpec(name string) tinygguf.Spec {
 	if s.Window > 0 {
 		s.Window = 3
 	}
+	if s.RopeDim > 0 {
+		s.RopeDim, s.OrigContext = 2, 8
+	}
 	return s
 }
 
@@ -37,7 +41,7 @@ func microGGUF(t testing.TB, name string) []byte {
 // llama.cpp's graph implies and builds a graph with one GroupQueryAttention
 // per layer carrying those attributes.
 func TestArchitecturesBuild(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "gemma2-tiny", "mistral-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "gemma2-tiny", "mistral-tiny", "phi3-longrope-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := gguf.Parse(microGGUF(t, name))
 			if err != nil {
@@ -57,6 +61,12 @@ func TestArchitecturesBuild(t *testing.T) {
 				if !b.NeoxRope || b.QKNorm || !b.PostNorms || !b.GELU || b.EmbedScale == 0 || b.AttnSoftcap != 8 || b.FinalSoftcap != 4 ||
 					b.SlidingWindow != 3 || len(b.Local) != 2 || !b.Local[0] || b.Local[1] || w.Output != nil {
 					t.Errorf("gemma2 block %+v", b)
+				}
+			case "phi3-longrope-tiny":
+				L := w.Layers[0]
+				if !b.NeoxRope || b.RotaryDim != 2 || len(b.RopeFactors) != 1 || len(b.LongRopeLong) != 1 || b.RopeOrigContext != 8 ||
+					math.Abs(b.RopeAttnFactor-1.19) > 1e-6 || L.QKV == nil || L.GateUp == nil || w.Output != nil {
+					t.Errorf("phi3 block %+v, fused %v %v", b, L.QKV != nil, L.GateUp != nil)
 				}
 			case "mistral-tiny":
 				if b.NeoxRope || b.QKNorm || b.SlidingWindow != 0 || w.Output == nil {

@@ -61,7 +61,7 @@ func FuzzDecode(f *testing.F) {
 		[]gguf.WriteTensor{{Name: "token_embd.weight", Dims: []uint64{32, 4}, Type: gguf.TypeQ8_0, Data: q8},
 			{Name: "output_norm.weight", Dims: []uint64{32}, Type: gguf.TypeF32, Data: gguf.EncodeF32(make([]float32, 32))}})
 	f.Add(buf.Bytes(), true)
-	for _, name := range []string{"qwen3-tiny", "gemma2-tiny", "mistral-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "gemma2-tiny", "mistral-tiny", "phi3-longrope-tiny"} {
 		f.Add(microGGUF(f, name), true)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, asGGUF bool) {

@@ -99,7 +99,7 @@ func readRaw(t *testing.T, path string) []float32 {
 // (make-random-gguf.py) and the ones tinygguf writes, with the
 // 32000-token Llama 2 vocabulary (Phi-3's for phi3) to keep them small
 // (the tokenizer plays no part: ids go in).
-var peerModels = []string{"llama-tiny", "qwen2-tiny", "phi3-tiny", "gemma3-tiny", "qwen3-tiny", "gemma2-tiny", "mistral-tiny"}
+var peerModels = []string{"llama-tiny", "qwen2-tiny", "phi3-tiny", "gemma3-tiny", "qwen3-tiny", "gemma2-tiny", "mistral-tiny", "phi3-longrope-tiny"}
 
 // TestLlamaCppPeer: for each architecture, on a tiny random-weight F32
 // GGUF, greedy generation from the same prompt ids is token-identical to
@@ -128,7 +128,7 @@ func TestLlamaCppPeer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name+"-f32.gguf")
 			vocab := filepath.Join(kit, "vocab", "ggml-vocab-llama-spm.gguf")
-			if name == "phi3-tiny" { // llama.cpp's phi3 wants Phi-3's special tokens (32064 ids)
+			if strings.HasPrefix(name, "phi3") { // llama.cpp's phi3 wants Phi-3's special tokens (32064 ids)
 				vocab = filepath.Join(kit, "vocab", "ggml-vocab-phi-3.gguf")
 			}
 			if _, err := os.Stat(path); err != nil {

@@ -25,7 +25,7 @@ import (
 
 // Spec is a model to write.
 type Spec struct {
-	Arch                      string // general.architecture: llama, qwen3 or gemma2
+	Arch                      string // general.architecture: llama, qwen3, gemma2 or phi3
 	Name                      string
 	Dim, Layers, FFN          int
 	Heads, KVHeads, HeadDim   int
@@ -35,7 +35,11 @@ type Spec struct {
 	Tied                      bool // no output.weight
 	Window                    int  // attention.sliding_window (gemma2)
 	AttnSoftcap, FinalSoftcap float64
-	Seed                      uint64
+	// phi3: the rotated dims of a head, LongRoPE's original context
+	// (the long factors apply beyond it) and attention factor
+	RopeDim, OrigContext int
+	AttnFactor           float64
+	Seed                 uint64
 }
 
 // Shapes are the tiny specs the tests use, by name.
@@ -52,6 +56,11 @@ var Shapes = map[string]Spec{
 	// llama, untied classifier, rope base 1e6, no sliding-window key
 	"mistral-tiny": {Arch: "llama", Name: "mistral", Dim: 256, Layers: 2, FFN: 512, Heads: 4, KVHeads: 2, HeadDim: 64, Context: 32768,
 		RopeBase: 1e6, Eps: 1e-5},
+	// Phi-3-like with an original context of 16, so that runs of 32 and
+	// 64 positions take LongRoPE's long factors (the peer kit's phi3 shape
+	// stays on the short ones), a quarter of each head unrotated
+	"phi3-longrope-tiny": {Arch: "phi3", Name: "phi3 long rope", Dim: 256, Layers: 2, FFN: 512, Heads: 4, KVHeads: 2, HeadDim: 64,
+		Context: 4096, RopeBase: 10000, Eps: 1e-5, Tied: true, RopeDim: 48, OrigContext: 16, AttnFactor: 1.19},
 }
 
 type tensor struct {
@@ -75,11 +84,18 @@ func (s *Spec) tensors(vocab int) []tensor {
 		embFan = 16 * d // Gemma multiplies the embeddings by √dim: keep them small
 	}
 	ts := []tensor{{"token_embd.weight", u(d, vocab), "mat", embFan}}
+	if s.Arch == "phi3" {
+		ts = append(ts, tensor{"rope_factors_long.weight", u(s.RopeDim / 2), "long", 0}, tensor{"rope_factors_short.weight", u(s.RopeDim / 2), "short", 0})
+	}
 	for i := 0; i < s.Layers; i++ {
 		b := fmt.Sprintf("blk.%d.", i)
-		ts = append(ts, tensor{b + "attn_norm.weight", u(d), "norm", 0},
-			tensor{b + "attn_q.weight", u(d, q), "mat", d}, tensor{b + "attn_k.weight", u(d, kv), "mat", d},
-			tensor{b + "attn_v.weight", u(d, kv), "mat", d})
+		ts = append(ts, tensor{b + "attn_norm.weight", u(d), "norm", 0})
+		if s.Arch == "phi3" {
+			ts = append(ts, tensor{b + "attn_qkv.weight", u(d, q+2*kv), "mat", d})
+		} else {
+			ts = append(ts, tensor{b + "attn_q.weight", u(d, q), "mat", d}, tensor{b + "attn_k.weight", u(d, kv), "mat", d},
+				tensor{b + "attn_v.weight", u(d, kv), "mat", d})
+		}
 		if s.Arch == "qwen3" {
 			ts = append(ts, tensor{b + "attn_q_norm.weight", u(s.HeadDim), "norm", 0}, tensor{b + "attn_k_norm.weight", u(s.HeadDim), "norm", 0})
 		}
@@ -87,9 +103,13 @@ func (s *Spec) tensors(vocab int) []tensor {
 		if s.Arch == "gemma2" {
 			ts = append(ts, tensor{b + "post_attention_norm.weight", u(d), "norm", 0})
 		}
-		ts = append(ts, tensor{b + "ffn_norm.weight", u(d), "norm", 0},
-			tensor{b + "ffn_gate.weight", u(d, f), "mat", d}, tensor{b + "ffn_up.weight", u(d, f), "mat", d},
-			tensor{b + "ffn_down.weight", u(f, d), "mat", f})
+		ts = append(ts, tensor{b + "ffn_norm.weight", u(d), "norm", 0})
+		if s.Arch == "phi3" { // gate and up fused, the gate's rows first
+			ts = append(ts, tensor{b + "ffn_up.weight", u(d, 2*f), "mat", d})
+		} else {
+			ts = append(ts, tensor{b + "ffn_gate.weight", u(d, f), "mat", d}, tensor{b + "ffn_up.weight", u(d, f), "mat", d})
+		}
+		ts = append(ts, tensor{b + "ffn_down.weight", u(f, d), "mat", f})
 		if s.Arch == "gemma2" {
 			ts = append(ts, tensor{b + "post_ffw_norm.weight", u(d), "norm", 0})
 		}
@@ -123,6 +143,10 @@ func (s *Spec) metadata(vocab int) map[string]any {
 	case "qwen3":
 		m[a+".attention.key_length"] = uint32(s.HeadDim)
 		m[a+".attention.value_length"] = uint32(s.HeadDim)
+	case "phi3":
+		m[a+".rope.dimension_count"] = uint32(s.RopeDim)
+		m[a+".rope.scaling.original_context_length"] = uint32(s.OrigContext)
+		m[a+".rope.scaling.attn_factor"] = float32(s.AttnFactor)
 	case "gemma2":
 		m[a+".attention.key_length"] = uint32(s.HeadDim)
 		m[a+".attention.value_length"] = uint32(s.HeadDim)
@@ -162,7 +186,7 @@ func Write(path string, s Spec, vocabPath string) error {
 // alone).
 func Encode(s Spec, vocab int, tokenizer map[string]any) ([]byte, error) {
 	switch s.Arch {
-	case "llama", "qwen3", "gemma2":
+	case "llama", "qwen3", "gemma2", "phi3":
 	default:
 		return nil, fmt.Errorf("tinygguf: architecture %q is not written", s.Arch)
 	}
@@ -223,6 +247,15 @@ func values(t tensor, seed uint64) []byte {
 	case "norm":
 		for i := range v {
 			v[i] = float32(1 + (2*rng.Float64()-1)/16)
+		}
+	case "long", "short": // LongRoPE-like: near 1 (short), growing with the pair (long)
+		for i := range v {
+			x := float64(i) / float64(max(1, n-1))
+			if t.kind == "long" {
+				v[i] = float32(1 + 40*x*x)
+			} else {
+				v[i] = float32(1 + 0.2*x*x*x)
+			}
 		}
 	}
 	return gguf.EncodeF32(v)
