@@ -84,9 +84,6 @@ func gqaVerdict(sg *hal.Subgraph, n *graph.Node) string {
 	if n.AttrInt("smooth_softmax", 0) != 0 {
 		return "smooth_softmax is not implemented"
 	}
-	if c := n.AttrFloat("softcap", 0); c != 0 {
-		return fmt.Sprintf("softcap %g is not implemented", c)
-	}
 	if r := floatIn(sg, n, 0, "query"); r != "" {
 		return r
 	}
