@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"github.com/switchyard-hal/switchyard/internal/demo"
 	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
@@ -298,12 +299,12 @@ func TestExternalModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	mod := t.TempDir()
-	// The app's go.mod lists the library's requirements too, as go mod
-	// tidy would write them: with them the go command needs no go.mod of
-	// a dependency that is not already in the module cache (tidy itself
-	// walks the tests of dependencies, whose modules a fresh cache lacks,
-	// and GOPROXY is off here).
-	reqs, err := requireBlocks(filepath.Join(root, "go.mod"))
+	// The app's go.mod lists the modules the root package links, as go
+	// mod tidy would write them: with them the go command needs no go.mod
+	// of a module that is not already in the module cache, which holds
+	// what building this test fetched — and no more on a fresh machine
+	// (GOPROXY is off here).
+	reqs, err := requireBlocks(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,27 +342,33 @@ func TestExternalModule(t *testing.T) {
 	}
 }
 
-// requireBlocks returns the require lines and blocks of a go.mod file.
-func requireBlocks(path string) (string, error) {
-	body, err := os.ReadFile(path)
+// requireBlocks returns a require block of the modules that provide the
+// packages the root package links (as go list -deps sees them from root),
+// at the versions the build uses: what the app's go.mod needs to build it,
+// and nothing whose go.mod a fresh module cache lacks (the module's own
+// go.mod also lists modules only the command links, such as cobra's
+// Windows-only mousetrap, which the build of the root package never
+// fetches).
+func requireBlocks(root string) (string, error) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}", ".")
+	cmd.Dir = root
+	out, err := cmd.Output()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("go list -deps: %w", err)
 	}
+	seen := map[string]bool{}
 	var b strings.Builder
-	in := false
-	for _, line := range strings.Split(string(body), "\n") {
-		switch {
-		case in:
-			b.WriteString(line + "\n")
-			in = strings.TrimSpace(line) != ")"
-		case strings.HasPrefix(line, "require ("):
-			b.WriteString(line + "\n")
-			in = true
-		case strings.HasPrefix(line, "require "):
-			b.WriteString(line + "\n")
+	b.WriteString("require (\n")
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || seen[line] {
+			continue
 		}
+		seen[line] = true
+		b.WriteString("\t" + line + "\n")
 	}
-	return b.String() + "\n", nil
+	b.WriteString(")\n\n")
+	return b.String(), nil
 }
 
 // BenchmarkOverhead compares a Run through the API with the same Run on
@@ -385,7 +392,7 @@ func BenchmarkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer e.Close()
-		m, err := runtime.LoadBytes(ctx, demo.Bytes(), e.RuntimeOptions())
+		m, err := runtime.LoadBytes(ctx, demo.Bytes(), apiaccess.EngineRuntimeOptions(e))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -372,7 +372,7 @@ func probeLibrary(ctx context.Context, e hal.Entry, lib library) hal.Availabilit
 		return a
 	}
 	r := loader.Probe(ctx, lib.path, lib.name, lib.sha256)
-	if err := r.Err; err != nil {
+	if err := r.Err(); err != nil {
 		a.Reason = (&hal.Error{Code: hal.CodeOf(err), Backend: e.Info.Name, Op: "open", Msg: r.Error}).Error()
 		if he, ok := err.(*hal.Error); ok {
 			a.Reason = (&hal.Error{Code: he.Code, Backend: e.Info.Name, Op: "open", Msg: he.Msg}).Error()
@@ -397,25 +397,9 @@ func probeLibrary(ctx context.Context, e hal.Entry, lib library) hal.Availabilit
 // its info, the HAL version negotiated, its capabilities and the sha256 of
 // the bytes loaded, or exactly why it is refused (and, for a library that
 // exits or crashes while loading in a child process, how and at which
-// step).
+// step). Its fields are those of the loaders' report (package backends).
 type LibraryReport struct {
-	Path   string `json:"path"`
-	Loaded bool   `json:"loaded"`
-	// Error is why the library is not usable; Code its HAL code name.
-	Error string `json:"error,omitempty"`
-	Code  string `json:"code,omitempty"`
-	// Died says how the probe process ended when it did not report (exit
-	// status, signal or timeout) and Step what it was doing then; Output
-	// is the end of what it wrote.
-	Died   string `json:"died,omitempty"`
-	Step   string `json:"step,omitempty"`
-	Output string `json:"output,omitempty"`
-
-	Info         *hal.Info         `json:"info,omitempty"`
-	Negotiated   string            `json:"negotiated_hal,omitempty"`
-	Features     []string          `json:"features,omitempty"`
-	SHA256       string            `json:"sha256,omitempty"`
-	Capabilities *hal.Capabilities `json:"capabilities,omitempty"`
+	backends.LibraryReport
 }
 
 // InspectLibrary loads the C delegate library at path and describes it.
@@ -427,14 +411,10 @@ type LibraryReport struct {
 func InspectLibrary(ctx context.Context, path string, inProcess bool) LibraryReport {
 	loader := backends.Libraries()
 	if loader == nil {
-		return LibraryReport{Path: path, Error: errNoLibraryLoader.Error(), Code: hal.CodeUnavailable.String()}
+		return LibraryReport{backends.LibraryReport{Path: path, Error: errNoLibraryLoader.Error(), Code: hal.CodeUnavailable.String()}}
 	}
-	var r backends.LibraryReport
 	if inProcess {
-		r = loader.Inspect(ctx, path)
-	} else {
-		r = loader.Probe(ctx, path, "", "")
+		return LibraryReport{loader.Inspect(ctx, path)}
 	}
-	return LibraryReport{Path: r.Path, Loaded: r.Loaded, Error: r.Error, Code: r.Code, Died: r.Died, Step: r.Step, Output: r.Output,
-		Info: r.Info, Negotiated: r.Negotiated, Features: r.Features, SHA256: r.SHA256, Capabilities: r.Capabilities}
+	return LibraryReport{loader.Probe(ctx, path, "", "")}
 }

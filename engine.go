@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"log/slog"
 	"strings"
 	"sync"
@@ -164,7 +165,7 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 		o = *opts
 	}
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, errNilContext
 	}
 	if o.Discovered == nil {
 		o.Discovered = DefaultBackends()
@@ -277,11 +278,14 @@ func (e *Engine) Skipped() []Skipped { return append([]Skipped(nil), e.skipped..
 // Discovered is the set of backends the engine chose from.
 func (e *Engine) Discovered() *Backends { return e.found }
 
-// RuntimeOptions returns the runtime options the engine loads models
-// with (a new value each call; the devices are the engine's own, closed
-// with it). It is for tools built on runtime directly, such as a
-// conformance or ONNX-test runner.
-func (e *Engine) RuntimeOptions() *runtime.Options {
+func init() {
+	apiaccess.EngineRuntimeOptions = func(e any) *runtime.Options { return e.(*Engine).runtimeOptions() }
+}
+
+// runtimeOptions are the runtime options the engine loads with (a new
+// value each call; the devices are the engine's own, closed with it), for
+// the module's own tools (internal/apiaccess).
+func (e *Engine) runtimeOptions() *runtime.Options {
 	o := e.ropts
 	o.Backends = append([]*hal.Device(nil), e.ropts.Backends...)
 	return &o

@@ -47,6 +47,10 @@ var (
 	ErrResourceExhausted = graph.ErrResourceExhausted
 )
 
+// errNilContext refuses a nil context: every call that can block takes
+// one (context.Background() when there is nothing to cancel).
+var errNilContext = fmt.Errorf("switchyard: nil context: %w", graph.ErrInvalid)
+
 // TensorError says which input or output was wrong, and how.
 type TensorError struct {
 	Name      string // the input or output

@@ -10,11 +10,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
 	_ "github.com/switchyard-hal/switchyard/formats/all" // every importer
 	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/partitioner"
+	"github.com/switchyard-hal/switchyard/partitioner/htmlreport"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
@@ -102,7 +104,7 @@ func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
 // OpenWith is Open with per-model import options; lo may be nil.
 func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*Model, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, errNilContext
 	}
 	if lo == nil {
 		lo = &LoadOptions{}
@@ -149,7 +151,7 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 // weights refer to data, which must not be modified while it is open.
 func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Model, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, errNilContext
 	}
 	if err := e.check(); err != nil {
 		return nil, err
@@ -171,7 +173,7 @@ func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string) (*Mo
 	if closed {
 		return nil, fmt.Errorf("switchyard: engine: %w", ErrClosed)
 	}
-	rt, err := runtime.Prepare(ctx, ir, e.RuntimeOptions())
+	rt, err := runtime.Prepare(ctx, ir, e.runtimeOptions())
 	if err != nil {
 		return nil, loadError(ir, err)
 	}
@@ -276,9 +278,30 @@ func (m *Model) Plan() *Plan { return m.rt.Plan() }
 // Engine is the engine the model was opened on.
 func (m *Model) Engine() *Engine { return m.eng }
 
-// Runtime is the runtime model underneath, for tools built on the
-// core packages (its graph, memory accounting, per-partition counters).
-func (m *Model) Runtime() *runtime.Model { return m.rt }
+// Metadata is the model file's key/value metadata (ONNX metadata_props,
+// GGUF keys such as llama.context_length, TFLite metadata), a copy.
+func (m *Model) Metadata() map[string]string {
+	ir := m.rt.IR()
+	if ir == nil {
+		return nil
+	}
+	out := make(map[string]string, len(ir.Metadata))
+	for k, v := range ir.Metadata {
+		out[k] = v
+	}
+	return out
+}
+
+// PlanHTML renders the placement plan as a self-contained HTML page: the
+// graph with each node coloured by the backend it runs on, and the
+// reasons of every decision (what `switchyard explain --html` writes).
+func (m *Model) PlanHTML(title string) ([]byte, error) {
+	ir := m.rt.IR()
+	if ir == nil {
+		return nil, fmt.Errorf("switchyard: model %s has no graph to draw", m.name)
+	}
+	return htmlreport.Render(ir.Graph, m.rt.Plan(), title)
+}
 
 // Run executes the model on inputs (by name; an Optional input may be
 // omitted) and returns every output by name. Inputs are checked before
@@ -288,7 +311,7 @@ func (m *Model) Runtime() *runtime.Model { return m.rt }
 // fails with ErrClosed.
 func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, errNilContext
 	}
 	if m.profile || m.onRun != nil {
 		outs, _, err := m.RunWithStats(ctx, inputs, m.profile)
@@ -308,7 +331,7 @@ func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 // and per-device timings (see WriteTrace).
 func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) (Tensors, *Stats, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, nil, errNilContext
 	}
 	if err := m.check(inputs); err != nil {
 		return nil, nil, err
@@ -340,15 +363,14 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 // the run go to Options.OnRun as for Run.
 func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	if ctx == nil {
-		ctx = context.Background()
+		return errNilContext
 	}
 	var symBuf [8]symDim
 	syms, err := m.checkSyms(inputs, symBuf[:0])
 	if err != nil {
 		return err
 	}
-	all := true     // every tensor in outputs has data
-	failed := false // the run binding all of them failed
+	all := true // every tensor in outputs has data
 	for name, dst := range outputs {
 		i, ok := m.outByName[name]
 		if !ok {
@@ -377,31 +399,21 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		}
 		all = all && dst.Data != nil
 	}
+	// The model runs once, whatever happens (a run can have effects: a
+	// session's state, a cache updated in place). A tensor whose shape the
+	// inputs do not determine is bound on trust when the caller allocated
+	// it (a decoder's growing cache: the caller knows the size); if the
+	// run computes another shape, the executor refuses it and the error
+	// names the output (ErrShape).
 	if all && !m.profile && m.onRun == nil {
-		// every result goes into the caller's tensors: no map, no stats.
-		// A tensor whose shape the inputs do not determine is bound on
-		// trust; if the run fails, the path below runs it again binding
-		// only the known ones, so that a wrong tensor is named.
+		// every result goes into the caller's tensors: no map, no stats
 		_, err := m.rt.RunOpts(ctx, inputs, runtime.RunOptions{Into: outputs, Drop: true})
-		if err == nil {
-			return nil
-		}
-		if !m.anyUnknown(syms, outputs) {
-			return runError(err)
-		}
-		failed = true
+		return intoError(err)
 	}
-	// outputs bound in place: those whose shape is known before the run,
-	// and those of unknown shape the caller allocated (a decoder's growing
-	// cache: the caller knows the size), taken on trust
 	var into Tensors
-	trusted := false
 	for name, dst := range outputs {
-		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
-			if dst.Data == nil || failed {
-				continue
-			}
-			trusted = true
+		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known && dst.Data == nil {
+			continue
 		}
 		if into == nil {
 			into = Tensors{}
@@ -409,18 +421,8 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		into[name] = dst
 	}
 	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: m.profile, Into: into})
-	if err != nil && trusted {
-		// a trusted shape may be wrong: run again binding only the known
-		// ones, so that a wrong tensor is named (ErrShape) below
-		for name, dst := range into {
-			if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
-				delete(into, name)
-			}
-		}
-		outs, st, err = m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: m.profile, Into: into})
-	}
 	if err != nil {
-		return runError(err)
+		return intoError(err)
 	}
 	for name, dst := range outputs {
 		if into[name] != nil && outs[name] == dst {
@@ -434,6 +436,24 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		m.onRun(m.name, st)
 	}
 	return nil
+}
+
+// intoError turns a run's error into the API's: an output computed with
+// another dtype or shape than the caller's tensor bound on trust is a
+// *TensorError (ErrDType or ErrShape) naming it.
+func intoError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var om *exec.OutputMismatchError
+	if errors.As(err, &om) {
+		kind := ErrShape
+		if om.DType != om.CallerDType {
+			kind = ErrDType
+		}
+		return &TensorError{Name: om.Output, Err: kind, Want: fmt.Sprintf("%v%v", om.DType, om.Shape), Got: fmt.Sprintf("%v%v", om.CallerDType, om.CallerShape)}
+	}
+	return runError(err)
 }
 
 // concrete is the output's shape in a run whose inputs gave its symbolic

@@ -52,7 +52,7 @@ type Session struct {
 // state input name (copied); states it omits start as zeros.
 func (m *Model) NewSession(ctx context.Context, pairs []StatePair, init Tensors) (*Session, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, errNilContext
 	}
 	rs, err := m.rt.NewSession(ctx, pairs, init)
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Session) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 
 func (s *Session) run(ctx context.Context, inputs, into Tensors, profile bool) (Tensors, *Stats, error) {
 	if ctx == nil {
-		ctx = context.Background()
+		return nil, nil, errNilContext
 	}
 	if err := s.check(inputs); err != nil {
 		return nil, nil, err

@@ -62,8 +62,25 @@ type LibraryReport struct {
 	SHA256       string            `json:"sha256,omitempty"`
 	Capabilities *hal.Capabilities `json:"capabilities,omitempty"`
 
-	// Err is the failure as a *hal.Error (nil when the library loaded).
-	Err error `json:"-"`
+	// FailCode and FailMsg are the failure's HAL code and message, as the
+	// loader classified it (Err builds the *hal.Error from them).
+	FailCode hal.Code `json:"-"`
+	FailMsg  string   `json:"-"`
+}
+
+// Err is the failure as a *hal.Error (nil when the library loaded).
+func (r *LibraryReport) Err() error {
+	if r.Loaded && r.Error == "" {
+		return nil
+	}
+	code, msg := r.FailCode, r.FailMsg
+	if code == 0 {
+		code = hal.CodeUnavailable
+	}
+	if msg == "" {
+		msg = r.Error
+	}
+	return &hal.Error{Code: code, Op: "open", Msg: msg}
 }
 
 // LibraryLoader opens C delegate libraries (plugins/cabi implements it).

@@ -159,10 +159,8 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 			return nil, fmt.Errorf("llm: input %q is not input_ids or a past_* cache input (attention masks and position ids are not fed yet)", in.Name)
 		}
 	}
-	if rt := m.Runtime(); rt != nil && rt.IR() != nil {
-		if n, err := strconv.Atoi(rt.IR().Metadata["llama.context_length"]); err == nil && n > 0 {
-			d.context = n
-		}
+	if n, err := strconv.Atoi(m.Metadata()["llama.context_length"]); err == nil && n > 0 {
+		d.context = n
 	}
 	if d.ids == "" || d.logits == "" {
 		return nil, errors.New("llm: a decoder needs an input_ids input and a logits output")

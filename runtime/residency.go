@@ -238,14 +238,8 @@ func (m *Model) staticBytes(v string) int64 {
 // graphs capture from the enclosing scope.
 func nodeReads(n *graph.Node) []string {
 	reads := append([]string{}, n.Inputs...)
-	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
-		for _, sg := range subs {
-			reads = append(reads, sg.FreeVariables()...)
-		}
+	for _, sg := range n.Subgraphs() {
+		reads = append(reads, sg.FreeVariables()...)
 	}
 	return reads
 }

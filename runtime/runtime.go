@@ -480,13 +480,8 @@ func CheckSupported(ir *graph.Model) error {
 					invalid = append(invalid, err.Error())
 				}
 			}
-			for _, a := range n.Attrs {
-				if a.G != nil {
-					walk(a.G)
-				}
-				for _, sg := range a.Graphs {
-					walk(sg)
-				}
+			for _, sg := range n.Subgraphs() {
+				walk(sg)
 			}
 		}
 	}

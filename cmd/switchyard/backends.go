@@ -44,8 +44,10 @@ var (
 func backends() *switchyard.Backends {
 	foundOnce.Do(func() {
 		var extra []hal.Factory
-		if f, ok := simFactory(); ok {
-			extra = append(extra, f)
+		if simAsked(os.Args[1:]) {
+			if f, ok := simFactory(); ok {
+				extra = append(extra, f)
+			}
 		}
 		// plugin processes log into the CLI's stderr, warnings and up
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -63,6 +65,35 @@ func backends() *switchyard.Backends {
 		}
 	})
 	return found
+}
+
+// simAsked says whether the simulation backend is asked for: by
+// SWITCHYARD_SIM_OPS or SWITCHYARD_SIM_OPTIONS, or by a --backends (or
+// conformance's --backend) value that names sim. Otherwise it is not
+// registered at all, so listings and defaults never show a test double.
+func simAsked(args []string) bool {
+	if os.Getenv("SWITCHYARD_SIM_OPS") != "" || os.Getenv("SWITCHYARD_SIM_OPTIONS") != "" {
+		return true
+	}
+	for i, a := range args {
+		var v string
+		switch {
+		case a == "--backends" || a == "--backend":
+			if i+1 < len(args) {
+				v = args[i+1]
+			}
+		case strings.HasPrefix(a, "--backends="):
+			v = strings.TrimPrefix(a, "--backends=")
+		case strings.HasPrefix(a, "--backend="):
+			v = strings.TrimPrefix(a, "--backend=")
+		}
+		for _, n := range strings.Split(v, ",") {
+			if strings.TrimSpace(n) == "sim" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // simFactory is the simulation backend the environment asks for.
@@ -163,7 +194,7 @@ func backendsCmd() *cobra.Command {
 		Short: "List every known backend: kind, version, HAL version, available or why not",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			avail := backends().Probe(context.Background())
+			avail := backends().Probe(cmd.Context())
 			if asJSON {
 				type row struct {
 					Name, Kind, Device, Version, HAL, Negotiated, Reason string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,7 +27,7 @@ test_data_set_0 inputs are used; other inputs get seeded random values).
 Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
+			ctx := cmd.Context()
 			eng, err := bf.engine(ctx, &mf)
 			if err != nil {
 				return err

@@ -27,7 +27,7 @@ func conformanceCmd() *cobra.Command {
 		noProgress                                                                                           bool
 	)
 	cmd := &cobra.Command{
-		Use:   "conformance --backend NAME [--report DIR] [--sign-key LAB.key] [--shard I/N] [--filter REGEX] [--timeout D]",
+		Use:   "conformance --backends NAME [--report DIR] [--sign-key LAB.key] [--shard I/N] [--filter REGEX] [--timeout D]",
 		Short: "Run the conformance suite against a backend and write certification reports",
 		Long: `Runs every conformance case (generated per op, HAL contract, models, ONNX
 node tests) through the runtime on backend NAME and compares with the cpu
@@ -101,7 +101,7 @@ Reproduce one case by its ID: --filter '^op/Add/float32/bcast-row$'.`,
 			if !noProgress && isTerminal(os.Stderr) {
 				h.Progress = progressBar(os.Stderr)
 			}
-			rep, err := conformance.Execute(context.Background(), h)
+			rep, err := conformance.Execute(cmd.Context(), h)
 			if h.Progress != nil {
 				fmt.Fprint(os.Stderr, "\r\033[K")
 			}
@@ -127,7 +127,9 @@ Reproduce one case by its ID: --filter '^op/Add/float32/bcast-row$'.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&backend, "backend", "", "backend to test (a registry name)")
+	f.StringVar(&backend, "backends", "", "the backend to test (one registry name; --backends as on every other command)")
+	f.StringVar(&backend, "backend", "", "the backend to test (old name of --backends)")
+	_ = f.MarkDeprecated("backend", "use --backends")
 	f.StringVar(&reportDir, "report", "", "write conformance.json, junit.xml and conformance.html to this directory")
 	f.StringVar(&shardFlag, "shard", "", "run shard I of N (I/N, 0-based)")
 	f.StringVar(&filter, "filter", "", "run only cases whose ID matches this regexp")

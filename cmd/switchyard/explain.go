@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 
@@ -17,7 +16,7 @@ func explainCmd() *cobra.Command {
 		Short: "Show where every node runs and why: partitions and each backend's reasons for declining",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
+			ctx := cmd.Context()
 			eng, err := bf.engine(ctx, nil)
 			if err != nil {
 				return err
@@ -30,7 +29,7 @@ func explainCmd() *cobra.Command {
 			defer m.Close()
 			plan := m.Plan()
 			if htmlOut != "" {
-				page, err := renderHTML(m.Runtime().IR().Graph, plan, "switchyard explain: "+name)
+				page, err := m.PlanHTML("switchyard explain: " + name)
 				if err != nil {
 					return err
 				}

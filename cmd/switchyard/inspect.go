@@ -92,13 +92,8 @@ func inspectCmd() *cobra.Command {
 					}
 					hist[op]++
 					total++
-					for _, a := range n.Attrs {
-						if a.G != nil {
-							walk(a.G)
-						}
-						for _, sg := range a.Graphs {
-							walk(sg)
-						}
+					for _, sg := range n.Subgraphs() {
+						walk(sg)
 					}
 				}
 			}

@@ -14,7 +14,6 @@ package main
 //	SWITCHYARD_LIBRARIES=$PWD/sdk/c/example/libswitchyard_example.so switchyard backends
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -46,7 +45,7 @@ status and the step — instead of ending this command. --in-process loads
 them into this process instead.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
+			ctx := cmd.Context()
 			var reports []switchyard.LibraryReport
 			failed := 0
 			for _, p := range args {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,7 @@ func cLibrary(t *testing.T, variant string) string {
 	t.Helper()
 	cc, err := exec.LookPath("gcc")
 	if err != nil {
-		if strings.Contains(","+os.Getenv("SWITCHYARD_REQUIRE_BACKENDS")+",", ",cabi,") || os.Getenv("SWITCHYARD_REQUIRE_BACKENDS") == "all" {
+		if backendtest.Required("cabi") {
 			t.Fatalf("gcc is not installed and SWITCHYARD_REQUIRE_BACKENDS names cabi: %v", err)
 		}
 		t.Skip("gcc is not installed; cannot build the C test delegates")

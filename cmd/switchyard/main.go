@@ -8,10 +8,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -33,13 +37,20 @@ func main() {
 		Short:         "Switchyard: an on-device inference engine",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	addLoadFlags(root)
 	root.AddCommand(runCmd(), verifyCmd(), inspectCmd(), benchCmd(), backendsCmd(), explainCmd(), generateCmd())
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}
-	if err := root.Execute(); err != nil {
+	// Ctrl-C (or SIGTERM) cancels the command's context: every command
+	// runs under cmd.Context(), so a run, a benchmark, a generation or a
+	// conformance run stops at its next check and cleans up.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
@@ -48,4 +59,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "switchyard:", strings.TrimPrefix(err.Error(), "switchyard: "))
 		os.Exit(2)
 	}
+}
+
+// version is the module version this binary was built from (with the VCS
+// revision when the build recorded one), for --version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += " (modified)"
+			}
+		}
+	}
+	return v + " " + bi.GoVersion
 }

@@ -204,8 +204,12 @@ func TestInspectAndBench(t *testing.T) {
 
 func TestBackendsAndExplain(t *testing.T) {
 	out, code := sy(t, "backends")
-	if code != 0 || !strings.Contains(out, "cpu") || !strings.Contains(out, "simulated") || !strings.Contains(out, "speaks HAL "+hal.Current.String()) {
-		t.Fatalf("backends: exit %d\n%s", code, out)
+	if code != 0 || !strings.Contains(out, "cpu") || strings.Contains(out, "simulated") || !strings.Contains(out, "speaks HAL "+hal.Current.String()) {
+		t.Fatalf("backends (the sim test double registered only when asked for): exit %d\n%s", code, out)
+	}
+	out, code = syEnvCombined(t, []string{"SWITCHYARD_SIM_OPS=Relu"}, "backends")
+	if code != 0 || !strings.Contains(out, "simulated") {
+		t.Fatalf("SWITCHYARD_SIM_OPS=Relu backends: exit %d\n%s", code, out)
 	}
 	dir := t.TempDir()
 	model := filepath.Join(dir, "demo.onnx")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -51,7 +50,7 @@ as NAME.npy. --memory-budget bounds the memory the run's buffers may hold
 the node.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
+			ctx := cmd.Context()
 			path := ""
 			if len(args) == 1 {
 				path = args[0]
@@ -125,6 +124,12 @@ the node.`,
 					"transfers": map[string]any{"uploads": st.Uploads, "upload_bytes": st.UploadBytes, "downloads": st.Downloads, "download_bytes": st.DownloadBytes, "declined_calls": st.Declined, "reruns": st.Reruns}})
 			}
 			fmt.Printf("model %s: loaded in %.2f ms, ran in %.3f ms\n", name, ms(loadTime), ms(runTime))
+			if path == "" {
+				// the demo shows the product: where every node ran and
+				// why, then what it computed
+				fmt.Printf("\nwhere it ran (switchyard explain MODEL prints this for any model):\n%s\n", m.Plan().Text())
+				defer fmt.Println("\nnext: switchyard run MODEL.onnx|.tflite|.pte|.gguf, switchyard explain MODEL --html plan.html, switchyard bench MODEL, switchyard backends")
+			}
 			if st.Uploads+st.Downloads > 0 {
 				fmt.Printf("transfers: %d upload(s) %d B, %d download(s) %d B\n", st.Uploads, st.UploadBytes, st.Downloads, st.DownloadBytes)
 			}

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"os"
 	"runtime"
 	"sync"
@@ -30,12 +30,12 @@ Floats match when |got-want| <= atol + rtol*|want|; NaN equals NaN;
 integers, bools and strings must be equal.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
-			eng, err := bf.engine(context.Background(), &mf)
+			eng, err := bf.engine(cmd.Context(), &mf)
 			if err != nil {
 				return err
 			}
 			defer eng.Close()
-			opt.Runtime = eng.RuntimeOptions()
+			opt.Runtime = apiaccess.EngineRuntimeOptions(eng)
 			results := make([]onnxtest.Result, len(dirs))
 			done := make([]chan struct{}, len(dirs))
 			for i := range done {
@@ -54,9 +54,9 @@ integers, bools and strings must be equal.`,
 						defer wg.Done()
 						defer func() { <-sem }()
 						if isBundledFile(d) {
-							results[i] = runBundled(context.Background(), d, opt)
+							results[i] = runBundled(cmd.Context(), d, opt)
 						} else {
-							results[i] = onnxtest.RunDir(context.Background(), d, opt)
+							results[i] = onnxtest.RunDir(cmd.Context(), d, opt)
 						}
 						close(done[i])
 					}(i, d)

@@ -272,18 +272,12 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 				}
 			}
 		}
-		for _, a := range n.Attrs {
-			subs := a.Graphs
-			if a.G != nil {
-				subs = append([]*graph.Graph{a.G}, subs...)
+		for _, sg := range n.Subgraphs() {
+			sp, err := m.compile(sg, visible)
+			if err != nil {
+				return nil, err
 			}
-			for _, sg := range subs {
-				sp, err := m.compile(sg, visible)
-				if err != nil {
-					return nil, err
-				}
-				m.subplans[sg] = sp
-			}
+			m.subplans[sg] = sp
 		}
 	}
 	// a buffer lives until the last reader of any view of it; views
@@ -363,14 +357,8 @@ func sortedTensorNames(m map[string]*graph.Tensor) []string {
 // graphs capture from enclosing scopes.
 func nodeReads(n *graph.Node) []string {
 	reads := append([]string{}, n.Inputs...)
-	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
-		for _, sg := range subs {
-			reads = append(reads, sg.FreeVariables()...)
-		}
+	for _, sg := range n.Subgraphs() {
+		reads = append(reads, sg.FreeVariables()...)
 	}
 	return reads
 }
@@ -534,13 +522,29 @@ func (m *Program) RunBound(ctx context.Context, inputs, outputs []*graph.Tensor)
 	return nil
 }
 
+// OutputMismatchError: the run computed an output of another dtype or
+// shape than the tensor the caller bound to it (a shape the inputs did not
+// determine, bound on trust). It is an invalid-argument error.
+type OutputMismatchError struct {
+	Output             string
+	DType, CallerDType graph.DType
+	Shape, CallerShape []int
+}
+
+func (e *OutputMismatchError) Error() string {
+	return fmt.Sprintf("exec: %v: output %q is %v%v, caller allocated %v%v", kernels.ErrInvalid, e.Output, e.DType, e.Shape, e.CallerDType, e.CallerShape)
+}
+
+// Unwrap makes errors.Is(err, graph.ErrInvalid) hold.
+func (e *OutputMismatchError) Unwrap() error { return kernels.ErrInvalid }
+
 // deliver hands output i (t) to the caller: copied into dst when it has
 // data, else dst is overwritten with it (nil dst: dropped).
 func (m *Program) deliver(a *arena, i int, t, dst *graph.Tensor) error {
 	switch {
 	case dst != nil && dst.Data != nil:
 		if dst.DType != t.DType || !graph.SameShape(dst.Shape, t.Shape) {
-			return fmt.Errorf("exec: %w: output %q is %v%v, caller allocated %v%v", kernels.ErrInvalid, m.g.Outputs[i].Name, t.DType, t.Shape, dst.DType, dst.Shape)
+			return &OutputMismatchError{Output: m.g.Outputs[i].Name, DType: t.DType, Shape: append([]int(nil), t.Shape...), CallerDType: dst.DType, CallerShape: append([]int(nil), dst.Shape...)}
 		}
 		if t == dst || dataPtr(t) != 0 && dataPtr(t) == dataPtr(dst) {
 			a.run.stats.InPlace++ // the producing kernel wrote it

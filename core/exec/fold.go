@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -120,10 +121,8 @@ func (m *Program) foldable(n *graph.Node) bool {
 	if _, over := m.overrides[n]; over || n.Domain != "" {
 		return false
 	}
-	for _, a := range n.Attrs {
-		if a.G != nil || len(a.Graphs) > 0 {
-			return false
-		}
+	if len(n.Subgraphs()) > 0 {
+		return false
 	}
 	switch n.OpType {
 	case "If", "Loop", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli":
@@ -133,10 +132,13 @@ func (m *Program) foldable(n *graph.Node) bool {
 	return ok
 }
 
+// safeKernel runs a kernel at load (constant folding); a kernel that
+// panics is an internal error (the node then stays a run-time
+// computation, where the executor reports the same panic with its node).
 func safeKernel(s *kernels.Schema, n *graph.Node, opset int64, ins []*graph.Tensor) (outs []*graph.Tensor, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			outs, err = nil, context.Canceled
+			outs, err = nil, fmt.Errorf("exec: %w: %s node %q panicked while folding: %v", graph.ErrInternal, n.OpType, n.Name, p)
 		}
 	}()
 	return s.Kernel(&kernels.Context{Context: context.Background(), Opset: opset, Alloc: foldAlloc{}}, n, ins)

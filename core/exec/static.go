@@ -140,10 +140,8 @@ func movable(n *graph.Node) bool {
 	if _, ok := moveOps[n.OpType]; !ok || n.Domain != "" || len(n.Outputs) == 0 {
 		return false
 	}
-	for _, a := range n.Attrs {
-		if a.G != nil || len(a.Graphs) > 0 {
-			return false
-		}
+	if len(n.Subgraphs()) > 0 {
+		return false
 	}
 	return n.OpType != "Dropout" || len(n.Outputs) == 1
 }

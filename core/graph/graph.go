@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -143,6 +144,58 @@ func (n *Node) Attr(name string) *Attribute {
 		return nil
 	}
 	return n.Attrs[name]
+}
+
+// Subgraphs are the graphs the attribute holds: G, then Graphs (nil
+// entries left out).
+func (a *Attribute) Subgraphs() []*Graph {
+	if a == nil || a.G == nil && len(a.Graphs) == 0 {
+		return nil
+	}
+	out := make([]*Graph, 0, 1+len(a.Graphs))
+	if a.G != nil {
+		out = append(out, a.G)
+	}
+	for _, g := range a.Graphs {
+		if g != nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Subgraphs are the nested graphs of the node's attributes (the branches
+// of If, the bodies of Loop and Scan), in attribute-name order.
+func (n *Node) Subgraphs() []*Graph {
+	if len(n.Attrs) == 0 {
+		return nil
+	}
+	var names []string
+	for name, a := range n.Attrs {
+		if a != nil && (a.G != nil || len(a.Graphs) > 0) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	var out []*Graph
+	for _, name := range names {
+		out = append(out, n.Attrs[name].Subgraphs()...)
+	}
+	return out
+}
+
+// SubgraphReads are the values the node's nested graphs read from the
+// scopes around them (the free variables of each, in Subgraphs order):
+// inputs of the node as far as ordering goes.
+func (n *Node) SubgraphReads() []string {
+	var reads []string
+	for _, g := range n.Subgraphs() {
+		reads = append(reads, g.FreeVariables()...)
+	}
+	return reads
 }
 
 // AttrInt returns an int attribute or def.

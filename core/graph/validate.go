@@ -107,10 +107,7 @@ func validateGraph(g *Graph, outer map[string]bool, where string, probs *[]strin
 			}
 		}
 		for _, a := range n.Attrs {
-			subs := a.Graphs
-			if a.G != nil {
-				subs = append([]*Graph{a.G}, subs...)
-			}
+			subs := a.Subgraphs()
 			for _, sg := range subs {
 				if sg == nil {
 					continue
@@ -201,14 +198,8 @@ func (g *Graph) TopoSort() ([]*Node, error) {
 // referenced by its nested graphs.
 func nodeDeps(n *Node) []string {
 	deps := append([]string{}, n.Inputs...)
-	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*Graph{a.G}, subs...)
-		}
-		for _, sg := range subs {
-			deps = append(deps, sg.FreeVariables()...)
-		}
+	for _, sg := range n.Subgraphs() {
+		deps = append(deps, sg.FreeVariables()...)
 	}
 	return deps
 }

@@ -269,17 +269,11 @@ func Of(n *graph.Node, ts Types) Work {
 	case op == "If" || op == "Loop" || op == "Scan":
 		w.Class, w.Exact = Control, false
 		w.FLOPs = 0
-		for _, a := range n.Attrs {
-			bodies := a.Graphs
-			if a.G != nil {
-				bodies = append([]*graph.Graph{a.G}, bodies...)
-			}
-			for _, body := range bodies {
-				bw := Graph(body, bodyTypes{body, ts})
-				// If runs one branch: price the dearer one
-				if bw.FLOPs > w.FLOPs {
-					w.FLOPs = bw.FLOPs
-				}
+		for _, body := range n.Subgraphs() {
+			bw := Graph(body, bodyTypes{body, ts})
+			// If runs one branch: price the dearer one
+			if bw.FLOPs > w.FLOPs {
+				w.FLOPs = bw.FLOPs
 			}
 		}
 	default:

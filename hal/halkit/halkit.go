@@ -54,10 +54,7 @@ func unsupported(sg *hal.Subgraph, n *graph.Node, check Check, allow Allow) stri
 		return err.Error()
 	}
 	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
+		subs := a.Subgraphs()
 		for _, g := range subs {
 			for _, inner := range g.Nodes {
 				if r := unsupported(sg, inner, check, allow); r != "" {

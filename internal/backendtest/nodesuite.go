@@ -81,7 +81,7 @@ func cpuExpected(t *testing.T) map[string]bool {
 		}
 		dir = parent
 	}
-	f, err := os.Open(filepath.Join(dir, "core", "onnxtest", "testdata", "expected.txt"))
+	f, err := os.Open(filepath.Join(dir, "internal", "onnxtest", "testdata", "expected.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

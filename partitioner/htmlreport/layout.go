@@ -79,10 +79,7 @@ func nodeReads(n *graph.Node) []string {
 		if a == nil {
 			continue
 		}
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
+		subs := a.Subgraphs()
 		for _, sg := range subs {
 			r = append(r, sg.FreeVariables()...)
 		}

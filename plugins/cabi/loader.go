@@ -2,6 +2,7 @@ package cabi
 
 import (
 	"context"
+	"errors"
 
 	"github.com/switchyard-hal/switchyard/backends"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -19,7 +20,7 @@ func (loader) Factory(path, name, sha256 string) hal.Factory {
 }
 
 func (loader) Probe(ctx context.Context, path, name, sha256 string) backends.LibraryReport {
-	return report(Probe(ctx, path, ProbeOptions{Options: Options{Name: name, SHA256: sha256}}))
+	return Probe(ctx, path, ProbeOptions{Options: Options{Name: name, SHA256: sha256}})
 }
 
 func (loader) Inspect(ctx context.Context, path string) backends.LibraryReport {
@@ -36,20 +37,14 @@ func (loader) Inspect(ctx context.Context, path string) backends.LibraryReport {
 		}
 		_ = b.Close()
 	}
-	out := report(r)
 	if err != nil {
-		out.Error, out.Code, out.Err = err.Error(), hal.CodeOf(err).String(), err
+		r.Error, r.Code, r.FailCode = err.Error(), hal.CodeOf(err).String(), hal.CodeOf(err)
+		var he *hal.Error
+		if errors.As(err, &he) {
+			r.FailMsg = he.Msg
+		}
 	}
-	return out
+	return r
 }
 
 func (loader) ServeProbe() { ServeProbe() }
-
-func report(r ProbeResult) backends.LibraryReport {
-	return backends.LibraryReport{
-		Path: r.Path, Loaded: r.Loaded, Error: r.Error, Code: r.Code,
-		Died: r.Died, Step: r.Step, Output: r.Output,
-		Info: r.Info, Negotiated: r.Negotiated, Features: r.Features, SHA256: r.SHA256,
-		Capabilities: r.Capabilities, Err: r.Err(),
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/backends"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,45 +51,9 @@ type ProbeOptions struct {
 	Timeout time.Duration
 }
 
-// ProbeResult is what probing a library found.
-type ProbeResult struct {
-	Path   string `json:"path"`
-	Loaded bool   `json:"loaded"`
-	// Error is why the library is not usable; Code its hal code name.
-	Error string `json:"error,omitempty"`
-	Code  string `json:"code,omitempty"`
-	// Died says how the probe process ended when it did not report (exit
-	// status, signal or timeout) and Step what it was doing then.
-	Died string `json:"died,omitempty"`
-	Step string `json:"step,omitempty"`
-	// Output is the end of what the process wrote to stdout and stderr
-	// when it died.
-	Output string `json:"output,omitempty"`
-
-	Info         *hal.Info         `json:"info,omitempty"`
-	Negotiated   string            `json:"negotiated_hal,omitempty"`
-	Features     []string          `json:"features,omitempty"`
-	SHA256       string            `json:"sha256,omitempty"`
-	Capabilities *hal.Capabilities `json:"capabilities,omitempty"`
-
-	code hal.Code
-	msg  string
-}
-
-// Err is the probe's failure as a *hal.Error (nil when the library loaded).
-func (r *ProbeResult) Err() error {
-	if r.Loaded && r.Error == "" {
-		return nil
-	}
-	code, msg := r.code, r.msg
-	if code == 0 {
-		code = hal.CodeUnavailable
-	}
-	if msg == "" {
-		msg = r.Error
-	}
-	return &hal.Error{Code: code, Op: "open", Msg: msg}
-}
+// ProbeResult is what probing a library found: the report discovery
+// shares with the app API (package backends).
+type ProbeResult = backends.LibraryReport
 
 // probeLine is one line of the child's report.
 type probeLine struct {
@@ -105,7 +70,7 @@ func Probe(ctx context.Context, path string, opts ProbeOptions) ProbeResult {
 	res := ProbeResult{Path: path}
 	fail := func(code hal.Code, format string, args ...any) ProbeResult {
 		err := libErr(code, path, format, args...).(*hal.Error)
-		res.Error, res.Code, res.code, res.msg = err.Error(), code.String(), code, err.Msg
+		res.Error, res.Code, res.FailCode, res.FailMsg = err.Error(), code.String(), code, err.Msg
 		return res
 	}
 	if !supported {
@@ -170,7 +135,7 @@ func Probe(ctx context.Context, path string, opts ProbeOptions) ProbeResult {
 			}
 			if line.Result != nil {
 				result = line.Result
-				result.code, result.msg = line.Code, line.Msg
+				result.FailCode, result.FailMsg = line.Code, line.Msg
 			}
 		}
 	}()

@@ -5,9 +5,8 @@ package native_test
 import (
 	"context"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"math/rand/v2"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ func BenchmarkMatMulVsXNNPACK(b *testing.B) {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			xb, err := xnnpack.New(context.Background(), xnnpack.Options{Threads: threads})
 			if err != nil {
-				if strings.Contains(os.Getenv("SWITCHYARD_REQUIRE_BACKENDS"), xnnpack.Name) {
+				if backendtest.Required(xnnpack.Name) {
 					b.Fatalf("xnnpack required by SWITCHYARD_REQUIRE_BACKENDS but unavailable: %v", err)
 				}
 				b.Skipf("xnnpack unavailable: %v", err)

@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,17 +187,13 @@ func (b *Backend) Threads() int { return b.threads }
 func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	var caps hal.Capabilities
 	f32 := []graph.DType{graph.Float32}
-	for op := range unaryOps {
-		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
+	ops := make([]string, 0, len(mappedOps))
+	for op := range mappedOps {
+		ops = append(ops, op)
 	}
-	for op := range binaryOps {
-		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
-	}
-	for _, op := range []string{"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace"} {
-		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: 4})
-	}
-	for _, op := range []string{"Softmax", "Gemm", "MatMul", "Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat"} {
-		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: xnnMaxTensorDims})
+	sort.Strings(ops)
+	for _, op := range ops {
+		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op, DTypes: f32, MaxRank: mappedOps[op]})
 	}
 	if int8OptIn(b.opts.Int8) {
 		for _, op := range []string{"Conv2D", "DepthwiseConv2D", "FullyConnected", "Add", "Mean", "Logistic"} {

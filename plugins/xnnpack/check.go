@@ -253,17 +253,33 @@ func check(n *graph.Node, opset int64, ti typeInfo) string {
 	return ""
 }
 
+// mappedOps is the one table of the float32 ops this backend maps, with
+// the highest input rank each takes: check (Supports) and Capabilities
+// both read it, so what is advertised is what is claimed. An op with a
+// known gap is neither.
+var mappedOps = func() map[string]int {
+	m := map[string]int{}
+	for op := range unaryOps {
+		m[op] = xnnMaxTensorDims
+	}
+	for op := range binaryOps {
+		m[op] = xnnMaxTensorDims
+	}
+	for _, op := range []string{"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace", "Resize"} {
+		m[op] = 4
+	}
+	for _, op := range []string{"Softmax", "Gemm", "MatMul", "Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split"} {
+		m[op] = xnnMaxTensorDims
+	}
+	for op := range knownGaps {
+		delete(m, op)
+	}
+	return m
+}()
+
 func supportedOp(op string) bool {
-	if unaryOps[op] || binaryOps[op] {
-		return true
-	}
-	switch op {
-	case "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "Softmax", "Gemm", "MatMul",
-		"Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze",
-		"Transpose", "Concat", "DepthToSpace", "ConvTranspose", "Resize", "Split", "Tanh":
-		return true
-	}
-	return false
+	_, ok := mappedOps[op]
+	return ok
 }
 
 func checkSpatial(n *graph.Node, dilated bool) string {

@@ -2,8 +2,7 @@ package xnnpack
 
 import (
 	"context"
-	"os"
-	"strings"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -84,7 +83,7 @@ func TestEstimateAgainstCPU(t *testing.T) {
 func TestEstimateCostThroughDevice(t *testing.T) {
 	b, err := New(context.Background(), Options{Threads: 1})
 	if err != nil {
-		if strings.Contains(","+os.Getenv("SWITCHYARD_REQUIRE_BACKENDS")+",", ","+Name+",") {
+		if backendtest.Required(Name) {
 			t.Fatalf("xnnpack required by SWITCHYARD_REQUIRE_BACKENDS but unavailable: %v", err)
 		}
 		t.Skipf("xnnpack unavailable: %v", err)

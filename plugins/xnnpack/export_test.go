@@ -2,8 +2,8 @@ package xnnpack
 
 import (
 	"context"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/ebitengine/purego"
@@ -24,14 +24,7 @@ func init() {
 
 // Required reports whether SWITCHYARD_REQUIRE_BACKENDS names xnnpack: then a
 // missing library fails the tests instead of skipping them.
-func Required() bool {
-	for _, n := range strings.FieldsFunc(os.Getenv("SWITCHYARD_REQUIRE_BACKENDS"), func(r rune) bool { return r == ',' || r == ' ' }) {
-		if n == Name {
-			return true
-		}
-	}
-	return false
-}
+func Required() bool { return backendtest.Required(Name) }
 
 // OpenForTest opens the backend, closed at the end of the test. Where the
 // libraries are missing it skips the test with the reason, or fails it

@@ -14,7 +14,9 @@ import (
 // libraryFree are the tests that pass without the vendor libraries.
 var libraryFree = map[string]bool{"TestUnavailable": true, "TestNoReferenceFallbackImports": true,
 	// the cost model (cost.go) is pure arithmetic over a plan
-	"TestStructureFromPlan": true, "TestStructureGuess": true, "TestEstimateAgainstCPU": true, "BenchmarkBoundary": true, "TestRelowerCharged": true}
+	"TestStructureFromPlan": true, "TestStructureGuess": true, "TestEstimateAgainstCPU": true, "BenchmarkBoundary": true, "TestRelowerCharged": true,
+	// the op table (check.go) needs no library
+	"TestCapabilitiesMatchSupports": true}
 
 // TestSkipsWithoutLibraries runs this test binary again with the vendor
 // libraries unfindable (hideLibsEnv): every test and benchmark that needs
