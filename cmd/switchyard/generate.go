@@ -23,8 +23,9 @@ func generateCmd() *cobra.Command {
 	var o llm.Options
 	var bf backendFlags
 	var mf memoryFlags
+	var idf idFlags
 	cmd := &cobra.Command{
-		Use:   "generate MODEL --prompt TEXT [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
+		Use:   "generate MODEL (--prompt TEXT | --prompt-tokens IDS [--json]) [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
 		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs, GGUF, llama2.c)",
 		Long: `Runs a decoder's token loop and streams the text as it is produced:
 the prompt is tokenized (BOS first), prefilled in one step, then one decode
@@ -76,8 +77,15 @@ model's logits width).`,
 			var tok llm.Tokenizer
 			if tokPath == "" && isGGUF(args[0]) {
 				if tok, err = llm.LoadGGUFTokenizer(args[0]); err != nil {
-					return err
+					if idf.promptTokens == "" {
+						return fmt.Errorf("%w (--prompt-tokens runs the model from token ids without it)", err)
+					}
+					return runIDs(ctx, cmd, args[0], d, nil, err, &idf, o, warmup)
 				}
+			}
+			if idf.promptTokens != "" && tok == nil && tokPath == "" {
+				// ids only: a tokenizer beside the model shows the text, if any
+				return runIDs(ctx, cmd, args[0], d, nil, errors.New("no tokenizer given"), &idf, o, warmup)
 			}
 			if tok == nil && tokPath == "" {
 				dir := filepath.Dir(args[0])
@@ -100,6 +108,9 @@ model's logits width).`,
 				if tok, err = llm.LoadLlama2cTokenizer(tokPath, vocab); err != nil {
 					return err
 				}
+			}
+			if idf.promptTokens != "" {
+				return runIDs(ctx, cmd, args[0], d, tok, nil, &idf, o, warmup)
 			}
 			out := cmd.OutOrStdout()
 			show := func(t llm.Token) error {
@@ -157,6 +168,7 @@ model's logits width).`,
 	cmd.Flags().StringVar(&draftPath, "draft", "", "a draft model for greedy speculative decoding (same tokenizer)")
 	cmd.Flags().IntVar(&draftK, "draft-k", 4, "tokens the draft proposes per target step")
 	cmd.Flags().IntVar(&warmup, "warmup", 0, "generations to run first, untimed and not shown (the first run at each shape plans and allocates; benchmarks time later ones)")
+	idf.add(cmd)
 	bf.add(cmd)
 	mf.add(cmd)
 	return cmd

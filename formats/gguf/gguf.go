@@ -379,6 +379,11 @@ func Parse(data []byte) (*File, error) {
 		align = a
 	}
 	start := (uint64(r.off) + align - 1) / align * align
+	if len(f.Tensors) == 0 && start > uint64(len(data)) {
+		// no tensors (a vocabulary-only file): llama.cpp writes no padding
+		// after the metadata, so the empty data section is the file's end
+		start = uint64(len(data))
+	}
 	if start > uint64(len(data)) {
 		return nil, fmt.Errorf("%w: the data section starts past the end of the file", ErrFormat)
 	}

@@ -122,14 +122,17 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	if err := w.Check(); err != nil {
 		return nil, err
 	}
+	if err := w.Config.checkTables(); err != nil {
+		return nil, err
+	}
 	if cache != SharedCache && cache != ConcatCache {
 		return nil, fmt.Errorf("llama: unknown cache interface %d", cache)
 	}
 	c := &w.Config
-	g := &graph.Graph{Name: "llama", Initializers: map[string]*graph.Tensor{}}
+	g := &graph.Graph{Name: c.Block.name(), Initializers: map[string]*graph.Tensor{}}
 	b := &builder{g: g}
 	seq := graph.Dim{Param: "seq"}
-	D, KV, HS, G := int64(c.Dim), int64(c.KVHeads), int64(c.HeadSize), int64(c.Heads/c.KVHeads)
+	KV, HS := int64(c.KVHeads), int64(c.HeadSize)
 	pastDim, presentDim := graph.Dim{Param: "past"}, graph.Dim{Param: "total"}
 	if cache == SharedCache {
 		pastDim = graph.Dim{Value: int64(c.ContextLength)}
@@ -153,28 +156,76 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	// when the model's table is quantized).
 	embed := b.f32("tok_embeddings", []int{c.Vocab, c.Dim}, w.Embed.Float32s())
 	x := b.node("Gather", "", attrs(intA("axis", 0)), embed, "input_ids") // [1, S, D]
-	cosT, sinT := ropeTables(c)
-	cosC := b.f32("rope_cos", []int{c.ContextLength, c.HeadSize / 2}, cosT)
-	sinC := b.f32("rope_sin", []int{c.ContextLength, c.HeadSize / 2}, sinT)
-	var attend func(l int, q, k, v string) string // [1, S, D] attention output
+	if s := c.Block.EmbedScale; s != 0 && s != 1 {
+		x = b.node("Mul", "", nil, x, b.f32("embed_scale", []int{}, []float32{float32(s)}))
+	}
+	// one pair of rotary tables per rotary base: the global layers' and,
+	// where they differ, the sliding-window layers'
+	tables := map[bool][2]string{}
+	for l := 0; l < c.Layers; l++ {
+		local := c.local(l) && c.Block.RopeThetaLocal > 0
+		if _, ok := tables[local]; ok {
+			continue
+		}
+		theta, suffix := c.RopeTheta, ""
+		if local {
+			theta, suffix = c.Block.RopeThetaLocal, "_local"
+		}
+		cosT, sinT := ropeTables(c, theta, local)
+		half := c.Block.RotaryDim / 2
+		tables[local] = [2]string{b.f32("rope_cos"+suffix, []int{c.ContextLength, half}, cosT), b.f32("rope_sin"+suffix, []int{c.ContextLength, half}, sinT)}
+	}
+	var attend func(l int, q, k, v string, rope [2]string) string // [1, S, QDim] attention output
 	if cache == SharedCache {
-		attend = b.sharedAttention(c, cosC, sinC)
+		attend = b.sharedAttention(c)
 	} else {
-		attend = b.concatAttention(c, cosC, sinC, D, KV, HS, G)
+		if err := concatSupports(c); err != nil {
+			return nil, err
+		}
+		attend = b.concatAttention(c)
 	}
 
 	for l := 0; l < c.Layers; l++ {
 		L := &w.Layers[l]
 		p := fmt.Sprintf("layers.%d.", l)
 		xn := b.rmsNorm(x, p+"attention_norm", L.AttnNorm, c.RMSEps)
-		att := attend(l, b.linear(xn, p+"wq", &L.Q), b.linear(xn, p+"wk", &L.K), b.linear(xn, p+"wv", &L.V))
-		x = b.node("Add", "", nil, x, b.linear(att, p+"wo", &L.O))
+		var q, k, v string
+		if L.QKV != nil {
+			qkv := b.split(b.linear(xn, p+"wqkv", L.QKV), p+"qkv_split", c.QDim(), c.KVDim(), c.KVDim())
+			q, k, v = qkv[0], qkv[1], qkv[2]
+		} else {
+			q, k, v = b.linear(xn, p+"wq", &L.Q), b.linear(xn, p+"wk", &L.K), b.linear(xn, p+"wv", &L.V)
+		}
+		q, k, v = b.bias(q, p+"bq", L.QBias), b.bias(k, p+"bk", L.KBias), b.bias(v, p+"bv", L.VBias)
+		if c.Block.QKNorm {
+			q = b.headNorm(q, p+"q_norm", L.QNorm, c.Heads, c.RMSEps)
+			k = b.headNorm(k, p+"k_norm", L.KNorm, c.KVHeads, c.RMSEps)
+		}
+		att := b.linear(attend(l, q, k, v, tables[c.local(l) && c.Block.RopeThetaLocal > 0]), p+"wo", &L.O)
+		if c.Block.PostNorms {
+			att = b.rmsNorm(att, p+"post_attention_norm", L.PostAttnNorm, c.RMSEps)
+		}
+		x = b.node("Add", "", nil, x, att)
 
 		xn = b.rmsNorm(x, p+"ffn_norm", L.FFNNorm, c.RMSEps)
-		gate := b.linear(xn, p+"w1", &L.Gate)
-		up := b.linear(xn, p+"w3", &L.Up)
-		h := b.node("Mul", "", nil, b.node("Mul", "", nil, gate, b.node("Sigmoid", "", nil, gate)), up)
-		x = b.node("Add", "", nil, x, b.linear(h, p+"w2", &L.Down))
+		var gate, up string
+		if L.GateUp != nil {
+			gu := b.split(b.linear(xn, p+"w13", L.GateUp), p+"gate_up_split", c.Hidden, c.Hidden)
+			gate, up = gu[0], gu[1]
+		} else {
+			gate, up = b.linear(xn, p+"w1", &L.Gate), b.linear(xn, p+"w3", &L.Up)
+		}
+		var h string
+		if c.Block.GELU {
+			h = b.node("Mul", "", nil, b.geluTanh(gate), up)
+		} else {
+			h = b.node("Mul", "", nil, b.node("Mul", "", nil, gate, b.node("Sigmoid", "", nil, gate)), up)
+		}
+		down := b.linear(h, p+"w2", &L.Down)
+		if c.Block.PostNorms {
+			down = b.rmsNorm(down, p+"post_ffn_norm", L.PostFFNNorm, c.RMSEps)
+		}
+		x = b.node("Add", "", nil, x, down)
 	}
 	x = b.rmsNorm(x, "norm", w.Norm, c.RMSEps)
 	cls := w.Output
@@ -182,6 +233,9 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		cls = &w.Embed
 	}
 	logits := b.linear(x, "output", cls)
+	if sc := c.Block.FinalSoftcap; sc > 0 {
+		logits = b.softcap(logits, "final_softcap", sc)
+	}
 	b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: "logits", OpType: "Identity", Inputs: []string{logits}, Outputs: []string{"logits"}})
 
 	m := &graph.Model{
@@ -189,6 +243,7 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		Opsets:       []graph.Opset{{Domain: "", Version: 17}, {Domain: contribDomain, Version: 1}, {Domain: blockquant.Domain, Version: 1}},
 		ProducerName: "switchyard formats/llama",
 		Metadata: map[string]string{
+			"llama.architecture":   c.Block.name(),
 			"llama.context_length": fmt.Sprint(c.ContextLength),
 			"llama.vocab_size":     fmt.Sprint(c.Vocab),
 			"llama.weight_bytes":   fmt.Sprint(w.WeightBytes()),
@@ -205,11 +260,33 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 // positions the cache buffers hold before this call.
 const PastLengthInput = "past_sequence_length"
 
+// attnAttrs are the GroupQueryAttention attributes of layer l: heads,
+// the rotation's form, the score scale, soft-capping and the sliding
+// window (local_window_size: the keys a query sees, its own included).
+func attnAttrs(c *Config, l int) map[string]*graph.Attribute {
+	inter := int64(1)
+	if c.Block.NeoxRope {
+		inter = 0
+	}
+	a := attrs(intA("num_heads", int64(c.Heads)), intA("kv_num_heads", int64(c.KVHeads)),
+		intA("do_rotary", 1), intA("rotary_interleaved", inter))
+	if s := c.Block.AttnScale; s > 0 {
+		a["scale"] = floatA("scale", float32(s))
+	}
+	if s := c.Block.AttnSoftcap; s > 0 {
+		a["softcap"] = floatA("softcap", float32(s))
+	}
+	if c.local(l) {
+		a["local_window_size"] = intA("local_window_size", int64(c.Block.SlidingWindow))
+	}
+	return a
+}
+
 // sharedAttention returns the attention of a SharedCache layer: one
 // GroupQueryAttention over the context-long cache buffers, which rotates
 // the queries and keys itself and writes the new keys and values at
 // positions past..past+S-1.
-func (b *builder) sharedAttention(c *Config, cosC, sinC string) func(l int, q, k, v string) string {
+func (b *builder) sharedAttention(c *Config) func(l int, q, k, v string, rope [2]string) string {
 	// seqlens_k = past + S - 1 and total_sequence_length = past + S,
 	// int32 as the op wants them
 	seqLen := b.node("Cast", "", attrs(intA("to", int64(graph.Int32))),
@@ -217,22 +294,38 @@ func (b *builder) sharedAttention(c *Config, cosC, sinC string) func(l int, q, k
 	totLen := b.node("Add", "", nil, PastLengthInput, seqLen)
 	seqlensK := b.node("Sub", "", nil, totLen, b.init("one_i32", graph.MustFromSlice([]int{1}, []int32{1})))
 	total := b.node("Squeeze", "", nil, totLen, b.i64("zero", 0))
-	return func(l int, q, k, v string) string {
+	return func(l int, q, k, v string, rope [2]string) string {
 		out := b.name("GroupQueryAttention")
 		b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: out, OpType: "GroupQueryAttention", Domain: contribDomain,
-			Inputs:  []string{q, k, v, fmt.Sprintf("past_key.%d", l), fmt.Sprintf("past_value.%d", l), seqlensK, total, cosC, sinC},
+			Inputs:  []string{q, k, v, fmt.Sprintf("past_key.%d", l), fmt.Sprintf("past_value.%d", l), seqlensK, total, rope[0], rope[1]},
 			Outputs: []string{out, fmt.Sprintf("present_key.%d", l), fmt.Sprintf("present_value.%d", l)},
-			Attrs: attrs(intA("num_heads", int64(c.Heads)), intA("kv_num_heads", int64(c.KVHeads)),
-				intA("do_rotary", 1), intA("rotary_interleaved", 1))})
+			Attrs:   attnAttrs(c, l)})
 		return out
 	}
+}
+
+// concatSupports says whether the ConcatCache form (standard ops and
+// RotaryEmbedding) builds c: it lacks partial rotation, soft-capping and
+// sliding windows.
+func concatSupports(c *Config) error {
+	b := &c.Block
+	switch {
+	case b.RotaryDim != c.HeadSize:
+		return fmt.Errorf("%w: the ConcatCache form does not rotate part of a head (%d of %d)", ErrUnsupported, b.RotaryDim, c.HeadSize)
+	case b.AttnSoftcap > 0:
+		return fmt.Errorf("%w: the ConcatCache form does not soft-cap attention", ErrUnsupported)
+	case b.SlidingWindow > 0:
+		return fmt.Errorf("%w: the ConcatCache form has no sliding window", ErrUnsupported)
+	}
+	return nil
 }
 
 // concatAttention returns the attention of a ConcatCache layer in
 // standard ops: rotary embedding, the caches concatenated with the new
 // keys and values, and grouped-query attention as batched MatMuls with a
 // causal mask.
-func (b *builder) concatAttention(c *Config, cosC, sinC string, D, KV, HS, G int64) func(l int, q, k, v string) string {
+func (b *builder) concatAttention(c *Config) func(l int, q, k, v string, rope [2]string) string {
+	QD, KV, HS, G := int64(c.QDim()), int64(c.KVHeads), int64(c.HeadSize), int64(c.Heads/c.KVHeads)
 	// Positions: the past length (dim 2 of the first cache input) is the
 	// first new token's position; S is the new tokens' count.
 	pastLen := b.node("Shape", "", attrs(intA("start", 2), intA("end", 3)), "past_key.0") // [1]
@@ -253,11 +346,19 @@ func (b *builder) concatAttention(c *Config, cosC, sinC string, D, KV, HS, G int
 	kvShape := b.i64("kv_heads_shape", 1, -1, KV, HS)
 	groupShape := b.i64("group_shape", 1, KV, -1, HS)
 	backShape := b.i64("back_shape", 1, int64(c.Heads), -1, HS)
-	flatShape := b.i64("flat_shape", 1, -1, D)
-	scale := b.f32("attn_scale", []int{}, []float32{float32(1 / math.Sqrt(float64(c.HeadSize)))})
-	return func(l int, q, k, v string) string {
-		q = b.node("RotaryEmbedding", contribDomain, attrs(intA("interleaved", 1), intA("num_heads", int64(c.Heads))), q, pastLen, cosC, sinC)
-		k = b.node("RotaryEmbedding", contribDomain, attrs(intA("interleaved", 1), intA("num_heads", KV)), k, pastLen, cosC, sinC)
+	flatShape := b.i64("flat_shape", 1, -1, QD)
+	sc := c.Block.AttnScale
+	if sc == 0 {
+		sc = 1 / math.Sqrt(float64(c.HeadSize))
+	}
+	scale := b.f32("attn_scale", []int{}, []float32{float32(sc)})
+	inter := int64(1)
+	if c.Block.NeoxRope {
+		inter = 0
+	}
+	return func(l int, q, k, v string, rope [2]string) string {
+		q = b.node("RotaryEmbedding", contribDomain, attrs(intA("interleaved", inter), intA("num_heads", int64(c.Heads))), q, pastLen, rope[0], rope[1])
+		k = b.node("RotaryEmbedding", contribDomain, attrs(intA("interleaved", inter), intA("num_heads", KV)), k, pastLen, rope[0], rope[1])
 		perm := attrs(ints("perm", 0, 2, 1, 3))
 		q = b.node("Transpose", "", perm, b.node("Reshape", "", nil, q, headsShape)) // [1, H, S, hs]
 		k = b.node("Transpose", "", perm, b.node("Reshape", "", nil, k, kvShape))    // [1, KV, S, hs]
@@ -275,6 +376,55 @@ func (b *builder) concatAttention(c *Config, cosC, sinC string, D, KV, HS, G int
 		probs := b.node("Softmax", "", attrs(intA("axis", -1)), scores)
 		att := b.node("MatMul", "", nil, probs, pv)                                      // [1, KV, G·S, hs]
 		att = b.node("Reshape", "", nil, att, backShape)                                 // [1, H, S, hs]
-		return b.node("Reshape", "", nil, b.node("Transpose", "", perm, att), flatShape) // [1, S, D]
+		return b.node("Reshape", "", nil, b.node("Transpose", "", perm, att), flatShape) // [1, S, QDim]
 	}
+}
+
+// split splits x [1, S, Σsizes] along its last axis.
+func (b *builder) split(x, name string, sizes ...int) []string {
+	v := make([]int64, len(sizes))
+	outs := make([]string, len(sizes))
+	for i, s := range sizes {
+		v[i] = int64(s)
+		outs[i] = b.name(name)
+	}
+	b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: outs[0] + "_node", OpType: "Split", Inputs: []string{x, b.i64(name+".sizes", v...)},
+		Outputs: outs, Attrs: attrs(intA("axis", -1))})
+	return outs
+}
+
+// bias adds v (nil: none) along the last axis.
+func (b *builder) bias(x, name string, v []float32) string {
+	if v == nil {
+		return x
+	}
+	return b.node("Add", "", nil, x, b.f32(name, []int{len(v)}, v))
+}
+
+// headNorm is an RMSNorm over each head of x [1, S, heads·HeadSize].
+func (b *builder) headNorm(x, name string, gamma []float32, heads int, eps float64) string {
+	hs := len(gamma)
+	h := b.node("Reshape", "", nil, x, b.i64(name+".heads", 1, -1, int64(heads), int64(hs)))
+	h = b.rmsNorm(h, name, gamma, eps)
+	return b.node("Reshape", "", nil, h, b.i64(name+".flat", 1, -1, int64(heads*hs)))
+}
+
+// geluTanh is GELU's tanh approximation, 0.5·x·(1 + tanh(√(2/π)·(x +
+// 0.044715·x³))), written as x·sigmoid(x·(a + b·x²)) with a = 2√(2/π)
+// and b = 0.044715·a (0.5·(1 + tanh z) = sigmoid(2z)).
+func (b *builder) geluTanh(x string) string {
+	a := 2 * math.Sqrt(2/math.Pi)
+	x2 := b.node("Mul", "", nil, x, x)
+	if _, ok := b.g.Initializers["gelu_a"]; !ok {
+		b.f32("gelu_a", []int{}, []float32{float32(a)})
+		b.f32("gelu_b", []int{}, []float32{float32(0.044715 * a)})
+	}
+	z := b.node("Mul", "", nil, x, b.node("Add", "", nil, b.node("Mul", "", nil, x2, "gelu_b"), "gelu_a"))
+	return b.node("Mul", "", nil, x, b.node("Sigmoid", "", nil, z))
+}
+
+// softcap is c·tanh(x/c).
+func (b *builder) softcap(x, name string, c float64) string {
+	t := b.node("Tanh", "", nil, b.node("Mul", "", nil, x, b.f32(name+".inv", []int{}, []float32{float32(1 / c)})))
+	return b.node("Mul", "", nil, t, b.f32(name, []int{}, []float32{float32(c)}))
 }

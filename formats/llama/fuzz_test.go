@@ -61,6 +61,9 @@ func FuzzDecode(f *testing.F) {
 		[]gguf.WriteTensor{{Name: "token_embd.weight", Dims: []uint64{32, 4}, Type: gguf.TypeQ8_0, Data: q8},
 			{Name: "output_norm.weight", Dims: []uint64{32}, Type: gguf.TypeF32, Data: gguf.EncodeF32(make([]float32, 32))}})
 	f.Add(buf.Bytes(), true)
+	for _, name := range []string{"qwen3-tiny", "gemma2-tiny", "mistral-tiny", "phi3-longrope-tiny"} {
+		f.Add(microGGUF(f, name), true)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, asGGUF bool) {
 		name := "m.bin"
 		if asGGUF {
@@ -77,7 +80,8 @@ func FuzzDecode(f *testing.F) {
 				return
 			}
 		} else if f, err := gguf.Parse(data); err == nil {
-			if n, ok := f.Uint("llama.context_length"); !ok || n > 4096 {
+			arch, _ := f.String("general.architecture")
+			if n, ok := f.Uint(arch + ".context_length"); !ok || n > 4096 {
 				return
 			}
 		}

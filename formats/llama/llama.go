@@ -1,10 +1,19 @@
-// Package llama builds the Llama decoder (RMSNorm, rotary position
-// embedding, grouped-query attention, SwiGLU feed-forward) as a Switchyard
-// graph from its weights, and reads those weights from GGUF files
-// (architecture "llama") and llama2.c checkpoints (the float32 .bin and
-// the version-2 int8 "Q8_0" export). It registers both as model formats
-// with formats, so a .gguf or llama2.c .bin opens like an .onnx
-// file and is placed on backends like any other graph.
+// Package llama builds Llama-family decoders (RMSNorm, rotary position
+// embedding, grouped-query attention, gated feed-forward) as Switchyard
+// graphs from their weights, and reads those weights from GGUF files and
+// llama2.c checkpoints (the float32 .bin and the version-2 int8 "Q8_0"
+// export). It registers both as model formats with formats, so a .gguf
+// or llama2.c .bin opens like an .onnx file and is placed on backends
+// like any other graph.
+//
+// The GGUF architectures built are llama (Llama 2, Llama 3.x with its
+// rope_freqs factors, SmolLM2, Mistral), qwen2 (q/k/v biases), qwen3
+// (per-head q/k RMSNorm), phi3 (fused qkv and gate/up, partial rotation,
+// LongRoPE factors, attn_factor) and gemma2/gemma3 (embedding scale,
+// GeGLU, post-norms, q/k norms, interleaved sliding-window and global
+// layers with their own rotary bases, soft-capping), read as llama.cpp
+// reads them. They differ only in a Block description that one graph
+// builder follows; any other architecture is refused by name.
 //
 // The graph has the interface of an ONNX decoder with a KV cache, which
 // package llm drives: input_ids int64 [1, seq] and, for every layer N,
@@ -21,7 +30,8 @@
 // head_size]. It uses standard ONNX ops (opset 17),
 // SimplifiedLayerNormalization, com.microsoft GroupQueryAttention
 // (SharedCache) or RotaryEmbedding (ConcatCache) rotating interleaved
-// pairs as llama2.c and llama.cpp do, and, for quantized weights, the
+// pairs as llama2.c and llama.cpp's llama do (halves for GPT-NeoX-style
+// architectures), and, for quantized weights, the
 // switchyard.blockquant BlockQuantMatMul op, which keeps each weight
 // matrix quantized (int8 or 4-bit with per-block scales) in the graph.
 package llama
@@ -31,10 +41,17 @@ import (
 	"fmt"
 	"github.com/switchyard-hal/switchyard/core/ggml"
 	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
 // ErrFormat marks a checkpoint that is not a well-formed Llama model.
 var ErrFormat = errors.New("llama: malformed model")
+
+// ErrUnsupported marks a well-formed model this package does not build
+// (another architecture, a feature of one it builds); it wraps
+// graph.ErrUnsupported.
+var ErrUnsupported = fmt.Errorf("llama: %w", graph.ErrUnsupported)
 
 // Config is the model's hyper-parameters.
 type Config struct {
@@ -45,27 +62,109 @@ type Config struct {
 	ContextLength   int     // the longest sequence (positions the rotary table covers)
 	RMSEps          float64 // RMSNorm epsilon (llama2.c: 1e-5)
 	RopeTheta       float64 // rotary base (10000)
-	HeadSize        int     // Dim / Heads
+	HeadSize        int     // width of one head (0: Dim / Heads)
 	SharedEmbedding bool    // the classifier is the embedding table
+	// Block says how the architecture's transformer block differs from
+	// Llama's; its zero value is Llama's block.
+	Block Block
+}
+
+// Block describes the parts of a decoder block that differ between the
+// architectures built here (the zero value is Llama 2's: interleaved
+// rotary pairs over the whole head, SwiGLU, RMSNorm before attention and
+// feed-forward, no biases). The graph builder reads only this
+// description: there is no per-architecture builder.
+type Block struct {
+	Arch string // the architecture's name, for messages and metadata ("llama" when empty)
+	// NeoxRope rotates pairs (i, i+RotaryDim/2) of each head, as GPT-NeoX
+	// does, instead of interleaved pairs (2i, 2i+1).
+	NeoxRope bool
+	// RotaryDim is how many leading dims of each head are rotated (0: all).
+	RotaryDim int
+	// RopeFactors divide the rotary frequencies pair by pair (Llama 3's
+	// rope_freqs); with LongRopeLong set, RopeFactors are LongRoPE's short
+	// factors, used while the context stays within RopeOrigContext, and
+	// LongRopeLong the long ones used beyond it (as llama.cpp chooses).
+	RopeFactors, LongRopeLong []float32
+	RopeOrigContext           int
+	// RopeFreqScale multiplies the frequencies (linear RoPE scaling: 1 /
+	// the scaling factor; 0 means 1); RopeAttnFactor multiplies cos and
+	// sin (0 means 1).
+	RopeFreqScale, RopeAttnFactor float64
+	// QKNorm: an RMSNorm over each head of the queries and keys, before
+	// the rotation (Qwen 3, Gemma 3).
+	QKNorm bool
+	// PostNorms: RMSNorms of the attention and feed-forward outputs before
+	// they are added to the residual stream (Gemma 2 and 3).
+	PostNorms bool
+	// GELU: the feed-forward gate is GELU (tanh approximation) instead of
+	// SiLU (GeGLU, Gemma).
+	GELU bool
+	// EmbedScale multiplies the token embeddings (Gemma: √Dim; 0 means 1).
+	EmbedScale float64
+	// AttnScale scales q·k (0: 1/√HeadSize).
+	AttnScale float64
+	// AttnSoftcap and FinalSoftcap cap attention scores and the logits:
+	// c·tanh(x/c) (0: none; Gemma 2).
+	AttnSoftcap, FinalSoftcap float64
+	// SlidingWindow is how many positions a query of a local layer sees,
+	// itself included (0: none); Local marks those layers (nil with a
+	// window: every layer). RopeThetaLocal is their rotary base (0: RopeTheta).
+	SlidingWindow  int
+	Local          []bool
+	RopeThetaLocal float64
+	// RopeFreqScaleLocal is the local layers' linear scaling (0 means 1:
+	// Gemma 3 scales its global layers only; Gemma 2 both).
+	RopeFreqScaleLocal float64
 }
 
 func (c *Config) check() error {
-	if c.Dim <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.Vocab <= 0 || c.ContextLength <= 0 {
+	if c.Dim <= 0 || c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.Vocab <= 0 || c.ContextLength <= 0 || c.HeadSize < 0 {
 		return fmt.Errorf("%w: every size must be positive: %+v", ErrFormat, *c)
 	}
 	const big = 1 << 20
-	if c.Dim > big || c.Hidden > big || c.Layers > 4096 || c.Heads > 4096 || c.Vocab > 1<<22 || c.ContextLength > 1<<22 {
+	if c.Dim > big || c.Hidden > big || c.Layers > 4096 || c.Heads > 4096 || c.Vocab > 1<<22 || c.ContextLength > 1<<22 || c.HeadSize > 1<<16 {
 		return fmt.Errorf("%w: sizes out of range: %+v", ErrFormat, *c)
 	}
-	if c.Dim%c.Heads != 0 || c.Heads%c.KVHeads != 0 {
-		return fmt.Errorf("%w: dim %d, %d heads, %d key/value heads do not divide", ErrFormat, c.Dim, c.Heads, c.KVHeads)
+	if c.Heads%c.KVHeads != 0 {
+		return fmt.Errorf("%w: %d heads are not a multiple of %d key/value heads", ErrFormat, c.Heads, c.KVHeads)
 	}
-	c.HeadSize = c.Dim / c.Heads
-	if c.HeadSize%2 != 0 {
-		return fmt.Errorf("%w: head size %d is odd (rotary pairs)", ErrFormat, c.HeadSize)
+	if c.HeadSize == 0 {
+		if c.Dim%c.Heads != 0 {
+			return fmt.Errorf("%w: dim %d is not a multiple of %d heads", ErrFormat, c.Dim, c.Heads)
+		}
+		c.HeadSize = c.Dim / c.Heads
 	}
-	if c.ContextLength*c.HeadSize > 1<<24 {
-		return fmt.Errorf("%w: context %d × head size %d: rotary tables too large", ErrFormat, c.ContextLength, c.HeadSize)
+	if c.Heads*c.HeadSize > big {
+		return fmt.Errorf("%w: %d heads of %d: too wide", ErrFormat, c.Heads, c.HeadSize)
+	}
+	b := &c.Block
+	if b.RotaryDim == 0 {
+		b.RotaryDim = c.HeadSize
+	}
+	if b.RotaryDim%2 != 0 || b.RotaryDim > c.HeadSize || b.RotaryDim < 0 {
+		return fmt.Errorf("%w: rotary dimension %d: odd, negative or wider than the head (%d)", ErrFormat, b.RotaryDim, c.HeadSize)
+	}
+	for _, f := range [][]float32{b.RopeFactors, b.LongRopeLong} {
+		if f != nil && len(f) != b.RotaryDim/2 {
+			return fmt.Errorf("%w: %d rotary frequency factors for %d rotary pairs", ErrFormat, len(f), b.RotaryDim/2)
+		}
+		for _, v := range f {
+			if !(v > 0) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("%w: rotary frequency factor %v (must be positive and finite)", ErrFormat, v)
+			}
+		}
+	}
+	if b.Local != nil && len(b.Local) != c.Layers {
+		return fmt.Errorf("%w: %d sliding-window layer flags for %d layers", ErrFormat, len(b.Local), c.Layers)
+	}
+	for _, v := range []float64{b.RopeFreqScale, b.RopeAttnFactor, b.EmbedScale, b.AttnScale, b.AttnSoftcap, b.FinalSoftcap, b.RopeThetaLocal, b.RopeFreqScaleLocal} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: block parameter %v (must be finite and not negative)", ErrFormat, v)
+		}
+	}
+	if b.SlidingWindow < 0 {
+		return fmt.Errorf("%w: sliding window %d", ErrFormat, b.SlidingWindow)
 	}
 	if c.RMSEps <= 0 {
 		c.RMSEps = 1e-5
@@ -75,6 +174,23 @@ func (c *Config) check() error {
 	}
 	return nil
 }
+
+// checkTables refuses a context whose rotary tables would be too large
+// (checked when the graph is built: the context may be capped first).
+func (c *Config) checkTables() error {
+	if c.ContextLength*c.Block.RotaryDim > 1<<24 {
+		return fmt.Errorf("%w: context %d × rotary dimension %d: rotary tables too large (cap the context)", ErrUnsupported, c.ContextLength, c.Block.RotaryDim)
+	}
+	return nil
+}
+
+// local reports whether layer l attends through the sliding window.
+func (c *Config) local(l int) bool {
+	return c.Block.SlidingWindow > 0 && (c.Block.Local == nil || c.Block.Local[l])
+}
+
+// QDim is the width of the queries of one position (Heads × HeadSize).
+func (c *Config) QDim() int { return c.Heads * c.HeadSize }
 
 // KVDim is the width of the keys and values of one position.
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadSize }
@@ -160,11 +276,20 @@ func (m *Matrix) Float32s() []float32 {
 	return out
 }
 
-// Layer is one transformer block's weights.
+// Layer is one transformer block's weights. Q, K, V are separate, or
+// QKV holds them fused (rows: the queries', then the keys', then the
+// values'); Gate and Up likewise, or GateUp (the gate's rows first). The
+// optional parts are nil where the architecture has none.
 type Layer struct {
 	AttnNorm, FFNNorm []float32 // [Dim]
-	Q, K, V, O        Matrix    // [Dim, Dim], [KVDim, Dim], [KVDim, Dim], [Dim, Dim]
+	Q, K, V, O        Matrix    // [QDim, Dim], [KVDim, Dim], [KVDim, Dim], [Dim, QDim]
 	Gate, Up, Down    Matrix    // w1 [Hidden, Dim], w3 [Hidden, Dim], w2 [Dim, Hidden]
+	QKV               *Matrix   // fused [QDim + 2·KVDim, Dim] instead of Q, K, V
+	GateUp            *Matrix   // fused [2·Hidden, Dim] instead of Gate, Up
+
+	QBias, KBias, VBias       []float32 // [QDim], [KVDim], [KVDim]
+	QNorm, KNorm              []float32 // [HeadSize] (Block.QKNorm)
+	PostAttnNorm, PostFFNNorm []float32 // [Dim] (Block.PostNorms)
 }
 
 // Weights is a whole model.
@@ -196,24 +321,57 @@ func (w *Weights) Check() error {
 			return err
 		}
 	}
-	kv := c.KVDim()
+	kv, q := c.KVDim(), c.QDim()
 	for i := range w.Layers {
 		l := &w.Layers[i]
-		if len(l.AttnNorm) != c.Dim || len(l.FFNNorm) != c.Dim {
-			return fmt.Errorf("%w: layer %d norms have %d and %d values, want %d", ErrFormat, i, len(l.AttnNorm), len(l.FFNNorm), c.Dim)
+		vecs := []struct {
+			name string
+			v    []float32
+			n    int
+			want bool // must be present (else: must be absent or of n values)
+		}{{"attention norm", l.AttnNorm, c.Dim, true}, {"ffn norm", l.FFNNorm, c.Dim, true},
+			{"q bias", l.QBias, q, false}, {"k bias", l.KBias, kv, false}, {"v bias", l.VBias, kv, false},
+			{"q norm", l.QNorm, c.HeadSize, c.Block.QKNorm}, {"k norm", l.KNorm, c.HeadSize, c.Block.QKNorm},
+			{"post-attention norm", l.PostAttnNorm, c.Dim, c.Block.PostNorms}, {"post-ffn norm", l.PostFFNNorm, c.Dim, c.Block.PostNorms}}
+		for _, v := range vecs {
+			if (v.want || v.v != nil) && len(v.v) != v.n {
+				return fmt.Errorf("%w: layer %d %s has %d values, want %d", ErrFormat, i, v.name, len(v.v), v.n)
+			}
 		}
-		for _, m := range []struct {
+		if !c.Block.QKNorm && (l.QNorm != nil || l.KNorm != nil) || !c.Block.PostNorms && (l.PostAttnNorm != nil || l.PostFFNNorm != nil) {
+			return fmt.Errorf("%w: layer %d has norms its block (%s) does not use", ErrFormat, i, c.Block.name())
+		}
+		type mat struct {
 			name       string
 			m          *Matrix
 			rows, cols int
-		}{{"wq", &l.Q, c.Dim, c.Dim}, {"wk", &l.K, kv, c.Dim}, {"wv", &l.V, kv, c.Dim}, {"wo", &l.O, c.Dim, c.Dim},
-			{"w1", &l.Gate, c.Hidden, c.Dim}, {"w3", &l.Up, c.Hidden, c.Dim}, {"w2", &l.Down, c.Dim, c.Hidden}} {
+		}
+		ms := []mat{{"wo", &l.O, c.Dim, q}, {"w2", &l.Down, c.Dim, c.Hidden}}
+		if l.QKV != nil {
+			ms = append(ms, mat{"wqkv", l.QKV, q + 2*kv, c.Dim})
+		} else {
+			ms = append(ms, mat{"wq", &l.Q, q, c.Dim}, mat{"wk", &l.K, kv, c.Dim}, mat{"wv", &l.V, kv, c.Dim})
+		}
+		if l.GateUp != nil {
+			ms = append(ms, mat{"w13", l.GateUp, 2 * c.Hidden, c.Dim})
+		} else {
+			ms = append(ms, mat{"w1", &l.Gate, c.Hidden, c.Dim}, mat{"w3", &l.Up, c.Hidden, c.Dim})
+		}
+		for _, m := range ms {
 			if err := m.m.check(fmt.Sprintf("layer %d %s", i, m.name), m.rows, m.cols); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// name is the block's architecture name.
+func (b *Block) name() string {
+	if b.Arch == "" {
+		return "llama"
+	}
+	return b.Arch
 }
 
 // WeightBytes is the memory the weights take as the graph holds them:
@@ -229,28 +387,56 @@ func (w *Weights) WeightBytes() int {
 	n += cls.Bytes()
 	for i := range w.Layers {
 		l := &w.Layers[i]
-		n += 4 * (len(l.AttnNorm) + len(l.FFNNorm))
-		for _, m := range []*Matrix{&l.Q, &l.K, &l.V, &l.O, &l.Gate, &l.Up, &l.Down} {
-			n += m.Bytes()
+		for _, v := range [][]float32{l.AttnNorm, l.FFNNorm, l.QBias, l.KBias, l.VBias, l.QNorm, l.KNorm, l.PostAttnNorm, l.PostFFNNorm} {
+			n += 4 * len(v)
+		}
+		for _, m := range []*Matrix{&l.Q, &l.K, &l.V, &l.O, &l.Gate, &l.Up, &l.Down, l.QKV, l.GateUp} {
+			if m != nil {
+				n += m.Bytes()
+			}
 		}
 	}
 	return n
 }
 
-// ropeTables returns cos and sin [ContextLength, HeadSize/2] as llama2.c
-// computes them: frequency θ^(-2i/HeadSize) for pair i, angle pos·freq,
-// in float32.
-func ropeTables(c *Config) (cos, sin []float32) {
-	half := c.HeadSize / 2
+// ropeTables returns cos and sin [ContextLength, RotaryDim/2] for rotary
+// base theta: pair i turns at frequency theta^(-2i/RotaryDim), divided by
+// its frequency factor (Llama 3, LongRoPE: the long factors when the
+// context passes the original one) and multiplied by RopeFreqScale
+// (linear scaling); the angle is position·frequency in float32, as
+// llama2.c and ggml compute it, and cos and sin are multiplied by
+// RopeAttnFactor. local selects the sliding-window layers' scaling
+// (RopeFreqScaleLocal, no frequency factors).
+func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
+	b := &c.Block
+	half := b.RotaryDim / 2
 	cos, sin = make([]float32, c.ContextLength*half), make([]float32, c.ContextLength*half)
+	factors := b.RopeFactors
+	if b.LongRopeLong != nil && c.ContextLength > b.RopeOrigContext {
+		factors = b.LongRopeLong
+	}
+	scale, attn := b.RopeFreqScale, b.RopeAttnFactor
+	if local {
+		scale = b.RopeFreqScaleLocal
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	if attn == 0 {
+		attn = 1
+	}
 	freq := make([]float32, half)
 	for i := range freq {
-		freq[i] = float32(1 / math.Pow(c.RopeTheta, float64(2*i)/float64(c.HeadSize)))
+		f := 1 / math.Pow(theta, float64(2*i)/float64(b.RotaryDim))
+		if factors != nil && !local {
+			f /= float64(factors[i])
+		}
+		freq[i] = float32(f * scale)
 	}
 	for p := 0; p < c.ContextLength; p++ {
 		for i, f := range freq {
 			v := float64(float32(p) * f)
-			cos[p*half+i], sin[p*half+i] = float32(math.Cos(v)), float32(math.Sin(v))
+			cos[p*half+i], sin[p*half+i] = float32(math.Cos(v)*attn), float32(math.Sin(v)*attn)
 		}
 	}
 	return cos, sin

@@ -3,8 +3,9 @@ package llama
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/switchyard-hal/switchyard/core/ggml"
 	"math"
+
+	"github.com/switchyard-hal/switchyard/core/ggml"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
@@ -83,84 +84,6 @@ func build(w *Weights, o formats.Options) (*graph.Model, error) {
 		c.ContextLength = int(fit)
 	}
 	return Build(w)
-}
-
-// FromGGUF collects the weights of a GGUF file of architecture "llama".
-// F32, F16 and BF16 tensors become float32 matrices; Q8_0 and Q4_0 ones
-// stay quantized (blocks of 32 along each row); the other quantized types
-// (Q4_1, Q5_0, Q5_1, Q2_K … Q6_K) stay in the file's own block layout.
-func FromGGUF(f *gguf.File) (*Weights, error) {
-	if a, _ := f.String("general.architecture"); a != "llama" {
-		return nil, fmt.Errorf("%w: GGUF architecture %q (only llama is built)", ErrFormat, a)
-	}
-	u := func(k string) int {
-		v, ok := f.Uint("llama." + k)
-		if !ok || v > math.MaxInt32 {
-			return -1
-		}
-		return int(v)
-	}
-	c := Config{Dim: u("embedding_length"), Hidden: u("feed_forward_length"), Layers: u("block_count"),
-		Heads: u("attention.head_count"), KVHeads: u("attention.head_count_kv"), ContextLength: u("context_length")}
-	if c.KVHeads < 0 {
-		c.KVHeads = c.Heads
-	}
-	c.RMSEps, _ = f.Float("llama.attention.layer_norm_rms_epsilon")
-	c.RopeTheta, _ = f.Float("llama.rope.freq_base")
-	emb, ok := f.Tensor("token_embd.weight")
-	if !ok || len(emb.Dims) != 2 {
-		return nil, fmt.Errorf("%w: no 2-D token_embd.weight", ErrFormat)
-	}
-	c.Vocab = int(emb.Dims[1])
-	if rd := u("rope.dimension_count"); rd > 0 && c.Heads > 0 && rd != c.Dim/c.Heads {
-		return nil, fmt.Errorf("%w: rotary dimension %d is not the head size %d (partial rotary is not built)", ErrFormat, rd, c.Dim/max(c.Heads, 1))
-	}
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	w := &Weights{Config: c}
-	var err error
-	mat := func(name string) Matrix {
-		if err != nil {
-			return Matrix{}
-		}
-		var m Matrix
-		m, err = ggufMatrix(f, name)
-		return m
-	}
-	vec := func(name string) []float32 {
-		if err != nil {
-			return nil
-		}
-		t, ok := f.Tensor(name)
-		if !ok || len(t.Dims) != 1 {
-			err = fmt.Errorf("%w: no 1-D tensor %s", ErrFormat, name)
-			return nil
-		}
-		var v []float32
-		v, err = f.Float32s(t)
-		return v
-	}
-	w.Embed = mat("token_embd.weight")
-	w.Norm = vec("output_norm.weight")
-	if _, ok := f.Tensor("output.weight"); ok {
-		o := mat("output.weight")
-		w.Output = &o
-	} else {
-		w.Config.SharedEmbedding = true
-	}
-	for l := 0; l < c.Layers && err == nil; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		w.Layers = append(w.Layers, Layer{
-			AttnNorm: vec(p + "attn_norm.weight"), FFNNorm: vec(p + "ffn_norm.weight"),
-			Q: mat(p + "attn_q.weight"), K: mat(p + "attn_k.weight"), V: mat(p + "attn_v.weight"), O: mat(p + "attn_output.weight"),
-			Gate: mat(p + "ffn_gate.weight"), Up: mat(p + "ffn_up.weight"), Down: mat(p + "ffn_down.weight"),
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return w, w.Check()
 }
 
 func ggufMatrix(f *gguf.File, name string) (Matrix, error) {

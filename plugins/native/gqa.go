@@ -14,10 +14,11 @@ import (
 // semantics: read its doc) for float32 query, key, value, pasts and
 // rotary caches and int32 seqlens_k and total_sequence_length, query
 // packed or not, with or without do_rotary (halves or interleaved pairs),
-// scale and softcap. It follows the reference kernel's rule for the
-// presents (contrib.PresentInto): a present bound to its past's own
-// memory (the share-buffer form, P ≥ total) gets only the new rows
-// p..p+S-1 written, the past is not copied; otherwise the present is
+// scale, softcap and a sliding window (local_window_size). It follows
+// the reference kernel's rule for the presents (contrib.PresentInto): a
+// present bound to its past's own memory (the share-buffer form, P ≥
+// total) gets only the new rows p..p+S-1 written, the past is not
+// copied; otherwise the present is
 // filled (the past's used rows copied, the tail zeroed). Only the used
 // rows 0..p+S-1 of the pasts are read. The keys and values attend from
 // the present, in float32 (dot products and sums of exponentials in the
@@ -85,7 +86,7 @@ func gqaPlan(n *graph.Node, in []*graph.Tensor) (gqaShape, bool) {
 		return nil
 	}
 	if input(9) != nil || input(10) != nil || input(11) != nil || len(n.Outputs) > 3 && n.Outputs[3] != "" ||
-		n.AttrInt("local_window_size", -1) != -1 || n.AttrInt("smooth_softmax", 0) != 0 {
+		n.AttrInt("local_window_size", -1) < -1 || n.AttrInt("smooth_softmax", 0) != 0 {
 		return g, false
 	}
 	N, KV := int(n.AttrInt("num_heads", 0)), int(n.AttrInt("kv_num_heads", 0))
@@ -199,6 +200,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		scale = float32(1 / math.Sqrt(float64(H)))
 	}
 	softcap := n.AttrFloat("softcap", 0)
+	window := int(n.AttrInt("local_window_size", -1)) // the keys a query sees, its own included (≤ 0: all)
 
 	// the queries: rotated, scaled
 	sc.q = grow(sc.q, B*S*N*H)
@@ -270,9 +272,13 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					r := b*S + s
 					q := sc.q[(r*N+h)*H : (r*N+h+1)*H]
 					L := p + s + 1
-					scores, e := sc.sc[:L], sc.e[:L]
+					j0 := 0 // the first key the query sees (sliding window)
+					if window > 0 {
+						j0 = max(0, L-window)
+					}
+					scores, e := sc.sc[:L-j0], sc.e[:L-j0]
 					o := Y[(r*N+h)*H : (r*N+h+1)*H]
-					attendRow(q, K, V, scores, e, o, softcap)
+					attendRow(q, K[j0*H:], V[j0*H:], scores, e, o, softcap)
 				}
 			}
 		}

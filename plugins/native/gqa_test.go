@@ -23,10 +23,11 @@ type gqaTest struct {
 	rotary            int // 0 none, 1 halves, 2 interleaved
 	rotWidth          int // cos/sin width (0: H/2)
 	softcap, scale    float32
+	window            int // local_window_size (0: none)
 }
 
 func (c gqaTest) String() string {
-	return fmt.Sprintf("B%d_S%d_N%d_KV%d_H%d_P%d_tot%d_pk%v_rot%d_cap%v_sc%v", c.B, c.S, c.N, c.KV, c.H, c.P, c.total, c.packed, c.rotary, c.softcap, c.scale)
+	return fmt.Sprintf("B%d_S%d_N%d_KV%d_H%d_P%d_tot%d_pk%v_rot%d_cap%v_sc%v_win%d", c.B, c.S, c.N, c.KV, c.H, c.P, c.total, c.packed, c.rotary, c.softcap, c.scale, c.window)
 }
 
 // gqaCall builds the node and its inputs (float32 values in [-1, 1]).
@@ -63,6 +64,9 @@ func gqaCall(c gqaTest, rng *rand.Rand) (*graph.Node, []*graph.Tensor) {
 	}
 	if c.scale != 0 {
 		n.Attrs["scale"] = &graph.Attribute{Name: "scale", Type: graph.AttrFloat, F: c.scale}
+	}
+	if c.window != 0 {
+		n.Attrs["local_window_size"] = attr("local_window_size", c.window)
 	}
 	if c.rotary > 0 {
 		n.Attrs["do_rotary"] = attr("do_rotary", 1)
@@ -130,7 +134,7 @@ func gqaCloseTol(t *testing.T, what string, got, want *graph.Tensor, tol float64
 // batches with ragged pasts, N = KV, 2·KV, 8·KV, cache buffers longer
 // than used (P > total) and exact (P = total), no past, rotary halves and
 // interleaved (and a rotary width below H/2), packed QKV, softcap, scale,
-// head sizes of each of attendRow's paths (6, 8, 12, 16, 32, 64).
+// sliding windows, head sizes of each of attendRow's paths (6, 8, 12, 16, 32, 64).
 func gqaCases() []gqaTest {
 	return []gqaTest{
 		{B: 1, S: 1, N: 8, KV: 4, H: 8, P: 32, seqlens: []int{16}, total: 17},
@@ -149,6 +153,11 @@ func gqaCases() []gqaTest {
 		{B: 1, S: 1, N: 4, KV: 1, H: 6, P: 9, seqlens: []int{6}, total: 7, rotary: 2, softcap: 1},
 		{B: 1, S: 2, N: 2, KV: 2, H: 64, P: 70, seqlens: []int{65}, total: 66, rotary: 2},
 		{B: 1, S: 1, N: 32, KV: 8, H: 64, P: 1100, seqlens: []int{1023}, total: 1024, rotary: 1}, // BenchmarkGQA/big, a shorter buffer
+		// sliding windows (local_window_size): a prompt longer than the
+		// window, ragged decode steps, a window of the query alone
+		{B: 1, S: 9, N: 4, KV: 2, H: 16, P: 12, seqlens: []int{8}, total: 9, rotary: 1, window: 4},
+		{B: 2, S: 1, N: 8, KV: 4, H: 8, P: 20, seqlens: []int{3, 17}, total: 18, rotary: 2, softcap: 2, window: 6},
+		{B: 1, S: 3, N: 2, KV: 1, H: 8, P: 8, seqlens: []int{6}, total: 7, window: 1},
 	}
 }
 

@@ -30,7 +30,9 @@ func init() {
 // interleaved pairs; the queries too) go to positions p..p+S-1 of the
 // present outputs (B, KV, max(P, total_sequence_length), H) after the
 // first p positions of the past; the rest is zero. Query s attends
-// causally to keys 0..p+s: softmax(scale·q·k (softcap·tanh(x/softcap)
+// causally to keys 0..p+s — with local_window_size w > 0, only to the
+// last w of them, max(0, p+s-w+1)..p+s, its own included (ONNX Runtime's
+// sliding window since 1.23; Hugging Face's sliding_window) —: softmax(scale·q·k (softcap·tanh(x/softcap)
 // when softcap > 0)) · v, scale defaulting to 1/√H.
 //
 // In place: where the tensor bound to present_key (exec.Into, output 1)
@@ -44,7 +46,7 @@ func init() {
 // the executor copies). Only the rows 0..p+S-1 of a past are read.
 //
 // Not implemented (refused): position_ids, attention_bias, head_sink,
-// local_window_size, smooth_softmax, the output_qk output, and a first
+// smooth_softmax, the output_qk output, and a first
 // prompt with padding (seqlens_k + 1 < S).
 
 func gqaKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
@@ -66,8 +68,9 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 	if wants(n, 3) {
 		return nil, kernels.Unsupportedf(n, "the output_qk output is not supported")
 	}
-	if w := n.AttrInt("local_window_size", -1); w != -1 {
-		return nil, kernels.Unsupportedf(n, "local_window_size %d is not supported (only -1)", w)
+	window := n.AttrInt("local_window_size", -1)
+	if window < -1 {
+		return nil, kernels.Invalidf(n, "local_window_size %d (want -1, or the keys a query sees)", window)
 	}
 	if n.AttrInt("smooth_softmax", 0) != 0 {
 		return nil, kernels.Unsupportedf(n, "smooth_softmax is not supported")
@@ -201,7 +204,7 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 		scale = 1 / math.Sqrt(float64(H))
 	}
 	a := gqaArgs{B: B, S: S, N: N, KV: KV, H: H, T: T, past: past, q: qv, k: kv, v: vv,
-		scale: scale, softcap: float64(n.AttrFloat("softcap", 0))}
+		scale: scale, softcap: float64(n.AttrFloat("softcap", 0)), window: int(window)}
 	// the present caches: the caller's tensors where bound (the past
 	// itself: written in place), else new ones
 	shape := []int{B, KV, T, H}
@@ -236,6 +239,7 @@ type gqaArgs struct {
 	past           []int // by batch: the past length p
 	q, k, v        []float64
 	scale, softcap float64
+	window         int // local_window_size (≤ 0: none)
 }
 
 // PresentInto decides what to do with dst, the caller's tensor bound to a
@@ -345,10 +349,14 @@ func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, p
 			for h := kh * group; h < (kh+1)*group; h++ {
 				for s := 0; s < S; s++ {
 					qrow := a.q[((b*S+s)*N+h)*H:][:H]
-					sc := sc[:p+s+1]
+					j0 := 0 // the first key the query sees
+					if a.window > 0 {
+						j0 = max(0, p+s+1-a.window)
+					}
+					sc := sc[j0 : p+s+1]
 					mx := math.Inf(-1)
 					for j := range sc {
-						krow := kc[j*H : (j+1)*H]
+						krow := kc[(j0+j)*H : (j0+j+1)*H]
 						d := 0.0
 						for i := range qrow {
 							d += qrow[i] * krow[i]
@@ -368,7 +376,7 @@ func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, p
 					o := out[((b*S+s)*N+h)*H:][:H]
 					for j := range sc {
 						w := sc[j] / sum
-						vrow := vc[j*H : (j+1)*H]
+						vrow := vc[(j0+j)*H : (j0+j+1)*H]
 						for i := range o {
 							o[i] += w * vrow[i]
 						}

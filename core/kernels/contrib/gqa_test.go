@@ -28,6 +28,7 @@ type gqaCase struct {
 	packed, rotary bool
 	interleaved    bool
 	softcap        float32
+	window         int // local_window_size (0: none)
 	wantPresentLen int
 }
 
@@ -82,6 +83,9 @@ func gqaModel(c gqaCase, rng *rand.Rand) (*graph.Model, map[string]*graph.Tensor
 	if c.softcap != 0 {
 		attrs["softcap"] = &graph.Attribute{Name: "softcap", Type: graph.AttrFloat, F: c.softcap}
 	}
+	if c.window != 0 {
+		attrs["local_window_size"] = &graph.Attribute{Name: "local_window_size", Type: graph.AttrInt, I: int64(c.window)}
+	}
 	if c.rotary {
 		attrs["do_rotary"] = &graph.Attribute{Name: "do_rotary", Type: graph.AttrInt, I: 1}
 		if c.interleaved {
@@ -118,6 +122,9 @@ func TestGroupQueryAttentionMatchesORT(t *testing.T) {
 		{name: "decode", B: 2, S: 1, N: 4, KV: 2, H: 8, P: 3, seqlens: []int{3, 3}, total: 4, wantPresentLen: 4},
 		{name: "decode-buffer-packed-rotary", B: 1, S: 1, N: 4, KV: 1, H: 16, P: 6, seqlens: []int{3}, total: 4, packed: true, rotary: true, wantPresentLen: 6},
 		{name: "chunk-interleaved-softcap", B: 1, S: 4, N: 6, KV: 3, H: 16, P: 2, seqlens: []int{5}, total: 6, rotary: true, interleaved: true, softcap: 2, wantPresentLen: 6},
+		{name: "prefill-window", B: 1, S: 7, N: 4, KV: 2, H: 16, seqlens: []int{6}, total: 7, rotary: true, window: 3, wantPresentLen: 7},
+		{name: "chunk-window-buffer", B: 1, S: 3, N: 4, KV: 2, H: 16, P: 9, seqlens: []int{7}, total: 8, rotary: true, interleaved: true, window: 2, wantPresentLen: 9},
+		{name: "decode-window-softcap", B: 2, S: 1, N: 4, KV: 2, H: 16, P: 9, seqlens: []int{7, 4}, total: 8, softcap: 2, window: 4, wantPresentLen: 9},
 	}
 	peer := ortPeer(t)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -196,8 +203,8 @@ func TestGroupQueryAttentionRefuses(t *testing.T) {
 		t.Fatalf("plain case: %v", err)
 	}
 	for name, mutate := range map[string]func(){
-		"local_window_size": func() {
-			n.Attrs["local_window_size"] = &graph.Attribute{Name: "local_window_size", Type: graph.AttrInt, I: 4}
+		"local_window_size -2": func() {
+			n.Attrs["local_window_size"] = &graph.Attribute{Name: "local_window_size", Type: graph.AttrInt, I: -2}
 		},
 		"padded prompt": func() { in[5] = graph.MustFromSlice([]int{1}, []int32{0}) },
 		"num_heads":     func() { n.Attrs["kv_num_heads"] = &graph.Attribute{Name: "kv_num_heads", Type: graph.AttrInt, I: 3} },
@@ -407,5 +414,61 @@ func BenchmarkGroupQueryAttention(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestGroupQueryAttentionWindow: with local_window_size w a query sees
+// only the last w keys, its own included: a decode step over a 5-row past
+// with w = 3 gives what the step gives without a window over a past of
+// just the last two of those rows (no rotation: positions do not matter).
+func TestGroupQueryAttentionWindow(t *testing.T) {
+	s, ok := kernels.Lookup("com.microsoft", "GroupQueryAttention")
+	if !ok {
+		t.Fatal("no GroupQueryAttention kernel")
+	}
+	c := gqaCase{B: 1, S: 1, N: 4, KV: 2, H: 8, P: 5, seqlens: []int{5}, total: 6}
+	m, feeds := gqaModel(c, rand.New(rand.NewPCG(5, 6)))
+	n := m.Graph.Nodes[0]
+	n.Attrs["local_window_size"] = &graph.Attribute{Name: "local_window_size", Type: graph.AttrInt, I: 3}
+	got, err := s.Kernel(&kernels.Context{Opset: 1}, n, gqaInputs(m, feeds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the last two past rows of each key/value head
+	tail := func(x *graph.Tensor) *graph.Tensor {
+		v := make([]float32, 0, c.KV*2*c.H)
+		for kh := 0; kh < c.KV; kh++ {
+			for r := 3; r < 5; r++ {
+				for i := 0; i < c.H; i++ {
+					v = append(v, float32(x.Float64At((kh*c.P+r)*c.H+i)))
+				}
+			}
+		}
+		return graph.MustFromSlice([]int{1, c.KV, 2, c.H}, v)
+	}
+	short := map[string]*graph.Tensor{}
+	for k, v := range feeds {
+		short[k] = v
+	}
+	short["past_key"], short["past_value"] = tail(feeds["past_key"]), tail(feeds["past_value"])
+	short["seqlens_k"] = graph.MustFromSlice([]int{1}, []int32{2})
+	short["total_sequence_length"] = graph.MustFromSlice([]int{}, []int32{3})
+	delete(n.Attrs, "local_window_size")
+	want, err := s.Kernel(&kernels.Context{Opset: 1}, n, gqaInputs(m, short))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < want[0].Len(); i++ {
+		if a, b := got[0].Float64At(i), want[0].Float64At(i); math.Abs(a-b) > 1e-6 {
+			t.Fatalf("output[%d]: windowed %g, over the last rows only %g", i, a, b)
+		}
+	}
+	// and the window matters: without it the output differs
+	full, err := s.Kernel(&kernels.Context{Opset: 1}, n, gqaInputs(m, feeds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(full[0].Float64At(0)-got[0].Float64At(0)) < 1e-9 {
+		t.Fatal("the window changed nothing")
 	}
 }
