@@ -3,6 +3,7 @@ module github.com/switchyard-hal/switchyard
 go 1.26.8
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/ebitengine/purego v0.11.3
 	github.com/google/flatbuffers v25.12.19+incompatible
 	github.com/hashicorp/go-hclog v1.6.3

@@ -24,6 +24,7 @@ func generateCmd() *cobra.Command {
 	var o llm.Options
 	var bf backendFlags
 	var mf memoryFlags
+	var cf chatFlags
 	cmd := &cobra.Command{
 		Use:   "generate MODEL --prompt TEXT [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
 		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs, GGUF, llama2.c)",
@@ -54,6 +55,9 @@ model's logits width).`,
 			lo := &switchyard.LoadOptions{ContextLength: o.ContextLength}
 			if lo.ContextLength == 0 {
 				lo.ContextLength = o.Steps
+				if cf.on {
+					lo.ContextLength = 4096 // a conversation: up to the model's own context
+				}
 			}
 			m, err := eng.OpenWith(ctx, args[0], lo)
 			if err != nil {
@@ -76,7 +80,7 @@ model's logits width).`,
 			}
 			var tok llm.Tokenizer
 			if tokPath == "" && isGGUF(args[0]) {
-				if tok, err = llm.LoadGGUFTokenizer(args[0]); err != nil {
+				if tok, err = llm.LoadGGUFVocab(args[0]); err != nil {
 					return err
 				}
 			}
@@ -101,6 +105,9 @@ model's logits width).`,
 				if tok, err = llm.LoadLlama2cTokenizer(tokPath, vocab); err != nil {
 					return err
 				}
+			}
+			if cf.on {
+				return runChat(ctx, cmd, d, tok, &cf, o)
 			}
 			out := cmd.OutOrStdout()
 			show := func(t llm.Token) error {
@@ -160,6 +167,7 @@ model's logits width).`,
 	cmd.Flags().IntVar(&warmup, "warmup", 0, "generations to run first, untimed and not shown (the first run at each shape plans and allocates; benchmarks time later ones)")
 	bf.add(cmd)
 	mf.add(cmd)
+	cf.add(cmd)
 	return cmd
 }
 

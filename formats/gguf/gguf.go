@@ -285,6 +285,9 @@ func Parse(data []byte) (*File, error) {
 		align = a
 	}
 	start := (uint64(r.off) + align - 1) / align * align
+	if start > uint64(len(data)) && len(f.Tensors) == 0 {
+		start = uint64(len(data)) // a vocabulary-only file ends after its metadata, unpadded
+	}
 	if start > uint64(len(data)) {
 		return nil, fmt.Errorf("%w: the data section starts past the end of the file", ErrFormat)
 	}
