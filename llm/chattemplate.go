@@ -520,8 +520,6 @@ func boundedRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, er
 }
 
 var (
-	macroTag  = regexp.MustCompile(`\{%(-?)\s*macro\s[^%]*?(-?)%\}`)
-	endMacro  = regexp.MustCompile(`\{%(-?)\s*endmacro\b[^%]*?(-?)%\}`)
 	blockOpen = regexp.MustCompile(`^(if|for|macro|call|filter|raw|block)\b`)
 	blockEnd  = regexp.MustCompile(`^end(if|for|macro|call|filter|raw|block|set)\b`)
 	setBlock  = regexp.MustCompile(`^set\s+[A-Za-z_][A-Za-z0-9_.]*\s*(\||$)`)
@@ -531,8 +529,45 @@ var (
 // expressions or blocks nested deeper than maxNesting.
 func checkTemplate(src string) error {
 	depth := 0
+	for _, tg := range templateTags(src) {
+		body := tg.body
+		if tg.kind == '#' {
+			continue
+		}
+		if d := exprDepth(body); d > maxNesting {
+			return fmt.Errorf("llm: chat template: an expression nested %d deep (at most %d)", d, maxNesting)
+		}
+		if tg.kind != '%' {
+			continue
+		}
+		stmt := strings.TrimSpace(strings.Trim(body, "-+"))
+		switch {
+		case blockOpen.MatchString(stmt) || setBlock.MatchString(stmt):
+			depth++
+			if depth > maxNesting {
+				return fmt.Errorf("llm: chat template: blocks nested %d deep (at most %d)", depth, maxNesting)
+			}
+		case blockEnd.MatchString(stmt):
+			depth = max(depth-1, 0)
+		}
+	}
+	return nil
+}
+
+// tag is a {{ }}, {% %} or {# #} tag of a template: its bytes
+// [start, end), its kind ('{', '%', '#') and what is between the delimiters.
+type tag struct {
+	start, end int
+	kind       byte
+	body       string
+}
+
+// templateTags finds a template's tags: each opening delimiter to the
+// first closing one after it.
+func templateTags(src string) []tag {
+	var tags []tag
 	for i := 0; i < len(src); {
-		j := strings.Index(src[i:], "{")
+		j := strings.IndexByte(src[i:], '{')
 		if j < 0 || i+j+1 >= len(src) {
 			break
 		}
@@ -553,29 +588,10 @@ func checkTemplate(src string) error {
 		if k < 0 {
 			break
 		}
-		body := src[i+2 : i+2+k]
+		tags = append(tags, tag{start: i, end: i + 2 + k + 2, kind: src[i+1], body: src[i+2 : i+2+k]})
 		i += 2 + k + 2
-		if end == "#}" {
-			continue
-		}
-		if d := exprDepth(body); d > maxNesting {
-			return fmt.Errorf("llm: chat template: an expression nested %d deep (at most %d)", d, maxNesting)
-		}
-		if end != "%}" {
-			continue
-		}
-		stmt := strings.TrimSpace(strings.Trim(body, "-+"))
-		switch {
-		case blockOpen.MatchString(stmt) || setBlock.MatchString(stmt):
-			depth++
-			if depth > maxNesting {
-				return fmt.Errorf("llm: chat template: blocks nested %d deep (at most %d)", depth, maxNesting)
-			}
-		case blockEnd.MatchString(stmt):
-			depth = max(depth-1, 0)
-		}
 	}
-	return nil
+	return tags
 }
 
 // exprDepth is the deepest bracket nesting in a tag, outside string literals.
@@ -613,19 +629,44 @@ const depthVar = "__switchyard_depth"
 // tags print nothing and carry the whitespace control of the tags they
 // sit beside, so the output is unchanged.
 func boundMacros(src string) string {
-	if !macroTag.MatchString(src) {
+	var sb strings.Builder
+	at, found, raw := 0, false, false
+	for _, tg := range templateTags(src) {
+		if tg.kind != '%' {
+			continue
+		}
+		stmt := strings.TrimSpace(strings.Trim(tg.body, "-+"))
+		tag := src[tg.start:tg.end]
+		switch {
+		case stmt == "raw":
+			raw = true
+		case stmt == "endraw":
+			raw = false
+		case raw:
+		case strings.HasPrefix(stmt, "macro") && len(stmt) > 5 && (stmt[5] == ' ' || stmt[5] == '\t' || stmt[5] == '\n'):
+			trail := ""
+			if strings.HasSuffix(tag, "-%}") {
+				trail = "-"
+			}
+			sb.WriteString(src[at:tg.end])
+			sb.WriteString("{% set " + depthVar + ".n = " + depthVar + ".n + 1 %}{% if " + depthVar + ".n > " +
+				strconv.Itoa(maxMacroDepth) + " %}{{ raise_exception('macros nested more than " + strconv.Itoa(maxMacroDepth) +
+				" deep') }}{% endif " + trail + "%}")
+			at, found = tg.end, true
+		case strings.HasPrefix(stmt, "endmacro"):
+			lead := ""
+			if strings.HasPrefix(tag, "{%-") {
+				lead = "-"
+			}
+			sb.WriteString(src[at:tg.start])
+			sb.WriteString("{%" + lead + " set " + depthVar + ".n = " + depthVar + ".n - 1 %}")
+			at = tg.start
+		}
+	}
+	if !found {
 		return src
 	}
-	src = macroTag.ReplaceAllStringFunc(src, func(tag string) string {
-		m := macroTag.FindStringSubmatch(tag)
-		return tag + "{% set " + depthVar + ".n = " + depthVar + ".n + 1 %}{% if " + depthVar + ".n > " +
-			strconv.Itoa(maxMacroDepth) + " %}{{ raise_exception('macros nested more than " + strconv.Itoa(maxMacroDepth) +
-			" deep') }}{% endif " + m[2] + "%}"
-	})
-	src = endMacro.ReplaceAllStringFunc(src, func(tag string) string {
-		m := endMacro.FindStringSubmatch(tag)
-		return "{%" + m[1] + " set " + depthVar + ".n = " + depthVar + ".n - 1 %}" + tag
-	})
+	sb.WriteString(src[at:])
 	// the trailing newline is trim_blocks' to take, not the template's
-	return "{% set " + depthVar + " = namespace(n=0) %}\n" + src
+	return "{% set " + depthVar + " = namespace(n=0) %}\n" + sb.String()
 }

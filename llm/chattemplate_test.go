@@ -230,3 +230,30 @@ func TestChatTemplatesMatchJinja2(t *testing.T) {
 	}
 	t.Logf("%d of %d renderings byte-identical to Jinja2 (%d of them errors in both, raise_exception)", same, len(cases), errs)
 }
+
+// FuzzChatTemplate: any template source compiles or is refused, and renders
+// a conversation with tools or fails, with an error, never a panic or a
+// crash (recursion and nesting are bounded).
+func FuzzChatTemplate(f *testing.F) {
+	for _, s := range []string{
+		"{% for m in messages %}<|{{ m.role }}|>{{ m.content | trim }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}",
+		"{%- if tools %}{{ tools | tojson(indent=4) }}{% endif %}{{ messages[0]['content'].split('a')[-1].lstrip() }}",
+		"{% set ns = namespace(x=0) %}{% for m in messages[::-1] %}{% set ns.x = ns.x + 1 %}{% endfor %}{{ ns.x }}",
+		"{% macro f(n) %}{{ n }}{% if n < 3 %}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}{{ raise_exception('x') if false }}",
+		"{{ strftime_now('%d %b %Y') }}{{ (1, 2) }}{{ {'a': [1.5, none, true]} | tojson }}",
+	} {
+		f.Add(s)
+	}
+	msgs := []llm.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "héllo"}, {Role: "assistant", Content: "<think>x</think>y"}}
+	tools := []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}}`)}
+	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 4096 {
+			return
+		}
+		ct, err := llm.ParseChatTemplate(src)
+		if err != nil {
+			return
+		}
+		_, _ = ct.Render(msgs, llm.ChatOptions{AddGenerationPrompt: true, Tools: tools})
+	})
+}

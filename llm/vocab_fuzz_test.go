@@ -206,3 +206,49 @@ func FuzzGGUFVocab(f *testing.F) {
 		_ = v.Decode(ids)
 	})
 }
+
+// TestGGUFVocabBadInput: metadata of the wrong type or size is refused
+// with the key named.
+func TestGGUFVocabBadInput(t *testing.T) {
+	base := func() map[string]any {
+		return map[string]any{
+			"tokenizer.ggml.model":  "llama",
+			"tokenizer.ggml.tokens": []any{"<unk>", "<s>", "</s>", "a"},
+			"tokenizer.ggml.scores": []any{float32(0), float32(0), float32(0), float32(-1)},
+		}
+	}
+	for _, c := range []struct {
+		key  string
+		val  any
+		want string
+	}{
+		{"tokenizer.ggml.tokens", []any{uint32(1), uint32(2)}, "tokenizer.ggml.tokens[0]"},
+		{"tokenizer.ggml.tokens", "abc", "tokenizer.ggml.tokens"},
+		{"tokenizer.ggml.tokens", []any{}, "tokenizer.ggml.tokens"},
+		{"tokenizer.ggml.scores", []any{float32(0)}, "tokenizer.ggml.scores"},
+		{"tokenizer.ggml.scores", []any{"x", "y", "z", "w"}, "tokenizer.ggml.scores[0]"},
+		{"tokenizer.ggml.token_type", []any{"x", "y", "z", "w"}, "tokenizer.ggml.token_type[0]"},
+		{"tokenizer.ggml.add_bos_token", uint32(1), "tokenizer.ggml.add_bos_token"},
+		{"tokenizer.ggml.model", "bert", "bert"},
+		{"tokenizer.ggml.model", "gpt2", "tokenizer.ggml.merges"},
+		{"tokenizer.ggml.pre", "no-such-pre", "no-such-pre"},
+	} {
+		meta := base()
+		meta[c.key] = c.val
+		if c.key == "tokenizer.ggml.pre" {
+			meta["tokenizer.ggml.model"] = "gpt2"
+			meta["tokenizer.ggml.merges"] = []any{"a b"}
+		}
+		var buf bytes.Buffer
+		if err := gguf.Write(&buf, meta, nil); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := llm.GGUFVocab(f); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s = %v: error %v, want one naming %q", c.key, c.val, err, c.want)
+		}
+	}
+}

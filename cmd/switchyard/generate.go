@@ -26,7 +26,7 @@ func generateCmd() *cobra.Command {
 	var mf memoryFlags
 	var cf chatFlags
 	cmd := &cobra.Command{
-		Use:   "generate MODEL --prompt TEXT [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
+		Use:   "generate MODEL --prompt TEXT [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S] | generate MODEL --chat [--system TEXT] [--chat-template FILE]",
 		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs, GGUF, llama2.c)",
 		Long: `Runs a decoder's token loop and streams the text as it is produced:
 the prompt is tokenized (BOS first), prefilled in one step, then one decode
@@ -35,12 +35,18 @@ prompt included, as llama2.c does. --temperature 0 is greedy (argmax);
 otherwise sampling with --top-k, --top-p and --seed. At the end: prefill
 time, per-token time and tokens/s (on stderr).
 
-MODEL may be ONNX, GGUF (llama) or a llama2.c checkpoint (.bin, float32
-or the int8 export). --tokenizer names a llama2.c tokenizer.bin or a
-Hugging Face tokenizer.json (BPE: byte-level or sentencepiece-style) (default:
-a GGUF file's own tokenizer, else tokenizer.bin or tok<VOCAB>.bin beside
-the model); --vocab is its size (default: the
-model's logits width).`,
+MODEL may be ONNX, GGUF or a llama2.c checkpoint (.bin, float32 or the
+int8 export). --tokenizer names a llama2.c tokenizer.bin or a Hugging Face
+tokenizer.json (BPE: byte-level or sentencepiece-style) (default: a GGUF
+file's own tokenizer, else tokenizer.bin or tok<VOCAB>.bin beside the
+model); --vocab is its size (default: the model's logits width).
+
+--chat (GGUF) is a multi-turn conversation: each line of standard input is
+a user message; the conversation is rendered with the model's chat
+template (tokenizer.chat_template, or --chat-template FILE) and only the
+tokens not already in the KV cache are prefilled; the reply streams until
+an end-of-turn token or --steps tokens. After each turn stderr shows the
+prefill count (new tokens, and how many were in the cache).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
