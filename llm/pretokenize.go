@@ -119,6 +119,16 @@ func (p *preTokenizer) split(rs []rune) [][]rune {
 	return words
 }
 
+// strings splits s into words.
+func (p *preTokenizer) strings(s string) []string {
+	words := p.split([]rune(s))
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = string(w)
+	}
+	return out
+}
+
 // spans turns a word's matches (start, end pairs, increasing, not
 // overlapping) into cut points: each gap and each match is a piece.
 func spansToCuts(n int, spans [][2]int, cuts []int) []int {
