@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,12 +19,16 @@ type chatFlags struct {
 	on       bool
 	system   string
 	template string
+	thinking string
+	tools    string
 }
 
 func (f *chatFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.on, "chat", false, "interactive multi-turn chat: one user message per line of standard input, rendered with the model's chat template; the KV cache is kept between turns (--steps: the most tokens per reply)")
 	cmd.Flags().StringVar(&f.system, "system", "", "the system prompt of a --chat conversation")
 	cmd.Flags().StringVar(&f.template, "chat-template", "", "a Jinja chat template file for --chat (default: the GGUF file's tokenizer.chat_template)")
+	cmd.Flags().StringVar(&f.thinking, "thinking", "", "on or off: the template's enable_thinking (Qwen 3) for --chat (default: the template's own)")
+	cmd.Flags().StringVar(&f.tools, "tools", "", "a JSON file with an array of tool definitions (OpenAI style) the --chat template lists")
 }
 
 // runChat reads user messages line by line from standard input and
@@ -35,6 +40,23 @@ func runChat(ctx context.Context, cmd *cobra.Command, d *llm.Decoder, tok llm.To
 		return errors.New("--chat needs a GGUF model (its tokenizer and chat template)")
 	}
 	cfg := llm.ChatConfig{System: f.system, Sampling: o}
+	switch f.thinking {
+	case "":
+	case "on", "off":
+		on := f.thinking == "on"
+		cfg.Options.EnableThinking = &on
+	default:
+		return fmt.Errorf("--thinking %q: want on or off", f.thinking)
+	}
+	if f.tools != "" {
+		b, err := os.ReadFile(f.tools)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &cfg.Options.Tools); err != nil {
+			return fmt.Errorf("%s: want a JSON array of tool definitions: %w", f.tools, err)
+		}
+	}
 	if f.template != "" {
 		src, err := os.ReadFile(f.template)
 		if err != nil {
