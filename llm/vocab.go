@@ -38,8 +38,12 @@ type Vocab struct {
 	addEOS   bool
 	bos, eos int // -1: none
 	eot, unk int
+	sep      int // WordPiece's [SEP], -1: none
 	eog      map[int]bool
 	template string
+	// WordPiece (BERT): lowercasing and accent stripping, the longest piece
+	lower, stripAccents bool
+	maxLen              int
 }
 
 type vocabKind int
@@ -47,6 +51,7 @@ type vocabKind int
 const (
 	vocabSPM vocabKind = iota
 	vocabBPE
+	vocabWPM
 )
 
 // tokenAttr are llama.cpp's token attributes, from tokenizer.ggml.token_type.
@@ -135,7 +140,7 @@ func GGUFVocab(f *gguf.File) (*Vocab, error) {
 		return nil, errors.New("llm: GGUF has no tokenizer.ggml.model")
 	}
 	pre, _ := f.String("tokenizer.ggml.pre")
-	v := &Vocab{model: model, bos: -1, eos: -1, eot: -1, unk: -1, eog: map[int]bool{}}
+	v := &Vocab{model: model, bos: -1, eos: -1, eot: -1, unk: -1, sep: -1, eog: map[int]bool{}}
 	v.template, _ = f.String("tokenizer.chat_template")
 	switch model {
 	case "llama":
@@ -182,8 +187,18 @@ func GGUFVocab(f *gguf.File) (*Vocab, error) {
 				v.ranks[[2]string{a, b}] = i
 			}
 		}
+	case "bert":
+		v.kind, v.addBOS = vocabWPM, true
+		v.bos, v.unk, v.sep = 101, 100, 102
+		var err error
+		if v.lower, err = metaBool(f, "tokenizer.ggml.normalizer.lowercase", true); err != nil {
+			return nil, err
+		}
+		if v.stripAccents, err = metaBool(f, "tokenizer.ggml.normalizer.strip_accents", v.lower); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("llm: GGUF tokenizer model %q is not supported (llama, gpt2 and gemma4 are)", model)
+		return nil, fmt.Errorf("llm: GGUF tokenizer model %q is not supported (llama, gpt2, gemma4 and bert are)", model)
 	}
 	var err error
 	if v.prefix, err = metaBool(f, "tokenizer.ggml.add_space_prefix", v.prefix && v.kind == vocabSPM); err != nil {
@@ -231,6 +246,7 @@ func GGUFVocab(f *gguf.File) (*Vocab, error) {
 		}
 		v.pieces[i] = s
 		v.index[s] = i // the last of equal texts, as llama.cpp
+		v.maxLen = max(v.maxLen, len(s))
 		v.attrs[i] = attrNormal
 		if types != nil {
 			var t int64
@@ -253,7 +269,7 @@ func GGUFVocab(f *gguf.File) (*Vocab, error) {
 	for _, s := range []struct {
 		key string
 		id  *int
-	}{{"bos", &v.bos}, {"eos", &v.eos}, {"eot", &v.eot}, {"unknown", &v.unk}} {
+	}{{"bos", &v.bos}, {"eos", &v.eos}, {"eot", &v.eot}, {"unknown", &v.unk}, {"seperator", &v.sep}} {
 		if *s.id >= n {
 			*s.id = -1
 		}
@@ -449,7 +465,9 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int, err
 			continue
 		}
 		s := fr.text
-		if v.kind == vocabSPM {
+		if v.kind == vocabWPM {
+			out = v.wpm(s, out)
+		} else if v.kind == vocabSPM {
 			if v.prefix && prevSpecial {
 				s = " " + s
 			}
@@ -462,7 +480,11 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]int, err
 		}
 		prevSpecial = false
 	}
-	if addSpecial && v.addEOS {
+	if addSpecial && v.kind == vocabWPM {
+		if v.sep >= 0 {
+			out = append(out, v.sep) // WordPiece closes with [SEP]
+		}
+	} else if addSpecial && v.addEOS {
 		if v.eos < 0 {
 			return nil, errors.New("llm: the tokenizer adds EOS but has none")
 		}
