@@ -802,7 +802,7 @@ func (v *Vocab) TokenBytes(id int, special bool) []byte {
 		}
 		return []byte(p)
 	case a&attrNormal != 0:
-		if v.kind == vocabSPM || v.escapeWS {
+		if v.kind != vocabBPE || v.escapeWS {
 			return []byte(strings.ReplaceAll(p, "\u2581", " "))
 		}
 		var b []byte

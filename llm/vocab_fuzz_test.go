@@ -43,6 +43,22 @@ func tinyVocab(t testing.TB, kind string) []byte {
 	meta := map[string]any{}
 	words := []string{"he", "ll", "hell", "hello", "wo", "wor", "world", "th", "the", "in", "ing"}
 	switch kind {
+	case "bert":
+		for _, s := range []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]"} {
+			add(s, 3, 0)
+		}
+		add("\u2581", 1, 0)
+		for _, c := range "abcdefghijklmnopqrstuvwxyz0123456789.,'!" {
+			add(string(c), 1, 0)
+			add("\u2581"+string(c), 1, 0)
+		}
+		for _, w := range words {
+			add("\u2581"+w, 1, 0)
+		}
+		meta["tokenizer.ggml.model"] = "bert"
+		meta["tokenizer.ggml.unknown_token_id"] = uint32(1)
+		meta["tokenizer.ggml.seperator_token_id"] = uint32(3)
+		meta["tokenizer.ggml.bos_token_id"] = uint32(2)
 	case "llama", "gemma4":
 		add("<unk>", 2, 0)
 		add("<s>", 3, 0)
@@ -101,7 +117,7 @@ func tinyVocab(t testing.TB, kind string) []byte {
 	return buf.Bytes()
 }
 
-var tinyKinds = []string{"llama", "gemma4", "gpt-2", "llama-bpe", "qwen2", "qwen35", "starcoder", "falcon", "deepseek-coder", "default"}
+var tinyKinds = []string{"bert", "llama", "gemma4", "gpt-2", "llama-bpe", "qwen2", "qwen35", "starcoder", "falcon", "deepseek-coder", "default"}
 
 // TestTinyVocabRoundTrip: on every tokenizer kind, text encodes and
 // decodes back to itself, and special-token texts split as llama.cpp
@@ -115,6 +131,13 @@ func TestTinyVocabRoundTrip(t *testing.T) {
 		v, err := llm.GGUFVocab(f)
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
+		}
+		if kind == "bert" {
+			ids, _ := v.Tokenize("Hello, wörld! 日x", true, false)
+			if got := v.Decode(ids); got != " hello , world ! x" {
+				t.Errorf("bert: %v → %q", ids, got)
+			}
+			continue
 		}
 		for _, s := range []string{"hello world", "the thing's 123 4567\n\n  x", "héllo 日本 🦙\t'LL", "a<tool>b<|im_start|>c"} {
 			ids, err := v.Tokenize(s, false, true)
@@ -174,7 +197,7 @@ func FuzzVocabTokenize(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !utf8.ValidString(s) || strings.Contains(s, "<tool>") || strings.Contains(s, "\u2581") && tinyKinds[i] == "llama" || strings.Contains(s, "\u2581") && tinyKinds[i] == "gemma4" {
+			if tinyKinds[i] == "bert" || !utf8.ValidString(s) || strings.Contains(s, "<tool>") || strings.Contains(s, "\u2581") && tinyKinds[i] == "llama" || strings.Contains(s, "\u2581") && tinyKinds[i] == "gemma4" {
 				continue
 			}
 			if back := v.Decode(plain); back != s {
@@ -229,7 +252,7 @@ func TestGGUFVocabBadInput(t *testing.T) {
 		{"tokenizer.ggml.scores", []any{"x", "y", "z", "w"}, "tokenizer.ggml.scores[0]"},
 		{"tokenizer.ggml.token_type", []any{"x", "y", "z", "w"}, "tokenizer.ggml.token_type[0]"},
 		{"tokenizer.ggml.add_bos_token", uint32(1), "tokenizer.ggml.add_bos_token"},
-		{"tokenizer.ggml.model", "bert", "bert"},
+		{"tokenizer.ggml.model", "t5", "t5"},
 		{"tokenizer.ggml.model", "gpt2", "tokenizer.ggml.merges"},
 		{"tokenizer.ggml.pre", "no-such-pre", "no-such-pre"},
 	} {
