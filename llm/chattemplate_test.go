@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-hal/switchyard/formats/gguf"
 	"github.com/switchyard-hal/switchyard/internal/backendtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/llm"
@@ -118,13 +119,25 @@ func TestChatTemplatesMatchJinja2(t *testing.T) {
 	vocabDir := shared.Path(t, "peers/llamacpp/vocab")
 	files, _ := filepath.Glob(filepath.Join(vocabDir, "*.gguf"))
 	for _, f := range files {
-		v, err := llm.LoadGGUFVocab(f)
-		if err != nil || v.ChatTemplate() == "" {
+		g, err := gguf.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, ok := g.String("tokenizer.chat_template")
+		if !ok {
 			continue
 		}
+		toks, _ := g.Meta["tokenizer.ggml.tokens"].([]any)
+		text := func(key string) string {
+			if id, ok := g.Uint(key); ok && id < uint64(len(toks)) {
+				s, _ := toks[id].(string)
+				return s
+			}
+			return ""
+		}
 		name := "gguf:" + filepath.Base(f)
-		templates[name] = v.ChatTemplate()
-		eos[name] = [2]string{v.Text(v.BOS()), v.Text(v.EOS())}
+		templates[name] = src
+		eos[name] = [2]string{text("tokenizer.ggml.bos_token_id"), text("tokenizer.ggml.eos_token_id")}
 	}
 	// the llama.cpp source's models/templates
 	bundle := filepath.Join(filepath.Dir(vocabDir), "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle")
