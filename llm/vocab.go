@@ -17,7 +17,7 @@ import (
 // the text into words, each word's bytes map to GPT-2's printable
 // characters and merge by tokenizer.ggml.merges rank) and Gemma 4's BPE
 // on sentencepiece-style text ("gemma4": spaces as '▁', raw UTF-8, byte
-// fallback). Special tokens (control, user-defined) are found in the text
+// fallback) and BERT's WordPiece ("bert"). Special tokens (control, user-defined) are found in the text
 // before any of that, as llama.cpp's tokenizer does.
 type Vocab struct {
 	kind     vocabKind
