@@ -69,6 +69,15 @@ func lookupPreTokenizer(pre string) (*preTokenizer, bool) {
 			matchRuns(isCJKRange),
 			isolateEach(isNumber),
 		}}, true
+	case "deepseek-llm":
+		return &preTokenizer{"deepseek-llm", []splitStep{
+			isolateEach(func(r rune) bool { return r == '\r' || r == '\n' }),
+			spaceThenRun(func(r rune) bool { return unicode.Is(deepseekLetters, r) }),
+			spaceThenRun(isDeepseekPunct),
+			trailingSpace,
+			matchRuns(isCJKRange),
+			matchRuns(isNumber),
+		}}, true
 	case "gemma4", "granite-embed-multi-311m", "sarvam-moe":
 		return &preTokenizer{"newlines", []splitStep{newlineRuns}}, true
 	}
@@ -89,6 +98,53 @@ func isOneOf(r rune, set string) bool {
 // space llama.cpp replaces by a vertical tab before matching.
 func isCJKRange(r rune) bool {
 	return !isWS(r) && (r >= 0x4E00 && r <= 0x9FA5 || r >= 0x0800 && r <= 0x4E00 || r >= 0xAC00 && r <= 0xD7FF)
+}
+
+// deepseekLetters is the letter class of DeepSeek LLM's pre-tokenizer:
+// Latin, Greek, Cyrillic, Armenian capitals, Georgian, Cherokee, Glagolitic,
+// Coptic and other cased letters, as its tokenizer.json lists them.
+var deepseekLetters = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{0x41, 0x5A, 1}, {0x61, 0x7A, 1}, {0xB5, 0xB5, 1}, {0xC0, 0xD6, 1}, {0xD8, 0xF6, 1}, {0xF8, 0x1BA, 1},
+		{0x1BC, 0x1BF, 1}, {0x1C4, 0x293, 1}, {0x295, 0x2AF, 1}, {0x370, 0x373, 1}, {0x376, 0x377, 1},
+		{0x37B, 0x37D, 1}, {0x37F, 0x37F, 1}, {0x386, 0x386, 1}, {0x388, 0x38A, 1}, {0x38C, 0x38C, 1},
+		{0x38E, 0x3A1, 1}, {0x3A3, 0x3F5, 1}, {0x3F7, 0x481, 1}, {0x48A, 0x52F, 1}, {0x531, 0x556, 1},
+		{0x10A0, 0x10C5, 1}, {0x13A0, 0x13F5, 1}, {0x13F8, 0x13FD, 1}, {0x1C90, 0x1CBA, 1}, {0x1CBD, 0x1CBF, 1},
+		{0x1D00, 0x1D2B, 1}, {0x1D6B, 0x1D77, 1}, {0x1D79, 0x1D9A, 1}, {0x1E00, 0x1F15, 1}, {0x1F18, 0x1F1D, 1},
+		{0x1F20, 0x1F45, 1}, {0x1F48, 0x1F4D, 1}, {0x1F50, 0x1F57, 1}, {0x1F59, 0x1F5F, 2}, {0x1F60, 0x1F7D, 1},
+		{0x1F80, 0x1FB4, 1}, {0x1FB6, 0x1FBC, 1}, {0x1FBE, 0x1FBE, 1}, {0x1FC2, 0x1FC4, 1}, {0x1FC6, 0x1FCC, 1},
+		{0x1FD0, 0x1FD3, 1}, {0x1FD6, 0x1FDB, 1}, {0x1FE0, 0x1FEC, 1}, {0x1FF2, 0x1FF4, 1}, {0x1FF6, 0x1FFC, 1},
+		{0x2102, 0x2107, 5}, {0x210A, 0x2113, 1}, {0x2115, 0x2115, 1}, {0x2119, 0x211D, 1}, {0x2124, 0x2128, 2},
+		{0x212A, 0x212D, 1}, {0x212F, 0x2134, 1}, {0x2139, 0x2139, 1}, {0x213C, 0x213F, 1}, {0x2145, 0x2149, 1},
+		{0x214E, 0x214E, 1}, {0x2183, 0x2184, 1}, {0x2C00, 0x2C7B, 1}, {0x2C7E, 0x2CE4, 1}, {0x2CEB, 0x2CEE, 1},
+		{0x2CF2, 0x2CF3, 1}, {0xA640, 0xA66D, 1}, {0xA680, 0xA69B, 1}, {0xA722, 0xA76F, 1}, {0xA771, 0xA787, 1},
+		{0xA78B, 0xA78E, 1}, {0xAB70, 0xABBF, 1}, {0xFB00, 0xFB06, 1}, {0xFB13, 0xFB17, 1}, {0xFF21, 0xFF3A, 1},
+		{0xFF41, 0xFF5A, 1},
+	},
+	R32: []unicode.Range32{
+		{0x10400, 0x1044F, 1}, {0x104B0, 0x104D3, 1}, {0x104D8, 0x104FB, 1}, {0x10C80, 0x10CB2, 1},
+		{0x10CC0, 0x10CF2, 1}, {0x118A0, 0x118DF, 1}, {0x1E900, 0x1E943, 1},
+	},
+	LatinOffset: 5,
+}
+
+// isDeepseekPunct is DeepSeek LLM's punctuation class: ASCII ! to / and
+// : to ~, their full-width forms, the curly quotes ‘ to ‟, and 、 。.
+func isDeepseekPunct(r rune) bool {
+	return r >= '!' && r <= '/' || r >= ':' && r <= '~' || r >= 0xFF01 && r <= 0xFF0F || r >= 0xFF1A && r <= 0xFF5E ||
+		r >= 0x2018 && r <= 0x201F || r >= 0x3001 && r <= 0x3002
+}
+
+// trailingSpace matches \s+$: the white space that ends a word.
+func trailingSpace(w []rune, cuts []int) []int {
+	i := len(w)
+	for i > 0 && isWS(w[i-1]) {
+		i--
+	}
+	if i < len(w) {
+		return spansToCuts(len(w), [][2]int{{i, len(w)}}, cuts)
+	}
+	return append(cuts, len(w))
 }
 
 // runSplit applies the steps to text's runes and returns the words.

@@ -117,7 +117,7 @@ func tinyVocab(t testing.TB, kind string) []byte {
 	return buf.Bytes()
 }
 
-var tinyKinds = []string{"bert", "llama", "gemma4", "gpt-2", "llama-bpe", "qwen2", "qwen35", "starcoder", "falcon", "deepseek-coder", "default"}
+var tinyKinds = []string{"bert", "llama", "gemma4", "gpt-2", "llama-bpe", "qwen2", "qwen35", "starcoder", "falcon", "deepseek-coder", "deepseek-llm", "default"}
 
 // TestTinyVocabRoundTrip: on every tokenizer kind, text encodes and
 // decodes back to itself, and special-token texts split as llama.cpp
