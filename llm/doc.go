@@ -9,11 +9,19 @@
 // Hugging Face Optimum's past_key_values.N.key layout), and the Llama
 // graphs formats/llama builds from GGUF files and llama2.c checkpoints (same
 // interface). Tokenizers: llama2.c's tokenizer.bin, a GGUF file's own
-// sentencepiece vocabulary (GGUFTokenizer), and Hugging Face
+// tokenizer as llama.cpp encodes it (Vocab: sentencepiece, byte-level BPE
+// with the pre-tokenizer tokenizer.ggml.pre names, Gemma 4's BPE; special
+// tokens, add_bos/add_eos, the end-of-generation ids), and Hugging Face
 // tokenizer.json BPE, byte-level (GPT-2) or sentencepiece-style with byte
 // fallback (Llama) (HFTokenizer). Positions follow llama2.c: BOS is
 // position 0, Steps counts positions, prompt included. Speculative runs
 // greedy speculative decoding with a draft decoder.
+//
+// Chat: ChatTemplate renders a model's Jinja chat template as Hugging
+// Face's apply_chat_template does with Jinja2 (messages, tools,
+// add_generation_prompt, enable_thinking), and Chat runs a multi-turn
+// conversation that keeps the KV cache between turns, prefilling only the
+// tokens of each turn that are not cached yet.
 //
 // The KV cache is the model's own present outputs fed back as the next
 // step's past inputs: the graph concatenates past and new keys, so each

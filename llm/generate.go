@@ -266,6 +266,9 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 	if err != nil {
 		return nil, err
 	}
+	if len(p) == 0 {
+		return nil, errors.New("llm: an empty prompt and no BOS token: nothing to start from")
+	}
 	if len(p) > steps {
 		return nil, fmt.Errorf("%w: the prompt has %d tokens with BOS, more than the %d positions asked", ErrContext, len(p), steps)
 	}

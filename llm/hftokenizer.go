@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/switchyard-hal/switchyard/internal/regular"
@@ -32,24 +31,26 @@ type HFTokenizer struct {
 	special   []string // special added tokens, longest first
 	specialID map[string]int
 	byteID    [256]int // <0xXX> ids (sentencepiece style), -1 when absent
+	pre       *preTokenizer
+	mergeAll  bool // ignore_merges: a word that is a token is that token
 }
 
 type hfJSON struct {
 	AddedTokens []struct {
-		ID      int    `json:"id"`
-		Content string `json:"content"`
-		Special bool   `json:"special"`
+		ID         int    `json:"id"`
+		Content    string `json:"content"`
+		Special    bool   `json:"special"`
+		Normalized bool   `json:"normalized"`
 	} `json:"added_tokens"`
 	Normalizer   json.RawMessage `json:"normalizer"`
-	PreTokenizer *struct {
-		Type string `json:"type"`
-	} `json:"pre_tokenizer"`
-	Model struct {
+	PreTokenizer *hfPreTokenizer `json:"pre_tokenizer"`
+	Model        struct {
 		Type         string            `json:"type"`
 		Vocab        map[string]int    `json:"vocab"`
 		Merges       []json.RawMessage `json:"merges"`
 		UnkToken     *string           `json:"unk_token"`
 		ByteFallback bool              `json:"byte_fallback"`
+		IgnoreMerges bool              `json:"ignore_merges"`
 	} `json:"model"`
 }
 
@@ -76,7 +77,14 @@ func ParseHFTokenizer(b []byte) (*HFTokenizer, error) {
 		return nil, fmt.Errorf("tokenizer.json: model type %q (BPE is supported)", j.Model.Type)
 	}
 	t := &HFTokenizer{vocab: map[string]int{}, ranks: map[[2]string]int{}, unk: -1, bos: -1, specialID: map[string]int{}}
-	t.byteLevel = j.PreTokenizer != nil && j.PreTokenizer.Type == "ByteLevel"
+	if j.PreTokenizer != nil {
+		steps, byteLevel, err := j.PreTokenizer.steps(0)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer.json: pre_tokenizer: %w", err)
+		}
+		t.byteLevel, t.pre = byteLevel, &preTokenizer{name: "tokenizer.json", steps: steps}
+	}
+	t.mergeAll = j.Model.IgnoreMerges
 	if !t.byteLevel {
 		norm := string(j.Normalizer)
 		if !strings.Contains(norm, "Prepend") || !strings.Contains(norm, `"content":"▁"`) && !strings.Contains(norm, `"content": "▁"`) && !strings.Contains(norm, `\u2581`) {
@@ -170,63 +178,95 @@ var byteChars, charBytes = func() ([256]rune, map[rune]byte) {
 	return bc, cb
 }()
 
-// gpt2Split splits text as GPT-2's pattern
-// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// does, written out since Go's regexp has no look-ahead.
+// gpt2Split splits text as GPT-2's pattern does (scanGPT2).
 func gpt2Split(s string) []string {
-	var out []string
-	rs := []rune(s)
-	class := func(r rune) int {
-		switch {
-		case unicode.IsLetter(r):
-			return 1
-		case unicode.IsNumber(r):
-			return 2
-		case unicode.IsSpace(r):
-			return 3
-		}
-		return 0
+	return (&preTokenizer{steps: []splitStep{scanGPT2}}).strings(s)
+}
+
+// words pre-tokenizes a byte-level chunk: the tokenizer.json's pre-tokenizer
+// steps (GPT-2's pattern when it names none).
+func (t *HFTokenizer) words(s string) []string {
+	if t.pre == nil || len(t.pre.steps) == 0 {
+		return gpt2Split(s)
 	}
-	for i := 0; i < len(rs); {
-		if rs[i] == '\'' && i+1 < len(rs) {
-			rest := string(rs[i+1 : min(len(rs), i+3)])
-			took := false
-			for _, c := range []string{"re", "ve", "ll", "s", "t", "m", "d"} {
-				if strings.HasPrefix(rest, c) {
-					out = append(out, "'"+c)
-					i += 1 + len(c)
-					took = true
-					break
-				}
-			}
-			if took {
-				continue
-			}
-		}
-		j := i
-		if rs[j] == ' ' && j+1 < len(rs) && class(rs[j+1]) != 3 {
-			j++
-		}
-		if c := class(rs[j]); c != 3 {
-			k := j + 1
-			for k < len(rs) && class(rs[k]) == c {
-				k++
-			}
-			out = append(out, string(rs[i:k]))
-			i = k
-			continue
-		}
-		k := i
-		for k < len(rs) && class(rs[k]) == 3 {
-			k++
-		}
-		if k < len(rs) && k-i > 1 {
-			k-- // leave the last space to prefix the next word
-		}
-		out = append(out, string(rs[i:k]))
-		i = k
+	return t.pre.strings(s)
+}
+
+// hfPreTokenizer is tokenizer.json's pre_tokenizer: ByteLevel, Split with
+// a regular expression, Digits, or a Sequence of them.
+type hfPreTokenizer struct {
+	Type          string            `json:"type"`
+	Pretokenizers []*hfPreTokenizer `json:"pretokenizers"`
+	Pattern       *struct {
+		Regex  *string `json:"Regex"`
+		String *string `json:"String"`
+	} `json:"pattern"`
+	Behavior         string `json:"behavior"`
+	Invert           bool   `json:"invert"`
+	UseRegex         *bool  `json:"use_regex"`
+	IndividualDigits bool   `json:"individual_digits"`
+}
+
+// steps turns a pre_tokenizer into split steps; byteLevel reports a
+// ByteLevel step (bytes mapped to GPT-2's characters).
+func (p *hfPreTokenizer) steps(depth int) (steps []splitStep, byteLevel bool, err error) {
+	if depth > 8 {
+		return nil, false, errors.New("nested too deep")
 	}
-	return out
+	switch p.Type {
+	case "Sequence":
+		for _, q := range p.Pretokenizers {
+			if q == nil {
+				return nil, false, errors.New("a null pre-tokenizer in a Sequence")
+			}
+			s, b, err := q.steps(depth + 1)
+			if err != nil {
+				return nil, false, err
+			}
+			steps, byteLevel = append(steps, s...), byteLevel || b
+		}
+		return steps, byteLevel, nil
+	case "ByteLevel":
+		if p.UseRegex == nil || *p.UseRegex {
+			steps = []splitStep{scanGPT2}
+		}
+		return steps, true, nil
+	case "Digits":
+		if p.IndividualDigits {
+			return []splitStep{isolateEach(isNumber)}, false, nil
+		}
+		return []splitStep{matchRuns(isNumber)}, false, nil
+	case "Split":
+		if p.Invert || p.Behavior != "Isolated" || p.Pattern == nil || p.Pattern.Regex == nil {
+			return nil, false, fmt.Errorf("Split %+v: only an isolating regular expression is supported", p.Pattern)
+		}
+		step, ok := knownSplitPattern(*p.Pattern.Regex)
+		if !ok {
+			return nil, false, fmt.Errorf("Split pattern %q is not one this package has a scanner for", *p.Pattern.Regex)
+		}
+		return []splitStep{step}, false, nil
+	}
+	return nil, false, fmt.Errorf("pre-tokenizer %q is not supported", p.Type)
+}
+
+// knownSplitPattern recognises the split expressions of the model
+// families' tokenizer.json files (GPT-2's, Llama 3's, Qwen 2's and Qwen
+// 3.5's) and returns their scanner.
+func knownSplitPattern(re string) (splitStep, bool) {
+	compact := strings.ReplaceAll(re, " ", "")
+	switch {
+	case strings.HasPrefix(re, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"):
+		return scanGPT2, true
+	case !strings.Contains(compact, "(?i:'s|'t|'re|'ve|'m|'ll|'d)"):
+		return nil, false
+	case strings.Contains(re, `[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`):
+		return llama3Scanner(1, true), true
+	case strings.Contains(re, `[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`):
+		return llama3Scanner(1, false), true
+	case strings.Contains(re, `[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`):
+		return llama3Scanner(3, false), true
+	}
+	return nil, false
 }
 
 // bpe merges the symbols of one word by merge rank: always the adjacent
@@ -340,7 +380,17 @@ func (t *HFTokenizer) encodeChunk(ids []int, s string, first bool) ([]int, error
 		return ids, nil
 	}
 	if t.byteLevel {
-		for _, w := range gpt2Split(s) {
+		for _, w := range t.words(s) {
+			if t.mergeAll {
+				var sb strings.Builder
+				for i := 0; i < len(w); i++ {
+					sb.WriteRune(byteChars[w[i]])
+				}
+				if id, ok := t.vocab[sb.String()]; ok {
+					ids = append(ids, id)
+					continue
+				}
+			}
 			var syms []string
 			for i := 0; i < len(w); i++ {
 				syms = append(syms, string(byteChars[w[i]]))

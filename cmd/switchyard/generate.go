@@ -24,8 +24,9 @@ func generateCmd() *cobra.Command {
 	var bf backendFlags
 	var mf memoryFlags
 	var idf idFlags
+	var cf chatFlags
 	cmd := &cobra.Command{
-		Use:   "generate MODEL (--prompt TEXT | --prompt-tokens IDS [--json]) [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S]",
+		Use:   "generate MODEL (--prompt TEXT | --prompt-tokens IDS [--json]) [--tokenizer FILE] [--steps N] [--temperature T --top-k K --top-p P --seed S] | generate MODEL --chat [--system TEXT] [--chat-template FILE]",
 		Short: "Generate text with a decoder model (ONNX with past/present KV inputs and outputs, GGUF, llama2.c)",
 		Long: `Runs a decoder's token loop and streams the text as it is produced:
 the prompt is tokenized (BOS first), prefilled in one step, then one decode
@@ -34,12 +35,18 @@ prompt included, as llama2.c does. --temperature 0 is greedy (argmax);
 otherwise sampling with --top-k, --top-p and --seed. At the end: prefill
 time, per-token time and tokens/s (on stderr).
 
-MODEL may be ONNX, GGUF (llama) or a llama2.c checkpoint (.bin, float32
-or the int8 export). --tokenizer names a llama2.c tokenizer.bin or a
-Hugging Face tokenizer.json (BPE: byte-level or sentencepiece-style) (default:
-a GGUF file's own tokenizer, else tokenizer.bin or tok<VOCAB>.bin beside
-the model); --vocab is its size (default: the
-model's logits width).`,
+MODEL may be ONNX, GGUF or a llama2.c checkpoint (.bin, float32 or the
+int8 export). --tokenizer names a llama2.c tokenizer.bin or a Hugging Face
+tokenizer.json (BPE: byte-level or sentencepiece-style) (default: a GGUF
+file's own tokenizer, else tokenizer.bin or tok<VOCAB>.bin beside the
+model); --vocab is its size (default: the model's logits width).
+
+--chat (GGUF) is a multi-turn conversation: each line of standard input is
+a user message; the conversation is rendered with the model's chat
+template (tokenizer.chat_template, or --chat-template FILE) and only the
+tokens not already in the KV cache are prefilled; the reply streams until
+an end-of-turn token or --steps tokens. After each turn stderr shows the
+prefill count (new tokens, and how many were in the cache).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
@@ -54,6 +61,9 @@ model's logits width).`,
 			lo := &switchyard.LoadOptions{ContextLength: o.ContextLength}
 			if lo.ContextLength == 0 {
 				lo.ContextLength = o.Steps
+				if cf.on {
+					lo.ContextLength = 4096 // a conversation: up to the model's own context
+				}
 			}
 			m, err := eng.OpenWith(ctx, args[0], lo)
 			if err != nil {
@@ -76,7 +86,7 @@ model's logits width).`,
 			}
 			var tok llm.Tokenizer
 			if tokPath == "" && isGGUF(args[0]) {
-				if tok, err = llm.LoadGGUFTokenizer(args[0]); err != nil {
+				if tok, err = llm.LoadGGUFVocab(args[0]); err != nil {
 					if idf.promptTokens == "" {
 						return fmt.Errorf("%w (--prompt-tokens runs the model from token ids without it)", err)
 					}
@@ -111,6 +121,9 @@ model's logits width).`,
 			}
 			if idf.promptTokens != "" {
 				return runIDs(ctx, cmd, args[0], d, tok, nil, &idf, o, warmup)
+			}
+			if cf.on {
+				return runChat(ctx, cmd, d, tok, &cf, o)
 			}
 			out := cmd.OutOrStdout()
 			show := func(t llm.Token) error {
@@ -171,6 +184,7 @@ model's logits width).`,
 	idf.add(cmd)
 	bf.add(cmd)
 	mf.add(cmd)
+	cf.add(cmd)
 	return cmd
 }
 

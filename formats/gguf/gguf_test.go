@@ -359,3 +359,24 @@ func TestKQuantTypes(t *testing.T) {
 		t.Errorf("a Q4_K row of 128 elements: %v", err)
 	}
 }
+
+// TestMetadataOnlyUnpadded: a file without tensors may end right after its
+// metadata, unpadded (llama.cpp's vocabulary-only GGUFs do); one with
+// tensors may not.
+func TestMetadataOnlyUnpadded(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, map[string]any{"tokenizer.ggml.model": "gpt2", "x": "abc"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.TrimRight(buf.Bytes(), "\x00") // the last value, "abc", ends in a letter
+	if len(b) == buf.Len() {
+		t.Fatalf("Write wrote no padding to remove (%d bytes)", len(b))
+	}
+	f, err := Parse(b)
+	if err != nil {
+		t.Fatalf("metadata-only file without padding: %v", err)
+	}
+	if len(f.Tensors) != 0 {
+		t.Fatalf("%d tensors", len(f.Tensors))
+	}
+}
