@@ -43,12 +43,12 @@ func TestOpenAINodeClient(t *testing.T) {
 		{Name: "stories", Decoder: dec, Tokenizer: tok, ContextLength: 512},
 		// a stand-in chat template (the messages' text, joined) to drive
 		// the chat endpoint until the models' own templates are wired
-		{Name: "stories-chat", Decoder: dec, Tokenizer: tok, ContextLength: 512, Chat: func(ms []serve.Message) (string, error) {
+		{Name: "stories-chat", Decoder: dec, Tokenizer: tok, ContextLength: 512, Chat: func(ms []serve.Message) ([]int, error) {
 			var sb strings.Builder
 			for _, m := range ms {
 				sb.WriteString(m.Content)
 			}
-			return sb.String(), nil
+			return tok.Encode(sb.String(), true)
 		}},
 	} {
 		if err := s.Add(m); err != nil {

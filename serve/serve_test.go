@@ -576,14 +576,14 @@ func TestPrefixCache(t *testing.T) {
 // TestChatTemplateHook: a model given a chat template answers chat
 // requests, streamed and not, in the chat shapes.
 func TestChatTemplateHook(t *testing.T) {
-	g, _, _ := stories(t)
+	g, _, tok := stories(t)
 	_, url := start(t, nil, func(m *serve.Model) {
-		m.Chat = func(ms []serve.Message) (string, error) {
+		m.Chat = func(ms []serve.Message) ([]int, error) {
 			var sb strings.Builder
 			for _, m := range ms {
 				sb.WriteString(m.Content)
 			}
-			return sb.String(), nil
+			return tok.Encode(sb.String(), true)
 		}
 	})
 	want := strings.TrimPrefix(g.Text, g.Prompt)[:20]

@@ -65,11 +65,12 @@ type Model struct {
 	// included; 0 means Decoder.ContextLength(). Add refuses a model
 	// with neither.
 	ContextLength int
-	// Chat renders a conversation as the prompt the model was trained
-	// on, ending where the assistant's reply starts (the model's chat
-	// template); it is encoded with BOS first like a completions prompt.
-	// nil: chat requests are refused with 400.
-	Chat func(messages []Message) (string, error)
+	// Chat turns a conversation into the prompt's token ids as the model
+	// was trained on it, ending where the assistant's reply starts: the
+	// model's chat template rendered, then tokenized with its special
+	// tokens and BOS as the model wants them. nil: chat requests are
+	// refused with 400 chat_template_missing.
+	Chat func(messages []Message) ([]int, error)
 	// EndTokens end a generation (finish_reason "stop") besides the
 	// tokenizer's BOS, which ends it as llm.Generate does, and an EOS the
 	// tokenizer reports with an EOS() int method.
@@ -340,25 +341,26 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	if rec, ok := w.(*statusWriter); ok {
 		rec.model = m.Name
 	}
-	prompt := req.prompt
+	var ids []int
 	if chat {
 		if m.Chat == nil {
 			writeError(w, errorf(http.StatusBadRequest, "invalid_request_error", "chat_template_missing", "model",
 				"the model %q has no usable chat template, so chat completions are not available for it; /v1/completions is", m.Name))
 			return
 		}
-		if prompt, err = m.Chat(req.messages); err != nil {
-			writeError(w, invalid("messages", "the chat template refused the conversation: %v", err))
-			return
-		}
+		ids, err = m.Chat(req.messages)
+	} else {
+		ids, err = m.Tokenizer.Encode(req.prompt, true)
 	}
-	ids, err := m.Tokenizer.Encode(prompt, true)
+	if err == nil && len(ids) == 0 {
+		err = errors.New("no tokens")
+	}
 	if err != nil {
 		p := "prompt"
 		if chat {
 			p = "messages"
 		}
-		writeError(w, invalid(p, "the prompt cannot be tokenized: %v", err))
+		writeError(w, invalid(p, "the prompt cannot be rendered or tokenized: %v", err))
 		return
 	}
 	vocab := m.Tokenizer.VocabSize()

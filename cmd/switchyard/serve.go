@@ -193,6 +193,6 @@ func findTokenizer(modelPath, tokPath string, vocab int) (llm.Tokenizer, error) 
 // templates (Jinja, from GGUF tokenizer.chat_template or
 // tokenizer_config.json) are being built in llm; until they land every
 // model is served without one, and chat requests get a clear 400.
-func chatTemplate(modelPath string, tok llm.Tokenizer) func([]serve.Message) (string, error) {
+func chatTemplate(modelPath string, tok llm.Tokenizer) func([]serve.Message) ([]int, error) {
 	return nil
 }
