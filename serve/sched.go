@@ -48,8 +48,9 @@ type job struct {
 	text    textState
 	first   time.Time // first token
 	cached  int
-	logits  []float32 // this round's step
-	stepErr error
+	logits   []float32 // this round's step
+	stepErr  error
+	poisoned bool // a step panicked: the sequence's state is unknown
 }
 
 func newJob(ctx context.Context, prompt []int, maxNew int, p sampling, stops []string) *job {
@@ -227,6 +228,12 @@ func (w *worker) round(active []*job) {
 			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
 		}
 		wg.Go(func() {
+			// a panic in a step fails its sequence, not the server
+			defer func() {
+				if p := recover(); p != nil {
+					j.logits, j.stepErr, j.poisoned = nil, fmt.Errorf("panic in a decode step: %v", p), true
+				}
+			}()
 			j.logits, j.stepErr = j.seq.Feed(j.ctx, ids)
 		})
 		if prefill {
@@ -295,7 +302,11 @@ func (w *worker) end(j *job, ev event) {
 	j.emit(ev)
 	if j.seq != nil {
 		// a failed step leaves the sequence broken: put closes it
-		w.prefix.put(j.seq)
+		if j.poisoned {
+			_ = j.seq.Close()
+		} else {
+			w.prefix.put(j.seq)
+		}
 		j.seq = nil
 	}
 }

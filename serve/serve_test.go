@@ -617,3 +617,64 @@ func TestBodyLimitAndDecoderSurviveGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestManyClientsAndQueueLimit: 64 concurrent clients on 4 slots are all
+// served (the rest queue); with a queue of 1 behind one slot, a third
+// request gets 503 with Retry-After.
+func TestManyClientsAndQueueLimit(t *testing.T) {
+	_, url := start(t, &serve.Options{MaxBatch: 4}, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			code, v := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"stories","prompt":"Tom had %d","max_tokens":8,"temperature":0.5,"seed":%d}`, i, i))
+			if code != 200 || v["usage"].(map[string]any)["completion_tokens"].(float64) < 1 {
+				errs <- fmt.Errorf("client %d: %d %v", i, code, v)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	m := metricsText(t, url)
+	if n := metricValue(t, m, `switchyard_serve_requests_total{code="200",endpoint="/v1/completions",model="stories"}`); n != 64 {
+		t.Fatalf("%v requests answered 200, want 64", n)
+	}
+
+	_, url = start(t, &serve.Options{MaxBatch: 1, MaxQueue: 1}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	long := `{"model":"stories","prompt":"Once upon a time","max_tokens":400,"temperature":1,"seed":3,"stream":true,"logit_bias":{"1":-100}}` // no early end
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", strings.NewReader(long))
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil { // generating
+		t.Fatal(err)
+	}
+	req2, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", strings.NewReader(long))
+	go func() {
+		if r, err := client.Do(req2); err == nil {
+			r.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for metricValue(t, metricsText(t, url), `switchyard_serve_queue_length{model="stories"}`) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never queued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r3, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(long))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r3.Body.Close()
+	if r3.StatusCode != http.StatusServiceUnavailable || r3.Header.Get("Retry-After") == "" {
+		t.Fatalf("a request beyond the queue: %d (Retry-After %q)", r3.StatusCode, r3.Header.Get("Retry-After"))
+	}
+}
