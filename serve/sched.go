@@ -39,15 +39,15 @@ type job struct {
 	notify chan struct{} // capacity 1: events are waiting
 
 	// the scheduler's
-	seq     *llm.Sequence
-	fed     int // prompt tokens in seq
-	last    int // the last sampled id (fed next)
-	prev    int // the id before it, for Piece
-	gen     int
-	samp    *sampler
-	text    textState
-	first   time.Time // first token
-	cached  int
+	seq      *llm.Sequence
+	fed      int // prompt tokens in seq
+	last     int // the last sampled id (fed next)
+	prev     int // the id before it, for Piece
+	gen      int
+	samp     *sampler
+	text     textState
+	first    time.Time // first token
+	cached   int
 	logits   []float32 // this round's step
 	stepErr  error
 	poisoned bool // a step panicked: the sequence's state is unknown
