@@ -64,6 +64,10 @@ type request struct {
 	includeUsage bool
 	seedGiven    bool
 	sampling     sampling
+	// logprobs: report each token's log probability, and the
+	// topLogprobs most likely alternatives
+	logprobs    bool
+	topLogprobs int
 }
 
 // Limits on what a request may ask, refused before anything is allocated
@@ -74,6 +78,8 @@ const (
 	maxBias       = 1024
 	maxMessages   = 4096
 	maxTokensEver = 1 << 24
+	// maxTopLogprobs is OpenAI's limit for chat (completions: 5)
+	maxTopLogprobs = 20
 )
 
 // The parameters each endpoint implements; any other key is refused
@@ -83,9 +89,9 @@ var (
 	commonParams = map[string]bool{"model": true, "max_tokens": true, "temperature": true, "top_p": true, "top_k": true,
 		"seed": true, "stop": true, "stream": true, "stream_options": true, "presence_penalty": true,
 		"frequency_penalty": true, "logit_bias": true, "n": true, "user": true}
-	completionParams = map[string]bool{"prompt": true, "echo": true, "best_of": true}
+	completionParams = map[string]bool{"prompt": true, "echo": true, "best_of": true, "logprobs": true}
 	chatParams       = map[string]bool{"messages": true, "max_completion_tokens": true, "response_format": true,
-		"logprobs": true, "tools": true, "tool_choice": true, "parallel_tool_calls": true}
+		"logprobs": true, "top_logprobs": true, "tools": true, "tool_choice": true, "parallel_tool_calls": true}
 )
 
 // decodeRequest parses and checks a request body. It never panics and
@@ -145,12 +151,14 @@ func decodeRequest(body []byte, chat bool) (*request, *apiError) {
 				return nil, unsupported("response_format")
 			}
 		}
-		var lp bool
-		if err := boolean(raw, "logprobs", &lp); err != nil {
+		if err := boolean(raw, "logprobs", &r.logprobs); err != nil {
 			return nil, err
 		}
-		if lp {
-			return nil, unsupported("logprobs")
+		if err := integer(raw, "top_logprobs", &r.topLogprobs, 0, maxTopLogprobs); err != nil {
+			return nil, err
+		}
+		if _, ok := raw["top_logprobs"]; ok && !r.logprobs {
+			return nil, invalid("top_logprobs", "top_logprobs needs logprobs true")
 		}
 		var mct int
 		if err := integer(raw, "max_completion_tokens", &mct, 1, maxTokensEver); err != nil {
@@ -162,6 +170,12 @@ func decodeRequest(body []byte, chat bool) (*request, *apiError) {
 	} else {
 		if err := r.decodePrompt(raw["prompt"]); err != nil {
 			return nil, err
+		}
+		if _, ok := raw["logprobs"]; ok {
+			r.logprobs = true
+			if err := integer(raw, "logprobs", &r.topLogprobs, 0, 5); err != nil {
+				return nil, err
+			}
 		}
 		var echo bool
 		if err := boolean(raw, "echo", &echo); err != nil {

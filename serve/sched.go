@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -17,6 +18,49 @@ type event struct {
 	finish string // "stop" or "length" on the final event
 	err    error
 	usage  usage
+	lps    []tokenLP // the log probabilities of the tokens in text, when asked
+}
+
+// tokenLP is a generated token's log probability and its most likely
+// alternatives, of the distribution it was sampled from before the
+// temperature (logit_bias and penalties applied).
+type tokenLP struct {
+	text    string
+	logprob float64
+	offset  int // where its text starts in the completion
+	top     []altLP
+}
+
+type altLP struct {
+	text    string
+	logprob float64
+}
+
+// logprobsOf is token id's entry over logits, with the top n.
+func logprobsOf(logits []float32, id, n int, piece func(int) string) tokenLP {
+	hi := math.Inf(-1)
+	for _, x := range logits {
+		hi = math.Max(hi, float64(x))
+	}
+	sum := 0.0
+	for _, x := range logits {
+		sum += math.Exp(float64(x) - hi)
+	}
+	lse := hi + math.Log(sum)
+	e := tokenLP{text: piece(id), logprob: float64(logits[id]) - lse}
+	// the n largest, by selection (n <= 20)
+	taken := map[int]bool{}
+	for range min(n, len(logits)) {
+		best := -1
+		for i, x := range logits {
+			if !taken[i] && (best < 0 || x > logits[best]) {
+				best = i
+			}
+		}
+		taken[best] = true
+		e.top = append(e.top, altLP{text: piece(best), logprob: float64(logits[best]) - lse})
+	}
+	return e
 }
 
 type usage struct {
@@ -33,6 +77,7 @@ type job struct {
 	prompt  []int // BOS first
 	maxNew  int   // tokens to generate at most
 	arrived time.Time
+	topLP   int // logprobs: the alternatives to report; -1: no logprobs
 
 	mu     sync.Mutex
 	events []event
@@ -50,12 +95,13 @@ type job struct {
 	cached   int
 	logits   []float32 // this round's step
 	stepErr  error
-	poisoned bool // a step panicked: the sequence's state is unknown
+	poisoned bool      // a step panicked: the sequence's state is unknown
+	lps      []tokenLP // logprobs not yet handed out
 }
 
-func newJob(ctx context.Context, prompt []int, maxNew int, p sampling, stops []string) *job {
+func newJob(ctx context.Context, prompt []int, maxNew int, p sampling, stops []string, topLP int) *job {
 	return &job{ctx: ctx, prompt: prompt, maxNew: maxNew, arrived: time.Now(), notify: make(chan struct{}, 1),
-		samp: newSampler(p), text: textState{stops: stops}}
+		samp: newSampler(p), text: textState{stops: stops}, topLP: topLP}
 }
 
 // emit hands ev to the handler; it never blocks the scheduler.
@@ -253,7 +299,14 @@ func (w *worker) round(active []*job) {
 			}
 		case j.fed < len(j.prompt): // prefill continues next round
 		default:
-			w.sampled(j, j.samp.next(j.logits))
+			id := j.samp.next(j.logits)
+			if j.topLP >= 0 && !w.m.isEnd(id) {
+				prev := j.prev
+				lp := logprobsOf(j.logits, id, j.topLP, func(id int) string { return w.m.Tokenizer.Piece(prev, id) })
+				lp.offset = j.text.text.Len()
+				j.lps = append(j.lps, lp)
+			}
+			w.sampled(j, id)
 		}
 		j.logits = nil
 	}
@@ -282,7 +335,8 @@ func (w *worker) sampled(j *job, id int) {
 		w.end(j, event{finish: "length"})
 	default:
 		if d := j.text.delta(false); d != "" {
-			j.emit(event{text: d})
+			j.emit(event{text: d, lps: j.lps})
+			j.lps = nil
 		}
 	}
 }
@@ -292,6 +346,14 @@ func (w *worker) sampled(j *job, id int) {
 func (w *worker) end(j *job, ev event) {
 	if ev.err == nil {
 		ev.text = j.text.delta(true)
+		// the tokens a stop sequence cut off entirely are not reported
+		n := len(j.text.String())
+		for _, lp := range j.lps {
+			if lp.offset < n {
+				ev.lps = append(ev.lps, lp)
+			}
+		}
+		j.lps = nil
 		ev.usage = usage{PromptTokens: len(j.prompt), CompletionTokens: j.gen, TotalTokens: len(j.prompt) + j.gen, cached: j.cached}
 		if j.gen > 1 {
 			if dt := time.Since(j.first); dt > 0 {

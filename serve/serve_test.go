@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -332,7 +333,8 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"unsupported parameter", "/v1/completions", `{"model":"stories","prompt":"a","suffix":"b"}`, 400, "unsupported_parameter", "suffix"},
 		{"unsupported chat parameter", "/v1/chat/completions", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"tools":[]}`, 400, "unsupported_parameter", "tools"},
-		{"logprobs", "/v1/completions", `{"model":"stories","prompt":"a","logprobs":2}`, 400, "unsupported_parameter", "logprobs"},
+		{"logprobs beyond 5", "/v1/completions", `{"model":"stories","prompt":"a","logprobs":6}`, 400, "invalid_value", "logprobs"},
+		{"top_logprobs without logprobs", "/v1/chat/completions", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, 400, "invalid_value", "top_logprobs"},
 		{"n", "/v1/completions", `{"model":"stories","prompt":"a","n":2}`, 400, "unsupported_parameter", "n"},
 		{"stream option", "/v1/completions", `{"model":"stories","prompt":"a","stream":true,"stream_options":{"foo":1}}`, 400, "unsupported_parameter", "stream_options.foo"},
 		{"malformed JSON", "/v1/completions", `{"model":"stories","prompt":`, 400, "invalid_json", ""},
@@ -764,5 +766,97 @@ func TestSoakGarbageAndAborts(t *testing.T) {
 			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLogprobs: greedy tokens are their distribution's most likely, the
+// tokens' texts make up the text, whole and streamed, completions and chat.
+func TestLogprobs(t *testing.T) {
+	g, _, tok := stories(t)
+	_, url := start(t, nil, func(m *serve.Model) {
+		m.Chat = func(ms []serve.Message) ([]int, error) { return tok.Encode(ms[len(ms)-1].Content, true) }
+	})
+	body := fmt.Sprintf(`{"model":"stories","prompt":%q,"max_tokens":12,"temperature":0,"logprobs":3,"stop":"Lily"}`, g.Prompt)
+	code, v := post(t, url+"/v1/completions", body)
+	if code != 200 {
+		t.Fatalf("%d %v", code, v)
+	}
+	ch := v["choices"].([]any)[0].(map[string]any)
+	lp := ch["logprobs"].(map[string]any)
+	tokens, lps, tops, offs := lp["tokens"].([]any), lp["token_logprobs"].([]any), lp["top_logprobs"].([]any), lp["text_offset"].([]any)
+	if len(tokens) != 10 || len(lps) != 10 || len(tops) != 10 || len(offs) != 10 {
+		t.Fatalf("%d tokens for %q (stopped before Lily): %v", len(tokens), ch["text"], lp)
+	}
+	var sb strings.Builder
+	for i := range tokens {
+		if int(offs[i].(float64)) != sb.Len() {
+			t.Fatalf("token %d at offset %v, want %d", i, offs[i], sb.Len())
+		}
+		sb.WriteString(tokens[i].(string))
+		top := tops[i].(map[string]any)
+		best := math.Inf(-1)
+		for _, x := range top {
+			best = math.Max(best, x.(float64))
+		}
+		if len(top) < 1 || len(top) > 3 || lps[i].(float64) > 0 || math.Abs(best-lps[i].(float64)) > 1e-9 {
+			t.Fatalf("token %d: logprob %v, top %v", i, lps[i], top)
+		}
+	}
+	if !strings.HasPrefix(sb.String(), ch["text"].(string)) {
+		t.Fatalf("tokens %q, text %q", sb.String(), ch["text"])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	chat := `{"model":"stories","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":8,"temperature":0,"logprobs":true,"top_logprobs":2,"stream":true}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(chat))
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var text, fromTokens strings.Builder
+	n := 0
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+				Logprobs *struct {
+					Content []struct {
+						Token       string  `json:"token"`
+						Logprob     float64 `json:"logprob"`
+						Bytes       []byte  `json:"-"`
+						TopLogprobs []struct {
+							Logprob float64 `json:"logprob"`
+						} `json:"top_logprobs"`
+					} `json:"content"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range c.Choices {
+			text.WriteString(ch.Delta.Content)
+			if ch.Logprobs == nil {
+				t.Fatalf("a chunk without logprobs: %s", data)
+			}
+			for _, e := range ch.Logprobs.Content {
+				n++
+				fromTokens.WriteString(e.Token)
+				if len(e.TopLogprobs) != 2 || e.TopLogprobs[0].Logprob != e.Logprob {
+					t.Fatalf("greedy token %q: %v, top %v", e.Token, e.Logprob, e.TopLogprobs)
+				}
+			}
+		}
+	}
+	if n != 8 || text.String() != fromTokens.String() || text.String() != strings.TrimPrefix(g.Text, g.Prompt)[:text.Len()] {
+		t.Fatalf("%d tokens %q, text %q", n, fromTokens.String(), text.String())
 	}
 }

@@ -13,10 +13,11 @@
 //
 // Sampling: temperature, top_p, top_k, seed, max_tokens
 // (max_completion_tokens), stop, presence_penalty, frequency_penalty and
-// logit_bias. Every other parameter is refused with 400 and
-// {"error": {"type": "invalid_request_error", "code":
+// logit_bias; logprobs (completions: 0 to 5 alternatives; chat: logprobs
+// and top_logprobs up to 20). Every other parameter is refused with 400
+// and {"error": {"type": "invalid_request_error", "code":
 // "unsupported_parameter", "param": NAME}}, never ignored; a parameter
-// whose value asks for nothing (n 1, echo false, logprobs false,
+// whose value asks for nothing (n 1, echo false, best_of 1,
 // response_format text) is accepted. A prompt and max_tokens beyond the
 // context: 400 context_length_exceeded. Malformed JSON: 400. A body over
 // Options.MaxBodyBytes: 413. An unknown model: 404.
@@ -399,14 +400,18 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	j := newJob(ctx, ids, maxNew, req.sampling, req.stop)
+	topLP := -1
+	if req.logprobs {
+		topLP = req.topLogprobs
+	}
+	j := newJob(ctx, ids, maxNew, req.sampling, req.stop, topLP)
 	if err := wk.submit(j); err != nil {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, errorf(http.StatusServiceUnavailable, "server_error", "overloaded", "",
 			"the model %q has %d requests waiting, the most this server queues", m.Name, s.opts.MaxQueue))
 		return
 	}
-	res := &responder{w: w, chat: chat, model: m.Name, id: newID(chat), created: time.Now().Unix(), includeUsage: req.includeUsage}
+	res := &responder{w: w, chat: chat, model: m.Name, id: newID(chat), created: time.Now().Unix(), includeUsage: req.includeUsage, logprobs: req.logprobs}
 	if req.stream {
 		res.stream(ctx, j)
 	} else {
@@ -444,6 +449,7 @@ type responder struct {
 	model, id    string
 	created      int64
 	includeUsage bool
+	logprobs     bool
 }
 
 func (res *responder) object(chunk bool) string {
@@ -457,10 +463,13 @@ func (res *responder) object(chunk bool) string {
 }
 
 // choice is one choice of a response or chunk.
-func (res *responder) choice(text string, finish string, chunk, first bool) map[string]any {
+func (res *responder) choice(text string, finish string, chunk, first bool, lps []tokenLP) map[string]any {
 	c := map[string]any{"index": 0, "finish_reason": nil, "logprobs": nil}
 	if finish != "" {
 		c["finish_reason"] = finish
+	}
+	if res.logprobs {
+		c["logprobs"] = res.logprobsJSON(lps)
 	}
 	switch {
 	case !res.chat:
@@ -486,6 +495,7 @@ func (res *responder) body(chunk bool, choices []map[string]any) map[string]any 
 
 func (res *responder) whole(ctx context.Context, j *job) {
 	var text []byte
+	var lps []tokenLP
 	for {
 		evs := next(ctx, j)
 		if evs == nil {
@@ -497,8 +507,9 @@ func (res *responder) whole(ctx context.Context, j *job) {
 				return
 			}
 			text = append(text, ev.text...)
+			lps = append(lps, ev.lps...)
 			if ev.finish != "" {
-				b := res.body(false, []map[string]any{res.choice(string(text), ev.finish, false, false)})
+				b := res.body(false, []map[string]any{res.choice(string(text), ev.finish, false, false, lps)})
 				b["usage"] = usageJSON(ev.usage)
 				writeJSON(res.w, http.StatusOK, b)
 				return
@@ -523,7 +534,7 @@ func (res *responder) stream(ctx context.Context, j *job) {
 	}
 	first := true
 	if res.chat {
-		if !send(res.body(true, []map[string]any{res.choice("", "", true, true)})) {
+		if !send(res.body(true, []map[string]any{res.choice("", "", true, true, nil)})) {
 			return
 		}
 		first = false
@@ -540,7 +551,7 @@ func (res *responder) stream(ctx context.Context, j *job) {
 				return
 			}
 			if ev.text != "" || ev.finish != "" {
-				if !send(res.body(true, []map[string]any{res.choice(ev.text, ev.finish, true, first)})) {
+				if !send(res.body(true, []map[string]any{res.choice(ev.text, ev.finish, true, first, ev.lps)})) {
 					return
 				}
 				first = false
@@ -559,6 +570,44 @@ func (res *responder) stream(ctx context.Context, j *job) {
 			}
 		}
 	}
+}
+
+// logprobsJSON is a choice's logprobs in the endpoint's shape: for
+// completions the legacy parallel lists, for chat a content list with
+// each token's bytes.
+func (res *responder) logprobsJSON(lps []tokenLP) any {
+	if res.chat {
+		content := make([]map[string]any, len(lps))
+		for i, lp := range lps {
+			top := make([]map[string]any, len(lp.top))
+			for k, a := range lp.top {
+				top[k] = map[string]any{"token": a.text, "logprob": a.logprob, "bytes": bytesOf(a.text)}
+			}
+			content[i] = map[string]any{"token": lp.text, "logprob": lp.logprob, "bytes": bytesOf(lp.text), "top_logprobs": top}
+		}
+		return map[string]any{"content": content, "refusal": nil}
+	}
+	tokens, lp, offs := make([]string, len(lps)), make([]float64, len(lps)), make([]int, len(lps))
+	top := make([]map[string]float64, len(lps))
+	for i, e := range lps {
+		tokens[i], lp[i], offs[i] = e.text, e.logprob, e.offset
+		top[i] = map[string]float64{}
+		for _, a := range e.top {
+			if _, ok := top[i][a.text]; !ok { // two ids may share a text
+				top[i][a.text] = a.logprob
+			}
+		}
+	}
+	return map[string]any{"tokens": tokens, "token_logprobs": lp, "top_logprobs": top, "text_offset": offs}
+}
+
+// bytesOf is a token text's UTF-8 bytes as JSON numbers (not base64).
+func bytesOf(s string) []int {
+	b := make([]int, len(s))
+	for i := range len(s) {
+		b[i] = int(s[i])
+	}
+	return b
 }
 
 func usageJSON(u usage) map[string]any {

@@ -78,7 +78,17 @@ async function main() {
 
   // refusals
   await refused(client.completions.create({ model, prompt, max_tokens: 4, suffix: 'x' }), 400, 'unsupported_parameter', 'suffix');
-  await refused(client.completions.create({ model, prompt, max_tokens: 4, logprobs: 3 }), 400, 'unsupported_parameter', 'logprobs');
+  await refused(client.completions.create({ model, prompt, max_tokens: 4, logprobs: 9 }), 400, 'invalid_value', 'logprobs');
+  await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_object' } }), 400, 'unsupported_parameter', 'response_format');
+
+  // logprobs: greedy picks each distribution's most likely token
+  const lp = await client.completions.create({ model, prompt, max_tokens: 6, temperature: 0, logprobs: 2 });
+  const l = lp.choices[0].logprobs;
+  assert.equal(l.tokens.join(''), lp.choices[0].text);
+  for (let i = 0; i < l.tokens.length; i++) {
+    assert.ok(l.token_logprobs[i] <= 0);
+    assert.equal(Math.max(...Object.values(l.top_logprobs[i])), l.token_logprobs[i]);
+  }
   await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }] }), 400, 'unsupported_parameter', 'tools');
   await refused(client.completions.create({ model, prompt, max_tokens: 100000 }), 400, 'context_length_exceeded');
   await refused(client.completions.create({ model: 'no-such-model', prompt }), 404, 'model_not_found');
