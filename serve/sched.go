@@ -142,6 +142,7 @@ type worker struct {
 	name   string
 	mu     sync.Mutex
 	queue  []*job
+	closed bool // the scheduler has stopped: submit refuses
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
@@ -152,6 +153,10 @@ type worker struct {
 
 func (w *worker) submit(j *job) error {
 	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errShutdown
+	}
 	if len(w.queue) >= w.s.opts.MaxQueue {
 		w.mu.Unlock()
 		return errQueueFull
@@ -175,6 +180,7 @@ func (w *worker) run() {
 			w.end(j, event{err: errShutdown})
 		}
 		w.mu.Lock()
+		w.closed = true
 		for _, j := range w.queue {
 			j.emit(event{err: errShutdown})
 		}

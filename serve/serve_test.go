@@ -435,6 +435,14 @@ func TestHealthModelsMetrics(t *testing.T) {
 	if n := metricValue(t, m, `switchyard_serve_generated_tokens_total{model="stories"}`); n != 8 {
 		t.Fatalf("%v tokens generated, want 8", n)
 	}
+	// after Close: 503 at once, not a request left waiting
+	_ = s.Close()
+	if code, v := post(t, ts.URL+"/v1/completions", `{"model":"stories","prompt":"a","max_tokens":2}`); code != http.StatusServiceUnavailable {
+		t.Fatalf("after Close: %d %v", code, v)
+	}
+	if code, _ := get("/health"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/health after Close: %d", code)
+	}
 }
 
 // TestStopAndSeed: a stop sequence cuts the text before it, streamed or

@@ -405,7 +405,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		topLP = req.topLogprobs
 	}
 	j := newJob(ctx, ids, maxNew, req.sampling, req.stop, topLP)
-	if err := wk.submit(j); err != nil {
+	if err := wk.submit(j); errors.Is(err, errShutdown) {
+		writeError(w, generationError(err))
+		return
+	} else if err != nil {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, errorf(http.StatusServiceUnavailable, "server_error", "overloaded", "",
 			"the model %q has %d requests waiting, the most this server queues", m.Name, s.opts.MaxQueue))
