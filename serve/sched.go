@@ -131,8 +131,8 @@ var errQueueFull = errors.New("queue full")
 
 // worker schedules one model's jobs: up to MaxBatch sequences hold a
 // slot, and each round runs one step of every one of them (a chunk of a
-// prompt being prefilled, or one decode step) concurrently on the shared
-// model, then samples each. A request arriving mid-generation joins at
+// prompt being prefilled, or one decode step) on the shared model, then
+// samples each. A request arriving mid-generation joins at
 // the next round; one whose client went away is dropped before its next
 // step (a step in flight sees its context cancelled), so it never holds
 // the others back for more than one step.
@@ -263,7 +263,19 @@ func (w *worker) admit(active []*job) []*job {
 	return active
 }
 
-// round runs one step of every active job, concurrently, then samples.
+// step runs one step of j's sequence; a panic in it fails the sequence,
+// not the server.
+func (j *job) step(ids []int) {
+	defer func() {
+		if p := recover(); p != nil {
+			j.logits, j.stepErr, j.poisoned = nil, fmt.Errorf("panic in a decode step: %v", p), true
+		}
+	}()
+	j.logits, j.stepErr = j.seq.Feed(j.ctx, ids)
+}
+
+// round runs one step of every active job, one after the other or
+// (Options.ParallelSteps) concurrently, then samples.
 func (w *worker) round(active []*job) {
 	w.s.met.steps.WithLabelValues(w.name).Inc()
 	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
@@ -279,15 +291,11 @@ func (w *worker) round(active []*job) {
 		if prefill {
 			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
 		}
-		wg.Go(func() {
-			// a panic in a step fails its sequence, not the server
-			defer func() {
-				if p := recover(); p != nil {
-					j.logits, j.stepErr, j.poisoned = nil, fmt.Errorf("panic in a decode step: %v", p), true
-				}
-			}()
-			j.logits, j.stepErr = j.seq.Feed(j.ctx, ids)
-		})
+		if w.s.opts.ParallelSteps {
+			wg.Go(func() { j.step(ids) })
+		} else {
+			j.step(ids)
+		}
 		if prefill {
 			j.fed += len(ids)
 			w.s.met.prefilled.WithLabelValues(w.name).Add(float64(len(ids)))

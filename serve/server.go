@@ -24,11 +24,9 @@
 //
 // Requests for one model share it: a scheduler gives up to
 // Options.MaxBatch sequences a slot and runs, each round, one step of every
-// one of them concurrently (a chunk of a prompt, or one decode step),
-// queueing the rest; a client that goes away frees its slot before the
+// one of them (a chunk of a prompt, or one decode step), queueing the rest; a client that goes away frees its slot before the
 // next round. The model's graphs take one sequence per run (batch 1), so a
-// round is several runs side by side, not one batched pass over the
-// weights. A finished sequence's key/value cache is kept in a prefix
+// round is several runs, not one batched pass over the weights. A finished sequence's key/value cache is kept in a prefix
 // cache (bounded, least recently used evicted) so the next turn of a
 // conversation prefills only its new tokens.
 //
@@ -101,6 +99,11 @@ type Options struct {
 	// PrefixCacheEntries their number (default 64).
 	PrefixCacheBytes   int64
 	PrefixCacheEntries int
+	// ParallelSteps runs a round's steps concurrently instead of one
+	// after the other. The model's kernels already use the cores within
+	// a step: on 2 cores, concurrent steps measured 2-3× slower in
+	// aggregate than sequential ones (BenchmarkConcurrentStreams).
+	ParallelSteps bool
 }
 
 // Server is the http.Handler. Create it with New, add models, SetReady.

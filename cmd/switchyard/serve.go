@@ -128,6 +128,7 @@ authentication, so bind other addresses only on a trusted network.`,
 	cmd.Flags().IntVar(&so.PrefillChunk, "prefill-chunk", 64, "prompt tokens a sequence prefills per round (others wait at most that long for their next token)")
 	cmd.Flags().StringVar(&prefixCache, "prefix-cache", "256MiB", "memory for finished sequences' KV caches, reused by requests that start the same way (0: off)")
 	cmd.Flags().IntVar(&so.PrefixCacheEntries, "prefix-cache-entries", 64, "the most sequences the prefix cache keeps")
+	cmd.Flags().BoolVar(&so.ParallelSteps, "parallel-steps", false, "run a round's steps concurrently instead of one after the other (the kernels already use the cores within a step)")
 	cmd.Flags().StringVar(&maxBody, "max-body", "1MiB", "the largest request body; larger: 413")
 	bf.add(cmd)
 	mf.add(cmd)
