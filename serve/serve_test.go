@@ -360,11 +360,20 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
-	// a long prompt alone overflows the context
-	long := strings.Repeat("Once upon a time ", 200)
-	code, v := post(t, url+"/v1/completions", `{"model":"stories","prompt":"`+long+`"}`)
-	if e, _ := v["error"].(map[string]any); code != 400 || e["code"] != "context_length_exceeded" {
-		t.Fatalf("long prompt: %d %v", code, v)
+	// a long prompt alone overflows the context; one far too long is
+	// refused before it is tokenized (the llama2.c tokenizer's time grows
+	// with the square of the text: 40 KB took 80 s)
+	_, url = start(t, &serve.Options{MaxBodyBytes: 1 << 20}, nil)
+	for _, n := range []int{200, 50000} {
+		long := strings.Repeat("Once upon a time ", n)
+		t0 := time.Now()
+		code, v := post(t, url+"/v1/completions", `{"model":"stories","prompt":"`+long+`"}`)
+		if e, _ := v["error"].(map[string]any); code != 400 || e["code"] != "context_length_exceeded" {
+			t.Fatalf("long prompt: %d %v", code, v)
+		}
+		if n == 50000 && time.Since(t0) > 5*time.Second {
+			t.Fatalf("a %d-byte prompt took %v to refuse", len(long), time.Since(t0))
+		}
 	}
 }
 

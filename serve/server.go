@@ -75,8 +75,9 @@ type Model struct {
 	// tokenizer reports with an EOS() int method.
 	EndTokens []int
 
-	created int64
-	end     map[int]bool
+	created  int64
+	end      map[int]bool
+	maxPiece int // the longest token text: a longer prompt than context × it cannot fit
 }
 
 func (m *Model) isEnd(id int) bool { return m.end[id] }
@@ -185,6 +186,10 @@ func (s *Server) Add(m *Model) error {
 	}
 	for _, id := range m.EndTokens {
 		m.end[id] = true
+	}
+	m.maxPiece = 1
+	for id := range m.Tokenizer.VocabSize() {
+		m.maxPiece = max(m.maxPiece, len(m.Tokenizer.Piece(-1, id)), len(m.Tokenizer.Piece(m.Tokenizer.BOS(), id)))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,6 +349,18 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if rec, ok := w.(*statusWriter); ok {
 		rec.model = m.Name
+	}
+	// every token covers at most maxPiece bytes of the text: a longer
+	// text cannot fit, and is refused before it is tokenized (which can
+	// cost time that grows faster than the text)
+	textLen := len(req.prompt)
+	for _, msg := range req.messages {
+		textLen += len(msg.Content)
+	}
+	if limit := (m.ContextLength + 1) * m.maxPiece; textLen > limit {
+		writeError(w, errorf(http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", "messages",
+			"the prompt's %d bytes are more than the model's context of %d tokens can hold (at most %d bytes a token)", textLen, m.ContextLength, m.maxPiece))
+		return
 	}
 	var ids []int
 	if chat {
