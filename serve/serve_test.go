@@ -877,3 +877,48 @@ func TestLogprobs(t *testing.T) {
 		t.Fatalf("%d tokens %q, text %q", n, fromTokens.String(), text.String())
 	}
 }
+
+// TestChatPage: / serves the embedded chat page — one HTML file that
+// fetches nothing from elsewhere, uses the streaming endpoints and has a
+// stop button — and /v1/models tells it the placement.
+func TestChatPage(t *testing.T) {
+	_, url := start(t, nil, func(m *serve.Model) { m.Placement = "cpu (12 nodes)" })
+	resp, err := client.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Fatalf("/: %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, want := range []string{`id="stop"`, "AbortController", "/v1/chat/completions", "/v1/completions", "/v1/models", "stream: true", "tokens/s", "placement"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"http://", "https://", "src=", "<link"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page refers elsewhere (%q)", bad)
+		}
+	}
+	code, v := post(t, url+"/v1/completions", `{"model":"stories","prompt":"a","max_tokens":1}`)
+	if code != 200 {
+		t.Fatalf("%d %v", code, v)
+	}
+	r2, err := client.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(r2.Body)
+	r2.Body.Close()
+	if !strings.Contains(string(b), `"placement":"cpu (12 nodes)"`) {
+		t.Fatalf("/v1/models: %s", b)
+	}
+	if r3, err := client.Get(url + "/nothing"); err != nil || r3.StatusCode != 404 {
+		t.Fatalf("/nothing: %v %v", r3, err)
+	} else {
+		r3.Body.Close()
+	}
+}

@@ -7,6 +7,7 @@
 //     as server-sent events (stream_options.include_usage, a final
 //     "data: [DONE]")
 //   - GET /health: 503 until SetReady, then 200
+//   - GET /: a chat page (embedded; streams replies, with a stop button)
 //   - GET /metrics: Prometheus series (requests, tokens, time to first
 //     token, decode tokens/s, queue length, active sequences, key/value
 //     cache bytes, prefix cache hit ratio)
@@ -38,6 +39,7 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -53,6 +55,12 @@ import (
 
 	"github.com/switchyard-hal/switchyard/llm"
 )
+
+// chatPage is the chat page served at /: one file, its script and style
+// inline, nothing fetched from elsewhere.
+//
+//go:embed web/index.html
+var chatPage []byte
 
 // Model is a decoder the server offers under Name.
 type Model struct {
@@ -74,6 +82,9 @@ type Model struct {
 	// tokenizer's BOS, which ends it as llm.Generate does, and an EOS the
 	// tokenizer reports with an EOS() int method.
 	EndTokens []int
+	// Placement, when set, says where the model's partitions run (the
+	// chat page and /v1/models show it).
+	Placement string
 
 	created  int64
 	end      map[int]bool
@@ -146,6 +157,11 @@ func New(opts *Options) *Server {
 		o.PrefixCacheEntries = 64
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		_, _ = w.Write(chatPage)
+	})
 	mux.HandleFunc("GET /health", s.health)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /v1/models", s.listModels)
@@ -242,7 +258,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, r)
 	endpoint, model := r.URL.Path, rec.model
 	switch endpoint {
-	case "/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions":
+	case "/", "/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions":
 	default:
 		endpoint = "other" // bounded label values
 	}
@@ -287,10 +303,11 @@ type modelInfo struct {
 	OwnedBy       string `json:"owned_by"`
 	ContextLength int    `json:"context_length"`
 	Chat          bool   `json:"chat_template"`
+	Placement     string `json:"placement,omitempty"`
 }
 
 func infoOf(m *Model) modelInfo {
-	return modelInfo{ID: m.Name, Object: "model", Created: m.created, OwnedBy: "switchyard", ContextLength: m.ContextLength, Chat: m.Chat != nil}
+	return modelInfo{ID: m.Name, Object: "model", Created: m.created, OwnedBy: "switchyard", ContextLength: m.ContextLength, Chat: m.Chat != nil, Placement: m.Placement}
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -159,7 +160,30 @@ func loadServed(ctx context.Context, cmd *cobra.Command, eng *switchyard.Engine,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &serve.Model{Name: name, Decoder: d, Tokenizer: tok, ContextLength: contextLen, Chat: chatTemplate(path, tok)}, nil
+	return &serve.Model{Name: name, Decoder: d, Tokenizer: tok, ContextLength: contextLen, Chat: chatTemplate(path, tok), Placement: placement(m)}, nil
+}
+
+// placement sums up where a model's partitions run: each backend with its
+// node count, most nodes first.
+func placement(m *switchyard.Model) string {
+	nodes := map[string]int{}
+	var order []string
+	for _, p := range m.Plan().Partitions {
+		b := p.Backend
+		if p.Precision != "" {
+			b += " in " + p.Precision
+		}
+		if _, ok := nodes[b]; !ok {
+			order = append(order, b)
+		}
+		nodes[b] += len(p.Nodes)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return nodes[order[i]] > nodes[order[j]] })
+	parts := make([]string, len(order))
+	for i, b := range order {
+		parts[i] = fmt.Sprintf("%s (%d nodes)", b, nodes[b])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // findTokenizer is generate's tokenizer search: tokPath when given (a
