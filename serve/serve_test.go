@@ -98,7 +98,7 @@ func listen(t testing.TB, s *serve.Server) string {
 	return ts.URL
 }
 
-var client = &http.Client{Timeout: 60 * time.Second}
+var client = &http.Client{Timeout: 120 * time.Second} // bounded, with room for -race on a loaded machine
 
 func post(t testing.TB, url, body string) (int, map[string]any) {
 	t.Helper()
