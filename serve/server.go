@@ -79,8 +79,8 @@ type Model struct {
 	// refused with 400 chat_template_missing.
 	Chat func(messages []Message) ([]int, error)
 	// EndTokens end a generation (finish_reason "stop") besides the
-	// tokenizer's BOS, which ends it as llm.Generate does, and an EOS the
-	// tokenizer reports with an EOS() int method.
+	// tokenizer's BOS, which ends it as llm.Generate does, and those the
+	// tokenizer reports with an EOS() int or EOGs() []int method.
 	EndTokens []int
 	// Placement, when set, says where the model's partitions run (the
 	// chat page and /v1/models show it).
@@ -199,6 +199,11 @@ func (s *Server) Add(m *Model) error {
 	m.end = map[int]bool{m.Tokenizer.BOS(): true}
 	if e, ok := m.Tokenizer.(interface{ EOS() int }); ok {
 		m.end[e.EOS()] = true
+	}
+	if e, ok := m.Tokenizer.(interface{ EOGs() []int }); ok { // every end-of-generation token
+		for _, id := range e.EOGs() {
+			m.end[id] = true
+		}
 	}
 	for _, id := range m.EndTokens {
 		m.end[id] = true
