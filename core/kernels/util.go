@@ -21,7 +21,6 @@ func Prod(dims []int) int { return ops.Prod(dims) }
 // (ops.BroadcastShapes).
 func BroadcastShapes(shapes ...[]int) ([]int, error) { return ops.BroadcastShapes(shapes...) }
 
-
 // FloatTypes, IntTypes… are common Schema.Types lists (the ops lists).
 var (
 	FloatTypes   = ops.FloatTypes

@@ -1,0 +1,431 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// apiError is an error answered in OpenAI's shape:
+// {"error": {"message", "type", "param", "code"}}.
+type apiError struct {
+	status  int
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func errorf(status int, typ, code, param, format string, a ...any) *apiError {
+	e := &apiError{status: status, Message: fmt.Sprintf(format, a...), Type: typ}
+	if code != "" {
+		e.Code = &code
+	}
+	if param != "" {
+		e.Param = &param
+	}
+	return e
+}
+
+func invalid(param, format string, a ...any) *apiError {
+	return errorf(http.StatusBadRequest, "invalid_request_error", "invalid_value", param, format, a...)
+}
+
+func unsupported(param string) *apiError {
+	return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", param,
+		"the parameter %q is not supported by this server (it is refused rather than ignored)", param)
+}
+
+// Message is one chat message: a role (system, user or assistant) and its
+// text.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// request is a completions or chat completions request, decoded and
+// checked against what the server implements (not yet against a model:
+// logit_bias ids and the context are checked when it is known).
+type request struct {
+	chat         bool
+	model        string
+	prompt       string    // completions
+	messages     []Message // chat
+	maxTokens    int       // 0: not given
+	stop         []string
+	stream       bool
+	includeUsage bool
+	seedGiven    bool
+	sampling     sampling
+	// logprobs: report each token's log probability, and the
+	// topLogprobs most likely alternatives
+	logprobs    bool
+	topLogprobs int
+}
+
+// Limits on what a request may ask, refused before anything is allocated
+// for it.
+const (
+	maxStops      = 4
+	maxStopLen    = 256
+	maxBias       = 1024
+	maxMessages   = 4096
+	maxTokensEver = 1 << 24
+	// maxTopLogprobs is OpenAI's limit for chat (completions: 5)
+	maxTopLogprobs = 20
+)
+
+// The parameters each endpoint implements; any other key is refused
+// (unsupported_parameter), never ignored. "user" is an end-user label
+// with no effect on generation in OpenAI's API either, so it is accepted.
+var (
+	commonParams = map[string]bool{"model": true, "max_tokens": true, "temperature": true, "top_p": true, "top_k": true,
+		"seed": true, "stop": true, "stream": true, "stream_options": true, "presence_penalty": true,
+		"frequency_penalty": true, "logit_bias": true, "n": true, "user": true}
+	completionParams = map[string]bool{"prompt": true, "echo": true, "best_of": true, "logprobs": true}
+	chatParams       = map[string]bool{"messages": true, "max_completion_tokens": true, "response_format": true,
+		"logprobs": true, "top_logprobs": true, "tools": true, "tool_choice": true, "parallel_tool_calls": true}
+)
+
+// decodeRequest parses and checks a request body. It never panics and
+// allocates in proportion to the body (which the handler bounds).
+func decodeRequest(body []byte, chat bool) (*request, *apiError) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, errorf(http.StatusBadRequest, "invalid_request_error", "invalid_json", "", "the body is not a JSON object: %v", err)
+	}
+	if raw == nil {
+		return nil, errorf(http.StatusBadRequest, "invalid_request_error", "invalid_json", "", "the body is not a JSON object")
+	}
+	if dec.More() {
+		return nil, errorf(http.StatusBadRequest, "invalid_request_error", "invalid_json", "", "the body has data after its JSON object")
+	}
+	r := &request{chat: chat}
+	// null is the parameter's default: drop it
+	for k, v := range raw {
+		if string(bytes.TrimSpace(v)) == "null" {
+			delete(raw, k)
+		}
+	}
+	for _, k := range sortedKeys(raw) {
+		own := completionParams
+		if chat {
+			own = chatParams
+		}
+		if !commonParams[k] && !own[k] {
+			return nil, unsupported(k)
+		}
+	}
+	if err := str(raw, "model", &r.model); err != nil {
+		return nil, err
+	}
+	if r.model == "" {
+		return nil, invalid("model", "model is required")
+	}
+	if chat {
+		if err := r.decodeMessages(raw["messages"]); err != nil {
+			return nil, err
+		}
+		// features of the chat API that are not built: refused unless
+		// the value asks for nothing
+		for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
+			if _, ok := raw[k]; ok {
+				return nil, unsupported(k)
+			}
+		}
+		if v, ok := raw["response_format"]; ok {
+			var rf map[string]json.RawMessage
+			var typ string
+			if json.Unmarshal(v, &rf) != nil || json.Unmarshal(rf["type"], &typ) != nil {
+				return nil, invalid("response_format", "response_format must be an object with a type")
+			}
+			if typ != "text" || len(rf) != 1 {
+				return nil, unsupported("response_format")
+			}
+		}
+		if err := boolean(raw, "logprobs", &r.logprobs); err != nil {
+			return nil, err
+		}
+		if err := integer(raw, "top_logprobs", &r.topLogprobs, 0, maxTopLogprobs); err != nil {
+			return nil, err
+		}
+		if _, ok := raw["top_logprobs"]; ok && !r.logprobs {
+			return nil, invalid("top_logprobs", "top_logprobs needs logprobs true")
+		}
+		var mct int
+		if err := integer(raw, "max_completion_tokens", &mct, 1, maxTokensEver); err != nil {
+			return nil, err
+		}
+		if mct > 0 {
+			r.maxTokens = mct
+		}
+	} else {
+		if err := r.decodePrompt(raw["prompt"]); err != nil {
+			return nil, err
+		}
+		if _, ok := raw["logprobs"]; ok {
+			r.logprobs = true
+			if err := integer(raw, "logprobs", &r.topLogprobs, 0, 5); err != nil {
+				return nil, err
+			}
+		}
+		var echo bool
+		if err := boolean(raw, "echo", &echo); err != nil {
+			return nil, err
+		}
+		if echo {
+			return nil, unsupported("echo")
+		}
+		bestOf := 1
+		if err := integer(raw, "best_of", &bestOf, 1, 1<<20); err != nil {
+			return nil, err
+		}
+		if bestOf != 1 {
+			return nil, unsupported("best_of")
+		}
+	}
+	var mt int
+	if err := integer(raw, "max_tokens", &mt, 1, maxTokensEver); err != nil {
+		return nil, err
+	}
+	if mt > 0 {
+		r.maxTokens = mt
+	}
+	n := 1
+	if err := integer(raw, "n", &n, 1, 1<<20); err != nil {
+		return nil, err
+	}
+	if n != 1 {
+		return nil, unsupported("n")
+	}
+	if err := str(raw, "user", new(string)); err != nil {
+		return nil, err
+	}
+	s := &r.sampling
+	s.temperature = 1
+	if err := number(raw, "temperature", &s.temperature, 0, 2); err != nil {
+		return nil, err
+	}
+	s.topP = 1
+	if err := number(raw, "top_p", &s.topP, 0, 1); err != nil {
+		return nil, err
+	}
+	if err := integer(raw, "top_k", &s.topK, 0, 1<<30); err != nil {
+		return nil, err
+	}
+	if err := number(raw, "presence_penalty", &s.presence, -2, 2); err != nil {
+		return nil, err
+	}
+	if err := number(raw, "frequency_penalty", &s.frequency, -2, 2); err != nil {
+		return nil, err
+	}
+	if v, ok := raw["seed"]; ok {
+		var seed json.Number
+		if err := json.Unmarshal(v, &seed); err != nil {
+			return nil, invalid("seed", "seed must be an integer")
+		}
+		i, err := strconv.ParseInt(seed.String(), 10, 64)
+		if err != nil {
+			return nil, invalid("seed", "seed must be an integer that fits in 64 bits")
+		}
+		s.seed, r.seedGiven = uint64(i), true
+	}
+	if v, ok := raw["logit_bias"]; ok {
+		var lb map[string]float64
+		if err := json.Unmarshal(v, &lb); err != nil {
+			return nil, invalid("logit_bias", "logit_bias must map token ids to numbers")
+		}
+		if len(lb) > maxBias {
+			return nil, invalid("logit_bias", "logit_bias has %d entries, at most %d", len(lb), maxBias)
+		}
+		s.bias = make(map[int]float64, len(lb))
+		for k, b := range lb {
+			id, err := strconv.Atoi(k)
+			if err != nil || id < 0 {
+				return nil, invalid("logit_bias", "logit_bias key %q is not a token id", k)
+			}
+			if b < -100 || b > 100 || math.IsNaN(b) {
+				return nil, invalid("logit_bias", "logit_bias value %v is outside [-100, 100]", b)
+			}
+			s.bias[id] = b
+		}
+	}
+	if v, ok := raw["stop"]; ok {
+		var one string
+		if json.Unmarshal(v, &one) == nil {
+			r.stop = []string{one}
+		} else if err := json.Unmarshal(v, &r.stop); err != nil {
+			return nil, invalid("stop", "stop must be a string or an array of strings")
+		}
+		if len(r.stop) > maxStops {
+			return nil, invalid("stop", "stop has %d sequences, at most %d", len(r.stop), maxStops)
+		}
+		for _, st := range r.stop {
+			if st == "" || len(st) > maxStopLen {
+				return nil, invalid("stop", "a stop sequence must have 1 to %d bytes", maxStopLen)
+			}
+		}
+	}
+	if err := boolean(raw, "stream", &r.stream); err != nil {
+		return nil, err
+	}
+	if v, ok := raw["stream_options"]; ok {
+		var so map[string]json.RawMessage
+		if err := json.Unmarshal(v, &so); err != nil {
+			return nil, invalid("stream_options", "stream_options must be an object")
+		}
+		if !r.stream {
+			return nil, invalid("stream_options", "stream_options is only allowed when stream is true")
+		}
+		for _, k := range sortedKeys(so) {
+			if k != "include_usage" {
+				return nil, unsupported("stream_options." + k)
+			}
+		}
+		if err := boolean(so, "include_usage", &r.includeUsage); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *request) decodePrompt(v json.RawMessage) *apiError {
+	if v == nil {
+		return invalid("prompt", "prompt is required")
+	}
+	if json.Unmarshal(v, &r.prompt) == nil {
+		return nil
+	}
+	var many []json.RawMessage
+	if json.Unmarshal(v, &many) != nil {
+		return invalid("prompt", "prompt must be a string")
+	}
+	if len(many) != 1 || json.Unmarshal(many[0], &r.prompt) != nil {
+		// several prompts, or token-id prompts
+		return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", "prompt",
+			"prompt must be one string (an array of one string is accepted; several prompts and token-id prompts are not supported)")
+	}
+	return nil
+}
+
+func (r *request) decodeMessages(v json.RawMessage) *apiError {
+	if v == nil {
+		return invalid("messages", "messages is required")
+	}
+	var ms []map[string]json.RawMessage
+	if err := json.Unmarshal(v, &ms); err != nil {
+		return invalid("messages", "messages must be an array of objects")
+	}
+	if len(ms) == 0 || len(ms) > maxMessages {
+		return invalid("messages", "messages must hold 1 to %d messages", maxMessages)
+	}
+	for i, m := range ms {
+		p := fmt.Sprintf("messages[%d]", i)
+		if m == nil {
+			return invalid(p, "a message must be an object")
+		}
+		for _, k := range sortedKeys(m) {
+			if k != "role" && k != "content" {
+				return unsupported(p + "." + k)
+			}
+		}
+		var msg Message
+		if err := str(m, "role", &msg.Role); err != nil {
+			return err
+		}
+		switch msg.Role {
+		case "system", "user", "assistant":
+		case "developer":
+			msg.Role = "system"
+		case "":
+			return invalid(p+".role", "a message needs a role")
+		default:
+			return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", p+".role",
+				"role %q is not supported (system, developer, user and assistant are)", msg.Role)
+		}
+		c := m["content"]
+		if c == nil {
+			return invalid(p+".content", "a message needs content")
+		}
+		if json.Unmarshal(c, &msg.Content) != nil {
+			var parts []map[string]json.RawMessage
+			if json.Unmarshal(c, &parts) != nil {
+				return invalid(p+".content", "content must be a string or an array of text parts")
+			}
+			var sb strings.Builder
+			for j, part := range parts {
+				pp := fmt.Sprintf("%s.content[%d]", p, j)
+				var typ, text string
+				if part == nil || json.Unmarshal(part["type"], &typ) != nil {
+					return invalid(pp, "a content part needs a type")
+				}
+				if typ != "text" || len(part) != 2 {
+					return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", pp,
+						"only text content parts are supported")
+				}
+				if json.Unmarshal(part["text"], &text) != nil {
+					return invalid(pp+".text", "a text part needs text")
+				}
+				sb.WriteString(text)
+			}
+			msg.Content = sb.String()
+		}
+		r.messages = append(r.messages, msg)
+	}
+	return nil
+}
+
+func str(raw map[string]json.RawMessage, k string, dst *string) *apiError {
+	if v, ok := raw[k]; ok && json.Unmarshal(v, dst) != nil {
+		return invalid(k, "%s must be a string", k)
+	}
+	return nil
+}
+
+func boolean(raw map[string]json.RawMessage, k string, dst *bool) *apiError {
+	if v, ok := raw[k]; ok && json.Unmarshal(v, dst) != nil {
+		return invalid(k, "%s must be true or false", k)
+	}
+	return nil
+}
+
+func number(raw map[string]json.RawMessage, k string, dst *float64, lo, hi float64) *apiError {
+	v, ok := raw[k]
+	if !ok {
+		return nil
+	}
+	if json.Unmarshal(v, dst) != nil || *dst < lo || *dst > hi {
+		return invalid(k, "%s must be a number from %v to %v", k, lo, hi)
+	}
+	return nil
+}
+
+func integer(raw map[string]json.RawMessage, k string, dst *int, lo, hi int) *apiError {
+	v, ok := raw[k]
+	if !ok {
+		return nil
+	}
+	var f float64
+	if json.Unmarshal(v, &f) != nil || f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+		return invalid(k, "%s must be an integer from %d to %d", k, lo, hi)
+	}
+	*dst = int(f)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

@@ -1,0 +1,406 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/switchyard-hal/switchyard/llm"
+)
+
+// event is what a job hands its HTTP handler: text, then one final event
+// (finish set, or err).
+type event struct {
+	text   string
+	finish string // "stop" or "length" on the final event
+	err    error
+	usage  usage
+	lps    []tokenLP // the log probabilities of the tokens in text, when asked
+}
+
+// tokenLP is a generated token's log probability and its most likely
+// alternatives, of the distribution it was sampled from before the
+// temperature (logit_bias and penalties applied).
+type tokenLP struct {
+	text    string
+	logprob float64
+	offset  int // where its text starts in the completion
+	top     []altLP
+}
+
+type altLP struct {
+	text    string
+	logprob float64
+}
+
+// logprobsOf is token id's entry over logits, with the top n.
+func logprobsOf(logits []float32, id, n int, piece func(int) string) tokenLP {
+	hi := math.Inf(-1)
+	for _, x := range logits {
+		hi = math.Max(hi, float64(x))
+	}
+	sum := 0.0
+	for _, x := range logits {
+		sum += math.Exp(float64(x) - hi)
+	}
+	lse := hi + math.Log(sum)
+	e := tokenLP{text: piece(id), logprob: float64(logits[id]) - lse}
+	// the n largest, by selection (n <= 20)
+	taken := map[int]bool{}
+	for range min(n, len(logits)) {
+		best := -1
+		for i, x := range logits {
+			if !taken[i] && (best < 0 || x > logits[best]) {
+				best = i
+			}
+		}
+		taken[best] = true
+		e.top = append(e.top, altLP{text: piece(best), logprob: float64(logits[best]) - lse})
+	}
+	return e
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	cached           int // prompt tokens taken from the prefix cache
+}
+
+// job is one request's generation. The handler reads its events; the
+// scheduler owns everything else.
+type job struct {
+	ctx     context.Context
+	prompt  []int // BOS first
+	maxNew  int   // tokens to generate at most
+	arrived time.Time
+	topLP   int // logprobs: the alternatives to report; -1: no logprobs
+
+	mu     sync.Mutex
+	events []event
+	notify chan struct{} // capacity 1: events are waiting
+
+	// the scheduler's
+	seq      *llm.Sequence
+	fed      int // prompt tokens in seq
+	last     int // the last sampled id (fed next)
+	prev     int // the id before it, for Piece
+	gen      int
+	samp     *sampler
+	text     textState
+	first    time.Time // first token
+	cached   int
+	logits   []float32 // this round's step
+	stepErr  error
+	poisoned bool      // a step panicked: the sequence's state is unknown
+	lps      []tokenLP // logprobs not yet handed out
+}
+
+func newJob(ctx context.Context, prompt []int, maxNew int, p sampling, stops []string, topLP int) *job {
+	return &job{ctx: ctx, prompt: prompt, maxNew: maxNew, arrived: time.Now(), notify: make(chan struct{}, 1),
+		samp: newSampler(p), text: textState{stops: stops}, topLP: topLP}
+}
+
+// emit hands ev to the handler; it never blocks the scheduler.
+func (j *job) emit(ev event) {
+	j.mu.Lock()
+	j.events = append(j.events, ev)
+	j.mu.Unlock()
+	select {
+	case j.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the events waiting.
+func (j *job) take() []event {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	evs := j.events
+	j.events = nil
+	return evs
+}
+
+var errShutdown = errors.New("the server is shutting down")
+
+// errQueueFull refuses a request when the queue is at its limit.
+var errQueueFull = errors.New("queue full")
+
+// worker schedules one model's jobs: up to MaxBatch sequences hold a
+// slot, and each round runs one step of every one of them (a chunk of a
+// prompt being prefilled, or one decode step) on the shared model, then
+// samples each. A request arriving mid-generation joins at
+// the next round; one whose client went away is dropped before its next
+// step (a step in flight sees its context cancelled), so it never holds
+// the others back for more than one step.
+type worker struct {
+	s      *Server
+	m      *Model
+	name   string
+	mu     sync.Mutex
+	queue  []*job
+	closed bool // the scheduler has stopped: submit refuses
+	wake   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	prefix *prefixCache
+	// prefix cache lookups and hits, for the hit ratio
+	lookups, hits int
+}
+
+func (w *worker) submit(j *job) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errShutdown
+	}
+	if len(w.queue) >= w.s.opts.MaxQueue {
+		w.mu.Unlock()
+		return errQueueFull
+	}
+	w.queue = append(w.queue, j)
+	n := len(w.queue)
+	w.mu.Unlock()
+	w.s.met.queue.WithLabelValues(w.name).Set(float64(n))
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (w *worker) run() {
+	defer close(w.done)
+	var active []*job
+	defer func() {
+		for _, j := range active {
+			w.end(j, event{err: errShutdown})
+		}
+		w.mu.Lock()
+		w.closed = true
+		for _, j := range w.queue {
+			j.emit(event{err: errShutdown})
+		}
+		w.queue = nil
+		w.mu.Unlock()
+		w.prefix.close()
+		w.gauges(nil)
+	}()
+	for {
+		select {
+		case <-w.stop:
+			return
+		default:
+		}
+		active = w.admit(active)
+		if len(active) == 0 {
+			select {
+			case <-w.wake:
+			case <-w.stop:
+				return
+			}
+			continue
+		}
+		w.round(active)
+		kept := active[:0]
+		for _, j := range active {
+			if j.seq != nil {
+				kept = append(kept, j)
+			}
+		}
+		clear(active[len(kept):])
+		active = kept
+		w.gauges(active)
+	}
+}
+
+// admit moves queued jobs into free slots, dropping those already
+// cancelled, and starts their sequences (from the prefix cache when one
+// shares the prompt's start).
+func (w *worker) admit(active []*job) []*job {
+	w.mu.Lock()
+	var start []*job
+	rest := w.queue[:0]
+	for _, j := range w.queue {
+		switch {
+		case j.ctx.Err() != nil:
+			w.s.met.cancelled.WithLabelValues(w.name).Inc()
+			j.emit(event{err: j.ctx.Err()})
+		case len(active)+len(start) < w.s.opts.MaxBatch:
+			start = append(start, j)
+		default:
+			rest = append(rest, j)
+		}
+	}
+	clear(w.queue[len(rest):])
+	w.queue = rest
+	n := len(rest)
+	w.mu.Unlock()
+	w.s.met.queue.WithLabelValues(w.name).Set(float64(n))
+	for _, j := range start {
+		if seq := w.prefix.take(j.prompt); seq != nil {
+			j.seq, j.fed, j.cached = seq, seq.Len(), seq.Len()
+			w.s.met.prefixLookups.WithLabelValues(w.name, "hit").Inc()
+			w.hits++
+		} else {
+			w.s.met.prefixLookups.WithLabelValues(w.name, "miss").Inc()
+			seq, err := w.m.Decoder.NewSequence(j.ctx)
+			if err != nil {
+				j.emit(event{err: err})
+				continue
+			}
+			j.seq = seq
+		}
+		w.lookups++
+		w.s.met.prefixHitRatio.WithLabelValues(w.name).Set(float64(w.hits) / float64(w.lookups))
+		w.s.met.promptTokens.WithLabelValues(w.name).Add(float64(len(j.prompt)))
+		j.prev = j.prompt[len(j.prompt)-1]
+		active = append(active, j)
+	}
+	return active
+}
+
+// step runs one step of j's sequence; a panic in it fails the sequence,
+// not the server.
+func (j *job) step(ids []int) {
+	defer func() {
+		if p := recover(); p != nil {
+			j.logits, j.stepErr, j.poisoned = nil, fmt.Errorf("panic in a decode step: %v", p), true
+		}
+	}()
+	j.logits, j.stepErr = j.seq.Feed(j.ctx, ids)
+}
+
+// round runs one step of every active job, one after the other or
+// (Options.ParallelSteps) concurrently, then samples.
+func (w *worker) round(active []*job) {
+	w.s.met.steps.WithLabelValues(w.name).Inc()
+	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
+	var wg sync.WaitGroup
+	for _, j := range active {
+		j.logits, j.stepErr = nil, nil
+		if err := j.ctx.Err(); err != nil {
+			j.stepErr = err
+			continue
+		}
+		ids := []int{j.last}
+		prefill := j.fed < len(j.prompt)
+		if prefill {
+			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
+		}
+		if w.s.opts.ParallelSteps {
+			wg.Go(func() { j.step(ids) })
+		} else {
+			j.step(ids)
+		}
+		if prefill {
+			j.fed += len(ids)
+			w.s.met.prefilled.WithLabelValues(w.name).Add(float64(len(ids)))
+		}
+	}
+	wg.Wait()
+	for _, j := range active {
+		switch {
+		case j.stepErr != nil:
+			if j.ctx.Err() != nil {
+				w.s.met.cancelled.WithLabelValues(w.name).Inc()
+				w.end(j, event{err: j.ctx.Err()})
+			} else {
+				w.end(j, event{err: j.stepErr})
+			}
+		case j.fed < len(j.prompt): // prefill continues next round
+		default:
+			id := j.samp.next(j.logits)
+			if j.topLP >= 0 && !w.m.isEnd(id) {
+				prev := j.prev
+				lp := logprobsOf(j.logits, id, j.topLP, func(id int) string { return w.m.Tokenizer.Piece(prev, id) })
+				lp.offset = j.text.text.Len()
+				j.lps = append(j.lps, lp)
+			}
+			w.sampled(j, id)
+		}
+		j.logits = nil
+	}
+}
+
+// sampled takes a job's new token: the end of the generation (an end
+// token, a stop sequence, max tokens, the context) or text for the
+// client.
+func (w *worker) sampled(j *job, id int) {
+	if j.gen == 0 {
+		j.first = time.Now()
+		w.s.met.ttft.WithLabelValues(w.name).Observe(j.first.Sub(j.arrived).Seconds())
+	}
+	if w.m.isEnd(id) {
+		w.end(j, event{finish: "stop"})
+		return
+	}
+	j.gen++
+	w.s.met.genTokens.WithLabelValues(w.name).Inc()
+	piece := w.m.Tokenizer.Piece(j.prev, id)
+	j.prev, j.last = id, id
+	switch {
+	case j.text.add(piece):
+		w.end(j, event{finish: "stop"})
+	case j.gen >= j.maxNew || j.seq.Len()+1 > w.m.ContextLength:
+		w.end(j, event{finish: "length"})
+	default:
+		if d := j.text.delta(false); d != "" {
+			j.emit(event{text: d, lps: j.lps})
+			j.lps = nil
+		}
+	}
+}
+
+// end finishes a job: its last text and final event, its sequence kept in
+// the prefix cache (when whole), its slot freed.
+func (w *worker) end(j *job, ev event) {
+	if ev.err == nil {
+		ev.text = j.text.delta(true)
+		// the tokens a stop sequence cut off entirely are not reported
+		n := len(j.text.String())
+		for _, lp := range j.lps {
+			if lp.offset < n {
+				ev.lps = append(ev.lps, lp)
+			}
+		}
+		j.lps = nil
+		ev.usage = usage{PromptTokens: len(j.prompt), CompletionTokens: j.gen, TotalTokens: len(j.prompt) + j.gen, cached: j.cached}
+		if j.gen > 1 {
+			if dt := time.Since(j.first); dt > 0 {
+				w.s.met.tokensPerSec.WithLabelValues(w.name).Observe(float64(j.gen-1) / dt.Seconds())
+			}
+		}
+	}
+	j.emit(ev)
+	if j.seq != nil {
+		// a failed step leaves the sequence broken: put closes it
+		if j.poisoned {
+			_ = j.seq.Close()
+		} else {
+			w.prefix.put(j.seq)
+		}
+		j.seq = nil
+	}
+}
+
+func (w *worker) gauges(active []*job) {
+	var b int64
+	for _, j := range active {
+		b += j.seq.Bytes()
+	}
+	w.s.met.active.WithLabelValues(w.name).Set(float64(len(active)))
+	w.s.met.kvBytes.WithLabelValues(w.name, "active").Set(float64(b))
+	w.s.met.kvBytes.WithLabelValues(w.name, "prefix_cache").Set(float64(w.prefix.used))
+}
+
+// errorOf is the text of a failed generation for the client.
+func errorOf(err error) string {
+	if errors.Is(err, llm.ErrContext) {
+		return err.Error()
+	}
+	return fmt.Sprintf("generation failed: %v", err)
+}
