@@ -42,16 +42,16 @@ func TestHFTokenizerInStepWithGGUF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		toks, _ := f.Meta["tokenizer.ggml.tokens"].([]any)
-		types, _ := f.Meta["tokenizer.ggml.token_type"].([]any)
+		toks, _ := f.Strings("tokenizer.ggml.tokens")
+		types, _ := f.Numbers("tokenizer.ggml.token_type")
 		vocab := map[string]int{}
 		var added []map[string]any
 		for i, x := range toks {
-			if types[i].(int64) == 3 {
+			if types[i] == 3 {
 				added = append(added, map[string]any{"id": i, "content": x, "special": true})
 				continue
 			}
-			vocab[x.(string)] = i
+			vocab[x] = i
 		}
 		pre := map[string]any{"type": "ByteLevel", "use_regex": true}
 		if c.split != "" {

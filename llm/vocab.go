@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -106,17 +107,9 @@ func metaStrings(f *gguf.File, key string) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	arr, ok := raw.([]any)
+	out, ok := f.Strings(key)
 	if !ok {
 		return nil, fmt.Errorf("llm: GGUF %s is %T, want an array of strings", key, raw)
-	}
-	out := make([]string, len(arr))
-	for i, x := range arr {
-		s, ok := x.(string)
-		if !ok {
-			return nil, fmt.Errorf("llm: GGUF %s[%d] is %T, want a string", key, i, x)
-		}
-		out[i] = s
 	}
 	return out, nil
 }
@@ -215,26 +208,17 @@ func GGUFVocab(f *gguf.File) (*Vocab, error) {
 	v.pieces, v.scores, v.attrs = make([]string, n), make([]float32, n), make([]tokenAttr, n)
 	v.index = make(map[string]int, n)
 	if raw, ok := f.Meta["tokenizer.ggml.scores"]; ok {
-		arr, ok := raw.([]any)
+		arr, ok := f.Numbers("tokenizer.ggml.scores")
 		if !ok || len(arr) < n {
 			return nil, fmt.Errorf("llm: GGUF tokenizer.ggml.scores is %T of %d, want %d numbers", raw, len(arr), n)
 		}
 		for i := range n {
-			switch x := arr[i].(type) {
-			case float64:
-				v.scores[i] = float32(x)
-			case int64:
-				v.scores[i] = float32(x)
-			case uint64:
-				v.scores[i] = float32(x)
-			default:
-				return nil, fmt.Errorf("llm: GGUF tokenizer.ggml.scores[%d] is %T, want a number", i, x)
-			}
+			v.scores[i] = float32(arr[i])
 		}
 	}
-	var types []any
+	var types []float64
 	if raw, ok := f.Meta["tokenizer.ggml.token_type"]; ok {
-		arr, ok := raw.([]any)
+		arr, ok := f.Numbers("tokenizer.ggml.token_type")
 		if !ok || len(arr) < n {
 			return nil, fmt.Errorf("llm: GGUF tokenizer.ggml.token_type is %T of %d, want %d integers", raw, len(arr), n)
 		}
@@ -249,15 +233,11 @@ func GGUFVocab(f *gguf.File) (*Vocab, error) {
 		v.maxLen = max(v.maxLen, len(s))
 		v.attrs[i] = attrNormal
 		if types != nil {
-			var t int64
-			switch x := types[i].(type) {
-			case int64:
-				t = x
-			case uint64:
-				t = int64(min(x, 1<<20))
-			default:
-				return nil, fmt.Errorf("llm: GGUF tokenizer.ggml.token_type[%d] is %T, want an integer", i, x)
+			x := types[i]
+			if x != math.Trunc(x) {
+				return nil, fmt.Errorf("llm: GGUF tokenizer.ggml.token_type[%d] is %v, want an integer", i, x)
 			}
+			t := int64(max(min(x, 1<<20), -1<<20))
 			if a, ok := tokenTypeAttr[t]; ok {
 				v.attrs[i] = a
 			} else {

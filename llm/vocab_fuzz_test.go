@@ -245,12 +245,12 @@ func TestGGUFVocabBadInput(t *testing.T) {
 		val  any
 		want string
 	}{
-		{"tokenizer.ggml.tokens", []any{uint32(1), uint32(2)}, "tokenizer.ggml.tokens[0]"},
+		{"tokenizer.ggml.tokens", []any{uint32(1), uint32(2)}, "tokenizer.ggml.tokens"}, // arrays are typed: the key is named
 		{"tokenizer.ggml.tokens", "abc", "tokenizer.ggml.tokens"},
 		{"tokenizer.ggml.tokens", []any{}, "tokenizer.ggml.tokens"},
 		{"tokenizer.ggml.scores", []any{float32(0)}, "tokenizer.ggml.scores"},
-		{"tokenizer.ggml.scores", []any{"x", "y", "z", "w"}, "tokenizer.ggml.scores[0]"},
-		{"tokenizer.ggml.token_type", []any{"x", "y", "z", "w"}, "tokenizer.ggml.token_type[0]"},
+		{"tokenizer.ggml.scores", []any{"x", "y", "z", "w"}, "tokenizer.ggml.scores"},
+		{"tokenizer.ggml.token_type", []any{"x", "y", "z", "w"}, "tokenizer.ggml.token_type"},
 		{"tokenizer.ggml.add_bos_token", uint32(1), "tokenizer.ggml.add_bos_token"},
 		{"tokenizer.ggml.model", "t5", "t5"},
 		{"tokenizer.ggml.model", "gpt2", "tokenizer.ggml.merges"},

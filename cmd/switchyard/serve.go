@@ -191,7 +191,7 @@ func placement(m *switchyard.Model) string {
 // else tokenizer.bin or tok<VOCAB>.bin beside the model.
 func findTokenizer(modelPath, tokPath string, vocab int) (llm.Tokenizer, error) {
 	if tokPath == "" && isGGUF(modelPath) {
-		return llm.LoadGGUFTokenizer(modelPath)
+		return llm.LoadGGUFVocab(modelPath)
 	}
 	if vocab <= 0 {
 		return nil, errors.New("the logits output has no static vocabulary size")
@@ -214,10 +214,38 @@ func findTokenizer(modelPath, tokPath string, vocab int) (llm.Tokenizer, error) 
 	return llm.LoadLlama2cTokenizer(tokPath, vocab)
 }
 
-// chatTemplate is the model's chat template renderer, or nil. The chat
-// templates (Jinja, from GGUF tokenizer.chat_template or
-// tokenizer_config.json) are being built in llm; until they land every
-// model is served without one, and chat requests get a clear 400.
+// chatTemplate is the model's chat template renderer, or nil: a GGUF
+// file's tokenizer.chat_template (Jinja, rendered as Hugging Face's
+// apply_chat_template does) with its vocabulary. A model without one is
+// served for completions; its chat requests get a clear 400.
 func chatTemplate(modelPath string, tok llm.Tokenizer) func([]serve.Message) ([]int, error) {
-	return nil
+	v, ok := tok.(*llm.Vocab)
+	if !ok || v.ChatTemplate() == "" {
+		return nil
+	}
+	tmpl, err := llm.ParseChatTemplate(v.ChatTemplate())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "switchyard: serve: %s: chat template refused (%v); chat requests will get 400\n", modelPath, err)
+		return nil
+	}
+	opts := llm.ChatOptions{AddGenerationPrompt: true}
+	if v.BOS() >= 0 {
+		opts.BOS = v.Text(v.BOS())
+	}
+	if v.EOS() >= 0 {
+		opts.EOS = v.Text(v.EOS())
+	}
+	return func(msgs []serve.Message) ([]int, error) {
+		conv := make([]llm.Message, len(msgs))
+		for i, m := range msgs {
+			conv[i] = llm.Message{Role: m.Role, Content: m.Content}
+		}
+		text, err := tmpl.Render(conv, opts)
+		if err != nil {
+			return nil, err
+		}
+		// BOS as the model asks, unless the template wrote it already
+		bos := v.AddBOS() && !(opts.BOS != "" && strings.HasPrefix(text, opts.BOS))
+		return v.Tokenize(text, bos, true)
+	}
 }

@@ -550,3 +550,54 @@ func (f *File) String(key string) (string, bool) {
 	v, ok := f.Meta[key].(string)
 	return v, ok
 }
+
+// Strings is a string-array metadata value (ok false when absent or of
+// another type).
+func (f *File) Strings(key string) ([]string, bool) {
+	v, ok := f.Meta[key].([]string)
+	return v, ok
+}
+
+// Bools is a bool-array metadata value (ok false when absent or of another
+// type).
+func (f *File) Bools(key string) ([]bool, bool) {
+	v, ok := f.Meta[key].([]bool)
+	return v, ok
+}
+
+// Numbers is a numeric-array metadata value of any element type, as
+// float64 (ok false when absent or not numeric). It copies: call it once
+// per key.
+func (f *File) Numbers(key string) ([]float64, bool) {
+	switch a := f.Meta[key].(type) {
+	case []float32:
+		return convert(a), true
+	case []float64:
+		return convert(a), true
+	case []uint8:
+		return convert(a), true
+	case []int8:
+		return convert(a), true
+	case []uint16:
+		return convert(a), true
+	case []int16:
+		return convert(a), true
+	case []uint32:
+		return convert(a), true
+	case []int32:
+		return convert(a), true
+	case []uint64:
+		return convert(a), true
+	case []int64:
+		return convert(a), true
+	}
+	return nil, false
+}
+
+func convert[T uint8 | int8 | uint16 | int16 | uint32 | int32 | uint64 | int64 | float32 | float64](a []T) []float64 {
+	out := make([]float64, len(a))
+	for i, x := range a {
+		out[i] = float64(x)
+	}
+	return out
+}

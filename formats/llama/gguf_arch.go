@@ -373,18 +373,17 @@ func FromGGUF(f *gguf.File) (*Weights, error) {
 func swaPattern(m *ggufMeta, period, layers int) ([]bool, error) {
 	local := make([]bool, layers)
 	k := m.key("attention.sliding_window_pattern")
-	if arr, ok := m.f.Meta[k].([]any); ok {
+	if _, isArray := m.f.Meta[k].([]bool); isArray {
+		arr, _ := m.f.Bools(k)
 		if len(arr) != layers {
 			return nil, fmt.Errorf("%w: %s has %d values for %d layers", ErrFormat, k, len(arr), layers)
 		}
-		for i, v := range arr {
-			bv, ok := v.(bool)
-			if !ok {
-				return nil, fmt.Errorf("%w: %s[%d] is %T, want bool", ErrFormat, k, i, v)
-			}
-			local[i] = bv
-		}
+		copy(local, arr)
 		return local, nil
+	}
+	switch m.f.Meta[k].(type) {
+	case []uint8, []int8, []uint16, []int16, []uint32, []int32, []uint64, []int64, []float32, []float64, []string, []any:
+		return nil, fmt.Errorf("%w: %s is %T, want bool per layer or a period", ErrFormat, k, m.f.Meta[k])
 	}
 	period = m.uint("attention.sliding_window_pattern", period, false)
 	if m.err != nil {

@@ -164,7 +164,7 @@ func Write(path string, s Spec, vocabPath string) error {
 	if err != nil {
 		return err
 	}
-	toks, _ := vf.Meta["tokenizer.ggml.tokens"].([]any)
+	toks, _ := vf.Strings("tokenizer.ggml.tokens")
 	if len(toks) == 0 {
 		return fmt.Errorf("tinygguf: %s has no tokenizer.ggml.tokens", vocabPath)
 	}
