@@ -18,7 +18,13 @@
 // hard-swish, a residual Add) run in place by one assembly kernel; LSTM
 // (the common configuration) on vector dot products; Pow by 2; the
 // element-wise arithmetic, activations, pooling and Softmax (a vectorised
-// float32 exp) listed in Capabilities. An If whose branches hold only ops
+// float32 exp) listed in Capabilities; Exp, Sigmoid, Tanh and SiLU
+// (x·sigmoid(x), fused from its Sigmoid and Mul) on polynomial vector
+// kernels (vmath.go, AVX2/AVX-512 from internal/asmgenvm); PRelu for every
+// slope layout (prelu.go); Resize and Upsample with run-time sizes
+// (resize.go: linear and nearest, the rest on the reference kernel in
+// the partition). Fused nodes are placed after everything they read
+// (fuse.go; checkRewrite verifies every rewrite in the tests). An If whose branches hold only ops
 // it takes is claimed whole (see controlflow.go). The data-movement and
 // shape ops it claims (Reshape, Slice, Shape, Gather, …: see
 // referenceOps) run the reference kernels inside the partition, so that

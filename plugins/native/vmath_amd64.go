@@ -1,44 +1,86 @@
 package native
 
-// vmKernel is one of the generated vector math kernels.
-type vmKernel func(n int, x, y *float32)
+// The vector math functions, numbered for vmCall.
+const (
+	vmExpF = iota
+	vmSigmoidF
+	vmSiLUF
+	vmTanhF
+)
 
-// vmRun runs kernel k (lanes floats a vector) over y = f(x), the tail
-// through a padded buffer so that every element takes the same path.
-func vmRun(k vmKernel, lanes int, y, x []float32) {
+// vmCall runs function f's kernel of the given width on n floats. The
+// calls are direct: through a func value the tail's stack buffer would
+// escape to the heap (an allocation per call).
+func vmCall(f int, wide bool, n int, x, y *float32) {
+	switch f {
+	case vmExpF:
+		if wide {
+			vexpAVX512(n, x, y)
+		} else {
+			vexpAVX2(n, x, y)
+		}
+	case vmSigmoidF:
+		if wide {
+			vsigmoidAVX512(n, x, y)
+		} else {
+			vsigmoidAVX2(n, x, y)
+		}
+	case vmSiLUF:
+		if wide {
+			vsiluAVX512(n, x, y)
+		} else {
+			vsiluAVX2(n, x, y)
+		}
+	case vmTanhF:
+		if wide {
+			vtanhAVX512(n, x, y)
+		} else {
+			vtanhAVX2(n, x, y)
+		}
+	}
+}
+
+// vmRun runs function f (AVX-512 when wide, else AVX2) over y = f(x),
+// the tail through a padded buffer so that every element takes the same
+// path.
+func vmRun(f int, wide bool, y, x []float32) {
 	n := len(y)
 	if n == 0 {
 		return
 	}
 	x = x[:n]
+	lanes := 8
+	if wide {
+		lanes = 16
+	}
 	body := n &^ (lanes - 1)
 	if body > 0 {
-		k(body, &x[0], &y[0])
+		vmCall(f, wide, body, &x[0], &y[0])
 	}
 	if body < n {
 		var buf [16]float32
 		copy(buf[:], x[body:])
-		k(lanes, &buf[0], &buf[0])
+		vmCall(f, wide, lanes, &buf[0], &buf[0])
 		copy(y[body:], buf[:n-body])
 	}
 }
 
 // vmDispatch picks the widest kernel the CPU runs, else the Go one.
-func vmDispatch(k512, k2 vmKernel, goFn func(y, x []float32)) func(y, x []float32) {
+func vmDispatch(f int, goFn func(y, x []float32)) func(y, x []float32) {
 	switch {
 	case hasAVX512F:
-		return func(y, x []float32) { vmRun(k512, 16, y, x) }
+		return func(y, x []float32) { vmRun(f, true, y, x) }
 	case hasAVX2FMA:
-		return func(y, x []float32) { vmRun(k2, 8, y, x) }
+		return func(y, x []float32) { vmRun(f, false, y, x) }
 	}
 	return goFn
 }
 
 var (
-	vexp     = vmDispatch(vexpAVX512, vexpAVX2, expGo)
-	vsigmoid = vmDispatch(vsigmoidAVX512, vsigmoidAVX2, sigmoidGo)
-	vsilu    = vmDispatch(vsiluAVX512, vsiluAVX2, siluGo)
-	vtanh    = vmDispatch(vtanhAVX512, vtanhAVX2, tanhGo)
+	vexp     = vmDispatch(vmExpF, expGo)
+	vsigmoid = vmDispatch(vmSigmoidF, sigmoidGo)
+	vsilu    = vmDispatch(vmSiLUF, siluGo)
+	vtanh    = vmDispatch(vmTanhF, tanhGo)
 )
 
 // vmPath is one implementation of a vector math function (tests).
@@ -49,20 +91,14 @@ type vmPath struct {
 
 // vmPaths lists every implementation of f this CPU can run.
 func vmPaths(f string) []vmPath {
-	k := map[string][3]any{
-		"exp":     {vexpAVX512, vexpAVX2, expGo},
-		"sigmoid": {vsigmoidAVX512, vsigmoidAVX2, sigmoidGo},
-		"silu":    {vsiluAVX512, vsiluAVX2, siluGo},
-		"tanh":    {vtanhAVX512, vtanhAVX2, tanhGo},
-	}[f]
-	out := []vmPath{{"go", k[2].(func(y, x []float32))}}
+	id := map[string]int{"exp": vmExpF, "sigmoid": vmSigmoidF, "silu": vmSiLUF, "tanh": vmTanhF}[f]
+	goFn := map[string]func(y, x []float32){"exp": expGo, "sigmoid": sigmoidGo, "silu": siluGo, "tanh": tanhGo}[f]
+	out := []vmPath{{"go", goFn}}
 	if hasAVX2FMA {
-		k2 := k[1].(func(int, *float32, *float32))
-		out = append(out, vmPath{"avx2", func(y, x []float32) { vmRun(k2, 8, y, x) }})
+		out = append(out, vmPath{"avx2", func(y, x []float32) { vmRun(id, false, y, x) }})
 	}
 	if hasAVX512F {
-		k5 := k[0].(func(int, *float32, *float32))
-		out = append(out, vmPath{"avx512", func(y, x []float32) { vmRun(k5, 16, y, x) }})
+		out = append(out, vmPath{"avx512", func(y, x []float32) { vmRun(id, true, y, x) }})
 	}
 	return out
 }
@@ -78,20 +114,29 @@ func preluVV(y, x, s []float32) {
 		return
 	}
 	x, s = x[:n], s[:n]
-	k, lanes := preluVVAVX2, 8
-	if hasAVX512F {
-		k, lanes = preluVVAVX512, 16
+	wide := hasAVX512F
+	lanes := 8
+	if wide {
+		lanes = 16
 	}
 	body := n &^ (lanes - 1)
 	if body > 0 {
-		k(body, &x[0], &s[0], &y[0])
+		preluVVCall(wide, body, &x[0], &s[0], &y[0])
 	}
 	if body < n {
 		var bx, bs [16]float32
 		copy(bx[:], x[body:])
 		copy(bs[:], s[body:])
-		k(lanes, &bx[0], &bs[0], &bx[0])
+		preluVVCall(wide, lanes, &bx[0], &bs[0], &bx[0])
 		copy(y[body:], bx[:n-body])
+	}
+}
+
+func preluVVCall(wide bool, n int, x, s, y *float32) {
+	if wide {
+		preluVVAVX512(n, x, s, y)
+	} else {
+		preluVVAVX2(n, x, s, y)
 	}
 }
 
@@ -106,18 +151,28 @@ func preluVS(y, x []float32, s float32) {
 		return
 	}
 	x = x[:n]
-	k, lanes := preluVSAVX2, 8
-	if hasAVX512F {
-		k, lanes = preluVSAVX512, 16
+	wide := hasAVX512F
+	lanes := 8
+	if wide {
+		lanes = 16
 	}
+	sb := [1]float32{s}
 	body := n &^ (lanes - 1)
 	if body > 0 {
-		k(body, &x[0], &s, &y[0])
+		preluVSCall(wide, body, &x[0], &sb[0], &y[0])
 	}
 	if body < n {
 		var bx [16]float32
 		copy(bx[:], x[body:])
-		k(lanes, &bx[0], &s, &bx[0])
+		preluVSCall(wide, lanes, &bx[0], &sb[0], &bx[0])
 		copy(y[body:], bx[:n-body])
+	}
+}
+
+func preluVSCall(wide bool, n int, x, s, y *float32) {
+	if wide {
+		preluVSAVX512(n, x, s, y)
+	} else {
+		preluVSAVX2(n, x, s, y)
 	}
 }

@@ -560,22 +560,23 @@ vtanhAVX2_done:
 // func preluVVAVX2(n int, x *float32, slope *float32, y *float32)
 // Requires: AVX, AVX2
 TEXT ·preluVVAVX2(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ slope+16(FP), DX
-	MOVQ y+24(FP), BX
+	MOVQ   n+0(FP), AX
+	MOVQ   x+8(FP), CX
+	MOVQ   slope+16(FP), DX
+	MOVQ   y+24(FP), BX
+	VXORPS Y0, Y0, Y0
 
 preluVVAVX2_loop:
 	CMPQ    AX, $0x08
 	JLT     preluVVAVX2_done
-	VMOVUPS (CX), Y0
-	VMULPS  (DX), Y0, Y1
+	VMOVUPS (CX), Y1
+	VCMPPS  $0x01, Y0, Y1, Y3
+	VMULPS  (DX), Y1, Y2
+	VPAND   Y2, Y3, Y2
+	VPANDN  Y1, Y3, Y1
+	VPOR    Y2, Y1, Y1
 	ADDQ    $0x20, DX
-	VPSRAD  $0x1f, Y0, Y2
-	VPAND   Y1, Y2, Y1
-	VPANDN  Y0, Y2, Y0
-	VPOR    Y1, Y0, Y0
-	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, (BX)
 	ADDQ    $0x20, CX
 	ADDQ    $0x20, BX
 	SUBQ    $0x08, AX
@@ -593,17 +594,18 @@ TEXT ·preluVSAVX2(SB), NOSPLIT, $0-32
 	MOVQ         slope+16(FP), DX
 	MOVQ         y+24(FP), BX
 	VBROADCASTSS (DX), Y0
+	VXORPS       Y1, Y1, Y1
 
 preluVSAVX2_loop:
 	CMPQ    AX, $0x08
 	JLT     preluVSAVX2_done
-	VMOVUPS (CX), Y1
-	VMULPS  Y0, Y1, Y2
-	VPSRAD  $0x1f, Y1, Y3
-	VPAND   Y2, Y3, Y2
-	VPANDN  Y1, Y3, Y1
-	VPOR    Y2, Y1, Y1
-	VMOVUPS Y1, (BX)
+	VMOVUPS (CX), Y2
+	VCMPPS  $0x01, Y1, Y2, Y4
+	VMULPS  Y0, Y2, Y3
+	VPAND   Y3, Y4, Y3
+	VPANDN  Y2, Y4, Y2
+	VPOR    Y3, Y2, Y2
+	VMOVUPS Y2, (BX)
 	ADDQ    $0x20, CX
 	ADDQ    $0x20, BX
 	SUBQ    $0x08, AX
@@ -799,24 +801,22 @@ vtanhAVX512_done:
 	RET
 
 // func preluVVAVX512(n int, x *float32, slope *float32, y *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·preluVVAVX512(SB), NOSPLIT, $0-32
-	MOVQ n+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ slope+16(FP), DX
-	MOVQ y+24(FP), BX
+	MOVQ   n+0(FP), AX
+	MOVQ   x+8(FP), CX
+	MOVQ   slope+16(FP), DX
+	MOVQ   y+24(FP), BX
+	VXORPS Z0, Z0, Z0
 
 preluVVAVX512_loop:
 	CMPQ    AX, $0x10
 	JLT     preluVVAVX512_done
-	VMOVUPS (CX), Z0
-	VMULPS  (DX), Z0, Z1
+	VMOVUPS (CX), Z1
+	VCMPPS  $0x01, Z0, Z1, K1
+	VMULPS  (DX), Z1, K1, Z1
 	ADDQ    $0x40, DX
-	VPSRAD  $0x1f, Z0, Z2
-	VPANDD  Z1, Z2, Z1
-	VPANDND Z0, Z2, Z0
-	VPORD   Z1, Z0, Z0
-	VMOVUPS Z0, (BX)
+	VMOVUPS Z1, (BX)
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, BX
 	SUBQ    $0x10, AX
@@ -827,24 +827,22 @@ preluVVAVX512_done:
 	RET
 
 // func preluVSAVX512(n int, x *float32, slope *float32, y *float32)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512DQ, AVX512F
 TEXT ·preluVSAVX512(SB), NOSPLIT, $0-32
 	MOVQ         n+0(FP), AX
 	MOVQ         x+8(FP), CX
 	MOVQ         slope+16(FP), DX
 	MOVQ         y+24(FP), BX
 	VBROADCASTSS (DX), Z0
+	VXORPS       Z1, Z1, Z1
 
 preluVSAVX512_loop:
 	CMPQ    AX, $0x10
 	JLT     preluVSAVX512_done
-	VMOVUPS (CX), Z1
-	VMULPS  Z0, Z1, Z2
-	VPSRAD  $0x1f, Z1, Z3
-	VPANDD  Z2, Z3, Z2
-	VPANDND Z1, Z3, Z1
-	VPORD   Z2, Z1, Z1
-	VMOVUPS Z1, (BX)
+	VMOVUPS (CX), Z2
+	VCMPPS  $0x01, Z1, Z2, K1
+	VMULPS  Z0, Z2, K1, Z2
+	VMOVUPS Z2, (BX)
 	ADDQ    $0x40, CX
 	ADDQ    $0x40, BX
 	SUBQ    $0x10, AX

@@ -238,7 +238,8 @@ func kernel(s isa, name string, body func(v VecVirtual)) {
 
 // prelu emits preluVV (slope[i] per element) and preluVS (one slope):
 // y[i] = x[i] < 0 ? slope·x[i] : x[i] for i < n, n a multiple of the
-// width; the sign bit decides (−0 gives slope·−0, NaN stays NaN).
+// width; x < 0 is an ordered compare, so −0 and NaN pass through (x·slope
+// of −0 and an infinite slope would be NaN).
 func prelu(s isa, scalar bool) {
 	mode := "VV"
 	if scalar {
@@ -256,25 +257,36 @@ func prelu(s isa, scalar bool) {
 	x := Load(Param("x"), GP64())
 	sp := Load(Param("slope"), GP64())
 	y := Load(Param("y"), GP64())
-	sv := s.vec()
+	sv, zero := s.vec(), s.vec()
 	if scalar {
 		VBROADCASTSS(Mem{Base: sp}, sv)
 	}
+	VXORPS(zero, zero, zero)
 	Label(fn + "_loop")
 	CMPQ(n, U8(s.lanes))
 	JLT(LabelRef(fn + "_done"))
-	v, t, m := s.vec(), s.vec(), s.vec()
+	v := s.vec()
 	VMOVUPS(Mem{Base: x}, v)
-	if scalar {
-		VMULPS(sv, v, t)
+	var slope Op = sv
+	if !scalar {
+		slope = Mem{Base: sp}
+	}
+	if s.wide {
+		// k = x < 0 (LT_OS); v = k ? v·slope : v
+		k := K()
+		VCMPPS(U8(1), zero, v, k)
+		VMULPS(slope, v, k, v)
 	} else {
-		VMULPS(Mem{Base: sp}, v, t)
+		t, m := s.vec(), s.vec()
+		VCMPPS(U8(1), zero, v, m) // all ones where x < 0
+		VMULPS(slope, v, t)
+		s.and(t, m, t)
+		s.andn(v, m, v)
+		s.or(t, v, v)
+	}
+	if !scalar {
 		ADDQ(U8(4*s.lanes), sp)
 	}
-	VPSRAD(U8(31), v, m)
-	s.and(t, m, t)
-	s.andn(v, m, v)
-	s.or(t, v, v)
 	VMOVUPS(v, Mem{Base: y})
 	ADDQ(U8(4*s.lanes), x)
 	ADDQ(U8(4*s.lanes), y)
