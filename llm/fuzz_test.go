@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/switchyard-hal/switchyard/internal/allocguard"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/llm"
 )
@@ -24,7 +25,11 @@ func FuzzReadLlama2cTokenizer(f *testing.F) {
 		"\x00\x00\x80\x3f\x01\x00\x00\x00O"+
 		"\x00\x00\x00\x40\x02\x00\x00\x00 O"), 4)
 	f.Fuzz(func(t *testing.T, data []byte, vocab int) {
-		tok, err := llm.ReadLlama2cTokenizer(bytes.NewReader(data), vocab%5000)
+		var tok *llm.Llama2cTokenizer
+		var err error
+		allocguard.Check(t, "ReadLlama2cTokenizer", allocguard.Bound(len(data), 16, 4<<20), func() {
+			tok, err = llm.ReadLlama2cTokenizer(bytes.NewReader(data), vocab%5000)
+		})
 		if err != nil {
 			return
 		}

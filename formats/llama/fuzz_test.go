@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/formats"
 	"github.com/switchyard-hal/switchyard/formats/gguf"
+	"github.com/switchyard-hal/switchyard/internal/allocguard"
 )
 
 // tinyLlama2c is a valid legacy llama2.c checkpoint of a 2-layer model
@@ -85,7 +86,11 @@ func FuzzDecode(f *testing.F) {
 				return
 			}
 		}
-		formats.Decode(data, name, formats.Options{})
+		// weights are copied once and transposed once; the rest is
+		// bounded by the tensor limit
+		allocguard.Check(t, "Decode", allocguard.Bound(len(data), 16, 64<<20), func() {
+			formats.Decode(data, name, formats.Options{MaxTensorBytes: 1 << 20})
+		})
 	})
 }
 

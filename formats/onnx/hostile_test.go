@@ -93,3 +93,7 @@ func TestExternalDataReadOnce(t *testing.T) {
 		t.Fatalf("%d initializers, want %d", len(got.Graph.Initializers), n)
 	}
 }
+
+func TestHostileSeeds(t *testing.T) {
+	allocguard.Seeds(t, "FuzzDecode", map[string][]byte{"sparse-dense-2e31": sparseModel(1 << 31)})
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/internal/allocguard"
 )
 
 func TestNPYRoundTrip(t *testing.T) {
@@ -81,7 +82,9 @@ func FuzzDecodeNPY(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add(npy("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", []byte{1, 0, 1}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tt, err := DecodeNPY(b)
+		var tt *graph.Tensor
+		var err error
+		allocguard.Check(t, "DecodeNPY", allocguard.Bound(len(b), 8, 1<<20), func() { tt, err = DecodeNPY(b) })
 		if err == nil {
 			if err := tt.Check(); err != nil {
 				t.Fatalf("inconsistent tensor: %v", err)
