@@ -127,6 +127,10 @@ func (c *converter) convertOp(op *Operator) error {
 		err = c.transpose(op)
 	case opDEQUANTIZE:
 		err = c.dequantize(op)
+	case opDENSIFY:
+		err = c.densifyOp(op)
+	case opDEPTH_TO_SPACE, opSPACE_TO_DEPTH:
+		err = c.depthSpace(op, oc.Builtin == opDEPTH_TO_SPACE, r.i32(0, 0))
 	case opQUANTIZE:
 		err = c.quantize(op)
 	case opRESIZE_BILINEAR:
