@@ -275,6 +275,11 @@ func (c *converter) conv(op *Operator, depthwise bool, r *optReader) error {
 	if err != nil {
 		return err
 	}
+	if wk != nil && c.isInt8(w) {
+		if wk, err = c.hybridWeights(w); err != nil {
+			return err
+		}
+	}
 	if wk == nil || wk.DType != graph.Float32 {
 		return fmt.Errorf("float convolution needs a constant float32 filter")
 	}
@@ -477,7 +482,7 @@ func (c *converter) fullyConnected(op *Operator, r *optReader) error {
 			return err
 		}
 		if !c.isInt8(w) {
-			return fmt.Errorf("int8 input with weights of type %d (int8 only; hybrid is not supported)", c.sg.Tensors[w].Type)
+			return fmt.Errorf("int8 input with weights of type %d (int8 only)", c.sg.Tensors[w].Type)
 		}
 		if err := c.perChannelDim(w, 0); err != nil {
 			return err
@@ -493,8 +498,14 @@ func (c *converter) fullyConnected(op *Operator, r *optReader) error {
 	if err != nil {
 		return err
 	}
-	wv, err := c.value(w)
-	if err != nil {
+	var wv string
+	if c.isInt8(w) {
+		k, err := c.hybridWeights(w)
+		if err != nil {
+			return err
+		}
+		wv = c.addConst(c.names[w]+"/dequantized", k)
+	} else if wv, err = c.value(w); err != nil {
 		return err
 	}
 	flat := c.freshName(c.names[x] + "/2d")
@@ -983,6 +994,11 @@ func (c *converter) transposeConv(x, w, b, y int32, same bool, sh, sw int, act i
 	wk, err := c.constant(w)
 	if err != nil {
 		return err
+	}
+	if wk != nil && c.isInt8(w) {
+		if wk, err = c.hybridWeights(w); err != nil {
+			return err
+		}
 	}
 	if wk == nil || wk.DType != graph.Float32 {
 		return fmt.Errorf("transposed convolution needs constant float32 weights")

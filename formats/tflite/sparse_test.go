@@ -225,3 +225,62 @@ func TestZooPoseDetection(t *testing.T) {
 		}
 	}
 }
+
+// TestSynthHybridWeights imports float32 CONV_2D, DEPTHWISE_CONV_2D and
+// FULLY_CONNECTED with int8 weights quantized per channel (TFLite's
+// dynamic-range quantization): the weights are dequantized at import, so
+// the results equal the float operators on scale·q.
+func TestSynthHybridWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	q8 := func(n int) []int8 {
+		v := make([]int8, n)
+		for i := range v {
+			v[i] = int8(rng.IntN(255) - 127)
+		}
+		return v
+	}
+	// FULLY_CONNECTED: x [1,5], w [3,5] per output channel, bias [3]
+	w, sc := q8(15), []float32{0.01, 0.02, 0.005}
+	x, bias := randF(rng, 5), randF(rng, 3)
+	wf := make([]float32, 15)
+	for i := range wf {
+		wf[i] = sc[i/5] * float32(w[i])
+	}
+	want := fcRef(x, wf, 3, 5)
+	for i := range want {
+		want[i] += bias[i]
+	}
+	got := runSynth(t, buildTFLite([]synTensor{{shape: []int32{1, 5}}, {shape: []int32{3, 5}, i8: w, quant: &synQuant{scale: sc, zp: make([]int64, 3)}},
+		{shape: []int32{3}, data: bias}, {shape: []int32{1, 3}}},
+		[]synOp{{code: 9, in: []int32{0, 1, 2}, out: []int32{3}}}, []int32{0}, []int32{3}), x, []int{1, 5})
+	for i := range want {
+		if !near(got[i], want[i]) {
+			t.Fatalf("hybrid FULLY_CONNECTED: y[%d] = %g, want %g", i, got[i], want[i])
+		}
+	}
+	// CONV_2D 1x1 (filter [2,1,1,3], per dim 0) and DEPTHWISE_CONV_2D 1x1
+	// (filter [1,1,1,3], per dim 3) on a [1,2,2,3] input
+	x = randF(rng, 12)
+	cw, csc := q8(6), []float32{0.03, 0.01}
+	dw, dsc := q8(3), []float32{0.02, 0.04, 0.01}
+	conv := runSynth(t, buildTFLite([]synTensor{{shape: []int32{1, 2, 2, 3}}, {shape: []int32{2, 1, 1, 3}, i8: cw, quant: &synQuant{scale: csc, zp: make([]int64, 2)}},
+		{shape: []int32{1, 2, 2, 2}}}, []synOp{{code: 3, in: []int32{0, 1}, out: []int32{2}, ints: map[int]int32{1: 1, 2: 1}}}, []int32{0}, []int32{2}), x, []int{1, 2, 2, 3})
+	dconv := runSynth(t, buildTFLite([]synTensor{{shape: []int32{1, 2, 2, 3}}, {shape: []int32{1, 1, 1, 3}, i8: dw, quant: &synQuant{scale: dsc, zp: make([]int64, 3), dim: 3}},
+		{shape: []int32{1, 2, 2, 3}}}, []synOp{{code: 4, in: []int32{0, 1}, out: []int32{2}, ints: map[int]int32{1: 1, 2: 1, 3: 1}}}, []int32{0}, []int32{2}), x, []int{1, 2, 2, 3})
+	for p := range 4 {
+		for o := range 2 {
+			var s float32
+			for c := range 3 {
+				s += x[p*3+c] * csc[o] * float32(cw[o*3+c])
+			}
+			if !near(conv[p*2+o], s) {
+				t.Fatalf("hybrid CONV_2D: pixel %d channel %d = %g, want %g", p, o, conv[p*2+o], s)
+			}
+		}
+		for c := range 3 {
+			if s := x[p*3+c] * dsc[c] * float32(dw[c]); !near(dconv[p*3+c], s) {
+				t.Fatalf("hybrid DEPTHWISE_CONV_2D: pixel %d channel %d = %g, want %g", p, c, dconv[p*3+c], s)
+			}
+		}
+	}
+}
