@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
+	_ "github.com/switchyard-hal/switchyard/backends/all"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/tensorio"
 	"github.com/switchyard-hal/switchyard/formats/tflite"
@@ -181,7 +182,8 @@ func TestSynthDepthSpace(t *testing.T) {
 // TestZooPoseDetection runs MediaPipe's BlazePose detector of
 // ../shared/testdata/zoo (38 DENSIFY of sparse float16 weights, 144
 // float16 DEQUANTIZE, 3 DEPTH_TO_SPACE) on its reference input with the
-// cpu backend and with the default backends, and compares both outputs
+// cpu backend, native then cpu, and the default backends (1 and 2
+// threads), and compares both outputs
 // with TFLite 2.9's at the MANIFEST's tolerance (rtol 1e-3, atol 5e-3).
 func TestZooPoseDetection(t *testing.T) {
 	dir := shared.Path(t, "testdata/zoo/pose_detection")
@@ -197,9 +199,13 @@ func TestZooPoseDetection(t *testing.T) {
 		}
 		refs = append(refs, r)
 	}
-	for _, backends := range [][]string{{"cpu"}, nil} {
+	for _, run := range []struct {
+		backends []string
+		threads  int
+	}{{[]string{"cpu"}, 1}, {[]string{"native", "cpu"}, 1}, {nil, 1}, {nil, 2}} {
+		backends := run.backends
 		ctx := context.Background()
-		m, err := switchyard.Open(ctx, filepath.Join(dir, "model.tflite"), &switchyard.Options{Backends: backends, Threads: 1})
+		m, err := switchyard.Open(ctx, filepath.Join(dir, "model.tflite"), &switchyard.Options{Backends: backends, Threads: run.threads})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +227,7 @@ func TestZooPoseDetection(t *testing.T) {
 					t.Fatalf("%v: output %s[%d] = %g, want %g", backends, o.Name, i, got[i], want[i])
 				}
 			}
-			t.Logf("backends %v: output %s max |Δ| %.3g", backends, o.Name, worst)
+			t.Logf("backends %v, %d threads: output %s max |Δ| %.3g", backends, run.threads, o.Name, worst)
 		}
 	}
 }

@@ -47,6 +47,9 @@ type synOp struct {
 	ints   map[int]int32
 	bytes  map[int]uint8
 	custom string // custom_code of a CUSTOM (32) op
+	// optType is the BuiltinOptions union type of opts (0: 1,
+	// Conv2DOptions; TFLite itself reads options of the right type only)
+	optType uint8
 }
 
 func int32Vec(b *flatbuffers.Builder, v []int32) flatbuffers.UOffsetT {
@@ -161,7 +164,7 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 		b.PrependUOffsetTSlot(1, in, 0)
 		b.PrependUOffsetTSlot(2, out, 0)
 		if opts != 0 {
-			b.PrependUint8Slot(3, 1, 0)
+			b.PrependUint8Slot(3, max(op.optType, 1), 0)
 			b.PrependUOffsetTSlot(4, opts, 0)
 		}
 		ots = append(ots, b.EndObject())
