@@ -115,3 +115,15 @@ func TestDensifyExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestDensifyRatio: a few bytes of metadata declaring a large dense
+// tensor are refused before the dense bytes are allocated.
+func TestDensifyRatio(t *testing.T) {
+	sp := &Sparsity{TraversalOrder: []int32{0, 1}, Dims: []DimMeta{{DenseSize: 1}, {Sparse: true, Segments: []int32{0, 1}, Indices: []int32{5}}}}
+	if _, err := densify(sp, []int{1, 1 << 24}, 4, make([]byte, 4)); err == nil {
+		t.Fatal("a 64 MiB tensor from one stored value was densified")
+	}
+	if _, err := densify(sp, []int{1, 1 << 10}, 4, make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -24,8 +24,9 @@
 //   - Sparse constants (SparsityParameters: traversal order, block map,
 //     DENSE and SPARSE_CSR dimensions with Int32/Uint16/Uint8 index
 //     vectors), behind DENSIFY or read directly, are densified at import
-//     once their dense size has passed the tensor limit; every index,
-//     segment and the stored value count are checked first.
+//     once their dense size has passed the tensor limit and is at most
+//     64 times the bytes the file stores for them (plus 64 KiB); every
+//     index, segment and the stored value count are checked first.
 //   - DEPTH_TO_SPACE and SPACE_TO_DEPTH keep TFLite's NHWC channel order
 //     (block row, block column, channel): ONNX DepthToSpace (DCR) and
 //     SpaceToDepth between Transposes.

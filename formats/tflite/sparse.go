@@ -2,12 +2,23 @@ package tflite
 
 import "fmt"
 
+// maxDensifyRatio bounds a sparse constant's dense size by what the file
+// stores for it (a weight 98% zero in 1x4 blocks is about 40 times its
+// stored values); densifyAllowance lets small tensors through whatever
+// their sparsity.
+const (
+	maxDensifyRatio  = 64
+	densifyAllowance = 1 << 16
+)
+
 // densify expands a sparse constant (TFLite's SparsityParameters) into
 // its dense row-major bytes. shape is the dense tensor's shape, elem the
 // element size in bytes, values the stored entries in traversal order.
 // The caller has checked the dense size against its allocation limit;
-// densify checks every piece of metadata against the shape and values
-// before it writes, so hostile metadata is an error, and the traversal
+// densify checks it against the bytes stored for the tensor
+// (maxDensifyRatio) and every piece of metadata against the shape and
+// values before it allocates or writes, so hostile metadata is an
+// error, and the traversal
 // visits at most as many positions as the dense tensor has elements.
 func densify(sp *Sparsity, shape []int, elem int, values []byte) ([]byte, error) {
 	n := len(shape)
@@ -96,6 +107,16 @@ func densify(sp *Sparsity, shape []int, elem int, values []byte) ([]byte, error)
 	}
 	if len(values) != parents*elem {
 		return nil, fmt.Errorf("sparsity metadata addresses %d values, the buffer holds %d bytes of %d-byte elements", parents, len(values), elem)
+	}
+	// a few bytes of metadata must not stand for gigabytes: the dense
+	// tensor may be at most maxDensifyRatio times what the file stores
+	// for it (values and index metadata), plus a small allowance
+	stored := len(values)
+	for _, dm := range sp.Dims {
+		stored += 4 * (1 + len(dm.Segments) + len(dm.Indices))
+	}
+	if total*elem > maxDensifyRatio*stored+densifyAllowance {
+		return nil, fmt.Errorf("dense size %d bytes is over %d times the %d bytes stored for it", total*elem, maxDensifyRatio, stored)
 	}
 	out := make([]byte, total*elem)
 	var walk func(l, pos, off int)
