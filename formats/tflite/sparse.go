@@ -18,8 +18,8 @@ const (
 // densify checks it against the bytes stored for the tensor
 // (maxDensifyRatio) and every piece of metadata against the shape and
 // values before it allocates or writes, so hostile metadata is an
-// error, and the traversal
-// visits at most as many positions as the dense tensor has elements.
+// error, and the traversal visits at most as many positions per level
+// as the dense tensor has elements.
 func densify(sp *Sparsity, shape []int, elem int, values []byte) ([]byte, error) {
 	n := len(shape)
 	k := len(sp.BlockMap)
