@@ -84,6 +84,9 @@ const (
 	opCAST                         = 53
 	opSPLIT_V                      = 102
 	opREDUCE_MAX                   = 82
+	opDEPTH_TO_SPACE               = 5
+	opSPACE_TO_DEPTH               = 26
+	opDENSIFY                      = 124
 )
 
 func builtinName(code int32) string {

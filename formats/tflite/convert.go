@@ -251,9 +251,6 @@ func (c *converter) constant(i int32) (*graph.Tensor, error) {
 	if t.Buffer == 0 || int(t.Buffer) >= len(c.m.Buffers) || len(c.m.Buffers[t.Buffer]) == 0 {
 		return nil, nil
 	}
-	if t.Sparse {
-		return nil, fmt.Errorf("tensor %q is sparse (densify it first)", t.Name)
-	}
 	dt, ok := tensorTypes[t.Type]
 	if !ok || dt == graph.String {
 		return nil, fmt.Errorf("constant %q of TFLite type %d is not supported", t.Name, t.Type)
@@ -270,6 +267,16 @@ func (c *converter) constant(i int32) (*graph.Tensor, error) {
 		return nil, fmt.Errorf("constant %q: %w", t.Name, err)
 	}
 	b := c.m.Buffers[t.Buffer]
+	if t.Sparse {
+		// a sparse constant (behind DENSIFY, or read directly) is
+		// expanded at import; its dense size passed the limit above
+		if t.Sparsity == nil {
+			return nil, fmt.Errorf("sparse constant %q has no sparsity parameters", t.Name)
+		}
+		if b, err = densify(t.Sparsity, shape, dt.Size(), b); err != nil {
+			return nil, fmt.Errorf("sparse constant %q: %w", t.Name, err)
+		}
+	}
 	if len(b) != n*dt.Size() {
 		return nil, fmt.Errorf("constant %q of shape %v needs %d bytes, its buffer has %d", t.Name, shape, n*dt.Size(), len(b))
 	}

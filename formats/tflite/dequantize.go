@@ -185,3 +185,31 @@ func (c *converter) identity(x, y int32) error {
 	c.node("Identity", "", []string{xv}, []string{c.names[y]})
 	return nil
 }
+
+// hybridWeights returns the real values of the constant int8 weights w of
+// a float32 CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED (TFLite's
+// dynamic-range "hybrid" quantization): scale·(q − zero point), per
+// tensor or per channel along the quantization's dimension. The operator
+// then runs in float32 on them. TFLite's hybrid kernels instead quantize
+// each input row to int8 at run time and accumulate in integers, so
+// results differ from TFLite's by that input rounding (about 1/254 of
+// each row's largest magnitude per term), not by the weights.
+func (c *converter) hybridWeights(w int32) (*graph.Tensor, error) {
+	t := &c.sg.Tensors[w]
+	q := t.Quant
+	if q == nil || len(q.Scale) == 0 || q.Custom {
+		return nil, fmt.Errorf("int8 weights %q of a float operator have no affine quantization parameters", t.Name)
+	}
+	k, err := c.constant(w)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, fmt.Errorf("int8 weights %q of a float operator are not constant", t.Name)
+	}
+	scale := make([]float64, len(q.Scale))
+	for i, s := range q.Scale {
+		scale[i] = float64(s)
+	}
+	return c.dequantValues(t, k, scale, q.ZeroPoint)
+}

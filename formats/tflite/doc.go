@@ -21,6 +21,21 @@
 //     (float) or an "activation" attribute (int8).
 //   - Constant DEQUANTIZE of float16 weights (MediaPipe) is folded into
 //     float32 initializers.
+//   - Sparse constants (SparsityParameters: traversal order, block map,
+//     DENSE and SPARSE_CSR dimensions with Int32/Uint16/Uint8 index
+//     vectors), behind DENSIFY or read directly, are densified at import
+//     once their dense size has passed the tensor limit and is at most
+//     64 times the bytes the file stores for them (plus 64 KiB); every
+//     index, segment and the stored value count are checked first.
+//   - DEPTH_TO_SPACE and SPACE_TO_DEPTH keep TFLite's NHWC channel order
+//     (block row, block column, channel): ONNX DepthToSpace (DCR) and
+//     SpaceToDepth between Transposes.
+//   - Hybrid (dynamic-range) float32 CONV_2D, DEPTHWISE_CONV_2D and
+//     FULLY_CONNECTED with constant int8 weights: the weights are
+//     dequantized at import (scale·(q − zero point), per channel where
+//     quantized so) and the operator runs in float32. TFLite's hybrid
+//     kernels quantize the input to int8 at run time instead, so results
+//     differ from TFLite's by that input rounding.
 //   - Int8 operators become ops of QuantDomain whose inputs carry every
 //     quantized tensor as (value, scale, zero point) triples, scales 1-D
 //     for per-channel weights; see core/ops/quant.

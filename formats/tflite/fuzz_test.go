@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/tflite"
 	"github.com/switchyard-hal/switchyard/internal/allocguard"
 	"github.com/switchyard-hal/switchyard/internal/shared"
@@ -40,6 +41,9 @@ func FuzzParse(f *testing.F) {
 		{shape: []int32{1, 2, 2, 2}, typ: 9, quant: q(0.05)}, {shape: []int32{1, 2, 2, 2}}},
 		[]synOp{{code: 114, in: []int32{0}, out: []int32{1}}, {code: 3, in: []int32{1, 2, 3}, out: []int32{4}, ints: map[int]int32{1: 1, 2: 1}},
 			{code: 6, in: []int32{4}, out: []int32{5}}}, []int32{0}, []int32{5}))
+	for _, m := range sparseSeeds() {
+		f.Add(m)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m *tflite.Model
 		var err error
@@ -50,4 +54,29 @@ func FuzzParse(f *testing.F) {
 		_, _ = tflite.Convert(m, tflite.ConvertOptions{MaxTensorBytes: 1 << 24})
 		_, _ = tflite.Convert(m, tflite.ConvertOptions{MaxTensorBytes: 1 << 24, Dequantize: true})
 	})
+}
+
+// sparseSeeds are small models with sparse constants (CSR rows, 1x4
+// blocks; float16 behind DENSIFY and DEQUANTIZE, float32 read directly)
+// and DEPTH_TO_SPACE, so the fuzzer starts inside the sparsity reader
+// and densify. testdata/fuzz/FuzzParse/sparse-* hold the same bytes.
+func sparseSeeds() [][]byte {
+	w := []float32{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0}
+	var out [][]byte
+	for _, bc := range []int{1, 4} {
+		sp, vals := encodeCSR(w, 3, 8, bc)
+		h := make([]uint16, len(vals))
+		for i, v := range vals {
+			h[i] = uint16(graph.F16FromFloat32(v))
+		}
+		out = append(out, buildTFLite([]synTensor{{shape: []int32{1, 8}}, {shape: []int32{3, 8}, f16: h, sparsity: sp},
+			{shape: []int32{3, 8}, typ: 1}, {shape: []int32{3, 8}}, {shape: []int32{1, 3}}},
+			[]synOp{{code: 124, in: []int32{1}, out: []int32{2}}, {code: 6, in: []int32{2}, out: []int32{3}},
+				{code: 9, in: []int32{0, 3}, out: []int32{4}}}, []int32{0}, []int32{4}),
+			buildTFLite([]synTensor{{shape: []int32{1, 8}}, {shape: []int32{3, 8}, data: vals, sparsity: sp}, {shape: []int32{1, 3}}},
+				[]synOp{{code: 9, in: []int32{0, 1}, out: []int32{2}}}, []int32{0}, []int32{2}))
+	}
+	out = append(out, buildTFLite([]synTensor{{shape: []int32{1, 1, 2, 8}}, {shape: []int32{1, 2, 4, 2}}},
+		[]synOp{{code: 5, in: []int32{0}, out: []int32{1}, ints: map[int]int32{0: 2}}}, []int32{0}, []int32{1}))
+	return out
 }

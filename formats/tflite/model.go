@@ -2,6 +2,8 @@ package tflite
 
 import (
 	"fmt"
+
+	flatbuffers "github.com/google/flatbuffers/go"
 )
 
 // Field numbers of the TFLite schema (tensorflow/compiler/mlir/lite/schema/schema.fbs),
@@ -21,7 +23,104 @@ const (
 	opIntermediates, opLargeCustomOffset, opLargeCustomSize                  = 8, 9, 10
 
 	bufData, bufOffset, bufSize = 0, 1, 2
+
+	spTraversal, spBlockMap, spDims                                    = 0, 1, 2
+	dmFormat, dmDenseSize, dmSegType, dmSegments, dmIdxType, dmIndices = 0, 1, 2, 3, 4, 5
+	// SparseIndexVector union members; each is a table whose field 0 is
+	// the values vector
+	sivInt32, sivUint16, sivUint8 = 1, 2, 3
 )
+
+// maxSparseDims bounds the traversal order (n dense dims plus k block
+// dims): real tensors have a handful.
+const maxSparseDims = 16
+
+func parseSparsity(st table) (*Sparsity, error) {
+	sp := &Sparsity{}
+	var err1, err2 error
+	sp.TraversalOrder, err1 = st.i32s(spTraversal)
+	sp.BlockMap, err2 = st.i32s(spBlockMap)
+	if err := firstErr(err1, err2); err != nil {
+		return nil, err
+	}
+	if len(sp.TraversalOrder) > maxSparseDims {
+		return nil, fmt.Errorf("traversal order of %d dims (at most %d)", len(sp.TraversalOrder), maxSparseDims)
+	}
+	dts, err := st.tables(spDims, "dimension metadata")
+	if err != nil {
+		return nil, err
+	}
+	if len(dts) != len(sp.TraversalOrder) {
+		return nil, fmt.Errorf("%d dimension metadata for a traversal order of %d", len(dts), len(sp.TraversalOrder))
+	}
+	for i, dt := range dts {
+		var d DimMeta
+		f, err1 := dt.u8(dmFormat, 0)
+		ds, err2 := dt.i32(dmDenseSize, 0)
+		if err := firstErr(err1, err2); err != nil {
+			return nil, fmt.Errorf("dimension %d: %w", i, err)
+		}
+		d.DenseSize = ds
+		switch f {
+		case 0:
+		case 1:
+			d.Sparse = true
+			if d.Segments, err = indexVector(dt, dmSegType, dmSegments); err != nil {
+				return nil, fmt.Errorf("dimension %d segments: %w", i, err)
+			}
+			if d.Indices, err = indexVector(dt, dmIdxType, dmIndices); err != nil {
+				return nil, fmt.Errorf("dimension %d indices: %w", i, err)
+			}
+		default:
+			return nil, fmt.Errorf("dimension %d has format %d (DENSE or SPARSE_CSR only)", i, f)
+		}
+		sp.Dims = append(sp.Dims, d)
+	}
+	return sp, nil
+}
+
+// indexVector reads a SparseIndexVector union (type in field ti, table in
+// field vi) widened to int32.
+func indexVector(t table, ti, vi int) ([]int32, error) {
+	typ, err := t.u8(ti, 0)
+	if err != nil {
+		return nil, err
+	}
+	if typ == 0 {
+		return nil, fmt.Errorf("missing")
+	}
+	v, ok, err := t.sub(vi, "index vector")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("union of type %d has no table", typ)
+	}
+	elem := map[uint8]uint32{sivInt32: 4, sivUint16: 2, sivUint8: 1}[typ]
+	if elem == 0 {
+		return nil, fmt.Errorf("index vector type %d (Int32Vector, Uint16Vector or Uint8Vector only)", typ)
+	}
+	s, n, err := v.vec(0, elem)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	if err := v.g.Take(n, 4); err != nil {
+		return nil, err
+	}
+	out := make([]int32, n)
+	for k := range out {
+		at := s + uint32(k)*elem
+		switch elem {
+		case 4:
+			out[k] = flatbuffers.GetInt32(v.b[at:])
+		case 2:
+			out[k] = int32(flatbuffers.GetUint16(v.b[at:]))
+		default:
+			out[k] = int32(v.b[at])
+		}
+	}
+	return out, nil
+}
 
 // Model is a decoded .tflite file: what the flatbuffer says, before any
 // conversion to the Switchyard IR.
@@ -68,8 +167,29 @@ type Tensor struct {
 	Type      int8    // TensorType
 	Buffer    uint32
 	Variable  bool
-	Sparse    bool
+	Sparse    bool      // the tensor has sparsity parameters
+	Sparsity  *Sparsity // its sparsity parameters when Sparse
 	Quant     *Quant
+}
+
+// Sparsity are a sparse constant's SparsityParameters (a TACO-like
+// format): the traversal order of the n dense dims followed by k block
+// dims, the dense dim each block dim subdivides, and one DimMeta per
+// traversal position.
+type Sparsity struct {
+	TraversalOrder []int32
+	BlockMap       []int32
+	Dims           []DimMeta
+}
+
+// DimMeta describes one dimension in traversal order: DENSE with its
+// size, or SPARSE_CSR with its segments (one per position of the
+// previous level, plus one) and the coordinates of the stored entries.
+type DimMeta struct {
+	Sparse    bool
+	DenseSize int32
+	Segments  []int32
+	Indices   []int32
 }
 
 // Quant are a tensor's affine quantization parameters: real = Scale *
@@ -250,10 +370,13 @@ func parseTensor(tt table, t *Tensor, nbuf int) error {
 	if int(t.Buffer) >= nbuf && t.Buffer != 0 {
 		return fmt.Errorf("buffer %d of %d", t.Buffer, nbuf)
 	}
-	if _, ok, err := tt.ref(tensorSparsity); err != nil {
+	if st, ok, err := tt.sub(tensorSparsity, "sparsity"); err != nil {
 		return err
 	} else if ok {
 		t.Sparse = true
+		if t.Sparsity, err = parseSparsity(st); err != nil {
+			return fmt.Errorf("sparsity: %w", err)
+		}
 	}
 	q, ok, err := tt.sub(tensorQuant, "quantization")
 	if err != nil || !ok {

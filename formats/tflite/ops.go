@@ -127,6 +127,10 @@ func (c *converter) convertOp(op *Operator) error {
 		err = c.transpose(op)
 	case opDEQUANTIZE:
 		err = c.dequantize(op)
+	case opDENSIFY:
+		err = c.densifyOp(op)
+	case opDEPTH_TO_SPACE, opSPACE_TO_DEPTH:
+		err = c.depthSpace(op, oc.Builtin == opDEPTH_TO_SPACE, r.i32(0, 0))
 	case opQUANTIZE:
 		err = c.quantize(op)
 	case opRESIZE_BILINEAR:
@@ -270,6 +274,11 @@ func (c *converter) conv(op *Operator, depthwise bool, r *optReader) error {
 	wk, err := c.constant(w)
 	if err != nil {
 		return err
+	}
+	if wk != nil && c.isInt8(w) {
+		if wk, err = c.hybridWeights(w); err != nil {
+			return err
+		}
 	}
 	if wk == nil || wk.DType != graph.Float32 {
 		return fmt.Errorf("float convolution needs a constant float32 filter")
@@ -473,7 +482,7 @@ func (c *converter) fullyConnected(op *Operator, r *optReader) error {
 			return err
 		}
 		if !c.isInt8(w) {
-			return fmt.Errorf("int8 input with weights of type %d (int8 only; hybrid is not supported)", c.sg.Tensors[w].Type)
+			return fmt.Errorf("int8 input with weights of type %d (int8 only)", c.sg.Tensors[w].Type)
 		}
 		if err := c.perChannelDim(w, 0); err != nil {
 			return err
@@ -489,8 +498,14 @@ func (c *converter) fullyConnected(op *Operator, r *optReader) error {
 	if err != nil {
 		return err
 	}
-	wv, err := c.value(w)
-	if err != nil {
+	var wv string
+	if c.isInt8(w) {
+		k, err := c.hybridWeights(w)
+		if err != nil {
+			return err
+		}
+		wv = c.addConst(c.names[w]+"/dequantized", k)
+	} else if wv, err = c.value(w); err != nil {
 		return err
 	}
 	flat := c.freshName(c.names[x] + "/2d")
@@ -979,6 +994,11 @@ func (c *converter) transposeConv(x, w, b, y int32, same bool, sh, sw int, act i
 	wk, err := c.constant(w)
 	if err != nil {
 		return err
+	}
+	if wk != nil && c.isInt8(w) {
+		if wk, err = c.hybridWeights(w); err != nil {
+			return err
+		}
 	}
 	if wk == nil || wk.DType != graph.Float32 {
 		return fmt.Errorf("transposed convolution needs constant float32 weights")

@@ -3,6 +3,7 @@ package tflite
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
@@ -407,6 +408,67 @@ func (c *converter) resizeNearest(op *Operator, r *optReader) error {
 	tmp := c.freshName(c.names[y] + "/nchw")
 	c.node("Resize", "", []string{c.toNCHW(xv), "", "", sizes}, []string{tmp}, aStr("mode", "nearest"),
 		aStr("coordinate_transformation_mode", mode), aStr("nearest_mode", nearest))
+	c.fromNCHW(tmp, c.names[y])
+	return nil
+}
+
+// densifyOp folds DENSIFY of a sparse constant into a dense initializer
+// (constant expands the sparsity parameters).
+func (c *converter) densifyOp(op *Operator) error {
+	x, y := op.Inputs[0], op.Outputs[0]
+	if !c.sg.Tensors[x].Sparse {
+		return fmt.Errorf("input %q is not a sparse constant", c.sg.Tensors[x].Name)
+	}
+	if c.sg.Tensors[x].Type != c.sg.Tensors[y].Type {
+		return fmt.Errorf("input type %d and output type %d differ", c.sg.Tensors[x].Type, c.sg.Tensors[y].Type)
+	}
+	k, err := c.constant(x)
+	if err != nil {
+		return err
+	}
+	if k == nil {
+		return fmt.Errorf("input %q has no data", c.sg.Tensors[x].Name)
+	}
+	if !slices.Equal(c.shapeOf(x), c.shapeOf(y)) {
+		return fmt.Errorf("input shape %v and output shape %v differ", c.shapeOf(x), c.shapeOf(y))
+	}
+	c.folded[y] = k
+	return nil
+}
+
+// depthSpace converts DEPTH_TO_SPACE and SPACE_TO_DEPTH. TFLite's NHWC
+// channel order is (block row, block column, channel), which in NCHW is
+// ONNX DepthToSpace in DCR mode (and SpaceToDepth, which has only that
+// order): the ops run between Transposes like the convolutions.
+func (c *converter) depthSpace(op *Operator, toSpace bool, bs int) error {
+	x, y := op.Inputs[0], op.Outputs[0]
+	if bs < 1 {
+		return fmt.Errorf("block size %d must be positive", bs)
+	}
+	if c.sg.Tensors[x].Type != ttFloat32 {
+		return fmt.Errorf("TFLite type %d (float32 only)", c.sg.Tensors[x].Type)
+	}
+	xs, ys := c.shapeOf(x), c.shapeOf(y)
+	if len(xs) != 4 || len(ys) != 4 {
+		return fmt.Errorf("input %v and output %v must be 4-D", xs, ys)
+	}
+	want := []int{xs[0], xs[1] * bs, xs[2] * bs, xs[3] / (bs * bs)}
+	if !toSpace {
+		want = []int{xs[0], xs[1] / bs, xs[2] / bs, xs[3] * bs * bs}
+	}
+	if (toSpace && xs[3]%(bs*bs) != 0) || (!toSpace && (xs[1]%bs != 0 || xs[2]%bs != 0)) || !slices.Equal(want, ys) {
+		return fmt.Errorf("block size %d maps input %v to %v, not the declared %v", bs, xs, want, ys)
+	}
+	xv, err := c.value(x)
+	if err != nil {
+		return err
+	}
+	tmp := c.freshName(c.names[y] + "/nchw")
+	if toSpace {
+		c.node("DepthToSpace", "", []string{c.toNCHW(xv)}, []string{tmp}, aInt("blocksize", int64(bs)), aStr("mode", "DCR"))
+	} else {
+		c.node("SpaceToDepth", "", []string{c.toNCHW(xv)}, []string{tmp}, aInt("blocksize", int64(bs)))
+	}
 	c.fromNCHW(tmp, c.names[y])
 	return nil
 }

@@ -26,6 +26,10 @@ type synTensor struct {
 	i8    []int8    // an INT8 constant instead
 	typ   int8      // the TensorType of an activation (0: FLOAT32)
 	quant *synQuant
+	f16   []uint16 // a FLOAT16 constant instead (raw half bits)
+	// sparsity makes a constant sparse: data, ints, i8 or f16 then hold
+	// only the stored values, in traversal order
+	sparsity *tflite.Sparsity
 }
 
 // synQuant are a tensor's QuantizationParameters.
@@ -43,6 +47,9 @@ type synOp struct {
 	ints   map[int]int32
 	bytes  map[int]uint8
 	custom string // custom_code of a CUSTOM (32) op
+	// optType is the BuiltinOptions union type of opts (0: 1,
+	// Conv2DOptions; TFLite itself reads options of the right type only)
+	optType uint8
 }
 
 func int32Vec(b *flatbuffers.Builder, v []int32) flatbuffers.UOffsetT {
@@ -68,10 +75,13 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 	bufs = append(bufs, b.EndObject())
 	bufIdx := make([]uint32, len(tensors))
 	for i, t := range tensors {
-		if t.data == nil && t.ints == nil && t.i8 == nil {
+		if t.data == nil && t.ints == nil && t.i8 == nil && t.f16 == nil {
 			continue
 		}
-		raw := make([]byte, 4*(len(t.data)+len(t.ints))+len(t.i8))
+		raw := make([]byte, 4*(len(t.data)+len(t.ints))+len(t.i8)+2*len(t.f16))
+		for k, v := range t.f16 {
+			binary.LittleEndian.PutUint16(raw[2*k:], v)
+		}
 		for k, v := range t.i8 {
 			raw[k] = byte(v)
 		}
@@ -109,9 +119,18 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 			b.PrependInt32Slot(6, q.dim, 0)
 			qt = b.EndObject()
 		}
+		var spt flatbuffers.UOffsetT
+		if t.sparsity != nil {
+			spt = writeSparsity(b, t.sparsity)
+		}
 		b.StartObject(8)
 		b.PrependUOffsetTSlot(0, shape, 0)
+		if spt != 0 {
+			b.PrependUOffsetTSlot(6, spt, 0)
+		}
 		switch {
+		case t.f16 != nil:
+			b.PrependInt8Slot(1, 1, 0) // FLOAT16
 		case t.ints != nil:
 			b.PrependInt8Slot(1, 2, 0) // INT32
 		case t.i8 != nil:
@@ -145,7 +164,7 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 		b.PrependUOffsetTSlot(1, in, 0)
 		b.PrependUOffsetTSlot(2, out, 0)
 		if opts != 0 {
-			b.PrependUint8Slot(3, 1, 0)
+			b.PrependUint8Slot(3, max(op.optType, 1), 0)
 			b.PrependUOffsetTSlot(4, opts, 0)
 		}
 		ots = append(ots, b.EndObject())
@@ -177,6 +196,76 @@ func buildTFLite(tensors []synTensor, ops []synOp, inputs, outputs []int32) []by
 	b.PrependUOffsetTSlot(4, bv, 0)
 	b.FinishWithFileIdentifier(b.EndObject(), []byte("TFL3"))
 	return b.FinishedBytes()
+}
+
+// writeSparsity writes SparsityParameters; index vectors take the
+// narrowest SparseIndexVector type that holds their values (Uint8Vector,
+// Uint16Vector or Int32Vector), so tests meet all three.
+func writeSparsity(b *flatbuffers.Builder, sp *tflite.Sparsity) flatbuffers.UOffsetT {
+	idx := func(v []int32) (uint8, flatbuffers.UOffsetT) {
+		m := int32(0)
+		for _, x := range v {
+			m = max(m, x)
+		}
+		var vec flatbuffers.UOffsetT
+		var typ uint8
+		switch {
+		case m < 256:
+			typ = 3
+			b.StartVector(1, len(v), 4)
+			for i := len(v) - 1; i >= 0; i-- {
+				b.PrependUint8(uint8(v[i]))
+			}
+		case m < 65536:
+			typ = 2
+			b.StartVector(2, len(v), 4)
+			for i := len(v) - 1; i >= 0; i-- {
+				b.PrependUint16(uint16(v[i]))
+			}
+		default:
+			typ = 1
+			b.StartVector(4, len(v), 4)
+			for i := len(v) - 1; i >= 0; i-- {
+				b.PrependInt32(v[i])
+			}
+		}
+		vec = b.EndVector(len(v))
+		b.StartObject(1)
+		b.PrependUOffsetTSlot(0, vec, 0)
+		return typ, b.EndObject()
+	}
+	var dims []flatbuffers.UOffsetT
+	for _, d := range sp.Dims {
+		var st, it uint8
+		var sv, iv flatbuffers.UOffsetT
+		if d.Sparse {
+			st, sv = idx(d.Segments)
+			it, iv = idx(d.Indices)
+		}
+		b.StartObject(6)
+		if d.Sparse {
+			b.PrependUint8Slot(0, 1, 0)
+			b.PrependUint8Slot(2, st, 0)
+			b.PrependUOffsetTSlot(3, sv, 0)
+			b.PrependUint8Slot(4, it, 0)
+			b.PrependUOffsetTSlot(5, iv, 0)
+		}
+		b.PrependInt32Slot(1, d.DenseSize, 0)
+		dims = append(dims, b.EndObject())
+	}
+	to := int32Vec(b, sp.TraversalOrder)
+	var bm flatbuffers.UOffsetT
+	if sp.BlockMap != nil {
+		bm = int32Vec(b, sp.BlockMap)
+	}
+	dv := offVec(b, dims)
+	b.StartObject(3)
+	b.PrependUOffsetTSlot(0, to, 0)
+	if bm != 0 {
+		b.PrependUOffsetTSlot(1, bm, 0)
+	}
+	b.PrependUOffsetTSlot(2, dv, 0)
+	return b.EndObject()
 }
 
 func randF(rng *rand.Rand, n int) []float32 {
