@@ -158,9 +158,26 @@ func (d *Device) checkPrecision(exe Executable, asked Precision) error {
 		return wrap(d.info.Name, "compile", err)
 	}
 	if _, err := CheckPrecision(p, asked); err != nil {
+		if oi, ok := d.b.(PrecisionOptIn); ok {
+			for _, q := range oi.OptedInPrecisions() {
+				if q == p {
+					return nil // the user opted in when configuring the backend
+				}
+			}
+		}
 		return &Error{Code: CodeInternal, Backend: d.info.Name, Op: "compile", Err: err}
 	}
 	return nil
+}
+
+// PrecisionOptIn is implemented by backends whose user opted into a
+// reduced precision when configuring the backend itself (xnnpack's int8
+// option), rather than per compile (CompileOptions.Precision). An
+// executable may report one of these precisions without the compile
+// asking for it; it is still disclosed in the placement report. A
+// backend that declares none is held to CompileOptions.Precision alone.
+type PrecisionOptIn interface {
+	OptedInPrecisions() []Precision
 }
 
 // EstimateCost asks an optional CostEstimator. A backend without one

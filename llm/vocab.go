@@ -171,7 +171,7 @@ func GGUFVocab(f *gguf.File) (*Vocab, error) {
 			return nil, err
 		}
 		if merges == nil {
-			return nil, errors.New("llm: GGUF BPE tokenizer has no tokenizer.ggml.merges")
+			return nil, fmt.Errorf("llm: GGUF BPE tokenizer (tokenizer.ggml.model %q) has no tokenizer.ggml.merges", model)
 		}
 		if len(merges) > 4*maxVocab {
 			return nil, fmt.Errorf("llm: GGUF has %d merges", len(merges))

@@ -66,6 +66,14 @@ const (
 	DefaultTransferLatency      = 10 * time.Microsecond
 )
 
+// MaxMergedComparisons bounds the plans whose partitions are weighed
+// against the merged alternative (compareMerged): each comparison
+// regroups the whole graph, so on a plan of thousands of partitions they
+// made placement quadratic in the graph's size (a 20,000-node chain
+// alternating three backends took minutes). Larger plans keep the
+// comparison with the fallback alone.
+const MaxMergedComparisons = 256
+
 // CostDecision is the estimate behind keeping a delegated partition on its
 // backend or leaving its nodes to another.
 type CostDecision struct {
@@ -218,7 +226,7 @@ func (cs *costState) weigh(g *graph.Graph, part Partition, assign []string, part
 		d.Chosen = d.Next
 	}
 	d.Reason = d.sentence()
-	if d.Kept() && d.Next != fallback && cs.compareMerged(g, part, assign, parts, d) {
+	if d.Kept() && d.Next != fallback && len(parts) <= MaxMergedComparisons && cs.compareMerged(g, part, assign, parts, d) {
 		return d
 	}
 	d.Reason += " → " + d.Chosen

@@ -165,7 +165,7 @@ func TestGGUFRefusals(t *testing.T) {
 		}), graph.ErrUnsupported, []string{"blk.0.attn_output.bias"}},
 		{"rotary wider than the head", rewrite(map[string]any{"qwen3.rope.dimension_count": uint32(6)}, nil), llama.ErrFormat, []string{"qwen3.rope.dimension_count"}},
 		{"array head counts", rewrite(map[string]any{"qwen3.attention.head_count": []any{uint32(2), uint32(2)}}, nil), llama.ErrFormat, []string{"qwen3.attention.head_count", "array"}},
-		{"huge block count", rewrite(map[string]any{"qwen3.block_count": uint32(1 << 30)}, nil), llama.ErrFormat, []string{"qwen3.block_count"}},
+		{"huge block count", rewrite(map[string]any{"qwen3.block_count": uint32(1 << 30)}, nil), gguf.ErrFormat, []string{"qwen3.block_count"}}, // the GGUF reader checks it against the blk.N tensors
 		{"yarn scaling", rewrite(map[string]any{"qwen3.rope.scaling.type": "yarn"}, nil), graph.ErrUnsupported, []string{"qwen3.rope.scaling.type"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

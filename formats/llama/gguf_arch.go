@@ -102,8 +102,8 @@ func (m *ggufMeta) uint(k string, def int, required bool) int {
 		if x >= 0 && x <= math.MaxInt32 {
 			return int(x)
 		}
-	case []any:
-		m.fail("%s is an array (per-layer values are not built)", m.key(k))
+	case []any, []uint8, []int8, []uint16, []int16, []uint32, []int32, []uint64, []int64, []float32, []float64, []bool, []string:
+		m.fail("%s is an array (%T; per-layer values are not built)", m.key(k), v)
 		return def
 	}
 	m.fail("%s is %v (%T), want an integer in [0, 2^31)", m.key(k), v, v)

@@ -271,7 +271,7 @@ func TestDeviceMemoryFenceDeadlineAndCrash(t *testing.T) {
 	err = f.Wait(dctx)
 	took := time.Since(start)
 	cancel()
-	if !errors.Is(err, hal.ErrDeadlineExceeded) || took > 250*time.Millisecond {
+	if !errors.Is(err, hal.ErrDeadlineExceeded) || took > 3*time.Second { // the deadline is honoured, not hung on (generous: loaded CI machines)
 		t.Fatalf("wait on a fence that never signals: %v after %v", err, took)
 	}
 	t.Logf("DeadlineExceeded after %v", took)

@@ -54,10 +54,8 @@ func checkBody(sg *hal.Subgraph, g *graph.Graph) string {
 		if _, fast := fastOps[n.OpType]; !fast && !referenceOps[n.OpType] {
 			return fmt.Sprintf("native: If branch %q: op %s not implemented", g.Name, n.OpType)
 		}
-		for _, a := range n.Attrs {
-			if a.G != nil || len(a.Graphs) > 0 {
-				return fmt.Sprintf("native: If branch %q: %s with a nested graph not taken", g.Name, n.OpType)
-			}
+		if len(n.Subgraphs()) > 0 {
+			return fmt.Sprintf("native: If branch %q: %s with a nested graph not taken", g.Name, n.OpType)
 		}
 	}
 	return ""
@@ -194,14 +192,5 @@ func rewriteBody(bc *buildCtx, g *graph.Graph, outer map[string]*graph.Tensor, o
 // nodeReadsAll lists what a node reads, with what its nested graphs
 // capture from the enclosing scopes.
 func nodeReadsAll(n *graph.Node) []string {
-	reads := append([]string{}, n.Inputs...)
-	for _, a := range n.Attrs {
-		if a.G != nil {
-			reads = append(reads, a.G.FreeVariables()...)
-		}
-		for _, g := range a.Graphs {
-			reads = append(reads, g.FreeVariables()...)
-		}
-	}
-	return reads
+	return append(append([]string{}, n.Inputs...), n.SubgraphReads()...)
 }

@@ -59,16 +59,8 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 				readers[in] = append(readers[in], n)
 			}
 		}
-		for _, a := range n.Attrs {
-			subs := a.Graphs
-			if a.G != nil {
-				subs = append(subs, a.G)
-			}
-			for _, g := range subs {
-				for _, v := range g.FreeVariables() {
-					readers[v] = append(readers[v], n)
-				}
-			}
+		for _, v := range n.SubgraphReads() {
+			readers[v] = append(readers[v], n)
 		}
 	}
 	isOut := map[string]bool{}

@@ -120,10 +120,8 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 		return checkIf(sg, n)
 	}
 	if referenceOps[n.OpType] {
-		for _, a := range n.Attrs {
-			if a.G != nil || len(a.Graphs) > 0 {
-				return fmt.Sprintf("native: %s with a nested graph (attribute %q) not taken", n.OpType, a.Name)
-			}
+		if len(n.Subgraphs()) > 0 {
+			return fmt.Sprintf("native: %s with a nested graph not taken", n.OpType)
 		}
 		return ""
 	}

@@ -207,8 +207,8 @@ func (b *Backend) Allocate(ctx context.Context, req hal.BufferRequest) (hal.Buff
 	if err != nil {
 		return nil, err
 	}
-	if req.Memory == hal.MemoryHost {
-		return nil, hal.Errorf(hal.CodeUnsupported, "vulkan: buffers are device-local (host memory is the runtime's)")
+	if req.Memory != hal.MemoryDeviceLocal {
+		return nil, hal.Errorf(hal.CodeUnsupported, "vulkan: buffers are device-local (the only memory kind the device declares; host memory is the runtime's)")
 	}
 	if err := d.usable(); err != nil {
 		return nil, err
@@ -216,7 +216,24 @@ func (b *Backend) Allocate(ctx context.Context, req hal.BufferRequest) (hal.Buff
 	return d.newBuf(req.DType, req.Shape)
 }
 
+// own is a live buffer of this backend (ownAny that is not yet freed).
 func (b *Backend) own(buf hal.Buffer) (*dbuf, error) {
+	db, err := b.ownAny(buf)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	freed := db.freed
+	db.mu.Unlock()
+	if freed {
+		// its memory may be gone already: never hand it to the driver
+		return nil, hal.Errorf(hal.CodeFailedPrecondition, "vulkan: buffer already freed")
+	}
+	return db, nil
+}
+
+// ownAny is a buffer of this backend, freed or not.
+func (b *Backend) ownAny(buf hal.Buffer) (*dbuf, error) {
 	db, ok := buf.(*dbuf)
 	if !ok || db == nil {
 		return nil, hal.Errorf(hal.CodeInvalidArgument, "vulkan: buffer %T is not a Vulkan buffer", buf)
@@ -228,7 +245,7 @@ func (b *Backend) own(buf hal.Buffer) (*dbuf, error) {
 }
 
 func (b *Backend) Free(buf hal.Buffer) error {
-	db, err := b.own(buf)
+	db, err := b.ownAny(buf)
 	if err != nil {
 		return err
 	}

@@ -900,3 +900,14 @@ func hasQuantNode(sg *hal.Subgraph) bool {
 	}
 	return false
 }
+
+// OptedInPrecisions: with the int8 option (Options.Int8 or
+// SWITCHYARD_XNNPACK_INT8=1) the user accepted XNNPACK's int8 arithmetic
+// for the switchyard.quant ops when configuring the backend
+// (hal.PrecisionOptIn); the plan still discloses it per partition.
+func (b *Backend) OptedInPrecisions() []hal.Precision {
+	if int8OptIn(b.opts.Int8) {
+		return []hal.Precision{PrecisionInt8}
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package exec
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
+// arenaCache keeps a few idle arenas of one shape signature. Unlike a
+// sync.Pool it survives garbage collections, so a model's buffers stay
+// allocated (and their pages faulted in) between runs: steady-state runs
+// allocate nothing for intermediates.
+type arenaCache struct {
+	mu      sync.Mutex
+	free    []*arena
+	evicted bool // no longer in the program's map: arenas put back are dropped
+}
+
+// maxIdleArenas bounds the arenas kept per signature (one per concurrent Run).
+const maxIdleArenas = 4
+
+func (c *arenaCache) get(b *Budget, limit int64) *arena {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.free); n > 0 {
+		a := c.free[n-1]
+		c.free = c.free[:n-1]
+		return a
+	}
+	return newArena(b, limit)
+}
+
+// adopt moves an idle arena of from (if any) to c when c has none.
+func (c *arenaCache) adopt(from *arenaCache) {
+	from.mu.Lock()
+	var a *arena
+	if n := len(from.free); n > 0 {
+		a = from.free[n-1]
+		from.free = from.free[:n-1]
+	}
+	from.mu.Unlock()
+	if a == nil {
+		return
+	}
+	c.mu.Lock()
+	if len(c.free) > 0 || c.evicted {
+		c.mu.Unlock()
+		from.put(a)
+		return
+	}
+	if !a.classes {
+		a.dropFree() // its buffers are of exact sizes, not of classes
+		a.classes = true
+	}
+	a.migrated = true
+	c.free = append(c.free, a)
+	c.mu.Unlock()
+}
+
+func (c *arenaCache) put(a *arena) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.free) < maxIdleArenas && !c.evicted {
+		c.free = append(c.free, a)
+		return
+	}
+	a.dropFree() // its buffers leave the budget with it
+}
+
+// dropIdle lets go of the idle arenas' buffers.
+func (c *arenaCache) dropIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.free {
+		a.dropFree()
+	}
+}
+
+func (m *Program) arenaPool(sig string) *arenaCache {
+	m.arenasMu.Lock()
+	defer m.arenasMu.Unlock()
+	p, ok := m.arenas[sig]
+	if !ok {
+		if len(m.arenas) > 64 { // bound the cache for models fed many shapes
+			for _, c := range m.arenas {
+				c.mu.Lock()
+				c.evicted = true
+				c.mu.Unlock()
+				c.dropIdle()
+			}
+			clear(m.arenas)
+		}
+		p = &arenaCache{}
+		m.arenas[sig] = p
+	}
+	return p
+}
+
+// dropIdle lets go of every buffer idle arenas keep for later runs.
+func (m *Program) dropIdle() {
+	m.arenasMu.Lock()
+	caches := make([]*arenaCache, 0, len(m.arenas))
+	for _, c := range m.arenas {
+		caches = append(caches, c)
+	}
+	m.arenasMu.Unlock()
+	for _, c := range caches {
+		c.dropIdle()
+	}
+}
+
+// Trim drops the buffers kept for later runs (runs in flight keep theirs):
+// their memory goes back to the garbage collector and leaves the budget.
+func (m *Program) Trim() { m.dropIdle() }
+
+// Budget returns the budget the program's buffers are accounted in (nil:
+// none).
+func (m *Program) Budget() *Budget { return m.budget }
+
+// checkInputs validates the caller's inputs (feeds, by m.inputs).
+func (m *Program) checkInputs(feeds []*graph.Tensor) error {
+	type symDim struct {
+		name string
+		v    int
+	}
+	var symBuf [4]symDim
+	sym := symBuf[:0]
+	for i, in := range m.inputs {
+		t := feeds[i]
+		if t == nil {
+			if _, hasDefault := m.g.Initializers[in.Name]; hasDefault {
+				continue
+			}
+			return fmt.Errorf("exec: %w: input %q (%v) is missing", kernels.ErrInvalid, in.Name, in.Type)
+		}
+		if err := t.Check(); err != nil {
+			return fmt.Errorf("exec: %w: input %q: %v", kernels.ErrInvalid, in.Name, err)
+		}
+		want := in.Type
+		if want.DType != graph.Undefined && want.DType != t.DType {
+			return fmt.Errorf("exec: %w: input %q is %v, model wants %v", kernels.ErrInvalid, in.Name, t.DType, want.DType)
+		}
+		if want.Shape == nil {
+			continue
+		}
+		if len(want.Shape) != len(t.Shape) {
+			return fmt.Errorf("exec: %w: input %q has shape %v, model wants rank %d %v", kernels.ErrInvalid, in.Name, t.Shape, len(want.Shape), want.Shape)
+		}
+		for i, d := range want.Shape {
+			switch {
+			case d.Static() && int(d.Value) != t.Shape[i]:
+				return fmt.Errorf("exec: %w: input %q has shape %v, model wants %v (dim %d)", kernels.ErrInvalid, in.Name, t.Shape, want.Shape, i)
+			case d.Param != "":
+				seen := false
+				for _, s := range sym {
+					if s.name == d.Param {
+						seen = true
+						if s.v != t.Shape[i] {
+							return fmt.Errorf("exec: %w: input %q dim %d is %d but symbolic dim %q is already %d", kernels.ErrInvalid, in.Name, i, t.Shape[i], d.Param, s.v)
+						}
+					}
+				}
+				if !seen {
+					sym = append(sym, symDim{d.Param, t.Shape[i]})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// lastSig is the shape signature of the latest run and its arenas, so
+// that runs of one shape build no signature.
+type lastSig struct {
+	dts    []graph.DType
+	shapes [][]int
+	cache  *arenaCache
+}
+
+func (l *lastSig) matches(feeds []*graph.Tensor) bool {
+	if l == nil || len(l.dts) != len(feeds) {
+		return false
+	}
+	for i, t := range feeds {
+		if t == nil {
+			if l.shapes[i] != nil {
+				return false
+			}
+			continue
+		}
+		if l.shapes[i] == nil || l.dts[i] != t.DType || !graph.SameShape(l.shapes[i], t.Shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// arenaFor returns the arena cache of the feeds' concrete shape signature.
+func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
+	if l := m.last.Load(); l.matches(feeds) {
+		l.cache.mu.Lock()
+		evicted := l.cache.evicted
+		l.cache.mu.Unlock()
+		if !evicted {
+			return l.cache
+		}
+	}
+	var buf [256]byte
+	sig := buf[:0]
+	l := &lastSig{dts: make([]graph.DType, len(feeds)), shapes: make([][]int, len(feeds))}
+	for i, t := range feeds {
+		if t == nil {
+			sig = append(sig, '-', ';')
+			continue
+		}
+		sig = strconv.AppendInt(sig, int64(t.DType), 10)
+		for _, d := range t.Shape {
+			sig = append(sig, ',')
+			sig = strconv.AppendInt(sig, int64(d), 10)
+		}
+		sig = append(sig, ';')
+		l.dts[i], l.shapes[i] = t.DType, append([]int{}, t.Shape...)
+	}
+	l.cache = m.arenaPool(string(sig))
+	if prev := m.last.Load(); prev != nil && prev.cache != l.cache {
+		// a new shape (a decoder's growing cache): an idle arena of the
+		// previous shape moves here with its buffers, most of which the
+		// new shape needs too; the first run here drops those it did not
+		l.cache.adopt(prev.cache)
+	}
+	m.last.Store(l)
+	return l.cache
+}
