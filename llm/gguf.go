@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 	"strings"
 
 	"github.com/switchyard-hal/switchyard/formats/gguf"
@@ -59,9 +60,16 @@ func GGUFTokenizer(f *gguf.File) (*Llama2cTokenizer, error) {
 
 // LoadGGUFTokenizer reads the tokenizer of a GGUF file.
 func LoadGGUFTokenizer(path string) (*Llama2cTokenizer, error) {
-	f, err := gguf.ReadFile(path)
+	// mapped, not read: only the header's metadata is touched, and the
+	// tokenizer keeps copies of it (Parse copies every string and array)
+	data, err := regular.Map(path, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	defer regular.Unmap(data)
+	f, err := gguf.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	t, err := GGUFTokenizer(f)
 	if err != nil {

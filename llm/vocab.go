@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 	"math"
 	"sort"
 	"strings"
@@ -90,9 +91,16 @@ var eotTexts = []string{
 
 // LoadGGUFVocab reads the tokenizer of a GGUF file.
 func LoadGGUFVocab(path string) (*Vocab, error) {
-	f, err := gguf.ReadFile(path)
+	// mapped, not read: only the header's metadata is touched, and the
+	// tokenizer keeps copies of it (Parse copies every string and array)
+	data, err := regular.Map(path, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	defer regular.Unmap(data)
+	f, err := gguf.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	v, err := GGUFVocab(f)
 	if err != nil {

@@ -152,10 +152,20 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		}
 	}
 
-	// Token embedding: Gather rows of a float32 table (dequantised once
-	// when the model's table is quantized).
-	embed := b.f32("tok_embeddings", []int{c.Vocab, c.Dim}, w.Embed.Float32s())
-	x := b.node("Gather", "", attrs(intA("axis", 0)), embed, "input_ids") // [1, S, D]
+	// Token embedding: rows of a table in ggml's block layout dequantized
+	// as they are looked up (BlockQuantGather: the table stays the file's
+	// bytes), else Gather rows of a float32 table (Q8_0/Q4_0 tables
+	// dequantised once).
+	var x string
+	if e := &w.Embed; e.Raw != nil {
+		q := graph.MustFromSlice([]int{e.Rows, len(e.Raw) / e.Rows}, e.Raw)
+		x = b.node(blockquant.GatherOpType, blockquant.Domain,
+			attrs(intA("K", int64(e.Cols)), &graph.Attribute{Name: "type", Type: graph.AttrString, S: e.GGML.String()}),
+			b.init("tok_embeddings.q", q), "input_ids") // [1, S, D]
+	} else {
+		embed := b.f32("tok_embeddings", []int{c.Vocab, c.Dim}, w.Embed.Float32s())
+		x = b.node("Gather", "", attrs(intA("axis", 0)), embed, "input_ids") // [1, S, D]
+	}
 	if s := c.Block.EmbedScale; s != 0 && s != 1 {
 		x = b.node("Mul", "", nil, x, b.f32("embed_scale", []int{}, []float32{float32(s)}))
 	}

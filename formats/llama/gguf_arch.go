@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/formats/gguf"
 )
 
@@ -498,8 +499,18 @@ func (t *ggufTensors) walk(c *Config, a *ggufArch, read bool, w *Weights) error 
 	if t.err != nil || !read {
 		return t.err
 	}
-	w.Embed, w.Norm, w.Output, w.Layers = *embed, norm, out, layers
 	w.Config.SharedEmbedding = out == nil
+	// A Q8_0 or Q4_0 table split for the products is looked up in the
+	// file's own blocks (BlockQuantGather), not expanded to float32; the
+	// split copy stays only as a tied classifier.
+	if ti, ok := t.f.Tensor("token_embd.weight"); ok && embed.Bits != 0 && (ti.Type == gguf.TypeQ8_0 || ti.Type == gguf.TypeQ4_0) {
+		if out == nil {
+			cls := *embed
+			out = &cls
+		}
+		embed = &Matrix{Rows: embed.Rows, Cols: embed.Cols, GGML: ggml.Type(ti.Type), Raw: t.f.Raw(ti)}
+	}
+	w.Embed, w.Norm, w.Output, w.Layers = *embed, norm, out, layers
 	switch {
 	case long != nil || short != nil:
 		if long == nil || short == nil {

@@ -376,10 +376,18 @@ func (b *Block) name() string {
 
 // WeightBytes is the memory the weights take as the graph holds them:
 // every matrix as stored (quantized ones quantized), the classifier (the
-// embedding's transpose or quantized copy when shared) and the float32
-// embedding table the token lookup gathers from.
+// embedding's transpose or quantized copy when shared) and the embedding
+// table the token lookup gathers from (float32, or the file's blocks when
+// the table is in ggml's block layout: BlockQuantGather reads those, the
+// same bytes as a shared classifier's).
 func (w *Weights) WeightBytes() int {
 	n := 4*w.Config.Vocab*w.Config.Dim + 4*len(w.Norm) // the float32 table Gather reads
+	if w.Embed.Raw != nil {
+		n = 4 * len(w.Norm)
+		if w.Output != nil {
+			n += len(w.Embed.Raw) // else counted once, as the classifier
+		}
+	}
 	cls := w.Output
 	if cls == nil {
 		cls = &w.Embed

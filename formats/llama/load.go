@@ -17,12 +17,19 @@ func init() {
 	formats.Register(formats.Format{
 		Name: "gguf", Extensions: []string{".gguf"}, Match: gguf.IsGGUF,
 		LoadFile: func(path string, o formats.Options) (*graph.Model, error) {
-			data, err := regular.ReadFile(path, 0)
+			// Mapped read-only, not read: the quantized weights kept in
+			// ggml's block layout are slices of the mapping (the page
+			// cache's pages, never copied), which stays mapped for the
+			// life of the process (regular.Map); nothing writes into
+			// initializers.
+			data, err := regular.Map(path, 0)
 			if err != nil {
 				return nil, err
 			}
 			m, err := decodeGGUF(data, o)
 			if err != nil {
+				// nothing kept a slice of a file that did not decode
+				_ = regular.Unmap(data)
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			return m, nil

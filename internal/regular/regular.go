@@ -1,5 +1,5 @@
-// Package regular opens and reads model files only when they are regular
-// files, with their size known from stat before a byte is read: a FIFO
+// Package regular opens, reads and maps model files only when they are
+// regular files, with their size known from stat before a byte is read: a FIFO
 // named model.onnx would block format detection forever, and a link to
 // /dev/zero named model.gguf would be read until memory runs out.
 package regular

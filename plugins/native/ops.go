@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
 	"sort"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -82,6 +83,14 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 			return "native: " + err.Error()
 		}
 		return checkBlockQuant(sg, n)
+	}
+	if n.Domain == blockquant.Domain && n.OpType == blockquant.GatherOpType {
+		// the reference kernel: a row lookup dequantizes only the rows
+		// asked, and keeping it here spares a partition boundary
+		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+			return "native: " + err.Error()
+		}
+		return ""
 	}
 	if n.Domain == contribDomain && qlinearContrib[n.OpType] {
 		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {

@@ -26,6 +26,9 @@
 // (bits and block_size are ignored). The weight is dequantized exactly as
 // ggml does (core/ggml.Dequantize), a row at a time, and the product
 // accumulated in float64 and rounded once, as above.
+//
+// BlockQuantGather (gather.go) looks rows up in such a typed table (a
+// token embedding), dequantizing only the rows asked.
 package blockquant
 
 import (
