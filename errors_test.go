@@ -75,7 +75,6 @@ func TestOneErrorVocabulary(t *testing.T) {
 // TestNilContextRefused: every call that takes a context refuses nil with
 // an invalid-argument error instead of running without one.
 func TestNilContextRefused(t *testing.T) {
-	//lint:ignore SA1012 the nil context is what is tested
 	var nilCtx context.Context
 	if _, err := switchyard.NewEngine(nilCtx, nil); !errors.Is(err, switchyard.ErrInvalid) {
 		t.Errorf("NewEngine(nil ctx): %v", err)

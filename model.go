@@ -514,17 +514,6 @@ func lookupSym(syms []symDim, name string) (symDim, bool) {
 }
 
 // check validates inputs against the declared inputs.
-// anyUnknown reports whether the shape of an output in outputs is not
-// determined by the inputs' symbolic dims (syms).
-func (m *Model) anyUnknown(syms []symDim, outputs Tensors) bool {
-	for name, dst := range outputs {
-		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known {
-			return true
-		}
-	}
-	return false
-}
-
 func (m *Model) check(inputs Tensors) error {
 	_, err := m.checkSyms(inputs, nil)
 	return err

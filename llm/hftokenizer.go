@@ -238,11 +238,11 @@ func (p *hfPreTokenizer) steps(depth int) (steps []splitStep, byteLevel bool, er
 		return []splitStep{matchRuns(isNumber)}, false, nil
 	case "Split":
 		if p.Invert || p.Behavior != "Isolated" || p.Pattern == nil || p.Pattern.Regex == nil {
-			return nil, false, fmt.Errorf("Split %+v: only an isolating regular expression is supported", p.Pattern)
+			return nil, false, fmt.Errorf("pre-tokenizer Split %+v: only an isolating regular expression is supported", p.Pattern)
 		}
 		step, ok := knownSplitPattern(*p.Pattern.Regex)
 		if !ok {
-			return nil, false, fmt.Errorf("Split pattern %q is not one this package has a scanner for", *p.Pattern.Regex)
+			return nil, false, fmt.Errorf("pre-tokenizer Split pattern %q is not one this package has a scanner for", *p.Pattern.Regex)
 		}
 		return []splitStep{step}, false, nil
 	}

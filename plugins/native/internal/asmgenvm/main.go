@@ -98,14 +98,6 @@ func (s isa) or(a, b Op, dst VecVirtual) {
 	}
 }
 
-func (s isa) xor(a, b Op, dst VecVirtual) {
-	if s.wide {
-		VPXORD(a, b, dst)
-	} else {
-		VPXOR(a, b, dst)
-	}
-}
-
 // load fills a register with a constant.
 func (s isa) load(name string) VecVirtual {
 	r := s.vec()
