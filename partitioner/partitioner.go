@@ -438,14 +438,8 @@ func predecessors(g *graph.Graph, index map[*graph.Node]int) [][]int {
 
 func reads(n *graph.Node) []string {
 	r := append([]string{}, n.Inputs...)
-	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
-		for _, sg := range subs {
-			r = append(r, sg.FreeVariables()...)
-		}
+	for _, sg := range n.Subgraphs() {
+		r = append(r, sg.FreeVariables()...)
 	}
 	return r
 }

@@ -257,10 +257,8 @@ func evaluate(s *kernels.Schema, n *graph.Node, opset int64, types map[string]gr
 	if n.Domain != "" || len(n.Outputs) == 0 {
 		return nil
 	}
-	for _, a := range n.Attrs {
-		if a.G != nil || len(a.Graphs) > 0 {
-			return nil
-		}
+	if len(n.Subgraphs()) > 0 {
+		return nil
 	}
 	switch n.OpType {
 	case "Shape":

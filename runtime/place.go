@@ -364,22 +364,16 @@ func (m *Model) demote(p partitioner.Partition, to string, cause error) {
 
 func nestedUnsupported(n *graph.Node, ir *graph.Model) []string {
 	var out []string
-	for _, a := range n.Attrs {
-		subs := a.Graphs
-		if a.G != nil {
-			subs = append([]*graph.Graph{a.G}, subs...)
-		}
-		for _, g := range subs {
-			for _, inner := range g.Nodes {
-				if err := kernels.CheckNode(inner, ir.OpsetVersion(inner.Domain)); err != nil && errors.Is(err, kernels.ErrUnsupported) {
-					d := inner.Domain
-					if d == "" {
-						d = "ai.onnx"
-					}
-					out = append(out, fmt.Sprintf("%s:%s(opset %d)", d, inner.OpType, ir.OpsetVersion(inner.Domain)))
+	for _, g := range n.Subgraphs() {
+		for _, inner := range g.Nodes {
+			if err := kernels.CheckNode(inner, ir.OpsetVersion(inner.Domain)); err != nil && errors.Is(err, kernels.ErrUnsupported) {
+				d := inner.Domain
+				if d == "" {
+					d = "ai.onnx"
 				}
-				out = append(out, nestedUnsupported(inner, ir)...)
+				out = append(out, fmt.Sprintf("%s:%s(opset %d)", d, inner.OpType, ir.OpsetVersion(inner.Domain)))
 			}
+			out = append(out, nestedUnsupported(inner, ir)...)
 		}
 	}
 	return out
@@ -409,14 +403,8 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 		n := g.Nodes[i]
 		sg.Nodes = append(sg.Nodes, n)
 		reads := append([]string{}, n.Inputs...)
-		for _, a := range n.Attrs {
-			subs := a.Graphs
-			if a.G != nil {
-				subs = append([]*graph.Graph{a.G}, subs...)
-			}
-			for _, body := range subs {
-				reads = append(reads, body.FreeVariables()...)
-			}
+		for _, body := range n.Subgraphs() {
+			reads = append(reads, body.FreeVariables()...)
 		}
 		for _, r := range reads {
 			if t, ok := g.Initializers[r]; ok && !isIn[r] {
@@ -736,13 +724,8 @@ func checkTypes(ir *graph.Model) error {
 			}
 		}
 		for _, n := range g.Nodes {
-			for _, a := range n.Attrs {
-				if a.G != nil {
-					walk(a.G)
-				}
-				for _, sg := range a.Graphs {
-					walk(sg)
-				}
+			for _, sg := range n.Subgraphs() {
+				walk(sg)
 			}
 		}
 	}
