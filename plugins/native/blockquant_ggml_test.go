@@ -1,15 +1,11 @@
 package native
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
@@ -199,44 +195,6 @@ func TestBlockQuantGGMLRefused(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		} else {
 			t.Logf("%s: %s", name, r)
-		}
-	}
-}
-
-// TestBlockQuantGGMLAssemblyIsCurrent regenerates the typed integer
-// path's assembly (internal/asmgenbqk) and fails when the committed files
-// differ.
-func TestBlockQuantGGMLAssemblyIsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the generator")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go tool on PATH: %v", err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "asmgenbqk")
-	build := exec.Command(goTool, "build", "-o", bin, "./internal/asmgenbqk")
-	build.Env = append(os.Environ(), "GOOS=", "GOARCH=", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the generator: %v\n%s", err, out)
-	}
-	gen := exec.Command(bin, "-out", "blockquant_ggml_amd64.s", "-stubs", "blockquant_ggml_stubs_amd64.go", "-pkg", "native")
-	gen.Dir = dir
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("running the generator: %v\n%s", err, out)
-	}
-	for _, f := range []string{"blockquant_ggml_amd64.s", "blockquant_ggml_stubs_amd64.go"} {
-		want, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is stale: regenerate with `go generate ./plugins/native`", f)
 		}
 	}
 }

@@ -1,14 +1,10 @@
 package native
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -276,42 +272,5 @@ func TestBlockQuantIntConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
-	}
-}
-
-// The committed integer-path assembly and its Go declarations must be
-// what internal/asmgenbqi produces today.
-func TestBlockQuantIntAssemblyIsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the generator")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go tool on PATH: %v", err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "asmgenbqi")
-	build := exec.Command(goTool, "build", "-o", bin, "./internal/asmgenbqi")
-	build.Env = append(os.Environ(), "GOOS=", "GOARCH=", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the generator: %v\n%s", err, out)
-	}
-	gen := exec.Command(bin, "-out", "blockquant_int_amd64.s", "-stubs", "blockquant_int_stubs_amd64.go", "-pkg", "native")
-	gen.Dir = dir
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("running the generator: %v\n%s", err, out)
-	}
-	for _, f := range []string{"blockquant_int_amd64.s", "blockquant_int_stubs_amd64.go"} {
-		want, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is stale: regenerate with `go generate ./plugins/native`", f)
-		}
 	}
 }

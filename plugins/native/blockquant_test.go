@@ -1,14 +1,10 @@
 package native
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -237,42 +233,5 @@ func TestBlockQuantWrongA(t *testing.T) {
 	err = exe.Execute(ctx, []*graph.Tensor{graph.MustFromSlice([]int{1, 31}, make([]float32, 31))}, []*graph.Tensor{{}})
 	if err == nil || !strings.Contains(err.Error(), "32") {
 		t.Fatalf("A [1 31]: %v", err)
-	}
-}
-
-// The committed block-quant assembly and its Go declarations must be what
-// internal/asmgenbq produces today.
-func TestBlockQuantAssemblyIsCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the generator")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go tool on PATH: %v", err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "asmgenbq")
-	build := exec.Command(goTool, "build", "-o", bin, "./internal/asmgenbq")
-	build.Env = append(os.Environ(), "GOOS=", "GOARCH=", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the generator: %v\n%s", err, out)
-	}
-	gen := exec.Command(bin, "-out", "blockquant_amd64.s", "-stubs", "blockquant_stubs_amd64.go", "-pkg", "native")
-	gen.Dir = dir
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("running the generator: %v\n%s", err, out)
-	}
-	for _, f := range []string{"blockquant_amd64.s", "blockquant_stubs_amd64.go"} {
-		want, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is stale: regenerate with `go generate ./plugins/native`", f)
-		}
 	}
 }
