@@ -180,6 +180,20 @@ type remoteFence struct {
 	// then runs once the fence has signalled (its error, nil on success)
 	// and returns the fence's result: a download copies out here
 	then func(error) error
+	// finished guards the completion: the waiter and Poll may both learn
+	// that the fence signalled
+	finished sync.Once
+}
+
+// complete records the fence's outcome once, runs then, and signals done.
+func (f *remoteFence) complete(err error, prof *hal.CallProfile) {
+	f.finished.Do(func() {
+		if f.then != nil {
+			err = f.then(err)
+		}
+		f.err, f.prof = err, prof
+		close(f.done)
+	})
 }
 
 func (b *Backend) newFence(p *process, id uint64, then func(error) error) *remoteFence {
@@ -210,6 +224,7 @@ func (f *remoteFence) wait() {
 		cancel()
 	}()
 	var err error
+	var prof *hal.CallProfile
 	backoff := time.Millisecond
 	for {
 		if !f.p.alive() {
@@ -242,15 +257,11 @@ func (f *remoteFence) wait() {
 		}
 		err = wire.ErrorOf(r.Result)
 		if err == nil {
-			f.prof, err = wire.ProfileFrom(r.Profile)
+			prof, err = wire.ProfileFrom(r.Profile)
 		}
 		break
 	}
-	if f.then != nil {
-		err = f.then(err)
-	}
-	f.err = err
-	close(f.done)
+	f.complete(err, prof)
 }
 
 func (f *remoteFence) gone() error {
@@ -279,15 +290,35 @@ func (f *remoteFence) Wait(ctx context.Context) error {
 	}
 }
 
-// Poll reports whether the fence has signalled, without blocking.
+// Poll reports whether the fence has signalled, without waiting for it:
+// when the waiter has not heard yet, it asks the plugin once (a query
+// that does not wait), so a fence that signalled on the device is seen
+// as signalled — in particular every fence a signalled fence waited for
+// (the waiters' answers may arrive in any order).
 func (f *remoteFence) Poll() (bool, error) {
 	f.start()
 	select {
 	case <-f.done:
 		return true, f.err
 	default:
-		return false, nil
 	}
+	if !f.p.alive() {
+		return false, nil // the waiter reports the death
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := f.p.rpc.WaitFence(ctx, &halv1.WaitFenceRequest{Fence: f.id, Wait: false})
+	if err != nil || wire.ErrorOf(r.Status) != nil || !r.Done {
+		return false, nil // not signalled, or the waiter will report why
+	}
+	ferr := wire.ErrorOf(r.Result)
+	var prof *hal.CallProfile
+	if ferr == nil {
+		prof, ferr = wire.ProfileFrom(r.Profile)
+	}
+	f.complete(ferr, prof)
+	<-f.done
+	return true, f.err
 }
 
 // Profile is the plugin's profile of an enqueued call.
