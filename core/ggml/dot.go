@@ -68,22 +68,7 @@ func (a *Act) Quantize(x []float32, m, k, block int) {
 	for b := 0; b < nb; b++ {
 		xs := x[b*block : (b+1)*block]
 		q := a.Q[b*block : (b+1)*block]
-		var amax float32
-		bad := false
-		for _, v := range xs {
-			if v != v || math.IsInf(float64(v), 0) {
-				bad = true
-			}
-			amax = max(amax, abs32(v))
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		if bad {
-			d, id = float32(math.NaN()), 0
-		}
+		d, id, bad := BlockScale(xs)
 		a.D[b] = d
 		for i, v := range xs {
 			if bad {
@@ -120,6 +105,28 @@ func (a *Act) Quantize(x []float32, m, k, block int) {
 			a.SumD[b] = d
 		}
 	}
+}
+
+// BlockScale is the 8-bit scale of one block of activations, as llama.cpp
+// quantizes them: d = max|x|/127 and its inverse (0 for an all-zero
+// block); a NaN or ±Inf in the block makes d NaN and bad true (every
+// output of the block is then NaN).
+func BlockScale(xs []float32) (d, id float32, bad bool) {
+	var amax float32
+	for _, v := range xs {
+		if v != v || math.IsInf(float64(v), 0) {
+			bad = true
+		}
+		amax = max(amax, abs32(v))
+	}
+	d = amax / 127
+	if d != 0 {
+		id = 1 / d
+	}
+	if bad {
+		d, id = float32(math.NaN()), 0
+	}
+	return d, id, bad
 }
 
 func abs32(v float32) float32 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/switchyard-hal/switchyard/core/ggml"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
 )
@@ -68,23 +70,8 @@ func quantizeAct(a *bqAct, x []float32, m, K int, sums bool) {
 	for b := 0; b < m*nb; b++ {
 		xs := x[b*bqiBlock : b*bqiBlock+bqiBlock]
 		q := a.q[b*bqiBlock : b*bqiBlock+bqiBlock]
-		var amax float32
-		bad := false
-		for _, v := range xs {
-			if v != v || math.IsInf(float64(v), 0) {
-				bad = true
-			}
-			amax = max(amax, abs32(v))
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		if bad {
-			// NaN (or ±Inf) in the block: the outputs are NaN
-			d, id = float32(math.NaN()), 0
-		}
+		// NaN (or ±Inf) in the block: d is NaN, the outputs are NaN
+		d, id, bad := ggml.BlockScale(xs)
 		a.d[b] = d
 		if !bad {
 			// the scale as llama.cpp's Q8_0 stores it: float16 (the
@@ -106,13 +93,6 @@ func quantizeAct(a *bqAct, x []float32, m, K int, sums bool) {
 			}
 		}
 	}
-}
-
-func abs32(v float32) float32 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // growT returns s with length n, reallocated only when too short.
