@@ -2,7 +2,11 @@ package switchyard_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -95,5 +99,45 @@ func BenchmarkExplainChain20k(b *testing.B) {
 				explainBytes(b, eng, data)
 			}
 		})
+	}
+}
+
+// deepLlama2c is a llama2.c export of tiny width (dim 4) and the given
+// number of layers: a small file that builds a graph of ~15 nodes per
+// layer (issue #32: 4096 layers hung generate).
+func deepLlama2c(layers int) []byte {
+	const D, H, heads, kv, V, S = 4, 8, 2, 1, 6, 4
+	kvd := kv * D / heads
+	n := V*D + layers*D + layers*D*D + 2*layers*kvd*D + layers*D*D + layers*D + 3*layers*H*D + D + S*D/heads
+	b := make([]byte, 0, 28+4*n)
+	for _, v := range []int{D, H, layers, heads, kv, V, S} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(v))
+	}
+	for i := range n {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(math.Sin(float64(i)))))
+	}
+	return b
+}
+
+// BenchmarkExplainDeepLlama2c loads and places a 4096-layer llama2.c file
+// of dim 4 (61,000 nodes), as `switchyard explain` does.
+func BenchmarkExplainDeepLlama2c(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "deep.bin")
+	if err := os.WriteFile(path, deepLlama2c(4096), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	eng, err := switchyard.NewEngine(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := eng.Open(context.Background(), path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = m.Plan().Text()
+		m.Close()
 	}
 }
