@@ -3,16 +3,19 @@ package switchyard_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 )
 
 // chainModel is an ONNX chain of n unary nodes over a [1, width] input,
@@ -139,5 +142,28 @@ func BenchmarkExplainDeepLlama2c(b *testing.B) {
 		}
 		_ = m.Plan().Text()
 		m.Close()
+	}
+}
+
+// TestPartitionMemoryInBudget: a backend's own memory for its partitions
+// counts against the model's budget. A 600-node chain of [1, 65536]
+// values split into ~200 XNNPACK partitions asks XNNPACK for ~100 MB of
+// buffers; under a 32 MB budget the load is refused, naming the
+// partition, instead of holding the memory outside the budget.
+func TestPartitionMemoryInBudget(t *testing.T) {
+	data := chainModel(600, 1<<16, "Relu", "Sigmoid", "Sign")
+	eng, err := switchyard.NewEngine(context.Background(), &switchyard.Options{Backends: []string{"xnnpack", "cpu"}, MemoryBudget: 32 << 20})
+	if err != nil {
+		backendtest.SkipUnlessRequired(t, "xnnpack", err.Error())
+	}
+	defer eng.Close()
+	m, err := eng.OpenBytes(context.Background(), data, "chain")
+	if err == nil {
+		m.Close()
+		t.Fatal("a model whose XNNPACK partitions need ~100 MB loaded under a 32 MB budget")
+	}
+	t.Log(err)
+	if !errors.Is(err, switchyard.ErrResourceExhausted) || !strings.Contains(err.Error(), "xnnpack") {
+		t.Fatalf("got %v, want a resource-exhausted error naming the xnnpack partition", err)
 	}
 }
