@@ -24,7 +24,8 @@ import (
 func init() { extraCommands = append(extraCommands, serveCmd) }
 
 func serveCmd() *cobra.Command {
-	var addr, prefixCache, maxBody string
+	var addr, unixSock, prefixCache, maxBody string
+	var isolate bool
 	var tokPaths []string
 	var context_ int
 	var so serve.Options
@@ -56,6 +57,9 @@ authentication, so bind other addresses only on a trusted network.`,
 			if len(tokPaths) > len(args) {
 				return fmt.Errorf("%d --tokenizer flags for %d models", len(tokPaths), len(args))
 			}
+			if isolate {
+				return serveIsolated(ctx, cmd, args, addr) // isolate.go
+			}
 			var err error
 			switch strings.ToLower(strings.TrimSpace(prefixCache)) {
 			case "0", "off":
@@ -68,7 +72,11 @@ authentication, so bind other addresses only on a trusted network.`,
 			if so.MaxBodyBytes, err = parseMemoryBudget(maxBody); err != nil || so.MaxBodyBytes <= 0 {
 				return fmt.Errorf("--max-body %q: want a size such as 1MiB", maxBody)
 			}
-			ln, err := net.Listen("tcp", addr)
+			network, where := "tcp", addr
+			if unixSock != "" { // an --isolate worker
+				network, where = "unix", unixSock
+			}
+			ln, err := net.Listen(network, where)
 			if err != nil {
 				return err
 			}
@@ -122,6 +130,9 @@ authentication, so bind other addresses only on a trusted network.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "the address to listen on, HOST:PORT")
+	cmd.Flags().BoolVar(&isolate, "isolate", false, "run the models in a worker process: if it crashes or is killed, the requests in flight fail at once, the worker restarts and the next request is served")
+	cmd.Flags().StringVar(&unixSock, "unix", "", "listen on this Unix socket instead of --addr (what an --isolate worker is given)")
+	_ = cmd.Flags().MarkHidden("unix")
 	cmd.Flags().StringArrayVar(&tokPaths, "tokenizer", nil, "a model's tokenizer (llama2.c tokenizer.bin or Hugging Face tokenizer.json), once per MODEL in order (default: found as generate finds it)")
 	cmd.Flags().IntVar(&context_, "context", 0, "positions a sequence may use, prompt included (0: the model's own; needed for an ONNX decoder that states none); a .gguf/.bin decoder's cache is allocated this long")
 	cmd.Flags().IntVar(&so.MaxBatch, "max-batch", 4, "sequences decoded together per model; more requests queue")
