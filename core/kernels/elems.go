@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 )
@@ -120,45 +121,54 @@ func moveT[T any](dst, src []T, m mover) {
 	}
 }
 
+// run moves the elements of dst and src, tensor data slices of one
+// element type, as machine words of the element's size (strings as
+// strings): a move does not look at the values.
 func (m mover) run(dst, src any) bool {
-	switch d := dst.(type) {
-	case []float32:
-		moveT(d, src.([]float32), m)
-	case []float64:
-		moveT(d, src.([]float64), m)
-	case []graph.F16:
-		moveT(d, src.([]graph.F16), m)
-	case []graph.BF16:
-		moveT(d, src.([]graph.BF16), m)
-	case []int8:
-		moveT(d, src.([]int8), m)
-	case []int16:
-		moveT(d, src.([]int16), m)
-	case []int32:
-		moveT(d, src.([]int32), m)
-	case []int64:
-		moveT(d, src.([]int64), m)
-	case []uint8:
-		moveT(d, src.([]uint8), m)
-	case []uint16:
-		moveT(d, src.([]uint16), m)
-	case []uint32:
-		moveT(d, src.([]uint32), m)
-	case []uint64:
-		moveT(d, src.([]uint64), m)
-	case []bool:
-		moveT(d, src.([]bool), m)
-	case []string:
-		moveT(d, src.([]string), m)
+	if d, ok := dst.([]string); ok {
+		s, ok := src.([]string)
+		if ok {
+			moveT(d, s, m)
+		}
+		return ok
+	}
+	dt := graph.DTypeOf(dst)
+	if graph.DTypeOf(src) != dt {
+		return false
+	}
+	db, ok := graph.RawBytes(&graph.Tensor{DType: dt, Data: dst})
+	sb, _ := graph.RawBytes(&graph.Tensor{DType: dt, Data: src})
+	if !ok {
+		return false
+	}
+	switch dt.Size() {
+	case 1:
+		moveT(db, sb, m)
+	case 2:
+		moveT(words[uint16](db), words[uint16](sb), m)
+	case 4:
+		moveT(words[uint32](db), words[uint32](sb), m)
+	case 8:
+		moveT(words[uint64](db), words[uint64](sb), m)
 	default:
 		return false
 	}
 	return true
 }
 
+// words views b, the storage of a slice of W-sized elements, as []W.
+func words[W uint16 | uint32 | uint64](b []byte) []W {
+	if len(b) == 0 {
+		return nil
+	}
+	var w W
+	return unsafe.Slice((*W)(unsafe.Pointer(&b[0])), len(b)/int(unsafe.Sizeof(w)))
+}
+
 // Gather sets dst[i] = src[idx[i]] for every i with idx[i] >= 0 (the other
 // elements of dst keep their value). dst and src are tensor data slices of
-// one element type; it reports false for a type it does not know.
+// one element type; it reports false (and moves nothing) for a type it does
+// not know or two different types.
 func Gather(dst, src any, idx []int) bool { return mover{idx: idx}.run(dst, src) }
 
 // GatherFunc sets dst[i] = src[f(i)] for every i in ascending order,

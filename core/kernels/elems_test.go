@@ -65,6 +65,18 @@ func TestMoves(t *testing.T) {
 	if !slices.Equal(d, []int32{8, 0, 0, 9}) {
 		t.Errorf("Scatter: %v", d)
 	}
+	b := make([]bool, 3)
+	if !Gather(b, []bool{false, true}, []int{1, 0, 1}) || !slices.Equal(b, []bool{true, false, true}) {
+		t.Errorf("Gather bool: %v", b)
+	}
+	h := []graph.F16{graph.F16FromFloat32(1), graph.F16FromFloat32(-2)}
+	hd := make([]graph.F16, 2)
+	if !Gather(hd, h, []int{1, 0}) || hd[0].Float32() != -2 || hd[1].Float32() != 1 {
+		t.Errorf("Gather f16: %v", hd)
+	}
+	if Gather(make([]int8, 1), []uint8{1}, []int{0}) {
+		t.Error("Gather accepted two element types")
+	}
 	if Gather([]complex64{0}, []complex64{1}, []int{0}) {
 		t.Error("Gather accepted an unknown element type")
 	}
