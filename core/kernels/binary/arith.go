@@ -12,20 +12,12 @@ import (
 // truncated back (two's-complement wrap-around, as numpy and C do).
 // float16/bfloat16 compute in float32 and round once to the output type.
 type arith struct {
-	fast int // float32 fast-path code (opAdd…); 0 = use f32
+	fast Op32 // float32 fast-path op; NoOp32: use f32
 	f32  func(a, b float32) float32
 	f64  func(a, b float64) float64
 	i64  func(a, b int64) int64
 	u64  func(a, b uint64) uint64
 }
-
-const (
-	opNone = iota
-	opAdd
-	opSub
-	opMul
-	opDiv
-)
 
 type sInt interface {
 	~int8 | ~int16 | ~int32 | ~int64
@@ -56,10 +48,10 @@ func udiv(a, b uint64) uint64 {
 }
 
 var (
-	addOp = arith{fast: opAdd, f32: add[float32], f64: add[float64], i64: add[int64], u64: add[uint64]}
-	subOp = arith{fast: opSub, f32: sub[float32], f64: sub[float64], i64: sub[int64], u64: sub[uint64]}
-	mulOp = arith{fast: opMul, f32: mul[float32], f64: mul[float64], i64: mul[int64], u64: mul[uint64]}
-	divOp = arith{fast: opDiv, f32: div[float32], f64: div[float64], i64: idiv, u64: udiv}
+	addOp = arith{fast: Add32, f32: add[float32], f64: add[float64], i64: add[int64], u64: add[uint64]}
+	subOp = arith{fast: Sub32, f32: sub[float32], f64: sub[float64], i64: sub[int64], u64: sub[uint64]}
+	mulOp = arith{fast: Mul32, f32: mul[float32], f64: mul[float64], i64: mul[int64], u64: mul[uint64]}
+	divOp = arith{fast: Div32, f32: div[float32], f64: div[float64], i64: idiv, u64: udiv}
 )
 
 // fmodOp is Mod with fmod=1: the remainder has the dividend's sign (C fmod /
@@ -112,7 +104,7 @@ func applyArith(n *graph.Node, p *plan, a, b, out *graph.Tensor, op arith) error
 	switch x := a.Data.(type) {
 	case []float32:
 		y, o := b.Data.([]float32), out.Data.([]float32)
-		if op.fast != opNone {
+		if op.fast != NoOp32 {
 			fastF32(p, x, y, o, op.fast)
 		} else {
 			loop2(p, x, y, o, op.f32)
@@ -169,7 +161,7 @@ func applyArith(n *graph.Node, p *plan, a, b, out *graph.Tensor, op arith) error
 func supportsArith(op arith, dt graph.DType) bool {
 	switch {
 	case dt == graph.Float32:
-		return op.fast != opNone || op.f32 != nil
+		return op.fast != NoOp32 || op.f32 != nil
 	case dt == graph.Float64:
 		return op.f64 != nil
 	case dt == graph.Float16 || dt == graph.BFloat16:
@@ -234,101 +226,24 @@ func pickMod(n *graph.Node, dt graph.DType) (arith, error) {
 
 // fastF32 is the float32 Add/Sub/Mul/Div loop, specialised per access
 // pattern so the inner loops have no indirect calls.
-func fastF32(p *plan, a, b, o []float32, op int) {
+func fastF32(p *plan, a, b, o []float32, op Op32) {
 	sa, sb := p.inner[0], p.inner[1]
 	p.run(func(off []int, n int) {
 		dst := o[off[0] : off[0]+n]
 		switch {
 		case sa == 1 && sb == 1:
-			vv32(op, dst, a[off[1]:off[1]+n], b[off[2]:off[2]+n])
+			VV32(op, dst, a[off[1]:off[1]+n], b[off[2]:off[2]+n])
 		case sa == 1:
-			vs32(op, dst, a[off[1]:off[1]+n], b[off[2]])
+			VS32(op, dst, a[off[1]:off[1]+n], b[off[2]])
 		case sb == 1:
-			sv32(op, dst, a[off[1]], b[off[2]:off[2]+n])
+			SV32(op, dst, a[off[1]], b[off[2]:off[2]+n])
 		default:
-			var v float32
-			x, y := a[off[1]], b[off[2]]
-			switch op {
-			case opAdd:
-				v = x + y
-			case opSub:
-				v = x - y
-			case opMul:
-				v = x * y
-			case opDiv:
-				v = x / y
-			}
+			v := Apply32(op, a[off[1]], b[off[2]])
 			for i := range dst {
 				dst[i] = v
 			}
 		}
 	})
-}
-
-func vv32(op int, dst, x, y []float32) {
-	x, y = x[:len(dst)], y[:len(dst)]
-	switch op {
-	case opAdd:
-		for i := range dst {
-			dst[i] = x[i] + y[i]
-		}
-	case opSub:
-		for i := range dst {
-			dst[i] = x[i] - y[i]
-		}
-	case opMul:
-		for i := range dst {
-			dst[i] = x[i] * y[i]
-		}
-	case opDiv:
-		for i := range dst {
-			dst[i] = x[i] / y[i]
-		}
-	}
-}
-
-func vs32(op int, dst, x []float32, y float32) {
-	x = x[:len(dst)]
-	switch op {
-	case opAdd:
-		for i := range dst {
-			dst[i] = x[i] + y
-		}
-	case opSub:
-		for i := range dst {
-			dst[i] = x[i] - y
-		}
-	case opMul:
-		for i := range dst {
-			dst[i] = x[i] * y
-		}
-	case opDiv:
-		for i := range dst {
-			dst[i] = x[i] / y
-		}
-	}
-}
-
-func sv32(op int, dst []float32, x float32, y []float32) {
-	y = y[:len(dst)]
-	switch op {
-	case opAdd:
-		for i := range dst {
-			dst[i] = x + y[i]
-		}
-	case opSub:
-		for i := range dst {
-			dst[i] = x - y[i]
-		}
-	case opMul:
-		for i := range dst {
-			dst[i] = x * y[i]
-		}
-	case opDiv:
-		for i := range dst {
-			dst[i] = x / y[i]
-		}
-	}
 }
 
 // ---- Pow ----
