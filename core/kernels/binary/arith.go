@@ -91,12 +91,24 @@ func umod(a, b uint64) uint64 {
 	return a % b
 }
 
-func widenS[T sInt](p *plan, a, b, o []T, f func(int64, int64) int64) {
-	loop2(p, a, b, o, func(x, y T) T { return T(f(int64(x), int64(y))) })
-}
-
-func widenU[T uInt](p *plan, a, b, o []T, f func(uint64, uint64) uint64) {
-	loop2(p, a, b, o, func(x, y T) T { return T(f(uint64(x), uint64(y))) })
+// intArith runs op on integer data: signed types widened to int64 and
+// unsigned to uint64, the result truncated back (64-bit types directly).
+func intArith[T sInt | uInt](p *plan, x []T, b, out *graph.Tensor, op arith) {
+	y, o := b.Data.([]T), out.Data.([]T)
+	if f, ok := any(op.i64).(func(T, T) T); ok {
+		loop2(p, x, y, o, f)
+		return
+	}
+	if f, ok := any(op.u64).(func(T, T) T); ok {
+		loop2(p, x, y, o, f)
+		return
+	}
+	var zero T
+	if zero-1 < zero { // signed
+		loop2(p, x, y, o, func(u, v T) T { return T(op.i64(int64(u), int64(v))) })
+	} else {
+		loop2(p, x, y, o, func(u, v T) T { return T(op.u64(uint64(u), uint64(v))) })
+	}
 }
 
 // applyArith computes op over two same-dtype tensors into out.
@@ -109,52 +121,42 @@ func applyArith(n *graph.Node, p *plan, a, b, out *graph.Tensor, op arith) error
 		} else {
 			loop2(p, x, y, o, op.f32)
 		}
-		return nil
 	case []float64:
 		loop2(p, x, b.Data.([]float64), out.Data.([]float64), op.f64)
-		return nil
 	case []graph.F16:
 		if op.f32 == nil {
-			break
+			return kernels.Unsupportedf(n, "dtype %v", a.DType)
 		}
 		loop2(p, x, b.Data.([]graph.F16), out.Data.([]graph.F16), func(u, v graph.F16) graph.F16 {
 			return graph.F16FromFloat32(op.f32(u.Float32(), v.Float32()))
 		})
-		return nil
 	case []graph.BF16:
 		if op.f32 == nil {
-			break
+			return kernels.Unsupportedf(n, "dtype %v", a.DType)
 		}
 		loop2(p, x, b.Data.([]graph.BF16), out.Data.([]graph.BF16), func(u, v graph.BF16) graph.BF16 {
 			return graph.BF16FromFloat32(op.f32(u.Float32(), v.Float32()))
 		})
-		return nil
 	case []int8:
-		widenS(p, x, b.Data.([]int8), out.Data.([]int8), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []int16:
-		widenS(p, x, b.Data.([]int16), out.Data.([]int16), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []int32:
-		widenS(p, x, b.Data.([]int32), out.Data.([]int32), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []int64:
-		loop2(p, x, b.Data.([]int64), out.Data.([]int64), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint8:
-		widenU(p, x, b.Data.([]uint8), out.Data.([]uint8), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint16:
-		widenU(p, x, b.Data.([]uint16), out.Data.([]uint16), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint32:
-		widenU(p, x, b.Data.([]uint32), out.Data.([]uint32), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint64:
-		loop2(p, x, b.Data.([]uint64), out.Data.([]uint64), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
+	default:
+		return kernels.Unsupportedf(n, "dtype %v", a.DType)
 	}
-	return kernels.Unsupportedf(n, "dtype %v", a.DType)
+	return nil
 }
 
 // supportsArith reports whether op has a function for dt.
