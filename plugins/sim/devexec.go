@@ -11,7 +11,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 	"github.com/switchyard-hal/switchyard/hal"
-	"github.com/switchyard-hal/switchyard/hal/fence"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 	"github.com/switchyard-hal/switchyard/hal/halkit"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -474,7 +474,7 @@ type work struct {
 	run     func(ctx context.Context) error
 	hang    bool
 	profile bool
-	fence   *fence.Fence
+	fence   *devkit.Fence
 	prof    *hal.CallProfile
 	// early (Mutations.SignalEarly): the fence signals at submission and
 	// the work is held back until the next submission.
@@ -498,7 +498,7 @@ type queue struct {
 }
 
 func (q *queue) submit(w *work) (hal.Fence, error) {
-	w.fence = fence.New()
+	w.fence = devkit.NewFence()
 	w.prof = &hal.CallProfile{Device: q.index, Queue: fmt.Sprintf("%s-device%d", q.b.opts.Name, q.index)}
 	q.mu.Lock()
 	if q.stopped {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
-	"github.com/switchyard-hal/switchyard/hal/fence"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 )
 
 // buffer is the handle the host holds. Its memory lives in the device's
@@ -278,7 +278,7 @@ type work struct {
 	uses    []*buffer
 	run     func(ctx context.Context, prof *hal.CallProfile) error
 	profile bool
-	fence   *fence.Fence     // hal/fence: a ready signal-once fence
+	fence   *devkit.Fence    // hal/devkit: a ready signal-once fence
 	prof    *hal.CallProfile // the operation's timing, handed over with the fence
 }
 
@@ -295,7 +295,7 @@ type queue struct {
 }
 
 func (q *queue) submit(w *work) hal.Fence {
-	w.fence, w.prof = fence.New(), &hal.CallProfile{Device: 0, Queue: Name + "-0"}
+	w.fence, w.prof = devkit.NewFence(), &hal.CallProfile{Device: 0, Queue: Name + "-0"}
 	q.mu.Lock()
 	if q.stopped {
 		q.mu.Unlock()

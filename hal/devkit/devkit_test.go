@@ -1,4 +1,4 @@
-package fence
+package devkit
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestFence(t *testing.T) {
-	f := New()
+	f := NewFence()
 	if done, err := f.Poll(); done || err != nil {
 		t.Fatalf("fresh fence polls %v, %v", done, err)
 	}
@@ -43,12 +43,12 @@ func TestFence(t *testing.T) {
 		t.Fatal("Profile shares its kernels with the caller")
 	}
 
-	g := New()
+	g := NewFence()
 	g.Signal(nil, nil)
 	if _, err := g.Profile(); hal.CodeOf(err) != hal.CodeUnsupported {
 		t.Fatalf("unprofiled: %v", err)
 	}
-	h := New()
+	h := NewFence()
 	boom := errors.New("boom")
 	h.Signal(boom, prof)
 	if err := h.Wait(context.Background()); err != boom {

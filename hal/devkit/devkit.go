@@ -1,17 +1,19 @@
-// Package fence is a hal.Fence for a backend's queue to hand out: it
-// signals once (whichever of the work, a failure or a shutdown comes
-// first decides its result) and carries the call's profile
-// (hal.ProfiledFence). It links only the HAL contract.
-package fence
+// Package devkit holds ready-made parts of a backend with device memory:
+// a hal.Fence for its queue to hand out, which signals once (whichever of
+// the work, a failure or a shutdown comes first decides its result) and
+// carries the call's profile (hal.ProfiledFence), and the description
+// every hal.Buffer reports. It links only the HAL contract.
+package devkit
 
 import (
 	"context"
 	"sync"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
-// Fence is a signal-once fence. The zero value is not ready: use New.
+// Fence is a signal-once fence. The zero value is not ready: use NewFence.
 type Fence struct {
 	done chan struct{}
 	once sync.Once
@@ -20,7 +22,7 @@ type Fence struct {
 }
 
 // New returns an unsignalled fence.
-func New() *Fence { return &Fence{done: make(chan struct{})} }
+func NewFence() *Fence { return &Fence{done: make(chan struct{})} }
 
 // Signal signals the fence with the work's error (nil on success) and
 // profile (nil: none was taken). Only the first call counts; it reports
@@ -86,3 +88,30 @@ func (f *Fence) Profile() (*hal.CallProfile, error) {
 }
 
 var _ hal.ProfiledFence = (*Fence)(nil)
+
+// BufferInfo is what every hal.Buffer reports: a backend's buffer type
+// embeds it and adds its handle.
+type BufferInfo struct {
+	dtype  graph.DType
+	shape  []int
+	memory hal.MemoryKind
+	device int
+}
+
+// NewBufferInfo describes a buffer of dtype dt and the given shape (kept,
+// not copied) in memory of kind mem on device dev.
+func NewBufferInfo(dt graph.DType, shape []int, mem hal.MemoryKind, dev int) BufferInfo {
+	return BufferInfo{dtype: dt, shape: shape, memory: mem, device: dev}
+}
+
+// DType is the buffer's element type.
+func (i BufferInfo) DType() graph.DType { return i.dtype }
+
+// Shape is the buffer's shape.
+func (i BufferInfo) Shape() []int { return i.shape }
+
+// Memory is the kind of memory the buffer lives in.
+func (i BufferInfo) Memory() hal.MemoryKind { return i.memory }
+
+// Device is the index of the device the buffer lives on.
+func (i BufferInfo) Device() int { return i.device }
