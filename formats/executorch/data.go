@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
 // DType maps an ExecuTorch scalar type to the IR's element type.
@@ -79,24 +80,23 @@ func ParsePTD(data []byte) (map[string]External, error) {
 	if fbOff > size || fbSize > size-fbOff || base > size || segSize > size-base {
 		return nil, fmt.Errorf("executorch: .ptd header offsets beyond the file's %d bytes", size)
 	}
-	f := guarded("executorch data file", data[:fbOff+fbSize])
-	root, err := f.root()
+	root, err := flatbuf.Root("executorch data file", data[:fbOff+fbSize], flatbuf.Options{ShortTables: true})
 	if err != nil {
 		return nil, fmt.Errorf("executorch: .ptd: %w", err)
 	}
-	legacy := root.vlen == 4+2*4 // version, tensor_alignment, tensors, segments
+	legacy := root.Fields() == 4 // version, tensor_alignment, tensors, segments
 	segField, entField := 1, 2
 	if legacy {
 		segField, entField = 3, 2
 	}
-	segTabs, err := root.tables(segField)
+	segTabs, err := root.Tables(segField, "segment")
 	if err != nil {
 		return nil, fmt.Errorf("executorch: .ptd segments: %w", err)
 	}
 	segs := make([]Segment, len(segTabs))
 	for i, s := range segTabs {
-		if segs[i].Offset, err = s.u64(0); err == nil {
-			segs[i].Size, err = s.u64(1)
+		if segs[i].Offset, err = s.U64(0, 0); err == nil {
+			segs[i].Size, err = s.U64(1, 0)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("executorch: .ptd segment %d: %w", i, err)
@@ -105,7 +105,7 @@ func ParsePTD(data []byte) (map[string]External, error) {
 			return nil, fmt.Errorf("executorch: .ptd segment %d beyond the data", i)
 		}
 	}
-	ents, err := root.tables(entField)
+	ents, err := root.Tables(entField, "entry")
 	if err != nil {
 		return nil, fmt.Errorf("executorch: .ptd entries: %w", err)
 	}
@@ -118,25 +118,25 @@ func ParsePTD(data []byte) (map[string]External, error) {
 		var err error
 		if legacy {
 			var st uint8
-			if key, err = e.str(0); err == nil {
-				if st, err = e.u8(1); err == nil {
-					if x.Sizes, err = e.i32s(2); err == nil {
-						if seg, err = e.u32(4); err == nil {
-							off, err = e.u64(5)
+			if key, err = e.Str(0); err == nil {
+				if st, err = e.U8(1, 0); err == nil {
+					if x.Sizes, err = e.I32s(2); err == nil {
+						if seg, err = e.U32(4, 0); err == nil {
+							off, err = e.U64(5, 0)
 						}
 					}
 				}
 			}
 			x.ScalarType, x.HasLayout = ScalarType(int8(st)), true
 		} else {
-			if key, err = e.str(0); err == nil {
-				if seg, err = e.u32(1); err == nil {
-					if l, ok, e2 := e.sub(2); e2 != nil {
+			if key, err = e.Str(0); err == nil {
+				if seg, err = e.U32(1, 0); err == nil {
+					if l, ok, e2 := e.Sub(2, "tensor layout"); e2 != nil {
 						err = e2
 					} else if ok {
 						var st uint8
-						if st, err = l.u8(0); err == nil {
-							x.Sizes, err = l.i32s(1)
+						if st, err = l.U8(0, 0); err == nil {
+							x.Sizes, err = l.I32s(1)
 						}
 						x.ScalarType, x.HasLayout = ScalarType(int8(st)), true
 					}

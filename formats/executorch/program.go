@@ -3,6 +3,8 @@ package executorch
 import (
 	"fmt"
 	"math"
+
+	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
 // Program is a parsed ExecuTorch program: its methods (execution plans),
@@ -241,7 +243,7 @@ func Parse(data []byte) (*Program, error) {
 	if h.Extended {
 		fb = data[:h.ProgramSize]
 	}
-	p, err := parseProgram(guarded("executorch program", fb))
+	p, err := parseProgram(fb)
 	if err != nil {
 		return nil, fmt.Errorf("executorch: %w", err)
 	}
@@ -253,16 +255,16 @@ func Parse(data []byte) (*Program, error) {
 	return p, nil
 }
 
-func parseProgram(f fbuf) (*Program, error) {
-	root, err := f.root()
+func parseProgram(fb []byte) (*Program, error) {
+	root, err := flatbuf.Root("executorch program", fb, flatbuf.Options{ShortTables: true})
 	if err != nil {
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	p := &Program{}
-	if p.Version, err = root.u32(0); err != nil {
+	if p.Version, err = root.U32(0, 0); err != nil {
 		return nil, err
 	}
-	plans, err := root.tables(1)
+	plans, err := root.Tables(1, "execution plan")
 	if err != nil {
 		return nil, fmt.Errorf("execution plans: %w", err)
 	}
@@ -273,43 +275,43 @@ func parseProgram(f fbuf) (*Program, error) {
 		}
 		p.Plans = append(p.Plans, pl)
 	}
-	bufs, err := root.tables(2)
+	bufs, err := root.Tables(2, "constant buffer")
 	if err != nil {
 		return nil, fmt.Errorf("constant buffer: %w", err)
 	}
 	for i, b := range bufs {
-		s, err := b.bytes(0)
+		s, err := b.Bytes(0)
 		if err != nil {
 			return nil, fmt.Errorf("constant buffer %d: %w", i, err)
 		}
 		p.ConstantBuffer = append(p.ConstantBuffer, s)
 	}
-	dd, err := root.tables(3)
+	dd, err := root.Tables(3, "delegate data")
 	if err != nil {
 		return nil, fmt.Errorf("delegate data: %w", err)
 	}
 	for i, b := range dd {
-		s, err := b.bytes(0)
+		s, err := b.Bytes(0)
 		if err != nil {
 			return nil, fmt.Errorf("delegate data %d: %w", i, err)
 		}
 		p.DelegateData = append(p.DelegateData, s)
 	}
-	segs, err := root.tables(4)
+	segs, err := root.Tables(4, "segment")
 	if err != nil {
 		return nil, fmt.Errorf("segments: %w", err)
 	}
 	for i, s := range segs {
 		var sg Segment
-		if sg.Offset, err = s.u64(0); err == nil {
-			sg.Size, err = s.u64(1)
+		if sg.Offset, err = s.U64(0, 0); err == nil {
+			sg.Size, err = s.U64(1, 0)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("segment %d: %w", i, err)
 		}
 		p.Segments = append(p.Segments, sg)
 	}
-	if cs, ok, err := root.sub(5); err != nil {
+	if cs, ok, err := root.Sub(5, "constant segment"); err != nil {
 		return nil, fmt.Errorf("constant segment: %w", err)
 	} else if ok {
 		so, err := parseSubsegment(cs)
@@ -318,7 +320,7 @@ func parseProgram(f fbuf) (*Program, error) {
 		}
 		p.ConstantSegment = &so
 	}
-	ms, err := root.tables(6)
+	ms, err := root.Tables(6, "mutable segment")
 	if err != nil {
 		return nil, fmt.Errorf("mutable data segments: %w", err)
 	}
@@ -329,14 +331,14 @@ func parseProgram(f fbuf) (*Program, error) {
 		}
 		p.MutableSegments = append(p.MutableSegments, so)
 	}
-	nd, err := root.tables(7)
+	nd, err := root.Tables(7, "named data")
 	if err != nil {
 		return nil, fmt.Errorf("named data: %w", err)
 	}
 	for i, n := range nd {
 		var d NamedData
-		if d.Key, err = n.str(0); err == nil {
-			d.SegmentIndex, err = n.u32(1)
+		if d.Key, err = n.Str(0); err == nil {
+			d.SegmentIndex, err = n.U32(1, 0)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("named data %d: %w", i, err)
@@ -346,13 +348,13 @@ func parseProgram(f fbuf) (*Program, error) {
 	return p, nil
 }
 
-func parseSubsegment(t table) (SubsegmentOffsets, error) {
+func parseSubsegment(t flatbuf.Table) (SubsegmentOffsets, error) {
 	var s SubsegmentOffsets
 	var err error
-	if s.SegmentIndex, err = t.u32(0); err != nil {
+	if s.SegmentIndex, err = t.U32(0, 0); err != nil {
 		return s, err
 	}
-	s.Offsets, err = t.u64s(1)
+	s.Offsets, err = t.U64s(1)
 	return s, err
 }
 
@@ -361,7 +363,7 @@ func parseSubsegment(t table) (SubsegmentOffsets, error) {
 func (p *Program) checkSegments() error {
 	if !p.Header.Extended {
 		// Without an extended header nothing locates segment data: only
-		// empty segments (writers emit one for an empty constant table)
+		// empty segments (writers emit one for an empty constant flatbuf.Table)
 		// can be read.
 		p.Header.SegmentBaseOffset = uint64(len(p.file))
 		for i, s := range p.Segments {
@@ -456,13 +458,13 @@ func (p *Program) Plan(name string) (*Plan, error) {
 	return nil, fmt.Errorf("executorch: no method %q (methods: %v)", name, names)
 }
 
-func parsePlan(t table) (*Plan, error) {
+func parsePlan(t flatbuf.Table) (*Plan, error) {
 	pl := &Plan{}
 	var err error
-	if pl.Name, err = t.str(0); err != nil {
+	if pl.Name, err = t.Str(0); err != nil {
 		return nil, err
 	}
-	vals, err := t.tables(2)
+	vals, err := t.Tables(2, "value")
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
@@ -472,13 +474,13 @@ func parsePlan(t table) (*Plan, error) {
 			return nil, fmt.Errorf("value %d: %w", i, err)
 		}
 	}
-	if pl.Inputs, err = t.i32s(3); err != nil {
+	if pl.Inputs, err = t.I32s(3); err != nil {
 		return nil, fmt.Errorf("inputs: %w", err)
 	}
-	if pl.Outputs, err = t.i32s(4); err != nil {
+	if pl.Outputs, err = t.I32s(4); err != nil {
 		return nil, fmt.Errorf("outputs: %w", err)
 	}
-	chains, err := t.tables(5)
+	chains, err := t.Tables(5, "chain")
 	if err != nil {
 		return nil, fmt.Errorf("chains: %w", err)
 	}
@@ -489,21 +491,21 @@ func parsePlan(t table) (*Plan, error) {
 		}
 		pl.Chains = append(pl.Chains, ch)
 	}
-	ops, err := t.tables(6)
+	ops, err := t.Tables(6, "operator")
 	if err != nil {
 		return nil, fmt.Errorf("operators: %w", err)
 	}
 	for i, o := range ops {
 		var op Operator
-		if op.Name, err = o.str(0); err == nil {
-			op.Overload, err = o.str(1)
+		if op.Name, err = o.Str(0); err == nil {
+			op.Overload, err = o.Str(1)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("operator %d: %w", i, err)
 		}
 		pl.Operators = append(pl.Operators, op)
 	}
-	dels, err := t.tables(7)
+	dels, err := t.Tables(7, "delegate")
 	if err != nil {
 		return nil, fmt.Errorf("delegates: %w", err)
 	}
@@ -514,7 +516,7 @@ func parsePlan(t table) (*Plan, error) {
 		}
 		pl.Delegates = append(pl.Delegates, dl)
 	}
-	if pl.NonConstBufferSizes, err = t.i64s(8); err != nil {
+	if pl.NonConstBufferSizes, err = t.I64s(8); err != nil {
 		return nil, fmt.Errorf("buffer sizes: %w", err)
 	}
 	return pl, pl.check()
@@ -595,9 +597,9 @@ func (pl *Plan) check() error {
 	return nil
 }
 
-func parseValue(t table) (Value, error) {
+func parseValue(t flatbuf.Table) (Value, error) {
 	var v Value
-	k, err := t.u8(0)
+	k, err := t.U8(0, 0)
 	if err != nil {
 		return v, err
 	}
@@ -608,7 +610,7 @@ func parseValue(t table) (Value, error) {
 	if v.Kind > KindOptionalTensorList {
 		return v, fmt.Errorf("unknown value type %d", k)
 	}
-	s, ok, err := t.sub(1)
+	s, ok, err := t.Sub(1, "value")
 	if err != nil {
 		return v, err
 	}
@@ -617,78 +619,78 @@ func parseValue(t table) (Value, error) {
 	}
 	switch v.Kind {
 	case KindInt:
-		v.Int, err = s.i64(0)
+		v.Int, err = s.I64(0, 0)
 	case KindBool:
-		v.Bool, err = s.boolean(0)
+		v.Bool, err = s.Bool(0, false)
 	case KindDouble:
-		v.Double, err = s.f64(0)
+		v.Double, err = s.F64(0, 0)
 	case KindString:
-		v.Str, err = s.str(0)
+		v.Str, err = s.Str(0)
 	case KindIntList:
-		v.Ints, err = s.i64s(0)
+		v.Ints, err = s.I64s(0)
 	case KindDoubleList:
-		v.Doubles, err = s.f64s(0)
+		v.Doubles, err = s.F64s(0)
 	case KindBoolList:
-		v.Bools, err = s.bools(0)
+		v.Bools, err = s.Bools(0)
 	case KindTensorList, KindOptionalTensorList:
-		v.Items, err = s.i32s(0)
+		v.Items, err = s.I32s(0)
 	case KindTensor:
 		v.Tensor, err = parseTensor(s)
 	}
 	return v, err
 }
 
-func parseTensor(t table) (*Tensor, error) {
+func parseTensor(t flatbuf.Table) (*Tensor, error) {
 	tn := &Tensor{}
-	st, err := t.u8(0)
+	st, err := t.U8(0, 0)
 	if err != nil {
 		return nil, err
 	}
 	tn.ScalarType = ScalarType(int8(st))
-	if tn.StorageOffset, err = t.i32(1); err != nil {
+	if tn.StorageOffset, err = t.I32(1, 0); err != nil {
 		return nil, err
 	}
-	if tn.Sizes, err = t.i32s(2); err != nil {
+	if tn.Sizes, err = t.I32s(2); err != nil {
 		return nil, err
 	}
-	if tn.DimOrder, err = t.bytes(3); err != nil {
+	if tn.DimOrder, err = t.Bytes(3); err != nil {
 		return nil, err
 	}
-	if tn.RequiresGrad, err = t.boolean(4); err != nil {
+	if tn.RequiresGrad, err = t.Bool(4, false); err != nil {
 		return nil, err
 	}
-	if tn.DataBufferIdx, err = t.u32(5); err != nil {
+	if tn.DataBufferIdx, err = t.U32(5, 0); err != nil {
 		return nil, err
 	}
-	if a, ok, err := t.sub(6); err != nil {
+	if a, ok, err := t.Sub(6, "allocation info"); err != nil {
 		return nil, err
 	} else if ok {
-		id, err1 := a.u32(0)
-		lo, err2 := a.u32(1)
-		hi, err3 := a.u32(2)
+		id, err1 := a.U32(0, 0)
+		lo, err2 := a.U32(1, 0)
+		hi, err3 := a.U32(2, 0)
 		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, fmt.Errorf("allocation info malformed")
 		}
 		tn.Alloc = &Allocation{MemoryID: id, Offset: uint64(hi)<<32 | uint64(lo)}
 	}
-	l, err := t.u8(7)
+	l, err := t.U8(7, 0)
 	if err != nil {
 		return nil, err
 	}
 	tn.Layout = int8(l)
-	d, err := t.u8(8)
+	d, err := t.U8(8, 0)
 	if err != nil {
 		return nil, err
 	}
 	tn.Dynamism = Dynamism(d)
-	if e, ok, err := t.sub(9); err != nil {
+	if e, ok, err := t.Sub(9, "extra tensor info"); err != nil {
 		return nil, err
 	} else if ok {
 		x := &ExtraTensorInfo{}
 		var loc uint8
-		if x.MutableDataSegmentsIdx, err = e.u64(0); err == nil {
-			if x.FullyQualifiedName, err = e.str(1); err == nil {
-				loc, err = e.u8(2)
+		if x.MutableDataSegmentsIdx, err = e.U64(0, 0); err == nil {
+			if x.FullyQualifiedName, err = e.Str(1); err == nil {
+				loc, err = e.U8(2, 0)
 			}
 		}
 		if err != nil {
@@ -717,16 +719,16 @@ func parseTensor(t table) (*Tensor, error) {
 	return tn, nil
 }
 
-func parseChain(t table) (Chain, error) {
+func parseChain(t flatbuf.Table) (Chain, error) {
 	var c Chain
 	var err error
-	if c.Inputs, err = t.i32s(0); err != nil {
+	if c.Inputs, err = t.I32s(0); err != nil {
 		return c, err
 	}
-	if c.Outputs, err = t.i32s(1); err != nil {
+	if c.Outputs, err = t.I32s(1); err != nil {
 		return c, err
 	}
-	ins, err := t.tables(2)
+	ins, err := t.Tables(2, "instruction")
 	if err != nil {
 		return c, fmt.Errorf("instructions: %w", err)
 	}
@@ -739,9 +741,9 @@ func parseChain(t table) (Chain, error) {
 	return c, nil
 }
 
-func parseInstruction(t table) (Instruction, error) {
+func parseInstruction(t flatbuf.Table) (Instruction, error) {
 	var in Instruction
-	k, err := t.u8(0)
+	k, err := t.U8(0, 0)
 	if err != nil {
 		return in, err
 	}
@@ -749,7 +751,7 @@ func parseInstruction(t table) (Instruction, error) {
 	if in.Kind < InstrKernel || in.Kind > InstrFree {
 		return in, fmt.Errorf("unknown instruction type %d", k)
 	}
-	s, ok, err := t.sub(1)
+	s, ok, err := t.Sub(1, "instruction")
 	if err != nil {
 		return in, err
 	}
@@ -758,33 +760,33 @@ func parseInstruction(t table) (Instruction, error) {
 	}
 	switch in.Kind {
 	case InstrKernel, InstrDelegate:
-		if in.Index, err = s.i32(0); err == nil {
-			in.Args, err = s.i32s(1)
+		if in.Index, err = s.I32(0, 0); err == nil {
+			in.Args, err = s.I32s(1)
 		}
 	case InstrMove, InstrJumpFalse:
-		if in.A, err = s.i32(0); err == nil {
-			in.B, err = s.i32(1)
+		if in.A, err = s.I32(0, 0); err == nil {
+			in.B, err = s.I32(1, 0)
 		}
 	case InstrFree:
-		in.A, err = s.i32(0)
+		in.A, err = s.I32(0, 0)
 	}
 	return in, err
 }
 
-func parseDelegate(t table) (Delegate, error) {
+func parseDelegate(t flatbuf.Table) (Delegate, error) {
 	var d Delegate
 	var err error
-	if d.ID, err = t.str(0); err != nil {
+	if d.ID, err = t.Str(0); err != nil {
 		return d, err
 	}
-	r, ok, err := t.sub(1)
+	r, ok, err := t.Sub(1, "backend delegate data reference")
 	if err != nil {
 		return d, err
 	}
 	if !ok {
 		return d, fmt.Errorf("delegate %q has no processed data reference", d.ID)
 	}
-	loc, err := r.u8(0)
+	loc, err := r.U8(0, 0)
 	if err != nil {
 		return d, err
 	}
@@ -792,17 +794,17 @@ func parseDelegate(t table) (Delegate, error) {
 		return d, fmt.Errorf("delegate %q: unknown data location %d", d.ID, loc)
 	}
 	d.InSegment = loc == 1
-	if d.Index, err = r.u32(1); err != nil {
+	if d.Index, err = r.U32(1, 0); err != nil {
 		return d, err
 	}
-	specs, err := t.tables(2)
+	specs, err := t.Tables(2, "compile spec")
 	if err != nil {
 		return d, err
 	}
 	for _, s := range specs {
 		var c CompileSpec
-		if c.Key, err = s.str(0); err == nil {
-			c.Value, err = s.bytes(1)
+		if c.Key, err = s.Str(0); err == nil {
+			c.Value, err = s.Bytes(1)
 		}
 		if err != nil {
 			return d, fmt.Errorf("compile spec: %w", err)
