@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -256,5 +257,31 @@ func TestEndForced(t *testing.T) {
 	// ... but not when the budget is spent
 	if n := m.Mask(ix, 1, allow); n != 1 {
 		t.Fatalf("%d allowed with one token left", n)
+	}
+}
+
+// TestPlainShortcut: inside a string, the mask with plain tokens set at
+// once equals the mask from walking every token.
+func TestPlainShortcut(t *testing.T) {
+	texts, end := testVocab()
+	fast := NewIndex(texts, []int{end})
+	slow := NewIndex(texts, []int{end})
+	slow.slow = true
+	g, err := CompileSchema([]byte(`{"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":40}},"required":["s"]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := make([]uint64, (len(texts)+63)/64), make([]uint64, (len(texts)+63)/64)
+	for _, prefix := range []string{`{"s":"`, `{"s":"ab`, `{"s":"ab日本`, `{"s":"` + strings.Repeat("x", 37)} {
+		m := g.NewMatcher()
+		if !m.Advance([]byte(prefix)) {
+			t.Fatal(prefix)
+		}
+		for _, left := range []int{3, 6, 100} {
+			na, nb := m.Mask(fast, left, a), m.Mask(slow, left, b)
+			if na != nb || !slices.Equal(a, b) {
+				t.Fatalf("%q left %d: %d tokens with the shortcut, %d without", prefix, left, na, nb)
+			}
+		}
 	}
 }

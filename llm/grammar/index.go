@@ -2,21 +2,32 @@ package grammar
 
 import (
 	"sort"
+	"unicode/utf8"
 )
 
 // Index is a vocabulary arranged for masking: the token texts in a trie
 // stored in preorder, so that a node's subtree is the range from it to
-// its end and a dead prefix skips its whole subtree at once.
+// its end and a dead prefix skips its whole subtree at once. Tokens of
+// plain string text (whole UTF-8 characters, no quote, backslash or
+// control character) are also kept as a bitset: inside a string they are
+// all valid, so there only the other tokens are walked (a second trie).
 type Index struct {
-	size int     // vocabulary size
-	ends []int32 // the end-of-text tokens
-	// trie nodes in preorder; node 0 is the root (no byte)
+	size  int     // vocabulary size
+	ends  []int32 // the end-of-text tokens
+	all   trie
+	other trie // the tokens that are not plain
+	plain []uint64
+	// nPlain plain tokens, the most characters of one
+	nPlain, maxRunes int
+	slow             bool // tests: never take the plain-token shortcut
+}
+
+type trie struct {
+	// nodes in preorder; node 0 is the root (no byte)
 	by   []byte
 	end  []int32 // one past the node's subtree
 	tok0 []int32 // tokens ending at node i: toks[tok0[i]:tok0[i+1]]
 	toks []int32
-	// maxLen is the longest token text
-	maxLen int
 }
 
 // NewIndex indexes a vocabulary: texts[id] is token id's text as it
@@ -24,15 +35,13 @@ type Index struct {
 // generation. A token with no text that is not an end token is never
 // allowed under a grammar.
 func NewIndex(texts []string, ends []int) *Index {
-	ix := &Index{size: len(texts)}
-	for _, e := range ends {
-		if e >= 0 && e < len(texts) {
-			ix.ends = append(ix.ends, int32(e))
-		}
-	}
+	ix := &Index{size: len(texts), plain: make([]uint64, (len(texts)+63)/64)}
 	isEnd := map[int]bool{}
 	for _, e := range ends {
-		isEnd[e] = true
+		if e >= 0 && e < len(texts) && !isEnd[e] {
+			ix.ends = append(ix.ends, int32(e))
+			isEnd[e] = true
+		}
 	}
 	ids := make([]int32, 0, len(texts))
 	for id, t := range texts {
@@ -44,37 +53,65 @@ func NewIndex(texts []string, ends []int) *Index {
 		a, b := texts[ids[i]], texts[ids[j]]
 		return a < b || a == b && ids[i] < ids[j]
 	})
-	ix.by = append(ix.by, 0)
-	ix.end = append(ix.end, 0)
-	ix.tok0 = append(ix.tok0, 0)
+	var other []int32
+	for _, id := range ids {
+		if n, ok := plainText(texts[id]); ok {
+			ix.plain[id>>6] |= 1 << (id & 63)
+			ix.nPlain++
+			ix.maxRunes = max(ix.maxRunes, n)
+		} else {
+			other = append(other, id)
+		}
+	}
+	ix.all.build(texts, ids)
+	ix.other.build(texts, other)
+	return ix
+}
+
+// plainText reports whether t is whole UTF-8 characters that a JSON
+// string holds as they are, and how many.
+func plainText(t string) (int, bool) {
+	n := 0
+	for _, r := range t {
+		if r == utf8.RuneError || r < 0x20 || r == '"' || r == '\\' {
+			return 0, false
+		}
+		n++
+	}
+	return n, true
+}
+
+// build makes the trie of the texts of ids, which are sorted by text.
+func (tr *trie) build(texts []string, ids []int32) {
+	tr.by = append(tr.by, 0)
+	tr.end = append(tr.end, 0)
+	tr.tok0 = append(tr.tok0, 0)
 	path := []int32{0} // path[d]: the node at depth d of the previous text
 	prev := ""
 	for _, id := range ids {
 		t := texts[id]
-		ix.maxLen = max(ix.maxLen, len(t))
 		l := 0
 		for l < len(t) && l < len(prev) && t[l] == prev[l] {
 			l++
 		}
 		// close the nodes of prev below the common prefix
 		for d := len(path) - 1; d > l; d-- {
-			ix.end[path[d]] = int32(len(ix.by))
+			tr.end[path[d]] = int32(len(tr.by))
 		}
 		path = path[:l+1]
 		for d := l; d < len(t); d++ {
-			ix.by = append(ix.by, t[d])
-			ix.end = append(ix.end, 0)
-			ix.tok0 = append(ix.tok0, int32(len(ix.toks)))
-			path = append(path, int32(len(ix.by)-1))
+			tr.by = append(tr.by, t[d])
+			tr.end = append(tr.end, 0)
+			tr.tok0 = append(tr.tok0, int32(len(tr.toks)))
+			path = append(path, int32(len(tr.by)-1))
 		}
-		ix.toks = append(ix.toks, id) // at the last node made (or the same text's)
+		tr.toks = append(tr.toks, id) // at the last node made (or the same text's)
 		prev = t
 	}
 	for d := len(path) - 1; d >= 0; d-- {
-		ix.end[path[d]] = int32(len(ix.by))
+		tr.end[path[d]] = int32(len(tr.by))
 	}
-	ix.tok0 = append(ix.tok0, int32(len(ix.toks)))
-	return ix
+	tr.tok0 = append(tr.tok0, int32(len(tr.toks)))
 }
 
 // Size is the vocabulary size.
@@ -98,20 +135,43 @@ func (m *Matcher) Mask(ix *Index, left int, allow []uint64) int {
 	if len(m.tops) == 0 {
 		return n
 	}
-	mk := masker{m: m, ix: ix, allow: allow, left: int64(left)}
+	mk := masker{m: m, tr: &ix.all, allow: allow, left: int64(left)}
 	mk.d0 = int64(m.Rest())
+	if !ix.slow && m.inFreeString(ix.maxRunes) && mk.d0 <= mk.left-2 {
+		// every plain token continues the string and leaves its
+		// completion no longer: set them at once, walk the others
+		for i, x := range ix.plain {
+			allow[i] |= x
+		}
+		n += ix.nPlain
+		mk.tr = &ix.other
+	}
 	mark := len(m.w.ar)
 	mk.tops = append(mk.tops[:0], m.tops...)
-	for c := int32(1); c < ix.end[0]; c = ix.end[c] {
+	for c := int32(1); c < mk.tr.end[0]; c = mk.tr.end[c] {
 		mk.visit(c, 0, len(m.tops), 1)
 	}
 	m.w.ar = m.w.ar[:mark]
 	return n + mk.n
 }
 
+// inFreeString reports whether the one state is inside a string, between
+// characters, with room for runes more.
+func (m *Matcher) inFreeString(runes int) bool {
+	if len(m.tops) != 1 {
+		return false
+	}
+	f := m.w.ar[m.tops[0]]
+	if f.node < 0 || f.st != sIn {
+		return false
+	}
+	n := &m.w.g.nodes[f.node]
+	return n.kind == kString && (n.maxN < 0 || int(n.maxN-f.a) >= runes)
+}
+
 type masker struct {
 	m     *Matcher
-	ix    *Index
+	tr    *trie
 	allow []uint64
 	left  int64
 	d0    int64
@@ -123,7 +183,7 @@ type masker struct {
 func (mk *masker) visit(i int32, lo, hi, depth int) {
 	w := &mk.m.w
 	mark, tmark := len(w.ar), len(mk.tops)
-	c := mk.ix.by[i]
+	c := mk.tr.by[i]
 	for k := lo; k < hi; k++ {
 		mk.tops = w.step(mk.tops[k], c, mk.tops)
 	}
@@ -132,13 +192,13 @@ func (mk *masker) visit(i int32, lo, hi, depth int) {
 		nhi = nlo + maxTops
 	}
 	if nhi > nlo {
-		if t0, t1 := mk.ix.tok0[i], mk.ix.tok0[i+1]; t0 < t1 && mk.fits(nlo, nhi, depth) {
-			for _, id := range mk.ix.toks[t0:t1] {
+		if t0, t1 := mk.tr.tok0[i], mk.tr.tok0[i+1]; t0 < t1 && mk.fits(nlo, nhi, depth) {
+			for _, id := range mk.tr.toks[t0:t1] {
 				mk.allow[id>>6] |= 1 << (id & 63)
 			}
 			mk.n += int(t1 - t0)
 		}
-		for ch := i + 1; ch < mk.ix.end[i]; ch = mk.ix.end[ch] {
+		for ch := i + 1; ch < mk.tr.end[i]; ch = mk.tr.end[ch] {
 			mk.visit(ch, nlo, nhi, depth+1)
 		}
 	}
