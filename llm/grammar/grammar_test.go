@@ -208,7 +208,7 @@ func TestUnsupportedKeywords(t *testing.T) {
 		{`{"oneOf":[{"type":"string"}]}`, "oneOf", ""},
 		{`{"type":"array","items":[{"type":"string"}]}`, "items", ""},
 		{`{"type":"array","uniqueItems":true}`, "uniqueItems", ""},
-		{`{"$ref":"https://example.com/s.json"}`, "$ref", "/$ref"},
+		{`{"$ref":"https://example.com/s.json"}`, "$ref", ""},
 		{`{"allOf":[{"type":"string"},{"maxLength":2}]}`, "allOf", ""},
 		{`{"type":"object","required":["x"]}`, "required", ""},
 		{`{"foo":1}`, "foo", ""},
@@ -283,5 +283,45 @@ func TestPlainShortcut(t *testing.T) {
 				t.Fatalf("%q left %d: %d tokens with the shortcut, %d without", prefix, left, na, nb)
 			}
 		}
+	}
+}
+
+func TestCompileCalls(t *testing.T) {
+	texts, end := testVocab()
+	ix := NewIndex(texts, []int{end})
+	rng := rand.New(rand.NewPCG(7, 8))
+	calls := []Call{
+		{Name: "get_weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["city"],"$defs":{"x":{"type":"null"}}}`)},
+		{Name: "now"},
+		{Name: "tree", Parameters: []byte(`{"$defs":{"n":{"type":"object","properties":{"k":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":1}}}},"$ref":"#/$defs/n"}`)},
+	}
+	g, err := CompileCalls(calls, "name", "arguments", &Options{Prefix: "<tool_call>\n", Suffix: "\n</tool_call>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range 300 {
+		out := strings.TrimSpace(walk(t, g, ix, texts, end, 60+rng.IntN(100), rng))
+		body, ok := strings.CutPrefix(out, "<tool_call>")
+		body, ok2 := strings.CutSuffix(body, "</tool_call>")
+		var call struct {
+			Name      string
+			Arguments map[string]any
+		}
+		if !ok || !ok2 || json.Unmarshal([]byte(body), &call) != nil || call.Arguments == nil {
+			t.Fatalf("%q", out)
+		}
+		if call.Name == "get_weather" {
+			if _, ok := call.Arguments["city"].(string); !ok {
+				t.Fatalf("%q", out)
+			}
+		}
+		seen[call.Name] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("calls seen: %v", seen)
+	}
+	if _, err := CompileCalls([]Call{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"pattern":"x"}}}`)}}, "name", "arguments", nil); err == nil {
+		t.Fatal("pattern compiled")
 	}
 }

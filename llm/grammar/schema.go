@@ -255,6 +255,71 @@ func CompileSchema(schema []byte, o *Options) (*Grammar, error) {
 	return c.g, c.g.finish()
 }
 
+// Call is a function a tool-call grammar may call: its name and the JSON
+// schema of its arguments (nil: any object).
+type Call struct {
+	Name       string
+	Parameters []byte
+}
+
+// CompileCalls compiles the grammar of one call of one of calls, written
+// as the JSON object {nameKey: NAME, argsKey: ARGUMENTS} (name first).
+// An error in a call's schema is refused as CompileSchema refuses it.
+func CompileCalls(calls []Call, nameKey, argsKey string, o *Options) (*Grammar, error) {
+	if len(calls) == 0 {
+		return nil, errors.New("grammar: no call")
+	}
+	c := &compiler{g: &Grammar{}, any: -1, str: -1}
+	if err := c.affixes(o); err != nil {
+		return nil, err
+	}
+	var alts []int32
+	for _, call := range calls {
+		var params int32
+		c.doc, c.refs = &jv{kind: 'o'}, map[string]int32{}
+		if call.Parameters != nil {
+			doc, err := parseDoc(call.Parameters)
+			if err != nil {
+				return nil, err
+			}
+			c.doc = doc
+		}
+		var err error
+		if call.Parameters != nil {
+			params, err = c.compile(c.doc, "")
+		} else {
+			params, err = c.typed(c.doc, "object", "") // any object
+		}
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		quote(call.Name, &b)
+		name, err := c.add(node{kind: kLiteral, lit: newLitTrie([]string{b.String()})})
+		if err != nil {
+			return nil, err
+		}
+		var nk, ak bytes.Buffer
+		quote(nameKey, &nk)
+		quote(argsKey, &ak)
+		obj, err := c.add(node{kind: kObject, addl: -1, props: []prop{{key: nk.Bytes(), value: name, required: true}, {key: ak.Bytes(), value: params, required: true}}})
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, obj)
+	}
+	c.g.root = alts[0]
+	if len(alts) > 1 {
+		root, err := c.add(node{kind: kAnyOf, alts: alts})
+		if err != nil {
+			return nil, err
+		}
+		c.g.root = root
+	}
+	c.anyValue()
+	return c.g, c.g.finish()
+}
+
 // JSONObject is the grammar of any JSON object (response_format
 // json_object).
 func JSONObject(o *Options) (*Grammar, error) {
@@ -355,7 +420,7 @@ func (c *compiler) compile(s *jv, path string) (int32, error) {
 		if ref.kind != 's' {
 			return -1, fmt.Errorf("$ref at %q is not a string", path)
 		}
-		return c.ref(ref.s, ptr(path, "$ref"))
+		return c.ref(ref.s, path)
 	}
 	if all := s.get("allOf"); all != nil {
 		if k := others("allOf"); k != "" {
