@@ -18,7 +18,7 @@
 // listed (optional ones may be left out; additional properties are never
 // generated), numbers with at most 15 digits before and after the point
 // and a two-digit exponent (so every number fits a float64), whitespace
-// between tokens in runs of at most 48 bytes.
+// between tokens in runs of at most 40 spaces or tabs and one newline.
 package grammar
 
 import (
@@ -39,7 +39,9 @@ const (
 
 const (
 	inf       = int64(1) << 40
-	maxWS     = 48
+	maxWS     = 40
+	wsNewline = 0x80 // frame.ws: the run has its newline
+	wsCount   = 0x7f
 	maxInt    = 15 // digits before the point
 	maxFrac   = 15
 	maxExp    = 2
@@ -358,10 +360,17 @@ func (w *walker) start(parent, id int32, c byte, out []int32) []int32 {
 	return out
 }
 
-// ws steps a whitespace byte that f's state allows.
-func (w *walker) ws(f frame, out []int32) []int32 {
-	if f.ws >= maxWS {
+// ws steps a whitespace byte that f's state allows: a run holds at most
+// maxWS spaces and tabs and one newline (no carriage return).
+func (w *walker) ws(f frame, c byte, out []int32) []int32 {
+	switch {
+	case f.ws&wsCount >= maxWS, c == '\r':
 		return out
+	case c == '\n':
+		if f.ws&wsNewline != 0 {
+			return out
+		}
+		f.ws |= wsNewline
 	}
 	f.ws++
 	return append(out, w.push(f))
@@ -400,7 +409,7 @@ func (w *walker) stepRoot(f frame, c byte, out []int32) []int32 {
 	switch f.st {
 	case rPre:
 		if f.a == 0 && isWS(c) {
-			return w.ws(f, out)
+			return w.ws(f, c, out)
 		}
 		if c == g.prefix[f.a] {
 			f.a++
@@ -412,7 +421,7 @@ func (w *walker) stepRoot(f frame, c byte, out []int32) []int32 {
 		}
 	case rValue:
 		if isWS(c) {
-			return w.ws(f, out)
+			return w.ws(f, c, out)
 		}
 		f.st, f.ws, f.a = rSuf, 0, 0
 		if len(g.suffix) == 0 {
@@ -421,7 +430,7 @@ func (w *walker) stepRoot(f frame, c byte, out []int32) []int32 {
 		return w.start(w.push(f), g.root, c, out)
 	case rSuf:
 		if f.a == 0 && isWS(c) {
-			return w.ws(f, out)
+			return w.ws(f, c, out)
 		}
 		if c == g.suffix[f.a] {
 			f.a++
@@ -456,7 +465,7 @@ func (w *walker) stepObject(n *node, f frame, c byte, out []int32) []int32 {
 	switch f.st {
 	case oOpen, oComma:
 		if isWS(c) {
-			return w.ws(f, out)
+			return w.ws(f, c, out)
 		}
 		f.ws = 0
 		if c == '}' && f.st == oOpen && (generic || n.nextReq[0] == int32(len(n.props))) {
@@ -494,7 +503,7 @@ func (w *walker) stepObject(n *node, f frame, c byte, out []int32) []int32 {
 		return append(out, w.push(f))
 	case oColon:
 		if isWS(c) {
-			return w.ws(f, out)
+			return w.ws(f, c, out)
 		}
 		if c == ':' {
 			f.st, f.ws = oValue, 0
@@ -502,7 +511,7 @@ func (w *walker) stepObject(n *node, f frame, c byte, out []int32) []int32 {
 		}
 	case oValue:
 		if isWS(c) {
-			return w.ws(f, out)
+			return w.ws(f, c, out)
 		}
 		v := n.addl
 		if !generic {
@@ -512,7 +521,7 @@ func (w *walker) stepObject(n *node, f frame, c byte, out []int32) []int32 {
 		return w.start(w.push(f), v, c, out)
 	case oAfter:
 		if isWS(c) {
-			return w.ws(f, out)
+			return w.ws(f, c, out)
 		}
 		f.ws = 0
 		switch c {
@@ -532,7 +541,7 @@ func (w *walker) stepObject(n *node, f frame, c byte, out []int32) []int32 {
 
 func (w *walker) stepArray(n *node, f frame, c byte, out []int32) []int32 {
 	if isWS(c) {
-		return w.ws(f, out)
+		return w.ws(f, c, out)
 	}
 	f.ws = 0
 	switch f.st {

@@ -176,6 +176,9 @@ func TestAcceptsAndRejects(t *testing.T) {
 	}{
 		{`{}`, true},
 		{` { "s" : "a\"\\\u00e9日" , "n":-0.5e+10,"i":-12,"e":10}`, true},
+		{"{\n  \"s\": \"\",\n\t\"n\": 1\n}", true},
+		{"{\n\n}", false},
+		{"{\r\n}", false},
 		{`{"n":1E5}`, true},
 		{`{"e":1}`, true},
 		{`{"i":1.5}`, false},
