@@ -660,6 +660,13 @@ func (res *responder) stream(ctx context.Context, j *job) {
 					found = append(found, more...)
 				}
 				if len(found) > 0 {
+					// the text before the calls first, then the calls whole
+					if ev.text != "" {
+						if !send(res.body(true, []map[string]any{res.choice(ev.text, "", true, first, ev.lps)})) {
+							return
+						}
+						ev.text, ev.lps, first = "", nil, false
+					}
 					if !send(res.body(true, []map[string]any{res.choice("", "", true, first, nil, callsJSON(found, true, sentCalls)...)})) {
 						return
 					}

@@ -254,17 +254,20 @@ func (ts *toolStream) feed(text string) (content string, calls []toolCall) {
 	return ts.space(content, calls), calls
 }
 
-// space holds whitespace-only text back.
+// space holds trailing whitespace back: it is handed out before the
+// next text, or dropped when a call comes next.
 func (ts *toolStream) space(content string, calls []toolCall) string {
 	if len(calls) > 0 {
 		ts.ws = ""
 	}
-	if strings.TrimSpace(content) == "" {
+	body := strings.TrimRight(content, " \t\r\n")
+	if body == "" {
 		ts.ws += content
 		return ""
 	}
-	content, ts.ws = ts.ws+content, ""
-	return content
+	out := ts.ws + body
+	ts.ws = content[len(body):]
+	return out
 }
 
 func (ts *toolStream) feed1(text string) (content string, calls []toolCall) {
