@@ -115,7 +115,9 @@ var (
 	commonParams = map[string]bool{"model": true, "max_tokens": true, "temperature": true, "top_p": true, "top_k": true,
 		"seed": true, "stop": true, "stream": true, "stream_options": true, "presence_penalty": true,
 		"frequency_penalty": true, "logit_bias": true, "n": true, "user": true}
-	completionParams = map[string]bool{"prompt": true, "echo": true, "best_of": true, "logprobs": true}
+	// response_format on completions is an extension (OpenAI's
+	// completions have none), as llama.cpp's server has it
+	completionParams = map[string]bool{"prompt": true, "echo": true, "best_of": true, "logprobs": true, "response_format": true}
 	chatParams       = map[string]bool{"messages": true, "max_completion_tokens": true, "response_format": true,
 		"logprobs": true, "top_logprobs": true, "tools": true, "tool_choice": true, "parallel_tool_calls": true}
 )
@@ -163,14 +165,6 @@ func decodeRequest(body []byte, chat bool) (*request, *apiError) {
 		if err := r.decodeTools(raw); err != nil {
 			return nil, err
 		}
-		if v, ok := raw["response_format"]; ok {
-			if err := r.decodeFormat(v); err != nil {
-				return nil, err
-			}
-		}
-		if r.format != nil && len(r.tools) > 0 && r.toolChoice != "none" {
-			return nil, invalid("response_format", "response_format %s cannot be combined with tools unless tool_choice is \"none\"", r.formatType)
-		}
 		if err := boolean(raw, "logprobs", &r.logprobs); err != nil {
 			return nil, err
 		}
@@ -211,6 +205,14 @@ func decodeRequest(body []byte, chat bool) (*request, *apiError) {
 		if bestOf != 1 {
 			return nil, unsupported("best_of")
 		}
+	}
+	if v, ok := raw["response_format"]; ok {
+		if err := r.decodeFormat(v); err != nil {
+			return nil, err
+		}
+	}
+	if r.format != nil && len(r.tools) > 0 && r.toolChoice != "none" {
+		return nil, invalid("response_format", "response_format %s cannot be combined with tools unless tool_choice is \"none\"", r.formatType)
 	}
 	var mt int
 	if err := integer(raw, "max_tokens", &mt, 1, maxTokensEver); err != nil {
