@@ -15,11 +15,14 @@
 // Sampling: temperature, top_p, top_k, seed, max_tokens
 // (max_completion_tokens), stop, presence_penalty, frequency_penalty and
 // logit_bias; logprobs (completions: 0 to 5 alternatives; chat: logprobs
-// and top_logprobs up to 20). Every other parameter is refused with 400
-// and {"error": {"type": "invalid_request_error", "code":
-// "unsupported_parameter", "param": NAME}}, never ignored; a parameter
-// whose value asks for nothing (n 1, echo false, best_of 1,
-// response_format text) is accepted. A prompt and max_tokens beyond the
+// and top_logprobs up to 20). response_format json_object and
+// json_schema are guaranteed by grammar-constrained sampling (package
+// llm/grammar); tools and tool_choice go through the model's chat
+// template (Model.Tools) and come back as complete tool_calls. Every
+// other parameter is refused with 400 and {"error": {"type":
+// "invalid_request_error", "code": "unsupported_parameter", "param":
+// NAME}}, never ignored; a parameter whose value asks for nothing (n 1,
+// echo false, best_of 1, response_format text) is accepted. A prompt and max_tokens beyond the
 // context: 400 context_length_exceeded. Malformed JSON: 400. A body over
 // Options.MaxBodyBytes: 413. An unknown model: 404.
 //
