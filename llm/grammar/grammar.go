@@ -17,7 +17,9 @@
 // Objects are written with their schema's properties in the order
 // listed (optional ones may be left out; additional properties are never
 // generated), numbers with at most 15 digits before and after the point
-// and a two-digit exponent (so every number fits a float64), whitespace
+// and a two-digit exponent (so every number fits a float64), a number
+// with a range (minimum, maximum, exclusive ones) as an integer in it of
+// at most 9 digits, whitespace
 // between tokens in runs of at most 40 spaces or tabs and one newline.
 package grammar
 
@@ -63,6 +65,9 @@ type Grammar struct {
 type node struct {
 	kind    kind
 	integer bool
+	// bounded: an integer in [lo, hi] (both within ±maxBounded)
+	bounded bool
+	lo, hi  int64
 	// object: props in order; generic objects (no props) take any key
 	// with an addl value (-1: none, only {})
 	props   []prop
@@ -289,7 +294,14 @@ func (g *Grammar) minOf(n *node) int64 {
 		}
 		return 2 + int64(n.minN)
 	case kNumber:
-		return 1
+		if !n.bounded {
+			return 1
+		}
+		best := n.digitsToRange(frame{st: nMinus, c: 1})
+		for d := range int32(10) {
+			best = min(best, n.digitsToRange(frame{st: nInt, a: 1, b: d}))
+		}
+		return sat(best + 1)
 	case kLiteral:
 		return int64(n.lit.dist[0])
 	}
@@ -342,12 +354,15 @@ func (w *walker) start(parent, id int32, c byte, out []int32) []int32 {
 	case kNumber:
 		switch {
 		case c == '-':
-			f.st = nMinus
+			f.st, f.c = nMinus, 1
 		case c == '0':
-			f.st = nZero
+			f.st, f.a = nZero, 1
 		case c >= '1' && c <= '9':
-			f.st, f.a = nInt, 1
+			f.st, f.a, f.b = nInt, 1, int32(c-'0')
 		default:
+			return out
+		}
+		if n.bounded && n.digitsToRange(f) >= inf {
 			return out
 		}
 		out = append(out, w.push(f))
@@ -638,6 +653,25 @@ func (w *walker) stepNumber(n *node, f frame, c byte, out []int32) []int32 {
 		f.st, f.a = st, a
 		return append(out, w.push(f))
 	}
+	if n.bounded {
+		// an integer in [lo, hi]: a digit only while a value in range
+		// still begins so; the end only in range
+		if digit && (f.st == nMinus || f.st == nInt && f.a < maxBoundedDigits) {
+			g := f
+			g.st, g.a, g.b = nInt, f.a+1, f.b*10+int32(c-'0')
+			if f.st == nMinus && c == '0' {
+				g.st = nZero
+			}
+			if n.digitsToRange(g) < inf {
+				return append(out, w.push(g))
+			}
+			return out
+		}
+		if f.st == nMinus || digit || n.digitsToRange(f) != 0 {
+			return out
+		}
+		return w.step(f.parent, c, out)
+	}
 	switch f.st {
 	case nMinus:
 		if c == '0' {
@@ -702,11 +736,54 @@ func (w *walker) complete(f frame) bool {
 	n := &w.g.nodes[f.node]
 	switch n.kind {
 	case kNumber:
+		if n.bounded {
+			return f.st != nMinus && n.digitsToRange(f) == 0
+		}
 		return f.st == nZero || f.st == nInt || f.st == nFrac || f.st == nExp
 	case kLiteral:
 		return n.lit.term[f.a]
 	}
 	return false
+}
+
+// maxBoundedDigits: a bounded integer has at most 9 digits (it fits an
+// int32 frame field).
+const (
+	maxBoundedDigits = 9
+	maxBounded       = 999999999
+)
+
+// digitsToRange is the fewest digits that extend the integer being
+// written in frame f (sign f.c, f.a digits so far of value f.b) to a
+// value in [lo, hi]; 0 when it is in range; inf when none can.
+func (n *node) digitsToRange(f frame) int64 {
+	neg, q, k := f.c == 1, int64(f.b), int(f.a)
+	if f.st == nMinus {
+		k = 0
+	}
+	p := int64(1)
+	for e := 0; k+e <= maxBoundedDigits; e, p = e+1, p*10 {
+		if k == 0 && e == 0 {
+			continue
+		}
+		if k == 1 && q == 0 && e > 0 {
+			break // after a leading 0 nothing follows
+		}
+		lo, hi := q*p, q*p+p-1
+		if k == 0 {
+			lo = p / 10
+			if e == 1 {
+				lo = 0
+			}
+		}
+		if neg {
+			lo, hi = -hi, -lo
+		}
+		if lo <= n.hi && hi >= n.lo {
+			return int64(e)
+		}
+	}
+	return inf
 }
 
 // canEnd reports whether the text may end in the state top.
@@ -822,6 +899,9 @@ func (w *walker) frameRest(f frame) int64 {
 		}
 		return r
 	case kNumber:
+		if n.bounded {
+			return n.digitsToRange(f)
+		}
 		switch f.st {
 		case nMinus, nDot, nE, nESign:
 			return 1

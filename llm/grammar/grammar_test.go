@@ -117,6 +117,8 @@ var schemas = []string{
 	`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","enum":["x","y"]},"minItems":1}},"required":["tags"],"additionalProperties":false}`,
 	`{"type":"object","properties":{"a":{"allOf":[{"type":"boolean"}]},"b":{"type":"array","items":{"type":"integer"},"minItems":3}},"required":["a","b"],"additionalProperties":false,"title":"t","description":"d"}`,
 	`true`,
+	`{"type":"object","properties":{"a":{"type":"integer","minimum":10,"maximum":12},"b":{"type":"integer","exclusiveMinimum":-5,"exclusiveMaximum":3},"c":{"type":"number","minimum":1.5},"d":{"type":"integer","maximum":-100},"e":{"type":"integer","minimum":0,"maximum":0}},"required":["a","b","c","d","e"],"additionalProperties":false}`,
+	`{"type":"array","items":{"type":"integer","minimum":-20,"maximum":-3},"minItems":3}`,
 }
 
 func TestSchemasRandomWalk(t *testing.T) {
@@ -201,13 +203,28 @@ func TestAcceptsAndRejects(t *testing.T) {
 			t.Errorf("%q: accepted %v, want %v", c.text, ok, c.ok)
 		}
 	}
+	g, err = CompileSchema([]byte(`{"type":"integer","minimum":-7,"maximum":15}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{{"-7", true}, {"15", true}, {"0", true}, {"-0", true}, {"9", true}, {"-8", false}, {"16", false}, {"150", false}, {"01", false}, {"1.0", false}, {"-", false}} {
+		m := g.NewMatcher()
+		ok := m.Advance([]byte(c.text)) && m.CanEnd()
+		if ok != c.ok {
+			t.Errorf("%q: accepted %v, want %v", c.text, ok, c.ok)
+		}
+	}
 }
 
 func TestUnsupportedKeywords(t *testing.T) {
 	for _, c := range []struct{ schema, keyword, path string }{
 		{`{"type":"string","pattern":"^a"}`, "pattern", ""},
 		{`{"type":"object","properties":{"a":{"type":"string","format":"date-time"}}}`, "format", "/properties/a"},
-		{`{"type":"object","properties":{"a/b":{"type":"integer","minimum":0}}}`, "minimum", "/properties/a~1b"},
+		{`{"type":"object","properties":{"a/b":{"type":"integer","multipleOf":2}}}`, "multipleOf", "/properties/a~1b"},
+		{`{"type":"integer","minimum":0,"exclusiveMinimum":true}`, "exclusiveMinimum", ""},
 		{`{"oneOf":[{"type":"string"}]}`, "oneOf", ""},
 		{`{"type":"array","items":[{"type":"string"}]}`, "items", ""},
 		{`{"type":"array","uniqueItems":true}`, "uniqueItems", ""},
@@ -224,7 +241,7 @@ func TestUnsupportedKeywords(t *testing.T) {
 	}
 	for _, s := range []string{`false`, `{"type":"array","minItems":3,"maxItems":2}`, `{"enum":[]}`, `{"type":"string","enum":[1]}`,
 		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"}`,
-		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`, `[`, `{"type":"nothing"}`, `{"a":1,"a":2}`} {
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`, `[`, `{"type":"nothing"}`, `{"a":1,"a":2}`, `{"type":"integer","minimum":5,"maximum":4}`, `{"type":"integer","minimum":1e12}`} {
 		if _, err := CompileSchema([]byte(s), nil); err == nil {
 			t.Errorf("%s compiled", s)
 		}

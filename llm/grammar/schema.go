@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -196,7 +197,8 @@ var annotations = map[string]bool{"title": true, "description": true, "$schema":
 var keywords = map[string]string{"type": "", "enum": "", "const": "", "anyOf": "", "allOf": "", "$ref": "",
 	"properties": "object", "required": "object", "additionalProperties": "object",
 	"items": "array", "minItems": "array", "maxItems": "array",
-	"minLength": "string", "maxLength": "string"}
+	"minLength": "string", "maxLength": "string",
+	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number"}
 
 // reasons for keywords often met that are refused.
 var refusedWhy = map[string]string{
@@ -575,7 +577,40 @@ func (c *compiler) typed(s *jv, t, path string) (int32, error) {
 	case "null":
 		return c.add(node{kind: kLiteral, lit: newLitTrie([]string{"null"})})
 	case "number", "integer":
-		return c.add(node{kind: kNumber, integer: t == "integer"})
+		n := node{kind: kNumber, integer: t == "integer", lo: -maxBounded, hi: maxBounded}
+		for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+			v := s.get(k)
+			if v == nil {
+				continue
+			}
+			if v.kind != 'n' {
+				return -1, unsupported(k, path, "only a number is supported (draft 4's boolean exclusive bounds are not)")
+			}
+			x, err := strconv.ParseFloat(v.s, 64)
+			if err != nil {
+				return -1, fmt.Errorf("%s at %q is not a number", k, path)
+			}
+			// a bounded value is written as an integer in range
+			n.bounded, n.integer = true, true
+			var b float64
+			switch k {
+			case "minimum":
+				b = math.Ceil(x)
+			case "exclusiveMinimum":
+				b = math.Floor(x) + 1
+			case "maximum":
+				b = math.Floor(x)
+			default:
+				b = math.Ceil(x) - 1
+			}
+			b = max(-maxBounded-1, min(maxBounded+1, b))
+			if strings.HasSuffix(k, "inimum") {
+				n.lo = max(n.lo, int64(b))
+			} else {
+				n.hi = min(n.hi, int64(b))
+			}
+		}
+		return c.add(n)
 	case "string":
 		lo, err := count(s, "minLength", path)
 		if err != nil {
