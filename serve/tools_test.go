@@ -403,3 +403,33 @@ func TestJSONSchemaRandomWeights(t *testing.T) {
 	}
 	t.Logf("%d of %d valid", valid, n)
 }
+
+// TestForcedToolCallLlama3: in the Llama 3 format the reply is the bare
+// call object {"name", "parameters"}, returned as tool_calls.
+func TestForcedToolCallLlama3(t *testing.T) {
+	_, _, tok := stories(t)
+	_, url := start(t, nil, func(m *serve.Model) {
+		hermesModel(tok)(m)
+		m.Tools.Format = serve.Llama3Tools
+	})
+	for i := range 3 {
+		body := fmt.Sprintf(`{"model":"stories","messages":[{"role":"user","content":"Once"}],"seed":%d,"max_tokens":100,"tools":%s,"tool_choice":{"type":"function","function":{"name":"get_weather"}}}`, i, weatherTools)
+		code, r := post(t, url+"/v1/chat/completions", body)
+		if code != 200 {
+			t.Fatalf("%d %v", code, r)
+		}
+		c := r["choices"].([]any)[0].(map[string]any)
+		tcs, _ := c["message"].(map[string]any)["tool_calls"].([]any)
+		if c["finish_reason"] != "tool_calls" || len(tcs) != 1 {
+			t.Fatalf("reply %v", c)
+		}
+		fn := tcs[0].(map[string]any)["function"].(map[string]any)
+		var args struct {
+			City *string `json:"city"`
+			Unit string  `json:"unit"`
+		}
+		if fn["name"] != "get_weather" || json.Unmarshal([]byte(fn["arguments"].(string)), &args) != nil || args.City == nil || (args.Unit != "c" && args.Unit != "f") {
+			t.Fatalf("call %v", fn)
+		}
+	}
+}
