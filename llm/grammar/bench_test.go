@@ -10,7 +10,8 @@ import (
 // BenchmarkMaskQwen2 is one token's mask over Qwen2's 151,936-token
 // vocabulary (the peer kit's vocab/ggml-vocab-qwen2.gguf) at three
 // positions of a schema's text: inside a free string (nearly every token
-// valid: the most walking), where a key starts, and after a colon.
+// valid: the most walking), where a key starts, and after a colon; and
+// building the index (once per model).
 func BenchmarkMaskQwen2(b *testing.B) {
 	v, err := llm.LoadGGUFVocab(shared.Path(b, "peers/llamacpp/vocab/ggml-vocab-qwen2.gguf"))
 	if err != nil {
@@ -21,6 +22,11 @@ func BenchmarkMaskQwen2(b *testing.B) {
 		texts[id] = v.Piece(0, id)
 	}
 	ix := NewIndex(texts, v.EOGs())
+	b.Run("index", func(b *testing.B) {
+		for b.Loop() {
+			NewIndex(texts, v.EOGs())
+		}
+	})
 	g, err := CompileSchema([]byte(schemas[0]), nil)
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,9 @@
 package grammar
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -49,9 +51,11 @@ func NewIndex(texts []string, ends []int) *Index {
 			ids = append(ids, int32(id))
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool {
-		a, b := texts[ids[i]], texts[ids[j]]
-		return a < b || a == b && ids[i] < ids[j]
+	slices.SortFunc(ids, func(a, b int32) int {
+		if c := strings.Compare(texts[a], texts[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
 	})
 	var other []int32
 	for _, id := range ids {
