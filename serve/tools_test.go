@@ -221,8 +221,8 @@ func TestStructuredRefusals(t *testing.T) {
 	}{
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"id":{"type":"string","pattern":"^a"}}}}}`,
 			"unsupported_parameter", "response_format.json_schema.schema.properties.id.pattern"},
-		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","minimum":0}}}`,
-			"unsupported_parameter", "response_format.json_schema.schema.minimum"},
+		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","multipleOf":2}}}`,
+			"unsupported_parameter", "response_format.json_schema.schema.multipleOf"},
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x"}}`, "invalid_value", "response_format.json_schema.schema"},
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":false}}`, "invalid_value", "response_format.json_schema.schema"},
 		{`"response_format":{"type":"grammar"}`, "unsupported_parameter", "response_format.type"},
