@@ -74,6 +74,8 @@ type toolUse struct {
 	format ToolFormat
 	raw    []json.RawMessage
 	names  map[string]bool
+	// one: parallel_tool_calls false: a call after the first is text
+	one bool
 	// gram: the grammar of a forced call (tool_choice required or a
 	// function), else nil
 	gram *grammar.Grammar
@@ -90,7 +92,7 @@ func toolsFor(m *Model, req *request) (*toolUse, *apiError) {
 		return nil, errorf(http.StatusBadRequest, "invalid_request_error", "tools_unsupported", "tools",
 			"the model %q has no chat template that takes tools (or writes calls in a format this server reads), so tools are refused rather than dropped", m.Name)
 	}
-	tu := &toolUse{format: m.Tools.Format, names: map[string]bool{}}
+	tu := &toolUse{format: m.Tools.Format, names: map[string]bool{}, one: !req.parallelTools}
 	var calls []grammar.Call
 	for i, t := range req.tools {
 		tu.raw = append(tu.raw, t.raw)
@@ -311,7 +313,9 @@ func (ts *toolStream) feed1(text string) (content string, calls []toolCall) {
 			return out.String(), calls
 		}
 		body := ts.pending[:i]
-		if c, ok := ts.tu.parseCall(body); ok {
+		if ts.tu.one && ts.calls > 0 {
+			out.WriteString(callOpen + body + callClose) // one call was asked for
+		} else if c, ok := ts.tu.parseCall(body); ok {
 			calls = append(calls, c)
 			ts.calls++
 		} else {

@@ -107,3 +107,14 @@ func TestDetectToolFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestToolStreamOneCall: parallel_tool_calls false: the second call is
+// text.
+func TestToolStreamOneCall(t *testing.T) {
+	tu := &toolUse{format: HermesTools, names: map[string]bool{"now": true}, one: true}
+	call := "<tool_call>{\"name\":\"now\",\"arguments\":{}}</tool_call>"
+	content, calls, ts := feedAll(tu, call+call, 5)
+	if len(calls) != 1 || content != call || ts.malformed != 0 {
+		t.Fatalf("%q %v", content, calls)
+	}
+}
