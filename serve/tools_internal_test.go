@@ -118,3 +118,39 @@ func TestToolStreamOneCall(t *testing.T) {
 		t.Fatalf("%q %v", content, calls)
 	}
 }
+
+// FuzzToolStream: the tool-call reader never panics, hands out the same
+// content and calls whatever the pieces the text comes in, and without
+// calls hands out the text unchanged.
+func FuzzToolStream(f *testing.F) {
+	for _, s := range []string{
+		"Let me look.\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+		"<tool_call>{\"name\":\"now\",\"arguments\":\"{}\"}</tool_call><tool_call>{\"name\":\"x\"}</tool_call> tail",
+		"<tool_call><tool_call></tool_call></tool_call><tool_ca",
+		" {\"name\": \"now\", \"parameters\": {\"a\": [1, {}]}}",
+		"plain text  \n",
+	} {
+		f.Add(s, uint8(3), false)
+		f.Add(s, uint8(1), true)
+	}
+	f.Fuzz(func(t *testing.T, text string, piece uint8, llama bool) {
+		format := HermesTools
+		if llama {
+			format = Llama3Tools
+		}
+		tu := &toolUse{format: format, names: map[string]bool{"now": true}}
+		whole, wcalls, wts := feedAll(tu, text, len(text)+1)
+		content, calls, ts := feedAll(tu, text, int(piece%16)+1)
+		if content != whole || len(calls) != len(wcalls) || ts.malformed != wts.malformed || ts.calls != len(calls) {
+			t.Fatalf("%q: in pieces %q %d calls, whole %q %d calls", text, content, len(calls), whole, len(wcalls))
+		}
+		for i := range calls {
+			if calls[i].Name != wcalls[i].Name || calls[i].Arguments != wcalls[i].Arguments {
+				t.Fatalf("%q: call %d differs", text, i)
+			}
+		}
+		if len(calls) == 0 && content != text {
+			t.Fatalf("%q: no call, content %q", text, content)
+		}
+	})
+}
