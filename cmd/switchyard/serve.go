@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -171,7 +172,8 @@ func loadServed(ctx context.Context, cmd *cobra.Command, eng *switchyard.Engine,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &serve.Model{Name: name, Decoder: d, Tokenizer: tok, ContextLength: contextLen, Chat: chatTemplate(path, tok), Placement: placement(m)}, nil
+	chat, tools := chatTemplate(path, tok)
+	return &serve.Model{Name: name, Decoder: d, Tokenizer: tok, ContextLength: contextLen, Chat: chat, Tools: tools, Placement: placement(m)}, nil
 }
 
 // placement sums up where a model's partitions run: each backend with its
@@ -228,29 +230,43 @@ func findTokenizer(modelPath, tokPath string, vocab int) (llm.Tokenizer, error) 
 // chatTemplate is the model's chat template renderer, or nil: a GGUF
 // file's tokenizer.chat_template (Jinja, rendered as Hugging Face's
 // apply_chat_template does) with its vocabulary. A model without one is
-// served for completions; its chat requests get a clear 400.
-func chatTemplate(modelPath string, tok llm.Tokenizer) func([]serve.Message) ([]int, error) {
+// served for completions; its chat requests get a clear 400. tools is
+// set when the template renders tools in a call format the server reads.
+func chatTemplate(modelPath string, tok llm.Tokenizer) (chat func([]serve.Message) ([]int, error), tools *serve.Tools) {
 	v, ok := tok.(*llm.Vocab)
 	if !ok || v.ChatTemplate() == "" {
-		return nil
+		return nil, nil
 	}
 	tmpl, err := llm.ParseChatTemplate(v.ChatTemplate())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "switchyard: serve: %s: chat template refused (%v); chat requests will get 400\n", modelPath, err)
-		return nil
+		return nil, nil
 	}
-	opts := llm.ChatOptions{AddGenerationPrompt: true}
+	base := llm.ChatOptions{AddGenerationPrompt: true}
 	if v.BOS() >= 0 {
-		opts.BOS = v.Text(v.BOS())
+		base.BOS = v.Text(v.BOS())
 	}
 	if v.EOS() >= 0 {
-		opts.EOS = v.Text(v.EOS())
+		base.EOS = v.Text(v.EOS())
 	}
-	return func(msgs []serve.Message) ([]int, error) {
+	render := func(msgs []serve.Message, defs []json.RawMessage) ([]int, error) {
 		conv := make([]llm.Message, len(msgs))
 		for i, m := range msgs {
-			conv[i] = llm.Message{Role: m.Role, Content: m.Content}
+			conv[i] = llm.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+			for _, c := range m.ToolCalls {
+				var tc llm.ToolCall
+				tc.ID, tc.Type, tc.Function.Name = c.ID, "function", c.Name
+				// templates write the arguments as an object (OpenAI
+				// passes them as JSON text)
+				tc.Function.Arguments = json.RawMessage(c.Arguments)
+				if !json.Valid(tc.Function.Arguments) {
+					tc.Function.Arguments, _ = json.Marshal(c.Arguments)
+				}
+				conv[i].ToolCalls = append(conv[i].ToolCalls, tc)
+			}
 		}
+		opts := base
+		opts.Tools = defs
 		text, err := tmpl.Render(conv, opts)
 		if err != nil {
 			return nil, err
@@ -259,4 +275,9 @@ func chatTemplate(modelPath string, tok llm.Tokenizer) func([]serve.Message) ([]
 		bos := v.AddBOS() && !(opts.BOS != "" && strings.HasPrefix(text, opts.BOS))
 		return v.Tokenize(text, bos, true)
 	}
+	chat = func(msgs []serve.Message) ([]int, error) { return render(msgs, nil) }
+	if f := serve.DetectToolFormat(tmpl.Source()); f != serve.NoToolFormat {
+		tools = &serve.Tools{Format: f, Chat: render}
+	}
+	return chat, tools
 }
