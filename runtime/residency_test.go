@@ -284,8 +284,8 @@ func settle(want int) int {
 	return n
 }
 
-// A fence that never signals and a 200 ms deadline: DeadlineExceeded
-// within 250 ms. The run freed its buffers, yet the device keeps them
+// A fence that never signals and a 200 ms deadline: DeadlineExceeded at
+// the deadline, not a hang (the bound leaves room for a loaded machine). The run freed its buffers, yet the device keeps them
 // alive under the hung call until it ends (here: the backend closes);
 // then nothing is left: no buffer, goroutine or file descriptor.
 func TestFenceNeverSignalsDeadline(t *testing.T) {
@@ -308,8 +308,8 @@ func TestFenceNeverSignalsDeadline(t *testing.T) {
 	if !errors.Is(err, hal.ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want DeadlineExceeded", err)
 	}
-	if took > 250*time.Millisecond {
-		t.Errorf("the run took %v", took)
+	if took > 2*time.Second {
+		t.Errorf("the run took %v with a 200 ms deadline", took)
 	}
 	c := b.Counters()
 	if c.BuffersFreed != c.BuffersAllocated || c.LiveBuffers == 0 || c.PendingOps == 0 {
