@@ -23,6 +23,7 @@ type metrics struct {
 	cancelled      *prometheus.CounterVec   // model
 	steps          *prometheus.CounterVec   // model: scheduler rounds
 	stepSeqs       *prometheus.HistogramVec // model: sequences per round
+	batchSeqs      *prometheus.HistogramVec // model: sequences per batched decode run
 }
 
 func newMetrics() *metrics {
@@ -60,9 +61,12 @@ func newMetrics() *metrics {
 		stepSeqs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "round_sequences",
 			Help:    "Sequences stepped per scheduler round.",
 			Buckets: prometheus.LinearBuckets(1, 1, 16)}, []string{"model"}),
+		batchSeqs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batched_sequences",
+			Help:    "Sequences decoded together in one run of a batched decoder (one per round that has decode steps).",
+			Buckets: prometheus.LinearBuckets(1, 1, 16)}, []string{"model"}),
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.prefilled, m.ttft, m.tokensPerSec, m.queue, m.active,
-		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs,
+		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs, m.batchSeqs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
