@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package native
+
+func (w *bqWeights) multiOK() bool                         { return false }
+func (w *bqWeights) multiDot(n int, x, y []float32, R int) {}
+func (w *bqWeights) singleDot(n int, x []float32) float32  { return 0 }
