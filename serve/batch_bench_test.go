@@ -271,4 +271,3 @@ func BenchmarkBatchedServe(b *testing.B) {
 		}
 	})
 }
-

@@ -7,21 +7,32 @@ import (
 
 var hasBQMulti = hasAVX2FMA && cpu.X86.HasF16C
 
-// multiOK says w has multi-row kernels: int8 blocks of 32 (one group) or
-// Q5_0, on the float path.
+// multiOK says w has multi-row kernels: int8 blocks of 32 (one group),
+// Q5_0, Q4_K or Q6_K, on the float path.
 func (w *bqWeights) multiOK() bool {
 	if !hasBQMulti || w.gk != nil || w.ik != nil {
 		return false
 	}
-	return w.typ == ggml.Q5_0 || w.typ == 0 && w.bits == 8 && w.block == 32 && w.g == 1
+	switch w.typ {
+	case ggml.Q5_0, ggml.Q4_K, ggml.Q6_K:
+		return true
+	case 0:
+		return w.bits == 8 && w.block == 32 && w.g == 1
+	}
+	return false
 }
 
+// needSums says the kernels take the rows' 32-value sums (Q4_K).
+func (w *bqWeights) needSums() bool { return w.typ == ggml.Q4_K }
+
 // multiDot computes feature n of R rows of x (K floats apart) into y (N
-// floats apart).
-func (w *bqWeights) multiDot(n int, x, y []float32, R int) {
+// floats apart); xs: Q4_K's sums of the R rows, per super-block the R
+// rows' eight one after the other.
+func (w *bqWeights) multiDot(n int, x, y, xs []float32, R int) {
 	K, N := w.k, w.n
 	_, _ = x[(R-1)*K+K-1], y[(R-1)*N]
-	if w.typ == ggml.Q5_0 {
+	switch w.typ {
+	case ggml.Q5_0:
 		nb := K / 32
 		row := w.raw[n*w.rb : n*w.rb+nb*22]
 		if R == 4 {
@@ -29,23 +40,51 @@ func (w *bqWeights) multiDot(n int, x, y []float32, R int) {
 		} else {
 			bqkQ5_0Float2AVX2(nb, &row[0], &x[0], 4*K, &y[0], 4*N)
 		}
-		return
-	}
-	nb := K / 32
-	q, s := w.q8[n*K:n*K+K], w.s[n*nb:n*nb+nb]
-	if R == 4 {
-		bq8Dot4AVX2(nb, &q[0], &s[0], &x[0], 4*K, &y[0], 4*N)
-	} else {
-		bq8Dot2AVX2(nb, &q[0], &s[0], &x[0], 4*K, &y[0], 4*N)
+	case ggml.Q4_K:
+		nb := K / 256
+		row := w.raw[n*w.rb : n*w.rb+nb*144]
+		_ = xs[nb*R*8-1]
+		if R == 4 {
+			bqkQ4KFloat4AVX2(nb, &row[0], &x[0], 4*K, &xs[0], &y[0], 4*N)
+		} else {
+			bqkQ4KFloat2AVX2(nb, &row[0], &x[0], 4*K, &xs[0], &y[0], 4*N)
+		}
+	case ggml.Q6_K:
+		nb := K / 256
+		row := w.raw[n*w.rb : n*w.rb+nb*210]
+		if R == 4 {
+			bqkQ6KFloat4AVX2(nb, &row[0], &x[0], 4*K, nil, &y[0], 4*N)
+		} else {
+			bqkQ6KFloat2AVX2(nb, &row[0], &x[0], 4*K, nil, &y[0], 4*N)
+		}
+	default:
+		nb := K / 32
+		q, s := w.q8[n*K:n*K+K], w.s[n*nb:n*nb+nb]
+		if R == 4 {
+			bq8Dot4AVX2(nb, &q[0], &s[0], &x[0], 4*K, &y[0], 4*N)
+		} else {
+			bq8Dot2AVX2(nb, &q[0], &s[0], &x[0], 4*K, &y[0], 4*N)
+		}
 	}
 }
 
-// singleDot is the single-row kernel of a weight multiOK accepts.
-func (w *bqWeights) singleDot(n int, x []float32) float32 {
-	if w.typ == ggml.Q5_0 {
+// singleDot is the single-row kernel of a weight multiOK accepts (xs:
+// the row's Q4_K sums).
+func (w *bqWeights) singleDot(n int, x, xs []float32) float32 {
+	switch w.typ {
+	case ggml.Q5_0:
 		nb := w.k / 32
 		row := w.raw[n*w.rb : n*w.rb+nb*22]
 		return bqkQ5_0FloatAVX2(nb, &row[0], &x[0], nil)
+	case ggml.Q4_K:
+		nb := w.k / 256
+		row := w.raw[n*w.rb : n*w.rb+nb*144]
+		_ = xs[nb*8-1]
+		return bqkQ4KFloatAVX2(nb, &row[0], &x[0], &xs[0])
+	case ggml.Q6_K:
+		nb := w.k / 256
+		row := w.raw[n*w.rb : n*w.rb+nb*210]
+		return bqkQ6KFloatAVX2(nb, &row[0], &x[0], nil)
 	}
 	return w.rowDot(n, x)
 }

@@ -12,6 +12,16 @@ func bq8Dot2AVX2(nb int, q *int8, s *float32, x *float32, ldx int, y *float32, l
 //go:noescape
 func bqkQ5_0Float2AVX2(nb int, w *uint8, x *float32, ldx int, y *float32, ldy int)
 
+// bqkQ4KFloat2AVX2 is bqkQ4KFloatAVX2 for 2 rows of x at once (see the package asmgenbqm).
+//
+//go:noescape
+func bqkQ4KFloat2AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
+
+// bqkQ6KFloat2AVX2 is bqkQ6KFloatAVX2 for 2 rows of x at once (xs unused; see the package asmgenbqm).
+//
+//go:noescape
+func bqkQ6KFloat2AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
+
 // bq8Dot4AVX2 is bq8DotAVX2 (blocks of 32, one group) for 4 rows of x at once (see the package asmgenbqm).
 //
 //go:noescape
@@ -21,3 +31,13 @@ func bq8Dot4AVX2(nb int, q *int8, s *float32, x *float32, ldx int, y *float32, l
 //
 //go:noescape
 func bqkQ5_0Float4AVX2(nb int, w *uint8, x *float32, ldx int, y *float32, ldy int)
+
+// bqkQ4KFloat4AVX2 is bqkQ4KFloatAVX2 for 4 rows of x at once (see the package asmgenbqm).
+//
+//go:noescape
+func bqkQ4KFloat4AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
+
+// bqkQ6KFloat4AVX2 is bqkQ6KFloatAVX2 for 4 rows of x at once (xs unused; see the package asmgenbqm).
+//
+//go:noescape
+func bqkQ6KFloat4AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)

@@ -23,6 +23,10 @@
 //     (p0+p1)+(p2+p3), then total += scale·sum (FMA).
 //   - bqkQ5_0Float{2,4}AVX2: ggml Q5_0 blocks: per block and row,
 //     acc = x0·w0, then FMAs of x1·w1 … x3·w3, then total += d·acc.
+//   - bqkQ4KFloat{2,4}AVX2, bqkQ6KFloat{2,4}AVX2: ggml Q4_K and Q6_K
+//     super-blocks as asmgenbqk's float kernels compute them (Q4_K's
+//     minimums with the rows' 32-value sums, xs: per super-block the R
+//     rows' eight sums one after the other).
 //
 // Rows of x are ldx bytes apart; output r goes to y + r·ldy bytes.
 package main
@@ -40,11 +44,13 @@ func main() {
 	for _, r := range []int{2, 4} {
 		bq8Multi(r)
 		q50Multi(r)
+		q4kMulti(r)
+		q6kMulti(r)
 	}
 	Generate()
 }
 
-var c0F, c10, qhShuf, qhBits Mem
+var c0F, c03, c10, c20, qhShuf, qhBits Mem
 
 func bytes32(name string, f func(i int) byte) Mem {
 	m := GLOBL(name, RODATA|NOPTR)
@@ -60,7 +66,9 @@ func bytes32(name string, f func(i int) byte) Mem {
 
 func consts() {
 	c0F = bytes32("bqm_c0f", func(int) byte { return 0x0F })
+	c03 = bytes32("bqm_c03", func(int) byte { return 0x03 })
 	c10 = bytes32("bqm_c10", func(int) byte { return 0x10 })
+	c20 = bytes32("bqm_c20", func(int) byte { return 0x20 })
 	qhShuf = bytes32("bqm_qhshuf", func(i int) byte { return byte(i / 8) })
 	qhBits = bytes32("bqm_qhbits", func(i int) byte { return 1 << (i % 8) })
 }
@@ -212,6 +220,246 @@ func q50Multi(R int) {
 	}
 	ADDQ(U8(22), w)
 	ADDQ(U32(128), off)
+	DECQ(nb)
+	JMP(LabelRef(p + "block"))
+	Label(p + "done")
+	store(tot)
+}
+
+const sigK = "func(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)"
+
+// rows addresses R rows of x with few registers: bases x0 (and x2 = x0 +
+// 2·ldx for 4 rows) advanced as the kernel moves on, row r+1 of a pair
+// at ldx (an index register) past row r.
+type rows struct {
+	base []Register
+	ldx  Register
+}
+
+func newRows(R int) rows {
+	x := Load(Param("x"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	rs := rows{base: []Register{x}, ldx: ldx}
+	if R == 4 {
+		x2 := GP64()
+		LEAQ(Mem{Base: x, Index: ldx, Scale: 2}, x2)
+		rs.base = append(rs.base, x2)
+	}
+	return rs
+}
+
+func (rs rows) at(r, disp int) Mem {
+	m := Mem{Base: rs.base[r/2], Disp: disp}
+	if r%2 == 1 {
+		m.Index, m.Scale = rs.ldx, 1
+	}
+	return m
+}
+
+func (rs rows) advance(n int) {
+	for _, b := range rs.base {
+		ADDQ(U32(n), b)
+	}
+}
+
+// k4scales unpacks Q4_K's twelve scale bytes at w+4 into the eight
+// scales (sc) and eight mins (m), each as two GP32 registers of four
+// bytes (asmgenbqk's).
+func k4scales(w Register) (scLo, scHi, mLo, mHi GPVirtual) {
+	u0, u1, u2 := GP32(), GP32(), GP32()
+	MOVL(Mem{Base: w, Disp: 4}, u0)
+	MOVL(Mem{Base: w, Disp: 8}, u1)
+	MOVL(Mem{Base: w, Disp: 12}, u2)
+	scLo, scHi, mLo, mHi = GP32(), GP32(), GP32(), GP32()
+	t := GP32()
+	MOVL(u0, scLo)
+	ANDL(U32(0x3f3f3f3f), scLo)
+	MOVL(u0, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, scHi)
+	ANDL(U32(0x0f0f0f0f), scHi)
+	ORL(t, scHi)
+	MOVL(u1, mLo)
+	ANDL(U32(0x3f3f3f3f), mLo)
+	MOVL(u1, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, mHi)
+	SHRL(U8(4), mHi)
+	ANDL(U32(0x0f0f0f0f), mHi)
+	ORL(t, mHi)
+	return
+}
+
+// bytes8ToFloats widens the eight bytes lo|hi (zero-extended) to float32.
+func bytes8ToFloats(lo, hi GPVirtual) VecVirtual {
+	x := XMM()
+	VMOVD(lo, x)
+	VPINSRD(U8(1), hi, x, x)
+	y := YMM()
+	VPMOVZXBD(x, y)
+	VCVTDQ2PS(y, y)
+	return y
+}
+
+func q4kMulti(R int) {
+	name := fmt.Sprintf("bqkQ4KFloat%dAVX2", R)
+	TEXT(name, NOSPLIT, sigK)
+	Doc(fmt.Sprintf("%s is bqkQ4KFloatAVX2 for %d rows of x at once (see the package asmgenbqm).", name, R))
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	xr := newRows(R)
+	sums := Load(Param("xs"), GP64()) // [nb][R][8]: the rows' sums of a block together
+	local := AllocLocal(64 + 32)
+	tot := make([]VecVirtual, R)
+	for r := range tot {
+		tot[r] = YMM()
+		VXORPS(tot[r], tot[r], tot[r])
+	}
+	p := name + "_"
+	Label(p + "block")
+	TESTQ(nb, nb)
+	JZ(LabelRef(p + "done"))
+	scLo, scHi, mLo, mHi := k4scales(w)
+	dd := XMM()
+	h := GP32()
+	MOVL(Mem{Base: w}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd) // d, dmin
+	d, dmin := YMM(), YMM()
+	VBROADCASTSS(dd, d)
+	VMOVSHDUP(dd, dd)
+	VBROADCASTSS(dd, dmin)
+	sc := bytes8ToFloats(scLo, scHi)
+	VMULPS(d, sc, sc)
+	VMOVUPS(sc, local.Offset(64)) // d·sc_s
+	m := bytes8ToFloats(mLo, mHi)
+	for r := 0; r < R; r++ {
+		mr := YMM()
+		VMULPS(Mem{Base: sums, Disp: 32 * r}, m, mr)
+		VFNMADD231PS(dmin, mr, tot[r]) // total −= dmin·m_s·Σx_s
+	}
+	for c := 0; c < 4; c++ {
+		q, n := YMM(), YMM()
+		VMOVDQU(Mem{Base: w, Disp: 16 + 32*c}, q)
+		VPSRLW(U8(4), q, n)
+		VPAND(c0F, q, q)
+		VPAND(c0F, n, n)
+		VMOVDQU(q, local)
+		VMOVDQU(n, local.Offset(32))
+		for half := 0; half < 2; half++ {
+			s := 2*c + half
+			v := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
+			for i := range v {
+				VPMOVZXBD(local.Offset(32*half+8*i), v[i])
+				VCVTDQ2PS(v[i], v[i])
+			}
+			b := YMM()
+			VBROADCASTSS(local.Offset(64+4*s), b)
+			for r := 0; r < R; r++ {
+				acc := YMM()
+				VMULPS(xr.at(r, 4*(32*s)), v[0], acc)
+				for i := 1; i < 4; i++ {
+					VFMADD231PS(xr.at(r, 4*(32*s+8*i)), v[i], acc)
+				}
+				VFMADD231PS(b, acc, tot[r])
+			}
+		}
+	}
+	ADDQ(U32(144), w)
+	xr.advance(1024)
+	ADDQ(U32(32*R), sums)
+	DECQ(nb)
+	JMP(LabelRef(p + "block"))
+	Label(p + "done")
+	store(tot)
+}
+
+func q6kMulti(R int) {
+	name := fmt.Sprintf("bqkQ6KFloat%dAVX2", R)
+	TEXT(name, NOSPLIT, sigK)
+	Doc(fmt.Sprintf("%s is bqkQ6KFloatAVX2 for %d rows of x at once (xs unused; see the package asmgenbqm).", name, R))
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	xr := newRows(R)
+	local := AllocLocal(128 + 64)
+	tot := make([]VecVirtual, R)
+	for r := range tot {
+		tot[r] = YMM()
+		VXORPS(tot[r], tot[r], tot[r])
+	}
+	p := name + "_"
+	Label(p + "block")
+	TESTQ(nb, nb)
+	JZ(LabelRef(p + "done"))
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(Mem{Base: w, Disp: 208}, h)
+	VMOVD(h, dd)
+	VCVTPH2PS(dd, dd)
+	d := YMM()
+	VBROADCASTSS(dd, d)
+	for i := 0; i < 2; i++ {
+		s := YMM()
+		VPMOVSXBD(Mem{Base: w, Disp: 192 + 8*i}, s)
+		VCVTDQ2PS(s, s)
+		VMULPS(d, s, s)
+		VMOVUPS(s, local.Offset(128+32*i)) // d·sc_g
+	}
+	for hf := 0; hf < 2; hf++ {
+		a, b, hb := YMM(), YMM(), YMM()
+		VMOVDQU(Mem{Base: w, Disp: 64 * hf}, a)
+		VMOVDQU(Mem{Base: w, Disp: 64*hf + 32}, b)
+		VMOVDQU(Mem{Base: w, Disp: 128 + 32*hf}, hb)
+		for k := 0; k < 4; k++ {
+			p, hi := YMM(), YMM()
+			src := a
+			if k&1 == 1 {
+				src = b
+			}
+			if k < 2 {
+				VPAND(c0F, src, p)
+			} else {
+				VPSRLW(U8(4), src, p)
+				VPAND(c0F, p, p)
+			}
+			if k == 0 {
+				VPAND(c03, hb, hi)
+			} else {
+				VPSRLW(U8(2*k), hb, hi)
+				VPAND(c03, hi, hi)
+			}
+			VPSLLW(U8(4), hi, hi)
+			VPOR(hi, p, p)
+			VPSUBB(c20, p, p) // q − 32
+			VMOVDQU(p, local.Offset(32*k))
+		}
+		for k := 0; k < 4; k++ {
+			for g := 0; g < 2; g++ {
+				v := []VecVirtual{YMM(), YMM()}
+				for i := range v {
+					VPMOVSXBD(local.Offset(32*k+16*g+8*i), v[i])
+					VCVTDQ2PS(v[i], v[i])
+				}
+				bs := YMM()
+				VBROADCASTSS(local.Offset(128+4*(8*hf+2*k+g)), bs)
+				for r := 0; r < R; r++ {
+					acc := YMM()
+					o := 4 * (128*hf + 32*k + 16*g)
+					VMULPS(xr.at(r, o), v[0], acc)
+					VFMADD231PS(xr.at(r, o+32), v[1], acc)
+					VFMADD231PS(bs, acc, tot[r])
+				}
+			}
+		}
+	}
+	ADDQ(U32(210), w)
+	xr.advance(1024)
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
