@@ -2,13 +2,17 @@ package llm_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/formats/llama"
+	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/llm"
+	_ "github.com/switchyard-hal/switchyard/plugins/native"
 )
 
 func argmaxOf(l []float32) int {
@@ -170,5 +174,60 @@ func TestBatchedDecoderGolden(t *testing.T) {
 			t.Errorf("stream %d batched: %v\nalone: %v", i, s.got, w)
 		}
 		_ = s.seq.Close()
+	}
+}
+
+// BenchmarkFeedBatch: one decode step of B sequences in one run of a
+// batched decoder (SWITCHYARD_BATCH_BENCH_MODEL, a .gguf; default
+// stories260K.bin), on native and cpu, for B = 1, 2, 4; tokens/s is B
+// over the step's time.
+func BenchmarkFeedBatch(b *testing.B) {
+	ctx := context.Background()
+	path := os.Getenv("SWITCHYARD_BATCH_BENCH_MODEL")
+	if path == "" {
+		path = filepath.Join(shared.Path(b, "testdata/llm/stories260K"), "stories260K.bin")
+	}
+	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native", "cpu"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{Method: llama.BatchMethod, ContextLength: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := llm.NewDecoder(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, B := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("B=%d", B), func(b *testing.B) {
+			seqs := make([]*llm.Sequence, B)
+			ids := make([]int, B)
+			for i := range seqs {
+				if seqs[i], err = d.NewSequence(ctx); err != nil {
+					b.Fatal(err)
+				}
+				defer seqs[i].Close()
+				if _, err := seqs[i].Feed(ctx, []int{1, 100 + i}); err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = 7 + i
+			}
+			b.ResetTimer()
+			for k := range b.N {
+				if k > 0 && k%200 == 0 {
+					for _, s := range seqs {
+						if err := s.Truncate(2); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				if _, err := d.FeedBatch(ctx, seqs, ids); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(B*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
 	}
 }
