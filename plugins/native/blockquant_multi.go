@@ -9,7 +9,7 @@ package native
 // converted to float32 B times; where a multi-row kernel exists
 // (internal/asmgenbqm: int8 blocks of 32 — GGUF's Q8_0 — and ggml's
 // Q5_0, Q4_K and Q6_K, on the float path, with AVX2, FMA and F16C) a
-// block is unpacked once for 4 (or 2) rows. Each row's sums are the single-row kernel's,
+// block is unpacked once for up to 4 rows. Each row's sums are the single-row kernel's,
 // operation for operation, so the outputs have the same bits whether a
 // row is computed alone or beside others: a sequence decodes the same
 // tokens batched as alone.
@@ -23,22 +23,15 @@ func (w *bqWeights) rowsMulti(x, y, xs []float32, m, n0, n1 int) bool {
 	}
 	K, N := w.k, w.n
 	_, _ = x[m*K-1], y[m*N-1]
-	// the row groups: fours, then a pair, then one alone
+	// the row groups: fours, then the 3, 2 or 1 rows left
 	type group struct {
 		r, R int
 		xs   []float32 // Q4_K: per super-block the group's rows' 8 sums
 	}
 	var gs [8]group
 	groups := gs[:0]
-	r := 0
-	for ; r+4 <= m; r += 4 {
-		groups = append(groups, group{r: r, R: 4})
-	}
-	for ; r+2 <= m; r += 2 {
-		groups = append(groups, group{r: r, R: 2})
-	}
-	if r < m {
-		groups = append(groups, group{r: r, R: 1})
+	for r := 0; r < m; r += 4 {
+		groups = append(groups, group{r: r, R: min(4, m-r)})
 	}
 	if w.needSums() {
 		nb := K / 256

@@ -25,9 +25,23 @@ func (w *bqWeights) multiOK() bool {
 // needSums says the kernels take the rows' 32-value sums (Q4_K).
 func (w *bqWeights) needSums() bool { return w.typ == ggml.Q4_K }
 
-// multiDot computes feature n of R rows of x (K floats apart) into y (N
-// floats apart); xs: Q4_K's sums of the R rows, per super-block the R
-// rows' eight one after the other.
+type (
+	multiFn  = func(nb int, w *uint8, x *float32, ldx int, y *float32, ldy int)
+	multiQ8  = func(nb int, q *int8, s *float32, x *float32, ldx int, y *float32, ldy int)
+	multiKFn = func(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
+)
+
+// the kernels by rows (index R-2)
+var (
+	multiQ5_0 = [3]multiFn{bqkQ5_0Float2AVX2, bqkQ5_0Float3AVX2, bqkQ5_0Float4AVX2}
+	multiQ4K  = [3]multiKFn{bqkQ4KFloat2AVX2, bqkQ4KFloat3AVX2, bqkQ4KFloat4AVX2}
+	multiQ6K  = [3]multiKFn{bqkQ6KFloat2AVX2, bqkQ6KFloat3AVX2, bqkQ6KFloat4AVX2}
+	multiBQ8  = [3]multiQ8{bq8Dot2AVX2, bq8Dot3AVX2, bq8Dot4AVX2}
+)
+
+// multiDot computes feature n of R rows (2 ≤ R ≤ 4) of x (K floats
+// apart) into y (N floats apart); xs: Q4_K's sums of the R rows, per
+// super-block the R rows' eight one after the other.
 func (w *bqWeights) multiDot(n int, x, y, xs []float32, R int) {
 	K, N := w.k, w.n
 	_, _ = x[(R-1)*K+K-1], y[(R-1)*N]
@@ -35,36 +49,20 @@ func (w *bqWeights) multiDot(n int, x, y, xs []float32, R int) {
 	case ggml.Q5_0:
 		nb := K / 32
 		row := w.raw[n*w.rb : n*w.rb+nb*22]
-		if R == 4 {
-			bqkQ5_0Float4AVX2(nb, &row[0], &x[0], 4*K, &y[0], 4*N)
-		} else {
-			bqkQ5_0Float2AVX2(nb, &row[0], &x[0], 4*K, &y[0], 4*N)
-		}
+		multiQ5_0[R-2](nb, &row[0], &x[0], 4*K, &y[0], 4*N)
 	case ggml.Q4_K:
 		nb := K / 256
 		row := w.raw[n*w.rb : n*w.rb+nb*144]
 		_ = xs[nb*R*8-1]
-		if R == 4 {
-			bqkQ4KFloat4AVX2(nb, &row[0], &x[0], 4*K, &xs[0], &y[0], 4*N)
-		} else {
-			bqkQ4KFloat2AVX2(nb, &row[0], &x[0], 4*K, &xs[0], &y[0], 4*N)
-		}
+		multiQ4K[R-2](nb, &row[0], &x[0], 4*K, &xs[0], &y[0], 4*N)
 	case ggml.Q6_K:
 		nb := K / 256
 		row := w.raw[n*w.rb : n*w.rb+nb*210]
-		if R == 4 {
-			bqkQ6KFloat4AVX2(nb, &row[0], &x[0], 4*K, nil, &y[0], 4*N)
-		} else {
-			bqkQ6KFloat2AVX2(nb, &row[0], &x[0], 4*K, nil, &y[0], 4*N)
-		}
+		multiQ6K[R-2](nb, &row[0], &x[0], 4*K, nil, &y[0], 4*N)
 	default:
 		nb := K / 32
 		q, s := w.q8[n*K:n*K+K], w.s[n*nb:n*nb+nb]
-		if R == 4 {
-			bq8Dot4AVX2(nb, &q[0], &s[0], &x[0], 4*K, &y[0], 4*N)
-		} else {
-			bq8Dot2AVX2(nb, &q[0], &s[0], &x[0], 4*K, &y[0], 4*N)
-		}
+		multiBQ8[R-2](nb, &q[0], &s[0], &x[0], 4*K, &y[0], 4*N)
 	}
 }
 

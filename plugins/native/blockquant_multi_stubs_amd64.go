@@ -22,6 +22,26 @@ func bqkQ4KFloat2AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *flo
 //go:noescape
 func bqkQ6KFloat2AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
 
+// bq8Dot3AVX2 is bq8DotAVX2 (blocks of 32, one group) for 3 rows of x at once (see the package asmgenbqm).
+//
+//go:noescape
+func bq8Dot3AVX2(nb int, q *int8, s *float32, x *float32, ldx int, y *float32, ldy int)
+
+// bqkQ5_0Float3AVX2 is bqkQ5_0FloatAVX2 for 3 rows of x at once (see the package asmgenbqm).
+//
+//go:noescape
+func bqkQ5_0Float3AVX2(nb int, w *uint8, x *float32, ldx int, y *float32, ldy int)
+
+// bqkQ4KFloat3AVX2 is bqkQ4KFloatAVX2 for 3 rows of x at once (see the package asmgenbqm).
+//
+//go:noescape
+func bqkQ4KFloat3AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
+
+// bqkQ6KFloat3AVX2 is bqkQ6KFloatAVX2 for 3 rows of x at once (xs unused; see the package asmgenbqm).
+//
+//go:noescape
+func bqkQ6KFloat3AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
+
 // bq8Dot4AVX2 is bq8DotAVX2 (blocks of 32, one group) for 4 rows of x at once (see the package asmgenbqm).
 //
 //go:noescape

@@ -10,20 +10,20 @@
 // sequence) by every weight row. The single-row kernels (asmgenbq's
 // bq8DotAVX2, asmgenbqk's bqkQ5_0FloatAVX2) unpack and convert each
 // block of a weight row to float32 for every activation row; these
-// kernels do it once a block and use it for R rows (2 or 4), so the
+// kernels do it once a block and use it for R rows (2, 3 or 4), so the
 // unpacking, which dominates a single row's cost, is shared. Each row's
 // arithmetic is exactly the single-row kernel's, in the same order (the
 // same products, accumulators, scale FMA and final reduction), so every
 // output has the bits the single-row kernel gives it: a sequence decodes
 // the same tokens batched as alone.
 //
-//   - bq8Dot{2,4}AVX2: int8 weights in blocks of 32 (one group), one
+//   - bq8Dot{2,3,4}AVX2: int8 weights in blocks of 32 (one group), one
 //     float32 scale a block: per block and row, the four 8-lane products
 //     (exact, as the FMAs into zeroed accumulators are), added as
 //     (p0+p1)+(p2+p3), then total += scale·sum (FMA).
-//   - bqkQ5_0Float{2,4}AVX2: ggml Q5_0 blocks: per block and row,
+//   - bqkQ5_0Float{2,3,4}AVX2: ggml Q5_0 blocks: per block and row,
 //     acc = x0·w0, then FMAs of x1·w1 … x3·w3, then total += d·acc.
-//   - bqkQ4KFloat{2,4}AVX2, bqkQ6KFloat{2,4}AVX2: ggml Q4_K and Q6_K
+//   - bqkQ4KFloat{2,3,4}AVX2, bqkQ6KFloat{2,3,4}AVX2: ggml Q4_K and Q6_K
 //     super-blocks as asmgenbqk's float kernels compute them (Q4_K's
 //     minimums with the rows' 32-value sums, xs: per super-block the R
 //     rows' eight sums one after the other).
@@ -41,7 +41,7 @@ import (
 
 func main() {
 	consts()
-	for _, r := range []int{2, 4} {
+	for _, r := range []int{2, 3, 4} {
 		bq8Multi(r)
 		q50Multi(r)
 		q4kMulti(r)
@@ -229,7 +229,7 @@ func q50Multi(R int) {
 const sigK = "func(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)"
 
 // rows addresses R rows of x with few registers: bases x0 (and x2 = x0 +
-// 2·ldx for 4 rows) advanced as the kernel moves on, row r+1 of a pair
+// 2·ldx for 3 or 4 rows) advanced as the kernel moves on, row r+1 of a pair
 // at ldx (an index register) past row r.
 type rows struct {
 	base []Register
@@ -240,7 +240,7 @@ func newRows(R int) rows {
 	x := Load(Param("x"), GP64())
 	ldx := Load(Param("ldx"), GP64())
 	rs := rows{base: []Register{x}, ldx: ldx}
-	if R == 4 {
+	if R > 2 {
 		x2 := GP64()
 		LEAQ(Mem{Base: x, Index: ldx, Scale: 2}, x2)
 		rs.base = append(rs.base, x2)
