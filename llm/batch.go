@@ -384,7 +384,7 @@ func (d *Decoder) FeedBatch(ctx context.Context, seqs []*Sequence, ids []int) ([
 	}
 	for j, st := range order {
 		i := at[st]
-		out[i] = slices.Clone(all[j*v : (j+1)*v])
+		out[i] = all[j*v : (j+1)*v : (j+1)*v] // the run's own logits tensor: the caller's
 		seqs[i].ids = append(seqs[i].ids, ids[i])
 	}
 	return out, nil
