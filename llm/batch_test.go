@@ -179,7 +179,7 @@ func TestBatchedDecoderGolden(t *testing.T) {
 
 // BenchmarkFeedBatch: one decode step of B sequences in one run of a
 // batched decoder (SWITCHYARD_BATCH_BENCH_MODEL, a .gguf; default
-// stories260K.bin), on native and cpu, for B = 1, 2, 4; tokens/s is B
+// stories260K.bin), on native and cpu, for B = 1, 2, 3, 4; tokens/s is B
 // over the step's time.
 func BenchmarkFeedBatch(b *testing.B) {
 	ctx := context.Background()
@@ -200,7 +200,7 @@ func BenchmarkFeedBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, B := range []int{1, 2, 4} {
+	for _, B := range []int{1, 2, 3, 4} {
 		b.Run(fmt.Sprintf("B=%d", B), func(b *testing.B) {
 			seqs := make([]*llm.Sequence, B)
 			ids := make([]int, B)

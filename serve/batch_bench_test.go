@@ -67,11 +67,19 @@ func benchServer(b *testing.B, opts *serve.Options) string {
 // benchClient waits as long as a loaded machine takes.
 var benchClient = &http.Client{}
 
-// timedStream streams a greedy completion of n tokens and returns when
-// each chunk arrived and the completion tokens the usage counts; onChunk
-// (when not nil) is called with the count of chunks so far.
-func timedStream(ctx context.Context, url, prompt string, n int, onChunk func(int)) ([]time.Time, int, error) {
-	body := fmt.Sprintf(`{"model":"m","prompt":%q,"max_tokens":%d,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, prompt, n)
+// chunk is a streamed chunk's arrival and the tokens it carries.
+type chunk struct {
+	at     time.Time
+	tokens int
+}
+
+// timedStream streams a greedy completion of n tokens (with logprobs: a
+// chunk lists its tokens, text held back for a partial character comes
+// later with several) and returns its chunks and the completion tokens
+// the usage counts; onChunk (when not nil) is called with the count of
+// tokens so far.
+func timedStream(ctx context.Context, url, prompt string, n int, onChunk func(int)) ([]chunk, int, error) {
+	body := fmt.Sprintf(`{"model":"m","prompt":%q,"max_tokens":%d,"temperature":0,"logprobs":0,"stream":true,"stream_options":{"include_usage":true}}`, prompt, n)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", strings.NewReader(body))
 	if err != nil {
 		return nil, 0, err
@@ -84,8 +92,8 @@ func timedStream(ctx context.Context, url, prompt string, n int, onChunk func(in
 	if resp.StatusCode != 200 {
 		return nil, 0, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	var at []time.Time
-	used := 0
+	var at []chunk
+	used, total := 0, 0
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
@@ -94,7 +102,10 @@ func timedStream(ctx context.Context, url, prompt string, n int, onChunk func(in
 		}
 		var c struct {
 			Choices []struct {
-				Text string `json:"text"`
+				Text     string `json:"text"`
+				Logprobs *struct {
+					Tokens []string `json:"tokens"`
+				} `json:"logprobs"`
 			} `json:"choices"`
 			Usage *struct {
 				CompletionTokens int `json:"completion_tokens"`
@@ -106,29 +117,36 @@ func timedStream(ctx context.Context, url, prompt string, n int, onChunk func(in
 		if c.Usage != nil {
 			used = c.Usage.CompletionTokens
 		}
-		if len(c.Choices) > 0 && c.Choices[0].Text != "" {
-			at = append(at, time.Now())
+		if len(c.Choices) > 0 && c.Choices[0].Logprobs != nil && len(c.Choices[0].Logprobs.Tokens) > 0 {
+			k := len(c.Choices[0].Logprobs.Tokens)
+			at = append(at, chunk{time.Now(), k})
+			total += k
 			if onChunk != nil {
-				onChunk(len(at))
+				onChunk(total)
 			}
 		}
 	}
 	return at, used, sc.Err()
 }
 
-// meanGap is the mean time between the chunks of at that arrived in
-// [from, to).
-func meanGap(at []time.Time, from, to time.Time) (time.Duration, int) {
-	var in []time.Time
-	for _, t := range at {
-		if !t.Before(from) && t.Before(to) {
-			in = append(in, t)
+// meanGap is the mean time per token of the chunks of at that arrived in
+// [from, to): the span from the first to the last over the tokens of all
+// but the first.
+func meanGap(at []chunk, from, to time.Time) (time.Duration, int) {
+	var in []chunk
+	for _, c := range at {
+		if !c.at.Before(from) && c.at.Before(to) {
+			in = append(in, c)
 		}
 	}
 	if len(in) < 2 {
 		return 0, 0
 	}
-	return in[len(in)-1].Sub(in[0]) / time.Duration(len(in)-1), len(in) - 1
+	n := 0
+	for _, c := range in[1:] {
+		n += c.tokens
+	}
+	return in[len(in)-1].at.Sub(in[0].at) / time.Duration(n), n
 }
 
 // BenchmarkBatchedServe: the continuous-batching figures over HTTP on a
@@ -187,7 +205,7 @@ func BenchmarkBatchedServe(b *testing.B) {
 		var worst float64
 		for range b.N {
 			ctx, cancel := context.WithCancel(context.Background())
-			ats := make([][]time.Time, 4)
+			ats := make([][]chunk, 4)
 			var abortAt time.Time
 			var wg sync.WaitGroup
 			for i := range 4 {
@@ -197,7 +215,7 @@ func BenchmarkBatchedServe(b *testing.B) {
 					if i == 0 {
 						// the client goes away after abortAfter chunks
 						c, on = ctx, func(k int) {
-							if k == abortAfter {
+							if k >= abortAfter && abortAt.IsZero() {
 								abortAt = time.Now()
 								cancel()
 							}
@@ -222,14 +240,14 @@ func BenchmarkBatchedServe(b *testing.B) {
 				if len(ats[i]) == 0 {
 					b.Fatalf("stream %d got nothing", i)
 				}
-				if ats[i][0].After(start) {
-					start = ats[i][0]
+				if ats[i][0].at.After(start) {
+					start = ats[i][0].at
 				}
-				if last := ats[i][len(ats[i])-1]; end.IsZero() || last.Before(end) {
+				if last := ats[i][len(ats[i])-1].at; end.IsZero() || last.Before(end) {
 					end = last
 				}
 			}
-			start = slices.MaxFunc([]time.Time{start, ats[0][0]}, time.Time.Compare)
+			start = slices.MaxFunc([]time.Time{start, ats[0][0].at}, time.Time.Compare)
 			for i := 1; i < 4; i++ {
 				before, nb := meanGap(ats[i], start, abortAt)
 				after, na := meanGap(ats[i], abortAt, end.Add(time.Nanosecond))
