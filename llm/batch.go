@@ -78,13 +78,12 @@ func (d *Decoder) Batched() bool { return d.pool != nil }
 // newState is an empty parked state.
 func (p *batchPool) newState() *batchState { return &batchState{p: p, slot: -1} }
 
-// grow makes room for n slots (the pool only grows; a slot is reused
-// once free).
+// grow makes room for n slots (the pool only grows, to the most
+// sequences stepped at once; a slot is reused once free).
 func (p *batchPool) grow(n int) error {
 	if n <= len(p.slots) {
 		return nil
 	}
-	n = max(n, 2*len(p.slots))
 	if int64(n)*int64(p.per)*4*int64(len(p.d.pastIn)) > 1<<40 {
 		return fmt.Errorf("llm: %d cache slots of %d floats: too large", n, p.per)
 	}
