@@ -83,6 +83,8 @@ type Decoder struct {
 	// saying how many positions they hold (formats/llama's SharedCache)
 	shared  bool
 	pastLen string
+	// pool: a batched decoder's cache slots (batch.go), nil otherwise
+	pool *batchPool
 }
 
 // kvCache is a decoder's cache between steps: the past tensors by input
@@ -98,12 +100,17 @@ type kvCache struct {
 	slot int
 	// sess carries a shared cache (the past inputs are its state)
 	sess *switchyard.Session
+	// bs is a batched decoder's cache (batch.go)
+	bs *batchState
 }
 
 // close frees the session of a shared cache.
 func (c *kvCache) close() {
 	if c != nil && c.sess != nil {
 		_ = c.sess.Close()
+	}
+	if c != nil && c.bs != nil {
+		c.bs.close()
 	}
 }
 
@@ -122,6 +129,7 @@ func (d *Decoder) ContextLength() int { return d.context }
 // (formats/llama's SharedCache, ONNX Runtime's past_present_share_buffer).
 func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 	d := &Decoder{m: m, present: map[string]string{}, pastDim: map[string]int{}}
+	batched := false
 	outs := map[string]bool{}
 	for _, o := range m.Outputs() {
 		outs[o.Name] = true
@@ -131,9 +139,10 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 	}
 	for _, in := range m.Inputs() {
 		if in.Name == llama.PastLengthInput {
-			if in.DType != switchyard.Int32 || len(in.Shape) != 1 || in.Shape[0] != 1 {
-				return nil, fmt.Errorf("llm: input %q is %v%v, want int32 [1]", in.Name, in.DType, in.Shape)
+			if in.DType != switchyard.Int32 || len(in.Shape) != 1 || in.Shape[0] != 1 && in.Shape[0] >= 0 {
+				return nil, fmt.Errorf("llm: input %q is %v%v, want int32 [1] (or [batch]: a batched decoder)", in.Name, in.DType, in.Shape)
 			}
+			batched = in.Shape[0] < 0
 			d.shared, d.pastLen = true, in.Name
 		}
 	}
@@ -168,6 +177,13 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 	if len(d.pastIn) == 0 {
 		return nil, errors.New("llm: the model has no past_* key/value inputs")
 	}
+	if batched {
+		p, err := newBatchPool(d)
+		if err != nil {
+			return nil, err
+		}
+		d.pool = p
+	}
 	if d.shared {
 		// the buffers hold the context: no longer one than the shortest
 		p := d.pastIn[0].Shape[2]
@@ -186,6 +202,9 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 // head_size]) dim 2.
 func (d *Decoder) seqAxis(in switchyard.ValueInfo) (int, error) {
 	if d.shared {
+		if d.pastLen != "" && len(in.Shape) == 4 && in.Shape[0] < 0 && slices.Min(in.Shape[1:]) > 0 {
+			return 2, nil // batched: newBatchPool checks the rest
+		}
 		if len(in.Shape) != 4 || slices.Min(in.Shape) <= 0 {
 			return 0, fmt.Errorf("llm: shared cache input %q has shape %v, want a fixed [batch, kv_heads, context, head_size]", in.Name, in.Dims)
 		}
@@ -215,6 +234,10 @@ func (d *Decoder) SharedCache() bool { return d.shared }
 // kept where the attention computing them runs. The caller closes it.
 func (d *Decoder) emptyCache(ctx context.Context) (*kvCache, error) {
 	c := &kvCache{t: switchyard.Tensors{}, slot: -1}
+	if d.pool != nil {
+		c.bs = d.pool.newState()
+		return c, nil
+	}
 	if d.shared {
 		pairs := make([]switchyard.StatePair, 0, len(d.pastIn))
 		for _, in := range d.pastIn {
@@ -358,6 +381,13 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 	t, err := switchyard.NewTensor([]int{1, len(ids)}, in)
 	if err != nil {
 		return nil, 0, nil, err
+	}
+	if cache.bs != nil {
+		all, v, err := d.pool.stepOne(ctx, cache.bs, ids)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return all, v, &kvCache{t: cache.t, n: cache.n + len(ids), bs: cache.bs, slot: -1}, nil
 	}
 	feeds := switchyard.Tensors{d.ids: t}
 	for k, v := range cache.t {

@@ -83,6 +83,12 @@ func (s *Sequence) Truncate(n int) error {
 	if n == len(s.ids) {
 		return nil
 	}
+	if s.c.bs != nil {
+		s.c.bs.truncate(n)
+		s.c.n = n
+		s.ids = s.ids[:n]
+		return nil
+	}
 	if s.c.sess != nil {
 		s.c.n = n
 		s.ids = s.ids[:n]
@@ -122,6 +128,9 @@ func (s *Sequence) Truncate(n int) error {
 // or a growing cache's tensors and spare buffers.
 func (s *Sequence) Bytes() int64 {
 	var n int64
+	if s.c.bs != nil {
+		return s.c.bs.bytes()
+	}
 	if s.c.sess != nil {
 		for _, in := range s.d.pastIn {
 			e := int64(in.DType.Size())
@@ -154,6 +163,10 @@ func (s *Sequence) Bytes() int64 {
 func (s *Sequence) Close() error {
 	if s.broken == nil {
 		s.broken = errors.New("llm: sequence closed")
+	}
+	if s.c != nil && s.c.bs != nil {
+		s.c.bs.close()
+		return nil
 	}
 	if s.c != nil && s.c.sess != nil {
 		err := s.c.sess.Close()

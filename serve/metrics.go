@@ -24,6 +24,7 @@ type metrics struct {
 	steps          *prometheus.CounterVec   // model: scheduler rounds
 	stepSeqs       *prometheus.HistogramVec // model: sequences per round
 	toolCalls      *prometheus.CounterVec   // model, result = ok|malformed
+	batchSeqs      *prometheus.HistogramVec // model: sequences per batched decode run
 }
 
 func newMetrics() *metrics {
@@ -63,9 +64,12 @@ func newMetrics() *metrics {
 			Buckets: prometheus.LinearBuckets(1, 1, 16)}, []string{"model"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
 			Help: "Tool calls found in replies: ok (returned as tool_calls) or malformed (returned as text)."}, []string{"model", "result"}),
+		batchSeqs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batched_sequences",
+			Help:    "Sequences decoded together in one run of a batched decoder (one per round that has decode steps).",
+			Buckets: prometheus.LinearBuckets(1, 1, 16)}, []string{"model"}),
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.prefilled, m.ttft, m.tokensPerSec, m.queue, m.active,
-		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs, m.toolCalls,
+		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs, m.toolCalls, m.batchSeqs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -146,6 +146,8 @@ type worker struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
+	// ctx runs batched steps (cancelled when the worker stops)
+	ctx    context.Context
 	prefix *prefixCache
 	// prefix cache lookups and hits, for the hit ratio
 	lookups, hits int
@@ -174,6 +176,16 @@ func (w *worker) submit(j *job) error {
 
 func (w *worker) run() {
 	defer close(w.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	w.ctx = ctx
 	var active []*job
 	defer func() {
 		for _, j := range active {
@@ -274,12 +286,17 @@ func (j *job) step(ids []int) {
 	j.logits, j.stepErr = j.seq.Feed(j.ctx, ids)
 }
 
-// round runs one step of every active job, one after the other or
-// (Options.ParallelSteps) concurrently, then samples.
+// round runs one step of every active job, then samples. With a batched
+// decoder (llm.Decoder.Batched) the decode steps of all the jobs past
+// their prompt are one run of the model (continuous batching: a job that
+// joined since the last round is in it, one that left is not); prompt
+// chunks run on their own. Otherwise every step runs on its own, one
+// after the other or (Options.ParallelSteps) concurrently.
 func (w *worker) round(active []*job) {
 	w.s.met.steps.WithLabelValues(w.name).Inc()
 	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
 	var wg sync.WaitGroup
+	var decode []*job
 	for _, j := range active {
 		j.logits, j.stepErr = nil, nil
 		if err := j.ctx.Err(); err != nil {
@@ -290,6 +307,10 @@ func (w *worker) round(active []*job) {
 		prefill := j.fed < len(j.prompt)
 		if prefill {
 			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
+		}
+		if !prefill && w.m.Decoder.Batched() {
+			decode = append(decode, j)
+			continue
 		}
 		if w.s.opts.ParallelSteps {
 			wg.Go(func() { j.step(ids) })
@@ -302,6 +323,7 @@ func (w *worker) round(active []*job) {
 		}
 	}
 	wg.Wait()
+	w.stepBatch(decode)
 	for _, j := range active {
 		switch {
 		case j.stepErr != nil:
@@ -323,6 +345,39 @@ func (w *worker) round(active []*job) {
 			w.sampled(j, id)
 		}
 		j.logits = nil
+	}
+}
+
+// stepBatch runs one decode step of every job in js in one run of the
+// batched decoder. The run is the worker's, not a job's: a client going
+// away does not cancel the others' step (its job is dropped after it); a
+// panic in it fails those jobs, not the server.
+func (w *worker) stepBatch(js []*job) {
+	if len(js) == 0 {
+		return
+	}
+	w.s.met.batchSeqs.WithLabelValues(w.name).Observe(float64(len(js)))
+	seqs, ids := make([]*llm.Sequence, len(js)), make([]int, len(js))
+	for i, j := range js {
+		seqs[i], ids[i] = j.seq, j.last
+	}
+	ls, err := func() (ls [][]float32, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic in a decode step: %v", p)
+				for _, j := range js {
+					j.poisoned = true
+				}
+			}
+		}()
+		return w.m.Decoder.FeedBatch(w.ctx, seqs, ids)
+	}()
+	for i, j := range js {
+		if err != nil {
+			j.stepErr = err
+		} else {
+			j.logits = ls[i]
+		}
 	}
 }
 
@@ -381,6 +436,7 @@ func (w *worker) end(j *job, ev event) {
 		if j.poisoned {
 			_ = j.seq.Close()
 		} else {
+			j.seq.Park() // a batched decoder's slot freed
 			w.prefix.put(j.seq)
 		}
 		j.seq = nil

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/formats/llama"
 	"github.com/switchyard-hal/switchyard/llm"
 	"github.com/switchyard-hal/switchyard/serve"
 )
@@ -29,6 +30,7 @@ func serveCmd() *cobra.Command {
 	var isolate bool
 	var tokPaths []string
 	var context_ int
+	var batched bool
 	var so serve.Options
 	var bf backendFlags
 	var mf memoryFlags
@@ -46,7 +48,9 @@ extension) is what clients give as "model". Each model's tokenizer is
 found as generate finds it (a GGUF file's own, else tokenizer.bin or
 tok<VOCAB>.bin beside the model), or given with --tokenizer, once per
 model in order. Requests for one model share it: up to --max-batch
-sequences are decoded together, one step each per round, the rest queue.
+sequences are decoded together, one step each per round, the rest queue;
+a .gguf or llama2.c model runs the decode steps of a round as one batched
+pass over its weights (--batched=false: one pass per sequence).
 A model without a chat template answers chat requests with 400.
 
 The server listens on 127.0.0.1 unless --addr says otherwise; it has no
@@ -103,7 +107,7 @@ authentication, so bind other addresses only on a trusted network.`,
 				if i < len(tokPaths) {
 					tp = tokPaths[i]
 				}
-				m, err := loadServed(ctx, cmd, eng, arg, tp, context_)
+				m, err := loadServed(ctx, cmd, eng, arg, tp, context_, batched)
 				if err != nil {
 					shutdown()
 					return err
@@ -141,6 +145,7 @@ authentication, so bind other addresses only on a trusted network.`,
 	cmd.Flags().IntVar(&so.PrefillChunk, "prefill-chunk", 64, "prompt tokens a sequence prefills per round (others wait at most that long for their next token)")
 	cmd.Flags().StringVar(&prefixCache, "prefix-cache", "256MiB", "memory for finished sequences' KV caches, reused by requests that start the same way (0: off)")
 	cmd.Flags().IntVar(&so.PrefixCacheEntries, "prefix-cache-entries", 64, "the most sequences the prefix cache keeps")
+	cmd.Flags().BoolVar(&batched, "batched", true, "load a .gguf/.bin decoder in its batched form: the decode steps of all active sequences run as one pass over the weights (continuous batching)")
 	cmd.Flags().BoolVar(&so.ParallelSteps, "parallel-steps", false, "run a round's steps concurrently instead of one after the other (the kernels already use the cores within a step)")
 	cmd.Flags().StringVar(&maxBody, "max-body", "1MiB", "the largest request body; larger: 413")
 	bf.add(cmd)
@@ -150,13 +155,19 @@ authentication, so bind other addresses only on a trusted network.`,
 
 // loadServed loads one MODEL argument (PATH or NAME=PATH) with its
 // tokenizer.
-func loadServed(ctx context.Context, cmd *cobra.Command, eng *switchyard.Engine, arg, tokPath string, contextLen int) (*serve.Model, error) {
+func loadServed(ctx context.Context, cmd *cobra.Command, eng *switchyard.Engine, arg, tokPath string, contextLen int, batched bool) (*serve.Model, error) {
 	name, path, ok := strings.Cut(arg, "=")
 	if !ok || name == "" {
 		path = arg
 		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: contextLen})
+	lo := &switchyard.LoadOptions{ContextLength: contextLen}
+	if batched && (isGGUF(path) || strings.EqualFold(filepath.Ext(path), ".bin")) {
+		// the decoder graph with a batch dim: concurrent requests'
+		// decode steps run together, the weights read once per step
+		lo.Method = llama.BatchMethod
+	}
+	m, err := eng.OpenWith(ctx, path, lo)
 	if err != nil {
 		return nil, err
 	}

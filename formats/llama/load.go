@@ -90,6 +90,9 @@ func build(w *Weights, o formats.Options) (*graph.Model, error) {
 		}
 		c.ContextLength = int(fit)
 	}
+	if o.Method == BatchMethod {
+		return BuildBatch(w)
+	}
 	return Build(w)
 }
 

@@ -207,6 +207,9 @@ func (w *bqWeights) run(p *pool, x, y []float32, m int) {
 
 // rows computes outputs n0..n1-1 of every row of x.
 func (w *bqWeights) rows(x, y []float32, m, n0, n1 int) {
+	if m > 1 && w.rowsMulti(x, y, nil, m, n0, n1) {
+		return // a batch's rows together (blockquant_multi.go)
+	}
 	K, N := w.k, w.n
 	for r := 0; r < m; r++ {
 		xr, yr := x[r*K:r*K+K], y[r*N:r*N+N]

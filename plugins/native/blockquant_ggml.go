@@ -160,6 +160,9 @@ func (w *bqWeights) runGGMLFloat(p *pool, x, y []float32, m int) {
 	}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkFloatJob, t int) {
 		w, N, K := j.w, j.w.n, j.w.k
+		if j.m > 1 && w.rowsMulti(j.x, j.y, j.xs, j.m, t*j.per, min(N, (t+1)*j.per)) {
+			return // a batch's rows together (blockquant_multi.go)
+		}
 		nb := K / w.typ.BlockSize()
 		for n := t * j.per; n < min(N, (t+1)*j.per); n++ {
 			for r := 0; r < j.m; r++ {

@@ -1,0 +1,408 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/switchyard-hal/switchyard"
+)
+
+// Batched decoding.
+//
+// A batched decoder (formats/llama's BuildBatch, loaded with
+// LoadOptions{Method: llama.BatchMethod}) has a symbolic batch dim in
+// front of every input: input_ids [batch, seq], past_sequence_length
+// [batch], caches [batch, kv_heads, context, head_size]. Its sequences
+// live in the slots of one pool: per cache input a host buffer of
+// slots × kv_heads × context × head_size float32, slot i a whole
+// [1, kv_heads, context, head_size] block of it. A prompt runs on its
+// sequence's slot alone (batch 1, the slot's block as the cache); a
+// decode step of B sequences (FeedBatch) moves them into slots 0..B-1
+// (a move copies the positions a sequence holds, and happens only when
+// the set of sequences stepped changes) and runs once with batch B over
+// the first B blocks: every weight read once for all B tokens, each
+// token at its own position, the attention of each over its own cache.
+// The presents are bound to the pasts' very tensors, so the caches are
+// written in place. A sequence that stops being stepped (a finished one
+// the prefix cache keeps: Sequence.Park) gives its slot back, its
+// positions copied out into a buffer of their own size.
+
+// batchPool holds a batched decoder's slots.
+type batchPool struct {
+	d  *Decoder
+	mu sync.Mutex // runs and slot moves
+	// kv, ctx, hs: a cache input's [1:] dims; per the floats of one slot
+	kv, ctx, hs, per int
+	buf              map[string][]float32 // by past input, len(slots)·per
+	slots            []*batchState        // nil: free
+}
+
+// batchState is one sequence's cache in a pool: in a slot, or parked.
+type batchState struct {
+	p      *batchPool
+	slot   int // -1: parked
+	n      int // positions held
+	parked map[string][]float32
+	closed bool
+}
+
+// newBatchPool checks the batched decoder's cache inputs: float32, all of
+// one shape [batch, kv, ctx, hs].
+func newBatchPool(d *Decoder) (*batchPool, error) {
+	p := &batchPool{d: d, buf: map[string][]float32{}}
+	for i, in := range d.pastIn {
+		if in.DType != switchyard.Float32 && in.DType != switchyard.Undefined {
+			return nil, fmt.Errorf("llm: batched cache %q is %v; float32 caches are batched", in.Name, in.DType)
+		}
+		if len(in.Shape) != 4 || in.Shape[0] >= 0 || slices.Min(in.Shape[1:]) <= 0 {
+			return nil, fmt.Errorf("llm: batched cache %q has shape %v, want [batch, kv_heads, context, head_size]", in.Name, in.Dims)
+		}
+		if i == 0 {
+			p.kv, p.ctx, p.hs = in.Shape[1], in.Shape[2], in.Shape[3]
+		} else if in.Shape[1] != p.kv || in.Shape[2] != p.ctx || in.Shape[3] != p.hs {
+			return nil, fmt.Errorf("llm: batched caches of different shapes: %q is %v", in.Name, in.Shape)
+		}
+	}
+	p.per = p.kv * p.ctx * p.hs
+	return p, nil
+}
+
+// Batched reports whether the decoder is a batched one (FeedBatch runs its
+// sequences in one pass).
+func (d *Decoder) Batched() bool { return d.pool != nil }
+
+// newState is an empty parked state.
+func (p *batchPool) newState() *batchState { return &batchState{p: p, slot: -1} }
+
+// grow makes room for n slots (the pool only grows, to the most
+// sequences stepped at once; a slot is reused once free).
+func (p *batchPool) grow(n int) error {
+	if n <= len(p.slots) {
+		return nil
+	}
+	if int64(n)*int64(p.per)*4*int64(len(p.d.pastIn)) > 1<<40 {
+		return fmt.Errorf("llm: %d cache slots of %d floats: too large", n, p.per)
+	}
+	for _, in := range p.d.pastIn {
+		b := make([]float32, n*p.per)
+		copy(b, p.buf[in.Name])
+		p.buf[in.Name] = b
+	}
+	p.slots = append(p.slots, make([]*batchState, n-len(p.slots))...)
+	return nil
+}
+
+// rows copies n positions of every head from src's block at slot s (or a
+// parked [kv, n, hs] buffer when s < 0) to dst's at slot t (likewise).
+func (p *batchPool) rows(dst []float32, t int, src []float32, s int, n int) {
+	for h := 0; h < p.kv; h++ {
+		var si, ti int
+		if s >= 0 {
+			si = s*p.per + h*p.ctx*p.hs
+		} else {
+			si = h * n * p.hs
+		}
+		if t >= 0 {
+			ti = t*p.per + h*p.ctx*p.hs
+		} else {
+			ti = h * n * p.hs
+		}
+		copy(dst[ti:ti+n*p.hs], src[si:si+n*p.hs])
+	}
+}
+
+// attach puts a parked state in slot t (free), copying its positions in.
+func (p *batchPool) attach(st *batchState, t int) {
+	for name, b := range p.buf {
+		if st.n > 0 {
+			p.rows(b, t, st.parked[name], -1, st.n)
+		}
+	}
+	st.parked, st.slot = nil, t
+	p.slots[t] = st
+}
+
+// park moves a state out of its slot into buffers of its own size.
+func (p *batchPool) park(st *batchState) {
+	if st.slot < 0 {
+		return
+	}
+	st.parked = map[string][]float32{}
+	for name, b := range p.buf {
+		pb := make([]float32, p.kv*st.n*p.hs)
+		p.rows(pb, -1, b, st.slot, st.n)
+		st.parked[name] = pb
+	}
+	p.slots[st.slot] = nil
+	st.slot = -1
+}
+
+// free is a free slot, the pool grown if none is.
+func (p *batchPool) free() (int, error) {
+	for i, s := range p.slots {
+		if s == nil {
+			return i, nil
+		}
+	}
+	i := len(p.slots)
+	return i, p.grow(i + 1)
+}
+
+// place gives st a slot when it is parked.
+func (p *batchPool) place(st *batchState) error {
+	if st.closed {
+		return errors.New("llm: sequence closed")
+	}
+	if st.slot >= 0 {
+		return nil
+	}
+	t, err := p.free()
+	if err != nil {
+		return err
+	}
+	p.attach(st, t)
+	return nil
+}
+
+// arrange puts sts in slots 0..len(sts)-1 (in the order of their slots
+// now: a sequence keeps its slot while the set stepped stays the same)
+// and returns them in slot order.
+func (p *batchPool) arrange(sts []*batchState) ([]*batchState, error) {
+	if err := p.grow(len(sts)); err != nil {
+		return nil, err
+	}
+	for _, st := range sts {
+		if err := p.place(st); err != nil {
+			return nil, err
+		}
+	}
+	order := slices.Clone(sts)
+	sort.Slice(order, func(i, j int) bool { return order[i].slot < order[j].slot })
+	for i, st := range order {
+		if st.slot == i {
+			continue
+		}
+		// slot i holds another sequence (not stepped: those before i are
+		// in place) or none: that one moves out, st moves in
+		if o := p.slots[i]; o != nil {
+			p.park(o)
+		}
+		from := st.slot
+		for _, b := range p.buf {
+			p.rows(b, i, b, from, st.n)
+		}
+		p.slots[from], p.slots[i], st.slot = nil, st, i
+	}
+	return order, nil
+}
+
+// views are the cache tensors of slots [from, from+b): both the pasts fed
+// and the presents bound (the same tensors: in place).
+func (p *batchPool) views(from, b int) switchyard.Tensors {
+	ts := switchyard.Tensors{}
+	for _, in := range p.d.pastIn {
+		ts[in.Name] = &switchyard.Tensor{DType: switchyard.Float32, Shape: []int{b, p.kv, p.ctx, p.hs},
+			Data: p.buf[in.Name][from*p.per : (from+b)*p.per]}
+	}
+	return ts
+}
+
+// run runs the batched decoder on ids [b, s] over slots 0..b-1 (or, for
+// b = 1, slot from) with the positions cached ns, and returns the
+// logits [b, s, vocab].
+func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int) ([]float32, int, error) {
+	d := p.d
+	b, s := len(ids), len(ids[0])
+	in := make([]int64, 0, b*s)
+	pl := make([]int32, b)
+	for i, row := range ids {
+		if len(row) != s {
+			return nil, 0, errors.New("llm: a batched step of rows of different lengths")
+		}
+		if ns[i]+s > p.ctx {
+			return nil, 0, fmt.Errorf("%w: %d positions cached and %d more, the cache holds %d", ErrContext, ns[i], s, p.ctx)
+		}
+		for _, id := range row {
+			in = append(in, int64(id))
+		}
+		pl[i] = int32(ns[i])
+	}
+	idt, err := switchyard.NewTensor([]int{b, s}, in)
+	if err != nil {
+		return nil, 0, err
+	}
+	plt, err := switchyard.NewTensor([]int{b}, pl)
+	if err != nil {
+		return nil, 0, err
+	}
+	v := d.vocab()
+	if v <= 0 {
+		return nil, 0, errors.New("llm: the batched decoder's logits have no static vocabulary size")
+	}
+	logits, err := switchyard.Zeros(switchyard.Float32, []int{b, s, v})
+	if err != nil {
+		return nil, 0, err
+	}
+	caches := p.views(from, b)
+	feeds := switchyard.Tensors{d.ids: idt, d.pastLen: plt}
+	outs := switchyard.Tensors{d.logits: logits}
+	for past, t := range caches {
+		feeds[past], outs[d.present[past]] = t, t
+	}
+	if err := d.m.RunInto(ctx, feeds, outs); err != nil {
+		return nil, 0, err
+	}
+	all, err := switchyard.Values[float32](logits)
+	if err != nil {
+		return nil, 0, err
+	}
+	return all, v, nil
+}
+
+// stepOne runs ids on one state's slot (a prompt chunk, or a lone
+// decode step) and returns every position's logits.
+func (p *batchPool) stepOne(ctx context.Context, st *batchState, ids []int) ([]float32, int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.place(st); err != nil {
+		return nil, 0, err
+	}
+	all, v, err := p.run(ctx, st.slot, [][]int{ids}, []int{st.n})
+	if err != nil {
+		return nil, 0, err
+	}
+	st.n += len(ids)
+	return all, v, nil
+}
+
+// bytes is the memory a state holds: its slot's block, or its parked
+// positions.
+func (st *batchState) bytes() int64 {
+	p := st.p
+	if st.slot >= 0 {
+		return 4 * int64(p.per) * int64(len(p.d.pastIn))
+	}
+	return 4 * int64(p.kv*st.n*p.hs) * int64(len(st.parked))
+}
+
+// close frees a state's slot or parked buffers.
+func (st *batchState) close() {
+	p := st.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st.slot >= 0 {
+		p.slots[st.slot] = nil
+	}
+	st.slot, st.parked, st.closed = -1, nil, true
+}
+
+// Park gives a sequence's slot in a batched decoder's pool back, its
+// cached positions copied into memory of their own size (Bytes then
+// counts only those); its next step takes a slot again. A sequence
+// kept but not stepped for a while (a finished conversation kept for
+// its next turn) is parked so that slots are not held for it. It does
+// nothing for other decoders.
+func (s *Sequence) Park() {
+	if s.c == nil || s.c.bs == nil {
+		return
+	}
+	p := s.c.bs.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.park(s.c.bs)
+}
+
+// FeedBatch runs one decode step of every sequence in seqs, ids[i] after
+// seqs[i]'s cached positions, and returns each one's logits (slices the
+// caller owns). For a batched decoder (Batched) it is one run of the
+// model over all of them: the weights are read once for the whole batch;
+// otherwise it is each sequence's Feed in turn. The sequences must be
+// distinct sequences of d. A failed step leaves every one of them broken
+// (their caches may hold part of it).
+func (d *Decoder) FeedBatch(ctx context.Context, seqs []*Sequence, ids []int) ([][]float32, error) {
+	if len(seqs) != len(ids) {
+		return nil, fmt.Errorf("llm: FeedBatch of %d sequences and %d ids", len(seqs), len(ids))
+	}
+	out := make([][]float32, len(seqs))
+	if d.pool == nil || len(seqs) == 1 {
+		for i, s := range seqs {
+			l, err := s.Feed(ctx, ids[i:i+1])
+			if err != nil {
+				return nil, err
+			}
+			out[i] = l
+		}
+		return out, nil
+	}
+	sts := make([]*batchState, len(seqs))
+	at := make(map[*batchState]int, len(seqs))
+	for i, s := range seqs {
+		switch {
+		case s.d != d:
+			return nil, errors.New("llm: FeedBatch of a sequence of another decoder")
+		case s.broken != nil:
+			return nil, s.broken
+		case s.c.bs == nil:
+			return nil, errors.New("llm: FeedBatch of a sequence without a batched cache")
+		}
+		if _, dup := at[s.c.bs]; dup {
+			return nil, errors.New("llm: FeedBatch of one sequence twice")
+		}
+		if d.context > 0 && len(s.ids)+1 > d.context {
+			return nil, fmt.Errorf("%w: %d positions cached and 1 more, the context is %d", ErrContext, len(s.ids), d.context)
+		}
+		sts[i], at[s.c.bs] = s.c.bs, i
+	}
+	p := d.pool
+	p.mu.Lock()
+	order, err := p.arrange(sts)
+	if err != nil {
+		p.mu.Unlock()
+		return nil, err
+	}
+	rows, ns := make([][]int, len(order)), make([]int, len(order))
+	for j, st := range order {
+		rows[j], ns[j] = []int{ids[at[st]]}, st.n
+	}
+	all, v, err := p.run(ctx, 0, rows, ns)
+	if err == nil {
+		for _, st := range order {
+			st.n++
+		}
+	}
+	p.mu.Unlock()
+	if err != nil {
+		for _, s := range seqs {
+			s.broken = fmt.Errorf("llm: position %d: %w", len(s.ids), err)
+		}
+		return nil, seqs[0].broken
+	}
+	for j, st := range order {
+		i := at[st]
+		out[i] = all[j*v : (j+1)*v : (j+1)*v] // the run's own logits tensor: the caller's
+		seqs[i].ids = append(seqs[i].ids, ids[i])
+	}
+	return out, nil
+}
+
+// truncate keeps the first n positions (the later ones are overwritten
+// by the next steps).
+func (st *batchState) truncate(n int) {
+	p := st.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st.slot < 0 && st.parked != nil {
+		for name, b := range st.parked {
+			nb := make([]float32, p.kv*n*p.hs)
+			for h := 0; h < p.kv; h++ {
+				copy(nb[h*n*p.hs:(h+1)*n*p.hs], b[h*st.n*p.hs:])
+			}
+			st.parked[name] = nb
+		}
+	}
+	st.n = n
+}

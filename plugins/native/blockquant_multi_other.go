@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package native
+
+func (w *bqWeights) multiOK() bool                             { return false }
+func (w *bqWeights) needSums() bool                            { return false }
+func (w *bqWeights) multiDot(n int, x, y, xs []float32, R int) {}
+func (w *bqWeights) singleDot(n int, x, xs []float32) float32  { return 0 }
