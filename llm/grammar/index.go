@@ -141,6 +141,9 @@ func (m *Matcher) Mask(ix *Index, left int, allow []uint64) int {
 	}
 	mk := masker{m: m, tr: &ix.all, allow: allow, left: int64(left)}
 	mk.d0 = int64(m.Rest())
+	for _, t := range m.tops { // the shortcut in fits bounds growth from each stack
+		mk.dMax = max(mk.dMax, m.w.rest(t))
+	}
 	if !ix.slow && m.inFreeString(ix.maxRunes) && mk.d0 <= mk.left-2 {
 		// every plain token continues the string and leaves its
 		// completion no longer: set them at once, walk the others
@@ -178,7 +181,8 @@ type masker struct {
 	tr    *trie
 	allow []uint64
 	left  int64
-	d0    int64
+	d0    int64 // the shortest completion now; dMax the longest of a stack's
+	dMax  int64
 	tops  []int32 // stacks of the states along the trie path
 	n     int
 }
@@ -215,8 +219,8 @@ func (mk *masker) visit(i int32, lo, hi, depth int) {
 // left after it, an end token included (one byte per token at worst).
 func (mk *masker) fits(lo, hi, depth int) bool {
 	budget := mk.left - 2 // the bytes of completion the tokens after this one can write
-	if budget >= mk.d0+int64(depth)*mk.m.w.g.maxGrow {
-		return true // far from the budget: no need to look
+	if budget >= mk.dMax+int64(depth)*mk.m.w.g.maxGrow {
+		return true // far from the budget: no stack can have grown past it
 	}
 	for _, t := range mk.tops[lo:hi] {
 		if mk.m.w.rest(t) <= budget {
