@@ -164,6 +164,17 @@ func (s *sampler) pick(logits []float32) int {
 	if len(cs) == 0 { // every logit -Inf but one NaN: nothing to draw from
 		return 0
 	}
+	if (s.p.topK <= 0 || s.p.topK >= len(cs)) && (s.p.topP <= 0 || s.p.topP >= 1) {
+		// nothing cut: draw in id order, no sort (a 150k vocabulary's
+		// sort cost more than the rest of sampling)
+		r := s.rng.Float64() * sum
+		for _, c := range cs {
+			if r -= c.p; r < 0 {
+				return c.id
+			}
+		}
+		return cs[len(cs)-1].id
+	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].p > cs[j].p || cs[i].p == cs[j].p && cs[i].id < cs[j].id })
 	n := len(cs)
 	if s.p.topK > 0 && s.p.topK < n {

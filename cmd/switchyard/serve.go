@@ -253,6 +253,12 @@ func chatTemplate(modelPath string, tok llm.Tokenizer) (chat func([]serve.Messag
 		fmt.Fprintf(os.Stderr, "switchyard: serve: %s: chat template refused (%v); chat requests will get 400\n", modelPath, err)
 		return nil, nil
 	}
+	return templateChat(tmpl, v)
+}
+
+// templateChat renders conversations (with tools, when the template
+// takes them) with tmpl and tokenizes them with v.
+func templateChat(tmpl *llm.ChatTemplate, v *llm.Vocab) (chat func([]serve.Message) ([]int, error), tools *serve.Tools) {
 	base := llm.ChatOptions{AddGenerationPrompt: true}
 	if v.BOS() >= 0 {
 		base.BOS = v.Text(v.BOS())

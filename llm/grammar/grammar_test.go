@@ -292,7 +292,7 @@ func TestPlainShortcut(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := make([]uint64, (len(texts)+63)/64), make([]uint64, (len(texts)+63)/64)
-	for _, prefix := range []string{`{"s":"`, `{"s":"ab`, `{"s":"ab日本`, `{"s":"` + strings.Repeat("x", 37)} {
+	for _, prefix := range []string{`{"s":"`, `{"s":"ab`, `{"s":"ab日本`, `{"s":"` + strings.Repeat("x", 37), `{"s":"` + strings.Repeat("x", 39), `{"s":"` + strings.Repeat("x", 40)} {
 		m := g.NewMatcher()
 		if !m.Advance([]byte(prefix)) {
 			t.Fatal(prefix)

@@ -21,7 +21,11 @@ type Index struct {
 	plain []uint64
 	// nPlain plain tokens, the most characters of one
 	nPlain, maxRunes int
-	slow             bool // tests: never take the plain-token shortcut
+	// the plain tokens by their number of characters (for a string
+	// with a maximum length)
+	byRunes    []int32
+	runesOfIdx []int32
+	slow       bool // tests: never take the plain-token shortcut
 }
 
 type trie struct {
@@ -58,14 +62,21 @@ func NewIndex(texts []string, ends []int) *Index {
 		return cmp.Compare(a, b)
 	})
 	var other []int32
+	runes := map[int32]int32{}
 	for _, id := range ids {
 		if n, ok := plainText(texts[id]); ok {
 			ix.plain[id>>6] |= 1 << (id & 63)
 			ix.nPlain++
 			ix.maxRunes = max(ix.maxRunes, n)
+			ix.byRunes = append(ix.byRunes, id)
+			runes[id] = int32(n)
 		} else {
 			other = append(other, id)
 		}
+	}
+	slices.SortStableFunc(ix.byRunes, func(a, b int32) int { return cmp.Compare(runes[a], runes[b]) })
+	for _, id := range ix.byRunes {
+		ix.runesOfIdx = append(ix.runesOfIdx, runes[id])
 	}
 	ix.all.build(texts, ids)
 	ix.other.build(texts, other)
@@ -141,13 +152,27 @@ func (m *Matcher) Mask(ix *Index, left int, allow []uint64) int {
 	}
 	mk := masker{m: m, tr: &ix.all, allow: allow, left: int64(left)}
 	mk.d0 = int64(m.Rest())
-	if !ix.slow && m.inFreeString(ix.maxRunes) && mk.d0 <= mk.left-2 {
-		// every plain token continues the string and leaves its
-		// completion no longer: set them at once, walk the others
-		for i, x := range ix.plain {
-			allow[i] |= x
+	for _, t := range m.tops { // the shortcut in fits bounds growth from each stack
+		mk.dMax = max(mk.dMax, m.w.rest(t))
+	}
+	if room, ok := m.inString(); ok && !ix.slow && mk.d0 <= mk.left-2 {
+		// every plain token that fits the string's room continues it
+		// and leaves its completion no longer: set them at once, walk
+		// the others
+		if room >= int64(ix.maxRunes) {
+			for i, x := range ix.plain {
+				allow[i] |= x
+			}
+			n += ix.nPlain
+		} else {
+			for i, id := range ix.byRunes {
+				if int64(ix.runesOfIdx[i]) > room {
+					break
+				}
+				allow[id>>6] |= 1 << (id & 63)
+				n++
+			}
 		}
-		n += ix.nPlain
 		mk.tr = &ix.other
 	}
 	mark := len(m.w.ar)
@@ -159,18 +184,24 @@ func (m *Matcher) Mask(ix *Index, left int, allow []uint64) int {
 	return n + mk.n
 }
 
-// inFreeString reports whether the one state is inside a string, between
-// characters, with room for runes more.
-func (m *Matcher) inFreeString(runes int) bool {
+// inString reports whether the one state is inside a string, between
+// characters, and how many more characters it may take.
+func (m *Matcher) inString() (room int64, ok bool) {
 	if len(m.tops) != 1 {
-		return false
+		return 0, false
 	}
 	f := m.w.ar[m.tops[0]]
 	if f.node < 0 || f.st != sIn {
-		return false
+		return 0, false
 	}
 	n := &m.w.g.nodes[f.node]
-	return n.kind == kString && (n.maxN < 0 || int(n.maxN-f.a) >= runes)
+	if n.kind != kString {
+		return 0, false
+	}
+	if n.maxN < 0 {
+		return inf, true
+	}
+	return int64(n.maxN - f.a), true
 }
 
 type masker struct {
@@ -178,7 +209,8 @@ type masker struct {
 	tr    *trie
 	allow []uint64
 	left  int64
-	d0    int64
+	d0    int64 // the shortest completion now; dMax the longest of a stack's
+	dMax  int64
 	tops  []int32 // stacks of the states along the trie path
 	n     int
 }
@@ -215,8 +247,8 @@ func (mk *masker) visit(i int32, lo, hi, depth int) {
 // left after it, an end token included (one byte per token at worst).
 func (mk *masker) fits(lo, hi, depth int) bool {
 	budget := mk.left - 2 // the bytes of completion the tokens after this one can write
-	if budget >= mk.d0+int64(depth)*mk.m.w.g.maxGrow {
-		return true // far from the budget: no need to look
+	if budget >= mk.dMax+int64(depth)*mk.m.w.g.maxGrow {
+		return true // far from the budget: no stack can have grown past it
 	}
 	for _, t := range mk.tops[lo:hi] {
 		if mk.m.w.rest(t) <= budget {

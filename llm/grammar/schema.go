@@ -610,6 +610,9 @@ func (c *compiler) typed(s *jv, t, path string) (int32, error) {
 				n.hi = min(n.hi, int64(b))
 			}
 		}
+		if n.lo > n.hi {
+			return c.add(node{kind: kAnyOf}) // an empty range: no value
+		}
 		return c.add(n)
 	case "string":
 		lo, err := count(s, "minLength", path)
