@@ -372,78 +372,6 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[5], l.op1("Slice", []string{x, l.constI64(start), l.constI64(end), l.constI64(dim), l.constI64(step)}), dt)
 	}
-	lowerings["aten::select_copy.int_out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.int(a[2])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[3], l.op1("Gather", []string{x, l.constT(graph.Scalar(idx))}, aInt("axis", dim)), dt)
-	}
-	lowerings["aten::index_select.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[2])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[3], l.op1("Gather", []string{x, idx}, aInt("axis", dim)), dt)
-	}
-	lowerings["aten::embedding.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 6); err != nil {
-			return err
-		}
-		w, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[1])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[5], l.op1("Gather", []string{w, idx}, aInt("axis", 0)), dt)
-	}
-	lowerings["aten::gather.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 5); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[2])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[4], l.op1("GatherElements", []string{x, idx}, aInt("axis", dim)), dt)
-	}
 	lowerings["aten::scatter.value_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 5); err != nil {
 			return err
@@ -472,29 +400,6 @@ func init() {
 		upd := l.op1("Expand", []string{c, l.op1("Shape", []string{idx})})
 		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, upd}, aInt("axis", dim)), dt)
 	}
-	lowerings["aten::scatter.src_out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 5); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[2])
-		if err != nil {
-			return err
-		}
-		src, err := l.tensor(a[3])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, src}, aInt("axis", dim)), dt)
-	}
 	lowerings["aten::argmax.out"] = argReduce("ArgMax")
 	lowerings["aten::argmin.out"] = argReduce("ArgMin")
 	lowerings["aten::mean.out"] = reduce("ReduceMean")
@@ -502,8 +407,6 @@ func init() {
 	lowerings["aten::sum.IntList_out"] = reduce("ReduceSum")
 	lowerings["aten::amax.out"] = reduce("ReduceMax")
 	lowerings["aten::amin.out"] = reduce("ReduceMin")
-	lowerings["aten::_softmax.out"] = softmax("Softmax")
-	lowerings["aten::_log_softmax.out"] = softmax("LogSoftmax")
 	lowerings["aten::native_layer_norm.out"] = layerNorm
 	lowerings["aten::convolution.out"] = convolution
 	lowerings["aten::max_pool2d_with_indices.out"] = maxPool

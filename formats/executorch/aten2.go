@@ -39,20 +39,6 @@ func init() {
 	lowerings["aten::trunc.out"] = floatUnary(func(l *lowerer, x string, _ graph.DType) string {
 		return l.op1("Mul", []string{l.op1("Sign", []string{x}), l.op1("Floor", []string{l.op1("Abs", []string{x})})})
 	})
-	lowerings["aten::leaky_relu.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 3); err != nil {
-			return err
-		}
-		x, dt, err := l.floatInput(a[0], a[2])
-		if err != nil {
-			return err
-		}
-		s, err := l.double(a[1])
-		if err != nil {
-			return err
-		}
-		return l.def(a[2], l.op1("LeakyRelu", []string{x}, aFloat("alpha", float32(s))), dt)
-	}
 	lowerings["aten::elu.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 5); err != nil {
 			return err
@@ -188,27 +174,6 @@ func init() {
 			}
 		}
 		return arange(l, v[0], v[1], v[2], a[3])
-	}
-	lowerings["aten::cumsum.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		_, dt, err := l.meta(a[3])
-		if err != nil {
-			return err
-		}
-		if _, idt, _ := l.meta(a[0]); idt != dt {
-			x = l.op1("Cast", []string{x}, aInt("to", int64(dt)))
-		}
-		return l.def(a[3], l.op1("CumSum", []string{x, l.constT(graph.Scalar(dim))}), dt)
 	}
 	lowerings["aten::_native_batch_norm_legit_no_training.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 8); err != nil {
@@ -363,21 +328,6 @@ func init() {
 			}
 			return l.def(a[2], r, dt)
 		}
-	}
-	lowerings["aten::pixel_shuffle.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 3); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		f, err := l.int(a[1])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[2], l.op1("DepthToSpace", []string{x}, aInt("blocksize", f), aString("mode", "CRD")), dt)
 	}
 	lowerings["aten::upsample_nearest2d.vec_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {

@@ -442,31 +442,6 @@ func reduce(op string) kernelFunc {
 	}
 }
 
-func softmax(op string) kernelFunc {
-	return func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		d, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		_, dt, err := l.meta(a[3])
-		if err != nil {
-			return err
-		}
-		_, idt, _ := l.meta(a[0])
-		if idt != dt {
-			x = l.op1("Cast", []string{x}, aInt("to", int64(dt)))
-		}
-		return l.def(a[3], l.op1(op, []string{x}, aInt("axis", d)), dt)
-	}
-}
-
 // layerNorm is native_layer_norm(input, normalized_shape, weight, bias,
 // eps, out, mean, rstd).
 func layerNorm(l *lowerer, a []int32) error {

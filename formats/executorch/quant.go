@@ -43,8 +43,6 @@ func init() {
 		lowerings[ns+"::dequantize_per_tensor.out"] = quantLower("DequantizePerTensor", false)
 		lowerings[ns+"::quantize_per_tensor.tensor_out"] = quantLower("QuantizePerTensor", true)
 		lowerings[ns+"::dequantize_per_tensor.tensor_out"] = quantLower("DequantizePerTensor", true)
-		lowerings[ns+"::quantize_per_channel.out"] = channelLower("QuantizePerChannel")
-		lowerings[ns+"::dequantize_per_channel.out"] = channelLower("DequantizePerChannel")
 	}
 }
 
@@ -180,31 +178,6 @@ func quantLower(op string, tensorArgs bool) kernelFunc {
 		}
 		attrs = append(attrs, aInt("zero_point", zp), aFloat("scale", float32(scale)), aInt("scale_bits", int64(math.Float64bits(scale))))
 		return l.custom(QuantDomain, op, []string{x}, a[len(a)-2], attrs...)
-	}
-}
-
-// channelLower lowers (input, scales, zero_points, axis, quant_min,
-// quant_max, dtype, [out_dtype,] out).
-func channelLower(op string) kernelFunc {
-	return func(l *lowerer, a []int32) error {
-		if err := need(a, 8); err != nil {
-			return err
-		}
-		ins := make([]string, 3)
-		var err error
-		for i := 0; i < 3; i++ {
-			if i == 2 && l.isNull(a[2]) {
-				continue
-			}
-			if ins[i], err = l.tensor(a[i]); err != nil {
-				return err
-			}
-		}
-		attrs, err := l.intAttrs([]string{"axis", "quant_min", "quant_max"}, a[3:6])
-		if err != nil {
-			return err
-		}
-		return l.custom(QuantDomain, op, ins, a[len(a)-2], attrs...)
 	}
 }
 
