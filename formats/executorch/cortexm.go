@@ -325,26 +325,12 @@ func (l *lowerer) intAttrs(names []string, vals []int32) ([]*graph.Attribute, er
 // pad: (input, pre_pad, post_pad, pad_value, out); the pads are given in
 // the input's memory order (N, H, W, C for a channels-last tensor).
 func cmPadLower(l *lowerer, a []int32) error {
-	if err := need(a, 5); err != nil {
-		return err
-	}
-	x, err := l.tensor(a[0])
-	if err != nil {
-		return err
+	ar := l.args(a, 5)
+	x, pre, post, v := ar.tensor(0), ar.ints(1), ar.ints(2), ar.int(3)
+	if ar.err != nil {
+		return ar.err
 	}
 	t, dt, _ := l.meta(a[0])
-	pre, err := l.ints(a[1])
-	if err != nil {
-		return err
-	}
-	post, err := l.ints(a[2])
-	if err != nil {
-		return err
-	}
-	v, err := l.int(a[3])
-	if err != nil {
-		return err
-	}
 	r := len(t.Sizes)
 	if r == 0 || r > 4 || len(pre) != 4 || len(post) != 4 {
 		return fmt.Errorf("pad of a rank-%d tensor with %d/%d pads", r, len(pre), len(post))
