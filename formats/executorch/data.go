@@ -8,35 +8,27 @@ import (
 	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
+// scalarDTypes maps each scalar type the IR can hold to its element
+// type (Undefined: not held).
+var scalarDTypes = [...]graph.DType{
+	TypeByte: graph.Uint8, TypeChar: graph.Int8, TypeShort: graph.Int16, TypeInt: graph.Int32,
+	TypeLong: graph.Int64, TypeHalf: graph.Float16, TypeFloat: graph.Float32, TypeDouble: graph.Float64,
+	TypeBool: graph.Bool, TypeBFloat16: graph.BFloat16, TypeUInt16: graph.Uint16, TypeUInt32: graph.Uint32,
+	TypeUInt64: graph.Uint64,
+}
+
+// heldDType is the element type holding s, Undefined when none does.
+func (s ScalarType) heldDType() graph.DType {
+	if s < 0 || int(s) >= len(scalarDTypes) {
+		return graph.Undefined
+	}
+	return scalarDTypes[s]
+}
+
 // DType maps an ExecuTorch scalar type to the IR's element type.
 func (s ScalarType) DType() (graph.DType, error) {
-	switch s {
-	case TypeByte:
-		return graph.Uint8, nil
-	case TypeChar:
-		return graph.Int8, nil
-	case TypeShort:
-		return graph.Int16, nil
-	case TypeInt:
-		return graph.Int32, nil
-	case TypeLong:
-		return graph.Int64, nil
-	case TypeHalf:
-		return graph.Float16, nil
-	case TypeFloat:
-		return graph.Float32, nil
-	case TypeDouble:
-		return graph.Float64, nil
-	case TypeBool:
-		return graph.Bool, nil
-	case TypeBFloat16:
-		return graph.BFloat16, nil
-	case TypeUInt16:
-		return graph.Uint16, nil
-	case TypeUInt32:
-		return graph.Uint32, nil
-	case TypeUInt64:
-		return graph.Uint64, nil
+	if dt := s.heldDType(); dt != graph.Undefined {
+		return dt, nil
 	}
 	return graph.Undefined, fmt.Errorf("executorch: scalar type %s not supported", s)
 }
@@ -89,19 +81,12 @@ func ParsePTD(data []byte) (map[string]External, error) {
 	if legacy {
 		segField, entField = 3, 2
 	}
-	segTabs, err := root.Tables(segField, "segment")
+	segs, err := flatbuf.Decode(root, segField, "segment", parseSegment)
 	if err != nil {
-		return nil, fmt.Errorf("executorch: .ptd segments: %w", err)
+		return nil, fmt.Errorf("executorch: .ptd: %w", err)
 	}
-	segs := make([]Segment, len(segTabs))
-	for i, s := range segTabs {
-		if segs[i].Offset, err = s.U64(0, 0); err == nil {
-			segs[i].Size, err = s.U64(1, 0)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("executorch: .ptd segment %d: %w", i, err)
-		}
-		if segs[i].Offset > segSize || segs[i].Size > segSize-segs[i].Offset {
+	for i, s := range segs {
+		if s.Offset > segSize || s.Size > segSize-s.Offset {
 			return nil, fmt.Errorf("executorch: .ptd segment %d beyond the data", i)
 		}
 	}

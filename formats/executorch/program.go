@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
@@ -264,52 +265,17 @@ func parseProgram(fb []byte) (*Program, error) {
 	if p.Version, err = root.U32(0, 0); err != nil {
 		return nil, err
 	}
-	plans, err := root.Tables(1, "execution plan")
-	if err != nil {
-		return nil, fmt.Errorf("execution plans: %w", err)
+	if p.Plans, err = flatbuf.Decode(root, 1, "execution plan", parsePlan); err != nil {
+		return nil, err
 	}
-	for i, pt := range plans {
-		pl, err := parsePlan(pt)
-		if err != nil {
-			return nil, fmt.Errorf("execution plan %d: %w", i, err)
-		}
-		p.Plans = append(p.Plans, pl)
+	if p.ConstantBuffer, err = flatbuf.Decode(root, 2, "constant buffer", bytesField0); err != nil {
+		return nil, err
 	}
-	bufs, err := root.Tables(2, "constant buffer")
-	if err != nil {
-		return nil, fmt.Errorf("constant buffer: %w", err)
+	if p.DelegateData, err = flatbuf.Decode(root, 3, "delegate data", bytesField0); err != nil {
+		return nil, err
 	}
-	for i, b := range bufs {
-		s, err := b.Bytes(0)
-		if err != nil {
-			return nil, fmt.Errorf("constant buffer %d: %w", i, err)
-		}
-		p.ConstantBuffer = append(p.ConstantBuffer, s)
-	}
-	dd, err := root.Tables(3, "delegate data")
-	if err != nil {
-		return nil, fmt.Errorf("delegate data: %w", err)
-	}
-	for i, b := range dd {
-		s, err := b.Bytes(0)
-		if err != nil {
-			return nil, fmt.Errorf("delegate data %d: %w", i, err)
-		}
-		p.DelegateData = append(p.DelegateData, s)
-	}
-	segs, err := root.Tables(4, "segment")
-	if err != nil {
-		return nil, fmt.Errorf("segments: %w", err)
-	}
-	for i, s := range segs {
-		var sg Segment
-		if sg.Offset, err = s.U64(0, 0); err == nil {
-			sg.Size, err = s.U64(1, 0)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("segment %d: %w", i, err)
-		}
-		p.Segments = append(p.Segments, sg)
+	if p.Segments, err = flatbuf.Decode(root, 4, "segment", parseSegment); err != nil {
+		return nil, err
 	}
 	if cs, ok, err := root.Sub(5, "constant segment"); err != nil {
 		return nil, fmt.Errorf("constant segment: %w", err)
@@ -320,32 +286,53 @@ func parseProgram(fb []byte) (*Program, error) {
 		}
 		p.ConstantSegment = &so
 	}
-	ms, err := root.Tables(6, "mutable segment")
-	if err != nil {
-		return nil, fmt.Errorf("mutable data segments: %w", err)
+	if p.MutableSegments, err = flatbuf.Decode(root, 6, "mutable data segment", parseSubsegment); err != nil {
+		return nil, err
 	}
-	for i, m := range ms {
-		so, err := parseSubsegment(m)
-		if err != nil {
-			return nil, fmt.Errorf("mutable data segment %d: %w", i, err)
-		}
-		p.MutableSegments = append(p.MutableSegments, so)
-	}
-	nd, err := root.Tables(7, "named data")
-	if err != nil {
-		return nil, fmt.Errorf("named data: %w", err)
-	}
-	for i, n := range nd {
-		var d NamedData
-		if d.Key, err = n.Str(0); err == nil {
-			d.SegmentIndex, err = n.U32(1, 0)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("named data %d: %w", i, err)
-		}
-		p.NamedData = append(p.NamedData, d)
+	if p.NamedData, err = flatbuf.Decode(root, 7, "named data", parseNamedData); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// bytesField0 reads a table whose field 0 is a byte vector (Buffer,
+// BackendDelegateInlineData).
+func bytesField0(t flatbuf.Table) ([]byte, error) { return t.Bytes(0) }
+
+func parseSegment(t flatbuf.Table) (Segment, error) {
+	var sg Segment
+	var err error
+	if sg.Offset, err = t.U64(0, 0); err == nil {
+		sg.Size, err = t.U64(1, 0)
+	}
+	return sg, err
+}
+
+func parseNamedData(t flatbuf.Table) (NamedData, error) {
+	var d NamedData
+	var err error
+	if d.Key, err = t.Str(0); err == nil {
+		d.SegmentIndex, err = t.U32(1, 0)
+	}
+	return d, err
+}
+
+func parseOperator(t flatbuf.Table) (Operator, error) {
+	var op Operator
+	var err error
+	if op.Name, err = t.Str(0); err == nil {
+		op.Overload, err = t.Str(1)
+	}
+	return op, err
+}
+
+func parseCompileSpec(t flatbuf.Table) (CompileSpec, error) {
+	var c CompileSpec
+	var err error
+	if c.Key, err = t.Str(0); err == nil {
+		c.Value, err = t.Bytes(1)
+	}
+	return c, err
 }
 
 func parseSubsegment(t flatbuf.Table) (SubsegmentOffsets, error) {
@@ -464,15 +451,8 @@ func parsePlan(t flatbuf.Table) (*Plan, error) {
 	if pl.Name, err = t.Str(0); err != nil {
 		return nil, err
 	}
-	vals, err := t.Tables(2, "value")
-	if err != nil {
-		return nil, fmt.Errorf("values: %w", err)
-	}
-	pl.Values = make([]Value, len(vals))
-	for i, v := range vals {
-		if pl.Values[i], err = parseValue(v); err != nil {
-			return nil, fmt.Errorf("value %d: %w", i, err)
-		}
+	if pl.Values, err = flatbuf.Decode(t, 2, "value", parseValue); err != nil {
+		return nil, err
 	}
 	if pl.Inputs, err = t.I32s(3); err != nil {
 		return nil, fmt.Errorf("inputs: %w", err)
@@ -480,41 +460,14 @@ func parsePlan(t flatbuf.Table) (*Plan, error) {
 	if pl.Outputs, err = t.I32s(4); err != nil {
 		return nil, fmt.Errorf("outputs: %w", err)
 	}
-	chains, err := t.Tables(5, "chain")
-	if err != nil {
-		return nil, fmt.Errorf("chains: %w", err)
+	if pl.Chains, err = flatbuf.Decode(t, 5, "chain", parseChain); err != nil {
+		return nil, err
 	}
-	for i, c := range chains {
-		ch, err := parseChain(c)
-		if err != nil {
-			return nil, fmt.Errorf("chain %d: %w", i, err)
-		}
-		pl.Chains = append(pl.Chains, ch)
+	if pl.Operators, err = flatbuf.Decode(t, 6, "operator", parseOperator); err != nil {
+		return nil, err
 	}
-	ops, err := t.Tables(6, "operator")
-	if err != nil {
-		return nil, fmt.Errorf("operators: %w", err)
-	}
-	for i, o := range ops {
-		var op Operator
-		if op.Name, err = o.Str(0); err == nil {
-			op.Overload, err = o.Str(1)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("operator %d: %w", i, err)
-		}
-		pl.Operators = append(pl.Operators, op)
-	}
-	dels, err := t.Tables(7, "delegate")
-	if err != nil {
-		return nil, fmt.Errorf("delegates: %w", err)
-	}
-	for i, d := range dels {
-		dl, err := parseDelegate(d)
-		if err != nil {
-			return nil, fmt.Errorf("delegate %d: %w", i, err)
-		}
-		pl.Delegates = append(pl.Delegates, dl)
+	if pl.Delegates, err = flatbuf.Decode(t, 7, "delegate", parseDelegate); err != nil {
+		return nil, err
 	}
 	if pl.NonConstBufferSizes, err = t.I64s(8); err != nil {
 		return nil, fmt.Errorf("buffer sizes: %w", err)
@@ -728,17 +681,8 @@ func parseChain(t flatbuf.Table) (Chain, error) {
 	if c.Outputs, err = t.I32s(1); err != nil {
 		return c, err
 	}
-	ins, err := t.Tables(2, "instruction")
-	if err != nil {
-		return c, fmt.Errorf("instructions: %w", err)
-	}
-	c.Instructions = make([]Instruction, len(ins))
-	for i, it := range ins {
-		if c.Instructions[i], err = parseInstruction(it); err != nil {
-			return c, fmt.Errorf("instruction %d: %w", i, err)
-		}
-	}
-	return c, nil
+	c.Instructions, err = flatbuf.Decode(t, 2, "instruction", parseInstruction)
+	return c, err
 }
 
 func parseInstruction(t flatbuf.Table) (Instruction, error) {
@@ -797,21 +741,8 @@ func parseDelegate(t flatbuf.Table) (Delegate, error) {
 	if d.Index, err = r.U32(1, 0); err != nil {
 		return d, err
 	}
-	specs, err := t.Tables(2, "compile spec")
-	if err != nil {
-		return d, err
-	}
-	for _, s := range specs {
-		var c CompileSpec
-		if c.Key, err = s.Str(0); err == nil {
-			c.Value, err = s.Bytes(1)
-		}
-		if err != nil {
-			return d, fmt.Errorf("compile spec: %w", err)
-		}
-		d.CompileSpecs = append(d.CompileSpecs, c)
-	}
-	return d, nil
+	d.CompileSpecs, err = flatbuf.Decode(t, 2, "compile spec", parseCompileSpec)
+	return d, err
 }
 
 // ScalarType is an ExecuTorch (c10) scalar type.
@@ -837,15 +768,17 @@ const (
 	TypeUInt64   ScalarType = 29
 )
 
-var scalarNames = map[ScalarType]string{
-	TypeByte: "uint8", TypeChar: "int8", TypeShort: "int16", TypeInt: "int32", TypeLong: "int64",
-	TypeHalf: "float16", TypeFloat: "float32", TypeDouble: "float64", TypeBool: "bool",
-	TypeQInt8: "qint8", TypeQUInt8: "quint8", TypeQInt32: "qint32", TypeBFloat16: "bfloat16",
-	16: "quint4x2", 17: "quint2x4", TypeUInt16: "uint16", TypeUInt32: "uint32", TypeUInt64: "uint64",
+// quantNames names the scalar types the IR cannot hold (the others are
+// named as the element type that holds them).
+var quantNames = map[ScalarType]string{
+	TypeQInt8: "qint8", TypeQUInt8: "quint8", TypeQInt32: "qint32", 16: "quint4x2", 17: "quint2x4",
 }
 
 func (s ScalarType) String() string {
-	if n, ok := scalarNames[s]; ok {
+	if dt := s.heldDType(); dt != graph.Undefined {
+		return dt.String()
+	}
+	if n, ok := quantNames[s]; ok {
 		return n
 	}
 	return fmt.Sprintf("scalar_type(%d)", int8(s))

@@ -97,16 +97,24 @@ func (q *quantParams) at(i int) (float64, int64) {
 	return q.scales.Float64At(c), zp
 }
 
+// quantIO returns a (de)quantize node's input, its output (one element
+// per input element, of a dtype outOK accepts) and its parameters.
+func quantIO(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, outOK func(graph.DType) bool) (x, out *graph.Tensor, q *quantParams, err error) {
+	x = in[0]
+	if out, err = outTensor(ctx, n); err != nil {
+		return nil, nil, nil, err
+	}
+	if out.Len() != x.Len() || !outOK(out.DType) {
+		return nil, nil, nil, kernels.Invalidf(n, "output %v%v for input %v%v", out.DType, out.Shape, x.DType, x.Shape)
+	}
+	if q, err = newQuantParams(n, x, in); err != nil {
+		return nil, nil, nil, err
+	}
+	return x, out, q, nil
+}
+
 func quantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
-	out, err := outTensor(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if out.Len() != x.Len() || !out.DType.IsInteger() {
-		return nil, kernels.Invalidf(n, "output %v%v for input %v%v", out.DType, out.Shape, x.DType, x.Shape)
-	}
-	q, err := newQuantParams(n, x, in)
+	x, out, q, err := quantIO(ctx, n, in, graph.DType.IsInteger)
 	if err != nil {
 		return nil, err
 	}
@@ -121,15 +129,7 @@ func quantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 }
 
 func dequantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
-	out, err := outTensor(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if out.Len() != x.Len() || !out.DType.IsFloat() {
-		return nil, kernels.Invalidf(n, "output %v%v for input %v%v", out.DType, out.Shape, x.DType, x.Shape)
-	}
-	q, err := newQuantParams(n, x, in)
+	x, out, q, err := quantIO(ctx, n, in, graph.DType.IsFloat)
 	if err != nil {
 		return nil, err
 	}

@@ -323,3 +323,20 @@ func (t Table) Tables(i int, what string) ([]Table, error) {
 	}
 	return out, nil
 }
+
+// Decode opens the vector of tables in field i and decodes each with
+// parse; what names an element in errors ("operator 3: ..."). It returns
+// nil for an absent or empty vector.
+func Decode[T any](t Table, i int, what string, parse func(Table) (T, error)) ([]T, error) {
+	tabs, err := t.Tables(i, what)
+	if err != nil || len(tabs) == 0 {
+		return nil, err
+	}
+	out := make([]T, len(tabs))
+	for k, tab := range tabs {
+		if out[k], err = parse(tab); err != nil {
+			return nil, fmt.Errorf("%s %d: %w", what, k, err)
+		}
+	}
+	return out, nil
+}
