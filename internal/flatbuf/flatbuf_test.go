@@ -301,3 +301,25 @@ func walk(t Table, depth int) {
 		}
 	}
 }
+
+func TestDecode(t *testing.T) {
+	r := must(Root("test", sample(), Options{}))
+	got, err := Decode(r, 16, "kid", func(c Table) (int32, error) { return c.I32(0, 0) })
+	if err != nil || !slices.Equal(got, []int32{8, 9}) {
+		t.Fatal(got, err)
+	}
+	bad := errors.New("bad")
+	_, err = Decode(r, 16, "kid", func(c Table) (int32, error) {
+		v, _ := c.I32(0, 0)
+		if v == 9 {
+			return 0, bad
+		}
+		return v, nil
+	})
+	if !errors.Is(err, bad) || err.Error() != "kid 1: bad" {
+		t.Fatal(err)
+	}
+	if got, err := Decode(r, 40, "none", func(Table) (int, error) { return 1, nil }); got != nil || err != nil {
+		t.Fatal(got, err)
+	}
+}
