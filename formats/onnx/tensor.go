@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // ErrUnsupportedType marks tensors of a dtype Switchyard cannot hold
@@ -148,7 +149,7 @@ func (x *externalFiles) read(root *os.Root, loc string) ([]byte, error) {
 		return f.data, f.err
 	}
 	var ef externalFile
-	f, st, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
+	f, st, err := regular.OpenWith(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
 	if err != nil {
 		ef.err = err
 	} else {
@@ -235,51 +236,46 @@ func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
 	case []int64:
 		copy(d, tp.int64s)
 	case []uint32:
-		for i, v := range tp.uint64s {
-			d[i] = uint32(v)
-		}
+		convertInto(d, tp.uint64s)
 	case []uint64:
-		for i, v := range tp.uint64s {
-			d[i] = uint64(v)
-		}
+		convertInto(d, tp.uint64s)
 	case []string:
 		for i, v := range tp.strings {
 			d[i] = string(v)
 		}
 	case []int8:
-		for i, v := range tp.int32s {
-			d[i] = int8(v)
-		}
+		convertInto(d, tp.int32s)
 	case []int16:
-		for i, v := range tp.int32s {
-			d[i] = int16(v)
-		}
+		convertInto(d, tp.int32s)
 	case []int32:
-		for i, v := range tp.int32s {
-			d[i] = int32(v)
-		}
+		convertInto(d, tp.int32s)
 	case []uint8:
-		for i, v := range tp.int32s {
-			d[i] = uint8(v)
-		}
+		convertInto(d, tp.int32s)
 	case []uint16:
-		for i, v := range tp.int32s {
-			d[i] = uint16(v)
-		}
+		convertInto(d, tp.int32s)
 	case []bool:
 		for i, v := range tp.int32s {
 			d[i] = v != 0
 		}
 	case []graph.F16:
-		for i, v := range tp.int32s {
-			d[i] = graph.F16(v)
-		}
+		convertInto(d, tp.int32s)
 	case []graph.BF16:
-		for i, v := range tp.int32s {
-			d[i] = graph.BF16(v)
-		}
+		convertInto(d, tp.int32s)
 	}
 	return t, nil
+}
+
+// integer is an element type a typed field converts into.
+type integer interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+// convertInto stores src's values, converted as Go converts integers
+// (the typed fields hold narrower types widened), in dst.
+func convertInto[D integer](dst []D, src []int64) {
+	for i, v := range src {
+		dst[i] = D(v)
+	}
 }
 
 // fromRaw interprets little-endian bytes. Unless copyRaw, an aligned buffer
@@ -404,7 +400,7 @@ func readExternalBytes(tp *tensorProto, opt tensorOptions, want int) ([]byte, er
 		}
 		return all[off : off+length : off+length], nil
 	}
-	f, st, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
+	f, st, err := regular.OpenWith(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
 	if err != nil {
 		return nil, fmt.Errorf("external data %q (must be a regular file inside the model directory %s): %w", loc, baseDir, err)
 	}
