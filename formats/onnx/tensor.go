@@ -212,14 +212,10 @@ func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
 		have = len(tp.floats)
 	case graph.Float64:
 		have = len(tp.doubles)
-	case graph.Int64:
-		have = len(tp.int64s)
-	case graph.Uint32, graph.Uint64:
-		have = len(tp.uint64s)
 	case graph.String:
 		have = len(tp.strings)
-	default: // int8/16/32, uint8/16, bool, float16, bfloat16
-		have = len(tp.int32s)
+	default:
+		have = len(tp.intsFor(dt))
 	}
 	if have != n {
 		return nil, fmt.Errorf("shape %v of %v needs %d values, has %d", shape, dt, n, have)
@@ -233,46 +229,54 @@ func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
 		copy(d, tp.floats)
 	case []float64:
 		copy(d, tp.doubles)
-	case []int64:
-		copy(d, tp.int64s)
-	case []uint32:
-		convertInto(d, tp.uint64s)
-	case []uint64:
-		convertInto(d, tp.uint64s)
 	case []string:
 		for i, v := range tp.strings {
 			d[i] = string(v)
 		}
-	case []int8:
-		convertInto(d, tp.int32s)
-	case []int16:
-		convertInto(d, tp.int32s)
-	case []int32:
-		convertInto(d, tp.int32s)
-	case []uint8:
-		convertInto(d, tp.int32s)
-	case []uint16:
-		convertInto(d, tp.int32s)
 	case []bool:
 		for i, v := range tp.int32s {
 			d[i] = v != 0
 		}
-	case []graph.F16:
-		convertInto(d, tp.int32s)
-	case []graph.BF16:
-		convertInto(d, tp.int32s)
+	default:
+		if convert := convertInts[dt]; convert != nil {
+			convert(t.Data, tp.intsFor(dt))
+		}
 	}
 	return t, nil
 }
 
-// integer is an element type a typed field converts into.
+// intsFor returns the integer field that holds dt's values: int64_data,
+// uint64_data (uint32, uint64) or int32_data (the narrower integers,
+// bool, and float16 and bfloat16 as their bits).
+func (tp *tensorProto) intsFor(dt graph.DType) []int64 {
+	switch dt {
+	case graph.Int64:
+		return tp.int64s
+	case graph.Uint32, graph.Uint64:
+		return tp.uint64s
+	}
+	return tp.int32s
+}
+
+// convertInts stores an integer field's values in a tensor's data of
+// each integer element type.
+var convertInts = map[graph.DType]func(data any, src []int64){
+	graph.Int8: convertInto[int8], graph.Int16: convertInto[int16], graph.Int32: convertInto[int32],
+	graph.Int64: convertInto[int64], graph.Uint8: convertInto[uint8], graph.Uint16: convertInto[uint16],
+	graph.Uint32: convertInto[uint32], graph.Uint64: convertInto[uint64],
+	graph.Float16: convertInto[graph.F16], graph.BFloat16: convertInto[graph.BF16],
+}
+
+// integer is an element type an integer field converts into.
 type integer interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
-// convertInto stores src's values, converted as Go converts integers
-// (the typed fields hold narrower types widened), in dst.
-func convertInto[D integer](dst []D, src []int64) {
+// convertInto stores src's values in data (a []D as long as src),
+// converted as Go converts integers: the fields hold narrower types
+// widened.
+func convertInto[D integer](data any, src []int64) {
+	dst := data.([]D)
 	for i, v := range src {
 		dst[i] = D(v)
 	}
