@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -66,11 +67,13 @@ const maxNgram = 4
 // model is needed.
 //
 // It measures itself: the time per emitted token of the rounds with a
-// draft against that of plain steps (the first step at each new length
-// not counted: it plans and allocates), and stops proposing when
-// drafting is slower, trying again after 32 plain steps (doubling while
-// it stays slower) unless lk.Always. As Generate, a generated BOS ends
-// the run.
+// draft against that of plain steps (medians of the last seven; the first
+// step at each new length not counted: it plans and allocates), and stops
+// proposing when drafting is slower, trying one draft again after 32
+// plain steps (doubling while it stays slower) unless lk.Always. The
+// draft length adapts to what is accepted (from 4: doubled up to
+// lk.Draft when a whole draft is accepted, else one more than was). As
+// Generate, a generated BOS ends the run.
 func (d *Decoder) PromptLookup(ctx context.Context, tok Tokenizer, prompt string, o Options, lk Lookup, yield func(Token) error) (*LookupResult, error) {
 	p, err := tok.Encode(prompt, true)
 	if err != nil {
@@ -160,13 +163,17 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 	ix.add(last)
 	gov := lookupGovernor{always: lk.Always, seen: map[int]bool{}}
 	var draft []int
+	// the draft length adapts: doubled (up to lk.Draft) when a whole draft
+	// is accepted, cut to one more than was accepted otherwise (at least
+	// 2): a draft that fails costs a longer step
+	dlen := min(4, lk.Draft)
 	// Invariant: the cache holds every token before last.
 	for len(res.Tokens) < steps {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		start := time.Now()
-		n := min(lk.Draft, steps-len(res.Tokens)-1)
+		n := min(dlen, steps-len(res.Tokens)-1)
 		draft = draft[:0]
 		if n > 0 && gov.speculate() {
 			draft = ix.draft(draft, n)
@@ -192,8 +199,13 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 		res.Rounds++
 		res.Proposed += len(draft)
 		res.Accepted += a
-		if len(draft) == 0 {
+		switch {
+		case len(draft) == 0:
 			res.PlainRounds++
+		case a == len(draft):
+			dlen = min(lk.Draft, 2*dlen)
+		default:
+			dlen = min(lk.Draft, max(2, a+1))
 		}
 		if gov.record(len(draft), len(out), dur) {
 			res.SwitchedOff++
@@ -214,15 +226,33 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 }
 
 // lookupGovernor decides whether a round drafts, from the measured cost
-// per emitted token of drafting rounds and of plain steps (exponential
-// moving averages).
+// per emitted token of drafting rounds and of plain steps: the medians of
+// the last few of each, which a round slowed by something else (another
+// process taking the core) does not sway.
 type lookupGovernor struct {
-	always        bool
-	plain, spec   float64 // seconds per emitted token
-	nPlain, nSpec int
-	off, backoff  int // plain rounds left while switched off; the next pause
-	sinceMeasure  int // drafting rounds since the last plain step
-	seen          map[int]bool
+	always       bool
+	plain, spec  costWindow // seconds per emitted token
+	off, backoff int        // plain rounds left while switched off; the next pause
+	sinceMeasure int        // drafting rounds since the last plain step
+	seen         map[int]bool
+}
+
+// costWindow holds the last len(v) costs.
+type costWindow struct {
+	v [7]float64
+	n int // costs recorded
+}
+
+func (w *costWindow) add(c float64) {
+	w.v[w.n%len(w.v)] = c
+	w.n++
+}
+
+func (w *costWindow) median() float64 {
+	k := min(w.n, len(w.v))
+	s := append([]float64(nil), w.v[:k]...)
+	slices.Sort(s)
+	return s[k/2]
 }
 
 // speculate reports whether this round may draft.
@@ -230,16 +260,13 @@ func (g *lookupGovernor) speculate() bool {
 	if g.always {
 		return true
 	}
-	if g.off > 0 {
+	if g.off > 0 { // the round after the last one off is a probe
 		g.off--
-		if g.off == 0 {
-			g.nSpec = 0 // a probe: measure drafting afresh
-		}
 		return false
 	}
 	// drafting every round leaves nothing to compare with: a plain step
 	// now and then keeps the plain cost measured
-	if g.sinceMeasure >= 16 || (g.nSpec >= 3 && g.nPlain < 2) {
+	if g.sinceMeasure >= 16 || (g.spec.n >= 4 && g.plain.n < 3) {
 		g.sinceMeasure = 0
 		return false
 	}
@@ -259,23 +286,15 @@ func (g *lookupGovernor) record(s, e int, dur time.Duration) bool {
 		return false
 	}
 	per := dur.Seconds() / float64(e)
-	ema := func(avg *float64, n *int) {
-		if *n == 0 {
-			*avg = per
-		} else {
-			*avg += (per - *avg) / 4
-		}
-		*n++
-	}
 	if s == 0 {
-		ema(&g.plain, &g.nPlain)
+		g.plain.add(per)
 		return false
 	}
-	ema(&g.spec, &g.nSpec)
-	if g.always || g.nSpec < 3 || g.nPlain < 2 {
+	g.spec.add(per)
+	if g.always || g.spec.n < 4 || g.plain.n < 3 {
 		return false
 	}
-	if g.spec > g.plain {
+	if g.spec.median() > g.plain.median() {
 		g.backoff = max(32, 2*g.backoff)
 		g.off = g.backoff
 		return true

@@ -22,7 +22,8 @@ var repetitivePrompt = strings.Repeat("Lily saw a big red ball in the park. ", 4
 // lengths and n-gram bounds, switching itself off or not; on the
 // repetitive prompt drafts are accepted (measured: 36–60% of the drafted
 // tokens) and the run takes at most three steps for four tokens
-// (measured: about one for two). From ids too (no tokenizer, no early stop).
+// (measured: about one for two). From ids too (no tokenizer, no early
+// stop), and on the ONNX export's growing cache (trimmed by copying).
 func TestPromptLookupIsGreedy(t *testing.T) {
 	g, dir := readGolden(t)
 	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
@@ -32,6 +33,19 @@ func TestPromptLookupIsGreedy(t *testing.T) {
 	d := decoder(t, filepath.Join(dir, "stories260K.bin"))
 	ctx := context.Background()
 	none := func(llm.Token) error { return nil }
+	// a growing (ONNX past/present) cache is trimmed by copying
+	onnx := decoder(t, filepath.Join(dir, "stories260K_kv.onnx"))
+	plain, err := onnx.Generate(ctx, tok, repetitivePrompt, llm.Options{Steps: 160}, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := onnx.PromptLookup(ctx, tok, repetitivePrompt, llm.Options{Steps: 160}, llm.Lookup{Always: true}, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Tokens, plain.Tokens) || res.Accepted == 0 || res.Accepted == res.Proposed {
+		t.Fatalf("ONNX cache: lookup %v (%d of %d accepted)\nplain %v", res.Tokens, res.Accepted, res.Proposed, plain.Tokens)
+	}
 	for _, prompt := range []string{g.Prompt, repetitivePrompt} {
 		plain, err := d.Generate(ctx, tok, prompt, llm.Options{Steps: 200}, none)
 		if err != nil {
@@ -60,11 +74,11 @@ func TestPromptLookupIsGreedy(t *testing.T) {
 		}
 	}
 	ids := append([]int(nil), g.PromptTokens...)
-	plain, err := d.GenerateIDs(ctx, ids, llm.Options{Steps: 64}, nil, none)
+	plain, err = d.GenerateIDs(ctx, ids, llm.Options{Steps: 64}, nil, none)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := d.PromptLookupIDs(ctx, ids, llm.Options{Steps: 64}, llm.Lookup{Always: true}, none)
+	res, err = d.PromptLookupIDs(ctx, ids, llm.Options{Steps: 64}, llm.Lookup{Always: true}, none)
 	if err != nil {
 		t.Fatal(err)
 	}
