@@ -33,9 +33,9 @@ var (
 // products (PrecisionInt8 on native).
 //
 // The bar is llama.cpp's own spread between its precisions on the same
-// file: its logits with its default F16 KV cache (and flash attention)
-// against those with the F32 one, and for F16 files also its F16 file
-// against its F32 file. Our largest difference must stay within that
+// file: its logits with its default F16 KV cache (and flash attention),
+// and with a BF16 one, against those with the F32 one, and for F16 files
+// also its F16 file against its F32 file. Our largest difference must stay within that
 // spread, and the argmax must agree at ≥ 98% of the positions, a position
 // counting as agreeing where our top token is llama.cpp's or one whose
 // llama.cpp logit is within llama.cpp's own spread on that row of its top
@@ -106,6 +106,7 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 					if typ == "F16" {
 						others = append(others, logits(t, f32Peer, "f32"))
 					}
+					others = append(others, logits(t, peer, "bf16"))
 					m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: len(seq)})
 					if err != nil {
 						t.Fatal(err)

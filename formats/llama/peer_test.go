@@ -61,8 +61,8 @@ func peerGenerate(t *testing.T, kit, model string, ids []int, steps int, logits 
 }
 
 // peerGenerateKV is peerGenerate with llama.cpp's KV cache type kv: "f32"
-// (flash attention off: attention in F32, as here) or "f16" (llama.cpp's
-// defaults: F16 cache, flash attention auto).
+// (flash attention off: attention in F32, as here), "f16" (llama.cpp's
+// defaults: F16 cache, flash attention auto) or "bf16".
 func peerGenerateKV(t *testing.T, kit, model string, ids []int, steps int, logits, kv string) peerRun {
 	t.Helper()
 	s := make([]string, len(ids))
