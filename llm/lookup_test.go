@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/llm"
+	_ "github.com/switchyard-hal/switchyard/plugins/native" // the benchmark's default backend
 )
 
 // repetitivePrompt is text a greedy continuation copies from: the
@@ -96,7 +98,7 @@ func TestPromptLookupIsGreedy(t *testing.T) {
 	}
 }
 
-// BenchmarkPromptLookup: stories260K (float32, cpu backend or
+// BenchmarkPromptLookup: stories260K (float32, on native,cpu or
 // SWITCHYARD_BENCH_BACKENDS), 256 positions, plain greedy decoding
 // against prompt-lookup speculation (default settings: it switches itself
 // off where slower) on a repetitive prompt and on the golden,
@@ -110,7 +112,11 @@ func BenchmarkPromptLookup(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.Options{Backends: benchBackends()})
+	backends := []string{"native", "cpu"}
+	if os.Getenv("SWITCHYARD_BENCH_BACKENDS") != "" {
+		backends = benchBackends()
+	}
+	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.Options{Backends: backends})
 	if err != nil {
 		b.Fatal(err)
 	}
