@@ -19,7 +19,7 @@ import (
 
 func generateCmd() *cobra.Command {
 	var prompt, tokPath, draftPath string
-	var vocab, draftK, warmup int
+	var vocab, draftK, warmup, lookupK int
 	var o llm.Options
 	var bf backendFlags
 	var mf memoryFlags
@@ -163,6 +163,23 @@ prefill count (new tokens, and how many were in the cache).`,
 				printTimes(cmd, res)
 				return err
 			}
+			if lookupK > 0 {
+				lk := llm.Lookup{Draft: lookupK}
+				for range warmup {
+					if _, err := d.PromptLookup(ctx, tok, prompt, o, lk, quiet); err != nil {
+						return fmt.Errorf("warm-up: %w", err)
+					}
+				}
+				lr, err := d.PromptLookup(ctx, tok, prompt, o, lk, show)
+				fmt.Fprintln(out)
+				if lr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "prompt lookup: %d steps (%d without a draft), %d of %d drafted tokens accepted (%.2f), switched itself off %d time(s)\n",
+						lr.Rounds, lr.PlainRounds, lr.Accepted, lr.Proposed, lr.AcceptanceRate(), lr.SwitchedOff)
+					res = &lr.Result
+				}
+				printTimes(cmd, res)
+				return err
+			}
 			res, err = d.Generate(ctx, tok, prompt, o, show)
 			fmt.Fprintln(out)
 			printTimes(cmd, res)
@@ -180,6 +197,7 @@ prefill count (new tokens, and how many were in the cache).`,
 	cmd.Flags().Uint64Var(&o.Seed, "seed", 0, "sampling seed")
 	cmd.Flags().StringVar(&draftPath, "draft", "", "a draft model for greedy speculative decoding (same tokenizer)")
 	cmd.Flags().IntVar(&draftK, "draft-k", 4, "tokens the draft proposes per target step")
+	cmd.Flags().IntVar(&lookupK, "lookup", 0, "prompt-lookup speculative decoding (greedy): up to N tokens copied from where the last tokens occurred earlier, checked in one step; switches itself off where slower (0: off)")
 	cmd.Flags().IntVar(&warmup, "warmup", 0, "generations to run first, untimed and not shown (the first run at each shape plans and allocates; benchmarks time later ones)")
 	idf.add(cmd)
 	bf.add(cmd)

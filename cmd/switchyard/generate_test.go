@@ -45,6 +45,11 @@ func TestGenerateStories260KGreedy(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || !strings.Contains(out, "draft tokens accepted") {
 		t.Fatalf("--draft: exit %d:\n%s", code, out)
 	}
+	// Prompt-lookup speculation: the same text, the acceptance reported.
+	out, code = sy(t, "generate", filepath.Join(dir, "stories260K.bin"), "--backends", "cpu", "--prompt", g.Prompt, "--steps", "64", "--lookup", "6")
+	if code != 0 || !strings.HasPrefix(out, g.Text+"\n") || !strings.Contains(out, "drafted tokens accepted") {
+		t.Fatalf("--lookup: exit %d:\n%s", code, out)
+	}
 	if out, code := sy(t, "generate", model, "--backends", "cpu", "--prompt", "x", "--steps", "600", "--context", "512"); code == 0 || !strings.Contains(out, "context length exceeded") {
 		t.Fatalf("context limit: exit %d %s", code, out)
 	}

@@ -41,7 +41,7 @@ func microGGUF(t testing.TB, name string) []byte {
 // llama.cpp's graph implies and builds a graph with one GroupQueryAttention
 // per layer carrying those attributes.
 func TestArchitecturesBuild(t *testing.T) {
-	for _, name := range []string{"qwen3-tiny", "gemma2-tiny", "mistral-tiny", "phi3-longrope-tiny"} {
+	for _, name := range []string{"qwen3-tiny", "gemma2-tiny", "mistral-tiny", "mistral-swa-tiny", "phi3-longrope-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := gguf.Parse(microGGUF(t, name))
 			if err != nil {
@@ -70,6 +70,10 @@ func TestArchitecturesBuild(t *testing.T) {
 				}
 			case "mistral-tiny":
 				if b.NeoxRope || b.QKNorm || b.SlidingWindow != 0 || w.Output == nil {
+					t.Errorf("mistral block %+v", b)
+				}
+			case "mistral-swa-tiny": // the window on every layer
+				if b.NeoxRope || b.QKNorm || b.SlidingWindow != 3 || b.Local != nil || w.Output == nil {
 					t.Errorf("mistral block %+v", b)
 				}
 			}

@@ -57,12 +57,22 @@ type peerRun struct {
 // logits of every position to logits.
 func peerGenerate(t *testing.T, kit, model string, ids []int, steps int, logits string) peerRun {
 	t.Helper()
+	return peerGenerateKV(t, kit, model, ids, steps, logits, "f32")
+}
+
+// peerGenerateKV is peerGenerate with llama.cpp's KV cache type kv: "f32"
+// (flash attention off: attention in F32, as here), "f16" (llama.cpp's
+// defaults: F16 cache, flash attention auto) or "bf16".
+func peerGenerateKV(t *testing.T, kit, model string, ids []int, steps int, logits, kv string) peerRun {
+	t.Helper()
 	s := make([]string, len(ids))
 	for i, id := range ids {
 		s[i] = fmt.Sprint(id)
 	}
-	args := []string{"generate.mjs", model, "--prompt-tokens", strings.Join(s, ","), "--steps", fmt.Sprint(steps),
-		"--kv", "f32", "--flash-attn", "off", "--warmup", "0"}
+	args := []string{"generate.mjs", model, "--prompt-tokens", strings.Join(s, ","), "--steps", fmt.Sprint(steps), "--warmup", "0", "--kv", kv}
+	if kv == "f32" {
+		args = append(args, "--flash-attn", "off")
+	}
 	if logits != "" {
 		args = append(args, "--prompt-logits", "--logits", logits)
 	}
@@ -95,11 +105,65 @@ func readRaw(t *testing.T, path string) []float32 {
 	return v
 }
 
+// peerModel writes the tiny F32 model name into dir (kept when it is
+// there already) and returns its path and the path of the file llama.cpp
+// runs for it: the same, or for a llama with a sliding window its
+// granite_swa twin (tinygguf.GraniteSWA).
+func peerModel(t *testing.T, kit, dir, name string) (ours, peer string) {
+	t.Helper()
+	path := filepath.Join(dir, name+"-f32.gguf")
+	vocab := filepath.Join(kit, "vocab", "ggml-vocab-llama-spm.gguf")
+	if strings.HasPrefix(name, "phi3") { // llama.cpp's phi3 wants Phi-3's special tokens (32064 ids)
+		vocab = filepath.Join(kit, "vocab", "ggml-vocab-phi-3.gguf")
+	}
+	spec, ok := tinygguf.Shapes[name]
+	peer = path
+	if ok && spec.Window > 0 && spec.Arch == "llama" {
+		peer = filepath.Join(dir, name+"-granite-swa-f32.gguf")
+		if _, err := os.Stat(peer); err != nil {
+			twin, err := tinygguf.GraniteSWA(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tinygguf.Write(peer, twin, vocab); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path, peer
+	}
+	if ok {
+		if err := tinygguf.Write(path, spec, vocab); err != nil {
+			t.Fatal(err)
+		}
+		return path, peer
+	}
+	cmd := exec.Command("python3", "make-random-gguf.py", name, "--dtype", "f32", "--vocab", vocab, "--out", path)
+	cmd.Dir = kit
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make-random-gguf.py %s: %v\n%s", name, err, out)
+	}
+	return path, peer
+}
+
+// peerSequence is the fixed sequence whose logits are compared: BOS, then
+// ids spread over the vocabulary.
+func peerSequence() []int {
+	seq := []int{1}
+	for i := 1; i < 64; i++ {
+		seq = append(seq, 3+(i*7919+i*i*104729)%31997)
+	}
+	return seq
+}
+
 // peerModels are the tiny models compared: the peer kit's shapes
 // (make-random-gguf.py) and the ones tinygguf writes, with the
 // 32000-token Llama 2 vocabulary (Phi-3's for phi3) to keep them small
-// (the tokenizer plays no part: ids go in).
-var peerModels = []string{"llama-tiny", "qwen2-tiny", "phi3-tiny", "gemma3-tiny", "qwen3-tiny", "gemma2-tiny", "mistral-tiny", "phi3-longrope-tiny"}
+// (the tokenizer plays no part: ids go in). mistral-swa-tiny, a Mistral
+// with a sliding window of 8 on every layer, runs in llama.cpp as its
+// granite_swa twin (llama.cpp's llama graph has no window).
+var peerModels = []string{"llama-tiny", "qwen2-tiny", "phi3-tiny", "gemma3-tiny", "qwen3-tiny", "gemma2-tiny", "mistral-tiny", "mistral-swa-tiny", "phi3-longrope-tiny"}
 
 // TestLlamaCppPeer: for each architecture, on a tiny random-weight F32
 // GGUF, greedy generation from the same prompt ids is token-identical to
@@ -113,11 +177,7 @@ func TestLlamaCppPeer(t *testing.T) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	// a fixed sequence: BOS, then ids spread over the vocabulary
-	seq := []int{1}
-	for i := 1; i < 64; i++ {
-		seq = append(seq, 3+(i*7919+i*i*104729)%31997)
-	}
+	seq := peerSequence()
 	ctx := context.Background()
 	eng, err := switchyard.NewEngine(ctx, nil)
 	if err != nil {
@@ -126,24 +186,7 @@ func TestLlamaCppPeer(t *testing.T) {
 	defer eng.Close()
 	for _, name := range peerModels {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, name+"-f32.gguf")
-			vocab := filepath.Join(kit, "vocab", "ggml-vocab-llama-spm.gguf")
-			if strings.HasPrefix(name, "phi3") { // llama.cpp's phi3 wants Phi-3's special tokens (32064 ids)
-				vocab = filepath.Join(kit, "vocab", "ggml-vocab-phi-3.gguf")
-			}
-			if _, err := os.Stat(path); err != nil {
-				if spec, ok := tinygguf.Shapes[name]; ok {
-					if err := tinygguf.Write(path, spec, vocab); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					cmd := exec.Command("python3", "make-random-gguf.py", name, "--dtype", "f32", "--vocab", vocab, "--out", path)
-					cmd.Dir = kit
-					if out, err := cmd.CombinedOutput(); err != nil {
-						t.Fatalf("make-random-gguf.py %s: %v\n%s", name, err, out)
-					}
-				}
-			}
+			path, peer := peerModel(t, kit, dir, name)
 			m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: len(seq)})
 			if err != nil {
 				t.Fatal(err)
@@ -159,7 +202,7 @@ func TestLlamaCppPeer(t *testing.T) {
 
 			// greedy, 32 positions
 			prompt := []int{1, 2, 3}
-			want := peerGenerate(t, kit, path, prompt, 32, "").Tokens
+			want := peerGenerate(t, kit, peer, prompt, 32, "").Tokens
 			res, err := d.GenerateIDs(ctx, prompt, llm.Options{Steps: 32}, nil, func(llm.Token) error { return nil })
 			if err != nil {
 				t.Fatal(err)
@@ -175,7 +218,7 @@ func TestLlamaCppPeer(t *testing.T) {
 
 			// teacher-forced logits over 64 positions
 			lf := filepath.Join(dir, name+".peer.f32")
-			peerGenerate(t, kit, path, seq, len(seq), lf)
+			peerGenerate(t, kit, peer, seq, len(seq), lf)
 			ref := readRaw(t, lf)
 			ours, v, err := d.PromptLogits(ctx, seq)
 			if err != nil {

@@ -8,7 +8,12 @@
 // It complements the llama.cpp peer kit's make-random-gguf.py (llama,
 // qwen2, phi3 and gemma3 shapes) with the architectures that script
 // does not write: qwen3, gemma2 and Mistral (a llama without tied
-// embeddings).
+// embeddings, with or without Mistral 7B v0.1's sliding window on every
+// layer). llama.cpp's llama graph has no sliding window, so the windowed
+// Mistral is also written as its twin for llama.cpp (GraniteSWA): the
+// same weights as architecture granite_swa, whose graph is the llama
+// block with a window on the layers a pattern names once its multipliers
+// are 1 and its attention sinks are off.
 package tinygguf
 
 import (
@@ -20,6 +25,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/gguf"
 )
 
@@ -56,6 +62,11 @@ var Shapes = map[string]Spec{
 	// llama, untied classifier, rope base 1e6, no sliding-window key
 	"mistral-tiny": {Arch: "llama", Name: "mistral", Dim: 256, Layers: 2, FFN: 512, Heads: 4, KVHeads: 2, HeadDim: 64, Context: 32768,
 		RopeBase: 1e6, Eps: 1e-5},
+	// Mistral-7B-v0.1-like: the same, with a sliding window on every
+	// layer (llama.attention.sliding_window; 4096 in the real model, 8
+	// here so that 32- and 64-position runs feel it)
+	"mistral-swa-tiny": {Arch: "llama", Name: "mistral sliding window", Dim: 256, Layers: 2, FFN: 512, Heads: 4, KVHeads: 2, HeadDim: 64,
+		Context: 32768, RopeBase: 1e6, Eps: 1e-5, Window: 8},
 	// Phi-3-like with an original context of 16, so that runs of 32 and
 	// 64 positions take LongRoPE's long factors (the peer kit's phi3 shape
 	// stays on the short ones), a quarter of each head unrotated
@@ -100,6 +111,9 @@ func (s *Spec) tensors(vocab int) []tensor {
 			ts = append(ts, tensor{b + "attn_q_norm.weight", u(s.HeadDim), "norm", 0}, tensor{b + "attn_k_norm.weight", u(s.HeadDim), "norm", 0})
 		}
 		ts = append(ts, tensor{b + "attn_output.weight", u(q, d), "mat", q})
+		if s.Arch == "granite_swa" { // one per head, switched off
+			ts = append(ts, tensor{b + "attn_sinks.weight", u(s.Heads), "sink", 0})
+		}
 		if s.Arch == "gemma2" {
 			ts = append(ts, tensor{b + "post_attention_norm.weight", u(d), "norm", 0})
 		}
@@ -137,9 +151,20 @@ func (s *Spec) metadata(vocab int) map[string]any {
 		m[a+".rope.freq_base"] = float32(s.RopeBase)
 	}
 	switch a {
-	case "llama":
+	case "llama", "granite_swa":
 		m[a+".rope.dimension_count"] = uint32(s.HeadDim)
 		m[a+".vocab_size"] = uint32(vocab)
+		if s.Window > 0 {
+			m[a+".attention.sliding_window"] = uint32(s.Window)
+		}
+		if a == "granite_swa" {
+			m[a+".logit_scale"] = float32(1)
+			pattern := make([]bool, s.Layers) // every layer windowed
+			for i := range pattern {
+				pattern[i] = true
+			}
+			m[a+".attention.sliding_window_pattern"] = pattern
+		}
 	case "qwen3":
 		m[a+".attention.key_length"] = uint32(s.HeadDim)
 		m[a+".attention.value_length"] = uint32(s.HeadDim)
@@ -155,6 +180,21 @@ func (s *Spec) metadata(vocab int) map[string]any {
 		m[a+".attention.sliding_window"] = uint32(s.Window)
 	}
 	return m
+}
+
+// GraniteSWA is the twin of s, a llama with a sliding window on every
+// layer, that llama.cpp runs with the window (its llama graph ignores
+// the key): architecture granite_swa, whose graph is the llama block with
+// logit, residual, embedding and attention multipliers (logit_scale 1,
+// the others absent), per-head attention sinks (written as -10⁴: off)
+// and a window on each layer sliding_window_pattern marks (all). The
+// other tensors are s's, drawn from the same streams.
+func GraniteSWA(s Spec) (Spec, error) {
+	if s.Arch != "llama" || s.Window <= 0 {
+		return Spec{}, fmt.Errorf("tinygguf: the granite_swa twin is of a llama with a sliding window (%s, window %d)", s.Arch, s.Window)
+	}
+	s.Arch = "granite_swa"
+	return s, nil
 }
 
 // Write writes the model to path at float32 (1-D tensors and matrices),
@@ -186,7 +226,7 @@ func Write(path string, s Spec, vocabPath string) error {
 // alone).
 func Encode(s Spec, vocab int, tokenizer map[string]any) ([]byte, error) {
 	switch s.Arch {
-	case "llama", "qwen3", "gemma2", "phi3":
+	case "llama", "qwen3", "gemma2", "phi3", "granite_swa":
 	default:
 		return nil, fmt.Errorf("tinygguf: architecture %q is not written", s.Arch)
 	}
@@ -228,7 +268,10 @@ func narrow(v any) any {
 
 // values draws a tensor: matrices uniform in (-A, A), A the power of two
 // nearest √(3/fan_in) (unit-scale activations); norms 1 + U(-1/16, 1/16);
-// each tensor from its own stream seeded by the seed and its name.
+// each tensor from its own stream seeded by the seed and its name. Every
+// value is a float16 value (as the peer kit's make-random-gguf.py draws
+// them): the F32 file and llama.cpp's F16 conversion of it hold the same
+// weights, so the two differ only by how they are computed.
 func values(t tensor, seed uint64) []byte {
 	h := fnv.New64a()
 	h.Write([]byte(t.name))
@@ -244,6 +287,10 @@ func values(t tensor, seed uint64) []byte {
 		for i := range v {
 			v[i] = float32((2*rng.Float64() - 1) * a)
 		}
+	case "sink": // attention sinks off: exp(-10⁴ − max) is 0
+		for i := range v {
+			v[i] = -1e4
+		}
 	case "norm":
 		for i := range v {
 			v[i] = float32(1 + (2*rng.Float64()-1)/16)
@@ -257,6 +304,9 @@ func values(t tensor, seed uint64) []byte {
 				v[i] = float32(1 + 0.2*x*x*x)
 			}
 		}
+	}
+	for i, x := range v {
+		v[i] = graph.F16FromFloat32(x).Float32()
 	}
 	return gguf.EncodeF32(v)
 }

@@ -60,13 +60,24 @@ func runKit(t *testing.T, kit string, name string, args ...string) string {
 // of model (F32 KV cache, no flash attention, one thread).
 func llamacppLogits(t *testing.T, kit, model string, ids []int) []float32 {
 	t.Helper()
+	return llamacppLogitsKV(t, kit, model, ids, "f32")
+}
+
+// llamacppLogitsKV is llamacppLogits with llama.cpp's KV cache type kv
+// ("f16": its defaults, flash attention auto).
+func llamacppLogitsKV(t *testing.T, kit, model string, ids []int, kv string) []float32 {
+	t.Helper()
 	s := make([]string, len(ids))
 	for i, id := range ids {
 		s[i] = fmt.Sprint(id)
 	}
-	out := model + ".logits.npy"
-	runKit(t, kit, "node", "generate.mjs", model, "--prompt-tokens", strings.Join(s, ","), "--steps", fmt.Sprint(len(ids)),
-		"--prompt-logits", "--logits", out, "--kv", "f32", "--flash-attn", "off", "--threads", "1", "--warmup", "0")
+	out := model + "." + kv + ".logits.npy"
+	args := []string{"generate.mjs", model, "--prompt-tokens", strings.Join(s, ","), "--steps", fmt.Sprint(len(ids)),
+		"--prompt-logits", "--logits", out, "--kv", kv, "--threads", "1", "--warmup", "0"}
+	if kv == "f32" {
+		args = append(args, "--flash-attn", "off")
+	}
+	runKit(t, kit, "node", args...)
 	lt, err := tensorio.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -133,11 +144,20 @@ func ourLogits(t *testing.T, model string, ids []int, precision switchyard.Preci
 //
 // The argmax must agree at ≥ 98% of the positions on the int8 path, which
 // computes as llama.cpp does (activations in Q8_0/Q8_1/Q8_K blocks; on
-// Q4_0, Q5_0, Q3_K, Q6_K and Q4_K_M the logits come out identical to 4
-// decimals). The float32 path (activations not quantized) differs from
-// llama.cpp by its activations' rounding, about 0.2 here, where random
-// weights put the top two logits of a 32000-token row that close at
-// several positions: it must agree at ≥ 85% (measured: 56 to 63 of 64).
+// about half the types the logits come out identical to 4 decimals), a
+// position counting as agreeing where our top token's logit in llama.cpp's
+// row is within llama.cpp's own difference on that row between its F16
+// and F32 KV caches of llama.cpp's top: with quantized activations, one
+// rounding that falls the other way (from a last-bit float32 difference
+// anywhere before it: the two engines' sums are not ordered alike) moves
+// the logits by a few hundredths, so near-ties part — llama.cpp against
+// itself (F16 against F32 cache) agrees at only 56 to 62 of 64 positions
+// here, we against it at 61 to 64 exactly. (The bar was lowered to 96%
+// when Q4_0 measured 62 of 64 exactly; both misses are such near-ties.)
+// The float32 path (activations not quantized) differs from llama.cpp by
+// its activations' rounding, about 0.2 here, where random weights put the
+// top two logits of a 32000-token row that close at several positions: it
+// must agree at ≥ 85% exactly (measured: 56 to 63 of 64).
 //
 // The file's Llama-3 rope-scaling factors are set to 1 first: the llama
 // builder computes plain rotary embedding (on the F32 file the two
@@ -175,6 +195,7 @@ func TestGGUFTypesAgainstLlamaCpp(t *testing.T) {
 			runKit(t, kit, "python3", args...)
 			lc := llamacppLogits(t, kit, q, ids)
 			spread := maxAbsDiff(lc, ref)
+			lc16 := llamacppLogitsKV(t, kit, q, ids, "f16")
 			for _, prec := range []switchyard.Precision{switchyard.PrecisionFloat32, switchyard.PrecisionInt8} {
 				ours, plan := ourLogits(t, q, ids, prec)
 				if len(ours) != len(lc) {
@@ -186,23 +207,25 @@ func TestGGUFTypesAgainstLlamaCpp(t *testing.T) {
 					}
 				}
 				diff := maxAbsDiff(ours, lc)
-				agree := 0
+				agree, near := 0, 0
 				for p := range ids {
-					if argmax(ours[p*vocab:(p+1)*vocab]) == argmax(lc[p*vocab:(p+1)*vocab]) {
+					a, b, b16 := ours[p*vocab:(p+1)*vocab], lc[p*vocab:(p+1)*vocab], lc16[p*vocab:(p+1)*vocab]
+					top, ourTop := argmax(b), argmax(a)
+					if ourTop == top {
 						agree++
 					}
+					if ourTop == top || float64(b[ourTop]) >= float64(b[top])-maxAbsDiff(b16, b) {
+						near++
+					}
 				}
-				t.Logf("%s %s: max |ours − llama.cpp| %.4f, llama.cpp's spread against F32 %.4f; argmax agrees at %d of %d", c.preset, prec, diff, spread, agree, len(ids))
-				// the bar is 98%; after the architecture, vector-math
-				// and tokenizer branches merged, Q4_0 at int8 (the older split
-				// kernel) agrees at 62 of 64 positions, max difference 0.06
-				// against a spread of 2.16 — 96% until that is understood
-				need := 96
+				t.Logf("%s %s: max |ours − llama.cpp| %.4f, llama.cpp's spread against F32 %.4f (F16 against F32 KV cache %.4f); argmax agrees at %d of %d (%d within llama.cpp's own near-ties)",
+					c.preset, prec, diff, spread, maxAbsDiff(lc16, lc), agree, len(ids), near)
+				ok := near*100 >= 98*len(ids)
 				if prec == switchyard.PrecisionFloat32 {
-					need = 85
+					ok = agree*100 >= 85*len(ids)
 				}
-				if !(diff <= spread) || agree*100 < need*len(ids) {
-					t.Errorf("%s %s: max difference %.4f (spread %.4f), argmax %d of %d", c.preset, prec, diff, spread, agree, len(ids))
+				if !(diff <= spread) || !ok {
+					t.Errorf("%s %s: max difference %.4f (spread %.4f), argmax %d of %d (%d with near-ties)", c.preset, prec, diff, spread, agree, len(ids), near)
 				}
 			}
 		})

@@ -1,0 +1,213 @@
+package llama_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/llm"
+	_ "github.com/switchyard-hal/switchyard/plugins/native" // the int8 path llama.cpp's quantized products take
+)
+
+// peerTypes are the types every architecture is compared at; the llama
+// shape is also compared at every other type llama.cpp's presets write
+// (quantize.py --pure: every matrix of the type, the embedding included;
+// Q4_K_M: llama.cpp's own mix of Q4_K and Q6_K).
+var (
+	peerTypes     = []string{"F16", "Q8_0"}
+	peerMoreTypes = []string{"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S", "Q4_K_S", "Q5_K_S", "Q6_K", "Q4_K_M"}
+)
+
+// TestLlamaCppPeerQuantized: for each architecture, the tiny random
+// model of TestLlamaCppPeer converted by llama.cpp's own quantizer to F16
+// and Q8_0 (the llama shape to every common type), teacher-forced logits
+// over the 64-position sequence against llama.cpp's on the same file (F32
+// KV cache, no flash attention). Switchyard runs the quantized matrices
+// as llama.cpp does: activations quantized to 8-bit blocks, integer dot
+// products (PrecisionInt8 on native).
+//
+// The bar is llama.cpp's own spread between its precisions on the same
+// file: its logits with its default F16 KV cache (and flash attention),
+// and with a BF16 one, against those with the F32 one, and for F16 files
+// also its F16 file against its F32 file. Our largest difference must stay within that
+// spread, and the argmax must agree at ≥ 98% of the positions, a position
+// counting as agreeing where our top token is llama.cpp's or one whose
+// llama.cpp logit is within llama.cpp's own spread on that row of its top
+// (a near-tie that llama.cpp's precisions themselves break either way).
+// Why that allowance: with quantized activations one rounding that falls
+// the other way (one int8 step, from a float32 difference in the last bit
+// anywhere before it) moves the logits by a few hundredths, so two
+// engines not bit-identical — and llama.cpp against itself — part at
+// near-ties: llama.cpp's own F16- and F32-cache argmaxes agree at only
+// 87–97% of these positions. The raw agreement is logged and must stay ≥
+// 90%.
+func TestLlamaCppPeerQuantized(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs llama.cpp's quantizer and decoder")
+	}
+	kit := peerKit(t)
+	dir := os.Getenv("SWITCHYARD_PEER_MODELS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	seq := peerSequence()
+	ctx := context.Background()
+	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native", "cpu"}, Precision: switchyard.PrecisionInt8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	// logits caches llama.cpp's teacher-forced logits of a file per KV type
+	logits := func(t *testing.T, model, kv string) []float32 {
+		lf := model + "." + kv + ".peer.f32"
+		if _, err := os.Stat(lf); err != nil {
+			peerGenerateKV(t, kit, model, seq, len(seq), lf, kv)
+		}
+		return readRaw(t, lf)
+	}
+	for _, name := range peerModels {
+		t.Run(name, func(t *testing.T) {
+			f32, f32Peer := peerModel(t, kit, dir, name)
+			types := peerTypes
+			if name == "llama-tiny" {
+				types = append(slices.Clip(types), peerMoreTypes...)
+			}
+			// quantize converts src to typ with llama.cpp's quantizer
+			quantize := func(t *testing.T, src, typ string) string {
+				dst := strings.TrimSuffix(src, "-f32.gguf") + "-" + typ + ".gguf"
+				if _, err := os.Stat(dst); err == nil {
+					return dst
+				}
+				args := []string{"quantize.py", src, dst, typ}
+				if typ != "Q4_K_M" {
+					args = append(args, "--pure")
+				}
+				cmd := exec.Command("python3", args...)
+				cmd.Dir = kit
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("quantize.py %s %s: %v\n%s", filepath.Base(src), typ, err, out)
+				}
+				return dst
+			}
+			for _, typ := range types {
+				t.Run(typ, func(t *testing.T) {
+					path, peer := quantize(t, f32, typ), quantize(t, f32Peer, typ)
+					if f32Peer == f32 {
+						peer = path
+					}
+					ref := logits(t, peer, "f32")
+					others := [][]float32{logits(t, peer, "f16")}
+					if typ == "F16" {
+						others = append(others, logits(t, f32Peer, "f32"))
+					}
+					others = append(others, logits(t, peer, "bf16"))
+					m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: len(seq)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer m.Close()
+					for _, n := range m.Plan().Nodes {
+						if n.OpType == "BlockQuantMatMul" && n.Backend != "native" {
+							t.Errorf("%s on %s, not native's integer path: %+v", n.Name, n.Backend, n.Declined)
+						}
+					}
+					d, err := llm.NewDecoder(m)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ours, v, err := d.PromptLogits(ctx, seq)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, o := range append(others, ref) {
+						if len(o) != len(ours) {
+							t.Fatalf("llama.cpp wrote %d logits, we have %d (%d positions of %d)", len(o), len(ours), len(seq), v)
+						}
+					}
+					c := comparePeer(ours, ref, others, v)
+					t.Logf("%s %s: max |ours − llama.cpp| %.4f, llama.cpp's own spread %.4f; argmax agrees at %d of %d (%d raw; llama.cpp's F16 against F32 KV cache: %d)",
+						name, typ, c.diff, c.spread, c.agree, c.rows, c.raw, c.self)
+					allow := c.spread
+					if typ == "F16" {
+						// Our F16 path computes the F16 weights in float32, as
+						// llama.cpp computes its F32 file (which holds exactly the
+						// F16 values; llama.cpp's F16 path also rounds the
+						// activations to F16): we sit by llama.cpp's F32 result,
+						// within the F32 bar, and so as far from its F16 one as
+						// that result is, which is part of the spread.
+						f32ref := others[1]
+						rel := 0.0
+						for r := 0; r < c.rows; r++ {
+							a, b := ours[r*v:(r+1)*v], f32ref[r*v:(r+1)*v]
+							d, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
+							for i := range b {
+								d = math.Max(d, math.Abs(float64(a[i])-float64(b[i])))
+								lo, hi = math.Min(lo, float64(b[i])), math.Max(hi, float64(b[i]))
+							}
+							rel = math.Max(rel, d/(hi-lo))
+							allow = math.Max(allow, c.spread+d)
+						}
+						t.Logf("%s F16: max |ours − llama.cpp's F32 file| %.2e of the row spread", name, rel)
+						if !(rel <= 1e-3) {
+							t.Errorf("F16: %.2e of a row's spread from llama.cpp's F32 computation of the same weights (at most 1e-3)", rel)
+						}
+					}
+					if !(c.diff <= allow) {
+						t.Errorf("logits differ from llama.cpp's by %.4f, more than llama.cpp's own spread %.4f", c.diff, c.spread)
+					}
+					if c.agree*100 < 98*c.rows || c.raw*100 < 90*c.rows {
+						t.Errorf("argmax agrees at %d of %d positions (%d raw): under 98%% (raw under 90%%)", c.agree, c.rows, c.raw)
+					}
+				})
+			}
+		})
+	}
+}
+
+// peerComparison is ours against llama.cpp's logits (ref) and llama.cpp's
+// own drift between its precisions (others: the same positions computed
+// by llama.cpp in another precision).
+type peerComparison struct {
+	diff, spread float64 // max |ours − ref|; max |other − ref|
+	rows         int
+	agree, raw   int // argmax agreement within llama.cpp's row spread; exact
+	self         int // argmax agreement of others[0] with ref
+}
+
+func comparePeer(ours, ref []float32, others [][]float32, v int) peerComparison {
+	c := peerComparison{rows: len(ref) / v}
+	for r := 0; r < c.rows; r++ {
+		a, b := ours[r*v:(r+1)*v], ref[r*v:(r+1)*v]
+		tol := 0.0
+		for k, o := range others {
+			or := o[r*v : (r+1)*v]
+			for i := range b {
+				tol = math.Max(tol, math.Abs(float64(or[i])-float64(b[i])))
+			}
+			if k == 0 && slices.Index(or, slices.Max(or)) == slices.Index(b, slices.Max(b)) {
+				c.self++
+			}
+		}
+		c.spread = math.Max(c.spread, tol)
+		for i := range b {
+			d := math.Abs(float64(a[i]) - float64(b[i]))
+			if !(d <= c.diff) {
+				c.diff = d // NaN sticks
+			}
+		}
+		top, ourTop := slices.Index(b, slices.Max(b)), slices.Index(a, slices.Max(a))
+		if ourTop == top {
+			c.raw++
+		}
+		if ourTop == top || float64(b[ourTop]) >= float64(b[top])-tol {
+			c.agree++
+		}
+	}
+	return c
+}
