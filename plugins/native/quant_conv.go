@@ -47,6 +47,22 @@ func padU8(dst []uint8, x []int8, n, h, w, c int, gm qconvGeom, xz int32) []uint
 // packIm2col packs the windows of output positions from a padded u8
 // image (padU8; n×hp×wp×c) for a conv with output oh×ow: row r = (b, oy,
 // ox), k = (ky, kx, ch) as OHWI filters order it.
+// convFill is the GEMM operand of an int8 convolution over the NHWC x:
+// its rows themselves for a 1×1, stride-1 kernel without padding, else
+// the im2col of x padded with the zero point xz, in a buffer from imgs
+// that done gives back once the GEMM has run.
+func convFill(imgs *sync.Pool, x []int8, N, H, W, C int, gm qconvGeom, xz int32, oh, ow int) (fill qfill, done func()) {
+	if gm.kh == 1 && gm.kw == 1 && gm.sh == 1 && gm.sw == 1 && gm.pt+gm.pl+gm.pb+gm.pr == 0 {
+		return packRows(x, C), func() {}
+	}
+	var img []uint8
+	if v := imgs.Get(); v != nil {
+		img = *v.(*[]uint8)
+	}
+	img = padU8(img, x, N, H, W, C, gm, xz)
+	return packIm2col(img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, C, oh, ow, gm), func() { imgs.Put(&img) }
+}
+
 func packIm2col(img []uint8, hp, wp, c, oh, ow int, gm qconvGeom) qfill {
 	return func(a []uint8, r0, rows, mr, k4 int) {
 		tiles := (rows + mr - 1) / mr
@@ -176,19 +192,9 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		if ctx.Stopped() {
 			return nil, ctx.Stop(node)
 		}
-		var fill qfill
-		if gm.kh == 1 && gm.kw == 1 && gm.sh == 1 && gm.sw == 1 && gm.pt+gm.pl+gm.pb+gm.pr == 0 {
-			fill = packRows(x, C)
-		} else {
-			var img []uint8
-			if v := imgPool.Get(); v != nil {
-				img = *v.(*[]uint8)
-			}
-			img = padU8(img, x, N, H, W, C, gm, q.xz)
-			defer imgPool.Put(&img)
-			fill = packIm2col(img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, C, oh, ow, gm)
-		}
+		fill, done := convFill(&imgPool, x, N, H, W, C, gm, q.xz, oh, ow)
 		g.run(pool, N*oh*ow, fill, out.Data.([]int8), cout)
+		done()
 		return ctx.Outputs(out), nil
 	}, nil
 }
