@@ -55,20 +55,33 @@ func planConv(n *graph.Node, x, w, b *graph.Tensor) (*convPlan, error) {
 	if p.g, err = nnops.ForwardGeom(attrs, x.Shape[2:], false); err != nil {
 		return nil, err
 	}
-	p.outShape = []int{p.n, p.m}
-	for i := 3 - p.nd; i < 3; i++ {
-		p.outShape = append(p.outShape, p.g.Out[i])
-	}
+	p.outShape = outShape(p.n, p.m, p.nd, p.g.Out)
 	return p, nil
 }
 
-func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x, w, b := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
+// outShape is a convolution's output shape: [N, M] and the nd spatial
+// dims at the end of out (the geometry's three).
+func outShape(N, M, nd int, out [3]int) []int {
+	return append([]int{N, M}, out[3-nd:]...)
+}
+
+// convInputs are a Conv's or ConvTranspose's X, W and B (nil: none), of
+// one dtype.
+func convInputs(n *graph.Node, in []*graph.Tensor) (x, w, b *graph.Tensor, err error) {
+	x, w, b = kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
 	if x == nil || w == nil {
-		return nil, kernels.Invalidf(n, "Conv needs inputs X and W")
+		return nil, nil, nil, kernels.Invalidf(n, "%s needs inputs X and W", n.OpType)
 	}
 	if w.DType != x.DType || (b != nil && b.DType != x.DType) {
-		return nil, kernels.Invalidf(n, "input dtypes differ")
+		return nil, nil, nil, kernels.Invalidf(n, "input dtypes differ")
+	}
+	return x, w, b, nil
+}
+
+func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x, w, b, err := convInputs(n, in)
+	if err != nil {
+		return nil, err
 	}
 	p, err := planConv(n, x, w, b)
 	if err != nil {

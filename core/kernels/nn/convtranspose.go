@@ -49,20 +49,14 @@ func planConvTranspose(n *graph.Node, x, w, b *graph.Tensor) (*convTPlan, error)
 	if p.g, err = nnops.ConvTransposeGeom(n, attrs, x.Shape[2:]); err != nil {
 		return nil, err
 	}
-	p.outShape = []int{p.n, p.m}
-	for i := 3 - p.nd; i < 3; i++ {
-		p.outShape = append(p.outShape, p.g.Out[i])
-	}
+	p.outShape = outShape(p.n, p.m, p.nd, p.g.Out)
 	return p, nil
 }
 
 func convTransposeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x, w, b := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
-	if x == nil || w == nil {
-		return nil, kernels.Invalidf(n, "ConvTranspose needs inputs X and W")
-	}
-	if w.DType != x.DType || (b != nil && b.DType != x.DType) {
-		return nil, kernels.Invalidf(n, "input dtypes differ")
+	x, w, b, err := convInputs(n, in)
+	if err != nil {
+		return nil, err
 	}
 	p, err := planConvTranspose(n, x, w, b)
 	if err != nil {
