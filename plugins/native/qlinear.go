@@ -596,30 +596,8 @@ func fillRQF(blk []int32, gw, c0, n int, corr []int32, mult []float64, flo, fhi 
 // prepareASMF is prepareASM for the float kernels: corr[c] = bias[c] −
 // xz·Σ_t w[t][c], the float blocks per 16 channels.
 func (d *qdw) prepareASMF() {
-	taps := d.kh * d.kw
-	d.cp = (d.c + 15) &^ 15
-	blocks := d.cp / 16
-	d.wv = make([]int32, blocks*d.steps()*16)
-	d.rqst = rqStrideF(1)
-	d.rq = make([]int32, blocks*d.rqst)
-	d.masks = make([]uint64, blocks)
-	corr := make([]int32, d.c)
-	for c := 0; c < d.c; c++ {
-		cb, j := c/16, c%16
-		s := int32(0)
-		for t := 0; t < taps; t++ {
-			v := d.w[t*d.c+c]
-			s += v
-			if d.pairs {
-				d.wv[(cb*d.steps()+t/2)*16+j] |= int32(uint32(uint16(int16(v))) << (16 * uint(t%2)))
-				continue
-			}
-			d.wv[(cb*taps+t)*16+j] = v
-		}
-		corr[c] = d.bias[c] - d.xz*s
-		d.masks[cb] |= 1 << uint(j)
-	}
-	for cb := 0; cb < blocks; cb++ {
+	corr := d.layoutWeights(rqStrideF(1))
+	for cb := 0; cb < d.cp/16; cb++ {
 		fillRQF(d.rq[cb*d.rqst:(cb+1)*d.rqst], 16, cb*16, d.c, corr, d.fm, d.flo, d.fhi, d.yz)
 	}
 }

@@ -292,17 +292,20 @@ func buildQDepthwise(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	}, nil
 }
 
-// prepareASM lays out the weights and requantisation blocks for the
-// assembly: corr[c] = bias[c] − xz·Σ_t w[t][c] (the padding holds xz).
-func (d *qdw) prepareASM() {
+// layoutWeights lays out the weights for the assembly, in blocks of 16
+// channels (pairs of taps interleaved where the kernel takes them so),
+// sizes the requantisation blocks (rqst int32s each) and the channel
+// masks, and returns corr[c] = bias[c] − xz·Σ_t w[t][c] (the padding
+// holds xz).
+func (d *qdw) layoutWeights(rqst int) (corr []int32) {
 	taps := d.kh * d.kw
 	d.cp = (d.c + 15) &^ 15
 	blocks := d.cp / 16
 	d.wv = make([]int32, blocks*d.steps()*16)
-	st := rqStride(1)
-	d.rqst = st
-	d.rq = make([]int32, blocks*st)
+	d.rqst = rqst
+	d.rq = make([]int32, blocks*rqst)
 	d.masks = make([]uint64, blocks)
+	corr = make([]int32, d.c)
 	for c := 0; c < d.c; c++ {
 		cb, j := c/16, c%16
 		s := int32(0)
@@ -315,13 +318,25 @@ func (d *qdw) prepareASM() {
 			}
 			d.wv[(cb*taps+t)*16+j] = v
 		}
+		corr[c] = d.bias[c] - d.xz*s
+		d.masks[cb] |= 1 << uint(j)
+	}
+	return corr
+}
+
+// prepareASM lays out the weights and the fixed-point requantisation
+// blocks for the assembly.
+func (d *qdw) prepareASM() {
+	st := rqStride(1)
+	corr := d.layoutWeights(st)
+	for c := 0; c < d.c; c++ {
+		cb, j := c/16, c%16
 		blk := d.rq[cb*st:]
 		left, right := max(d.ms[c], 0), max(-d.ms[c], 0)
 		mask := int32(1)<<right - 1
-		blk[j], blk[16+j], blk[32+j], blk[48+j], blk[64+j], blk[80+j] = d.bias[c]-d.xz*s, d.mq[c], int32(left), int32(right), mask, mask>>1
-		d.masks[cb] |= 1 << uint(j)
+		blk[j], blk[16+j], blk[32+j], blk[48+j], blk[64+j], blk[80+j] = corr[c], d.mq[c], int32(left), int32(right), mask, mask>>1
 	}
-	for cb := 0; cb < blocks; cb++ {
+	for cb := 0; cb < d.cp/16; cb++ {
 		t := d.rq[cb*st+96:]
 		t[0], t[1], t[2], t[3], t[4], t[5] = d.yz, d.lo, d.hi, 1, 1<<30, 0
 	}
