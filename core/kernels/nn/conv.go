@@ -79,22 +79,43 @@ func convInputs(n *graph.Node, in []*graph.Tensor) (x, w, b *graph.Tensor, err e
 }
 
 func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return convLike(ctx, n, in, planConv, convRun[float32], convRun[float64])
+}
+
+// scratch is the im2col buffer: cg·|kernel| × |output plane|.
+func (p *convPlan) scratch() []int { return []int{p.cg * p.g.KSize(), p.g.OutSize()} }
+
+func (p *convPlan) shape() []int { return p.outShape }
+
+// convLikePlan is a Conv or ConvTranspose plan: its scratch matrix and
+// its output shape.
+type convLikePlan interface {
+	scratch() []int
+	shape() []int
+}
+
+// convLike is the kernel of Conv and ConvTranspose: the inputs checked,
+// the plan made and its scratch matrix checked against the tensor size
+// limit, then run in the input's float type.
+func convLike[P convLikePlan](ctx *kernels.Context, n *graph.Node, in []*graph.Tensor,
+	plan func(n *graph.Node, x, w, b *graph.Tensor) (P, error),
+	run32 func(st stop, p P, x, w, b, y []float32, gemm gemmFunc[float32]),
+	run64 func(st stop, p P, x, w, b, y []float64, gemm gemmFunc[float64])) ([]*graph.Tensor, error) {
 	x, w, b, err := convInputs(n, in)
 	if err != nil {
 		return nil, err
 	}
-	p, err := planConv(n, x, w, b)
+	p, err := plan(n, x, w, b)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
-	// The im2col buffer is cg·|kernel| × |output plane|.
-	if _, err := graph.CheckAlloc(x.DType, []int{p.cg * p.g.KSize(), p.g.OutSize()}); err != nil {
+	if _, err := graph.CheckAlloc(x.DType, p.scratch()); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
 	st := stopOf(ctx)
-	return dispatchFloat(ctx, n, x, w, b, p.outShape,
-		func(x, w, b, y []float32) { convRun(st, p, x, w, b, y, sgemm) },
-		func(x, w, b, y []float64) { convRun(st, p, x, w, b, y, gemm64) })
+	return dispatchFloat(ctx, n, x, w, b, p.shape(),
+		func(x, w, b, y []float32) { run32(st, p, x, w, b, y, sgemm) },
+		func(x, w, b, y []float64) { run64(st, p, x, w, b, y, gemm64) })
 }
 
 func f32Data(t *graph.Tensor) []float32 {

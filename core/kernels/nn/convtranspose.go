@@ -54,23 +54,13 @@ func planConvTranspose(n *graph.Node, x, w, b *graph.Tensor) (*convTPlan, error)
 }
 
 func convTransposeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x, w, b, err := convInputs(n, in)
-	if err != nil {
-		return nil, err
-	}
-	p, err := planConvTranspose(n, x, w, b)
-	if err != nil {
-		return nil, kernels.Errorf(n, "%w", err)
-	}
-	// The column buffer is mg·|kernel| × |input plane|.
-	if _, err := graph.CheckAlloc(x.DType, []int{p.mg * p.g.KSize(), p.g.InSize()}); err != nil {
-		return nil, kernels.Errorf(n, "%w", err)
-	}
-	st := stopOf(ctx)
-	return dispatchFloat(ctx, n, x, w, b, p.outShape,
-		func(x, w, b, y []float32) { convTransposeRun(st, p, x, w, b, y, sgemm) },
-		func(x, w, b, y []float64) { convTransposeRun(st, p, x, w, b, y, gemm64) })
+	return convLike(ctx, n, in, planConvTranspose, convTransposeRun[float32], convTransposeRun[float64])
 }
+
+// scratch is the column buffer: mg·|kernel| × |input plane|.
+func (p *convTPlan) scratch() []int { return []int{p.mg * p.g.KSize(), p.g.InSize()} }
+
+func (p *convTPlan) shape() []int { return p.outShape }
 
 // convTransposeRun computes, per image and group, the column matrix
 // Wgᵀ·Xg (mg·|kernel| rows × input positions) with the GEMM and scatters
