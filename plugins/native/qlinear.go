@@ -88,6 +88,25 @@ func (p qparam) zp(c int) int32 {
 	return p.z[c]
 }
 
+// onnxOutParam is the output dtype and quantisation of a QLinearConv or
+// QLinearMatMul: the dtype of y's zero point (input 7; x's dtype when
+// absent), int8 or uint8, with y's scale (input 6).
+func onnxOutParam(sg *hal.Subgraph, n *graph.Node, xdt graph.DType) (graph.DType, qparam, string) {
+	ydt := xdt
+	if len(n.Inputs) > 7 && n.Inputs[7] != "" {
+		z := constInput(sg, n, 7)
+		if z == nil {
+			return 0, qparam{}, fmt.Sprintf("native: %s with a non-constant zero point of y", n.OpType)
+		}
+		ydt = z.DType
+	}
+	if ydt != graph.Int8 && ydt != graph.Uint8 {
+		return 0, qparam{}, fmt.Sprintf("native: %s output %v: int8 or uint8 expected", n.OpType, ydt)
+	}
+	yq, r := onnxParam(sg, n, 6, 7, ydt, 0, "y")
+	return ydt, yq, r
+}
+
 // onnxParam reads the constant scale at si and zero point at zi (absent:
 // 0): float32 scales, positive and finite, one or channels (> 0) of
 // them; a zero point of type vdt (Undefined: int8 or uint8) and as many.
@@ -239,18 +258,8 @@ func planQLinearConv(sg *hal.Subgraph, n *graph.Node) (*qconvPlan, string) {
 	if r != "" {
 		return nil, r
 	}
-	p.ydt = xt.DType
-	if len(n.Inputs) > 7 && n.Inputs[7] != "" {
-		z := constInput(sg, n, 7)
-		if z == nil {
-			return nil, "native: QLinearConv with a non-constant zero point of y"
-		}
-		p.ydt = z.DType
-	}
-	if p.ydt != graph.Int8 && p.ydt != graph.Uint8 {
-		return nil, fmt.Sprintf("native: QLinearConv output %v: int8 or uint8 expected", p.ydt)
-	}
-	yq, r := onnxParam(sg, n, 6, 7, p.ydt, 0, "y")
+	var yq qparam
+	p.ydt, yq, r = onnxOutParam(sg, n, xt.DType)
 	if r != "" {
 		return nil, r
 	}
@@ -504,19 +513,9 @@ func buildQLinearConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, err
 		var imgPool sync.Pool
 		c := p.c
 		nhwc = func(x []int8, N, H, W int, y []int8, oh, ow int) {
-			var fill qfill
-			if gm.kh == 1 && gm.kw == 1 && gm.sh == 1 && gm.sw == 1 && gm.pt+gm.pl+gm.pb+gm.pr == 0 {
-				fill = packRows(x, c)
-			} else {
-				var img []uint8
-				if v := imgPool.Get(); v != nil {
-					img = *v.(*[]uint8)
-				}
-				img = padU8(img, x, N, H, W, c, gm, p.xz)
-				defer imgPool.Put(&img)
-				fill = packIm2col(img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, c, oh, ow, gm)
-			}
+			fill, done := convFill(&imgPool, x, N, H, W, c, gm, p.xz, oh, ow)
 			g.run(pool, N*oh*ow, fill, y, p.m)
+			done()
 		}
 	}
 	var bufs xfer
@@ -597,30 +596,8 @@ func fillRQF(blk []int32, gw, c0, n int, corr []int32, mult []float64, flo, fhi 
 // prepareASMF is prepareASM for the float kernels: corr[c] = bias[c] −
 // xz·Σ_t w[t][c], the float blocks per 16 channels.
 func (d *qdw) prepareASMF() {
-	taps := d.kh * d.kw
-	d.cp = (d.c + 15) &^ 15
-	blocks := d.cp / 16
-	d.wv = make([]int32, blocks*d.steps()*16)
-	d.rqst = rqStrideF(1)
-	d.rq = make([]int32, blocks*d.rqst)
-	d.masks = make([]uint64, blocks)
-	corr := make([]int32, d.c)
-	for c := 0; c < d.c; c++ {
-		cb, j := c/16, c%16
-		s := int32(0)
-		for t := 0; t < taps; t++ {
-			v := d.w[t*d.c+c]
-			s += v
-			if d.pairs {
-				d.wv[(cb*d.steps()+t/2)*16+j] |= int32(uint32(uint16(int16(v))) << (16 * uint(t%2)))
-				continue
-			}
-			d.wv[(cb*taps+t)*16+j] = v
-		}
-		corr[c] = d.bias[c] - d.xz*s
-		d.masks[cb] |= 1 << uint(j)
-	}
-	for cb := 0; cb < blocks; cb++ {
+	corr := d.layoutWeights(rqStrideF(1))
+	for cb := 0; cb < d.cp/16; cb++ {
 		fillRQF(d.rq[cb*d.rqst:(cb+1)*d.rqst], 16, cb*16, d.c, corr, d.fm, d.flo, d.fhi, d.yz)
 	}
 }

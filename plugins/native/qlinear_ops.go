@@ -48,18 +48,9 @@ func planQLinearMatMul(sg *hal.Subgraph, n *graph.Node) (*qmatmulPlan, string) {
 	if r != "" {
 		return nil, r
 	}
-	p := &qmatmulPlan{adt: at.DType, ydt: at.DType, k: K, n: N}
-	if len(n.Inputs) > 7 && n.Inputs[7] != "" {
-		z := constInput(sg, n, 7)
-		if z == nil {
-			return nil, "native: QLinearMatMul with a non-constant zero point of y"
-		}
-		p.ydt = z.DType
-	}
-	if p.ydt != graph.Int8 && p.ydt != graph.Uint8 {
-		return nil, fmt.Sprintf("native: QLinearMatMul output %v: int8 or uint8 expected", p.ydt)
-	}
-	yq, r := onnxParam(sg, n, 6, 7, p.ydt, 0, "y")
+	p := &qmatmulPlan{adt: at.DType, k: K, n: N}
+	var yq qparam
+	p.ydt, yq, r = onnxOutParam(sg, n, at.DType)
 	if r != "" {
 		return nil, r
 	}

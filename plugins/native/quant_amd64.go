@@ -70,30 +70,27 @@ func archQKernels() []qkernel {
 // archDWQ is the int8 depthwise kernel chosen for this CPU (nil: none)
 // and whether it takes its taps in pairs (dwqAVX2; see qdw).
 func archDWQ() (func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64), bool) {
+	return pickQ(dwqAVX512, dwqAVX2)
+}
+
+// pickQ is the int8 kernel chosen for this CPU between an AVX-512 one and
+// an AVX2 one (the zero F: none); avx2 reports the AVX2 one.
+func pickQ[F any](k512, k2 F) (k F, avx2 bool) {
 	f := qkernelFamily()
 	switch {
 	case f == "generic":
-		return nil, false
 	case hasQ512 && useQ512(f):
-		return dwqAVX512, false
+		return k512, false
 	case hasQAVX2:
-		return dwqAVX2, true
+		return k2, true
 	}
-	return nil, false
+	return k, false
 }
 
 // archQAdd is the int8 Add kernel chosen for this CPU (nil: none).
 func archQAdd() func(n int, a, b *int8, p *int32, y *int8) {
-	f := qkernelFamily()
-	switch {
-	case f == "generic":
-		return nil
-	case hasQ512 && useQ512(f):
-		return qaddAVX512
-	case hasQAVX2:
-		return qaddAVX2
-	}
-	return nil
+	k, _ := pickQ(qaddAVX512, qaddAVX2)
+	return k
 }
 
 // archQKernelsF are archQKernels with ONNX's float requantisation (the
@@ -119,14 +116,5 @@ func archQKernelsF() []qkernel {
 
 // archDWQF is archDWQ with ONNX's float requantisation.
 func archDWQF() (func(nt, taps int, offs *int, w *int32, x *int8, xstep int, rq *int32, y *int8, ystep int, mask uint64), bool) {
-	f := qkernelFamily()
-	switch {
-	case f == "generic":
-		return nil, false
-	case hasQ512 && useQ512(f):
-		return dwqAVX512F, false
-	case hasQAVX2:
-		return dwqAVX2F, true
-	}
-	return nil, false
+	return pickQ(dwqAVX512F, dwqAVX2F)
 }

@@ -47,6 +47,22 @@ func padU8(dst []uint8, x []int8, n, h, w, c int, gm qconvGeom, xz int32) []uint
 // packIm2col packs the windows of output positions from a padded u8
 // image (padU8; n×hp×wp×c) for a conv with output oh×ow: row r = (b, oy,
 // ox), k = (ky, kx, ch) as OHWI filters order it.
+// convFill is the GEMM operand of an int8 convolution over the NHWC x:
+// its rows themselves for a 1×1, stride-1 kernel without padding, else
+// the im2col of x padded with the zero point xz, in a buffer from imgs
+// that done gives back once the GEMM has run.
+func convFill(imgs *sync.Pool, x []int8, N, H, W, C int, gm qconvGeom, xz int32, oh, ow int) (fill qfill, done func()) {
+	if gm.kh == 1 && gm.kw == 1 && gm.sh == 1 && gm.sw == 1 && gm.pt+gm.pl+gm.pb+gm.pr == 0 {
+		return packRows(x, C), func() {}
+	}
+	var img []uint8
+	if v := imgs.Get(); v != nil {
+		img = *v.(*[]uint8)
+	}
+	img = padU8(img, x, N, H, W, C, gm, xz)
+	return packIm2col(img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, C, oh, ow, gm), func() { imgs.Put(&img) }
+}
+
 func packIm2col(img []uint8, hp, wp, c, oh, ow int, gm qconvGeom) qfill {
 	return func(a []uint8, r0, rows, mr, k4 int) {
 		tiles := (rows + mr - 1) / mr
@@ -176,19 +192,9 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		if ctx.Stopped() {
 			return nil, ctx.Stop(node)
 		}
-		var fill qfill
-		if gm.kh == 1 && gm.kw == 1 && gm.sh == 1 && gm.sw == 1 && gm.pt+gm.pl+gm.pb+gm.pr == 0 {
-			fill = packRows(x, C)
-		} else {
-			var img []uint8
-			if v := imgPool.Get(); v != nil {
-				img = *v.(*[]uint8)
-			}
-			img = padU8(img, x, N, H, W, C, gm, q.xz)
-			defer imgPool.Put(&img)
-			fill = packIm2col(img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, C, oh, ow, gm)
-		}
+		fill, done := convFill(&imgPool, x, N, H, W, C, gm, q.xz, oh, ow)
 		g.run(pool, N*oh*ow, fill, out.Data.([]int8), cout)
+		done()
 		return ctx.Outputs(out), nil
 	}, nil
 }
@@ -286,17 +292,20 @@ func buildQDepthwise(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	}, nil
 }
 
-// prepareASM lays out the weights and requantisation blocks for the
-// assembly: corr[c] = bias[c] − xz·Σ_t w[t][c] (the padding holds xz).
-func (d *qdw) prepareASM() {
+// layoutWeights lays out the weights for the assembly, in blocks of 16
+// channels (pairs of taps interleaved where the kernel takes them so),
+// sizes the requantisation blocks (rqst int32s each) and the channel
+// masks, and returns corr[c] = bias[c] − xz·Σ_t w[t][c] (the padding
+// holds xz).
+func (d *qdw) layoutWeights(rqst int) (corr []int32) {
 	taps := d.kh * d.kw
 	d.cp = (d.c + 15) &^ 15
 	blocks := d.cp / 16
 	d.wv = make([]int32, blocks*d.steps()*16)
-	st := rqStride(1)
-	d.rqst = st
-	d.rq = make([]int32, blocks*st)
+	d.rqst = rqst
+	d.rq = make([]int32, blocks*rqst)
 	d.masks = make([]uint64, blocks)
+	corr = make([]int32, d.c)
 	for c := 0; c < d.c; c++ {
 		cb, j := c/16, c%16
 		s := int32(0)
@@ -309,13 +318,25 @@ func (d *qdw) prepareASM() {
 			}
 			d.wv[(cb*taps+t)*16+j] = v
 		}
+		corr[c] = d.bias[c] - d.xz*s
+		d.masks[cb] |= 1 << uint(j)
+	}
+	return corr
+}
+
+// prepareASM lays out the weights and the fixed-point requantisation
+// blocks for the assembly.
+func (d *qdw) prepareASM() {
+	st := rqStride(1)
+	corr := d.layoutWeights(st)
+	for c := 0; c < d.c; c++ {
+		cb, j := c/16, c%16
 		blk := d.rq[cb*st:]
 		left, right := max(d.ms[c], 0), max(-d.ms[c], 0)
 		mask := int32(1)<<right - 1
-		blk[j], blk[16+j], blk[32+j], blk[48+j], blk[64+j], blk[80+j] = d.bias[c]-d.xz*s, d.mq[c], int32(left), int32(right), mask, mask>>1
-		d.masks[cb] |= 1 << uint(j)
+		blk[j], blk[16+j], blk[32+j], blk[48+j], blk[64+j], blk[80+j] = corr[c], d.mq[c], int32(left), int32(right), mask, mask>>1
 	}
-	for cb := 0; cb < blocks; cb++ {
+	for cb := 0; cb < d.cp/16; cb++ {
 		t := d.rq[cb*st+96:]
 		t[0], t[1], t[2], t[3], t[4], t[5] = d.yz, d.lo, d.hi, 1, 1<<30, 0
 	}

@@ -53,19 +53,27 @@ func init() {
 }
 
 func infer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	N := n.AttrInt("N", 0)
-	if N <= 0 {
-		return nil, ops.Invalidf(n, "attribute N must be positive")
+	return floatOut(n, "N", in[0].Type.Shape, true)
+}
+
+// floatOut infers a float32 output of shape s (less its last dim, A's K,
+// when dropLast) followed by the positive attribute attr; an unknown s
+// gives an unknown shape.
+func floatOut(n *graph.Node, attr string, s graph.Shape, dropLast bool) ([]graph.ValueType, error) {
+	v := n.AttrInt(attr, 0)
+	if v <= 0 {
+		return nil, ops.Invalidf(n, "attribute %s must be positive", attr)
 	}
-	s := in[0].Type.Shape
 	if s == nil {
 		return []graph.ValueType{{Kind: "tensor", DType: graph.Float32}}, nil
 	}
-	if len(s) == 0 {
-		return nil, ops.Invalidf(n, "A must have rank >= 1")
+	if dropLast {
+		if len(s) == 0 {
+			return nil, ops.Invalidf(n, "A must have rank >= 1")
+		}
+		s = s[:len(s)-1]
 	}
-	out := append(graph.Shape{}, s[:len(s)-1]...)
-	out = append(out, graph.Dim{Value: N})
+	out := append(append(graph.Shape{}, s...), graph.Dim{Value: v})
 	return []graph.ValueType{{Kind: "tensor", DType: graph.Float32, Shape: out}}, nil
 }
 

@@ -29,16 +29,7 @@ func init() {
 }
 
 func inferGather(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	K := n.AttrInt("K", 0)
-	if K <= 0 {
-		return nil, ops.Invalidf(n, "attribute K must be positive")
-	}
-	s := in[1].Type.Shape
-	if s == nil {
-		return []graph.ValueType{{Kind: "tensor", DType: graph.Float32}}, nil
-	}
-	out := append(append(graph.Shape{}, s...), graph.Dim{Value: K})
-	return []graph.ValueType{{Kind: "tensor", DType: graph.Float32, Shape: out}}, nil
+	return floatOut(n, "K", in[1].Type.Shape, false)
 }
 
 func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {

@@ -136,6 +136,21 @@ func eyeLikeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 
 // ---- Compress ----
 
+// optAxis is x's shape and its "axis" attribute; without one, x counts
+// as flattened (axis 0 of [x.Len()]).
+func optAxis(n *graph.Node, x *graph.Tensor) (shape []int, axis int, err error) {
+	if !n.HasAttr("axis") {
+		return []int{x.Len()}, 0, nil
+	}
+	if x.Rank() == 0 {
+		return nil, 0, kernels.Invalidf(n, "axis given for a scalar input")
+	}
+	if axis, err = kernels.NormAxis(n.AttrInt("axis", 0), x.Rank()); err != nil {
+		return nil, 0, kernels.Invalidf(n, "%v", err)
+	}
+	return x.Shape, axis, nil
+}
+
 // compressKernel keeps the slices along axis (or the elements of the
 // flattened input when axis is absent) whose condition is true; entries past
 // the condition's length are dropped.
@@ -151,17 +166,9 @@ func compressKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		return nil, kernels.Invalidf(n, "condition must be a 1-D bool tensor, got %v%v", c.DType, c.Shape)
 	}
 	cond := c.Data.([]bool)
-	shape := []int{x.Len()}
-	axis := 0
-	if n.HasAttr("axis") {
-		if x.Rank() == 0 {
-			return nil, kernels.Invalidf(n, "axis given for a scalar input")
-		}
-		var err error
-		if axis, err = kernels.NormAxis(n.AttrInt("axis", 0), x.Rank()); err != nil {
-			return nil, kernels.Invalidf(n, "%v", err)
-		}
-		shape = x.Shape
+	shape, axis, err := optAxis(n, x)
+	if err != nil {
+		return nil, err
 	}
 	outer, d, inner := splitAt(shape, axis)
 	var keep []int

@@ -98,17 +98,9 @@ func uniqueKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if err := checkIn(n, x, "X"); err != nil {
 		return nil, err
 	}
-	shape := []int{x.Len()}
-	axis := 0
-	if n.HasAttr("axis") {
-		if x.Rank() == 0 {
-			return nil, kernels.Invalidf(n, "axis given for a scalar input")
-		}
-		var err error
-		if axis, err = kernels.NormAxis(n.AttrInt("axis", 0), x.Rank()); err != nil {
-			return nil, kernels.Invalidf(n, "%v", err)
-		}
-		shape = x.Shape
+	shape, axis, err := optAxis(n, x)
+	if err != nil {
+		return nil, err
 	}
 	outer, d, inner := splitAt(shape, axis)
 	cmpf := comparer(x, outer, d, inner)

@@ -55,33 +55,67 @@ func planConv(n *graph.Node, x, w, b *graph.Tensor) (*convPlan, error) {
 	if p.g, err = nnops.ForwardGeom(attrs, x.Shape[2:], false); err != nil {
 		return nil, err
 	}
-	p.outShape = []int{p.n, p.m}
-	for i := 3 - p.nd; i < 3; i++ {
-		p.outShape = append(p.outShape, p.g.Out[i])
-	}
+	p.outShape = outShape(p.n, p.m, p.nd, p.g.Out)
 	return p, nil
 }
 
-func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x, w, b := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
+// outShape is a convolution's output shape: [N, M] and the nd spatial
+// dims at the end of out (the geometry's three).
+func outShape(N, M, nd int, out [3]int) []int {
+	return append([]int{N, M}, out[3-nd:]...)
+}
+
+// convInputs are a Conv's or ConvTranspose's X, W and B (nil: none), of
+// one dtype.
+func convInputs(n *graph.Node, in []*graph.Tensor) (x, w, b *graph.Tensor, err error) {
+	x, w, b = kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
 	if x == nil || w == nil {
-		return nil, kernels.Invalidf(n, "Conv needs inputs X and W")
+		return nil, nil, nil, kernels.Invalidf(n, "%s needs inputs X and W", n.OpType)
 	}
 	if w.DType != x.DType || (b != nil && b.DType != x.DType) {
-		return nil, kernels.Invalidf(n, "input dtypes differ")
+		return nil, nil, nil, kernels.Invalidf(n, "input dtypes differ")
 	}
-	p, err := planConv(n, x, w, b)
+	return x, w, b, nil
+}
+
+func convKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return convLike(ctx, n, in, planConv, convRun[float32], convRun[float64])
+}
+
+// scratch is the im2col buffer: cg·|kernel| × |output plane|.
+func (p *convPlan) scratch() []int { return []int{p.cg * p.g.KSize(), p.g.OutSize()} }
+
+func (p *convPlan) shape() []int { return p.outShape }
+
+// convLikePlan is a Conv or ConvTranspose plan: its scratch matrix and
+// its output shape.
+type convLikePlan interface {
+	scratch() []int
+	shape() []int
+}
+
+// convLike is the kernel of Conv and ConvTranspose: the inputs checked,
+// the plan made and its scratch matrix checked against the tensor size
+// limit, then run in the input's float type.
+func convLike[P convLikePlan](ctx *kernels.Context, n *graph.Node, in []*graph.Tensor,
+	plan func(n *graph.Node, x, w, b *graph.Tensor) (P, error),
+	run32 func(st stop, p P, x, w, b, y []float32, gemm gemmFunc[float32]),
+	run64 func(st stop, p P, x, w, b, y []float64, gemm gemmFunc[float64])) ([]*graph.Tensor, error) {
+	x, w, b, err := convInputs(n, in)
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan(n, x, w, b)
 	if err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
-	// The im2col buffer is cg·|kernel| × |output plane|.
-	if _, err := graph.CheckAlloc(x.DType, []int{p.cg * p.g.KSize(), p.g.OutSize()}); err != nil {
+	if _, err := graph.CheckAlloc(x.DType, p.scratch()); err != nil {
 		return nil, kernels.Errorf(n, "%w", err)
 	}
 	st := stopOf(ctx)
-	return dispatchFloat(ctx, n, x, w, b, p.outShape,
-		func(x, w, b, y []float32) { convRun(st, p, x, w, b, y, sgemm) },
-		func(x, w, b, y []float64) { convRun(st, p, x, w, b, y, gemm64) })
+	return dispatchFloat(ctx, n, x, w, b, p.shape(),
+		func(x, w, b, y []float32) { run32(st, p, x, w, b, y, sgemm) },
+		func(x, w, b, y []float64) { run64(st, p, x, w, b, y, gemm64) })
 }
 
 func f32Data(t *graph.Tensor) []float32 {

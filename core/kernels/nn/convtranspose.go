@@ -49,34 +49,18 @@ func planConvTranspose(n *graph.Node, x, w, b *graph.Tensor) (*convTPlan, error)
 	if p.g, err = nnops.ConvTransposeGeom(n, attrs, x.Shape[2:]); err != nil {
 		return nil, err
 	}
-	p.outShape = []int{p.n, p.m}
-	for i := 3 - p.nd; i < 3; i++ {
-		p.outShape = append(p.outShape, p.g.Out[i])
-	}
+	p.outShape = outShape(p.n, p.m, p.nd, p.g.Out)
 	return p, nil
 }
 
 func convTransposeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x, w, b := kernels.Input(in, 0), kernels.Input(in, 1), kernels.Input(in, 2)
-	if x == nil || w == nil {
-		return nil, kernels.Invalidf(n, "ConvTranspose needs inputs X and W")
-	}
-	if w.DType != x.DType || (b != nil && b.DType != x.DType) {
-		return nil, kernels.Invalidf(n, "input dtypes differ")
-	}
-	p, err := planConvTranspose(n, x, w, b)
-	if err != nil {
-		return nil, kernels.Errorf(n, "%w", err)
-	}
-	// The column buffer is mg·|kernel| × |input plane|.
-	if _, err := graph.CheckAlloc(x.DType, []int{p.mg * p.g.KSize(), p.g.InSize()}); err != nil {
-		return nil, kernels.Errorf(n, "%w", err)
-	}
-	st := stopOf(ctx)
-	return dispatchFloat(ctx, n, x, w, b, p.outShape,
-		func(x, w, b, y []float32) { convTransposeRun(st, p, x, w, b, y, sgemm) },
-		func(x, w, b, y []float64) { convTransposeRun(st, p, x, w, b, y, gemm64) })
+	return convLike(ctx, n, in, planConvTranspose, convTransposeRun[float32], convTransposeRun[float64])
 }
+
+// scratch is the column buffer: mg·|kernel| × |input plane|.
+func (p *convTPlan) scratch() []int { return []int{p.mg * p.g.KSize(), p.g.InSize()} }
+
+func (p *convTPlan) shape() []int { return p.outShape }
 
 // convTransposeRun computes, per image and group, the column matrix
 // Wgᵀ·Xg (mg·|kernel| rows × input positions) with the GEMM and scatters

@@ -38,25 +38,9 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 		}
 		group = C / wc
 	}
-	xq, err := readParams(n, in, 1, 0, "x")
+	xq, wq, yq, bias, err := linearParams(n, in, cout)
 	if err != nil {
 		return nil, err
-	}
-	wq, err := readParams(n, in, 4, cout, "w")
-	if err != nil {
-		return nil, err
-	}
-	yq, err := readParams(n, in, 6, 0, "y")
-	if err != nil {
-		return nil, err
-	}
-	var bias []int32
-	if b := kernels.Input(in, 8); b != nil {
-		bd, ok := b.Data.([]int32)
-		if !ok || len(bd) != cout {
-			return nil, kernels.Invalidf(n, "bias must be int32[%d], got %v%v", cout, b.DType, b.Shape)
-		}
-		bias = bd
 	}
 	st, err := ints(n, "strides", []int64{1, 1}, 2)
 	if err != nil {
@@ -187,25 +171,9 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		return nil, kernels.Invalidf(n, "x %v does not divide into rows of %d", xt.Shape, depth)
 	}
 	rows := len(x) / depth
-	xq, err := readParams(n, in, 1, 0, "x")
+	xq, wq, yq, bias, err := linearParams(n, in, units)
 	if err != nil {
 		return nil, err
-	}
-	wq, err := readParams(n, in, 4, units, "w")
-	if err != nil {
-		return nil, err
-	}
-	yq, err := readParams(n, in, 6, 0, "y")
-	if err != nil {
-		return nil, err
-	}
-	var bias []int32
-	if b := kernels.Input(in, 8); b != nil {
-		bd, ok := b.Data.([]int32)
-		if !ok || len(bd) != units {
-			return nil, kernels.Invalidf(n, "bias must be int32[%d], got %v%v", units, b.DType, b.Shape)
-		}
-		bias = bd
 	}
 	shape := []int{rows, units}
 	if s := n.AttrInts("output_shape", nil); len(s) > 0 {
@@ -258,4 +226,27 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		}
 	}
 	return ctx.Outputs(out), nil
+}
+
+// linearParams are the quantisation of a quantised convolution's or fully
+// connected layer's x (input 1), weights (4, per output channel of the
+// channels) and y (6), and its int32 bias (input 8; nil when absent).
+func linearParams(n *graph.Node, in []*graph.Tensor, channels int) (xq, wq, yq params, bias []int32, err error) {
+	if xq, err = readParams(n, in, 1, 0, "x"); err != nil {
+		return
+	}
+	if wq, err = readParams(n, in, 4, channels, "w"); err != nil {
+		return
+	}
+	if yq, err = readParams(n, in, 6, 0, "y"); err != nil {
+		return
+	}
+	if b := kernels.Input(in, 8); b != nil {
+		bd, ok := b.Data.([]int32)
+		if !ok || len(bd) != channels {
+			return xq, wq, yq, nil, kernels.Invalidf(n, "bias must be int32[%d], got %v%v", channels, b.DType, b.Shape)
+		}
+		bias = bd
+	}
+	return xq, wq, yq, bias, nil
 }
