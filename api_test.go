@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"github.com/switchyard-hal/switchyard/internal/demo"
 	"github.com/switchyard-hal/switchyard/internal/onnxtest"
@@ -36,12 +37,12 @@ func openDemo(t testing.TB, opts *switchyard.Options) *switchyard.Model {
 func TestConcurrentRuns(t *testing.T) {
 	m := openDemo(t, nil)
 	ctx := context.Background()
-	in := switchyard.Tensors{demo.InputName: demo.Input()}
+	in := switchyard.Tensors{demo.InputName: demoInput()}
 	want, err := m.Run(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantP := want[demo.OutputName].Data.([]float32)
+	wantP := f32s(want[demo.OutputName])
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for g := 0; g < 16; g++ {
@@ -54,7 +55,7 @@ func TestConcurrentRuns(t *testing.T) {
 					errs <- err
 					return
 				}
-				got := outs[demo.OutputName].Data.([]float32)
+				got := f32s(outs[demo.OutputName])
 				for j := range got {
 					if got[j] != wantP[j] {
 						errs <- fmt.Errorf("element %d: got %v, want %v", j, got[j], wantP[j])
@@ -98,7 +99,7 @@ func TestInputErrors(t *testing.T) {
 		{"rank", switchyard.Tensors{"image": f32(28, 28)}, switchyard.ErrShape, []string{"[28 28]", "28 28]"}},
 		{"dim", switchyard.Tensors{"image": f32(1, 3, 28, 28)}, switchyard.ErrShape, []string{"[1 3 28 28]"}},
 		{"nil", switchyard.Tensors{"image": nil}, switchyard.ErrInvalidTensor, []string{`"image"`}},
-		{"bad data", switchyard.Tensors{"image": {DType: switchyard.Float32, Shape: []int{1, 1, 28, 28}, Data: make([]float32, 3)}}, switchyard.ErrInvalidTensor, []string{`"image"`}},
+		{"bad data", switchyard.Tensors{"image": {}}, switchyard.ErrInvalidTensor, []string{`"image"`}},
 	} {
 		_, err := m.Run(ctx, c.in)
 		if !errors.Is(err, c.want) {
@@ -133,7 +134,7 @@ func TestRunAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	in := switchyard.Tensors{demo.InputName: demo.Input()}
+	in := switchyard.Tensors{demo.InputName: demoInput()}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	bad := make(chan error, 8)
@@ -183,13 +184,13 @@ func TestEngineCloseAndContext(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := m.Run(cctx, switchyard.Tensors{demo.InputName: demo.Input()}); !errors.Is(err, context.Canceled) {
+	if _, err := m.Run(cctx, switchyard.Tensors{demo.InputName: demoInput()}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run with a cancelled context: %v", err)
 	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Run(ctx, switchyard.Tensors{demo.InputName: demo.Input()}); !errors.Is(err, switchyard.ErrClosed) {
+	if _, err := m.Run(ctx, switchyard.Tensors{demo.InputName: demoInput()}); !errors.Is(err, switchyard.ErrClosed) {
 		t.Errorf("Run after the engine's Close: %v", err)
 	}
 	if _, err := e.OpenBytes(ctx, demo.Bytes(), ""); !errors.Is(err, switchyard.ErrClosed) {
@@ -213,13 +214,19 @@ func TestBackendErrors(t *testing.T) {
 
 // expected reads a test-layout dir's first input and output sets.
 func expected(t *testing.T, dir string) (in, out []*switchyard.Tensor) {
-	in, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input")
+	gin, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "input")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err = onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "output")
+	gout, err := onnxtest.ReadSet(filepath.Join(dir, "test_data_set_0"), "output")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, g := range gin {
+		in = append(in, apiaccess.Tensor(g).(*switchyard.Tensor))
+	}
+	for _, g := range gout {
+		out = append(out, apiaccess.Tensor(g).(*switchyard.Tensor))
 	}
 	return in, out
 }
@@ -243,8 +250,8 @@ func TestSharedModelThroughAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := outs[m.Outputs()[0].Name]
-	if fmt.Sprint(got.Shape) != fmt.Sprint(want[0].Shape) {
-		t.Fatalf("shape %v, want %v", got.Shape, want[0].Shape)
+	if fmt.Sprint(got.Shape()) != fmt.Sprint(want[0].Shape()) {
+		t.Fatalf("shape %v, want %v", got.Shape(), want[0].Shape())
 	}
 	for i := 0; i < got.Len(); i++ {
 		if !closeTo(got.Float64At(i), want[0].Float64At(i)) {
@@ -376,7 +383,7 @@ func requireBlocks(root string) (string, error) {
 // the API's cost (input checks, error wrapping).
 func BenchmarkOverhead(b *testing.B) {
 	ctx := context.Background()
-	in := switchyard.Tensors{demo.InputName: demo.Input()}
+	in := switchyard.Tensors{demo.InputName: demoInput()}
 	b.Run("api", func(b *testing.B) {
 		m := openDemo(b, &switchyard.Options{Backends: []string{"native"}})
 		b.ReportAllocs()
@@ -397,9 +404,10 @@ func BenchmarkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer m.Close()
+		rin := map[string]*graph.Tensor{demo.InputName: demo.Input()}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := m.Run(ctx, in); err != nil {
+			if _, err := m.Run(ctx, rin); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -424,7 +432,7 @@ func BenchmarkOverhead(b *testing.B) {
 // values are Run's.
 func TestRunIntoInPlace(t *testing.T) {
 	ctx := context.Background()
-	in := switchyard.Tensors{demo.InputName: demo.Input()}
+	in := switchyard.Tensors{demo.InputName: demoInput()}
 	for _, backends := range [][]string{{"cpu"}, {"native"}} {
 		t.Run(strings.Join(backends, ","), func(t *testing.T) {
 			var last *switchyard.Stats
@@ -443,11 +451,23 @@ func TestRunIntoInPlace(t *testing.T) {
 					t.Fatalf("stats %+v: want the output written in place (InPlace 1, Copied 0)", last)
 				}
 			}
-			for i, w := range want[demo.OutputName].Data.([]float32) {
+			for i, w := range f32s(want[demo.OutputName]) {
 				if probs[i] != w {
 					t.Fatalf("element %d: %v, Run gives %v", i, probs[i], w)
 				}
 			}
 		})
 	}
+}
+
+// demoInput is the demo model's example input.
+func demoInput() *switchyard.Tensor { return apiaccess.Tensor(demo.Input()).(*switchyard.Tensor) }
+
+// f32s is a float32 tensor's elements.
+func f32s(t *switchyard.Tensor) []float32 {
+	v, err := switchyard.Values[float32](t)
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"log/slog"
 	"strings"
 	"sync"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
@@ -280,6 +281,8 @@ func (e *Engine) Discovered() *Backends { return e.found }
 
 func init() {
 	apiaccess.EngineRuntimeOptions = func(e any) *runtime.Options { return e.(*Engine).runtimeOptions() }
+	apiaccess.Tensor = func(t *graph.Tensor) any { return wrap(t) }
+	apiaccess.GraphTensor = func(t any) *graph.Tensor { return unwrap(t.(*Tensor)) }
 }
 
 // runtimeOptions are the runtime options the engine loads with (a new

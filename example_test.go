@@ -130,7 +130,12 @@ func Example_concurrent() {
 				log.Print(err)
 				return
 			}
-			results[g] = outs["probabilities"].Data.([]float32)[0]
+			probs, err := switchyard.Values[float32](outs["probabilities"])
+			if err != nil {
+				log.Print(err)
+				return
+			}
+			results[g] = probs[0]
 		}()
 	}
 	wg.Wait()

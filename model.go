@@ -136,7 +136,7 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 			m.examples = Tensors{}
 			for i, t := range ins {
 				if i < len(m.inputs) {
-					m.examples[m.inputs[i].Name] = t
+					m.examples[m.inputs[i].Name] = wrap(t)
 				}
 			}
 		}
@@ -242,7 +242,7 @@ func (e *unplacedError) Error() string   { return "switchyard: " + e.err.Error()
 func (e *unplacedError) Unwrap() []error { return []error{e.err, ErrUnsupported} }
 
 func valueInfo(in graph.ValueInfo) ValueInfo {
-	vi := ValueInfo{Name: in.Name, DType: in.Type.DType}
+	vi := ValueInfo{Name: in.Name, DType: DType(in.Type.DType)}
 	if in.Type.Shape != nil {
 		vi.Shape = make([]int, len(in.Type.Shape))
 		vi.Dims = make([]string, len(in.Type.Shape))
@@ -320,11 +320,14 @@ func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 	if err := m.check(inputs); err != nil {
 		return nil, err
 	}
-	outs, err := m.rt.Run(ctx, inputs)
+	inF := feeds(inputs)
+	in := inF.tensors()
+	outs, err := m.rt.Run(ctx, in)
+	inF.release()
 	if err != nil {
 		return nil, runError(err)
 	}
-	return outs, nil
+	return wrapAll(outs), nil
 }
 
 // RunWithStats is Run with the run's statistics; profile records per-node
@@ -336,14 +339,17 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 	if err := m.check(inputs); err != nil {
 		return nil, nil, err
 	}
-	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: profile})
+	inF := feeds(inputs)
+	in := inF.tensors()
+	outs, st, err := m.rt.RunWithStats(ctx, in, runtime.RunOptions{Profile: profile})
+	inF.release()
 	if err != nil {
 		return nil, nil, runError(err)
 	}
 	if m.onRun != nil {
 		m.onRun(m.name, st)
 	}
-	return outs, st, nil
+	return wrapAll(outs), st, nil
 }
 
 // RunInto runs the model writing the outputs named in outputs into the
@@ -379,25 +385,25 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		if dst == nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
-		if err := dst.Check(); err != nil {
+		if err := dst.check(); err != nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
 		o := m.outputs[i]
-		if o.DType != graph.Undefined && dst.DType != o.DType {
-			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType.String()}
+		if o.DType != Undefined && dst.DType() != o.DType {
+			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType().String()}
 		}
-		match, known := o.fits(syms, dst.Shape)
+		match, known := o.fits(syms, dst.t.Shape)
 		if !known {
-			if dst.Data == nil {
+			if dst.t.Data == nil {
 				all = false
 			}
 			continue // found out by the run: copied into dst after it, or bound on trust
 		}
 		if !match {
 			want, _ := o.concrete(syms)
-			return &TensorError{Name: name, Err: ErrShape, Want: fmt.Sprintf("%v%v", o.DType, want), Got: fmt.Sprintf("%v%v", dst.DType, dst.Shape)}
+			return &TensorError{Name: name, Err: ErrShape, Want: fmt.Sprintf("%v%v", o.DType, want), Got: fmt.Sprintf("%v%v", dst.DType(), dst.t.Shape)}
 		}
-		all = all && dst.Data != nil
+		all = all && dst.t.Data != nil
 	}
 	// The model runs once, whatever happens (a run can have effects: a
 	// session's state, a cache updated in place). A tensor whose shape the
@@ -407,25 +413,34 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	// names the output (ErrShape).
 	if all && !m.profile && m.onRun == nil {
 		// every result goes into the caller's tensors: no map, no stats
-		_, err := m.rt.RunOpts(ctx, inputs, runtime.RunOptions{Into: outputs, Drop: true})
+		inF := feeds(inputs)
+		in := inF.tensors()
+		outF := feeds(outputs)
+		out := outF.tensors()
+		_, err := m.rt.RunOpts(ctx, in, runtime.RunOptions{Into: out, Drop: true})
+		inF.release()
+		outF.release()
 		return intoError(err)
 	}
-	var into Tensors
+	var into map[string]*graph.Tensor
 	for name, dst := range outputs {
-		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known && dst.Data == nil {
+		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.t.Shape); !known && dst.t.Data == nil {
 			continue
 		}
 		if into == nil {
-			into = Tensors{}
+			into = map[string]*graph.Tensor{}
 		}
-		into[name] = dst
+		into[name] = unwrap(dst)
 	}
-	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: m.profile, Into: into})
+	inF := feeds(inputs)
+	in := inF.tensors()
+	outs, st, err := m.rt.RunWithStats(ctx, in, runtime.RunOptions{Profile: m.profile, Into: into})
+	inF.release()
 	if err != nil {
 		return intoError(err)
 	}
 	for name, dst := range outputs {
-		if into[name] != nil && outs[name] == dst {
+		if into[name] != nil && outs[name] == unwrap(dst) {
 			continue // written in place or copied by the executor
 		}
 		if err := copyInto(name, dst, outs[name]); err != nil {
@@ -536,17 +551,21 @@ func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) 
 		if t == nil {
 			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
-		in := m.inputs[i]
-		if in.DType != graph.Undefined && t.DType != in.DType {
-			return nil, &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType.String()}
+		if err := t.check(); err != nil {
+			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
+		in := m.inputs[i]
+		if in.DType != Undefined && t.DType() != in.DType {
+			return nil, &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType().String()}
+		}
+		shape := t.t.Shape
 		if in.Shape != nil {
-			bad := len(t.Shape) != len(in.Shape)
+			bad := len(shape) != len(in.Shape)
 			for j := 0; !bad && j < len(in.Shape); j++ {
-				bad = in.Shape[j] >= 0 && t.Shape[j] != in.Shape[j]
+				bad = in.Shape[j] >= 0 && shape[j] != in.Shape[j]
 			}
 			if bad {
-				return nil, &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType, t.Shape)}
+				return nil, &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType(), shape)}
 			}
 			// a symbolic dim takes one size across all inputs of a run
 			for j, p := range in.Dims {
@@ -554,18 +573,15 @@ func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) 
 					continue
 				}
 				prev, ok := lookupSym(syms, p)
-				if ok && prev.size != t.Shape[j] {
+				if ok && prev.size != shape[j] {
 					return nil, &TensorError{Name: name, Err: ErrShape,
 						Want: fmt.Sprintf("%s (dim %d, %q, is %d in input %q)", in.typeString(), j, p, prev.size, prev.input),
-						Got:  fmt.Sprintf("%v%v", t.DType, t.Shape)}
+						Got:  fmt.Sprintf("%v%v", t.DType(), shape)}
 				}
 				if !ok {
-					syms = append(syms, symDim{p, name, t.Shape[j]})
+					syms = append(syms, symDim{p, name, shape[j]})
 				}
 			}
-		}
-		if err := t.Check(); err != nil {
-			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
 	}
 	if len(inputs) < len(m.inputs) {

@@ -3,7 +3,6 @@ package switchyard
 import (
 	"context"
 
-	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
@@ -54,7 +53,10 @@ func (m *Model) NewSession(ctx context.Context, pairs []StatePair, init Tensors)
 	if ctx == nil {
 		return nil, errNilContext
 	}
-	rs, err := m.rt.NewSession(ctx, pairs, init)
+	inF := feeds(init)
+	in := inF.tensors()
+	rs, err := m.rt.NewSession(ctx, pairs, in)
+	inF.release()
 	if err != nil {
 		return nil, runError(err)
 	}
@@ -85,14 +87,14 @@ func (s *Session) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		if !ok {
 			return &TensorError{Name: name, Err: ErrUnknownOutput, Want: "one of " + s.m.outputNames()}
 		}
-		if dst == nil || dst.Data == nil {
+		if dst == nil || dst.t.Data == nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "a tensor without data"}
 		}
-		if err := dst.Check(); err != nil {
+		if err := dst.check(); err != nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
-		if o := s.m.outputs[i]; o.DType != graph.Undefined && dst.DType != o.DType {
-			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType.String()}
+		if o := s.m.outputs[i]; o.DType != Undefined && dst.DType() != o.DType {
+			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType().String()}
 		}
 	}
 	_, _, err := s.run(ctx, inputs, outputs, false)
@@ -108,22 +110,31 @@ func (s *Session) run(ctx context.Context, inputs, into Tensors, profile bool) (
 	}
 	m := s.m
 	profile = profile || m.profile
-	opts := runtime.RunOptions{Profile: profile, Into: into, Drop: into != nil}
+	inF := feeds(inputs)
+	in := inF.tensors()
+	defer inF.release()
+	outF := feeds(into)
+	out := outF.tensors()
+	defer outF.release()
+	opts := runtime.RunOptions{Profile: profile, Into: out, Drop: into != nil}
 	if !profile && m.onRun == nil {
-		outs, err := s.rt.Run(ctx, inputs, opts)
+		outs, err := s.rt.Run(ctx, in, opts)
 		if err != nil {
 			return nil, nil, runError(err)
 		}
-		return outs, nil, nil
+		if into != nil {
+			return nil, nil, nil // RunInto: the outputs are in the caller's tensors
+		}
+		return wrapAll(outs), nil, nil
 	}
-	outs, st, err := s.rt.RunWithStats(ctx, inputs, opts)
+	outs, st, err := s.rt.RunWithStats(ctx, in, opts)
 	if err != nil {
 		return nil, nil, runError(err)
 	}
 	if m.onRun != nil {
 		m.onRun(m.name, st)
 	}
-	return outs, st, nil
+	return wrapAll(outs), st, nil
 }
 
 // check validates the caller's inputs as Model.Run does, the state inputs
@@ -146,13 +157,16 @@ func (s *Session) State(ctx context.Context, input string) (*Tensor, error) {
 	if err != nil {
 		return nil, runError(err)
 	}
-	return t, nil
+	return wrap(t), nil
 }
 
 // Reset gives every state its value from init (zeros for those it omits)
 // and makes the session usable again after a failed run or a lost device.
 func (s *Session) Reset(ctx context.Context, init Tensors) error {
-	if err := s.rt.Reset(ctx, init); err != nil {
+	inF := feeds(init)
+	in := inF.tensors()
+	defer inF.release()
+	if err := s.rt.Reset(ctx, in); err != nil {
 		return runError(err)
 	}
 	return nil

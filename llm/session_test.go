@@ -222,7 +222,9 @@ func TestSessionsConcurrentResetReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !close32(got.Data.([]float32), wantKey[i].Data.([]float32)) {
+		g, _ := switchyard.Values[float32](got)
+		w, _ := switchyard.Values[float32](wantKey[i])
+		if !close32(g, w) {
 			t.Errorf("sequence %d: the cache read back differs from the host's", i)
 		}
 		tr := s.Transfers()
@@ -233,7 +235,8 @@ func TestSessionsConcurrentResetReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range z.Data.([]float32) {
+		zv, _ := switchyard.Values[float32](z)
+		for _, v := range zv {
 			if v != 0 {
 				t.Fatalf("after Reset the cache holds %v", v)
 			}

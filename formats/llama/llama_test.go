@@ -258,7 +258,7 @@ func checkSteps(t *testing.T, m *switchyard.Model, w *llama.Weights, tokens []in
 					feeds["past_"+n] = outs["present_"+n]
 				}
 			}
-			if got := outs["present_key.0"].Shape[2]; got != pos {
+			if got := outs["present_key.0"].Shape()[2]; got != pos {
 				t.Fatalf("present cache has %d positions after %d", got, pos)
 			}
 		}

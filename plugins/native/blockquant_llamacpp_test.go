@@ -117,7 +117,10 @@ func ourLogits(t *testing.T, model string, ids []int, precision switchyard.Preci
 		t.Fatal(err)
 	}
 	lt := outs["logits"]
-	v := graph.Data[float32](lt)
+	v, err := switchyard.Values[float32](lt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return append([]float32(nil), v...), m.Plan()
 }
 
