@@ -11,58 +11,8 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/apiaccess"
-	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
-
-// CPU is the name of the reference backend, the default fallback.
-const CPU = runtime.CPU
-
-// Policy steers placement: allow and deny lists per op type, the minimum
-// size of a delegated partition, strict mode, the fallback's name, and
-// whether to weigh the backends' cost estimates. The zero value places
-// freely with "cpu" taking what no other backend does.
-type Policy = partitioner.Policy
-
-// Plan is a model's placement: its partitions, the backend of every node
-// and, per node, why other backends declined it. Text and JSON render it.
-type Plan = partitioner.Plan
-
-// OnUnavailable says what a Run does when a backend becomes unavailable
-// while the model is loaded (its plugin process died, its device went
-// away).
-type OnUnavailable = runtime.OnUnavailable
-
-const (
-	// FailRun fails the Run with the backend's error (wrapping
-	// ErrUnavailable). The default.
-	FailRun = runtime.FailRun
-	// ReplaceOnCPU moves that backend's partitions to the fallback for
-	// this and every later Run; Plan records the move.
-	ReplaceOnCPU = runtime.ReplaceOnCPU
-)
-
-// CompileCache stores the compiled partitions of backends that export
-// them, so the next load of the same model skips compiling; DirCache is
-// one kept in a directory.
-type CompileCache = hal.BlobCache
-
-// Precision is what a backend may compute float32 values in
-// (Options.Precision).
-type Precision = hal.Precision
-
-// The precisions Options.Precision takes.
-const (
-	// PrecisionFloat32 is the default: float32 computed in float32.
-	PrecisionFloat32 = hal.PrecisionFloat32
-	// PrecisionInt8 lets float32 activations be quantized to int8 for
-	// integer dot products with quantized weights (native's
-	// BlockQuantMatMul).
-	PrecisionInt8 = hal.PrecisionInt8
-)
-
-// DirCache is a CompileCache in a directory: &DirCache{Dir: dir}.
-type DirCache = hal.DirCache
 
 // Options configures an Engine (and Open). The zero value does the right
 // thing: every backend discovered at startup that is available here, in
@@ -184,7 +134,7 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("switchyard: Options.Precision: %w", err)
 		}
-		o.Precision = p
+		o.Precision = Precision(p)
 	}
 	e := &Engine{opts: o, found: o.Discovered, logger: o.Logger, models: map[*Model]struct{}{}}
 	if e.logger == nil {
@@ -193,13 +143,13 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 	if err := e.open(ctx); err != nil {
 		return nil, err
 	}
-	pol := o.Policy
+	pol := o.Policy.runtime()
 	pol.Strict = pol.Strict || o.Strict
 	e.ropts = runtime.Options{
 		Backends:       e.devs,
 		Policy:         pol,
-		Compile:        hal.CompileOptions{Threads: o.Threads, Precision: o.Precision},
-		OnUnavailable:  o.OnUnavailable,
+		Compile:        hal.CompileOptions{Threads: o.Threads, Precision: hal.Precision(o.Precision)},
+		OnUnavailable:  runtime.OnUnavailable(o.OnUnavailable),
 		CompileCache:   o.CompileCache,
 		MemoryBudget:   o.MemoryBudget,
 		MaxTensorBytes: o.MaxTensorBytes,

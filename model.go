@@ -20,11 +20,6 @@ import (
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
-// Stats describes one Run: its duration, the per-node timings of a
-// profiled run, the buffers it allocated and recycled, and the transfers
-// between host and device memory.
-type Stats = runtime.Stats
-
 // ValueInfo describes a model input or output.
 type ValueInfo struct {
 	Name  string
@@ -273,7 +268,7 @@ func (m *Model) ExampleInputs() Tensors { return m.examples }
 
 // Plan is the placement report: where every node runs and why, including
 // partitions re-placed at run time.
-func (m *Model) Plan() *Plan { return m.rt.Plan() }
+func (m *Model) Plan() *Plan { return newPlan(m.rt.Plan()) }
 
 // Engine is the engine the model was opened on.
 func (m *Model) Engine() *Engine { return m.eng }
@@ -346,10 +341,11 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 	if err != nil {
 		return nil, nil, runError(err)
 	}
+	stats := newStats(st)
 	if m.onRun != nil {
-		m.onRun(m.name, st)
+		m.onRun(m.name, stats)
 	}
-	return wrapAll(outs), st, nil
+	return wrapAll(outs), stats, nil
 }
 
 // RunInto runs the model writing the outputs named in outputs into the
@@ -448,7 +444,7 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		}
 	}
 	if m.onRun != nil {
-		m.onRun(m.name, st)
+		m.onRun(m.name, newStats(st))
 	}
 	return nil
 }
@@ -622,7 +618,7 @@ func (m *Model) WriteTrace(w io.Writer, st *Stats) error {
 	if st == nil {
 		return errors.New("switchyard: WriteTrace: nil stats")
 	}
-	return runtime.WriteChromeTrace(w, st, m.name)
+	return runtime.WriteChromeTrace(w, st.runtimeStats(), m.name)
 }
 
 // Close interrupts the Runs in flight (they fail with ErrClosed), waits

@@ -6,14 +6,6 @@ import (
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
-// StatePair names a model input fed, on every run of a Session, with the
-// model output of the previous run (a decoder's past_key.N and
-// present_key.N). Input and output have one dtype and one static shape.
-type StatePair = runtime.StatePair
-
-// Transfers counts copies between host and device memory.
-type Transfers = runtime.Transfers
-
 // Errors of sessions (errors.Is): ErrStateInvalid after a failed run of
 // the session (Reset it), ErrStateLost when the device holding its state
 // was lost (with ErrUnavailable), ErrSessionClosed after Close.
@@ -55,7 +47,7 @@ func (m *Model) NewSession(ctx context.Context, pairs []StatePair, init Tensors)
 	}
 	inF := feeds(init)
 	in := inF.tensors()
-	rs, err := m.rt.NewSession(ctx, pairs, in)
+	rs, err := m.rt.NewSession(ctx, statePairs(pairs), in)
 	inF.release()
 	if err != nil {
 		return nil, runError(err)
@@ -131,10 +123,11 @@ func (s *Session) run(ctx context.Context, inputs, into Tensors, profile bool) (
 	if err != nil {
 		return nil, nil, runError(err)
 	}
+	stats := newStats(st)
 	if m.onRun != nil {
-		m.onRun(m.name, st)
+		m.onRun(m.name, stats)
 	}
-	return wrapAll(outs), st, nil
+	return wrapAll(outs), stats, nil
 }
 
 // check validates the caller's inputs as Model.Run does, the state inputs
@@ -183,7 +176,10 @@ func (s *Session) InPlace(input string) bool { return s.rt.InPlace(input) }
 // Transfers are the session's host↔device copies so far (NewSession's and
 // Reset's uploads, every run's transfers, State's downloads); the
 // difference of two readings is what happened in between.
-func (s *Session) Transfers() Transfers { return s.rt.Transfers() }
+func (s *Session) Transfers() Transfers {
+	t := s.rt.Transfers()
+	return Transfers{t.Uploads, t.Downloads, t.UploadBytes, t.DownloadBytes}
+}
 
 // Close frees the session's device buffers. It is safe to call more than
 // once.

@@ -151,7 +151,7 @@ func (f *backendFlags) engine(ctx context.Context, mf *memoryFlags) (*switchyard
 	if err != nil {
 		return nil, fmt.Errorf("--precision: %w", err)
 	}
-	opts.Precision = prec
+	opts.Precision = switchyard.Precision(prec)
 	for _, n := range strings.Split(f.names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			opts.Backends = append(opts.Backends, n)
