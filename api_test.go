@@ -22,7 +22,7 @@ import (
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
-func openDemo(t testing.TB, opts *switchyard.Options) *switchyard.Model {
+func openDemo(t testing.TB, opts *switchyard.OpenOptions) *switchyard.Model {
 	t.Helper()
 	m, err := switchyard.OpenBytes(context.Background(), demo.Bytes(), opts)
 	if err != nil {
@@ -73,7 +73,7 @@ func TestConcurrentRuns(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
-	m := openDemo(t, &switchyard.Options{Backends: []string{"native"}})
+	m := openDemo(t, &switchyard.OpenOptions{Backends: []string{"native"}})
 	ctx := context.Background()
 	f32 := func(shape ...int) *switchyard.Tensor {
 		n := 1
@@ -174,11 +174,11 @@ func TestRunAfterClose(t *testing.T) {
 // Run stops it.
 func TestEngineCloseAndContext(t *testing.T) {
 	ctx := context.Background()
-	e, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native"}})
+	e, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := e.OpenBytes(ctx, demo.Bytes(), "demo")
+	m, err := e.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Name: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,13 +193,13 @@ func TestEngineCloseAndContext(t *testing.T) {
 	if _, err := m.Run(ctx, switchyard.Tensors{demo.InputName: demoInput()}); !errors.Is(err, switchyard.ErrClosed) {
 		t.Errorf("Run after the engine's Close: %v", err)
 	}
-	if _, err := e.OpenBytes(ctx, demo.Bytes(), ""); !errors.Is(err, switchyard.ErrClosed) {
+	if _, err := e.OpenBytes(ctx, demo.Bytes(), nil); !errors.Is(err, switchyard.ErrClosed) {
 		t.Errorf("OpenBytes after Close: %v", err)
 	}
 }
 
 func TestBackendErrors(t *testing.T) {
-	_, err := switchyard.OpenBytes(context.Background(), demo.Bytes(), &switchyard.Options{Backends: []string{"nosuch"}})
+	_, err := switchyard.OpenBytes(context.Background(), demo.Bytes(), &switchyard.OpenOptions{Backends: []string{"nosuch"}})
 	var be *switchyard.BackendError
 	if !errors.Is(err, switchyard.ErrUnknownBackend) || !errors.As(err, &be) || be.Backend != "nosuch" {
 		t.Errorf("unknown backend: %v", err)
@@ -385,7 +385,7 @@ func BenchmarkOverhead(b *testing.B) {
 	ctx := context.Background()
 	in := switchyard.Tensors{demo.InputName: demoInput()}
 	b.Run("api", func(b *testing.B) {
-		m := openDemo(b, &switchyard.Options{Backends: []string{"native"}})
+		m := openDemo(b, &switchyard.OpenOptions{Backends: []string{"native"}})
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := m.Run(ctx, in); err != nil {
@@ -394,7 +394,7 @@ func BenchmarkOverhead(b *testing.B) {
 		}
 	})
 	b.Run("runtime", func(b *testing.B) {
-		e, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native"}})
+		e, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native"}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -415,7 +415,7 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("check-only", func(b *testing.B) {
 		// the API's own work per Run, without the model: an empty-graph
 		// equivalent is not possible, so time the checks on a closed model
-		m := openDemo(b, &switchyard.Options{Backends: []string{"native"}})
+		m := openDemo(b, &switchyard.OpenOptions{Backends: []string{"native"}})
 		_ = m.Close()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -436,7 +436,7 @@ func TestRunIntoInPlace(t *testing.T) {
 	for _, backends := range [][]string{{"cpu"}, {"native"}} {
 		t.Run(strings.Join(backends, ","), func(t *testing.T) {
 			var last *switchyard.Stats
-			m := openDemo(t, &switchyard.Options{Backends: backends, OnRun: func(_ string, st *switchyard.Stats) { last = st }})
+			m := openDemo(t, &switchyard.OpenOptions{Backends: backends, OnRun: func(_ string, st *switchyard.Stats) { last = st }})
 			want, err := m.Run(ctx, in)
 			if err != nil {
 				t.Fatal(err)
@@ -470,4 +470,37 @@ func f32s(t *switchyard.Tensor) []float32 {
 		panic(err)
 	}
 	return v
+}
+
+// TestOpenOptionsOnEngine: the model fields of NewEngine's OpenOptions are
+// its models' defaults, Engine.OpenBytes's own replace them, and an
+// engine field given to an open engine is refused by name, not ignored.
+func TestOpenOptionsOnEngine(t *testing.T) {
+	ctx := context.Background()
+	e, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"cpu"}, Name: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	m, err := e.OpenBytes(ctx, demo.Bytes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name() != "first" {
+		t.Errorf("model named %q, want the engine's default %q", m.Name(), "first")
+	}
+	m2, err := e.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Name: "second"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.Name() != "second" {
+		t.Errorf("model named %q, want %q", m2.Name(), "second")
+	}
+	_, err = e.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Threads: 2})
+	if !errors.Is(err, switchyard.ErrInvalid) || !strings.Contains(fmt.Sprint(err), "Threads") {
+		t.Errorf("an engine field on Engine.OpenBytes: %v, want ErrInvalid naming Threads", err)
+	}
+	if _, st, err := m2.RunWithStats(ctx, switchyard.Tensors{demo.InputName: demoInput()}, &switchyard.RunOptions{Profile: true}); err != nil || len(st.Nodes) == 0 {
+		t.Errorf("RunWithStats with Profile: %v, %d node timings", err, len(st.Nodes))
+	}
 }

@@ -33,7 +33,7 @@ func chainModel(n, width int, ops ...string) []byte {
 // `switchyard explain` does.
 func explainBytes(tb testing.TB, eng *switchyard.Engine, data []byte) *switchyard.Plan {
 	tb.Helper()
-	m, err := eng.OpenBytes(context.Background(), data, "chain")
+	m, err := eng.OpenBytes(context.Background(), data, &switchyard.OpenOptions{Name: "chain"})
 	if err != nil {
 		tb.Fatal(err)
 	}

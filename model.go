@@ -70,39 +70,19 @@ type Model struct {
 	onRun      func(string, *Stats)
 }
 
-// LoadOptions are per-model import options.
-type LoadOptions struct {
-	// Method is the entry point of a program with several (an ExecuTorch
-	// program's methods); "" is the format's default.
-	Method string
-	// DataFiles are extra weight files (ExecuTorch .ptd) beside those the
-	// format finds next to the model itself.
-	DataFiles []string
-	// ContextLength, when > 0, caps the context of a Llama decoder built
-	// from a .gguf or llama2.c file (the positions its KV-cache buffers,
-	// allocated whole, hold); 0 is the model's own.
-	ContextLength int
-	// Dequantize imports a quantized TFLite model as the float32 network
-	// on its dequantised weights (tflite.ConvertOptions.Dequantize: a
-	// quantized input then takes real values); other formats ignore it.
-	Dequantize bool
-}
-
 // Open loads a model on the engine's backends. path is a model file in any
 // format the module reads (formats.Names: .onnx and the others), or a
 // directory in the ONNX test layout (its model.onnx; the inputs of its
-// test_data_set_0 become ExampleInputs).
-func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
-	return e.OpenWith(ctx, path, nil)
-}
-
-// OpenWith is Open with per-model import options; lo may be nil.
-func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*Model, error) {
+// test_data_set_0 become ExampleInputs). opts gives the model's fields of
+// OpenOptions (import, name, profiling); nil takes those given to
+// NewEngine, and an engine field set in opts is refused (ErrInvalid).
+func (e *Engine) Open(ctx context.Context, path string, opts *OpenOptions) (*Model, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
-	if lo == nil {
-		lo = &LoadOptions{}
+	mo, err := e.modelOptions("Engine.Open", opts)
+	if err != nil {
+		return nil, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -112,17 +92,20 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 	if st.IsDir() {
 		file = filepath.Join(path, "model.onnx")
 	}
+	if mo.Name != "" {
+		name = mo.Name
+	}
 	if err := e.check(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
-	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.loadLimit(), Method: lo.Method, DataFiles: lo.DataFiles, ContextLength: lo.ContextLength, Dequantize: lo.Dequantize})
+	ir, err := formats.LoadFile(file, e.formatOptions(mo))
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %s: %w", file, err)
 	}
-	m, err := e.prepare(ctx, ir, name)
+	m, err := e.prepare(ctx, ir, name, mo)
 	if err != nil {
 		return nil, err
 	}
@@ -139,29 +122,51 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 	return m, nil
 }
 
-// OpenBytes loads a serialized model on the engine's backends; name
-// is what reports and traces call it (default "model"), and its extension,
-// if any, helps recognise formats without magic bytes (ONNX is assumed
-// otherwise). The model's
-// weights refer to data, which must not be modified while it is open.
-func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Model, error) {
+// OpenBytes loads a serialized model on the engine's backends, as Open
+// does a file (opts.Name names it, default "model"; its extension, if
+// any, helps recognise formats without magic bytes, ONNX being assumed
+// otherwise). The model's weights refer to data, which must not be
+// modified while it is open.
+func (e *Engine) OpenBytes(ctx context.Context, data []byte, opts *OpenOptions) (*Model, error) {
 	if ctx == nil {
 		return nil, errNilContext
+	}
+	mo, err := e.modelOptions("Engine.OpenBytes", opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	ir, err := formats.Decode(data, name, formats.Options{MaxTensorBytes: e.loadLimit()})
+	ir, err := formats.Decode(data, mo.Name, e.formatOptions(mo))
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
+	name := mo.Name
 	if name == "" {
 		name = "model"
 	}
-	return e.prepare(ctx, ir, name)
+	return e.prepare(ctx, ir, name, mo)
 }
 
-func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string) (*Model, error) {
+// modelOptions are the options a model is opened with: opts, or the
+// engine's when nil. opts may not set engine fields (the engine is open).
+func (e *Engine) modelOptions(op string, opts *OpenOptions) (*OpenOptions, error) {
+	if opts == nil {
+		return &e.opts, nil
+	}
+	if f := opts.engineField(); f != "" {
+		return nil, fmt.Errorf("switchyard: %s: OpenOptions.%s configures the engine; give it to NewEngine: %w", op, f, ErrInvalid)
+	}
+	return opts, nil
+}
+
+// formatOptions are the importers' options for a model opened with mo.
+func (e *Engine) formatOptions(mo *OpenOptions) formats.Options {
+	return formats.Options{MaxTensorBytes: e.loadLimit(), Method: mo.Method, DataFiles: mo.DataFiles, ContextLength: mo.ContextLength, Dequantize: mo.Dequantize}
+}
+
+func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string, mo *OpenOptions) (*Model, error) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
@@ -172,7 +177,7 @@ func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string) (*Mo
 	if err != nil {
 		return nil, loadError(ir, err)
 	}
-	m := &Model{rt: rt, eng: e, name: name, byName: map[string]int{}, outByName: map[string]int{}, profile: e.opts.Profile, onRun: e.opts.OnRun}
+	m := &Model{rt: rt, eng: e, name: name, byName: map[string]int{}, outByName: map[string]int{}, profile: mo.Profile, onRun: mo.OnRun}
 	for _, in := range rt.Inputs() {
 		vi := valueInfo(in)
 		_, vi.Optional = ir.Graph.Initializers[in.Name]
@@ -309,7 +314,7 @@ func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 		return nil, errNilContext
 	}
 	if m.profile || m.onRun != nil {
-		outs, _, err := m.RunWithStats(ctx, inputs, m.profile)
+		outs, _, err := m.RunWithStats(ctx, inputs, nil)
 		return outs, err
 	}
 	if err := m.check(inputs); err != nil {
@@ -325,9 +330,10 @@ func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 	return wrapAll(outs), nil
 }
 
-// RunWithStats is Run with the run's statistics; profile records per-node
-// and per-device timings (see WriteTrace).
-func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) (Tensors, *Stats, error) {
+// RunWithStats is Run with the run's statistics; opts.Profile records
+// per-node and per-device timings (see WriteTrace). A nil opts is the zero
+// RunOptions.
+func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, opts *RunOptions) (Tensors, *Stats, error) {
 	if ctx == nil {
 		return nil, nil, errNilContext
 	}
@@ -336,7 +342,7 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 	}
 	inF := feeds(inputs)
 	in := inF.tensors()
-	outs, st, err := m.rt.RunWithStats(ctx, in, runtime.RunOptions{Profile: profile})
+	outs, st, err := m.rt.RunWithStats(ctx, in, runtime.RunOptions{Profile: m.profile || (opts != nil && opts.Profile)})
 	inF.release()
 	if err != nil {
 		return nil, nil, runError(err)
@@ -362,7 +368,7 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 // input (a KV cache: formats/llama's SharedCache, GroupQueryAttention's
 // present outputs), bound to the input's very tensor: its kernel then
 // writes the new positions into it and nothing else is copied. Stats of
-// the run go to Options.OnRun as for Run.
+// the run go to OpenOptions.OnRun as for Run.
 func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	if ctx == nil {
 		return errNilContext

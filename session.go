@@ -64,9 +64,10 @@ func (s *Session) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 }
 
 // RunWithStats is Run with the run's statistics (its transfers included);
-// profile records per-node and per-device timings.
-func (s *Session) RunWithStats(ctx context.Context, inputs Tensors, profile bool) (Tensors, *Stats, error) {
-	return s.run(ctx, inputs, nil, profile)
+// opts.Profile records per-node and per-device timings. A nil opts is the
+// zero RunOptions.
+func (s *Session) RunWithStats(ctx context.Context, inputs Tensors, opts *RunOptions) (Tensors, *Stats, error) {
+	return s.run(ctx, inputs, nil, opts != nil && opts.Profile)
 }
 
 // RunInto is Run writing the outputs named in outputs (allocated tensors

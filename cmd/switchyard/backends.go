@@ -137,7 +137,7 @@ func (f *backendFlags) add(cmd *cobra.Command) {
 // engine opens the requested backends (mf, when not nil, sets the memory
 // budget); Close releases them and the models loaded.
 func (f *backendFlags) engine(ctx context.Context, mf *memoryFlags) (*switchyard.Engine, error) {
-	opts := &switchyard.Options{
+	opts := &switchyard.OpenOptions{
 		Discovered: backends(),
 		Policy:     switchyard.Policy{Strict: f.strict, MinPartitionSize: f.minSize, IgnoreCosts: f.ignoreCosts},
 		// a C library not asked for is probed in a child process before

@@ -24,10 +24,10 @@ import (
 // the default inputs), or "" for the built-in demo model.
 func loadModel(ctx context.Context, e *switchyard.Engine, path string) (*switchyard.Model, switchyard.Tensors, string, error) {
 	if path == "" {
-		m, err := e.OpenBytes(ctx, demo.Bytes(), "demo")
+		m, err := e.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Name: "demo"})
 		return m, switchyard.Tensors{demo.InputName: apiTensor(demo.Input())}, "demo", err
 	}
-	m, err := e.OpenWith(ctx, path, &loadOpts)
+	m, err := e.Open(ctx, path, &loadOpts)
 	if err != nil {
 		return nil, nil, "", err
 	}

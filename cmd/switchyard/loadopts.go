@@ -9,7 +9,7 @@ import (
 // loadOpts are the per-model import options every command that loads a
 // model passes on (ExecuTorch: the method, extra .ptd data files; TFLite:
 // whether to dequantize).
-var loadOpts switchyard.LoadOptions
+var loadOpts switchyard.OpenOptions
 
 func addLoadFlags(root *cobra.Command) {
 	root.PersistentFlags().StringVar(&loadOpts.Method, "method", "", "entry point of a program with several methods (ExecuTorch: default forward)")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/formats/tensorio"
 )
 
@@ -75,7 +76,7 @@ the node.`,
 				return err
 			}
 			t1 := time.Now()
-			outs, st, err := m.RunWithStats(ctx, feeds, traceOut != "")
+			outs, st, err := m.RunWithStats(ctx, feeds, &switchyard.RunOptions{Profile: traceOut != ""})
 			if err != nil {
 				return err
 			}

@@ -128,10 +128,10 @@ func TestEngineOpenWith(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := context.Background()
-	if _, err := eng.OpenWith(ctx, p, &switchyard.LoadOptions{Method: "forward"}); err == nil || !strings.Contains(err.Error(), "net.linear.weight") {
+	if _, err := eng.Open(ctx, p, &switchyard.OpenOptions{Method: "forward"}); err == nil || !strings.Contains(err.Error(), "net.linear.weight") {
 		t.Fatalf("without data: %v", err)
 	}
-	m, err := eng.OpenWith(ctx, p, &switchyard.LoadOptions{Method: "forward", DataFiles: []string{shared.Path(t, "testdata/executorch/more/xor.ptd")}})
+	m, err := eng.Open(ctx, p, &switchyard.OpenOptions{Method: "forward", DataFiles: []string{shared.Path(t, "testdata/executorch/more/xor.ptd")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestEngineOpenWith(t *testing.T) {
 	if loss := out[m.Outputs()[0].Name].Float64At(0); math.Abs(loss-0.683540) > 1e-5 {
 		t.Fatalf("loss %v", loss)
 	}
-	m2, err := eng.OpenWith(ctx, p, &switchyard.LoadOptions{Method: "__et_training_parameters_index_forward"})
+	m2, err := eng.Open(ctx, p, &switchyard.OpenOptions{Method: "__et_training_parameters_index_forward"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func TestLlamaCppPeer(t *testing.T) {
 					}
 				}
 			}
-			m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: len(seq)})
+			m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -209,7 +209,7 @@ func TestZooPoseDetection(t *testing.T) {
 	}{{[]string{"cpu"}, 1}, {[]string{"native", "cpu"}, 1}, {nil, 1}, {nil, 2}} {
 		backends := run.backends
 		ctx := context.Background()
-		m, err := switchyard.Open(ctx, filepath.Join(dir, "model.tflite"), &switchyard.Options{Backends: backends, Threads: run.threads})
+		m, err := switchyard.Open(ctx, filepath.Join(dir, "model.tflite"), &switchyard.OpenOptions{Backends: backends, Threads: run.threads})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -82,12 +82,12 @@ func llamacppLogits(t *testing.T, kit, model string, ids []int) []float32 {
 func ourLogits(t *testing.T, model string, ids []int, precision switchyard.Precision) ([]float32, *switchyard.Plan) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native", "cpu"}, Precision: precision})
+	e, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Precision: precision})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	m, err := e.OpenWith(ctx, model, &switchyard.LoadOptions{ContextLength: len(ids)})
+	m, err := e.Open(ctx, model, &switchyard.OpenOptions{ContextLength: len(ids)})
 	if err != nil {
 		t.Fatal(err)
 	}
