@@ -58,7 +58,7 @@ prefill count (new tokens, and how many were in the cache).`,
 			defer eng.Close()
 			// a decoder built from .gguf/.bin weights allocates its cache
 			// whole: as long as the run needs, not the model's context
-			lo := &switchyard.OpenOptions{ContextLength: o.ContextLength}
+			lo := modelOptions(o.ContextLength)
 			if lo.ContextLength == 0 {
 				lo.ContextLength = o.Steps
 				if cf.on {

@@ -144,7 +144,7 @@ func loadServed(ctx context.Context, cmd *cobra.Command, eng *switchyard.Engine,
 		path = arg
 		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: contextLen})
+	m, err := eng.Open(ctx, path, modelOptions(contextLen))
 	if err != nil {
 		return nil, err
 	}
