@@ -35,24 +35,24 @@ type Elem interface {
 		~uint8 | ~uint16 | ~uint32 | ~uint64 | ~bool | ~string
 }
 
-// The element types.
+// The element types (the values of ONNX TensorProto.DataType).
 const (
 	// Undefined: an element type the model does not declare.
-	Undefined DType = DType(graph.Undefined)
-	Float32   DType = DType(graph.Float32)
-	Float64   DType = DType(graph.Float64)
-	Float16   DType = DType(graph.Float16)  // held as uint16 bit patterns
-	BFloat16  DType = DType(graph.BFloat16) // held as uint16 bit patterns
-	Int8      DType = DType(graph.Int8)
-	Int16     DType = DType(graph.Int16)
-	Int32     DType = DType(graph.Int32)
-	Int64     DType = DType(graph.Int64)
-	Uint8     DType = DType(graph.Uint8)
-	Uint16    DType = DType(graph.Uint16)
-	Uint32    DType = DType(graph.Uint32)
-	Uint64    DType = DType(graph.Uint64)
-	Bool      DType = DType(graph.Bool)
-	String    DType = DType(graph.String)
+	Undefined DType = 0
+	Float32   DType = 1
+	Float64   DType = 11
+	Float16   DType = 10 // held as uint16 bit patterns
+	BFloat16  DType = 16 // held as uint16 bit patterns
+	Int8      DType = 3
+	Int16     DType = 5
+	Int32     DType = 6
+	Int64     DType = 7
+	Uint8     DType = 2
+	Uint16    DType = 4
+	Uint32    DType = 12
+	Uint64    DType = 13
+	Bool      DType = 9
+	String    DType = 8
 )
 
 // String is the type's name: "float32", "int64", ….

@@ -14,7 +14,7 @@ import (
 // shows no type of another package.
 
 // CPU is the name of the reference backend, the default fallback.
-const CPU = runtime.CPU
+const CPU = "cpu"
 
 // OnUnavailable says what a Run does when a backend becomes unavailable
 // while the model is loaded (its plugin process died, its device went
@@ -24,10 +24,10 @@ type OnUnavailable int
 const (
 	// FailRun fails the Run with the backend's error (wrapping
 	// ErrUnavailable). The default.
-	FailRun OnUnavailable = OnUnavailable(runtime.FailRun)
+	FailRun OnUnavailable = 0
 	// ReplaceOnCPU moves that backend's partitions to the fallback for
 	// this and every later Run; Plan records the move.
-	ReplaceOnCPU OnUnavailable = OnUnavailable(runtime.ReplaceOnCPU)
+	ReplaceOnCPU OnUnavailable = 1
 )
 
 // Precision is what a backend may compute float32 values in
@@ -37,15 +37,15 @@ type Precision string
 // The precisions OpenOptions.Precision takes.
 const (
 	// PrecisionFloat32 is the default: float32 computed in float32.
-	PrecisionFloat32 Precision = Precision(hal.PrecisionFloat32)
+	PrecisionFloat32 Precision = "float32"
 	// PrecisionFloat16 and PrecisionBFloat16 let a backend compute
 	// float32 values in 16 bits.
-	PrecisionFloat16  Precision = Precision(hal.PrecisionFloat16)
-	PrecisionBFloat16 Precision = Precision(hal.PrecisionBFloat16)
+	PrecisionFloat16  Precision = "float16"
+	PrecisionBFloat16 Precision = "bfloat16"
 	// PrecisionInt8 lets float32 activations be quantized to int8 for
 	// integer dot products with quantized weights (native's
 	// BlockQuantMatMul).
-	PrecisionInt8 Precision = Precision(hal.PrecisionInt8)
+	PrecisionInt8 Precision = "int8"
 )
 
 // CompileCache stores the compiled partitions of backends that export
