@@ -41,8 +41,8 @@ const (
 	Undefined DType = 0
 	Float32   DType = 1
 	Float64   DType = 11
-	Float16   DType = 10 // held as uint16 bit patterns
-	BFloat16  DType = 16 // held as uint16 bit patterns
+	Float16   DType = 10 // read with Tensor.Float64At
+	BFloat16  DType = 16 // read with Tensor.Float64At
 	Int8      DType = 3
 	Int16     DType = 5
 	Int32     DType = 6
