@@ -314,19 +314,7 @@ func (b *Backends) Probe(ctx context.Context) []hal.Availability {
 			out = append(out, probeLibrary(ctx, e, lib))
 			continue
 		}
-		a := hal.Availability{Entry: e}
-		d, err := b.reg.Open(ctx, e.Info.Name)
-		if err != nil {
-			a.Reason = err.Error()
-		} else {
-			a.Available, a.HALVersion, a.Features = true, d.HALVersion(), d.Features()
-			a.Info = d.Info()
-			if caps, err := d.Capabilities(ctx); err == nil {
-				a.Devices = caps.Devices
-			}
-			_ = d.Close()
-		}
-		out = append(out, a)
+		out = append(out, b.reg.ProbeEntry(ctx, e))
 	}
 	return out
 }

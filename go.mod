@@ -11,6 +11,7 @@ require (
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/mmcloughlin/avo v0.5.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	github.com/x448/float16 v0.8.4
 	golang.org/x/sys v0.50.0

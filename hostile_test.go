@@ -2,13 +2,20 @@ package switchyard_test
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/internal/backendtest"
 )
 
 // chainModel is an ONNX chain of n unary nodes over a [1, width] input,
@@ -95,5 +102,68 @@ func BenchmarkExplainChain20k(b *testing.B) {
 				explainBytes(b, eng, data)
 			}
 		})
+	}
+}
+
+// deepLlama2c is a llama2.c export of tiny width (dim 4) and the given
+// number of layers: a small file that builds a graph of ~15 nodes per
+// layer (issue #32: 4096 layers hung generate).
+func deepLlama2c(layers int) []byte {
+	const D, H, heads, kv, V, S = 4, 8, 2, 1, 6, 4
+	kvd := kv * D / heads
+	n := V*D + layers*D + layers*D*D + 2*layers*kvd*D + layers*D*D + layers*D + 3*layers*H*D + D + S*D/heads
+	b := make([]byte, 0, 28+4*n)
+	for _, v := range []int{D, H, layers, heads, kv, V, S} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(v))
+	}
+	for i := range n {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(math.Sin(float64(i)))))
+	}
+	return b
+}
+
+// BenchmarkExplainDeepLlama2c loads and places a 4096-layer llama2.c file
+// of dim 4 (61,000 nodes), as `switchyard explain` does.
+func BenchmarkExplainDeepLlama2c(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "deep.bin")
+	if err := os.WriteFile(path, deepLlama2c(4096), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	eng, err := switchyard.NewEngine(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := eng.Open(context.Background(), path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = m.Plan().Text()
+		m.Close()
+	}
+}
+
+// TestPartitionMemoryInBudget: a backend's own memory for its partitions
+// counts against the model's budget. A 600-node chain of [1, 65536]
+// values split into ~200 XNNPACK partitions asks XNNPACK for ~100 MB of
+// buffers; under a 32 MB budget the load is refused, naming the
+// partition, instead of holding the memory outside the budget.
+func TestPartitionMemoryInBudget(t *testing.T) {
+	data := chainModel(600, 1<<16, "Relu", "Sigmoid", "Sign")
+	eng, err := switchyard.NewEngine(context.Background(), &switchyard.Options{Backends: []string{"xnnpack", "cpu"}, MemoryBudget: 32 << 20})
+	if err != nil {
+		backendtest.SkipUnlessRequired(t, "xnnpack", err.Error())
+	}
+	defer eng.Close()
+	m, err := eng.OpenBytes(context.Background(), data, "chain")
+	if err == nil {
+		m.Close()
+		t.Fatal("a model whose XNNPACK partitions need ~100 MB loaded under a 32 MB budget")
+	}
+	t.Log(err)
+	if !errors.Is(err, switchyard.ErrResourceExhausted) || !strings.Contains(err.Error(), "xnnpack") {
+		t.Fatalf("got %v, want a resource-exhausted error naming the xnnpack partition", err)
 	}
 }

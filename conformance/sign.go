@@ -162,36 +162,30 @@ func pemBlock(data []byte, want, path string) ([]byte, error) {
 
 // ParsePrivateKey decodes a lab private key file's content (PKCS #8 PEM).
 func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) {
-	der, err := pemBlock(data, "PRIVATE KEY", "the private key")
-	if err != nil {
-		return nil, err
-	}
-	k, err := x509.ParsePKCS8PrivateKey(der)
-	if err != nil {
-		return nil, fmt.Errorf("conformance: private key: %w", err)
-	}
-	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("conformance: private key is a %T, want Ed25519", k)
-	}
-	return priv, nil
+	return parseKey[ed25519.PrivateKey](data, "PRIVATE KEY", "private key", x509.ParsePKCS8PrivateKey)
 }
 
 // ParsePublicKey decodes a lab public key file's content (PKIX PEM).
 func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
-	der, err := pemBlock(data, "PUBLIC KEY", "the public key")
+	return parseKey[ed25519.PublicKey](data, "PUBLIC KEY", "public key", x509.ParsePKIXPublicKey)
+}
+
+// parseKey decodes the PEM block of that type in data with parse and
+// requires an Ed25519 key (K).
+func parseKey[K ed25519.PrivateKey | ed25519.PublicKey](data []byte, block, what string, parse func([]byte) (any, error)) (K, error) {
+	der, err := pemBlock(data, block, "the "+what)
 	if err != nil {
 		return nil, err
 	}
-	k, err := x509.ParsePKIXPublicKey(der)
+	k, err := parse(der)
 	if err != nil {
-		return nil, fmt.Errorf("conformance: public key: %w", err)
+		return nil, fmt.Errorf("conformance: %s: %w", what, err)
 	}
-	pub, ok := k.(ed25519.PublicKey)
+	key, ok := k.(K)
 	if !ok {
-		return nil, fmt.Errorf("conformance: public key is a %T, want Ed25519", k)
+		return nil, fmt.Errorf("conformance: %s is a %T, want Ed25519", what, k)
 	}
-	return pub, nil
+	return key, nil
 }
 
 // ReadPrivateKey reads a lab private key file. It refuses a file that

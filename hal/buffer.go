@@ -232,6 +232,16 @@ type PrecisionReporter interface {
 	Precision() Precision
 }
 
+// HostMemoryReporter is implemented by executables that hold host memory
+// of their own (buffers for intermediate values, packed weights): the
+// bytes they hold, or will hold once they first run, for the shapes they
+// were compiled for. The runtime counts them against the model's memory
+// budget and refuses the model, naming the partition, when they do not
+// fit.
+type HostMemoryReporter interface {
+	HostBytes() int64
+}
+
 // InPlaceExecutable is implemented by executables that can be handed some
 // outputs in the memory of an input (a KV cache appended in place, ONNX
 // Runtime's past_present_share_buffer): for each pair, when Execute's

@@ -271,6 +271,18 @@ func (c *Compiled) Precision() Precision {
 	return PrecisionFloat32
 }
 
+// HostBytes is the host memory the executable reports holding
+// (HostMemoryReporter), 0 when it reports none.
+func (c *Compiled) HostBytes() int64 {
+	if hr, ok := c.exe.(HostMemoryReporter); ok {
+		var n int64
+		if guard(func() error { n = hr.HostBytes(); return nil }) == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
 // InPlaceOutputs is what the executable reports (InPlaceExecutable),
 // checked against its boundary: pairs whose output and input have the
 // same dtype and compatible shapes (same rank, equal static dims), each

@@ -143,19 +143,25 @@ type Availability struct {
 func (r *Registry) Probe(ctx context.Context) []Availability {
 	var out []Availability
 	for _, e := range r.List() {
-		a := Availability{Entry: e}
-		d, err := r.Open(ctx, e.Info.Name)
-		if err != nil {
-			a.Reason = err.Error()
-		} else {
-			a.Available, a.HALVersion, a.Features = true, d.HALVersion(), d.Features()
-			a.Info = d.Info()
-			if caps, err := d.Capabilities(ctx); err == nil {
-				a.Devices = caps.Devices
-			}
-			_ = d.Close()
-		}
-		out = append(out, a)
+		out = append(out, r.ProbeEntry(ctx, e))
 	}
 	return out
+}
+
+// ProbeEntry opens and closes the registered backend of entry e to report
+// whether it is available and why not.
+func (r *Registry) ProbeEntry(ctx context.Context, e Entry) Availability {
+	a := Availability{Entry: e}
+	d, err := r.Open(ctx, e.Info.Name)
+	if err != nil {
+		a.Reason = err.Error()
+		return a
+	}
+	a.Available, a.HALVersion, a.Features = true, d.HALVersion(), d.Features()
+	a.Info = d.Info()
+	if caps, err := d.Capabilities(ctx); err == nil {
+		a.Devices = caps.Devices
+	}
+	_ = d.Close()
+	return a
 }

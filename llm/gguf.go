@@ -2,8 +2,9 @@ package llm
 
 import (
 	"fmt"
-	"github.com/switchyard-hal/switchyard/internal/regular"
 	"strings"
+
+	"github.com/switchyard-hal/switchyard/internal/regular"
 
 	"github.com/switchyard-hal/switchyard/formats/gguf"
 )
@@ -60,20 +61,27 @@ func GGUFTokenizer(f *gguf.File) (*Llama2cTokenizer, error) {
 
 // LoadGGUFTokenizer reads the tokenizer of a GGUF file.
 func LoadGGUFTokenizer(path string) (*Llama2cTokenizer, error) {
-	// mapped, not read: only the header's metadata is touched, and the
-	// tokenizer keeps copies of it (Parse copies every string and array)
+	return fromGGUF(path, GGUFTokenizer)
+}
+
+// fromGGUF builds a tokenizer from the metadata of the GGUF file at
+// path. The file is mapped, not read: only the header's metadata is
+// touched, and build keeps copies of it (Parse copies every string and
+// array), so the mapping is released when build returns.
+func fromGGUF[T any](path string, build func(*gguf.File) (T, error)) (T, error) {
+	var none T
 	data, err := regular.Map(path, 0)
 	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
+		return none, fmt.Errorf("gguf: %w", err)
 	}
 	defer regular.Unmap(data)
 	f, err := gguf.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return none, fmt.Errorf("%s: %w", path, err)
 	}
-	t, err := GGUFTokenizer(f)
+	t, err := build(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return none, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }

@@ -110,6 +110,11 @@ func ParseHFTokenizer(b []byte) (*HFTokenizer, error) {
 			t.specialID[a.Content] = a.ID
 		}
 	}
+	// ids index one table: a few large ids in a small file must not
+	// size it (a 60-byte file naming id 2,000,000 asked for 32 MB)
+	if tokens := len(j.Model.Vocab) + len(j.AddedTokens); size > 2*tokens+256 {
+		return nil, fmt.Errorf("tokenizer.json: ids reach %d for %d tokens (the vocabulary has holes)", size-1, tokens)
+	}
 	t.pieces = make([]string, size)
 	for s, id := range t.vocab {
 		t.pieces[id] = s

@@ -3,7 +3,6 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"github.com/switchyard-hal/switchyard/internal/regular"
 	"math"
 	"sort"
 	"strings"
@@ -90,24 +89,7 @@ var eotTexts = []string{
 }
 
 // LoadGGUFVocab reads the tokenizer of a GGUF file.
-func LoadGGUFVocab(path string) (*Vocab, error) {
-	// mapped, not read: only the header's metadata is touched, and the
-	// tokenizer keeps copies of it (Parse copies every string and array)
-	data, err := regular.Map(path, 0)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	defer regular.Unmap(data)
-	f, err := gguf.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	v, err := GGUFVocab(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
-}
+func LoadGGUFVocab(path string) (*Vocab, error) { return fromGGUF(path, GGUFVocab) }
 
 // metaStrings reads a string array key (nil, nil when absent).
 func metaStrings(f *gguf.File, key string) ([]string, error) {
@@ -577,13 +559,24 @@ func (v *Vocab) spm(w string, out []int) []int {
 			h.push(mergeItem{left: l, right: r, score: v.scores[id], size: syms[r].end - syms[l].start})
 		}
 	}
+	mergeSymbols(syms, h, try)
+	return v.emit(w, syms, out, v.byteToken)
+}
+
+// mergeSymbols queues every adjacent pair of syms with try, then merges
+// the pairs in the heap's order: a merged pair's new neighbours are
+// queued with try, and a popped pair whose sides changed since it was
+// queued (its size, or its left side's size when it was recorded) is
+// dropped.
+func mergeSymbols(syms []symbol, h *mergeHeap, try func(l, r int)) {
 	for i := 1; i < len(syms); i++ {
 		try(i-1, i)
 	}
 	for h.len() > 0 {
 		it := h.pop()
 		l, r := &syms[it.left], &syms[it.right]
-		if l.end == l.start || r.end == r.start || r.end-l.start != it.size || l.next != it.right {
+		if l.end == l.start || r.end == r.start || l.next != it.right || r.end-l.start != it.size ||
+			(it.lsize != 0 && l.end-l.start != it.lsize) {
 			continue
 		}
 		l.end = r.end
@@ -595,6 +588,12 @@ func (v *Vocab) spm(w string, out []int) []int {
 		try(l.prev, it.left)
 		try(it.left, l.next)
 	}
+}
+
+// emit appends the token of each merged symbol of w; a symbol without
+// one becomes the tokens byteTok gives its bytes (none for a byte it
+// has no token for).
+func (v *Vocab) emit(w string, syms []symbol, out []int, byteTok func(byte) (int, bool)) []int {
 	for i := 0; i >= 0 && len(syms) > 0; i = syms[i].next {
 		s := w[syms[i].start:syms[i].end]
 		if id, ok := v.index[s]; ok {
@@ -602,7 +601,7 @@ func (v *Vocab) spm(w string, out []int) []int {
 			continue
 		}
 		for j := 0; j < len(s); j++ {
-			if id, ok := v.byteToken(s[j]); ok {
+			if id, ok := byteTok(s[j]); ok {
 				out = append(out, id)
 			}
 		}
@@ -623,6 +622,17 @@ func (v *Vocab) byteToken(b byte) (int, bool) {
 // bpe encodes one text fragment: pre-tokenized into words, each merged
 // by rank.
 func (v *Vocab) bpe(text string, out []int) []int {
+	// a byte of a symbol without a token: the one-byte text (of the
+	// byte-encoded word) in a byte-encoded vocabulary, else its <0xXX>
+	// token
+	byteTok := func(b byte) (int, bool) {
+		if v.byteEnc {
+			id, ok := v.index[string([]byte{b})]
+			return id, ok
+		}
+		id, ok := v.index[fmt.Sprintf("<0x%02X>", b)]
+		return id, ok
+	}
 	for _, wr := range v.pre.split([]rune(text)) {
 		var w string
 		if v.byteEnc {
@@ -651,44 +661,8 @@ func (v *Vocab) bpe(text string, out []int) []int {
 				h.push(mergeItem{left: l, right: r, rank: rank, size: syms[r].end - syms[l].start, lsize: syms[l].end - syms[l].start})
 			}
 		}
-		for i := 1; i < len(syms); i++ {
-			try(i-1, i)
-		}
-		for h.len() > 0 {
-			it := h.pop()
-			l, r := &syms[it.left], &syms[it.right]
-			// stale: a side changed since the pair was queued
-			if l.end == l.start || r.end == r.start || l.next != it.right || l.end-l.start != it.lsize || r.end-l.start != it.size {
-				continue
-			}
-			l.end = r.end
-			r.start = r.end
-			l.next = r.next
-			if r.next >= 0 {
-				syms[r.next].prev = it.left
-			}
-			try(l.prev, it.left)
-			try(it.left, l.next)
-		}
-		for i := 0; i >= 0 && len(syms) > 0; i = syms[i].next {
-			s := w[syms[i].start:syms[i].end]
-			if id, ok := v.index[s]; ok {
-				out = append(out, id)
-				continue
-			}
-			for j := 0; j < len(s); j++ {
-				var id int
-				var ok bool
-				if v.byteEnc {
-					id, ok = v.index[s[j:j+1]]
-				} else {
-					id, ok = v.index[fmt.Sprintf("<0x%02X>", s[j])]
-				}
-				if ok {
-					out = append(out, id)
-				}
-			}
-		}
+		mergeSymbols(syms, h, try)
+		out = v.emit(w, syms, out, byteTok)
 	}
 	return out
 }

@@ -462,19 +462,21 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 	var deps [][]int  // direct dependencies of each partition
 	var users [][]int // and the reverse
 	edge := map[[2]int]bool{}
-	// low[r] is the earliest topological position among r's nodes and
-	// those of every partition r depends on: r cannot depend on a
-	// partition whose first node comes before it. Kept exact as edges
-	// are added (a node joining a partition comes after all of it).
-	var low []int
+	// level[r] is the length of the longest dependency chain below
+	// partition r: a partition that depends on p, directly or not, has a
+	// higher level than p, so the search below enters only partitions
+	// between the two levels and stays local on long graphs (a bound
+	// through the earliest node pruned nothing on a connected graph,
+	// where every partition reaches back to the inputs).
+	var level []int
 	var mark []uint32 // search stamps
 	var stamp uint32
 	var stack []int
 	// dependsOn reports whether partition q depends on partition p,
 	// directly or transitively.
 	dependsOn := func(q, p int) bool {
-		first := pos[parts[p][0]]
-		if low[q] > first {
+		lp := level[p]
+		if level[q] <= lp {
 			return false
 		}
 		stamp++
@@ -491,7 +493,7 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 				if d == p {
 					return true
 				}
-				if mark[d] != stamp && low[d] <= first {
+				if mark[d] != stamp && level[d] > lp {
 					mark[d] = stamp
 					stack = append(stack, d)
 				}
@@ -531,7 +533,7 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 			parts = append(parts, nil)
 			deps = append(deps, nil)
 			users = append(users, nil)
-			low = append(low, pos[v])
+			level = append(level, 0)
 			mark = append(mark, 0)
 		}
 		for _, q := range pp {
@@ -541,18 +543,16 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 			edge[[2]int{target, q}] = true
 			deps[target] = append(deps[target], q)
 			users[q] = append(users[q], target)
-			if low[q] < low[target] {
-				// target and everything depending on it now reach back
-				// to low[q]
-				l := low[q]
-				low[target] = l
+			if level[target] <= level[q] {
+				// target, and what depends on it, now sit above q
+				level[target] = level[q] + 1
 				stack = append(stack[:0], target)
 				for len(stack) > 0 {
 					r := stack[len(stack)-1]
 					stack = stack[:len(stack)-1]
 					for _, u := range users[r] {
-						if low[u] > l {
-							low[u] = l
+						if level[u] <= level[r] {
+							level[u] = level[r] + 1
 							stack = append(stack, u)
 						}
 					}

@@ -7,6 +7,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
+	shapeops "github.com/switchyard-hal/switchyard/core/ops/shape"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/partitioner"
 )
@@ -213,7 +214,7 @@ func representativeTypes(ir *graph.Model, bounds map[string][]hal.DimRange) map[
 	}
 	for _, n := range order {
 		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
-			if t := constantValue(n); t != nil {
+			if t, err := shapeops.ConstantValue(n); err == nil {
 				consts[n.Outputs[0]] = t
 			}
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
+	shapeops "github.com/switchyard-hal/switchyard/core/ops/shape"
 )
 
 // InferenceIssue records a node whose shape inference failed; the model may
@@ -42,7 +43,7 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 	var issues []InferenceIssue
 	for _, n := range order {
 		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
-			if t := constantValue(n); t != nil {
+			if t, err := shapeops.ConstantValue(n); err == nil {
 				consts[n.Outputs[0]] = t
 			}
 		}
@@ -72,23 +73,4 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 		}
 	}
 	return types, issues
-}
-
-func constantValue(n *graph.Node) *graph.Tensor {
-	if t := n.AttrTensor("value"); t != nil {
-		return t
-	}
-	if a := n.Attr("value_int"); a != nil {
-		return graph.Scalar(a.I)
-	}
-	if a := n.Attr("value_ints"); a != nil {
-		return graph.MustFromSlice([]int{len(a.Ints)}, append([]int64{}, a.Ints...))
-	}
-	if a := n.Attr("value_float"); a != nil {
-		return graph.Scalar(a.F)
-	}
-	if a := n.Attr("value_floats"); a != nil {
-		return graph.MustFromSlice([]int{len(a.Floats)}, append([]float32{}, a.Floats...))
-	}
-	return nil
 }

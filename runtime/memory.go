@@ -51,11 +51,15 @@ func DefaultMemoryBudget() int64 {
 }
 
 // memAvailable parses MemAvailable (in kB) from /proc/meminfo.
-func memAvailable(r io.Reader) (int64, bool) {
+func memAvailable(r io.Reader) (int64, bool) { return procKB(r, "MemAvailable:") }
+
+// procKB reads the first "key value kB" line with that key of a /proc
+// file, in bytes.
+func procKB(r io.Reader, key string) (int64, bool) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "MemAvailable:" {
+		if len(f) >= 2 && f[0] == key {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil || kb < 0 || kb > math.MaxInt64/1024 {
 				return 0, false
@@ -106,17 +110,4 @@ func parseCgroupBytes(b []byte) (int64, bool) {
 
 // vmSize parses VmSize (in kB) from /proc/self/status: the address space
 // the process has mapped, which RLIMIT_AS bounds.
-func vmSize(r io.Reader) (int64, bool) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "VmSize:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil || kb < 0 || kb > math.MaxInt64/1024 {
-				return 0, false
-			}
-			return kb * 1024, true
-		}
-	}
-	return 0, false
-}
+func vmSize(r io.Reader) (int64, bool) { return procKB(r, "VmSize:") }

@@ -30,15 +30,16 @@ const PartitionDomain = "switchyard.partition"
 
 // compiledPartition is a delegated partition compiled by its backend.
 type compiledPartition struct {
-	part     partitioner.Partition
-	dev      *hal.Device
-	compiled *hal.Compiled
-	sg       *hal.Subgraph
-	policy   OnUnavailable
-	strict   bool
-	fallback *fallback
-	calls    atomic.Int64
-	nanos    atomic.Int64
+	hostBytes int64 // the backend's own memory, held in the model's budget
+	part      partitioner.Partition
+	dev       *hal.Device
+	compiled  *hal.Compiled
+	sg        *hal.Subgraph
+	policy    OnUnavailable
+	strict    bool
+	fallback  *fallback
+	calls     atomic.Int64
+	nanos     atomic.Int64
 
 	// outTypes are the inferred types of the partition's outputs
 	// (outTyped[j]: one was inferred)
@@ -119,6 +120,8 @@ func (m *Model) releaseParts() error {
 		if cp.compiled != nil {
 			errs = append(errs, cp.compiled.Release())
 		}
+		m.budget.Release(cp.hostBytes)
+		cp.hostBytes = 0
 		cp.mu.Lock()
 		if cp.hostExe != nil {
 			errs = append(errs, cp.hostExe.Release())
@@ -259,6 +262,16 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 			cp.outTypes[j], cp.outTyped[j] = sg.TypeOf(o)
 		}
 		m.parts = append(m.parts, cp)
+		// the backend's own memory for the partition counts against the
+		// budget: a small file of many partitions must not hold gigabytes
+		// outside it
+		if n := compiled.HostBytes(); n > 0 {
+			if !m.budget.Hold(n) {
+				return fmt.Errorf("runtime: partition %d (%d nodes) on %s holds %s of its own host memory; with %s already held, that exceeds the model's memory budget of %s: %w",
+					p.ID, len(p.Nodes), dev.Name(), exec.FormatBytes(n), exec.FormatBytes(m.budget.Held()), exec.FormatBytes(m.budget.Limit()), kernels.ErrResourceExhausted)
+			}
+			cp.hostBytes = n
+		}
 		if prec := compiled.Precision(); prec != hal.PrecisionFloat32 {
 			m.setPartition(p.ID, func(pp *partitioner.Partition) { pp.Precision = string(prec) })
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 	"github.com/switchyard-hal/switchyard/hal/wire"
 	halv1 "github.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1"
 )
@@ -156,16 +157,26 @@ func (s *server) Free(ctx context.Context, req *halv1.FreeRequest) (*halv1.FreeR
 	return &halv1.FreeResponse{Status: wire.StatusOf(guard(s.log, "free", func() error { return dm.Free(b) }))}, nil
 }
 
-func (s *server) Upload(ctx context.Context, req *halv1.UploadRequest) (*halv1.FenceResponse, error) {
+// copyArgs resolves what an upload or a download names: the backend's
+// device memory, the buffer and the fences to wait for.
+func (s *server) copyArgs(buf uint64, what string, afterIDs, release []uint64) (hal.DeviceMemory, hal.Buffer, []hal.Fence, *halv1.Status) {
 	dm, st := s.deviceMemory()
 	if st != nil {
-		return &halv1.FenceResponse{Status: st}, nil
+		return nil, nil, nil, st
 	}
-	dst, st := s.buffer(req.Buffer, "upload")
+	b, st := s.buffer(buf, what)
 	if st != nil {
-		return &halv1.FenceResponse{Status: st}, nil
+		return nil, nil, nil, st
 	}
-	after, st := s.fences(req.After, req.ReleaseFences)
+	after, st := s.fences(afterIDs, release)
+	if st != nil {
+		return nil, nil, nil, st
+	}
+	return dm, b, after, nil
+}
+
+func (s *server) Upload(ctx context.Context, req *halv1.UploadRequest) (*halv1.FenceResponse, error) {
+	dm, dst, after, st := s.copyArgs(req.Buffer, "upload", req.After, req.ReleaseFences)
 	if st != nil {
 		return &halv1.FenceResponse{Status: st}, nil
 	}
@@ -219,15 +230,7 @@ func sameDims(d []int64, s []int) bool {
 }
 
 func (s *server) Download(ctx context.Context, req *halv1.DownloadRequest) (*halv1.FenceResponse, error) {
-	dm, st := s.deviceMemory()
-	if st != nil {
-		return &halv1.FenceResponse{Status: st}, nil
-	}
-	src, st := s.buffer(req.Buffer, "download")
-	if st != nil {
-		return &halv1.FenceResponse{Status: st}, nil
-	}
-	after, st := s.fences(req.After, req.ReleaseFences)
+	dm, src, after, st := s.copyArgs(req.Buffer, "download", req.After, req.ReleaseFences)
 	if st != nil {
 		return &halv1.FenceResponse{Status: st}, nil
 	}
@@ -259,14 +262,14 @@ func (s *server) Download(ctx context.Context, req *halv1.DownloadRequest) (*hal
 	}
 	// the bytes go to the host's region once the backend's fence signals;
 	// the fence the host sees signals after that copy
-	cf := &copyFence{done: make(chan struct{})}
+	cf := devkit.NewFence() // signals once the bytes are in the host's region
 	go func() {
 		defer s.release(r)
 		wctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			select {
 			case <-s.dev.stop:
-			case <-cf.done:
+			case <-cf.Done():
 			}
 			cancel()
 		}()
@@ -274,36 +277,9 @@ func (s *server) Download(ctx context.Context, req *halv1.DownloadRequest) (*hal
 		if err == nil {
 			_, err = wire.WriteTensor(mem, tmp)
 		}
-		cf.signal(err)
+		cf.Signal(err, nil)
 	}()
 	return s.fenceResponse(cf)
-}
-
-// copyFence is the fence of a download: it signals once the bytes are in
-// the host's region.
-type copyFence struct {
-	done chan struct{}
-	err  error
-}
-
-func (f *copyFence) signal(err error) { f.err = err; close(f.done) }
-
-func (f *copyFence) Wait(ctx context.Context) error {
-	select {
-	case <-f.done:
-		return f.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (f *copyFence) Poll() (bool, error) {
-	select {
-	case <-f.done:
-		return true, f.err
-	default:
-		return false, nil
-	}
 }
 
 func (s *server) Enqueue(ctx context.Context, req *halv1.EnqueueRequest) (*halv1.EnqueueResponse, error) {

@@ -16,6 +16,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","prompt":"a","suffix":"b"}`,
 		`{"model":"m","prompt":"a","presence_penalty":2,"frequency_penalty":-2,"n":1,"user":"u","best_of":1,"echo":false}`,
 		`{"model":"m","messages":[{"role":"tool","content":"x"}],"response_format":{"type":"text"}}`,
+		`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"1"}],` +
+			`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}}}}}],"tool_choice":"required","parallel_tool_calls":false}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"object","properties":{"a":{"enum":[1,"b",null]},"b":{"type":"array","items":{"$ref":"#/$defs/x"}}},"$defs":{"x":{"type":"integer"}}}}}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"},"tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`,
 		`{"model":`, `[]`, `null`, ``,
 	} {
 		f.Add([]byte(s), false)
@@ -35,6 +39,12 @@ func FuzzDecodeRequest(f *testing.F) {
 		if r.model == "" || len(r.stop) > maxStops || len(r.sampling.bias) > maxBias || r.maxTokens < 0 || r.maxTokens > maxTokensEver ||
 			r.sampling.temperature < 0 || r.sampling.temperature > 2 || r.sampling.topP < 0 || r.sampling.topP > 1 || r.sampling.topK < 0 {
 			t.Fatalf("accepted out of limits: %+v", r)
+		}
+		if len(r.tools) > 0 && !chat {
+			t.Fatalf("a completions request with tools: %+v", r)
+		}
+		if len(r.stop) > 0 && (r.format != nil || r.toolChoice == "required" || r.toolChoice == "function") {
+			t.Fatalf("stop beside a grammar: %+v", r)
 		}
 		if chat != (r.messages != nil) || (!chat && r.includeUsage && !r.stream) {
 			t.Fatalf("accepted inconsistent: %+v", r)

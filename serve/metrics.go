@@ -23,6 +23,7 @@ type metrics struct {
 	cancelled      *prometheus.CounterVec   // model
 	steps          *prometheus.CounterVec   // model: scheduler rounds
 	stepSeqs       *prometheus.HistogramVec // model: sequences per round
+	toolCalls      *prometheus.CounterVec   // model, result = ok|malformed
 }
 
 func newMetrics() *metrics {
@@ -60,9 +61,17 @@ func newMetrics() *metrics {
 		stepSeqs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "round_sequences",
 			Help:    "Sequences stepped per scheduler round.",
 			Buckets: prometheus.LinearBuckets(1, 1, 16)}, []string{"model"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
+			Help: "Tool calls found in replies: ok (returned as tool_calls) or malformed (returned as text)."}, []string{"model", "result"}),
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.prefilled, m.ttft, m.tokensPerSec, m.queue, m.active,
-		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs,
+		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs, m.toolCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// countTools adds a reply's tool calls to the counter.
+func (m *metrics) countTools(model string, ts *toolStream) {
+	m.toolCalls.WithLabelValues(model, "ok").Add(float64(ts.calls))
+	m.toolCalls.WithLabelValues(model, "malformed").Add(float64(ts.malformed))
 }

@@ -3,12 +3,16 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/switchyard-hal/switchyard/llm/grammar"
 )
 
 // apiError is an error answered in OpenAI's shape:
@@ -43,11 +47,23 @@ func unsupported(param string) *apiError {
 		"the parameter %q is not supported by this server (it is refused rather than ignored)", param)
 }
 
-// Message is one chat message: a role (system, user or assistant) and its
-// text.
+// Message is one chat message: a role (system, user, assistant or tool)
+// and its text; an assistant turn's tool calls, a tool turn's call id.
 type Message struct {
 	Role    string
 	Content string
+	// ToolCalls are the calls an assistant turn made.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a tool turn answers; Name the function's
+	// name, when the client gives it.
+	ToolCallID string
+	Name       string
+}
+
+// ToolCall is a function call of an assistant turn: Arguments is JSON
+// text (an object), as OpenAI's API passes it.
+type ToolCall struct {
+	ID, Name, Arguments string
 }
 
 // request is a completions or chat completions request, decoded and
@@ -68,6 +84,16 @@ type request struct {
 	// topLogprobs most likely alternatives
 	logprobs    bool
 	topLogprobs int
+	// format is response_format's grammar (json_object, json_schema);
+	// formatType its type
+	format     *grammar.Grammar
+	formatType string
+	// tools, and tool_choice: "auto", "none", "required" or "function"
+	// (toolName)
+	tools         []tool
+	toolChoice    string
+	toolName      string
+	parallelTools bool
 }
 
 // Limits on what a request may ask, refused before anything is allocated
@@ -89,7 +115,9 @@ var (
 	commonParams = map[string]bool{"model": true, "max_tokens": true, "temperature": true, "top_p": true, "top_k": true,
 		"seed": true, "stop": true, "stream": true, "stream_options": true, "presence_penalty": true,
 		"frequency_penalty": true, "logit_bias": true, "n": true, "user": true}
-	completionParams = map[string]bool{"prompt": true, "echo": true, "best_of": true, "logprobs": true}
+	// response_format on completions is an extension (OpenAI's
+	// completions have none), as llama.cpp's server has it
+	completionParams = map[string]bool{"prompt": true, "echo": true, "best_of": true, "logprobs": true, "response_format": true}
 	chatParams       = map[string]bool{"messages": true, "max_completion_tokens": true, "response_format": true,
 		"logprobs": true, "top_logprobs": true, "tools": true, "tool_choice": true, "parallel_tool_calls": true}
 )
@@ -134,22 +162,8 @@ func decodeRequest(body []byte, chat bool) (*request, *apiError) {
 		if err := r.decodeMessages(raw["messages"]); err != nil {
 			return nil, err
 		}
-		// features of the chat API that are not built: refused unless
-		// the value asks for nothing
-		for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
-			if _, ok := raw[k]; ok {
-				return nil, unsupported(k)
-			}
-		}
-		if v, ok := raw["response_format"]; ok {
-			var rf map[string]json.RawMessage
-			var typ string
-			if json.Unmarshal(v, &rf) != nil || json.Unmarshal(rf["type"], &typ) != nil {
-				return nil, invalid("response_format", "response_format must be an object with a type")
-			}
-			if typ != "text" || len(rf) != 1 {
-				return nil, unsupported("response_format")
-			}
+		if err := r.decodeTools(raw); err != nil {
+			return nil, err
 		}
 		if err := boolean(raw, "logprobs", &r.logprobs); err != nil {
 			return nil, err
@@ -191,6 +205,14 @@ func decodeRequest(body []byte, chat bool) (*request, *apiError) {
 		if bestOf != 1 {
 			return nil, unsupported("best_of")
 		}
+	}
+	if v, ok := raw["response_format"]; ok {
+		if err := r.decodeFormat(v); err != nil {
+			return nil, err
+		}
+	}
+	if r.format != nil && len(r.tools) > 0 && r.toolChoice != "none" {
+		return nil, invalid("response_format", "response_format %s cannot be combined with tools unless tool_choice is \"none\"", r.formatType)
 	}
 	var mt int
 	if err := integer(raw, "max_tokens", &mt, 1, maxTokensEver); err != nil {
@@ -274,6 +296,9 @@ func decodeRequest(body []byte, chat bool) (*request, *apiError) {
 			}
 		}
 	}
+	if len(r.stop) > 0 && (r.format != nil || r.toolChoice == "required" || r.toolChoice == "function") {
+		return nil, invalid("stop", "stop cannot be combined with a JSON response_format or a forced tool call: a stop sequence could cut the JSON the grammar guarantees")
+	}
 	if err := boolean(raw, "stream", &r.stream); err != nil {
 		return nil, err
 	}
@@ -333,7 +358,9 @@ func (r *request) decodeMessages(v json.RawMessage) *apiError {
 			return invalid(p, "a message must be an object")
 		}
 		for _, k := range sortedKeys(m) {
-			if k != "role" && k != "content" {
+			switch k {
+			case "role", "content", "name", "tool_calls", "tool_call_id":
+			default:
 				return unsupported(p + "." + k)
 			}
 		}
@@ -341,17 +368,23 @@ func (r *request) decodeMessages(v json.RawMessage) *apiError {
 		if err := str(m, "role", &msg.Role); err != nil {
 			return err
 		}
+		if err := msg.decodeToolFields(m, p); err != nil {
+			return err
+		}
 		switch msg.Role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			msg.Role = "system"
 		case "":
 			return invalid(p+".role", "a message needs a role")
 		default:
 			return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", p+".role",
-				"role %q is not supported (system, developer, user and assistant are)", msg.Role)
+				"role %q is not supported (system, developer, user, assistant and tool are)", msg.Role)
 		}
 		c := m["content"]
+		if (c == nil || string(bytes.TrimSpace(c)) == "null") && len(msg.ToolCalls) > 0 {
+			c = json.RawMessage(`""`) // a turn of tool calls alone
+		}
 		if c == nil {
 			return invalid(p+".content", "a message needs content")
 		}
@@ -428,4 +461,229 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// decodeFormat reads response_format: text, json_object, or json_schema
+// (compiled here, so a schema keyword the grammar does not implement is
+// refused naming it).
+func (r *request) decodeFormat(v json.RawMessage) *apiError {
+	var rf map[string]json.RawMessage
+	if json.Unmarshal(v, &rf) != nil || rf == nil {
+		return invalid("response_format", "response_format must be an object with a type")
+	}
+	if err := str(rf, "type", &r.formatType); err != nil || r.formatType == "" {
+		return invalid("response_format.type", "response_format must be an object with a type")
+	}
+	own := map[string][]string{"text": {"type"}, "json_object": {"type"}, "json_schema": {"type", "json_schema"}}
+	keys, ok := own[r.formatType]
+	if !ok {
+		return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", "response_format.type",
+			"response_format type %q is not supported (text, json_object and json_schema are)", r.formatType)
+	}
+	for _, k := range sortedKeys(rf) {
+		if !slices.Contains(keys, k) {
+			return unsupported("response_format." + k)
+		}
+	}
+	var err error
+	switch r.formatType {
+	case "json_object":
+		r.format, err = grammar.JSONObject(nil)
+	case "json_schema":
+		var js map[string]json.RawMessage
+		if json.Unmarshal(rf["json_schema"], &js) != nil || js == nil {
+			return invalid("response_format.json_schema", "response_format.json_schema must be an object with a schema")
+		}
+		for _, k := range sortedKeys(js) {
+			switch k {
+			case "name", "description", "schema", "strict":
+			default:
+				return unsupported("response_format.json_schema." + k)
+			}
+		}
+		if err := str(js, "name", new(string)); err != nil {
+			return err
+		}
+		if err := str(js, "description", new(string)); err != nil {
+			return err
+		}
+		if err := boolean(js, "strict", new(bool)); err != nil {
+			return err
+		}
+		schema := js["schema"]
+		if schema == nil {
+			return invalid("response_format.json_schema.schema", "response_format.json_schema needs a schema")
+		}
+		r.format, err = grammar.CompileSchema(schema, nil)
+		if err != nil {
+			return schemaError("response_format.json_schema.schema", err)
+		}
+	}
+	if err != nil {
+		return invalid("response_format", "%v", err)
+	}
+	return nil
+}
+
+// schemaError is a schema the grammar refuses: unsupported_parameter
+// naming the keyword (param is where the schema is), or invalid_value.
+func schemaError(param string, err error) *apiError {
+	var u *grammar.UnsupportedError
+	if errors.As(err, &u) {
+		at := param + strings.ReplaceAll(u.Path, "/", ".") + "." + u.Keyword
+		return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", at, "%s: %v", param, err)
+	}
+	return invalid(param, "%s: %v", param, err)
+}
+
+// tool is a function the client offers the model.
+type tool struct {
+	raw    json.RawMessage // the tool object as given (for the chat template)
+	name   string
+	params json.RawMessage // its parameters' JSON schema; nil: none given
+}
+
+// maxTools bounds the tools of one request.
+const maxTools = 128
+
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// decodeTools reads tools, tool_choice and parallel_tool_calls.
+func (r *request) decodeTools(raw map[string]json.RawMessage) *apiError {
+	r.parallelTools = true
+	if err := boolean(raw, "parallel_tool_calls", &r.parallelTools); err != nil {
+		return err
+	}
+	if v, ok := raw["tools"]; ok {
+		var ts []json.RawMessage
+		if json.Unmarshal(v, &ts) != nil {
+			return invalid("tools", "tools must be an array of tool objects")
+		}
+		if len(ts) == 0 || len(ts) > maxTools {
+			return invalid("tools", "tools must hold 1 to %d tools", maxTools)
+		}
+		seen := map[string]bool{}
+		for i, t := range ts {
+			p := fmt.Sprintf("tools[%d]", i)
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(t, &obj) != nil || obj == nil {
+				return invalid(p, "a tool must be an object")
+			}
+			for _, k := range sortedKeys(obj) {
+				if k != "type" && k != "function" {
+					return unsupported(p + "." + k)
+				}
+			}
+			var typ string
+			if err := str(obj, "type", &typ); err != nil {
+				return err
+			}
+			if typ != "function" {
+				return errorf(http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", p+".type",
+					"tool type %q is not supported (function is)", typ)
+			}
+			var fn map[string]json.RawMessage
+			if json.Unmarshal(obj["function"], &fn) != nil || fn == nil {
+				return invalid(p+".function", "a tool needs a function object")
+			}
+			for _, k := range sortedKeys(fn) {
+				switch k {
+				case "name", "description", "parameters", "strict":
+				default:
+					return unsupported(p + ".function." + k)
+				}
+			}
+			tl := tool{raw: t}
+			if json.Unmarshal(fn["name"], &tl.name) != nil || !toolNameRE.MatchString(tl.name) {
+				return invalid(p+".function.name", "a function name must be 1 to 64 letters, digits, _ or -")
+			}
+			if seen[tl.name] {
+				return invalid(p+".function.name", "the function %q is given twice", tl.name)
+			}
+			seen[tl.name] = true
+			if err := str(fn, "description", new(string)); err != nil {
+				return err
+			}
+			if err := boolean(fn, "strict", new(bool)); err != nil {
+				return err
+			}
+			if ps, ok := fn["parameters"]; ok && string(bytes.TrimSpace(ps)) != "null" {
+				var o map[string]json.RawMessage
+				if json.Unmarshal(ps, &o) != nil || o == nil {
+					return invalid(p+".function.parameters", "parameters must be a JSON schema object")
+				}
+				tl.params = ps
+			}
+			r.tools = append(r.tools, tl)
+		}
+	}
+	v, ok := raw["tool_choice"]
+	if !ok {
+		r.toolChoice = "auto"
+		return nil
+	}
+	if len(r.tools) == 0 {
+		return invalid("tool_choice", "tool_choice needs tools")
+	}
+	if json.Unmarshal(v, &r.toolChoice) == nil {
+		switch r.toolChoice {
+		case "auto", "none", "required":
+			return nil
+		}
+		return invalid("tool_choice", "tool_choice must be auto, none, required or a function")
+	}
+	var c struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(v, &c) != nil || c.Type != "function" {
+		return invalid("tool_choice", "tool_choice must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+	}
+	r.toolChoice, r.toolName = "function", c.Function.Name
+	for _, t := range r.tools {
+		if t.name == r.toolName {
+			return nil
+		}
+	}
+	return invalid("tool_choice", "tool_choice names the function %q, which is not among tools", r.toolName)
+}
+
+// decodeToolFields reads a message's tool_calls, tool_call_id and name.
+func (msg *Message) decodeToolFields(m map[string]json.RawMessage, p string) *apiError {
+	if err := str(m, "tool_call_id", &msg.ToolCallID); err != nil {
+		return err
+	}
+	if err := str(m, "name", &msg.Name); err != nil {
+		return err
+	}
+	v, ok := m["tool_calls"]
+	if !ok || string(bytes.TrimSpace(v)) == "null" {
+		return nil
+	}
+	if msg.Role != "assistant" {
+		return invalid(p+".tool_calls", "only assistant messages have tool_calls")
+	}
+	var calls []struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function *struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(v, &calls) != nil {
+		return invalid(p+".tool_calls", "tool_calls must be an array of function calls")
+	}
+	if len(calls) > maxTools {
+		return invalid(p+".tool_calls", "at most %d tool calls a message", maxTools)
+	}
+	for i, c := range calls {
+		if c.Type != "function" || c.Function == nil || c.Function.Name == "" {
+			return invalid(fmt.Sprintf("%s.tool_calls[%d]", p, i), "a tool call needs type function and a function name")
+		}
+		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/switchyard-hal/switchyard/llm/grammar"
 )
 
 // sampling is one request's sampling parameters, checked.
@@ -28,6 +30,9 @@ type sampler struct {
 	rng    *rand.Rand
 	counts map[int]int
 	cand   []cand
+	// con, when set, masks the logits to the tokens its grammar allows
+	// (after the bias and penalties) and follows each pick
+	con *constraint
 }
 
 type cand struct {
@@ -53,9 +58,83 @@ func (s *sampler) next(logits []float32) int {
 			}
 		}
 	}
-	id := s.pick(logits)
+	var id int
+	if s.con == nil {
+		id = s.pick(logits)
+	} else if id = s.con.mask(logits); id < 0 {
+		id = s.pick(logits)
+	}
+	if s.con != nil {
+		s.con.advance(id)
+	}
 	s.counts[id]++
 	return id
+}
+
+// constraint is grammar-constrained sampling for one sequence: before
+// each pick every token whose text would leave the grammar (or leave a
+// completion longer than the tokens left can write) gets logit -Inf;
+// the end tokens are allowed only once the text is complete.
+type constraint struct {
+	m     *grammar.Matcher
+	ix    *grammar.Index
+	ends  []int
+	allow []uint64
+	left  int // tokens left to generate, this one included
+	prev  int // the last token (for its successor's text)
+	piece func(prev, id int) string
+	isEnd func(id int) bool
+	// broken: a token's actual text left the grammar (its text after
+	// prev differed from the indexed one); only an end is allowed then
+	broken bool
+}
+
+func newConstraint(g *grammar.Grammar, ix *grammar.Index, ends []int, maxNew, prev int, piece func(prev, id int) string, isEnd func(int) bool) *constraint {
+	return &constraint{m: g.NewMatcher(), ix: ix, ends: ends, allow: make([]uint64, (ix.Size()+63)/64), left: maxNew, prev: prev, piece: piece, isEnd: isEnd}
+}
+
+// mask sets the logits of the tokens not allowed to -Inf. When one token
+// alone is allowed (the end once the value is complete, say) it returns
+// it: it is taken whatever the logits; else -1.
+func (c *constraint) mask(logits []float32) int {
+	n := 0
+	if !c.broken {
+		n = c.m.Mask(c.ix, c.left, c.allow)
+	}
+	if n == 0 { // nothing fits: end the text
+		clear(c.allow)
+		for _, e := range c.ends {
+			c.allow[e>>6] |= 1 << (e & 63)
+		}
+	}
+	only, count := -1, 0
+	for i := range logits {
+		if i < c.ix.Size() && c.allow[i>>6]&(1<<(i&63)) != 0 {
+			only = i
+			count++
+		} else {
+			logits[i] = float32(math.Inf(-1))
+		}
+	}
+	if count == 1 {
+		return only
+	}
+	if count == 0 && len(c.ends) > 0 {
+		return c.ends[0]
+	}
+	return -1
+}
+
+// advance follows the picked token.
+func (c *constraint) advance(id int) {
+	c.left--
+	if c.isEnd(id) {
+		return
+	}
+	if !c.broken && !c.m.Advance([]byte(c.piece(c.prev, id))) {
+		c.broken = true
+	}
+	c.prev = id
 }
 
 func (s *sampler) pick(logits []float32) int {

@@ -332,7 +332,7 @@ func TestRefusals(t *testing.T) {
 		errCode, param   string
 	}{
 		{"unsupported parameter", "/v1/completions", `{"model":"stories","prompt":"a","suffix":"b"}`, 400, "unsupported_parameter", "suffix"},
-		{"unsupported chat parameter", "/v1/chat/completions", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"tools":[]}`, 400, "unsupported_parameter", "tools"},
+		{"unsupported chat parameter", "/v1/chat/completions", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"functions":[]}`, 400, "unsupported_parameter", "functions"},
 		{"logprobs beyond 5", "/v1/completions", `{"model":"stories","prompt":"a","logprobs":6}`, 400, "invalid_value", "logprobs"},
 		{"top_logprobs without logprobs", "/v1/chat/completions", `{"model":"stories","messages":[{"role":"user","content":"hi"}],"top_logprobs":2}`, 400, "invalid_value", "top_logprobs"},
 		{"n", "/v1/completions", `{"model":"stories","prompt":"a","n":2}`, 400, "unsupported_parameter", "n"},

@@ -15,11 +15,14 @@
 // Sampling: temperature, top_p, top_k, seed, max_tokens
 // (max_completion_tokens), stop, presence_penalty, frequency_penalty and
 // logit_bias; logprobs (completions: 0 to 5 alternatives; chat: logprobs
-// and top_logprobs up to 20). Every other parameter is refused with 400
-// and {"error": {"type": "invalid_request_error", "code":
-// "unsupported_parameter", "param": NAME}}, never ignored; a parameter
-// whose value asks for nothing (n 1, echo false, best_of 1,
-// response_format text) is accepted. A prompt and max_tokens beyond the
+// and top_logprobs up to 20). response_format json_object and
+// json_schema are guaranteed by grammar-constrained sampling (package
+// llm/grammar); tools and tool_choice go through the model's chat
+// template (Model.Tools) and come back as complete tool_calls. Every
+// other parameter is refused with 400 and {"error": {"type":
+// "invalid_request_error", "code": "unsupported_parameter", "param":
+// NAME}}, never ignored; a parameter whose value asks for nothing (n 1,
+// echo false, best_of 1, response_format text) is accepted. A prompt and max_tokens beyond the
 // context: 400 context_length_exceeded. Malformed JSON: 400. A body over
 // Options.MaxBodyBytes: 413. An unknown model: 404.
 //
@@ -85,10 +88,15 @@ type Model struct {
 	// Placement, when set, says where the model's partitions run (the
 	// chat page and /v1/models show it).
 	Placement string
+	// Tools, when set, renders conversations with tool definitions and
+	// says how the model writes a call; nil: chat requests with tools
+	// are refused with 400 tools_unsupported (never dropped).
+	Tools *Tools
 
 	created  int64
 	end      map[int]bool
 	maxPiece int // the longest token text: a longer prompt than context × it cannot fit
+	gram     modelGrammar
 }
 
 func (m *Model) isEnd(id int) bool { return m.end[id] }
@@ -379,6 +387,16 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	for _, msg := range req.messages {
 		textLen += len(msg.Content)
 	}
+	tools, aerr := toolsFor(m, req)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if tools != nil {
+		for _, t := range tools.raw {
+			textLen += len(t)
+		}
+	}
 	if limit := (m.ContextLength + 1) * m.maxPiece; textLen > limit {
 		writeError(w, errorf(http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", "messages",
 			"the prompt's %d bytes are more than the model's context of %d tokens can hold (at most %d bytes a token)", textLen, m.ContextLength, m.maxPiece))
@@ -391,7 +409,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 				"the model %q has no usable chat template, so chat completions are not available for it; /v1/completions is", m.Name))
 			return
 		}
-		ids, err = m.Chat(req.messages)
+		if tools != nil {
+			ids, err = m.Tools.Chat(req.messages, tools.raw)
+		} else {
+			ids, err = m.Chat(req.messages)
+		}
 	} else {
 		ids, err = m.Tokenizer.Encode(req.prompt, true)
 	}
@@ -447,6 +469,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		topLP = req.topLogprobs
 	}
 	j := newJob(ctx, ids, maxNew, req.sampling, req.stop, topLP)
+	if g := req.format; g != nil || tools != nil && tools.gram != nil {
+		if g == nil {
+			g = tools.gram
+		}
+		if aerr := constrain(m, j, g, maxNew); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+	}
 	if err := wk.submit(j); errors.Is(err, errShutdown) {
 		writeError(w, generationError(err))
 		return
@@ -457,6 +488,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	res := &responder{w: w, chat: chat, model: m.Name, id: newID(chat), created: time.Now().Unix(), includeUsage: req.includeUsage, logprobs: req.logprobs}
+	if tools != nil {
+		res.tools = &toolStream{tu: tools}
+		defer func() { s.met.countTools(m.Name, res.tools) }()
+	}
 	if req.stream {
 		res.stream(ctx, j)
 	} else {
@@ -495,6 +530,7 @@ type responder struct {
 	created      int64
 	includeUsage bool
 	logprobs     bool
+	tools        *toolStream // the reply's tool calls, when the request has tools
 }
 
 func (res *responder) object(chunk bool) string {
@@ -508,7 +544,7 @@ func (res *responder) object(chunk bool) string {
 }
 
 // choice is one choice of a response or chunk.
-func (res *responder) choice(text string, finish string, chunk, first bool, lps []tokenLP) map[string]any {
+func (res *responder) choice(text string, finish string, chunk, first bool, lps []tokenLP, calls ...map[string]any) map[string]any {
 	c := map[string]any{"index": 0, "finish_reason": nil, "logprobs": nil}
 	if finish != "" {
 		c["finish_reason"] = finish
@@ -520,7 +556,14 @@ func (res *responder) choice(text string, finish string, chunk, first bool, lps 
 	case !res.chat:
 		c["text"] = text
 	case !chunk:
-		c["message"] = map[string]any{"role": "assistant", "content": text}
+		msg := map[string]any{"role": "assistant", "content": text}
+		if len(calls) > 0 {
+			msg["tool_calls"] = calls
+			if text == "" {
+				msg["content"] = nil
+			}
+		}
+		c["message"] = msg
 	default:
 		d := map[string]any{}
 		if first {
@@ -528,6 +571,9 @@ func (res *responder) choice(text string, finish string, chunk, first bool, lps 
 		}
 		if text != "" || first {
 			d["content"] = text
+		}
+		if len(calls) > 0 {
+			d["tool_calls"] = calls
 		}
 		c["delta"] = d
 	}
@@ -554,7 +600,20 @@ func (res *responder) whole(ctx context.Context, j *job) {
 			text = append(text, ev.text...)
 			lps = append(lps, ev.lps...)
 			if ev.finish != "" {
-				b := res.body(false, []map[string]any{res.choice(string(text), ev.finish, false, false, lps)})
+				var calls []map[string]any
+				if res.tools != nil {
+					content, found := res.tools.feed(string(text))
+					rest, more := res.tools.end()
+					found = append(found, more...)
+					text = []byte(content + rest)
+					if len(found) > 0 {
+						calls = callsJSON(found, false, 0)
+						if ev.finish == "stop" {
+							ev.finish = "tool_calls"
+						}
+					}
+				}
+				b := res.body(false, []map[string]any{res.choice(string(text), ev.finish, false, false, lps, calls...)})
 				b["usage"] = usageJSON(ev.usage)
 				writeJSON(res.w, http.StatusOK, b)
 				return
@@ -577,7 +636,7 @@ func (res *responder) stream(ctx context.Context, j *job) {
 		}
 		return rc.Flush() == nil
 	}
-	first := true
+	first, sentCalls := true, 0
 	if res.chat {
 		if !send(res.body(true, []map[string]any{res.choice("", "", true, true, nil)})) {
 			return
@@ -594,6 +653,32 @@ func (res *responder) stream(ctx context.Context, j *job) {
 				// the status is sent: the error goes as an event, and no [DONE]
 				send(map[string]any{"error": generationError(ev.err)})
 				return
+			}
+			if res.tools != nil {
+				var found []toolCall
+				ev.text, found = res.tools.feed(ev.text)
+				if ev.finish != "" {
+					rest, more := res.tools.end()
+					ev.text += rest
+					found = append(found, more...)
+				}
+				if len(found) > 0 {
+					// the text before the calls first, then the calls whole
+					if ev.text != "" {
+						if !send(res.body(true, []map[string]any{res.choice(ev.text, "", true, first, ev.lps)})) {
+							return
+						}
+						ev.text, ev.lps, first = "", nil, false
+					}
+					if !send(res.body(true, []map[string]any{res.choice("", "", true, first, nil, callsJSON(found, true, sentCalls)...)})) {
+						return
+					}
+					first = false
+					sentCalls += len(found)
+				}
+				if ev.finish == "stop" && sentCalls > 0 {
+					ev.finish = "tool_calls"
+				}
 			}
 			if ev.text != "" || ev.finish != "" {
 				if !send(res.body(true, []map[string]any{res.choice(ev.text, ev.finish, true, first, ev.lps)})) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -24,7 +25,8 @@ import (
 func init() { extraCommands = append(extraCommands, serveCmd) }
 
 func serveCmd() *cobra.Command {
-	var addr, prefixCache, maxBody string
+	var addr, unixSock, prefixCache, maxBody string
+	var isolate bool
 	var tokPaths []string
 	var context_ int
 	var so serve.Options
@@ -56,6 +58,9 @@ authentication, so bind other addresses only on a trusted network.`,
 			if len(tokPaths) > len(args) {
 				return fmt.Errorf("%d --tokenizer flags for %d models", len(tokPaths), len(args))
 			}
+			if isolate {
+				return serveIsolated(ctx, cmd, args, addr) // isolate.go
+			}
 			var err error
 			switch strings.ToLower(strings.TrimSpace(prefixCache)) {
 			case "0", "off":
@@ -68,7 +73,11 @@ authentication, so bind other addresses only on a trusted network.`,
 			if so.MaxBodyBytes, err = parseMemoryBudget(maxBody); err != nil || so.MaxBodyBytes <= 0 {
 				return fmt.Errorf("--max-body %q: want a size such as 1MiB", maxBody)
 			}
-			ln, err := net.Listen("tcp", addr)
+			network, where := "tcp", addr
+			if unixSock != "" { // an --isolate worker
+				network, where = "unix", unixSock
+			}
+			ln, err := net.Listen(network, where)
 			if err != nil {
 				return err
 			}
@@ -122,6 +131,9 @@ authentication, so bind other addresses only on a trusted network.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "the address to listen on, HOST:PORT")
+	cmd.Flags().BoolVar(&isolate, "isolate", false, "run the models in a worker process: if it crashes or is killed, the requests in flight fail at once, the worker restarts and the next request is served")
+	cmd.Flags().StringVar(&unixSock, "unix", "", "listen on this Unix socket instead of --addr (what an --isolate worker is given)")
+	_ = cmd.Flags().MarkHidden("unix")
 	cmd.Flags().StringArrayVar(&tokPaths, "tokenizer", nil, "a model's tokenizer (llama2.c tokenizer.bin or Hugging Face tokenizer.json), once per MODEL in order (default: found as generate finds it)")
 	cmd.Flags().IntVar(&context_, "context", 0, "positions a sequence may use, prompt included (0: the model's own; needed for an ONNX decoder that states none); a .gguf/.bin decoder's cache is allocated this long")
 	cmd.Flags().IntVar(&so.MaxBatch, "max-batch", 4, "sequences decoded together per model; more requests queue")
@@ -160,7 +172,8 @@ func loadServed(ctx context.Context, cmd *cobra.Command, eng *switchyard.Engine,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &serve.Model{Name: name, Decoder: d, Tokenizer: tok, ContextLength: contextLen, Chat: chatTemplate(path, tok), Placement: placement(m)}, nil
+	chat, tools := chatTemplate(path, tok)
+	return &serve.Model{Name: name, Decoder: d, Tokenizer: tok, ContextLength: contextLen, Chat: chat, Tools: tools, Placement: placement(m)}, nil
 }
 
 // placement sums up where a model's partitions run: each backend with its
@@ -217,29 +230,43 @@ func findTokenizer(modelPath, tokPath string, vocab int) (llm.Tokenizer, error) 
 // chatTemplate is the model's chat template renderer, or nil: a GGUF
 // file's tokenizer.chat_template (Jinja, rendered as Hugging Face's
 // apply_chat_template does) with its vocabulary. A model without one is
-// served for completions; its chat requests get a clear 400.
-func chatTemplate(modelPath string, tok llm.Tokenizer) func([]serve.Message) ([]int, error) {
+// served for completions; its chat requests get a clear 400. tools is
+// set when the template renders tools in a call format the server reads.
+func chatTemplate(modelPath string, tok llm.Tokenizer) (chat func([]serve.Message) ([]int, error), tools *serve.Tools) {
 	v, ok := tok.(*llm.Vocab)
 	if !ok || v.ChatTemplate() == "" {
-		return nil
+		return nil, nil
 	}
 	tmpl, err := llm.ParseChatTemplate(v.ChatTemplate())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "switchyard: serve: %s: chat template refused (%v); chat requests will get 400\n", modelPath, err)
-		return nil
+		return nil, nil
 	}
-	opts := llm.ChatOptions{AddGenerationPrompt: true}
+	base := llm.ChatOptions{AddGenerationPrompt: true}
 	if v.BOS() >= 0 {
-		opts.BOS = v.Text(v.BOS())
+		base.BOS = v.Text(v.BOS())
 	}
 	if v.EOS() >= 0 {
-		opts.EOS = v.Text(v.EOS())
+		base.EOS = v.Text(v.EOS())
 	}
-	return func(msgs []serve.Message) ([]int, error) {
+	render := func(msgs []serve.Message, defs []json.RawMessage) ([]int, error) {
 		conv := make([]llm.Message, len(msgs))
 		for i, m := range msgs {
-			conv[i] = llm.Message{Role: m.Role, Content: m.Content}
+			conv[i] = llm.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+			for _, c := range m.ToolCalls {
+				var tc llm.ToolCall
+				tc.ID, tc.Type, tc.Function.Name = c.ID, "function", c.Name
+				// templates write the arguments as an object (OpenAI
+				// passes them as JSON text)
+				tc.Function.Arguments = json.RawMessage(c.Arguments)
+				if !json.Valid(tc.Function.Arguments) {
+					tc.Function.Arguments, _ = json.Marshal(c.Arguments)
+				}
+				conv[i].ToolCalls = append(conv[i].ToolCalls, tc)
+			}
 		}
+		opts := base
+		opts.Tools = defs
 		text, err := tmpl.Render(conv, opts)
 		if err != nil {
 			return nil, err
@@ -248,4 +275,9 @@ func chatTemplate(modelPath string, tok llm.Tokenizer) func([]serve.Message) ([]
 		bos := v.AddBOS() && !(opts.BOS != "" && strings.HasPrefix(text, opts.BOS))
 		return v.Tokenize(text, bos, true)
 	}
+	chat = func(msgs []serve.Message) ([]int, error) { return render(msgs, nil) }
+	if f := serve.DetectToolFormat(tmpl.Source()); f != serve.NoToolFormat {
+		tools = &serve.Tools{Format: f, Chat: render}
+	}
+	return chat, tools
 }

@@ -82,6 +82,14 @@ func (b *Budget) reserve(n int64) bool {
 	}
 }
 
+// Hold accounts n bytes held outside the executor's buffers (a
+// backend's own memory for a compiled partition) if they fit; Release
+// gives them back.
+func (b *Budget) Hold(n int64) bool { return b.reserve(n) }
+
+// Release gives back n bytes accounted by Hold.
+func (b *Budget) Release(n int64) { b.release(n) }
+
 func (b *Budget) release(n int64) {
 	if b != nil && n != 0 {
 		b.held.Add(-n)

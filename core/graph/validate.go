@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -140,7 +139,7 @@ func validateGraph(g *Graph, outer map[string]bool, where string, probs *[]strin
 // consumers (stable: ties keep file order). It reports a cycle with the
 // nodes involved.
 func (g *Graph) TopoSort() ([]*Node, error) {
-	producer := map[string]int{}
+	producer := make(map[string]int, len(g.Nodes))
 	for i, n := range g.Nodes {
 		for _, o := range n.Outputs {
 			if o != "" {
@@ -150,32 +149,33 @@ func (g *Graph) TopoSort() ([]*Node, error) {
 	}
 	indeg := make([]int, len(g.Nodes))
 	users := make([][]int, len(g.Nodes))
+	lastUser := make([]int, len(g.Nodes)) // 1 + the last node counted as p's user
 	for i, n := range g.Nodes {
-		seen := map[int]bool{}
 		for _, in := range nodeDeps(n) {
-			if p, ok := producer[in]; ok && !seen[p] {
-				seen[p] = true
+			if p, ok := producer[in]; ok && lastUser[p] != i+1 {
+				lastUser[p] = i + 1
 				indeg[i]++
 				users[p] = append(users[p], i)
 			}
 		}
 	}
-	var ready []int
+	// the ready nodes in a min-heap of indices: among nodes whose inputs
+	// are all available, the earliest in file order goes first, in
+	// O(n log n) however wide the graph
+	ready := &intHeap{}
 	for i := range g.Nodes {
 		if indeg[i] == 0 {
-			ready = append(ready, i)
+			ready.push(i)
 		}
 	}
 	order := make([]*Node, 0, len(g.Nodes))
-	for len(ready) > 0 {
-		sort.Ints(ready)
-		i := ready[0]
-		ready = ready[1:]
+	for len(*ready) > 0 {
+		i := ready.pop()
 		order = append(order, g.Nodes[i])
 		for _, u := range users[i] {
 			indeg[u]--
 			if indeg[u] == 0 {
-				ready = append(ready, u)
+				ready.push(u)
 			}
 		}
 	}
@@ -197,8 +197,12 @@ func (g *Graph) TopoSort() ([]*Node, error) {
 // nodeDeps lists the values a node reads, including the outer-scope values
 // referenced by its nested graphs.
 func nodeDeps(n *Node) []string {
+	sgs := n.Subgraphs()
+	if len(sgs) == 0 {
+		return n.Inputs
+	}
 	deps := append([]string{}, n.Inputs...)
-	for _, sg := range n.Subgraphs() {
+	for _, sg := range sgs {
 		deps = append(deps, sg.FreeVariables()...)
 	}
 	return deps
@@ -239,4 +243,44 @@ func (g *Graph) FreeVariables() []string {
 		}
 	}
 	return free
+}
+
+// intHeap is a binary min-heap of ints.
+type intHeap []int
+
+func (h *intHeap) push(v int) {
+	*h = append(*h, v)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p] <= a[i] {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *intHeap) pop() int {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(a) && a[l] < a[m] {
+			m = l
+		}
+		if r := l + 1; r < len(a) && a[r] < a[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }

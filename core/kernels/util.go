@@ -47,9 +47,8 @@ func BroadcastSymbolic(shapes ...graph.Shape) (graph.Shape, error) {
 // flat index of the element of an input of shape inShape that broadcasts to
 // it. inShape must be broadcast-compatible with outShape.
 func BroadcastIndex(outShape, inShape []int) []int {
-	n := Prod(outShape)
-	idx := make([]int, n)
 	if graph.SameShape(outShape, inShape) {
+		idx := make([]int, Prod(outShape))
 		for i := range idx {
 			idx[i] = i
 		}
@@ -65,24 +64,7 @@ func BroadcastIndex(outShape, inShape []int) []int {
 			st[off+i] = inSt[i]
 		}
 	}
-	if n == 0 {
-		return idx
-	}
-	counter := make([]int, rank)
-	cur := 0
-	for i := 0; i < n; i++ {
-		idx[i] = cur
-		for d := rank - 1; d >= 0; d-- {
-			counter[d]++
-			cur += st[d]
-			if counter[d] < outShape[d] {
-				break
-			}
-			cur -= st[d] * counter[d]
-			counter[d] = 0
-		}
-	}
-	return idx
+	return StridedOffsets(outShape, st)
 }
 
 // ToFloat32 returns a float32 copy of a float16/bfloat16 tensor, or t itself

@@ -312,3 +312,41 @@ func (b bodyTypes) TypeOf(name string) (graph.ValueType, bool) {
 	}
 	return b.outer.TypeOf(name)
 }
+
+// Rate prices a node on a backend: a fixed time plus its work.
+type Rate struct {
+	Fixed   float64 // ns per node: dispatch, allocation, argument checks
+	PerFLOP float64 // ns per FLOP (Work.FLOPs)
+	PerByte float64 // ns per byte read and written
+}
+
+// Compute is the time of w's work at r, in ns (the fixed part aside).
+func (r Rate) Compute(w Work) float64 {
+	return w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
+}
+
+// RateOf looks up the rate of a node of op op and class c in a backend's
+// price lists: a convolution by its class (dense and depthwise differ,
+// whatever the op), any other op by its own rate where measured, else by
+// its class, else at the Other class's rate.
+func RateOf(ops map[string]Rate, classes map[Class]Rate, op string, c Class) Rate {
+	if c == Conv || c == DepthwiseConv {
+		return classes[c]
+	}
+	if r, ok := ops[op]; ok {
+		return r
+	}
+	if r, ok := classes[c]; ok {
+		return r
+	}
+	return classes[Other]
+}
+
+// Spread is the time of work spread over threads goroutines (85%
+// efficient: hand-off and imbalance).
+func Spread(work float64, threads int) float64 {
+	if threads > 1 {
+		return work / (0.85 * float64(threads))
+	}
+	return work
+}

@@ -121,3 +121,27 @@ func TestControlFlowTakesTheDearerBranch(t *testing.T) {
 		t.Errorf("If: %+v", w)
 	}
 }
+
+func TestRateOf(t *testing.T) {
+	opsR := map[string]Rate{"Relu": {Fixed: 1}, "Conv": {Fixed: 2}}
+	classes := map[Class]Rate{Conv: {Fixed: 3}, Elementwise: {Fixed: 4}, Other: {Fixed: 5}}
+	for _, c := range []struct {
+		op    string
+		class Class
+		want  float64
+	}{{"Relu", Elementwise, 1}, {"Conv", Conv, 3}, {"Add", Elementwise, 4}, {"Foo", Reduce, 5}} {
+		if got := RateOf(opsR, classes, c.op, c.class).Fixed; got != c.want {
+			t.Errorf("RateOf(%s, %s) = %v, want %v", c.op, c.class, got, c.want)
+		}
+	}
+	r := Rate{PerFLOP: 2, PerByte: 0.5}
+	if got := r.Compute(Work{FLOPs: 10, BytesIn: 4, BytesOut: 4}); got != 24 {
+		t.Errorf("Compute = %v, want 24", got)
+	}
+	if got := Spread(17, 2); got != 10 {
+		t.Errorf("Spread(17, 2) = %v, want 10", got)
+	}
+	if got := Spread(17, 1); got != 17 {
+		t.Errorf("Spread(17, 1) = %v, want 17", got)
+	}
+}

@@ -137,3 +137,48 @@ func BroadcastSymbolic(shapes ...graph.Shape) (graph.Shape, error) {
 	}
 	return out, nil
 }
+
+// InputType returns input i's type, or an unknown tensor type when the
+// node has no input i.
+func InputType(in []InferInput, i int) graph.ValueType {
+	if i < len(in) {
+		return in[i].Type
+	}
+	return graph.ValueType{Kind: "tensor"}
+}
+
+// TensorType is the tensor type of dtype dt and shape s.
+func TensorType(dt graph.DType, s graph.Shape) graph.ValueType {
+	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
+}
+
+// CopyShape copies s (nil stays nil: an unknown rank).
+func CopyShape(s graph.Shape) graph.Shape {
+	if s == nil {
+		return nil
+	}
+	return append(graph.Shape{}, s...)
+}
+
+// AddDims adds two dims when both are static (a static 0 keeps the other
+// dim); otherwise the sum is unknown.
+func AddDims(a, b graph.Dim) graph.Dim {
+	switch {
+	case a.Static() && b.Static():
+		return graph.Dim{Value: a.Value + b.Value}
+	case a.Static() && a.Value == 0:
+		return b
+	case b.Static() && b.Value == 0:
+		return a
+	}
+	return graph.Dim{Value: -1}
+}
+
+// DivDim divides a static dim by k (> 0) when it divides evenly; otherwise
+// the quotient is unknown.
+func DivDim(a graph.Dim, k int64) graph.Dim {
+	if a.Static() && k > 0 && a.Value%k == 0 {
+		return graph.Dim{Value: a.Value / k}
+	}
+	return graph.Dim{Value: -1}
+}

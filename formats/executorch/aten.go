@@ -119,64 +119,29 @@ func init() {
 	lowerings["dim_order_ops::_to_dim_order_copy.out"] = identity
 	lowerings["aten::_to_copy.out"] = identity
 	lowerings["aten::scalar_tensor.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 2); err != nil {
-			return err
-		}
-		x, err := l.scalarValue(a[0])
-		if err != nil {
-			return err
-		}
-		_, dt, err := l.meta(a[1])
-		if err != nil {
-			return err
-		}
-		c, err := l.scalarConst(dt, x)
-		if err != nil {
-			return err
+		r := l.args(a, 2)
+		x, dt := r.scalar(0), r.dtype(1)
+		c := r.scalarConst(dt, x)
+		if r.err != nil {
+			return r.err
 		}
 		return l.def(a[1], c, dt)
 	}
 	lowerings["aten::full_like.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.scalarValue(a[1])
-		if err != nil {
-			return err
-		}
-		self, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		_, dt, err := l.meta(a[3])
-		if err != nil {
-			return err
-		}
-		c, err := l.scalarConst(dt, x)
-		if err != nil {
-			return err
+		r := l.args(a, 4)
+		x, self, dt := r.scalar(1), r.tensor(0), r.dtype(3)
+		c := r.scalarConst(dt, x)
+		if r.err != nil {
+			return r.err
 		}
 		return l.def(a[3], l.op1("Expand", []string{c, l.op1("Shape", []string{self})}), dt)
 	}
 	lowerings["aten::full.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 3); err != nil {
-			return err
-		}
-		x, err := l.scalarValue(a[1])
-		if err != nil {
-			return err
-		}
-		size, err := l.ints(a[0])
-		if err != nil {
-			return err
-		}
-		_, dt, err := l.meta(a[2])
-		if err != nil {
-			return err
-		}
-		c, err := l.scalarConst(dt, x)
-		if err != nil {
-			return err
+		r := l.args(a, 3)
+		x, size, dt := r.scalar(1), r.ints(0), r.dtype(2)
+		c := r.scalarConst(dt, x)
+		if r.err != nil {
+			return r.err
 		}
 		return l.def(a[2], l.op1("Expand", []string{c, l.constI64(size...)}), dt)
 	}
@@ -245,29 +210,20 @@ func init() {
 		return l.def(a[1], l.op1("Transpose", []string{x}, aInts("perm", []int64{1, 0})), dt)
 	}
 	lowerings["aten::transpose_copy.int_out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
+		r := l.args(a, 4)
+		x, d0, d1 := r.tensor(0), r.int(1), r.int(2)
+		if r.err != nil {
+			return r.err
+		}
+		rk, _ := l.rank(a[0])
+		var err error
+		if d0, err = normDim(d0, rk); err != nil {
 			return err
 		}
-		x, err := l.tensor(a[0])
-		if err != nil {
+		if d1, err = normDim(d1, rk); err != nil {
 			return err
 		}
-		r, _ := l.rank(a[0])
-		d0, err := l.int(a[1])
-		if err != nil {
-			return err
-		}
-		d1, err := l.int(a[2])
-		if err != nil {
-			return err
-		}
-		if d0, err = normDim(d0, r); err != nil {
-			return err
-		}
-		if d1, err = normDim(d1, r); err != nil {
-			return err
-		}
-		perm := make([]int64, r)
+		perm := make([]int64, rk)
 		for i := range perm {
 			perm[i] = int64(i)
 		}
@@ -372,78 +328,6 @@ func init() {
 		_, dt, _ := l.meta(a[0])
 		return l.def(a[5], l.op1("Slice", []string{x, l.constI64(start), l.constI64(end), l.constI64(dim), l.constI64(step)}), dt)
 	}
-	lowerings["aten::select_copy.int_out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.int(a[2])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[3], l.op1("Gather", []string{x, l.constT(graph.Scalar(idx))}, aInt("axis", dim)), dt)
-	}
-	lowerings["aten::index_select.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[2])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[3], l.op1("Gather", []string{x, idx}, aInt("axis", dim)), dt)
-	}
-	lowerings["aten::embedding.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 6); err != nil {
-			return err
-		}
-		w, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[1])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[5], l.op1("Gather", []string{w, idx}, aInt("axis", 0)), dt)
-	}
-	lowerings["aten::gather.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 5); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[2])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[4], l.op1("GatherElements", []string{x, idx}, aInt("axis", dim)), dt)
-	}
 	lowerings["aten::scatter.value_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 5); err != nil {
 			return err
@@ -472,29 +356,6 @@ func init() {
 		upd := l.op1("Expand", []string{c, l.op1("Shape", []string{idx})})
 		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, upd}, aInt("axis", dim)), dt)
 	}
-	lowerings["aten::scatter.src_out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 5); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		idx, err := l.tensor(a[2])
-		if err != nil {
-			return err
-		}
-		src, err := l.tensor(a[3])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[4], l.op1("ScatterElements", []string{x, idx, src}, aInt("axis", dim)), dt)
-	}
 	lowerings["aten::argmax.out"] = argReduce("ArgMax")
 	lowerings["aten::argmin.out"] = argReduce("ArgMin")
 	lowerings["aten::mean.out"] = reduce("ReduceMean")
@@ -502,8 +363,6 @@ func init() {
 	lowerings["aten::sum.IntList_out"] = reduce("ReduceSum")
 	lowerings["aten::amax.out"] = reduce("ReduceMax")
 	lowerings["aten::amin.out"] = reduce("ReduceMin")
-	lowerings["aten::_softmax.out"] = softmax("Softmax")
-	lowerings["aten::_log_softmax.out"] = softmax("LogSoftmax")
 	lowerings["aten::native_layer_norm.out"] = layerNorm
 	lowerings["aten::convolution.out"] = convolution
 	lowerings["aten::max_pool2d_with_indices.out"] = maxPool

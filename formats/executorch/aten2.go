@@ -39,20 +39,6 @@ func init() {
 	lowerings["aten::trunc.out"] = floatUnary(func(l *lowerer, x string, _ graph.DType) string {
 		return l.op1("Mul", []string{l.op1("Sign", []string{x}), l.op1("Floor", []string{l.op1("Abs", []string{x})})})
 	})
-	lowerings["aten::leaky_relu.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 3); err != nil {
-			return err
-		}
-		x, dt, err := l.floatInput(a[0], a[2])
-		if err != nil {
-			return err
-		}
-		s, err := l.double(a[1])
-		if err != nil {
-			return err
-		}
-		return l.def(a[2], l.op1("LeakyRelu", []string{x}, aFloat("alpha", float32(s))), dt)
-	}
 	lowerings["aten::elu.out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 5); err != nil {
 			return err
@@ -73,25 +59,11 @@ func init() {
 		return l.def(a[4], l.op1("Elu", []string{x}, aFloat("alpha", float32(p[0]))), dt)
 	}
 	lowerings["aten::masked_fill.Scalar_out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		m, err := l.tensor(a[1])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		v, err := l.scalarValue(a[2])
-		if err != nil {
-			return err
-		}
-		c, err := l.scalarConst(dt, v)
-		if err != nil {
-			return err
+		r := l.args(a, 4)
+		x, m, dt := r.tensor(0), r.tensor(1), r.dtype(0)
+		c := r.scalarConst(dt, r.scalar(2))
+		if r.err != nil {
+			return r.err
 		}
 		return l.def(a[3], l.op1("Where", []string{m, c, x}), dt)
 	}
@@ -189,72 +161,35 @@ func init() {
 		}
 		return arange(l, v[0], v[1], v[2], a[3])
 	}
-	lowerings["aten::cumsum.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		dim, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		_, dt, err := l.meta(a[3])
-		if err != nil {
-			return err
-		}
-		if _, idt, _ := l.meta(a[0]); idt != dt {
-			x = l.op1("Cast", []string{x}, aInt("to", int64(dt)))
-		}
-		return l.def(a[3], l.op1("CumSum", []string{x, l.constT(graph.Scalar(dim))}), dt)
-	}
 	lowerings["aten::_native_batch_norm_legit_no_training.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 8); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
+		r := l.args(a, 8)
+		x := r.tensor(0)
+		if r.err != nil {
+			return r.err
 		}
 		t, dt, _ := l.meta(a[0])
 		if len(t.Sizes) < 2 {
 			return fmt.Errorf("batch norm of rank %d", len(t.Sizes))
 		}
 		c := int(t.Sizes[1])
-		param := func(v int32, fill float64) (string, error) {
-			if !l.isNull(v) {
-				return l.tensor(v)
+		// weight and bias: null is ones and zeros
+		param := func(i int, fill float64) string {
+			if r.err != nil || !l.isNull(a[i]) {
+				return r.tensor(i)
 			}
 			p, err := l.newTensor(dt, []int{c})
-			if err != nil {
-				return "", err
+			if r.keep(err); err != nil {
+				return ""
 			}
-			for i := 0; i < c; i++ {
-				p.SetFloat64(i, fill)
+			for k := 0; k < c; k++ {
+				p.SetFloat64(k, fill)
 			}
-			return l.constT(p), nil
+			return l.constT(p)
 		}
-		w, err := param(a[1], 1)
-		if err != nil {
-			return err
-		}
-		b, err := param(a[2], 0)
-		if err != nil {
-			return err
-		}
-		mean, err := l.tensor(a[3])
-		if err != nil {
-			return err
-		}
-		vr, err := l.tensor(a[4])
-		if err != nil {
-			return err
-		}
-		eps, err := l.double(a[6])
-		if err != nil {
-			return err
+		w, b := param(1, 1), param(2, 0)
+		mean, vr, eps := r.tensor(3), r.tensor(4), r.double(6)
+		if r.err != nil {
+			return r.err
 		}
 		return l.def(a[7], l.op1("BatchNormalization", []string{x, w, b, mean, vr}, aFloat("epsilon", float32(eps))), dt)
 	}
@@ -363,21 +298,6 @@ func init() {
 			}
 			return l.def(a[2], r, dt)
 		}
-	}
-	lowerings["aten::pixel_shuffle.out"] = func(l *lowerer, a []int32) error {
-		if err := need(a, 3); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		f, err := l.int(a[1])
-		if err != nil {
-			return err
-		}
-		_, dt, _ := l.meta(a[0])
-		return l.def(a[2], l.op1("DepthToSpace", []string{x}, aInt("blocksize", f), aString("mode", "CRD")), dt)
 	}
 	lowerings["aten::upsample_nearest2d.vec_out"] = func(l *lowerer, a []int32) error {
 		if err := need(a, 4); err != nil {

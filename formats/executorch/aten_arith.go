@@ -358,10 +358,7 @@ func argReduce(op string) kernelFunc {
 		if err != nil {
 			return err
 		}
-		k := int64(0)
-		if keep {
-			k = 1
-		}
+		k := b2i(keep)
 		r, _ := l.rank(a[0])
 		var dim int64
 		if l.isNull(a[1]) {
@@ -421,10 +418,7 @@ func reduce(op string) kernelFunc {
 		if err != nil {
 			return err
 		}
-		k := int64(0)
-		if keep {
-			k = 1
-		}
+		k := b2i(keep)
 		_, dt, err := l.meta(out)
 		if err != nil {
 			return err
@@ -442,50 +436,15 @@ func reduce(op string) kernelFunc {
 	}
 }
 
-func softmax(op string) kernelFunc {
-	return func(l *lowerer, a []int32) error {
-		if err := need(a, 4); err != nil {
-			return err
-		}
-		x, err := l.tensor(a[0])
-		if err != nil {
-			return err
-		}
-		d, err := l.dimOf(a[1], a[0])
-		if err != nil {
-			return err
-		}
-		_, dt, err := l.meta(a[3])
-		if err != nil {
-			return err
-		}
-		_, idt, _ := l.meta(a[0])
-		if idt != dt {
-			x = l.op1("Cast", []string{x}, aInt("to", int64(dt)))
-		}
-		return l.def(a[3], l.op1(op, []string{x}, aInt("axis", d)), dt)
-	}
-}
-
 // layerNorm is native_layer_norm(input, normalized_shape, weight, bias,
 // eps, out, mean, rstd).
 func layerNorm(l *lowerer, a []int32) error {
-	if err := need(a, 8); err != nil {
-		return err
-	}
-	x, err := l.tensor(a[0])
-	if err != nil {
-		return err
+	ar := l.args(a, 8)
+	x, shape, eps := ar.tensor(0), ar.ints(1), ar.double(4)
+	if ar.err != nil {
+		return ar.err
 	}
 	t, dt, _ := l.meta(a[0])
-	shape, err := l.ints(a[1])
-	if err != nil {
-		return err
-	}
-	eps, err := l.double(a[4])
-	if err != nil {
-		return err
-	}
 	r := len(t.Sizes)
 	if len(shape) == 0 || len(shape) > r {
 		return fmt.Errorf("normalized shape %v for rank %d", shape, r)
@@ -505,8 +464,8 @@ func layerNorm(l *lowerer, a []int32) error {
 			ones.SetFloat64(i, 1)
 		}
 		scale = l.constT(ones)
-	} else if scale, err = l.tensor(a[2]); err != nil {
-		return err
+	} else if scale = ar.tensor(2); ar.err != nil {
+		return ar.err
 	}
 	ins := []string{x, scale}
 	if !l.isNull(a[3]) {
@@ -538,8 +497,9 @@ func intsOf(v []int64) []int {
 // convolution(input, weight, bias, stride, padding, dilation, transposed,
 // output_padding, groups, out).
 func convolution(l *lowerer, a []int32) error {
-	if err := need(a, 10); err != nil {
-		return err
+	r := l.args(a, 10)
+	if r.err != nil {
+		return r.err
 	}
 	x, w, dt, err := l.pair(a[0], a[1])
 	if err != nil {
@@ -547,39 +507,20 @@ func convolution(l *lowerer, a []int32) error {
 	}
 	ins := []string{x, w}
 	if !l.isNull(a[2]) {
-		b, err := l.tensor(a[2])
-		if err != nil {
-			return err
-		}
-		ins = append(ins, b)
+		ins = append(ins, r.tensor(2))
 	}
-	r, _ := l.rank(a[0])
-	sp := r - 2
-	stride, err := l.spatial(a[3], sp, 1)
-	if err != nil {
-		return err
-	}
-	pad, err := l.spatial(a[4], sp, 0)
-	if err != nil {
-		return err
-	}
-	dil, err := l.spatial(a[5], sp, 1)
-	if err != nil {
-		return err
-	}
-	transposed, err := l.boolean(a[6])
-	if err != nil {
-		return err
-	}
-	groups, err := l.int(a[8])
-	if err != nil {
-		return err
+	rk, _ := l.rank(a[0])
+	sp := rk - 2
+	stride, pad, dil := r.spatial(3, sp, 1), r.spatial(4, sp, 0), r.spatial(5, sp, 1)
+	transposed, groups := r.boolean(6), r.int(8)
+	if r.err != nil {
+		return r.err
 	}
 	attrs := []*graph.Attribute{aInts("strides", stride), aInts("pads", append(append([]int64{}, pad...), pad...)), aInts("dilations", dil), aInt("group", groups)}
 	if transposed {
-		op, err := l.spatial(a[7], sp, 0)
-		if err != nil {
-			return err
+		op := r.spatial(7, sp, 0)
+		if r.err != nil {
+			return r.err
 		}
 		attrs = append(attrs, aInts("output_padding", op))
 		return l.def(a[9], l.op1("ConvTranspose", ins, attrs...), dt)
@@ -612,52 +553,40 @@ func (l *lowerer) spatial(v int32, n int, def int64) ([]int64, error) {
 	return nil, fmt.Errorf("list %v for %d spatial dims", vals, n)
 }
 
+// spatial reads argument i as a per-spatial-dim int list of n values
+// (lowerer.spatial).
+func (r *argReader) spatial(i, n int, def int64) []int64 {
+	if r.err != nil {
+		return nil
+	}
+	v, err := r.l.spatial(r.a[i], n, def)
+	r.keep(err)
+	return v
+}
+
 // poolWindow reads a 2-d pool's kernel, stride (empty: the kernel) and
-// padding arguments.
-func (l *lowerer) poolWindow(kv, sv, pv int32) (k, stride, pad []int64, err error) {
-	if k, err = l.spatial(kv, 2, 1); err != nil {
-		return nil, nil, nil, err
-	}
-	if stride, err = l.spatial(sv, 2, 0); err != nil {
-		return nil, nil, nil, err
-	}
-	if stride[0] == 0 {
+// padding: arguments i, i+1 and i+2.
+func (r *argReader) poolWindow(i int) (k, stride, pad []int64) {
+	k, stride = r.spatial(i, 2, 1), r.spatial(i+1, 2, 0)
+	if r.err == nil && stride[0] == 0 {
 		stride = k
 	}
-	if pad, err = l.spatial(pv, 2, 0); err != nil {
-		return nil, nil, nil, err
-	}
-	return k, stride, pad, nil
+	return k, stride, r.spatial(i+2, 2, 0)
 }
 
 // maxPool is max_pool2d_with_indices(self, kernel, stride, padding,
 // dilation, ceil_mode, out, indices); PyTorch's indices count within each
 // (n, c) plane, ONNX's over the whole tensor.
 func maxPool(l *lowerer, a []int32) error {
-	if err := need(a, 8); err != nil {
-		return err
-	}
-	x, err := l.tensor(a[0])
-	if err != nil {
-		return err
+	ar := l.args(a, 8)
+	x := ar.tensor(0)
+	k, stride, pad := ar.poolWindow(1)
+	dil, ceil := ar.spatial(4, 2, 1), ar.boolean(5)
+	if ar.err != nil {
+		return ar.err
 	}
 	t, dt, _ := l.meta(a[0])
-	k, stride, pad, err := l.poolWindow(a[1], a[2], a[3])
-	if err != nil {
-		return err
-	}
-	dil, err := l.spatial(a[4], 2, 1)
-	if err != nil {
-		return err
-	}
-	ceil, err := l.boolean(a[5])
-	if err != nil {
-		return err
-	}
-	c := int64(0)
-	if ceil {
-		c = 1
-	}
+	c := b2i(ceil)
 	y, idx := l.fresh("pool"), l.fresh("idx")
 	l.node("MaxPool", []string{x}, []string{y, idx}, aInts("kernel_shape", k), aInts("strides", stride),
 		aInts("pads", []int64{pad[0], pad[1], pad[0], pad[1]}), aInts("dilations", dil), aInt("ceil_mode", c))
@@ -675,37 +604,19 @@ func maxPool(l *lowerer, a []int32) error {
 // avgPool is avg_pool2d(self, kernel, stride, padding, ceil_mode,
 // count_include_pad, divisor_override, out).
 func avgPool(l *lowerer, a []int32) error {
-	if err := need(a, 8); err != nil {
-		return err
-	}
-	x, err := l.tensor(a[0])
-	if err != nil {
-		return err
-	}
-	_, dt, _ := l.meta(a[0])
-	k, stride, pad, err := l.poolWindow(a[1], a[2], a[3])
-	if err != nil {
-		return err
-	}
-	ceil, err := l.boolean(a[4])
-	if err != nil {
-		return err
-	}
-	cip, err := l.boolean(a[5])
-	if err != nil {
-		return err
+	r := l.args(a, 8)
+	x := r.tensor(0)
+	k, stride, pad := r.poolWindow(1)
+	ceil, cip := r.boolean(4), r.boolean(5)
+	if r.err != nil {
+		return r.err
 	}
 	if !l.isNull(a[6]) {
 		return fmt.Errorf("avg_pool2d divisor_override not supported")
 	}
-	b := func(v bool) int64 {
-		if v {
-			return 1
-		}
-		return 0
-	}
+	_, dt, _ := l.meta(a[0])
 	return l.def(a[7], l.op1("AveragePool", []string{x}, aInts("kernel_shape", k), aInts("strides", stride),
-		aInts("pads", []int64{pad[0], pad[1], pad[0], pad[1]}), aInt("ceil_mode", b(ceil)), aInt("count_include_pad", b(cip))), dt)
+		aInts("pads", []int64{pad[0], pad[1], pad[0], pad[1]}), aInt("ceil_mode", b2i(ceil)), aInt("count_include_pad", b2i(cip))), dt)
 }
 
 // atenPads turns PyTorch's pad list (last dim first, before/after pairs)
@@ -724,29 +635,19 @@ func atenPads(p []int64, r int) ([]int64, error) {
 }
 
 func constantPad(l *lowerer, a []int32) error {
-	if err := need(a, 4); err != nil {
-		return err
-	}
-	x, err := l.tensor(a[0])
-	if err != nil {
-		return err
+	r := l.args(a, 4)
+	x, p := r.tensor(0), r.ints(1)
+	if r.err != nil {
+		return r.err
 	}
 	t, dt, _ := l.meta(a[0])
-	p, err := l.ints(a[1])
-	if err != nil {
-		return err
-	}
 	pads, err := atenPads(p, len(t.Sizes))
 	if err != nil {
 		return err
 	}
-	v, err := l.scalarValue(a[2])
-	if err != nil {
-		return err
-	}
-	c, err := l.scalarConst(dt, v)
-	if err != nil {
-		return err
+	c := r.scalarConst(dt, r.scalar(2))
+	if r.err != nil {
+		return r.err
 	}
 	return l.def(a[3], l.op1("Pad", []string{x, l.constI64(pads...), c}, aString("mode", "constant")), dt)
 }

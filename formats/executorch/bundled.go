@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
 // Bundled is a bundled program (.bpte, identifier "BP08"): a program with
@@ -37,35 +38,34 @@ func ParseBundled(data []byte, limit int64) (*Bundled, error) {
 	if !IsBundled(data) {
 		return nil, fmt.Errorf("executorch: not a bundled program (no BP08 identifier)")
 	}
-	f := guarded("executorch bundled program", data)
-	root, err := f.root()
+	root, err := flatbuf.Root("executorch bundled program", data, flatbuf.Options{ShortTables: true})
 	if err != nil {
 		return nil, fmt.Errorf("executorch: bundled program: %w", err)
 	}
 	b := &Bundled{}
-	if b.Version, err = root.u32(0); err != nil {
+	if b.Version, err = root.U32(0, 0); err != nil {
 		return nil, err
 	}
-	if b.Program, err = root.bytes(2); err != nil {
+	if b.Program, err = root.Bytes(2); err != nil {
 		return nil, fmt.Errorf("executorch: bundled program: %w", err)
 	}
-	suites, err := root.tables(1)
+	suites, err := root.Tables(1, "test suite")
 	if err != nil {
 		return nil, fmt.Errorf("executorch: bundled test suites: %w", err)
 	}
 	for i, st := range suites {
 		var s TestSuite
-		if s.Method, err = st.str(0); err != nil {
+		if s.Method, err = st.Str(0); err != nil {
 			return nil, err
 		}
-		cases, err := st.tables(1)
+		cases, err := st.Tables(1, "test case")
 		if err != nil {
 			return nil, fmt.Errorf("executorch: test suite %d: %w", i, err)
 		}
 		for j, ct := range cases {
 			var c TestCase
 			for k, field := range []*[]*graph.Tensor{&c.Inputs, &c.Expected} {
-				vals, err := ct.tables(k)
+				vals, err := ct.Tables(k, "value")
 				if err != nil {
 					return nil, err
 				}
@@ -84,12 +84,12 @@ func ParseBundled(data []byte, limit int64) (*Bundled, error) {
 	return b, nil
 }
 
-func bundledValue(v table, limit int64) (*graph.Tensor, error) {
-	kind, err := v.u8(0)
+func bundledValue(v flatbuf.Table, limit int64) (*graph.Tensor, error) {
+	kind, err := v.U8(0, 0)
 	if err != nil {
 		return nil, err
 	}
-	s, ok, err := v.sub(1)
+	s, ok, err := v.Sub(1, "value")
 	if err != nil {
 		return nil, err
 	}
@@ -98,19 +98,19 @@ func bundledValue(v table, limit int64) (*graph.Tensor, error) {
 	}
 	switch kind {
 	case 1: // Tensor
-		st, err := s.u8(0)
+		st, err := s.U8(0, 0)
 		if err != nil {
 			return nil, err
 		}
 		t := &Tensor{ScalarType: ScalarType(int8(st))}
-		if t.Sizes, err = s.i32s(1); err != nil {
+		if t.Sizes, err = s.I32s(1); err != nil {
 			return nil, err
 		}
-		data, err := s.bytes(2)
+		data, err := s.Bytes(2)
 		if err != nil {
 			return nil, err
 		}
-		if t.DimOrder, err = s.bytes(3); err != nil {
+		if t.DimOrder, err = s.Bytes(3); err != nil {
 			return nil, err
 		}
 		if len(t.DimOrder) != 0 && len(t.DimOrder) != len(t.Sizes) {
@@ -133,18 +133,18 @@ func bundledValue(v table, limit int64) (*graph.Tensor, error) {
 		}
 		// many values may point at one tensor table: its data is copied
 		// for each, so each copy is charged to the file's budget
-		if err := v.f.g.Take(len(data), 1); err != nil {
+		if err := v.Take(len(data), 1); err != nil {
 			return nil, err
 		}
 		return tensorFromBytes(t, data, limit)
 	case 2:
-		x, err := s.i64(0)
+		x, err := s.I64(0, 0)
 		return graph.Scalar(x), err
 	case 3:
-		x, err := s.boolean(0)
+		x, err := s.Bool(0, false)
 		return graph.Scalar(x), err
 	case 4:
-		x, err := s.f64(0)
+		x, err := s.F64(0, 0)
 		return graph.Scalar(x), err
 	}
 	return nil, fmt.Errorf("unknown bundled value type %d", kind)

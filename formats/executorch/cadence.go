@@ -76,21 +76,13 @@ func (l *lowerer) syntheticInt(v int64) int32 {
 // bias_scale, output_scale, output_zero_point, out_multiplier, out_shift,
 // out); the multiplier and shift are unused by the reference kernel.
 func cadenceConvLower(l *lowerer, a []int32) error {
-	if err := need(a, 15); err != nil {
-		return err
-	}
-	ins := make([]string, 3)
-	var err error
-	for i := range ins {
-		if ins[i], err = l.tensor(a[i]); err != nil {
-			return err
-		}
-	}
+	r := l.args(a, 15)
+	ins := []string{r.tensor(0), r.tensor(1), r.tensor(2)}
 	var attrs []*graph.Attribute
 	for i, nm := range []string{"strides", "pads", "dilations"} {
-		v, err := l.ints(a[3+i])
-		if err != nil {
-			return err
+		v := r.ints(3 + i)
+		if r.err != nil {
+			return r.err
 		}
 		if len(v) != 2 {
 			return errf("%s %v: want two values", nm, v)
@@ -101,17 +93,9 @@ func cadenceConvLower(l *lowerer, a []int32) error {
 	if err != nil {
 		return err
 	}
-	bs, err := l.double(a[9])
-	if err != nil {
-		return err
-	}
-	os, err := l.double(a[10])
-	if err != nil {
-		return err
-	}
-	zp, err := l.int(a[11])
-	if err != nil {
-		return err
+	bs, os, zp := r.double(9), r.double(10), r.int(11)
+	if r.err != nil {
+		return r.err
 	}
 	attrs = append(append(attrs, ia...), aFloat("bias_scale", float32(bs)), aFloat("inv_out_scale", float32(1/os)), aInt("out_zero_point", zp))
 	return l.custom(CadenceDomain, "QuantizedConv2DNCHW", ins, a[len(a)-2], attrs...)

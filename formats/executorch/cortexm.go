@@ -38,10 +38,6 @@ func init() {
 
 	lowerings["cortex_m::quantize_per_tensor.out"] = quantLower("QuantizePerTensor", false)
 	lowerings["cortex_m::dequantize_per_tensor.out"] = quantLower("DequantizePerTensor", false)
-	lowerings["cortex_m::quantized_conv2d.out"] = cmConvLower(false)
-	lowerings["cortex_m::quantized_depthwise_conv2d.out"] = cmConvLower(true)
-	lowerings["cortex_m::quantized_linear.out"] = cmLinearLower
-	lowerings["cortex_m::quantized_avg_pool2d.out"] = cmAvgPoolLower
 	lowerings["cortex_m::pad.out"] = cmPadLower
 }
 
@@ -301,10 +297,6 @@ func (l *lowerer) outAttrs(v int32) ([]*graph.Attribute, error) {
 	return []*graph.Attribute{aInts("out_shape", shape), aInt("out_dtype", int64(dt))}, nil
 }
 
-func (l *lowerer) cm(op string, in []string, out int32, attrs ...*graph.Attribute) error {
-	return l.custom(CortexMDomain, op, in, out, attrs...)
-}
-
 // custom adds a node of one of this package's domains whose output is
 // value out, with out's declared type as attributes.
 func (l *lowerer) custom(domain, op string, in []string, out int32, attrs ...*graph.Attribute) error {
@@ -330,152 +322,15 @@ func (l *lowerer) intAttrs(names []string, vals []int32) ([]*graph.Attribute, er
 	return out, nil
 }
 
-// quantized_conv2d: (input, weight, bias, stride, padding, dilation,
-// input_offset, output_offset, multipliers, shifts, act_min, act_max,
-// scratch, out); the depthwise form has depth_multiplier after dilation.
-func cmConvLower(depthwise bool) kernelFunc {
-	return func(l *lowerer, a []int32) error {
-		n := 14
-		if depthwise {
-			n = 15
-		}
-		if err := need(a, n); err != nil {
-			return err
-		}
-		ins := make([]string, 5)
-		var err error
-		if ins[0], err = l.tensor(a[0]); err != nil {
-			return err
-		}
-		if ins[1], err = l.tensor(a[1]); err != nil {
-			return err
-		}
-		if !l.isNull(a[2]) {
-			if ins[2], err = l.tensor(a[2]); err != nil {
-				return err
-			}
-		}
-		attrs := []*graph.Attribute{}
-		for i, nm := range []string{"strides", "pads", "dilations"} {
-			v, err := l.ints(a[3+i])
-			if err != nil {
-				return err
-			}
-			attrs = append(attrs, aInts(nm, v))
-		}
-		rest := a[6:]
-		if depthwise {
-			m, err := l.int(a[6])
-			if err != nil {
-				return err
-			}
-			attrs = append(attrs, aInt("depthwise", 1), aInt("ch_mult", m))
-			rest = a[7:]
-		}
-		ia, err := l.intAttrs([]string{"input_offset", "output_offset"}, rest[0:2])
-		if err != nil {
-			return err
-		}
-		if ins[3], err = l.tensor(rest[2]); err != nil {
-			return err
-		}
-		if ins[4], err = l.tensor(rest[3]); err != nil {
-			return err
-		}
-		ca, err := l.intAttrs([]string{"activation_min", "activation_max"}, rest[4:6])
-		if err != nil {
-			return err
-		}
-		return l.cm("Conv2D", ins, rest[7], append(append(attrs, ia...), ca...)...)
-	}
-}
-
-// quantized_linear: (input, weights, bias, kernel_sum, input_offset,
-// filter_offset, output_offset, multipliers, shifts, act_max, act_min,
-// out). kernel_sum only caches sums of the weights; it is recomputed.
-func cmLinearLower(l *lowerer, a []int32) error {
-	if err := need(a, 12); err != nil {
-		return err
-	}
-	ins := make([]string, 3)
-	var err error
-	if ins[0], err = l.tensor(a[0]); err != nil {
-		return err
-	}
-	if ins[1], err = l.tensor(a[1]); err != nil {
-		return err
-	}
-	if !l.isNull(a[2]) {
-		if ins[2], err = l.tensor(a[2]); err != nil {
-			return err
-		}
-	}
-	attrs, err := l.intAttrs([]string{"input_offset", "filter_offset", "output_offset"}, a[4:7])
-	if err != nil {
-		return err
-	}
-	mul, err := l.ints(a[7])
-	if err != nil {
-		return err
-	}
-	sh, err := l.ints(a[8])
-	if err != nil {
-		return err
-	}
-	ca, err := l.intAttrs([]string{"activation_max", "activation_min"}, a[9:11])
-	if err != nil {
-		return err
-	}
-	attrs = append(append(attrs, ca...), aInts("multipliers", mul), aInts("shifts", sh))
-	return l.cm("Linear", ins, a[11], attrs...)
-}
-
-// quantized_avg_pool2d: (input, kernel, stride, padding, ceil_mode,
-// zero_point, multiplier, shift, scratch, out); CMSIS-NN's average pool
-// takes no requantization, so the last three numbers are unused, as in
-// ExecuTorch's kernel.
-func cmAvgPoolLower(l *lowerer, a []int32) error {
-	if err := need(a, 10); err != nil {
-		return err
-	}
-	x, err := l.tensor(a[0])
-	if err != nil {
-		return err
-	}
-	var attrs []*graph.Attribute
-	for i, nm := range []string{"kernel_shape", "strides", "pads"} {
-		v, err := l.ints(a[1+i])
-		if err != nil {
-			return err
-		}
-		attrs = append(attrs, aInts(nm, v))
-	}
-	return l.cm("AvgPool2D", []string{x}, a[9], attrs...)
-}
-
 // pad: (input, pre_pad, post_pad, pad_value, out); the pads are given in
 // the input's memory order (N, H, W, C for a channels-last tensor).
 func cmPadLower(l *lowerer, a []int32) error {
-	if err := need(a, 5); err != nil {
-		return err
-	}
-	x, err := l.tensor(a[0])
-	if err != nil {
-		return err
+	ar := l.args(a, 5)
+	x, pre, post, v := ar.tensor(0), ar.ints(1), ar.ints(2), ar.int(3)
+	if ar.err != nil {
+		return ar.err
 	}
 	t, dt, _ := l.meta(a[0])
-	pre, err := l.ints(a[1])
-	if err != nil {
-		return err
-	}
-	post, err := l.ints(a[2])
-	if err != nil {
-		return err
-	}
-	v, err := l.int(a[3])
-	if err != nil {
-		return err
-	}
 	r := len(t.Sizes)
 	if r == 0 || r > 4 || len(pre) != 4 || len(post) != 4 {
 		return fmt.Errorf("pad of a rank-%d tensor with %d/%d pads", r, len(pre), len(post))

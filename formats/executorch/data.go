@@ -5,37 +5,30 @@ import (
 	"fmt"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
+
+// scalarDTypes maps each scalar type the IR can hold to its element
+// type (Undefined: not held).
+var scalarDTypes = [...]graph.DType{
+	TypeByte: graph.Uint8, TypeChar: graph.Int8, TypeShort: graph.Int16, TypeInt: graph.Int32,
+	TypeLong: graph.Int64, TypeHalf: graph.Float16, TypeFloat: graph.Float32, TypeDouble: graph.Float64,
+	TypeBool: graph.Bool, TypeBFloat16: graph.BFloat16, TypeUInt16: graph.Uint16, TypeUInt32: graph.Uint32,
+	TypeUInt64: graph.Uint64,
+}
+
+// heldDType is the element type holding s, Undefined when none does.
+func (s ScalarType) heldDType() graph.DType {
+	if s < 0 || int(s) >= len(scalarDTypes) {
+		return graph.Undefined
+	}
+	return scalarDTypes[s]
+}
 
 // DType maps an ExecuTorch scalar type to the IR's element type.
 func (s ScalarType) DType() (graph.DType, error) {
-	switch s {
-	case TypeByte:
-		return graph.Uint8, nil
-	case TypeChar:
-		return graph.Int8, nil
-	case TypeShort:
-		return graph.Int16, nil
-	case TypeInt:
-		return graph.Int32, nil
-	case TypeLong:
-		return graph.Int64, nil
-	case TypeHalf:
-		return graph.Float16, nil
-	case TypeFloat:
-		return graph.Float32, nil
-	case TypeDouble:
-		return graph.Float64, nil
-	case TypeBool:
-		return graph.Bool, nil
-	case TypeBFloat16:
-		return graph.BFloat16, nil
-	case TypeUInt16:
-		return graph.Uint16, nil
-	case TypeUInt32:
-		return graph.Uint32, nil
-	case TypeUInt64:
-		return graph.Uint64, nil
+	if dt := s.heldDType(); dt != graph.Undefined {
+		return dt, nil
 	}
 	return graph.Undefined, fmt.Errorf("executorch: scalar type %s not supported", s)
 }
@@ -79,33 +72,25 @@ func ParsePTD(data []byte) (map[string]External, error) {
 	if fbOff > size || fbSize > size-fbOff || base > size || segSize > size-base {
 		return nil, fmt.Errorf("executorch: .ptd header offsets beyond the file's %d bytes", size)
 	}
-	f := guarded("executorch data file", data[:fbOff+fbSize])
-	root, err := f.root()
+	root, err := flatbuf.Root("executorch data file", data[:fbOff+fbSize], flatbuf.Options{ShortTables: true})
 	if err != nil {
 		return nil, fmt.Errorf("executorch: .ptd: %w", err)
 	}
-	legacy := root.vlen == 4+2*4 // version, tensor_alignment, tensors, segments
+	legacy := root.Fields() == 4 // version, tensor_alignment, tensors, segments
 	segField, entField := 1, 2
 	if legacy {
 		segField, entField = 3, 2
 	}
-	segTabs, err := root.tables(segField)
+	segs, err := flatbuf.Decode(root, segField, "segment", parseSegment)
 	if err != nil {
-		return nil, fmt.Errorf("executorch: .ptd segments: %w", err)
+		return nil, fmt.Errorf("executorch: .ptd: %w", err)
 	}
-	segs := make([]Segment, len(segTabs))
-	for i, s := range segTabs {
-		if segs[i].Offset, err = s.u64(0); err == nil {
-			segs[i].Size, err = s.u64(1)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("executorch: .ptd segment %d: %w", i, err)
-		}
-		if segs[i].Offset > segSize || segs[i].Size > segSize-segs[i].Offset {
+	for i, s := range segs {
+		if s.Offset > segSize || s.Size > segSize-s.Offset {
 			return nil, fmt.Errorf("executorch: .ptd segment %d beyond the data", i)
 		}
 	}
-	ents, err := root.tables(entField)
+	ents, err := root.Tables(entField, "entry")
 	if err != nil {
 		return nil, fmt.Errorf("executorch: .ptd entries: %w", err)
 	}
@@ -118,25 +103,25 @@ func ParsePTD(data []byte) (map[string]External, error) {
 		var err error
 		if legacy {
 			var st uint8
-			if key, err = e.str(0); err == nil {
-				if st, err = e.u8(1); err == nil {
-					if x.Sizes, err = e.i32s(2); err == nil {
-						if seg, err = e.u32(4); err == nil {
-							off, err = e.u64(5)
+			if key, err = e.Str(0); err == nil {
+				if st, err = e.U8(1, 0); err == nil {
+					if x.Sizes, err = e.I32s(2); err == nil {
+						if seg, err = e.U32(4, 0); err == nil {
+							off, err = e.U64(5, 0)
 						}
 					}
 				}
 			}
 			x.ScalarType, x.HasLayout = ScalarType(int8(st)), true
 		} else {
-			if key, err = e.str(0); err == nil {
-				if seg, err = e.u32(1); err == nil {
-					if l, ok, e2 := e.sub(2); e2 != nil {
+			if key, err = e.Str(0); err == nil {
+				if seg, err = e.U32(1, 0); err == nil {
+					if l, ok, e2 := e.Sub(2, "tensor layout"); e2 != nil {
 						err = e2
 					} else if ok {
 						var st uint8
-						if st, err = l.u8(0); err == nil {
-							x.Sizes, err = l.i32s(1)
+						if st, err = l.U8(0, 0); err == nil {
+							x.Sizes, err = l.I32s(1)
 						}
 						x.ScalarType, x.HasLayout = ScalarType(int8(st)), true
 					}

@@ -684,3 +684,108 @@ func (l *lowerer) newTensor(dt graph.DType, shape []int) (*graph.Tensor, error) 
 	}
 	return graph.New(dt, shape)
 }
+
+// argReader reads the arguments of one kernel call and keeps the first
+// error: after it every read returns the zero value without reading, so
+// a lowering reads what it needs and checks err once, with the error the
+// first failing read gave.
+type argReader struct {
+	l   *lowerer
+	a   []int32
+	err error
+}
+
+// args reads a call that has at least n arguments.
+func (l *lowerer) args(a []int32, n int) *argReader {
+	return &argReader{l: l, a: a, err: need(a, n)}
+}
+
+// keep records err when it is the first error.
+func (r *argReader) keep(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *argReader) tensor(i int) string {
+	if r.err != nil {
+		return ""
+	}
+	x, err := r.l.tensor(r.a[i])
+	r.keep(err)
+	return x
+}
+
+func (r *argReader) int(i int) int64 {
+	if r.err != nil {
+		return 0
+	}
+	x, err := r.l.int(r.a[i])
+	r.keep(err)
+	return x
+}
+
+func (r *argReader) ints(i int) []int64 {
+	if r.err != nil {
+		return nil
+	}
+	x, err := r.l.ints(r.a[i])
+	r.keep(err)
+	return x
+}
+
+func (r *argReader) double(i int) float64 {
+	if r.err != nil {
+		return 0
+	}
+	x, err := r.l.double(r.a[i])
+	r.keep(err)
+	return x
+}
+
+// scalar reads a Python scalar (bool, int or float) as a float64.
+func (r *argReader) scalar(i int) float64 {
+	if r.err != nil {
+		return 0
+	}
+	x, err := r.l.scalarValue(r.a[i])
+	r.keep(err)
+	return x
+}
+
+func (r *argReader) boolean(i int) bool {
+	if r.err != nil {
+		return false
+	}
+	x, err := r.l.boolean(r.a[i])
+	r.keep(err)
+	return x
+}
+
+// b2i is 1 for true, 0 for false: an ONNX boolean attribute.
+func b2i(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// dtype returns tensor argument i's dtype.
+func (r *argReader) dtype(i int) graph.DType {
+	if r.err != nil {
+		return 0
+	}
+	_, dt, err := r.l.meta(r.a[i])
+	r.keep(err)
+	return dt
+}
+
+// scalarConst is l.scalarConst, kept in the reader's error.
+func (r *argReader) scalarConst(dt graph.DType, x float64) string {
+	if r.err != nil {
+		return ""
+	}
+	c, err := r.l.scalarConst(dt, x)
+	r.keep(err)
+	return c
+}

@@ -112,6 +112,22 @@ func TestOps(t *testing.T) {
 			p.call("aten::embedding", "out", w, idx, p.int(-1), p.boolean(false), p.boolean(false), o)
 			p.in, p.out = []int32{idx}, []int32{o}
 		}, []*graph.Tensor{graph.MustFromSlice([]int{2}, []int64{2, 0})}, graph.Float32, []int{2, 2}, []float64{20, 21, 0, 1}},
+		{"index_select columns", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2, 3}, nil), p.tensor(stFloat, []int32{2, 2}, nil)
+			p.call("aten::index_select", "out", x, p.int(-1), p.i64t([]int32{2}, 2, 0), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2, 3}, 1, 2, 3, 4, 5, 6)}, graph.Float32, []int{2, 2}, []float64{3, 1, 6, 4}},
+		{"scatter src along dim 1", func(p *prog) {
+			x, o := p.tensor(stFloat, []int32{2, 2}, nil), p.tensor(stFloat, []int32{2, 2}, nil)
+			p.call("aten::scatter", "src_out", x, p.int(1), p.i64t([]int32{2, 1}, 1, 0), p.f32([]int32{2, 1}, 5, 7), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{f32([]int{2, 2}, 1, 2, 3, 4)}, graph.Float32, []int{2, 2}, []float64{1, 5, 7, 4}},
+		{"dequantize_per_channel", func(p *prog) {
+			x, o := p.tensor(0, []int32{2, 2}, nil), p.tensor(stFloat, []int32{2, 2}, nil)
+			sc := p.tensor(7, []int32{2}, append(f64le(0.5), f64le(0.25)...))
+			p.call("quantized_decomposed::dequantize_per_channel", "out", x, sc, p.i64t([]int32{2}, 0, 1), p.int(0), p.int(0), p.int(255), p.int(0), o)
+			p.in, p.out = []int32{x}, []int32{o}
+		}, []*graph.Tensor{graph.MustFromSlice([]int{2, 2}, []uint8{2, 4, 5, 9})}, graph.Float32, []int{2, 2}, []float64{1, 2, 1, 2}},
 		{"native_layer_norm", func(p *prog) {
 			x, w, b := p.tensor(stFloat, []int32{1, 2}, nil), p.f32([]int32{2}, 2, 2), p.f32([]int32{2}, 0, 1)
 			o, m, r := p.tensor(stFloat, []int32{1, 2}, nil), p.tensor(stFloat, []int32{1, 1}, nil), p.tensor(stFloat, []int32{1, 1}, nil)

@@ -3,6 +3,9 @@ package executorch
 import (
 	"fmt"
 	"math"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
 // Program is a parsed ExecuTorch program: its methods (execution plans),
@@ -241,7 +244,7 @@ func Parse(data []byte) (*Program, error) {
 	if h.Extended {
 		fb = data[:h.ProgramSize]
 	}
-	p, err := parseProgram(guarded("executorch program", fb))
+	p, err := parseProgram(fb)
 	if err != nil {
 		return nil, fmt.Errorf("executorch: %w", err)
 	}
@@ -253,63 +256,28 @@ func Parse(data []byte) (*Program, error) {
 	return p, nil
 }
 
-func parseProgram(f fbuf) (*Program, error) {
-	root, err := f.root()
+func parseProgram(fb []byte) (*Program, error) {
+	root, err := flatbuf.Root("executorch program", fb, flatbuf.Options{ShortTables: true})
 	if err != nil {
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	p := &Program{}
-	if p.Version, err = root.u32(0); err != nil {
+	if p.Version, err = root.U32(0, 0); err != nil {
 		return nil, err
 	}
-	plans, err := root.tables(1)
-	if err != nil {
-		return nil, fmt.Errorf("execution plans: %w", err)
+	if p.Plans, err = flatbuf.Decode(root, 1, "execution plan", parsePlan); err != nil {
+		return nil, err
 	}
-	for i, pt := range plans {
-		pl, err := parsePlan(pt)
-		if err != nil {
-			return nil, fmt.Errorf("execution plan %d: %w", i, err)
-		}
-		p.Plans = append(p.Plans, pl)
+	if p.ConstantBuffer, err = flatbuf.Decode(root, 2, "constant buffer", bytesField0); err != nil {
+		return nil, err
 	}
-	bufs, err := root.tables(2)
-	if err != nil {
-		return nil, fmt.Errorf("constant buffer: %w", err)
+	if p.DelegateData, err = flatbuf.Decode(root, 3, "delegate data", bytesField0); err != nil {
+		return nil, err
 	}
-	for i, b := range bufs {
-		s, err := b.bytes(0)
-		if err != nil {
-			return nil, fmt.Errorf("constant buffer %d: %w", i, err)
-		}
-		p.ConstantBuffer = append(p.ConstantBuffer, s)
+	if p.Segments, err = flatbuf.Decode(root, 4, "segment", parseSegment); err != nil {
+		return nil, err
 	}
-	dd, err := root.tables(3)
-	if err != nil {
-		return nil, fmt.Errorf("delegate data: %w", err)
-	}
-	for i, b := range dd {
-		s, err := b.bytes(0)
-		if err != nil {
-			return nil, fmt.Errorf("delegate data %d: %w", i, err)
-		}
-		p.DelegateData = append(p.DelegateData, s)
-	}
-	segs, err := root.tables(4)
-	if err != nil {
-		return nil, fmt.Errorf("segments: %w", err)
-	}
-	for i, s := range segs {
-		var sg Segment
-		if sg.Offset, err = s.u64(0); err == nil {
-			sg.Size, err = s.u64(1)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("segment %d: %w", i, err)
-		}
-		p.Segments = append(p.Segments, sg)
-	}
-	if cs, ok, err := root.sub(5); err != nil {
+	if cs, ok, err := root.Sub(5, "constant segment"); err != nil {
 		return nil, fmt.Errorf("constant segment: %w", err)
 	} else if ok {
 		so, err := parseSubsegment(cs)
@@ -318,41 +286,62 @@ func parseProgram(f fbuf) (*Program, error) {
 		}
 		p.ConstantSegment = &so
 	}
-	ms, err := root.tables(6)
-	if err != nil {
-		return nil, fmt.Errorf("mutable data segments: %w", err)
+	if p.MutableSegments, err = flatbuf.Decode(root, 6, "mutable data segment", parseSubsegment); err != nil {
+		return nil, err
 	}
-	for i, m := range ms {
-		so, err := parseSubsegment(m)
-		if err != nil {
-			return nil, fmt.Errorf("mutable data segment %d: %w", i, err)
-		}
-		p.MutableSegments = append(p.MutableSegments, so)
-	}
-	nd, err := root.tables(7)
-	if err != nil {
-		return nil, fmt.Errorf("named data: %w", err)
-	}
-	for i, n := range nd {
-		var d NamedData
-		if d.Key, err = n.str(0); err == nil {
-			d.SegmentIndex, err = n.u32(1)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("named data %d: %w", i, err)
-		}
-		p.NamedData = append(p.NamedData, d)
+	if p.NamedData, err = flatbuf.Decode(root, 7, "named data", parseNamedData); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-func parseSubsegment(t table) (SubsegmentOffsets, error) {
+// bytesField0 reads a table whose field 0 is a byte vector (Buffer,
+// BackendDelegateInlineData).
+func bytesField0(t flatbuf.Table) ([]byte, error) { return t.Bytes(0) }
+
+func parseSegment(t flatbuf.Table) (Segment, error) {
+	var sg Segment
+	var err error
+	if sg.Offset, err = t.U64(0, 0); err == nil {
+		sg.Size, err = t.U64(1, 0)
+	}
+	return sg, err
+}
+
+func parseNamedData(t flatbuf.Table) (NamedData, error) {
+	var d NamedData
+	var err error
+	if d.Key, err = t.Str(0); err == nil {
+		d.SegmentIndex, err = t.U32(1, 0)
+	}
+	return d, err
+}
+
+func parseOperator(t flatbuf.Table) (Operator, error) {
+	var op Operator
+	var err error
+	if op.Name, err = t.Str(0); err == nil {
+		op.Overload, err = t.Str(1)
+	}
+	return op, err
+}
+
+func parseCompileSpec(t flatbuf.Table) (CompileSpec, error) {
+	var c CompileSpec
+	var err error
+	if c.Key, err = t.Str(0); err == nil {
+		c.Value, err = t.Bytes(1)
+	}
+	return c, err
+}
+
+func parseSubsegment(t flatbuf.Table) (SubsegmentOffsets, error) {
 	var s SubsegmentOffsets
 	var err error
-	if s.SegmentIndex, err = t.u32(0); err != nil {
+	if s.SegmentIndex, err = t.U32(0, 0); err != nil {
 		return s, err
 	}
-	s.Offsets, err = t.u64s(1)
+	s.Offsets, err = t.U64s(1)
 	return s, err
 }
 
@@ -361,7 +350,7 @@ func parseSubsegment(t table) (SubsegmentOffsets, error) {
 func (p *Program) checkSegments() error {
 	if !p.Header.Extended {
 		// Without an extended header nothing locates segment data: only
-		// empty segments (writers emit one for an empty constant table)
+		// empty segments (writers emit one for an empty constant flatbuf.Table)
 		// can be read.
 		p.Header.SegmentBaseOffset = uint64(len(p.file))
 		for i, s := range p.Segments {
@@ -456,65 +445,31 @@ func (p *Program) Plan(name string) (*Plan, error) {
 	return nil, fmt.Errorf("executorch: no method %q (methods: %v)", name, names)
 }
 
-func parsePlan(t table) (*Plan, error) {
+func parsePlan(t flatbuf.Table) (*Plan, error) {
 	pl := &Plan{}
 	var err error
-	if pl.Name, err = t.str(0); err != nil {
+	if pl.Name, err = t.Str(0); err != nil {
 		return nil, err
 	}
-	vals, err := t.tables(2)
-	if err != nil {
-		return nil, fmt.Errorf("values: %w", err)
+	if pl.Values, err = flatbuf.Decode(t, 2, "value", parseValue); err != nil {
+		return nil, err
 	}
-	pl.Values = make([]Value, len(vals))
-	for i, v := range vals {
-		if pl.Values[i], err = parseValue(v); err != nil {
-			return nil, fmt.Errorf("value %d: %w", i, err)
-		}
-	}
-	if pl.Inputs, err = t.i32s(3); err != nil {
+	if pl.Inputs, err = t.I32s(3); err != nil {
 		return nil, fmt.Errorf("inputs: %w", err)
 	}
-	if pl.Outputs, err = t.i32s(4); err != nil {
+	if pl.Outputs, err = t.I32s(4); err != nil {
 		return nil, fmt.Errorf("outputs: %w", err)
 	}
-	chains, err := t.tables(5)
-	if err != nil {
-		return nil, fmt.Errorf("chains: %w", err)
+	if pl.Chains, err = flatbuf.Decode(t, 5, "chain", parseChain); err != nil {
+		return nil, err
 	}
-	for i, c := range chains {
-		ch, err := parseChain(c)
-		if err != nil {
-			return nil, fmt.Errorf("chain %d: %w", i, err)
-		}
-		pl.Chains = append(pl.Chains, ch)
+	if pl.Operators, err = flatbuf.Decode(t, 6, "operator", parseOperator); err != nil {
+		return nil, err
 	}
-	ops, err := t.tables(6)
-	if err != nil {
-		return nil, fmt.Errorf("operators: %w", err)
+	if pl.Delegates, err = flatbuf.Decode(t, 7, "delegate", parseDelegate); err != nil {
+		return nil, err
 	}
-	for i, o := range ops {
-		var op Operator
-		if op.Name, err = o.str(0); err == nil {
-			op.Overload, err = o.str(1)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("operator %d: %w", i, err)
-		}
-		pl.Operators = append(pl.Operators, op)
-	}
-	dels, err := t.tables(7)
-	if err != nil {
-		return nil, fmt.Errorf("delegates: %w", err)
-	}
-	for i, d := range dels {
-		dl, err := parseDelegate(d)
-		if err != nil {
-			return nil, fmt.Errorf("delegate %d: %w", i, err)
-		}
-		pl.Delegates = append(pl.Delegates, dl)
-	}
-	if pl.NonConstBufferSizes, err = t.i64s(8); err != nil {
+	if pl.NonConstBufferSizes, err = t.I64s(8); err != nil {
 		return nil, fmt.Errorf("buffer sizes: %w", err)
 	}
 	return pl, pl.check()
@@ -595,9 +550,9 @@ func (pl *Plan) check() error {
 	return nil
 }
 
-func parseValue(t table) (Value, error) {
+func parseValue(t flatbuf.Table) (Value, error) {
 	var v Value
-	k, err := t.u8(0)
+	k, err := t.U8(0, 0)
 	if err != nil {
 		return v, err
 	}
@@ -608,7 +563,7 @@ func parseValue(t table) (Value, error) {
 	if v.Kind > KindOptionalTensorList {
 		return v, fmt.Errorf("unknown value type %d", k)
 	}
-	s, ok, err := t.sub(1)
+	s, ok, err := t.Sub(1, "value")
 	if err != nil {
 		return v, err
 	}
@@ -617,78 +572,78 @@ func parseValue(t table) (Value, error) {
 	}
 	switch v.Kind {
 	case KindInt:
-		v.Int, err = s.i64(0)
+		v.Int, err = s.I64(0, 0)
 	case KindBool:
-		v.Bool, err = s.boolean(0)
+		v.Bool, err = s.Bool(0, false)
 	case KindDouble:
-		v.Double, err = s.f64(0)
+		v.Double, err = s.F64(0, 0)
 	case KindString:
-		v.Str, err = s.str(0)
+		v.Str, err = s.Str(0)
 	case KindIntList:
-		v.Ints, err = s.i64s(0)
+		v.Ints, err = s.I64s(0)
 	case KindDoubleList:
-		v.Doubles, err = s.f64s(0)
+		v.Doubles, err = s.F64s(0)
 	case KindBoolList:
-		v.Bools, err = s.bools(0)
+		v.Bools, err = s.Bools(0)
 	case KindTensorList, KindOptionalTensorList:
-		v.Items, err = s.i32s(0)
+		v.Items, err = s.I32s(0)
 	case KindTensor:
 		v.Tensor, err = parseTensor(s)
 	}
 	return v, err
 }
 
-func parseTensor(t table) (*Tensor, error) {
+func parseTensor(t flatbuf.Table) (*Tensor, error) {
 	tn := &Tensor{}
-	st, err := t.u8(0)
+	st, err := t.U8(0, 0)
 	if err != nil {
 		return nil, err
 	}
 	tn.ScalarType = ScalarType(int8(st))
-	if tn.StorageOffset, err = t.i32(1); err != nil {
+	if tn.StorageOffset, err = t.I32(1, 0); err != nil {
 		return nil, err
 	}
-	if tn.Sizes, err = t.i32s(2); err != nil {
+	if tn.Sizes, err = t.I32s(2); err != nil {
 		return nil, err
 	}
-	if tn.DimOrder, err = t.bytes(3); err != nil {
+	if tn.DimOrder, err = t.Bytes(3); err != nil {
 		return nil, err
 	}
-	if tn.RequiresGrad, err = t.boolean(4); err != nil {
+	if tn.RequiresGrad, err = t.Bool(4, false); err != nil {
 		return nil, err
 	}
-	if tn.DataBufferIdx, err = t.u32(5); err != nil {
+	if tn.DataBufferIdx, err = t.U32(5, 0); err != nil {
 		return nil, err
 	}
-	if a, ok, err := t.sub(6); err != nil {
+	if a, ok, err := t.Sub(6, "allocation info"); err != nil {
 		return nil, err
 	} else if ok {
-		id, err1 := a.u32(0)
-		lo, err2 := a.u32(1)
-		hi, err3 := a.u32(2)
+		id, err1 := a.U32(0, 0)
+		lo, err2 := a.U32(1, 0)
+		hi, err3 := a.U32(2, 0)
 		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, fmt.Errorf("allocation info malformed")
 		}
 		tn.Alloc = &Allocation{MemoryID: id, Offset: uint64(hi)<<32 | uint64(lo)}
 	}
-	l, err := t.u8(7)
+	l, err := t.U8(7, 0)
 	if err != nil {
 		return nil, err
 	}
 	tn.Layout = int8(l)
-	d, err := t.u8(8)
+	d, err := t.U8(8, 0)
 	if err != nil {
 		return nil, err
 	}
 	tn.Dynamism = Dynamism(d)
-	if e, ok, err := t.sub(9); err != nil {
+	if e, ok, err := t.Sub(9, "extra tensor info"); err != nil {
 		return nil, err
 	} else if ok {
 		x := &ExtraTensorInfo{}
 		var loc uint8
-		if x.MutableDataSegmentsIdx, err = e.u64(0); err == nil {
-			if x.FullyQualifiedName, err = e.str(1); err == nil {
-				loc, err = e.u8(2)
+		if x.MutableDataSegmentsIdx, err = e.U64(0, 0); err == nil {
+			if x.FullyQualifiedName, err = e.Str(1); err == nil {
+				loc, err = e.U8(2, 0)
 			}
 		}
 		if err != nil {
@@ -717,31 +672,22 @@ func parseTensor(t table) (*Tensor, error) {
 	return tn, nil
 }
 
-func parseChain(t table) (Chain, error) {
+func parseChain(t flatbuf.Table) (Chain, error) {
 	var c Chain
 	var err error
-	if c.Inputs, err = t.i32s(0); err != nil {
+	if c.Inputs, err = t.I32s(0); err != nil {
 		return c, err
 	}
-	if c.Outputs, err = t.i32s(1); err != nil {
+	if c.Outputs, err = t.I32s(1); err != nil {
 		return c, err
 	}
-	ins, err := t.tables(2)
-	if err != nil {
-		return c, fmt.Errorf("instructions: %w", err)
-	}
-	c.Instructions = make([]Instruction, len(ins))
-	for i, it := range ins {
-		if c.Instructions[i], err = parseInstruction(it); err != nil {
-			return c, fmt.Errorf("instruction %d: %w", i, err)
-		}
-	}
-	return c, nil
+	c.Instructions, err = flatbuf.Decode(t, 2, "instruction", parseInstruction)
+	return c, err
 }
 
-func parseInstruction(t table) (Instruction, error) {
+func parseInstruction(t flatbuf.Table) (Instruction, error) {
 	var in Instruction
-	k, err := t.u8(0)
+	k, err := t.U8(0, 0)
 	if err != nil {
 		return in, err
 	}
@@ -749,7 +695,7 @@ func parseInstruction(t table) (Instruction, error) {
 	if in.Kind < InstrKernel || in.Kind > InstrFree {
 		return in, fmt.Errorf("unknown instruction type %d", k)
 	}
-	s, ok, err := t.sub(1)
+	s, ok, err := t.Sub(1, "instruction")
 	if err != nil {
 		return in, err
 	}
@@ -758,33 +704,33 @@ func parseInstruction(t table) (Instruction, error) {
 	}
 	switch in.Kind {
 	case InstrKernel, InstrDelegate:
-		if in.Index, err = s.i32(0); err == nil {
-			in.Args, err = s.i32s(1)
+		if in.Index, err = s.I32(0, 0); err == nil {
+			in.Args, err = s.I32s(1)
 		}
 	case InstrMove, InstrJumpFalse:
-		if in.A, err = s.i32(0); err == nil {
-			in.B, err = s.i32(1)
+		if in.A, err = s.I32(0, 0); err == nil {
+			in.B, err = s.I32(1, 0)
 		}
 	case InstrFree:
-		in.A, err = s.i32(0)
+		in.A, err = s.I32(0, 0)
 	}
 	return in, err
 }
 
-func parseDelegate(t table) (Delegate, error) {
+func parseDelegate(t flatbuf.Table) (Delegate, error) {
 	var d Delegate
 	var err error
-	if d.ID, err = t.str(0); err != nil {
+	if d.ID, err = t.Str(0); err != nil {
 		return d, err
 	}
-	r, ok, err := t.sub(1)
+	r, ok, err := t.Sub(1, "backend delegate data reference")
 	if err != nil {
 		return d, err
 	}
 	if !ok {
 		return d, fmt.Errorf("delegate %q has no processed data reference", d.ID)
 	}
-	loc, err := r.u8(0)
+	loc, err := r.U8(0, 0)
 	if err != nil {
 		return d, err
 	}
@@ -792,24 +738,11 @@ func parseDelegate(t table) (Delegate, error) {
 		return d, fmt.Errorf("delegate %q: unknown data location %d", d.ID, loc)
 	}
 	d.InSegment = loc == 1
-	if d.Index, err = r.u32(1); err != nil {
+	if d.Index, err = r.U32(1, 0); err != nil {
 		return d, err
 	}
-	specs, err := t.tables(2)
-	if err != nil {
-		return d, err
-	}
-	for _, s := range specs {
-		var c CompileSpec
-		if c.Key, err = s.str(0); err == nil {
-			c.Value, err = s.bytes(1)
-		}
-		if err != nil {
-			return d, fmt.Errorf("compile spec: %w", err)
-		}
-		d.CompileSpecs = append(d.CompileSpecs, c)
-	}
-	return d, nil
+	d.CompileSpecs, err = flatbuf.Decode(t, 2, "compile spec", parseCompileSpec)
+	return d, err
 }
 
 // ScalarType is an ExecuTorch (c10) scalar type.
@@ -835,15 +768,17 @@ const (
 	TypeUInt64   ScalarType = 29
 )
 
-var scalarNames = map[ScalarType]string{
-	TypeByte: "uint8", TypeChar: "int8", TypeShort: "int16", TypeInt: "int32", TypeLong: "int64",
-	TypeHalf: "float16", TypeFloat: "float32", TypeDouble: "float64", TypeBool: "bool",
-	TypeQInt8: "qint8", TypeQUInt8: "quint8", TypeQInt32: "qint32", TypeBFloat16: "bfloat16",
-	16: "quint4x2", 17: "quint2x4", TypeUInt16: "uint16", TypeUInt32: "uint32", TypeUInt64: "uint64",
+// quantNames names the scalar types the IR cannot hold (the others are
+// named as the element type that holds them).
+var quantNames = map[ScalarType]string{
+	TypeQInt8: "qint8", TypeQUInt8: "quint8", TypeQInt32: "qint32", 16: "quint4x2", 17: "quint2x4",
 }
 
 func (s ScalarType) String() string {
-	if n, ok := scalarNames[s]; ok {
+	if dt := s.heldDType(); dt != graph.Undefined {
+		return dt.String()
+	}
+	if n, ok := quantNames[s]; ok {
 		return n
 	}
 	return fmt.Sprintf("scalar_type(%d)", int8(s))

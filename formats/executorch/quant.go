@@ -43,8 +43,6 @@ func init() {
 		lowerings[ns+"::dequantize_per_tensor.out"] = quantLower("DequantizePerTensor", false)
 		lowerings[ns+"::quantize_per_tensor.tensor_out"] = quantLower("QuantizePerTensor", true)
 		lowerings[ns+"::dequantize_per_tensor.tensor_out"] = quantLower("DequantizePerTensor", true)
-		lowerings[ns+"::quantize_per_channel.out"] = channelLower("QuantizePerChannel")
-		lowerings[ns+"::dequantize_per_channel.out"] = channelLower("DequantizePerChannel")
 	}
 }
 
@@ -99,16 +97,24 @@ func (q *quantParams) at(i int) (float64, int64) {
 	return q.scales.Float64At(c), zp
 }
 
+// quantIO returns a (de)quantize node's input, its output (one element
+// per input element, of a dtype outOK accepts) and its parameters.
+func quantIO(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, outOK func(graph.DType) bool) (x, out *graph.Tensor, q *quantParams, err error) {
+	x = in[0]
+	if out, err = outTensor(ctx, n); err != nil {
+		return nil, nil, nil, err
+	}
+	if out.Len() != x.Len() || !outOK(out.DType) {
+		return nil, nil, nil, kernels.Invalidf(n, "output %v%v for input %v%v", out.DType, out.Shape, x.DType, x.Shape)
+	}
+	if q, err = newQuantParams(n, x, in); err != nil {
+		return nil, nil, nil, err
+	}
+	return x, out, q, nil
+}
+
 func quantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
-	out, err := outTensor(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if out.Len() != x.Len() || !out.DType.IsInteger() {
-		return nil, kernels.Invalidf(n, "output %v%v for input %v%v", out.DType, out.Shape, x.DType, x.Shape)
-	}
-	q, err := newQuantParams(n, x, in)
+	x, out, q, err := quantIO(ctx, n, in, graph.DType.IsInteger)
 	if err != nil {
 		return nil, err
 	}
@@ -123,15 +129,7 @@ func quantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 }
 
 func dequantizeKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0]
-	out, err := outTensor(ctx, n)
-	if err != nil {
-		return nil, err
-	}
-	if out.Len() != x.Len() || !out.DType.IsFloat() {
-		return nil, kernels.Invalidf(n, "output %v%v for input %v%v", out.DType, out.Shape, x.DType, x.Shape)
-	}
-	q, err := newQuantParams(n, x, in)
+	x, out, q, err := quantIO(ctx, n, in, graph.DType.IsFloat)
 	if err != nil {
 		return nil, err
 	}
@@ -180,31 +178,6 @@ func quantLower(op string, tensorArgs bool) kernelFunc {
 		}
 		attrs = append(attrs, aInt("zero_point", zp), aFloat("scale", float32(scale)), aInt("scale_bits", int64(math.Float64bits(scale))))
 		return l.custom(QuantDomain, op, []string{x}, a[len(a)-2], attrs...)
-	}
-}
-
-// channelLower lowers (input, scales, zero_points, axis, quant_min,
-// quant_max, dtype, [out_dtype,] out).
-func channelLower(op string) kernelFunc {
-	return func(l *lowerer, a []int32) error {
-		if err := need(a, 8); err != nil {
-			return err
-		}
-		ins := make([]string, 3)
-		var err error
-		for i := 0; i < 3; i++ {
-			if i == 2 && l.isNull(a[2]) {
-				continue
-			}
-			if ins[i], err = l.tensor(a[i]); err != nil {
-				return err
-			}
-		}
-		attrs, err := l.intAttrs([]string{"axis", "quant_min", "quant_max"}, a[3:6])
-		if err != nil {
-			return err
-		}
-		return l.custom(QuantDomain, op, ins, a[len(a)-2], attrs...)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -569,35 +570,25 @@ func (f *File) Bools(key string) ([]bool, bool) {
 // float64 (ok false when absent or not numeric). It copies: call it once
 // per key.
 func (f *File) Numbers(key string) ([]float64, bool) {
-	switch a := f.Meta[key].(type) {
-	case []float32:
-		return convert(a), true
-	case []float64:
-		return convert(a), true
-	case []uint8:
-		return convert(a), true
-	case []int8:
-		return convert(a), true
-	case []uint16:
-		return convert(a), true
-	case []int16:
-		return convert(a), true
-	case []uint32:
-		return convert(a), true
-	case []int32:
-		return convert(a), true
-	case []uint64:
-		return convert(a), true
-	case []int64:
-		return convert(a), true
+	a := reflect.ValueOf(f.Meta[key])
+	if a.Kind() != reflect.Slice {
+		return nil, false
 	}
-	return nil, false
-}
-
-func convert[T uint8 | int8 | uint16 | int16 | uint32 | int32 | uint64 | int64 | float32 | float64](a []T) []float64 {
-	out := make([]float64, len(a))
-	for i, x := range a {
-		out[i] = float64(x)
+	// the reader holds arrays as typed slices ([]uint8 … []float64)
+	var get func(reflect.Value) float64
+	switch a.Type().Elem().Kind() {
+	case reflect.Float32, reflect.Float64:
+		get = reflect.Value.Float
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		get = func(v reflect.Value) float64 { return float64(v.Int()) }
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		get = func(v reflect.Value) float64 { return float64(v.Uint()) }
+	default:
+		return nil, false
 	}
-	return out
+	out := make([]float64, a.Len())
+	for i := range out {
+		out[i] = get(a.Index(i))
+	}
+	return out, true
 }

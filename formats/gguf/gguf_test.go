@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -378,5 +379,28 @@ func TestMetadataOnlyUnpadded(t *testing.T) {
 	}
 	if len(f.Tensors) != 0 {
 		t.Fatalf("%d tensors", len(f.Tensors))
+	}
+}
+
+func TestNumbers(t *testing.T) {
+	f := &File{Meta: map[string]any{
+		"f32": []float32{0.5, -1}, "f64": []float64{2.25}, "u8": []uint8{255}, "i8": []int8{-128},
+		"u16": []uint16{65535}, "i16": []int16{-2}, "u32": []uint32{1 << 31}, "i32": []int32{-3},
+		"u64": []uint64{1 << 40}, "i64": []int64{-1 << 40}, "bools": []bool{true}, "str": "x",
+		"strs": []string{"a"},
+	}}
+	want := map[string][]float64{
+		"f32": {0.5, -1}, "f64": {2.25}, "u8": {255}, "i8": {-128}, "u16": {65535}, "i16": {-2},
+		"u32": {1 << 31}, "i32": {-3}, "u64": {1 << 40}, "i64": {-1 << 40},
+	}
+	for k := range f.Meta {
+		got, ok := f.Numbers(k)
+		w, numeric := want[k]
+		if ok != numeric || !slices.Equal(got, w) {
+			t.Errorf("%s: %v %v, want %v %v", k, got, ok, w, numeric)
+		}
+	}
+	if _, ok := f.Numbers("absent"); ok {
+		t.Error("absent key is numeric")
 	}
 }

@@ -1,12 +1,11 @@
 package onnx
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
+
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // A model file (and every external data file) is read into memory the
@@ -23,35 +22,15 @@ import (
 // errNotRegular is returned for model and external data files that are not
 // regular files (FIFOs, devices, sockets, directories): reading them could
 // block forever or never end.
-var errNotRegular = errors.New("not a regular file")
+var errNotRegular = regular.ErrNotRegular
 
 // float32frombits is math.Float32frombits (kept apart for the decoder).
 func float32frombits(u uint32) float32 { return math.Float32frombits(u) }
 
-// openRegular opens a file for reading without blocking (a FIFO with no
-// writer would block a plain open forever) and refuses anything that is not
-// a regular file before a byte is read.
-func openRegular(open func(flag int) (*os.File, error), name string) (*os.File, fs.FileInfo, error) {
-	f, err := open(os.O_RDONLY | nonBlock)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (mode %v)", name, errNotRegular, st.Mode().Type())
-	}
-	return f, st, nil
-}
-
 // readModelFile reads a whole model file (a regular file, at most
 // maxModelFileBytes).
 func readModelFile(path string) ([]byte, error) {
-	f, st, err := openRegular(func(flag int) (*os.File, error) { return os.OpenFile(path, flag, 0) }, path)
+	f, st, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}

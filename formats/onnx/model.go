@@ -108,47 +108,22 @@ func Decode(data []byte, opt Options) (m *graph.Model, err error) {
 			if err = wantBytes(f, "opset_import"); err != nil {
 				return err
 			}
-			var o graph.Opset
-			err = forEach(f.b, func(e field) error {
-				switch e.num {
-				case 1:
-					o.Domain = string(e.b)
-				case 2:
-					o.Version = int64(e.u)
-				}
-				return nil
-			})
-			m.Opsets = append(m.Opsets, o)
+			var fs []field
+			fs, err = pick(f.b, 1, 2) // domain, version
+			m.Opsets = append(m.Opsets, graph.Opset{Domain: string(fs[0].b), Version: int64(fs[1].u)})
 		case 14:
 			if err = wantBytes(f, "metadata_props"); err != nil {
 				return err
 			}
-			var k, v string
-			err = forEach(f.b, func(e field) error {
-				switch e.num {
-				case 1:
-					k = string(e.b)
-				case 2:
-					v = string(e.b)
-				}
-				return nil
-			})
-			m.Metadata[k] = v
+			var fs []field
+			fs, err = pick(f.b, 1, 2) // key, value
+			m.Metadata[string(fs[0].b)] = string(fs[1].b)
 		case 25:
 			if err = wantBytes(f, "functions"); err != nil {
 				return err
 			}
-			var name, domain string
-			_ = forEach(f.b, func(e field) error {
-				switch e.num {
-				case 1:
-					name = string(e.b)
-				case 10:
-					domain = string(e.b)
-				}
-				return nil
-			})
-			m.Functions = append(m.Functions, domain+":"+name)
+			fs, _ := pick(f.b, 1, 10) // name, domain
+			m.Functions = append(m.Functions, string(fs[1].b)+":"+string(fs[0].b))
 		}
 		return err
 	})

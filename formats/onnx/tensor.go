@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // ErrUnsupportedType marks tensors of a dtype Switchyard cannot hold
@@ -148,7 +149,7 @@ func (x *externalFiles) read(root *os.Root, loc string) ([]byte, error) {
 		return f.data, f.err
 	}
 	var ef externalFile
-	f, st, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
+	f, st, err := regular.OpenWith(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
 	if err != nil {
 		ef.err = err
 	} else {
@@ -211,14 +212,10 @@ func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
 		have = len(tp.floats)
 	case graph.Float64:
 		have = len(tp.doubles)
-	case graph.Int64:
-		have = len(tp.int64s)
-	case graph.Uint32, graph.Uint64:
-		have = len(tp.uint64s)
 	case graph.String:
 		have = len(tp.strings)
-	default: // int8/16/32, uint8/16, bool, float16, bfloat16
-		have = len(tp.int32s)
+	default:
+		have = len(tp.intsFor(dt))
 	}
 	if have != n {
 		return nil, fmt.Errorf("shape %v of %v needs %d values, has %d", shape, dt, n, have)
@@ -232,54 +229,57 @@ func (tp *tensorProto) toTensor(opt tensorOptions) (*graph.Tensor, error) {
 		copy(d, tp.floats)
 	case []float64:
 		copy(d, tp.doubles)
-	case []int64:
-		copy(d, tp.int64s)
-	case []uint32:
-		for i, v := range tp.uint64s {
-			d[i] = uint32(v)
-		}
-	case []uint64:
-		for i, v := range tp.uint64s {
-			d[i] = uint64(v)
-		}
 	case []string:
 		for i, v := range tp.strings {
 			d[i] = string(v)
-		}
-	case []int8:
-		for i, v := range tp.int32s {
-			d[i] = int8(v)
-		}
-	case []int16:
-		for i, v := range tp.int32s {
-			d[i] = int16(v)
-		}
-	case []int32:
-		for i, v := range tp.int32s {
-			d[i] = int32(v)
-		}
-	case []uint8:
-		for i, v := range tp.int32s {
-			d[i] = uint8(v)
-		}
-	case []uint16:
-		for i, v := range tp.int32s {
-			d[i] = uint16(v)
 		}
 	case []bool:
 		for i, v := range tp.int32s {
 			d[i] = v != 0
 		}
-	case []graph.F16:
-		for i, v := range tp.int32s {
-			d[i] = graph.F16(v)
-		}
-	case []graph.BF16:
-		for i, v := range tp.int32s {
-			d[i] = graph.BF16(v)
+	default:
+		if convert := convertInts[dt]; convert != nil {
+			convert(t.Data, tp.intsFor(dt))
 		}
 	}
 	return t, nil
+}
+
+// intsFor returns the integer field that holds dt's values: int64_data,
+// uint64_data (uint32, uint64) or int32_data (the narrower integers,
+// bool, and float16 and bfloat16 as their bits).
+func (tp *tensorProto) intsFor(dt graph.DType) []int64 {
+	switch dt {
+	case graph.Int64:
+		return tp.int64s
+	case graph.Uint32, graph.Uint64:
+		return tp.uint64s
+	}
+	return tp.int32s
+}
+
+// convertInts stores an integer field's values in a tensor's data of
+// each integer element type.
+var convertInts = map[graph.DType]func(data any, src []int64){
+	graph.Int8: convertInto[int8], graph.Int16: convertInto[int16], graph.Int32: convertInto[int32],
+	graph.Int64: convertInto[int64], graph.Uint8: convertInto[uint8], graph.Uint16: convertInto[uint16],
+	graph.Uint32: convertInto[uint32], graph.Uint64: convertInto[uint64],
+	graph.Float16: convertInto[graph.F16], graph.BFloat16: convertInto[graph.BF16],
+}
+
+// integer is an element type an integer field converts into.
+type integer interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+// convertInto stores src's values in data (a []D as long as src),
+// converted as Go converts integers: the fields hold narrower types
+// widened.
+func convertInto[D integer](data any, src []int64) {
+	dst := data.([]D)
+	for i, v := range src {
+		dst[i] = D(v)
+	}
 }
 
 // fromRaw interprets little-endian bytes. Unless copyRaw, an aligned buffer
@@ -404,7 +404,7 @@ func readExternalBytes(tp *tensorProto, opt tensorOptions, want int) ([]byte, er
 		}
 		return all[off : off+length : off+length], nil
 	}
-	f, st, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
+	f, st, err := regular.OpenWith(func(flag int) (*os.File, error) { return root.OpenFile(loc, flag, 0) }, loc)
 	if err != nil {
 		return nil, fmt.Errorf("external data %q (must be a regular file inside the model directory %s): %w", loc, baseDir, err)
 	}

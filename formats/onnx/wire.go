@@ -16,6 +16,21 @@ type field struct {
 	b   []byte // bytes payload (aliases the input)
 }
 
+// pick returns, in slot i, the last field of message b numbered nums[i]
+// (the zero field when absent), as proto3 merges a repeated scalar.
+func pick(b []byte, nums ...protowire.Number) ([]field, error) {
+	out := make([]field, len(nums))
+	err := forEach(b, func(e field) error {
+		for i, n := range nums {
+			if e.num == n {
+				out[i] = e
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 var errTruncated = errors.New("truncated or malformed protobuf")
 
 // forEach walks the fields of a message, calling fn for each.

@@ -3,7 +3,7 @@ package tflite
 import (
 	"fmt"
 
-	flatbuffers "github.com/google/flatbuffers/go"
+	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
 // Field numbers of the TFLite schema (tensorflow/compiler/mlir/lite/schema/schema.fbs),
@@ -35,18 +35,18 @@ const (
 // dims): real tensors have a handful.
 const maxSparseDims = 16
 
-func parseSparsity(st table) (*Sparsity, error) {
+func parseSparsity(st flatbuf.Table) (*Sparsity, error) {
 	sp := &Sparsity{}
 	var err1, err2 error
-	sp.TraversalOrder, err1 = st.i32s(spTraversal)
-	sp.BlockMap, err2 = st.i32s(spBlockMap)
+	sp.TraversalOrder, err1 = st.I32s(spTraversal)
+	sp.BlockMap, err2 = st.I32s(spBlockMap)
 	if err := firstErr(err1, err2); err != nil {
 		return nil, err
 	}
 	if len(sp.TraversalOrder) > maxSparseDims {
 		return nil, fmt.Errorf("traversal order of %d dims (at most %d)", len(sp.TraversalOrder), maxSparseDims)
 	}
-	dts, err := st.tables(spDims, "dimension metadata")
+	dts, err := st.Tables(spDims, "dimension metadata")
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +55,8 @@ func parseSparsity(st table) (*Sparsity, error) {
 	}
 	for i, dt := range dts {
 		var d DimMeta
-		f, err1 := dt.u8(dmFormat, 0)
-		ds, err2 := dt.i32(dmDenseSize, 0)
+		f, err1 := dt.U8(dmFormat, 0)
+		ds, err2 := dt.I32(dmDenseSize, 0)
 		if err := firstErr(err1, err2); err != nil {
 			return nil, fmt.Errorf("dimension %d: %w", i, err)
 		}
@@ -81,45 +81,26 @@ func parseSparsity(st table) (*Sparsity, error) {
 
 // indexVector reads a SparseIndexVector union (type in field ti, table in
 // field vi) widened to int32.
-func indexVector(t table, ti, vi int) ([]int32, error) {
-	typ, err := t.u8(ti, 0)
+func indexVector(t flatbuf.Table, ti, vi int) ([]int32, error) {
+	typ, err := t.U8(ti, 0)
 	if err != nil {
 		return nil, err
 	}
 	if typ == 0 {
 		return nil, fmt.Errorf("missing")
 	}
-	v, ok, err := t.sub(vi, "index vector")
+	v, ok, err := t.Sub(vi, "index vector")
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, fmt.Errorf("union of type %d has no table", typ)
 	}
-	elem := map[uint8]uint32{sivInt32: 4, sivUint16: 2, sivUint8: 1}[typ]
-	if elem == 0 {
+	width := map[uint8]int{sivInt32: 4, sivUint16: 2, sivUint8: 1}[typ]
+	if width == 0 {
 		return nil, fmt.Errorf("index vector type %d (Int32Vector, Uint16Vector or Uint8Vector only)", typ)
 	}
-	s, n, err := v.vec(0, elem)
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	if err := v.g.Take(n, 4); err != nil {
-		return nil, err
-	}
-	out := make([]int32, n)
-	for k := range out {
-		at := s + uint32(k)*elem
-		switch elem {
-		case 4:
-			out[k] = flatbuffers.GetInt32(v.b[at:])
-		case 2:
-			out[k] = int32(flatbuffers.GetUint16(v.b[at:]))
-		default:
-			out[k] = int32(v.b[at])
-		}
-	}
-	return out, nil
+	return v.Ints32(0, width)
 }
 
 // Model is a decoded .tflite file: what the flatbuffer says, before any
@@ -208,7 +189,7 @@ type Operator struct {
 	Outputs       []int32
 	Intermediates []int32
 	OptionsType   uint8
-	Options       table // zero when absent (check OptionsType)
+	Options       flatbuf.Table // zero when absent (check OptionsType)
 	HasOptions    bool
 	CustomOptions []byte
 }
@@ -220,26 +201,26 @@ func Parse(data []byte) (*Model, error) {
 	if len(data) < 8 || string(data[4:8]) != "TFL3" {
 		return nil, fmt.Errorf("tflite: not a TFLite model (no \"TFL3\" identifier at bytes 4..8)")
 	}
-	r, err := root(data)
+	r, err := flatbuf.Root("tflite", data, flatbuf.Options{})
 	if err != nil {
 		return nil, err
 	}
 	m := &Model{}
-	if m.Version, err = r.u32(modelVersion, 0); err != nil {
+	if m.Version, err = r.U32(modelVersion, 0); err != nil {
 		return nil, err
 	}
-	if m.Description, err = r.str(modelDescription); err != nil {
+	if m.Description, err = r.Str(modelDescription); err != nil {
 		return nil, err
 	}
-	ocs, err := r.tables(modelOpcodes, "operator code")
+	ocs, err := r.Tables(modelOpcodes, "operator code")
 	if err != nil {
 		return nil, err
 	}
 	for _, oc := range ocs {
-		dep, err1 := oc.u8(opcodeDeprecated, 0)
-		b, err2 := oc.i32(opcodeBuiltin, 0)
-		v, err3 := oc.i32(opcodeVersion, 1)
-		c, err4 := oc.str(opcodeCustom)
+		dep, err1 := oc.U8(opcodeDeprecated, 0)
+		b, err2 := oc.I32(opcodeBuiltin, 0)
+		v, err3 := oc.I32(opcodeVersion, 1)
+		c, err4 := oc.Str(opcodeCustom)
 		if err := firstErr(err1, err2, err3, err4); err != nil {
 			return nil, err
 		}
@@ -250,31 +231,31 @@ func Parse(data []byte) (*Model, error) {
 		}
 		m.Opcodes = append(m.Opcodes, Opcode{Builtin: b, Custom: c, Version: v})
 	}
-	bufs, err := r.tables(modelBuffers, "buffer")
+	bufs, err := r.Tables(modelBuffers, "buffer")
 	if err != nil {
 		return nil, err
 	}
 	m.Buffers = make([][]byte, len(bufs))
 	for i, bt := range bufs {
-		d, err := bt.bytes(bufData)
+		d, err := bt.Bytes(bufData)
 		if err != nil {
 			return nil, fmt.Errorf("buffer %d: %w", i, err)
 		}
-		off, err1 := bt.u64(bufOffset, 0)
-		size, err2 := bt.u64(bufSize, 0)
+		off, err1 := bt.U64(bufOffset, 0)
+		size, err2 := bt.U64(bufSize, 0)
 		if err := firstErr(err1, err2); err != nil {
 			return nil, err
 		}
 		if off > 1 {
 			// stored after the flatbuffer, at an offset from the file start
-			if !fits(data, off, size) {
+			if off > uint64(len(data)) || size > uint64(len(data))-off {
 				return nil, fmt.Errorf("tflite: buffer %d at offset %d of %d bytes lies outside the %d-byte file", i, off, size, len(data))
 			}
 			d = data[off : off+size]
 		}
 		m.Buffers[i] = d
 	}
-	sgs, err := r.tables(modelSubgraphs, "subgraph")
+	sgs, err := r.Tables(modelSubgraphs, "subgraph")
 	if err != nil {
 		return nil, err
 	}
@@ -291,19 +272,19 @@ func Parse(data []byte) (*Model, error) {
 	return m, nil
 }
 
-func parseSubgraph(st table, m *Model) (*Subgraph, error) {
+func parseSubgraph(st flatbuf.Table, m *Model) (*Subgraph, error) {
 	sg := &Subgraph{}
 	var err error
-	if sg.Name, err = st.str(sgName); err != nil {
+	if sg.Name, err = st.Str(sgName); err != nil {
 		return nil, err
 	}
-	if sg.Inputs, err = st.i32s(sgInputs); err != nil {
+	if sg.Inputs, err = st.I32s(sgInputs); err != nil {
 		return nil, err
 	}
-	if sg.Outputs, err = st.i32s(sgOutputs); err != nil {
+	if sg.Outputs, err = st.I32s(sgOutputs); err != nil {
 		return nil, err
 	}
-	tts, err := st.tables(sgTensors, "tensor")
+	tts, err := st.Tables(sgTensors, "tensor")
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +294,7 @@ func parseSubgraph(st table, m *Model) (*Subgraph, error) {
 			return nil, fmt.Errorf("tensor %d: %w", i, err)
 		}
 	}
-	ots, err := st.tables(sgOperators, "operator")
+	ots, err := st.Tables(sgOperators, "operator")
 	if err != nil {
 		return nil, err
 	}
@@ -321,20 +302,20 @@ func parseSubgraph(st table, m *Model) (*Subgraph, error) {
 	for i, ot := range ots {
 		op := &sg.Operators[i]
 		var err1, err2, err3, err4, err5 error
-		op.Opcode, err1 = ot.u32(opOpcode, 0)
-		op.Inputs, err2 = ot.i32s(opInputs)
-		op.Outputs, err3 = ot.i32s(opOutputs)
-		op.Intermediates, err4 = ot.i32s(opIntermediates)
-		op.OptionsType, err5 = ot.u8(opOptionsType, 0)
+		op.Opcode, err1 = ot.U32(opOpcode, 0)
+		op.Inputs, err2 = ot.I32s(opInputs)
+		op.Outputs, err3 = ot.I32s(opOutputs)
+		op.Intermediates, err4 = ot.I32s(opIntermediates)
+		op.OptionsType, err5 = ot.U8(opOptionsType, 0)
 		if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 			return nil, fmt.Errorf("operator %d: %w", i, err)
 		}
 		if op.OptionsType != 0 {
-			if op.Options, op.HasOptions, err = ot.sub(opOptions, "options"); err != nil {
+			if op.Options, op.HasOptions, err = ot.Sub(opOptions, "options"); err != nil {
 				return nil, fmt.Errorf("operator %d: %w", i, err)
 			}
 		}
-		if op.CustomOptions, err = ot.bytes(opCustomOptions); err != nil {
+		if op.CustomOptions, err = ot.Bytes(opCustomOptions); err != nil {
 			return nil, fmt.Errorf("operator %d: %w", i, err)
 		}
 		if int(op.Opcode) >= len(m.Opcodes) {
@@ -354,23 +335,23 @@ func parseSubgraph(st table, m *Model) (*Subgraph, error) {
 	return sg, nil
 }
 
-func parseTensor(tt table, t *Tensor, nbuf int) error {
+func parseTensor(tt flatbuf.Table, t *Tensor, nbuf int) error {
 	var err1, err2, err3, err4, err5, err6 error
-	t.Shape, err1 = tt.i32s(tensorShape)
+	t.Shape, err1 = tt.I32s(tensorShape)
 	var ty uint8
-	ty, err2 = tt.u8(tensorType, 0)
+	ty, err2 = tt.U8(tensorType, 0)
 	t.Type = int8(ty)
-	t.Buffer, err3 = tt.u32(tensorBuffer, 0)
-	t.Name, err4 = tt.str(tensorName)
-	t.Variable, err5 = tt.boolean(tensorVariable, false)
-	t.Signature, err6 = tt.i32s(tensorSignature)
+	t.Buffer, err3 = tt.U32(tensorBuffer, 0)
+	t.Name, err4 = tt.Str(tensorName)
+	t.Variable, err5 = tt.Bool(tensorVariable, false)
+	t.Signature, err6 = tt.I32s(tensorSignature)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
 	if int(t.Buffer) >= nbuf && t.Buffer != 0 {
 		return fmt.Errorf("buffer %d of %d", t.Buffer, nbuf)
 	}
-	if st, ok, err := tt.sub(tensorSparsity, "sparsity"); err != nil {
+	if st, ok, err := tt.Sub(tensorSparsity, "sparsity"); err != nil {
 		return err
 	} else if ok {
 		t.Sparse = true
@@ -378,17 +359,17 @@ func parseTensor(tt table, t *Tensor, nbuf int) error {
 			return fmt.Errorf("sparsity: %w", err)
 		}
 	}
-	q, ok, err := tt.sub(tensorQuant, "quantization")
+	q, ok, err := tt.Sub(tensorQuant, "quantization")
 	if err != nil || !ok {
 		return err
 	}
 	qp := &Quant{}
 	var e1, e2, e3, e4 error
 	var dt uint8
-	qp.Scale, e1 = q.f32s(quantScale)
-	qp.ZeroPoint, e2 = q.i64s(quantZero)
-	qp.Dim, e3 = q.i32(quantDim, 0)
-	dt, e4 = q.u8(quantDetailsType, 0)
+	qp.Scale, e1 = q.F32s(quantScale)
+	qp.ZeroPoint, e2 = q.I64s(quantZero)
+	qp.Dim, e3 = q.I32(quantDim, 0)
+	dt, e4 = q.U8(quantDetailsType, 0)
 	if err := firstErr(e1, e2, e3, e4); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/internal/flatbuf"
 )
 
 // Padding values of the schema's Padding enum.
@@ -34,12 +35,12 @@ func windowPads(padding uint8, in, k, stride, dil int) (before, after int, err e
 // opts reads the options of an operator; missing options take the
 // schema's defaults.
 type optReader struct {
-	t   table
+	t   flatbuf.Table
 	err error
 }
 
 func (r *optReader) u8(i int, def uint8) uint8 {
-	v, err := r.t.u8(i, def)
+	v, err := r.t.U8(i, def)
 	if r.err == nil {
 		r.err = err
 	}
@@ -47,21 +48,21 @@ func (r *optReader) u8(i int, def uint8) uint8 {
 }
 func (r *optReader) i8(i int) int8 { return int8(r.u8(i, 0)) }
 func (r *optReader) i32(i int, def int32) int {
-	v, err := r.t.i32(i, def)
+	v, err := r.t.I32(i, def)
 	if r.err == nil {
 		r.err = err
 	}
 	return int(v)
 }
 func (r *optReader) f32(i int, def float32) float32 {
-	v, err := r.t.f32(i, def)
+	v, err := r.t.F32(i, def)
 	if r.err == nil {
 		r.err = err
 	}
 	return v
 }
 func (r *optReader) boolean(i int) bool {
-	v, err := r.t.boolean(i, false)
+	v, err := r.t.Bool(i, false)
 	if r.err == nil {
 		r.err = err
 	}

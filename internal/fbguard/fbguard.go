@@ -49,6 +49,14 @@ func (b *Budget) Take(n, elem int) error {
 	return nil
 }
 
+// What returns the format the budget was made for ("" for nil).
+func (b *Budget) What() string {
+	if b == nil {
+		return ""
+	}
+	return b.what
+}
+
 // Used returns the bytes charged so far.
 func (b *Budget) Used() int64 {
 	if b == nil {

@@ -25,22 +25,15 @@ const Mapped = true
 // process exits. A file truncated while it is mapped makes reads of the
 // vanished pages fault (SIGBUS), as with every mapped-file reader.
 func Map(path string, max int64) ([]byte, error) {
-	f, st, err := Open(path)
+	f, size, err := openSized(path, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	size := st.Size()
-	if max > 0 && size > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d this reader takes", path, size, max)
-	}
-	if int64(int(size)) != size {
-		return nil, fmt.Errorf("%s is %d bytes, more than this machine can address", path, size)
-	}
 	if size == 0 {
 		return []byte{}, nil // mmap refuses an empty length
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_PRIVATE)
+	b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mapping %d bytes: %w", path, size, err)
 	}

@@ -20,7 +20,13 @@ var ErrNotRegular = errors.New("not a regular file")
 // would block a plain open forever) and refuses anything but a regular
 // file before a byte is read.
 func Open(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
+	return OpenWith(func(flag int) (*os.File, error) { return os.OpenFile(path, flag, 0) }, path)
+}
+
+// OpenWith is Open for a file that open opens with the flags it is given
+// (an os.Root's OpenFile, say); name names it in errors.
+func OpenWith(open func(flag int) (*os.File, error), name string) (*os.File, fs.FileInfo, error) {
+	f, err := open(os.O_RDONLY | nonBlock)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -31,9 +37,28 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (mode %v)", path, ErrNotRegular, st.Mode().Type())
+		return nil, nil, fmt.Errorf("%s: %w (mode %v)", name, ErrNotRegular, st.Mode().Type())
 	}
 	return f, st, nil
+}
+
+// openSized opens a regular file of at most max bytes (max <= 0: any
+// size this machine can address) and returns it with its size at open.
+func openSized(path string, max int64) (*os.File, int, error) {
+	f, st, err := Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := st.Size()
+	if max > 0 && size > max {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is %d bytes, more than the %d this reader takes", path, size, max)
+	}
+	if int64(int(size)) != size {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is %d bytes, more than this machine can address", path, size)
+	}
+	return f, int(size), nil
 }
 
 // ReadFile reads a whole regular file of at most max bytes (max <= 0:
@@ -41,18 +66,11 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 // while it is read is read to its size at open, one that shrinks is an
 // error.
 func ReadFile(path string, max int64) ([]byte, error) {
-	f, st, err := Open(path)
+	f, size, err := openSized(path, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	size := st.Size()
-	if max > 0 && size > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d this reader takes", path, size, max)
-	}
-	if int64(int(size)) != size {
-		return nil, fmt.Errorf("%s is %d bytes, more than this machine can address", path, size)
-	}
 	buf := make([]byte, size)
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return nil, fmt.Errorf("%s: reading %d bytes: %w (did the file shrink while it was read?)", path, size, err)

@@ -24,33 +24,35 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/switchyard-hal/switchyard/internal/dynlib"
 )
 
-// Lib is the opened TFLite C library.
+// Lib is the opened TFLite C library; each func field is bound to the C
+// function its tag names.
 type Lib struct {
 	Path    string
 	Version string
 
-	version        func() *byte
-	modelCreate    func(data unsafe.Pointer, size uintptr) uintptr
-	modelDelete    func(m uintptr)
-	optionsCreate  func() uintptr
-	optionsDelete  func(o uintptr)
-	optionsThreads func(o uintptr, n int32)
-	interpCreate   func(m, o uintptr) uintptr
-	interpDelete   func(i uintptr)
-	allocate       func(i uintptr) int32
-	invoke         func(i uintptr) int32
-	inputCount     func(i uintptr) int32
-	inputTensor    func(i uintptr, k int32) uintptr
-	outputCount    func(i uintptr) int32
-	outputTensor   func(i uintptr, k int32) uintptr
-	tensorByteSize func(t uintptr) uintptr
-	tensorType     func(t uintptr) int32
-	tensorName     func(t uintptr) *byte
-	copyFromBuffer func(t uintptr, p unsafe.Pointer, n uintptr) int32
-	copyToBuffer   func(t uintptr, p unsafe.Pointer, n uintptr) int32
-	resetVariables func(i uintptr) int32
+	version        func() *byte                                       `sym:"TfLiteVersion"`
+	modelCreate    func(data unsafe.Pointer, size uintptr) uintptr    `sym:"TfLiteModelCreate"`
+	modelDelete    func(m uintptr)                                    `sym:"TfLiteModelDelete"`
+	optionsCreate  func() uintptr                                     `sym:"TfLiteInterpreterOptionsCreate"`
+	optionsDelete  func(o uintptr)                                    `sym:"TfLiteInterpreterOptionsDelete"`
+	optionsThreads func(o uintptr, n int32)                           `sym:"TfLiteInterpreterOptionsSetNumThreads"`
+	interpCreate   func(m, o uintptr) uintptr                         `sym:"TfLiteInterpreterCreate"`
+	interpDelete   func(i uintptr)                                    `sym:"TfLiteInterpreterDelete"`
+	allocate       func(i uintptr) int32                              `sym:"TfLiteInterpreterAllocateTensors"`
+	invoke         func(i uintptr) int32                              `sym:"TfLiteInterpreterInvoke"`
+	inputCount     func(i uintptr) int32                              `sym:"TfLiteInterpreterGetInputTensorCount"`
+	inputTensor    func(i uintptr, k int32) uintptr                   `sym:"TfLiteInterpreterGetInputTensor"`
+	outputCount    func(i uintptr) int32                              `sym:"TfLiteInterpreterGetOutputTensorCount"`
+	outputTensor   func(i uintptr, k int32) uintptr                   `sym:"TfLiteInterpreterGetOutputTensor"`
+	tensorByteSize func(t uintptr) uintptr                            `sym:"TfLiteTensorByteSize"`
+	tensorType     func(t uintptr) int32                              `sym:"TfLiteTensorType"`
+	tensorName     func(t uintptr) *byte                              `sym:"TfLiteTensorName"`
+	copyFromBuffer func(t uintptr, p unsafe.Pointer, n uintptr) int32 `sym:"TfLiteTensorCopyFromBuffer"`
+	copyToBuffer   func(t uintptr, p unsafe.Pointer, n uintptr) int32 `sym:"TfLiteTensorCopyToBuffer"`
+	resetVariables func(i uintptr) int32                              `sym:"TfLiteInterpreterResetVariableTensors"`
 }
 
 var (
@@ -92,35 +94,8 @@ func open(path string) (*Lib, error) {
 		return nil, fmt.Errorf("open TFLite peer %s: %v", path, err)
 	}
 	l := &Lib{Path: path}
-	for _, f := range []struct {
-		fn   any
-		name string
-	}{
-		{&l.version, "TfLiteVersion"},
-		{&l.modelCreate, "TfLiteModelCreate"},
-		{&l.modelDelete, "TfLiteModelDelete"},
-		{&l.optionsCreate, "TfLiteInterpreterOptionsCreate"},
-		{&l.optionsDelete, "TfLiteInterpreterOptionsDelete"},
-		{&l.optionsThreads, "TfLiteInterpreterOptionsSetNumThreads"},
-		{&l.interpCreate, "TfLiteInterpreterCreate"},
-		{&l.interpDelete, "TfLiteInterpreterDelete"},
-		{&l.allocate, "TfLiteInterpreterAllocateTensors"},
-		{&l.invoke, "TfLiteInterpreterInvoke"},
-		{&l.inputCount, "TfLiteInterpreterGetInputTensorCount"},
-		{&l.inputTensor, "TfLiteInterpreterGetInputTensor"},
-		{&l.outputCount, "TfLiteInterpreterGetOutputTensorCount"},
-		{&l.outputTensor, "TfLiteInterpreterGetOutputTensor"},
-		{&l.tensorByteSize, "TfLiteTensorByteSize"},
-		{&l.tensorType, "TfLiteTensorType"},
-		{&l.tensorName, "TfLiteTensorName"},
-		{&l.copyFromBuffer, "TfLiteTensorCopyFromBuffer"},
-		{&l.copyToBuffer, "TfLiteTensorCopyToBuffer"},
-		{&l.resetVariables, "TfLiteInterpreterResetVariableTensors"},
-	} {
-		if _, err := purego.Dlsym(h, f.name); err != nil {
-			return nil, fmt.Errorf("TFLite peer %s lacks %s: %v", path, f.name, err)
-		}
-		purego.RegisterLibFunc(f.fn, h, f.name)
+	if err := dynlib.Bind(h, l); err != nil {
+		return nil, fmt.Errorf("TFLite peer %s: %v", path, err)
 	}
 	l.Version = goString(l.version())
 	return l, nil

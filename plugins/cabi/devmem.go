@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 )
 
 // HAL 1.1 over the C ABI: the seven optional table functions (allocate,
@@ -79,19 +80,11 @@ func (b *Backend) unsupported11(op string) error {
 // buffer is the host's view of a library buffer: its handle and what it
 // holds, nothing else.
 type buffer struct {
-	b      *Backend
-	h      uint64
-	dtype  graph.DType
-	shape  []int
-	memory hal.MemoryKind
-	device int
-	freed  atomic.Bool
+	b *Backend
+	h uint64
+	devkit.BufferInfo
+	freed atomic.Bool
 }
-
-func (x *buffer) DType() graph.DType     { return x.dtype }
-func (x *buffer) Shape() []int           { return x.shape }
-func (x *buffer) Memory() hal.MemoryKind { return x.memory }
-func (x *buffer) Device() int            { return x.device }
 
 // own resolves a hal.Buffer to one of this library's live buffers.
 func (b *Backend) own(hb hal.Buffer, what string) (*buffer, error) {
@@ -139,7 +132,7 @@ func (b *Backend) allocate(req hal.BufferRequest) (*buffer, error) {
 	if h == 0 {
 		return nil, hal.Errorf(hal.CodeInternal, "cabi: %s: allocate succeeded but returned handle 0", b.info.Name)
 	}
-	return &buffer{b: b, h: h, dtype: req.DType, shape: append([]int{}, req.Shape...), memory: req.Memory, device: req.Device}, nil
+	return &buffer{b: b, h: h, BufferInfo: devkit.NewBufferInfo(req.DType, append([]int{}, req.Shape...), req.Memory, req.Device)}, nil
 }
 
 // Allocate makes a library buffer (hal.DeviceMemory).
@@ -346,8 +339,8 @@ func handles(hs []uint64) uintptr {
 }
 
 func checkBufferTensor(t *graph.Tensor, x *buffer, what string) error {
-	if t.DType != x.dtype || !graph.SameShape(t.Shape, x.shape) {
-		return hal.Errorf(hal.CodeInvalidArgument, "cabi: %s %v%v does not fit buffer %v%v", what, t.DType, t.Shape, x.dtype, x.shape)
+	if t.DType != x.DType() || !graph.SameShape(t.Shape, x.Shape()) {
+		return hal.Errorf(hal.CodeInvalidArgument, "cabi: %s %v%v does not fit buffer %v%v", what, t.DType, t.Shape, x.DType(), x.Shape())
 	}
 	if t.DType == graph.String {
 		return hal.Errorf(hal.CodeInvalidArgument, "cabi: strings do not cross the C ABI")
@@ -355,25 +348,34 @@ func checkBufferTensor(t *graph.Tensor, x *buffer, what string) error {
 	return nil
 }
 
-// Upload copies src into dst after the fences; the library has copied
-// src when the call returns.
-func (d *DeviceBackend) Upload(ctx context.Context, dst hal.Buffer, src *graph.Tensor, after []hal.Fence) (hal.Fence, error) {
-	x, err := d.own(dst, "destination")
+// copyArgs checks an upload's or a download's buffer hb and host tensor
+// t against each other and resolves the fences to wait for; ct describes
+// t to the library.
+func (d *DeviceBackend) copyArgs(ctx context.Context, hb hal.Buffer, bufWhat string, t *graph.Tensor, what string, after []hal.Fence) (*buffer, []uint64, cTensor, error) {
+	x, err := d.own(hb, bufWhat)
 	if err != nil {
-		return nil, err
+		return nil, nil, cTensor{}, err
 	}
-	if err := checkCrossing("upload source", 0, src); err != nil {
-		return nil, err
+	if err := checkCrossing(what, 0, t); err != nil {
+		return nil, nil, cTensor{}, err
 	}
-	if err := checkBufferTensor(src, x, "upload source"); err != nil {
-		return nil, err
+	if err := checkBufferTensor(t, x, what); err != nil {
+		return nil, nil, cTensor{}, err
 	}
 	hs, err := d.afterList(ctx, after)
 	if err != nil {
+		return nil, nil, cTensor{}, err
+	}
+	return x, hs, describe(t, make([]int64, max(len(t.Shape), 1))), nil
+}
+
+// Upload copies src into dst after the fences; the library has copied
+// src when the call returns.
+func (d *DeviceBackend) Upload(ctx context.Context, dst hal.Buffer, src *graph.Tensor, after []hal.Fence) (hal.Fence, error) {
+	x, hs, ct, err := d.copyArgs(ctx, dst, "destination", src, "upload source", after)
+	if err != nil {
 		return nil, err
 	}
-	dims := make([]int64, max(len(src.Shape), 1))
-	ct := describe(src, dims)
 	if err := d.enter(); err != nil {
 		return nil, err
 	}
@@ -390,22 +392,10 @@ func (d *DeviceBackend) Upload(ctx context.Context, dst hal.Buffer, src *graph.T
 // Download copies src into dst after the fences; dst (pinned meanwhile)
 // is complete when the fence signals.
 func (d *DeviceBackend) Download(ctx context.Context, dst *graph.Tensor, src hal.Buffer, after []hal.Fence) (hal.Fence, error) {
-	x, err := d.own(src, "source")
+	x, hs, ct, err := d.copyArgs(ctx, src, "source", dst, "download destination", after)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCrossing("download destination", 0, dst); err != nil {
-		return nil, err
-	}
-	if err := checkBufferTensor(dst, x, "download destination"); err != nil {
-		return nil, err
-	}
-	hs, err := d.afterList(ctx, after)
-	if err != nil {
-		return nil, err
-	}
-	dims := make([]int64, max(len(dst.Shape), 1))
-	ct := describe(dst, dims)
 	var pin *pinned
 	if ct.data != nil {
 		pin = new(pinned)
@@ -450,10 +440,10 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 			return nil, err
 		}
 		if i == 0 {
-			mem = x.memory
+			mem = x.Memory()
 		}
 		ins[i] = x.h
-		descs[i] = &graph.Tensor{DType: x.dtype, Shape: x.shape}
+		descs[i] = &graph.Tensor{DType: x.DType(), Shape: x.Shape()}
 	}
 	outs := make([]uint64, max(len(outputs), 1))
 	var fresh []*buffer

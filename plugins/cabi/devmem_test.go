@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/runtime"
@@ -132,7 +133,7 @@ func TestDeviceMemoryThroughCABI(t *testing.T) {
 	wantCode(t, dev.Free(in), hal.CodeInvalidArgument, "double free")
 	_, err = dev.Upload(ctx, in, x, nil)
 	wantCode(t, err, hal.CodeInvalidArgument, "upload into a freed buffer")
-	forged := &buffer{b: b, h: 1 << 40, dtype: graph.Float32, shape: []int{4, 3}, memory: hal.MemoryDeviceLocal}
+	forged := &buffer{b: b, h: 1 << 40, BufferInfo: devkit.NewBufferInfo(graph.Float32, []int{4, 3}, hal.MemoryDeviceLocal, 0)}
 	_, err = dev.Upload(ctx, forged, x, nil)
 	wantCode(t, err, hal.CodeInvalidArgument, "upload into a forged handle")
 	_, err = exe.Enqueue(ctx, []hal.Buffer{forged}, []hal.Buffer{nil}, nil, nil)

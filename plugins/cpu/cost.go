@@ -23,17 +23,10 @@ import (
 //
 //	GOMAXPROCS=1 go test ./plugins/cpu -run '^$' -bench Calibrate -benchtime 20x -v
 
-// rate prices one op (or class) on the reference kernels.
-type rate struct {
-	Fixed   float64 // ns per node: dispatch, allocation, argument checks
-	PerFLOP float64 // ns per FLOP (opcost.Work.FLOPs)
-	PerByte float64 // ns per byte read and written
-}
-
 // opRates: the ops BenchmarkCalibrate measures (GOMAXPROCS=1, CPU time,
 // best of 10 runs, on the shared 2-core AMD EPYC development VM; fixed
 // costs floored at 450 ns, the dispatch of any node).
-var opRates = map[string]rate{
+var opRates = map[string]opcost.Rate{
 	"Add":                {Fixed: 759, PerFLOP: 0.513},
 	"AveragePool":        {Fixed: 511, PerFLOP: 3.46},
 	"BatchNormalization": {Fixed: 450, PerFLOP: 4.55},
@@ -63,7 +56,7 @@ var opRates = map[string]rate{
 // classRates: every other op, by class (Conv is priced by class: dense
 // and depthwise differ; the calibrated values are "Conv" and
 // "Conv(depthwise)"); the rest from the calibrated ops of the class.
-var classRates = map[opcost.Class]rate{
+var classRates = map[opcost.Class]opcost.Rate{
 	opcost.Conv:           {Fixed: 2000, PerFLOP: 0.122},
 	opcost.DepthwiseConv:  {Fixed: 6326, PerFLOP: 0.261},
 	opcost.Gemm:           {Fixed: 720, PerFLOP: 0.117},
@@ -81,18 +74,7 @@ var classRates = map[opcost.Class]rate{
 // parallel lists the classes whose kernels use GOMAXPROCS goroutines.
 var parallel = map[opcost.Class]bool{opcost.Conv: true, opcost.DepthwiseConv: true, opcost.Gemm: true, opcost.Pool: true}
 
-func rateOf(op string, c opcost.Class) rate {
-	if c == opcost.Conv || c == opcost.DepthwiseConv {
-		return classRates[c]
-	}
-	if r, ok := opRates[op]; ok {
-		return r
-	}
-	if r, ok := classRates[c]; ok {
-		return r
-	}
-	return classRates[opcost.Other]
-}
+func rateOf(op string, c opcost.Class) opcost.Rate { return opcost.RateOf(opRates, classRates, op, c) }
 
 // EstimateCost prices the subgraph on the reference kernels at the
 // current GOMAXPROCS.
@@ -123,9 +105,9 @@ func Estimate(sg *hal.Subgraph, procs int) hal.Cost {
 // nodeCost returns the fixed and the work-proportional time of one node.
 func nodeCost(op string, w opcost.Work, procs int) (fixed, compute float64) {
 	r := rateOf(op, w.Class)
-	compute = w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
-	if parallel[w.Class] && procs > 1 {
-		compute /= 0.85 * float64(procs) // goroutine hand-off and imbalance
+	compute = r.Compute(w)
+	if parallel[w.Class] {
+		compute = opcost.Spread(compute, procs)
 	}
 	return r.Fixed, compute
 }

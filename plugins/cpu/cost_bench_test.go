@@ -175,7 +175,7 @@ func (c calCase) marginal(b *Backend, runs int) (time.Duration, error) {
 
 // unit is what the rate of the case's class multiplies: FLOPs, or bytes
 // for data movement.
-func unit(w opcost.Work, r rate) float64 {
+func unit(w opcost.Work, r opcost.Rate) float64 {
 	if r.PerByte > 0 && r.PerFLOP == 0 {
 		return float64(w.BytesIn + w.BytesOut)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 	"github.com/switchyard-hal/switchyard/hal/wire"
 	halv1 "github.com/switchyard-hal/switchyard/hal/wire/switchyard/hal/v1"
 )
@@ -72,20 +73,12 @@ var (
 
 // remoteBuffer is the host's handle on a plugin buffer.
 type remoteBuffer struct {
-	b      *Backend
-	p      *process
-	id     uint64
-	dtype  graph.DType
-	shape  []int
-	memory hal.MemoryKind
-	device int
-	freed  atomic.Bool
+	b  *Backend
+	p  *process
+	id uint64
+	devkit.BufferInfo
+	freed atomic.Bool
 }
-
-func (r *remoteBuffer) DType() graph.DType     { return r.dtype }
-func (r *remoteBuffer) Shape() []int           { return r.shape }
-func (r *remoteBuffer) Memory() hal.MemoryKind { return r.memory }
-func (r *remoteBuffer) Device() int            { return r.device }
 
 // devProcess returns the live process if it serves device memory.
 func (b *Backend) devProcess(ctx context.Context, op string) (*process, error) {
@@ -174,9 +167,7 @@ type remoteFence struct {
 	p    *process
 	id   uint64
 	once sync.Once
-	done chan struct{}
-	err  error
-	prof *hal.CallProfile
+	sig  *devkit.Fence // the outcome, once known (Wait, Poll, Profile)
 	// then runs once the fence has signalled (its error, nil on success)
 	// and returns the fence's result: a download copies out here
 	then func(error) error
@@ -191,13 +182,12 @@ func (f *remoteFence) complete(err error, prof *hal.CallProfile) {
 		if f.then != nil {
 			err = f.then(err)
 		}
-		f.err, f.prof = err, prof
-		close(f.done)
+		f.sig.Signal(err, prof)
 	})
 }
 
 func (b *Backend) newFence(p *process, id uint64, then func(error) error) *remoteFence {
-	f := &remoteFence{b: b, p: p, id: id, done: make(chan struct{}), then: then}
+	f := &remoteFence{b: b, p: p, id: id, sig: devkit.NewFence(), then: then}
 	// once no one can name the fence again, the plugin may forget it
 	runtime.AddCleanup(f, func(id uint64) { p.queueRelease(id) }, id)
 	return f
@@ -277,17 +267,7 @@ func (f *remoteFence) gone() error {
 // once; the work goes on).
 func (f *remoteFence) Wait(ctx context.Context) error {
 	f.start()
-	select {
-	case <-f.done:
-		return f.err
-	default:
-	}
-	select {
-	case <-f.done:
-		return f.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return f.sig.Wait(ctx)
 }
 
 // Poll reports whether the fence has signalled, without waiting for it:
@@ -297,10 +277,8 @@ func (f *remoteFence) Wait(ctx context.Context) error {
 // (the waiters' answers may arrive in any order).
 func (f *remoteFence) Poll() (bool, error) {
 	f.start()
-	select {
-	case <-f.done:
-		return true, f.err
-	default:
+	if done, err := f.sig.Poll(); done {
+		return true, err
 	}
 	if !f.p.alive() {
 		return false, nil // the waiter reports the death
@@ -316,26 +294,13 @@ func (f *remoteFence) Poll() (bool, error) {
 	if ferr == nil {
 		prof, ferr = wire.ProfileFrom(r.Profile)
 	}
-	f.complete(ferr, prof)
-	<-f.done
-	return true, f.err
+	f.complete(ferr, prof) // signalled when it returns, by this call or the waiter's
+	return f.sig.Poll()
 }
 
-// Profile is the plugin's profile of an enqueued call.
-func (f *remoteFence) Profile() (*hal.CallProfile, error) {
-	select {
-	case <-f.done:
-	default:
-		return nil, hal.Errorf(hal.CodeFailedPrecondition, "the fence has not signalled")
-	}
-	if f.err != nil {
-		return nil, f.err
-	}
-	if f.prof == nil {
-		return nil, hal.Errorf(hal.CodeUnsupported, "the plugin sent no profile for this call")
-	}
-	return f.prof, nil
-}
+// Profile is the plugin's profile of an enqueued call (hal/devkit's
+// Profile: Unsupported when the plugin sent none).
+func (f *remoteFence) Profile() (*hal.CallProfile, error) { return f.sig.Profile() }
 
 // Allocate asks the plugin for a buffer.
 func (d *DeviceMemoryBackend) Allocate(ctx context.Context, req hal.BufferRequest) (hal.Buffer, error) {
@@ -363,7 +328,7 @@ func (d *DeviceMemoryBackend) Allocate(ctx context.Context, req hal.BufferReques
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeInternal, "the plugin described its buffer badly: %v", err)
 	}
-	return &remoteBuffer{b: b, p: p, id: r.Buffer.Id, dtype: dt, shape: shape, memory: mk, device: int(r.Buffer.Device)}, nil
+	return &remoteBuffer{b: b, p: p, id: r.Buffer.Id, BufferInfo: devkit.NewBufferInfo(dt, shape, mk, int(r.Buffer.Device))}, nil
 }
 
 // Free gives a buffer back. A buffer of a process that is gone went with
@@ -405,8 +370,8 @@ func (d *DeviceMemoryBackend) Upload(ctx context.Context, dst hal.Buffer, src *g
 	if err != nil {
 		return nil, err
 	}
-	if src == nil || src.DType != rb.dtype || !graph.SameShape(src.Shape, rb.shape) {
-		return nil, hal.Errorf(hal.CodeInvalidArgument, "upload of %v into a buffer of %v%v", src, rb.dtype, rb.shape)
+	if src == nil || src.DType != rb.DType() || !graph.SameShape(src.Shape, rb.Shape()) {
+		return nil, hal.Errorf(hal.CodeInvalidArgument, "upload of %v into a buffer of %v%v", src, rb.DType(), rb.Shape())
 	}
 	ids, err := b.after(ctx, p, after)
 	if err != nil {
@@ -449,14 +414,14 @@ func (d *DeviceMemoryBackend) Download(ctx context.Context, dst *graph.Tensor, s
 	if err != nil {
 		return nil, err
 	}
-	if dst == nil || dst.Data == nil || dst.DType != rb.dtype || !graph.SameShape(dst.Shape, rb.shape) {
-		return nil, hal.Errorf(hal.CodeInvalidArgument, "download of a buffer of %v%v into %v", rb.dtype, rb.shape, dst)
+	if dst == nil || dst.Data == nil || dst.DType != rb.DType() || !graph.SameShape(dst.Shape, rb.Shape()) {
+		return nil, hal.Errorf(hal.CodeInvalidArgument, "download of a buffer of %v%v into %v", rb.DType(), rb.Shape(), dst)
 	}
 	ids, err := b.after(ctx, p, after)
 	if err != nil {
 		return nil, err
 	}
-	n := wire.StaticByteSize(rb.dtype, rb.shape)
+	n := wire.StaticByteSize(rb.DType(), rb.Shape())
 	hr, err := b.pool.get(ctx, p, max(n, 1))
 	if err != nil {
 		return nil, err
@@ -568,7 +533,7 @@ func (a *asyncExecutable) Enqueue(ctx context.Context, inputs, outputs []hal.Buf
 			}
 			continue
 		}
-		made[i] = &remoteBuffer{b: b, p: p, id: w.Id, dtype: dt, shape: shape, memory: mk, device: int(w.Device)}
+		made[i] = &remoteBuffer{b: b, p: p, id: w.Id, BufferInfo: devkit.NewBufferInfo(dt, shape, mk, int(w.Device))}
 	}
 	for i, m := range made {
 		if m != nil {

@@ -76,9 +76,9 @@ func compileChain(steps []chainStep) []chainSeg {
 		case stepClamp:
 			o = chainOp{kind: chainClamp, lo: s.lo, hi: s.hi}
 		case stepScalarB:
-			o = chainOp{kind: [4]int32{chainAdd, chainSub, chainMul, chainDiv}[s.op], c: s.c}
+			o = chainOp{kind: [4]int32{chainAdd, chainSub, chainMul, chainDiv}[s.op-opAdd], c: s.c}
 		case stepScalarA:
-			o = chainOp{kind: [4]int32{chainAdd, chainRSub, chainMul, chainRDiv}[s.op], c: s.c}
+			o = chainOp{kind: [4]int32{chainAdd, chainRSub, chainMul, chainRDiv}[s.op-opAdd], c: s.c}
 		}
 		cur = append(cur, o)
 	}

@@ -44,11 +44,7 @@ import (
 var callFixed = 2000.0
 
 // nrate prices one op (or class) on native.
-type nrate struct {
-	Fixed   float64 // ns per node
-	PerFLOP float64 // ns per FLOP (opcost.Work.FLOPs)
-	PerByte float64 // ns per byte read and written
-}
+type nrate = opcost.Rate
 
 // nOpRates: the ops with native kernels, fitted to BenchmarkCalibrate at
 // one thread (fixed from the smallest case, the rate from the largest),
@@ -140,18 +136,7 @@ var nClassRates = map[opcost.Class]nrate{
 // nParallel: the classes whose kernels spread over the pool's threads.
 var nParallel = map[opcost.Class]bool{opcost.Conv: true, opcost.DepthwiseConv: true, opcost.Gemm: true}
 
-func nrateOf(op string, c opcost.Class) nrate {
-	if c == opcost.Conv || c == opcost.DepthwiseConv {
-		return nClassRates[c]
-	}
-	if r, ok := nOpRates[op]; ok {
-		return r
-	}
-	if r, ok := nClassRates[c]; ok {
-		return r
-	}
-	return nClassRates[opcost.Other]
-}
+func nrateOf(op string, c opcost.Class) nrate { return opcost.RateOf(nOpRates, nClassRates, op, c) }
 
 // EstimateCost prices sg on native at the thread count its executables
 // would get by default.
@@ -278,9 +263,9 @@ func nodeCost(op string, w opcost.Work, threads int) float64 {
 
 // rateCost is a node's time in ns at rate r.
 func rateCost(r nrate, w opcost.Work, threads int) float64 {
-	work := w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
-	if nParallel[w.Class] && threads > 1 {
-		work /= 0.85 * float64(threads)
+	work := r.Compute(w)
+	if nParallel[w.Class] {
+		work = opcost.Spread(work, threads)
 	}
 	return r.Fixed + work
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/kernels/binary"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -107,13 +108,14 @@ func buildUnary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 // binary ops: a fast path for equal shapes, a scalar operand, and an
 // operand that varies along one contiguous range of the output's dims
 // (per-channel, per-row); other broadcasts run the reference kernel.
-type binOp int
+// The float32 loops and op codes are the reference kernels' (core/kernels/binary).
+type binOp = binary.Op32
 
 const (
-	opAdd binOp = iota
-	opSub
-	opMul
-	opDiv
+	opAdd = binary.Add32
+	opSub = binary.Sub32
+	opMul = binary.Mul32
+	opDiv = binary.Div32
 )
 
 func buildBinary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -253,17 +255,7 @@ func binaryRange(op binOp, y, a, b []float32, pa, pb pattern, i0, i1 int) {
 	}
 }
 
-func apply(op binOp, a, b float32) float32 {
-	switch op {
-	case opAdd:
-		return a + b
-	case opSub:
-		return a - b
-	case opMul:
-		return a * b
-	}
-	return a / b
-}
+func apply(op binOp, a, b float32) float32 { return binary.Apply32(op, a, b) }
 
 // locate is the operand index of output element i, how many following
 // elements keep the operand's access pattern, and whether the operand is
@@ -281,79 +273,21 @@ func locate(p pattern, i, total int) (j, run int, constant bool) {
 }
 
 func binaryVec(op binOp, y, a, b []float32) {
-	if binVV(op, y, a, b) {
-		return
-	}
-	b = b[:len(y)]
-	a = a[:len(y)]
-	switch op {
-	case opAdd:
-		for i := range y {
-			y[i] = a[i] + b[i]
-		}
-	case opSub:
-		for i := range y {
-			y[i] = a[i] - b[i]
-		}
-	case opMul:
-		for i := range y {
-			y[i] = a[i] * b[i]
-		}
-	case opDiv:
-		for i := range y {
-			y[i] = a[i] / b[i]
-		}
+	if !binVV(op, y, a, b) {
+		binary.VV32(op, y, a, b)
 	}
 }
 
 // binaryScalarA: a constant over the run.
 func binaryScalarA(op binOp, y []float32, a float32, b []float32) {
-	if binSV(op, y, a, b) {
-		return
-	}
-	b = b[:len(y)]
-	switch op {
-	case opAdd:
-		for i := range y {
-			y[i] = a + b[i]
-		}
-	case opSub:
-		for i := range y {
-			y[i] = a - b[i]
-		}
-	case opMul:
-		for i := range y {
-			y[i] = a * b[i]
-		}
-	case opDiv:
-		for i := range y {
-			y[i] = a / b[i]
-		}
+	if !binSV(op, y, a, b) {
+		binary.SV32(op, y, a, b)
 	}
 }
 
 func binaryScalarB(op binOp, y, a []float32, b float32) {
-	if binVS(op, y, a, b) {
-		return
-	}
-	a = a[:len(y)]
-	switch op {
-	case opAdd:
-		for i := range y {
-			y[i] = a[i] + b
-		}
-	case opSub:
-		for i := range y {
-			y[i] = a[i] - b
-		}
-	case opMul:
-		for i := range y {
-			y[i] = a[i] * b
-		}
-	case opDiv:
-		for i := range y {
-			y[i] = a[i] / b
-		}
+	if !binVS(op, y, a, b) {
+		binary.VS32(op, y, a, b)
 	}
 }
 

@@ -67,7 +67,7 @@ func binVV(op binOp, y, a, b []float32) bool {
 		return false
 	}
 	_, _ = a[len(y)-1], b[len(y)-1]
-	vvFns[op](len(y), &a[0], &b[0], &y[0])
+	vvFns[op-opAdd](len(y), &a[0], &b[0], &y[0])
 	return true
 }
 
@@ -76,7 +76,7 @@ func binVS(op binOp, y, a []float32, b float32) bool {
 		return false
 	}
 	_ = a[len(y)-1]
-	vsFns[op](len(y), &a[0], b, &y[0])
+	vsFns[op-opAdd](len(y), &a[0], b, &y[0])
 	return true
 }
 
@@ -85,7 +85,7 @@ func binSV(op binOp, y []float32, a float32, b []float32) bool {
 		return false
 	}
 	_ = b[len(y)-1]
-	svFns[op](len(y), a, &b[0], &y[0])
+	svFns[op-opAdd](len(y), a, &b[0], &y[0])
 	return true
 }
 

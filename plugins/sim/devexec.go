@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 	"github.com/switchyard-hal/switchyard/hal/halkit"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 )
@@ -473,7 +474,7 @@ type work struct {
 	run     func(ctx context.Context) error
 	hang    bool
 	profile bool
-	fence   *fence
+	fence   *devkit.Fence
 	prof    *hal.CallProfile
 	// early (Mutations.SignalEarly): the fence signals at submission and
 	// the work is held back until the next submission.
@@ -497,7 +498,7 @@ type queue struct {
 }
 
 func (q *queue) submit(w *work) (hal.Fence, error) {
-	w.fence = &fence{done: make(chan struct{})}
+	w.fence = devkit.NewFence()
 	w.prof = &hal.CallProfile{Device: q.index, Queue: fmt.Sprintf("%s-device%d", q.b.opts.Name, q.index)}
 	q.mu.Lock()
 	if q.stopped {
@@ -508,7 +509,7 @@ func (q *queue) submit(w *work) (hal.Fence, error) {
 	q.items = append(q.items, q.held...)
 	q.held = nil
 	if w.early {
-		w.fence.signal(nil, nil) // MUTATION: success before the work ran
+		w.fence.Signal(nil, nil) // MUTATION: success before the work ran
 		q.held = append(q.held, w)
 	} else {
 		q.items = append(q.items, w)
@@ -555,7 +556,7 @@ func (q *queue) loop() {
 		// the operation's hold on its buffers ends before its fence
 		// signals, so a waiter sees the counters settled
 		q.b.unuse(w.uses)
-		w.fence.signal(err, w.prof)
+		w.fence.Signal(err, w.prof)
 	}
 }
 
@@ -628,66 +629,8 @@ func (q *queue) shutdown() {
 	q.mu.Unlock()
 	for _, w := range rest {
 		q.b.unuse(w.uses)
-		w.fence.signal(q.b.haltErr(), nil)
+		w.fence.Signal(q.b.haltErr(), nil)
 	}
-}
-
-// fence signals once its operation completed.
-type fence struct {
-	done chan struct{}
-	err  error
-	prof *hal.CallProfile
-	once sync.Once
-}
-
-// signal signals the fence once; later calls (a work item whose fence a
-// mutation signalled early) are ignored.
-func (f *fence) signal(err error, prof *hal.CallProfile) {
-	f.once.Do(func() {
-		f.err, f.prof = err, prof
-		close(f.done)
-	})
-}
-
-// Wait blocks until the operation completed or ctx ends.
-func (f *fence) Wait(ctx context.Context) error {
-	select {
-	case <-f.done:
-		return f.err
-	default:
-	}
-	select {
-	case <-f.done:
-		return f.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Poll reports without blocking.
-func (f *fence) Poll() (bool, error) {
-	select {
-	case <-f.done:
-		return true, f.err
-	default:
-		return false, nil
-	}
-}
-
-// Profile is the operation's device timing (every operation has one;
-// per-node kernels for executions enqueued with Profile).
-func (f *fence) Profile() (*hal.CallProfile, error) {
-	select {
-	case <-f.done:
-	default:
-		return nil, hal.Errorf(hal.CodeFailedPrecondition, "the fence has not signalled")
-	}
-	if f.prof == nil || f.err != nil {
-		return nil, hal.Errorf(hal.CodeUnavailable, "the operation did not complete")
-	}
-	p := *f.prof
-	p.Kernels = append([]hal.KernelTiming{}, f.prof.Kernels...)
-	return &p, nil
 }
 
 var (
@@ -695,6 +638,5 @@ var (
 	_ hal.AsyncExecutable   = (*devExecutable)(nil)
 	_ hal.PrecisionReporter = (*devExecutable)(nil)
 	_ hal.InPlaceExecutable = (*devExecutable)(nil)
-	_ hal.ProfiledFence     = (*fence)(nil)
 	_ hal.Buffer            = (*buffer)(nil)
 )

@@ -439,23 +439,6 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 		return lw.gather(n, x, xs, ys)
 	case "GroupQueryAttention":
 		return lw.gqa(n, x, xs, ys, outShapes)
-	case "SimplifiedLayerNormalization":
-		a, err := ops.NormAxis(n.AttrInt("axis", -1), len(xs))
-		if err != nil {
-			return err
-		}
-		L := ops.Prod(xs[a:])
-		g, gs, err := in(1)
-		if err != nil {
-			return err
-		}
-		if ops.Prod(gs) != L {
-			return fmt.Errorf("%s: scale of shape %v does not cover the normalised %d elements", n.Label(), gs, L)
-		}
-		rows := ops.Prod(xs) / max(L, 1)
-		y := lw.out(n.Outputs[0], ys)
-		lw.add(n, "layernorm", 1, rows, []loc{x, g, lw.exe.weights["<zero>"], y}, uint32(rows), uint32(L), f32bits(n.AttrFloat("epsilon", 1e-5)), 0)
-		return nil
 	case "MatMul", "Gemm":
 		return lw.gemm(n, x, xs, ys)
 	case "Conv", "ConvTranspose":
@@ -510,7 +493,8 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 		}
 		lw.add(n, "affine", 0, cnt, []loc{x, s, t, y}, uint32(cnt), uint32(C), uint32(inner))
 		return nil
-	case "LayerNormalization":
+	case "LayerNormalization", "SimplifiedLayerNormalization":
+		// variant 1: no mean subtracted (RMS), and no bias
 		a, err := ops.NormAxis(n.AttrInt("axis", -1), len(xs))
 		if err != nil {
 			return err
@@ -523,8 +507,10 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 		if ops.Prod(gs) != L {
 			return fmt.Errorf("%s: scale of shape %v does not cover the normalised %d elements", n.Label(), gs, L)
 		}
-		bl, has := lw.exe.weights["<zero>"], uint32(0)
-		if n.Input(2) != "" {
+		v, bl, has := uint32(0), lw.exe.weights["<zero>"], uint32(0)
+		if op == "SimplifiedLayerNormalization" {
+			v = 1
+		} else if n.Input(2) != "" {
 			b, bs, err := in(2)
 			if err != nil {
 				return err
@@ -534,9 +520,9 @@ func (lw *lowering) lowerNode(n *graph.Node, outShapes [][]int) error {
 			}
 			bl, has = b, 1
 		}
-		rows := ops.Prod(xs) / L
+		rows := ops.Prod(xs) / max(L, 1)
 		y := lw.out(n.Outputs[0], ys)
-		lw.add(n, "layernorm", 0, rows, []loc{x, g, bl, y}, uint32(rows), uint32(L), f32bits(n.AttrFloat("epsilon", 1e-5)), has)
+		lw.add(n, "layernorm", v, rows, []loc{x, g, bl, y}, uint32(rows), uint32(L), f32bits(n.AttrFloat("epsilon", 1e-5)), has)
 		return nil
 	case "Concat":
 		a, err := ops.NormAxis(n.AttrInt("axis", 0), len(ys))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 )
 
 // device is one usable physical device of the backend: its logical
@@ -49,53 +50,21 @@ type job struct {
 	cb     uintptr         // command buffer
 	done   func(err error) // on the reaper once the work completed (or failed)
 	f      *fence
+	prof   *hal.CallProfile // set by done on success when profiled
 	vkf    uintptr
 	err    error
 	wallNS int64
 }
 
-// fence is the hal.Fence of a job.
+// fence is the hal.Fence of a job: a signal-once fence (hal/devkit) that
+// knows its device, so a job waits for its own device's fences in queue
+// order only.
 type fence struct {
-	d    *device
-	ch   chan struct{}
-	err  error
-	prof *hal.CallProfile
+	*devkit.Fence
+	d *device
 }
 
-func newFence(d *device) *fence { return &fence{d: d, ch: make(chan struct{})} }
-
-func (f *fence) signal(err error) { f.err = err; close(f.ch) }
-
-func (f *fence) Wait(ctx context.Context) error {
-	select {
-	case <-f.ch:
-		return f.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (f *fence) Poll() (bool, error) {
-	select {
-	case <-f.ch:
-		return true, f.err
-	default:
-		return false, nil
-	}
-}
-
-// Profile is the call's device timing (EnqueueOptions.Profile).
-func (f *fence) Profile() (*hal.CallProfile, error) {
-	select {
-	case <-f.ch:
-	default:
-		return nil, hal.Errorf(hal.CodeFailedPrecondition, "vulkan: profile asked before the fence signalled")
-	}
-	if f.prof == nil {
-		return nil, hal.Errorf(hal.CodeUnsupported, "vulkan: the call was not enqueued with Profile")
-	}
-	return f.prof, nil
-}
+func newFence(d *device) *fence { return &fence{Fence: devkit.NewFence(), d: d} }
 
 func newDevice(index int, g *gpu, desc hal.DeviceDesc, loseAfter int64) *device {
 	d := &device{index: index, g: g, desc: desc, jobs: make(chan *job, 256), reap: make(chan *job, 256), halt: make(chan struct{}), loseAfter: loseAfter}
@@ -268,7 +237,7 @@ func (d *device) finish(j *job, err error) {
 	if j.done != nil {
 		j.done(err)
 	}
-	j.f.signal(err)
+	j.f.Signal(err, j.prof)
 }
 
 func (d *device) takeFence() uintptr {

@@ -526,7 +526,7 @@ func (e *executable) Enqueue(ctx context.Context, inputs, outputs []hal.Buffer, 
 	j := &job{after: after, cb: r.cb}
 	j.done = func(err error) {
 		if err == nil && opts.Profile {
-			j.f.prof = p.profile(r) // j.f is set before the job is queued
+			j.prof = p.profile(r) // handed to the fence when it signals
 		}
 		p.finished(r)
 		for _, b := range all {

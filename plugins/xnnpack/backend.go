@@ -50,6 +50,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	_ "github.com/switchyard-hal/switchyard/core/ops/all" // operator schemas and shape inference
+	shapeops "github.com/switchyard-hal/switchyard/core/ops/shape"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -274,7 +275,7 @@ func newGraphInfo(sg *hal.Subgraph) *graphInfo {
 	// runtime (hal.Subgraph's ValueInfo), never re-inferred here.
 	for _, n := range g.Nodes {
 		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
-			if t := constantValue(n); t != nil {
+			if t, err := shapeops.ConstantValue(n); err == nil {
 				gi.consts[n.Outputs[0]] = t
 			}
 		}
@@ -285,22 +286,3 @@ func newGraphInfo(sg *hal.Subgraph) *graphInfo {
 func (gi *graphInfo) typeOf(name string) graph.ValueType { return gi.types[name] }
 func (gi *graphInfo) constant(name string) *graph.Tensor { return gi.consts[name] }
 func (gi *graphInfo) isConst(name string) bool           { return gi.consts[name] != nil }
-
-func constantValue(n *graph.Node) *graph.Tensor {
-	if t := n.AttrTensor("value"); t != nil {
-		return t
-	}
-	if a := n.Attr("value_float"); a != nil {
-		return graph.Scalar(a.F)
-	}
-	if a := n.Attr("value_floats"); a != nil {
-		return graph.MustFromSlice([]int{len(a.Floats)}, append([]float32{}, a.Floats...))
-	}
-	if a := n.Attr("value_int"); a != nil {
-		return graph.Scalar(a.I)
-	}
-	if a := n.Attr("value_ints"); a != nil {
-		return graph.MustFromSlice([]int{len(a.Ints)}, append([]int64{}, a.Ints...))
-	}
-	return nil
-}

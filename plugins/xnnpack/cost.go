@@ -86,12 +86,9 @@ var (
 	threadEfficiency = 0.8
 )
 
-// xrate prices an op (or class) inside an XNNPACK runtime at one thread.
-type xrate struct {
-	Fixed   float64 // ns per node (its operators' dispatch); views cost nothing
-	PerFLOP float64 // ns per FLOP (opcost)
-	PerByte float64 // ns per byte read and written
-}
+// xrate prices an op (or class) inside an XNNPACK runtime at one thread
+// (views cost nothing).
+type xrate = opcost.Rate
 
 // xOpRates: measured ops (per-op marginal time in chains of 1 and 9).
 var xOpRates = map[string]xrate{
@@ -127,15 +124,7 @@ var xClassRates = map[opcost.Class]xrate{
 	opcost.Other:          {Fixed: 300, PerFLOP: 1},
 }
 
-func xrateOf(op string, c opcost.Class) xrate {
-	if r, ok := xOpRates[op]; ok && c != opcost.DepthwiseConv {
-		return r
-	}
-	if r, ok := xClassRates[c]; ok {
-		return r
-	}
-	return xClassRates[opcost.Other]
-}
+func xrateOf(op string, c opcost.Class) xrate { return opcost.RateOf(xOpRates, xClassRates, op, c) }
 
 // structure is what one call does besides computing.
 type structure struct {
@@ -173,7 +162,7 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 		w := opcost.Of(n, sg)
 		r := xrateOf(n.OpType, w.Class)
 		dispatch += r.Fixed
-		compute += w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
+		compute += r.Compute(w)
 	}
 	overhead := callFixed + dispatch + float64(st.stages)*stageFixed +
 		float64(st.directStages)*setupFixed + float64(st.goSteps)*goStepFixed + float64(st.values)*valueFixed

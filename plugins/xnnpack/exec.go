@@ -119,7 +119,10 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		for i, in := range g.Inputs {
 			shapes[i], _ = in.Type.Shape.Ints()
 		}
-		inst, err := e.instantiate(shapes, nil)
+		// lowered now, so that what this XNNPACK cannot take is refused
+		// at compile time; the runtimes and buffers are made on the first
+		// run (a model only placed, as by explain, holds no C memory)
+		inst, err := e.lowerInstance(shapes, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -165,6 +168,9 @@ type instance struct {
 	ev     []unsafe.Pointer
 	nev    []int
 	direct [][]directOut
+	// emitted: the XNNPACK runtimes and buffers exist (instances lowered
+	// at compile time are emitted on their first run)
+	emitted bool
 }
 
 // directOut is a partition output written by XNNPACK into the output
@@ -230,6 +236,33 @@ func (p *plan) directOutputs(si int) []int {
 }
 
 func (e *Executable) instantiate(shapes [][]int, captured []*graph.Tensor) (*instance, error) {
+	inst, err := e.lowerInstance(shapes, captured)
+	if err != nil {
+		return nil, err
+	}
+	if err := inst.emitOnce(e.pool); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// emitOnce creates the instance's runtimes and buffers unless it has them;
+// on failure it releases what it made.
+func (in *instance) emitOnce(pool uintptr) error {
+	if in.emitted {
+		return nil
+	}
+	if err := in.emit(pool); err != nil {
+		in.release()
+		return err
+	}
+	in.emitted = true
+	return nil
+}
+
+// lowerInstance lowers the partition for these input shapes and checks
+// every buffer's size, without touching XNNPACK.
+func (e *Executable) lowerInstance(shapes [][]int, captured []*graph.Tensor) (*instance, error) {
 	consts := map[string]*graph.Tensor{}
 	for k, v := range e.g.Initializers {
 		consts[k] = v
@@ -245,18 +278,14 @@ func (e *Executable) instantiate(shapes [][]int, captured []*graph.Tensor) (*ins
 	if err := p.checkSizes(); err != nil {
 		return nil, err
 	}
-	inst := &instance{lib: e.b.lib, plan: p, shapes: shapes, consts: captured}
-	if err := inst.emit(e.pool); err != nil {
-		inst.release()
-		return nil, err
-	}
-	return inst, nil
+	return &instance{lib: e.b.lib, plan: p, shapes: shapes, consts: captured}, nil
 }
 
+// alloc returns n zeroed bytes of C memory, released with the instance.
 func (in *instance) alloc(n int) (unsafe.Pointer, error) {
-	p := in.lib.malloc(uintptr(n))
+	p := in.lib.calloc(1, uintptr(n))
 	if p == nil {
-		return nil, hal.Errorf(hal.CodeResourceExhausted, "xnnpack: malloc(%d) failed", n)
+		return nil, hal.Errorf(hal.CodeResourceExhausted, "xnnpack: calloc(%d) failed", n)
 	}
 	in.cmem = append(in.cmem, p)
 	return p, nil
@@ -279,7 +308,6 @@ func (in *instance) emit(pool uintptr) error {
 		if err != nil {
 			return err
 		}
-		clear(unsafe.Slice((*byte)(m), sz))
 		in.bufs = append(in.bufs, m)
 	}
 	scratch, err := in.alloc(8 * 64)
@@ -346,7 +374,6 @@ func (in *instance) emit(pool uintptr) error {
 						l.deleteSubgraph(sg)
 						return err
 					}
-					clear(unsafe.Slice((*byte)(m), n))
 					copy(unsafe.Slice((*float32)(m), len(t.static)), t.static)
 					staticMem[t] = m
 					data = m
@@ -485,6 +512,8 @@ func (in *instance) release() {
 		in.lib.free(m)
 	}
 	in.cmem, in.bufs = nil, nil
+	in.ev, in.nev, in.direct = nil, nil, nil
+	in.emitted = false
 }
 
 // get returns an idle instance for these inputs, or lowers a new one.
@@ -503,6 +532,9 @@ func (e *Executable) get(inputs []*graph.Tensor) (*instance, error) {
 		if inst.matches(e, inputs) {
 			e.idle = append(e.idle[:k], e.idle[k+1:]...)
 			e.mu.Unlock()
+			if err := inst.emitOnce(e.pool); err != nil {
+				return nil, err
+			}
 			return inst, nil
 		}
 	}

@@ -55,6 +55,7 @@ type lib struct {
 	names string
 
 	malloc func(n uintptr) unsafe.Pointer
+	calloc func(count, size uintptr) unsafe.Pointer // zeroed memory: large blocks come as untouched pages, so nothing is cleared or resident until used
 	free   func(p unsafe.Pointer)
 
 	poolCreate  func(threads uintptr) uintptr
@@ -165,6 +166,7 @@ func (l *lib) bind(hc, hp, hx, hf uintptr) (err error) {
 		purego.RegisterLibFunc(fptr, h, name)
 	}
 	reg(hc, &l.malloc, "malloc")
+	reg(hc, &l.calloc, "calloc")
 	reg(hc, &l.free, "free")
 	reg(hp, &l.poolCreate, "pthreadpool_create")
 	reg(hp, &l.poolDestroy, "pthreadpool_destroy")

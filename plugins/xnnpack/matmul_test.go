@@ -88,6 +88,12 @@ func TestDirectOutputs(t *testing.T) {
 	defer exe.Release()
 	e := exe.(*Executable)
 	inst := e.idle[0]
+	if inst.emitted {
+		t.Fatal("the instance lowered at compile time was emitted before its first run")
+	}
+	if err := inst.emitOnce(e.pool); err != nil {
+		t.Fatal(err)
+	}
 	if got := inst.direct[0]; len(got) != 1 || got[0].out != 1 {
 		t.Fatalf("direct outputs %+v, want only output 1 (output 0 is read by the Relu)", got)
 	}

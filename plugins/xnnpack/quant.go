@@ -360,11 +360,10 @@ type qExecutable struct {
 func (e *qExecutable) Precision() hal.Precision { return PrecisionInt8 }
 
 func (e *qExecutable) alloc(n int) (unsafe.Pointer, error) {
-	p := e.lib.malloc(uintptr(n))
+	p := e.lib.calloc(1, uintptr(n))
 	if p == nil {
-		return nil, hal.Errorf(hal.CodeResourceExhausted, "xnnpack: malloc(%d) failed", n)
+		return nil, hal.Errorf(hal.CodeResourceExhausted, "xnnpack: calloc(%d) failed", n)
 	}
-	clear(unsafe.Slice((*byte)(p), n))
 	e.cmem = append(e.cmem, p)
 	return p, nil
 }

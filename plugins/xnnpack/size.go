@@ -44,3 +44,37 @@ func (p *plan) checkSizes() error {
 	}
 	return nil
 }
+
+// hostBytes is the C memory an instance of the plan allocates: its value
+// buffers and its constants in physical layout.
+func (p *plan) hostBytes() int64 {
+	var n int64
+	for _, sz := range p.slots {
+		n += int64(sz)
+	}
+	seen := map[*tensor]bool{}
+	for _, st := range p.stages {
+		for _, x := range st.ops {
+			for _, t := range x.in {
+				if t.static != nil && !seen[t] {
+					seen[t] = true
+					n += 4*int64(len(t.static)) + xnnExtraBytes
+				}
+			}
+		}
+	}
+	return n
+}
+
+// HostBytes is the C memory the executable's instances hold or will hold
+// on their first run (hal.HostMemoryReporter): the runtime counts it
+// against the model's memory budget.
+func (e *Executable) HostBytes() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var n int64
+	for _, inst := range e.idle {
+		n += inst.plan.hostBytes()
+	}
+	return n
+}

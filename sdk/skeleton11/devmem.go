@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/hal/devkit"
 )
 
 // buffer is the handle the host holds. Its memory lives in the device's
@@ -277,7 +278,8 @@ type work struct {
 	uses    []*buffer
 	run     func(ctx context.Context, prof *hal.CallProfile) error
 	profile bool
-	fence   *fence
+	fence   *devkit.Fence    // hal/devkit: a ready signal-once fence
+	prof    *hal.CallProfile // the operation's timing, handed over with the fence
 }
 
 // queue runs operations in submission order, each after its fences, on
@@ -293,12 +295,12 @@ type queue struct {
 }
 
 func (q *queue) submit(w *work) hal.Fence {
-	w.fence = &fence{done: make(chan struct{}), prof: &hal.CallProfile{Device: 0, Queue: Name + "-0"}}
+	w.fence, w.prof = devkit.NewFence(), &hal.CallProfile{Device: 0, Queue: Name + "-0"}
 	q.mu.Lock()
 	if q.stopped {
 		q.mu.Unlock()
 		q.b.unuse(w.uses)
-		w.fence.signal(context.Cause(q.b.halt))
+		w.fence.Signal(context.Cause(q.b.halt), w.prof)
 		return w.fence
 	}
 	if q.wake == nil {
@@ -336,7 +338,7 @@ func (q *queue) loop() {
 		err := q.process(w)
 		// the hold on the buffers ends before the fence signals
 		q.b.unuse(w.uses)
-		w.fence.signal(err)
+		w.fence.Signal(err, w.prof)
 	}
 }
 
@@ -353,9 +355,9 @@ func (q *queue) process(w *work) error {
 	if halt.Err() != nil {
 		return context.Cause(halt)
 	}
-	w.fence.prof.StartNS = q.b.now()
-	err := w.run(halt, w.fence.prof)
-	w.fence.prof.EndNS = q.b.now()
+	w.prof.StartNS = q.b.now()
+	err := w.run(halt, w.prof)
+	w.prof.EndNS = q.b.now()
 	if err != nil && halt.Err() != nil {
 		return context.Cause(halt)
 	}
@@ -382,61 +384,6 @@ func (q *queue) shutdown() {
 	q.mu.Unlock()
 	for _, w := range rest {
 		q.b.unuse(w.uses)
-		w.fence.signal(context.Cause(q.b.halt))
+		w.fence.Signal(context.Cause(q.b.halt), w.prof)
 	}
 }
-
-// fence signals once its operation completed.
-type fence struct {
-	done chan struct{}
-	err  error
-	prof *hal.CallProfile
-}
-
-func (f *fence) signal(err error) {
-	f.err = err
-	close(f.done)
-}
-
-// Wait blocks until the operation completed or ctx ends (then it returns
-// ctx's error at once; the operation goes on).
-func (f *fence) Wait(ctx context.Context) error {
-	select {
-	case <-f.done:
-		return f.err
-	default:
-	}
-	select {
-	case <-f.done:
-		return f.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Poll reports without blocking.
-func (f *fence) Poll() (bool, error) {
-	select {
-	case <-f.done:
-		return true, f.err
-	default:
-		return false, nil
-	}
-}
-
-// Profile is the operation's device timing, once it signalled.
-func (f *fence) Profile() (*hal.CallProfile, error) {
-	select {
-	case <-f.done:
-	default:
-		return nil, hal.Errorf(hal.CodeFailedPrecondition, "the fence has not signalled")
-	}
-	if f.err != nil {
-		return nil, hal.Errorf(hal.CodeUnavailable, "the operation did not complete")
-	}
-	p := *f.prof
-	p.Kernels = append([]hal.KernelTiming{}, f.prof.Kernels...)
-	return &p, nil
-}
-
-var _ hal.ProfiledFence = (*fence)(nil)

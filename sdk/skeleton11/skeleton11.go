@@ -29,6 +29,7 @@
 //
 //  4. Fences: Wait honours its context and returns promptly when it ends;
 //     the work goes on. Close fails every pending fence (Unavailable).
+//     hal/devkit has a ready one: signal it once the work is done.
 //
 //  5. Run the conformance suite (conformance.Run in a test): its
 //     contract/devmem cases hold a backend to all of the above.

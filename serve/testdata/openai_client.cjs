@@ -79,7 +79,17 @@ async function main() {
   // refusals
   await refused(client.completions.create({ model, prompt, max_tokens: 4, suffix: 'x' }), 400, 'unsupported_parameter', 'suffix');
   await refused(client.completions.create({ model, prompt, max_tokens: 4, logprobs: 9 }), 400, 'invalid_value', 'logprobs');
-  await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_object' } }), 400, 'unsupported_parameter', 'response_format');
+  await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'id', schema: { type: 'string', pattern: '^a' } } } }), 400, 'unsupported_parameter', 'response_format.json_schema.schema.pattern');
+
+  // structured output: the reply is JSON its schema accepts
+  for (const stream of [false, true]) {
+    const req = { model: cfg.chatModel, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 60, temperature: 1,
+      response_format: { type: 'json_schema', json_schema: { name: 'hero', strict: true, schema: { type: 'object', properties: { name: { type: 'string' }, kind: { enum: ['cat', 'dog'] } }, required: ['name', 'kind'], additionalProperties: false } } } };
+    const text = stream ? (await collect(await client.chat.completions.create({ ...req, stream: true }))).text : (await client.chat.completions.create(req)).choices[0].message.content;
+    const hero = JSON.parse(text);
+    assert.equal(typeof hero.name, 'string', text);
+    assert.ok(['cat', 'dog'].includes(hero.kind), text);
+  }
 
   // logprobs: greedy picks each distribution's most likely token
   const lp = await client.completions.create({ model, prompt, max_tokens: 6, temperature: 0, logprobs: 2 });
@@ -89,7 +99,7 @@ async function main() {
     assert.ok(l.token_logprobs[i] <= 0);
     assert.equal(Math.max(...Object.values(l.top_logprobs[i])), l.token_logprobs[i]);
   }
-  await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }] }), 400, 'unsupported_parameter', 'tools');
+  await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }] }), 400, 'tools_unsupported', 'tools');
   await refused(client.completions.create({ model, prompt, max_tokens: 100000 }), 400, 'context_length_exceeded');
   await refused(client.completions.create({ model: 'no-such-model', prompt }), 404, 'model_not_found');
   await refused(client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }), 400, 'chat_template_missing');

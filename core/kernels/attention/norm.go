@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/kernels/reduce"
 )
 
 func init() {
@@ -32,35 +33,9 @@ func rmsNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*
 	if st := graph.DType(n.AttrInt("stash_type", int64(graph.Float32))); !st.IsFloat() {
 		return nil, kernels.Invalidf(n, "stash_type %d is not a float type", int64(st))
 	}
-	if x.Rank() == 0 {
-		return nil, kernels.Invalidf(n, "X must have rank >= 1")
-	}
-	axis, err := kernels.NormAxis(n.AttrInt("axis", -1), x.Rank())
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	eps := float64(n.AttrFloat("epsilon", 1e-5))
-	scaleIdx, err := broadcastTo(n, x.Shape, scaleT, "scale")
+	y, _, _, _, err := reduce.NormLastAxes(n, x, scaleT, nil, "scale", true)
 	if err != nil {
 		return nil, err
-	}
-	outer := kernels.Prod(x.Shape[:axis])
-	inner := kernels.Prod(x.Shape[axis:])
-	xv := x.Float64s()
-	scale := scaleT.Float64s()
-	y := make([]float64, len(xv))
-	for a := 0; a < outer; a++ {
-		base := a * inner
-		var ss float64
-		for j := 0; j < inner; j++ {
-			v := xv[base+j]
-			ss += v * v
-		}
-		r := 1 / math.Sqrt(ss/float64(inner)+eps)
-		for j := 0; j < inner; j++ {
-			i := base + j
-			y[i] = xv[i] * r * scale[scaleIdx[i]]
-		}
 	}
 	out, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, y)
 	if err != nil {

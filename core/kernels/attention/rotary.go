@@ -126,15 +126,7 @@ func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 				}
 				c := cv[row[b*S+s]*width:]
 				sn := sv[row[b*S+s]*width:]
-				for i := 0; i < half; i++ {
-					i1, i2 := base+i, base+half+i
-					if interleaved {
-						i1, i2 = base+2*i, base+2*i+1
-					}
-					x1, x2 := xv[i1], xv[i2]
-					y[i1] = c[i]*x1 - sn[i]*x2
-					y[i2] = sn[i]*x1 + c[i]*x2
-				}
+				Rotate(y[base:], xv[base:], c, sn, half, interleaved)
 			}
 		}
 	}
@@ -143,4 +135,19 @@ func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 		return nil, err
 	}
 	return ctx.Outputs(out), nil
+}
+
+// Rotate applies a rotary embedding to one head: with cos c and sin sn of
+// its position, the pairs (x[i], x[i+half]) (or (x[2i], x[2i+1]) when
+// interleaved), i < half, are rotated into y. y may be x.
+func Rotate(y, x, c, sn []float64, half int, interleaved bool) {
+	for i := 0; i < half; i++ {
+		i1, i2 := i, half+i
+		if interleaved {
+			i1, i2 = 2*i, 2*i+1
+		}
+		x1, x2 := x[i1], x[i2]
+		y[i1] = c[i]*x1 - sn[i]*x2
+		y[i2] = sn[i]*x1 + c[i]*x2
+	}
 }

@@ -34,15 +34,5 @@ func roundTo(dt graph.DType, v float64) float64 {
 	return v
 }
 
-// broadcastTo checks that t unidirectionally broadcasts to shape and returns
-// the index of t's element for each element of shape.
-func broadcastTo(n *graph.Node, shape []int, t *graph.Tensor, what string) ([]int, error) {
-	s, err := kernels.BroadcastShapes(shape, t.Shape)
-	if err != nil || !graph.SameShape(s, shape) {
-		return nil, kernels.Invalidf(n, "%s of shape %v does not broadcast to %v", what, t.Shape, shape)
-	}
-	return kernels.BroadcastIndex(shape, t.Shape), nil
-}
-
 // negInf is -∞.
 var negInf = math.Inf(-1)

@@ -12,20 +12,12 @@ import (
 // truncated back (two's-complement wrap-around, as numpy and C do).
 // float16/bfloat16 compute in float32 and round once to the output type.
 type arith struct {
-	fast int // float32 fast-path code (opAdd…); 0 = use f32
+	fast Op32 // float32 fast-path op; NoOp32: use f32
 	f32  func(a, b float32) float32
 	f64  func(a, b float64) float64
 	i64  func(a, b int64) int64
 	u64  func(a, b uint64) uint64
 }
-
-const (
-	opNone = iota
-	opAdd
-	opSub
-	opMul
-	opDiv
-)
 
 type sInt interface {
 	~int8 | ~int16 | ~int32 | ~int64
@@ -56,10 +48,10 @@ func udiv(a, b uint64) uint64 {
 }
 
 var (
-	addOp = arith{fast: opAdd, f32: add[float32], f64: add[float64], i64: add[int64], u64: add[uint64]}
-	subOp = arith{fast: opSub, f32: sub[float32], f64: sub[float64], i64: sub[int64], u64: sub[uint64]}
-	mulOp = arith{fast: opMul, f32: mul[float32], f64: mul[float64], i64: mul[int64], u64: mul[uint64]}
-	divOp = arith{fast: opDiv, f32: div[float32], f64: div[float64], i64: idiv, u64: udiv}
+	addOp = arith{fast: Add32, f32: add[float32], f64: add[float64], i64: add[int64], u64: add[uint64]}
+	subOp = arith{fast: Sub32, f32: sub[float32], f64: sub[float64], i64: sub[int64], u64: sub[uint64]}
+	mulOp = arith{fast: Mul32, f32: mul[float32], f64: mul[float64], i64: mul[int64], u64: mul[uint64]}
+	divOp = arith{fast: Div32, f32: div[float32], f64: div[float64], i64: idiv, u64: udiv}
 )
 
 // fmodOp is Mod with fmod=1: the remainder has the dividend's sign (C fmod /
@@ -99,12 +91,24 @@ func umod(a, b uint64) uint64 {
 	return a % b
 }
 
-func widenS[T sInt](p *plan, a, b, o []T, f func(int64, int64) int64) {
-	loop2(p, a, b, o, func(x, y T) T { return T(f(int64(x), int64(y))) })
-}
-
-func widenU[T uInt](p *plan, a, b, o []T, f func(uint64, uint64) uint64) {
-	loop2(p, a, b, o, func(x, y T) T { return T(f(uint64(x), uint64(y))) })
+// intArith runs op on integer data: signed types widened to int64 and
+// unsigned to uint64, the result truncated back (64-bit types directly).
+func intArith[T sInt | uInt](p *plan, x []T, b, out *graph.Tensor, op arith) {
+	y, o := b.Data.([]T), out.Data.([]T)
+	if f, ok := any(op.i64).(func(T, T) T); ok {
+		loop2(p, x, y, o, f)
+		return
+	}
+	if f, ok := any(op.u64).(func(T, T) T); ok {
+		loop2(p, x, y, o, f)
+		return
+	}
+	var zero T
+	if zero-1 < zero { // signed
+		loop2(p, x, y, o, func(u, v T) T { return T(op.i64(int64(u), int64(v))) })
+	} else {
+		loop2(p, x, y, o, func(u, v T) T { return T(op.u64(uint64(u), uint64(v))) })
+	}
 }
 
 // applyArith computes op over two same-dtype tensors into out.
@@ -112,64 +116,54 @@ func applyArith(n *graph.Node, p *plan, a, b, out *graph.Tensor, op arith) error
 	switch x := a.Data.(type) {
 	case []float32:
 		y, o := b.Data.([]float32), out.Data.([]float32)
-		if op.fast != opNone {
+		if op.fast != NoOp32 {
 			fastF32(p, x, y, o, op.fast)
 		} else {
 			loop2(p, x, y, o, op.f32)
 		}
-		return nil
 	case []float64:
 		loop2(p, x, b.Data.([]float64), out.Data.([]float64), op.f64)
-		return nil
 	case []graph.F16:
 		if op.f32 == nil {
-			break
+			return kernels.Unsupportedf(n, "dtype %v", a.DType)
 		}
 		loop2(p, x, b.Data.([]graph.F16), out.Data.([]graph.F16), func(u, v graph.F16) graph.F16 {
 			return graph.F16FromFloat32(op.f32(u.Float32(), v.Float32()))
 		})
-		return nil
 	case []graph.BF16:
 		if op.f32 == nil {
-			break
+			return kernels.Unsupportedf(n, "dtype %v", a.DType)
 		}
 		loop2(p, x, b.Data.([]graph.BF16), out.Data.([]graph.BF16), func(u, v graph.BF16) graph.BF16 {
 			return graph.BF16FromFloat32(op.f32(u.Float32(), v.Float32()))
 		})
-		return nil
 	case []int8:
-		widenS(p, x, b.Data.([]int8), out.Data.([]int8), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []int16:
-		widenS(p, x, b.Data.([]int16), out.Data.([]int16), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []int32:
-		widenS(p, x, b.Data.([]int32), out.Data.([]int32), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []int64:
-		loop2(p, x, b.Data.([]int64), out.Data.([]int64), op.i64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint8:
-		widenU(p, x, b.Data.([]uint8), out.Data.([]uint8), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint16:
-		widenU(p, x, b.Data.([]uint16), out.Data.([]uint16), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint32:
-		widenU(p, x, b.Data.([]uint32), out.Data.([]uint32), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
 	case []uint64:
-		loop2(p, x, b.Data.([]uint64), out.Data.([]uint64), op.u64)
-		return nil
+		intArith(p, x, b, out, op)
+	default:
+		return kernels.Unsupportedf(n, "dtype %v", a.DType)
 	}
-	return kernels.Unsupportedf(n, "dtype %v", a.DType)
+	return nil
 }
 
 // supportsArith reports whether op has a function for dt.
 func supportsArith(op arith, dt graph.DType) bool {
 	switch {
 	case dt == graph.Float32:
-		return op.fast != opNone || op.f32 != nil
+		return op.fast != NoOp32 || op.f32 != nil
 	case dt == graph.Float64:
 		return op.f64 != nil
 	case dt == graph.Float16 || dt == graph.BFloat16:
@@ -234,101 +228,24 @@ func pickMod(n *graph.Node, dt graph.DType) (arith, error) {
 
 // fastF32 is the float32 Add/Sub/Mul/Div loop, specialised per access
 // pattern so the inner loops have no indirect calls.
-func fastF32(p *plan, a, b, o []float32, op int) {
+func fastF32(p *plan, a, b, o []float32, op Op32) {
 	sa, sb := p.inner[0], p.inner[1]
 	p.run(func(off []int, n int) {
 		dst := o[off[0] : off[0]+n]
 		switch {
 		case sa == 1 && sb == 1:
-			vv32(op, dst, a[off[1]:off[1]+n], b[off[2]:off[2]+n])
+			VV32(op, dst, a[off[1]:off[1]+n], b[off[2]:off[2]+n])
 		case sa == 1:
-			vs32(op, dst, a[off[1]:off[1]+n], b[off[2]])
+			VS32(op, dst, a[off[1]:off[1]+n], b[off[2]])
 		case sb == 1:
-			sv32(op, dst, a[off[1]], b[off[2]:off[2]+n])
+			SV32(op, dst, a[off[1]], b[off[2]:off[2]+n])
 		default:
-			var v float32
-			x, y := a[off[1]], b[off[2]]
-			switch op {
-			case opAdd:
-				v = x + y
-			case opSub:
-				v = x - y
-			case opMul:
-				v = x * y
-			case opDiv:
-				v = x / y
-			}
+			v := Apply32(op, a[off[1]], b[off[2]])
 			for i := range dst {
 				dst[i] = v
 			}
 		}
 	})
-}
-
-func vv32(op int, dst, x, y []float32) {
-	x, y = x[:len(dst)], y[:len(dst)]
-	switch op {
-	case opAdd:
-		for i := range dst {
-			dst[i] = x[i] + y[i]
-		}
-	case opSub:
-		for i := range dst {
-			dst[i] = x[i] - y[i]
-		}
-	case opMul:
-		for i := range dst {
-			dst[i] = x[i] * y[i]
-		}
-	case opDiv:
-		for i := range dst {
-			dst[i] = x[i] / y[i]
-		}
-	}
-}
-
-func vs32(op int, dst, x []float32, y float32) {
-	x = x[:len(dst)]
-	switch op {
-	case opAdd:
-		for i := range dst {
-			dst[i] = x[i] + y
-		}
-	case opSub:
-		for i := range dst {
-			dst[i] = x[i] - y
-		}
-	case opMul:
-		for i := range dst {
-			dst[i] = x[i] * y
-		}
-	case opDiv:
-		for i := range dst {
-			dst[i] = x[i] / y
-		}
-	}
-}
-
-func sv32(op int, dst []float32, x float32, y []float32) {
-	y = y[:len(dst)]
-	switch op {
-	case opAdd:
-		for i := range dst {
-			dst[i] = x + y[i]
-		}
-	case opSub:
-		for i := range dst {
-			dst[i] = x - y[i]
-		}
-	case opMul:
-		for i := range dst {
-			dst[i] = x * y[i]
-		}
-	case opDiv:
-		for i := range dst {
-			dst[i] = x / y[i]
-		}
-	}
 }
 
 // ---- Pow ----

@@ -67,11 +67,11 @@ func castTensor(ctx *kernels.Context, n *graph.Node, x *graph.Tensor, to graph.D
 	}
 	switch s := x.Data.(type) {
 	case []float32:
-		castFloat(s, out)
+		castNum(s, out)
 	case []float64:
-		castFloat(s, out)
+		castNum(s, out)
 	case []graph.F16, []graph.BF16:
-		castFloat(kernels.ToFloat32(x).Data.([]float32), out)
+		castNum(kernels.ToFloat32(x).Data.([]float32), out)
 	case []int8:
 		castSigned(s, out)
 	case []int16:
@@ -106,19 +106,36 @@ func convSlice[S, D graph.Numeric](src []S, dst []D) {
 	}
 }
 
-func f2sSlice[S float32 | float64, D sInt](src []S, dst []D) {
-	for i, v := range src {
-		dst[i] = D(f2i(float64(v)))
+// toInt converts numbers to an integer type: floats through f2i/f2u
+// (truncate, saturate at 64 bits, then wrap), integers wrap.
+func toInt[S graph.Numeric, D sInt | uInt](src []S, dst []D) {
+	switch s := any(src).(type) {
+	case []float32:
+		floatToInt(s, dst)
+	case []float64:
+		floatToInt(s, dst)
+	default:
+		convSlice(src, dst)
 	}
 }
 
-func f2uSlice[S float32 | float64, D uInt](src []S, dst []D) {
+func floatToInt[S float32 | float64, D sInt | uInt](src []S, dst []D) {
+	var zero D
+	if zero-1 < zero { // signed
+		for i, v := range src {
+			dst[i] = D(f2i(float64(v)))
+		}
+		return
+	}
 	for i, v := range src {
 		dst[i] = D(f2u(float64(v)))
 	}
 }
 
-func castFloat[S float32 | float64](src []S, out *graph.Tensor) {
+// castNum converts a numeric slice to every numeric and bool dtype, and a
+// float slice to string (integers reach strings through castSigned and
+// castUnsigned).
+func castNum[S graph.Numeric](src []S, out *graph.Tensor) {
 	switch d := out.Data.(type) {
 	case []float32:
 		convSlice(src, d)
@@ -133,70 +150,35 @@ func castFloat[S float32 | float64](src []S, out *graph.Tensor) {
 			d[i] = bf16From64(float64(v))
 		}
 	case []int8:
-		f2sSlice(src, d)
+		toInt(src, d)
 	case []int16:
-		f2sSlice(src, d)
+		toInt(src, d)
 	case []int32:
-		f2sSlice(src, d)
+		toInt(src, d)
 	case []int64:
-		f2sSlice(src, d)
+		toInt(src, d)
 	case []uint8:
-		f2uSlice(src, d)
+		toInt(src, d)
 	case []uint16:
-		f2uSlice(src, d)
+		toInt(src, d)
 	case []uint32:
-		f2uSlice(src, d)
+		toInt(src, d)
 	case []uint64:
-		f2uSlice(src, d)
+		toInt(src, d)
 	case []bool:
 		for i, v := range src {
 			d[i] = v != 0
 		}
 	case []string:
-		bits := 64
-		if _, ok := any(src).([]float32); ok {
-			bits = 32
-		}
-		for i, v := range src {
-			d[i] = formatFloat(float64(v), bits)
-		}
-	}
-}
-
-// castInt converts an integer slice to every numeric/bool dtype (not string).
-func castInt[S sInt | uInt](src []S, out *graph.Tensor) {
-	switch d := out.Data.(type) {
-	case []float32:
-		convSlice(src, d)
-	case []float64:
-		convSlice(src, d)
-	case []graph.F16:
-		for i, v := range src {
-			d[i] = f16From64(float64(v))
-		}
-	case []graph.BF16:
-		for i, v := range src {
-			d[i] = bf16From64(float64(v))
-		}
-	case []int8:
-		convSlice(src, d)
-	case []int16:
-		convSlice(src, d)
-	case []int32:
-		convSlice(src, d)
-	case []int64:
-		convSlice(src, d)
-	case []uint8:
-		convSlice(src, d)
-	case []uint16:
-		convSlice(src, d)
-	case []uint32:
-		convSlice(src, d)
-	case []uint64:
-		convSlice(src, d)
-	case []bool:
-		for i, v := range src {
-			d[i] = v != 0
+		switch s := any(src).(type) {
+		case []float32:
+			for i, v := range s {
+				d[i] = formatFloat(float64(v), 32)
+			}
+		case []float64:
+			for i, v := range s {
+				d[i] = formatFloat(v, 64)
+			}
 		}
 	}
 }
@@ -208,7 +190,7 @@ func castSigned[S sInt](src []S, out *graph.Tensor) {
 		}
 		return
 	}
-	castInt(src, out)
+	castNum(src, out)
 }
 
 func castUnsigned[S uInt](src []S, out *graph.Tensor) {
@@ -218,7 +200,7 @@ func castUnsigned[S uInt](src []S, out *graph.Tensor) {
 		}
 		return
 	}
-	castInt(src, out)
+	castNum(src, out)
 }
 
 func castBool(src []bool, out *graph.Tensor) {
@@ -238,7 +220,7 @@ func castBool(src []bool, out *graph.Tensor) {
 			u[i] = 1
 		}
 	}
-	castInt(u, out)
+	castNum(u, out)
 }
 
 func castString(n *graph.Node, src []string, out *graph.Tensor) error {
@@ -275,7 +257,7 @@ func castString(n *graph.Node, src []string, out *graph.Tensor) error {
 					}
 					v = f2i(f)
 				}
-				castInt([]int64{v}, sub1(out, i))
+				castNum([]int64{v}, sub1(out, i))
 			} else {
 				v, err := strconv.ParseUint(s, 10, 64)
 				if err != nil {
@@ -285,7 +267,7 @@ func castString(n *graph.Node, src []string, out *graph.Tensor) error {
 					}
 					v = f2u(f)
 				}
-				castInt([]uint64{v}, sub1(out, i))
+				castNum([]uint64{v}, sub1(out, i))
 			}
 		case dt == graph.Bool:
 			d := out.Data.([]bool)

@@ -47,7 +47,7 @@ func fold[T graph.Numeric](out []int, ins []*graph.Tensor, o []T, kind int) {
 			loop2(p, o, x, o, minT[T])
 		default:
 			if of, ok := any(o).([]float32); ok {
-				fastF32(p, of, any(x).([]float32), of, opAdd)
+				fastF32(p, of, any(x).([]float32), of, Add32)
 			} else {
 				loop2(p, o, x, o, add[T])
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/kernels/attention"
 	"github.com/switchyard-hal/switchyard/core/ops/contrib"
 )
 
@@ -178,14 +179,7 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 					}
 					for h := 0; h < heads; h++ {
 						base := ((b*S+s)*heads + h) * H
-						for i := 0; i < width; i++ {
-							i1, i2 := base+i, base+width+i
-							if inter {
-								i1, i2 = base+2*i, base+2*i+1
-							}
-							x1, x2 := x[i1], x[i2]
-							x[i1], x[i2] = c[i]*x1-sn[i]*x2, sn[i]*x1+c[i]*x2
-						}
+						attention.Rotate(x[base:], x[base:], c, sn, width, inter)
 					}
 				}
 			}

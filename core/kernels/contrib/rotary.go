@@ -3,6 +3,7 @@ package contrib
 import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/kernels/attention"
 	"github.com/switchyard-hal/switchyard/core/ops/contrib"
 )
 
@@ -116,15 +117,7 @@ func rotaryKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 				if bnsh {
 					base = ((b*N+h)*S + s) * H
 				}
-				for i := 0; i < half; i++ {
-					i1, i2 := base+i, base+half+i
-					if interleaved {
-						i1, i2 = base+2*i, base+2*i+1
-					}
-					x1, x2 := xv[i1], xv[i2]
-					y[i1] = c[i]*x1 - sn[i]*x2
-					y[i2] = sn[i]*x1 + c[i]*x2
-				}
+				attention.Rotate(y[base:], xv[base:], c, sn, half, interleaved)
 			}
 		}
 	}

@@ -11,89 +11,13 @@ import (
 
 // ---- element movement, independent of the element type ----
 
-func takeSeqT[T any](dst, src []T, f func(i int) int) {
-	for i := range dst {
-		if j := f(i); j >= 0 {
-			dst[i] = src[j]
-		}
-	}
-}
-
 // takeSeq sets dst[i] = src[f(i)] for every i in ascending order; where f
 // returns a negative index dst[i] is left unchanged. dst and src must hold
 // the same Go slice type (checked by the callers through their dtypes).
-func takeSeq(dst, src any, f func(i int) int) {
-	switch d := dst.(type) {
-	case []float32:
-		takeSeqT(d, src.([]float32), f)
-	case []float64:
-		takeSeqT(d, src.([]float64), f)
-	case []graph.F16:
-		takeSeqT(d, src.([]graph.F16), f)
-	case []graph.BF16:
-		takeSeqT(d, src.([]graph.BF16), f)
-	case []int8:
-		takeSeqT(d, src.([]int8), f)
-	case []int16:
-		takeSeqT(d, src.([]int16), f)
-	case []int32:
-		takeSeqT(d, src.([]int32), f)
-	case []int64:
-		takeSeqT(d, src.([]int64), f)
-	case []uint8:
-		takeSeqT(d, src.([]uint8), f)
-	case []uint16:
-		takeSeqT(d, src.([]uint16), f)
-	case []uint32:
-		takeSeqT(d, src.([]uint32), f)
-	case []uint64:
-		takeSeqT(d, src.([]uint64), f)
-	case []bool:
-		takeSeqT(d, src.([]bool), f)
-	case []string:
-		takeSeqT(d, src.([]string), f)
-	}
-}
-
-func putSeqT[T any](dst, src []T, offs []int) {
-	for j, o := range offs {
-		dst[o] = src[j]
-	}
-}
+func takeSeq(dst, src any, f func(i int) int) { kernels.GatherFunc(dst, src, f) }
 
 // putSeq sets dst[offs[j]] = src[j] for every j in ascending order.
-func putSeq(dst, src any, offs []int) {
-	switch d := dst.(type) {
-	case []float32:
-		putSeqT(d, src.([]float32), offs)
-	case []float64:
-		putSeqT(d, src.([]float64), offs)
-	case []graph.F16:
-		putSeqT(d, src.([]graph.F16), offs)
-	case []graph.BF16:
-		putSeqT(d, src.([]graph.BF16), offs)
-	case []int8:
-		putSeqT(d, src.([]int8), offs)
-	case []int16:
-		putSeqT(d, src.([]int16), offs)
-	case []int32:
-		putSeqT(d, src.([]int32), offs)
-	case []int64:
-		putSeqT(d, src.([]int64), offs)
-	case []uint8:
-		putSeqT(d, src.([]uint8), offs)
-	case []uint16:
-		putSeqT(d, src.([]uint16), offs)
-	case []uint32:
-		putSeqT(d, src.([]uint32), offs)
-	case []uint64:
-		putSeqT(d, src.([]uint64), offs)
-	case []bool:
-		putSeqT(d, src.([]bool), offs)
-	case []string:
-		putSeqT(d, src.([]string), offs)
-	}
-}
+func putSeq(dst, src any, offs []int) { kernels.Scatter(dst, src, offs) }
 
 // fillFrom sets every element of dst to src[j].
 func fillFrom(dst, src any, j int) {

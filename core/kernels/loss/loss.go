@@ -126,26 +126,6 @@ func (p *params) compute(logp []float64, targetShape []int) ([]float64, []int) {
 	return loss, append([]int{}, targetShape...)
 }
 
-func newFromFloat64(ctx *kernels.Context, n *graph.Node, dt graph.DType, shape []int, v []float64) (*graph.Tensor, error) {
-	out, err := ctx.New(dt, shape)
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	switch d := out.Data.(type) {
-	case []float64:
-		copy(d, v)
-	case []float32:
-		for i, x := range v {
-			d[i] = float32(x)
-		}
-	default:
-		for i, x := range v {
-			out.SetFloat64(i, x)
-		}
-	}
-	return out, nil
-}
-
 func nllKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	p, err := validate(n, in)
 	if err != nil {
@@ -153,7 +133,7 @@ func nllKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	}
 	x, t := in[0], in[1]
 	vals, shape := p.compute(x.Float64s(), t.Shape)
-	out, err := newFromFloat64(ctx, n, x.DType, shape, vals)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, shape, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +148,13 @@ func sceKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*grap
 	x, t := in[0], in[1]
 	logp := logSoftmaxAxis1(x.Float64s(), p.n, p.c, p.d)
 	vals, shape := p.compute(logp, t.Shape)
-	out, err := newFromFloat64(ctx, n, x.DType, shape, vals)
+	out, err := kernels.NewFromFloat64(ctx, n, x.DType, shape, vals)
 	if err != nil {
 		return nil, err
 	}
 	res := []*graph.Tensor{out}
 	if len(n.Outputs) > 1 && n.Outputs[1] != "" {
-		lp, err := newFromFloat64(ctx, n, x.DType, x.Shape, logp)
+		lp, err := kernels.NewFromFloat64(ctx, n, x.DType, x.Shape, logp)
 		if err != nil {
 			return nil, err
 		}

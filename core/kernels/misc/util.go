@@ -48,47 +48,10 @@ func scalarFloat(n *graph.Node, t *graph.Tensor, name string) (float64, error) {
 	return t.Float64At(0), nil
 }
 
-func gatherT[T any](dst, src []T, idx []int) {
-	for i, j := range idx {
-		if j >= 0 {
-			dst[i] = src[j]
-		}
-	}
-}
-
 // gather sets dst[i] = src[idx[i]] for every idx[i] >= 0 (others keep their
 // zero value); dst and src must have the same dtype.
 func gather(n *graph.Node, dst, src *graph.Tensor, idx []int) error {
-	switch s := src.Data.(type) {
-	case []float32:
-		gatherT(dst.Data.([]float32), s, idx)
-	case []float64:
-		gatherT(dst.Data.([]float64), s, idx)
-	case []graph.F16:
-		gatherT(dst.Data.([]graph.F16), s, idx)
-	case []graph.BF16:
-		gatherT(dst.Data.([]graph.BF16), s, idx)
-	case []int8:
-		gatherT(dst.Data.([]int8), s, idx)
-	case []int16:
-		gatherT(dst.Data.([]int16), s, idx)
-	case []int32:
-		gatherT(dst.Data.([]int32), s, idx)
-	case []int64:
-		gatherT(dst.Data.([]int64), s, idx)
-	case []uint8:
-		gatherT(dst.Data.([]uint8), s, idx)
-	case []uint16:
-		gatherT(dst.Data.([]uint16), s, idx)
-	case []uint32:
-		gatherT(dst.Data.([]uint32), s, idx)
-	case []uint64:
-		gatherT(dst.Data.([]uint64), s, idx)
-	case []bool:
-		gatherT(dst.Data.([]bool), s, idx)
-	case []string:
-		gatherT(dst.Data.([]string), s, idx)
-	default:
+	if !kernels.Gather(dst.Data, src.Data, idx) {
 		return kernels.Unsupportedf(n, "dtype %v", src.DType)
 	}
 	return nil

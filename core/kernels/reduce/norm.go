@@ -160,47 +160,9 @@ func layerNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 	if !st.IsFloat() {
 		return nil, kernels.Unsupportedf(n, "stash_type %d", int64(st))
 	}
-	if x.Rank() == 0 {
-		return nil, kernels.Invalidf(n, "X must have rank >= 1")
-	}
-	axis, err := kernels.NormAxis(n.AttrInt("axis", -1), x.Rank())
-	if err != nil {
-		return nil, kernels.Invalidf(n, "%v", err)
-	}
-	eps := float64(n.AttrFloat("epsilon", 1e-5))
-	scaleIdx, err := broadcastTo(n, x.Shape, scaleT, "Scale")
+	y, means, inv, axis, err := NormLastAxes(n, x, scaleT, biasT, "Scale", false)
 	if err != nil {
 		return nil, err
-	}
-	var biasIdx []int
-	if biasT != nil {
-		if biasIdx, err = broadcastTo(n, x.Shape, biasT, "B"); err != nil {
-			return nil, err
-		}
-	}
-	outer := kernels.Prod(x.Shape[:axis])
-	inner := kernels.Prod(x.Shape[axis:])
-	xv := x.Float64s()
-	scale := scaleT.Float64s()
-	var bias []float64
-	if biasT != nil {
-		bias = biasT.Float64s()
-	}
-	y := make([]float64, len(xv))
-	means := make([]float64, outer)
-	inv := make([]float64, outer)
-	for a := 0; a < outer; a++ {
-		base := a * inner
-		m, v := meanVar(inner, func(j int) float64 { return xv[base+j] })
-		r := 1 / math.Sqrt(v+eps)
-		means[a], inv[a] = m, r
-		for j := 0; j < inner; j++ {
-			i := base + j
-			y[i] = (xv[i] - m) * r * scale[scaleIdx[i]]
-			if bias != nil {
-				y[i] += bias[biasIdx[i]]
-			}
-		}
 	}
 	outs := make([]*graph.Tensor, len(n.Outputs))
 	if outs[0], err = newFromFloat64(ctx, x.DType, x.Shape, y); err != nil {
@@ -219,6 +181,65 @@ func layerNormKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		}
 	}
 	return outs, nil
+}
+
+// NormLastAxes is LayerNormalization's and RMSNormalization's arithmetic:
+// x normalised over its axes axis..rank-1 (attribute axis, default -1),
+// y = (x - mean)/sqrt(var + epsilon)·scale + bias, or with rms
+// x/sqrt(mean(x²) + epsilon)·scale (the mean taken as 0). scale and bias
+// (nil: none) broadcast unidirectionally to x. It returns y, the mean and
+// the inverse deviation of every normalised row, and the axis; the
+// callers validate the inputs' dtypes.
+func NormLastAxes(n *graph.Node, x, scaleT, biasT *graph.Tensor, scaleName string, rms bool) (y, means, inv []float64, axis int, err error) {
+	if x.Rank() == 0 {
+		return nil, nil, nil, 0, kernels.Invalidf(n, "X must have rank >= 1")
+	}
+	axis, err = kernels.NormAxis(n.AttrInt("axis", -1), x.Rank())
+	if err != nil {
+		return nil, nil, nil, 0, kernels.Invalidf(n, "%v", err)
+	}
+	eps := float64(n.AttrFloat("epsilon", 1e-5))
+	scaleIdx, err := broadcastTo(n, x.Shape, scaleT, scaleName)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	var biasIdx []int
+	var bias []float64
+	if biasT != nil {
+		if biasIdx, err = broadcastTo(n, x.Shape, biasT, "B"); err != nil {
+			return nil, nil, nil, 0, err
+		}
+		bias = biasT.Float64s()
+	}
+	outer := kernels.Prod(x.Shape[:axis])
+	inner := kernels.Prod(x.Shape[axis:])
+	xv := x.Float64s()
+	scale := scaleT.Float64s()
+	y = make([]float64, len(xv))
+	means = make([]float64, outer)
+	inv = make([]float64, outer)
+	for a := 0; a < outer; a++ {
+		base := a * inner
+		var m, v float64
+		if rms {
+			for _, e := range xv[base : base+inner] {
+				v += e * e
+			}
+			v /= float64(inner)
+		} else {
+			m, v = meanVar(inner, func(j int) float64 { return xv[base+j] })
+		}
+		r := 1 / math.Sqrt(v+eps)
+		means[a], inv[a] = m, r
+		for j := 0; j < inner; j++ {
+			i := base + j
+			y[i] = (xv[i] - m) * r * scale[scaleIdx[i]]
+			if bias != nil {
+				y[i] += bias[biasIdx[i]]
+			}
+		}
+	}
+	return y, means, inv, axis, nil
 }
 
 // broadcastTo checks that t unidirectionally broadcasts to shape and returns

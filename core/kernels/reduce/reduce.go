@@ -139,36 +139,16 @@ func reduceKernel(op reduceOp, ctx *kernels.Context, n *graph.Node, in []*graph.
 // outIndex maps every input element (row-major) to the flat index of the
 // output element it folds into; mask marks the reduced dimensions.
 func outIndex(shape []int, mask []bool) []int {
-	n := kernels.Prod(shape)
-	idx := make([]int, n)
-	if n == 0 {
-		return idx
-	}
-	rank := len(shape)
 	// output strides per input dim (0 for reduced dims)
-	st := make([]int, rank)
+	st := make([]int, len(shape))
 	acc := 1
-	for i := rank - 1; i >= 0; i-- {
+	for i := len(shape) - 1; i >= 0; i-- {
 		if !mask[i] {
 			st[i] = acc
 			acc *= shape[i]
 		}
 	}
-	counter := make([]int, rank)
-	cur := 0
-	for i := 0; i < n; i++ {
-		idx[i] = cur
-		for d := rank - 1; d >= 0; d-- {
-			counter[d]++
-			cur += st[d]
-			if counter[d] < shape[d] {
-				break
-			}
-			cur -= st[d] * counter[d]
-			counter[d] = 0
-		}
-	}
-	return idx
+	return kernels.StridedOffsets(shape, st)
 }
 
 // reduceFloat reduces x (already widened to float64) into outN results,
@@ -271,10 +251,12 @@ func reduceInts[T intElem](done <-chan struct{}, kind reduceKind, x []T, idx []i
 			xf[i] = float64(v)
 		}
 		vals := reduceFloat(done, kind, xf, idx, len(out), count)
-		storeInts(out, vals)
+		for i, v := range vals {
+			out[i] = kernels.SatInt[T](math.Trunc(v))
+		}
 		return
 	}
-	lo, hi := minMaxOf[T]()
+	lo, hi, _, _ := kernels.IntRange[T]()
 	switch kind {
 	case rMax:
 		for i := range out {

@@ -141,21 +141,21 @@ func gather(x, out *graph.Tensor, maps []*axisMap, ev float64) error {
 	case []graph.BF16:
 		gatherNearest(s, out.Data.([]graph.BF16), maps, x.Shape, graph.BF16FromFloat32(float32(ev)))
 	case []int8:
-		gatherNearest(s, out.Data.([]int8), maps, x.Shape, saturate[int8](ev, math.MinInt8, math.MaxInt8))
+		gatherNearest(s, out.Data.([]int8), maps, x.Shape, kernels.SatInt[int8](math.Round(ev)))
 	case []int16:
-		gatherNearest(s, out.Data.([]int16), maps, x.Shape, saturate[int16](ev, math.MinInt16, math.MaxInt16))
+		gatherNearest(s, out.Data.([]int16), maps, x.Shape, kernels.SatInt[int16](math.Round(ev)))
 	case []int32:
-		gatherNearest(s, out.Data.([]int32), maps, x.Shape, saturate[int32](ev, math.MinInt32, math.MaxInt32))
+		gatherNearest(s, out.Data.([]int32), maps, x.Shape, kernels.SatInt[int32](math.Round(ev)))
 	case []int64:
-		gatherNearest(s, out.Data.([]int64), maps, x.Shape, saturate[int64](ev, math.MinInt64, math.MaxInt64))
+		gatherNearest(s, out.Data.([]int64), maps, x.Shape, kernels.SatInt[int64](math.Round(ev)))
 	case []uint8:
-		gatherNearest(s, out.Data.([]uint8), maps, x.Shape, saturate[uint8](ev, 0, math.MaxUint8))
+		gatherNearest(s, out.Data.([]uint8), maps, x.Shape, kernels.SatInt[uint8](math.Round(ev)))
 	case []uint16:
-		gatherNearest(s, out.Data.([]uint16), maps, x.Shape, saturate[uint16](ev, 0, math.MaxUint16))
+		gatherNearest(s, out.Data.([]uint16), maps, x.Shape, kernels.SatInt[uint16](math.Round(ev)))
 	case []uint32:
-		gatherNearest(s, out.Data.([]uint32), maps, x.Shape, saturate[uint32](ev, 0, math.MaxUint32))
+		gatherNearest(s, out.Data.([]uint32), maps, x.Shape, kernels.SatInt[uint32](math.Round(ev)))
 	case []uint64:
-		gatherNearest(s, out.Data.([]uint64), maps, x.Shape, saturate[uint64](ev, 0, math.MaxUint64))
+		gatherNearest(s, out.Data.([]uint64), maps, x.Shape, kernels.SatInt[uint64](math.Round(ev)))
 	case []bool:
 		gatherNearest(s, out.Data.([]bool), maps, x.Shape, ev != 0)
 	case []string:
@@ -166,78 +166,6 @@ func gather(x, out *graph.Tensor, maps []*axisMap, ev float64) error {
 	return nil
 }
 
-// saturate rounds v half away from zero and clamps it to [lo, hi]; NaN is 0.
-func saturate[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](v float64, lo, hi float64) T {
-	switch r := math.Round(v); {
-	case r != r:
-		return 0
-	case r <= lo:
-		return T(lo)
-	case r >= hi:
-		// float64(hi) may round up past the type's range (int64, uint64)
-		var m T
-		m--
-		if m > 0 { // unsigned: all ones
-			return m
-		}
-		return T(uint64(1)<<(8*sizeOf[T]()-1) - 1)
-	default:
-		return T(r)
-	}
-}
-
-func sizeOf[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64]() uint {
-	var z T
-	switch any(z).(type) {
-	case int8, uint8:
-		return 1
-	case int16, uint16:
-		return 2
-	case int32, uint32:
-		return 4
-	}
-	return 8
-}
-
-func storeInts[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](d []T, vals []float64, lo, hi float64) {
-	for i, v := range vals {
-		d[i] = saturate[T](v, lo, hi)
-	}
-}
-
 // storeFloat64 rounds the float64 results into out's element type: floats
 // round to nearest, integers round half away from zero and saturate.
-func storeFloat64(out *graph.Tensor, vals []float64) {
-	switch d := out.Data.(type) {
-	case []float32:
-		for i, v := range vals {
-			d[i] = float32(v)
-		}
-	case []float64:
-		copy(d, vals)
-	case []graph.F16:
-		for i, v := range vals {
-			d[i] = graph.F16FromFloat64(v)
-		}
-	case []graph.BF16:
-		for i, v := range vals {
-			d[i] = graph.BF16FromFloat32(float32(v))
-		}
-	case []int8:
-		storeInts(d, vals, math.MinInt8, math.MaxInt8)
-	case []int16:
-		storeInts(d, vals, math.MinInt16, math.MaxInt16)
-	case []int32:
-		storeInts(d, vals, math.MinInt32, math.MaxInt32)
-	case []int64:
-		storeInts(d, vals, math.MinInt64, math.MaxInt64)
-	case []uint8:
-		storeInts(d, vals, 0, math.MaxUint8)
-	case []uint16:
-		storeInts(d, vals, 0, math.MaxUint16)
-	case []uint32:
-		storeInts(d, vals, 0, math.MaxUint32)
-	case []uint64:
-		storeInts(d, vals, 0, math.MaxUint64)
-	}
-}
+func storeFloat64(out *graph.Tensor, vals []float64) { kernels.StoreRounded(out, vals, math.Round) }

@@ -17,22 +17,7 @@ func newFromFloat64(ctx *kernels.Context, dt graph.DType, shape []int, vals []fl
 	if out.Len() != len(vals) {
 		return nil, fmt.Errorf("%w: internal size mismatch %d vs %d", kernels.ErrInvalid, out.Len(), len(vals))
 	}
-	switch d := out.Data.(type) {
-	case []float64:
-		copy(d, vals)
-	case []float32:
-		for i, v := range vals {
-			d[i] = float32(v)
-		}
-	case []graph.F16:
-		for i, v := range vals {
-			d[i] = graph.F16FromFloat64(v)
-		}
-	default:
-		for i, v := range vals {
-			out.SetFloat64(i, v)
-		}
-	}
+	kernels.StoreFloat64(out, vals)
 	return out, nil
 }
 

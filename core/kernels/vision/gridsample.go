@@ -332,7 +332,7 @@ func gridSampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 				}
 			}
 		}
-		gatherAny(out.Data, x.Data, src)
+		kernels.Gather(out.Data, x.Data, src)
 		return ctx.Outputs(out), nil
 	}
 	if x.DType == graph.String || x.DType == graph.Bool {
@@ -353,64 +353,6 @@ func gridSampleKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) (
 			}
 		}
 	}
-	switch d := out.Data.(type) {
-	case []float64:
-		copy(d, yv)
-	case []float32:
-		for i, v := range yv {
-			d[i] = float32(v)
-		}
-	case []graph.F16:
-		for i, v := range yv {
-			d[i] = graph.F16FromFloat64(v)
-		}
-	default:
-		for i, v := range yv {
-			out.SetFloat64(i, v)
-		}
-	}
+	kernels.StoreFloat64(out, yv)
 	return ctx.Outputs(out), nil
-}
-
-// gatherAny sets dst[i] = src[idx[i]] (zero value where idx[i] < 0); dst
-// and src are slices of the same element type.
-func gatherAny(dst, src any, idx []int) {
-	switch d := dst.(type) {
-	case []float32:
-		gatherT(d, src.([]float32), idx)
-	case []float64:
-		gatherT(d, src.([]float64), idx)
-	case []graph.F16:
-		gatherT(d, src.([]graph.F16), idx)
-	case []graph.BF16:
-		gatherT(d, src.([]graph.BF16), idx)
-	case []int8:
-		gatherT(d, src.([]int8), idx)
-	case []int16:
-		gatherT(d, src.([]int16), idx)
-	case []int32:
-		gatherT(d, src.([]int32), idx)
-	case []int64:
-		gatherT(d, src.([]int64), idx)
-	case []uint8:
-		gatherT(d, src.([]uint8), idx)
-	case []uint16:
-		gatherT(d, src.([]uint16), idx)
-	case []uint32:
-		gatherT(d, src.([]uint32), idx)
-	case []uint64:
-		gatherT(d, src.([]uint64), idx)
-	case []bool:
-		gatherT(d, src.([]bool), idx)
-	case []string:
-		gatherT(d, src.([]string), idx)
-	}
-}
-
-func gatherT[T any](dst, src []T, idx []int) {
-	for i, j := range idx {
-		if j >= 0 {
-			dst[i] = src[j]
-		}
-	}
 }

@@ -161,6 +161,6 @@ func maxUnpoolKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([
 		}
 		src[at] = i
 	}
-	gatherAny(out.Data, x.Data, src)
+	kernels.Gather(out.Data, x.Data, src)
 	return ctx.Outputs(out), nil
 }

@@ -12,7 +12,7 @@ func init() {
 }
 
 func swigluInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	a, b := inType(in, 0), inType(in, 1)
+	a, b := ops.InputType(in, 0), ops.InputType(in, 1)
 	if a.DType != graph.Undefined && b.DType != graph.Undefined && a.DType != b.DType {
 		return nil, ops.Invalidf(n, "A is %v but B is %v", a.DType, b.DType)
 	}
@@ -23,7 +23,7 @@ func swigluInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 		if len(a.Shape) != len(b.Shape) {
 			return nil, ops.Invalidf(n, "A %v and B %v must have identical shapes", a.Shape, b.Shape)
 		}
-		s = copyShape(a.Shape)
+		s = ops.CopyShape(a.Shape)
 		for i := range s {
 			da, db := a.Shape[i], b.Shape[i]
 			switch {
@@ -38,5 +38,5 @@ func swigluInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 	if dt == graph.Undefined {
 		dt = b.DType
 	}
-	return []graph.ValueType{tensorType(dt, copyShape(s))}, nil
+	return []graph.ValueType{ops.TensorType(dt, ops.CopyShape(s))}, nil
 }

@@ -10,12 +10,12 @@ func init() {
 }
 
 func attentionInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	q, k, v := inType(in, 0), inType(in, 1), inType(in, 2)
-	pastK := inType(in, 4)
+	q, k, v := ops.InputType(in, 0), ops.InputType(in, 1), ops.InputType(in, 2)
+	pastK := ops.InputType(in, 4)
 	dt := q.DType
 	outs := make([]graph.ValueType, len(n.Outputs))
 	for i := range outs {
-		outs[i] = tensorType(dt, nil)
+		outs[i] = ops.TensorType(dt, nil)
 	}
 	qAttr, kvAttr := n.AttrInt("q_num_heads", 0), n.AttrInt("kv_num_heads", 0)
 	rank := -1
@@ -42,14 +42,14 @@ func attentionInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Va
 	} else {
 		B, S, L = q.Shape[0], q.Shape[1], k.Shape[1]
 		qH, kvH = graph.Dim{Value: qAttr}, graph.Dim{Value: kvAttr}
-		D = divDim(k.Shape[2], kvAttr)
-		Dv = divDim(v.Shape[2], kvAttr)
+		D = ops.DivDim(k.Shape[2], kvAttr)
+		Dv = ops.DivDim(v.Shape[2], kvAttr)
 	}
 	T := L
 	if n.Input(4) != "" {
 		T = unknownDim
 		if len(pastK.Shape) == 4 {
-			T = addDims(pastK.Shape[2], L)
+			T = ops.AddDims(pastK.Shape[2], L)
 		}
 	}
 	if len(outs) > 0 {

@@ -12,7 +12,7 @@ func init() {
 }
 
 func rmsNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
+	x := ops.InputType(in, 0)
 	if x.Shape != nil {
 		if len(x.Shape) == 0 {
 			return nil, ops.Invalidf(n, "X must have rank >= 1")
@@ -21,11 +21,11 @@ func rmsNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Valu
 			return nil, ops.Invalidf(n, "%v", err)
 		}
 	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
+	return []graph.ValueType{ops.TensorType(x.DType, ops.CopyShape(x.Shape))}, nil
 }
 
 func lpNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
+	x := ops.InputType(in, 0)
 	if p := n.AttrInt("p", 2); p != 1 && p != 2 {
 		return nil, ops.Invalidf(n, "p must be 1 or 2, got %d", p)
 	}
@@ -34,7 +34,7 @@ func lpNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 			return nil, ops.Invalidf(n, "%v", err)
 		}
 	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
+	return []graph.ValueType{ops.TensorType(x.DType, ops.CopyShape(x.Shape))}, nil
 }
 
 func MvnAxes(n *graph.Node, rank int) ([]bool, error) {
@@ -54,11 +54,11 @@ func MvnAxes(n *graph.Node, rank int) ([]bool, error) {
 }
 
 func mvnInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
+	x := ops.InputType(in, 0)
 	if x.Shape != nil {
 		if _, err := MvnAxes(n, len(x.Shape)); err != nil {
 			return nil, err
 		}
 	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
+	return []graph.ValueType{ops.TensorType(x.DType, ops.CopyShape(x.Shape))}, nil
 }

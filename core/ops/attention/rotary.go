@@ -10,7 +10,7 @@ func init() {
 }
 
 func rotaryInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
+	x := ops.InputType(in, 0)
 	if x.Shape != nil {
 		switch len(x.Shape) {
 		case 3:
@@ -22,5 +22,5 @@ func rotaryInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 			return nil, ops.Invalidf(n, "X must be 3-D or 4-D, got shape %v", x.Shape)
 		}
 	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
+	return []graph.ValueType{ops.TensorType(x.DType, ops.CopyShape(x.Shape))}, nil
 }

@@ -6,22 +6,12 @@ import (
 )
 
 func init() {
-	reg := func(op string, minOpset int64, types []graph.DType, legacy bool) {
-		ops.Register(ops.Schema{
-			OpType:    op,
-			MinOpset:  minOpset,
-			MinInputs: 2, MaxInputs: 2,
-			MinOutputs: 1, MaxOutputs: 1,
-			Types: types,
-			Infer: binaryInfer(graph.Undefined, legacy),
-		})
-	}
-	reg("Add", 1, ops.NumericTypes, true)
-	reg("Sub", 1, ops.NumericTypes, true)
-	reg("Mul", 1, ops.NumericTypes, true)
-	reg("Div", 1, ops.NumericTypes, true)
-	reg("Mod", 10, ops.NumericTypes, false)
-	reg("Pow", 1, ops.NumericTypes, true)
+	register("Add", 1, ops.NumericTypes, graph.Undefined, true)
+	register("Sub", 1, ops.NumericTypes, graph.Undefined, true)
+	register("Mul", 1, ops.NumericTypes, graph.Undefined, true)
+	register("Div", 1, ops.NumericTypes, graph.Undefined, true)
+	register("Mod", 10, ops.NumericTypes, graph.Undefined, false)
+	register("Pow", 1, ops.NumericTypes, graph.Undefined, true)
 	ops.Register(ops.Schema{
 		OpType:    "PRelu",
 		MinOpset:  1,

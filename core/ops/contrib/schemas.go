@@ -32,46 +32,9 @@ func init() {
 	ops.Register(ops.Schema{OpType: "SimplifiedLayerNormalization", MinOpset: 1, MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 2, Types: ops.FloatTypes, Infer: simplifiedNormInfer})
 }
 
-func inType(in []ops.InferInput, i int) graph.ValueType {
-	if i < len(in) {
-		return in[i].Type
-	}
-	return graph.ValueType{Kind: "tensor"}
-}
-
-func tensorType(dt graph.DType, s graph.Shape) graph.ValueType {
-	return graph.ValueType{Kind: "tensor", DType: dt, Shape: s}
-}
-
-func copyShape(s graph.Shape) graph.Shape {
-	if s == nil {
-		return nil
-	}
-	return append(graph.Shape{}, s...)
-}
-
 var unknown = graph.Dim{Value: -1}
 
 func dim(v int64) graph.Dim { return graph.Dim{Value: v} }
-
-func addDims(a, b graph.Dim) graph.Dim {
-	switch {
-	case a.Static() && b.Static():
-		return dim(a.Value + b.Value)
-	case a.Static() && a.Value == 0:
-		return b
-	case b.Static() && b.Value == 0:
-		return a
-	}
-	return unknown
-}
-
-func divDim(a graph.Dim, k int64) graph.Dim {
-	if a.Static() && k > 0 && a.Value%k == 0 {
-		return dim(a.Value / k)
-	}
-	return unknown
-}
 
 func mulDim(a graph.Dim, k int64) graph.Dim {
 	if a.Static() {
@@ -84,7 +47,7 @@ func mulDim(a graph.Dim, k int64) graph.Dim {
 func outputs(n *graph.Node, dt graph.DType) []graph.ValueType {
 	outs := make([]graph.ValueType, len(n.Outputs))
 	for i := range outs {
-		outs[i] = tensorType(dt, nil)
+		outs[i] = ops.TensorType(dt, nil)
 	}
 	return outs
 }
@@ -98,7 +61,7 @@ func set(outs []graph.ValueType, i int, s graph.Shape) {
 // attentionInfer: input (B, S, D_in), weights (D_in, qH+kH+vH), past
 // (2, B, N, P, H) → output (B, S, vH), present (2, B, N, P+S, H).
 func attentionInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x, w, past := inType(in, 0), inType(in, 1), inType(in, 4)
+	x, w, past := ops.InputType(in, 0), ops.InputType(in, 1), ops.InputType(in, 4)
 	outs := outputs(n, x.DType)
 	heads := n.AttrInt("num_heads", 0)
 	if heads <= 0 {
@@ -122,7 +85,7 @@ func attentionInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Va
 	if sizes != nil {
 		qHidden, vHidden = dim(sizes[0]), dim(sizes[2])
 	} else if w.Shape != nil {
-		qHidden = divDim(w.Shape[1], 3)
+		qHidden = ops.DivDim(w.Shape[1], 3)
 		vHidden = qHidden
 	}
 	set(outs, 0, graph.Shape{B, S, vHidden})
@@ -131,10 +94,10 @@ func attentionInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Va
 		if n.Input(4) != "" {
 			T = unknown
 			if len(past.Shape) == 5 {
-				T = addDims(past.Shape[3], S)
+				T = ops.AddDims(past.Shape[3], S)
 			}
 		}
-		set(outs, 1, graph.Shape{dim(2), B, dim(heads), T, divDim(qHidden, heads)})
+		set(outs, 1, graph.Shape{dim(2), B, dim(heads), T, ops.DivDim(qHidden, heads)})
 	}
 	return outs, nil
 }
@@ -144,7 +107,7 @@ func attentionInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Va
 // Hv) → output (B, S, N·Hv), present_key (B, N, P+L, H), present_value
 // (B, N, P+L, Hv), qk (B, N, S, P+L).
 func mhaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	q, k, v, pastK := inType(in, 0), inType(in, 1), inType(in, 2), inType(in, 6)
+	q, k, v, pastK := ops.InputType(in, 0), ops.InputType(in, 1), ops.InputType(in, 2), ops.InputType(in, 6)
 	outs := outputs(n, q.DType)
 	heads := n.AttrInt("num_heads", 0)
 	if heads <= 0 {
@@ -163,7 +126,7 @@ func mhaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 	if len(q.Shape) == 5 {
 		L, H, Hv = S, q.Shape[4], q.Shape[4]
 	} else {
-		H = divDim(q.Shape[2], heads)
+		H = ops.DivDim(q.Shape[2], heads)
 		switch len(k.Shape) {
 		case 3:
 			L = k.Shape[1]
@@ -174,7 +137,7 @@ func mhaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 		}
 		switch len(v.Shape) {
 		case 3:
-			Hv = divDim(v.Shape[2], heads)
+			Hv = ops.DivDim(v.Shape[2], heads)
 		case 4:
 			Hv = v.Shape[3]
 		}
@@ -186,7 +149,7 @@ func mhaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 	if n.Input(6) != "" {
 		T = unknown
 		if len(pastK.Shape) == 4 {
-			T = addDims(pastK.Shape[2], L)
+			T = ops.AddDims(pastK.Shape[2], L)
 		}
 	}
 	set(outs, 0, graph.Shape{B, S, mulDim(Hv, heads)})
@@ -197,11 +160,11 @@ func mhaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 }
 
 func rotaryInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
+	x := ops.InputType(in, 0)
 	if x.Shape != nil && len(x.Shape) != 3 && len(x.Shape) != 4 {
 		return nil, ops.Invalidf(n, "input must be 3-D or 4-D, got %v", x.Shape)
 	}
-	return []graph.ValueType{tensorType(x.DType, copyShape(x.Shape))}, nil
+	return []graph.ValueType{ops.TensorType(x.DType, ops.CopyShape(x.Shape))}, nil
 }
 
 // statShape is x's shape with the last dim 1 (the mean and inverse
@@ -210,7 +173,7 @@ func statShape(s graph.Shape) graph.Shape {
 	if len(s) == 0 {
 		return nil
 	}
-	out := copyShape(s)
+	out := ops.CopyShape(s)
 	out[len(out)-1] = dim(1)
 	return out
 }
@@ -218,23 +181,23 @@ func statShape(s graph.Shape) graph.Shape {
 // skipNormInfer: output and input_skip_bias_sum are shaped like input;
 // mean and inv_std_var are float32 with the last dim 1.
 func skipNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x := inType(in, 0)
+	x := ops.InputType(in, 0)
 	if x.Shape != nil && len(x.Shape) != 2 && len(x.Shape) != 3 {
 		return nil, ops.Invalidf(n, "input must be 2-D or 3-D, got %v", x.Shape)
 	}
 	outs := outputs(n, x.DType)
-	set(outs, 0, copyShape(x.Shape))
+	set(outs, 0, ops.CopyShape(x.Shape))
 	for i := 1; i <= 2 && i < len(outs); i++ {
-		outs[i] = tensorType(graph.Float32, statShape(x.Shape))
+		outs[i] = ops.TensorType(graph.Float32, statShape(x.Shape))
 	}
-	set(outs, 3, copyShape(x.Shape))
+	set(outs, 3, ops.CopyShape(x.Shape))
 	return outs, nil
 }
 
 // simplifiedNormInfer: Y has scale's dtype and X's shape; inv_std_var is
 // float32 with the normalized axes set to 1.
 func simplifiedNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	x, scale := inType(in, 0), inType(in, 1)
+	x, scale := ops.InputType(in, 0), ops.InputType(in, 1)
 	dt := scale.DType
 	if dt == graph.Undefined {
 		dt = x.DType
@@ -250,13 +213,13 @@ func simplifiedNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]gra
 	if err != nil {
 		return nil, ops.Invalidf(n, "axis: %v", err)
 	}
-	set(outs, 0, copyShape(x.Shape))
+	set(outs, 0, ops.CopyShape(x.Shape))
 	if len(outs) > 1 {
-		s := copyShape(x.Shape)
+		s := ops.CopyShape(x.Shape)
 		for i := ax; i < len(s); i++ {
 			s[i] = dim(1)
 		}
-		outs[1] = tensorType(graph.Float32, s)
+		outs[1] = ops.TensorType(graph.Float32, s)
 	}
 	return outs, nil
 }
@@ -264,7 +227,7 @@ func simplifiedNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]gra
 // embedNormInfer: input_ids (B, S), word_embedding (V, H) → output (B, S,
 // H), mask_index int32 (B), embedding_sum (B, S, H).
 func embedNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	ids, word := inType(in, 0), inType(in, 2)
+	ids, word := ops.InputType(in, 0), ops.InputType(in, 2)
 	if ids.Shape != nil && len(ids.Shape) != 2 {
 		return nil, ops.Invalidf(n, "input_ids must be 2-D (batch, sequence), got %v", ids.Shape)
 	}
@@ -292,7 +255,7 @@ func embedNormInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Va
 // and value), past_key (B, KV, P, H) → output (B, S, N·H), present_key
 // and present_value (B, KV, max(P, total), H).
 func gqaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	q := inType(in, 0)
+	q := ops.InputType(in, 0)
 	outs := outputs(n, q.DType)
 	N, KV := n.AttrInt("num_heads", 0), n.AttrInt("kv_num_heads", 0)
 	if N <= 0 || KV <= 0 || N%KV != 0 {
@@ -307,9 +270,9 @@ func gqaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 	B, S := q.Shape[0], q.Shape[1]
 	hidden := q.Shape[2]
 	if n.Input(1) == "" {
-		hidden = mulDim(divDim(hidden, N+2*KV), N)
+		hidden = mulDim(ops.DivDim(hidden, N+2*KV), N)
 	}
-	H := divDim(hidden, N)
+	H := ops.DivDim(hidden, N)
 	set(outs, 0, graph.Shape{B, S, hidden})
 	for i := 1; i < 3; i++ {
 		set(outs, i, graph.Shape{B, dim(KV), unknown, H})

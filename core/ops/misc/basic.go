@@ -21,21 +21,21 @@ func EyeLikeDType(n *graph.Node, in graph.DType) graph.DType {
 }
 
 func eyeLikeInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
+	t := ops.InputType(in, 0)
 	dt := EyeLikeDType(n, t.DType)
 	if t.Shape != nil && len(t.Shape) != 2 {
 		return nil, ops.Invalidf(n, "input must be 2-D, got %v", t.Shape)
 	}
-	return []graph.ValueType{tensorType(dt, t.Shape)}, nil
+	return []graph.ValueType{ops.TensorType(dt, t.Shape)}, nil
 }
 
 func compressInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
+	t := ops.InputType(in, 0)
 	if !n.HasAttr("axis") {
-		return []graph.ValueType{tensorType(t.DType, dims(-1))}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, dims(-1))}, nil
 	}
 	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, nil)}, nil
 	}
 	axis, err := ops.NormAxis(n.AttrInt("axis", 0), len(t.Shape))
 	if err != nil {
@@ -43,7 +43,7 @@ func compressInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Val
 	}
 	s := append(graph.Shape{}, t.Shape...)
 	s[axis] = graph.Dim{Value: -1}
-	return []graph.ValueType{tensorType(t.DType, s)}, nil
+	return []graph.ValueType{ops.TensorType(t.DType, s)}, nil
 }
 
 func CropAxes(n *graph.Node, rank, nshape int) ([]int, error) {
@@ -78,24 +78,24 @@ func CropAxes(n *graph.Node, rank, nshape int) ([]int, error) {
 }
 
 func centerCropPadInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
+	t := ops.InputType(in, 0)
 	sc := inConst(in, 1)
 	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, nil)}, nil
 	}
 	s := make(graph.Shape, len(t.Shape))
 	copy(s, t.Shape)
 	if sc == nil {
 		ax := n.AttrInts("axes", nil)
 		if ax == nil {
-			return []graph.ValueType{tensorType(t.DType, dims(staticDimsUnknown(len(s))...))}, nil
+			return []graph.ValueType{ops.TensorType(t.DType, dims(staticDimsUnknown(len(s))...))}, nil
 		}
 		for _, a := range ax {
 			if v, err := ops.NormAxis(a, len(s)); err == nil {
 				s[v] = graph.Dim{Value: -1}
 			}
 		}
-		return []graph.ValueType{tensorType(t.DType, s)}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, s)}, nil
 	}
 	vals := sc.Int64s()
 	axes, err := CropAxes(n, len(s), len(vals))
@@ -108,7 +108,7 @@ func centerCropPadInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]grap
 		}
 		s[a] = graph.Dim{Value: vals[i]}
 	}
-	return []graph.ValueType{tensorType(t.DType, s)}, nil
+	return []graph.ValueType{ops.TensorType(t.DType, s)}, nil
 }
 
 func staticDimsUnknown(r int) []int64 {
@@ -120,9 +120,9 @@ func staticDimsUnknown(r int) []int64 {
 }
 
 func detInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
+	t := ops.InputType(in, 0)
 	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, nil)}, nil
 	}
 	r := len(t.Shape)
 	if r < 2 {
@@ -132,5 +132,5 @@ func detInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 	if a.Static() && b.Static() && a.Value != b.Value {
 		return nil, ops.Invalidf(n, "matrices must be square, got %v", t.Shape)
 	}
-	return []graph.ValueType{tensorType(t.DType, append(graph.Shape{}, t.Shape[:r-2]...))}, nil
+	return []graph.ValueType{ops.TensorType(t.DType, append(graph.Shape{}, t.Shape[:r-2]...))}, nil
 }

@@ -72,9 +72,9 @@ func DftShape(n *graph.Node, p *DftParams, dimLen int, lenGiven bool, length int
 }
 
 func dftInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
+	t := ops.InputType(in, 0)
 	if t.Shape == nil {
-		return []graph.ValueType{tensorType(t.DType, nil)}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, nil)}, nil
 	}
 	r := len(t.Shape)
 	if r < 2 {
@@ -95,7 +95,7 @@ func dftInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 		for i := 0; i < r-1; i++ {
 			out[i] = graph.Dim{Value: -1}
 		}
-		return []graph.ValueType{tensorType(t.DType, out)}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, out)}, nil
 	}
 	axis, err := NormDFTAxis(n, a, r)
 	if err != nil {
@@ -107,24 +107,24 @@ func dftInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 		c := inConst(in, 1)
 		if c == nil || c.Len() != 1 {
 			out[axis] = graph.Dim{Value: -1}
-			return []graph.ValueType{tensorType(t.DType, out)}, nil
+			return []graph.ValueType{ops.TensorType(t.DType, out)}, nil
 		}
 		length = c.Int64At(0)
 	}
 	d := t.Shape[axis]
 	if !lenGiven && !d.Static() {
 		out[axis] = graph.Dim{Value: -1}
-		return []graph.ValueType{tensorType(t.DType, out)}, nil
+		return []graph.ValueType{ops.TensorType(t.DType, out)}, nil
 	}
 	if err := DftShape(n, &p, int(d.Value), lenGiven, length); err != nil {
 		return nil, err
 	}
 	out[axis] = graph.Dim{Value: int64(p.OutLen)}
-	return []graph.ValueType{tensorType(t.DType, out)}, nil
+	return []graph.ValueType{ops.TensorType(t.DType, out)}, nil
 }
 
 func stftInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
+	t := ops.InputType(in, 0)
 	out := dims(-1, -1, -1, 2)
 	if t.Shape != nil {
 		if len(t.Shape) != 3 {
@@ -132,5 +132,5 @@ func stftInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTy
 		}
 		out[0] = t.Shape[0]
 	}
-	return []graph.ValueType{tensorType(t.DType, out)}, nil
+	return []graph.ValueType{ops.TensorType(t.DType, out)}, nil
 }

@@ -162,13 +162,13 @@ func labelName(l int) string {
 }
 
 func einsumInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	dt := inType(in, 0).DType
+	dt := ops.InputType(in, 0).DType
 	ranks := make([]int, len(in))
 	shapes := make([][]int, len(in))
 	for i := range in {
 		s := in[i].Type.Shape
 		if s == nil {
-			return []graph.ValueType{tensorType(dt, nil)}, nil
+			return []graph.ValueType{ops.TensorType(dt, nil)}, nil
 		}
 		ranks[i] = len(s)
 		shapes[i] = make([]int, len(s))
@@ -207,5 +207,5 @@ func einsumInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 			out[i] = int64(ld[l])
 		}
 	}
-	return []graph.ValueType{tensorType(dt, dims(out...))}, nil
+	return []graph.ValueType{ops.TensorType(dt, dims(out...))}, nil
 }

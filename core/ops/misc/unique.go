@@ -10,9 +10,9 @@ func init() {
 }
 
 func uniqueInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
-	t := inType(in, 0)
-	y := tensorType(t.DType, dims(-1))
-	inv := tensorType(graph.Int64, dims(-1))
+	t := ops.InputType(in, 0)
+	y := ops.TensorType(t.DType, dims(-1))
+	inv := ops.TensorType(graph.Int64, dims(-1))
 	if n.HasAttr("axis") {
 		y.Shape = nil
 		if t.Shape != nil {
@@ -29,7 +29,7 @@ func uniqueInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 			inv.Shape = dims(int64(ops.Prod(s)))
 		}
 	}
-	out := []graph.ValueType{y, tensorType(graph.Int64, dims(-1)), inv, tensorType(graph.Int64, dims(-1))}
+	out := []graph.ValueType{y, ops.TensorType(graph.Int64, dims(-1)), inv, ops.TensorType(graph.Int64, dims(-1))}
 	if len(n.Outputs) < len(out) {
 		out = out[:len(n.Outputs)]
 	}

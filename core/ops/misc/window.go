@@ -38,7 +38,7 @@ func windowInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.Value
 			s = dims(v)
 		}
 	}
-	return []graph.ValueType{tensorType(dt, s)}, nil
+	return []graph.ValueType{ops.TensorType(dt, s)}, nil
 }
 
 func melInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
@@ -53,5 +53,5 @@ func melInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 	if c := inConst(in, 0); c != nil && c.Len() == 1 && c.Int64At(0) >= 0 {
 		cols = c.Int64At(0)
 	}
-	return []graph.ValueType{tensorType(dt, dims(rows, cols))}, nil
+	return []graph.ValueType{ops.TensorType(dt, dims(rows, cols))}, nil
 }

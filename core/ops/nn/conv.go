@@ -5,16 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "Conv", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 3,
-		Types: ops.FloatTypes,
-
-		Infer: convInfer,
-	})
-}
-
 func convInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
 	if len(in) < 2 {
 		return nil, nil

@@ -5,16 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "ConvTranspose", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 3,
-		Types: ops.FloatTypes,
-
-		Infer: convTransposeInfer,
-	})
-}
-
 // ConvTransposeGeom computes the output sizes and pads of a transposed
 // convolution over in (spatial sizes). Without output_shape the output is
 // stride·(in-1) + output_padding + extent - pads (auto_pad SAME_* gives

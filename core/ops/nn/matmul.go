@@ -5,23 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "MatMul", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 2,
-		Types: ops.NumericTypes,
-
-		Infer: matMulInfer,
-	})
-	ops.Register(ops.Schema{
-		OpType: "Gemm", MinOpset: 1,
-		MinInputs: 2, MaxInputs: 3,
-		Types: ops.NumericTypes,
-
-		Infer: gemmInfer,
-	})
-}
-
 func matMulInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
 	if len(in) < 2 {
 		return nil, nil

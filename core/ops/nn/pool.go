@@ -5,38 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	maxPoolTypes := append(append([]graph.DType{}, ops.FloatTypes...), graph.Int8, graph.Uint8)
-	ops.Register(ops.Schema{
-		OpType: "MaxPool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 2,
-		Types: maxPoolTypes,
-
-		Infer: poolInfer(true),
-	})
-	ops.Register(ops.Schema{
-		OpType: "AveragePool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types: ops.FloatTypes,
-
-		Infer: poolInfer(false),
-	})
-	ops.Register(ops.Schema{
-		OpType: "GlobalAveragePool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types: ops.FloatTypes,
-
-		Infer: globalPoolInfer,
-	})
-	ops.Register(ops.Schema{
-		OpType: "GlobalMaxPool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types: ops.FloatTypes,
-
-		Infer: globalPoolInfer,
-	})
-}
-
 func poolInfer(isMax bool) ops.InferFunc {
 	return func(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
 		if len(in) < 1 {

@@ -5,16 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "AffineGrid", MinOpset: 20,
-		MinInputs: 2, MaxInputs: 2,
-		Types: floatTypes,
-
-		Infer: padInfer(2, affineGridInfer),
-	})
-}
-
 func affineGridInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
 	dt := in[0].Type.DType
 	var shape graph.Shape

@@ -5,16 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "Col2Im", MinOpset: 18,
-		MinInputs: 3, MaxInputs: 3,
-		Types: ops.NumericTypes,
-
-		Infer: padInfer(3, col2imInfer),
-	})
-}
-
 func col2imInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
 	dt := in[0].Type.DType
 	xs := in[0].Type.Shape

@@ -5,16 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "DeformConv", MinOpset: 19,
-		MinInputs: 3, MaxInputs: 5,
-		Types: floatTypes,
-
-		Infer: padInfer(3, deformConvInfer),
-	})
-}
-
 func deformConvInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
 	vt := graph.ValueType{Kind: "tensor", DType: in[0].Type.DType}
 	xs, ws, os := in[0].Type.Shape, in[1].Type.Shape, in[2].Type.Shape

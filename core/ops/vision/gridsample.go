@@ -5,16 +5,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "GridSample", MinOpset: 16,
-		MinInputs: 2, MaxInputs: 2,
-		Types: ops.AllTypes,
-
-		Infer: padInfer(2, gridSampleInfer),
-	})
-}
-
 func gridSampleInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueType, error) {
 	dt := in[0].Type.DType
 	xs, gs := in[0].Type.Shape, in[1].Type.Shape

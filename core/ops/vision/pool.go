@@ -7,23 +7,6 @@ import (
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 )
 
-func init() {
-	ops.Register(ops.Schema{
-		OpType: "LpPool", MinOpset: 1,
-		MinInputs: 1, MaxInputs: 1,
-		Types: floatTypes,
-
-		Infer: padInfer(3, lpPoolInfer),
-	})
-	ops.Register(ops.Schema{
-		OpType: "MaxUnpool", MinOpset: 9,
-		MinInputs: 2, MaxInputs: 3,
-		Types: floatTypes,
-
-		Infer: padInfer(3, maxUnpoolInfer),
-	})
-}
-
 // lpPoolPlan is a validated LpPool node for input spatial dims.
 type lpPoolPlan struct {
 	W   window

@@ -1,8 +1,0 @@
-//go:build unix
-
-package onnx
-
-import "syscall"
-
-// nonBlock opens FIFOs and devices without waiting for a peer.
-const nonBlock = syscall.O_NONBLOCK

@@ -1,0 +1,347 @@
+package grammar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// validator compiles schema with an independent JSON schema library.
+func validator(t testing.TB, schema string) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkJSON decodes text (one JSON value, nothing after it) and
+// validates it.
+func checkJSON(s *jsonschema.Schema, text string) error {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the value")
+	}
+	// the library wants its own number type
+	v2, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return err
+	}
+	return s.Validate(v2)
+}
+
+// testVocab is every single byte, some longer tokens a JSON-writing
+// model would have, and an end token (the last id).
+func testVocab() ([]string, int) {
+	var texts []string
+	for b := range 256 {
+		texts = append(texts, string([]byte{byte(b)}))
+	}
+	texts = append(texts, `{"`, `":`, `", "`, `"}`, `true`, `false`, `null`, `name`, `"name"`, `: "`, `, `, `},{`, `[{"`, `"]`,
+		`12`, `3.14`, `e+`, `\n`, `\u00e9`, "é", "日本", "\xe6\x97", `  `, "\n  ", `"a"`, `"b":`, `red`, `"red"`, `0.`, `-1`, `""`, `[]`, `{}`, "")
+	texts = append(texts, "<end>")
+	return texts, len(texts) - 1
+}
+
+// walk samples a text from g with random allowed tokens within maxNew
+// tokens; it fails the test if no token is allowed or the budget is
+// overrun.
+func walk(t testing.TB, g *Grammar, ix *Index, texts []string, end int, maxNew int, rng *rand.Rand) string {
+	t.Helper()
+	m := g.NewMatcher()
+	allow := make([]uint64, (ix.Size()+63)/64)
+	var out bytes.Buffer
+	var ids []int
+	for left := maxNew; ; left-- {
+		if left <= 0 {
+			t.Fatalf("no end within %d tokens: %q", maxNew, out.String())
+		}
+		if n := m.Mask(ix, left, allow); n == 0 {
+			t.Fatalf("nothing allowed after %q (left %d, rest %d)\n%s", out.String(), left, m.Rest(), m)
+		}
+		for ids = ids[:0]; len(ids) == 0; {
+			// mostly single bytes, sometimes the longer tokens
+			id := rng.IntN(len(texts))
+			if rng.IntN(4) == 0 {
+				id = 256 + rng.IntN(len(texts)-256)
+			}
+			if allow[id>>6]&(1<<(id&63)) != 0 {
+				ids = append(ids, id)
+			}
+		}
+		id := ids[0]
+		if id == end {
+			if !m.CanEnd() {
+				t.Fatalf("end allowed before the text is complete: %q", out.String())
+			}
+			return out.String()
+		}
+		out.WriteString(texts[id])
+		if !m.Advance([]byte(texts[id])) {
+			t.Fatalf("masked-in token %q left the grammar after %q", texts[id], out.String())
+		}
+	}
+}
+
+var schemas = []string{
+	`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"ok":{"type":"boolean"}},"required":["name","age"],"additionalProperties":false}`,
+	`{"type":"array","items":{"type":"number"},"minItems":2,"maxItems":4}`,
+	`{"enum":["red","green","blue",1,null,{"a":[1,2]}]}`,
+	`{"type":["string","null"],"maxLength":3,"minLength":1}`,
+	`{"anyOf":[{"type":"object","properties":{"a":{"const":1}},"required":["a"]},{"type":"object","properties":{"a":{"const":"x"},"b":{"type":"null"}},"required":["a","b"]}]}`,
+	`{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"},"maxItems":2}},"required":["v"]}},"$ref":"#/$defs/node"}`,
+	`{"type":"object","properties":{"ab":{"type":"string"},"a":{"type":"string"},"abc":{"type":"number"}},"required":["abc"]}`,
+	`{"type":"object","additionalProperties":{"type":"integer"}}`,
+	`{"type":"object"}`,
+	`{}`,
+	`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","enum":["x","y"]},"minItems":1}},"required":["tags"],"additionalProperties":false}`,
+	`{"type":"object","properties":{"a":{"allOf":[{"type":"boolean"}]},"b":{"type":"array","items":{"type":"integer"},"minItems":3}},"required":["a","b"],"additionalProperties":false,"title":"t","description":"d"}`,
+	`true`,
+	`{"type":"object","properties":{"a":{"type":"integer","minimum":10,"maximum":12},"b":{"type":"integer","exclusiveMinimum":-5,"exclusiveMaximum":3},"c":{"type":"number","minimum":1.5},"d":{"type":"integer","maximum":-100},"e":{"type":"integer","minimum":0,"maximum":0}},"required":["a","b","c","d","e"],"additionalProperties":false}`,
+	`{"type":"array","items":{"type":"integer","minimum":-20,"maximum":-3},"minItems":3}`,
+}
+
+func TestSchemasRandomWalk(t *testing.T) {
+	texts, end := testVocab()
+	ix := NewIndex(texts, []int{end})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, src := range schemas {
+		g, err := CompileSchema([]byte(src), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		v := validator(t, src)
+		rest := g.NewMatcher().Rest()
+		for i := range 200 {
+			// tight budgets too: the shortest completion must always fit
+			maxNew := rest + 1 + rng.IntN(3)
+			if i%2 == 0 {
+				maxNew += rng.IntN(200)
+			}
+			out := walk(t, g, ix, texts, end, maxNew, rng)
+			if err := checkJSON(v, out); err != nil {
+				t.Fatalf("%s: %q does not validate: %v", src, out, err)
+			}
+		}
+	}
+}
+
+func TestJSONObjectAndAffixes(t *testing.T) {
+	texts, end := testVocab()
+	ix := NewIndex(texts, []int{end})
+	rng := rand.New(rand.NewPCG(3, 4))
+	g, err := JSONObject(&Options{Prefix: "<tool_call>\n", Suffix: "\n</tool_call>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		out := walk(t, g, ix, texts, end, 27+rng.IntN(200), rng)
+		out = strings.TrimSpace(out)
+		body, ok := strings.CutPrefix(out, "<tool_call>")
+		body, ok2 := strings.CutSuffix(body, "</tool_call>")
+		var v map[string]any
+		if !ok || !ok2 || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("%q", out)
+		}
+	}
+}
+
+func TestAcceptsAndRejects(t *testing.T) {
+	src := `{"type":"object","properties":{"s":{"type":"string"},"n":{"type":"number"},"i":{"type":"integer"},"e":{"enum":[1,10]}},"additionalProperties":false}`
+	g, err := CompileSchema([]byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{
+		{`{}`, true},
+		{` { "s" : "a\"\\\u00e9日" , "n":-0.5e+10,"i":-12,"e":10}`, true},
+		{"{\n  \"s\": \"\",\n\t\"n\": 1\n}", true},
+		{"{\n\n}", false},
+		{"{\r\n}", false},
+		{`{"n":1E5}`, true},
+		{`{"e":1}`, true},
+		{`{"i":1.5}`, false},
+		{`{"n":01}`, false},
+		{`{"n":1.}`, false},
+		{`{"s":"a` + "\x01" + `"}`, false},
+		{`{"s":"\x"}`, false},
+		{"{\"s\":\"\xc0\x80\"}", false},
+		{"{\"s\":\"\xed\xa0\x80\"}", false},
+		{`{"e":100}`, false},
+		{`{"x":1}`, false},
+		{`{"n":1,"s":"a"}`, false}, // properties in schema order
+		{`{"s":"a",}`, false},
+		{`{"s":"a"} `, false},
+		{`{"n":1e123}`, false},
+	} {
+		m := g.NewMatcher()
+		ok := m.Advance([]byte(c.text)) && m.CanEnd()
+		if ok != c.ok {
+			t.Errorf("%q: accepted %v, want %v", c.text, ok, c.ok)
+		}
+	}
+	g, err = CompileSchema([]byte(`{"type":"integer","minimum":-7,"maximum":15}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{{"-7", true}, {"15", true}, {"0", true}, {"-0", true}, {"9", true}, {"-8", false}, {"16", false}, {"150", false}, {"01", false}, {"1.0", false}, {"-", false}} {
+		m := g.NewMatcher()
+		ok := m.Advance([]byte(c.text)) && m.CanEnd()
+		if ok != c.ok {
+			t.Errorf("%q: accepted %v, want %v", c.text, ok, c.ok)
+		}
+	}
+}
+
+func TestUnsupportedKeywords(t *testing.T) {
+	for _, c := range []struct{ schema, keyword, path string }{
+		{`{"type":"string","pattern":"^a"}`, "pattern", ""},
+		{`{"type":"object","properties":{"a":{"type":"string","format":"date-time"}}}`, "format", "/properties/a"},
+		{`{"type":"object","properties":{"a/b":{"type":"integer","multipleOf":2}}}`, "multipleOf", "/properties/a~1b"},
+		{`{"type":"integer","minimum":0,"exclusiveMinimum":true}`, "exclusiveMinimum", ""},
+		{`{"oneOf":[{"type":"string"}]}`, "oneOf", ""},
+		{`{"type":"array","items":[{"type":"string"}]}`, "items", ""},
+		{`{"type":"array","uniqueItems":true}`, "uniqueItems", ""},
+		{`{"$ref":"https://example.com/s.json"}`, "$ref", ""},
+		{`{"allOf":[{"type":"string"},{"maxLength":2}]}`, "allOf", ""},
+		{`{"type":"object","required":["x"]}`, "required", ""},
+		{`{"foo":1}`, "foo", ""},
+	} {
+		_, err := CompileSchema([]byte(c.schema), nil)
+		var u *UnsupportedError
+		if !errors.As(err, &u) || u.Keyword != c.keyword || u.Path != c.path {
+			t.Errorf("%s: %v, want keyword %q at %q", c.schema, err, c.keyword, c.path)
+		}
+	}
+	for _, s := range []string{`false`, `{"type":"array","minItems":3,"maxItems":2}`, `{"enum":[]}`, `{"type":"string","enum":[1]}`,
+		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"}`,
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`, `[`, `{"type":"nothing"}`, `{"a":1,"a":2}`, `{"type":"integer","minimum":5,"maximum":4}`, `{"type":"integer","minimum":1e12}`} {
+		if _, err := CompileSchema([]byte(s), nil); err == nil {
+			t.Errorf("%s compiled", s)
+		}
+	}
+	// uniqueItems false asks for nothing
+	if _, err := CompileSchema([]byte(`{"type":"array","uniqueItems":false}`), nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestEndForced: once the value is complete and nothing may follow, the
+// end token is the only one allowed.
+func TestEndForced(t *testing.T) {
+	texts, end := testVocab()
+	ix := NewIndex(texts, []int{end})
+	g, err := CompileSchema([]byte(`{"type":"object"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := g.NewMatcher()
+	m.Advance([]byte(`{"a":1}`))
+	allow := make([]uint64, (ix.Size()+63)/64)
+	if n := m.Mask(ix, 100, allow); n != 1 || allow[end>>6]&(1<<(end&63)) == 0 {
+		t.Fatalf("%d allowed", n)
+	}
+	// a number at the root may go on or end
+	g, _ = CompileSchema([]byte(`{"type":"integer"}`), nil)
+	m = g.NewMatcher()
+	m.Advance([]byte(`12`))
+	if n := m.Mask(ix, 100, allow); n < 2 || allow[end>>6]&(1<<(end&63)) == 0 || allow['3'>>6]&(1<<('3'&63)) == 0 {
+		t.Fatalf("%d allowed", n)
+	}
+	// ... but not when the budget is spent
+	if n := m.Mask(ix, 1, allow); n != 1 {
+		t.Fatalf("%d allowed with one token left", n)
+	}
+}
+
+// TestPlainShortcut: inside a string, the mask with plain tokens set at
+// once equals the mask from walking every token.
+func TestPlainShortcut(t *testing.T) {
+	texts, end := testVocab()
+	fast := NewIndex(texts, []int{end})
+	slow := NewIndex(texts, []int{end})
+	slow.slow = true
+	g, err := CompileSchema([]byte(`{"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":40}},"required":["s"]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := make([]uint64, (len(texts)+63)/64), make([]uint64, (len(texts)+63)/64)
+	for _, prefix := range []string{`{"s":"`, `{"s":"ab`, `{"s":"ab日本`, `{"s":"` + strings.Repeat("x", 37)} {
+		m := g.NewMatcher()
+		if !m.Advance([]byte(prefix)) {
+			t.Fatal(prefix)
+		}
+		for _, left := range []int{3, 6, 100} {
+			na, nb := m.Mask(fast, left, a), m.Mask(slow, left, b)
+			if na != nb || !slices.Equal(a, b) {
+				t.Fatalf("%q left %d: %d tokens with the shortcut, %d without", prefix, left, na, nb)
+			}
+		}
+	}
+}
+
+func TestCompileCalls(t *testing.T) {
+	texts, end := testVocab()
+	ix := NewIndex(texts, []int{end})
+	rng := rand.New(rand.NewPCG(7, 8))
+	calls := []Call{
+		{Name: "get_weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["city"],"$defs":{"x":{"type":"null"}}}`)},
+		{Name: "now"},
+		{Name: "tree", Parameters: []byte(`{"$defs":{"n":{"type":"object","properties":{"k":{"type":"array","items":{"$ref":"#/$defs/n"},"maxItems":1}}}},"$ref":"#/$defs/n"}`)},
+	}
+	g, err := CompileCalls(calls, "name", "arguments", &Options{Prefix: "<tool_call>\n", Suffix: "\n</tool_call>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range 300 {
+		out := strings.TrimSpace(walk(t, g, ix, texts, end, 60+rng.IntN(100), rng))
+		body, ok := strings.CutPrefix(out, "<tool_call>")
+		body, ok2 := strings.CutSuffix(body, "</tool_call>")
+		var call struct {
+			Name      string
+			Arguments map[string]any
+		}
+		if !ok || !ok2 || json.Unmarshal([]byte(body), &call) != nil || call.Arguments == nil {
+			t.Fatalf("%q", out)
+		}
+		if call.Name == "get_weather" {
+			if _, ok := call.Arguments["city"].(string); !ok {
+				t.Fatalf("%q", out)
+			}
+		}
+		seen[call.Name] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("calls seen: %v", seen)
+	}
+	if _, err := CompileCalls([]Call{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"pattern":"x"}}}`)}}, "name", "arguments", nil); err == nil {
+		t.Fatal("pattern compiled")
+	}
+}
