@@ -22,7 +22,7 @@ func openForAllocs(t testing.TB, model string, backends []string) (*switchyard.M
 	t.Helper()
 	dir := shared.Path(t, filepath.Join("testdata", "models", model))
 	ctx := context.Background()
-	m, err := switchyard.Open(ctx, dir, &switchyard.Options{Backends: backends, Threads: 1})
+	m, err := switchyard.Open(ctx, dir, &switchyard.OpenOptions{Backends: backends, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

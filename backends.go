@@ -106,7 +106,7 @@ var (
 
 // DefaultBackends discovers, once per process, the backends of hal.Default
 // with the default DiscoverOptions, and returns that same set on every
-// later call. Open and NewEngine use it unless Options.Backends is set.
+// later call. Open and NewEngine use it unless OpenOptions.Backends is set.
 func DefaultBackends() *Backends {
 	defaultOnce.Do(func() { defaultBackends = Discover(nil) })
 	return defaultBackends

@@ -20,13 +20,16 @@
 // SWITCHYARD_PLUGIN_PATH and the user and system plugin directories, and
 // the C libraries of SWITCHYARD_LIBRARIES. Finding them loads nothing.
 //
-// An Engine opens the backends Options asks for — by default every
+// One OpenOptions configures opening: the engine's fields (which
+// backends, placement, memory) and the model's (how its file is imported:
+// an ExecuTorch method, extra weight files, a context length; profiling).
+// An Engine opens the backends OpenOptions asks for — by default every
 // available one in DefaultOrder, skipping (and saying, see
-// Options.OnSkipped) those that cannot be used here — and loads models
+// OpenOptions.OnSkipped) those that cannot be used here — and loads models
 // on them; the package-level Open makes an engine per model. Placement
 // partitions each model between the backends: each takes the nodes it
 // supports (and, where it estimates costs, only where it is faster), the
-// fallback (cpu) takes the rest; Options.Strict fails instead. Model.Plan
+// fallback (cpu) takes the rest; OpenOptions.Strict fails instead. Model.Plan
 // reports the result, node by node, with every backend's reasons for
 // declining.
 //
@@ -35,8 +38,8 @@
 // A Model is immutable once opened: Run, RunInto and RunWithStats are safe
 // for concurrent use. Inputs are checked before anything runs (names,
 // dtypes, ranks, static dims); a Run honours its context between nodes and
-// never panics. Memory is bounded by Options.MemoryBudget across
-// concurrent runs. RunWithStats returns the run's duration, per-node
+// never panics. Memory is bounded by OpenOptions.MemoryBudget across
+// concurrent runs. RunWithStats (with RunOptions) returns the run's duration, per-node
 // timings when profiled, and every host↔device transfer; WriteTrace turns
 // a profiled run into a Chrome trace. Close interrupts the runs in flight;
 // every later Run fails with ErrClosed.

@@ -4,71 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"log/slog"
 	"strings"
 	"sync"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
-	"github.com/switchyard-hal/switchyard/partitioner"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
-// CPU is the name of the reference backend, the default fallback.
-const CPU = runtime.CPU
+// OpenOptions configures opening a model: the engine (which backends,
+// placement, memory, compile cache; fields read by NewEngine and the
+// package-level Open) and the model (how its file is imported and how its
+// runs are observed). The zero value does the right thing: every backend
+// discovered at startup that is available here, in priority order (vendor
+// backends, then the portable native kernels, then the reference cpu for
+// whatever they decline), the default memory budget, no compile cache,
+// each format's defaults.
+//
+// Engine.Open and Engine.OpenBytes take the model's fields only (the
+// engine is already open): an engine field set there is refused
+// (ErrInvalid); nil takes the model fields given to NewEngine.
+type OpenOptions struct {
+	// The engine.
 
-// Policy steers placement: allow and deny lists per op type, the minimum
-// size of a delegated partition, strict mode, the fallback's name, and
-// whether to weigh the backends' cost estimates. The zero value places
-// freely with "cpu" taking what no other backend does.
-type Policy = partitioner.Policy
-
-// Plan is a model's placement: its partitions, the backend of every node
-// and, per node, why other backends declined it. Text and JSON render it.
-type Plan = partitioner.Plan
-
-// OnUnavailable says what a Run does when a backend becomes unavailable
-// while the model is loaded (its plugin process died, its device went
-// away).
-type OnUnavailable = runtime.OnUnavailable
-
-const (
-	// FailRun fails the Run with the backend's error (wrapping
-	// ErrUnavailable). The default.
-	FailRun = runtime.FailRun
-	// ReplaceOnCPU moves that backend's partitions to the fallback for
-	// this and every later Run; Plan records the move.
-	ReplaceOnCPU = runtime.ReplaceOnCPU
-)
-
-// CompileCache stores the compiled partitions of backends that export
-// them, so the next load of the same model skips compiling; DirCache is
-// one kept in a directory.
-type CompileCache = hal.BlobCache
-
-// Precision is what a backend may compute float32 values in
-// (Options.Precision).
-type Precision = hal.Precision
-
-// The precisions Options.Precision takes.
-const (
-	// PrecisionFloat32 is the default: float32 computed in float32.
-	PrecisionFloat32 = hal.PrecisionFloat32
-	// PrecisionInt8 lets float32 activations be quantized to int8 for
-	// integer dot products with quantized weights (native's
-	// BlockQuantMatMul).
-	PrecisionInt8 = hal.PrecisionInt8
-)
-
-// DirCache is a CompileCache in a directory: &DirCache{Dir: dir}.
-type DirCache = hal.DirCache
-
-// Options configures an Engine (and Open). The zero value does the right
-// thing: every backend discovered at startup that is available here, in
-// priority order (vendor backends, then the portable native kernels, then
-// the reference cpu for whatever they decline), the default memory budget,
-// no compile cache.
-type Options struct {
 	// Backends names the backends to use, in priority order. Each must
 	// open, or NewEngine fails with a *BackendError (ErrUnknownBackend,
 	// ErrUnavailable, or the backend's refusal). Nil means every
@@ -88,11 +48,10 @@ type Options struct {
 	// default, GOMAXPROCS or less). The reference kernels use GOMAXPROCS.
 	Threads int
 	// Precision is the lowest precision the backends may compute float32
-	// values in (hal.CompileOptions.Precision; "" is float32, exact): e.g.
-	// hal.PrecisionInt8 lets native quantize the activations of
-	// BlockQuantMatMul to int8 for integer dot products. A partition that
-	// uses it says so in the plan (Partition.Precision). The cpu fallback
-	// always computes in float32.
+	// values in ("" is float32, exact): e.g. PrecisionInt8 lets native
+	// quantize the activations of BlockQuantMatMul to int8 for integer dot
+	// products. A partition that uses it says so in the plan
+	// (Partition.Precision). The cpu fallback always computes in float32.
 	Precision Precision
 	// MemoryBudget bounds, in bytes, the buffers a model's concurrent runs
 	// hold at once; a Run that would need more fails naming the node. 0:
@@ -110,13 +69,6 @@ type Options struct {
 	// OnSkipped, when set, is called for every backend the default
 	// selection skips, as it is skipped.
 	OnSkipped func(Skipped)
-	// Profile records per-node and per-device timings on every Run, for
-	// OnRun (a run's Stats can be written with Model.WriteTrace).
-	Profile bool
-	// OnRun, when set, receives the Stats of every Run, RunInto and
-	// RunWithStats that succeeds (the model's name, then the Stats), on
-	// the Run's goroutine: a sink for traces and metrics.
-	OnRun func(model string, st *Stats)
 	// Discovered is the set of backends to choose from (default
 	// DefaultBackends(): hal.Default after plugin and C-library
 	// discovery).
@@ -127,6 +79,77 @@ type Options struct {
 	// must then call ServeProbe first thing in main. Libraries named in
 	// Backends are always loaded directly.
 	ProbeLibraries bool
+
+	// The model.
+
+	// Name is what reports and traces call the model (default: the file's
+	// or directory's name; "model" for bytes). For bytes, its extension,
+	// if any, helps recognise formats without magic bytes (ONNX is
+	// assumed otherwise).
+	Name string
+	// Method is the entry point of a program with several (an ExecuTorch
+	// program's methods); "" is the format's default.
+	Method string
+	// DataFiles are extra weight files (ExecuTorch .ptd) beside those the
+	// format finds next to the model itself.
+	DataFiles []string
+	// ContextLength, when > 0, caps the context of a Llama decoder built
+	// from a .gguf or llama2.c file (the positions its KV-cache buffers,
+	// allocated whole, hold); 0 is the model's own.
+	ContextLength int
+	// Dequantize imports a quantized TFLite model as the float32 network
+	// on its dequantised weights (a quantized input then takes real
+	// values); other formats ignore it.
+	Dequantize bool
+	// Profile records per-node and per-device timings on every Run, for
+	// OnRun (a run's Stats can be written with Model.WriteTrace).
+	Profile bool
+	// OnRun, when set, receives the Stats of every Run, RunInto and
+	// RunWithStats that succeeds (the model's name, then the Stats), on
+	// the Run's goroutine: a sink for traces and metrics.
+	OnRun func(model string, st *Stats)
+}
+
+// engineField names the first engine field of o that is set ("" when
+// none is), for Engine.Open's refusal.
+func (o *OpenOptions) engineField() string {
+	switch {
+	case o.Backends != nil:
+		return "Backends"
+	case o.Strict:
+		return "Strict"
+	case o.Policy.Allow != nil || o.Policy.Deny != nil || o.Policy.MinPartitionSize != 0 || o.Policy.Strict || o.Policy.Fallback != "" || o.Policy.IgnoreCosts:
+		return "Policy"
+	case o.OnUnavailable != FailRun:
+		return "OnUnavailable"
+	case o.Threads != 0:
+		return "Threads"
+	case o.Precision != "":
+		return "Precision"
+	case o.MemoryBudget != 0:
+		return "MemoryBudget"
+	case o.MaxTensorBytes != 0:
+		return "MaxTensorBytes"
+	case o.CompileCache != nil:
+		return "CompileCache"
+	case o.Logger != nil:
+		return "Logger"
+	case o.OnSkipped != nil:
+		return "OnSkipped"
+	case o.Discovered != nil:
+		return "Discovered"
+	case o.ProbeLibraries:
+		return "ProbeLibraries"
+	}
+	return ""
+}
+
+// RunOptions configures one run (Model.RunWithStats,
+// Session.RunWithStats); nil is the zero value.
+type RunOptions struct {
+	// Profile records per-node and per-device timings in the run's Stats
+	// (see Model.WriteTrace), besides those of OpenOptions.Profile.
+	Profile bool
 }
 
 // Skipped is a backend the default selection left out, and why.
@@ -144,7 +167,7 @@ type Skipped struct {
 // device context each). An Engine is safe for concurrent use. Close it
 // when done: it closes its models, then its backends.
 type Engine struct {
-	opts    Options
+	opts    OpenOptions
 	found   *Backends
 	devs    []*hal.Device
 	names   []string
@@ -157,10 +180,11 @@ type Engine struct {
 	models map[*Model]struct{}
 }
 
-// NewEngine opens the backends opts chooses. A nil opts is the zero
-// Options.
-func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
-	var o Options
+// NewEngine opens the backends opts chooses; opts's model fields are
+// the defaults of the models opened on the engine. A nil opts is the zero
+// OpenOptions.
+func NewEngine(ctx context.Context, opts *OpenOptions) (*Engine, error) {
+	var o OpenOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -173,17 +197,17 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 	switch o.OnUnavailable {
 	case FailRun, ReplaceOnCPU:
 	default:
-		return nil, fmt.Errorf("switchyard: Options.OnUnavailable %d: want FailRun or ReplaceOnCPU", o.OnUnavailable)
+		return nil, fmt.Errorf("switchyard: OpenOptions.OnUnavailable %d: want FailRun or ReplaceOnCPU", o.OnUnavailable)
 	}
 	if o.Threads < 0 {
-		return nil, fmt.Errorf("switchyard: Options.Threads %d: want 0 (default) or more", o.Threads)
+		return nil, fmt.Errorf("switchyard: OpenOptions.Threads %d: want 0 (default) or more", o.Threads)
 	}
 	if o.Precision != "" {
 		p, err := hal.ParsePrecision(string(o.Precision))
 		if err != nil {
-			return nil, fmt.Errorf("switchyard: Options.Precision: %w", err)
+			return nil, fmt.Errorf("switchyard: OpenOptions.Precision: %w", err)
 		}
-		o.Precision = p
+		o.Precision = Precision(p)
 	}
 	e := &Engine{opts: o, found: o.Discovered, logger: o.Logger, models: map[*Model]struct{}{}}
 	if e.logger == nil {
@@ -192,13 +216,13 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 	if err := e.open(ctx); err != nil {
 		return nil, err
 	}
-	pol := o.Policy
+	pol := o.Policy.runtime()
 	pol.Strict = pol.Strict || o.Strict
 	e.ropts = runtime.Options{
 		Backends:       e.devs,
 		Policy:         pol,
-		Compile:        hal.CompileOptions{Threads: o.Threads, Precision: o.Precision},
-		OnUnavailable:  o.OnUnavailable,
+		Compile:        hal.CompileOptions{Threads: o.Threads, Precision: hal.Precision(o.Precision)},
+		OnUnavailable:  runtime.OnUnavailable(o.OnUnavailable),
 		CompileCache:   o.CompileCache,
 		MemoryBudget:   o.MemoryBudget,
 		MaxTensorBytes: o.MaxTensorBytes,
@@ -229,7 +253,7 @@ func (e *Engine) open(ctx context.Context) error {
 			continue
 		}
 		if seen[n] {
-			return fail(&BackendError{Backend: n, Err: errors.New("named twice in Options.Backends")})
+			return fail(&BackendError{Backend: n, Err: errors.New("named twice in OpenOptions.Backends")})
 		}
 		seen[n] = true
 		if !known[n] {
@@ -280,6 +304,8 @@ func (e *Engine) Discovered() *Backends { return e.found }
 
 func init() {
 	apiaccess.EngineRuntimeOptions = func(e any) *runtime.Options { return e.(*Engine).runtimeOptions() }
+	apiaccess.Tensor = func(t *graph.Tensor) any { return wrap(t) }
+	apiaccess.GraphTensor = func(t any) *graph.Tensor { return unwrap(t.(*Tensor)) }
 }
 
 // runtimeOptions are the runtime options the engine loads with (a new
@@ -332,21 +358,20 @@ func (e *Engine) closeDevices() error {
 	return errors.Join(errs...)
 }
 
-// Open opens an engine with opts and loads the model at path onto it (a
-// .onnx file, or a directory in the ONNX test layout). The engine belongs
-// to the model: Model.Close closes both. Use NewEngine and Engine.Open to
-// load several models onto the same backends.
-func Open(ctx context.Context, path string, opts *Options) (*Model, error) {
-	return openWith(ctx, opts, func(e *Engine) (*Model, error) { return e.Open(ctx, path) })
+// Open opens an engine with opts and loads the model at path onto it (see
+// Engine.Open). The engine belongs to the model: Model.Close closes both.
+// Use NewEngine and Engine.Open to load several models onto the same
+// backends.
+func Open(ctx context.Context, path string, opts *OpenOptions) (*Model, error) {
+	return openWith(ctx, opts, func(e *Engine) (*Model, error) { return e.Open(ctx, path, nil) })
 }
 
-// OpenBytes is Open for a serialised ONNX model (its weights may alias
-// data, which must not be modified while the model is open).
-func OpenBytes(ctx context.Context, data []byte, opts *Options) (*Model, error) {
-	return openWith(ctx, opts, func(e *Engine) (*Model, error) { return e.OpenBytes(ctx, data, "") })
+// OpenBytes is Open for a serialized model (see Engine.OpenBytes).
+func OpenBytes(ctx context.Context, data []byte, opts *OpenOptions) (*Model, error) {
+	return openWith(ctx, opts, func(e *Engine) (*Model, error) { return e.OpenBytes(ctx, data, nil) })
 }
 
-func openWith(ctx context.Context, opts *Options, load func(*Engine) (*Model, error)) (*Model, error) {
+func openWith(ctx context.Context, opts *OpenOptions, load func(*Engine) (*Model, error)) (*Model, error) {
 	e, err := NewEngine(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -65,7 +65,7 @@ func TestOneErrorVocabulary(t *testing.T) {
 	}
 	libs := "nothere=" + missing
 	b := switchyard.Discover(&switchyard.DiscoverOptions{Registry: hal.NewRegistry(), PluginPath: []string{}, Libraries: &libs})
-	_, err = switchyard.NewEngine(context.Background(), &switchyard.Options{Discovered: b, Backends: []string{"nothere"}})
+	_, err = switchyard.NewEngine(context.Background(), &switchyard.OpenOptions{Discovered: b, Backends: []string{"nothere"}})
 	var be *switchyard.BackendError
 	if !errors.Is(err, switchyard.ErrUnavailable) || !errors.As(err, &be) || be.Backend != "nothere" {
 		t.Errorf("engine on a missing C library: %v, want a BackendError wrapping ErrUnavailable", err)
@@ -84,7 +84,7 @@ func TestNilContextRefused(t *testing.T) {
 	if _, err := m.Run(nilCtx, in); !errors.Is(err, switchyard.ErrInvalid) {
 		t.Errorf("Run(nil ctx): %v", err)
 	}
-	if _, _, err := m.RunWithStats(nilCtx, in, false); !errors.Is(err, switchyard.ErrInvalid) {
+	if _, _, err := m.RunWithStats(nilCtx, in, nil); !errors.Is(err, switchyard.ErrInvalid) {
 		t.Errorf("RunWithStats(nil ctx): %v", err)
 	}
 	if err := m.RunInto(nilCtx, in, switchyard.Tensors{}); !errors.Is(err, switchyard.ErrInvalid) {

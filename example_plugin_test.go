@@ -126,7 +126,7 @@ func Example_pluginProcess() {
 	}
 
 	found := switchyard.Discover(&switchyard.DiscoverOptions{Registry: hal.NewRegistry(), PluginPath: []string{dir}})
-	model, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.Options{
+	model, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{
 		Backends: []string{"relu-plugin"}, Discovered: found,
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func Example() {
 // Choose the backends and read where every node runs.
 func Example_backends() {
 	ctx := context.Background()
-	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.Options{
+	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{
 		Backends: []string{"native"}, // priority order; cpu takes the rest
 		Policy:   switchyard.Policy{Deny: map[string][]string{"Softmax": {"native"}}},
 	})
@@ -92,7 +92,7 @@ func Example_backends() {
 // instead of running them on cpu.
 func Example_strict() {
 	ctx := context.Background()
-	_, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.Options{
+	_, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{
 		Backends: []string{"native"},
 		Strict:   true,
 		Policy:   switchyard.Policy{Deny: map[string][]string{"MaxPool": {"native"}}},
@@ -100,7 +100,7 @@ func Example_strict() {
 	fmt.Println(errors.Is(err, switchyard.ErrUnsupported))
 	fmt.Println(err)
 
-	_, err = switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.Options{Backends: []string{"warp-drive"}})
+	_, err = switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Backends: []string{"warp-drive"}})
 	fmt.Println(errors.Is(err, switchyard.ErrUnknownBackend))
 	// Output:
 	// true
@@ -130,7 +130,12 @@ func Example_concurrent() {
 				log.Print(err)
 				return
 			}
-			results[g] = outs["probabilities"].Data.([]float32)[0]
+			probs, err := switchyard.Values[float32](outs["probabilities"])
+			if err != nil {
+				log.Print(err)
+				return
+			}
+			results[g] = probs[0]
 		}()
 	}
 	wg.Wait()
@@ -142,12 +147,12 @@ func Example_concurrent() {
 // Profile a run and write it as a Chrome trace (chrome://tracing, Perfetto).
 func Example_trace() {
 	ctx := context.Background()
-	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.Options{Backends: []string{"native"}})
+	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Backends: []string{"native"}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	_, st, err := m.RunWithStats(ctx, switchyard.Tensors{"image": digit()}, true)
+	_, st, err := m.RunWithStats(ctx, switchyard.Tensors{"image": digit()}, &switchyard.RunOptions{Profile: true})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -182,7 +187,7 @@ func Example_trace() {
 // what the model wants and what it got.
 func ExampleModel_Run_errors() {
 	ctx := context.Background()
-	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.Options{Backends: []string{"native"}})
+	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Backends: []string{"native"}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -215,7 +220,7 @@ func ExampleModel_Run_errors() {
 // RunInto writes the outputs into tensors the caller allocated once.
 func ExampleModel_RunInto() {
 	ctx := context.Background()
-	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.Options{Backends: []string{"native"}})
+	m, err := switchyard.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Backends: []string{"native"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestConstantOfShapeUnderAddressLimit(t *testing.T) {
 	defer syscall.Setrlimit(syscall.RLIMIT_AS, &old)
 	ctx := context.Background()
 	// refused when the load folds the constant, else when it runs
-	m, err := switchyard.OpenBytes(ctx, data, &switchyard.Options{Backends: []string{"cpu"}})
+	m, err := switchyard.OpenBytes(ctx, data, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err == nil {
 		_, err = m.Run(ctx, switchyard.Tensors{})
 		m.Close()

@@ -40,7 +40,7 @@ func chainModel(n, width int, ops ...string) []byte {
 // `switchyard explain` does.
 func explainBytes(tb testing.TB, eng *switchyard.Engine, data []byte) *switchyard.Plan {
 	tb.Helper()
-	m, err := eng.OpenBytes(context.Background(), data, "chain")
+	m, err := eng.OpenBytes(context.Background(), data, &switchyard.OpenOptions{Name: "chain"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func BenchmarkExplainDeepLlama2c(b *testing.B) {
 	defer eng.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := eng.Open(context.Background(), path)
+		m, err := eng.Open(context.Background(), path, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,12 +152,12 @@ func BenchmarkExplainDeepLlama2c(b *testing.B) {
 // partition, instead of holding the memory outside the budget.
 func TestPartitionMemoryInBudget(t *testing.T) {
 	data := chainModel(600, 1<<16, "Relu", "Sigmoid", "Sign")
-	eng, err := switchyard.NewEngine(context.Background(), &switchyard.Options{Backends: []string{"xnnpack", "cpu"}, MemoryBudget: 32 << 20})
+	eng, err := switchyard.NewEngine(context.Background(), &switchyard.OpenOptions{Backends: []string{"xnnpack", "cpu"}, MemoryBudget: 32 << 20})
 	if err != nil {
 		backendtest.SkipUnlessRequired(t, "xnnpack", err.Error())
 	}
 	defer eng.Close()
-	m, err := eng.OpenBytes(context.Background(), data, "chain")
+	m, err := eng.OpenBytes(context.Background(), data, &switchyard.OpenOptions{Name: "chain"})
 	if err == nil {
 		m.Close()
 		t.Fatal("a model whose XNNPACK partitions need ~100 MB loaded under a 32 MB budget")

@@ -20,11 +20,6 @@ import (
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
-// Stats describes one Run: its duration, the per-node timings of a
-// profiled run, the buffers it allocated and recycled, and the transfers
-// between host and device memory.
-type Stats = runtime.Stats
-
 // ValueInfo describes a model input or output.
 type ValueInfo struct {
 	Name  string
@@ -75,39 +70,19 @@ type Model struct {
 	onRun      func(string, *Stats)
 }
 
-// LoadOptions are per-model import options.
-type LoadOptions struct {
-	// Method is the entry point of a program with several (an ExecuTorch
-	// program's methods); "" is the format's default.
-	Method string
-	// DataFiles are extra weight files (ExecuTorch .ptd) beside those the
-	// format finds next to the model itself.
-	DataFiles []string
-	// ContextLength, when > 0, caps the context of a Llama decoder built
-	// from a .gguf or llama2.c file (the positions its KV-cache buffers,
-	// allocated whole, hold); 0 is the model's own.
-	ContextLength int
-	// Dequantize imports a quantized TFLite model as the float32 network
-	// on its dequantised weights (tflite.ConvertOptions.Dequantize: a
-	// quantized input then takes real values); other formats ignore it.
-	Dequantize bool
-}
-
 // Open loads a model on the engine's backends. path is a model file in any
 // format the module reads (formats.Names: .onnx and the others), or a
 // directory in the ONNX test layout (its model.onnx; the inputs of its
-// test_data_set_0 become ExampleInputs).
-func (e *Engine) Open(ctx context.Context, path string) (*Model, error) {
-	return e.OpenWith(ctx, path, nil)
-}
-
-// OpenWith is Open with per-model import options; lo may be nil.
-func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*Model, error) {
+// test_data_set_0 become ExampleInputs). opts gives the model's fields of
+// OpenOptions (import, name, profiling); nil takes those given to
+// NewEngine, and an engine field set in opts is refused (ErrInvalid).
+func (e *Engine) Open(ctx context.Context, path string, opts *OpenOptions) (*Model, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
-	if lo == nil {
-		lo = &LoadOptions{}
+	mo, err := e.modelOptions("Engine.Open", opts)
+	if err != nil {
+		return nil, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -117,17 +92,20 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 	if st.IsDir() {
 		file = filepath.Join(path, "model.onnx")
 	}
+	if mo.Name != "" {
+		name = mo.Name
+	}
 	if err := e.check(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
-	ir, err := formats.LoadFile(file, formats.Options{MaxTensorBytes: e.loadLimit(), Method: lo.Method, DataFiles: lo.DataFiles, ContextLength: lo.ContextLength, Dequantize: lo.Dequantize})
+	ir, err := formats.LoadFile(file, e.formatOptions(mo))
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %s: %w", file, err)
 	}
-	m, err := e.prepare(ctx, ir, name)
+	m, err := e.prepare(ctx, ir, name, mo)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +114,7 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 			m.examples = Tensors{}
 			for i, t := range ins {
 				if i < len(m.inputs) {
-					m.examples[m.inputs[i].Name] = t
+					m.examples[m.inputs[i].Name] = wrap(t)
 				}
 			}
 		}
@@ -144,29 +122,51 @@ func (e *Engine) OpenWith(ctx context.Context, path string, lo *LoadOptions) (*M
 	return m, nil
 }
 
-// OpenBytes loads a serialized model on the engine's backends; name
-// is what reports and traces call it (default "model"), and its extension,
-// if any, helps recognise formats without magic bytes (ONNX is assumed
-// otherwise). The model's
-// weights refer to data, which must not be modified while it is open.
-func (e *Engine) OpenBytes(ctx context.Context, data []byte, name string) (*Model, error) {
+// OpenBytes loads a serialized model on the engine's backends, as Open
+// does a file (opts.Name names it, default "model"; its extension, if
+// any, helps recognise formats without magic bytes, ONNX being assumed
+// otherwise). The model's weights refer to data, which must not be
+// modified while it is open.
+func (e *Engine) OpenBytes(ctx context.Context, data []byte, opts *OpenOptions) (*Model, error) {
 	if ctx == nil {
 		return nil, errNilContext
+	}
+	mo, err := e.modelOptions("Engine.OpenBytes", opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	ir, err := formats.Decode(data, name, formats.Options{MaxTensorBytes: e.loadLimit()})
+	ir, err := formats.Decode(data, mo.Name, e.formatOptions(mo))
 	if err != nil {
 		return nil, fmt.Errorf("switchyard: %w", err)
 	}
+	name := mo.Name
 	if name == "" {
 		name = "model"
 	}
-	return e.prepare(ctx, ir, name)
+	return e.prepare(ctx, ir, name, mo)
 }
 
-func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string) (*Model, error) {
+// modelOptions are the options a model is opened with: opts, or the
+// engine's when nil. opts may not set engine fields (the engine is open).
+func (e *Engine) modelOptions(op string, opts *OpenOptions) (*OpenOptions, error) {
+	if opts == nil {
+		return &e.opts, nil
+	}
+	if f := opts.engineField(); f != "" {
+		return nil, fmt.Errorf("switchyard: %s: OpenOptions.%s configures the engine; give it to NewEngine: %w", op, f, ErrInvalid)
+	}
+	return opts, nil
+}
+
+// formatOptions are the importers' options for a model opened with mo.
+func (e *Engine) formatOptions(mo *OpenOptions) formats.Options {
+	return formats.Options{MaxTensorBytes: e.loadLimit(), Method: mo.Method, DataFiles: mo.DataFiles, ContextLength: mo.ContextLength, Dequantize: mo.Dequantize}
+}
+
+func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string, mo *OpenOptions) (*Model, error) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
@@ -177,7 +177,7 @@ func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string) (*Mo
 	if err != nil {
 		return nil, loadError(ir, err)
 	}
-	m := &Model{rt: rt, eng: e, name: name, byName: map[string]int{}, outByName: map[string]int{}, profile: e.opts.Profile, onRun: e.opts.OnRun}
+	m := &Model{rt: rt, eng: e, name: name, byName: map[string]int{}, outByName: map[string]int{}, profile: mo.Profile, onRun: mo.OnRun}
 	for _, in := range rt.Inputs() {
 		vi := valueInfo(in)
 		_, vi.Optional = ir.Graph.Initializers[in.Name]
@@ -242,7 +242,7 @@ func (e *unplacedError) Error() string   { return "switchyard: " + e.err.Error()
 func (e *unplacedError) Unwrap() []error { return []error{e.err, ErrUnsupported} }
 
 func valueInfo(in graph.ValueInfo) ValueInfo {
-	vi := ValueInfo{Name: in.Name, DType: in.Type.DType}
+	vi := ValueInfo{Name: in.Name, DType: DType(in.Type.DType)}
 	if in.Type.Shape != nil {
 		vi.Shape = make([]int, len(in.Type.Shape))
 		vi.Dims = make([]string, len(in.Type.Shape))
@@ -273,7 +273,7 @@ func (m *Model) ExampleInputs() Tensors { return m.examples }
 
 // Plan is the placement report: where every node runs and why, including
 // partitions re-placed at run time.
-func (m *Model) Plan() *Plan { return m.rt.Plan() }
+func (m *Model) Plan() *Plan { return newPlan(m.rt.Plan()) }
 
 // Engine is the engine the model was opened on.
 func (m *Model) Engine() *Engine { return m.eng }
@@ -314,36 +314,44 @@ func (m *Model) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 		return nil, errNilContext
 	}
 	if m.profile || m.onRun != nil {
-		outs, _, err := m.RunWithStats(ctx, inputs, m.profile)
+		outs, _, err := m.RunWithStats(ctx, inputs, nil)
 		return outs, err
 	}
 	if err := m.check(inputs); err != nil {
 		return nil, err
 	}
-	outs, err := m.rt.Run(ctx, inputs)
+	inF := feeds(inputs)
+	in := inF.tensors()
+	outs, err := m.rt.Run(ctx, in)
+	inF.release()
 	if err != nil {
 		return nil, runError(err)
 	}
-	return outs, nil
+	return wrapAll(outs), nil
 }
 
-// RunWithStats is Run with the run's statistics; profile records per-node
-// and per-device timings (see WriteTrace).
-func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) (Tensors, *Stats, error) {
+// RunWithStats is Run with the run's statistics; opts.Profile records
+// per-node and per-device timings (see WriteTrace). A nil opts is the zero
+// RunOptions.
+func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, opts *RunOptions) (Tensors, *Stats, error) {
 	if ctx == nil {
 		return nil, nil, errNilContext
 	}
 	if err := m.check(inputs); err != nil {
 		return nil, nil, err
 	}
-	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: profile})
+	inF := feeds(inputs)
+	in := inF.tensors()
+	outs, st, err := m.rt.RunWithStats(ctx, in, runtime.RunOptions{Profile: m.profile || (opts != nil && opts.Profile)})
+	inF.release()
 	if err != nil {
 		return nil, nil, runError(err)
 	}
+	stats := newStats(st)
 	if m.onRun != nil {
-		m.onRun(m.name, st)
+		m.onRun(m.name, stats)
 	}
-	return outs, st, nil
+	return wrapAll(outs), stats, nil
 }
 
 // RunInto runs the model writing the outputs named in outputs into the
@@ -360,7 +368,7 @@ func (m *Model) RunWithStats(ctx context.Context, inputs Tensors, profile bool) 
 // input (a KV cache: formats/llama's SharedCache, GroupQueryAttention's
 // present outputs), bound to the input's very tensor: its kernel then
 // writes the new positions into it and nothing else is copied. Stats of
-// the run go to Options.OnRun as for Run.
+// the run go to OpenOptions.OnRun as for Run.
 func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	if ctx == nil {
 		return errNilContext
@@ -379,25 +387,25 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		if dst == nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
-		if err := dst.Check(); err != nil {
+		if err := dst.check(); err != nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
 		o := m.outputs[i]
-		if o.DType != graph.Undefined && dst.DType != o.DType {
-			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType.String()}
+		if o.DType != Undefined && dst.DType() != o.DType {
+			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType().String()}
 		}
-		match, known := o.fits(syms, dst.Shape)
+		match, known := o.fits(syms, dst.t.Shape)
 		if !known {
-			if dst.Data == nil {
+			if dst.t.Data == nil {
 				all = false
 			}
 			continue // found out by the run: copied into dst after it, or bound on trust
 		}
 		if !match {
 			want, _ := o.concrete(syms)
-			return &TensorError{Name: name, Err: ErrShape, Want: fmt.Sprintf("%v%v", o.DType, want), Got: fmt.Sprintf("%v%v", dst.DType, dst.Shape)}
+			return &TensorError{Name: name, Err: ErrShape, Want: fmt.Sprintf("%v%v", o.DType, want), Got: fmt.Sprintf("%v%v", dst.DType(), dst.t.Shape)}
 		}
-		all = all && dst.Data != nil
+		all = all && dst.t.Data != nil
 	}
 	// The model runs once, whatever happens (a run can have effects: a
 	// session's state, a cache updated in place). A tensor whose shape the
@@ -407,25 +415,34 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	// names the output (ErrShape).
 	if all && !m.profile && m.onRun == nil {
 		// every result goes into the caller's tensors: no map, no stats
-		_, err := m.rt.RunOpts(ctx, inputs, runtime.RunOptions{Into: outputs, Drop: true})
+		inF := feeds(inputs)
+		in := inF.tensors()
+		outF := feeds(outputs)
+		out := outF.tensors()
+		_, err := m.rt.RunOpts(ctx, in, runtime.RunOptions{Into: out, Drop: true})
+		inF.release()
+		outF.release()
 		return intoError(err)
 	}
-	var into Tensors
+	var into map[string]*graph.Tensor
 	for name, dst := range outputs {
-		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.Shape); !known && dst.Data == nil {
+		if _, known := m.outputs[m.outByName[name]].fits(syms, dst.t.Shape); !known && dst.t.Data == nil {
 			continue
 		}
 		if into == nil {
-			into = Tensors{}
+			into = map[string]*graph.Tensor{}
 		}
-		into[name] = dst
+		into[name] = unwrap(dst)
 	}
-	outs, st, err := m.rt.RunWithStats(ctx, inputs, runtime.RunOptions{Profile: m.profile, Into: into})
+	inF := feeds(inputs)
+	in := inF.tensors()
+	outs, st, err := m.rt.RunWithStats(ctx, in, runtime.RunOptions{Profile: m.profile, Into: into})
+	inF.release()
 	if err != nil {
 		return intoError(err)
 	}
 	for name, dst := range outputs {
-		if into[name] != nil && outs[name] == dst {
+		if into[name] != nil && outs[name] == unwrap(dst) {
 			continue // written in place or copied by the executor
 		}
 		if err := copyInto(name, dst, outs[name]); err != nil {
@@ -433,7 +450,7 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		}
 	}
 	if m.onRun != nil {
-		m.onRun(m.name, st)
+		m.onRun(m.name, newStats(st))
 	}
 	return nil
 }
@@ -536,17 +553,21 @@ func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) 
 		if t == nil {
 			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
-		in := m.inputs[i]
-		if in.DType != graph.Undefined && t.DType != in.DType {
-			return nil, &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType.String()}
+		if err := t.check(); err != nil {
+			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
+		in := m.inputs[i]
+		if in.DType != Undefined && t.DType() != in.DType {
+			return nil, &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType().String()}
+		}
+		shape := t.t.Shape
 		if in.Shape != nil {
-			bad := len(t.Shape) != len(in.Shape)
+			bad := len(shape) != len(in.Shape)
 			for j := 0; !bad && j < len(in.Shape); j++ {
-				bad = in.Shape[j] >= 0 && t.Shape[j] != in.Shape[j]
+				bad = in.Shape[j] >= 0 && shape[j] != in.Shape[j]
 			}
 			if bad {
-				return nil, &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType, t.Shape)}
+				return nil, &TensorError{Name: name, Err: ErrShape, Want: in.typeString(), Got: fmt.Sprintf("%v%v", t.DType(), shape)}
 			}
 			// a symbolic dim takes one size across all inputs of a run
 			for j, p := range in.Dims {
@@ -554,18 +575,15 @@ func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) 
 					continue
 				}
 				prev, ok := lookupSym(syms, p)
-				if ok && prev.size != t.Shape[j] {
+				if ok && prev.size != shape[j] {
 					return nil, &TensorError{Name: name, Err: ErrShape,
 						Want: fmt.Sprintf("%s (dim %d, %q, is %d in input %q)", in.typeString(), j, p, prev.size, prev.input),
-						Got:  fmt.Sprintf("%v%v", t.DType, t.Shape)}
+						Got:  fmt.Sprintf("%v%v", t.DType(), shape)}
 				}
 				if !ok {
-					syms = append(syms, symDim{p, name, t.Shape[j]})
+					syms = append(syms, symDim{p, name, shape[j]})
 				}
 			}
-		}
-		if err := t.Check(); err != nil {
-			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
 	}
 	if len(inputs) < len(m.inputs) {
@@ -606,7 +624,7 @@ func (m *Model) WriteTrace(w io.Writer, st *Stats) error {
 	if st == nil {
 		return errors.New("switchyard: WriteTrace: nil stats")
 	}
-	return runtime.WriteChromeTrace(w, st, m.name)
+	return runtime.WriteChromeTrace(w, st.runtimeStats(), m.name)
 }
 
 // Close interrupts the Runs in flight (they fail with ErrClosed), waits

@@ -3,17 +3,8 @@ package switchyard
 import (
 	"context"
 
-	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
-
-// StatePair names a model input fed, on every run of a Session, with the
-// model output of the previous run (a decoder's past_key.N and
-// present_key.N). Input and output have one dtype and one static shape.
-type StatePair = runtime.StatePair
-
-// Transfers counts copies between host and device memory.
-type Transfers = runtime.Transfers
 
 // Errors of sessions (errors.Is): ErrStateInvalid after a failed run of
 // the session (Reset it), ErrStateLost when the device holding its state
@@ -54,7 +45,10 @@ func (m *Model) NewSession(ctx context.Context, pairs []StatePair, init Tensors)
 	if ctx == nil {
 		return nil, errNilContext
 	}
-	rs, err := m.rt.NewSession(ctx, pairs, init)
+	inF := feeds(init)
+	in := inF.tensors()
+	rs, err := m.rt.NewSession(ctx, statePairs(pairs), in)
+	inF.release()
 	if err != nil {
 		return nil, runError(err)
 	}
@@ -70,9 +64,10 @@ func (s *Session) Run(ctx context.Context, inputs Tensors) (Tensors, error) {
 }
 
 // RunWithStats is Run with the run's statistics (its transfers included);
-// profile records per-node and per-device timings.
-func (s *Session) RunWithStats(ctx context.Context, inputs Tensors, profile bool) (Tensors, *Stats, error) {
-	return s.run(ctx, inputs, nil, profile)
+// opts.Profile records per-node and per-device timings. A nil opts is the
+// zero RunOptions.
+func (s *Session) RunWithStats(ctx context.Context, inputs Tensors, opts *RunOptions) (Tensors, *Stats, error) {
+	return s.run(ctx, inputs, nil, opts != nil && opts.Profile)
 }
 
 // RunInto is Run writing the outputs named in outputs (allocated tensors
@@ -85,14 +80,14 @@ func (s *Session) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		if !ok {
 			return &TensorError{Name: name, Err: ErrUnknownOutput, Want: "one of " + s.m.outputNames()}
 		}
-		if dst == nil || dst.Data == nil {
+		if dst == nil || dst.t.Data == nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "a tensor without data"}
 		}
-		if err := dst.Check(); err != nil {
+		if err := dst.check(); err != nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
-		if o := s.m.outputs[i]; o.DType != graph.Undefined && dst.DType != o.DType {
-			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType.String()}
+		if o := s.m.outputs[i]; o.DType != Undefined && dst.DType() != o.DType {
+			return &TensorError{Name: name, Err: ErrDType, Want: o.DType.String(), Got: dst.DType().String()}
 		}
 	}
 	_, _, err := s.run(ctx, inputs, outputs, false)
@@ -108,22 +103,32 @@ func (s *Session) run(ctx context.Context, inputs, into Tensors, profile bool) (
 	}
 	m := s.m
 	profile = profile || m.profile
-	opts := runtime.RunOptions{Profile: profile, Into: into, Drop: into != nil}
+	inF := feeds(inputs)
+	in := inF.tensors()
+	defer inF.release()
+	outF := feeds(into)
+	out := outF.tensors()
+	defer outF.release()
+	opts := runtime.RunOptions{Profile: profile, Into: out, Drop: into != nil}
 	if !profile && m.onRun == nil {
-		outs, err := s.rt.Run(ctx, inputs, opts)
+		outs, err := s.rt.Run(ctx, in, opts)
 		if err != nil {
 			return nil, nil, runError(err)
 		}
-		return outs, nil, nil
+		if into != nil {
+			return nil, nil, nil // RunInto: the outputs are in the caller's tensors
+		}
+		return wrapAll(outs), nil, nil
 	}
-	outs, st, err := s.rt.RunWithStats(ctx, inputs, opts)
+	outs, st, err := s.rt.RunWithStats(ctx, in, opts)
 	if err != nil {
 		return nil, nil, runError(err)
 	}
+	stats := newStats(st)
 	if m.onRun != nil {
-		m.onRun(m.name, st)
+		m.onRun(m.name, stats)
 	}
-	return outs, st, nil
+	return wrapAll(outs), stats, nil
 }
 
 // check validates the caller's inputs as Model.Run does, the state inputs
@@ -146,13 +151,16 @@ func (s *Session) State(ctx context.Context, input string) (*Tensor, error) {
 	if err != nil {
 		return nil, runError(err)
 	}
-	return t, nil
+	return wrap(t), nil
 }
 
 // Reset gives every state its value from init (zeros for those it omits)
 // and makes the session usable again after a failed run or a lost device.
 func (s *Session) Reset(ctx context.Context, init Tensors) error {
-	if err := s.rt.Reset(ctx, init); err != nil {
+	inF := feeds(init)
+	in := inF.tensors()
+	defer inF.release()
+	if err := s.rt.Reset(ctx, in); err != nil {
 		return runError(err)
 	}
 	return nil
@@ -169,7 +177,10 @@ func (s *Session) InPlace(input string) bool { return s.rt.InPlace(input) }
 // Transfers are the session's host↔device copies so far (NewSession's and
 // Reset's uploads, every run's transfers, State's downloads); the
 // difference of two readings is what happened in between.
-func (s *Session) Transfers() Transfers { return s.rt.Transfers() }
+func (s *Session) Transfers() Transfers {
+	t := s.rt.Transfers()
+	return Transfers{t.Uploads, t.Downloads, t.UploadBytes, t.DownloadBytes}
+}
 
 // Close frees the session's device buffers. It is safe to call more than
 // once.

@@ -202,13 +202,16 @@ func (p *batchPool) arrange(sts []*batchState) ([]*batchState, error) {
 
 // views are the cache tensors of slots [from, from+b): both the pasts fed
 // and the presents bound (the same tensors: in place).
-func (p *batchPool) views(from, b int) switchyard.Tensors {
+func (p *batchPool) views(from, b int) (switchyard.Tensors, error) {
 	ts := switchyard.Tensors{}
 	for _, in := range p.d.pastIn {
-		ts[in.Name] = &switchyard.Tensor{DType: switchyard.Float32, Shape: []int{b, p.kv, p.ctx, p.hs},
-			Data: p.buf[in.Name][from*p.per : (from+b)*p.per]}
+		t, err := switchyard.NewTensor([]int{b, p.kv, p.ctx, p.hs}, p.buf[in.Name][from*p.per:(from+b)*p.per])
+		if err != nil {
+			return nil, err
+		}
+		ts[in.Name] = t
 	}
-	return ts
+	return ts, nil
 }
 
 // run runs the batched decoder on ids [b, s] over slots 0..b-1 (or, for
@@ -247,7 +250,10 @@ func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int) ([
 	if err != nil {
 		return nil, 0, err
 	}
-	caches := p.views(from, b)
+	caches, err := p.views(from, b)
+	if err != nil {
+		return nil, 0, err
+	}
 	feeds := switchyard.Tensors{d.ids: idt, d.pastLen: plt}
 	outs := switchyard.Tensors{d.logits: logits}
 	for past, t := range caches {

@@ -29,12 +29,12 @@ func argmaxOf(l []float32) int {
 func openBatched(t *testing.T, dir string) *llm.Decoder {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"cpu"}})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	m, err := eng.OpenWith(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.LoadOptions{Method: llama.BatchMethod, ContextLength: 128})
+	m, err := eng.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 128})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestBatchedDecoderGolden(t *testing.T) {
 		t.Fatalf("batched Generate: %v\nwant %v", res.Tokens, g.Tokens)
 	}
 
-	m1, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.Options{Backends: []string{"cpu"}})
+	m1, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,12 +187,12 @@ func BenchmarkFeedBatch(b *testing.B) {
 	if path == "" {
 		path = filepath.Join(shared.Path(b, "testdata/llm/stories260K"), "stories260K.bin")
 	}
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native", "cpu"}})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer eng.Close()
-	m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{Method: llama.BatchMethod, ContextLength: 256})
+	m, err := eng.Open(ctx, path, &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 256})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, f := range []string{"stories260K_kv.onnx", "stories260K.bin", "stories260K_f32.gguf", "stories260K_q80.bin"} {
 		b.Run(f, func(b *testing.B) {
 			ctx := context.Background()
-			m, err := switchyard.Open(ctx, filepath.Join(dir, f), &switchyard.Options{Backends: benchBackends()})
+			m, err := switchyard.Open(ctx, filepath.Join(dir, f), &switchyard.OpenOptions{Backends: benchBackends()})
 			if err != nil {
 				b.Fatal(err)
 			}

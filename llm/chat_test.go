@@ -20,7 +20,7 @@ func openStories(t *testing.T) (*llm.Decoder, *llm.Vocab, func()) {
 	g, dir := readGolden(t)
 	_ = g
 	path := filepath.Join(dir, "stories260K_f32.gguf")
-	m, err := switchyard.Open(context.Background(), path, &switchyard.Options{Backends: []string{"cpu"}})
+	m, err := switchyard.Open(context.Background(), path, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 func greedy(t *testing.T, path string, tok llm.Tokenizer, steps int) (*llm.Result, string) {
 	t.Helper()
 	ctx := context.Background()
-	m, err := switchyard.Open(ctx, path, &switchyard.Options{Backends: []string{"cpu"}})
+	m, err := switchyard.Open(ctx, path, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +215,12 @@ func TestSharedCacheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"cpu"}})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	m, err := eng.OpenWith(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.LoadOptions{ContextLength: 16})
+	m, err := eng.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{ContextLength: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -451,10 +451,10 @@ func (d *Decoder) presentBuffers(cache *kvCache, s int) (switchyard.Tensors, *kv
 	for past, present := range d.present {
 		t := cache.t[past]
 		ax := d.pastDim[past]
-		if t == nil || t.DType != switchyard.Float32 || ax >= len(t.Shape) {
+		if t == nil || t.DType() != switchyard.Float32 || ax >= len(t.Shape()) {
 			return nil, nil
 		}
-		shape := append([]int(nil), t.Shape...)
+		shape := append([]int(nil), t.Shape()...)
 		shape[ax] += s
 		n := 1
 		for _, x := range shape {
@@ -468,7 +468,10 @@ func (d *Decoder) presentBuffers(cache *kvCache, s int) (switchyard.Tensors, *kv
 		if cap(b[other]) < n {
 			b[other] = make([]float32, max(n, 2*cap(b[other])))
 		}
-		p := &switchyard.Tensor{DType: switchyard.Float32, Shape: shape, Data: b[other][:n]}
+		p, err := switchyard.NewTensor(shape, b[other][:n])
+		if err != nil {
+			return nil, nil
+		}
 		outs[present], next.t[past] = p, p
 	}
 	return outs, next
@@ -516,21 +519,21 @@ func (d *Decoder) vocab() int {
 // logitsOf checks the logits tensor of a step over n ids, [1, n, vocab],
 // and returns its values and vocab.
 func logitsOf(lt *switchyard.Tensor, n int) ([]float32, int, error) {
-	if lt == nil || len(lt.Shape) != 3 || lt.Shape[1] != n {
+	if lt == nil || len(lt.Shape()) != 3 || lt.Shape()[1] != n {
 		return nil, 0, fmt.Errorf("logits output has shape %v, want [1,%d,vocab]", shapeOf(lt), n)
 	}
 	all, err := switchyard.Values[float32](lt)
 	if err != nil {
 		return nil, 0, fmt.Errorf("logits: %w", err)
 	}
-	return all, lt.Shape[2], nil
+	return all, lt.Shape()[2], nil
 }
 
 func shapeOf(t *switchyard.Tensor) []int {
 	if t == nil {
 		return nil
 	}
-	return t.Shape
+	return t.Shape()
 }
 
 // sample picks the next id from logits.

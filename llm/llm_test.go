@@ -112,7 +112,7 @@ func TestGreedyMatchesLlama2c(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K_kv.onnx"), &switchyard.Options{Backends: []string{"cpu"}})
+	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K_kv.onnx"), &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func BenchmarkDecodeBackends(b *testing.B) {
 	for _, set := range []string{"cpu", "native,cpu", "default"} {
 		b.Run(set, func(b *testing.B) {
 			ctx := context.Background()
-			var opts switchyard.Options
+			var opts switchyard.OpenOptions
 			if set != "default" {
 				opts.Backends = strings.Split(set, ",")
 			}

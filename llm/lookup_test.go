@@ -116,7 +116,7 @@ func BenchmarkPromptLookup(b *testing.B) {
 	if os.Getenv("SWITCHYARD_BENCH_BACKENDS") != "" {
 		backends = benchBackends()
 	}
-	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.Options{Backends: backends})
+	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Backends: backends})
 	if err != nil {
 		b.Fatal(err)
 	}

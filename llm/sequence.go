@@ -97,12 +97,12 @@ func (s *Sequence) Truncate(n int) error {
 	next := switchyard.Tensors{}
 	for past, t := range s.c.t {
 		ax := s.d.pastDim[past]
-		src, ok := t.Data.([]float32)
-		if !ok || ax >= len(t.Shape) || t.Shape[ax] != len(s.ids) {
-			return fmt.Errorf("llm: cannot truncate the %v cache %q of shape %v", t.DType, past, t.Shape)
+		src, err := switchyard.Values[float32](t)
+		if err != nil || ax >= len(t.Shape()) || t.Shape()[ax] != len(s.ids) {
+			return fmt.Errorf("llm: cannot truncate the %v cache %q of shape %v", t.DType(), past, t.Shape())
 		}
 		outer, inner := 1, 1
-		for i, x := range t.Shape {
+		for i, x := range t.Shape() {
 			switch {
 			case i < ax:
 				outer *= x
@@ -110,13 +110,15 @@ func (s *Sequence) Truncate(n int) error {
 				inner *= x
 			}
 		}
-		shape := append([]int(nil), t.Shape...)
+		shape := append([]int(nil), t.Shape()...)
 		shape[ax] = n
 		dst := make([]float32, outer*n*inner)
 		for o := range outer {
 			copy(dst[o*n*inner:(o+1)*n*inner], src[o*len(s.ids)*inner:])
 		}
-		next[past] = &switchyard.Tensor{DType: switchyard.Float32, Shape: shape, Data: dst}
+		if next[past], err = switchyard.NewTensor(shape, dst); err != nil {
+			return err
+		}
 	}
 	// the past now lies in neither double buffer; they stay for reuse
 	s.c = &kvCache{t: next, n: n, buf: s.c.buf, slot: -1}
@@ -153,7 +155,7 @@ func (s *Sequence) Bytes() int64 {
 		}
 	}
 	for _, t := range s.c.t {
-		n += int64(t.Len()) * int64(max(t.DType.Size(), 1))
+		n += int64(t.Len()) * int64(max(t.DType().Size(), 1))
 	}
 	return n
 }

@@ -19,7 +19,7 @@ func TestSequenceFeedTruncate(t *testing.T) {
 	ctx := context.Background()
 	for _, file := range []string{"stories260K_kv.onnx", "stories260K.bin"} {
 		t.Run(file, func(t *testing.T) {
-			m, err := switchyard.Open(ctx, filepath.Join(dir, file), &switchyard.Options{Backends: []string{"cpu"}})
+			m, err := switchyard.Open(ctx, filepath.Join(dir, file), &switchyard.OpenOptions{Backends: []string{"cpu"}})
 			if err != nil {
 				t.Fatal(err)
 			}

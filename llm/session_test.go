@@ -25,12 +25,12 @@ func simGQA(t *testing.T, dir string, dopts sim.DeviceOptions, policy switchyard
 	f := hal.Factory{Info: b.Info(), Kind: hal.LoadLinked, Open: func(context.Context) (hal.Backend, error) { return b, nil }}
 	none := ""
 	found := switchyard.Discover(&switchyard.DiscoverOptions{Registry: hal.NewRegistry(), PluginPath: []string{}, Libraries: &none, Extra: []hal.Factory{f, cpuFactory}})
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"simgqa", "cpu"}, Discovered: found, OnUnavailable: policy})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"simgqa", "cpu"}, Discovered: found, OnUnavailable: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	m, err := eng.Open(ctx, filepath.Join(dir, "stories260K.bin"))
+	m, err := eng.Open(ctx, filepath.Join(dir, "stories260K.bin"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestSessionsConcurrentResetReadBack(t *testing.T) {
 	_, dir := readGolden(t)
 	ctx := context.Background()
 	m, _ := simGQA(t, dir, sim.DeviceOptions{}, switchyard.FailRun)
-	host, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.Options{Backends: []string{"cpu"}})
+	host, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,9 @@ func TestSessionsConcurrentResetReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !close32(got.Data.([]float32), wantKey[i].Data.([]float32)) {
+		g, _ := switchyard.Values[float32](got)
+		w, _ := switchyard.Values[float32](wantKey[i])
+		if !close32(g, w) {
 			t.Errorf("sequence %d: the cache read back differs from the host's", i)
 		}
 		tr := s.Transfers()
@@ -233,7 +235,8 @@ func TestSessionsConcurrentResetReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range z.Data.([]float32) {
+		zv, _ := switchyard.Values[float32](z)
+		for _, v := range zv {
 			if v != 0 {
 				t.Fatalf("after Reset the cache holds %v", v)
 			}
@@ -255,7 +258,7 @@ func TestSessionsConcurrentResetReadBack(t *testing.T) {
 func TestSessionDeviceLoss(t *testing.T) {
 	_, dir := readGolden(t)
 	ctx := context.Background()
-	host, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.Options{Backends: []string{"cpu"}})
+	host, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,10 +190,10 @@ func (d *Decoder) trim(cache *kvCache, n int) (*kvCache, error) {
 	out := &kvCache{t: switchyard.Tensors{}, n: n, buf: cache.buf, slot: -1}
 	for name, t := range cache.t {
 		ax := d.pastDim[name]
-		if ax >= len(t.Shape) || t.Shape[ax] < n {
-			return nil, fmt.Errorf("llm: cache %s has shape %v, cannot keep %d positions", name, t.Shape, n)
+		if ax >= len(t.Shape()) || t.Shape()[ax] < n {
+			return nil, fmt.Errorf("llm: cache %s has shape %v, cannot keep %d positions", name, t.Shape(), n)
 		}
-		if t.Shape[ax] == n {
+		if t.Shape()[ax] == n {
 			out.t[name] = t
 			continue
 		}
@@ -202,18 +202,18 @@ func (d *Decoder) trim(cache *kvCache, n int) (*kvCache, error) {
 			return nil, fmt.Errorf("llm: cache %s: %w (float32 caches are trimmed)", name, err)
 		}
 		outer, inner := 1, 1
-		for _, s := range t.Shape[:ax] {
+		for _, s := range t.Shape()[:ax] {
 			outer *= s
 		}
-		for _, s := range t.Shape[ax+1:] {
+		for _, s := range t.Shape()[ax+1:] {
 			inner *= s
 		}
-		full := t.Shape[ax] * inner
+		full := t.Shape()[ax] * inner
 		kept := make([]float32, 0, outer*n*inner)
 		for o := 0; o < outer; o++ {
 			kept = append(kept, v[o*full:o*full+n*inner]...)
 		}
-		shape := append([]int(nil), t.Shape...)
+		shape := append([]int(nil), t.Shape()...)
 		shape[ax] = n
 		if out.t[name], err = switchyard.NewTensor(shape, kept); err != nil {
 			return nil, err

@@ -13,7 +13,7 @@ import (
 
 func decoder(t *testing.T, path string) *llm.Decoder {
 	t.Helper()
-	m, err := switchyard.Open(context.Background(), path, &switchyard.Options{Backends: []string{"cpu"}})
+	m, err := switchyard.Open(context.Background(), path, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,12 +42,12 @@ func benchServer(b *testing.B, opts *serve.Options) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native", "cpu"}})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = eng.Close() })
-	m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{Method: llama.BatchMethod, ContextLength: 1024})
+	m, err := eng.Open(ctx, path, &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 1024})
 	if err != nil {
 		b.Fatal(err)
 	}

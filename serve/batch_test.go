@@ -24,12 +24,12 @@ func startBatched(t *testing.T, opts *serve.Options) (*serve.Server, string) {
 	_, _, tok := stories(t)
 	dir := shared.Path(t, "testdata/llm/stories260K")
 	ctx := context.Background()
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"cpu"}})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	m, err := eng.OpenWith(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.LoadOptions{Method: llama.BatchMethod, ContextLength: 512})
+	m, err := eng.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 512})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func stories(t testing.TB) (golden, *llm.Decoder, llm.Tokenizer) {
 		if loaded.tok, loaded.err = llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512); loaded.err != nil {
 			return
 		}
-		m, err := switchyard.Open(context.Background(), filepath.Join(dir, "stories260K_kv.onnx"), &switchyard.Options{Backends: []string{"cpu"}})
+		m, err := switchyard.Open(context.Background(), filepath.Join(dir, "stories260K_kv.onnx"), &switchyard.OpenOptions{Backends: []string{"cpu"}})
 		if err != nil {
 			loaded.err = err
 			return

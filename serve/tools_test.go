@@ -355,12 +355,12 @@ func TestForcedToolCalls(t *testing.T) {
 func TestJSONSchemaRandomWeights(t *testing.T) {
 	path := shared.Path(t, "testdata/llm/tiny-random/llama-2-tiny-random.gguf")
 	ctx := context.Background()
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"cpu"}})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	mod, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: 256})
+	mod, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: 256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func (f *backendFlags) add(cmd *cobra.Command) {
 // engine opens the requested backends (mf, when not nil, sets the memory
 // budget); Close releases them and the models loaded.
 func (f *backendFlags) engine(ctx context.Context, mf *memoryFlags) (*switchyard.Engine, error) {
-	opts := &switchyard.Options{
+	opts := &switchyard.OpenOptions{
 		Discovered: backends(),
 		Policy:     switchyard.Policy{Strict: f.strict, MinPartitionSize: f.minSize, IgnoreCosts: f.ignoreCosts},
 		// a C library not asked for is probed in a child process before
@@ -151,7 +151,7 @@ func (f *backendFlags) engine(ctx context.Context, mf *memoryFlags) (*switchyard
 	if err != nil {
 		return nil, fmt.Errorf("--precision: %w", err)
 	}
-	opts.Precision = prec
+	opts.Precision = switchyard.Precision(prec)
 	for _, n := range strings.Split(f.names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			opts.Backends = append(opts.Backends, n)

@@ -72,7 +72,7 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 			}
 			goruntime.ReadMemStats(&ms1)
 			// one more run for its transfer account (not timed)
-			_, st, err := m.RunWithStats(ctx, feeds, false)
+			_, st, err := m.RunWithStats(ctx, feeds, nil)
 			if err != nil {
 				return err
 			}

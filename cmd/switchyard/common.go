@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/tensorio"
+	"github.com/switchyard-hal/switchyard/internal/apiaccess"
 	"github.com/switchyard-hal/switchyard/internal/demo"
 )
 
@@ -22,10 +24,10 @@ import (
 // the default inputs), or "" for the built-in demo model.
 func loadModel(ctx context.Context, e *switchyard.Engine, path string) (*switchyard.Model, switchyard.Tensors, string, error) {
 	if path == "" {
-		m, err := e.OpenBytes(ctx, demo.Bytes(), "demo")
-		return m, switchyard.Tensors{demo.InputName: demo.Input()}, "demo", err
+		m, err := e.OpenBytes(ctx, demo.Bytes(), &switchyard.OpenOptions{Name: "demo"})
+		return m, switchyard.Tensors{demo.InputName: apiTensor(demo.Input())}, "demo", err
 	}
-	m, err := e.OpenWith(ctx, path, &loadOpts)
+	m, err := e.Open(ctx, path, &loadOpts)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -69,7 +71,7 @@ func completeInputs(m *switchyard.Model, feeds switchyard.Tensors, flags []strin
 		if err != nil {
 			return nil, fmt.Errorf("--input %s: %w", name, err)
 		}
-		feeds[name] = t
+		feeds[name] = apiTensor(t)
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	for _, in := range m.Inputs() {
@@ -97,14 +99,22 @@ func completeInputs(m *switchyard.Model, feeds switchyard.Tensors, flags []strin
 		if dt == 0 {
 			dt = switchyard.Float32
 		}
-		t, err := tensorio.Random(dt, shape, rng)
+		t, err := tensorio.Random(graph.DType(dt), shape, rng)
 		if err != nil {
 			return nil, fmt.Errorf("input %q: %w", in.Name, err)
 		}
-		feeds[in.Name] = t
+		feeds[in.Name] = apiTensor(t)
 	}
 	return feeds, nil
 }
+
+// apiTensor is the API's view of a runtime tensor (the same memory).
+func apiTensor(t *graph.Tensor) *switchyard.Tensor {
+	return apiaccess.Tensor(t).(*switchyard.Tensor)
+}
+
+// graphTensor is the runtime's view of an API tensor (the same memory).
+func graphTensor(t *switchyard.Tensor) *graph.Tensor { return apiaccess.GraphTensor(t) }
 
 func inputList(ins []switchyard.ValueInfo) string {
 	names := make([]string, len(ins))
@@ -160,7 +170,7 @@ type tensorStats struct {
 func statsOf(t *switchyard.Tensor) tensorStats {
 	s := tensorStats{Min: math.Inf(1), Max: math.Inf(-1)}
 	n := t.Len()
-	if t.DType == switchyard.String || n == 0 {
+	if t.DType() == switchyard.String || n == 0 {
 		return tensorStats{}
 	}
 	sum, cnt := 0.0, 0
@@ -190,11 +200,12 @@ func firstValues(t *switchyard.Tensor, k int) []any {
 	out := make([]any, n)
 	for i := 0; i < n; i++ {
 		switch {
-		case t.DType == switchyard.String:
-			out[i] = t.Data.([]string)[i]
-		case t.DType == switchyard.Bool:
+		case t.DType() == switchyard.String:
+			v, _ := switchyard.Values[string](t)
+			out[i] = v[i]
+		case t.DType() == switchyard.Bool:
 			out[i] = t.Float64At(i) != 0
-		case t.DType.IsFloat():
+		case t.DType().IsFloat():
 			v := t.Float64At(i)
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				out[i] = fmt.Sprint(v)

@@ -27,11 +27,11 @@ func conformanceCmd() *cobra.Command {
 		noProgress                                                                                           bool
 	)
 	cmd := &cobra.Command{
-		Use:   "conformance --backends NAME [--report DIR] [--sign-key LAB.key] [--shard I/N] [--filter REGEX] [--timeout D]",
+		Use:   "conformance --backends NAME [--output-dir DIR] [--sign-key LAB.key] [--shard I/N] [--filter REGEX] [--timeout D]",
 		Short: "Run the conformance suite against a backend and write certification reports",
 		Long: `Runs every conformance case (generated per op, HAL contract, models, ONNX
 node tests) through the runtime on backend NAME and compares with the cpu
-reference kernels. With --report DIR it writes conformance.json (versioned
+reference kernels. With --output-dir DIR it writes conformance.json (versioned
 schema), junit.xml and conformance.html; conformance.json lists the sha256
 of the other two. With --sign-key (or ` + conformance.SignKeyEnv + `) the lab's
 Ed25519 private key signs conformance.json: only a signed report is a
@@ -133,7 +133,8 @@ Reproduce one case by its ID: --filter '^op/Add/float32/bcast-row$'.`,
 	f.StringVar(&backend, "backends", "", "the backend to test (one registry name; --backends as on every other command)")
 	f.StringVar(&backend, "backend", "", "the backend to test (old name of --backends)")
 	_ = f.MarkDeprecated("backend", "use --backends")
-	f.StringVar(&reportDir, "report", "", "write conformance.json, junit.xml and conformance.html to this directory")
+	f.StringVar(&reportDir, "output-dir", "", "write conformance.json, junit.xml and conformance.html to this directory")
+	deprecatedOutputDir(cmd, &reportDir, "report")
 	f.StringVar(&shardFlag, "shard", "", "run shard I of N (I/N, 0-based)")
 	f.StringVar(&filter, "filter", "", "run only cases whose ID matches this regexp")
 	f.DurationVar(&timeout, "timeout", time.Minute, "per-case timeout; a case still running after it (plus a grace period) fails as hung")
@@ -218,14 +219,14 @@ func writeReports(rep *conformance.Report, dir string, key ed25519.PrivateKey) e
 func conformanceKeygenCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "keygen --out DIR",
+		Use:   "keygen --output-dir DIR",
 		Short: "Make a lab's Ed25519 key pair for signing conformance certificates",
 		Long: "Writes DIR/" + conformance.PrivateKeyFile + " (the private key, PKCS #8 PEM, mode 0600: keep it in the lab; whoever holds it can sign certificates) and DIR/" + conformance.PublicKeyFile + ` (the public key, PKIX PEM: publish it; verify-report --lab-key checks
 certificates against it). Refuses to overwrite an existing key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return fmt.Errorf("--out is required")
+				return fmt.Errorf("--output-dir is required")
 			}
 			priv, pub, k, err := conformance.GenerateKeyPair(out)
 			if err != nil {
@@ -235,7 +236,8 @@ certificates against it). Refuses to overwrite an existing key.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "directory to write "+conformance.PrivateKeyFile+" and "+conformance.PublicKeyFile+" to")
+	cmd.Flags().StringVar(&out, "output-dir", "", "directory to write "+conformance.PrivateKeyFile+" and "+conformance.PublicKeyFile+" to")
+	deprecatedOutputDir(cmd, &out, "out")
 	return cmd
 }
 
@@ -284,7 +286,7 @@ func reportPath(p string) string {
 func conformanceMergeCmd() *cobra.Command {
 	var out, signKey, pubKey string
 	cmd := &cobra.Command{
-		Use:   "merge --report DIR [--sign-key LAB.key | --lab-key LAB.pub] SHARD...",
+		Use:   "merge --output-dir DIR [--sign-key LAB.key | --lab-key LAB.pub] SHARD...",
 		Short: "Merge the reports of the shards of one run into the full run's report",
 		Long: `Each SHARD is a conformance.json (or a directory holding one). They must
 come from the same backend, binary, suite, case set, gaps and tolerance
@@ -345,7 +347,8 @@ not a certificate.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "report", "", "write the merged conformance.json, junit.xml and conformance.html here")
+	cmd.Flags().StringVar(&out, "output-dir", "", "write the merged conformance.json, junit.xml and conformance.html to this directory")
+	deprecatedOutputDir(cmd, &out, "report")
 	cmd.Flags().StringVar(&signKey, "sign-key", "", "the lab's private key: every shard must be signed by it, and the merge is signed with it (default $"+conformance.SignKeyEnv+")")
 	cmd.Flags().StringVar(&pubKey, "lab-key", "", "the lab's public key: every shard must be signed by it (default $"+conformance.LabKeyEnv+")")
 	return cmd

@@ -39,7 +39,7 @@ func TestConformanceCertificateCLI(t *testing.T) {
 	t.Setenv(conformance.LabKeyEnv, "")
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
-	out, code := sy(t, "conformance", "keygen", "--out", keys)
+	out, code := sy(t, "conformance", "keygen", "--output-dir", keys)
 	priv, pub := filepath.Join(keys, conformance.PrivateKeyFile), filepath.Join(keys, conformance.PublicKeyFile)
 	wantExit(t, "keygen", out, code, 0, priv, pub, "key id:      ed25519:")
 	if runtime.GOOS != "windows" {
@@ -47,12 +47,12 @@ func TestConformanceCertificateCLI(t *testing.T) {
 			t.Errorf("private key mode %v (%v), want 0600", st.Mode().Perm(), err)
 		}
 	}
-	out, code = sy(t, "conformance", "keygen", "--out", keys)
+	out, code = sy(t, "conformance", "keygen", "--output-dir", keys)
 	wantExit(t, "keygen again", out, code, 2, "refusing to overwrite")
 
 	// a complete run signed by the lab: a certificate
 	cert := filepath.Join(dir, "cert")
-	out, code = sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--report", cert, "--sign-key", priv)
+	out, code = sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--output-dir", cert, "--sign-key", priv)
 	wantExit(t, "signed run", out, code, 0, "conformance CERTIFIED", "signed by lab key ed25519:", "(linked-in)")
 	out, code = sy(t, "conformance", "verify-report", "--lab-key", pub, cert)
 	wantExit(t, "verify genuine", out, code, 0, "signature ok: signed by lab key", "verdict recomputed from the results: agrees", "covered: "+filepath.Join(cert, conformance.JUnitFile), "covered: "+filepath.Join(cert, conformance.HTMLFile))
@@ -70,7 +70,7 @@ func TestConformanceCertificateCLI(t *testing.T) {
 
 	// --binary naming another file than what was loaded refuses the run
 	other := filepath.Join(dir, "other")
-	out, code = sy(t, "conformance", "--backend", "sim", "--filter", "^op/Add/float32/same$", "--no-progress", "--report", other, "--binary", "/bin/ls", "--sign-key", priv)
+	out, code = sy(t, "conformance", "--backend", "sim", "--filter", "^op/Add/float32/same$", "--no-progress", "--output-dir", other, "--binary", "/bin/ls", "--sign-key", priv)
 	wantExit(t, "run --binary /bin/ls", out, code, 2, "refusing to certify a file that is not what ran")
 	if _, err := os.Stat(other); err == nil {
 		t.Error("a refused run wrote a report")
@@ -80,7 +80,7 @@ func TestConformanceCertificateCLI(t *testing.T) {
 
 	// unsigned: an integrity checksum, never a certificate
 	unsigned := filepath.Join(dir, "unsigned")
-	out, code = sy(t, "conformance", "--backend", "sim", "--filter", "^op/Add/float32/same$", "--no-progress", "--report", unsigned)
+	out, code = sy(t, "conformance", "--backend", "sim", "--filter", "^op/Add/float32/same$", "--no-progress", "--output-dir", unsigned)
 	wantExit(t, "unsigned run", out, code, 0, "NOT a certificate")
 	out, code = sy(t, "conformance", "verify-report", "--lab-key", pub, unsigned)
 	wantExit(t, "verify unsigned with the lab key", out, code, 1, "NOT CERTIFIED: unsigned")
@@ -131,24 +131,24 @@ func TestConformanceCertificateCLI(t *testing.T) {
 	var shards []string
 	for i := 0; i < 2; i++ {
 		d := filepath.Join(dir, "shard"+string(rune('0'+i)))
-		out, code := sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--shard", string(rune('0'+i))+"/2", "--report", d, "--sign-key", priv)
+		out, code := sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--shard", string(rune('0'+i))+"/2", "--output-dir", d, "--sign-key", priv)
 		wantExit(t, "shard run", out, code, 0, "signed by lab key")
 		shards = append(shards, d)
 	}
 	merged := filepath.Join(dir, "merged")
-	out, code = sy(t, append([]string{"conformance", "merge", "--sign-key", priv, "--report", merged}, shards...)...)
+	out, code = sy(t, append([]string{"conformance", "merge", "--sign-key", priv, "--output-dir", merged}, shards...)...)
 	wantExit(t, "merge", out, code, 0, "conformance CERTIFIED", "signed by lab key")
 	out, code = sy(t, "conformance", "verify-report", "--lab-key", pub, merged)
 	wantExit(t, "verify merged", out, code, 0, "CERTIFIED by lab key")
 	// an unsigned shard, or one signed by another key, is refused at merge
 	vendorKeys := filepath.Join(dir, "vendor")
-	_, _ = sy(t, "conformance", "keygen", "--out", vendorKeys)
+	_, _ = sy(t, "conformance", "keygen", "--output-dir", vendorKeys)
 	vendorShard := filepath.Join(dir, "vendor-shard")
-	_, _ = sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--shard", "1/2", "--report", vendorShard, "--sign-key", filepath.Join(vendorKeys, conformance.PrivateKeyFile))
-	out, code = sy(t, "conformance", "merge", "--sign-key", priv, "--report", filepath.Join(dir, "m2"), shards[0], vendorShard)
+	_, _ = sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--shard", "1/2", "--output-dir", vendorShard, "--sign-key", filepath.Join(vendorKeys, conformance.PrivateKeyFile))
+	out, code = sy(t, "conformance", "merge", "--sign-key", priv, "--output-dir", filepath.Join(dir, "m2"), shards[0], vendorShard)
 	wantExit(t, "merge a vendor-signed shard", out, code, 1, "NOT CERTIFIED: not signed by the lab key")
 	unsignedShard := filepath.Join(dir, "unsigned-shard")
-	_, _ = sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--shard", "1/2", "--report", unsignedShard)
-	out, code = sy(t, "conformance", "merge", "--sign-key", priv, "--report", filepath.Join(dir, "m3"), shards[0], unsignedShard)
+	_, _ = sy(t, "conformance", "--backend", "sim", "--level", "quick", "--no-progress", "--shard", "1/2", "--output-dir", unsignedShard)
+	out, code = sy(t, "conformance", "merge", "--sign-key", priv, "--output-dir", filepath.Join(dir, "m3"), shards[0], unsignedShard)
 	wantExit(t, "merge an unsigned shard", out, code, 1, "NOT CERTIFIED: unsigned")
 }

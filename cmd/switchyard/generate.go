@@ -58,14 +58,14 @@ prefill count (new tokens, and how many were in the cache).`,
 			defer eng.Close()
 			// a decoder built from .gguf/.bin weights allocates its cache
 			// whole: as long as the run needs, not the model's context
-			lo := &switchyard.LoadOptions{ContextLength: o.ContextLength}
+			lo := modelOptions(o.ContextLength)
 			if lo.ContextLength == 0 {
 				lo.ContextLength = o.Steps
 				if cf.on {
 					lo.ContextLength = 4096 // a conversation: up to the model's own context
 				}
 			}
-			m, err := eng.OpenWith(ctx, args[0], lo)
+			m, err := eng.Open(ctx, args[0], lo)
 			if err != nil {
 				return err
 			}
@@ -141,7 +141,7 @@ prefill count (new tokens, and how many were in the cache).`,
 			}
 			var res *llm.Result
 			if draftPath != "" {
-				dm, err := eng.OpenWith(ctx, draftPath, lo)
+				dm, err := eng.Open(ctx, draftPath, lo)
 				if err != nil {
 					return err
 				}

@@ -31,7 +31,8 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-func main() {
+// newRoot is the command tree.
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "switchyard",
 		Short:         "Switchyard: an on-device inference engine",
@@ -39,11 +40,20 @@ func main() {
 		SilenceErrors: true,
 		Version:       version(),
 	}
-	addLoadFlags(root)
 	root.AddCommand(runCmd(), verifyCmd(), inspectCmd(), benchCmd(), backendsCmd(), explainCmd(), generateCmd())
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}
+	for _, c := range root.Commands() {
+		if loadingCommands[c.Name()] {
+			addLoadFlags(c)
+		}
+	}
+	return root
+}
+
+func main() {
+	root := newRoot()
 	// Ctrl-C (or SIGTERM) cancels the command's context: every command
 	// runs under cmd.Context(), so a run, a benchmark, a generation or a
 	// conformance run stops at its next check and cleans up.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/formats/tensorio"
 )
 
@@ -75,7 +76,7 @@ the node.`,
 				return err
 			}
 			t1 := time.Now()
-			outs, st, err := m.RunWithStats(ctx, feeds, traceOut != "")
+			outs, st, err := m.RunWithStats(ctx, feeds, &switchyard.RunOptions{Profile: traceOut != ""})
 			if err != nil {
 				return err
 			}
@@ -97,7 +98,7 @@ the node.`,
 			for _, o := range m.Outputs() {
 				t := outs[o.Name]
 				s := statsOf(t)
-				r := outputReport{Name: o.Name, DType: t.DType.String(), Shape: t.Shape, Values: firstValues(t, 8), Min: s.Min, Max: s.Max, Mean: s.Mean, NaN: s.NaN, Inf: s.Inf}
+				r := outputReport{Name: o.Name, DType: t.DType().String(), Shape: t.Shape(), Values: firstValues(t, 8), Min: s.Min, Max: s.Max, Mean: s.Mean, NaN: s.NaN, Inf: s.Inf}
 				if outDir != "" {
 					if err := os.MkdirAll(outDir, 0o755); err != nil {
 						return err
@@ -107,7 +108,7 @@ the node.`,
 					if err != nil {
 						return err
 					}
-					werr := tensorio.EncodeNPY(f, t)
+					werr := tensorio.EncodeNPY(f, graphTensor(t))
 					if cerr := f.Close(); werr == nil {
 						werr = cerr
 					}

@@ -161,13 +161,13 @@ func loadServed(ctx context.Context, cmd *cobra.Command, eng *switchyard.Engine,
 		path = arg
 		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	lo := &switchyard.LoadOptions{ContextLength: contextLen}
-	if batched && (isGGUF(path) || strings.EqualFold(filepath.Ext(path), ".bin")) {
+	lo := modelOptions(contextLen)
+	if batched && lo.Method == "" && (isGGUF(path) || strings.EqualFold(filepath.Ext(path), ".bin")) {
 		// the decoder graph with a batch dim: concurrent requests'
 		// decode steps run together, the weights read once per step
 		lo.Method = llama.BatchMethod
 	}
-	m, err := eng.OpenWith(ctx, path, lo)
+	m, err := eng.Open(ctx, path, lo)
 	if err != nil {
 		return nil, err
 	}

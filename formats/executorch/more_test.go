@@ -128,23 +128,23 @@ func TestEngineOpenWith(t *testing.T) {
 	}
 	defer eng.Close()
 	ctx := context.Background()
-	if _, err := eng.OpenWith(ctx, p, &switchyard.LoadOptions{Method: "forward"}); err == nil || !strings.Contains(err.Error(), "net.linear.weight") {
+	if _, err := eng.Open(ctx, p, &switchyard.OpenOptions{Method: "forward"}); err == nil || !strings.Contains(err.Error(), "net.linear.weight") {
 		t.Fatalf("without data: %v", err)
 	}
-	m, err := eng.OpenWith(ctx, p, &switchyard.LoadOptions{Method: "forward", DataFiles: []string{shared.Path(t, "testdata/executorch/more/xor.ptd")}})
+	m, err := eng.Open(ctx, p, &switchyard.OpenOptions{Method: "forward", DataFiles: []string{shared.Path(t, "testdata/executorch/more/xor.ptd")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	ins := m.Inputs()
-	out, err := m.Run(ctx, switchyard.Tensors{ins[0].Name: graph.MustFromSlice([]int{1, 2}, []float32{1, 0}), ins[1].Name: graph.MustFromSlice([]int{1}, []int64{1})})
+	out, err := m.Run(ctx, switchyard.Tensors{ins[0].Name: mustTensor([]int{1, 2}, []float32{1, 0}), ins[1].Name: mustTensor([]int{1}, []int64{1})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loss := out[m.Outputs()[0].Name].Float64s()[0]; math.Abs(loss-0.683540) > 1e-5 {
+	if loss := out[m.Outputs()[0].Name].Float64At(0); math.Abs(loss-0.683540) > 1e-5 {
 		t.Fatalf("loss %v", loss)
 	}
-	m2, err := eng.OpenWith(ctx, p, &switchyard.LoadOptions{Method: "__et_training_parameters_index_forward"})
+	m2, err := eng.Open(ctx, p, &switchyard.OpenOptions{Method: "__et_training_parameters_index_forward"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,16 @@ func TestEngineOpenWith(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := out[m2.Outputs()[0].Name].Int64s(); len(v) != 1 || v[0] != 6 {
+	if v, _ := switchyard.Values[int64](out[m2.Outputs()[0].Name]); len(v) != 1 || v[0] != 6 {
 		t.Fatalf("parameters index %v", v)
 	}
+}
+
+// mustTensor is switchyard.NewTensor for literals.
+func mustTensor[T switchyard.Elem](shape []int, data []T) *switchyard.Tensor {
+	t, err := switchyard.NewTensor(shape, data)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

@@ -294,9 +294,9 @@ func TestBlocksMatchReference(t *testing.T) {
 			}
 			want := blockReference(w, tokens)
 			for _, backends := range [][]string{{"cpu"}, nil} {
-				var opts *switchyard.Options
+				var opts *switchyard.OpenOptions
 				if backends != nil {
-					opts = &switchyard.Options{Backends: backends}
+					opts = &switchyard.OpenOptions{Backends: backends}
 				}
 				m, err := switchyard.OpenBytes(ctx, onnx.Encode(g), opts)
 				if err != nil {

@@ -139,7 +139,7 @@ func checkAgainstReference(t *testing.T, path string, w *llama.Weights, tokens [
 	for _, form := range []llama.Cache{llama.SharedCache, llama.ConcatCache} {
 		ctx := context.Background()
 		var last *switchyard.Stats
-		opts := &switchyard.Options{Backends: []string{"cpu"}, OnRun: func(_ string, st *switchyard.Stats) { last = st }}
+		opts := &switchyard.OpenOptions{Backends: []string{"cpu"}, OnRun: func(_ string, st *switchyard.Stats) { last = st }}
 		var m *switchyard.Model
 		var err error
 		if form == llama.SharedCache {
@@ -258,7 +258,7 @@ func checkSteps(t *testing.T, m *switchyard.Model, w *llama.Weights, tokens []in
 					feeds["past_"+n] = outs["present_"+n]
 				}
 			}
-			if got := outs["present_key.0"].Shape[2]; got != pos {
+			if got := outs["present_key.0"].Shape()[2]; got != pos {
 				t.Fatalf("present cache has %d positions after %d", got, pos)
 			}
 		}

@@ -58,7 +58,7 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 	}
 	seq := peerSequence()
 	ctx := context.Background()
-	eng, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native", "cpu"}, Precision: switchyard.PrecisionInt8})
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Precision: switchyard.PrecisionInt8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 						others = append(others, logits(t, f32Peer, "f32"))
 					}
 					others = append(others, logits(t, peer, "bf16"))
-					m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: len(seq)})
+					m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq)})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -187,7 +187,7 @@ func TestLlamaCppPeer(t *testing.T) {
 	for _, name := range peerModels {
 		t.Run(name, func(t *testing.T) {
 			path, peer := peerModel(t, kit, dir, name)
-			m, err := eng.OpenWith(ctx, path, &switchyard.LoadOptions{ContextLength: len(seq)})
+			m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq)})
 			if err != nil {
 				t.Fatal(err)
 			}

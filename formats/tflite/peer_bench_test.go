@@ -60,7 +60,7 @@ func BenchmarkVsTFLite(b *testing.B) {
 			}
 			defer ip.Close()
 			ctx := context.Background()
-			m, err := switchyard.Open(ctx, path, &switchyard.Options{Backends: backends, Threads: 1})
+			m, err := switchyard.Open(ctx, path, &switchyard.OpenOptions{Backends: backends, Threads: 1})
 			if err != nil {
 				b.Fatal(err)
 			}

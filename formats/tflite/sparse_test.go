@@ -191,6 +191,10 @@ func TestZooPoseDetection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	apiIn, err := switchyard.NewTensor(in.Shape, graph.Data[float32](in))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var refs []*graph.Tensor
 	for _, f := range []string{"output_0.npy", "output_1.npy"} {
 		r, err := tensorio.ReadFile(filepath.Join(dir, "test_data_set_0", f))
@@ -205,17 +209,18 @@ func TestZooPoseDetection(t *testing.T) {
 	}{{[]string{"cpu"}, 1}, {[]string{"native", "cpu"}, 1}, {nil, 1}, {nil, 2}} {
 		backends := run.backends
 		ctx := context.Background()
-		m, err := switchyard.Open(ctx, filepath.Join(dir, "model.tflite"), &switchyard.Options{Backends: backends, Threads: run.threads})
+		m, err := switchyard.Open(ctx, filepath.Join(dir, "model.tflite"), &switchyard.OpenOptions{Backends: backends, Threads: run.threads})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := m.Run(ctx, switchyard.Tensors{m.Inputs()[0].Name: in})
+		out, err := m.Run(ctx, switchyard.Tensors{m.Inputs()[0].Name: apiIn})
 		m.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for k, o := range m.Outputs() {
-			got, want := out[o.Name].Data.([]float32), refs[k].Data.([]float32)
+			got, _ := switchyard.Values[float32](out[o.Name])
+			want := refs[k].Data.([]float32)
 			if len(got) != len(want) {
 				t.Fatalf("%v: output %s has %d values, want %d", backends, o.Name, len(got), len(want))
 			}

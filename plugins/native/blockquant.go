@@ -41,7 +41,7 @@ import (
 //
 // By default the activations are never quantized and the executable
 // computes in float32. Compiled with the opt-in hal.PrecisionInt8
-// (switchyard.Options.Precision, `--precision int8`), nodes whose blocks
+// (switchyard.OpenOptions.Precision, `--precision int8`), nodes whose blocks
 // are 32 elements and whose K is a multiple of 32 take the integer path
 // instead (blockquant_int.go): A quantized to int8 blocks of 32 as
 // llama.cpp's Q8_0, exact integer dot products per block (AVX-512 VNNI

@@ -93,12 +93,12 @@ func llamacppLogitsKV(t *testing.T, kit, model string, ids []int, kv string) []f
 func ourLogits(t *testing.T, model string, ids []int, precision switchyard.Precision) ([]float32, *switchyard.Plan) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := switchyard.NewEngine(ctx, &switchyard.Options{Backends: []string{"native", "cpu"}, Precision: precision})
+	e, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Precision: precision})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	m, err := e.OpenWith(ctx, model, &switchyard.LoadOptions{ContextLength: len(ids)})
+	m, err := e.Open(ctx, model, &switchyard.OpenOptions{ContextLength: len(ids)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,10 @@ func ourLogits(t *testing.T, model string, ids []int, precision switchyard.Preci
 		t.Fatal(err)
 	}
 	lt := outs["logits"]
-	v := graph.Data[float32](lt)
+	v, err := switchyard.Values[float32](lt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return append([]float32(nil), v...), m.Plan()
 }
 

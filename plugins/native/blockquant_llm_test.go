@@ -104,7 +104,7 @@ func TestQuantizedStoriesOnNative(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			m, err := switchyard.Open(ctx, path, &switchyard.Options{Backends: []string{"native", "cpu"}, Precision: c.precision})
+			m, err := switchyard.Open(ctx, path, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Precision: c.precision})
 			if err != nil {
 				t.Fatal(err)
 			}

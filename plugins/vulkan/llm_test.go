@@ -365,7 +365,7 @@ func TestStories260KGreedy(t *testing.T) {
 		t.Fatalf("golden file: %v", err)
 	}
 	ctx := context.Background()
-	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.Options{Backends: []string{"vulkan", "cpu"}})
+	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Backends: []string{"vulkan", "cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
