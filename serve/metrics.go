@@ -27,46 +27,39 @@ type metrics struct {
 	batchSeqs      *prometheus.HistogramVec // model: sequences per batched decode run
 }
 
+const metricsNamespace = "switchyard_serve"
+
+func counter(name, help string, labels []string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string, labels []string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: name, Help: help}, labels)
+}
+
+func histogram(name, help string, buckets []float64, labels []string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: metricsNamespace, Name: name, Help: help, Buckets: buckets}, labels)
+}
+
 func newMetrics() *metrics {
-	const ns = "switchyard_serve"
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total",
-			Help: "HTTP requests answered, by endpoint, model and status code."}, []string{"endpoint", "model", "code"}),
-		promptTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "prompt_tokens_total",
-			Help: "Prompt tokens of admitted requests (BOS included)."}, []string{"model"}),
-		genTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "generated_tokens_total",
-			Help: "Tokens generated."}, []string{"model"}),
-		prefilled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "prefill_tokens_total",
-			Help: "Prompt tokens run through the model (prompt tokens not taken from the prefix cache)."}, []string{"model"}),
-		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_token_seconds",
-			Help:    "From a request's arrival to its first generated token (queueing and prefill included).",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"model"}),
-		tokensPerSec: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "decode_tokens_per_second",
-			Help:    "Each finished request's decode speed (tokens after the first over the time after the first).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 16)}, []string{"model"}),
-		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "queue_length",
-			Help: "Requests waiting for a batch slot."}, []string{"model"}),
-		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "active_sequences",
-			Help: "Sequences being decoded (holding a batch slot)."}, []string{"model"}),
-		kvBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "kv_cache_bytes",
-			Help: "Key/value cache memory held by active sequences and by the prefix cache."}, []string{"model", "holder"}),
-		prefixLookups: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "prefix_cache_lookups_total",
-			Help: "Prefix cache lookups by result (hit: a cached prefix longer than BOS was reused)."}, []string{"model", "result"}),
-		prefixHitRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "prefix_cache_hit_ratio",
-			Help: "Prefix cache hits over lookups since start."}, []string{"model"}),
-		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cancelled_total",
-			Help: "Sequences ended because the client went away or the request was cancelled."}, []string{"model"}),
-		steps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "scheduler_rounds_total",
-			Help: "Scheduler rounds (each runs one step of every active sequence)."}, []string{"model"}),
-		stepSeqs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "round_sequences",
-			Help:    "Sequences stepped per scheduler round.",
-			Buckets: prometheus.LinearBuckets(1, 1, 16)}, []string{"model"}),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
-			Help: "Tool calls found in replies: ok (returned as tool_calls) or malformed (returned as text)."}, []string{"model", "result"}),
-		batchSeqs: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batched_sequences",
-			Help:    "Sequences decoded together in one run of a batched decoder (one per round that has decode steps).",
-			Buckets: prometheus.LinearBuckets(1, 1, 16)}, []string{"model"}),
+		reg:            prometheus.NewRegistry(),
+		requests:       counter("requests_total", "HTTP requests answered, by endpoint, model and status code.", []string{"endpoint", "model", "code"}),
+		promptTokens:   counter("prompt_tokens_total", "Prompt tokens of admitted requests (BOS included).", []string{"model"}),
+		genTokens:      counter("generated_tokens_total", "Tokens generated.", []string{"model"}),
+		prefilled:      counter("prefill_tokens_total", "Prompt tokens run through the model (prompt tokens not taken from the prefix cache).", []string{"model"}),
+		ttft:           histogram("time_to_first_token_seconds", "From a request's arrival to its first generated token (queueing and prefill included).", prometheus.ExponentialBuckets(0.001, 2, 16), []string{"model"}),
+		tokensPerSec:   histogram("decode_tokens_per_second", "Each finished request's decode speed (tokens after the first over the time after the first).", prometheus.ExponentialBuckets(1, 2, 16), []string{"model"}),
+		queue:          gauge("queue_length", "Requests waiting for a batch slot.", []string{"model"}),
+		active:         gauge("active_sequences", "Sequences being decoded (holding a batch slot).", []string{"model"}),
+		kvBytes:        gauge("kv_cache_bytes", "Key/value cache memory held by active sequences and by the prefix cache.", []string{"model", "holder"}),
+		prefixLookups:  counter("prefix_cache_lookups_total", "Prefix cache lookups by result (hit: a cached prefix longer than BOS was reused).", []string{"model", "result"}),
+		prefixHitRatio: gauge("prefix_cache_hit_ratio", "Prefix cache hits over lookups since start.", []string{"model"}),
+		cancelled:      counter("cancelled_total", "Sequences ended because the client went away or the request was cancelled.", []string{"model"}),
+		steps:          counter("scheduler_rounds_total", "Scheduler rounds (each runs one step of every active sequence).", []string{"model"}),
+		stepSeqs:       histogram("round_sequences", "Sequences stepped per scheduler round.", prometheus.LinearBuckets(1, 1, 16), []string{"model"}),
+		toolCalls:      counter("tool_calls_total", "Tool calls found in replies: ok (returned as tool_calls) or malformed (returned as text).", []string{"model", "result"}),
+		batchSeqs:      histogram("batched_sequences", "Sequences decoded together in one run of a batched decoder (one per round that has decode steps).", prometheus.LinearBuckets(1, 1, 16), []string{"model"}),
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.prefilled, m.ttft, m.tokensPerSec, m.queue, m.active,
 		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs, m.toolCalls, m.batchSeqs,

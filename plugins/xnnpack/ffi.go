@@ -152,6 +152,17 @@ func loadLib(o Options) (*lib, error) {
 	return l, nil
 }
 
+// bindOps binds one C function of type F per op (op name → symbol).
+func bindOps[F any](reg func(h uintptr, fptr any, name string), h uintptr, syms map[string]string) map[string]F {
+	out := make(map[string]F, len(syms))
+	for op, sym := range syms {
+		var f F
+		reg(h, &f, sym)
+		out[op] = f
+	}
+	return out
+}
+
 // bind resolves every symbol, turning a missing one into an error rather
 // than purego's panic.
 func (l *lib) bind(hc, hp, hx, hf uintptr) (err error) {
@@ -204,24 +215,9 @@ func (l *lib) bind(hc, hp, hx, hf uintptr) (err error) {
 	reg(hx, &l.defineReshape, "xnn_define_static_reshape")
 	reg(hx, &l.defineResize, "xnn_define_static_resize_bilinear_2d")
 	reg(hx, &l.defineDepthToSpace, "xnn_define_depth_to_space")
-	l.defineUnary = map[string]func(sg uintptr, in, out, flags uint32) int32{}
-	for op, sym := range map[string]string{"Abs": "xnn_define_abs", "Ceil": "xnn_define_ceiling", "Floor": "xnn_define_floor", "Neg": "xnn_define_negate", "Sigmoid": "xnn_define_sigmoid", "Softmax": "xnn_define_softmax", "Sqrt": "xnn_define_square_root", "HardSwish": "xnn_define_hardswish", "Round": "xnn_define_bankers_rounding"} {
-		var f func(sg uintptr, in, out, flags uint32) int32
-		reg(hx, &f, sym)
-		l.defineUnary[op] = f
-	}
-	l.defineBinaryMinMax = map[string]func(sg uintptr, min, max float32, a, b, out, flags uint32) int32{}
-	for op, sym := range map[string]string{"Add": "xnn_define_add2", "Sub": "xnn_define_subtract", "Mul": "xnn_define_multiply2", "Div": "xnn_define_divide"} {
-		var f func(sg uintptr, min, max float32, a, b, out, flags uint32) int32
-		reg(hx, &f, sym)
-		l.defineBinaryMinMax[op] = f
-	}
-	l.defineBinary = map[string]func(sg uintptr, a, b, out, flags uint32) int32{}
-	for op, sym := range map[string]string{"Max": "xnn_define_maximum2", "Min": "xnn_define_minimum2"} {
-		var f func(sg uintptr, a, b, out, flags uint32) int32
-		reg(hx, &f, sym)
-		l.defineBinary[op] = f
-	}
+	l.defineUnary = bindOps[func(sg uintptr, in, out, flags uint32) int32](reg, hx, map[string]string{"Abs": "xnn_define_abs", "Ceil": "xnn_define_ceiling", "Floor": "xnn_define_floor", "Neg": "xnn_define_negate", "Sigmoid": "xnn_define_sigmoid", "Softmax": "xnn_define_softmax", "Sqrt": "xnn_define_square_root", "HardSwish": "xnn_define_hardswish", "Round": "xnn_define_bankers_rounding"})
+	l.defineBinaryMinMax = bindOps[func(sg uintptr, min, max float32, a, b, out, flags uint32) int32](reg, hx, map[string]string{"Add": "xnn_define_add2", "Sub": "xnn_define_subtract", "Mul": "xnn_define_multiply2", "Div": "xnn_define_divide"})
+	l.defineBinary = bindOps[func(sg uintptr, a, b, out, flags uint32) int32](reg, hx, map[string]string{"Max": "xnn_define_maximum2", "Min": "xnn_define_minimum2"})
 	reg(hf, &l.ffiPrepCIF, "ffi_prep_cif")
 	reg(hf, &l.ffiCall, "ffi_call")
 	if err != nil {
