@@ -52,6 +52,7 @@ func contractCases() []Case {
 	cases := []Case{
 		mk("info", "Info is complete and its HAL range includes this host's version; Capabilities succeeds and names real ops", contractInfo),
 		mk("supports-verdicts", "Supports returns one verdict per node, declines an unknown op, and gives every decline a reason", contractVerdicts),
+		mk("capabilities-agree", "Capabilities agrees with Supports: every op claimed in the sweep is declared, and no op declared for float32 without conditions is declined in its float32 case", contractCapabilities),
 		mk("supports-honest", "every single-op subgraph the backend claims compiles and executes (one per op of the generated cases)", contractHonest),
 		mk("invalid-subgraph", "a subgraph reading an undefined value is refused with InvalidArgument, through the portable layer and by the raw backend, without a panic", contractInvalid),
 		mk("wrong-input-shape", "Execute with inputs of the wrong shape returns an error (InvalidArgument through the portable layer), never a crash", contractWrongShape),

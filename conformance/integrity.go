@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -43,6 +45,15 @@ type sweep struct {
 	subgraph        []string // the subgraph changed
 	inPlace         []string // a bound output was not written in place
 	err             error    // the sweep itself could not run
+	// per op of the swept cases: the case claimed, or the reason its
+	// (float32 where there is one) case was declined
+	claimedOps  map[string]string
+	declinedOps map[string]sweepDecline
+}
+
+// sweepDecline is a swept case the backend declined.
+type sweepDecline struct {
+	id, dtype, reason string
 }
 
 func (r *runner) sweep(ctx context.Context, dev *hal.Device) *sweep {
@@ -72,6 +83,7 @@ func dataPtr(t *graph.Tensor) uintptr {
 // per process; every run decodes its own copy of the graph and inputs.
 type sweepCase struct {
 	id, op  string
+	dtype   string
 	model   []byte
 	inputs  map[string]*graph.Tensor
 	outputs []graph.ValueInfo
@@ -134,14 +146,14 @@ func sweepCases() ([]sweepCase, error) {
 			if err != nil {
 				continue // the reference refuses it: not a contract question
 			}
-			sweepCasesList = append(sweepCasesList, sweepCase{id: c.ID, op: c.Op, model: mc.model, inputs: mc.inputs, outputs: append([]graph.ValueInfo{}, ref.Outputs()...)})
+			sweepCasesList = append(sweepCasesList, sweepCase{id: c.ID, op: c.Op, dtype: c.DType, model: mc.model, inputs: mc.inputs, outputs: append([]graph.ValueInfo{}, ref.Outputs()...)})
 		}
 	})
 	return sweepCasesList, sweepCasesErr
 }
 
 func runSweep(ctx context.Context, dev *hal.Device, policy *Policy, profile string) *sweep {
-	s := &sweep{}
+	s := &sweep{claimedOps: map[string]string{}, declinedOps: map[string]sweepDecline{}}
 	cases, err := sweepCases()
 	if err != nil {
 		s.err = err
@@ -167,8 +179,14 @@ func runSweep(ctx context.Context, dev *hal.Device, policy *Policy, profile stri
 			continue
 		}
 		if !vs[0].Supported {
+			// a backend may take an op only with constant weights: ask
+			// again with every input but the first as a constant
+			if !supportedWithConstants(ctx, dev, sg, c.inputs) {
+				s.declinedOps[c.op] = sweepDecline{c.id, c.dtype, vs[0].Reason}
+			}
 			continue
 		}
+		s.claimedOps[c.op] = c.id
 		s.claimed++
 		before := digest(sg)
 		comp, err := dev.Compile(ctx, sg, nil)
@@ -275,6 +293,70 @@ func contractHonest(ctx context.Context, e *contractEnv) outcome {
 		return failf("%s", strings.Join(bad, "; "))
 	}
 	return passf("%d of %d ops claimed; every claim compiled and executed", s.claimed, s.probed)
+}
+
+// supportedWithConstants asks for a verdict on sg with its inputs after
+// the first turned into initializers holding the case's values.
+func supportedWithConstants(ctx context.Context, dev *hal.Device, sg *hal.Subgraph, inputs map[string]*graph.Tensor) bool {
+	if len(sg.Graph.Inputs) < 2 {
+		return false
+	}
+	g := *sg.Graph
+	g.Inputs = g.Inputs[:1]
+	g.Initializers = map[string]*graph.Tensor{}
+	for k, v := range sg.Graph.Initializers {
+		g.Initializers[k] = v
+	}
+	for _, in := range sg.Graph.Inputs[1:] {
+		t, ok := inputs[in.Name]
+		if !ok {
+			return false
+		}
+		g.Initializers[in.Name] = t.Clone()
+	}
+	vs, err := dev.Supports(ctx, &hal.Subgraph{Graph: &g, Opsets: sg.Opsets})
+	return err == nil && len(vs) > 0 && vs[0].Supported
+}
+
+// contractCapabilities: Capabilities, the summary, agrees with Supports,
+// the verdicts: every op the backend claims in the sweep is declared, and
+// no op declared for float32 without attribute or rank conditions is
+// declined in its float32 case (with its weights as graph inputs, nor
+// with them as constants).
+func contractCapabilities(ctx context.Context, e *contractEnv) outcome {
+	s := e.r.sweep(ctx, e.dev)
+	if s.err != nil {
+		return failf("%v", s.err)
+	}
+	declared := map[string]hal.OpCapability{}
+	for _, op := range e.caps.Ops {
+		name := op.OpType // the cases name an op of another domain DOMAIN.OP
+		if op.Domain != "" && op.Domain != "ai.onnx" {
+			name = op.Domain + "." + op.OpType
+		}
+		declared[name] = op
+	}
+	var bad []string
+	for _, op := range slices.Sorted(maps.Keys(s.claimedOps)) {
+		if _, ok := declared[op]; !ok {
+			bad = append(bad, fmt.Sprintf("takes %s (%s) but Capabilities does not declare it", op, s.claimedOps[op]))
+		}
+	}
+	for _, op := range slices.Sorted(maps.Keys(s.declinedOps)) {
+		d := s.declinedOps[op]
+		c, ok := declared[op]
+		if !ok || d.dtype != "float32" || len(c.Attrs) > 0 || c.MaxRank > 0 || (len(c.DTypes) > 0 && !slices.Contains(c.DTypes, graph.Float32)) {
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("declares %s for float32 without conditions but declines %s: %s", op, d.id, d.reason))
+	}
+	if len(bad) > 0 {
+		if len(bad) > 8 {
+			bad = append(bad[:8], fmt.Sprintf("… %d more", len(bad)-8))
+		}
+		return failf("%s", strings.Join(bad, "; "))
+	}
+	return passf("%d ops declared; the %d claimed in the sweep are all declared, and no unconditional float32 declaration is declined", len(declared), len(s.claimedOps))
 }
 
 func contractInputsUnchanged(ctx context.Context, e *contractEnv) outcome {

@@ -42,6 +42,8 @@ var mutations = []mutation{
 	{"wrong-output-shape", func(_ *sim.Mutations, f *sim.Faults) { f.WrongShape = true }, []string{"contract/devmem/enqueue-outputs", "contract/concurrent-execute"}, true},
 	{"leak-buffers", func(m *sim.Mutations, _ *sim.Faults) { m.LeakBuffers = true }, []string{"contract/devmem/free-reclaims"}, false},
 	{"claim-then-fail", func(m *sim.Mutations, _ *sim.Faults) { m.ClaimAll = true }, []string{"contract/supports-honest"}, true},
+	{"hide-capability", func(m *sim.Mutations, _ *sim.Faults) { m.HideOp = "Relu" }, []string{"contract/capabilities-agree"}, true},
+	{"advertise-declined-op", func(m *sim.Mutations, _ *sim.Faults) { m.AdvertiseOp = "Exp" }, []string{"contract/capabilities-agree"}, true},
 }
 
 func mutationOptions(devmem bool) sim.Options {

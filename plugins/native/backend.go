@@ -80,6 +80,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	_ "github.com/switchyard-hal/switchyard/core/kernels/all" // reference kernels for the data-movement ops
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
+	quantops "github.com/switchyard-hal/switchyard/core/ops/quant"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/hal/halkit"
 )
@@ -218,6 +219,13 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 		hal.OpCapability{OpType: "QuantizeLinear"}, hal.OpCapability{OpType: "DequantizeLinear"})
 	for _, op := range sortedKeys(qlinearContrib) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: contribDomain, OpType: op, DTypes: q8})
+	}
+	// the int8 representation of domain switchyard.quant (quant.go)
+	for _, op := range sortedKeys(quantFast) {
+		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: quantops.Domain, OpType: op})
+	}
+	for _, op := range sortedKeys(quantRef) {
+		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: quantops.Domain, OpType: op})
 	}
 	caps.ControlFlow = true
 	caps.Layouts = []string{"NCHW"}

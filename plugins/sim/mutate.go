@@ -40,6 +40,10 @@ type Mutations struct {
 	// ClaimAll makes Supports claim every node; Compile still refuses the
 	// ones outside Ops.
 	ClaimAll bool `json:"mutate_claim_all,omitempty"`
+	// HideOp leaves an op it takes out of Capabilities.
+	HideOp string `json:"mutate_hide_op,omitempty"`
+	// AdvertiseOp declares in Capabilities an op Supports declines.
+	AdvertiseOp string `json:"mutate_advertise_op,omitempty"`
 }
 
 // claim is Supports' restriction: allow, or everything under ClaimAll.

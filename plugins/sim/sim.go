@@ -124,8 +124,14 @@ func (b *Backend) Info() hal.Info {
 func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	caps := hal.Capabilities{Layouts: []string{"NCHW"}, MaxTensorBytes: b.opts.MaxTensorBytes}
 	ops := append([]string{}, b.opts.Ops...)
+	if b.opts.AdvertiseOp != "" {
+		ops = append(ops, b.opts.AdvertiseOp)
+	}
 	sort.Strings(ops)
 	for _, op := range ops {
+		if op == b.opts.HideOp {
+			continue
+		}
 		dom, typ := splitOp(op)
 		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: dom, OpType: typ})
 	}
