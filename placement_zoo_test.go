@@ -35,7 +35,7 @@ const (
 	placementRounds = 15
 	confirmRounds   = 25
 	placementBudget = 12 * time.Second // per model, the first measurement
-	dropFactor      = 1.6             // stop measuring a placement this far behind the best
+	dropFactor      = 1.6              // stop measuring a placement this far behind the best
 )
 
 // singleBackends are the single-backend placements the chosen one is
