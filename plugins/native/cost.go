@@ -50,6 +50,11 @@ type nrate struct {
 	PerByte float64 // ns per byte read and written
 }
 
+// nrateOfProfile: a calibrated rate (its fit statistics dropped).
+func nrateOfProfile(r opcost.Rate) nrate {
+	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte}
+}
+
 // nOpRates: the ops with native kernels, fitted to BenchmarkCalibrate at
 // one thread (fixed from the smallest case, the rate from the largest),
 // and the ops run on the reference kernels at the cpu backend's rates.
@@ -187,12 +192,7 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 			compute += fusedCost(sg, n, f, threads)
 			continue
 		}
-		w := opcost.Of(n, sg)
-		if w.Class == opcost.Conv && pointwise(sg, n) {
-			compute += rateCost(nPointwise, w, threads)
-			continue
-		}
-		compute += nodeCost(n.OpType, w, threads)
+		compute += headCost(sg, n, threads)
 	}
 	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}
 	c.Latency = c.Overhead + c.Compute
@@ -234,13 +234,7 @@ const chainStepPerElem = 0.025
 // fusedCost prices a node of fuse's graph that took over the nodes after
 // it: the head's own cost plus its fused chain.
 func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 {
-	w := opcost.Of(n, sg)
-	var c float64
-	if w.Class == opcost.Conv && pointwise(sg, n) {
-		c = rateCost(nPointwise, w, threads)
-	} else {
-		c = nodeCost(n.OpType, w, threads)
-	}
+	c := headCost(sg, n, threads)
 	elems := -1
 	if t, ok := sg.TypeOf(n.Outputs[0]); ok {
 		if dims, ok := t.Shape.Ints(); ok {
@@ -269,6 +263,20 @@ func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 
 		}
 	}
 	return c
+}
+
+// headCost is the time in ns of node n by itself: the rate of its
+// family in the calibrated profile (opcost.Calibrated, `switchyard
+// calibrate`) when there is one, else the built-in tables.
+func headCost(sg *hal.Subgraph, n *graph.Node, threads int) float64 {
+	w := opcost.Of(n, sg)
+	if r, ok := opcost.Calibrated("native", opcost.Family(n, sg)); ok {
+		return rateCost(nrateOfProfile(r), w, threads)
+	}
+	if w.Class == opcost.Conv && pointwise(sg, n) {
+		return rateCost(nPointwise, w, threads)
+	}
+	return nodeCost(n.OpType, w, threads)
 }
 
 // nodeCost is one node's time in ns: its fixed part and its work.
