@@ -16,6 +16,7 @@ import (
 	_ "github.com/switchyard-hal/switchyard/backends/all"
 	"github.com/switchyard-hal/switchyard/formats/tensorio"
 	"github.com/switchyard-hal/switchyard/internal/backendtest"
+	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 )
 
@@ -57,24 +58,28 @@ func TestZooPlacementVsMeasurement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("placement vs measurement times every zoo model on four placements: skipped under -short")
 	}
-	zoo := shared.Path(t, "testdata/zoo")
-	dirs, err := os.ReadDir(zoo)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
 	var summary []string
-	for _, d := range dirs {
-		if !d.IsDir() || strings.HasPrefix(d.Name(), "_") {
-			continue
+	// the zoo, and the four models the engine was first measured on (a
+	// placement fixed for one set must not break the other)
+	for _, set := range []string{"zoo", "models"} {
+		root := shared.Path(t, "testdata/"+set)
+		dirs, err := os.ReadDir(root)
+		if err != nil {
+			t.Fatal(err)
 		}
-		dir := filepath.Join(zoo, d.Name())
-		t.Run(d.Name(), func(t *testing.T) {
-			line := placementVsMeasurement(t, dir)
-			if line != "" {
-				summary = append(summary, line)
+		for _, d := range dirs {
+			if !d.IsDir() || strings.HasPrefix(d.Name(), "_") {
+				continue
 			}
-		})
+			dir := filepath.Join(root, d.Name())
+			t.Run(set+"/"+d.Name(), func(t *testing.T) {
+				line := placementVsMeasurement(t, dir)
+				if line != "" {
+					summary = append(summary, line)
+				}
+			})
+		}
 	}
 	t.Logf("placement vs best single backend (1 thread, least CPU time of alternating runs):\n%s", strings.Join(summary, "\n"))
 }
@@ -208,10 +213,23 @@ func bestOf(ps []*zooPlacement) *zooPlacement {
 	return b
 }
 
-// zooInputs are the model's test_data_set_0 inputs (ONNX .pb through Open's
-// examples, TFLite .npy read here).
+// zooInputs are the model's test_data_set_0 inputs (.npy where there are,
+// else the ONNX test layout's .pb).
 func zooInputs(t *testing.T, dir string, m *switchyard.Model) switchyard.Tensors {
 	feeds := switchyard.Tensors{}
+	set := filepath.Join(dir, "test_data_set_0")
+	if _, err := os.Stat(filepath.Join(set, "input_0.npy")); err != nil {
+		ins, err := onnxtest.ReadSet(set, "input")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range m.Inputs() {
+			if i < len(ins) {
+				feeds[in.Name] = ins[i]
+			}
+		}
+		return feeds
+	}
 	for i, in := range m.Inputs() {
 		p := filepath.Join(dir, "test_data_set_0", fmt.Sprintf("input_%d.npy", i))
 		x, err := tensorio.ReadFile(p)
