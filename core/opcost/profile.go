@@ -313,13 +313,19 @@ func Calibrated(backend, family string) (Rate, bool) {
 		return Rate{}, false
 	}
 	if p := current.Load(); p != nil {
-		if r, ok := p.Rates[backend][family]; ok {
+		if r, ok := p.Rates[backend][family]; ok && r.MaxError <= MaxFitError {
 			return r, true
 		}
 	}
 	r, ok := builtin().Rates[backend][family]
-	return r, ok
+	return r, ok && r.MaxError <= MaxFitError
 }
+
+// MaxFitError is the worst relative error over its sizes a fitted rate
+// may have to be used: a family whose time the fit does not follow (a
+// kernel that switches algorithm with the shape, a noisy measurement) is
+// priced by the backend's own tables instead.
+const MaxFitError = 0.25
 
 var tablesOnly atomic.Bool
 

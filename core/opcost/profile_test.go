@@ -34,14 +34,14 @@ func TestCalibratedPrefersMachineProfile(t *testing.T) {
 	if r, ok := Calibrated("native", "conv"); !ok || r.PerFLOP != 2 {
 		t.Fatalf("machine profile not read: %+v %v", r, ok)
 	}
-	if _, ok := Calibrated("native", "gemm"); !ok {
+	if _, ok := Calibrated("native", "conv1x1"); !ok {
 		t.Fatal("a family the machine profile lacks does not fall back to the built-in one")
 	}
 	if _, ok := Calibrated("native", "NoSuchOp"); ok {
 		t.Fatal("a family nobody measured has a rate")
 	}
 	restore := TablesOnly()
-	if _, ok := Calibrated("native", "gemm"); ok {
+	if _, ok := Calibrated("native", "conv1x1"); ok {
 		t.Fatal("TablesOnly: a profile still answers")
 	}
 	restore()
