@@ -41,6 +41,8 @@ func unaryOf(bc *buildCtx, n *graph.Node) (unaryFn, error) {
 		return vtanh, nil
 	case "Exp":
 		return vexp, nil
+	case "Erf":
+		return verf, nil // erf.go
 	case "HardSigmoid":
 		a, b := n.AttrFloat("alpha", 0.2), n.AttrFloat("beta", 0.5)
 		return func(d, s []float32) {

@@ -26,6 +26,7 @@ var fastOps = map[string]struct {
 	"Clip":               {checkClip, buildUnary},
 	"Sigmoid":            {checkUnary, buildUnary},
 	"Tanh":               {checkUnary, buildUnary},
+	"Erf":                {checkUnary, buildUnary},
 	"HardSigmoid":        {checkUnary, buildUnary},
 	"HardSwish":          {checkUnary, buildUnary},
 	"Add":                {checkBinary, buildBinary},
