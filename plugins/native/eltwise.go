@@ -85,13 +85,13 @@ func buildUnary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		fn = vsilu
 	}
 	op := n.OpType
-	// Exp is claimed for every dtype (referenceOps): the reference kernel
-	// runs what is not float32
+	// Exp and Erf are claimed for every dtype (referenceOps): the
+	// reference kernel runs what is not float32
 	ref, _ := kernels.Lookup("", op)
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := in[0]
 		if x.DType != graph.Float32 {
-			if op == "Exp" && ref != nil {
+			if (op == "Exp" || op == "Erf") && ref != nil {
 				return ref.Kernel(ctx, node, in)
 			}
 			return nil, fmt.Errorf("%w: %s of %v", kernels.ErrInvalid, op, x.DType)

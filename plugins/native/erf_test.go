@@ -1,6 +1,7 @@
 package native
 
 import (
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -59,5 +60,13 @@ func BenchmarkMathErf(b *testing.B) {
 		for i, v := range x {
 			y[i] = float32(math.Erf(float64(v)))
 		}
+	}
+}
+
+// An Erf node builds erf.go's kernel (a node left to the reference kernel
+// builds none); TestVectorOpsAgainstReference checks its values.
+func TestErfNodeKernel(t *testing.T) {
+	if k, err := build(&buildCtx{}, &graph.Node{OpType: "Erf", Inputs: []string{"x"}, Outputs: []string{"y"}}, nil); err != nil || k == nil {
+		t.Fatalf("Erf builds no fast kernel: %v", err)
 	}
 }

@@ -26,7 +26,6 @@ var fastOps = map[string]struct {
 	"Clip":               {checkClip, buildUnary},
 	"Sigmoid":            {checkUnary, buildUnary},
 	"Tanh":               {checkUnary, buildUnary},
-	"Erf":                {checkUnary, buildUnary},
 	"HardSigmoid":        {checkUnary, buildUnary},
 	"HardSwish":          {checkUnary, buildUnary},
 	"Add":                {checkBinary, buildBinary},
@@ -176,8 +175,8 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
 	}
-	if n.OpType == "Exp" && n.Domain == "" {
-		return buildUnary(bc, n, f) // vmath.go's exp for float32
+	if (n.OpType == "Exp" || n.OpType == "Erf") && n.Domain == "" {
+		return buildUnary(bc, n, f) // vmath.go's exp, erf.go's erf for float32
 	}
 	if n.OpType == "Pow" && n.Domain == "" && isSquare(constInput(bc.sg, n, 1)) {
 		return powSquare(bc), nil
