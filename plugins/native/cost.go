@@ -100,6 +100,11 @@ var nOpRates = map[string]nrate{
 	// 35); priced at about 2.5 ns an element over opcost's 12 FLOPs, not
 	// calibrated
 	"Erf": {Fixed: 200, PerFLOP: 0.2},
+	// com.microsoft Gelu and FastGelu (erf.go; opcost counts one unit an
+	// element for another domain): Erf's time plus two passes, and
+	// Tanh's; not calibrated
+	"Gelu":     {Fixed: 200, PerFLOP: 3},
+	"FastGelu": {Fixed: 200, PerFLOP: 1},
 	// not calibrated: Concat has its own kernel, priced like cpu's
 	"Concat": {Fixed: 704, PerByte: 0.0405},
 	// reference kernels (plugins/cpu/cost.go)

@@ -477,3 +477,29 @@ func sigmoid(v float32) float32 {
 	e := math.Exp(float64(v))
 	return float32(e / (1 + e))
 }
+
+// geluKernel runs com.microsoft Gelu and FastGelu of float32 without a
+// bias on erf.go's vector kernels, anything else on the reference kernel.
+func geluKernel(bc *buildCtx, n *graph.Node) kernels.Func {
+	fn := vgelu
+	if n.OpType == "FastGelu" {
+		fn = vfastGelu
+	}
+	ref, _ := kernels.Lookup("com.microsoft", n.OpType)
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := kernels.Input(in, 0)
+		if x == nil || x.DType != graph.Float32 || kernels.Input(in, 1) != nil {
+			if ref == nil {
+				return nil, fmt.Errorf("%w: %s", kernels.ErrUnsupported, node.OpType)
+			}
+			return ref.Kernel(ctx, node, in)
+		}
+		y, err := ctx.NewUninit(graph.Float32, x.Shape)
+		if err != nil {
+			return nil, err
+		}
+		X, Y := f32(x), f32(y)
+		chunksFor(bc.pool, len(X), unaryTask{fn, Y, X}, func(a unaryTask, i0, i1 int) { a.fn(a.y[i0:i1], a.x[i0:i1]) })
+		return ctx.Outputs(y), nil
+	}
+}

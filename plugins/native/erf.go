@@ -82,3 +82,42 @@ func erf1(v, ex float32) float32 {
 	}
 	return v // NaN
 }
+
+// vgelu is y = x·(1 + erf(x/√2))/2 (com.microsoft Gelu), the erf through
+// verf a block at a time.
+func vgelu(y, x []float32) {
+	x = x[:len(y)]
+	var e [erfBlock]float32
+	for len(x) > 0 {
+		n := min(len(x), erfBlock)
+		xs, ys, es := x[:n], y[:n], e[:n]
+		for i, v := range xs {
+			es[i] = v * math.Sqrt2 / 2
+		}
+		verf(es, es)
+		for i, v := range xs {
+			ys[i] = 0.5 * v * (1 + es[i])
+		}
+		x, y = x[n:], y[n:]
+	}
+}
+
+// vfastGelu is y = x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))/2
+// (com.microsoft FastGelu without bias), the tanh through vtanh.
+func vfastGelu(y, x []float32) {
+	x = x[:len(y)]
+	var e [erfBlock]float32
+	const c = 0.7978845608028654 // √(2/π)
+	for len(x) > 0 {
+		n := min(len(x), erfBlock)
+		xs, ys, es := x[:n], y[:n], e[:n]
+		for i, v := range xs {
+			es[i] = c * (v + 0.044715*v*v*v)
+		}
+		vtanh(es, es)
+		for i, v := range xs {
+			ys[i] = 0.5 * v * (1 + es[i])
+		}
+		x, y = x[n:], y[n:]
+	}
+}

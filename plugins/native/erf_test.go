@@ -70,3 +70,26 @@ func TestErfNodeKernel(t *testing.T) {
 		t.Fatalf("Erf builds no fast kernel: %v", err)
 	}
 }
+
+// vgelu and vfastGelu against their formulas in float64.
+func TestVGelu(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := []float32{0, -0, 1, -1, 3, -3, 6, -6, 20, -20}
+	for len(x) < 2*erfBlock+9 {
+		x = append(x, float32(rng.NormFloat64()*3))
+	}
+	y, z := make([]float32, len(x)), make([]float32, len(x))
+	vgelu(y, x)
+	vfastGelu(z, x)
+	for i, v := range x {
+		f := float64(v)
+		want := f * (1 + math.Erf(f/math.Sqrt2)) / 2
+		if d := math.Abs(float64(y[i]) - want); d > 1e-6*(1+math.Abs(want)) {
+			t.Fatalf("gelu(%v) = %v, want %v", v, y[i], want)
+		}
+		wantF := f * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(f+0.044715*f*f*f))) / 2
+		if d := math.Abs(float64(z[i]) - wantF); d > 2e-6*(1+math.Abs(wantF)) {
+			t.Fatalf("fast gelu(%v) = %v, want %v", v, z[i], wantF)
+		}
+	}
+}

@@ -60,7 +60,7 @@ var referenceOps = map[string]bool{
 // contribReferenceOps are ops of ONNX Runtime's contrib domain claimed
 // like referenceOps (RotaryEmbedding: rotary.go's kernel for float32,
 // GroupQueryAttention: gqa.go's, the reference kernel otherwise).
-var contribReferenceOps = map[string]bool{"RotaryEmbedding": true, "GroupQueryAttention": true}
+var contribReferenceOps = map[string]bool{"RotaryEmbedding": true, "GroupQueryAttention": true, "Gelu": true, "FastGelu": true, "BiasGelu": true}
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -171,6 +171,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	}
 	if n.Domain == "com.microsoft" && n.OpType == "GroupQueryAttention" {
 		return gqaKernel(), nil
+	}
+	if n.Domain == "com.microsoft" && (n.OpType == "Gelu" || n.OpType == "FastGelu") {
+		return geluKernel(bc, n), nil // erf.go
 	}
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
