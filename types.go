@@ -140,6 +140,9 @@ type Partition struct {
 	// DeclinedCalls counts calls its backend declined at run time (run on
 	// the fallback instead).
 	DeclinedCalls int64
+	// Estimate is the backend's estimated latency of one call, the figure
+	// behind keeping a delegated partition on it (0 when none was given).
+	Estimate time.Duration
 }
 
 // Replacement records a partition moved to another backend at run time.
@@ -185,6 +188,9 @@ func newPlan(rp *partitioner.Plan) *Plan {
 		}
 		if d := rq.Declined; d != nil {
 			q.DeclinedCalls = d.Calls
+		}
+		if c := rq.Cost; c != nil && c.Estimate != nil {
+			q.Estimate = c.Estimate.Latency
 		}
 		p.Partitions = append(p.Partitions, q)
 	}

@@ -174,6 +174,11 @@ type Plan struct {
 	// Rejected lists the delegated partitions left to another backend
 	// because they would have been slower, in the order they were weighed.
 	Rejected []CostDecision `json:"rejected_by_cost,omitempty"`
+	// CostProfile says which rates priced the estimates: the file of the
+	// machine's calibrated profile (`switchyard calibrate`), or "built-in"
+	// (with why a profile found was not used); empty when costs were not
+	// weighed.
+	CostProfile string `json:"cost_profile,omitempty"`
 	// Transfers lists every host↔device copy a run makes, Resident the
 	// values that stay on their device (set by the runtime).
 	Transfers []Transfer      `json:"transfers,omitempty"`

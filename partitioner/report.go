@@ -89,6 +89,9 @@ func (p *Plan) Text() string {
 			fmt.Fprintf(&b, "  %-8s %s: %s → %s, %s (partition %d)\n", t.Direction, t.Value, t.From, t.To, size, t.Partition)
 		}
 	}
+	if p.CostProfile != "" {
+		fmt.Fprintf(&b, "cost rates: %s\n", p.CostProfile)
+	}
 	if len(p.Rejected) > 0 {
 		fmt.Fprintf(&b, "left off their backend by cost: %d candidate partition(s)\n", len(p.Rejected))
 		for _, d := range p.Rejected {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/opcost"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 	shapeops "github.com/switchyard-hal/switchyard/core/ops/shape"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -57,7 +58,21 @@ func (m *Model) placeWithCosts(ctx context.Context, g *graph.Graph, cands []part
 	all[fb.name] = d
 	withMemory(ctx, cands, devs, opts.Compile.Device)
 	est := &costModel{ctx: ctx, m: m, devs: all, types: representativeTypes(m.ir, opts.Compile.ShapeBounds)}
-	return partitioner.PlaceWithCosts(g, cands, pol, est)
+	// the backends' cost models read this machine's calibrated rates
+	// (opcost.Calibrated) once loaded
+	profile, perr := opcost.LoadDefaultProfile()
+	plan, err := partitioner.PlaceWithCosts(g, cands, pol, est)
+	if plan != nil {
+		switch {
+		case profile != "":
+			plan.CostProfile = profile
+		case perr != nil:
+			plan.CostProfile = "built-in (" + perr.Error() + ")"
+		default:
+			plan.CostProfile = "built-in"
+		}
+	}
+	return plan, err
 }
 
 // withMemory records on each candidate where its backend's buffers live,

@@ -96,7 +96,11 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 		}
 		if r.opts.Profile {
 			r.mu.Lock()
-			r.stats.Nodes = append(r.stats.Nodes, NodeTiming{Node: n.Name, OpType: n.OpType, Start: t0.Sub(r.start), Duration: time.Since(t0), Depth: r.depth})
+			name := n.Name
+			if name == "" && len(n.Outputs) > 0 {
+				name = n.Outputs[0] // an unnamed node goes by its output
+			}
+			r.stats.Nodes = append(r.stats.Nodes, NodeTiming{Node: name, OpType: n.OpType, Start: t0.Sub(r.start), Duration: time.Since(t0), Depth: r.depth})
 			r.mu.Unlock()
 		}
 		for j, ref := range st.out {

@@ -15,7 +15,8 @@ import (
 
 // NodeTiming is the measured time of one node in a profiled run.
 type NodeTiming struct {
-	Node     string
+	Node string // the node's name, else its first output's
+
 	OpType   string
 	Start    time.Duration // since the run began
 	Duration time.Duration
@@ -110,6 +111,14 @@ func (m *Program) RunInto(ctx context.Context, inputs, into map[string]*graph.Te
 // overwritten with the result, which the caller then owns; a nil or
 // missing one drops the result.
 func (m *Program) RunBound(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	return m.RunBoundWith(ctx, inputs, outputs, RunOptions{}, nil)
+}
+
+// RunBoundWith is RunBound with run options (Profile; Into and Drop are
+// ignored: outputs binds them) filling the caller's st (nil: no
+// statistics): a backend's profiled call.
+func (m *Program) RunBoundWith(ctx context.Context, inputs, outputs []*graph.Tensor, opts RunOptions, st *Stats) error {
+	opts.Into, opts.Drop = nil, false
 	var buf [8]*graph.Tensor
 	feeds := buf[:0]
 	if len(m.inputs) > len(buf) {
@@ -122,7 +131,7 @@ func (m *Program) RunBound(ctx context.Context, inputs, outputs []*graph.Tensor)
 		}
 		feeds = append(feeds, t)
 	}
-	res, a, cache, err := m.start(ctx, feeds, RunOptions{}, nil, outputs)
+	res, a, cache, err := m.start(ctx, feeds, opts, st, outputs)
 	if err != nil {
 		return err
 	}

@@ -313,13 +313,6 @@ func (b bodyTypes) TypeOf(name string) (graph.ValueType, bool) {
 	return b.outer.TypeOf(name)
 }
 
-// Rate prices a node on a backend: a fixed time plus its work.
-type Rate struct {
-	Fixed   float64 // ns per node: dispatch, allocation, argument checks
-	PerFLOP float64 // ns per FLOP (Work.FLOPs)
-	PerByte float64 // ns per byte read and written
-}
-
 // Compute is the time of w's work at r, in ns (the fixed part aside).
 func (r Rate) Compute(w Work) float64 {
 	return w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte

@@ -94,6 +94,10 @@ func Estimate(sg *hal.Subgraph, procs int) hal.Cost {
 	for _, n := range sg.Graph.Nodes {
 		w := opcost.Of(n, sg)
 		f, c := nodeCost(n.OpType, w, procs)
+		if r, ok := opcost.Calibrated("cpu", opcost.Family(n, sg)); ok {
+			// measured on this machine (switchyard calibrate)
+			f, c = rateCost(opcost.Rate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte}, w, procs)
+		}
 		fixed += f
 		compute += c
 	}
@@ -104,7 +108,11 @@ func Estimate(sg *hal.Subgraph, procs int) hal.Cost {
 
 // nodeCost returns the fixed and the work-proportional time of one node.
 func nodeCost(op string, w opcost.Work, procs int) (fixed, compute float64) {
-	r := rateOf(op, w.Class)
+	return rateCost(rateOf(op, w.Class), w, procs)
+}
+
+// rateCost is nodeCost at rate r.
+func rateCost(r opcost.Rate, w opcost.Work, procs int) (fixed, compute float64) {
 	compute = r.Compute(w)
 	if parallel[w.Class] {
 		compute = opcost.Spread(compute, procs)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"github.com/switchyard-hal/switchyard/core/opcost"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func convCase(h, w int) calCase {
 // rate; bigger work costs more; convolutions spread over GOMAXPROCS and
 // elementwise ops do not.
 func TestEstimateFollowsWork(t *testing.T) {
+	defer opcost.TablesOnly()() // the built-in tables, not the measured profiles
 	small, big := convCase(8, 8).graphOf(1), convCase(48, 80).graphOf(1)
 	es, eb := Estimate(small, 1), Estimate(big, 1)
 	flops := 2.0 * 32 * 48 * 80 * 32 * 9

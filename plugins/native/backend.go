@@ -74,6 +74,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -354,6 +355,34 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		return err
 	}
 	return nil
+}
+
+// ExecuteProfiled is Execute timing each node of the program
+// (hal.ProfilingExecutable): fused nodes count as one kernel, named by
+// their op and listing the graph node they stand for, so `run --trace`
+// and `bench --profile` show where a native partition spends its time.
+func (e *Executable) ExecuteProfiled(ctx context.Context, inputs, outputs []*graph.Tensor) (*hal.CallProfile, error) {
+	if e.b.isClosed() {
+		return nil, errClosed()
+	}
+	var st exec.Stats
+	start := time.Now()
+	if err := e.prog.RunBoundWith(ctx, inputs, outputs, exec.RunOptions{Profile: true}, &st); err != nil {
+		if errors.Is(err, kernels.ErrInvalid) {
+			return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %v", err)
+		}
+		return nil, err
+	}
+	end := time.Now()
+	p := &hal.CallProfile{StartNS: start.UnixNano(), EndNS: end.UnixNano(), Kernels: make([]hal.KernelTiming, 0, len(st.Nodes))}
+	for _, nt := range st.Nodes {
+		if nt.Depth > 0 {
+			continue // inside a control-flow body: its node's time holds it
+		}
+		s := p.StartNS + int64(nt.Start)
+		p.Kernels = append(p.Kernels, hal.KernelTiming{Name: nt.OpType, Nodes: []string{nt.Node}, StartNS: s, EndNS: s + int64(nt.Duration)})
+	}
+	return p, nil
 }
 
 // InPlaceOutputs lists the outputs its kernels update in the memory of an

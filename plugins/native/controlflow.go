@@ -51,7 +51,7 @@ func checkBody(sg *hal.Subgraph, g *graph.Graph) string {
 			}
 			continue
 		}
-		if _, fast := fastOps[n.OpType]; !fast && !referenceOps[n.OpType] {
+		if _, fast := fastOps[n.OpType]; !fast && !referenceRunnable(n) {
 			return fmt.Sprintf("native: If branch %q: op %s not implemented", g.Name, n.OpType)
 		}
 		if len(n.Subgraphs()) > 0 {

@@ -46,6 +46,11 @@ var callFixed = 2000.0
 // nrate prices one op (or class) on native.
 type nrate = opcost.Rate
 
+// nrateOfProfile: a calibrated rate (its fit statistics dropped).
+func nrateOfProfile(r opcost.Rate) nrate {
+	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte}
+}
+
 // nOpRates: the ops with native kernels, fitted to BenchmarkCalibrate at
 // one thread (fixed from the smallest case, the rate from the largest),
 // and the ops run on the reference kernels at the cpu backend's rates.
@@ -86,6 +91,16 @@ var nOpRates = map[string]nrate{
 	// kernels
 	"Resize":   {Fixed: 1000, PerFLOP: 0.15},
 	"Upsample": {Fixed: 1000, PerFLOP: 0.15},
+	// Erf (erf.go: a polynomial, the exp through vexp): BenchmarkVErf
+	// against float64 math.Erf per element measured 3.7-5x faster (at load
+	// 35); priced at about 2.5 ns an element over opcost's 12 FLOPs, not
+	// calibrated
+	"Erf": {Fixed: 200, PerFLOP: 0.2},
+	// com.microsoft Gelu and FastGelu (erf.go; opcost counts one unit an
+	// element for another domain): Erf's time plus two passes, and
+	// Tanh's; not calibrated
+	"Gelu":     {Fixed: 200, PerFLOP: 3},
+	"FastGelu": {Fixed: 200, PerFLOP: 1},
 	// not calibrated: Concat has its own kernel, priced like cpu's
 	"Concat": {Fixed: 704, PerByte: 0.0405},
 	// reference kernels (plugins/cpu/cost.go)
@@ -172,12 +187,7 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 			compute += fusedCost(sg, n, f, threads)
 			continue
 		}
-		w := opcost.Of(n, sg)
-		if w.Class == opcost.Conv && pointwise(sg, n) {
-			compute += rateCost(nPointwise, w, threads)
-			continue
-		}
-		compute += nodeCost(n.OpType, w, threads)
+		compute += headCost(sg, n, threads)
 	}
 	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}
 	c.Latency = c.Overhead + c.Compute
@@ -219,13 +229,7 @@ const chainStepPerElem = 0.025
 // fusedCost prices a node of fuse's graph that took over the nodes after
 // it: the head's own cost plus its fused chain.
 func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 {
-	w := opcost.Of(n, sg)
-	var c float64
-	if w.Class == opcost.Conv && pointwise(sg, n) {
-		c = rateCost(nPointwise, w, threads)
-	} else {
-		c = nodeCost(n.OpType, w, threads)
-	}
+	c := headCost(sg, n, threads)
 	elems := -1
 	if t, ok := sg.TypeOf(n.Outputs[0]); ok {
 		if dims, ok := t.Shape.Ints(); ok {
@@ -254,6 +258,20 @@ func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 
 		}
 	}
 	return c
+}
+
+// headCost is the time in ns of node n by itself: the rate of its
+// family in the calibrated profile (opcost.Calibrated, `switchyard
+// calibrate`) when there is one, else the built-in tables.
+func headCost(sg *hal.Subgraph, n *graph.Node, threads int) float64 {
+	w := opcost.Of(n, sg)
+	if r, ok := opcost.Calibrated("native", opcost.Family(n, sg)); ok {
+		return rateCost(nrateOfProfile(r), w, threads)
+	}
+	if w.Class == opcost.Conv && pointwise(sg, n) {
+		return rateCost(nPointwise, w, threads)
+	}
+	return nodeCost(n.OpType, w, threads)
 }
 
 // nodeCost is one node's time in ns: its fixed part and its work.

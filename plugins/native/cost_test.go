@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"github.com/switchyard-hal/switchyard/core/opcost"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func TestEstimateCost(t *testing.T) {
 // (almost) nothing, a 1×1 convolution less per FLOP than a 3×3 one, and
 // GlobalAveragePool at its own kernel's rate, not a reduction's.
 func TestEstimateFusedAndPointwise(t *testing.T) {
+	defer opcost.TablesOnly()() // the built-in tables, not the measured profiles
 	rng := rand.New(rand.NewPCG(9, 9))
 	sh := []int{1, 32, 24, 40}
 	mk := func(bn, hswish bool, k int) *hal.Subgraph {

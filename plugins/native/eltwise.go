@@ -42,6 +42,8 @@ func unaryOf(bc *buildCtx, n *graph.Node) (unaryFn, error) {
 		return vtanh, nil
 	case "Exp":
 		return vexp, nil
+	case "Erf":
+		return verf, nil // erf.go
 	case "HardSigmoid":
 		a, b := n.AttrFloat("alpha", 0.2), n.AttrFloat("beta", 0.5)
 		return func(d, s []float32) {
@@ -84,13 +86,13 @@ func buildUnary(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		fn = vsilu
 	}
 	op := n.OpType
-	// Exp is claimed for every dtype (referenceOps): the reference kernel
-	// runs what is not float32
+	// Exp and Erf are claimed for every dtype (referenceOps): the
+	// reference kernel runs what is not float32
 	ref, _ := kernels.Lookup("", op)
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := in[0]
 		if x.DType != graph.Float32 {
-			if op == "Exp" && ref != nil {
+			if (op == "Exp" || op == "Erf") && ref != nil {
 				return ref.Kernel(ctx, node, in)
 			}
 			return nil, fmt.Errorf("%w: %s of %v", kernels.ErrInvalid, op, x.DType)
@@ -408,4 +410,30 @@ func sigmoid(v float32) float32 {
 	}
 	e := math.Exp(float64(v))
 	return float32(e / (1 + e))
+}
+
+// geluKernel runs com.microsoft Gelu and FastGelu of float32 without a
+// bias on erf.go's vector kernels, anything else on the reference kernel.
+func geluKernel(bc *buildCtx, n *graph.Node) kernels.Func {
+	fn := vgelu
+	if n.OpType == "FastGelu" {
+		fn = vfastGelu
+	}
+	ref, _ := kernels.Lookup("com.microsoft", n.OpType)
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := kernels.Input(in, 0)
+		if x == nil || x.DType != graph.Float32 || kernels.Input(in, 1) != nil {
+			if ref == nil {
+				return nil, fmt.Errorf("%w: %s", kernels.ErrUnsupported, node.OpType)
+			}
+			return ref.Kernel(ctx, node, in)
+		}
+		y, err := ctx.NewUninit(graph.Float32, x.Shape)
+		if err != nil {
+			return nil, err
+		}
+		X, Y := f32(x), f32(y)
+		chunksFor(bc.pool, len(X), unaryTask{fn, Y, X}, func(a unaryTask, i0, i1 int) { a.fn(a.y[i0:i1], a.x[i0:i1]) })
+		return ctx.Outputs(y), nil
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
 	"sort"
+	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -59,7 +60,7 @@ var referenceOps = map[string]bool{
 // contribReferenceOps are ops of ONNX Runtime's contrib domain claimed
 // like referenceOps (RotaryEmbedding: rotary.go's kernel for float32,
 // GroupQueryAttention: gqa.go's, the reference kernel otherwise).
-var contribReferenceOps = map[string]bool{"RotaryEmbedding": true, "GroupQueryAttention": true}
+var contribReferenceOps = map[string]bool{"RotaryEmbedding": true, "GroupQueryAttention": true, "Gelu": true, "FastGelu": true, "BiasGelu": true}
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -119,13 +120,39 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 	if n.OpType == "If" {
 		return checkIf(sg, n)
 	}
-	if referenceOps[n.OpType] {
+	if referenceRunnable(n) {
 		if len(n.Subgraphs()) > 0 {
 			return fmt.Sprintf("native: %s with a nested graph not taken", n.OpType)
 		}
 		return ""
 	}
 	return fmt.Sprintf("native: op %s not implemented", n.OpType)
+}
+
+// referenceRunnable reports whether native runs n on the reference kernel
+// inside its own partition: the referenceOps, and any other op of the
+// default domain with a reference kernel whose values are tensors (no
+// sequences or optionals, which cannot cross a partition's boundary, and
+// no nested graph). An op native has no fast kernel for then costs what it
+// costs on cpu (the same kernel; cost.go prices it at cpu's rates) instead
+// of cutting the partition in two, or sending a whole If to cpu for one
+// op of a branch.
+func referenceRunnable(n *graph.Node) bool {
+	if referenceOps[n.OpType] {
+		return true
+	}
+	if n.Domain != "" && n.Domain != "ai.onnx" {
+		return false
+	}
+	switch n.OpType {
+	case "If", "Loop", "Scan":
+		return false
+	}
+	if strings.Contains(n.OpType, "Sequence") || strings.Contains(n.OpType, "Optional") {
+		return false
+	}
+	_, ok := kernels.Lookup("", n.OpType)
+	return ok
 }
 
 // build returns the kernel of a node (nil: the reference kernel).
@@ -145,11 +172,14 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.Domain == "com.microsoft" && n.OpType == "GroupQueryAttention" {
 		return gqaKernel(), nil
 	}
+	if n.Domain == "com.microsoft" && (n.OpType == "Gelu" || n.OpType == "FastGelu") {
+		return geluKernel(bc, n), nil // erf.go
+	}
 	if op, ok := fastOps[n.OpType]; ok && (n.Domain == "" || n.Domain == "ai.onnx") {
 		return op.build(bc, n, f)
 	}
-	if n.OpType == "Exp" && n.Domain == "" {
-		return buildUnary(bc, n, f) // vmath.go's exp for float32
+	if (n.OpType == "Exp" || n.OpType == "Erf") && n.Domain == "" {
+		return buildUnary(bc, n, f) // vmath.go's exp, erf.go's erf for float32
 	}
 	if n.OpType == "Pow" && n.Domain == "" && isSquare(constInput(bc.sg, n, 1)) {
 		return powSquare(bc), nil

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/core/opcost"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
@@ -38,7 +37,7 @@ func TestSiLUPricedAtItsKernel(t *testing.T) {
 		t.Fatalf("Conv → Sigmoid, Mul did not fuse into one SiLU step: %d nodes", len(fg.Nodes))
 	}
 	withSiLU := float64(estimate(sg, 1).Compute)
-	conv := rateCost(nPointwise, opcost.Of(sg.Graph.Nodes[0], sg), 1) // the 1×1 Conv alone
+	conv := headCost(sg, sg.Graph.Nodes[0], 1) // the 1×1 Conv alone
 	if got, want := withSiLU-conv, elems*vmNsPerElem("SiLU"); got < 0.9*want || got > 1.1*want {
 		t.Errorf("the fused SiLU adds %.0f ns, want its vector time %.0f ns", got, want)
 	}

@@ -15,6 +15,7 @@ func vmCases() []opCase {
 	return []opCase{
 		{name: "sigmoid", nodes: []*graph.Node{node("Sigmoid", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {3, 37}}, out: "y"},
 		{name: "tanh", nodes: []*graph.Node{node("Tanh", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {5, 19}}, out: "y"},
+		{name: "erf", nodes: []*graph.Node{node("Erf", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {3, 301}}, out: "y"},
 		{name: "exp", nodes: []*graph.Node{node("Exp", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {2, 53}}, out: "y"},
 		{name: "silu-standalone", nodes: silu("x", "y"), inputs: map[string][]int{"x": {2, 3, 7, 5}}, out: "y"},
 		{name: "silu-mul-swapped", nodes: []*graph.Node{node("Sigmoid", []string{"x"}, "s", nil), node("Mul", []string{"s", "x"}, "y", nil)},

@@ -161,6 +161,10 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	for _, n := range sg.Graph.Nodes {
 		w := opcost.Of(n, sg)
 		r := xrateOf(n.OpType, w.Class)
+		if c, ok := opcost.Calibrated("xnnpack", opcost.Family(n, sg)); ok {
+			// measured on this machine (switchyard calibrate)
+			r = xrate{Fixed: c.Fixed, PerFLOP: c.PerFLOP, PerByte: c.PerByte}
+		}
 		dispatch += r.Fixed
 		compute += r.Compute(w)
 	}

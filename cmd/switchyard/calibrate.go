@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchyard-hal/switchyard/core/opcost"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/runtime/calibrate"
+)
+
+func init() { extraCommands = append(extraCommands, calibrateCmd) }
+
+func calibrateCmd() *cobra.Command {
+	var backends, families []string
+	var out string
+	var runs int
+	var asJSON, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "calibrate [--backends native,xnnpack,cpu] [--out FILE]",
+		Short: "Measure this machine's kernel families per backend and store the cost profile placement reads",
+		Long: `Times each kernel family (dense, 1x1 and depthwise convolution, matrix
+products, element-wise ops, transposes, pools, softmax) at a few sizes on
+each backend, at one thread, as chains of one and of several nodes placed
+whole on the backend (CPU time, the least of repeated calls), fits a time
+per node (fixed + per FLOP and/or per byte) per family, and writes the
+profile as JSON. Placement reads it from then on, instead of the built-in
+rates, for the families it holds.
+
+Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/switchyard/cost-profile.json.
+` + opcost.ProfileEnv + `=off makes placement ignore any profile.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if out == "" {
+				out = opcost.ProfilePath()
+			}
+			if out == "" && !dryRun {
+				return fmt.Errorf("no place for the profile (no user cache directory, or %s=off): give --out", opcost.ProfileEnv)
+			}
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+			// the estimates printed beside the measurements are the
+			// built-in ones
+			prev := opcost.CurrentProfile()
+			opcost.SetProfile(nil)
+			defer opcost.SetProfile(prev)
+			devs := map[string]*hal.Device{}
+			var order []string
+			for _, name := range backends {
+				d, err := hal.Default.Open(ctx, name)
+				if err != nil {
+					if errors.Is(err, hal.ErrUnavailable) {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: not available here (%v): not measured\n", name, err)
+						continue
+					}
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				defer d.Close()
+				devs[name] = d
+				order = append(order, name)
+			}
+			opts := calibrate.Options{Runs: runs}
+			if len(families) > 0 {
+				opts.Families = map[string]bool{}
+				for _, f := range families {
+					opts.Families[f] = true
+				}
+			}
+			if !asJSON {
+				opts.Progress = func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) }
+			}
+			samples, p, err := calibrate.Run(ctx, devs, order, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(struct {
+					Samples []calibrate.Sample `json:"samples"`
+					Profile *opcost.Profile    `json:"profile"`
+				}{samples, p}); err != nil {
+					return err
+				}
+			} else {
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "\nfitted (%s):\n", p.Machine)
+				for _, be := range order {
+					for _, f := range p.Families(be) {
+						r := p.Rates[be][f]
+						fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns  %.4g ns/FLOP  %.4g ns/byte  (%d sizes, worst %.0f%%)\n",
+							be, f, r.Fixed, r.PerFLOP, r.PerByte, r.Samples, 100*r.MaxError)
+					}
+				}
+			}
+			if dryRun {
+				return nil
+			}
+			if err := p.Save(out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "profile written to %s (%s)\n", out, strings.Join(order, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&backends, "backends", []string{"native", "xnnpack", "cpu"}, "backends to measure")
+	cmd.Flags().StringSliceVar(&families, "families", nil, "only these families (conv, conv1x1, dwconv, gemm, Relu, Sigmoid, Tanh, Clip, Add, Mul, Transpose, MaxPool, Softmax)")
+	cmd.Flags().StringVar(&out, "out", "", "profile file (default: the place placement reads)")
+	cmd.Flags().IntVar(&runs, "runs", 15, "timed calls per chain (the least counts)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the samples and the profile as JSON")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "measure and print, write nothing")
+	return cmd
+}

@@ -1,0 +1,340 @@
+package opcost
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// A Profile is what `switchyard calibrate` measured on one machine: for
+// each backend and kernel family (Family), the time a node of that family
+// takes as a fixed part plus rates per FLOP and per byte of its work. The
+// backends' cost models read it through Calibrated: this machine's
+// profile first (LoadDefaultProfile), then the built-in profile measured
+// on the development VM (BuiltinProfile), then their own tables (see each
+// plugins/*/cost.go) for the families neither measured.
+type Profile struct {
+	// Version is ProfileVersion for profiles this package writes.
+	Version int `json:"version"`
+	// Machine names what was measured (CPU model, GOARCH): a profile of
+	// another machine is not used (LoadDefaultProfile).
+	Machine string `json:"machine"`
+	// Threads is the thread count the kernels ran at (rates are at one
+	// thread; the cost models divide the parallel families themselves).
+	Threads int `json:"threads"`
+	// Created is when, in RFC 3339.
+	Created string `json:"created,omitempty"`
+	// Rates: backend → family → rate.
+	Rates map[string]map[string]Rate `json:"rates"`
+}
+
+// ProfileVersion is the Profile format this package reads and writes.
+const ProfileVersion = 1
+
+// Rate prices a node (or one kernel family) on a backend, in ns: Fixed
+// per node (dispatch, allocation, argument checks) plus PerFLOP per FLOP
+// and PerByte per byte read and written (Work). The backends' price lists
+// and the calibrated profiles both hold Rates.
+type Rate struct {
+	Fixed   float64 `json:"fixed_ns"`
+	PerFLOP float64 `json:"ns_per_flop,omitempty"`
+	PerByte float64 `json:"ns_per_byte,omitempty"`
+	// Samples is how many measurements the rate was fitted to, and
+	// MaxError the largest relative error of the fit over them.
+	Samples  int     `json:"samples,omitempty"`
+	MaxError float64 `json:"max_error,omitempty"`
+}
+
+// Time is the rate's time for w, in ns (one thread).
+func (r Rate) Time(w Work) float64 {
+	return r.Fixed + w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
+}
+
+// Family names the kernel family a node runs as, the key of a Profile:
+// "conv" (a dense convolution with a window), "conv1x1" (a dense 1×1
+// convolution: a GEMM over the image), "dwconv" (depthwise), "gemm"
+// (MatMul, Gemm), "Resize/<mode>" (Resize and Upsample by interpolation
+// mode: linear, nearest, cubic), else the op type itself ("Add", "Sigmoid",
+// "Transpose"…). Nodes of other domains are "domain:op".
+func Family(n *graph.Node, ts Types) string {
+	if n.Domain != "" && n.Domain != "ai.onnx" {
+		return n.Domain + ":" + n.OpType
+	}
+	switch n.OpType {
+	case "Conv":
+		x, _ := shapeOf(ts, n.Input(0))
+		k, _ := shapeOf(ts, n.Input(1))
+		group := n.AttrInt("group", 1)
+		if len(x) >= 2 && len(k) >= 2 && group > 1 && k[1] == 1 && int64(x[1]) == group {
+			return "dwconv"
+		}
+		if group == 1 && len(k) >= 3 && prod(k[2:]) == 1 {
+			return "conv1x1"
+		}
+		return "conv"
+	case "ConvTranspose":
+		return "conv"
+	case "MatMul", "Gemm":
+		return "gemm"
+	case "Resize", "Upsample":
+		// the interpolation sets the work per output element
+		mode := n.AttrString("mode", "nearest")
+		if mode == "bilinear" || mode == "trilinear" {
+			mode = "linear"
+		}
+		return "Resize/" + mode
+	}
+	return n.OpType
+}
+
+// Machine names this machine for profiles: its CPU model (where the
+// system says it) and GOARCH.
+func Machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range splitLines(string(b)) {
+			if k, v, ok := cutColon(line); ok && (k == "model name" || k == "Model" || k == "Hardware") {
+				model = v
+				break
+			}
+		}
+	}
+	if model == "" {
+		model = "unknown CPU"
+	}
+	return fmt.Sprintf("%s (%s, %d CPUs)", model, goruntime.GOARCH, goruntime.NumCPU())
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func cutColon(line string) (string, string, bool) {
+	for i := 0; i < len(line); i++ {
+		if line[i] == ':' {
+			return trim(line[:i]), trim(line[i+1:]), true
+		}
+	}
+	return "", "", false
+}
+
+func trim(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// ProfileEnv names a profile file to use instead of the default place;
+// "off" uses none (the built-in tables alone).
+const ProfileEnv = "SWITCHYARD_COST_PROFILE"
+
+// ProfilePath is where calibrate stores the profile and placement reads
+// it: $SWITCHYARD_COST_PROFILE when set, else
+// <user cache dir>/switchyard/cost-profile.json. It is "" when there is
+// none ("off", or no cache directory).
+func ProfilePath() string {
+	if p := os.Getenv(ProfileEnv); p != "" {
+		if p == "off" {
+			return ""
+		}
+		return p
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "switchyard", "cost-profile.json")
+}
+
+// maxProfileBytes bounds a profile file read (a real one is a few KiB).
+const maxProfileBytes = 4 << 20
+
+// LoadProfile reads a profile file, refusing one of another version or
+// with rates that are not finite, non-negative numbers.
+func LoadProfile(path string) (*Profile, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxProfileBytes {
+		return nil, fmt.Errorf("opcost: profile %s: %d bytes, more than a profile holds (%d)", path, st.Size(), maxProfileBytes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ParseProfile(b)
+	if err != nil {
+		return nil, fmt.Errorf("opcost: profile %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParseProfile decodes and checks a profile.
+func ParseProfile(b []byte) (*Profile, error) {
+	var p Profile
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, err
+	}
+	if p.Version != ProfileVersion {
+		return nil, fmt.Errorf("version %d, this build reads %d (run switchyard calibrate again)", p.Version, ProfileVersion)
+	}
+	for be, fams := range p.Rates {
+		for fam, r := range fams {
+			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte} {
+				if !(v >= 0 && v < 1e12) { // also refuses NaN
+					return nil, fmt.Errorf("%s %s: rate %v out of range", be, fam, v)
+				}
+			}
+		}
+	}
+	return &p, nil
+}
+
+// Save writes the profile to path (its directory created), atomically.
+func (p *Profile) Save(path string) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Families lists a backend's calibrated families, sorted.
+func (p *Profile) Families(backend string) []string {
+	var out []string
+	for f := range p.Rates[backend] {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	current     atomic.Pointer[Profile]
+	loadOnce    sync.Once
+	loadErr     error
+	loadedPath  string
+	errNotLocal = errors.New("measured on another machine")
+)
+
+// SetProfile makes p the profile the cost models read (nil: none, the
+// built-in tables alone). It replaces whatever LoadDefaultProfile loaded.
+func SetProfile(p *Profile) {
+	loadOnce.Do(func() {}) // a later LoadDefaultProfile keeps this choice
+	current.Store(p)
+}
+
+// CurrentProfile is the profile in use (nil: the built-in tables).
+func CurrentProfile() *Profile { return current.Load() }
+
+// LoadDefaultProfile loads the profile at ProfilePath once per process
+// (placement calls it before asking for estimates). A missing file is no
+// error: the built-in tables stay. It returns the path of the profile in
+// use ("" for none) and why a file that exists was not used.
+func LoadDefaultProfile() (string, error) {
+	loadOnce.Do(func() {
+		path := ProfilePath()
+		if path == "" {
+			return
+		}
+		p, err := LoadProfile(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return
+		case err != nil:
+			loadErr = err
+			return
+		case p.Machine != Machine():
+			loadErr = fmt.Errorf("opcost: profile %s: %w (%s, this is %s): not used", path, errNotLocal, p.Machine, Machine())
+			return
+		}
+		current.Store(p)
+		loadedPath = path
+	})
+	if current.Load() == nil {
+		return "", loadErr
+	}
+	return loadedPath, loadErr
+}
+
+// builtinProfile is `switchyard calibrate` run on the development VM (a
+// shared 2-core AMD EPYC; regenerate with
+// `switchyard calibrate --runs 25 --out core/opcost/builtin_profile.json`
+// when kernels change): the default profile, for the families a machine's
+// own profile lacks.
+//
+//go:embed builtin_profile.json
+var builtinJSON []byte
+
+var builtin = sync.OnceValue(func() *Profile {
+	p, err := ParseProfile(builtinJSON)
+	if err != nil {
+		panic("opcost: the built-in profile does not parse: " + err.Error()) // a build defect, caught by TestBuiltinProfile
+	}
+	return p
+})
+
+// BuiltinProfile is the default profile (measured on the development VM).
+func BuiltinProfile() *Profile { return builtin() }
+
+// Calibrated returns the measured rate of a backend's family: from this
+// machine's profile in use when it has one, else from the built-in
+// profile; false when neither measured the family (the backend's own
+// tables price it then).
+func Calibrated(backend, family string) (Rate, bool) {
+	if tablesOnly.Load() {
+		return Rate{}, false
+	}
+	if p := current.Load(); p != nil {
+		if r, ok := p.Rates[backend][family]; ok && r.MaxError <= MaxFitError {
+			return r, true
+		}
+	}
+	r, ok := builtin().Rates[backend][family]
+	return r, ok && r.MaxError <= MaxFitError
+}
+
+// MaxFitError is the worst relative error over its sizes a fitted rate
+// may have to be used: a family whose time the fit does not follow (a
+// kernel that switches algorithm with the shape, a noisy measurement) is
+// priced by the backend's own tables instead.
+const MaxFitError = 0.25
+
+var tablesOnly atomic.Bool
+
+// TablesOnly makes Calibrated answer nothing, so the backends' own tables
+// price every node, until the returned function is called: for the tests
+// of those tables.
+func TablesOnly() (restore func()) {
+	old := tablesOnly.Swap(true)
+	return func() { tablesOnly.Store(old) }
+}
