@@ -81,7 +81,7 @@ DATA bqk_q6shuf3<>+24(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL bqk_q6shuf3<>(SB), RODATA|NOPTR, $32
 
 // func bqkQ4KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ4KDotAVX2(SB), NOSPLIT, $16-44
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -93,6 +93,9 @@ TEXT ·bqkQ4KDotAVX2(SB), NOSPLIT, $16-44
 q4k_block:
 	TESTQ        AX, AX
 	JZ           q4k_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
 	MOVL         4(CX), DI
 	MOVL         8(CX), R8
 	MOVL         12(CX), R9
@@ -211,7 +214,7 @@ q4k_done:
 	RET
 
 // func bqkQ5KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ5KDotAVX2(SB), NOSPLIT, $16-44
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -223,6 +226,9 @@ TEXT ·bqkQ5KDotAVX2(SB), NOSPLIT, $16-44
 q5k_block:
 	TESTQ        AX, AX
 	JZ           q5k_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
 	MOVL         4(CX), DI
 	MOVL         8(CX), R8
 	MOVL         12(CX), R9
@@ -373,7 +379,7 @@ q5k_done:
 	RET
 
 // func bqkQ6KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ6KDotAVX2(SB), NOSPLIT, $0-44
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -385,6 +391,10 @@ TEXT ·bqkQ6KDotAVX2(SB), NOSPLIT, $0-44
 q6k_block:
 	TESTQ        AX, AX
 	JZ           q6k_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
+	PREFETCHT0   1216(CX)
 	VPMOVSXBD    192(CX), Y1
 	VPMOVSXBD    200(CX), Y2
 	VPMULLD      (SI), Y1, Y1
@@ -1508,7 +1518,7 @@ bqkQ8_0Dot1AVX2_done:
 	RET
 
 // func bqkQ4KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
-// Requires: AVX, AVX2, F16C, FMA3, SSE
+// Requires: AVX, AVX2, F16C, FMA3, MMX+, SSE
 TEXT ·bqkQ4KFloatAVX2(SB), NOSPLIT, $96-36
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -1519,6 +1529,9 @@ TEXT ·bqkQ4KFloatAVX2(SB), NOSPLIT, $96-36
 q4kf_block:
 	TESTQ        AX, AX
 	JZ           q4kf_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
 	MOVL         4(CX), SI
 	MOVL         8(CX), DI
 	MOVL         12(CX), R8
@@ -1711,7 +1724,7 @@ q4kf_done:
 	RET
 
 // func bqkQ6KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
-// Requires: AVX, AVX2, F16C, FMA3, SSE
+// Requires: AVX, AVX2, F16C, FMA3, MMX+, SSE
 TEXT ·bqkQ6KFloatAVX2(SB), NOSPLIT, $192-36
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -1721,6 +1734,10 @@ TEXT ·bqkQ6KFloatAVX2(SB), NOSPLIT, $192-36
 q6kf_block:
 	TESTQ        AX, AX
 	JZ           q6kf_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
+	PREFETCHT0   1216(CX)
 	MOVWLZX      208(CX), BX
 	VMOVD        BX, X1
 	VCVTPH2PS    X1, X1

@@ -200,6 +200,7 @@ func q4kFloat() {
 	Label("q4kf_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef("q4kf_done"))
+	prefetchBlock(w, 144)
 	scLo, scHi, mLo, mHi := k4scales(w)
 	dd := XMM()
 	h := GP32()
@@ -267,6 +268,7 @@ func q6kFloat() {
 	Label("q6kf_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef("q6kf_done"))
+	prefetchBlock(w, 210)
 	dd := XMM()
 	h := GP32()
 	MOVWLZX(Mem{Base: w, Disp: 208}, h)
@@ -450,6 +452,7 @@ func q4k(five bool) {
 	Label(lab + "_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(lab + "_done"))
+	prefetchBlock(w, bs)
 	// the twelve scale bytes: u0, u1, u2
 	u0, u1, u2 := GP32(), GP32(), GP32()
 	MOVL(Mem{Base: w, Disp: 4}, u0)
@@ -573,6 +576,7 @@ func q6k() {
 	Label("q6k_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef("q6k_done"))
+	prefetchBlock(w, 210)
 	// the offset: 32·Σ_g sc_g·Σx_g
 	b0, b1 := YMM(), YMM()
 	VPMOVSXBD(Mem{Base: w, Disp: 192}, b0)
@@ -652,6 +656,14 @@ func q6k() {
 // on YMM; not in avo's table, emitted raw: Go's assembler knows it).
 func vpdpbusd(sg, u, acc Op) {
 	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{sg, u, acc}, Inputs: []Op{sg, u, acc}, Outputs: []Op{acc}})
+}
+
+// prefetchBlock prefetches the bytes of a bs-byte block prefetchAhead
+// bytes ahead of w (a one-row kernel's stream).
+func prefetchBlock(w Register, bs int) {
+	for o := 0; o < bs; o += 64 {
+		PREFETCHT0(Mem{Base: w, Disp: prefetchAhead + o})
+	}
 }
 
 // prefetchAhead is how far ahead of its loads (bytes) a one-row dot32
