@@ -85,11 +85,11 @@ func cachedBandwidth(threads int) (float64, bool) {
 }
 
 // triad measures STREAM's triad, a[i] = b[i] + s·c[i] over float64
-// arrays of triadBytes each, split over threads goroutines, and returns
+// arrays of the given bytes each, split over threads goroutines, and returns
 // the best of runs in GB/s (24 bytes an element: two read, one written,
 // as STREAM counts).
-func triad(threads, runs int) float64 {
-	n := triadBytes / 8
+func triad(threads, runs, bytes int) float64 {
+	n := bytes / 8
 	a, b, c := make([]float64, n), make([]float64, n), make([]float64, n)
 	for i := range b {
 		b[i], c[i] = 1, 2
@@ -131,7 +131,7 @@ func runMemoryBench(cmd *cobra.Command, threads int) error {
 	}
 	c := readBandwidthCache()
 	for _, t := range counts {
-		gbs := triad(t, 10)
+		gbs := triad(t, 10, triadBytes)
 		c.Measured[fmt.Sprint(t)] = gbs
 		c.When[fmt.Sprint(t)] = time.Now().UTC().Format(time.RFC3339)
 		fmt.Fprintf(cmd.OutOrStdout(), "memory bandwidth (STREAM triad, 3 × %d MiB float64, best of 10): %d thread(s): %.1f GB/s\n", triadBytes>>20, t, gbs)
