@@ -123,6 +123,7 @@ type backendFlags struct {
 	onUnavailable string
 	ignoreCosts   bool
 	precision     string
+	threads       int // generate's --threads (0: each backend's choice)
 }
 
 func (f *backendFlags) add(cmd *cobra.Command) {
@@ -145,7 +146,8 @@ func (f *backendFlags) engine(ctx context.Context, mf *memoryFlags) (*switchyard
 		// is skipped (and said) instead of ending this command
 		ProbeLibraries: true,
 		// skipped backends are said below, once each
-		Logger: slog.New(slog.DiscardHandler),
+		Logger:  slog.New(slog.DiscardHandler),
+		Threads: f.threads,
 	}
 	prec, err := hal.ParsePrecision(f.precision)
 	if err != nil {

@@ -17,13 +17,13 @@ import (
 
 func benchCmd() *cobra.Command {
 	var runs, warmup, profileRuns int
-	var asJSON bool
+	var asJSON, memory bool
 	var inputs, dimFlags []string
 	var seed uint64
 	var bf backendFlags
 	var mf memoryFlags
 	cmd := &cobra.Command{
-		Use:   "bench MODEL [--input NAME=FILE]... [--runs N] [--warmup W] [--profile N] [--json]",
+		Use:   "bench MODEL [--input NAME=FILE]... [--runs N] [--warmup W] [--profile N] [--json] | bench --memory",
 		Short: "Measure a model's latency (min/median/max) and allocations per run (RunInto, into the outputs of a first run)",
 		Long: `MODEL is an .onnx file or a directory in the ONNX test layout (its
 test_data_set_0 inputs are used; --input NAME=FILE (.npy or .pb) gives
@@ -31,9 +31,18 @@ others, as for run; the rest get seeded random values, symbolic dims from
 --dim NAME=SIZE). --profile N runs N more times with per-node timings
 (inside native partitions too, and any backend that profiles its calls)
 and prints where the time goes, node by node.
-Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
-		Args: cobra.ExactArgs(1),
+Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).
+
+--memory (no MODEL) measures the memory bandwidth instead (STREAM triad,
+at 1 thread and at GOMAXPROCS) and caches it for generate's roofline line.`,
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if memory {
+				return runMemoryBench(cmd, 0)
+			}
+			if len(args) != 1 {
+				return fmt.Errorf("bench needs MODEL (or --memory)")
+			}
 			ctx := cmd.Context()
 			eng, err := bf.engine(ctx, &mf)
 			if err != nil {
@@ -134,6 +143,7 @@ Threads: GOMAXPROCS (set the GOMAXPROCS environment variable to change it).`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&memory, "memory", false, "measure the memory bandwidth (STREAM triad) and cache it for generate's roofline line")
 	cmd.Flags().IntVar(&runs, "runs", 20, "measured runs")
 	cmd.Flags().IntVar(&warmup, "warmup", 3, "warm-up runs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON line")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -46,11 +47,32 @@ a user message; the conversation is rendered with the model's chat
 template (tokenizer.chat_template, or --chat-template FILE) and only the
 tokens not already in the KV cache are prefilled; the reply streams until
 an end-of-turn token or --steps tokens. After each turn stderr shows the
-prefill count (new tokens, and how many were in the cache).`,
+prefill count (new tokens, and how many were in the cache).
+
+A GGUF model computes its quantized products as llama.cpp does unless
+--precision says otherwise: the activations quantized to 8-bit blocks
+for integer dot products (--precision int8; stderr says which partitions
+do). --precision float32 keeps them float32 (exact dequantization, about
+twice as slow). --threads N splits each product's rows over N threads.
+After a run, a roofline line gives decode tokens/s, the weight bytes a
+token reads, the GB/s that makes and its share of the memory bandwidth
+'switchyard bench --memory' measured.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
+			if bf.threads < 0 {
+				return fmt.Errorf("--threads %d: want 0 (the backend's choice) or more", bf.threads)
+			}
+			if !cmd.Flags().Changed("precision") && isGGUF(args[0]) {
+				// llama.cpp's default for quantized weights (said on
+				// stderr by discloseReduced when a partition takes it)
+				bf.precision = "int8"
+			}
+			roofline.model, roofline.threads = args[0], bf.threads
+			if roofline.threads == 0 {
+				roofline.threads = runtime.GOMAXPROCS(0)
+			}
 			eng, err := bf.engine(ctx, &mf)
 			if err != nil {
 				return err
@@ -199,6 +221,7 @@ prefill count (new tokens, and how many were in the cache).`,
 	cmd.Flags().IntVar(&draftK, "draft-k", 4, "tokens the draft proposes per target step")
 	cmd.Flags().IntVar(&lookupK, "lookup", 0, "prompt-lookup speculative decoding (greedy): up to N tokens copied from where the last tokens occurred earlier, checked in one step; switches itself off where slower (0: off)")
 	cmd.Flags().IntVar(&warmup, "warmup", 0, "generations to run first, untimed and not shown (the first run at each shape plans and allocates; benchmarks time later ones)")
+	cmd.Flags().IntVar(&bf.threads, "threads", 0, "threads for each product (0: the backend's choice: GOMAXPROCS less the cores other programs keep busy)")
 	idf.add(cmd)
 	bf.add(cmd)
 	mf.add(cmd)
@@ -238,11 +261,23 @@ func isGGUF(path string) bool {
 	return err == nil && gguf.IsGGUF(head)
 }
 
-// printTimes writes the prefill and decode timings on stderr.
+// roofline is the model and thread count of generate's roofline line.
+var roofline struct {
+	model   string
+	threads int
+}
+
+// printTimes writes the prefill and decode timings on stderr (and the
+// roofline line for a GGUF model).
 func printTimes(cmd *cobra.Command, res *llm.Result) {
 	if res == nil {
 		return
 	}
+	defer func() {
+		if roofline.model != "" && res.Generated > 0 {
+			printRoofline(cmd, roofline.model, res.TokensPerSecond(), roofline.threads)
+		}
+	}()
 	per := 0.0
 	if res.Generated > 0 {
 		per = float64(res.Decode.Microseconds()) / 1000 / float64(res.Generated)

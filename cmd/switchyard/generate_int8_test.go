@@ -45,8 +45,9 @@ func q80Stories(t *testing.T, dir string) string {
 // TestGenerateInt8Precision: `generate --precision int8` on a Q8_0 copy
 // of stories260K, native in front of cpu, says on stderr that native's
 // partitions compute in int8 and still writes llama2.c's golden text
-// (all 64 tokens agree); without the flag nothing is said; an unknown
-// precision is refused.
+// (all 64 tokens agree); without the flag a GGUF takes int8 too (llama.cpp's
+// default, said the same way); --precision float32 keeps float32 and says
+// nothing; an unknown precision is refused.
 func TestGenerateInt8Precision(t *testing.T) {
 	dir := shared.Path(t, "testdata/llm/stories260K")
 	raw, err := os.ReadFile(filepath.Join(dir, "expected", "once_upon_a_time.json"))
@@ -62,6 +63,10 @@ func TestGenerateInt8Precision(t *testing.T) {
 		t.Fatalf("--precision int8: exit %d:\n%s\nwant the text\n%s", code, out, g.Text)
 	}
 	out, code = sy(t, "generate", model, "--backends", "native,cpu", "--prompt", g.Prompt, "--steps", "64")
+	if code != 0 || !strings.Contains(out, g.Text+"\n") || !strings.Contains(out, "compute on native in int8") {
+		t.Fatalf("default: exit %d:\n%s", code, out)
+	}
+	out, code = sy(t, "generate", model, "--backends", "native,cpu", "--precision", "float32", "--prompt", g.Prompt, "--steps", "64")
 	if code != 0 || !strings.Contains(out, g.Text+"\n") || strings.Contains(out, "reduced precision") {
 		t.Fatalf("float32: exit %d:\n%s", code, out)
 	}

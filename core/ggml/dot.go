@@ -66,25 +66,12 @@ func (a *Act) Quantize(x []float32, m, k, block int) {
 		a.SumD = grow(a.SumD, nb)
 	}
 	for b := 0; b < nb; b++ {
-		xs := x[b*block : (b+1)*block]
 		q := a.Q[b*block : (b+1)*block]
-		d, id, bad := BlockScale(xs)
+		d, bad := QuantizeBlock(x[b*block:(b+1)*block], q)
 		a.D[b] = d
-		for i, v := range xs {
-			if bad {
-				q[i] = 0
-				continue
-			}
-			r := math.RoundToEven(float64(v * id))
-			q[i] = int8(max(-127, min(127, r)))
-		}
 		if block == QK {
 			for g := 0; g < 16; g++ {
-				var s int32
-				for _, v := range q[16*g : 16*g+16] {
-					s += int32(v)
-				}
-				a.Sum[16*b+g] = s
+				a.Sum[16*b+g] = sum16(q[16*g : 16*g+16])
 			}
 			for g := 0; g < 8; g++ {
 				a.Sum32[8*b+g] = a.Sum[16*b+2*g] + a.Sum[16*b+2*g+1]
@@ -99,41 +86,66 @@ func (a *Act) Quantize(x []float32, m, k, block int) {
 		}
 		a.Sum[b] = s
 		if !bad {
-			a.D[b] = graph.F16FromFloat32(d).Float32()
-			a.SumD[b] = graph.F16FromFloat32(float32(s) * d).Float32()
+			a.D[b] = F16Round(d)
+			a.SumD[b] = F16Round(float32(s) * d)
 		} else {
 			a.SumD[b] = d
 		}
 	}
 }
 
+// sum16 is the sum of 16 int8 values.
+func sum16(q []int8) int32 {
+	q = q[:16]
+	var s int32
+	for _, v := range q {
+		s += int32(v)
+	}
+	return s
+}
+
+// QuantizeBlock quantizes one block of activations to q (len(xs) values)
+// by llama.cpp's rule (BlockScale, then q = x·(1/d) rounded to the
+// nearest integer, ties to even, within ±127; a block holding a NaN or an
+// infinity is all zeros) and returns its unrounded scale d.
+func QuantizeBlock(xs []float32, q []int8) (d float32, bad bool) {
+	d, id, bad := BlockScale(xs)
+	q = q[:len(xs)]
+	if bad {
+		clear(q)
+		return d, bad
+	}
+	for i, v := range xs {
+		// |v·id| ≤ 127 (up to rounding): the clamp only guards that
+		r := int32(math.RoundToEven(float64(v * id)))
+		q[i] = int8(max(-127, min(127, r)))
+	}
+	return d, bad
+}
+
+// F16Round is f rounded to float16 (to nearest, ties to even) and widened
+// back, as llama.cpp stores an 8-bit block's scale.
+func F16Round(f float32) float32 { return graph.F16FromFloat32(f).Float32() }
+
 // BlockScale is the 8-bit scale of one block of activations, as llama.cpp
 // quantizes them: d = max|x|/127 and its inverse (0 for an all-zero
 // block); a NaN or ±Inf in the block makes d NaN and bad true (every
 // output of the block is then NaN).
 func BlockScale(xs []float32) (d, id float32, bad bool) {
-	var amax float32
+	// |x| compared by its bits (ordered as the values are for x ≥ 0):
+	// NaN and ±Inf are the patterns from 0x7f800000 up
+	var amax uint32
 	for _, v := range xs {
-		if v != v || math.IsInf(float64(v), 0) {
-			bad = true
-		}
-		amax = max(amax, abs32(v))
+		amax = max(amax, math.Float32bits(v)&0x7fffffff)
 	}
-	d = amax / 127
+	if amax >= 0x7f800000 {
+		return float32(math.NaN()), 0, true
+	}
+	d = math.Float32frombits(amax) / 127
 	if d != 0 {
 		id = 1 / d
 	}
-	if bad {
-		d, id = float32(math.NaN()), 0
-	}
-	return d, id, bad
-}
-
-func abs32(v float32) float32 {
-	if v < 0 {
-		return -v
-	}
-	return v
+	return d, id, false
 }
 
 // Dot is the integer-path dot product of one weight row w (whole blocks

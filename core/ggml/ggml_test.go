@@ -328,3 +328,71 @@ func TestQuantizeNaN(t *testing.T) {
 		t.Errorf("scales %v", a.D)
 	}
 }
+
+// TestQuantizeBlockRule: QuantizeBlock against the rule written out
+// plainly (d = max|x|/127 with NaN and ±Inf making the block bad, q =
+// x·(1/d) rounded to nearest even within ±127), bit for bit, on random
+// blocks, blocks with ties (x·(1/d) a half), zeros, negative zeros,
+// subnormals, huge values, NaN and infinities.
+func TestQuantizeBlockRule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	plain := func(xs []float32, q []int8) (float32, bool) {
+		var amax float32
+		bad := false
+		for _, v := range xs {
+			if v != v || math.IsInf(float64(v), 0) {
+				bad = true
+			}
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		for i, v := range xs {
+			if bad {
+				q[i] = 0
+				continue
+			}
+			q[i] = int8(max(-127, min(127, math.RoundToEven(float64(v*id)))))
+		}
+		if bad {
+			return float32(math.NaN()), true
+		}
+		return d, false
+	}
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-42, -1e-40, 3e38, -3e38, 0.5, -0.5, 1.5, 127, -127, 63.5}
+	for it := 0; it < 20000; it++ {
+		xs := make([]float32, 32)
+		for i := range xs {
+			switch rng.IntN(6) {
+			case 0:
+				xs[i] = specials[rng.IntN(len(specials))]
+			case 1:
+				xs[i] = float32(rng.IntN(255)-127) / 2 // ties when max is 127
+			default:
+				xs[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
+			}
+		}
+		switch it % 50 {
+		case 1:
+			xs[rng.IntN(32)] = float32(math.NaN())
+		case 2:
+			xs[rng.IntN(32)] = float32(math.Inf(1 - 2*rng.IntN(2)))
+		case 3:
+			xs[0] = 127
+		}
+		q, want := make([]int8, 32), make([]int8, 32)
+		d, bad := QuantizeBlock(xs, q)
+		wd, wbad := plain(xs, want)
+		if bad != wbad || math.Float32bits(d) != math.Float32bits(wd) && !(bad && d != d) {
+			t.Fatalf("%v: scale %v bad %v, want %v %v", xs, d, bad, wd, wbad)
+		}
+		for i := range q {
+			if q[i] != want[i] {
+				t.Fatalf("%v: q[%d] = %d, want %d", xs, i, q[i], want[i])
+			}
+		}
+	}
+}

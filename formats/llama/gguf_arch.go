@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/formats/gguf"
 )
 
@@ -227,8 +226,8 @@ func (t *ggufTensors) unused() []string {
 // anything is read; metadata that contradicts itself or the tensors
 // (head counts that do not divide, dims that disagree, a tensor the graph
 // would not use) is refused naming the key or tensor, before the tensor
-// data is read. F32, F16 and BF16 tensors become float32 matrices; Q8_0
-// and Q4_0 ones stay quantized (blocks of 32 along each row).
+// data is read. F32, F16 and BF16 tensors become float32 matrices; the
+// block-quantized ones stay in the file's own bytes (ggml's layout).
 func FromGGUF(f *gguf.File) (*Weights, error) {
 	name, _ := f.String("general.architecture")
 	a, ok := ggufArchs[name]
@@ -500,16 +499,6 @@ func (t *ggufTensors) walk(c *Config, a *ggufArch, read bool, w *Weights) error 
 		return t.err
 	}
 	w.Config.SharedEmbedding = out == nil
-	// A Q8_0 or Q4_0 table split for the products is looked up in the
-	// file's own blocks (BlockQuantGather), not expanded to float32; the
-	// split copy stays only as a tied classifier.
-	if ti, ok := t.f.Tensor("token_embd.weight"); ok && embed.Bits != 0 && (ti.Type == gguf.TypeQ8_0 || ti.Type == gguf.TypeQ4_0) {
-		if out == nil {
-			cls := *embed
-			out = &cls
-		}
-		embed = &Matrix{Rows: embed.Rows, Cols: embed.Cols, GGML: ggml.Type(ti.Type), Raw: t.f.Raw(ti)}
-	}
 	w.Embed, w.Norm, w.Output, w.Layers = *embed, norm, out, layers
 	switch {
 	case long != nil || short != nil:

@@ -106,13 +106,7 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 	}
 	m := Matrix{Rows: int(t.Dims[1]), Cols: int(t.Dims[0])}
 	switch t.Type {
-	case gguf.TypeQ8_0:
-		m.Bits, m.Block = 8, 32
-		m.Q8, m.Scales = gguf.Q8_0(f.Raw(t))
-	case gguf.TypeQ4_0:
-		m.Bits, m.Block = 4, 32
-		m.Q4, m.Scales = gguf.Q4_0(f.Raw(t))
-	case gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
 		// kept in the file's own block layout, not copied
 		m.GGML, m.Raw = ggml.Type(t.Type), f.Raw(t)
 	default:

@@ -59,7 +59,8 @@
 // Executables run on core/exec's executor (buffers recycled by lifetime)
 // with this package's kernels in place of the reference ones. Threads:
 // CompileOptions.Threads, else Options.Threads, else
-// SWITCHYARD_NATIVE_THREADS, else GOMAXPROCS less the cores that are busy
+// SWITCHYARD_NATIVE_THREADS, else the GOMAXPROCS environment variable's
+// count, else GOMAXPROCS less the cores that are busy
 // (at least 1); a pool of goroutines per thread count, shared by the
 // backend's executables. Execute is safe for concurrent use. Close stops
 // the pools; later calls fail with FailedPrecondition. EstimateCost
@@ -140,8 +141,9 @@ func New(opts Options) *Backend {
 
 func (b *Backend) Info() hal.Info { return Info() }
 
-// defaultThreads: explicit, then the environment, then GOMAXPROCS less
-// the cores other programs keep busy now (busyCores; a busy core makes
+// defaultThreads: explicit, then the environment
+// (SWITCHYARD_NATIVE_THREADS, else a GOMAXPROCS set for the run), then
+// GOMAXPROCS less the cores other programs keep busy now (busyCores; a busy core makes
 // two threads slower than one: the thread it shares waits for the
 // other's slice).
 func defaultThreads(explicit int) int {
@@ -154,6 +156,10 @@ func defaultThreads(explicit int) int {
 		}
 	}
 	n := runtime.GOMAXPROCS(0)
+	if os.Getenv("GOMAXPROCS") != "" {
+		// set for this run: the caller chose the thread count
+		return max(n, 1)
+	}
 	if busy, ok := busyCores(); ok && n > 1 {
 		n = min(n, runtime.NumCPU()-int(busy+0.5))
 	}

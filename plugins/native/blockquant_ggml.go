@@ -32,10 +32,14 @@ import (
 // bits; the other types run Go. SWITCHYARD_NATIVE_QKERNEL=generic forces
 // Go.
 
-// bqkKernel is the integer path's dot product for one ggml type.
+// bqkKernel is the integer path's dot product for one ggml type: dot is
+// output j of activation row r; dot4, where the type has it, outputs
+// j..j+3 of row r at once (the activations loaded once for four weight
+// rows), into y[0..3].
 type bqkKernel struct {
 	name string
 	dot  func(w *bqWeights, j int, a *ggml.Act, r int) float32
+	dot4 func(w *bqWeights, j int, a *ggml.Act, r int, y []float32)
 }
 
 // bqkGo is the portable kernel of every type.
@@ -118,13 +122,24 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	a.Quantize(x, m, w.k, ggml.ActBlock(w.typ))
 	j := bqkJob{w: w, a: a, y: y, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
-		j.per = (w.n + 2*t - 1) / (2 * t)
+		// multiples of 4 rows (dot4)
+		j.per = ((w.n+2*t-1)/(2*t) + 3) &^ 3
 	}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
-		w, N, dot := j.w, j.w.n, j.w.gk.dot
-		for n := t * j.per; n < min(N, (t+1)*j.per); n++ {
+		w, N, k := j.w, j.w.n, j.w.gk
+		n, n1 := t*j.per, min(N, (t+1)*j.per)
+		if k.dot4 != nil {
+			// four weight rows against every activation row while they
+			// are in cache
+			for ; n+4 <= n1; n += 4 {
+				for r := 0; r < j.m; r++ {
+					k.dot4(w, n, j.a, r, j.y[r*N+n:r*N+n+4])
+				}
+			}
+		}
+		for ; n < n1; n++ {
 			for r := 0; r < j.m; r++ {
-				j.y[r*N+n] = dot(w, n, j.a, r)
+				j.y[r*N+n] = k.dot(w, n, j.a, r)
 			}
 		}
 	})

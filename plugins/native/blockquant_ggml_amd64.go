@@ -10,12 +10,26 @@ var hasBQKAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 
 type bqkFn = func(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 
+// bqkFn32 is a 32-element type's kernel: nr outputs (rows w, w+ldw, …)
+// of one activation row, into y.
+type bqkFn32 = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
 // bqkAVX2 are the typed integer path's AVX2 kernels (internal/asmgenbqk).
 var bqkAVX2 = map[ggml.Type]*bqkKernel{
 	ggml.Q4_K: newBQKKernel(ggml.Q4_K, bqkQ4KDotAVX2),
 	ggml.Q5_K: newBQKKernel(ggml.Q5_K, bqkQ5KDotAVX2),
 	ggml.Q6_K: newBQKKernel(ggml.Q6_K, bqkQ6KDotAVX2),
-	ggml.Q5_0: newBQKKernel(ggml.Q5_0, bqkQ5_0DotAVX2),
+	ggml.Q4_0: newBQK32Kernel("avx2", ggml.Q4_0, bqkQ4_0Dot1AVX2, bqkQ4_0Dot4AVX2),
+	ggml.Q5_0: newBQK32Kernel("avx2", ggml.Q5_0, bqkQ5_0Dot1AVX2, bqkQ5_0Dot4AVX2),
+	ggml.Q8_0: newBQK32Kernel("avx2", ggml.Q8_0, bqkQ8_0Dot1AVX2, bqkQ8_0Dot4AVX2),
+}
+
+// bqkVNNI are the kernels that AVX-512 VNNI (VPDPBUSD on YMM) makes
+// faster; the other types take bqkAVX2's.
+var bqkVNNI = map[ggml.Type]*bqkKernel{
+	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
+	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
+	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
 }
 
 // newBQKKernel wraps an assembly kernel of type t; xs is the sums the
@@ -32,13 +46,36 @@ func newBQKKernel(t ggml.Type, f bqkFn) *bqkKernel {
 		switch t {
 		case ggml.Q4_K, ggml.Q5_K:
 			xs = a.Sum32[r*nb*8 : (r+1)*nb*8]
-		case ggml.Q6_K:
-			xs = a.Sum[r*nb*16 : (r+1)*nb*16]
 		default:
-			xs = a.Lanes[r*nb*8 : (r+1)*nb*8]
+			xs = a.Sum[r*nb*16 : (r+1)*nb*16]
 		}
 		return f(nb, &row[0], &x[0], &xd[0], &xs[0])
 	}}
+}
+
+// newBQK32Kernel wraps the one-row and four-row kernels of a 32-element
+// type (xs: the lane sums of core/ggml's Act).
+func newBQK32Kernel(name string, t ggml.Type, f1, f4 bqkFn32) *bqkKernel {
+	call := func(f bqkFn32, w *bqWeights, j, nr int, a *ggml.Act, r int, y []float32) {
+		nb := w.k / 32
+		_ = y[nr-1]
+		rows := w.raw[j*w.rb : (j+nr)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		xs := a.Lanes[r*nb*8 : (r+1)*nb*8]
+		f(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0])
+	}
+	return &bqkKernel{
+		name: name,
+		dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+			var y [1]float32
+			call(f1, w, j, 1, a, r, y[:])
+			return y[0]
+		},
+		dot4: func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) {
+			call(f4, w, j, 4, a, r, y)
+		},
+	}
 }
 
 // archBQKKernel is the assembly kernel of type t under the forced family f
@@ -47,13 +84,16 @@ func archBQKKernel(t ggml.Type, f string) *bqkKernel {
 	if f == "generic" || !hasBQKAVX2 {
 		return nil
 	}
+	if k := bqkVNNI[t]; k != nil && hasBQIVNNI && useQ512(f) {
+		return k
+	}
 	return bqkAVX2[t]
 }
 
 type bqkFloatFn = func(nb int, w *uint8, x *float32, xs *float32) float32
 
 // bqkFloat are the typed float path's AVX2+FMA kernels.
-var bqkFloat = map[ggml.Type]bqkFloatFn{ggml.Q4_K: bqkQ4KFloatAVX2, ggml.Q6_K: bqkQ6KFloatAVX2, ggml.Q5_0: bqkQ5_0FloatAVX2}
+var bqkFloat = map[ggml.Type]bqkFloatFn{ggml.Q4_K: bqkQ4KFloatAVX2, ggml.Q6_K: bqkQ6KFloatAVX2, ggml.Q4_0: bqkQ4_0FloatAVX2, ggml.Q5_0: bqkQ5_0FloatAVX2, ggml.Q8_0: bqkQ8_0FloatAVX2}
 
 // archBQKFloat is the float path's assembly kernel of type t (nil: Go).
 func archBQKFloat(t ggml.Type) bqkFloatFn {

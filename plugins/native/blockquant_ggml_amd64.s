@@ -20,6 +20,12 @@ DATA bqk_c03<>+16(SB)/8, $0x0303030303030303
 DATA bqk_c03<>+24(SB)/8, $0x0303030303030303
 GLOBL bqk_c03<>(SB), RODATA|NOPTR, $32
 
+DATA bqk_c08<>+0(SB)/8, $0x0808080808080808
+DATA bqk_c08<>+8(SB)/8, $0x0808080808080808
+DATA bqk_c08<>+16(SB)/8, $0x0808080808080808
+DATA bqk_c08<>+24(SB)/8, $0x0808080808080808
+GLOBL bqk_c08<>(SB), RODATA|NOPTR, $32
+
 DATA bqk_c10<>+0(SB)/8, $0x1010101010101010
 DATA bqk_c10<>+8(SB)/8, $0x1010101010101010
 DATA bqk_c10<>+16(SB)/8, $0x1010101010101010
@@ -75,7 +81,7 @@ DATA bqk_q6shuf3<>+24(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL bqk_q6shuf3<>(SB), RODATA|NOPTR, $32
 
 // func bqkQ4KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ4KDotAVX2(SB), NOSPLIT, $16-44
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -87,6 +93,9 @@ TEXT ·bqkQ4KDotAVX2(SB), NOSPLIT, $16-44
 q4k_block:
 	TESTQ        AX, AX
 	JZ           q4k_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
 	MOVL         4(CX), DI
 	MOVL         8(CX), R8
 	MOVL         12(CX), R9
@@ -205,7 +214,7 @@ q4k_done:
 	RET
 
 // func bqkQ5KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ5KDotAVX2(SB), NOSPLIT, $16-44
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -217,6 +226,9 @@ TEXT ·bqkQ5KDotAVX2(SB), NOSPLIT, $16-44
 q5k_block:
 	TESTQ        AX, AX
 	JZ           q5k_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
 	MOVL         4(CX), DI
 	MOVL         8(CX), R8
 	MOVL         12(CX), R9
@@ -367,7 +379,7 @@ q5k_done:
 	RET
 
 // func bqkQ6KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
-// Requires: AVX, AVX2, F16C, SSE
+// Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ6KDotAVX2(SB), NOSPLIT, $0-44
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -379,6 +391,10 @@ TEXT ·bqkQ6KDotAVX2(SB), NOSPLIT, $0-44
 q6k_block:
 	TESTQ        AX, AX
 	JZ           q6k_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
+	PREFETCHT0   1216(CX)
 	VPMOVSXBD    192(CX), Y1
 	VPMOVSXBD    200(CX), Y2
 	VPMULLD      (SI), Y1, Y1
@@ -503,61 +519,1006 @@ q6k_done:
 	MOVSS X0, ret+40(FP)
 	RET
 
-// func bqkQ5_0DotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
-// Requires: AVX, AVX2, F16C, SSE
-TEXT ·bqkQ5_0DotAVX2(SB), NOSPLIT, $0-44
+// func bqkQ4_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_0Dot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
-	MOVQ   x+16(FP), DX
-	MOVQ   xd+24(FP), BX
-	MOVQ   xs+32(FP), SI
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   xs+40(FP), SI
+	MOVQ   ldw+16(FP), DI
+	LEAQ   (DI)(DI*2), R8
 	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	LEAQ   (CX)(DI*4), R9
 
-q50_block:
+bqkQ4_0Dot4VNNI_block:
 	TESTQ        AX, AX
-	JZ           q50_done
-	VMOVDQU      6(CX), X1
-	VPSRLW       $0x04, X1, X2
-	VPAND        bqk_c0f<>+0(SB), X1, X1
-	VPAND        bqk_c0f<>+0(SB), X2, X2
-	VINSERTI128  $0x01, X2, Y1, Y2
-	VPBROADCASTD 2(CX), Y3
-	VPSHUFB      bqk_qhshuf<>+0(SB), Y3, Y3
-	VPAND        bqk_qhbits<>+0(SB), Y3, Y3
-	VPCMPEQB     bqk_qhbits<>+0(SB), Y3, Y3
-	VPAND        bqk_c10<>+0(SB), Y3, Y3
-	VPOR         Y3, Y2, Y2
-	VPMADDUBSW   (DX), Y2, Y2
-	VPMADDWD     bqk_onesw<>+0(SB), Y2, Y2
-	VMOVDQU      (SI), Y3
-	VPSLLD       $0x04, Y3, Y3
-	VPSUBD       Y3, Y2, Y2
+	JZ           bqkQ4_0Dot4VNNI_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000048, R9
+	VMOVDQU      (DX), Y4
+	VBROADCASTSS (BX), Y5
+	VMOVDQU      (SI), Y7
+	VPSLLD       $0x03, Y7, Y7
+	VPXOR        Y6, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VMOVDQU      2(CX), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VMOVDQA      Y6, Y7
+	VPDPBUSD     Y4, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y5, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VMOVDQU      2(CX)(DI*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VMOVDQA      Y6, Y7
+	VPDPBUSD     Y4, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*1), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y5, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VMOVDQU      2(CX)(DI*2), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VMOVDQA      Y6, Y7
+	VPDPBUSD     Y4, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*2), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y5, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VMOVDQU      2(CX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQA      Y6, Y6
+	VPDPBUSD     Y4, Y7, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(R8*1), X4
+	VCVTPH2PS    X4, Y4
+	VMULPS       Y5, Y4, Y4
+	VMULPS       Y4, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	ADDQ         $0x12, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          bqkQ4_0Dot4VNNI_block
+
+bqkQ4_0Dot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_0Dot1VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   xs+40(FP), SI
+	VXORPS Y0, Y0, Y0
+	LEAQ   1024(CX), DI
+
+bqkQ4_0Dot1VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_0Dot1VNNI_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000012, DI
+	VMOVDQU      (DX), Y1
+	VBROADCASTSS (BX), Y2
+	VMOVDQU      (SI), Y4
+	VPSLLD       $0x03, Y4, Y4
+	VPXOR        Y3, Y3, Y3
+	VPSUBD       Y4, Y3, Y3
+	VMOVDQU      2(CX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        bqk_c0f<>+0(SB), Y4, Y4
+	VMOVDQA      Y3, Y3
+	VPDPBUSD     Y1, Y4, Y3
+	VCVTDQ2PS    Y3, Y3
+	VPBROADCASTW (CX), X1
+	VCVTPH2PS    X1, Y1
+	VMULPS       Y2, Y1, Y1
+	VMULPS       Y1, Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	ADDQ         $0x12, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          bqkQ4_0Dot1VNNI_block
+
+bqkQ4_0Dot1VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_0Dot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   xs+40(FP), SI
+	MOVQ   ldw+16(FP), DI
+	LEAQ   (DI)(DI*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	LEAQ   (CX)(DI*4), R9
+
+bqkQ5_0Dot4VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_0Dot4VNNI_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000058, R9
+	VMOVDQU      (DX), Y4
+	VBROADCASTSS (BX), Y5
+	VMOVDQU      (SI), Y7
+	VPSLLD       $0x04, Y7, Y7
+	VPXOR        Y6, Y6, Y6
+	VPSUBD       Y7, Y6, Y6
+	VMOVDQU      6(CX), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 2(CX), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VMOVDQA      Y6, Y7
+	VPDPBUSD     Y4, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y5, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VMOVDQU      6(CX)(DI*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 2(CX)(DI*1), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VMOVDQA      Y6, Y7
+	VPDPBUSD     Y4, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*1), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y5, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VMOVDQU      6(CX)(DI*2), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 2(CX)(DI*2), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VMOVDQA      Y6, Y7
+	VPDPBUSD     Y4, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*2), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y5, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VMOVDQU      6(CX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPBROADCASTD 2(CX)(R8*1), Y9
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y9, Y9
+	VPAND        bqk_qhbits<>+0(SB), Y9, Y9
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y9, Y9
+	VPAND        bqk_c10<>+0(SB), Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VMOVDQA      Y6, Y6
+	VPDPBUSD     Y4, Y7, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(R8*1), X4
+	VCVTPH2PS    X4, Y4
+	VMULPS       Y5, Y4, Y4
+	VMULPS       Y4, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	ADDQ         $0x16, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          bqkQ5_0Dot4VNNI_block
+
+bqkQ5_0Dot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_0Dot1VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   xs+40(FP), SI
+	VXORPS Y0, Y0, Y0
+	LEAQ   1024(CX), DI
+
+bqkQ5_0Dot1VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_0Dot1VNNI_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000016, DI
+	VMOVDQU      (DX), Y1
+	VBROADCASTSS (BX), Y2
+	VMOVDQU      (SI), Y4
+	VPSLLD       $0x04, Y4, Y4
+	VPXOR        Y3, Y3, Y3
+	VPSUBD       Y4, Y3, Y3
+	VMOVDQU      6(CX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y4
+	VPAND        bqk_c0f<>+0(SB), Y4, Y4
+	VPBROADCASTD 2(CX), Y6
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y6, Y6
+	VPAND        bqk_qhbits<>+0(SB), Y6, Y6
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y6, Y6
+	VPAND        bqk_c10<>+0(SB), Y6, Y6
+	VPOR         Y6, Y4, Y4
+	VMOVDQA      Y3, Y3
+	VPDPBUSD     Y1, Y4, Y3
+	VCVTDQ2PS    Y3, Y3
+	VPBROADCASTW (CX), X1
+	VCVTPH2PS    X1, Y1
+	VMULPS       Y2, Y1, Y1
+	VMULPS       Y1, Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	ADDQ         $0x16, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          bqkQ5_0Dot1VNNI_block
+
+bqkQ5_0Dot1VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ8_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ8_0Dot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   ldw+16(FP), SI
+	LEAQ   (SI)(SI*2), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	LEAQ   (CX)(SI*4), R8
+
+bqkQ8_0Dot4VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ8_0Dot4VNNI_done
+	PREFETCHT0   (R8)
+	PREFETCHT0   64(R8)
+	PREFETCHT0   128(R8)
+	ADDQ         $0x00000088, R8
+	VMOVDQU      (DX), Y4
+	VBROADCASTSS (BX), Y5
+	VMOVDQU      2(CX), Y6
+	VPSIGNB      Y6, Y6, Y7
+	VPSIGNB      Y6, Y4, Y8
+	VPXOR        Y6, Y6, Y6
+	VPDPBUSD     Y8, Y7, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y7, Y6, Y6
+	VADDPS       Y6, Y0, Y0
+	VMOVDQU      2(CX)(SI*1), Y6
+	VPSIGNB      Y6, Y6, Y7
+	VPSIGNB      Y6, Y4, Y8
+	VPXOR        Y6, Y6, Y6
+	VPDPBUSD     Y8, Y7, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(SI*1), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y7, Y6, Y6
+	VADDPS       Y6, Y1, Y1
+	VMOVDQU      2(CX)(SI*2), Y6
+	VPSIGNB      Y6, Y6, Y7
+	VPSIGNB      Y6, Y4, Y8
+	VPXOR        Y6, Y6, Y6
+	VPDPBUSD     Y8, Y7, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(SI*2), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y7, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+	VMOVDQU      2(CX)(DI*1), Y6
+	VPSIGNB      Y6, Y6, Y7
+	VPSIGNB      Y6, Y4, Y6
+	VPXOR        Y4, Y4, Y4
+	VPDPBUSD     Y6, Y7, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (CX)(DI*1), X6
+	VCVTPH2PS    X6, Y6
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y6, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	ADDQ         $0x22, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ8_0Dot4VNNI_block
+
+bqkQ8_0Dot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ8_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ8_0Dot1VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	VXORPS Y0, Y0, Y0
+	LEAQ   1024(CX), SI
+
+bqkQ8_0Dot1VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ8_0Dot1VNNI_done
+	PREFETCHT0   (SI)
+	ADDQ         $0x00000022, SI
+	VMOVDQU      (DX), Y1
+	VBROADCASTSS (BX), Y2
+	VMOVDQU      2(CX), Y3
+	VPSIGNB      Y3, Y3, Y4
+	VPSIGNB      Y3, Y1, Y3
+	VPXOR        Y1, Y1, Y1
+	VPDPBUSD     Y3, Y4, Y1
+	VCVTDQ2PS    Y1, Y1
+	VPBROADCASTW (CX), X3
+	VCVTPH2PS    X3, Y3
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	ADDQ         $0x22, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ8_0Dot1VNNI_block
+
+bqkQ8_0Dot1VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_0Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    xs+40(FP), SI
+	MOVQ    ldw+16(FP), DI
+	LEAQ    (DI)(DI*2), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU bqk_onesw<>+0(SB), Y4
+	LEAQ    (CX)(DI*4), R9
+
+bqkQ4_0Dot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_0Dot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000048, R9
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VMOVDQU      (SI), Y8
+	VPSLLD       $0x03, Y8, Y8
+	VPXOR        Y7, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VMOVDQU      2(CX), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y6, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	VMOVDQU      2(CX)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*1), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y6, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	VMOVDQU      2(CX)(DI*2), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*2), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y6, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	VMOVDQU      2(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     Y4, Y5, Y5
+	VPADDD       Y7, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VPBROADCASTW (CX)(R8*1), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y7, Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	ADDQ         $0x12, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          bqkQ4_0Dot4AVX2_block
+
+bqkQ4_0Dot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_0Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    xs+40(FP), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU bqk_onesw<>+0(SB), Y1
+	LEAQ    1024(CX), DI
+
+bqkQ4_0Dot1AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_0Dot1AVX2_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000012, DI
+	VMOVDQU      (DX), Y2
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      (SI), Y5
+	VPSLLD       $0x03, Y5, Y5
+	VPXOR        Y4, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VMOVDQU      2(CX), X6
+	VPSRLW       $0x04, X6, X5
+	VINSERTI128  $0x01, X5, Y6, Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y5
+	VPMADDUBSW   Y2, Y5, Y2
+	VPMADDWD     Y1, Y2, Y2
+	VPADDD       Y4, Y2, Y2
 	VCVTDQ2PS    Y2, Y2
-	MOVWLZX      (CX), DI
-	VMOVD        DI, X1
-	VCVTPH2PS    X1, X1
-	VMULSS       (BX), X1, X1
-	VBROADCASTSS X1, Y3
-	VMULPS       Y3, Y2, Y2
+	VPBROADCASTW (CX), X4
+	VCVTPH2PS    X4, Y4
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	ADDQ         $0x12, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          bqkQ4_0Dot1AVX2_block
+
+bqkQ4_0Dot1AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_0Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    xs+40(FP), SI
+	MOVQ    ldw+16(FP), DI
+	LEAQ    (DI)(DI*2), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU bqk_onesw<>+0(SB), Y4
+	LEAQ    (CX)(DI*4), R9
+
+bqkQ5_0Dot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_0Dot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000058, R9
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VMOVDQU      (SI), Y8
+	VPSLLD       $0x04, Y8, Y8
+	VPXOR        Y7, Y7, Y7
+	VPSUBD       Y8, Y7, Y7
+	VMOVDQU      6(CX), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 2(CX), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y6, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	VMOVDQU      6(CX)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 2(CX)(DI*1), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*1), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y6, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	VMOVDQU      6(CX)(DI*2), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 2(CX)(DI*2), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*2), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y6, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	VMOVDQU      6(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 2(CX)(R8*1), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     Y4, Y5, Y5
+	VPADDD       Y7, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VPBROADCASTW (CX)(R8*1), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y7, Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	ADDQ         $0x16, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	ADDQ         $0x20, SI
+	DECQ         AX
+	JMP          bqkQ5_0Dot4AVX2_block
+
+bqkQ5_0Dot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_0Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    xs+40(FP), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU bqk_onesw<>+0(SB), Y1
+	LEAQ    1024(CX), DI
+
+bqkQ5_0Dot1AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_0Dot1AVX2_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000016, DI
+	VMOVDQU      (DX), Y2
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      (SI), Y5
+	VPSLLD       $0x04, Y5, Y5
+	VPXOR        Y4, Y4, Y4
+	VPSUBD       Y5, Y4, Y4
+	VMOVDQU      6(CX), X6
+	VPSRLW       $0x04, X6, X5
+	VINSERTI128  $0x01, X5, Y6, Y5
+	VPAND        bqk_c0f<>+0(SB), Y5, Y5
+	VPBROADCASTD 2(CX), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y5, Y5
+	VPMADDUBSW   Y2, Y5, Y2
+	VPMADDWD     Y1, Y2, Y2
+	VPADDD       Y4, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VPBROADCASTW (CX), X4
+	VCVTPH2PS    X4, Y4
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y2
 	VADDPS       Y2, Y0, Y0
 	ADDQ         $0x16, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
 	ADDQ         $0x20, SI
 	DECQ         AX
-	JMP          q50_block
+	JMP          bqkQ5_0Dot1AVX2_block
 
-q50_done:
+bqkQ5_0Dot1AVX2_done:
+	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
 	VZEROUPPER
-	MOVSS        X1, ret+40(FP)
+	RET
+
+// func bqkQ8_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ8_0Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    ldw+16(FP), SI
+	LEAQ    (SI)(SI*2), DI
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU bqk_onesw<>+0(SB), Y4
+	LEAQ    (CX)(SI*4), R8
+
+bqkQ8_0Dot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ8_0Dot4AVX2_done
+	PREFETCHT0   (R8)
+	PREFETCHT0   64(R8)
+	PREFETCHT0   128(R8)
+	ADDQ         $0x00000088, R8
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VMOVDQU      2(CX), Y7
+	VPSIGNB      Y7, Y7, Y8
+	VPSIGNB      Y7, Y5, Y7
+	VPMADDUBSW   Y7, Y8, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y8, Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VMOVDQU      2(CX)(SI*1), Y7
+	VPSIGNB      Y7, Y7, Y8
+	VPSIGNB      Y7, Y5, Y7
+	VPMADDUBSW   Y7, Y8, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(SI*1), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y8, Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VMOVDQU      2(CX)(SI*2), Y7
+	VPSIGNB      Y7, Y7, Y8
+	VPSIGNB      Y7, Y5, Y7
+	VPMADDUBSW   Y7, Y8, Y7
+	VPMADDWD     Y4, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(SI*2), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y8, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VMOVDQU      2(CX)(DI*1), Y7
+	VPSIGNB      Y7, Y7, Y8
+	VPSIGNB      Y7, Y5, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     Y4, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VPBROADCASTW (CX)(DI*1), X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y7, Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	ADDQ         $0x22, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ8_0Dot4AVX2_block
+
+bqkQ8_0Dot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ8_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ8_0Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU bqk_onesw<>+0(SB), Y1
+	LEAQ    1024(CX), SI
+
+bqkQ8_0Dot1AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ8_0Dot1AVX2_done
+	PREFETCHT0   (SI)
+	ADDQ         $0x00000022, SI
+	VMOVDQU      (DX), Y2
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      2(CX), Y4
+	VPSIGNB      Y4, Y4, Y5
+	VPSIGNB      Y4, Y2, Y2
+	VPMADDUBSW   Y2, Y5, Y2
+	VPMADDWD     Y1, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VPBROADCASTW (CX), X4
+	VCVTPH2PS    X4, Y4
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	ADDQ         $0x22, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ8_0Dot1AVX2_block
+
+bqkQ8_0Dot1AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
 	RET
 
 // func bqkQ4KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
-// Requires: AVX, AVX2, F16C, FMA3, SSE
+// Requires: AVX, AVX2, F16C, FMA3, MMX+, SSE
 TEXT ·bqkQ4KFloatAVX2(SB), NOSPLIT, $96-36
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -568,6 +1529,9 @@ TEXT ·bqkQ4KFloatAVX2(SB), NOSPLIT, $96-36
 q4kf_block:
 	TESTQ        AX, AX
 	JZ           q4kf_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
 	MOVL         4(CX), SI
 	MOVL         8(CX), DI
 	MOVL         12(CX), R8
@@ -760,7 +1724,7 @@ q4kf_done:
 	RET
 
 // func bqkQ6KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
-// Requires: AVX, AVX2, F16C, FMA3, SSE
+// Requires: AVX, AVX2, F16C, FMA3, MMX+, SSE
 TEXT ·bqkQ6KFloatAVX2(SB), NOSPLIT, $192-36
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -770,6 +1734,10 @@ TEXT ·bqkQ6KFloatAVX2(SB), NOSPLIT, $192-36
 q6kf_block:
 	TESTQ        AX, AX
 	JZ           q6kf_done
+	PREFETCHT0   1024(CX)
+	PREFETCHT0   1088(CX)
+	PREFETCHT0   1152(CX)
+	PREFETCHT0   1216(CX)
 	MOVWLZX      208(CX), BX
 	VMOVD        BX, X1
 	VCVTPH2PS    X1, X1
@@ -988,22 +1956,69 @@ q6kf_done:
 	MOVSS        X1, ret+32(FP)
 	RET
 
+// func bqkQ4_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
+// Requires: AVX, AVX2, F16C, FMA3, MMX+, SSE
+TEXT ·bqkQ4_0FloatAVX2(SB), NOSPLIT, $32-36
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+16(FP), DX
+	VXORPS Y0, Y0, Y0
+
+fQ4_0_block:
+	TESTQ        AX, AX
+	JZ           fQ4_0_done
+	PREFETCHT0   1024(CX)
+	VMOVDQU      2(CX), X1
+	VPSRLW       $0x04, X1, X2
+	VINSERTI128  $0x01, X2, Y1, Y2
+	VPAND        bqk_c0f<>+0(SB), Y2, Y2
+	VPSUBB       bqk_c08<>+0(SB), Y2, Y2
+	VMOVDQU      Y2, (SP)
+	VPMOVSXBD    (SP), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DX), Y2, Y2
+	VPMOVSXBD    8(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  32(DX), Y3, Y2
+	VPMOVSXBD    16(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  64(DX), Y3, Y2
+	VPMOVSXBD    24(SP), Y3
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  96(DX), Y3, Y2
+	VPBROADCASTW (CX), X1
+	VCVTPH2PS    X1, Y3
+	VFMADD231PS  Y3, Y2, Y0
+	ADDQ         $0x12, CX
+	ADDQ         $0x00000080, DX
+	DECQ         AX
+	JMP          fQ4_0_block
+
+fQ4_0_done:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+32(FP)
+	RET
+
 // func bqkQ5_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
-// Requires: AVX, AVX2, F16C, FMA3, SSE
+// Requires: AVX, AVX2, F16C, FMA3, MMX+, SSE
 TEXT ·bqkQ5_0FloatAVX2(SB), NOSPLIT, $32-36
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
 	MOVQ   x+16(FP), DX
 	VXORPS Y0, Y0, Y0
 
-q50f_block:
+fQ5_0_block:
 	TESTQ        AX, AX
-	JZ           q50f_done
+	JZ           fQ5_0_done
+	PREFETCHT0   1024(CX)
 	VMOVDQU      6(CX), X1
 	VPSRLW       $0x04, X1, X2
-	VPAND        bqk_c0f<>+0(SB), X1, X1
-	VPAND        bqk_c0f<>+0(SB), X2, X2
 	VINSERTI128  $0x01, X2, Y1, Y2
+	VPAND        bqk_c0f<>+0(SB), Y2, Y2
 	VPBROADCASTD 2(CX), Y3
 	VPSHUFB      bqk_qhshuf<>+0(SB), Y3, Y3
 	VPAND        bqk_qhbits<>+0(SB), Y3, Y3
@@ -1024,17 +2039,56 @@ q50f_block:
 	VPMOVSXBD    24(SP), Y3
 	VCVTDQ2PS    Y3, Y3
 	VFMADD231PS  96(DX), Y3, Y2
-	MOVWLZX      (CX), BX
-	VMOVD        BX, X1
-	VCVTPH2PS    X1, X1
-	VBROADCASTSS X1, Y3
+	VPBROADCASTW (CX), X1
+	VCVTPH2PS    X1, Y3
 	VFMADD231PS  Y3, Y2, Y0
 	ADDQ         $0x16, CX
 	ADDQ         $0x00000080, DX
 	DECQ         AX
-	JMP          q50f_block
+	JMP          fQ5_0_block
 
-q50f_done:
+fQ5_0_done:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VZEROUPPER
+	MOVSS        X1, ret+32(FP)
+	RET
+
+// func bqkQ8_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
+// Requires: AVX, AVX2, F16C, FMA3, MMX+, SSE
+TEXT ·bqkQ8_0FloatAVX2(SB), NOSPLIT, $32-36
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+16(FP), DX
+	VXORPS Y0, Y0, Y0
+
+fQ8_0_block:
+	TESTQ        AX, AX
+	JZ           fQ8_0_done
+	PREFETCHT0   1024(CX)
+	VPMOVSXBD    2(CX), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DX), Y1, Y1
+	VPMOVSXBD    10(CX), Y2
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  32(DX), Y2, Y1
+	VPMOVSXBD    18(CX), Y2
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  64(DX), Y2, Y1
+	VPMOVSXBD    26(CX), Y2
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  96(DX), Y2, Y1
+	VPBROADCASTW (CX), X2
+	VCVTPH2PS    X2, Y2
+	VFMADD231PS  Y2, Y1, Y0
+	ADDQ         $0x22, CX
+	ADDQ         $0x00000080, DX
+	DECQ         AX
+	JMP          fQ8_0_block
+
+fQ8_0_done:
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
 	VHADDPS      X1, X1, X1

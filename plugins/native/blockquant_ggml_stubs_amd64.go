@@ -17,10 +17,65 @@ func bqkQ5KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 //go:noescape
 func bqkQ6KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 
-// bqkQ5_0DotAVX2 is core/ggml's Dot of nb Q5_0 blocks (see the package asmgenbqk).
+// bqkQ4_0Dot4VNNI is core/ggml's Dot of nb Q4_0 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
 //
 //go:noescape
-func bqkQ5_0DotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
+func bqkQ4_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ4_0Dot1VNNI is core/ggml's Dot of nb Q4_0 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ5_0Dot4VNNI is core/ggml's Dot of nb Q5_0 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ5_0Dot1VNNI is core/ggml's Dot of nb Q5_0 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ8_0Dot4VNNI is core/ggml's Dot of nb Q8_0 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ8_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ8_0Dot1VNNI is core/ggml's Dot of nb Q8_0 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ8_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ4_0Dot4AVX2 is core/ggml's Dot of nb Q4_0 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ4_0Dot1AVX2 is core/ggml's Dot of nb Q4_0 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ5_0Dot4AVX2 is core/ggml's Dot of nb Q5_0 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ5_0Dot1AVX2 is core/ggml's Dot of nb Q5_0 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ8_0Dot4AVX2 is core/ggml's Dot of nb Q8_0 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ8_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ8_0Dot1AVX2 is core/ggml's Dot of nb Q8_0 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ8_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 
 // bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).
 //
@@ -32,7 +87,17 @@ func bqkQ4KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
 //go:noescape
 func bqkQ6KFloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
 
+// bqkQ4_0FloatAVX2 is the float path's dot product of nb Q4_0 blocks with x (xs unused; see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
+
 // bqkQ5_0FloatAVX2 is the float path's dot product of nb Q5_0 blocks with x (xs unused; see the package asmgenbqk).
 //
 //go:noescape
 func bqkQ5_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32
+
+// bqkQ8_0FloatAVX2 is the float path's dot product of nb Q8_0 blocks with x (xs unused; see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ8_0FloatAVX2(nb int, w *uint8, x *float32, xs *float32) float32

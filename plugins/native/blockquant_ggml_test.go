@@ -144,38 +144,51 @@ func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 2))
 	n := 0
 	for _, ty := range ggmlWeightTypes {
-		k := archBQKKernel(ty, "")
-		if k == nil {
-			continue
-		}
-		if archBQKKernel(ty, "generic") != nil {
-			t.Errorf("%s: the generic family still takes assembly", ty)
-		}
-		n++
-		for _, K := range []int{256, 512, 2048} {
-			const rows, m = 5, 3
-			raw := randomGGML(rng, ty, rows, K)
-			w := &bqWeights{n: rows, k: K, typ: ty, raw: raw, rb: len(raw) / rows}
-			x := make([]float32, m*K)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
+		for _, fam := range []string{"", "avx2"} {
+			k := archBQKKernel(ty, fam)
+			if k == nil || fam != "" && k == archBQKKernel(ty, "") {
+				continue
 			}
-			for i := 0; i < 32; i++ {
-				x[K+i] = 0 // row 1: a zero block
+			if archBQKKernel(ty, "generic") != nil {
+				t.Errorf("%s: the generic family still takes assembly", ty)
 			}
-			x[2*K+7] = 1e6 // row 2: one large value
-			var a ggml.Act
-			a.Quantize(x, m, K, ggml.ActBlock(ty))
-			for j := 0; j < rows; j++ {
-				for r := 0; r < m; r++ {
-					if g, want := k.dot(w, j, &a, r), bqkGo.dot(w, j, &a, r); math.Float32bits(g) != math.Float32bits(want) {
-						t.Errorf("%s K %d row %d act %d: %s %v, Go %v", ty, K, j, r, k.name, g, want)
+			n++
+			for _, K := range []int{256, 512, 2048} {
+				const rows, m = 6, 3
+				raw := randomGGML(rng, ty, rows, K)
+				w := &bqWeights{n: rows, k: K, typ: ty, raw: raw, rb: len(raw) / rows}
+				x := make([]float32, m*K)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				for i := 0; i < 32; i++ {
+					x[K+i] = 0 // row 1: a zero block
+				}
+				x[2*K+7] = 1e6 // row 2: one large value
+				var a ggml.Act
+				a.Quantize(x, m, K, ggml.ActBlock(ty))
+				for j := 0; j < rows; j++ {
+					for r := 0; r < m; r++ {
+						want := bqkGo.dot(w, j, &a, r)
+						if g := k.dot(w, j, &a, r); math.Float32bits(g) != math.Float32bits(want) {
+							t.Errorf("%s K %d row %d act %d: %s %v, Go %v", ty, K, j, r, k.name, g, want)
+						}
+						if k.dot4 == nil || j+4 > rows {
+							continue
+						}
+						var y [4]float32
+						k.dot4(w, j, &a, r, y[:])
+						for i, g := range y {
+							if want := bqkGo.dot(w, j+i, &a, r); math.Float32bits(g) != math.Float32bits(want) {
+								t.Errorf("%s K %d rows %d.. act %d: %s dot4[%d] %v, Go %v", ty, K, j, r, k.name, i, g, want)
+							}
+						}
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d types have an assembly kernel here", n)
+	t.Logf("%d kernels in assembly here", n)
 }
 
 // TestBlockQuantGGMLRefused: typed nodes that do not fit are declined

@@ -2,11 +2,9 @@ package native
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
 
-	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -71,20 +69,12 @@ func quantizeAct(a *bqAct, x []float32, m, K int, sums bool) {
 		xs := x[b*bqiBlock : b*bqiBlock+bqiBlock]
 		q := a.q[b*bqiBlock : b*bqiBlock+bqiBlock]
 		// NaN (or ±Inf) in the block: d is NaN, the outputs are NaN
-		d, id, bad := ggml.BlockScale(xs)
+		d, bad := ggml.QuantizeBlock(xs, q)
 		a.d[b] = d
 		if !bad {
 			// the scale as llama.cpp's Q8_0 stores it: float16 (the
 			// values are quantized with the unrounded one)
-			a.d[b] = graph.F16FromFloat32(d).Float32()
-		}
-		for i, v := range xs {
-			if bad {
-				q[i] = 0
-				continue
-			}
-			r := math.RoundToEven(float64(v * id))
-			q[i] = int8(max(-127, min(127, r)))
+			a.d[b] = ggml.F16Round(d)
 		}
 		if sums {
 			ns := a.ns[b*8 : b*8+8]

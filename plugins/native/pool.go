@@ -9,11 +9,27 @@ import (
 // pool is a fixed set of worker goroutines that run the tasks of one
 // parallel loop together with the calling goroutine. A nil pool or one
 // without workers runs everything on the caller.
+//
+// A worker that finishes a loop spins for a while (spinChecks looks at
+// cur, about tens of microseconds) before it parks on the channel: a
+// decode step runs a few hundred short loops, one after another, and
+// waking a parked goroutine costs about as much as one of them. The
+// latest loop is published in cur for the spinning workers and sent on
+// the channel for the parked ones; a worker that meets a loop twice or
+// late finds no task left and touches nothing, so neither way is needed
+// for correctness (the caller runs whatever no worker claims).
 type pool struct {
 	workers int
 	jobs    chan *job
 	stop    sync.Once
+	cur     atomic.Pointer[job]
+	parked  atomic.Int32 // workers waiting on jobs
+	closed  atomic.Bool
 }
+
+// spinChecks is how many times a worker looks for a new loop before it
+// parks.
+const spinChecks = 1 << 14
 
 type job struct {
 	fn       func(task int)
@@ -44,14 +60,39 @@ func newPool(threads int) *pool {
 	if p.workers > 0 {
 		p.jobs = make(chan *job, p.workers)
 		for i := 0; i < p.workers; i++ {
-			go func() {
-				for j := range p.jobs {
-					j.work()
-				}
-			}()
+			go p.worker()
 		}
 	}
 	return p
+}
+
+// worker runs the pool's loops: the newest one while spinning, else the
+// next one sent while parked.
+func (p *pool) worker() {
+	var last *job
+	for {
+		var j *job
+		for i := 0; i < spinChecks && !p.closed.Load(); i++ {
+			if c := p.cur.Load(); c != nil && c != last {
+				j = c
+				break
+			}
+			if i&1023 == 1023 {
+				runtime.Gosched()
+			}
+		}
+		if j == nil {
+			p.parked.Add(1)
+			var ok bool
+			j, ok = <-p.jobs
+			p.parked.Add(-1)
+			if !ok {
+				return
+			}
+		}
+		last = j
+		j.work()
+	}
 }
 
 // threads is the number of goroutines a loop runs on.
@@ -76,7 +117,8 @@ func (p *pool) parallel(n int, fn func(task int)) {
 	}
 	j := &job{fn: fn, n: int64(n)}
 	j.finished.Add(1)
-	for i := min(p.workers, n-1); i > 0; i-- {
+	p.cur.Store(j)
+	for i := min(int(p.parked.Load()), n-1); i > 0; i-- {
 		select {
 		case p.jobs <- j:
 		default:
@@ -92,7 +134,11 @@ func (p *pool) parallel(n int, fn func(task int)) {
 // close ends the workers; the pool must not be used afterwards.
 func (p *pool) close() {
 	if p != nil && p.jobs != nil {
-		p.stop.Do(func() { close(p.jobs) })
+		p.stop.Do(func() {
+			p.closed.Store(true)
+			p.cur.Store(nil)
+			close(p.jobs)
+		})
 	}
 }
 

@@ -45,7 +45,10 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
@@ -55,16 +58,24 @@ func main() {
 	q4k(false)
 	q4k(true)
 	q6k()
-	q5_0()
+	for _, fam := range []string{"VNNI", "AVX2"} {
+		for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
+			for _, nr := range []int{4, 1} {
+				dot32(t, fam, nr)
+			}
+		}
+	}
 	q4kFloat()
 	q6kFloat()
-	q50Float()
+	for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
+		float32Kernel(t)
+	}
 	Generate()
 }
 
 var (
-	c0F, c01, c03, c10, c20, onesW, qhShuf, qhBits Mem
-	q6Shuf                                         [4]Mem
+	c0F, c01, c03, c08, c10, c20, onesW, qhShuf, qhBits Mem
+	q6Shuf                                              [4]Mem
 )
 
 func bytes32(name string, f func(i int) byte) Mem {
@@ -83,6 +94,7 @@ func consts() {
 	c0F = bytes32("bqk_c0f", func(int) byte { return 0x0F })
 	c01 = bytes32("bqk_c01", func(int) byte { return 0x01 })
 	c03 = bytes32("bqk_c03", func(int) byte { return 0x03 })
+	c08 = bytes32("bqk_c08", func(int) byte { return 0x08 })
 	c10 = bytes32("bqk_c10", func(int) byte { return 0x10 })
 	c20 = bytes32("bqk_c20", func(int) byte { return 0x20 })
 	onesW = bytes32("bqk_onesw", func(i int) byte { return byte(1 - i%2) })
@@ -188,6 +200,7 @@ func q4kFloat() {
 	Label("q4kf_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef("q4kf_done"))
+	prefetchBlock(w, 144)
 	scLo, scHi, mLo, mHi := k4scales(w)
 	dd := XMM()
 	h := GP32()
@@ -255,6 +268,7 @@ func q6kFloat() {
 	Label("q6kf_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef("q6kf_done"))
+	prefetchBlock(w, 210)
 	dd := XMM()
 	h := GP32()
 	MOVWLZX(Mem{Base: w, Disp: 208}, h)
@@ -331,15 +345,19 @@ func q6kFloat() {
 // q5bytes builds a Q5_0 block's 32 unsigned 5-bit values (element order)
 // from the block at w.
 func q5bytes(w Register) VecVirtual {
+	return q5bytesAt(Mem{Base: w, Disp: 2}, Mem{Base: w, Disp: 6})
+}
+
+// q5bytesAt is q5bytes of the block whose qh is at qhm and qs at qsm.
+func q5bytesAt(qhm, qsm Mem) VecVirtual {
 	lo, hi := XMM(), XMM()
-	VMOVDQU(Mem{Base: w, Disp: 6}, lo)
+	VMOVDQU(qsm, lo)
 	VPSRLW(U8(4), lo, hi)
-	VPAND(c0F, lo, lo)
-	VPAND(c0F, hi, hi)
 	q := YMM()
 	VINSERTI128(U8(1), hi, lo.AsY(), q)
+	VPAND(c0F, q, q)
 	qh := YMM()
-	VPBROADCASTD(Mem{Base: w, Disp: 2}, qh)
+	VPBROADCASTD(qhm, qh)
 	VPSHUFB(qhShuf, qh, qh)
 	VPAND(qhBits, qh, qh)
 	VPCMPEQB(qhBits, qh, qh)
@@ -348,9 +366,16 @@ func q5bytes(w Register) VecVirtual {
 	return q
 }
 
-func q50Float() {
-	TEXT("bqkQ5_0FloatAVX2", NOSPLIT, sigF)
-	Doc("bqkQ5_0FloatAVX2 is the float path's dot product of nb Q5_0 blocks with x (xs unused; see the package asmgenbqk).")
+// float32Kernel generates the float path's kernel of a 32-element type
+// (Q4_0, Q5_0, Q8_0): per block the 32 signed values widened to float32,
+// multiplied with x by FMA into one accumulator, which adds into the
+// row's eight lanes times the block's d (FMA); the lanes summed at the
+// end. Prefetched prefetchAhead bytes ahead, as dot32's one-row kernels.
+func float32Kernel(t string) {
+	name := "bqk" + t + "FloatAVX2"
+	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
+	TEXT(name, NOSPLIT, sigF)
+	Doc(name + " is the float path's dot product of nb " + t + " blocks with x (xs unused; see the package asmgenbqk).")
 	Pragma("noescape")
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
@@ -358,16 +383,33 @@ func q50Float() {
 	local := AllocLocal(32)
 	total := YMM()
 	VXORPS(total, total, total)
-	Label("q50f_block")
+	p := "f" + t + "_"
+	Label(p + "block")
 	TESTQ(nb, nb)
-	JZ(LabelRef("q50f_done"))
-	q := q5bytes(w)
-	VPSUBB(c10, q, q) // q − 16
-	VMOVDQU(q, local)
+	JZ(LabelRef(p + "done"))
+	PREFETCHT0(Mem{Base: w, Disp: prefetchAhead})
+	src := Mem{Base: w, Disp: 2}
+	if t != "Q8_0" {
+		var q VecVirtual
+		if t == "Q5_0" {
+			q = q5bytes(w)
+			VPSUBB(c10, q, q) // q − 16
+		} else {
+			lo, hi := XMM(), XMM()
+			VMOVDQU(Mem{Base: w, Disp: 2}, lo)
+			VPSRLW(U8(4), lo, hi)
+			q = YMM()
+			VINSERTI128(U8(1), hi, lo.AsY(), q)
+			VPAND(c0F, q, q)
+			VPSUBB(c08, q, q) // q − 8
+		}
+		VMOVDQU(q, local)
+		src = local
+	}
 	acc := YMM()
 	for i := 0; i < 4; i++ {
 		v := YMM()
-		VPMOVSXBD(local.Offset(8*i), v)
+		VPMOVSXBD(src.Offset(8*i), v)
 		VCVTDQ2PS(v, v)
 		if i == 0 {
 			VMULPS(Mem{Base: x, Disp: 32 * i}, v, acc)
@@ -375,19 +417,16 @@ func q50Float() {
 			VFMADD231PS(Mem{Base: x, Disp: 32 * i}, v, acc)
 		}
 	}
-	dd := XMM()
-	h := GP32()
-	MOVWLZX(Mem{Base: w}, h)
-	VMOVD(h, dd)
-	VCVTPH2PS(dd, dd)
 	d := YMM()
-	VBROADCASTSS(dd, d)
+	h := XMM()
+	VPBROADCASTW(Mem{Base: w}, h)
+	VCVTPH2PS(h, d)
 	VFMADD231PS(d, acc, total)
-	ADDQ(U8(22), w)
+	ADDQ(U8(int8(bs)), w)
 	ADDQ(U32(128), x)
 	DECQ(nb)
-	JMP(LabelRef("q50f_block"))
-	Label("q50f_done")
+	JMP(LabelRef(p + "block"))
+	Label(p + "done")
 	r := hsumPS(total)
 	VZEROUPPER()
 	Store(r, ReturnIndex(0))
@@ -413,6 +452,7 @@ func q4k(five bool) {
 	Label(lab + "_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(lab + "_done"))
+	prefetchBlock(w, bs)
 	// the twelve scale bytes: u0, u1, u2
 	u0, u1, u2 := GP32(), GP32(), GP32()
 	MOVL(Mem{Base: w, Disp: 4}, u0)
@@ -536,6 +576,7 @@ func q6k() {
 	Label("q6k_block")
 	TESTQ(nb, nb)
 	JZ(LabelRef("q6k_done"))
+	prefetchBlock(w, 210)
 	// the offset: 32·Σ_g sc_g·Σx_g
 	b0, b1 := YMM(), YMM()
 	VPMOVSXBD(Mem{Base: w, Disp: 192}, b0)
@@ -611,51 +652,171 @@ func q6k() {
 	RET()
 }
 
-func q5_0() {
-	TEXT("bqkQ5_0DotAVX2", NOSPLIT, sig)
-	Doc("bqkQ5_0DotAVX2 is core/ggml's Dot of nb Q5_0 blocks (see the package asmgenbqk).")
+// vpdpbusd: acc += u8(u) · s8(sg), four products a lane (AVX-512 VNNI
+// on YMM; not in avo's table, emitted raw: Go's assembler knows it).
+func vpdpbusd(sg, u, acc Op) {
+	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{sg, u, acc}, Inputs: []Op{sg, u, acc}, Outputs: []Op{acc}})
+}
+
+// prefetchBlock prefetches the bytes of a bs-byte block prefetchAhead
+// bytes ahead of w (a one-row kernel's stream).
+func prefetchBlock(w Register, bs int) {
+	for o := 0; o < bs; o += 64 {
+		PREFETCHT0(Mem{Base: w, Disp: prefetchAhead + o})
+	}
+}
+
+// prefetchAhead is how far ahead of its loads (bytes) a one-row dot32
+// kernel prefetches.
+const prefetchAhead = 1024
+
+const sig32 = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)"
+
+// dot32 generates the kernel of a 32-element type t (Q4_0, Q5_0, Q8_0)
+// computing nr outputs (rows w, w+ldw, …) for one activation row; fam
+// VNNI sums with VPDPBUSD, AVX2 with VPMADDUBSW and VPMADDWD by ones.
+// Q4_0's and Q5_0's offsets (8, 16) are taken off with the lane sums at
+// xs (once a block for all the rows); Q8_0 moves the weights' sign to x
+// (VPSIGNB) to multiply |w| unsigned.
+func dot32(t, fam string, nr int) {
+	name := fmt.Sprintf("bqk%sDot%d%s", t, nr, fam)
+	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
+	TEXT(name, NOSPLIT, sig32)
+	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for %d weight rows ldw bytes apart, into y[0..%d] (see the package asmgenbqk).", name, t, nr, nr-1))
 	Pragma("noescape")
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
 	x := Load(Param("x"), GP64())
 	xd := Load(Param("xd"), GP64())
-	xs := Load(Param("xs"), GP64())
-	acc := YMM()
-	VXORPS(acc, acc, acc)
-	Label("q50_block")
+	var xs, ldw, ldw3 Register
+	if t != "Q8_0" {
+		xs = Load(Param("xs"), GP64())
+	}
+	if nr == 4 {
+		ldw = Load(Param("ldw"), GP64())
+		ldw3 = GP64()
+		LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
+	}
+	row := func(r, disp int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: w, Disp: disp}
+		case 1:
+			return Mem{Base: w, Index: ldw, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: w, Index: ldw, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
+	}
+	acc := make([]VecVirtual, nr)
+	for r := range acc {
+		acc[r] = YMM()
+		VXORPS(acc[r], acc[r], acc[r])
+	}
+	var ones VecVirtual
+	if fam == "AVX2" {
+		ones = YMM()
+		VMOVDQU(onesW, ones)
+	}
+	// Software prefetch: a row is short (K/32 blocks), too short a
+	// stream for the hardware prefetcher to pick up before it ends; four
+	// of them side by side are four such streams. One row: fetch
+	// prefetchAhead bytes ahead (into the next rows: they are contiguous).
+	// Four rows: the next four rows (the next call's), at the pace these
+	// are read: 4·bs bytes a block.
+	pf := GP64()
+	if nr == 4 {
+		LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
+	} else {
+		LEAQ(Mem{Base: w, Disp: prefetchAhead}, pf)
+	}
+	p := name + "_"
+	Label(p + "block")
 	TESTQ(nb, nb)
-	JZ(LabelRef("q50_done"))
-	q := q5bytes(w)
-	VPMADDUBSW(Mem{Base: x}, q, q)
-	VPMADDWD(onesW, q, q)
-	l := YMM()
-	VMOVDQU(Mem{Base: xs}, l)
-	VPSLLD(U8(4), l, l)
-	VPSUBD(l, q, q)
-	VCVTDQ2PS(q, q)
-	dd := XMM()
-	h := GP32()
-	MOVWLZX(Mem{Base: w}, h)
-	VMOVD(h, dd)
-	VCVTPH2PS(dd, dd)
-	VMULSS(Mem{Base: xd}, dd, dd)
-	sc := YMM()
-	VBROADCASTSS(dd, sc)
-	VMULPS(sc, q, q)
-	VADDPS(q, acc, acc)
-	ADDQ(U8(22), w)
+	JZ(LabelRef(p + "done"))
+	for o := 0; o < nr*bs; o += 64 {
+		PREFETCHT0(Mem{Base: pf, Disp: o})
+	}
+	ADDQ(U32(uint32(nr*bs)), pf)
+	a := YMM()
+	VMOVDQU(Mem{Base: x}, a)
+	da := YMM()
+	VBROADCASTSS(Mem{Base: xd}, da)
+	var off VecVirtual // −8 or −16 times the lane sums
+	if t != "Q8_0" {
+		off = YMM()
+		l := YMM()
+		VMOVDQU(Mem{Base: xs}, l)
+		if t == "Q4_0" {
+			VPSLLD(U8(3), l, l)
+		} else {
+			VPSLLD(U8(4), l, l)
+		}
+		VPXOR(off, off, off)
+		VPSUBD(l, off, off)
+	}
+	for r := 0; r < nr; r++ {
+		sum := YMM()
+		switch t {
+		case "Q8_0":
+			q, uq, sa := YMM(), YMM(), YMM()
+			VMOVDQU(row(r, 2), q)
+			VPSIGNB(q, q, uq)
+			VPSIGNB(q, a, sa)
+			if fam == "VNNI" {
+				VPXOR(sum, sum, sum)
+				vpdpbusd(sa, uq, sum)
+			} else {
+				VPMADDUBSW(sa, uq, sum)
+				VPMADDWD(ones, sum, sum)
+			}
+		default:
+			var q VecVirtual
+			if t == "Q4_0" {
+				lo, hi := XMM(), XMM()
+				VMOVDQU(row(r, 2), lo)
+				VPSRLW(U8(4), lo, hi)
+				q = YMM()
+				VINSERTI128(U8(1), hi, lo.AsY(), q)
+				VPAND(c0F, q, q)
+			} else {
+				q = q5bytesAt(row(r, 2), row(r, 6))
+			}
+			if fam == "VNNI" {
+				VMOVDQA(off, sum)
+				vpdpbusd(a, q, sum)
+			} else {
+				VPMADDUBSW(a, q, sum)
+				VPMADDWD(ones, sum, sum)
+				VPADDD(off, sum, sum)
+			}
+		}
+		VCVTDQ2PS(sum, sum)
+		h, sc := XMM(), YMM()
+		VPBROADCASTW(row(r, 0), h)
+		VCVTPH2PS(h, sc)
+		VMULPS(da, sc, sc) // d·d_a, one rounding
+		VMULPS(sc, sum, sum)
+		VADDPS(sum, acc[r], acc[r])
+	}
+	ADDQ(U8(int8(bs)), w)
 	ADDQ(U8(32), x)
 	ADDQ(U8(4), xd)
-	ADDQ(U8(32), xs)
+	if t != "Q8_0" {
+		ADDQ(U8(32), xs)
+	}
 	DECQ(nb)
-	JMP(LabelRef("q50_block"))
-	Label("q50_done")
-	t := XMM()
-	VEXTRACTF128(U8(1), acc, t)
-	VADDPS(t, acc.AsX(), t)
-	VHADDPS(t, t, t)
-	VHADDPS(t, t, t)
+	JMP(LabelRef(p + "block"))
+	Label(p + "done")
+	y := Load(Param("y"), GP64())
+	for r := 0; r < nr; r++ {
+		u := XMM()
+		VEXTRACTF128(U8(1), acc[r], u)
+		VADDPS(u, acc[r].AsX(), u)
+		VHADDPS(u, u, u)
+		VHADDPS(u, u, u)
+		VMOVSS(u, Mem{Base: y, Disp: 4 * r})
+	}
 	VZEROUPPER()
-	Store(t, ReturnIndex(0))
 	RET()
 }
