@@ -22,7 +22,7 @@ func calibrateCmd() *cobra.Command {
 	var runs int
 	var asJSON, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "calibrate [--backends native,xnnpack,cpu] [--out FILE]",
+		Use:   "calibrate [--backends native,xnnpack,cpu] [--profile-file FILE]",
 		Short: "Measure this machine's kernel families per backend and store the cost profile placement reads",
 		Long: `Times each kernel family (dense, 1x1 and depthwise convolution, matrix
 products, element-wise ops, transposes, pools, softmax) at a few sizes on
@@ -41,7 +41,7 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				out = opcost.ProfilePath()
 			}
 			if out == "" && !dryRun {
-				return fmt.Errorf("no place for the profile (no user cache directory, or %s=off): give --out", opcost.ProfileEnv)
+				return fmt.Errorf("no place for the profile (no user cache directory, or %s=off): give --profile-file", opcost.ProfileEnv)
 			}
 			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
 			// the estimates printed beside the measurements are the
@@ -110,7 +110,7 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 	}
 	cmd.Flags().StringSliceVar(&backends, "backends", []string{"native", "xnnpack", "cpu"}, "backends to measure")
 	cmd.Flags().StringSliceVar(&families, "families", nil, "only these families (conv, conv1x1, dwconv, gemm, Relu, Sigmoid, Tanh, Clip, Add, Mul, Transpose, MaxPool, Softmax)")
-	cmd.Flags().StringVar(&out, "out", "", "profile file (default: the place placement reads)")
+	cmd.Flags().StringVar(&out, "profile-file", "", "the profile file to write (default: where placement reads it, or $SWITCHYARD_COST_PROFILE)")
 	cmd.Flags().IntVar(&runs, "runs", 15, "timed calls per chain (the least counts)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the samples and the profile as JSON")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "measure and print, write nothing")
