@@ -227,6 +227,20 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 	for _, op := range sortedKeys(qlinearContrib) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: contribDomain, OpType: op, DTypes: q8})
 	}
+	// every other op of the default domain native runs on its reference
+	// kernel inside its own partitions (ops.go, referenceRunnable)
+	declared := map[string]bool{}
+	for _, c := range caps.Ops {
+		if c.Domain == "" {
+			declared[c.OpType] = true
+		}
+	}
+	for _, s := range kernels.All() {
+		if (s.Domain == "" || s.Domain == "ai.onnx") && !declared[s.OpType] && referenceRunnable(&graph.Node{OpType: s.OpType}) {
+			caps.Ops = append(caps.Ops, hal.OpCapability{OpType: s.OpType})
+			declared[s.OpType] = true
+		}
+	}
 	// the int8 representation of domain switchyard.quant (quant.go)
 	for _, op := range sortedKeys(quantFast) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{Domain: quantops.Domain, OpType: op})
