@@ -24,6 +24,11 @@ type device struct {
 	index int
 	g     *gpu
 	desc  hal.DeviceDesc
+	// held is the job the reaper was waiting for when the device was
+	// stopped: stop finishes it once the device is idle, so that its
+	// done callback (which may free the executable's buffers) never runs
+	// while the GPU still uses them
+	held *job
 
 	jobs        chan *job
 	reap        chan *job
@@ -206,9 +211,16 @@ func (d *device) reaper() {
 		if err == nil {
 			err = d.waitVk(j.vkf)
 		}
+		if err == errHalted {
+			d.held = j // finished by stop, after vkDeviceWaitIdle
+			return
+		}
 		d.finish(j, err)
 	}
 }
+
+// errHalted: the device was stopped while a job's work was pending.
+var errHalted = hal.Errorf(hal.CodeUnavailable, "vulkan: device closed with the work pending")
 
 // waitVk waits for a VkFence in slices, so close is not blocked forever.
 func (d *device) waitVk(f uintptr) error {
@@ -223,7 +235,7 @@ func (d *device) waitVk(f uintptr) error {
 		case vkTimeout:
 			select {
 			case <-d.halt:
-				return hal.Errorf(hal.CodeUnavailable, "vulkan: device closed with the work pending")
+				return errHalted
 			default:
 				continue
 			}
@@ -291,6 +303,10 @@ func (d *device) stop() {
 		// the device finishes what was submitted before any job's
 		// resources are released below
 		d.g.l.deviceWaitIdle(d.g.handle)
+		if d.held != nil {
+			d.finish(d.held, errHalted)
+			d.held = nil
+		}
 		for {
 			select {
 			case j := <-d.jobs:
