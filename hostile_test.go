@@ -36,6 +36,13 @@ func chainModel(n, width int, ops ...string) []byte {
 	return onnx.Encode(&graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: g})
 }
 
+// signOnCPU keeps Sign on the cpu fallback, so a chain cycling through
+// Relu, Sigmoid and Sign alternates backends on any machine (native alone
+// would take all three, running Sign on its reference kernel).
+func signOnCPU() *switchyard.OpenOptions {
+	return &switchyard.OpenOptions{Policy: switchyard.Policy{Allow: map[string][]string{"Sign": {"cpu"}}}}
+}
+
 // explainBytes loads data and renders its placement report, as
 // `switchyard explain` does.
 func explainBytes(tb testing.TB, eng *switchyard.Engine, data []byte) *switchyard.Plan {
@@ -59,7 +66,7 @@ func TestPlaceLongChain(t *testing.T) {
 	}
 	const n = 8000
 	data := chainModel(n, 1<<16, "Relu", "Sigmoid", "Sign")
-	eng, err := switchyard.NewEngine(context.Background(), nil)
+	eng, err := switchyard.NewEngine(context.Background(), signOnCPU())
 	if err != nil {
 		t.Fatal(err)
 	}
