@@ -270,11 +270,10 @@ func (d *Decoder) emptyCache(ctx context.Context) (*kvCache, error) {
 	return c, nil
 }
 
-// Generate runs the token loop for prompt, calling yield with every token
-// as it is known (prompt tokens included, as llama2.c prints them); a
-// yield error or ctx ends the generation with that error. A generated BOS
-// ends it early.
-func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o Options, yield func(Token) error) (*Result, error) {
+// positions is the number of positions a generation asks for (Steps,
+// default 256), checked against the context (o.ContextLength, default the
+// model's, filled in).
+func (d *Decoder) positions(o *Options) (int, error) {
 	steps := o.Steps
 	if steps <= 0 {
 		steps = 256
@@ -283,7 +282,19 @@ func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o 
 		o.ContextLength = d.context
 	}
 	if o.ContextLength > 0 && steps > o.ContextLength {
-		return nil, fmt.Errorf("%w: %d positions asked, the model's context is %d", ErrContext, steps, o.ContextLength)
+		return 0, fmt.Errorf("%w: %d positions asked, the model's context is %d", ErrContext, steps, o.ContextLength)
+	}
+	return steps, nil
+}
+
+// Generate runs the token loop for prompt, calling yield with every token
+// as it is known (prompt tokens included, as llama2.c prints them); a
+// yield error or ctx ends the generation with that error. A generated BOS
+// ends it early.
+func (d *Decoder) Generate(ctx context.Context, tok Tokenizer, prompt string, o Options, yield func(Token) error) (*Result, error) {
+	steps, err := d.positions(&o)
+	if err != nil {
+		return nil, err
 	}
 	p, err := tok.Encode(prompt, true)
 	if err != nil {

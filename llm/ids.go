@@ -30,15 +30,9 @@ type IDRun struct {
 // prompt's ids after the first and the generated ones.
 // run (nil: nothing more) asks for the logits of every step.
 func (d *Decoder) GenerateIDs(ctx context.Context, prompt []int, o Options, run *IDRun, yield func(Token) error) (*Result, error) {
-	steps := o.Steps
-	if steps <= 0 {
-		steps = 256
-	}
-	if o.ContextLength == 0 {
-		o.ContextLength = d.context
-	}
-	if o.ContextLength > 0 && steps > o.ContextLength {
-		return nil, fmt.Errorf("%w: %d positions asked, the model's context is %d", ErrContext, steps, o.ContextLength)
+	steps, err := d.positions(&o)
+	if err != nil {
+		return nil, err
 	}
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("llm: an empty prompt")

@@ -106,15 +106,9 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 	if err != nil {
 		return nil, err
 	}
-	steps := o.Steps
-	if steps <= 0 {
-		steps = 256
-	}
-	if o.ContextLength == 0 {
-		o.ContextLength = d.context
-	}
-	if o.ContextLength > 0 && steps > o.ContextLength {
-		return nil, fmt.Errorf("%w: %d positions asked, the model's context is %d", ErrContext, steps, o.ContextLength)
+	steps, err := d.positions(&o)
+	if err != nil {
+		return nil, err
 	}
 	if len(p) > steps {
 		return nil, fmt.Errorf("%w: the prompt has %d tokens, more than the %d positions asked", ErrContext, len(p), steps)
