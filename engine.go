@@ -48,9 +48,12 @@ type OpenOptions struct {
 	// default, GOMAXPROCS or less). The reference kernels use GOMAXPROCS.
 	Threads int
 	// Precision is the lowest precision the backends may compute float32
-	// values in ("" is float32, exact): e.g. PrecisionInt8 lets native
-	// quantize the activations of BlockQuantMatMul to int8 for integer dot
-	// products. A partition that uses it says so in the plan
+	// values in: e.g. PrecisionInt8 lets native quantize the activations
+	// of BlockQuantMatMul to int8 for integer dot products. "" is the
+	// model's own default: float32 (exact), except for a GGUF decoder with
+	// quantized weights, which takes int8 as llama.cpp does by default
+	// (about twice as fast; PrecisionFloat32 keeps it exact). A partition
+	// that computes below float32 says so in the plan
 	// (Partition.Precision). The cpu fallback always computes in float32.
 	Precision Precision
 	// MemoryBudget bounds, in bytes, the buffers a model's concurrent runs

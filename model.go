@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
 	_ "github.com/switchyard-hal/switchyard/formats/all" // every importer
+	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/partitioner"
 	"github.com/switchyard-hal/switchyard/partitioner/htmlreport"
@@ -173,7 +174,16 @@ func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string, mo *
 	if closed {
 		return nil, fmt.Errorf("switchyard: engine: %w", ErrClosed)
 	}
-	rt, err := runtime.Prepare(ctx, ir, e.runtimeOptions())
+	ro := e.runtimeOptions()
+	if e.opts.Precision == "" {
+		// the format's default when the caller chose none: a quantized
+		// GGUF decoder computes its products on int8 activations (as
+		// llama.cpp does); the plan's partitions say so
+		if p, ok := ir.Metadata[formats.MetaPrecision]; ok {
+			ro.Compile.Precision = hal.Precision(p)
+		}
+	}
+	rt, err := runtime.Prepare(ctx, ir, ro)
 	if err != nil {
 		return nil, loadError(ir, err)
 	}

@@ -36,7 +36,9 @@ type Precision string
 
 // The precisions OpenOptions.Precision takes.
 const (
-	// PrecisionFloat32 is the default: float32 computed in float32.
+	// PrecisionFloat32: float32 computed in float32 (the default for
+	// every model but a quantized GGUF decoder, whose default is int8;
+	// see OpenOptions.Precision).
 	PrecisionFloat32 Precision = "float32"
 	// PrecisionFloat16 and PrecisionBFloat16 let a backend compute
 	// float32 values in 16 bits.

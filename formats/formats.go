@@ -44,6 +44,13 @@ type Options struct {
 	Dequantize bool
 }
 
+// MetaPrecision is the model metadata key a format sets when its models
+// have a default compute precision other than float32 (a quantized GGUF
+// decoder: "int8", the activations quantized to 8-bit blocks for integer
+// dot products with the quantized weights, as llama.cpp does by default).
+// The engine uses it when the caller chose no precision.
+const MetaPrecision = "switchyard.default_precision"
+
 // Format is one model format's importer.
 type Format struct {
 	// Name is the format's short name ("onnx", "executorch", "tflite").

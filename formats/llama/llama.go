@@ -407,6 +407,22 @@ func (w *Weights) WeightBytes() int {
 	return n
 }
 
+// quantized reports whether any matrix of w is kept quantized.
+func (w *Weights) quantized() bool {
+	if w.Embed.Quantized() || (w.Output != nil && w.Output.Quantized()) {
+		return true
+	}
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		for _, m := range []*Matrix{&l.Q, &l.K, &l.V, &l.O, &l.Gate, &l.Up, &l.Down, l.QKV, l.GateUp} {
+			if m != nil && m.Quantized() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ropeTables returns cos and sin [ContextLength, RotaryDim/2] for rotary
 // base theta: pair i turns at frequency theta^(-2i/RotaryDim), divided by
 // its frequency factor (Llama 3, LongRoPE: the long factors when the

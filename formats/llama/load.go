@@ -62,7 +62,12 @@ func decodeGGUF(data []byte, o formats.Options) (*graph.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(w, o)
+	m, err := build(w, o)
+	if err == nil && w.quantized() {
+		// llama.cpp's default for quantized weights: int8 activations
+		m.Metadata[formats.MetaPrecision] = "int8"
+	}
+	return m, err
 }
 
 func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
