@@ -1,0 +1,51 @@
+package native
+
+import (
+	"github.com/switchyard-hal/switchyard/core/ggml"
+	"golang.org/x/sys/cpu"
+)
+
+// hasBQKDot: the arm64 typed integer kernels need the dot-product
+// instructions (SDOT, FEAT_DotProd: Armv8.4, optional from Armv8.2).
+var hasBQKDot = cpu.ARM64.HasASIMD && cpu.ARM64.HasASIMDDP
+
+// bqkArmFn is an arm64 kernel of a 32-element type: output of one weight
+// row w (nb blocks) with one activation row (x, its scales xd).
+type bqkArmFn = func(nb int, w *uint8, x *int8, xd *float32) float32
+
+// bqkDot are the arm64 NEON kernels (blockquant_ggml_arm64.s): the same
+// arithmetic as core/ggml's Dot, bit for bit: each block's 32 products
+// summed exactly by SDOT in eight int32 lanes of four, converted, scaled
+// by float32(d_w·d_a) and added lane by lane, reduced as Dot reduces.
+var bqkDot = map[ggml.Type]*bqkKernel{
+	ggml.Q8_0: newBQKArmKernel(bqkQ8_0DotNEON),
+	ggml.Q4_0: newBQKArmKernel(bqkQ4_0DotNEON),
+}
+
+func newBQKArmKernel(f bqkArmFn) *bqkKernel {
+	return &bqkKernel{name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+		nb := w.k / 32
+		row := w.raw[j*w.rb : (j+1)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		return f(nb, &row[0], &x[0], &xd[0])
+	}}
+}
+
+// archBQKKernel is the NEON kernel of type t unless the family is forced
+// to generic or the CPU lacks the dot-product instructions (nil: Go).
+func archBQKKernel(t ggml.Type, f string) *bqkKernel {
+	if f == "generic" || !hasBQKDot {
+		return nil
+	}
+	return bqkDot[t]
+}
+
+// archBQKFloat: no typed float-path assembly on arm64 yet.
+func archBQKFloat(ggml.Type) func(nb int, w *uint8, x *float32, xs *float32) float32 { return nil }
+
+//go:noescape
+func bqkQ8_0DotNEON(nb int, w *uint8, x *int8, xd *float32) float32
+
+//go:noescape
+func bqkQ4_0DotNEON(nb int, w *uint8, x *int8, xd *float32) float32
