@@ -10,8 +10,9 @@ import (
 var hasBQKDot = cpu.ARM64.HasASIMD && cpu.ARM64.HasASIMDDP
 
 // bqkArmFn is an arm64 kernel of a 32-element type: output of one weight
-// row w (nb blocks) with one activation row (x, its scales xd).
-type bqkArmFn = func(nb int, w *uint8, x *int8, xd *float32) float32
+// row w (nb blocks) with one activation row (x, its scales xd and, for
+// Q4_1, the blocks' float16 sums xs: Act.SumD).
+type bqkArmFn = func(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
 
 // bqkDot are the arm64 NEON kernels (blockquant_ggml_arm64.s): the same
 // arithmetic as core/ggml's Dot, bit for bit: each block's 32 products
@@ -20,6 +21,22 @@ type bqkArmFn = func(nb int, w *uint8, x *int8, xd *float32) float32
 var bqkDot = map[ggml.Type]*bqkKernel{
 	ggml.Q8_0: newBQKArmKernel(bqkQ8_0DotNEON),
 	ggml.Q4_0: newBQKArmKernel(bqkQ4_0DotNEON),
+	ggml.Q4_1: newBQKArmKernel(bqkQ4_1DotNEON),
+	ggml.Q4_K: {name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+		nb := w.k / ggml.QK
+		row := w.raw[j*w.rb : (j+1)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		xs := a.Sum32[r*nb*8 : (r+1)*nb*8]
+		return bqkQ4KDotNEON(nb, &row[0], &x[0], &xd[0], &xs[0])
+	}},
+	ggml.Q6_K: {name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+		nb := w.k / ggml.QK
+		row := w.raw[j*w.rb : (j+1)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		return bqkQ6KDotNEON(nb, &row[0], &x[0], &xd[0])
+	}},
 }
 
 func newBQKArmKernel(f bqkArmFn) *bqkKernel {
@@ -28,7 +45,8 @@ func newBQKArmKernel(f bqkArmFn) *bqkKernel {
 		row := w.raw[j*w.rb : (j+1)*w.rb]
 		x := a.Q[r*w.k : r*w.k+w.k]
 		xd := a.D[r*nb : r*nb+nb]
-		return f(nb, &row[0], &x[0], &xd[0])
+		xs := a.SumD[r*nb : r*nb+nb]
+		return f(nb, &row[0], &x[0], &xd[0], &xs[0])
 	}}
 }
 
@@ -45,7 +63,16 @@ func archBQKKernel(t ggml.Type, f string) *bqkKernel {
 func archBQKFloat(ggml.Type) func(nb int, w *uint8, x *float32, xs *float32) float32 { return nil }
 
 //go:noescape
-func bqkQ8_0DotNEON(nb int, w *uint8, x *int8, xd *float32) float32
+func bqkQ8_0DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
 
 //go:noescape
-func bqkQ4_0DotNEON(nb int, w *uint8, x *int8, xd *float32) float32
+func bqkQ4_0DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
+
+//go:noescape
+func bqkQ4_1DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
+
+//go:noescape
+func bqkQ4KDotNEON(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
+
+//go:noescape
+func bqkQ6KDotNEON(nb int, w *uint8, x *int8, xd *float32) float32
