@@ -22,14 +22,8 @@ var bqkDot = map[ggml.Type]*bqkKernel{
 	ggml.Q8_0: newBQKArmKernel(bqkQ8_0DotNEON),
 	ggml.Q4_0: newBQKArmKernel(bqkQ4_0DotNEON),
 	ggml.Q4_1: newBQKArmKernel(bqkQ4_1DotNEON),
-	ggml.Q4_K: {name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
-		nb := w.k / ggml.QK
-		row := w.raw[j*w.rb : (j+1)*w.rb]
-		x := a.Q[r*w.k : r*w.k+w.k]
-		xd := a.D[r*nb : r*nb+nb]
-		xs := a.Sum32[r*nb*8 : (r+1)*nb*8]
-		return bqkQ4KDotNEON(nb, &row[0], &x[0], &xd[0], &xs[0])
-	}},
+	ggml.Q4_K: newBQKArmSuper(ggml.Q4_K, bqkQ4KDotNEON),
+	ggml.Q5_K: newBQKArmSuper(ggml.Q5_K, bqkQ5KDotNEON),
 	ggml.Q6_K: {name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
 		nb := w.k / ggml.QK
 		row := w.raw[j*w.rb : (j+1)*w.rb]
@@ -37,6 +31,19 @@ var bqkDot = map[ggml.Type]*bqkKernel{
 		xd := a.D[r*nb : r*nb+nb]
 		return bqkQ6KDotNEON(nb, &row[0], &x[0], &xd[0])
 	}},
+}
+
+// newBQKArmSuper wraps the kernel of a K type with minimums (Q4_K,
+// Q5_K), which takes the activations' 32-value sums.
+func newBQKArmSuper(t ggml.Type, f func(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32) *bqkKernel {
+	return &bqkKernel{name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+		nb := w.k / ggml.QK
+		row := w.raw[j*w.rb : (j+1)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		xs := a.Sum32[r*nb*8 : (r+1)*nb*8]
+		return f(nb, &row[0], &x[0], &xd[0], &xs[0])
+	}}
 }
 
 func newBQKArmKernel(f bqkArmFn) *bqkKernel {
@@ -76,3 +83,6 @@ func bqkQ4KDotNEON(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 
 //go:noescape
 func bqkQ6KDotNEON(nb int, w *uint8, x *int8, xd *float32) float32
+
+//go:noescape
+func bqkQ5KDotNEON(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
