@@ -11,7 +11,7 @@ var hasBQKDot = cpu.ARM64.HasASIMD && cpu.ARM64.HasASIMDDP
 
 // bqkArmFn is an arm64 kernel of a 32-element type: output of one weight
 // row w (nb blocks) with one activation row (x, its scales xd and, for
-// Q4_1, the blocks' float16 sums xs: Act.SumD).
+// Q4_1 and Q5_1, the blocks' float16 sums xs: Act.SumD).
 type bqkArmFn = func(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
 
 // bqkDot are the arm64 NEON kernels (blockquant_ggml_arm64.s): the same
@@ -22,6 +22,8 @@ var bqkDot = map[ggml.Type]*bqkKernel{
 	ggml.Q8_0: newBQKArmKernel(bqkQ8_0DotNEON),
 	ggml.Q4_0: newBQKArmKernel(bqkQ4_0DotNEON),
 	ggml.Q4_1: newBQKArmKernel(bqkQ4_1DotNEON),
+	ggml.Q5_0: newBQKArmKernel(bqkQ5_0DotNEON),
+	ggml.Q5_1: newBQKArmKernel(bqkQ5_1DotNEON),
 	ggml.Q4_K: newBQKArmSuper(ggml.Q4_K, bqkQ4KDotNEON),
 	ggml.Q5_K: newBQKArmSuper(ggml.Q5_K, bqkQ5KDotNEON),
 	ggml.Q6_K: {name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
@@ -74,6 +76,12 @@ func bqkQ8_0DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
 
 //go:noescape
 func bqkQ4_0DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
+
+//go:noescape
+func bqkQ5_0DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
+
+//go:noescape
+func bqkQ5_1DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
 
 //go:noescape
 func bqkQ4_1DotNEON(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
