@@ -14,16 +14,22 @@ var hasBQKDot = cpu.ARM64.HasASIMD && cpu.ARM64.HasASIMDDP
 // Q4_1 and Q5_1, the blocks' float16 sums xs: Act.SumD).
 type bqkArmFn = func(nb int, w *uint8, x *int8, xd *float32, xs *float32) float32
 
-// bqkDot are the arm64 NEON kernels (blockquant_ggml_arm64.s): the same
-// arithmetic as core/ggml's Dot, bit for bit: each block's 32 products
-// summed exactly by SDOT in eight int32 lanes of four, converted, scaled
-// by float32(d_w·d_a) and added lane by lane, reduced as Dot reduces.
+// bqkDot are the arm64 NEON kernels of every ggml type the integer path
+// takes (blockquant_ggml_arm64.s), the same arithmetic as core/ggml's
+// Dot, bit for bit: a 32-element type's block products summed exactly by
+// SDOT in eight int32 lanes of four, converted, scaled by
+// float32(d_w·d_a) and added lane by lane, reduced as Dot reduces; a K
+// type's sub-block sums (SDOT, then across the lanes) times their scales
+// summed exactly in int32, then scaled once a super-block. One weight row
+// a call (the amd64 kernels' four-row forms are not written for arm64).
 var bqkDot = map[ggml.Type]*bqkKernel{
 	ggml.Q8_0: newBQKArmKernel(bqkQ8_0DotNEON),
 	ggml.Q4_0: newBQKArmKernel(bqkQ4_0DotNEON),
 	ggml.Q4_1: newBQKArmKernel(bqkQ4_1DotNEON),
 	ggml.Q5_0: newBQKArmKernel(bqkQ5_0DotNEON),
 	ggml.Q5_1: newBQKArmKernel(bqkQ5_1DotNEON),
+	ggml.Q2_K: newBQKArmSuper(ggml.Q2_K, bqkQ2KDotNEON),
+	ggml.Q3_K: newBQKArmSuper(ggml.Q3_K, bqkQ3KDotNEON),
 	ggml.Q4_K: newBQKArmSuper(ggml.Q4_K, bqkQ4KDotNEON),
 	ggml.Q5_K: newBQKArmSuper(ggml.Q5_K, bqkQ5KDotNEON),
 	ggml.Q6_K: {name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
@@ -35,8 +41,9 @@ var bqkDot = map[ggml.Type]*bqkKernel{
 	}},
 }
 
-// newBQKArmSuper wraps the kernel of a K type with minimums (Q4_K,
-// Q5_K), which takes the activations' 32-value sums.
+// newBQKArmSuper wraps the kernel of a K type that takes sums of the
+// activations: 32-value sums (Q4_K, Q5_K), 16-value sums (Q2_K); Q3_K
+// takes none.
 func newBQKArmSuper(t ggml.Type, f func(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32) *bqkKernel {
 	return &bqkKernel{name: "neon", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
 		nb := w.k / ggml.QK
@@ -44,6 +51,9 @@ func newBQKArmSuper(t ggml.Type, f func(nb int, w *uint8, x *int8, xd *float32, 
 		x := a.Q[r*w.k : r*w.k+w.k]
 		xd := a.D[r*nb : r*nb+nb]
 		xs := a.Sum32[r*nb*8 : (r+1)*nb*8]
+		if t == ggml.Q2_K || t == ggml.Q3_K {
+			xs = a.Sum[r*nb*16 : (r+1)*nb*16]
+		}
 		return f(nb, &row[0], &x[0], &xd[0], &xs[0])
 	}}
 }
@@ -94,3 +104,9 @@ func bqkQ6KDotNEON(nb int, w *uint8, x *int8, xd *float32) float32
 
 //go:noescape
 func bqkQ5KDotNEON(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
+
+//go:noescape
+func bqkQ2KDotNEON(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
+
+//go:noescape
+func bqkQ3KDotNEON(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
