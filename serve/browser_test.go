@@ -18,13 +18,28 @@ import (
 )
 
 // slowWriter delays each write of a stream, so that a test can press stop
-// before a 260K-parameter model (a thousand tokens a second) is done.
+// before a 260K-parameter model (a thousand tokens a second) is done; after
+// hold writes it holds the stream until the request ends (the client's
+// stop) or 30 s pass, so that stop always finds the generation running
+// however slow the machine is.
 type slowWriter struct {
 	http.ResponseWriter
+	ctx  context.Context
+	n    *int
+	hold int
 }
 
 func (w slowWriter) Write(b []byte) (int, error) {
-	time.Sleep(15 * time.Millisecond)
+	*w.n++
+	wait := 15 * time.Millisecond
+	if *w.n > w.hold {
+		wait = 30 * time.Second
+	}
+	select {
+	case <-time.After(wait):
+	case <-w.ctx.Done():
+		return 0, w.ctx.Err()
+	}
 	return w.ResponseWriter.Write(b)
 }
 
@@ -54,7 +69,9 @@ func TestChatPageInBrowser(t *testing.T) {
 	s.SetReady()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			w = slowWriter{w}
+			// 40 events: more than the 60 characters the test waits for,
+			// fewer than the tokens before the golden text ends
+			w = slowWriter{ResponseWriter: w, ctx: r.Context(), n: new(int), hold: 40}
 		}
 		s.ServeHTTP(w, r)
 	}))
