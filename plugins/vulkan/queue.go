@@ -24,11 +24,13 @@ type device struct {
 	index int
 	g     *gpu
 	desc  hal.DeviceDesc
-	// held is the job the reaper was waiting for when the device was
-	// stopped: stop finishes it once the device is idle, so that its
-	// done callback (which may free the executable's buffers) never runs
-	// while the GPU still uses them
-	held *job
+	// held are the jobs submitted to the queue whose work may still run
+	// when the device was stopped (the one the reaper was waiting for, the
+	// one the submitter had just submitted): stop finishes them once the
+	// device is idle, so that their done callbacks (which may free an
+	// executable's buffers) never run while the GPU still uses them
+	heldMu sync.Mutex
+	held   []*job
 
 	jobs        chan *job
 	reap        chan *job
@@ -133,7 +135,15 @@ func (d *device) submitter() {
 		select {
 		case d.reap <- j:
 		case <-d.halt:
-			d.finish(j, hal.Errorf(hal.CodeUnavailable, "vulkan: device closed with the work pending"))
+			if j.err == nil {
+				// submitted: its work may be running; finished by stop
+				// after vkDeviceWaitIdle (finishing it here freed buffers
+				// lavapipe was still reading: a segfault on its thread in
+				// about 1 of 6 runs of the devmem contract cases)
+				d.hold(j)
+			} else {
+				d.finish(j, j.err)
+			}
 			return
 		}
 	}
@@ -212,11 +222,18 @@ func (d *device) reaper() {
 			err = d.waitVk(j.vkf)
 		}
 		if err == errHalted {
-			d.held = j // finished by stop, after vkDeviceWaitIdle
+			d.hold(j) // finished by stop, after vkDeviceWaitIdle
 			return
 		}
 		d.finish(j, err)
 	}
+}
+
+// hold keeps a submitted job for stop to finish once the device is idle.
+func (d *device) hold(j *job) {
+	d.heldMu.Lock()
+	d.held = append(d.held, j)
+	d.heldMu.Unlock()
 }
 
 // errHalted: the device was stopped while a job's work was pending.
@@ -303,9 +320,12 @@ func (d *device) stop() {
 		// the device finishes what was submitted before any job's
 		// resources are released below
 		d.g.l.deviceWaitIdle(d.g.handle)
-		if d.held != nil {
-			d.finish(d.held, errHalted)
-			d.held = nil
+		d.heldMu.Lock()
+		held := d.held
+		d.held = nil
+		d.heldMu.Unlock()
+		for _, j := range held {
+			d.finish(j, errHalted)
 		}
 		for {
 			select {
