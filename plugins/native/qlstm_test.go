@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -155,5 +156,29 @@ func BenchmarkQLSTM(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The integer LSTM is priced by its products on both backends: a
+// DTLN-sized step at about its measured CPU time (≈290 µs on the
+// reference kernel, ≈14 µs here with AVX2, at one thread), so placement
+// sends it here, and not at a few hundred ns per output element as
+// before.
+func TestQLSTMPriced(t *testing.T) {
+	sg, _ := qlstmCase(t, rand.New(rand.NewPCG(5, 6)), 1, 1, 257, 128, false, 0)
+	ctx := context.Background()
+	nb := native.New(native.Options{Threads: 1})
+	defer nb.Close()
+	nc, err := nb.EstimateCost(ctx, sg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := cpu.Estimate(sg, 1)
+	t.Logf("native %v, cpu %v", nc.Latency, cc.Latency)
+	if cc.Latency < 150*time.Microsecond || cc.Latency > 600*time.Microsecond {
+		t.Errorf("cpu estimate %v, measured ≈290 µs", cc.Latency)
+	}
+	if nc.Latency > 250*time.Microsecond || nc.Latency*5 > cc.Latency {
+		t.Errorf("native estimate %v against cpu's %v", nc.Latency, cc.Latency)
 	}
 }
