@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/plugins/cpu"
 	"github.com/switchyard-hal/switchyard/plugins/native"
 	"github.com/switchyard-hal/switchyard/runtime"
@@ -181,4 +182,67 @@ func TestQLSTMPriced(t *testing.T) {
 	if nc.Latency > 250*time.Microsecond || nc.Latency*5 > cc.Latency {
 		t.Errorf("native estimate %v against cpu's %v", nc.Latency, cc.Latency)
 	}
+}
+
+// The DTLN noise suppressor (two integer LSTMs, a FullyConnected, a
+// Logistic) is placed whole on native by the cost model and gives the
+// reference kernels' outputs bit for bit on eight random frames, on every
+// int8 kernel family.
+func TestDTLNOnNative(t *testing.T) {
+	path := shared.Path(t, "testdata/tflite/dtln_noise_suppression.tflite")
+	ctx := context.Background()
+	for _, kern := range native.QuantKernelFamilies() {
+		t.Run(kern, func(t *testing.T) {
+			t.Setenv("SWITCHYARD_NATIVE_QKERNEL", kern)
+			dev := device(t, native.Options{Threads: 1})
+			mn, err := runtime.Load(ctx, path, &runtime.Options{Backends: []*hal.Device{dev}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mn.Close()
+			if s := mn.Plan().Summary(); s["cpu"] != 0 {
+				t.Fatalf("placement %v: nodes left on cpu", s)
+			}
+			mc, err := runtime.Load(ctx, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mc.Close()
+			rng := rand.New(rand.NewPCG(9, 10))
+			for frame := 0; frame < 8; frame++ {
+				x := make([]int8, 257)
+				for i := range x {
+					x[i] = int8(rng.IntN(256) - 128)
+				}
+				feeds := map[string]*graph.Tensor{mn.Inputs()[0].Name: graph.MustFromSlice([]int{1, 1, 257}, x)}
+				got, err := mn.Run(ctx, feeds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := mc.Run(ctx, feeds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sameInt8(got, want); err != nil {
+					t.Fatalf("frame %d: %v", frame, err)
+				}
+			}
+		})
+	}
+}
+
+func sameInt8(a, b map[string]*graph.Tensor) error {
+	for k, x := range b {
+		y := a[k]
+		if y == nil || !graph.SameShape(x.Shape, y.Shape) {
+			return fmt.Errorf("output %s: %v vs %v", k, y, x)
+		}
+		xv, yv := graph.Data[int8](x), graph.Data[int8](y)
+		for i := range xv {
+			if xv[i] != yv[i] {
+				return fmt.Errorf("output %s element %d: %d, want %d", k, i, yv[i], xv[i])
+			}
+		}
+	}
+	return nil
 }
