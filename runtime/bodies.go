@@ -134,7 +134,8 @@ func (bp *bodyPlacer) node(n *graph.Node, idx int, out outerScope) (*graph.Node,
 // closeBody is body with what it captures made its own: captured
 // constants become initializers, other captured values inputs typed as
 // types says; inputs the body declares without a dtype take n's (a
-// Loop's carried values).
+// Loop's counter, condition and carried values; a Scan's state values
+// and its scan inputs' slices).
 func closeBody(n *graph.Node, body *graph.Graph, types map[string]graph.ValueType, consts map[string]*graph.Tensor) *graph.Graph {
 	c := *body
 	c.Inputs = append([]graph.ValueInfo(nil), body.Inputs...)
@@ -151,6 +152,36 @@ func closeBody(n *graph.Node, body *graph.Graph, types map[string]graph.ValueTyp
 			default:
 				c.Inputs[i].Type = graph.ValueType{Kind: "tensor", DType: types[n.Inputs[i]].DType}
 			}
+		}
+	}
+	if n.OpType == "Scan" && n.AttrInt("num_scan_inputs", 0) > 0 && len(n.Inputs) == len(c.Inputs) {
+		// opset 9+: the state values as given, then one slice of each
+		// scan input (its scan axis removed)
+		m := int(n.AttrInt("num_scan_inputs", 0))
+		axes := n.AttrInts("scan_input_axes", nil)
+		for i := range c.Inputs {
+			if c.Inputs[i].Type.DType != graph.Undefined || m > len(n.Inputs) {
+				continue
+			}
+			t := types[n.Inputs[i]]
+			if k := i - (len(n.Inputs) - m); k >= 0 {
+				axis := int64(0)
+				if k < len(axes) {
+					axis = axes[k]
+				}
+				if r := int64(len(t.Shape)); t.Shape != nil && axis < 0 {
+					axis += r
+				}
+				if t.Shape != nil && axis >= 0 && axis < int64(len(t.Shape)) {
+					t.Shape = append(append(graph.Shape{}, t.Shape[:axis]...), t.Shape[axis+1:]...)
+				} else {
+					t.Shape = nil
+				}
+			}
+			if t.Kind == "" {
+				t.Kind = "tensor"
+			}
+			c.Inputs[i].Type = t
 		}
 	}
 	c.Initializers = make(map[string]*graph.Tensor, len(body.Initializers))

@@ -205,3 +205,69 @@ func loopBody(p *partitioner.Plan) []partitioner.NodePlacement {
 	}
 	return p.Bodies[0].Plan.Nodes
 }
+
+// A Scan's body, its inputs declared without types, is typed from the
+// Scan's inputs (the scan input's slice without its scan axis) and placed
+// per node: the Add on the backend, called once per slice.
+func TestScanBodyPlacedPerNode(t *testing.T) {
+	ctx := context.Background()
+	body := &graph.Graph{
+		Name:    "scan_body",
+		Inputs:  []graph.ValueInfo{{Name: "s"}, {Name: "xi"}},
+		Outputs: []graph.ValueInfo{{Name: "s2"}, {Name: "y"}},
+		Nodes: []*graph.Node{
+			{Name: "acc", OpType: "Add", Inputs: []string{"s", "xi"}, Outputs: []string{"s2"}},
+			{Name: "neg", OpType: "Neg", Inputs: []string{"s2"}, Outputs: []string{"y"}},
+		},
+	}
+	g := &graph.Graph{
+		Name:    "scanmodel",
+		Inputs:  []graph.ValueInfo{{Name: "s0", Type: f32(2)}, {Name: "xs", Type: f32(2, 3)}},
+		Outputs: []graph.ValueInfo{{Name: "sN", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32}}, {Name: "ys", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32}}},
+		Nodes: []*graph.Node{{Name: "scan", OpType: "Scan", Inputs: []string{"s0", "xs"}, Outputs: []string{"sN", "ys"}, Attrs: map[string]*graph.Attribute{
+			"body":            {Name: "body", Type: graph.AttrGraph, G: body},
+			"num_scan_inputs": {Name: "num_scan_inputs", Type: graph.AttrInt, I: 1},
+			"scan_input_axes": {Name: "scan_input_axes", Type: graph.AttrInts, Ints: []int64{1}},
+		}}},
+	}
+	data := onnx.Encode(&graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: g})
+	b := sim.New(sim.Options{Ops: []string{"Add"}})
+	dev, err := hal.NewDevice(b, hal.LoadLinked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	ref, err := runtime.LoadBytes(ctx, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	m, err := runtime.LoadBytes(ctx, data, &runtime.Options{Backends: []*hal.Device{dev}, Policy: partitioner.Policy{IgnoreCosts: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	bp := bodyOf(m.Plan(), "body")
+	if bp == nil || bp.Nodes[0].Backend != "sim" || bp.Nodes[1].Backend != "cpu" {
+		t.Fatalf("the Scan's body is not placed per node:\n%s", m.Plan().Text())
+	}
+	feeds := map[string]*graph.Tensor{
+		"s0": graph.MustFromSlice([]int{2}, []float32{1, -1}),
+		"xs": graph.MustFromSlice([]int{2, 3}, []float32{1, 2, 3, 4, 5, 6}),
+	}
+	want, err := ref.Run(ctx, feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.Calls()
+	got, err := m.Run(ctx, feeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := equalOutputs(want, got); err != nil {
+		t.Fatal(err)
+	}
+	if calls := b.Calls() - before; calls != 3 {
+		t.Errorf("%d backend calls, want 3 (one per slice)", calls)
+	}
+}
