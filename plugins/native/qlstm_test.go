@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,7 +180,11 @@ func TestQLSTMPriced(t *testing.T) {
 	if cc.Latency < 150*time.Microsecond || cc.Latency > 600*time.Microsecond {
 		t.Errorf("cpu estimate %v, measured ≈290 µs", cc.Latency)
 	}
-	if nc.Latency > 250*time.Microsecond || nc.Latency*5 > cc.Latency {
+	ratio := time.Duration(5) // the AVX2 products
+	if strings.HasPrefix(native.QuantKernelName(), "generic") {
+		ratio = 1 // the portable ones: about 1.7× faster than the reference kernel
+	}
+	if nc.Latency > 250*time.Microsecond || nc.Latency*ratio > cc.Latency {
 		t.Errorf("native estimate %v against cpu's %v", nc.Latency, cc.Latency)
 	}
 }
