@@ -136,7 +136,7 @@ func (bp *bodyPlacer) node(n *graph.Node, idx int, out outerScope) (*graph.Node,
 // types says; inputs the body declares without a dtype take n's (a
 // Loop's counter, condition and carried values; a Scan's state values
 // and its scan inputs' slices).
-func closeBody(n *graph.Node, body *graph.Graph, types map[string]graph.ValueType, consts map[string]*graph.Tensor) *graph.Graph {
+func closeBody(n *graph.Node, body *graph.Graph, types map[string]graph.ValueType, consts map[string]*graph.Tensor, opsets []graph.Opset) *graph.Graph {
 	c := *body
 	c.Inputs = append([]graph.ValueInfo(nil), body.Inputs...)
 	if n.OpType == "Loop" {
@@ -151,6 +151,16 @@ func closeBody(n *graph.Node, body *graph.Graph, types map[string]graph.ValueTyp
 				c.Inputs[i].Type = graph.ValueType{Kind: "tensor", DType: graph.Bool, Shape: graph.StaticShape()}
 			default:
 				c.Inputs[i].Type = graph.ValueType{Kind: "tensor", DType: types[n.Inputs[i]].DType}
+			}
+		}
+	}
+	var tentative []int // Loop carried inputs given the shape of the Loop's input
+	if n.OpType == "Loop" {
+		for i := 2; i < len(c.Inputs) && i < len(n.Inputs); i++ {
+			t := types[n.Inputs[i]]
+			if c.Inputs[i].Type.Shape == nil && t.Shape != nil && t.DType == c.Inputs[i].Type.DType {
+				c.Inputs[i].Type.Shape = t.Shape
+				tentative = append(tentative, i)
 			}
 		}
 	}
@@ -199,14 +209,81 @@ func closeBody(n *graph.Node, body *graph.Graph, types map[string]graph.ValueTyp
 		}
 		c.Inputs = append(c.Inputs, graph.ValueInfo{Name: name, Type: t})
 	}
+	if len(tentative) > 0 {
+		// the shapes hold for every iteration only where the body gives
+		// each carried value back in the shape it took (a fixed point);
+		// otherwise none is claimed
+		bt, _ := InferTypes(&graph.Model{Graph: &c, Opsets: opsets})
+		for _, i := range tentative {
+			o := 1 + (i - 2)
+			if o >= len(c.Outputs) || !sameShape(bt[c.Outputs[o].Name].Shape, c.Inputs[i].Type.Shape) {
+				for _, j := range tentative {
+					c.Inputs[j].Type.Shape = nil
+				}
+				break
+			}
+		}
+	}
 	return &c
+}
+
+// sameShape says whether a and b are the same known shape.
+func sameShape(a, b graph.Shape) bool {
+	if a == nil || b == nil || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// loopTypes gives a Loop's outputs the types its body implies: each
+// carried value the type the body takes it in (closeBody: the Loop
+// input's shape where the body keeps it), each scan output the body's
+// type with a leading dim of unknown size.
+func loopTypes(ir *graph.Model, n *graph.Node, types map[string]graph.ValueType, consts map[string]*graph.Tensor) {
+	body := n.AttrGraph("body")
+	if body == nil || len(body.Inputs) != len(n.Inputs) || len(body.Outputs) < len(body.Inputs)-1 {
+		return
+	}
+	c := closeBody(n, body, types, consts, ir.Opsets)
+	bt, _ := InferTypes(&graph.Model{Graph: c, Opsets: ir.Opsets})
+	nCarried := len(n.Inputs) - 2
+	for j, name := range n.Outputs {
+		if name == "" {
+			continue
+		}
+		if old, ok := types[name]; ok && old.DType != graph.Undefined && old.Shape != nil {
+			continue
+		}
+		var t graph.ValueType
+		if j < nCarried {
+			t = c.Inputs[2+j].Type
+		} else if o := 1 + j; o < len(c.Outputs) {
+			t = bt[c.Outputs[o].Name]
+			if t.DType == graph.Undefined {
+				t.DType = c.Outputs[o].Type.DType
+			}
+			if t.Shape != nil {
+				t.Shape = append(graph.Shape{{Value: -1}}, t.Shape...)
+			}
+		}
+		if t.DType == graph.Undefined {
+			continue
+		}
+		t.Kind = "tensor"
+		types[name] = t
+	}
 }
 
 // body places one body of n and returns the graph the executor runs for
 // it (delegated partitions replaced by stand-ins) with its plan.
 func (bp *bodyPlacer) body(n *graph.Node, body *graph.Graph, out outerScope) (*graph.Graph, *partitioner.Plan, error) {
 	m := bp.m
-	closed := closeBody(n, body, out.types, out.consts)
+	closed := closeBody(n, body, out.types, out.consts, m.ir.Opsets)
 	types := inferTypes(&graph.Model{Graph: closed, Opsets: m.ir.Opsets})
 	whole := &hal.Subgraph{Graph: annotate(closed, types), Opsets: m.ir.Opsets}
 	fbDev, err := bp.fb.device(bp.ctx)
@@ -248,7 +325,7 @@ func (bp *bodyPlacer) body(n *graph.Node, body *graph.Graph, out outerScope) (*g
 	if bp.pol.IgnoreCosts || out.rep == nil {
 		plan, err = partitioner.Place(closed, cands, bp.pol)
 	} else {
-		rc := closeBody(n, body, out.rep, out.consts)
+		rc := closeBody(n, body, out.rep, out.consts, m.ir.Opsets)
 		rep = representativeTypes(&graph.Model{Graph: rc, Opsets: m.ir.Opsets}, nil)
 		plan, err = m.placeScope(bp.ctx, sc, rep, cands, bp.pol, bp.opts, bp.devs, bp.fb)
 	}

@@ -271,3 +271,42 @@ func TestScanBodyPlacedPerNode(t *testing.T) {
 		t.Errorf("%d backend calls, want 3 (one per slice)", calls)
 	}
 }
+
+// A Loop's carried value keeps the shape it enters with only where the
+// body gives it back in that shape: v + 1 does, concat(v, v) does not.
+func TestLoopTypes(t *testing.T) {
+	for _, c := range []struct {
+		op   string
+		want string
+	}{{"Add", "float32[2,3]"}, {"Concat", "float32[?…]"}} {
+		body := &graph.Graph{
+			Name: "b",
+			Inputs: []graph.ValueInfo{{Name: "i", Type: graph.ValueType{Kind: "tensor", DType: graph.Int64, Shape: graph.StaticShape()}},
+				{Name: "cin", Type: graph.ValueType{Kind: "tensor", DType: graph.Bool, Shape: graph.StaticShape()}}, {Name: "v", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32}}},
+			Outputs: []graph.ValueInfo{{Name: "cout"}, {Name: "v2"}, {Name: "scan"}},
+			Nodes: []*graph.Node{
+				{OpType: "Identity", Inputs: []string{"cin"}, Outputs: []string{"cout"}},
+				{OpType: c.op, Inputs: []string{"v", "v"}, Outputs: []string{"v2"}, Attrs: map[string]*graph.Attribute{"axis": {Name: "axis", Type: graph.AttrInt, I: 0}}},
+				{OpType: "Identity", Inputs: []string{"v"}, Outputs: []string{"scan"}},
+			},
+		}
+		if c.op == "Add" {
+			body.Nodes[1].Attrs = nil
+		}
+		g := &graph.Graph{
+			Name:         "loop",
+			Initializers: map[string]*graph.Tensor{"trips": graph.Scalar(int64(2)), "go": graph.Scalar(true)},
+			Inputs:       []graph.ValueInfo{{Name: "x", Type: f32(2, 3)}},
+			Outputs:      []graph.ValueInfo{{Name: "y"}, {Name: "ys"}},
+			Nodes: []*graph.Node{{OpType: "Loop", Inputs: []string{"trips", "go", "x"}, Outputs: []string{"y", "ys"},
+				Attrs: map[string]*graph.Attribute{"body": {Name: "body", Type: graph.AttrGraph, G: body}}}},
+		}
+		types, _ := runtime.InferTypes(&graph.Model{Opsets: []graph.Opset{{Version: 17}}, Graph: g})
+		if got := types["y"].String(); got != c.want {
+			t.Errorf("%s body: y is %s, want %s", c.op, got, c.want)
+		}
+		if got := types["ys"]; got.DType != graph.Float32 {
+			t.Errorf("%s body: ys is %v", c.op, got)
+		}
+	}
+}

@@ -56,6 +56,9 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 		}
 		outs, ok, err := ops.Infer(n, ir.OpsetVersion(n.Domain), in)
 		if !ok {
+			if n.OpType == "Loop" && (n.Domain == "" || n.Domain == "ai.onnx") {
+				loopTypes(ir, n, types, consts) // the schema has no inference
+			}
 			continue
 		}
 		if err != nil {
@@ -71,8 +74,13 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 			}
 			types[name] = outs[i]
 		}
-		if n.OpType == "If" && (n.Domain == "" || n.Domain == "ai.onnx") {
-			ifShapes(ir, n, types, consts)
+		if n.Domain == "" || n.Domain == "ai.onnx" {
+			switch n.OpType {
+			case "If":
+				ifShapes(ir, n, types, consts)
+			case "Loop":
+				loopTypes(ir, n, types, consts) // should the schema infer some
+			}
 		}
 	}
 	return types, issues
@@ -90,7 +98,7 @@ func ifShapes(ir *graph.Model, n *graph.Node, types map[string]graph.ValueType, 
 		if body == nil || len(body.Outputs) != len(n.Outputs) {
 			return
 		}
-		bt, _ := InferTypes(&graph.Model{Graph: closeBody(n, body, types, consts), Opsets: ir.Opsets})
+		bt, _ := InferTypes(&graph.Model{Graph: closeBody(n, body, types, consts, ir.Opsets), Opsets: ir.Opsets})
 		for _, o := range body.Outputs {
 			t := o.Type
 			if it, ok := bt[o.Name]; ok {

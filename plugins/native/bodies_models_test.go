@@ -2,11 +2,14 @@ package native_test
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/onnxtest"
 	"github.com/switchyard-hal/switchyard/internal/shared"
@@ -116,4 +119,105 @@ func BenchmarkSileroBodies(b *testing.B) {
 	b.ReportMetric(per(total[2]), "native-whole-ms")
 	b.ReportMetric(float64(total[0])/float64(total[1]), "bodies/cpu")
 	b.ReportMetric(float64(total[0])/float64(total[2]), "bodies/native-whole")
+}
+
+// An If whose then_branch holds an op native does not take (a Loop, a
+// nested graph native's If verdict refuses) is not native's whole; the
+// runtime places the branch per node and the Conv and Relu around the Loop
+// still run on native, priced by the cost model; outputs match cpu alone.
+func TestIfBranchAroundAnOpNativeLacks(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(21, 22))
+	rnd := func(shape ...int) *graph.Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = rng.Float32()*2 - 1
+		}
+		return graph.MustFromSlice(shape, v)
+	}
+	f32 := func(shape ...int) graph.ValueType {
+		return graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(shape...)}
+	}
+	any32 := graph.ValueType{Kind: "tensor", DType: graph.Float32}
+	loopBody := &graph.Graph{
+		Name: "loop_body",
+		Inputs: []graph.ValueInfo{{Name: "i", Type: graph.ValueType{Kind: "tensor", DType: graph.Int64, Shape: graph.StaticShape()}},
+			{Name: "cin", Type: graph.ValueType{Kind: "tensor", DType: graph.Bool, Shape: graph.StaticShape()}}, {Name: "v", Type: any32}},
+		Outputs: []graph.ValueInfo{{Name: "cout", Type: graph.ValueType{Kind: "tensor", DType: graph.Bool, Shape: graph.StaticShape()}}, {Name: "v2", Type: any32}},
+		Nodes: []*graph.Node{
+			{OpType: "Identity", Inputs: []string{"cin"}, Outputs: []string{"cout"}},
+			{OpType: "Add", Inputs: []string{"v", "half"}, Outputs: []string{"v2"}},
+		},
+	}
+	then := &graph.Graph{
+		Name:         "then",
+		Initializers: map[string]*graph.Tensor{"trips": graph.Scalar(int64(3)), "go": graph.Scalar(true), "half": graph.MustFromSlice([]int{1}, []float32{0.5}), "w2": rnd(16, 16, 3, 3)},
+		Outputs:      []graph.ValueInfo{{Name: "t_out", Type: any32}},
+		Nodes: []*graph.Node{
+			{Name: "conv1", OpType: "Conv", Inputs: []string{"x", "w1"}, Outputs: []string{"c1"}, Attrs: map[string]*graph.Attribute{"pads": {Name: "pads", Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}},
+			{Name: "relu1", OpType: "Relu", Inputs: []string{"c1"}, Outputs: []string{"r1"}},
+			{Name: "loop", OpType: "Loop", Inputs: []string{"trips", "go", "r1"}, Outputs: []string{"l"}, Attrs: map[string]*graph.Attribute{"body": {Name: "body", Type: graph.AttrGraph, G: loopBody}}},
+			{Name: "conv2", OpType: "Conv", Inputs: []string{"l", "w2"}, Outputs: []string{"c2"}, Attrs: map[string]*graph.Attribute{"pads": {Name: "pads", Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}},
+			{Name: "relu2", OpType: "Relu", Inputs: []string{"c2"}, Outputs: []string{"t_out"}},
+		},
+	}
+	els := &graph.Graph{Name: "else", Outputs: []graph.ValueInfo{{Name: "e_out", Type: any32}},
+		Nodes: []*graph.Node{{OpType: "Conv", Inputs: []string{"x", "w1"}, Outputs: []string{"e_out"}, Attrs: map[string]*graph.Attribute{"pads": {Name: "pads", Type: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}}}}
+	g := &graph.Graph{
+		Name:         "ifloop",
+		Initializers: map[string]*graph.Tensor{"w1": rnd(16, 16, 3, 3)},
+		Inputs:       []graph.ValueInfo{{Name: "x", Type: f32(1, 16, 32, 32)}, {Name: "c", Type: graph.ValueType{Kind: "tensor", DType: graph.Bool, Shape: graph.StaticShape()}}},
+		Outputs:      []graph.ValueInfo{{Name: "y", Type: any32}},
+		Nodes: []*graph.Node{{Name: "branch", OpType: "If", Inputs: []string{"c"}, Outputs: []string{"y"}, Attrs: map[string]*graph.Attribute{
+			"then_branch": {Name: "then_branch", Type: graph.AttrGraph, G: then},
+			"else_branch": {Name: "else_branch", Type: graph.AttrGraph, G: els},
+		}}},
+	}
+	data := onnx.Encode(&graph.Model{IRVersion: 8, Opsets: []graph.Opset{{Version: 17}}, Graph: g})
+	dev := device(t, native.Options{Threads: 1})
+	m, err := runtime.LoadBytes(ctx, data, &runtime.Options{Backends: []*hal.Device{dev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ref, err := runtime.LoadBytes(ctx, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	plan := m.Plan()
+	if plan.Nodes[0].Backend != "cpu" || len(plan.Nodes[0].Declined) == 0 {
+		t.Fatalf("the If: %+v", plan.Nodes[0])
+	}
+	t.Logf("native's verdict on the If: %s", plan.Nodes[0].Declined[0].Reason)
+	per := map[string]int{}
+	countBodies(plan, per)
+	if per["Conv@native"] != 3 || per["Relu@native"] != 2 || per["Loop@cpu"] != 1 {
+		t.Errorf("placement in the bodies %v: want the Conv and Relu nodes on native, the Loop on cpu\n%s", per, plan.Text())
+	}
+	x := rnd(1, 16, 32, 32)
+	for _, c := range []bool{true, false} {
+		feeds := map[string]*graph.Tensor{"x": x, "c": graph.Scalar(c)}
+		got, err := m.Run(ctx, feeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Run(ctx, feeds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gv, wv := graph.Data[float32](got["y"]), graph.Data[float32](want["y"])
+		if len(gv) != len(wv) {
+			t.Fatalf("cond %v: %d values, want %d", c, len(gv), len(wv))
+		}
+		for i := range wv {
+			if d := math.Abs(float64(gv[i] - wv[i])); d > 1e-4+1e-4*math.Abs(float64(wv[i])) {
+				t.Fatalf("cond %v: element %d: %v, want %v", c, i, gv[i], wv[i])
+			}
+		}
+	}
 }
