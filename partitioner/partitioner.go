@@ -16,9 +16,12 @@
 // delegating would be slower; the estimate behind every choice is in the
 // report (cost.go).
 //
-// The result is deterministic for the same inputs. Nested graphs (If/Loop
-// bodies) are never split: their node is placed whole, on a backend whose
-// verdict covered the bodies, or on the fallback.
+// The result is deterministic for the same inputs. A node with nested
+// graphs (If/Loop/Scan bodies) is one node here: placed whole on a
+// backend whose verdict covered its bodies (and whose policy allows every
+// node inside them), or on the fallback; the runtime then places the
+// bodies of a control-flow node left on the fallback per node, each with
+// this same partitioner, and records their plans in Plan.Bodies.
 package partitioner
 
 import (
@@ -183,6 +186,20 @@ type Plan struct {
 	// values that stay on their device (set by the runtime).
 	Transfers []Transfer      `json:"transfers,omitempty"`
 	Resident  []ResidentValue `json:"resident,omitempty"`
+	// Bodies are the plans of the control-flow bodies placed per node
+	// (set by the runtime): each If/Loop/Scan left on the fallback has its
+	// bodies partitioned like the graph, nested bodies in their plans.
+	Bodies []Body `json:"bodies,omitempty"`
+}
+
+// Body is the placement of one nested graph of a control-flow node (an
+// If's branch, a Loop's or Scan's body).
+type Body struct {
+	Node      int    `json:"node"` // the node's index in the enclosing graph
+	OpType    string `json:"op_type"`
+	Name      string `json:"name,omitempty"`
+	Attribute string `json:"attribute"` // then_branch, else_branch, body
+	Plan      *Plan  `json:"plan"`
 }
 
 // UnplacedError lists the nodes that strict mode could not place.
@@ -220,6 +237,29 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// policyRefuses says why pol keeps backend off node nd ("" when it
+// does not). A node with nested graphs (If, Loop, Scan) runs its bodies'
+// nodes where it runs, so the policy of every node inside counts too.
+func policyRefuses(pol Policy, nd *graph.Node, backend string) string {
+	switch {
+	case pol.Allow[nd.OpType] != nil && !contains(pol.Allow[nd.OpType], backend):
+		return "not allowed by policy for " + nd.OpType
+	case contains(pol.Deny[nd.OpType], backend):
+		return "denied by policy for " + nd.OpType
+	}
+	if len(pol.Allow) == 0 && len(pol.Deny) == 0 {
+		return ""
+	}
+	for _, body := range nd.Subgraphs() {
+		for _, inner := range body.Nodes {
+			if r := policyRefuses(pol, inner, backend); r != "" {
+				return fmt.Sprintf("%s (inside %s %q)", r, nd.OpType, body.Name)
+			}
+		}
+	}
+	return ""
 }
 
 // Place computes the plan by node counts (no cost estimates).
@@ -297,8 +337,7 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 						continue
 					}
 					v := c.Verdicts[i]
-					if !v.Supported || (pol.Allow[nd.OpType] != nil && !contains(pol.Allow[nd.OpType], c.Backend)) ||
-						contains(pol.Deny[nd.OpType], c.Backend) || demoted[i] != "" || rejected[i][c.Backend] != "" {
+					if !v.Supported || policyRefuses(pol, nd, c.Backend) != "" || demoted[i] != "" || rejected[i][c.Backend] != "" {
 						continue
 					}
 					return c.Backend
@@ -313,10 +352,8 @@ func PlaceWithCosts(g *graph.Graph, cands []Candidate, pol Policy, est Estimator
 				switch {
 				case !v.Supported:
 					np.Declined = append(np.Declined, Decline{c.Backend, v.Reason})
-				case pol.Allow[nd.OpType] != nil && !contains(pol.Allow[nd.OpType], c.Backend):
-					np.Declined = append(np.Declined, Decline{c.Backend, "not allowed by policy for " + nd.OpType})
-				case contains(pol.Deny[nd.OpType], c.Backend):
-					np.Declined = append(np.Declined, Decline{c.Backend, "denied by policy for " + nd.OpType})
+				case policyRefuses(pol, nd, c.Backend) != "":
+					np.Declined = append(np.Declined, Decline{c.Backend, policyRefuses(pol, nd, c.Backend)})
 				case demoted[i] != "" && c.Backend != pol.Fallback:
 					np.Declined = append(np.Declined, Decline{c.Backend, demoted[i]})
 				case rejected[i][c.Backend] != "":

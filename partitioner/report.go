@@ -105,6 +105,24 @@ func (p *Plan) Text() string {
 			fmt.Fprintf(&b, "          declined by %s: %s\n", d.Backend, d.Reason)
 		}
 	}
+	if len(p.Bodies) > 0 {
+		fmt.Fprintf(&b, "control-flow bodies placed per node: %d\n", len(p.Bodies))
+	}
+	for _, body := range p.Bodies {
+		name := body.OpType
+		if body.Name != "" {
+			name = fmt.Sprintf("%s %q", body.OpType, body.Name)
+		}
+		fmt.Fprintf(&b, "  body %s of #%d %s:\n", body.Attribute, body.Node, name)
+		if body.Plan == nil {
+			continue
+		}
+		for _, line := range strings.SplitAfter(body.Plan.Text(), "\n") {
+			if line != "" {
+				b.WriteString("    | " + line)
+			}
+		}
+	}
 	return b.String()
 }
 

@@ -38,12 +38,32 @@ type costModel struct {
 	m     *Model
 	devs  map[string]*hal.Device
 	types map[string]graph.ValueType // with representative shapes
+	// scope is the graph placed: the main graph, or a control-flow body
+	// closed over what it captures (bodies.go)
+	scope *scope
+}
+
+// scope is a graph being placed with the inferred types of its values.
+type scope struct {
+	g     *graph.Graph
+	types map[string]graph.ValueType
 }
 
 // placeWithCosts partitions g weighing the backends' estimates: devs are
 // the delegated backends by name; the fallback is priced through its own
 // device (the one the runtime falls back to).
 func (m *Model) placeWithCosts(ctx context.Context, g *graph.Graph, cands []partitioner.Candidate, pol partitioner.Policy, opts *Options, devs map[string]*hal.Device, fb *fallback) (*partitioner.Plan, error) {
+	sc := &scope{g: g, types: m.types}
+	if pol.IgnoreCosts {
+		return partitioner.Place(g, cands, pol)
+	}
+	return m.placeScope(ctx, sc, representativeTypes(m.ir, opts.Compile.ShapeBounds), cands, pol, opts, devs, fb)
+}
+
+// placeScope partitions sc's graph, pricing it at the representative
+// types rep.
+func (m *Model) placeScope(ctx context.Context, sc *scope, rep map[string]graph.ValueType, cands []partitioner.Candidate, pol partitioner.Policy, opts *Options, devs map[string]*hal.Device, fb *fallback) (*partitioner.Plan, error) {
+	g := sc.g
 	if pol.IgnoreCosts {
 		return partitioner.Place(g, cands, pol)
 	}
@@ -57,7 +77,7 @@ func (m *Model) placeWithCosts(ctx context.Context, g *graph.Graph, cands []part
 	}
 	all[fb.name] = d
 	withMemory(ctx, cands, devs, opts.Compile.Device)
-	est := &costModel{ctx: ctx, m: m, devs: all, types: representativeTypes(m.ir, opts.Compile.ShapeBounds)}
+	est := &costModel{ctx: ctx, m: m, devs: all, types: rep, scope: sc}
 	// the backends' cost models read this machine's calibrated rates
 	// (opcost.Calibrated) once loaded
 	profile, perr := opcost.LoadDefaultProfile()
@@ -101,7 +121,7 @@ func (c *costModel) Estimate(backend string, p partitioner.Partition) (hal.Cost,
 	if d == nil {
 		return hal.Cost{}, &hal.Error{Code: hal.CodeUnsupported, Backend: backend, Op: "estimate-cost", Msg: "no device for the backend"}
 	}
-	sg, err := c.m.subgraph(p)
+	sg, err := c.m.cut(c.scope.g, c.scope.types, p)
 	if err != nil {
 		return hal.Cost{}, err
 	}

@@ -56,6 +56,9 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 		}
 		outs, ok, err := ops.Infer(n, ir.OpsetVersion(n.Domain), in)
 		if !ok {
+			if n.OpType == "Loop" && (n.Domain == "" || n.Domain == "ai.onnx") {
+				loopTypes(ir, n, types, consts) // the schema has no inference
+			}
 			continue
 		}
 		if err != nil {
@@ -71,6 +74,67 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 			}
 			types[name] = outs[i]
 		}
+		if n.Domain == "" || n.Domain == "ai.onnx" {
+			switch n.OpType {
+			case "If":
+				ifShapes(ir, n, types, consts)
+			case "Loop":
+				loopTypes(ir, n, types, consts) // should the schema infer some
+			}
+		}
 	}
 	return types, issues
+}
+
+// ifShapes gives the outputs of an If whose schema left their dtypes or
+// shapes unknown what its two branches agree on: each branch, closed
+// over what it captures (bodies.go), is inferred; where both give an
+// output the same dtype, that dtype; the same rank, that rank with the
+// dims they share (the others unknown).
+func ifShapes(ir *graph.Model, n *graph.Node, types map[string]graph.ValueType, consts map[string]*graph.Tensor) {
+	var branch [2][]graph.ValueType
+	for k, attr := range []string{"then_branch", "else_branch"} {
+		body := n.AttrGraph(attr)
+		if body == nil || len(body.Outputs) != len(n.Outputs) {
+			return
+		}
+		bt, _ := InferTypes(&graph.Model{Graph: closeBody(n, body, types, consts, ir.Opsets), Opsets: ir.Opsets})
+		for _, o := range body.Outputs {
+			t := o.Type
+			if it, ok := bt[o.Name]; ok {
+				if t.DType == graph.Undefined {
+					t.DType = it.DType
+				}
+				if t.Shape == nil {
+					t.Shape = it.Shape
+				}
+			}
+			branch[k] = append(branch[k], t)
+		}
+	}
+	for i, name := range n.Outputs {
+		t, ok := types[name]
+		if name == "" || !ok {
+			continue
+		}
+		a, b := branch[0][i], branch[1][i]
+		if t.DType == graph.Undefined && a.DType == b.DType {
+			t.DType = a.DType
+		}
+		if t.Shape == nil && a.Shape != nil && b.Shape != nil && len(a.Shape) == len(b.Shape) {
+			s := make(graph.Shape, len(a.Shape))
+			for j := range a.Shape {
+				if a.Shape[j] == b.Shape[j] {
+					s[j] = a.Shape[j]
+				} else {
+					s[j] = graph.Dim{Value: -1}
+				}
+			}
+			t.Shape = s
+		}
+		if t.Kind == "" {
+			t.Kind = "tensor"
+		}
+		types[name] = t
+	}
 }

@@ -116,7 +116,7 @@ func (m *Model) PartitionStats() []PartitionStats {
 // releaseParts releases the compiled partitions (see Close).
 func (m *Model) releaseParts() error {
 	var errs []error
-	for _, cp := range m.parts {
+	for _, cp := range append(append([]*compiledPartition{}, m.parts...), m.bodyParts...) {
 		if cp.compiled != nil {
 			errs = append(errs, cp.compiled.Release())
 		}
@@ -276,6 +276,15 @@ func (m *Model) place(ctx context.Context, opts *Options) error {
 			m.setPartition(p.ID, func(pp *partitioner.Partition) { pp.Precision = string(prec) })
 		}
 	}
+	if inline {
+		order := make([]string, len(cands))
+		for i, c := range cands {
+			order[i] = c.Backend
+		}
+		if err := m.placeBodies(ctx, opts, devs, fb, order, pol); err != nil {
+			return err
+		}
+	}
 	if err := m.planResidency(ctx, opts); err != nil {
 		return err
 	}
@@ -301,12 +310,15 @@ func (m *Model) setPartition(id int, f func(p *partitioner.Partition)) {
 // bound to both reaches the backend.
 func (m *Model) executedGraph() (*graph.Graph, map[*graph.Node]kernels.Func, map[*graph.Node][]ops.InPlace) {
 	g := m.ir.Graph
-	if len(m.parts) == 0 {
+	if len(m.parts) == 0 && len(m.bodyNodes) == 0 {
 		return g, nil, nil
 	}
 	inPlace := map[*graph.Node][]ops.InPlace{}
 	inPart := map[int]bool{}
 	overrides := map[*graph.Node]kernels.Func{}
+	for n, f := range m.bodyOver {
+		overrides[n] = f
+	}
 	exe := &graph.Graph{Name: g.Name, Inputs: g.Inputs, Outputs: g.Outputs, ValueInfo: g.ValueInfo, Initializers: g.Initializers}
 	var standIns []*graph.Node
 	for _, cp := range m.parts {
@@ -328,6 +340,9 @@ func (m *Model) executedGraph() (*graph.Graph, map[*graph.Node]kernels.Func, map
 	}
 	for i, n := range g.Nodes {
 		if !inPart[i] {
+			if c := m.bodyNodes[n]; c != nil {
+				n = c // its bodies placed per node (bodies.go)
+			}
 			exe.Nodes = append(exe.Nodes, n)
 		}
 	}
@@ -395,10 +410,15 @@ func nestedUnsupported(n *graph.Node, ir *graph.Model) []string {
 // subgraph cuts a partition out of the main graph: its nodes, its boundary
 // inputs and outputs with their inferred types, and the constants it uses.
 func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
-	g := m.ir.Graph
+	return m.cut(m.ir.Graph, m.types, p)
+}
+
+// cut cuts a partition out of g (the main graph or a control-flow body
+// closed over what it captures, bodies.go), whose values have types.
+func (m *Model) cut(g *graph.Graph, types map[string]graph.ValueType, p partitioner.Partition) (*hal.Subgraph, error) {
 	sg := &graph.Graph{Name: fmt.Sprintf("%s_partition%d", g.Name, p.ID), Initializers: map[string]*graph.Tensor{}}
 	typeOf := func(name string) graph.ValueType {
-		t := m.types[name]
+		t := types[name]
 		if t.Kind == "" {
 			t.Kind = "tensor"
 		}
@@ -425,7 +445,7 @@ func (m *Model) subgraph(p partitioner.Partition) (*hal.Subgraph, error) {
 			}
 		}
 	}
-	sg = m.withTypes(sg)
+	sg = annotate(sg, types)
 	if err := sg.Validate(nil); err != nil {
 		return nil, fmt.Errorf("runtime: partition %d on %s is not self-contained: %w", p.ID, p.Backend, err)
 	}

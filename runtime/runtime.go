@@ -136,13 +136,20 @@ func (e *UnsupportedError) Unwrap() error { return kernels.ErrUnsupported }
 
 // Model is a loaded, validated model ready to Run.
 type Model struct {
-	ir      *graph.Model
-	prog    *exec.Program
-	plan    *partitioner.Plan
-	parts   []*compiledPartition
-	inputs  []graph.ValueInfo
-	outputs []graph.ValueInfo
-	types   map[string]graph.ValueType // inferred types of all values of the main graph
+	ir    *graph.Model
+	prog  *exec.Program
+	plan  *partitioner.Plan
+	parts []*compiledPartition
+	// bodyParts are the partitions compiled inside control-flow bodies,
+	// bodyNodes the control-flow nodes the executed graph runs instead of
+	// the model's (their bodies placed per node), bodyOver the kernels of
+	// the bodies' stand-ins (bodies.go)
+	bodyParts []*compiledPartition
+	bodyNodes map[*graph.Node]*graph.Node
+	bodyOver  map[*graph.Node]kernels.Func
+	inputs    []graph.ValueInfo
+	outputs   []graph.ValueInfo
+	types     map[string]graph.ValueType // inferred types of all values of the main graph
 
 	cacheHits     atomic.Int64 // partitions imported from Options.CompileCache
 	budget        *exec.Budget

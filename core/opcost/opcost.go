@@ -193,6 +193,19 @@ func Of(n *graph.Node, ts Types) Work {
 	y, yok := shapeOf(ts, out0)
 	w.Exact = w.Exact && yok
 	w.Elems = prod(y)
+	if n.Domain == "switchyard.quant" && n.OpType == "LSTM" {
+		// the integer LSTM: two int8 matrix-vector products per step and
+		// sequence, not one operation per output element
+		x, xok := shapeOf(ts, n.Input(0))
+		wt, wok := shapeOf(ts, n.Input(3))
+		r, rok := shapeOf(ts, n.Input(4))
+		w.Exact = w.Exact && xok && wok && rok
+		w.Class, w.FLOPs = Other, float64(w.Elems)
+		if len(x) == 3 && len(wt) == 3 && len(r) == 3 {
+			w.FLOPs = 2 * float64(x[0]) * float64(x[1]) * float64(wt[0]) * float64(wt[1]) * float64(wt[2]+r[2])
+		}
+		return w
+	}
 	if n.Domain != "" && n.Domain != "ai.onnx" {
 		w.Class, w.FLOPs = Other, float64(w.Elems)
 		return w

@@ -145,3 +145,22 @@ func TestRateOf(t *testing.T) {
 		t.Errorf("Spread(17, 1) = %v, want 17", got)
 	}
 }
+
+// The integer LSTM is priced by its products (two int8 matrix-vector
+// products per step and sequence), not per output element.
+func TestQuantLSTMWork(t *testing.T) {
+	ts := typeMap{
+		"x": {DType: graph.Int8, Shape: graph.StaticShape(2, 3, 257)},
+		"W": {DType: graph.Int8, Shape: graph.StaticShape(4, 128, 257)},
+		"R": {DType: graph.Int8, Shape: graph.StaticShape(4, 128, 128)},
+		"y": {DType: graph.Int8, Shape: graph.StaticShape(2, 3, 128)},
+	}
+	n := &graph.Node{Domain: "switchyard.quant", OpType: "LSTM", Inputs: []string{"x", "xs", "xz", "W", "R", "ws", "B", "h0", "hs", "hz", "c0"}, Outputs: []string{"y"}}
+	w := Of(n, ts)
+	if want := 2.0 * 2 * 3 * 4 * 128 * (257 + 128); w.FLOPs != want || w.Class != Other {
+		t.Fatalf("work %+v, want %v FLOPs of class other", w, want)
+	}
+	if got := Family(n, ts); got != "switchyard.quant:LSTM" {
+		t.Fatalf("family %q", got)
+	}
+}

@@ -51,6 +51,12 @@ var opRates = map[string]opcost.Rate{
 	"Sqrt":               {Fixed: 481, PerFLOP: 2.07},
 	"Sub":                {Fixed: 733, PerFLOP: 0.506},
 	"Transpose":          {Fixed: 629, PerByte: 0.123},
+	// the integer LSTM (switchyard.quant), per FLOP of its products (two
+	// a multiply-accumulate; opcost.Of): one step of 257 inputs and 128
+	// units (197k MACs) takes about 290 µs of CPU time (BenchmarkQLSTM in
+	// plugins/native, GOMAXPROCS=1), preparing its biases from every
+	// weight on each call
+	"switchyard.quant:LSTM": {Fixed: 2000, PerFLOP: 0.73},
 }
 
 // classRates: every other op, by class (Conv is priced by class: dense
@@ -93,7 +99,13 @@ func Estimate(sg *hal.Subgraph, procs int) hal.Cost {
 	var fixed, compute float64
 	for _, n := range sg.Graph.Nodes {
 		w := opcost.Of(n, sg)
-		f, c := nodeCost(n.OpType, w, procs)
+		op := n.OpType
+		if fam := opcost.Family(n, sg); fam != op {
+			if _, measured := opRates[fam]; measured {
+				op = fam // an op of another domain with its own rate
+			}
+		}
+		f, c := nodeCost(op, w, procs)
 		if r, ok := opcost.Calibrated("cpu", opcost.Family(n, sg)); ok {
 			// measured on this machine (switchyard calibrate)
 			f, c = rateCost(opcost.Rate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte}, w, procs)

@@ -40,7 +40,7 @@ import (
 )
 
 // quantFast are the int8 ops with kernels here.
-var quantFast = map[string]bool{"Conv2D": true, "DepthwiseConv2D": true, "FullyConnected": true, "Add": true}
+var quantFast = map[string]bool{"Conv2D": true, "DepthwiseConv2D": true, "FullyConnected": true, "Add": true, "LSTM": true}
 
 // quantRef are the int8 ops claimed to run their reference kernels.
 var quantRef = map[string]bool{"Sub": true, "Mul": true, "AveragePool2D": true, "MaxPool2D": true, "Mean": true,
@@ -189,6 +189,9 @@ func checkQuant(sg *hal.Subgraph, n *graph.Node) string {
 	if !quantFast[n.OpType] {
 		return fmt.Sprintf("native: op %s.%s not implemented", n.Domain, n.OpType)
 	}
+	if n.OpType == "LSTM" {
+		return checkQLSTM(sg, n) // qlstm.go
+	}
 	if n.OpType == "Add" {
 		a, r := int8Type(sg, n, 0, 0)
 		if r != "" {
@@ -286,6 +289,8 @@ func buildQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		return buildQAdd(bc, n)
 	case "DepthwiseConv2D":
 		return buildQDepthwise(bc, n)
+	case "LSTM":
+		return buildQLSTM(bc, n)
 	}
 	if n.OpType == "Mean" {
 		return buildQMean(bc, n), nil

@@ -25,7 +25,16 @@ var quantRates = map[string]nrate{
 	"DepthwiseConv2D": {Fixed: 2000, PerFLOP: 0.07},
 	"Add":             {Fixed: 500, PerFLOP: 0.5},
 	"Mean":            {Fixed: 500, PerFLOP: 1},
+	// LSTM per multiply-accumulate of its two products (qlstm.go): one
+	// step of 257 inputs and 128 units (197k MACs) takes about 14 µs of
+	// CPU time with the AVX2 products (BenchmarkQLSTM, GOMAXPROCS=1),
+	// about 170 µs with the portable ones (qlstmGenericFactor)
+	"LSTM": {Fixed: 2000, PerFLOP: 0.06},
 }
+
+// qlstmGenericFactor is how much slower the integer LSTM's portable
+// products are than its AVX2 ones (measured as above).
+const qlstmGenericFactor = 12
 
 // qlinearRates price ONNX's integer ops (qlinear.go) the same way: the
 // convolutions and QLinearMatMul on the int8 GEMM or depthwise kernels
@@ -120,6 +129,13 @@ func quantNodeCost(sg *hal.Subgraph, n *graph.Node, threads int) (float64, bool)
 		work *= float64(k)
 	case "Mean":
 		work = float64(w.BytesIn)
+	case "LSTM":
+		// single-threaded: no parallel share
+		t := w.FLOPs / 2 * r.PerFLOP
+		if !qlstmAsm() {
+			t *= qlstmGenericFactor
+		}
+		return r.Fixed + t, true
 	}
 	t := work * r.PerFLOP
 	if n.OpType != "Mean" { // Mean has no assembly: the same kernel everywhere
