@@ -123,7 +123,10 @@ type chatCase struct {
 // TestChatTemplatesMatchJinja2: real chat templates render byte for byte
 // as Jinja2 renders them (python3 with jinja2, testdata/chat/render.py)
 // on conversations with system prompts, several turns, tools and Qwen 3's
-// thinking switch.
+// thinking switch: the vocab GGUFs' own templates, the families' ones in
+// the llama.cpp source of the peer kit, and every *.jinja file in the
+// directory SWITCHYARD_CHAT_TEMPLATES names (templates of other projects
+// kept outside the repo, such as Gemma 3's, Phi-4-mini's and SmolLM2's).
 func TestChatTemplatesMatchJinja2(t *testing.T) {
 	py := ""
 	for _, c := range []string{"python3", "/usr/bin/python3"} {
