@@ -22,6 +22,7 @@ const (
 	addName    = pyPrefix + "add"
 	concatName = pyPrefix + "concat"
 	inName     = pyPrefix + "in"
+	iterName   = pyPrefix + "iter"
 )
 
 // exprTok is a token of a Jinja expression: its bytes [start, end) and
@@ -626,7 +627,7 @@ func rewriteExpr(s string, from int, tuple, forIf bool) string {
 	if p.bad || p.pos != len(toks) {
 		return s
 	}
-	changed := false
+	changed := forIf // a for loop's iterable is checked
 	for _, n := range nodes {
 		changed = changed || n.rewrites()
 	}
@@ -636,9 +637,15 @@ func rewriteExpr(s string, from int, tuple, forIf bool) string {
 	var sb strings.Builder
 	sb.WriteString(s[:from])
 	at := 0
-	for _, n := range nodes {
+	for i, n := range nodes {
 		sb.WriteString(p.src[at:n.start])
-		n.emit(p.src, &sb)
+		if forIf && i == 0 {
+			sb.WriteString(iterName + "(")
+			n.emit(p.src, &sb)
+			sb.WriteString(")")
+		} else {
+			n.emit(p.src, &sb)
+		}
 		at = n.end
 	}
 	sb.WriteString(p.src[at:])

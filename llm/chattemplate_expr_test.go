@@ -31,6 +31,10 @@ func TestPythonSemantics(t *testing.T) {
 		{"{% if 'x' in none %}{% endif %}", `{}`, "", "not iterable"},
 		{"{{ 1 in 'abc' }}", `{}`, "", "requires string as left operand"},
 		{"{{ 'a' + y }}", `{}`, "", "undefined"},
+		{"{{ x | length }}", `{"x": null}`, "", "has no len()"},
+		{"{% for c in x %}{% endfor %}", `{"x": null}`, "", "not iterable"},
+		{"{% for c in 'ab' %}{{ c }}{% endfor %}{% for c in y %}{{ c }}{% endfor %}{{ y | length }}{{ 'ab' | count }}{% for k in {'a': 1} %}{{ k }}{% endfor %}",
+			`{}`, "ab02a", ""},
 	} {
 		ct, err := ParseChatTemplate(c.src)
 		if err != nil {
@@ -55,7 +59,8 @@ func TestRewriteKeepsText(t *testing.T) {
 		{"{% raw %}{{ 'a' + b }}{% endraw %}", "{% raw %}{{ 'a' + b }}{% endraw %}"},
 		{"{% if x + %}", "{% if x + %}"},
 		{"{{- a + b -}}", "{{- ( " + addName + "(a, b) )|" + printName + " -}}"},
-		{"{% for x in xs if x not in y %}", "{% for x in xs if (not " + inName + "(x, y)) %}"},
+		{"{% for x in xs if x not in y %}", "{% for x in " + iterName + "(xs) if (not " + inName + "(x, y)) %}"},
+		{"{% for k, v in d.items() recursive %}", "{% for k, v in " + iterName + "(" + pyPrefix + "m_items(d)) recursive %}"},
 		{"{% set ns.s = ns.s ~ m['c'] | trim %}", "{% set ns.s = " + concatName + "(ns.s, m['c'] | " + pyPrefix + "trim) %}"},
 	} {
 		if got := rewriteTemplate(c.in); got != c.want {

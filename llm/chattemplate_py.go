@@ -26,7 +26,7 @@ const (
 )
 
 // pyFilters are the filters replaced by ours (the name is prefixed).
-var pyFilters = map[string]bool{"tojson": true, "trim": true, "string": true}
+var pyFilters = map[string]bool{"tojson": true, "trim": true, "string": true, "length": true, "count": true}
 
 // rewriteTemplate returns the template with the printing and filters
 // replaced. Text it cannot read as tags (an unclosed one) is kept as it
@@ -203,6 +203,9 @@ func pyGlobals(data map[string]jinja.Value) {
 		return jinja.NewString(s), err
 	})
 	data[pyPrefix+"trim"] = jinja.NewCallable("trim", pyTrim)
+	data[pyPrefix+"length"] = jinja.NewCallable("length", pyLen)
+	data[pyPrefix+"count"] = jinja.NewCallable("count", pyLen)
+	data[iterName] = jinja.NewCallable("iter", pyIter)
 	data[addName] = jinja.NewCallable("add", pyAdd)
 	data[concatName] = jinja.NewCallable("concat", pyConcat)
 	data[inName] = jinja.NewCallable("in", pyIn)
@@ -360,4 +363,36 @@ func pyQuote(sb *strings.Builder, s string) {
 		}
 	}
 	sb.WriteByte(q)
+}
+
+// pyLen is Jinja2's length filter: Python's len(), 0 for an undefined value.
+func pyLen(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), errors.New("length takes no arguments")
+	}
+	v := args[0]
+	switch {
+	case v.IsString():
+		return jinja.NewInt(int64(len([]rune(v.AsString())))), nil
+	case v.IsList():
+		return jinja.NewInt(int64(v.AsList().Len())), nil
+	case v.IsDict():
+		return jinja.NewInt(int64(v.AsDict().Len())), nil
+	case v.IsUndefined():
+		return jinja.NewInt(0), nil
+	}
+	return jinja.Undefined(), fmt.Errorf("TypeError: object of type '%s' has no len()", pyTypeName(v))
+}
+
+// pyIter passes on what a for loop may iterate (a string, list or dict;
+// an undefined value iterates as empty) and refuses the rest as Python does.
+func pyIter(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), errors.New("iter takes one value")
+	}
+	v := args[0]
+	if v.IsString() || v.IsList() || v.IsDict() || v.IsUndefined() {
+		return v, nil
+	}
+	return jinja.Undefined(), fmt.Errorf("TypeError: '%s' object is not iterable", pyTypeName(v))
 }
