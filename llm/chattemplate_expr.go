@@ -640,9 +640,9 @@ func rewriteExpr(s string, from int, tuple, forIf bool) string {
 	for i, n := range nodes {
 		sb.WriteString(p.src[at:n.start])
 		if forIf && i == 0 {
-			sb.WriteString(iterName + "(")
+			sb.WriteString(iterName + "((") // the iterable may be a tuple without parentheses
 			n.emit(p.src, &sb)
-			sb.WriteString(")")
+			sb.WriteString("))")
 		} else {
 			n.emit(p.src, &sb)
 		}

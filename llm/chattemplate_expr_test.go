@@ -32,6 +32,7 @@ func TestPythonSemantics(t *testing.T) {
 		{"{{ 1 in 'abc' }}", `{}`, "", "requires string as left operand"},
 		{"{{ 'a' + y }}", `{}`, "", "undefined"},
 		{"{{ x | length }}", `{"x": null}`, "", "has no len()"},
+		{"{% for a in 1, 'b' %}{{ a }}{% endfor %}", `{}`, "1b", ""},
 		{"{% for c in x %}{% endfor %}", `{"x": null}`, "", "not iterable"},
 		{"{% for c in 'ab' %}{{ c }}{% endfor %}{% for c in y %}{{ c }}{% endfor %}{{ y | length }}{{ 'ab' | count }}{% for k in {'a': 1} %}{{ k }}{% endfor %}",
 			`{}`, "ab02a", ""},
@@ -59,8 +60,8 @@ func TestRewriteKeepsText(t *testing.T) {
 		{"{% raw %}{{ 'a' + b }}{% endraw %}", "{% raw %}{{ 'a' + b }}{% endraw %}"},
 		{"{% if x + %}", "{% if x + %}"},
 		{"{{- a + b -}}", "{{- ( " + addName + "(a, b) )|" + printName + " -}}"},
-		{"{% for x in xs if x not in y %}", "{% for x in " + iterName + "(xs) if (not " + inName + "(x, y)) %}"},
-		{"{% for k, v in d.items() recursive %}", "{% for k, v in " + iterName + "(" + pyPrefix + "m_items(d)) recursive %}"},
+		{"{% for x in xs if x not in y %}", "{% for x in " + iterName + "((xs)) if (not " + inName + "(x, y)) %}"},
+		{"{% for k, v in d.items() recursive %}", "{% for k, v in " + iterName + "((" + pyPrefix + "m_items(d))) recursive %}"},
 		{"{% set ns.s = ns.s ~ m['c'] | trim %}", "{% set ns.s = " + concatName + "(ns.s, m['c'] | " + pyPrefix + "trim) %}"},
 	} {
 		if got := rewriteTemplate(c.in); got != c.want {
