@@ -31,13 +31,6 @@ type ChatTemplate struct {
 // maxTemplateBytes bounds a template's source.
 const maxTemplateBytes = 1 << 20
 
-// tojsonFilter finds the tojson filter in a template: the engine's own
-// tojson sorts keys when indenting, so the template calls ours instead.
-var tojsonFilter = regexp.MustCompile(`\|\s*tojson\b`)
-
-// tojsonName is the name the template's tojson filter is renamed to.
-const tojsonName = "__switchyard_tojson"
-
 // ParseChatTemplate compiles a chat template.
 func ParseChatTemplate(src string) (ct *ChatTemplate, err error) {
 	if len(src) > maxTemplateBytes {
@@ -51,7 +44,7 @@ func ParseChatTemplate(src string) (ct *ChatTemplate, err error) {
 	if err := checkTemplate(src); err != nil {
 		return nil, err
 	}
-	t, err := jinja.Compile(boundMacros(tojsonFilter.ReplaceAllString(src, "|"+tojsonName)))
+	t, err := jinja.Compile(boundMacros(rewriteTemplate(src)))
 	if err != nil {
 		return nil, fmt.Errorf("llm: chat template: %w", err)
 	}
@@ -166,7 +159,7 @@ func (c *ChatTemplate) RenderJSON(vars []byte) (out string, err error) {
 		}
 		return jinja.NewString(strftime(now, args[0].AsString())), nil
 	})
-	data[tojsonName] = jinja.NewCallable("tojson", pyToJSON)
+	pyGlobals(data)
 	data["range"] = jinja.NewCallable("range", boundedRange)
 	defer func() {
 		if r := recover(); r != nil {
@@ -563,7 +556,7 @@ type tag struct {
 }
 
 // templateTags finds a template's tags: each opening delimiter to the
-// first closing one after it.
+// first closing one after it outside string literals.
 func templateTags(src string) []tag {
 	var tags []tag
 	for i := 0; i < len(src); {
@@ -585,6 +578,9 @@ func templateTags(src string) []tag {
 			continue
 		}
 		k := strings.Index(src[i+2:], end)
+		if end != "#}" {
+			k = tagEnd(src[i+2:], end) // a string literal may hold the closing mark
+		}
 		if k < 0 {
 			break
 		}

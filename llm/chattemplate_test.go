@@ -92,6 +92,29 @@ var chatFamilies = map[string][2]string{ // file → bos_token, eos_token
 	"HuggingFaceTB-SmolLM3-3B.jinja":          {"", "<|im_end|>"},
 }
 
+// chatFamilyTokens are the bos_token and eos_token of each family's
+// tokenizer_config.json, matched on a template file's name (lower case,
+// first match wins) for templates SWITCHYARD_CHAT_TEMPLATES names.
+var chatFamilyTokens = []struct{ name, bos, eos string }{
+	{"gemma", "<bos>", "<eos>"},
+	{"phi-4-mini", "<|endoftext|>", "<|endoftext|>"},
+	{"phi-3", "<s>", "<|endoftext|>"},
+	{"smollm2", "<|im_start|>", "<|im_end|>"},
+	{"smollm3", "", "<|im_end|>"},
+	{"llama-3", "<|begin_of_text|>", "<|eot_id|>"},
+	{"qwen", "", "<|im_end|>"},
+}
+
+func familyTokens(file string) ([2]string, bool) {
+	file = strings.ToLower(file)
+	for _, f := range chatFamilyTokens {
+		if strings.Contains(file, f.name) {
+			return [2]string{f.bos, f.eos}, true
+		}
+	}
+	return [2]string{}, false
+}
+
 type chatCase struct {
 	name, template string
 	vars           json.RawMessage
@@ -100,7 +123,10 @@ type chatCase struct {
 // TestChatTemplatesMatchJinja2: real chat templates render byte for byte
 // as Jinja2 renders them (python3 with jinja2, testdata/chat/render.py)
 // on conversations with system prompts, several turns, tools and Qwen 3's
-// thinking switch.
+// thinking switch: the vocab GGUFs' own templates, the families' ones in
+// the llama.cpp source of the peer kit, and every *.jinja file in the
+// directory SWITCHYARD_CHAT_TEMPLATES names (templates of other projects
+// kept outside the repo, such as Gemma 3's, Phi-4-mini's and SmolLM2's).
 func TestChatTemplatesMatchJinja2(t *testing.T) {
 	py := ""
 	for _, c := range []string{"python3", "/usr/bin/python3"} {
@@ -159,6 +185,26 @@ func TestChatTemplatesMatchJinja2(t *testing.T) {
 		}
 	} else {
 		backendtest.SkipUnlessRequired(t, "llamacpp", "no llama.cpp source bundle (peers/llamacpp/setup.sh)")
+	}
+	// more templates, from a directory the environment names
+	if dir := os.Getenv("SWITCHYARD_CHAT_TEMPLATES"); dir != "" {
+		files, err := filepath.Glob(filepath.Join(dir, "*.jinja"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("SWITCHYARD_CHAT_TEMPLATES=%s: no .jinja files (%v)", dir, err)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := "dir:" + filepath.Base(f)
+			templates[name] = string(src)
+			tok, ok := familyTokens(filepath.Base(f))
+			if !ok {
+				t.Logf("%s: no family known for its name, bos_token and eos_token empty", name)
+			}
+			eos[name] = tok
+		}
 	}
 	raw, err := os.ReadFile(filepath.Join("testdata", "chat", "conversations.json"))
 	if err != nil {
@@ -254,6 +300,8 @@ func FuzzChatTemplate(f *testing.F) {
 		"{% set ns = namespace(x=0) %}{% for m in messages[::-1] %}{% set ns.x = ns.x + 1 %}{% endfor %}{{ ns.x }}",
 		"{% macro f(n) %}{{ n }}{% if n < 3 %}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}{{ raise_exception('x') if false }}",
 		"{{ strftime_now('%d %b %Y') }}{{ (1, 2) }}{{ {'a': [1.5, none, true]} | tojson }}",
+		"{% for k, v in m.items() if 'x' not in k %}{{ '}}' ~ k + v.get('a', none) | trim }}{% endfor %}{% set s = -1 + 2 %}",
+		"{{- [1, 'a\n'] | string + ('b' if x is defined else none) -}}{% if 'a' in messages[0].content + 'b' %}{% endif %}",
 	} {
 		f.Add(s)
 	}
