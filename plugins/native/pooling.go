@@ -92,6 +92,10 @@ type poolTask struct {
 // poolPlane pools one plane: the interior (windows inside the input)
 // without bounds checks or padding counts, the border point by point.
 func poolPlane(g *geom, x, y []float32, isMax, includePad bool) {
+	if isMax && separableMax(g) {
+		maxPoolSeparable(g, x, y)
+		return
+	}
 	y0, y1 := interior(g.oh, g.ih, g.kh, g.sh, g.dh, g.pt)
 	x0, x1 := interior(g.ow, g.iw, g.kw, g.sw, g.dw, g.pl)
 	area := float32(g.kh * g.kw)
