@@ -117,6 +117,11 @@ func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 //go:noescape
 func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
 
+// maxIntoAVX2 computes y[i] = max(y[i], r[i]) for i < n&^7, a NaN in r never winning.
+//
+//go:noescape
+func maxIntoAVX2(n int, r *float32, y *float32)
+
 // deinterleave2AVX2 computes ev[j] = x[2j] and od[j] = x[2j+1] for j < n&^7.
 //
 //go:noescape

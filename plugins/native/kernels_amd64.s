@@ -3604,6 +3604,38 @@ mp2_done:
 	VZEROUPPER
 	RET
 
+// func maxIntoAVX2(n int, r *float32, y *float32)
+// Requires: AVX
+TEXT ·maxIntoAVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), AX
+	MOVQ r+8(FP), CX
+	MOVQ y+16(FP), DX
+
+mxi_16:
+	CMPQ    AX, $0x10
+	JLT     mxi_8
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMAXPS  (DX), Y0, Y0
+	VMAXPS  32(DX), Y1, Y1
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	SUBQ    $0x10, AX
+	JMP     mxi_16
+
+mxi_8:
+	CMPQ    AX, $0x08
+	JLT     mxi_done
+	VMOVUPS (CX), Y0
+	VMAXPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DX)
+
+mxi_done:
+	VZEROUPPER
+	RET
+
 // func deinterleave2AVX2(n int, x *float32, ev *float32, od *float32)
 // Requires: AVX, AVX2
 TEXT ·deinterleave2AVX2(SB), NOSPLIT, $0-32

@@ -15,33 +15,38 @@ func separableMax(g *geom) bool { return g.kh*g.kw > 4 && g.kh > 1 && g.kw > 1 }
 // maxPoolSeparable is MaxPool of one plane x (ih×iw) into y (oh×ow) as a
 // row pass over every input row into an ih×ow scratch plane, then a column
 // pass over its rows: kw·ih·ow + kh·oh·ow comparisons instead of
-// kh·kw·oh·ow.
+// kh·kw·oh·ow, each pass (the row pass at column stride 1) a series of
+// element-wise maxima of contiguous runs (maxInto, vectorised).
 func maxPoolSeparable(g *geom, x, y []float32) {
 	sp := sepScratch.Get().(*[]float32)
 	if cap(*sp) < g.ih*g.ow {
 		*sp = make([]float32, g.ih*g.ow)
 	}
 	r := (*sp)[:g.ih*g.ow]
-	x0, x1 := interior(g.ow, g.iw, g.kw, g.sw, g.dw, g.pl)
+	for i := range r {
+		r[i] = negInf
+	}
 	for iy := 0; iy < g.ih; iy++ {
 		xr := x[iy*g.iw : (iy+1)*g.iw]
 		rr := r[iy*g.ow : (iy+1)*g.ow]
+		if g.sw == 1 {
+			// tap kx reads ix = ox - pl + kx·dw: outputs [lo, hi) read inside
+			for kx := 0; kx < g.kw; kx++ {
+				off := kx*g.dw - g.pl
+				lo, hi := max(0, -off), min(g.ow, g.iw-off)
+				if lo < hi {
+					maxInto(rr[lo:hi], xr[lo+off:hi+off])
+				}
+			}
+			continue
+		}
 		for ox := range rr {
 			ix0 := ox*g.sw - g.pl
 			s := negInf
-			if ox >= x0 && ox < x1 {
-				w := xr[ix0 : ix0+(g.kw-1)*g.dw+1]
-				for k := 0; k < len(w); k += g.dw {
-					if v := w[k]; v > s {
+			for kx := 0; kx < g.kw; kx++ {
+				if ix := ix0 + kx*g.dw; uint(ix) < uint(g.iw) {
+					if v := xr[ix]; v > s {
 						s = v
-					}
-				}
-			} else {
-				for kx := 0; kx < g.kw; kx++ {
-					if ix := ix0 + kx*g.dw; uint(ix) < uint(g.iw) {
-						if v := xr[ix]; v > s {
-							s = v
-						}
 					}
 				}
 			}
@@ -65,8 +70,8 @@ func maxPoolSeparable(g *geom, x, y []float32) {
 	sepScratch.Put(sp)
 }
 
-// maxInto is y[i] = max(y[i], r[i]), a NaN in r never winning.
-func maxInto(y, r []float32) {
+// maxIntoGo is y[i] = max(y[i], r[i]), a NaN in r never winning.
+func maxIntoGo(y, r []float32) {
 	r = r[:len(y)]
 	for i, v := range r {
 		if v > y[i] {

@@ -48,6 +48,7 @@ func main() {
 	axpy()
 	clampVec()
 	maxPool2x2()
+	maxInto()
 	deinterleave2()
 	expSum()
 	dot()
@@ -685,6 +686,42 @@ func maxPool2x2() {
 	SUBQ(U8(8), n)
 	JMP(LabelRef("mp2_8"))
 	Label("mp2_done")
+	VZEROUPPER()
+	RET()
+}
+
+// maxInto emits maxIntoAVX2: y[i] = r[i] if r[i] > y[i] (a NaN in r never
+// wins) for i < n&^7: the passes of separable max pooling.
+func maxInto() {
+	TEXT("maxIntoAVX2", NOSPLIT, "func(n int, r, y *float32)")
+	Doc("maxIntoAVX2 computes y[i] = max(y[i], r[i]) for i < n&^7, a NaN in r never winning.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	r := Load(Param("r"), GP64())
+	y := Load(Param("y"), GP64())
+	a, b := YMM(), YMM()
+	Label("mxi_16")
+	CMPQ(n, U8(16))
+	JLT(LabelRef("mxi_8"))
+	// Intel max returns its second source when either is NaN: the new
+	// values r first, the running maximum y second
+	VMOVUPS(Mem{Base: r}, a)
+	VMOVUPS(Mem{Base: r, Disp: 32}, b)
+	VMAXPS(Mem{Base: y}, a, a)
+	VMAXPS(Mem{Base: y, Disp: 32}, b, b)
+	VMOVUPS(a, Mem{Base: y})
+	VMOVUPS(b, Mem{Base: y, Disp: 32})
+	ADDQ(U8(64), r)
+	ADDQ(U8(64), y)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("mxi_16"))
+	Label("mxi_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("mxi_done"))
+	VMOVUPS(Mem{Base: r}, a)
+	VMAXPS(Mem{Base: y}, a, a)
+	VMOVUPS(a, Mem{Base: y})
+	Label("mxi_done")
 	VZEROUPPER()
 	RET()
 }
