@@ -122,6 +122,11 @@ func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
 //go:noescape
 func maxIntoAVX2(n int, r *float32, y *float32)
 
+// transpose8AVX2 writes y[(8b+j)·ldy + i] = x[i·ldx + 8b+j] for i, j < 8 and b < n.
+//
+//go:noescape
+func transpose8AVX2(n int, x *float32, ldx int, y *float32, ldy int)
+
 // deinterleave2AVX2 computes ev[j] = x[2j] and od[j] = x[2j+1] for j < n&^7.
 //
 //go:noescape

@@ -3636,6 +3636,79 @@ mxi_done:
 	VZEROUPPER
 	RET
 
+// func transpose8AVX2(n int, x *float32, ldx int, y *float32, ldy int)
+// Requires: AVX
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ ldx+16(FP), DX
+	MOVQ y+24(FP), BX
+	MOVQ ldy+32(FP), SI
+	SHLQ $0x02, DX
+	SHLQ $0x02, SI
+
+tr8_loop:
+	TESTQ      AX, AX
+	JEQ        tr8_done
+	LEAQ       (CX)(DX*4), DI
+	VMOVUPS    (CX), Y0
+	VMOVUPS    (CX)(DX*1), Y1
+	VMOVUPS    (CX)(DX*2), Y2
+	VMOVUPS    (DI), Y4
+	VMOVUPS    (DI)(DX*1), Y5
+	VMOVUPS    (DI)(DX*2), Y6
+	ADDQ       DX, DI
+	VMOVUPS    (DI)(DX*2), Y7
+	LEAQ       (CX)(DX*2), DI
+	VMOVUPS    (DI)(DX*1), Y3
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y9
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0
+	VSHUFPS    $0xee, Y10, Y8, Y1
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xee, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4
+	VSHUFPS    $0xee, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xee, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y9, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y10, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y11, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y12, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y13, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y14, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y15, (BX)
+	ADDQ       SI, BX
+	ADDQ       $0x20, CX
+	DECQ       AX
+	JMP        tr8_loop
+
+tr8_done:
+	VZEROUPPER
+	RET
+
 // func deinterleave2AVX2(n int, x *float32, ev *float32, od *float32)
 // Requires: AVX, AVX2
 TEXT ·deinterleave2AVX2(SB), NOSPLIT, $0-32

@@ -43,13 +43,32 @@ func TestMaxPoolSeparable(t *testing.T) {
 			for i := 0; i < g.iw && i < len(x); i++ { // a whole NaN row
 				x[i] = float32(math.NaN())
 			}
-			got := make([]float32, g.oh*g.ow)
-			maxPoolSeparable(&g, x, got)
-			for oy := 0; oy < g.oh; oy++ {
-				for ox := 0; ox < g.ow; ox++ {
-					want := poolPoint(&g, x, oy, ox, true, false)
-					if v := got[oy*g.ow+ox]; v != want && !(v != v && want != want) {
-						t.Fatalf("%+v ceil %v: y[%d,%d] = %v, want %v", cs, ceil, oy, ox, v, want)
+			// one plane, and a batch of planes (channels innermost when
+			// small: 9 planes, so the batch path runs)
+			const planes = 9
+			hw, ohw := g.ih*g.iw, g.oh*g.ow
+			xs := make([]float32, planes*hw)
+			for p := 0; p < planes; p++ {
+				copy(xs[p*hw:], x)
+				for i := p; i < hw; i += 5 {
+					xs[p*hw+i] = float32(rng.NormFloat64())
+				}
+			}
+			got := make([]float32, ohw)
+			maxPoolSeparable(&g, x, got, 1)
+			gotB := make([]float32, planes*ohw)
+			poolPlanes(&g, xs, gotB, 0, planes, true, false)
+			for p := -1; p < planes; p++ {
+				xp, gp := x, got
+				if p >= 0 {
+					xp, gp = xs[p*hw:(p+1)*hw], gotB[p*ohw:(p+1)*ohw]
+				}
+				for oy := 0; oy < g.oh; oy++ {
+					for ox := 0; ox < g.ow; ox++ {
+						want := poolPoint(&g, xp, oy, ox, true, false)
+						if v := gp[oy*g.ow+ox]; v != want && !(v != v && want != want) {
+							t.Fatalf("%+v ceil %v plane %d: y[%d,%d] = %v, want %v", cs, ceil, p, oy, ox, v, want)
+						}
 					}
 				}
 			}

@@ -49,6 +49,7 @@ func main() {
 	clampVec()
 	maxPool2x2()
 	maxInto()
+	transpose8()
 	deinterleave2()
 	expSum()
 	dot()
@@ -722,6 +723,70 @@ func maxInto() {
 	VMAXPS(Mem{Base: y}, a, a)
 	VMOVUPS(a, Mem{Base: y})
 	Label("mxi_done")
+	VZEROUPPER()
+	RET()
+}
+
+// transpose8 emits transpose8AVX2: for each of n blocks b, the 8×8 block
+// of x at columns 8b..8b+7 (8 rows, ldx floats apart) is written
+// transposed to y rows 8b..8b+7 (ldy floats apart), columns 0..7.
+func transpose8() {
+	TEXT("transpose8AVX2", NOSPLIT, "func(n int, x *float32, ldx int, y *float32, ldy int)")
+	Doc("transpose8AVX2 writes y[(8b+j)·ldy + i] = x[i·ldx + 8b+j] for i, j < 8 and b < n.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldx)
+	SHLQ(U8(2), ldy)
+	x3, y3 := GP64(), GP64()
+	r := make([]VecPhysical, 8)
+	for i := range r {
+		r[i] = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7}[i]
+	}
+	t := []VecPhysical{Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+	Label("tr8_loop")
+	TESTQ(n, n)
+	JEQ(LabelRef("tr8_done"))
+	// rows 0-3 at x + {0,1,2,3}·ldx, rows 4-7 from x3 = x + 4·ldx
+	LEAQ(Mem{Base: x, Index: ldx, Scale: 4}, x3)
+	VMOVUPS(Mem{Base: x}, r[0])
+	VMOVUPS(Mem{Base: x, Index: ldx, Scale: 1}, r[1])
+	VMOVUPS(Mem{Base: x, Index: ldx, Scale: 2}, r[2])
+	VMOVUPS(Mem{Base: x3}, r[4])
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 1}, r[5])
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 2}, r[6])
+	ADDQ(ldx, x3)
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 2}, r[7])
+	LEAQ(Mem{Base: x, Index: ldx, Scale: 2}, x3)
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 1}, r[3])
+	// pairs of rows interleaved, then pairs of pairs, then the halves
+	for q := 0; q < 8; q += 2 {
+		VUNPCKLPS(r[q+1], r[q], t[q])
+		VUNPCKHPS(r[q+1], r[q], t[q+1])
+	}
+	for q := 0; q < 8; q += 4 {
+		VSHUFPS(U8(0x44), t[q+2], t[q], r[q])
+		VSHUFPS(U8(0xEE), t[q+2], t[q], r[q+1])
+		VSHUFPS(U8(0x44), t[q+3], t[q+1], r[q+2])
+		VSHUFPS(U8(0xEE), t[q+3], t[q+1], r[q+3])
+	}
+	for q := 0; q < 4; q++ {
+		VPERM2F128(U8(0x20), r[q+4], r[q], t[q])
+		VPERM2F128(U8(0x31), r[q+4], r[q], t[q+4])
+	}
+	MOVQ(y, y3)
+	for q := 0; q < 8; q++ {
+		VMOVUPS(t[q], Mem{Base: y3})
+		ADDQ(ldy, y3)
+	}
+	MOVQ(y3, y)
+	ADDQ(U8(32), x)
+	DECQ(n)
+	JMP(LabelRef("tr8_loop"))
+	Label("tr8_done")
 	VZEROUPPER()
 	RET()
 }
