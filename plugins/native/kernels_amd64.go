@@ -5,102 +5,102 @@ package native
 // gemmAVX2x6x16 computes one 6×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x14x32 computes one 14×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x1x16 computes one 1×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x2x16 computes one 2×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x3x16 computes one 3×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x4x16 computes one 4×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x5x16 computes one 5×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x1x32 computes one 1×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x2x32 computes one 2×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x3x32 computes one 3×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x4x32 computes one 4×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x5x32 computes one 5×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x6x32 computes one 6×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x7x32 computes one 7×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x8x32 computes one 8×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x9x32 computes one 9×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x10x32 computes one 10×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x11x32 computes one 11×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x12x32 computes one 12×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x13x32 computes one 13×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // axpyAVX2 computes y[i] += a·x[i] for i < n.
 //

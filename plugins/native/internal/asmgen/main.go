@@ -8,9 +8,10 @@
 //
 // Every GEMM micro-kernel computes one MR×NR tile of C from MR rows of A,
 // read in place (row i at a + i·lda, kc floats each: A is never packed) and
-// a packed B panel (kc steps of NR floats):
+// a B panel of kc rows of NR floats, ldb floats apart (NR: a packed panel;
+// more: NR columns of a row-major B read in place):
 //
-//	C[i][j] = init[i][j] + Σ_k A[i·lda+k] · B[k·NR+j]
+//	C[i][j] = init[i][j] + Σ_k A[i·lda+k] · B[k·ldb+j]
 //
 // where init is chosen by flags&3: 0 zero, 1 the tile of C itself
 // (accumulate), 2 a column bias (NR floats at bias), 3 a row bias (MR
@@ -29,7 +30,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(kc int, a *float32, lda int, b, c *float32, ldc int, bias *float32, flags int, lo, hi float32)"
+const signature = "func(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo, hi float32)"
 
 func main() {
 	gemm("gemmAVX2x6x16", 6, 16, 8, []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}, []VecPhysical{Y12, Y13}, Y14, Y15, false)
@@ -120,6 +121,8 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 		}
 	}
 	b := Load(Param("b"), GP64())
+	ldb := Load(Param("ldb"), GP64())
+	SHLQ(U8(2), ldb) // bytes
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
 	SHLQ(U8(2), ldc) // bytes
@@ -197,7 +200,7 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	for _, base := range bases {
 		ADDQ(U8(4), base)
 	}
-	ADDQ(U32(4*nr), b)
+	ADDQ(ldb, b)
 	DECQ(kc)
 	JNE(LabelRef(name + "_k"))
 
