@@ -69,3 +69,19 @@ func BenchmarkPointwiseB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIm2colRows: the transposed path's im2col (few output
+// positions, many input channels: UltraFace's 256→16 3×3 heads at 4×5).
+func BenchmarkIm2colRows(b *testing.B) {
+	w := window{autoPad: "NOTSET", nd: 2, kh: 3, kw: 3, sh: 1, sw: 1, dh: 1, dw: 1, pt: 1, pl: 1, pb: 1, pr: 1}
+	g, err := w.at(4, 5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := 256
+	x := make([]float32, c*g.ih*g.iw)
+	dst := make([]float32, g.oh*g.ow*c*9)
+	for b.Loop() {
+		im2colRows(dst, x, c, &g)
+	}
+}
