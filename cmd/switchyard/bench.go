@@ -83,6 +83,7 @@ at 1 thread and at GOMAXPROCS) and caches it for generate's roofline line.`,
 			var ms0, ms1 goruntime.MemStats
 			goruntime.GC()
 			goruntime.ReadMemStats(&ms0)
+			cpu0, cpuOK := processCPU()
 			for i := range lat {
 				t0 := time.Now()
 				if err := m.RunInto(ctx, feeds, outs); err != nil {
@@ -90,6 +91,7 @@ at 1 thread and at GOMAXPROCS) and caches it for generate's roofline line.`,
 				}
 				lat[i] = time.Since(t0)
 			}
+			cpu1, _ := processCPU()
 			goruntime.ReadMemStats(&ms1)
 			// one more run for its transfer account (not timed)
 			_, st, err := m.RunWithStats(ctx, feeds, nil)
@@ -119,6 +121,10 @@ at 1 thread and at GOMAXPROCS) and caches it for generate's roofline line.`,
 				"downloads_per_run":      st.Downloads,
 				"download_bytes_per_run": st.DownloadBytes,
 				"declined_per_run":       st.Declined,
+			}
+			if cpuOK {
+				// process CPU time per timed run, all threads together
+				res["cpu_ms_per_run"] = ms((cpu1 - cpu0) / time.Duration(runs))
 			}
 			var prof []nodeProfile
 			if profileRuns > 0 {

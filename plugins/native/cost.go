@@ -265,6 +265,9 @@ func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 
 // calibrate`) when there is one, else the built-in tables.
 func headCost(sg *hal.Subgraph, n *graph.Node, threads int) float64 {
 	w := opcost.Of(n, sg)
+	if n.OpType == "MaxPool" {
+		w.FLOPs *= separableShare(n)
+	}
 	if r, ok := opcost.Calibrated("native", opcost.Family(n, sg)); ok {
 		return rateCost(nrateOfProfile(r), w, threads)
 	}
@@ -272,6 +275,19 @@ func headCost(sg *hal.Subgraph, n *graph.Node, threads int) float64 {
 		return rateCost(nPointwise, w, threads)
 	}
 	return nodeCost(n.OpType, w, threads)
+}
+
+// separableShare is the work of native's max pooling relative to the
+// window's taps that opcost counts: a window over 2×2 runs as a row pass
+// and a column pass (maxpool_sep.go), kh+kw steps an output instead of
+// kh·kw; the calibrated rate was measured at 3×3 (6 steps for 9 taps).
+func separableShare(n *graph.Node) float64 {
+	ks := n.AttrInts("kernel_shape", nil)
+	if len(ks) != 2 || ks[0] < 2 || ks[1] < 2 || ks[0]*ks[1] <= 4 {
+		return 1
+	}
+	kh, kw := float64(ks[0]), float64(ks[1])
+	return (kh + kw) / (kh * kw) * 9 / 6
 }
 
 // nodeCost is one node's time in ns: its fixed part and its work.

@@ -87,7 +87,8 @@ type gemmOp struct {
 	m, n, k int
 	a       []float32 // m rows of k floats, lda apart
 	lda     int
-	b       []float32 // packed for the kernel's nr (packedLen(k, n, nr))
+	b       []float32 // packed for the kernel's nr (packedLen(k, n, nr)), or row-major when ldb > 0
+	ldb     int       // 0: b is packed; else b is k rows of n floats, ldb apart, read in place
 	c       []float32 // m rows of n floats, ldc apart
 	ldc     int
 	// bias, when biasMode is initColBias or initRowBias: padded to whole
@@ -153,6 +154,7 @@ func splitGrid(mt, np, threads int, kern *microKernel) (tm, tn int) {
 type gemmScratch struct {
 	apad [maxMR * maxKC]float32
 	tile [maxMR * maxNR]float32
+	bpad [maxKC * maxNR]float32 // a partial last panel of an unpacked B
 }
 
 var gemmScratches = sync.Pool{New: func() any { return new(gemmScratch) }}
@@ -162,7 +164,7 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 	mr, nr := kern.mr, kern.nr
 	gs := gemmScratches.Get().(*gemmScratch)
 	defer gemmScratches.Put(gs)
-	apad, tile := gs.apad[:], gs.tile[:]
+	apad, tile, bpad := gs.apad[:], gs.tile[:], gs.bpad[:]
 	k := g.k
 	for pc := 0; pc < k || pc == 0; pc += kern.kc {
 		kc := min(kern.kc, k-pc)
@@ -192,8 +194,22 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 				j0 := jp * nr
 				w := min(nr, g.n-j0)
 				var bp *float32
-				if kc > 0 {
+				ldb := nr
+				switch {
+				case kc == 0:
+				case g.ldb == 0:
 					bp = &g.b[jp*k*nr+pc*nr]
+				case w == nr:
+					bp, ldb = &g.b[pc*g.ldb+j0], g.ldb
+				default:
+					// B in place, a partial panel: padded (once per
+					// panel and row block: few columns)
+					for kk := 0; kk < kc; kk++ {
+						row := bpad[kk*nr : kk*nr+nr]
+						copy(row[:w], g.b[(pc+kk)*g.ldb+j0:(pc+kk)*g.ldb+j0+w])
+						clear(row[w:])
+					}
+					bp = &bpad[0]
 				}
 				for i0 := ic; i0 < ie; i0 += mr {
 					ap := (*float32)(nil)
@@ -209,7 +225,7 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 					}
 					bias := biasPtr(g, i0, j0)
 					if (h == mr || tailed) && w == nr {
-						fn(kc, ap, lda, bp, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
+						fn(kc, ap, lda, bp, ldb, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
 						continue
 					}
 					// partial tile: through the scratch tile
@@ -218,7 +234,7 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 							copy(tile[i*nr:i*nr+w], g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w])
 						}
 					}
-					fn(kc, ap, lda, bp, &tile[0], nr, bias, flags, g.lo, g.hi)
+					fn(kc, ap, lda, bp, ldb, &tile[0], nr, bias, flags, g.lo, g.hi)
 					for i := 0; i < h; i++ {
 						copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
 					}

@@ -8,8 +8,8 @@ import (
 )
 
 // A microKernel computes one mr×nr tile of C = init + A·B, reading mr rows
-// of A in place (lda floats apart) and a packed panel of B (kc steps of nr
-// floats). flags&3 picks init (initZero, initC, initColBias, initRowBias);
+// of A in place (lda floats apart) and a panel of B (kc rows of nr floats,
+// ldb apart: nr for a packed panel, more for B read in place). flags&3 picks init (initZero, initC, initColBias, initRowBias);
 // flagClamp clamps the result to [lo, hi] keeping NaN. The contract is the
 // one the generated assembly documents (internal/asmgen).
 type microKernel struct {
@@ -25,7 +25,7 @@ type microKernel struct {
 }
 
 // kernelFn is a micro-kernel's function (microKernel).
-type kernelFn = func(kc int, a *float32, lda int, b, c *float32, ldc int, bias *float32, flags int, lo, hi float32)
+type kernelFn = func(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo, hi float32)
 
 const (
 	initZero    = 0
@@ -59,7 +59,7 @@ func bestKernel() microKernel {
 }
 
 // gemmGeneric4x4 is the portable micro-kernel: 16 scalar accumulators.
-func gemmGeneric4x4(kc int, a *float32, lda int, b, c *float32, ldc int, bias *float32, flags int, lo, hi float32) {
+func gemmGeneric4x4(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo, hi float32) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
 	cs := unsafe.Slice(c, 3*ldc+4)
 	switch flags & 3 {
@@ -85,9 +85,9 @@ func gemmGeneric4x4(kc int, a *float32, lda int, b, c *float32, ldc int, bias *f
 		a0 := unsafe.Slice(a, 3*lda+kc)
 		a1, a2, a3 := a0[lda:lda+kc], a0[2*lda:2*lda+kc], a0[3*lda:3*lda+kc]
 		a0 = a0[:kc]
-		bp := unsafe.Slice(b, 4*kc)
+		bp := unsafe.Slice(b, (kc-1)*ldb+4)
 		for k := range a0 {
-			bk := bp[4*k : 4*k+4 : 4*k+4]
+			bk := bp[k*ldb : k*ldb+4 : k*ldb+4]
 			b0, b1, b2, b3 := bk[0], bk[1], bk[2], bk[3]
 			x0, x1, x2, x3 := a0[k], a1[k], a2[k], a3[k]
 			c00 += x0 * b0

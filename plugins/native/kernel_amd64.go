@@ -214,6 +214,28 @@ func maxPool2x2(y, r0, r1 []float32) {
 	maxPool2x2Go(y, r0, r1)
 }
 
+// maxInto is y[i] = max(y[i], r[i]) over len(y), a NaN in r never
+// winning (r at least as long), whole vectors in assembly where the CPU
+// can.
+func maxInto(y, r []float32) {
+	if n := len(y) &^ 7; hasAVX2FMA && n > 0 {
+		_ = r[n-1]
+		maxIntoAVX2(n, &r[0], &y[0])
+		y, r = y[n:], r[n:]
+	}
+	maxIntoGo(y, r)
+}
+
+// has8x8Transpose: transpose8 runs in assembly.
+var has8x8Transpose = hasAVX2FMA
+
+// transpose8 writes nb 8×8 blocks of x (8 rows ldx apart, columns 8b..)
+// transposed into y (rows 8b.. ldy apart, columns 0..7).
+func transpose8(nb int, x []float32, ldx int, y []float32, ldy int) {
+	_, _ = x[7*ldx+8*nb-1], y[(8*nb-1)*ldy+7]
+	transpose8AVX2(nb, &x[0], ldx, &y[0], ldy)
+}
+
 // deinterleave2 is ev[j] = x[2j], od[j] = x[2j+1] for j < n (x at least
 // 2n long, ev and od at least n), whole vectors in assembly where the CPU
 // can.

@@ -30,6 +30,12 @@ func dwMaskTile(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float32,
 
 func maxPool2x2(y, r0, r1 []float32) { maxPool2x2Go(y, r0, r1) }
 
+func maxInto(y, r []float32) { maxIntoGo(y, r) }
+
+const has8x8Transpose = false
+
+func transpose8(nb int, x []float32, ldx int, y []float32, ldy int) {}
+
 func deinterleave2(n int, x, ev, od []float32) { deinterleave2Go(n, x, ev, od) }
 
 func expSum(x, y []float32, m float32) float32 { return expSumGo(x, y, m) }

@@ -5,102 +5,102 @@ package native
 // gemmAVX2x6x16 computes one 6×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x14x32 computes one 14×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x1x16 computes one 1×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x2x16 computes one 2×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x3x16 computes one 3×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x4x16 computes one 4×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX2x5x16 computes one 5×16 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x1x32 computes one 1×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x2x32 computes one 2×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x3x32 computes one 3×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x4x32 computes one 4×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x5x32 computes one 5×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x6x32 computes one 6×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x7x32 computes one 7×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x8x32 computes one 8×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x9x32 computes one 9×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x10x32 computes one 10×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x11x32 computes one 11×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x12x32 computes one 12×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // gemmAVX512x13x32 computes one 13×32 tile of C (see the package asmgen for the contract).
 //
 //go:noescape
-func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
 // axpyAVX2 computes y[i] += a·x[i] for i < n.
 //
@@ -116,6 +116,16 @@ func clampAVX2(n int, lo float32, hi float32, x *float32, y *float32)
 //
 //go:noescape
 func maxPool2x2AVX2(n int, r0 *float32, r1 *float32, y *float32, ninf float32)
+
+// maxIntoAVX2 computes y[i] = max(y[i], r[i]) for i < n&^7, a NaN in r never winning.
+//
+//go:noescape
+func maxIntoAVX2(n int, r *float32, y *float32)
+
+// transpose8AVX2 writes y[(8b+j)·ldy + i] = x[i·ldx + 8b+j] for i, j < 8 and b < n.
+//
+//go:noescape
+func transpose8AVX2(n int, x *float32, ldx int, y *float32, ldy int)
 
 // deinterleave2AVX2 computes ev[j] = x[2j] and od[j] = x[2j+1] for j < n&^7.
 //

@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX2x6x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·gemmAVX2x6x16(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX2x6x16(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -12,17 +12,19 @@ TEXT ·gemmAVX2x6x16(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000003, DX, BX
 	ADDQ   CX, BX
 	MOVQ   b+24(FP), SI
-	MOVQ   c+32(FP), DI
-	MOVQ   ldc+40(FP), R8
-	SHLQ   $0x02, R8
-	MOVQ   flags+56(FP), R9
-	MOVQ   R9, R10
-	ANDQ   $0x03, R10
-	CMPQ   R10, $0x01
+	MOVQ   ldb+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   c+40(FP), R8
+	MOVQ   ldc+48(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+64(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
 	JEQ    gemmAVX2x6x16_loadc
-	CMPQ   R10, $0x02
+	CMPQ   R11, $0x02
 	JEQ    gemmAVX2x6x16_colbias
-	CMPQ   R10, $0x03
+	CMPQ   R11, $0x03
 	JEQ    gemmAVX2x6x16_rowbias
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -39,30 +41,30 @@ TEXT ·gemmAVX2x6x16(SB), NOSPLIT, $0-72
 	JMP    gemmAVX2x6x16_loop
 
 gemmAVX2x6x16_loadc:
-	MOVQ    DI, R10
-	VMOVUPS (R10), Y0
-	VMOVUPS 32(R10), Y1
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y2
-	VMOVUPS 32(R10), Y3
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y4
-	VMOVUPS 32(R10), Y5
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y6
-	VMOVUPS 32(R10), Y7
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y8
-	VMOVUPS 32(R10), Y9
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y10
-	VMOVUPS 32(R10), Y11
+	MOVQ    R8, R11
+	VMOVUPS (R11), Y0
+	VMOVUPS 32(R11), Y1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y2
+	VMOVUPS 32(R11), Y3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y4
+	VMOVUPS 32(R11), Y5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y6
+	VMOVUPS 32(R11), Y7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y8
+	VMOVUPS 32(R11), Y9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y10
+	VMOVUPS 32(R11), Y11
 	JMP     gemmAVX2x6x16_loop
 
 gemmAVX2x6x16_colbias:
-	MOVQ    bias+48(FP), R10
-	VMOVUPS (R10), Y12
-	VMOVUPS 32(R10), Y13
+	MOVQ    bias+56(FP), R11
+	VMOVUPS (R11), Y12
+	VMOVUPS 32(R11), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
 	VMOVAPS Y12, Y2
@@ -78,18 +80,18 @@ gemmAVX2x6x16_colbias:
 	JMP     gemmAVX2x6x16_loop
 
 gemmAVX2x6x16_rowbias:
-	MOVQ         bias+48(FP), R10
-	VBROADCASTSS (R10), Y0
+	MOVQ         bias+56(FP), R11
+	VBROADCASTSS (R11), Y0
 	VMOVAPS      Y0, Y1
-	VBROADCASTSS 4(R10), Y2
+	VBROADCASTSS 4(R11), Y2
 	VMOVAPS      Y2, Y3
-	VBROADCASTSS 8(R10), Y4
+	VBROADCASTSS 8(R11), Y4
 	VMOVAPS      Y4, Y5
-	VBROADCASTSS 12(R10), Y6
+	VBROADCASTSS 12(R11), Y6
 	VMOVAPS      Y6, Y7
-	VBROADCASTSS 16(R10), Y8
+	VBROADCASTSS 16(R11), Y8
 	VMOVAPS      Y8, Y9
-	VBROADCASTSS 20(R10), Y10
+	VBROADCASTSS 20(R11), Y10
 	VMOVAPS      Y10, Y11
 
 gemmAVX2x6x16_loop:
@@ -119,15 +121,15 @@ gemmAVX2x6x16_k:
 	VFMADD231PS  Y13, Y14, Y11
 	ADDQ         $0x04, CX
 	ADDQ         $0x04, BX
-	ADDQ         $0x00000040, SI
+	ADDQ         DI, SI
 	DECQ         AX
 	JNE          gemmAVX2x6x16_k
 
 gemmAVX2x6x16_done:
-	TESTQ        $0x00000004, R9
+	TESTQ        $0x00000004, R10
 	JEQ          gemmAVX2x6x16_store
-	VBROADCASTSS lo+64(FP), Y14
-	VBROADCASTSS hi+68(FP), Y15
+	VBROADCASTSS lo+72(FP), Y14
+	VBROADCASTSS hi+76(FP), Y15
 	VMAXPS       Y0, Y14, Y0
 	VMINPS       Y0, Y15, Y0
 	VMAXPS       Y1, Y14, Y1
@@ -154,29 +156,29 @@ gemmAVX2x6x16_done:
 	VMINPS       Y11, Y15, Y11
 
 gemmAVX2x6x16_store:
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y2, (DI)
-	VMOVUPS Y3, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y6, (DI)
-	VMOVUPS Y7, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y10, (DI)
-	VMOVUPS Y11, 32(DI)
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y2, (R8)
+	VMOVUPS Y3, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y4, (R8)
+	VMOVUPS Y5, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y6, (R8)
+	VMOVUPS Y7, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y8, (R8)
+	VMOVUPS Y9, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y10, (R8)
+	VMOVUPS Y11, 32(R8)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x14x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x14x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x14x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -190,17 +192,19 @@ TEXT ·gemmAVX512x14x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x0000000c, DX, R8
 	ADDQ   CX, R8
 	MOVQ   b+24(FP), R9
-	MOVQ   c+32(FP), R10
-	MOVQ   ldc+40(FP), R11
-	SHLQ   $0x02, R11
-	MOVQ   flags+56(FP), R12
-	MOVQ   R12, R13
-	ANDQ   $0x03, R13
-	CMPQ   R13, $0x01
+	MOVQ   ldb+32(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   c+40(FP), R11
+	MOVQ   ldc+48(FP), R12
+	SHLQ   $0x02, R12
+	MOVQ   flags+64(FP), R13
+	MOVQ   R13, R14
+	ANDQ   $0x03, R14
+	CMPQ   R14, $0x01
 	JEQ    gemmAVX512x14x32_loadc
-	CMPQ   R13, $0x02
+	CMPQ   R14, $0x02
 	JEQ    gemmAVX512x14x32_colbias
-	CMPQ   R13, $0x03
+	CMPQ   R14, $0x03
 	JEQ    gemmAVX512x14x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -233,54 +237,54 @@ TEXT ·gemmAVX512x14x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x14x32_loop
 
 gemmAVX512x14x32_loadc:
-	MOVQ    R10, R13
-	VMOVUPS (R13), Z0
-	VMOVUPS 64(R13), Z1
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z2
-	VMOVUPS 64(R13), Z3
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z4
-	VMOVUPS 64(R13), Z5
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z6
-	VMOVUPS 64(R13), Z7
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z8
-	VMOVUPS 64(R13), Z9
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z10
-	VMOVUPS 64(R13), Z11
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z12
-	VMOVUPS 64(R13), Z13
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z14
-	VMOVUPS 64(R13), Z15
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z16
-	VMOVUPS 64(R13), Z17
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z18
-	VMOVUPS 64(R13), Z19
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z20
-	VMOVUPS 64(R13), Z21
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z22
-	VMOVUPS 64(R13), Z23
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z24
-	VMOVUPS 64(R13), Z25
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z26
-	VMOVUPS 64(R13), Z27
+	MOVQ    R11, R14
+	VMOVUPS (R14), Z0
+	VMOVUPS 64(R14), Z1
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z2
+	VMOVUPS 64(R14), Z3
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z4
+	VMOVUPS 64(R14), Z5
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z6
+	VMOVUPS 64(R14), Z7
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z8
+	VMOVUPS 64(R14), Z9
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z10
+	VMOVUPS 64(R14), Z11
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z12
+	VMOVUPS 64(R14), Z13
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z14
+	VMOVUPS 64(R14), Z15
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z16
+	VMOVUPS 64(R14), Z17
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z18
+	VMOVUPS 64(R14), Z19
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z20
+	VMOVUPS 64(R14), Z21
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z22
+	VMOVUPS 64(R14), Z23
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z24
+	VMOVUPS 64(R14), Z25
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z26
+	VMOVUPS 64(R14), Z27
 	JMP     gemmAVX512x14x32_loop
 
 gemmAVX512x14x32_colbias:
-	MOVQ    bias+48(FP), R13
-	VMOVUPS (R13), Z28
-	VMOVUPS 64(R13), Z29
+	MOVQ    bias+56(FP), R14
+	VMOVUPS (R14), Z28
+	VMOVUPS 64(R14), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -312,34 +316,34 @@ gemmAVX512x14x32_colbias:
 	JMP     gemmAVX512x14x32_loop
 
 gemmAVX512x14x32_rowbias:
-	MOVQ         bias+48(FP), R13
-	VBROADCASTSS (R13), Z0
+	MOVQ         bias+56(FP), R14
+	VBROADCASTSS (R14), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R13), Z2
+	VBROADCASTSS 4(R14), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R13), Z4
+	VBROADCASTSS 8(R14), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R13), Z6
+	VBROADCASTSS 12(R14), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R13), Z8
+	VBROADCASTSS 16(R14), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R13), Z10
+	VBROADCASTSS 20(R14), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R13), Z12
+	VBROADCASTSS 24(R14), Z12
 	VMOVAPS      Z12, Z13
-	VBROADCASTSS 28(R13), Z14
+	VBROADCASTSS 28(R14), Z14
 	VMOVAPS      Z14, Z15
-	VBROADCASTSS 32(R13), Z16
+	VBROADCASTSS 32(R14), Z16
 	VMOVAPS      Z16, Z17
-	VBROADCASTSS 36(R13), Z18
+	VBROADCASTSS 36(R14), Z18
 	VMOVAPS      Z18, Z19
-	VBROADCASTSS 40(R13), Z20
+	VBROADCASTSS 40(R14), Z20
 	VMOVAPS      Z20, Z21
-	VBROADCASTSS 44(R13), Z22
+	VBROADCASTSS 44(R14), Z22
 	VMOVAPS      Z22, Z23
-	VBROADCASTSS 48(R13), Z24
+	VBROADCASTSS 48(R14), Z24
 	VMOVAPS      Z24, Z25
-	VBROADCASTSS 52(R13), Z26
+	VBROADCASTSS 52(R14), Z26
 	VMOVAPS      Z26, Z27
 
 gemmAVX512x14x32_loop:
@@ -382,15 +386,15 @@ gemmAVX512x14x32_k:
 	ADDQ             $0x04, SI
 	ADDQ             $0x04, DI
 	ADDQ             $0x04, R8
-	ADDQ             $0x00000080, R9
+	ADDQ             R10, R9
 	DECQ             AX
 	JNE              gemmAVX512x14x32_k
 
 gemmAVX512x14x32_done:
-	TESTQ        $0x00000004, R12
+	TESTQ        $0x00000004, R13
 	JEQ          gemmAVX512x14x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -449,91 +453,93 @@ gemmAVX512x14x32_done:
 	VMINPS       Z27, Z31, Z27
 
 gemmAVX512x14x32_store:
-	VMOVUPS Z0, (R10)
-	VMOVUPS Z1, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z2, (R10)
-	VMOVUPS Z3, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z4, (R10)
-	VMOVUPS Z5, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z6, (R10)
-	VMOVUPS Z7, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z8, (R10)
-	VMOVUPS Z9, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z10, (R10)
-	VMOVUPS Z11, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z12, (R10)
-	VMOVUPS Z13, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z14, (R10)
-	VMOVUPS Z15, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z16, (R10)
-	VMOVUPS Z17, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z18, (R10)
-	VMOVUPS Z19, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z20, (R10)
-	VMOVUPS Z21, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z22, (R10)
-	VMOVUPS Z23, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z24, (R10)
-	VMOVUPS Z25, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z26, (R10)
-	VMOVUPS Z27, 64(R10)
+	VMOVUPS Z0, (R11)
+	VMOVUPS Z1, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z2, (R11)
+	VMOVUPS Z3, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z6, (R11)
+	VMOVUPS Z7, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z8, (R11)
+	VMOVUPS Z9, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z10, (R11)
+	VMOVUPS Z11, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z12, (R11)
+	VMOVUPS Z13, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z14, (R11)
+	VMOVUPS Z15, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z16, (R11)
+	VMOVUPS Z17, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z18, (R11)
+	VMOVUPS Z19, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z20, (R11)
+	VMOVUPS Z21, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z22, (R11)
+	VMOVUPS Z23, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z24, (R11)
+	VMOVUPS Z25, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z26, (R11)
+	VMOVUPS Z27, 64(R11)
 	VZEROUPPER
 	RET
 
-// func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX2x1x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·gemmAVX2x1x16(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX2x1x16(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	SHLQ   $0x02, DX
 	MOVQ   b+24(FP), DX
-	MOVQ   c+32(FP), BX
-	MOVQ   ldc+40(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   flags+56(FP), SI
-	MOVQ   SI, DI
-	ANDQ   $0x03, DI
-	CMPQ   DI, $0x01
+	MOVQ   ldb+32(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   c+40(FP), SI
+	MOVQ   ldc+48(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+64(FP), DI
+	MOVQ   DI, R8
+	ANDQ   $0x03, R8
+	CMPQ   R8, $0x01
 	JEQ    gemmAVX2x1x16_loadc
-	CMPQ   DI, $0x02
+	CMPQ   R8, $0x02
 	JEQ    gemmAVX2x1x16_colbias
-	CMPQ   DI, $0x03
+	CMPQ   R8, $0x03
 	JEQ    gemmAVX2x1x16_rowbias
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	JMP    gemmAVX2x1x16_loop
 
 gemmAVX2x1x16_loadc:
-	MOVQ    BX, DI
-	VMOVUPS (DI), Y0
-	VMOVUPS 32(DI), Y1
+	MOVQ    SI, R8
+	VMOVUPS (R8), Y0
+	VMOVUPS 32(R8), Y1
 	JMP     gemmAVX2x1x16_loop
 
 gemmAVX2x1x16_colbias:
-	MOVQ    bias+48(FP), DI
-	VMOVUPS (DI), Y12
-	VMOVUPS 32(DI), Y13
+	MOVQ    bias+56(FP), R8
+	VMOVUPS (R8), Y12
+	VMOVUPS 32(R8), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
 	JMP     gemmAVX2x1x16_loop
 
 gemmAVX2x1x16_rowbias:
-	MOVQ         bias+48(FP), DI
-	VBROADCASTSS (DI), Y0
+	MOVQ         bias+56(FP), R8
+	VBROADCASTSS (R8), Y0
 	VMOVAPS      Y0, Y1
 
 gemmAVX2x1x16_loop:
@@ -547,45 +553,47 @@ gemmAVX2x1x16_k:
 	VFMADD231PS  Y12, Y14, Y0
 	VFMADD231PS  Y13, Y14, Y1
 	ADDQ         $0x04, CX
-	ADDQ         $0x00000040, DX
+	ADDQ         BX, DX
 	DECQ         AX
 	JNE          gemmAVX2x1x16_k
 
 gemmAVX2x1x16_done:
-	TESTQ        $0x00000004, SI
+	TESTQ        $0x00000004, DI
 	JEQ          gemmAVX2x1x16_store
-	VBROADCASTSS lo+64(FP), Y14
-	VBROADCASTSS hi+68(FP), Y15
+	VBROADCASTSS lo+72(FP), Y14
+	VBROADCASTSS hi+76(FP), Y15
 	VMAXPS       Y0, Y14, Y0
 	VMINPS       Y0, Y15, Y0
 	VMAXPS       Y1, Y14, Y1
 	VMINPS       Y1, Y15, Y1
 
 gemmAVX2x1x16_store:
-	VMOVUPS Y0, (BX)
-	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y1, 32(SI)
 	VZEROUPPER
 	RET
 
-// func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX2x2x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·gemmAVX2x2x16(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX2x2x16(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	SHLQ   $0x02, DX
 	MOVQ   b+24(FP), BX
-	MOVQ   c+32(FP), SI
-	MOVQ   ldc+40(FP), DI
-	SHLQ   $0x02, DI
-	MOVQ   flags+56(FP), R8
-	MOVQ   R8, R9
-	ANDQ   $0x03, R9
-	CMPQ   R9, $0x01
+	MOVQ   ldb+32(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   c+40(FP), DI
+	MOVQ   ldc+48(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+64(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
 	JEQ    gemmAVX2x2x16_loadc
-	CMPQ   R9, $0x02
+	CMPQ   R10, $0x02
 	JEQ    gemmAVX2x2x16_colbias
-	CMPQ   R9, $0x03
+	CMPQ   R10, $0x03
 	JEQ    gemmAVX2x2x16_rowbias
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -594,18 +602,18 @@ TEXT ·gemmAVX2x2x16(SB), NOSPLIT, $0-72
 	JMP    gemmAVX2x2x16_loop
 
 gemmAVX2x2x16_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Y0
-	VMOVUPS 32(R9), Y1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Y2
-	VMOVUPS 32(R9), Y3
+	MOVQ    DI, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y2
+	VMOVUPS 32(R10), Y3
 	JMP     gemmAVX2x2x16_loop
 
 gemmAVX2x2x16_colbias:
-	MOVQ    bias+48(FP), R9
-	VMOVUPS (R9), Y12
-	VMOVUPS 32(R9), Y13
+	MOVQ    bias+56(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
 	VMOVAPS Y12, Y2
@@ -613,10 +621,10 @@ gemmAVX2x2x16_colbias:
 	JMP     gemmAVX2x2x16_loop
 
 gemmAVX2x2x16_rowbias:
-	MOVQ         bias+48(FP), R9
-	VBROADCASTSS (R9), Y0
+	MOVQ         bias+56(FP), R10
+	VBROADCASTSS (R10), Y0
 	VMOVAPS      Y0, Y1
-	VBROADCASTSS 4(R9), Y2
+	VBROADCASTSS 4(R10), Y2
 	VMOVAPS      Y2, Y3
 
 gemmAVX2x2x16_loop:
@@ -633,15 +641,15 @@ gemmAVX2x2x16_k:
 	VFMADD231PS  Y12, Y14, Y2
 	VFMADD231PS  Y13, Y14, Y3
 	ADDQ         $0x04, CX
-	ADDQ         $0x00000040, BX
+	ADDQ         SI, BX
 	DECQ         AX
 	JNE          gemmAVX2x2x16_k
 
 gemmAVX2x2x16_done:
-	TESTQ        $0x00000004, R8
+	TESTQ        $0x00000004, R9
 	JEQ          gemmAVX2x2x16_store
-	VBROADCASTSS lo+64(FP), Y14
-	VBROADCASTSS hi+68(FP), Y15
+	VBROADCASTSS lo+72(FP), Y14
+	VBROADCASTSS hi+76(FP), Y15
 	VMAXPS       Y0, Y14, Y0
 	VMINPS       Y0, Y15, Y0
 	VMAXPS       Y1, Y14, Y1
@@ -652,33 +660,35 @@ gemmAVX2x2x16_done:
 	VMINPS       Y3, Y15, Y3
 
 gemmAVX2x2x16_store:
-	VMOVUPS Y0, (SI)
-	VMOVUPS Y1, 32(SI)
-	ADDQ    DI, SI
-	VMOVUPS Y2, (SI)
-	VMOVUPS Y3, 32(SI)
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
 	VZEROUPPER
 	RET
 
-// func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX2x3x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·gemmAVX2x3x16(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX2x3x16(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	SHLQ   $0x02, DX
 	MOVQ   b+24(FP), BX
-	MOVQ   c+32(FP), SI
-	MOVQ   ldc+40(FP), DI
-	SHLQ   $0x02, DI
-	MOVQ   flags+56(FP), R8
-	MOVQ   R8, R9
-	ANDQ   $0x03, R9
-	CMPQ   R9, $0x01
+	MOVQ   ldb+32(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   c+40(FP), DI
+	MOVQ   ldc+48(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+64(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
 	JEQ    gemmAVX2x3x16_loadc
-	CMPQ   R9, $0x02
+	CMPQ   R10, $0x02
 	JEQ    gemmAVX2x3x16_colbias
-	CMPQ   R9, $0x03
+	CMPQ   R10, $0x03
 	JEQ    gemmAVX2x3x16_rowbias
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -689,21 +699,21 @@ TEXT ·gemmAVX2x3x16(SB), NOSPLIT, $0-72
 	JMP    gemmAVX2x3x16_loop
 
 gemmAVX2x3x16_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Y0
-	VMOVUPS 32(R9), Y1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Y2
-	VMOVUPS 32(R9), Y3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Y4
-	VMOVUPS 32(R9), Y5
+	MOVQ    DI, R10
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y2
+	VMOVUPS 32(R10), Y3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Y4
+	VMOVUPS 32(R10), Y5
 	JMP     gemmAVX2x3x16_loop
 
 gemmAVX2x3x16_colbias:
-	MOVQ    bias+48(FP), R9
-	VMOVUPS (R9), Y12
-	VMOVUPS 32(R9), Y13
+	MOVQ    bias+56(FP), R10
+	VMOVUPS (R10), Y12
+	VMOVUPS 32(R10), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
 	VMOVAPS Y12, Y2
@@ -713,12 +723,12 @@ gemmAVX2x3x16_colbias:
 	JMP     gemmAVX2x3x16_loop
 
 gemmAVX2x3x16_rowbias:
-	MOVQ         bias+48(FP), R9
-	VBROADCASTSS (R9), Y0
+	MOVQ         bias+56(FP), R10
+	VBROADCASTSS (R10), Y0
 	VMOVAPS      Y0, Y1
-	VBROADCASTSS 4(R9), Y2
+	VBROADCASTSS 4(R10), Y2
 	VMOVAPS      Y2, Y3
-	VBROADCASTSS 8(R9), Y4
+	VBROADCASTSS 8(R10), Y4
 	VMOVAPS      Y4, Y5
 
 gemmAVX2x3x16_loop:
@@ -738,15 +748,15 @@ gemmAVX2x3x16_k:
 	VFMADD231PS  Y12, Y14, Y4
 	VFMADD231PS  Y13, Y14, Y5
 	ADDQ         $0x04, CX
-	ADDQ         $0x00000040, BX
+	ADDQ         SI, BX
 	DECQ         AX
 	JNE          gemmAVX2x3x16_k
 
 gemmAVX2x3x16_done:
-	TESTQ        $0x00000004, R8
+	TESTQ        $0x00000004, R9
 	JEQ          gemmAVX2x3x16_store
-	VBROADCASTSS lo+64(FP), Y14
-	VBROADCASTSS hi+68(FP), Y15
+	VBROADCASTSS lo+72(FP), Y14
+	VBROADCASTSS hi+76(FP), Y15
 	VMAXPS       Y0, Y14, Y0
 	VMINPS       Y0, Y15, Y0
 	VMAXPS       Y1, Y14, Y1
@@ -761,20 +771,20 @@ gemmAVX2x3x16_done:
 	VMINPS       Y5, Y15, Y5
 
 gemmAVX2x3x16_store:
-	VMOVUPS Y0, (SI)
-	VMOVUPS Y1, 32(SI)
-	ADDQ    DI, SI
-	VMOVUPS Y2, (SI)
-	VMOVUPS Y3, 32(SI)
-	ADDQ    DI, SI
-	VMOVUPS Y4, (SI)
-	VMOVUPS Y5, 32(SI)
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y2, (DI)
+	VMOVUPS Y3, 32(DI)
+	ADDQ    R8, DI
+	VMOVUPS Y4, (DI)
+	VMOVUPS Y5, 32(DI)
 	VZEROUPPER
 	RET
 
-// func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX2x4x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·gemmAVX2x4x16(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX2x4x16(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -782,17 +792,19 @@ TEXT ·gemmAVX2x4x16(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000003, DX, BX
 	ADDQ   CX, BX
 	MOVQ   b+24(FP), SI
-	MOVQ   c+32(FP), DI
-	MOVQ   ldc+40(FP), R8
-	SHLQ   $0x02, R8
-	MOVQ   flags+56(FP), R9
-	MOVQ   R9, R10
-	ANDQ   $0x03, R10
-	CMPQ   R10, $0x01
+	MOVQ   ldb+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   c+40(FP), R8
+	MOVQ   ldc+48(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+64(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
 	JEQ    gemmAVX2x4x16_loadc
-	CMPQ   R10, $0x02
+	CMPQ   R11, $0x02
 	JEQ    gemmAVX2x4x16_colbias
-	CMPQ   R10, $0x03
+	CMPQ   R11, $0x03
 	JEQ    gemmAVX2x4x16_rowbias
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -805,24 +817,24 @@ TEXT ·gemmAVX2x4x16(SB), NOSPLIT, $0-72
 	JMP    gemmAVX2x4x16_loop
 
 gemmAVX2x4x16_loadc:
-	MOVQ    DI, R10
-	VMOVUPS (R10), Y0
-	VMOVUPS 32(R10), Y1
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y2
-	VMOVUPS 32(R10), Y3
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y4
-	VMOVUPS 32(R10), Y5
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y6
-	VMOVUPS 32(R10), Y7
+	MOVQ    R8, R11
+	VMOVUPS (R11), Y0
+	VMOVUPS 32(R11), Y1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y2
+	VMOVUPS 32(R11), Y3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y4
+	VMOVUPS 32(R11), Y5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y6
+	VMOVUPS 32(R11), Y7
 	JMP     gemmAVX2x4x16_loop
 
 gemmAVX2x4x16_colbias:
-	MOVQ    bias+48(FP), R10
-	VMOVUPS (R10), Y12
-	VMOVUPS 32(R10), Y13
+	MOVQ    bias+56(FP), R11
+	VMOVUPS (R11), Y12
+	VMOVUPS 32(R11), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
 	VMOVAPS Y12, Y2
@@ -834,14 +846,14 @@ gemmAVX2x4x16_colbias:
 	JMP     gemmAVX2x4x16_loop
 
 gemmAVX2x4x16_rowbias:
-	MOVQ         bias+48(FP), R10
-	VBROADCASTSS (R10), Y0
+	MOVQ         bias+56(FP), R11
+	VBROADCASTSS (R11), Y0
 	VMOVAPS      Y0, Y1
-	VBROADCASTSS 4(R10), Y2
+	VBROADCASTSS 4(R11), Y2
 	VMOVAPS      Y2, Y3
-	VBROADCASTSS 8(R10), Y4
+	VBROADCASTSS 8(R11), Y4
 	VMOVAPS      Y4, Y5
-	VBROADCASTSS 12(R10), Y6
+	VBROADCASTSS 12(R11), Y6
 	VMOVAPS      Y6, Y7
 
 gemmAVX2x4x16_loop:
@@ -865,15 +877,15 @@ gemmAVX2x4x16_k:
 	VFMADD231PS  Y13, Y14, Y7
 	ADDQ         $0x04, CX
 	ADDQ         $0x04, BX
-	ADDQ         $0x00000040, SI
+	ADDQ         DI, SI
 	DECQ         AX
 	JNE          gemmAVX2x4x16_k
 
 gemmAVX2x4x16_done:
-	TESTQ        $0x00000004, R9
+	TESTQ        $0x00000004, R10
 	JEQ          gemmAVX2x4x16_store
-	VBROADCASTSS lo+64(FP), Y14
-	VBROADCASTSS hi+68(FP), Y15
+	VBROADCASTSS lo+72(FP), Y14
+	VBROADCASTSS hi+76(FP), Y15
 	VMAXPS       Y0, Y14, Y0
 	VMINPS       Y0, Y15, Y0
 	VMAXPS       Y1, Y14, Y1
@@ -892,23 +904,23 @@ gemmAVX2x4x16_done:
 	VMINPS       Y7, Y15, Y7
 
 gemmAVX2x4x16_store:
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y2, (DI)
-	VMOVUPS Y3, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y6, (DI)
-	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y2, (R8)
+	VMOVUPS Y3, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y4, (R8)
+	VMOVUPS Y5, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y6, (R8)
+	VMOVUPS Y7, 32(R8)
 	VZEROUPPER
 	RET
 
-// func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX2x5x16(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, FMA3
-TEXT ·gemmAVX2x5x16(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX2x5x16(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -916,17 +928,19 @@ TEXT ·gemmAVX2x5x16(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000003, DX, BX
 	ADDQ   CX, BX
 	MOVQ   b+24(FP), SI
-	MOVQ   c+32(FP), DI
-	MOVQ   ldc+40(FP), R8
-	SHLQ   $0x02, R8
-	MOVQ   flags+56(FP), R9
-	MOVQ   R9, R10
-	ANDQ   $0x03, R10
-	CMPQ   R10, $0x01
+	MOVQ   ldb+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   c+40(FP), R8
+	MOVQ   ldc+48(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+64(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
 	JEQ    gemmAVX2x5x16_loadc
-	CMPQ   R10, $0x02
+	CMPQ   R11, $0x02
 	JEQ    gemmAVX2x5x16_colbias
-	CMPQ   R10, $0x03
+	CMPQ   R11, $0x03
 	JEQ    gemmAVX2x5x16_rowbias
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -941,27 +955,27 @@ TEXT ·gemmAVX2x5x16(SB), NOSPLIT, $0-72
 	JMP    gemmAVX2x5x16_loop
 
 gemmAVX2x5x16_loadc:
-	MOVQ    DI, R10
-	VMOVUPS (R10), Y0
-	VMOVUPS 32(R10), Y1
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y2
-	VMOVUPS 32(R10), Y3
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y4
-	VMOVUPS 32(R10), Y5
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y6
-	VMOVUPS 32(R10), Y7
-	ADDQ    R8, R10
-	VMOVUPS (R10), Y8
-	VMOVUPS 32(R10), Y9
+	MOVQ    R8, R11
+	VMOVUPS (R11), Y0
+	VMOVUPS 32(R11), Y1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y2
+	VMOVUPS 32(R11), Y3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y4
+	VMOVUPS 32(R11), Y5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y6
+	VMOVUPS 32(R11), Y7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Y8
+	VMOVUPS 32(R11), Y9
 	JMP     gemmAVX2x5x16_loop
 
 gemmAVX2x5x16_colbias:
-	MOVQ    bias+48(FP), R10
-	VMOVUPS (R10), Y12
-	VMOVUPS 32(R10), Y13
+	MOVQ    bias+56(FP), R11
+	VMOVUPS (R11), Y12
+	VMOVUPS 32(R11), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
 	VMOVAPS Y12, Y2
@@ -975,16 +989,16 @@ gemmAVX2x5x16_colbias:
 	JMP     gemmAVX2x5x16_loop
 
 gemmAVX2x5x16_rowbias:
-	MOVQ         bias+48(FP), R10
-	VBROADCASTSS (R10), Y0
+	MOVQ         bias+56(FP), R11
+	VBROADCASTSS (R11), Y0
 	VMOVAPS      Y0, Y1
-	VBROADCASTSS 4(R10), Y2
+	VBROADCASTSS 4(R11), Y2
 	VMOVAPS      Y2, Y3
-	VBROADCASTSS 8(R10), Y4
+	VBROADCASTSS 8(R11), Y4
 	VMOVAPS      Y4, Y5
-	VBROADCASTSS 12(R10), Y6
+	VBROADCASTSS 12(R11), Y6
 	VMOVAPS      Y6, Y7
-	VBROADCASTSS 16(R10), Y8
+	VBROADCASTSS 16(R11), Y8
 	VMOVAPS      Y8, Y9
 
 gemmAVX2x5x16_loop:
@@ -1011,15 +1025,15 @@ gemmAVX2x5x16_k:
 	VFMADD231PS  Y13, Y14, Y9
 	ADDQ         $0x04, CX
 	ADDQ         $0x04, BX
-	ADDQ         $0x00000040, SI
+	ADDQ         DI, SI
 	DECQ         AX
 	JNE          gemmAVX2x5x16_k
 
 gemmAVX2x5x16_done:
-	TESTQ        $0x00000004, R9
+	TESTQ        $0x00000004, R10
 	JEQ          gemmAVX2x5x16_store
-	VBROADCASTSS lo+64(FP), Y14
-	VBROADCASTSS hi+68(FP), Y15
+	VBROADCASTSS lo+72(FP), Y14
+	VBROADCASTSS hi+76(FP), Y15
 	VMAXPS       Y0, Y14, Y0
 	VMINPS       Y0, Y15, Y0
 	VMAXPS       Y1, Y14, Y1
@@ -1042,64 +1056,66 @@ gemmAVX2x5x16_done:
 	VMINPS       Y9, Y15, Y9
 
 gemmAVX2x5x16_store:
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y2, (DI)
-	VMOVUPS Y3, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y4, (DI)
-	VMOVUPS Y5, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y6, (DI)
-	VMOVUPS Y7, 32(DI)
-	ADDQ    R8, DI
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y2, (R8)
+	VMOVUPS Y3, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y4, (R8)
+	VMOVUPS Y5, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y6, (R8)
+	VMOVUPS Y7, 32(R8)
+	ADDQ    R9, R8
+	VMOVUPS Y8, (R8)
+	VMOVUPS Y9, 32(R8)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x1x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x1x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x1x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	SHLQ   $0x02, DX
 	MOVQ   b+24(FP), DX
-	MOVQ   c+32(FP), BX
-	MOVQ   ldc+40(FP), SI
-	SHLQ   $0x02, SI
-	MOVQ   flags+56(FP), SI
-	MOVQ   SI, DI
-	ANDQ   $0x03, DI
-	CMPQ   DI, $0x01
+	MOVQ   ldb+32(FP), BX
+	SHLQ   $0x02, BX
+	MOVQ   c+40(FP), SI
+	MOVQ   ldc+48(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   flags+64(FP), DI
+	MOVQ   DI, R8
+	ANDQ   $0x03, R8
+	CMPQ   R8, $0x01
 	JEQ    gemmAVX512x1x32_loadc
-	CMPQ   DI, $0x02
+	CMPQ   R8, $0x02
 	JEQ    gemmAVX512x1x32_colbias
-	CMPQ   DI, $0x03
+	CMPQ   R8, $0x03
 	JEQ    gemmAVX512x1x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
 	JMP    gemmAVX512x1x32_loop
 
 gemmAVX512x1x32_loadc:
-	MOVQ    BX, DI
-	VMOVUPS (DI), Z0
-	VMOVUPS 64(DI), Z1
+	MOVQ    SI, R8
+	VMOVUPS (R8), Z0
+	VMOVUPS 64(R8), Z1
 	JMP     gemmAVX512x1x32_loop
 
 gemmAVX512x1x32_colbias:
-	MOVQ    bias+48(FP), DI
-	VMOVUPS (DI), Z28
-	VMOVUPS 64(DI), Z29
+	MOVQ    bias+56(FP), R8
+	VMOVUPS (R8), Z28
+	VMOVUPS 64(R8), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	JMP     gemmAVX512x1x32_loop
 
 gemmAVX512x1x32_rowbias:
-	MOVQ         bias+48(FP), DI
-	VBROADCASTSS (DI), Z0
+	MOVQ         bias+56(FP), R8
+	VBROADCASTSS (R8), Z0
 	VMOVAPS      Z0, Z1
 
 gemmAVX512x1x32_loop:
@@ -1112,45 +1128,47 @@ gemmAVX512x1x32_k:
 	VFMADD231PS.BCST (CX), Z28, Z0
 	VFMADD231PS.BCST (CX), Z29, Z1
 	ADDQ             $0x04, CX
-	ADDQ             $0x00000080, DX
+	ADDQ             BX, DX
 	DECQ             AX
 	JNE              gemmAVX512x1x32_k
 
 gemmAVX512x1x32_done:
-	TESTQ        $0x00000004, SI
+	TESTQ        $0x00000004, DI
 	JEQ          gemmAVX512x1x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
 	VMINPS       Z1, Z31, Z1
 
 gemmAVX512x1x32_store:
-	VMOVUPS Z0, (BX)
-	VMOVUPS Z1, 64(BX)
+	VMOVUPS Z0, (SI)
+	VMOVUPS Z1, 64(SI)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x2x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x2x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x2x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	SHLQ   $0x02, DX
 	MOVQ   b+24(FP), BX
-	MOVQ   c+32(FP), SI
-	MOVQ   ldc+40(FP), DI
-	SHLQ   $0x02, DI
-	MOVQ   flags+56(FP), R8
-	MOVQ   R8, R9
-	ANDQ   $0x03, R9
-	CMPQ   R9, $0x01
+	MOVQ   ldb+32(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   c+40(FP), DI
+	MOVQ   ldc+48(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+64(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
 	JEQ    gemmAVX512x2x32_loadc
-	CMPQ   R9, $0x02
+	CMPQ   R10, $0x02
 	JEQ    gemmAVX512x2x32_colbias
-	CMPQ   R9, $0x03
+	CMPQ   R10, $0x03
 	JEQ    gemmAVX512x2x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -1159,18 +1177,18 @@ TEXT ·gemmAVX512x2x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x2x32_loop
 
 gemmAVX512x2x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
 	JMP     gemmAVX512x2x32_loop
 
 gemmAVX512x2x32_colbias:
-	MOVQ    bias+48(FP), R9
-	VMOVUPS (R9), Z28
-	VMOVUPS 64(R9), Z29
+	MOVQ    bias+56(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -1178,10 +1196,10 @@ gemmAVX512x2x32_colbias:
 	JMP     gemmAVX512x2x32_loop
 
 gemmAVX512x2x32_rowbias:
-	MOVQ         bias+48(FP), R9
-	VBROADCASTSS (R9), Z0
+	MOVQ         bias+56(FP), R10
+	VBROADCASTSS (R10), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R9), Z2
+	VBROADCASTSS 4(R10), Z2
 	VMOVAPS      Z2, Z3
 
 gemmAVX512x2x32_loop:
@@ -1196,15 +1214,15 @@ gemmAVX512x2x32_k:
 	VFMADD231PS.BCST (CX)(DX*1), Z28, Z2
 	VFMADD231PS.BCST (CX)(DX*1), Z29, Z3
 	ADDQ             $0x04, CX
-	ADDQ             $0x00000080, BX
+	ADDQ             SI, BX
 	DECQ             AX
 	JNE              gemmAVX512x2x32_k
 
 gemmAVX512x2x32_done:
-	TESTQ        $0x00000004, R8
+	TESTQ        $0x00000004, R9
 	JEQ          gemmAVX512x2x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1215,33 +1233,35 @@ gemmAVX512x2x32_done:
 	VMINPS       Z3, Z31, Z3
 
 gemmAVX512x2x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
-	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x3x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x3x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x3x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
 	SHLQ   $0x02, DX
 	MOVQ   b+24(FP), BX
-	MOVQ   c+32(FP), SI
-	MOVQ   ldc+40(FP), DI
-	SHLQ   $0x02, DI
-	MOVQ   flags+56(FP), R8
-	MOVQ   R8, R9
-	ANDQ   $0x03, R9
-	CMPQ   R9, $0x01
+	MOVQ   ldb+32(FP), SI
+	SHLQ   $0x02, SI
+	MOVQ   c+40(FP), DI
+	MOVQ   ldc+48(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   flags+64(FP), R9
+	MOVQ   R9, R10
+	ANDQ   $0x03, R10
+	CMPQ   R10, $0x01
 	JEQ    gemmAVX512x3x32_loadc
-	CMPQ   R9, $0x02
+	CMPQ   R10, $0x02
 	JEQ    gemmAVX512x3x32_colbias
-	CMPQ   R9, $0x03
+	CMPQ   R10, $0x03
 	JEQ    gemmAVX512x3x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -1252,21 +1272,21 @@ TEXT ·gemmAVX512x3x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x3x32_loop
 
 gemmAVX512x3x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
+	MOVQ    DI, R10
+	VMOVUPS (R10), Z0
+	VMOVUPS 64(R10), Z1
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z2
+	VMOVUPS 64(R10), Z3
+	ADDQ    R8, R10
+	VMOVUPS (R10), Z4
+	VMOVUPS 64(R10), Z5
 	JMP     gemmAVX512x3x32_loop
 
 gemmAVX512x3x32_colbias:
-	MOVQ    bias+48(FP), R9
-	VMOVUPS (R9), Z28
-	VMOVUPS 64(R9), Z29
+	MOVQ    bias+56(FP), R10
+	VMOVUPS (R10), Z28
+	VMOVUPS 64(R10), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -1276,12 +1296,12 @@ gemmAVX512x3x32_colbias:
 	JMP     gemmAVX512x3x32_loop
 
 gemmAVX512x3x32_rowbias:
-	MOVQ         bias+48(FP), R9
-	VBROADCASTSS (R9), Z0
+	MOVQ         bias+56(FP), R10
+	VBROADCASTSS (R10), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R9), Z2
+	VBROADCASTSS 4(R10), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R9), Z4
+	VBROADCASTSS 8(R10), Z4
 	VMOVAPS      Z4, Z5
 
 gemmAVX512x3x32_loop:
@@ -1298,15 +1318,15 @@ gemmAVX512x3x32_k:
 	VFMADD231PS.BCST (CX)(DX*2), Z28, Z4
 	VFMADD231PS.BCST (CX)(DX*2), Z29, Z5
 	ADDQ             $0x04, CX
-	ADDQ             $0x00000080, BX
+	ADDQ             SI, BX
 	DECQ             AX
 	JNE              gemmAVX512x3x32_k
 
 gemmAVX512x3x32_done:
-	TESTQ        $0x00000004, R8
+	TESTQ        $0x00000004, R9
 	JEQ          gemmAVX512x3x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1321,20 +1341,20 @@ gemmAVX512x3x32_done:
 	VMINPS       Z5, Z31, Z5
 
 gemmAVX512x3x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
-	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
-	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, 64(DI)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x4x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x4x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x4x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -1342,17 +1362,19 @@ TEXT ·gemmAVX512x4x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000003, DX, BX
 	ADDQ   CX, BX
 	MOVQ   b+24(FP), SI
-	MOVQ   c+32(FP), DI
-	MOVQ   ldc+40(FP), R8
-	SHLQ   $0x02, R8
-	MOVQ   flags+56(FP), R9
-	MOVQ   R9, R10
-	ANDQ   $0x03, R10
-	CMPQ   R10, $0x01
+	MOVQ   ldb+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   c+40(FP), R8
+	MOVQ   ldc+48(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+64(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
 	JEQ    gemmAVX512x4x32_loadc
-	CMPQ   R10, $0x02
+	CMPQ   R11, $0x02
 	JEQ    gemmAVX512x4x32_colbias
-	CMPQ   R10, $0x03
+	CMPQ   R11, $0x03
 	JEQ    gemmAVX512x4x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -1365,24 +1387,24 @@ TEXT ·gemmAVX512x4x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x4x32_loop
 
 gemmAVX512x4x32_loadc:
-	MOVQ    DI, R10
-	VMOVUPS (R10), Z0
-	VMOVUPS 64(R10), Z1
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z2
-	VMOVUPS 64(R10), Z3
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z4
-	VMOVUPS 64(R10), Z5
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z6
-	VMOVUPS 64(R10), Z7
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
 	JMP     gemmAVX512x4x32_loop
 
 gemmAVX512x4x32_colbias:
-	MOVQ    bias+48(FP), R10
-	VMOVUPS (R10), Z28
-	VMOVUPS 64(R10), Z29
+	MOVQ    bias+56(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -1394,14 +1416,14 @@ gemmAVX512x4x32_colbias:
 	JMP     gemmAVX512x4x32_loop
 
 gemmAVX512x4x32_rowbias:
-	MOVQ         bias+48(FP), R10
-	VBROADCASTSS (R10), Z0
+	MOVQ         bias+56(FP), R11
+	VBROADCASTSS (R11), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R10), Z2
+	VBROADCASTSS 4(R11), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R10), Z4
+	VBROADCASTSS 8(R11), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R10), Z6
+	VBROADCASTSS 12(R11), Z6
 	VMOVAPS      Z6, Z7
 
 gemmAVX512x4x32_loop:
@@ -1421,15 +1443,15 @@ gemmAVX512x4x32_k:
 	VFMADD231PS.BCST (BX), Z29, Z7
 	ADDQ             $0x04, CX
 	ADDQ             $0x04, BX
-	ADDQ             $0x00000080, SI
+	ADDQ             DI, SI
 	DECQ             AX
 	JNE              gemmAVX512x4x32_k
 
 gemmAVX512x4x32_done:
-	TESTQ        $0x00000004, R9
+	TESTQ        $0x00000004, R10
 	JEQ          gemmAVX512x4x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1448,23 +1470,23 @@ gemmAVX512x4x32_done:
 	VMINPS       Z7, Z31, Z7
 
 gemmAVX512x4x32_store:
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z2, (DI)
-	VMOVUPS Z3, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z4, (DI)
-	VMOVUPS Z5, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z6, (DI)
-	VMOVUPS Z7, 64(DI)
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x5x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x5x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x5x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -1472,17 +1494,19 @@ TEXT ·gemmAVX512x5x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000003, DX, BX
 	ADDQ   CX, BX
 	MOVQ   b+24(FP), SI
-	MOVQ   c+32(FP), DI
-	MOVQ   ldc+40(FP), R8
-	SHLQ   $0x02, R8
-	MOVQ   flags+56(FP), R9
-	MOVQ   R9, R10
-	ANDQ   $0x03, R10
-	CMPQ   R10, $0x01
+	MOVQ   ldb+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   c+40(FP), R8
+	MOVQ   ldc+48(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+64(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
 	JEQ    gemmAVX512x5x32_loadc
-	CMPQ   R10, $0x02
+	CMPQ   R11, $0x02
 	JEQ    gemmAVX512x5x32_colbias
-	CMPQ   R10, $0x03
+	CMPQ   R11, $0x03
 	JEQ    gemmAVX512x5x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -1497,27 +1521,27 @@ TEXT ·gemmAVX512x5x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x5x32_loop
 
 gemmAVX512x5x32_loadc:
-	MOVQ    DI, R10
-	VMOVUPS (R10), Z0
-	VMOVUPS 64(R10), Z1
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z2
-	VMOVUPS 64(R10), Z3
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z4
-	VMOVUPS 64(R10), Z5
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z6
-	VMOVUPS 64(R10), Z7
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z8
-	VMOVUPS 64(R10), Z9
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
 	JMP     gemmAVX512x5x32_loop
 
 gemmAVX512x5x32_colbias:
-	MOVQ    bias+48(FP), R10
-	VMOVUPS (R10), Z28
-	VMOVUPS 64(R10), Z29
+	MOVQ    bias+56(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -1531,16 +1555,16 @@ gemmAVX512x5x32_colbias:
 	JMP     gemmAVX512x5x32_loop
 
 gemmAVX512x5x32_rowbias:
-	MOVQ         bias+48(FP), R10
-	VBROADCASTSS (R10), Z0
+	MOVQ         bias+56(FP), R11
+	VBROADCASTSS (R11), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R10), Z2
+	VBROADCASTSS 4(R11), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R10), Z4
+	VBROADCASTSS 8(R11), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R10), Z6
+	VBROADCASTSS 12(R11), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R10), Z8
+	VBROADCASTSS 16(R11), Z8
 	VMOVAPS      Z8, Z9
 
 gemmAVX512x5x32_loop:
@@ -1562,15 +1586,15 @@ gemmAVX512x5x32_k:
 	VFMADD231PS.BCST (CX)(DX*4), Z29, Z9
 	ADDQ             $0x04, CX
 	ADDQ             $0x04, BX
-	ADDQ             $0x00000080, SI
+	ADDQ             DI, SI
 	DECQ             AX
 	JNE              gemmAVX512x5x32_k
 
 gemmAVX512x5x32_done:
-	TESTQ        $0x00000004, R9
+	TESTQ        $0x00000004, R10
 	JEQ          gemmAVX512x5x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1593,26 +1617,26 @@ gemmAVX512x5x32_done:
 	VMINPS       Z9, Z31, Z9
 
 gemmAVX512x5x32_store:
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z2, (DI)
-	VMOVUPS Z3, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z4, (DI)
-	VMOVUPS Z5, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z6, (DI)
-	VMOVUPS Z7, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z8, (DI)
-	VMOVUPS Z9, 64(DI)
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x6x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x6x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x6x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -1620,17 +1644,19 @@ TEXT ·gemmAVX512x6x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000003, DX, BX
 	ADDQ   CX, BX
 	MOVQ   b+24(FP), SI
-	MOVQ   c+32(FP), DI
-	MOVQ   ldc+40(FP), R8
-	SHLQ   $0x02, R8
-	MOVQ   flags+56(FP), R9
-	MOVQ   R9, R10
-	ANDQ   $0x03, R10
-	CMPQ   R10, $0x01
+	MOVQ   ldb+32(FP), DI
+	SHLQ   $0x02, DI
+	MOVQ   c+40(FP), R8
+	MOVQ   ldc+48(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   flags+64(FP), R10
+	MOVQ   R10, R11
+	ANDQ   $0x03, R11
+	CMPQ   R11, $0x01
 	JEQ    gemmAVX512x6x32_loadc
-	CMPQ   R10, $0x02
+	CMPQ   R11, $0x02
 	JEQ    gemmAVX512x6x32_colbias
-	CMPQ   R10, $0x03
+	CMPQ   R11, $0x03
 	JEQ    gemmAVX512x6x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -1647,30 +1673,30 @@ TEXT ·gemmAVX512x6x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x6x32_loop
 
 gemmAVX512x6x32_loadc:
-	MOVQ    DI, R10
-	VMOVUPS (R10), Z0
-	VMOVUPS 64(R10), Z1
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z2
-	VMOVUPS 64(R10), Z3
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z4
-	VMOVUPS 64(R10), Z5
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z6
-	VMOVUPS 64(R10), Z7
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z8
-	VMOVUPS 64(R10), Z9
-	ADDQ    R8, R10
-	VMOVUPS (R10), Z10
-	VMOVUPS 64(R10), Z11
+	MOVQ    R8, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS 64(R11), Z1
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z2
+	VMOVUPS 64(R11), Z3
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z6
+	VMOVUPS 64(R11), Z7
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS 64(R11), Z9
+	ADDQ    R9, R11
+	VMOVUPS (R11), Z10
+	VMOVUPS 64(R11), Z11
 	JMP     gemmAVX512x6x32_loop
 
 gemmAVX512x6x32_colbias:
-	MOVQ    bias+48(FP), R10
-	VMOVUPS (R10), Z28
-	VMOVUPS 64(R10), Z29
+	MOVQ    bias+56(FP), R11
+	VMOVUPS (R11), Z28
+	VMOVUPS 64(R11), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -1686,18 +1712,18 @@ gemmAVX512x6x32_colbias:
 	JMP     gemmAVX512x6x32_loop
 
 gemmAVX512x6x32_rowbias:
-	MOVQ         bias+48(FP), R10
-	VBROADCASTSS (R10), Z0
+	MOVQ         bias+56(FP), R11
+	VBROADCASTSS (R11), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R10), Z2
+	VBROADCASTSS 4(R11), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R10), Z4
+	VBROADCASTSS 8(R11), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R10), Z6
+	VBROADCASTSS 12(R11), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R10), Z8
+	VBROADCASTSS 16(R11), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R10), Z10
+	VBROADCASTSS 20(R11), Z10
 	VMOVAPS      Z10, Z11
 
 gemmAVX512x6x32_loop:
@@ -1721,15 +1747,15 @@ gemmAVX512x6x32_k:
 	VFMADD231PS.BCST (BX)(DX*2), Z29, Z11
 	ADDQ             $0x04, CX
 	ADDQ             $0x04, BX
-	ADDQ             $0x00000080, SI
+	ADDQ             DI, SI
 	DECQ             AX
 	JNE              gemmAVX512x6x32_k
 
 gemmAVX512x6x32_done:
-	TESTQ        $0x00000004, R9
+	TESTQ        $0x00000004, R10
 	JEQ          gemmAVX512x6x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1756,29 +1782,29 @@ gemmAVX512x6x32_done:
 	VMINPS       Z11, Z31, Z11
 
 gemmAVX512x6x32_store:
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z2, (DI)
-	VMOVUPS Z3, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z4, (DI)
-	VMOVUPS Z5, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z6, (DI)
-	VMOVUPS Z7, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z8, (DI)
-	VMOVUPS Z9, 64(DI)
-	ADDQ    R8, DI
-	VMOVUPS Z10, (DI)
-	VMOVUPS Z11, 64(DI)
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z2, (R8)
+	VMOVUPS Z3, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z4, (R8)
+	VMOVUPS Z5, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z6, (R8)
+	VMOVUPS Z7, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z8, (R8)
+	VMOVUPS Z9, 64(R8)
+	ADDQ    R9, R8
+	VMOVUPS Z10, (R8)
+	VMOVUPS Z11, 64(R8)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x7x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x7x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x7x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -1788,17 +1814,19 @@ TEXT ·gemmAVX512x7x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000006, DX, SI
 	ADDQ   CX, SI
 	MOVQ   b+24(FP), DI
-	MOVQ   c+32(FP), R8
-	MOVQ   ldc+40(FP), R9
-	SHLQ   $0x02, R9
-	MOVQ   flags+56(FP), R10
-	MOVQ   R10, R11
-	ANDQ   $0x03, R11
-	CMPQ   R11, $0x01
+	MOVQ   ldb+32(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   c+40(FP), R9
+	MOVQ   ldc+48(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+64(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
 	JEQ    gemmAVX512x7x32_loadc
-	CMPQ   R11, $0x02
+	CMPQ   R12, $0x02
 	JEQ    gemmAVX512x7x32_colbias
-	CMPQ   R11, $0x03
+	CMPQ   R12, $0x03
 	JEQ    gemmAVX512x7x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -1817,33 +1845,33 @@ TEXT ·gemmAVX512x7x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x7x32_loop
 
 gemmAVX512x7x32_loadc:
-	MOVQ    R8, R11
-	VMOVUPS (R11), Z0
-	VMOVUPS 64(R11), Z1
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z2
-	VMOVUPS 64(R11), Z3
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z4
-	VMOVUPS 64(R11), Z5
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z6
-	VMOVUPS 64(R11), Z7
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z8
-	VMOVUPS 64(R11), Z9
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z10
-	VMOVUPS 64(R11), Z11
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z12
-	VMOVUPS 64(R11), Z13
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
 	JMP     gemmAVX512x7x32_loop
 
 gemmAVX512x7x32_colbias:
-	MOVQ    bias+48(FP), R11
-	VMOVUPS (R11), Z28
-	VMOVUPS 64(R11), Z29
+	MOVQ    bias+56(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -1861,20 +1889,20 @@ gemmAVX512x7x32_colbias:
 	JMP     gemmAVX512x7x32_loop
 
 gemmAVX512x7x32_rowbias:
-	MOVQ         bias+48(FP), R11
-	VBROADCASTSS (R11), Z0
+	MOVQ         bias+56(FP), R12
+	VBROADCASTSS (R12), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R11), Z2
+	VBROADCASTSS 4(R12), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R11), Z4
+	VBROADCASTSS 8(R12), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R11), Z6
+	VBROADCASTSS 12(R12), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R11), Z8
+	VBROADCASTSS 16(R12), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R11), Z10
+	VBROADCASTSS 20(R12), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R11), Z12
+	VBROADCASTSS 24(R12), Z12
 	VMOVAPS      Z12, Z13
 
 gemmAVX512x7x32_loop:
@@ -1901,15 +1929,15 @@ gemmAVX512x7x32_k:
 	ADDQ             $0x04, CX
 	ADDQ             $0x04, BX
 	ADDQ             $0x04, SI
-	ADDQ             $0x00000080, DI
+	ADDQ             R8, DI
 	DECQ             AX
 	JNE              gemmAVX512x7x32_k
 
 gemmAVX512x7x32_done:
-	TESTQ        $0x00000004, R10
+	TESTQ        $0x00000004, R11
 	JEQ          gemmAVX512x7x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1940,32 +1968,32 @@ gemmAVX512x7x32_done:
 	VMINPS       Z13, Z31, Z13
 
 gemmAVX512x7x32_store:
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z2, (R8)
-	VMOVUPS Z3, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z4, (R8)
-	VMOVUPS Z5, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z6, (R8)
-	VMOVUPS Z7, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z8, (R8)
-	VMOVUPS Z9, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z10, (R8)
-	VMOVUPS Z11, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z12, (R8)
-	VMOVUPS Z13, 64(R8)
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x8x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x8x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x8x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -1975,17 +2003,19 @@ TEXT ·gemmAVX512x8x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000006, DX, SI
 	ADDQ   CX, SI
 	MOVQ   b+24(FP), DI
-	MOVQ   c+32(FP), R8
-	MOVQ   ldc+40(FP), R9
-	SHLQ   $0x02, R9
-	MOVQ   flags+56(FP), R10
-	MOVQ   R10, R11
-	ANDQ   $0x03, R11
-	CMPQ   R11, $0x01
+	MOVQ   ldb+32(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   c+40(FP), R9
+	MOVQ   ldc+48(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+64(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
 	JEQ    gemmAVX512x8x32_loadc
-	CMPQ   R11, $0x02
+	CMPQ   R12, $0x02
 	JEQ    gemmAVX512x8x32_colbias
-	CMPQ   R11, $0x03
+	CMPQ   R12, $0x03
 	JEQ    gemmAVX512x8x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -2006,36 +2036,36 @@ TEXT ·gemmAVX512x8x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x8x32_loop
 
 gemmAVX512x8x32_loadc:
-	MOVQ    R8, R11
-	VMOVUPS (R11), Z0
-	VMOVUPS 64(R11), Z1
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z2
-	VMOVUPS 64(R11), Z3
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z4
-	VMOVUPS 64(R11), Z5
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z6
-	VMOVUPS 64(R11), Z7
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z8
-	VMOVUPS 64(R11), Z9
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z10
-	VMOVUPS 64(R11), Z11
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z12
-	VMOVUPS 64(R11), Z13
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z14
-	VMOVUPS 64(R11), Z15
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
 	JMP     gemmAVX512x8x32_loop
 
 gemmAVX512x8x32_colbias:
-	MOVQ    bias+48(FP), R11
-	VMOVUPS (R11), Z28
-	VMOVUPS 64(R11), Z29
+	MOVQ    bias+56(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -2055,22 +2085,22 @@ gemmAVX512x8x32_colbias:
 	JMP     gemmAVX512x8x32_loop
 
 gemmAVX512x8x32_rowbias:
-	MOVQ         bias+48(FP), R11
-	VBROADCASTSS (R11), Z0
+	MOVQ         bias+56(FP), R12
+	VBROADCASTSS (R12), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R11), Z2
+	VBROADCASTSS 4(R12), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R11), Z4
+	VBROADCASTSS 8(R12), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R11), Z6
+	VBROADCASTSS 12(R12), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R11), Z8
+	VBROADCASTSS 16(R12), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R11), Z10
+	VBROADCASTSS 20(R12), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R11), Z12
+	VBROADCASTSS 24(R12), Z12
 	VMOVAPS      Z12, Z13
-	VBROADCASTSS 28(R11), Z14
+	VBROADCASTSS 28(R12), Z14
 	VMOVAPS      Z14, Z15
 
 gemmAVX512x8x32_loop:
@@ -2099,15 +2129,15 @@ gemmAVX512x8x32_k:
 	ADDQ             $0x04, CX
 	ADDQ             $0x04, BX
 	ADDQ             $0x04, SI
-	ADDQ             $0x00000080, DI
+	ADDQ             R8, DI
 	DECQ             AX
 	JNE              gemmAVX512x8x32_k
 
 gemmAVX512x8x32_done:
-	TESTQ        $0x00000004, R10
+	TESTQ        $0x00000004, R11
 	JEQ          gemmAVX512x8x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -2142,35 +2172,35 @@ gemmAVX512x8x32_done:
 	VMINPS       Z15, Z31, Z15
 
 gemmAVX512x8x32_store:
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z2, (R8)
-	VMOVUPS Z3, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z4, (R8)
-	VMOVUPS Z5, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z6, (R8)
-	VMOVUPS Z7, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z8, (R8)
-	VMOVUPS Z9, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z10, (R8)
-	VMOVUPS Z11, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z12, (R8)
-	VMOVUPS Z13, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z14, (R8)
-	VMOVUPS Z15, 64(R8)
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x9x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x9x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x9x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -2180,17 +2210,19 @@ TEXT ·gemmAVX512x9x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000006, DX, SI
 	ADDQ   CX, SI
 	MOVQ   b+24(FP), DI
-	MOVQ   c+32(FP), R8
-	MOVQ   ldc+40(FP), R9
-	SHLQ   $0x02, R9
-	MOVQ   flags+56(FP), R10
-	MOVQ   R10, R11
-	ANDQ   $0x03, R11
-	CMPQ   R11, $0x01
+	MOVQ   ldb+32(FP), R8
+	SHLQ   $0x02, R8
+	MOVQ   c+40(FP), R9
+	MOVQ   ldc+48(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   flags+64(FP), R11
+	MOVQ   R11, R12
+	ANDQ   $0x03, R12
+	CMPQ   R12, $0x01
 	JEQ    gemmAVX512x9x32_loadc
-	CMPQ   R11, $0x02
+	CMPQ   R12, $0x02
 	JEQ    gemmAVX512x9x32_colbias
-	CMPQ   R11, $0x03
+	CMPQ   R12, $0x03
 	JEQ    gemmAVX512x9x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -2213,39 +2245,39 @@ TEXT ·gemmAVX512x9x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x9x32_loop
 
 gemmAVX512x9x32_loadc:
-	MOVQ    R8, R11
-	VMOVUPS (R11), Z0
-	VMOVUPS 64(R11), Z1
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z2
-	VMOVUPS 64(R11), Z3
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z4
-	VMOVUPS 64(R11), Z5
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z6
-	VMOVUPS 64(R11), Z7
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z8
-	VMOVUPS 64(R11), Z9
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z10
-	VMOVUPS 64(R11), Z11
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z12
-	VMOVUPS 64(R11), Z13
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z14
-	VMOVUPS 64(R11), Z15
-	ADDQ    R9, R11
-	VMOVUPS (R11), Z16
-	VMOVUPS 64(R11), Z17
+	MOVQ    R9, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z10
+	VMOVUPS 64(R12), Z11
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z12
+	VMOVUPS 64(R12), Z13
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z14
+	VMOVUPS 64(R12), Z15
+	ADDQ    R10, R12
+	VMOVUPS (R12), Z16
+	VMOVUPS 64(R12), Z17
 	JMP     gemmAVX512x9x32_loop
 
 gemmAVX512x9x32_colbias:
-	MOVQ    bias+48(FP), R11
-	VMOVUPS (R11), Z28
-	VMOVUPS 64(R11), Z29
+	MOVQ    bias+56(FP), R12
+	VMOVUPS (R12), Z28
+	VMOVUPS 64(R12), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -2267,24 +2299,24 @@ gemmAVX512x9x32_colbias:
 	JMP     gemmAVX512x9x32_loop
 
 gemmAVX512x9x32_rowbias:
-	MOVQ         bias+48(FP), R11
-	VBROADCASTSS (R11), Z0
+	MOVQ         bias+56(FP), R12
+	VBROADCASTSS (R12), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R11), Z2
+	VBROADCASTSS 4(R12), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R11), Z4
+	VBROADCASTSS 8(R12), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R11), Z6
+	VBROADCASTSS 12(R12), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R11), Z8
+	VBROADCASTSS 16(R12), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R11), Z10
+	VBROADCASTSS 20(R12), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R11), Z12
+	VBROADCASTSS 24(R12), Z12
 	VMOVAPS      Z12, Z13
-	VBROADCASTSS 28(R11), Z14
+	VBROADCASTSS 28(R12), Z14
 	VMOVAPS      Z14, Z15
-	VBROADCASTSS 32(R11), Z16
+	VBROADCASTSS 32(R12), Z16
 	VMOVAPS      Z16, Z17
 
 gemmAVX512x9x32_loop:
@@ -2315,15 +2347,15 @@ gemmAVX512x9x32_k:
 	ADDQ             $0x04, CX
 	ADDQ             $0x04, BX
 	ADDQ             $0x04, SI
-	ADDQ             $0x00000080, DI
+	ADDQ             R8, DI
 	DECQ             AX
 	JNE              gemmAVX512x9x32_k
 
 gemmAVX512x9x32_done:
-	TESTQ        $0x00000004, R10
+	TESTQ        $0x00000004, R11
 	JEQ          gemmAVX512x9x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -2362,38 +2394,38 @@ gemmAVX512x9x32_done:
 	VMINPS       Z17, Z31, Z17
 
 gemmAVX512x9x32_store:
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z2, (R8)
-	VMOVUPS Z3, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z4, (R8)
-	VMOVUPS Z5, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z6, (R8)
-	VMOVUPS Z7, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z8, (R8)
-	VMOVUPS Z9, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z10, (R8)
-	VMOVUPS Z11, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z12, (R8)
-	VMOVUPS Z13, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z14, (R8)
-	VMOVUPS Z15, 64(R8)
-	ADDQ    R9, R8
-	VMOVUPS Z16, (R8)
-	VMOVUPS Z17, 64(R8)
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z1, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z2, (R9)
+	VMOVUPS Z3, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z4, (R9)
+	VMOVUPS Z5, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z6, (R9)
+	VMOVUPS Z7, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z8, (R9)
+	VMOVUPS Z9, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z10, (R9)
+	VMOVUPS Z11, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z12, (R9)
+	VMOVUPS Z13, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z14, (R9)
+	VMOVUPS Z15, 64(R9)
+	ADDQ    R10, R9
+	VMOVUPS Z16, (R9)
+	VMOVUPS Z17, 64(R9)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x10x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x10x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x10x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -2405,17 +2437,19 @@ TEXT ·gemmAVX512x10x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000009, DX, DI
 	ADDQ   CX, DI
 	MOVQ   b+24(FP), R8
-	MOVQ   c+32(FP), R9
-	MOVQ   ldc+40(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   flags+56(FP), R11
-	MOVQ   R11, R12
-	ANDQ   $0x03, R12
-	CMPQ   R12, $0x01
+	MOVQ   ldb+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   c+40(FP), R10
+	MOVQ   ldc+48(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   flags+64(FP), R12
+	MOVQ   R12, R13
+	ANDQ   $0x03, R13
+	CMPQ   R13, $0x01
 	JEQ    gemmAVX512x10x32_loadc
-	CMPQ   R12, $0x02
+	CMPQ   R13, $0x02
 	JEQ    gemmAVX512x10x32_colbias
-	CMPQ   R12, $0x03
+	CMPQ   R13, $0x03
 	JEQ    gemmAVX512x10x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -2440,42 +2474,42 @@ TEXT ·gemmAVX512x10x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x10x32_loop
 
 gemmAVX512x10x32_loadc:
-	MOVQ    R9, R12
-	VMOVUPS (R12), Z0
-	VMOVUPS 64(R12), Z1
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z2
-	VMOVUPS 64(R12), Z3
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z4
-	VMOVUPS 64(R12), Z5
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z6
-	VMOVUPS 64(R12), Z7
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z8
-	VMOVUPS 64(R12), Z9
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z10
-	VMOVUPS 64(R12), Z11
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z12
-	VMOVUPS 64(R12), Z13
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z14
-	VMOVUPS 64(R12), Z15
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z16
-	VMOVUPS 64(R12), Z17
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z18
-	VMOVUPS 64(R12), Z19
+	MOVQ    R10, R13
+	VMOVUPS (R13), Z0
+	VMOVUPS 64(R13), Z1
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z2
+	VMOVUPS 64(R13), Z3
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z4
+	VMOVUPS 64(R13), Z5
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z6
+	VMOVUPS 64(R13), Z7
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z8
+	VMOVUPS 64(R13), Z9
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z10
+	VMOVUPS 64(R13), Z11
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z12
+	VMOVUPS 64(R13), Z13
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z14
+	VMOVUPS 64(R13), Z15
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z16
+	VMOVUPS 64(R13), Z17
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z18
+	VMOVUPS 64(R13), Z19
 	JMP     gemmAVX512x10x32_loop
 
 gemmAVX512x10x32_colbias:
-	MOVQ    bias+48(FP), R12
-	VMOVUPS (R12), Z28
-	VMOVUPS 64(R12), Z29
+	MOVQ    bias+56(FP), R13
+	VMOVUPS (R13), Z28
+	VMOVUPS 64(R13), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -2499,26 +2533,26 @@ gemmAVX512x10x32_colbias:
 	JMP     gemmAVX512x10x32_loop
 
 gemmAVX512x10x32_rowbias:
-	MOVQ         bias+48(FP), R12
-	VBROADCASTSS (R12), Z0
+	MOVQ         bias+56(FP), R13
+	VBROADCASTSS (R13), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R12), Z2
+	VBROADCASTSS 4(R13), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R12), Z4
+	VBROADCASTSS 8(R13), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R12), Z6
+	VBROADCASTSS 12(R13), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R12), Z8
+	VBROADCASTSS 16(R13), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R12), Z10
+	VBROADCASTSS 20(R13), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R12), Z12
+	VBROADCASTSS 24(R13), Z12
 	VMOVAPS      Z12, Z13
-	VBROADCASTSS 28(R12), Z14
+	VBROADCASTSS 28(R13), Z14
 	VMOVAPS      Z14, Z15
-	VBROADCASTSS 32(R12), Z16
+	VBROADCASTSS 32(R13), Z16
 	VMOVAPS      Z16, Z17
-	VBROADCASTSS 36(R12), Z18
+	VBROADCASTSS 36(R13), Z18
 	VMOVAPS      Z18, Z19
 
 gemmAVX512x10x32_loop:
@@ -2552,15 +2586,15 @@ gemmAVX512x10x32_k:
 	ADDQ             $0x04, BX
 	ADDQ             $0x04, SI
 	ADDQ             $0x04, DI
-	ADDQ             $0x00000080, R8
+	ADDQ             R9, R8
 	DECQ             AX
 	JNE              gemmAVX512x10x32_k
 
 gemmAVX512x10x32_done:
-	TESTQ        $0x00000004, R11
+	TESTQ        $0x00000004, R12
 	JEQ          gemmAVX512x10x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -2603,41 +2637,41 @@ gemmAVX512x10x32_done:
 	VMINPS       Z19, Z31, Z19
 
 gemmAVX512x10x32_store:
-	VMOVUPS Z0, (R9)
-	VMOVUPS Z1, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z2, (R9)
-	VMOVUPS Z3, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z4, (R9)
-	VMOVUPS Z5, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z6, (R9)
-	VMOVUPS Z7, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z8, (R9)
-	VMOVUPS Z9, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z10, (R9)
-	VMOVUPS Z11, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z12, (R9)
-	VMOVUPS Z13, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z14, (R9)
-	VMOVUPS Z15, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z16, (R9)
-	VMOVUPS Z17, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z18, (R9)
-	VMOVUPS Z19, 64(R9)
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z2, (R10)
+	VMOVUPS Z3, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z4, (R10)
+	VMOVUPS Z5, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z6, (R10)
+	VMOVUPS Z7, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z10, (R10)
+	VMOVUPS Z11, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z12, (R10)
+	VMOVUPS Z13, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z14, (R10)
+	VMOVUPS Z15, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z16, (R10)
+	VMOVUPS Z17, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z18, (R10)
+	VMOVUPS Z19, 64(R10)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x11x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x11x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x11x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -2649,17 +2683,19 @@ TEXT ·gemmAVX512x11x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000009, DX, DI
 	ADDQ   CX, DI
 	MOVQ   b+24(FP), R8
-	MOVQ   c+32(FP), R9
-	MOVQ   ldc+40(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   flags+56(FP), R11
-	MOVQ   R11, R12
-	ANDQ   $0x03, R12
-	CMPQ   R12, $0x01
+	MOVQ   ldb+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   c+40(FP), R10
+	MOVQ   ldc+48(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   flags+64(FP), R12
+	MOVQ   R12, R13
+	ANDQ   $0x03, R13
+	CMPQ   R13, $0x01
 	JEQ    gemmAVX512x11x32_loadc
-	CMPQ   R12, $0x02
+	CMPQ   R13, $0x02
 	JEQ    gemmAVX512x11x32_colbias
-	CMPQ   R12, $0x03
+	CMPQ   R13, $0x03
 	JEQ    gemmAVX512x11x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -2686,45 +2722,45 @@ TEXT ·gemmAVX512x11x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x11x32_loop
 
 gemmAVX512x11x32_loadc:
-	MOVQ    R9, R12
-	VMOVUPS (R12), Z0
-	VMOVUPS 64(R12), Z1
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z2
-	VMOVUPS 64(R12), Z3
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z4
-	VMOVUPS 64(R12), Z5
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z6
-	VMOVUPS 64(R12), Z7
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z8
-	VMOVUPS 64(R12), Z9
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z10
-	VMOVUPS 64(R12), Z11
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z12
-	VMOVUPS 64(R12), Z13
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z14
-	VMOVUPS 64(R12), Z15
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z16
-	VMOVUPS 64(R12), Z17
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z18
-	VMOVUPS 64(R12), Z19
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z20
-	VMOVUPS 64(R12), Z21
+	MOVQ    R10, R13
+	VMOVUPS (R13), Z0
+	VMOVUPS 64(R13), Z1
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z2
+	VMOVUPS 64(R13), Z3
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z4
+	VMOVUPS 64(R13), Z5
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z6
+	VMOVUPS 64(R13), Z7
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z8
+	VMOVUPS 64(R13), Z9
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z10
+	VMOVUPS 64(R13), Z11
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z12
+	VMOVUPS 64(R13), Z13
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z14
+	VMOVUPS 64(R13), Z15
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z16
+	VMOVUPS 64(R13), Z17
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z18
+	VMOVUPS 64(R13), Z19
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z20
+	VMOVUPS 64(R13), Z21
 	JMP     gemmAVX512x11x32_loop
 
 gemmAVX512x11x32_colbias:
-	MOVQ    bias+48(FP), R12
-	VMOVUPS (R12), Z28
-	VMOVUPS 64(R12), Z29
+	MOVQ    bias+56(FP), R13
+	VMOVUPS (R13), Z28
+	VMOVUPS 64(R13), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -2750,28 +2786,28 @@ gemmAVX512x11x32_colbias:
 	JMP     gemmAVX512x11x32_loop
 
 gemmAVX512x11x32_rowbias:
-	MOVQ         bias+48(FP), R12
-	VBROADCASTSS (R12), Z0
+	MOVQ         bias+56(FP), R13
+	VBROADCASTSS (R13), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R12), Z2
+	VBROADCASTSS 4(R13), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R12), Z4
+	VBROADCASTSS 8(R13), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R12), Z6
+	VBROADCASTSS 12(R13), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R12), Z8
+	VBROADCASTSS 16(R13), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R12), Z10
+	VBROADCASTSS 20(R13), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R12), Z12
+	VBROADCASTSS 24(R13), Z12
 	VMOVAPS      Z12, Z13
-	VBROADCASTSS 28(R12), Z14
+	VBROADCASTSS 28(R13), Z14
 	VMOVAPS      Z14, Z15
-	VBROADCASTSS 32(R12), Z16
+	VBROADCASTSS 32(R13), Z16
 	VMOVAPS      Z16, Z17
-	VBROADCASTSS 36(R12), Z18
+	VBROADCASTSS 36(R13), Z18
 	VMOVAPS      Z18, Z19
-	VBROADCASTSS 40(R12), Z20
+	VBROADCASTSS 40(R13), Z20
 	VMOVAPS      Z20, Z21
 
 gemmAVX512x11x32_loop:
@@ -2807,15 +2843,15 @@ gemmAVX512x11x32_k:
 	ADDQ             $0x04, BX
 	ADDQ             $0x04, SI
 	ADDQ             $0x04, DI
-	ADDQ             $0x00000080, R8
+	ADDQ             R9, R8
 	DECQ             AX
 	JNE              gemmAVX512x11x32_k
 
 gemmAVX512x11x32_done:
-	TESTQ        $0x00000004, R11
+	TESTQ        $0x00000004, R12
 	JEQ          gemmAVX512x11x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -2862,44 +2898,44 @@ gemmAVX512x11x32_done:
 	VMINPS       Z21, Z31, Z21
 
 gemmAVX512x11x32_store:
-	VMOVUPS Z0, (R9)
-	VMOVUPS Z1, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z2, (R9)
-	VMOVUPS Z3, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z4, (R9)
-	VMOVUPS Z5, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z6, (R9)
-	VMOVUPS Z7, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z8, (R9)
-	VMOVUPS Z9, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z10, (R9)
-	VMOVUPS Z11, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z12, (R9)
-	VMOVUPS Z13, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z14, (R9)
-	VMOVUPS Z15, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z16, (R9)
-	VMOVUPS Z17, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z18, (R9)
-	VMOVUPS Z19, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z20, (R9)
-	VMOVUPS Z21, 64(R9)
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z2, (R10)
+	VMOVUPS Z3, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z4, (R10)
+	VMOVUPS Z5, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z6, (R10)
+	VMOVUPS Z7, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z10, (R10)
+	VMOVUPS Z11, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z12, (R10)
+	VMOVUPS Z13, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z14, (R10)
+	VMOVUPS Z15, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z16, (R10)
+	VMOVUPS Z17, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z18, (R10)
+	VMOVUPS Z19, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z20, (R10)
+	VMOVUPS Z21, 64(R10)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x12x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x12x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x12x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -2911,17 +2947,19 @@ TEXT ·gemmAVX512x12x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x00000009, DX, DI
 	ADDQ   CX, DI
 	MOVQ   b+24(FP), R8
-	MOVQ   c+32(FP), R9
-	MOVQ   ldc+40(FP), R10
-	SHLQ   $0x02, R10
-	MOVQ   flags+56(FP), R11
-	MOVQ   R11, R12
-	ANDQ   $0x03, R12
-	CMPQ   R12, $0x01
+	MOVQ   ldb+32(FP), R9
+	SHLQ   $0x02, R9
+	MOVQ   c+40(FP), R10
+	MOVQ   ldc+48(FP), R11
+	SHLQ   $0x02, R11
+	MOVQ   flags+64(FP), R12
+	MOVQ   R12, R13
+	ANDQ   $0x03, R13
+	CMPQ   R13, $0x01
 	JEQ    gemmAVX512x12x32_loadc
-	CMPQ   R12, $0x02
+	CMPQ   R13, $0x02
 	JEQ    gemmAVX512x12x32_colbias
-	CMPQ   R12, $0x03
+	CMPQ   R13, $0x03
 	JEQ    gemmAVX512x12x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -2950,48 +2988,48 @@ TEXT ·gemmAVX512x12x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x12x32_loop
 
 gemmAVX512x12x32_loadc:
-	MOVQ    R9, R12
-	VMOVUPS (R12), Z0
-	VMOVUPS 64(R12), Z1
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z2
-	VMOVUPS 64(R12), Z3
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z4
-	VMOVUPS 64(R12), Z5
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z6
-	VMOVUPS 64(R12), Z7
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z8
-	VMOVUPS 64(R12), Z9
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z10
-	VMOVUPS 64(R12), Z11
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z12
-	VMOVUPS 64(R12), Z13
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z14
-	VMOVUPS 64(R12), Z15
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z16
-	VMOVUPS 64(R12), Z17
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z18
-	VMOVUPS 64(R12), Z19
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z20
-	VMOVUPS 64(R12), Z21
-	ADDQ    R10, R12
-	VMOVUPS (R12), Z22
-	VMOVUPS 64(R12), Z23
+	MOVQ    R10, R13
+	VMOVUPS (R13), Z0
+	VMOVUPS 64(R13), Z1
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z2
+	VMOVUPS 64(R13), Z3
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z4
+	VMOVUPS 64(R13), Z5
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z6
+	VMOVUPS 64(R13), Z7
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z8
+	VMOVUPS 64(R13), Z9
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z10
+	VMOVUPS 64(R13), Z11
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z12
+	VMOVUPS 64(R13), Z13
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z14
+	VMOVUPS 64(R13), Z15
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z16
+	VMOVUPS 64(R13), Z17
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z18
+	VMOVUPS 64(R13), Z19
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z20
+	VMOVUPS 64(R13), Z21
+	ADDQ    R11, R13
+	VMOVUPS (R13), Z22
+	VMOVUPS 64(R13), Z23
 	JMP     gemmAVX512x12x32_loop
 
 gemmAVX512x12x32_colbias:
-	MOVQ    bias+48(FP), R12
-	VMOVUPS (R12), Z28
-	VMOVUPS 64(R12), Z29
+	MOVQ    bias+56(FP), R13
+	VMOVUPS (R13), Z28
+	VMOVUPS 64(R13), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -3019,30 +3057,30 @@ gemmAVX512x12x32_colbias:
 	JMP     gemmAVX512x12x32_loop
 
 gemmAVX512x12x32_rowbias:
-	MOVQ         bias+48(FP), R12
-	VBROADCASTSS (R12), Z0
+	MOVQ         bias+56(FP), R13
+	VBROADCASTSS (R13), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R12), Z2
+	VBROADCASTSS 4(R13), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R12), Z4
+	VBROADCASTSS 8(R13), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R12), Z6
+	VBROADCASTSS 12(R13), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R12), Z8
+	VBROADCASTSS 16(R13), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R12), Z10
+	VBROADCASTSS 20(R13), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R12), Z12
+	VBROADCASTSS 24(R13), Z12
 	VMOVAPS      Z12, Z13
-	VBROADCASTSS 28(R12), Z14
+	VBROADCASTSS 28(R13), Z14
 	VMOVAPS      Z14, Z15
-	VBROADCASTSS 32(R12), Z16
+	VBROADCASTSS 32(R13), Z16
 	VMOVAPS      Z16, Z17
-	VBROADCASTSS 36(R12), Z18
+	VBROADCASTSS 36(R13), Z18
 	VMOVAPS      Z18, Z19
-	VBROADCASTSS 40(R12), Z20
+	VBROADCASTSS 40(R13), Z20
 	VMOVAPS      Z20, Z21
-	VBROADCASTSS 44(R12), Z22
+	VBROADCASTSS 44(R13), Z22
 	VMOVAPS      Z22, Z23
 
 gemmAVX512x12x32_loop:
@@ -3080,15 +3118,15 @@ gemmAVX512x12x32_k:
 	ADDQ             $0x04, BX
 	ADDQ             $0x04, SI
 	ADDQ             $0x04, DI
-	ADDQ             $0x00000080, R8
+	ADDQ             R9, R8
 	DECQ             AX
 	JNE              gemmAVX512x12x32_k
 
 gemmAVX512x12x32_done:
-	TESTQ        $0x00000004, R11
+	TESTQ        $0x00000004, R12
 	JEQ          gemmAVX512x12x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -3139,47 +3177,47 @@ gemmAVX512x12x32_done:
 	VMINPS       Z23, Z31, Z23
 
 gemmAVX512x12x32_store:
-	VMOVUPS Z0, (R9)
-	VMOVUPS Z1, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z2, (R9)
-	VMOVUPS Z3, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z4, (R9)
-	VMOVUPS Z5, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z6, (R9)
-	VMOVUPS Z7, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z8, (R9)
-	VMOVUPS Z9, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z10, (R9)
-	VMOVUPS Z11, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z12, (R9)
-	VMOVUPS Z13, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z14, (R9)
-	VMOVUPS Z15, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z16, (R9)
-	VMOVUPS Z17, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z18, (R9)
-	VMOVUPS Z19, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z20, (R9)
-	VMOVUPS Z21, 64(R9)
-	ADDQ    R10, R9
-	VMOVUPS Z22, (R9)
-	VMOVUPS Z23, 64(R9)
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z1, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z2, (R10)
+	VMOVUPS Z3, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z4, (R10)
+	VMOVUPS Z5, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z6, (R10)
+	VMOVUPS Z7, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z8, (R10)
+	VMOVUPS Z9, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z10, (R10)
+	VMOVUPS Z11, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z12, (R10)
+	VMOVUPS Z13, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z14, (R10)
+	VMOVUPS Z15, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z16, (R10)
+	VMOVUPS Z17, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z18, (R10)
+	VMOVUPS Z19, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z20, (R10)
+	VMOVUPS Z21, 64(R10)
+	ADDQ    R11, R10
+	VMOVUPS Z22, (R10)
+	VMOVUPS Z23, 64(R10)
 	VZEROUPPER
 	RET
 
-// func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func gemmAVX512x13x32(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·gemmAVX512x13x32(SB), NOSPLIT, $0-72
+TEXT ·gemmAVX512x13x32(SB), NOSPLIT, $0-80
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   lda+16(FP), DX
@@ -3193,17 +3231,19 @@ TEXT ·gemmAVX512x13x32(SB), NOSPLIT, $0-72
 	IMUL3Q $0x0000000c, DX, R8
 	ADDQ   CX, R8
 	MOVQ   b+24(FP), R9
-	MOVQ   c+32(FP), R10
-	MOVQ   ldc+40(FP), R11
-	SHLQ   $0x02, R11
-	MOVQ   flags+56(FP), R12
-	MOVQ   R12, R13
-	ANDQ   $0x03, R13
-	CMPQ   R13, $0x01
+	MOVQ   ldb+32(FP), R10
+	SHLQ   $0x02, R10
+	MOVQ   c+40(FP), R11
+	MOVQ   ldc+48(FP), R12
+	SHLQ   $0x02, R12
+	MOVQ   flags+64(FP), R13
+	MOVQ   R13, R14
+	ANDQ   $0x03, R14
+	CMPQ   R14, $0x01
 	JEQ    gemmAVX512x13x32_loadc
-	CMPQ   R13, $0x02
+	CMPQ   R14, $0x02
 	JEQ    gemmAVX512x13x32_colbias
-	CMPQ   R13, $0x03
+	CMPQ   R14, $0x03
 	JEQ    gemmAVX512x13x32_rowbias
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -3234,51 +3274,51 @@ TEXT ·gemmAVX512x13x32(SB), NOSPLIT, $0-72
 	JMP    gemmAVX512x13x32_loop
 
 gemmAVX512x13x32_loadc:
-	MOVQ    R10, R13
-	VMOVUPS (R13), Z0
-	VMOVUPS 64(R13), Z1
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z2
-	VMOVUPS 64(R13), Z3
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z4
-	VMOVUPS 64(R13), Z5
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z6
-	VMOVUPS 64(R13), Z7
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z8
-	VMOVUPS 64(R13), Z9
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z10
-	VMOVUPS 64(R13), Z11
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z12
-	VMOVUPS 64(R13), Z13
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z14
-	VMOVUPS 64(R13), Z15
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z16
-	VMOVUPS 64(R13), Z17
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z18
-	VMOVUPS 64(R13), Z19
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z20
-	VMOVUPS 64(R13), Z21
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z22
-	VMOVUPS 64(R13), Z23
-	ADDQ    R11, R13
-	VMOVUPS (R13), Z24
-	VMOVUPS 64(R13), Z25
+	MOVQ    R11, R14
+	VMOVUPS (R14), Z0
+	VMOVUPS 64(R14), Z1
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z2
+	VMOVUPS 64(R14), Z3
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z4
+	VMOVUPS 64(R14), Z5
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z6
+	VMOVUPS 64(R14), Z7
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z8
+	VMOVUPS 64(R14), Z9
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z10
+	VMOVUPS 64(R14), Z11
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z12
+	VMOVUPS 64(R14), Z13
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z14
+	VMOVUPS 64(R14), Z15
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z16
+	VMOVUPS 64(R14), Z17
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z18
+	VMOVUPS 64(R14), Z19
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z20
+	VMOVUPS 64(R14), Z21
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z22
+	VMOVUPS 64(R14), Z23
+	ADDQ    R12, R14
+	VMOVUPS (R14), Z24
+	VMOVUPS 64(R14), Z25
 	JMP     gemmAVX512x13x32_loop
 
 gemmAVX512x13x32_colbias:
-	MOVQ    bias+48(FP), R13
-	VMOVUPS (R13), Z28
-	VMOVUPS 64(R13), Z29
+	MOVQ    bias+56(FP), R14
+	VMOVUPS (R14), Z28
+	VMOVUPS 64(R14), Z29
 	VMOVAPS Z28, Z0
 	VMOVAPS Z29, Z1
 	VMOVAPS Z28, Z2
@@ -3308,32 +3348,32 @@ gemmAVX512x13x32_colbias:
 	JMP     gemmAVX512x13x32_loop
 
 gemmAVX512x13x32_rowbias:
-	MOVQ         bias+48(FP), R13
-	VBROADCASTSS (R13), Z0
+	MOVQ         bias+56(FP), R14
+	VBROADCASTSS (R14), Z0
 	VMOVAPS      Z0, Z1
-	VBROADCASTSS 4(R13), Z2
+	VBROADCASTSS 4(R14), Z2
 	VMOVAPS      Z2, Z3
-	VBROADCASTSS 8(R13), Z4
+	VBROADCASTSS 8(R14), Z4
 	VMOVAPS      Z4, Z5
-	VBROADCASTSS 12(R13), Z6
+	VBROADCASTSS 12(R14), Z6
 	VMOVAPS      Z6, Z7
-	VBROADCASTSS 16(R13), Z8
+	VBROADCASTSS 16(R14), Z8
 	VMOVAPS      Z8, Z9
-	VBROADCASTSS 20(R13), Z10
+	VBROADCASTSS 20(R14), Z10
 	VMOVAPS      Z10, Z11
-	VBROADCASTSS 24(R13), Z12
+	VBROADCASTSS 24(R14), Z12
 	VMOVAPS      Z12, Z13
-	VBROADCASTSS 28(R13), Z14
+	VBROADCASTSS 28(R14), Z14
 	VMOVAPS      Z14, Z15
-	VBROADCASTSS 32(R13), Z16
+	VBROADCASTSS 32(R14), Z16
 	VMOVAPS      Z16, Z17
-	VBROADCASTSS 36(R13), Z18
+	VBROADCASTSS 36(R14), Z18
 	VMOVAPS      Z18, Z19
-	VBROADCASTSS 40(R13), Z20
+	VBROADCASTSS 40(R14), Z20
 	VMOVAPS      Z20, Z21
-	VBROADCASTSS 44(R13), Z22
+	VBROADCASTSS 44(R14), Z22
 	VMOVAPS      Z22, Z23
-	VBROADCASTSS 48(R13), Z24
+	VBROADCASTSS 48(R14), Z24
 	VMOVAPS      Z24, Z25
 
 gemmAVX512x13x32_loop:
@@ -3374,15 +3414,15 @@ gemmAVX512x13x32_k:
 	ADDQ             $0x04, SI
 	ADDQ             $0x04, DI
 	ADDQ             $0x04, R8
-	ADDQ             $0x00000080, R9
+	ADDQ             R10, R9
 	DECQ             AX
 	JNE              gemmAVX512x13x32_k
 
 gemmAVX512x13x32_done:
-	TESTQ        $0x00000004, R12
+	TESTQ        $0x00000004, R13
 	JEQ          gemmAVX512x13x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -3437,44 +3477,44 @@ gemmAVX512x13x32_done:
 	VMINPS       Z25, Z31, Z25
 
 gemmAVX512x13x32_store:
-	VMOVUPS Z0, (R10)
-	VMOVUPS Z1, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z2, (R10)
-	VMOVUPS Z3, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z4, (R10)
-	VMOVUPS Z5, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z6, (R10)
-	VMOVUPS Z7, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z8, (R10)
-	VMOVUPS Z9, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z10, (R10)
-	VMOVUPS Z11, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z12, (R10)
-	VMOVUPS Z13, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z14, (R10)
-	VMOVUPS Z15, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z16, (R10)
-	VMOVUPS Z17, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z18, (R10)
-	VMOVUPS Z19, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z20, (R10)
-	VMOVUPS Z21, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z22, (R10)
-	VMOVUPS Z23, 64(R10)
-	ADDQ    R11, R10
-	VMOVUPS Z24, (R10)
-	VMOVUPS Z25, 64(R10)
+	VMOVUPS Z0, (R11)
+	VMOVUPS Z1, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z2, (R11)
+	VMOVUPS Z3, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z6, (R11)
+	VMOVUPS Z7, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z8, (R11)
+	VMOVUPS Z9, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z10, (R11)
+	VMOVUPS Z11, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z12, (R11)
+	VMOVUPS Z13, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z14, (R11)
+	VMOVUPS Z15, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z16, (R11)
+	VMOVUPS Z17, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z18, (R11)
+	VMOVUPS Z19, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z20, (R11)
+	VMOVUPS Z21, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z22, (R11)
+	VMOVUPS Z23, 64(R11)
+	ADDQ    R12, R11
+	VMOVUPS Z24, (R11)
+	VMOVUPS Z25, 64(R11)
 	VZEROUPPER
 	RET
 
@@ -3601,6 +3641,111 @@ mp2_8:
 	JMP     mp2_8
 
 mp2_done:
+	VZEROUPPER
+	RET
+
+// func maxIntoAVX2(n int, r *float32, y *float32)
+// Requires: AVX
+TEXT ·maxIntoAVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), AX
+	MOVQ r+8(FP), CX
+	MOVQ y+16(FP), DX
+
+mxi_16:
+	CMPQ    AX, $0x10
+	JLT     mxi_8
+	VMOVUPS (CX), Y0
+	VMOVUPS 32(CX), Y1
+	VMAXPS  (DX), Y0, Y0
+	VMAXPS  32(DX), Y1, Y1
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	SUBQ    $0x10, AX
+	JMP     mxi_16
+
+mxi_8:
+	CMPQ    AX, $0x08
+	JLT     mxi_done
+	VMOVUPS (CX), Y0
+	VMAXPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DX)
+
+mxi_done:
+	VZEROUPPER
+	RET
+
+// func transpose8AVX2(n int, x *float32, ldx int, y *float32, ldy int)
+// Requires: AVX
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ ldx+16(FP), DX
+	MOVQ y+24(FP), BX
+	MOVQ ldy+32(FP), SI
+	SHLQ $0x02, DX
+	SHLQ $0x02, SI
+
+tr8_loop:
+	TESTQ      AX, AX
+	JEQ        tr8_done
+	LEAQ       (CX)(DX*4), DI
+	VMOVUPS    (CX), Y0
+	VMOVUPS    (CX)(DX*1), Y1
+	VMOVUPS    (CX)(DX*2), Y2
+	VMOVUPS    (DI), Y4
+	VMOVUPS    (DI)(DX*1), Y5
+	VMOVUPS    (DI)(DX*2), Y6
+	ADDQ       DX, DI
+	VMOVUPS    (DI)(DX*2), Y7
+	LEAQ       (CX)(DX*2), DI
+	VMOVUPS    (DI)(DX*1), Y3
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y9
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0
+	VSHUFPS    $0xee, Y10, Y8, Y1
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xee, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4
+	VSHUFPS    $0xee, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xee, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y9, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y10, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y11, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y12, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y13, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y14, (BX)
+	ADDQ       SI, BX
+	VMOVUPS    Y15, (BX)
+	ADDQ       SI, BX
+	ADDQ       $0x20, CX
+	DECQ       AX
+	JMP        tr8_loop
+
+tr8_done:
 	VZEROUPPER
 	RET
 

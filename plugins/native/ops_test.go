@@ -86,6 +86,16 @@ func convCases() []opCase {
 		// more output positions than one packed block of B holds
 		{3, 16, 1, 64, 64, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		{64, 20, 1, 40, 41, 1, nil},
+		// 1×1 read in place: more input channels than one kc block, a
+		// partial last panel; groups
+		{300, 17, 1, 5, 13, 1, nil},
+		{8, 30, 2, 9, 7, 1, nil},
+		// wide rows (row stride 1 through the phase planes, output width
+		// near a whole vector): padded, dilated, column stride 2, groups
+		{16, 16, 1, 30, 40, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		{4, 6, 1, 12, 40, 3, attrs("dilations", []int64{2, 2}, "pads", []int64{2, 2, 2, 2})},
+		{5, 7, 1, 9, 80, 3, attrs("strides", []int64{1, 2}, "pads", []int64{1, 1, 1, 1})},
+		{8, 8, 2, 10, 40, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		// few output positions: computed transposed (positions on rows)
 		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
 		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},

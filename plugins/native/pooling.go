@@ -66,10 +66,7 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		planes := x.Shape[0] * x.Shape[1]
 		chunks := min(planes, 4*bc.pool.threads())
 		parallelFor(bc.pool, chunks, poolTask{g, X, Y, planes, chunks, isMax, includePad}, func(a poolTask, t int) {
-			g := &a.g
-			for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
-				poolPlane(g, a.x[pi*g.ih*g.iw:(pi+1)*g.ih*g.iw], a.y[pi*g.oh*g.ow:(pi+1)*g.oh*g.ow], a.isMax, a.includePad)
-			}
+			poolPlanes(&a.g, a.x, a.y, a.planes*t/a.chunks, a.planes*(t+1)/a.chunks, a.isMax, a.includePad) // maxpool_sep.go
 		})
 		return ctx.Outputs(y), nil
 	}, nil

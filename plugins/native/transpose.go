@@ -130,14 +130,36 @@ func mergeAxes(dims, perm []int) (cd, cp [8]int, ng int) {
 	return cd, cp, ng
 }
 
-// transpose2D writes y (cols×rows) = xᵀ for x (rows×cols), in tiles.
+// transpose2D writes y (cols×rows) = xᵀ for x (rows×cols), in tiles:
+// 8×8 blocks in registers where the CPU can (transpose8), the edges
+// element by element.
 func transpose2D(y, x []float32, rows, cols int) {
-	const tile = 16
 	x, y = x[:rows*cols], y[:rows*cols]
-	for i0 := 0; i0 < rows; i0 += tile {
-		i1 := min(i0+tile, rows)
-		for j0 := 0; j0 < cols; j0 += tile {
-			j1 := min(j0+tile, cols)
+	if r8, c8 := rows&^7, cols&^7; has8x8Transpose && r8 > 0 && c8 > 0 {
+		// strips of 8 rows × up to 64 columns: 8 input lines read, 64
+		// output rows written 32 bytes each
+		const strip = 64
+		for i0 := 0; i0 < r8; i0 += 8 {
+			for j0 := 0; j0 < c8; j0 += strip {
+				nb := min(strip, c8-j0) / 8
+				transpose8(nb, x[i0*cols+j0:], cols, y[j0*rows+i0:], rows)
+			}
+		}
+		transposeTiles(y, x, rows, cols, 0, r8, c8, cols)
+		transposeTiles(y, x, rows, cols, r8, rows, 0, cols)
+		return
+	}
+	transposeTiles(y, x, rows, cols, 0, rows, 0, cols)
+}
+
+// transposeTiles is transpose2D of rows [ra, rb) and columns [ca, cb) of
+// x, in 16×16 tiles element by element.
+func transposeTiles(y, x []float32, rows, cols, ra, rb, ca, cb int) {
+	const tile = 16
+	for i0 := ra; i0 < rb; i0 += tile {
+		i1 := min(i0+tile, rb)
+		for j0 := ca; j0 < cb; j0 += tile {
+			j1 := min(j0+tile, cb)
 			for j := j0; j < j1; j++ {
 				dst := y[j*rows+i0 : j*rows+i1]
 				for i := range dst {

@@ -84,3 +84,43 @@ func TestTransposeAllPerms(t *testing.T) {
 		}
 	}
 }
+
+// transpose2D at sizes on and around the 8×8 blocks and the 64-column
+// strips (the register path and its edges), against the definition.
+func TestTranspose2DBlocks(t *testing.T) {
+	sizes := []int{1, 7, 8, 9, 16, 63, 64, 65, 85, 130}
+	for _, rows := range sizes {
+		for _, cols := range sizes {
+			x := make([]float32, rows*cols)
+			for i := range x {
+				x[i] = float32(i)
+			}
+			got := make([]float32, rows*cols)
+			transpose2D(got, x, rows, cols)
+			for i := 0; i < rows; i++ {
+				for j := 0; j < cols; j++ {
+					if got[j*rows+i] != x[i*cols+j] {
+						t.Fatalf("%d×%d: y[%d][%d] = %v, want %v", rows, cols, j, i, got[j*rows+i], x[i*cols+j])
+					}
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkTranspose2D(b *testing.B) {
+	rows, cols := 85, 3549 // YOLOX's head output
+	x := make([]float32, rows*cols)
+	y := make([]float32, rows*cols)
+	b.SetBytes(int64(8 * len(x)))
+	b.Run("blocks", func(b *testing.B) {
+		for b.Loop() {
+			transpose2D(y, x, rows, cols)
+		}
+	})
+	b.Run("tiles", func(b *testing.B) {
+		for b.Loop() {
+			transposeTiles(y, x, rows, cols, 0, rows, 0, cols)
+		}
+	})
+}

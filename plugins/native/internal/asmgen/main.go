@@ -8,9 +8,10 @@
 //
 // Every GEMM micro-kernel computes one MR×NR tile of C from MR rows of A,
 // read in place (row i at a + i·lda, kc floats each: A is never packed) and
-// a packed B panel (kc steps of NR floats):
+// a B panel of kc rows of NR floats, ldb floats apart (NR: a packed panel;
+// more: NR columns of a row-major B read in place):
 //
-//	C[i][j] = init[i][j] + Σ_k A[i·lda+k] · B[k·NR+j]
+//	C[i][j] = init[i][j] + Σ_k A[i·lda+k] · B[k·ldb+j]
 //
 // where init is chosen by flags&3: 0 zero, 1 the tile of C itself
 // (accumulate), 2 a column bias (NR floats at bias), 3 a row bias (MR
@@ -29,7 +30,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(kc int, a *float32, lda int, b, c *float32, ldc int, bias *float32, flags int, lo, hi float32)"
+const signature = "func(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo, hi float32)"
 
 func main() {
 	gemm("gemmAVX2x6x16", 6, 16, 8, []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11}, []VecPhysical{Y12, Y13}, Y14, Y15, false)
@@ -48,6 +49,8 @@ func main() {
 	axpy()
 	clampVec()
 	maxPool2x2()
+	maxInto()
+	transpose8()
 	deinterleave2()
 	expSum()
 	dot()
@@ -118,6 +121,8 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 		}
 	}
 	b := Load(Param("b"), GP64())
+	ldb := Load(Param("ldb"), GP64())
+	SHLQ(U8(2), ldb) // bytes
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
 	SHLQ(U8(2), ldc) // bytes
@@ -195,7 +200,7 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	for _, base := range bases {
 		ADDQ(U8(4), base)
 	}
-	ADDQ(U32(4*nr), b)
+	ADDQ(ldb, b)
 	DECQ(kc)
 	JNE(LabelRef(name + "_k"))
 
@@ -685,6 +690,106 @@ func maxPool2x2() {
 	SUBQ(U8(8), n)
 	JMP(LabelRef("mp2_8"))
 	Label("mp2_done")
+	VZEROUPPER()
+	RET()
+}
+
+// maxInto emits maxIntoAVX2: y[i] = r[i] if r[i] > y[i] (a NaN in r never
+// wins) for i < n&^7: the passes of separable max pooling.
+func maxInto() {
+	TEXT("maxIntoAVX2", NOSPLIT, "func(n int, r, y *float32)")
+	Doc("maxIntoAVX2 computes y[i] = max(y[i], r[i]) for i < n&^7, a NaN in r never winning.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	r := Load(Param("r"), GP64())
+	y := Load(Param("y"), GP64())
+	a, b := YMM(), YMM()
+	Label("mxi_16")
+	CMPQ(n, U8(16))
+	JLT(LabelRef("mxi_8"))
+	// Intel max returns its second source when either is NaN: the new
+	// values r first, the running maximum y second
+	VMOVUPS(Mem{Base: r}, a)
+	VMOVUPS(Mem{Base: r, Disp: 32}, b)
+	VMAXPS(Mem{Base: y}, a, a)
+	VMAXPS(Mem{Base: y, Disp: 32}, b, b)
+	VMOVUPS(a, Mem{Base: y})
+	VMOVUPS(b, Mem{Base: y, Disp: 32})
+	ADDQ(U8(64), r)
+	ADDQ(U8(64), y)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("mxi_16"))
+	Label("mxi_8")
+	CMPQ(n, U8(8))
+	JLT(LabelRef("mxi_done"))
+	VMOVUPS(Mem{Base: r}, a)
+	VMAXPS(Mem{Base: y}, a, a)
+	VMOVUPS(a, Mem{Base: y})
+	Label("mxi_done")
+	VZEROUPPER()
+	RET()
+}
+
+// transpose8 emits transpose8AVX2: for each of n blocks b, the 8×8 block
+// of x at columns 8b..8b+7 (8 rows, ldx floats apart) is written
+// transposed to y rows 8b..8b+7 (ldy floats apart), columns 0..7.
+func transpose8() {
+	TEXT("transpose8AVX2", NOSPLIT, "func(n int, x *float32, ldx int, y *float32, ldy int)")
+	Doc("transpose8AVX2 writes y[(8b+j)·ldy + i] = x[i·ldx + 8b+j] for i, j < 8 and b < n.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	x := Load(Param("x"), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldx)
+	SHLQ(U8(2), ldy)
+	x3, y3 := GP64(), GP64()
+	r := make([]VecPhysical, 8)
+	for i := range r {
+		r[i] = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7}[i]
+	}
+	t := []VecPhysical{Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+	Label("tr8_loop")
+	TESTQ(n, n)
+	JEQ(LabelRef("tr8_done"))
+	// rows 0-3 at x + {0,1,2,3}·ldx, rows 4-7 from x3 = x + 4·ldx
+	LEAQ(Mem{Base: x, Index: ldx, Scale: 4}, x3)
+	VMOVUPS(Mem{Base: x}, r[0])
+	VMOVUPS(Mem{Base: x, Index: ldx, Scale: 1}, r[1])
+	VMOVUPS(Mem{Base: x, Index: ldx, Scale: 2}, r[2])
+	VMOVUPS(Mem{Base: x3}, r[4])
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 1}, r[5])
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 2}, r[6])
+	ADDQ(ldx, x3)
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 2}, r[7])
+	LEAQ(Mem{Base: x, Index: ldx, Scale: 2}, x3)
+	VMOVUPS(Mem{Base: x3, Index: ldx, Scale: 1}, r[3])
+	// pairs of rows interleaved, then pairs of pairs, then the halves
+	for q := 0; q < 8; q += 2 {
+		VUNPCKLPS(r[q+1], r[q], t[q])
+		VUNPCKHPS(r[q+1], r[q], t[q+1])
+	}
+	for q := 0; q < 8; q += 4 {
+		VSHUFPS(U8(0x44), t[q+2], t[q], r[q])
+		VSHUFPS(U8(0xEE), t[q+2], t[q], r[q+1])
+		VSHUFPS(U8(0x44), t[q+3], t[q+1], r[q+2])
+		VSHUFPS(U8(0xEE), t[q+3], t[q+1], r[q+3])
+	}
+	for q := 0; q < 4; q++ {
+		VPERM2F128(U8(0x20), r[q+4], r[q], t[q])
+		VPERM2F128(U8(0x31), r[q+4], r[q], t[q+4])
+	}
+	MOVQ(y, y3)
+	for q := 0; q < 8; q++ {
+		VMOVUPS(t[q], Mem{Base: y3})
+		ADDQ(ldy, y3)
+	}
+	MOVQ(y3, y)
+	ADDQ(U8(32), x)
+	DECQ(n)
+	JMP(LabelRef("tr8_loop"))
+	Label("tr8_done")
 	VZEROUPPER()
 	RET()
 }
