@@ -56,6 +56,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
@@ -751,6 +752,10 @@ func generationError(err error) *apiError {
 	}
 	if errors.Is(err, errShutdown) {
 		return errorf(http.StatusServiceUnavailable, "server_error", "shutting_down", "", "%v", err)
+	}
+	if errors.Is(err, switchyard.ErrResourceExhausted) {
+		return errorf(http.StatusServiceUnavailable, "server_error", "insufficient_memory", "",
+			"the model's memory budget cannot hold this generation now (%v); retry later, or serve with a larger --memory-budget or a shorter --context", err)
 	}
 	return errorf(http.StatusInternalServerError, "server_error", "generation_failed", "", "%s", errorOf(err))
 }
