@@ -427,3 +427,26 @@ func (st *batchState) truncate(n int) {
 	}
 	st.n = n
 }
+
+// fork is a new parked state holding a copy of st's first n positions.
+func (st *batchState) fork(n int) *batchState {
+	p := st.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := &batchState{p: p, slot: -1, n: n, parked: map[string][]float32{}}
+	for _, in := range p.d.pastIn {
+		var src []float32
+		base, stride := 0, st.n*p.hs // a parked [kv, st.n, hs] buffer
+		if st.slot >= 0 {
+			src, base, stride = p.buf[in.Name], st.slot*p.per, p.ctx*p.hs
+		} else {
+			src = st.parked[in.Name]
+		}
+		dst := make([]float32, p.kv*n*p.hs)
+		for h := 0; h < p.kv; h++ {
+			copy(dst[h*n*p.hs:(h+1)*n*p.hs], src[base+h*stride:])
+		}
+		out.parked[in.Name] = dst
+	}
+	return out
+}

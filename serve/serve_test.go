@@ -834,3 +834,30 @@ func TestChatPage(t *testing.T) {
 		r3.Body.Close()
 	}
 }
+
+// TestPrefixCacheKeepsOtherConversations: a new conversation that shares
+// only its start with a cached one gets a copy of that start and leaves
+// the cached one whole, so the first conversation's next turn still
+// prefills only its new tokens.
+func TestPrefixCacheKeepsOtherConversations(t *testing.T) {
+	_, url := start(t, nil, nil)
+	turn := func(prompt string) (string, float64, float64) {
+		t.Helper()
+		code, v := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"stories","prompt":%q,"max_tokens":12,"temperature":0}`, prompt))
+		if code != 200 {
+			t.Fatalf("%d %v", code, v)
+		}
+		u := v["usage"].(map[string]any)
+		return v["choices"].([]any)[0].(map[string]any)["text"].(string), u["prompt_tokens"].(float64), u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64)
+	}
+	a := "Once upon a time, there was a big dog named Max."
+	textA, promptA, _ := turn(a)
+	_, _, sharedB := turn("Once upon a time, there was a little cat.")
+	if sharedB < 5 {
+		t.Fatalf("the second conversation took %v tokens from the first's cache", sharedB)
+	}
+	_, _, cachedA := turn(a + textA + " Then")
+	if cachedA < promptA {
+		t.Fatalf("the first conversation's next turn took %v tokens from the cache, its first turn alone was %v", cachedA, promptA)
+	}
+}

@@ -149,7 +149,7 @@ func rawAbort(rng *rand.Rand, addr string, body []byte) {
 		_, _ = io.WriteString(c, head[:rng.IntN(len(head))])
 	case 1:
 		_, _ = io.WriteString(c, head)
-		_, _ = c.Write(body[:rng.IntN(len(body))])
+		_, _ = c.Write(body[:rng.IntN(len(body)+1)])
 	default:
 		_, _ = io.WriteString(c, head)
 		_, _ = c.Write(body)
