@@ -20,7 +20,9 @@
 // and a two-digit exponent (so every number fits a float64), a number
 // with a range (minimum, maximum, exclusive ones) as an integer in it of
 // at most 9 digits, whitespace
-// between tokens in runs of at most 40 spaces or tabs and one newline.
+// between tokens in runs of at most 40 spaces or tabs and one newline,
+// and a string with a pattern only with printable ASCII characters that
+// need no escape (its pattern compiled to a DFA over them: regex.go).
 package grammar
 
 import (
@@ -82,6 +84,8 @@ type node struct {
 	lit        *litTrie
 	alts       []int32
 	min        int64 // the shortest text of a value (inf: none)
+	// re: a string's pattern (frame a: the DFA state)
+	re *reDFA
 }
 
 type prop struct {
@@ -209,6 +213,9 @@ func (g *Grammar) finish() error {
 		if n.lit != nil {
 			maxLit = max(maxLit, int64(n.lit.maxLen))
 		}
+		if n.re != nil { // a byte may move a pattern's DFA that much further from the end
+			maxMin = max(maxMin, n.re.maxDist+2)
+		}
 		if n.kind != kObject || len(n.props) == 0 {
 			continue
 		}
@@ -288,6 +295,9 @@ func (g *Grammar) minOf(n *node) int64 {
 		it := g.nodes[n.items].min
 		return sat(2 + int64(n.minN)*it + int64(n.minN) - 1)
 	case kString:
+		if n.re != nil {
+			return sat(2 + n.re.dist[n.re.start])
+		}
 		if n.maxN >= 0 && n.minN > n.maxN {
 			return inf
 		}
@@ -348,6 +358,9 @@ func (w *walker) start(parent, id int32, c byte, out []int32) []int32 {
 	case kString:
 		if c == '"' {
 			f.st = sIn
+			if n.re != nil {
+				f.a = n.re.start
+			}
 			out = append(out, w.push(f))
 		}
 	case kNumber:
@@ -584,6 +597,19 @@ func (w *walker) stepArray(n *node, f frame, c byte, out []int32) []int32 {
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
 func (w *walker) stepString(n *node, f frame, c byte, out []int32) []int32 {
+	if re := n.re; re != nil { // only writable bytes, unescaped: the DFA's
+		if c == '"' {
+			if re.dist[f.a] == 0 {
+				return append(out, f.parent)
+			}
+			return out
+		}
+		if t := re.next[int(f.a)*256+int(c)]; t >= 0 {
+			f.a = t
+			return append(out, w.push(f))
+		}
+		return out
+	}
 	room := n.maxN < 0 || f.a < n.maxN
 	switch f.st {
 	case sIn:
@@ -889,6 +915,9 @@ func (w *walker) frameRest(f frame) int64 {
 		}
 		return sat(it + more(f.a+1))
 	case kString:
+		if n.re != nil {
+			return sat(n.re.dist[f.a] + 1)
+		}
 		r := int64(max(0, n.minN-f.a)) + 1
 		switch f.st {
 		case sEsc:

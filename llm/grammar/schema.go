@@ -197,12 +197,11 @@ var annotations = map[string]bool{"title": true, "description": true, "$schema":
 var keywords = map[string]string{"type": "", "enum": "", "const": "", "anyOf": "", "allOf": "", "$ref": "",
 	"properties": "object", "required": "object", "additionalProperties": "object",
 	"items": "array", "minItems": "array", "maxItems": "array",
-	"minLength": "string", "maxLength": "string",
+	"minLength": "string", "maxLength": "string", "pattern": "string",
 	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number"}
 
 // reasons for keywords often met that are refused.
 var refusedWhy = map[string]string{
-	"pattern":           "regular expressions are not compiled into the grammar",
 	"format":            "string formats are not compiled into the grammar",
 	"minimum":           "numeric ranges are not compiled into the grammar",
 	"maximum":           "numeric ranges are not compiled into the grammar",
@@ -221,8 +220,11 @@ type compiler struct {
 	g    *Grammar
 	refs map[string]int32
 	lits int // literal bytes so far
-	any  int32
-	str  int32
+	dfas int // pattern DFA states so far
+	// reWork: the NFA states the patterns' constructions visited
+	reWork int
+	any    int32
+	str    int32
 }
 
 // Options adjust a compiled grammar.
@@ -235,7 +237,7 @@ type Options struct {
 
 // CompileSchema compiles a JSON schema (the common subset: type, object
 // properties/required/additionalProperties, items/minItems/maxItems,
-// minLength/maxLength, enum, const, anyOf, a one-element allOf, $ref to
+// minLength/maxLength, pattern (regex.go), enum, const, anyOf, a one-element allOf, $ref to
 // the document's $defs or definitions) into a grammar whose every
 // complete text validates against it. Any other keyword is refused with
 // an *UnsupportedError; a schema no value satisfies is refused too.
@@ -622,6 +624,22 @@ func (c *compiler) typed(s *jv, t, path string) (int32, error) {
 		hi, err := count(s, "maxLength", path)
 		if err != nil {
 			return -1, err
+		}
+		if pat := s.get("pattern"); pat != nil {
+			if pat.kind != 's' {
+				return -1, fmt.Errorf("pattern at %q is not a string", path)
+			}
+			if lo > 0 || hi >= 0 {
+				return -1, unsupported("pattern", path, "a pattern beside minLength or maxLength is not supported")
+			}
+			re, err := compilePattern(pat.s, &c.reWork)
+			if err != nil {
+				return -1, unsupported("pattern", path, err.Error())
+			}
+			if c.dfas += len(re.dist); c.dfas > maxDFAStates {
+				return -1, unsupported("pattern", path, fmt.Sprintf("the schema's patterns need over %d automaton states in all", maxDFAStates))
+			}
+			return c.add(node{kind: kString, maxN: -1, re: re})
 		}
 		return c.add(node{kind: kString, minN: max(lo, 0), maxN: hi})
 	case "array":
