@@ -121,6 +121,7 @@ var schemas = []string{
 	`{"type":"object","properties":{"a":{"type":"integer","minimum":10,"maximum":12},"b":{"type":"integer","exclusiveMinimum":-5,"exclusiveMaximum":3},"c":{"type":"number","minimum":1.5},"d":{"type":"integer","maximum":-100},"e":{"type":"integer","minimum":0,"maximum":0}},"required":["a","b","c","d","e"],"additionalProperties":false}`,
 	`{"type":"array","items":{"type":"integer","minimum":-20,"maximum":-3},"minItems":3}`,
 	`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]{2,4}-\\d{3}$"},"code":{"type":"string","pattern":"x(ab|cd)*y"},"file":{"pattern":"^\\w+\\.(json|txt)$"},"v":{"type":"string","pattern":"^[^aeiou ]*$|^a.c$"}},"required":["id","code","file","v"],"additionalProperties":false}`,
+	`{"type":"object","properties":{"v":{"oneOf":[{"type":"string","maxLength":3},{"type":["integer","null"],"minimum":2},{"type":"array","items":{"type":"boolean"},"maxItems":2}]}},"required":["v"],"additionalProperties":false}`,
 	`{"type":"array","items":{"type":"string","pattern":"^(?:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})$"},"minItems":1}`,
 }
 
@@ -233,7 +234,11 @@ func TestUnsupportedKeywords(t *testing.T) {
 		{`{"type":"object","properties":{"a":{"type":"string","format":"date-time"}}}`, "format", "/properties/a"},
 		{`{"type":"object","properties":{"a/b":{"type":"integer","multipleOf":2}}}`, "multipleOf", "/properties/a~1b"},
 		{`{"type":"integer","minimum":0,"exclusiveMinimum":true}`, "exclusiveMinimum", ""},
-		{`{"oneOf":[{"type":"string"}]}`, "oneOf", ""},
+		{`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, "oneOf", ""},
+		{`{"type":"object","properties":{"a":{"oneOf":[{"type":"string"},{"minLength":1}]}}}`, "oneOf", "/properties/a"},
+		{`{"oneOf":[{"type":["string","null"]},{"type":"null"}]}`, "oneOf", ""},
+		{`{"oneOf":[{"type":"string"}],"type":"string"}`, "type", ""},
+		{`{"oneOf":[{"type":"string","pattern":"(?!x)"}]}`, "pattern", "/oneOf/0"},
 		{`{"type":"array","items":[{"type":"string"}]}`, "items", ""},
 		{`{"type":"array","uniqueItems":true}`, "uniqueItems", ""},
 		{`{"$ref":"https://example.com/s.json"}`, "$ref", ""},

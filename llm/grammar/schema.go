@@ -194,7 +194,7 @@ var annotations = map[string]bool{"title": true, "description": true, "$schema":
 
 // keywords the compiler implements, by the type they constrain ("" for
 // any type).
-var keywords = map[string]string{"type": "", "enum": "", "const": "", "anyOf": "", "allOf": "", "$ref": "",
+var keywords = map[string]string{"type": "", "enum": "", "const": "", "anyOf": "", "oneOf": "", "allOf": "", "$ref": "",
 	"properties": "object", "required": "object", "additionalProperties": "object",
 	"items": "array", "minItems": "array", "maxItems": "array",
 	"minLength": "string", "maxLength": "string", "pattern": "string",
@@ -208,7 +208,6 @@ var refusedWhy = map[string]string{
 	"exclusiveMinimum":  "numeric ranges are not compiled into the grammar",
 	"exclusiveMaximum":  "numeric ranges are not compiled into the grammar",
 	"multipleOf":        "numeric constraints are not compiled into the grammar",
-	"oneOf":             "exactly-one-of cannot be guaranteed by the grammar (use anyOf)",
 	"not":               "negation is not compiled into the grammar",
 	"prefixItems":       "tuples are not supported",
 	"uniqueItems":       "unique items cannot be guaranteed by the grammar",
@@ -237,7 +236,8 @@ type Options struct {
 
 // CompileSchema compiles a JSON schema (the common subset: type, object
 // properties/required/additionalProperties, items/minItems/maxItems,
-// minLength/maxLength, pattern (regex.go), enum, const, anyOf, a one-element allOf, $ref to
+// minLength/maxLength, pattern (regex.go), enum, const, anyOf, oneOf of
+// alternatives of pairwise different types, a one-element allOf, $ref to
 // the document's $defs or definitions) into a grammar whose every
 // complete text validates against it. Any other keyword is refused with
 // an *UnsupportedError; a schema no value satisfies is refused too.
@@ -435,6 +435,19 @@ func (c *compiler) compile(s *jv, path string) (int32, error) {
 		}
 		return c.compile(all.vals[0], ptr(path, "allOf")+"/0")
 	}
+	if oneOf := s.get("oneOf"); oneOf != nil {
+		if k := others("oneOf"); k != "" {
+			return -1, unsupported(k, path, "keywords beside oneOf are not supported")
+		}
+		if oneOf.kind != 'a' || len(oneOf.vals) == 0 {
+			return -1, fmt.Errorf("oneOf at %q is not a non-empty array", path)
+		}
+		if err := disjointTypes(oneOf.vals); err != nil {
+			return -1, unsupported("oneOf", path, err.Error())
+		}
+		// no value is valid under two of them: oneOf is their anyOf
+		return c.alternatives(oneOf.vals, ptr(path, "oneOf"))
+	}
 	if anyOf := s.get("anyOf"); anyOf != nil {
 		if k := others("anyOf"); k != "" {
 			return -1, unsupported(k, path, "keywords beside anyOf are not supported")
@@ -442,20 +455,7 @@ func (c *compiler) compile(s *jv, path string) (int32, error) {
 		if anyOf.kind != 'a' || len(anyOf.vals) == 0 {
 			return -1, fmt.Errorf("anyOf at %q is not a non-empty array", path)
 		}
-		id, err := c.add(node{kind: kAnyOf})
-		if err != nil {
-			return -1, err
-		}
-		alts := make([]int32, 0, len(anyOf.vals))
-		for i, a := range anyOf.vals {
-			x, err := c.compile(a, ptr(path, "anyOf")+"/"+strconv.Itoa(i))
-			if err != nil {
-				return -1, err
-			}
-			alts = append(alts, x)
-		}
-		c.g.nodes[id].alts = alts
-		return id, nil
+		return c.alternatives(anyOf.vals, ptr(path, "anyOf"))
 	}
 	var types []string
 	if t := s.get("type"); t != nil {
@@ -541,6 +541,64 @@ func (c *compiler) compile(s *jv, path string) (int32, error) {
 	}
 	c.g.nodes[id].alts = alts
 	return id, nil
+}
+
+// alternatives compiles schemas any one of which a value must satisfy.
+func (c *compiler) alternatives(vals []*jv, path string) (int32, error) {
+	id, err := c.add(node{kind: kAnyOf})
+	if err != nil {
+		return -1, err
+	}
+	alts := make([]int32, 0, len(vals))
+	for i, a := range vals {
+		x, err := c.compile(a, path+"/"+strconv.Itoa(i))
+		if err != nil {
+			return -1, err
+		}
+		alts = append(alts, x)
+	}
+	c.g.nodes[id].alts = alts
+	return id, nil
+}
+
+// disjointTypes accepts the alternatives of a oneOf when each states its
+// "type" and no two share one (integer counts as a number): then a value
+// valid under one is invalid under every other, whatever their other
+// keywords, so "exactly one" is "any one".
+func disjointTypes(alts []*jv) error {
+	owner := map[string]int{}
+	for i, a := range alts {
+		var t *jv
+		if a.kind == 'o' {
+			t = a.get("type")
+		}
+		var ts []string
+		switch {
+		case t == nil:
+			return fmt.Errorf("oneOf alternative %d states no type: only alternatives of pairwise different types are supported (exactly one cannot be guaranteed otherwise; use anyOf)", i)
+		case t.kind == 's':
+			ts = []string{t.s}
+		case t.kind == 'a':
+			for _, e := range t.vals {
+				if e.kind != 's' {
+					return fmt.Errorf("oneOf alternative %d: type is not a string or an array of strings", i)
+				}
+				ts = append(ts, e.s)
+			}
+		default:
+			return fmt.Errorf("oneOf alternative %d: type is not a string or an array of strings", i)
+		}
+		for _, x := range ts {
+			if x == "integer" {
+				x = "number"
+			}
+			if j, ok := owner[x]; ok && j != i {
+				return fmt.Errorf("oneOf alternatives %d and %d both take %ss: only alternatives of pairwise different types are supported (use anyOf)", j, i, x)
+			}
+			owner[x] = i
+		}
+	}
+	return nil
 }
 
 func contains(s []string, k string) bool {
