@@ -222,7 +222,7 @@ func TestStructuredRefusals(t *testing.T) {
 	}{
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"id":{"type":"string","format":"email"}}}}}`,
 			"unsupported_parameter", "response_format.json_schema.schema.properties.id.format"},
-		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","multipleOf":2}}}`,
+		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","multipleOf":0.5}}}`,
 			"unsupported_parameter", "response_format.json_schema.schema.multipleOf"},
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x"}}`, "invalid_value", "response_format.json_schema.schema"},
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":false}}`, "invalid_value", "response_format.json_schema.schema"},

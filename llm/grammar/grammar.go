@@ -18,8 +18,8 @@
 // listed (optional ones may be left out; additional properties are never
 // generated), numbers with at most 15 digits before and after the point
 // and a two-digit exponent (so every number fits a float64), a number
-// with a range (minimum, maximum, exclusive ones) as an integer in it of
-// at most 9 digits, whitespace
+// with a range (minimum, maximum, exclusive ones) or a whole multipleOf as
+// an integer of at most 9 digits in the range and a multiple of it, whitespace
 // between tokens in runs of at most 40 spaces or tabs and one newline,
 // and a string with a pattern only with printable ASCII characters that
 // need no escape (its pattern compiled to a DFA over them: regex.go).
@@ -69,6 +69,7 @@ type node struct {
 	// bounded: an integer in [lo, hi] (both within ±maxBounded)
 	bounded bool
 	lo, hi  int64
+	mult    int64 // a bounded integer: a multiple of it (0: any)
 	// object: props in order; generic objects (no props) take any key
 	// with an addl value (-1: none, only {})
 	props   []prop
@@ -771,6 +772,22 @@ func (w *walker) complete(f frame) bool {
 	return false
 }
 
+// fits reports whether [lo, hi] holds a value the node takes: any, or a
+// multiple of n.mult.
+func (n *node) fits(lo, hi int64) bool {
+	if lo > hi {
+		return false
+	}
+	if n.mult <= 1 {
+		return true
+	}
+	m := lo / n.mult // toward zero: m·mult >= lo for lo < 0
+	if m*n.mult < lo {
+		m++
+	}
+	return m*n.mult <= hi
+}
+
 // maxBoundedDigits: a bounded integer has at most 9 digits (it fits an
 // int32 frame field).
 const (
@@ -782,6 +799,8 @@ const (
 // written in frame f (sign f.c, f.a digits so far of value f.b) to a
 // value in [lo, hi]; 0 when it is in range; inf when none can.
 func (n *node) digitsToRange(f frame) int64 {
+	// (the values that extend it by e digits, intersected with the range,
+	// must hold a multiple of n.mult)
 	neg, q, k := f.c == 1, int64(f.b), int(f.a)
 	if f.st == nMinus {
 		k = 0
@@ -804,7 +823,7 @@ func (n *node) digitsToRange(f frame) int64 {
 		if neg {
 			lo, hi = -hi, -lo
 		}
-		if lo <= n.hi && hi >= n.lo {
+		if n.fits(max(lo, n.lo), min(hi, n.hi)) {
 			return int64(e)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,6 +123,7 @@ var schemas = []string{
 	`{"type":"array","items":{"type":"integer","minimum":-20,"maximum":-3},"minItems":3}`,
 	`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]{2,4}-\\d{3}$"},"code":{"type":"string","pattern":"x(ab|cd)*y"},"file":{"pattern":"^\\w+\\.(json|txt)$"},"v":{"type":"string","pattern":"^[^aeiou ]*$|^a.c$"}},"required":["id","code","file","v"],"additionalProperties":false}`,
 	`{"type":"object","properties":{"v":{"oneOf":[{"type":"string","maxLength":3},{"type":["integer","null"],"minimum":2},{"type":"array","items":{"type":"boolean"},"maxItems":2}]}},"required":["v"],"additionalProperties":false}`,
+	`{"type":"object","properties":{"a":{"type":"integer","multipleOf":7},"b":{"type":"number","multipleOf":5,"minimum":-23,"maximum":-1},"c":{"type":"integer","multipleOf":1000,"exclusiveMinimum":0},"d":{"type":"array","items":{"multipleOf":3,"maximum":4},"minItems":2}},"required":["a","b","c","d"],"additionalProperties":false}`,
 	`{"type":"array","items":{"type":"string","pattern":"^(?:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})$"},"minItems":1}`,
 }
 
@@ -232,7 +234,8 @@ func TestUnsupportedKeywords(t *testing.T) {
 		{`{"type":"string","pattern":"(a{1000}){1000}"}`, "pattern", ""},
 		{`{"type":"string","pattern":"é"}`, "pattern", ""},
 		{`{"type":"object","properties":{"a":{"type":"string","format":"date-time"}}}`, "format", "/properties/a"},
-		{`{"type":"object","properties":{"a/b":{"type":"integer","multipleOf":2}}}`, "multipleOf", "/properties/a~1b"},
+		{`{"type":"object","properties":{"a/b":{"type":"integer","multipleOf":2.5}}}`, "multipleOf", "/properties/a~1b"},
+		{`{"type":"number","multipleOf":1e10}`, "multipleOf", ""},
 		{`{"type":"integer","minimum":0,"exclusiveMinimum":true}`, "exclusiveMinimum", ""},
 		{`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, "oneOf", ""},
 		{`{"type":"object","properties":{"a":{"oneOf":[{"type":"string"},{"minLength":1}]}}}`, "oneOf", "/properties/a"},
@@ -255,7 +258,7 @@ func TestUnsupportedKeywords(t *testing.T) {
 	for _, s := range []string{`false`, `{"type":"array","minItems":3,"maxItems":2}`, `{"enum":[]}`, `{"type":"string","enum":[1]}`,
 		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"}`,
 		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`, `[`, `{"type":"nothing"}`, `{"a":1,"a":2}`, `{"type":"integer","minimum":5,"maximum":4}`, `{"type":"integer","minimum":1e12}`,
-		`{"type":"string","pattern":"^\\n$"}`, `{"type":"string","pattern":"^[\"\\\\]+$"}`, `{"type":"string","pattern":1}`} {
+		`{"type":"string","pattern":"^\\n$"}`, `{"type":"integer","multipleOf":10,"minimum":1,"maximum":9}`, `{"type":"integer","multipleOf":0}`, `{"type":"string","pattern":"^[\"\\\\]+$"}`, `{"type":"string","pattern":1}`} {
 		if _, err := CompileSchema([]byte(s), nil); err == nil {
 			t.Errorf("%s compiled", s)
 		}
@@ -413,6 +416,49 @@ func TestPatternExact(t *testing.T) {
 			if d.dist[st] == 0 && !re.Match(var_) {
 				t.Fatalf("%s: the DFA accepts %q, regexp does not match it", pat, var_)
 			}
+		}
+	}
+}
+
+// TestMultipleOf: every integer written under multipleOf (with and
+// without a range) is a multiple in range, and the walks reach negative,
+// zero and positive ones.
+func TestMultipleOf(t *testing.T) {
+	texts, end := testVocab()
+	ix := NewIndex(texts, []int{end})
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		schema string
+		k      int64
+		lo, hi int64
+	}{
+		{`{"type":"integer","multipleOf":7}`, 7, -maxBounded, maxBounded},
+		{`{"type":"number","multipleOf":12,"minimum":-100,"exclusiveMaximum":50}`, 12, -100, 49},
+		{`{"multipleOf":1000,"minimum":999}`, 1000, 999, maxBounded},
+	} {
+		g, err := CompileSchema([]byte(c.schema), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signs := map[int]bool{}
+		for range 300 {
+			out := strings.TrimSpace(walk(t, g, ix, texts, end, int(g.NewMatcher().Rest())+1+rng.IntN(12), rng))
+			v, err := strconv.ParseInt(out, 10, 64)
+			if err != nil || v%c.k != 0 || v < c.lo || v > c.hi {
+				t.Fatalf("%s: %q", c.schema, out)
+			}
+			switch {
+			case v < 0:
+				signs[-1] = true
+			case v > 0:
+				signs[1] = true
+			default:
+				signs[0] = true
+			}
+		}
+		t.Logf("%s: signs seen %v", c.schema, signs)
+		if len(signs) < 2 && c.lo < 0 {
+			t.Fatalf("%s: only %v", c.schema, signs)
 		}
 	}
 }

@@ -198,7 +198,7 @@ var keywords = map[string]string{"type": "", "enum": "", "const": "", "anyOf": "
 	"properties": "object", "required": "object", "additionalProperties": "object",
 	"items": "array", "minItems": "array", "maxItems": "array",
 	"minLength": "string", "maxLength": "string", "pattern": "string",
-	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number"}
+	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "number"}
 
 // reasons for keywords often met that are refused.
 var refusedWhy = map[string]string{
@@ -207,7 +207,6 @@ var refusedWhy = map[string]string{
 	"maximum":           "numeric ranges are not compiled into the grammar",
 	"exclusiveMinimum":  "numeric ranges are not compiled into the grammar",
 	"exclusiveMaximum":  "numeric ranges are not compiled into the grammar",
-	"multipleOf":        "numeric constraints are not compiled into the grammar",
 	"not":               "negation is not compiled into the grammar",
 	"prefixItems":       "tuples are not supported",
 	"uniqueItems":       "unique items cannot be guaranteed by the grammar",
@@ -669,6 +668,17 @@ func (c *compiler) typed(s *jv, t, path string) (int32, error) {
 			} else {
 				n.hi = min(n.hi, int64(b))
 			}
+		}
+		if v := s.get("multipleOf"); v != nil {
+			x, err := strconv.ParseFloat(v.s, 64)
+			if v.kind != 'n' || err != nil || x <= 0 {
+				return -1, fmt.Errorf("multipleOf at %q must be a number above 0", path)
+			}
+			if x != math.Trunc(x) || x > maxBounded {
+				return -1, unsupported("multipleOf", path, fmt.Sprintf("only a whole multipleOf up to %d is supported", maxBounded))
+			}
+			// written as an integer in range (±maxBounded without one)
+			n.bounded, n.integer, n.mult = true, true, int64(x)
 		}
 		if n.lo > n.hi {
 			return c.add(node{kind: kAnyOf}) // an empty range: no value
