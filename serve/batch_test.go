@@ -295,8 +295,10 @@ func TestBatchedKVBudget(t *testing.T) {
 	if n := metricValue(t, met, `switchyard_serve_memory_waits_total{model="stories"}`); n < 1 {
 		t.Fatalf("%v memory waits: the second request did not wait for the first's slot", n)
 	}
-	if n := metricValue(t, met, `switchyard_serve_batch_slots{model="stories"}`); n != 1 {
-		t.Fatalf("batch slots %v after a memory wait, want 1", n)
+	// never two sequences in one batched run: the second waited
+	one := metricValue(t, met, `switchyard_serve_batched_sequences_bucket{model="stories",le="1"}`)
+	if all := metricValue(t, met, `switchyard_serve_batched_sequences_count{model="stories"}`); one != all {
+		t.Fatalf("%v of %v batched runs had one sequence: two ran together beyond the budget", one, all)
 	}
 	m.ReleaseMemory(held)
 }
