@@ -125,6 +125,10 @@ func (p *reParser) number() (int, error) {
 	if j == p.i {
 		return -1, nil
 	}
+	if p.i-j > 1 && p.s[j] == '0' {
+		// ECMA reads {00} as {0}, other dialects as the text "{00}"
+		return 0, p.errorf("a repetition bound with a leading zero")
+	}
 	v, err := strconv.Atoi(p.s[j:p.i])
 	if err != nil || v > maxRepeat {
 		return 0, p.errorf("a repetition bound over %d", maxRepeat)
