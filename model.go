@@ -292,7 +292,6 @@ func (m *Model) HoldMemory(n int64) error {
 // ReleaseMemory gives back n bytes accounted by HoldMemory.
 func (m *Model) ReleaseMemory(n int64) { m.rt.ReleaseMemory(n) }
 
-
 // Plan is the placement report: where every node runs and why, including
 // partitions re-placed at run time.
 func (m *Model) Plan() *Plan { return newPlan(m.rt.Plan()) }
