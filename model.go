@@ -281,6 +281,27 @@ func (m *Model) Outputs() []ValueInfo { return append([]ValueInfo(nil), m.output
 // from a directory in the ONNX test layout (nil otherwise).
 func (m *Model) ExampleInputs() Tensors { return m.examples }
 
+// HoldMemory accounts n bytes the caller keeps for this model outside its
+// runs' buffers — a decoder's key/value caches, say — against the model's
+// memory budget (OpenOptions.MemoryBudget), which its runs share; idle
+// run buffers are dropped to make room. When they do not fit it returns
+// an error that is ErrResourceExhausted and accounts nothing. Give them
+// back with ReleaseMemory.
+func (m *Model) HoldMemory(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("switchyard: HoldMemory(%d): %w", n, ErrInvalid)
+	}
+	if !m.rt.HoldMemory(n) {
+		st := m.rt.Memory()
+		return fmt.Errorf("switchyard: %s more would exceed the model's memory budget of %s (%s held): %w",
+			exec.FormatBytes(n), exec.FormatBytes(st.Budget), exec.FormatBytes(st.Held), ErrResourceExhausted)
+	}
+	return nil
+}
+
+// ReleaseMemory gives back n bytes accounted by HoldMemory.
+func (m *Model) ReleaseMemory(n int64) { m.rt.ReleaseMemory(n) }
+
 // Plan is the placement report: where every node runs and why, including
 // partitions re-placed at run time.
 func (m *Model) Plan() *Plan { return newPlan(m.rt.Plan()) }

@@ -29,7 +29,10 @@ import (
 // The presents are bound to the pasts' very tensors, so the caches are
 // written in place. A sequence that stops being stepped (a finished one
 // the prefix cache keeps: Sequence.Park) gives its slot back, its
-// positions copied out into a buffer of their own size.
+// positions copied out into a buffer of their own size. The slots are
+// counted against the model's memory budget (Model.HoldMemory): a pool
+// that would grow beyond it refuses with switchyard.ErrResourceExhausted
+// (the parked buffers are not counted: their owner bounds them).
 
 // batchPool holds a batched decoder's slots.
 type batchPool struct {
@@ -68,6 +71,11 @@ func newBatchPool(d *Decoder) (*batchPool, error) {
 		}
 	}
 	p.per = p.kv * p.ctx * p.hs
+	// one sequence's slot now: a cache that cannot hold even one
+	// sequence within the model's memory budget is refused at load
+	if err := p.grow(1); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -86,6 +94,13 @@ func (p *batchPool) grow(n int) error {
 	}
 	if int64(n)*int64(p.per)*4*int64(len(p.d.pastIn)) > 1<<40 {
 		return fmt.Errorf("llm: %d cache slots of %d floats: too large", n, p.per)
+	}
+	// the slots are host memory the model's budget counts (its runs
+	// share it): growing beyond it is refused, not an out-of-memory
+	slot := int64(p.per) * 4 * int64(len(p.d.pastIn))
+	if err := p.d.m.HoldMemory(int64(n-len(p.slots)) * slot); err != nil {
+		return fmt.Errorf("llm: the key/value cache of %d sequences at once (%.1f MiB each at context %d): %w",
+			n, float64(slot)/(1<<20), p.ctx, err)
 	}
 	for _, in := range p.d.pastIn {
 		b := make([]float32, n*p.per)
@@ -411,4 +426,27 @@ func (st *batchState) truncate(n int) {
 		}
 	}
 	st.n = n
+}
+
+// fork is a new parked state holding a copy of st's first n positions.
+func (st *batchState) fork(n int) *batchState {
+	p := st.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := &batchState{p: p, slot: -1, n: n, parked: map[string][]float32{}}
+	for _, in := range p.d.pastIn {
+		var src []float32
+		base, stride := 0, st.n*p.hs // a parked [kv, st.n, hs] buffer
+		if st.slot >= 0 {
+			src, base, stride = p.buf[in.Name], st.slot*p.per, p.ctx*p.hs
+		} else {
+			src = st.parked[in.Name]
+		}
+		dst := make([]float32, p.kv*n*p.hs)
+		for h := 0; h < p.kv; h++ {
+			copy(dst[h*n*p.hs:(h+1)*n*p.hs], src[base+h*stride:])
+		}
+		out.parked[in.Name] = dst
+	}
+	return out
 }

@@ -94,12 +94,50 @@ func (s *Sequence) Truncate(n int) error {
 		s.ids = s.ids[:n]
 		return nil
 	}
+	next, err := s.cut(n)
+	if err != nil {
+		return err
+	}
+	// the past now lies in neither double buffer; they stay for reuse
+	s.c = &kvCache{t: next, n: n, buf: s.c.buf, slot: -1}
+	s.ids = s.ids[:n]
+	return nil
+}
+
+// Fork returns a new sequence holding a copy of the first n cached
+// positions (their ids and key/value cache); s is unchanged. A cached
+// conversation's shared start can so serve another conversation without
+// taking it from its own. A shared cache (a session's state) cannot be
+// copied: refused.
+func (s *Sequence) Fork(n int) (*Sequence, error) {
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	if n < 0 || n > len(s.ids) {
+		return nil, fmt.Errorf("llm: Fork(%d) of a sequence of %d positions", n, len(s.ids))
+	}
+	ids := append([]int(nil), s.ids[:n]...)
+	switch {
+	case s.c.bs != nil:
+		return &Sequence{d: s.d, c: &kvCache{t: switchyard.Tensors{}, n: n, slot: -1, bs: s.c.bs.fork(n)}, ids: ids}, nil
+	case s.c.sess != nil:
+		return nil, errors.New("llm: a shared cache cannot be forked")
+	}
+	next, err := s.cut(n)
+	if err != nil {
+		return nil, err
+	}
+	return &Sequence{d: s.d, c: &kvCache{t: next, n: n, slot: -1}, ids: ids}, nil
+}
+
+// cut is a growing float32 cache's first n positions, copied.
+func (s *Sequence) cut(n int) (switchyard.Tensors, error) {
 	next := switchyard.Tensors{}
 	for past, t := range s.c.t {
 		ax := s.d.pastDim[past]
 		src, err := switchyard.Values[float32](t)
 		if err != nil || ax >= len(t.Shape()) || t.Shape()[ax] != len(s.ids) {
-			return fmt.Errorf("llm: cannot truncate the %v cache %q of shape %v", t.DType(), past, t.Shape())
+			return nil, fmt.Errorf("llm: cannot cut the %v cache %q of shape %v", t.DType(), past, t.Shape())
 		}
 		outer, inner := 1, 1
 		for i, x := range t.Shape() {
@@ -117,13 +155,10 @@ func (s *Sequence) Truncate(n int) error {
 			copy(dst[o*n*inner:(o+1)*n*inner], src[o*len(s.ids)*inner:])
 		}
 		if next[past], err = switchyard.NewTensor(shape, dst); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// the past now lies in neither double buffer; they stay for reuse
-	s.c = &kvCache{t: next, n: n, buf: s.c.buf, slot: -1}
-	s.ids = s.ids[:n]
-	return nil
+	return next, nil
 }
 
 // Bytes is the memory the cache holds: a shared cache's whole buffers,

@@ -193,3 +193,12 @@ type MemoryStats struct {
 func (m *Model) Memory() MemoryStats {
 	return MemoryStats{Held: m.budget.Held(), Peak: m.budget.Peak(), Budget: m.budget.Limit()}
 }
+
+// HoldMemory accounts n bytes the caller keeps for this model outside its
+// runs' buffers (a decoder's key/value caches) against its memory budget,
+// dropping idle run buffers to make room; false when they do not fit.
+// ReleaseMemory gives them back.
+func (m *Model) HoldMemory(n int64) bool { return m.budget.Hold(n) }
+
+// ReleaseMemory gives back n bytes accounted by HoldMemory.
+func (m *Model) ReleaseMemory(n int64) { m.budget.Release(n) }

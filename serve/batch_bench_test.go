@@ -26,7 +26,7 @@ import (
 // with its own vocabulary: the peer kit's Qwen2.5-0.5B-shape Q4_K_M is
 // the issue's; default stories260K.bin) in its batched form on native
 // and cpu, as "m", context 1024.
-func benchServer(b *testing.B, opts *serve.Options) string {
+func benchServer(b *testing.B, opts *serve.Options, mutate func(*serve.Model)) string {
 	b.Helper()
 	ctx := context.Background()
 	path := os.Getenv("SWITCHYARD_SERVE_BENCH_MODEL")
@@ -56,7 +56,11 @@ func benchServer(b *testing.B, opts *serve.Options) string {
 		b.Fatal(err)
 	}
 	s := serve.New(opts)
-	if err := s.Add(&serve.Model{Name: "m", Decoder: d, Tokenizer: tok}); err != nil {
+	sm := &serve.Model{Name: "m", Decoder: d, Tokenizer: tok}
+	if mutate != nil {
+		mutate(sm)
+	}
+	if err := s.Add(sm); err != nil {
 		b.Fatal(err)
 	}
 	s.SetReady()
@@ -161,7 +165,7 @@ func meanGap(at []chunk, from, to time.Time) (time.Duration, int) {
 //   - clients64: 64 clients at once, 4 tokens each: all must be served
 //     (60 queue for the 4 slots); errors are fatal.
 func BenchmarkBatchedServe(b *testing.B) {
-	url := benchServer(b, &serve.Options{MaxBatch: 4, PrefixCacheBytes: -1, MaxQueue: 256})
+	url := benchServer(b, &serve.Options{MaxBatch: 4, PrefixCacheBytes: -1, MaxQueue: 256}, nil)
 	prompt := "Once upon a time"
 	b.Run("streams", func(b *testing.B) {
 		const n = 32

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -184,4 +185,120 @@ func TestBatchedPrefixCacheAndCancel(t *testing.T) {
 	if err := <-other; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// maxHold is the most bytes m's memory budget can hold now (idle run
+// buffers dropped), found by bisection and given back.
+func maxHold(t *testing.T, m *switchyard.Model, budget int64) int64 {
+	lo, hi := int64(0), budget+1 // lo fits, hi does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if m.HoldMemory(mid) == nil {
+			m.ReleaseMemory(mid)
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// TestBatchedKVBudget: a batched decoder's key/value cache slots count
+// against the model's memory budget. A budget that cannot hold one
+// sequence's cache is refused when the decoder is made; one that holds a
+// sequence and its runs but not a second sequence serves two concurrent
+// requests one after the other (the second waits in the queue, counted in
+// memory_waits_total), both right; and a request that cannot run even
+// alone gets 503 insufficient_memory, not a crash.
+func TestBatchedKVBudget(t *testing.T) {
+	g, _, tok := stories(t)
+	dir := shared.Path(t, "testdata/llm/stories260K")
+	ctx := context.Background()
+	const budget = 64 << 20
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"cpu"}, MemoryBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	open := func() *switchyard.Model {
+		m, err := eng.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 512})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		return m
+	}
+	m := open()
+	free0 := maxHold(t, m, budget)
+	d, err := llm.NewDecoder(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := free0 - maxHold(t, m, budget)
+	// stories260K: 5 layers' keys and values, 4 kv heads × 512 × 8 floats
+	if want := int64(10 * 4 * 512 * 8 * 4); slot != want {
+		t.Fatalf("one sequence's slot holds %d bytes of the budget, want %d", slot, want)
+	}
+
+	// a budget short of one slot: refused at NewDecoder
+	m2 := open()
+	if err := m2.HoldMemory(maxHold(t, m2, budget) - slot/2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llm.NewDecoder(m2); !errors.Is(err, switchyard.ErrResourceExhausted) {
+		t.Fatalf("a decoder whose cache does not fit the budget: %v", err)
+	}
+
+	s := serve.New(&serve.Options{MaxBatch: 4, PrefillChunk: 4, PrefixCacheBytes: -1})
+	if err := s.Add(&serve.Model{Name: "stories", Decoder: d, Tokenizer: tok, ContextLength: 512}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReady()
+	url := listen(t, s)
+	// leave room for the runs of one sequence, found in steps of slot/8
+	free, held, room := maxHold(t, m, budget), int64(0), int64(0)
+	for k := int64(0); k <= 16; k++ {
+		m.ReleaseMemory(held)
+		room, held = k*slot/8, free-k*slot/8
+		if err := m.HoldMemory(held); err != nil {
+			t.Fatal(err)
+		}
+		code, v := post(t, url+"/v1/completions", `{"model":"stories","prompt":"Once upon a time","max_tokens":8,"temperature":0}`)
+		if code == 200 {
+			break
+		}
+		if e := v["error"].(map[string]any); code != 503 || e["code"] != "insufficient_memory" {
+			t.Fatalf("a run short of memory: %d %v", code, v)
+		}
+	}
+	t.Logf("one slot %d bytes; a sequence's runs fit in %d", slot, room)
+	if room >= slot*7/8 {
+		t.Skipf("the runs of one sequence need %d bytes, about a slot (%d): no room to tell one slot from two", room, slot)
+	}
+	// two at once: the second waits for the first's slot
+	want := strings.TrimPrefix(g.Text, g.Prompt)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			code, v := post(t, url+"/v1/completions", goldenBody(g, false))
+			if code != 200 {
+				t.Errorf("%d %v", code, v)
+				return
+			}
+			if got := v["choices"].([]any)[0].(map[string]any)["text"]; got != want {
+				t.Errorf("text %q, want %q", got, want)
+			}
+		})
+	}
+	wg.Wait()
+	met := metricsText(t, url)
+	if n := metricValue(t, met, `switchyard_serve_memory_waits_total{model="stories"}`); n < 1 {
+		t.Fatalf("%v memory waits: the second request did not wait for the first's slot", n)
+	}
+	// never two sequences in one batched run: the second waited
+	one := metricValue(t, met, `switchyard_serve_batched_sequences_bucket{model="stories",le="1"}`)
+	if all := metricValue(t, met, `switchyard_serve_batched_sequences_count{model="stories"}`); one != all {
+		t.Fatalf("%v of %v batched runs had one sequence: two ran together beyond the budget", one, all)
+	}
+	m.ReleaseMemory(held)
 }

@@ -25,6 +25,8 @@ type metrics struct {
 	stepSeqs       *prometheus.HistogramVec // model: sequences per round
 	toolCalls      *prometheus.CounterVec   // model, result = ok|malformed
 	batchSeqs      *prometheus.HistogramVec // model: sequences per batched decode run
+	memoryWaits    *prometheus.CounterVec   // model: requests sent back to the queue for lack of memory
+	slotLimit      *prometheus.GaugeVec     // model: the sequences the memory budget lets decode at once now
 }
 
 const metricsNamespace = "switchyard_serve"
@@ -59,10 +61,13 @@ func newMetrics() *metrics {
 		steps:          counter("scheduler_rounds_total", "Scheduler rounds (each runs one step of every active sequence).", []string{"model"}),
 		stepSeqs:       histogram("round_sequences", "Sequences stepped per scheduler round.", prometheus.LinearBuckets(1, 1, 16), []string{"model"}),
 		toolCalls:      counter("tool_calls_total", "Tool calls found in replies: ok (returned as tool_calls) or malformed (returned as text).", []string{"model", "result"}),
+		memoryWaits:    counter("memory_waits_total", "Requests put back in the queue because another sequence's key/value cache would exceed the model's memory budget (they run when a slot frees).", []string{"model"}),
+		slotLimit:      gauge("batch_slots", "The sequences decoded at once at most now: --max-batch, lowered for a while when the memory budget held fewer.", []string{"model"}),
 		batchSeqs:      histogram("batched_sequences", "Sequences decoded together in one run of a batched decoder (one per round that has decode steps).", prometheus.LinearBuckets(1, 1, 16), []string{"model"}),
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.prefilled, m.ttft, m.tokensPerSec, m.queue, m.active,
 		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs, m.toolCalls, m.batchSeqs,
+		m.memoryWaits, m.slotLimit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

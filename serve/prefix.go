@@ -25,10 +25,15 @@ func newPrefixCache(limit int64, maxEntries int) *prefixCache {
 	return &prefixCache{limit: limit, maxEntries: maxEntries, lru: list.New()}
 }
 
-// take returns the cached sequence sharing the longest prefix with
-// prompt, cut to that prefix and at most len(prompt)-1 positions (the
-// last prompt token is always fed, for its logits), or nil when none
-// shares more than BOS.
+// take returns a sequence holding the longest prefix prompt shares with a
+// cached one, at most len(prompt)-1 positions (the last prompt token is
+// always fed, for its logits), or nil when none shares more than BOS.
+// An entry that prompt continues whole is taken out of the cache; one it
+// shares only a start with (another conversation with the same system
+// prompt, a reply being regenerated) stays, and the request gets a copy
+// of the shared positions (llm.Sequence.Fork), so a new conversation
+// never takes an older one's cache away. Where a cache cannot be copied,
+// the entry is taken and cut back.
 func (p *prefixCache) take(prompt []int) *llm.Sequence {
 	var best *list.Element
 	bestN := 1
@@ -44,6 +49,12 @@ func (p *prefixCache) take(prompt []int) *llm.Sequence {
 	}
 	if best == nil {
 		return nil
+	}
+	if e := best.Value.(*llm.Sequence); bestN < e.Len() {
+		if f, err := e.Fork(bestN); err == nil {
+			p.lru.MoveToFront(best)
+			return f
+		}
 	}
 	s := p.remove(best)
 	if err := s.Truncate(bestN); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
@@ -95,8 +96,11 @@ type job struct {
 	cached   int
 	logits   []float32 // this round's step
 	stepErr  error
-	poisoned bool      // a step panicked: the sequence's state is unknown
-	lps      []tokenLP // logprobs not yet handed out
+	poisoned bool // a step panicked: the sequence's state is unknown
+	// this round's step is the job's first prompt chunk (nothing of its
+	// own fed yet)
+	firstChunk bool
+	lps        []tokenLP // logprobs not yet handed out
 }
 
 func newJob(ctx context.Context, prompt []int, maxNew int, p sampling, stops []string, topLP int) *job {
@@ -151,6 +155,22 @@ type worker struct {
 	prefix *prefixCache
 	// prefix cache lookups and hits, for the hit ratio
 	lookups, hits int
+	// slotCap, until capUntil, lowers MaxBatch to the sequences the
+	// model's memory budget held when one more did not fit
+	slotCap  int
+	capUntil time.Time
+}
+
+// memoryCapFor is how long a lowered slot limit stands before one more
+// slot is tried again (the budget's other users, run buffers, vary).
+const memoryCapFor = 5 * time.Second
+
+// limit is the sequences that may hold a slot now.
+func (w *worker) limit() int {
+	if w.slotCap > 0 && time.Now().Before(w.capUntil) {
+		return min(w.s.opts.MaxBatch, w.slotCap)
+	}
+	return w.s.opts.MaxBatch
 }
 
 func (w *worker) submit(j *job) error {
@@ -233,6 +253,8 @@ func (w *worker) run() {
 // cancelled, and starts their sequences (from the prefix cache when one
 // shares the prompt's start).
 func (w *worker) admit(active []*job) []*job {
+	limit := w.limit()
+	w.s.met.slotLimit.WithLabelValues(w.name).Set(float64(limit))
 	w.mu.Lock()
 	var start []*job
 	rest := w.queue[:0]
@@ -241,7 +263,7 @@ func (w *worker) admit(active []*job) []*job {
 		case j.ctx.Err() != nil:
 			w.s.met.cancelled.WithLabelValues(w.name).Inc()
 			j.emit(event{err: j.ctx.Err()})
-		case len(active)+len(start) < w.s.opts.MaxBatch:
+		case len(active)+len(start) < limit:
 			start = append(start, j)
 		default:
 			rest = append(rest, j)
@@ -305,6 +327,7 @@ func (w *worker) round(active []*job) {
 		}
 		ids := []int{j.last}
 		prefill := j.fed < len(j.prompt)
+		j.firstChunk = prefill && j.fed == j.cached
 		if prefill {
 			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
 		}
@@ -324,8 +347,31 @@ func (w *worker) round(active []*job) {
 	}
 	wg.Wait()
 	w.stepBatch(decode)
+	// a job whose first step found no memory for its key/value cache
+	// waits in the queue while others hold theirs, and the slots are
+	// limited to those others for a while
+	var wait []*job
+	others := 0
 	for _, j := range active {
 		switch {
+		case j.stepErr == nil:
+			others++
+		case j.firstChunk && !j.poisoned && j.ctx.Err() == nil && errors.Is(j.stepErr, switchyard.ErrResourceExhausted):
+			wait = append(wait, j)
+		}
+	}
+	if others == 0 {
+		wait = nil // nothing to wait for: they fail
+	}
+	for _, j := range wait {
+		w.requeue(j)
+	}
+	if len(wait) > 0 {
+		w.slotCap, w.capUntil = others, time.Now().Add(memoryCapFor)
+	}
+	for _, j := range active {
+		switch {
+		case j.seq == nil: // back in the queue
 		case j.stepErr != nil:
 			if j.ctx.Err() != nil {
 				w.s.met.cancelled.WithLabelValues(w.name).Inc()
@@ -346,6 +392,20 @@ func (w *worker) round(active []*job) {
 		}
 		j.logits = nil
 	}
+}
+
+// requeue puts a job that has not started (its first prompt chunk failed
+// for lack of memory) back at the front of the queue, its sequence (and
+// the prefix it may have taken from the cache) closed.
+func (w *worker) requeue(j *job) {
+	_ = j.seq.Close()
+	j.seq, j.fed, j.cached, j.stepErr, j.logits = nil, 0, 0, nil, nil
+	w.s.met.memoryWaits.WithLabelValues(w.name).Inc()
+	w.mu.Lock()
+	w.queue = append([]*job{j}, w.queue...)
+	n := len(w.queue)
+	w.mu.Unlock()
+	w.s.met.queue.WithLabelValues(w.name).Set(float64(n))
 }
 
 // stepBatch runs one decode step of every job in js in one run of the

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -700,92 +698,6 @@ func TestManyClientsAndQueueLimit(t *testing.T) {
 	}
 }
 
-// TestSoakGarbageAndAborts: for a while (SWITCHYARD_SERVE_SOAK, a
-// duration, default 2s) clients send random, truncated and valid
-// requests and abort streams mid-way; the server answers every one
-// (no 5xx but 503 when full), and once it and the clients close, no
-// goroutine is left behind.
-func TestSoakGarbageAndAborts(t *testing.T) {
-	stories(t)
-	d := 2 * time.Second
-	if v := os.Getenv("SWITCHYARD_SERVE_SOAK"); v != "" {
-		var err error
-		if d, err = time.ParseDuration(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
-	before := runtime.NumGoroutine()
-	_, dec, tok := stories(t)
-	s := serve.New(&serve.Options{MaxBatch: 4, MaxQueue: 16, MaxBodyBytes: 8 << 10})
-	if err := s.Add(&serve.Model{Name: "stories", Decoder: dec, Tokenizer: tok, ContextLength: 512}); err != nil {
-		t.Fatal(err)
-	}
-	s.SetReady()
-	ts := httptest.NewServer(s)
-	valid := []string{
-		`{"model":"stories","prompt":"Once upon a time","max_tokens":20,"temperature":0.7,"stream":true,"stream_options":{"include_usage":true}}`,
-		`{"model":"stories","prompt":"The cat","max_tokens":10,"stop":[" the","."]}`,
-		`{"model":"stories","prompt":"Lily","max_tokens":200,"temperature":1,"stream":true}`,
-		`{"model":"stories","prompt":"A","max_tokens":5,"logit_bias":{"1":-100},"presence_penalty":1}`,
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var bad []string
-	counts := map[int]int{}
-	stop := time.Now().Add(d)
-	for c := range 8 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(c), 1))
-			for time.Now().Before(stop) {
-				body := []byte(valid[rng.IntN(len(valid))])
-				switch rng.IntN(4) {
-				case 0: // truncated
-					body = body[:rng.IntN(len(body))]
-				case 1: // a byte flipped
-					body[rng.IntN(len(body))] ^= byte(1 + rng.IntN(255))
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				if rng.IntN(3) == 0 {
-					time.AfterFunc(time.Duration(rng.IntN(20))*time.Millisecond, cancel) // abort mid-way
-				}
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/completions", bytes.NewReader(body))
-				resp, err := hc.Do(req)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					mu.Lock()
-					counts[resp.StatusCode]++
-					if resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable {
-						bad = append(bad, fmt.Sprintf("%d for %q", resp.StatusCode, body))
-					}
-					mu.Unlock()
-				}
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("answers by status over %v: %v", d, counts)
-	for _, b := range bad {
-		t.Error(b)
-	}
-	if counts[200] == 0 || counts[400] == 0 {
-		t.Fatalf("answers %v: want both 200s and 400s", counts)
-	}
-	ts.Close()
-	_ = s.Close()
-	hc.CloseIdleConnections()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestLogprobs: greedy tokens are their distribution's most likely, the
 // tokens' texts make up the text, whole and streamed, completions and chat.
 func TestLogprobs(t *testing.T) {
@@ -920,5 +832,32 @@ func TestChatPage(t *testing.T) {
 		t.Fatalf("/nothing: %v %v", r3, err)
 	} else {
 		r3.Body.Close()
+	}
+}
+
+// TestPrefixCacheKeepsOtherConversations: a new conversation that shares
+// only its start with a cached one gets a copy of that start and leaves
+// the cached one whole, so the first conversation's next turn still
+// prefills only its new tokens.
+func TestPrefixCacheKeepsOtherConversations(t *testing.T) {
+	_, url := start(t, nil, nil)
+	turn := func(prompt string) (string, float64, float64) {
+		t.Helper()
+		code, v := post(t, url+"/v1/completions", fmt.Sprintf(`{"model":"stories","prompt":%q,"max_tokens":12,"temperature":0}`, prompt))
+		if code != 200 {
+			t.Fatalf("%d %v", code, v)
+		}
+		u := v["usage"].(map[string]any)
+		return v["choices"].([]any)[0].(map[string]any)["text"].(string), u["prompt_tokens"].(float64), u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64)
+	}
+	a := "Once upon a time, there was a big dog named Max."
+	textA, promptA, _ := turn(a)
+	_, _, sharedB := turn("Once upon a time, there was a little cat.")
+	if sharedB < 5 {
+		t.Fatalf("the second conversation took %v tokens from the first's cache", sharedB)
+	}
+	_, _, cachedA := turn(a + textA + " Then")
+	if cachedA < promptA {
+		t.Fatalf("the first conversation's next turn took %v tokens from the cache, its first turn alone was %v", cachedA, promptA)
 	}
 }

@@ -29,10 +29,14 @@
 // Requests for one model share it: a scheduler gives up to
 // Options.MaxBatch sequences a slot and runs, each round, one step of every
 // one of them (a chunk of a prompt, or one decode step), queueing the rest; a client that goes away frees its slot before the
-// next round. The model's graphs take one sequence per run (batch 1), so a
-// round is several runs, not one batched pass over the weights. A finished sequence's key/value cache is kept in a prefix
-// cache (bounded, least recently used evicted) so the next turn of a
-// conversation prefills only its new tokens.
+// next round. With a batched decoder (llm.Decoder.Batched) a round's decode
+// steps are one run over all its sequences (continuous batching); otherwise
+// a round is one run per sequence. A batched decoder's key/value cache
+// slots count against the model's memory budget: a request whose cache
+// does not fit waits in the queue while others hold theirs. A finished
+// sequence's key/value cache is kept in a prefix cache (bounded, least
+// recently used evicted) so the next turn of a conversation prefills only
+// its new tokens.
 //
 // Chat requests render the conversation with the model's chat template
 // (Model.Chat); a model without one answers chat requests with 400 and
@@ -56,6 +60,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
@@ -751,6 +756,10 @@ func generationError(err error) *apiError {
 	}
 	if errors.Is(err, errShutdown) {
 		return errorf(http.StatusServiceUnavailable, "server_error", "shutting_down", "", "%v", err)
+	}
+	if errors.Is(err, switchyard.ErrResourceExhausted) {
+		return errorf(http.StatusServiceUnavailable, "server_error", "insufficient_memory", "",
+			"the model's memory budget cannot hold this generation now (%v); retry later, or serve with a larger --memory-budget or a shorter --context", err)
 	}
 	return errorf(http.StatusInternalServerError, "server_error", "generation_failed", "", "%s", errorOf(err))
 }

@@ -108,13 +108,14 @@ const personSchema = `{
   "type": "object",
   "properties": {
     "name": {"type": "string", "minLength": 1, "maxLength": 12},
+    "id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{2,4}$"},
     "age": {"type": "integer"},
     "mood": {"enum": ["happy", "sad", 3, null]},
     "pets": {"type": "array", "items": {"$ref": "#/$defs/pet"}, "maxItems": 2},
     "score": {"anyOf": [{"type": "number"}, {"type": "null"}]},
     "ok": {"type": "boolean"}
   },
-  "required": ["name", "age", "pets"],
+  "required": ["name", "id", "age", "pets"],
   "additionalProperties": false,
   "$defs": {
     "pet": {"type": "object", "properties": {"kind": {"const": "cat"}, "legs": {"type": "integer"}}, "required": ["kind"], "additionalProperties": false}
@@ -219,9 +220,9 @@ func TestStructuredRefusals(t *testing.T) {
 	for _, c := range []struct {
 		body, code, param string
 	}{
-		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"id":{"type":"string","pattern":"^a"}}}}}`,
-			"unsupported_parameter", "response_format.json_schema.schema.properties.id.pattern"},
-		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","multipleOf":2}}}`,
+		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"id":{"type":"string","format":"email"}}}}}`,
+			"unsupported_parameter", "response_format.json_schema.schema.properties.id.format"},
+		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","multipleOf":0.5}}}`,
 			"unsupported_parameter", "response_format.json_schema.schema.multipleOf"},
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x"}}`, "invalid_value", "response_format.json_schema.schema"},
 		{`"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":false}}`, "invalid_value", "response_format.json_schema.schema"},

@@ -139,7 +139,7 @@ authentication, so bind other addresses only on a trusted network.`,
 	cmd.Flags().StringVar(&unixSock, "unix", "", "listen on this Unix socket instead of --addr (what an --isolate worker is given)")
 	_ = cmd.Flags().MarkHidden("unix")
 	cmd.Flags().StringArrayVar(&tokPaths, "tokenizer", nil, "a model's tokenizer (llama2.c tokenizer.bin or Hugging Face tokenizer.json), once per MODEL in order (default: found as generate finds it)")
-	cmd.Flags().IntVar(&context_, "context", 0, "positions a sequence may use, prompt included (0: the model's own; needed for an ONNX decoder that states none); a .gguf/.bin decoder's cache is allocated this long")
+	cmd.Flags().IntVar(&context_, "context", 0, "positions a sequence may use, prompt included (0: the model's own; needed for an ONNX decoder that states none); a .gguf/.bin decoder's cache is allocated this long per sequence, counted against --memory-budget")
 	cmd.Flags().IntVar(&so.MaxBatch, "max-batch", 4, "sequences decoded together per model; more requests queue")
 	cmd.Flags().IntVar(&so.MaxQueue, "max-queue", 256, "requests that may wait per model; beyond it: 503")
 	cmd.Flags().IntVar(&so.PrefillChunk, "prefill-chunk", 64, "prompt tokens a sequence prefills per round (others wait at most that long for their next token)")

@@ -83,9 +83,16 @@ func (b *Budget) reserve(n int64) bool {
 }
 
 // Hold accounts n bytes held outside the executor's buffers (a
-// backend's own memory for a compiled partition) if they fit; Release
-// gives them back.
-func (b *Budget) Hold(n int64) bool { return b.reserve(n) }
+// backend's own memory for a compiled partition, a decoder's key/value
+// caches) if they fit, dropping idle buffers first when they do not;
+// Release gives them back.
+func (b *Budget) Hold(n int64) bool {
+	if b.reserve(n) {
+		return true
+	}
+	b.trim()
+	return b.reserve(n)
+}
 
 // Release gives back n bytes accounted by Hold.
 func (b *Budget) Release(n int64) { b.release(n) }

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,6 +47,55 @@ func FuzzCompileSchema(f *testing.F) {
 		}
 		if err := checkJSON(v, out); err != nil {
 			t.Fatalf("%s: %q: %v", schema, out, err)
+		}
+	})
+}
+
+// FuzzCompilePattern: the pattern compiler never panics on any text, and a
+// pattern it accepts that Go's regexp compiles too accepts exactly the
+// strings regexp finds a match in, over the characters the grammar
+// writes (random strings, and the strings sampled from the DFA).
+func FuzzCompilePattern(f *testing.F) {
+	for _, s := range []string{`^[a-z]{2,4}-\d{3}$`, `x(ab|cd)*y`, `^\w+\.(json|txt)$`, `[^aeiou ]*$|^a.c$`, `a+?b{2}`,
+		`^(?:[0-9a-f]{8}-[0-9a-f]{4})$`, `(a|b)*a[ab]{3}`, `[\-.]\S\s`, `^$`, `(?=x)`, `a{2,1}`, `[z-a]`, `\1`, `((a)`} {
+		f.Add(s, uint64(len(s)))
+	}
+	f.Fuzz(func(t *testing.T, src string, seed uint64) {
+		d, err := compilePattern(src, nil)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an empty error")
+			}
+			return
+		}
+		re, err := regexp.Compile(src)
+		if err != nil {
+			return // a dialect difference: regexp refuses it
+		}
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var alphabet []byte
+		for c := range 256 {
+			if writable(c) && (strings.IndexByte(src, byte(c)) >= 0 || rng.IntN(8) == 0) {
+				alphabet = append(alphabet, byte(c))
+			}
+		}
+		if len(alphabet) == 0 {
+			alphabet = []byte("a")
+		}
+		for range 200 {
+			b := make([]byte, rng.IntN(12))
+			for i := range b {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			st := d.start
+			for _, c := range b {
+				if st = d.next[int(st)*256+int(c)]; st < 0 {
+					break
+				}
+			}
+			if got, want := st >= 0 && d.dist[st] == 0, re.Match(b); got != want {
+				t.Fatalf("%q on %q: DFA %v, regexp %v", src, b, got, want)
+			}
 		}
 	})
 }

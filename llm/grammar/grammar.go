@@ -18,9 +18,11 @@
 // listed (optional ones may be left out; additional properties are never
 // generated), numbers with at most 15 digits before and after the point
 // and a two-digit exponent (so every number fits a float64), a number
-// with a range (minimum, maximum, exclusive ones) as an integer in it of
-// at most 9 digits, whitespace
-// between tokens in runs of at most 40 spaces or tabs and one newline.
+// with a range (minimum, maximum, exclusive ones) or a whole multipleOf as
+// an integer of at most 9 digits in the range and a multiple of it, whitespace
+// between tokens in runs of at most 40 spaces or tabs and one newline,
+// and a string with a pattern only with printable ASCII characters that
+// need no escape (its pattern compiled to a DFA over them: regex.go).
 package grammar
 
 import (
@@ -67,6 +69,7 @@ type node struct {
 	// bounded: an integer in [lo, hi] (both within ±maxBounded)
 	bounded bool
 	lo, hi  int64
+	mult    int64 // a bounded integer: a multiple of it (0: any)
 	// object: props in order; generic objects (no props) take any key
 	// with an addl value (-1: none, only {})
 	props   []prop
@@ -82,6 +85,8 @@ type node struct {
 	lit        *litTrie
 	alts       []int32
 	min        int64 // the shortest text of a value (inf: none)
+	// re: a string's pattern (frame a: the DFA state)
+	re *reDFA
 }
 
 type prop struct {
@@ -209,6 +214,9 @@ func (g *Grammar) finish() error {
 		if n.lit != nil {
 			maxLit = max(maxLit, int64(n.lit.maxLen))
 		}
+		if n.re != nil { // a byte may move a pattern's DFA that much further from the end
+			maxMin = max(maxMin, n.re.maxDist+2)
+		}
 		if n.kind != kObject || len(n.props) == 0 {
 			continue
 		}
@@ -288,6 +296,9 @@ func (g *Grammar) minOf(n *node) int64 {
 		it := g.nodes[n.items].min
 		return sat(2 + int64(n.minN)*it + int64(n.minN) - 1)
 	case kString:
+		if n.re != nil {
+			return sat(2 + n.re.dist[n.re.start])
+		}
 		if n.maxN >= 0 && n.minN > n.maxN {
 			return inf
 		}
@@ -348,6 +359,9 @@ func (w *walker) start(parent, id int32, c byte, out []int32) []int32 {
 	case kString:
 		if c == '"' {
 			f.st = sIn
+			if n.re != nil {
+				f.a = n.re.start
+			}
 			out = append(out, w.push(f))
 		}
 	case kNumber:
@@ -584,6 +598,19 @@ func (w *walker) stepArray(n *node, f frame, c byte, out []int32) []int32 {
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
 func (w *walker) stepString(n *node, f frame, c byte, out []int32) []int32 {
+	if re := n.re; re != nil { // only writable bytes, unescaped: the DFA's
+		if c == '"' {
+			if re.dist[f.a] == 0 {
+				return append(out, f.parent)
+			}
+			return out
+		}
+		if t := re.next[int(f.a)*256+int(c)]; t >= 0 {
+			f.a = t
+			return append(out, w.push(f))
+		}
+		return out
+	}
 	room := n.maxN < 0 || f.a < n.maxN
 	switch f.st {
 	case sIn:
@@ -745,6 +772,22 @@ func (w *walker) complete(f frame) bool {
 	return false
 }
 
+// fits reports whether [lo, hi] holds a value the node takes: any, or a
+// multiple of n.mult.
+func (n *node) fits(lo, hi int64) bool {
+	if lo > hi {
+		return false
+	}
+	if n.mult <= 1 {
+		return true
+	}
+	m := lo / n.mult // toward zero: m·mult >= lo for lo < 0
+	if m*n.mult < lo {
+		m++
+	}
+	return m*n.mult <= hi
+}
+
 // maxBoundedDigits: a bounded integer has at most 9 digits (it fits an
 // int32 frame field).
 const (
@@ -756,6 +799,8 @@ const (
 // written in frame f (sign f.c, f.a digits so far of value f.b) to a
 // value in [lo, hi]; 0 when it is in range; inf when none can.
 func (n *node) digitsToRange(f frame) int64 {
+	// (the values that extend it by e digits, intersected with the range,
+	// must hold a multiple of n.mult)
 	neg, q, k := f.c == 1, int64(f.b), int(f.a)
 	if f.st == nMinus {
 		k = 0
@@ -778,7 +823,7 @@ func (n *node) digitsToRange(f frame) int64 {
 		if neg {
 			lo, hi = -hi, -lo
 		}
-		if lo <= n.hi && hi >= n.lo {
+		if n.fits(max(lo, n.lo), min(hi, n.hi)) {
 			return int64(e)
 		}
 	}
@@ -889,6 +934,9 @@ func (w *walker) frameRest(f frame) int64 {
 		}
 		return sat(it + more(f.a+1))
 	case kString:
+		if n.re != nil {
+			return sat(n.re.dist[f.a] + 1)
+		}
 		r := int64(max(0, n.minN-f.a)) + 1
 		switch f.st {
 		case sEsc:

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -119,6 +121,10 @@ var schemas = []string{
 	`true`,
 	`{"type":"object","properties":{"a":{"type":"integer","minimum":10,"maximum":12},"b":{"type":"integer","exclusiveMinimum":-5,"exclusiveMaximum":3},"c":{"type":"number","minimum":1.5},"d":{"type":"integer","maximum":-100},"e":{"type":"integer","minimum":0,"maximum":0}},"required":["a","b","c","d","e"],"additionalProperties":false}`,
 	`{"type":"array","items":{"type":"integer","minimum":-20,"maximum":-3},"minItems":3}`,
+	`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]{2,4}-\\d{3}$"},"code":{"type":"string","pattern":"x(ab|cd)*y"},"file":{"pattern":"^\\w+\\.(json|txt)$"},"v":{"type":"string","pattern":"^[^aeiou ]*$|^a.c$"}},"required":["id","code","file","v"],"additionalProperties":false}`,
+	`{"type":"object","properties":{"v":{"oneOf":[{"type":"string","maxLength":3},{"type":["integer","null"],"minimum":2},{"type":"array","items":{"type":"boolean"},"maxItems":2}]}},"required":["v"],"additionalProperties":false}`,
+	`{"type":"object","properties":{"a":{"type":"integer","multipleOf":7},"b":{"type":"number","multipleOf":5,"minimum":-23,"maximum":-1},"c":{"type":"integer","multipleOf":1000,"exclusiveMinimum":0},"d":{"type":"array","items":{"multipleOf":3,"maximum":4},"minItems":2}},"required":["a","b","c","d"],"additionalProperties":false}`,
+	`{"type":"array","items":{"type":"string","pattern":"^(?:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})$"},"minItems":1}`,
 }
 
 func TestSchemasRandomWalk(t *testing.T) {
@@ -221,11 +227,21 @@ func TestAcceptsAndRejects(t *testing.T) {
 
 func TestUnsupportedKeywords(t *testing.T) {
 	for _, c := range []struct{ schema, keyword, path string }{
-		{`{"type":"string","pattern":"^a"}`, "pattern", ""},
+		{`{"type":"string","pattern":"(?=a)"}`, "pattern", ""},
+		{`{"type":"string","pattern":"a\\1"}`, "pattern", ""},
+		{`{"type":"object","properties":{"a":{"type":"string","pattern":"a^b"}}}`, "pattern", "/properties/a"},
+		{`{"type":"string","pattern":"a","maxLength":3}`, "pattern", ""},
+		{`{"type":"string","pattern":"(a{1000}){1000}"}`, "pattern", ""},
+		{`{"type":"string","pattern":"é"}`, "pattern", ""},
 		{`{"type":"object","properties":{"a":{"type":"string","format":"date-time"}}}`, "format", "/properties/a"},
-		{`{"type":"object","properties":{"a/b":{"type":"integer","multipleOf":2}}}`, "multipleOf", "/properties/a~1b"},
+		{`{"type":"object","properties":{"a/b":{"type":"integer","multipleOf":2.5}}}`, "multipleOf", "/properties/a~1b"},
+		{`{"type":"number","multipleOf":1e10}`, "multipleOf", ""},
 		{`{"type":"integer","minimum":0,"exclusiveMinimum":true}`, "exclusiveMinimum", ""},
-		{`{"oneOf":[{"type":"string"}]}`, "oneOf", ""},
+		{`{"oneOf":[{"type":"integer"},{"type":"number"}]}`, "oneOf", ""},
+		{`{"type":"object","properties":{"a":{"oneOf":[{"type":"string"},{"minLength":1}]}}}`, "oneOf", "/properties/a"},
+		{`{"oneOf":[{"type":["string","null"]},{"type":"null"}]}`, "oneOf", ""},
+		{`{"oneOf":[{"type":"string"}],"type":"string"}`, "type", ""},
+		{`{"oneOf":[{"type":"string","pattern":"(?!x)"}]}`, "pattern", "/oneOf/0"},
 		{`{"type":"array","items":[{"type":"string"}]}`, "items", ""},
 		{`{"type":"array","uniqueItems":true}`, "uniqueItems", ""},
 		{`{"$ref":"https://example.com/s.json"}`, "$ref", ""},
@@ -241,7 +257,8 @@ func TestUnsupportedKeywords(t *testing.T) {
 	}
 	for _, s := range []string{`false`, `{"type":"array","minItems":3,"maxItems":2}`, `{"enum":[]}`, `{"type":"string","enum":[1]}`,
 		`{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `{"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"}`,
-		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`, `[`, `{"type":"nothing"}`, `{"a":1,"a":2}`, `{"type":"integer","minimum":5,"maximum":4}`, `{"type":"integer","minimum":1e12}`} {
+		`{"type":"object","properties":{"a":{"$ref":"#"}},"required":["a"]}`, `[`, `{"type":"nothing"}`, `{"a":1,"a":2}`, `{"type":"integer","minimum":5,"maximum":4}`, `{"type":"integer","minimum":1e12}`,
+		`{"type":"string","pattern":"^\\n$"}`, `{"type":"integer","multipleOf":10,"minimum":1,"maximum":9}`, `{"type":"integer","multipleOf":0}`, `{"type":"string","pattern":"^[\"\\\\]+$"}`, `{"type":"string","pattern":1}`} {
 		if _, err := CompileSchema([]byte(s), nil); err == nil {
 			t.Errorf("%s compiled", s)
 		}
@@ -341,7 +358,107 @@ func TestCompileCalls(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("calls seen: %v", seen)
 	}
-	if _, err := CompileCalls([]Call{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"pattern":"x"}}}`)}}, "name", "arguments", nil); err == nil {
-		t.Fatal("pattern compiled")
+	if _, err := CompileCalls([]Call{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"format":"date"}}}`)}}, "name", "arguments", nil); err == nil {
+		t.Fatal("format compiled")
+	}
+}
+
+// TestPatternExact: over the characters the grammar writes in a pattern
+// string, a pattern's DFA accepts exactly the strings Go's regexp (RE2,
+// which agrees with ECMA-262 on these patterns) finds a match in: random
+// strings, and strings sampled from the DFA itself.
+func TestPatternExact(t *testing.T) {
+	alphabet := []byte("ab-_.xyz019 AZ/]}|(*")
+	for _, pat := range []string{`^[a-z]{2,4}-\d{3}$`, `x(ab|cd)*y`, `^\w+\.(json|txt)$`, `^[^aeiou ]*$|^a.c$`, `a+?b{2}`, `^$`, `b$`, `^(a|)z?$`,
+		`[\-.]\S\s`, `\W\D`, `^(?:a|b)+[^\]]$`, `^.{3}$`, `0|1{2,}`, `^a{0}b$`, `[A-Z0-9_]{2}`, `^\/\}\|\(\*$`} {
+		d, err := compilePattern(pat, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", pat, err)
+		}
+		re := regexp.MustCompile(pat)
+		accepts := func(s string) bool {
+			st := d.start
+			for i := range len(s) {
+				if st = d.next[int(st)*256+int(s[i])]; st < 0 {
+					return false
+				}
+			}
+			return d.dist[st] == 0
+		}
+		rng := rand.New(rand.NewPCG(3, uint64(len(pat))))
+		for range 3000 {
+			b := make([]byte, rng.IntN(9))
+			for i := range b {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			if got, want := accepts(string(b)), re.Match(b); got != want {
+				t.Fatalf("%s on %q: DFA %v, regexp %v", pat, b, got, want)
+			}
+		}
+		// walks through the DFA end where regexp matches
+		for range 300 {
+			st, var_ := d.start, []byte{}
+			for d.dist[st] > 0 || rng.IntN(3) > 0 && len(var_) < 30 {
+				var next []int
+				for c := range 256 {
+					// past 30 bytes, only towards the end
+					if t := d.next[int(st)*256+c]; t >= 0 && (len(var_) < 30 || d.dist[t] < d.dist[st]) {
+						next = append(next, c)
+					}
+				}
+				if len(next) == 0 {
+					break
+				}
+				c := next[rng.IntN(len(next))]
+				var_ = append(var_, byte(c))
+				st = d.next[int(st)*256+c]
+			}
+			if d.dist[st] == 0 && !re.Match(var_) {
+				t.Fatalf("%s: the DFA accepts %q, regexp does not match it", pat, var_)
+			}
+		}
+	}
+}
+
+// TestMultipleOf: every integer written under multipleOf (with and
+// without a range) is a multiple in range, and the walks reach negative,
+// zero and positive ones.
+func TestMultipleOf(t *testing.T) {
+	texts, end := testVocab()
+	ix := NewIndex(texts, []int{end})
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		schema string
+		k      int64
+		lo, hi int64
+	}{
+		{`{"type":"integer","multipleOf":7}`, 7, -maxBounded, maxBounded},
+		{`{"type":"number","multipleOf":12,"minimum":-100,"exclusiveMaximum":50}`, 12, -100, 49},
+		{`{"multipleOf":1000,"minimum":999}`, 1000, 999, maxBounded},
+	} {
+		g, err := CompileSchema([]byte(c.schema), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signs := map[int]bool{}
+		for range 300 {
+			out := strings.TrimSpace(walk(t, g, ix, texts, end, int(g.NewMatcher().Rest())+1+rng.IntN(12), rng))
+			v, err := strconv.ParseInt(out, 10, 64)
+			if err != nil || v%c.k != 0 || v < c.lo || v > c.hi {
+				t.Fatalf("%s: %q", c.schema, out)
+			}
+			switch {
+			case v < 0:
+				signs[-1] = true
+			case v > 0:
+				signs[1] = true
+			default:
+				signs[0] = true
+			}
+		}
+		t.Logf("%s: signs seen %v", c.schema, signs)
+		if len(signs) < 2 && c.lo < 0 {
+			t.Fatalf("%s: only %v", c.schema, signs)
+		}
 	}
 }

@@ -195,7 +195,7 @@ func (m *Matcher) inString() (room int64, ok bool) {
 		return 0, false
 	}
 	n := &m.w.g.nodes[f.node]
-	if n.kind != kString {
+	if n.kind != kString || n.re != nil { // a pattern's string: its DFA decides each byte
 		return 0, false
 	}
 	if n.maxN < 0 {

@@ -194,22 +194,19 @@ var annotations = map[string]bool{"title": true, "description": true, "$schema":
 
 // keywords the compiler implements, by the type they constrain ("" for
 // any type).
-var keywords = map[string]string{"type": "", "enum": "", "const": "", "anyOf": "", "allOf": "", "$ref": "",
+var keywords = map[string]string{"type": "", "enum": "", "const": "", "anyOf": "", "oneOf": "", "allOf": "", "$ref": "",
 	"properties": "object", "required": "object", "additionalProperties": "object",
 	"items": "array", "minItems": "array", "maxItems": "array",
-	"minLength": "string", "maxLength": "string",
-	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number"}
+	"minLength": "string", "maxLength": "string", "pattern": "string",
+	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "number"}
 
 // reasons for keywords often met that are refused.
 var refusedWhy = map[string]string{
-	"pattern":           "regular expressions are not compiled into the grammar",
 	"format":            "string formats are not compiled into the grammar",
 	"minimum":           "numeric ranges are not compiled into the grammar",
 	"maximum":           "numeric ranges are not compiled into the grammar",
 	"exclusiveMinimum":  "numeric ranges are not compiled into the grammar",
 	"exclusiveMaximum":  "numeric ranges are not compiled into the grammar",
-	"multipleOf":        "numeric constraints are not compiled into the grammar",
-	"oneOf":             "exactly-one-of cannot be guaranteed by the grammar (use anyOf)",
 	"not":               "negation is not compiled into the grammar",
 	"prefixItems":       "tuples are not supported",
 	"uniqueItems":       "unique items cannot be guaranteed by the grammar",
@@ -221,8 +218,11 @@ type compiler struct {
 	g    *Grammar
 	refs map[string]int32
 	lits int // literal bytes so far
-	any  int32
-	str  int32
+	dfas int // pattern DFA states so far
+	// reWork: the NFA states the patterns' constructions visited
+	reWork int
+	any    int32
+	str    int32
 }
 
 // Options adjust a compiled grammar.
@@ -235,7 +235,8 @@ type Options struct {
 
 // CompileSchema compiles a JSON schema (the common subset: type, object
 // properties/required/additionalProperties, items/minItems/maxItems,
-// minLength/maxLength, enum, const, anyOf, a one-element allOf, $ref to
+// minLength/maxLength, pattern (regex.go), enum, const, anyOf, oneOf of
+// alternatives of pairwise different types, a one-element allOf, $ref to
 // the document's $defs or definitions) into a grammar whose every
 // complete text validates against it. Any other keyword is refused with
 // an *UnsupportedError; a schema no value satisfies is refused too.
@@ -433,6 +434,19 @@ func (c *compiler) compile(s *jv, path string) (int32, error) {
 		}
 		return c.compile(all.vals[0], ptr(path, "allOf")+"/0")
 	}
+	if oneOf := s.get("oneOf"); oneOf != nil {
+		if k := others("oneOf"); k != "" {
+			return -1, unsupported(k, path, "keywords beside oneOf are not supported")
+		}
+		if oneOf.kind != 'a' || len(oneOf.vals) == 0 {
+			return -1, fmt.Errorf("oneOf at %q is not a non-empty array", path)
+		}
+		if err := disjointTypes(oneOf.vals); err != nil {
+			return -1, unsupported("oneOf", path, err.Error())
+		}
+		// no value is valid under two of them: oneOf is their anyOf
+		return c.alternatives(oneOf.vals, ptr(path, "oneOf"))
+	}
 	if anyOf := s.get("anyOf"); anyOf != nil {
 		if k := others("anyOf"); k != "" {
 			return -1, unsupported(k, path, "keywords beside anyOf are not supported")
@@ -440,20 +454,7 @@ func (c *compiler) compile(s *jv, path string) (int32, error) {
 		if anyOf.kind != 'a' || len(anyOf.vals) == 0 {
 			return -1, fmt.Errorf("anyOf at %q is not a non-empty array", path)
 		}
-		id, err := c.add(node{kind: kAnyOf})
-		if err != nil {
-			return -1, err
-		}
-		alts := make([]int32, 0, len(anyOf.vals))
-		for i, a := range anyOf.vals {
-			x, err := c.compile(a, ptr(path, "anyOf")+"/"+strconv.Itoa(i))
-			if err != nil {
-				return -1, err
-			}
-			alts = append(alts, x)
-		}
-		c.g.nodes[id].alts = alts
-		return id, nil
+		return c.alternatives(anyOf.vals, ptr(path, "anyOf"))
 	}
 	var types []string
 	if t := s.get("type"); t != nil {
@@ -541,6 +542,64 @@ func (c *compiler) compile(s *jv, path string) (int32, error) {
 	return id, nil
 }
 
+// alternatives compiles schemas any one of which a value must satisfy.
+func (c *compiler) alternatives(vals []*jv, path string) (int32, error) {
+	id, err := c.add(node{kind: kAnyOf})
+	if err != nil {
+		return -1, err
+	}
+	alts := make([]int32, 0, len(vals))
+	for i, a := range vals {
+		x, err := c.compile(a, path+"/"+strconv.Itoa(i))
+		if err != nil {
+			return -1, err
+		}
+		alts = append(alts, x)
+	}
+	c.g.nodes[id].alts = alts
+	return id, nil
+}
+
+// disjointTypes accepts the alternatives of a oneOf when each states its
+// "type" and no two share one (integer counts as a number): then a value
+// valid under one is invalid under every other, whatever their other
+// keywords, so "exactly one" is "any one".
+func disjointTypes(alts []*jv) error {
+	owner := map[string]int{}
+	for i, a := range alts {
+		var t *jv
+		if a.kind == 'o' {
+			t = a.get("type")
+		}
+		var ts []string
+		switch {
+		case t == nil:
+			return fmt.Errorf("oneOf alternative %d states no type: only alternatives of pairwise different types are supported (exactly one cannot be guaranteed otherwise; use anyOf)", i)
+		case t.kind == 's':
+			ts = []string{t.s}
+		case t.kind == 'a':
+			for _, e := range t.vals {
+				if e.kind != 's' {
+					return fmt.Errorf("oneOf alternative %d: type is not a string or an array of strings", i)
+				}
+				ts = append(ts, e.s)
+			}
+		default:
+			return fmt.Errorf("oneOf alternative %d: type is not a string or an array of strings", i)
+		}
+		for _, x := range ts {
+			if x == "integer" {
+				x = "number"
+			}
+			if j, ok := owner[x]; ok && j != i {
+				return fmt.Errorf("oneOf alternatives %d and %d both take %ss: only alternatives of pairwise different types are supported (use anyOf)", j, i, x)
+			}
+			owner[x] = i
+		}
+	}
+	return nil
+}
+
 func contains(s []string, k string) bool {
 	for _, x := range s {
 		if x == k {
@@ -610,6 +669,17 @@ func (c *compiler) typed(s *jv, t, path string) (int32, error) {
 				n.hi = min(n.hi, int64(b))
 			}
 		}
+		if v := s.get("multipleOf"); v != nil {
+			x, err := strconv.ParseFloat(v.s, 64)
+			if v.kind != 'n' || err != nil || x <= 0 {
+				return -1, fmt.Errorf("multipleOf at %q must be a number above 0", path)
+			}
+			if x != math.Trunc(x) || x > maxBounded {
+				return -1, unsupported("multipleOf", path, fmt.Sprintf("only a whole multipleOf up to %d is supported", maxBounded))
+			}
+			// written as an integer in range (±maxBounded without one)
+			n.bounded, n.integer, n.mult = true, true, int64(x)
+		}
 		if n.lo > n.hi {
 			return c.add(node{kind: kAnyOf}) // an empty range: no value
 		}
@@ -622,6 +692,22 @@ func (c *compiler) typed(s *jv, t, path string) (int32, error) {
 		hi, err := count(s, "maxLength", path)
 		if err != nil {
 			return -1, err
+		}
+		if pat := s.get("pattern"); pat != nil {
+			if pat.kind != 's' {
+				return -1, fmt.Errorf("pattern at %q is not a string", path)
+			}
+			if lo > 0 || hi >= 0 {
+				return -1, unsupported("pattern", path, "a pattern beside minLength or maxLength is not supported")
+			}
+			re, err := compilePattern(pat.s, &c.reWork)
+			if err != nil {
+				return -1, unsupported("pattern", path, err.Error())
+			}
+			if c.dfas += len(re.dist); c.dfas > maxDFAStates {
+				return -1, unsupported("pattern", path, fmt.Sprintf("the schema's patterns need over %d automaton states in all", maxDFAStates))
+			}
+			return c.add(node{kind: kString, maxN: -1, re: re})
 		}
 		return c.add(node{kind: kString, minN: max(lo, 0), maxN: hi})
 	case "array":

@@ -79,7 +79,7 @@ async function main() {
   // refusals
   await refused(client.completions.create({ model, prompt, max_tokens: 4, suffix: 'x' }), 400, 'unsupported_parameter', 'suffix');
   await refused(client.completions.create({ model, prompt, max_tokens: 4, logprobs: 9 }), 400, 'invalid_value', 'logprobs');
-  await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'id', schema: { type: 'string', pattern: '^a' } } } }), 400, 'unsupported_parameter', 'response_format.json_schema.schema.pattern');
+  await refused(client.chat.completions.create({ model: cfg.chatModel, messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'id', schema: { type: 'string', format: 'email' } } } }), 400, 'unsupported_parameter', 'response_format.json_schema.schema.format');
 
   // structured output: the reply is JSON its schema accepts
   for (const stream of [false, true]) {
