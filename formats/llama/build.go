@@ -129,10 +129,17 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		return nil, fmt.Errorf("llama: unknown cache interface %d", cache)
 	}
 	c := &w.Config
+	kvDT, kvWidth, _, err := c.KVCache.layout(c.HeadSize)
+	if err != nil {
+		return nil, err
+	}
+	if cache != SharedCache && kvDT != graph.Float32 {
+		return nil, fmt.Errorf("%w: the ConcatCache form keeps a float32 cache, not %s", ErrUnsupported, c.KVCache)
+	}
 	g := &graph.Graph{Name: c.Block.name(), Initializers: map[string]*graph.Tensor{}}
 	b := &builder{g: g}
 	seq := graph.Dim{Param: "seq"}
-	KV, HS := int64(c.KVHeads), int64(c.HeadSize)
+	KV, HS := int64(c.KVHeads), int64(kvWidth)
 	pastDim, presentDim := graph.Dim{Param: "past"}, graph.Dim{Param: "total"}
 	if cache == SharedCache {
 		pastDim = graph.Dim{Value: int64(c.ContextLength)}
@@ -146,9 +153,9 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	for l := 0; l < c.Layers; l++ {
 		for _, kind := range []string{"key", "value"} {
 			g.Inputs = append(g.Inputs, graph.ValueInfo{Name: fmt.Sprintf("past_%s.%d", kind, l),
-				Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Value: KV}, pastDim, {Value: HS}}}})
+				Type: graph.ValueType{Kind: "tensor", DType: kvDT, Shape: graph.Shape{{Value: 1}, {Value: KV}, pastDim, {Value: HS}}}})
 			g.Outputs = append(g.Outputs, graph.ValueInfo{Name: fmt.Sprintf("present_%s.%d", kind, l),
-				Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Value: KV}, presentDim, {Value: HS}}}})
+				Type: graph.ValueType{Kind: "tensor", DType: kvDT, Shape: graph.Shape{{Value: 1}, {Value: KV}, presentDim, {Value: HS}}}})
 		}
 	}
 
@@ -285,6 +292,9 @@ func attnAttrs(c *Config, l int) map[string]*graph.Attribute {
 	}
 	if s := c.Block.AttnSoftcap; s > 0 {
 		a["softcap"] = floatA("softcap", float32(s))
+	}
+	if c.KVCache == KVQ8_0 {
+		a[KVTypeAttr] = &graph.Attribute{Name: KVTypeAttr, Type: graph.AttrString, S: string(KVQ8_0)}
 	}
 	if c.local(l) {
 		a["local_window_size"] = intA("local_window_size", int64(c.Block.SlidingWindow))

@@ -64,6 +64,10 @@ type Config struct {
 	RopeTheta       float64 // rotary base (10000)
 	HeadSize        int     // width of one head (0: Dim / Heads)
 	SharedEmbedding bool    // the classifier is the embedding table
+	// KVCache is the element type of the SharedCache graph's key/value
+	// buffers: a choice of the build, not the file's ("" is f32; the
+	// GGUF loader defaults to f16, as llama.cpp does).
+	KVCache KVType
 	// Block says how the architecture's transformer block differs from
 	// Llama's; its zero value is Llama's block.
 	Block Block

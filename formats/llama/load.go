@@ -62,7 +62,7 @@ func decodeGGUF(data []byte, o formats.Options) (*graph.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(w, o)
+	return build(w, o, KVFloat16)
 }
 
 func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
@@ -70,23 +70,36 @@ func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(w, o)
+	return build(w, o, KVFloat32)
 }
 
-// build is Build with the context capped at o.ContextLength and at what
-// the tensor limit (the engine's memory budget) holds of the shared
-// key/value cache: a file declaring a context of 2^21 positions made a run
-// allocate a 5 GB cache however short the sequence.
-func build(w *Weights, o formats.Options) (*graph.Model, error) {
+// build is Build with the cache type o.KVCache (def where o names none:
+// f16 for GGUF files, as llama.cpp, f32 for llama2.c's) and the context
+// capped at o.ContextLength and at what the tensor limit (the engine's
+// memory budget) holds of the shared key/value cache: a file declaring a
+// context of 2^21 positions made a run allocate a 5 GB cache however
+// short the sequence.
+func build(w *Weights, o formats.Options, def KVType) (*graph.Model, error) {
 	c := &w.Config
 	if o.ContextLength > 0 && o.ContextLength < c.ContextLength {
 		c.ContextLength = o.ContextLength
 	}
-	// keys and values of every layer, float32, per position
-	perPos := int64(2) * int64(c.Layers) * int64(c.KVDim()) * 4
+	c.KVCache = def
+	if o.KVCache != "" {
+		k, err := ParseKVType(o.KVCache)
+		if err != nil {
+			return nil, err
+		}
+		c.KVCache = k
+	}
+	// keys and values of every layer, per position
+	perPos, err := c.KVBytesPerPosition(c.KVCache)
+	if err != nil {
+		return nil, err
+	}
 	if fit := graph.EffectiveLimit(o.MaxTensorBytes) / max(perPos, 1); fit < int64(c.ContextLength) {
 		if fit < 1 {
-			return nil, fmt.Errorf("%w: one position of the key/value cache (%d layers × %d × 2 float32, %d bytes) is more than the memory limit of %d bytes", graph.ErrTooLarge, c.Layers, c.KVDim(), perPos, graph.EffectiveLimit(o.MaxTensorBytes))
+			return nil, fmt.Errorf("%w: one position of the key/value cache (%d layers × %d × 2 %s, %d bytes) is more than the memory limit of %d bytes", graph.ErrTooLarge, c.Layers, c.KVDim(), c.KVCache, perPos, graph.EffectiveLimit(o.MaxTensorBytes))
 		}
 		c.ContextLength = int(fit)
 	}
