@@ -143,7 +143,7 @@ func BlockScale(xs []float32) (d, id float32, bad bool) {
 	}
 	d = math.Float32frombits(amax) / 127
 	if d != 0 {
-		id = 1 / d
+		id = 127 / math.Float32frombits(amax)
 	}
 	return d, id, false
 }

@@ -234,7 +234,7 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		}
 		var h string
 		if c.Block.GELU {
-			h = b.node("Mul", "", nil, b.geluTanh(gate), up)
+			h = b.node("Mul", "", nil, b.geluGGML(gate), up)
 		} else {
 			h = b.node("Mul", "", nil, b.node("Mul", "", nil, gate, b.node("Sigmoid", "", nil, gate)), up)
 		}
@@ -441,6 +441,29 @@ func (b *builder) geluTanh(x string) string {
 	}
 	z := b.node("Mul", "", nil, x, b.node("Add", "", nil, b.node("Mul", "", nil, x2, "gelu_b"), "gelu_a"))
 	return b.node("Mul", "", nil, x, b.node("Sigmoid", "", nil, z))
+}
+
+// half rounds x to float16 and back (to nearest, ties to even).
+func (b *builder) half(x string) string {
+	return b.node("Cast", "", attrs(intA("to", int64(graph.Float32))), b.node("Cast", "", attrs(intA("to", int64(graph.Float16))), x))
+}
+
+// geluGGML is GELU as llama.cpp's CPU backend computes it (ggml's
+// GGML_GELU_FP16, on by default): the input rounded to float16, GELU's
+// tanh approximation of that value rounded to float16 (its table of
+// every float16), 0 from -10 down and x itself from 10 up. The float16
+// roundings are a real part of llama.cpp's Gemma results: with the
+// float32 GELU, the 8-bit activations downstream part from llama.cpp's
+// by a step in a few values of most rows.
+func (b *builder) geluGGML(x string) string {
+	g := b.half(b.geluTanh(b.half(x)))
+	if _, ok := b.g.Initializers["gelu_lo"]; !ok {
+		b.f32("gelu_lo", []int{}, []float32{-10})
+		b.f32("gelu_hi", []int{}, []float32{10})
+		b.f32("gelu_zero", []int{}, []float32{0})
+	}
+	g = b.node("Where", "", nil, b.node("LessOrEqual", "", nil, x, "gelu_lo"), "gelu_zero", g)
+	return b.node("Where", "", nil, b.node("GreaterOrEqual", "", nil, x, "gelu_hi"), x, g)
 }
 
 // softcap is c·tanh(x/c).

@@ -2,6 +2,7 @@ package llama_test
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"os/exec"
@@ -107,7 +108,7 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 						others = append(others, logits(t, f32Peer, "f32"))
 					}
 					others = append(others, logits(t, peer, "bf16"))
-					m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq)})
+					m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq), KVCache: "f32"})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -128,6 +129,12 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 					for _, o := range append(others, ref) {
 						if len(o) != len(ours) {
 							t.Fatalf("llama.cpp wrote %d logits, we have %d (%d positions of %d)", len(o), len(ours), len(seq), v)
+						}
+					}
+					if dump := os.Getenv("SWITCHYARD_PEER_DUMP"); dump != "" {
+						// our logits beside llama.cpp's, for compare-logits.py
+						if err := os.WriteFile(filepath.Join(dump, filepath.Base(path)+".ours.f32"), rawBytes(ours), 0o644); err != nil {
+							t.Fatal(err)
 						}
 					}
 					c := comparePeer(ours, ref, others, v)
@@ -210,4 +217,13 @@ func comparePeer(ours, ref []float32, others [][]float32, v int) peerComparison 
 		}
 	}
 	return c
+}
+
+// rawBytes is v as float32 little-endian bytes (readRaw's format).
+func rawBytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
 }

@@ -187,7 +187,7 @@ func TestLlamaCppPeer(t *testing.T) {
 	for _, name := range peerModels {
 		t.Run(name, func(t *testing.T) {
 			path, peer := peerModel(t, kit, dir, name)
-			m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq)})
+			m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq), KVCache: "f32"})
 			if err != nil {
 				t.Fatal(err)
 			}
