@@ -108,24 +108,7 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 						others = append(others, logits(t, f32Peer, "f32"))
 					}
 					others = append(others, logits(t, peer, "bf16"))
-					m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq), KVCache: "f32"})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer m.Close()
-					for _, n := range m.Plan().Nodes {
-						if n.OpType == "BlockQuantMatMul" && n.Backend != "native" {
-							t.Errorf("%s on %s, not native's integer path: %+v", n.Name, n.Backend, n.Declined)
-						}
-					}
-					d, err := llm.NewDecoder(m)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ours, v, err := d.PromptLogits(ctx, seq)
-					if err != nil {
-						t.Fatal(err)
-					}
+					ours, v := peerOurs(t, eng, path, seq, "f32")
 					for _, o := range append(others, ref) {
 						if len(o) != len(ours) {
 							t.Fatalf("llama.cpp wrote %d logits, we have %d (%d positions of %d)", len(o), len(ours), len(seq), v)
@@ -170,6 +153,27 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 					}
 					if c.agree*100 < 98*c.rows || c.raw*100 < 90*c.rows {
 						t.Errorf("argmax agrees at %d of %d positions (%d raw): under 98%% (raw under 90%%)", c.agree, c.rows, c.raw)
+					}
+					// our default float16 cache against llama.cpp's float16
+					// cache without flash attention (its attention over the
+					// cache in float32 products, as ours), the spread
+					// llama.cpp's other precisions against that
+					ref16 := logits(t, peer, "f16-noflash")
+					ours16, _ := peerOurs(t, eng, path, seq, "f16")
+					if dump := os.Getenv("SWITCHYARD_PEER_DUMP"); dump != "" {
+						if err := os.WriteFile(filepath.Join(dump, filepath.Base(path)+".f16.ours.f32"), rawBytes(ours16), 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+					others16 := append([][]float32{ref}, others...)
+					c16 := comparePeer(ours16, ref16, others16, v)
+					t.Logf("%s %s, f16 KV caches: max |ours − llama.cpp| %.4f, llama.cpp's own spread %.4f; argmax agrees at %d of %d (%d raw)",
+						name, typ, c16.diff, c16.spread, c16.agree, c16.rows, c16.raw)
+					if !(c16.diff <= max(allow, c16.spread)) {
+						t.Errorf("f16 KV cache: logits differ from llama.cpp's by %.4f, more than llama.cpp's own spread %.4f", c16.diff, c16.spread)
+					}
+					if c16.agree*100 < 98*c16.rows || c16.raw*100 < 90*c16.rows {
+						t.Errorf("f16 KV cache: argmax agrees at %d of %d positions (%d raw): under 98%% (raw under 90%%)", c16.agree, c16.rows, c16.raw)
 					}
 				})
 			}
@@ -226,4 +230,31 @@ func rawBytes(v []float32) []byte {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
 	return b
+}
+
+// peerOurs is our teacher-forced logits of seq on the model at path with
+// KV cache type kv, checking that every quantized product runs on
+// native's integer path.
+func peerOurs(t *testing.T, eng *switchyard.Engine, path string, seq []int, kv string) ([]float32, int) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq), KVCache: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, n := range m.Plan().Nodes {
+		if n.OpType == "BlockQuantMatMul" && n.Backend != "native" {
+			t.Errorf("%s on %s, not native's integer path: %+v", n.Name, n.Backend, n.Declined)
+		}
+	}
+	d, err := llm.NewDecoder(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, v, err := d.PromptLogits(ctx, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ours, v
 }

@@ -220,6 +220,10 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					pos := g.past(b) + s
 					rotateRow(dst, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
 				}
+				if g.cache.dt != graph.Float32 {
+					g.cache.roundQuery(dst) // scaled after the products
+					continue
+				}
 				for i := range dst {
 					dst[i] *= scale
 				}
@@ -227,7 +231,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		}
 	}
 	if g.cache.dt != graph.Float32 {
-		return gn.runCache(ctx, n, &g, sc, pk, pv, presK, presV, inK, inV, y, cosC, sinC, width, interleaved, softcap, window)
+		return gn.runCache(ctx, n, &g, sc, pk, pv, presK, presV, inK, inV, y, cosC, sinC, width, interleaved, scale, softcap, window)
 	}
 	// the presents: the past rows (unless in place), the new rows (keys
 	// rotated), the tail zeroed (unless in place)

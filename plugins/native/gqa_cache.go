@@ -1,6 +1,7 @@
 package native
 
 import (
+	"math"
 	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -106,10 +107,11 @@ func cacheClear(data any, d, n int) {
 // runCache is run's second half for a float16 or Q8_0 cache: the new
 // keys (rotated) and values are stored in the cache's form, and each
 // key/value head's rows 0..p+S-1 are decoded to float32 once and
-// attended as the float32 path does: the attention reads the values the
-// cache holds, the new rows as stored, as llama.cpp does.
+// attended (attendCached) from the values the cache holds, the new rows
+// as stored, as llama.cpp does. The queries in sc.q are rotated and
+// rounded as the cache's type rounds them (roundQuery), not scaled.
 func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, sc *gqaScratch, pk, pv, presK, presV *graph.Tensor,
-	inK, inV bool, y *graph.Tensor, cosC, sinC []float32, width int, interleaved bool, softcap float32, window int) ([]*graph.Tensor, error) {
+	inK, inV bool, y *graph.Tensor, cosC, sinC []float32, width int, interleaved bool, scale, softcap float32, window int) ([]*graph.Tensor, error) {
 	B, S, N, KV, H, P, T, W := g.B, g.S, g.N, g.KV, g.H, g.P, g.T, g.cache.width
 	PK, PV := presK.Data, presV.Data
 	var pkd, pvd any
@@ -168,10 +170,63 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 					if window > 0 {
 						j0 = max(0, L-window)
 					}
-					attendRow(q, K[j0*H:], V[j0*H:], sc.sc[:L-j0], sc.e[:L-j0], Y[(r*N+h)*H:(r*N+h+1)*H], softcap)
+					attendCached(q, K[j0*H:], V[j0*H:], sc.sc[:L-j0], sc.e[:L-j0], Y[(r*N+h)*H:(r*N+h+1)*H], scale, softcap, !g.cache.q8)
 				}
 			}
 		}
 	}
 	return ctx.Outputs(y, presK, presV), nil
+}
+
+// roundQuery rounds a query row (rotated, not scaled) as llama.cpp does
+// before its products with a cache of this type: to float16 for a
+// float16 cache (ggml's vec_dot_type of F16), through Q8_0 blocks for a
+// q8_0 one (its vec_dot_type: the query quantized as activations are).
+func (c gqaCache) roundQuery(q []float32) {
+	if !c.q8 {
+		for i, v := range q {
+			q[i] = f16Round(v)
+		}
+		return
+	}
+	var blk [contrib.Q8BlockBytes]byte
+	for b := 0; b+contrib.Q8Block <= len(q); b += contrib.Q8Block {
+		contrib.QuantizeQ8Row(blk[:], q[b:b+contrib.Q8Block])
+		contrib.DequantizeQ8Row(q[b:b+contrib.Q8Block], blk[:])
+	}
+}
+
+// attendCached is attendRow over a decoded cache in llama.cpp's order:
+// the score is the product with the (rounded) query times scale, then
+// soft-capped; the softmax's sum of exponentials in float64; with half
+// set (a float16 cache: llama.cpp's attention without flash attention,
+// which multiplies the weights into the float16 values in float16) each
+// weight e_j/Σe is rounded to float16 before it weighs its row of V.
+func attendCached(q, K, V, scores, e, o []float32, scale, softcap float32, half bool) {
+	H := len(q)
+	mx := float32(math.Inf(-1))
+	for j := range scores {
+		d := dot(q, K[j*H:j*H+H]) * scale
+		if softcap > 0 {
+			d = softcap * float32(math.Tanh(float64(d/softcap)))
+		}
+		scores[j] = d
+		if d > mx {
+			mx = d
+		}
+	}
+	expSum(scores, e, mx)
+	sum := 0.0
+	for _, w := range e {
+		sum += float64(w)
+	}
+	inv := float32(1 / sum)
+	clear(o)
+	for j, w := range e {
+		w *= inv
+		if half {
+			w = f16Round(w)
+		}
+		axpy(w, V[j*H:j*H+H], o)
+	}
 }

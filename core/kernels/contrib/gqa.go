@@ -204,6 +204,10 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 			return nil, err
 		}
 	}
+	if form.round || form.q8 {
+		qv = append([]float64(nil), qv...)
+		form.roundQueries(qv, H)
+	}
 	scale := float64(n.AttrFloat("scale", 0))
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(H))
@@ -384,6 +388,9 @@ func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, p
 					o := out[((b*S+s)*N+h)*H:][:H]
 					for j := range sc {
 						w := sc[j] / sum
+						if a.form.round {
+							w = float64(graph.F16FromFloat64(w).Float32())
+						}
 						vrow := vc[(j0+j)*H : (j0+j+1)*H]
 						for i := range o {
 							o[i] += w * vrow[i]

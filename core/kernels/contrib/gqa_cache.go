@@ -15,7 +15,11 @@ import (
 // --cache-type-k/v q8_0 keeps them. A float16 cache needs no attribute:
 // past and present of dtype float16 (query float32) hold the keys and
 // values rounded to float16. Either way the attention reads the cache's
-// values (the new rows too, as stored), as llama.cpp does.
+// values (the new rows too, as stored) and computes as llama.cpp does
+// over such a cache: the query rounded to float16 (through Q8_0 blocks
+// for q8_0) before its products with the keys, the scale applied to the
+// products, and for float16 each attention weight rounded to float16
+// before it weighs its value row (llama.cpp without flash attention).
 const KVTypeAttr = "kv_cache_type"
 
 // Q8Block and Q8BlockBytes are a Q8_0 block's values and bytes.
@@ -141,6 +145,30 @@ func (f cacheForm) storeRows(t *graph.Tensor, base int, past *graph.Tensor, src 
 		DequantizeQ8Row(row, raw[base+r*f.width:])
 		for i, v := range row {
 			rows[r*H+i] = float64(v)
+		}
+	}
+}
+
+// roundQueries rounds the (rotated) query rows (H values each) as
+// llama.cpp does before its products with the cache: to float16 for a
+// float16 cache under a float32 query, through Q8_0 blocks for q8_0.
+func (f cacheForm) roundQueries(q []float64, H int) {
+	row := make([]float32, H)
+	blk := make([]byte, H/Q8Block*Q8BlockBytes)
+	for r := 0; r+H <= len(q); r += H {
+		for i := range row {
+			row[i] = float32(q[r+i])
+		}
+		if f.q8 {
+			QuantizeQ8Row(blk, row)
+			DequantizeQ8Row(row, blk)
+		} else {
+			for i, v := range row {
+				row[i] = graph.F16FromFloat32(v).Float32()
+			}
+		}
+		for i, v := range row {
+			q[r+i] = float64(v)
 		}
 	}
 }
