@@ -12,8 +12,9 @@ import (
 const contribDomain = "com.microsoft"
 
 type builder struct {
-	g   *graph.Graph
-	seq int
+	g     *graph.Graph
+	seq   int
+	round bool // Config.RoundActivations
 }
 
 func (b *builder) name(prefix string) string {
@@ -61,6 +62,9 @@ func (b *builder) f32(name string, shape []int, v []float32) string {
 // linear is x [1, S, m.Cols] times the matrix transposed: [1, S, m.Rows].
 func (b *builder) linear(x, name string, m *Matrix) string {
 	if !m.Quantized() {
+		if b.round && m.VecDot != graph.Undefined {
+			x = b.node("Cast", "", attrs(intA("to", int64(graph.Float32))), b.node("Cast", "", attrs(intA("to", int64(m.VecDot))), x))
+		}
 		// MatMul wants [in, out]: store the transpose once.
 		t := make([]float32, len(m.F32))
 		for r := 0; r < m.Rows; r++ {
@@ -137,7 +141,7 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		return nil, fmt.Errorf("%w: the ConcatCache form keeps a float32 cache, not %s", ErrUnsupported, c.KVCache)
 	}
 	g := &graph.Graph{Name: c.Block.name(), Initializers: map[string]*graph.Tensor{}}
-	b := &builder{g: g}
+	b := &builder{g: g, round: c.RoundActivations}
 	seq := graph.Dim{Param: "seq"}
 	KV, HS := int64(c.KVHeads), int64(kvWidth)
 	pastDim, presentDim := graph.Dim{Param: "past"}, graph.Dim{Param: "total"}

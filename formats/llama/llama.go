@@ -68,6 +68,11 @@ type Config struct {
 	// buffers: a choice of the build, not the file's ("" is f32; the
 	// GGUF loader defaults to f16, as llama.cpp does).
 	KVCache KVType
+	// RoundActivations rounds the activations of each product with an
+	// F16 or BF16 matrix of the file to that type first (Matrix.VecDot),
+	// as llama.cpp's CPU backend does: a build choice (the loader sets it
+	// when the engine allows reduced precision), not the file's.
+	RoundActivations bool
 	// Block says how the architecture's transformer block differs from
 	// Llama's; its zero value is Llama's block.
 	Block Block
@@ -216,6 +221,11 @@ type Matrix struct {
 	Scales     []float32
 	GGML       ggml.Type
 	Raw        []byte
+	// VecDot is the dtype llama.cpp rounds the activations to for its
+	// products with this matrix (ggml's vec_dot_type): Float16 and
+	// BFloat16 for a file's F16 and BF16 matrices, else Undefined (the
+	// activations stay float32, or quantized blocks for ggml types).
+	VecDot graph.DType
 }
 
 // Quantized reports whether the matrix is kept quantized.

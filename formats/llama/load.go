@@ -103,6 +103,11 @@ func build(w *Weights, o formats.Options, def KVType) (*graph.Model, error) {
 		}
 		c.ContextLength = int(fit)
 	}
+	switch o.Precision {
+	case "int8", "float16", "bfloat16":
+		// reduced precision allowed: F16/BF16 products as llama.cpp's
+		c.RoundActivations = true
+	}
 	if o.Method == BatchMethod {
 		return BuildBatch(w)
 	}
@@ -128,6 +133,12 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 			return Matrix{}, err
 		}
 		m.F32 = v
+		switch t.Type {
+		case gguf.TypeF16:
+			m.VecDot = graph.Float16
+		case gguf.TypeBF16:
+			m.VecDot = graph.BFloat16
+		}
 	}
 	return m, nil
 }
