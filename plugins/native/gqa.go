@@ -343,8 +343,25 @@ const smallHead = 16
 // of K and V (H = len(q) each): o = softmax(q·kⱼ, softcapped) · V, e the
 // exponentials' scratch.
 func attendRow(q, K, V, scores, e, o []float32, softcap float32) {
-	H := len(q)
+	scoreRows(q, K, scores)
 	mx := float32(math.Inf(-1))
+	for j, d := range scores {
+		if softcap > 0 {
+			d = softcap * float32(math.Tanh(float64(d/softcap)))
+			scores[j] = d
+		}
+		if d > mx { // not max: its NaN and zero rules cost a third of a short row
+			mx = d
+		}
+	}
+	inv := 1 / expSum(scores, e, mx)
+	weighRows(e, V, o, inv)
+}
+
+// scoreRows writes q·kⱼ for the len(scores) rows kⱼ of K (H = len(q)
+// each) into scores.
+func scoreRows(q, K, scores []float32) {
+	H := len(q)
 	switch {
 	case H < smallHead && H%8 == 0:
 		// eight columns of q at a time, in registers over all rows
@@ -366,16 +383,12 @@ func attendRow(q, K, V, scores, e, o []float32, softcap float32) {
 			scores[j] = dot(q, K[j*H:j*H+H])
 		}
 	}
-	for j, d := range scores {
-		if softcap > 0 {
-			d = softcap * float32(math.Tanh(float64(d/softcap)))
-			scores[j] = d
-		}
-		if d > mx { // not max: its NaN and zero rules cost a third of a short row
-			mx = d
-		}
-	}
-	inv := 1 / expSum(scores, e, mx)
+}
+
+// weighRows is o = inv · Σⱼ e[j]·vⱼ over the len(e) rows vⱼ of V (H =
+// len(o) each).
+func weighRows(e, V, o []float32, inv float32) {
+	H := len(o)
 	clear(o)
 	if H < smallHead && H%8 == 0 {
 		// eight columns of o at a time, in registers over all rows

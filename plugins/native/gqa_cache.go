@@ -203,10 +203,10 @@ func (c gqaCache) roundQuery(q []float32) {
 // which multiplies the weights into the float16 values in float16) each
 // weight e_j/Σe is rounded to float16 before it weighs its row of V.
 func attendCached(q, K, V, scores, e, o []float32, scale, softcap float32, half bool) {
-	H := len(q)
+	scoreRows(q, K, scores)
 	mx := float32(math.Inf(-1))
-	for j := range scores {
-		d := dot(q, K[j*H:j*H+H]) * scale
+	for j, d := range scores {
+		d *= scale
 		if softcap > 0 {
 			d = softcap * float32(math.Tanh(float64(d/softcap)))
 		}
@@ -221,12 +221,11 @@ func attendCached(q, K, V, scores, e, o []float32, scale, softcap float32, half 
 		sum += float64(w)
 	}
 	inv := float32(1 / sum)
-	clear(o)
-	for j, w := range e {
-		w *= inv
-		if half {
-			w = f16Round(w)
+	if half {
+		for j, w := range e {
+			e[j] = f16Round(w * inv)
 		}
-		axpy(w, V[j*H:j*H+H], o)
+		inv = 1
 	}
+	weighRows(e, V, o, inv)
 }
