@@ -17,10 +17,13 @@ import (
 )
 
 // kvGGUF is a small random GGUF whose head size (32) a q8_0 cache takes.
-func kvGGUF(t testing.TB, name string) []byte {
+func kvGGUF(t testing.TB, name string) []byte { return kvGGUFContext(t, name, 64) }
+
+// kvGGUFContext is kvGGUF declaring a context of n positions.
+func kvGGUFContext(t testing.TB, name string, n int) []byte {
 	t.Helper()
 	s := tinygguf.Shapes[name]
-	s.Dim, s.FFN, s.Heads, s.KVHeads, s.HeadDim, s.Context = 64, 96, 2, 1, 32, 64
+	s.Dim, s.FFN, s.Heads, s.KVHeads, s.HeadDim, s.Context = 64, 96, 2, 1, 32, n
 	if s.Window > 0 {
 		s.Window = 5
 	}
@@ -32,8 +35,8 @@ func kvGGUF(t testing.TB, name string) []byte {
 }
 
 // TestKVCacheGraph: a GGUF decoder's cache inputs and outputs are float16
-// by default, float32 and Q8_0 rows (uint8, 34 bytes a 32-value block) on
-// request; a q8_0 cache is refused for a head size that is not a multiple
+// by default (float32 where the whole float32 cache is under 4 MiB),
+// float32 and Q8_0 rows (uint8, 34 bytes a 32-value block) on request; a q8_0 cache is refused for a head size that is not a multiple
 // of 32, an unknown type by name, and the ConcatCache form keeps float32.
 func TestKVCacheGraph(t *testing.T) {
 	data := kvGGUF(t, "mistral-tiny")
@@ -41,7 +44,7 @@ func TestKVCacheGraph(t *testing.T) {
 		kv    string
 		dt    graph.DType
 		width int64
-	}{{"", graph.Float16, 32}, {"f16", graph.Float16, 32}, {"f32", graph.Float32, 32}, {"q8_0", graph.Uint8, 34}} {
+	}{{"", graph.Float32, 32}, {"f16", graph.Float16, 32}, {"f32", graph.Float32, 32}, {"q8_0", graph.Uint8, 34}} {
 		m, err := formats.Decode(data, "m.gguf", formats.Options{KVCache: c.kv})
 		if err != nil {
 			t.Fatalf("%q: %v", c.kv, err)
@@ -60,6 +63,14 @@ func TestKVCacheGraph(t *testing.T) {
 		if n != 8 {
 			t.Errorf("%q: %d cache inputs and outputs, want 8", c.kv, n)
 		}
+	}
+	// 32768 positions × 2 layers × keys and values × 32 float32s: 16 MiB
+	big, err := formats.Decode(kvGGUFContext(t, "mistral-tiny", 32768), "m.gguf", formats.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := big.Graph.Inputs[2]; !strings.HasPrefix(in.Name, "past_") || in.Type.DType != graph.Float16 {
+		t.Errorf("a 16 MiB cache by default: %s is %v, want float16", in.Name, in.Type.DType)
 	}
 	if _, err := formats.Decode(data, "m.gguf", formats.Options{KVCache: "q4_0"}); err == nil || !strings.Contains(err.Error(), "q4_0") {
 		t.Errorf("KV cache q4_0: %v, want a refusal naming it", err)

@@ -73,8 +73,13 @@ func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
 	return build(w, o, KVFloat32)
 }
 
+// smallKV is the size under which a float32 key/value cache is kept
+// float32 when the caller names no type.
+const smallKV = 4 << 20
+
 // build is Build with the cache type o.KVCache (def where o names none:
-// f16 for GGUF files, as llama.cpp, f32 for llama2.c's) and the context
+// f16 for GGUF files, as llama.cpp, f32 for llama2.c's and for any cache
+// whose float32 form at the context asked is under smallKV) and the context
 // capped at o.ContextLength and at what the tensor limit (the engine's
 // memory budget) holds of the shared key/value cache: a file declaring a
 // context of 2^21 positions made a run allocate a 5 GB cache however
@@ -85,6 +90,12 @@ func build(w *Weights, o formats.Options, def KVType) (*graph.Model, error) {
 		c.ContextLength = o.ContextLength
 	}
 	c.KVCache = def
+	if f32, err := c.KVBytesPerPosition(KVFloat32); err == nil && f32*int64(c.ContextLength) < smallKV {
+		// a cache this small stays in the CPU's caches: float16 would
+		// save nothing worth its conversions (stories260K's decode took
+		// 1.4 to 3 times as long with it)
+		c.KVCache = KVFloat32
+	}
 	if o.KVCache != "" {
 		k, err := ParseKVType(o.KVCache)
 		if err != nil {
