@@ -100,6 +100,11 @@ type OpenOptions struct {
 	// from a .gguf or llama2.c file (the positions its KV-cache buffers,
 	// allocated whole, hold); 0 is the model's own.
 	ContextLength int
+	// KVCache is the element type of such a decoder's key/value cache:
+	// "f16" (the default for .gguf, as llama.cpp), "f32" (the default
+	// for llama2.c files) or "q8_0" (ggml's 8-bit blocks; head sizes that
+	// are multiples of 32).
+	KVCache string
 	// Dequantize imports a quantized TFLite model as the float32 network
 	// on its dequantised weights (a quantized input then takes real
 	// values); other formats ignore it.

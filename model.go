@@ -164,7 +164,7 @@ func (e *Engine) modelOptions(op string, opts *OpenOptions) (*OpenOptions, error
 
 // formatOptions are the importers' options for a model opened with mo.
 func (e *Engine) formatOptions(mo *OpenOptions) formats.Options {
-	return formats.Options{MaxTensorBytes: e.loadLimit(), Method: mo.Method, DataFiles: mo.DataFiles, ContextLength: mo.ContextLength, Dequantize: mo.Dequantize}
+	return formats.Options{MaxTensorBytes: e.loadLimit(), Method: mo.Method, DataFiles: mo.DataFiles, ContextLength: mo.ContextLength, KVCache: mo.KVCache, Precision: string(e.opts.Precision), Dequantize: mo.Dequantize}
 }
 
 func (e *Engine) prepare(ctx context.Context, ir *graph.Model, name string, mo *OpenOptions) (*Model, error) {

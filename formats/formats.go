@@ -38,6 +38,15 @@ type Options struct {
 	// builds itself (formats/llama: the positions its KV-cache buffers and
 	// rotary tables hold), below the model's own.
 	ContextLength int
+	// KVCache names the element type of such a decoder's key/value cache
+	// (formats/llama: "f32", "f16" or "q8_0"; "" is the format's default,
+	// f16 for GGUF files).
+	KVCache string
+	// Precision is the lowest precision the engine lets its backends
+	// compute in ("", "int8", "float16", "bfloat16"; the engine's
+	// OpenOptions.Precision): formats/llama then rounds the activations of
+	// F16 and BF16 products to that type, as llama.cpp does.
+	Precision string
 	// Dequantize imports a quantized model as float32 on its dequantised
 	// weights (TFLite: tflite.ConvertOptions.Dequantize); formats without
 	// quantized imports ignore it.

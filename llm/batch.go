@@ -7,8 +7,10 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
 // Batched decoding.
@@ -38,10 +40,13 @@ import (
 type batchPool struct {
 	d  *Decoder
 	mu sync.Mutex // runs and slot moves
-	// kv, ctx, hs: a cache input's [1:] dims; per the floats of one slot
+	// kv, ctx: a cache input's dims 1 and 2; hs the bytes of its rows
+	// (dim 3 × the element size: float32, float16 or Q8_0 blocks); per
+	// the bytes of one slot
 	kv, ctx, hs, per int
-	buf              map[string][]float32 // by past input, len(slots)·per
-	slots            []*batchState        // nil: free
+	dt               switchyard.DType
+	buf              map[string][]byte // by past input, len(slots)·per
+	slots            []*batchState     // nil: free
 }
 
 // batchState is one sequence's cache in a pool: in a slot, or parked.
@@ -49,24 +54,30 @@ type batchState struct {
 	p      *batchPool
 	slot   int // -1: parked
 	n      int // positions held
-	parked map[string][]float32
+	parked map[string][]byte
 	closed bool
 }
 
-// newBatchPool checks the batched decoder's cache inputs: float32, all of
-// one shape [batch, kv, ctx, hs].
+// newBatchPool checks the batched decoder's cache inputs: float32,
+// float16 or uint8 (Q8_0 rows), all of one dtype and shape [batch, kv,
+// ctx, row].
 func newBatchPool(d *Decoder) (*batchPool, error) {
-	p := &batchPool{d: d, buf: map[string][]float32{}}
+	p := &batchPool{d: d, buf: map[string][]byte{}}
 	for i, in := range d.pastIn {
-		if in.DType != switchyard.Float32 && in.DType != switchyard.Undefined {
-			return nil, fmt.Errorf("llm: batched cache %q is %v; float32 caches are batched", in.Name, in.DType)
+		dt := in.DType
+		if dt == switchyard.Undefined {
+			dt = switchyard.Float32
 		}
+		if dt != switchyard.Float32 && dt != switchyard.Float16 && dt != switchyard.Uint8 || i > 0 && dt != p.dt {
+			return nil, fmt.Errorf("llm: batched cache %q is %v; float32, float16 and uint8 (q8_0) caches of one type are batched", in.Name, in.DType)
+		}
+		p.dt = dt
 		if len(in.Shape) != 4 || in.Shape[0] >= 0 || slices.Min(in.Shape[1:]) <= 0 {
 			return nil, fmt.Errorf("llm: batched cache %q has shape %v, want [batch, kv_heads, context, head_size]", in.Name, in.Dims)
 		}
 		if i == 0 {
-			p.kv, p.ctx, p.hs = in.Shape[1], in.Shape[2], in.Shape[3]
-		} else if in.Shape[1] != p.kv || in.Shape[2] != p.ctx || in.Shape[3] != p.hs {
+			p.kv, p.ctx, p.hs = in.Shape[1], in.Shape[2], in.Shape[3]*dt.Size()
+		} else if in.Shape[1] != p.kv || in.Shape[2] != p.ctx || in.Shape[3]*dt.Size() != p.hs {
 			return nil, fmt.Errorf("llm: batched caches of different shapes: %q is %v", in.Name, in.Shape)
 		}
 	}
@@ -92,18 +103,18 @@ func (p *batchPool) grow(n int) error {
 	if n <= len(p.slots) {
 		return nil
 	}
-	if int64(n)*int64(p.per)*4*int64(len(p.d.pastIn)) > 1<<40 {
-		return fmt.Errorf("llm: %d cache slots of %d floats: too large", n, p.per)
+	if int64(n)*int64(p.per)*int64(len(p.d.pastIn)) > 1<<40 {
+		return fmt.Errorf("llm: %d cache slots of %d bytes: too large", n, p.per)
 	}
 	// the slots are host memory the model's budget counts (its runs
 	// share it): growing beyond it is refused, not an out-of-memory
-	slot := int64(p.per) * 4 * int64(len(p.d.pastIn))
+	slot := int64(p.per) * int64(len(p.d.pastIn)) // per is bytes
 	if err := p.d.m.HoldMemory(int64(n-len(p.slots)) * slot); err != nil {
 		return fmt.Errorf("llm: the key/value cache of %d sequences at once (%.1f MiB each at context %d): %w",
 			n, float64(slot)/(1<<20), p.ctx, err)
 	}
 	for _, in := range p.d.pastIn {
-		b := make([]float32, n*p.per)
+		b := make([]byte, n*p.per)
 		copy(b, p.buf[in.Name])
 		p.buf[in.Name] = b
 	}
@@ -113,7 +124,7 @@ func (p *batchPool) grow(n int) error {
 
 // rows copies n positions of every head from src's block at slot s (or a
 // parked [kv, n, hs] buffer when s < 0) to dst's at slot t (likewise).
-func (p *batchPool) rows(dst []float32, t int, src []float32, s int, n int) {
+func (p *batchPool) rows(dst []byte, t int, src []byte, s int, n int) {
 	for h := 0; h < p.kv; h++ {
 		var si, ti int
 		if s >= 0 {
@@ -146,9 +157,9 @@ func (p *batchPool) park(st *batchState) {
 	if st.slot < 0 {
 		return
 	}
-	st.parked = map[string][]float32{}
+	st.parked = map[string][]byte{}
 	for name, b := range p.buf {
-		pb := make([]float32, p.kv*st.n*p.hs)
+		pb := make([]byte, p.kv*st.n*p.hs)
 		p.rows(pb, -1, b, st.slot, st.n)
 		st.parked[name] = pb
 	}
@@ -220,7 +231,7 @@ func (p *batchPool) arrange(sts []*batchState) ([]*batchState, error) {
 func (p *batchPool) views(from, b int) (switchyard.Tensors, error) {
 	ts := switchyard.Tensors{}
 	for _, in := range p.d.pastIn {
-		t, err := switchyard.NewTensor([]int{b, p.kv, p.ctx, p.hs}, p.buf[in.Name][from*p.per:(from+b)*p.per])
+		t, err := p.view([]int{b, p.kv, p.ctx, p.hs / p.dt.Size()}, p.buf[in.Name][from*p.per:(from+b)*p.per])
 		if err != nil {
 			return nil, err
 		}
@@ -305,9 +316,9 @@ func (p *batchPool) stepOne(ctx context.Context, st *batchState, ids []int) ([]f
 func (st *batchState) bytes() int64 {
 	p := st.p
 	if st.slot >= 0 {
-		return 4 * int64(p.per) * int64(len(p.d.pastIn))
+		return int64(p.per) * int64(len(p.d.pastIn))
 	}
-	return 4 * int64(p.kv*st.n*p.hs) * int64(len(st.parked))
+	return int64(p.kv*st.n*p.hs) * int64(len(st.parked))
 }
 
 // close frees a state's slot or parked buffers.
@@ -418,7 +429,7 @@ func (st *batchState) truncate(n int) {
 	defer p.mu.Unlock()
 	if st.slot < 0 && st.parked != nil {
 		for name, b := range st.parked {
-			nb := make([]float32, p.kv*n*p.hs)
+			nb := make([]byte, p.kv*n*p.hs)
 			for h := 0; h < p.kv; h++ {
 				copy(nb[h*n*p.hs:(h+1)*n*p.hs], b[h*st.n*p.hs:])
 			}
@@ -433,20 +444,34 @@ func (st *batchState) fork(n int) *batchState {
 	p := st.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := &batchState{p: p, slot: -1, n: n, parked: map[string][]float32{}}
+	out := &batchState{p: p, slot: -1, n: n, parked: map[string][]byte{}}
 	for _, in := range p.d.pastIn {
-		var src []float32
-		base, stride := 0, st.n*p.hs // a parked [kv, st.n, hs] buffer
+		var src []byte
+		base, stride := 0, st.n*p.hs // a parked [kv, st.n, hs bytes] buffer
 		if st.slot >= 0 {
 			src, base, stride = p.buf[in.Name], st.slot*p.per, p.ctx*p.hs
 		} else {
 			src = st.parked[in.Name]
 		}
-		dst := make([]float32, p.kv*n*p.hs)
+		dst := make([]byte, p.kv*n*p.hs)
 		for h := 0; h < p.kv; h++ {
 			copy(dst[h*n*p.hs:(h+1)*n*p.hs], src[base+h*stride:])
 		}
 		out.parked[in.Name] = dst
 	}
 	return out
+}
+
+// view is a tensor of the pool's dtype over b (not copied).
+func (p *batchPool) view(shape []int, b []byte) (*switchyard.Tensor, error) {
+	if len(b) == 0 {
+		return switchyard.Zeros(p.dt, shape)
+	}
+	switch p.dt {
+	case switchyard.Float16:
+		return switchyard.NewTensor(shape, unsafe.Slice((*graph.F16)(unsafe.Pointer(&b[0])), len(b)/2))
+	case switchyard.Uint8:
+		return switchyard.NewTensor(shape, b)
+	}
+	return switchyard.NewTensor(shape, unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4))
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func generateCmd() *cobra.Command {
-	var prompt, tokPath, draftPath string
+	var prompt, tokPath, draftPath, kvType string
 	var vocab, draftK, warmup, lookupK int
 	var o llm.Options
 	var bf backendFlags
@@ -53,7 +53,10 @@ A GGUF model computes its quantized products as llama.cpp does unless
 --precision says otherwise: the activations quantized to 8-bit blocks
 for integer dot products (--precision int8; stderr says which partitions
 do). --precision float32 keeps them float32 (exact dequantization, about
-twice as slow). --threads N splits each product's rows over N threads.
+twice as slow). --kv f16|f32|q8_0 is the element type of a .gguf or
+llama2.c decoder's KV cache (default f16 for GGUF, as llama.cpp, f32 for
+llama2.c files; q8_0: ggml's 8-bit blocks, head sizes a multiple of 32).
+--threads N splits each product's rows over N threads.
 After a run, a roofline line gives decode tokens/s, the weight bytes a
 token reads, the GB/s that makes and its share of the memory bandwidth
 'switchyard bench --memory' measured.`,
@@ -81,6 +84,12 @@ token reads, the GB/s that makes and its share of the memory bandwidth
 			// a decoder built from .gguf/.bin weights allocates its cache
 			// whole: as long as the run needs, not the model's context
 			lo := modelOptions(o.ContextLength)
+			switch kvType {
+			case "", "f32", "f16", "q8_0":
+				lo.KVCache = kvType
+			default:
+				return fmt.Errorf("--kv %q: want f16, f32 or q8_0", kvType)
+			}
 			if lo.ContextLength == 0 {
 				lo.ContextLength = o.Steps
 				if cf.on {
@@ -213,6 +222,7 @@ token reads, the GB/s that makes and its share of the memory bandwidth
 	cmd.Flags().IntVar(&vocab, "vocab", 0, "tokenizer vocabulary size (default: the logits width)")
 	cmd.Flags().IntVar(&o.Steps, "steps", 256, "positions to run, prompt included (llama2.c's -n)")
 	cmd.Flags().IntVar(&o.ContextLength, "context", 0, "the context length: more --steps are refused, and a .gguf/.bin decoder's KV cache holds this many positions (0: the model's own, the cache --steps long)")
+	cmd.Flags().StringVar(&kvType, "kv", "", "the KV cache's element type for .gguf/.bin decoders: f16, f32 or q8_0 (default: f16 for GGUF, f32 for llama2.c)")
 	cmd.Flags().Float64Var(&o.Temperature, "temperature", 0, "0: greedy; otherwise sampling temperature")
 	cmd.Flags().IntVar(&o.TopK, "top-k", 0, "sample among the K most likely tokens (0: all)")
 	cmd.Flags().Float64Var(&o.TopP, "top-p", 0, "sample among the smallest set reaching probability P (0 or 1: all)")

@@ -16,7 +16,7 @@ import (
 // the sixteen sums of 16 values in Sum and the eight sums of 32 in Sum32.
 //
 // Every block is quantized by the same rule, llama.cpp's: d = max|x|/127,
-// q = x·(1/d) rounded to the nearest integer (ties to even), within ±127;
+// q = x·(127/max|x|) rounded to the nearest integer (ties to even), within ±127;
 // a block holding a NaN or an infinity gets d = NaN (so the outputs are
 // NaN). As in llama.cpp's Q8_0 and Q8_1, the scale of a 32-element block
 // is then rounded to float16 (D holds that value; the values were
@@ -105,7 +105,7 @@ func sum16(q []int8) int32 {
 }
 
 // QuantizeBlock quantizes one block of activations to q (len(xs) values)
-// by llama.cpp's rule (BlockScale, then q = x·(1/d) rounded to the
+// by llama.cpp's rule (BlockScale, then q = x·(127/max|x|) rounded to the
 // nearest integer, ties to even, within ±127; a block holding a NaN or an
 // infinity is all zeros) and returns its unrounded scale d.
 func QuantizeBlock(xs []float32, q []int8) (d float32, bad bool) {
@@ -128,8 +128,10 @@ func QuantizeBlock(xs []float32, q []int8) (d float32, bad bool) {
 func F16Round(f float32) float32 { return graph.F16FromFloat32(f).Float32() }
 
 // BlockScale is the 8-bit scale of one block of activations, as llama.cpp
-// quantizes them: d = max|x|/127 and its inverse (0 for an all-zero
-// block); a NaN or ±Inf in the block makes d NaN and bad true (every
+// quantizes them on x86 (quantize_row_q8_0's AVX code): d = max|x|/127
+// and the multiplier 127/max|x| (not 1/d: the two differ in the last bit
+// for some blocks, and a value then rounds the other way; 0 for an
+// all-zero block); a NaN or ±Inf in the block makes d NaN and bad true (every
 // output of the block is then NaN).
 func BlockScale(xs []float32) (d, id float32, bad bool) {
 	// |x| compared by its bits (ordered as the values are for x ≥ 0):
@@ -143,7 +145,7 @@ func BlockScale(xs []float32) (d, id float32, bad bool) {
 	}
 	d = math.Float32frombits(amax) / 127
 	if d != 0 {
-		id = 1 / d
+		id = 127 / math.Float32frombits(amax)
 	}
 	return d, id, false
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-hal/switchyard"
+	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/llama"
 	"github.com/switchyard-hal/switchyard/formats/onnx"
 	"github.com/switchyard-hal/switchyard/llm"
@@ -121,7 +122,20 @@ func blockReference(w *llama.Weights, tokens []int) [][]float64 {
 			}
 		}
 	}
-	gelu := func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))) }
+	// GELU as llama.cpp's CPU backend computes it: the tanh
+	// approximation of the input rounded to float16, rounded to float16,
+	// 0 from -10 down, x from 10 up
+	half := func(x float64) float64 { return float64(graph.F16FromFloat64(x).Float32()) }
+	gelu := func(x float64) float64 {
+		switch {
+		case float32(x) <= -10:
+			return 0
+		case float32(x) >= 10:
+			return x
+		}
+		h := half(x)
+		return half(0.5 * h * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(h+0.044715*h*h*h))))
+	}
 	emb := w.Embed.Float32s()
 	xs := make([][]float64, len(tokens))
 	for p, tk := range tokens {

@@ -12,8 +12,9 @@ import (
 const contribDomain = "com.microsoft"
 
 type builder struct {
-	g   *graph.Graph
-	seq int
+	g     *graph.Graph
+	seq   int
+	round bool // Config.RoundActivations
 }
 
 func (b *builder) name(prefix string) string {
@@ -61,6 +62,9 @@ func (b *builder) f32(name string, shape []int, v []float32) string {
 // linear is x [1, S, m.Cols] times the matrix transposed: [1, S, m.Rows].
 func (b *builder) linear(x, name string, m *Matrix) string {
 	if !m.Quantized() {
+		if b.round && m.VecDot != graph.Undefined {
+			x = b.node("Cast", "", attrs(intA("to", int64(graph.Float32))), b.node("Cast", "", attrs(intA("to", int64(m.VecDot))), x))
+		}
 		// MatMul wants [in, out]: store the transpose once.
 		t := make([]float32, len(m.F32))
 		for r := 0; r < m.Rows; r++ {
@@ -129,10 +133,17 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		return nil, fmt.Errorf("llama: unknown cache interface %d", cache)
 	}
 	c := &w.Config
+	kvDT, kvWidth, _, err := c.KVCache.layout(c.HeadSize)
+	if err != nil {
+		return nil, err
+	}
+	if cache != SharedCache && kvDT != graph.Float32 {
+		return nil, fmt.Errorf("%w: the ConcatCache form keeps a float32 cache, not %s", ErrUnsupported, c.KVCache)
+	}
 	g := &graph.Graph{Name: c.Block.name(), Initializers: map[string]*graph.Tensor{}}
-	b := &builder{g: g}
+	b := &builder{g: g, round: c.RoundActivations}
 	seq := graph.Dim{Param: "seq"}
-	KV, HS := int64(c.KVHeads), int64(c.HeadSize)
+	KV, HS := int64(c.KVHeads), int64(kvWidth)
 	pastDim, presentDim := graph.Dim{Param: "past"}, graph.Dim{Param: "total"}
 	if cache == SharedCache {
 		pastDim = graph.Dim{Value: int64(c.ContextLength)}
@@ -146,9 +157,9 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	for l := 0; l < c.Layers; l++ {
 		for _, kind := range []string{"key", "value"} {
 			g.Inputs = append(g.Inputs, graph.ValueInfo{Name: fmt.Sprintf("past_%s.%d", kind, l),
-				Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Value: KV}, pastDim, {Value: HS}}}})
+				Type: graph.ValueType{Kind: "tensor", DType: kvDT, Shape: graph.Shape{{Value: 1}, {Value: KV}, pastDim, {Value: HS}}}})
 			g.Outputs = append(g.Outputs, graph.ValueInfo{Name: fmt.Sprintf("present_%s.%d", kind, l),
-				Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Value: KV}, presentDim, {Value: HS}}}})
+				Type: graph.ValueType{Kind: "tensor", DType: kvDT, Shape: graph.Shape{{Value: 1}, {Value: KV}, presentDim, {Value: HS}}}})
 		}
 	}
 
@@ -227,7 +238,7 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		}
 		var h string
 		if c.Block.GELU {
-			h = b.node("Mul", "", nil, b.geluTanh(gate), up)
+			h = b.node("Mul", "", nil, b.geluGGML(gate), up)
 		} else {
 			h = b.node("Mul", "", nil, b.node("Mul", "", nil, gate, b.node("Sigmoid", "", nil, gate)), up)
 		}
@@ -285,6 +296,9 @@ func attnAttrs(c *Config, l int) map[string]*graph.Attribute {
 	}
 	if s := c.Block.AttnSoftcap; s > 0 {
 		a["softcap"] = floatA("softcap", float32(s))
+	}
+	if c.KVCache == KVQ8_0 {
+		a[KVTypeAttr] = &graph.Attribute{Name: KVTypeAttr, Type: graph.AttrString, S: string(KVQ8_0)}
 	}
 	if c.local(l) {
 		a["local_window_size"] = intA("local_window_size", int64(c.Block.SlidingWindow))
@@ -431,6 +445,29 @@ func (b *builder) geluTanh(x string) string {
 	}
 	z := b.node("Mul", "", nil, x, b.node("Add", "", nil, b.node("Mul", "", nil, x2, "gelu_b"), "gelu_a"))
 	return b.node("Mul", "", nil, x, b.node("Sigmoid", "", nil, z))
+}
+
+// half rounds x to float16 and back (to nearest, ties to even).
+func (b *builder) half(x string) string {
+	return b.node("Cast", "", attrs(intA("to", int64(graph.Float32))), b.node("Cast", "", attrs(intA("to", int64(graph.Float16))), x))
+}
+
+// geluGGML is GELU as llama.cpp's CPU backend computes it (ggml's
+// GGML_GELU_FP16, on by default): the input rounded to float16, GELU's
+// tanh approximation of that value rounded to float16 (its table of
+// every float16), 0 from -10 down and x itself from 10 up. The float16
+// roundings are a real part of llama.cpp's Gemma results: with the
+// float32 GELU, the 8-bit activations downstream part from llama.cpp's
+// by a step in a few values of most rows.
+func (b *builder) geluGGML(x string) string {
+	g := b.half(b.geluTanh(b.half(x)))
+	if _, ok := b.g.Initializers["gelu_lo"]; !ok {
+		b.f32("gelu_lo", []int{}, []float32{-10})
+		b.f32("gelu_hi", []int{}, []float32{10})
+		b.f32("gelu_zero", []int{}, []float32{0})
+	}
+	g = b.node("Where", "", nil, b.node("LessOrEqual", "", nil, x, "gelu_lo"), "gelu_zero", g)
+	return b.node("Where", "", nil, b.node("GreaterOrEqual", "", nil, x, "gelu_hi"), x, g)
 }
 
 // softcap is c·tanh(x/c).

@@ -64,6 +64,15 @@ type Config struct {
 	RopeTheta       float64 // rotary base (10000)
 	HeadSize        int     // width of one head (0: Dim / Heads)
 	SharedEmbedding bool    // the classifier is the embedding table
+	// KVCache is the element type of the SharedCache graph's key/value
+	// buffers: a choice of the build, not the file's ("" is f32; the
+	// GGUF loader defaults to f16, as llama.cpp does).
+	KVCache KVType
+	// RoundActivations rounds the activations of each product with an
+	// F16 or BF16 matrix of the file to that type first (Matrix.VecDot),
+	// as llama.cpp's CPU backend does: a build choice (the loader sets it
+	// when the engine allows reduced precision), not the file's.
+	RoundActivations bool
 	// Block says how the architecture's transformer block differs from
 	// Llama's; its zero value is Llama's block.
 	Block Block
@@ -212,6 +221,11 @@ type Matrix struct {
 	Scales     []float32
 	GGML       ggml.Type
 	Raw        []byte
+	// VecDot is the dtype llama.cpp rounds the activations to for its
+	// products with this matrix (ggml's vec_dot_type): Float16 and
+	// BFloat16 for a file's F16 and BF16 matrices, else Undefined (the
+	// activations stay float32, or quantized blocks for ggml types).
+	VecDot graph.DType
 }
 
 // Quantized reports whether the matrix is kept quantized.
@@ -424,13 +438,19 @@ func (w *Weights) quantized() bool {
 }
 
 // ropeTables returns cos and sin [ContextLength, RotaryDim/2] for rotary
-// base theta: pair i turns at frequency theta^(-2i/RotaryDim), divided by
-// its frequency factor (Llama 3, LongRoPE: the long factors when the
-// context passes the original one) and multiplied by RopeFreqScale
-// (linear scaling); the angle is position·frequency in float32, as
-// llama2.c and ggml compute it, and cos and sin are multiplied by
+// base theta: pair i of position p turns by p·theta^(-2i/RotaryDim),
+// divided by its frequency factor (Llama 3, LongRoPE: the long factors
+// when the context passes the original one) and multiplied by
+// RopeFreqScale (linear scaling), and cos and sin are multiplied by
 // RopeAttnFactor. local selects the sliding-window layers' scaling
-// (RopeFreqScaleLocal, no frequency factors).
+// (RopeFreqScaleLocal, no frequency factors). Every step is float32 and
+// in ggml's order (ggml_rope_cache_init): the angle of pair i is p
+// multiplied i times by theta_scale = theta^(-2/RotaryDim), each product
+// rounded, then divided by the factor and multiplied by the scale;
+// cos and sin of the float32 angle, rounded, times the attention factor.
+// The same angles to the last bit as llama.cpp's, so the rotated
+// queries and keys are too (a rounding apart shifts Q8_0 activations
+// downstream by a step).
 func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
 	b := &c.Block
 	half := b.RotaryDim / 2
@@ -439,9 +459,9 @@ func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
 	if b.LongRopeLong != nil && c.ContextLength > b.RopeOrigContext {
 		factors = b.LongRopeLong
 	}
-	scale, attn := b.RopeFreqScale, b.RopeAttnFactor
+	scale, attn := float32(b.RopeFreqScale), float32(b.RopeAttnFactor)
 	if local {
-		scale = b.RopeFreqScaleLocal
+		scale = float32(b.RopeFreqScaleLocal)
 	}
 	if scale == 0 {
 		scale = 1
@@ -449,18 +469,21 @@ func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
 	if attn == 0 {
 		attn = 1
 	}
-	freq := make([]float32, half)
-	for i := range freq {
-		f := 1 / math.Pow(theta, float64(2*i)/float64(b.RotaryDim))
-		if factors != nil && !local {
-			f /= float64(factors[i])
-		}
-		freq[i] = float32(f * scale)
+	if local {
+		factors = nil
 	}
+	step := float32(math.Pow(float64(float32(theta)), float64(float32(-2)/float32(b.RotaryDim))))
 	for p := 0; p < c.ContextLength; p++ {
-		for i, f := range freq {
-			v := float64(float32(p) * f)
-			cos[p*half+i], sin[p*half+i] = float32(math.Cos(v)*attn), float32(math.Sin(v)*attn)
+		a := float32(p)
+		for i := 0; i < half; i++ {
+			t := a
+			if factors != nil {
+				t /= factors[i]
+			}
+			t *= scale
+			v := float64(t)
+			cos[p*half+i], sin[p*half+i] = float32(math.Cos(v))*attn, float32(math.Sin(v))*attn
+			a *= step
 		}
 	}
 	return cos, sin

@@ -139,7 +139,7 @@ func checkAgainstReference(t *testing.T, path string, w *llama.Weights, tokens [
 	for _, form := range []llama.Cache{llama.SharedCache, llama.ConcatCache} {
 		ctx := context.Background()
 		var last *switchyard.Stats
-		opts := &switchyard.OpenOptions{Backends: []string{"cpu"}, OnRun: func(_ string, st *switchyard.Stats) { last = st }}
+		opts := &switchyard.OpenOptions{Backends: []string{"cpu"}, KVCache: "f32", OnRun: func(_ string, st *switchyard.Stats) { last = st }}
 		var m *switchyard.Model
 		var err error
 		if form == llama.SharedCache {

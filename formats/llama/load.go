@@ -62,7 +62,7 @@ func decodeGGUF(data []byte, o formats.Options) (*graph.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := build(w, o)
+	m, err := build(w, o, KVFloat16)
 	if err == nil && w.quantized() {
 		// llama.cpp's default for quantized weights: int8 activations
 		m.Metadata[formats.MetaPrecision] = "int8"
@@ -75,25 +75,54 @@ func decodeLlama2c(data []byte, o formats.Options) (*graph.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(w, o)
+	return build(w, o, KVFloat32)
 }
 
-// build is Build with the context capped at o.ContextLength and at what
-// the tensor limit (the engine's memory budget) holds of the shared
-// key/value cache: a file declaring a context of 2^21 positions made a run
-// allocate a 5 GB cache however short the sequence.
-func build(w *Weights, o formats.Options) (*graph.Model, error) {
+// smallKV is the size under which a float32 key/value cache is kept
+// float32 when the caller names no type.
+const smallKV = 4 << 20
+
+// build is Build with the cache type o.KVCache (def where o names none:
+// f16 for GGUF files, as llama.cpp, f32 for llama2.c's and for any cache
+// whose float32 form at the context asked is under smallKV) and the context
+// capped at o.ContextLength and at what the tensor limit (the engine's
+// memory budget) holds of the shared key/value cache: a file declaring a
+// context of 2^21 positions made a run allocate a 5 GB cache however
+// short the sequence.
+func build(w *Weights, o formats.Options, def KVType) (*graph.Model, error) {
 	c := &w.Config
 	if o.ContextLength > 0 && o.ContextLength < c.ContextLength {
 		c.ContextLength = o.ContextLength
 	}
-	// keys and values of every layer, float32, per position
-	perPos := int64(2) * int64(c.Layers) * int64(c.KVDim()) * 4
+	c.KVCache = def
+	if f32, err := c.KVBytesPerPosition(KVFloat32); err == nil && f32*int64(c.ContextLength) < smallKV {
+		// a cache this small stays in the CPU's caches: float16 would
+		// save nothing worth its conversions (stories260K's decode took
+		// 1.4 to 3 times as long with it)
+		c.KVCache = KVFloat32
+	}
+	if o.KVCache != "" {
+		k, err := ParseKVType(o.KVCache)
+		if err != nil {
+			return nil, err
+		}
+		c.KVCache = k
+	}
+	// keys and values of every layer, per position
+	perPos, err := c.KVBytesPerPosition(c.KVCache)
+	if err != nil {
+		return nil, err
+	}
 	if fit := graph.EffectiveLimit(o.MaxTensorBytes) / max(perPos, 1); fit < int64(c.ContextLength) {
 		if fit < 1 {
-			return nil, fmt.Errorf("%w: one position of the key/value cache (%d layers × %d × 2 float32, %d bytes) is more than the memory limit of %d bytes", graph.ErrTooLarge, c.Layers, c.KVDim(), perPos, graph.EffectiveLimit(o.MaxTensorBytes))
+			return nil, fmt.Errorf("%w: one position of the key/value cache (%d layers × %d × 2 %s, %d bytes) is more than the memory limit of %d bytes", graph.ErrTooLarge, c.Layers, c.KVDim(), c.KVCache, perPos, graph.EffectiveLimit(o.MaxTensorBytes))
 		}
 		c.ContextLength = int(fit)
+	}
+	switch o.Precision {
+	case "int8", "float16", "bfloat16":
+		// reduced precision allowed: F16/BF16 products as llama.cpp's
+		c.RoundActivations = true
 	}
 	if o.Method == BatchMethod {
 		return BuildBatch(w)
@@ -120,6 +149,12 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 			return Matrix{}, err
 		}
 		m.F32 = v
+		switch t.Type {
+		case gguf.TypeF16:
+			m.VecDot = graph.Float16
+		case gguf.TypeBF16:
+			m.VecDot = graph.BFloat16
+		}
 	}
 	return m, nil
 }

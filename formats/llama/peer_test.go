@@ -69,8 +69,10 @@ func peerGenerateKV(t *testing.T, kit, model string, ids []int, steps int, logit
 	for i, id := range ids {
 		s[i] = fmt.Sprint(id)
 	}
-	args := []string{"generate.mjs", model, "--prompt-tokens", strings.Join(s, ","), "--steps", fmt.Sprint(steps), "--warmup", "0", "--kv", kv}
-	if kv == "f32" {
+	// kv "f16-noflash": the F16 cache without flash attention
+	noflash := kv == "f32" || strings.HasSuffix(kv, "-noflash")
+	args := []string{"generate.mjs", model, "--prompt-tokens", strings.Join(s, ","), "--steps", fmt.Sprint(steps), "--warmup", "0", "--kv", strings.TrimSuffix(kv, "-noflash")}
+	if noflash {
 		args = append(args, "--flash-attn", "off")
 	}
 	if logits != "" {
@@ -187,7 +189,7 @@ func TestLlamaCppPeer(t *testing.T) {
 	for _, name := range peerModels {
 		t.Run(name, func(t *testing.T) {
 			path, peer := peerModel(t, kit, dir, name)
-			m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq)})
+			m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: len(seq), KVCache: "f32"})
 			if err != nil {
 				t.Fatal(err)
 			}

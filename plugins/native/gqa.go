@@ -45,7 +45,7 @@ type gqaNative struct {
 
 // gqaScratch holds the scaled (and rotated) queries and a row's scores
 // and weights.
-type gqaScratch struct{ q, sc, e []float32 }
+type gqaScratch struct{ q, sc, e, k, v []float32 }
 
 func grow(b []float32, n int) []float32 {
 	if cap(b) < n {
@@ -60,6 +60,7 @@ type gqaShape struct {
 	B, S, N, KV, H, P, T int
 	q, k, v              rows
 	seqlens              []int32
+	cache                gqaCache // the presents' form
 }
 
 type rows struct {
@@ -121,10 +122,15 @@ func gqaPlan(n *graph.Node, in []*graph.Tensor) (gqaShape, bool) {
 	}
 	pk, pv := input(3), input(4)
 	P := 0
+	cache, ok := gqaCacheOf(n, pk, H)
+	if !ok {
+		return g, false
+	}
+	g.cache = cache
 	switch {
 	case pk == nil && pv == nil:
-	case pk != nil && pv != nil && pk.DType == graph.Float32 && pv.DType == graph.Float32:
-		if pk.Rank() != 4 || pk.Shape[0] != B || pk.Shape[1] != KV || pk.Shape[3] != H || !graph.SameShape(pk.Shape, pv.Shape) {
+	case pk != nil && pv != nil && pk.DType == cache.dt && pv.DType == cache.dt:
+		if pk.Rank() != 4 || pk.Shape[0] != B || pk.Shape[1] != KV || pk.Shape[3] != cache.width || !graph.SameShape(pk.Shape, pv.Shape) {
 			return g, false
 		}
 		P = pk.Shape[2]
@@ -162,7 +168,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		return gn.ref(ctx, n, in)
 	}
 	B, S, N, KV, H, P, T := g.B, g.S, g.N, g.KV, g.H, g.P, g.T
-	shape := [4]int{B, KV, T, H}
+	shape := [4]int{B, KV, T, g.cache.width}
 	var pk, pv *graph.Tensor
 	if P > 0 {
 		pk, pv = in[3], in[4]
@@ -170,11 +176,11 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	// both bound tensors are taken before anything is allocated: an
 	// allocation of the presents' shape would be handed the other one
 	dk, dv := into(ctx, 1), into(ctx, 2)
-	presK, inK, err := gqaPresent(ctx, dk, pk, shape[:], in)
+	presK, inK, err := gqaPresent(ctx, dk, pk, g.cache.dt, shape[:], in)
 	if err != nil {
 		return nil, err
 	}
-	presV, inV, err := gqaPresent(ctx, dv, pv, shape[:], in)
+	presV, inV, err := gqaPresent(ctx, dv, pv, g.cache.dt, shape[:], in)
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +220,18 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					pos := g.past(b) + s
 					rotateRow(dst, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
 				}
+				if g.cache.dt != graph.Float32 {
+					g.cache.roundQuery(dst) // scaled after the products
+					continue
+				}
 				for i := range dst {
 					dst[i] *= scale
 				}
 			}
 		}
+	}
+	if g.cache.dt != graph.Float32 {
+		return gn.runCache(ctx, n, &g, sc, pk, pv, presK, presV, inK, inV, y, cosC, sinC, width, interleaved, scale, softcap, window)
 	}
 	// the presents: the past rows (unless in place), the new rows (keys
 	// rotated), the tail zeroed (unless in place)
@@ -286,15 +299,15 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	return ctx.Outputs(y, presK, presV), nil
 }
 
-// gqaPresent is the float32 tensor a present is written into
+// gqaPresent is the tensor (of the cache's dtype) a present is written into
 // (contrib.PresentInto's rule): dst in place, dst, or a new one (its
 // contents unspecified: every element is written).
-func gqaPresent(ctx *kernels.Context, dst, past *graph.Tensor, shape []int, in []*graph.Tensor) (*graph.Tensor, bool, error) {
-	t, inPlace := contrib.PresentInto(dst, past, graph.Float32, shape, in)
+func gqaPresent(ctx *kernels.Context, dst, past *graph.Tensor, dt graph.DType, shape []int, in []*graph.Tensor) (*graph.Tensor, bool, error) {
+	t, inPlace := contrib.PresentInto(dst, past, dt, shape, in)
 	if t != nil {
 		return t, inPlace, nil
 	}
-	t, err := ctx.NewUninit(graph.Float32, shape)
+	t, err := ctx.NewUninit(dt, shape)
 	return t, false, err
 }
 
@@ -330,8 +343,25 @@ const smallHead = 16
 // of K and V (H = len(q) each): o = softmax(q·kⱼ, softcapped) · V, e the
 // exponentials' scratch.
 func attendRow(q, K, V, scores, e, o []float32, softcap float32) {
-	H := len(q)
+	scoreRows(q, K, scores)
 	mx := float32(math.Inf(-1))
+	for j, d := range scores {
+		if softcap > 0 {
+			d = softcap * float32(math.Tanh(float64(d/softcap)))
+			scores[j] = d
+		}
+		if d > mx { // not max: its NaN and zero rules cost a third of a short row
+			mx = d
+		}
+	}
+	inv := 1 / expSum(scores, e, mx)
+	weighRows(e, V, o, inv)
+}
+
+// scoreRows writes q·kⱼ for the len(scores) rows kⱼ of K (H = len(q)
+// each) into scores.
+func scoreRows(q, K, scores []float32) {
+	H := len(q)
 	switch {
 	case H < smallHead && H%8 == 0:
 		// eight columns of q at a time, in registers over all rows
@@ -353,16 +383,12 @@ func attendRow(q, K, V, scores, e, o []float32, softcap float32) {
 			scores[j] = dot(q, K[j*H:j*H+H])
 		}
 	}
-	for j, d := range scores {
-		if softcap > 0 {
-			d = softcap * float32(math.Tanh(float64(d/softcap)))
-			scores[j] = d
-		}
-		if d > mx { // not max: its NaN and zero rules cost a third of a short row
-			mx = d
-		}
-	}
-	inv := 1 / expSum(scores, e, mx)
+}
+
+// weighRows is o = inv · Σⱼ e[j]·vⱼ over the len(e) rows vⱼ of V (H =
+// len(o) each).
+func weighRows(e, V, o []float32, inv float32) {
+	H := len(o)
 	clear(o)
 	if H < smallHead && H%8 == 0 {
 		// eight columns of o at a time, in registers over all rows

@@ -193,6 +193,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.OpType == "ReduceMean" && n.Domain == "" {
 		return reduceMeanKernel(), nil
 	}
+	if n.OpType == "SimplifiedLayerNormalization" && (n.Domain == "" || n.Domain == "ai.onnx") {
+		return rmsNormKernel(), nil // rmsnorm.go: ggml's order
+	}
 	return nil, nil
 }
 

@@ -122,12 +122,23 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 	if (pk == nil) != (pv == nil) {
 		return nil, kernels.Invalidf(n, "past_key and past_value must be given together")
 	}
+	form, err := gqaCacheForm(n, q, pk, H)
+	if err != nil {
+		return nil, err
+	}
 	if pk != nil {
-		if err := checkOptFloat(n, pk, "past_key"); err != nil {
+		if form.q8 {
+			if pk.DType != graph.Uint8 || pv.DType != graph.Uint8 {
+				return nil, kernels.Invalidf(n, "a q8_0 cache is uint8, not %v and %v", pk.DType, pv.DType)
+			}
+		} else if err := checkOptFloat(n, pk, "past_key"); err != nil {
 			return nil, err
 		}
-		if pk.Rank() != 4 || pk.Shape[0] != B || pk.Shape[1] != KV || pk.Shape[3] != H || !graph.SameShape(pk.Shape, pv.Shape) {
-			return nil, kernels.Invalidf(n, "past_key %v and past_value %v must be [%d %d P %d]", pk.Shape, pv.Shape, B, KV, H)
+		if pv.DType != pk.DType {
+			return nil, kernels.Invalidf(n, "past_key is %v and past_value %v", pk.DType, pv.DType)
+		}
+		if pk.Rank() != 4 || pk.Shape[0] != B || pk.Shape[1] != KV || pk.Shape[3] != form.width || !graph.SameShape(pk.Shape, pv.Shape) {
+			return nil, kernels.Invalidf(n, "past_key %v and past_value %v must be [%d %d P %d]", pk.Shape, pv.Shape, B, KV, form.width)
 		}
 		P = pk.Shape[2]
 	}
@@ -193,23 +204,27 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 			return nil, err
 		}
 	}
+	if form.round || form.q8 {
+		qv = append([]float64(nil), qv...)
+		form.roundQueries(qv, H)
+	}
 	scale := float64(n.AttrFloat("scale", 0))
 	if scale == 0 {
 		scale = 1 / math.Sqrt(float64(H))
 	}
 	a := gqaArgs{B: B, S: S, N: N, KV: KV, H: H, T: T, past: past, q: qv, k: kv, v: vv,
-		scale: scale, softcap: float64(n.AttrFloat("softcap", 0)), window: int(window)}
+		scale: scale, softcap: float64(n.AttrFloat("softcap", 0)), window: int(window), form: form}
 	// the present caches: the caller's tensors where bound (the past
 	// itself: written in place), else new ones
-	shape := []int{B, KV, T, H}
+	shape := []int{B, KV, T, form.width}
 	// both bound tensors are taken before anything is allocated: an
 	// allocation of the presents' shape would be handed the other one
 	dk, dv := into(ctx, 1), into(ctx, 2)
-	presK, inplaceK, err := present(ctx, n, dk, pk, q.DType, shape, in)
+	presK, inplaceK, err := present(ctx, n, dk, pk, form.dt, shape, in)
 	if err != nil {
 		return nil, err
 	}
-	presV, inplaceV, err := present(ctx, n, dv, pv, q.DType, shape, in)
+	presV, inplaceV, err := present(ctx, n, dv, pv, form.dt, shape, in)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +248,8 @@ type gqaArgs struct {
 	past           []int // by batch: the past length p
 	q, k, v        []float64
 	scale, softcap float64
-	window         int // local_window_size (≤ 0: none)
+	window         int       // local_window_size (≤ 0: none)
+	form           cacheForm // the presents' dtype and row width
 }
 
 // PresentInto decides what to do with dst, the caller's tensor bound to a
@@ -328,18 +344,20 @@ func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, p
 			if ctx.Stopped() {
 				return nil, ctx.Stop(n)
 			}
-			src := (b*KV + kh) * P * H
-			for i := 0; i < p*H; i++ {
-				kc[i], vc[i] = pk.Float64At(src+i), pv.Float64At(src+i)
+			W := a.form.width
+			src := (b*KV + kh) * P * W
+			if p > 0 {
+				a.form.readRows(kc, pk, src, p, H)
+				a.form.readRows(vc, pv, src, p, H)
 			}
 			for s := 0; s < S; s++ {
 				at := ((b*S+s)*KV + kh) * H
 				copy(kc[(p+s)*H:(p+s+1)*H], a.k[at:at+H])
 				copy(vc[(p+s)*H:(p+s+1)*H], a.v[at:at+H])
 			}
-			dst := (b*KV + kh) * T * H
-			storeRows(presK, dst, kc, p, L, H, inplaceK)
-			storeRows(presV, dst, vc, p, L, H, inplaceV)
+			dst := (b*KV + kh) * T * W
+			a.form.storeRows(presK, dst, pk, src, kc, p, L, H, inplaceK)
+			a.form.storeRows(presV, dst, pv, src, vc, p, L, H, inplaceV)
 			for h := kh * group; h < (kh+1)*group; h++ {
 				for s := 0; s < S; s++ {
 					qrow := a.q[((b*S+s)*N+h)*H:][:H]
@@ -370,6 +388,9 @@ func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, p
 					o := out[((b*S+s)*N+h)*H:][:H]
 					for j := range sc {
 						w := sc[j] / sum
+						if a.form.round {
+							w = float64(graph.F16FromFloat64(w).Float32())
+						}
 						vrow := vc[(j0+j)*H : (j0+j+1)*H]
 						for i := range o {
 							o[i] += w * vrow[i]
@@ -380,16 +401,4 @@ func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, p
 		}
 	}
 	return out, nil
-}
-
-// storeRows writes rows of rows (H values each) into t from element
-// base: rows p..L-1 in place, else all of 0..L-1.
-func storeRows(t *graph.Tensor, base int, rows []float64, p, L, H int, inPlace bool) {
-	from := 0
-	if inPlace {
-		from = p
-	}
-	for i := from * H; i < L*H; i++ {
-		t.SetFloat64(base+i, rows[i])
-	}
 }

@@ -276,6 +276,14 @@ func gqaInfer(n *graph.Node, opset int64, in []ops.InferInput) ([]graph.ValueTyp
 	set(outs, 0, graph.Shape{B, S, hidden})
 	for i := 1; i < 3; i++ {
 		set(outs, i, graph.Shape{B, dim(KV), unknown, H})
+		// a cache of its own type (float16; q8_0 blocks as uint8 rows of
+		// H/32·34 bytes) gives the presents its dtype and row width
+		if p := ops.InputType(in, 2+i); p.DType != 0 && p.DType != q.DType && i < len(outs) {
+			outs[i].DType = p.DType
+			if len(p.Shape) == 4 {
+				outs[i].Shape[3] = p.Shape[3]
+			}
+		}
 	}
 	return outs, nil
 }

@@ -1,0 +1,231 @@
+package native
+
+import (
+	"math"
+	"sync"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/kernels/contrib"
+)
+
+// gqaCache is the form of a GroupQueryAttention call's key/value cache
+// (core/kernels/contrib's rule): float32, float16, or Q8_0 blocks in
+// uint8 rows (contrib.KVTypeAttr "q8_0"); width is a head's row in
+// elements of dt.
+type gqaCache struct {
+	dt    graph.DType
+	q8    bool
+	width int
+}
+
+// gqaCacheOf reads the cache form of node n with past pk (nil: none) and
+// head size H; false where the reference kernel is to run.
+func gqaCacheOf(n *graph.Node, pk *graph.Tensor, H int) (gqaCache, bool) {
+	switch n.AttrString(contrib.KVTypeAttr, "") {
+	case "":
+	case "q8_0":
+		if H%contrib.Q8Block != 0 {
+			return gqaCache{}, false
+		}
+		return gqaCache{dt: graph.Uint8, q8: true, width: H / contrib.Q8Block * contrib.Q8BlockBytes}, true
+	default:
+		return gqaCache{}, false
+	}
+	if pk != nil && pk.DType == graph.Float16 {
+		return gqaCache{dt: graph.Float16, width: H}, true
+	}
+	return gqaCache{dt: graph.Float32, width: H}, true
+}
+
+// f16Table is every float16's float32 value (256 KiB, made once): a
+// cache row decodes a lookup a value.
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = graph.F16(uint16(i)).Float32()
+	}
+	return &t
+})
+
+// f16Round is x rounded to float16, nearest even (the float16 value, as
+// a float32).
+func f16Round(x float32) float32 { return f16Table()[graph.F16FromFloat32(x)] }
+
+// decode writes rows 0..L-1 of a head's rows (from element base of the
+// cache data, width elements each) into dst as float32 (H a row).
+func (c gqaCache) decode(dst []float32, data any, base, L, H int) {
+	switch d := data.(type) {
+	case []graph.F16:
+		tab := f16Table()
+		src := d[base : base+L*H]
+		dst = dst[:len(src)]
+		for i, h := range src {
+			dst[i] = tab[h]
+		}
+	case []uint8:
+		for r := 0; r < L; r++ {
+			contrib.DequantizeQ8Row(dst[r*H:(r+1)*H], d[base+r*c.width:])
+		}
+	}
+}
+
+// encode writes one row x (H values) at element at of the cache data.
+func (c gqaCache) encode(data any, at int, x []float32) {
+	switch d := data.(type) {
+	case []graph.F16:
+		d = d[at : at+len(x)]
+		for i, v := range x {
+			d[i] = graph.F16FromFloat32(v)
+		}
+	case []uint8:
+		contrib.QuantizeQ8Row(d[at:at+c.width], x)
+	}
+}
+
+// cacheCopy copies n elements of src from s to dst from d (any cache
+// data of one type).
+func cacheCopy(dst, src any, d, s, n int) {
+	switch x := dst.(type) {
+	case []graph.F16:
+		copy(x[d:d+n], src.([]graph.F16)[s:s+n])
+	case []uint8:
+		copy(x[d:d+n], src.([]uint8)[s:s+n])
+	}
+}
+
+// cacheClear zeroes n elements of data from d.
+func cacheClear(data any, d, n int) {
+	switch x := data.(type) {
+	case []graph.F16:
+		clear(x[d : d+n])
+	case []uint8:
+		clear(x[d : d+n])
+	}
+}
+
+// runCache is run's second half for a float16 or Q8_0 cache: the new
+// keys (rotated) and values are stored in the cache's form, and each
+// key/value head's rows 0..p+S-1 are decoded to float32 once and
+// attended (attendCached) from the values the cache holds, the new rows
+// as stored, as llama.cpp does. The queries in sc.q are rotated and
+// rounded as the cache's type rounds them (roundQuery), not scaled.
+func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, sc *gqaScratch, pk, pv, presK, presV *graph.Tensor,
+	inK, inV bool, y *graph.Tensor, cosC, sinC []float32, width int, interleaved bool, scale, softcap float32, window int) ([]*graph.Tensor, error) {
+	B, S, N, KV, H, P, T, W := g.B, g.S, g.N, g.KV, g.H, g.P, g.T, g.cache.width
+	PK, PV := presK.Data, presV.Data
+	var pkd, pvd any
+	if P > 0 {
+		pkd, pvd = pk.Data, pv.Data
+	}
+	maxL := 0
+	for b := 0; b < B; b++ {
+		maxL = max(maxL, g.past(b)+S)
+	}
+	sc.k, sc.v = grow(sc.k, maxL*H), grow(sc.v, maxL*H)
+	row := sc.k[:H] // the new rows are staged here before encoding
+	for b := 0; b < B; b++ {
+		p := g.past(b)
+		for kh := 0; kh < KV; kh++ {
+			dst, src := (b*KV+kh)*T*W, (b*KV+kh)*P*W
+			if !inK {
+				cacheCopy(PK, pkd, dst, src, p*W)
+				cacheClear(PK, dst+(p+S)*W, (T-p-S)*W)
+			}
+			if !inV {
+				cacheCopy(PV, pvd, dst, src, p*W)
+				cacheClear(PV, dst+(p+S)*W, (T-p-S)*W)
+			}
+			for s := 0; s < S; s++ {
+				at := dst + (p+s)*W
+				copy(row, g.k.at(b*S+s, kh, H))
+				if rotary := cosC != nil; rotary {
+					pos := p + s
+					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
+				}
+				g.cache.encode(PK, at, row)
+				g.cache.encode(PV, at, g.v.at(b*S+s, kh, H))
+			}
+		}
+	}
+	sc.sc, sc.e = grow(sc.sc, maxL), grow(sc.e, maxL)
+	Y := f32(y)
+	group := N / KV
+	for b := 0; b < B; b++ {
+		p := g.past(b)
+		for kh := 0; kh < KV; kh++ {
+			if ctx.Stopped() {
+				return nil, ctx.Stop(n)
+			}
+			base := (b*KV + kh) * T * W
+			K, V := sc.k[:(p+S)*H], sc.v[:(p+S)*H]
+			g.cache.decode(K, PK, base, p+S, H)
+			g.cache.decode(V, PV, base, p+S, H)
+			for h := kh * group; h < (kh+1)*group; h++ {
+				for s := 0; s < S; s++ {
+					r := b*S + s
+					q := sc.q[(r*N+h)*H : (r*N+h+1)*H]
+					L := p + s + 1
+					j0 := 0
+					if window > 0 {
+						j0 = max(0, L-window)
+					}
+					attendCached(q, K[j0*H:], V[j0*H:], sc.sc[:L-j0], sc.e[:L-j0], Y[(r*N+h)*H:(r*N+h+1)*H], scale, softcap, !g.cache.q8)
+				}
+			}
+		}
+	}
+	return ctx.Outputs(y, presK, presV), nil
+}
+
+// roundQuery rounds a query row (rotated, not scaled) as llama.cpp does
+// before its products with a cache of this type: to float16 for a
+// float16 cache (ggml's vec_dot_type of F16), through Q8_0 blocks for a
+// q8_0 one (its vec_dot_type: the query quantized as activations are).
+func (c gqaCache) roundQuery(q []float32) {
+	if !c.q8 {
+		for i, v := range q {
+			q[i] = f16Round(v)
+		}
+		return
+	}
+	var blk [contrib.Q8BlockBytes]byte
+	for b := 0; b+contrib.Q8Block <= len(q); b += contrib.Q8Block {
+		contrib.QuantizeQ8Row(blk[:], q[b:b+contrib.Q8Block])
+		contrib.DequantizeQ8Row(q[b:b+contrib.Q8Block], blk[:])
+	}
+}
+
+// attendCached is attendRow over a decoded cache in llama.cpp's order:
+// the score is the product with the (rounded) query times scale, then
+// soft-capped; the softmax's sum of exponentials in float64; with half
+// set (a float16 cache: llama.cpp's attention without flash attention,
+// which multiplies the weights into the float16 values in float16) each
+// weight e_j/Σe is rounded to float16 before it weighs its row of V.
+func attendCached(q, K, V, scores, e, o []float32, scale, softcap float32, half bool) {
+	scoreRows(q, K, scores)
+	mx := float32(math.Inf(-1))
+	for j, d := range scores {
+		d *= scale
+		if softcap > 0 {
+			d = softcap * float32(math.Tanh(float64(d/softcap)))
+		}
+		scores[j] = d
+		if d > mx {
+			mx = d
+		}
+	}
+	expSum(scores, e, mx)
+	sum := 0.0
+	for _, w := range e {
+		sum += float64(w)
+	}
+	inv := float32(1 / sum)
+	if half {
+		for j, w := range e {
+			e[j] = f16Round(w * inv)
+		}
+		inv = 1
+	}
+	weighRows(e, V, o, inv)
+}

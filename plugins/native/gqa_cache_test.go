@@ -1,0 +1,149 @@
+package native
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+	"github.com/switchyard-hal/switchyard/core/kernels/contrib"
+)
+
+// toCache turns a float32 past [B, KV, P, H] into a cache of the kind:
+// float16 values, or Q8_0 rows (uint8 [B, KV, P, H/32·34]).
+func toCache(t *graph.Tensor, kind string) *graph.Tensor {
+	v := graph.Data[float32](t)
+	H := t.Shape[3]
+	switch kind {
+	case "f16":
+		h := make([]graph.F16, len(v))
+		for i, x := range v {
+			h[i] = graph.F16FromFloat32(x)
+		}
+		return graph.MustFromSlice(t.Shape, h)
+	default:
+		w := H / contrib.Q8Block * contrib.Q8BlockBytes
+		rows := len(v) / H
+		b := make([]uint8, rows*w)
+		for r := 0; r < rows; r++ {
+			contrib.QuantizeQ8Row(b[r*w:(r+1)*w], v[r*H:(r+1)*H])
+		}
+		return graph.MustFromSlice([]int{t.Shape[0], t.Shape[1], t.Shape[2], w}, b)
+	}
+}
+
+// TestGQACacheTypes: with a float16 or Q8_0 cache, native's
+// GroupQueryAttention agrees with the reference kernel within gqaTol
+// (both attend the values the cache holds), its presents are the
+// reference's byte for byte, and bound to the pasts (in place) only the
+// new rows change and the output is the same.
+func TestGQACacheTypes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	g := &gqaNative{}
+	ref, _ := kernels.Lookup("com.microsoft", "GroupQueryAttention")
+	g.ref = ref.Kernel
+	ctx := &kernels.Context{Context: context.Background(), Opset: 1}
+	for _, kind := range []string{"f16", "q8_0"} {
+		for _, c := range gqaCases() {
+			if c.P == 0 || kind == "q8_0" && c.H%32 != 0 {
+				continue
+			}
+			t.Run(kind+"/"+c.String(), func(t *testing.T) {
+				n, in := gqaCall(c, rng)
+				in[3], in[4] = toCache(in[3], kind), toCache(in[4], kind)
+				if kind == "q8_0" {
+					n.Attrs[contrib.KVTypeAttr] = &graph.Attribute{Name: contrib.KVTypeAttr, Type: graph.AttrString, S: "q8_0"}
+				}
+				if _, ok := gqaPlan(n, in); !ok {
+					t.Fatal("native declined the cache")
+				}
+				want := gqaRef(t, n, in)
+				got, err := g.run(ctx, n, in, noInto)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gqaClose(t, "output", got[0], want[0])
+				for j := 1; j < 3; j++ {
+					if got[j].DType != in[3].DType || !graph.SameShape(got[j].Shape, want[j].Shape) {
+						t.Fatalf("present %d: %v %v, want %v %v", j, got[j].DType, got[j].Shape, want[j].DType, want[j].Shape)
+					}
+					gb, _ := graph.RawBytes(got[j])
+					wb, _ := graph.RawBytes(want[j])
+					if !slices.Equal(gb, wb) {
+						t.Fatalf("present %d differs from the reference's", j)
+					}
+				}
+				if c.P < c.total {
+					return
+				}
+				bk, bv := in[3].Clone(), in[4].Clone()
+				ins := slices.Clone(in)
+				ins[3], ins[4] = bk, bv
+				ck := &graph.Tensor{DType: bk.DType, Shape: bk.Shape, Data: bk.Data}
+				cv := &graph.Tensor{DType: bv.DType, Shape: bv.Shape, Data: bv.Data}
+				in2, err := g.run(ctx, n, ins, func(_ *kernels.Context, j int) *graph.Tensor { return [3]*graph.Tensor{nil, ck, cv}[j] })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if in2[1] != ck || in2[2] != cv {
+					t.Fatal("in place: the presents are not the bound tensors")
+				}
+				sameF32(t, "in-place output", in2[0], got[0])
+				// the used rows are the copying call's; the rest the past's
+				W := bk.Shape[3]
+				kb, _ := graph.RawBytes(bk)
+				ob, _ := graph.RawBytes(in[3])
+				nb, _ := graph.RawBytes(got[1])
+				es := bk.DType.Size()
+				for b, sl := range c.seqlens {
+					p := sl + 1 - c.S
+					for h := 0; h < c.KV; h++ {
+						for r := 0; r < c.P; r++ {
+							at := ((b*c.KV+h)*c.P + r) * W * es
+							src := ob
+							if r >= p && r < p+c.S {
+								src = nb
+							}
+							if !slices.Equal(kb[at:at+W*es], src[at:at+W*es]) {
+								t.Fatalf("in place: key row %d of [%d %d] (new rows %d..%d)", r, b, h, p, p+c.S-1)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQ8RowRoundTrip: QuantizeQ8Row's blocks dequantize within half a
+// step of each value (d/2), an all-zero block to zeros.
+func TestQ8RowRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := make([]float32, 96)
+	for i := range x {
+		x[i] = (rng.Float32()*2 - 1) * float32(i/32+1)
+	}
+	clear(x[64:])
+	b := make([]byte, 3*contrib.Q8BlockBytes)
+	contrib.QuantizeQ8Row(b, x)
+	y := make([]float32, len(x))
+	contrib.DequantizeQ8Row(y, b)
+	for i := range x {
+		amax := float32(0)
+		for _, v := range x[i/32*32 : i/32*32+32] {
+			amax = max(amax, abs32(v))
+		}
+		if d := abs32(x[i] - y[i]); d > amax/127/2*1.01+1e-7 {
+			t.Fatalf("x[%d] = %v came back %v", i, x[i], y[i])
+		}
+	}
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
