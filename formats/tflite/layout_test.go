@@ -1,0 +1,70 @@
+package tflite_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard/formats/tflite"
+)
+
+// TestElementwiseStaysNCHW: after a CONV_2D (which runs in NCHW), PRELU with
+// TFLite's [1,1,C] slope, ADD of a [C] constant, MUL of a full [1,H,W,C]
+// constant and MAXIMUM with the convolution's output all run on the NCHW
+// values, up to the DEPTHWISE_CONV_2D after them: the converted graph keeps only the Transposes at the input and
+// the output, and computes what a direct NHWC loop does.
+func TestElementwiseStaysNCHW(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const H, W, C, O = 3, 4, 2, 5
+	w, bias, x := randF(rng, O*C), randF(rng, O), randF(rng, H*W*C)
+	slope, add, mul, w2 := randF(rng, O), randF(rng, O), randF(rng, H*W*O), randF(rng, O)
+	act := []int32{1, H, W, O}
+	model := buildTFLite([]synTensor{
+		{shape: []int32{1, H, W, C}}, {shape: []int32{O, 1, 1, C}, data: w}, {shape: []int32{O}, data: bias}, // 0-2
+		{shape: act}, {shape: []int32{1, 1, O}, data: slope}, {shape: act}, // 3 conv, 4 slope, 5 prelu
+		{shape: []int32{O}, data: add}, {shape: act}, // 6, 7 add
+		{shape: act, data: mul}, {shape: act}, // 8, 9 mul
+		{shape: act}, // 10 maximum
+		{shape: []int32{1, 1, 1, O}, data: w2}, {shape: act}, // 11, 12: a depthwise 1x1 after them
+	}, []synOp{
+		{code: 3, in: []int32{0, 1, 2}, out: []int32{3}, ints: map[int]int32{1: 1, 2: 1}, bytes: map[int]uint8{0: 1}},
+		{code: 54, in: []int32{3, 4}, out: []int32{5}},
+		{code: 0, in: []int32{5, 6}, out: []int32{7}},
+		{code: 18, in: []int32{8, 7}, out: []int32{9}},
+		{code: 55, in: []int32{9, 3}, out: []int32{10}},
+		{code: 4, in: []int32{10, 11}, out: []int32{12}, ints: map[int]int32{1: 1, 2: 1, 3: 1}, bytes: map[int]uint8{0: 1}},
+	}, []int32{0}, []int32{12})
+	ir, err := tflite.Load(model, tflite.ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	transposes := 0
+	for _, n := range ir.Graph.Nodes {
+		if n.OpType == "Transpose" {
+			transposes++
+		}
+	}
+	if transposes != 2 {
+		for _, n := range ir.Graph.Nodes {
+			t.Logf("%s %v -> %v", n.OpType, n.Inputs, n.Outputs)
+		}
+		t.Errorf("%d Transposes, want 2 (input and output)", transposes)
+	}
+	y := runSynth(t, model, x, []int{1, H, W, C})
+	for p := 0; p < H*W; p++ {
+		for o := 0; o < O; o++ {
+			c := bias[o]
+			for k := 0; k < C; k++ {
+				c += w[o*C+k] * x[p*C+k]
+			}
+			v := c
+			if v < 0 {
+				v *= slope[o]
+			}
+			v = (v + add[o]) * mul[p*O+o]
+			want := max(v, c) * w2[o]
+			if got := y[p*O+o]; !near(got, want) {
+				t.Errorf("(%d,%d): %g, want %g", p, o, got, want)
+			}
+		}
+	}
+}
