@@ -23,7 +23,7 @@ func TestElementwiseStaysNCHW(t *testing.T) {
 		{shape: act}, {shape: []int32{1, 1, O}, data: slope}, {shape: act}, // 3 conv, 4 slope, 5 prelu
 		{shape: []int32{O}, data: add}, {shape: act}, // 6, 7 add
 		{shape: act, data: mul}, {shape: act}, // 8, 9 mul
-		{shape: act}, // 10 maximum
+		{shape: act},                                         // 10 maximum
 		{shape: []int32{1, 1, 1, O}, data: w2}, {shape: act}, // 11, 12: a depthwise 1x1 after them
 	}, []synOp{
 		{code: 3, in: []int32{0, 1, 2}, out: []int32{3}, ints: map[int]int32{1: 1, 2: 1}, bytes: map[int]uint8{0: 1}},
