@@ -1,8 +1,13 @@
 package tflite_test
 
 import (
+	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/runtime"
 
 	"github.com/switchyard-hal/switchyard/formats/tflite"
 )
@@ -67,4 +72,74 @@ func TestElementwiseStaysNCHW(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDepthwiseOneChannelIsConv: an int8 DEPTHWISE_CONV_2D of a
+// one-channel input (micro_speech's first layer, multiplier 8) imports as
+// an int8 Conv2D, which the fast kernels take, and computes exactly what
+// the depthwise lowering does on the reference kernels.
+func TestDepthwiseOneChannelIsConv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const H, W, K, M = 7, 6, 3, 4
+	w := make([]int8, K*K*M)
+	for i := range w {
+		w[i] = int8(rng.IntN(255) - 127)
+	}
+	bias := []int32{100, -300, 7, 0}
+	scales := []float32{0.01, 0.02, 0.005, 0.03}
+	q := &synQuant{scale: []float32{0.1}, zp: []int64{-3}}
+	model := buildTFLite([]synTensor{
+		{shape: []int32{1, H, W, 1}, typ: 9, quant: q},
+		{shape: []int32{1, K, K, M}, i8: w, quant: &synQuant{scale: scales, zp: make([]int64, M), dim: 3}},
+		{shape: []int32{M}, ints: bias},
+		{shape: []int32{1, H, W, M}, typ: 9, quant: &synQuant{scale: []float32{0.05}, zp: []int64{2}}},
+	}, []synOp{{code: 4, in: []int32{0, 1, 2}, out: []int32{3}, ints: map[int]int32{1: 1, 2: 1, 3: M}, bytes: map[int]uint8{0: 0}}},
+		[]int32{0}, []int32{3})
+	ir, err := tflite.Load(model, tflite.ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := opTypes(ir); ops != "Conv2D" {
+		t.Fatalf("imported as %s, want Conv2D", ops)
+	}
+	x := make([]int8, H*W)
+	for i := range x {
+		x[i] = int8(rng.IntN(256) - 128)
+	}
+	got := runInt8(t, ir, x, []int{1, H, W, 1})
+	// the same op left depthwise, with its own filter
+	dw, err := tflite.Load(model, tflite.ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range dw.Graph.Nodes {
+		n.OpType = "DepthwiseConv2D"
+		dw.Graph.Initializers[n.Inputs[3]] = graph.MustFromSlice([]int{1, K, K, M}, w)
+	}
+	want := runInt8(t, dw, x, []int{1, H, W, 1})
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("element %d: %d, depthwise %d", i, got[i], want[i])
+		}
+	}
+}
+
+func opTypes(m *graph.Model) string {
+	var ops []string
+	for _, n := range m.Graph.Nodes {
+		ops = append(ops, n.OpType)
+	}
+	return strings.Join(ops, ",")
+}
+
+// runInt8 runs an int8 model of one input and one output on the reference
+// kernels.
+func runInt8(t *testing.T, ir *graph.Model, x []int8, shape []int) []int8 {
+	t.Helper()
+	m, err := runtime.Prepare(context.Background(), ir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run1(t, m, map[string]*graph.Tensor{m.Inputs()[0].Name: graph.MustFromSlice(shape, x)})
+	return out[m.Outputs()[0].Name].Data.([]int8)
 }
