@@ -29,3 +29,21 @@ func TestPadAgainstReference(t *testing.T) {
 		pad("edge-reference", []int{2, 5}, []int64{1, 1, 1, 1}, nil, attrs("mode", "edge")),
 	})
 }
+
+// The linear Resize's cached row pairs (resize.go's hrows) over several
+// planes, upsampling (pairs shared by successive rows), downsampling
+// (rows skipped) and one row, against the reference kernel.
+func TestResizeRowCacheAgainstReference(t *testing.T) {
+	rs := func(name string, x []int, sizes ...int64) opCase {
+		return opCase{name: name, nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("mode", "linear"))},
+			inputs: map[string][]int{"x": x}, fixed: map[string]*graph.Tensor{"sz": i64s(sizes...)}, out: "y"}
+	}
+	testOps(t, []opCase{
+		rs("up2-planes", []int{2, 5, 6, 7}, 2, 5, 12, 14),
+		rs("up3-odd", []int{1, 3, 5, 4}, 1, 3, 15, 13),
+		rs("down-rows", []int{1, 4, 11, 9}, 1, 4, 4, 5),
+		rs("up-rows-down-cols", []int{1, 2, 7, 20}, 1, 2, 16, 6),
+		rs("one-row", []int{1, 3, 1, 5}, 1, 3, 1, 11),
+		rs("to-one-row", []int{1, 3, 6, 5}, 1, 3, 1, 11),
+	})
+}
