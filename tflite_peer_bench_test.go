@@ -43,6 +43,11 @@ import (
 //
 //	go test . -run '^$' -bench VsTFLiteXNNPACK -benchtime 20x
 //
+// On a shared machine the CPU-time ratio is the steadier figure at one
+// thread (a run descheduled midway costs wall time, not CPU time); at two
+// threads only a quiet machine gives meaningful wall times (both engines'
+// thread pools wait for a descheduled worker).
+//
 // SWITCHYARD_BENCH_MODELS (comma-separated substrings of the case names)
 // picks cases. A model TFLite refuses (MediaPipe custom ops) is skipped with
 // TFLite's message.
