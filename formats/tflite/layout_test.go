@@ -2,6 +2,7 @@ package tflite_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -142,4 +143,47 @@ func runInt8(t *testing.T, ir *graph.Model, x []int8, shape []int) []int8 {
 	}
 	out := run1(t, m, map[string]*graph.Tensor{m.Inputs()[0].Name: graph.MustFromSlice(shape, x)})
 	return out[m.Outputs()[0].Name].Data.([]int8)
+}
+
+// TestTransposePairsVanish: a model converted from ONNX wraps its ops in
+// TRANSPOSEs (NHWC -> NCHW before, back after); after a CONV_2D, whose
+// result is NCHW already, the pair leaves nothing behind: only the
+// Transposes at the input and the output remain, and the values are a
+// direct NHWC loop's.
+func TestTransposePairsVanish(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	const H, W, C, O = 3, 4, 2, 3
+	w, bias, x, w2 := randF(rng, O*C), randF(rng, O), randF(rng, H*W*C), randF(rng, O)
+	model := buildTFLite([]synTensor{
+		{shape: []int32{1, H, W, C}}, {shape: []int32{O, 1, 1, C}, data: w}, {shape: []int32{O}, data: bias}, // 0-2
+		{shape: []int32{1, H, W, O}}, {shape: []int32{4}, ints: []int32{0, 3, 1, 2}}, {shape: []int32{1, O, H, W}}, // 3 conv, 4 perm, 5 nchw
+		{shape: []int32{1, O, H, W}}, {shape: []int32{4}, ints: []int32{0, 2, 3, 1}}, {shape: []int32{1, H, W, O}}, // 6 sigmoid, 7 perm, 8 nhwc
+		{shape: []int32{1, 1, 1, O}, data: w2}, {shape: []int32{1, H, W, O}}, // 9, 10 depthwise
+	}, []synOp{
+		{code: 3, in: []int32{0, 1, 2}, out: []int32{3}, ints: map[int]int32{1: 1, 2: 1}, bytes: map[int]uint8{0: 1}},
+		{code: 39, in: []int32{3, 4}, out: []int32{5}},
+		{code: 14, in: []int32{5}, out: []int32{6}},
+		{code: 39, in: []int32{6, 7}, out: []int32{8}},
+		{code: 4, in: []int32{8, 9}, out: []int32{10}, ints: map[int]int32{1: 1, 2: 1, 3: 1}, bytes: map[int]uint8{0: 1}},
+	}, []int32{0}, []int32{10})
+	ir, err := tflite.Load(model, tflite.ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := opTypes(ir); ops != "Transpose,Conv,Sigmoid,Conv,Transpose" {
+		t.Errorf("ops %s, want Transpose,Conv,Sigmoid,Conv,Transpose", ops)
+	}
+	y := runSynth(t, model, x, []int{1, H, W, C})
+	for p := 0; p < H*W; p++ {
+		for o := 0; o < O; o++ {
+			c := bias[o]
+			for k := 0; k < C; k++ {
+				c += w[o*C+k] * x[p*C+k]
+			}
+			want := float32(1/(1+math.Exp(-float64(c)))) * w2[o]
+			if got := y[p*O+o]; !near(got, want) {
+				t.Errorf("(%d,%d): %g, want %g", p, o, got, want)
+			}
+		}
+	}
 }

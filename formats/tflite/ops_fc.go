@@ -411,6 +411,15 @@ func (c *converter) transpose(op *Operator) error {
 		c.fromNCHW(xv, c.names[op.Outputs[0]])
 		return nil
 	}
+	if perm := pk.Int64s(); slices.Equal(perm, []int64{0, 3, 1, 2}) && len(c.shapeOf(op.Inputs[0])) == 4 {
+		if t, ok := c.produced[xv]; ok && !slices.Contains(c.sg.Outputs, op.Outputs[0]) {
+			// NHWC to NCHW of a value that came out of an NCHW op (models
+			// converted from ONNX wrap each op so): the result is that
+			// NCHW value itself, and the Transpose pair disappears
+			c.names[op.Outputs[0]] = t
+			return nil
+		}
+	}
 	c.node("Transpose", "", []string{xv}, []string{c.names[op.Outputs[0]]}, aInts("perm", pk.Int64s()...))
 	return nil
 }
