@@ -22,7 +22,9 @@ func verifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [--rtol R] [--atol A] [--json] DIR|FILE.bpte...",
 		Short: "Run ONNX-test-layout directories (or ExecuTorch bundled programs) and compare with their expected outputs",
-		Long: `Each DIR holds model.onnx and test_data_set_N/{input,output}_K.pb; an
+		Long: `Each DIR holds model.onnx and test_data_set_N/{input,output}_K.pb, or
+model.tflite and test_data_set_N/{input,output}_K.npy (a REFUSED.txt beside
+it, saying TFLite refuses the model, makes Switchyard's refusal a skip); an
 ExecuTorch bundled program (.bpte) carries its own test cases.
 Prints one line per DIR (ok NAME, FAIL NAME: reason, skip NAME: reason) and
 finally "N passed, N failed, N skipped". Exit status 1 if any failed.

@@ -267,6 +267,19 @@ func (c *converter) conv(op *Operator, depthwise bool, r *optReader) error {
 		attrs = append(attrs, qa)
 		if !depthwise {
 			attrs = c.roundingAttr(attrs)
+		} else if cin == 1 {
+			// one input channel: the depthwise convolution is an ordinary
+			// one with the multiplier's channels as outputs (filter
+			// [1,H,W,M] -> [M,H,W,1], the per-channel scales the same, the
+			// depthwise rounding kept), which the fast kernels take
+			wk, err := c.constant(w)
+			if err != nil {
+				return err
+			}
+			if wk != nil && wk.DType == graph.Int8 {
+				ins[3] = c.addConst(c.names[w]+"/ohwi", transposeI8(wk, []int{3, 1, 2, 0}))
+				opType = "Conv2D"
+			}
 		}
 		c.node(opType, QuantDomain, ins, []string{c.names[y]}, attrs...)
 		return nil
@@ -351,8 +364,11 @@ func (c *converter) quantInputs(ts []int32, bias int32) ([]string, error) {
 	return ins, nil
 }
 
-func transposeF32(t *graph.Tensor, perm []int) *graph.Tensor {
-	src := t.Data.([]float32)
+func transposeF32(t *graph.Tensor, perm []int) *graph.Tensor { return transposeOf[float32](t, perm) }
+func transposeI8(t *graph.Tensor, perm []int) *graph.Tensor  { return transposeOf[int8](t, perm) }
+
+func transposeOf[T graph.Elem](t *graph.Tensor, perm []int) *graph.Tensor {
+	src := t.Data.([]T)
 	shape := make([]int, len(perm))
 	for i, p := range perm {
 		shape[i] = t.Shape[p]
@@ -363,7 +379,7 @@ func transposeF32(t *graph.Tensor, perm []int) *graph.Tensor {
 		inStr[i] = s
 		s *= t.Shape[i]
 	}
-	dst := make([]float32, len(src))
+	dst := make([]T, len(src))
 	idx := make([]int, len(shape))
 	for o := range dst {
 		off := 0

@@ -106,18 +106,12 @@ func (c *converter) binary(op *Operator, code int32, r *optReader) error {
 		c.node(names[code], QuantDomain, ins, []string{c.names[y]}, qa)
 		return nil
 	}
-	av, err := c.value(a)
+	ta, tb, ok, err := c.nchwPair(a, b, y)
 	if err != nil {
 		return err
 	}
-	bv, err := c.value(b)
-	if err != nil {
-		return err
-	}
-	ta, okA := c.produced[av]
-	tb, okB := c.produced[bv]
-	if okA && okB && slices.Equal(c.shapeOf(a), c.shapeOf(b)) {
-		// both came out of NCHW ops with the same shape: stay in NCHW
+	if ok {
+		// an operand came out of an NCHW op: stay in NCHW
 		final := c.freshName(c.names[y] + "/nchw")
 		target, err := c.floatAct(act, final)
 		if err != nil {
@@ -126,6 +120,14 @@ func (c *converter) binary(op *Operator, code int32, r *optReader) error {
 		c.node(names[code], "", []string{ta, tb}, []string{target})
 		c.fromNCHW(final, c.names[y])
 		return nil
+	}
+	av, err := c.value(a)
+	if err != nil {
+		return err
+	}
+	bv, err := c.value(b)
+	if err != nil {
+		return err
 	}
 	target, err := c.floatAct(act, c.names[y])
 	if err != nil {
@@ -408,6 +410,15 @@ func (c *converter) transpose(op *Operator) error {
 		// PyTorch): the following float NCHW op reads xv itself
 		c.fromNCHW(xv, c.names[op.Outputs[0]])
 		return nil
+	}
+	if perm := pk.Int64s(); slices.Equal(perm, []int64{0, 3, 1, 2}) && len(c.shapeOf(op.Inputs[0])) == 4 {
+		if t, ok := c.produced[xv]; ok && !slices.Contains(c.sg.Outputs, op.Outputs[0]) {
+			// NHWC to NCHW of a value that came out of an NCHW op (models
+			// converted from ONNX wrap each op so): the result is that
+			// NCHW value itself, and the Transpose pair disappears
+			c.names[op.Outputs[0]] = t
+			return nil
+		}
 	}
 	c.node("Transpose", "", []string{xv}, []string{c.names[op.Outputs[0]]}, aInts("perm", pk.Int64s()...))
 	return nil

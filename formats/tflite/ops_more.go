@@ -62,7 +62,19 @@ func (c *converter) floatBinary(op *Operator, code int32) error {
 	if err != nil {
 		return err
 	}
-	out := []string{c.names[op.Outputs[0]]}
+	y := op.Outputs[0]
+	out := []string{c.names[y]}
+	ta, tb, nchw, err := c.nchwPair(op.Inputs[0], op.Inputs[1], y)
+	if err != nil {
+		return err
+	}
+	if nchw {
+		// an operand came out of an NCHW op: stay in NCHW
+		ins = []string{ta, tb}
+		f := c.freshName(out[0] + "/nchw")
+		out = []string{f}
+		defer c.fromNCHW(f, c.names[y])
+	}
 	switch code {
 	case opSQUARED_DIFFERENCE:
 		d := c.freshName(out[0] + "/diff")

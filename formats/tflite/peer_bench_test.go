@@ -24,7 +24,7 @@ func float32Bytes(v []float32) []byte {
 }
 
 // BenchmarkVsTFLite times each .tflite model of ../shared on TFLite itself
-// (1 thread; its XNNPACK delegate takes the float models) and on
+// (1 thread, with its XNNPACK delegate, which takes the float models) and on
 // Switchyard (Threads 1; the backends of $SWITCHYARD_BENCH_BACKENDS,
 // comma-separated, else the defaults), alternating the two every
 // iteration on the same input, and reports both times and their ratio:
@@ -52,7 +52,7 @@ func BenchmarkVsTFLite(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ip, err := lib.NewInterpreter(data, 1)
+			ip, err := lib.NewInterpreterWith(data, tflitepeer.Options{Threads: 1, XNNPACK: true})
 			if err != nil {
 				// selfie_segmentation needs MediaPipe's custom
 				// Convolution2DTransposeBias, which TFLite lacks

@@ -1,6 +1,9 @@
 // Package onnxtest runs model directories in the ONNX backend-test layout
 // (model.onnx plus test_data_set_N/{input,output}_K.pb) through the runtime
-// and compares the outputs with the expected ones. It backs `switchyard
+// and compares the outputs with the expected ones. A directory with
+// model.tflite instead (the zoo's TFLite models) is read the same way, its
+// tensors from input_K.npy and output_K.npy; one whose REFUSED.txt says
+// TFLite itself refuses the model is skipped when Switchyard refuses it too. It backs `switchyard
 // verify` and the regression tests over ../shared/testdata.
 package onnxtest
 
@@ -19,6 +22,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/formats/onnx"
+	"github.com/switchyard-hal/switchyard/formats/tensorio"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
@@ -69,8 +73,18 @@ func RunDir(ctx context.Context, dir string, opt Options) (res Result) {
 		ctx, cancel = context.WithTimeout(ctx, opt.Timeout)
 		defer cancel()
 	}
-	m, err := runtime.LoadDir(ctx, dir, opt.Runtime)
+	file := filepath.Join(dir, "model.onnx")
+	if _, err := os.Stat(file); err != nil {
+		if _, terr := os.Stat(filepath.Join(dir, "model.tflite")); terr == nil {
+			file = filepath.Join(dir, "model.tflite")
+		}
+	}
+	m, err := runtime.Load(ctx, file, opt.Runtime)
 	if err != nil {
+		if refused, rerr := os.ReadFile(filepath.Join(dir, "REFUSED.txt")); rerr == nil {
+			res.Status, res.Reason = Skip, fmt.Sprintf("refused, as its reference engine refuses it (%s): %v", strings.TrimSpace(string(refused)), err)
+			return res
+		}
 		if isSkip(err) {
 			res.Status, res.Reason = Skip, err.Error()
 		} else {
@@ -117,7 +131,16 @@ func ReadSet(set, prefix string) ([]*graph.Tensor, error) {
 		p := filepath.Join(set, fmt.Sprintf("%s_%d.pb", prefix, k))
 		b, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {
-			return out, nil
+			// the .npy of the zoo's TFLite sets
+			t, nerr := tensorio.ReadFile(strings.TrimSuffix(p, ".pb") + ".npy")
+			if errors.Is(nerr, os.ErrNotExist) {
+				return out, nil
+			}
+			if nerr != nil {
+				return nil, nerr
+			}
+			out = append(out, t)
+			continue
 		}
 		if err != nil {
 			return nil, err

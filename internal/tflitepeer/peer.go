@@ -10,8 +10,12 @@
 // the reason when it is absent; tests skip on that unless
 // SWITCHYARD_REQUIRE_BACKENDS names "tflite" (internal/backendtest).
 //
-// The C API applies TFLite's default delegate (XNNPACK, for float models
-// in this build); int8 models run on TFLite's own optimized int8 kernels.
+// The C API applies no delegate by itself: NewInterpreter runs TFLite's
+// builtin kernels. NewInterpreterWith can apply the XNNPACK delegate the
+// library carries (TfLiteXNNPackDelegateCreate), the delegate TFLite's
+// standard builds apply by default: with its default flags it takes the
+// float32 operators (float16 weights behind DEQUANTIZE included) and leaves
+// int8 ones to TFLite's own optimized int8 kernels.
 package tflitepeer
 
 import (
@@ -53,6 +57,25 @@ type Lib struct {
 	copyFromBuffer func(t uintptr, p unsafe.Pointer, n uintptr) int32 `sym:"TfLiteTensorCopyFromBuffer"`
 	copyToBuffer   func(t uintptr, p unsafe.Pointer, n uintptr) int32 `sym:"TfLiteTensorCopyToBuffer"`
 	resetVariables func(i uintptr) int32                              `sym:"TfLiteInterpreterResetVariableTensors"`
+	addDelegate    func(o, d uintptr)                                 `sym:"TfLiteInterpreterOptionsAddDelegate"`
+	xnnpackCreate  func(opts unsafe.Pointer) uintptr                  `sym:"TfLiteXNNPackDelegateCreate"`
+	xnnpackDelete  func(d uintptr)                                    `sym:"TfLiteXNNPackDelegateDelete"`
+}
+
+// xnnpackOptions is TfLiteXNNPackDelegateOptions of TFLite 2.9: the thread
+// count and a flag word (TfLiteXNNPackDelegateOptionsDefault returns both
+// zero in one 8-byte register, so the struct has nothing after them).
+type xnnpackOptions struct {
+	numThreads int32
+	flags      uint32
+}
+
+// Options says how NewInterpreterWith builds an interpreter.
+type Options struct {
+	// Threads is the interpreter's thread count (and the delegate's).
+	Threads int
+	// XNNPACK applies the XNNPACK delegate with its default flags.
+	XNNPACK bool
 }
 
 var (
@@ -119,7 +142,8 @@ type Interpreter struct {
 	model uintptr
 	opts  uintptr
 	it    uintptr
-	data  []byte // the flatbuffer, which TFLite reads in place
+	deleg uintptr // the XNNPACK delegate, deleted after the interpreter
+	data  []byte  // the flatbuffer, which TFLite reads in place
 	pin   runtime.Pinner
 }
 
@@ -130,8 +154,15 @@ type Tensor struct {
 	Bytes int
 }
 
-// NewInterpreter loads a .tflite flatbuffer with the given thread count.
+// NewInterpreter loads a .tflite flatbuffer with the given thread count,
+// on TFLite's builtin kernels.
 func (l *Lib) NewInterpreter(model []byte, threads int) (*Interpreter, error) {
+	return l.NewInterpreterWith(model, Options{Threads: threads})
+}
+
+// NewInterpreterWith loads a .tflite flatbuffer as opts says.
+func (l *Lib) NewInterpreterWith(model []byte, opts Options) (*Interpreter, error) {
+	threads := opts.Threads
 	if len(model) == 0 {
 		return nil, errors.New("empty model")
 	}
@@ -144,6 +175,16 @@ func (l *Lib) NewInterpreter(model []byte, threads int) (*Interpreter, error) {
 	}
 	ip.opts = l.optionsCreate()
 	l.optionsThreads(ip.opts, int32(threads))
+	if opts.XNNPACK {
+		xo := xnnpackOptions{numThreads: int32(threads)}
+		ip.deleg = l.xnnpackCreate(unsafe.Pointer(&xo))
+		runtime.KeepAlive(&xo)
+		if ip.deleg == 0 {
+			ip.Close()
+			return nil, errors.New("TfLiteXNNPackDelegateCreate failed")
+		}
+		l.addDelegate(ip.opts, ip.deleg)
+	}
 	ip.it = l.interpCreate(ip.model, ip.opts)
 	if ip.it == 0 {
 		ip.Close()
@@ -246,6 +287,10 @@ func (ip *Interpreter) Close() {
 	if ip.opts != 0 {
 		ip.lib.optionsDelete(ip.opts)
 		ip.opts = 0
+	}
+	if ip.deleg != 0 {
+		ip.lib.xnnpackDelete(ip.deleg)
+		ip.deleg = 0
 	}
 	if ip.model != 0 {
 		ip.lib.modelDelete(ip.model)

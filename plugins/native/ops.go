@@ -190,6 +190,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.OpType == "Transpose" && n.Domain == "" {
 		return transposeKernel(), nil
 	}
+	if n.OpType == "Pad" && n.Domain == "" {
+		return padKernel(), nil // pad.go
+	}
 	if n.OpType == "ReduceMean" && n.Domain == "" {
 		return reduceMeanKernel(), nil
 	}

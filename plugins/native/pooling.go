@@ -145,11 +145,19 @@ func poolPlane(g *geom, x, y []float32, isMax, includePad bool) {
 func maxPool2x2Go(y, r0, r1 []float32) {
 	r0, r1 = r0[:2*len(y)], r1[:2*len(y)]
 	for j := range y {
+		// unrolled: the tails of narrow planes run here
 		s := negInf
-		for _, v := range [4]float32{r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1]} {
-			if v > s {
-				s = v
-			}
+		if v := r0[2*j]; v > s {
+			s = v
+		}
+		if v := r0[2*j+1]; v > s {
+			s = v
+		}
+		if v := r1[2*j]; v > s {
+			s = v
+		}
+		if v := r1[2*j+1]; v > s {
+			s = v
 		}
 		y[j] = s
 	}

@@ -32,6 +32,58 @@ type resizeTask struct {
 	rows    resizeAxis
 	cols    resizeAxis
 	nearest bool
+	sc      *scratch // linear: two horizontally interpolated rows per chunk
+}
+
+// hrows caches, for one chunk of output rows, the horizontal
+// interpolation of the two input rows the last output row read: with
+// upsampling, successive output rows read the same pair or share a row,
+// so most rows cost one vertical blend instead of four reads per value.
+type hrows struct {
+	buf   []float32 // two rows of ow
+	key   [2]int    // the input row (plane·ih + row) in each slot, -1 none
+	slots [2][]float32
+}
+
+func (h *hrows) pair(t *resizeTask, k0 int, r0 []float32, k1 int, r1 []float32) (top, bot []float32) {
+	s0, s1 := h.find(k0), h.find(k1)
+	switch {
+	case s0 < 0 && s1 < 0:
+		s0 = 0
+		h.fill(t, s0, k0, r0)
+		if k1 == k0 {
+			s1 = s0
+		} else {
+			s1 = 1
+			h.fill(t, s1, k1, r1)
+		}
+	case s0 < 0:
+		s0 = 1 - s1
+		h.fill(t, s0, k0, r0)
+	case s1 < 0:
+		s1 = 1 - s0
+		h.fill(t, s1, k1, r1)
+	}
+	return h.slots[s0], h.slots[s1]
+}
+
+func (h *hrows) find(key int) int {
+	for k := range h.key {
+		if h.key[k] == key {
+			return k
+		}
+	}
+	return -1
+}
+
+// fill interpolates input row src along the columns into slot k.
+func (h *hrows) fill(t *resizeTask, k, key int, src []float32) {
+	h.key[k] = key
+	dst, c := h.slots[k], t.cols
+	for ox := range dst {
+		a0, a1 := c.i0[ox], c.i1[ox]
+		dst[ox] = src[a0] + c.w[ox]*(src[a1]-src[a0])
+	}
 }
 
 // resizeAxis maps each output index to its source: i0 (nearest: the
@@ -54,6 +106,7 @@ func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		return nil, nil // the reference kernel (and its errors)
 	}
 	ref, _ := kernels.Lookup("", n.OpType)
+	var ss scratchSet
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := kernels.Input(in, 0)
 		if x == nil || x.DType != graph.Float32 || len(x.Shape) != 4 || x.Len() == 0 {
@@ -82,9 +135,19 @@ func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		t.rows = resizeMap(a, x.Shape[2], p.Out[2], p.Scales[2])
 		t.cols = resizeMap(a, x.Shape[3], p.Out[3], p.Scales[3])
 		rows := x.Shape[0] * x.Shape[1] * t.oh
+		if !t.nearest {
+			t.sc = ss.of(2 * t.ow)
+		}
 		chunksFor(bc.pool, rows*t.ow, t, func(t resizeTask, e0, e1 int) {
+			var h *hrows
+			if t.sc != nil {
+				b := t.sc.get()
+				defer t.sc.put(b)
+				h = &hrows{buf: *b, key: [2]int{-1, -1}}
+				h.slots = [2][]float32{h.buf[:t.ow], h.buf[t.ow : 2*t.ow]}
+			}
 			for r := (e0 + t.ow - 1) / t.ow; r < (e1+t.ow-1)/t.ow; r++ {
-				resizeRow(&t, r)
+				resizeRow(&t, r, h)
 			}
 		})
 		return ctx.Outputs(y), nil
@@ -162,8 +225,10 @@ func resizeMap(a resizeops.Attrs, in, out int, scale float64) resizeAxis {
 	return m
 }
 
-// resizeRow computes output row r (plane r / oh, row r % oh).
-func resizeRow(t *resizeTask, r int) {
+// resizeRow computes output row r (plane r / oh, row r % oh); h caches
+// the horizontally interpolated rows of a linear resize (the same
+// arithmetic, in the same order, as interpolating each value on its own).
+func resizeRow(t *resizeTask, r int, h *hrows) {
 	plane, oy := r/t.oh, r%t.oh
 	src := t.x[plane*t.ih*t.iw : (plane+1)*t.ih*t.iw]
 	dst := t.y[r*t.ow : (r+1)*t.ow]
@@ -178,6 +243,16 @@ func resizeRow(t *resizeTask, r int) {
 	r0 := src[t.rows.i0[oy]*t.iw:][:t.iw]
 	r1 := src[t.rows.i1[oy]*t.iw:][:t.iw]
 	wy := t.rows.w[oy]
+	if h != nil {
+		base := plane * t.ih
+		top, bot := h.pair(t, base+t.rows.i0[oy], r0, base+t.rows.i1[oy], r1)
+		bot = bot[:len(dst)]
+		top = top[:len(dst)]
+		for ox, v := range top {
+			dst[ox] = v + wy*(bot[ox]-v)
+		}
+		return
+	}
 	for ox := range dst {
 		a0, a1 := c.i0[ox], c.i1[ox]
 		wx := c.w[ox]
