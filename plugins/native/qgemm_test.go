@@ -24,11 +24,14 @@ func gemmWeights(rng *rand.Rand, t ggml.Type, n, k int) *bqWeights {
 // and a row holding a NaN (NaN outputs, the others untouched).
 func TestQGEMMSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 6))
-	for _, ty := range []ggml.Type{ggml.Q4_0, ggml.Q5_0, ggml.Q8_0} {
-		for _, K := range []int{32, 96, 896, 4864} {
+	for _, ty := range []ggml.Type{ggml.Q4_0, ggml.Q5_0, ggml.Q8_0, ggml.Q4_K, ggml.Q6_K} {
+		for _, K := range []int{32, 96, 256, 896, 4864} {
+			if K%ty.BlockSize() != 0 {
+				continue
+			}
 			for _, N := range []int{4, 13} {
 				w := gemmWeights(rng, ty, N, K)
-				if qgemmKernels(ty, w.gk.name) == nil {
+				if f, kf := qgemmKernels(ty, w.gk.name); f == nil && kf == nil {
 					t.Skipf("%s: no tile kernels here (amd64 with AVX-512 VNNI)", ty)
 				}
 				for _, m := range []int{2, 3, 4, 5, 7, 8, 9} {
@@ -52,7 +55,7 @@ func TestQGEMMSameBits(t *testing.T) {
 						}
 						p.close()
 						var a ggml.Act
-						a.Quantize(x, m, K, 32)
+						a.Quantize(x, m, K, ggml.ActBlock(ty))
 						for r := 0; r < m; r++ {
 							for n := range N {
 								want := ggml.Dot(ty, w.raw[n*w.rb:(n+1)*w.rb], &a, r)
@@ -78,8 +81,11 @@ func TestQGEMMSameBits(t *testing.T) {
 func BenchmarkQGEMM(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const m = 128
-	for _, ty := range []ggml.Type{ggml.Q4_0, ggml.Q5_0, ggml.Q8_0} {
+	for _, ty := range []ggml.Type{ggml.Q4_0, ggml.Q5_0, ggml.Q8_0, ggml.Q4_K, ggml.Q6_K} {
 		for _, s := range [][2]int{{896, 4864}, {4864, 896}} {
+			if s[0]%ty.BlockSize() != 0 {
+				continue
+			}
 			K, N := s[0], s[1]
 			w := gemmWeights(rng, ty, N, K)
 			x := make([]float32, m*K)
@@ -89,7 +95,7 @@ func BenchmarkQGEMM(b *testing.B) {
 			y := make([]float32, m*N)
 			for _, path := range []string{"tiles", "rows"} {
 				b.Run(fmt.Sprintf("%s/K%d/N%d/%s", ty, K, N, path), func(b *testing.B) {
-					if path == "tiles" && qgemmKernels(ty, w.gk.name) == nil {
+					if f, kf := qgemmKernels(ty, w.gk.name); path == "tiles" && f == nil && kf == nil {
 						b.Skip("no tile kernels here")
 					}
 					for b.Loop() {

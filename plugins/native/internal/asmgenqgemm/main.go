@@ -42,10 +42,15 @@ func main() {
 			tile(t, r)
 		}
 	}
+	for _, t := range []string{"Q4_K", "Q6_K"} {
+		for r := 1; r <= 4; r++ {
+			tileK(t, r)
+		}
+	}
 	Generate()
 }
 
-var c0F, c10, c80, qhShuf, qhBits Mem
+var c0F, c30, c10, c80, qhShuf, qhBits Mem
 
 func bytes32(name string, f func(i int) byte) Mem {
 	m := GLOBL(name, RODATA|NOPTR)
@@ -61,11 +66,17 @@ func bytes32(name string, f func(i int) byte) Mem {
 
 func consts() {
 	c0F = bytes32("qgemm_c0f", func(int) byte { return 0x0F })
+	c30 = bytes32("qgemm_c30", func(int) byte { return 0x30 })
 	c10 = bytes32("qgemm_c10", func(int) byte { return 0x10 })
 	c80 = bytes32("qgemm_c80", func(int) byte { return 0x80 })
 	// bit j of a broadcast uint32 to byte j: byte j takes source byte j/8
 	qhShuf = bytes32("qgemm_qhshuf", func(i int) byte { return byte(i / 8) })
 	qhBits = bytes32("qgemm_qhbits", func(i int) byte { return 1 << (i % 8) })
+}
+
+// raw emits an instruction avo's table lacks (Go's assembler knows it).
+func raw(op string, ops ...Op) {
+	Instruction(&ir.Instruction{Opcode: op, Operands: ops, Inputs: ops, Outputs: ops[len(ops)-1:]})
 }
 
 // vpdpbusd: acc += u8(u) · s8(sg), four products a lane (AVX-512 VNNI on
@@ -194,6 +205,205 @@ func tile(t string, R int) {
 			VMOVSS(X11, out(n, r))
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// sideBytes is the per-row, per-super-block side data the caller unpacks
+// for a K-type tile (see tileK).
+const sideBytes = 384
+
+const sigK = "func(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)"
+
+// tileK generates the 4×R kernel of a K type (Q4_K, Q6_K). Per
+// super-block each pair's exact int32 S = Σ scale·Σ q·x is summed in the
+// lanes of one of Y16–Y31: VPMADDUBSW of the unsigned quants with x (pairs
+// of products, within int16), then VPDPWSSD with the scales as words;
+// Q6_K's offset 32 joins S as −32·Σ_g sc_g·Σx_g (VPDPWSSD of the rows'
+// 16-value sums with the side's −32·sc_g). Then as core/ggml's Dot: acc +=
+// float32(S)·float32(d·d_a), and for Q4_K acc −= float32(M)·float32(dmin·d_a)
+// with M = Σ m_s·Σx_s (VPMULLD of the side's minimums with the rows'
+// 32-value sums), in float32, the accumulator being the output itself.
+//
+// side: per super-block, per weight row (sideBytes each, the four rows
+// one after the other): eight 32-byte scale vectors as int16 words (Q4_K:
+// sub-block s's scale in every word of vector s; Q6_K: vector 4h+k holds
+// group 8h+2k's scale in its low 16 bytes and group 8h+2k+1's in the high
+// ones), at 256 the minimums (Q4_K, 8 int32) or −32·sc_g (Q6_K, 16 int32
+// with zero high words), at 320 d and at 324 dmin (float32).
+//
+// a: per super-block, per row of the group, 256 int8 values, then per row
+// 16 int32 sums (Q4_K: the eight 32-value sums; Q6_K: the sixteen
+// 16-value sums), then per row the float32 scale: 324·R bytes.
+func tileK(t string, R int) {
+	name := fmt.Sprintf("qgemm%s4x%dVNNI", t, R)
+	bs := map[string]int{"Q4_K": 144, "Q6_K": 210}[t]
+	TEXT(name, NOSPLIT, sigK)
+	Doc(fmt.Sprintf("%s computes the 4×%d tile of nb %s super-blocks (weight rows ldw bytes apart, their unpacked scales at side, %d packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).", name, R, t, R))
+	Pragma("noescape")
+	nb := Load(Param("nb"), GP64())
+	w := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	a := Load(Param("a"), GP64())
+	side := Load(Param("side"), GP64())
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	ldw3 := GP64()
+	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
+	row := func(n, disp int) Mem {
+		switch n {
+		case 0:
+			return Mem{Base: w, Disp: disp}
+		case 1:
+			return Mem{Base: w, Index: ldw, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: w, Index: ldw, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
+	}
+	ldy3 := GP64()
+	LEAQ(Mem{Base: ldy, Index: ldy, Scale: 2}, ldy3)
+	out := func(n, r int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: y, Disp: 4 * n}
+		case 1:
+			return Mem{Base: y, Index: ldy, Scale: 1, Disp: 4 * n}
+		case 2:
+			return Mem{Base: y, Index: ldy, Scale: 2, Disp: 4 * n}
+		}
+		return Mem{Base: y, Index: ldy3, Scale: 1, Disp: 4 * n}
+	}
+	sd := func(n, disp int) Mem { return Mem{Base: side, Disp: n*sideBytes + disp} }
+	xq := func(r, disp int) Mem { return Mem{Base: a, Disp: 256*r + disp} }
+	xsum := func(r, disp int) Mem { return Mem{Base: a, Disp: 256*R + 64*r + disp} }
+	xd := func(r int) Mem { return Mem{Base: a, Disp: 320*R + 4*r} }
+	acc := func(n, r int) VecPhysical { return ys[16+4*n+r] }
+	// the outputs are the float32 accumulators: zero them
+	VXORPS(X14, X14, X14)
+	for n := 0; n < 4; n++ {
+		for r := 0; r < R; r++ {
+			VMOVSS(X14, out(n, r))
+		}
+	}
+	pf := GP64()
+	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
+	VMOVDQU(c0F, Y15)
+	p := name + "_"
+	Label(p + "block")
+	TESTQ(nb, nb)
+	JZ(LabelRef(p + "done"))
+	for o := 0; o < 4*bs; o += 64 {
+		PREFETCHT0(Mem{Base: pf, Disp: o})
+	}
+	ADDQ(U32(uint32(4*bs)), pf)
+	for n := 0; n < 4; n++ {
+		for r := 0; r < R; r++ {
+			VPXORD(acc(n, r), acc(n, r), acc(n, r))
+		}
+	}
+	tt := []VecPhysical{Y8, Y9}
+	ti := 0
+	madd := func(x Mem, q VecPhysical, scv Mem, n, r int) {
+		u := tt[ti%2]
+		ti++
+		VPMADDUBSW(x, q, u)
+		raw("VPDPWSSD", scv, u, acc(n, r))
+	}
+	if t == "Q4_K" {
+		for c := 0; c < 4; c++ {
+			for n := 0; n < 4; n++ {
+				lo, hi := ys[2*n], ys[2*n+1]
+				VMOVDQU(row(n, 16+32*c), lo)
+				VPSRLW(U8(4), lo, hi)
+				VPAND(Y15, lo, lo)
+				VPAND(Y15, hi, hi)
+			}
+			for half := 0; half < 2; half++ {
+				s := 2*c + half
+				for r := 0; r < R; r++ {
+					for n := 0; n < 4; n++ {
+						madd(xq(r, 32*s), ys[2*n+half], sd(n, 32*s), n, r)
+					}
+				}
+			}
+		}
+	} else {
+		VMOVDQU(c30, Y14)
+		for h := 0; h < 2; h++ {
+			for k := 0; k < 4; k++ {
+				for n := 0; n < 4; n++ {
+					u := ys[n]
+					VMOVDQU(row(n, 64*h+32*(k&1)), u)
+					if k >= 2 {
+						VPSRLW(U8(4), u, u)
+					}
+					VPAND(Y15, u, u)
+					// ((qh >> 2k) & 3) << 4 as one shift and a mask
+					VMOVDQU(row(n, 128+32*h), Y12)
+					switch k {
+					case 0, 1:
+						VPSLLW(U8(4-2*k), Y12, Y12)
+					case 3:
+						VPSRLW(U8(2), Y12, Y12)
+					}
+					VPAND(Y14, Y12, Y12)
+					VPOR(Y12, u, u)
+				}
+				for r := 0; r < R; r++ {
+					for n := 0; n < 4; n++ {
+						madd(xq(r, 128*h+32*k), ys[n], sd(n, 32*(4*h+k)), n, r)
+					}
+				}
+			}
+		}
+		// the offset: S += Σ_g (−32·sc_g)·Σx_g
+		for r := 0; r < R; r++ {
+			VMOVDQU(xsum(r, 0), Y10)
+			VMOVDQU(xsum(r, 32), Y11)
+			for n := 0; n < 4; n++ {
+				raw("VPDPWSSD", sd(n, 256), Y10, acc(n, r))
+				raw("VPDPWSSD", sd(n, 288), Y11, acc(n, r))
+			}
+		}
+	}
+	// S (and M) of each pair to float32 and into the output
+	for r := 0; r < R; r++ {
+		VBROADCASTSS(xd(r), X13)
+		if t == "Q4_K" {
+			VMOVDQU(xsum(r, 0), Y11)
+		}
+		for n := 0; n < 4; n++ {
+			VMOVDQA64(acc(n, r), Y10)
+			if t == "Q4_K" {
+				VPMULLD(sd(n, 256), Y11, Y12)
+			} else {
+				VPXOR(Y12, Y12, Y12)
+			}
+			// [S0+S1, S2+S3, M0+M1, M2+M3 | …] then [S, M, S, M]
+			VPHADDD(Y12, Y10, Y10)
+			VEXTRACTI128(U8(1), Y10, X12)
+			VPADDD(X12, X10, X10)
+			VPHADDD(X10, X10, X10)
+			VCVTDQ2PS(X10, X10)
+			VMOVSD(sd(n, 320), X12)
+			VMULPS(X13, X12, X12) // d·d_a, dmin·d_a: one rounding each
+			VMULPS(X12, X10, X10)
+			VMOVSS(out(n, r), X12)
+			VADDSS(X10, X12, X12)
+			if t == "Q4_K" {
+				VMOVSHDUP(X10, X10)
+				VSUBSS(X10, X12, X12)
+			}
+			VMOVSS(X12, out(n, r))
+		}
+	}
+	ADDQ(U32(uint32(bs)), w)
+	ADDQ(U32(uint32(324*R)), a)
+	ADDQ(U32(uint32(4*sideBytes)), side)
+	DECQ(nb)
+	JMP(LabelRef(p + "block"))
+	Label(p + "done")
 	VZEROUPPER()
 	RET()
 }
