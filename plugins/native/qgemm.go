@@ -44,8 +44,9 @@ type qgemmKFn = func(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float3
 const qgemmChunkBytes = 512 << 10
 
 // qgemmPack is the packed activations of one call: per group of R ≤ 4
-// rows, per block R×32 int8 values, R×8 int32 corrections (−offset·lane
-// sum) and R float32 scales, as 4-byte words (the K types: per
+// rows, per pair of blocks R×64 int8 values, R×16 int32 corrections
+// (−offset·lane sum) and R×2 float32 scales (a last odd block: R×32,
+// R×8, R), as 4-byte words (the K types: per
 // super-block R×256 values, R×16 int32 sums, R scales).
 type qgemmPack struct{ buf []uint32 }
 
@@ -77,17 +78,25 @@ func (pk *qgemmPack) pack(a *ggml.Act, r0, r1, nb int, off int32) {
 	o := 0
 	for g := r0; g < r1; g += 4 {
 		R := min(4, r1-g)
-		for b := 0; b < nb; b++ {
+		for b := 0; b < nb; {
+			// two blocks side by side while two are left (the kernels'
+			// ZMM loop), then one
+			nbk := min(2, nb-b)
 			for r := 0; r < R; r++ {
-				ab := (g+r)*nb + b
-				copy(bytes[4*o+32*r:4*o+32*r+32], a.Q[ab*32:ab*32+32])
-				c := pk.buf[o+8*R+8*r : o+8*R+8*r+8]
-				for l := range c {
-					c[l] = uint32(-off * a.Lanes[ab*8+l])
+				for k := 0; k < nbk; k++ {
+					ab := (g+r)*nb + b + k
+					qo := 4*o + 32*(nbk*r+k)
+					copy(bytes[qo:qo+32], a.Q[ab*32:ab*32+32])
+					co := o + 8*nbk*R + 8*(nbk*r+k)
+					c := pk.buf[co : co+8]
+					for l := range c {
+						c[l] = uint32(-off * a.Lanes[ab*8+l])
+					}
+					pk.buf[o+16*nbk*R+nbk*r+k] = *(*uint32)(unsafe.Pointer(&a.D[ab]))
 				}
-				pk.buf[o+16*R+r] = *(*uint32)(unsafe.Pointer(&a.D[ab]))
 			}
-			o += 17 * R
+			o += 17 * R * nbk
+			b += nbk
 		}
 	}
 }

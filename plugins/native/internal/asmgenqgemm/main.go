@@ -90,6 +90,83 @@ var ys = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y1
 
 const sig = "func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)"
 
+var zs = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15}
+
+// unpack32 sets q (a YMM) to block disp's 32 unsigned quants of type t
+// at weight row mem m (X14, Y15 scratch; Q8_0 takes c80 in Y15).
+func unpack32(t string, q VecPhysical, m func(disp int) Mem, disp int) {
+	switch t {
+	case "Q8_0":
+		VPXOR(m(disp+2), Y15, q)
+	case "Q4_0":
+		VMOVDQU(m(disp+2), q.AsX())
+		VPSRLW(U8(4), q.AsX(), X14)
+		VINSERTI128(U8(1), X14, q, q)
+		VPAND(c0F, q, q)
+	default:
+		VMOVDQU(m(disp+6), q.AsX())
+		VPSRLW(U8(4), q.AsX(), X14)
+		VINSERTI128(U8(1), X14, q, q)
+		VPAND(c0F, q, q)
+		VPBROADCASTD(m(disp+2), Y13)
+		VPSHUFB(qhShuf, Y13, Y13)
+		VPAND(qhBits, Y13, Y13)
+		VPCMPEQB(qhBits, Y13, Y13)
+		VPAND(c10, Y13, Y13)
+		VPOR(Y13, q, q)
+	}
+}
+
+// tilePairs is the kernel's loop over pairs of blocks, while two are
+// left: ZMM registers hold the two blocks side by side (block b in the
+// low 256 bits, b+1 in the high), so one VPDPBUSD, conversion and the two
+// multiplications serve both; the high half is then added into the
+// accumulator after the low one, keeping Dot's order. The activations
+// are packed by pairs there: per row 64 values, then per row 16
+// corrections, then per row the two scales (136·R bytes a pair).
+func tilePairs(t string, R int, p string, nb, w, a, pf Register, row func(n, disp int) Mem, acc func(n, r int) VecPhysical) {
+	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
+	Label(p + "pair")
+	CMPQ(nb, U8(2))
+	JB(LabelRef(p + "block"))
+	for o := 0; o < 8*bs; o += 64 {
+		PREFETCHT0(Mem{Base: pf, Disp: o})
+	}
+	ADDQ(U32(uint32(8*bs)), pf)
+	for n := 0; n < 4; n++ {
+		m := func(d int) Mem { return row(n, d) }
+		unpack32(t, ys[n], m, 0)
+		unpack32(t, Y12, m, bs)
+		VINSERTI32X8(U8(1), Y12, zs[n], zs[n])
+		VPBROADCASTW(row(n, 0), X14)
+		VCVTPH2PS(X14, ys[4+n])
+		VPBROADCASTW(row(n, bs), X14)
+		VCVTPH2PS(X14, Y12)
+		VINSERTF32X8(U8(1), Y12, zs[4+n], zs[4+n])
+	}
+	for r := 0; r < R; r++ {
+		VMOVDQU64(Mem{Base: a, Disp: 64*R + 64*r}, Z8)
+		VBROADCASTSS(Mem{Base: a, Disp: 128*R + 8*r}, Y9)
+		VBROADCASTSS(Mem{Base: a, Disp: 128*R + 8*r + 4}, Y12)
+		VINSERTF32X8(U8(1), Y12, Z9, Z9)
+		for n := 0; n < 4; n++ {
+			tt, sc := zs[10+n%2], zs[12+n%2]
+			VMOVDQA64(Z8, tt)
+			vpdpbusd(Mem{Base: a, Disp: 64 * r}, zs[n], tt)
+			VCVTDQ2PS(tt, tt)
+			VMULPS(Z9, zs[4+n], sc) // d_w·d_a, one rounding
+			VMULPS(sc, tt, tt)
+			VADDPS(tt.AsY(), acc(n, r), acc(n, r))
+			VEXTRACTF32X8(U8(1), tt, sc.AsY())
+			VADDPS(sc.AsY(), acc(n, r), acc(n, r))
+		}
+	}
+	ADDQ(U32(uint32(2*bs)), w)
+	ADDQ(U32(uint32(136*R)), a)
+	SUBQ(U8(2), nb)
+	JMP(LabelRef(p + "pair"))
+}
+
 // tile generates the 4×R kernel of type t.
 func tile(t string, R int) {
 	name := fmt.Sprintf("qgemm%s4x%dVNNI", t, R)
@@ -130,6 +207,7 @@ func tile(t string, R int) {
 		qs = 6
 	}
 	p := name + "_"
+	tilePairs(t, R, p, nb, w, a, pf, row, acc)
 	Label(p + "block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
