@@ -40,6 +40,12 @@ type qgemmFn = func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 // unpacked scales (qgemmSide).
 type qgemmKFn = func(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
 
+// qgemmKMinRows is the fewest rows a K-type product takes the tiles for:
+// their scales are unpacked once a call for all the row groups, which
+// pays off from a few groups on (a batched decode step of 4 sequences
+// stays on the single-row kernels, the same bits).
+const qgemmKMinRows = 16
+
 // qgemmChunkBytes bounds the packed activations a tile pass reads.
 const qgemmChunkBytes = 512 << 10
 
@@ -200,7 +206,7 @@ func (w *bqWeights) runGEMM(p *pool, x, y []float32, m int) bool {
 		return false
 	}
 	fns, kfns := qgemmKernels(w.typ, w.gk.name)
-	if fns == nil && kfns == nil {
+	if fns == nil && (kfns == nil || m < qgemmKMinRows) {
 		return false
 	}
 	a := w.acts.Get().(*ggml.Act)

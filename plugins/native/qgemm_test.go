@@ -34,7 +34,7 @@ func TestQGEMMSameBits(t *testing.T) {
 				if f, kf := qgemmKernels(ty, w.gk.name); f == nil && kf == nil {
 					t.Skipf("%s: no tile kernels here (amd64 with AVX-512 VNNI)", ty)
 				}
-				for _, m := range []int{2, 3, 4, 5, 7, 8, 9} {
+				for _, m := range []int{2, 3, 4, 5, 7, 8, 9, 16, 19} {
 					for _, threads := range []int{1, 2} {
 						name := fmt.Sprintf("%s/K%d/N%d/m%d/t%d", ty, K, N, m, threads)
 						x := make([]float32, m*K)
@@ -51,7 +51,11 @@ func TestQGEMMSameBits(t *testing.T) {
 							p = newPool(threads)
 						}
 						if !w.runGEMM(p, x, y, m) {
-							t.Fatalf("%s: runGEMM declined", name)
+							if ty.BlockSize() == 256 && m < qgemmKMinRows {
+								w.runGGMLInt(p, x, y, m) // the rows path: the same bits
+							} else {
+								t.Fatalf("%s: runGEMM declined", name)
+							}
 						}
 						p.close()
 						var a ggml.Act
@@ -76,35 +80,40 @@ func TestQGEMMSameBits(t *testing.T) {
 	}
 }
 
-// BenchmarkQGEMM is a prefill-shaped product (128 rows) on the tiles and
-// on the single-row kernels (4 weight rows a call, row after row).
+// BenchmarkQGEMM is a product of m rows (128: a prompt's prefill; 4: a
+// batched decode step of four sequences; 1: one sequence) on the tiles
+// and on the single-row kernels (4 weight rows a call, row after row).
 func BenchmarkQGEMM(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	const m = 128
 	for _, ty := range []ggml.Type{ggml.Q4_0, ggml.Q5_0, ggml.Q8_0, ggml.Q4_K, ggml.Q6_K} {
 		for _, s := range [][2]int{{896, 4864}, {4864, 896}} {
-			if s[0]%ty.BlockSize() != 0 {
+			K, N := s[0], s[1]
+			if K%ty.BlockSize() != 0 {
 				continue
 			}
-			K, N := s[0], s[1]
 			w := gemmWeights(rng, ty, N, K)
-			x := make([]float32, m*K)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
-			y := make([]float32, m*N)
-			for _, path := range []string{"tiles", "rows"} {
-				b.Run(fmt.Sprintf("%s/K%d/N%d/%s", ty, K, N, path), func(b *testing.B) {
-					if f, kf := qgemmKernels(ty, w.gk.name); path == "tiles" && f == nil && kf == nil {
-						b.Skip("no tile kernels here")
+			for _, m := range []int{128, 4, 1} {
+				x := make([]float32, m*K)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				y := make([]float32, m*N)
+				for _, path := range []string{"tiles", "rows"} {
+					if m == 1 && path == "tiles" {
+						continue
 					}
-					for b.Loop() {
-						if path == "rows" || !w.runGEMM(nil, x, y, m) {
-							w.runGGMLInt(nil, x, y, m)
+					b.Run(fmt.Sprintf("%s/K%d/N%d/m%d/%s", ty, K, N, m, path), func(b *testing.B) {
+						if f, kf := qgemmKernels(ty, w.gk.name); path == "tiles" && f == nil && kf == nil {
+							b.Skip("no tile kernels here")
 						}
-					}
-					b.ReportMetric(float64(m*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-				})
+						for b.Loop() {
+							if path == "rows" || !w.runGEMM(nil, x, y, m) {
+								w.runGGMLInt(nil, x, y, m)
+							}
+						}
+						b.ReportMetric(float64(m*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+					})
+				}
 			}
 		}
 	}
