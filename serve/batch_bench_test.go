@@ -25,7 +25,9 @@ import (
 // benchServer serves the model of SWITCHYARD_SERVE_BENCH_MODEL (a .gguf
 // with its own vocabulary: the peer kit's Qwen2.5-0.5B-shape Q4_K_M is
 // the issue's; default stories260K.bin) in its batched form on native
-// and cpu, as "m", context 1024.
+// and cpu, as "m", context 1024, in the precision of
+// SWITCHYARD_SERVE_BENCH_PRECISION (default: the model's own, int8 for a
+// quantized GGUF).
 func benchServer(b *testing.B, opts *serve.Options, mutate func(*serve.Model)) string {
 	b.Helper()
 	ctx := context.Background()
@@ -42,7 +44,10 @@ func benchServer(b *testing.B, opts *serve.Options, mutate func(*serve.Model)) s
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}})
+	// SWITCHYARD_SERVE_BENCH_PRECISION=float32: float activations; unset,
+	// the model's default (int8 for quantized GGUF, as llama.cpp)
+	prec := switchyard.Precision(os.Getenv("SWITCHYARD_SERVE_BENCH_PRECISION"))
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Precision: prec})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,9 @@ package native
 // block is unpacked once for up to 4 rows. Each row's sums are the single-row kernel's,
 // operation for operation, so the outputs have the same bits whether a
 // row is computed alone or beside others: a sequence decodes the same
-// tokens batched as alone.
+// tokens batched as alone. On the integer path (int8 activations, the
+// default for GGUF in generate) several rows take the tiled GEMM of
+// qgemm.go instead, with the same guarantee.
 
 // rowsMulti computes outputs n0..n1-1 of the m rows of x (m ≥ 2) with
 // the multi-row kernels, and reports false (nothing computed) where w has

@@ -1,0 +1,288 @@
+//go:generate go run ./internal/asmgenqgemm -out qgemm_amd64.s -stubs qgemm_stubs_amd64.go -pkg native
+
+package native
+
+import (
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"github.com/switchyard-hal/switchyard/core/ggml"
+	"github.com/switchyard-hal/switchyard/core/graph"
+)
+
+// The integer path's GEMM: a BlockQuantMatMul of M ≥ 2 activation rows
+// (a prompt's positions in prefill, the active sequences of a batched
+// decode step) on a ggml Q4_0, Q5_0, Q8_0, Q4_K or Q6_K weight, in tiles of 4 weight
+// rows × up to 4 activation rows held in registers (internal/asmgenqgemm:
+// AVX-512 VNNI on YMM, the sixteen accumulators in Y16–Y31). The
+// activation rows are quantized once (core/ggml's Act, as for one row)
+// and packed for the tiles; each weight block is unpacked once for the
+// tile's activation rows instead of once per row (the K types' scales
+// once a call, in Go, for all the row groups).
+//
+// Every output has the bits of the single-row kernel (and of core/ggml's
+// Dot): per block the same exact integer lane sums, the same float32
+// scale product, conversion, multiplication and addition into the same
+// eight accumulators, reduced in the same order. A prompt's last position
+// and a sequence decoded beside others get the logits they get alone.
+//
+// The weight rows are split over the pool's threads (multiples of 4);
+// a thread's rows see the activations in chunks that stay in the L2
+// cache (qgemmChunkBytes of packed rows).
+
+// qgemmFn is a 4×R tile kernel: nb blocks of four weight rows ldw bytes
+// apart at w, R packed activation rows at a; output (n, r) to
+// y + r·ldy + 4n bytes.
+type qgemmFn = func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmKFn is a K type's 4×R tile kernel: side holds the four rows'
+// unpacked scales (qgemmSide).
+type qgemmKFn = func(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+
+// qgemmKMinRows is the fewest rows a K-type product takes the tiles for:
+// their scales are unpacked once a call for all the row groups, which
+// pays off from a few groups on (a batched decode step of 4 sequences
+// stays on the single-row kernels, the same bits).
+const qgemmKMinRows = 16
+
+// qgemmChunkBytes bounds the packed activations a tile pass reads.
+const qgemmChunkBytes = 512 << 10
+
+// qgemmPack is the packed activations of one call: per group of R ≤ 4
+// rows, per pair of blocks R×64 int8 values, R×16 int32 corrections
+// (−offset·lane sum) and R×2 float32 scales (a last odd block: R×32,
+// R×8, R), as 4-byte words (the K types: per
+// super-block R×256 values, R×16 int32 sums, R scales).
+type qgemmPack struct{ buf []uint32 }
+
+// qgemmSideBuf is a thread's K-type tile scales (qgemmSide).
+type qgemmSideBuf struct{ side []uint32 }
+
+var (
+	qgemmPacks = sync.Pool{New: func() any { return new(qgemmPack) }}
+	qgemmSides = sync.Pool{New: func() any { return new(qgemmSideBuf) }}
+)
+
+// qgemmOffset is the value the kernels add to type t's signed quants to
+// make them unsigned bytes (the lanes' correction is −offset·Σx).
+func qgemmOffset(t ggml.Type) int32 {
+	switch t {
+	case ggml.Q4_0:
+		return 8
+	case ggml.Q5_0:
+		return 16
+	}
+	return 128
+}
+
+// pack packs rows r0..r1-1 of a (blocks of 32, nb a row) in groups of 4.
+func (pk *qgemmPack) pack(a *ggml.Act, r0, r1, nb int, off int32) {
+	words := (r1 - r0) * nb * 17
+	pk.buf = growT(pk.buf, words)
+	bytes := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*words)
+	o := 0
+	for g := r0; g < r1; g += 4 {
+		R := min(4, r1-g)
+		for b := 0; b < nb; {
+			// two blocks side by side while two are left (the kernels'
+			// ZMM loop), then one
+			nbk := min(2, nb-b)
+			for r := 0; r < R; r++ {
+				for k := 0; k < nbk; k++ {
+					ab := (g+r)*nb + b + k
+					qo := 4*o + 32*(nbk*r+k)
+					copy(bytes[qo:qo+32], a.Q[ab*32:ab*32+32])
+					co := o + 8*nbk*R + 8*(nbk*r+k)
+					c := pk.buf[co : co+8]
+					for l := range c {
+						c[l] = uint32(-off * a.Lanes[ab*8+l])
+					}
+					pk.buf[o+16*nbk*R+nbk*r+k] = *(*uint32)(unsafe.Pointer(&a.D[ab]))
+				}
+			}
+			o += 17 * R * nbk
+			b += nbk
+		}
+	}
+}
+
+// packK packs rows r0..r1-1 of a (super-blocks of 256, nb a row) in
+// groups of 4 for type t's kernels: Q4_K takes the 32-value sums, Q6_K
+// the 16-value ones.
+func (pk *qgemmPack) packK(a *ggml.Act, t ggml.Type, r0, r1, nb int) {
+	words := (r1 - r0) * nb * 81
+	pk.buf = growT(pk.buf, words)
+	bytes := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*words)
+	o := 0
+	for g := r0; g < r1; g += 4 {
+		R := min(4, r1-g)
+		for b := 0; b < nb; b++ {
+			for r := 0; r < R; r++ {
+				ab := (g+r)*nb + b
+				copy(bytes[4*o+256*r:4*o+256*r+256], a.Q[ab*256:ab*256+256])
+				sums := pk.buf[o+64*R+16*r : o+64*R+16*r+16]
+				if t == ggml.Q4_K {
+					for i := range 8 {
+						sums[i] = uint32(a.Sum32[ab*8+i])
+					}
+					clear(sums[8:])
+				} else {
+					for i := range sums {
+						sums[i] = uint32(a.Sum[ab*16+i])
+					}
+				}
+				pk.buf[o+80*R+r] = *(*uint32)(unsafe.Pointer(&a.D[ab]))
+			}
+			o += 81 * R
+		}
+	}
+}
+
+// qgemmSideWords is a K-type weight row's side data a super-block.
+const qgemmSideWords = 96
+
+// qgemmSide unpacks the scales of weight rows n..n+3 (type t, nb
+// super-blocks) for the K-type kernels: per super-block, per row, eight
+// 8-word vectors of int16 scales, the minimums (Q4_K) or −32·sc (Q6_K)
+// as int32 at word 64, d and dmin at words 80, 81.
+func (pk *qgemmSideBuf) qgemmSide(w *bqWeights, n, nb int) {
+	pk.side = growT(pk.side, nb*4*qgemmSideWords)
+	bs := w.typ.BlockBytes()
+	pair := func(v int16) uint32 { return uint32(uint16(v)) | uint32(uint16(v))<<16 }
+	f16 := func(b []byte) uint32 {
+		f := graph.F16(binary.LittleEndian.Uint16(b)).Float32()
+		return *(*uint32)(unsafe.Pointer(&f))
+	}
+	for i := 0; i < 4; i++ {
+		row := w.raw[(n+i)*w.rb:]
+		for b := 0; b < nb; b++ {
+			blk := row[b*bs : (b+1)*bs]
+			sd := pk.side[(b*4+i)*qgemmSideWords : (b*4+i+1)*qgemmSideWords]
+			if w.typ == ggml.Q4_K {
+				for s := 0; s < 8; s++ {
+					sc, m := ggml.K4Scale(blk[4:16], s)
+					v := pair(int16(sc))
+					for l := 0; l < 8; l++ {
+						sd[8*s+l] = v
+					}
+					sd[64+s] = uint32(m)
+					sd[72+s] = 0
+				}
+				sd[80], sd[81] = f16(blk[0:]), f16(blk[2:])
+				continue
+			}
+			for v := 0; v < 8; v++ {
+				g := 2 * v // vector 4h+k holds groups 8h+2k, 8h+2k+1
+				lo, hi := pair(int16(int8(blk[192+g]))), pair(int16(int8(blk[193+g])))
+				for l := 0; l < 4; l++ {
+					sd[8*v+l], sd[8*v+4+l] = lo, hi
+				}
+			}
+			for g := 0; g < 16; g++ {
+				sd[64+g] = uint32(uint16(int16(-32 * int32(int8(blk[192+g])))))
+			}
+			sd[80], sd[81] = f16(blk[208:]), 0
+		}
+	}
+}
+
+// qgemmJob is one GEMM call's arguments for parallelFor.
+type qgemmJob struct {
+	w      *bqWeights
+	a      *ggml.Act
+	pk     *qgemmPack
+	fns    *[4]qgemmFn
+	kfns   *[4]qgemmKFn
+	y      []float32
+	r0, r1 int
+	per    int
+}
+
+// runGEMM computes y [m, n] = x [m, k] · Wᵀ with the tile kernels and
+// reports whether it did (false: w has none here; nothing computed).
+func (w *bqWeights) runGEMM(p *pool, x, y []float32, m int) bool {
+	if m < 2 || w.gk == nil || !bqAsm {
+		return false
+	}
+	fns, kfns := qgemmKernels(w.typ, w.gk.name)
+	if fns == nil && (kfns == nil || m < qgemmKMinRows) {
+		return false
+	}
+	a := w.acts.Get().(*ggml.Act)
+	defer w.acts.Put(a)
+	K, be := w.k, ggml.ActBlock(w.typ)
+	nb := K / be
+	a.Quantize(x, m, K, be)
+	pk := qgemmPacks.Get().(*qgemmPack)
+	defer qgemmPacks.Put(pk)
+	chunk := max(4, qgemmChunkBytes/(nb*68*be/32)&^3)
+	j := qgemmJob{w: w, a: a, fns: fns, kfns: kfns, y: y, per: w.n}
+	if t := p.threads(); t > 1 && m*w.n*K >= 1<<16 {
+		j.per = ((w.n+2*t-1)/(2*t) + 3) &^ 3
+	}
+	for r0 := 0; r0 < m; r0 += chunk {
+		j.r0, j.r1 = r0, min(m, r0+chunk)
+		if kfns != nil {
+			pk.packK(a, w.typ, j.r0, j.r1, nb)
+		} else {
+			pk.pack(a, j.r0, j.r1, nb, qgemmOffset(w.typ))
+		}
+		j.pk = pk
+		parallelFor(p, (w.n+j.per-1)/j.per, j, func(j qgemmJob, t int) {
+			j.w.gemmRows(j, t*j.per, min(j.w.n, (t+1)*j.per))
+		})
+	}
+	return true
+}
+
+// gemmRows computes outputs n0..n1-1 of the job's rows r0..r1-1.
+func (w *bqWeights) gemmRows(j qgemmJob, n0, n1 int) {
+	if j.kfns != nil {
+		w.gemmRowsK(j, n0, n1)
+		return
+	}
+	N, nb := w.n, w.k/32
+	n := n0
+	for ; n+4 <= n1; n += 4 {
+		rows := w.raw[n*w.rb : (n+4)*w.rb]
+		o := 0
+		for g := j.r0; g < j.r1; g += 4 {
+			R := min(4, j.r1-g)
+			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 68*R*nb)
+			y := j.y[g*N+n : (g+R-1)*N+n+4]
+			j.fns[R-1](nb, &rows[0], w.rb, &a[0], &y[0], 4*N)
+			o += 17 * R * nb
+		}
+	}
+	for ; n < n1; n++ {
+		for r := j.r0; r < j.r1; r++ {
+			j.y[r*N+n] = w.gk.dot(w, n, j.a, r)
+		}
+	}
+}
+
+// gemmRowsK is gemmRows for a K type.
+func (w *bqWeights) gemmRowsK(j qgemmJob, n0, n1 int) {
+	N, nb := w.n, w.k/256
+	sb := qgemmSides.Get().(*qgemmSideBuf)
+	defer qgemmSides.Put(sb)
+	n := n0
+	for ; n+4 <= n1; n += 4 {
+		rows := w.raw[n*w.rb : (n+4)*w.rb]
+		sb.qgemmSide(w, n, nb)
+		o := 0
+		for g := j.r0; g < j.r1; g += 4 {
+			R := min(4, j.r1-g)
+			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 324*R*nb)
+			y := j.y[g*N+n : (g+R-1)*N+n+4]
+			j.kfns[R-1](nb, &rows[0], w.rb, &a[0], &sb.side[0], &y[0], 4*N)
+			o += 81 * R * nb
+		}
+	}
+	for ; n < n1; n++ {
+		for r := j.r0; r < j.r1; r++ {
+			j.y[r*N+n] = w.gk.dot(w, n, j.a, r)
+		}
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package native
+
+import "github.com/switchyard-hal/switchyard/core/ggml"
+
+// qgemmKernels: no tile kernels for this GOARCH.
+func qgemmKernels(ggml.Type, string) (*[4]qgemmFn, *[4]qgemmKFn) { return nil, nil }
