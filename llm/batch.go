@@ -281,6 +281,13 @@ func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int) ([
 		return nil, 0, err
 	}
 	feeds := switchyard.Tensors{d.ids: idt, d.pastLen: plt}
+	if d.rowsIn != "" {
+		all, err := switchyard.NewTensor([]int{1}, []int64{0}) // every row's logits
+		if err != nil {
+			return nil, 0, err
+		}
+		feeds[d.rowsIn] = all
+	}
 	outs := switchyard.Tensors{d.logits: logits}
 	for past, t := range caches {
 		feeds[past], outs[d.present[past]] = t, t

@@ -74,6 +74,7 @@ type Decoder struct {
 	m       *switchyard.Model
 	ids     string            // the token-ids input
 	logits  string            // the logits output
+	rowsIn  string            // the optional input asking for the last N rows of logits ("": none)
 	present map[string]string // past input → the present output feeding it
 	pastDim map[string]int    // past input → index of its sequence axis
 	pastIn  []switchyard.ValueInfo
@@ -151,6 +152,8 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 		case in.Name == "input_ids":
 			d.ids = in.Name
 		case in.Name == d.pastLen:
+		case in.Name == llama.LogitsRowsInput && in.DType == switchyard.Int64:
+			d.rowsIn = in.Name
 		case strings.HasPrefix(in.Name, "past"):
 			out := "present" + strings.TrimPrefix(in.Name, "past")
 			out = strings.Replace(out, "present_key_values", "present", 1)
@@ -376,7 +379,7 @@ func addTransfers(t *switchyard.Transfers, d switchyard.Transfers) {
 // position's logits and the new cache (for a shared cache, the same
 // buffers, updated).
 func (d *Decoder) step(ctx context.Context, ids []int, cache *kvCache) ([]float32, *kvCache, error) {
-	all, v, next, err := d.stepAll(ctx, ids, cache)
+	all, v, next, err := d.stepRows(ctx, ids, cache, 1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -385,6 +388,18 @@ func (d *Decoder) step(ctx context.Context, ids []int, cache *kvCache) ([]float3
 
 // stepAll is step returning every position's logits ([len(ids), v]).
 func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]float32, int, *kvCache, error) {
+	return d.stepRows(ctx, ids, cache, 0)
+}
+
+// stepRows is step returning the logits of the last rows positions
+// ([rows, v]; 0: every position). Where the model takes logits_rows
+// (formats/llama's decoders) the others are never computed (the
+// classifier over a whole prompt was a third of its prefill); other
+// decoders give every position's.
+func (d *Decoder) stepRows(ctx context.Context, ids []int, cache *kvCache, rows int) ([]float32, int, *kvCache, error) {
+	if rows <= 0 || rows > len(ids) || d.rowsIn == "" || cache.bs != nil {
+		rows = len(ids)
+	}
 	in := make([]int64, len(ids))
 	for i, v := range ids {
 		in[i] = int64(v)
@@ -404,15 +419,22 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 	for k, v := range cache.t {
 		feeds[k] = v
 	}
-	if d.shared {
-		return d.stepShared(ctx, ids, cache, feeds)
+	if d.rowsIn != "" {
+		r, err := switchyard.NewTensor([]int{1}, []int64{int64(rows)})
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		feeds[d.rowsIn] = r
 	}
-	if outs, next := d.presentBuffers(cache, len(ids)); outs != nil {
+	if d.shared {
+		return d.stepShared(ctx, ids, cache, feeds, rows)
+	}
+	if outs, next := d.presentBuffers(cache, len(ids), rows); outs != nil {
 		// float32 caches: presents into the spare buffers
 		if err := d.m.RunInto(ctx, feeds, outs); err != nil {
 			return nil, 0, nil, err
 		}
-		all, v, err := logitsOf(outs[d.logits], len(ids))
+		all, v, err := logitsOf(outs[d.logits], rows)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -422,7 +444,7 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	all, v, err := logitsOf(outs[d.logits], len(ids))
+	all, v, err := logitsOf(outs[d.logits], rows)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -441,12 +463,12 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 // not in, grown (doubling) when short, and the cache after the step is
 // those tensors. nil when a cache is not float32 or the logits' width is
 // not fixed (the step then takes Run's new tensors).
-func (d *Decoder) presentBuffers(cache *kvCache, s int) (switchyard.Tensors, *kvCache) {
+func (d *Decoder) presentBuffers(cache *kvCache, s, rows int) (switchyard.Tensors, *kvCache) {
 	v := d.vocab()
 	if v <= 0 {
 		return nil, nil
 	}
-	logits, err := switchyard.Zeros(switchyard.Float32, []int{1, s, v})
+	logits, err := switchyard.Zeros(switchyard.Float32, []int{1, rows, v})
 	if err != nil {
 		return nil, nil
 	}
@@ -492,7 +514,7 @@ func (d *Decoder) presentBuffers(cache *kvCache, s int) (switchyard.Tensors, *kv
 // cache's session: each present output is its past input's buffer, which
 // the model updates in place (on the host, or on the device that runs the
 // attention), and the logits go into a tensor of their own.
-func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, feeds switchyard.Tensors) ([]float32, int, *kvCache, error) {
+func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, feeds switchyard.Tensors, rows int) ([]float32, int, *kvCache, error) {
 	if cache.n+len(ids) > d.context {
 		return nil, 0, nil, fmt.Errorf("%w: %d positions cached and %d more, the cache holds %d", ErrContext, cache.n, len(ids), d.context)
 	}
@@ -502,7 +524,7 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 	}
 	feeds[d.pastLen] = pos
 	v := d.vocab()
-	logits, err := switchyard.Zeros(switchyard.Float32, []int{1, len(ids), v})
+	logits, err := switchyard.Zeros(switchyard.Float32, []int{1, rows, v})
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -510,7 +532,7 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 	if err := cache.sess.RunInto(ctx, feeds, outs); err != nil {
 		return nil, 0, nil, err
 	}
-	all, v, err := logitsOf(logits, len(ids))
+	all, v, err := logitsOf(logits, rows)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -63,7 +63,11 @@ func (d *Decoder) GenerateIDs(ctx context.Context, prompt []int, o Options, run 
 			return res, err
 		}
 		start := time.Now()
-		all, v, next, err := d.stepAll(ctx, feed, cache)
+		rows := 1 // the last position's logits, unless every prompt row is asked for
+		if pos == len(p) && run != nil && run.Logits != nil && run.PromptLogits {
+			rows = 0
+		}
+		all, v, next, err := d.stepRows(ctx, feed, cache, rows)
 		if err != nil {
 			return res, fmt.Errorf("llm: position %d: %w", pos, err)
 		}

@@ -126,7 +126,8 @@ func step(ctx context.Context, s *switchyard.Session, n int, ids ...int64) ([]fl
 		return nil, err
 	}
 	pos, _ := switchyard.NewTensor([]int{1}, []int32{int32(n)})
-	outs, err := s.Run(ctx, switchyard.Tensors{"input_ids": it, "past_sequence_length": pos})
+	all, _ := switchyard.NewTensor([]int{1}, []int64{0}) // every position's logits
+	outs, err := s.Run(ctx, switchyard.Tensors{"input_ids": it, "past_sequence_length": pos, "logits_rows": all})
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,8 @@ func TestSessionsConcurrentResetReadBack(t *testing.T) {
 	}
 	it, _ := switchyard.NewTensor([]int{1, 1}, []int64{1})
 	pos, _ := switchyard.NewTensor([]int{1}, []int32{0})
-	if _, err := sessions[0].Run(ctx, switchyard.Tensors{"input_ids": it, "past_sequence_length": pos, "past_key.0": wantKey[0]}); err == nil {
+	all, _ := switchyard.NewTensor([]int{1}, []int64{0})
+	if _, err := sessions[0].Run(ctx, switchyard.Tensors{"input_ids": it, "past_sequence_length": pos, "logits_rows": all, "past_key.0": wantKey[0]}); err == nil {
 		t.Error("a state input given by the caller was accepted")
 	}
 }

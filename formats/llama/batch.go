@@ -51,6 +51,9 @@ func batchify(m *graph.Model) error {
 	for _, vs := range [][]graph.ValueInfo{g.Inputs, g.Outputs} {
 		for i := range vs {
 			v := &vs[i]
+			if v.Name == LogitsRowsInput {
+				continue // one count for the whole batch
+			}
 			sh := append(graph.Shape(nil), v.Type.Shape...)
 			if len(sh) == 0 || sh[0].Param == "" && sh[0].Value != 1 {
 				return fmt.Errorf("llama: batchify: %s has shape %v, want a leading dim 1", v.Name, sh)

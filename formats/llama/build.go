@@ -153,7 +153,7 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	if cache == SharedCache {
 		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: PastLengthInput, Type: graph.ValueType{Kind: "tensor", DType: graph.Int32, Shape: graph.Shape{{Value: 1}}}})
 	}
-	g.Outputs = append(g.Outputs, graph.ValueInfo{Name: "logits", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, seq, {Value: int64(c.Vocab)}}}})
+	g.Outputs = append(g.Outputs, graph.ValueInfo{Name: "logits", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.Shape{{Value: 1}, {Param: "logits_rows"}, {Value: int64(c.Vocab)}}}})
 	for l := 0; l < c.Layers; l++ {
 		for _, kind := range []string{"key", "value"} {
 			g.Inputs = append(g.Inputs, graph.ValueInfo{Name: fmt.Sprintf("past_%s.%d", kind, l),
@@ -162,6 +162,10 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 				Type: graph.ValueType{Kind: "tensor", DType: kvDT, Shape: graph.Shape{{Value: 1}, {Value: KV}, presentDim, {Value: HS}}}})
 		}
 	}
+	// (last) logits_rows asks for the logits of the last N positions only
+	// (0: every position): a prompt's prefill needs one row, and the
+	// classifier over every position was a third of it
+	g.Inputs = append(g.Inputs, graph.ValueInfo{Name: LogitsRowsInput, Type: graph.ValueType{Kind: "tensor", DType: graph.Int64, Shape: graph.Shape{{Value: 1}}}})
 
 	// Token embedding: rows of a table in ggml's block layout dequantized
 	// as they are looked up (BlockQuantGather: the table stays the file's
@@ -248,6 +252,8 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 		}
 		x = b.node("Add", "", nil, x, down)
 	}
+	// the last logits_rows positions (Slice from −N; −0 is every one)
+	x = b.node("Slice", "", nil, x, b.node("Neg", "", nil, LogitsRowsInput), b.i64("logits_rows_end", math.MaxInt64), b.i64("logits_rows_axis", 1))
 	x = b.rmsNorm(x, "norm", w.Norm, c.RMSEps)
 	cls := w.Output
 	if cls == nil {
@@ -276,6 +282,10 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	}
 	return m, nil
 }
+
+// LogitsRowsInput is the decoder graph's int64 [1] input: how many of
+// the last positions get logits (0, or more than the step's: all).
+const LogitsRowsInput = "logits_rows"
 
 // PastLengthInput is the SharedCache graph's int32 [1] input: the
 // positions the cache buffers hold before this call.

@@ -192,6 +192,9 @@ func checkSteps(t *testing.T, m *switchyard.Model, w *llama.Weights, tokens []in
 		if err != nil {
 			t.Fatal(err)
 		}
+		if feeds[llama.LogitsRowsInput], err = switchyard.NewTensor([]int{1}, []int64{0}); err != nil {
+			t.Fatal(err)
+		}
 		var outs switchyard.Tensors
 		if form == llama.SharedCache {
 			if feeds[llama.PastLengthInput], err = switchyard.NewTensor([]int{1}, []int32{int32(pos)}); err != nil {

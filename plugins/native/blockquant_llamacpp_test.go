@@ -114,6 +114,8 @@ func ourLogits(t *testing.T, model string, ids []int, precision switchyard.Preci
 			feeds[in.Name], err = switchyard.NewTensor([]int{1, len(ids)}, v)
 		case in.Name == "past_sequence_length":
 			feeds[in.Name], err = switchyard.NewTensor([]int{1}, []int32{0})
+		case in.Name == "logits_rows":
+			feeds[in.Name], err = switchyard.NewTensor([]int{1}, []int64{0}) // every position's
 		case strings.HasPrefix(in.Name, "past_"):
 			feeds[in.Name], err = switchyard.Zeros(in.DType, in.Shape)
 		default:
