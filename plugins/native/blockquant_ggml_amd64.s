@@ -80,6 +80,1475 @@ DATA bqk_q6shuf3<>+16(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA bqk_q6shuf3<>+24(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL bqk_q6shuf3<>(SB), RODATA|NOPTR, $32
 
+DATA bqk_z0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL bqk_z0f<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_z30<>+0(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+8(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+16(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+24(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+32(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+40(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+48(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+56(SB)/8, $0x3030303030303030
+GLOBL bqk_z30<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq4<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+32(SB)/8, $0x0004000400040004
+DATA bqk_zshq4<>+40(SB)/8, $0x0004000400040004
+DATA bqk_zshq4<>+48(SB)/8, $0x0004000400040004
+DATA bqk_zshq4<>+56(SB)/8, $0x0004000400040004
+GLOBL bqk_zshq4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshl6<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshl6<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshl6<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshl6<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshl6<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshr6<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshr6<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshr6<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshr6<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshr6<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_wm32<>+0(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+8(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+16(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+24(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+32(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+40(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+48(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+56(SB)/8, $0xffe0ffe0ffe0ffe0
+GLOBL bqk_wm32<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq4_0<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zidxq4_0<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zidxq4_0<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zidxq4_0<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zidxq4_0<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zidxq4_0<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zidxq4_0<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zidxq4_0<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zidxq4_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq4_1<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zidxq4_1<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zidxq4_1<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zidxq4_1<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zidxq4_1<>+32(SB)/8, $0x0003000300030003
+DATA bqk_zidxq4_1<>+40(SB)/8, $0x0003000300030003
+DATA bqk_zidxq4_1<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zidxq4_1<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zidxq4_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq4_2<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zidxq4_2<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zidxq4_2<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zidxq4_2<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zidxq4_2<>+32(SB)/8, $0x0005000500050005
+DATA bqk_zidxq4_2<>+40(SB)/8, $0x0005000500050005
+DATA bqk_zidxq4_2<>+48(SB)/8, $0x0005000500050005
+DATA bqk_zidxq4_2<>+56(SB)/8, $0x0005000500050005
+GLOBL bqk_zidxq4_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq4_3<>+0(SB)/8, $0x0006000600060006
+DATA bqk_zidxq4_3<>+8(SB)/8, $0x0006000600060006
+DATA bqk_zidxq4_3<>+16(SB)/8, $0x0006000600060006
+DATA bqk_zidxq4_3<>+24(SB)/8, $0x0006000600060006
+DATA bqk_zidxq4_3<>+32(SB)/8, $0x0007000700070007
+DATA bqk_zidxq4_3<>+40(SB)/8, $0x0007000700070007
+DATA bqk_zidxq4_3<>+48(SB)/8, $0x0007000700070007
+DATA bqk_zidxq4_3<>+56(SB)/8, $0x0007000700070007
+GLOBL bqk_zidxq4_3<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_0<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zidxq6_0<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zidxq6_0<>+16(SB)/8, $0x0001000100010001
+DATA bqk_zidxq6_0<>+24(SB)/8, $0x0001000100010001
+DATA bqk_zidxq6_0<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zidxq6_0<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zidxq6_0<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zidxq6_0<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zidxq6_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_1<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zidxq6_1<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zidxq6_1<>+16(SB)/8, $0x0005000500050005
+DATA bqk_zidxq6_1<>+24(SB)/8, $0x0005000500050005
+DATA bqk_zidxq6_1<>+32(SB)/8, $0x0006000600060006
+DATA bqk_zidxq6_1<>+40(SB)/8, $0x0006000600060006
+DATA bqk_zidxq6_1<>+48(SB)/8, $0x0007000700070007
+DATA bqk_zidxq6_1<>+56(SB)/8, $0x0007000700070007
+GLOBL bqk_zidxq6_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_2<>+0(SB)/8, $0x0008000800080008
+DATA bqk_zidxq6_2<>+8(SB)/8, $0x0008000800080008
+DATA bqk_zidxq6_2<>+16(SB)/8, $0x0009000900090009
+DATA bqk_zidxq6_2<>+24(SB)/8, $0x0009000900090009
+DATA bqk_zidxq6_2<>+32(SB)/8, $0x000a000a000a000a
+DATA bqk_zidxq6_2<>+40(SB)/8, $0x000a000a000a000a
+DATA bqk_zidxq6_2<>+48(SB)/8, $0x000b000b000b000b
+DATA bqk_zidxq6_2<>+56(SB)/8, $0x000b000b000b000b
+GLOBL bqk_zidxq6_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_3<>+0(SB)/8, $0x000c000c000c000c
+DATA bqk_zidxq6_3<>+8(SB)/8, $0x000c000c000c000c
+DATA bqk_zidxq6_3<>+16(SB)/8, $0x000d000d000d000d
+DATA bqk_zidxq6_3<>+24(SB)/8, $0x000d000d000d000d
+DATA bqk_zidxq6_3<>+32(SB)/8, $0x000e000e000e000e
+DATA bqk_zidxq6_3<>+40(SB)/8, $0x000e000e000e000e
+DATA bqk_zidxq6_3<>+48(SB)/8, $0x000f000f000f000f
+DATA bqk_zidxq6_3<>+56(SB)/8, $0x000f000f000f000f
+GLOBL bqk_zidxq6_3<>(SB), RODATA|NOPTR, $64
+
+// func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
+TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $96-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	LEAQ      (CX)(DX*4), R9
+	VMOVDQU64 bqk_zidxq4_0<>+0(SB), Z0
+	VMOVDQU64 bqk_zidxq4_1<>+0(SB), Z1
+	VMOVDQU64 bqk_zidxq4_2<>+0(SB), Z2
+	VMOVDQU64 bqk_zidxq4_3<>+0(SB), Z3
+	VXORPS    Y4, Y4, Y4
+
+bqkQ4KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ4KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      128(R9)
+	PREFETCHT0      192(R9)
+	PREFETCHT0      256(R9)
+	PREFETCHT0      320(R9)
+	PREFETCHT0      384(R9)
+	PREFETCHT0      448(R9)
+	PREFETCHT0      512(R9)
+	ADDQ            $0x00000240, R9
+	MOVL            4(CX), R10
+	MOVL            8(CX), R11
+	MOVL            12(CX), R12
+	MOVL            R10, R13
+	ANDL            $0x3f3f3f3f, R13
+	MOVL            R10, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R10
+	ANDL            $0x0f0f0f0f, R10
+	ORL             R15, R10
+	MOVL            R11, R14
+	ANDL            $0x3f3f3f3f, R14
+	MOVL            R11, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R11
+	SHRL            $0x04, R11
+	ANDL            $0x0f0f0f0f, R11
+	ORL             R15, R11
+	MOVL            R14, 64(SP)
+	MOVL            R11, 68(SP)
+	VMOVD           R13, X5
+	VPINSRD         $0x01, R10, X5, X5
+	VPMOVZXBW       X5, X5
+	VPXORD          Z6, Z6, Z6
+	VBROADCASTI64X4 16(CX), Z7
+	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
+	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
+	VPMADDUBSW      (BX), Z7, Z7
+	VPERMW          Z5, Z0, Z8
+	VPDPWSSD        Z8, Z7, Z6
+	VBROADCASTI64X4 48(CX), Z7
+	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
+	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
+	VPMADDUBSW      64(BX), Z7, Z7
+	VPERMW          Z5, Z1, Z8
+	VPDPWSSD        Z8, Z7, Z6
+	VBROADCASTI64X4 80(CX), Z7
+	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
+	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
+	VPMADDUBSW      128(BX), Z7, Z7
+	VPERMW          Z5, Z2, Z8
+	VPDPWSSD        Z8, Z7, Z6
+	VBROADCASTI64X4 112(CX), Z7
+	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
+	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
+	VPMADDUBSW      192(BX), Z7, Z7
+	VPERMW          Z5, Z3, Z8
+	VPDPWSSD        Z8, Z7, Z6
+	VEXTRACTI64X4   $0x01, Z6, Y7
+	VPADDD          Y7, Y6, Y7
+	MOVL            4(CX)(DX*1), R10
+	MOVL            8(CX)(DX*1), R11
+	MOVL            12(CX)(DX*1), R12
+	MOVL            R10, R13
+	ANDL            $0x3f3f3f3f, R13
+	MOVL            R10, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R10
+	ANDL            $0x0f0f0f0f, R10
+	ORL             R15, R10
+	MOVL            R11, R14
+	ANDL            $0x3f3f3f3f, R14
+	MOVL            R11, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R11
+	SHRL            $0x04, R11
+	ANDL            $0x0f0f0f0f, R11
+	ORL             R15, R11
+	MOVL            R14, 72(SP)
+	MOVL            R11, 76(SP)
+	VMOVD           R13, X5
+	VPINSRD         $0x01, R10, X5, X5
+	VPMOVZXBW       X5, X5
+	VPXORD          Z9, Z9, Z9
+	VBROADCASTI64X4 16(CX)(DX*1), Z8
+	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
+	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
+	VPMADDUBSW      (BX), Z8, Z8
+	VPERMW          Z5, Z0, Z12
+	VPDPWSSD        Z12, Z8, Z9
+	VBROADCASTI64X4 48(CX)(DX*1), Z8
+	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
+	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
+	VPMADDUBSW      64(BX), Z8, Z8
+	VPERMW          Z5, Z1, Z12
+	VPDPWSSD        Z12, Z8, Z9
+	VBROADCASTI64X4 80(CX)(DX*1), Z8
+	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
+	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
+	VPMADDUBSW      128(BX), Z8, Z8
+	VPERMW          Z5, Z2, Z12
+	VPDPWSSD        Z12, Z8, Z9
+	VBROADCASTI64X4 112(CX)(DX*1), Z8
+	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
+	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
+	VPMADDUBSW      192(BX), Z8, Z8
+	VPERMW          Z5, Z3, Z12
+	VPDPWSSD        Z12, Z8, Z9
+	VEXTRACTI64X4   $0x01, Z9, Y8
+	VPADDD          Y8, Y9, Y8
+	MOVL            4(CX)(DX*2), R10
+	MOVL            8(CX)(DX*2), R11
+	MOVL            12(CX)(DX*2), R12
+	MOVL            R10, R13
+	ANDL            $0x3f3f3f3f, R13
+	MOVL            R10, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R10
+	ANDL            $0x0f0f0f0f, R10
+	ORL             R15, R10
+	MOVL            R11, R14
+	ANDL            $0x3f3f3f3f, R14
+	MOVL            R11, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R11
+	SHRL            $0x04, R11
+	ANDL            $0x0f0f0f0f, R11
+	ORL             R15, R11
+	MOVL            R14, 80(SP)
+	MOVL            R11, 84(SP)
+	VMOVD           R13, X5
+	VPINSRD         $0x01, R10, X5, X5
+	VPMOVZXBW       X5, X5
+	VPXORD          Z10, Z10, Z10
+	VBROADCASTI64X4 16(CX)(DX*2), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      (BX), Z12, Z12
+	VPERMW          Z5, Z0, Z13
+	VPDPWSSD        Z13, Z12, Z10
+	VBROADCASTI64X4 48(CX)(DX*2), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      64(BX), Z12, Z12
+	VPERMW          Z5, Z1, Z13
+	VPDPWSSD        Z13, Z12, Z10
+	VBROADCASTI64X4 80(CX)(DX*2), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPERMW          Z5, Z2, Z13
+	VPDPWSSD        Z13, Z12, Z10
+	VBROADCASTI64X4 112(CX)(DX*2), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      192(BX), Z12, Z12
+	VPERMW          Z5, Z3, Z13
+	VPDPWSSD        Z13, Z12, Z10
+	VEXTRACTI64X4   $0x01, Z10, Y12
+	VPADDD          Y12, Y10, Y12
+	MOVL            4(CX)(R8*1), R10
+	MOVL            8(CX)(R8*1), R11
+	MOVL            12(CX)(R8*1), R12
+	MOVL            R10, R13
+	ANDL            $0x3f3f3f3f, R13
+	MOVL            R10, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R10
+	ANDL            $0x0f0f0f0f, R10
+	ORL             R15, R10
+	MOVL            R11, R14
+	ANDL            $0x3f3f3f3f, R14
+	MOVL            R11, R15
+	SHRL            $0x06, R15
+	ANDL            $0x03030303, R15
+	SHLL            $0x04, R15
+	MOVL            R12, R11
+	SHRL            $0x04, R11
+	ANDL            $0x0f0f0f0f, R11
+	ORL             R15, R11
+	MOVL            R14, 88(SP)
+	MOVL            R11, 92(SP)
+	VMOVD           R13, X5
+	VPINSRD         $0x01, R10, X5, X5
+	VPMOVZXBW       X5, X5
+	VPXORD          Z11, Z11, Z11
+	VBROADCASTI64X4 16(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPERMW          Z5, Z0, Z14
+	VPDPWSSD        Z14, Z13, Z11
+	VBROADCASTI64X4 48(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPERMW          Z5, Z1, Z14
+	VPDPWSSD        Z14, Z13, Z11
+	VBROADCASTI64X4 80(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPERMW          Z5, Z2, Z14
+	VPDPWSSD        Z14, Z13, Z11
+	VBROADCASTI64X4 112(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPERMW          Z5, Z3, Z14
+	VPDPWSSD        Z14, Z13, Z11
+	VEXTRACTI64X4   $0x01, Z11, Y13
+	VPADDD          Y13, Y11, Y13
+	VMOVDQU         (DI), Y14
+	VPMOVZXBD       64(SP), Y15
+	VPMULLD         Y14, Y15, Y15
+	VPHADDD         Y15, Y7, Y7
+	VPMOVZXBD       72(SP), Y15
+	VPMULLD         Y14, Y15, Y15
+	VPHADDD         Y15, Y8, Y8
+	VPMOVZXBD       80(SP), Y15
+	VPMULLD         Y14, Y15, Y15
+	VPHADDD         Y15, Y12, Y12
+	VPMOVZXBD       88(SP), Y15
+	VPMULLD         Y14, Y15, Y15
+	VPHADDD         Y15, Y13, Y13
+	VPHADDD         Y8, Y7, Y7
+	VPHADDD         Y13, Y12, Y8
+	VPERM2I128      $0x20, Y8, Y7, Y12
+	VPERM2I128      $0x31, Y8, Y7, Y7
+	VPADDD          Y7, Y12, Y12
+	VMOVD           (CX), X5
+	VPINSRD         $0x01, (CX)(DX*1), X5, X5
+	VPINSRD         $0x02, (CX)(DX*2), X5, X5
+	VPINSRD         $0x03, (CX)(R8*1), X5, X5
+	VCVTPH2PS       X5, Y7
+	VBROADCASTSS    (SI), Y8
+	VMULPS          Y8, Y7, Y7
+	VCVTDQ2PS       Y12, Y8
+	VMULPS          Y7, Y8, Y8
+	VADDPS          Y8, Y4, Y4
+	VMOVSHDUP       Y8, Y7
+	VSUBPS          Y7, Y4, Y4
+	ADDQ            $0x00000090, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x20, DI
+	DECQ            AX
+	JMP             bqkQ4KDot4VNNI_block
+
+bqkQ4KDot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y4, X0
+	VSHUFPS      $0x88, X0, X4, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
+TEXT ·bqkQ6KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	LEAQ      (CX)(DX*4), R9
+	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
+	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
+	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
+	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
+	VXORPS    X4, X4, X4
+
+bqkQ6KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ6KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      128(R9)
+	PREFETCHT0      192(R9)
+	PREFETCHT0      256(R9)
+	PREFETCHT0      320(R9)
+	PREFETCHT0      384(R9)
+	PREFETCHT0      448(R9)
+	PREFETCHT0      512(R9)
+	PREFETCHT0      576(R9)
+	PREFETCHT0      640(R9)
+	PREFETCHT0      704(R9)
+	PREFETCHT0      768(R9)
+	PREFETCHT0      832(R9)
+	ADDQ            $0x00000348, R9
+	VMOVDQU32       (DI), Z5
+	VPMOVDW         Z5, Y5
+	VPMOVSXBW       192(CX), Y6
+	VPMULLW         bqk_wm32<>+0(SB), Y6, Y6
+	VPMADDWD        Y5, Y6, Y6
+	VPMOVSXBW       192(CX)(DX*1), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y7
+	VPMADDWD        Y5, Y7, Y7
+	VPMOVSXBW       192(CX)(DX*2), Y8
+	VPMULLW         bqk_wm32<>+0(SB), Y8, Y8
+	VPMADDWD        Y5, Y8, Y8
+	VPMOVSXBW       192(CX)(R8*1), Y9
+	VPMULLW         bqk_wm32<>+0(SB), Y9, Y9
+	VPMADDWD        Y5, Y9, Y9
+	VMOVDQA64       Z6, Z5
+	VPMOVSXBW       192(CX), Y6
+	VMOVDQU64       (CX), Z10
+	VBROADCASTI64X4 128(CX), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      (BX), Z12, Z12
+	VPMADDUBSW      64(BX), Z11, Z11
+	VPERMW          Z6, Z0, Z10
+	VPERMW          Z6, Z1, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VMOVDQU64       64(CX), Z10
+	VBROADCASTI64X4 160(CX), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPMADDUBSW      192(BX), Z11, Z11
+	VPERMW          Z6, Z2, Z10
+	VPERMW          Z6, Z3, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VEXTRACTI64X4   $0x01, Z5, Y6
+	VPADDD          Y6, Y5, Y6
+	VMOVDQA64       Z7, Z5
+	VPMOVSXBW       192(CX)(DX*1), Y7
+	VMOVDQU64       (CX)(DX*1), Z10
+	VBROADCASTI64X4 128(CX)(DX*1), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      (BX), Z12, Z12
+	VPMADDUBSW      64(BX), Z11, Z11
+	VPERMW          Z7, Z0, Z10
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VMOVDQU64       64(CX)(DX*1), Z10
+	VBROADCASTI64X4 160(CX)(DX*1), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPMADDUBSW      192(BX), Z11, Z11
+	VPERMW          Z7, Z2, Z10
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VEXTRACTI64X4   $0x01, Z5, Y7
+	VPADDD          Y7, Y5, Y7
+	VMOVDQA64       Z8, Z5
+	VPMOVSXBW       192(CX)(DX*2), Y8
+	VMOVDQU64       (CX)(DX*2), Z10
+	VBROADCASTI64X4 128(CX)(DX*2), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      (BX), Z12, Z12
+	VPMADDUBSW      64(BX), Z11, Z11
+	VPERMW          Z8, Z0, Z10
+	VPERMW          Z8, Z1, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VMOVDQU64       64(CX)(DX*2), Z10
+	VBROADCASTI64X4 160(CX)(DX*2), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPMADDUBSW      192(BX), Z11, Z11
+	VPERMW          Z8, Z2, Z10
+	VPERMW          Z8, Z3, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VEXTRACTI64X4   $0x01, Z5, Y8
+	VPADDD          Y8, Y5, Y8
+	VMOVDQA64       Z9, Z5
+	VPMOVSXBW       192(CX)(R8*1), Y9
+	VMOVDQU64       (CX)(R8*1), Z10
+	VBROADCASTI64X4 128(CX)(R8*1), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      (BX), Z12, Z12
+	VPMADDUBSW      64(BX), Z11, Z11
+	VPERMW          Z9, Z0, Z10
+	VPERMW          Z9, Z1, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VMOVDQU64       64(CX)(R8*1), Z10
+	VBROADCASTI64X4 160(CX)(R8*1), Z11
+	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
+	VPANDD          bqk_z30<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
+	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
+	VPANDD          bqk_z30<>+0(SB), Z11, Z11
+	VPSRLW          $0x04, Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPMADDUBSW      192(BX), Z11, Z11
+	VPERMW          Z9, Z2, Z10
+	VPERMW          Z9, Z3, Z13
+	VPDPWSSD        Z10, Z12, Z5
+	VPDPWSSD        Z13, Z11, Z5
+	VEXTRACTI64X4   $0x01, Z5, Y9
+	VPADDD          Y9, Y5, Y9
+	VPHADDD         Y7, Y6, Y5
+	VPHADDD         Y9, Y8, Y6
+	VPHADDD         Y6, Y5, Y5
+	VEXTRACTI128    $0x01, Y5, X6
+	VPADDD          X5, X6, X6
+	MOVWLZX         208(CX), R10
+	VMOVD           R10, X5
+	VPINSRW         $0x01, 208(CX)(DX*1), X5, X5
+	VPINSRW         $0x02, 208(CX)(DX*2), X5, X5
+	VPINSRW         $0x03, 208(CX)(R8*1), X5, X5
+	VCVTPH2PS       X5, X5
+	VBROADCASTSS    (SI), X7
+	VMULPS          X7, X5, X5
+	VCVTDQ2PS       X6, X6
+	VMULPS          X5, X6, X6
+	VADDPS          X6, X4, X4
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x40, DI
+	DECQ            AX
+	JMP             bqkQ6KDot4VNNI_block
+
+bqkQ6KDot4VNNI_done:
+	MOVQ    y+48(FP), AX
+	VMOVUPS X4, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4KDot4AVX2(SB), NOSPLIT, $96-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   x+24(FP), BX
+	MOVQ   xd+32(FP), SI
+	MOVQ   xs+40(FP), DI
+	LEAQ   (DX)(DX*2), R8
+	LEAQ   (CX)(DX*4), R9
+	VXORPS Y0, Y0, Y0
+
+bqkQ4KDot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4KDot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	PREFETCHT0   128(R9)
+	PREFETCHT0   192(R9)
+	PREFETCHT0   256(R9)
+	PREFETCHT0   320(R9)
+	PREFETCHT0   384(R9)
+	PREFETCHT0   448(R9)
+	PREFETCHT0   512(R9)
+	ADDQ         $0x00000240, R9
+	MOVL         4(CX), R10
+	MOVL         8(CX), R11
+	MOVL         12(CX), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 64(SP)
+	MOVL         R11, 68(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, (SP)
+	MOVL         4(CX)(DX*1), R10
+	MOVL         8(CX)(DX*1), R11
+	MOVL         12(CX)(DX*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 72(SP)
+	MOVL         R11, 76(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 16(SP)
+	MOVL         4(CX)(DX*2), R10
+	MOVL         8(CX)(DX*2), R11
+	MOVL         12(CX)(DX*2), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 80(SP)
+	MOVL         R11, 84(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 32(SP)
+	MOVL         4(CX)(R8*1), R10
+	MOVL         8(CX)(R8*1), R11
+	MOVL         12(CX)(R8*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 88(SP)
+	MOVL         R11, 92(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 48(SP)
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      (BX), Y5
+	VMOVDQU      32(BX), Y6
+	VMOVDQU      16(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW (SP), Y9
+	VPBROADCASTW 2(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      16(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 16(SP), Y9
+	VPBROADCASTW 18(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      16(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 32(SP), Y9
+	VPBROADCASTW 34(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      16(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 48(SP), Y5
+	VPBROADCASTW 50(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      64(BX), Y5
+	VMOVDQU      96(BX), Y6
+	VMOVDQU      48(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 4(SP), Y9
+	VPBROADCASTW 6(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      48(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 20(SP), Y9
+	VPBROADCASTW 22(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      48(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 36(SP), Y9
+	VPBROADCASTW 38(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      48(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 52(SP), Y5
+	VPBROADCASTW 54(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      128(BX), Y5
+	VMOVDQU      160(BX), Y6
+	VMOVDQU      80(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 8(SP), Y9
+	VPBROADCASTW 10(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      80(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 24(SP), Y9
+	VPBROADCASTW 26(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      80(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 40(SP), Y9
+	VPBROADCASTW 42(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      80(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 56(SP), Y5
+	VPBROADCASTW 58(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VMOVDQU      224(BX), Y6
+	VMOVDQU      112(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 12(SP), Y9
+	VPBROADCASTW 14(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      112(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 28(SP), Y9
+	VPBROADCASTW 30(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      112(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 44(SP), Y9
+	VPBROADCASTW 46(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      112(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 60(SP), Y5
+	VPBROADCASTW 62(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      (DI), Y5
+	VPMOVZXBD    64(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y1, Y1
+	VPMOVZXBD    72(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y2, Y2
+	VPMOVZXBD    80(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y3, Y3
+	VPMOVZXBD    88(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y4, Y4
+	VPHADDD      Y2, Y1, Y1
+	VPHADDD      Y4, Y3, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VMOVD        (CX), X1
+	VPINSRD      $0x01, (CX)(DX*1), X1, X1
+	VPINSRD      $0x02, (CX)(DX*2), X1, X1
+	VPINSRD      $0x03, (CX)(R8*1), X1, X1
+	VCVTPH2PS    X1, Y1
+	VBROADCASTSS (SI), Y2
+	VMULPS       Y2, Y1, Y1
+	VCVTDQ2PS    Y3, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VMOVSHDUP    Y2, Y1
+	VSUBPS       Y1, Y0, Y0
+	ADDQ         $0x00000090, CX
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x04, SI
+	ADDQ         $0x20, DI
+	DECQ         AX
+	JMP          bqkQ4KDot4AVX2_block
+
+bqkQ4KDot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VSHUFPS      $0x88, X1, X0, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ6KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ6KDot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   x+24(FP), BX
+	MOVQ   xd+32(FP), SI
+	MOVQ   xs+40(FP), DI
+	LEAQ   (DX)(DX*2), R8
+	LEAQ   (CX)(DX*4), R9
+	VXORPS X0, X0, X0
+
+bqkQ6KDot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ6KDot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	PREFETCHT0   128(R9)
+	PREFETCHT0   192(R9)
+	PREFETCHT0   256(R9)
+	PREFETCHT0   320(R9)
+	PREFETCHT0   384(R9)
+	PREFETCHT0   448(R9)
+	PREFETCHT0   512(R9)
+	PREFETCHT0   576(R9)
+	PREFETCHT0   640(R9)
+	PREFETCHT0   704(R9)
+	PREFETCHT0   768(R9)
+	PREFETCHT0   832(R9)
+	ADDQ         $0x00000348, R9
+	VMOVDQU      (DI), Y1
+	VPACKSSDW    32(DI), Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPMOVSXBW    192(CX), Y2
+	VPMULLW      bqk_wm32<>+0(SB), Y2, Y2
+	VPMADDWD     Y1, Y2, Y2
+	VPMOVSXBW    192(CX)(DX*1), Y3
+	VPMULLW      bqk_wm32<>+0(SB), Y3, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VPMOVSXBW    192(CX)(DX*2), Y4
+	VPMULLW      bqk_wm32<>+0(SB), Y4, Y4
+	VPMADDWD     Y1, Y4, Y4
+	VPMOVSXBW    192(CX)(R8*1), Y5
+	VPMULLW      bqk_wm32<>+0(SB), Y5, Y5
+	VPMADDWD     Y1, Y5, Y1
+	VMOVDQU      bqk_c0f<>+0(SB), Y5
+	VMOVDQU      bqk_c03<>+0(SB), Y6
+	VPMOVSXBW    192(CX), Y7
+	VPERMQ       $0x44, Y7, Y7
+	VPMOVSXBW    192(CX)(DX*1), Y8
+	VPERMQ       $0x44, Y8, Y8
+	VPMOVSXBW    192(CX)(DX*2), Y9
+	VPERMQ       $0x44, Y9, Y9
+	VPMOVSXBW    192(CX)(R8*1), Y10
+	VPERMQ       $0x44, Y10, Y10
+	VMOVDQU      (BX), Y11
+	VPAND        (CX), Y5, Y12
+	VPAND        128(CX), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        (CX)(DX*1), Y5, Y12
+	VPAND        128(CX)(DX*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        (CX)(DX*2), Y5, Y12
+	VPAND        128(CX)(DX*2), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        (CX)(R8*1), Y5, Y12
+	VPAND        128(CX)(R8*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      32(BX), Y11
+	VPAND        32(CX), Y5, Y12
+	VMOVDQU      128(CX), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        32(CX)(DX*1), Y5, Y12
+	VMOVDQU      128(CX)(DX*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        32(CX)(DX*2), Y5, Y12
+	VMOVDQU      128(CX)(DX*2), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        32(CX)(R8*1), Y5, Y12
+	VMOVDQU      128(CX)(R8*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      64(BX), Y11
+	VMOVDQU      (CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      (CX)(DX*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX)(DX*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VMOVDQU      (CX)(DX*2), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX)(DX*2), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VMOVDQU      (CX)(R8*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX)(R8*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      96(BX), Y11
+	VMOVDQU      32(CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX), Y13
+	VPSRLW       $0x06, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y7, Y7
+	VPMADDWD     Y7, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      32(CX)(DX*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      128(CX)(DX*1), Y12
+	VPSRLW       $0x06, Y12, Y12
+	VPAND        Y6, Y12, Y12
+	VPSLLW       $0x04, Y12, Y12
+	VPOR         Y12, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y8, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      32(CX)(DX*2), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      128(CX)(DX*2), Y8
+	VPSRLW       $0x06, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y9, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      32(CX)(R8*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      128(CX)(R8*1), Y8
+	VPSRLW       $0x06, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y10, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y1, Y1
+	VPMOVSXBW    192(CX), Y7
+	VPERMQ       $0xee, Y7, Y7
+	VPMOVSXBW    192(CX)(DX*1), Y8
+	VPERMQ       $0xee, Y8, Y8
+	VPMOVSXBW    192(CX)(DX*2), Y9
+	VPERMQ       $0xee, Y9, Y9
+	VPMOVSXBW    192(CX)(R8*1), Y10
+	VPERMQ       $0xee, Y10, Y10
+	VMOVDQU      128(BX), Y11
+	VPAND        64(CX), Y5, Y12
+	VPAND        160(CX), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        64(CX)(DX*1), Y5, Y12
+	VPAND        160(CX)(DX*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        64(CX)(DX*2), Y5, Y12
+	VPAND        160(CX)(DX*2), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        64(CX)(R8*1), Y5, Y12
+	VPAND        160(CX)(R8*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      160(BX), Y11
+	VPAND        96(CX), Y5, Y12
+	VMOVDQU      160(CX), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        96(CX)(DX*1), Y5, Y12
+	VMOVDQU      160(CX)(DX*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        96(CX)(DX*2), Y5, Y12
+	VMOVDQU      160(CX)(DX*2), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        96(CX)(R8*1), Y5, Y12
+	VMOVDQU      160(CX)(R8*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      192(BX), Y11
+	VMOVDQU      64(CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      64(CX)(DX*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX)(DX*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VMOVDQU      64(CX)(DX*2), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX)(DX*2), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VMOVDQU      64(CX)(R8*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX)(R8*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      224(BX), Y11
+	VMOVDQU      96(CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX), Y13
+	VPSRLW       $0x06, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y7, Y7
+	VPMADDWD     Y7, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      96(CX)(DX*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      160(CX)(DX*1), Y12
+	VPSRLW       $0x06, Y12, Y12
+	VPAND        Y6, Y12, Y12
+	VPSLLW       $0x04, Y12, Y12
+	VPOR         Y12, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y8, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      96(CX)(DX*2), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      160(CX)(DX*2), Y8
+	VPSRLW       $0x06, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y9, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      96(CX)(R8*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      160(CX)(R8*1), Y5
+	VPSRLW       $0x06, Y5, Y5
+	VPAND        Y6, Y5, Y5
+	VPSLLW       $0x04, Y5, Y5
+	VPOR         Y5, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y10, Y5
+	VPMADDWD     Y5, Y7, Y7
+	VPADDD       Y7, Y1, Y1
+	VPHADDD      Y3, Y2, Y2
+	VPHADDD      Y1, Y4, Y1
+	VPHADDD      Y1, Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPADDD       X2, X1, X1
+	MOVWLZX      208(CX), R10
+	VMOVD        R10, X2
+	VPINSRW      $0x01, 208(CX)(DX*1), X2, X2
+	VPINSRW      $0x02, 208(CX)(DX*2), X2, X2
+	VPINSRW      $0x03, 208(CX)(R8*1), X2, X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (SI), X3
+	VMULPS       X3, X2, X2
+	VCVTDQ2PS    X1, X1
+	VMULPS       X2, X1, X1
+	VADDPS       X1, X0, X0
+	ADDQ         $0x000000d2, CX
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x04, SI
+	ADDQ         $0x40, DI
+	DECQ         AX
+	JMP          bqkQ6KDot4AVX2_block
+
+bqkQ6KDot4AVX2_done:
+	MOVQ    y+48(FP), AX
+	VMOVUPS X0, (AX)
+	VZEROUPPER
+	RET
+
 // func bqkQ4KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 // Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ4KDotAVX2(SB), NOSPLIT, $16-44

@@ -55,6 +55,11 @@ import (
 
 func main() {
 	consts()
+	consts4()
+	for _, fam := range []string{"VNNI", "AVX2"} {
+		q4k4(fam)
+		q6k4(fam)
+	}
 	q4k(false)
 	q4k(true)
 	q6k()

@@ -1,0 +1,479 @@
+package main
+
+// The four-row kernels of the K types (decode: one activation row, four
+// weight rows ldw bytes apart; each activation load serves the four
+// rows). They compute, per row, exactly core/ggml's Dot: each
+// super-block's integer sums S (and M, the minimums' term) are exact
+// int32 whatever the order of their additions, and the float32 steps are
+// done lane-wise for the four rows, in Dot's order: acc_r += float32(S_r)
+// · float32(d_r·d_a), then acc_r −= float32(M_r) · float32(dmin_r·d_a).
+//
+// VNNI (AVX-512 BW + VNNI on ZMM): 64 quants a register; the int16 pair
+// sums of VPMADDUBSW (unsigned quant × signed activation: at most
+// 2·63·127, no saturation) are multiplied by their 16- or 32-element
+// group's scale and summed into int32 by VPDPWSSD, the scale words placed
+// per 128-bit lane by VPERMW. AVX2: the same sums with VPMADDUBSW,
+// VPMADDWD by the scale word and VPADDD, 32 quants a register.
+//
+// The rows' sums are reduced together: VPHADDD pairs each row's S and M
+// vectors into one register [S0 M0 S1 M1 | S2 M2 S3 M3] (Q6_K: [S0 S1 S2
+// S3]), converted and multiplied by the rows' d and dmin (VCVTPH2PS of
+// the four rows' float16 pairs) times d_a.
+//
+// Prefetch: the next four rows (the next call's), 4·bs bytes a
+// super-block, as dot32's four-row kernels.
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// vpdpwssd: acc += s16(a)·s16(b) pairwise into int32 lanes (AVX-512
+// VNNI; emitted raw: not in avo's table, Go's assembler knows it).
+func vpdpwssd(a, b, acc Op) {
+	Instruction(&ir.Instruction{Opcode: "VPDPWSSD", Operands: []Op{a, b, acc}, Inputs: []Op{a, b, acc}, Outputs: []Op{acc}})
+}
+
+var (
+	z0F, z30, zShQ4, zShL6, zShR6, wM32 Mem
+	zIdxQ4                              [4]Mem
+	zIdxQ6                              [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
+)
+
+// bytes64 is a 64-byte constant.
+func bytes64(name string, f func(i int) byte) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i := 0; i < 64; i += 8 {
+		var v uint64
+		for b := 7; b >= 0; b-- {
+			v = v<<8 | uint64(f(i+b))
+		}
+		DATA(i, U64(v))
+	}
+	return m
+}
+
+// words64 is a 64-byte constant of 32 little-endian words.
+func words64(name string, f func(i int) uint16) Mem {
+	return bytes64(name, func(i int) byte { return byte(f(i/2) >> (8 * (i % 2))) })
+}
+
+func consts4() {
+	z0F = bytes64("bqk_z0f", func(int) byte { return 0x0F })
+	z30 = bytes64("bqk_z30", func(int) byte { return 0x30 })
+	// Q4_K: low nibbles in the low 256 bits, high ones (shifted 4) above
+	zShQ4 = words64("bqk_zshq4", func(i int) uint16 { return uint16(4 * (i / 16)) })
+	// Q6_K: the 2-bit high parts of planes 0 and 1 (bits 0-1, 2-3 of qh)
+	// moved to bits 4-5 (left 4, left 2), of planes 2 and 3 (bits 4-5,
+	// 6-7) by right 0 and 2
+	zShL6 = words64("bqk_zshl6", func(i int) uint16 { return uint16(4 - 2*(i/16)) })
+	zShR6 = words64("bqk_zshr6", func(i int) uint16 { return uint16(2 * (i / 16)) })
+	wM32 = words64("bqk_wm32", func(int) uint16 { return 0xFFE0 }) // −32
+	// Q4_K chunk c: the low 256 bits take sub-block 2c's scale (word 2c
+	// of the row's eight), the high ones 2c+1's
+	for c := 0; c < 4; c++ {
+		cc := c
+		zIdxQ4[c] = words64(fmt.Sprintf("bqk_zidxq4_%d", c), func(i int) uint16 { return uint16(2*cc + i/16) })
+	}
+	// Q6_K half h: 128-bit lane j of planes 0-1 takes group scale 8h+j,
+	// of planes 2-3 group 8h+4+j (of the row's sixteen words)
+	for h := 0; h < 2; h++ {
+		for p := 0; p < 2; p++ {
+			hh, pp := h, p
+			zIdxQ6[2*h+p] = words64(fmt.Sprintf("bqk_zidxq6_%d", 2*h+p), func(i int) uint16 { return uint16(8*hh + 4*pp + i/8) })
+		}
+	}
+}
+
+// rows4 gives the address of row r (0..3) plus disp: w, w+ldw, w+2ldw,
+// w+ldw3.
+func rows4(w, ldw, ldw3 Register) func(r, disp int) Mem {
+	return func(r, disp int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: w, Disp: disp}
+		case 1:
+			return Mem{Base: w, Index: ldw, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: w, Index: ldw, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
+	}
+}
+
+// k4scalesAt is k4scales of the block whose scale bytes start at m
+// (w+4).
+func k4scalesAt(m Mem) (scLo, scHi, mLo, mHi GPVirtual) {
+	u0, u1, u2 := GP32(), GP32(), GP32()
+	MOVL(m, u0)
+	MOVL(m.Offset(4), u1)
+	MOVL(m.Offset(8), u2)
+	scLo, scHi, mLo, mHi = GP32(), GP32(), GP32(), GP32()
+	t := GP32()
+	MOVL(u0, scLo)
+	ANDL(U32(0x3f3f3f3f), scLo)
+	MOVL(u0, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, scHi)
+	ANDL(U32(0x0f0f0f0f), scHi)
+	ORL(t, scHi)
+	MOVL(u1, mLo)
+	ANDL(U32(0x3f3f3f3f), mLo)
+	MOVL(u1, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, mHi)
+	SHRL(U8(4), mHi)
+	ANDL(U32(0x0f0f0f0f), mHi)
+	ORL(t, mHi)
+	return
+}
+
+// pairSM reduces row vectors s (S) and m (M, or s again) to a: per
+// 128-bit lane [s01, s23, m01, m23].
+func pairSM(s, m VecVirtual) VecVirtual {
+	a := YMM()
+	VPHADDD(m, s, a)
+	return a
+}
+
+// combine4 is the four rows' [S0 M0 S1 M1 | S2 M2 S3 M3] from their
+// pairSM registers.
+func combine4(a0, a1, a2, a3 VecVirtual) VecVirtual {
+	b0, b1 := YMM(), YMM()
+	VPHADDD(a1, a0, b0)
+	VPHADDD(a3, a2, b1)
+	lo, hi := YMM(), YMM()
+	VPERM2I128(U8(0x20), b1, b0, lo)
+	VPERM2I128(U8(0x31), b1, b0, hi)
+	VPADDD(hi, lo, lo)
+	return lo
+}
+
+// k4head loads the four-row kernels' arguments and sets the prefetch
+// pointer to the next four rows.
+type k4args struct {
+	nb, w, ldw, ldw3, x, xd, xs, pf Register
+	row                             func(r, disp int) Mem
+}
+
+func k4head(name, doc string) k4args {
+	TEXT(name, NOSPLIT, sig32)
+	Doc(doc)
+	Pragma("noescape")
+	var a k4args
+	a.nb = Load(Param("nb"), GP64())
+	a.w = Load(Param("w"), GP64())
+	a.ldw = Load(Param("ldw"), GP64())
+	a.x = Load(Param("x"), GP64())
+	a.xd = Load(Param("xd"), GP64())
+	a.xs = Load(Param("xs"), GP64())
+	a.ldw3 = GP64()
+	LEAQ(Mem{Base: a.ldw, Index: a.ldw, Scale: 2}, a.ldw3)
+	a.pf = GP64()
+	LEAQ(Mem{Base: a.w, Index: a.ldw, Scale: 4}, a.pf)
+	a.row = rows4(a.w, a.ldw, a.ldw3)
+	return a
+}
+
+// prefetch4 prefetches one super-block's share (4·bs bytes) of the next
+// four rows.
+func prefetch4(pf Register, bs int) {
+	for o := 0; o < 4*bs; o += 64 {
+		PREFETCHT0(Mem{Base: pf, Disp: o})
+	}
+	ADDQ(U32(uint32(4*bs)), pf)
+}
+
+// q4k4 generates the four-row Q4_K kernel of family fam (VNNI, AVX2).
+func q4k4(fam string) {
+	name := "bqkQ4KDot4" + fam
+	a := k4head(name, name+" is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	lab := name + "_"
+	row := a.row
+	local := AllocLocal(64 + 32)
+	var idx [4]VecVirtual
+	if fam == "VNNI" {
+		for c := range idx {
+			idx[c] = ZMM()
+			VMOVDQU64(zIdxQ4[c], idx[c])
+		}
+	}
+	facc := YMM()
+	VXORPS(facc, facc, facc)
+	Label(lab + "block")
+	TESTQ(a.nb, a.nb)
+	JZ(LabelRef(lab + "done"))
+	prefetch4(a.pf, 144)
+	var isum [4]VecVirtual
+	for r := 0; r < 4; r++ {
+		scLo, scHi, mLo, mHi := k4scalesAt(row(r, 4))
+		// the mins' bytes to the stack (used after the sums)
+		MOVL(mLo, local.Offset(64+8*r))
+		MOVL(mHi, local.Offset(64+8*r+4))
+		sx := XMM()
+		VMOVD(scLo, sx)
+		VPINSRD(U8(1), scHi, sx, sx)
+		VPMOVZXBW(sx, sx) // the eight scales as int16
+		if fam == "AVX2" {
+			VMOVDQU(sx, local.Offset(16*r))
+			continue
+		}
+		acc := ZMM()
+		VPXORD(acc, acc, acc)
+		for c := 0; c < 4; c++ {
+			n, s := ZMM(), ZMM()
+			VBROADCASTI64X4(row(r, 16+32*c), n)
+			VPSRLVW(zShQ4, n, n)
+			VPANDD(z0F, n, n)
+			VPMADDUBSW(Mem{Base: a.x, Disp: 64 * c}, n, n)
+			VPERMW(sx.AsZ(), idx[c], s)
+			vpdpwssd(s, n, acc)
+		}
+		t := YMM()
+		VEXTRACTI64X4(U8(1), acc, t)
+		isum[r] = YMM()
+		VPADDD(t, acc.AsY(), isum[r])
+	}
+	if fam == "AVX2" {
+		for r := range isum {
+			isum[r] = YMM()
+			VPXOR(isum[r], isum[r], isum[r])
+		}
+		for c := 0; c < 4; c++ {
+			x0, x1 := YMM(), YMM()
+			VMOVDQU(Mem{Base: a.x, Disp: 64 * c}, x0)
+			VMOVDQU(Mem{Base: a.x, Disp: 64*c + 32}, x1)
+			for r := 0; r < 4; r++ {
+				q, n0, n1 := YMM(), YMM(), YMM()
+				VMOVDQU(row(r, 16+32*c), q)
+				VPAND(c0F, q, n0)
+				VPSRLW(U8(4), q, n1)
+				VPAND(c0F, n1, n1)
+				VPMADDUBSW(x0, n0, n0)
+				VPMADDUBSW(x1, n1, n1)
+				s0, s1 := YMM(), YMM()
+				VPBROADCASTW(local.Offset(16*r+4*c), s0)
+				VPBROADCASTW(local.Offset(16*r+4*c+2), s1)
+				VPMADDWD(s0, n0, n0)
+				VPMADDWD(s1, n1, n1)
+				VPADDD(n0, isum[r], isum[r])
+				VPADDD(n1, isum[r], isum[r])
+			}
+		}
+	}
+	// the mins' term: m_s · Σx_s, eight lanes a row
+	xsum := YMM()
+	VMOVDQU(Mem{Base: a.xs}, xsum)
+	var pr [4]VecVirtual
+	for r := 0; r < 4; r++ {
+		m := YMM()
+		VPMOVZXBD(local.Offset(64+8*r), m)
+		VPMULLD(xsum, m, m)
+		pr[r] = pairSM(isum[r], m)
+	}
+	sm := combine4(pr[0], pr[1], pr[2], pr[3])
+	k4float(a, row, sm, facc)
+	ADDQ(U32(144), a.w)
+	ADDQ(U32(256), a.x)
+	ADDQ(U8(4), a.xd)
+	ADDQ(U8(32), a.xs)
+	DECQ(a.nb)
+	JMP(LabelRef(lab + "block"))
+	Label(lab + "done")
+	store4even(facc)
+	VZEROUPPER()
+	RET()
+}
+
+// k4float does the float32 steps of four rows with minimums: sm holds
+// [S0 M0 S1 M1 | S2 M2 S3 M3], each row's block starts with d and dmin
+// (float16); facc's even lanes are the rows' accumulators.
+func k4float(a k4args, row func(r, disp int) Mem, sm, facc VecVirtual) {
+	dd := XMM()
+	VMOVD(row(0, 0), dd)
+	for r := 1; r < 4; r++ {
+		VPINSRD(U8(r), row(r, 0), dd, dd)
+	}
+	df := YMM()
+	VCVTPH2PS(dd, df) // d0 dmin0 d1 dmin1 | d2 dmin2 d3 dmin3
+	da := YMM()
+	VBROADCASTSS(Mem{Base: a.xd}, da)
+	VMULPS(da, df, df) // d·d_a, dmin·d_a
+	f := YMM()
+	VCVTDQ2PS(sm, f)
+	VMULPS(df, f, f)
+	VADDPS(f, facc, facc)
+	g := YMM()
+	VMOVSHDUP(f, g)
+	VSUBPS(g, facc, facc)
+}
+
+// store4even stores the even lanes of facc to y[0..3].
+func store4even(facc VecVirtual) {
+	y := Load(Param("y"), GP64())
+	hi := XMM()
+	VEXTRACTF128(U8(1), facc, hi)
+	o := XMM()
+	VSHUFPS(U8(0x88), hi, facc.AsX(), o)
+	VMOVUPS(o, Mem{Base: y})
+}
+
+// q6k4 generates the four-row Q6_K kernel of family fam.
+func q6k4(fam string) {
+	name := "bqkQ6KDot4" + fam
+	a := k4head(name, name+" is core/ggml's Dot of nb Q6_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	lab := name + "_"
+	row := a.row
+	var idx [4]VecVirtual
+	if fam == "VNNI" {
+		for i := range idx {
+			idx[i] = ZMM()
+			VMOVDQU64(zIdxQ6[i], idx[i])
+		}
+	}
+	facc := XMM()
+	VXORPS(facc, facc, facc)
+	Label(lab + "block")
+	TESTQ(a.nb, a.nb)
+	JZ(LabelRef(lab + "done"))
+	prefetch4(a.pf, 210)
+	// the sixteen 16-value sums of x as int16 (|Σ| ≤ 16·127)
+	s16 := YMM()
+	if fam == "VNNI" {
+		s := ZMM()
+		VMOVDQU32(Mem{Base: a.xs}, s)
+		VPMOVDW(s, s16)
+	} else {
+		VMOVDQU(Mem{Base: a.xs}, s16)
+		VPACKSSDW(Mem{Base: a.xs, Disp: 32}, s16, s16)
+		VPERMQ(U8(0xD8), s16, s16)
+	}
+	var isum [4]VecVirtual
+	for r := 0; r < 4; r++ {
+		// the offset 32: −32·sc_g·Σx_g, the sums' starting value
+		sc := YMM()
+		VPMOVSXBW(row(r, 192), sc)
+		t := YMM()
+		VPMULLW(wM32.Offset(0), sc, t)
+		isum[r] = YMM()
+		VPMADDWD(s16, t, isum[r])
+	}
+	if fam == "VNNI" {
+		for r := 0; r < 4; r++ {
+			acc, sc := ZMM(), YMM()
+			VMOVDQA64(isum[r].AsZ(), acc) // the upper half is zero
+			VPMOVSXBW(row(r, 192), sc)
+			for h := 0; h < 2; h++ {
+				q, hb := ZMM(), ZMM()
+				VMOVDQU64(row(r, 64*h), q)
+				VBROADCASTI64X4(row(r, 128+32*h), hb)
+				z01, z23 := ZMM(), ZMM()
+				VPSLLVW(zShL6, hb, z01)
+				VPANDD(z30, z01, z01)
+				VPTERNLOGD(U8(0xF8), z0F, q, z01) // z01 |= q & 0x0F
+				VPSRLVW(zShR6, hb, z23)
+				VPANDD(z30, z23, z23)
+				VPSRLW(U8(4), q, q)
+				VPTERNLOGD(U8(0xF8), z0F, q, z23)
+				VPMADDUBSW(Mem{Base: a.x, Disp: 128 * h}, z01, z01)
+				VPMADDUBSW(Mem{Base: a.x, Disp: 128*h + 64}, z23, z23)
+				s01, s23 := ZMM(), ZMM()
+				VPERMW(sc.AsZ(), idx[2*h], s01)
+				VPERMW(sc.AsZ(), idx[2*h+1], s23)
+				vpdpwssd(s01, z01, acc)
+				vpdpwssd(s23, z23, acc)
+			}
+			t := YMM()
+			VEXTRACTI64X4(U8(1), acc, t)
+			VPADDD(t, acc.AsY(), isum[r])
+		}
+	} else {
+		m0F, m03 := YMM(), YMM()
+		VMOVDQU(c0F, m0F)
+		VMOVDQU(c03, m03)
+		for h := 0; h < 2; h++ {
+			var T [4]VecVirtual
+			for r := 0; r < 4; r++ {
+				T[r] = YMM()
+				VPMOVSXBW(row(r, 192), T[r])
+				if h == 0 {
+					VPERMQ(U8(0x44), T[r], T[r])
+				} else {
+					VPERMQ(U8(0xEE), T[r], T[r])
+				}
+			}
+			for k := 0; k < 4; k++ {
+				xv := YMM()
+				VMOVDQU(Mem{Base: a.x, Disp: 128*h + 32*k}, xv)
+				for r := 0; r < 4; r++ {
+					p, hi := YMM(), YMM()
+					src := row(r, 64*h+32*(k&1))
+					if k < 2 {
+						VPAND(src, m0F, p)
+					} else {
+						VMOVDQU(src, p)
+						VPSRLW(U8(4), p, p)
+						VPAND(m0F, p, p)
+					}
+					hm := row(r, 128+32*h)
+					if k == 0 {
+						VPAND(hm, m03, hi)
+					} else {
+						VMOVDQU(hm, hi)
+						VPSRLW(U8(2*k), hi, hi)
+						VPAND(m03, hi, hi)
+					}
+					VPSLLW(U8(4), hi, hi)
+					VPOR(hi, p, p)
+					VPMADDUBSW(xv, p, p)
+					s := YMM()
+					VPSHUFB(q6Shuf[k], T[r], s)
+					VPMADDWD(s, p, p)
+					VPADDD(p, isum[r], isum[r])
+				}
+			}
+		}
+	}
+	// [S0 S1 S2 S3]
+	p01, p23 := YMM(), YMM()
+	VPHADDD(isum[1], isum[0], p01)
+	VPHADDD(isum[3], isum[2], p23)
+	VPHADDD(p23, p01, p01)
+	S := XMM()
+	VEXTRACTI128(U8(1), p01, S)
+	VPADDD(p01.AsX(), S, S)
+	// d of the four rows
+	dd := XMM()
+	h := GP32()
+	MOVWLZX(row(0, 208), h)
+	VMOVD(h, dd)
+	for r := 1; r < 4; r++ {
+		VPINSRW(U8(r), row(r, 208), dd, dd)
+	}
+	VCVTPH2PS(dd, dd)
+	da := XMM()
+	VBROADCASTSS(Mem{Base: a.xd}, da)
+	VMULPS(da, dd, dd)
+	VCVTDQ2PS(S, S)
+	VMULPS(dd, S, S)
+	VADDPS(S, facc, facc)
+	ADDQ(U32(210), a.w)
+	ADDQ(U32(256), a.x)
+	ADDQ(U8(4), a.xd)
+	ADDQ(U8(64), a.xs)
+	DECQ(a.nb)
+	JMP(LabelRef(lab + "block"))
+	Label(lab + "done")
+	y := Load(Param("y"), GP64())
+	VMOVUPS(facc, Mem{Base: y})
+	VZEROUPPER()
+	RET()
+}
