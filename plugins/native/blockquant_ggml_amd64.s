@@ -140,6 +140,116 @@ DATA bqk_wm32<>+48(SB)/8, $0xffe0ffe0ffe0ffe0
 DATA bqk_wm32<>+56(SB)/8, $0xffe0ffe0ffe0ffe0
 GLOBL bqk_wm32<>(SB), RODATA|NOPTR, $64
 
+DATA bqk_zhdrp<>+0(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+8(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zhdrp<>+16(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+24(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zhdrp<>+32(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+40(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zhdrp<>+48(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+56(SB)/8, $0x0f0e0d0c0b0a0908
+GLOBL bqk_zhdrp<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zhdrq<>+0(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+8(SB)/8, $0x0b0a090880808080
+DATA bqk_zhdrq<>+16(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+24(SB)/8, $0x0b0a090880808080
+DATA bqk_zhdrq<>+32(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+40(SB)/8, $0x0b0a090880808080
+DATA bqk_zhdrq<>+48(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+56(SB)/8, $0x0b0a090880808080
+GLOBL bqk_zhdrq<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zhdrsh<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+8(SB)/8, $0x0000000400000000
+DATA bqk_zhdrsh<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+24(SB)/8, $0x0000000400000000
+DATA bqk_zhdrsh<>+32(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+40(SB)/8, $0x0000000400000000
+DATA bqk_zhdrsh<>+48(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+56(SB)/8, $0x0000000400000000
+GLOBL bqk_zhdrsh<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zhdrmask<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+16(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+24(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+32(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+40(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+48(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+56(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL bqk_zhdrmask<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscw<>+0(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+8(SB)/8, $0x8007800680058004
+DATA bqk_zscw<>+16(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+24(SB)/8, $0x8007800680058004
+DATA bqk_zscw<>+32(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+40(SB)/8, $0x8007800680058004
+DATA bqk_zscw<>+48(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+56(SB)/8, $0x8007800680058004
+GLOBL bqk_zscw<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zminw<>+0(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+8(SB)/8, $0x800f800e800d800c
+DATA bqk_zminw<>+16(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+24(SB)/8, $0x800f800e800d800c
+DATA bqk_zminw<>+32(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+40(SB)/8, $0x800f800e800d800c
+DATA bqk_zminw<>+48(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+56(SB)/8, $0x800f800e800d800c
+GLOBL bqk_zminw<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_didx4<>+0(SB)/8, $0x0000000400000000
+DATA bqk_didx4<>+8(SB)/8, $0x0000000c00000008
+DATA bqk_didx4<>+16(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+24(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+32(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+40(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+48(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+56(SB)/8, $0x0000000000000000
+GLOBL bqk_didx4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_0<>+0(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+8(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+16(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+24(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+32(SB)/8, $0x0302030203020302
+DATA bqk_zscq4_0<>+40(SB)/8, $0x0302030203020302
+DATA bqk_zscq4_0<>+48(SB)/8, $0x0302030203020302
+DATA bqk_zscq4_0<>+56(SB)/8, $0x0302030203020302
+GLOBL bqk_zscq4_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_1<>+0(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+8(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+16(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+24(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+32(SB)/8, $0x0706070607060706
+DATA bqk_zscq4_1<>+40(SB)/8, $0x0706070607060706
+DATA bqk_zscq4_1<>+48(SB)/8, $0x0706070607060706
+DATA bqk_zscq4_1<>+56(SB)/8, $0x0706070607060706
+GLOBL bqk_zscq4_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_2<>+0(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+8(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+16(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+24(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+32(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA bqk_zscq4_2<>+40(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA bqk_zscq4_2<>+48(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA bqk_zscq4_2<>+56(SB)/8, $0x0b0a0b0a0b0a0b0a
+GLOBL bqk_zscq4_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_3<>+0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+16(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+24(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+32(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA bqk_zscq4_3<>+40(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA bqk_zscq4_3<>+48(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA bqk_zscq4_3<>+56(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL bqk_zscq4_3<>(SB), RODATA|NOPTR, $64
+
 DATA bqk_zidxq4_0<>+0(SB)/8, $0x0000000000000000
 DATA bqk_zidxq4_0<>+8(SB)/8, $0x0000000000000000
 DATA bqk_zidxq4_0<>+16(SB)/8, $0x0000000000000000
@@ -221,8 +331,8 @@ DATA bqk_zidxq6_3<>+56(SB)/8, $0x000f000f000f000f
 GLOBL bqk_zidxq6_3<>(SB), RODATA|NOPTR, $64
 
 // func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
-TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $96-56
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      ldw+16(FP), DX
@@ -231,11 +341,8 @@ TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $96-56
 	MOVQ      xs+40(FP), DI
 	LEAQ      (DX)(DX*2), R8
 	LEAQ      (CX)(DX*4), R9
-	VMOVDQU64 bqk_zidxq4_0<>+0(SB), Z0
-	VMOVDQU64 bqk_zidxq4_1<>+0(SB), Z1
-	VMOVDQU64 bqk_zidxq4_2<>+0(SB), Z2
-	VMOVDQU64 bqk_zidxq4_3<>+0(SB), Z3
-	VXORPS    Y4, Y4, Y4
+	VMOVDQU64 bqk_didx4<>+0(SB), Z0
+	VXORPS    Y1, Y1, Y1
 
 bqkQ4KDot4VNNI_block:
 	TESTQ           AX, AX
@@ -243,259 +350,166 @@ bqkQ4KDot4VNNI_block:
 	PREFETCHT0      (R9)
 	PREFETCHT0      64(R9)
 	PREFETCHT0      128(R9)
-	PREFETCHT0      192(R9)
-	PREFETCHT0      256(R9)
-	PREFETCHT0      320(R9)
-	PREFETCHT0      384(R9)
-	PREFETCHT0      448(R9)
-	PREFETCHT0      512(R9)
-	ADDQ            $0x00000240, R9
-	MOVL            4(CX), R10
-	MOVL            8(CX), R11
-	MOVL            12(CX), R12
-	MOVL            R10, R13
-	ANDL            $0x3f3f3f3f, R13
-	MOVL            R10, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R10
-	ANDL            $0x0f0f0f0f, R10
-	ORL             R15, R10
-	MOVL            R11, R14
-	ANDL            $0x3f3f3f3f, R14
-	MOVL            R11, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R11
-	SHRL            $0x04, R11
-	ANDL            $0x0f0f0f0f, R11
-	ORL             R15, R11
-	MOVL            R14, 64(SP)
-	MOVL            R11, 68(SP)
-	VMOVD           R13, X5
-	VPINSRD         $0x01, R10, X5, X5
-	VPMOVZXBW       X5, X5
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      128(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      128(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	PREFETCHT0      128(R9)(R8*1)
+	ADDQ            $0x00000090, R9
+	VMOVDQU         (CX), X2
+	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
+	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
+	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
+	VPSRLD          $0x02, Z4, Z4
+	VPANDD          bqk_z30<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
+	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
+	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
+	VMOVDQU         (DI), Y5
+	VPMOVDW         Y5, X5
+	VSHUFI32X4      $0x00, Z5, Z5, Z5
+	VPMADDWD        Z5, Z4, Z4
+	VSHUFI32X4      $0x00, Z3, Z3, Z11
 	VPXORD          Z6, Z6, Z6
-	VBROADCASTI64X4 16(CX), Z7
-	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
-	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
-	VPMADDUBSW      (BX), Z7, Z7
-	VPERMW          Z5, Z0, Z8
-	VPDPWSSD        Z8, Z7, Z6
-	VBROADCASTI64X4 48(CX), Z7
-	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
-	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
-	VPMADDUBSW      64(BX), Z7, Z7
-	VPERMW          Z5, Z1, Z8
-	VPDPWSSD        Z8, Z7, Z6
-	VBROADCASTI64X4 80(CX), Z7
-	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
-	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
-	VPMADDUBSW      128(BX), Z7, Z7
-	VPERMW          Z5, Z2, Z8
-	VPDPWSSD        Z8, Z7, Z6
-	VBROADCASTI64X4 112(CX), Z7
-	VPSRLVW         bqk_zshq4<>+0(SB), Z7, Z7
-	VPANDD          bqk_z0f<>+0(SB), Z7, Z7
-	VPMADDUBSW      192(BX), Z7, Z7
-	VPERMW          Z5, Z3, Z8
-	VPDPWSSD        Z8, Z7, Z6
-	VEXTRACTI64X4   $0x01, Z6, Y7
-	VPADDD          Y7, Y6, Y7
-	MOVL            4(CX)(DX*1), R10
-	MOVL            8(CX)(DX*1), R11
-	MOVL            12(CX)(DX*1), R12
-	MOVL            R10, R13
-	ANDL            $0x3f3f3f3f, R13
-	MOVL            R10, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R10
-	ANDL            $0x0f0f0f0f, R10
-	ORL             R15, R10
-	MOVL            R11, R14
-	ANDL            $0x3f3f3f3f, R14
-	MOVL            R11, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R11
-	SHRL            $0x04, R11
-	ANDL            $0x0f0f0f0f, R11
-	ORL             R15, R11
-	MOVL            R14, 72(SP)
-	MOVL            R11, 76(SP)
-	VMOVD           R13, X5
-	VPINSRD         $0x01, R10, X5, X5
-	VPMOVZXBW       X5, X5
-	VPXORD          Z9, Z9, Z9
-	VBROADCASTI64X4 16(CX)(DX*1), Z8
-	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
-	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
-	VPMADDUBSW      (BX), Z8, Z8
-	VPERMW          Z5, Z0, Z12
-	VPDPWSSD        Z12, Z8, Z9
-	VBROADCASTI64X4 48(CX)(DX*1), Z8
-	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
-	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
-	VPMADDUBSW      64(BX), Z8, Z8
-	VPERMW          Z5, Z1, Z12
-	VPDPWSSD        Z12, Z8, Z9
-	VBROADCASTI64X4 80(CX)(DX*1), Z8
-	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
-	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
-	VPMADDUBSW      128(BX), Z8, Z8
-	VPERMW          Z5, Z2, Z12
-	VPDPWSSD        Z12, Z8, Z9
-	VBROADCASTI64X4 112(CX)(DX*1), Z8
-	VPSRLVW         bqk_zshq4<>+0(SB), Z8, Z8
-	VPANDD          bqk_z0f<>+0(SB), Z8, Z8
-	VPMADDUBSW      192(BX), Z8, Z8
-	VPERMW          Z5, Z3, Z12
-	VPDPWSSD        Z12, Z8, Z9
-	VEXTRACTI64X4   $0x01, Z9, Y8
-	VPADDD          Y8, Y9, Y8
-	MOVL            4(CX)(DX*2), R10
-	MOVL            8(CX)(DX*2), R11
-	MOVL            12(CX)(DX*2), R12
-	MOVL            R10, R13
-	ANDL            $0x3f3f3f3f, R13
-	MOVL            R10, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R10
-	ANDL            $0x0f0f0f0f, R10
-	ORL             R15, R10
-	MOVL            R11, R14
-	ANDL            $0x3f3f3f3f, R14
-	MOVL            R11, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R11
-	SHRL            $0x04, R11
-	ANDL            $0x0f0f0f0f, R11
-	ORL             R15, R11
-	MOVL            R14, 80(SP)
-	MOVL            R11, 84(SP)
-	VMOVD           R13, X5
-	VPINSRD         $0x01, R10, X5, X5
-	VPMOVZXBW       X5, X5
-	VPXORD          Z10, Z10, Z10
-	VBROADCASTI64X4 16(CX)(DX*2), Z12
+	VBROADCASTI64X4 16(CX), Z12
 	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
 	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
 	VPMADDUBSW      (BX), Z12, Z12
-	VPERMW          Z5, Z0, Z13
-	VPDPWSSD        Z13, Z12, Z10
-	VBROADCASTI64X4 48(CX)(DX*2), Z12
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z6
+	VBROADCASTI64X4 48(CX), Z12
 	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
 	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
 	VPMADDUBSW      64(BX), Z12, Z12
-	VPERMW          Z5, Z1, Z13
-	VPDPWSSD        Z13, Z12, Z10
-	VBROADCASTI64X4 80(CX)(DX*2), Z12
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z6
+	VBROADCASTI64X4 80(CX), Z12
 	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
 	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
 	VPMADDUBSW      128(BX), Z12, Z12
-	VPERMW          Z5, Z2, Z13
-	VPDPWSSD        Z13, Z12, Z10
-	VBROADCASTI64X4 112(CX)(DX*2), Z12
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z6
+	VBROADCASTI64X4 112(CX), Z12
 	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
 	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
 	VPMADDUBSW      192(BX), Z12, Z12
-	VPERMW          Z5, Z3, Z13
-	VPDPWSSD        Z13, Z12, Z10
-	VEXTRACTI64X4   $0x01, Z10, Y12
-	VPADDD          Y12, Y10, Y12
-	MOVL            4(CX)(R8*1), R10
-	MOVL            8(CX)(R8*1), R11
-	MOVL            12(CX)(R8*1), R12
-	MOVL            R10, R13
-	ANDL            $0x3f3f3f3f, R13
-	MOVL            R10, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R10
-	ANDL            $0x0f0f0f0f, R10
-	ORL             R15, R10
-	MOVL            R11, R14
-	ANDL            $0x3f3f3f3f, R14
-	MOVL            R11, R15
-	SHRL            $0x06, R15
-	ANDL            $0x03030303, R15
-	SHLL            $0x04, R15
-	MOVL            R12, R11
-	SHRL            $0x04, R11
-	ANDL            $0x0f0f0f0f, R11
-	ORL             R15, R11
-	MOVL            R14, 88(SP)
-	MOVL            R11, 92(SP)
-	VMOVD           R13, X5
-	VPINSRD         $0x01, R10, X5, X5
-	VPMOVZXBW       X5, X5
-	VPXORD          Z11, Z11, Z11
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z12, Z6
+	VEXTRACTI64X4   $0x01, Z6, Y5
+	VPADDD          Y5, Y6, Y5
+	VSHUFI32X4      $0x55, Z3, Z3, Z11
+	VPXORD          Z7, Z7, Z7
+	VBROADCASTI64X4 16(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      (BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z7
+	VBROADCASTI64X4 48(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      64(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z7
+	VBROADCASTI64X4 80(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z7
+	VBROADCASTI64X4 112(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      192(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z12, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y11
+	VPADDD          Y11, Y7, Y11
+	VSHUFI32X4      $0xaa, Z3, Z3, Z12
+	VPXORD          Z8, Z8, Z8
+	VBROADCASTI64X4 16(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z14
+	VPDPWSSD        Z14, Z13, Z8
+	VBROADCASTI64X4 48(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z14
+	VPDPWSSD        Z14, Z13, Z8
+	VBROADCASTI64X4 80(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z14
+	VPDPWSSD        Z14, Z13, Z8
+	VBROADCASTI64X4 112(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
+	VPDPWSSD        Z12, Z13, Z8
+	VEXTRACTI64X4   $0x01, Z8, Y12
+	VPADDD          Y12, Y8, Y12
+	VSHUFI32X4      $0xff, Z3, Z3, Z3
+	VPXORD          Z9, Z9, Z9
 	VBROADCASTI64X4 16(CX)(R8*1), Z13
 	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
 	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
 	VPMADDUBSW      (BX), Z13, Z13
-	VPERMW          Z5, Z0, Z14
-	VPDPWSSD        Z14, Z13, Z11
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z14
+	VPDPWSSD        Z14, Z13, Z9
 	VBROADCASTI64X4 48(CX)(R8*1), Z13
 	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
 	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
 	VPMADDUBSW      64(BX), Z13, Z13
-	VPERMW          Z5, Z1, Z14
-	VPDPWSSD        Z14, Z13, Z11
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z14
+	VPDPWSSD        Z14, Z13, Z9
 	VBROADCASTI64X4 80(CX)(R8*1), Z13
 	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
 	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
 	VPMADDUBSW      128(BX), Z13, Z13
-	VPERMW          Z5, Z2, Z14
-	VPDPWSSD        Z14, Z13, Z11
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z14
+	VPDPWSSD        Z14, Z13, Z9
 	VBROADCASTI64X4 112(CX)(R8*1), Z13
 	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
 	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
 	VPMADDUBSW      192(BX), Z13, Z13
-	VPERMW          Z5, Z3, Z14
-	VPDPWSSD        Z14, Z13, Z11
-	VEXTRACTI64X4   $0x01, Z11, Y13
-	VPADDD          Y13, Y11, Y13
-	VMOVDQU         (DI), Y14
-	VPMOVZXBD       64(SP), Y15
-	VPMULLD         Y14, Y15, Y15
-	VPHADDD         Y15, Y7, Y7
-	VPMOVZXBD       72(SP), Y15
-	VPMULLD         Y14, Y15, Y15
-	VPHADDD         Y15, Y8, Y8
-	VPMOVZXBD       80(SP), Y15
-	VPMULLD         Y14, Y15, Y15
-	VPHADDD         Y15, Y12, Y12
-	VPMOVZXBD       88(SP), Y15
-	VPMULLD         Y14, Y15, Y15
-	VPHADDD         Y15, Y13, Y13
-	VPHADDD         Y8, Y7, Y7
-	VPHADDD         Y13, Y12, Y8
-	VPERM2I128      $0x20, Y8, Y7, Y12
-	VPERM2I128      $0x31, Y8, Y7, Y7
-	VPADDD          Y7, Y12, Y12
-	VMOVD           (CX), X5
-	VPINSRD         $0x01, (CX)(DX*1), X5, X5
-	VPINSRD         $0x02, (CX)(DX*2), X5, X5
-	VPINSRD         $0x03, (CX)(R8*1), X5, X5
-	VCVTPH2PS       X5, Y7
-	VBROADCASTSS    (SI), Y8
-	VMULPS          Y8, Y7, Y7
-	VCVTDQ2PS       Y12, Y8
-	VMULPS          Y7, Y8, Y8
-	VADDPS          Y8, Y4, Y4
-	VMOVSHDUP       Y8, Y7
-	VSUBPS          Y7, Y4, Y4
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
+	VPDPWSSD        Z3, Z13, Z9
+	VEXTRACTI64X4   $0x01, Z9, Y3
+	VPADDD          Y3, Y9, Y3
+	VPHADDD         Y11, Y5, Y5
+	VPHADDD         Y3, Y12, Y3
+	VPHADDD         Y3, Y5, Y5
+	VEXTRACTI128    $0x01, Y5, X3
+	VPADDD          X5, X3, X3
+	VPSHUFD         $0x4e, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPSHUFD         $0xb1, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPERMD          Z4, Z0, Z4
+	VPUNPCKLDQ      X4, X3, X10
+	VPUNPCKHDQ      X4, X3, X3
+	VINSERTI128     $0x01, X3, Y10, Y4
+	VPERMD          Z2, Z0, Z3
+	VCVTPH2PS       X3, Y3
+	VBROADCASTSS    (SI), Y5
+	VMULPS          Y5, Y3, Y3
+	VCVTDQ2PS       Y4, Y4
+	VMULPS          Y3, Y4, Y4
+	VADDPS          Y4, Y1, Y1
+	VMOVSHDUP       Y4, Y3
+	VSUBPS          Y3, Y1, Y1
 	ADDQ            $0x00000090, CX
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x04, SI
@@ -505,8 +519,8 @@ bqkQ4KDot4VNNI_block:
 
 bqkQ4KDot4VNNI_done:
 	MOVQ         y+48(FP), AX
-	VEXTRACTF128 $0x01, Y4, X0
-	VSHUFPS      $0x88, X0, X4, X0
+	VEXTRACTF128 $0x01, Y1, X0
+	VSHUFPS      $0x88, X0, X1, X0
 	VMOVUPS      X0, (AX)
 	VZEROUPPER
 	RET
@@ -535,183 +549,177 @@ bqkQ6KDot4VNNI_block:
 	PREFETCHT0      64(R9)
 	PREFETCHT0      128(R9)
 	PREFETCHT0      192(R9)
-	PREFETCHT0      256(R9)
-	PREFETCHT0      320(R9)
-	PREFETCHT0      384(R9)
-	PREFETCHT0      448(R9)
-	PREFETCHT0      512(R9)
-	PREFETCHT0      576(R9)
-	PREFETCHT0      640(R9)
-	PREFETCHT0      704(R9)
-	PREFETCHT0      768(R9)
-	PREFETCHT0      832(R9)
-	ADDQ            $0x00000348, R9
-	VMOVDQU32       (DI), Z5
-	VPMOVDW         Z5, Y5
-	VPMOVSXBW       192(CX), Y6
-	VPMULLW         bqk_wm32<>+0(SB), Y6, Y6
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      128(R9)(DX*1)
+	PREFETCHT0      192(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      128(R9)(DX*2)
+	PREFETCHT0      192(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	PREFETCHT0      128(R9)(R8*1)
+	PREFETCHT0      192(R9)(R8*1)
+	ADDQ            $0x000000d2, R9
+	VMOVDQU32       (DI), Z8
+	VPMOVDW         Z8, Y5
+	VPMOVSXBW       192(CX), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y6
 	VPMADDWD        Y5, Y6, Y6
-	VPMOVSXBW       192(CX)(DX*1), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y7
-	VPMADDWD        Y5, Y7, Y7
-	VPMOVSXBW       192(CX)(DX*2), Y8
-	VPMULLW         bqk_wm32<>+0(SB), Y8, Y8
-	VPMADDWD        Y5, Y8, Y8
-	VPMOVSXBW       192(CX)(R8*1), Y9
-	VPMULLW         bqk_wm32<>+0(SB), Y9, Y9
-	VPMADDWD        Y5, Y9, Y9
-	VMOVDQA64       Z6, Z5
-	VPMOVSXBW       192(CX), Y6
-	VMOVDQU64       (CX), Z10
-	VBROADCASTI64X4 128(CX), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      (BX), Z12, Z12
-	VPMADDUBSW      64(BX), Z11, Z11
-	VPERMW          Z6, Z0, Z10
-	VPERMW          Z6, Z1, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
-	VMOVDQU64       64(CX), Z10
-	VBROADCASTI64X4 160(CX), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPMADDUBSW      192(BX), Z11, Z11
-	VPERMW          Z6, Z2, Z10
-	VPERMW          Z6, Z3, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
-	VEXTRACTI64X4   $0x01, Z5, Y6
-	VPADDD          Y6, Y5, Y6
-	VMOVDQA64       Z7, Z5
-	VPMOVSXBW       192(CX)(DX*1), Y7
-	VMOVDQU64       (CX)(DX*1), Z10
-	VBROADCASTI64X4 128(CX)(DX*1), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      (BX), Z12, Z12
-	VPMADDUBSW      64(BX), Z11, Z11
-	VPERMW          Z7, Z0, Z10
+	VMOVDQU64       (CX), Z8
+	VBROADCASTI64X4 128(CX), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
 	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
-	VMOVDQU64       64(CX)(DX*1), Z10
-	VBROADCASTI64X4 160(CX)(DX*1), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPMADDUBSW      192(BX), Z11, Z11
-	VPERMW          Z7, Z2, Z10
+	VPDPWSSD        Z8, Z10, Z6
+	VPDPWSSD        Z13, Z9, Z6
+	VMOVDQU64       64(CX), Z8
+	VBROADCASTI64X4 160(CX), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
 	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
+	VPDPWSSD        Z8, Z10, Z6
+	VPDPWSSD        Z13, Z9, Z6
+	VEXTRACTI64X4   $0x01, Z6, Y7
+	VPADDD          Y7, Y6, Y6
+	VPMOVSXBW       192(CX)(DX*1), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
+	VPMADDWD        Y5, Y8, Y11
+	VMOVDQU64       (CX)(DX*1), Z8
+	VBROADCASTI64X4 128(CX)(DX*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z8, Z10, Z11
+	VPDPWSSD        Z13, Z9, Z11
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VBROADCASTI64X4 160(CX)(DX*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z8, Z10, Z11
+	VPDPWSSD        Z13, Z9, Z11
+	VEXTRACTI64X4   $0x01, Z11, Y7
+	VPADDD          Y7, Y11, Y11
+	VPMOVSXBW       192(CX)(DX*2), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
+	VPMADDWD        Y5, Y8, Y12
+	VMOVDQU64       (CX)(DX*2), Z8
+	VBROADCASTI64X4 128(CX)(DX*2), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z8, Z10, Z12
+	VPDPWSSD        Z13, Z9, Z12
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VBROADCASTI64X4 160(CX)(DX*2), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z8, Z10, Z12
+	VPDPWSSD        Z13, Z9, Z12
+	VEXTRACTI64X4   $0x01, Z12, Y7
+	VPADDD          Y7, Y12, Y12
+	VPMOVSXBW       192(CX)(R8*1), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
+	VPMADDWD        Y5, Y8, Y5
+	VMOVDQU64       (CX)(R8*1), Z8
+	VBROADCASTI64X4 128(CX)(R8*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z8, Z10, Z5
+	VPDPWSSD        Z13, Z9, Z5
+	VMOVDQU64       64(CX)(R8*1), Z8
+	VBROADCASTI64X4 160(CX)(R8*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z8, Z10, Z5
+	VPDPWSSD        Z13, Z9, Z5
 	VEXTRACTI64X4   $0x01, Z5, Y7
-	VPADDD          Y7, Y5, Y7
-	VMOVDQA64       Z8, Z5
-	VPMOVSXBW       192(CX)(DX*2), Y8
-	VMOVDQU64       (CX)(DX*2), Z10
-	VBROADCASTI64X4 128(CX)(DX*2), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      (BX), Z12, Z12
-	VPMADDUBSW      64(BX), Z11, Z11
-	VPERMW          Z8, Z0, Z10
-	VPERMW          Z8, Z1, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
-	VMOVDQU64       64(CX)(DX*2), Z10
-	VBROADCASTI64X4 160(CX)(DX*2), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPMADDUBSW      192(BX), Z11, Z11
-	VPERMW          Z8, Z2, Z10
-	VPERMW          Z8, Z3, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
-	VEXTRACTI64X4   $0x01, Z5, Y8
-	VPADDD          Y8, Y5, Y8
-	VMOVDQA64       Z9, Z5
-	VPMOVSXBW       192(CX)(R8*1), Y9
-	VMOVDQU64       (CX)(R8*1), Z10
-	VBROADCASTI64X4 128(CX)(R8*1), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      (BX), Z12, Z12
-	VPMADDUBSW      64(BX), Z11, Z11
-	VPERMW          Z9, Z0, Z10
-	VPERMW          Z9, Z1, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
-	VMOVDQU64       64(CX)(R8*1), Z10
-	VBROADCASTI64X4 160(CX)(R8*1), Z11
-	VPSLLVW         bqk_zshl6<>+0(SB), Z11, Z12
-	VPANDD          bqk_z30<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z12
-	VPSRLVW         bqk_zshr6<>+0(SB), Z11, Z11
-	VPANDD          bqk_z30<>+0(SB), Z11, Z11
-	VPSRLW          $0x04, Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z10, Z11
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPMADDUBSW      192(BX), Z11, Z11
-	VPERMW          Z9, Z2, Z10
-	VPERMW          Z9, Z3, Z13
-	VPDPWSSD        Z10, Z12, Z5
-	VPDPWSSD        Z13, Z11, Z5
-	VEXTRACTI64X4   $0x01, Z5, Y9
-	VPADDD          Y9, Y5, Y9
-	VPHADDD         Y7, Y6, Y5
-	VPHADDD         Y9, Y8, Y6
-	VPHADDD         Y6, Y5, Y5
-	VEXTRACTI128    $0x01, Y5, X6
-	VPADDD          X5, X6, X6
+	VPADDD          Y7, Y5, Y5
+	VPHADDD         Y11, Y6, Y6
+	VPHADDD         Y5, Y12, Y5
+	VPHADDD         Y5, Y6, Y6
+	VEXTRACTI128    $0x01, Y6, X5
+	VPADDD          X6, X5, X5
 	MOVWLZX         208(CX), R10
-	VMOVD           R10, X5
-	VPINSRW         $0x01, 208(CX)(DX*1), X5, X5
-	VPINSRW         $0x02, 208(CX)(DX*2), X5, X5
-	VPINSRW         $0x03, 208(CX)(R8*1), X5, X5
-	VCVTPH2PS       X5, X5
+	VMOVD           R10, X6
+	VPINSRW         $0x01, 208(CX)(DX*1), X6, X6
+	VPINSRW         $0x02, 208(CX)(DX*2), X6, X6
+	VPINSRW         $0x03, 208(CX)(R8*1), X6, X6
+	VCVTPH2PS       X6, X6
 	VBROADCASTSS    (SI), X7
-	VMULPS          X7, X5, X5
-	VCVTDQ2PS       X6, X6
-	VMULPS          X5, X6, X6
-	VADDPS          X6, X4, X4
+	VMULPS          X7, X6, X6
+	VCVTDQ2PS       X5, X5
+	VMULPS          X6, X5, X5
+	VADDPS          X5, X4, X4
 	ADDQ            $0x000000d2, CX
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x04, SI
@@ -744,13 +752,16 @@ bqkQ4KDot4AVX2_block:
 	PREFETCHT0   (R9)
 	PREFETCHT0   64(R9)
 	PREFETCHT0   128(R9)
-	PREFETCHT0   192(R9)
-	PREFETCHT0   256(R9)
-	PREFETCHT0   320(R9)
-	PREFETCHT0   384(R9)
-	PREFETCHT0   448(R9)
-	PREFETCHT0   512(R9)
-	ADDQ         $0x00000240, R9
+	PREFETCHT0   (R9)(DX*1)
+	PREFETCHT0   64(R9)(DX*1)
+	PREFETCHT0   128(R9)(DX*1)
+	PREFETCHT0   (R9)(DX*2)
+	PREFETCHT0   64(R9)(DX*2)
+	PREFETCHT0   128(R9)(DX*2)
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	PREFETCHT0   128(R9)(R8*1)
+	ADDQ         $0x00000090, R9
 	MOVL         4(CX), R10
 	MOVL         8(CX), R11
 	MOVL         12(CX), R12
@@ -1132,17 +1143,19 @@ bqkQ6KDot4AVX2_block:
 	PREFETCHT0   64(R9)
 	PREFETCHT0   128(R9)
 	PREFETCHT0   192(R9)
-	PREFETCHT0   256(R9)
-	PREFETCHT0   320(R9)
-	PREFETCHT0   384(R9)
-	PREFETCHT0   448(R9)
-	PREFETCHT0   512(R9)
-	PREFETCHT0   576(R9)
-	PREFETCHT0   640(R9)
-	PREFETCHT0   704(R9)
-	PREFETCHT0   768(R9)
-	PREFETCHT0   832(R9)
-	ADDQ         $0x00000348, R9
+	PREFETCHT0   (R9)(DX*1)
+	PREFETCHT0   64(R9)(DX*1)
+	PREFETCHT0   128(R9)(DX*1)
+	PREFETCHT0   192(R9)(DX*1)
+	PREFETCHT0   (R9)(DX*2)
+	PREFETCHT0   64(R9)(DX*2)
+	PREFETCHT0   128(R9)(DX*2)
+	PREFETCHT0   192(R9)(DX*2)
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	PREFETCHT0   128(R9)(R8*1)
+	PREFETCHT0   192(R9)(R8*1)
+	ADDQ         $0x000000d2, R9
 	VMOVDQU      (DI), Y1
 	VPACKSSDW    32(DI), Y1, Y1
 	VPERMQ       $0xd8, Y1, Y1

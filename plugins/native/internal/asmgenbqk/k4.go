@@ -40,6 +40,9 @@ func vpdpwssd(a, b, acc Op) {
 
 var (
 	z0F, z30, zShQ4, zShL6, zShR6, wM32 Mem
+	zHdrP, zHdrQ, zHdrSh, zHdrMask    Mem // Q4_K's header decoding
+	zScW, zMinW, dIdx4                Mem
+	zScQ4                             [4]Mem
 	zIdxQ4                              [4]Mem
 	zIdxQ6                              [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
 )
@@ -73,6 +76,45 @@ func consts4() {
 	zShL6 = words64("bqk_zshl6", func(i int) uint16 { return uint16(4 - 2*(i/16)) })
 	zShR6 = words64("bqk_zshr6", func(i int) uint16 { return uint16(2 * (i / 16)) })
 	wM32 = words64("bqk_wm32", func(int) uint16 { return 0xFFE0 }) // −32
+	// Q4_K's 16-byte header (d, dmin, twelve scale bytes s0..s11 at
+	// 4..15), four rows a register (one a 128-bit lane), decoded to the
+	// bytes [sc0..sc7, m0..m7]: P picks s0-3, s8-11, s4-7, s8-11 (shifted
+	// 0, 0, 0, 4 bits, masked 3F, 0F, 3F, 0F), Q the top two bits of
+	// s0-3 and s4-7 for sc4-7 and m4-7 (shifted right 2, masked 30)
+	lane16 := func(name string, f func(i int) byte) Mem {
+		return bytes64(name, func(i int) byte { return f(i % 16) })
+	}
+	zHdrP = lane16("bqk_zhdrp", func(i int) byte { return []byte{4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15}[i] })
+	zHdrQ = lane16("bqk_zhdrq", func(i int) byte {
+		return []byte{0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7, 0x80, 0x80, 0x80, 0x80, 8, 9, 10, 11}[i]
+	})
+	zHdrSh = lane16("bqk_zhdrsh", func(i int) byte { return []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0}[i] })
+	zHdrMask = lane16("bqk_zhdrmask", func(i int) byte { return []byte{0x3F, 0x0F, 0x3F, 0x0F}[i/4] })
+	// the scales (bytes 0-7) and the mins (8-15) zero-extended to words
+	zScW = lane16("bqk_zscw", func(i int) byte {
+		if i%2 == 1 {
+			return 0x80
+		}
+		return byte(i / 2)
+	})
+	zMinW = lane16("bqk_zminw", func(i int) byte {
+		if i%2 == 1 {
+			return 0x80
+		}
+		return byte(8 + i/2)
+	})
+	// dwords 0, 4, 8, 12: each lane's first
+	dIdx4 = bytes64("bqk_didx4", func(i int) byte {
+		if i%4 != 0 || i >= 16 {
+			return 0
+		}
+		return byte(i)
+	})
+	// chunk c: lanes 0-1 take scale word 2c, lanes 2-3 word 2c+1
+	for c := 0; c < 4; c++ {
+		cc := c
+		zScQ4[c] = bytes64(fmt.Sprintf("bqk_zscq4_%d", c), func(i int) byte { return byte(2*(2*cc+i/32) + i%2) })
+	}
 	// Q4_K chunk c: the low 256 bits take sub-block 2c's scale (word 2c
 	// of the row's eight), the high ones 2c+1's
 	for c := 0; c < 4; c++ {
@@ -183,17 +225,24 @@ func k4head(name, doc string) k4args {
 	return a
 }
 
-// prefetch4 prefetches one super-block's share (4·bs bytes) of the next
-// four rows.
-func prefetch4(pf Register, bs int) {
-	for o := 0; o < 4*bs; o += 64 {
-		PREFETCHT0(Mem{Base: pf, Disp: o})
+// prefetch4 prefetches the same super-block of the next four rows (the
+// next call's), in the order that call reads them: a whole call ahead.
+func prefetch4(a k4args, bs int) {
+	next := rows4(a.pf, a.ldw, a.ldw3)
+	for r := 0; r < 4; r++ {
+		for o := 0; o < bs; o += 64 {
+			PREFETCHT0(next(r, o))
+		}
 	}
-	ADDQ(U32(uint32(4*bs)), pf)
+	ADDQ(U32(uint32(bs)), a.pf)
 }
 
 // q4k4 generates the four-row Q4_K kernel of family fam (VNNI, AVX2).
 func q4k4(fam string) {
+	if fam == "VNNI" {
+		q4k4VNNI()
+		return
+	}
 	name := "bqkQ4KDot4" + fam
 	a := k4head(name, name+" is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
 	lab := name + "_"
@@ -211,7 +260,7 @@ func q4k4(fam string) {
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a.pf, 144)
+	prefetch4(a, 144)
 	var isum [4]VecVirtual
 	for r := 0; r < 4; r++ {
 		scLo, scHi, mLo, mHi := k4scalesAt(row(r, 4))
@@ -344,7 +393,7 @@ func q6k4(fam string) {
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a.pf, 210)
+	prefetch4(a, 210)
 	// the sixteen 16-value sums of x as int16 (|Σ| ≤ 16·127)
 	s16 := YMM()
 	if fam == "VNNI" {
@@ -357,20 +406,24 @@ func q6k4(fam string) {
 		VPERMQ(U8(0xD8), s16, s16)
 	}
 	var isum [4]VecVirtual
-	for r := 0; r < 4; r++ {
-		// the offset 32: −32·sc_g·Σx_g, the sums' starting value
-		sc := YMM()
+	// the offset 32 of row r: −32·sc_g·Σx_g, the sums' starting value
+	offset := func(r int, sc VecVirtual, acc Op) {
 		VPMOVSXBW(row(r, 192), sc)
 		t := YMM()
 		VPMULLW(wM32.Offset(0), sc, t)
-		isum[r] = YMM()
-		VPMADDWD(s16, t, isum[r])
+		VPMADDWD(s16, t, acc)
+	}
+	if fam == "AVX2" {
+		for r := 0; r < 4; r++ {
+			isum[r] = YMM()
+			offset(r, YMM(), isum[r])
+		}
 	}
 	if fam == "VNNI" {
 		for r := 0; r < 4; r++ {
 			acc, sc := ZMM(), YMM()
-			VMOVDQA64(isum[r].AsZ(), acc) // the upper half is zero
-			VPMOVSXBW(row(r, 192), sc)
+			offset(r, sc, acc.AsY()) // the upper half zero
+			isum[r] = YMM()
 			for h := 0; h < 2; h++ {
 				q, hb := ZMM(), ZMM()
 				VMOVDQU64(row(r, 64*h), q)
@@ -474,6 +527,112 @@ func q6k4(fam string) {
 	Label(lab + "done")
 	y := Load(Param("y"), GP64())
 	VMOVUPS(facc, Mem{Base: y})
+	VZEROUPPER()
+	RET()
+}
+
+// q4k4VNNI generates the four-row Q4_K kernel on ZMM: the four rows'
+// headers decoded together (one row a 128-bit lane), the scales applied
+// by VPDPWSSD (the scale words per lane by VPSHUFB of the row's lane
+// broadcast), the minimums' term by one VPMADDWD for the four rows.
+func q4k4VNNI() {
+	name := "bqkQ4KDot4VNNI"
+	a := k4head(name, name+" is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	lab := name + "_"
+	row := a.row
+	didx := ZMM()
+	VMOVDQU64(dIdx4, didx)
+	facc := YMM()
+	VXORPS(facc, facc, facc)
+	Label(lab + "block")
+	TESTQ(a.nb, a.nb)
+	JZ(LabelRef(lab + "done"))
+	prefetch4(a, 144)
+	R := ZMM()
+	VMOVDQU(row(0, 0), R.AsX())
+	for r := 1; r < 4; r++ {
+		VINSERTI32X4(U8(r), row(r, 0), R, R)
+	}
+	P, Q := ZMM(), ZMM()
+	VPSHUFB(zHdrP, R, P)
+	VPSHUFB(zHdrQ, R, Q)
+	VPSRLVD(zHdrSh, P, P)
+	VPSRLD(U8(2), Q, Q)
+	VPANDD(z30, Q, Q)
+	VPTERNLOGD(U8(0xF8), zHdrMask, P, Q) // Q |= P & mask: [sc0..7, m0..7] a lane
+	scw, mw := ZMM(), ZMM()
+	VPSHUFB(zScW, Q, scw)
+	VPSHUFB(zMinW, Q, mw)
+	// the mins' term: the 32-value sums as words in every lane
+	s16 := ZMM()
+	VMOVDQU(Mem{Base: a.xs}, s16.AsY())
+	VPMOVDW(s16.AsY(), s16.AsX())
+	VSHUFI32X4(U8(0), s16, s16, s16)
+	mv := ZMM()
+	VPMADDWD(s16, mw, mv) // lane r: row r's four pair sums
+	var S [4]VecVirtual
+	for r := 0; r < 4; r++ {
+		t := ZMM()
+		VSHUFI32X4(U8(r*0x55), scw, scw, t) // row r's scale words in every lane
+		acc := ZMM()
+		VPXORD(acc, acc, acc)
+		for c := 0; c < 4; c++ {
+			n, s := ZMM(), ZMM()
+			VBROADCASTI64X4(row(r, 16+32*c), n)
+			VPSRLVW(zShQ4, n, n)
+			VPANDD(z0F, n, n)
+			VPMADDUBSW(Mem{Base: a.x, Disp: 64 * c}, n, n)
+			VPSHUFB(zScQ4[c], t, s)
+			vpdpwssd(s, n, acc)
+		}
+		u := YMM()
+		VEXTRACTI64X4(U8(1), acc, u)
+		S[r] = YMM()
+		VPADDD(u, acc.AsY(), S[r])
+	}
+	// [S0 S1 S2 S3]
+	p01, p23 := YMM(), YMM()
+	VPHADDD(S[1], S[0], p01)
+	VPHADDD(S[3], S[2], p23)
+	VPHADDD(p23, p01, p01)
+	s4 := XMM()
+	VEXTRACTI128(U8(1), p01, s4)
+	VPADDD(p01.AsX(), s4, s4)
+	// [M0 M1 M2 M3]
+	t1 := ZMM()
+	VPSHUFD(U8(0x4E), mv, t1)
+	VPADDD(t1, mv, mv)
+	VPSHUFD(U8(0xB1), mv, t1)
+	VPADDD(t1, mv, mv)
+	VPERMD(mv, didx, mv)
+	lo, hi := XMM(), XMM()
+	VPUNPCKLDQ(mv.AsX(), s4, lo) // S0 M0 S1 M1
+	VPUNPCKHDQ(mv.AsX(), s4, hi) // S2 M2 S3 M3
+	sm := YMM()
+	VINSERTI128(U8(1), hi, lo.AsY(), sm)
+	// d, dmin of the four rows
+	dd := ZMM()
+	VPERMD(R, didx, dd)
+	df := YMM()
+	VCVTPH2PS(dd.AsX(), df)
+	da := YMM()
+	VBROADCASTSS(Mem{Base: a.xd}, da)
+	VMULPS(da, df, df)
+	f := YMM()
+	VCVTDQ2PS(sm, f)
+	VMULPS(df, f, f)
+	VADDPS(f, facc, facc)
+	g := YMM()
+	VMOVSHDUP(f, g)
+	VSUBPS(g, facc, facc)
+	ADDQ(U32(144), a.w)
+	ADDQ(U32(256), a.x)
+	ADDQ(U8(4), a.xd)
+	ADDQ(U8(32), a.xs)
+	DECQ(a.nb)
+	JMP(LabelRef(lab + "block"))
+	Label(lab + "done")
+	store4even(facc)
 	VZEROUPPER()
 	RET()
 }
