@@ -17,7 +17,7 @@ type bqkFn32 = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, 
 // bqkAVX2 are the typed integer path's AVX2 kernels (internal/asmgenbqk).
 var bqkAVX2 = map[ggml.Type]*bqkKernel{
 	ggml.Q4_K: newBQKKernel("avx2", ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4AVX2),
-	ggml.Q5_K: newBQKKernel("avx2", ggml.Q5_K, bqkQ5KDotAVX2, nil),
+	ggml.Q5_K: newBQKKernel("avx2", ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4AVX2),
 	ggml.Q6_K: newBQKKernel("avx2", ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4AVX2),
 	ggml.Q4_0: newBQK32Kernel("avx2", ggml.Q4_0, bqkQ4_0Dot1AVX2, bqkQ4_0Dot4AVX2),
 	ggml.Q5_0: newBQK32Kernel("avx2", ggml.Q5_0, bqkQ5_0Dot1AVX2, bqkQ5_0Dot4AVX2),
@@ -29,6 +29,7 @@ var bqkAVX2 = map[ggml.Type]*bqkKernel{
 // the other types take bqkAVX2's.
 var bqkVNNI = map[ggml.Type]*bqkKernel{
 	ggml.Q4_K: newBQKKernel("vnni", ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
+	ggml.Q5_K: newBQKKernel("vnni", ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
 	ggml.Q6_K: newBQKKernel("vnni", ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),

@@ -250,45 +250,55 @@ DATA bqk_zscq4_3<>+48(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA bqk_zscq4_3<>+56(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL bqk_zscq4_3<>(SB), RODATA|NOPTR, $64
 
-DATA bqk_zidxq4_0<>+0(SB)/8, $0x0000000000000000
-DATA bqk_zidxq4_0<>+8(SB)/8, $0x0000000000000000
-DATA bqk_zidxq4_0<>+16(SB)/8, $0x0000000000000000
-DATA bqk_zidxq4_0<>+24(SB)/8, $0x0000000000000000
-DATA bqk_zidxq4_0<>+32(SB)/8, $0x0001000100010001
-DATA bqk_zidxq4_0<>+40(SB)/8, $0x0001000100010001
-DATA bqk_zidxq4_0<>+48(SB)/8, $0x0001000100010001
-DATA bqk_zidxq4_0<>+56(SB)/8, $0x0001000100010001
-GLOBL bqk_zidxq4_0<>(SB), RODATA|NOPTR, $64
+DATA bqk_z10<>+0(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+8(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+16(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+24(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+32(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+40(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+48(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+56(SB)/8, $0x1010101010101010
+GLOBL bqk_z10<>(SB), RODATA|NOPTR, $64
 
-DATA bqk_zidxq4_1<>+0(SB)/8, $0x0002000200020002
-DATA bqk_zidxq4_1<>+8(SB)/8, $0x0002000200020002
-DATA bqk_zidxq4_1<>+16(SB)/8, $0x0002000200020002
-DATA bqk_zidxq4_1<>+24(SB)/8, $0x0002000200020002
-DATA bqk_zidxq4_1<>+32(SB)/8, $0x0003000300030003
-DATA bqk_zidxq4_1<>+40(SB)/8, $0x0003000300030003
-DATA bqk_zidxq4_1<>+48(SB)/8, $0x0003000300030003
-DATA bqk_zidxq4_1<>+56(SB)/8, $0x0003000300030003
-GLOBL bqk_zidxq4_1<>(SB), RODATA|NOPTR, $64
+DATA bqk_zshq5_0<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+32(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_0<>+40(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_0<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_0<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zshq5_0<>(SB), RODATA|NOPTR, $64
 
-DATA bqk_zidxq4_2<>+0(SB)/8, $0x0004000400040004
-DATA bqk_zidxq4_2<>+8(SB)/8, $0x0004000400040004
-DATA bqk_zidxq4_2<>+16(SB)/8, $0x0004000400040004
-DATA bqk_zidxq4_2<>+24(SB)/8, $0x0004000400040004
-DATA bqk_zidxq4_2<>+32(SB)/8, $0x0005000500050005
-DATA bqk_zidxq4_2<>+40(SB)/8, $0x0005000500050005
-DATA bqk_zidxq4_2<>+48(SB)/8, $0x0005000500050005
-DATA bqk_zidxq4_2<>+56(SB)/8, $0x0005000500050005
-GLOBL bqk_zidxq4_2<>(SB), RODATA|NOPTR, $64
+DATA bqk_zshq5_1<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_1<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_1<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_1<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq5_1<>(SB), RODATA|NOPTR, $64
 
-DATA bqk_zidxq4_3<>+0(SB)/8, $0x0006000600060006
-DATA bqk_zidxq4_3<>+8(SB)/8, $0x0006000600060006
-DATA bqk_zidxq4_3<>+16(SB)/8, $0x0006000600060006
-DATA bqk_zidxq4_3<>+24(SB)/8, $0x0006000600060006
-DATA bqk_zidxq4_3<>+32(SB)/8, $0x0007000700070007
-DATA bqk_zidxq4_3<>+40(SB)/8, $0x0007000700070007
-DATA bqk_zidxq4_3<>+48(SB)/8, $0x0007000700070007
-DATA bqk_zidxq4_3<>+56(SB)/8, $0x0007000700070007
-GLOBL bqk_zidxq4_3<>(SB), RODATA|NOPTR, $64
+DATA bqk_zshq5_2<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_2<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_2<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_2<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq5_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq5_3<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+32(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_3<>+40(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_3<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_3<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zshq5_3<>(SB), RODATA|NOPTR, $64
 
 DATA bqk_zidxq6_0<>+0(SB)/8, $0x0000000000000000
 DATA bqk_zidxq6_0<>+8(SB)/8, $0x0000000000000000
@@ -518,6 +528,237 @@ bqkQ4KDot4VNNI_block:
 	JMP             bqkQ4KDot4VNNI_block
 
 bqkQ4KDot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y1, X0
+	VSHUFPS      $0x88, X0, X1, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ5KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	LEAQ      (CX)(DX*4), R9
+	VMOVDQU64 bqk_didx4<>+0(SB), Z0
+	VXORPS    Y1, Y1, Y1
+
+bqkQ5KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ5KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      128(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      128(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      128(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	PREFETCHT0      128(R9)(R8*1)
+	ADDQ            $0x000000b0, R9
+	VMOVDQU         (CX), X2
+	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
+	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
+	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
+	VPSRLD          $0x02, Z4, Z4
+	VPANDD          bqk_z30<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
+	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
+	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
+	VMOVDQU         (DI), Y5
+	VPMOVDW         Y5, X5
+	VSHUFI32X4      $0x00, Z5, Z5, Z5
+	VPMADDWD        Z5, Z4, Z4
+	VSHUFI32X4      $0x00, Z3, Z3, Z11
+	VPXORD          Z6, Z6, Z6
+	VBROADCASTI64X4 16(CX), Z12
+	VBROADCASTI64X4 48(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z6
+	VBROADCASTI64X4 80(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z6
+	VBROADCASTI64X4 112(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z6
+	VBROADCASTI64X4 144(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z13, Z6
+	VEXTRACTI64X4   $0x01, Z6, Y5
+	VPADDD          Y5, Y6, Y5
+	VSHUFI32X4      $0x55, Z3, Z3, Z11
+	VPXORD          Z7, Z7, Z7
+	VBROADCASTI64X4 16(CX)(DX*1), Z12
+	VBROADCASTI64X4 48(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z7
+	VBROADCASTI64X4 80(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z7
+	VBROADCASTI64X4 112(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z7
+	VBROADCASTI64X4 144(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z13, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y11
+	VPADDD          Y11, Y7, Y11
+	VSHUFI32X4      $0xaa, Z3, Z3, Z12
+	VPXORD          Z8, Z8, Z8
+	VBROADCASTI64X4 16(CX)(DX*2), Z13
+	VBROADCASTI64X4 48(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      (BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z15
+	VPDPWSSD        Z15, Z14, Z8
+	VBROADCASTI64X4 80(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      64(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z15
+	VPDPWSSD        Z15, Z14, Z8
+	VBROADCASTI64X4 112(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      128(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z15
+	VPDPWSSD        Z15, Z14, Z8
+	VBROADCASTI64X4 144(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
+	VPMADDUBSW      192(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
+	VPDPWSSD        Z12, Z14, Z8
+	VEXTRACTI64X4   $0x01, Z8, Y12
+	VPADDD          Y12, Y8, Y12
+	VSHUFI32X4      $0xff, Z3, Z3, Z3
+	VPXORD          Z9, Z9, Z9
+	VBROADCASTI64X4 16(CX)(R8*1), Z13
+	VBROADCASTI64X4 48(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      (BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z15
+	VPDPWSSD        Z15, Z14, Z9
+	VBROADCASTI64X4 80(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      64(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z15
+	VPDPWSSD        Z15, Z14, Z9
+	VBROADCASTI64X4 112(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      128(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z15
+	VPDPWSSD        Z15, Z14, Z9
+	VBROADCASTI64X4 144(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
+	VPMADDUBSW      192(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
+	VPDPWSSD        Z3, Z14, Z9
+	VEXTRACTI64X4   $0x01, Z9, Y3
+	VPADDD          Y3, Y9, Y3
+	VPHADDD         Y11, Y5, Y5
+	VPHADDD         Y3, Y12, Y3
+	VPHADDD         Y3, Y5, Y5
+	VEXTRACTI128    $0x01, Y5, X3
+	VPADDD          X5, X3, X3
+	VPSHUFD         $0x4e, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPSHUFD         $0xb1, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPERMD          Z4, Z0, Z4
+	VPUNPCKLDQ      X4, X3, X10
+	VPUNPCKHDQ      X4, X3, X3
+	VINSERTI128     $0x01, X3, Y10, Y4
+	VPERMD          Z2, Z0, Z3
+	VCVTPH2PS       X3, Y3
+	VBROADCASTSS    (SI), Y5
+	VMULPS          Y5, Y3, Y3
+	VCVTDQ2PS       Y4, Y4
+	VMULPS          Y3, Y4, Y4
+	VADDPS          Y4, Y1, Y1
+	VMOVSHDUP       Y4, Y3
+	VSUBPS          Y3, Y1, Y1
+	ADDQ            $0x000000b0, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x20, DI
+	DECQ            AX
+	JMP             bqkQ5KDot4VNNI_block
+
+bqkQ5KDot4VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y1, X0
 	VSHUFPS      $0x88, X0, X1, X0
@@ -1116,6 +1357,552 @@ bqkQ4KDot4AVX2_block:
 	JMP          bqkQ4KDot4AVX2_block
 
 bqkQ4KDot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VSHUFPS      $0x88, X1, X0, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5KDot4AVX2(SB), NOSPLIT, $96-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   x+24(FP), BX
+	MOVQ   xd+32(FP), SI
+	MOVQ   xs+40(FP), DI
+	LEAQ   (DX)(DX*2), R8
+	LEAQ   (CX)(DX*4), R9
+	VXORPS Y0, Y0, Y0
+
+bqkQ5KDot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5KDot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	PREFETCHT0   128(R9)
+	PREFETCHT0   (R9)(DX*1)
+	PREFETCHT0   64(R9)(DX*1)
+	PREFETCHT0   128(R9)(DX*1)
+	PREFETCHT0   (R9)(DX*2)
+	PREFETCHT0   64(R9)(DX*2)
+	PREFETCHT0   128(R9)(DX*2)
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	PREFETCHT0   128(R9)(R8*1)
+	ADDQ         $0x000000b0, R9
+	MOVL         4(CX), R10
+	MOVL         8(CX), R11
+	MOVL         12(CX), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 64(SP)
+	MOVL         R11, 68(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, (SP)
+	MOVL         4(CX)(DX*1), R10
+	MOVL         8(CX)(DX*1), R11
+	MOVL         12(CX)(DX*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 72(SP)
+	MOVL         R11, 76(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 16(SP)
+	MOVL         4(CX)(DX*2), R10
+	MOVL         8(CX)(DX*2), R11
+	MOVL         12(CX)(DX*2), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 80(SP)
+	MOVL         R11, 84(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 32(SP)
+	MOVL         4(CX)(R8*1), R10
+	MOVL         8(CX)(R8*1), R11
+	MOVL         12(CX)(R8*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 88(SP)
+	MOVL         R11, 92(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 48(SP)
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      (BX), Y5
+	VMOVDQU      32(BX), Y6
+	VMOVDQU      48(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW (SP), Y9
+	VPBROADCASTW 2(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      48(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 16(SP), Y9
+	VPBROADCASTW 18(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      48(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 32(SP), Y9
+	VPBROADCASTW 34(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      48(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 48(SP), Y5
+	VPBROADCASTW 50(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      64(BX), Y5
+	VMOVDQU      96(BX), Y6
+	VMOVDQU      80(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 4(SP), Y9
+	VPBROADCASTW 6(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      80(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 20(SP), Y9
+	VPBROADCASTW 22(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      80(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 36(SP), Y9
+	VPBROADCASTW 38(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      80(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 52(SP), Y5
+	VPBROADCASTW 54(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      128(BX), Y5
+	VMOVDQU      160(BX), Y6
+	VMOVDQU      112(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 8(SP), Y9
+	VPBROADCASTW 10(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      112(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 24(SP), Y9
+	VPBROADCASTW 26(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      112(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 40(SP), Y9
+	VPBROADCASTW 42(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      112(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 56(SP), Y5
+	VPBROADCASTW 58(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VMOVDQU      224(BX), Y6
+	VMOVDQU      144(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 12(SP), Y9
+	VPBROADCASTW 14(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      144(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 28(SP), Y9
+	VPBROADCASTW 30(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      144(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 44(SP), Y9
+	VPBROADCASTW 46(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      144(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 60(SP), Y5
+	VPBROADCASTW 62(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      (DI), Y5
+	VPMOVZXBD    64(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y1, Y1
+	VPMOVZXBD    72(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y2, Y2
+	VPMOVZXBD    80(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y3, Y3
+	VPMOVZXBD    88(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y4, Y4
+	VPHADDD      Y2, Y1, Y1
+	VPHADDD      Y4, Y3, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VMOVD        (CX), X1
+	VPINSRD      $0x01, (CX)(DX*1), X1, X1
+	VPINSRD      $0x02, (CX)(DX*2), X1, X1
+	VPINSRD      $0x03, (CX)(R8*1), X1, X1
+	VCVTPH2PS    X1, Y1
+	VBROADCASTSS (SI), Y2
+	VMULPS       Y2, Y1, Y1
+	VCVTDQ2PS    Y3, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VMOVSHDUP    Y2, Y1
+	VSUBPS       Y1, Y0, Y0
+	ADDQ         $0x000000b0, CX
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x04, SI
+	ADDQ         $0x20, DI
+	DECQ         AX
+	JMP          bqkQ5KDot4AVX2_block
+
+bqkQ5KDot4AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VSHUFPS      $0x88, X1, X0, X0

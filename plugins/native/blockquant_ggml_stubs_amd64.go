@@ -7,6 +7,11 @@ package native
 //go:noescape
 func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 
+// bqkQ5KDot4VNNI is core/ggml's Dot of nb Q5_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
 // bqkQ6KDot4VNNI is core/ggml's Dot of nb Q6_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
 //
 //go:noescape
@@ -16,6 +21,11 @@ func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, 
 //
 //go:noescape
 func bqkQ4KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ5KDot4AVX2 is core/ggml's Dot of nb Q5_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 
 // bqkQ6KDot4AVX2 is core/ggml's Dot of nb Q6_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
 //

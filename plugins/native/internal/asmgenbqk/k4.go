@@ -40,10 +40,10 @@ func vpdpwssd(a, b, acc Op) {
 
 var (
 	z0F, z30, zShQ4, zShL6, zShR6, wM32 Mem
-	zHdrP, zHdrQ, zHdrSh, zHdrMask    Mem // Q4_K's header decoding
-	zScW, zMinW, dIdx4                Mem
-	zScQ4                             [4]Mem
-	zIdxQ4                              [4]Mem
+	zHdrP, zHdrQ, zHdrSh, zHdrMask      Mem // Q4_K's header decoding
+	zScW, zMinW, dIdx4                  Mem
+	zScQ4, zShQ5                        [4]Mem
+	z10                                 Mem
 	zIdxQ6                              [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
 )
 
@@ -115,11 +115,18 @@ func consts4() {
 		cc := c
 		zScQ4[c] = bytes64(fmt.Sprintf("bqk_zscq4_%d", c), func(i int) byte { return byte(2*(2*cc+i/32) + i%2) })
 	}
-	// Q4_K chunk c: the low 256 bits take sub-block 2c's scale (word 2c
-	// of the row's eight), the high ones 2c+1's
+	// Q5_K chunk c: bit 2c of each qh byte to bit 4 in the low 256 bits,
+	// bit 2c+1 in the high ones (word shifts: left 4−s, or right s−4)
+	z10 = bytes64("bqk_z10", func(int) byte { return 0x10 })
 	for c := 0; c < 4; c++ {
 		cc := c
-		zIdxQ4[c] = words64(fmt.Sprintf("bqk_zidxq4_%d", c), func(i int) uint16 { return uint16(2*cc + i/16) })
+		zShQ5[c] = words64(fmt.Sprintf("bqk_zshq5_%d", c), func(i int) uint16 {
+			s := 2*cc + i/16
+			if s <= 4 && cc < 2 {
+				return uint16(4 - s)
+			}
+			return uint16(s - 4)
+		})
 	}
 	// Q6_K half h: 128-bit lane j of planes 0-1 takes group scale 8h+j,
 	// of planes 2-3 group 8h+4+j (of the row's sixteen words)
@@ -237,31 +244,27 @@ func prefetch4(a k4args, bs int) {
 	ADDQ(U32(uint32(bs)), a.pf)
 }
 
-// q4k4 generates the four-row Q4_K kernel of family fam (VNNI, AVX2).
-func q4k4(fam string) {
+// q4k4 generates the four-row Q4_K (five: Q5_K) kernel of family fam
+// (VNNI, AVX2).
+func q4k4(fam string, five bool) {
 	if fam == "VNNI" {
-		q4k4VNNI()
+		q4k4VNNI(five)
 		return
 	}
-	name := "bqkQ4KDot4" + fam
-	a := k4head(name, name+" is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	name, ty, bs, qs := "bqkQ4KDot4"+fam, "Q4_K", 144, 16
+	if five {
+		name, ty, bs, qs = "bqkQ5KDot4"+fam, "Q5_K", 176, 48
+	}
+	a := k4head(name, name+" is core/ggml's Dot of nb "+ty+" super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
 	lab := name + "_"
 	row := a.row
 	local := AllocLocal(64 + 32)
-	var idx [4]VecVirtual
-	if fam == "VNNI" {
-		for c := range idx {
-			idx[c] = ZMM()
-			VMOVDQU64(zIdxQ4[c], idx[c])
-		}
-	}
 	facc := YMM()
 	VXORPS(facc, facc, facc)
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a, 144)
-	var isum [4]VecVirtual
+	prefetch4(a, bs)
 	for r := 0; r < 4; r++ {
 		scLo, scHi, mLo, mHi := k4scalesAt(row(r, 4))
 		// the mins' bytes to the stack (used after the sums)
@@ -271,51 +274,45 @@ func q4k4(fam string) {
 		VMOVD(scLo, sx)
 		VPINSRD(U8(1), scHi, sx, sx)
 		VPMOVZXBW(sx, sx) // the eight scales as int16
-		if fam == "AVX2" {
-			VMOVDQU(sx, local.Offset(16*r))
-			continue
-		}
-		acc := ZMM()
-		VPXORD(acc, acc, acc)
-		for c := 0; c < 4; c++ {
-			n, s := ZMM(), ZMM()
-			VBROADCASTI64X4(row(r, 16+32*c), n)
-			VPSRLVW(zShQ4, n, n)
-			VPANDD(z0F, n, n)
-			VPMADDUBSW(Mem{Base: a.x, Disp: 64 * c}, n, n)
-			VPERMW(sx.AsZ(), idx[c], s)
-			vpdpwssd(s, n, acc)
-		}
-		t := YMM()
-		VEXTRACTI64X4(U8(1), acc, t)
-		isum[r] = YMM()
-		VPADDD(t, acc.AsY(), isum[r])
+		VMOVDQU(sx, local.Offset(16*r))
 	}
-	if fam == "AVX2" {
-		for r := range isum {
-			isum[r] = YMM()
-			VPXOR(isum[r], isum[r], isum[r])
-		}
-		for c := 0; c < 4; c++ {
-			x0, x1 := YMM(), YMM()
-			VMOVDQU(Mem{Base: a.x, Disp: 64 * c}, x0)
-			VMOVDQU(Mem{Base: a.x, Disp: 64*c + 32}, x1)
-			for r := 0; r < 4; r++ {
-				q, n0, n1 := YMM(), YMM(), YMM()
-				VMOVDQU(row(r, 16+32*c), q)
-				VPAND(c0F, q, n0)
-				VPSRLW(U8(4), q, n1)
-				VPAND(c0F, n1, n1)
-				VPMADDUBSW(x0, n0, n0)
-				VPMADDUBSW(x1, n1, n1)
-				s0, s1 := YMM(), YMM()
-				VPBROADCASTW(local.Offset(16*r+4*c), s0)
-				VPBROADCASTW(local.Offset(16*r+4*c+2), s1)
-				VPMADDWD(s0, n0, n0)
-				VPMADDWD(s1, n1, n1)
-				VPADDD(n0, isum[r], isum[r])
-				VPADDD(n1, isum[r], isum[r])
+	var isum [4]VecVirtual
+	for r := range isum {
+		isum[r] = YMM()
+		VPXOR(isum[r], isum[r], isum[r])
+	}
+	for c := 0; c < 4; c++ {
+		x0, x1 := YMM(), YMM()
+		VMOVDQU(Mem{Base: a.x, Disp: 64 * c}, x0)
+		VMOVDQU(Mem{Base: a.x, Disp: 64*c + 32}, x1)
+		for r := 0; r < 4; r++ {
+			q, n0, n1 := YMM(), YMM(), YMM()
+			VMOVDQU(row(r, qs+32*c), q)
+			VPAND(c0F, q, n0)
+			VPSRLW(U8(4), q, n1)
+			VPAND(c0F, n1, n1)
+			if five { // the 5th bits: bits 2c and 2c+1 of qh's bytes
+				for i, n := range []VecVirtual{n0, n1} {
+					sb := 2*c + i
+					hb := YMM()
+					VMOVDQU(row(r, 16), hb)
+					if sb != 0 {
+						VPSRLW(U8(sb), hb, hb)
+					}
+					VPAND(c01, hb, hb)
+					VPSLLW(U8(4), hb, hb)
+					VPOR(hb, n, n)
+				}
 			}
+			VPMADDUBSW(x0, n0, n0)
+			VPMADDUBSW(x1, n1, n1)
+			s0, s1 := YMM(), YMM()
+			VPBROADCASTW(local.Offset(16*r+4*c), s0)
+			VPBROADCASTW(local.Offset(16*r+4*c+2), s1)
+			VPMADDWD(s0, n0, n0)
+			VPMADDWD(s1, n1, n1)
+			VPADDD(n0, isum[r], isum[r])
+			VPADDD(n1, isum[r], isum[r])
 		}
 	}
 	// the mins' term: m_s · Σx_s, eight lanes a row
@@ -330,7 +327,7 @@ func q4k4(fam string) {
 	}
 	sm := combine4(pr[0], pr[1], pr[2], pr[3])
 	k4float(a, row, sm, facc)
-	ADDQ(U32(144), a.w)
+	ADDQ(U32(uint32(bs)), a.w)
 	ADDQ(U32(256), a.x)
 	ADDQ(U8(4), a.xd)
 	ADDQ(U8(32), a.xs)
@@ -535,9 +532,12 @@ func q6k4(fam string) {
 // headers decoded together (one row a 128-bit lane), the scales applied
 // by VPDPWSSD (the scale words per lane by VPSHUFB of the row's lane
 // broadcast), the minimums' term by one VPMADDWD for the four rows.
-func q4k4VNNI() {
-	name := "bqkQ4KDot4VNNI"
-	a := k4head(name, name+" is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+func q4k4VNNI(five bool) {
+	name, ty, bs, qs := "bqkQ4KDot4VNNI", "Q4_K", 144, 16
+	if five {
+		name, ty, bs, qs = "bqkQ5KDot4VNNI", "Q5_K", 176, 48
+	}
+	a := k4head(name, name+" is core/ggml's Dot of nb "+ty+" super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
 	lab := name + "_"
 	row := a.row
 	didx := ZMM()
@@ -547,7 +547,7 @@ func q4k4VNNI() {
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a, 144)
+	prefetch4(a, bs)
 	R := ZMM()
 	VMOVDQU(row(0, 0), R.AsX())
 	for r := 1; r < 4; r++ {
@@ -576,11 +576,25 @@ func q4k4VNNI() {
 		VSHUFI32X4(U8(r*0x55), scw, scw, t) // row r's scale words in every lane
 		acc := ZMM()
 		VPXORD(acc, acc, acc)
+		var qh VecVirtual
+		if five {
+			qh = ZMM()
+			VBROADCASTI64X4(row(r, 16), qh)
+		}
 		for c := 0; c < 4; c++ {
 			n, s := ZMM(), ZMM()
-			VBROADCASTI64X4(row(r, 16+32*c), n)
+			VBROADCASTI64X4(row(r, qs+32*c), n)
 			VPSRLVW(zShQ4, n, n)
 			VPANDD(z0F, n, n)
+			if five { // bits 2c, 2c+1 of qh's bytes to bit 4
+				h := ZMM()
+				if c < 2 {
+					VPSLLVW(zShQ5[c], qh, h)
+				} else {
+					VPSRLVW(zShQ5[c], qh, h)
+				}
+				VPTERNLOGD(U8(0xF8), z10, h, n) // n |= h & 0x10
+			}
 			VPMADDUBSW(Mem{Base: a.x, Disp: 64 * c}, n, n)
 			VPSHUFB(zScQ4[c], t, s)
 			vpdpwssd(s, n, acc)
@@ -625,7 +639,7 @@ func q4k4VNNI() {
 	g := YMM()
 	VMOVSHDUP(f, g)
 	VSUBPS(g, facc, facc)
-	ADDQ(U32(144), a.w)
+	ADDQ(U32(uint32(bs)), a.w)
 	ADDQ(U32(256), a.x)
 	ADDQ(U8(4), a.xd)
 	ADDQ(U8(32), a.xs)

@@ -57,7 +57,8 @@ func main() {
 	consts()
 	consts4()
 	for _, fam := range []string{"VNNI", "AVX2"} {
-		q4k4(fam)
+		q4k4(fam, false)
+		q4k4(fam, true)
 		q6k4(fam)
 	}
 	q4k(false)
