@@ -1,11 +1,14 @@
 package native
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
 )
 
 // BenchmarkBlockQuantGGMLKernel: one K-type kernel of the integer path
@@ -52,6 +55,39 @@ func BenchmarkBlockQuantGGMLKernel(b *testing.B) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkBlockQuantGGMLThreads: a decode step's product (M = 1) with
+// an 8192×2048 typed weight (Llama-3.2-1B's up projection: larger than
+// the caches here) at int8, on one thread and two, the rows split
+// between them; bytes/s counts the weight's bytes.
+func BenchmarkBlockQuantGGMLThreads(b *testing.B) {
+	rng := rand.New(rand.NewPCG(35, 6))
+	be := New(Options{})
+	defer be.Close()
+	ctx := context.Background()
+	for _, ty := range []ggml.Type{ggml.Q4_K, ggml.Q6_K} {
+		const n, k = 8192, 2048
+		sg, a := ggmlGraph(rng, ty, n, k, []int{1, 1, k})
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s_t%d", ty, threads), func(b *testing.B) {
+				exe, err := be.Compile(ctx, sg, hal.CompileOptions{Threads: threads, Precision: hal.PrecisionInt8})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer exe.Release()
+				out := []*graph.Tensor{{}}
+				rb, _ := ty.RowBytes(k)
+				b.SetBytes(int64(n * rb))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := exe.Execute(ctx, []*graph.Tensor{a}, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

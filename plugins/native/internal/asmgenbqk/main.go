@@ -31,6 +31,10 @@
 //     and multiplied by d·d_a and added in float32, the lanes reduced as
 //     ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
 //
+// Q4_K, Q5_K and Q6_K also have four-row kernels (four weight rows
+// against one activation row, in AVX-512 VNNI on ZMM and in AVX2; k4.go
+// says how), which the integer path takes for each group of four outputs.
+//
 // The float path (the default precision: activations not quantized) has
 // kernels for Q4_K, Q6_K and Q5_0 (one accumulator a 32-element block): the quants unpacked to bytes on the stack,
 // widened to int32 and converted to float32 eight at a time, and
