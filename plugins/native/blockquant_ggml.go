@@ -28,8 +28,9 @@ import (
 // quantizes each row of A as llama.cpp does (core/ggml's Act: blocks of 32
 // for the 32-element types, super-blocks of 256 for the K types) and
 // computes core/ggml's Dot, whose float32 steps are fixed: the Go kernel
-// and the assembly ones (internal/asmgenbqk: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K
-// and Q6_K, four weight rows a call sharing each activation load and
+// and the assembly ones (internal/asmgenbqk: Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q4_K, Q5_K and Q6_K, four weight rows a call sharing each
+// activation load and
 // prefetching the next four, in AVX-512 VNNI where the CPU has it, else
 // AVX2) give the same bits; the other types run Go.
 // SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go.

@@ -22,6 +22,8 @@ var bqkAVX2 = map[ggml.Type]*bqkKernel{
 	ggml.Q4_0: newBQK32Kernel("avx2", ggml.Q4_0, bqkQ4_0Dot1AVX2, bqkQ4_0Dot4AVX2),
 	ggml.Q5_0: newBQK32Kernel("avx2", ggml.Q5_0, bqkQ5_0Dot1AVX2, bqkQ5_0Dot4AVX2),
 	ggml.Q8_0: newBQK32Kernel("avx2", ggml.Q8_0, bqkQ8_0Dot1AVX2, bqkQ8_0Dot4AVX2),
+	ggml.Q4_1: newBQK32mKernel("avx2", bqkQ4_1Dot1AVX2, bqkQ4_1Dot4AVX2),
+	ggml.Q5_1: newBQK32mKernel("avx2", bqkQ5_1Dot1AVX2, bqkQ5_1Dot4AVX2),
 }
 
 // bqkVNNI are the kernels that AVX-512 VNNI (VPDPBUSD on YMM; the K
@@ -34,6 +36,8 @@ var bqkVNNI = map[ggml.Type]*bqkKernel{
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
 	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
+	ggml.Q4_1: newBQK32mKernel("vnni", bqkQ4_1Dot1VNNI, bqkQ4_1Dot4VNNI),
+	ggml.Q5_1: newBQK32mKernel("vnni", bqkQ5_1Dot1VNNI, bqkQ5_1Dot4VNNI),
 }
 
 // newBQKKernel wraps the one-row assembly kernel f of K type t and its
@@ -81,6 +85,34 @@ func newBQK32Kernel(name string, t ggml.Type, f1, f4 bqkFn32) *bqkKernel {
 		xd := a.D[r*nb : r*nb+nb]
 		xs := a.Lanes[r*nb*8 : (r+1)*nb*8]
 		f(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0])
+	}
+	return &bqkKernel{
+		name: name,
+		dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+			var y [1]float32
+			call(f1, w, j, 1, a, r, y[:])
+			return y[0]
+		},
+		dot4: func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) {
+			call(f4, w, j, 4, a, r, y)
+		},
+	}
+}
+
+// bqkFn32m is the kernel of a 32-element type with a minimum (Q4_1,
+// Q5_1): as bqkFn32, sd the activations' SumD.
+type bqkFn32m = func(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// newBQK32mKernel wraps the one-row and four-row kernels of Q4_1 or Q5_1.
+func newBQK32mKernel(name string, f1, f4 bqkFn32m) *bqkKernel {
+	call := func(f bqkFn32m, w *bqWeights, j, nr int, a *ggml.Act, r int, y []float32) {
+		nb := w.k / 32
+		_ = y[nr-1]
+		rows := w.raw[j*w.rb : (j+nr)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		sd := a.SumD[r*nb : r*nb+nb]
+		f(nb, &rows[0], w.rb, &x[0], &xd[0], &sd[0], &y[0])
 	}
 	return &bqkKernel{
 		name: name,

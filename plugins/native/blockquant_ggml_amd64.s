@@ -3279,6 +3279,388 @@ bqkQ8_0Dot1VNNI_done:
 	VZEROUPPER
 	RET
 
+// func bqkQ4_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	MOVQ   ldw+16(FP), DI
+	LEAQ   (DI)(DI*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X4, X4, X4
+	LEAQ   (CX)(DI*4), R9
+
+bqkQ4_1Dot4VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot4VNNI_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000050, R9
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VMOVDQU      4(CX), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VMOVDQU      4(CX)(DI*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*1), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VMOVDQU      4(CX)(DI*2), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*2), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VMOVDQU      4(CX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(R8*1), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y6, Y5, Y5
+	VMULPS       Y5, Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X5
+	VPINSRW      $0x01, 2(CX)(DI*1), X5, X5
+	VPINSRW      $0x02, 2(CX)(DI*2), X5, X5
+	VPINSRW      $0x03, 2(CX)(R8*1), X5, X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS (SI), X6
+	VMULPS       X6, X5, X5
+	VADDPS       X5, X4, X4
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot4VNNI_block
+
+bqkQ4_1Dot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X5
+	VADDPS       X5, X0, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VADDSS       X4, X5, X5
+	VMOVSS       X5, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot1VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	LEAQ   1024(CX), DI
+
+bqkQ4_1Dot1VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot1VNNI_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000014, DI
+	VMOVDQU      (DX), Y2
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      4(CX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPXOR        Y4, Y4, Y4
+	VPDPBUSD     Y2, Y6, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (CX), X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y3, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (SI), X3
+	VMULPS       X3, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot1VNNI_block
+
+bqkQ4_1Dot1VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VADDSS       X1, X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	MOVQ   ldw+16(FP), DI
+	LEAQ   (DI)(DI*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X4, X4, X4
+	LEAQ   (CX)(DI*4), R9
+
+bqkQ5_1Dot4VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot4VNNI_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000060, R9
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VMOVDQU      8(CX), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VMOVDQU      8(CX)(DI*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX)(DI*1), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*1), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VMOVDQU      8(CX)(DI*2), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX)(DI*2), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*2), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VMOVDQU      8(CX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX)(R8*1), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(R8*1), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y6, Y5, Y5
+	VMULPS       Y5, Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X5
+	VPINSRW      $0x01, 2(CX)(DI*1), X5, X5
+	VPINSRW      $0x02, 2(CX)(DI*2), X5, X5
+	VPINSRW      $0x03, 2(CX)(R8*1), X5, X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS (SI), X6
+	VMULPS       X6, X5, X5
+	VADDPS       X5, X4, X4
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot4VNNI_block
+
+bqkQ5_1Dot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X5
+	VADDPS       X5, X0, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VADDSS       X4, X5, X5
+	VMOVSS       X5, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot1VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	LEAQ   1024(CX), DI
+
+bqkQ5_1Dot1VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot1VNNI_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000018, DI
+	VMOVDQU      (DX), Y2
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      8(CX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPBROADCASTD 4(CX), Y4
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y4, Y4
+	VPAND        bqk_qhbits<>+0(SB), Y4, Y4
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y4, Y4
+	VPAND        bqk_c10<>+0(SB), Y4, Y4
+	VPOR         Y4, Y6, Y6
+	VPXOR        Y4, Y4, Y4
+	VPDPBUSD     Y2, Y6, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (CX), X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y3, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (SI), X3
+	VMULPS       X3, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot1VNNI_block
+
+bqkQ5_1Dot1VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VADDSS       X1, X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
 // func bqkQ4_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·bqkQ4_0Dot4AVX2(SB), NOSPLIT, $0-56
@@ -3782,6 +4164,392 @@ bqkQ8_0Dot1AVX2_done:
 	VADDPS       X1, X0, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	MOVQ    ldw+16(FP), DI
+	LEAQ    (DI)(DI*2), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU bqk_onesw<>+0(SB), Y4
+	VXORPS  X5, X5, X5
+	LEAQ    (CX)(DI*4), R9
+
+bqkQ4_1Dot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000050, R9
+	VMOVDQU      (DX), Y6
+	VBROADCASTSS (BX), Y7
+	VMOVDQU      4(CX), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	VMOVDQU      4(CX)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*1), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	VMOVDQU      4(CX)(DI*2), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*2), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	VMOVDQU      4(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y6
+	VPMADDWD     Y4, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(R8*1), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X6
+	VPINSRW      $0x01, 2(CX)(DI*1), X6, X6
+	VPINSRW      $0x02, 2(CX)(DI*2), X6, X6
+	VPINSRW      $0x03, 2(CX)(R8*1), X6, X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS (SI), X7
+	VMULPS       X7, X6, X6
+	VADDPS       X6, X5, X5
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot4AVX2_block
+
+bqkQ4_1Dot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VADDSS       X5, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU bqk_onesw<>+0(SB), Y1
+	VXORPS  X2, X2, X2
+	LEAQ    1024(CX), DI
+
+bqkQ4_1Dot1AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot1AVX2_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000014, DI
+	VMOVDQU      (DX), Y3
+	VBROADCASTSS (BX), Y4
+	VMOVDQU      4(CX), X5
+	VPSRLW       $0x04, X5, X6
+	VINSERTI128  $0x01, X6, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VPBROADCASTW (CX), X5
+	VCVTPH2PS    X5, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS (SI), X4
+	VMULPS       X4, X3, X3
+	VADDPS       X3, X2, X2
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot1AVX2_block
+
+bqkQ4_1Dot1AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VADDSS       X2, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	MOVQ    ldw+16(FP), DI
+	LEAQ    (DI)(DI*2), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU bqk_onesw<>+0(SB), Y4
+	VXORPS  X5, X5, X5
+	LEAQ    (CX)(DI*4), R9
+
+bqkQ5_1Dot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000060, R9
+	VMOVDQU      (DX), Y6
+	VBROADCASTSS (BX), Y7
+	VMOVDQU      8(CX), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	VMOVDQU      8(CX)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX)(DI*1), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*1), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	VMOVDQU      8(CX)(DI*2), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX)(DI*2), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*2), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	VMOVDQU      8(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX)(R8*1), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y6
+	VPMADDWD     Y4, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(R8*1), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X6
+	VPINSRW      $0x01, 2(CX)(DI*1), X6, X6
+	VPINSRW      $0x02, 2(CX)(DI*2), X6, X6
+	VPINSRW      $0x03, 2(CX)(R8*1), X6, X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS (SI), X7
+	VMULPS       X7, X6, X6
+	VADDPS       X6, X5, X5
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot4AVX2_block
+
+bqkQ5_1Dot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VADDSS       X5, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU bqk_onesw<>+0(SB), Y1
+	VXORPS  X2, X2, X2
+	LEAQ    1024(CX), DI
+
+bqkQ5_1Dot1AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot1AVX2_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000018, DI
+	VMOVDQU      (DX), Y3
+	VBROADCASTSS (BX), Y4
+	VMOVDQU      8(CX), X5
+	VPSRLW       $0x04, X5, X6
+	VINSERTI128  $0x01, X6, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPBROADCASTD 4(CX), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VPBROADCASTW (CX), X5
+	VCVTPH2PS    X5, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS (SI), X4
+	VMULPS       X4, X3, X3
+	VADDPS       X3, X2, X2
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot1AVX2_block
+
+bqkQ5_1Dot1AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VADDSS       X2, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
