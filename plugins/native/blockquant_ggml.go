@@ -31,7 +31,8 @@ import (
 // and the assembly ones (internal/asmgenbqk: Q4_0, Q4_1, Q5_0, Q5_1,
 // Q8_0, Q4_K, Q5_K and Q6_K, four weight rows a call sharing each
 // activation load and prefetching the next four, in AVX-512 VNNI where
-// the CPU has it, else AVX2) give the same bits; the other types run Go.
+// the CPU has it, else AVX2; Q2_K and Q3_K four rows in AVX-512 VNNI
+// only) give the same bits; the rest runs Go.
 // SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go.
 
 // bqkKernel is the integer path's dot product for one ggml type: dot is

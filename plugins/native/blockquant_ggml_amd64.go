@@ -32,6 +32,8 @@ var bqkAVX2 = map[ggml.Type]*bqkKernel{
 var bqkVNNI = map[ggml.Type]*bqkKernel{
 	ggml.Q4_K: newBQKKernel("vnni", ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
 	ggml.Q5_K: newBQKKernel("vnni", ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
+	ggml.Q2_K: newBQKKernel("vnni", ggml.Q2_K, nil, bqkQ2KDot4VNNI),
+	ggml.Q3_K: newBQKKernel("vnni", ggml.Q3_K, nil, bqkQ3KDot4VNNI),
 	ggml.Q6_K: newBQKKernel("vnni", ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
@@ -40,26 +42,29 @@ var bqkVNNI = map[ggml.Type]*bqkKernel{
 	ggml.Q5_1: newBQK32mKernel("vnni", bqkQ5_1Dot1VNNI, bqkQ5_1Dot4VNNI),
 }
 
-// newBQKKernel wraps the one-row assembly kernel f of K type t and its
-// four-row kernel f4 (nil: none); xs is the sums the kernels take: the
-// 32-value sums (Q4_K, Q5_K) or the 16-value sums (Q6_K) of core/ggml's
-// Act.
+// newBQKKernel wraps the one-row assembly kernel f of K type t (nil: the
+// Go one) and its four-row kernel f4 (nil: none); xs is the sums the
+// kernels take: the 32-value sums (Q4_K, Q5_K) or the 16-value sums
+// (Q2_K, Q3_K, Q6_K) of core/ggml's Act.
 func newBQKKernel(name string, t ggml.Type, f bqkFn, f4 bqkFn32) *bqkKernel {
 	be, bs := t.BlockSize(), t.BlockBytes()
 	sums := func(a *ggml.Act, r, nb int) []int32 {
-		if t == ggml.Q6_K {
+		if t == ggml.Q6_K || t == ggml.Q2_K || t == ggml.Q3_K {
 			return a.Sum[r*nb*16 : (r+1)*nb*16]
 		}
 		return a.Sum32[r*nb*8 : (r+1)*nb*8]
 	}
-	k := &bqkKernel{name: name, dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
-		nb := w.k / be
-		row := w.raw[j*w.rb : j*w.rb+nb*bs]
-		x := a.Q[r*w.k : r*w.k+w.k]
-		xd := a.D[r*nb : r*nb+nb]
-		xs := sums(a, r, nb)
-		return f(nb, &row[0], &x[0], &xd[0], &xs[0])
-	}}
+	k := &bqkKernel{name: name, dot: bqkGo.dot}
+	if f != nil {
+		k.dot = func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+			nb := w.k / be
+			row := w.raw[j*w.rb : j*w.rb+nb*bs]
+			x := a.Q[r*w.k : r*w.k+w.k]
+			xd := a.D[r*nb : r*nb+nb]
+			xs := sums(a, r, nb)
+			return f(nb, &row[0], &x[0], &xd[0], &xs[0])
+		}
+	}
 	if f4 != nil {
 		k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) {
 			nb := w.k / be

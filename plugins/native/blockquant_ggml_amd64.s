@@ -250,6 +250,146 @@ DATA bqk_zscq4_3<>+48(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA bqk_zscq4_3<>+56(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL bqk_zscq4_3<>(SB), RODATA|NOPTR, $64
 
+DATA bqk_zshq2_0<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_0<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_0<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_0<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshq2_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_0<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_0<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_0<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_0<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq3h_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq2_1<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+32(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_1<>+40(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_1<>+48(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_1<>+56(SB)/8, $0x0006000600060006
+GLOBL bqk_zshq2_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_1<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_1<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_1<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_1<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq3h_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq2_2<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_2<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_2<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_2<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshq2_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_2<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+32(SB)/8, $0x0003000300030003
+DATA bqk_zshq3h_2<>+40(SB)/8, $0x0003000300030003
+DATA bqk_zshq3h_2<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zshq3h_2<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zshq3h_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq2_3<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+32(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_3<>+40(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_3<>+48(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_3<>+56(SB)/8, $0x0006000600060006
+GLOBL bqk_zshq2_3<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_3<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+32(SB)/8, $0x0005000500050005
+DATA bqk_zshq3h_3<>+40(SB)/8, $0x0005000500050005
+DATA bqk_zshq3h_3<>+48(SB)/8, $0x0005000500050005
+DATA bqk_zshq3h_3<>+56(SB)/8, $0x0005000500050005
+GLOBL bqk_zshq3h_3<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_z03<>+0(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+8(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+16(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+24(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+32(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+40(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+48(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+56(SB)/8, $0x0303030303030303
+GLOBL bqk_z03<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_z04<>+0(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+8(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+16(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+24(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+32(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+40(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+48(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+56(SB)/8, $0x0404040404040404
+GLOBL bqk_z04<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_wlo4<>+0(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+8(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+16(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+24(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+32(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+40(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+48(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+56(SB)/8, $0x000f000f000f000f
+GLOBL bqk_wlo4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_wm4<>+0(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+8(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+16(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+24(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+32(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+40(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+48(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+56(SB)/8, $0xfffcfffcfffcfffc
+GLOBL bqk_wm4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_q3hiidx<>+0(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+8(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+16(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+24(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+32(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+40(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+48(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+56(SB)/8, $0x0b0a09080b0a0908
+GLOBL bqk_q3hiidx<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_q3hish<>+0(SB)/8, $0x0000000200000000
+DATA bqk_q3hish<>+8(SB)/8, $0x0000000600000004
+DATA bqk_q3hish<>+16(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+24(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+32(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+40(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+48(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+56(SB)/8, $0x0000000000000000
+GLOBL bqk_q3hish<>(SB), RODATA|NOPTR, $64
+
 DATA bqk_z10<>+0(SB)/8, $0x1010101010101010
 DATA bqk_z10<>+8(SB)/8, $0x1010101010101010
 DATA bqk_z10<>+16(SB)/8, $0x1010101010101010
@@ -2346,6 +2486,481 @@ bqkQ6KDot4AVX2_block:
 bqkQ6KDot4AVX2_done:
 	MOVQ    y+48(FP), AX
 	VMOVUPS X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ2KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ2KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	LEAQ      (CX)(DX*4), R9
+	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
+	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
+	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
+	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
+	VXORPS    Y4, Y4, Y4
+
+bqkQ2KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ2KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	ADDQ            $0x00000054, R9
+	VMOVDQU32       (DI), Z5
+	VPMOVDW         Z5, Y5
+	VPMOVZXBW       (CX), Y6
+	VPSRLW          $0x04, Y6, Y8
+	VPMADDWD        Y5, Y8, Y8
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z7, Z7, Z7
+	VBROADCASTI64X4 16(CX), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z7
+	VBROADCASTI64X4 48(CX), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z10
+	VPDPWSSD        Z10, Z9, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y6
+	VPADDD          Y6, Y7, Y9
+	VPMOVZXBW       (CX)(DX*1), Y6
+	VPSRLW          $0x04, Y6, Y10
+	VPMADDWD        Y5, Y10, Y10
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z12, Z12, Z12
+	VBROADCASTI64X4 16(CX)(DX*1), Z11
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z11, Z16
+	VPANDD          bqk_z03<>+0(SB), Z16, Z16
+	VPMADDUBSW      (BX), Z16, Z16
+	VPERMW          Z6, Z0, Z17
+	VPDPWSSD        Z17, Z16, Z12
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z11, Z11
+	VPANDD          bqk_z03<>+0(SB), Z11, Z11
+	VPMADDUBSW      64(BX), Z11, Z11
+	VPERMW          Z6, Z1, Z16
+	VPDPWSSD        Z16, Z11, Z12
+	VBROADCASTI64X4 48(CX)(DX*1), Z11
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z11, Z16
+	VPANDD          bqk_z03<>+0(SB), Z16, Z16
+	VPMADDUBSW      128(BX), Z16, Z16
+	VPERMW          Z6, Z2, Z17
+	VPDPWSSD        Z17, Z16, Z12
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z11, Z11
+	VPANDD          bqk_z03<>+0(SB), Z11, Z11
+	VPMADDUBSW      192(BX), Z11, Z11
+	VPERMW          Z6, Z3, Z16
+	VPDPWSSD        Z16, Z11, Z12
+	VEXTRACTI64X4   $0x01, Z12, Y6
+	VPADDD          Y6, Y12, Y11
+	VPMOVZXBW       (CX)(DX*2), Y6
+	VPSRLW          $0x04, Y6, Y16
+	VPMADDWD        Y5, Y16, Y16
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z13, Z13, Z13
+	VBROADCASTI64X4 16(CX)(DX*2), Z17
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z17, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      (BX), Z18, Z18
+	VPERMW          Z6, Z0, Z19
+	VPDPWSSD        Z19, Z18, Z13
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z17, Z17
+	VPANDD          bqk_z03<>+0(SB), Z17, Z17
+	VPMADDUBSW      64(BX), Z17, Z17
+	VPERMW          Z6, Z1, Z18
+	VPDPWSSD        Z18, Z17, Z13
+	VBROADCASTI64X4 48(CX)(DX*2), Z17
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z17, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      128(BX), Z18, Z18
+	VPERMW          Z6, Z2, Z19
+	VPDPWSSD        Z19, Z18, Z13
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z17, Z17
+	VPANDD          bqk_z03<>+0(SB), Z17, Z17
+	VPMADDUBSW      192(BX), Z17, Z17
+	VPERMW          Z6, Z3, Z18
+	VPDPWSSD        Z18, Z17, Z13
+	VEXTRACTI64X4   $0x01, Z13, Y6
+	VPADDD          Y6, Y13, Y17
+	VPMOVZXBW       (CX)(R8*1), Y6
+	VPSRLW          $0x04, Y6, Y18
+	VPMADDWD        Y5, Y18, Y5
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z14, Z14, Z14
+	VBROADCASTI64X4 16(CX)(R8*1), Z18
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z18, Z19
+	VPANDD          bqk_z03<>+0(SB), Z19, Z19
+	VPMADDUBSW      (BX), Z19, Z19
+	VPERMW          Z6, Z0, Z20
+	VPDPWSSD        Z20, Z19, Z14
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z18, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      64(BX), Z18, Z18
+	VPERMW          Z6, Z1, Z19
+	VPDPWSSD        Z19, Z18, Z14
+	VBROADCASTI64X4 48(CX)(R8*1), Z18
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z18, Z19
+	VPANDD          bqk_z03<>+0(SB), Z19, Z19
+	VPMADDUBSW      128(BX), Z19, Z19
+	VPERMW          Z6, Z2, Z20
+	VPDPWSSD        Z20, Z19, Z14
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z18, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      192(BX), Z18, Z18
+	VPERMW          Z6, Z3, Z19
+	VPDPWSSD        Z19, Z18, Z14
+	VEXTRACTI64X4   $0x01, Z14, Y6
+	VPADDD          Y6, Y14, Y6
+	VPUNPCKLDQ      Y8, Y9, Y18
+	VPUNPCKHDQ      Y8, Y9, Y8
+	VPADDD          Y8, Y18, Y18
+	VPSHUFD         $0x4e, Y18, Y8
+	VPADDD          Y8, Y18, Y18
+	VEXTRACTI32X4   $0x01, Y18, X8
+	VPADDD          X18, X8, X8
+	VPUNPCKLDQ      Y10, Y11, Y9
+	VPUNPCKHDQ      Y10, Y11, Y10
+	VPADDD          Y10, Y9, Y9
+	VPSHUFD         $0x4e, Y9, Y10
+	VPADDD          Y10, Y9, Y9
+	VEXTRACTI32X4   $0x01, Y9, X10
+	VPADDD          X9, X10, X10
+	VPUNPCKLDQ      Y16, Y17, Y9
+	VPUNPCKHDQ      Y16, Y17, Y11
+	VPADDD          Y11, Y9, Y9
+	VPSHUFD         $0x4e, Y9, Y11
+	VPADDD          Y11, Y9, Y9
+	VEXTRACTI32X4   $0x01, Y9, X11
+	VPADDD          X9, X11, X11
+	VPUNPCKLDQ      Y5, Y6, Y9
+	VPUNPCKHDQ      Y5, Y6, Y5
+	VPADDD          Y5, Y9, Y9
+	VPSHUFD         $0x4e, Y9, Y5
+	VPADDD          Y5, Y9, Y9
+	VEXTRACTI32X4   $0x01, Y9, X5
+	VPADDD          X9, X5, X5
+	VPUNPCKLQDQ     X10, X8, X15
+	VPUNPCKLQDQ     X5, X11, X5
+	VINSERTI32X4    $0x01, X5, Y15, Y5
+	VMOVD           80(CX), X6
+	VPINSRD         $0x01, 80(CX)(DX*1), X6, X6
+	VPINSRD         $0x02, 80(CX)(DX*2), X6, X6
+	VPINSRD         $0x03, 80(CX)(R8*1), X6, X6
+	VCVTPH2PS       X6, Y6
+	VBROADCASTSS    (SI), Y8
+	VMULPS          Y8, Y6, Y6
+	VCVTDQ2PS       Y5, Y5
+	VMULPS          Y6, Y5, Y5
+	VADDPS          Y5, Y4, Y4
+	VMOVSHDUP       Y5, Y5
+	VSUBPS          Y5, Y4, Y4
+	ADDQ            $0x00000054, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x40, DI
+	DECQ            AX
+	JMP             bqkQ2KDot4VNNI_block
+
+bqkQ2KDot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y4, X0
+	VSHUFPS      $0x88, X0, X4, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ3KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ3KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	LEAQ      (CX)(DX*4), R9
+	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
+	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
+	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
+	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
+	VXORPS    X4, X4, X4
+
+bqkQ3KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ3KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	ADDQ            $0x0000006e, R9
+	VMOVDQU32       (DI), Z8
+	VPMOVDW         Z8, Y5
+	VMOVQ           96(CX), X6
+	VPINSRD         $0x02, 104(CX), X6, X6
+	VPSRLW          $0x04, X6, X7
+	VPUNPCKLQDQ     X7, X6, X7
+	VPANDD          bqk_c0f<>+0(SB), X7, X7
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X7, X7
+	VPSUBB          bqk_c20<>+0(SB), X7, X7
+	VPMOVSXBW       X7, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y7
+	VPMADDWD        Y5, Y7, Y7
+	VBROADCASTI64X4 (CX), Z8
+	VBROADCASTI64X4 32(CX), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z7
+	VBROADCASTI64X4 64(CX), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y6
+	VPADDD          Y6, Y7, Y7
+	VMOVQ           96(CX)(DX*1), X6
+	VPINSRD         $0x02, 104(CX)(DX*1), X6, X6
+	VPSRLW          $0x04, X6, X8
+	VPUNPCKLQDQ     X8, X6, X8
+	VPANDD          bqk_c0f<>+0(SB), X8, X8
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X8, X8
+	VPSUBB          bqk_c20<>+0(SB), X8, X8
+	VPMOVSXBW       X8, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y8
+	VPMADDWD        Y5, Y8, Y12
+	VBROADCASTI64X4 (CX)(DX*1), Z8
+	VBROADCASTI64X4 32(CX)(DX*1), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z12
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z12
+	VBROADCASTI64X4 64(CX)(DX*1), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z12
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z12
+	VEXTRACTI64X4   $0x01, Z12, Y6
+	VPADDD          Y6, Y12, Y12
+	VMOVQ           96(CX)(DX*2), X6
+	VPINSRD         $0x02, 104(CX)(DX*2), X6, X6
+	VPSRLW          $0x04, X6, X8
+	VPUNPCKLQDQ     X8, X6, X8
+	VPANDD          bqk_c0f<>+0(SB), X8, X8
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X8, X8
+	VPSUBB          bqk_c20<>+0(SB), X8, X8
+	VPMOVSXBW       X8, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y8
+	VPMADDWD        Y5, Y8, Y13
+	VBROADCASTI64X4 (CX)(DX*2), Z8
+	VBROADCASTI64X4 32(CX)(DX*2), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z13
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z13
+	VBROADCASTI64X4 64(CX)(DX*2), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z13
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z13
+	VEXTRACTI64X4   $0x01, Z13, Y6
+	VPADDD          Y6, Y13, Y13
+	VMOVQ           96(CX)(R8*1), X6
+	VPINSRD         $0x02, 104(CX)(R8*1), X6, X6
+	VPSRLW          $0x04, X6, X8
+	VPUNPCKLQDQ     X8, X6, X8
+	VPANDD          bqk_c0f<>+0(SB), X8, X8
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X8, X8
+	VPSUBB          bqk_c20<>+0(SB), X8, X8
+	VPMOVSXBW       X8, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y8
+	VPMADDWD        Y5, Y8, Y5
+	VBROADCASTI64X4 (CX)(R8*1), Z8
+	VBROADCASTI64X4 32(CX)(R8*1), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z5
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z5
+	VBROADCASTI64X4 64(CX)(R8*1), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z5
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z5
+	VEXTRACTI64X4   $0x01, Z5, Y6
+	VPADDD          Y6, Y5, Y5
+	VEXTRACTI32X4   $0x01, Y7, X6
+	VPADDD          X7, X6, X6
+	VPSHUFD         $0x4e, X6, X7
+	VPADDD          X7, X6, X6
+	VPSHUFD         $0xb1, X6, X7
+	VPADDD          X7, X6, X6
+	VEXTRACTI32X4   $0x01, Y12, X7
+	VPADDD          X12, X7, X7
+	VPSHUFD         $0x4e, X7, X8
+	VPADDD          X8, X7, X7
+	VPSHUFD         $0xb1, X7, X8
+	VPADDD          X8, X7, X7
+	VEXTRACTI32X4   $0x01, Y13, X8
+	VPADDD          X13, X8, X8
+	VPSHUFD         $0x4e, X8, X9
+	VPADDD          X9, X8, X8
+	VPSHUFD         $0xb1, X8, X9
+	VPADDD          X9, X8, X8
+	VEXTRACTI32X4   $0x01, Y5, X9
+	VPADDD          X5, X9, X9
+	VPSHUFD         $0x4e, X9, X5
+	VPADDD          X5, X9, X9
+	VPSHUFD         $0xb1, X9, X5
+	VPADDD          X5, X9, X9
+	VPUNPCKLDQ      X7, X6, X5
+	VPUNPCKLDQ      X9, X8, X6
+	VPUNPCKLQDQ     X6, X5, X5
+	MOVWLZX         108(CX), R10
+	VMOVD           R10, X6
+	VPINSRW         $0x01, 108(CX)(DX*1), X6, X6
+	VPINSRW         $0x02, 108(CX)(DX*2), X6, X6
+	VPINSRW         $0x03, 108(CX)(R8*1), X6, X6
+	VCVTPH2PS       X6, X6
+	VBROADCASTSS    (SI), X7
+	VMULPS          X7, X6, X6
+	VCVTDQ2PS       X5, X5
+	VMULPS          X6, X5, X5
+	VADDPS          X5, X4, X4
+	ADDQ            $0x0000006e, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x40, DI
+	DECQ            AX
+	JMP             bqkQ3KDot4VNNI_block
+
+bqkQ3KDot4VNNI_done:
+	MOVQ    y+48(FP), AX
+	VMOVUPS X4, (AX)
 	VZEROUPPER
 	RET
 

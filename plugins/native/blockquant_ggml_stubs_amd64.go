@@ -32,6 +32,16 @@ func bqkQ5KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, 
 //go:noescape
 func bqkQ6KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 
+// bqkQ2KDot4VNNI is core/ggml's Dot of nb Q2_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ2KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ3KDot4VNNI is core/ggml's Dot of nb Q3_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ3KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
 // bqkQ4KDotAVX2 is core/ggml's Dot of nb Q4_K super-blocks (see the package asmgenbqk).
 //
 //go:noescape

@@ -45,6 +45,8 @@ var (
 	zScQ4, zShQ5                        [4]Mem
 	z10                                 Mem
 	zIdxQ6                              [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
+	zShQ2, zShQ3h                       [4]Mem // Q2_K/Q3_K: (h, k) = 2h+k
+	z03, z04, wLo4, wM4, q3HiIdx, q3HiSh Mem
 )
 
 // bytes64 is a 64-byte constant.
@@ -115,6 +117,35 @@ func consts4() {
 		cc := c
 		zScQ4[c] = bytes64(fmt.Sprintf("bqk_zscq4_%d", c), func(i int) byte { return byte(2*(2*cc+i/32) + i%2) })
 	}
+	// Q2_K and Q3_K, half h (32 quant bytes), pair k: the 2-bit fields
+	// 2k and 2k+1 (shift 4k, 4k+2) in the low and high 256 bits
+	for i := 0; i < 4; i++ {
+		k := i % 2
+		zShQ2[i] = words64(fmt.Sprintf("bqk_zshq2_%d", i), func(w int) uint16 { return uint16(4*k + 2*(w/16)) })
+		// Q3_K's high bit 4h+j (j = 2k, 2k+1) to bit 2: left 2−b or
+		// right b−2 (i = 0 takes left shifts, the others right)
+		h := i / 2
+		zShQ3h[i] = words64(fmt.Sprintf("bqk_zshq3h_%d", i), func(w int) uint16 {
+			b := 4*h + 2*k + w/16
+			if i == 0 {
+				return uint16(2 - b)
+			}
+			return uint16(b - 2)
+		})
+	}
+	z03 = bytes64("bqk_z03", func(int) byte { return 0x03 })
+	z04 = bytes64("bqk_z04", func(int) byte { return 0x04 })
+	wLo4 = words64("bqk_wlo4", func(int) uint16 { return 0x000F })
+	wM4 = words64("bqk_wm4", func(int) uint16 { return 0xFFFC }) // −4
+	// Q3_K's scales: the high two bits of scale j are bits 2(j/4) of
+	// byte 8 + j%4
+	q3HiIdx = bytes64("bqk_q3hiidx", func(i int) byte { return byte(8 + i%4) })
+	q3HiSh = bytes64("bqk_q3hish", func(i int) byte {
+		if i%4 == 0 && i < 16 {
+			return byte(2 * (i / 4))
+		}
+		return 0
+	})
 	// Q5_K chunk c: bit 2c of each qh byte to bit 4 in the low 256 bits,
 	// bit 2c+1 in the high ones (word shifts: left 4−s, or right s−4)
 	z10 = bytes64("bqk_z10", func(int) byte { return 0x10 })
@@ -343,10 +374,15 @@ func q4k4(fam string, five bool) {
 // [S0 M0 S1 M1 | S2 M2 S3 M3], each row's block starts with d and dmin
 // (float16); facc's even lanes are the rows' accumulators.
 func k4float(a k4args, row func(r, disp int) Mem, sm, facc VecVirtual) {
+	k4floatAt(a, row, 0, sm, facc)
+}
+
+// k4floatAt is k4float with d and dmin at byte dOff of the block.
+func k4floatAt(a k4args, row func(r, disp int) Mem, dOff int, sm, facc VecVirtual) {
 	dd := XMM()
-	VMOVD(row(0, 0), dd)
+	VMOVD(row(0, dOff), dd)
 	for r := 1; r < 4; r++ {
-		VPINSRD(U8(r), row(r, 0), dd, dd)
+		VPINSRD(U8(r), row(r, dOff), dd, dd)
 	}
 	df := YMM()
 	VCVTPH2PS(dd, df) // d0 dmin0 d1 dmin1 | d2 dmin2 d3 dmin3
@@ -650,3 +686,188 @@ func q4k4VNNI(five bool) {
 	VZEROUPPER()
 	RET()
 }
+
+// q23k4VNNI generates the four-row Q2_K (three: Q3_K) kernel on ZMM.
+// Both hold per 128 elements 32 bytes of 2-bit fields, field j of byte l
+// the element 32j+l, sixteen-element groups each with its scale (a
+// 128-bit lane of a register, the scale words placed by VPERMW as for
+// Q6_K). Q2_K: unsigned quants, scale and minimum the low and high
+// nibbles of a byte (the minimums' term with the 16-value sums), d and
+// dmin at byte 80. Q3_K: the quant's third bit from hmask (bit 4h+j of
+// byte l), the value that less 4 (taken off as −4·sc_g·Σx_g, the sums'
+// starting value), signed 6-bit scales less 32, d at byte 108.
+func q23k4VNNI(three bool) {
+	name, ty, bs := "bqkQ2KDot4VNNI", "Q2_K", 84
+	if three {
+		name, ty, bs = "bqkQ3KDot4VNNI", "Q3_K", 110
+	}
+	a := k4head(name, name+" is core/ggml's Dot of nb "+ty+" super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	lab := name + "_"
+	row := a.row
+	var idx [4]VecVirtual
+	for i := range idx {
+		idx[i] = ZMM()
+		VMOVDQU64(zIdxQ6[i], idx[i])
+	}
+	facc := YMM()
+	if three {
+		facc = XMM()
+	}
+	VXORPS(facc, facc, facc)
+	Label(lab + "block")
+	TESTQ(a.nb, a.nb)
+	JZ(LabelRef(lab + "done"))
+	prefetch4(a, bs)
+	// the sixteen 16-value sums as words
+	s16 := YMM()
+	{
+		s := ZMM()
+		VMOVDQU32(Mem{Base: a.xs}, s)
+		VPMOVDW(s, s16)
+	}
+	qs, sco := 16, 0
+	if three {
+		qs = 32
+	}
+	var S, M [4]VecVirtual
+	for r := 0; r < 4; r++ {
+		sc := YMM() // the sixteen scales as words
+		acc := ZMM()
+		if three {
+			// lo | hi<<4, less 32, from the twelve bytes at 96
+			p, t := XMM(), XMM()
+			VMOVQ(row(r, 96), p)
+			VPINSRD(U8(2), row(r, 104), p, p)
+			VPSRLW(U8(4), p, t)
+			VPUNPCKLQDQ(t, p, t) // p0..7, p0..7 >> 4
+			VPANDD(c0F.Offset(0), t, t)
+			hi := XMM()
+			VPSHUFB(q3HiIdx, p, hi)
+			VPSRLVD(q3HiSh, hi, hi)
+			VPSLLD(U8(4), hi, hi)
+			VPANDD(c30x(), hi, hi)
+			VPORD(hi, t, t)
+			VPSUBB(c20.Offset(0), t, t)
+			VPMOVSXBW(t, sc)
+			u := YMM()
+			VPMULLW(wM4, sc, u)
+			VPMADDWD(s16, u, acc.AsY()) // −4·sc_g·Σx_g; the upper half zero
+		} else {
+			VPMOVZXBW(row(r, sco), sc)
+			M[r] = YMM()
+			m := YMM()
+			VPSRLW(U8(4), sc, m)
+			VPMADDWD(s16, m, M[r])
+			VPANDD(wLo4, sc, sc)
+			VPXORD(acc, acc, acc)
+		}
+		var hm VecVirtual
+		if three {
+			hm = ZMM()
+			VBROADCASTI64X4(row(r, 0), hm)
+		}
+		for h := 0; h < 2; h++ {
+			q := ZMM()
+			VBROADCASTI64X4(row(r, qs+32*h), q)
+			for k := 0; k < 2; k++ {
+				n, sv := ZMM(), ZMM()
+				VPSRLVW(zShQ2[2*h+k], q, n)
+				VPANDD(z03, n, n)
+				if three {
+					hb := ZMM()
+					if h == 0 && k == 0 {
+						VPSLLVW(zShQ3h[0], hm, hb)
+					} else {
+						VPSRLVW(zShQ3h[2*h+k], hm, hb)
+					}
+					VPTERNLOGD(U8(0xF8), z04, hb, n) // n |= hb & 4
+				}
+				VPMADDUBSW(Mem{Base: a.x, Disp: 128*h + 64*k}, n, n)
+				VPERMW(sc.AsZ(), idx[2*h+k], sv)
+				vpdpwssd(sv, n, acc)
+			}
+		}
+		t := YMM()
+		VEXTRACTI64X4(U8(1), acc, t)
+		S[r] = YMM()
+		VPADDD(t, acc.AsY(), S[r])
+	}
+	// the rows' sums, reduced in EVEX-encodable instructions (the
+	// registers here may be any of the 32)
+	var xr [4]VecVirtual
+	for r := 0; r < 4; r++ {
+		xr[r] = rowSM(S[r], M[r])
+	}
+	if three {
+		a01, a23 := XMM(), XMM()
+		VPUNPCKLDQ(xr[1], xr[0], a01)
+		VPUNPCKLDQ(xr[3], xr[2], a23)
+		s4 := XMM()
+		VPUNPCKLQDQ(a23, a01, s4) // S0 S1 S2 S3
+		dd := XMM()
+		h := GP32()
+		MOVWLZX(row(0, 108), h)
+		VMOVD(h, dd)
+		for r := 1; r < 4; r++ {
+			VPINSRW(U8(r), row(r, 108), dd, dd)
+		}
+		VCVTPH2PS(dd, dd)
+		da := XMM()
+		VBROADCASTSS(Mem{Base: a.xd}, da)
+		VMULPS(da, dd, dd)
+		VCVTDQ2PS(s4, s4)
+		VMULPS(dd, s4, s4)
+		VADDPS(s4, facc, facc)
+	} else {
+		lo, hi := XMM(), XMM()
+		VPUNPCKLQDQ(xr[1], xr[0], lo) // S0 M0 S1 M1
+		VPUNPCKLQDQ(xr[3], xr[2], hi) // S2 M2 S3 M3
+		sm := YMM()
+		VINSERTI32X4(U8(1), hi, lo.AsY(), sm)
+		k4floatAt(a, row, 80, sm, facc)
+	}
+	ADDQ(U32(uint32(bs)), a.w)
+	ADDQ(U32(256), a.x)
+	ADDQ(U8(4), a.xd)
+	ADDQ(U8(64), a.xs)
+	DECQ(a.nb)
+	JMP(LabelRef(lab + "block"))
+	Label(lab + "done")
+	if three {
+		y := Load(Param("y"), GP64())
+		VMOVUPS(facc, Mem{Base: y})
+	} else {
+		store4even(facc)
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// rowSM reduces a row's sums S (eight int32) and M (eight, or nil) to
+// [S M S M] (M nil: [S S S S]) with EVEX-encodable instructions.
+func rowSM(S, M VecVirtual) VecVirtual {
+	x := XMM()
+	if M != nil {
+		a, b := YMM(), YMM()
+		VPUNPCKLDQ(M, S, a) // per lane S0 M0 S1 M1
+		VPUNPCKHDQ(M, S, b) // S2 M2 S3 M3
+		VPADDD(b, a, a)
+		c := YMM()
+		VPSHUFD(U8(0x4E), a, c)
+		VPADDD(c, a, a)
+		VEXTRACTI32X4(U8(1), a, x)
+		VPADDD(a.AsX(), x, x)
+		return x
+	}
+	VEXTRACTI32X4(U8(1), S, x)
+	VPADDD(S.AsX(), x, x)
+	c := XMM()
+	VPSHUFD(U8(0x4E), x, c)
+	VPADDD(c, x, x)
+	VPSHUFD(U8(0xB1), x, c)
+	VPADDD(c, x, x)
+	return x
+}
+
+// c30x is the 0x30 bytes constant (its first 16 bytes used).
+func c30x() Mem { return z30 }

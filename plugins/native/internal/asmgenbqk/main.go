@@ -33,7 +33,9 @@
 //
 // Q4_K, Q5_K and Q6_K also have four-row kernels (four weight rows
 // against one activation row, in AVX-512 VNNI on ZMM and in AVX2; k4.go
-// says how), which the integer path takes for each group of four outputs.
+// says how), and Q2_K and Q3_K in AVX-512 VNNI, which the integer path
+// takes for each group of four outputs; Q4_1 and Q5_1 are 32-element
+// types as Q4_0 and Q5_0, with their minimum's term (see dot32).
 //
 // The float path (the default precision: activations not quantized) has
 // kernels for Q4_K, Q6_K and Q5_0 (one accumulator a 32-element block): the quants unpacked to bytes on the stack,
@@ -65,6 +67,8 @@ func main() {
 		q4k4(fam, true)
 		q6k4(fam)
 	}
+	q23k4VNNI(false)
+	q23k4VNNI(true)
 	q4k(false)
 	q4k(true)
 	q6k()
