@@ -39,13 +39,13 @@ func vpdpwssd(a, b, acc Op) {
 }
 
 var (
-	z0F, z30, zShQ4, zShL6, zShR6, wM32 Mem
-	zHdrP, zHdrQ, zHdrSh, zHdrMask      Mem // Q4_K's header decoding
-	zScW, zMinW, dIdx4                  Mem
-	zScQ4, zShQ5                        [4]Mem
-	z10                                 Mem
-	zIdxQ6                              [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
-	zShQ2, zShQ3h                       [4]Mem // Q2_K/Q3_K: (h, k) = 2h+k
+	z0F, z30, zShQ4, zShL6, zShR6, wM32  Mem
+	zHdrP, zHdrQ, zHdrSh, zHdrMask       Mem // Q4_K's header decoding
+	zScW, zMinW, dIdx4                   Mem
+	zScQ4, zShQ5                         [4]Mem
+	z10                                  Mem
+	zIdxQ6                               [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
+	zShQ2, zShQ3h                        [4]Mem // Q2_K/Q3_K: (h, k) = 2h+k
 	z03, z04, wLo4, wM4, q3HiIdx, q3HiSh Mem
 )
 
