@@ -490,7 +490,9 @@ TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
 	LEAQ      (DX)(DX*2), R8
-	LEAQ      (CX)(DX*4), R9
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
 	VMOVDQU64 bqk_didx4<>+0(SB), Z0
 	VXORPS    Y1, Y1, Y1
 
@@ -685,7 +687,9 @@ TEXT ·bqkQ5KDot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
 	LEAQ      (DX)(DX*2), R8
-	LEAQ      (CX)(DX*4), R9
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
 	VMOVDQU64 bqk_didx4<>+0(SB), Z0
 	VXORPS    Y1, Y1, Y1
 
@@ -916,7 +920,9 @@ TEXT ·bqkQ6KDot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
 	LEAQ      (DX)(DX*2), R8
-	LEAQ      (CX)(DX*4), R9
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
 	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
 	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
 	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
@@ -1124,7 +1130,9 @@ TEXT ·bqkQ4KDot4AVX2(SB), NOSPLIT, $96-56
 	MOVQ   xd+32(FP), SI
 	MOVQ   xs+40(FP), DI
 	LEAQ   (DX)(DX*2), R8
-	LEAQ   (CX)(DX*4), R9
+	MOVQ   DX, R9
+	SHLQ   $0x03, R9
+	ADDQ   CX, R9
 	VXORPS Y0, Y0, Y0
 
 bqkQ4KDot4AVX2_block:
@@ -1514,7 +1522,9 @@ TEXT ·bqkQ5KDot4AVX2(SB), NOSPLIT, $96-56
 	MOVQ   xd+32(FP), SI
 	MOVQ   xs+40(FP), DI
 	LEAQ   (DX)(DX*2), R8
-	LEAQ   (CX)(DX*4), R9
+	MOVQ   DX, R9
+	SHLQ   $0x03, R9
+	ADDQ   CX, R9
 	VXORPS Y0, Y0, Y0
 
 bqkQ5KDot4AVX2_block:
@@ -2060,7 +2070,9 @@ TEXT ·bqkQ6KDot4AVX2(SB), NOSPLIT, $0-56
 	MOVQ   xd+32(FP), SI
 	MOVQ   xs+40(FP), DI
 	LEAQ   (DX)(DX*2), R8
-	LEAQ   (CX)(DX*4), R9
+	MOVQ   DX, R9
+	SHLQ   $0x03, R9
+	ADDQ   CX, R9
 	VXORPS X0, X0, X0
 
 bqkQ6KDot4AVX2_block:
@@ -2499,7 +2511,9 @@ TEXT ·bqkQ2KDot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
 	LEAQ      (DX)(DX*2), R8
-	LEAQ      (CX)(DX*4), R9
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
 	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
 	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
 	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
@@ -2704,7 +2718,9 @@ TEXT ·bqkQ3KDot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
 	LEAQ      (DX)(DX*2), R8
-	LEAQ      (CX)(DX*4), R9
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
 	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
 	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
 	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2

@@ -258,13 +258,20 @@ func k4head(name, doc string) k4args {
 	a.ldw3 = GP64()
 	LEAQ(Mem{Base: a.ldw, Index: a.ldw, Scale: 2}, a.ldw3)
 	a.pf = GP64()
-	LEAQ(Mem{Base: a.w, Index: a.ldw, Scale: 4}, a.pf)
+	MOVQ(a.ldw, a.pf)
+	SHLQ(U8(k4AheadLog), a.pf)
+	ADDQ(a.w, a.pf)
 	a.row = rows4(a.w, a.ldw, a.ldw3)
 	return a
 }
 
-// prefetch4 prefetches the same super-block of the next four rows (the
-// next call's), in the order that call reads them: a whole call ahead.
+// k4AheadLog: the four-row kernels prefetch the rows 1<<k4AheadLog rows
+// ahead (two calls: one call's four rows, about 5 KB at K 2048, were too
+// short a distance to hide the memory's latency here).
+const k4AheadLog = 3
+
+// prefetch4 prefetches the same super-block of four rows k4Ahead rows
+// ahead (a later call's), in the order that call reads them.
 func prefetch4(a k4args, bs int) {
 	next := rows4(a.pf, a.ldw, a.ldw3)
 	for r := 0; r < 4; r++ {
