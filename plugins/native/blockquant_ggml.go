@@ -28,9 +28,12 @@ import (
 // quantizes each row of A as llama.cpp does (core/ggml's Act: blocks of 32
 // for the 32-element types, super-blocks of 256 for the K types) and
 // computes core/ggml's Dot, whose float32 steps are fixed: the Go kernel
-// and the AVX2 ones (Q4_K, Q5_K, Q6_K, Q5_0, internal/asmgenbqk) give the same
-// bits; the other types run Go. SWITCHYARD_NATIVE_QKERNEL=generic forces
-// Go.
+// and the assembly ones (internal/asmgenbqk: Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q4_K, Q5_K and Q6_K, four weight rows a call sharing each
+// activation load and prefetching the next four, in AVX-512 VNNI where
+// the CPU has it, else AVX2; Q2_K and Q3_K four rows in AVX-512 VNNI
+// only) give the same bits; the rest runs Go.
+// SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go.
 
 // bqkKernel is the integer path's dot product for one ggml type: dot is
 // output j of activation row r; dot4, where the type has it, outputs
@@ -122,8 +125,10 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	a.Quantize(x, m, w.k, ggml.ActBlock(w.typ))
 	j := bqkJob{w: w, a: a, y: y, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
-		// multiples of 4 rows (dot4)
-		j.per = ((w.n+2*t-1)/(2*t) + 3) &^ 3
+		// multiples of 4 rows (dot4), four tasks a thread (claimed as
+		// they come: a thread the machine slows takes fewer), at least
+		// 32 rows a task
+		j.per = max(((w.n+4*t-1)/(4*t)+3)&^3, 32)
 	}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
 		w, N, k := j.w, j.w.n, j.w.gk

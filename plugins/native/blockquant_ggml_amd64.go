@@ -16,41 +16,67 @@ type bqkFn32 = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, 
 
 // bqkAVX2 are the typed integer path's AVX2 kernels (internal/asmgenbqk).
 var bqkAVX2 = map[ggml.Type]*bqkKernel{
-	ggml.Q4_K: newBQKKernel(ggml.Q4_K, bqkQ4KDotAVX2),
-	ggml.Q5_K: newBQKKernel(ggml.Q5_K, bqkQ5KDotAVX2),
-	ggml.Q6_K: newBQKKernel(ggml.Q6_K, bqkQ6KDotAVX2),
+	ggml.Q4_K: newBQKKernel("avx2", ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4AVX2),
+	ggml.Q5_K: newBQKKernel("avx2", ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4AVX2),
+	ggml.Q6_K: newBQKKernel("avx2", ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4AVX2),
 	ggml.Q4_0: newBQK32Kernel("avx2", ggml.Q4_0, bqkQ4_0Dot1AVX2, bqkQ4_0Dot4AVX2),
 	ggml.Q5_0: newBQK32Kernel("avx2", ggml.Q5_0, bqkQ5_0Dot1AVX2, bqkQ5_0Dot4AVX2),
 	ggml.Q8_0: newBQK32Kernel("avx2", ggml.Q8_0, bqkQ8_0Dot1AVX2, bqkQ8_0Dot4AVX2),
+	ggml.Q4_1: newBQK32mKernel("avx2", bqkQ4_1Dot1AVX2, bqkQ4_1Dot4AVX2),
+	ggml.Q5_1: newBQK32mKernel("avx2", bqkQ5_1Dot1AVX2, bqkQ5_1Dot4AVX2),
 }
 
-// bqkVNNI are the kernels that AVX-512 VNNI (VPDPBUSD on YMM) makes
-// faster; the other types take bqkAVX2's.
+// bqkVNNI are the kernels that AVX-512 VNNI (VPDPBUSD on YMM; the K
+// types' four-row kernels VPDPWSSD on ZMM, with AVX-512 BW) makes faster;
+// the other types take bqkAVX2's.
 var bqkVNNI = map[ggml.Type]*bqkKernel{
+	ggml.Q4_K: newBQKKernel("vnni", ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
+	ggml.Q5_K: newBQKKernel("vnni", ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
+	ggml.Q2_K: newBQKKernel("vnni", ggml.Q2_K, nil, bqkQ2KDot4VNNI),
+	ggml.Q3_K: newBQKKernel("vnni", ggml.Q3_K, nil, bqkQ3KDot4VNNI),
+	ggml.Q6_K: newBQKKernel("vnni", ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
 	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
+	ggml.Q4_1: newBQK32mKernel("vnni", bqkQ4_1Dot1VNNI, bqkQ4_1Dot4VNNI),
+	ggml.Q5_1: newBQK32mKernel("vnni", bqkQ5_1Dot1VNNI, bqkQ5_1Dot4VNNI),
 }
 
-// newBQKKernel wraps an assembly kernel of type t; xs is the sums the
-// kernel takes: the 32-value sums (Q4_K, Q5_K), the 16-value sums (Q6_K) or the
-// lane sums (Q5_0) of core/ggml's Act.
-func newBQKKernel(t ggml.Type, f bqkFn) *bqkKernel {
+// newBQKKernel wraps the one-row assembly kernel f of K type t (nil: the
+// Go one) and its four-row kernel f4 (nil: none); xs is the sums the
+// kernels take: the 32-value sums (Q4_K, Q5_K) or the 16-value sums
+// (Q2_K, Q3_K, Q6_K) of core/ggml's Act.
+func newBQKKernel(name string, t ggml.Type, f bqkFn, f4 bqkFn32) *bqkKernel {
 	be, bs := t.BlockSize(), t.BlockBytes()
-	return &bqkKernel{name: "avx2", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
-		nb := w.k / be
-		row := w.raw[j*w.rb : j*w.rb+nb*bs]
-		x := a.Q[r*w.k : r*w.k+w.k]
-		xd := a.D[r*nb : r*nb+nb]
-		var xs []int32
-		switch t {
-		case ggml.Q4_K, ggml.Q5_K:
-			xs = a.Sum32[r*nb*8 : (r+1)*nb*8]
-		default:
-			xs = a.Sum[r*nb*16 : (r+1)*nb*16]
+	sums := func(a *ggml.Act, r, nb int) []int32 {
+		if t == ggml.Q6_K || t == ggml.Q2_K || t == ggml.Q3_K {
+			return a.Sum[r*nb*16 : (r+1)*nb*16]
 		}
-		return f(nb, &row[0], &x[0], &xd[0], &xs[0])
-	}}
+		return a.Sum32[r*nb*8 : (r+1)*nb*8]
+	}
+	k := &bqkKernel{name: name, dot: bqkGo.dot}
+	if f != nil {
+		k.dot = func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+			nb := w.k / be
+			row := w.raw[j*w.rb : j*w.rb+nb*bs]
+			x := a.Q[r*w.k : r*w.k+w.k]
+			xd := a.D[r*nb : r*nb+nb]
+			xs := sums(a, r, nb)
+			return f(nb, &row[0], &x[0], &xd[0], &xs[0])
+		}
+	}
+	if f4 != nil {
+		k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) {
+			nb := w.k / be
+			_ = y[3]
+			rows := w.raw[j*w.rb : (j+3)*w.rb+nb*bs]
+			x := a.Q[r*w.k : r*w.k+w.k]
+			xd := a.D[r*nb : r*nb+nb]
+			xs := sums(a, r, nb)
+			f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0])
+		}
+	}
+	return k
 }
 
 // newBQK32Kernel wraps the one-row and four-row kernels of a 32-element
@@ -78,13 +104,41 @@ func newBQK32Kernel(name string, t ggml.Type, f1, f4 bqkFn32) *bqkKernel {
 	}
 }
 
+// bqkFn32m is the kernel of a 32-element type with a minimum (Q4_1,
+// Q5_1): as bqkFn32, sd the activations' SumD.
+type bqkFn32m = func(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// newBQK32mKernel wraps the one-row and four-row kernels of Q4_1 or Q5_1.
+func newBQK32mKernel(name string, f1, f4 bqkFn32m) *bqkKernel {
+	call := func(f bqkFn32m, w *bqWeights, j, nr int, a *ggml.Act, r int, y []float32) {
+		nb := w.k / 32
+		_ = y[nr-1]
+		rows := w.raw[j*w.rb : (j+nr)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		sd := a.SumD[r*nb : r*nb+nb]
+		f(nb, &rows[0], w.rb, &x[0], &xd[0], &sd[0], &y[0])
+	}
+	return &bqkKernel{
+		name: name,
+		dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
+			var y [1]float32
+			call(f1, w, j, 1, a, r, y[:])
+			return y[0]
+		},
+		dot4: func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) {
+			call(f4, w, j, 4, a, r, y)
+		},
+	}
+}
+
 // archBQKKernel is the assembly kernel of type t under the forced family f
 // (qkernelFamily), nil where there is none (Go runs).
 func archBQKKernel(t ggml.Type, f string) *bqkKernel {
 	if f == "generic" || !hasBQKAVX2 {
 		return nil
 	}
-	if k := bqkVNNI[t]; k != nil && hasBQIVNNI && useQ512(f) {
+	if k := bqkVNNI[t]; k != nil && hasBQIVNNI && useQ512(f) && (k.dot4 == nil || t.BlockSize() == 32 || cpu.X86.HasAVX512BW) {
 		return k
 	}
 	return bqkAVX2[t]

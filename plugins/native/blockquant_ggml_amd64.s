@@ -80,6 +80,2906 @@ DATA bqk_q6shuf3<>+16(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA bqk_q6shuf3<>+24(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL bqk_q6shuf3<>(SB), RODATA|NOPTR, $32
 
+DATA bqk_z0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA bqk_z0f<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL bqk_z0f<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_z30<>+0(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+8(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+16(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+24(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+32(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+40(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+48(SB)/8, $0x3030303030303030
+DATA bqk_z30<>+56(SB)/8, $0x3030303030303030
+GLOBL bqk_z30<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq4<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq4<>+32(SB)/8, $0x0004000400040004
+DATA bqk_zshq4<>+40(SB)/8, $0x0004000400040004
+DATA bqk_zshq4<>+48(SB)/8, $0x0004000400040004
+DATA bqk_zshq4<>+56(SB)/8, $0x0004000400040004
+GLOBL bqk_zshq4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshl6<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshl6<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshl6<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshl6<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshl6<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshl6<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshr6<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshr6<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshr6<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshr6<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshr6<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshr6<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_wm32<>+0(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+8(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+16(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+24(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+32(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+40(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+48(SB)/8, $0xffe0ffe0ffe0ffe0
+DATA bqk_wm32<>+56(SB)/8, $0xffe0ffe0ffe0ffe0
+GLOBL bqk_wm32<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zhdrp<>+0(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+8(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zhdrp<>+16(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+24(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zhdrp<>+32(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+40(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zhdrp<>+48(SB)/8, $0x0f0e0d0c07060504
+DATA bqk_zhdrp<>+56(SB)/8, $0x0f0e0d0c0b0a0908
+GLOBL bqk_zhdrp<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zhdrq<>+0(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+8(SB)/8, $0x0b0a090880808080
+DATA bqk_zhdrq<>+16(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+24(SB)/8, $0x0b0a090880808080
+DATA bqk_zhdrq<>+32(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+40(SB)/8, $0x0b0a090880808080
+DATA bqk_zhdrq<>+48(SB)/8, $0x0706050480808080
+DATA bqk_zhdrq<>+56(SB)/8, $0x0b0a090880808080
+GLOBL bqk_zhdrq<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zhdrsh<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+8(SB)/8, $0x0000000400000000
+DATA bqk_zhdrsh<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+24(SB)/8, $0x0000000400000000
+DATA bqk_zhdrsh<>+32(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+40(SB)/8, $0x0000000400000000
+DATA bqk_zhdrsh<>+48(SB)/8, $0x0000000000000000
+DATA bqk_zhdrsh<>+56(SB)/8, $0x0000000400000000
+GLOBL bqk_zhdrsh<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zhdrmask<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+16(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+24(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+32(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+40(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+48(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA bqk_zhdrmask<>+56(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL bqk_zhdrmask<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscw<>+0(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+8(SB)/8, $0x8007800680058004
+DATA bqk_zscw<>+16(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+24(SB)/8, $0x8007800680058004
+DATA bqk_zscw<>+32(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+40(SB)/8, $0x8007800680058004
+DATA bqk_zscw<>+48(SB)/8, $0x8003800280018000
+DATA bqk_zscw<>+56(SB)/8, $0x8007800680058004
+GLOBL bqk_zscw<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zminw<>+0(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+8(SB)/8, $0x800f800e800d800c
+DATA bqk_zminw<>+16(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+24(SB)/8, $0x800f800e800d800c
+DATA bqk_zminw<>+32(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+40(SB)/8, $0x800f800e800d800c
+DATA bqk_zminw<>+48(SB)/8, $0x800b800a80098008
+DATA bqk_zminw<>+56(SB)/8, $0x800f800e800d800c
+GLOBL bqk_zminw<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_didx4<>+0(SB)/8, $0x0000000400000000
+DATA bqk_didx4<>+8(SB)/8, $0x0000000c00000008
+DATA bqk_didx4<>+16(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+24(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+32(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+40(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+48(SB)/8, $0x0000000000000000
+DATA bqk_didx4<>+56(SB)/8, $0x0000000000000000
+GLOBL bqk_didx4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_0<>+0(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+8(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+16(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+24(SB)/8, $0x0100010001000100
+DATA bqk_zscq4_0<>+32(SB)/8, $0x0302030203020302
+DATA bqk_zscq4_0<>+40(SB)/8, $0x0302030203020302
+DATA bqk_zscq4_0<>+48(SB)/8, $0x0302030203020302
+DATA bqk_zscq4_0<>+56(SB)/8, $0x0302030203020302
+GLOBL bqk_zscq4_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_1<>+0(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+8(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+16(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+24(SB)/8, $0x0504050405040504
+DATA bqk_zscq4_1<>+32(SB)/8, $0x0706070607060706
+DATA bqk_zscq4_1<>+40(SB)/8, $0x0706070607060706
+DATA bqk_zscq4_1<>+48(SB)/8, $0x0706070607060706
+DATA bqk_zscq4_1<>+56(SB)/8, $0x0706070607060706
+GLOBL bqk_zscq4_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_2<>+0(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+8(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+16(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+24(SB)/8, $0x0908090809080908
+DATA bqk_zscq4_2<>+32(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA bqk_zscq4_2<>+40(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA bqk_zscq4_2<>+48(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA bqk_zscq4_2<>+56(SB)/8, $0x0b0a0b0a0b0a0b0a
+GLOBL bqk_zscq4_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zscq4_3<>+0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+16(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+24(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA bqk_zscq4_3<>+32(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA bqk_zscq4_3<>+40(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA bqk_zscq4_3<>+48(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA bqk_zscq4_3<>+56(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL bqk_zscq4_3<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq2_0<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_0<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_0<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_0<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_0<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshq2_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_0<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_0<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_0<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_0<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_0<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq3h_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq2_1<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_1<>+32(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_1<>+40(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_1<>+48(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_1<>+56(SB)/8, $0x0006000600060006
+GLOBL bqk_zshq2_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_1<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq3h_1<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_1<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_1<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq3h_1<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq3h_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq2_2<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq2_2<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_2<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_2<>+48(SB)/8, $0x0002000200020002
+DATA bqk_zshq2_2<>+56(SB)/8, $0x0002000200020002
+GLOBL bqk_zshq2_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_2<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq3h_2<>+32(SB)/8, $0x0003000300030003
+DATA bqk_zshq3h_2<>+40(SB)/8, $0x0003000300030003
+DATA bqk_zshq3h_2<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zshq3h_2<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zshq3h_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq2_3<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq2_3<>+32(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_3<>+40(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_3<>+48(SB)/8, $0x0006000600060006
+DATA bqk_zshq2_3<>+56(SB)/8, $0x0006000600060006
+GLOBL bqk_zshq2_3<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq3h_3<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq3h_3<>+32(SB)/8, $0x0005000500050005
+DATA bqk_zshq3h_3<>+40(SB)/8, $0x0005000500050005
+DATA bqk_zshq3h_3<>+48(SB)/8, $0x0005000500050005
+DATA bqk_zshq3h_3<>+56(SB)/8, $0x0005000500050005
+GLOBL bqk_zshq3h_3<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_z03<>+0(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+8(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+16(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+24(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+32(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+40(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+48(SB)/8, $0x0303030303030303
+DATA bqk_z03<>+56(SB)/8, $0x0303030303030303
+GLOBL bqk_z03<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_z04<>+0(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+8(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+16(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+24(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+32(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+40(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+48(SB)/8, $0x0404040404040404
+DATA bqk_z04<>+56(SB)/8, $0x0404040404040404
+GLOBL bqk_z04<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_wlo4<>+0(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+8(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+16(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+24(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+32(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+40(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+48(SB)/8, $0x000f000f000f000f
+DATA bqk_wlo4<>+56(SB)/8, $0x000f000f000f000f
+GLOBL bqk_wlo4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_wm4<>+0(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+8(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+16(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+24(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+32(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+40(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+48(SB)/8, $0xfffcfffcfffcfffc
+DATA bqk_wm4<>+56(SB)/8, $0xfffcfffcfffcfffc
+GLOBL bqk_wm4<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_q3hiidx<>+0(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+8(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+16(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+24(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+32(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+40(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+48(SB)/8, $0x0b0a09080b0a0908
+DATA bqk_q3hiidx<>+56(SB)/8, $0x0b0a09080b0a0908
+GLOBL bqk_q3hiidx<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_q3hish<>+0(SB)/8, $0x0000000200000000
+DATA bqk_q3hish<>+8(SB)/8, $0x0000000600000004
+DATA bqk_q3hish<>+16(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+24(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+32(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+40(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+48(SB)/8, $0x0000000000000000
+DATA bqk_q3hish<>+56(SB)/8, $0x0000000000000000
+GLOBL bqk_q3hish<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_z10<>+0(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+8(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+16(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+24(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+32(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+40(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+48(SB)/8, $0x1010101010101010
+DATA bqk_z10<>+56(SB)/8, $0x1010101010101010
+GLOBL bqk_z10<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq5_0<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+16(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+24(SB)/8, $0x0004000400040004
+DATA bqk_zshq5_0<>+32(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_0<>+40(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_0<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_0<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zshq5_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq5_1<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_1<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_1<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_1<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_1<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq5_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq5_2<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+16(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+24(SB)/8, $0x0000000000000000
+DATA bqk_zshq5_2<>+32(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_2<>+40(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_2<>+48(SB)/8, $0x0001000100010001
+DATA bqk_zshq5_2<>+56(SB)/8, $0x0001000100010001
+GLOBL bqk_zshq5_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zshq5_3<>+0(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+8(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+16(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+24(SB)/8, $0x0002000200020002
+DATA bqk_zshq5_3<>+32(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_3<>+40(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_3<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zshq5_3<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zshq5_3<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_0<>+0(SB)/8, $0x0000000000000000
+DATA bqk_zidxq6_0<>+8(SB)/8, $0x0000000000000000
+DATA bqk_zidxq6_0<>+16(SB)/8, $0x0001000100010001
+DATA bqk_zidxq6_0<>+24(SB)/8, $0x0001000100010001
+DATA bqk_zidxq6_0<>+32(SB)/8, $0x0002000200020002
+DATA bqk_zidxq6_0<>+40(SB)/8, $0x0002000200020002
+DATA bqk_zidxq6_0<>+48(SB)/8, $0x0003000300030003
+DATA bqk_zidxq6_0<>+56(SB)/8, $0x0003000300030003
+GLOBL bqk_zidxq6_0<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_1<>+0(SB)/8, $0x0004000400040004
+DATA bqk_zidxq6_1<>+8(SB)/8, $0x0004000400040004
+DATA bqk_zidxq6_1<>+16(SB)/8, $0x0005000500050005
+DATA bqk_zidxq6_1<>+24(SB)/8, $0x0005000500050005
+DATA bqk_zidxq6_1<>+32(SB)/8, $0x0006000600060006
+DATA bqk_zidxq6_1<>+40(SB)/8, $0x0006000600060006
+DATA bqk_zidxq6_1<>+48(SB)/8, $0x0007000700070007
+DATA bqk_zidxq6_1<>+56(SB)/8, $0x0007000700070007
+GLOBL bqk_zidxq6_1<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_2<>+0(SB)/8, $0x0008000800080008
+DATA bqk_zidxq6_2<>+8(SB)/8, $0x0008000800080008
+DATA bqk_zidxq6_2<>+16(SB)/8, $0x0009000900090009
+DATA bqk_zidxq6_2<>+24(SB)/8, $0x0009000900090009
+DATA bqk_zidxq6_2<>+32(SB)/8, $0x000a000a000a000a
+DATA bqk_zidxq6_2<>+40(SB)/8, $0x000a000a000a000a
+DATA bqk_zidxq6_2<>+48(SB)/8, $0x000b000b000b000b
+DATA bqk_zidxq6_2<>+56(SB)/8, $0x000b000b000b000b
+GLOBL bqk_zidxq6_2<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zidxq6_3<>+0(SB)/8, $0x000c000c000c000c
+DATA bqk_zidxq6_3<>+8(SB)/8, $0x000c000c000c000c
+DATA bqk_zidxq6_3<>+16(SB)/8, $0x000d000d000d000d
+DATA bqk_zidxq6_3<>+24(SB)/8, $0x000d000d000d000d
+DATA bqk_zidxq6_3<>+32(SB)/8, $0x000e000e000e000e
+DATA bqk_zidxq6_3<>+40(SB)/8, $0x000e000e000e000e
+DATA bqk_zidxq6_3<>+48(SB)/8, $0x000f000f000f000f
+DATA bqk_zidxq6_3<>+56(SB)/8, $0x000f000f000f000f
+GLOBL bqk_zidxq6_3<>(SB), RODATA|NOPTR, $64
+
+// func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
+	VMOVDQU64 bqk_didx4<>+0(SB), Z0
+	VXORPS    Y1, Y1, Y1
+
+bqkQ4KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ4KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      128(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      128(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      128(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	PREFETCHT0      128(R9)(R8*1)
+	ADDQ            $0x00000090, R9
+	VMOVDQU         (CX), X2
+	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
+	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
+	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
+	VPSRLD          $0x02, Z4, Z4
+	VPANDD          bqk_z30<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
+	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
+	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
+	VMOVDQU         (DI), Y5
+	VPMOVDW         Y5, X5
+	VSHUFI32X4      $0x00, Z5, Z5, Z5
+	VPMADDWD        Z5, Z4, Z4
+	VSHUFI32X4      $0x00, Z3, Z3, Z11
+	VPXORD          Z6, Z6, Z6
+	VBROADCASTI64X4 16(CX), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      (BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z6
+	VBROADCASTI64X4 48(CX), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      64(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z6
+	VBROADCASTI64X4 80(CX), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z6
+	VBROADCASTI64X4 112(CX), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      192(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z12, Z6
+	VEXTRACTI64X4   $0x01, Z6, Y5
+	VPADDD          Y5, Y6, Y5
+	VSHUFI32X4      $0x55, Z3, Z3, Z11
+	VPXORD          Z7, Z7, Z7
+	VBROADCASTI64X4 16(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      (BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z7
+	VBROADCASTI64X4 48(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      64(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z7
+	VBROADCASTI64X4 80(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      128(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
+	VPDPWSSD        Z13, Z12, Z7
+	VBROADCASTI64X4 112(CX)(DX*1), Z12
+	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
+	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
+	VPMADDUBSW      192(BX), Z12, Z12
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z12, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y11
+	VPADDD          Y11, Y7, Y11
+	VSHUFI32X4      $0xaa, Z3, Z3, Z12
+	VPXORD          Z8, Z8, Z8
+	VBROADCASTI64X4 16(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z14
+	VPDPWSSD        Z14, Z13, Z8
+	VBROADCASTI64X4 48(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z14
+	VPDPWSSD        Z14, Z13, Z8
+	VBROADCASTI64X4 80(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z14
+	VPDPWSSD        Z14, Z13, Z8
+	VBROADCASTI64X4 112(CX)(DX*2), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
+	VPDPWSSD        Z12, Z13, Z8
+	VEXTRACTI64X4   $0x01, Z8, Y12
+	VPADDD          Y12, Y8, Y12
+	VSHUFI32X4      $0xff, Z3, Z3, Z3
+	VPXORD          Z9, Z9, Z9
+	VBROADCASTI64X4 16(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z14
+	VPDPWSSD        Z14, Z13, Z9
+	VBROADCASTI64X4 48(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z14
+	VPDPWSSD        Z14, Z13, Z9
+	VBROADCASTI64X4 80(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z14
+	VPDPWSSD        Z14, Z13, Z9
+	VBROADCASTI64X4 112(CX)(R8*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
+	VPDPWSSD        Z3, Z13, Z9
+	VEXTRACTI64X4   $0x01, Z9, Y3
+	VPADDD          Y3, Y9, Y3
+	VPHADDD         Y11, Y5, Y5
+	VPHADDD         Y3, Y12, Y3
+	VPHADDD         Y3, Y5, Y5
+	VEXTRACTI128    $0x01, Y5, X3
+	VPADDD          X5, X3, X3
+	VPSHUFD         $0x4e, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPSHUFD         $0xb1, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPERMD          Z4, Z0, Z4
+	VPUNPCKLDQ      X4, X3, X10
+	VPUNPCKHDQ      X4, X3, X3
+	VINSERTI128     $0x01, X3, Y10, Y4
+	VPERMD          Z2, Z0, Z3
+	VCVTPH2PS       X3, Y3
+	VBROADCASTSS    (SI), Y5
+	VMULPS          Y5, Y3, Y3
+	VCVTDQ2PS       Y4, Y4
+	VMULPS          Y3, Y4, Y4
+	VADDPS          Y4, Y1, Y1
+	VMOVSHDUP       Y4, Y3
+	VSUBPS          Y3, Y1, Y1
+	ADDQ            $0x00000090, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x20, DI
+	DECQ            AX
+	JMP             bqkQ4KDot4VNNI_block
+
+bqkQ4KDot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y1, X0
+	VSHUFPS      $0x88, X0, X1, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ5KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
+	VMOVDQU64 bqk_didx4<>+0(SB), Z0
+	VXORPS    Y1, Y1, Y1
+
+bqkQ5KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ5KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      128(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      128(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      128(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	PREFETCHT0      128(R9)(R8*1)
+	ADDQ            $0x000000b0, R9
+	VMOVDQU         (CX), X2
+	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
+	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
+	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
+	VPSRLD          $0x02, Z4, Z4
+	VPANDD          bqk_z30<>+0(SB), Z4, Z4
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
+	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
+	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
+	VMOVDQU         (DI), Y5
+	VPMOVDW         Y5, X5
+	VSHUFI32X4      $0x00, Z5, Z5, Z5
+	VPMADDWD        Z5, Z4, Z4
+	VSHUFI32X4      $0x00, Z3, Z3, Z11
+	VPXORD          Z6, Z6, Z6
+	VBROADCASTI64X4 16(CX), Z12
+	VBROADCASTI64X4 48(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z6
+	VBROADCASTI64X4 80(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z6
+	VBROADCASTI64X4 112(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z6
+	VBROADCASTI64X4 144(CX), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z13, Z6
+	VEXTRACTI64X4   $0x01, Z6, Y5
+	VPADDD          Y5, Y6, Y5
+	VSHUFI32X4      $0x55, Z3, Z3, Z11
+	VPXORD          Z7, Z7, Z7
+	VBROADCASTI64X4 16(CX)(DX*1), Z12
+	VBROADCASTI64X4 48(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      (BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z7
+	VBROADCASTI64X4 80(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      64(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z7
+	VBROADCASTI64X4 112(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
+	VPMADDUBSW      128(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
+	VPDPWSSD        Z14, Z13, Z7
+	VBROADCASTI64X4 144(CX)(DX*1), Z13
+	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
+	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
+	VPMADDUBSW      192(BX), Z13, Z13
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
+	VPDPWSSD        Z11, Z13, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y11
+	VPADDD          Y11, Y7, Y11
+	VSHUFI32X4      $0xaa, Z3, Z3, Z12
+	VPXORD          Z8, Z8, Z8
+	VBROADCASTI64X4 16(CX)(DX*2), Z13
+	VBROADCASTI64X4 48(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      (BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z15
+	VPDPWSSD        Z15, Z14, Z8
+	VBROADCASTI64X4 80(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      64(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z15
+	VPDPWSSD        Z15, Z14, Z8
+	VBROADCASTI64X4 112(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      128(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z15
+	VPDPWSSD        Z15, Z14, Z8
+	VBROADCASTI64X4 144(CX)(DX*2), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
+	VPMADDUBSW      192(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
+	VPDPWSSD        Z12, Z14, Z8
+	VEXTRACTI64X4   $0x01, Z8, Y12
+	VPADDD          Y12, Y8, Y12
+	VSHUFI32X4      $0xff, Z3, Z3, Z3
+	VPXORD          Z9, Z9, Z9
+	VBROADCASTI64X4 16(CX)(R8*1), Z13
+	VBROADCASTI64X4 48(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      (BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z15
+	VPDPWSSD        Z15, Z14, Z9
+	VBROADCASTI64X4 80(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      64(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z15
+	VPDPWSSD        Z15, Z14, Z9
+	VBROADCASTI64X4 112(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
+	VPMADDUBSW      128(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z15
+	VPDPWSSD        Z15, Z14, Z9
+	VBROADCASTI64X4 144(CX)(R8*1), Z14
+	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
+	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
+	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
+	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
+	VPMADDUBSW      192(BX), Z14, Z14
+	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
+	VPDPWSSD        Z3, Z14, Z9
+	VEXTRACTI64X4   $0x01, Z9, Y3
+	VPADDD          Y3, Y9, Y3
+	VPHADDD         Y11, Y5, Y5
+	VPHADDD         Y3, Y12, Y3
+	VPHADDD         Y3, Y5, Y5
+	VEXTRACTI128    $0x01, Y5, X3
+	VPADDD          X5, X3, X3
+	VPSHUFD         $0x4e, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPSHUFD         $0xb1, Z4, Z11
+	VPADDD          Z11, Z4, Z4
+	VPERMD          Z4, Z0, Z4
+	VPUNPCKLDQ      X4, X3, X10
+	VPUNPCKHDQ      X4, X3, X3
+	VINSERTI128     $0x01, X3, Y10, Y4
+	VPERMD          Z2, Z0, Z3
+	VCVTPH2PS       X3, Y3
+	VBROADCASTSS    (SI), Y5
+	VMULPS          Y5, Y3, Y3
+	VCVTDQ2PS       Y4, Y4
+	VMULPS          Y3, Y4, Y4
+	VADDPS          Y4, Y1, Y1
+	VMOVSHDUP       Y4, Y3
+	VSUBPS          Y3, Y1, Y1
+	ADDQ            $0x000000b0, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x20, DI
+	DECQ            AX
+	JMP             bqkQ5KDot4VNNI_block
+
+bqkQ5KDot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y1, X0
+	VSHUFPS      $0x88, X0, X1, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
+TEXT ·bqkQ6KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
+	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
+	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
+	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
+	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
+	VXORPS    X4, X4, X4
+
+bqkQ6KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ6KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      128(R9)
+	PREFETCHT0      192(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      128(R9)(DX*1)
+	PREFETCHT0      192(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      128(R9)(DX*2)
+	PREFETCHT0      192(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	PREFETCHT0      128(R9)(R8*1)
+	PREFETCHT0      192(R9)(R8*1)
+	ADDQ            $0x000000d2, R9
+	VMOVDQU32       (DI), Z8
+	VPMOVDW         Z8, Y5
+	VPMOVSXBW       192(CX), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y6
+	VPMADDWD        Y5, Y6, Y6
+	VMOVDQU64       (CX), Z8
+	VBROADCASTI64X4 128(CX), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z8, Z10, Z6
+	VPDPWSSD        Z13, Z9, Z6
+	VMOVDQU64       64(CX), Z8
+	VBROADCASTI64X4 160(CX), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z8, Z10, Z6
+	VPDPWSSD        Z13, Z9, Z6
+	VEXTRACTI64X4   $0x01, Z6, Y7
+	VPADDD          Y7, Y6, Y6
+	VPMOVSXBW       192(CX)(DX*1), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
+	VPMADDWD        Y5, Y8, Y11
+	VMOVDQU64       (CX)(DX*1), Z8
+	VBROADCASTI64X4 128(CX)(DX*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z8, Z10, Z11
+	VPDPWSSD        Z13, Z9, Z11
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VBROADCASTI64X4 160(CX)(DX*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z8, Z10, Z11
+	VPDPWSSD        Z13, Z9, Z11
+	VEXTRACTI64X4   $0x01, Z11, Y7
+	VPADDD          Y7, Y11, Y11
+	VPMOVSXBW       192(CX)(DX*2), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
+	VPMADDWD        Y5, Y8, Y12
+	VMOVDQU64       (CX)(DX*2), Z8
+	VBROADCASTI64X4 128(CX)(DX*2), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z8, Z10, Z12
+	VPDPWSSD        Z13, Z9, Z12
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VBROADCASTI64X4 160(CX)(DX*2), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z8, Z10, Z12
+	VPDPWSSD        Z13, Z9, Z12
+	VEXTRACTI64X4   $0x01, Z12, Y7
+	VPADDD          Y7, Y12, Y12
+	VPMOVSXBW       192(CX)(R8*1), Y7
+	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
+	VPMADDWD        Y5, Y8, Y5
+	VMOVDQU64       (CX)(R8*1), Z8
+	VBROADCASTI64X4 128(CX)(R8*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      (BX), Z10, Z10
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z7, Z0, Z8
+	VPERMW          Z7, Z1, Z13
+	VPDPWSSD        Z8, Z10, Z5
+	VPDPWSSD        Z13, Z9, Z5
+	VMOVDQU64       64(CX)(R8*1), Z8
+	VBROADCASTI64X4 160(CX)(R8*1), Z9
+	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
+	VPANDD          bqk_z30<>+0(SB), Z10, Z10
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
+	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
+	VPANDD          bqk_z30<>+0(SB), Z9, Z9
+	VPSRLW          $0x04, Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z7, Z2, Z8
+	VPERMW          Z7, Z3, Z13
+	VPDPWSSD        Z8, Z10, Z5
+	VPDPWSSD        Z13, Z9, Z5
+	VEXTRACTI64X4   $0x01, Z5, Y7
+	VPADDD          Y7, Y5, Y5
+	VPHADDD         Y11, Y6, Y6
+	VPHADDD         Y5, Y12, Y5
+	VPHADDD         Y5, Y6, Y6
+	VEXTRACTI128    $0x01, Y6, X5
+	VPADDD          X6, X5, X5
+	MOVWLZX         208(CX), R10
+	VMOVD           R10, X6
+	VPINSRW         $0x01, 208(CX)(DX*1), X6, X6
+	VPINSRW         $0x02, 208(CX)(DX*2), X6, X6
+	VPINSRW         $0x03, 208(CX)(R8*1), X6, X6
+	VCVTPH2PS       X6, X6
+	VBROADCASTSS    (SI), X7
+	VMULPS          X7, X6, X6
+	VCVTDQ2PS       X5, X5
+	VMULPS          X6, X5, X5
+	VADDPS          X5, X4, X4
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x40, DI
+	DECQ            AX
+	JMP             bqkQ6KDot4VNNI_block
+
+bqkQ6KDot4VNNI_done:
+	MOVQ    y+48(FP), AX
+	VMOVUPS X4, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4KDot4AVX2(SB), NOSPLIT, $96-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   x+24(FP), BX
+	MOVQ   xd+32(FP), SI
+	MOVQ   xs+40(FP), DI
+	LEAQ   (DX)(DX*2), R8
+	MOVQ   DX, R9
+	SHLQ   $0x03, R9
+	ADDQ   CX, R9
+	VXORPS Y0, Y0, Y0
+
+bqkQ4KDot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4KDot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	PREFETCHT0   128(R9)
+	PREFETCHT0   (R9)(DX*1)
+	PREFETCHT0   64(R9)(DX*1)
+	PREFETCHT0   128(R9)(DX*1)
+	PREFETCHT0   (R9)(DX*2)
+	PREFETCHT0   64(R9)(DX*2)
+	PREFETCHT0   128(R9)(DX*2)
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	PREFETCHT0   128(R9)(R8*1)
+	ADDQ         $0x00000090, R9
+	MOVL         4(CX), R10
+	MOVL         8(CX), R11
+	MOVL         12(CX), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 64(SP)
+	MOVL         R11, 68(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, (SP)
+	MOVL         4(CX)(DX*1), R10
+	MOVL         8(CX)(DX*1), R11
+	MOVL         12(CX)(DX*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 72(SP)
+	MOVL         R11, 76(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 16(SP)
+	MOVL         4(CX)(DX*2), R10
+	MOVL         8(CX)(DX*2), R11
+	MOVL         12(CX)(DX*2), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 80(SP)
+	MOVL         R11, 84(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 32(SP)
+	MOVL         4(CX)(R8*1), R10
+	MOVL         8(CX)(R8*1), R11
+	MOVL         12(CX)(R8*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 88(SP)
+	MOVL         R11, 92(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 48(SP)
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      (BX), Y5
+	VMOVDQU      32(BX), Y6
+	VMOVDQU      16(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW (SP), Y9
+	VPBROADCASTW 2(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      16(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 16(SP), Y9
+	VPBROADCASTW 18(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      16(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 32(SP), Y9
+	VPBROADCASTW 34(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      16(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 48(SP), Y5
+	VPBROADCASTW 50(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      64(BX), Y5
+	VMOVDQU      96(BX), Y6
+	VMOVDQU      48(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 4(SP), Y9
+	VPBROADCASTW 6(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      48(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 20(SP), Y9
+	VPBROADCASTW 22(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      48(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 36(SP), Y9
+	VPBROADCASTW 38(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      48(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 52(SP), Y5
+	VPBROADCASTW 54(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      128(BX), Y5
+	VMOVDQU      160(BX), Y6
+	VMOVDQU      80(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 8(SP), Y9
+	VPBROADCASTW 10(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      80(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 24(SP), Y9
+	VPBROADCASTW 26(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      80(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 40(SP), Y9
+	VPBROADCASTW 42(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      80(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 56(SP), Y5
+	VPBROADCASTW 58(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VMOVDQU      224(BX), Y6
+	VMOVDQU      112(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 12(SP), Y9
+	VPBROADCASTW 14(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      112(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 28(SP), Y9
+	VPBROADCASTW 30(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      112(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 44(SP), Y9
+	VPBROADCASTW 46(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      112(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 60(SP), Y5
+	VPBROADCASTW 62(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      (DI), Y5
+	VPMOVZXBD    64(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y1, Y1
+	VPMOVZXBD    72(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y2, Y2
+	VPMOVZXBD    80(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y3, Y3
+	VPMOVZXBD    88(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y4, Y4
+	VPHADDD      Y2, Y1, Y1
+	VPHADDD      Y4, Y3, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VMOVD        (CX), X1
+	VPINSRD      $0x01, (CX)(DX*1), X1, X1
+	VPINSRD      $0x02, (CX)(DX*2), X1, X1
+	VPINSRD      $0x03, (CX)(R8*1), X1, X1
+	VCVTPH2PS    X1, Y1
+	VBROADCASTSS (SI), Y2
+	VMULPS       Y2, Y1, Y1
+	VCVTDQ2PS    Y3, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VMOVSHDUP    Y2, Y1
+	VSUBPS       Y1, Y0, Y0
+	ADDQ         $0x00000090, CX
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x04, SI
+	ADDQ         $0x20, DI
+	DECQ         AX
+	JMP          bqkQ4KDot4AVX2_block
+
+bqkQ4KDot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VSHUFPS      $0x88, X1, X0, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5KDot4AVX2(SB), NOSPLIT, $96-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   x+24(FP), BX
+	MOVQ   xd+32(FP), SI
+	MOVQ   xs+40(FP), DI
+	LEAQ   (DX)(DX*2), R8
+	MOVQ   DX, R9
+	SHLQ   $0x03, R9
+	ADDQ   CX, R9
+	VXORPS Y0, Y0, Y0
+
+bqkQ5KDot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5KDot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	PREFETCHT0   128(R9)
+	PREFETCHT0   (R9)(DX*1)
+	PREFETCHT0   64(R9)(DX*1)
+	PREFETCHT0   128(R9)(DX*1)
+	PREFETCHT0   (R9)(DX*2)
+	PREFETCHT0   64(R9)(DX*2)
+	PREFETCHT0   128(R9)(DX*2)
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	PREFETCHT0   128(R9)(R8*1)
+	ADDQ         $0x000000b0, R9
+	MOVL         4(CX), R10
+	MOVL         8(CX), R11
+	MOVL         12(CX), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 64(SP)
+	MOVL         R11, 68(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, (SP)
+	MOVL         4(CX)(DX*1), R10
+	MOVL         8(CX)(DX*1), R11
+	MOVL         12(CX)(DX*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 72(SP)
+	MOVL         R11, 76(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 16(SP)
+	MOVL         4(CX)(DX*2), R10
+	MOVL         8(CX)(DX*2), R11
+	MOVL         12(CX)(DX*2), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 80(SP)
+	MOVL         R11, 84(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 32(SP)
+	MOVL         4(CX)(R8*1), R10
+	MOVL         8(CX)(R8*1), R11
+	MOVL         12(CX)(R8*1), R12
+	MOVL         R10, R13
+	ANDL         $0x3f3f3f3f, R13
+	MOVL         R10, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R10
+	ANDL         $0x0f0f0f0f, R10
+	ORL          R15, R10
+	MOVL         R11, R14
+	ANDL         $0x3f3f3f3f, R14
+	MOVL         R11, R15
+	SHRL         $0x06, R15
+	ANDL         $0x03030303, R15
+	SHLL         $0x04, R15
+	MOVL         R12, R11
+	SHRL         $0x04, R11
+	ANDL         $0x0f0f0f0f, R11
+	ORL          R15, R11
+	MOVL         R14, 88(SP)
+	MOVL         R11, 92(SP)
+	VMOVD        R13, X1
+	VPINSRD      $0x01, R10, X1, X1
+	VPMOVZXBW    X1, X1
+	VMOVDQU      X1, 48(SP)
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VMOVDQU      (BX), Y5
+	VMOVDQU      32(BX), Y6
+	VMOVDQU      48(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW (SP), Y9
+	VPBROADCASTW 2(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      48(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 16(SP), Y9
+	VPBROADCASTW 18(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      48(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 32(SP), Y9
+	VPBROADCASTW 34(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      48(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 48(SP), Y5
+	VPBROADCASTW 50(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      64(BX), Y5
+	VMOVDQU      96(BX), Y6
+	VMOVDQU      80(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 4(SP), Y9
+	VPBROADCASTW 6(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      80(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 20(SP), Y9
+	VPBROADCASTW 22(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      80(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 36(SP), Y9
+	VPBROADCASTW 38(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      80(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x02, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x03, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 52(SP), Y5
+	VPBROADCASTW 54(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      128(BX), Y5
+	VMOVDQU      160(BX), Y6
+	VMOVDQU      112(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 8(SP), Y9
+	VPBROADCASTW 10(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      112(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 24(SP), Y9
+	VPBROADCASTW 26(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      112(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 40(SP), Y9
+	VPBROADCASTW 42(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      112(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x04, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x05, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 56(SP), Y5
+	VPBROADCASTW 58(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      192(BX), Y5
+	VMOVDQU      224(BX), Y6
+	VMOVDQU      144(CX), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 12(SP), Y9
+	VPBROADCASTW 14(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y1, Y1
+	VPADDD       Y7, Y1, Y1
+	VMOVDQU      144(CX)(DX*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*1), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 28(SP), Y9
+	VPBROADCASTW 30(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y2, Y2
+	VPADDD       Y7, Y2, Y2
+	VMOVDQU      144(CX)(DX*2), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(DX*2), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 44(SP), Y9
+	VPBROADCASTW 46(SP), Y10
+	VPMADDWD     Y9, Y8, Y8
+	VPMADDWD     Y10, Y7, Y7
+	VPADDD       Y8, Y3, Y3
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      144(CX)(R8*1), Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y8
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        bqk_c0f<>+0(SB), Y7, Y7
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x06, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y8, Y8
+	VMOVDQU      16(CX)(R8*1), Y9
+	VPSRLW       $0x07, Y9, Y9
+	VPAND        bqk_c01<>+0(SB), Y9, Y9
+	VPSLLW       $0x04, Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   Y5, Y8, Y8
+	VPMADDUBSW   Y6, Y7, Y7
+	VPBROADCASTW 60(SP), Y5
+	VPBROADCASTW 62(SP), Y6
+	VPMADDWD     Y5, Y8, Y8
+	VPMADDWD     Y6, Y7, Y7
+	VPADDD       Y8, Y4, Y4
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      (DI), Y5
+	VPMOVZXBD    64(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y1, Y1
+	VPMOVZXBD    72(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y2, Y2
+	VPMOVZXBD    80(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y3, Y3
+	VPMOVZXBD    88(SP), Y6
+	VPMULLD      Y5, Y6, Y6
+	VPHADDD      Y6, Y4, Y4
+	VPHADDD      Y2, Y1, Y1
+	VPHADDD      Y4, Y3, Y2
+	VPERM2I128   $0x20, Y2, Y1, Y3
+	VPERM2I128   $0x31, Y2, Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VMOVD        (CX), X1
+	VPINSRD      $0x01, (CX)(DX*1), X1, X1
+	VPINSRD      $0x02, (CX)(DX*2), X1, X1
+	VPINSRD      $0x03, (CX)(R8*1), X1, X1
+	VCVTPH2PS    X1, Y1
+	VBROADCASTSS (SI), Y2
+	VMULPS       Y2, Y1, Y1
+	VCVTDQ2PS    Y3, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VMOVSHDUP    Y2, Y1
+	VSUBPS       Y1, Y0, Y0
+	ADDQ         $0x000000b0, CX
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x04, SI
+	ADDQ         $0x20, DI
+	DECQ         AX
+	JMP          bqkQ5KDot4AVX2_block
+
+bqkQ5KDot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VSHUFPS      $0x88, X1, X0, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ6KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ6KDot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   x+24(FP), BX
+	MOVQ   xd+32(FP), SI
+	MOVQ   xs+40(FP), DI
+	LEAQ   (DX)(DX*2), R8
+	MOVQ   DX, R9
+	SHLQ   $0x03, R9
+	ADDQ   CX, R9
+	VXORPS X0, X0, X0
+
+bqkQ6KDot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ6KDot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	PREFETCHT0   128(R9)
+	PREFETCHT0   192(R9)
+	PREFETCHT0   (R9)(DX*1)
+	PREFETCHT0   64(R9)(DX*1)
+	PREFETCHT0   128(R9)(DX*1)
+	PREFETCHT0   192(R9)(DX*1)
+	PREFETCHT0   (R9)(DX*2)
+	PREFETCHT0   64(R9)(DX*2)
+	PREFETCHT0   128(R9)(DX*2)
+	PREFETCHT0   192(R9)(DX*2)
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	PREFETCHT0   128(R9)(R8*1)
+	PREFETCHT0   192(R9)(R8*1)
+	ADDQ         $0x000000d2, R9
+	VMOVDQU      (DI), Y1
+	VPACKSSDW    32(DI), Y1, Y1
+	VPERMQ       $0xd8, Y1, Y1
+	VPMOVSXBW    192(CX), Y2
+	VPMULLW      bqk_wm32<>+0(SB), Y2, Y2
+	VPMADDWD     Y1, Y2, Y2
+	VPMOVSXBW    192(CX)(DX*1), Y3
+	VPMULLW      bqk_wm32<>+0(SB), Y3, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VPMOVSXBW    192(CX)(DX*2), Y4
+	VPMULLW      bqk_wm32<>+0(SB), Y4, Y4
+	VPMADDWD     Y1, Y4, Y4
+	VPMOVSXBW    192(CX)(R8*1), Y5
+	VPMULLW      bqk_wm32<>+0(SB), Y5, Y5
+	VPMADDWD     Y1, Y5, Y1
+	VMOVDQU      bqk_c0f<>+0(SB), Y5
+	VMOVDQU      bqk_c03<>+0(SB), Y6
+	VPMOVSXBW    192(CX), Y7
+	VPERMQ       $0x44, Y7, Y7
+	VPMOVSXBW    192(CX)(DX*1), Y8
+	VPERMQ       $0x44, Y8, Y8
+	VPMOVSXBW    192(CX)(DX*2), Y9
+	VPERMQ       $0x44, Y9, Y9
+	VPMOVSXBW    192(CX)(R8*1), Y10
+	VPERMQ       $0x44, Y10, Y10
+	VMOVDQU      (BX), Y11
+	VPAND        (CX), Y5, Y12
+	VPAND        128(CX), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        (CX)(DX*1), Y5, Y12
+	VPAND        128(CX)(DX*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        (CX)(DX*2), Y5, Y12
+	VPAND        128(CX)(DX*2), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        (CX)(R8*1), Y5, Y12
+	VPAND        128(CX)(R8*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      32(BX), Y11
+	VPAND        32(CX), Y5, Y12
+	VMOVDQU      128(CX), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        32(CX)(DX*1), Y5, Y12
+	VMOVDQU      128(CX)(DX*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        32(CX)(DX*2), Y5, Y12
+	VMOVDQU      128(CX)(DX*2), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        32(CX)(R8*1), Y5, Y12
+	VMOVDQU      128(CX)(R8*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      64(BX), Y11
+	VMOVDQU      (CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      (CX)(DX*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX)(DX*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VMOVDQU      (CX)(DX*2), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX)(DX*2), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VMOVDQU      (CX)(R8*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX)(R8*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      96(BX), Y11
+	VMOVDQU      32(CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      128(CX), Y13
+	VPSRLW       $0x06, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y7, Y7
+	VPMADDWD     Y7, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      32(CX)(DX*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      128(CX)(DX*1), Y12
+	VPSRLW       $0x06, Y12, Y12
+	VPAND        Y6, Y12, Y12
+	VPSLLW       $0x04, Y12, Y12
+	VPOR         Y12, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y8, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      32(CX)(DX*2), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      128(CX)(DX*2), Y8
+	VPSRLW       $0x06, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y9, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      32(CX)(R8*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      128(CX)(R8*1), Y8
+	VPSRLW       $0x06, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y10, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y1, Y1
+	VPMOVSXBW    192(CX), Y7
+	VPERMQ       $0xee, Y7, Y7
+	VPMOVSXBW    192(CX)(DX*1), Y8
+	VPERMQ       $0xee, Y8, Y8
+	VPMOVSXBW    192(CX)(DX*2), Y9
+	VPERMQ       $0xee, Y9, Y9
+	VPMOVSXBW    192(CX)(R8*1), Y10
+	VPERMQ       $0xee, Y10, Y10
+	VMOVDQU      128(BX), Y11
+	VPAND        64(CX), Y5, Y12
+	VPAND        160(CX), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        64(CX)(DX*1), Y5, Y12
+	VPAND        160(CX)(DX*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        64(CX)(DX*2), Y5, Y12
+	VPAND        160(CX)(DX*2), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        64(CX)(R8*1), Y5, Y12
+	VPAND        160(CX)(R8*1), Y6, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf0<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      160(BX), Y11
+	VPAND        96(CX), Y5, Y12
+	VMOVDQU      160(CX), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VPAND        96(CX)(DX*1), Y5, Y12
+	VMOVDQU      160(CX)(DX*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VPAND        96(CX)(DX*2), Y5, Y12
+	VMOVDQU      160(CX)(DX*2), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VPAND        96(CX)(R8*1), Y5, Y12
+	VMOVDQU      160(CX)(R8*1), Y13
+	VPSRLW       $0x02, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf1<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      192(BX), Y11
+	VMOVDQU      64(CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y7, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      64(CX)(DX*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX)(DX*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y8, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y3, Y3
+	VMOVDQU      64(CX)(DX*2), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX)(DX*2), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y9, Y13
+	VPMADDWD     Y13, Y12, Y12
+	VPADDD       Y12, Y4, Y4
+	VMOVDQU      64(CX)(R8*1), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX)(R8*1), Y13
+	VPSRLW       $0x04, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf2<>+0(SB), Y10, Y11
+	VPMADDWD     Y11, Y12, Y12
+	VPADDD       Y12, Y1, Y1
+	VMOVDQU      224(BX), Y11
+	VMOVDQU      96(CX), Y12
+	VPSRLW       $0x04, Y12, Y12
+	VPAND        Y5, Y12, Y12
+	VMOVDQU      160(CX), Y13
+	VPSRLW       $0x06, Y13, Y13
+	VPAND        Y6, Y13, Y13
+	VPSLLW       $0x04, Y13, Y13
+	VPOR         Y13, Y12, Y12
+	VPMADDUBSW   Y11, Y12, Y12
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y7, Y7
+	VPMADDWD     Y7, Y12, Y12
+	VPADDD       Y12, Y2, Y2
+	VMOVDQU      96(CX)(DX*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      160(CX)(DX*1), Y12
+	VPSRLW       $0x06, Y12, Y12
+	VPAND        Y6, Y12, Y12
+	VPSLLW       $0x04, Y12, Y12
+	VPOR         Y12, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y8, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y3, Y3
+	VMOVDQU      96(CX)(DX*2), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      160(CX)(DX*2), Y8
+	VPSRLW       $0x06, Y8, Y8
+	VPAND        Y6, Y8, Y8
+	VPSLLW       $0x04, Y8, Y8
+	VPOR         Y8, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y9, Y8
+	VPMADDWD     Y8, Y7, Y7
+	VPADDD       Y7, Y4, Y4
+	VMOVDQU      96(CX)(R8*1), Y7
+	VPSRLW       $0x04, Y7, Y7
+	VPAND        Y5, Y7, Y7
+	VMOVDQU      160(CX)(R8*1), Y5
+	VPSRLW       $0x06, Y5, Y5
+	VPAND        Y6, Y5, Y5
+	VPSLLW       $0x04, Y5, Y5
+	VPOR         Y5, Y7, Y7
+	VPMADDUBSW   Y11, Y7, Y7
+	VPSHUFB      bqk_q6shuf3<>+0(SB), Y10, Y5
+	VPMADDWD     Y5, Y7, Y7
+	VPADDD       Y7, Y1, Y1
+	VPHADDD      Y3, Y2, Y2
+	VPHADDD      Y1, Y4, Y1
+	VPHADDD      Y1, Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPADDD       X2, X1, X1
+	MOVWLZX      208(CX), R10
+	VMOVD        R10, X2
+	VPINSRW      $0x01, 208(CX)(DX*1), X2, X2
+	VPINSRW      $0x02, 208(CX)(DX*2), X2, X2
+	VPINSRW      $0x03, 208(CX)(R8*1), X2, X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (SI), X3
+	VMULPS       X3, X2, X2
+	VCVTDQ2PS    X1, X1
+	VMULPS       X2, X1, X1
+	VADDPS       X1, X0, X0
+	ADDQ         $0x000000d2, CX
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x04, SI
+	ADDQ         $0x40, DI
+	DECQ         AX
+	JMP          bqkQ6KDot4AVX2_block
+
+bqkQ6KDot4AVX2_done:
+	MOVQ    y+48(FP), AX
+	VMOVUPS X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ2KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ2KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
+	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
+	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
+	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
+	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
+	VXORPS    Y4, Y4, Y4
+
+bqkQ2KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ2KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	ADDQ            $0x00000054, R9
+	VMOVDQU32       (DI), Z5
+	VPMOVDW         Z5, Y5
+	VPMOVZXBW       (CX), Y6
+	VPSRLW          $0x04, Y6, Y8
+	VPMADDWD        Y5, Y8, Y8
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z7, Z7, Z7
+	VBROADCASTI64X4 16(CX), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z7
+	VBROADCASTI64X4 48(CX), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z10
+	VPDPWSSD        Z10, Z9, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y6
+	VPADDD          Y6, Y7, Y9
+	VPMOVZXBW       (CX)(DX*1), Y6
+	VPSRLW          $0x04, Y6, Y10
+	VPMADDWD        Y5, Y10, Y10
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z12, Z12, Z12
+	VBROADCASTI64X4 16(CX)(DX*1), Z11
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z11, Z16
+	VPANDD          bqk_z03<>+0(SB), Z16, Z16
+	VPMADDUBSW      (BX), Z16, Z16
+	VPERMW          Z6, Z0, Z17
+	VPDPWSSD        Z17, Z16, Z12
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z11, Z11
+	VPANDD          bqk_z03<>+0(SB), Z11, Z11
+	VPMADDUBSW      64(BX), Z11, Z11
+	VPERMW          Z6, Z1, Z16
+	VPDPWSSD        Z16, Z11, Z12
+	VBROADCASTI64X4 48(CX)(DX*1), Z11
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z11, Z16
+	VPANDD          bqk_z03<>+0(SB), Z16, Z16
+	VPMADDUBSW      128(BX), Z16, Z16
+	VPERMW          Z6, Z2, Z17
+	VPDPWSSD        Z17, Z16, Z12
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z11, Z11
+	VPANDD          bqk_z03<>+0(SB), Z11, Z11
+	VPMADDUBSW      192(BX), Z11, Z11
+	VPERMW          Z6, Z3, Z16
+	VPDPWSSD        Z16, Z11, Z12
+	VEXTRACTI64X4   $0x01, Z12, Y6
+	VPADDD          Y6, Y12, Y11
+	VPMOVZXBW       (CX)(DX*2), Y6
+	VPSRLW          $0x04, Y6, Y16
+	VPMADDWD        Y5, Y16, Y16
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z13, Z13, Z13
+	VBROADCASTI64X4 16(CX)(DX*2), Z17
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z17, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      (BX), Z18, Z18
+	VPERMW          Z6, Z0, Z19
+	VPDPWSSD        Z19, Z18, Z13
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z17, Z17
+	VPANDD          bqk_z03<>+0(SB), Z17, Z17
+	VPMADDUBSW      64(BX), Z17, Z17
+	VPERMW          Z6, Z1, Z18
+	VPDPWSSD        Z18, Z17, Z13
+	VBROADCASTI64X4 48(CX)(DX*2), Z17
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z17, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      128(BX), Z18, Z18
+	VPERMW          Z6, Z2, Z19
+	VPDPWSSD        Z19, Z18, Z13
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z17, Z17
+	VPANDD          bqk_z03<>+0(SB), Z17, Z17
+	VPMADDUBSW      192(BX), Z17, Z17
+	VPERMW          Z6, Z3, Z18
+	VPDPWSSD        Z18, Z17, Z13
+	VEXTRACTI64X4   $0x01, Z13, Y6
+	VPADDD          Y6, Y13, Y17
+	VPMOVZXBW       (CX)(R8*1), Y6
+	VPSRLW          $0x04, Y6, Y18
+	VPMADDWD        Y5, Y18, Y5
+	VPANDD          bqk_wlo4<>+0(SB), Y6, Y6
+	VPXORD          Z14, Z14, Z14
+	VBROADCASTI64X4 16(CX)(R8*1), Z18
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z18, Z19
+	VPANDD          bqk_z03<>+0(SB), Z19, Z19
+	VPMADDUBSW      (BX), Z19, Z19
+	VPERMW          Z6, Z0, Z20
+	VPDPWSSD        Z20, Z19, Z14
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z18, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      64(BX), Z18, Z18
+	VPERMW          Z6, Z1, Z19
+	VPDPWSSD        Z19, Z18, Z14
+	VBROADCASTI64X4 48(CX)(R8*1), Z18
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z18, Z19
+	VPANDD          bqk_z03<>+0(SB), Z19, Z19
+	VPMADDUBSW      128(BX), Z19, Z19
+	VPERMW          Z6, Z2, Z20
+	VPDPWSSD        Z20, Z19, Z14
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z18, Z18
+	VPANDD          bqk_z03<>+0(SB), Z18, Z18
+	VPMADDUBSW      192(BX), Z18, Z18
+	VPERMW          Z6, Z3, Z19
+	VPDPWSSD        Z19, Z18, Z14
+	VEXTRACTI64X4   $0x01, Z14, Y6
+	VPADDD          Y6, Y14, Y6
+	VPUNPCKLDQ      Y8, Y9, Y18
+	VPUNPCKHDQ      Y8, Y9, Y8
+	VPADDD          Y8, Y18, Y18
+	VPSHUFD         $0x4e, Y18, Y8
+	VPADDD          Y8, Y18, Y18
+	VEXTRACTI32X4   $0x01, Y18, X8
+	VPADDD          X18, X8, X8
+	VPUNPCKLDQ      Y10, Y11, Y9
+	VPUNPCKHDQ      Y10, Y11, Y10
+	VPADDD          Y10, Y9, Y9
+	VPSHUFD         $0x4e, Y9, Y10
+	VPADDD          Y10, Y9, Y9
+	VEXTRACTI32X4   $0x01, Y9, X10
+	VPADDD          X9, X10, X10
+	VPUNPCKLDQ      Y16, Y17, Y9
+	VPUNPCKHDQ      Y16, Y17, Y11
+	VPADDD          Y11, Y9, Y9
+	VPSHUFD         $0x4e, Y9, Y11
+	VPADDD          Y11, Y9, Y9
+	VEXTRACTI32X4   $0x01, Y9, X11
+	VPADDD          X9, X11, X11
+	VPUNPCKLDQ      Y5, Y6, Y9
+	VPUNPCKHDQ      Y5, Y6, Y5
+	VPADDD          Y5, Y9, Y9
+	VPSHUFD         $0x4e, Y9, Y5
+	VPADDD          Y5, Y9, Y9
+	VEXTRACTI32X4   $0x01, Y9, X5
+	VPADDD          X9, X5, X5
+	VPUNPCKLQDQ     X10, X8, X15
+	VPUNPCKLQDQ     X5, X11, X5
+	VINSERTI32X4    $0x01, X5, Y15, Y5
+	VMOVD           80(CX), X6
+	VPINSRD         $0x01, 80(CX)(DX*1), X6, X6
+	VPINSRD         $0x02, 80(CX)(DX*2), X6, X6
+	VPINSRD         $0x03, 80(CX)(R8*1), X6, X6
+	VCVTPH2PS       X6, Y6
+	VBROADCASTSS    (SI), Y8
+	VMULPS          Y8, Y6, Y6
+	VCVTDQ2PS       Y5, Y5
+	VMULPS          Y6, Y5, Y5
+	VADDPS          Y5, Y4, Y4
+	VMOVSHDUP       Y5, Y5
+	VSUBPS          Y5, Y4, Y4
+	ADDQ            $0x00000054, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x40, DI
+	DECQ            AX
+	JMP             bqkQ2KDot4VNNI_block
+
+bqkQ2KDot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y4, X0
+	VSHUFPS      $0x88, X0, X4, X0
+	VMOVUPS      X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ3KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ3KDot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	MOVQ      DX, R9
+	SHLQ      $0x03, R9
+	ADDQ      CX, R9
+	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
+	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
+	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
+	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
+	VXORPS    X4, X4, X4
+
+bqkQ3KDot4VNNI_block:
+	TESTQ           AX, AX
+	JZ              bqkQ3KDot4VNNI_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      (R9)(DX*1)
+	PREFETCHT0      64(R9)(DX*1)
+	PREFETCHT0      (R9)(DX*2)
+	PREFETCHT0      64(R9)(DX*2)
+	PREFETCHT0      (R9)(R8*1)
+	PREFETCHT0      64(R9)(R8*1)
+	ADDQ            $0x0000006e, R9
+	VMOVDQU32       (DI), Z8
+	VPMOVDW         Z8, Y5
+	VMOVQ           96(CX), X6
+	VPINSRD         $0x02, 104(CX), X6, X6
+	VPSRLW          $0x04, X6, X7
+	VPUNPCKLQDQ     X7, X6, X7
+	VPANDD          bqk_c0f<>+0(SB), X7, X7
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X7, X7
+	VPSUBB          bqk_c20<>+0(SB), X7, X7
+	VPMOVSXBW       X7, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y7
+	VPMADDWD        Y5, Y7, Y7
+	VBROADCASTI64X4 (CX), Z8
+	VBROADCASTI64X4 32(CX), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z7
+	VBROADCASTI64X4 64(CX), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z7
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y6
+	VPADDD          Y6, Y7, Y7
+	VMOVQ           96(CX)(DX*1), X6
+	VPINSRD         $0x02, 104(CX)(DX*1), X6, X6
+	VPSRLW          $0x04, X6, X8
+	VPUNPCKLQDQ     X8, X6, X8
+	VPANDD          bqk_c0f<>+0(SB), X8, X8
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X8, X8
+	VPSUBB          bqk_c20<>+0(SB), X8, X8
+	VPMOVSXBW       X8, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y8
+	VPMADDWD        Y5, Y8, Y12
+	VBROADCASTI64X4 (CX)(DX*1), Z8
+	VBROADCASTI64X4 32(CX)(DX*1), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z12
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z12
+	VBROADCASTI64X4 64(CX)(DX*1), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z12
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z12
+	VEXTRACTI64X4   $0x01, Z12, Y6
+	VPADDD          Y6, Y12, Y12
+	VMOVQ           96(CX)(DX*2), X6
+	VPINSRD         $0x02, 104(CX)(DX*2), X6, X6
+	VPSRLW          $0x04, X6, X8
+	VPUNPCKLQDQ     X8, X6, X8
+	VPANDD          bqk_c0f<>+0(SB), X8, X8
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X8, X8
+	VPSUBB          bqk_c20<>+0(SB), X8, X8
+	VPMOVSXBW       X8, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y8
+	VPMADDWD        Y5, Y8, Y13
+	VBROADCASTI64X4 (CX)(DX*2), Z8
+	VBROADCASTI64X4 32(CX)(DX*2), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z13
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z13
+	VBROADCASTI64X4 64(CX)(DX*2), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z13
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z13
+	VEXTRACTI64X4   $0x01, Z13, Y6
+	VPADDD          Y6, Y13, Y13
+	VMOVQ           96(CX)(R8*1), X6
+	VPINSRD         $0x02, 104(CX)(R8*1), X6, X6
+	VPSRLW          $0x04, X6, X8
+	VPUNPCKLQDQ     X8, X6, X8
+	VPANDD          bqk_c0f<>+0(SB), X8, X8
+	VPSHUFB         bqk_q3hiidx<>+0(SB), X6, X6
+	VPSRLVD         bqk_q3hish<>+0(SB), X6, X6
+	VPSLLD          $0x04, X6, X6
+	VPANDD          bqk_z30<>+0(SB), X6, X6
+	VPORD           X6, X8, X8
+	VPSUBB          bqk_c20<>+0(SB), X8, X8
+	VPMOVSXBW       X8, Y6
+	VPMULLW         bqk_wm4<>+0(SB), Y6, Y8
+	VPMADDWD        Y5, Y8, Y5
+	VBROADCASTI64X4 (CX)(R8*1), Z8
+	VBROADCASTI64X4 32(CX)(R8*1), Z9
+	VPSRLVW         bqk_zshq2_0<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSLLVW         bqk_zshq3h_0<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      (BX), Z10, Z10
+	VPERMW          Z6, Z0, Z11
+	VPDPWSSD        Z11, Z10, Z5
+	VPSRLVW         bqk_zshq2_1<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_1<>+0(SB), Z8, Z10
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z10, Z9
+	VPMADDUBSW      64(BX), Z9, Z9
+	VPERMW          Z6, Z1, Z10
+	VPDPWSSD        Z10, Z9, Z5
+	VBROADCASTI64X4 64(CX)(R8*1), Z9
+	VPSRLVW         bqk_zshq2_2<>+0(SB), Z9, Z10
+	VPANDD          bqk_z03<>+0(SB), Z10, Z10
+	VPSRLVW         bqk_zshq3h_2<>+0(SB), Z8, Z11
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z11, Z10
+	VPMADDUBSW      128(BX), Z10, Z10
+	VPERMW          Z6, Z2, Z11
+	VPDPWSSD        Z11, Z10, Z5
+	VPSRLVW         bqk_zshq2_3<>+0(SB), Z9, Z9
+	VPANDD          bqk_z03<>+0(SB), Z9, Z9
+	VPSRLVW         bqk_zshq3h_3<>+0(SB), Z8, Z8
+	VPTERNLOGD      $0xf8, bqk_z04<>+0(SB), Z8, Z9
+	VPMADDUBSW      192(BX), Z9, Z9
+	VPERMW          Z6, Z3, Z8
+	VPDPWSSD        Z8, Z9, Z5
+	VEXTRACTI64X4   $0x01, Z5, Y6
+	VPADDD          Y6, Y5, Y5
+	VEXTRACTI32X4   $0x01, Y7, X6
+	VPADDD          X7, X6, X6
+	VPSHUFD         $0x4e, X6, X7
+	VPADDD          X7, X6, X6
+	VPSHUFD         $0xb1, X6, X7
+	VPADDD          X7, X6, X6
+	VEXTRACTI32X4   $0x01, Y12, X7
+	VPADDD          X12, X7, X7
+	VPSHUFD         $0x4e, X7, X8
+	VPADDD          X8, X7, X7
+	VPSHUFD         $0xb1, X7, X8
+	VPADDD          X8, X7, X7
+	VEXTRACTI32X4   $0x01, Y13, X8
+	VPADDD          X13, X8, X8
+	VPSHUFD         $0x4e, X8, X9
+	VPADDD          X9, X8, X8
+	VPSHUFD         $0xb1, X8, X9
+	VPADDD          X9, X8, X8
+	VEXTRACTI32X4   $0x01, Y5, X9
+	VPADDD          X5, X9, X9
+	VPSHUFD         $0x4e, X9, X5
+	VPADDD          X5, X9, X9
+	VPSHUFD         $0xb1, X9, X5
+	VPADDD          X5, X9, X9
+	VPUNPCKLDQ      X7, X6, X5
+	VPUNPCKLDQ      X9, X8, X6
+	VPUNPCKLQDQ     X6, X5, X5
+	MOVWLZX         108(CX), R10
+	VMOVD           R10, X6
+	VPINSRW         $0x01, 108(CX)(DX*1), X6, X6
+	VPINSRW         $0x02, 108(CX)(DX*2), X6, X6
+	VPINSRW         $0x03, 108(CX)(R8*1), X6, X6
+	VCVTPH2PS       X6, X6
+	VBROADCASTSS    (SI), X7
+	VMULPS          X7, X6, X6
+	VCVTDQ2PS       X5, X5
+	VMULPS          X6, X5, X5
+	VADDPS          X5, X4, X4
+	ADDQ            $0x0000006e, CX
+	ADDQ            $0x00000100, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x40, DI
+	DECQ            AX
+	JMP             bqkQ3KDot4VNNI_block
+
+bqkQ3KDot4VNNI_done:
+	MOVQ    y+48(FP), AX
+	VMOVUPS X4, (AX)
+	VZEROUPPER
+	RET
+
 // func bqkQ4KDotAVX2(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32
 // Requires: AVX, AVX2, F16C, MMX+, SSE
 TEXT ·bqkQ4KDotAVX2(SB), NOSPLIT, $16-44
@@ -1010,6 +3910,388 @@ bqkQ8_0Dot1VNNI_done:
 	VZEROUPPER
 	RET
 
+// func bqkQ4_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	MOVQ   ldw+16(FP), DI
+	LEAQ   (DI)(DI*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X4, X4, X4
+	LEAQ   (CX)(DI*4), R9
+
+bqkQ4_1Dot4VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot4VNNI_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000050, R9
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VMOVDQU      4(CX), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VMOVDQU      4(CX)(DI*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*1), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VMOVDQU      4(CX)(DI*2), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*2), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VMOVDQU      4(CX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(R8*1), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y6, Y5, Y5
+	VMULPS       Y5, Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X5
+	VPINSRW      $0x01, 2(CX)(DI*1), X5, X5
+	VPINSRW      $0x02, 2(CX)(DI*2), X5, X5
+	VPINSRW      $0x03, 2(CX)(R8*1), X5, X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS (SI), X6
+	VMULPS       X6, X5, X5
+	VADDPS       X5, X4, X4
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot4VNNI_block
+
+bqkQ4_1Dot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X5
+	VADDPS       X5, X0, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VADDSS       X4, X5, X5
+	VMOVSS       X5, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot1VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	LEAQ   1024(CX), DI
+
+bqkQ4_1Dot1VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot1VNNI_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000014, DI
+	VMOVDQU      (DX), Y2
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      4(CX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPXOR        Y4, Y4, Y4
+	VPDPBUSD     Y2, Y6, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (CX), X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y3, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (SI), X3
+	VMULPS       X3, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot1VNNI_block
+
+bqkQ4_1Dot1VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VADDSS       X1, X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot4VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	MOVQ   ldw+16(FP), DI
+	LEAQ   (DI)(DI*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X4, X4, X4
+	LEAQ   (CX)(DI*4), R9
+
+bqkQ5_1Dot4VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot4VNNI_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000060, R9
+	VMOVDQU      (DX), Y5
+	VBROADCASTSS (BX), Y6
+	VMOVDQU      8(CX), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y0, Y0
+	VMOVDQU      8(CX)(DI*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX)(DI*1), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*1), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y1, Y1
+	VMOVDQU      8(CX)(DI*2), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX)(DI*2), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(DI*2), X8
+	VCVTPH2PS    X8, Y9
+	VMULPS       Y6, Y9, Y9
+	VMULPS       Y9, Y7, Y7
+	VADDPS       Y7, Y2, Y2
+	VMOVDQU      8(CX)(R8*1), X8
+	VPSRLW       $0x04, X8, X7
+	VINSERTI128  $0x01, X7, Y8, Y9
+	VPAND        bqk_c0f<>+0(SB), Y9, Y9
+	VPBROADCASTD 4(CX)(R8*1), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y9, Y9
+	VPXOR        Y7, Y7, Y7
+	VPDPBUSD     Y5, Y9, Y7
+	VCVTDQ2PS    Y7, Y7
+	VPBROADCASTW (CX)(R8*1), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y6, Y5, Y5
+	VMULPS       Y5, Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X5
+	VPINSRW      $0x01, 2(CX)(DI*1), X5, X5
+	VPINSRW      $0x02, 2(CX)(DI*2), X5, X5
+	VPINSRW      $0x03, 2(CX)(R8*1), X5, X5
+	VCVTPH2PS    X5, X5
+	VBROADCASTSS (SI), X6
+	VMULPS       X6, X5, X5
+	VADDPS       X5, X4, X4
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot4VNNI_block
+
+bqkQ5_1Dot4VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X5
+	VADDPS       X5, X0, X5
+	VHADDPS      X5, X5, X5
+	VHADDPS      X5, X5, X5
+	VADDSS       X4, X5, X5
+	VMOVSS       X5, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X4, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot1VNNI(SB), NOSPLIT, $0-56
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   x+24(FP), DX
+	MOVQ   xd+32(FP), BX
+	MOVQ   sd+40(FP), SI
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	LEAQ   1024(CX), DI
+
+bqkQ5_1Dot1VNNI_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot1VNNI_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000018, DI
+	VMOVDQU      (DX), Y2
+	VBROADCASTSS (BX), Y3
+	VMOVDQU      8(CX), X5
+	VPSRLW       $0x04, X5, X4
+	VINSERTI128  $0x01, X4, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPBROADCASTD 4(CX), Y4
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y4, Y4
+	VPAND        bqk_qhbits<>+0(SB), Y4, Y4
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y4, Y4
+	VPAND        bqk_c10<>+0(SB), Y4, Y4
+	VPOR         Y4, Y6, Y6
+	VPXOR        Y4, Y4, Y4
+	VPDPBUSD     Y2, Y6, Y4
+	VCVTDQ2PS    Y4, Y4
+	VPBROADCASTW (CX), X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       Y3, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (SI), X3
+	VMULPS       X3, X2, X2
+	VADDPS       X2, X1, X1
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot1VNNI_block
+
+bqkQ5_1Dot1VNNI_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VADDSS       X1, X2, X2
+	VMOVSS       X2, (AX)
+	VZEROUPPER
+	RET
+
 // func bqkQ4_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·bqkQ4_0Dot4AVX2(SB), NOSPLIT, $0-56
@@ -1513,6 +4795,392 @@ bqkQ8_0Dot1AVX2_done:
 	VADDPS       X1, X0, X1
 	VHADDPS      X1, X1, X1
 	VHADDPS      X1, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	MOVQ    ldw+16(FP), DI
+	LEAQ    (DI)(DI*2), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU bqk_onesw<>+0(SB), Y4
+	VXORPS  X5, X5, X5
+	LEAQ    (CX)(DI*4), R9
+
+bqkQ4_1Dot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000050, R9
+	VMOVDQU      (DX), Y6
+	VBROADCASTSS (BX), Y7
+	VMOVDQU      4(CX), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	VMOVDQU      4(CX)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*1), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	VMOVDQU      4(CX)(DI*2), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*2), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	VMOVDQU      4(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y6
+	VPMADDWD     Y4, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(R8*1), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X6
+	VPINSRW      $0x01, 2(CX)(DI*1), X6, X6
+	VPINSRW      $0x02, 2(CX)(DI*2), X6, X6
+	VPINSRW      $0x03, 2(CX)(R8*1), X6, X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS (SI), X7
+	VMULPS       X7, X6, X6
+	VADDPS       X6, X5, X5
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot4AVX2_block
+
+bqkQ4_1Dot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VADDSS       X5, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ4_1Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU bqk_onesw<>+0(SB), Y1
+	VXORPS  X2, X2, X2
+	LEAQ    1024(CX), DI
+
+bqkQ4_1Dot1AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ4_1Dot1AVX2_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000014, DI
+	VMOVDQU      (DX), Y3
+	VBROADCASTSS (BX), Y4
+	VMOVDQU      4(CX), X5
+	VPSRLW       $0x04, X5, X6
+	VINSERTI128  $0x01, X6, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VPBROADCASTW (CX), X5
+	VCVTPH2PS    X5, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS (SI), X4
+	VMULPS       X4, X3, X3
+	VADDPS       X3, X2, X2
+	ADDQ         $0x04, SI
+	ADDQ         $0x14, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ4_1Dot1AVX2_block
+
+bqkQ4_1Dot1AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VADDSS       X2, X1, X1
+	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	MOVQ    ldw+16(FP), DI
+	LEAQ    (DI)(DI*2), R8
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VMOVDQU bqk_onesw<>+0(SB), Y4
+	VXORPS  X5, X5, X5
+	LEAQ    (CX)(DI*4), R9
+
+bqkQ5_1Dot4AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot4AVX2_done
+	PREFETCHT0   (R9)
+	PREFETCHT0   64(R9)
+	ADDQ         $0x00000060, R9
+	VMOVDQU      (DX), Y6
+	VBROADCASTSS (BX), Y7
+	VMOVDQU      8(CX), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y0, Y0
+	VMOVDQU      8(CX)(DI*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX)(DI*1), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*1), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y1, Y1
+	VMOVDQU      8(CX)(DI*2), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX)(DI*2), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDWD     Y4, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VPBROADCASTW (CX)(DI*2), X9
+	VCVTPH2PS    X9, Y10
+	VMULPS       Y7, Y10, Y10
+	VMULPS       Y10, Y8, Y8
+	VADDPS       Y8, Y2, Y2
+	VMOVDQU      8(CX)(R8*1), X9
+	VPSRLW       $0x04, X9, X8
+	VINSERTI128  $0x01, X8, Y9, Y8
+	VPAND        bqk_c0f<>+0(SB), Y8, Y8
+	VPBROADCASTD 4(CX)(R8*1), Y10
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y10, Y10
+	VPAND        bqk_qhbits<>+0(SB), Y10, Y10
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y10, Y10
+	VPAND        bqk_c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y8, Y8
+	VPMADDUBSW   Y6, Y8, Y6
+	VPMADDWD     Y4, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VPBROADCASTW (CX)(R8*1), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+	MOVWLZX      2(CX), R10
+	VMOVD        R10, X6
+	VPINSRW      $0x01, 2(CX)(DI*1), X6, X6
+	VPINSRW      $0x02, 2(CX)(DI*2), X6, X6
+	VPINSRW      $0x03, 2(CX)(R8*1), X6, X6
+	VCVTPH2PS    X6, X6
+	VBROADCASTSS (SI), X7
+	VMULPS       X7, X6, X6
+	VADDPS       X6, X5, X5
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot4AVX2_block
+
+bqkQ5_1Dot4AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X4
+	VADDPS       X4, X0, X4
+	VHADDPS      X4, X4, X4
+	VHADDPS      X4, X4, X4
+	VADDSS       X5, X4, X4
+	VMOVSS       X4, (AX)
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X1, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x01, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 4(AX)
+	VEXTRACTF128 $0x01, Y2, X0
+	VADDPS       X0, X2, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x02, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 8(AX)
+	VEXTRACTF128 $0x01, Y3, X0
+	VADDPS       X0, X3, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VPSHUFD      $0x03, X5, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, 12(AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·bqkQ5_1Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    nb+0(FP), AX
+	MOVQ    w+8(FP), CX
+	MOVQ    x+24(FP), DX
+	MOVQ    xd+32(FP), BX
+	MOVQ    sd+40(FP), SI
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU bqk_onesw<>+0(SB), Y1
+	VXORPS  X2, X2, X2
+	LEAQ    1024(CX), DI
+
+bqkQ5_1Dot1AVX2_block:
+	TESTQ        AX, AX
+	JZ           bqkQ5_1Dot1AVX2_done
+	PREFETCHT0   (DI)
+	ADDQ         $0x00000018, DI
+	VMOVDQU      (DX), Y3
+	VBROADCASTSS (BX), Y4
+	VMOVDQU      8(CX), X5
+	VPSRLW       $0x04, X5, X6
+	VINSERTI128  $0x01, X6, Y5, Y6
+	VPAND        bqk_c0f<>+0(SB), Y6, Y6
+	VPBROADCASTD 4(CX), Y7
+	VPSHUFB      bqk_qhshuf<>+0(SB), Y7, Y7
+	VPAND        bqk_qhbits<>+0(SB), Y7, Y7
+	VPCMPEQB     bqk_qhbits<>+0(SB), Y7, Y7
+	VPAND        bqk_c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     Y1, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VPBROADCASTW (CX), X5
+	VCVTPH2PS    X5, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	MOVWLZX      2(CX), R8
+	VMOVD        R8, X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS (SI), X4
+	VMULPS       X4, X3, X3
+	VADDPS       X3, X2, X2
+	ADDQ         $0x04, SI
+	ADDQ         $0x18, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, BX
+	DECQ         AX
+	JMP          bqkQ5_1Dot1AVX2_block
+
+bqkQ5_1Dot1AVX2_done:
+	MOVQ         y+48(FP), AX
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VADDSS       X2, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET

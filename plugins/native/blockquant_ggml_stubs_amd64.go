@@ -2,6 +2,46 @@
 
 package native
 
+// bqkQ4KDot4VNNI is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ5KDot4VNNI is core/ggml's Dot of nb Q5_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ6KDot4VNNI is core/ggml's Dot of nb Q6_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ4KDot4AVX2 is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ5KDot4AVX2 is core/ggml's Dot of nb Q5_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ6KDot4AVX2 is core/ggml's Dot of nb Q6_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ6KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ2KDot4VNNI is core/ggml's Dot of nb Q2_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ2KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ3KDot4VNNI is core/ggml's Dot of nb Q3_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ3KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
 // bqkQ4KDotAVX2 is core/ggml's Dot of nb Q4_K super-blocks (see the package asmgenbqk).
 //
 //go:noescape
@@ -47,6 +87,26 @@ func bqkQ8_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32,
 //go:noescape
 func bqkQ8_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 
+// bqkQ4_1Dot4VNNI is core/ggml's Dot of nb Q4_1 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// bqkQ4_1Dot1VNNI is core/ggml's Dot of nb Q4_1 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// bqkQ5_1Dot4VNNI is core/ggml's Dot of nb Q5_1 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// bqkQ5_1Dot1VNNI is core/ggml's Dot of nb Q5_1 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
 // bqkQ4_0Dot4AVX2 is core/ggml's Dot of nb Q4_0 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
 //
 //go:noescape
@@ -76,6 +136,26 @@ func bqkQ8_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32,
 //
 //go:noescape
 func bqkQ8_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ4_1Dot4AVX2 is core/ggml's Dot of nb Q4_1 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// bqkQ4_1Dot1AVX2 is core/ggml's Dot of nb Q4_1 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// bqkQ5_1Dot4AVX2 is core/ggml's Dot of nb Q5_1 blocks for 4 weight rows ldw bytes apart, into y[0..3] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
+
+// bqkQ5_1Dot1AVX2 is core/ggml's Dot of nb Q5_1 blocks for 1 weight rows ldw bytes apart, into y[0..0] (see the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
 
 // bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).
 //

@@ -31,6 +31,12 @@
 //     and multiplied by d·d_a and added in float32, the lanes reduced as
 //     ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
 //
+// Q4_K, Q5_K and Q6_K also have four-row kernels (four weight rows
+// against one activation row, in AVX-512 VNNI on ZMM and in AVX2; k4.go
+// says how), and Q2_K and Q3_K in AVX-512 VNNI, which the integer path
+// takes for each group of four outputs; Q4_1 and Q5_1 are 32-element
+// types as Q4_0 and Q5_0, with their minimum's term (see dot32).
+//
 // The float path (the default precision: activations not quantized) has
 // kernels for Q4_K, Q6_K and Q5_0 (one accumulator a 32-element block): the quants unpacked to bytes on the stack,
 // widened to int32 and converted to float32 eight at a time, and
@@ -55,11 +61,19 @@ import (
 
 func main() {
 	consts()
+	consts4()
+	for _, fam := range []string{"VNNI", "AVX2"} {
+		q4k4(fam, false)
+		q4k4(fam, true)
+		q6k4(fam)
+	}
+	q23k4VNNI(false)
+	q23k4VNNI(true)
 	q4k(false)
 	q4k(true)
 	q6k()
 	for _, fam := range []string{"VNNI", "AVX2"} {
-		for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
+		for _, t := range []string{"Q4_0", "Q5_0", "Q8_0", "Q4_1", "Q5_1"} {
 			for _, nr := range []int{4, 1} {
 				dot32(t, fam, nr)
 			}
@@ -672,25 +686,39 @@ const prefetchAhead = 1024
 
 const sig32 = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)"
 
-// dot32 generates the kernel of a 32-element type t (Q4_0, Q5_0, Q8_0)
-// computing nr outputs (rows w, w+ldw, …) for one activation row; fam
-// VNNI sums with VPDPBUSD, AVX2 with VPMADDUBSW and VPMADDWD by ones.
-// Q4_0's and Q5_0's offsets (8, 16) are taken off with the lane sums at
-// xs (once a block for all the rows); Q8_0 moves the weights' sign to x
-// (VPSIGNB) to multiply |w| unsigned.
+// sig32m is the signature of the types with a minimum (Q4_1, Q5_1).
+const sig32m = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)"
+
+// dot32 generates the kernel of a 32-element type t (Q4_0, Q5_0, Q8_0,
+// Q4_1, Q5_1) computing nr outputs (rows w, w+ldw, …) for one activation
+// row; fam VNNI sums with VPDPBUSD, AVX2 with VPMADDUBSW and VPMADDWD by
+// ones. Q4_0's and Q5_0's offsets (8, 16) are taken off with the lane
+// sums at xs (once a block for all the rows); Q8_0 moves the weights'
+// sign to x (VPSIGNB) to multiply |w| unsigned. Q4_1 and Q5_1 (unsigned
+// quants) add their minimum's share m·SumD to an accumulator a row
+// (float32, multiply then add), added to the reduced lanes at the end
+// (sd: the activations' SumD).
 func dot32(t, fam string, nr int) {
 	name := fmt.Sprintf("bqk%sDot%d%s", t, nr, fam)
-	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
-	TEXT(name, NOSPLIT, sig32)
+	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34, "Q4_1": 20, "Q5_1": 24}[t]
+	withMin := t == "Q4_1" || t == "Q5_1"
+	if withMin {
+		TEXT(name, NOSPLIT, sig32m)
+	} else {
+		TEXT(name, NOSPLIT, sig32)
+	}
 	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for %d weight rows ldw bytes apart, into y[0..%d] (see the package asmgenbqk).", name, t, nr, nr-1))
 	Pragma("noescape")
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
 	x := Load(Param("x"), GP64())
 	xd := Load(Param("xd"), GP64())
-	var xs, ldw, ldw3 Register
-	if t != "Q8_0" {
+	var xs, ldw, ldw3, sd Register
+	if t == "Q4_0" || t == "Q5_0" {
 		xs = Load(Param("xs"), GP64())
+	}
+	if withMin {
+		sd = Load(Param("sd"), GP64())
 	}
 	if nr == 4 {
 		ldw = Load(Param("ldw"), GP64())
@@ -713,10 +741,14 @@ func dot32(t, fam string, nr int) {
 		acc[r] = YMM()
 		VXORPS(acc[r], acc[r], acc[r])
 	}
-	var ones VecVirtual
+	var ones, macc VecVirtual
 	if fam == "AVX2" {
 		ones = YMM()
 		VMOVDQU(onesW, ones)
+	}
+	if withMin {
+		macc = XMM()
+		VXORPS(macc, macc, macc)
 	}
 	// Software prefetch: a row is short (K/32 blocks), too short a
 	// stream for the hardware prefetcher to pick up before it ends; four
@@ -743,7 +775,7 @@ func dot32(t, fam string, nr int) {
 	da := YMM()
 	VBROADCASTSS(Mem{Base: xd}, da)
 	var off VecVirtual // −8 or −16 times the lane sums
-	if t != "Q8_0" {
+	if xs != nil {
 		off = YMM()
 		l := YMM()
 		VMOVDQU(Mem{Base: xs}, l)
@@ -772,23 +804,33 @@ func dot32(t, fam string, nr int) {
 			}
 		default:
 			var q VecVirtual
-			if t == "Q4_0" {
+			o := 2 // the quants' offset in the block
+			if withMin {
+				o = 4
+			}
+			if t == "Q4_0" || t == "Q4_1" {
 				lo, hi := XMM(), XMM()
-				VMOVDQU(row(r, 2), lo)
+				VMOVDQU(row(r, o), lo)
 				VPSRLW(U8(4), lo, hi)
 				q = YMM()
 				VINSERTI128(U8(1), hi, lo.AsY(), q)
 				VPAND(c0F, q, q)
 			} else {
-				q = q5bytesAt(row(r, 2), row(r, 6))
+				q = q5bytesAt(row(r, o), row(r, o+4))
 			}
-			if fam == "VNNI" {
+			switch {
+			case fam == "VNNI" && withMin:
+				VPXOR(sum, sum, sum)
+				vpdpbusd(a, q, sum)
+			case fam == "VNNI":
 				VMOVDQA(off, sum)
 				vpdpbusd(a, q, sum)
-			} else {
+			default:
 				VPMADDUBSW(a, q, sum)
 				VPMADDWD(ones, sum, sum)
-				VPADDD(off, sum, sum)
+				if !withMin {
+					VPADDD(off, sum, sum)
+				}
 			}
 		}
 		VCVTDQ2PS(sum, sum)
@@ -799,10 +841,25 @@ func dot32(t, fam string, nr int) {
 		VMULPS(sc, sum, sum)
 		VADDPS(sum, acc[r], acc[r])
 	}
+	if withMin { // the minimums: macc_r += m_r·SumD
+		mh := XMM()
+		h := GP32()
+		MOVWLZX(row(0, 2), h)
+		VMOVD(h, mh)
+		for r := 1; r < nr; r++ {
+			VPINSRW(U8(r), row(r, 2), mh, mh)
+		}
+		VCVTPH2PS(mh, mh)
+		sdv := XMM()
+		VBROADCASTSS(Mem{Base: sd}, sdv)
+		VMULPS(sdv, mh, mh)
+		VADDPS(mh, macc, macc)
+		ADDQ(U8(4), sd)
+	}
 	ADDQ(U8(int8(bs)), w)
 	ADDQ(U8(32), x)
 	ADDQ(U8(4), xd)
-	if t != "Q8_0" {
+	if xs != nil {
 		ADDQ(U8(32), xs)
 	}
 	DECQ(nb)
@@ -815,6 +872,14 @@ func dot32(t, fam string, nr int) {
 		VADDPS(u, acc[r].AsX(), u)
 		VHADDPS(u, u, u)
 		VHADDPS(u, u, u)
+		if withMin {
+			m := macc
+			if r > 0 {
+				m = XMM()
+				VPSHUFD(U8(r), macc, m)
+			}
+			VADDSS(m, u, u)
+		}
 		VMOVSS(u, Mem{Base: y, Disp: 4 * r})
 	}
 	VZEROUPPER()
