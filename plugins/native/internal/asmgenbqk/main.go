@@ -57,6 +57,7 @@ import (
 	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 func main() {
@@ -92,17 +93,8 @@ var (
 	q6Shuf                                              [4]Mem
 )
 
-func bytes32(name string, f func(i int) byte) Mem {
-	m := GLOBL(name, RODATA|NOPTR)
-	for i := 0; i < 32; i += 8 {
-		var v uint64
-		for b := 7; b >= 0; b-- {
-			v = v<<8 | uint64(f(i+b))
-		}
-		DATA(i, U64(v))
-	}
-	return m
-}
+// bytes32 is avokit.Bytes32.
+var bytes32 = avokit.Bytes32
 
 func consts() {
 	c0F = bytes32("bqk_c0f", func(int) byte { return 0x0F })
