@@ -90,12 +90,14 @@ func TestQuantizedStoriesOnNative(t *testing.T) {
 		precision switchyard.Precision
 		minAgree  int
 	}{
-		{gguf.TypeQ8_0, "", 64}, {gguf.TypeQ4_0, "", 20},
+		{gguf.TypeQ8_0, switchyard.PrecisionFloat32, 64}, {gguf.TypeQ4_0, switchyard.PrecisionFloat32, 20},
 		{gguf.TypeQ8_0, switchyard.PrecisionInt8, 64}, {gguf.TypeQ4_0, switchyard.PrecisionInt8, 24},
+		// no precision chosen: a quantized GGUF's default, int8
+		{gguf.TypeQ8_0, "", 64}, {gguf.TypeQ4_0, "", 24},
 	} {
-		name := gguf.TypeName(c.typ) + "_float32"
-		if c.precision != "" {
-			name = gguf.TypeName(c.typ) + "_" + string(c.precision)
+		name := gguf.TypeName(c.typ) + "_" + string(c.precision)
+		if c.precision == "" {
+			name = gguf.TypeName(c.typ) + "_default"
 		}
 		t.Run(name, func(t *testing.T) {
 			path := quantizedStories(t, dir, c.typ)
@@ -117,7 +119,7 @@ func TestQuantizedStoriesOnNative(t *testing.T) {
 					t.Errorf("partition %d reports precision %q", p.ID, p.Precision)
 				}
 			}
-			if (int8Parts > 0) != (c.precision == switchyard.PrecisionInt8) {
+			if (int8Parts > 0) != (c.precision != switchyard.PrecisionFloat32) {
 				t.Errorf("%d partitions report int8 under precision %q", int8Parts, c.precision)
 			}
 			for _, n := range m.Plan().Nodes {
