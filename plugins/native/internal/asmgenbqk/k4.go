@@ -30,6 +30,7 @@ import (
 	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 // vpdpwssd: acc += s16(a)·s16(b) pairwise into int32 lanes (AVX-512
@@ -49,27 +50,14 @@ var (
 	z03, z04, wLo4, wM4, q3HiIdx, q3HiSh Mem
 )
 
-// bytes64 is a 64-byte constant.
-func bytes64(name string, f func(i int) byte) Mem {
-	m := GLOBL(name, RODATA|NOPTR)
-	for i := 0; i < 64; i += 8 {
-		var v uint64
-		for b := 7; b >= 0; b-- {
-			v = v<<8 | uint64(f(i+b))
-		}
-		DATA(i, U64(v))
-	}
-	return m
-}
-
 // words64 is a 64-byte constant of 32 little-endian words.
 func words64(name string, f func(i int) uint16) Mem {
-	return bytes64(name, func(i int) byte { return byte(f(i/2) >> (8 * (i % 2))) })
+	return avokit.Bytes(name, 64, func(i int) byte { return byte(f(i/2) >> (8 * (i % 2))) })
 }
 
 func consts4() {
-	z0F = bytes64("bqk_z0f", func(int) byte { return 0x0F })
-	z30 = bytes64("bqk_z30", func(int) byte { return 0x30 })
+	z0F = avokit.Bytes("bqk_z0f", 64, func(int) byte { return 0x0F })
+	z30 = avokit.Bytes("bqk_z30", 64, func(int) byte { return 0x30 })
 	// Q4_K: low nibbles in the low 256 bits, high ones (shifted 4) above
 	zShQ4 = words64("bqk_zshq4", func(i int) uint16 { return uint16(4 * (i / 16)) })
 	// Q6_K: the 2-bit high parts of planes 0 and 1 (bits 0-1, 2-3 of qh)
@@ -84,7 +72,7 @@ func consts4() {
 	// 0, 0, 0, 4 bits, masked 3F, 0F, 3F, 0F), Q the top two bits of
 	// s0-3 and s4-7 for sc4-7 and m4-7 (shifted right 2, masked 30)
 	lane16 := func(name string, f func(i int) byte) Mem {
-		return bytes64(name, func(i int) byte { return f(i % 16) })
+		return avokit.Bytes(name, 64, func(i int) byte { return f(i % 16) })
 	}
 	zHdrP = lane16("bqk_zhdrp", func(i int) byte { return []byte{4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15}[i] })
 	zHdrQ = lane16("bqk_zhdrq", func(i int) byte {
@@ -106,7 +94,7 @@ func consts4() {
 		return byte(8 + i/2)
 	})
 	// dwords 0, 4, 8, 12: each lane's first
-	dIdx4 = bytes64("bqk_didx4", func(i int) byte {
+	dIdx4 = avokit.Bytes("bqk_didx4", 64, func(i int) byte {
 		if i%4 != 0 || i >= 16 {
 			return 0
 		}
@@ -115,7 +103,7 @@ func consts4() {
 	// chunk c: lanes 0-1 take scale word 2c, lanes 2-3 word 2c+1
 	for c := 0; c < 4; c++ {
 		cc := c
-		zScQ4[c] = bytes64(fmt.Sprintf("bqk_zscq4_%d", c), func(i int) byte { return byte(2*(2*cc+i/32) + i%2) })
+		zScQ4[c] = avokit.Bytes(fmt.Sprintf("bqk_zscq4_%d", c), 64, func(i int) byte { return byte(2*(2*cc+i/32) + i%2) })
 	}
 	// Q2_K and Q3_K, half h (32 quant bytes), pair k: the 2-bit fields
 	// 2k and 2k+1 (shift 4k, 4k+2) in the low and high 256 bits
@@ -133,14 +121,14 @@ func consts4() {
 			return uint16(b - 2)
 		})
 	}
-	z03 = bytes64("bqk_z03", func(int) byte { return 0x03 })
-	z04 = bytes64("bqk_z04", func(int) byte { return 0x04 })
+	z03 = avokit.Bytes("bqk_z03", 64, func(int) byte { return 0x03 })
+	z04 = avokit.Bytes("bqk_z04", 64, func(int) byte { return 0x04 })
 	wLo4 = words64("bqk_wlo4", func(int) uint16 { return 0x000F })
 	wM4 = words64("bqk_wm4", func(int) uint16 { return 0xFFFC }) // −4
 	// Q3_K's scales: the high two bits of scale j are bits 2(j/4) of
 	// byte 8 + j%4
-	q3HiIdx = bytes64("bqk_q3hiidx", func(i int) byte { return byte(8 + i%4) })
-	q3HiSh = bytes64("bqk_q3hish", func(i int) byte {
+	q3HiIdx = avokit.Bytes("bqk_q3hiidx", 64, func(i int) byte { return byte(8 + i%4) })
+	q3HiSh = avokit.Bytes("bqk_q3hish", 64, func(i int) byte {
 		if i%4 == 0 && i < 16 {
 			return byte(2 * (i / 4))
 		}
@@ -148,7 +136,7 @@ func consts4() {
 	})
 	// Q5_K chunk c: bit 2c of each qh byte to bit 4 in the low 256 bits,
 	// bit 2c+1 in the high ones (word shifts: left 4−s, or right s−4)
-	z10 = bytes64("bqk_z10", func(int) byte { return 0x10 })
+	z10 = avokit.Bytes("bqk_z10", 64, func(int) byte { return 0x10 })
 	for c := 0; c < 4; c++ {
 		cc := c
 		zShQ5[c] = words64(fmt.Sprintf("bqk_zshq5_%d", c), func(i int) uint16 {
@@ -167,53 +155,6 @@ func consts4() {
 			zIdxQ6[2*h+p] = words64(fmt.Sprintf("bqk_zidxq6_%d", 2*h+p), func(i int) uint16 { return uint16(8*hh + 4*pp + i/8) })
 		}
 	}
-}
-
-// rows4 gives the address of row r (0..3) plus disp: w, w+ldw, w+2ldw,
-// w+ldw3.
-func rows4(w, ldw, ldw3 Register) func(r, disp int) Mem {
-	return func(r, disp int) Mem {
-		switch r {
-		case 0:
-			return Mem{Base: w, Disp: disp}
-		case 1:
-			return Mem{Base: w, Index: ldw, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: w, Index: ldw, Scale: 2, Disp: disp}
-		}
-		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
-	}
-}
-
-// k4scalesAt is k4scales of the block whose scale bytes start at m
-// (w+4).
-func k4scalesAt(m Mem) (scLo, scHi, mLo, mHi GPVirtual) {
-	u0, u1, u2 := GP32(), GP32(), GP32()
-	MOVL(m, u0)
-	MOVL(m.Offset(4), u1)
-	MOVL(m.Offset(8), u2)
-	scLo, scHi, mLo, mHi = GP32(), GP32(), GP32(), GP32()
-	t := GP32()
-	MOVL(u0, scLo)
-	ANDL(U32(0x3f3f3f3f), scLo)
-	MOVL(u0, t)
-	SHRL(U8(6), t)
-	ANDL(U32(0x03030303), t)
-	SHLL(U8(4), t)
-	MOVL(u2, scHi)
-	ANDL(U32(0x0f0f0f0f), scHi)
-	ORL(t, scHi)
-	MOVL(u1, mLo)
-	ANDL(U32(0x3f3f3f3f), mLo)
-	MOVL(u1, t)
-	SHRL(U8(6), t)
-	ANDL(U32(0x03030303), t)
-	SHLL(U8(4), t)
-	MOVL(u2, mHi)
-	SHRL(U8(4), mHi)
-	ANDL(U32(0x0f0f0f0f), mHi)
-	ORL(t, mHi)
-	return
 }
 
 // pairSM reduces row vectors s (S) and m (M, or s again) to a: per
@@ -261,7 +202,7 @@ func k4head(name, doc string) k4args {
 	MOVQ(a.ldw, a.pf)
 	SHLQ(U8(k4AheadLog), a.pf)
 	ADDQ(a.w, a.pf)
-	a.row = rows4(a.w, a.ldw, a.ldw3)
+	a.row = avokit.Rows4(a.w, a.ldw, a.ldw3)
 	return a
 }
 
@@ -273,7 +214,7 @@ const k4AheadLog = 3
 // prefetch4 prefetches the same super-block of four rows k4Ahead rows
 // ahead (a later call's), in the order that call reads them.
 func prefetch4(a k4args, bs int) {
-	next := rows4(a.pf, a.ldw, a.ldw3)
+	next := avokit.Rows4(a.pf, a.ldw, a.ldw3)
 	for r := 0; r < 4; r++ {
 		for o := 0; o < bs; o += 64 {
 			PREFETCHT0(next(r, o))
@@ -304,7 +245,7 @@ func q4k4(fam string, five bool) {
 	JZ(LabelRef(lab + "done"))
 	prefetch4(a, bs)
 	for r := 0; r < 4; r++ {
-		scLo, scHi, mLo, mHi := k4scalesAt(row(r, 4))
+		scLo, scHi, mLo, mHi := avokit.K4Scales(row(r, 4))
 		// the mins' bytes to the stack (used after the sums)
 		MOVL(mLo, local.Offset(64+8*r))
 		MOVL(mHi, local.Offset(64+8*r+4))

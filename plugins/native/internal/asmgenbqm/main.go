@@ -254,38 +254,6 @@ func (rs rows) advance(n int) {
 	}
 }
 
-// k4scales unpacks Q4_K's twelve scale bytes at w+4 into the eight
-// scales (sc) and eight mins (m), each as two GP32 registers of four
-// bytes (asmgenbqk's).
-func k4scales(w Register) (scLo, scHi, mLo, mHi GPVirtual) {
-	u0, u1, u2 := GP32(), GP32(), GP32()
-	MOVL(Mem{Base: w, Disp: 4}, u0)
-	MOVL(Mem{Base: w, Disp: 8}, u1)
-	MOVL(Mem{Base: w, Disp: 12}, u2)
-	scLo, scHi, mLo, mHi = GP32(), GP32(), GP32(), GP32()
-	t := GP32()
-	MOVL(u0, scLo)
-	ANDL(U32(0x3f3f3f3f), scLo)
-	MOVL(u0, t)
-	SHRL(U8(6), t)
-	ANDL(U32(0x03030303), t)
-	SHLL(U8(4), t)
-	MOVL(u2, scHi)
-	ANDL(U32(0x0f0f0f0f), scHi)
-	ORL(t, scHi)
-	MOVL(u1, mLo)
-	ANDL(U32(0x3f3f3f3f), mLo)
-	MOVL(u1, t)
-	SHRL(U8(6), t)
-	ANDL(U32(0x03030303), t)
-	SHLL(U8(4), t)
-	MOVL(u2, mHi)
-	SHRL(U8(4), mHi)
-	ANDL(U32(0x0f0f0f0f), mHi)
-	ORL(t, mHi)
-	return
-}
-
 // bytes8ToFloats widens the eight bytes lo|hi (zero-extended) to float32.
 func bytes8ToFloats(lo, hi GPVirtual) VecVirtual {
 	x := XMM()
@@ -456,4 +424,9 @@ func q6kMulti(R int) {
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
 	store(tot)
+}
+
+// k4scales is avokit.K4Scales of the block at w.
+func k4scales(w Register) (scLo, scHi, mLo, mHi GPVirtual) {
+	return avokit.K4Scales(Mem{Base: w, Disp: 4})
 }

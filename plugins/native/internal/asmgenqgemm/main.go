@@ -172,17 +172,7 @@ func tile(t string, R int) {
 	a := Load(Param("a"), GP64())
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
-	row := func(n, disp int) Mem {
-		switch n {
-		case 0:
-			return Mem{Base: w, Disp: disp}
-		case 1:
-			return Mem{Base: w, Index: ldw, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: w, Index: ldw, Scale: 2, Disp: disp}
-		}
-		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
-	}
+	row := avokit.Rows4(w, ldw, ldw3)
 	acc := func(n, r int) VecPhysical { return ys[16+4*n+r] }
 	for n := 0; n < 4; n++ {
 		for r := 0; r < R; r++ {
@@ -320,17 +310,7 @@ func tileK(t string, R int) {
 	ldy := Load(Param("ldy"), GP64())
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
-	row := func(n, disp int) Mem {
-		switch n {
-		case 0:
-			return Mem{Base: w, Disp: disp}
-		case 1:
-			return Mem{Base: w, Index: ldw, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: w, Index: ldw, Scale: 2, Disp: disp}
-		}
-		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
-	}
+	row := avokit.Rows4(w, ldw, ldw3)
 	ldy3 := GP64()
 	LEAQ(Mem{Base: ldy, Index: ldy, Scale: 2}, ldy3)
 	out := func(n, r int) Mem {

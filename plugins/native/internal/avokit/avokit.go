@@ -1,17 +1,19 @@
 // Package avokit holds what the native backend's avo generators share
-// (plugins/native/internal/asmgen*): read-only data tables.
+// (plugins/native/internal/asmgen*): read-only data tables, the four
+// weight rows' addresses and Q4_K's scale unpacking.
 package avokit
 
 import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
 )
 
-// Bytes32 declares a 32-byte read-only table named name whose byte i is
-// f(i), for loading into a YMM register.
-func Bytes32(name string, f func(i int) byte) Mem {
+// Bytes declares an n-byte read-only table (n a multiple of 8) named name
+// whose byte i is f(i).
+func Bytes(name string, n int, f func(i int) byte) Mem {
 	m := GLOBL(name, RODATA|NOPTR)
-	for i := 0; i < 32; i += 8 {
+	for i := 0; i < n; i += 8 {
 		var v uint64
 		for b := 7; b >= 0; b-- {
 			v = v<<8 | uint64(f(i+b))
@@ -19,4 +21,55 @@ func Bytes32(name string, f func(i int) byte) Mem {
 		DATA(i, U64(v))
 	}
 	return m
+}
+
+// Bytes32 is a 32-byte table, for loading into a YMM register.
+func Bytes32(name string, f func(i int) byte) Mem { return Bytes(name, 32, f) }
+
+// Rows4 gives the address of weight row r (0..3) plus disp: w, w+ldw,
+// w+2·ldw, w+ldw3 (ldw3 = 3·ldw).
+func Rows4(w, ldw, ldw3 Register) func(r, disp int) Mem {
+	return func(r, disp int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: w, Disp: disp}
+		case 1:
+			return Mem{Base: w, Index: ldw, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: w, Index: ldw, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
+	}
+}
+
+// K4Scales unpacks the twelve scale bytes of a Q4_K/Q5_K block at m (the
+// block's address + 4) into its eight 6-bit scales (sc) and eight mins
+// (m), each as two GP32 registers of four bytes.
+func K4Scales(m Mem) (scLo, scHi, mLo, mHi GPVirtual) {
+	u0, u1, u2 := GP32(), GP32(), GP32()
+	MOVL(m, u0)
+	MOVL(m.Offset(4), u1)
+	MOVL(m.Offset(8), u2)
+	scLo, scHi, mLo, mHi = GP32(), GP32(), GP32(), GP32()
+	t := GP32()
+	MOVL(u0, scLo)
+	ANDL(U32(0x3f3f3f3f), scLo)
+	MOVL(u0, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, scHi)
+	ANDL(U32(0x0f0f0f0f), scHi)
+	ORL(t, scHi)
+	MOVL(u1, mLo)
+	ANDL(U32(0x3f3f3f3f), mLo)
+	MOVL(u1, t)
+	SHRL(U8(6), t)
+	ANDL(U32(0x03030303), t)
+	SHLL(U8(4), t)
+	MOVL(u2, mHi)
+	SHRL(U8(4), mHi)
+	ANDL(U32(0x0f0f0f0f), mHi)
+	ORL(t, mHi)
+	return
 }
