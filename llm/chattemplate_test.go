@@ -126,19 +126,10 @@ type chatCase struct {
 // thinking switch: the vocab GGUFs' own templates, the families' ones in
 // the llama.cpp source of the peer kit, and every *.jinja file in the
 // directory SWITCHYARD_CHAT_TEMPLATES names (templates of other projects
-// kept outside the repo, such as Gemma 3's, Phi-4-mini's and SmolLM2's).
+// kept outside the repo). Gemma 3's, Phi-4-mini's and SmolLM2's, with the
+// other families', are TestChatTemplateFamiliesMatchJinja2's.
 func TestChatTemplatesMatchJinja2(t *testing.T) {
-	py := ""
-	for _, c := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(c, "-c", "import jinja2").Run() == nil {
-			py = c
-			break
-		}
-	}
-	if py == "" {
-		backendtest.SkipUnlessRequired(t, "jinja2", "no python3 with jinja2 (apt-get install python3-jinja2)")
-		return
-	}
+	py := jinja2Python(t)
 	templates := map[string]string{}
 	eos := map[string][2]string{}
 	// the vocab GGUFs' own templates
@@ -206,6 +197,28 @@ func TestChatTemplatesMatchJinja2(t *testing.T) {
 			eos[name] = tok
 		}
 	}
+	matchJinja2(t, py, templates, eos)
+}
+
+// jinja2Python is a python3 that imports jinja2, or skips t (fails it
+// when SWITCHYARD_REQUIRE_BACKENDS names jinja2).
+func jinja2Python(t *testing.T) string {
+	t.Helper()
+	for _, c := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(c, "-c", "import jinja2").Run() == nil {
+			return c
+		}
+	}
+	backendtest.SkipUnlessRequired(t, "jinja2", "no python3 with jinja2 (apt-get install python3-jinja2)")
+	return ""
+}
+
+// matchJinja2 renders every template (name → source, with its bos_token
+// and eos_token) over testdata/chat/conversations.json with ours and with
+// Jinja2 (testdata/chat/render.py) and fails on each rendering that is not
+// byte-identical (both failing, as on raise_exception, counts as the same).
+func matchJinja2(t *testing.T, py string, templates map[string]string, eos map[string][2]string) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "chat", "conversations.json"))
 	if err != nil {
 		t.Fatal(err)
