@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/internal/shared"
@@ -99,12 +101,14 @@ func TestPromptLookupIsGreedy(t *testing.T) {
 }
 
 // BenchmarkPromptLookup: stories260K (float32, on native,cpu or
-// SWITCHYARD_BENCH_BACKENDS), 256 positions, plain greedy decoding
-// against prompt-lookup speculation (default settings: it switches itself
-// off where slower) on a repetitive prompt and on the golden,
-// non-repetitive one; reports decode tokens/s and, for lookup, the
-// acceptance rate. Compare the tokens/s of the two sub-benchmarks of
-// each prompt (alternate them with -count).
+// SWITCHYARD_BENCH_BACKENDS; SWITCHYARD_BENCH_LOOKUP_MODEL names another
+// model file, such as a full-size GGUF), 256 positions, plain greedy
+// decoding against prompt-lookup speculation (default settings: it drafts
+// only where it expects to gain) on a repetitive prompt and on the
+// golden, non-repetitive one, alternating the two within each iteration;
+// reports both decode rates, the median over the pairs of lookup's time
+// per token over plain decoding's (wall time, and the process's CPU time:
+// steadier on a shared machine), and the acceptance rate.
 func BenchmarkPromptLookup(b *testing.B) {
 	dir := shared.Path(b, "testdata/llm/stories260K")
 	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
@@ -116,7 +120,12 @@ func BenchmarkPromptLookup(b *testing.B) {
 	if os.Getenv("SWITCHYARD_BENCH_BACKENDS") != "" {
 		backends = benchBackends()
 	}
-	m, err := switchyard.Open(ctx, filepath.Join(dir, "stories260K.bin"), &switchyard.OpenOptions{Backends: backends})
+	file := filepath.Join(dir, "stories260K.bin")
+	var t llm.Tokenizer = tok
+	if f := os.Getenv("SWITCHYARD_BENCH_LOOKUP_MODEL"); f != "" {
+		file = f
+	}
+	m, err := switchyard.Open(ctx, file, &switchyard.OpenOptions{Backends: backends})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,41 +134,81 @@ func BenchmarkPromptLookup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	none := func(llm.Token) error { return nil }
-	o := llm.Options{Steps: 256}
-	for _, c := range []struct{ name, prompt string }{{"repetitive", repetitivePrompt}, {"plain-text", "Once upon a time"}} {
-		// warm-up: every step length planned once
-		if _, err := d.PromptLookup(ctx, tok, c.prompt, o, llm.Lookup{Always: true}, none); err != nil {
+	if file != filepath.Join(dir, "stories260K.bin") {
+		if t, err = llm.LoadGGUFVocab(file); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(c.name+"/plain", func(b *testing.B) {
-			var tokens, secs float64
+	}
+	none := func(llm.Token) error { return nil }
+	o := llm.Options{Steps: 256}
+	if s := os.Getenv("SWITCHYARD_BENCH_LOOKUP_STEPS"); s != "" {
+		if o.Steps, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, prompt string }{{"repetitive", repetitivePrompt}, {"plain-text", "Once upon a time"}} {
+		// warm-up: every step length planned once
+		if _, err := d.PromptLookup(ctx, t, c.prompt, o, llm.Lookup{Always: true}, none); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			// plain and lookup alternate (which goes first too); each
+			// pair's ratio of time per token is kept, and the median
+			// reported: a pair slowed by another process moves one ratio
+			var wall, cpu []float64     // lookup ÷ plain, per pair
+			var tokens, secs [2]float64 // plain, lookup
+			var cpuSum [2]time.Duration
+			var acc, prop float64
 			for i := 0; i < b.N; i++ {
-				res, err := d.Generate(ctx, tok, c.prompt, o, none)
-				if err != nil {
-					b.Fatal(err)
+				var per, perCPU [2]float64
+				for j := range 2 {
+					which := (i + j) % 2 // 0 plain, 1 lookup
+					c0, cpuOK := processCPU()
+					var r *llm.Result
+					if which == 0 {
+						if r, err = d.Generate(ctx, t, c.prompt, o, none); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						lr, err := d.PromptLookup(ctx, t, c.prompt, o, llm.Lookup{}, none)
+						if err != nil {
+							b.Fatal(err)
+						}
+						acc += float64(lr.Accepted)
+						prop += float64(lr.Proposed)
+						r = &lr.Result
+					}
+					c1, _ := processCPU()
+					n := float64(r.Generated)
+					tokens[which] += n
+					secs[which] += r.Decode.Seconds()
+					per[which] = r.Decode.Seconds() / n
+					if cpuOK {
+						cpuSum[which] += c1 - c0
+						perCPU[which] = (c1 - c0).Seconds() / n
+					}
 				}
-				tokens += float64(res.Generated)
-				secs += res.Decode.Seconds()
-			}
-			b.ReportMetric(tokens/secs, "tokens/s")
-		})
-		b.Run(c.name+"/lookup", func(b *testing.B) {
-			var tokens, secs, acc, prop float64
-			for i := 0; i < b.N; i++ {
-				res, err := d.PromptLookup(ctx, tok, c.prompt, o, llm.Lookup{}, none)
-				if err != nil {
-					b.Fatal(err)
+				wall = append(wall, per[1]/per[0])
+				if perCPU[0] > 0 {
+					cpu = append(cpu, perCPU[1]/perCPU[0])
 				}
-				tokens += float64(res.Generated)
-				secs += res.Decode.Seconds()
-				acc += float64(res.Accepted)
-				prop += float64(res.Proposed)
 			}
-			b.ReportMetric(tokens/secs, "tokens/s")
+			b.ReportMetric(tokens[0]/secs[0], "plain-tokens/s")
+			b.ReportMetric(tokens[1]/secs[1], "lookup-tokens/s")
+			b.ReportMetric(median(wall), "lookup/plain")
+			if len(cpu) > 0 {
+				b.ReportMetric(median(cpu), "cpu-lookup/plain")
+				b.ReportMetric(float64(cpuSum[0].Microseconds())/tokens[0], "plain-cpu-µs/token")
+			}
 			if prop > 0 {
 				b.ReportMetric(acc/prop, "accepted")
 			}
 		})
 	}
+}
+
+// median of v (v is reordered).
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
