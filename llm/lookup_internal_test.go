@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestNgramIndex: every draft the index gives continues an earlier
@@ -81,6 +82,52 @@ func TestNgramIndex(t *testing.T) {
 		t.Logf("%+v: %d drafts, %d as the scan's", c, found, same)
 		if c.positions > 1 && same < found*99/100 {
 			t.Errorf("%+v: %d of %d drafts as the scan's", c, same, found)
+		}
+	}
+}
+
+// TestLookupGovernor: the drafting policy on simulated rounds (a step of
+// 1+k tokens costs 1 + slope·k plain steps; each drafted token accepted
+// with chance p): where drafts are never or seldom accepted it costs at
+// most a few percent over plain decoding, less the longer the text;
+// where they are mostly accepted it is faster, the more so the cheaper a
+// drafted token.
+func TestLookupGovernor(t *testing.T) {
+	for _, c := range []struct {
+		p, slope float64
+		tokens   int
+		atMost   float64 // time ÷ plain decoding's
+	}{
+		{0, 0.6, 256, 1.02}, {0, 0.6, 4096, 1.005}, {0, 0.05, 256, 1.01},
+		{0.3, 0.6, 256, 1.03}, {0.5, 0.6, 1024, 1.02},
+		{0.9, 0.6, 256, 0.9}, {0.9, 0.05, 256, 0.4}, {0.7, 0.05, 256, 0.6},
+	} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		g := newLookupGovernor(Lookup{Draft: 8, MinNgram: 2, MaxNgram: 3})
+		const plain = 100 * time.Microsecond
+		var spent time.Duration
+		emitted, drafted := 0, 0
+		for emitted < c.tokens {
+			k := 0
+			if g.mayDraft() {
+				k = g.length(3, 8)
+			}
+			a := 0
+			for a < k && rng.Float64() < c.p {
+				a++
+			}
+			dur := time.Duration(float64(plain) * (1 + c.slope*float64(k)))
+			g.record(3, k, a, dur)
+			spent += dur
+			emitted += a + 1
+			if k > 0 {
+				drafted++
+			}
+		}
+		ratio := float64(spent) / float64(time.Duration(emitted)*plain)
+		t.Logf("p %.2f slope %.2f, %d tokens: %.3f of plain decoding's time, %d drafting rounds", c.p, c.slope, emitted, ratio, drafted)
+		if ratio > c.atMost {
+			t.Errorf("p %.2f slope %.2f, %d tokens: %.3f of plain decoding's time, want at most %.3f", c.p, c.slope, emitted, ratio, c.atMost)
 		}
 	}
 }
