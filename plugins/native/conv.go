@@ -65,6 +65,11 @@ type convPlan struct {
 	wtOnce sync.Once
 	wt     []float32
 	wtBias []float32
+
+	// depthwise weights packed for the packed path (16 and 8 lanes),
+	// packed on first use
+	dwOnce [2]sync.Once
+	dwW    [2][]float32
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -191,6 +196,7 @@ type convShape struct {
 	g             geom
 	out           []int
 	direct        *dwDirect // depthwise, column stride 1
+	packed        *dwPacked // depthwise on small planes
 	layout        *dwLayout // depthwise otherwise, and strided or padded im2col
 }
 
@@ -215,7 +221,13 @@ func (p *convPlan) shapeFor(x *graph.Tensor) (*convShape, error) {
 		cs.out = []int{x.Shape[0], p.cout, g.oh, g.ow}
 	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	L := 0
+	if p.depthwise && nd == 2 {
+		L = usePacked(&cs.g, p.cin)
+	}
 	switch {
+	case L > 0:
+		cs.packed = newDWPacked(&cs.g, L)
 	case p.depthwise && g.sw == 1 && hasDWMask:
 		cs.direct = newDWDirect(&cs.g)
 	case p.depthwise || !pointwise && (g.sw > 1 || g.pt+g.pb+g.pl+g.pr > 0):

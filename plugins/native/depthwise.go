@@ -141,6 +141,10 @@ func deinterleave2Go(n int, x, ev, od []float32) {
 
 // depthwise is a Conv with one filter per channel, computed directly.
 func depthwise(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	if cs.packed != nil {
+		depthwisePacked(pl, p, cs, x, y, batch)
+		return
+	}
 	planes := batch * p.cin
 	chunks := min(planes, 4*pl.threads())
 	if cs.direct != nil {
@@ -174,6 +178,7 @@ type dwTask struct {
 	x, y           []float32
 	planes, chunks int
 	sc             *scratch
+	w              []float32 // the packed path's weights
 }
 
 // plane computes one output plane from the filled phase planes in buf.
@@ -483,6 +488,172 @@ func dwMaskTileGo(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float3
 				a = clamp(a, lo, hi)
 			}
 			y[r*ldy+j] = a
+		}
+	}
+}
+
+// The packed depthwise path, for small planes: L channels (16 with
+// AVX-512, else 8) at a time are transposed channels-last into a
+// zero-padded scratch plane of L-lane vectors, every output position is
+// then one vector of L channels (one FMA a tap, no edge cases, no lanes
+// wasted past a short row), and the block is transposed back. On planes
+// of a few vectors' width the planar tiles spend most of their time on
+// edges, short rows and call overhead; this path spends it on FMAs, at
+// the price of the two transposes (in and out, 8×8 blocks in assembly).
+
+// dwPacked is the packed layout of one geometry.
+type dwPacked struct {
+	L      int
+	hp, wp int   // rows and columns of the padded plane
+	offs   []int // per tap: its offset in the packed plane (floats)
+	hiOff  int
+	ldx    int // floats between successive output rows' inputs
+}
+
+func newDWPacked(g *geom, L int) *dwPacked {
+	d := &dwPacked{L: L}
+	d.hp = (g.oh-1)*g.sh + (g.kh-1)*g.dh + 1
+	d.wp = (g.ow-1)*g.sw + (g.kw-1)*g.dw + 1
+	d.ldx = g.sh * d.wp * L
+	for ky := 0; ky < g.kh; ky++ {
+		for kx := 0; kx < g.kw; kx++ {
+			d.offs = append(d.offs, (ky*g.dh*d.wp+kx*g.dw)*L)
+			d.hiOff = max(d.hiOff, d.offs[len(d.offs)-1])
+		}
+	}
+	return d
+}
+
+// usePacked returns the lanes of the packed path for a depthwise
+// convolution of geometry g over c channels, 0 where the planar tiles
+// compute it: the packed path takes output rows of at most 48 columns
+// and column strides 1 and 2. Measured by BenchmarkDepthwisePacked (CPU
+// time, one thread, AVX-512): 256×8×10 3×3 46 → 12 µs, 128×15×20 41 → 19,
+// its stride-2 twin 56 → 11, 64×30×40 49 → 41, stride 2 68 → 20,
+// 256×12×12 5×5 101 → 29; slower from 80 columns on (32×60×80: 69 →
+// 111), where the planar tiles fill their vectors and the packed block's
+// three copies of the plane no longer stay in L2.
+func usePacked(g *geom, c int) int {
+	L := dwPackedLanes(c)
+	if L == 0 || g.sw > 2 || g.sw < 1 || g.pt < 0 || g.pl < 0 || g.ow > 48 {
+		return 0
+	}
+	return L
+}
+
+// scratchLen is the floats one block needs: the input transposed, the
+// padded plane and the output block.
+func (d *dwPacked) scratchLen(g *geom) int {
+	return (g.ih*g.iw + d.hp*d.wp + g.oh*g.ow) * d.L
+}
+
+// block computes the L output planes y (oh·ow apart) from the L input
+// planes x (ih·iw apart) with the packed weights w ([taps][L]) and the
+// bias of those channels, through buf (scratchLen floats).
+func (d *dwPacked) block(g *geom, x, y, w, bias, buf []float32, clampOn bool, lo, hi float32) {
+	L, hw, ohw := d.L, g.ih*g.iw, g.oh*g.ow
+	t := buf[:hw*L]
+	pp := buf[hw*L : (hw+d.hp*d.wp)*L]
+	o := buf[(hw+d.hp*d.wp)*L : (hw+d.hp*d.wp+ohw)*L]
+	// channels-last: t[pos·L + c] = x[c·hw + pos]
+	nb := hw / 8
+	for h := 0; h < L; h += 8 {
+		if nb > 0 {
+			transpose8(nb, x[h*hw:], hw, t[h:], L)
+		}
+		for pos := nb * 8; pos < hw; pos++ {
+			for c := h; c < h+8; c++ {
+				t[pos*L+c] = x[c*hw+pos]
+			}
+		}
+	}
+	// the padded plane: rows of t at (pt, pl), zero around them
+	ncol := max(0, min(g.iw, d.wp-g.pl))
+	for r := 0; r < d.hp; r++ {
+		row := pp[r*d.wp*L : (r+1)*d.wp*L]
+		iy := r - g.pt
+		if iy < 0 || iy >= g.ih || ncol == 0 {
+			clear(row)
+			continue
+		}
+		clear(row[:g.pl*L])
+		copy(row[g.pl*L:(g.pl+ncol)*L], t[iy*g.iw*L:])
+		clear(row[(g.pl+ncol)*L:])
+	}
+	dwcRun(L, g.sw, g.oh, g.ow, d.offs, d.hiOff, w, bias, pp, d.ldx, o, g.ow*L, clampOn, lo, hi)
+	// back to planes: y[c·ohw + pos] = o[pos·L + c]
+	nb = ohw / 8
+	for p0 := 0; p0 < nb*8; p0 += 8 {
+		transpose8(L/8, o[p0*L:], L, y[p0:], ohw)
+	}
+	for pos := nb * 8; pos < ohw; pos++ {
+		for c := 0; c < L; c++ {
+			y[c*ohw+pos] = o[pos*L+c]
+		}
+	}
+}
+
+// packDW returns the depthwise weights w (c filters of taps) as c/L
+// blocks of [taps][L].
+func packDW(w []float32, c, taps, L int) []float32 {
+	out := make([]float32, c*taps)
+	for b := 0; b < c/L; b++ {
+		for t := 0; t < taps; t++ {
+			for l := 0; l < L; l++ {
+				out[(b*taps+t)*L+l] = w[(b*L+l)*taps+t]
+			}
+		}
+	}
+	return out
+}
+
+// packedW returns the weights packed for L lanes (packed on first use).
+func (p *convPlan) packedW(L int) []float32 {
+	i := 0
+	if L == 8 {
+		i = 1
+	}
+	p.dwOnce[i].Do(func() { p.dwW[i] = packDW(p.w, p.cin, p.kh*p.kw, L) })
+	return p.dwW[i]
+}
+
+// depthwisePacked is depthwise through the packed path.
+func depthwisePacked(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	d, g := cs.packed, &cs.g
+	w := p.packedW(d.L)
+	per := p.cin / d.L
+	blocks := batch * per
+	chunks := min(blocks, 4*pl.threads())
+	sc := p.ss.of(d.scratchLen(g))
+	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: blocks, chunks: chunks, sc: sc, w: w}, func(a dwTask, t int) {
+		buf := a.sc.get()
+		defer a.sc.put(buf)
+		d, g := a.cs.packed, &a.cs.g
+		L, hw, ohw, taps := d.L, g.ih*g.iw, g.oh*g.ow, g.kh*g.kw
+		per := a.p.cin / L
+		for bi := a.planes * t / a.chunks; bi < a.planes*(t+1)/a.chunks; bi++ {
+			cb := bi % per
+			pi := bi / per * a.p.cin // the batch's first plane
+			c0 := cb * L
+			d.block(g, a.x[(pi+c0)*hw:(pi+c0+L)*hw], a.y[(pi+c0)*ohw:(pi+c0+L)*ohw], a.w[cb*taps*L:(cb+1)*taps*L], a.p.bias[c0:c0+L], *buf, a.p.clamp, a.p.lo, a.p.hi)
+		}
+	})
+}
+
+// dwcRunGo is the portable dwcRun.
+func dwcRunGo(L, s, rows, ow int, offs []int, w, bias, x []float32, ldx int, y []float32, ldy int, clampOn bool, lo, hi float32) {
+	for r := 0; r < rows; r++ {
+		for j := 0; j < ow; j++ {
+			for l := 0; l < L; l++ {
+				a := bias[l]
+				for t, off := range offs {
+					a += w[t*L+l] * x[r*ldx+j*s*L+off+l]
+				}
+				if clampOn {
+					a = clamp(a, lo, hi)
+				}
+				y[r*ldy+j*L+l] = a
+			}
 		}
 	}
 }
