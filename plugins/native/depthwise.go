@@ -1,5 +1,7 @@
 package native
 
+import "math"
+
 // The depthwise convolution (one kh×kw filter per channel). Each plane is
 // first copied into a zero-padded scratch plane — split into sw column
 // phases when the column stride sw > 1, so that every tap reads whole
@@ -501,10 +503,13 @@ func dwMaskTileGo(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float3
 // edges, short rows and call overhead; this path spends it on FMAs, at
 // the price of the two transposes (in and out, 8×8 blocks in assembly).
 
-// dwPacked is the packed layout of one geometry.
+// dwPacked is the packed layout of one geometry, computed in strips of
+// rows output rows (the strip's input rows, padded plane and outputs stay
+// in L2 whatever the plane's size).
 type dwPacked struct {
 	L      int
-	hp, wp int   // rows and columns of the padded plane
+	rows   int   // output rows a strip
+	hs, wp int   // rows and columns of a strip's padded plane
 	offs   []int // per tap: its offset in the packed plane (floats)
 	hiOff  int
 	ldx    int // floats between successive output rows' inputs
@@ -512,9 +517,12 @@ type dwPacked struct {
 
 func newDWPacked(g *geom, L int) *dwPacked {
 	d := &dwPacked{L: L}
-	d.hp = (g.oh-1)*g.sh + (g.kh-1)*g.dh + 1
 	d.wp = (g.ow-1)*g.sw + (g.kw-1)*g.dw + 1
 	d.ldx = g.sh * d.wp * L
+	// about 96 KiB a strip: input rows, padded plane and outputs
+	per := (g.sh*(g.iw+d.wp) + g.ow) * L * 4
+	d.rows = min(g.oh, max(1, (96<<10)/per))
+	d.hs = (d.rows-1)*g.sh + (g.kh-1)*g.dh + 1
 	for ky := 0; ky < g.kh; ky++ {
 		for kx := 0; kx < g.kw; kx++ {
 			d.offs = append(d.offs, (ky*g.dh*d.wp+kx*g.dw)*L)
@@ -526,69 +534,100 @@ func newDWPacked(g *geom, L int) *dwPacked {
 
 // usePacked returns the lanes of the packed path for a depthwise
 // convolution of geometry g over c channels, 0 where the planar tiles
-// compute it: the packed path takes output rows of at most 48 columns
-// and column strides 1 and 2. Measured by BenchmarkDepthwisePacked (CPU
-// time, one thread, AVX-512): 256×8×10 3×3 46 → 12 µs, 128×15×20 41 → 19,
-// its stride-2 twin 56 → 11, 64×30×40 49 → 41, stride 2 68 → 20,
-// 256×12×12 5×5 101 → 29; slower from 80 columns on (32×60×80: 69 →
-// 111), where the planar tiles fill their vectors and the packed block's
-// three copies of the plane no longer stay in L2.
+// compute it: the packed path takes column stride 2 at every width and
+// stride 1 up to 48 output columns. Measured by BenchmarkDepthwisePacked
+// (CPU time, one thread, AVX-512, load 16; planar → packed µs): 3×3
+// 256×8×10 52 → 12, 128×15×20 43 → 25, stride 2 55 → 11, 64×30×40 49 → 36,
+// stride 2 62 → 13, 480×33×33 448 → 311, 32×120×160 stride 2 217 → 138,
+// 48×129×129 stride 2 351 → 285; 5×5 256×12×12 101 → 30, 64×48×48 stride 2
+// 94 → 42. At stride 1 from about 64 columns on the planar tiles fill
+// their vectors and read the input in place (72×65×65 171 → 203 packed).
 func usePacked(g *geom, c int) int {
 	L := dwPackedLanes(c)
-	if L == 0 || g.sw > 2 || g.sw < 1 || g.pt < 0 || g.pl < 0 || g.ow > 48 {
+	if L == 0 || g.sw > 2 || g.sw < 1 || g.pt < 0 || g.pl < 0 || g.ow > dwPackedMaxOW[g.sw-1] {
 		return 0
 	}
 	return L
 }
 
-// scratchLen is the floats one block needs: the input transposed, the
-// padded plane and the output block.
+// dwPackedMaxOW are the widest output rows the packed path takes at
+// column strides 1 and 2.
+var dwPackedMaxOW = [2]int{48, math.MaxInt}
+
+// scratchLen is the floats one block needs: a strip's input rows
+// channels-last, its padded plane and its outputs.
 func (d *dwPacked) scratchLen(g *geom) int {
-	return (g.ih*g.iw + d.hp*d.wp + g.oh*g.ow) * d.L
+	return (d.hs*g.iw + d.hs*d.wp + d.rows*g.ow) * d.L
+}
+
+// toChannelsLast writes dst[pos·ld + c] = x[c·hw + pos] for c < 8·c8
+// and pos < n (8×8 blocks in assembly where the CPU can).
+func toChannelsLast(dst, x []float32, c8, hw, n, ld int) {
+	nb := n / 8
+	if !has8x8Transpose {
+		nb = 0
+	}
+	for h := 0; h < 8*c8; h += 8 {
+		if nb > 0 {
+			transpose8(nb, x[h*hw:], hw, dst[h:], ld)
+		}
+		for pos := nb * 8; pos < n; pos++ {
+			for c := h; c < h+8; c++ {
+				dst[pos*ld+c] = x[c*hw+pos]
+			}
+		}
+	}
 }
 
 // block computes the L output planes y (oh·ow apart) from the L input
 // planes x (ih·iw apart) with the packed weights w ([taps][L]) and the
-// bias of those channels, through buf (scratchLen floats).
+// bias of those channels, through buf (scratchLen floats), a strip of
+// output rows at a time.
 func (d *dwPacked) block(g *geom, x, y, w, bias, buf []float32, clampOn bool, lo, hi float32) {
 	L, hw, ohw := d.L, g.ih*g.iw, g.oh*g.ow
-	t := buf[:hw*L]
-	pp := buf[hw*L : (hw+d.hp*d.wp)*L]
-	o := buf[(hw+d.hp*d.wp)*L : (hw+d.hp*d.wp+ohw)*L]
-	// channels-last: t[pos·L + c] = x[c·hw + pos]
-	nb := hw / 8
-	for h := 0; h < L; h += 8 {
-		if nb > 0 {
-			transpose8(nb, x[h*hw:], hw, t[h:], L)
-		}
-		for pos := nb * 8; pos < hw; pos++ {
-			for c := h; c < h+8; c++ {
-				t[pos*L+c] = x[c*hw+pos]
-			}
-		}
-	}
-	// the padded plane: rows of t at (pt, pl), zero around them
+	t := buf[:d.hs*g.iw*L]
+	pp := buf[d.hs*g.iw*L : d.hs*(g.iw+d.wp)*L]
+	o := buf[d.hs*(g.iw+d.wp)*L : (d.hs*(g.iw+d.wp)+d.rows*g.ow)*L]
 	ncol := max(0, min(g.iw, d.wp-g.pl))
-	for r := 0; r < d.hp; r++ {
-		row := pp[r*d.wp*L : (r+1)*d.wp*L]
-		iy := r - g.pt
-		if iy < 0 || iy >= g.ih || ncol == 0 {
-			clear(row)
-			continue
+	for oy0 := 0; oy0 < g.oh; oy0 += d.rows {
+		ns := min(d.rows, g.oh-oy0)
+		hs := (ns-1)*g.sh + (g.kh-1)*g.dh + 1
+		// the strip's input rows [ia, ib), channels-last
+		r0 := oy0*g.sh - g.pt
+		ia, ib := max(r0, 0), min(r0+hs, g.ih)
+		// rows of whole 8×8 blocks that fit go straight into the padded
+		// plane, others through t
+		direct := g.iw%8 == 0 && ncol == g.iw
+		if ib > ia && !direct {
+			toChannelsLast(t, x[ia*g.iw:], L/8, hw, (ib-ia)*g.iw, L)
 		}
-		clear(row[:g.pl*L])
-		copy(row[g.pl*L:(g.pl+ncol)*L], t[iy*g.iw*L:])
-		clear(row[(g.pl+ncol)*L:])
-	}
-	dwcRun(L, g.sw, g.oh, g.ow, d.offs, d.hiOff, w, bias, pp, d.ldx, o, g.ow*L, clampOn, lo, hi)
-	// back to planes: y[c·ohw + pos] = o[pos·L + c]
-	nb = ohw / 8
-	for p0 := 0; p0 < nb*8; p0 += 8 {
-		transpose8(L/8, o[p0*L:], L, y[p0:], ohw)
-	}
-	for pos := nb * 8; pos < ohw; pos++ {
-		for c := 0; c < L; c++ {
-			y[c*ohw+pos] = o[pos*L+c]
+		// the padded plane: those rows at (iy - r0, pl), zero around them
+		for r := 0; r < hs; r++ {
+			row := pp[r*d.wp*L : (r+1)*d.wp*L]
+			iy := r0 + r
+			if iy < ia || iy >= ib || ncol == 0 {
+				clear(row)
+				continue
+			}
+			clear(row[:g.pl*L])
+			if direct {
+				toChannelsLast(row[g.pl*L:], x[iy*g.iw:], L/8, hw, g.iw, L)
+			} else {
+				copy(row[g.pl*L:(g.pl+ncol)*L], t[(iy-ia)*g.iw*L:])
+			}
+			clear(row[(g.pl+ncol)*L:])
+		}
+		dwcRun(L, g.sw, ns, g.ow, d.offs, d.hiOff, w, bias, pp, d.ldx, o, g.ow*L, clampOn, lo, hi)
+		// back to planes: y[c·ohw + pos] = o[(pos - oy0·ow)·L + c]
+		n, p0 := ns*g.ow, oy0*g.ow
+		nb := n / 8
+		for q := 0; q < nb*8; q += 8 {
+			transpose8(L/8, o[q*L:], L, y[p0+q:], ohw)
+		}
+		for q := nb * 8; q < n; q++ {
+			for c := 0; c < L; c++ {
+				y[c*ohw+p0+q] = o[q*L+c]
+			}
 		}
 	}
 }

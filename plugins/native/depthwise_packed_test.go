@@ -72,6 +72,7 @@ func BenchmarkDepthwisePacked(b *testing.B) {
 		{256, 8, 10, 3, 1}, {128, 15, 20, 3, 1}, {128, 15, 20, 3, 2}, {64, 30, 40, 3, 1}, {64, 30, 40, 3, 2},
 		{32, 60, 80, 3, 1}, {32, 60, 80, 3, 2}, {16, 120, 160, 3, 1}, {32, 120, 160, 3, 2},
 		{128, 24, 24, 5, 1}, {256, 12, 12, 5, 1}, {64, 48, 48, 5, 2}, {32, 96, 96, 5, 1},
+		{48, 129, 129, 3, 2}, {72, 65, 65, 3, 2}, {72, 65, 65, 3, 1}, {96, 33, 33, 3, 1}, {480, 33, 33, 3, 1}, {16, 129, 129, 3, 1},
 	} {
 		c, h, w, k, s := sh[0], sh[1], sh[2], sh[3], sh[4]
 		p, planar, packed := dwBenchPlan(b, c, h, w, k, s)
@@ -127,6 +128,42 @@ func TestDwcRunAgainstGo(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// The packed path against the planar tiles on planes of many strips (and
+// one), strides 1 and 2, 3×3 and 5×5, odd sizes, clamped: the same
+// outputs but FMA rounding.
+func TestDepthwisePackedStrips(t *testing.T) {
+	if dwPackedLanes(16) == 0 && dwPackedLanes(8) == 0 {
+		t.Skip("no packed depthwise kernels here")
+	}
+	pl := newPool(2)
+	defer pl.close()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, sh := range [][5]int{{16, 129, 129, 3, 2}, {32, 61, 83, 3, 1}, {24, 40, 97, 5, 2}, {16, 9, 7, 5, 1}, {8, 200, 33, 3, 1}, {16, 20, 64, 3, 1}, {16, 21, 64, 3, 2}} {
+		c, h, w, k, s := sh[0], sh[1], sh[2], sh[3], sh[4]
+		p, planar, packed := dwBenchPlan(t, c, h, w, k, s)
+		if packed == nil {
+			continue
+		}
+		if packed.packed.rows >= packed.g.oh && h > 50 {
+			t.Fatalf("%v: one strip of %d rows", sh, packed.packed.rows)
+		}
+		p.clamp, p.lo, p.hi = true, -1, 1.5
+		x := make([]float32, 2*c*h*w)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		n := 2 * c * planar.g.oh * planar.g.ow
+		want, got := make([]float32, n), make([]float32, n)
+		depthwise(pl, p, planar, x, want, 2)
+		depthwise(pl, p, packed, x, got, 2)
+		for i := range want {
+			if d := got[i] - want[i]; d > 1e-5*(1+abs32(want[i])) || -d > 1e-5*(1+abs32(want[i])) {
+				t.Fatalf("%v: y[%d] = %v, planar %v", sh, i, got[i], want[i])
 			}
 		}
 	}
