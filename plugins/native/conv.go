@@ -434,10 +434,18 @@ func im2colWide(dst, planes []float32, ps int, l *dwLayout, c, ncols, nr, p0, p1
 // useTransposed: with few output positions (ohw columns of B) most of
 // each nr-wide panel would be padding; computing Yᵀ = im2colᵀ · Wᵀ puts
 // them on the rows instead (mr ≤ nr), the output channels on the columns.
-// Constant weights, one group only.
+// Constant weights, one group only. A window of more than one tap always
+// goes this way below nr positions: its im2colᵀ is a copy per tap, where
+// the planar path fills padded planes and packs kk rows of whole panels
+// (UltraFace's 256→12 3×3 heads at 4×5: 85-113 µs → 22, ONNX Runtime 27;
+// BenchmarkZooNodesVsXNNPACK, load 17); a 1×1 window keeps the choice by
+// tile efficiency (its B is read in place).
 func (p *convPlan) useTransposed(kern *microKernel, ohw int) bool {
 	if !p.constW || p.group != 1 || ohw >= kern.nr {
 		return false
+	}
+	if p.kh*p.kw > 1 {
+		return true
 	}
 	colEff := float64(ohw) / float64(panelsOf(ohw, kern.nr)*kern.nr)
 	rowEff := float64(ohw) / float64((ohw+kern.mr-1)/kern.mr*kern.mr)
@@ -445,23 +453,39 @@ func (p *convPlan) useTransposed(kern *microKernel, ohw int) bool {
 }
 
 // runTransposed computes the convolution as Yᵀ = im2colᵀ · Wᵀ (one
-// group), through a scratch Yᵀ transposed into y.
+// group), through a scratch Yᵀ transposed into y. The rows of im2colᵀ
+// are in (ky, kx, ci) order: the input is transposed channels-last into a
+// zero-padded plane once, and each tap of an output position is then one
+// contiguous run of cin floats (a copy per tap, not per element).
 func (p *convPlan) runTransposed(bc *buildCtx, g *geom, X, Y []float32, batch int) {
 	kern := bc.kern
-	kk := p.cin * p.kh * p.kw
+	taps := p.kh * p.kw
+	kk := p.cin * taps
 	p.wtOnce.Do(func() {
+		// Wᵀ with its rows in (tap, ci) order: element (t·cin + ci, o)
+		wr := make([]float32, p.cout*kk)
+		for o := 0; o < p.cout; o++ {
+			for ci := 0; ci < p.cin; ci++ {
+				for t := 0; t < taps; t++ {
+					wr[o*kk+t*p.cin+ci] = p.w[o*kk+ci*taps+t]
+				}
+			}
+		}
 		p.wt = make([]float32, packedLen(kk, p.cout, kern.nr))
-		packB(p.wt, p.w, kk, p.cout, kern.nr, 1, kk) // element (k, o) at w[o·kk + k]
+		packB(p.wt, wr, kk, p.cout, kern.nr, 1, kk) // element (k, o) at wr[o·kk + k]
 		p.wtBias = make([]float32, panelsOf(p.cout, kern.nr)*kern.nr)
 		copy(p.wtBias, p.bias[:p.cout])
 	})
 	hw, ohw := g.ih*g.iw, g.oh*g.ow
-	sc := p.ss.of(ohw*kk + ohw*p.cout)
+	hp, wp := (g.oh-1)*g.sh+(g.kh-1)*g.dh+1, (g.ow-1)*g.sw+(g.kw-1)*g.dw+1
+	sc := p.ss.of(ohw*kk + ohw*p.cout + hw*p.cin + hp*wp*p.cin)
 	buf := sc.get()
 	defer sc.put(buf)
 	a, ct := (*buf)[:ohw*kk], (*buf)[ohw*kk:ohw*kk+ohw*p.cout]
+	rest := (*buf)[ohw*kk+ohw*p.cout:]
+	t, xp := rest[:hw*p.cin], rest[hw*p.cin:hw*p.cin+hp*wp*p.cin]
 	for b := 0; b < batch; b++ {
-		im2colRows(a, X[b*p.cin*hw:(b+1)*p.cin*hw], p.cin, g)
+		im2colRows(a, X[b*p.cin*hw:(b+1)*p.cin*hw], p.cin, g, t, xp)
 		gemm(kern, bc.pool, &gemmOp{m: ohw, n: p.cout, k: kk, a: a, lda: kk, b: p.wt, c: ct, ldc: p.cout,
 			bias: p.wtBias, biasMode: initColBias, clamp: p.clamp, lo: p.lo, hi: p.hi})
 		yb := Y[b*p.cout*ohw : (b+1)*p.cout*ohw]
@@ -475,32 +499,34 @@ func (p *convPlan) runTransposed(bc *buildCtx, g *geom, X, Y []float32, batch in
 }
 
 // im2colRows writes the transposed im2col matrix of x (c channels of
-// ih×iw): row o (an output position) holds its window, (ci, ky, kx)
-// order, zero where the window reads padding.
-func im2colRows(dst, x []float32, c int, g *geom) {
-	kk := c * g.kh * g.kw
+// ih×iw): row o (an output position) holds its window in (ky, kx, ci)
+// order, zero where the window reads padding. t (ih·iw·c floats) and xp
+// (the padded plane's rows × columns × c) are scratch.
+func im2colRows(dst, x []float32, c int, g *geom, t, xp []float32) {
+	taps := g.kh * g.kw
+	kk := c * taps
+	hp, wp := (g.oh-1)*g.sh+(g.kh-1)*g.dh+1, (g.ow-1)*g.sw+(g.kw-1)*g.dw+1
+	toChannelsLast(t, x, c, g.ih*g.iw, g.ih*g.iw, c)
+	ncol := max(0, min(g.iw, wp-g.pl))
+	for r := 0; r < hp; r++ {
+		row := xp[r*wp*c : (r+1)*wp*c]
+		iy := r - g.pt
+		if iy < 0 || iy >= g.ih || ncol == 0 {
+			clear(row)
+			continue
+		}
+		clear(row[:g.pl*c])
+		copy(row[g.pl*c:(g.pl+ncol)*c], t[iy*g.iw*c:])
+		clear(row[(g.pl+ncol)*c:])
+	}
 	for o := 0; o < g.oh*g.ow; o++ {
-		iy0, ix0 := (o/g.ow)*g.sh-g.pt, (o%g.ow)*g.sw-g.pl
+		oy, ox := o/g.ow, o%g.ow
 		row := dst[o*kk : (o+1)*kk]
-		r := 0
-		for ci := 0; ci < c; ci++ {
-			plane := x[ci*g.ih*g.iw : (ci+1)*g.ih*g.iw]
-			for ky := 0; ky < g.kh; ky++ {
-				iy := iy0 + ky*g.dh
-				if uint(iy) >= uint(g.ih) {
-					clear(row[r : r+g.kw])
-					r += g.kw
-					continue
-				}
-				prow := plane[iy*g.iw : (iy+1)*g.iw]
-				for kx := 0; kx < g.kw; kx++ {
-					if ix := ix0 + kx*g.dw; uint(ix) < uint(g.iw) {
-						row[r] = prow[ix]
-					} else {
-						row[r] = 0
-					}
-					r++
-				}
+		for ky := 0; ky < g.kh; ky++ {
+			for kx := 0; kx < g.kw; kx++ {
+				src := ((oy*g.sh+ky*g.dh)*wp + ox*g.sw + kx*g.dw) * c
+				tp := ky*g.kw + kx
+				copy(row[tp*c:(tp+1)*c], xp[src:src+c])
 			}
 		}
 	}

@@ -560,21 +560,27 @@ func (d *dwPacked) scratchLen(g *geom) int {
 	return (d.hs*g.iw + d.hs*d.wp + d.rows*g.ow) * d.L
 }
 
-// toChannelsLast writes dst[pos·ld + c] = x[c·hw + pos] for c < 8·c8
-// and pos < n (8×8 blocks in assembly where the CPU can).
-func toChannelsLast(dst, x []float32, c8, hw, n, ld int) {
+// toChannelsLast writes dst[pos·ld + ci] = x[ci·hw + pos] for ci < c and
+// pos < n (8×8 blocks in assembly where the CPU can).
+func toChannelsLast(dst, x []float32, c, hw, n, ld int) {
 	nb := n / 8
 	if !has8x8Transpose {
 		nb = 0
 	}
-	for h := 0; h < 8*c8; h += 8 {
-		if nb > 0 {
+	for h := 0; h < c; h += 8 {
+		c1 := min(h+8, c)
+		if nb > 0 && c1 == h+8 {
 			transpose8(nb, x[h*hw:], hw, dst[h:], ld)
+		} else {
+			c1, nb = c, 0 // the last channels one by one
 		}
 		for pos := nb * 8; pos < n; pos++ {
-			for c := h; c < h+8; c++ {
-				dst[pos*ld+c] = x[c*hw+pos]
+			for ci := h; ci < c1; ci++ {
+				dst[pos*ld+ci] = x[ci*hw+pos]
 			}
+		}
+		if c1 == c {
+			break
 		}
 	}
 }
@@ -599,7 +605,7 @@ func (d *dwPacked) block(g *geom, x, y, w, bias, buf []float32, clampOn bool, lo
 		// plane, others through t
 		direct := g.iw%8 == 0 && ncol == g.iw
 		if ib > ia && !direct {
-			toChannelsLast(t, x[ia*g.iw:], L/8, hw, (ib-ia)*g.iw, L)
+			toChannelsLast(t, x[ia*g.iw:], L, hw, (ib-ia)*g.iw, L)
 		}
 		// the padded plane: those rows at (iy - r0, pl), zero around them
 		for r := 0; r < hs; r++ {
@@ -611,7 +617,7 @@ func (d *dwPacked) block(g *geom, x, y, w, bias, buf []float32, clampOn bool, lo
 			}
 			clear(row[:g.pl*L])
 			if direct {
-				toChannelsLast(row[g.pl*L:], x[iy*g.iw:], L/8, hw, g.iw, L)
+				toChannelsLast(row[g.pl*L:], x[iy*g.iw:], L, hw, g.iw, L)
 			} else {
 				copy(row[g.pl*L:(g.pl+ncol)*L], t[(iy-ia)*g.iw*L:])
 			}
