@@ -588,14 +588,14 @@ func toChannelsLast(dst, x []float32, c, hw, n, ld int) {
 // block computes the L output planes y (oh·ow apart) from the L input
 // planes x (ih·iw apart) with the packed weights w ([taps][L]) and the
 // bias of those channels, through buf (scratchLen floats), a strip of
-// output rows at a time.
-func (d *dwPacked) block(g *geom, x, y, w, bias, buf []float32, clampOn bool, lo, hi float32) {
+// output rows at a time: strips [s0, s1).
+func (d *dwPacked) block(g *geom, x, y, w, bias, buf []float32, clampOn bool, lo, hi float32, s0, s1 int) {
 	L, hw, ohw := d.L, g.ih*g.iw, g.oh*g.ow
 	t := buf[:d.hs*g.iw*L]
 	pp := buf[d.hs*g.iw*L : d.hs*(g.iw+d.wp)*L]
 	o := buf[d.hs*(g.iw+d.wp)*L : (d.hs*(g.iw+d.wp)+d.rows*g.ow)*L]
 	ncol := max(0, min(g.iw, d.wp-g.pl))
-	for oy0 := 0; oy0 < g.oh; oy0 += d.rows {
+	for oy0 := s0 * d.rows; oy0 < min(g.oh, s1*d.rows); oy0 += d.rows {
 		ns := min(d.rows, g.oh-oy0)
 		hs := (ns-1)*g.sh + (g.kh-1)*g.dh + 1
 		// the strip's input rows [ia, ib), channels-last
@@ -666,21 +666,28 @@ func (p *convPlan) packedW(L int) []float32 {
 func depthwisePacked(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
 	d, g := cs.packed, &cs.g
 	w := p.packedW(d.L)
-	per := p.cin / d.L
-	blocks := batch * per
-	chunks := min(blocks, 4*pl.threads())
+	// tasks: a block's strips (several threads share a block of few
+	// channels over a large plane)
+	strips := (g.oh + d.rows - 1) / d.rows
+	units := batch * p.cin / d.L * strips
+	chunks := min(units, 4*pl.threads())
 	sc := p.ss.of(d.scratchLen(g))
-	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: blocks, chunks: chunks, sc: sc, w: w}, func(a dwTask, t int) {
+	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: units, chunks: chunks, sc: sc, w: w}, func(a dwTask, t int) {
 		buf := a.sc.get()
 		defer a.sc.put(buf)
 		d, g := a.cs.packed, &a.cs.g
 		L, hw, ohw, taps := d.L, g.ih*g.iw, g.oh*g.ow, g.kh*g.kw
 		per := a.p.cin / L
-		for bi := a.planes * t / a.chunks; bi < a.planes*(t+1)/a.chunks; bi++ {
+		strips := (g.oh + d.rows - 1) / d.rows
+		u0, u1 := a.planes*t/a.chunks, a.planes*(t+1)/a.chunks
+		for u := u0; u < u1; {
+			bi, s0 := u/strips, u%strips
+			s1 := min(strips, s0+u1-u) // this block's strips in the task
 			cb := bi % per
 			pi := bi / per * a.p.cin // the batch's first plane
 			c0 := cb * L
-			d.block(g, a.x[(pi+c0)*hw:(pi+c0+L)*hw], a.y[(pi+c0)*ohw:(pi+c0+L)*ohw], a.w[cb*taps*L:(cb+1)*taps*L], a.p.bias[c0:c0+L], *buf, a.p.clamp, a.p.lo, a.p.hi)
+			d.block(g, a.x[(pi+c0)*hw:(pi+c0+L)*hw], a.y[(pi+c0)*ohw:(pi+c0+L)*ohw], a.w[cb*taps*L:(cb+1)*taps*L], a.p.bias[c0:c0+L], *buf, a.p.clamp, a.p.lo, a.p.hi, s0, s1)
+			u += s1 - s0
 		}
 	})
 }
