@@ -65,6 +65,15 @@ type convPlan struct {
 	wtOnce sync.Once
 	wt     []float32
 	wtBias []float32
+
+	// depthwise weights packed for the packed path (16 and 8 lanes),
+	// packed on first use
+	dwOnce [2]sync.Once
+	dwW    [2][]float32
+
+	// the weights a tap at a time (tapWeights)
+	tapOnce sync.Once
+	wTap    []float32
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -191,6 +200,7 @@ type convShape struct {
 	g             geom
 	out           []int
 	direct        *dwDirect // depthwise, column stride 1
+	packed        *dwPacked // depthwise on small planes
 	layout        *dwLayout // depthwise otherwise, and strided or padded im2col
 }
 
@@ -215,7 +225,13 @@ func (p *convPlan) shapeFor(x *graph.Tensor) (*convShape, error) {
 		cs.out = []int{x.Shape[0], p.cout, g.oh, g.ow}
 	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	L := 0
+	if p.depthwise && nd == 2 {
+		L = usePacked(&cs.g, p.cin)
+	}
 	switch {
+	case L > 0:
+		cs.packed = newDWPacked(&cs.g, L)
 	case p.depthwise && g.sw == 1 && hasDWMask:
 		cs.direct = newDWDirect(&cs.g)
 	case p.depthwise || !pointwise && (g.sw > 1 || g.pt+g.pb+g.pl+g.pr > 0):
@@ -283,6 +299,14 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	if wide {
 		ncols = g.oh * l.wq
 	}
+	// tapped: a wide window over few input channels is computed as one
+	// GEMM per tap (W_t · the planes from the tap's offset, B read in
+	// place, ps floats between channels), summed in C a block of columns
+	// at a time: nothing is packed (its im2col would be kk rows of the
+	// whole output for few FMAs a float). BenchmarkZooNodesVsXNNPACK
+	// (load 27, packed → tapped µs): UltraFace 16→16 3×3 at 30×40 143 →
+	// 60, 8→16 53 → 38, 12→16 71 → 59; YOLOX 12→16 at 208×208 2317 → 2143
+	tapped := wide && cg <= tappedMaxCin && inPlaceB
 	// B is packed a block of panels at a time (about 256 KiB: it stays in
 	// L2 between its packing and the GEMM reading it)
 	np := panelsOf(ncols, kern.nr)
@@ -290,10 +314,13 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	if t := bc.pool.threads(); t > 1 {
 		block = min(np, max(block, (np+t-1)/t))
 	}
-	sc := p.ss.of(packedLen(kk, block*kern.nr, kern.nr))
-	buf := sc.get()
-	defer sc.put(buf)
-	packed := *buf
+	var packed []float32
+	if !tapped {
+		sc := p.ss.of(packedLen(kk, block*kern.nr, kern.nr))
+		buf := sc.get()
+		defer sc.put(buf)
+		packed = *buf
+	}
 	var planes, cw []float32
 	ps := 0
 	if l != nil {
@@ -322,7 +349,27 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 					}
 				})
 			}
-			for c0 := 0; c0 < np; c0 += block {
+			if tapped {
+				// blocks of columns (about 64 KiB of C, in cache across
+				// the taps), one task each
+				cb := max(1, (16<<10)/per/kern.nr) * kern.nr
+				nblk := (ncols + cb - 1) / cb
+				parallelFor(bc.pool, nblk, tapTask{p, kern, l, p.tapWeights()[gi*per*kk:], planes, cw, p.bias[gi*p.biasStride:], per, cg, ps, ncols, cb},
+					func(a tapTask, blk int) {
+						j0 := blk * a.cb
+						n := min(a.cb, a.ncols-j0)
+						for t, off := range a.l.offs {
+							op := gemmOp{m: a.per, n: n, k: a.cg, a: a.wt[t*a.per*a.cg:], lda: a.cg, b: a.planes[off+j0:], ldb: a.ps,
+								c: a.cw[j0:], ldc: a.ncols, biasMode: initC, lo: a.p.lo, hi: a.p.hi}
+							if t == 0 {
+								op.bias, op.biasMode = a.bias, initRowBias
+							}
+							op.clamp = a.p.clamp && t == len(a.l.offs)-1
+							gemm(a.kern, nil, &op)
+						}
+					})
+			}
+			for c0 := 0; c0 < np && !tapped; c0 += block {
 				c1 := min(c0+block, np)
 				chunks := min(c1-c0, 4*bc.pool.threads())
 				parallelFor(bc.pool, chunks, packTask{pointwise, wide, l, g, packed, planes, xs, kk, ohw, ncols, hw, ps, cg, c0, c1, chunks, kern.nr}, func(a packTask, t int) {
@@ -359,9 +406,44 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	return y, nil
 }
 
-// inPlaceB: 1×1 convolutions read their input as B in place (a variable:
-// tests and benchmarks run both paths).
+// inPlaceB: 1×1 convolutions (and tapped ones) read their input as B in
+// place (a variable: tests and benchmarks run both paths).
 var inPlaceB = true
+
+// tapTask is a tapped convolution's loop over column blocks
+// (parallelFor).
+type tapTask struct {
+	p                      *convPlan
+	kern                   *microKernel
+	l                      *dwLayout
+	wt, planes, cw, bias   []float32
+	per, cg, ps, ncols, cb int
+}
+
+// tappedMaxCin is the most input channels a group may have for a wide
+// convolution to be computed a tap at a time (useWide, tapped).
+var tappedMaxCin = 32
+
+// tapWeights returns the weights as per group and tap a matrix of
+// cout/group rows of cin/group (tapped), arranged on first use.
+func (p *convPlan) tapWeights() []float32 {
+	p.tapOnce.Do(func() {
+		taps := p.kh * p.kw
+		cg, per := p.cin/p.group, p.cout/p.group
+		kk := cg * taps
+		p.wTap = make([]float32, len(p.w))
+		for gi := 0; gi < p.group; gi++ {
+			for o := 0; o < per; o++ {
+				for ci := 0; ci < cg; ci++ {
+					for t := 0; t < taps; t++ {
+						p.wTap[gi*per*kk+(t*per+o)*cg+ci] = p.w[(gi*per+o)*kk+ci*taps+t]
+					}
+				}
+			}
+		}
+	})
+	return p.wTap
+}
 
 // fillTask and packTask are a Conv's parallel loops (parallelFor): the
 // phase planes of each channel, and the packing of B's panels.
@@ -422,10 +504,18 @@ func im2colWide(dst, planes []float32, ps int, l *dwLayout, c, ncols, nr, p0, p1
 // useTransposed: with few output positions (ohw columns of B) most of
 // each nr-wide panel would be padding; computing Yᵀ = im2colᵀ · Wᵀ puts
 // them on the rows instead (mr ≤ nr), the output channels on the columns.
-// Constant weights, one group only.
+// Constant weights, one group only. A window of more than one tap always
+// goes this way below nr positions: its im2colᵀ is a copy per tap, where
+// the planar path fills padded planes and packs kk rows of whole panels
+// (UltraFace's 256→12 3×3 heads at 4×5: 85-113 µs → 22, ONNX Runtime 27;
+// BenchmarkZooNodesVsXNNPACK, load 17); a 1×1 window keeps the choice by
+// tile efficiency (its B is read in place).
 func (p *convPlan) useTransposed(kern *microKernel, ohw int) bool {
 	if !p.constW || p.group != 1 || ohw >= kern.nr {
 		return false
+	}
+	if p.kh*p.kw > 1 {
+		return true
 	}
 	colEff := float64(ohw) / float64(panelsOf(ohw, kern.nr)*kern.nr)
 	rowEff := float64(ohw) / float64((ohw+kern.mr-1)/kern.mr*kern.mr)
@@ -433,23 +523,39 @@ func (p *convPlan) useTransposed(kern *microKernel, ohw int) bool {
 }
 
 // runTransposed computes the convolution as Yᵀ = im2colᵀ · Wᵀ (one
-// group), through a scratch Yᵀ transposed into y.
+// group), through a scratch Yᵀ transposed into y. The rows of im2colᵀ
+// are in (ky, kx, ci) order: the input is transposed channels-last into a
+// zero-padded plane once, and each tap of an output position is then one
+// contiguous run of cin floats (a copy per tap, not per element).
 func (p *convPlan) runTransposed(bc *buildCtx, g *geom, X, Y []float32, batch int) {
 	kern := bc.kern
-	kk := p.cin * p.kh * p.kw
+	taps := p.kh * p.kw
+	kk := p.cin * taps
 	p.wtOnce.Do(func() {
+		// Wᵀ with its rows in (tap, ci) order: element (t·cin + ci, o)
+		wr := make([]float32, p.cout*kk)
+		for o := 0; o < p.cout; o++ {
+			for ci := 0; ci < p.cin; ci++ {
+				for t := 0; t < taps; t++ {
+					wr[o*kk+t*p.cin+ci] = p.w[o*kk+ci*taps+t]
+				}
+			}
+		}
 		p.wt = make([]float32, packedLen(kk, p.cout, kern.nr))
-		packB(p.wt, p.w, kk, p.cout, kern.nr, 1, kk) // element (k, o) at w[o·kk + k]
+		packB(p.wt, wr, kk, p.cout, kern.nr, 1, kk) // element (k, o) at wr[o·kk + k]
 		p.wtBias = make([]float32, panelsOf(p.cout, kern.nr)*kern.nr)
 		copy(p.wtBias, p.bias[:p.cout])
 	})
 	hw, ohw := g.ih*g.iw, g.oh*g.ow
-	sc := p.ss.of(ohw*kk + ohw*p.cout)
+	hp, wp := (g.oh-1)*g.sh+(g.kh-1)*g.dh+1, (g.ow-1)*g.sw+(g.kw-1)*g.dw+1
+	sc := p.ss.of(ohw*kk + ohw*p.cout + hw*p.cin + hp*wp*p.cin)
 	buf := sc.get()
 	defer sc.put(buf)
 	a, ct := (*buf)[:ohw*kk], (*buf)[ohw*kk:ohw*kk+ohw*p.cout]
+	rest := (*buf)[ohw*kk+ohw*p.cout:]
+	t, xp := rest[:hw*p.cin], rest[hw*p.cin:hw*p.cin+hp*wp*p.cin]
 	for b := 0; b < batch; b++ {
-		im2colRows(a, X[b*p.cin*hw:(b+1)*p.cin*hw], p.cin, g)
+		im2colRows(a, X[b*p.cin*hw:(b+1)*p.cin*hw], p.cin, g, t, xp)
 		gemm(kern, bc.pool, &gemmOp{m: ohw, n: p.cout, k: kk, a: a, lda: kk, b: p.wt, c: ct, ldc: p.cout,
 			bias: p.wtBias, biasMode: initColBias, clamp: p.clamp, lo: p.lo, hi: p.hi})
 		yb := Y[b*p.cout*ohw : (b+1)*p.cout*ohw]
@@ -463,32 +569,34 @@ func (p *convPlan) runTransposed(bc *buildCtx, g *geom, X, Y []float32, batch in
 }
 
 // im2colRows writes the transposed im2col matrix of x (c channels of
-// ih×iw): row o (an output position) holds its window, (ci, ky, kx)
-// order, zero where the window reads padding.
-func im2colRows(dst, x []float32, c int, g *geom) {
-	kk := c * g.kh * g.kw
+// ih×iw): row o (an output position) holds its window in (ky, kx, ci)
+// order, zero where the window reads padding. t (ih·iw·c floats) and xp
+// (the padded plane's rows × columns × c) are scratch.
+func im2colRows(dst, x []float32, c int, g *geom, t, xp []float32) {
+	taps := g.kh * g.kw
+	kk := c * taps
+	hp, wp := (g.oh-1)*g.sh+(g.kh-1)*g.dh+1, (g.ow-1)*g.sw+(g.kw-1)*g.dw+1
+	toChannelsLast(t, x, c, g.ih*g.iw, g.ih*g.iw, c)
+	ncol := max(0, min(g.iw, wp-g.pl))
+	for r := 0; r < hp; r++ {
+		row := xp[r*wp*c : (r+1)*wp*c]
+		iy := r - g.pt
+		if iy < 0 || iy >= g.ih || ncol == 0 {
+			clear(row)
+			continue
+		}
+		clear(row[:g.pl*c])
+		copy(row[g.pl*c:(g.pl+ncol)*c], t[iy*g.iw*c:])
+		clear(row[(g.pl+ncol)*c:])
+	}
 	for o := 0; o < g.oh*g.ow; o++ {
-		iy0, ix0 := (o/g.ow)*g.sh-g.pt, (o%g.ow)*g.sw-g.pl
+		oy, ox := o/g.ow, o%g.ow
 		row := dst[o*kk : (o+1)*kk]
-		r := 0
-		for ci := 0; ci < c; ci++ {
-			plane := x[ci*g.ih*g.iw : (ci+1)*g.ih*g.iw]
-			for ky := 0; ky < g.kh; ky++ {
-				iy := iy0 + ky*g.dh
-				if uint(iy) >= uint(g.ih) {
-					clear(row[r : r+g.kw])
-					r += g.kw
-					continue
-				}
-				prow := plane[iy*g.iw : (iy+1)*g.iw]
-				for kx := 0; kx < g.kw; kx++ {
-					if ix := ix0 + kx*g.dw; uint(ix) < uint(g.iw) {
-						row[r] = prow[ix]
-					} else {
-						row[r] = 0
-					}
-					r++
-				}
+		for ky := 0; ky < g.kh; ky++ {
+			for kx := 0; kx < g.kw; kx++ {
+				src := ((oy*g.sh+ky*g.dh)*wp + ox*g.sw + kx*g.dw) * c
+				tp := ky*g.kw + kx
+				copy(row[tp*c:(tp+1)*c], xp[src:src+c])
 			}
 		}
 	}

@@ -56,18 +56,21 @@ func nrateOfProfile(r opcost.Rate) nrate {
 // and the ops run on the reference kernels at the cpu backend's rates.
 var nOpRates = map[string]nrate{
 	// native kernels
-	"Add":        {Fixed: 150, PerFLOP: 0.115},
-	"Sub":        {Fixed: 150, PerFLOP: 0.115},
-	"Mul":        {Fixed: 150, PerFLOP: 0.083},
-	"Div":        {Fixed: 150, PerFLOP: 0.114},
-	"Relu":       {Fixed: 150, PerFLOP: 0.079},
-	"Clip":       {Fixed: 150, PerFLOP: 0.079},
-	"Sigmoid":    {Fixed: 200, PerFLOP: 0.68},
-	"Softmax":    {Fixed: 200, PerFLOP: 0.11},
-	"MatMul":     {Fixed: 250, PerFLOP: 0.0055},
-	"Gemm":       {Fixed: 250, PerFLOP: 0.0055},
-	"Transpose":  {Fixed: 150, PerByte: 0.085},
-	"ReduceMean": {Fixed: 150, PerFLOP: 0.14},
+	"Add":       {Fixed: 150, PerFLOP: 0.115},
+	"Sub":       {Fixed: 150, PerFLOP: 0.115},
+	"Mul":       {Fixed: 150, PerFLOP: 0.083},
+	"Div":       {Fixed: 150, PerFLOP: 0.114},
+	"Relu":      {Fixed: 150, PerFLOP: 0.079},
+	"Clip":      {Fixed: 150, PerFLOP: 0.079},
+	"Sigmoid":   {Fixed: 200, PerFLOP: 0.68},
+	"Softmax":   {Fixed: 200, PerFLOP: 0.11},
+	"MatMul":    {Fixed: 250, PerFLOP: 0.0055},
+	"Gemm":      {Fixed: 250, PerFLOP: 0.0055},
+	"Transpose": {Fixed: 150, PerByte: 0.085},
+	// DepthToSpace (transpose.go: a strided copy, as Transpose); not
+	// calibrated
+	"DepthToSpace": {Fixed: 150, PerByte: 0.085},
+	"ReduceMean":   {Fixed: 150, PerFLOP: 0.14},
 	// com.microsoft GroupQueryAttention (gqa.go): opcost counts one unit
 	// per output element (the "other" class); cpu's rate for the class
 	// over the speed-up on the reference kernel (13–21×, BenchmarkGQA)

@@ -1,5 +1,7 @@
 package native
 
+import "math"
+
 // The depthwise convolution (one kh×kw filter per channel). Each plane is
 // first copied into a zero-padded scratch plane — split into sw column
 // phases when the column stride sw > 1, so that every tap reads whole
@@ -141,6 +143,10 @@ func deinterleave2Go(n int, x, ev, od []float32) {
 
 // depthwise is a Conv with one filter per channel, computed directly.
 func depthwise(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	if cs.packed != nil {
+		depthwisePacked(pl, p, cs, x, y, batch)
+		return
+	}
 	planes := batch * p.cin
 	chunks := min(planes, 4*pl.threads())
 	if cs.direct != nil {
@@ -174,6 +180,7 @@ type dwTask struct {
 	x, y           []float32
 	planes, chunks int
 	sc             *scratch
+	w              []float32 // the packed path's weights
 }
 
 // plane computes one output plane from the filled phase planes in buf.
@@ -483,6 +490,222 @@ func dwMaskTileGo(R, V int, e *dwEdge, w, x []float32, xoff, ldx int, y []float3
 				a = clamp(a, lo, hi)
 			}
 			y[r*ldy+j] = a
+		}
+	}
+}
+
+// The packed depthwise path, for small planes: L channels (16 with
+// AVX-512, else 8) at a time are transposed channels-last into a
+// zero-padded scratch plane of L-lane vectors, every output position is
+// then one vector of L channels (one FMA a tap, no edge cases, no lanes
+// wasted past a short row), and the block is transposed back. On planes
+// of a few vectors' width the planar tiles spend most of their time on
+// edges, short rows and call overhead; this path spends it on FMAs, at
+// the price of the two transposes (in and out, 8×8 blocks in assembly).
+
+// dwPacked is the packed layout of one geometry, computed in strips of
+// rows output rows (the strip's input rows, padded plane and outputs stay
+// in L2 whatever the plane's size).
+type dwPacked struct {
+	L      int
+	rows   int   // output rows a strip
+	hs, wp int   // rows and columns of a strip's padded plane
+	offs   []int // per tap: its offset in the packed plane (floats)
+	hiOff  int
+	ldx    int // floats between successive output rows' inputs
+}
+
+func newDWPacked(g *geom, L int) *dwPacked {
+	d := &dwPacked{L: L}
+	d.wp = (g.ow-1)*g.sw + (g.kw-1)*g.dw + 1
+	d.ldx = g.sh * d.wp * L
+	// about 96 KiB a strip: input rows, padded plane and outputs
+	per := (g.sh*(g.iw+d.wp) + g.ow) * L * 4
+	d.rows = min(g.oh, max(1, (96<<10)/per))
+	d.hs = (d.rows-1)*g.sh + (g.kh-1)*g.dh + 1
+	for ky := 0; ky < g.kh; ky++ {
+		for kx := 0; kx < g.kw; kx++ {
+			d.offs = append(d.offs, (ky*g.dh*d.wp+kx*g.dw)*L)
+			d.hiOff = max(d.hiOff, d.offs[len(d.offs)-1])
+		}
+	}
+	return d
+}
+
+// usePacked returns the lanes of the packed path for a depthwise
+// convolution of geometry g over c channels, 0 where the planar tiles
+// compute it: the packed path takes column stride 2 at every width and
+// stride 1 up to 48 output columns. Measured by BenchmarkDepthwisePacked
+// (CPU time, one thread, AVX-512, load 16; planar → packed µs): 3×3
+// 256×8×10 52 → 12, 128×15×20 43 → 25, stride 2 55 → 11, 64×30×40 49 → 36,
+// stride 2 62 → 13, 480×33×33 448 → 311, 32×120×160 stride 2 217 → 138,
+// 48×129×129 stride 2 351 → 285; 5×5 256×12×12 101 → 30, 64×48×48 stride 2
+// 94 → 42. At stride 1 from about 64 columns on the planar tiles fill
+// their vectors and read the input in place (72×65×65 171 → 203 packed).
+func usePacked(g *geom, c int) int {
+	L := dwPackedLanes(c)
+	if L == 0 || g.sw > 2 || g.sw < 1 || g.pt < 0 || g.pl < 0 || g.ow > dwPackedMaxOW[g.sw-1] {
+		return 0
+	}
+	return L
+}
+
+// dwPackedMaxOW are the widest output rows the packed path takes at
+// column strides 1 and 2.
+var dwPackedMaxOW = [2]int{48, math.MaxInt}
+
+// scratchLen is the floats one block needs: a strip's input rows
+// channels-last, its padded plane and its outputs.
+func (d *dwPacked) scratchLen(g *geom) int {
+	return (d.hs*g.iw + d.hs*d.wp + d.rows*g.ow) * d.L
+}
+
+// toChannelsLast writes dst[pos·ld + ci] = x[ci·hw + pos] for ci < c and
+// pos < n (8×8 blocks in assembly where the CPU can).
+func toChannelsLast(dst, x []float32, c, hw, n, ld int) {
+	nb := n / 8
+	if !has8x8Transpose {
+		nb = 0
+	}
+	for h := 0; h < c; h += 8 {
+		c1 := min(h+8, c)
+		if nb > 0 && c1 == h+8 {
+			transpose8(nb, x[h*hw:], hw, dst[h:], ld)
+		} else {
+			c1, nb = c, 0 // the last channels one by one
+		}
+		for pos := nb * 8; pos < n; pos++ {
+			for ci := h; ci < c1; ci++ {
+				dst[pos*ld+ci] = x[ci*hw+pos]
+			}
+		}
+		if c1 == c {
+			break
+		}
+	}
+}
+
+// block computes the L output planes y (oh·ow apart) from the L input
+// planes x (ih·iw apart) with the packed weights w ([taps][L]) and the
+// bias of those channels, through buf (scratchLen floats), a strip of
+// output rows at a time: strips [s0, s1).
+func (d *dwPacked) block(g *geom, x, y, w, bias, buf []float32, clampOn bool, lo, hi float32, s0, s1 int) {
+	L, hw, ohw := d.L, g.ih*g.iw, g.oh*g.ow
+	t := buf[:d.hs*g.iw*L]
+	pp := buf[d.hs*g.iw*L : d.hs*(g.iw+d.wp)*L]
+	o := buf[d.hs*(g.iw+d.wp)*L : (d.hs*(g.iw+d.wp)+d.rows*g.ow)*L]
+	ncol := max(0, min(g.iw, d.wp-g.pl))
+	for oy0 := s0 * d.rows; oy0 < min(g.oh, s1*d.rows); oy0 += d.rows {
+		ns := min(d.rows, g.oh-oy0)
+		hs := (ns-1)*g.sh + (g.kh-1)*g.dh + 1
+		// the strip's input rows [ia, ib), channels-last
+		r0 := oy0*g.sh - g.pt
+		ia, ib := max(r0, 0), min(r0+hs, g.ih)
+		// rows of whole 8×8 blocks that fit go straight into the padded
+		// plane, others through t
+		direct := g.iw%8 == 0 && ncol == g.iw
+		if ib > ia && !direct {
+			toChannelsLast(t, x[ia*g.iw:], L, hw, (ib-ia)*g.iw, L)
+		}
+		// the padded plane: those rows at (iy - r0, pl), zero around them
+		for r := 0; r < hs; r++ {
+			row := pp[r*d.wp*L : (r+1)*d.wp*L]
+			iy := r0 + r
+			if iy < ia || iy >= ib || ncol == 0 {
+				clear(row)
+				continue
+			}
+			clear(row[:g.pl*L])
+			if direct {
+				toChannelsLast(row[g.pl*L:], x[iy*g.iw:], L, hw, g.iw, L)
+			} else {
+				copy(row[g.pl*L:(g.pl+ncol)*L], t[(iy-ia)*g.iw*L:])
+			}
+			clear(row[(g.pl+ncol)*L:])
+		}
+		dwcRun(L, g.sw, ns, g.ow, d.offs, d.hiOff, w, bias, pp, d.ldx, o, g.ow*L, clampOn, lo, hi)
+		// back to planes: y[c·ohw + pos] = o[(pos - oy0·ow)·L + c]
+		n, p0 := ns*g.ow, oy0*g.ow
+		nb := n / 8
+		for q := 0; q < nb*8; q += 8 {
+			transpose8(L/8, o[q*L:], L, y[p0+q:], ohw)
+		}
+		for q := nb * 8; q < n; q++ {
+			for c := 0; c < L; c++ {
+				y[c*ohw+p0+q] = o[q*L+c]
+			}
+		}
+	}
+}
+
+// packDW returns the depthwise weights w (c filters of taps) as c/L
+// blocks of [taps][L].
+func packDW(w []float32, c, taps, L int) []float32 {
+	out := make([]float32, c*taps)
+	for b := 0; b < c/L; b++ {
+		for t := 0; t < taps; t++ {
+			for l := 0; l < L; l++ {
+				out[(b*taps+t)*L+l] = w[(b*L+l)*taps+t]
+			}
+		}
+	}
+	return out
+}
+
+// packedW returns the weights packed for L lanes (packed on first use).
+func (p *convPlan) packedW(L int) []float32 {
+	i := 0
+	if L == 8 {
+		i = 1
+	}
+	p.dwOnce[i].Do(func() { p.dwW[i] = packDW(p.w, p.cin, p.kh*p.kw, L) })
+	return p.dwW[i]
+}
+
+// depthwisePacked is depthwise through the packed path.
+func depthwisePacked(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	d, g := cs.packed, &cs.g
+	w := p.packedW(d.L)
+	// tasks: a block's strips (several threads share a block of few
+	// channels over a large plane)
+	strips := (g.oh + d.rows - 1) / d.rows
+	units := batch * p.cin / d.L * strips
+	chunks := min(units, 4*pl.threads())
+	sc := p.ss.of(d.scratchLen(g))
+	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: units, chunks: chunks, sc: sc, w: w}, func(a dwTask, t int) {
+		buf := a.sc.get()
+		defer a.sc.put(buf)
+		d, g := a.cs.packed, &a.cs.g
+		L, hw, ohw, taps := d.L, g.ih*g.iw, g.oh*g.ow, g.kh*g.kw
+		per := a.p.cin / L
+		strips := (g.oh + d.rows - 1) / d.rows
+		u0, u1 := a.planes*t/a.chunks, a.planes*(t+1)/a.chunks
+		for u := u0; u < u1; {
+			bi, s0 := u/strips, u%strips
+			s1 := min(strips, s0+u1-u) // this block's strips in the task
+			cb := bi % per
+			pi := bi / per * a.p.cin // the batch's first plane
+			c0 := cb * L
+			d.block(g, a.x[(pi+c0)*hw:(pi+c0+L)*hw], a.y[(pi+c0)*ohw:(pi+c0+L)*ohw], a.w[cb*taps*L:(cb+1)*taps*L], a.p.bias[c0:c0+L], *buf, a.p.clamp, a.p.lo, a.p.hi, s0, s1)
+			u += s1 - s0
+		}
+	})
+}
+
+// dwcRunGo is the portable dwcRun.
+func dwcRunGo(L, s, rows, ow int, offs []int, w, bias, x []float32, ldx int, y []float32, ldy int, clampOn bool, lo, hi float32) {
+	for r := 0; r < rows; r++ {
+		for j := 0; j < ow; j++ {
+			for l := 0; l < L; l++ {
+				a := bias[l]
+				for t, off := range offs {
+					a += w[t*L+l] * x[r*ldx+j*s*L+off+l]
+				}
+				if clampOn {
+					a = clamp(a, lo, hi)
+				}
+				y[r*ldy+j*L+l] = a
+			}
 		}
 	}
 }

@@ -9,3 +9,13 @@ func UseDW512(on bool) bool {
 	hasDW512 = on
 	return true
 }
+
+// UsePackedDW turns the packed depthwise path on or off (tests run both
+// paths); false where the machine has none (then nothing changes).
+func UsePackedDW(on bool) bool {
+	if !dwPackedAvailable {
+		return false
+	}
+	hasDWPacked = on
+	return true
+}

@@ -81,7 +81,9 @@ func BenchmarkIm2colRows(b *testing.B) {
 	c := 256
 	x := make([]float32, c*g.ih*g.iw)
 	dst := make([]float32, g.oh*g.ow*c*9)
+	t := make([]float32, c*g.ih*g.iw)
+	xp := make([]float32, c*(g.ih+2)*(g.iw+2))
 	for b.Loop() {
-		im2colRows(dst, x, c, &g)
+		im2colRows(dst, x, c, &g, t, xp)
 	}
 }

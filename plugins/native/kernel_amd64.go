@@ -296,3 +296,60 @@ func copyRows32(dst, src []float32, k, ldb int) bool {
 	copyRows32AVX512(k, &src[0], ldb, &dst[0])
 	return true
 }
+
+// dwcFn is a packed depthwise kernel (see depthwisePacked in asmgen).
+type dwcFn = func(rows, nt, taps int, offs *int, w, bias, x *float32, ldx int, y *float32, ldy int, doClamp int, lo, hi float32)
+
+// dwcFns are the packed depthwise kernels by [lanes 16, 8][S-1][N-1].
+var dwcFns = [2][2][8]dwcFn{
+	{{dwc16x1s1, dwc16x2s1, dwc16x3s1, dwc16x4s1, dwc16x5s1, dwc16x6s1, dwc16x7s1, dwc16x8s1},
+		{dwc16x1s2, dwc16x2s2, dwc16x3s2, dwc16x4s2, dwc16x5s2, dwc16x6s2, dwc16x7s2, dwc16x8s2}},
+	{{dwc8x1s1, dwc8x2s1, dwc8x3s1, dwc8x4s1, dwc8x5s1, dwc8x6s1, dwc8x7s1, dwc8x8s1},
+		{dwc8x1s2, dwc8x2s2, dwc8x3s2, dwc8x4s2, dwc8x5s2, dwc8x6s2, dwc8x7s2, dwc8x8s2}},
+}
+
+// hasDWPacked: the packed (channels-last) depthwise path runs in assembly
+// (a variable: the tests run both paths).
+var hasDWPacked = dwPackedAvailable
+
+var dwPackedAvailable = hasAVX2FMA
+
+// dwPackedLanes is the packed depthwise path's vector width for c
+// channels: 16 (AVX-512) or 8 lanes, 0 where it does not run.
+func dwPackedLanes(c int) int {
+	switch {
+	case !hasDWPacked || c <= 0:
+		return 0
+	case hasDW512 && c%16 == 0:
+		return 16
+	case c%8 == 0:
+		return 8
+	}
+	return 0
+}
+
+// dwcRun computes rows × ow packed outputs of L lanes at column stride s
+// (1 or 2): y[r·ldy + j·L + l] = clamp(bias[l] + Σ_t w[t·L+l] ·
+// x[r·ldx + j·s·L + offs[t] + l]). hiOff is the largest of offs.
+func dwcRun(L, s, rows, ow int, offs []int, hiOff int, w, bias, x []float32, ldx int, y []float32, ldy int, clampOn bool, lo, hi float32) {
+	if rows <= 0 || ow <= 0 || len(offs) == 0 {
+		return
+	}
+	_, _ = x[(rows-1)*ldx+hiOff+(ow-1)*s*L+L-1], y[(rows-1)*ldy+ow*L-1]
+	_, _ = w[len(offs)*L-1], bias[L-1]
+	li := 0
+	if L == 8 {
+		li = 1
+	}
+	c := 0
+	if clampOn {
+		c = 1
+	}
+	if nt := ow / 8; nt > 0 {
+		dwcFns[li][s-1][7](rows, nt, len(offs), &offs[0], &w[0], &bias[0], &x[0], ldx, &y[0], ldy, c, lo, hi)
+	}
+	if r := ow % 8; r > 0 {
+		o := ow - r
+		dwcFns[li][s-1][r-1](rows, 1, len(offs), &offs[0], &w[0], &bias[0], &x[o*s*L], ldx, &y[o*L], ldy, c, lo, hi)
+	}
+}

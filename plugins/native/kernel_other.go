@@ -45,3 +45,14 @@ func dot(x, y []float32) float32 { return dotGo(x, y) }
 func runChain(y []float32, ops []chainOp) { runChainGo(y, ops) }
 
 func copyRows32(dst, src []float32, k, ldb int) bool { return false }
+
+// hasDWPacked: no packed depthwise kernels here.
+var hasDWPacked = false
+
+const dwPackedAvailable = false
+
+func dwPackedLanes(c int) int { return 0 }
+
+func dwcRun(L, s, rows, ow int, offs []int, hiOff int, w, bias, x []float32, ldx int, y []float32, ldy int, clampOn bool, lo, hi float32) {
+	dwcRunGo(L, s, rows, ow, offs, w, bias, x, ldx, y, ldy, clampOn, lo, hi)
+}

@@ -302,6 +302,166 @@ func dw512x8x2(nt int, taps int, offs *int, w *float32, x *float32, ldx int, y *
 //go:noescape
 func dwMask512x8x1(np int, plain *int, nm int, masked *int, masks *int32, w *float32, x *float32, xoff int, ldx int, y *float32, ldy int, bias float32, doClamp int, lo float32, hi float32, smask *int32)
 
+// dwc16x1s1 computes rows × nt groups of 1 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x1s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x2s1 computes rows × nt groups of 2 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x2s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x3s1 computes rows × nt groups of 3 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x3s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x4s1 computes rows × nt groups of 4 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x4s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x5s1 computes rows × nt groups of 5 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x5s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x6s1 computes rows × nt groups of 6 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x6s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x7s1 computes rows × nt groups of 7 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x7s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x8s1 computes rows × nt groups of 8 packed depthwise outputs of 16 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x8s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x1s2 computes rows × nt groups of 1 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x1s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x2s2 computes rows × nt groups of 2 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x2s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x3s2 computes rows × nt groups of 3 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x3s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x4s2 computes rows × nt groups of 4 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x4s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x5s2 computes rows × nt groups of 5 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x5s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x6s2 computes rows × nt groups of 6 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x6s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x7s2 computes rows × nt groups of 7 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x7s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc16x8s2 computes rows × nt groups of 8 packed depthwise outputs of 16 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc16x8s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x1s1 computes rows × nt groups of 1 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x1s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x2s1 computes rows × nt groups of 2 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x2s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x3s1 computes rows × nt groups of 3 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x3s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x4s1 computes rows × nt groups of 4 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x4s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x5s1 computes rows × nt groups of 5 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x5s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x6s1 computes rows × nt groups of 6 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x6s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x7s1 computes rows × nt groups of 7 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x7s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x8s1 computes rows × nt groups of 8 packed depthwise outputs of 8 channels at column stride 1 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x8s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x1s2 computes rows × nt groups of 1 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x1s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x2s2 computes rows × nt groups of 2 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x2s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x3s2 computes rows × nt groups of 3 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x3s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x4s2 computes rows × nt groups of 4 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x4s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x5s2 computes rows × nt groups of 5 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x5s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x6s2 computes rows × nt groups of 6 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x6s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x7s2 computes rows × nt groups of 7 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x7s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
+// dwc8x8s2 computes rows × nt groups of 8 packed depthwise outputs of 8 channels at column stride 2 (see depthwisePacked in the package asmgen).
+//
+//go:noescape
+func dwc8x8s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+
 // addVVAVX2 computes y[i] = a + b for i < n (a and b vectors).
 //
 //go:noescape

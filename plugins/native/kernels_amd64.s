@@ -6796,6 +6796,2518 @@ dwMask512x8x1_full:
 	VZEROUPPER
 	RET
 
+// func dwc16x1s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x1s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x1s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x1s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x1s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x1s1_rowdone
+	VMOVUPS (R14), Z0
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x1s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z1
+	VFMADD231PS  (R13), Z1, Z0
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x1s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x1s1_store
+	VBROADCASTSS lo+88(FP), Z1
+	VBROADCASTSS hi+92(FP), Z2
+	VMAXPS       Z0, Z1, Z0
+	VMINPS       Z0, Z2, Z0
+
+dwc16x1s1_store:
+	VMOVUPS Z0, (R8)
+	ADDQ    $0x00000040, DI
+	ADDQ    $0x00000040, R8
+	DECQ    R9
+	JMP     dwc16x1s1_tile
+
+dwc16x1s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x1s1_row
+
+dwc16x1s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x2s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x2s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x2s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x2s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x2s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x2s1_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x2s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z2
+	VFMADD231PS  (R13), Z2, Z0
+	VFMADD231PS  64(R13), Z2, Z1
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x2s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x2s1_store
+	VBROADCASTSS lo+88(FP), Z2
+	VBROADCASTSS hi+92(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dwc16x2s1_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, R8
+	DECQ    R9
+	JMP     dwc16x2s1_tile
+
+dwc16x2s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x2s1_row
+
+dwc16x2s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x3s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x3s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x3s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x3s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x3s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x3s1_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x3s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z3
+	VFMADD231PS  (R13), Z3, Z0
+	VFMADD231PS  64(R13), Z3, Z1
+	VFMADD231PS  128(R13), Z3, Z2
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x3s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x3s1_store
+	VBROADCASTSS lo+88(FP), Z3
+	VBROADCASTSS hi+92(FP), Z4
+	VMAXPS       Z0, Z3, Z0
+	VMINPS       Z0, Z4, Z0
+	VMAXPS       Z1, Z3, Z1
+	VMINPS       Z1, Z4, Z1
+	VMAXPS       Z2, Z3, Z2
+	VMINPS       Z2, Z4, Z2
+
+dwc16x3s1_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	ADDQ    $0x000000c0, DI
+	ADDQ    $0x000000c0, R8
+	DECQ    R9
+	JMP     dwc16x3s1_tile
+
+dwc16x3s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x3s1_row
+
+dwc16x3s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x4s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x4s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x4s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x4s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x4s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x4s1_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x4s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z4
+	VFMADD231PS  (R13), Z4, Z0
+	VFMADD231PS  64(R13), Z4, Z1
+	VFMADD231PS  128(R13), Z4, Z2
+	VFMADD231PS  192(R13), Z4, Z3
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x4s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x4s1_store
+	VBROADCASTSS lo+88(FP), Z4
+	VBROADCASTSS hi+92(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dwc16x4s1_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	ADDQ    $0x00000100, DI
+	ADDQ    $0x00000100, R8
+	DECQ    R9
+	JMP     dwc16x4s1_tile
+
+dwc16x4s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x4s1_row
+
+dwc16x4s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x5s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x5s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x5s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x5s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x5s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x5s1_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x5s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z5
+	VFMADD231PS  (R13), Z5, Z0
+	VFMADD231PS  64(R13), Z5, Z1
+	VFMADD231PS  128(R13), Z5, Z2
+	VFMADD231PS  192(R13), Z5, Z3
+	VFMADD231PS  256(R13), Z5, Z4
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x5s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x5s1_store
+	VBROADCASTSS lo+88(FP), Z5
+	VBROADCASTSS hi+92(FP), Z6
+	VMAXPS       Z0, Z5, Z0
+	VMINPS       Z0, Z6, Z0
+	VMAXPS       Z1, Z5, Z1
+	VMINPS       Z1, Z6, Z1
+	VMAXPS       Z2, Z5, Z2
+	VMINPS       Z2, Z6, Z2
+	VMAXPS       Z3, Z5, Z3
+	VMINPS       Z3, Z6, Z3
+	VMAXPS       Z4, Z5, Z4
+	VMINPS       Z4, Z6, Z4
+
+dwc16x5s1_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	ADDQ    $0x00000140, DI
+	ADDQ    $0x00000140, R8
+	DECQ    R9
+	JMP     dwc16x5s1_tile
+
+dwc16x5s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x5s1_row
+
+dwc16x5s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x6s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x6s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x6s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x6s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x6s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x6s1_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	VMOVUPS (R14), Z5
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x6s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z6
+	VFMADD231PS  (R13), Z6, Z0
+	VFMADD231PS  64(R13), Z6, Z1
+	VFMADD231PS  128(R13), Z6, Z2
+	VFMADD231PS  192(R13), Z6, Z3
+	VFMADD231PS  256(R13), Z6, Z4
+	VFMADD231PS  320(R13), Z6, Z5
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x6s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x6s1_store
+	VBROADCASTSS lo+88(FP), Z6
+	VBROADCASTSS hi+92(FP), Z7
+	VMAXPS       Z0, Z6, Z0
+	VMINPS       Z0, Z7, Z0
+	VMAXPS       Z1, Z6, Z1
+	VMINPS       Z1, Z7, Z1
+	VMAXPS       Z2, Z6, Z2
+	VMINPS       Z2, Z7, Z2
+	VMAXPS       Z3, Z6, Z3
+	VMINPS       Z3, Z7, Z3
+	VMAXPS       Z4, Z6, Z4
+	VMINPS       Z4, Z7, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMINPS       Z5, Z7, Z5
+
+dwc16x6s1_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	ADDQ    $0x00000180, DI
+	ADDQ    $0x00000180, R8
+	DECQ    R9
+	JMP     dwc16x6s1_tile
+
+dwc16x6s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x6s1_row
+
+dwc16x6s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x7s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x7s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x7s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x7s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x7s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x7s1_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	VMOVUPS (R14), Z5
+	VMOVUPS (R14), Z6
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x7s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z7
+	VFMADD231PS  (R13), Z7, Z0
+	VFMADD231PS  64(R13), Z7, Z1
+	VFMADD231PS  128(R13), Z7, Z2
+	VFMADD231PS  192(R13), Z7, Z3
+	VFMADD231PS  256(R13), Z7, Z4
+	VFMADD231PS  320(R13), Z7, Z5
+	VFMADD231PS  384(R13), Z7, Z6
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x7s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x7s1_store
+	VBROADCASTSS lo+88(FP), Z7
+	VBROADCASTSS hi+92(FP), Z8
+	VMAXPS       Z0, Z7, Z0
+	VMINPS       Z0, Z8, Z0
+	VMAXPS       Z1, Z7, Z1
+	VMINPS       Z1, Z8, Z1
+	VMAXPS       Z2, Z7, Z2
+	VMINPS       Z2, Z8, Z2
+	VMAXPS       Z3, Z7, Z3
+	VMINPS       Z3, Z8, Z3
+	VMAXPS       Z4, Z7, Z4
+	VMINPS       Z4, Z8, Z4
+	VMAXPS       Z5, Z7, Z5
+	VMINPS       Z5, Z8, Z5
+	VMAXPS       Z6, Z7, Z6
+	VMINPS       Z6, Z8, Z6
+
+dwc16x7s1_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	ADDQ    $0x000001c0, DI
+	ADDQ    $0x000001c0, R8
+	DECQ    R9
+	JMP     dwc16x7s1_tile
+
+dwc16x7s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x7s1_row
+
+dwc16x7s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x8s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x8s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x8s1_row:
+	TESTQ AX, AX
+	JEQ   dwc16x8s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x8s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x8s1_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	VMOVUPS (R14), Z5
+	VMOVUPS (R14), Z6
+	VMOVUPS (R14), Z7
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x8s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z8
+	VFMADD231PS  (R13), Z8, Z0
+	VFMADD231PS  64(R13), Z8, Z1
+	VFMADD231PS  128(R13), Z8, Z2
+	VFMADD231PS  192(R13), Z8, Z3
+	VFMADD231PS  256(R13), Z8, Z4
+	VFMADD231PS  320(R13), Z8, Z5
+	VFMADD231PS  384(R13), Z8, Z6
+	VFMADD231PS  448(R13), Z8, Z7
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x8s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x8s1_store
+	VBROADCASTSS lo+88(FP), Z8
+	VBROADCASTSS hi+92(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dwc16x8s1_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
+	ADDQ    $0x00000200, DI
+	ADDQ    $0x00000200, R8
+	DECQ    R9
+	JMP     dwc16x8s1_tile
+
+dwc16x8s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x8s1_row
+
+dwc16x8s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x1s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x1s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x1s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x1s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x1s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x1s2_rowdone
+	VMOVUPS (R14), Z0
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x1s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z1
+	VFMADD231PS  (R13), Z1, Z0
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x1s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x1s2_store
+	VBROADCASTSS lo+88(FP), Z1
+	VBROADCASTSS hi+92(FP), Z2
+	VMAXPS       Z0, Z1, Z0
+	VMINPS       Z0, Z2, Z0
+
+dwc16x1s2_store:
+	VMOVUPS Z0, (R8)
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000040, R8
+	DECQ    R9
+	JMP     dwc16x1s2_tile
+
+dwc16x1s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x1s2_row
+
+dwc16x1s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x2s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x2s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x2s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x2s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x2s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x2s2_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x2s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z2
+	VFMADD231PS  (R13), Z2, Z0
+	VFMADD231PS  128(R13), Z2, Z1
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x2s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x2s2_store
+	VBROADCASTSS lo+88(FP), Z2
+	VBROADCASTSS hi+92(FP), Z3
+	VMAXPS       Z0, Z2, Z0
+	VMINPS       Z0, Z3, Z0
+	VMAXPS       Z1, Z2, Z1
+	VMINPS       Z1, Z3, Z1
+
+dwc16x2s2_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ    $0x00000100, DI
+	ADDQ    $0x00000080, R8
+	DECQ    R9
+	JMP     dwc16x2s2_tile
+
+dwc16x2s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x2s2_row
+
+dwc16x2s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x3s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x3s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x3s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x3s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x3s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x3s2_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x3s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z3
+	VFMADD231PS  (R13), Z3, Z0
+	VFMADD231PS  128(R13), Z3, Z1
+	VFMADD231PS  256(R13), Z3, Z2
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x3s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x3s2_store
+	VBROADCASTSS lo+88(FP), Z3
+	VBROADCASTSS hi+92(FP), Z4
+	VMAXPS       Z0, Z3, Z0
+	VMINPS       Z0, Z4, Z0
+	VMAXPS       Z1, Z3, Z1
+	VMINPS       Z1, Z4, Z1
+	VMAXPS       Z2, Z3, Z2
+	VMINPS       Z2, Z4, Z2
+
+dwc16x3s2_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	ADDQ    $0x00000180, DI
+	ADDQ    $0x000000c0, R8
+	DECQ    R9
+	JMP     dwc16x3s2_tile
+
+dwc16x3s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x3s2_row
+
+dwc16x3s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x4s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x4s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x4s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x4s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x4s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x4s2_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x4s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z4
+	VFMADD231PS  (R13), Z4, Z0
+	VFMADD231PS  128(R13), Z4, Z1
+	VFMADD231PS  256(R13), Z4, Z2
+	VFMADD231PS  384(R13), Z4, Z3
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x4s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x4s2_store
+	VBROADCASTSS lo+88(FP), Z4
+	VBROADCASTSS hi+92(FP), Z5
+	VMAXPS       Z0, Z4, Z0
+	VMINPS       Z0, Z5, Z0
+	VMAXPS       Z1, Z4, Z1
+	VMINPS       Z1, Z5, Z1
+	VMAXPS       Z2, Z4, Z2
+	VMINPS       Z2, Z5, Z2
+	VMAXPS       Z3, Z4, Z3
+	VMINPS       Z3, Z5, Z3
+
+dwc16x4s2_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	ADDQ    $0x00000200, DI
+	ADDQ    $0x00000100, R8
+	DECQ    R9
+	JMP     dwc16x4s2_tile
+
+dwc16x4s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x4s2_row
+
+dwc16x4s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x5s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x5s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x5s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x5s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x5s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x5s2_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x5s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z5
+	VFMADD231PS  (R13), Z5, Z0
+	VFMADD231PS  128(R13), Z5, Z1
+	VFMADD231PS  256(R13), Z5, Z2
+	VFMADD231PS  384(R13), Z5, Z3
+	VFMADD231PS  512(R13), Z5, Z4
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x5s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x5s2_store
+	VBROADCASTSS lo+88(FP), Z5
+	VBROADCASTSS hi+92(FP), Z6
+	VMAXPS       Z0, Z5, Z0
+	VMINPS       Z0, Z6, Z0
+	VMAXPS       Z1, Z5, Z1
+	VMINPS       Z1, Z6, Z1
+	VMAXPS       Z2, Z5, Z2
+	VMINPS       Z2, Z6, Z2
+	VMAXPS       Z3, Z5, Z3
+	VMINPS       Z3, Z6, Z3
+	VMAXPS       Z4, Z5, Z4
+	VMINPS       Z4, Z6, Z4
+
+dwc16x5s2_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	ADDQ    $0x00000280, DI
+	ADDQ    $0x00000140, R8
+	DECQ    R9
+	JMP     dwc16x5s2_tile
+
+dwc16x5s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x5s2_row
+
+dwc16x5s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x6s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x6s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x6s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x6s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x6s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x6s2_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	VMOVUPS (R14), Z5
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x6s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z6
+	VFMADD231PS  (R13), Z6, Z0
+	VFMADD231PS  128(R13), Z6, Z1
+	VFMADD231PS  256(R13), Z6, Z2
+	VFMADD231PS  384(R13), Z6, Z3
+	VFMADD231PS  512(R13), Z6, Z4
+	VFMADD231PS  640(R13), Z6, Z5
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x6s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x6s2_store
+	VBROADCASTSS lo+88(FP), Z6
+	VBROADCASTSS hi+92(FP), Z7
+	VMAXPS       Z0, Z6, Z0
+	VMINPS       Z0, Z7, Z0
+	VMAXPS       Z1, Z6, Z1
+	VMINPS       Z1, Z7, Z1
+	VMAXPS       Z2, Z6, Z2
+	VMINPS       Z2, Z7, Z2
+	VMAXPS       Z3, Z6, Z3
+	VMINPS       Z3, Z7, Z3
+	VMAXPS       Z4, Z6, Z4
+	VMINPS       Z4, Z7, Z4
+	VMAXPS       Z5, Z6, Z5
+	VMINPS       Z5, Z7, Z5
+
+dwc16x6s2_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	ADDQ    $0x00000300, DI
+	ADDQ    $0x00000180, R8
+	DECQ    R9
+	JMP     dwc16x6s2_tile
+
+dwc16x6s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x6s2_row
+
+dwc16x6s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x7s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x7s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x7s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x7s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x7s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x7s2_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	VMOVUPS (R14), Z5
+	VMOVUPS (R14), Z6
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x7s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z7
+	VFMADD231PS  (R13), Z7, Z0
+	VFMADD231PS  128(R13), Z7, Z1
+	VFMADD231PS  256(R13), Z7, Z2
+	VFMADD231PS  384(R13), Z7, Z3
+	VFMADD231PS  512(R13), Z7, Z4
+	VFMADD231PS  640(R13), Z7, Z5
+	VFMADD231PS  768(R13), Z7, Z6
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x7s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x7s2_store
+	VBROADCASTSS lo+88(FP), Z7
+	VBROADCASTSS hi+92(FP), Z8
+	VMAXPS       Z0, Z7, Z0
+	VMINPS       Z0, Z8, Z0
+	VMAXPS       Z1, Z7, Z1
+	VMINPS       Z1, Z8, Z1
+	VMAXPS       Z2, Z7, Z2
+	VMINPS       Z2, Z8, Z2
+	VMAXPS       Z3, Z7, Z3
+	VMINPS       Z3, Z8, Z3
+	VMAXPS       Z4, Z7, Z4
+	VMINPS       Z4, Z8, Z4
+	VMAXPS       Z5, Z7, Z5
+	VMINPS       Z5, Z8, Z5
+	VMAXPS       Z6, Z7, Z6
+	VMINPS       Z6, Z8, Z6
+
+dwc16x7s2_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	ADDQ    $0x00000380, DI
+	ADDQ    $0x000001c0, R8
+	DECQ    R9
+	JMP     dwc16x7s2_tile
+
+dwc16x7s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x7s2_row
+
+dwc16x7s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc16x8s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, AVX512F
+TEXT ·dwc16x8s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc16x8s2_row:
+	TESTQ AX, AX
+	JEQ   dwc16x8s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc16x8s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc16x8s2_rowdone
+	VMOVUPS (R14), Z0
+	VMOVUPS (R14), Z1
+	VMOVUPS (R14), Z2
+	VMOVUPS (R14), Z3
+	VMOVUPS (R14), Z4
+	VMOVUPS (R14), Z5
+	VMOVUPS (R14), Z6
+	VMOVUPS (R14), Z7
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc16x8s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Z8
+	VFMADD231PS  (R13), Z8, Z0
+	VFMADD231PS  128(R13), Z8, Z1
+	VFMADD231PS  256(R13), Z8, Z2
+	VFMADD231PS  384(R13), Z8, Z3
+	VFMADD231PS  512(R13), Z8, Z4
+	VFMADD231PS  640(R13), Z8, Z5
+	VFMADD231PS  768(R13), Z8, Z6
+	VFMADD231PS  896(R13), Z8, Z7
+	ADDQ         $0x08, R11
+	ADDQ         $0x40, R12
+	DECQ         R10
+	JNE          dwc16x8s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc16x8s2_store
+	VBROADCASTSS lo+88(FP), Z8
+	VBROADCASTSS hi+92(FP), Z9
+	VMAXPS       Z0, Z8, Z0
+	VMINPS       Z0, Z9, Z0
+	VMAXPS       Z1, Z8, Z1
+	VMINPS       Z1, Z9, Z1
+	VMAXPS       Z2, Z8, Z2
+	VMINPS       Z2, Z9, Z2
+	VMAXPS       Z3, Z8, Z3
+	VMINPS       Z3, Z9, Z3
+	VMAXPS       Z4, Z8, Z4
+	VMINPS       Z4, Z9, Z4
+	VMAXPS       Z5, Z8, Z5
+	VMINPS       Z5, Z9, Z5
+	VMAXPS       Z6, Z8, Z6
+	VMINPS       Z6, Z9, Z6
+	VMAXPS       Z7, Z8, Z7
+	VMINPS       Z7, Z9, Z7
+
+dwc16x8s2_store:
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	VMOVUPS Z2, 128(R8)
+	VMOVUPS Z3, 192(R8)
+	VMOVUPS Z4, 256(R8)
+	VMOVUPS Z5, 320(R8)
+	VMOVUPS Z6, 384(R8)
+	VMOVUPS Z7, 448(R8)
+	ADDQ    $0x00000400, DI
+	ADDQ    $0x00000200, R8
+	DECQ    R9
+	JMP     dwc16x8s2_tile
+
+dwc16x8s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc16x8s2_row
+
+dwc16x8s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x1s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x1s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x1s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x1s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x1s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x1s1_rowdone
+	VMOVUPS (R14), Y0
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x1s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y1
+	VFMADD231PS  (R13), Y1, Y0
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x1s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x1s1_store
+	VBROADCASTSS lo+88(FP), Y1
+	VBROADCASTSS hi+92(FP), Y2
+	VMAXPS       Y0, Y1, Y0
+	VMINPS       Y0, Y2, Y0
+
+dwc8x1s1_store:
+	VMOVUPS Y0, (R8)
+	ADDQ    $0x00000020, DI
+	ADDQ    $0x00000020, R8
+	DECQ    R9
+	JMP     dwc8x1s1_tile
+
+dwc8x1s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x1s1_row
+
+dwc8x1s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x2s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x2s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x2s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x2s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x2s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x2s1_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x2s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y2
+	VFMADD231PS  (R13), Y2, Y0
+	VFMADD231PS  32(R13), Y2, Y1
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x2s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x2s1_store
+	VBROADCASTSS lo+88(FP), Y2
+	VBROADCASTSS hi+92(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwc8x2s1_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ    $0x00000040, DI
+	ADDQ    $0x00000040, R8
+	DECQ    R9
+	JMP     dwc8x2s1_tile
+
+dwc8x2s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x2s1_row
+
+dwc8x2s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x3s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x3s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x3s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x3s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x3s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x3s1_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x3s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y3
+	VFMADD231PS  (R13), Y3, Y0
+	VFMADD231PS  32(R13), Y3, Y1
+	VFMADD231PS  64(R13), Y3, Y2
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x3s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x3s1_store
+	VBROADCASTSS lo+88(FP), Y3
+	VBROADCASTSS hi+92(FP), Y4
+	VMAXPS       Y0, Y3, Y0
+	VMINPS       Y0, Y4, Y0
+	VMAXPS       Y1, Y3, Y1
+	VMINPS       Y1, Y4, Y1
+	VMAXPS       Y2, Y3, Y2
+	VMINPS       Y2, Y4, Y2
+
+dwc8x3s1_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	ADDQ    $0x00000060, DI
+	ADDQ    $0x00000060, R8
+	DECQ    R9
+	JMP     dwc8x3s1_tile
+
+dwc8x3s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x3s1_row
+
+dwc8x3s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x4s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x4s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x4s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x4s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x4s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x4s1_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x4s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y4
+	VFMADD231PS  (R13), Y4, Y0
+	VFMADD231PS  32(R13), Y4, Y1
+	VFMADD231PS  64(R13), Y4, Y2
+	VFMADD231PS  96(R13), Y4, Y3
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x4s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x4s1_store
+	VBROADCASTSS lo+88(FP), Y4
+	VBROADCASTSS hi+92(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwc8x4s1_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000080, R8
+	DECQ    R9
+	JMP     dwc8x4s1_tile
+
+dwc8x4s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x4s1_row
+
+dwc8x4s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x5s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x5s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x5s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x5s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x5s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x5s1_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x5s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y5
+	VFMADD231PS  (R13), Y5, Y0
+	VFMADD231PS  32(R13), Y5, Y1
+	VFMADD231PS  64(R13), Y5, Y2
+	VFMADD231PS  96(R13), Y5, Y3
+	VFMADD231PS  128(R13), Y5, Y4
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x5s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x5s1_store
+	VBROADCASTSS lo+88(FP), Y5
+	VBROADCASTSS hi+92(FP), Y6
+	VMAXPS       Y0, Y5, Y0
+	VMINPS       Y0, Y6, Y0
+	VMAXPS       Y1, Y5, Y1
+	VMINPS       Y1, Y6, Y1
+	VMAXPS       Y2, Y5, Y2
+	VMINPS       Y2, Y6, Y2
+	VMAXPS       Y3, Y5, Y3
+	VMINPS       Y3, Y6, Y3
+	VMAXPS       Y4, Y5, Y4
+	VMINPS       Y4, Y6, Y4
+
+dwc8x5s1_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	ADDQ    $0x000000a0, DI
+	ADDQ    $0x000000a0, R8
+	DECQ    R9
+	JMP     dwc8x5s1_tile
+
+dwc8x5s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x5s1_row
+
+dwc8x5s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x6s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x6s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x6s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x6s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x6s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x6s1_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	VMOVUPS (R14), Y5
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x6s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y6
+	VFMADD231PS  (R13), Y6, Y0
+	VFMADD231PS  32(R13), Y6, Y1
+	VFMADD231PS  64(R13), Y6, Y2
+	VFMADD231PS  96(R13), Y6, Y3
+	VFMADD231PS  128(R13), Y6, Y4
+	VFMADD231PS  160(R13), Y6, Y5
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x6s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x6s1_store
+	VBROADCASTSS lo+88(FP), Y6
+	VBROADCASTSS hi+92(FP), Y7
+	VMAXPS       Y0, Y6, Y0
+	VMINPS       Y0, Y7, Y0
+	VMAXPS       Y1, Y6, Y1
+	VMINPS       Y1, Y7, Y1
+	VMAXPS       Y2, Y6, Y2
+	VMINPS       Y2, Y7, Y2
+	VMAXPS       Y3, Y6, Y3
+	VMINPS       Y3, Y7, Y3
+	VMAXPS       Y4, Y6, Y4
+	VMINPS       Y4, Y7, Y4
+	VMAXPS       Y5, Y6, Y5
+	VMINPS       Y5, Y7, Y5
+
+dwc8x6s1_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	ADDQ    $0x000000c0, DI
+	ADDQ    $0x000000c0, R8
+	DECQ    R9
+	JMP     dwc8x6s1_tile
+
+dwc8x6s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x6s1_row
+
+dwc8x6s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x7s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x7s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x7s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x7s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x7s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x7s1_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	VMOVUPS (R14), Y5
+	VMOVUPS (R14), Y6
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x7s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y7
+	VFMADD231PS  (R13), Y7, Y0
+	VFMADD231PS  32(R13), Y7, Y1
+	VFMADD231PS  64(R13), Y7, Y2
+	VFMADD231PS  96(R13), Y7, Y3
+	VFMADD231PS  128(R13), Y7, Y4
+	VFMADD231PS  160(R13), Y7, Y5
+	VFMADD231PS  192(R13), Y7, Y6
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x7s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x7s1_store
+	VBROADCASTSS lo+88(FP), Y7
+	VBROADCASTSS hi+92(FP), Y8
+	VMAXPS       Y0, Y7, Y0
+	VMINPS       Y0, Y8, Y0
+	VMAXPS       Y1, Y7, Y1
+	VMINPS       Y1, Y8, Y1
+	VMAXPS       Y2, Y7, Y2
+	VMINPS       Y2, Y8, Y2
+	VMAXPS       Y3, Y7, Y3
+	VMINPS       Y3, Y8, Y3
+	VMAXPS       Y4, Y7, Y4
+	VMINPS       Y4, Y8, Y4
+	VMAXPS       Y5, Y7, Y5
+	VMINPS       Y5, Y8, Y5
+	VMAXPS       Y6, Y7, Y6
+	VMINPS       Y6, Y8, Y6
+
+dwc8x7s1_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	VMOVUPS Y6, 192(R8)
+	ADDQ    $0x000000e0, DI
+	ADDQ    $0x000000e0, R8
+	DECQ    R9
+	JMP     dwc8x7s1_tile
+
+dwc8x7s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x7s1_row
+
+dwc8x7s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x8s1(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x8s1(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x8s1_row:
+	TESTQ AX, AX
+	JEQ   dwc8x8s1_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x8s1_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x8s1_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	VMOVUPS (R14), Y5
+	VMOVUPS (R14), Y6
+	VMOVUPS (R14), Y7
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x8s1_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y8
+	VFMADD231PS  (R13), Y8, Y0
+	VFMADD231PS  32(R13), Y8, Y1
+	VFMADD231PS  64(R13), Y8, Y2
+	VFMADD231PS  96(R13), Y8, Y3
+	VFMADD231PS  128(R13), Y8, Y4
+	VFMADD231PS  160(R13), Y8, Y5
+	VFMADD231PS  192(R13), Y8, Y6
+	VFMADD231PS  224(R13), Y8, Y7
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x8s1_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x8s1_store
+	VBROADCASTSS lo+88(FP), Y8
+	VBROADCASTSS hi+92(FP), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y5, Y8, Y5
+	VMINPS       Y5, Y9, Y5
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	VMAXPS       Y7, Y8, Y7
+	VMINPS       Y7, Y9, Y7
+
+dwc8x8s1_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	VMOVUPS Y6, 192(R8)
+	VMOVUPS Y7, 224(R8)
+	ADDQ    $0x00000100, DI
+	ADDQ    $0x00000100, R8
+	DECQ    R9
+	JMP     dwc8x8s1_tile
+
+dwc8x8s1_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x8s1_row
+
+dwc8x8s1_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x1s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x1s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x1s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x1s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x1s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x1s2_rowdone
+	VMOVUPS (R14), Y0
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x1s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y1
+	VFMADD231PS  (R13), Y1, Y0
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x1s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x1s2_store
+	VBROADCASTSS lo+88(FP), Y1
+	VBROADCASTSS hi+92(FP), Y2
+	VMAXPS       Y0, Y1, Y0
+	VMINPS       Y0, Y2, Y0
+
+dwc8x1s2_store:
+	VMOVUPS Y0, (R8)
+	ADDQ    $0x00000040, DI
+	ADDQ    $0x00000020, R8
+	DECQ    R9
+	JMP     dwc8x1s2_tile
+
+dwc8x1s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x1s2_row
+
+dwc8x1s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x2s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x2s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x2s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x2s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x2s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x2s2_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x2s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y2
+	VFMADD231PS  (R13), Y2, Y0
+	VFMADD231PS  64(R13), Y2, Y1
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x2s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x2s2_store
+	VBROADCASTSS lo+88(FP), Y2
+	VBROADCASTSS hi+92(FP), Y3
+	VMAXPS       Y0, Y2, Y0
+	VMINPS       Y0, Y3, Y0
+	VMAXPS       Y1, Y2, Y1
+	VMINPS       Y1, Y3, Y1
+
+dwc8x2s2_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ    $0x00000080, DI
+	ADDQ    $0x00000040, R8
+	DECQ    R9
+	JMP     dwc8x2s2_tile
+
+dwc8x2s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x2s2_row
+
+dwc8x2s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x3s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x3s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x3s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x3s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x3s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x3s2_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x3s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y3
+	VFMADD231PS  (R13), Y3, Y0
+	VFMADD231PS  64(R13), Y3, Y1
+	VFMADD231PS  128(R13), Y3, Y2
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x3s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x3s2_store
+	VBROADCASTSS lo+88(FP), Y3
+	VBROADCASTSS hi+92(FP), Y4
+	VMAXPS       Y0, Y3, Y0
+	VMINPS       Y0, Y4, Y0
+	VMAXPS       Y1, Y3, Y1
+	VMINPS       Y1, Y4, Y1
+	VMAXPS       Y2, Y3, Y2
+	VMINPS       Y2, Y4, Y2
+
+dwc8x3s2_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	ADDQ    $0x000000c0, DI
+	ADDQ    $0x00000060, R8
+	DECQ    R9
+	JMP     dwc8x3s2_tile
+
+dwc8x3s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x3s2_row
+
+dwc8x3s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x4s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x4s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x4s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x4s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x4s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x4s2_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x4s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y4
+	VFMADD231PS  (R13), Y4, Y0
+	VFMADD231PS  64(R13), Y4, Y1
+	VFMADD231PS  128(R13), Y4, Y2
+	VFMADD231PS  192(R13), Y4, Y3
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x4s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x4s2_store
+	VBROADCASTSS lo+88(FP), Y4
+	VBROADCASTSS hi+92(FP), Y5
+	VMAXPS       Y0, Y4, Y0
+	VMINPS       Y0, Y5, Y0
+	VMAXPS       Y1, Y4, Y1
+	VMINPS       Y1, Y5, Y1
+	VMAXPS       Y2, Y4, Y2
+	VMINPS       Y2, Y5, Y2
+	VMAXPS       Y3, Y4, Y3
+	VMINPS       Y3, Y5, Y3
+
+dwc8x4s2_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	ADDQ    $0x00000100, DI
+	ADDQ    $0x00000080, R8
+	DECQ    R9
+	JMP     dwc8x4s2_tile
+
+dwc8x4s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x4s2_row
+
+dwc8x4s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x5s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x5s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x5s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x5s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x5s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x5s2_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x5s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y5
+	VFMADD231PS  (R13), Y5, Y0
+	VFMADD231PS  64(R13), Y5, Y1
+	VFMADD231PS  128(R13), Y5, Y2
+	VFMADD231PS  192(R13), Y5, Y3
+	VFMADD231PS  256(R13), Y5, Y4
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x5s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x5s2_store
+	VBROADCASTSS lo+88(FP), Y5
+	VBROADCASTSS hi+92(FP), Y6
+	VMAXPS       Y0, Y5, Y0
+	VMINPS       Y0, Y6, Y0
+	VMAXPS       Y1, Y5, Y1
+	VMINPS       Y1, Y6, Y1
+	VMAXPS       Y2, Y5, Y2
+	VMINPS       Y2, Y6, Y2
+	VMAXPS       Y3, Y5, Y3
+	VMINPS       Y3, Y6, Y3
+	VMAXPS       Y4, Y5, Y4
+	VMINPS       Y4, Y6, Y4
+
+dwc8x5s2_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	ADDQ    $0x00000140, DI
+	ADDQ    $0x000000a0, R8
+	DECQ    R9
+	JMP     dwc8x5s2_tile
+
+dwc8x5s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x5s2_row
+
+dwc8x5s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x6s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x6s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x6s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x6s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x6s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x6s2_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	VMOVUPS (R14), Y5
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x6s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y6
+	VFMADD231PS  (R13), Y6, Y0
+	VFMADD231PS  64(R13), Y6, Y1
+	VFMADD231PS  128(R13), Y6, Y2
+	VFMADD231PS  192(R13), Y6, Y3
+	VFMADD231PS  256(R13), Y6, Y4
+	VFMADD231PS  320(R13), Y6, Y5
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x6s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x6s2_store
+	VBROADCASTSS lo+88(FP), Y6
+	VBROADCASTSS hi+92(FP), Y7
+	VMAXPS       Y0, Y6, Y0
+	VMINPS       Y0, Y7, Y0
+	VMAXPS       Y1, Y6, Y1
+	VMINPS       Y1, Y7, Y1
+	VMAXPS       Y2, Y6, Y2
+	VMINPS       Y2, Y7, Y2
+	VMAXPS       Y3, Y6, Y3
+	VMINPS       Y3, Y7, Y3
+	VMAXPS       Y4, Y6, Y4
+	VMINPS       Y4, Y7, Y4
+	VMAXPS       Y5, Y6, Y5
+	VMINPS       Y5, Y7, Y5
+
+dwc8x6s2_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	ADDQ    $0x00000180, DI
+	ADDQ    $0x000000c0, R8
+	DECQ    R9
+	JMP     dwc8x6s2_tile
+
+dwc8x6s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x6s2_row
+
+dwc8x6s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x7s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x7s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x7s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x7s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x7s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x7s2_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	VMOVUPS (R14), Y5
+	VMOVUPS (R14), Y6
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x7s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y7
+	VFMADD231PS  (R13), Y7, Y0
+	VFMADD231PS  64(R13), Y7, Y1
+	VFMADD231PS  128(R13), Y7, Y2
+	VFMADD231PS  192(R13), Y7, Y3
+	VFMADD231PS  256(R13), Y7, Y4
+	VFMADD231PS  320(R13), Y7, Y5
+	VFMADD231PS  384(R13), Y7, Y6
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x7s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x7s2_store
+	VBROADCASTSS lo+88(FP), Y7
+	VBROADCASTSS hi+92(FP), Y8
+	VMAXPS       Y0, Y7, Y0
+	VMINPS       Y0, Y8, Y0
+	VMAXPS       Y1, Y7, Y1
+	VMINPS       Y1, Y8, Y1
+	VMAXPS       Y2, Y7, Y2
+	VMINPS       Y2, Y8, Y2
+	VMAXPS       Y3, Y7, Y3
+	VMINPS       Y3, Y8, Y3
+	VMAXPS       Y4, Y7, Y4
+	VMINPS       Y4, Y8, Y4
+	VMAXPS       Y5, Y7, Y5
+	VMINPS       Y5, Y8, Y5
+	VMAXPS       Y6, Y7, Y6
+	VMINPS       Y6, Y8, Y6
+
+dwc8x7s2_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	VMOVUPS Y6, 192(R8)
+	ADDQ    $0x000001c0, DI
+	ADDQ    $0x000000e0, R8
+	DECQ    R9
+	JMP     dwc8x7s2_tile
+
+dwc8x7s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x7s2_row
+
+dwc8x7s2_end:
+	VZEROUPPER
+	RET
+
+// func dwc8x8s2(rows int, nt int, taps int, offs *int, w *float32, bias *float32, x *float32, ldx int, y *float32, ldy int, doClamp int, lo float32, hi float32)
+// Requires: AVX, FMA3
+TEXT ·dwc8x8s2(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), AX
+	MOVQ x+48(FP), CX
+	MOVQ y+64(FP), DX
+	MOVQ ldx+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ ldy+72(FP), SI
+	SHLQ $0x02, SI
+	MOVQ bias+40(FP), R14
+
+dwc8x8s2_row:
+	TESTQ AX, AX
+	JEQ   dwc8x8s2_end
+	MOVQ  CX, DI
+	MOVQ  DX, R8
+	MOVQ  nt+8(FP), R9
+
+dwc8x8s2_tile:
+	TESTQ   R9, R9
+	JEQ     dwc8x8s2_rowdone
+	VMOVUPS (R14), Y0
+	VMOVUPS (R14), Y1
+	VMOVUPS (R14), Y2
+	VMOVUPS (R14), Y3
+	VMOVUPS (R14), Y4
+	VMOVUPS (R14), Y5
+	VMOVUPS (R14), Y6
+	VMOVUPS (R14), Y7
+	MOVQ    taps+16(FP), R10
+	MOVQ    offs+24(FP), R11
+	MOVQ    w+32(FP), R12
+
+dwc8x8s2_tap:
+	MOVQ         (R11), R13
+	LEAQ         (DI)(R13*4), R13
+	VMOVUPS      (R12), Y8
+	VFMADD231PS  (R13), Y8, Y0
+	VFMADD231PS  64(R13), Y8, Y1
+	VFMADD231PS  128(R13), Y8, Y2
+	VFMADD231PS  192(R13), Y8, Y3
+	VFMADD231PS  256(R13), Y8, Y4
+	VFMADD231PS  320(R13), Y8, Y5
+	VFMADD231PS  384(R13), Y8, Y6
+	VFMADD231PS  448(R13), Y8, Y7
+	ADDQ         $0x08, R11
+	ADDQ         $0x20, R12
+	DECQ         R10
+	JNE          dwc8x8s2_tap
+	MOVQ         doClamp+80(FP), R10
+	TESTQ        R10, R10
+	JEQ          dwc8x8s2_store
+	VBROADCASTSS lo+88(FP), Y8
+	VBROADCASTSS hi+92(FP), Y9
+	VMAXPS       Y0, Y8, Y0
+	VMINPS       Y0, Y9, Y0
+	VMAXPS       Y1, Y8, Y1
+	VMINPS       Y1, Y9, Y1
+	VMAXPS       Y2, Y8, Y2
+	VMINPS       Y2, Y9, Y2
+	VMAXPS       Y3, Y8, Y3
+	VMINPS       Y3, Y9, Y3
+	VMAXPS       Y4, Y8, Y4
+	VMINPS       Y4, Y9, Y4
+	VMAXPS       Y5, Y8, Y5
+	VMINPS       Y5, Y9, Y5
+	VMAXPS       Y6, Y8, Y6
+	VMINPS       Y6, Y9, Y6
+	VMAXPS       Y7, Y8, Y7
+	VMINPS       Y7, Y9, Y7
+
+dwc8x8s2_store:
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	VMOVUPS Y2, 64(R8)
+	VMOVUPS Y3, 96(R8)
+	VMOVUPS Y4, 128(R8)
+	VMOVUPS Y5, 160(R8)
+	VMOVUPS Y6, 192(R8)
+	VMOVUPS Y7, 224(R8)
+	ADDQ    $0x00000200, DI
+	ADDQ    $0x00000100, R8
+	DECQ    R9
+	JMP     dwc8x8s2_tile
+
+dwc8x8s2_rowdone:
+	ADDQ BX, CX
+	ADDQ SI, DX
+	DECQ AX
+	JMP  dwc8x8s2_row
+
+dwc8x8s2_end:
+	VZEROUPPER
+	RET
+
 // func addVVAVX2(n int, a *float32, b *float32, y *float32)
 // Requires: AVX
 TEXT ·addVVAVX2(SB), NOSPLIT, $0-32

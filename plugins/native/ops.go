@@ -41,6 +41,7 @@ var fastOps = map[string]struct {
 	"PRelu":              {checkPRelu, buildPRelu},
 	"Resize":             {checkResize, buildResize},
 	"Upsample":           {checkResize, buildResize},
+	"DepthToSpace":       {func(*hal.Subgraph, *graph.Node) string { return "" }, buildDepthToSpace},
 }
 
 // referenceOps are claimed so that a model stays in few partitions, and

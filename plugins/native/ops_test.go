@@ -100,6 +100,18 @@ func convCases() []opCase {
 		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
 		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
 		{40, 3, 1, 2, 2, 1, nil},
+		// depthwise over whole blocks of 8 or 16 channels on small planes
+		// (the packed, channels-last path): padded, strided, dilated with
+		// a row stride, 5×5, no padding, widths under a vector and with a
+		// tail, SAME padding, a column stride it does not take (3)
+		{16, 16, 16, 8, 10, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		{24, 24, 24, 15, 20, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
+		{32, 32, 32, 7, 5, 5, attrs("pads", []int64{2, 2, 2, 2})},
+		{16, 16, 16, 9, 13, 3, attrs("strides", []int64{2, 1}, "dilations", []int64{1, 2}, "pads", []int64{1, 2, 0, 2})},
+		{8, 8, 8, 6, 11, 3, attrs("strides", []int64{2, 2}, "pads", []int64{0, 1, 1, 0})},
+		{16, 16, 16, 4, 4, 3, nil},
+		{48, 48, 48, 12, 12, 5, attrs("strides", []int64{2, 2}, "auto_pad", "SAME_UPPER")},
+		{16, 16, 16, 10, 19, 3, attrs("strides", []int64{3, 3}, "pads", []int64{1, 1, 1, 1})},
 	} {
 		w := []int{c.cout, c.cin / c.group, c.k, c.k}
 		cs = append(cs, opCase{name: fmt.Sprintf("conv%d", i),
@@ -280,6 +292,10 @@ func otherCases() []opCase {
 			inputs: map[string][]int{"a": {1, 6}, "b": {4, 6}}, out: "y"},
 		{name: "pow-square", nodes: []*graph.Node{node("Pow", []string{"x", "two"}, "y", nil)}, inputs: map[string][]int{"x": {3, 37}},
 			fixed: map[string]*graph.Tensor{"two": graph.Scalar(float32(2))}, out: "y"},
+		{name: "depthtospace-dcr", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2))}, inputs: map[string][]int{"x": {2, 12, 5, 7}}, out: "y"},
+		{name: "depthtospace-crd", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2, "mode", "CRD"))}, inputs: map[string][]int{"x": {1, 8, 3, 9}}, out: "y"},
+		{name: "depthtospace-bs3", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 3, "mode", "CRD"))}, inputs: map[string][]int{"x": {1, 18, 40, 33}}, out: "y"},
+		{name: "depthtospace-large", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2))}, inputs: map[string][]int{"x": {1, 64, 40, 40}}, out: "y"},
 		{name: "hardswish-sigmoid", nodes: []*graph.Node{node("HardSwish", []string{"x"}, "h", nil), node("Sigmoid", []string{"h"}, "y", nil)}, inputs: map[string][]int{"x": {40}}, out: "y"},
 	}
 }
@@ -297,6 +313,16 @@ func TestConvWithoutAVX512Depthwise(t *testing.T) {
 		t.Skip("no AVX-512 depthwise kernels here: TestOpsAgainstReference ran the others")
 	}
 	defer native.UseDW512(true)
+	testOps(t, convCases())
+}
+
+// The convolutions again with the packed depthwise path off (the planar
+// tiles compute what it would).
+func TestConvWithoutPackedDepthwise(t *testing.T) {
+	if !native.UsePackedDW(false) {
+		t.Skip("no packed depthwise kernels here: TestOpsAgainstReference ran the planar ones")
+	}
+	defer native.UsePackedDW(true)
 	testOps(t, convCases())
 }
 

@@ -202,3 +202,70 @@ func transposeStrided(y, x []float32, dims, perm []int) {
 		}
 	}
 }
+
+// DepthToSpace of float32 [N, C, H, W] (DCR and CRD): output row
+// h·bs+i of channel c interleaves the bs input rows h of the channels
+// its mode names (one strided store pass an input row), rows across the
+// pool. Other dtypes and shapes, and bad attributes (for the error), run
+// the reference kernel.
+
+// d2sTask is DepthToSpace's loop over (n, c, h) rows (parallelFor).
+type d2sTask struct {
+	x, y                 []float32
+	c, oc, h, w, bs, cks int
+	rows                 int
+	crd                  bool
+}
+
+func buildDepthToSpace(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
+	ref, _ := kernels.Lookup("", "DepthToSpace")
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		x := in[0]
+		bs := int(node.AttrInt("blocksize", 0))
+		mode := "DCR"
+		if ctx.Opset >= 11 {
+			mode = node.AttrString("mode", "DCR")
+		}
+		if x == nil || x.DType != graph.Float32 || len(x.Shape) != 4 || bs < 1 || x.Shape[1]%(bs*bs) != 0 || mode != "DCR" && mode != "CRD" {
+			return ref.Kernel(ctx, node, in)
+		}
+		N, C, H, W := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+		oc := C / (bs * bs)
+		y, err := ctx.NewUninit(graph.Float32, []int{N, oc, H * bs, W * bs})
+		if err != nil {
+			return nil, err
+		}
+		rows := N * oc * H
+		chunks := min(rows, 4*bc.pool.threads())
+		if rows*bs*bs*W < 1<<14 {
+			chunks = min(rows, 1)
+		}
+		parallelFor(bc.pool, chunks, d2sTask{f32(x), f32(y), C, oc, H, W, bs, chunks, rows, mode == "CRD"}, func(a d2sTask, t int) {
+			ow := a.w * a.bs
+			for r := a.rows * t / a.cks; r < a.rows*(t+1)/a.cks; r++ {
+				b, c, h := r/(a.oc*a.h), r/a.h%a.oc, r%a.h
+				for i := 0; i < a.bs; i++ {
+					dst := a.y[((b*a.oc+c)*a.h*a.bs+h*a.bs+i)*ow:][:ow]
+					for j := 0; j < a.bs; j++ {
+						ch := (i*a.bs+j)*a.oc + c
+						if a.crd {
+							ch = c*a.bs*a.bs + i*a.bs + j
+						}
+						src := a.x[((b*a.c+ch)*a.h+h)*a.w:][:a.w]
+						if a.bs == 2 {
+							d := dst[j:]
+							for k, v := range src {
+								d[2*k] = v
+							}
+							continue
+						}
+						for k, v := range src {
+							dst[k*a.bs+j] = v
+						}
+					}
+				}
+			}
+		})
+		return ctx.Outputs(y), nil
+	}, nil
+}

@@ -73,6 +73,13 @@ func main() {
 		}
 		depthwiseMasked512(r)
 	}
+	for _, l := range []int{16, 8} {
+		for _, s := range []int{1, 2} {
+			for n := 1; n <= 8; n++ {
+				depthwisePacked(l, n, s)
+			}
+		}
+	}
 	for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
 		for _, mode := range []string{"VV", "VS", "SV"} {
 			binary(op, mode)
