@@ -192,6 +192,13 @@ func transposeTiled(dst, src []float32, ddims, str []int) bool {
 		s := src[b*sb : b*sb+nx*ny]
 		d := dst[b*nx*ny : (b+1)*nx*ny]
 		switch {
+		case ny == 3:
+			// an RGB image to NHWC
+			s0, s1, s2 := s[:nx], s[nx:2*nx], s[2*nx:3*nx]
+			for x := range s0 {
+				o := d[3*x : 3*x+3 : 3*x+3]
+				o[0], o[1], o[2] = s0[x], s1[x], s2[x]
+			}
 		case ny <= tile:
 			// few columns: each source row is read once, written at a
 			// short stride
