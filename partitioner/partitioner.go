@@ -570,6 +570,69 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 				break
 			}
 		}
+		if target >= 0 {
+			// the other partitions of v's backend that v reads from are
+			// merged into target when that keeps the partitions acyclic:
+			// sibling partitions that start from graph inputs (YOLOX's
+			// four input slices) and meet at v would otherwise each stay a
+			// partition of their own, with a boundary of their own
+			for _, q := range pp {
+				if q == target || len(parts[q]) == 0 || assign[parts[q][0]] != assign[v] {
+					continue
+				}
+				if dependsOn(q, target) || dependsOn(target, q) {
+					continue
+				}
+				free := true
+				for _, x := range pp {
+					if x != q && x != target && len(parts[x]) > 0 && dependsOn(x, q) {
+						free = false
+						break
+					}
+				}
+				if !free {
+					continue
+				}
+				for _, u := range parts[q] {
+					part[u] = target
+				}
+				parts[target] = append(parts[target], parts[q]...)
+				parts[q] = nil
+				for _, d := range deps[q] {
+					delete(edge, [2]int{q, d})
+					users[d] = slices.DeleteFunc(users[d], func(x int) bool { return x == q })
+					if !edge[[2]int{target, d}] {
+						edge[[2]int{target, d}] = true
+						deps[target] = append(deps[target], d)
+						users[d] = append(users[d], target)
+					}
+				}
+				for _, u := range users[q] {
+					delete(edge, [2]int{u, q})
+					deps[u] = slices.DeleteFunc(deps[u], func(x int) bool { return x == q })
+					if !edge[[2]int{u, target}] {
+						edge[[2]int{u, target}] = true
+						deps[u] = append(deps[u], target)
+						users[target] = append(users[target], u)
+					}
+				}
+				deps[q], users[q] = nil, nil
+				if level[target] < level[q] {
+					level[target] = level[q]
+				}
+				stack = append(stack[:0], target)
+				for len(stack) > 0 {
+					r := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					for _, u := range users[r] {
+						if level[u] <= level[r] {
+							level[u] = level[r] + 1
+							stack = append(stack, u)
+						}
+					}
+				}
+			}
+		}
 		if target < 0 {
 			target = len(parts)
 			parts = append(parts, nil)
@@ -579,7 +642,7 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 			mark = append(mark, 0)
 		}
 		for _, q := range pp {
-			if q == target || edge[[2]int{target, q}] {
+			if q == target || len(parts[q]) == 0 || edge[[2]int{target, q}] {
 				continue
 			}
 			edge[[2]int{target, q}] = true
@@ -604,7 +667,8 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 		part[v] = target
 		parts[target] = append(parts[target], v)
 	}
-	return topoParts(parts, deps)
+	out := topoParts(parts, deps)
+	return slices.DeleteFunc(out, func(p []int) bool { return len(p) == 0 })
 }
 
 // topoParts orders the partitions: repeatedly the lowest-numbered one

@@ -77,6 +77,43 @@ func TestNoCycleThroughOtherBackend(t *testing.T) {
 	}
 }
 
+// Partitions of one backend that start from graph inputs and meet at a
+// node are one partition (YOLOX's four input slices feeding a Concat were
+// four), unless a path through another backend joins them.
+func TestSiblingPartitionsMerge(t *testing.T) {
+	n := func(name, op string, in ...string) *graph.Node {
+		return &graph.Node{Name: name, OpType: op, Inputs: in, Outputs: []string{name}}
+	}
+	g := &graph.Graph{
+		Inputs: []graph.ValueInfo{{Name: "x"}, {Name: "y"}},
+		Nodes: []*graph.Node{
+			n("s0", "Relu", "x"), n("s1", "Relu", "x"), n("s2", "Relu", "y"),
+			n("t", "Abs", "s2"), // on another backend: s2 → t → c
+			n("c", "Add", "s0", "s1"), n("d", "Add", "c", "t"), n("e", "Add", "d", "s2"),
+		},
+		Outputs: []graph.ValueInfo{{Name: "e"}},
+	}
+	cands := []Candidate{Claims(g, "acc", map[string]bool{"Relu": true, "Add": true}), Claims(g, "cpu", map[string]bool{"Relu": true, "Abs": true, "Add": true})}
+	p, err := Place(g, cands, Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPlan(g, p); err != nil {
+		t.Fatal(err)
+	}
+	part := func(i int) int { return p.Nodes[i].Partition }
+	if part(0) != part(1) || part(0) != part(4) {
+		t.Errorf("s0, s1 and c are in partitions %d, %d, %d, want one:\n%s", part(0), part(1), part(4), p.Text())
+	}
+	// s2 reaches d through t on cpu: merging it with c would be a cycle
+	if part(2) == part(5) {
+		t.Errorf("s2 and d share partition %d across cpu's t:\n%s", part(2), p.Text())
+	}
+	if len(p.Partitions) != 3 {
+		t.Errorf("want 3 partitions (s2 | t | s0 s1 c d e), got:\n%s", p.Text())
+	}
+}
+
 func TestPolicy(t *testing.T) {
 	g := &graph.Graph{
 		Inputs: []graph.ValueInfo{{Name: "x"}},

@@ -3,6 +3,7 @@ package xnnpack
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
@@ -178,7 +179,7 @@ func (b *builder) computeDemand(order []*graph.Node) {
 			if !b.preluLast(n) {
 				set(n.Input(0), nhwc)
 			}
-		case "Conv", "ConvTranspose", "Resize", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "DepthToSpace":
+		case "Conv", "ConvTranspose", "Resize", "Upsample", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "DepthToSpace":
 			set(n.Input(0), nhwc)
 		case "Transpose":
 			if p := b.demand[out]; p != nil {
@@ -318,8 +319,96 @@ func (b *builder) reshapeVal(v *val, shape []int) *val {
 		k := &graph.Tensor{DType: v.konst.DType, Shape: append([]int{}, shape...), Data: v.konst.Data}
 		return b.constVal(k)
 	}
+	if perm, ok := reshapePerm(v.shape, v.perm, shape); ok {
+		// the bytes stay where they are: the new shape in a layout of
+		// its own (a detection head's NHWC [1,85,H,W] reshaped to
+		// [1,85,H·W] is [1,H·W,85] in memory, no transpose)
+		return &val{t: b.reshapeTensor(v.t, permute(shape, perm)), shape: append([]int{}, shape...), perm: perm}
+	}
 	t := b.need(v, nil)
 	return &val{t: b.reshapeTensor(t, shape), shape: append([]int{}, shape...)}
+}
+
+// reshapePerm finds, for a value of logical shape from in layout perm
+// (not the identity), a layout of the reshaped value whose physical order
+// of elements is the same, so the reshape moves nothing: each run of dims
+// that the reshape merges or splits must sit in memory next to each other
+// and in order. ok is false when there is none.
+func reshapePerm(from, perm, to []int) ([]int, bool) {
+	if isIdentity(perm) {
+		return nil, false
+	}
+	// the non-unit dims of each side, by logical index
+	var fs, ts []int
+	for i, d := range from {
+		if d != 1 {
+			fs = append(fs, i)
+		}
+	}
+	for i, d := range to {
+		if d != 1 {
+			ts = append(ts, i)
+		}
+	}
+	// physical rank of every non-unit logical dim of from
+	pos := make([]int, len(from))
+	k := 0
+	for _, l := range perm {
+		if from[l] != 1 {
+			pos[l] = k
+			k++
+		}
+	}
+	// factor the two shapes into groups with equal products
+	type grp struct{ f, t []int }
+	var groups []grp
+	i, j := 0, 0
+	for i < len(fs) || j < len(ts) {
+		var g grp
+		pf, pt := 1, 1
+		for {
+			switch {
+			case pf < pt || (pf == pt && len(g.f) == 0):
+				if i == len(fs) {
+					return nil, false
+				}
+				pf *= from[fs[i]]
+				g.f = append(g.f, fs[i])
+				i++
+				continue
+			case pt < pf:
+				if j == len(ts) {
+					return nil, false
+				}
+				pt *= to[ts[j]]
+				g.t = append(g.t, ts[j])
+				j++
+				continue
+			}
+			break
+		}
+		// a group's from dims must be consecutive in memory, in order
+		for q := 1; q < len(g.f); q++ {
+			if pos[g.f[q]] != pos[g.f[q-1]]+1 {
+				return nil, false
+			}
+		}
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(a, c int) bool { return pos[groups[a].f[0]] < pos[groups[c].f[0]] })
+	np := make([]int, 0, len(to))
+	for i, d := range to {
+		if d == 1 {
+			np = append(np, i)
+		}
+	}
+	for _, g := range groups {
+		np = append(np, g.t...)
+	}
+	if isIdentity(np) {
+		np = nil
+	}
+	return np, true
 }
 
 func (b *builder) setOut(n *graph.Node, v *val) {
@@ -483,8 +572,13 @@ func (b *builder) node(n *graph.Node) error {
 		return b.conv(n, x, oshape)
 	case "ConvTranspose":
 		return b.convTranspose(n, x, oshape)
-	case "Resize":
+	case "Resize", "Upsample":
+		if _, near := nearestAttrs(n, b.opset("")); near {
+			return b.nearest(n, x, oshape)
+		}
 		return b.resize(n, x, oshape)
+	case "Slice":
+		return b.slice(n, x, oshape)
 	case "Split":
 		return b.split(n, x, outShapes)
 	case "Tanh":

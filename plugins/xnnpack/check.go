@@ -22,7 +22,7 @@ type typeInfo interface {
 var staticInputs = map[string][]int{
 	"Conv": {1, 2}, "Gemm": {1, 2}, "MatMul": {1}, "Reshape": {1}, "Pad": {1, 2, 3},
 	"Clip": {1, 2}, "BatchNormalization": {1, 2, 3, 4}, "PRelu": {1}, "Squeeze": {1}, "Unsqueeze": {1},
-	"Resize": {1, 2, 3}, "ConvTranspose": {1, 2}, "Split": {1},
+	"Resize": {1, 2, 3}, "ConvTranspose": {1, 2}, "Split": {1}, "Slice": {1, 2, 3, 4}, "Upsample": {1},
 }
 
 var unaryOps = map[string]bool{"Abs": true, "Ceil": true, "Floor": true, "Neg": true, "Sigmoid": true, "Sqrt": true, "HardSwish": true, "Relu": true, "Round": true, "Tanh": true}
@@ -113,8 +113,20 @@ func check(n *graph.Node, opset int64, ti typeInfo) string {
 		return checkSpatial(n, true)
 	case "ConvTranspose":
 		return checkConvTranspose(n, rank, ti)
-	case "Resize":
+	case "Resize", "Upsample":
+		if _, near := nearestAttrs(n, opset); near {
+			return checkNearest(n, opset, ti)
+		}
+		if n.OpType == "Upsample" {
+			if opset < 9 {
+				return "Upsample before opset 9 (scales as an attribute) is not mapped"
+			}
+			// Upsample-9 is Resize-10: asymmetric, scales at input 1
+			return checkResize(n, 10, ti)
+		}
 		return checkResize(n, opset, ti)
+	case "Slice":
+		return checkSlice(n, opset, ti)
 	case "Split":
 		if len(n.Inputs) > 1 && n.Inputs[1] != "" {
 			if s := ti.constant(n.Input(1)); s == nil || s.DType != graph.Int64 {
@@ -268,10 +280,10 @@ var mappedOps = func() map[string]int {
 	for op := range binaryOps {
 		m[op] = xnnMaxTensorDims
 	}
-	for _, op := range []string{"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace", "Resize"} {
+	for _, op := range []string{"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "PRelu", "DepthToSpace", "Resize", "Upsample"} {
 		m[op] = 4
 	}
-	for _, op := range []string{"Softmax", "Gemm", "MatMul", "Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split"} {
+	for _, op := range []string{"Softmax", "Gemm", "MatMul", "Pad", "Clip", "LeakyRelu", "Elu", "HardSigmoid", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice"} {
 		m[op] = xnnMaxTensorDims
 	}
 	for op := range knownGaps {

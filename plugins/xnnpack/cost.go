@@ -317,7 +317,7 @@ func (st *structure) guess(sg *hal.Subgraph, static map[string]bool) {
 	for _, n := range g.Nodes {
 		switch n.OpType {
 		case "Identity", "Dropout", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze":
-		case "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "PRelu", "DepthToSpace":
+		case "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "Upsample", "PRelu", "DepthToSpace":
 			st.ops++
 			nhwcOps = true
 		case "BatchNormalization", "HardSigmoid":

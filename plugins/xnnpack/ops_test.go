@@ -261,9 +261,50 @@ func TestOpsAgainstCPU(t *testing.T) {
 			nodes: []*graph.Node{node("Split", []string{"x"}, []string{"a", "b", "d"}, iattr("axis", -1))}, outputs: []string{"a", "b", "d"}},
 		{name: "split_num_outputs_opset18", opset: 18, inputs: map[string][]int{"x": {7, 2}},
 			nodes: []*graph.Node{node("Split", []string{"x"}, []string{"a", "b", "d"}, iattr("num_outputs", 3))}, outputs: []string{"a", "b", "d"}},
+		// nearest Resize/Upsample and Slice as Go steps inside the partition
+		{name: "conv_resize_nearest_modes", inputs: map[string][]int{"x": {1, 3, 5, 7}}, consts: map[string]*graph.Tensor{"w": w(4, 3, 1, 1), "s2": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2}), "s3": graph.MustFromSlice([]int{4}, []float32{1, 1, 3, 1.5}), "z": i64(1, 4, 3, 11)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Resize", []string{"c", "", "s2"}, []string{"a"}),
+				node("Resize", []string{"c", "", "s3"}, []string{"b"}, sattr("coordinate_transformation_mode", "asymmetric"), sattr("nearest_mode", "floor")),
+				node("Resize", []string{"c", "", "", "z"}, []string{"d"}, sattr("coordinate_transformation_mode", "align_corners"), sattr("nearest_mode", "round_prefer_ceil")),
+				node("Resize", []string{"c", "", "", "z"}, []string{"e"}, sattr("coordinate_transformation_mode", "pytorch_half_pixel"), sattr("nearest_mode", "ceil")),
+				node("Relu", []string{"a"}, []string{"ya"}), node("Relu", []string{"b"}, []string{"yb"}),
+				node("Relu", []string{"d"}, []string{"yd"}), node("Relu", []string{"e"}, []string{"ye"})},
+			outputs: []string{"ya", "yb", "yd", "ye"}},
+		{name: "upsample9_nearest_and_linear", opset: 9, inputs: map[string][]int{"x": {1, 3, 5, 7}}, consts: map[string]*graph.Tensor{"w": w(4, 3, 1, 1), "s2": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Upsample", []string{"c", "s2"}, []string{"a"}),
+				node("Upsample", []string{"c", "s2"}, []string{"b"}, sattr("mode", "linear")),
+				node("Relu", []string{"a"}, []string{"ya"}), node("Relu", []string{"b"}, []string{"yb"})},
+			outputs: []string{"ya", "yb"}},
+		{name: "slices_focus_and_negative_steps", inputs: map[string][]int{"x": {1, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(12, 12, 1, 1), "w2": w(4, 3, 1, 1),
+			"s0": i64(0), "s1": i64(1), "e": i64(1 << 40), "ax2": i64(2), "ax3": i64(3), "st2": i64(2),
+			"ns": i64(-1, 6), "ne": i64(-100, 1), "nax": i64(3, 2), "nst": i64(-2, -3)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "s0", "e", "ax2", "st2"}, []string{"h0"}),
+				node("Slice", []string{"x", "s1", "e", "ax2", "st2"}, []string{"h1"}),
+				node("Slice", []string{"h0", "s0", "e", "ax3", "st2"}, []string{"q0"}),
+				node("Slice", []string{"h1", "s0", "e", "ax3", "st2"}, []string{"q1"}),
+				node("Slice", []string{"h0", "s1", "e", "ax3", "st2"}, []string{"q2"}),
+				node("Slice", []string{"h1", "s1", "e", "ax3", "st2"}, []string{"q3"}),
+				node("Concat", []string{"q0", "q1", "q2", "q3"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"}),
+				// a slice of NHWC data, with negative steps
+				node("Conv", []string{"x", "w2"}, []string{"c"}),
+				node("Slice", []string{"c", "ns", "ne", "nax", "nst"}, []string{"z"}),
+				node("Relu", []string{"z"}, []string{"yz"})},
+			outputs: []string{"y", "yz"}},
+		{name: "head_reshape_keeps_nhwc", inputs: map[string][]int{"x": {1, 3, 5, 7}}, consts: map[string]*graph.Tensor{"w": w(6, 3, 1, 1), "sh": i64(1, 6, -1)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w"}, []string{"c"}),
+				node("Reshape", []string{"c", "sh"}, []string{"r"}),
+				node("Transpose", []string{"r"}, []string{"t"}, ints("perm", 0, 2, 1)),
+				node("Sigmoid", []string{"t"}, []string{"y"})}},
 		// declines: the node stays on cpu
-		{name: "decline_resize_nearest", inputs: map[string][]int{"x": {1, 2, 3, 4}}, consts: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})},
-			nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, []string{"y"})}, claimed: 0},
+		{name: "decline_resize_nearest_tf_half_pixel", inputs: map[string][]int{"x": {1, 2, 3, 4}}, consts: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})},
+			nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, []string{"y"}, sattr("coordinate_transformation_mode", "tf_half_pixel_for_nn"))}, claimed: 0},
 		{name: "decline_resize_fractional_scale", inputs: map[string][]int{"x": {1, 2, 5, 4}}, consts: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 1.5, 2})},
 			nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, []string{"y"}, sattr("mode", "linear"))}, claimed: 0},
 		{name: "decline_conv_transpose_output_shape", inputs: map[string][]int{"x": {1, 2, 3, 3}}, consts: map[string]*graph.Tensor{"w": w(2, 2, 3, 3)},
@@ -445,7 +486,7 @@ func TestDeclineReasonsResizeDeconv(t *testing.T) {
 			"w": graph.MustFromSlice([]int{2, 2, 3, 3}, make([]float32, 36)), "z1": i64(1, 2, 1, 4),
 		},
 		Nodes: []*graph.Node{
-			node("Resize", []string{"x", "", "s2"}, []string{"a"}),
+			node("Resize", []string{"x", "", "s2"}, []string{"a"}, sattr("coordinate_transformation_mode", "tf_half_pixel_for_nn")),
 			node("Resize", []string{"x", "", "s15"}, []string{"b"}, sattr("mode", "linear")),
 			node("Resize", []string{"x", "roi", "s2"}, []string{"c"}, sattr("mode", "linear"), sattr("coordinate_transformation_mode", "tf_crop_and_resize")),
 			node("Resize", []string{"x", "", "sc"}, []string{"d"}, sattr("mode", "linear")),
@@ -460,7 +501,7 @@ func TestDeclineReasonsResizeDeconv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		`mode="nearest": this libXNNPACK (Debian 12, 2022-02) has bilinear resize only`,
+		`nearest Resize coordinate_transformation_mode="tf_half_pixel_for_nn" is not mapped`,
 		"scale 1.5 on axis 2 of length 5 gives 7, not 7.5",
 		`coordinate_transformation_mode="tf_crop_and_resize"`,
 		"N and C scales must be 1",

@@ -16,7 +16,9 @@ var libraryFree = map[string]bool{"TestUnavailable": true, "TestNoReferenceFallb
 	// the cost model (cost.go) is pure arithmetic over a plan
 	"TestStructureFromPlan": true, "TestStructureGuess": true, "TestEstimateAgainstCPU": true, "BenchmarkBoundary": true, "TestRelowerCharged": true,
 	// the op table (check.go) needs no library
-	"TestCapabilitiesMatchSupports": true}
+	"TestCapabilitiesMatchSupports": true,
+	// layout changes and strided copies (layout.go, gather.go) are Go
+	"TestTransposeIntoLayouts": true, "TestStridedCopyMatchesSlices": true, "TestReshapePermKeepsBytes": true}
 
 // TestSkipsWithoutLibraries runs this test binary again with the vendor
 // libraries unfindable (hideLibsEnv): every test and benchmark that needs

@@ -242,3 +242,44 @@ func MakePlan(n *graph.Node, a Attrs, in []int, roiT, scalesT, sizesT *graph.Ten
 	}
 	return p, nil
 }
+
+// NearestSources maps each output index of one axis (in → out, scale as in
+// Plan.Scales) to the input index a nearest resize reads: the coordinate
+// transformation in float64 as the reference computes it, rounded by the
+// nearest mode and clamped to the input. It covers the half_pixel,
+// pytorch_half_pixel, asymmetric and align_corners transformations (the
+// others fall back to half_pixel here; callers check the mode first).
+func NearestSources(a Attrs, in, out int, scale float64) []int {
+	src := make([]int, out)
+	for o := range src {
+		xf := float64(o)
+		var xo float64
+		switch a.Ctm {
+		case CtmPytorchHalfPixel:
+			if out > 1 {
+				xo = (xf+0.5)/scale - 0.5
+			}
+		case CtmAsymmetric:
+			xo = xf / scale
+		case CtmAlignCorners:
+			if ow := scale * float64(in); ow != 1 {
+				xo = xf * float64(in-1) / (ow - 1)
+			}
+		default: // half_pixel
+			xo = (xf+0.5)/scale - 0.5
+		}
+		var k float64
+		switch a.NearestMode {
+		case "floor":
+			k = math.Floor(xo)
+		case "ceil":
+			k = math.Ceil(xo)
+		case "round_prefer_ceil":
+			k = math.Floor(xo + 0.5)
+		default: // round_prefer_floor
+			k = math.Ceil(xo - 0.5)
+		}
+		src[o] = min(max(int(k), 0), in-1)
+	}
+	return src
+}
