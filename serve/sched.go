@@ -37,7 +37,11 @@ type altLP struct {
 	logprob float64
 }
 
-// logprobsOf is token id's entry over logits, with the top n.
+// logprobsOf is token id's entry over logits, with the top n (n <= 20):
+// a pass for the largest logit, one for the sum of exponentials, one
+// keeping the n largest in a small sorted list (most likely first, equal
+// ones by id), where a selection per alternative over a 150k vocabulary
+// cost n passes and a map.
 func logprobsOf(logits []float32, id, n int, piece func(int) string) tokenLP {
 	hi := math.Inf(-1)
 	for _, x := range logits {
@@ -49,17 +53,28 @@ func logprobsOf(logits []float32, id, n int, piece func(int) string) tokenLP {
 	}
 	lse := hi + math.Log(sum)
 	e := tokenLP{text: piece(id), logprob: float64(logits[id]) - lse}
-	// the n largest, by selection (n <= 20)
-	taken := map[int]bool{}
-	for range min(n, len(logits)) {
-		best := -1
-		for i, x := range logits {
-			if !taken[i] && (best < 0 || x > logits[best]) {
-				best = i
-			}
+	n = min(n, len(logits))
+	if n <= 0 {
+		return e
+	}
+	top := make([]int, 0, n)
+	for i, x := range logits {
+		if len(top) == n && !(x > logits[top[n-1]]) {
+			continue
 		}
-		taken[best] = true
-		e.top = append(e.top, altLP{text: piece(best), logprob: float64(logits[best]) - lse})
+		// insert after the ones at least as large (earlier ids first)
+		k := len(top)
+		for k > 0 && x > logits[top[k-1]] {
+			k--
+		}
+		if len(top) < n {
+			top = append(top, 0)
+		}
+		copy(top[k+1:], top[k:len(top)-1])
+		top[k] = i
+	}
+	for _, i := range top {
+		e.top = append(e.top, altLP{text: piece(i), logprob: float64(logits[i]) - lse})
 	}
 	return e
 }
@@ -311,14 +326,17 @@ func (j *job) step(ids []int) {
 // round runs one step of every active job, then samples. With a batched
 // decoder (llm.Decoder.Batched) the decode steps of all the jobs past
 // their prompt are one run of the model (continuous batching: a job that
-// joined since the last round is in it, one that left is not); prompt
-// chunks run on their own. Otherwise every step runs on its own, one
-// after the other or (Options.ParallelSteps) concurrently.
+// joined since the last round is in it, one that left is not), and the
+// prompt chunks of equal length (prompts that arrived together) one run
+// more. Otherwise every step runs on its own, one after the other or
+// (Options.ParallelSteps) concurrently.
 func (w *worker) round(active []*job) {
 	w.s.met.steps.WithLabelValues(w.name).Inc()
 	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
 	var wg sync.WaitGroup
-	var decode []*job
+	var decode, prefills []*job
+	var chunks [][]int
+	batched := w.m.Decoder.Batched()
 	for _, j := range active {
 		j.logits, j.stepErr = nil, nil
 		if err := j.ctx.Err(); err != nil {
@@ -331,7 +349,11 @@ func (w *worker) round(active []*job) {
 		if prefill {
 			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
 		}
-		if !prefill && w.m.Decoder.Batched() {
+		switch {
+		case batched && prefill:
+			prefills, chunks = append(prefills, j), append(chunks, ids)
+			continue
+		case batched:
 			decode = append(decode, j)
 			continue
 		}
@@ -346,6 +368,7 @@ func (w *worker) round(active []*job) {
 		}
 	}
 	wg.Wait()
+	w.prefillBatched(prefills, chunks)
 	w.stepBatch(decode)
 	// a job whose first step found no memory for its key/value cache
 	// waits in the queue while others hold theirs, and the slots are
@@ -408,18 +431,69 @@ func (w *worker) requeue(j *job) {
 	w.s.met.queue.WithLabelValues(w.name).Set(float64(n))
 }
 
+// prefillBatched runs the prompt chunks of a batched decoder's jobs: the
+// chunks of one length in one run (FeedChunks), a chunk of a length no
+// other has on its own. A run refused for lack of memory for all of
+// them (their caches did not fit together) is tried again one job at a
+// time, so that those that fit start and the others wait.
+func (w *worker) prefillBatched(js []*job, chunks [][]int) {
+	done := make([]bool, len(js))
+	for i := range js {
+		if done[i] {
+			continue
+		}
+		var g []*job
+		var gc [][]int
+		for k := i; k < len(js); k++ {
+			if !done[k] && len(chunks[k]) == len(chunks[i]) {
+				g, gc, done[k] = append(g, js[k]), append(gc, chunks[k]), true
+			}
+		}
+		if len(g) > 1 {
+			w.feedGroup(g, gc)
+			if errors.Is(g[0].stepErr, switchyard.ErrResourceExhausted) && !g[0].poisoned {
+				for _, j := range g {
+					j.stepErr = nil
+				}
+			} else {
+				g = nil // done together
+			}
+		}
+		for k, j := range g {
+			j.step(gc[k])
+		}
+		for _, c := range gc {
+			w.s.met.prefilled.WithLabelValues(w.name).Add(float64(len(c)))
+		}
+	}
+	for k, j := range js {
+		j.fed += len(chunks[k])
+	}
+}
+
 // stepBatch runs one decode step of every job in js in one run of the
-// batched decoder. The run is the worker's, not a job's: a client going
-// away does not cancel the others' step (its job is dropped after it); a
-// panic in it fails those jobs, not the server.
+// batched decoder.
 func (w *worker) stepBatch(js []*job) {
 	if len(js) == 0 {
 		return
 	}
 	w.s.met.batchSeqs.WithLabelValues(w.name).Observe(float64(len(js)))
-	seqs, ids := make([]*llm.Sequence, len(js)), make([]int, len(js))
+	chunks := make([][]int, len(js))
 	for i, j := range js {
-		seqs[i], ids[i] = j.seq, j.last
+		chunks[i] = []int{j.last}
+	}
+	w.feedGroup(js, chunks)
+}
+
+// feedGroup runs chunks[i] on js[i]'s sequence for every i (chunks of one
+// length) in one run of the batched decoder, setting each job's logits or
+// step error. The run is the worker's, not a job's: a client going away
+// does not cancel the others' step (its job is dropped after it); a
+// panic in it fails those jobs, not the server.
+func (w *worker) feedGroup(js []*job, chunks [][]int) {
+	seqs := make([]*llm.Sequence, len(js))
+	for i, j := range js {
+		seqs[i] = j.seq
 	}
 	ls, err := func() (ls [][]float32, err error) {
 		defer func() {
@@ -430,7 +504,7 @@ func (w *worker) stepBatch(js []*job) {
 				}
 			}
 		}()
-		return w.m.Decoder.FeedBatch(w.ctx, seqs, ids)
+		return w.m.Decoder.FeedChunks(w.ctx, seqs, chunks)
 	}()
 	for i, j := range js {
 		if err != nil {
