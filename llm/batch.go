@@ -47,6 +47,10 @@ type batchPool struct {
 	dt               switchyard.DType
 	buf              map[string][]byte // by past input, len(slots)·per
 	slots            []*batchState     // nil: free
+	// outs are logits tensors [b, 1, vocab] kept for runs into caller
+	// buffers (FeedChunksInto), by b: the run writes into memory already
+	// touched, where a fresh 0.6 MB a sequence each step cost page faults
+	outs map[int]*switchyard.Tensor
 }
 
 // batchState is one sequence's cache in a pool: in a slot, or parked.
@@ -253,6 +257,16 @@ func (p *batchPool) views(from, b int) (switchyard.Tensors, error) {
 // classifier is computed only for those where the model takes
 // logits_rows, else every position's are returned).
 func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int, rows int) ([]float32, int, error) {
+	return p.runKeep(ctx, from, ids, ns, rows, false)
+}
+
+// maxKeptBatch bounds the batch sizes whose logits tensors a pool keeps.
+const maxKeptBatch = 64
+
+// runKeep is run; with keep, the logits are written into a tensor the
+// pool keeps for the next run of the same batch size (valid until then,
+// under p.mu) instead of a new one.
+func (p *batchPool) runKeep(ctx context.Context, from int, ids [][]int, ns []int, rows int, keep bool) ([]float32, int, error) {
 	d := p.d
 	b, s := len(ids), len(ids[0])
 	in := make([]int64, 0, b*s)
@@ -284,9 +298,18 @@ func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int, ro
 	if rows <= 0 || rows > s || d.rowsIn == "" {
 		rows = s
 	}
-	logits, err := switchyard.Zeros(switchyard.Float32, []int{b, rows, v})
-	if err != nil {
-		return nil, 0, err
+	keep = keep && rows == 1 && b <= maxKeptBatch
+	logits := p.outs[b]
+	if !keep || logits == nil {
+		if logits, err = switchyard.Zeros(switchyard.Float32, []int{b, rows, v}); err != nil {
+			return nil, 0, err
+		}
+		if keep {
+			if p.outs == nil {
+				p.outs = map[int]*switchyard.Tensor{}
+			}
+			p.outs[b] = logits
+		}
 	}
 	caches, err := p.views(from, b)
 	if err != nil {
@@ -399,45 +422,85 @@ func (d *Decoder) FeedBatch(ctx context.Context, seqs []*Sequence, ids []int) ([
 // sequence at the end of its context: ErrContext) leaves them as they
 // were.
 func (d *Decoder) FeedChunks(ctx context.Context, seqs []*Sequence, chunks [][]int) ([][]float32, error) {
+	v := d.vocab()
+	if d.pool == nil || v <= 0 {
+		return d.feedEach(ctx, seqs, chunks)
+	}
+	dst := make([][]float32, len(seqs))
+	for i := range dst {
+		dst[i] = make([]float32, v)
+	}
+	if err := d.FeedChunksInto(ctx, seqs, chunks, dst); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// feedEach is each sequence's Feed in turn.
+func (d *Decoder) feedEach(ctx context.Context, seqs []*Sequence, chunks [][]int) ([][]float32, error) {
 	if len(seqs) != len(chunks) {
 		return nil, fmt.Errorf("llm: FeedChunks of %d sequences and %d chunks", len(seqs), len(chunks))
 	}
+	out := make([][]float32, len(seqs))
+	for i, sq := range seqs {
+		l, err := sq.Feed(ctx, chunks[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = l
+	}
+	return out, nil
+}
+
+// FeedChunksInto is FeedChunks writing each sequence's logits into dst[i]
+// (Vocab long): a server stepping the same sequences again and again
+// reuses its buffers, and a batched decoder's run writes into a logits
+// tensor it keeps, not new memory each step.
+func (d *Decoder) FeedChunksInto(ctx context.Context, seqs []*Sequence, chunks [][]int, dst [][]float32) error {
+	if len(seqs) != len(chunks) || len(dst) != len(seqs) {
+		return fmt.Errorf("llm: FeedChunks of %d sequences, %d chunks and %d buffers", len(seqs), len(chunks), len(dst))
+	}
 	if len(seqs) == 0 {
-		return nil, nil
+		return nil
 	}
 	s := len(chunks[0])
 	for _, c := range chunks {
 		if len(c) != s || s == 0 {
-			return nil, errors.New("llm: FeedChunks of empty chunks or chunks of different lengths")
+			return errors.New("llm: FeedChunks of empty chunks or chunks of different lengths")
 		}
 	}
-	out := make([][]float32, len(seqs))
-	if d.pool == nil || len(seqs) == 1 {
-		for i, sq := range seqs {
-			l, err := sq.Feed(ctx, chunks[i])
-			if err != nil {
-				return nil, err
-			}
-			out[i] = l
+	v := d.vocab()
+	for _, b := range dst {
+		if len(b) != v {
+			return fmt.Errorf("llm: FeedChunksInto buffer of %d logits, the vocabulary is %d", len(b), v)
 		}
-		return out, nil
+	}
+	if d.pool == nil {
+		ls, err := d.feedEach(ctx, seqs, chunks)
+		if err != nil {
+			return err
+		}
+		for i, l := range ls {
+			copy(dst[i], l)
+		}
+		return nil
 	}
 	sts := make([]*batchState, len(seqs))
 	at := make(map[*batchState]int, len(seqs))
 	for i, sq := range seqs {
 		switch {
 		case sq.d != d:
-			return nil, errors.New("llm: FeedChunks of a sequence of another decoder")
+			return errors.New("llm: FeedChunks of a sequence of another decoder")
 		case sq.broken != nil:
-			return nil, sq.broken
+			return sq.broken
 		case sq.c.bs == nil:
-			return nil, errors.New("llm: FeedChunks of a sequence without a batched cache")
+			return errors.New("llm: FeedChunks of a sequence without a batched cache")
 		}
 		if _, dup := at[sq.c.bs]; dup {
-			return nil, errors.New("llm: FeedChunks of one sequence twice")
+			return errors.New("llm: FeedChunks of one sequence twice")
 		}
 		if d.context > 0 && len(sq.ids)+s > d.context {
-			return nil, fmt.Errorf("%w: %d positions cached and %d more, the context is %d", ErrContext, len(sq.ids), s, d.context)
+			return fmt.Errorf("%w: %d positions cached and %d more, the context is %d", ErrContext, len(sq.ids), s, d.context)
 		}
 		sts[i], at[sq.c.bs] = sq.c.bs, i
 	}
@@ -448,16 +511,21 @@ func (d *Decoder) FeedChunks(ctx context.Context, seqs []*Sequence, chunks [][]i
 		// nothing ran: the sequences are as they were (some perhaps
 		// moved to other slots)
 		p.mu.Unlock()
-		return nil, err
+		return err
 	}
 	rows, ns := make([][]int, len(order)), make([]int, len(order))
 	for j, st := range order {
 		rows[j], ns[j] = chunks[at[st]], st.n
 	}
-	all, v, err := p.run(ctx, from, rows, ns, 1)
+	all, v, err := p.runKeep(ctx, from, rows, ns, 1, true)
 	if err == nil {
 		for _, st := range order {
 			st.n += s
+		}
+		r := len(all) / (len(order) * v) // rows of logits per sequence: 1, or s without logits_rows
+		for j, st := range order {
+			k := (j*r + r - 1) * v
+			copy(dst[at[st]], all[k:k+v])
 		}
 	}
 	p.mu.Unlock()
@@ -465,15 +533,12 @@ func (d *Decoder) FeedChunks(ctx context.Context, seqs []*Sequence, chunks [][]i
 		for _, sq := range seqs {
 			sq.broken = fmt.Errorf("llm: position %d: %w", len(sq.ids), err)
 		}
-		return nil, seqs[0].broken
+		return seqs[0].broken
 	}
-	r := len(all) / (len(order) * v) // rows of logits per sequence: 1, or s without logits_rows
-	for j, st := range order {
-		i, k := at[st], (j*r+r-1)*v
-		out[i] = all[k : k+v : k+v] // the run's own logits tensor: the caller's
-		seqs[i].ids = append(seqs[i].ids, chunks[i]...)
+	for i, sq := range seqs {
+		sq.ids = append(sq.ids, chunks[i]...)
 	}
-	return out, nil
+	return nil
 }
 
 // truncate keeps the first n positions (the later ones are overwritten

@@ -43,15 +43,7 @@ type altLP struct {
 // ones by id), where a selection per alternative over a 150k vocabulary
 // cost n passes and a map.
 func logprobsOf(logits []float32, id, n int, piece func(int) string) tokenLP {
-	hi := math.Inf(-1)
-	for _, x := range logits {
-		hi = math.Max(hi, float64(x))
-	}
-	sum := 0.0
-	for _, x := range logits {
-		sum += math.Exp(float64(x) - hi)
-	}
-	lse := hi + math.Log(sum)
+	lse := logSumExp(logits)
 	e := tokenLP{text: piece(id), logprob: float64(logits[id]) - lse}
 	n = min(n, len(logits))
 	if n <= 0 {
@@ -77,6 +69,59 @@ func logprobsOf(logits []float32, id, n int, piece func(int) string) tokenLP {
 		e.top = append(e.top, altLP{text: piece(i), logprob: float64(logits[i]) - lse})
 	}
 	return e
+}
+
+// logSumExp is log Σ exp(x) over logits (NaN when one is NaN).
+func logSumExp(logits []float32) float64 {
+	m, nan := float32(math.Inf(-1)), false
+	for _, x := range logits {
+		if x > m {
+			m = x
+		}
+		nan = nan || x != x
+	}
+	if nan {
+		return math.NaN()
+	}
+	hi := float64(m)
+	if math.IsInf(hi, 0) {
+		return hi
+	}
+	return hi + math.Log(sumExp(logits, hi))
+}
+
+// sumExp is Σ exp(x - hi) over xs (each x <= hi), 2^t as 2^n·2^f with
+// the degree-7 Taylor polynomial of 2^f for f in [-1/2, 1/2] (relative
+// error below 6e-9, beyond float32 logits' own): inlined, about half
+// math.Exp's time over a 150k vocabulary, which logprobs pay a token.
+func sumExp(xs []float32, hi float64) float64 {
+	const (
+		log2e = 1.4426950408889634
+		c1    = 0.6931471805599453 // ln 2^k / k!
+		c2    = 0.2402265069591007
+		c3    = 0.05550410866482158
+		c4    = 0.009618129107628477
+		c5    = 0.0013333558146428443
+		c6    = 0.00015403530393381608
+		c7    = 1.525273380405984e-05
+	)
+	var a, b float64
+	for i, x := range xs {
+		t := (float64(x) - hi) * log2e
+		if !(t >= -1000) { // exp below 1e-301 (or NaN): nothing
+			continue
+		}
+		n := math.Floor(t + 0.5)
+		f := t - n
+		e := 1 + f*(c1+f*(c2+f*(c3+f*(c4+f*(c5+f*(c6+f*c7))))))
+		e *= math.Float64frombits(uint64(int64(n)+1023) << 52)
+		if i&1 == 0 {
+			a += e
+		} else {
+			b += e
+		}
+	}
+	return a + b
 }
 
 type usage struct {
@@ -110,6 +155,7 @@ type job struct {
 	first    time.Time // first token
 	cached   int
 	logits   []float32 // this round's step
+	buf      []float32 // a batched decoder's logits buffer (the worker's, lent while the job runs)
 	stepErr  error
 	poisoned bool // a step panicked: the sequence's state is unknown
 	// this round's step is the job's first prompt chunk (nothing of its
@@ -170,6 +216,8 @@ type worker struct {
 	prefix *prefixCache
 	// prefix cache lookups and hits, for the hit ratio
 	lookups, hits int
+	// bufs are logits buffers free for jobs (a vocabulary each)
+	bufs [][]float32
 	// slotCap, until capUntil, lowers MaxBatch to the sequences the
 	// model's memory budget held when one more did not fit
 	slotCap  int
@@ -422,7 +470,8 @@ func (w *worker) round(active []*job) {
 // the prefix it may have taken from the cache) closed.
 func (w *worker) requeue(j *job) {
 	_ = j.seq.Close()
-	j.seq, j.fed, j.cached, j.stepErr, j.logits = nil, 0, 0, nil, nil
+	w.release(j)
+	j.seq, j.fed, j.cached, j.stepErr = nil, 0, 0, nil
 	w.s.met.memoryWaits.WithLabelValues(w.name).Inc()
 	w.mu.Lock()
 	w.queue = append([]*job{j}, w.queue...)
@@ -450,7 +499,7 @@ func (w *worker) prefillBatched(js []*job, chunks [][]int) {
 			}
 		}
 		if len(g) > 1 {
-			w.feedGroup(g, gc)
+			w.feedGroup(w.ctx, g, gc)
 			if errors.Is(g[0].stepErr, switchyard.ErrResourceExhausted) && !g[0].poisoned {
 				for _, j := range g {
 					j.stepErr = nil
@@ -460,7 +509,9 @@ func (w *worker) prefillBatched(js []*job, chunks [][]int) {
 			}
 		}
 		for k, j := range g {
-			j.step(gc[k])
+			// alone: its own context (a client going away stops its
+			// prefill at once)
+			w.feedGroup(j.ctx, []*job{j}, gc[k:k+1])
 		}
 		for _, c := range gc {
 			w.s.met.prefilled.WithLabelValues(w.name).Add(float64(len(c)))
@@ -482,20 +533,24 @@ func (w *worker) stepBatch(js []*job) {
 	for i, j := range js {
 		chunks[i] = []int{j.last}
 	}
-	w.feedGroup(js, chunks)
+	w.feedGroup(w.ctx, js, chunks)
 }
 
 // feedGroup runs chunks[i] on js[i]'s sequence for every i (chunks of one
-// length) in one run of the batched decoder, setting each job's logits or
-// step error. The run is the worker's, not a job's: a client going away
-// does not cancel the others' step (its job is dropped after it); a
-// panic in it fails those jobs, not the server.
-func (w *worker) feedGroup(js []*job, chunks [][]int) {
-	seqs := make([]*llm.Sequence, len(js))
+// length) in one run of the batched decoder, under ctx, setting each
+// job's logits (in its buffer) or step error. For several jobs ctx is the
+// worker's, not a job's: a client going away does not cancel the others'
+// step (its job is dropped after it). A panic in it fails those jobs, not
+// the server.
+func (w *worker) feedGroup(ctx context.Context, js []*job, chunks [][]int) {
+	seqs, dst := make([]*llm.Sequence, len(js)), make([][]float32, len(js))
 	for i, j := range js {
-		seqs[i] = j.seq
+		if j.buf == nil {
+			j.buf = w.buffer()
+		}
+		seqs[i], dst[i] = j.seq, j.buf
 	}
-	ls, err := func() (ls [][]float32, err error) {
+	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("panic in a decode step: %v", p)
@@ -504,15 +559,35 @@ func (w *worker) feedGroup(js []*job, chunks [][]int) {
 				}
 			}
 		}()
-		return w.m.Decoder.FeedChunks(w.ctx, seqs, chunks)
+		return w.m.Decoder.FeedChunksInto(ctx, seqs, chunks, dst)
 	}()
-	for i, j := range js {
+	for _, j := range js {
 		if err != nil {
 			j.stepErr = err
 		} else {
-			j.logits = ls[i]
+			j.logits = j.buf
 		}
 	}
+}
+
+// buffer is a logits buffer for a job: a free one, or a new one.
+func (w *worker) buffer() []float32 {
+	if n := len(w.bufs); n > 0 {
+		b := w.bufs[n-1]
+		w.bufs[n-1] = nil
+		w.bufs = w.bufs[:n-1]
+		return b
+	}
+	return make([]float32, w.m.Decoder.Vocab())
+}
+
+// release takes a finished job's logits buffer back (as many as may run
+// at once are kept).
+func (w *worker) release(j *job) {
+	if j.buf != nil && len(w.bufs) < w.s.opts.MaxBatch {
+		w.bufs = append(w.bufs, j.buf)
+	}
+	j.buf, j.logits = nil, nil
 }
 
 // sampled takes a job's new token: the end of the generation (an end
@@ -565,6 +640,7 @@ func (w *worker) end(j *job, ev event) {
 		}
 	}
 	j.emit(ev)
+	w.release(j)
 	if j.seq != nil {
 		// a failed step leaves the sequence broken: put closes it
 		if j.poisoned {
