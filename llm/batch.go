@@ -98,6 +98,11 @@ func newBatchPool(d *Decoder) (*batchPool, error) {
 // sequences in one pass).
 func (d *Decoder) Batched() bool { return d.pool != nil }
 
+// Model is the model the decoder runs: a caller keeping sequences' caches
+// (a server's prefix cache) accounts them against its memory budget
+// (Model.HoldMemory).
+func (d *Decoder) Model() *switchyard.Model { return d.m }
+
 // newState is an empty parked state.
 func (p *batchPool) newState() *batchState { return &batchState{p: p, slot: -1} }
 

@@ -216,6 +216,9 @@ type worker struct {
 	prefix *prefixCache
 	// prefix cache lookups and hits, for the hit ratio
 	lookups, hits int
+	// evicted: this round's evictFor gave prefix cache memory back for a
+	// job that must still start again (it waits even if alone)
+	evicted bool
 	// bufs are logits buffers free for jobs (a vocabulary each)
 	bufs [][]float32
 	// slotCap, until capUntil, lowers MaxBatch to the sequences the
@@ -431,9 +434,14 @@ func (w *worker) round(active []*job) {
 			wait = append(wait, j)
 		}
 	}
-	if others == 0 {
+	// the prefix cache's entries are held in the same budget: they give
+	// way first, least recently used, the step tried again after each
+	wait, freed := w.evictFor(wait)
+	others += freed
+	if others == 0 && len(wait) > 0 && w.prefix.lru.Len() == 0 && !w.evicted {
 		wait = nil // nothing to wait for: they fail
 	}
+	w.evicted = false
 	for _, j := range wait {
 		w.requeue(j)
 	}
@@ -463,6 +471,38 @@ func (w *worker) round(active []*job) {
 		}
 		j.logits = nil
 	}
+}
+
+// evictFor evicts prefix cache entries for jobs whose first prompt chunk
+// found no memory for its key/value cache: one entry at a time, the
+// chunk run again after each while the job's sequence is still usable
+// (a batched decoder's refused step ran nothing). It returns the jobs
+// still waiting and how many now ran. A job whose sequence broke goes
+// back to the queue to start again, and may wait alone since memory was
+// freed for it.
+func (w *worker) evictFor(wait []*job) ([]*job, int) {
+	kept, ran := wait[:0], 0
+	for _, j := range wait {
+		for errors.Is(j.stepErr, switchyard.ErrResourceExhausted) && w.prefix.evictOne() {
+			w.evicted = true
+			if j.seq.Err() != nil {
+				break // a broken sequence starts again from the queue
+			}
+			chunk := j.prompt[j.cached:min(len(j.prompt), j.cached+w.s.opts.PrefillChunk)]
+			j.stepErr, j.logits = nil, nil
+			if w.m.Decoder.Batched() {
+				w.feedGroup(j.ctx, []*job{j}, [][]int{chunk})
+			} else {
+				j.step(chunk)
+			}
+		}
+		if j.stepErr == nil {
+			ran++
+		} else {
+			kept = append(kept, j)
+		}
+	}
+	return kept, ran
 }
 
 // requeue puts a job that has not started (its first prompt chunk failed
