@@ -28,6 +28,11 @@ type prefixCache struct {
 	lru        *list.List // of *prefixEntry, most recent first
 	// budget, when set, is the model whose budget the entries are held in
 	budget *switchyard.Model
+	// headroom is the budget an entry may not take: the model's runs
+	// reserve their buffers in the same budget as they go, and a run
+	// refused half-way breaks the sequences it steps, so the cache never
+	// fills the budget to its end
+	headroom int64
 	// evictions for the budget (the metric counts them)
 	onEvict func()
 }
@@ -40,8 +45,13 @@ type prefixEntry struct {
 	held  bool
 }
 
+// prefixHeadroom is the budget the prefix cache leaves free (a batched
+// step of a 0.5B model holds a few MiB of buffers; a 1B model's 128k
+// logits for 16 sequences 8 MiB).
+const prefixHeadroom = 32 << 20
+
 func newPrefixCache(limit int64, maxEntries int, budget *switchyard.Model) *prefixCache {
-	return &prefixCache{limit: limit, maxEntries: maxEntries, lru: list.New(), budget: budget}
+	return &prefixCache{limit: limit, maxEntries: maxEntries, lru: list.New(), budget: budget, headroom: prefixHeadroom}
 }
 
 // take returns a sequence holding the longest prefix prompt shares with a
@@ -84,8 +94,9 @@ func (p *prefixCache) take(prompt []int) *llm.Sequence {
 }
 
 // put keeps s (or closes it when the cache is off, s failed, or it alone
-// exceeds the limit or cannot be held in the budget with every other
-// entry evicted), evicting the least recently used beyond the limits.
+// exceeds the limit or cannot be held in the budget, with the headroom
+// left free, with every other entry evicted), evicting the least
+// recently used beyond the limits.
 func (p *prefixCache) put(s *llm.Sequence) {
 	b := s.Bytes()
 	if p.limit <= 0 || s.Err() != nil || s.Len() < 2 || b > p.limit {
@@ -93,8 +104,9 @@ func (p *prefixCache) put(s *llm.Sequence) {
 		return
 	}
 	for p.budget != nil {
-		err := p.budget.HoldMemory(b)
+		err := p.budget.HoldMemory(b + p.headroom)
 		if err == nil {
+			p.budget.ReleaseMemory(p.headroom)
 			break
 		}
 		if !errors.Is(err, switchyard.ErrResourceExhausted) || !p.evictOne() {

@@ -69,6 +69,7 @@ func TestPrefixCacheHeldInBudget(t *testing.T) {
 	ab, bb, cb := a.Bytes(), b.Bytes(), c.Bytes()
 	free0 := freeIn(m, budget)
 	p := newPrefixCache(1<<30, 64, m)
+	p.headroom = 0 // checked at the end
 	evictions := 0
 	p.onEvict = func() { evictions++ }
 	p.put(a)
@@ -106,4 +107,22 @@ func TestPrefixCacheHeldInBudget(t *testing.T) {
 	if !p.evictOne() || p.evictOne() || freeIn(m, budget) != free0 {
 		t.Fatal("evictOne did not give the entry's memory back")
 	}
+	// the headroom stays free: an entry that would leave less is not kept
+	p.headroom = 1 << 20
+	fill = freeIn(m, budget) - p.headroom - d2.Bytes()/2
+	if err := m.HoldMemory(fill); err != nil {
+		t.Fatal(err)
+	}
+	d3 := seq(50)
+	p.put(d3)
+	if p.lru.Len() != 0 {
+		t.Fatal("an entry was kept in the budget's headroom")
+	}
+	m.ReleaseMemory(fill)
+	d4 := seq(50)
+	p.put(d4)
+	if p.lru.Len() != 1 || freeIn(m, budget) != free0-d4.Bytes() {
+		t.Fatal("with room beyond the headroom, the entry was not kept, or its bytes not held")
+	}
+	p.close()
 }
