@@ -286,6 +286,36 @@ func TestFeedChunksPrefillTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// FeedChunksInto writes what FeedChunks returns into the caller's
+	// buffers (forks of the sequences stepped the same)
+	forks := make([]*llm.Sequence, len(seqs))
+	dst := make([][]float32, len(seqs))
+	for i, s := range seqs {
+		if forks[i], err = s.Fork(s.Len()); err != nil {
+			t.Fatal(err)
+		}
+		defer forks[i].Close()
+		dst[i] = make([]float32, d.Vocab())
+	}
+	chunks := [][]int{{ids[0], 9}, {ids[1], 9}, {ids[2], 9}}
+	if err := d.FeedChunksInto(ctx, forks, chunks, dst[:2]); err == nil {
+		t.Fatal("FeedChunksInto with too few buffers")
+	}
+	ref, err := d.FeedChunks(ctx, seqs, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.FeedChunksInto(ctx, forks, chunks, dst); err != nil {
+		t.Fatal(err)
+	}
+	for i := range seqs {
+		if !slices.Equal(ref[i], dst[i]) {
+			t.Errorf("sequence %d: FeedChunksInto's logits differ from FeedChunks'", i)
+		}
+		if err := seqs[i].Truncate(seqs[i].Len() - 2); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range seqs {
 		if !slices.Equal(got[i], want[i]) {
 			t.Errorf("sequence %d prefilled together: %v\nalone: %v", i, got[i], want[i])
