@@ -47,6 +47,10 @@ type batchPool struct {
 	dt               switchyard.DType
 	buf              map[string][]byte // by past input, len(slots)·per
 	slots            []*batchState     // nil: free
+	// outs are logits tensors [b, 1, vocab] kept for runs into caller
+	// buffers (FeedChunksInto), by b: the run writes into memory already
+	// touched, where a fresh 0.6 MB a sequence each step cost page faults
+	outs map[int]*switchyard.Tensor
 }
 
 // batchState is one sequence's cache in a pool: in a slot, or parked.
@@ -93,6 +97,11 @@ func newBatchPool(d *Decoder) (*batchPool, error) {
 // Batched reports whether the decoder is a batched one (FeedBatch runs its
 // sequences in one pass).
 func (d *Decoder) Batched() bool { return d.pool != nil }
+
+// Model is the model the decoder runs: a caller keeping sequences' caches
+// (a server's prefix cache) accounts them against its memory budget
+// (Model.HoldMemory).
+func (d *Decoder) Model() *switchyard.Model { return d.m }
 
 // newState is an empty parked state.
 func (p *batchPool) newState() *batchState { return &batchState{p: p, slot: -1} }
@@ -194,20 +203,27 @@ func (p *batchPool) place(st *batchState) error {
 	return nil
 }
 
-// arrange puts sts in slots 0..len(sts)-1 (in the order of their slots
-// now: a sequence keeps its slot while the set stepped stays the same)
-// and returns them in slot order.
-func (p *batchPool) arrange(sts []*batchState) ([]*batchState, error) {
+// arrange puts sts in consecutive slots and returns them in slot order
+// with the first slot. Where they already hold consecutive slots (in any
+// order: the sequences stepped last round, those that joined since in the
+// free slots after them) nothing moves; otherwise they are put in slots
+// 0..len(sts)-1 (in the order of their slots now: a sequence keeps its
+// slot while the set stepped stays the same), a sequence in the way
+// parked.
+func (p *batchPool) arrange(sts []*batchState) ([]*batchState, int, error) {
 	if err := p.grow(len(sts)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for _, st := range sts {
 		if err := p.place(st); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	order := slices.Clone(sts)
 	sort.Slice(order, func(i, j int) bool { return order[i].slot < order[j].slot })
+	if lo := order[0].slot; order[len(order)-1].slot-lo == len(order)-1 {
+		return order, lo, nil // distinct slots spanning len(order): consecutive
+	}
 	for i, st := range order {
 		if st.slot == i {
 			continue
@@ -223,7 +239,7 @@ func (p *batchPool) arrange(sts []*batchState) ([]*batchState, error) {
 		}
 		p.slots[from], p.slots[i], st.slot = nil, st, i
 	}
-	return order, nil
+	return order, 0, nil
 }
 
 // views are the cache tensors of slots [from, from+b): both the pasts fed
@@ -240,10 +256,22 @@ func (p *batchPool) views(from, b int) (switchyard.Tensors, error) {
 	return ts, nil
 }
 
-// run runs the batched decoder on ids [b, s] over slots 0..b-1 (or, for
-// b = 1, slot from) with the positions cached ns, and returns the
-// logits [b, s, vocab].
-func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int) ([]float32, int, error) {
+// run runs the batched decoder on ids [b, s] over slots from..from+b-1
+// with the positions cached ns, and returns the logits of the last rows
+// positions of each sequence [b, rows, vocab] (rows 0: all s; the
+// classifier is computed only for those where the model takes
+// logits_rows, else every position's are returned).
+func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int, rows int) ([]float32, int, error) {
+	return p.runKeep(ctx, from, ids, ns, rows, false)
+}
+
+// maxKeptBatch bounds the batch sizes whose logits tensors a pool keeps.
+const maxKeptBatch = 64
+
+// runKeep is run; with keep, the logits are written into a tensor the
+// pool keeps for the next run of the same batch size (valid until then,
+// under p.mu) instead of a new one.
+func (p *batchPool) runKeep(ctx context.Context, from int, ids [][]int, ns []int, rows int, keep bool) ([]float32, int, error) {
 	d := p.d
 	b, s := len(ids), len(ids[0])
 	in := make([]int64, 0, b*s)
@@ -272,9 +300,21 @@ func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int) ([
 	if v <= 0 {
 		return nil, 0, errors.New("llm: the batched decoder's logits have no static vocabulary size")
 	}
-	logits, err := switchyard.Zeros(switchyard.Float32, []int{b, s, v})
-	if err != nil {
-		return nil, 0, err
+	if rows <= 0 || rows > s || d.rowsIn == "" {
+		rows = s
+	}
+	keep = keep && rows == 1 && b <= maxKeptBatch
+	logits := p.outs[b]
+	if !keep || logits == nil {
+		if logits, err = switchyard.Zeros(switchyard.Float32, []int{b, rows, v}); err != nil {
+			return nil, 0, err
+		}
+		if keep {
+			if p.outs == nil {
+				p.outs = map[int]*switchyard.Tensor{}
+			}
+			p.outs[b] = logits
+		}
 	}
 	caches, err := p.views(from, b)
 	if err != nil {
@@ -282,11 +322,11 @@ func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int) ([
 	}
 	feeds := switchyard.Tensors{d.ids: idt, d.pastLen: plt}
 	if d.rowsIn != "" {
-		all, err := switchyard.NewTensor([]int{1}, []int64{0}) // every row's logits
+		r, err := switchyard.NewTensor([]int{1}, []int64{int64(rows)}) // the last rows of each
 		if err != nil {
 			return nil, 0, err
 		}
-		feeds[d.rowsIn] = all
+		feeds[d.rowsIn] = r
 	}
 	outs := switchyard.Tensors{d.logits: logits}
 	for past, t := range caches {
@@ -303,14 +343,15 @@ func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int) ([
 }
 
 // stepOne runs ids on one state's slot (a prompt chunk, or a lone
-// decode step) and returns every position's logits.
-func (p *batchPool) stepOne(ctx context.Context, st *batchState, ids []int) ([]float32, int, error) {
+// decode step) and returns the logits of the last rows positions (0:
+// every position's).
+func (p *batchPool) stepOne(ctx context.Context, st *batchState, ids []int, rows int) ([]float32, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.place(st); err != nil {
 		return nil, 0, err
 	}
-	all, v, err := p.run(ctx, st.slot, [][]int{ids}, []int{st.n})
+	all, v, err := p.run(ctx, st.slot, [][]int{ids}, []int{st.n}, rows)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -361,71 +402,148 @@ func (s *Sequence) Park() {
 // model over all of them: the weights are read once for the whole batch;
 // otherwise it is each sequence's Feed in turn. The sequences must be
 // distinct sequences of d. A failed step leaves every one of them broken
-// (their caches may hold part of it).
+// (their caches may hold part of it), except one refused before it ran
+// (see FeedChunks).
 func (d *Decoder) FeedBatch(ctx context.Context, seqs []*Sequence, ids []int) ([][]float32, error) {
 	if len(seqs) != len(ids) {
 		return nil, fmt.Errorf("llm: FeedBatch of %d sequences and %d ids", len(seqs), len(ids))
 	}
+	chunks := make([][]int, len(ids))
+	for i := range ids {
+		chunks[i] = ids[i : i+1 : i+1]
+	}
+	return d.FeedChunks(ctx, seqs, chunks)
+}
+
+// FeedChunks is FeedBatch with a chunk of ids per sequence (prompt chunks
+// of several sequences prefilled together), all chunks of one length: it
+// runs chunks[i] after seqs[i]'s cached positions and returns the logits
+// of the last position of each (the classifier runs for those rows only
+// where the model allows). For a batched decoder it is one run of the
+// model over every chunk ([len(seqs), len(chunk)] ids); otherwise each
+// sequence's Feed in turn. A failed run leaves every sequence broken; a
+// step refused before it ran (no room for the sequences' caches within
+// the model's memory budget: switchyard.ErrResourceExhausted, or a
+// sequence at the end of its context: ErrContext) leaves them as they
+// were.
+func (d *Decoder) FeedChunks(ctx context.Context, seqs []*Sequence, chunks [][]int) ([][]float32, error) {
+	v := d.vocab()
+	if d.pool == nil || v <= 0 {
+		return d.feedEach(ctx, seqs, chunks)
+	}
+	dst := make([][]float32, len(seqs))
+	for i := range dst {
+		dst[i] = make([]float32, v)
+	}
+	if err := d.FeedChunksInto(ctx, seqs, chunks, dst); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// feedEach is each sequence's Feed in turn.
+func (d *Decoder) feedEach(ctx context.Context, seqs []*Sequence, chunks [][]int) ([][]float32, error) {
+	if len(seqs) != len(chunks) {
+		return nil, fmt.Errorf("llm: FeedChunks of %d sequences and %d chunks", len(seqs), len(chunks))
+	}
 	out := make([][]float32, len(seqs))
-	if d.pool == nil || len(seqs) == 1 {
-		for i, s := range seqs {
-			l, err := s.Feed(ctx, ids[i:i+1])
-			if err != nil {
-				return nil, err
-			}
-			out[i] = l
+	for i, sq := range seqs {
+		l, err := sq.Feed(ctx, chunks[i])
+		if err != nil {
+			return nil, err
 		}
-		return out, nil
+		out[i] = l
+	}
+	return out, nil
+}
+
+// FeedChunksInto is FeedChunks writing each sequence's logits into dst[i]
+// (Vocab long): a server stepping the same sequences again and again
+// reuses its buffers, and a batched decoder's run writes into a logits
+// tensor it keeps, not new memory each step.
+func (d *Decoder) FeedChunksInto(ctx context.Context, seqs []*Sequence, chunks [][]int, dst [][]float32) error {
+	if len(seqs) != len(chunks) || len(dst) != len(seqs) {
+		return fmt.Errorf("llm: FeedChunks of %d sequences, %d chunks and %d buffers", len(seqs), len(chunks), len(dst))
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	s := len(chunks[0])
+	for _, c := range chunks {
+		if len(c) != s || s == 0 {
+			return errors.New("llm: FeedChunks of empty chunks or chunks of different lengths")
+		}
+	}
+	v := d.vocab()
+	for _, b := range dst {
+		if len(b) != v {
+			return fmt.Errorf("llm: FeedChunksInto buffer of %d logits, the vocabulary is %d", len(b), v)
+		}
+	}
+	if d.pool == nil {
+		ls, err := d.feedEach(ctx, seqs, chunks)
+		if err != nil {
+			return err
+		}
+		for i, l := range ls {
+			copy(dst[i], l)
+		}
+		return nil
 	}
 	sts := make([]*batchState, len(seqs))
 	at := make(map[*batchState]int, len(seqs))
-	for i, s := range seqs {
+	for i, sq := range seqs {
 		switch {
-		case s.d != d:
-			return nil, errors.New("llm: FeedBatch of a sequence of another decoder")
-		case s.broken != nil:
-			return nil, s.broken
-		case s.c.bs == nil:
-			return nil, errors.New("llm: FeedBatch of a sequence without a batched cache")
+		case sq.d != d:
+			return errors.New("llm: FeedChunks of a sequence of another decoder")
+		case sq.broken != nil:
+			return sq.broken
+		case sq.c.bs == nil:
+			return errors.New("llm: FeedChunks of a sequence without a batched cache")
 		}
-		if _, dup := at[s.c.bs]; dup {
-			return nil, errors.New("llm: FeedBatch of one sequence twice")
+		if _, dup := at[sq.c.bs]; dup {
+			return errors.New("llm: FeedChunks of one sequence twice")
 		}
-		if d.context > 0 && len(s.ids)+1 > d.context {
-			return nil, fmt.Errorf("%w: %d positions cached and 1 more, the context is %d", ErrContext, len(s.ids), d.context)
+		if d.context > 0 && len(sq.ids)+s > d.context {
+			return fmt.Errorf("%w: %d positions cached and %d more, the context is %d", ErrContext, len(sq.ids), s, d.context)
 		}
-		sts[i], at[s.c.bs] = s.c.bs, i
+		sts[i], at[sq.c.bs] = sq.c.bs, i
 	}
 	p := d.pool
 	p.mu.Lock()
-	order, err := p.arrange(sts)
+	order, from, err := p.arrange(sts)
 	if err != nil {
+		// nothing ran: the sequences are as they were (some perhaps
+		// moved to other slots)
 		p.mu.Unlock()
-		return nil, err
+		return err
 	}
 	rows, ns := make([][]int, len(order)), make([]int, len(order))
 	for j, st := range order {
-		rows[j], ns[j] = []int{ids[at[st]]}, st.n
+		rows[j], ns[j] = chunks[at[st]], st.n
 	}
-	all, v, err := p.run(ctx, 0, rows, ns)
+	all, v, err := p.runKeep(ctx, from, rows, ns, 1, true)
 	if err == nil {
 		for _, st := range order {
-			st.n++
+			st.n += s
+		}
+		r := len(all) / (len(order) * v) // rows of logits per sequence: 1, or s without logits_rows
+		for j, st := range order {
+			k := (j*r + r - 1) * v
+			copy(dst[at[st]], all[k:k+v])
 		}
 	}
 	p.mu.Unlock()
 	if err != nil {
-		for _, s := range seqs {
-			s.broken = fmt.Errorf("llm: position %d: %w", len(s.ids), err)
+		for _, sq := range seqs {
+			sq.broken = fmt.Errorf("llm: position %d: %w", len(sq.ids), err)
 		}
-		return nil, seqs[0].broken
+		return seqs[0].broken
 	}
-	for j, st := range order {
-		i := at[st]
-		out[i] = all[j*v : (j+1)*v : (j+1)*v] // the run's own logits tensor: the caller's
-		seqs[i].ids = append(seqs[i].ids, ids[i])
+	for i, sq := range seqs {
+		sq.ids = append(sq.ids, chunks[i]...)
 	}
-	return out, nil
+	return nil
 }
 
 // truncate keeps the first n positions (the later ones are overwritten

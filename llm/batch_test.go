@@ -231,3 +231,97 @@ func BenchmarkFeedBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestFeedChunksPrefillTogether: prompt chunks of three sequences
+// prefilled in one batched run (FeedChunks), one of them holding cached
+// positions already, give each sequence the greedy continuation it has
+// alone; chunks of different lengths are refused and leave the sequences
+// usable.
+func TestFeedChunksPrefillTogether(t *testing.T) {
+	_, dir := readGolden(t)
+	ctx := context.Background()
+	d := openBatched(t, dir)
+	prompts := [][]int{
+		{1, 403, 407, 261, 378},
+		{1, 68, 338, 366, 302},
+		{1, 437, 260, 297, 261},
+	}
+	const n = 12
+	want := make([][]int, len(prompts))
+	for i, p := range prompts {
+		want[i] = greedyAlone(t, d, p, n)
+	}
+	seqs := make([]*llm.Sequence, len(prompts))
+	for i := range seqs {
+		s, err := d.NewSequence(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		seqs[i] = s
+	}
+	// the third has its first two positions already (another slot's worth
+	// of history): its chunk is at positions 2.., the others' at 0..
+	if _, err := seqs[2].Feed(ctx, prompts[2][:2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.FeedChunks(ctx, seqs, [][]int{prompts[0][:3], prompts[1][:3], prompts[2][2:4]}); err == nil {
+		t.Fatal("chunks of different lengths were taken")
+	}
+	if _, err := d.FeedChunks(ctx, seqs[:2], [][]int{prompts[0][:2], prompts[1][:2]}); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := d.FeedChunks(ctx, seqs, [][]int{prompts[0][2:], prompts[1][2:], prompts[2][2:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]int, len(seqs))
+	ids := make([]int, len(seqs))
+	for len(got[0]) < n {
+		for i, l := range ls {
+			ids[i] = argmaxOf(l)
+			got[i] = append(got[i], ids[i])
+		}
+		if ls, err = d.FeedBatch(ctx, seqs, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// FeedChunksInto writes what FeedChunks returns into the caller's
+	// buffers (forks of the sequences stepped the same)
+	forks := make([]*llm.Sequence, len(seqs))
+	dst := make([][]float32, len(seqs))
+	for i, s := range seqs {
+		if forks[i], err = s.Fork(s.Len()); err != nil {
+			t.Fatal(err)
+		}
+		defer forks[i].Close()
+		dst[i] = make([]float32, d.Vocab())
+	}
+	chunks := [][]int{{ids[0], 9}, {ids[1], 9}, {ids[2], 9}}
+	if err := d.FeedChunksInto(ctx, forks, chunks, dst[:2]); err == nil {
+		t.Fatal("FeedChunksInto with too few buffers")
+	}
+	ref, err := d.FeedChunks(ctx, seqs, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.FeedChunksInto(ctx, forks, chunks, dst); err != nil {
+		t.Fatal(err)
+	}
+	for i := range seqs {
+		if !slices.Equal(ref[i], dst[i]) {
+			t.Errorf("sequence %d: FeedChunksInto's logits differ from FeedChunks'", i)
+		}
+		if err := seqs[i].Truncate(seqs[i].Len() - 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range seqs {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("sequence %d prefilled together: %v\nalone: %v", i, got[i], want[i])
+		}
+		if seqs[i].Len() != len(prompts[i])+n {
+			t.Errorf("sequence %d holds %d positions, want %d", i, seqs[i].Len(), len(prompts[i])+n)
+		}
+	}
+}

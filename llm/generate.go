@@ -397,7 +397,7 @@ func (d *Decoder) stepAll(ctx context.Context, ids []int, cache *kvCache) ([]flo
 // classifier over a whole prompt was a third of its prefill); other
 // decoders give every position's.
 func (d *Decoder) stepRows(ctx context.Context, ids []int, cache *kvCache, rows int) ([]float32, int, *kvCache, error) {
-	if rows <= 0 || rows > len(ids) || d.rowsIn == "" || cache.bs != nil {
+	if rows <= 0 || rows > len(ids) || d.rowsIn == "" {
 		rows = len(ids)
 	}
 	in := make([]int64, len(ids))
@@ -409,7 +409,7 @@ func (d *Decoder) stepRows(ctx context.Context, ids []int, cache *kvCache, rows 
 		return nil, 0, nil, err
 	}
 	if cache.bs != nil {
-		all, v, err := d.pool.stepOne(ctx, cache.bs, ids)
+		all, v, err := d.pool.stepOne(ctx, cache.bs, ids, rows)
 		if err != nil {
 			return nil, 0, nil, err
 		}

@@ -111,6 +111,9 @@ func TestBatchedGolden(t *testing.T) {
 		t.Error(err)
 	}
 	m := metricsText(t, url)
+	if n := metricValue(t, m, `switchyard_serve_decode_mode{mode="batched",model="stories",reason="batched decoder: one run steps every sequence"}`); n != 1 {
+		t.Fatalf("decode_mode batched is %v", n)
+	}
 	if n := metricValue(t, m, `switchyard_serve_batched_sequences_count{model="stories"}`); n == 0 {
 		t.Fatal("no batched decode step")
 	}

@@ -27,6 +27,8 @@ type metrics struct {
 	batchSeqs      *prometheus.HistogramVec // model: sequences per batched decode run
 	memoryWaits    *prometheus.CounterVec   // model: requests sent back to the queue for lack of memory
 	slotLimit      *prometheus.GaugeVec     // model: the sequences the memory budget lets decode at once now
+	prefixEvicted  *prometheus.CounterVec   // model: prefix cache entries evicted for the memory budget
+	batching       *prometheus.GaugeVec     // model, mode, reason: 1 for the model's decode mode
 }
 
 const metricsNamespace = "switchyard_serve"
@@ -63,11 +65,13 @@ func newMetrics() *metrics {
 		toolCalls:      counter("tool_calls_total", "Tool calls found in replies: ok (returned as tool_calls) or malformed (returned as text).", []string{"model", "result"}),
 		memoryWaits:    counter("memory_waits_total", "Requests put back in the queue because another sequence's key/value cache would exceed the model's memory budget (they run when a slot frees).", []string{"model"}),
 		slotLimit:      gauge("batch_slots", "The sequences decoded at once at most now: --max-batch, lowered for a while when the memory budget held fewer.", []string{"model"}),
+		prefixEvicted:  counter("prefix_cache_budget_evictions_total", "Prefix cache entries evicted because a request's key/value cache or a newer entry needed their memory within the model's budget.", []string{"model"}),
+		batching:       gauge("decode_mode", "1 for how the model's decode steps run: mode=batched (one run of a batched decoder for all the sequences) or mode=per_sequence (each sequence's step a run of its own), with the reason.", []string{"model", "mode", "reason"}),
 		batchSeqs:      histogram("batched_sequences", "Sequences decoded together in one run of a batched decoder (one per round that has decode steps).", prometheus.LinearBuckets(1, 1, 16), []string{"model"}),
 	}
 	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.prefilled, m.ttft, m.tokensPerSec, m.queue, m.active,
 		m.kvBytes, m.prefixLookups, m.prefixHitRatio, m.cancelled, m.steps, m.stepSeqs, m.toolCalls, m.batchSeqs,
-		m.memoryWaits, m.slotLimit,
+		m.memoryWaits, m.slotLimit, m.prefixEvicted, m.batching,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -30,6 +30,7 @@ type sampler struct {
 	rng    *rand.Rand
 	counts map[int]int
 	cand   []cand
+	heap   []int // pickTopK's
 	// con, when set, masks the logits to the tokens its grammar allows
 	// (after the bias and penalties) and follows each pick
 	con *constraint
@@ -147,6 +148,9 @@ func (s *sampler) pick(logits []float32) int {
 		}
 		return best
 	}
+	if k := s.p.topK; k > 0 && k <= maxHeapK && k < len(logits) && (s.p.topP <= 0 || s.p.topP >= 1) {
+		return s.pickTopK(logits)
+	}
 	hi := math.Inf(-1)
 	for _, x := range logits {
 		hi = math.Max(hi, float64(x))
@@ -164,35 +168,37 @@ func (s *sampler) pick(logits []float32) int {
 	if len(cs) == 0 { // every logit -Inf but one NaN: nothing to draw from
 		return 0
 	}
-	if (s.p.topK <= 0 || s.p.topK >= len(cs)) && (s.p.topP <= 0 || s.p.topP >= 1) {
-		// nothing cut: draw in id order, no sort (a 150k vocabulary's
-		// sort cost more than the rest of sampling)
-		r := s.rng.Float64() * sum
-		for _, c := range cs {
-			if r -= c.p; r < 0 {
-				return c.id
-			}
-		}
-		return cs[len(cs)-1].id
-	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].p > cs[j].p || cs[i].p == cs[j].p && cs[i].id < cs[j].id })
+	cutK := s.p.topK > 0 && s.p.topK < len(cs)
+	cutP := s.p.topP > 0 && s.p.topP < 1
 	n := len(cs)
-	if s.p.topK > 0 && s.p.topK < n {
+	switch {
+	case cutK:
+		// the k most likely by selection, then only those sorted (a
+		// 150k vocabulary's sort cost more than the rest of sampling)
 		n = s.p.topK
-	}
-	if s.p.topP > 0 && s.p.topP < 1 {
-		acc := 0.0
-		for i := range n {
-			acc += cs[i].p / sum
-			if acc >= s.p.topP {
-				n = i + 1
-				break
+		selectFirst(cs, n)
+		sort.Slice(cs[:n], func(i, j int) bool { return before(cs[i], cs[j]) })
+		if cutP {
+			acc := 0.0
+			for i := range n {
+				acc += cs[i].p / sum
+				if acc >= s.p.topP {
+					n = i + 1
+					break
+				}
 			}
 		}
+	case cutP:
+		n = nucleus(cs, s.p.topP*sum)
 	}
-	total := 0.0
-	for _, c := range cs[:n] {
-		total += c.p
+	// nothing cut: drawn in id order; cut: in the order the selection left
+	// (the same for the same logits: draws stay reproducible)
+	total := sum
+	if n < len(cs) {
+		total = 0
+		for _, c := range cs[:n] {
+			total += c.p
+		}
 	}
 	r := s.rng.Float64() * total
 	for _, c := range cs[:n] {
@@ -201,4 +207,160 @@ func (s *sampler) pick(logits []float32) int {
 		}
 	}
 	return cs[n-1].id
+}
+
+// maxHeapK is the largest top_k taken by a heap over the logits.
+const maxHeapK = 1024
+
+// pickTopK is pick for top_k alone (k <= maxHeapK): the k largest logits
+// by a heap in one pass, and the exponentials of those only (the others
+// are cut whatever their weight: no sum over the vocabulary is needed).
+// It draws what pick's general path draws: the same candidates in the
+// same order.
+func (s *sampler) pickTopK(logits []float32) int {
+	k := s.p.topK
+	h := s.heap[:0]
+	// h is a min-heap of ids, the least likely kept at its root (a lower
+	// logit, or an equal one of a higher id)
+	worse := func(a, b int) bool { return logits[a] < logits[b] || logits[a] == logits[b] && a > b }
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && worse(h[l], h[m]) {
+				m = l
+			}
+			if l+1 < len(h) && worse(h[l+1], h[m]) {
+				m = l + 1
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i, x := range logits {
+		if x != x { // NaN: never a candidate
+			continue
+		}
+		if len(h) < k {
+			h = append(h, i)
+			for c := len(h) - 1; c > 0 && worse(h[c], h[(c-1)/2]); c = (c - 1) / 2 {
+				h[c], h[(c-1)/2] = h[(c-1)/2], h[c]
+			}
+			continue
+		}
+		if x > logits[h[0]] { // ids come in order: an equal logit's id is higher
+			h[0] = i
+			down(0)
+		}
+	}
+	s.heap = h
+	hi := math.Inf(-1)
+	for _, i := range h {
+		hi = math.Max(hi, float64(logits[i]))
+	}
+	cs := s.cand[:0]
+	for _, i := range h {
+		if e := math.Exp((float64(logits[i]) - hi) / s.p.temperature); e > 0 {
+			cs = append(cs, cand{i, e})
+		}
+	}
+	s.cand = cs
+	if len(cs) == 0 {
+		return 0
+	}
+	sort.Slice(cs, func(i, j int) bool { return before(cs[i], cs[j]) })
+	total := 0.0
+	for _, c := range cs {
+		total += c.p
+	}
+	r := s.rng.Float64() * total
+	for _, c := range cs {
+		if r -= c.p; r < 0 {
+			return c.id
+		}
+	}
+	return cs[len(cs)-1].id
+}
+
+// before orders candidates most likely first, equal ones by id.
+func before(a, b cand) bool { return a.p > b.p || a.p == b.p && a.id < b.id }
+
+// partition reorders cs (at least 2) around a pivot (the median of three)
+// and returns its index: those before it in the order come first.
+func partition(cs []cand) int {
+	n := len(cs)
+	a, b, c := 0, n/2, n-1
+	if before(cs[b], cs[a]) {
+		a, b = b, a
+	}
+	m := b
+	if before(cs[c], cs[b]) {
+		m = c
+		if before(cs[c], cs[a]) {
+			m = a
+		}
+	}
+	cs[m], cs[n-1] = cs[n-1], cs[m]
+	piv, i := cs[n-1], 0
+	for j := range n - 1 {
+		if before(cs[j], piv) {
+			cs[i], cs[j] = cs[j], cs[i]
+			i++
+		}
+	}
+	cs[i], cs[n-1] = cs[n-1], cs[i]
+	return i
+}
+
+// selectFirst reorders cs so that cs[:k] are its k first in the order
+// (themselves in no order): a quickselect, linear on average.
+func selectFirst(cs []cand, k int) {
+	lo, hi := 0, len(cs)
+	for hi-lo > 1 {
+		q := lo + partition(cs[lo:hi])
+		switch {
+		case q == k || q+1 == k:
+			return
+		case q > k:
+			hi = q
+		default:
+			lo = q + 1
+		}
+	}
+}
+
+// nucleus reorders cs so that cs[:n] are the fewest first candidates in
+// the order whose weights sum to at least mass (top-p: the smallest set
+// of the most likely holding that share), and returns n. A quickselect
+// on the running mass: linear on average where a sort of the vocabulary
+// is n log n; cs[:n] are left in no particular (but a deterministic)
+// order.
+func nucleus(cs []cand, mass float64) int {
+	lo, hi := 0, len(cs)
+	need := mass
+	for hi-lo > 32 {
+		q := lo + partition(cs[lo:hi])
+		s := 0.0
+		for _, c := range cs[lo:q] {
+			s += c.p
+		}
+		if s >= need {
+			hi = q // it ends before the pivot
+			continue
+		}
+		need -= s + cs[q].p
+		if need <= 0 {
+			return q + 1
+		}
+		lo = q + 1
+	}
+	sort.Slice(cs[lo:hi], func(i, j int) bool { return before(cs[lo+i], cs[lo+j]) })
+	for i := lo; i < hi; i++ {
+		if need -= cs[i].p; need <= 0 {
+			return i + 1
+		}
+	}
+	return max(hi, 1) // rounding: every candidate
 }

@@ -37,31 +37,91 @@ type altLP struct {
 	logprob float64
 }
 
-// logprobsOf is token id's entry over logits, with the top n.
+// logprobsOf is token id's entry over logits, with the top n (n <= 20):
+// a pass for the largest logit, one for the sum of exponentials, one
+// keeping the n largest in a small sorted list (most likely first, equal
+// ones by id), where a selection per alternative over a 150k vocabulary
+// cost n passes and a map.
 func logprobsOf(logits []float32, id, n int, piece func(int) string) tokenLP {
-	hi := math.Inf(-1)
-	for _, x := range logits {
-		hi = math.Max(hi, float64(x))
-	}
-	sum := 0.0
-	for _, x := range logits {
-		sum += math.Exp(float64(x) - hi)
-	}
-	lse := hi + math.Log(sum)
+	lse := logSumExp(logits)
 	e := tokenLP{text: piece(id), logprob: float64(logits[id]) - lse}
-	// the n largest, by selection (n <= 20)
-	taken := map[int]bool{}
-	for range min(n, len(logits)) {
-		best := -1
-		for i, x := range logits {
-			if !taken[i] && (best < 0 || x > logits[best]) {
-				best = i
-			}
+	n = min(n, len(logits))
+	if n <= 0 {
+		return e
+	}
+	top := make([]int, 0, n)
+	for i, x := range logits {
+		if len(top) == n && !(x > logits[top[n-1]]) {
+			continue
 		}
-		taken[best] = true
-		e.top = append(e.top, altLP{text: piece(best), logprob: float64(logits[best]) - lse})
+		// insert after the ones at least as large (earlier ids first)
+		k := len(top)
+		for k > 0 && x > logits[top[k-1]] {
+			k--
+		}
+		if len(top) < n {
+			top = append(top, 0)
+		}
+		copy(top[k+1:], top[k:len(top)-1])
+		top[k] = i
+	}
+	for _, i := range top {
+		e.top = append(e.top, altLP{text: piece(i), logprob: float64(logits[i]) - lse})
 	}
 	return e
+}
+
+// logSumExp is log Σ exp(x) over logits (NaN when one is NaN).
+func logSumExp(logits []float32) float64 {
+	m, nan := float32(math.Inf(-1)), false
+	for _, x := range logits {
+		if x > m {
+			m = x
+		}
+		nan = nan || x != x
+	}
+	if nan {
+		return math.NaN()
+	}
+	hi := float64(m)
+	if math.IsInf(hi, 0) {
+		return hi
+	}
+	return hi + math.Log(sumExp(logits, hi))
+}
+
+// sumExp is Σ exp(x - hi) over xs (each x <= hi), 2^t as 2^n·2^f with
+// the degree-7 Taylor polynomial of 2^f for f in [-1/2, 1/2] (relative
+// error below 6e-9, beyond float32 logits' own): inlined, about half
+// math.Exp's time over a 150k vocabulary, which logprobs pay a token.
+func sumExp(xs []float32, hi float64) float64 {
+	const (
+		log2e = 1.4426950408889634
+		c1    = 0.6931471805599453 // ln 2^k / k!
+		c2    = 0.2402265069591007
+		c3    = 0.05550410866482158
+		c4    = 0.009618129107628477
+		c5    = 0.0013333558146428443
+		c6    = 0.00015403530393381608
+		c7    = 1.525273380405984e-05
+	)
+	var a, b float64
+	for i, x := range xs {
+		t := (float64(x) - hi) * log2e
+		if !(t >= -1000) { // exp below 1e-301 (or NaN): nothing
+			continue
+		}
+		n := math.Floor(t + 0.5)
+		f := t - n
+		e := 1 + f*(c1+f*(c2+f*(c3+f*(c4+f*(c5+f*(c6+f*c7))))))
+		e *= math.Float64frombits(uint64(int64(n)+1023) << 52)
+		if i&1 == 0 {
+			a += e
+		} else {
+			b += e
+		}
+	}
+	return a + b
 }
 
 type usage struct {
@@ -95,6 +155,7 @@ type job struct {
 	first    time.Time // first token
 	cached   int
 	logits   []float32 // this round's step
+	buf      []float32 // a batched decoder's logits buffer (the worker's, lent while the job runs)
 	stepErr  error
 	poisoned bool // a step panicked: the sequence's state is unknown
 	// this round's step is the job's first prompt chunk (nothing of its
@@ -155,6 +216,11 @@ type worker struct {
 	prefix *prefixCache
 	// prefix cache lookups and hits, for the hit ratio
 	lookups, hits int
+	// evicted: this round's evictFor gave prefix cache memory back for a
+	// job that must still start again (it waits even if alone)
+	evicted bool
+	// bufs are logits buffers free for jobs (a vocabulary each)
+	bufs [][]float32
 	// slotCap, until capUntil, lowers MaxBatch to the sequences the
 	// model's memory budget held when one more did not fit
 	slotCap  int
@@ -311,14 +377,17 @@ func (j *job) step(ids []int) {
 // round runs one step of every active job, then samples. With a batched
 // decoder (llm.Decoder.Batched) the decode steps of all the jobs past
 // their prompt are one run of the model (continuous batching: a job that
-// joined since the last round is in it, one that left is not); prompt
-// chunks run on their own. Otherwise every step runs on its own, one
-// after the other or (Options.ParallelSteps) concurrently.
+// joined since the last round is in it, one that left is not), and the
+// prompt chunks of equal length (prompts that arrived together) one run
+// more. Otherwise every step runs on its own, one after the other or
+// (Options.ParallelSteps) concurrently.
 func (w *worker) round(active []*job) {
 	w.s.met.steps.WithLabelValues(w.name).Inc()
 	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
 	var wg sync.WaitGroup
-	var decode []*job
+	var decode, prefills []*job
+	var chunks [][]int
+	batched := w.m.Decoder.Batched()
 	for _, j := range active {
 		j.logits, j.stepErr = nil, nil
 		if err := j.ctx.Err(); err != nil {
@@ -331,7 +400,11 @@ func (w *worker) round(active []*job) {
 		if prefill {
 			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
 		}
-		if !prefill && w.m.Decoder.Batched() {
+		switch {
+		case batched && prefill:
+			prefills, chunks = append(prefills, j), append(chunks, ids)
+			continue
+		case batched:
 			decode = append(decode, j)
 			continue
 		}
@@ -346,6 +419,7 @@ func (w *worker) round(active []*job) {
 		}
 	}
 	wg.Wait()
+	w.prefillBatched(prefills, chunks)
 	w.stepBatch(decode)
 	// a job whose first step found no memory for its key/value cache
 	// waits in the queue while others hold theirs, and the slots are
@@ -360,9 +434,14 @@ func (w *worker) round(active []*job) {
 			wait = append(wait, j)
 		}
 	}
-	if others == 0 {
+	// the prefix cache's entries are held in the same budget: they give
+	// way first, least recently used, the step tried again after each
+	wait, freed := w.evictFor(wait)
+	others += freed
+	if others == 0 && len(wait) > 0 && w.prefix.lru.Len() == 0 && !w.evicted {
 		wait = nil // nothing to wait for: they fail
 	}
+	w.evicted = false
 	for _, j := range wait {
 		w.requeue(j)
 	}
@@ -394,12 +473,45 @@ func (w *worker) round(active []*job) {
 	}
 }
 
+// evictFor evicts prefix cache entries for jobs whose first prompt chunk
+// found no memory for its key/value cache: one entry at a time, the
+// chunk run again after each while the job's sequence is still usable
+// (a batched decoder's refused step ran nothing). It returns the jobs
+// still waiting and how many now ran. A job whose sequence broke goes
+// back to the queue to start again, and may wait alone since memory was
+// freed for it.
+func (w *worker) evictFor(wait []*job) ([]*job, int) {
+	kept, ran := wait[:0], 0
+	for _, j := range wait {
+		for errors.Is(j.stepErr, switchyard.ErrResourceExhausted) && w.prefix.evictOne() {
+			w.evicted = true
+			if j.seq.Err() != nil {
+				break // a broken sequence starts again from the queue
+			}
+			chunk := j.prompt[j.cached:min(len(j.prompt), j.cached+w.s.opts.PrefillChunk)]
+			j.stepErr, j.logits = nil, nil
+			if w.m.Decoder.Batched() {
+				w.feedGroup(j.ctx, []*job{j}, [][]int{chunk})
+			} else {
+				j.step(chunk)
+			}
+		}
+		if j.stepErr == nil {
+			ran++
+		} else {
+			kept = append(kept, j)
+		}
+	}
+	return kept, ran
+}
+
 // requeue puts a job that has not started (its first prompt chunk failed
 // for lack of memory) back at the front of the queue, its sequence (and
 // the prefix it may have taken from the cache) closed.
 func (w *worker) requeue(j *job) {
 	_ = j.seq.Close()
-	j.seq, j.fed, j.cached, j.stepErr, j.logits = nil, 0, 0, nil, nil
+	w.release(j)
+	j.seq, j.fed, j.cached, j.stepErr = nil, 0, 0, nil
 	w.s.met.memoryWaits.WithLabelValues(w.name).Inc()
 	w.mu.Lock()
 	w.queue = append([]*job{j}, w.queue...)
@@ -408,20 +520,77 @@ func (w *worker) requeue(j *job) {
 	w.s.met.queue.WithLabelValues(w.name).Set(float64(n))
 }
 
+// prefillBatched runs the prompt chunks of a batched decoder's jobs: the
+// chunks of one length in one run (FeedChunks), a chunk of a length no
+// other has on its own. A run refused for lack of memory for all of
+// them (their caches did not fit together) is tried again one job at a
+// time, so that those that fit start and the others wait.
+func (w *worker) prefillBatched(js []*job, chunks [][]int) {
+	done := make([]bool, len(js))
+	for i := range js {
+		if done[i] {
+			continue
+		}
+		var g []*job
+		var gc [][]int
+		for k := i; k < len(js); k++ {
+			if !done[k] && len(chunks[k]) == len(chunks[i]) {
+				g, gc, done[k] = append(g, js[k]), append(gc, chunks[k]), true
+			}
+		}
+		if len(g) > 1 {
+			w.feedGroup(w.ctx, g, gc)
+			if errors.Is(g[0].stepErr, switchyard.ErrResourceExhausted) && !g[0].poisoned {
+				for _, j := range g {
+					j.stepErr = nil
+				}
+			} else {
+				g = nil // done together
+			}
+		}
+		for k, j := range g {
+			// alone: its own context (a client going away stops its
+			// prefill at once)
+			w.feedGroup(j.ctx, []*job{j}, gc[k:k+1])
+		}
+		for _, c := range gc {
+			w.s.met.prefilled.WithLabelValues(w.name).Add(float64(len(c)))
+		}
+	}
+	for k, j := range js {
+		j.fed += len(chunks[k])
+	}
+}
+
 // stepBatch runs one decode step of every job in js in one run of the
-// batched decoder. The run is the worker's, not a job's: a client going
-// away does not cancel the others' step (its job is dropped after it); a
-// panic in it fails those jobs, not the server.
+// batched decoder.
 func (w *worker) stepBatch(js []*job) {
 	if len(js) == 0 {
 		return
 	}
 	w.s.met.batchSeqs.WithLabelValues(w.name).Observe(float64(len(js)))
-	seqs, ids := make([]*llm.Sequence, len(js)), make([]int, len(js))
+	chunks := make([][]int, len(js))
 	for i, j := range js {
-		seqs[i], ids[i] = j.seq, j.last
+		chunks[i] = []int{j.last}
 	}
-	ls, err := func() (ls [][]float32, err error) {
+	w.feedGroup(w.ctx, js, chunks)
+}
+
+// feedGroup runs chunks[i] on js[i]'s sequence for every i (chunks of one
+// length) in one run of the batched decoder, under ctx, setting each
+// job's logits (in its buffer) or step error. For several jobs ctx is the
+// worker's, not a job's: a client going away does not cancel the others'
+// step (its job is dropped after it). A panic in it fails those jobs, not
+// the server.
+func (w *worker) feedGroup(ctx context.Context, js []*job, chunks [][]int) {
+	seqs, dst := make([]*llm.Sequence, len(js)), make([][]float32, len(js))
+	for i, j := range js {
+		if j.buf == nil {
+			j.buf = w.buffer()
+		}
+		seqs[i], dst[i] = j.seq, j.buf
+	}
+	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("panic in a decode step: %v", p)
@@ -430,15 +599,35 @@ func (w *worker) stepBatch(js []*job) {
 				}
 			}
 		}()
-		return w.m.Decoder.FeedBatch(w.ctx, seqs, ids)
+		return w.m.Decoder.FeedChunksInto(ctx, seqs, chunks, dst)
 	}()
-	for i, j := range js {
+	for _, j := range js {
 		if err != nil {
 			j.stepErr = err
 		} else {
-			j.logits = ls[i]
+			j.logits = j.buf
 		}
 	}
+}
+
+// buffer is a logits buffer for a job: a free one, or a new one.
+func (w *worker) buffer() []float32 {
+	if n := len(w.bufs); n > 0 {
+		b := w.bufs[n-1]
+		w.bufs[n-1] = nil
+		w.bufs = w.bufs[:n-1]
+		return b
+	}
+	return make([]float32, w.m.Decoder.Vocab())
+}
+
+// release takes a finished job's logits buffer back (as many as may run
+// at once are kept).
+func (w *worker) release(j *job) {
+	if j.buf != nil && len(w.bufs) < w.s.opts.MaxBatch {
+		w.bufs = append(w.bufs, j.buf)
+	}
+	j.buf, j.logits = nil, nil
 }
 
 // sampled takes a job's new token: the end of the generation (an end
@@ -491,6 +680,7 @@ func (w *worker) end(j *job, ev event) {
 		}
 	}
 	j.emit(ev)
+	w.release(j)
 	if j.seq != nil {
 		// a failed step leaves the sequence broken: put closes it
 		if j.poisoned {

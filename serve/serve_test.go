@@ -442,6 +442,10 @@ func TestHealthModelsMetrics(t *testing.T) {
 	if n := metricValue(t, m, `switchyard_serve_generated_tokens_total{model="stories"}`); n != 8 {
 		t.Fatalf("%v tokens generated, want 8", n)
 	}
+	// the ONNX decoder is not batched: /metrics says so, and why
+	if !strings.Contains(m, `switchyard_serve_decode_mode{mode="per_sequence",model="stories",reason="the decoder's caches grow by a new tensor each step`) {
+		t.Fatalf("no per_sequence decode_mode with its reason in /metrics:\n%s", m)
+	}
 	// after Close: 503 at once, not a request left waiting
 	_ = s.Close()
 	if code, v := post(t, ts.URL+"/v1/completions", `{"model":"stories","prompt":"a","max_tokens":2}`); code != http.StatusServiceUnavailable {

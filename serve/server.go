@@ -106,6 +106,21 @@ type Model struct {
 
 func (m *Model) isEnd(id int) bool { return m.end[id] }
 
+// decodeMode says how d's decode steps run, and why (the decode_mode
+// metric): batched, or per_sequence — each sequence's step one run of
+// the model, served one after the other (or concurrently with
+// Options.ParallelSteps) — because d is not a batched decoder.
+func decodeMode(d *llm.Decoder) (mode, reason string) {
+	switch {
+	case d.Batched():
+		return "batched", "batched decoder: one run steps every sequence"
+	case d.SharedCache():
+		return "per_sequence", "the decoder's caches are one sequence's context-long buffers, not slots of a batch: load a .gguf/.bin decoder in its batched form (serve --batched, OpenOptions.Method \"batch\")"
+	default:
+		return "per_sequence", "the decoder's caches grow by a new tensor each step (an ONNX decoder's past/present pairs): sequences of different lengths cannot share one run, only formats/llama's batched form (.gguf/.bin) batches"
+	}
+}
+
 // Options configure a Server; zero values take the defaults.
 type Options struct {
 	// MaxBatch is the sequences decoded together per model (default 4).
@@ -234,7 +249,10 @@ func (s *Server) Add(m *Model) error {
 		return fmt.Errorf("serve: model %q added twice", m.Name)
 	}
 	w := &worker{s: s, m: m, name: m.Name, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		prefix: newPrefixCache(s.opts.PrefixCacheBytes, s.opts.PrefixCacheEntries)}
+		prefix: newPrefixCache(s.opts.PrefixCacheBytes, s.opts.PrefixCacheEntries, m.Decoder.Model())}
+	w.prefix.onEvict = func() { s.met.prefixEvicted.WithLabelValues(m.Name).Inc() }
+	mode, why := decodeMode(m.Decoder)
+	s.met.batching.WithLabelValues(m.Name, mode, why).Set(1)
 	s.models[m.Name], s.workers[m.Name] = m, w
 	s.order = append(s.order, m.Name)
 	s.met.prefixHitRatio.WithLabelValues(m.Name).Set(0)
