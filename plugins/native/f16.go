@@ -270,8 +270,8 @@ func (w *f16Weights) packPanel(buf []float32, nr, j0, cols, rb int) {
 	K := w.k
 	k8 := K / 8
 	c := 0
-	for kern := w.kern; kern != nil && kern.pack != nil && k8 > 0; kern = kern.half {
-		for ; c+kern.rows <= cols; c += kern.rows {
+	for kern := w.kern; kern != nil && k8 > 0; kern = kern.half {
+		for ; kern.pack != nil && c+kern.rows <= cols; c += kern.rows {
 			kern.pack(&w.raw[(j0+c)*rb], rb, &buf[c], nr, k8)
 		}
 	}
