@@ -35,15 +35,16 @@ import (
 // Kernels (f16Kernels, the best the CPU has unless
 // SWITCHYARD_NATIVE_QKERNEL forces a family): AVX-512 (VCVTPH2PS, or
 // VPMOVZXWD and a shift for BF16) and AVX2+F16C assembly
-// (internal/asmgenf16) take 16 or 32 weight rows a call, convert 8
+// (internal/asmgenf16) take 8 to 32 weight rows a call, convert 8
 // values of each, transpose them in registers so that a vector lane is a
 // weight row, and add x[k]·column k into one accumulator per row: each
 // lane's sum is the sequential one above. Rows and k past the kernels'
 // multiples, and machines without them, run the Go loop (f16RowDot).
 // Rows are split over the pool's threads as the other weights' are.
 //
-// Two or more activation rows (prefill, batched decode) run the packed
-// GEMM: each panel of nr weight rows is widened and transposed into a
+// Up to four activation rows share a pass of the dot kernels over the
+// weights (each 8×rows block widened and transposed once for all); more
+// than f16GEMMRows (prefill) run the packed GEMM: each panel of nr weight rows is widened and transposed into a
 // per-call buffer (kc·nr floats at a time: no copy of the matrix) and
 // the micro-kernel multiplies it with every row, the same sums again.
 type f16Weights struct {
@@ -53,18 +54,28 @@ type f16Weights struct {
 	kern *f16Kernel
 }
 
-// f16Kernel is one family's row-block kernel: dot computes, for rows
-// r0..r0+rows-1 of w (rows ldw bytes apart, starting at w), the sums of
-// k8 chunks of 8 values with x from +0, into y[0..rows); pack writes the
-// same rows' values widened, transposed for the GEMM: dst[kk*ld+r] for
-// kk < 8·k8.
+// f16Kernel is one family's kernels. dots[xr] are the dot kernels for xr
+// activation rows at once (1..4), most weight rows first: each computes,
+// for its rows weight rows (ldw bytes apart, starting at w) and xr rows of
+// x (ldx floats apart), the sums of k8 chunks of 8 values from +0, into
+// y[i*ldy+r]. packs write rows weight rows widened and transposed for the
+// GEMM: dst[kk*ld+r] for kk < 8·k8.
 type f16Kernel struct {
-	name string
+	name  string
+	dots  [5][]f16Dot
+	packs []f16Pack
+}
+
+// f16Dot is a dot kernel of rows weight rows.
+type f16Dot struct {
 	rows int
-	dot  func(w *byte, ldw int, x *float32, k8 int, y *float32)
-	pack func(w *byte, ldw int, dst *float32, ld int, k8 int)
-	// half is the kernel of rows/2 rows (a remainder), or nil
-	half *f16Kernel
+	fn   func(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+}
+
+// f16Pack is a pack kernel of rows weight rows.
+type f16Pack struct {
+	rows int
+	fn   func(w *byte, ldw int, dst *float32, ld int, k8 int)
 }
 
 // f16Go is the portable kernel: the definition, row by row.
@@ -175,6 +186,10 @@ func f16RowDot(row []byte, bf bool, x []float32, k0 int, acc float32) float32 {
 	return acc
 }
 
+// f16GEMMRows is the most activation rows the dot kernels take (two
+// passes over the weights); more go through the GEMM.
+var f16GEMMRows = 8
+
 // f16Job is one call's arguments for parallelFor.
 type f16Job struct {
 	w      *f16Weights
@@ -184,7 +199,7 @@ type f16Job struct {
 
 // run computes y [m, n] = x [m, k] · Wᵀ.
 func (w *f16Weights) run(p *pool, kern *microKernel, x, y []float32, m int) {
-	if m >= 2 && kern != nil && kern.name != generic.name {
+	if m > f16GEMMRows && kern != nil && kern.name != generic.name {
 		// an assembly micro-kernel (FMA): the definition's sums
 		w.runGEMM(p, kern, x, y, m)
 		return
@@ -200,25 +215,32 @@ func (w *f16Weights) run(p *pool, kern *microKernel, x, y []float32, m int) {
 	})
 }
 
-// rows computes outputs n0..n1-1 of every row of x.
+// rows computes outputs n0..n1-1 of every row of x: up to four rows of x
+// a pass over the weights.
 func (w *f16Weights) rows(x, y []float32, m, n0, n1 int) {
 	K, N, rb := w.k, w.n, 2*w.k
 	k8 := K / 8
-	for r := 0; r < m; r++ {
-		xr, yr := x[r*K:r*K+K], y[r*N:r*N+N]
+	for r0 := 0; r0 < m; r0 += 4 {
+		xr := min(4, m-r0)
 		j := n0
-		for kern := w.kern; kern != nil && kern.dot != nil && k8 > 0; kern = kern.half {
-			for ; j+kern.rows <= n1; j += kern.rows {
-				kern.dot(&w.raw[j*rb], rb, &xr[0], k8, &yr[j])
-				if 8*k8 < K {
-					for i := j; i < j+kern.rows; i++ {
-						yr[i] = f16RowDot(w.raw[i*rb:(i+1)*rb], w.bf, xr, 8*k8, yr[i])
+		if k8 > 0 {
+			for _, d := range w.kern.dots[xr] {
+				for ; j+d.rows <= n1; j += d.rows {
+					d.fn(&w.raw[j*rb], rb, &x[r0*K], K, k8, &y[r0*N+j], N)
+					if 8*k8 < K {
+						for r := r0; r < r0+xr; r++ {
+							for i := j; i < j+d.rows; i++ {
+								y[r*N+i] = f16RowDot(w.raw[i*rb:(i+1)*rb], w.bf, x[r*K:r*K+K], 8*k8, y[r*N+i])
+							}
+						}
 					}
 				}
 			}
 		}
-		for ; j < n1; j++ {
-			yr[j] = f16RowDot(w.raw[j*rb:(j+1)*rb], w.bf, xr, 0, 0)
+		for r := r0; r < r0+xr; r++ {
+			for i := j; i < n1; i++ {
+				y[r*N+i] = f16RowDot(w.raw[i*rb:(i+1)*rb], w.bf, x[r*K:r*K+K], 0, 0)
+			}
 		}
 	}
 }
@@ -270,9 +292,9 @@ func (w *f16Weights) packPanel(buf []float32, nr, j0, cols, rb int) {
 	K := w.k
 	k8 := K / 8
 	c := 0
-	for kern := w.kern; kern != nil && k8 > 0; kern = kern.half {
-		for ; kern.pack != nil && c+kern.rows <= cols; c += kern.rows {
-			kern.pack(&w.raw[(j0+c)*rb], rb, &buf[c], nr, k8)
+	for _, p := range w.kern.packs {
+		for ; k8 > 0 && c+p.rows <= cols; c += p.rows {
+			p.fn(&w.raw[(j0+c)*rb], rb, &buf[c], nr, k8)
 		}
 	}
 	for kk := 8 * k8; kk < K; kk++ {

@@ -2,60 +2,170 @@
 
 package native
 
-// f16Dot32AVX512 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 32 rows of float16 values (ldw bytes apart), in k order, one FMA a step.
+// f16Dot32x1AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of float16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func f16Dot32AVX512(w *byte, ldw int, x *float32, k8 int, y *float32)
+func f16Dot32x1AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
-// f16Dot16AVX512 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart), in k order, one FMA a step.
+// f16Dot16x1AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func f16Dot16AVX512(w *byte, ldw int, x *float32, k8 int, y *float32)
+func f16Dot16x1AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot32x2AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of float16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot32x2AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot16x2AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot16x2AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot32x3AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of float16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot32x3AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot16x3AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot16x3AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot32x4AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of float16 values (ldw bytes apart) and 4 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot32x4AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot16x4AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart) and 4 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot16x4AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
 // f16Pack16AVX512 writes 16 rows of float16 values (ldw bytes apart) widened: dst[kk*ld+r] is row r's value kk, for kk < 8·k8.
 //
 //go:noescape
 func f16Pack16AVX512(w *byte, ldw int, dst *float32, ld int, k8 int)
 
-// f16Dot16AVX2 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart), in k order, one FMA a step.
+// f16Dot16x1AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func f16Dot16AVX2(w *byte, ldw int, x *float32, k8 int, y *float32)
+func f16Dot16x1AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
-// f16Dot8AVX2 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 8 rows of float16 values (ldw bytes apart), in k order, one FMA a step.
+// f16Dot8x1AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of float16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func f16Dot8AVX2(w *byte, ldw int, x *float32, k8 int, y *float32)
+func f16Dot8x1AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot16x2AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot16x2AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot8x2AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of float16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot8x2AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot16x3AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of float16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot16x3AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot8x3AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of float16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot8x3AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// f16Dot8x4AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of float16 values (ldw bytes apart) and 4 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func f16Dot8x4AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
 // f16Pack8AVX2 writes 8 rows of float16 values (ldw bytes apart) widened: dst[kk*ld+r] is row r's value kk, for kk < 8·k8.
 //
 //go:noescape
 func f16Pack8AVX2(w *byte, ldw int, dst *float32, ld int, k8 int)
 
-// bf16Dot32AVX512 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 32 rows of bfloat16 values (ldw bytes apart), in k order, one FMA a step.
+// bf16Dot32x1AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of bfloat16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func bf16Dot32AVX512(w *byte, ldw int, x *float32, k8 int, y *float32)
+func bf16Dot32x1AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
-// bf16Dot16AVX512 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart), in k order, one FMA a step.
+// bf16Dot16x1AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func bf16Dot16AVX512(w *byte, ldw int, x *float32, k8 int, y *float32)
+func bf16Dot16x1AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot32x2AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of bfloat16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot32x2AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot16x2AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot16x2AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot32x3AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of bfloat16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot32x3AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot16x3AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot16x3AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot32x4AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 32 rows of bfloat16 values (ldw bytes apart) and 4 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot32x4AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot16x4AVX512 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart) and 4 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot16x4AVX512(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
 // bf16Pack16AVX512 writes 16 rows of bfloat16 values (ldw bytes apart) widened: dst[kk*ld+r] is row r's value kk, for kk < 8·k8.
 //
 //go:noescape
 func bf16Pack16AVX512(w *byte, ldw int, dst *float32, ld int, k8 int)
 
-// bf16Dot16AVX2 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart), in k order, one FMA a step.
+// bf16Dot16x1AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func bf16Dot16AVX2(w *byte, ldw int, x *float32, k8 int, y *float32)
+func bf16Dot16x1AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
-// bf16Dot8AVX2 sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for 8 rows of bfloat16 values (ldw bytes apart), in k order, one FMA a step.
+// bf16Dot8x1AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of bfloat16 values (ldw bytes apart) and 1 activation rows i, in k order, one FMA a step.
 //
 //go:noescape
-func bf16Dot8AVX2(w *byte, ldw int, x *float32, k8 int, y *float32)
+func bf16Dot8x1AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot16x2AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot16x2AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot8x2AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of bfloat16 values (ldw bytes apart) and 2 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot8x2AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot16x3AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 16 rows of bfloat16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot16x3AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot8x3AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of bfloat16 values (ldw bytes apart) and 3 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot8x3AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
+
+// bf16Dot8x4AVX2 sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for 8 rows of bfloat16 values (ldw bytes apart) and 4 activation rows i, in k order, one FMA a step.
+//
+//go:noescape
+func bf16Dot8x4AVX2(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)
 
 // bf16Pack8AVX2 writes 8 rows of bfloat16 values (ldw bytes apart) widened: dst[kk*ld+r] is row r's value kk, for kk < 8·k8.
 //

@@ -113,7 +113,7 @@ func TestF16KernelsAgree(t *testing.T) {
 				n, k := sz[0], sz[1]
 				for _, specials := range []bool{false, true} {
 					raw := randomHalves(rng, bf, n, k, specials)
-					for _, m := range []int{1, 2, 3, 5, 17} {
+					for _, m := range []int{1, 2, 3, 4, 5, 9, 17} {
 						for _, round := range []bool{true, false} {
 							x := randomActs(rng, bf, m, k, round, specials)
 							var old []float32

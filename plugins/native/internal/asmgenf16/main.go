@@ -5,7 +5,8 @@
 // transposed in registers so that a vector lane is a weight row; then
 //
 //   - the dot kernels add x[k]·column k into one accumulator per row, in
-//     k order, one FMA a step (each lane's sum is f16RowDot's), and
+//     k order, one FMA a step (each lane's sum is f16RowDot's), for one to
+//     four activation rows at once (the columns widened once for all), and
 //   - the pack kernels store the columns: a GEMM panel of the rows.
 //
 // AVX-512 kernels take 16 rows a block (zmm: 4 rows a 128-bit lane), AVX2
@@ -85,6 +86,7 @@ type kernel struct {
 	wide   bool // AVX-512 (16 rows a block) or AVX2 (8)
 	blocks int
 	pack   bool
+	xrows  int // activation rows of a dot kernel (1..4)
 }
 
 func (k kernel) name() string {
@@ -102,7 +104,10 @@ func (k kernel) name() string {
 	if k.wide {
 		rows, isa = 16*k.blocks, "AVX512"
 	}
-	return fmt.Sprintf("%s%d%s", s, rows, isa)
+	if k.pack {
+		return fmt.Sprintf("%s%d%s", s, rows, isa)
+	}
+	return fmt.Sprintf("%s%dx%d%s", s, rows, k.xrows, isa)
 }
 
 // row pointer registers: four a 16-row block (rows 4q..4q+3 at
@@ -130,8 +135,8 @@ func (k kernel) emit(g *gen) {
 		g.b.WriteString(fmt.Sprintf("// func %s(w *byte, ldw int, dst *float32, ld int, k8 int)\n", name))
 		g.b.WriteString(fmt.Sprintf("TEXT ·%s(SB), NOSPLIT, $0-40\n", name))
 	} else {
-		g.b.WriteString(fmt.Sprintf("// func %s(w *byte, ldw int, x *float32, k8 int, y *float32)\n", name))
-		g.b.WriteString(fmt.Sprintf("TEXT ·%s(SB), NOSPLIT, $0-40\n", name))
+		g.b.WriteString(fmt.Sprintf("// func %s(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)\n", name))
+		g.b.WriteString(fmt.Sprintf("TEXT ·%s(SB), NOSPLIT, $0-56\n", name))
 	}
 	g.f("MOVQ w+0(FP), SI")
 	g.f("MOVQ ldw+8(FP), DX")
@@ -145,7 +150,12 @@ func (k kernel) emit(g *gen) {
 		g.f("MOVQ k8+32(FP), CX")
 	} else {
 		g.f("MOVQ x+16(FP), DI")
-		g.f("MOVQ k8+24(FP), CX")
+		g.f("MOVQ ldx+24(FP), AX")
+		g.f("SHLQ $2, AX") // bytes between activation rows
+		if k.xrows > 3 {
+			g.f("LEAQ (AX)(AX*2), R15")
+		}
+		g.f("MOVQ k8+32(FP), CX")
 	}
 	nptr := k.blocks * k.rowsPerBlock() / 4
 	for q := 1; q < nptr; q++ {
@@ -162,10 +172,14 @@ func (k kernel) emit(g *gen) {
 		avail = append(avail, i)
 	}
 	if !k.pack {
+		accBase = nregs - k.blocks*k.xrows
+		avail = avail[:accBase]
 		for b := 0; b < k.blocks; b++ {
-			acc := fmt.Sprintf("%s%d", vreg, accBase+b)
-			accs = append(accs, acc)
-			g.f("VXORPS %s, %s, %s", acc, acc, acc)
+			for xr := 0; xr < k.xrows; xr++ {
+				acc := fmt.Sprintf("%s%d", vreg, accBase+b*k.xrows+xr)
+				accs = append(accs, acc)
+				g.f("VXORPS %s, %s, %s", acc, acc, acc)
+			}
 		}
 	}
 	loop := name + "_loop"
@@ -173,7 +187,7 @@ func (k kernel) emit(g *gen) {
 	r := newRegs(vreg, avail)
 	// x[k] broadcasts, shared by the blocks (AVX-512: all 8 held; AVX2:
 	// one at a time, per block)
-	if !k.pack && k.wide {
+	if !k.pack && k.wide && k.xrows == 1 {
 		for kk := 0; kk < 8; kk++ {
 			g.f("VBROADCASTSS %d(DI), %s", 4*kk, r.alloc(fmt.Sprintf("x%d", kk)))
 		}
@@ -181,7 +195,7 @@ func (k kernel) emit(g *gen) {
 	for b := 0; b < k.blocks; b++ {
 		k.block(g, r, b, accs)
 	}
-	if !k.pack && k.wide {
+	if !k.pack && k.wide && k.xrows == 1 {
 		for kk := 0; kk < 8; kk++ {
 			r.release(fmt.Sprintf("x%d", kk))
 		}
@@ -198,13 +212,18 @@ func (k kernel) emit(g *gen) {
 	g.f("DECQ CX")
 	g.f("JNZ %s", loop)
 	if !k.pack {
-		g.f("MOVQ y+32(FP), AX")
+		g.f("MOVQ y+40(FP), SI")
+		g.f("MOVQ ldy+48(FP), DX")
+		g.f("SHLQ $2, DX")
+		g.f("LEAQ (DX)(DX*2), BX")
 		width := 32
 		if k.wide {
 			width = 64
 		}
 		for b := 0; b < k.blocks; b++ {
-			g.f("VMOVUPS %s, %d(AX)", accs[b], width*b)
+			for xr := 0; xr < k.xrows; xr++ {
+				g.f("VMOVUPS %s, %d(SI)%s", accs[b*k.xrows+xr], width*b, []string{"", "(DX*1)", "(DX*2)", "(BX*1)"}[xr])
+			}
 		}
 	}
 	g.f("VZEROUPPER")
@@ -298,13 +317,15 @@ func (k kernel) block(g *gen, r *regs, b int, accs []string) {
 			}
 			addr := fmt.Sprintf("%d(%s)%s", width*b, base, []string{"", "(AX*1)", "(AX*2)", "(R11*1)"}[m])
 			g.f("VMOVUPS %s, %s", r.get(c), addr)
-		case k.wide:
+		case k.wide && k.xrows == 1:
 			g.f("VFMADD231PS %s, %s, %s", r.get(fmt.Sprintf("x%d", kk)), r.get(c), accs[b])
 		default:
-			x := r.alloc("x")
-			g.f("VBROADCASTSS %d(DI), %s", 4*kk, x)
-			g.f("VFMADD231PS %s, %s, %s", x, r.get(c), accs[b])
-			r.release("x")
+			for xr := 0; xr < k.xrows; xr++ {
+				x := r.alloc("x")
+				g.f("VBROADCASTSS %d(DI)%s, %s", 4*kk, []string{"", "(AX*1)", "(AX*2)", "(R15*1)"}[xr], x)
+				g.f("VFMADD231PS %s, %s, %s", x, r.get(c), accs[b*k.xrows+xr])
+				r.release("x")
+			}
 		}
 		r.release(c)
 	}
@@ -319,7 +340,13 @@ func main() {
 	var ks []kernel
 	for _, bf := range []bool{false, true} {
 		for _, wide := range []bool{true, false} {
-			ks = append(ks, kernel{bf: bf, wide: wide, blocks: 2}, kernel{bf: bf, wide: wide, blocks: 1}, kernel{bf: bf, wide: wide, blocks: 1, pack: true})
+			for xr := 1; xr <= 4; xr++ {
+				if wide || xr < 4 { // AVX2's 16 registers: two blocks' accumulators for at most 3 rows
+					ks = append(ks, kernel{bf: bf, wide: wide, blocks: 2, xrows: xr})
+				}
+				ks = append(ks, kernel{bf: bf, wide: wide, blocks: 1, xrows: xr})
+			}
+			ks = append(ks, kernel{bf: bf, wide: wide, blocks: 1, pack: true})
 		}
 	}
 	for _, k := range ks {
@@ -332,7 +359,7 @@ func main() {
 		if k.pack {
 			fmt.Fprintf(&st, "\n// %s writes %d rows of %s values (ldw bytes apart) widened: dst[kk*ld+r] is row r's value kk, for kk < 8·k8.\n//\n//go:noescape\nfunc %s(w *byte, ldw int, dst *float32, ld int, k8 int)\n", k.name(), rows, typ, k.name())
 		} else {
-			fmt.Fprintf(&st, "\n// %s sets y[r] to Σ x[k]·w(r, k) over k < 8·k8 for %d rows of %s values (ldw bytes apart), in k order, one FMA a step.\n//\n//go:noescape\nfunc %s(w *byte, ldw int, x *float32, k8 int, y *float32)\n", k.name(), rows, typ, k.name())
+			fmt.Fprintf(&st, "\n// %s sets y[i·ldy+r] to Σ x[i·ldx+k]·w(r, k) over k < 8·k8 for %d rows of %s values (ldw bytes apart) and %d activation rows i, in k order, one FMA a step.\n//\n//go:noescape\nfunc %s(w *byte, ldw int, x *float32, ldx int, k8 int, y *float32, ldy int)\n", k.name(), rows, typ, k.xrows, k.name())
 		}
 	}
 	if err := os.WriteFile(*out, g.b.Bytes(), 0o644); err != nil {
