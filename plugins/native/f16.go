@@ -150,10 +150,11 @@ func f16Widen(h uint16, bf bool) float32 {
 	return graph.F16(h).Float32()
 }
 
-// fma32 is a·b+c rounded once to float32 (IEEE fusedMultiplyAdd in
+// fma32Soft is a·b+c rounded once to float32 (IEEE fusedMultiplyAdd in
 // binary32): the product is exact in float64, the sum is rounded to odd
 // there (53 ≥ 24+2 bits, so the final rounding to float32 is correct).
-func fma32(a, b, c float32) float32 {
+// fma32 is it, or the CPU's instruction where the compiler emits one.
+func fma32Soft(a, b, c float32) float32 {
 	p := float64(a) * float64(b)
 	cc := float64(c)
 	s := p + cc

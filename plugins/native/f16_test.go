@@ -159,6 +159,9 @@ func TestFMA32(t *testing.T) {
 		// a float32 or far from a float32 tie
 		e := math.FMA(float64(a), float64(b), float64(c))
 		got := fma32(a, b, c)
+		if soft := fma32Soft(a, b, c); math.Float32bits(soft) != math.Float32bits(got) {
+			t.Fatalf("fma32(%v, %v, %v) = %v, fma32Soft %v", a, b, c, got, soft)
+		}
 		if float64(float32(e)) == e && float64(got) != e {
 			t.Fatalf("fma32(%v, %v, %v) = %v, exact %v", a, b, c, got, e)
 		}
@@ -171,6 +174,9 @@ func TestFMA32(t *testing.T) {
 	// float64 rounds to 1+2^-24, a float32 tie (then to even: 1), but
 	// the exact sum is above the tie: 1+2^-23
 	a, b := float32(1025*math.Pow(2, -10)), float32(1047553*math.Pow(2, -44))
+	if got := fma32Soft(a, b, 1); got != float32(1+math.Pow(2, -23)) {
+		t.Fatalf("fma32Soft double rounding: got %v (%#x), want 1+2^-23", got, math.Float32bits(got))
+	}
 	if got := fma32(a, b, 1); got != float32(1+math.Pow(2, -23)) {
 		t.Fatalf("fma32 double rounding: got %v (%#x), want 1+2^-23", got, math.Float32bits(got))
 	}
