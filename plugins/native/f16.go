@@ -38,7 +38,9 @@ import (
 // (internal/asmgenf16) take 8 to 32 weight rows a call, convert 8
 // values of each, transpose them in registers so that a vector lane is a
 // weight row, and add x[k]·column k into one accumulator per row: each
-// lane's sum is the sequential one above. Rows and k past the kernels'
+// lane's sum is the sequential one above; each row is prefetched 384
+// bytes ahead (32 interleaved streams outrun the hardware prefetcher:
+// 40% more GB/s from DRAM). Rows and k past the kernels'
 // multiples, and machines without them, run the Go loop (f16RowDot).
 // Rows are split over the pool's threads as the other weights' are.
 //

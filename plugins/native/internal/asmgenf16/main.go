@@ -25,8 +25,9 @@ import (
 )
 
 var (
-	out   = flag.String("out", "f16_amd64.s", "assembly output")
-	stubs = flag.String("stubs", "f16_stubs_amd64.go", "Go declarations output")
+	out      = flag.String("out", "f16_amd64.s", "assembly output")
+	stubs    = flag.String("stubs", "f16_stubs_amd64.go", "Go declarations output")
+	prefetch = flag.Int("prefetch", 384, "prefetch each row this many bytes ahead (0: none)")
 )
 
 // regs is a register allocator: names of values to registers.
@@ -242,6 +243,9 @@ func (k kernel) block(g *gen, r *regs, b int, accs []string) {
 	for i := 0; i < 8; i++ {
 		d := r.alloc(fmt.Sprintf("d%d", i))
 		if !k.wide {
+			if *prefetch > 0 {
+				g.f("PREFETCHT0 %d%s", *prefetch, k.rowAddr(b, i))
+			}
 			if k.bf {
 				g.f("VPMOVZXWD %s, %s", k.rowAddr(b, i), d)
 				g.f("VPSLLD $16, %s, %s", d, d)
@@ -256,6 +260,10 @@ func (k kernel) block(g *gen, r *regs, b int, accs []string) {
 		}
 		y := half + d[1:]
 		x := "X" + d[1:]
+		if *prefetch > 0 {
+			g.f("PREFETCHT0 %d%s", *prefetch, k.rowAddr(b, lo))
+			g.f("PREFETCHT0 %d%s", *prefetch, k.rowAddr(b, hi))
+		}
 		g.f("VMOVDQU16 %s, %s", k.rowAddr(b, lo), x)
 		g.f("VINSERTI32X4 $1, %s, %s, %s", k.rowAddr(b, hi), y, y)
 		if k.bf {
