@@ -61,10 +61,10 @@ func (b *builder) f32(name string, shape []int, v []float32) string {
 
 // linear is x [1, S, m.Cols] times the matrix transposed: [1, S, m.Rows].
 func (b *builder) linear(x, name string, m *Matrix) string {
-	if !m.Quantized() {
-		if b.round && m.VecDot != graph.Undefined {
-			x = b.node("Cast", "", attrs(intA("to", int64(graph.Float32))), b.node("Cast", "", attrs(intA("to", int64(m.VecDot))), x))
-		}
+	if b.round && m.VecDot != graph.Undefined {
+		x = b.node("Cast", "", attrs(intA("to", int64(graph.Float32))), b.node("Cast", "", attrs(intA("to", int64(m.VecDot))), x))
+	}
+	if !m.Typed() && !m.Quantized() {
 		// MatMul wants [in, out]: store the transpose once.
 		t := make([]float32, len(m.F32))
 		for r := 0; r < m.Rows; r++ {

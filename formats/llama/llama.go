@@ -209,8 +209,9 @@ func (c *Config) KVDim() int { return c.KVHeads * c.HeadSize }
 // quantized: Bits 8 (Q8 int8 values) or 4 (Q4 packed nibbles, stored
 // q+8, element i in byte i/2, the low nibble for even i), with one scale
 // per Block consecutive elements of the row-major matrix; or, when Raw is
-// set, in ggml's own block layout of type GGML (Q4_1, Q5_0, Q5_1, Q2_K …
-// Q6_K: core/ggml), Rows rows of whole blocks as the GGUF file stores them.
+// set, in ggml's own layout of type GGML (Q4_1, Q5_0, Q5_1, Q2_K … Q6_K:
+// core/ggml's blocks; F16 and BF16: 16-bit values), Rows rows as the GGUF
+// file stores them (a slice of the file's mapping, never copied).
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
@@ -228,8 +229,13 @@ type Matrix struct {
 	VecDot graph.DType
 }
 
-// Quantized reports whether the matrix is kept quantized.
-func (m *Matrix) Quantized() bool { return m.Bits != 0 || m.Raw != nil }
+// Quantized reports whether the matrix is kept quantized (an F16 or BF16
+// matrix kept as the file's 16-bit values in Raw is not).
+func (m *Matrix) Quantized() bool { return m.Bits != 0 || m.Raw != nil && m.GGML.Quantized() }
+
+// Typed reports whether the matrix is kept in the file's own encoding
+// (Raw, of ggml type GGML: block-quantized, F16 or BF16), read in place.
+func (m *Matrix) Typed() bool { return m.Raw != nil }
 
 // Bytes is the memory the matrix's values and scales take.
 func (m *Matrix) Bytes() int {
@@ -243,7 +249,7 @@ func (m *Matrix) check(name string, rows, cols int) error {
 	n := rows * cols
 	if m.Raw != nil {
 		rb, err := m.GGML.RowBytes(cols)
-		if err != nil || !m.GGML.Quantized() || len(m.Raw) != rows*rb {
+		if err != nil || !(m.GGML.Quantized() || m.GGML == ggml.F16 || m.GGML == ggml.BF16) || len(m.Raw) != rows*rb {
 			return fmt.Errorf("%w: %s: %d bytes of %s for [%d %d]", ErrFormat, name, len(m.Raw), m.GGML, rows, cols)
 		}
 		return nil

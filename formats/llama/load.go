@@ -143,18 +143,19 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
 		// kept in the file's own block layout, not copied
 		m.GGML, m.Raw = ggml.Type(t.Type), f.Raw(t)
+	case gguf.TypeF16, gguf.TypeBF16:
+		// the file's 16-bit values, not widened: slices of the mapping
+		// (BlockQuantMatMul of type F16/BF16 reads them in place)
+		m.GGML, m.Raw, m.VecDot = ggml.F16, f.Raw(t), graph.Float16
+		if t.Type == gguf.TypeBF16 {
+			m.GGML, m.VecDot = ggml.BF16, graph.BFloat16
+		}
 	default:
 		v, err := f.Float32s(t)
 		if err != nil {
 			return Matrix{}, err
 		}
 		m.F32 = v
-		switch t.Type {
-		case gguf.TypeF16:
-			m.VecDot = graph.Float16
-		case gguf.TypeBF16:
-			m.VecDot = graph.BFloat16
-		}
 	}
 	return m, nil
 }

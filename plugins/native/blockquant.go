@@ -118,6 +118,9 @@ func newBQWeights(n *graph.Node, b, sc *graph.Tensor) (*bqWeights, error) {
 }
 
 func checkBlockQuant(sg *hal.Subgraph, n *graph.Node) string {
+	if isF16Node(n) {
+		return checkF16(sg, n) // f16.go
+	}
 	if r := needF32(sg, n, 0); r != "" {
 		return r
 	}
@@ -135,6 +138,9 @@ func checkBlockQuant(sg *hal.Subgraph, n *graph.Node) string {
 }
 
 func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
+	if isF16Node(n) {
+		return buildF16(bc, n) // f16.go
+	}
 	w, err := newBQWeights(n, constInput(bc.sg, n, 1), constInput(bc.sg, n, 2))
 	if err != nil {
 		return nil, err
