@@ -14,8 +14,9 @@ import (
 // The integer path's GEMM: a BlockQuantMatMul of M ≥ 2 activation rows
 // (a prompt's positions in prefill, the active sequences of a batched
 // decode step) on a ggml Q4_0, Q5_0, Q8_0, Q4_K or Q6_K weight, in tiles of 4 weight
-// rows × up to 4 activation rows held in registers (internal/asmgenqgemm:
-// AVX-512 VNNI on YMM, the sixteen accumulators in Y16–Y31). The
+// rows × up to 8 activation rows held in registers (internal/asmgenqgemm:
+// AVX-512 VNNI; the 32-element types' sixteen ZMM accumulators in
+// Z16–Z31 hold two activation rows each, the K types' 4 × 4 tiles YMM). The
 // activation rows are quantized once (core/ggml's Act, as for one row)
 // and packed for the tiles; each weight block is unpacked once for the
 // tile's activation rows instead of once per row (the K types' scales
@@ -45,6 +46,10 @@ type qgemmKFn = func(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float3
 // pays off from a few groups on (a batched decode step of 4 sequences
 // stays on the single-row kernels, the same bits).
 const qgemmKMinRows = 16
+
+// qgemmRows is the most activation rows a 32-element type's tile takes
+// (the K types' take 4).
+const qgemmRows = 8
 
 // qgemmChunkBytes bounds the packed activations a tile pass reads.
 const qgemmChunkBytes = 512 << 10
@@ -76,33 +81,45 @@ func qgemmOffset(t ggml.Type) int32 {
 	return 128
 }
 
-// pack packs rows r0..r1-1 of a (blocks of 32, nb a row) in groups of 4.
+// pack packs rows r0..r1-1 of a (blocks of 32, nb a row) in groups of
+// qgemmRows for the 32-element types' kernels: per group of R rows (P =
+// ⌈R/2⌉ pairs, an odd R's last pair completed with a zero row), per
+// block, per pair the two rows' 32 values, then per pair their eight
+// corrections −off·(lane sum) each, then per pair their scales repeated
+// eight times (48·P words a block).
 func (pk *qgemmPack) pack(a *ggml.Act, r0, r1, nb int, off int32) {
-	words := (r1 - r0) * nb * 17
+	words := 0
+	for g := r0; g < r1; g += qgemmRows {
+		words += 48 * ((min(qgemmRows, r1-g) + 1) / 2) * nb
+	}
 	pk.buf = growT(pk.buf, words)
 	bytes := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*words)
 	o := 0
-	for g := r0; g < r1; g += 4 {
-		R := min(4, r1-g)
-		for b := 0; b < nb; {
-			// two blocks side by side while two are left (the kernels'
-			// ZMM loop), then one
-			nbk := min(2, nb-b)
-			for r := 0; r < R; r++ {
-				for k := 0; k < nbk; k++ {
-					ab := (g+r)*nb + b + k
-					qo := 4*o + 32*(nbk*r+k)
-					copy(bytes[qo:qo+32], a.Q[ab*32:ab*32+32])
-					co := o + 8*nbk*R + 8*(nbk*r+k)
-					c := pk.buf[co : co+8]
-					for l := range c {
-						c[l] = uint32(-off * a.Lanes[ab*8+l])
-					}
-					pk.buf[o+16*nbk*R+nbk*r+k] = *(*uint32)(unsafe.Pointer(&a.D[ab]))
+	for g := r0; g < r1; g += qgemmRows {
+		R := min(qgemmRows, r1-g)
+		P := (R + 1) / 2
+		for b := 0; b < nb; b++ {
+			for r := 0; r < 2*P; r++ {
+				qo := 4*o + 32*r
+				co := o + 16*P + 8*r
+				do := o + 32*P + 8*r
+				if r == R {
+					clear(bytes[qo : qo+32])
+					clear(pk.buf[co : co+8])
+					clear(pk.buf[do : do+8])
+					continue
+				}
+				ab := (g+r)*nb + b
+				copy(bytes[qo:qo+32], a.Q[ab*32:ab*32+32])
+				for l := range 8 {
+					pk.buf[co+l] = uint32(-off * a.Lanes[ab*8+l])
+				}
+				d := *(*uint32)(unsafe.Pointer(&a.D[ab]))
+				for l := range 8 {
+					pk.buf[do+l] = d
 				}
 			}
-			o += 17 * R * nbk
-			b += nbk
+			o += 48 * P
 		}
 	}
 }
@@ -192,7 +209,7 @@ type qgemmJob struct {
 	w      *bqWeights
 	a      *ggml.Act
 	pk     *qgemmPack
-	fns    *[4]qgemmFn
+	fns    *[qgemmRows]qgemmFn
 	kfns   *[4]qgemmKFn
 	y      []float32
 	r0, r1 int
@@ -216,7 +233,7 @@ func (w *bqWeights) runGEMM(p *pool, x, y []float32, m int) bool {
 	a.Quantize(x, m, K, be)
 	pk := qgemmPacks.Get().(*qgemmPack)
 	defer qgemmPacks.Put(pk)
-	chunk := max(4, qgemmChunkBytes/(nb*68*be/32)&^3)
+	chunk := max(qgemmRows, qgemmChunkBytes/(nb*96*be/32)/qgemmRows*qgemmRows)
 	j := qgemmJob{w: w, a: a, fns: fns, kfns: kfns, y: y, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*K >= 1<<16 {
 		j.per = ((w.n+2*t-1)/(2*t) + 3) &^ 3
@@ -247,12 +264,13 @@ func (w *bqWeights) gemmRows(j qgemmJob, n0, n1 int) {
 	for ; n+4 <= n1; n += 4 {
 		rows := w.raw[n*w.rb : (n+4)*w.rb]
 		o := 0
-		for g := j.r0; g < j.r1; g += 4 {
-			R := min(4, j.r1-g)
-			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 68*R*nb)
+		for g := j.r0; g < j.r1; g += qgemmRows {
+			R := min(qgemmRows, j.r1-g)
+			words := 48 * ((R + 1) / 2) * nb
+			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 4*words)
 			y := j.y[g*N+n : (g+R-1)*N+n+4]
 			j.fns[R-1](nb, &rows[0], w.rb, &a[0], &y[0], 4*N)
-			o += 17 * R * nb
+			o += words
 		}
 	}
 	for ; n < n1; n++ {

@@ -7,23 +7,22 @@
 //
 //	go run ./plugins/native/internal/asmgenqgemm -out plugins/native/qgemm_amd64.s -stubs plugins/native/qgemm_stubs_amd64.go -pkg native
 //
-// A kernel computes a tile of 4 weight rows × R activation rows (R = 1…4)
-// over nb blocks of 32. Each weight block is unpacked once to 32 unsigned
-// bytes (Q4_0: the nibbles, Q5_0: the nibbles and the 5th bits, Q8_0: the
-// int8 values plus 128) and its scale converted once, then used for the R
-// activation rows: VPDPBUSD (AVX-512 VNNI on YMM) sums the 32 products in
-// eight exact int32 lanes of four, into the lanes' offset correction
-// (−8, −16 or −128 times the activations' lane sums, packed beside them),
-// so a lane holds exactly core/ggml's Dot lane sum. Then, as Dot: the
-// lane converted to float32, times float32(d_w·d_a), added (no FMA) into
-// the pair's own eight float32 accumulators (the sixteen of a 4×4 tile
-// live in Y16–Y31), reduced at the end as Dot does,
+// A 32-element type's kernel computes a tile of 4 weight rows × R
+// activation rows (R = 1…8, in pairs: see tile) over nb blocks of 32;
+// a K type's 4 × R (R = 1…4; see tileK) over nb super-blocks. Each weight
+// block is unpacked once to unsigned bytes (Q4_0: the nibbles, Q5_0: the
+// nibbles and the 5th bits, Q8_0: the int8 values plus 128) and its scale
+// converted once, then used for the R activation rows: VPDPBUSD (AVX-512
+// VNNI) sums the 32 products in eight exact int32 lanes of four, into the
+// lanes' offset correction (−8, −16 or −128 times the activations' lane
+// sums, packed beside them), so a lane holds exactly core/ggml's Dot lane
+// sum. Then, as Dot: the lane converted to float32, times
+// float32(d_w·d_a), added (no FMA) into the pair's own eight float32
+// accumulators, reduced at the end as Dot does,
 // ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)), into the output.
 //
-// The activations come packed by the caller for a group of R rows: per
-// block R×32 int8 values, R×8 int32 corrections, R float32 scales
-// (68·R bytes a block), one stream. Weight rows are ldw bytes apart; the
-// next tile's rows are prefetched at the pace these are read.
+// Weight rows are ldw bytes apart; the next tile's rows are prefetched at
+// the pace these are read.
 package main
 
 import (
@@ -39,7 +38,7 @@ import (
 func main() {
 	consts()
 	for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
-		for r := 1; r <= 4; r++ {
+		for r := 1; r <= tileRows; r++ {
 			tile(t, r)
 		}
 	}
@@ -51,7 +50,11 @@ func main() {
 	Generate()
 }
 
-var c0F, c30, c10, c80, qhShuf, qhBits Mem
+var c0F, c30 Mem
+
+// the 32-element tiles' 64-byte tables: 0x0F, 0x10, 0x80 bytes and the
+// word shifts 0, 4, 0, 4 of the four 128-bit lanes
+var c0Fz, c10z, c80z, shiftZ Mem
 
 // bytes32 is avokit.Bytes32.
 var bytes32 = avokit.Bytes32
@@ -59,11 +62,15 @@ var bytes32 = avokit.Bytes32
 func consts() {
 	c0F = bytes32("qgemm_c0f", func(int) byte { return 0x0F })
 	c30 = bytes32("qgemm_c30", func(int) byte { return 0x30 })
-	c10 = bytes32("qgemm_c10", func(int) byte { return 0x10 })
-	c80 = bytes32("qgemm_c80", func(int) byte { return 0x80 })
-	// bit j of a broadcast uint32 to byte j: byte j takes source byte j/8
-	qhShuf = bytes32("qgemm_qhshuf", func(i int) byte { return byte(i / 8) })
-	qhBits = bytes32("qgemm_qhbits", func(i int) byte { return 1 << (i % 8) })
+	c0Fz = avokit.Bytes("qgemm_c0fz", 64, func(int) byte { return 0x0F })
+	c10z = avokit.Bytes("qgemm_c10z", 64, func(int) byte { return 0x10 })
+	c80z = avokit.Bytes("qgemm_c80z", 64, func(int) byte { return 0x80 })
+	shiftZ = avokit.Bytes("qgemm_shiftz", 64, func(i int) byte {
+		if i%2 == 0 && (i/16)%2 == 1 {
+			return 4
+		}
+		return 0
+	})
 }
 
 // raw emits an instruction avo's table lacks (Go's assembler knows it).
@@ -84,85 +91,34 @@ const sig = "func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)"
 
 var zs = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15}
 
-// unpack32 sets q (a YMM) to block disp's 32 unsigned quants of type t
-// at weight row mem m (X14, Y15 scratch; Q8_0 takes c80 in Y15).
-func unpack32(t string, q VecPhysical, m func(disp int) Mem, disp int) {
-	switch t {
-	case "Q8_0":
-		VPXOR(m(disp+2), Y15, q)
-	case "Q4_0":
-		VMOVDQU(m(disp+2), q.AsX())
-		VPSRLW(U8(4), q.AsX(), X14)
-		VINSERTI128(U8(1), X14, q, q)
-		VPAND(c0F, q, q)
-	default:
-		VMOVDQU(m(disp+6), q.AsX())
-		VPSRLW(U8(4), q.AsX(), X14)
-		VINSERTI128(U8(1), X14, q, q)
-		VPAND(c0F, q, q)
-		VPBROADCASTD(m(disp+2), Y13)
-		VPSHUFB(qhShuf, Y13, Y13)
-		VPAND(qhBits, Y13, Y13)
-		VPCMPEQB(qhBits, Y13, Y13)
-		VPAND(c10, Y13, Y13)
-		VPOR(Y13, q, q)
-	}
-}
+var zs32 = append(zs[:16:16], Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
 
-// tilePairs is the kernel's loop over pairs of blocks, while two are
-// left: ZMM registers hold the two blocks side by side (block b in the
-// low 256 bits, b+1 in the high), so one VPDPBUSD, conversion and the two
-// multiplications serve both; the high half is then added into the
-// accumulator after the low one, keeping Dot's order. The activations
-// are packed by pairs there: per row 64 values, then per row 16
-// corrections, then per row the two scales (136·R bytes a pair).
-func tilePairs(t string, R int, p string, nb, w, a, pf Register, row func(n, disp int) Mem, acc func(n, r int) VecPhysical) {
-	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
-	Label(p + "pair")
-	CMPQ(nb, U8(2))
-	JB(LabelRef(p + "block"))
-	for o := 0; o < 8*bs; o += 64 {
-		PREFETCHT0(Mem{Base: pf, Disp: o})
-	}
-	ADDQ(U32(uint32(8*bs)), pf)
-	for n := 0; n < 4; n++ {
-		m := func(d int) Mem { return row(n, d) }
-		unpack32(t, ys[n], m, 0)
-		unpack32(t, Y12, m, bs)
-		VINSERTI32X8(U8(1), Y12, zs[n], zs[n])
-		VPBROADCASTW(row(n, 0), X14)
-		VCVTPH2PS(X14, ys[4+n])
-		VPBROADCASTW(row(n, bs), X14)
-		VCVTPH2PS(X14, Y12)
-		VINSERTF32X8(U8(1), Y12, zs[4+n], zs[4+n])
-	}
-	for r := 0; r < R; r++ {
-		VMOVDQU64(Mem{Base: a, Disp: 64*R + 64*r}, Z8)
-		VBROADCASTSS(Mem{Base: a, Disp: 128*R + 8*r}, Y9)
-		VBROADCASTSS(Mem{Base: a, Disp: 128*R + 8*r + 4}, Y12)
-		VINSERTF32X8(U8(1), Y12, Z9, Z9)
-		for n := 0; n < 4; n++ {
-			tt, sc := zs[10+n%2], zs[12+n%2]
-			VMOVDQA64(Z8, tt)
-			vpdpbusd(Mem{Base: a, Disp: 64 * r}, zs[n], tt)
-			VCVTDQ2PS(tt, tt)
-			VMULPS(Z9, zs[4+n], sc) // d_w·d_a, one rounding
-			VMULPS(sc, tt, tt)
-			VADDPS(tt.AsY(), acc(n, r), acc(n, r))
-			VEXTRACTF32X8(U8(1), tt, sc.AsY())
-			VADDPS(sc.AsY(), acc(n, r), acc(n, r))
-		}
-	}
-	ADDQ(U32(uint32(2*bs)), w)
-	ADDQ(U32(uint32(136*R)), a)
-	SUBQ(U8(2), nb)
-	JMP(LabelRef(p + "pair"))
-}
+// tileRows is the most activation rows a 32-element type's tile takes.
+const tileRows = 8
 
-// tile generates the 4×R kernel of type t.
+// tile generates the 4×R kernel of the 32-element type t (R = 1…8).
+//
+// The activation rows go in pairs: a ZMM accumulator holds the eight
+// float32 lanes of weight row n with activation row 2p in its low half
+// and with row 2p+1 in its high half, so one VPDPBUSD, conversion,
+// product of scales, multiplication and addition serve two (n, r) pairs
+// of one block, each lane in Dot's order (blocks one after the other).
+// The weight block is unpacked once to 32 unsigned bytes repeated in both
+// halves (Q4_0: the 16 bytes broadcast, the high nibbles of lanes 1 and 3
+// shifted down, masked; Q5_0: then 0x10 added under the mask of its
+// 32 high bits twice; Q8_0: the 32 bytes broadcast, xor 0x80), its
+// float16 scale converted to 16 float32s.
+//
+// The activations come packed by the caller for the group of R rows
+// (P = ⌈R/2⌉ pairs; an odd R's last pair has a zero row): per block, per
+// pair the two rows' 32 int8 values (64 bytes), then per pair the two
+// rows' eight int32 corrections (−8, −16 or −128 times the lane sums),
+// then per pair the two rows' scales, each repeated eight times as
+// float32: 192·P bytes a block.
 func tile(t string, R int) {
-	name := fmt.Sprintf("qgemm%s4x%dVNNI", t, R)
+	name := fmt.Sprintf("qgemm%s4x%dZ", t, R)
 	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
+	P := (R + 1) / 2
 	TEXT(name, NOSPLIT, sig)
 	Doc(fmt.Sprintf("%s computes the 4×%d tile of nb %s blocks (weight rows ldw bytes apart, %d packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).", name, R, t, R))
 	Pragma("noescape")
@@ -173,23 +129,25 @@ func tile(t string, R int) {
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
 	row := avokit.Rows4(w, ldw, ldw3)
-	acc := func(n, r int) VecPhysical { return ys[16+4*n+r] }
+	acc := func(n, p int) VecPhysical { return zs32[16+4*p+n] }
 	for n := 0; n < 4; n++ {
-		for r := 0; r < R; r++ {
-			VXORPS(acc(n, r), acc(n, r), acc(n, r))
+		for p := 0; p < P; p++ {
+			VPXORD(acc(n, p), acc(n, p), acc(n, p))
 		}
 	}
 	pf := GP64()
 	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
-	qs := 2 // the quants' offset in a block (Q5_0: after qh)
 	switch t {
 	case "Q8_0":
-		VMOVDQU(c80, Y15)
-	case "Q5_0":
-		qs = 6
+		VMOVDQU64(c80z, Z15)
+	default:
+		VMOVDQU64(c0Fz, Z15)
+		VMOVDQU64(shiftZ, Z14)
 	}
+	xq := func(p int) Mem { return Mem{Base: a, Disp: 64 * p} }
+	corr := func(p int) Mem { return Mem{Base: a, Disp: 64*P + 64*p} }
+	da := func(p int) Mem { return Mem{Base: a, Disp: 128*P + 64*p} }
 	p := name + "_"
-	tilePairs(t, R, p, nb, w, a, pf, row, acc)
 	Label(p + "block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
@@ -197,44 +155,44 @@ func tile(t string, R int) {
 		PREFETCHT0(Mem{Base: pf, Disp: o})
 	}
 	ADDQ(U32(uint32(4*bs)), pf)
-	// the four weight blocks, unsigned, in Y0–Y3; their scales in Y4–Y7
+	// the four weight blocks, unsigned and repeated, in Z0–Z3; their
+	// scales in Z4–Z7
 	for n := 0; n < 4; n++ {
-		q := ys[n]
+		q := zs[n]
 		switch t {
 		case "Q8_0":
-			VPXOR(row(n, 2), Y15, q)
+			VBROADCASTI32X8(row(n, 2), q)
+			VPXORD(Z15, q, q)
+		case "Q4_0":
+			VBROADCASTI32X4(row(n, 2), q)
+			VPSRLVW(Z14, q, q)
+			VPANDD(Z15, q, q)
 		default:
-			VMOVDQU(row(n, qs), q.AsX())
-			VPSRLW(U8(4), q.AsX(), X14)
-			VINSERTI128(U8(1), X14, q, q)
-			VPAND(c0F, q, q)
-			if t == "Q5_0" {
-				VPBROADCASTD(row(n, 2), Y15)
-				VPSHUFB(qhShuf, Y15, Y15)
-				VPAND(qhBits, Y15, Y15)
-				VPCMPEQB(qhBits, Y15, Y15)
-				VPAND(c10, Y15, Y15)
-				VPOR(Y15, q, q)
-			}
+			VBROADCASTI32X4(row(n, 6), q)
+			VPSRLVW(Z14, q, q)
+			VPANDD(Z15, q, q)
+			KMOVD(row(n, 2), K1)
+			KUNPCKDQ(K1, K1, K1)
+			VPADDB(c10z, q, K1, q)
 		}
-		VPBROADCASTW(row(n, 0), X14)
-		VCVTPH2PS(X14, ys[4+n])
+		VPBROADCASTW(row(n, 0), Y8)
+		VCVTPH2PS(Y8, zs[4+n])
 	}
-	for r := 0; r < R; r++ {
-		VMOVDQU(Mem{Base: a, Disp: 32*R + 32*r}, Y8)
-		VBROADCASTSS(Mem{Base: a, Disp: 64*R + 4*r}, Y9)
+	for pp := 0; pp < P; pp++ {
+		VMOVDQU64(corr(pp), Z12)
+		VMOVUPS(da(pp), Z13)
 		for n := 0; n < 4; n++ {
-			tt, s := ys[10+n%2], ys[12+n%2]
-			VMOVDQA(Y8, tt)
-			vpdpbusd(Mem{Base: a, Disp: 32 * r}, ys[n], tt)
+			tt, sc := zs[8+n%2], zs[10+n%2]
+			VMOVDQA64(Z12, tt)
+			vpdpbusd(xq(pp), zs[n], tt)
 			VCVTDQ2PS(tt, tt)
-			VMULPS(Y9, ys[4+n], s) // d_w·d_a, one rounding
-			VMULPS(s, tt, tt)
-			VADDPS(tt, acc(n, r), acc(n, r))
+			VMULPS(Z13, zs[4+n], sc) // d_w·d_a, one rounding
+			VMULPS(sc, tt, tt)
+			VADDPS(tt, acc(n, pp), acc(n, pp))
 		}
 	}
 	ADDQ(U8(int8(bs)), w)
-	ADDQ(U32(uint32(68*R)), a)
+	ADDQ(U32(uint32(192*P)), a)
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
@@ -244,25 +202,38 @@ func tile(t string, R int) {
 	ldy := Load(Param("ldy"), GP64())
 	ldy3 := GP64()
 	LEAQ(Mem{Base: ldy, Index: ldy, Scale: 2}, ldy3)
+	y4 := GP64()
+	LEAQ(Mem{Base: y, Index: ldy, Scale: 4}, y4)
 	out := func(n, r int) Mem {
-		switch r {
-		case 0:
-			return Mem{Base: y, Disp: 4 * n}
-		case 1:
-			return Mem{Base: y, Index: ldy, Scale: 1, Disp: 4 * n}
-		case 2:
-			return Mem{Base: y, Index: ldy, Scale: 2, Disp: 4 * n}
+		b := Register(y)
+		if r >= 4 {
+			b = y4
 		}
-		return Mem{Base: y, Index: ldy3, Scale: 1, Disp: 4 * n}
+		switch r % 4 {
+		case 0:
+			return Mem{Base: b, Disp: 4 * n}
+		case 1:
+			return Mem{Base: b, Index: ldy, Scale: 1, Disp: 4 * n}
+		case 2:
+			return Mem{Base: b, Index: ldy, Scale: 2, Disp: 4 * n}
+		}
+		return Mem{Base: b, Index: ldy3, Scale: 1, Disp: 4 * n}
+	}
+	reduce := func(v VecPhysical, o Mem) {
+		VEXTRACTF128(U8(1), v, X12)
+		VADDPS(X12, v.AsX(), X12)
+		VHADDPS(X12, X12, X12)
+		VHADDPS(X12, X12, X12)
+		VMOVSS(X12, o)
 	}
 	for n := 0; n < 4; n++ {
-		for r := 0; r < R; r++ {
-			VMOVAPS(acc(n, r), Y10)
-			VEXTRACTF128(U8(1), Y10, X11)
-			VADDPS(X11, X10, X11)
-			VHADDPS(X11, X11, X11)
-			VHADDPS(X11, X11, X11)
-			VMOVSS(X11, out(n, r))
+		for pp := 0; pp < P; pp++ {
+			VMOVAPS(acc(n, pp).AsY(), Y10)
+			reduce(Y10, out(n, 2*pp))
+			if 2*pp+1 < R {
+				VEXTRACTF32X8(U8(1), acc(n, pp), Y11)
+				reduce(Y11, out(n, 2*pp+1))
+			}
 		}
 	}
 	VZEROUPPER()
