@@ -230,7 +230,7 @@ func (w *bqWeights) runGEMM(p *pool, x, y []float32, m int) bool {
 	defer w.acts.Put(a)
 	K, be := w.k, ggml.ActBlock(w.typ)
 	nb := K / be
-	a.Quantize(x, m, K, be)
+	quantizeGGMLAct(a, x, m, K, be)
 	pk := qgemmPacks.Get().(*qgemmPack)
 	defer qgemmPacks.Put(pk)
 	chunk := max(qgemmRows, qgemmChunkBytes/(nb*96*be/32)/qgemmRows*qgemmRows)
