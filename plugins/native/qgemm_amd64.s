@@ -5734,4084 +5734,3010 @@ qgemmQ8_04x8Z_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ4_K4x1VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ4_K4x1VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R8
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 12(DI)
-	LEAQ    (CX)(DX*4), R8
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+DATA qgemm_shift256<>+0(SB)/8, $0x0000000000000000
+DATA qgemm_shift256<>+8(SB)/8, $0x0000000000000000
+DATA qgemm_shift256<>+16(SB)/8, $0x0000000000000000
+DATA qgemm_shift256<>+24(SB)/8, $0x0000000000000000
+DATA qgemm_shift256<>+32(SB)/8, $0x0004000400040004
+DATA qgemm_shift256<>+40(SB)/8, $0x0004000400040004
+DATA qgemm_shift256<>+48(SB)/8, $0x0004000400040004
+DATA qgemm_shift256<>+56(SB)/8, $0x0004000400040004
+GLOBL qgemm_shift256<>(SB), RODATA|NOPTR, $64
 
-qgemmQ4_K4x1VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ4_K4x1VNNI_done
-	PREFETCHT0   (R8)
-	PREFETCHT0   64(R8)
-	PREFETCHT0   128(R8)
-	PREFETCHT0   192(R8)
-	PREFETCHT0   256(R8)
-	PREFETCHT0   320(R8)
-	PREFETCHT0   384(R8)
-	PREFETCHT0   448(R8)
-	PREFETCHT0   512(R8)
-	ADDQ         $0x00000240, R8
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y28, Y28, Y28
-	VMOVDQU      16(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      16(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      16(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      16(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VPMADDUBSW   32(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VMOVDQU      48(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      48(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      48(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      48(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VPMADDUBSW   96(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VMOVDQU      80(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      80(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      80(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      80(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VPMADDUBSW   160(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VMOVDQU      112(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      112(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      112(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      112(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VPMADDUBSW   224(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VBROADCASTSS 320(BX), X13
-	VMOVDQU      256(BX), Y11
-	VMOVDQA64    Y16, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	ADDQ         $0x00000090, CX
-	ADDQ         $0x00000144, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ4_K4x1VNNI_block
+DATA qgemm_q6shl<>+0(SB)/8, $0x0004000400040004
+DATA qgemm_q6shl<>+8(SB)/8, $0x0004000400040004
+DATA qgemm_q6shl<>+16(SB)/8, $0x0004000400040004
+DATA qgemm_q6shl<>+24(SB)/8, $0x0004000400040004
+DATA qgemm_q6shl<>+32(SB)/8, $0x0002000200020002
+DATA qgemm_q6shl<>+40(SB)/8, $0x0002000200020002
+DATA qgemm_q6shl<>+48(SB)/8, $0x0002000200020002
+DATA qgemm_q6shl<>+56(SB)/8, $0x0002000200020002
+GLOBL qgemm_q6shl<>(SB), RODATA|NOPTR, $64
 
-qgemmQ4_K4x1VNNI_done:
+DATA qgemm_q6shr<>+0(SB)/8, $0x0000000000000000
+DATA qgemm_q6shr<>+8(SB)/8, $0x0000000000000000
+DATA qgemm_q6shr<>+16(SB)/8, $0x0000000000000000
+DATA qgemm_q6shr<>+24(SB)/8, $0x0000000000000000
+DATA qgemm_q6shr<>+32(SB)/8, $0x0002000200020002
+DATA qgemm_q6shr<>+40(SB)/8, $0x0002000200020002
+DATA qgemm_q6shr<>+48(SB)/8, $0x0002000200020002
+DATA qgemm_q6shr<>+56(SB)/8, $0x0002000200020002
+GLOBL qgemm_q6shr<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_c30z<>+0(SB)/8, $0x3030303030303030
+DATA qgemm_c30z<>+8(SB)/8, $0x3030303030303030
+DATA qgemm_c30z<>+16(SB)/8, $0x3030303030303030
+DATA qgemm_c30z<>+24(SB)/8, $0x3030303030303030
+DATA qgemm_c30z<>+32(SB)/8, $0x3030303030303030
+DATA qgemm_c30z<>+40(SB)/8, $0x3030303030303030
+DATA qgemm_c30z<>+48(SB)/8, $0x3030303030303030
+DATA qgemm_c30z<>+56(SB)/8, $0x3030303030303030
+GLOBL qgemm_c30z<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_c0fk<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qgemm_c0fk<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qgemm_c0fk<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qgemm_c0fk<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qgemm_c0fk<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qgemm_c0fk<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qgemm_c0fk<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qgemm_c0fk<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL qgemm_c0fk<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4ctl0<>+0(SB)/8, $0x0100010001000100
+DATA qgemm_k4ctl0<>+8(SB)/8, $0x0100010001000100
+DATA qgemm_k4ctl0<>+16(SB)/8, $0x0100010001000100
+DATA qgemm_k4ctl0<>+24(SB)/8, $0x0100010001000100
+DATA qgemm_k4ctl0<>+32(SB)/8, $0x0302030203020302
+DATA qgemm_k4ctl0<>+40(SB)/8, $0x0302030203020302
+DATA qgemm_k4ctl0<>+48(SB)/8, $0x0302030203020302
+DATA qgemm_k4ctl0<>+56(SB)/8, $0x0302030203020302
+GLOBL qgemm_k4ctl0<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4ctl1<>+0(SB)/8, $0x0504050405040504
+DATA qgemm_k4ctl1<>+8(SB)/8, $0x0504050405040504
+DATA qgemm_k4ctl1<>+16(SB)/8, $0x0504050405040504
+DATA qgemm_k4ctl1<>+24(SB)/8, $0x0504050405040504
+DATA qgemm_k4ctl1<>+32(SB)/8, $0x0706070607060706
+DATA qgemm_k4ctl1<>+40(SB)/8, $0x0706070607060706
+DATA qgemm_k4ctl1<>+48(SB)/8, $0x0706070607060706
+DATA qgemm_k4ctl1<>+56(SB)/8, $0x0706070607060706
+GLOBL qgemm_k4ctl1<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4ctl2<>+0(SB)/8, $0x0908090809080908
+DATA qgemm_k4ctl2<>+8(SB)/8, $0x0908090809080908
+DATA qgemm_k4ctl2<>+16(SB)/8, $0x0908090809080908
+DATA qgemm_k4ctl2<>+24(SB)/8, $0x0908090809080908
+DATA qgemm_k4ctl2<>+32(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA qgemm_k4ctl2<>+40(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA qgemm_k4ctl2<>+48(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA qgemm_k4ctl2<>+56(SB)/8, $0x0b0a0b0a0b0a0b0a
+GLOBL qgemm_k4ctl2<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4ctl3<>+0(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA qgemm_k4ctl3<>+8(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA qgemm_k4ctl3<>+16(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA qgemm_k4ctl3<>+24(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA qgemm_k4ctl3<>+32(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA qgemm_k4ctl3<>+40(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA qgemm_k4ctl3<>+48(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA qgemm_k4ctl3<>+56(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL qgemm_k4ctl3<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_q6ctl<>+0(SB)/8, $0x0000000000000000
+DATA qgemm_q6ctl<>+8(SB)/8, $0x0101010101010101
+DATA qgemm_q6ctl<>+16(SB)/8, $0x0202020202020202
+DATA qgemm_q6ctl<>+24(SB)/8, $0x0303030303030303
+DATA qgemm_q6ctl<>+32(SB)/8, $0x0000000000000000
+DATA qgemm_q6ctl<>+40(SB)/8, $0x0101010101010101
+DATA qgemm_q6ctl<>+48(SB)/8, $0x0202020202020202
+DATA qgemm_q6ctl<>+56(SB)/8, $0x0303030303030303
+GLOBL qgemm_q6ctl<>(SB), RODATA|NOPTR, $64
+
+// func qgemmQ4_K4x1KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ4_K4x1KZ(SB), NOSPLIT, $64-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
+
+qgemmQ4_K4x1KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ4_K4x1KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	ADDQ            $0x00000240, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z19, Z19, Z19
+	MOVL            4(CX), R8
+	MOVL            8(CX), R9
+	MOVL            12(CX), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z0
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, (SP)
+	MOVL            4(CX)(DX*1), R8
+	MOVL            8(CX)(DX*1), R9
+	MOVL            12(CX)(DX*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z1
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 16(SP)
+	MOVL            4(CX)(DX*2), R8
+	MOVL            8(CX)(DX*2), R9
+	MOVL            12(CX)(DX*2), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z2
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 32(SP)
+	MOVL            4(CX)(SI*1), R8
+	MOVL            8(CX)(SI*1), R9
+	MOVL            12(CX)(SI*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z3
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 48(SP)
+	VBROADCASTI32X8 16(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z0, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VBROADCASTI32X8 16(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z1, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VBROADCASTI32X8 16(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z2, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VBROADCASTI32X8 16(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z3, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VBROADCASTI32X8 48(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z0, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VBROADCASTI32X8 48(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z1, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VBROADCASTI32X8 48(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z2, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VBROADCASTI32X8 48(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z3, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VBROADCASTI32X8 80(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z0, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VBROADCASTI32X8 80(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z1, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VBROADCASTI32X8 80(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z2, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VBROADCASTI32X8 80(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z3, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VBROADCASTI32X8 112(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z0, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VBROADCASTI32X8 112(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z1, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VBROADCASTI32X8 112(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z2, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VBROADCASTI32X8 112(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z3, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z28, Z28, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, (CX), X8, X8
+	VPINSRW         $0x01, (CX)(DX*1), X8, X8
+	VPINSRW         $0x02, (CX)(DX*2), X8, X8
+	VPINSRW         $0x03, (CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          320(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	VBROADCASTI32X4 (SP), Z17
+	VPMADDWD        256(BX), Z17, Z17
+	VBROADCASTI32X4 16(SP), Z18
+	VPMADDWD        256(BX), Z18, Z18
+	VBROADCASTI32X4 32(SP), Z19
+	VPMADDWD        256(BX), Z19, Z19
+	VBROADCASTI32X4 48(SP), Z20
+	VPMADDWD        256(BX), Z20, Z20
+	VPUNPCKLDQ      Z18, Z17, Z12
+	VPUNPCKHDQ      Z18, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPUNPCKLDQ      Z20, Z19, Z12
+	VPUNPCKHDQ      Z20, Z19, Z13
+	VPADDD          Z13, Z12, Z19
+	VPUNPCKLQDQ     Z19, Z17, Z12
+	VPUNPCKHQDQ     Z19, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPINSRW         $0x00, 2(CX), X8, X8
+	VPINSRW         $0x01, 2(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 2(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 2(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          320(BX), Z8, Z8
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z8, Z17, Z17
+	VSUBPS          Z17, Z15, Z15
+	ADDQ            $0x00000090, CX
+	ADDQ            $0x00000180, BX
+	DECQ            AX
+	JMP             qgemmQ4_K4x1KZ_block
+
+qgemmQ4_K4x1KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET
 
-// func qgemmQ4_K4x2VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ4_K4x2VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R10
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, (DI)(R8*1)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 4(DI)(R8*1)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 8(DI)(R8*1)
-	VMOVSS  X14, 12(DI)
-	VMOVSS  X14, 12(DI)(R8*1)
-	LEAQ    (CX)(DX*4), R10
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+// func qgemmQ4_K4x2KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ4_K4x2KZ(SB), NOSPLIT, $64-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
 
-qgemmQ4_K4x2VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ4_K4x2VNNI_done
-	PREFETCHT0   (R10)
-	PREFETCHT0   64(R10)
-	PREFETCHT0   128(R10)
-	PREFETCHT0   192(R10)
-	PREFETCHT0   256(R10)
-	PREFETCHT0   320(R10)
-	PREFETCHT0   384(R10)
-	PREFETCHT0   448(R10)
-	PREFETCHT0   512(R10)
-	ADDQ         $0x00000240, R10
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y21, Y21, Y21
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y25, Y25, Y25
-	VPXORD       Y28, Y28, Y28
-	VPXORD       Y29, Y29, Y29
-	VMOVDQU      16(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      16(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      16(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      16(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VPMADDUBSW   256(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y17
-	VPMADDUBSW   256(BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y21
-	VPMADDUBSW   256(BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y25
-	VPMADDUBSW   256(BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y29
-	VPMADDUBSW   32(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VPMADDUBSW   288(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y17
-	VPMADDUBSW   288(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y21
-	VPMADDUBSW   288(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y25
-	VPMADDUBSW   288(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y29
-	VMOVDQU      48(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      48(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      48(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      48(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VPMADDUBSW   320(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y17
-	VPMADDUBSW   320(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y21
-	VPMADDUBSW   320(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y25
-	VPMADDUBSW   320(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y29
-	VPMADDUBSW   96(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VPMADDUBSW   352(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y17
-	VPMADDUBSW   352(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y21
-	VPMADDUBSW   352(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y25
-	VPMADDUBSW   352(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y29
-	VMOVDQU      80(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      80(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      80(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      80(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VPMADDUBSW   384(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y17
-	VPMADDUBSW   384(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y21
-	VPMADDUBSW   384(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y25
-	VPMADDUBSW   384(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y29
-	VPMADDUBSW   160(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VPMADDUBSW   416(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y17
-	VPMADDUBSW   416(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y21
-	VPMADDUBSW   416(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y25
-	VPMADDUBSW   416(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y29
-	VMOVDQU      112(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      112(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      112(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      112(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VPMADDUBSW   448(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y17
-	VPMADDUBSW   448(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y21
-	VPMADDUBSW   448(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y25
-	VPMADDUBSW   448(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y29
-	VPMADDUBSW   224(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VPMADDUBSW   480(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y17
-	VPMADDUBSW   480(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y21
-	VPMADDUBSW   480(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y25
-	VPMADDUBSW   480(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y29
-	VBROADCASTSS 640(BX), X13
-	VMOVDQU      512(BX), Y11
-	VMOVDQA64    Y16, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	VBROADCASTSS 644(BX), X13
-	VMOVDQU      576(BX), Y11
-	VMOVDQA64    Y17, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*1)
-	VMOVDQA64    Y21, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*1)
-	VMOVDQA64    Y25, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*1)
-	VMOVDQA64    Y29, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*1)
-	ADDQ         $0x00000090, CX
-	ADDQ         $0x00000288, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ4_K4x2VNNI_block
+qgemmQ4_K4x2KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ4_K4x2KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	ADDQ            $0x00000240, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z21, Z21, Z21
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z22, Z22, Z22
+	VPXORD          Z19, Z19, Z19
+	VPXORD          Z23, Z23, Z23
+	MOVL            4(CX), R8
+	MOVL            8(CX), R9
+	MOVL            12(CX), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z0
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, (SP)
+	MOVL            4(CX)(DX*1), R8
+	MOVL            8(CX)(DX*1), R9
+	MOVL            12(CX)(DX*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z1
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 16(SP)
+	MOVL            4(CX)(DX*2), R8
+	MOVL            8(CX)(DX*2), R9
+	MOVL            12(CX)(DX*2), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z2
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 32(SP)
+	MOVL            4(CX)(SI*1), R8
+	MOVL            8(CX)(SI*1), R9
+	MOVL            12(CX)(SI*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z3
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 48(SP)
+	VBROADCASTI32X8 16(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z0, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VBROADCASTI32X8 16(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z1, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VBROADCASTI32X8 16(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z2, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VBROADCASTI32X8 16(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z3, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VBROADCASTI32X8 48(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z0, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VBROADCASTI32X8 48(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z1, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VBROADCASTI32X8 48(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z2, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VBROADCASTI32X8 48(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z3, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VBROADCASTI32X8 80(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z0, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VBROADCASTI32X8 80(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z1, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VBROADCASTI32X8 80(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z2, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VBROADCASTI32X8 80(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z3, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VBROADCASTI32X8 112(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z0, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VBROADCASTI32X8 112(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z1, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VBROADCASTI32X8 112(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z2, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VBROADCASTI32X8 112(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z3, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z21, Z20, Z12
+	VPUNPCKHDQ      Z21, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z23, Z22, Z12
+	VPUNPCKHDQ      Z23, Z22, Z13
+	VPADDD          Z13, Z12, Z22
+	VPUNPCKLQDQ     Z22, Z20, Z12
+	VPUNPCKHQDQ     Z22, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z28, Z28, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, (CX), X8, X8
+	VPINSRW         $0x01, (CX)(DX*1), X8, X8
+	VPINSRW         $0x02, (CX)(DX*2), X8, X8
+	VPINSRW         $0x03, (CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          576(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	VBROADCASTI32X4 (SP), Z17
+	VPMADDWD        512(BX), Z17, Z17
+	VBROADCASTI32X4 16(SP), Z18
+	VPMADDWD        512(BX), Z18, Z18
+	VBROADCASTI32X4 32(SP), Z19
+	VPMADDWD        512(BX), Z19, Z19
+	VBROADCASTI32X4 48(SP), Z20
+	VPMADDWD        512(BX), Z20, Z20
+	VPUNPCKLDQ      Z18, Z17, Z12
+	VPUNPCKHDQ      Z18, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPUNPCKLDQ      Z20, Z19, Z12
+	VPUNPCKHDQ      Z20, Z19, Z13
+	VPADDD          Z13, Z12, Z19
+	VPUNPCKLQDQ     Z19, Z17, Z12
+	VPUNPCKHQDQ     Z19, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPINSRW         $0x00, 2(CX), X8, X8
+	VPINSRW         $0x01, 2(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 2(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 2(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          576(BX), Z8, Z8
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z8, Z17, Z17
+	VSUBPS          Z17, Z15, Z15
+	ADDQ            $0x00000090, CX
+	ADDQ            $0x00000280, BX
+	DECQ            AX
+	JMP             qgemmQ4_K4x2KZ_block
 
-qgemmQ4_K4x2VNNI_done:
+qgemmQ4_K4x2KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET
 
-// func qgemmQ4_K4x3VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ4_K4x3VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R10
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, (DI)(R8*1)
-	VMOVSS  X14, (DI)(R8*2)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 4(DI)(R8*1)
-	VMOVSS  X14, 4(DI)(R8*2)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 8(DI)(R8*1)
-	VMOVSS  X14, 8(DI)(R8*2)
-	VMOVSS  X14, 12(DI)
-	VMOVSS  X14, 12(DI)(R8*1)
-	VMOVSS  X14, 12(DI)(R8*2)
-	LEAQ    (CX)(DX*4), R10
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+// func qgemmQ4_K4x3KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ4_K4x3KZ(SB), NOSPLIT, $64-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
 
-qgemmQ4_K4x3VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ4_K4x3VNNI_done
-	PREFETCHT0   (R10)
-	PREFETCHT0   64(R10)
-	PREFETCHT0   128(R10)
-	PREFETCHT0   192(R10)
-	PREFETCHT0   256(R10)
-	PREFETCHT0   320(R10)
-	PREFETCHT0   384(R10)
-	PREFETCHT0   448(R10)
-	PREFETCHT0   512(R10)
-	ADDQ         $0x00000240, R10
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y18, Y18, Y18
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y21, Y21, Y21
-	VPXORD       Y22, Y22, Y22
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y25, Y25, Y25
-	VPXORD       Y26, Y26, Y26
-	VPXORD       Y28, Y28, Y28
-	VPXORD       Y29, Y29, Y29
-	VPXORD       Y30, Y30, Y30
-	VMOVDQU      16(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      16(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      16(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      16(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VPMADDUBSW   256(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y17
-	VPMADDUBSW   256(BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y21
-	VPMADDUBSW   256(BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y25
-	VPMADDUBSW   256(BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y29
-	VPMADDUBSW   512(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y18
-	VPMADDUBSW   512(BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y22
-	VPMADDUBSW   512(BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y26
-	VPMADDUBSW   512(BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y30
-	VPMADDUBSW   32(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VPMADDUBSW   288(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y17
-	VPMADDUBSW   288(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y21
-	VPMADDUBSW   288(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y25
-	VPMADDUBSW   288(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y29
-	VPMADDUBSW   544(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y18
-	VPMADDUBSW   544(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y22
-	VPMADDUBSW   544(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y26
-	VPMADDUBSW   544(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y30
-	VMOVDQU      48(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      48(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      48(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      48(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VPMADDUBSW   320(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y17
-	VPMADDUBSW   320(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y21
-	VPMADDUBSW   320(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y25
-	VPMADDUBSW   320(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y29
-	VPMADDUBSW   576(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y18
-	VPMADDUBSW   576(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y22
-	VPMADDUBSW   576(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y26
-	VPMADDUBSW   576(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y30
-	VPMADDUBSW   96(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VPMADDUBSW   352(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y17
-	VPMADDUBSW   352(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y21
-	VPMADDUBSW   352(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y25
-	VPMADDUBSW   352(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y29
-	VPMADDUBSW   608(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y18
-	VPMADDUBSW   608(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y22
-	VPMADDUBSW   608(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y26
-	VPMADDUBSW   608(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y30
-	VMOVDQU      80(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      80(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      80(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      80(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VPMADDUBSW   384(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y17
-	VPMADDUBSW   384(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y21
-	VPMADDUBSW   384(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y25
-	VPMADDUBSW   384(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y29
-	VPMADDUBSW   640(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y18
-	VPMADDUBSW   640(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y22
-	VPMADDUBSW   640(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y26
-	VPMADDUBSW   640(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y30
-	VPMADDUBSW   160(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VPMADDUBSW   416(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y17
-	VPMADDUBSW   416(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y21
-	VPMADDUBSW   416(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y25
-	VPMADDUBSW   416(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y29
-	VPMADDUBSW   672(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y18
-	VPMADDUBSW   672(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y22
-	VPMADDUBSW   672(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y26
-	VPMADDUBSW   672(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y30
-	VMOVDQU      112(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      112(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      112(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      112(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VPMADDUBSW   448(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y17
-	VPMADDUBSW   448(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y21
-	VPMADDUBSW   448(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y25
-	VPMADDUBSW   448(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y29
-	VPMADDUBSW   704(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y18
-	VPMADDUBSW   704(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y22
-	VPMADDUBSW   704(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y26
-	VPMADDUBSW   704(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y30
-	VPMADDUBSW   224(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VPMADDUBSW   480(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y17
-	VPMADDUBSW   480(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y21
-	VPMADDUBSW   480(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y25
-	VPMADDUBSW   480(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y29
-	VPMADDUBSW   736(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y18
-	VPMADDUBSW   736(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y22
-	VPMADDUBSW   736(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y26
-	VPMADDUBSW   736(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y30
-	VBROADCASTSS 960(BX), X13
-	VMOVDQU      768(BX), Y11
-	VMOVDQA64    Y16, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	VBROADCASTSS 964(BX), X13
-	VMOVDQU      832(BX), Y11
-	VMOVDQA64    Y17, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*1)
-	VMOVDQA64    Y21, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*1)
-	VMOVDQA64    Y25, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*1)
-	VMOVDQA64    Y29, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*1)
-	VBROADCASTSS 968(BX), X13
-	VMOVDQU      896(BX), Y11
-	VMOVDQA64    Y18, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*2)
-	VMOVDQA64    Y22, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*2)
-	VMOVDQA64    Y26, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*2)
-	VMOVDQA64    Y30, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*2)
-	ADDQ         $0x00000090, CX
-	ADDQ         $0x000003cc, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ4_K4x3VNNI_block
+qgemmQ4_K4x3KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ4_K4x3KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	ADDQ            $0x00000240, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z21, Z21, Z21
+	VPXORD          Z25, Z25, Z25
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z22, Z22, Z22
+	VPXORD          Z26, Z26, Z26
+	VPXORD          Z19, Z19, Z19
+	VPXORD          Z23, Z23, Z23
+	VPXORD          Z27, Z27, Z27
+	MOVL            4(CX), R8
+	MOVL            8(CX), R9
+	MOVL            12(CX), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z0
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, (SP)
+	MOVL            4(CX)(DX*1), R8
+	MOVL            8(CX)(DX*1), R9
+	MOVL            12(CX)(DX*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z1
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 16(SP)
+	MOVL            4(CX)(DX*2), R8
+	MOVL            8(CX)(DX*2), R9
+	MOVL            12(CX)(DX*2), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z2
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 32(SP)
+	MOVL            4(CX)(SI*1), R8
+	MOVL            8(CX)(SI*1), R9
+	MOVL            12(CX)(SI*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z3
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 48(SP)
+	VBROADCASTI32X8 16(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z0, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VBROADCASTI32X8 16(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z1, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      256(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      512(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VBROADCASTI32X8 16(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z2, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VBROADCASTI32X8 16(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z3, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      256(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      512(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VBROADCASTI32X8 48(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z0, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VBROADCASTI32X8 48(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z1, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      320(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      576(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VBROADCASTI32X8 48(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z2, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VBROADCASTI32X8 48(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z3, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      320(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      576(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VBROADCASTI32X8 80(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z0, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VBROADCASTI32X8 80(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z1, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      384(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      640(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VBROADCASTI32X8 80(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z2, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VBROADCASTI32X8 80(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z3, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      384(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      640(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VBROADCASTI32X8 112(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z0, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VBROADCASTI32X8 112(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z1, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      448(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      704(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VBROADCASTI32X8 112(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z2, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VBROADCASTI32X8 112(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z3, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      448(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      704(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z21, Z20, Z12
+	VPUNPCKHDQ      Z21, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z23, Z22, Z12
+	VPUNPCKHDQ      Z23, Z22, Z13
+	VPADDD          Z13, Z12, Z22
+	VPUNPCKLQDQ     Z22, Z20, Z12
+	VPUNPCKHQDQ     Z22, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z25, Z24, Z12
+	VPUNPCKHDQ      Z25, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPUNPCKLDQ      Z27, Z26, Z12
+	VPUNPCKHDQ      Z27, Z26, Z13
+	VPADDD          Z13, Z12, Z26
+	VPUNPCKLQDQ     Z26, Z24, Z12
+	VPUNPCKHQDQ     Z26, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPXORD          Z28, Z28, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, (CX), X8, X8
+	VPINSRW         $0x01, (CX)(DX*1), X8, X8
+	VPINSRW         $0x02, (CX)(DX*2), X8, X8
+	VPINSRW         $0x03, (CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          832(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	VBROADCASTI32X4 (SP), Z17
+	VPMADDWD        768(BX), Z17, Z17
+	VBROADCASTI32X4 16(SP), Z18
+	VPMADDWD        768(BX), Z18, Z18
+	VBROADCASTI32X4 32(SP), Z19
+	VPMADDWD        768(BX), Z19, Z19
+	VBROADCASTI32X4 48(SP), Z20
+	VPMADDWD        768(BX), Z20, Z20
+	VPUNPCKLDQ      Z18, Z17, Z12
+	VPUNPCKHDQ      Z18, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPUNPCKLDQ      Z20, Z19, Z12
+	VPUNPCKHDQ      Z20, Z19, Z13
+	VPADDD          Z13, Z12, Z19
+	VPUNPCKLQDQ     Z19, Z17, Z12
+	VPUNPCKHQDQ     Z19, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPINSRW         $0x00, 2(CX), X8, X8
+	VPINSRW         $0x01, 2(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 2(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 2(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          832(BX), Z8, Z8
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z8, Z17, Z17
+	VSUBPS          Z17, Z15, Z15
+	ADDQ            $0x00000090, CX
+	ADDQ            $0x00000380, BX
+	DECQ            AX
+	JMP             qgemmQ4_K4x3KZ_block
 
-qgemmQ4_K4x3VNNI_done:
+qgemmQ4_K4x3KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x02, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET
 
-// func qgemmQ4_K4x4VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ4_K4x4VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R10
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, (DI)(R8*1)
-	VMOVSS  X14, (DI)(R8*2)
-	VMOVSS  X14, (DI)(R10*1)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 4(DI)(R8*1)
-	VMOVSS  X14, 4(DI)(R8*2)
-	VMOVSS  X14, 4(DI)(R10*1)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 8(DI)(R8*1)
-	VMOVSS  X14, 8(DI)(R8*2)
-	VMOVSS  X14, 8(DI)(R10*1)
-	VMOVSS  X14, 12(DI)
-	VMOVSS  X14, 12(DI)(R8*1)
-	VMOVSS  X14, 12(DI)(R8*2)
-	VMOVSS  X14, 12(DI)(R10*1)
-	LEAQ    (CX)(DX*4), R11
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+// func qgemmQ4_K4x4KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ4_K4x4KZ(SB), NOSPLIT, $64-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
 
-qgemmQ4_K4x4VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ4_K4x4VNNI_done
-	PREFETCHT0   (R11)
-	PREFETCHT0   64(R11)
-	PREFETCHT0   128(R11)
-	PREFETCHT0   192(R11)
-	PREFETCHT0   256(R11)
-	PREFETCHT0   320(R11)
-	PREFETCHT0   384(R11)
-	PREFETCHT0   448(R11)
-	PREFETCHT0   512(R11)
-	ADDQ         $0x00000240, R11
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y18, Y18, Y18
-	VPXORD       Y19, Y19, Y19
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y21, Y21, Y21
-	VPXORD       Y22, Y22, Y22
-	VPXORD       Y23, Y23, Y23
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y25, Y25, Y25
-	VPXORD       Y26, Y26, Y26
-	VPXORD       Y27, Y27, Y27
-	VPXORD       Y28, Y28, Y28
-	VPXORD       Y29, Y29, Y29
-	VPXORD       Y30, Y30, Y30
-	VPXORD       Y31, Y31, Y31
-	VMOVDQU      16(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      16(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      16(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      16(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VPMADDUBSW   256(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y17
-	VPMADDUBSW   256(BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y21
-	VPMADDUBSW   256(BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y25
-	VPMADDUBSW   256(BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y29
-	VPMADDUBSW   512(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y18
-	VPMADDUBSW   512(BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y22
-	VPMADDUBSW   512(BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y26
-	VPMADDUBSW   512(BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y30
-	VPMADDUBSW   768(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y19
-	VPMADDUBSW   768(BX), Y2, Y9
-	VPDPWSSD     384(SI), Y9, Y23
-	VPMADDUBSW   768(BX), Y4, Y8
-	VPDPWSSD     768(SI), Y8, Y27
-	VPMADDUBSW   768(BX), Y6, Y9
-	VPDPWSSD     1152(SI), Y9, Y31
-	VPMADDUBSW   32(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VPMADDUBSW   288(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y17
-	VPMADDUBSW   288(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y21
-	VPMADDUBSW   288(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y25
-	VPMADDUBSW   288(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y29
-	VPMADDUBSW   544(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y18
-	VPMADDUBSW   544(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y22
-	VPMADDUBSW   544(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y26
-	VPMADDUBSW   544(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y30
-	VPMADDUBSW   800(BX), Y1, Y8
-	VPDPWSSD     32(SI), Y8, Y19
-	VPMADDUBSW   800(BX), Y3, Y9
-	VPDPWSSD     416(SI), Y9, Y23
-	VPMADDUBSW   800(BX), Y5, Y8
-	VPDPWSSD     800(SI), Y8, Y27
-	VPMADDUBSW   800(BX), Y7, Y9
-	VPDPWSSD     1184(SI), Y9, Y31
-	VMOVDQU      48(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      48(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      48(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      48(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VPMADDUBSW   320(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y17
-	VPMADDUBSW   320(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y21
-	VPMADDUBSW   320(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y25
-	VPMADDUBSW   320(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y29
-	VPMADDUBSW   576(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y18
-	VPMADDUBSW   576(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y22
-	VPMADDUBSW   576(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y26
-	VPMADDUBSW   576(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y30
-	VPMADDUBSW   832(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y19
-	VPMADDUBSW   832(BX), Y2, Y9
-	VPDPWSSD     448(SI), Y9, Y23
-	VPMADDUBSW   832(BX), Y4, Y8
-	VPDPWSSD     832(SI), Y8, Y27
-	VPMADDUBSW   832(BX), Y6, Y9
-	VPDPWSSD     1216(SI), Y9, Y31
-	VPMADDUBSW   96(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VPMADDUBSW   352(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y17
-	VPMADDUBSW   352(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y21
-	VPMADDUBSW   352(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y25
-	VPMADDUBSW   352(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y29
-	VPMADDUBSW   608(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y18
-	VPMADDUBSW   608(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y22
-	VPMADDUBSW   608(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y26
-	VPMADDUBSW   608(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y30
-	VPMADDUBSW   864(BX), Y1, Y8
-	VPDPWSSD     96(SI), Y8, Y19
-	VPMADDUBSW   864(BX), Y3, Y9
-	VPDPWSSD     480(SI), Y9, Y23
-	VPMADDUBSW   864(BX), Y5, Y8
-	VPDPWSSD     864(SI), Y8, Y27
-	VPMADDUBSW   864(BX), Y7, Y9
-	VPDPWSSD     1248(SI), Y9, Y31
-	VMOVDQU      80(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      80(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      80(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      80(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VPMADDUBSW   384(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y17
-	VPMADDUBSW   384(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y21
-	VPMADDUBSW   384(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y25
-	VPMADDUBSW   384(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y29
-	VPMADDUBSW   640(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y18
-	VPMADDUBSW   640(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y22
-	VPMADDUBSW   640(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y26
-	VPMADDUBSW   640(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y30
-	VPMADDUBSW   896(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y19
-	VPMADDUBSW   896(BX), Y2, Y9
-	VPDPWSSD     512(SI), Y9, Y23
-	VPMADDUBSW   896(BX), Y4, Y8
-	VPDPWSSD     896(SI), Y8, Y27
-	VPMADDUBSW   896(BX), Y6, Y9
-	VPDPWSSD     1280(SI), Y9, Y31
-	VPMADDUBSW   160(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VPMADDUBSW   416(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y17
-	VPMADDUBSW   416(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y21
-	VPMADDUBSW   416(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y25
-	VPMADDUBSW   416(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y29
-	VPMADDUBSW   672(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y18
-	VPMADDUBSW   672(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y22
-	VPMADDUBSW   672(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y26
-	VPMADDUBSW   672(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y30
-	VPMADDUBSW   928(BX), Y1, Y8
-	VPDPWSSD     160(SI), Y8, Y19
-	VPMADDUBSW   928(BX), Y3, Y9
-	VPDPWSSD     544(SI), Y9, Y23
-	VPMADDUBSW   928(BX), Y5, Y8
-	VPDPWSSD     928(SI), Y8, Y27
-	VPMADDUBSW   928(BX), Y7, Y9
-	VPDPWSSD     1312(SI), Y9, Y31
-	VMOVDQU      112(CX), Y0
-	VPSRLW       $0x04, Y0, Y1
-	VPAND        Y15, Y0, Y0
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      112(CX)(DX*1), Y2
-	VPSRLW       $0x04, Y2, Y3
-	VPAND        Y15, Y2, Y2
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      112(CX)(DX*2), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y15, Y4, Y4
-	VPAND        Y15, Y5, Y5
-	VMOVDQU      112(CX)(R9*1), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y15, Y6, Y6
-	VPAND        Y15, Y7, Y7
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VPMADDUBSW   448(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y17
-	VPMADDUBSW   448(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y21
-	VPMADDUBSW   448(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y25
-	VPMADDUBSW   448(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y29
-	VPMADDUBSW   704(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y18
-	VPMADDUBSW   704(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y22
-	VPMADDUBSW   704(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y26
-	VPMADDUBSW   704(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y30
-	VPMADDUBSW   960(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y19
-	VPMADDUBSW   960(BX), Y2, Y9
-	VPDPWSSD     576(SI), Y9, Y23
-	VPMADDUBSW   960(BX), Y4, Y8
-	VPDPWSSD     960(SI), Y8, Y27
-	VPMADDUBSW   960(BX), Y6, Y9
-	VPDPWSSD     1344(SI), Y9, Y31
-	VPMADDUBSW   224(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VPMADDUBSW   480(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y17
-	VPMADDUBSW   480(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y21
-	VPMADDUBSW   480(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y25
-	VPMADDUBSW   480(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y29
-	VPMADDUBSW   736(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y18
-	VPMADDUBSW   736(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y22
-	VPMADDUBSW   736(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y26
-	VPMADDUBSW   736(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y30
-	VPMADDUBSW   992(BX), Y1, Y8
-	VPDPWSSD     224(SI), Y8, Y19
-	VPMADDUBSW   992(BX), Y3, Y9
-	VPDPWSSD     608(SI), Y9, Y23
-	VPMADDUBSW   992(BX), Y5, Y8
-	VPDPWSSD     992(SI), Y8, Y27
-	VPMADDUBSW   992(BX), Y7, Y9
-	VPDPWSSD     1376(SI), Y9, Y31
-	VBROADCASTSS 1280(BX), X13
-	VMOVDQU      1024(BX), Y11
-	VMOVDQA64    Y16, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	VBROADCASTSS 1284(BX), X13
-	VMOVDQU      1088(BX), Y11
-	VMOVDQA64    Y17, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*1)
-	VMOVDQA64    Y21, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*1)
-	VMOVDQA64    Y25, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*1)
-	VMOVDQA64    Y29, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*1)
-	VBROADCASTSS 1288(BX), X13
-	VMOVDQU      1152(BX), Y11
-	VMOVDQA64    Y18, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*2)
-	VMOVDQA64    Y22, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*2)
-	VMOVDQA64    Y26, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*2)
-	VMOVDQA64    Y30, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*2)
-	VBROADCASTSS 1292(BX), X13
-	VMOVDQU      1216(BX), Y11
-	VMOVDQA64    Y19, Y10
-	VPMULLD      256(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R10*1)
-	VMOVDQA64    Y23, Y10
-	VPMULLD      640(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R10*1)
-	VMOVDQA64    Y27, Y10
-	VPMULLD      1024(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R10*1)
-	VMOVDQA64    Y31, Y10
-	VPMULLD      1408(SI), Y11, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSHDUP    X10, X10
-	VSUBSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R10*1)
-	ADDQ         $0x00000090, CX
-	ADDQ         $0x00000510, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ4_K4x4VNNI_block
+qgemmQ4_K4x4KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ4_K4x4KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	ADDQ            $0x00000240, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z28, Z28, Z28
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z21, Z21, Z21
+	VPXORD          Z25, Z25, Z25
+	VPXORD          Z29, Z29, Z29
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z22, Z22, Z22
+	VPXORD          Z26, Z26, Z26
+	VPXORD          Z30, Z30, Z30
+	VPXORD          Z19, Z19, Z19
+	VPXORD          Z23, Z23, Z23
+	VPXORD          Z27, Z27, Z27
+	VPXORD          Z31, Z31, Z31
+	MOVL            4(CX), R8
+	MOVL            8(CX), R9
+	MOVL            12(CX), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z0
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, (SP)
+	MOVL            4(CX)(DX*1), R8
+	MOVL            8(CX)(DX*1), R9
+	MOVL            12(CX)(DX*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z1
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 16(SP)
+	MOVL            4(CX)(DX*2), R8
+	MOVL            8(CX)(DX*2), R9
+	MOVL            12(CX)(DX*2), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z2
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 32(SP)
+	MOVL            4(CX)(SI*1), R8
+	MOVL            8(CX)(SI*1), R9
+	MOVL            12(CX)(SI*1), R10
+	MOVL            R8, R11
+	ANDL            $0x3f3f3f3f, R11
+	MOVL            R8, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R8
+	ANDL            $0x0f0f0f0f, R8
+	ORL             R13, R8
+	MOVL            R9, R12
+	ANDL            $0x3f3f3f3f, R12
+	MOVL            R9, R13
+	SHRL            $0x06, R13
+	ANDL            $0x03030303, R13
+	SHLL            $0x04, R13
+	MOVL            R10, R9
+	SHRL            $0x04, R9
+	ANDL            $0x0f0f0f0f, R9
+	ORL             R13, R9
+	VMOVD           R11, X8
+	VPINSRD         $0x01, R8, X8, X8
+	VPMOVZXBW       X8, X8
+	VSHUFI32X4      $0x00, Z8, Z8, Z3
+	VMOVD           R12, X9
+	VPINSRD         $0x01, R9, X9, X9
+	VPMOVZXBW       X9, X9
+	VMOVDQU         X9, 48(SP)
+	VBROADCASTI32X8 16(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z0, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VBROADCASTI32X8 16(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z1, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VBROADCASTI32X8 16(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z2, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VBROADCASTI32X8 16(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl0<>+0(SB), Z3, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VBROADCASTI32X8 48(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z0, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VBROADCASTI32X8 48(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z1, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VBROADCASTI32X8 48(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z2, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VBROADCASTI32X8 48(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl1<>+0(SB), Z3, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VBROADCASTI32X8 80(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z0, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VBROADCASTI32X8 80(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z1, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VBROADCASTI32X8 80(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z2, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VBROADCASTI32X8 80(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl2<>+0(SB), Z3, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VBROADCASTI32X8 112(CX), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z0, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VBROADCASTI32X8 112(CX)(DX*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z1, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VBROADCASTI32X8 112(CX)(DX*2), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z2, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VBROADCASTI32X8 112(CX)(SI*1), Z8
+	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VPSHUFB         qgemm_k4ctl3<>+0(SB), Z3, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z21, Z20, Z12
+	VPUNPCKHDQ      Z21, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z23, Z22, Z12
+	VPUNPCKHDQ      Z23, Z22, Z13
+	VPADDD          Z13, Z12, Z22
+	VPUNPCKLQDQ     Z22, Z20, Z12
+	VPUNPCKHQDQ     Z22, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z25, Z24, Z12
+	VPUNPCKHDQ      Z25, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPUNPCKLDQ      Z27, Z26, Z12
+	VPUNPCKHDQ      Z27, Z26, Z13
+	VPADDD          Z13, Z12, Z26
+	VPUNPCKLQDQ     Z26, Z24, Z12
+	VPUNPCKHQDQ     Z26, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPUNPCKLDQ      Z29, Z28, Z12
+	VPUNPCKHDQ      Z29, Z28, Z13
+	VPADDD          Z13, Z12, Z28
+	VPUNPCKLDQ      Z31, Z30, Z12
+	VPUNPCKHDQ      Z31, Z30, Z13
+	VPADDD          Z13, Z12, Z30
+	VPUNPCKLQDQ     Z30, Z28, Z12
+	VPUNPCKHQDQ     Z30, Z28, Z13
+	VPADDD          Z13, Z12, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, (CX), X8, X8
+	VPINSRW         $0x01, (CX)(DX*1), X8, X8
+	VPINSRW         $0x02, (CX)(DX*2), X8, X8
+	VPINSRW         $0x03, (CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          1088(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	VBROADCASTI32X4 (SP), Z17
+	VPMADDWD        1024(BX), Z17, Z17
+	VBROADCASTI32X4 16(SP), Z18
+	VPMADDWD        1024(BX), Z18, Z18
+	VBROADCASTI32X4 32(SP), Z19
+	VPMADDWD        1024(BX), Z19, Z19
+	VBROADCASTI32X4 48(SP), Z20
+	VPMADDWD        1024(BX), Z20, Z20
+	VPUNPCKLDQ      Z18, Z17, Z12
+	VPUNPCKHDQ      Z18, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPUNPCKLDQ      Z20, Z19, Z12
+	VPUNPCKHDQ      Z20, Z19, Z13
+	VPADDD          Z13, Z12, Z19
+	VPUNPCKLQDQ     Z19, Z17, Z12
+	VPUNPCKHQDQ     Z19, Z17, Z13
+	VPADDD          Z13, Z12, Z17
+	VPINSRW         $0x00, 2(CX), X8, X8
+	VPINSRW         $0x01, 2(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 2(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 2(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          1088(BX), Z8, Z8
+	VCVTDQ2PS       Z17, Z17
+	VMULPS          Z8, Z17, Z17
+	VSUBPS          Z17, Z15, Z15
+	ADDQ            $0x00000090, CX
+	ADDQ            $0x00000480, BX
+	DECQ            AX
+	JMP             qgemmQ4_K4x4KZ_block
 
-qgemmQ4_K4x4VNNI_done:
+qgemmQ4_K4x4KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x02, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x03, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET
 
-// func qgemmQ6_K4x1VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ6_K4x1VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R8
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 12(DI)
-	LEAQ    (CX)(DX*4), R8
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+// func qgemmQ6_K4x1KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ6_K4x1KZ(SB), NOSPLIT, $0-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
 
-qgemmQ6_K4x1VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ6_K4x1VNNI_done
-	PREFETCHT0   (R8)
-	PREFETCHT0   64(R8)
-	PREFETCHT0   128(R8)
-	PREFETCHT0   192(R8)
-	PREFETCHT0   256(R8)
-	PREFETCHT0   320(R8)
-	PREFETCHT0   384(R8)
-	PREFETCHT0   448(R8)
-	PREFETCHT0   512(R8)
-	PREFETCHT0   576(R8)
-	PREFETCHT0   640(R8)
-	PREFETCHT0   704(R8)
-	PREFETCHT0   768(R8)
-	PREFETCHT0   832(R8)
-	ADDQ         $0x00000348, R8
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y28, Y28, Y28
-	VMOVDQU      qgemm_c30<>+0(SB), Y14
-	VMOVDQU      (CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VMOVDQU      32(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   32(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VMOVDQU      (CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VMOVDQU      32(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   96(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VMOVDQU      64(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VMOVDQU      96(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   160(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VMOVDQU      64(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VMOVDQU      96(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   224(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VMOVDQU      256(BX), Y10
-	VMOVDQU      288(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y16
-	VPDPWSSD     288(SI), Y11, Y16
-	VPDPWSSD     640(SI), Y10, Y20
-	VPDPWSSD     672(SI), Y11, Y20
-	VPDPWSSD     1024(SI), Y10, Y24
-	VPDPWSSD     1056(SI), Y11, Y24
-	VPDPWSSD     1408(SI), Y10, Y28
-	VPDPWSSD     1440(SI), Y11, Y28
-	VBROADCASTSS 320(BX), X13
-	VMOVDQA64    Y16, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	ADDQ         $0x000000d2, CX
-	ADDQ         $0x00000144, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ6_K4x1VNNI_block
+qgemmQ6_K4x1KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ6_K4x1KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	PREFETCHT0      576(DI)
+	PREFETCHT0      640(DI)
+	PREFETCHT0      704(DI)
+	PREFETCHT0      768(DI)
+	PREFETCHT0      832(DI)
+	ADDQ            $0x00000348, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z19, Z19, Z19
+	VPMOVSXBW       192(CX), Y0
+	VPSLLW          $0x05, Y0, Y0
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y0, Y9, Y0
+	VPMOVSXBW       192(CX)(DX*1), Y1
+	VPSLLW          $0x05, Y1, Y1
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y1, Y9, Y1
+	VPMOVSXBW       192(CX)(DX*2), Y2
+	VPSLLW          $0x05, Y2, Y2
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y2, Y9, Y2
+	VPMOVSXBW       192(CX)(SI*1), Y3
+	VPSLLW          $0x05, Y3, Y3
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y3, Y9, Y3
+	VMOVDQU64       (CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VMOVDQU64       (CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VMOVDQU64       64(CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VMOVDQU64       64(CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPDPWSSD        256(BX), Z0, Z16
+	VPDPWSSD        256(BX), Z1, Z17
+	VPDPWSSD        256(BX), Z2, Z18
+	VPDPWSSD        256(BX), Z3, Z19
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z28, Z28, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, 208(CX), X8, X8
+	VPINSRW         $0x01, 208(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 208(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 208(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          320(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000180, BX
+	DECQ            AX
+	JMP             qgemmQ6_K4x1KZ_block
 
-qgemmQ6_K4x1VNNI_done:
+qgemmQ6_K4x1KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET
 
-// func qgemmQ6_K4x2VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ6_K4x2VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R10
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, (DI)(R8*1)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 4(DI)(R8*1)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 8(DI)(R8*1)
-	VMOVSS  X14, 12(DI)
-	VMOVSS  X14, 12(DI)(R8*1)
-	LEAQ    (CX)(DX*4), R10
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+// func qgemmQ6_K4x2KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ6_K4x2KZ(SB), NOSPLIT, $0-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
 
-qgemmQ6_K4x2VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ6_K4x2VNNI_done
-	PREFETCHT0   (R10)
-	PREFETCHT0   64(R10)
-	PREFETCHT0   128(R10)
-	PREFETCHT0   192(R10)
-	PREFETCHT0   256(R10)
-	PREFETCHT0   320(R10)
-	PREFETCHT0   384(R10)
-	PREFETCHT0   448(R10)
-	PREFETCHT0   512(R10)
-	PREFETCHT0   576(R10)
-	PREFETCHT0   640(R10)
-	PREFETCHT0   704(R10)
-	PREFETCHT0   768(R10)
-	PREFETCHT0   832(R10)
-	ADDQ         $0x00000348, R10
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y21, Y21, Y21
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y25, Y25, Y25
-	VPXORD       Y28, Y28, Y28
-	VPXORD       Y29, Y29, Y29
-	VMOVDQU      qgemm_c30<>+0(SB), Y14
-	VMOVDQU      (CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VPMADDUBSW   256(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y17
-	VPMADDUBSW   256(BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y21
-	VPMADDUBSW   256(BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y25
-	VPMADDUBSW   256(BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y29
-	VMOVDQU      32(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   32(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VPMADDUBSW   288(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y17
-	VPMADDUBSW   288(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y21
-	VPMADDUBSW   288(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y25
-	VPMADDUBSW   288(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y29
-	VMOVDQU      (CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VPMADDUBSW   320(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y17
-	VPMADDUBSW   320(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y21
-	VPMADDUBSW   320(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y25
-	VPMADDUBSW   320(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y29
-	VMOVDQU      32(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   96(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VPMADDUBSW   352(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y17
-	VPMADDUBSW   352(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y21
-	VPMADDUBSW   352(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y25
-	VPMADDUBSW   352(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y29
-	VMOVDQU      64(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VPMADDUBSW   384(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y17
-	VPMADDUBSW   384(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y21
-	VPMADDUBSW   384(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y25
-	VPMADDUBSW   384(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y29
-	VMOVDQU      96(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   160(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VPMADDUBSW   416(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y17
-	VPMADDUBSW   416(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y21
-	VPMADDUBSW   416(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y25
-	VPMADDUBSW   416(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y29
-	VMOVDQU      64(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VPMADDUBSW   448(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y17
-	VPMADDUBSW   448(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y21
-	VPMADDUBSW   448(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y25
-	VPMADDUBSW   448(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y29
-	VMOVDQU      96(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   224(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VPMADDUBSW   480(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y17
-	VPMADDUBSW   480(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y21
-	VPMADDUBSW   480(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y25
-	VPMADDUBSW   480(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y29
-	VMOVDQU      512(BX), Y10
-	VMOVDQU      544(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y16
-	VPDPWSSD     288(SI), Y11, Y16
-	VPDPWSSD     640(SI), Y10, Y20
-	VPDPWSSD     672(SI), Y11, Y20
-	VPDPWSSD     1024(SI), Y10, Y24
-	VPDPWSSD     1056(SI), Y11, Y24
-	VPDPWSSD     1408(SI), Y10, Y28
-	VPDPWSSD     1440(SI), Y11, Y28
-	VMOVDQU      576(BX), Y10
-	VMOVDQU      608(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y17
-	VPDPWSSD     288(SI), Y11, Y17
-	VPDPWSSD     640(SI), Y10, Y21
-	VPDPWSSD     672(SI), Y11, Y21
-	VPDPWSSD     1024(SI), Y10, Y25
-	VPDPWSSD     1056(SI), Y11, Y25
-	VPDPWSSD     1408(SI), Y10, Y29
-	VPDPWSSD     1440(SI), Y11, Y29
-	VBROADCASTSS 640(BX), X13
-	VMOVDQA64    Y16, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	VBROADCASTSS 644(BX), X13
-	VMOVDQA64    Y17, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*1)
-	VMOVDQA64    Y21, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*1)
-	VMOVDQA64    Y25, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*1)
-	VMOVDQA64    Y29, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*1)
-	ADDQ         $0x000000d2, CX
-	ADDQ         $0x00000288, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ6_K4x2VNNI_block
+qgemmQ6_K4x2KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ6_K4x2KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	PREFETCHT0      576(DI)
+	PREFETCHT0      640(DI)
+	PREFETCHT0      704(DI)
+	PREFETCHT0      768(DI)
+	PREFETCHT0      832(DI)
+	ADDQ            $0x00000348, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z21, Z21, Z21
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z22, Z22, Z22
+	VPXORD          Z19, Z19, Z19
+	VPXORD          Z23, Z23, Z23
+	VPMOVSXBW       192(CX), Y0
+	VPSLLW          $0x05, Y0, Y0
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y0, Y9, Y0
+	VPMOVSXBW       192(CX)(DX*1), Y1
+	VPSLLW          $0x05, Y1, Y1
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y1, Y9, Y1
+	VPMOVSXBW       192(CX)(DX*2), Y2
+	VPSLLW          $0x05, Y2, Y2
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y2, Y9, Y2
+	VPMOVSXBW       192(CX)(SI*1), Y3
+	VPSLLW          $0x05, Y3, Y3
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y3, Y9, Y3
+	VMOVDQU64       (CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VMOVDQU64       (CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VMOVDQU64       64(CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VMOVDQU64       64(CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPDPWSSD        512(BX), Z0, Z16
+	VPDPWSSD        576(BX), Z0, Z20
+	VPDPWSSD        512(BX), Z1, Z17
+	VPDPWSSD        576(BX), Z1, Z21
+	VPDPWSSD        512(BX), Z2, Z18
+	VPDPWSSD        576(BX), Z2, Z22
+	VPDPWSSD        512(BX), Z3, Z19
+	VPDPWSSD        576(BX), Z3, Z23
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z21, Z20, Z12
+	VPUNPCKHDQ      Z21, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z23, Z22, Z12
+	VPUNPCKHDQ      Z23, Z22, Z13
+	VPADDD          Z13, Z12, Z22
+	VPUNPCKLQDQ     Z22, Z20, Z12
+	VPUNPCKHQDQ     Z22, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z28, Z28, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, 208(CX), X8, X8
+	VPINSRW         $0x01, 208(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 208(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 208(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          640(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x000002c0, BX
+	DECQ            AX
+	JMP             qgemmQ6_K4x2KZ_block
 
-qgemmQ6_K4x2VNNI_done:
+qgemmQ6_K4x2KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET
 
-// func qgemmQ6_K4x3VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ6_K4x3VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R10
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, (DI)(R8*1)
-	VMOVSS  X14, (DI)(R8*2)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 4(DI)(R8*1)
-	VMOVSS  X14, 4(DI)(R8*2)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 8(DI)(R8*1)
-	VMOVSS  X14, 8(DI)(R8*2)
-	VMOVSS  X14, 12(DI)
-	VMOVSS  X14, 12(DI)(R8*1)
-	VMOVSS  X14, 12(DI)(R8*2)
-	LEAQ    (CX)(DX*4), R10
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+// func qgemmQ6_K4x3KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ6_K4x3KZ(SB), NOSPLIT, $0-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
 
-qgemmQ6_K4x3VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ6_K4x3VNNI_done
-	PREFETCHT0   (R10)
-	PREFETCHT0   64(R10)
-	PREFETCHT0   128(R10)
-	PREFETCHT0   192(R10)
-	PREFETCHT0   256(R10)
-	PREFETCHT0   320(R10)
-	PREFETCHT0   384(R10)
-	PREFETCHT0   448(R10)
-	PREFETCHT0   512(R10)
-	PREFETCHT0   576(R10)
-	PREFETCHT0   640(R10)
-	PREFETCHT0   704(R10)
-	PREFETCHT0   768(R10)
-	PREFETCHT0   832(R10)
-	ADDQ         $0x00000348, R10
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y18, Y18, Y18
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y21, Y21, Y21
-	VPXORD       Y22, Y22, Y22
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y25, Y25, Y25
-	VPXORD       Y26, Y26, Y26
-	VPXORD       Y28, Y28, Y28
-	VPXORD       Y29, Y29, Y29
-	VPXORD       Y30, Y30, Y30
-	VMOVDQU      qgemm_c30<>+0(SB), Y14
-	VMOVDQU      (CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VPMADDUBSW   256(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y17
-	VPMADDUBSW   256(BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y21
-	VPMADDUBSW   256(BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y25
-	VPMADDUBSW   256(BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y29
-	VPMADDUBSW   512(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y18
-	VPMADDUBSW   512(BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y22
-	VPMADDUBSW   512(BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y26
-	VPMADDUBSW   512(BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y30
-	VMOVDQU      32(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   32(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VPMADDUBSW   288(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y17
-	VPMADDUBSW   288(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y21
-	VPMADDUBSW   288(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y25
-	VPMADDUBSW   288(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y29
-	VPMADDUBSW   544(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y18
-	VPMADDUBSW   544(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y22
-	VPMADDUBSW   544(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y26
-	VPMADDUBSW   544(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y30
-	VMOVDQU      (CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VPMADDUBSW   320(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y17
-	VPMADDUBSW   320(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y21
-	VPMADDUBSW   320(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y25
-	VPMADDUBSW   320(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y29
-	VPMADDUBSW   576(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y18
-	VPMADDUBSW   576(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y22
-	VPMADDUBSW   576(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y26
-	VPMADDUBSW   576(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y30
-	VMOVDQU      32(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   96(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VPMADDUBSW   352(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y17
-	VPMADDUBSW   352(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y21
-	VPMADDUBSW   352(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y25
-	VPMADDUBSW   352(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y29
-	VPMADDUBSW   608(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y18
-	VPMADDUBSW   608(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y22
-	VPMADDUBSW   608(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y26
-	VPMADDUBSW   608(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y30
-	VMOVDQU      64(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VPMADDUBSW   384(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y17
-	VPMADDUBSW   384(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y21
-	VPMADDUBSW   384(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y25
-	VPMADDUBSW   384(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y29
-	VPMADDUBSW   640(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y18
-	VPMADDUBSW   640(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y22
-	VPMADDUBSW   640(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y26
-	VPMADDUBSW   640(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y30
-	VMOVDQU      96(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   160(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VPMADDUBSW   416(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y17
-	VPMADDUBSW   416(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y21
-	VPMADDUBSW   416(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y25
-	VPMADDUBSW   416(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y29
-	VPMADDUBSW   672(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y18
-	VPMADDUBSW   672(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y22
-	VPMADDUBSW   672(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y26
-	VPMADDUBSW   672(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y30
-	VMOVDQU      64(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VPMADDUBSW   448(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y17
-	VPMADDUBSW   448(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y21
-	VPMADDUBSW   448(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y25
-	VPMADDUBSW   448(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y29
-	VPMADDUBSW   704(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y18
-	VPMADDUBSW   704(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y22
-	VPMADDUBSW   704(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y26
-	VPMADDUBSW   704(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y30
-	VMOVDQU      96(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   224(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VPMADDUBSW   480(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y17
-	VPMADDUBSW   480(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y21
-	VPMADDUBSW   480(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y25
-	VPMADDUBSW   480(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y29
-	VPMADDUBSW   736(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y18
-	VPMADDUBSW   736(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y22
-	VPMADDUBSW   736(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y26
-	VPMADDUBSW   736(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y30
-	VMOVDQU      768(BX), Y10
-	VMOVDQU      800(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y16
-	VPDPWSSD     288(SI), Y11, Y16
-	VPDPWSSD     640(SI), Y10, Y20
-	VPDPWSSD     672(SI), Y11, Y20
-	VPDPWSSD     1024(SI), Y10, Y24
-	VPDPWSSD     1056(SI), Y11, Y24
-	VPDPWSSD     1408(SI), Y10, Y28
-	VPDPWSSD     1440(SI), Y11, Y28
-	VMOVDQU      832(BX), Y10
-	VMOVDQU      864(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y17
-	VPDPWSSD     288(SI), Y11, Y17
-	VPDPWSSD     640(SI), Y10, Y21
-	VPDPWSSD     672(SI), Y11, Y21
-	VPDPWSSD     1024(SI), Y10, Y25
-	VPDPWSSD     1056(SI), Y11, Y25
-	VPDPWSSD     1408(SI), Y10, Y29
-	VPDPWSSD     1440(SI), Y11, Y29
-	VMOVDQU      896(BX), Y10
-	VMOVDQU      928(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y18
-	VPDPWSSD     288(SI), Y11, Y18
-	VPDPWSSD     640(SI), Y10, Y22
-	VPDPWSSD     672(SI), Y11, Y22
-	VPDPWSSD     1024(SI), Y10, Y26
-	VPDPWSSD     1056(SI), Y11, Y26
-	VPDPWSSD     1408(SI), Y10, Y30
-	VPDPWSSD     1440(SI), Y11, Y30
-	VBROADCASTSS 960(BX), X13
-	VMOVDQA64    Y16, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	VBROADCASTSS 964(BX), X13
-	VMOVDQA64    Y17, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*1)
-	VMOVDQA64    Y21, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*1)
-	VMOVDQA64    Y25, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*1)
-	VMOVDQA64    Y29, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*1)
-	VBROADCASTSS 968(BX), X13
-	VMOVDQA64    Y18, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*2)
-	VMOVDQA64    Y22, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*2)
-	VMOVDQA64    Y26, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*2)
-	VMOVDQA64    Y30, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*2)
-	ADDQ         $0x000000d2, CX
-	ADDQ         $0x000003cc, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ6_K4x3VNNI_block
+qgemmQ6_K4x3KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ6_K4x3KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	PREFETCHT0      576(DI)
+	PREFETCHT0      640(DI)
+	PREFETCHT0      704(DI)
+	PREFETCHT0      768(DI)
+	PREFETCHT0      832(DI)
+	ADDQ            $0x00000348, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z21, Z21, Z21
+	VPXORD          Z25, Z25, Z25
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z22, Z22, Z22
+	VPXORD          Z26, Z26, Z26
+	VPXORD          Z19, Z19, Z19
+	VPXORD          Z23, Z23, Z23
+	VPXORD          Z27, Z27, Z27
+	VPMOVSXBW       192(CX), Y0
+	VPSLLW          $0x05, Y0, Y0
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y0, Y9, Y0
+	VPMOVSXBW       192(CX)(DX*1), Y1
+	VPSLLW          $0x05, Y1, Y1
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y1, Y9, Y1
+	VPMOVSXBW       192(CX)(DX*2), Y2
+	VPSLLW          $0x05, Y2, Y2
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y2, Y9, Y2
+	VPMOVSXBW       192(CX)(SI*1), Y3
+	VPSLLW          $0x05, Y3, Y3
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y3, Y9, Y3
+	VMOVDQU64       (CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      256(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      512(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      256(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      512(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VMOVDQU64       (CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      320(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      576(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      320(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      576(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VMOVDQU64       64(CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      384(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      640(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      384(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      640(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VMOVDQU64       64(CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z17
+	VPMADDUBSW      448(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z21
+	VPMADDUBSW      704(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z25
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z19
+	VPMADDUBSW      448(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z23
+	VPMADDUBSW      704(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z27
+	VPDPWSSD        768(BX), Z0, Z16
+	VPDPWSSD        832(BX), Z0, Z20
+	VPDPWSSD        896(BX), Z0, Z24
+	VPDPWSSD        768(BX), Z1, Z17
+	VPDPWSSD        832(BX), Z1, Z21
+	VPDPWSSD        896(BX), Z1, Z25
+	VPDPWSSD        768(BX), Z2, Z18
+	VPDPWSSD        832(BX), Z2, Z22
+	VPDPWSSD        896(BX), Z2, Z26
+	VPDPWSSD        768(BX), Z3, Z19
+	VPDPWSSD        832(BX), Z3, Z23
+	VPDPWSSD        896(BX), Z3, Z27
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z21, Z20, Z12
+	VPUNPCKHDQ      Z21, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z23, Z22, Z12
+	VPUNPCKHDQ      Z23, Z22, Z13
+	VPADDD          Z13, Z12, Z22
+	VPUNPCKLQDQ     Z22, Z20, Z12
+	VPUNPCKHQDQ     Z22, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z25, Z24, Z12
+	VPUNPCKHDQ      Z25, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPUNPCKLDQ      Z27, Z26, Z12
+	VPUNPCKHDQ      Z27, Z26, Z13
+	VPADDD          Z13, Z12, Z26
+	VPUNPCKLQDQ     Z26, Z24, Z12
+	VPUNPCKHQDQ     Z26, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPXORD          Z28, Z28, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, 208(CX), X8, X8
+	VPINSRW         $0x01, 208(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 208(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 208(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          960(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000400, BX
+	DECQ            AX
+	JMP             qgemmQ6_K4x3KZ_block
 
-qgemmQ6_K4x3VNNI_done:
+qgemmQ6_K4x3KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x02, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET
 
-// func qgemmQ6_K4x4VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
-// Requires: AVX, AVX2, AVX512F, AVX512VL, MMX+
-TEXT ·qgemmQ6_K4x4VNNI(SB), NOSPLIT, $0-56
-	MOVQ    nb+0(FP), AX
-	MOVQ    w+8(FP), CX
-	MOVQ    ldw+16(FP), DX
-	MOVQ    a+24(FP), BX
-	MOVQ    side+32(FP), SI
-	MOVQ    y+40(FP), DI
-	MOVQ    ldy+48(FP), R8
-	LEAQ    (DX)(DX*2), R9
-	LEAQ    (R8)(R8*2), R10
-	VXORPS  X14, X14, X14
-	VMOVSS  X14, (DI)
-	VMOVSS  X14, (DI)(R8*1)
-	VMOVSS  X14, (DI)(R8*2)
-	VMOVSS  X14, (DI)(R10*1)
-	VMOVSS  X14, 4(DI)
-	VMOVSS  X14, 4(DI)(R8*1)
-	VMOVSS  X14, 4(DI)(R8*2)
-	VMOVSS  X14, 4(DI)(R10*1)
-	VMOVSS  X14, 8(DI)
-	VMOVSS  X14, 8(DI)(R8*1)
-	VMOVSS  X14, 8(DI)(R8*2)
-	VMOVSS  X14, 8(DI)(R10*1)
-	VMOVSS  X14, 12(DI)
-	VMOVSS  X14, 12(DI)(R8*1)
-	VMOVSS  X14, 12(DI)(R8*2)
-	VMOVSS  X14, 12(DI)(R10*1)
-	LEAQ    (CX)(DX*4), R11
-	VMOVDQU qgemm_c0f<>+0(SB), Y15
+// func qgemmQ6_K4x4KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+TEXT ·qgemmQ6_K4x4KZ(SB), NOSPLIT, $0-48
+	MOVQ   nb+0(FP), AX
+	MOVQ   w+8(FP), CX
+	MOVQ   ldw+16(FP), DX
+	MOVQ   a+24(FP), BX
+	LEAQ   (DX)(DX*2), SI
+	VPXORD Z15, Z15, Z15
+	LEAQ   (CX)(DX*4), DI
 
-qgemmQ6_K4x4VNNI_block:
-	TESTQ        AX, AX
-	JZ           qgemmQ6_K4x4VNNI_done
-	PREFETCHT0   (R11)
-	PREFETCHT0   64(R11)
-	PREFETCHT0   128(R11)
-	PREFETCHT0   192(R11)
-	PREFETCHT0   256(R11)
-	PREFETCHT0   320(R11)
-	PREFETCHT0   384(R11)
-	PREFETCHT0   448(R11)
-	PREFETCHT0   512(R11)
-	PREFETCHT0   576(R11)
-	PREFETCHT0   640(R11)
-	PREFETCHT0   704(R11)
-	PREFETCHT0   768(R11)
-	PREFETCHT0   832(R11)
-	ADDQ         $0x00000348, R11
-	VPXORD       Y16, Y16, Y16
-	VPXORD       Y17, Y17, Y17
-	VPXORD       Y18, Y18, Y18
-	VPXORD       Y19, Y19, Y19
-	VPXORD       Y20, Y20, Y20
-	VPXORD       Y21, Y21, Y21
-	VPXORD       Y22, Y22, Y22
-	VPXORD       Y23, Y23, Y23
-	VPXORD       Y24, Y24, Y24
-	VPXORD       Y25, Y25, Y25
-	VPXORD       Y26, Y26, Y26
-	VPXORD       Y27, Y27, Y27
-	VPXORD       Y28, Y28, Y28
-	VPXORD       Y29, Y29, Y29
-	VPXORD       Y30, Y30, Y30
-	VPXORD       Y31, Y31, Y31
-	VMOVDQU      qgemm_c30<>+0(SB), Y14
-	VMOVDQU      (CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   (BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y16
-	VPMADDUBSW   (BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y20
-	VPMADDUBSW   (BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y24
-	VPMADDUBSW   (BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y28
-	VPMADDUBSW   256(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y17
-	VPMADDUBSW   256(BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y21
-	VPMADDUBSW   256(BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y25
-	VPMADDUBSW   256(BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y29
-	VPMADDUBSW   512(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y18
-	VPMADDUBSW   512(BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y22
-	VPMADDUBSW   512(BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y26
-	VPMADDUBSW   512(BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y30
-	VPMADDUBSW   768(BX), Y0, Y8
-	VPDPWSSD     (SI), Y8, Y19
-	VPMADDUBSW   768(BX), Y1, Y9
-	VPDPWSSD     384(SI), Y9, Y23
-	VPMADDUBSW   768(BX), Y2, Y8
-	VPDPWSSD     768(SI), Y8, Y27
-	VPMADDUBSW   768(BX), Y3, Y9
-	VPDPWSSD     1152(SI), Y9, Y31
-	VMOVDQU      32(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   32(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y16
-	VPMADDUBSW   32(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y20
-	VPMADDUBSW   32(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y24
-	VPMADDUBSW   32(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y28
-	VPMADDUBSW   288(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y17
-	VPMADDUBSW   288(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y21
-	VPMADDUBSW   288(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y25
-	VPMADDUBSW   288(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y29
-	VPMADDUBSW   544(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y18
-	VPMADDUBSW   544(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y22
-	VPMADDUBSW   544(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y26
-	VPMADDUBSW   544(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y30
-	VPMADDUBSW   800(BX), Y0, Y8
-	VPDPWSSD     32(SI), Y8, Y19
-	VPMADDUBSW   800(BX), Y1, Y9
-	VPDPWSSD     416(SI), Y9, Y23
-	VPMADDUBSW   800(BX), Y2, Y8
-	VPDPWSSD     800(SI), Y8, Y27
-	VPMADDUBSW   800(BX), Y3, Y9
-	VPDPWSSD     1184(SI), Y9, Y31
-	VMOVDQU      (CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      (CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      (CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      (CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   64(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y16
-	VPMADDUBSW   64(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y20
-	VPMADDUBSW   64(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y24
-	VPMADDUBSW   64(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y28
-	VPMADDUBSW   320(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y17
-	VPMADDUBSW   320(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y21
-	VPMADDUBSW   320(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y25
-	VPMADDUBSW   320(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y29
-	VPMADDUBSW   576(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y18
-	VPMADDUBSW   576(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y22
-	VPMADDUBSW   576(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y26
-	VPMADDUBSW   576(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y30
-	VPMADDUBSW   832(BX), Y0, Y8
-	VPDPWSSD     64(SI), Y8, Y19
-	VPMADDUBSW   832(BX), Y1, Y9
-	VPDPWSSD     448(SI), Y9, Y23
-	VPMADDUBSW   832(BX), Y2, Y8
-	VPDPWSSD     832(SI), Y8, Y27
-	VPMADDUBSW   832(BX), Y3, Y9
-	VPDPWSSD     1216(SI), Y9, Y31
-	VMOVDQU      32(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      128(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      32(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      128(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      32(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      128(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      32(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      128(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   96(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y16
-	VPMADDUBSW   96(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y20
-	VPMADDUBSW   96(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y24
-	VPMADDUBSW   96(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y28
-	VPMADDUBSW   352(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y17
-	VPMADDUBSW   352(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y21
-	VPMADDUBSW   352(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y25
-	VPMADDUBSW   352(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y29
-	VPMADDUBSW   608(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y18
-	VPMADDUBSW   608(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y22
-	VPMADDUBSW   608(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y26
-	VPMADDUBSW   608(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y30
-	VPMADDUBSW   864(BX), Y0, Y8
-	VPDPWSSD     96(SI), Y8, Y19
-	VPMADDUBSW   864(BX), Y1, Y9
-	VPDPWSSD     480(SI), Y9, Y23
-	VPMADDUBSW   864(BX), Y2, Y8
-	VPDPWSSD     864(SI), Y8, Y27
-	VPMADDUBSW   864(BX), Y3, Y9
-	VPDPWSSD     1248(SI), Y9, Y31
-	VMOVDQU      64(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x04, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   128(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y16
-	VPMADDUBSW   128(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y20
-	VPMADDUBSW   128(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y24
-	VPMADDUBSW   128(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y28
-	VPMADDUBSW   384(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y17
-	VPMADDUBSW   384(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y21
-	VPMADDUBSW   384(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y25
-	VPMADDUBSW   384(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y29
-	VPMADDUBSW   640(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y18
-	VPMADDUBSW   640(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y22
-	VPMADDUBSW   640(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y26
-	VPMADDUBSW   640(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y30
-	VPMADDUBSW   896(BX), Y0, Y8
-	VPDPWSSD     128(SI), Y8, Y19
-	VPMADDUBSW   896(BX), Y1, Y9
-	VPDPWSSD     512(SI), Y9, Y23
-	VPMADDUBSW   896(BX), Y2, Y8
-	VPDPWSSD     896(SI), Y8, Y27
-	VPMADDUBSW   896(BX), Y3, Y9
-	VPDPWSSD     1280(SI), Y9, Y31
-	VMOVDQU      96(CX), Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSLLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   160(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y16
-	VPMADDUBSW   160(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y20
-	VPMADDUBSW   160(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y24
-	VPMADDUBSW   160(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y28
-	VPMADDUBSW   416(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y17
-	VPMADDUBSW   416(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y21
-	VPMADDUBSW   416(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y25
-	VPMADDUBSW   416(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y29
-	VPMADDUBSW   672(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y18
-	VPMADDUBSW   672(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y22
-	VPMADDUBSW   672(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y26
-	VPMADDUBSW   672(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y30
-	VPMADDUBSW   928(BX), Y0, Y8
-	VPDPWSSD     160(SI), Y8, Y19
-	VPMADDUBSW   928(BX), Y1, Y9
-	VPDPWSSD     544(SI), Y9, Y23
-	VPMADDUBSW   928(BX), Y2, Y8
-	VPDPWSSD     928(SI), Y8, Y27
-	VPMADDUBSW   928(BX), Y3, Y9
-	VPDPWSSD     1312(SI), Y9, Y31
-	VMOVDQU      64(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      64(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      64(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      64(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   192(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y16
-	VPMADDUBSW   192(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y20
-	VPMADDUBSW   192(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y24
-	VPMADDUBSW   192(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y28
-	VPMADDUBSW   448(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y17
-	VPMADDUBSW   448(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y21
-	VPMADDUBSW   448(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y25
-	VPMADDUBSW   448(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y29
-	VPMADDUBSW   704(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y18
-	VPMADDUBSW   704(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y22
-	VPMADDUBSW   704(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y26
-	VPMADDUBSW   704(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y30
-	VPMADDUBSW   960(BX), Y0, Y8
-	VPDPWSSD     192(SI), Y8, Y19
-	VPMADDUBSW   960(BX), Y1, Y9
-	VPDPWSSD     576(SI), Y9, Y23
-	VPMADDUBSW   960(BX), Y2, Y8
-	VPDPWSSD     960(SI), Y8, Y27
-	VPMADDUBSW   960(BX), Y3, Y9
-	VPDPWSSD     1344(SI), Y9, Y31
-	VMOVDQU      96(CX), Y0
-	VPSRLW       $0x04, Y0, Y0
-	VPAND        Y15, Y0, Y0
-	VMOVDQU      160(CX), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y0, Y0
-	VMOVDQU      96(CX)(DX*1), Y1
-	VPSRLW       $0x04, Y1, Y1
-	VPAND        Y15, Y1, Y1
-	VMOVDQU      160(CX)(DX*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y1, Y1
-	VMOVDQU      96(CX)(DX*2), Y2
-	VPSRLW       $0x04, Y2, Y2
-	VPAND        Y15, Y2, Y2
-	VMOVDQU      160(CX)(DX*2), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y2, Y2
-	VMOVDQU      96(CX)(R9*1), Y3
-	VPSRLW       $0x04, Y3, Y3
-	VPAND        Y15, Y3, Y3
-	VMOVDQU      160(CX)(R9*1), Y12
-	VPSRLW       $0x02, Y12, Y12
-	VPAND        Y14, Y12, Y12
-	VPOR         Y12, Y3, Y3
-	VPMADDUBSW   224(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y16
-	VPMADDUBSW   224(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y20
-	VPMADDUBSW   224(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y24
-	VPMADDUBSW   224(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y28
-	VPMADDUBSW   480(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y17
-	VPMADDUBSW   480(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y21
-	VPMADDUBSW   480(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y25
-	VPMADDUBSW   480(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y29
-	VPMADDUBSW   736(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y18
-	VPMADDUBSW   736(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y22
-	VPMADDUBSW   736(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y26
-	VPMADDUBSW   736(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y30
-	VPMADDUBSW   992(BX), Y0, Y8
-	VPDPWSSD     224(SI), Y8, Y19
-	VPMADDUBSW   992(BX), Y1, Y9
-	VPDPWSSD     608(SI), Y9, Y23
-	VPMADDUBSW   992(BX), Y2, Y8
-	VPDPWSSD     992(SI), Y8, Y27
-	VPMADDUBSW   992(BX), Y3, Y9
-	VPDPWSSD     1376(SI), Y9, Y31
-	VMOVDQU      1024(BX), Y10
-	VMOVDQU      1056(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y16
-	VPDPWSSD     288(SI), Y11, Y16
-	VPDPWSSD     640(SI), Y10, Y20
-	VPDPWSSD     672(SI), Y11, Y20
-	VPDPWSSD     1024(SI), Y10, Y24
-	VPDPWSSD     1056(SI), Y11, Y24
-	VPDPWSSD     1408(SI), Y10, Y28
-	VPDPWSSD     1440(SI), Y11, Y28
-	VMOVDQU      1088(BX), Y10
-	VMOVDQU      1120(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y17
-	VPDPWSSD     288(SI), Y11, Y17
-	VPDPWSSD     640(SI), Y10, Y21
-	VPDPWSSD     672(SI), Y11, Y21
-	VPDPWSSD     1024(SI), Y10, Y25
-	VPDPWSSD     1056(SI), Y11, Y25
-	VPDPWSSD     1408(SI), Y10, Y29
-	VPDPWSSD     1440(SI), Y11, Y29
-	VMOVDQU      1152(BX), Y10
-	VMOVDQU      1184(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y18
-	VPDPWSSD     288(SI), Y11, Y18
-	VPDPWSSD     640(SI), Y10, Y22
-	VPDPWSSD     672(SI), Y11, Y22
-	VPDPWSSD     1024(SI), Y10, Y26
-	VPDPWSSD     1056(SI), Y11, Y26
-	VPDPWSSD     1408(SI), Y10, Y30
-	VPDPWSSD     1440(SI), Y11, Y30
-	VMOVDQU      1216(BX), Y10
-	VMOVDQU      1248(BX), Y11
-	VPDPWSSD     256(SI), Y10, Y19
-	VPDPWSSD     288(SI), Y11, Y19
-	VPDPWSSD     640(SI), Y10, Y23
-	VPDPWSSD     672(SI), Y11, Y23
-	VPDPWSSD     1024(SI), Y10, Y27
-	VPDPWSSD     1056(SI), Y11, Y27
-	VPDPWSSD     1408(SI), Y10, Y31
-	VPDPWSSD     1440(SI), Y11, Y31
-	VBROADCASTSS 1280(BX), X13
-	VMOVDQA64    Y16, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)
-	VMOVDQA64    Y20, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)
-	VMOVDQA64    Y24, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)
-	VMOVDQA64    Y28, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)
-	VBROADCASTSS 1284(BX), X13
-	VMOVDQA64    Y17, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*1)
-	VMOVDQA64    Y21, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*1)
-	VMOVDQA64    Y25, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*1)
-	VMOVDQA64    Y29, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*1)
-	VBROADCASTSS 1288(BX), X13
-	VMOVDQA64    Y18, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R8*2)
-	VMOVDQA64    Y22, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R8*2)
-	VMOVDQA64    Y26, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R8*2)
-	VMOVDQA64    Y30, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R8*2), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R8*2)
-	VBROADCASTSS 1292(BX), X13
-	VMOVDQA64    Y19, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       320(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       (DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, (DI)(R10*1)
-	VMOVDQA64    Y23, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       704(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       4(DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 4(DI)(R10*1)
-	VMOVDQA64    Y27, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1088(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       8(DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 8(DI)(R10*1)
-	VMOVDQA64    Y31, Y10
-	VPXOR        Y12, Y12, Y12
-	VPHADDD      Y12, Y10, Y10
-	VEXTRACTI128 $0x01, Y10, X12
-	VPADDD       X12, X10, X10
-	VPHADDD      X10, X10, X10
-	VCVTDQ2PS    X10, X10
-	VMOVSD       1472(SI), X12
-	VMULPS       X13, X12, X12
-	VMULPS       X12, X10, X10
-	VMOVSS       12(DI)(R10*1), X12
-	VADDSS       X10, X12, X12
-	VMOVSS       X12, 12(DI)(R10*1)
-	ADDQ         $0x000000d2, CX
-	ADDQ         $0x00000510, BX
-	ADDQ         $0x00000600, SI
-	DECQ         AX
-	JMP          qgemmQ6_K4x4VNNI_block
+qgemmQ6_K4x4KZ_block:
+	TESTQ           AX, AX
+	JZ              qgemmQ6_K4x4KZ_done
+	PREFETCHT0      (DI)
+	PREFETCHT0      64(DI)
+	PREFETCHT0      128(DI)
+	PREFETCHT0      192(DI)
+	PREFETCHT0      256(DI)
+	PREFETCHT0      320(DI)
+	PREFETCHT0      384(DI)
+	PREFETCHT0      448(DI)
+	PREFETCHT0      512(DI)
+	PREFETCHT0      576(DI)
+	PREFETCHT0      640(DI)
+	PREFETCHT0      704(DI)
+	PREFETCHT0      768(DI)
+	PREFETCHT0      832(DI)
+	ADDQ            $0x00000348, DI
+	VPXORD          Z16, Z16, Z16
+	VPXORD          Z20, Z20, Z20
+	VPXORD          Z24, Z24, Z24
+	VPXORD          Z28, Z28, Z28
+	VPXORD          Z17, Z17, Z17
+	VPXORD          Z21, Z21, Z21
+	VPXORD          Z25, Z25, Z25
+	VPXORD          Z29, Z29, Z29
+	VPXORD          Z18, Z18, Z18
+	VPXORD          Z22, Z22, Z22
+	VPXORD          Z26, Z26, Z26
+	VPXORD          Z30, Z30, Z30
+	VPXORD          Z19, Z19, Z19
+	VPXORD          Z23, Z23, Z23
+	VPXORD          Z27, Z27, Z27
+	VPXORD          Z31, Z31, Z31
+	VPMOVSXBW       192(CX), Y0
+	VPSLLW          $0x05, Y0, Y0
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y0, Y9, Y0
+	VPMOVSXBW       192(CX)(DX*1), Y1
+	VPSLLW          $0x05, Y1, Y1
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y1, Y9, Y1
+	VPMOVSXBW       192(CX)(DX*2), Y2
+	VPSLLW          $0x05, Y2, Y2
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y2, Y9, Y2
+	VPMOVSXBW       192(CX)(SI*1), Y3
+	VPSLLW          $0x05, Y3, Y3
+	VPXOR           Y9, Y9, Y9
+	VPSUBW          Y3, Y9, Y3
+	VMOVDQU64       (CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    192(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      (BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      256(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      512(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      768(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VMOVDQU64       (CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VMOVDQU64       (CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VMOVDQU64       (CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VMOVDQU64       (CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 128(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    196(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      64(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      320(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      576(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      832(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VMOVDQU64       64(CX), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSLLVW         qgemm_q6shl<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    200(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      128(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      384(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      640(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      896(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VMOVDQU64       64(CX), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z16
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z20
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z24
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z28
+	VMOVDQU64       64(CX)(DX*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z17
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z21
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z25
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z29
+	VMOVDQU64       64(CX)(DX*2), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(DX*2), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(DX*2), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z18
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z22
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z26
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z30
+	VMOVDQU64       64(CX)(SI*1), Z8
+	VPSRLW          $0x04, Z8, Z8
+	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
+	VBROADCASTI32X8 160(CX)(SI*1), Z12
+	VPSRLVW         qgemm_q6shr<>+0(SB), Z12, Z12
+	VPTERNLOGD      $0xf8, qgemm_c30z<>+0(SB), Z12, Z8
+	VPBROADCASTD    204(CX)(SI*1), Z9
+	VPSHUFB         qgemm_q6ctl<>+0(SB), Z9, Z9
+	VPMOVSXBW       Y9, Z9
+	VPMADDUBSW      192(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z19
+	VPMADDUBSW      448(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z23
+	VPMADDUBSW      704(BX), Z8, Z10
+	VPDPWSSD        Z9, Z10, Z27
+	VPMADDUBSW      960(BX), Z8, Z11
+	VPDPWSSD        Z9, Z11, Z31
+	VPDPWSSD        1024(BX), Z0, Z16
+	VPDPWSSD        1088(BX), Z0, Z20
+	VPDPWSSD        1152(BX), Z0, Z24
+	VPDPWSSD        1216(BX), Z0, Z28
+	VPDPWSSD        1024(BX), Z1, Z17
+	VPDPWSSD        1088(BX), Z1, Z21
+	VPDPWSSD        1152(BX), Z1, Z25
+	VPDPWSSD        1216(BX), Z1, Z29
+	VPDPWSSD        1024(BX), Z2, Z18
+	VPDPWSSD        1088(BX), Z2, Z22
+	VPDPWSSD        1152(BX), Z2, Z26
+	VPDPWSSD        1216(BX), Z2, Z30
+	VPDPWSSD        1024(BX), Z3, Z19
+	VPDPWSSD        1088(BX), Z3, Z23
+	VPDPWSSD        1152(BX), Z3, Z27
+	VPDPWSSD        1216(BX), Z3, Z31
+	VPUNPCKLDQ      Z17, Z16, Z12
+	VPUNPCKHDQ      Z17, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z19, Z18, Z12
+	VPUNPCKHDQ      Z19, Z18, Z13
+	VPADDD          Z13, Z12, Z18
+	VPUNPCKLQDQ     Z18, Z16, Z12
+	VPUNPCKHQDQ     Z18, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPUNPCKLDQ      Z21, Z20, Z12
+	VPUNPCKHDQ      Z21, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z23, Z22, Z12
+	VPUNPCKHDQ      Z23, Z22, Z13
+	VPADDD          Z13, Z12, Z22
+	VPUNPCKLQDQ     Z22, Z20, Z12
+	VPUNPCKHQDQ     Z22, Z20, Z13
+	VPADDD          Z13, Z12, Z20
+	VPUNPCKLDQ      Z25, Z24, Z12
+	VPUNPCKHDQ      Z25, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPUNPCKLDQ      Z27, Z26, Z12
+	VPUNPCKHDQ      Z27, Z26, Z13
+	VPADDD          Z13, Z12, Z26
+	VPUNPCKLQDQ     Z26, Z24, Z12
+	VPUNPCKHQDQ     Z26, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VPUNPCKLDQ      Z29, Z28, Z12
+	VPUNPCKHDQ      Z29, Z28, Z13
+	VPADDD          Z13, Z12, Z28
+	VPUNPCKLDQ      Z31, Z30, Z12
+	VPUNPCKHDQ      Z31, Z30, Z13
+	VPADDD          Z13, Z12, Z30
+	VPUNPCKLQDQ     Z30, Z28, Z12
+	VPUNPCKHQDQ     Z30, Z28, Z13
+	VPADDD          Z13, Z12, Z28
+	VSHUFI32X4      $0x44, Z20, Z16, Z12
+	VSHUFI32X4      $0xee, Z20, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VSHUFI32X4      $0x44, Z28, Z24, Z12
+	VSHUFI32X4      $0xee, Z28, Z24, Z13
+	VPADDD          Z13, Z12, Z24
+	VSHUFI32X4      $0x88, Z24, Z16, Z12
+	VSHUFI32X4      $0xdd, Z24, Z16, Z13
+	VPADDD          Z13, Z12, Z16
+	VPINSRW         $0x00, 208(CX), X8, X8
+	VPINSRW         $0x01, 208(CX)(DX*1), X8, X8
+	VPINSRW         $0x02, 208(CX)(DX*2), X8, X8
+	VPINSRW         $0x03, 208(CX)(SI*1), X8, X8
+	VCVTPH2PS       X8, X8
+	VSHUFF32X4      $0x00, Z8, Z8, Z8
+	VMULPS          1280(BX), Z8, Z8
+	VCVTDQ2PS       Z16, Z16
+	VMULPS          Z8, Z16, Z16
+	VADDPS          Z16, Z15, Z15
+	ADDQ            $0x000000d2, CX
+	ADDQ            $0x00000540, BX
+	DECQ            AX
+	JMP             qgemmQ6_K4x4KZ_block
 
-qgemmQ6_K4x4VNNI_done:
+qgemmQ6_K4x4KZ_done:
+	MOVQ          y+32(FP), AX
+	MOVQ          ldy+40(FP), CX
+	VEXTRACTF32X4 $0x00, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x01, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x02, Z15, X8
+	VMOVUPS       X8, (AX)
+	ADDQ          CX, AX
+	VEXTRACTF32X4 $0x03, Z15, X8
+	VMOVUPS       X8, (AX)
 	VZEROUPPER
 	RET

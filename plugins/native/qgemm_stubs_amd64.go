@@ -122,42 +122,42 @@ func qgemmQ8_04x7Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 //go:noescape
 func qgemmQ8_04x8Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x1VNNI computes the 4×1 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_K4x1KZ computes the 4×1 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x1VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ4_K4x1KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x2VNNI computes the 4×2 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_K4x2KZ computes the 4×2 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x2VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ4_K4x2KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x3VNNI computes the 4×3 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_K4x3KZ computes the 4×3 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x3VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ4_K4x3KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x4VNNI computes the 4×4 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_K4x4KZ computes the 4×4 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x4VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ4_K4x4KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x1VNNI computes the 4×1 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ6_K4x1KZ computes the 4×1 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x1VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ6_K4x1KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x2VNNI computes the 4×2 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ6_K4x2KZ computes the 4×2 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x2VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ6_K4x2KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x3VNNI computes the 4×3 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ6_K4x3KZ computes the 4×3 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x3VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ6_K4x3KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x4VNNI computes the 4×4 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ6_K4x4KZ computes the 4×4 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x4VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ6_K4x4KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
