@@ -2,18 +2,6 @@
 
 #include "textflag.h"
 
-DATA qgemm_c0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA qgemm_c0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA qgemm_c0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA qgemm_c0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL qgemm_c0f<>(SB), RODATA|NOPTR, $32
-
-DATA qgemm_c30<>+0(SB)/8, $0x3030303030303030
-DATA qgemm_c30<>+8(SB)/8, $0x3030303030303030
-DATA qgemm_c30<>+16(SB)/8, $0x3030303030303030
-DATA qgemm_c30<>+24(SB)/8, $0x3030303030303030
-GLOBL qgemm_c30<>(SB), RODATA|NOPTR, $32
-
 DATA qgemm_c0fz<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA qgemm_c0fz<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA qgemm_c0fz<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f

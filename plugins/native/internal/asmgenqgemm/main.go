@@ -51,18 +51,11 @@ func main() {
 	Generate()
 }
 
-var c0F, c30 Mem
-
 // the 32-element tiles' 64-byte tables: 0x0F, 0x10, 0x80 bytes and the
 // word shifts 0, 4, 0, 4 of the four 128-bit lanes
 var c0Fz, c10z, c80z, shiftZ Mem
 
-// bytes32 is avokit.Bytes32.
-var bytes32 = avokit.Bytes32
-
 func consts() {
-	c0F = bytes32("qgemm_c0f", func(int) byte { return 0x0F })
-	c30 = bytes32("qgemm_c30", func(int) byte { return 0x30 })
 	c0Fz = avokit.Bytes("qgemm_c0fz", 64, func(int) byte { return 0x0F })
 	c10z = avokit.Bytes("qgemm_c10z", 64, func(int) byte { return 0x10 })
 	c80z = avokit.Bytes("qgemm_c80z", 64, func(int) byte { return 0x80 })
