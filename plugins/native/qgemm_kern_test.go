@@ -15,7 +15,8 @@ import (
 // pairs of one block: VPDPBUSD, conversion, scale product,
 // multiplication, addition), the figure the kernel's design turns on.
 func BenchmarkQGEMMKernel(b *testing.B) {
-	if f, _ := qgemmKernels(ggml.Q4_0, "vnni"); f == nil {
+	fns, _ := qgemmKernels(ggml.Q4_0, "vnni")
+	if fns == nil {
 		b.Skip("no tile kernels here")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -36,7 +37,7 @@ func BenchmarkQGEMMKernel(b *testing.B) {
 	for b.Loop() {
 		t0 := cpuTime()
 		for range 1000 {
-			qgemmVNNI[ggml.Q4_0][7](nb, &w.raw[0], w.rb, &ap[0], &y[0], 4*N)
+			fns[7](nb, &w.raw[0], w.rb, &ap[0], &y[0], 4*N)
 		}
 		best = min(best, cpuTime()-t0)
 	}
