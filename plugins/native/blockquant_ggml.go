@@ -122,7 +122,7 @@ type bqkJob struct {
 func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	a := w.acts.Get().(*ggml.Act)
 	defer w.acts.Put(a)
-	a.Quantize(x, m, w.k, ggml.ActBlock(w.typ))
+	quantizeGGMLAct(a, x, m, w.k, ggml.ActBlock(w.typ))
 	j := bqkJob{w: w, a: a, y: y, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
 		// multiples of 4 rows (dot4), four tasks a thread (claimed as

@@ -3,23 +3,22 @@
 package native
 
 import (
-	"encoding/binary"
 	"sync"
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
-	"github.com/switchyard-hal/switchyard/core/graph"
 )
 
 // The integer path's GEMM: a BlockQuantMatMul of M ≥ 2 activation rows
 // (a prompt's positions in prefill, the active sequences of a batched
 // decode step) on a ggml Q4_0, Q5_0, Q8_0, Q4_K or Q6_K weight, in tiles of 4 weight
-// rows × up to 4 activation rows held in registers (internal/asmgenqgemm:
-// AVX-512 VNNI on YMM, the sixteen accumulators in Y16–Y31). The
-// activation rows are quantized once (core/ggml's Act, as for one row)
-// and packed for the tiles; each weight block is unpacked once for the
-// tile's activation rows instead of once per row (the K types' scales
-// once a call, in Go, for all the row groups).
+// rows × up to 8 activation rows held in registers (internal/asmgenqgemm:
+// AVX-512 VNNI; the 32-element types' sixteen ZMM accumulators in
+// Z16–Z31 hold two activation rows each; the K types' tiles are 4 × 4,
+// their scales unpacked in the kernel). The activation rows are quantized
+// once (core/ggml's Act, as for one row: quantizeGGMLAct) and packed for
+// the tiles; each weight block is unpacked once for the tile's activation
+// rows instead of once per row.
 //
 // Every output has the bits of the single-row kernel (and of core/ggml's
 // Dot): per block the same exact integer lane sums, the same float32
@@ -36,15 +35,15 @@ import (
 // y + r·ldy + 4n bytes.
 type qgemmFn = func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmKFn is a K type's 4×R tile kernel: side holds the four rows'
-// unpacked scales (qgemmSide).
-type qgemmKFn = func(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+// qgemmKMinRows is the fewest rows a K-type product takes the tiles for
+// (their scales are unpacked in the kernel, block by block: two rows, a
+// batched decode step of two sequences, already read each weight once
+// instead of twice).
+const qgemmKMinRows = 2
 
-// qgemmKMinRows is the fewest rows a K-type product takes the tiles for:
-// their scales are unpacked once a call for all the row groups, which
-// pays off from a few groups on (a batched decode step of 4 sequences
-// stays on the single-row kernels, the same bits).
-const qgemmKMinRows = 16
+// qgemmRows is the most activation rows a 32-element type's tile takes
+// (the K types' take 4).
+const qgemmRows = 8
 
 // qgemmChunkBytes bounds the packed activations a tile pass reads.
 const qgemmChunkBytes = 512 << 10
@@ -56,12 +55,13 @@ const qgemmChunkBytes = 512 << 10
 // super-block R×256 values, R×16 int32 sums, R scales).
 type qgemmPack struct{ buf []uint32 }
 
-// qgemmSideBuf is a thread's K-type tile scales (qgemmSide).
-type qgemmSideBuf struct{ side []uint32 }
-
+// The scratch of a call (quantized activations, their packing, a
+// thread's K-type scales) is shared by all the weights: a prompt's
+// products run one after the other and find it in cache, where one
+// buffer per weight (168 in a Qwen2.5-0.5B) would be written cold.
 var (
+	qgemmActs  = sync.Pool{New: func() any { return new(ggml.Act) }}
 	qgemmPacks = sync.Pool{New: func() any { return new(qgemmPack) }}
-	qgemmSides = sync.Pool{New: func() any { return new(qgemmSideBuf) }}
 )
 
 // qgemmOffset is the value the kernels add to type t's signed quants to
@@ -76,44 +76,63 @@ func qgemmOffset(t ggml.Type) int32 {
 	return 128
 }
 
-// pack packs rows r0..r1-1 of a (blocks of 32, nb a row) in groups of 4.
+// pack packs rows r0..r1-1 of a (blocks of 32, nb a row) in groups of
+// qgemmRows for the 32-element types' kernels: per group of R rows (P =
+// ⌈R/2⌉ pairs, an odd R's last pair completed with a zero row), per
+// block, per pair the two rows' 32 values, then per pair their eight
+// corrections −off·(lane sum) each, then per pair their scales repeated
+// eight times (48·P words a block).
 func (pk *qgemmPack) pack(a *ggml.Act, r0, r1, nb int, off int32) {
-	words := (r1 - r0) * nb * 17
+	words := 0
+	for g := r0; g < r1; g += qgemmRows {
+		words += 48 * ((min(qgemmRows, r1-g) + 1) / 2) * nb
+	}
 	pk.buf = growT(pk.buf, words)
 	bytes := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*words)
 	o := 0
-	for g := r0; g < r1; g += 4 {
-		R := min(4, r1-g)
-		for b := 0; b < nb; {
-			// two blocks side by side while two are left (the kernels'
-			// ZMM loop), then one
-			nbk := min(2, nb-b)
-			for r := 0; r < R; r++ {
-				for k := 0; k < nbk; k++ {
-					ab := (g+r)*nb + b + k
-					qo := 4*o + 32*(nbk*r+k)
-					copy(bytes[qo:qo+32], a.Q[ab*32:ab*32+32])
-					co := o + 8*nbk*R + 8*(nbk*r+k)
-					c := pk.buf[co : co+8]
-					for l := range c {
-						c[l] = uint32(-off * a.Lanes[ab*8+l])
-					}
-					pk.buf[o+16*nbk*R+nbk*r+k] = *(*uint32)(unsafe.Pointer(&a.D[ab]))
+	for g := r0; g < r1; g += qgemmRows {
+		R := min(qgemmRows, r1-g)
+		P := (R + 1) / 2
+		for b := 0; b < nb; b++ {
+			for r := 0; r < 2*P; r++ {
+				qo := 4*o + 32*r
+				co := o + 16*P + 8*r
+				do := o + 32*P + 8*r
+				if r == R {
+					clear(bytes[qo : qo+32])
+					clear(pk.buf[co : co+8])
+					clear(pk.buf[do : do+8])
+					continue
+				}
+				ab := (g+r)*nb + b
+				copy(bytes[qo:qo+32], a.Q[ab*32:ab*32+32])
+				for l := range 8 {
+					pk.buf[co+l] = uint32(-off * a.Lanes[ab*8+l])
+				}
+				d := *(*uint32)(unsafe.Pointer(&a.D[ab]))
+				for l := range 8 {
+					pk.buf[do+l] = d
 				}
 			}
-			o += 17 * R * nbk
-			b += nbk
+			o += 48 * P
 		}
 	}
 }
 
 // packK packs rows r0..r1-1 of a (super-blocks of 256, nb a row) in
-// groups of 4 for type t's kernels: Q4_K takes the 32-value sums, Q6_K
-// the 16-value ones.
+// groups of 4 for type t's kernels (internal/asmgenqgemm's tileKZ): per
+// group of R rows, per super-block the R rows' 256 values; Q4_K: their
+// eight 32-value sums as int16, row r at bytes 16r of 64; Q6_K: per row
+// its sixteen 16-value sums as int16 and 32 zero bytes; then the scales,
+// row r's four times at bytes 16r of 64 (rows ≥ R zero).
 func (pk *qgemmPack) packK(a *ggml.Act, t ggml.Type, r0, r1, nb int) {
-	words := (r1 - r0) * nb * 81
+	words := 0
+	for g := r0; g < r1; g += 4 {
+		words += qgemmKWords(t, min(4, r1-g)) * nb
+	}
 	pk.buf = growT(pk.buf, words)
 	bytes := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*words)
+	pair := func(lo, hi int32) uint32 { return uint32(uint16(int16(lo))) | uint32(uint16(int16(hi)))<<16 }
 	o := 0
 	for g := r0; g < r1; g += 4 {
 		R := min(4, r1-g)
@@ -121,70 +140,46 @@ func (pk *qgemmPack) packK(a *ggml.Act, t ggml.Type, r0, r1, nb int) {
 			for r := 0; r < R; r++ {
 				ab := (g+r)*nb + b
 				copy(bytes[4*o+256*r:4*o+256*r+256], a.Q[ab*256:ab*256+256])
-				sums := pk.buf[o+64*R+16*r : o+64*R+16*r+16]
-				if t == ggml.Q4_K {
-					for i := range 8 {
-						sums[i] = uint32(a.Sum32[ab*8+i])
-					}
-					clear(sums[8:])
-				} else {
-					for i := range sums {
-						sums[i] = uint32(a.Sum[ab*16+i])
+			}
+			o += 64 * R
+			if t == ggml.Q4_K {
+				s := pk.buf[o : o+16]
+				clear(s)
+				for r := 0; r < R; r++ {
+					ab := (g+r)*nb + b
+					for i := range 4 {
+						s[4*r+i] = pair(a.Sum32[ab*8+2*i], a.Sum32[ab*8+2*i+1])
 					}
 				}
-				pk.buf[o+80*R+r] = *(*uint32)(unsafe.Pointer(&a.D[ab]))
+				o += 16
+			} else {
+				for r := 0; r < R; r++ {
+					ab := (g+r)*nb + b
+					s := pk.buf[o : o+16]
+					for i := range 8 {
+						s[i] = pair(a.Sum[ab*16+2*i], a.Sum[ab*16+2*i+1])
+					}
+					clear(s[8:])
+					o += 16
+				}
 			}
-			o += 81 * R
+			d := pk.buf[o : o+16]
+			clear(d)
+			for r := 0; r < R; r++ {
+				v := *(*uint32)(unsafe.Pointer(&a.D[(g+r)*nb+b]))
+				d[4*r], d[4*r+1], d[4*r+2], d[4*r+3] = v, v, v, v
+			}
+			o += 16
 		}
 	}
 }
 
-// qgemmSideWords is a K-type weight row's side data a super-block.
-const qgemmSideWords = 96
-
-// qgemmSide unpacks the scales of weight rows n..n+3 (type t, nb
-// super-blocks) for the K-type kernels: per super-block, per row, eight
-// 8-word vectors of int16 scales, the minimums (Q4_K) or −32·sc (Q6_K)
-// as int32 at word 64, d and dmin at words 80, 81.
-func (pk *qgemmSideBuf) qgemmSide(w *bqWeights, n, nb int) {
-	pk.side = growT(pk.side, nb*4*qgemmSideWords)
-	bs := w.typ.BlockBytes()
-	pair := func(v int16) uint32 { return uint32(uint16(v)) | uint32(uint16(v))<<16 }
-	f16 := func(b []byte) uint32 {
-		f := graph.F16(binary.LittleEndian.Uint16(b)).Float32()
-		return *(*uint32)(unsafe.Pointer(&f))
+// qgemmKWords is the packed words of a group of R rows a super-block.
+func qgemmKWords(t ggml.Type, R int) int {
+	if t == ggml.Q4_K {
+		return 64*R + 32
 	}
-	for i := 0; i < 4; i++ {
-		row := w.raw[(n+i)*w.rb:]
-		for b := 0; b < nb; b++ {
-			blk := row[b*bs : (b+1)*bs]
-			sd := pk.side[(b*4+i)*qgemmSideWords : (b*4+i+1)*qgemmSideWords]
-			if w.typ == ggml.Q4_K {
-				for s := 0; s < 8; s++ {
-					sc, m := ggml.K4Scale(blk[4:16], s)
-					v := pair(int16(sc))
-					for l := 0; l < 8; l++ {
-						sd[8*s+l] = v
-					}
-					sd[64+s] = uint32(m)
-					sd[72+s] = 0
-				}
-				sd[80], sd[81] = f16(blk[0:]), f16(blk[2:])
-				continue
-			}
-			for v := 0; v < 8; v++ {
-				g := 2 * v // vector 4h+k holds groups 8h+2k, 8h+2k+1
-				lo, hi := pair(int16(int8(blk[192+g]))), pair(int16(int8(blk[193+g])))
-				for l := 0; l < 4; l++ {
-					sd[8*v+l], sd[8*v+4+l] = lo, hi
-				}
-			}
-			for g := 0; g < 16; g++ {
-				sd[64+g] = uint32(uint16(int16(-32 * int32(int8(blk[192+g])))))
-			}
-			sd[80], sd[81] = f16(blk[208:]), 0
-		}
-	}
+	return 80*R + 16
 }
 
 // qgemmJob is one GEMM call's arguments for parallelFor.
@@ -192,8 +187,8 @@ type qgemmJob struct {
 	w      *bqWeights
 	a      *ggml.Act
 	pk     *qgemmPack
-	fns    *[4]qgemmFn
-	kfns   *[4]qgemmKFn
+	fns    *[qgemmRows]qgemmFn
+	kfns   *[4]qgemmFn
 	y      []float32
 	r0, r1 int
 	per    int
@@ -209,14 +204,14 @@ func (w *bqWeights) runGEMM(p *pool, x, y []float32, m int) bool {
 	if fns == nil && (kfns == nil || m < qgemmKMinRows) {
 		return false
 	}
-	a := w.acts.Get().(*ggml.Act)
-	defer w.acts.Put(a)
+	a := qgemmActs.Get().(*ggml.Act)
+	defer qgemmActs.Put(a)
 	K, be := w.k, ggml.ActBlock(w.typ)
 	nb := K / be
-	a.Quantize(x, m, K, be)
+	quantizeGGMLAct(a, x, m, K, be)
 	pk := qgemmPacks.Get().(*qgemmPack)
 	defer qgemmPacks.Put(pk)
-	chunk := max(4, qgemmChunkBytes/(nb*68*be/32)&^3)
+	chunk := max(qgemmRows, qgemmChunkBytes/(nb*96*be/32)/qgemmRows*qgemmRows)
 	j := qgemmJob{w: w, a: a, fns: fns, kfns: kfns, y: y, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*K >= 1<<16 {
 		j.per = ((w.n+2*t-1)/(2*t) + 3) &^ 3
@@ -247,12 +242,13 @@ func (w *bqWeights) gemmRows(j qgemmJob, n0, n1 int) {
 	for ; n+4 <= n1; n += 4 {
 		rows := w.raw[n*w.rb : (n+4)*w.rb]
 		o := 0
-		for g := j.r0; g < j.r1; g += 4 {
-			R := min(4, j.r1-g)
-			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 68*R*nb)
+		for g := j.r0; g < j.r1; g += qgemmRows {
+			R := min(qgemmRows, j.r1-g)
+			words := 48 * ((R + 1) / 2) * nb
+			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 4*words)
 			y := j.y[g*N+n : (g+R-1)*N+n+4]
 			j.fns[R-1](nb, &rows[0], w.rb, &a[0], &y[0], 4*N)
-			o += 17 * R * nb
+			o += words
 		}
 	}
 	for ; n < n1; n++ {
@@ -265,19 +261,17 @@ func (w *bqWeights) gemmRows(j qgemmJob, n0, n1 int) {
 // gemmRowsK is gemmRows for a K type.
 func (w *bqWeights) gemmRowsK(j qgemmJob, n0, n1 int) {
 	N, nb := w.n, w.k/256
-	sb := qgemmSides.Get().(*qgemmSideBuf)
-	defer qgemmSides.Put(sb)
 	n := n0
 	for ; n+4 <= n1; n += 4 {
 		rows := w.raw[n*w.rb : (n+4)*w.rb]
-		sb.qgemmSide(w, n, nb)
 		o := 0
 		for g := j.r0; g < j.r1; g += 4 {
 			R := min(4, j.r1-g)
-			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 324*R*nb)
+			words := qgemmKWords(w.typ, R) * nb
+			a := unsafe.Slice((*int8)(unsafe.Pointer(&j.pk.buf[o])), 4*words)
 			y := j.y[g*N+n : (g+R-1)*N+n+4]
-			j.kfns[R-1](nb, &rows[0], w.rb, &a[0], &sb.side[0], &y[0], 4*N)
-			o += 81 * R * nb
+			j.kfns[R-1](nb, &rows[0], w.rb, &a[0], &y[0], 4*N)
+			o += words
 		}
 	}
 	for ; n < n1; n++ {

@@ -2,102 +2,162 @@
 
 package native
 
-// qgemmQ4_04x1VNNI computes the 4×1 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x1Z computes the 4×1 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_04x1VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x1Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_04x2VNNI computes the 4×2 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x2Z computes the 4×2 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_04x2VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x2Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_04x3VNNI computes the 4×3 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x3Z computes the 4×3 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_04x3VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x3Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_04x4VNNI computes the 4×4 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x4Z computes the 4×4 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_04x4VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x4Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ5_04x1VNNI computes the 4×1 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x5Z computes the 4×5 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 5 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ5_04x1VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x5Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ5_04x2VNNI computes the 4×2 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x6Z computes the 4×6 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 6 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ5_04x2VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x6Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ5_04x3VNNI computes the 4×3 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x7Z computes the 4×7 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 7 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ5_04x3VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x7Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ5_04x4VNNI computes the 4×4 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ4_04x8Z computes the 4×8 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 8 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ5_04x4VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ4_04x8Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ8_04x1VNNI computes the 4×1 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x1Z computes the 4×1 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ8_04x1VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ5_04x1Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ8_04x2VNNI computes the 4×2 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x2Z computes the 4×2 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ8_04x2VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ5_04x2Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ8_04x3VNNI computes the 4×3 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x3Z computes the 4×3 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ8_04x3VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ5_04x3Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ8_04x4VNNI computes the 4×4 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x4Z computes the 4×4 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ8_04x4VNNI(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+func qgemmQ5_04x4Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x1VNNI computes the 4×1 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x5Z computes the 4×5 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 5 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x1VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ5_04x5Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x2VNNI computes the 4×2 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x6Z computes the 4×6 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 6 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x2VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ5_04x6Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x3VNNI computes the 4×3 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x7Z computes the 4×7 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 7 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x3VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ5_04x7Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ4_K4x4VNNI computes the 4×4 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ5_04x8Z computes the 4×8 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 8 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ4_K4x4VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ5_04x8Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x1VNNI computes the 4×1 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ8_04x1Z computes the 4×1 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x1VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ8_04x1Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x2VNNI computes the 4×2 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ8_04x2Z computes the 4×2 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x2VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ8_04x2Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x3VNNI computes the 4×3 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ8_04x3Z computes the 4×3 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x3VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ8_04x3Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
 
-// qgemmQ6_K4x4VNNI computes the 4×4 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, their unpacked scales at side, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+// qgemmQ8_04x4Z computes the 4×4 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape
-func qgemmQ6_K4x4VNNI(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)
+func qgemmQ8_04x4Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ8_04x5Z computes the 4×5 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 5 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ8_04x5Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ8_04x6Z computes the 4×6 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 6 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ8_04x6Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ8_04x7Z computes the 4×7 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 7 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ8_04x7Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ8_04x8Z computes the 4×8 tile of nb Q8_0 blocks (weight rows ldw bytes apart, 8 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ8_04x8Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ4_K4x1KZ computes the 4×1 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ4_K4x1KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ4_K4x2KZ computes the 4×2 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ4_K4x2KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ4_K4x3KZ computes the 4×3 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ4_K4x3KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ4_K4x4KZ computes the 4×4 tile of nb Q4_K super-blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ4_K4x4KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ6_K4x1KZ computes the 4×1 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ6_K4x1KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ6_K4x2KZ computes the 4×2 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ6_K4x2KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ6_K4x3KZ computes the 4×3 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ6_K4x3KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
+
+// qgemmQ6_K4x4KZ computes the 4×4 tile of nb Q6_K super-blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
+//
+//go:noescape
+func qgemmQ6_K4x4KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)

@@ -7,23 +7,22 @@
 //
 //	go run ./plugins/native/internal/asmgenqgemm -out plugins/native/qgemm_amd64.s -stubs plugins/native/qgemm_stubs_amd64.go -pkg native
 //
-// A kernel computes a tile of 4 weight rows × R activation rows (R = 1…4)
-// over nb blocks of 32. Each weight block is unpacked once to 32 unsigned
-// bytes (Q4_0: the nibbles, Q5_0: the nibbles and the 5th bits, Q8_0: the
-// int8 values plus 128) and its scale converted once, then used for the R
-// activation rows: VPDPBUSD (AVX-512 VNNI on YMM) sums the 32 products in
-// eight exact int32 lanes of four, into the lanes' offset correction
-// (−8, −16 or −128 times the activations' lane sums, packed beside them),
-// so a lane holds exactly core/ggml's Dot lane sum. Then, as Dot: the
-// lane converted to float32, times float32(d_w·d_a), added (no FMA) into
-// the pair's own eight float32 accumulators (the sixteen of a 4×4 tile
-// live in Y16–Y31), reduced at the end as Dot does,
+// A 32-element type's kernel computes a tile of 4 weight rows × R
+// activation rows (R = 1…8, in pairs: see tile) over nb blocks of 32;
+// a K type's 4 × R (R = 1…4; see tileK) over nb super-blocks. Each weight
+// block is unpacked once to unsigned bytes (Q4_0: the nibbles, Q5_0: the
+// nibbles and the 5th bits, Q8_0: the int8 values plus 128) and its scale
+// converted once, then used for the R activation rows: VPDPBUSD (AVX-512
+// VNNI) sums the 32 products in eight exact int32 lanes of four, into the
+// lanes' offset correction (−8, −16 or −128 times the activations' lane
+// sums, packed beside them), so a lane holds exactly core/ggml's Dot lane
+// sum. Then, as Dot: the lane converted to float32, times
+// float32(d_w·d_a), added (no FMA) into the pair's own eight float32
+// accumulators, reduced at the end as Dot does,
 // ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)), into the output.
 //
-// The activations come packed by the caller for a group of R rows: per
-// block R×32 int8 values, R×8 int32 corrections, R float32 scales
-// (68·R bytes a block), one stream. Weight rows are ldw bytes apart; the
-// next tile's rows are prefetched at the pace these are read.
+// Weight rows are ldw bytes apart; the next tile's rows are prefetched at
+// the pace these are read.
 package main
 
 import (
@@ -39,31 +38,33 @@ import (
 func main() {
 	consts()
 	for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
-		for r := 1; r <= 4; r++ {
+		for r := 1; r <= tileRows; r++ {
 			tile(t, r)
 		}
 	}
+	constsK()
 	for _, t := range []string{"Q4_K", "Q6_K"} {
 		for r := 1; r <= 4; r++ {
-			tileK(t, r)
+			tileKZ(t, r)
 		}
 	}
 	Generate()
 }
 
-var c0F, c30, c10, c80, qhShuf, qhBits Mem
-
-// bytes32 is avokit.Bytes32.
-var bytes32 = avokit.Bytes32
+// the 32-element tiles' 64-byte tables: 0x0F, 0x10, 0x80 bytes and the
+// word shifts 0, 4, 0, 4 of the four 128-bit lanes
+var c0Fz, c10z, c80z, shiftZ Mem
 
 func consts() {
-	c0F = bytes32("qgemm_c0f", func(int) byte { return 0x0F })
-	c30 = bytes32("qgemm_c30", func(int) byte { return 0x30 })
-	c10 = bytes32("qgemm_c10", func(int) byte { return 0x10 })
-	c80 = bytes32("qgemm_c80", func(int) byte { return 0x80 })
-	// bit j of a broadcast uint32 to byte j: byte j takes source byte j/8
-	qhShuf = bytes32("qgemm_qhshuf", func(i int) byte { return byte(i / 8) })
-	qhBits = bytes32("qgemm_qhbits", func(i int) byte { return 1 << (i % 8) })
+	c0Fz = avokit.Bytes("qgemm_c0fz", 64, func(int) byte { return 0x0F })
+	c10z = avokit.Bytes("qgemm_c10z", 64, func(int) byte { return 0x10 })
+	c80z = avokit.Bytes("qgemm_c80z", 64, func(int) byte { return 0x80 })
+	shiftZ = avokit.Bytes("qgemm_shiftz", 64, func(i int) byte {
+		if i%2 == 0 && (i/16)%2 == 1 {
+			return 4
+		}
+		return 0
+	})
 }
 
 // raw emits an instruction avo's table lacks (Go's assembler knows it).
@@ -84,85 +85,34 @@ const sig = "func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)"
 
 var zs = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15}
 
-// unpack32 sets q (a YMM) to block disp's 32 unsigned quants of type t
-// at weight row mem m (X14, Y15 scratch; Q8_0 takes c80 in Y15).
-func unpack32(t string, q VecPhysical, m func(disp int) Mem, disp int) {
-	switch t {
-	case "Q8_0":
-		VPXOR(m(disp+2), Y15, q)
-	case "Q4_0":
-		VMOVDQU(m(disp+2), q.AsX())
-		VPSRLW(U8(4), q.AsX(), X14)
-		VINSERTI128(U8(1), X14, q, q)
-		VPAND(c0F, q, q)
-	default:
-		VMOVDQU(m(disp+6), q.AsX())
-		VPSRLW(U8(4), q.AsX(), X14)
-		VINSERTI128(U8(1), X14, q, q)
-		VPAND(c0F, q, q)
-		VPBROADCASTD(m(disp+2), Y13)
-		VPSHUFB(qhShuf, Y13, Y13)
-		VPAND(qhBits, Y13, Y13)
-		VPCMPEQB(qhBits, Y13, Y13)
-		VPAND(c10, Y13, Y13)
-		VPOR(Y13, q, q)
-	}
-}
+var zs32 = append(zs[:16:16], Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
 
-// tilePairs is the kernel's loop over pairs of blocks, while two are
-// left: ZMM registers hold the two blocks side by side (block b in the
-// low 256 bits, b+1 in the high), so one VPDPBUSD, conversion and the two
-// multiplications serve both; the high half is then added into the
-// accumulator after the low one, keeping Dot's order. The activations
-// are packed by pairs there: per row 64 values, then per row 16
-// corrections, then per row the two scales (136·R bytes a pair).
-func tilePairs(t string, R int, p string, nb, w, a, pf Register, row func(n, disp int) Mem, acc func(n, r int) VecPhysical) {
-	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
-	Label(p + "pair")
-	CMPQ(nb, U8(2))
-	JB(LabelRef(p + "block"))
-	for o := 0; o < 8*bs; o += 64 {
-		PREFETCHT0(Mem{Base: pf, Disp: o})
-	}
-	ADDQ(U32(uint32(8*bs)), pf)
-	for n := 0; n < 4; n++ {
-		m := func(d int) Mem { return row(n, d) }
-		unpack32(t, ys[n], m, 0)
-		unpack32(t, Y12, m, bs)
-		VINSERTI32X8(U8(1), Y12, zs[n], zs[n])
-		VPBROADCASTW(row(n, 0), X14)
-		VCVTPH2PS(X14, ys[4+n])
-		VPBROADCASTW(row(n, bs), X14)
-		VCVTPH2PS(X14, Y12)
-		VINSERTF32X8(U8(1), Y12, zs[4+n], zs[4+n])
-	}
-	for r := 0; r < R; r++ {
-		VMOVDQU64(Mem{Base: a, Disp: 64*R + 64*r}, Z8)
-		VBROADCASTSS(Mem{Base: a, Disp: 128*R + 8*r}, Y9)
-		VBROADCASTSS(Mem{Base: a, Disp: 128*R + 8*r + 4}, Y12)
-		VINSERTF32X8(U8(1), Y12, Z9, Z9)
-		for n := 0; n < 4; n++ {
-			tt, sc := zs[10+n%2], zs[12+n%2]
-			VMOVDQA64(Z8, tt)
-			vpdpbusd(Mem{Base: a, Disp: 64 * r}, zs[n], tt)
-			VCVTDQ2PS(tt, tt)
-			VMULPS(Z9, zs[4+n], sc) // d_w·d_a, one rounding
-			VMULPS(sc, tt, tt)
-			VADDPS(tt.AsY(), acc(n, r), acc(n, r))
-			VEXTRACTF32X8(U8(1), tt, sc.AsY())
-			VADDPS(sc.AsY(), acc(n, r), acc(n, r))
-		}
-	}
-	ADDQ(U32(uint32(2*bs)), w)
-	ADDQ(U32(uint32(136*R)), a)
-	SUBQ(U8(2), nb)
-	JMP(LabelRef(p + "pair"))
-}
+// tileRows is the most activation rows a 32-element type's tile takes.
+const tileRows = 8
 
-// tile generates the 4×R kernel of type t.
+// tile generates the 4×R kernel of the 32-element type t (R = 1…8).
+//
+// The activation rows go in pairs: a ZMM accumulator holds the eight
+// float32 lanes of weight row n with activation row 2p in its low half
+// and with row 2p+1 in its high half, so one VPDPBUSD, conversion,
+// product of scales, multiplication and addition serve two (n, r) pairs
+// of one block, each lane in Dot's order (blocks one after the other).
+// The weight block is unpacked once to 32 unsigned bytes repeated in both
+// halves (Q4_0: the 16 bytes broadcast, the high nibbles of lanes 1 and 3
+// shifted down, masked; Q5_0: then 0x10 added under the mask of its
+// 32 high bits twice; Q8_0: the 32 bytes broadcast, xor 0x80), its
+// float16 scale converted to 16 float32s.
+//
+// The activations come packed by the caller for the group of R rows
+// (P = ⌈R/2⌉ pairs; an odd R's last pair has a zero row): per block, per
+// pair the two rows' 32 int8 values (64 bytes), then per pair the two
+// rows' eight int32 corrections (−8, −16 or −128 times the lane sums),
+// then per pair the two rows' scales, each repeated eight times as
+// float32: 192·P bytes a block.
 func tile(t string, R int) {
-	name := fmt.Sprintf("qgemm%s4x%dVNNI", t, R)
+	name := fmt.Sprintf("qgemm%s4x%dZ", t, R)
 	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
+	P := (R + 1) / 2
 	TEXT(name, NOSPLIT, sig)
 	Doc(fmt.Sprintf("%s computes the 4×%d tile of nb %s blocks (weight rows ldw bytes apart, %d packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).", name, R, t, R))
 	Pragma("noescape")
@@ -173,23 +123,25 @@ func tile(t string, R int) {
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
 	row := avokit.Rows4(w, ldw, ldw3)
-	acc := func(n, r int) VecPhysical { return ys[16+4*n+r] }
+	acc := func(n, p int) VecPhysical { return zs32[16+4*p+n] }
 	for n := 0; n < 4; n++ {
-		for r := 0; r < R; r++ {
-			VXORPS(acc(n, r), acc(n, r), acc(n, r))
+		for p := 0; p < P; p++ {
+			VPXORD(acc(n, p), acc(n, p), acc(n, p))
 		}
 	}
 	pf := GP64()
 	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
-	qs := 2 // the quants' offset in a block (Q5_0: after qh)
 	switch t {
 	case "Q8_0":
-		VMOVDQU(c80, Y15)
-	case "Q5_0":
-		qs = 6
+		VMOVDQU64(c80z, Z15)
+	default:
+		VMOVDQU64(c0Fz, Z15)
+		VMOVDQU64(shiftZ, Z14)
 	}
+	xq := func(p int) Mem { return Mem{Base: a, Disp: 64 * p} }
+	corr := func(p int) Mem { return Mem{Base: a, Disp: 64*P + 64*p} }
+	da := func(p int) Mem { return Mem{Base: a, Disp: 128*P + 64*p} }
 	p := name + "_"
-	tilePairs(t, R, p, nb, w, a, pf, row, acc)
 	Label(p + "block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
@@ -197,44 +149,44 @@ func tile(t string, R int) {
 		PREFETCHT0(Mem{Base: pf, Disp: o})
 	}
 	ADDQ(U32(uint32(4*bs)), pf)
-	// the four weight blocks, unsigned, in Y0–Y3; their scales in Y4–Y7
+	// the four weight blocks, unsigned and repeated, in Z0–Z3; their
+	// scales in Z4–Z7
 	for n := 0; n < 4; n++ {
-		q := ys[n]
+		q := zs[n]
 		switch t {
 		case "Q8_0":
-			VPXOR(row(n, 2), Y15, q)
+			VBROADCASTI32X8(row(n, 2), q)
+			VPXORD(Z15, q, q)
+		case "Q4_0":
+			VBROADCASTI32X4(row(n, 2), q)
+			VPSRLVW(Z14, q, q)
+			VPANDD(Z15, q, q)
 		default:
-			VMOVDQU(row(n, qs), q.AsX())
-			VPSRLW(U8(4), q.AsX(), X14)
-			VINSERTI128(U8(1), X14, q, q)
-			VPAND(c0F, q, q)
-			if t == "Q5_0" {
-				VPBROADCASTD(row(n, 2), Y15)
-				VPSHUFB(qhShuf, Y15, Y15)
-				VPAND(qhBits, Y15, Y15)
-				VPCMPEQB(qhBits, Y15, Y15)
-				VPAND(c10, Y15, Y15)
-				VPOR(Y15, q, q)
-			}
+			VBROADCASTI32X4(row(n, 6), q)
+			VPSRLVW(Z14, q, q)
+			VPANDD(Z15, q, q)
+			KMOVD(row(n, 2), K1)
+			KUNPCKDQ(K1, K1, K1)
+			VPADDB(c10z, q, K1, q)
 		}
-		VPBROADCASTW(row(n, 0), X14)
-		VCVTPH2PS(X14, ys[4+n])
+		VPBROADCASTW(row(n, 0), Y8)
+		VCVTPH2PS(Y8, zs[4+n])
 	}
-	for r := 0; r < R; r++ {
-		VMOVDQU(Mem{Base: a, Disp: 32*R + 32*r}, Y8)
-		VBROADCASTSS(Mem{Base: a, Disp: 64*R + 4*r}, Y9)
+	for pp := 0; pp < P; pp++ {
+		VMOVDQU64(corr(pp), Z12)
+		VMOVUPS(da(pp), Z13)
 		for n := 0; n < 4; n++ {
-			tt, s := ys[10+n%2], ys[12+n%2]
-			VMOVDQA(Y8, tt)
-			vpdpbusd(Mem{Base: a, Disp: 32 * r}, ys[n], tt)
+			tt, sc := zs[8+n%2], zs[10+n%2]
+			VMOVDQA64(Z12, tt)
+			vpdpbusd(xq(pp), zs[n], tt)
 			VCVTDQ2PS(tt, tt)
-			VMULPS(Y9, ys[4+n], s) // d_w·d_a, one rounding
-			VMULPS(s, tt, tt)
-			VADDPS(tt, acc(n, r), acc(n, r))
+			VMULPS(Z13, zs[4+n], sc) // d_w·d_a, one rounding
+			VMULPS(sc, tt, tt)
+			VADDPS(tt, acc(n, pp), acc(n, pp))
 		}
 	}
 	ADDQ(U8(int8(bs)), w)
-	ADDQ(U32(uint32(68*R)), a)
+	ADDQ(U32(uint32(192*P)), a)
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
@@ -244,101 +196,129 @@ func tile(t string, R int) {
 	ldy := Load(Param("ldy"), GP64())
 	ldy3 := GP64()
 	LEAQ(Mem{Base: ldy, Index: ldy, Scale: 2}, ldy3)
+	y4 := GP64()
+	LEAQ(Mem{Base: y, Index: ldy, Scale: 4}, y4)
 	out := func(n, r int) Mem {
-		switch r {
-		case 0:
-			return Mem{Base: y, Disp: 4 * n}
-		case 1:
-			return Mem{Base: y, Index: ldy, Scale: 1, Disp: 4 * n}
-		case 2:
-			return Mem{Base: y, Index: ldy, Scale: 2, Disp: 4 * n}
+		b := Register(y)
+		if r >= 4 {
+			b = y4
 		}
-		return Mem{Base: y, Index: ldy3, Scale: 1, Disp: 4 * n}
+		switch r % 4 {
+		case 0:
+			return Mem{Base: b, Disp: 4 * n}
+		case 1:
+			return Mem{Base: b, Index: ldy, Scale: 1, Disp: 4 * n}
+		case 2:
+			return Mem{Base: b, Index: ldy, Scale: 2, Disp: 4 * n}
+		}
+		return Mem{Base: b, Index: ldy3, Scale: 1, Disp: 4 * n}
+	}
+	reduce := func(v VecPhysical, o Mem) {
+		VEXTRACTF128(U8(1), v, X12)
+		VADDPS(X12, v.AsX(), X12)
+		VHADDPS(X12, X12, X12)
+		VHADDPS(X12, X12, X12)
+		VMOVSS(X12, o)
 	}
 	for n := 0; n < 4; n++ {
-		for r := 0; r < R; r++ {
-			VMOVAPS(acc(n, r), Y10)
-			VEXTRACTF128(U8(1), Y10, X11)
-			VADDPS(X11, X10, X11)
-			VHADDPS(X11, X11, X11)
-			VHADDPS(X11, X11, X11)
-			VMOVSS(X11, out(n, r))
+		for pp := 0; pp < P; pp++ {
+			VMOVAPS(acc(n, pp).AsY(), Y10)
+			reduce(Y10, out(n, 2*pp))
+			if 2*pp+1 < R {
+				VEXTRACTF32X8(U8(1), acc(n, pp), Y11)
+				reduce(Y11, out(n, 2*pp+1))
+			}
 		}
 	}
 	VZEROUPPER()
 	RET()
 }
 
-// sideBytes is the per-row, per-super-block side data the caller unpacks
-// for a K-type tile (see tileK).
-const sideBytes = 384
+// the K types' ZMM tables: word shifts 0 (low 256 bits) and 4 (high);
+// Q6_K's high-bit shifts (left 4 and 2; right 0 and 2); 0x30 bytes; the
+// in-lane byte shuffles that spread Q4_K's scale word 2c over the low
+// 256 bits and 2c+1 over the high ones (chunk c = 0…3) and Q6_K's four
+// group scales over eight bytes each
+var shift256, q6shl, q6shr, c30z, c0Fk Mem
+var k4ctl [4]Mem
+var q6ctl Mem
 
-const sigK = "func(nb int, w *uint8, ldw int, a *int8, side *uint32, y *float32, ldy int)"
+func constsK() {
+	word := func(name string, f func(w int) int) Mem {
+		return avokit.Bytes(name, 64, func(i int) byte {
+			if i%2 == 1 {
+				return 0
+			}
+			return byte(f(i / 2))
+		})
+	}
+	shift256 = word("qgemm_shift256", func(w int) int { return 4 * (w / 16) })
+	q6shl = word("qgemm_q6shl", func(w int) int { return 4 - 2*(w/16) })
+	q6shr = word("qgemm_q6shr", func(w int) int { return 2 * (w / 16) })
+	c30z = avokit.Bytes("qgemm_c30z", 64, func(int) byte { return 0x30 })
+	c0Fk = avokit.Bytes("qgemm_c0fk", 64, func(int) byte { return 0x0F })
+	for c := 0; c < 4; c++ {
+		k4ctl[c] = avokit.Bytes(fmt.Sprintf("qgemm_k4ctl%d", c), 64, func(i int) byte {
+			s := 2*c + i/32 // the scale word of this byte's half
+			return byte(2*s + i%2)
+		})
+	}
+	q6ctl = avokit.Bytes("qgemm_q6ctl", 64, func(i int) byte { return byte((i % 32) / 8) })
+}
 
-// tileK generates the 4×R kernel of a K type (Q4_K, Q6_K). Per
-// super-block each pair's exact int32 S = Σ scale·Σ q·x is summed in the
-// lanes of one of Y16–Y31: VPMADDUBSW of the unsigned quants with x (pairs
-// of products, within int16), then VPDPWSSD with the scales as words;
-// Q6_K's offset 32 joins S as −32·Σ_g sc_g·Σx_g (VPDPWSSD of the rows'
-// 16-value sums with the side's −32·sc_g). Then as core/ggml's Dot: acc +=
-// float32(S)·float32(d·d_a), and for Q4_K acc −= float32(M)·float32(dmin·d_a)
-// with M = Σ m_s·Σx_s (VPMULLD of the side's minimums with the rows'
-// 32-value sums), in float32, the accumulator being the output itself.
+// tileKZ generates the 4×R kernel (R = 1…4) of a K type (Q4_K, Q6_K) on
+// ZMM, the scales unpacked in the kernel. Per super-block each (n, r)
+// pair's exact int32 S = Σ scale·Σ q·x is summed in the sixteen lanes of
+// one of Z16–Z31: 64 values at a time (Q4_K: a 32-byte chunk's low
+// nibbles, sub-block 2c, in the low half and its high nibbles, sub-block
+// 2c+1, in the high half; Q6_K: two of the four 32-value planes), the
+// weight's unsigned quants by VPMADDUBSW with x (pairs of products, within
+// int16), then VPDPWSSD with the scales as words (the 6-bit scales of
+// Q4_K spread by an in-lane byte shuffle, Q6_K's signed group scales
+// widened); Q6_K's offset 32 joins S as Σ_g (−32·sc_g)·Σx_g (VPDPWSSD
+// with the rows' 16-value sums). The sixteen accumulators are then added
+// across (unpacks and 128-bit shuffles: integer sums, exact in any order)
+// into one vector, lane 4r+n holding S(n, r), and Q4_K's M = Σ m_s·Σx_s
+// (VPMADDWD of the mins with the rows' 32-value sums) likewise. Then as
+// core/ggml's Dot, for the sixteen pairs at once: acc += float32(S)·
+// float32(d·d_a), and for Q4_K acc −= float32(M)·float32(dmin·d_a), in
+// float32; acc's lanes r < R are stored at the end.
 //
-// side: per super-block, per weight row (sideBytes each, the four rows
-// one after the other): eight 32-byte scale vectors as int16 words (Q4_K:
-// sub-block s's scale in every word of vector s; Q6_K: vector 4h+k holds
-// group 8h+2k's scale in its low 16 bytes and group 8h+2k+1's in the high
-// ones), at 256 the minimums (Q4_K, 8 int32) or −32·sc_g (Q6_K, 16 int32
-// with zero high words), at 320 d and at 324 dmin (float32).
-//
-// a: per super-block, per row of the group, 256 int8 values, then per row
-// 16 int32 sums (Q4_K: the eight 32-value sums; Q6_K: the sixteen
-// 16-value sums), then per row the float32 scale: 324·R bytes.
-func tileK(t string, R int) {
-	name := fmt.Sprintf("qgemm%s4x%dVNNI", t, R)
+// a: per super-block, the R rows' 256 int8 values (256·R bytes), then
+// Q4_K: the 32-value sums as int16, row r in bytes 16r…16r+15 of 64
+// (zero for r ≥ R); Q6_K: per row the sixteen 16-value sums as int16 and
+// 32 zero bytes (64·R bytes); then the rows' scales, row r's four times
+// in bytes 16r…16r+15 of 64 (zero for r ≥ R).
+func tileKZ(t string, R int) {
+	name := fmt.Sprintf("qgemm%s4x%dKZ", t, R)
 	bs := map[string]int{"Q4_K": 144, "Q6_K": 210}[t]
-	TEXT(name, NOSPLIT, sigK)
-	Doc(fmt.Sprintf("%s computes the 4×%d tile of nb %s super-blocks (weight rows ldw bytes apart, their unpacked scales at side, %d packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).", name, R, t, R))
+	TEXT(name, NOSPLIT, sig)
+	Doc(fmt.Sprintf("%s computes the 4×%d tile of nb %s super-blocks (weight rows ldw bytes apart, %d packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).", name, R, t, R))
 	Pragma("noescape")
+	var mins Mem
+	if t == "Q4_K" {
+		mins = AllocLocal(64)
+	}
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
 	ldw := Load(Param("ldw"), GP64())
 	a := Load(Param("a"), GP64())
-	side := Load(Param("side"), GP64())
-	y := Load(Param("y"), GP64())
-	ldy := Load(Param("ldy"), GP64())
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
 	row := avokit.Rows4(w, ldw, ldw3)
-	ldy3 := GP64()
-	LEAQ(Mem{Base: ldy, Index: ldy, Scale: 2}, ldy3)
-	out := func(n, r int) Mem {
-		switch r {
-		case 0:
-			return Mem{Base: y, Disp: 4 * n}
-		case 1:
-			return Mem{Base: y, Index: ldy, Scale: 1, Disp: 4 * n}
-		case 2:
-			return Mem{Base: y, Index: ldy, Scale: 2, Disp: 4 * n}
-		}
-		return Mem{Base: y, Index: ldy3, Scale: 1, Disp: 4 * n}
-	}
-	sd := func(n, disp int) Mem { return Mem{Base: side, Disp: n*sideBytes + disp} }
+	acc := func(n, r int) VecPhysical { return zs32[16+4*r+n] }
 	xq := func(r, disp int) Mem { return Mem{Base: a, Disp: 256*r + disp} }
-	xsum := func(r, disp int) Mem { return Mem{Base: a, Disp: 256*R + 64*r + disp} }
-	xd := func(r int) Mem { return Mem{Base: a, Disp: 320*R + 4*r} }
-	acc := func(n, r int) VecPhysical { return ys[16+4*n+r] }
-	// the outputs are the float32 accumulators: zero them
-	VXORPS(X14, X14, X14)
-	for n := 0; n < 4; n++ {
-		for r := 0; r < R; r++ {
-			VMOVSS(X14, out(n, r))
-		}
+	sums := func(r int) Mem { return Mem{Base: a, Disp: 256*R + 64*r} }
+	nsums := 1
+	if t == "Q6_K" {
+		nsums = R
 	}
+	da := Mem{Base: a, Disp: 256*R + 64*nsums}
+	step := 256*R + 64*nsums + 64
+	Zo := Z15
+	VPXORD(Zo, Zo, Zo)
 	pf := GP64()
 	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
-	VMOVDQU(c0F, Y15)
 	p := name + "_"
 	Label(p + "block")
 	TESTQ(nb, nb)
@@ -352,108 +332,139 @@ func tileK(t string, R int) {
 			VPXORD(acc(n, r), acc(n, r), acc(n, r))
 		}
 	}
-	tt := []VecPhysical{Y8, Y9}
-	ti := 0
-	madd := func(x Mem, q VecPhysical, scv Mem, n, r int) {
-		u := tt[ti%2]
-		ti++
-		VPMADDUBSW(x, q, u)
-		raw("VPDPWSSD", scv, u, acc(n, r))
-	}
-	if t == "Q4_K" {
-		for c := 0; c < 4; c++ {
-			for n := 0; n < 4; n++ {
-				lo, hi := ys[2*n], ys[2*n+1]
-				VMOVDQU(row(n, 16+32*c), lo)
-				VPSRLW(U8(4), lo, hi)
-				VPAND(Y15, lo, lo)
-				VPAND(Y15, hi, hi)
-			}
-			for half := 0; half < 2; half++ {
-				s := 2*c + half
-				for r := 0; r < R; r++ {
-					for n := 0; n < 4; n++ {
-						madd(xq(r, 32*s), ys[2*n+half], sd(n, 32*s), n, r)
-					}
-				}
-			}
-		}
-	} else {
-		VMOVDQU(c30, Y14)
-		for h := 0; h < 2; h++ {
-			for k := 0; k < 4; k++ {
-				for n := 0; n < 4; n++ {
-					u := ys[n]
-					VMOVDQU(row(n, 64*h+32*(k&1)), u)
-					if k >= 2 {
-						VPSRLW(U8(4), u, u)
-					}
-					VPAND(Y15, u, u)
-					// ((qh >> 2k) & 3) << 4 as one shift and a mask
-					VMOVDQU(row(n, 128+32*h), Y12)
-					switch k {
-					case 0, 1:
-						VPSLLW(U8(4-2*k), Y12, Y12)
-					case 3:
-						VPSRLW(U8(2), Y12, Y12)
-					}
-					VPAND(Y14, Y12, Y12)
-					VPOR(Y12, u, u)
-				}
-				for r := 0; r < R; r++ {
-					for n := 0; n < 4; n++ {
-						madd(xq(r, 128*h+32*k), ys[n], sd(n, 32*(4*h+k)), n, r)
-					}
-				}
-			}
-		}
-		// the offset: S += Σ_g (−32·sc_g)·Σx_g
-		for r := 0; r < R; r++ {
-			VMOVDQU(xsum(r, 0), Y10)
-			VMOVDQU(xsum(r, 32), Y11)
-			for n := 0; n < 4; n++ {
-				raw("VPDPWSSD", sd(n, 256), Y10, acc(n, r))
-				raw("VPDPWSSD", sd(n, 288), Y11, acc(n, r))
-			}
-		}
-	}
-	// S (and M) of each pair to float32 and into the output
-	for r := 0; r < R; r++ {
-		VBROADCASTSS(xd(r), X13)
+	// per row: Q4_K's scales as words in every 128-bit lane of Z0–Z3, its
+	// mins as words to the frame; Q6_K's −32·sc_g as words in Z0–Z3
+	for n := 0; n < 4; n++ {
 		if t == "Q4_K" {
-			VMOVDQU(xsum(r, 0), Y11)
+			scLo, scHi, mLo, mHi := avokit.K4Scales(row(n, 4))
+			VMOVD(scLo, X8)
+			VPINSRD(U8(1), scHi, X8, X8)
+			VPMOVZXBW(X8, X8)
+			VSHUFI32X4(U8(0), zs[8], zs[8], zs[n])
+			VMOVD(mLo, X9)
+			VPINSRD(U8(1), mHi, X9, X9)
+			VPMOVZXBW(X9, X9)
+			VMOVDQU(X9, mins.Offset(16*n))
+		} else {
+			VPMOVSXBW(row(n, 192), ys[n])
+			VPSLLW(U8(5), ys[n], ys[n])
+			VPXOR(Y9, Y9, Y9)
+			VPSUBW(ys[n], Y9, ys[n])
 		}
+	}
+	q, sc, u := Z8, Z9, []VecPhysical{Z10, Z11}
+	ui := 0
+	madd := func(x Mem, n, r int) {
+		v := u[ui%2]
+		ui++
+		VPMADDUBSW(x, q, v)
+		raw("VPDPWSSD", sc, v, acc(n, r))
+	}
+	for c := 0; c < 4; c++ {
 		for n := 0; n < 4; n++ {
-			VMOVDQA64(acc(n, r), Y10)
 			if t == "Q4_K" {
-				VPMULLD(sd(n, 256), Y11, Y12)
+				VBROADCASTI32X8(row(n, 16+32*c), q)
+				VPSRLVW(shift256, q, q)
+				VPANDD(c0Fk, q, q)
+				VPSHUFB(k4ctl[c], zs[n], sc)
 			} else {
-				VPXOR(Y12, Y12, Y12)
+				h, k := c/2, 2*(c%2)
+				VMOVDQU64(row(n, 64*h), q)
+				if k == 2 {
+					VPSRLW(U8(4), q, q)
+				}
+				VPANDD(c0Fk, q, q)
+				VBROADCASTI32X8(row(n, 128+32*h), Z12)
+				if k == 0 {
+					VPSLLVW(q6shl, Z12, Z12)
+				} else {
+					VPSRLVW(q6shr, Z12, Z12)
+				}
+				VPTERNLOGD(U8(0xf8), c30z, Z12, q) // q | (qh & 0x30)
+				VPBROADCASTD(row(n, 192+4*c), sc)
+				VPSHUFB(q6ctl, sc, sc)
+				VPMOVSXBW(sc.AsY(), sc)
 			}
-			// [S0+S1, S2+S3, M0+M1, M2+M3 | …] then [S, M, S, M]
-			VPHADDD(Y12, Y10, Y10)
-			VEXTRACTI128(U8(1), Y10, X12)
-			VPADDD(X12, X10, X10)
-			VPHADDD(X10, X10, X10)
-			VCVTDQ2PS(X10, X10)
-			VMOVSD(sd(n, 320), X12)
-			VMULPS(X13, X12, X12) // d·d_a, dmin·d_a: one rounding each
-			VMULPS(X12, X10, X10)
-			VMOVSS(out(n, r), X12)
-			VADDSS(X10, X12, X12)
-			if t == "Q4_K" {
-				VMOVSHDUP(X10, X10)
-				VSUBSS(X10, X12, X12)
+			for r := 0; r < R; r++ {
+				madd(xq(r, 64*c), n, r)
 			}
-			VMOVSS(X12, out(n, r))
 		}
+	}
+	if t == "Q6_K" {
+		for n := 0; n < 4; n++ {
+			for r := 0; r < R; r++ {
+				raw("VPDPWSSD", sums(r), zs[n], acc(n, r))
+			}
+		}
+	}
+	// add across: lane 4r+n of Z16 ← S(n, r)
+	t1, t2 := Z12, Z13
+	pairUnpack := func(lo, hi func(a, b, d Op), x, y VecPhysical) {
+		lo(y, x, t1)
+		hi(y, x, t2)
+		VPADDD(t2, t1, x)
+	}
+	for r := 0; r < 4; r++ {
+		if r >= R {
+			VPXORD(acc(0, r), acc(0, r), acc(0, r))
+			continue
+		}
+		pairUnpack(func(a, b, d Op) { VPUNPCKLDQ(a, b, d) }, func(a, b, d Op) { VPUNPCKHDQ(a, b, d) }, acc(0, r), acc(1, r))
+		pairUnpack(func(a, b, d Op) { VPUNPCKLDQ(a, b, d) }, func(a, b, d Op) { VPUNPCKHDQ(a, b, d) }, acc(2, r), acc(3, r))
+		pairUnpack(func(a, b, d Op) { VPUNPCKLQDQ(a, b, d) }, func(a, b, d Op) { VPUNPCKHQDQ(a, b, d) }, acc(0, r), acc(2, r))
+	}
+	cross := func(lo, hi uint8, x, y VecPhysical) {
+		VSHUFI32X4(U8(lo), y, x, t1)
+		VSHUFI32X4(U8(hi), y, x, t2)
+		VPADDD(t2, t1, x)
+	}
+	cross(0x44, 0xee, acc(0, 0), acc(0, 1))
+	cross(0x44, 0xee, acc(0, 2), acc(0, 3))
+	cross(0x88, 0xdd, acc(0, 0), acc(0, 2))
+	S := acc(0, 0)
+	// the rows' d (and dmin) in every 128-bit lane
+	dv := func(disp int, x VecPhysical) {
+		for n := 0; n < 4; n++ {
+			VPINSRW(U8(uint8(n)), row(n, disp), x.AsX(), x.AsX())
+		}
+		VCVTPH2PS(x.AsX(), x.AsX())
+		VSHUFF32X4(U8(0), x, x, x)
+	}
+	dv(map[string]int{"Q4_K": 0, "Q6_K": 208}[t], Z8)
+	VMULPS(da, Z8, Z8) // d·d_a, one rounding
+	VCVTDQ2PS(S, S)
+	VMULPS(Z8, S, S)
+	VADDPS(S, Zo, Zo)
+	if t == "Q4_K" {
+		// M(n, r) = Σ m_s·Σx_s: lane 4r+n of Z17
+		for n := 0; n < 4; n++ {
+			v := zs32[17+n]
+			VBROADCASTI32X4(mins.Offset(16*n), v)
+			VPMADDWD(sums(0), v, v)
+		}
+		pairUnpack(func(a, b, d Op) { VPUNPCKLDQ(a, b, d) }, func(a, b, d Op) { VPUNPCKHDQ(a, b, d) }, Z17, Z18)
+		pairUnpack(func(a, b, d Op) { VPUNPCKLDQ(a, b, d) }, func(a, b, d Op) { VPUNPCKHDQ(a, b, d) }, Z19, Z20)
+		pairUnpack(func(a, b, d Op) { VPUNPCKLQDQ(a, b, d) }, func(a, b, d Op) { VPUNPCKHQDQ(a, b, d) }, Z17, Z19)
+		dv(2, Z8)
+		VMULPS(da, Z8, Z8) // dmin·d_a
+		VCVTDQ2PS(Z17, Z17)
+		VMULPS(Z8, Z17, Z17)
+		VSUBPS(Z17, Zo, Zo)
 	}
 	ADDQ(U32(uint32(bs)), w)
-	ADDQ(U32(uint32(324*R)), a)
-	ADDQ(U32(uint32(4*sideBytes)), side)
+	ADDQ(U32(uint32(step)), a)
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	for r := 0; r < R; r++ {
+		VEXTRACTF32X4(U8(uint8(r)), Zo, X8)
+		VMOVUPS(X8, Mem{Base: y})
+		if r+1 < R {
+			ADDQ(ldy, y)
+		}
+	}
 	VZEROUPPER()
 	RET()
 }
