@@ -15,10 +15,10 @@
 // eight exact int32 lanes of four, into the lanes' offset correction
 // (−8, −16 or −128 times the activations' lane sums, packed beside them),
 // so a lane holds exactly core/ggml's Dot lane sum. Then, as Dot: the
-// lane converted to float32, times float32(d_w·d_a), added (no FMA) into
-// the pair's own eight float32 accumulators (the sixteen of a 4×4 tile
-// live in Y16–Y31), reduced at the end as Dot does,
-// ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)), into the output.
+// lane converted to float32 and added times float32(d_w·d_a) by a fused
+// multiply-add into the pair's own eight float32 accumulators (the
+// sixteen of a 4×4 tile live in Y16–Y31), reduced at the end as Dot does,
+// ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)), into the output.
 //
 // The activations come packed by the caller for a group of R rows: per
 // block R×32 int8 values, R×8 int32 corrections, R float32 scales
@@ -147,10 +147,10 @@ func tilePairs(t string, R int, p string, nb, w, a, pf Register, row func(n, dis
 			vpdpbusd(Mem{Base: a, Disp: 64 * r}, zs[n], tt)
 			VCVTDQ2PS(tt, tt)
 			VMULPS(Z9, zs[4+n], sc) // d_w·d_a, one rounding
-			VMULPS(sc, tt, tt)
-			VADDPS(tt.AsY(), acc(n, r), acc(n, r))
-			VEXTRACTF32X8(U8(1), tt, sc.AsY())
-			VADDPS(sc.AsY(), acc(n, r), acc(n, r))
+			VFMADD231PS(sc.AsY(), tt.AsY(), acc(n, r))
+			VEXTRACTF32X8(U8(1), tt, tt.AsY())
+			VEXTRACTF32X8(U8(1), sc, sc.AsY())
+			VFMADD231PS(sc.AsY(), tt.AsY(), acc(n, r))
 		}
 	}
 	ADDQ(U32(uint32(2*bs)), w)
@@ -229,8 +229,7 @@ func tile(t string, R int) {
 			vpdpbusd(Mem{Base: a, Disp: 32 * r}, ys[n], tt)
 			VCVTDQ2PS(tt, tt)
 			VMULPS(Y9, ys[4+n], s) // d_w·d_a, one rounding
-			VMULPS(s, tt, tt)
-			VADDPS(tt, acc(n, r), acc(n, r))
+			VFMADD231PS(s, tt, acc(n, r))
 		}
 	}
 	ADDQ(U8(int8(bs)), w)
@@ -238,7 +237,7 @@ func tile(t string, R int) {
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
-	// each pair's eight lanes reduced as ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)),
+	// each pair's eight lanes reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)),
 	// output (n, r) to y + r·ldy + 4n
 	y := Load(Param("y"), GP64())
 	ldy := Load(Param("ldy"), GP64())
@@ -260,8 +259,10 @@ func tile(t string, R int) {
 			VMOVAPS(acc(n, r), Y10)
 			VEXTRACTF128(U8(1), Y10, X11)
 			VADDPS(X11, X10, X11)
-			VHADDPS(X11, X11, X11)
-			VHADDPS(X11, X11, X11)
+			VMOVHLPS(X11, X11, X10)
+			VADDPS(X10, X11, X11)
+			VMOVSHDUP(X11, X10)
+			VADDSS(X10, X11, X11)
 			VMOVSS(X11, out(n, r))
 		}
 	}
