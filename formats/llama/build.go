@@ -241,9 +241,14 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 			gate, up = b.linear(xn, p+"w1", &L.Gate), b.linear(xn, p+"w3", &L.Up)
 		}
 		var h string
-		if c.Block.GELU {
+		switch {
+		case c.Block.GELU:
 			h = b.node("Mul", "", nil, b.geluGGML(gate), up)
-		} else {
+		case b.round:
+			// llama.cpp's numerics: its SiLU (ggml's exponential) in
+			// its order, as the GELU above
+			h = b.node(blockquant.SwiGLUOpType, blockquant.Domain, nil, gate, up)
+		default:
 			h = b.node("Mul", "", nil, b.node("Mul", "", nil, gate, b.node("Sigmoid", "", nil, gate)), up)
 		}
 		down := b.linear(h, p+"w2", &L.Down)

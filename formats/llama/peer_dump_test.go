@@ -43,7 +43,7 @@ func TestPeerDumpIntermediates(t *testing.T) {
 	}
 	g := ir.Graph
 	keep := map[string]bool{"SimplifiedLayerNormalization": true, "BlockQuantMatMul": true, "Add": true, "Mul": true,
-		"GroupQueryAttention": true, "Sigmoid": true, "Gelu": true, "Tanh": true, "Split": true}
+		"GroupQueryAttention": true, "Sigmoid": true, "Gelu": true, "Tanh": true, "Split": true, "GGMLSwiGLU": true}
 	var index []string
 	for _, n := range g.Nodes {
 		if !keep[n.OpType] {
