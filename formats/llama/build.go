@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
+	"github.com/switchyard-hal/switchyard/core/kernels/contrib"
 )
 
 // contribDomain is ONNX Runtime's contrib domain (RotaryEmbedding).
@@ -311,6 +312,10 @@ func attnAttrs(c *Config, l int) map[string]*graph.Attribute {
 	}
 	if s := c.Block.AttnSoftcap; s > 0 {
 		a["softcap"] = floatA("softcap", float32(s))
+	}
+	if c.RoundActivations {
+		// llama.cpp's numerics: its float32 rotation (fused products)
+		a[contrib.RotaryFMAAttr] = intA(contrib.RotaryFMAAttr, 1)
 	}
 	if c.KVCache == KVQ8_0 {
 		a[KVTypeAttr] = &graph.Attribute{Name: KVTypeAttr, Type: graph.AttrString, S: string(KVQ8_0)}

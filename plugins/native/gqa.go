@@ -201,6 +201,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		cosC, sinC, width = f32(in[7]), f32(in[8]), in[7].Shape[1]
 	}
 	interleaved := n.AttrInt("rotary_interleaved", 0) != 0
+	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0 // ggml's rotation (gqa_ggml.go)
 	scale := n.AttrFloat("scale", 0)
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(H)))
@@ -218,7 +219,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 				copy(dst, g.q.at(r, h, H))
 				if rotary {
 					pos := g.past(b) + s
-					rotateRow(dst, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
+					rotateRow(dst, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, rotFMA)
 				}
 				if g.cache.dt != graph.Float32 {
 					g.cache.roundQuery(dst) // scaled after the products
@@ -259,7 +260,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 				copy(PV[at:at+H], g.v.at(b*S+s, kh, H))
 				if rotary {
 					pos := p + s
-					rotateRow(kr, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
+					rotateRow(kr, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, rotFMA)
 				}
 			}
 		}
@@ -314,7 +315,11 @@ func gqaPresent(ctx *kernels.Context, dst, past *graph.Tensor, dt graph.DType, s
 // rotateRow rotates x (a head's row) by the cos and sin of its position:
 // pairs (x[i], x[width+i]), or (x[2i], x[2i+1]) interleaved, for i <
 // width = len(c), in float64 rounded once.
-func rotateRow(x, c, s []float32, interleaved bool) {
+func rotateRow(x, c, s []float32, interleaved, fma bool) {
+	if fma {
+		rotateRowFMA(x, c, s, interleaved)
+		return
+	}
 	w := len(c)
 	s = s[:w]
 	if interleaved {

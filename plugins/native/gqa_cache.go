@@ -141,7 +141,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 				copy(row, g.k.at(b*S+s, kh, H))
 				if rotary := cosC != nil; rotary {
 					pos := p + s
-					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
+					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, n.AttrInt(contrib.RotaryFMAAttr, 0) != 0)
 				}
 				g.cache.encode(PK, at, row)
 				g.cache.encode(PV, at, g.v.at(b*S+s, kh, H))
