@@ -3,6 +3,7 @@ package llama
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
@@ -316,6 +317,12 @@ func attnAttrs(c *Config, l int) map[string]*graph.Attribute {
 	if c.RoundActivations {
 		// llama.cpp's numerics: its float32 rotation (fused products)
 		a[contrib.RotaryFMAAttr] = intA(contrib.RotaryFMAAttr, 1)
+		// and its attention's order; Phi-3 and Gemma scale Q first
+		mode := int64(1)
+		if c.Block.Arch == "phi3" || strings.HasPrefix(c.Block.Arch, "gemma") {
+			mode = 2
+		}
+		a[contrib.GGMLAttentionAttr] = intA(contrib.GGMLAttentionAttr, mode)
 	}
 	if c.KVCache == KVQ8_0 {
 		a[KVTypeAttr] = &graph.Attribute{Name: KVTypeAttr, Type: graph.AttrString, S: string(KVQ8_0)}

@@ -201,7 +201,8 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		cosC, sinC, width = f32(in[7]), f32(in[8]), in[7].Shape[1]
 	}
 	interleaved := n.AttrInt("rotary_interleaved", 0) != 0
-	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0 // ggml's rotation (gqa_ggml.go)
+	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0  // ggml's rotation (gqa_ggml.go)
+	ggmlAttn := n.AttrInt(contrib.GGMLAttentionAttr, 0) // ggml's attention (gqa_ggml.go)
 	scale := n.AttrFloat("scale", 0)
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(H)))
@@ -224,6 +225,9 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 				if g.cache.dt != graph.Float32 {
 					g.cache.roundQuery(dst) // scaled after the products
 					continue
+				}
+				if ggmlAttn == 1 {
+					continue // the scores scaled
 				}
 				for i := range dst {
 					dst[i] *= scale
@@ -290,8 +294,12 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					if window > 0 {
 						j0 = max(0, L-window)
 					}
-					scores, e := sc.sc[:L-j0], sc.e[:L-j0]
 					o := Y[(r*N+h)*H : (r*N+h+1)*H]
+					if ggmlAttn != 0 {
+						attendRowGGML(q, K, V, sc.sc[:L], sc.e[:L], o, j0, scoreScale(ggmlAttn, scale), softcap, S == 1)
+						continue
+					}
+					scores, e := sc.sc[:L-j0], sc.e[:L-j0]
 					attendRow(q, K[j0*H:], V[j0*H:], scores, e, o, softcap)
 				}
 			}

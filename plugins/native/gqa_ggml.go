@@ -1,6 +1,11 @@
 package native
 
-import "github.com/switchyard-hal/switchyard/core/ggml"
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/ggml"
+	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
+)
 
 // rotateRowFMA is rotateRow in ggml's float32 arithmetic
 // (contrib.RotaryFMAAttr: the reference kernel's rotation then, to the
@@ -22,4 +27,128 @@ func rotateRowFMA(x, c, s []float32, interleaved bool) {
 		x1, x2, si := x1s[i], x2s[i], s[i]
 		x1s[i], x2s[i] = ggml.FMA32(x1, ci, -float32(x2*si)), ggml.FMA32(x1, si, float32(x2*ci))
 	}
+}
+
+// fma32 is ggml.FMA32 with the common case inline: a·b + c rounded to
+// float64 (a·b is exact there) then to float32 is the single rounding
+// unless the float64 sum sits on a float32 midpoint (or is subnormal in
+// float32), where ggml.FMA32 decides.
+func fma32(a, b, c float32) float32 {
+	s := float64(a)*float64(b) + float64(c)
+	if u := math.Float64bits(s); u&(1<<29-1) != 1<<28 && math.Abs(s) >= 0x1p-126 {
+		return float32(s)
+	}
+	return ggml.FMA32(a, b, c)
+}
+
+// reduce16 adds sixteen lanes as _mm512_reduce_add_ps does: halves, then
+// quarters, then pairs.
+func reduce16(a *[16]float32) float32 {
+	var b [8]float32
+	for i := range b {
+		b[i] = a[i+8] + a[i]
+	}
+	c0, c1, c2, c3 := b[4]+b[0], b[5]+b[1], b[6]+b[2], b[7]+b[3]
+	return (c0 + c2) + (c1 + c3)
+}
+
+// dotGGML is ggml_vec_dot_f32 on AVX-512: four accumulators of sixteen
+// lanes over each 64 elements (fused multiply-adds), added as (0+2)+(1+3)
+// and reduced by reduce16; the elements past the last 64 added one by
+// one (fused, as the compiler contracts it).
+func dotGGML(x, y []float32) float32 {
+	n := len(x)
+	y = y[:n]
+	var acc [4][16]float32
+	np := n &^ 63
+	for i := 0; i < np; i += 64 {
+		for j := range acc {
+			xs, ys := x[i+16*j:i+16*j+16], y[i+16*j:i+16*j+16]
+			for l := range acc[j] {
+				acc[j][l] = fma32(xs[l], ys[l], acc[j][l])
+			}
+		}
+	}
+	var t [16]float32
+	for l := range t {
+		t[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+	}
+	s := reduce16(&t)
+	for i := np; i < n; i++ {
+		s = fma32(x[i], y[i], s)
+	}
+	return s
+}
+
+// attendRowGGML is attendRow as llama.cpp's CPU backend computes
+// attention over an F32 cache without flash attention
+// (contrib.GGMLAttentionAttr): the scores q·kⱼ by ggml_vec_dot_f32, times
+// scale when scale ≠ 0 (ggml_soft_max's scale; the query is otherwise
+// already scaled), soft-capped as x·(1/c), tanh, ·c; the exponentials
+// of score − max by ggml's exponential (blockquant.ExpGGML), summed in
+// float64 sixteen at a time by key position (each sixteen reduced by
+// reduce16), the weights eⱼ·float32(1/sum); then the weighted sum of the
+// values: for a prompt (rows ≥ 2, llamafile's tinyBLAS) one accumulator
+// of sixteen lanes by key position, for one row (ggml_vec_dot_f32) four.
+// K and V hold keys 0..L−1 (H = len(q) each), keys before j0 are masked
+// (sliding window); scores and e have room for L.
+func attendRowGGML(q, K, V, scores, e, o []float32, j0 int, scale, softcap float32, oneRow bool) {
+	H, L := len(q), len(scores)
+	mx := float32(math.Inf(-1))
+	for j := j0; j < L; j++ {
+		d := dotGGML(K[j*H:j*H+H], q)
+		if scale != 0 {
+			d *= scale
+		}
+		if softcap > 0 {
+			d = float32(d * float32(1/softcap))
+			d = float32(math.Tanh(float64(d))) * softcap
+		}
+		scores[j] = d
+		mx = max(mx, d)
+	}
+	clear(e[:j0])
+	for j := j0; j < L; j++ {
+		e[j] = blockquant.ExpGGML(scores[j] - mx)
+	}
+	sum := 0.0
+	var t [16]float32
+	for g := 0; g < L; g += 16 {
+		clear(t[:])
+		copy(t[:], e[g:min(g+16, L)])
+		sum += float64(reduce16(&t))
+	}
+	inv := float32(1 / sum)
+	for j := j0; j < L; j++ {
+		e[j] *= inv
+	}
+	for d := range o {
+		if oneRow {
+			var acc [4][16]float32
+			for j := j0; j < L; j++ {
+				a := &acc[(j%64)/16][j%16]
+				*a = fma32(V[j*H+d], e[j], *a)
+			}
+			for l := range t {
+				t[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+			}
+			o[d] = reduce16(&t)
+			continue
+		}
+		var acc [16]float32
+		for j := j0; j < L; j++ {
+			acc[j%16] = fma32(V[j*H+d], e[j], acc[j%16])
+		}
+		o[d] = reduce16(&acc)
+	}
+}
+
+// scoreScale is attendRowGGML's scale: the node's for
+// contrib.GGMLAttentionAttr 1 (the scores scaled), none for 2 (the
+// queries were).
+func scoreScale(mode int64, scale float32) float32 {
+	if mode == 1 {
+		return scale
+	}
+	return 0
 }

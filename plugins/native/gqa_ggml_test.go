@@ -46,3 +46,44 @@ func TestGQARotaryFMA(t *testing.T) {
 		t.Fatalf("%d rotated cases, %d keys rotated differently from the float64 rotation", rotated, differs)
 	}
 }
+
+// TestGQAGGMLOrder: attention in llama.cpp's order (contrib.
+// GGMLAttentionAttr, scores or queries scaled; prompts and single rows)
+// stays within the reference kernel's float64 result as the float32 path
+// does, presents bit for bit.
+func TestGQAGGMLOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 6))
+	g := gqaKernel()
+	for _, mode := range []int64{1, 2} {
+		for _, c := range gqaCases() {
+			n, in := gqaCall(c, rng)
+			n.Attrs[contrib.GGMLAttentionAttr] = &graph.Attribute{Name: contrib.GGMLAttentionAttr, Type: graph.AttrInt, I: mode}
+			want := gqaRef(t, n, in)
+			got, err := g(&kernels.Context{Context: context.Background(), Opset: 1}, n, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gqaClose(t, "output", got[0], want[0])
+			for j := 1; j < 3; j++ {
+				gv, wv := graph.Data[float32](got[j]), graph.Data[float32](want[j])
+				for i := range wv {
+					if math.Float32bits(gv[i]) != math.Float32bits(wv[i]) {
+						t.Fatalf("%v: present %d [%d] = %v, reference %v", c, j, i, gv[i], wv[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestReduce16: ggml's sixteen-lane reduction order.
+func TestReduce16(t *testing.T) {
+	var a [16]float32
+	for i := range a {
+		a[i] = float32(i + 1)
+	}
+	a[0], a[8] = 1e8, -1e8 // cancel first only in the order (a0+a8)+…
+	if got := reduce16(&a); got != 126 {
+		t.Errorf("reduce16 = %v, want 126", got)
+	}
+}

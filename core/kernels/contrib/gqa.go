@@ -431,3 +431,13 @@ func rotateFMA32(x, c, sn []float64, half int, interleaved bool) {
 		x[i2] = float64(ggml.FMA32(x1, si, float32(x2*ci)))
 	}
 }
+
+// GGMLAttentionAttr is GroupQueryAttention's attribute (our extension, an
+// int) asking a backend that can for attention over a float32 cache in
+// the order of llama.cpp's CPU backend without flash attention (native:
+// its dot products, exponential, sums and weighted sums, see its
+// gqa_ggml.go): 1 scales the scores q·k (llama.cpp's soft_max scale:
+// Llama, Qwen, Mistral), 2 the rotated queries (Phi-3, Gemma scale Q
+// first). This kernel computes in float64 whatever it says; the
+// difference is float32 rounding.
+const GGMLAttentionAttr = "ggml_attention"
