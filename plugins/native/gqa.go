@@ -223,6 +223,11 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					rotateRow(dst, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, rotFMA)
 				}
 				if g.cache.dt != graph.Float32 {
+					if ggmlAttn == 2 && !g.cache.q8 { // scaled first (gqa_ggml.go)
+						for i := range dst {
+							dst[i] *= scale
+						}
+					}
 					g.cache.roundQuery(dst) // scaled after the products
 					continue
 				}
@@ -296,7 +301,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					}
 					o := Y[(r*N+h)*H : (r*N+h+1)*H]
 					if ggmlAttn != 0 {
-						attendRowGGML(q, K, V, sc.sc[:L], sc.e[:L], o, j0, scoreScale(ggmlAttn, scale), softcap, S == 1)
+						attendRowGGML(q, K, V, sc.sc[:L], sc.e[:L], o, j0, scoreScale(ggmlAttn, scale), softcap, S == 1, false)
 						continue
 					}
 					scores, e := sc.sc[:L-j0], sc.e[:L-j0]

@@ -170,6 +170,10 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 					if window > 0 {
 						j0 = max(0, L-window)
 					}
+					if mode := n.AttrInt(contrib.GGMLAttentionAttr, 0); mode != 0 && !g.cache.q8 { // gqa_ggml.go
+						attendRowGGML(q, K, V, sc.sc[:L], sc.e[:L], Y[(r*N+h)*H:(r*N+h+1)*H], j0, scoreScale(mode, scale), softcap, S == 1, true)
+						continue
+					}
 					attendCached(q, K[j0*H:], V[j0*H:], sc.sc[:L-j0], sc.e[:L-j0], Y[(r*N+h)*H:(r*N+h+1)*H], scale, softcap, !g.cache.q8)
 				}
 			}

@@ -80,6 +80,25 @@ func dotGGML(x, y []float32) float32 {
 	return s
 }
 
+// dot16 is llamafile's tinyBLAS dot product on AVX-512: one accumulator
+// of sixteen lanes (fused multiply-adds, lane l taking the elements l,
+// l+16, …), reduced by reduce16; len(x) a multiple of 16, else
+// dotGGML's order.
+func dot16(x, y []float32) float32 {
+	n := len(x)
+	if n%16 != 0 {
+		return dotGGML(x, y)
+	}
+	y = y[:n]
+	var acc [16]float32
+	for i := 0; i < n; i += 16 {
+		for l := range acc {
+			acc[l] = fma32(x[i+l], y[i+l], acc[l])
+		}
+	}
+	return reduce16(&acc)
+}
+
 // attendRowGGML is attendRow as llama.cpp's CPU backend computes
 // attention over an F32 cache without flash attention
 // (contrib.GGMLAttentionAttr): the scores q·kⱼ by ggml_vec_dot_f32, times
@@ -92,11 +111,21 @@ func dotGGML(x, y []float32) float32 {
 // of sixteen lanes by key position, for one row (ggml_vec_dot_f32) four.
 // K and V hold keys 0..L−1 (H = len(q) each), keys before j0 are masked
 // (sliding window); scores and e have room for L.
-func attendRowGGML(q, K, V, scores, e, o []float32, j0 int, scale, softcap float32, oneRow bool) {
+//
+// With half (a float16 cache, keys and values decoded, the query rounded
+// to float16 already): a prompt's scores come from llamafile's tinyBLAS
+// too (sixteen lanes by element, dot16), and each weight is rounded to
+// float16 before it weighs the values (ggml's vec_dot_type of F16).
+func attendRowGGML(q, K, V, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
 	H, L := len(q), len(scores)
 	mx := float32(math.Inf(-1))
 	for j := j0; j < L; j++ {
-		d := dotGGML(K[j*H:j*H+H], q)
+		var d float32
+		if half && !oneRow {
+			d = dot16(K[j*H:j*H+H], q)
+		} else {
+			d = dotGGML(K[j*H:j*H+H], q)
+		}
 		if scale != 0 {
 			d *= scale
 		}
@@ -121,6 +150,9 @@ func attendRowGGML(q, K, V, scores, e, o []float32, j0 int, scale, softcap float
 	inv := float32(1 / sum)
 	for j := j0; j < L; j++ {
 		e[j] *= inv
+		if half {
+			e[j] = f16Round(e[j])
+		}
 	}
 	for d := range o {
 		if oneRow {
