@@ -2,6 +2,7 @@ package native
 
 import (
 	"math"
+	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
@@ -61,6 +62,12 @@ func dotGGML(x, y []float32) float32 {
 	y = y[:n]
 	var acc [4][16]float32
 	np := n &^ 63
+	if s, ok := dotGGMLFast(x[:np], y[:np]); ok {
+		for i := np; i < n; i++ {
+			s = fma32(x[i], y[i], s)
+		}
+		return s
+	}
 	for i := 0; i < np; i += 64 {
 		for j := range acc {
 			xs, ys := x[i+16*j:i+16*j+16], y[i+16*j:i+16*j+16]
@@ -90,6 +97,9 @@ func dot16(x, y []float32) float32 {
 		return dotGGML(x, y)
 	}
 	y = y[:n]
+	if s, ok := dot16Fast(x, y); ok {
+		return s
+	}
 	var acc [16]float32
 	for i := 0; i < n; i += 16 {
 		for l := range acc {
@@ -154,26 +164,38 @@ func attendRowGGML(q, K, V, scores, e, o []float32, j0 int, scale, softcap float
 			e[j] = f16Round(e[j])
 		}
 	}
+	// the values by dimension (V transposed), keys and weights padded
+	// with zeros to whole lanes (64 keys for one row: no leftovers, as
+	// llama.cpp's cache length), added as dotGGML or dot16 add
+	Lp := (L + 15) &^ 15
+	if oneRow {
+		Lp = (L + 63) &^ 63
+	}
+	buf := ggmlScratch.Get().(*[]float32)
+	defer ggmlScratch.Put(buf)
+	if cap(*buf) < (H+1)*Lp {
+		*buf = make([]float32, (H+1)*Lp)
+	}
+	w, vt := (*buf)[:Lp], (*buf)[Lp:(H+1)*Lp]
+	clear(w)
+	copy(w[j0:L], e[j0:L])
+	clear(vt)
+	for j := j0; j < L; j++ {
+		for d, v := range V[j*H : j*H+H] {
+			vt[d*Lp+j] = v
+		}
+	}
 	for d := range o {
 		if oneRow {
-			var acc [4][16]float32
-			for j := j0; j < L; j++ {
-				a := &acc[(j%64)/16][j%16]
-				*a = fma32(V[j*H+d], e[j], *a)
-			}
-			for l := range t {
-				t[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
-			}
-			o[d] = reduce16(&t)
-			continue
+			o[d] = dotGGML(vt[d*Lp:(d+1)*Lp], w)
+		} else {
+			o[d] = dot16(vt[d*Lp:(d+1)*Lp], w)
 		}
-		var acc [16]float32
-		for j := j0; j < L; j++ {
-			acc[j%16] = fma32(V[j*H+d], e[j], acc[j%16])
-		}
-		o[d] = reduce16(&acc)
 	}
 }
+
+// ggmlScratch holds attendRowGGML's transposed values and padded weights.
+var ggmlScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // scoreScale is attendRowGGML's scale: the node's for
 // contrib.GGMLAttentionAttr 1 (the scores scaled), none for 2 (the
