@@ -45,7 +45,10 @@ type gqaNative struct {
 
 // gqaScratch holds the scaled (and rotated) queries and a row's scores
 // and weights.
-type gqaScratch struct{ q, sc, e, k, v []float32 }
+type gqaScratch struct {
+	q, sc, e, k, v []float32
+	gv             ggmlValues // gqa_ggml.go
+}
 
 func grow(b []float32, n int) []float32 {
 	if cap(b) < n {
@@ -290,6 +293,9 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 			}
 			base := (b*KV + kh) * T * H
 			K, V := PK[base:base+(p+S)*H], PV[base:base+(p+S)*H]
+			if ggmlAttn != 0 {
+				sc.gv.set(V, H, p+S, S == 1)
+			}
 			for h := kh * group; h < (kh+1)*group; h++ {
 				for s := 0; s < S; s++ {
 					r := b*S + s
@@ -301,7 +307,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					}
 					o := Y[(r*N+h)*H : (r*N+h+1)*H]
 					if ggmlAttn != 0 {
-						attendRowGGML(q, K, V, sc.sc[:L], sc.e[:L], o, j0, scoreScale(ggmlAttn, scale), softcap, S == 1, false)
+						attendRowGGML(q, K, &sc.gv, sc.sc[:L], sc.e[:L], o, j0, scoreScale(ggmlAttn, scale), softcap, S == 1, false)
 						continue
 					}
 					scores, e := sc.sc[:L-j0], sc.e[:L-j0]

@@ -2,7 +2,6 @@ package native
 
 import (
 	"math"
-	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
@@ -119,14 +118,15 @@ func dot16(x, y []float32) float32 {
 // reduce16), the weights eⱼ·float32(1/sum); then the weighted sum of the
 // values: for a prompt (rows ≥ 2, llamafile's tinyBLAS) one accumulator
 // of sixteen lanes by key position, for one row (ggml_vec_dot_f32) four.
-// K and V hold keys 0..L−1 (H = len(q) each), keys before j0 are masked
+// K holds keys 0..L−1 (H = len(q) each), vals the values (set for at
+// least L keys); keys before j0 are masked
 // (sliding window); scores and e have room for L.
 //
 // With half (a float16 cache, keys and values decoded, the query rounded
 // to float16 already): a prompt's scores come from llamafile's tinyBLAS
 // too (sixteen lanes by element, dot16), and each weight is rounded to
 // float16 before it weighs the values (ggml's vec_dot_type of F16).
-func attendRowGGML(q, K, V, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
+func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
 	H, L := len(q), len(scores)
 	mx := float32(math.Inf(-1))
 	for j := j0; j < L; j++ {
@@ -164,38 +164,46 @@ func attendRowGGML(q, K, V, scores, e, o []float32, j0 int, scale, softcap float
 			e[j] = f16Round(e[j])
 		}
 	}
-	// the values by dimension (V transposed), keys and weights padded
-	// with zeros to whole lanes (64 keys for one row: no leftovers, as
-	// llama.cpp's cache length), added as dotGGML or dot16 add
-	Lp := (L + 15) &^ 15
-	if oneRow {
-		Lp = (L + 63) &^ 63
-	}
-	buf := ggmlScratch.Get().(*[]float32)
-	defer ggmlScratch.Put(buf)
-	if cap(*buf) < (H+1)*Lp {
-		*buf = make([]float32, (H+1)*Lp)
-	}
-	w, vt := (*buf)[:Lp], (*buf)[Lp:(H+1)*Lp]
+	// the values by dimension (vals: V transposed, keys padded with
+	// zeros to whole lanes), the weights padded likewise, added as
+	// dotGGML or dot16 add
+	w := vals.w[:vals.lp]
 	clear(w)
 	copy(w[j0:L], e[j0:L])
-	clear(vt)
-	for j := j0; j < L; j++ {
-		for d, v := range V[j*H : j*H+H] {
-			vt[d*Lp+j] = v
-		}
-	}
 	for d := range o {
+		row := vals.vt[d*vals.lp : (d+1)*vals.lp]
 		if oneRow {
-			o[d] = dotGGML(vt[d*Lp:(d+1)*Lp], w)
+			o[d] = dotGGML(row, w)
 		} else {
-			o[d] = dot16(vt[d*Lp:(d+1)*Lp], w)
+			o[d] = dot16(row, w)
 		}
 	}
 }
 
-// ggmlScratch holds attendRowGGML's transposed values and padded weights.
-var ggmlScratch = sync.Pool{New: func() any { return new([]float32) }}
+// ggmlValues are the values of one key/value head transposed for
+// attendRowGGML: vt [H][lp] holds value dimension d of key j at d·lp+j,
+// lp the keys rounded up to 16 (a prompt: tinyBLAS's lanes) or 64 (one
+// row: ggml_vec_dot_f32's four accumulators, llama.cpp's cache being
+// that long), zeros past the keys; w is the weights' scratch.
+type ggmlValues struct {
+	vt, w []float32
+	lp    int
+}
+
+// set transposes the L rows of V (H values each) into g.
+func (g *ggmlValues) set(V []float32, H, L int, oneRow bool) {
+	g.lp = (L + 15) &^ 15
+	if oneRow {
+		g.lp = (L + 63) &^ 63
+	}
+	g.vt, g.w = grow(g.vt, H*g.lp), grow(g.w, g.lp)
+	clear(g.vt)
+	for j := 0; j < L; j++ {
+		for d, v := range V[j*H : j*H+H] {
+			g.vt[d*g.lp+j] = v
+		}
+	}
+}
 
 // scoreScale is attendRowGGML's scale: the node's for
 // contrib.GGMLAttentionAttr 1 (the scores scaled), none for 2 (the
