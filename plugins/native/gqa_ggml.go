@@ -146,10 +146,10 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 		scores[j] = d
 		mx = max(mx, d)
 	}
-	clear(e[:j0])
-	for j := j0; j < L; j++ {
+	for j := expSub16(e[j0:L], scores[j0:L], mx) + j0; j < L; j++ {
 		e[j] = blockquant.ExpGGML(scores[j] - mx)
 	}
+	clear(e[:j0])
 	sum := 0.0
 	var t [16]float32
 	for g := 0; g < L; g += 16 {

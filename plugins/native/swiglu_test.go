@@ -51,3 +51,25 @@ func TestSwiGLUSameBits(t *testing.T) {
 		t.Errorf("%d of %d values differ", bad, n)
 	}
 }
+
+// TestExpSubSameBits: the AVX-512 exponential of the softmax gives the
+// reference's ExpGGML bits.
+func TestExpSubSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 27))
+	x := make([]float32, 16*512+3)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 30)
+	}
+	x[0], x[1], x[2] = float32(math.Inf(-1)), 200, -200
+	const m = 1.5
+	got := make([]float32, len(x))
+	d := expSub16(got, x, m)
+	if d == 0 {
+		t.Skip("no AVX-512 here")
+	}
+	for i := range x[:d] {
+		if want := blockquant.ExpGGML(x[i] - m); math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Fatalf("exp(%v − %v) = %v, reference %v", x[i], m, got[i], want)
+		}
+	}
+}
