@@ -158,12 +158,14 @@ func BlockScale(xs []float32) (d, id float32, bad bool) {
 //
 //   - 32-element types: block b's 32 integer products w·q are summed
 //     exactly in eight lanes (lane l: elements 4l..4l+3, w the signed
-//     value: q−8, q−16 or the int8), each lane converted to float32, times
-//     float32(d_w·d_a) (two roundings: the product of the scales, then
-//     this product) and added to a float32 accumulator of its own; the
-//     lanes are reduced at the end as ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
-//     Q4_1 and Q5_1 add their minimum's share, m·SumD, to a ninth
-//     accumulator added last.
+//     value: q−8, q−16 or the int8), each lane converted to float32 and
+//     added times float32(d_w·d_a) to a float32 accumulator of its own
+//     by a fused multiply-add (one rounding: FMA32); the lanes are
+//     reduced at the end as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)). That is
+//     llama.cpp's x86 order (ggml_vec_dot_q8_0_q8_0's _mm256_fmadd_ps and
+//     hsum_float_8, and llamafile's tinyBLAS_Q0_AVX for prompts), so a
+//     Q8_0 product is its result to the last bit. Q4_1 and Q5_1 add their
+//     minimum's share, m·SumD, to a ninth accumulator added last.
 //   - K types: per super-block the exact int32 sum S of scale_j · Σ w·q
 //     over its sub-blocks (w the unsigned quant for Q2_K, Q4_K, Q5_K, the
 //     signed one for Q3_K and Q6_K) and, for the types with minimums, M =
@@ -224,13 +226,32 @@ func dot32(t Type, w []byte, a *Act, r int) float32 {
 		sc := d * a.D[ab]
 		for l := 0; l < 8; l++ {
 			p := vals[4*l]*int32(xq[4*l]) + vals[4*l+1]*int32(xq[4*l+1]) + vals[4*l+2]*int32(xq[4*l+2]) + vals[4*l+3]*int32(xq[4*l+3])
-			acc[l] = acc[l] + float32(float32(p)*sc)
+			acc[l] = FMA32(sc, float32(p), acc[l])
 		}
 		if t == Q4_1 || t == Q5_1 {
 			macc = macc + float32(m*a.SumD[ab])
 		}
 	}
-	return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + macc
+	return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + macc
+}
+
+// FMA32 is a·b + c rounded once to float32 (x86's VFMADD, ARM's FMLA):
+// a·b is exact in float64, the sum rounded to float64 with its error
+// kept, then rounded to odd so that the rounding to float32 is the
+// single correct one.
+func FMA32(a, b, c float32) float32 {
+	p, q := float64(a)*float64(b), float64(c)
+	s := p + q
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	// Knuth's TwoSum: e is exactly p + q − s
+	bb := s - p
+	e := (p - (s - bb)) + (q - bb)
+	if e != 0 && math.Float64bits(s)&1 == 0 {
+		s = math.Nextafter(s, math.Inf(int(math.Copysign(1, e))))
+	}
+	return float32(s)
 }
 
 func dotK(t Type, w []byte, a *Act, r int) float32 {

@@ -3,9 +3,11 @@ package llama
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
+	"github.com/switchyard-hal/switchyard/core/kernels/contrib"
 )
 
 // contribDomain is ONNX Runtime's contrib domain (RotaryEmbedding).
@@ -241,9 +243,14 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 			gate, up = b.linear(xn, p+"w1", &L.Gate), b.linear(xn, p+"w3", &L.Up)
 		}
 		var h string
-		if c.Block.GELU {
+		switch {
+		case c.Block.GELU:
 			h = b.node("Mul", "", nil, b.geluGGML(gate), up)
-		} else {
+		case b.round:
+			// llama.cpp's numerics: its SiLU (ggml's exponential) in
+			// its order, as the GELU above
+			h = b.node(blockquant.SwiGLUOpType, blockquant.Domain, nil, gate, up)
+		default:
 			h = b.node("Mul", "", nil, b.node("Mul", "", nil, gate, b.node("Sigmoid", "", nil, gate)), up)
 		}
 		down := b.linear(h, p+"w2", &L.Down)
@@ -306,6 +313,16 @@ func attnAttrs(c *Config, l int) map[string]*graph.Attribute {
 	}
 	if s := c.Block.AttnSoftcap; s > 0 {
 		a["softcap"] = floatA("softcap", float32(s))
+	}
+	if c.RoundActivations {
+		// llama.cpp's numerics: its float32 rotation (fused products)
+		a[contrib.RotaryFMAAttr] = intA(contrib.RotaryFMAAttr, 1)
+		// and its attention's order; Phi-3 and Gemma scale Q first
+		mode := int64(1)
+		if c.Block.Arch == "phi3" || strings.HasPrefix(c.Block.Arch, "gemma") {
+			mode = 2
+		}
+		a[contrib.GGMLAttentionAttr] = intA(contrib.GGMLAttentionAttr, mode)
 	}
 	if c.KVCache == KVQ8_0 {
 		a[KVTypeAttr] = &graph.Attribute{Name: KVTypeAttr, Type: graph.AttrString, S: string(KVQ8_0)}

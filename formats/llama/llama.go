@@ -71,7 +71,9 @@ type Config struct {
 	// RoundActivations rounds the activations of each product with an
 	// F16 or BF16 matrix of the file to that type first (Matrix.VecDot),
 	// as llama.cpp's CPU backend does: a build choice (the loader sets it
-	// when the engine allows reduced precision), not the file's.
+	// when the engine allows reduced precision), not the file's. The
+	// gated SiLU of the feed-forward layers is then llama.cpp's too
+	// (blockquant.SwiGLUOpType: ggml's exponential, its order).
 	RoundActivations bool
 	// Block says how the architecture's transformer block differs from
 	// Llama's; its zero value is Llama's block.

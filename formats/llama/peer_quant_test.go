@@ -123,8 +123,8 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 						}
 					}
 					c := comparePeer(ours, ref, others, v)
-					t.Logf("%s %s: max |ours − llama.cpp| %.4f, llama.cpp's own spread %.4f; argmax agrees at %d of %d (%d raw; llama.cpp's F16 against F32 KV cache: %d)",
-						name, typ, c.diff, c.spread, c.agree, c.rows, c.raw, c.self)
+					t.Logf("%s %s: max |ours − llama.cpp| %.2e, llama.cpp's own spread %.4f; argmax agrees at %d of %d (%d raw; llama.cpp's F16 against F32 KV cache: %d); %d rows bit for bit llama.cpp's",
+						name, typ, c.diff, c.spread, c.agree, c.rows, c.raw, c.self, c.same)
 					allow := c.spread
 					if typ == "F16" {
 						// With PrecisionInt8 our F16 products round the
@@ -157,8 +157,8 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 					}
 					others16 := append([][]float32{ref}, others...)
 					c16 := comparePeer(ours16, ref16, others16, v)
-					t.Logf("%s %s, f16 KV caches: max |ours − llama.cpp| %.4f, llama.cpp's own spread %.4f; argmax agrees at %d of %d (%d raw)",
-						name, typ, c16.diff, c16.spread, c16.agree, c16.rows, c16.raw)
+					t.Logf("%s %s, f16 KV caches: max |ours − llama.cpp| %.2e, llama.cpp's own spread %.4f; argmax agrees at %d of %d (%d raw); %d rows bit for bit llama.cpp's",
+						name, typ, c16.diff, c16.spread, c16.agree, c16.rows, c16.raw, c16.same)
 					if !(c16.diff <= c16.spread) {
 						t.Errorf("f16 KV cache: logits differ from llama.cpp's by %.4f, more than llama.cpp's own spread %.4f", c16.diff, c16.spread)
 					}
@@ -179,6 +179,7 @@ type peerComparison struct {
 	rows         int
 	agree, raw   int // argmax agreement within llama.cpp's row spread; exact
 	self         int // argmax agreement of others[0] with ref
+	same         int // rows bit for bit llama.cpp's
 }
 
 func comparePeer(ours, ref []float32, others [][]float32, v int) peerComparison {
@@ -196,11 +197,16 @@ func comparePeer(ours, ref []float32, others [][]float32, v int) peerComparison 
 			}
 		}
 		c.spread = math.Max(c.spread, tol)
+		same := true
 		for i := range b {
 			d := math.Abs(float64(a[i]) - float64(b[i]))
 			if !(d <= c.diff) {
 				c.diff = d // NaN sticks
 			}
+			same = same && math.Float32bits(a[i]) == math.Float32bits(b[i])
+		}
+		if same {
+			c.same++
 		}
 		top, ourTop := slices.Index(b, slices.Max(b)), slices.Index(a, slices.Max(a))
 		if ourTop == top {

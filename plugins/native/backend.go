@@ -220,7 +220,8 @@ func (b *Backend) Capabilities(ctx context.Context) (hal.Capabilities, error) {
 		caps.Ops = append(caps.Ops, hal.OpCapability{OpType: op})
 	}
 	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "If"}, hal.OpCapability{Domain: blockquant.Domain, OpType: blockquant.OpType, DTypes: f32},
-		hal.OpCapability{Domain: blockquant.Domain, OpType: blockquant.GatherOpType})
+		hal.OpCapability{Domain: blockquant.Domain, OpType: blockquant.GatherOpType},
+		hal.OpCapability{Domain: blockquant.Domain, OpType: blockquant.SwiGLUOpType, DTypes: f32})
 	q8 := []graph.DType{graph.Int8, graph.Uint8}
 	caps.Ops = append(caps.Ops, hal.OpCapability{OpType: "QLinearConv", DTypes: q8}, hal.OpCapability{OpType: "QLinearMatMul", DTypes: q8},
 		hal.OpCapability{OpType: "QuantizeLinear"}, hal.OpCapability{OpType: "DequantizeLinear"})

@@ -3420,7 +3420,7 @@ q6k_done:
 	RET
 
 // func bqkQ4_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_0Dot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -3457,8 +3457,7 @@ bqkQ4_0Dot4VNNI_block:
 	VPBROADCASTW (CX), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y5, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y0, Y0
+	VFMADD231PS  Y9, Y7, Y0
 	VMOVDQU      2(CX)(DI*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -3469,8 +3468,7 @@ bqkQ4_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*1), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y5, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y1, Y1
+	VFMADD231PS  Y9, Y7, Y1
 	VMOVDQU      2(CX)(DI*2), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -3481,8 +3479,7 @@ bqkQ4_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*2), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y5, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y2, Y2
+	VFMADD231PS  Y9, Y7, Y2
 	VMOVDQU      2(CX)(R8*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y7
@@ -3493,8 +3490,7 @@ bqkQ4_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(R8*1), X4
 	VCVTPH2PS    X4, Y4
 	VMULPS       Y5, Y4, Y4
-	VMULPS       Y4, Y6, Y6
-	VADDPS       Y6, Y3, Y3
+	VFMADD231PS  Y4, Y6, Y3
 	ADDQ         $0x12, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -3506,29 +3502,37 @@ bqkQ4_0Dot4VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ4_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_0Dot1VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -3559,8 +3563,7 @@ bqkQ4_0Dot1VNNI_block:
 	VPBROADCASTW (CX), X1
 	VCVTPH2PS    X1, Y1
 	VMULPS       Y2, Y1, Y1
-	VMULPS       Y1, Y3, Y3
-	VADDPS       Y3, Y0, Y0
+	VFMADD231PS  Y1, Y3, Y0
 	ADDQ         $0x12, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -3572,14 +3575,16 @@ bqkQ4_0Dot1VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ5_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_0Dot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -3622,8 +3627,7 @@ bqkQ5_0Dot4VNNI_block:
 	VPBROADCASTW (CX), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y5, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y0, Y0
+	VFMADD231PS  Y9, Y7, Y0
 	VMOVDQU      6(CX)(DI*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -3640,8 +3644,7 @@ bqkQ5_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*1), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y5, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y1, Y1
+	VFMADD231PS  Y9, Y7, Y1
 	VMOVDQU      6(CX)(DI*2), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -3658,8 +3661,7 @@ bqkQ5_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*2), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y5, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y2, Y2
+	VFMADD231PS  Y9, Y7, Y2
 	VMOVDQU      6(CX)(R8*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y7
@@ -3676,8 +3678,7 @@ bqkQ5_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(R8*1), X4
 	VCVTPH2PS    X4, Y4
 	VMULPS       Y5, Y4, Y4
-	VMULPS       Y4, Y6, Y6
-	VADDPS       Y6, Y3, Y3
+	VFMADD231PS  Y4, Y6, Y3
 	ADDQ         $0x16, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -3689,29 +3690,37 @@ bqkQ5_0Dot4VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ5_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_0Dot1VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -3748,8 +3757,7 @@ bqkQ5_0Dot1VNNI_block:
 	VPBROADCASTW (CX), X1
 	VCVTPH2PS    X1, Y1
 	VMULPS       Y2, Y1, Y1
-	VMULPS       Y1, Y3, Y3
-	VADDPS       Y3, Y0, Y0
+	VFMADD231PS  Y1, Y3, Y0
 	ADDQ         $0x16, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -3761,14 +3769,16 @@ bqkQ5_0Dot1VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ8_0Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ8_0Dot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -3800,8 +3810,7 @@ bqkQ8_0Dot4VNNI_block:
 	VPBROADCASTW (CX), X7
 	VCVTPH2PS    X7, Y7
 	VMULPS       Y5, Y7, Y7
-	VMULPS       Y7, Y6, Y6
-	VADDPS       Y6, Y0, Y0
+	VFMADD231PS  Y7, Y6, Y0
 	VMOVDQU      2(CX)(SI*1), Y6
 	VPSIGNB      Y6, Y6, Y7
 	VPSIGNB      Y6, Y4, Y8
@@ -3811,8 +3820,7 @@ bqkQ8_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(SI*1), X7
 	VCVTPH2PS    X7, Y7
 	VMULPS       Y5, Y7, Y7
-	VMULPS       Y7, Y6, Y6
-	VADDPS       Y6, Y1, Y1
+	VFMADD231PS  Y7, Y6, Y1
 	VMOVDQU      2(CX)(SI*2), Y6
 	VPSIGNB      Y6, Y6, Y7
 	VPSIGNB      Y6, Y4, Y8
@@ -3822,8 +3830,7 @@ bqkQ8_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(SI*2), X7
 	VCVTPH2PS    X7, Y7
 	VMULPS       Y5, Y7, Y7
-	VMULPS       Y7, Y6, Y6
-	VADDPS       Y6, Y2, Y2
+	VFMADD231PS  Y7, Y6, Y2
 	VMOVDQU      2(CX)(DI*1), Y6
 	VPSIGNB      Y6, Y6, Y7
 	VPSIGNB      Y6, Y4, Y6
@@ -3833,8 +3840,7 @@ bqkQ8_0Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*1), X6
 	VCVTPH2PS    X6, Y6
 	VMULPS       Y5, Y6, Y6
-	VMULPS       Y6, Y4, Y4
-	VADDPS       Y4, Y3, Y3
+	VFMADD231PS  Y6, Y4, Y3
 	ADDQ         $0x22, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -3845,29 +3851,37 @@ bqkQ8_0Dot4VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ8_0Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ8_0Dot1VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -3892,8 +3906,7 @@ bqkQ8_0Dot1VNNI_block:
 	VPBROADCASTW (CX), X3
 	VCVTPH2PS    X3, Y3
 	VMULPS       Y2, Y3, Y3
-	VMULPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
+	VFMADD231PS  Y3, Y1, Y0
 	ADDQ         $0x22, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -3904,14 +3917,16 @@ bqkQ8_0Dot1VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ4_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_1Dot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -3945,8 +3960,7 @@ bqkQ4_1Dot4VNNI_block:
 	VPBROADCASTW (CX), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y6, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y0, Y0
+	VFMADD231PS  Y9, Y7, Y0
 	VMOVDQU      4(CX)(DI*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -3957,8 +3971,7 @@ bqkQ4_1Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*1), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y6, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y1, Y1
+	VFMADD231PS  Y9, Y7, Y1
 	VMOVDQU      4(CX)(DI*2), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -3969,8 +3982,7 @@ bqkQ4_1Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*2), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y6, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y2, Y2
+	VFMADD231PS  Y9, Y7, Y2
 	VMOVDQU      4(CX)(R8*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -3981,8 +3993,7 @@ bqkQ4_1Dot4VNNI_block:
 	VPBROADCASTW (CX)(R8*1), X5
 	VCVTPH2PS    X5, Y5
 	VMULPS       Y6, Y5, Y5
-	VMULPS       Y5, Y7, Y7
-	VADDPS       Y7, Y3, Y3
+	VFMADD231PS  Y5, Y7, Y3
 	MOVWLZX      2(CX), R10
 	VMOVD        R10, X5
 	VPINSRW      $0x01, 2(CX)(DI*1), X5, X5
@@ -4003,28 +4014,36 @@ bqkQ4_1Dot4VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X5
 	VADDPS       X5, X0, X5
-	VHADDPS      X5, X5, X5
-	VHADDPS      X5, X5, X5
+	VMOVHLPS     X5, X5, X0
+	VADDPS       X0, X5, X5
+	VMOVSHDUP    X5, X0
+	VADDSS       X0, X5, X5
 	VADDSS       X4, X5, X5
 	VMOVSS       X5, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x01, X4, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x02, X4, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x03, X4, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
@@ -4032,7 +4051,7 @@ bqkQ4_1Dot4VNNI_done:
 	RET
 
 // func bqkQ4_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_1Dot1VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -4060,8 +4079,7 @@ bqkQ4_1Dot1VNNI_block:
 	VPBROADCASTW (CX), X2
 	VCVTPH2PS    X2, Y2
 	VMULPS       Y3, Y2, Y2
-	VMULPS       Y2, Y4, Y4
-	VADDPS       Y4, Y0, Y0
+	VFMADD231PS  Y2, Y4, Y0
 	MOVWLZX      2(CX), R8
 	VMOVD        R8, X2
 	VCVTPH2PS    X2, X2
@@ -4079,15 +4097,17 @@ bqkQ4_1Dot1VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
 	VADDSS       X1, X2, X2
 	VMOVSS       X2, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ5_1Dot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_1Dot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -4127,8 +4147,7 @@ bqkQ5_1Dot4VNNI_block:
 	VPBROADCASTW (CX), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y6, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y0, Y0
+	VFMADD231PS  Y9, Y7, Y0
 	VMOVDQU      8(CX)(DI*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -4145,8 +4164,7 @@ bqkQ5_1Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*1), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y6, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y1, Y1
+	VFMADD231PS  Y9, Y7, Y1
 	VMOVDQU      8(CX)(DI*2), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -4163,8 +4181,7 @@ bqkQ5_1Dot4VNNI_block:
 	VPBROADCASTW (CX)(DI*2), X8
 	VCVTPH2PS    X8, Y9
 	VMULPS       Y6, Y9, Y9
-	VMULPS       Y9, Y7, Y7
-	VADDPS       Y7, Y2, Y2
+	VFMADD231PS  Y9, Y7, Y2
 	VMOVDQU      8(CX)(R8*1), X8
 	VPSRLW       $0x04, X8, X7
 	VINSERTI128  $0x01, X7, Y8, Y9
@@ -4181,8 +4198,7 @@ bqkQ5_1Dot4VNNI_block:
 	VPBROADCASTW (CX)(R8*1), X5
 	VCVTPH2PS    X5, Y5
 	VMULPS       Y6, Y5, Y5
-	VMULPS       Y5, Y7, Y7
-	VADDPS       Y7, Y3, Y3
+	VFMADD231PS  Y5, Y7, Y3
 	MOVWLZX      2(CX), R10
 	VMOVD        R10, X5
 	VPINSRW      $0x01, 2(CX)(DI*1), X5, X5
@@ -4203,28 +4219,36 @@ bqkQ5_1Dot4VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X5
 	VADDPS       X5, X0, X5
-	VHADDPS      X5, X5, X5
-	VHADDPS      X5, X5, X5
+	VMOVHLPS     X5, X5, X0
+	VADDPS       X0, X5, X5
+	VMOVSHDUP    X5, X0
+	VADDSS       X0, X5, X5
 	VADDSS       X4, X5, X5
 	VMOVSS       X5, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x01, X4, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x02, X4, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x03, X4, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
@@ -4232,7 +4256,7 @@ bqkQ5_1Dot4VNNI_done:
 	RET
 
 // func bqkQ5_1Dot1VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_1Dot1VNNI(SB), NOSPLIT, $0-56
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
@@ -4266,8 +4290,7 @@ bqkQ5_1Dot1VNNI_block:
 	VPBROADCASTW (CX), X2
 	VCVTPH2PS    X2, Y2
 	VMULPS       Y3, Y2, Y2
-	VMULPS       Y2, Y4, Y4
-	VADDPS       Y4, Y0, Y0
+	VFMADD231PS  Y2, Y4, Y0
 	MOVWLZX      2(CX), R8
 	VMOVD        R8, X2
 	VCVTPH2PS    X2, X2
@@ -4285,15 +4308,17 @@ bqkQ5_1Dot1VNNI_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X2
 	VADDPS       X2, X0, X2
-	VHADDPS      X2, X2, X2
-	VHADDPS      X2, X2, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
 	VADDSS       X1, X2, X2
 	VMOVSS       X2, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ4_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_0Dot4AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4332,8 +4357,7 @@ bqkQ4_0Dot4AVX2_block:
 	VPBROADCASTW (CX), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y6, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y0, Y0
+	VFMADD231PS  Y10, Y8, Y0
 	VMOVDQU      2(CX)(DI*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4345,8 +4369,7 @@ bqkQ4_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*1), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y6, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y1, Y1
+	VFMADD231PS  Y10, Y8, Y1
 	VMOVDQU      2(CX)(DI*2), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4358,8 +4381,7 @@ bqkQ4_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*2), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y6, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y2, Y2
+	VFMADD231PS  Y10, Y8, Y2
 	VMOVDQU      2(CX)(R8*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4371,8 +4393,7 @@ bqkQ4_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(R8*1), X7
 	VCVTPH2PS    X7, Y7
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y7, Y5, Y5
-	VADDPS       Y5, Y3, Y3
+	VFMADD231PS  Y7, Y5, Y3
 	ADDQ         $0x12, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -4384,29 +4405,37 @@ bqkQ4_0Dot4AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ4_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_0Dot1AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4439,8 +4468,7 @@ bqkQ4_0Dot1AVX2_block:
 	VPBROADCASTW (CX), X4
 	VCVTPH2PS    X4, Y4
 	VMULPS       Y3, Y4, Y4
-	VMULPS       Y4, Y2, Y2
-	VADDPS       Y2, Y0, Y0
+	VFMADD231PS  Y4, Y2, Y0
 	ADDQ         $0x12, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -4452,14 +4480,16 @@ bqkQ4_0Dot1AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ5_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_0Dot4AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4504,8 +4534,7 @@ bqkQ5_0Dot4AVX2_block:
 	VPBROADCASTW (CX), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y6, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y0, Y0
+	VFMADD231PS  Y10, Y8, Y0
 	VMOVDQU      6(CX)(DI*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4523,8 +4552,7 @@ bqkQ5_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*1), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y6, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y1, Y1
+	VFMADD231PS  Y10, Y8, Y1
 	VMOVDQU      6(CX)(DI*2), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4542,8 +4570,7 @@ bqkQ5_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*2), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y6, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y2, Y2
+	VFMADD231PS  Y10, Y8, Y2
 	VMOVDQU      6(CX)(R8*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4561,8 +4588,7 @@ bqkQ5_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(R8*1), X7
 	VCVTPH2PS    X7, Y7
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y7, Y5, Y5
-	VADDPS       Y5, Y3, Y3
+	VFMADD231PS  Y7, Y5, Y3
 	ADDQ         $0x16, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -4574,29 +4600,37 @@ bqkQ5_0Dot4AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ5_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_0Dot1AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4635,8 +4669,7 @@ bqkQ5_0Dot1AVX2_block:
 	VPBROADCASTW (CX), X4
 	VCVTPH2PS    X4, Y4
 	VMULPS       Y3, Y4, Y4
-	VMULPS       Y4, Y2, Y2
-	VADDPS       Y2, Y0, Y0
+	VFMADD231PS  Y4, Y2, Y0
 	ADDQ         $0x16, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -4648,14 +4681,16 @@ bqkQ5_0Dot1AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ8_0Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ8_0Dot4AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4688,8 +4723,7 @@ bqkQ8_0Dot4AVX2_block:
 	VPBROADCASTW (CX), X8
 	VCVTPH2PS    X8, Y8
 	VMULPS       Y6, Y8, Y8
-	VMULPS       Y8, Y7, Y7
-	VADDPS       Y7, Y0, Y0
+	VFMADD231PS  Y8, Y7, Y0
 	VMOVDQU      2(CX)(SI*1), Y7
 	VPSIGNB      Y7, Y7, Y8
 	VPSIGNB      Y7, Y5, Y7
@@ -4699,8 +4733,7 @@ bqkQ8_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(SI*1), X8
 	VCVTPH2PS    X8, Y8
 	VMULPS       Y6, Y8, Y8
-	VMULPS       Y8, Y7, Y7
-	VADDPS       Y7, Y1, Y1
+	VFMADD231PS  Y8, Y7, Y1
 	VMOVDQU      2(CX)(SI*2), Y7
 	VPSIGNB      Y7, Y7, Y8
 	VPSIGNB      Y7, Y5, Y7
@@ -4710,8 +4743,7 @@ bqkQ8_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(SI*2), X8
 	VCVTPH2PS    X8, Y8
 	VMULPS       Y6, Y8, Y8
-	VMULPS       Y8, Y7, Y7
-	VADDPS       Y7, Y2, Y2
+	VFMADD231PS  Y8, Y7, Y2
 	VMOVDQU      2(CX)(DI*1), Y7
 	VPSIGNB      Y7, Y7, Y8
 	VPSIGNB      Y7, Y5, Y5
@@ -4721,8 +4753,7 @@ bqkQ8_0Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*1), X7
 	VCVTPH2PS    X7, Y7
 	VMULPS       Y6, Y7, Y7
-	VMULPS       Y7, Y5, Y5
-	VADDPS       Y5, Y3, Y3
+	VFMADD231PS  Y7, Y5, Y3
 	ADDQ         $0x22, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -4733,29 +4764,37 @@ bqkQ8_0Dot4AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ8_0Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ8_0Dot1AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4781,8 +4820,7 @@ bqkQ8_0Dot1AVX2_block:
 	VPBROADCASTW (CX), X4
 	VCVTPH2PS    X4, Y4
 	VMULPS       Y3, Y4, Y4
-	VMULPS       Y4, Y2, Y2
-	VADDPS       Y2, Y0, Y0
+	VFMADD231PS  Y4, Y2, Y0
 	ADDQ         $0x22, CX
 	ADDQ         $0x20, DX
 	ADDQ         $0x04, BX
@@ -4793,14 +4831,16 @@ bqkQ8_0Dot1AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ4_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_1Dot4AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4835,8 +4875,7 @@ bqkQ4_1Dot4AVX2_block:
 	VPBROADCASTW (CX), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y7, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y0, Y0
+	VFMADD231PS  Y10, Y8, Y0
 	VMOVDQU      4(CX)(DI*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4847,8 +4886,7 @@ bqkQ4_1Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*1), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y7, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y1, Y1
+	VFMADD231PS  Y10, Y8, Y1
 	VMOVDQU      4(CX)(DI*2), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4859,8 +4897,7 @@ bqkQ4_1Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*2), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y7, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y2, Y2
+	VFMADD231PS  Y10, Y8, Y2
 	VMOVDQU      4(CX)(R8*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -4871,8 +4908,7 @@ bqkQ4_1Dot4AVX2_block:
 	VPBROADCASTW (CX)(R8*1), X8
 	VCVTPH2PS    X8, Y8
 	VMULPS       Y7, Y8, Y8
-	VMULPS       Y8, Y6, Y6
-	VADDPS       Y6, Y3, Y3
+	VFMADD231PS  Y8, Y6, Y3
 	MOVWLZX      2(CX), R10
 	VMOVD        R10, X6
 	VPINSRW      $0x01, 2(CX)(DI*1), X6, X6
@@ -4893,28 +4929,36 @@ bqkQ4_1Dot4AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VADDSS       X5, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x01, X5, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x02, X5, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x03, X5, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
@@ -4922,7 +4966,7 @@ bqkQ4_1Dot4AVX2_done:
 	RET
 
 // func bqkQ4_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ4_1Dot1AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -4951,8 +4995,7 @@ bqkQ4_1Dot1AVX2_block:
 	VPBROADCASTW (CX), X5
 	VCVTPH2PS    X5, Y6
 	VMULPS       Y4, Y6, Y6
-	VMULPS       Y6, Y3, Y3
-	VADDPS       Y3, Y0, Y0
+	VFMADD231PS  Y6, Y3, Y0
 	MOVWLZX      2(CX), R8
 	VMOVD        R8, X3
 	VCVTPH2PS    X3, X3
@@ -4970,15 +5013,17 @@ bqkQ4_1Dot1AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VADDSS       X2, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER
 	RET
 
 // func bqkQ5_1Dot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_1Dot4AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -5019,8 +5064,7 @@ bqkQ5_1Dot4AVX2_block:
 	VPBROADCASTW (CX), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y7, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y0, Y0
+	VFMADD231PS  Y10, Y8, Y0
 	VMOVDQU      8(CX)(DI*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -5037,8 +5081,7 @@ bqkQ5_1Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*1), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y7, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y1, Y1
+	VFMADD231PS  Y10, Y8, Y1
 	VMOVDQU      8(CX)(DI*2), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -5055,8 +5098,7 @@ bqkQ5_1Dot4AVX2_block:
 	VPBROADCASTW (CX)(DI*2), X9
 	VCVTPH2PS    X9, Y10
 	VMULPS       Y7, Y10, Y10
-	VMULPS       Y10, Y8, Y8
-	VADDPS       Y8, Y2, Y2
+	VFMADD231PS  Y10, Y8, Y2
 	VMOVDQU      8(CX)(R8*1), X9
 	VPSRLW       $0x04, X9, X8
 	VINSERTI128  $0x01, X8, Y9, Y8
@@ -5073,8 +5115,7 @@ bqkQ5_1Dot4AVX2_block:
 	VPBROADCASTW (CX)(R8*1), X8
 	VCVTPH2PS    X8, Y8
 	VMULPS       Y7, Y8, Y8
-	VMULPS       Y8, Y6, Y6
-	VADDPS       Y6, Y3, Y3
+	VFMADD231PS  Y8, Y6, Y3
 	MOVWLZX      2(CX), R10
 	VMOVD        R10, X6
 	VPINSRW      $0x01, 2(CX)(DI*1), X6, X6
@@ -5095,28 +5136,36 @@ bqkQ5_1Dot4AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X4
 	VADDPS       X4, X0, X4
-	VHADDPS      X4, X4, X4
-	VHADDPS      X4, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
 	VADDSS       X5, X4, X4
 	VMOVSS       X4, (AX)
 	VEXTRACTF128 $0x01, Y1, X0
 	VADDPS       X0, X1, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x01, X5, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 4(AX)
 	VEXTRACTF128 $0x01, Y2, X0
 	VADDPS       X0, X2, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x02, X5, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 8(AX)
 	VEXTRACTF128 $0x01, Y3, X0
 	VADDPS       X0, X3, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
 	VPSHUFD      $0x03, X5, X1
 	VADDSS       X1, X0, X0
 	VMOVSS       X0, 12(AX)
@@ -5124,7 +5173,7 @@ bqkQ5_1Dot4AVX2_done:
 	RET
 
 // func bqkQ5_1Dot1AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, sd *float32, y *float32)
-// Requires: AVX, AVX2, F16C, MMX+
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·bqkQ5_1Dot1AVX2(SB), NOSPLIT, $0-56
 	MOVQ    nb+0(FP), AX
 	MOVQ    w+8(FP), CX
@@ -5159,8 +5208,7 @@ bqkQ5_1Dot1AVX2_block:
 	VPBROADCASTW (CX), X5
 	VCVTPH2PS    X5, Y6
 	VMULPS       Y4, Y6, Y6
-	VMULPS       Y6, Y3, Y3
-	VADDPS       Y3, Y0, Y0
+	VFMADD231PS  Y6, Y3, Y0
 	MOVWLZX      2(CX), R8
 	VMOVD        R8, X3
 	VCVTPH2PS    X3, X3
@@ -5178,8 +5226,10 @@ bqkQ5_1Dot1AVX2_done:
 	MOVQ         y+48(FP), AX
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
-	VHADDPS      X1, X1, X1
-	VHADDPS      X1, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
 	VADDSS       X2, X1, X1
 	VMOVSS       X1, (AX)
 	VZEROUPPER

@@ -156,29 +156,7 @@ func f16Widen(h uint16, bf bool) float32 {
 // binary32): the product is exact in float64, the sum is rounded to odd
 // there (53 ≥ 24+2 bits, so the final rounding to float32 is correct).
 // fma32 is it, or the CPU's instruction where the compiler emits one.
-func fma32Soft(a, b, c float32) float32 {
-	p := float64(a) * float64(b)
-	cc := float64(c)
-	s := p + cc
-	if math.IsInf(s, 0) || s != s {
-		return float32(s)
-	}
-	// the sum's exact error (Knuth's TwoSum)
-	bv := s - p
-	e := (p - (s - bv)) + (cc - bv)
-	if e != 0 {
-		if u := math.Float64bits(s); u&1 == 0 {
-			// round to odd: the neighbour of s on the exact sum's side
-			if (e > 0) == (s > 0) {
-				u++
-			} else {
-				u--
-			}
-			s = math.Float64frombits(u)
-		}
-	}
-	return float32(s)
-}
+func fma32Soft(a, b, c float32) float32 { return ggml.FMA32(a, b, c) }
 
 // f16RowDot continues the sum acc over k = k0..len(x)-1 of x[k]·row's
 // value k, one fma32 a step: the definition every kernel computes.

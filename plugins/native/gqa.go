@@ -45,7 +45,10 @@ type gqaNative struct {
 
 // gqaScratch holds the scaled (and rotated) queries and a row's scores
 // and weights.
-type gqaScratch struct{ q, sc, e, k, v []float32 }
+type gqaScratch struct {
+	q, sc, e, k, v []float32
+	gv             ggmlValues // gqa_ggml.go
+}
 
 func grow(b []float32, n int) []float32 {
 	if cap(b) < n {
@@ -201,6 +204,8 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		cosC, sinC, width = f32(in[7]), f32(in[8]), in[7].Shape[1]
 	}
 	interleaved := n.AttrInt("rotary_interleaved", 0) != 0
+	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0  // ggml's rotation (gqa_ggml.go)
+	ggmlAttn := n.AttrInt(contrib.GGMLAttentionAttr, 0) // ggml's attention (gqa_ggml.go)
 	scale := n.AttrFloat("scale", 0)
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(H)))
@@ -218,11 +223,19 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 				copy(dst, g.q.at(r, h, H))
 				if rotary {
 					pos := g.past(b) + s
-					rotateRow(dst, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
+					rotateRow(dst, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, rotFMA)
 				}
 				if g.cache.dt != graph.Float32 {
+					if ggmlAttn == 2 && !g.cache.q8 { // scaled first (gqa_ggml.go)
+						for i := range dst {
+							dst[i] *= scale
+						}
+					}
 					g.cache.roundQuery(dst) // scaled after the products
 					continue
+				}
+				if ggmlAttn == 1 {
+					continue // the scores scaled
 				}
 				for i := range dst {
 					dst[i] *= scale
@@ -259,7 +272,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 				copy(PV[at:at+H], g.v.at(b*S+s, kh, H))
 				if rotary {
 					pos := p + s
-					rotateRow(kr, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
+					rotateRow(kr, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, rotFMA)
 				}
 			}
 		}
@@ -280,6 +293,9 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 			}
 			base := (b*KV + kh) * T * H
 			K, V := PK[base:base+(p+S)*H], PV[base:base+(p+S)*H]
+			if ggmlAttn != 0 {
+				sc.gv.set(V, H, p+S, S == 1)
+			}
 			for h := kh * group; h < (kh+1)*group; h++ {
 				for s := 0; s < S; s++ {
 					r := b*S + s
@@ -289,8 +305,12 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 					if window > 0 {
 						j0 = max(0, L-window)
 					}
-					scores, e := sc.sc[:L-j0], sc.e[:L-j0]
 					o := Y[(r*N+h)*H : (r*N+h+1)*H]
+					if ggmlAttn != 0 {
+						attendRowGGML(q, K, &sc.gv, sc.sc[:L], sc.e[:L], o, j0, scoreScale(ggmlAttn, scale), softcap, S == 1, false)
+						continue
+					}
+					scores, e := sc.sc[:L-j0], sc.e[:L-j0]
 					attendRow(q, K[j0*H:], V[j0*H:], scores, e, o, softcap)
 				}
 			}
@@ -314,7 +334,11 @@ func gqaPresent(ctx *kernels.Context, dst, past *graph.Tensor, dt graph.DType, s
 // rotateRow rotates x (a head's row) by the cos and sin of its position:
 // pairs (x[i], x[width+i]), or (x[2i], x[2i+1]) interleaved, for i <
 // width = len(c), in float64 rounded once.
-func rotateRow(x, c, s []float32, interleaved bool) {
+func rotateRow(x, c, s []float32, interleaved, fma bool) {
+	if fma {
+		rotateRowFMA(x, c, s, interleaved)
+		return
+	}
 	w := len(c)
 	s = s[:w]
 	if interleaved {

@@ -141,7 +141,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 				copy(row, g.k.at(b*S+s, kh, H))
 				if rotary := cosC != nil; rotary {
 					pos := p + s
-					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved)
+					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, n.AttrInt(contrib.RotaryFMAAttr, 0) != 0)
 				}
 				g.cache.encode(PK, at, row)
 				g.cache.encode(PV, at, g.v.at(b*S+s, kh, H))
@@ -161,6 +161,9 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 			K, V := sc.k[:(p+S)*H], sc.v[:(p+S)*H]
 			g.cache.decode(K, PK, base, p+S, H)
 			g.cache.decode(V, PV, base, p+S, H)
+			if n.AttrInt(contrib.GGMLAttentionAttr, 0) != 0 && !g.cache.q8 {
+				sc.gv.set(V, H, p+S, S == 1)
+			}
 			for h := kh * group; h < (kh+1)*group; h++ {
 				for s := 0; s < S; s++ {
 					r := b*S + s
@@ -169,6 +172,10 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 					j0 := 0
 					if window > 0 {
 						j0 = max(0, L-window)
+					}
+					if mode := n.AttrInt(contrib.GGMLAttentionAttr, 0); mode != 0 && !g.cache.q8 { // gqa_ggml.go
+						attendRowGGML(q, K, &sc.gv, sc.sc[:L], sc.e[:L], Y[(r*N+h)*H:(r*N+h+1)*H], j0, scoreScale(mode, scale), softcap, S == 1, true)
+						continue
 					}
 					attendCached(q, K[j0*H:], V[j0*H:], sc.sc[:L-j0], sc.e[:L-j0], Y[(r*N+h)*H:(r*N+h+1)*H], scale, softcap, !g.cache.q8)
 				}

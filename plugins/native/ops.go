@@ -86,6 +86,12 @@ func check(sg *hal.Subgraph, n *graph.Node) string {
 		}
 		return checkBlockQuant(sg, n)
 	}
+	if n.Domain == blockquant.Domain && n.OpType == blockquant.SwiGLUOpType {
+		if err := kernels.CheckNode(n, sg.OpsetVersion(n.Domain)); err != nil {
+			return "native: " + err.Error()
+		}
+		return "" // swiglu.go
+	}
 	if n.Domain == blockquant.Domain && n.OpType == blockquant.GatherOpType {
 		// the reference kernel: a row lookup dequantizes only the rows
 		// asked, and keeping it here spares a partition boundary
@@ -163,6 +169,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	}
 	if bqDomainOK(n) {
 		return buildBlockQuant(bc, n)
+	}
+	if n.Domain == blockquant.Domain && n.OpType == blockquant.SwiGLUOpType {
+		return swigluKernel(), nil // swiglu.go
 	}
 	if f, ok, err := buildQLinear(bc, n, f); ok {
 		return f, err

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/exec"
+	"github.com/switchyard-hal/switchyard/core/ggml"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -177,6 +178,7 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 		}
 		width := cosT.Shape[1]
 		inter := n.AttrInt("rotary_interleaved", 0) != 0
+		fmaRot := n.AttrInt(RotaryFMAAttr, 0) != 0
 		c, sn := make([]float64, width), make([]float64, width) // the row of a position (not the whole caches)
 		rotate := func(x []float64, heads int) error {
 			for b := 0; b < B; b++ {
@@ -190,6 +192,10 @@ func gqaKernelInto(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into
 					}
 					for h := 0; h < heads; h++ {
 						base := ((b*S+s)*heads + h) * H
+						if fmaRot {
+							rotateFMA32(x[base:], c, sn, width, inter)
+							continue
+						}
 						attention.Rotate(x[base:], x[base:], c, sn, width, inter)
 					}
 				}
@@ -402,3 +408,36 @@ func gqaAttend(ctx *kernels.Context, n *graph.Node, a *gqaArgs, pk, pv, presK, p
 	}
 	return out, nil
 }
+
+// RotaryFMAAttr is GroupQueryAttention's attribute (our extension, an
+// int) asking for the rotation of the queries and keys in float32 as
+// ggml's CPU backend computes it (rotate_pairs, its products contracted
+// by the compiler): x1·c − x2·s as fma(x1, c, −(x2·s)) and x1·s + x2·c as
+// fma(x1, s, x2·c), the inner product rounded to float32, the fused one
+// rounded once. 0 (the default) rotates in float64, rounded once.
+const RotaryFMAAttr = "rotary_fma"
+
+// rotateFMA32 rotates x (float32 values) by the half pairs (or the
+// interleaved ones) of c and sn as RotaryFMAAttr says, in place.
+func rotateFMA32(x, c, sn []float64, half int, interleaved bool) {
+	for i := 0; i < half; i++ {
+		i1, i2 := i, half+i
+		if interleaved {
+			i1, i2 = 2*i, 2*i+1
+		}
+		x1, x2 := float32(x[i1]), float32(x[i2])
+		ci, si := float32(c[i]), float32(sn[i])
+		x[i1] = float64(ggml.FMA32(x1, ci, -float32(x2*si)))
+		x[i2] = float64(ggml.FMA32(x1, si, float32(x2*ci)))
+	}
+}
+
+// GGMLAttentionAttr is GroupQueryAttention's attribute (our extension, an
+// int) asking a backend that can for attention over a float32 cache in
+// the order of llama.cpp's CPU backend without flash attention (native:
+// its dot products, exponential, sums and weighted sums, see its
+// gqa_ggml.go): 1 scales the scores q·k (llama.cpp's soft_max scale:
+// Llama, Qwen, Mistral), 2 the rotated queries (Phi-3, Gemma scale Q
+// first). This kernel computes in float64 whatever it says; the
+// difference is float32 rounding.
+const GGMLAttentionAttr = "ggml_attention"

@@ -28,8 +28,9 @@
 //   - Q5_0: 32-element blocks in eight lanes: the 5th bits spread from qh
 //     to bytes (VPSHUFB, VPCMPEQB), VPMADDUBSW and VPMADDWD by ones, the
 //     offset 16 taken off with the lane sums at xs; each lane converted
-//     and multiplied by d·d_a and added in float32, the lanes reduced as
-//     ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
+//     and added times d·d_a by a fused multiply-add into float32, the
+//     lanes reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) (llama.cpp's
+//     _mm256_fmadd_ps and hsum_float_8).
 //
 // Q4_K, Q5_K and Q6_K also have four-row kernels (four weight rows
 // against one activation row, in AVX-512 VNNI on ZMM and in AVX2; k4.go
@@ -798,9 +799,8 @@ func dot32(t, fam string, nr int) {
 		h, sc := XMM(), YMM()
 		VPBROADCASTW(row(r, 0), h)
 		VCVTPH2PS(h, sc)
-		VMULPS(da, sc, sc) // d·d_a, one rounding
-		VMULPS(sc, sum, sum)
-		VADDPS(sum, acc[r], acc[r])
+		VMULPS(da, sc, sc)           // d·d_a, one rounding
+		VFMADD231PS(sc, sum, acc[r]) // acc += lanes·(d·d_a), one rounding
 	}
 	if withMin { // the minimums: macc_r += m_r·SumD
 		mh := XMM()
@@ -828,11 +828,13 @@ func dot32(t, fam string, nr int) {
 	Label(p + "done")
 	y := Load(Param("y"), GP64())
 	for r := 0; r < nr; r++ {
-		u := XMM()
+		u, v := XMM(), XMM()
 		VEXTRACTF128(U8(1), acc[r], u)
-		VADDPS(u, acc[r].AsX(), u)
-		VHADDPS(u, u, u)
-		VHADDPS(u, u, u)
+		VADDPS(u, acc[r].AsX(), u) // l0+l4, l1+l5, l2+l6, l3+l7
+		VMOVHLPS(u, u, v)
+		VADDPS(v, u, u) // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
+		VMOVSHDUP(u, v)
+		VADDSS(v, u, u)
 		if withMin {
 			m := macc
 			if r > 0 {

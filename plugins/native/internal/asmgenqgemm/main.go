@@ -16,10 +16,10 @@
 // VNNI) sums the 32 products in eight exact int32 lanes of four, into the
 // lanes' offset correction (−8, −16 or −128 times the activations' lane
 // sums, packed beside them), so a lane holds exactly core/ggml's Dot lane
-// sum. Then, as Dot: the lane converted to float32, times
-// float32(d_w·d_a), added (no FMA) into the pair's own eight float32
-// accumulators, reduced at the end as Dot does,
-// ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)), into the output.
+// sum. Then, as Dot: the lane converted to float32 and added times
+// float32(d_w·d_a) by a fused multiply-add into the pair's own eight
+// float32 accumulators, reduced at the end as Dot does (llama.cpp's x86
+// order), ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)), into the output.
 //
 // Weight rows are ldw bytes apart; the next tile's rows are prefetched at
 // the pace these are read.
@@ -180,9 +180,8 @@ func tile(t string, R int) {
 			VMOVDQA64(Z12, tt)
 			vpdpbusd(xq(pp), zs[n], tt)
 			VCVTDQ2PS(tt, tt)
-			VMULPS(Z13, zs[4+n], sc) // d_w·d_a, one rounding
-			VMULPS(sc, tt, tt)
-			VADDPS(tt, acc(n, pp), acc(n, pp))
+			VMULPS(Z13, zs[4+n], sc)        // d_w·d_a, one rounding
+			VFMADD231PS(sc, tt, acc(n, pp)) // acc += lanes·(d_w·d_a), one rounding
 		}
 	}
 	ADDQ(U8(int8(bs)), w)
@@ -190,7 +189,7 @@ func tile(t string, R int) {
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
-	// each pair's eight lanes reduced as ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)),
+	// each pair's eight lanes reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)),
 	// output (n, r) to y + r·ldy + 4n
 	y := Load(Param("y"), GP64())
 	ldy := Load(Param("ldy"), GP64())
@@ -215,9 +214,11 @@ func tile(t string, R int) {
 	}
 	reduce := func(v VecPhysical, o Mem) {
 		VEXTRACTF128(U8(1), v, X12)
-		VADDPS(X12, v.AsX(), X12)
-		VHADDPS(X12, X12, X12)
-		VHADDPS(X12, X12, X12)
+		VADDPS(X12, v.AsX(), X12) // l0+l4, l1+l5, l2+l6, l3+l7
+		VMOVHLPS(X12, X12, X13)
+		VADDPS(X13, X12, X12) // (l0+l4)+(l2+l6), (l1+l5)+(l3+l7)
+		VMOVSHDUP(X12, X13)
+		VADDSS(X13, X12, X12)
 		VMOVSS(X12, o)
 	}
 	for n := 0; n < 4; n++ {

@@ -1,0 +1,204 @@
+package native
+
+import (
+	"math"
+
+	"github.com/switchyard-hal/switchyard/core/ggml"
+	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
+)
+
+// rotateRowFMA is rotateRow in ggml's float32 arithmetic
+// (contrib.RotaryFMAAttr: the reference kernel's rotation then, to the
+// bit): x1·c − x2·s as fma(x1, c, −(x2·s)), x1·s + x2·c as fma(x1, s,
+// x2·c), the inner products rounded.
+func rotateRowFMA(x, c, s []float32, interleaved bool) {
+	w := len(c)
+	s = s[:w]
+	if interleaved {
+		x = x[:2*w]
+		for i, ci := range c {
+			x1, x2, si := x[2*i], x[2*i+1], s[i]
+			x[2*i], x[2*i+1] = ggml.FMA32(x1, ci, -float32(x2*si)), ggml.FMA32(x1, si, float32(x2*ci))
+		}
+		return
+	}
+	x1s, x2s := x[:w], x[w:2*w]
+	for i, ci := range c {
+		x1, x2, si := x1s[i], x2s[i], s[i]
+		x1s[i], x2s[i] = ggml.FMA32(x1, ci, -float32(x2*si)), ggml.FMA32(x1, si, float32(x2*ci))
+	}
+}
+
+// reduce16 adds sixteen lanes as _mm512_reduce_add_ps does: halves, then
+// quarters, then pairs.
+func reduce16(a *[16]float32) float32 {
+	var b [8]float32
+	for i := range b {
+		b[i] = a[i+8] + a[i]
+	}
+	c0, c1, c2, c3 := b[4]+b[0], b[5]+b[1], b[6]+b[2], b[7]+b[3]
+	return (c0 + c2) + (c1 + c3)
+}
+
+// dotGGML is ggml_vec_dot_f32 on AVX-512: four accumulators of sixteen
+// lanes over each 64 elements (fused multiply-adds), added as (0+2)+(1+3)
+// and reduced by reduce16; the elements past the last 64 added one by
+// one (fused, as the compiler contracts it).
+func dotGGML(x, y []float32) float32 {
+	n := len(x)
+	y = y[:n]
+	var acc [4][16]float32
+	np := n &^ 63
+	if s, ok := dotGGMLFast(x[:np], y[:np]); ok {
+		for i := np; i < n; i++ {
+			s = fma32(x[i], y[i], s)
+		}
+		return s
+	}
+	for i := 0; i < np; i += 64 {
+		for j := range acc {
+			xs, ys := x[i+16*j:i+16*j+16], y[i+16*j:i+16*j+16]
+			for l := range acc[j] {
+				acc[j][l] = fma32(xs[l], ys[l], acc[j][l])
+			}
+		}
+	}
+	var t [16]float32
+	for l := range t {
+		t[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+	}
+	s := reduce16(&t)
+	for i := np; i < n; i++ {
+		s = fma32(x[i], y[i], s)
+	}
+	return s
+}
+
+// dot16 is llamafile's tinyBLAS dot product on AVX-512: one accumulator
+// of sixteen lanes (fused multiply-adds, lane l taking the elements l,
+// l+16, …), reduced by reduce16; len(x) a multiple of 16, else
+// dotGGML's order.
+func dot16(x, y []float32) float32 {
+	n := len(x)
+	if n%16 != 0 {
+		return dotGGML(x, y)
+	}
+	y = y[:n]
+	if s, ok := dot16Fast(x, y); ok {
+		return s
+	}
+	var acc [16]float32
+	for i := 0; i < n; i += 16 {
+		for l := range acc {
+			acc[l] = fma32(x[i+l], y[i+l], acc[l])
+		}
+	}
+	return reduce16(&acc)
+}
+
+// attendRowGGML is attendRow as llama.cpp's CPU backend computes
+// attention over an F32 cache without flash attention
+// (contrib.GGMLAttentionAttr): the scores q·kⱼ by ggml_vec_dot_f32, times
+// scale when scale ≠ 0 (ggml_soft_max's scale; the query is otherwise
+// already scaled), soft-capped as x·(1/c), tanh, ·c; the exponentials
+// of score − max by ggml's exponential (blockquant.ExpGGML), summed in
+// float64 sixteen at a time by key position (each sixteen reduced by
+// reduce16), the weights eⱼ·float32(1/sum); then the weighted sum of the
+// values: for a prompt (rows ≥ 2, llamafile's tinyBLAS) one accumulator
+// of sixteen lanes by key position, for one row (ggml_vec_dot_f32) four.
+// K holds keys 0..L−1 (H = len(q) each), vals the values (set for at
+// least L keys); keys before j0 are masked
+// (sliding window); scores and e have room for L.
+//
+// With half (a float16 cache, keys and values decoded, the query rounded
+// to float16 already): a prompt's scores come from llamafile's tinyBLAS
+// too (sixteen lanes by element, dot16), and each weight is rounded to
+// float16 before it weighs the values (ggml's vec_dot_type of F16).
+func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
+	H, L := len(q), len(scores)
+	mx := float32(math.Inf(-1))
+	for j := j0; j < L; j++ {
+		var d float32
+		if half && !oneRow {
+			d = dot16(K[j*H:j*H+H], q)
+		} else {
+			d = dotGGML(K[j*H:j*H+H], q)
+		}
+		if scale != 0 {
+			d *= scale
+		}
+		if softcap > 0 {
+			d = float32(d * float32(1/softcap))
+			d = float32(math.Tanh(float64(d))) * softcap
+		}
+		scores[j] = d
+		mx = max(mx, d)
+	}
+	for j := expSub16(e[j0:L], scores[j0:L], mx) + j0; j < L; j++ {
+		e[j] = blockquant.ExpGGML(scores[j] - mx)
+	}
+	clear(e[:j0])
+	sum := 0.0
+	var t [16]float32
+	for g := 0; g < L; g += 16 {
+		clear(t[:])
+		copy(t[:], e[g:min(g+16, L)])
+		sum += float64(reduce16(&t))
+	}
+	inv := float32(1 / sum)
+	for j := j0; j < L; j++ {
+		e[j] *= inv
+		if half {
+			e[j] = f16Round(e[j])
+		}
+	}
+	// the values by dimension (vals: V transposed, keys padded with
+	// zeros to whole lanes), the weights padded likewise, added as
+	// dotGGML or dot16 add
+	w := vals.w[:vals.lp]
+	clear(w)
+	copy(w[j0:L], e[j0:L])
+	for d := range o {
+		row := vals.vt[d*vals.lp : (d+1)*vals.lp]
+		if oneRow {
+			o[d] = dotGGML(row, w)
+		} else {
+			o[d] = dot16(row, w)
+		}
+	}
+}
+
+// ggmlValues are the values of one key/value head transposed for
+// attendRowGGML: vt [H][lp] holds value dimension d of key j at d·lp+j,
+// lp the keys rounded up to 16 (a prompt: tinyBLAS's lanes) or 64 (one
+// row: ggml_vec_dot_f32's four accumulators, llama.cpp's cache being
+// that long), zeros past the keys; w is the weights' scratch.
+type ggmlValues struct {
+	vt, w []float32
+	lp    int
+}
+
+// set transposes the L rows of V (H values each) into g.
+func (g *ggmlValues) set(V []float32, H, L int, oneRow bool) {
+	g.lp = (L + 15) &^ 15
+	if oneRow {
+		g.lp = (L + 63) &^ 63
+	}
+	g.vt, g.w = grow(g.vt, H*g.lp), grow(g.w, g.lp)
+	clear(g.vt)
+	for j := 0; j < L; j++ {
+		for d, v := range V[j*H : j*H+H] {
+			g.vt[d*g.lp+j] = v
+		}
+	}
+}
+
+// scoreScale is attendRowGGML's scale: the node's for
+// contrib.GGMLAttentionAttr 1 (the scores scaled), none for 2 (the
+// queries were).
+func scoreScale(mode int64, scale float32) float32 {
+	if mode == 1 {
+		return scale
+	}
+	return 0
+}
