@@ -15,13 +15,15 @@ import (
 // null content) renders here as there: as an error, not as a prompt the
 // model was never trained on. The expressions of {{ }}, if, elif, set and
 // for are parsed with Jinja2's grammar and their +, ~, in and not in
-// rewritten to calls of Python's semantics; the rest of the text is kept
+// rewritten to calls of Python's semantics, as are subscripts x[k] (the
+// engine takes 'abc'['k'] for 'abc'[0]); the rest of the text is kept
 // byte for byte. An expression that does not parse is left as it is.
 
 const (
 	addName    = pyPrefix + "add"
 	concatName = pyPrefix + "concat"
 	inName     = pyPrefix + "in"
+	itemName   = pyPrefix + "getitem"
 	iterName   = pyPrefix + "iter"
 )
 
@@ -94,7 +96,7 @@ func lexExpr(s string) ([]exprTok, bool) {
 type exprNode struct {
 	start, end int
 	kids       []*exprNode
-	op         string // "+", "~", "in", "not in" when rewritten
+	op         string // "+", "~", "in", "not in", "[]" (x[k], no slice) when rewritten
 }
 
 type exprParser struct {
@@ -394,19 +396,25 @@ func (p *exprParser) postfix(n *exprNode) *exprNode {
 		case p.is("["):
 			p.next()
 			kids := []*exprNode{n}
+			slice := false
 			for !p.is("]") && !p.bad {
 				if p.is(":") {
 					p.next()
+					slice = true
 					continue
 				}
 				kids = append(kids, p.condexpr())
 				if p.is(",") {
 					p.next()
+					slice = true // a tuple key: no template has one
 				}
 			}
 			e := p.peek()
 			p.expect("]")
 			n = &exprNode{start: n.start, end: e.end, kids: kids}
+			if !slice && len(kids) == 2 {
+				n.op = "[]"
+			}
 		case p.is("("):
 			n = p.call(n)
 		default:
@@ -513,6 +521,13 @@ func (n *exprNode) emit(src string, sb *strings.Builder) {
 		return
 	}
 	switch n.op {
+	case "[]":
+		sb.WriteString(itemName + "(")
+		n.kids[0].emit(src, sb)
+		sb.WriteString(", ")
+		n.kids[1].emit(src, sb)
+		sb.WriteString(")")
+		return
 	case "+", "~", "in", "not in":
 		name := map[string]string{"+": addName, "~": concatName, "in": inName, "not in": inName}[n.op]
 		if n.op == "not in" {
@@ -778,6 +793,67 @@ func pyConcat(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error)
 	}
 	b, err := pyStr(args[1])
 	return jinja.NewString(a + b), err
+}
+
+// pyGetitem is Jinja2's x[k] (Environment.getitem): a string indexed by
+// an int (a bool is one) gives that character, a list by an int that
+// item, a dict by a key its value; any other subscript, and an index out
+// of range or a missing key, gives Undefined, which raises only where it
+// is used (+, iterating, ...). Subscripting Undefined raises, as
+// Jinja2's Undefined does. (Jinja2 also falls back to an attribute of
+// that name, d['items'] being the method where d has no such key; no
+// template relies on it.)
+func pyGetitem(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), errors.New("getitem takes two values")
+	}
+	x, k := args[0], args[1]
+	index := func(n int) (int, bool) {
+		var i int64
+		switch {
+		case k.IsInt():
+			i = k.AsInt()
+		case k.IsBool():
+			if k.AsBool() {
+				i = 1
+			}
+		default:
+			return 0, false
+		}
+		if i < 0 {
+			i += int64(n)
+		}
+		return int(i), i >= 0 && i < int64(n)
+	}
+	switch {
+	case x.IsUndefined():
+		return jinja.Undefined(), fmt.Errorf("UndefinedError: an undefined value subscripted with %s", pyTypeName(k))
+	case x.IsString():
+		r := []rune(x.AsString())
+		if i, ok := index(len(r)); ok {
+			return jinja.NewString(string(r[i])), nil
+		}
+	case x.IsList():
+		l := x.AsList()
+		if i, ok := index(l.Len()); ok {
+			return l.Get(i), nil
+		}
+	case x.IsDict():
+		// the engine keeps a dict's keys as strings ({1: 'a'} included)
+		var key string
+		switch {
+		case k.IsString():
+			key = k.AsString()
+		case k.IsInt():
+			key = fmt.Sprint(k.AsInt())
+		default:
+			return jinja.Undefined(), nil
+		}
+		if v, ok := x.AsDict().Get(key); ok {
+			return v, nil
+		}
+	}
+	return jinja.Undefined(), nil
 }
 
 // pyIn is Python's a in b.

@@ -52,6 +52,44 @@ func TestPythonSemantics(t *testing.T) {
 	}
 }
 
+// TestSubscriptSemantics: x[k] is Jinja2's getitem (each result below
+// is Jinja2 3.1's, rendered with testdata/chat/render.py): a string takes
+// int indices only (the engine alone took 'hello'['text'] for 'hello'[0]),
+// a list ints, a dict keys; anything else is Undefined, which raises
+// only where it is used; subscripting Undefined raises. Slices keep the
+// engine's (Python's) semantics.
+func TestSubscriptSemantics(t *testing.T) {
+	for _, c := range []struct{ src, vars, want, err string }{
+		{"{{ 'hello'['text'] is defined }}|{{ 'hello'[1] }}|{{ 'hello'[-1] }}|{{ 'héllo'[1] }}|{{ 'ab'[true] }}|{{ 'ab'[5] is defined }}|{{ 'ab'[-3] is defined }}",
+			`{}`, "False|e|o|é|b|False|False", ""},
+		{"{{ [1, 2]['a'] is defined }}|{{ [1, 2][-1] }}|{{ [1, 2][2] is defined }}|{{ [1, 2][1.0] is defined }}|{{ [[0, 'x']][0][1] }}",
+			`{}`, "False|2|False|False|x", ""},
+		{"{{ d['a'] }}|{{ d['z'] is defined }}|{{ d[0] is defined }}|{{ {1: 'x'}[1] }}|{{ n['a'] is defined }}|{{ 1['a'] is defined }}",
+			`{"d": {"a": 1}, "n": null}`, "1|False|False|x|False|False", ""},
+		{"{% for c in 'ab'['k'] %}x{% endfor %}|{{ 'hello'['text'] | trim }}|{{ 'hello'['text'] }}|{{ m[0]['content'][0]['text'] }}",
+			`{"m": [{"content": "hi"}]}`, "|||", ""},
+		{"{{ 'ab'['k'] | length }}", `{}`, "0", ""},
+		{"{% set y = xs[1:] + [xs[-1]] %}{{ y }}|{{ xs[::-1][0] }}", `{"xs": [1, 2, 3]}`, "[2, 3, 3]|3", ""},
+		// Gemma 3 1B's older template on plain-string content
+		{"{{ m[0]['content'][0]['text'] + '!' }}", `{"m": [{"content": "hi"}]}`, "", "UndefinedError"},
+		{"{{ 'hello'['text'] + 'x' }}", `{}`, "", "UndefinedError"},
+		{"{{ y['a'] }}", `{}`, "", "UndefinedError"},
+	} {
+		ct, err := ParseChatTemplate(c.src)
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		got, err := ct.RenderJSON([]byte(c.vars))
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: got %q, %v; want an error with %q", c.src, got, err, c.err)
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("%q: got %q, %v; want %q", c.src, got, err, c.want)
+		}
+	}
+}
+
 // TestRewriteKeepsText: an expression the rewriting does not touch, or
 // cannot parse, keeps its bytes.
 func TestRewriteKeepsText(t *testing.T) {
@@ -62,7 +100,9 @@ func TestRewriteKeepsText(t *testing.T) {
 		{"{{- a + b -}}", "{{- ( " + addName + "(a, b) )|" + printName + " -}}"},
 		{"{% for x in xs if x not in y %}", "{% for x in " + iterName + "((xs)) if (not " + inName + "(x, y)) %}"},
 		{"{% for k, v in d.items() recursive %}", "{% for k, v in " + iterName + "((" + pyPrefix + "m_items(d))) recursive %}"},
-		{"{% set ns.s = ns.s ~ m['c'] | trim %}", "{% set ns.s = " + concatName + "(ns.s, m['c'] | " + pyPrefix + "trim) %}"},
+		{"{% set ns.s = ns.s ~ m['c'] | trim %}", "{% set ns.s = " + concatName + "(ns.s, " + itemName + "(m, 'c') | " + pyPrefix + "trim) %}"},
+		{"{% set y = xs[1:] %}{% set z = xs[::-1] %}", "{% set y = xs[1:] %}{% set z = xs[::-1] %}"},
+		{"{% if m[0]['content'] %}", "{% if " + itemName + "(" + itemName + "(m, 0), 'content') %}"},
 	} {
 		if got := rewriteTemplate(c.in); got != c.want {
 			t.Errorf("%q:\n got %q\nwant %q", c.in, got, c.want)

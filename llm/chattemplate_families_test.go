@@ -46,6 +46,9 @@ var familyTemplates = []struct {
 	{"Qwen2.5-0.5B-Instruct", "library/qwen2.5:0.5b", 2509, "d5495a1e5db0611132a97e46a65dbb64a642a499421228b9c8b93229097fa9a4", "", "<|im_end|>"},
 	{"Qwen3", "library/qwen3:0.6b", 4116, "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5", "", "<|im_end|>"},
 	{"Gemma-3-it", "library/gemma3:270m", 1532, "7de1c58e208eda46e9c7f86397df37ec49883aeece39fb961e0a6b24088dd3c4", "<bos>", "<eos>"},
+	// Gemma 3 1B's older template: it subscripts plain-string content
+	// with ['text'], which Jinja2 makes Undefined (an error where used)
+	{"Gemma-3-1b-it (older)", "library/gemma3:1b", 1375, "5437d0ad30bb8db69f45cd62c6e02d4269ee617ec9637c9650f8f04051bd9dbc", "<bos>", "<eos>"},
 	{"Phi-4-mini-instruct", "library/phi4-mini:3.8b", 423, "febf589225c9728ab791f52e8897d7607a823d45368f0a4c92fa68997b40cce9", "<|endoftext|>", "<|endoftext|>"},
 	{"SmolLM2-Instruct", "library/smollm2:135m", 368, "872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788", "<|im_start|>", "<|im_end|>"},
 }

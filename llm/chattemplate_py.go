@@ -209,6 +209,7 @@ func pyGlobals(data map[string]jinja.Value) {
 	data[addName] = jinja.NewCallable("add", pyAdd)
 	data[concatName] = jinja.NewCallable("concat", pyConcat)
 	data[inName] = jinja.NewCallable("in", pyIn)
+	data[itemName] = jinja.NewCallable("getitem", pyGetitem)
 	for name := range dictMethods {
 		data[pyPrefix+"m_"+name] = jinja.NewCallable(name, dictMethod(name))
 	}

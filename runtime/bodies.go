@@ -93,6 +93,9 @@ func visibleConsts(outer map[string]*graph.Tensor, g *graph.Graph) map[string]*g
 	for k, v := range g.Initializers {
 		c[k] = v
 	}
+	for _, in := range g.Inputs {
+		delete(c, in.Name) // an input's default is no constant (nor is an outer name it shadows)
+	}
 	for _, n := range g.Nodes {
 		if n.OpType == "Constant" && n.Domain == "" && len(n.Outputs) == 1 {
 			if t, err := shapeops.ConstantValue(n); err == nil {

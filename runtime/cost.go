@@ -216,13 +216,19 @@ func representativeTypes(ir *graph.Model, bounds map[string][]hal.DimRange) map[
 	for _, vi := range g.ValueInfo {
 		types[vi.Name] = vi.Type
 	}
+	isInput := make(map[string]bool, len(g.Inputs))
+	for _, vi := range g.Inputs {
+		isInput[vi.Name] = true
+	}
 	for name, t := range g.Initializers {
 		types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
-		consts[name] = t
+		if !isInput[name] { // an input's default is no constant: runs may feed another value
+			consts[name] = t
+		}
 	}
 	for _, vi := range g.Inputs {
 		if _, isInit := g.Initializers[vi.Name]; isInit {
-			continue
+			continue // its default's shape is representative
 		}
 		t := vi.Type
 		if t.Shape != nil {

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"slices"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
 	shapeops "github.com/switchyard-hal/switchyard/core/ops/shape"
@@ -33,6 +35,14 @@ func InferTypes(ir *graph.Model) (map[string]graph.ValueType, []InferenceIssue) 
 		types[vi.Name] = vi.Type
 	}
 	for name, t := range g.Initializers {
+		if vt, isIn := types[name]; isIn && slices.ContainsFunc(g.Inputs, func(v graph.ValueInfo) bool { return v.Name == name }) {
+			// an input's default: the caller may feed another value, of
+			// the declared type
+			if vt.DType == graph.Undefined {
+				types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
+			}
+			continue
+		}
 		types[name] = graph.ValueType{Kind: "tensor", DType: t.DType, Shape: graph.StaticShape(t.Shape...)}
 		consts[name] = t
 	}

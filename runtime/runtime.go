@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -324,6 +325,7 @@ func Prepare(ctx context.Context, ir *graph.Model, opts *Options) (*Model, error
 	if err := ir.Validate(); err != nil {
 		return nil, err
 	}
+	ir = constantInitializerInputs(ir)
 	// fold constants and drop dead nodes before placement, so backends see
 	// weights as constants and are never handed dead partitions
 	// (Shape and Size of values of static inferred shape are constants too)
@@ -359,11 +361,9 @@ func (m *Model) prepare(ctx context.Context, opts *Options) error {
 		return err
 	}
 	g := ir.Graph
-	for _, in := range g.Inputs {
-		if _, isInit := g.Initializers[in.Name]; !isInit {
-			m.inputs = append(m.inputs, in)
-		}
-	}
+	// an input with an initializer is an input with a default value (ONNX
+	// IR >= 4; constantInitializerInputs made older models' constants)
+	m.inputs = append(m.inputs, g.Inputs...)
 	m.outputs = append(m.outputs, g.Outputs...)
 	for i, o := range m.outputs {
 		if o.Type.DType == graph.Undefined {
@@ -516,8 +516,41 @@ func sortedKeys(m map[string]bool) []string {
 func (m *Model) IR() *graph.Model { return m.ir }
 
 // Inputs lists the inputs a caller must (or, with an initializer default,
-// may) provide.
+// may) provide; HasDefault says which have a default.
 func (m *Model) Inputs() []graph.ValueInfo { return append([]graph.ValueInfo{}, m.inputs...) }
+
+// HasDefault reports whether input name has a default value (an
+// initializer of the same name): a run may omit it, and one that feeds it
+// overrides the default.
+func (m *Model) HasDefault(name string) bool {
+	_, ok := m.ir.Graph.Initializers[name]
+	return ok && slices.ContainsFunc(m.inputs, func(v graph.ValueInfo) bool { return v.Name == name })
+}
+
+// constantInitializerInputs returns ir with the graph inputs that have an
+// initializer removed from its inputs when ir's IR version is 1 to 3:
+// those versions list every weight among the inputs, and an initializer
+// there is the weight, not an overridable default (ONNX Runtime reads them
+// so too). From IR version 4 (and for models built in Go, version 0) such
+// an input keeps its initializer as its default value.
+func constantInitializerInputs(ir *graph.Model) *graph.Model {
+	g := ir.Graph
+	if ir.IRVersion <= 0 || ir.IRVersion >= 4 {
+		return ir
+	}
+	var ins []graph.ValueInfo
+	for _, in := range g.Inputs {
+		if _, isInit := g.Initializers[in.Name]; !isInit {
+			ins = append(ins, in)
+		}
+	}
+	if len(ins) == len(g.Inputs) {
+		return ir
+	}
+	cg, cm := *g, *ir
+	cg.Inputs, cm.Graph = ins, &cg
+	return &cm
+}
 
 // Outputs lists the model outputs in order.
 func (m *Model) Outputs() []graph.ValueInfo { return append([]graph.ValueInfo{}, m.outputs...) }

@@ -59,7 +59,15 @@ func inspectCmd() *cobra.Command {
 			types, issues := runtime.InferTypes(ir)
 			fmt.Println("inputs:")
 			for _, in := range g.Inputs {
-				if _, ok := g.Initializers[in.Name]; ok {
+				if d, ok := g.Initializers[in.Name]; ok {
+					if ir.IRVersion > 0 && ir.IRVersion < 4 {
+						continue // a weight (IR versions 1-3 list them as inputs)
+					}
+					def := fmt.Sprintf("%v%v", d.DType, d.Shape)
+					if n, err := graph.NumElements(d.Shape); err == nil && n <= 8 && d.Data != nil {
+						def = fmt.Sprint(d.Data)
+					}
+					fmt.Printf("  %s: %v (optional, default %s)\n", in.Name, in.Type, def)
 					continue
 				}
 				fmt.Printf("  %s: %v\n", in.Name, in.Type)

@@ -70,11 +70,11 @@ func Compile(g *graph.Graph, opts Options) (*Program, error) {
 	m := &Program{g: g, opsets: graph.Model{Opsets: opts.Opsets}, overrides: opts.Kernels, noFold: opts.NoFold, mainDone: opts.MainSimplified,
 		subplans: map[*graph.Graph]*plan{}, arenas: map[string]*arenaCache{}, budget: opts.Budget, limit: opts.MaxTensorBytes,
 		types: opts.Types, moves: map[*graph.Node]kernels.Func{}}
+	// every graph input may be fed; one with an initializer has a
+	// default (ONNX IR >= 4), used when the caller omits it
 	for i, in := range g.Inputs {
-		if _, isInit := g.Initializers[in.Name]; !isInit {
-			m.inputs = append(m.inputs, in)
-			m.inputPos = append(m.inputPos, i)
-		}
+		m.inputs = append(m.inputs, in)
+		m.inputPos = append(m.inputPos, i)
 	}
 	var err error
 	if m.main, err = m.compile(g, nil); err != nil {
@@ -96,7 +96,8 @@ func (m *Program) Opsets() []graph.Opset { return append([]graph.Opset{}, m.opse
 // Graph returns the compiled graph.
 func (m *Program) Graph() *graph.Graph { return m.g }
 
-// Inputs lists the graph inputs that are not initializers.
+// Inputs lists the graph inputs, those with an initializer default
+// (which a run may omit) included.
 func (m *Program) Inputs() []graph.ValueInfo { return m.inputs }
 
 // plan is a graph prepared for execution: nodes in order, the schema of

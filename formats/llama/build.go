@@ -166,8 +166,10 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	}
 	// (last) logits_rows asks for the logits of the last N positions only
 	// (0: every position): a prompt's prefill needs one row, and the
-	// classifier over every position was a third of it
+	// classifier over every position was a third of it. Its initializer
+	// is its default (every position): a caller may leave it out
 	g.Inputs = append(g.Inputs, graph.ValueInfo{Name: LogitsRowsInput, Type: graph.ValueType{Kind: "tensor", DType: graph.Int64, Shape: graph.Shape{{Value: 1}}}})
+	b.i64(LogitsRowsInput, 0)
 
 	// Token embedding: rows of a table in ggml's block layout dequantized
 	// as they are looked up (BlockQuantGather: the table stays the file's
@@ -291,7 +293,8 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 }
 
 // LogitsRowsInput is the decoder graph's int64 [1] input: how many of
-// the last positions get logits (0, or more than the step's: all).
+// the last positions get logits (0, or more than the step's: all). It is
+// optional: its initializer gives the default, 0 (all).
 const LogitsRowsInput = "logits_rows"
 
 // PastLengthInput is the SharedCache graph's int32 [1] input: the
