@@ -115,7 +115,7 @@ type gemmOp struct {
 	m, n, k int
 	a       []float32 // m rows of k floats, lda apart; or packed by packA when apacked
 	lda     int
-	apacked bool // a is packed for the kernel's mr (packA; the kernel has packedA)
+	apacked bool      // a is packed for the kernel's mr (packA; the kernel has packedA)
 	b       []float32 // packed for the kernel's nr (packedLen(k, n, nr)), or row-major when ldb > 0
 	ldb     int       // 0: b is packed; else b is k rows of n floats, ldb apart, read in place
 	c       []float32 // m rows of n floats, ldc apart
