@@ -72,6 +72,12 @@ type convPlan struct {
 	dwW    [2][]float32
 
 	// the weights a tap at a time (tapWeights)
+	// the weights packed for the micro-kernel's packedA (packA, each
+	// group's rows as whole tiles, gstride floats a group), constant
+	// weights only, packed once on first use
+	paOnce  sync.Once
+	pw      []float32
+	gstride int
 	tapOnce sync.Once
 	wTap    []float32
 }
@@ -270,6 +276,12 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 		return y, nil
 	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	// A: the weights, group gi's rows at wa[gi·gs:], packed where they
+	// are constant and the kernel reads packed A
+	wa, gs, apk := p.w, per*kk, false
+	if pw, st := p.wPackedA(kern, per, kk); pw != nil {
+		wa, gs, apk = pw, st, true
+	}
 	if pointwise && inPlaceB && (kk <= 32 || kk*hw <= 64<<10) {
 		// a 1×1 convolution's B is the input itself (cin rows of hw):
 		// the micro-kernel reads its panels in place, nothing is packed.
@@ -279,7 +291,7 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 		// per panel are more than the prefetchers follow)
 		for b := 0; b < batch; b++ {
 			for gi := 0; gi < p.group; gi++ {
-				gemm(kern, bc.pool, &gemmOp{m: per, n: ohw, k: kk, a: p.w[gi*per*kk:], lda: kk,
+				gemm(kern, bc.pool, &gemmOp{m: per, n: ohw, k: kk, a: wa[gi*gs:], lda: kk, apacked: apk,
 					b: X[(b*p.cin+gi*cg)*hw:], ldb: hw, c: Y[(b*p.cout+gi*per)*ohw:], ldc: ohw,
 					bias: p.bias[gi*p.biasStride:], biasMode: initRowBias, clamp: p.clamp, lo: p.lo, hi: p.hi})
 			}
@@ -386,7 +398,7 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 					}
 				})
 				j0 := c0 * kern.nr
-				op := gemmOp{m: per, n: min(c1*kern.nr, ncols) - j0, k: kk, a: p.w[gi*per*kk:], lda: kk, b: packed,
+				op := gemmOp{m: per, n: min(c1*kern.nr, ncols) - j0, k: kk, a: wa[gi*gs:], lda: kk, apacked: apk, b: packed,
 					c: Y[(b*p.cout+gi*per)*ohw+j0:], ldc: ohw, bias: p.bias[gi*p.biasStride:], biasMode: initRowBias,
 					clamp: p.clamp, lo: p.lo, hi: p.hi}
 				if wide {
@@ -405,6 +417,30 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	}
 	return y, nil
 }
+
+// wPackedA returns the constant weights packed for kern's packedA
+// kernels (per rows of kk a group, each group's rows as whole tiles) and
+// the floats between groups there; nil where the weights are not
+// constant or the kernel reads A in place only. Packed once: the kernel
+// then reads one sequential stream of A (mr floats a step of k) instead
+// of mr rows kk floats apart.
+func (p *convPlan) wPackedA(kern *microKernel, per, kk int) ([]float32, int) {
+	if !p.constW || kern.packedA == nil || !usePackedA {
+		return nil, 0
+	}
+	p.paOnce.Do(func() {
+		p.gstride = packedALen(per, kk, kern.mr)
+		p.pw = make([]float32, p.gstride*p.group)
+		for gi := 0; gi < p.group; gi++ {
+			packA(p.pw[gi*p.gstride:], p.w[gi*per*kk:], per, kk, kk, kern.mr)
+		}
+	})
+	return p.pw, p.gstride
+}
+
+// usePackedA: constant convolution weights are packed for the packedA
+// kernels (a variable: benchmarks compare both).
+var usePackedA = true
 
 // inPlaceB: 1×1 convolutions (and tapped ones) read their input as B in
 // place (a variable: tests and benchmarks run both paths).

@@ -82,11 +82,40 @@ func copyRows(dst, src []float32, k, nr, ldb int) {
 	}
 }
 
+// packedALen is the length of A (m×k) packed for mr: whole tiles of mr
+// rows.
+func packedALen(m, k, mr int) int { return (m + mr - 1) / mr * mr * k }
+
+// packA packs A (m×k, rows lda apart) into dst (packedALen) for a
+// kernel's packedA: tile t (rows t·mr to t·mr+mr) at t·mr·k, its k-th
+// column as mr consecutive floats (rows past m zero). A block of kc
+// columns from pc on is then the tile's floats from pc·mr on, one
+// sequential stream, whatever kc.
+func packA(dst, src []float32, m, k, lda, mr int) {
+	for t := 0; t*mr < m; t++ {
+		tile := dst[t*mr*k : (t+1)*mr*k]
+		for i := 0; i < mr; i++ {
+			r := t*mr + i
+			if r >= m {
+				for kk := 0; kk < k; kk++ {
+					tile[kk*mr+i] = 0
+				}
+				continue
+			}
+			row := src[r*lda : r*lda+k]
+			for kk, v := range row {
+				tile[kk*mr+i] = v
+			}
+		}
+	}
+}
+
 // gemmOp is one GEMM call.
 type gemmOp struct {
 	m, n, k int
-	a       []float32 // m rows of k floats, lda apart
+	a       []float32 // m rows of k floats, lda apart; or packed by packA when apacked
 	lda     int
+	apacked bool      // a is packed for the kernel's mr (packA; the kernel has packedA)
 	b       []float32 // packed for the kernel's nr (packedLen(k, n, nr)), or row-major when ldb > 0
 	ldb     int       // 0: b is packed; else b is k rows of n floats, ldb apart, read in place
 	c       []float32 // m rows of n floats, ldc apart
@@ -179,6 +208,10 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 			ie := min(ic+kern.mc, r1)
 			// rows of a partial last tile, copied with zero rows below
 			// (unless a kernel of that many rows reads them in place)
+			if g.apacked {
+				gemmPackedA(kern, g, pc, kc, flags, ic, ie, p0, p1, tile, bpad)
+				continue
+			}
 			full := ie - (ie-ic)%mr
 			var tail kernelFn
 			if full < ie && ie-full < len(kern.tails) {
@@ -239,6 +272,53 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 						copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
 					}
 				}
+			}
+		}
+	}
+}
+
+// gemmPackedA computes rows [ic, ie) (ic a whole number of tiles) and
+// panels [p0, p1) of C over columns [pc, pc+kc) of A, A packed (packA):
+// every tile, the last partial one too, read in place by the packedA
+// kernel of its height.
+func gemmPackedA(kern *microKernel, g *gemmOp, pc, kc, flags, ic, ie, p0, p1 int, tile, bpad []float32) {
+	mr, nr, k := kern.mr, kern.nr, g.k
+	for jp := p0; jp < p1; jp++ {
+		j0 := jp * nr
+		w := min(nr, g.n-j0)
+		var bp *float32
+		ldb := nr
+		switch {
+		case kc == 0:
+		case g.ldb == 0:
+			bp = &g.b[jp*k*nr+pc*nr]
+		case w == nr:
+			bp, ldb = &g.b[pc*g.ldb+j0], g.ldb
+		default:
+			for kk := 0; kk < kc; kk++ {
+				row := bpad[kk*nr : kk*nr+nr]
+				copy(row[:w], g.b[(pc+kk)*g.ldb+j0:(pc+kk)*g.ldb+j0+w])
+				clear(row[w:])
+			}
+			bp = &bpad[0]
+		}
+		for i0 := ic; i0 < ie; i0 += mr {
+			h := min(mr, ie-i0)
+			fn := kern.packedA[h]
+			ap := aptr(g.a, i0*k+pc*mr)
+			bias := biasPtr(g, i0, j0)
+			if w == nr {
+				fn(kc, ap, mr, bp, ldb, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
+				continue
+			}
+			if flags&3 == initC {
+				for i := 0; i < h; i++ {
+					copy(tile[i*nr:i*nr+w], g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w])
+				}
+			}
+			fn(kc, ap, mr, bp, ldb, &tile[0], nr, bias, flags, g.lo, g.hi)
+			for i := 0; i < h; i++ {
+				copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
 			}
 		}
 	}

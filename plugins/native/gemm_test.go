@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -58,22 +61,40 @@ func TestGemmKernels(t *testing.T) {
 			a, b := randSlice(rng, m*k), randSlice(rng, k*n)
 			packed := make([]float32, packedLen(k, n, kern.nr))
 			packB(packed, b, k, n, kern.nr, n, 1)
+			var pa []float32 // A packed (packA), for the packedA kernels
+			if kern.packedA != nil {
+				pa = make([]float32, packedALen(m, k, kern.mr))
+				packA(pa, a, m, k, k, kern.mr)
+			}
 			for mode := 0; mode < 4; mode++ {
 				if mode == initC {
 					continue
 				}
 				for _, th := range []int{1, 3} {
-					clampOn := mode == initColBias
-					bias := randSlice(rng, max(panelsOf(n, kern.nr)*kern.nr, (m+kern.mr-1)/kern.mr*kern.mr))
-					c := make([]float32, m*n)
-					for i := range c {
-						c[i] = float32(math.NaN()) // every element must be written
-					}
-					gemm(&kern, pools[th], &gemmOp{m: m, n: n, k: k, a: a, lda: k, b: packed, c: c, ldc: n, bias: bias, biasMode: mode, clamp: clampOn, lo: -0.5, hi: 0.75})
-					want := refGemm(m, n, k, a, b, bias, mode, clampOn, -0.5, 0.75)
-					for i := range want {
-						if d := math.Abs(float64(c[i] - want[i])); !(d <= 1e-4*math.Sqrt(float64(k+1))) {
-							t.Fatalf("%s %dx%dx%d mode %d threads %d: c[%d,%d] = %v, want %v", kern.name, m, n, k, mode, th, i/n, i%n, c[i], want[i])
+					for _, apk := range []bool{false, true} {
+						if apk && pa == nil {
+							continue
+						}
+						op := gemmOp{m: m, n: n, k: k, a: a, lda: k, b: packed, ldc: n, clamp: mode == initColBias, lo: -0.5, hi: 0.75}
+						if apk {
+							op.a, op.apacked = pa, true
+							if th == 3 { // B read in place (row-major), as a 1×1 convolution reads it
+								op.b, op.ldb = b, n
+							}
+						}
+						clampOn := mode == initColBias
+						bias := randSlice(rng, max(panelsOf(n, kern.nr)*kern.nr, (m+kern.mr-1)/kern.mr*kern.mr))
+						c := make([]float32, m*n)
+						for i := range c {
+							c[i] = float32(math.NaN()) // every element must be written
+						}
+						op.c, op.bias, op.biasMode = c, bias, mode
+						gemm(&kern, pools[th], &op)
+						want := refGemm(m, n, k, a, b, bias, mode, clampOn, -0.5, 0.75)
+						for i := range want {
+							if d := math.Abs(float64(c[i] - want[i])); !(d <= 1e-4*math.Sqrt(float64(k+1))) {
+								t.Fatalf("%s %dx%dx%d mode %d threads %d packed A %v: c[%d,%d] = %v, want %v", kern.name, m, n, k, mode, th, apk, i/n, i%n, c[i], want[i])
+							}
 						}
 					}
 				}
@@ -274,7 +295,7 @@ func TestMaxPool2x2(t *testing.T) {
 // 512³ on the best micro-kernel at 1 thread, in GFLOP/s.
 func BenchmarkGemmShapes(b *testing.B) {
 	kern := bestKernel()
-	for _, s := range [][3]int{{512, 512, 512}, {240, 960, 240}, {480, 240, 480}, {64, 3840, 32}} {
+	for _, s := range gemmShapes() {
 		for _, sets := range []int{1, 32} { // 32: operands cycled, out of cache
 			m, n, k := s[0], s[1], s[2]
 			b.Run(fmt.Sprintf("%dx%dx%d/sets=%d", m, n, k, sets), func(b *testing.B) {
@@ -285,14 +306,24 @@ func BenchmarkGemmShapes(b *testing.B) {
 					packed := make([]float32, packedLen(k, n, kern.nr))
 					packB(packed, w, k, n, kern.nr, n, 1)
 					bias := make([]float32, (m+kern.mr-1)/kern.mr*kern.mr)
-					gs = append(gs, &gemmOp{m: m, n: n, k: k, a: a, lda: k, b: packed, c: make([]float32, m*n), ldc: n, bias: bias, biasMode: initRowBias})
+					g := &gemmOp{m: m, n: n, k: k, a: a, lda: k, b: packed, c: make([]float32, m*n), ldc: n, bias: bias, biasMode: initRowBias}
+					if os.Getenv("GEMM_PACKA") == "1" && kern.packedA != nil {
+						g.a, g.apacked = make([]float32, packedALen(m, k, kern.mr)), true
+						packA(g.a, a, m, k, k, kern.mr)
+					}
+					gs = append(gs, g)
 				}
 				i := 0
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0 := threadCPU()
 				for b.Loop() {
 					gemm(&kern, nil, gs[i%sets])
 					i++
 				}
-				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				cpu := float64(threadCPU() - c0)
+				b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/cpu, "cpu-GFLOP/s")
 			})
 		}
 	}
@@ -355,4 +386,21 @@ func TestChainKernel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gemmShapes are BenchmarkGemmShapes' m×n×k; GEMM_SHAPES (m×n×k,...)
+// replaces them.
+func gemmShapes() [][3]int {
+	s := os.Getenv("GEMM_SHAPES")
+	if s == "" {
+		return [][3]int{{512, 512, 512}, {240, 960, 240}, {480, 240, 480}, {64, 3840, 32}, {256, 1089, 512}}
+	}
+	var out [][3]int
+	for _, f := range strings.Split(s, ",") {
+		var m, n, k int
+		if _, err := fmt.Sscanf(f, "%dx%dx%d", &m, &n, &k); err == nil {
+			out = append(out, [3]int{m, n, k})
+		}
+	}
+	return out
 }

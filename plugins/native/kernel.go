@@ -22,6 +22,10 @@ type microKernel struct {
 	// tails[h], where not nil, is the kernel of h < mr rows (same nr,
 	// same contract): a GEMM's last, partial row tile, computed in place
 	tails []kernelFn
+	// packedA[h], where the kernel has them (h from 1 to mr), is the
+	// kernel of h rows reading A packed by packA (lda unused): the
+	// weights of a convolution, packed once when its plan is made
+	packedA []kernelFn
 }
 
 // kernelFn is a micro-kernel's function (microKernel).

@@ -14,7 +14,10 @@ func archKernels() []microKernel {
 		ks = append(ks, microKernel{name: "avx512x14x32", mr: 14, nr: 32, kc: 256, mc: 112, fn: gemmAVX512x14x32,
 			tails: []kernelFn{nil, gemmAVX512x1x32, gemmAVX512x2x32, gemmAVX512x3x32, gemmAVX512x4x32, gemmAVX512x5x32,
 				gemmAVX512x6x32, gemmAVX512x7x32, gemmAVX512x8x32, gemmAVX512x9x32, gemmAVX512x10x32, gemmAVX512x11x32,
-				gemmAVX512x12x32, gemmAVX512x13x32}})
+				gemmAVX512x12x32, gemmAVX512x13x32},
+			packedA: []kernelFn{nil, gemmAVX512x1x32PA, gemmAVX512x2x32PA, gemmAVX512x3x32PA, gemmAVX512x4x32PA,
+				gemmAVX512x5x32PA, gemmAVX512x6x32PA, gemmAVX512x7x32PA, gemmAVX512x8x32PA, gemmAVX512x9x32PA,
+				gemmAVX512x10x32PA, gemmAVX512x11x32PA, gemmAVX512x12x32PA, gemmAVX512x13x32PA, gemmAVX512x14x32PA}})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		ks = append(ks, microKernel{name: "avx2x6x16", mr: 6, nr: 16, kc: 256, mc: 72, fn: gemmAVX2x6x16,

@@ -46,6 +46,11 @@ func main() {
 	for h := 1; h < 14; h++ {
 		gemm(fmt.Sprintf("gemmAVX512x%dx32", h), h, 32, 16, zs[:2*h], []VecPhysical{Z28, Z29}, Z30, Z31, true)
 	}
+	// the same with A packed once (the weights of a convolution): one
+	// sequential stream of A instead of mr rows lda apart
+	for h := 1; h <= 14; h++ {
+		gemm(fmt.Sprintf("gemmAVX512x%dx32PA", h), h, 32, 16, zs[:2*h], []VecPhysical{Z28, Z29}, Z30, Z31, true, 14)
+	}
 	axpy()
 	clampVec()
 	maxPool2x2()
@@ -92,7 +97,14 @@ func main() {
 // major, nr/lanes registers a row), with bs the B loads and t0, t1 two
 // scratch registers. With bcst the A values are broadcast from memory
 // inside the FMA (AVX-512 embedded broadcast).
-func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysical, bcst bool) {
+//
+// With astep > 0, A is packed instead (gemmPacked): the tile's mr values
+// of one k are consecutive, astep floats from the next k's (lda unused).
+func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysical, bcst bool, astep ...int) {
+	step := 0
+	if len(astep) > 0 {
+		step = astep[0]
+	}
 	vpr := nr / lanes // vectors per row
 	if len(acc) != mr*vpr || len(bs) != vpr {
 		panic(fmt.Sprintf("%s: %d accumulators for %d×%d", name, len(acc), mr, nr))
@@ -105,11 +117,20 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	// A's rows are addressed as base + lda·{1,2,4,8}: a few base pointers
 	// (rows), each advancing one float a step
 	a0 := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	SHLQ(U8(2), lda)
 	row := make([]Mem, mr)
 	var bases []Register
-	for i := 0; i < mr; i++ {
+	if step > 0 {
+		bases = append(bases, a0)
+		for i := range row {
+			row[i] = Mem{Base: a0, Disp: 4 * i}
+		}
+	}
+	var lda Register
+	if step == 0 {
+		lda = Load(Param("lda"), GP64())
+		SHLQ(U8(2), lda)
+	}
+	for i := 0; i < mr && step == 0; i++ {
 		if row[i].Base != nil {
 			continue
 		}
@@ -194,8 +215,13 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	}
 	for i := 0; i < mr; i++ {
 		if bcst {
+			// one broadcast a row into a register, alternating two (the
+			// next row's load overlaps this row's FMAs), rather than an
+			// embedded broadcast per FMA: half the loads
+			t := []VecPhysical{t0, t1}[i%2]
+			VBROADCASTSS(row[i], t)
 			for v := 0; v < vpr; v++ {
-				VFMADD231PS_BCST(row[i], bs[v], at(i, v))
+				VFMADD231PS(bs[v], t, at(i, v))
 			}
 		} else {
 			VBROADCASTSS(row[i], t0)
@@ -205,7 +231,11 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 		}
 	}
 	for _, base := range bases {
-		ADDQ(U8(4), base)
+		if step > 0 {
+			ADDQ(U32(4*step), base)
+		} else {
+			ADDQ(U8(4), base)
+		}
 	}
 	ADDQ(ldb, b)
 	DECQ(kc)
