@@ -49,7 +49,8 @@ var (
 // engines not bit-identical — and llama.cpp against itself — part at
 // near-ties: llama.cpp's own F16- and F32-cache argmaxes agree at only
 // 87–97% of these positions. The raw agreement is logged and must stay ≥
-// 90%.
+// 90%, and ≥ 98% at F16 and Q8_0, where our numerics follow llama.cpp's
+// operation for operation (Q8_0 logits are its bits on most models).
 func TestLlamaCppPeerQuantized(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs llama.cpp's quantizer and decoder")
@@ -141,8 +142,15 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 					if !(c.diff <= allow) {
 						t.Errorf("logits differ from llama.cpp's by %.4f, more than llama.cpp's own spread %.4f", c.diff, c.spread)
 					}
-					if c.agree*100 < 98*c.rows || c.raw*100 < 90*c.rows {
-						t.Errorf("argmax agrees at %d of %d positions (%d raw): under 98%% (raw under 90%%)", c.agree, c.rows, c.raw)
+					// issue #27's bar for F16 and Q8_0 is the raw argmax at
+					// ≥ 98% (llama.cpp's numerics reproduced); the other
+					// types keep the near-tie allowance, raw ≥ 90%
+					rawBar := 90
+					if typ == "F16" || typ == "Q8_0" {
+						rawBar = 98
+					}
+					if c.agree*100 < 98*c.rows || c.raw*100 < rawBar*c.rows {
+						t.Errorf("argmax agrees at %d of %d positions (%d raw): under 98%% (raw under %d%%)", c.agree, c.rows, c.raw, rawBar)
 					}
 					// our default float16 cache against llama.cpp's float16
 					// cache without flash attention (its attention over the
@@ -162,8 +170,8 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 					if !(c16.diff <= c16.spread) {
 						t.Errorf("f16 KV cache: logits differ from llama.cpp's by %.4f, more than llama.cpp's own spread %.4f", c16.diff, c16.spread)
 					}
-					if c16.agree*100 < 98*c16.rows || c16.raw*100 < 90*c16.rows {
-						t.Errorf("f16 KV cache: argmax agrees at %d of %d positions (%d raw): under 98%% (raw under 90%%)", c16.agree, c16.rows, c16.raw)
+					if c16.agree*100 < 98*c16.rows || c16.raw*100 < rawBar*c16.rows {
+						t.Errorf("f16 KV cache: argmax agrees at %d of %d positions (%d raw): under 98%% (raw under %d%%)", c16.agree, c16.rows, c16.raw, rawBar)
 					}
 				})
 			}
