@@ -42,6 +42,17 @@ var bqkVNNI = map[ggml.Type]*bqkKernel{
 	ggml.Q5_1: newBQK32mKernel("vnni", bqkQ5_1Dot1VNNI, bqkQ5_1Dot4VNNI),
 }
 
+// bqkZ are the four-row kernels on ZMM (AVX-512 BW + VNNI; z32.go of
+// internal/asmgenbqk) of the types decode reads most (Q4_0, Q5_0, Q8_0):
+// about half the instructions of bqkVNNI's YMM ones a block (Q5_0 also
+// needs AVX-512 BITALG). The family "vnni256"
+// (SWITCHYARD_NATIVE_QKERNEL) keeps the YMM ones.
+var bqkZ = map[ggml.Type]*bqkKernel{
+	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4Z),
+	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4Z),
+	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4Z),
+}
+
 // newBQKKernel wraps the one-row assembly kernel f of K type t (nil: the
 // Go one) and its four-row kernel f4 (nil: none); xs is the sums the
 // kernels take: the 32-value sums (Q4_K, Q5_K) or the 16-value sums
@@ -137,6 +148,10 @@ func newBQK32mKernel(name string, f1, f4 bqkFn32m) *bqkKernel {
 func archBQKKernel(t ggml.Type, f string) *bqkKernel {
 	if f == "generic" || !hasBQKAVX2 {
 		return nil
+	}
+	if k := bqkZ[t]; k != nil && hasBQIVNNI && cpu.X86.HasAVX512BW && useQ512(f) && f != "vnni256" &&
+		(t != ggml.Q5_0 || cpu.X86.HasAVX512BITALG) {
+		return k
 	}
 	if k := bqkVNNI[t]; k != nil && hasBQIVNNI && useQ512(f) && (k.dot4 == nil || t.BlockSize() == 32 || cpu.X86.HasAVX512BW) {
 		return k

@@ -480,6 +480,36 @@ DATA bqk_zidxq6_3<>+48(SB)/8, $0x000f000f000f000f
 DATA bqk_zidxq6_3<>+56(SB)/8, $0x000f000f000f000f
 GLOBL bqk_zidxq6_3<>(SB), RODATA|NOPTR, $64
 
+DATA bqk_z80<>+0(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+8(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+16(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+24(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+32(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+40(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+48(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+56(SB)/8, $0x8080808080808080
+GLOBL bqk_z80<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zqhlo<>+0(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+8(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zqhlo<>+16(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+24(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zqhlo<>+32(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+40(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zqhlo<>+48(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+56(SB)/8, $0x0f0e0d0c0b0a0908
+GLOBL bqk_zqhlo<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zqhhi<>+0(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+8(SB)/8, $0x1f1e1d1c1b1a1918
+DATA bqk_zqhhi<>+16(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+24(SB)/8, $0x1f1e1d1c1b1a1918
+DATA bqk_zqhhi<>+32(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+40(SB)/8, $0x1f1e1d1c1b1a1918
+DATA bqk_zqhhi<>+48(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+56(SB)/8, $0x1f1e1d1c1b1a1918
+GLOBL bqk_zqhhi<>(SB), RODATA|NOPTR, $64
+
 // func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
 TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $0-56
@@ -5182,6 +5212,257 @@ bqkQ5_1Dot1AVX2_done:
 	VHADDPS      X1, X1, X1
 	VADDSS       X2, X1, X1
 	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	VPXORD    Z0, Z0, Z0
+	VXORPS    Z2, Z2, Z2
+	VXORPS    Z3, Z3, Z3
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, R9
+	KMOVW     R9, K1
+	MOVL      $0x00000f00, R9
+	KMOVW     R9, K2
+	MOVL      $0x0000f000, R9
+	KMOVW     R9, K3
+	LEAQ      (CX)(DX*4), R9
+
+bqkQ4_0Dot4Z_block:
+	TESTQ           AX, AX
+	JZ              bqkQ4_0Dot4Z_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	ADDQ            $0x00000048, R9
+	VBROADCASTSS    (SI), Z4
+	VBROADCASTI32X4 (BX), Z5
+	VBROADCASTI32X4 16(BX), Z6
+	VBROADCASTI32X4 (DI), Z7
+	VBROADCASTI32X4 16(DI), Z8
+	VPSLLD          $0x03, Z7, Z7
+	VPSLLD          $0x03, Z8, Z8
+	VPSUBD          Z7, Z0, Z7
+	VPSUBD          Z8, Z0, Z8
+	VMOVDQU         2(CX), X9
+	VINSERTI32X4    $0x01, 2(CX)(DX*1), Z9, Z9
+	VINSERTI32X4    $0x02, 2(CX)(DX*2), Z9, Z9
+	VINSERTI32X4    $0x03, 2(CX)(R8*1), Z9, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z1, Z9, Z9
+	VPANDD          Z1, Z10, Z10
+	VPDPBUSD        Z5, Z9, Z7
+	VPDPBUSD        Z6, Z10, Z8
+	VCVTDQ2PS       Z7, Z7
+	VCVTDQ2PS       Z8, Z8
+	VPBROADCASTW    (CX), Y5
+	VPBROADCASTW    (CX)(DX*1), K1, Y5
+	VPBROADCASTW    (CX)(DX*2), K2, Y5
+	VPBROADCASTW    (CX)(R8*1), K3, Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS          Z4, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMULPS          Z5, Z8, Z8
+	VADDPS          Z7, Z2, Z2
+	VADDPS          Z8, Z3, Z3
+	ADDQ            $0x12, CX
+	ADDQ            $0x20, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x20, DI
+	DECQ            AX
+	JMP             bqkQ4_0Dot4Z_block
+
+bqkQ4_0Dot4Z_done:
+	MOVQ      y+48(FP), AX
+	VADDPS    Z3, Z2, Z0
+	VPERMILPS $0xb1, Z0, Z1
+	VADDPS    Z1, Z0, Z0
+	VPERMILPS $0x4e, Z0, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVDQU64 bqk_didx4<>+0(SB), Z1
+	VPERMD    Z0, Z1, Z0
+	VMOVUPS   X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	VPXORD    Z0, Z0, Z0
+	VXORPS    Z2, Z2, Z2
+	VXORPS    Z3, Z3, Z3
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, R9
+	KMOVW     R9, K1
+	MOVL      $0x00000f00, R9
+	KMOVW     R9, K2
+	MOVL      $0x0000f000, R9
+	KMOVW     R9, K3
+	VMOVDQU64 bqk_z10<>+0(SB), Z4
+	VMOVDQU64 bqk_zqhlo<>+0(SB), Z5
+	VMOVDQU64 bqk_zqhhi<>+0(SB), Z6
+	LEAQ      (CX)(DX*4), R9
+
+bqkQ5_0Dot4Z_block:
+	TESTQ           AX, AX
+	JZ              bqkQ5_0Dot4Z_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	ADDQ            $0x00000058, R9
+	VBROADCASTSS    (SI), Z7
+	VBROADCASTI32X4 (BX), Z8
+	VBROADCASTI32X4 16(BX), Z9
+	VBROADCASTI32X4 (DI), Z10
+	VBROADCASTI32X4 16(DI), Z11
+	VPSLLD          $0x04, Z10, Z10
+	VPSLLD          $0x04, Z11, Z11
+	VPSUBD          Z10, Z0, Z10
+	VPSUBD          Z11, Z0, Z11
+	VMOVDQU         6(CX), X12
+	VINSERTI32X4    $0x01, 6(CX)(DX*1), Z12, Z12
+	VINSERTI32X4    $0x02, 6(CX)(DX*2), Z12, Z12
+	VINSERTI32X4    $0x03, 6(CX)(R8*1), Z12, Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z1, Z12, Z12
+	VPANDD          Z1, Z13, Z13
+	VPBROADCASTD    2(CX), Z14
+	VPBROADCASTD    2(CX)(DX*1), K1, Z14
+	VPBROADCASTD    2(CX)(DX*2), K2, Z14
+	VPBROADCASTD    2(CX)(R8*1), K3, Z14
+	VPSHUFBITQMB    Z5, Z14, K4
+	VPSHUFBITQMB    Z6, Z14, K5
+	VPADDB          Z4, Z12, K4, Z12
+	VPADDB          Z4, Z13, K5, Z13
+	VPDPBUSD        Z8, Z12, Z10
+	VPDPBUSD        Z9, Z13, Z11
+	VCVTDQ2PS       Z10, Z10
+	VCVTDQ2PS       Z11, Z11
+	VPBROADCASTW    (CX), Y8
+	VPBROADCASTW    (CX)(DX*1), K1, Y8
+	VPBROADCASTW    (CX)(DX*2), K2, Y8
+	VPBROADCASTW    (CX)(R8*1), K3, Y8
+	VCVTPH2PS       Y8, Z8
+	VMULPS          Z7, Z8, Z8
+	VMULPS          Z8, Z10, Z10
+	VMULPS          Z8, Z11, Z11
+	VADDPS          Z10, Z2, Z2
+	VADDPS          Z11, Z3, Z3
+	ADDQ            $0x16, CX
+	ADDQ            $0x20, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x20, DI
+	DECQ            AX
+	JMP             bqkQ5_0Dot4Z_block
+
+bqkQ5_0Dot4Z_done:
+	MOVQ      y+48(FP), AX
+	VADDPS    Z3, Z2, Z0
+	VPERMILPS $0xb1, Z0, Z1
+	VADDPS    Z1, Z0, Z0
+	VPERMILPS $0x4e, Z0, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVDQU64 bqk_didx4<>+0(SB), Z1
+	VPERMD    Z0, Z1, Z0
+	VMOVUPS   X0, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $0-56
+	MOVQ      nb+0(FP), AX
+	MOVQ      w+8(FP), CX
+	MOVQ      ldw+16(FP), DX
+	MOVQ      x+24(FP), BX
+	MOVQ      xd+32(FP), SI
+	MOVQ      xs+40(FP), DI
+	LEAQ      (DX)(DX*2), R8
+	VPXORD    Z0, Z0, Z0
+	VXORPS    Z2, Z2, Z2
+	VXORPS    Z3, Z3, Z3
+	VMOVDQU64 bqk_z80<>+0(SB), Z1
+	MOVL      $0x0000ff00, R9
+	KMOVW     R9, K1
+	LEAQ      (CX)(DX*4), R9
+
+bqkQ8_0Dot4Z_block:
+	TESTQ           AX, AX
+	JZ              bqkQ8_0Dot4Z_done
+	PREFETCHT0      (R9)
+	PREFETCHT0      64(R9)
+	PREFETCHT0      128(R9)
+	ADDQ            $0x00000088, R9
+	VBROADCASTSS    (SI), Z4
+	VBROADCASTI64X4 (BX), Z5
+	VBROADCASTI64X4 (DI), Z6
+	VPSLLD          $0x07, Z6, Z6
+	VPSUBD          Z6, Z0, Z6
+	VMOVDQU         2(CX), Y7
+	VINSERTI64X4    $0x01, 2(CX)(DX*1), Z7, Z7
+	VPXORD          Z1, Z7, Z7
+	VMOVDQA64       Z6, Z8
+	VPDPBUSD        Z5, Z7, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPBROADCASTW    (CX), Y7
+	VPBROADCASTW    (CX)(DX*1), K1, Y7
+	VCVTPH2PS       Y7, Z9
+	VMULPS          Z4, Z9, Z9
+	VMULPS          Z9, Z8, Z8
+	VADDPS          Z8, Z2, Z2
+	VMOVDQU         2(CX)(DX*2), Y10
+	VINSERTI64X4    $0x01, 2(CX)(R8*1), Z10, Z10
+	VPXORD          Z1, Z10, Z10
+	VMOVDQA64       Z6, Z6
+	VPDPBUSD        Z5, Z10, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPBROADCASTW    (CX)(DX*2), Y5
+	VPBROADCASTW    (CX)(R8*1), K1, Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS          Z4, Z5, Z5
+	VMULPS          Z5, Z6, Z6
+	VADDPS          Z6, Z3, Z3
+	ADDQ            $0x22, CX
+	ADDQ            $0x20, BX
+	ADDQ            $0x04, SI
+	ADDQ            $0x20, DI
+	DECQ            AX
+	JMP             bqkQ8_0Dot4Z_block
+
+bqkQ8_0Dot4Z_done:
+	MOVQ          y+48(FP), AX
+	VSHUFF32X4    $0xb1, Z2, Z2, Z0
+	VADDPS        Z0, Z2, Z0
+	VPERMILPS     $0xb1, Z0, Z1
+	VADDPS        Z1, Z0, Z0
+	VPERMILPS     $0x4e, Z0, Z1
+	VADDPS        Z1, Z0, Z0
+	VMOVSS        X0, (AX)
+	VEXTRACTF32X4 $0x02, Z0, X0
+	VMOVSS        X0, 4(AX)
+	VSHUFF32X4    $0xb1, Z3, Z3, Z0
+	VADDPS        Z0, Z3, Z0
+	VPERMILPS     $0xb1, Z0, Z1
+	VADDPS        Z1, Z0, Z0
+	VPERMILPS     $0x4e, Z0, Z1
+	VADDPS        Z1, Z0, Z0
+	VMOVSS        X0, 8(AX)
+	VEXTRACTF32X4 $0x02, Z0, X0
+	VMOVSS        X0, 12(AX)
 	VZEROUPPER
 	RET
 

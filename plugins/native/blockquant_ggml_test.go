@@ -144,9 +144,9 @@ func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 2))
 	n := 0
 	for _, ty := range ggmlWeightTypes {
-		for _, fam := range []string{"", "avx2"} {
+		for _, fam := range []string{"", "vnni256", "avx2"} {
 			k := archBQKKernel(ty, fam)
-			if k == nil || fam != "" && k == archBQKKernel(ty, "") {
+			if k == nil || fam != "" && (k == archBQKKernel(ty, "") || fam == "avx2" && k == archBQKKernel(ty, "vnni256")) {
 				continue
 			}
 			if archBQKKernel(ty, "generic") != nil {

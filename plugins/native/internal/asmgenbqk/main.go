@@ -63,6 +63,7 @@ import (
 func main() {
 	consts()
 	consts4()
+	constsZ()
 	for _, fam := range []string{"VNNI", "AVX2"} {
 		q4k4(fam, false)
 		q4k4(fam, true)
@@ -80,6 +81,9 @@ func main() {
 			}
 		}
 	}
+	dot32Z("Q4_0")
+	dot32Z("Q5_0")
+	dot32Z("Q8_0")
 	q4kFloat()
 	q6kFloat()
 	for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
