@@ -525,6 +525,12 @@ TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $0-56
 	ADDQ      CX, R9
 	VMOVDQU64 bqk_didx4<>+0(SB), Z0
 	VXORPS    Y1, Y1, Y1
+	VMOVDQU64 bqk_zshq4<>+0(SB), Z2
+	VMOVDQU64 bqk_z0f<>+0(SB), Z3
+	VMOVDQU64 bqk_zscq4_0<>+0(SB), Z4
+	VMOVDQU64 bqk_zscq4_1<>+0(SB), Z5
+	VMOVDQU64 bqk_zscq4_2<>+0(SB), Z6
+	VMOVDQU64 bqk_zscq4_3<>+0(SB), Z7
 
 bqkQ4KDot4VNNI_block:
 	TESTQ           AX, AX
@@ -542,156 +548,166 @@ bqkQ4KDot4VNNI_block:
 	PREFETCHT0      64(R9)(R8*1)
 	PREFETCHT0      128(R9)(R8*1)
 	ADDQ            $0x00000090, R9
-	VMOVDQU         (CX), X2
-	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
-	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
-	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
-	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
-	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
-	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
-	VPSRLD          $0x02, Z4, Z4
-	VPANDD          bqk_z30<>+0(SB), Z4, Z4
-	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
-	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
-	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
-	VMOVDQU         (DI), Y5
-	VPMOVDW         Y5, X5
-	VSHUFI32X4      $0x00, Z5, Z5, Z5
-	VPMADDWD        Z5, Z4, Z4
-	VSHUFI32X4      $0x00, Z3, Z3, Z11
-	VPXORD          Z6, Z6, Z6
-	VBROADCASTI64X4 16(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      (BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z6
-	VBROADCASTI64X4 48(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      64(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z6
-	VBROADCASTI64X4 80(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z6
-	VBROADCASTI64X4 112(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      192(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z12, Z6
-	VEXTRACTI64X4   $0x01, Z6, Y5
-	VPADDD          Y5, Y6, Y5
-	VSHUFI32X4      $0x55, Z3, Z3, Z11
-	VPXORD          Z7, Z7, Z7
-	VBROADCASTI64X4 16(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      (BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z7
-	VBROADCASTI64X4 48(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      64(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z7
-	VBROADCASTI64X4 80(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z7
-	VBROADCASTI64X4 112(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      192(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z12, Z7
-	VEXTRACTI64X4   $0x01, Z7, Y11
-	VPADDD          Y11, Y7, Y11
-	VSHUFI32X4      $0xaa, Z3, Z3, Z12
-	VPXORD          Z8, Z8, Z8
-	VBROADCASTI64X4 16(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z14
-	VPDPWSSD        Z14, Z13, Z8
-	VBROADCASTI64X4 48(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z14
-	VPDPWSSD        Z14, Z13, Z8
-	VBROADCASTI64X4 80(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z14
-	VPDPWSSD        Z14, Z13, Z8
-	VBROADCASTI64X4 112(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
-	VPDPWSSD        Z12, Z13, Z8
-	VEXTRACTI64X4   $0x01, Z8, Y12
-	VPADDD          Y12, Y8, Y12
-	VSHUFI32X4      $0xff, Z3, Z3, Z3
-	VPXORD          Z9, Z9, Z9
-	VBROADCASTI64X4 16(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z14
-	VPDPWSSD        Z14, Z13, Z9
-	VBROADCASTI64X4 48(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z14
-	VPDPWSSD        Z14, Z13, Z9
-	VBROADCASTI64X4 80(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z14
-	VPDPWSSD        Z14, Z13, Z9
-	VBROADCASTI64X4 112(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
-	VPDPWSSD        Z3, Z13, Z9
-	VEXTRACTI64X4   $0x01, Z9, Y3
-	VPADDD          Y3, Y9, Y3
-	VPHADDD         Y11, Y5, Y5
-	VPHADDD         Y3, Y12, Y3
-	VPHADDD         Y3, Y5, Y5
-	VEXTRACTI128    $0x01, Y5, X3
-	VPADDD          X5, X3, X3
-	VPSHUFD         $0x4e, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPSHUFD         $0xb1, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPERMD          Z4, Z0, Z4
-	VPUNPCKLDQ      X4, X3, X10
-	VPUNPCKHDQ      X4, X3, X3
-	VINSERTI128     $0x01, X3, Y10, Y4
-	VPERMD          Z2, Z0, Z3
-	VCVTPH2PS       X3, Y3
-	VBROADCASTSS    (SI), Y5
-	VMULPS          Y5, Y3, Y3
-	VCVTDQ2PS       Y4, Y4
-	VMULPS          Y3, Y4, Y4
-	VADDPS          Y4, Y1, Y1
-	VMOVSHDUP       Y4, Y3
-	VSUBPS          Y3, Y1, Y1
+	VMOVDQU64       (BX), Z8
+	VMOVDQU64       64(BX), Z9
+	VMOVDQU64       128(BX), Z10
+	VMOVDQU64       192(BX), Z11
+	VMOVDQU32       (CX), X12
+	VINSERTI32X4    $0x01, (CX)(DX*1), Z12, Z12
+	VINSERTI32X4    $0x02, (CX)(DX*2), Z12, Z12
+	VINSERTI32X4    $0x03, (CX)(R8*1), Z12, Z12
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z12, Z13
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z12, Z14
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z13, Z13
+	VPSRLD          $0x02, Z14, Z14
+	VPANDD          bqk_z30<>+0(SB), Z14, Z14
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z13, Z14
+	VPSHUFB         bqk_zscw<>+0(SB), Z14, Z13
+	VPSHUFB         bqk_zminw<>+0(SB), Z14, Z14
+	VMOVDQU32       (DI), Y15
+	VPMOVDW         Y15, X15
+	VSHUFI32X4      $0x00, Z15, Z15, Z15
+	VPMADDWD        Z15, Z14, Z14
+	VSHUFI32X4      $0x00, Z13, Z13, Z21
+	VPXORD          Z16, Z16, Z16
+	VBROADCASTI64X4 16(CX), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z8, Z22, Z22
+	VPSHUFB         Z4, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z16
+	VBROADCASTI64X4 48(CX), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z9, Z22, Z22
+	VPSHUFB         Z5, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z16
+	VBROADCASTI64X4 80(CX), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z10, Z22, Z22
+	VPSHUFB         Z6, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z16
+	VBROADCASTI64X4 112(CX), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z11, Z22, Z22
+	VPSHUFB         Z7, Z21, Z21
+	VPDPWSSD        Z21, Z22, Z16
+	VEXTRACTI64X4   $0x01, Z16, Y15
+	VPADDD          Y15, Y16, Y15
+	VSHUFI32X4      $0x55, Z13, Z13, Z21
+	VPXORD          Z17, Z17, Z17
+	VBROADCASTI64X4 16(CX)(DX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z8, Z22, Z22
+	VPSHUFB         Z4, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z17
+	VBROADCASTI64X4 48(CX)(DX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z9, Z22, Z22
+	VPSHUFB         Z5, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z17
+	VBROADCASTI64X4 80(CX)(DX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z10, Z22, Z22
+	VPSHUFB         Z6, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z17
+	VBROADCASTI64X4 112(CX)(DX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z11, Z22, Z22
+	VPSHUFB         Z7, Z21, Z21
+	VPDPWSSD        Z21, Z22, Z17
+	VEXTRACTI64X4   $0x01, Z17, Y21
+	VPADDD          Y21, Y17, Y21
+	VSHUFI32X4      $0xaa, Z13, Z13, Z22
+	VPXORD          Z18, Z18, Z18
+	VBROADCASTI64X4 16(CX)(DX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z8, Z23, Z23
+	VPSHUFB         Z4, Z22, Z24
+	VPDPWSSD        Z24, Z23, Z18
+	VBROADCASTI64X4 48(CX)(DX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z9, Z23, Z23
+	VPSHUFB         Z5, Z22, Z24
+	VPDPWSSD        Z24, Z23, Z18
+	VBROADCASTI64X4 80(CX)(DX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z10, Z23, Z23
+	VPSHUFB         Z6, Z22, Z24
+	VPDPWSSD        Z24, Z23, Z18
+	VBROADCASTI64X4 112(CX)(DX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z11, Z23, Z23
+	VPSHUFB         Z7, Z22, Z22
+	VPDPWSSD        Z22, Z23, Z18
+	VEXTRACTI64X4   $0x01, Z18, Y22
+	VPADDD          Y22, Y18, Y22
+	VSHUFI32X4      $0xff, Z13, Z13, Z13
+	VPXORD          Z19, Z19, Z19
+	VBROADCASTI64X4 16(CX)(R8*1), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z8, Z23, Z23
+	VPSHUFB         Z4, Z13, Z8
+	VPDPWSSD        Z8, Z23, Z19
+	VBROADCASTI64X4 48(CX)(R8*1), Z8
+	VPSRLVW         Z2, Z8, Z8
+	VPANDD          Z3, Z8, Z8
+	VPMADDUBSW      Z9, Z8, Z8
+	VPSHUFB         Z5, Z13, Z9
+	VPDPWSSD        Z9, Z8, Z19
+	VBROADCASTI64X4 80(CX)(R8*1), Z8
+	VPSRLVW         Z2, Z8, Z8
+	VPANDD          Z3, Z8, Z8
+	VPMADDUBSW      Z10, Z8, Z8
+	VPSHUFB         Z6, Z13, Z9
+	VPDPWSSD        Z9, Z8, Z19
+	VBROADCASTI64X4 112(CX)(R8*1), Z8
+	VPSRLVW         Z2, Z8, Z8
+	VPANDD          Z3, Z8, Z8
+	VPMADDUBSW      Z11, Z8, Z8
+	VPSHUFB         Z7, Z13, Z9
+	VPDPWSSD        Z9, Z8, Z19
+	VEXTRACTI64X4   $0x01, Z19, Y8
+	VPADDD          Y8, Y19, Y8
+	VSHUFPS         $0x88, Y21, Y15, Y9
+	VSHUFPS         $0xdd, Y21, Y15, Y10
+	VPADDD          Y10, Y9, Y9
+	VSHUFPS         $0x88, Y8, Y22, Y10
+	VSHUFPS         $0xdd, Y8, Y22, Y8
+	VPADDD          Y8, Y10, Y8
+	VSHUFPS         $0x88, Y8, Y9, Y10
+	VSHUFPS         $0xdd, Y8, Y9, Y8
+	VPADDD          Y8, Y10, Y9
+	VEXTRACTI32X4   $0x01, Y9, X8
+	VPADDD          X9, X8, X8
+	VPSHUFD         $0x4e, Z14, Z9
+	VPADDD          Z9, Z14, Z14
+	VPSHUFD         $0xb1, Z14, Z9
+	VPADDD          Z9, Z14, Z14
+	VPERMD          Z14, Z0, Z14
+	VPUNPCKLDQ      X14, X8, X20
+	VPUNPCKHDQ      X14, X8, X8
+	VINSERTI32X4    $0x01, X8, Y20, Y9
+	VPERMD          Z12, Z0, Z8
+	VCVTPH2PS       X8, Y8
+	VBROADCASTSS    (SI), Y10
+	VMULPS          Y10, Y8, Y8
+	VCVTDQ2PS       Y9, Y9
+	VMULPS          Y8, Y9, Y9
+	VADDPS          Y9, Y1, Y1
+	VMOVSHDUP       Y9, Y8
+	VSUBPS          Y8, Y1, Y1
 	ADDQ            $0x00000090, CX
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x04, SI
@@ -700,10 +716,10 @@ bqkQ4KDot4VNNI_block:
 	JMP             bqkQ4KDot4VNNI_block
 
 bqkQ4KDot4VNNI_done:
-	MOVQ         y+48(FP), AX
-	VEXTRACTF128 $0x01, Y1, X0
-	VSHUFPS      $0x88, X0, X1, X0
-	VMOVUPS      X0, (AX)
+	MOVQ          y+48(FP), AX
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VSHUFPS       $0x88, X0, X1, X0
+	VMOVUPS       X0, (AX)
 	VZEROUPPER
 	RET
 
@@ -722,6 +738,17 @@ TEXT ·bqkQ5KDot4VNNI(SB), NOSPLIT, $0-56
 	ADDQ      CX, R9
 	VMOVDQU64 bqk_didx4<>+0(SB), Z0
 	VXORPS    Y1, Y1, Y1
+	VMOVDQU64 bqk_zshq4<>+0(SB), Z2
+	VMOVDQU64 bqk_z0f<>+0(SB), Z3
+	VMOVDQU64 bqk_zscq4_0<>+0(SB), Z5
+	VMOVDQU64 bqk_zshq5_0<>+0(SB), Z6
+	VMOVDQU64 bqk_zscq4_1<>+0(SB), Z7
+	VMOVDQU64 bqk_zshq5_1<>+0(SB), Z8
+	VMOVDQU64 bqk_zscq4_2<>+0(SB), Z9
+	VMOVDQU64 bqk_zshq5_2<>+0(SB), Z10
+	VMOVDQU64 bqk_zscq4_3<>+0(SB), Z11
+	VMOVDQU64 bqk_zshq5_3<>+0(SB), Z12
+	VMOVDQU64 bqk_z10<>+0(SB), Z4
 
 bqkQ5KDot4VNNI_block:
 	TESTQ           AX, AX
@@ -739,192 +766,202 @@ bqkQ5KDot4VNNI_block:
 	PREFETCHT0      64(R9)(R8*1)
 	PREFETCHT0      128(R9)(R8*1)
 	ADDQ            $0x000000b0, R9
-	VMOVDQU         (CX), X2
-	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
-	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
-	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
-	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
-	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
-	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
-	VPSRLD          $0x02, Z4, Z4
-	VPANDD          bqk_z30<>+0(SB), Z4, Z4
-	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
-	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
-	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
-	VMOVDQU         (DI), Y5
-	VPMOVDW         Y5, X5
-	VSHUFI32X4      $0x00, Z5, Z5, Z5
-	VPMADDWD        Z5, Z4, Z4
-	VSHUFI32X4      $0x00, Z3, Z3, Z11
-	VPXORD          Z6, Z6, Z6
-	VBROADCASTI64X4 16(CX), Z12
-	VBROADCASTI64X4 48(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z6
-	VBROADCASTI64X4 80(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z6
-	VBROADCASTI64X4 112(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z6
-	VBROADCASTI64X4 144(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z13, Z6
-	VEXTRACTI64X4   $0x01, Z6, Y5
-	VPADDD          Y5, Y6, Y5
-	VSHUFI32X4      $0x55, Z3, Z3, Z11
-	VPXORD          Z7, Z7, Z7
-	VBROADCASTI64X4 16(CX)(DX*1), Z12
-	VBROADCASTI64X4 48(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z7
-	VBROADCASTI64X4 80(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z7
-	VBROADCASTI64X4 112(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z7
-	VBROADCASTI64X4 144(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z13, Z7
-	VEXTRACTI64X4   $0x01, Z7, Y11
-	VPADDD          Y11, Y7, Y11
-	VSHUFI32X4      $0xaa, Z3, Z3, Z12
-	VPXORD          Z8, Z8, Z8
-	VBROADCASTI64X4 16(CX)(DX*2), Z13
-	VBROADCASTI64X4 48(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      (BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z15
-	VPDPWSSD        Z15, Z14, Z8
-	VBROADCASTI64X4 80(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      64(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z15
-	VPDPWSSD        Z15, Z14, Z8
-	VBROADCASTI64X4 112(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      128(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z15
-	VPDPWSSD        Z15, Z14, Z8
-	VBROADCASTI64X4 144(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
-	VPMADDUBSW      192(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
-	VPDPWSSD        Z12, Z14, Z8
-	VEXTRACTI64X4   $0x01, Z8, Y12
-	VPADDD          Y12, Y8, Y12
-	VSHUFI32X4      $0xff, Z3, Z3, Z3
-	VPXORD          Z9, Z9, Z9
-	VBROADCASTI64X4 16(CX)(R8*1), Z13
-	VBROADCASTI64X4 48(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      (BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z15
-	VPDPWSSD        Z15, Z14, Z9
-	VBROADCASTI64X4 80(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      64(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z15
-	VPDPWSSD        Z15, Z14, Z9
-	VBROADCASTI64X4 112(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      128(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z15
-	VPDPWSSD        Z15, Z14, Z9
-	VBROADCASTI64X4 144(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
-	VPMADDUBSW      192(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
-	VPDPWSSD        Z3, Z14, Z9
-	VEXTRACTI64X4   $0x01, Z9, Y3
-	VPADDD          Y3, Y9, Y3
-	VPHADDD         Y11, Y5, Y5
-	VPHADDD         Y3, Y12, Y3
-	VPHADDD         Y3, Y5, Y5
-	VEXTRACTI128    $0x01, Y5, X3
-	VPADDD          X5, X3, X3
-	VPSHUFD         $0x4e, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPSHUFD         $0xb1, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPERMD          Z4, Z0, Z4
-	VPUNPCKLDQ      X4, X3, X10
-	VPUNPCKHDQ      X4, X3, X3
-	VINSERTI128     $0x01, X3, Y10, Y4
-	VPERMD          Z2, Z0, Z3
-	VCVTPH2PS       X3, Y3
-	VBROADCASTSS    (SI), Y5
-	VMULPS          Y5, Y3, Y3
-	VCVTDQ2PS       Y4, Y4
-	VMULPS          Y3, Y4, Y4
-	VADDPS          Y4, Y1, Y1
-	VMOVSHDUP       Y4, Y3
-	VSUBPS          Y3, Y1, Y1
+	VMOVDQU64       (BX), Z13
+	VMOVDQU64       64(BX), Z14
+	VMOVDQU64       128(BX), Z15
+	VMOVDQU64       192(BX), Z16
+	VMOVDQU32       (CX), X17
+	VINSERTI32X4    $0x01, (CX)(DX*1), Z17, Z17
+	VINSERTI32X4    $0x02, (CX)(DX*2), Z17, Z17
+	VINSERTI32X4    $0x03, (CX)(R8*1), Z17, Z17
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z17, Z18
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z17, Z19
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z18, Z18
+	VPSRLD          $0x02, Z19, Z19
+	VPANDD          bqk_z30<>+0(SB), Z19, Z19
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z18, Z19
+	VPSHUFB         bqk_zscw<>+0(SB), Z19, Z18
+	VPSHUFB         bqk_zminw<>+0(SB), Z19, Z19
+	VMOVDQU32       (DI), Y20
+	VPMOVDW         Y20, X20
+	VSHUFI32X4      $0x00, Z20, Z20, Z20
+	VPMADDWD        Z20, Z19, Z19
+	VSHUFI32X4      $0x00, Z18, Z18, Z26
+	VPXORD          Z21, Z21, Z21
+	VBROADCASTI64X4 16(CX), Z27
+	VBROADCASTI64X4 48(CX), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z6, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z13, Z28, Z28
+	VPSHUFB         Z5, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z21
+	VBROADCASTI64X4 80(CX), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z8, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z14, Z28, Z28
+	VPSHUFB         Z7, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z21
+	VBROADCASTI64X4 112(CX), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z10, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z15, Z28, Z28
+	VPSHUFB         Z9, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z21
+	VBROADCASTI64X4 144(CX), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z12, Z27, Z27
+	VPTERNLOGD      $0xf8, Z4, Z27, Z28
+	VPMADDUBSW      Z16, Z28, Z28
+	VPSHUFB         Z11, Z26, Z26
+	VPDPWSSD        Z26, Z28, Z21
+	VEXTRACTI64X4   $0x01, Z21, Y20
+	VPADDD          Y20, Y21, Y20
+	VSHUFI32X4      $0x55, Z18, Z18, Z26
+	VPXORD          Z22, Z22, Z22
+	VBROADCASTI64X4 16(CX)(DX*1), Z27
+	VBROADCASTI64X4 48(CX)(DX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z6, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z13, Z28, Z28
+	VPSHUFB         Z5, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z22
+	VBROADCASTI64X4 80(CX)(DX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z8, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z14, Z28, Z28
+	VPSHUFB         Z7, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z22
+	VBROADCASTI64X4 112(CX)(DX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z10, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z15, Z28, Z28
+	VPSHUFB         Z9, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z22
+	VBROADCASTI64X4 144(CX)(DX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z12, Z27, Z27
+	VPTERNLOGD      $0xf8, Z4, Z27, Z28
+	VPMADDUBSW      Z16, Z28, Z28
+	VPSHUFB         Z11, Z26, Z26
+	VPDPWSSD        Z26, Z28, Z22
+	VEXTRACTI64X4   $0x01, Z22, Y26
+	VPADDD          Y26, Y22, Y26
+	VSHUFI32X4      $0xaa, Z18, Z18, Z27
+	VPXORD          Z23, Z23, Z23
+	VBROADCASTI64X4 16(CX)(DX*2), Z28
+	VBROADCASTI64X4 48(CX)(DX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSLLVW         Z6, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z13, Z29, Z29
+	VPSHUFB         Z5, Z27, Z30
+	VPDPWSSD        Z30, Z29, Z23
+	VBROADCASTI64X4 80(CX)(DX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSLLVW         Z8, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z14, Z29, Z29
+	VPSHUFB         Z7, Z27, Z30
+	VPDPWSSD        Z30, Z29, Z23
+	VBROADCASTI64X4 112(CX)(DX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSRLVW         Z10, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z15, Z29, Z29
+	VPSHUFB         Z9, Z27, Z30
+	VPDPWSSD        Z30, Z29, Z23
+	VBROADCASTI64X4 144(CX)(DX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSRLVW         Z12, Z28, Z28
+	VPTERNLOGD      $0xf8, Z4, Z28, Z29
+	VPMADDUBSW      Z16, Z29, Z29
+	VPSHUFB         Z11, Z27, Z27
+	VPDPWSSD        Z27, Z29, Z23
+	VEXTRACTI64X4   $0x01, Z23, Y27
+	VPADDD          Y27, Y23, Y27
+	VSHUFI32X4      $0xff, Z18, Z18, Z18
+	VPXORD          Z24, Z24, Z24
+	VBROADCASTI64X4 16(CX)(R8*1), Z28
+	VBROADCASTI64X4 48(CX)(R8*1), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSLLVW         Z6, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z13, Z29, Z29
+	VPSHUFB         Z5, Z18, Z13
+	VPDPWSSD        Z13, Z29, Z24
+	VBROADCASTI64X4 80(CX)(R8*1), Z13
+	VPSRLVW         Z2, Z13, Z13
+	VPANDD          Z3, Z13, Z13
+	VPSLLVW         Z8, Z28, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z13
+	VPMADDUBSW      Z14, Z13, Z13
+	VPSHUFB         Z7, Z18, Z14
+	VPDPWSSD        Z14, Z13, Z24
+	VBROADCASTI64X4 112(CX)(R8*1), Z13
+	VPSRLVW         Z2, Z13, Z13
+	VPANDD          Z3, Z13, Z13
+	VPSRLVW         Z10, Z28, Z14
+	VPTERNLOGD      $0xf8, Z4, Z14, Z13
+	VPMADDUBSW      Z15, Z13, Z13
+	VPSHUFB         Z9, Z18, Z14
+	VPDPWSSD        Z14, Z13, Z24
+	VBROADCASTI64X4 144(CX)(R8*1), Z13
+	VPSRLVW         Z2, Z13, Z13
+	VPANDD          Z3, Z13, Z13
+	VPSRLVW         Z12, Z28, Z14
+	VPTERNLOGD      $0xf8, Z4, Z14, Z13
+	VPMADDUBSW      Z16, Z13, Z13
+	VPSHUFB         Z11, Z18, Z14
+	VPDPWSSD        Z14, Z13, Z24
+	VEXTRACTI64X4   $0x01, Z24, Y13
+	VPADDD          Y13, Y24, Y13
+	VSHUFPS         $0x88, Y26, Y20, Y14
+	VSHUFPS         $0xdd, Y26, Y20, Y15
+	VPADDD          Y15, Y14, Y14
+	VSHUFPS         $0x88, Y13, Y27, Y15
+	VSHUFPS         $0xdd, Y13, Y27, Y13
+	VPADDD          Y13, Y15, Y13
+	VSHUFPS         $0x88, Y13, Y14, Y15
+	VSHUFPS         $0xdd, Y13, Y14, Y13
+	VPADDD          Y13, Y15, Y14
+	VEXTRACTI32X4   $0x01, Y14, X13
+	VPADDD          X14, X13, X13
+	VPSHUFD         $0x4e, Z19, Z14
+	VPADDD          Z14, Z19, Z19
+	VPSHUFD         $0xb1, Z19, Z14
+	VPADDD          Z14, Z19, Z19
+	VPERMD          Z19, Z0, Z19
+	VPUNPCKLDQ      X19, X13, X25
+	VPUNPCKHDQ      X19, X13, X13
+	VINSERTI32X4    $0x01, X13, Y25, Y14
+	VPERMD          Z17, Z0, Z13
+	VCVTPH2PS       X13, Y13
+	VBROADCASTSS    (SI), Y15
+	VMULPS          Y15, Y13, Y13
+	VCVTDQ2PS       Y14, Y14
+	VMULPS          Y13, Y14, Y14
+	VADDPS          Y14, Y1, Y1
+	VMOVSHDUP       Y14, Y13
+	VSUBPS          Y13, Y1, Y1
 	ADDQ            $0x000000b0, CX
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x04, SI
@@ -933,10 +970,10 @@ bqkQ5KDot4VNNI_block:
 	JMP             bqkQ5KDot4VNNI_block
 
 bqkQ5KDot4VNNI_done:
-	MOVQ         y+48(FP), AX
-	VEXTRACTF128 $0x01, Y1, X0
-	VSHUFPS      $0x88, X0, X1, X0
-	VMOVUPS      X0, (AX)
+	MOVQ          y+48(FP), AX
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VSHUFPS       $0x88, X0, X1, X0
+	VMOVUPS       X0, (AX)
 	VZEROUPPER
 	RET
 

@@ -528,12 +528,35 @@ func q4k4VNNI(five bool) {
 	VMOVDQU64(dIdx4, didx)
 	facc := YMM()
 	VXORPS(facc, facc, facc)
+	// the tables the quants' loop takes, in registers (a memory operand
+	// each would be a load for every 32 quant bytes of every row)
+	shq4, c0f, c10 := ZMM(), ZMM(), ZMM()
+	VMOVDQU64(zShQ4, shq4)
+	VMOVDQU64(z0F, c0f)
+	var scq4, shq5 [4]VecVirtual
+	for c := range scq4 {
+		scq4[c] = ZMM()
+		VMOVDQU64(zScQ4[c], scq4[c])
+		if five {
+			shq5[c] = ZMM()
+			VMOVDQU64(zShQ5[c], shq5[c])
+		}
+	}
+	if five {
+		VMOVDQU64(z10, c10)
+	}
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
 	prefetch4(a, bs)
+	// the super-block's activations, for the four rows
+	var xv [4]VecVirtual
+	for c := range xv {
+		xv[c] = ZMM()
+		VMOVDQU64(Mem{Base: a.x, Disp: 64 * c}, xv[c])
+	}
 	R := ZMM()
-	VMOVDQU(row(0, 0), R.AsX())
+	VMOVDQU32(row(0, 0), R.AsX())
 	for r := 1; r < 4; r++ {
 		VINSERTI32X4(U8(r), row(r, 0), R, R)
 	}
@@ -549,7 +572,7 @@ func q4k4VNNI(five bool) {
 	VPSHUFB(zMinW, Q, mw)
 	// the mins' term: the 32-value sums as words in every lane
 	s16 := ZMM()
-	VMOVDQU(Mem{Base: a.xs}, s16.AsY())
+	VMOVDQU32(Mem{Base: a.xs}, s16.AsY())
 	VPMOVDW(s16.AsY(), s16.AsX())
 	VSHUFI32X4(U8(0), s16, s16, s16)
 	mv := ZMM()
@@ -568,19 +591,19 @@ func q4k4VNNI(five bool) {
 		for c := 0; c < 4; c++ {
 			n, s := ZMM(), ZMM()
 			VBROADCASTI64X4(row(r, qs+32*c), n)
-			VPSRLVW(zShQ4, n, n)
-			VPANDD(z0F, n, n)
+			VPSRLVW(shq4, n, n)
+			VPANDD(c0f, n, n)
 			if five { // bits 2c, 2c+1 of qh's bytes to bit 4
 				h := ZMM()
 				if c < 2 {
-					VPSLLVW(zShQ5[c], qh, h)
+					VPSLLVW(shq5[c], qh, h)
 				} else {
-					VPSRLVW(zShQ5[c], qh, h)
+					VPSRLVW(shq5[c], qh, h)
 				}
-				VPTERNLOGD(U8(0xF8), z10, h, n) // n |= h & 0x10
+				VPTERNLOGD(U8(0xF8), c10, h, n) // n |= h & 0x10
 			}
-			VPMADDUBSW(Mem{Base: a.x, Disp: 64 * c}, n, n)
-			VPSHUFB(zScQ4[c], t, s)
+			VPMADDUBSW(xv[c], n, n)
+			VPSHUFB(scq4[c], t, s)
 			vpdpwssd(s, n, acc)
 		}
 		u := YMM()
@@ -590,11 +613,11 @@ func q4k4VNNI(five bool) {
 	}
 	// [S0 S1 S2 S3]
 	p01, p23 := YMM(), YMM()
-	VPHADDD(S[1], S[0], p01)
-	VPHADDD(S[3], S[2], p23)
-	VPHADDD(p23, p01, p01)
+	haddEVEX(S[1], S[0], p01)
+	haddEVEX(S[3], S[2], p23)
+	haddEVEX(p23, p01, p01)
 	s4 := XMM()
-	VEXTRACTI128(U8(1), p01, s4)
+	VEXTRACTI32X4(U8(1), p01, s4)
 	VPADDD(p01.AsX(), s4, s4)
 	// [M0 M1 M2 M3]
 	t1 := ZMM()
@@ -607,7 +630,7 @@ func q4k4VNNI(five bool) {
 	VPUNPCKLDQ(mv.AsX(), s4, lo) // S0 M0 S1 M1
 	VPUNPCKHDQ(mv.AsX(), s4, hi) // S2 M2 S3 M3
 	sm := YMM()
-	VINSERTI128(U8(1), hi, lo.AsY(), sm)
+	VINSERTI32X4(U8(1), hi, lo.AsY(), sm)
 	// d, dmin of the four rows
 	dd := ZMM()
 	VPERMD(R, didx, dd)
@@ -630,7 +653,7 @@ func q4k4VNNI(five bool) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	store4even(facc)
+	store4evenEVEX(facc)
 	VZEROUPPER()
 	RET()
 }
@@ -819,3 +842,23 @@ func rowSM(S, M VecVirtual) VecVirtual {
 
 // c30x is the 0x30 bytes constant (its first 16 bytes used).
 func c30x() Mem { return z30 }
+
+// haddEVEX is VPHADDD(b, a, d) (per 128-bit lane [a0+a1, a2+a3, b0+b1,
+// b2+b3]) in instructions with an EVEX form, so that any of the 32
+// vector registers can hold its operands (VPHADDD has only VEX: X0-X15).
+func haddEVEX(b, a, d VecVirtual) {
+	ev, od := YMM(), YMM()
+	VSHUFPS(U8(0x88), b, a, ev)
+	VSHUFPS(U8(0xDD), b, a, od)
+	VPADDD(od, ev, d)
+}
+
+// store4evenEVEX is store4even in instructions with an EVEX form.
+func store4evenEVEX(facc VecVirtual) {
+	y := Load(Param("y"), GP64())
+	hi := XMM()
+	VEXTRACTF32X4(U8(1), facc, hi)
+	o := XMM()
+	VSHUFPS(U8(0x88), hi, facc.AsX(), o)
+	VMOVUPS(o, Mem{Base: y})
+}
