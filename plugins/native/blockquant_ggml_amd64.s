@@ -978,7 +978,7 @@ bqkQ5KDot4VNNI_done:
 	RET
 
 // func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
 TEXT ·bqkQ6KDot4VNNI(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
@@ -995,6 +995,10 @@ TEXT ·bqkQ6KDot4VNNI(SB), NOSPLIT, $0-56
 	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
 	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
 	VXORPS    X4, X4, X4
+	VMOVDQU64 bqk_zshl6<>+0(SB), Z5
+	VMOVDQU64 bqk_zshr6<>+0(SB), Z6
+	VMOVDQU64 bqk_z30<>+0(SB), Z7
+	VMOVDQU64 bqk_z0f<>+0(SB), Z8
 
 bqkQ6KDot4VNNI_block:
 	TESTQ           AX, AX
@@ -1016,164 +1020,174 @@ bqkQ6KDot4VNNI_block:
 	PREFETCHT0      128(R9)(R8*1)
 	PREFETCHT0      192(R9)(R8*1)
 	ADDQ            $0x000000d2, R9
-	VMOVDQU32       (DI), Z8
-	VPMOVDW         Z8, Y5
-	VPMOVSXBW       192(CX), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y6
-	VPMADDWD        Y5, Y6, Y6
-	VMOVDQU64       (CX), Z8
-	VBROADCASTI64X4 128(CX), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z6
-	VPDPWSSD        Z13, Z9, Z6
-	VMOVDQU64       64(CX), Z8
-	VBROADCASTI64X4 160(CX), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z6
-	VPDPWSSD        Z13, Z9, Z6
-	VEXTRACTI64X4   $0x01, Z6, Y7
-	VPADDD          Y7, Y6, Y6
-	VPMOVSXBW       192(CX)(DX*1), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
-	VPMADDWD        Y5, Y8, Y11
-	VMOVDQU64       (CX)(DX*1), Z8
-	VBROADCASTI64X4 128(CX)(DX*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z11
-	VPDPWSSD        Z13, Z9, Z11
-	VMOVDQU64       64(CX)(DX*1), Z8
-	VBROADCASTI64X4 160(CX)(DX*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z11
-	VPDPWSSD        Z13, Z9, Z11
-	VEXTRACTI64X4   $0x01, Z11, Y7
-	VPADDD          Y7, Y11, Y11
-	VPMOVSXBW       192(CX)(DX*2), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
-	VPMADDWD        Y5, Y8, Y12
-	VMOVDQU64       (CX)(DX*2), Z8
-	VBROADCASTI64X4 128(CX)(DX*2), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z12
-	VPDPWSSD        Z13, Z9, Z12
-	VMOVDQU64       64(CX)(DX*2), Z8
-	VBROADCASTI64X4 160(CX)(DX*2), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z12
-	VPDPWSSD        Z13, Z9, Z12
-	VEXTRACTI64X4   $0x01, Z12, Y7
-	VPADDD          Y7, Y12, Y12
-	VPMOVSXBW       192(CX)(R8*1), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
-	VPMADDWD        Y5, Y8, Y5
-	VMOVDQU64       (CX)(R8*1), Z8
-	VBROADCASTI64X4 128(CX)(R8*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z5
-	VPDPWSSD        Z13, Z9, Z5
-	VMOVDQU64       64(CX)(R8*1), Z8
-	VBROADCASTI64X4 160(CX)(R8*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z5
-	VPDPWSSD        Z13, Z9, Z5
-	VEXTRACTI64X4   $0x01, Z5, Y7
-	VPADDD          Y7, Y5, Y5
-	VPHADDD         Y11, Y6, Y6
-	VPHADDD         Y5, Y12, Y5
-	VPHADDD         Y5, Y6, Y6
-	VEXTRACTI128    $0x01, Y6, X5
-	VPADDD          X6, X5, X5
+	VMOVDQU64       (BX), Z9
+	VMOVDQU64       64(BX), Z10
+	VMOVDQU64       128(BX), Z11
+	VMOVDQU64       192(BX), Z12
+	VMOVDQU32       (DI), Z16
+	VPMOVDW         Z16, Y13
+	VPMOVSXBW       192(CX), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y14
+	VPMADDWD        Y13, Y14, Y14
+	VMOVDQU64       (CX), Z16
+	VBROADCASTI64X4 128(CX), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z16
+	VPERMW          Z15, Z1, Z21
+	VPDPWSSD        Z16, Z18, Z14
+	VPDPWSSD        Z21, Z17, Z14
+	VMOVDQU64       64(CX), Z16
+	VBROADCASTI64X4 160(CX), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPERMW          Z15, Z2, Z16
+	VPERMW          Z15, Z3, Z21
+	VPDPWSSD        Z16, Z18, Z14
+	VPDPWSSD        Z21, Z17, Z14
+	VEXTRACTI64X4   $0x01, Z14, Y15
+	VPADDD          Y15, Y14, Y14
+	VPMOVSXBW       192(CX)(DX*1), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y16
+	VPMADDWD        Y13, Y16, Y19
+	VMOVDQU64       (CX)(DX*1), Z16
+	VBROADCASTI64X4 128(CX)(DX*1), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z16
+	VPERMW          Z15, Z1, Z21
+	VPDPWSSD        Z16, Z18, Z19
+	VPDPWSSD        Z21, Z17, Z19
+	VMOVDQU64       64(CX)(DX*1), Z16
+	VBROADCASTI64X4 160(CX)(DX*1), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPERMW          Z15, Z2, Z16
+	VPERMW          Z15, Z3, Z21
+	VPDPWSSD        Z16, Z18, Z19
+	VPDPWSSD        Z21, Z17, Z19
+	VEXTRACTI64X4   $0x01, Z19, Y15
+	VPADDD          Y15, Y19, Y19
+	VPMOVSXBW       192(CX)(DX*2), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y16
+	VPMADDWD        Y13, Y16, Y20
+	VMOVDQU64       (CX)(DX*2), Z16
+	VBROADCASTI64X4 128(CX)(DX*2), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z16
+	VPERMW          Z15, Z1, Z21
+	VPDPWSSD        Z16, Z18, Z20
+	VPDPWSSD        Z21, Z17, Z20
+	VMOVDQU64       64(CX)(DX*2), Z16
+	VBROADCASTI64X4 160(CX)(DX*2), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPERMW          Z15, Z2, Z16
+	VPERMW          Z15, Z3, Z21
+	VPDPWSSD        Z16, Z18, Z20
+	VPDPWSSD        Z21, Z17, Z20
+	VEXTRACTI64X4   $0x01, Z20, Y15
+	VPADDD          Y15, Y20, Y20
+	VPMOVSXBW       192(CX)(R8*1), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y16
+	VPMADDWD        Y13, Y16, Y13
+	VMOVDQU64       (CX)(R8*1), Z16
+	VBROADCASTI64X4 128(CX)(R8*1), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z9
+	VPERMW          Z15, Z1, Z10
+	VPDPWSSD        Z9, Z18, Z13
+	VPDPWSSD        Z10, Z17, Z13
+	VMOVDQU64       64(CX)(R8*1), Z9
+	VBROADCASTI64X4 160(CX)(R8*1), Z10
+	VPSLLVW         Z5, Z10, Z16
+	VPANDD          Z7, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z9, Z16
+	VPSRLVW         Z6, Z10, Z10
+	VPANDD          Z7, Z10, Z10
+	VPSRLW          $0x04, Z9, Z9
+	VPTERNLOGD      $0xf8, Z8, Z9, Z10
+	VPMADDUBSW      Z11, Z16, Z16
+	VPMADDUBSW      Z12, Z10, Z10
+	VPERMW          Z15, Z2, Z9
+	VPERMW          Z15, Z3, Z11
+	VPDPWSSD        Z9, Z16, Z13
+	VPDPWSSD        Z11, Z10, Z13
+	VEXTRACTI64X4   $0x01, Z13, Y9
+	VPADDD          Y9, Y13, Y9
+	VSHUFPS         $0x88, Y19, Y14, Y10
+	VSHUFPS         $0xdd, Y19, Y14, Y11
+	VPADDD          Y11, Y10, Y10
+	VSHUFPS         $0x88, Y9, Y20, Y11
+	VSHUFPS         $0xdd, Y9, Y20, Y9
+	VPADDD          Y9, Y11, Y9
+	VSHUFPS         $0x88, Y9, Y10, Y11
+	VSHUFPS         $0xdd, Y9, Y10, Y9
+	VPADDD          Y9, Y11, Y10
+	VEXTRACTI32X4   $0x01, Y10, X9
+	VPADDD          X10, X9, X9
 	MOVWLZX         208(CX), R10
-	VMOVD           R10, X6
-	VPINSRW         $0x01, 208(CX)(DX*1), X6, X6
-	VPINSRW         $0x02, 208(CX)(DX*2), X6, X6
-	VPINSRW         $0x03, 208(CX)(R8*1), X6, X6
-	VCVTPH2PS       X6, X6
-	VBROADCASTSS    (SI), X7
-	VMULPS          X7, X6, X6
-	VCVTDQ2PS       X5, X5
-	VMULPS          X6, X5, X5
-	VADDPS          X5, X4, X4
+	VMOVD           R10, X10
+	VPINSRW         $0x01, 208(CX)(DX*1), X10, X10
+	VPINSRW         $0x02, 208(CX)(DX*2), X10, X10
+	VPINSRW         $0x03, 208(CX)(R8*1), X10, X10
+	VCVTPH2PS       X10, X10
+	VBROADCASTSS    (SI), X11
+	VMULPS          X11, X10, X10
+	VCVTDQ2PS       X9, X9
+	VMULPS          X10, X9, X9
+	VADDPS          X9, X4, X4
 	ADDQ            $0x000000d2, CX
 	ADDQ            $0x00000100, BX
 	ADDQ            $0x04, SI

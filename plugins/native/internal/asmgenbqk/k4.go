@@ -371,10 +371,28 @@ func q6k4(fam string) {
 	}
 	facc := XMM()
 	VXORPS(facc, facc, facc)
+	// VNNI: the tables in registers (a memory operand each would be a
+	// load for every 64 quant bytes of every row)
+	var shl6, shr6, c30, c0f VecVirtual
+	if fam == "VNNI" {
+		shl6, shr6, c30, c0f = ZMM(), ZMM(), ZMM(), ZMM()
+		VMOVDQU64(zShL6, shl6)
+		VMOVDQU64(zShR6, shr6)
+		VMOVDQU64(z30, c30)
+		VMOVDQU64(z0F, c0f)
+	}
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
 	prefetch4(a, 210)
+	// VNNI: the super-block's activations, for the four rows
+	var xv [4]VecVirtual
+	if fam == "VNNI" {
+		for c := range xv {
+			xv[c] = ZMM()
+			VMOVDQU64(Mem{Base: a.x, Disp: 64 * c}, xv[c])
+		}
+	}
 	// the sixteen 16-value sums of x as int16 (|Σ| ≤ 16·127)
 	s16 := YMM()
 	if fam == "VNNI" {
@@ -410,15 +428,15 @@ func q6k4(fam string) {
 				VMOVDQU64(row(r, 64*h), q)
 				VBROADCASTI64X4(row(r, 128+32*h), hb)
 				z01, z23 := ZMM(), ZMM()
-				VPSLLVW(zShL6, hb, z01)
-				VPANDD(z30, z01, z01)
-				VPTERNLOGD(U8(0xF8), z0F, q, z01) // z01 |= q & 0x0F
-				VPSRLVW(zShR6, hb, z23)
-				VPANDD(z30, z23, z23)
+				VPSLLVW(shl6, hb, z01)
+				VPANDD(c30, z01, z01)
+				VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
+				VPSRLVW(shr6, hb, z23)
+				VPANDD(c30, z23, z23)
 				VPSRLW(U8(4), q, q)
-				VPTERNLOGD(U8(0xF8), z0F, q, z23)
-				VPMADDUBSW(Mem{Base: a.x, Disp: 128 * h}, z01, z01)
-				VPMADDUBSW(Mem{Base: a.x, Disp: 128*h + 64}, z23, z23)
+				VPTERNLOGD(U8(0xF8), c0f, q, z23)
+				VPMADDUBSW(xv[2*h], z01, z01)
+				VPMADDUBSW(xv[2*h+1], z23, z23)
 				s01, s23 := ZMM(), ZMM()
 				VPERMW(sc.AsZ(), idx[2*h], s01)
 				VPERMW(sc.AsZ(), idx[2*h+1], s23)
@@ -478,11 +496,18 @@ func q6k4(fam string) {
 	}
 	// [S0 S1 S2 S3]
 	p01, p23 := YMM(), YMM()
-	VPHADDD(isum[1], isum[0], p01)
-	VPHADDD(isum[3], isum[2], p23)
-	VPHADDD(p23, p01, p01)
 	S := XMM()
-	VEXTRACTI128(U8(1), p01, S)
+	if fam == "VNNI" {
+		haddEVEX(isum[1], isum[0], p01)
+		haddEVEX(isum[3], isum[2], p23)
+		haddEVEX(p23, p01, p01)
+		VEXTRACTI32X4(U8(1), p01, S)
+	} else {
+		VPHADDD(isum[1], isum[0], p01)
+		VPHADDD(isum[3], isum[2], p23)
+		VPHADDD(p23, p01, p01)
+		VEXTRACTI128(U8(1), p01, S)
+	}
 	VPADDD(p01.AsX(), S, S)
 	// d of the four rows
 	dd := XMM()
