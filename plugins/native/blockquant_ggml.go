@@ -39,10 +39,15 @@ import (
 // output j of activation row r; dot4, where the type has it, outputs
 // j..j+3 of row r at once (the activations loaded once for four weight
 // rows), into y[0..3].
+//
+// dot4n, where the type has it, is ng groups of dot4 (outputs j..j+4·ng-1
+// of row r) in one call of the assembly: decode's products call it once
+// a task instead of once every four rows.
 type bqkKernel struct {
-	name string
-	dot  func(w *bqWeights, j int, a *ggml.Act, r int) float32
-	dot4 func(w *bqWeights, j int, a *ggml.Act, r int, y []float32)
+	name  string
+	dot   func(w *bqWeights, j int, a *ggml.Act, r int) float32
+	dot4  func(w *bqWeights, j int, a *ggml.Act, r int, y []float32)
+	dot4n func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32)
 }
 
 // bqkGo is the portable kernel of every type.
@@ -133,6 +138,10 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
 		w, N, k := j.w, j.w.n, j.w.gk
 		n, n1 := t*j.per, min(N, (t+1)*j.per)
+		if ng := (n1 - n) / 4; j.m == 1 && k.dot4n != nil && ng > 0 {
+			k.dot4n(w, n, ng, j.a, 0, j.y[n:n+4*ng])
+			n += 4 * ng
+		}
 		if k.dot4 != nil {
 			// four weight rows against every activation row while they
 			// are in cache

@@ -48,9 +48,29 @@ var bqkVNNI = map[ggml.Type]*bqkKernel{
 // needs AVX-512 BITALG). The family "vnni256"
 // (SWITCHYARD_NATIVE_QKERNEL) keeps the YMM ones.
 var bqkZ = map[ggml.Type]*bqkKernel{
-	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4Z),
-	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4Z),
-	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4Z),
+	ggml.Q4_0: newBQK32ZKernel(ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4Z),
+	ggml.Q5_0: newBQK32ZKernel(ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4Z),
+	ggml.Q8_0: newBQK32ZKernel(ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4Z),
+}
+
+// bqkFn32n is a ZMM kernel: ng groups of four rows in one call.
+type bqkFn32n = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
+
+// newBQK32ZKernel is newBQK32Kernel for a ZMM kernel f4 of ng four-row
+// groups a call (dot4 one group, dot4n ng of them: no call a group).
+func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4 bqkFn32n) *bqkKernel {
+	k := newBQK32Kernel("vnni", t, f1, nil)
+	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+		nb := w.k / 32
+		_ = y[4*ng-1]
+		rows := w.raw[j*w.rb : (j+4*ng)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		xs := a.Lanes[r*nb*8 : (r+1)*nb*8]
+		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng)
+	}
+	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
+	return k
 }
 
 // newBQKKernel wraps the one-row assembly kernel f of K type t (nil: the

@@ -5266,47 +5266,58 @@ bqkQ5_1Dot1AVX2_done:
 	VZEROUPPER
 	RET
 
-// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-56
+TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $8-64
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      ldw+16(FP), DX
 	MOVQ      x+24(FP), BX
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
-	LEAQ      (DX)(DX*2), R8
+	MOVQ      y+48(FP), R8
+	MOVQ      ng+56(FP), R9
+	LEAQ      (DX)(DX*2), R15
 	VPXORD    Z0, Z0, Z0
-	VXORPS    Z2, Z2, Z2
-	VXORPS    Z3, Z3, Z3
 	VMOVDQU64 bqk_z0f<>+0(SB), Z1
-	MOVL      $0x000000f0, R9
-	KMOVW     R9, K1
-	MOVL      $0x00000f00, R9
-	KMOVW     R9, K2
-	MOVL      $0x0000f000, R9
-	KMOVW     R9, K3
-	LEAQ      (CX)(DX*4), R9
+	MOVL      $0x000000f0, R10
+	KMOVW     R10, K1
+	MOVL      $0x00000f00, R10
+	KMOVW     R10, K2
+	MOVL      $0x0000f000, R10
+	KMOVW     R10, K3
+
+bqkQ4_0Dot4Z_group:
+	TESTQ  R9, R9
+	JZ     bqkQ4_0Dot4Z_end
+	MOVQ   AX, R10
+	MOVQ   CX, R11
+	MOVQ   BX, R12
+	MOVQ   SI, R13
+	MOVQ   DI, R14
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	LEAQ   (R11)(DX*4), BP
 
 bqkQ4_0Dot4Z_block:
-	TESTQ           AX, AX
+	TESTQ           R10, R10
 	JZ              bqkQ4_0Dot4Z_done
-	PREFETCHT0      (R9)
-	PREFETCHT0      64(R9)
-	ADDQ            $0x00000048, R9
-	VBROADCASTSS    (SI), Z4
-	VBROADCASTI32X4 (BX), Z5
-	VBROADCASTI32X4 16(BX), Z6
-	VBROADCASTI32X4 (DI), Z7
-	VBROADCASTI32X4 16(DI), Z8
+	PREFETCHT0      (BP)
+	PREFETCHT0      64(BP)
+	ADDQ            $0x00000048, BP
+	VBROADCASTSS    (R13), Z4
+	VBROADCASTI32X4 (R12), Z5
+	VBROADCASTI32X4 16(R12), Z6
+	VBROADCASTI32X4 (R14), Z7
+	VBROADCASTI32X4 16(R14), Z8
 	VPSLLD          $0x03, Z7, Z7
 	VPSLLD          $0x03, Z8, Z8
 	VPSUBD          Z7, Z0, Z7
 	VPSUBD          Z8, Z0, Z8
-	VMOVDQU         2(CX), X9
-	VINSERTI32X4    $0x01, 2(CX)(DX*1), Z9, Z9
-	VINSERTI32X4    $0x02, 2(CX)(DX*2), Z9, Z9
-	VINSERTI32X4    $0x03, 2(CX)(R8*1), Z9, Z9
+	VMOVDQU         2(R11), X9
+	VINSERTI32X4    $0x01, 2(R11)(DX*1), Z9, Z9
+	VINSERTI32X4    $0x02, 2(R11)(DX*2), Z9, Z9
+	VINSERTI32X4    $0x03, 2(R11)(R15*1), Z9, Z9
 	VPSRLW          $0x04, Z9, Z10
 	VPANDD          Z1, Z9, Z9
 	VPANDD          Z1, Z10, Z10
@@ -5314,87 +5325,103 @@ bqkQ4_0Dot4Z_block:
 	VPDPBUSD        Z6, Z10, Z8
 	VCVTDQ2PS       Z7, Z7
 	VCVTDQ2PS       Z8, Z8
-	VPBROADCASTW    (CX), Y5
-	VPBROADCASTW    (CX)(DX*1), K1, Y5
-	VPBROADCASTW    (CX)(DX*2), K2, Y5
-	VPBROADCASTW    (CX)(R8*1), K3, Y5
+	VPBROADCASTW    (R11), Y5
+	VPBROADCASTW    (R11)(DX*1), K1, Y5
+	VPBROADCASTW    (R11)(DX*2), K2, Y5
+	VPBROADCASTW    (R11)(R15*1), K3, Y5
 	VCVTPH2PS       Y5, Z5
 	VMULPS          Z4, Z5, Z5
 	VMULPS          Z5, Z7, Z7
 	VMULPS          Z5, Z8, Z8
 	VADDPS          Z7, Z2, Z2
 	VADDPS          Z8, Z3, Z3
-	ADDQ            $0x12, CX
-	ADDQ            $0x20, BX
-	ADDQ            $0x04, SI
-	ADDQ            $0x20, DI
-	DECQ            AX
+	ADDQ            $0x12, R11
+	ADDQ            $0x20, R12
+	ADDQ            $0x04, R13
+	ADDQ            $0x20, R14
+	DECQ            R10
 	JMP             bqkQ4_0Dot4Z_block
 
 bqkQ4_0Dot4Z_done:
-	MOVQ      y+48(FP), AX
-	VADDPS    Z3, Z2, Z0
-	VPERMILPS $0xb1, Z0, Z1
-	VADDPS    Z1, Z0, Z0
-	VPERMILPS $0x4e, Z0, Z1
-	VADDPS    Z1, Z0, Z0
-	VMOVDQU64 bqk_didx4<>+0(SB), Z1
-	VPERMD    Z0, Z1, Z0
-	VMOVUPS   X0, (AX)
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (R8)
+	ADDQ      $0x10, R8
+	LEAQ      (CX)(DX*4), CX
+	DECQ      R9
+	JMP       bqkQ4_0Dot4Z_group
+
+bqkQ4_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $0-56
+TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $8-64
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      ldw+16(FP), DX
 	MOVQ      x+24(FP), BX
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
-	LEAQ      (DX)(DX*2), R8
+	MOVQ      y+48(FP), R8
+	MOVQ      ng+56(FP), R9
+	LEAQ      (DX)(DX*2), R15
 	VPXORD    Z0, Z0, Z0
-	VXORPS    Z2, Z2, Z2
-	VXORPS    Z3, Z3, Z3
 	VMOVDQU64 bqk_z0f<>+0(SB), Z1
-	MOVL      $0x000000f0, R9
-	KMOVW     R9, K1
-	MOVL      $0x00000f00, R9
-	KMOVW     R9, K2
-	MOVL      $0x0000f000, R9
-	KMOVW     R9, K3
+	MOVL      $0x000000f0, R10
+	KMOVW     R10, K1
+	MOVL      $0x00000f00, R10
+	KMOVW     R10, K2
+	MOVL      $0x0000f000, R10
+	KMOVW     R10, K3
 	VMOVDQU64 bqk_z10<>+0(SB), Z4
 	VMOVDQU64 bqk_zqhlo<>+0(SB), Z5
 	VMOVDQU64 bqk_zqhhi<>+0(SB), Z6
-	LEAQ      (CX)(DX*4), R9
+
+bqkQ5_0Dot4Z_group:
+	TESTQ  R9, R9
+	JZ     bqkQ5_0Dot4Z_end
+	MOVQ   AX, R10
+	MOVQ   CX, R11
+	MOVQ   BX, R12
+	MOVQ   SI, R13
+	MOVQ   DI, R14
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	LEAQ   (R11)(DX*4), BP
 
 bqkQ5_0Dot4Z_block:
-	TESTQ           AX, AX
+	TESTQ           R10, R10
 	JZ              bqkQ5_0Dot4Z_done
-	PREFETCHT0      (R9)
-	PREFETCHT0      64(R9)
-	ADDQ            $0x00000058, R9
-	VBROADCASTSS    (SI), Z7
-	VBROADCASTI32X4 (BX), Z8
-	VBROADCASTI32X4 16(BX), Z9
-	VBROADCASTI32X4 (DI), Z10
-	VBROADCASTI32X4 16(DI), Z11
+	PREFETCHT0      (BP)
+	PREFETCHT0      64(BP)
+	ADDQ            $0x00000058, BP
+	VBROADCASTSS    (R13), Z7
+	VBROADCASTI32X4 (R12), Z8
+	VBROADCASTI32X4 16(R12), Z9
+	VBROADCASTI32X4 (R14), Z10
+	VBROADCASTI32X4 16(R14), Z11
 	VPSLLD          $0x04, Z10, Z10
 	VPSLLD          $0x04, Z11, Z11
 	VPSUBD          Z10, Z0, Z10
 	VPSUBD          Z11, Z0, Z11
-	VMOVDQU         6(CX), X12
-	VINSERTI32X4    $0x01, 6(CX)(DX*1), Z12, Z12
-	VINSERTI32X4    $0x02, 6(CX)(DX*2), Z12, Z12
-	VINSERTI32X4    $0x03, 6(CX)(R8*1), Z12, Z12
+	VMOVDQU         6(R11), X12
+	VINSERTI32X4    $0x01, 6(R11)(DX*1), Z12, Z12
+	VINSERTI32X4    $0x02, 6(R11)(DX*2), Z12, Z12
+	VINSERTI32X4    $0x03, 6(R11)(R15*1), Z12, Z12
 	VPSRLW          $0x04, Z12, Z13
 	VPANDD          Z1, Z12, Z12
 	VPANDD          Z1, Z13, Z13
-	VPBROADCASTD    2(CX), Z14
-	VPBROADCASTD    2(CX)(DX*1), K1, Z14
-	VPBROADCASTD    2(CX)(DX*2), K2, Z14
-	VPBROADCASTD    2(CX)(R8*1), K3, Z14
+	VPBROADCASTD    2(R11), Z14
+	VPBROADCASTD    2(R11)(DX*1), K1, Z14
+	VPBROADCASTD    2(R11)(DX*2), K2, Z14
+	VPBROADCASTD    2(R11)(R15*1), K3, Z14
 	VPSHUFBITQMB    Z5, Z14, K4
 	VPSHUFBITQMB    Z6, Z14, K5
 	VPADDB          Z4, Z12, K4, Z12
@@ -5403,117 +5430,138 @@ bqkQ5_0Dot4Z_block:
 	VPDPBUSD        Z9, Z13, Z11
 	VCVTDQ2PS       Z10, Z10
 	VCVTDQ2PS       Z11, Z11
-	VPBROADCASTW    (CX), Y8
-	VPBROADCASTW    (CX)(DX*1), K1, Y8
-	VPBROADCASTW    (CX)(DX*2), K2, Y8
-	VPBROADCASTW    (CX)(R8*1), K3, Y8
+	VPBROADCASTW    (R11), Y8
+	VPBROADCASTW    (R11)(DX*1), K1, Y8
+	VPBROADCASTW    (R11)(DX*2), K2, Y8
+	VPBROADCASTW    (R11)(R15*1), K3, Y8
 	VCVTPH2PS       Y8, Z8
 	VMULPS          Z7, Z8, Z8
 	VMULPS          Z8, Z10, Z10
 	VMULPS          Z8, Z11, Z11
 	VADDPS          Z10, Z2, Z2
 	VADDPS          Z11, Z3, Z3
-	ADDQ            $0x16, CX
-	ADDQ            $0x20, BX
-	ADDQ            $0x04, SI
-	ADDQ            $0x20, DI
-	DECQ            AX
+	ADDQ            $0x16, R11
+	ADDQ            $0x20, R12
+	ADDQ            $0x04, R13
+	ADDQ            $0x20, R14
+	DECQ            R10
 	JMP             bqkQ5_0Dot4Z_block
 
 bqkQ5_0Dot4Z_done:
-	MOVQ      y+48(FP), AX
-	VADDPS    Z3, Z2, Z0
-	VPERMILPS $0xb1, Z0, Z1
-	VADDPS    Z1, Z0, Z0
-	VPERMILPS $0x4e, Z0, Z1
-	VADDPS    Z1, Z0, Z0
-	VMOVDQU64 bqk_didx4<>+0(SB), Z1
-	VPERMD    Z0, Z1, Z0
-	VMOVUPS   X0, (AX)
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (R8)
+	ADDQ      $0x10, R8
+	LEAQ      (CX)(DX*4), CX
+	DECQ      R9
+	JMP       bqkQ5_0Dot4Z_group
+
+bqkQ5_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $0-56
+TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $8-64
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      ldw+16(FP), DX
 	MOVQ      x+24(FP), BX
 	MOVQ      xd+32(FP), SI
 	MOVQ      xs+40(FP), DI
-	LEAQ      (DX)(DX*2), R8
+	MOVQ      y+48(FP), R8
+	MOVQ      ng+56(FP), R9
+	LEAQ      (DX)(DX*2), R15
 	VPXORD    Z0, Z0, Z0
-	VXORPS    Z2, Z2, Z2
-	VXORPS    Z3, Z3, Z3
 	VMOVDQU64 bqk_z80<>+0(SB), Z1
-	MOVL      $0x0000ff00, R9
-	KMOVW     R9, K1
-	LEAQ      (CX)(DX*4), R9
+	MOVL      $0x0000ff00, R10
+	KMOVW     R10, K1
+
+bqkQ8_0Dot4Z_group:
+	TESTQ  R9, R9
+	JZ     bqkQ8_0Dot4Z_end
+	MOVQ   AX, R10
+	MOVQ   CX, R11
+	MOVQ   BX, R12
+	MOVQ   SI, R13
+	MOVQ   DI, R14
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	LEAQ   (R11)(DX*4), BP
 
 bqkQ8_0Dot4Z_block:
-	TESTQ           AX, AX
+	TESTQ           R10, R10
 	JZ              bqkQ8_0Dot4Z_done
-	PREFETCHT0      (R9)
-	PREFETCHT0      64(R9)
-	PREFETCHT0      128(R9)
-	ADDQ            $0x00000088, R9
-	VBROADCASTSS    (SI), Z4
-	VBROADCASTI64X4 (BX), Z5
-	VBROADCASTI64X4 (DI), Z6
+	PREFETCHT0      (BP)
+	PREFETCHT0      64(BP)
+	PREFETCHT0      128(BP)
+	ADDQ            $0x00000088, BP
+	VBROADCASTSS    (R13), Z4
+	VBROADCASTI64X4 (R12), Z5
+	VBROADCASTI64X4 (R14), Z6
 	VPSLLD          $0x07, Z6, Z6
 	VPSUBD          Z6, Z0, Z6
-	VMOVDQU         2(CX), Y7
-	VINSERTI64X4    $0x01, 2(CX)(DX*1), Z7, Z7
+	VMOVDQU         2(R11), Y7
+	VINSERTI64X4    $0x01, 2(R11)(DX*1), Z7, Z7
 	VPXORD          Z1, Z7, Z7
 	VMOVDQA64       Z6, Z8
 	VPDPBUSD        Z5, Z7, Z8
 	VCVTDQ2PS       Z8, Z8
-	VPBROADCASTW    (CX), Y7
-	VPBROADCASTW    (CX)(DX*1), K1, Y7
+	VPBROADCASTW    (R11), Y7
+	VPBROADCASTW    (R11)(DX*1), K1, Y7
 	VCVTPH2PS       Y7, Z9
 	VMULPS          Z4, Z9, Z9
 	VMULPS          Z9, Z8, Z8
 	VADDPS          Z8, Z2, Z2
-	VMOVDQU         2(CX)(DX*2), Y10
-	VINSERTI64X4    $0x01, 2(CX)(R8*1), Z10, Z10
+	VMOVDQU         2(R11)(DX*2), Y10
+	VINSERTI64X4    $0x01, 2(R11)(R15*1), Z10, Z10
 	VPXORD          Z1, Z10, Z10
 	VMOVDQA64       Z6, Z6
 	VPDPBUSD        Z5, Z10, Z6
 	VCVTDQ2PS       Z6, Z6
-	VPBROADCASTW    (CX)(DX*2), Y5
-	VPBROADCASTW    (CX)(R8*1), K1, Y5
+	VPBROADCASTW    (R11)(DX*2), Y5
+	VPBROADCASTW    (R11)(R15*1), K1, Y5
 	VCVTPH2PS       Y5, Z5
 	VMULPS          Z4, Z5, Z5
 	VMULPS          Z5, Z6, Z6
 	VADDPS          Z6, Z3, Z3
-	ADDQ            $0x22, CX
-	ADDQ            $0x20, BX
-	ADDQ            $0x04, SI
-	ADDQ            $0x20, DI
-	DECQ            AX
+	ADDQ            $0x22, R11
+	ADDQ            $0x20, R12
+	ADDQ            $0x04, R13
+	ADDQ            $0x20, R14
+	DECQ            R10
 	JMP             bqkQ8_0Dot4Z_block
 
 bqkQ8_0Dot4Z_done:
-	MOVQ          y+48(FP), AX
-	VSHUFF32X4    $0xb1, Z2, Z2, Z0
-	VADDPS        Z0, Z2, Z0
-	VPERMILPS     $0xb1, Z0, Z1
-	VADDPS        Z1, Z0, Z0
-	VPERMILPS     $0x4e, Z0, Z1
-	VADDPS        Z1, Z0, Z0
-	VMOVSS        X0, (AX)
-	VEXTRACTF32X4 $0x02, Z0, X0
-	VMOVSS        X0, 4(AX)
-	VSHUFF32X4    $0xb1, Z3, Z3, Z0
-	VADDPS        Z0, Z3, Z0
-	VPERMILPS     $0xb1, Z0, Z1
-	VADDPS        Z1, Z0, Z0
-	VPERMILPS     $0x4e, Z0, Z1
-	VADDPS        Z1, Z0, Z0
-	VMOVSS        X0, 8(AX)
-	VEXTRACTF32X4 $0x02, Z0, X0
-	VMOVSS        X0, 12(AX)
+	VSHUFF32X4    $0xb1, Z2, Z2, Z4
+	VADDPS        Z4, Z2, Z4
+	VPERMILPS     $0xb1, Z4, Z2
+	VADDPS        Z2, Z4, Z4
+	VPERMILPS     $0x4e, Z4, Z2
+	VADDPS        Z2, Z4, Z4
+	VMOVSS        X4, (R8)
+	VEXTRACTF32X4 $0x02, Z4, X2
+	VMOVSS        X2, 4(R8)
+	VSHUFF32X4    $0xb1, Z3, Z3, Z2
+	VADDPS        Z2, Z3, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 8(R8)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 12(R8)
+	ADDQ          $0x10, R8
+	LEAQ          (CX)(DX*4), CX
+	DECQ          R9
+	JMP           bqkQ8_0Dot4Z_group
+
+bqkQ8_0Dot4Z_end:
 	VZEROUPPER
 	RET
 

@@ -62,15 +62,18 @@ func maskW(v uint16) OpmaskVirtual {
 func dot32Z(t string) {
 	name := fmt.Sprintf("bqk%sDot4Z", t)
 	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
-	TEXT(name, NOSPLIT, sig32)
-	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for 4 weight rows ldw bytes apart, into y[0..3], on ZMM (see z32.go of the package asmgenbqk).", name, t))
+	TEXT(name, NOSPLIT, sig32n)
+	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], on ZMM (see z32.go of the package asmgenbqk).", name, t))
 	Pragma("noescape")
-	nb := Load(Param("nb"), GP64())
-	w := Load(Param("w"), GP64())
+	nb0 := Load(Param("nb"), GP64())
+	wg := Load(Param("w"), GP64())
 	ldw := Load(Param("ldw"), GP64())
-	x := Load(Param("x"), GP64())
-	xd := Load(Param("xd"), GP64())
-	xs := Load(Param("xs"), GP64())
+	x0 := Load(Param("x"), GP64())
+	xd0 := Load(Param("xd"), GP64())
+	xs0 := Load(Param("xs"), GP64())
+	y := Load(Param("y"), GP64())
+	ng := Load(Param("ng"), GP64())
+	nb, w, x, xd, xs := GP64(), GP64(), GP64(), GP64(), GP64()
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
 	row := avokit.Rows4(w, ldw, ldw3)
@@ -80,7 +83,6 @@ func dot32Z(t string) {
 	var acc [2]VecVirtual
 	for i := range acc {
 		acc[i] = ZMM()
-		VXORPS(acc[i], acc[i], acc[i])
 	}
 	var km [4]OpmaskVirtual
 	var c10, iLo, iHi VecVirtual
@@ -100,10 +102,22 @@ func dot32Z(t string) {
 		VMOVDQU64(z80, c)
 		km[1] = maskW(0xFF00)
 	}
-	// prefetch the next four rows (the next call's), 4·bs bytes a block
+	p := name + "_"
+	// group after group of four rows, each from the row's first block
+	Label(p + "group")
+	TESTQ(ng, ng)
+	JZ(LabelRef(p + "end"))
+	MOVQ(nb0, nb)
+	MOVQ(wg, w)
+	MOVQ(x0, x)
+	MOVQ(xd0, xd)
+	MOVQ(xs0, xs)
+	for i := range acc {
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	// prefetch the next four rows (the next group's), 4·bs bytes a block
 	pf := GP64()
 	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
-	p := name + "_"
 	Label(p + "block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
@@ -201,7 +215,6 @@ func dot32Z(t string) {
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
-	y := Load(Param("y"), GP64())
 	// per 128-bit lane [t0 t1 t2 t3], t_i = l_i + l_{i+4}: then
 	// (t0+t1)+(t2+t3) in its first element
 	reduce := func(t VecVirtual) {
@@ -233,6 +246,14 @@ func dot32Z(t string) {
 			VMOVSS(u, Mem{Base: y, Disp: 8*pr + 4})
 		}
 	}
+	ADDQ(U8(16), y)
+	LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, wg)
+	DECQ(ng)
+	JMP(LabelRef(p + "group"))
+	Label(p + "end")
 	VZEROUPPER()
 	RET()
 }
+
+// sig32n is sig32 with a count of four-row groups.
+const sig32n = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)"
