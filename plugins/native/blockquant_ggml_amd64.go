@@ -54,7 +54,22 @@ var bqkZ = map[ggml.Type]*bqkKernel{
 }
 
 // bqkFn32n is a ZMM kernel: ng groups of four rows in one call.
-type bqkFn32n = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
+type bqkFn32n = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+
+// zPrefetch is how far ahead (bytes, at least) the ZMM kernels prefetch:
+// a whole number of four-row groups, the next one's at least (1: the
+// next group, as the YMM kernels do). A group of short rows is little
+// (2 KB for Qwen2.5-0.5B's Q4_0 layers, about memory's latency times its
+// bandwidth); farther could pay, but it has not been measured on a quiet
+// machine (TestZZ-style best-of runs at load 20+ only see the other
+// programs' traffic), so the distance stays the measured one.
+var zPrefetch = 1
+
+// zPrefetchFor is the prefetch distance of rows of rb bytes.
+func zPrefetchFor(rb int) int {
+	g := 4 * rb
+	return max(1, (zPrefetch+g-1)/g) * g
+}
 
 // newBQK32ZKernel is newBQK32Kernel for a ZMM kernel f4 of ng four-row
 // groups a call (dot4 one group, dot4n ng of them: no call a group).
@@ -67,7 +82,7 @@ func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4 bqkFn32n) *bqkKernel {
 		x := a.Q[r*w.k : r*w.k+w.k]
 		xd := a.D[r*nb : r*nb+nb]
 		xs := a.Lanes[r*nb*8 : (r+1)*nb*8]
-		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng)
+		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng, zPrefetchFor(w.rb))
 	}
 	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
 	return k

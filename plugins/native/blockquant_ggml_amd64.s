@@ -5266,58 +5266,55 @@ bqkQ5_1Dot1AVX2_done:
 	VZEROUPPER
 	RET
 
-// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
+// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $8-64
-	MOVQ      nb+0(FP), AX
-	MOVQ      w+8(FP), CX
-	MOVQ      ldw+16(FP), DX
-	MOVQ      x+24(FP), BX
-	MOVQ      xd+32(FP), SI
-	MOVQ      xs+40(FP), DI
-	MOVQ      y+48(FP), R8
-	MOVQ      ng+56(FP), R9
-	LEAQ      (DX)(DX*2), R15
+TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 bqk_z0f<>+0(SB), Z1
-	MOVL      $0x000000f0, R10
-	KMOVW     R10, K1
-	MOVL      $0x00000f00, R10
-	KMOVW     R10, K2
-	MOVL      $0x0000f000, R10
-	KMOVW     R10, K3
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
 
 bqkQ4_0Dot4Z_group:
-	TESTQ  R9, R9
+	TESTQ  BX, BX
 	JZ     bqkQ4_0Dot4Z_end
-	MOVQ   AX, R10
-	MOVQ   CX, R11
-	MOVQ   BX, R12
-	MOVQ   SI, R13
-	MOVQ   DI, R14
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
 	VXORPS Z2, Z2, Z2
 	VXORPS Z3, Z3, Z3
-	LEAQ   (R11)(DX*4), BP
+	MOVQ   pfd+64(FP), R12
+	ADDQ   DI, R12
 
 bqkQ4_0Dot4Z_block:
-	TESTQ           R10, R10
+	TESTQ           SI, SI
 	JZ              bqkQ4_0Dot4Z_done
-	PREFETCHT0      (BP)
-	PREFETCHT0      64(BP)
-	ADDQ            $0x00000048, BP
-	VBROADCASTSS    (R13), Z4
-	VBROADCASTI32X4 (R12), Z5
-	VBROADCASTI32X4 16(R12), Z6
-	VBROADCASTI32X4 (R14), Z7
-	VBROADCASTI32X4 16(R14), Z8
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	ADDQ            $0x00000048, R12
+	VBROADCASTSS    (R9), Z4
+	VBROADCASTI32X4 (R8), Z5
+	VBROADCASTI32X4 16(R8), Z6
+	VBROADCASTI32X4 (R10), Z7
+	VBROADCASTI32X4 16(R10), Z8
 	VPSLLD          $0x03, Z7, Z7
 	VPSLLD          $0x03, Z8, Z8
 	VPSUBD          Z7, Z0, Z7
 	VPSUBD          Z8, Z0, Z8
-	VMOVDQU         2(R11), X9
-	VINSERTI32X4    $0x01, 2(R11)(DX*1), Z9, Z9
-	VINSERTI32X4    $0x02, 2(R11)(DX*2), Z9, Z9
-	VINSERTI32X4    $0x03, 2(R11)(R15*1), Z9, Z9
+	VMOVDQU         2(DI), X9
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z9, Z9
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z9, Z9
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z9, Z9
 	VPSRLW          $0x04, Z9, Z10
 	VPANDD          Z1, Z9, Z9
 	VPANDD          Z1, Z10, Z10
@@ -5325,21 +5322,21 @@ bqkQ4_0Dot4Z_block:
 	VPDPBUSD        Z6, Z10, Z8
 	VCVTDQ2PS       Z7, Z7
 	VCVTDQ2PS       Z8, Z8
-	VPBROADCASTW    (R11), Y5
-	VPBROADCASTW    (R11)(DX*1), K1, Y5
-	VPBROADCASTW    (R11)(DX*2), K2, Y5
-	VPBROADCASTW    (R11)(R15*1), K3, Y5
+	VPBROADCASTW    (DI), Y5
+	VPBROADCASTW    (DI)(CX*1), K1, Y5
+	VPBROADCASTW    (DI)(CX*2), K2, Y5
+	VPBROADCASTW    (DI)(R11*1), K3, Y5
 	VCVTPH2PS       Y5, Z5
 	VMULPS          Z4, Z5, Z5
 	VMULPS          Z5, Z7, Z7
 	VMULPS          Z5, Z8, Z8
 	VADDPS          Z7, Z2, Z2
 	VADDPS          Z8, Z3, Z3
-	ADDQ            $0x12, R11
-	ADDQ            $0x20, R12
-	ADDQ            $0x04, R13
-	ADDQ            $0x20, R14
-	DECQ            R10
+	ADDQ            $0x12, DI
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
 	JMP             bqkQ4_0Dot4Z_block
 
 bqkQ4_0Dot4Z_done:
@@ -5350,78 +5347,75 @@ bqkQ4_0Dot4Z_done:
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
-	VMOVUPS   X2, (R8)
-	ADDQ      $0x10, R8
-	LEAQ      (CX)(DX*4), CX
-	DECQ      R9
+	VMOVUPS   X2, (DX)
+	ADDQ      $0x10, DX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
 	JMP       bqkQ4_0Dot4Z_group
 
 bqkQ4_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
+// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $8-64
-	MOVQ      nb+0(FP), AX
-	MOVQ      w+8(FP), CX
-	MOVQ      ldw+16(FP), DX
-	MOVQ      x+24(FP), BX
-	MOVQ      xd+32(FP), SI
-	MOVQ      xs+40(FP), DI
-	MOVQ      y+48(FP), R8
-	MOVQ      ng+56(FP), R9
-	LEAQ      (DX)(DX*2), R15
+TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 bqk_z0f<>+0(SB), Z1
-	MOVL      $0x000000f0, R10
-	KMOVW     R10, K1
-	MOVL      $0x00000f00, R10
-	KMOVW     R10, K2
-	MOVL      $0x0000f000, R10
-	KMOVW     R10, K3
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
 	VMOVDQU64 bqk_z10<>+0(SB), Z4
 	VMOVDQU64 bqk_zqhlo<>+0(SB), Z5
 	VMOVDQU64 bqk_zqhhi<>+0(SB), Z6
 
 bqkQ5_0Dot4Z_group:
-	TESTQ  R9, R9
+	TESTQ  BX, BX
 	JZ     bqkQ5_0Dot4Z_end
-	MOVQ   AX, R10
-	MOVQ   CX, R11
-	MOVQ   BX, R12
-	MOVQ   SI, R13
-	MOVQ   DI, R14
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
 	VXORPS Z2, Z2, Z2
 	VXORPS Z3, Z3, Z3
-	LEAQ   (R11)(DX*4), BP
+	MOVQ   pfd+64(FP), R12
+	ADDQ   DI, R12
 
 bqkQ5_0Dot4Z_block:
-	TESTQ           R10, R10
+	TESTQ           SI, SI
 	JZ              bqkQ5_0Dot4Z_done
-	PREFETCHT0      (BP)
-	PREFETCHT0      64(BP)
-	ADDQ            $0x00000058, BP
-	VBROADCASTSS    (R13), Z7
-	VBROADCASTI32X4 (R12), Z8
-	VBROADCASTI32X4 16(R12), Z9
-	VBROADCASTI32X4 (R14), Z10
-	VBROADCASTI32X4 16(R14), Z11
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	ADDQ            $0x00000058, R12
+	VBROADCASTSS    (R9), Z7
+	VBROADCASTI32X4 (R8), Z8
+	VBROADCASTI32X4 16(R8), Z9
+	VBROADCASTI32X4 (R10), Z10
+	VBROADCASTI32X4 16(R10), Z11
 	VPSLLD          $0x04, Z10, Z10
 	VPSLLD          $0x04, Z11, Z11
 	VPSUBD          Z10, Z0, Z10
 	VPSUBD          Z11, Z0, Z11
-	VMOVDQU         6(R11), X12
-	VINSERTI32X4    $0x01, 6(R11)(DX*1), Z12, Z12
-	VINSERTI32X4    $0x02, 6(R11)(DX*2), Z12, Z12
-	VINSERTI32X4    $0x03, 6(R11)(R15*1), Z12, Z12
+	VMOVDQU         6(DI), X12
+	VINSERTI32X4    $0x01, 6(DI)(CX*1), Z12, Z12
+	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z12, Z12
+	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z12, Z12
 	VPSRLW          $0x04, Z12, Z13
 	VPANDD          Z1, Z12, Z12
 	VPANDD          Z1, Z13, Z13
-	VPBROADCASTD    2(R11), Z14
-	VPBROADCASTD    2(R11)(DX*1), K1, Z14
-	VPBROADCASTD    2(R11)(DX*2), K2, Z14
-	VPBROADCASTD    2(R11)(R15*1), K3, Z14
+	VPBROADCASTD    2(DI), Z14
+	VPBROADCASTD    2(DI)(CX*1), K1, Z14
+	VPBROADCASTD    2(DI)(CX*2), K2, Z14
+	VPBROADCASTD    2(DI)(R11*1), K3, Z14
 	VPSHUFBITQMB    Z5, Z14, K4
 	VPSHUFBITQMB    Z6, Z14, K5
 	VPADDB          Z4, Z12, K4, Z12
@@ -5430,21 +5424,21 @@ bqkQ5_0Dot4Z_block:
 	VPDPBUSD        Z9, Z13, Z11
 	VCVTDQ2PS       Z10, Z10
 	VCVTDQ2PS       Z11, Z11
-	VPBROADCASTW    (R11), Y8
-	VPBROADCASTW    (R11)(DX*1), K1, Y8
-	VPBROADCASTW    (R11)(DX*2), K2, Y8
-	VPBROADCASTW    (R11)(R15*1), K3, Y8
+	VPBROADCASTW    (DI), Y8
+	VPBROADCASTW    (DI)(CX*1), K1, Y8
+	VPBROADCASTW    (DI)(CX*2), K2, Y8
+	VPBROADCASTW    (DI)(R11*1), K3, Y8
 	VCVTPH2PS       Y8, Z8
 	VMULPS          Z7, Z8, Z8
 	VMULPS          Z8, Z10, Z10
 	VMULPS          Z8, Z11, Z11
 	VADDPS          Z10, Z2, Z2
 	VADDPS          Z11, Z3, Z3
-	ADDQ            $0x16, R11
-	ADDQ            $0x20, R12
-	ADDQ            $0x04, R13
-	ADDQ            $0x20, R14
-	DECQ            R10
+	ADDQ            $0x16, DI
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
 	JMP             bqkQ5_0Dot4Z_block
 
 bqkQ5_0Dot4Z_done:
@@ -5455,86 +5449,83 @@ bqkQ5_0Dot4Z_done:
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
-	VMOVUPS   X2, (R8)
-	ADDQ      $0x10, R8
-	LEAQ      (CX)(DX*4), CX
-	DECQ      R9
+	VMOVUPS   X2, (DX)
+	ADDQ      $0x10, DX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
 	JMP       bqkQ5_0Dot4Z_group
 
 bqkQ5_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)
+// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $8-64
-	MOVQ      nb+0(FP), AX
-	MOVQ      w+8(FP), CX
-	MOVQ      ldw+16(FP), DX
-	MOVQ      x+24(FP), BX
-	MOVQ      xd+32(FP), SI
-	MOVQ      xs+40(FP), DI
-	MOVQ      y+48(FP), R8
-	MOVQ      ng+56(FP), R9
-	LEAQ      (DX)(DX*2), R15
+TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 bqk_z80<>+0(SB), Z1
-	MOVL      $0x0000ff00, R10
-	KMOVW     R10, K1
+	MOVL      $0x0000ff00, SI
+	KMOVW     SI, K1
 
 bqkQ8_0Dot4Z_group:
-	TESTQ  R9, R9
+	TESTQ  BX, BX
 	JZ     bqkQ8_0Dot4Z_end
-	MOVQ   AX, R10
-	MOVQ   CX, R11
-	MOVQ   BX, R12
-	MOVQ   SI, R13
-	MOVQ   DI, R14
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
 	VXORPS Z2, Z2, Z2
 	VXORPS Z3, Z3, Z3
-	LEAQ   (R11)(DX*4), BP
+	MOVQ   pfd+64(FP), R12
+	ADDQ   DI, R12
 
 bqkQ8_0Dot4Z_block:
-	TESTQ           R10, R10
+	TESTQ           SI, SI
 	JZ              bqkQ8_0Dot4Z_done
-	PREFETCHT0      (BP)
-	PREFETCHT0      64(BP)
-	PREFETCHT0      128(BP)
-	ADDQ            $0x00000088, BP
-	VBROADCASTSS    (R13), Z4
-	VBROADCASTI64X4 (R12), Z5
-	VBROADCASTI64X4 (R14), Z6
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	PREFETCHT0      128(R12)
+	ADDQ            $0x00000088, R12
+	VBROADCASTSS    (R9), Z4
+	VBROADCASTI64X4 (R8), Z5
+	VBROADCASTI64X4 (R10), Z6
 	VPSLLD          $0x07, Z6, Z6
 	VPSUBD          Z6, Z0, Z6
-	VMOVDQU         2(R11), Y7
-	VINSERTI64X4    $0x01, 2(R11)(DX*1), Z7, Z7
+	VMOVDQU         2(DI), Y7
+	VINSERTI64X4    $0x01, 2(DI)(CX*1), Z7, Z7
 	VPXORD          Z1, Z7, Z7
 	VMOVDQA64       Z6, Z8
 	VPDPBUSD        Z5, Z7, Z8
 	VCVTDQ2PS       Z8, Z8
-	VPBROADCASTW    (R11), Y7
-	VPBROADCASTW    (R11)(DX*1), K1, Y7
+	VPBROADCASTW    (DI), Y7
+	VPBROADCASTW    (DI)(CX*1), K1, Y7
 	VCVTPH2PS       Y7, Z9
 	VMULPS          Z4, Z9, Z9
 	VMULPS          Z9, Z8, Z8
 	VADDPS          Z8, Z2, Z2
-	VMOVDQU         2(R11)(DX*2), Y10
-	VINSERTI64X4    $0x01, 2(R11)(R15*1), Z10, Z10
+	VMOVDQU         2(DI)(CX*2), Y10
+	VINSERTI64X4    $0x01, 2(DI)(R11*1), Z10, Z10
 	VPXORD          Z1, Z10, Z10
 	VMOVDQA64       Z6, Z6
 	VPDPBUSD        Z5, Z10, Z6
 	VCVTDQ2PS       Z6, Z6
-	VPBROADCASTW    (R11)(DX*2), Y5
-	VPBROADCASTW    (R11)(R15*1), K1, Y5
+	VPBROADCASTW    (DI)(CX*2), Y5
+	VPBROADCASTW    (DI)(R11*1), K1, Y5
 	VCVTPH2PS       Y5, Z5
 	VMULPS          Z4, Z5, Z5
 	VMULPS          Z5, Z6, Z6
 	VADDPS          Z6, Z3, Z3
-	ADDQ            $0x22, R11
-	ADDQ            $0x20, R12
-	ADDQ            $0x04, R13
-	ADDQ            $0x20, R14
-	DECQ            R10
+	ADDQ            $0x22, DI
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
 	JMP             bqkQ8_0Dot4Z_block
 
 bqkQ8_0Dot4Z_done:
@@ -5544,21 +5535,21 @@ bqkQ8_0Dot4Z_done:
 	VADDPS        Z2, Z4, Z4
 	VPERMILPS     $0x4e, Z4, Z2
 	VADDPS        Z2, Z4, Z4
-	VMOVSS        X4, (R8)
+	VMOVSS        X4, (DX)
 	VEXTRACTF32X4 $0x02, Z4, X2
-	VMOVSS        X2, 4(R8)
+	VMOVSS        X2, 4(DX)
 	VSHUFF32X4    $0xb1, Z3, Z3, Z2
 	VADDPS        Z2, Z3, Z2
 	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0x4e, Z2, Z3
 	VADDPS        Z3, Z2, Z2
-	VMOVSS        X2, 8(R8)
+	VMOVSS        X2, 8(DX)
 	VEXTRACTF32X4 $0x02, Z2, X2
-	VMOVSS        X2, 12(R8)
-	ADDQ          $0x10, R8
-	LEAQ          (CX)(DX*4), CX
-	DECQ          R9
+	VMOVSS        X2, 12(DX)
+	ADDQ          $0x10, DX
+	LEAQ          (AX)(CX*4), AX
+	DECQ          BX
 	JMP           bqkQ8_0Dot4Z_group
 
 bqkQ8_0Dot4Z_end:

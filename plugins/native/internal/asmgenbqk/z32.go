@@ -63,14 +63,10 @@ func dot32Z(t string) {
 	name := fmt.Sprintf("bqk%sDot4Z", t)
 	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
 	TEXT(name, NOSPLIT, sig32n)
-	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], on ZMM (see z32.go of the package asmgenbqk).", name, t))
+	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead, on ZMM (see z32.go of the package asmgenbqk).", name, t))
 	Pragma("noescape")
-	nb0 := Load(Param("nb"), GP64())
 	wg := Load(Param("w"), GP64())
 	ldw := Load(Param("ldw"), GP64())
-	x0 := Load(Param("x"), GP64())
-	xd0 := Load(Param("xd"), GP64())
-	xs0 := Load(Param("xs"), GP64())
 	y := Load(Param("y"), GP64())
 	ng := Load(Param("ng"), GP64())
 	nb, w, x, xd, xs := GP64(), GP64(), GP64(), GP64(), GP64()
@@ -107,17 +103,20 @@ func dot32Z(t string) {
 	Label(p + "group")
 	TESTQ(ng, ng)
 	JZ(LabelRef(p + "end"))
-	MOVQ(nb0, nb)
+	// each group from the first block (the arguments reloaded)
+	Load(Param("nb"), nb)
 	MOVQ(wg, w)
-	MOVQ(x0, x)
-	MOVQ(xd0, xd)
-	MOVQ(xs0, xs)
+	Load(Param("x"), x)
+	Load(Param("xd"), xd)
+	Load(Param("xs"), xs)
 	for i := range acc {
 		VXORPS(acc[i], acc[i], acc[i])
 	}
-	// prefetch the next four rows (the next group's), 4·bs bytes a block
+	// prefetch pfd bytes ahead (a multiple of the group's 4·ldw: the
+	// rows a later group reads), 4·bs bytes a block
 	pf := GP64()
-	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
+	Load(Param("pfd"), pf)
+	ADDQ(w, pf)
 	Label(p + "block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
@@ -256,4 +255,4 @@ func dot32Z(t string) {
 }
 
 // sig32n is sig32 with a count of four-row groups.
-const sig32n = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int)"
+const sig32n = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)"
