@@ -30,11 +30,11 @@ var bqkAVX2 = map[ggml.Type]*bqkKernel{
 // types' four-row kernels VPDPWSSD on ZMM, with AVX-512 BW) makes faster;
 // the other types take bqkAVX2's.
 var bqkVNNI = map[ggml.Type]*bqkKernel{
-	ggml.Q4_K: newBQKKernel("vnni", ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
-	ggml.Q5_K: newBQKKernel("vnni", ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
+	ggml.Q4_K: newBQKKernelN(ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
+	ggml.Q5_K: newBQKKernelN(ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
 	ggml.Q2_K: newBQKKernel("vnni", ggml.Q2_K, nil, bqkQ2KDot4VNNI),
 	ggml.Q3_K: newBQKKernel("vnni", ggml.Q3_K, nil, bqkQ3KDot4VNNI),
-	ggml.Q6_K: newBQKKernel("vnni", ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
+	ggml.Q6_K: newBQKKernelN(ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
 	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
@@ -57,13 +57,12 @@ var bqkZ = map[ggml.Type]*bqkKernel{
 type bqkFn32n = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
 
 // zPrefetch is how far ahead (bytes, at least) the ZMM kernels prefetch:
-// a whole number of four-row groups, the next one's at least (1: the
-// next group, as the YMM kernels do). A group of short rows is little
-// (2 KB for Qwen2.5-0.5B's Q4_0 layers, about memory's latency times its
-// bandwidth); farther could pay, but it has not been measured on a quiet
-// machine (TestZZ-style best-of runs at load 20+ only see the other
-// programs' traffic), so the distance stays the measured one.
-var zPrefetch = 1
+// a whole number of four-row groups, the next one's at least. A group of
+// short rows is little (2 KB for Qwen2.5-0.5B's Q4_0 layers); the K
+// types' kernels measured one group of about 5 KB too short a distance
+// (k4Prefetch), so these go as far as theirs (two groups at K 2048), in
+// bytes. Not yet tuned on a quiet machine.
+var zPrefetch = 8 << 10
 
 // zPrefetchFor is the prefetch distance of rows of rb bytes.
 func zPrefetchFor(rb int) int {
@@ -124,6 +123,35 @@ func newBQKKernel(name string, t ggml.Type, f bqkFn, f4 bqkFn32) *bqkKernel {
 	}
 	return k
 }
+
+// newBQKKernelN is newBQKKernel for a four-row kernel f4 of ng groups a
+// call (the VNNI ones): dot4 one group, dot4n ng of them, prefetching
+// two groups ahead (k4Prefetch).
+func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFn32n) *bqkKernel {
+	k := newBQKKernel("vnni", t, f, nil)
+	be, bs := t.BlockSize(), t.BlockBytes()
+	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+		nb := w.k / be
+		_ = y[4*ng-1]
+		rows := w.raw[j*w.rb : (j+4*ng-1)*w.rb+nb*bs]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		var xs []int32
+		if t == ggml.Q6_K {
+			xs = a.Sum[r*nb*16 : (r+1)*nb*16]
+		} else {
+			xs = a.Sum32[r*nb*8 : (r+1)*nb*8]
+		}
+		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng, k4Prefetch*w.rb)
+	}
+	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
+	return k
+}
+
+// k4Prefetch is how many rows ahead the K types' four-row kernels
+// prefetch: two groups (one group, about 5 KB at K 2048, was measured too
+// short a distance to hide the memory's latency).
+const k4Prefetch = 8
 
 // newBQK32Kernel wraps the one-row and four-row kernels of a 32-element
 // type (xs: the lane sums of core/ggml's Act).

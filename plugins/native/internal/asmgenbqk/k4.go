@@ -183,6 +183,59 @@ func combine4(a0, a1, a2, a3 VecVirtual) VecVirtual {
 type k4args struct {
 	nb, w, ldw, ldw3, x, xd, xs, pf Register
 	row                             func(r, disp int) Mem
+	wg, y, ng                       Register // k4headN's group loop
+}
+
+// k4headN is k4head for a kernel of ng groups of four rows (sig32n:
+// outputs 4·ng, prefetching pfd bytes ahead); k4groupStart and
+// k4groupEnd enclose a group's super-block loop.
+func k4headN(name, doc string) k4args {
+	TEXT(name, NOSPLIT, sig32n)
+	Doc(doc)
+	Pragma("noescape")
+	var a k4args
+	a.wg = Load(Param("w"), GP64())
+	a.ldw = Load(Param("ldw"), GP64())
+	a.y = Load(Param("y"), GP64())
+	a.ng = Load(Param("ng"), GP64())
+	a.ldw3 = GP64()
+	LEAQ(Mem{Base: a.ldw, Index: a.ldw, Scale: 2}, a.ldw3)
+	a.nb, a.w, a.x, a.xd, a.xs, a.pf = GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
+	a.row = avokit.Rows4(a.w, a.ldw, a.ldw3)
+	return a
+}
+
+// k4groupStart opens a group: its arguments reloaded (the first
+// super-block), the prefetch pointer pfd bytes ahead.
+func k4groupStart(a k4args, lab string) {
+	Label(lab + "group")
+	TESTQ(a.ng, a.ng)
+	JZ(LabelRef(lab + "end"))
+	Load(Param("nb"), a.nb)
+	MOVQ(a.wg, a.w)
+	Load(Param("x"), a.x)
+	Load(Param("xd"), a.xd)
+	Load(Param("xs"), a.xs)
+	Load(Param("pfd"), a.pf)
+	ADDQ(a.w, a.pf)
+}
+
+// k4groupEnd closes a group (its four outputs stored at y): the next
+// four rows.
+func k4groupEnd(a k4args, lab string) {
+	ADDQ(U8(16), a.y)
+	LEAQ(Mem{Base: a.wg, Index: a.ldw, Scale: 4}, a.wg)
+	DECQ(a.ng)
+	JMP(LabelRef(lab + "group"))
+	Label(lab + "end")
+}
+
+// k4Doc is a four-row kernel's doc line (n: the group-loop form).
+func k4Doc(name, ty string, n bool) string {
+	if n {
+		return name + " is core/ggml's Dot of nb " + ty + " super-blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead (see k4.go of the package asmgenbqk)."
+	}
+	return name + " is core/ggml's Dot of nb " + ty + " super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk)."
 }
 
 func k4head(name, doc string) k4args {
@@ -359,7 +412,12 @@ func store4even(facc VecVirtual) {
 // q6k4 generates the four-row Q6_K kernel of family fam.
 func q6k4(fam string) {
 	name := "bqkQ6KDot4" + fam
-	a := k4head(name, name+" is core/ggml's Dot of nb Q6_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	var a k4args
+	if fam == "VNNI" {
+		a = k4headN(name, k4Doc(name, "Q6_K", true))
+	} else {
+		a = k4head(name, k4Doc(name, "Q6_K", false))
+	}
 	lab := name + "_"
 	row := a.row
 	var idx [4]VecVirtual
@@ -370,7 +428,9 @@ func q6k4(fam string) {
 		}
 	}
 	facc := XMM()
-	VXORPS(facc, facc, facc)
+	if fam != "VNNI" {
+		VXORPS(facc, facc, facc)
+	}
 	// VNNI: the tables in registers (a memory operand each would be a
 	// load for every 64 quant bytes of every row)
 	var shl6, shr6, c30, c0f VecVirtual
@@ -380,6 +440,8 @@ func q6k4(fam string) {
 		VMOVDQU64(zShR6, shr6)
 		VMOVDQU64(z30, c30)
 		VMOVDQU64(z0F, c0f)
+		k4groupStart(a, lab)
+		VXORPS(facc, facc, facc)
 	}
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
@@ -531,8 +593,13 @@ func q6k4(fam string) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	y := Load(Param("y"), GP64())
-	VMOVUPS(facc, Mem{Base: y})
+	if fam == "VNNI" {
+		VMOVUPS(facc, Mem{Base: a.y})
+		k4groupEnd(a, lab)
+	} else {
+		y := Load(Param("y"), GP64())
+		VMOVUPS(facc, Mem{Base: y})
+	}
 	VZEROUPPER()
 	RET()
 }
@@ -546,13 +613,12 @@ func q4k4VNNI(five bool) {
 	if five {
 		name, ty, bs, qs = "bqkQ5KDot4VNNI", "Q5_K", 176, 48
 	}
-	a := k4head(name, name+" is core/ggml's Dot of nb "+ty+" super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	a := k4headN(name, k4Doc(name, ty, true))
 	lab := name + "_"
 	row := a.row
 	didx := ZMM()
 	VMOVDQU64(dIdx4, didx)
 	facc := YMM()
-	VXORPS(facc, facc, facc)
 	// the tables the quants' loop takes, in registers (a memory operand
 	// each would be a load for every 32 quant bytes of every row)
 	shq4, c0f, c10 := ZMM(), ZMM(), ZMM()
@@ -570,6 +636,8 @@ func q4k4VNNI(five bool) {
 	if five {
 		VMOVDQU64(z10, c10)
 	}
+	k4groupStart(a, lab)
+	VXORPS(facc, facc, facc)
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
@@ -678,7 +746,8 @@ func q4k4VNNI(five bool) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	store4evenEVEX(facc)
+	store4evenEVEX(facc, a.y)
+	k4groupEnd(a, lab)
 	VZEROUPPER()
 	RET()
 }
@@ -879,8 +948,7 @@ func haddEVEX(b, a, d VecVirtual) {
 }
 
 // store4evenEVEX is store4even in instructions with an EVEX form.
-func store4evenEVEX(facc VecVirtual) {
-	y := Load(Param("y"), GP64())
+func store4evenEVEX(facc VecVirtual, y Register) {
 	hi := XMM()
 	VEXTRACTF32X4(U8(1), facc, hi)
 	o := XMM()
