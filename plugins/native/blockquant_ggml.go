@@ -50,6 +50,10 @@ type bqkKernel struct {
 	dot4n func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32)
 }
 
+// zEight: where an architecture has kernels of eight rows, dot4n takes
+// them for pairs of four-row groups (tests turn it off to compare).
+var zEight = true
+
 // bqkGo is the portable kernel of every type.
 var bqkGo = &bqkKernel{name: "generic", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
 	return ggml.Dot(w.typ, w.raw[j*w.rb:(j+1)*w.rb], a, r)

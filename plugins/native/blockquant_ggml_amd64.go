@@ -48,9 +48,9 @@ var bqkVNNI = map[ggml.Type]*bqkKernel{
 // needs AVX-512 BITALG). The family "vnni256"
 // (SWITCHYARD_NATIVE_QKERNEL) keeps the YMM ones.
 var bqkZ = map[ggml.Type]*bqkKernel{
-	ggml.Q4_0: newBQK32ZKernel(ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4Z),
-	ggml.Q5_0: newBQK32ZKernel(ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4Z),
-	ggml.Q8_0: newBQK32ZKernel(ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4Z),
+	ggml.Q4_0: newBQK32ZKernel(ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4Z, bqkQ4_0Dot8Z),
+	ggml.Q5_0: newBQK32ZKernel(ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4Z, bqkQ5_0Dot8Z),
+	ggml.Q8_0: newBQK32ZKernel(ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4Z, bqkQ8_0Dot8Z),
 }
 
 // bqkFn32n is a ZMM kernel: ng groups of four rows in one call.
@@ -66,13 +66,15 @@ var zPrefetch = 8 << 10
 
 // zPrefetchFor is the prefetch distance of rows of rb bytes.
 func zPrefetchFor(rb int) int {
-	g := 4 * rb
+	g := 8 * rb
 	return max(1, (zPrefetch+g-1)/g) * g
 }
 
-// newBQK32ZKernel is newBQK32Kernel for a ZMM kernel f4 of ng four-row
-// groups a call (dot4 one group, dot4n ng of them: no call a group).
-func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4 bqkFn32n) *bqkKernel {
+// newBQK32ZKernel is newBQK32Kernel for ZMM kernels of ng groups of
+// four (f4) or eight (f8: two sets of four sharing each block's
+// activation work) rows a call: dot4 one group of four, dot4n ng of them
+// (pairs by f8, an odd one left by f4), no call a group.
+func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4, f8 bqkFn32n) *bqkKernel {
 	k := newBQK32Kernel("vnni", t, f1, nil)
 	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
 		nb := w.k / 32
@@ -81,7 +83,18 @@ func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4 bqkFn32n) *bqkKernel {
 		x := a.Q[r*w.k : r*w.k+w.k]
 		xd := a.D[r*nb : r*nb+nb]
 		xs := a.Lanes[r*nb*8 : (r+1)*nb*8]
-		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng, zPrefetchFor(w.rb))
+		pfd := zPrefetchFor(w.rb)
+		n8 := 0
+		if zEight {
+			n8 = ng / 2
+		}
+		if n8 > 0 {
+			f8(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], n8, pfd)
+		}
+		if n4 := ng - 2*n8; n4 > 0 {
+			o := 8 * n8
+			f4(nb, &rows[o*w.rb], w.rb, &x[0], &xd[0], &xs[0], &y[o], n4, pfd)
+		}
 	}
 	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
 	return k

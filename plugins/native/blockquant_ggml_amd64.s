@@ -5344,7 +5344,7 @@ bqkQ4_0Dot4Z_block:
 	VPSLLD          $0x03, Z8, Z8
 	VPSUBD          Z7, Z0, Z7
 	VPSUBD          Z8, Z0, Z8
-	VMOVDQU         2(DI), X9
+	VMOVDQU32       2(DI), X9
 	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z9, Z9
 	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z9, Z9
 	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z9, Z9
@@ -5438,7 +5438,7 @@ bqkQ5_0Dot4Z_block:
 	VPSLLD          $0x04, Z11, Z11
 	VPSUBD          Z10, Z0, Z10
 	VPSUBD          Z11, Z0, Z11
-	VMOVDQU         6(DI), X12
+	VMOVDQU32       6(DI), X12
 	VINSERTI32X4    $0x01, 6(DI)(CX*1), Z12, Z12
 	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z12, Z12
 	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z12, Z12
@@ -5530,7 +5530,7 @@ bqkQ8_0Dot4Z_block:
 	VBROADCASTI64X4 (R10), Z6
 	VPSLLD          $0x07, Z6, Z6
 	VPSUBD          Z6, Z0, Z6
-	VMOVDQU         2(DI), Y7
+	VMOVDQU32       2(DI), Y7
 	VINSERTI64X4    $0x01, 2(DI)(CX*1), Z7, Z7
 	VPXORD          Z1, Z7, Z7
 	VMOVDQA64       Z6, Z8
@@ -5542,7 +5542,7 @@ bqkQ8_0Dot4Z_block:
 	VMULPS          Z4, Z9, Z9
 	VMULPS          Z9, Z8, Z8
 	VADDPS          Z8, Z2, Z2
-	VMOVDQU         2(DI)(CX*2), Y10
+	VMOVDQU32       2(DI)(CX*2), Y10
 	VINSERTI64X4    $0x01, 2(DI)(R11*1), Z10, Z10
 	VPXORD          Z1, Z10, Z10
 	VMOVDQA64       Z6, Z6
@@ -5586,6 +5586,427 @@ bqkQ8_0Dot4Z_done:
 	JMP           bqkQ8_0Dot4Z_group
 
 bqkQ8_0Dot4Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ4_0Dot8Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+
+bqkQ4_0Dot8Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ4_0Dot8Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (AX)(CX*4), R12
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	MOVQ   pfd+64(FP), R13
+	ADDQ   DI, R13
+
+bqkQ4_0Dot8Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ4_0Dot8Z_done
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	ADDQ            $0x00000090, R13
+	VBROADCASTSS    (R9), Z6
+	VBROADCASTI32X4 (R8), Z7
+	VBROADCASTI32X4 16(R8), Z8
+	VBROADCASTI32X4 (R10), Z9
+	VBROADCASTI32X4 16(R10), Z10
+	VPSLLD          $0x03, Z9, Z9
+	VPSLLD          $0x03, Z10, Z10
+	VPSUBD          Z9, Z0, Z9
+	VPSUBD          Z10, Z0, Z10
+	VMOVDQA64       Z9, Z11
+	VMOVDQA64       Z10, Z12
+	VMOVDQU32       2(DI), X13
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z13, Z13
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z13, Z13
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z13, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z1, Z13, Z13
+	VPANDD          Z1, Z14, Z14
+	VPDPBUSD        Z7, Z13, Z11
+	VPDPBUSD        Z8, Z14, Z12
+	VCVTDQ2PS       Z11, Z11
+	VCVTDQ2PS       Z12, Z12
+	VPBROADCASTW    (DI), Y14
+	VPBROADCASTW    (DI)(CX*1), K1, Y14
+	VPBROADCASTW    (DI)(CX*2), K2, Y14
+	VPBROADCASTW    (DI)(R11*1), K3, Y14
+	VCVTPH2PS       Y14, Z14
+	VMULPS          Z6, Z14, Z14
+	VMULPS          Z14, Z11, Z11
+	VMULPS          Z14, Z12, Z12
+	VADDPS          Z11, Z2, Z2
+	VADDPS          Z12, Z3, Z3
+	VMOVDQU32       2(R12), X15
+	VINSERTI32X4    $0x01, 2(R12)(CX*1), Z15, Z15
+	VINSERTI32X4    $0x02, 2(R12)(CX*2), Z15, Z15
+	VINSERTI32X4    $0x03, 2(R12)(R11*1), Z15, Z15
+	VPSRLW          $0x04, Z15, Z11
+	VPANDD          Z1, Z15, Z15
+	VPANDD          Z1, Z11, Z11
+	VPDPBUSD        Z7, Z15, Z9
+	VPDPBUSD        Z8, Z11, Z10
+	VCVTDQ2PS       Z9, Z9
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (R12), Y7
+	VPBROADCASTW    (R12)(CX*1), K1, Y7
+	VPBROADCASTW    (R12)(CX*2), K2, Y7
+	VPBROADCASTW    (R12)(R11*1), K3, Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS          Z6, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMULPS          Z7, Z10, Z10
+	VADDPS          Z9, Z4, Z4
+	VADDPS          Z10, Z5, Z5
+	ADDQ            $0x12, DI
+	ADDQ            $0x12, R12
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ4_0Dot8Z_block
+
+bqkQ4_0Dot8Z_done:
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (DX)
+	VADDPS    Z5, Z4, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, 16(DX)
+	ADDQ      $0x20, DX
+	LEAQ      (AX)(CX*4), AX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
+	JMP       bqkQ4_0Dot8Z_group
+
+bqkQ4_0Dot8Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ5_0Dot8Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+	VMOVDQU64 bqk_z10<>+0(SB), Z6
+	VMOVDQU64 bqk_zqhlo<>+0(SB), Z7
+	VMOVDQU64 bqk_zqhhi<>+0(SB), Z8
+
+bqkQ5_0Dot8Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ5_0Dot8Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (AX)(CX*4), R12
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	MOVQ   pfd+64(FP), R13
+	ADDQ   DI, R13
+
+bqkQ5_0Dot8Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ5_0Dot8Z_done
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	ADDQ            $0x000000b0, R13
+	VBROADCASTSS    (R9), Z9
+	VBROADCASTI32X4 (R8), Z10
+	VBROADCASTI32X4 16(R8), Z11
+	VBROADCASTI32X4 (R10), Z12
+	VBROADCASTI32X4 16(R10), Z13
+	VPSLLD          $0x04, Z12, Z12
+	VPSLLD          $0x04, Z13, Z13
+	VPSUBD          Z12, Z0, Z12
+	VPSUBD          Z13, Z0, Z13
+	VMOVDQA64       Z12, Z14
+	VMOVDQA64       Z13, Z15
+	VMOVDQU32       6(DI), X16
+	VINSERTI32X4    $0x01, 6(DI)(CX*1), Z16, Z16
+	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z16, Z16
+	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z16, Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z1, Z16, Z16
+	VPANDD          Z1, Z17, Z17
+	VPBROADCASTD    2(DI), Z18
+	VPBROADCASTD    2(DI)(CX*1), K1, Z18
+	VPBROADCASTD    2(DI)(CX*2), K2, Z18
+	VPBROADCASTD    2(DI)(R11*1), K3, Z18
+	VPSHUFBITQMB    Z7, Z18, K4
+	VPSHUFBITQMB    Z8, Z18, K5
+	VPADDB          Z6, Z16, K4, Z16
+	VPADDB          Z6, Z17, K5, Z17
+	VPDPBUSD        Z10, Z16, Z14
+	VPDPBUSD        Z11, Z17, Z15
+	VCVTDQ2PS       Z14, Z14
+	VCVTDQ2PS       Z15, Z15
+	VPBROADCASTW    (DI), Y17
+	VPBROADCASTW    (DI)(CX*1), K1, Y17
+	VPBROADCASTW    (DI)(CX*2), K2, Y17
+	VPBROADCASTW    (DI)(R11*1), K3, Y17
+	VCVTPH2PS       Y17, Z17
+	VMULPS          Z9, Z17, Z17
+	VMULPS          Z17, Z14, Z14
+	VMULPS          Z17, Z15, Z15
+	VADDPS          Z14, Z2, Z2
+	VADDPS          Z15, Z3, Z3
+	VMOVDQU32       6(R12), X19
+	VINSERTI32X4    $0x01, 6(R12)(CX*1), Z19, Z19
+	VINSERTI32X4    $0x02, 6(R12)(CX*2), Z19, Z19
+	VINSERTI32X4    $0x03, 6(R12)(R11*1), Z19, Z19
+	VPSRLW          $0x04, Z19, Z14
+	VPANDD          Z1, Z19, Z19
+	VPANDD          Z1, Z14, Z14
+	VPBROADCASTD    2(R12), Z15
+	VPBROADCASTD    2(R12)(CX*1), K1, Z15
+	VPBROADCASTD    2(R12)(CX*2), K2, Z15
+	VPBROADCASTD    2(R12)(R11*1), K3, Z15
+	VPSHUFBITQMB    Z7, Z15, K4
+	VPSHUFBITQMB    Z8, Z15, K5
+	VPADDB          Z6, Z19, K4, Z19
+	VPADDB          Z6, Z14, K5, Z14
+	VPDPBUSD        Z10, Z19, Z12
+	VPDPBUSD        Z11, Z14, Z13
+	VCVTDQ2PS       Z12, Z12
+	VCVTDQ2PS       Z13, Z13
+	VPBROADCASTW    (R12), Y10
+	VPBROADCASTW    (R12)(CX*1), K1, Y10
+	VPBROADCASTW    (R12)(CX*2), K2, Y10
+	VPBROADCASTW    (R12)(R11*1), K3, Y10
+	VCVTPH2PS       Y10, Z10
+	VMULPS          Z9, Z10, Z10
+	VMULPS          Z10, Z12, Z12
+	VMULPS          Z10, Z13, Z13
+	VADDPS          Z12, Z4, Z4
+	VADDPS          Z13, Z5, Z5
+	ADDQ            $0x16, DI
+	ADDQ            $0x16, R12
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ5_0Dot8Z_block
+
+bqkQ5_0Dot8Z_done:
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (DX)
+	VADDPS    Z5, Z4, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, 16(DX)
+	ADDQ      $0x20, DX
+	LEAQ      (AX)(CX*4), AX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
+	JMP       bqkQ5_0Dot8Z_group
+
+bqkQ5_0Dot8Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ8_0Dot8Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z80<>+0(SB), Z1
+	MOVL      $0x0000ff00, SI
+	KMOVW     SI, K1
+
+bqkQ8_0Dot8Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ8_0Dot8Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (AX)(CX*4), R12
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	MOVQ   pfd+64(FP), R13
+	ADDQ   DI, R13
+
+bqkQ8_0Dot8Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ8_0Dot8Z_done
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	PREFETCHT0      192(R13)
+	PREFETCHT0      256(R13)
+	ADDQ            $0x00000110, R13
+	VBROADCASTSS    (R9), Z6
+	VBROADCASTI64X4 (R8), Z7
+	VBROADCASTI64X4 (R10), Z8
+	VPSLLD          $0x07, Z8, Z8
+	VPSUBD          Z8, Z0, Z8
+	VMOVDQU32       2(DI), Y9
+	VINSERTI64X4    $0x01, 2(DI)(CX*1), Z9, Z9
+	VPXORD          Z1, Z9, Z9
+	VMOVDQA64       Z8, Z10
+	VPDPBUSD        Z7, Z9, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (DI), Y9
+	VPBROADCASTW    (DI)(CX*1), K1, Y9
+	VCVTPH2PS       Y9, Z11
+	VMULPS          Z6, Z11, Z11
+	VMULPS          Z11, Z10, Z10
+	VADDPS          Z10, Z2, Z2
+	VMOVDQU32       2(DI)(CX*2), Y12
+	VINSERTI64X4    $0x01, 2(DI)(R11*1), Z12, Z12
+	VPXORD          Z1, Z12, Z12
+	VMOVDQA64       Z8, Z10
+	VPDPBUSD        Z7, Z12, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (DI)(CX*2), Y9
+	VPBROADCASTW    (DI)(R11*1), K1, Y9
+	VCVTPH2PS       Y9, Z11
+	VMULPS          Z6, Z11, Z11
+	VMULPS          Z11, Z10, Z10
+	VADDPS          Z10, Z3, Z3
+	VMOVDQU32       2(R12), Y13
+	VINSERTI64X4    $0x01, 2(R12)(CX*1), Z13, Z13
+	VPXORD          Z1, Z13, Z13
+	VMOVDQA64       Z8, Z10
+	VPDPBUSD        Z7, Z13, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (R12), Y9
+	VPBROADCASTW    (R12)(CX*1), K1, Y9
+	VCVTPH2PS       Y9, Z11
+	VMULPS          Z6, Z11, Z11
+	VMULPS          Z11, Z10, Z10
+	VADDPS          Z10, Z4, Z4
+	VMOVDQU32       2(R12)(CX*2), Y14
+	VINSERTI64X4    $0x01, 2(R12)(R11*1), Z14, Z14
+	VPXORD          Z1, Z14, Z14
+	VMOVDQA64       Z8, Z8
+	VPDPBUSD        Z7, Z14, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPBROADCASTW    (R12)(CX*2), Y7
+	VPBROADCASTW    (R12)(R11*1), K1, Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS          Z6, Z7, Z7
+	VMULPS          Z7, Z8, Z8
+	VADDPS          Z8, Z5, Z5
+	ADDQ            $0x22, DI
+	ADDQ            $0x22, R12
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ8_0Dot8Z_block
+
+bqkQ8_0Dot8Z_done:
+	VSHUFF32X4    $0xb1, Z2, Z2, Z6
+	VADDPS        Z6, Z2, Z6
+	VPERMILPS     $0xb1, Z6, Z2
+	VADDPS        Z2, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z2
+	VADDPS        Z2, Z6, Z6
+	VMOVSS        X6, (DX)
+	VEXTRACTF32X4 $0x02, Z6, X2
+	VMOVSS        X2, 4(DX)
+	VSHUFF32X4    $0xb1, Z3, Z3, Z2
+	VADDPS        Z2, Z3, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 8(DX)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 12(DX)
+	VSHUFF32X4    $0xb1, Z4, Z4, Z2
+	VADDPS        Z2, Z4, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 16(DX)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 20(DX)
+	VSHUFF32X4    $0xb1, Z5, Z5, Z2
+	VADDPS        Z2, Z5, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 24(DX)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 28(DX)
+	ADDQ          $0x20, DX
+	LEAQ          (AX)(CX*4), AX
+	LEAQ          (AX)(CX*4), AX
+	DECQ          BX
+	JMP           bqkQ8_0Dot8Z_group
+
+bqkQ8_0Dot8Z_end:
 	VZEROUPPER
 	RET
 

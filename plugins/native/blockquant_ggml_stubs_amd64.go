@@ -172,6 +172,21 @@ func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y 
 //go:noescape
 func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
 
+// bqkQ4_0Dot8Z is core/ggml's Dot of nb Q4_0 blocks for ng groups of 8 weight rows ldw bytes apart (8·ng rows), into y[0..8·ng-1], prefetching pfd bytes ahead, on ZMM (see z32.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+
+// bqkQ5_0Dot8Z is core/ggml's Dot of nb Q5_0 blocks for ng groups of 8 weight rows ldw bytes apart (8·ng rows), into y[0..8·ng-1], prefetching pfd bytes ahead, on ZMM (see z32.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ5_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+
+// bqkQ8_0Dot8Z is core/ggml's Dot of nb Q8_0 blocks for ng groups of 8 weight rows ldw bytes apart (8·ng rows), into y[0..8·ng-1], prefetching pfd bytes ahead, on ZMM (see z32.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+
 // bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).
 //
 //go:noescape

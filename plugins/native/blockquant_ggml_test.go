@@ -169,18 +169,21 @@ func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 				x[2*K+7] = 1e6 // row 2: one large value
 				var a ggml.Act
 				a.Quantize(x, m, K, ggml.ActBlock(ty))
-				if k.dot4n != nil { // two groups of four rows in one call, from rows 0 and 1
-					for _, j0 := range []int{0, 1} {
+				if k.dot4n != nil { // two groups of four rows in one call, from rows 0 and 1 (ZMM: eight rows a group, and four)
+					for _, c := range [][2]int{{0, 1}, {1, 1}, {0, 0}} {
+						j0 := c[0]
+						zEight = c[1] == 1
 						for r := 0; r < m; r++ {
 							var y [8]float32
 							k.dot4n(w, j0, 2, &a, r, y[:])
 							for i, g := range y {
 								if want := bqkGo.dot(w, j0+i, &a, r); math.Float32bits(g) != math.Float32bits(want) {
-									t.Errorf("%s K %d rows %d.. act %d: %s dot4n[%d] %v, Go %v", ty, K, j0, r, k.name, i, g, want)
+									t.Errorf("%s K %d rows %d.. act %d: %s dot4n[%d] %v, Go %v (eight-row kernels %v)", ty, K, j0, r, k.name, i, g, want, zEight)
 								}
 							}
 						}
 					}
+					zEight = true
 				}
 				for j := 0; j < rows; j++ {
 					for r := 0; r < m; r++ {

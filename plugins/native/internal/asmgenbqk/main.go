@@ -81,9 +81,11 @@ func main() {
 			}
 		}
 	}
-	dot32Z("Q4_0")
-	dot32Z("Q5_0")
-	dot32Z("Q8_0")
+	for _, sets := range []int{1, 2} {
+		dot32Z("Q4_0", sets)
+		dot32Z("Q5_0", sets)
+		dot32Z("Q8_0", sets)
+	}
 	q4kFloat()
 	q6kFloat()
 	for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {

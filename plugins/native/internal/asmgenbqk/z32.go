@@ -58,12 +58,15 @@ func maskW(v uint16) OpmaskVirtual {
 	return k
 }
 
-// dot32Z generates bqk<t>Dot4Z (t Q4_0, Q5_0 or Q8_0).
-func dot32Z(t string) {
-	name := fmt.Sprintf("bqk%sDot4Z", t)
+// dot32Z generates bqk<t>Dot4Z (sets 1) or bqk<t>Dot8Z (sets 2: eight
+// rows a group, two sets of four sharing each block's activations, lane
+// sums and d_a), t Q4_0, Q5_0 or Q8_0.
+func dot32Z(t string, sets int) {
+	nr := 4 * sets
+	name := fmt.Sprintf("bqk%sDot%dZ", t, nr)
 	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
 	TEXT(name, NOSPLIT, sig32n)
-	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead, on ZMM (see z32.go of the package asmgenbqk).", name, t))
+	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of %d weight rows ldw bytes apart (%d·ng rows), into y[0..%d·ng-1], prefetching pfd bytes ahead, on ZMM (see z32.go of the package asmgenbqk).", name, t, nr, nr, nr))
 	Pragma("noescape")
 	wg := Load(Param("w"), GP64())
 	ldw := Load(Param("ldw"), GP64())
@@ -72,13 +75,18 @@ func dot32Z(t string) {
 	nb, w, x, xd, xs := GP64(), GP64(), GP64(), GP64(), GP64()
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
-	row := avokit.Rows4(w, ldw, ldw3)
+	ws := []Register{w}
+	if sets == 2 {
+		ws = append(ws, GP64()) // rows 4..7
+	}
 	zero := ZMM()
 	VPXORD(zero, zero, zero)
 	c := ZMM()
-	var acc [2]VecVirtual
-	for i := range acc {
-		acc[i] = ZMM()
+	acc := make([][2]VecVirtual, sets)
+	for st := range acc {
+		for i := range acc[st] {
+			acc[st][i] = ZMM()
+		}
 	}
 	var km [4]OpmaskVirtual
 	var c10, iLo, iHi VecVirtual
@@ -99,35 +107,40 @@ func dot32Z(t string) {
 		km[1] = maskW(0xFF00)
 	}
 	p := name + "_"
-	// group after group of four rows, each from the row's first block
+	// group after group of rows, each from the rows' first block
 	Label(p + "group")
 	TESTQ(ng, ng)
 	JZ(LabelRef(p + "end"))
-	// each group from the first block (the arguments reloaded)
+	// the arguments reloaded
 	Load(Param("nb"), nb)
 	MOVQ(wg, w)
+	if sets == 2 {
+		LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, ws[1])
+	}
 	Load(Param("x"), x)
 	Load(Param("xd"), xd)
 	Load(Param("xs"), xs)
-	for i := range acc {
-		VXORPS(acc[i], acc[i], acc[i])
+	for st := range acc {
+		for i := range acc[st] {
+			VXORPS(acc[st][i], acc[st][i], acc[st][i])
+		}
 	}
-	// prefetch pfd bytes ahead (a multiple of the group's 4·ldw: the
-	// rows a later group reads), 4·bs bytes a block
+	// prefetch pfd bytes ahead (a multiple of the group's rows: the
+	// rows a later group reads), nr·bs bytes a block
 	pf := GP64()
 	Load(Param("pfd"), pf)
 	ADDQ(w, pf)
 	Label(p + "block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
-	for o := 0; o < 4*bs; o += 64 {
+	for o := 0; o < nr*bs; o += 64 {
 		PREFETCHT0(Mem{Base: pf, Disp: o})
 	}
-	ADDQ(U32(uint32(4*bs)), pf)
+	ADDQ(U32(uint32(nr*bs)), pf)
 	da := ZMM()
 	VBROADCASTSS(Mem{Base: xd}, da)
 	// scale vector: the rows' d (words of hv) as float32, times d_a
-	scales := func(rows []int, words func(i int) OpmaskVirtual) VecVirtual {
+	scales := func(row func(r, disp int) Mem, rows []int, words func(i int) OpmaskVirtual) VecVirtual {
 		hv := YMM()
 		VPBROADCASTW(row(rows[0], 0), hv)
 		for i := 1; i < len(rows); i++ {
@@ -146,45 +159,54 @@ func dot32Z(t string) {
 		xl, xh := ZMM(), ZMM()
 		VBROADCASTI32X4(Mem{Base: x}, xl)
 		VBROADCASTI32X4(Mem{Base: x, Disp: 16}, xh)
-		// the accumulators' start: −8 times the lane sums
-		sl, sh := ZMM(), ZMM()
-		VBROADCASTI32X4(Mem{Base: xs}, sl)
-		VBROADCASTI32X4(Mem{Base: xs, Disp: 16}, sh)
-		VPSLLD(U8(shift), sl, sl)
-		VPSLLD(U8(shift), sh, sh)
-		VPSUBD(sl, zero, sl)
-		VPSUBD(sh, zero, sh)
-		q, h := ZMM(), ZMM()
-		VMOVDQU(row(0, o), q.AsX())
-		for r := 1; r < 4; r++ {
-			VINSERTI32X4(U8(r), row(r, o), q, q)
-		}
-		VPSRLW(U8(4), q, h)
-		VPANDD(c, q, q)
-		VPANDD(c, h, h)
-		if t == "Q5_0" {
-			// the 5th bits: qh of row r in each dword of lane r, its
-			// bits picked into masks, 16 added where set
-			qh := ZMM()
-			VPBROADCASTD(row(0, 2), qh)
-			for r := 1; r < 4; r++ {
-				VPBROADCASTD(row(r, 2), km[r], qh)
+		// the accumulators' start: −8 (Q5_0 −16) times the lane sums
+		ol, oh := ZMM(), ZMM()
+		VBROADCASTI32X4(Mem{Base: xs}, ol)
+		VBROADCASTI32X4(Mem{Base: xs, Disp: 16}, oh)
+		VPSLLD(U8(shift), ol, ol)
+		VPSLLD(U8(shift), oh, oh)
+		VPSUBD(ol, zero, ol)
+		VPSUBD(oh, zero, oh)
+		for st := 0; st < sets; st++ {
+			row := avokit.Rows4(ws[st], ldw, ldw3)
+			sl, sh := ol, oh
+			if st < sets-1 { // the offsets serve the next set too
+				sl, sh = ZMM(), ZMM()
+				VMOVDQA64(ol, sl)
+				VMOVDQA64(oh, sh)
 			}
-			kl, kh := K(), K()
-			vpshufbitqmb(iLo, qh, kl)
-			vpshufbitqmb(iHi, qh, kh)
-			VPADDB(c10, q, kl, q)
-			VPADDB(c10, h, kh, h)
+			q, h := ZMM(), ZMM()
+			VMOVDQU32(row(0, o), q.AsX())
+			for r := 1; r < 4; r++ {
+				VINSERTI32X4(U8(r), row(r, o), q, q)
+			}
+			VPSRLW(U8(4), q, h)
+			VPANDD(c, q, q)
+			VPANDD(c, h, h)
+			if t == "Q5_0" {
+				// the 5th bits: qh of row r in each dword of lane r, its
+				// bits picked into masks, 16 added where set
+				qh := ZMM()
+				VPBROADCASTD(row(0, 2), qh)
+				for r := 1; r < 4; r++ {
+					VPBROADCASTD(row(r, 2), km[r], qh)
+				}
+				kl, kh := K(), K()
+				vpshufbitqmb(iLo, qh, kl)
+				vpshufbitqmb(iHi, qh, kh)
+				VPADDB(c10, q, kl, q)
+				VPADDB(c10, h, kh, h)
+			}
+			vpdpbusd(xl, q, sl)
+			vpdpbusd(xh, h, sh)
+			VCVTDQ2PS(sl, sl)
+			VCVTDQ2PS(sh, sh)
+			sc := scales(row, []int{0, 1, 2, 3}, func(i int) OpmaskVirtual { return km[i] })
+			VMULPS(sc, sl, sl)
+			VMULPS(sc, sh, sh)
+			VADDPS(sl, acc[st][0], acc[st][0])
+			VADDPS(sh, acc[st][1], acc[st][1])
 		}
-		vpdpbusd(xl, q, sl)
-		vpdpbusd(xh, h, sh)
-		VCVTDQ2PS(sl, sl)
-		VCVTDQ2PS(sh, sh)
-		sc := scales([]int{0, 1, 2, 3}, func(i int) OpmaskVirtual { return km[i] })
-		VMULPS(sc, sl, sl)
-		VMULPS(sc, sh, sh)
-		VADDPS(sl, acc[0], acc[0])
-		VADDPS(sh, acc[1], acc[1])
 	} else {
 		xa := ZMM()
 		VBROADCASTI64X4(Mem{Base: x}, xa)
@@ -193,21 +215,26 @@ func dot32Z(t string) {
 		VBROADCASTI64X4(Mem{Base: xs}, o)
 		VPSLLD(U8(7), o, o)
 		VPSUBD(o, zero, o)
-		for pr := 0; pr < 2; pr++ {
-			q := ZMM()
-			VMOVDQU(row(2*pr, 2), q.AsY())
-			VINSERTI64X4(U8(1), row(2*pr+1, 2), q, q)
-			VPXORD(c, q, q)
-			s := ZMM()
-			VMOVDQA64(o, s)
-			vpdpbusd(xa, q, s)
-			VCVTDQ2PS(s, s)
-			sc := scales([]int{2 * pr, 2*pr + 1}, func(int) OpmaskVirtual { return km[1] })
-			VMULPS(sc, s, s)
-			VADDPS(s, acc[pr], acc[pr])
+		for st := 0; st < sets; st++ {
+			row := avokit.Rows4(ws[st], ldw, ldw3)
+			for pr := 0; pr < 2; pr++ {
+				q := ZMM()
+				VMOVDQU32(row(2*pr, 2), q.AsY())
+				VINSERTI64X4(U8(1), row(2*pr+1, 2), q, q)
+				VPXORD(c, q, q)
+				s := ZMM()
+				VMOVDQA64(o, s)
+				vpdpbusd(xa, q, s)
+				VCVTDQ2PS(s, s)
+				sc := scales(row, []int{2 * pr, 2*pr + 1}, func(int) OpmaskVirtual { return km[1] })
+				VMULPS(sc, s, s)
+				VADDPS(s, acc[st][pr], acc[st][pr])
+			}
 		}
 	}
-	ADDQ(U8(int8(bs)), w)
+	for _, r := range ws {
+		ADDQ(U8(int8(bs)), r)
+	}
 	ADDQ(U8(32), x)
 	ADDQ(U8(4), xd)
 	ADDQ(U8(32), xs)
@@ -223,30 +250,35 @@ func dot32Z(t string) {
 		VPERMILPS(U8(0x4E), t, u) // [2 3 0 1]
 		VADDPS(u, t, t)
 	}
-	if t != "Q8_0" {
-		// lane r: row r's [l0..l3] in acc[0], [l4..l7] in acc[1]
-		s := ZMM()
-		VADDPS(acc[1], acc[0], s)
-		reduce(s)
-		idx := ZMM()
-		VMOVDQU64(dIdx4, idx)
-		VPERMD(s, idx, s)
-		VMOVUPS(s.AsX(), Mem{Base: y})
-	} else {
-		// 256-bit half: a row's [l0..l7]
-		for pr := 0; pr < 2; pr++ {
+	for st := 0; st < sets; st++ {
+		if t != "Q8_0" {
+			// lane r: row r's [l0..l3] in acc[0], [l4..l7] in acc[1]
 			s := ZMM()
-			VSHUFF32X4(U8(0xB1), acc[pr], acc[pr], s) // 128-bit lanes [1 0 3 2]
-			VADDPS(s, acc[pr], s)
+			VADDPS(acc[st][1], acc[st][0], s)
 			reduce(s)
-			VMOVSS(s.AsX(), Mem{Base: y, Disp: 8 * pr})
-			u := XMM()
-			VEXTRACTF32X4(U8(2), s, u)
-			VMOVSS(u, Mem{Base: y, Disp: 8*pr + 4})
+			idx := ZMM()
+			VMOVDQU64(dIdx4, idx)
+			VPERMD(s, idx, s)
+			VMOVUPS(s.AsX(), Mem{Base: y, Disp: 16 * st})
+		} else {
+			// 256-bit half: a row's [l0..l7]
+			for pr := 0; pr < 2; pr++ {
+				s := ZMM()
+				VSHUFF32X4(U8(0xB1), acc[st][pr], acc[st][pr], s) // 128-bit lanes [1 0 3 2]
+				VADDPS(s, acc[st][pr], s)
+				reduce(s)
+				VMOVSS(s.AsX(), Mem{Base: y, Disp: 16*st + 8*pr})
+				u := XMM()
+				VEXTRACTF32X4(U8(2), s, u)
+				VMOVSS(u, Mem{Base: y, Disp: 16*st + 8*pr + 4})
+			}
 		}
 	}
-	ADDQ(U8(16), y)
+	ADDQ(U8(int8(4*nr)), y)
 	LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, wg)
+	if sets == 2 {
+		LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, wg)
+	}
 	DECQ(ng)
 	JMP(LabelRef(p + "group"))
 	Label(p + "end")
