@@ -32,8 +32,12 @@ import (
 // Q8_0, Q4_K, Q5_K and Q6_K, four weight rows a call sharing each
 // activation load and prefetching the next four, in AVX-512 VNNI where
 // the CPU has it, else AVX2; Q2_K and Q3_K four rows in AVX-512 VNNI
-// only) give the same bits; the rest runs Go.
-// SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go.
+// only) give the same bits; the rest runs Go. Decode's products (one
+// activation row) call each kernel once a task over all its rows (dot4n);
+// Q4_0, Q5_0 and Q8_0 take ZMM kernels of four and eight rows there
+// (AVX-512 BW, internal/asmgenbqk's z32.go).
+// SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go, =vnni256 the
+// YMM VNNI kernels instead of the ZMM ones.
 
 // bqkKernel is the integer path's dot product for one ggml type: dot is
 // output j of activation row r; dot4, where the type has it, outputs
