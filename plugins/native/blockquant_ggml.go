@@ -32,18 +32,31 @@ import (
 // Q8_0, Q4_K, Q5_K and Q6_K, four weight rows a call sharing each
 // activation load and prefetching the next four, in AVX-512 VNNI where
 // the CPU has it, else AVX2; Q2_K and Q3_K four rows in AVX-512 VNNI
-// only) give the same bits; the rest runs Go.
-// SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go.
+// only) give the same bits; the rest runs Go. Decode's products (one
+// activation row) call each kernel once a task over all its rows (dot4n);
+// Q4_0, Q5_0 and Q8_0 take ZMM kernels of four and eight rows there
+// (AVX-512 BW, internal/asmgenbqk's z32.go).
+// SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go, =vnni256 the
+// YMM VNNI kernels instead of the ZMM ones.
 
 // bqkKernel is the integer path's dot product for one ggml type: dot is
 // output j of activation row r; dot4, where the type has it, outputs
 // j..j+3 of row r at once (the activations loaded once for four weight
 // rows), into y[0..3].
+//
+// dot4n, where the type has it, is ng groups of dot4 (outputs j..j+4·ng-1
+// of row r) in one call of the assembly: decode's products call it once
+// a task instead of once every four rows.
 type bqkKernel struct {
-	name string
-	dot  func(w *bqWeights, j int, a *ggml.Act, r int) float32
-	dot4 func(w *bqWeights, j int, a *ggml.Act, r int, y []float32)
+	name  string
+	dot   func(w *bqWeights, j int, a *ggml.Act, r int) float32
+	dot4  func(w *bqWeights, j int, a *ggml.Act, r int, y []float32)
+	dot4n func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32)
 }
+
+// zEight: where an architecture has kernels of eight rows, dot4n takes
+// them for pairs of four-row groups (tests turn it off to compare).
+var zEight = true
 
 // bqkGo is the portable kernel of every type.
 var bqkGo = &bqkKernel{name: "generic", dot: func(w *bqWeights, j int, a *ggml.Act, r int) float32 {
@@ -133,6 +146,10 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
 		w, N, k := j.w, j.w.n, j.w.gk
 		n, n1 := t*j.per, min(N, (t+1)*j.per)
+		if ng := (n1 - n) / 4; j.m == 1 && k.dot4n != nil && ng > 0 {
+			k.dot4n(w, n, ng, j.a, 0, j.y[n:n+4*ng])
+			n += 4 * ng
+		}
 		if k.dot4 != nil {
 			// four weight rows against every activation row while they
 			// are in cache

@@ -30,16 +30,74 @@ var bqkAVX2 = map[ggml.Type]*bqkKernel{
 // types' four-row kernels VPDPWSSD on ZMM, with AVX-512 BW) makes faster;
 // the other types take bqkAVX2's.
 var bqkVNNI = map[ggml.Type]*bqkKernel{
-	ggml.Q4_K: newBQKKernel("vnni", ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
-	ggml.Q5_K: newBQKKernel("vnni", ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
+	ggml.Q4_K: newBQKKernelN(ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
+	ggml.Q5_K: newBQKKernelN(ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
 	ggml.Q2_K: newBQKKernel("vnni", ggml.Q2_K, nil, bqkQ2KDot4VNNI),
 	ggml.Q3_K: newBQKKernel("vnni", ggml.Q3_K, nil, bqkQ3KDot4VNNI),
-	ggml.Q6_K: newBQKKernel("vnni", ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
+	ggml.Q6_K: newBQKKernelN(ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
 	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
 	ggml.Q4_1: newBQK32mKernel("vnni", bqkQ4_1Dot1VNNI, bqkQ4_1Dot4VNNI),
 	ggml.Q5_1: newBQK32mKernel("vnni", bqkQ5_1Dot1VNNI, bqkQ5_1Dot4VNNI),
+}
+
+// bqkZ are the four-row kernels on ZMM (AVX-512 BW + VNNI; z32.go of
+// internal/asmgenbqk) of the types decode reads most (Q4_0, Q5_0, Q8_0):
+// about half the instructions of bqkVNNI's YMM ones a block (Q5_0 also
+// needs AVX-512 BITALG). The family "vnni256"
+// (SWITCHYARD_NATIVE_QKERNEL) keeps the YMM ones.
+var bqkZ = map[ggml.Type]*bqkKernel{
+	ggml.Q4_0: newBQK32ZKernel(ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4Z, bqkQ4_0Dot8Z),
+	ggml.Q5_0: newBQK32ZKernel(ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4Z, bqkQ5_0Dot8Z),
+	ggml.Q8_0: newBQK32ZKernel(ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4Z, bqkQ8_0Dot8Z),
+}
+
+// bqkFn32n is a ZMM kernel: ng groups of four rows in one call.
+type bqkFn32n = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+
+// zPrefetch is how far ahead (bytes, at least) the ZMM kernels prefetch:
+// a whole number of four-row groups, the next one's at least. A group of
+// short rows is little (2 KB for Qwen2.5-0.5B's Q4_0 layers); the K
+// types' kernels measured one group of about 5 KB too short a distance
+// (k4Prefetch), so these go as far as theirs (two groups at K 2048), in
+// bytes. Not yet tuned on a quiet machine.
+var zPrefetch = 8 << 10
+
+// zPrefetchFor is the prefetch distance of rows of rb bytes.
+func zPrefetchFor(rb int) int {
+	g := 8 * rb
+	return max(1, (zPrefetch+g-1)/g) * g
+}
+
+// newBQK32ZKernel is newBQK32Kernel for ZMM kernels of ng groups of
+// four (f4) or eight (f8: two sets of four sharing each block's
+// activation work) rows a call: dot4 one group of four, dot4n ng of them
+// (pairs by f8, an odd one left by f4), no call a group.
+func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4, f8 bqkFn32n) *bqkKernel {
+	k := newBQK32Kernel("vnni", t, f1, nil)
+	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+		nb := w.k / 32
+		_ = y[4*ng-1]
+		rows := w.raw[j*w.rb : (j+4*ng)*w.rb]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		xs := a.Lanes[r*nb*8 : (r+1)*nb*8]
+		pfd := zPrefetchFor(w.rb)
+		n8 := 0
+		if zEight {
+			n8 = ng / 2
+		}
+		if n8 > 0 {
+			f8(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], n8, pfd)
+		}
+		if n4 := ng - 2*n8; n4 > 0 {
+			o := 8 * n8
+			f4(nb, &rows[o*w.rb], w.rb, &x[0], &xd[0], &xs[0], &y[o], n4, pfd)
+		}
+	}
+	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
+	return k
 }
 
 // newBQKKernel wraps the one-row assembly kernel f of K type t (nil: the
@@ -78,6 +136,35 @@ func newBQKKernel(name string, t ggml.Type, f bqkFn, f4 bqkFn32) *bqkKernel {
 	}
 	return k
 }
+
+// newBQKKernelN is newBQKKernel for a four-row kernel f4 of ng groups a
+// call (the VNNI ones): dot4 one group, dot4n ng of them, prefetching
+// two groups ahead (k4Prefetch).
+func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFn32n) *bqkKernel {
+	k := newBQKKernel("vnni", t, f, nil)
+	be, bs := t.BlockSize(), t.BlockBytes()
+	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+		nb := w.k / be
+		_ = y[4*ng-1]
+		rows := w.raw[j*w.rb : (j+4*ng-1)*w.rb+nb*bs]
+		x := a.Q[r*w.k : r*w.k+w.k]
+		xd := a.D[r*nb : r*nb+nb]
+		var xs []int32
+		if t == ggml.Q6_K {
+			xs = a.Sum[r*nb*16 : (r+1)*nb*16]
+		} else {
+			xs = a.Sum32[r*nb*8 : (r+1)*nb*8]
+		}
+		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng, k4Prefetch*w.rb)
+	}
+	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
+	return k
+}
+
+// k4Prefetch is how many rows ahead the K types' four-row kernels
+// prefetch: two groups (one group, about 5 KB at K 2048, was measured too
+// short a distance to hide the memory's latency).
+const k4Prefetch = 8
 
 // newBQK32Kernel wraps the one-row and four-row kernels of a 32-element
 // type (xs: the lane sums of core/ggml's Act).
@@ -137,6 +224,10 @@ func newBQK32mKernel(name string, f1, f4 bqkFn32m) *bqkKernel {
 func archBQKKernel(t ggml.Type, f string) *bqkKernel {
 	if f == "generic" || !hasBQKAVX2 {
 		return nil
+	}
+	if k := bqkZ[t]; k != nil && hasBQIVNNI && cpu.X86.HasAVX512BW && useQ512(f) && f != "vnni256" &&
+		(t != ggml.Q5_0 || cpu.X86.HasAVX512BITALG) {
+		return k
 	}
 	if k := bqkVNNI[t]; k != nil && hasBQIVNNI && useQ512(f) && (k.dot4 == nil || t.BlockSize() == 32 || cpu.X86.HasAVX512BW) {
 		return k

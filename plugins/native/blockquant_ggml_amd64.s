@@ -480,643 +480,757 @@ DATA bqk_zidxq6_3<>+48(SB)/8, $0x000f000f000f000f
 DATA bqk_zidxq6_3<>+56(SB)/8, $0x000f000f000f000f
 GLOBL bqk_zidxq6_3<>(SB), RODATA|NOPTR, $64
 
-// func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+DATA bqk_z80<>+0(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+8(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+16(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+24(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+32(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+40(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+48(SB)/8, $0x8080808080808080
+DATA bqk_z80<>+56(SB)/8, $0x8080808080808080
+GLOBL bqk_z80<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zqhlo<>+0(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+8(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zqhlo<>+16(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+24(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zqhlo<>+32(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+40(SB)/8, $0x0f0e0d0c0b0a0908
+DATA bqk_zqhlo<>+48(SB)/8, $0x0706050403020100
+DATA bqk_zqhlo<>+56(SB)/8, $0x0f0e0d0c0b0a0908
+GLOBL bqk_zqhlo<>(SB), RODATA|NOPTR, $64
+
+DATA bqk_zqhhi<>+0(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+8(SB)/8, $0x1f1e1d1c1b1a1918
+DATA bqk_zqhhi<>+16(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+24(SB)/8, $0x1f1e1d1c1b1a1918
+DATA bqk_zqhhi<>+32(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+40(SB)/8, $0x1f1e1d1c1b1a1918
+DATA bqk_zqhhi<>+48(SB)/8, $0x1716151413121110
+DATA bqk_zqhhi<>+56(SB)/8, $0x1f1e1d1c1b1a1918
+GLOBL bqk_zqhhi<>(SB), RODATA|NOPTR, $64
+
+// func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
-TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $0-56
-	MOVQ      nb+0(FP), AX
-	MOVQ      w+8(FP), CX
-	MOVQ      ldw+16(FP), DX
-	MOVQ      x+24(FP), BX
-	MOVQ      xd+32(FP), SI
-	MOVQ      xs+40(FP), DI
-	LEAQ      (DX)(DX*2), R8
-	MOVQ      DX, R9
-	SHLQ      $0x03, R9
-	ADDQ      CX, R9
+TEXT ·bqkQ4KDot4VNNI(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), SI
 	VMOVDQU64 bqk_didx4<>+0(SB), Z0
-	VXORPS    Y1, Y1, Y1
+	VMOVDQU64 bqk_zshq4<>+0(SB), Z2
+	VMOVDQU64 bqk_z0f<>+0(SB), Z3
+	VMOVDQU64 bqk_zscq4_0<>+0(SB), Z4
+	VMOVDQU64 bqk_zscq4_1<>+0(SB), Z5
+	VMOVDQU64 bqk_zscq4_2<>+0(SB), Z6
+	VMOVDQU64 bqk_zscq4_3<>+0(SB), Z7
+
+bqkQ4KDot4VNNI_group:
+	TESTQ  BX, BX
+	JZ     bqkQ4KDot4VNNI_end
+	MOVQ   nb+0(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x+24(FP), R9
+	MOVQ   xd+32(FP), R10
+	MOVQ   xs+40(FP), R11
+	MOVQ   pfd+64(FP), R12
+	ADDQ   R8, R12
+	VXORPS Y1, Y1, Y1
 
 bqkQ4KDot4VNNI_block:
-	TESTQ           AX, AX
+	TESTQ           DI, DI
 	JZ              bqkQ4KDot4VNNI_done
-	PREFETCHT0      (R9)
-	PREFETCHT0      64(R9)
-	PREFETCHT0      128(R9)
-	PREFETCHT0      (R9)(DX*1)
-	PREFETCHT0      64(R9)(DX*1)
-	PREFETCHT0      128(R9)(DX*1)
-	PREFETCHT0      (R9)(DX*2)
-	PREFETCHT0      64(R9)(DX*2)
-	PREFETCHT0      128(R9)(DX*2)
-	PREFETCHT0      (R9)(R8*1)
-	PREFETCHT0      64(R9)(R8*1)
-	PREFETCHT0      128(R9)(R8*1)
-	ADDQ            $0x00000090, R9
-	VMOVDQU         (CX), X2
-	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
-	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
-	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
-	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
-	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
-	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
-	VPSRLD          $0x02, Z4, Z4
-	VPANDD          bqk_z30<>+0(SB), Z4, Z4
-	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
-	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
-	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
-	VMOVDQU         (DI), Y5
-	VPMOVDW         Y5, X5
-	VSHUFI32X4      $0x00, Z5, Z5, Z5
-	VPMADDWD        Z5, Z4, Z4
-	VSHUFI32X4      $0x00, Z3, Z3, Z11
-	VPXORD          Z6, Z6, Z6
-	VBROADCASTI64X4 16(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      (BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z6
-	VBROADCASTI64X4 48(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      64(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z6
-	VBROADCASTI64X4 80(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z6
-	VBROADCASTI64X4 112(CX), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      192(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z12, Z6
-	VEXTRACTI64X4   $0x01, Z6, Y5
-	VPADDD          Y5, Y6, Y5
-	VSHUFI32X4      $0x55, Z3, Z3, Z11
-	VPXORD          Z7, Z7, Z7
-	VBROADCASTI64X4 16(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      (BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z7
-	VBROADCASTI64X4 48(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      64(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z7
-	VBROADCASTI64X4 80(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      128(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z13
-	VPDPWSSD        Z13, Z12, Z7
-	VBROADCASTI64X4 112(CX)(DX*1), Z12
-	VPSRLVW         bqk_zshq4<>+0(SB), Z12, Z12
-	VPANDD          bqk_z0f<>+0(SB), Z12, Z12
-	VPMADDUBSW      192(BX), Z12, Z12
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z12, Z7
-	VEXTRACTI64X4   $0x01, Z7, Y11
-	VPADDD          Y11, Y7, Y11
-	VSHUFI32X4      $0xaa, Z3, Z3, Z12
-	VPXORD          Z8, Z8, Z8
-	VBROADCASTI64X4 16(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z14
-	VPDPWSSD        Z14, Z13, Z8
-	VBROADCASTI64X4 48(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z14
-	VPDPWSSD        Z14, Z13, Z8
-	VBROADCASTI64X4 80(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z14
-	VPDPWSSD        Z14, Z13, Z8
-	VBROADCASTI64X4 112(CX)(DX*2), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
-	VPDPWSSD        Z12, Z13, Z8
-	VEXTRACTI64X4   $0x01, Z8, Y12
-	VPADDD          Y12, Y8, Y12
-	VSHUFI32X4      $0xff, Z3, Z3, Z3
-	VPXORD          Z9, Z9, Z9
-	VBROADCASTI64X4 16(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z14
-	VPDPWSSD        Z14, Z13, Z9
-	VBROADCASTI64X4 48(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z14
-	VPDPWSSD        Z14, Z13, Z9
-	VBROADCASTI64X4 80(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z14
-	VPDPWSSD        Z14, Z13, Z9
-	VBROADCASTI64X4 112(CX)(R8*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
-	VPDPWSSD        Z3, Z13, Z9
-	VEXTRACTI64X4   $0x01, Z9, Y3
-	VPADDD          Y3, Y9, Y3
-	VPHADDD         Y11, Y5, Y5
-	VPHADDD         Y3, Y12, Y3
-	VPHADDD         Y3, Y5, Y5
-	VEXTRACTI128    $0x01, Y5, X3
-	VPADDD          X5, X3, X3
-	VPSHUFD         $0x4e, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPSHUFD         $0xb1, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPERMD          Z4, Z0, Z4
-	VPUNPCKLDQ      X4, X3, X10
-	VPUNPCKHDQ      X4, X3, X3
-	VINSERTI128     $0x01, X3, Y10, Y4
-	VPERMD          Z2, Z0, Z3
-	VCVTPH2PS       X3, Y3
-	VBROADCASTSS    (SI), Y5
-	VMULPS          Y5, Y3, Y3
-	VCVTDQ2PS       Y4, Y4
-	VMULPS          Y3, Y4, Y4
-	VADDPS          Y4, Y1, Y1
-	VMOVSHDUP       Y4, Y3
-	VSUBPS          Y3, Y1, Y1
-	ADDQ            $0x00000090, CX
-	ADDQ            $0x00000100, BX
-	ADDQ            $0x04, SI
-	ADDQ            $0x20, DI
-	DECQ            AX
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	PREFETCHT0      128(R12)
+	PREFETCHT0      (R12)(CX*1)
+	PREFETCHT0      64(R12)(CX*1)
+	PREFETCHT0      128(R12)(CX*1)
+	PREFETCHT0      (R12)(CX*2)
+	PREFETCHT0      64(R12)(CX*2)
+	PREFETCHT0      128(R12)(CX*2)
+	PREFETCHT0      (R12)(SI*1)
+	PREFETCHT0      64(R12)(SI*1)
+	PREFETCHT0      128(R12)(SI*1)
+	ADDQ            $0x00000090, R12
+	VMOVDQU64       (R9), Z8
+	VMOVDQU64       64(R9), Z9
+	VMOVDQU64       128(R9), Z10
+	VMOVDQU64       192(R9), Z11
+	VMOVDQU32       (R8), X12
+	VINSERTI32X4    $0x01, (R8)(CX*1), Z12, Z12
+	VINSERTI32X4    $0x02, (R8)(CX*2), Z12, Z12
+	VINSERTI32X4    $0x03, (R8)(SI*1), Z12, Z12
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z12, Z13
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z12, Z14
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z13, Z13
+	VPSRLD          $0x02, Z14, Z14
+	VPANDD          bqk_z30<>+0(SB), Z14, Z14
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z13, Z14
+	VPSHUFB         bqk_zscw<>+0(SB), Z14, Z13
+	VPSHUFB         bqk_zminw<>+0(SB), Z14, Z14
+	VMOVDQU32       (R11), Y15
+	VPMOVDW         Y15, X15
+	VSHUFI32X4      $0x00, Z15, Z15, Z15
+	VPMADDWD        Z15, Z14, Z14
+	VSHUFI32X4      $0x00, Z13, Z13, Z21
+	VPXORD          Z16, Z16, Z16
+	VBROADCASTI64X4 16(R8), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z8, Z22, Z22
+	VPSHUFB         Z4, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z16
+	VBROADCASTI64X4 48(R8), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z9, Z22, Z22
+	VPSHUFB         Z5, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z16
+	VBROADCASTI64X4 80(R8), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z10, Z22, Z22
+	VPSHUFB         Z6, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z16
+	VBROADCASTI64X4 112(R8), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z11, Z22, Z22
+	VPSHUFB         Z7, Z21, Z21
+	VPDPWSSD        Z21, Z22, Z16
+	VEXTRACTI64X4   $0x01, Z16, Y15
+	VPADDD          Y15, Y16, Y15
+	VSHUFI32X4      $0x55, Z13, Z13, Z21
+	VPXORD          Z17, Z17, Z17
+	VBROADCASTI64X4 16(R8)(CX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z8, Z22, Z22
+	VPSHUFB         Z4, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z17
+	VBROADCASTI64X4 48(R8)(CX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z9, Z22, Z22
+	VPSHUFB         Z5, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z17
+	VBROADCASTI64X4 80(R8)(CX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z10, Z22, Z22
+	VPSHUFB         Z6, Z21, Z23
+	VPDPWSSD        Z23, Z22, Z17
+	VBROADCASTI64X4 112(R8)(CX*1), Z22
+	VPSRLVW         Z2, Z22, Z22
+	VPANDD          Z3, Z22, Z22
+	VPMADDUBSW      Z11, Z22, Z22
+	VPSHUFB         Z7, Z21, Z21
+	VPDPWSSD        Z21, Z22, Z17
+	VEXTRACTI64X4   $0x01, Z17, Y21
+	VPADDD          Y21, Y17, Y21
+	VSHUFI32X4      $0xaa, Z13, Z13, Z22
+	VPXORD          Z18, Z18, Z18
+	VBROADCASTI64X4 16(R8)(CX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z8, Z23, Z23
+	VPSHUFB         Z4, Z22, Z24
+	VPDPWSSD        Z24, Z23, Z18
+	VBROADCASTI64X4 48(R8)(CX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z9, Z23, Z23
+	VPSHUFB         Z5, Z22, Z24
+	VPDPWSSD        Z24, Z23, Z18
+	VBROADCASTI64X4 80(R8)(CX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z10, Z23, Z23
+	VPSHUFB         Z6, Z22, Z24
+	VPDPWSSD        Z24, Z23, Z18
+	VBROADCASTI64X4 112(R8)(CX*2), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z11, Z23, Z23
+	VPSHUFB         Z7, Z22, Z22
+	VPDPWSSD        Z22, Z23, Z18
+	VEXTRACTI64X4   $0x01, Z18, Y22
+	VPADDD          Y22, Y18, Y22
+	VSHUFI32X4      $0xff, Z13, Z13, Z13
+	VPXORD          Z19, Z19, Z19
+	VBROADCASTI64X4 16(R8)(SI*1), Z23
+	VPSRLVW         Z2, Z23, Z23
+	VPANDD          Z3, Z23, Z23
+	VPMADDUBSW      Z8, Z23, Z23
+	VPSHUFB         Z4, Z13, Z8
+	VPDPWSSD        Z8, Z23, Z19
+	VBROADCASTI64X4 48(R8)(SI*1), Z8
+	VPSRLVW         Z2, Z8, Z8
+	VPANDD          Z3, Z8, Z8
+	VPMADDUBSW      Z9, Z8, Z8
+	VPSHUFB         Z5, Z13, Z9
+	VPDPWSSD        Z9, Z8, Z19
+	VBROADCASTI64X4 80(R8)(SI*1), Z8
+	VPSRLVW         Z2, Z8, Z8
+	VPANDD          Z3, Z8, Z8
+	VPMADDUBSW      Z10, Z8, Z8
+	VPSHUFB         Z6, Z13, Z9
+	VPDPWSSD        Z9, Z8, Z19
+	VBROADCASTI64X4 112(R8)(SI*1), Z8
+	VPSRLVW         Z2, Z8, Z8
+	VPANDD          Z3, Z8, Z8
+	VPMADDUBSW      Z11, Z8, Z8
+	VPSHUFB         Z7, Z13, Z9
+	VPDPWSSD        Z9, Z8, Z19
+	VEXTRACTI64X4   $0x01, Z19, Y8
+	VPADDD          Y8, Y19, Y8
+	VSHUFPS         $0x88, Y21, Y15, Y9
+	VSHUFPS         $0xdd, Y21, Y15, Y10
+	VPADDD          Y10, Y9, Y9
+	VSHUFPS         $0x88, Y8, Y22, Y10
+	VSHUFPS         $0xdd, Y8, Y22, Y8
+	VPADDD          Y8, Y10, Y8
+	VSHUFPS         $0x88, Y8, Y9, Y10
+	VSHUFPS         $0xdd, Y8, Y9, Y8
+	VPADDD          Y8, Y10, Y9
+	VEXTRACTI32X4   $0x01, Y9, X8
+	VPADDD          X9, X8, X8
+	VPSHUFD         $0x4e, Z14, Z9
+	VPADDD          Z9, Z14, Z14
+	VPSHUFD         $0xb1, Z14, Z9
+	VPADDD          Z9, Z14, Z14
+	VPERMD          Z14, Z0, Z14
+	VPUNPCKLDQ      X14, X8, X20
+	VPUNPCKHDQ      X14, X8, X8
+	VINSERTI32X4    $0x01, X8, Y20, Y9
+	VPERMD          Z12, Z0, Z8
+	VCVTPH2PS       X8, Y8
+	VBROADCASTSS    (R10), Y10
+	VMULPS          Y10, Y8, Y8
+	VCVTDQ2PS       Y9, Y9
+	VMULPS          Y8, Y9, Y9
+	VADDPS          Y9, Y1, Y1
+	VMOVSHDUP       Y9, Y8
+	VSUBPS          Y8, Y1, Y1
+	ADDQ            $0x00000090, R8
+	ADDQ            $0x00000100, R9
+	ADDQ            $0x04, R10
+	ADDQ            $0x20, R11
+	DECQ            DI
 	JMP             bqkQ4KDot4VNNI_block
 
 bqkQ4KDot4VNNI_done:
-	MOVQ         y+48(FP), AX
-	VEXTRACTF128 $0x01, Y1, X0
-	VSHUFPS      $0x88, X0, X1, X0
-	VMOVUPS      X0, (AX)
+	VEXTRACTF32X4 $0x01, Y1, X8
+	VSHUFPS       $0x88, X8, X1, X1
+	VMOVUPS       X1, (DX)
+	ADDQ          $0x10, DX
+	LEAQ          (AX)(CX*4), AX
+	DECQ          BX
+	JMP           bqkQ4KDot4VNNI_group
+
+bqkQ4KDot4VNNI_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+// func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
-TEXT ·bqkQ5KDot4VNNI(SB), NOSPLIT, $0-56
-	MOVQ      nb+0(FP), AX
-	MOVQ      w+8(FP), CX
-	MOVQ      ldw+16(FP), DX
-	MOVQ      x+24(FP), BX
-	MOVQ      xd+32(FP), SI
-	MOVQ      xs+40(FP), DI
-	LEAQ      (DX)(DX*2), R8
-	MOVQ      DX, R9
-	SHLQ      $0x03, R9
-	ADDQ      CX, R9
+TEXT ·bqkQ5KDot4VNNI(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), SI
 	VMOVDQU64 bqk_didx4<>+0(SB), Z0
-	VXORPS    Y1, Y1, Y1
+	VMOVDQU64 bqk_zshq4<>+0(SB), Z2
+	VMOVDQU64 bqk_z0f<>+0(SB), Z3
+	VMOVDQU64 bqk_zscq4_0<>+0(SB), Z5
+	VMOVDQU64 bqk_zshq5_0<>+0(SB), Z6
+	VMOVDQU64 bqk_zscq4_1<>+0(SB), Z7
+	VMOVDQU64 bqk_zshq5_1<>+0(SB), Z8
+	VMOVDQU64 bqk_zscq4_2<>+0(SB), Z9
+	VMOVDQU64 bqk_zshq5_2<>+0(SB), Z10
+	VMOVDQU64 bqk_zscq4_3<>+0(SB), Z11
+	VMOVDQU64 bqk_zshq5_3<>+0(SB), Z12
+	VMOVDQU64 bqk_z10<>+0(SB), Z4
+
+bqkQ5KDot4VNNI_group:
+	TESTQ  BX, BX
+	JZ     bqkQ5KDot4VNNI_end
+	MOVQ   nb+0(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x+24(FP), R9
+	MOVQ   xd+32(FP), R10
+	MOVQ   xs+40(FP), R11
+	MOVQ   pfd+64(FP), R12
+	ADDQ   R8, R12
+	VXORPS Y1, Y1, Y1
 
 bqkQ5KDot4VNNI_block:
-	TESTQ           AX, AX
+	TESTQ           DI, DI
 	JZ              bqkQ5KDot4VNNI_done
-	PREFETCHT0      (R9)
-	PREFETCHT0      64(R9)
-	PREFETCHT0      128(R9)
-	PREFETCHT0      (R9)(DX*1)
-	PREFETCHT0      64(R9)(DX*1)
-	PREFETCHT0      128(R9)(DX*1)
-	PREFETCHT0      (R9)(DX*2)
-	PREFETCHT0      64(R9)(DX*2)
-	PREFETCHT0      128(R9)(DX*2)
-	PREFETCHT0      (R9)(R8*1)
-	PREFETCHT0      64(R9)(R8*1)
-	PREFETCHT0      128(R9)(R8*1)
-	ADDQ            $0x000000b0, R9
-	VMOVDQU         (CX), X2
-	VINSERTI32X4    $0x01, (CX)(DX*1), Z2, Z2
-	VINSERTI32X4    $0x02, (CX)(DX*2), Z2, Z2
-	VINSERTI32X4    $0x03, (CX)(R8*1), Z2, Z2
-	VPSHUFB         bqk_zhdrp<>+0(SB), Z2, Z3
-	VPSHUFB         bqk_zhdrq<>+0(SB), Z2, Z4
-	VPSRLVD         bqk_zhdrsh<>+0(SB), Z3, Z3
-	VPSRLD          $0x02, Z4, Z4
-	VPANDD          bqk_z30<>+0(SB), Z4, Z4
-	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z3, Z4
-	VPSHUFB         bqk_zscw<>+0(SB), Z4, Z3
-	VPSHUFB         bqk_zminw<>+0(SB), Z4, Z4
-	VMOVDQU         (DI), Y5
-	VPMOVDW         Y5, X5
-	VSHUFI32X4      $0x00, Z5, Z5, Z5
-	VPMADDWD        Z5, Z4, Z4
-	VSHUFI32X4      $0x00, Z3, Z3, Z11
-	VPXORD          Z6, Z6, Z6
-	VBROADCASTI64X4 16(CX), Z12
-	VBROADCASTI64X4 48(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z6
-	VBROADCASTI64X4 80(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z6
-	VBROADCASTI64X4 112(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z6
-	VBROADCASTI64X4 144(CX), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z13, Z6
-	VEXTRACTI64X4   $0x01, Z6, Y5
-	VPADDD          Y5, Y6, Y5
-	VSHUFI32X4      $0x55, Z3, Z3, Z11
-	VPXORD          Z7, Z7, Z7
-	VBROADCASTI64X4 16(CX)(DX*1), Z12
-	VBROADCASTI64X4 48(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      (BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z7
-	VBROADCASTI64X4 80(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      64(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z7
-	VBROADCASTI64X4 112(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z12, Z14
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z14, Z13
-	VPMADDUBSW      128(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z11, Z14
-	VPDPWSSD        Z14, Z13, Z7
-	VBROADCASTI64X4 144(CX)(DX*1), Z13
-	VPSRLVW         bqk_zshq4<>+0(SB), Z13, Z13
-	VPANDD          bqk_z0f<>+0(SB), Z13, Z13
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z12, Z12
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z12, Z13
-	VPMADDUBSW      192(BX), Z13, Z13
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z11, Z11
-	VPDPWSSD        Z11, Z13, Z7
-	VEXTRACTI64X4   $0x01, Z7, Y11
-	VPADDD          Y11, Y7, Y11
-	VSHUFI32X4      $0xaa, Z3, Z3, Z12
-	VPXORD          Z8, Z8, Z8
-	VBROADCASTI64X4 16(CX)(DX*2), Z13
-	VBROADCASTI64X4 48(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      (BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z12, Z15
-	VPDPWSSD        Z15, Z14, Z8
-	VBROADCASTI64X4 80(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      64(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z12, Z15
-	VPDPWSSD        Z15, Z14, Z8
-	VBROADCASTI64X4 112(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      128(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z12, Z15
-	VPDPWSSD        Z15, Z14, Z8
-	VBROADCASTI64X4 144(CX)(DX*2), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
-	VPMADDUBSW      192(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z12, Z12
-	VPDPWSSD        Z12, Z14, Z8
-	VEXTRACTI64X4   $0x01, Z8, Y12
-	VPADDD          Y12, Y8, Y12
-	VSHUFI32X4      $0xff, Z3, Z3, Z3
-	VPXORD          Z9, Z9, Z9
-	VBROADCASTI64X4 16(CX)(R8*1), Z13
-	VBROADCASTI64X4 48(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_0<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      (BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_0<>+0(SB), Z3, Z15
-	VPDPWSSD        Z15, Z14, Z9
-	VBROADCASTI64X4 80(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSLLVW         bqk_zshq5_1<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      64(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_1<>+0(SB), Z3, Z15
-	VPDPWSSD        Z15, Z14, Z9
-	VBROADCASTI64X4 112(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_2<>+0(SB), Z13, Z15
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z15, Z14
-	VPMADDUBSW      128(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_2<>+0(SB), Z3, Z15
-	VPDPWSSD        Z15, Z14, Z9
-	VBROADCASTI64X4 144(CX)(R8*1), Z14
-	VPSRLVW         bqk_zshq4<>+0(SB), Z14, Z14
-	VPANDD          bqk_z0f<>+0(SB), Z14, Z14
-	VPSRLVW         bqk_zshq5_3<>+0(SB), Z13, Z13
-	VPTERNLOGD      $0xf8, bqk_z10<>+0(SB), Z13, Z14
-	VPMADDUBSW      192(BX), Z14, Z14
-	VPSHUFB         bqk_zscq4_3<>+0(SB), Z3, Z3
-	VPDPWSSD        Z3, Z14, Z9
-	VEXTRACTI64X4   $0x01, Z9, Y3
-	VPADDD          Y3, Y9, Y3
-	VPHADDD         Y11, Y5, Y5
-	VPHADDD         Y3, Y12, Y3
-	VPHADDD         Y3, Y5, Y5
-	VEXTRACTI128    $0x01, Y5, X3
-	VPADDD          X5, X3, X3
-	VPSHUFD         $0x4e, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPSHUFD         $0xb1, Z4, Z11
-	VPADDD          Z11, Z4, Z4
-	VPERMD          Z4, Z0, Z4
-	VPUNPCKLDQ      X4, X3, X10
-	VPUNPCKHDQ      X4, X3, X3
-	VINSERTI128     $0x01, X3, Y10, Y4
-	VPERMD          Z2, Z0, Z3
-	VCVTPH2PS       X3, Y3
-	VBROADCASTSS    (SI), Y5
-	VMULPS          Y5, Y3, Y3
-	VCVTDQ2PS       Y4, Y4
-	VMULPS          Y3, Y4, Y4
-	VADDPS          Y4, Y1, Y1
-	VMOVSHDUP       Y4, Y3
-	VSUBPS          Y3, Y1, Y1
-	ADDQ            $0x000000b0, CX
-	ADDQ            $0x00000100, BX
-	ADDQ            $0x04, SI
-	ADDQ            $0x20, DI
-	DECQ            AX
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	PREFETCHT0      128(R12)
+	PREFETCHT0      (R12)(CX*1)
+	PREFETCHT0      64(R12)(CX*1)
+	PREFETCHT0      128(R12)(CX*1)
+	PREFETCHT0      (R12)(CX*2)
+	PREFETCHT0      64(R12)(CX*2)
+	PREFETCHT0      128(R12)(CX*2)
+	PREFETCHT0      (R12)(SI*1)
+	PREFETCHT0      64(R12)(SI*1)
+	PREFETCHT0      128(R12)(SI*1)
+	ADDQ            $0x000000b0, R12
+	VMOVDQU64       (R9), Z13
+	VMOVDQU64       64(R9), Z14
+	VMOVDQU64       128(R9), Z15
+	VMOVDQU64       192(R9), Z16
+	VMOVDQU32       (R8), X17
+	VINSERTI32X4    $0x01, (R8)(CX*1), Z17, Z17
+	VINSERTI32X4    $0x02, (R8)(CX*2), Z17, Z17
+	VINSERTI32X4    $0x03, (R8)(SI*1), Z17, Z17
+	VPSHUFB         bqk_zhdrp<>+0(SB), Z17, Z18
+	VPSHUFB         bqk_zhdrq<>+0(SB), Z17, Z19
+	VPSRLVD         bqk_zhdrsh<>+0(SB), Z18, Z18
+	VPSRLD          $0x02, Z19, Z19
+	VPANDD          bqk_z30<>+0(SB), Z19, Z19
+	VPTERNLOGD      $0xf8, bqk_zhdrmask<>+0(SB), Z18, Z19
+	VPSHUFB         bqk_zscw<>+0(SB), Z19, Z18
+	VPSHUFB         bqk_zminw<>+0(SB), Z19, Z19
+	VMOVDQU32       (R11), Y20
+	VPMOVDW         Y20, X20
+	VSHUFI32X4      $0x00, Z20, Z20, Z20
+	VPMADDWD        Z20, Z19, Z19
+	VSHUFI32X4      $0x00, Z18, Z18, Z26
+	VPXORD          Z21, Z21, Z21
+	VBROADCASTI64X4 16(R8), Z27
+	VBROADCASTI64X4 48(R8), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z6, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z13, Z28, Z28
+	VPSHUFB         Z5, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z21
+	VBROADCASTI64X4 80(R8), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z8, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z14, Z28, Z28
+	VPSHUFB         Z7, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z21
+	VBROADCASTI64X4 112(R8), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z10, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z15, Z28, Z28
+	VPSHUFB         Z9, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z21
+	VBROADCASTI64X4 144(R8), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z12, Z27, Z27
+	VPTERNLOGD      $0xf8, Z4, Z27, Z28
+	VPMADDUBSW      Z16, Z28, Z28
+	VPSHUFB         Z11, Z26, Z26
+	VPDPWSSD        Z26, Z28, Z21
+	VEXTRACTI64X4   $0x01, Z21, Y20
+	VPADDD          Y20, Y21, Y20
+	VSHUFI32X4      $0x55, Z18, Z18, Z26
+	VPXORD          Z22, Z22, Z22
+	VBROADCASTI64X4 16(R8)(CX*1), Z27
+	VBROADCASTI64X4 48(R8)(CX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z6, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z13, Z28, Z28
+	VPSHUFB         Z5, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z22
+	VBROADCASTI64X4 80(R8)(CX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSLLVW         Z8, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z14, Z28, Z28
+	VPSHUFB         Z7, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z22
+	VBROADCASTI64X4 112(R8)(CX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z10, Z27, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z28
+	VPMADDUBSW      Z15, Z28, Z28
+	VPSHUFB         Z9, Z26, Z29
+	VPDPWSSD        Z29, Z28, Z22
+	VBROADCASTI64X4 144(R8)(CX*1), Z28
+	VPSRLVW         Z2, Z28, Z28
+	VPANDD          Z3, Z28, Z28
+	VPSRLVW         Z12, Z27, Z27
+	VPTERNLOGD      $0xf8, Z4, Z27, Z28
+	VPMADDUBSW      Z16, Z28, Z28
+	VPSHUFB         Z11, Z26, Z26
+	VPDPWSSD        Z26, Z28, Z22
+	VEXTRACTI64X4   $0x01, Z22, Y26
+	VPADDD          Y26, Y22, Y26
+	VSHUFI32X4      $0xaa, Z18, Z18, Z27
+	VPXORD          Z23, Z23, Z23
+	VBROADCASTI64X4 16(R8)(CX*2), Z28
+	VBROADCASTI64X4 48(R8)(CX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSLLVW         Z6, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z13, Z29, Z29
+	VPSHUFB         Z5, Z27, Z30
+	VPDPWSSD        Z30, Z29, Z23
+	VBROADCASTI64X4 80(R8)(CX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSLLVW         Z8, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z14, Z29, Z29
+	VPSHUFB         Z7, Z27, Z30
+	VPDPWSSD        Z30, Z29, Z23
+	VBROADCASTI64X4 112(R8)(CX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSRLVW         Z10, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z15, Z29, Z29
+	VPSHUFB         Z9, Z27, Z30
+	VPDPWSSD        Z30, Z29, Z23
+	VBROADCASTI64X4 144(R8)(CX*2), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSRLVW         Z12, Z28, Z28
+	VPTERNLOGD      $0xf8, Z4, Z28, Z29
+	VPMADDUBSW      Z16, Z29, Z29
+	VPSHUFB         Z11, Z27, Z27
+	VPDPWSSD        Z27, Z29, Z23
+	VEXTRACTI64X4   $0x01, Z23, Y27
+	VPADDD          Y27, Y23, Y27
+	VSHUFI32X4      $0xff, Z18, Z18, Z18
+	VPXORD          Z24, Z24, Z24
+	VBROADCASTI64X4 16(R8)(SI*1), Z28
+	VBROADCASTI64X4 48(R8)(SI*1), Z29
+	VPSRLVW         Z2, Z29, Z29
+	VPANDD          Z3, Z29, Z29
+	VPSLLVW         Z6, Z28, Z30
+	VPTERNLOGD      $0xf8, Z4, Z30, Z29
+	VPMADDUBSW      Z13, Z29, Z29
+	VPSHUFB         Z5, Z18, Z13
+	VPDPWSSD        Z13, Z29, Z24
+	VBROADCASTI64X4 80(R8)(SI*1), Z13
+	VPSRLVW         Z2, Z13, Z13
+	VPANDD          Z3, Z13, Z13
+	VPSLLVW         Z8, Z28, Z29
+	VPTERNLOGD      $0xf8, Z4, Z29, Z13
+	VPMADDUBSW      Z14, Z13, Z13
+	VPSHUFB         Z7, Z18, Z14
+	VPDPWSSD        Z14, Z13, Z24
+	VBROADCASTI64X4 112(R8)(SI*1), Z13
+	VPSRLVW         Z2, Z13, Z13
+	VPANDD          Z3, Z13, Z13
+	VPSRLVW         Z10, Z28, Z14
+	VPTERNLOGD      $0xf8, Z4, Z14, Z13
+	VPMADDUBSW      Z15, Z13, Z13
+	VPSHUFB         Z9, Z18, Z14
+	VPDPWSSD        Z14, Z13, Z24
+	VBROADCASTI64X4 144(R8)(SI*1), Z13
+	VPSRLVW         Z2, Z13, Z13
+	VPANDD          Z3, Z13, Z13
+	VPSRLVW         Z12, Z28, Z14
+	VPTERNLOGD      $0xf8, Z4, Z14, Z13
+	VPMADDUBSW      Z16, Z13, Z13
+	VPSHUFB         Z11, Z18, Z14
+	VPDPWSSD        Z14, Z13, Z24
+	VEXTRACTI64X4   $0x01, Z24, Y13
+	VPADDD          Y13, Y24, Y13
+	VSHUFPS         $0x88, Y26, Y20, Y14
+	VSHUFPS         $0xdd, Y26, Y20, Y15
+	VPADDD          Y15, Y14, Y14
+	VSHUFPS         $0x88, Y13, Y27, Y15
+	VSHUFPS         $0xdd, Y13, Y27, Y13
+	VPADDD          Y13, Y15, Y13
+	VSHUFPS         $0x88, Y13, Y14, Y15
+	VSHUFPS         $0xdd, Y13, Y14, Y13
+	VPADDD          Y13, Y15, Y14
+	VEXTRACTI32X4   $0x01, Y14, X13
+	VPADDD          X14, X13, X13
+	VPSHUFD         $0x4e, Z19, Z14
+	VPADDD          Z14, Z19, Z19
+	VPSHUFD         $0xb1, Z19, Z14
+	VPADDD          Z14, Z19, Z19
+	VPERMD          Z19, Z0, Z19
+	VPUNPCKLDQ      X19, X13, X25
+	VPUNPCKHDQ      X19, X13, X13
+	VINSERTI32X4    $0x01, X13, Y25, Y14
+	VPERMD          Z17, Z0, Z13
+	VCVTPH2PS       X13, Y13
+	VBROADCASTSS    (R10), Y15
+	VMULPS          Y15, Y13, Y13
+	VCVTDQ2PS       Y14, Y14
+	VMULPS          Y13, Y14, Y14
+	VADDPS          Y14, Y1, Y1
+	VMOVSHDUP       Y14, Y13
+	VSUBPS          Y13, Y1, Y1
+	ADDQ            $0x000000b0, R8
+	ADDQ            $0x00000100, R9
+	ADDQ            $0x04, R10
+	ADDQ            $0x20, R11
+	DECQ            DI
 	JMP             bqkQ5KDot4VNNI_block
 
 bqkQ5KDot4VNNI_done:
-	MOVQ         y+48(FP), AX
-	VEXTRACTF128 $0x01, Y1, X0
-	VSHUFPS      $0x88, X0, X1, X0
-	VMOVUPS      X0, (AX)
+	VEXTRACTF32X4 $0x01, Y1, X13
+	VSHUFPS       $0x88, X13, X1, X1
+	VMOVUPS       X1, (DX)
+	ADDQ          $0x10, DX
+	LEAQ          (AX)(CX*4), AX
+	DECQ          BX
+	JMP           bqkQ5KDot4VNNI_group
+
+bqkQ5KDot4VNNI_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, F16C, MMX+
-TEXT ·bqkQ6KDot4VNNI(SB), NOSPLIT, $0-56
-	MOVQ      nb+0(FP), AX
-	MOVQ      w+8(FP), CX
-	MOVQ      ldw+16(FP), DX
-	MOVQ      x+24(FP), BX
-	MOVQ      xd+32(FP), SI
-	MOVQ      xs+40(FP), DI
-	LEAQ      (DX)(DX*2), R8
-	MOVQ      DX, R9
-	SHLQ      $0x03, R9
-	ADDQ      CX, R9
+// func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·bqkQ6KDot4VNNI(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), SI
 	VMOVDQU64 bqk_zidxq6_0<>+0(SB), Z0
 	VMOVDQU64 bqk_zidxq6_1<>+0(SB), Z1
 	VMOVDQU64 bqk_zidxq6_2<>+0(SB), Z2
 	VMOVDQU64 bqk_zidxq6_3<>+0(SB), Z3
-	VXORPS    X4, X4, X4
+	VMOVDQU64 bqk_zshl6<>+0(SB), Z5
+	VMOVDQU64 bqk_zshr6<>+0(SB), Z6
+	VMOVDQU64 bqk_z30<>+0(SB), Z7
+	VMOVDQU64 bqk_z0f<>+0(SB), Z8
+
+bqkQ6KDot4VNNI_group:
+	TESTQ  BX, BX
+	JZ     bqkQ6KDot4VNNI_end
+	MOVQ   nb+0(FP), DI
+	MOVQ   AX, R8
+	MOVQ   x+24(FP), R9
+	MOVQ   xd+32(FP), R10
+	MOVQ   xs+40(FP), R11
+	MOVQ   pfd+64(FP), R12
+	ADDQ   R8, R12
+	VXORPS X4, X4, X4
 
 bqkQ6KDot4VNNI_block:
-	TESTQ           AX, AX
+	TESTQ           DI, DI
 	JZ              bqkQ6KDot4VNNI_done
-	PREFETCHT0      (R9)
-	PREFETCHT0      64(R9)
-	PREFETCHT0      128(R9)
-	PREFETCHT0      192(R9)
-	PREFETCHT0      (R9)(DX*1)
-	PREFETCHT0      64(R9)(DX*1)
-	PREFETCHT0      128(R9)(DX*1)
-	PREFETCHT0      192(R9)(DX*1)
-	PREFETCHT0      (R9)(DX*2)
-	PREFETCHT0      64(R9)(DX*2)
-	PREFETCHT0      128(R9)(DX*2)
-	PREFETCHT0      192(R9)(DX*2)
-	PREFETCHT0      (R9)(R8*1)
-	PREFETCHT0      64(R9)(R8*1)
-	PREFETCHT0      128(R9)(R8*1)
-	PREFETCHT0      192(R9)(R8*1)
-	ADDQ            $0x000000d2, R9
-	VMOVDQU32       (DI), Z8
-	VPMOVDW         Z8, Y5
-	VPMOVSXBW       192(CX), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y6
-	VPMADDWD        Y5, Y6, Y6
-	VMOVDQU64       (CX), Z8
-	VBROADCASTI64X4 128(CX), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z6
-	VPDPWSSD        Z13, Z9, Z6
-	VMOVDQU64       64(CX), Z8
-	VBROADCASTI64X4 160(CX), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z6
-	VPDPWSSD        Z13, Z9, Z6
-	VEXTRACTI64X4   $0x01, Z6, Y7
-	VPADDD          Y7, Y6, Y6
-	VPMOVSXBW       192(CX)(DX*1), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
-	VPMADDWD        Y5, Y8, Y11
-	VMOVDQU64       (CX)(DX*1), Z8
-	VBROADCASTI64X4 128(CX)(DX*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z11
-	VPDPWSSD        Z13, Z9, Z11
-	VMOVDQU64       64(CX)(DX*1), Z8
-	VBROADCASTI64X4 160(CX)(DX*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z11
-	VPDPWSSD        Z13, Z9, Z11
-	VEXTRACTI64X4   $0x01, Z11, Y7
-	VPADDD          Y7, Y11, Y11
-	VPMOVSXBW       192(CX)(DX*2), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
-	VPMADDWD        Y5, Y8, Y12
-	VMOVDQU64       (CX)(DX*2), Z8
-	VBROADCASTI64X4 128(CX)(DX*2), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z12
-	VPDPWSSD        Z13, Z9, Z12
-	VMOVDQU64       64(CX)(DX*2), Z8
-	VBROADCASTI64X4 160(CX)(DX*2), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z12
-	VPDPWSSD        Z13, Z9, Z12
-	VEXTRACTI64X4   $0x01, Z12, Y7
-	VPADDD          Y7, Y12, Y12
-	VPMOVSXBW       192(CX)(R8*1), Y7
-	VPMULLW         bqk_wm32<>+0(SB), Y7, Y8
-	VPMADDWD        Y5, Y8, Y5
-	VMOVDQU64       (CX)(R8*1), Z8
-	VBROADCASTI64X4 128(CX)(R8*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      (BX), Z10, Z10
-	VPMADDUBSW      64(BX), Z9, Z9
-	VPERMW          Z7, Z0, Z8
-	VPERMW          Z7, Z1, Z13
-	VPDPWSSD        Z8, Z10, Z5
-	VPDPWSSD        Z13, Z9, Z5
-	VMOVDQU64       64(CX)(R8*1), Z8
-	VBROADCASTI64X4 160(CX)(R8*1), Z9
-	VPSLLVW         bqk_zshl6<>+0(SB), Z9, Z10
-	VPANDD          bqk_z30<>+0(SB), Z10, Z10
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z10
-	VPSRLVW         bqk_zshr6<>+0(SB), Z9, Z9
-	VPANDD          bqk_z30<>+0(SB), Z9, Z9
-	VPSRLW          $0x04, Z8, Z8
-	VPTERNLOGD      $0xf8, bqk_z0f<>+0(SB), Z8, Z9
-	VPMADDUBSW      128(BX), Z10, Z10
-	VPMADDUBSW      192(BX), Z9, Z9
-	VPERMW          Z7, Z2, Z8
-	VPERMW          Z7, Z3, Z13
-	VPDPWSSD        Z8, Z10, Z5
-	VPDPWSSD        Z13, Z9, Z5
-	VEXTRACTI64X4   $0x01, Z5, Y7
-	VPADDD          Y7, Y5, Y5
-	VPHADDD         Y11, Y6, Y6
-	VPHADDD         Y5, Y12, Y5
-	VPHADDD         Y5, Y6, Y6
-	VEXTRACTI128    $0x01, Y6, X5
-	VPADDD          X6, X5, X5
-	MOVWLZX         208(CX), R10
-	VMOVD           R10, X6
-	VPINSRW         $0x01, 208(CX)(DX*1), X6, X6
-	VPINSRW         $0x02, 208(CX)(DX*2), X6, X6
-	VPINSRW         $0x03, 208(CX)(R8*1), X6, X6
-	VCVTPH2PS       X6, X6
-	VBROADCASTSS    (SI), X7
-	VMULPS          X7, X6, X6
-	VCVTDQ2PS       X5, X5
-	VMULPS          X6, X5, X5
-	VADDPS          X5, X4, X4
-	ADDQ            $0x000000d2, CX
-	ADDQ            $0x00000100, BX
-	ADDQ            $0x04, SI
-	ADDQ            $0x40, DI
-	DECQ            AX
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	PREFETCHT0      128(R12)
+	PREFETCHT0      192(R12)
+	PREFETCHT0      (R12)(CX*1)
+	PREFETCHT0      64(R12)(CX*1)
+	PREFETCHT0      128(R12)(CX*1)
+	PREFETCHT0      192(R12)(CX*1)
+	PREFETCHT0      (R12)(CX*2)
+	PREFETCHT0      64(R12)(CX*2)
+	PREFETCHT0      128(R12)(CX*2)
+	PREFETCHT0      192(R12)(CX*2)
+	PREFETCHT0      (R12)(SI*1)
+	PREFETCHT0      64(R12)(SI*1)
+	PREFETCHT0      128(R12)(SI*1)
+	PREFETCHT0      192(R12)(SI*1)
+	ADDQ            $0x000000d2, R12
+	VMOVDQU64       (R9), Z9
+	VMOVDQU64       64(R9), Z10
+	VMOVDQU64       128(R9), Z11
+	VMOVDQU64       192(R9), Z12
+	VMOVDQU32       (R11), Z16
+	VPMOVDW         Z16, Y13
+	VPMOVSXBW       192(R8), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y14
+	VPMADDWD        Y13, Y14, Y14
+	VMOVDQU64       (R8), Z16
+	VBROADCASTI64X4 128(R8), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z16
+	VPERMW          Z15, Z1, Z21
+	VPDPWSSD        Z16, Z18, Z14
+	VPDPWSSD        Z21, Z17, Z14
+	VMOVDQU64       64(R8), Z16
+	VBROADCASTI64X4 160(R8), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPERMW          Z15, Z2, Z16
+	VPERMW          Z15, Z3, Z21
+	VPDPWSSD        Z16, Z18, Z14
+	VPDPWSSD        Z21, Z17, Z14
+	VEXTRACTI64X4   $0x01, Z14, Y15
+	VPADDD          Y15, Y14, Y14
+	VPMOVSXBW       192(R8)(CX*1), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y16
+	VPMADDWD        Y13, Y16, Y19
+	VMOVDQU64       (R8)(CX*1), Z16
+	VBROADCASTI64X4 128(R8)(CX*1), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z16
+	VPERMW          Z15, Z1, Z21
+	VPDPWSSD        Z16, Z18, Z19
+	VPDPWSSD        Z21, Z17, Z19
+	VMOVDQU64       64(R8)(CX*1), Z16
+	VBROADCASTI64X4 160(R8)(CX*1), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPERMW          Z15, Z2, Z16
+	VPERMW          Z15, Z3, Z21
+	VPDPWSSD        Z16, Z18, Z19
+	VPDPWSSD        Z21, Z17, Z19
+	VEXTRACTI64X4   $0x01, Z19, Y15
+	VPADDD          Y15, Y19, Y19
+	VPMOVSXBW       192(R8)(CX*2), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y16
+	VPMADDWD        Y13, Y16, Y20
+	VMOVDQU64       (R8)(CX*2), Z16
+	VBROADCASTI64X4 128(R8)(CX*2), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z16
+	VPERMW          Z15, Z1, Z21
+	VPDPWSSD        Z16, Z18, Z20
+	VPDPWSSD        Z21, Z17, Z20
+	VMOVDQU64       64(R8)(CX*2), Z16
+	VBROADCASTI64X4 160(R8)(CX*2), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPERMW          Z15, Z2, Z16
+	VPERMW          Z15, Z3, Z21
+	VPDPWSSD        Z16, Z18, Z20
+	VPDPWSSD        Z21, Z17, Z20
+	VEXTRACTI64X4   $0x01, Z20, Y15
+	VPADDD          Y15, Y20, Y20
+	VPMOVSXBW       192(R8)(SI*1), Y15
+	VPMULLW         bqk_wm32<>+0(SB), Y15, Y16
+	VPMADDWD        Y13, Y16, Y13
+	VMOVDQU64       (R8)(SI*1), Z16
+	VBROADCASTI64X4 128(R8)(SI*1), Z17
+	VPSLLVW         Z5, Z17, Z18
+	VPANDD          Z7, Z18, Z18
+	VPTERNLOGD      $0xf8, Z8, Z16, Z18
+	VPSRLVW         Z6, Z17, Z17
+	VPANDD          Z7, Z17, Z17
+	VPSRLW          $0x04, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z16, Z17
+	VPMADDUBSW      Z9, Z18, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPERMW          Z15, Z0, Z9
+	VPERMW          Z15, Z1, Z10
+	VPDPWSSD        Z9, Z18, Z13
+	VPDPWSSD        Z10, Z17, Z13
+	VMOVDQU64       64(R8)(SI*1), Z9
+	VBROADCASTI64X4 160(R8)(SI*1), Z10
+	VPSLLVW         Z5, Z10, Z16
+	VPANDD          Z7, Z16, Z16
+	VPTERNLOGD      $0xf8, Z8, Z9, Z16
+	VPSRLVW         Z6, Z10, Z10
+	VPANDD          Z7, Z10, Z10
+	VPSRLW          $0x04, Z9, Z9
+	VPTERNLOGD      $0xf8, Z8, Z9, Z10
+	VPMADDUBSW      Z11, Z16, Z16
+	VPMADDUBSW      Z12, Z10, Z10
+	VPERMW          Z15, Z2, Z9
+	VPERMW          Z15, Z3, Z11
+	VPDPWSSD        Z9, Z16, Z13
+	VPDPWSSD        Z11, Z10, Z13
+	VEXTRACTI64X4   $0x01, Z13, Y9
+	VPADDD          Y9, Y13, Y9
+	VSHUFPS         $0x88, Y19, Y14, Y10
+	VSHUFPS         $0xdd, Y19, Y14, Y11
+	VPADDD          Y11, Y10, Y10
+	VSHUFPS         $0x88, Y9, Y20, Y11
+	VSHUFPS         $0xdd, Y9, Y20, Y9
+	VPADDD          Y9, Y11, Y9
+	VSHUFPS         $0x88, Y9, Y10, Y11
+	VSHUFPS         $0xdd, Y9, Y10, Y9
+	VPADDD          Y9, Y11, Y10
+	VEXTRACTI32X4   $0x01, Y10, X9
+	VPADDD          X10, X9, X9
+	MOVWLZX         208(R8), R13
+	VMOVD           R13, X10
+	VPINSRW         $0x01, 208(R8)(CX*1), X10, X10
+	VPINSRW         $0x02, 208(R8)(CX*2), X10, X10
+	VPINSRW         $0x03, 208(R8)(SI*1), X10, X10
+	VCVTPH2PS       X10, X10
+	VBROADCASTSS    (R10), X11
+	VMULPS          X11, X10, X10
+	VCVTDQ2PS       X9, X9
+	VMULPS          X10, X9, X9
+	VADDPS          X9, X4, X4
+	ADDQ            $0x000000d2, R8
+	ADDQ            $0x00000100, R9
+	ADDQ            $0x04, R10
+	ADDQ            $0x40, R11
+	DECQ            DI
 	JMP             bqkQ6KDot4VNNI_block
 
 bqkQ6KDot4VNNI_done:
-	MOVQ    y+48(FP), AX
-	VMOVUPS X4, (AX)
+	VMOVUPS X4, (DX)
+	ADDQ    $0x10, DX
+	LEAQ    (AX)(CX*4), AX
+	DECQ    BX
+	JMP     bqkQ6KDot4VNNI_group
+
+bqkQ6KDot4VNNI_end:
 	VZEROUPPER
 	RET
 
@@ -5232,6 +5346,717 @@ bqkQ5_1Dot1AVX2_done:
 	VADDSS       X0, X1, X1
 	VADDSS       X2, X1, X1
 	VMOVSS       X1, (AX)
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+
+bqkQ4_0Dot4Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ4_0Dot4Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	MOVQ   pfd+64(FP), R12
+	ADDQ   DI, R12
+
+bqkQ4_0Dot4Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ4_0Dot4Z_done
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	ADDQ            $0x00000048, R12
+	VBROADCASTSS    (R9), Z4
+	VBROADCASTI32X4 (R8), Z5
+	VBROADCASTI32X4 16(R8), Z6
+	VBROADCASTI32X4 (R10), Z7
+	VBROADCASTI32X4 16(R10), Z8
+	VPSLLD          $0x03, Z7, Z7
+	VPSLLD          $0x03, Z8, Z8
+	VPSUBD          Z7, Z0, Z7
+	VPSUBD          Z8, Z0, Z8
+	VMOVDQU32       2(DI), X9
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z9, Z9
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z9, Z9
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z9, Z9
+	VPSRLW          $0x04, Z9, Z10
+	VPANDD          Z1, Z9, Z9
+	VPANDD          Z1, Z10, Z10
+	VPDPBUSD        Z5, Z9, Z7
+	VPDPBUSD        Z6, Z10, Z8
+	VCVTDQ2PS       Z7, Z7
+	VCVTDQ2PS       Z8, Z8
+	VPBROADCASTW    (DI), Y5
+	VPBROADCASTW    (DI)(CX*1), K1, Y5
+	VPBROADCASTW    (DI)(CX*2), K2, Y5
+	VPBROADCASTW    (DI)(R11*1), K3, Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS          Z4, Z5, Z5
+	VMULPS          Z5, Z7, Z7
+	VMULPS          Z5, Z8, Z8
+	VADDPS          Z7, Z2, Z2
+	VADDPS          Z8, Z3, Z3
+	ADDQ            $0x12, DI
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ4_0Dot4Z_block
+
+bqkQ4_0Dot4Z_done:
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (DX)
+	ADDQ      $0x10, DX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
+	JMP       bqkQ4_0Dot4Z_group
+
+bqkQ4_0Dot4Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+	VMOVDQU64 bqk_z10<>+0(SB), Z4
+	VMOVDQU64 bqk_zqhlo<>+0(SB), Z5
+	VMOVDQU64 bqk_zqhhi<>+0(SB), Z6
+
+bqkQ5_0Dot4Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ5_0Dot4Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	MOVQ   pfd+64(FP), R12
+	ADDQ   DI, R12
+
+bqkQ5_0Dot4Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ5_0Dot4Z_done
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	ADDQ            $0x00000058, R12
+	VBROADCASTSS    (R9), Z7
+	VBROADCASTI32X4 (R8), Z8
+	VBROADCASTI32X4 16(R8), Z9
+	VBROADCASTI32X4 (R10), Z10
+	VBROADCASTI32X4 16(R10), Z11
+	VPSLLD          $0x04, Z10, Z10
+	VPSLLD          $0x04, Z11, Z11
+	VPSUBD          Z10, Z0, Z10
+	VPSUBD          Z11, Z0, Z11
+	VMOVDQU32       6(DI), X12
+	VINSERTI32X4    $0x01, 6(DI)(CX*1), Z12, Z12
+	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z12, Z12
+	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z12, Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z1, Z12, Z12
+	VPANDD          Z1, Z13, Z13
+	VPBROADCASTD    2(DI), Z14
+	VPBROADCASTD    2(DI)(CX*1), K1, Z14
+	VPBROADCASTD    2(DI)(CX*2), K2, Z14
+	VPBROADCASTD    2(DI)(R11*1), K3, Z14
+	VPSHUFBITQMB    Z5, Z14, K4
+	VPSHUFBITQMB    Z6, Z14, K5
+	VPADDB          Z4, Z12, K4, Z12
+	VPADDB          Z4, Z13, K5, Z13
+	VPDPBUSD        Z8, Z12, Z10
+	VPDPBUSD        Z9, Z13, Z11
+	VCVTDQ2PS       Z10, Z10
+	VCVTDQ2PS       Z11, Z11
+	VPBROADCASTW    (DI), Y8
+	VPBROADCASTW    (DI)(CX*1), K1, Y8
+	VPBROADCASTW    (DI)(CX*2), K2, Y8
+	VPBROADCASTW    (DI)(R11*1), K3, Y8
+	VCVTPH2PS       Y8, Z8
+	VMULPS          Z7, Z8, Z8
+	VMULPS          Z8, Z10, Z10
+	VMULPS          Z8, Z11, Z11
+	VADDPS          Z10, Z2, Z2
+	VADDPS          Z11, Z3, Z3
+	ADDQ            $0x16, DI
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ5_0Dot4Z_block
+
+bqkQ5_0Dot4Z_done:
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (DX)
+	ADDQ      $0x10, DX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
+	JMP       bqkQ5_0Dot4Z_group
+
+bqkQ5_0Dot4Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z80<>+0(SB), Z1
+	MOVL      $0x0000ff00, SI
+	KMOVW     SI, K1
+
+bqkQ8_0Dot4Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ8_0Dot4Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	MOVQ   pfd+64(FP), R12
+	ADDQ   DI, R12
+
+bqkQ8_0Dot4Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ8_0Dot4Z_done
+	PREFETCHT0      (R12)
+	PREFETCHT0      64(R12)
+	PREFETCHT0      128(R12)
+	ADDQ            $0x00000088, R12
+	VBROADCASTSS    (R9), Z4
+	VBROADCASTI64X4 (R8), Z5
+	VBROADCASTI64X4 (R10), Z6
+	VPSLLD          $0x07, Z6, Z6
+	VPSUBD          Z6, Z0, Z6
+	VMOVDQU32       2(DI), Y7
+	VINSERTI64X4    $0x01, 2(DI)(CX*1), Z7, Z7
+	VPXORD          Z1, Z7, Z7
+	VMOVDQA64       Z6, Z8
+	VPDPBUSD        Z5, Z7, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPBROADCASTW    (DI), Y7
+	VPBROADCASTW    (DI)(CX*1), K1, Y7
+	VCVTPH2PS       Y7, Z9
+	VMULPS          Z4, Z9, Z9
+	VMULPS          Z9, Z8, Z8
+	VADDPS          Z8, Z2, Z2
+	VMOVDQU32       2(DI)(CX*2), Y10
+	VINSERTI64X4    $0x01, 2(DI)(R11*1), Z10, Z10
+	VPXORD          Z1, Z10, Z10
+	VMOVDQA64       Z6, Z6
+	VPDPBUSD        Z5, Z10, Z6
+	VCVTDQ2PS       Z6, Z6
+	VPBROADCASTW    (DI)(CX*2), Y5
+	VPBROADCASTW    (DI)(R11*1), K1, Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS          Z4, Z5, Z5
+	VMULPS          Z5, Z6, Z6
+	VADDPS          Z6, Z3, Z3
+	ADDQ            $0x22, DI
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ8_0Dot4Z_block
+
+bqkQ8_0Dot4Z_done:
+	VSHUFF32X4    $0xb1, Z2, Z2, Z4
+	VADDPS        Z4, Z2, Z4
+	VPERMILPS     $0xb1, Z4, Z2
+	VADDPS        Z2, Z4, Z4
+	VPERMILPS     $0x4e, Z4, Z2
+	VADDPS        Z2, Z4, Z4
+	VMOVSS        X4, (DX)
+	VEXTRACTF32X4 $0x02, Z4, X2
+	VMOVSS        X2, 4(DX)
+	VSHUFF32X4    $0xb1, Z3, Z3, Z2
+	VADDPS        Z2, Z3, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 8(DX)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 12(DX)
+	ADDQ          $0x10, DX
+	LEAQ          (AX)(CX*4), AX
+	DECQ          BX
+	JMP           bqkQ8_0Dot4Z_group
+
+bqkQ8_0Dot4Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ4_0Dot8Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+
+bqkQ4_0Dot8Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ4_0Dot8Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (AX)(CX*4), R12
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	MOVQ   pfd+64(FP), R13
+	ADDQ   DI, R13
+
+bqkQ4_0Dot8Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ4_0Dot8Z_done
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	ADDQ            $0x00000090, R13
+	VBROADCASTSS    (R9), Z6
+	VBROADCASTI32X4 (R8), Z7
+	VBROADCASTI32X4 16(R8), Z8
+	VBROADCASTI32X4 (R10), Z9
+	VBROADCASTI32X4 16(R10), Z10
+	VPSLLD          $0x03, Z9, Z9
+	VPSLLD          $0x03, Z10, Z10
+	VPSUBD          Z9, Z0, Z9
+	VPSUBD          Z10, Z0, Z10
+	VMOVDQA64       Z9, Z11
+	VMOVDQA64       Z10, Z12
+	VMOVDQU32       2(DI), X13
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z13, Z13
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z13, Z13
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z13, Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z1, Z13, Z13
+	VPANDD          Z1, Z14, Z14
+	VPDPBUSD        Z7, Z13, Z11
+	VPDPBUSD        Z8, Z14, Z12
+	VCVTDQ2PS       Z11, Z11
+	VCVTDQ2PS       Z12, Z12
+	VPBROADCASTW    (DI), Y14
+	VPBROADCASTW    (DI)(CX*1), K1, Y14
+	VPBROADCASTW    (DI)(CX*2), K2, Y14
+	VPBROADCASTW    (DI)(R11*1), K3, Y14
+	VCVTPH2PS       Y14, Z14
+	VMULPS          Z6, Z14, Z14
+	VMULPS          Z14, Z11, Z11
+	VMULPS          Z14, Z12, Z12
+	VADDPS          Z11, Z2, Z2
+	VADDPS          Z12, Z3, Z3
+	VMOVDQU32       2(R12), X15
+	VINSERTI32X4    $0x01, 2(R12)(CX*1), Z15, Z15
+	VINSERTI32X4    $0x02, 2(R12)(CX*2), Z15, Z15
+	VINSERTI32X4    $0x03, 2(R12)(R11*1), Z15, Z15
+	VPSRLW          $0x04, Z15, Z11
+	VPANDD          Z1, Z15, Z15
+	VPANDD          Z1, Z11, Z11
+	VPDPBUSD        Z7, Z15, Z9
+	VPDPBUSD        Z8, Z11, Z10
+	VCVTDQ2PS       Z9, Z9
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (R12), Y7
+	VPBROADCASTW    (R12)(CX*1), K1, Y7
+	VPBROADCASTW    (R12)(CX*2), K2, Y7
+	VPBROADCASTW    (R12)(R11*1), K3, Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS          Z6, Z7, Z7
+	VMULPS          Z7, Z9, Z9
+	VMULPS          Z7, Z10, Z10
+	VADDPS          Z9, Z4, Z4
+	VADDPS          Z10, Z5, Z5
+	ADDQ            $0x12, DI
+	ADDQ            $0x12, R12
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ4_0Dot8Z_block
+
+bqkQ4_0Dot8Z_done:
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (DX)
+	VADDPS    Z5, Z4, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, 16(DX)
+	ADDQ      $0x20, DX
+	LEAQ      (AX)(CX*4), AX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
+	JMP       bqkQ4_0Dot8Z_group
+
+bqkQ4_0Dot8Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ5_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ5_0Dot8Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+	VMOVDQU64 bqk_z10<>+0(SB), Z6
+	VMOVDQU64 bqk_zqhlo<>+0(SB), Z7
+	VMOVDQU64 bqk_zqhhi<>+0(SB), Z8
+
+bqkQ5_0Dot8Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ5_0Dot8Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (AX)(CX*4), R12
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	MOVQ   pfd+64(FP), R13
+	ADDQ   DI, R13
+
+bqkQ5_0Dot8Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ5_0Dot8Z_done
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	ADDQ            $0x000000b0, R13
+	VBROADCASTSS    (R9), Z9
+	VBROADCASTI32X4 (R8), Z10
+	VBROADCASTI32X4 16(R8), Z11
+	VBROADCASTI32X4 (R10), Z12
+	VBROADCASTI32X4 16(R10), Z13
+	VPSLLD          $0x04, Z12, Z12
+	VPSLLD          $0x04, Z13, Z13
+	VPSUBD          Z12, Z0, Z12
+	VPSUBD          Z13, Z0, Z13
+	VMOVDQA64       Z12, Z14
+	VMOVDQA64       Z13, Z15
+	VMOVDQU32       6(DI), X16
+	VINSERTI32X4    $0x01, 6(DI)(CX*1), Z16, Z16
+	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z16, Z16
+	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z16, Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z1, Z16, Z16
+	VPANDD          Z1, Z17, Z17
+	VPBROADCASTD    2(DI), Z18
+	VPBROADCASTD    2(DI)(CX*1), K1, Z18
+	VPBROADCASTD    2(DI)(CX*2), K2, Z18
+	VPBROADCASTD    2(DI)(R11*1), K3, Z18
+	VPSHUFBITQMB    Z7, Z18, K4
+	VPSHUFBITQMB    Z8, Z18, K5
+	VPADDB          Z6, Z16, K4, Z16
+	VPADDB          Z6, Z17, K5, Z17
+	VPDPBUSD        Z10, Z16, Z14
+	VPDPBUSD        Z11, Z17, Z15
+	VCVTDQ2PS       Z14, Z14
+	VCVTDQ2PS       Z15, Z15
+	VPBROADCASTW    (DI), Y17
+	VPBROADCASTW    (DI)(CX*1), K1, Y17
+	VPBROADCASTW    (DI)(CX*2), K2, Y17
+	VPBROADCASTW    (DI)(R11*1), K3, Y17
+	VCVTPH2PS       Y17, Z17
+	VMULPS          Z9, Z17, Z17
+	VMULPS          Z17, Z14, Z14
+	VMULPS          Z17, Z15, Z15
+	VADDPS          Z14, Z2, Z2
+	VADDPS          Z15, Z3, Z3
+	VMOVDQU32       6(R12), X19
+	VINSERTI32X4    $0x01, 6(R12)(CX*1), Z19, Z19
+	VINSERTI32X4    $0x02, 6(R12)(CX*2), Z19, Z19
+	VINSERTI32X4    $0x03, 6(R12)(R11*1), Z19, Z19
+	VPSRLW          $0x04, Z19, Z14
+	VPANDD          Z1, Z19, Z19
+	VPANDD          Z1, Z14, Z14
+	VPBROADCASTD    2(R12), Z15
+	VPBROADCASTD    2(R12)(CX*1), K1, Z15
+	VPBROADCASTD    2(R12)(CX*2), K2, Z15
+	VPBROADCASTD    2(R12)(R11*1), K3, Z15
+	VPSHUFBITQMB    Z7, Z15, K4
+	VPSHUFBITQMB    Z8, Z15, K5
+	VPADDB          Z6, Z19, K4, Z19
+	VPADDB          Z6, Z14, K5, Z14
+	VPDPBUSD        Z10, Z19, Z12
+	VPDPBUSD        Z11, Z14, Z13
+	VCVTDQ2PS       Z12, Z12
+	VCVTDQ2PS       Z13, Z13
+	VPBROADCASTW    (R12), Y10
+	VPBROADCASTW    (R12)(CX*1), K1, Y10
+	VPBROADCASTW    (R12)(CX*2), K2, Y10
+	VPBROADCASTW    (R12)(R11*1), K3, Y10
+	VCVTPH2PS       Y10, Z10
+	VMULPS          Z9, Z10, Z10
+	VMULPS          Z10, Z12, Z12
+	VMULPS          Z10, Z13, Z13
+	VADDPS          Z12, Z4, Z4
+	VADDPS          Z13, Z5, Z5
+	ADDQ            $0x16, DI
+	ADDQ            $0x16, R12
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ5_0Dot8Z_block
+
+bqkQ5_0Dot8Z_done:
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, (DX)
+	VADDPS    Z5, Z4, Z2
+	VPERMILPS $0xb1, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VMOVDQU64 bqk_didx4<>+0(SB), Z3
+	VPERMD    Z2, Z3, Z2
+	VMOVUPS   X2, 16(DX)
+	ADDQ      $0x20, DX
+	LEAQ      (AX)(CX*4), AX
+	LEAQ      (AX)(CX*4), AX
+	DECQ      BX
+	JMP       bqkQ5_0Dot8Z_group
+
+bqkQ5_0Dot8Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ8_0Dot8Z(SB), NOSPLIT, $0-72
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z80<>+0(SB), Z1
+	MOVL      $0x0000ff00, SI
+	KMOVW     SI, K1
+
+bqkQ8_0Dot8Z_group:
+	TESTQ  BX, BX
+	JZ     bqkQ8_0Dot8Z_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (AX)(CX*4), R12
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	MOVQ   pfd+64(FP), R13
+	ADDQ   DI, R13
+
+bqkQ8_0Dot8Z_block:
+	TESTQ           SI, SI
+	JZ              bqkQ8_0Dot8Z_done
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	PREFETCHT0      192(R13)
+	PREFETCHT0      256(R13)
+	ADDQ            $0x00000110, R13
+	VBROADCASTSS    (R9), Z6
+	VBROADCASTI64X4 (R8), Z7
+	VBROADCASTI64X4 (R10), Z8
+	VPSLLD          $0x07, Z8, Z8
+	VPSUBD          Z8, Z0, Z8
+	VMOVDQU32       2(DI), Y9
+	VINSERTI64X4    $0x01, 2(DI)(CX*1), Z9, Z9
+	VPXORD          Z1, Z9, Z9
+	VMOVDQA64       Z8, Z10
+	VPDPBUSD        Z7, Z9, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (DI), Y9
+	VPBROADCASTW    (DI)(CX*1), K1, Y9
+	VCVTPH2PS       Y9, Z11
+	VMULPS          Z6, Z11, Z11
+	VMULPS          Z11, Z10, Z10
+	VADDPS          Z10, Z2, Z2
+	VMOVDQU32       2(DI)(CX*2), Y12
+	VINSERTI64X4    $0x01, 2(DI)(R11*1), Z12, Z12
+	VPXORD          Z1, Z12, Z12
+	VMOVDQA64       Z8, Z10
+	VPDPBUSD        Z7, Z12, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (DI)(CX*2), Y9
+	VPBROADCASTW    (DI)(R11*1), K1, Y9
+	VCVTPH2PS       Y9, Z11
+	VMULPS          Z6, Z11, Z11
+	VMULPS          Z11, Z10, Z10
+	VADDPS          Z10, Z3, Z3
+	VMOVDQU32       2(R12), Y13
+	VINSERTI64X4    $0x01, 2(R12)(CX*1), Z13, Z13
+	VPXORD          Z1, Z13, Z13
+	VMOVDQA64       Z8, Z10
+	VPDPBUSD        Z7, Z13, Z10
+	VCVTDQ2PS       Z10, Z10
+	VPBROADCASTW    (R12), Y9
+	VPBROADCASTW    (R12)(CX*1), K1, Y9
+	VCVTPH2PS       Y9, Z11
+	VMULPS          Z6, Z11, Z11
+	VMULPS          Z11, Z10, Z10
+	VADDPS          Z10, Z4, Z4
+	VMOVDQU32       2(R12)(CX*2), Y14
+	VINSERTI64X4    $0x01, 2(R12)(R11*1), Z14, Z14
+	VPXORD          Z1, Z14, Z14
+	VMOVDQA64       Z8, Z8
+	VPDPBUSD        Z7, Z14, Z8
+	VCVTDQ2PS       Z8, Z8
+	VPBROADCASTW    (R12)(CX*2), Y7
+	VPBROADCASTW    (R12)(R11*1), K1, Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS          Z6, Z7, Z7
+	VMULPS          Z7, Z8, Z8
+	VADDPS          Z8, Z5, Z5
+	ADDQ            $0x22, DI
+	ADDQ            $0x22, R12
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x20, R10
+	DECQ            SI
+	JMP             bqkQ8_0Dot8Z_block
+
+bqkQ8_0Dot8Z_done:
+	VSHUFF32X4    $0xb1, Z2, Z2, Z6
+	VADDPS        Z6, Z2, Z6
+	VPERMILPS     $0xb1, Z6, Z2
+	VADDPS        Z2, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z2
+	VADDPS        Z2, Z6, Z6
+	VMOVSS        X6, (DX)
+	VEXTRACTF32X4 $0x02, Z6, X2
+	VMOVSS        X2, 4(DX)
+	VSHUFF32X4    $0xb1, Z3, Z3, Z2
+	VADDPS        Z2, Z3, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 8(DX)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 12(DX)
+	VSHUFF32X4    $0xb1, Z4, Z4, Z2
+	VADDPS        Z2, Z4, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 16(DX)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 20(DX)
+	VSHUFF32X4    $0xb1, Z5, Z5, Z2
+	VADDPS        Z2, Z5, Z2
+	VPERMILPS     $0xb1, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VMOVSS        X2, 24(DX)
+	VEXTRACTF32X4 $0x02, Z2, X2
+	VMOVSS        X2, 28(DX)
+	ADDQ          $0x20, DX
+	LEAQ          (AX)(CX*4), AX
+	LEAQ          (AX)(CX*4), AX
+	DECQ          BX
+	JMP           bqkQ8_0Dot8Z_group
+
+bqkQ8_0Dot8Z_end:
 	VZEROUPPER
 	RET
 

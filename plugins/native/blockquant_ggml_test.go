@@ -139,14 +139,16 @@ func TestBlockQuantGGMLMatchesReference(t *testing.T) {
 // TestBlockQuantGGMLKernelsAgree: each assembly kernel of the integer
 // path (where the CPU has one) gives bit for bit what the Go kernel gives,
 // core/ggml's Dot, on random rows of 1, 2 and 8 super-blocks (or 8, 16
-// and 64 blocks) and on activations with zero blocks and a large value.
+// and 64 blocks) and on activations with zero blocks and a large value;
+// the four-row kernels at every start row, and the ZMM ones (dot4n) over
+// two groups of four rows in one call.
 func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 2))
 	n := 0
 	for _, ty := range ggmlWeightTypes {
-		for _, fam := range []string{"", "avx2"} {
+		for _, fam := range []string{"", "vnni256", "avx2"} {
 			k := archBQKKernel(ty, fam)
-			if k == nil || fam != "" && k == archBQKKernel(ty, "") {
+			if k == nil || fam != "" && (k == archBQKKernel(ty, "") || fam == "avx2" && k == archBQKKernel(ty, "vnni256")) {
 				continue
 			}
 			if archBQKKernel(ty, "generic") != nil {
@@ -154,7 +156,7 @@ func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 			}
 			n++
 			for _, K := range []int{256, 512, 2048} {
-				const rows, m = 6, 3
+				const rows, m = 10, 3
 				raw := randomGGML(rng, ty, rows, K)
 				w := &bqWeights{n: rows, k: K, typ: ty, raw: raw, rb: len(raw) / rows}
 				x := make([]float32, m*K)
@@ -167,6 +169,22 @@ func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 				x[2*K+7] = 1e6 // row 2: one large value
 				var a ggml.Act
 				a.Quantize(x, m, K, ggml.ActBlock(ty))
+				if k.dot4n != nil { // two groups of four rows in one call, from rows 0 and 1 (ZMM: eight rows a group, and four)
+					for _, c := range [][2]int{{0, 1}, {1, 1}, {0, 0}} {
+						j0 := c[0]
+						zEight = c[1] == 1
+						for r := 0; r < m; r++ {
+							var y [8]float32
+							k.dot4n(w, j0, 2, &a, r, y[:])
+							for i, g := range y {
+								if want := bqkGo.dot(w, j0+i, &a, r); math.Float32bits(g) != math.Float32bits(want) {
+									t.Errorf("%s K %d rows %d.. act %d: %s dot4n[%d] %v, Go %v (eight-row kernels %v)", ty, K, j0, r, k.name, i, g, want, zEight)
+								}
+							}
+						}
+					}
+					zEight = true
+				}
 				for j := 0; j < rows; j++ {
 					for r := 0; r < m; r++ {
 						want := bqkGo.dot(w, j, &a, r)

@@ -52,16 +52,27 @@ var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
 // a float32).
 func f16Round(x float32) float32 { return f16Table()[graph.F16FromFloat32(x)] }
 
+// f16RoundAll rounds every value of x as f16Round does (F16C where the
+// CPU has it).
+func f16RoundAll(x []float32) {
+	for i := archF16Round(x); i < len(x); i++ {
+		x[i] = f16Round(x[i])
+	}
+}
+
 // decode writes rows 0..L-1 of a head's rows (from element base of the
 // cache data, width elements each) into dst as float32 (H a row).
 func (c gqaCache) decode(dst []float32, data any, base, L, H int) {
 	switch d := data.(type) {
 	case []graph.F16:
-		tab := f16Table()
 		src := d[base : base+L*H]
 		dst = dst[:len(src)]
-		for i, h := range src {
-			dst[i] = tab[h]
+		i := archF16Widen(dst, src) // F16C where the CPU has it
+		if i < len(src) {
+			tab := f16Table()
+			for ; i < len(src); i++ {
+				dst[i] = tab[src[i]]
+			}
 		}
 	case []uint8:
 		for r := 0; r < L; r++ {
@@ -191,9 +202,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 // q8_0 one (its vec_dot_type: the query quantized as activations are).
 func (c gqaCache) roundQuery(q []float32) {
 	if !c.q8 {
-		for i, v := range q {
-			q[i] = f16Round(v)
-		}
+		f16RoundAll(q)
 		return
 	}
 	var blk [contrib.Q8BlockBytes]byte
@@ -230,8 +239,9 @@ func attendCached(q, K, V, scores, e, o []float32, scale, softcap float32, half 
 	inv := float32(1 / sum)
 	if half {
 		for j, w := range e {
-			e[j] = f16Round(w * inv)
+			e[j] = w * inv
 		}
+		f16RoundAll(e)
 		inv = 1
 	}
 	weighRows(e, V, o, inv)

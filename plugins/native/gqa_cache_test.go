@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -146,4 +147,56 @@ func abs32(x float32) float32 {
 		return -x
 	}
 	return x
+}
+
+// TestF16ConversionsAgree: the F16C conversions of the float16 cache give
+// the Go conversions' bits: every float16 widened, and float32 values
+// (random bit patterns, ones near float16's limits and its ties) rounded
+// to nearest even; NaN stays NaN.
+func TestF16ConversionsAgree(t *testing.T) {
+	if !f16Asm {
+		t.Skip("no F16C here")
+	}
+	src := make([]graph.F16, 1<<16)
+	for i := range src {
+		src[i] = graph.F16(i)
+	}
+	dst := make([]float32, len(src))
+	if n := archF16Widen(dst, src); n != len(src) {
+		t.Fatalf("widened %d of %d", n, len(src))
+	}
+	tab := f16Table()
+	for i, v := range dst {
+		want := tab[i]
+		if math.Float32bits(v) != math.Float32bits(want) && !(v != v && want != want) {
+			t.Fatalf("float16 %#04x: F16C %v, Go %v", i, v, want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := make([]float32, 1<<16)
+	for i := range x {
+		switch i % 4 {
+		case 0: // any pattern
+			x[i] = math.Float32frombits(rng.Uint32())
+		case 1: // float16's range, subnormals and overflow included
+			x[i] = float32(math.Ldexp(rng.Float64()*2-1, rng.IntN(44)-26))
+		case 2: // halfway between two float16 values
+			h := graph.F16(rng.IntN(0x7c00))
+			x[i] = math.Float32frombits(math.Float32bits(h.Float32()) + 1<<12)
+		default:
+			x[i] = float32(rng.NormFloat64())
+		}
+	}
+	x = append(x, 65504, 65519.99, 65520, -65520, 6e-8, 2.9e-8, 3e-8, 0, float32(math.Copysign(0, -1)))
+	got := append([]float32(nil), x...)
+	n := archF16Round(got)
+	for i := range got[:n] {
+		want := f16Round(x[i])
+		if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
+			t.Fatalf("%v (%#08x): F16C %v, Go %v", x[i], math.Float32bits(x[i]), got[i], want)
+		}
+	}
+	if n != len(x)&^15 {
+		t.Fatalf("rounded %d of %d", n, len(x))
+	}
 }

@@ -183,6 +183,59 @@ func combine4(a0, a1, a2, a3 VecVirtual) VecVirtual {
 type k4args struct {
 	nb, w, ldw, ldw3, x, xd, xs, pf Register
 	row                             func(r, disp int) Mem
+	wg, y, ng                       Register // k4headN's group loop
+}
+
+// k4headN is k4head for a kernel of ng groups of four rows (sig32n:
+// outputs 4·ng, prefetching pfd bytes ahead); k4groupStart and
+// k4groupEnd enclose a group's super-block loop.
+func k4headN(name, doc string) k4args {
+	TEXT(name, NOSPLIT, sig32n)
+	Doc(doc)
+	Pragma("noescape")
+	var a k4args
+	a.wg = Load(Param("w"), GP64())
+	a.ldw = Load(Param("ldw"), GP64())
+	a.y = Load(Param("y"), GP64())
+	a.ng = Load(Param("ng"), GP64())
+	a.ldw3 = GP64()
+	LEAQ(Mem{Base: a.ldw, Index: a.ldw, Scale: 2}, a.ldw3)
+	a.nb, a.w, a.x, a.xd, a.xs, a.pf = GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
+	a.row = avokit.Rows4(a.w, a.ldw, a.ldw3)
+	return a
+}
+
+// k4groupStart opens a group: its arguments reloaded (the first
+// super-block), the prefetch pointer pfd bytes ahead.
+func k4groupStart(a k4args, lab string) {
+	Label(lab + "group")
+	TESTQ(a.ng, a.ng)
+	JZ(LabelRef(lab + "end"))
+	Load(Param("nb"), a.nb)
+	MOVQ(a.wg, a.w)
+	Load(Param("x"), a.x)
+	Load(Param("xd"), a.xd)
+	Load(Param("xs"), a.xs)
+	Load(Param("pfd"), a.pf)
+	ADDQ(a.w, a.pf)
+}
+
+// k4groupEnd closes a group (its four outputs stored at y): the next
+// four rows.
+func k4groupEnd(a k4args, lab string) {
+	ADDQ(U8(16), a.y)
+	LEAQ(Mem{Base: a.wg, Index: a.ldw, Scale: 4}, a.wg)
+	DECQ(a.ng)
+	JMP(LabelRef(lab + "group"))
+	Label(lab + "end")
+}
+
+// k4Doc is a four-row kernel's doc line (n: the group-loop form).
+func k4Doc(name, ty string, n bool) string {
+	if n {
+		return name + " is core/ggml's Dot of nb " + ty + " super-blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead (see k4.go of the package asmgenbqk)."
+	}
+	return name + " is core/ggml's Dot of nb " + ty + " super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk)."
 }
 
 func k4head(name, doc string) k4args {
@@ -359,7 +412,12 @@ func store4even(facc VecVirtual) {
 // q6k4 generates the four-row Q6_K kernel of family fam.
 func q6k4(fam string) {
 	name := "bqkQ6KDot4" + fam
-	a := k4head(name, name+" is core/ggml's Dot of nb Q6_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	var a k4args
+	if fam == "VNNI" {
+		a = k4headN(name, k4Doc(name, "Q6_K", true))
+	} else {
+		a = k4head(name, k4Doc(name, "Q6_K", false))
+	}
 	lab := name + "_"
 	row := a.row
 	var idx [4]VecVirtual
@@ -370,11 +428,33 @@ func q6k4(fam string) {
 		}
 	}
 	facc := XMM()
-	VXORPS(facc, facc, facc)
+	if fam != "VNNI" {
+		VXORPS(facc, facc, facc)
+	}
+	// VNNI: the tables in registers (a memory operand each would be a
+	// load for every 64 quant bytes of every row)
+	var shl6, shr6, c30, c0f VecVirtual
+	if fam == "VNNI" {
+		shl6, shr6, c30, c0f = ZMM(), ZMM(), ZMM(), ZMM()
+		VMOVDQU64(zShL6, shl6)
+		VMOVDQU64(zShR6, shr6)
+		VMOVDQU64(z30, c30)
+		VMOVDQU64(z0F, c0f)
+		k4groupStart(a, lab)
+		VXORPS(facc, facc, facc)
+	}
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
 	prefetch4(a, 210)
+	// VNNI: the super-block's activations, for the four rows
+	var xv [4]VecVirtual
+	if fam == "VNNI" {
+		for c := range xv {
+			xv[c] = ZMM()
+			VMOVDQU64(Mem{Base: a.x, Disp: 64 * c}, xv[c])
+		}
+	}
 	// the sixteen 16-value sums of x as int16 (|Σ| ≤ 16·127)
 	s16 := YMM()
 	if fam == "VNNI" {
@@ -410,15 +490,15 @@ func q6k4(fam string) {
 				VMOVDQU64(row(r, 64*h), q)
 				VBROADCASTI64X4(row(r, 128+32*h), hb)
 				z01, z23 := ZMM(), ZMM()
-				VPSLLVW(zShL6, hb, z01)
-				VPANDD(z30, z01, z01)
-				VPTERNLOGD(U8(0xF8), z0F, q, z01) // z01 |= q & 0x0F
-				VPSRLVW(zShR6, hb, z23)
-				VPANDD(z30, z23, z23)
+				VPSLLVW(shl6, hb, z01)
+				VPANDD(c30, z01, z01)
+				VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
+				VPSRLVW(shr6, hb, z23)
+				VPANDD(c30, z23, z23)
 				VPSRLW(U8(4), q, q)
-				VPTERNLOGD(U8(0xF8), z0F, q, z23)
-				VPMADDUBSW(Mem{Base: a.x, Disp: 128 * h}, z01, z01)
-				VPMADDUBSW(Mem{Base: a.x, Disp: 128*h + 64}, z23, z23)
+				VPTERNLOGD(U8(0xF8), c0f, q, z23)
+				VPMADDUBSW(xv[2*h], z01, z01)
+				VPMADDUBSW(xv[2*h+1], z23, z23)
 				s01, s23 := ZMM(), ZMM()
 				VPERMW(sc.AsZ(), idx[2*h], s01)
 				VPERMW(sc.AsZ(), idx[2*h+1], s23)
@@ -478,11 +558,18 @@ func q6k4(fam string) {
 	}
 	// [S0 S1 S2 S3]
 	p01, p23 := YMM(), YMM()
-	VPHADDD(isum[1], isum[0], p01)
-	VPHADDD(isum[3], isum[2], p23)
-	VPHADDD(p23, p01, p01)
 	S := XMM()
-	VEXTRACTI128(U8(1), p01, S)
+	if fam == "VNNI" {
+		haddEVEX(isum[1], isum[0], p01)
+		haddEVEX(isum[3], isum[2], p23)
+		haddEVEX(p23, p01, p01)
+		VEXTRACTI32X4(U8(1), p01, S)
+	} else {
+		VPHADDD(isum[1], isum[0], p01)
+		VPHADDD(isum[3], isum[2], p23)
+		VPHADDD(p23, p01, p01)
+		VEXTRACTI128(U8(1), p01, S)
+	}
 	VPADDD(p01.AsX(), S, S)
 	// d of the four rows
 	dd := XMM()
@@ -506,8 +593,13 @@ func q6k4(fam string) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	y := Load(Param("y"), GP64())
-	VMOVUPS(facc, Mem{Base: y})
+	if fam == "VNNI" {
+		VMOVUPS(facc, Mem{Base: a.y})
+		k4groupEnd(a, lab)
+	} else {
+		y := Load(Param("y"), GP64())
+		VMOVUPS(facc, Mem{Base: y})
+	}
 	VZEROUPPER()
 	RET()
 }
@@ -521,19 +613,43 @@ func q4k4VNNI(five bool) {
 	if five {
 		name, ty, bs, qs = "bqkQ5KDot4VNNI", "Q5_K", 176, 48
 	}
-	a := k4head(name, name+" is core/ggml's Dot of nb "+ty+" super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).")
+	a := k4headN(name, k4Doc(name, ty, true))
 	lab := name + "_"
 	row := a.row
 	didx := ZMM()
 	VMOVDQU64(dIdx4, didx)
 	facc := YMM()
+	// the tables the quants' loop takes, in registers (a memory operand
+	// each would be a load for every 32 quant bytes of every row)
+	shq4, c0f, c10 := ZMM(), ZMM(), ZMM()
+	VMOVDQU64(zShQ4, shq4)
+	VMOVDQU64(z0F, c0f)
+	var scq4, shq5 [4]VecVirtual
+	for c := range scq4 {
+		scq4[c] = ZMM()
+		VMOVDQU64(zScQ4[c], scq4[c])
+		if five {
+			shq5[c] = ZMM()
+			VMOVDQU64(zShQ5[c], shq5[c])
+		}
+	}
+	if five {
+		VMOVDQU64(z10, c10)
+	}
+	k4groupStart(a, lab)
 	VXORPS(facc, facc, facc)
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
 	prefetch4(a, bs)
+	// the super-block's activations, for the four rows
+	var xv [4]VecVirtual
+	for c := range xv {
+		xv[c] = ZMM()
+		VMOVDQU64(Mem{Base: a.x, Disp: 64 * c}, xv[c])
+	}
 	R := ZMM()
-	VMOVDQU(row(0, 0), R.AsX())
+	VMOVDQU32(row(0, 0), R.AsX())
 	for r := 1; r < 4; r++ {
 		VINSERTI32X4(U8(r), row(r, 0), R, R)
 	}
@@ -549,7 +665,7 @@ func q4k4VNNI(five bool) {
 	VPSHUFB(zMinW, Q, mw)
 	// the mins' term: the 32-value sums as words in every lane
 	s16 := ZMM()
-	VMOVDQU(Mem{Base: a.xs}, s16.AsY())
+	VMOVDQU32(Mem{Base: a.xs}, s16.AsY())
 	VPMOVDW(s16.AsY(), s16.AsX())
 	VSHUFI32X4(U8(0), s16, s16, s16)
 	mv := ZMM()
@@ -568,19 +684,19 @@ func q4k4VNNI(five bool) {
 		for c := 0; c < 4; c++ {
 			n, s := ZMM(), ZMM()
 			VBROADCASTI64X4(row(r, qs+32*c), n)
-			VPSRLVW(zShQ4, n, n)
-			VPANDD(z0F, n, n)
+			VPSRLVW(shq4, n, n)
+			VPANDD(c0f, n, n)
 			if five { // bits 2c, 2c+1 of qh's bytes to bit 4
 				h := ZMM()
 				if c < 2 {
-					VPSLLVW(zShQ5[c], qh, h)
+					VPSLLVW(shq5[c], qh, h)
 				} else {
-					VPSRLVW(zShQ5[c], qh, h)
+					VPSRLVW(shq5[c], qh, h)
 				}
-				VPTERNLOGD(U8(0xF8), z10, h, n) // n |= h & 0x10
+				VPTERNLOGD(U8(0xF8), c10, h, n) // n |= h & 0x10
 			}
-			VPMADDUBSW(Mem{Base: a.x, Disp: 64 * c}, n, n)
-			VPSHUFB(zScQ4[c], t, s)
+			VPMADDUBSW(xv[c], n, n)
+			VPSHUFB(scq4[c], t, s)
 			vpdpwssd(s, n, acc)
 		}
 		u := YMM()
@@ -590,11 +706,11 @@ func q4k4VNNI(five bool) {
 	}
 	// [S0 S1 S2 S3]
 	p01, p23 := YMM(), YMM()
-	VPHADDD(S[1], S[0], p01)
-	VPHADDD(S[3], S[2], p23)
-	VPHADDD(p23, p01, p01)
+	haddEVEX(S[1], S[0], p01)
+	haddEVEX(S[3], S[2], p23)
+	haddEVEX(p23, p01, p01)
 	s4 := XMM()
-	VEXTRACTI128(U8(1), p01, s4)
+	VEXTRACTI32X4(U8(1), p01, s4)
 	VPADDD(p01.AsX(), s4, s4)
 	// [M0 M1 M2 M3]
 	t1 := ZMM()
@@ -607,7 +723,7 @@ func q4k4VNNI(five bool) {
 	VPUNPCKLDQ(mv.AsX(), s4, lo) // S0 M0 S1 M1
 	VPUNPCKHDQ(mv.AsX(), s4, hi) // S2 M2 S3 M3
 	sm := YMM()
-	VINSERTI128(U8(1), hi, lo.AsY(), sm)
+	VINSERTI32X4(U8(1), hi, lo.AsY(), sm)
 	// d, dmin of the four rows
 	dd := ZMM()
 	VPERMD(R, didx, dd)
@@ -630,7 +746,8 @@ func q4k4VNNI(five bool) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	store4even(facc)
+	store4evenEVEX(facc, a.y)
+	k4groupEnd(a, lab)
 	VZEROUPPER()
 	RET()
 }
@@ -819,3 +936,22 @@ func rowSM(S, M VecVirtual) VecVirtual {
 
 // c30x is the 0x30 bytes constant (its first 16 bytes used).
 func c30x() Mem { return z30 }
+
+// haddEVEX is VPHADDD(b, a, d) (per 128-bit lane [a0+a1, a2+a3, b0+b1,
+// b2+b3]) in instructions with an EVEX form, so that any of the 32
+// vector registers can hold its operands (VPHADDD has only VEX: X0-X15).
+func haddEVEX(b, a, d VecVirtual) {
+	ev, od := YMM(), YMM()
+	VSHUFPS(U8(0x88), b, a, ev)
+	VSHUFPS(U8(0xDD), b, a, od)
+	VPADDD(od, ev, d)
+}
+
+// store4evenEVEX is store4even in instructions with an EVEX form.
+func store4evenEVEX(facc VecVirtual, y Register) {
+	hi := XMM()
+	VEXTRACTF32X4(U8(1), facc, hi)
+	o := XMM()
+	VSHUFPS(U8(0x88), hi, facc.AsX(), o)
+	VMOVUPS(o, Mem{Base: y})
+}

@@ -64,6 +64,7 @@ import (
 func main() {
 	consts()
 	consts4()
+	constsZ()
 	for _, fam := range []string{"VNNI", "AVX2"} {
 		q4k4(fam, false)
 		q4k4(fam, true)
@@ -80,6 +81,11 @@ func main() {
 				dot32(t, fam, nr)
 			}
 		}
+	}
+	for _, sets := range []int{1, 2} {
+		dot32Z("Q4_0", sets)
+		dot32Z("Q5_0", sets)
+		dot32Z("Q8_0", sets)
 	}
 	q4kFloat()
 	q6kFloat()

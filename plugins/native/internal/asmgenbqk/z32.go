@@ -1,0 +1,290 @@
+package main
+
+// The four-row kernels of Q4_0 and Q8_0 on ZMM (AVX-512 BW + VNNI),
+// decode's hottest products: one 512-bit register holds what the YMM
+// kernels (dot32) take four, so a block of the four rows costs about half
+// the instructions. Each row's arithmetic is dot32's, operation for
+// operation: the block's eight int32 lane sums (lane l: elements
+// 4l..4l+3), converted, times float32(d_w·d_a), added into the row's
+// eight float32 lane accumulators block after block, reduced at the end
+// as ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
+//
+// Q4_0: the four rows' 16 quant bytes side by side (one 128-bit lane a
+// row); the low nibbles (elements 0..15) against x[0..15] broadcast to
+// every lane make lanes 0..3 of each row, the high nibbles against
+// x[16..31] lanes 4..7, so two registers of accumulators hold the four
+// rows ([l0..l3] and [l4..l7] in lane r). The offset 8 is taken off with
+// the activations' lane sums (−8·Σ, as the accumulators' start).
+//
+// Q8_0: two rows a register (one 256-bit half a row); the signed quants
+// made unsigned (q XOR 0x80 = q+128) for VPDPBUSD, the excess 128·Σx
+// taken off with the lane sums.
+//
+// The scales: the rows' float16 d broadcast into the words their lanes
+// use (merge-masked VPBROADCASTW), converted by VCVTPH2PS, times d_a.
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
+)
+
+var z80, zQhLo, zQhHi Mem
+
+func constsZ() {
+	z80 = avokit.Bytes("bqk_z80", 64, func(int) byte { return 0x80 })
+	// Q5_0: byte j of each 128-bit lane takes bit j (low nibbles'
+	// elements) or 16+j (high ones') of its qword, the row's qh
+	zQhLo = avokit.Bytes("bqk_zqhlo", 64, func(i int) byte { return byte(i % 16) })
+	zQhHi = avokit.Bytes("bqk_zqhhi", 64, func(i int) byte { return byte(16 + i%16) })
+}
+
+// vpshufbitqmb: k bit i = bit (idx byte i) of src's qword i/8 (AVX-512
+// BITALG; emitted raw: not in avo's table, Go's assembler knows it).
+func vpshufbitqmb(idx, src Op, k Op) {
+	Instruction(&ir.Instruction{Opcode: "VPSHUFBITQMB", Operands: []Op{idx, src, k}, Inputs: []Op{idx, src}, Outputs: []Op{k}})
+}
+
+// maskW is a mask register holding v (16 bits: the words of a YMM).
+func maskW(v uint16) OpmaskVirtual {
+	g := GP32()
+	MOVL(U32(uint32(v)), g)
+	k := K()
+	KMOVW(g, k)
+	return k
+}
+
+// dot32Z generates bqk<t>Dot4Z (sets 1) or bqk<t>Dot8Z (sets 2: eight
+// rows a group, two sets of four sharing each block's activations, lane
+// sums and d_a), t Q4_0, Q5_0 or Q8_0.
+func dot32Z(t string, sets int) {
+	nr := 4 * sets
+	name := fmt.Sprintf("bqk%sDot%dZ", t, nr)
+	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
+	TEXT(name, NOSPLIT, sig32n)
+	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of %d weight rows ldw bytes apart (%d·ng rows), into y[0..%d·ng-1], prefetching pfd bytes ahead, on ZMM (see z32.go of the package asmgenbqk).", name, t, nr, nr, nr))
+	Pragma("noescape")
+	wg := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	y := Load(Param("y"), GP64())
+	ng := Load(Param("ng"), GP64())
+	nb, w, x, xd, xs := GP64(), GP64(), GP64(), GP64(), GP64()
+	ldw3 := GP64()
+	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
+	ws := []Register{w}
+	if sets == 2 {
+		ws = append(ws, GP64()) // rows 4..7
+	}
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	c := ZMM()
+	acc := make([][2]VecVirtual, sets)
+	for st := range acc {
+		for i := range acc[st] {
+			acc[st][i] = ZMM()
+		}
+	}
+	var km [4]OpmaskVirtual
+	var c10, iLo, iHi VecVirtual
+	if t != "Q8_0" {
+		VMOVDQU64(z0F, c)
+		for r := 1; r < 4; r++ {
+			km[r] = maskW(0xF << (4 * r))
+		}
+	}
+	if t == "Q5_0" {
+		c10, iLo, iHi = ZMM(), ZMM(), ZMM()
+		VMOVDQU64(z10, c10)
+		VMOVDQU64(zQhLo, iLo)
+		VMOVDQU64(zQhHi, iHi)
+	}
+	if t == "Q8_0" {
+		VMOVDQU64(z80, c)
+		km[1] = maskW(0xFF00)
+	}
+	p := name + "_"
+	// group after group of rows, each from the rows' first block
+	Label(p + "group")
+	TESTQ(ng, ng)
+	JZ(LabelRef(p + "end"))
+	// the arguments reloaded
+	Load(Param("nb"), nb)
+	MOVQ(wg, w)
+	if sets == 2 {
+		LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, ws[1])
+	}
+	Load(Param("x"), x)
+	Load(Param("xd"), xd)
+	Load(Param("xs"), xs)
+	for st := range acc {
+		for i := range acc[st] {
+			VXORPS(acc[st][i], acc[st][i], acc[st][i])
+		}
+	}
+	// prefetch pfd bytes ahead (a multiple of the group's rows: the
+	// rows a later group reads), nr·bs bytes a block
+	pf := GP64()
+	Load(Param("pfd"), pf)
+	ADDQ(w, pf)
+	Label(p + "block")
+	TESTQ(nb, nb)
+	JZ(LabelRef(p + "done"))
+	for o := 0; o < nr*bs; o += 64 {
+		PREFETCHT0(Mem{Base: pf, Disp: o})
+	}
+	ADDQ(U32(uint32(nr*bs)), pf)
+	da := ZMM()
+	VBROADCASTSS(Mem{Base: xd}, da)
+	// scale vector: the rows' d (words of hv) as float32, times d_a
+	scales := func(row func(r, disp int) Mem, rows []int, words func(i int) OpmaskVirtual) VecVirtual {
+		hv := YMM()
+		VPBROADCASTW(row(rows[0], 0), hv)
+		for i := 1; i < len(rows); i++ {
+			VPBROADCASTW(row(rows[i], 0), words(i), hv)
+		}
+		sc := ZMM()
+		VCVTPH2PS(hv, sc)
+		VMULPS(da, sc, sc) // d·d_a, one rounding
+		return sc
+	}
+	if t != "Q8_0" {
+		shift, o := uint8(3), 2 // the offset 8: −8·Σ; the quants at 2
+		if t == "Q5_0" {
+			shift, o = 4, 6
+		}
+		xl, xh := ZMM(), ZMM()
+		VBROADCASTI32X4(Mem{Base: x}, xl)
+		VBROADCASTI32X4(Mem{Base: x, Disp: 16}, xh)
+		// the accumulators' start: −8 (Q5_0 −16) times the lane sums
+		ol, oh := ZMM(), ZMM()
+		VBROADCASTI32X4(Mem{Base: xs}, ol)
+		VBROADCASTI32X4(Mem{Base: xs, Disp: 16}, oh)
+		VPSLLD(U8(shift), ol, ol)
+		VPSLLD(U8(shift), oh, oh)
+		VPSUBD(ol, zero, ol)
+		VPSUBD(oh, zero, oh)
+		for st := 0; st < sets; st++ {
+			row := avokit.Rows4(ws[st], ldw, ldw3)
+			sl, sh := ol, oh
+			if st < sets-1 { // the offsets serve the next set too
+				sl, sh = ZMM(), ZMM()
+				VMOVDQA64(ol, sl)
+				VMOVDQA64(oh, sh)
+			}
+			q, h := ZMM(), ZMM()
+			VMOVDQU32(row(0, o), q.AsX())
+			for r := 1; r < 4; r++ {
+				VINSERTI32X4(U8(r), row(r, o), q, q)
+			}
+			VPSRLW(U8(4), q, h)
+			VPANDD(c, q, q)
+			VPANDD(c, h, h)
+			if t == "Q5_0" {
+				// the 5th bits: qh of row r in each dword of lane r, its
+				// bits picked into masks, 16 added where set
+				qh := ZMM()
+				VPBROADCASTD(row(0, 2), qh)
+				for r := 1; r < 4; r++ {
+					VPBROADCASTD(row(r, 2), km[r], qh)
+				}
+				kl, kh := K(), K()
+				vpshufbitqmb(iLo, qh, kl)
+				vpshufbitqmb(iHi, qh, kh)
+				VPADDB(c10, q, kl, q)
+				VPADDB(c10, h, kh, h)
+			}
+			vpdpbusd(xl, q, sl)
+			vpdpbusd(xh, h, sh)
+			VCVTDQ2PS(sl, sl)
+			VCVTDQ2PS(sh, sh)
+			sc := scales(row, []int{0, 1, 2, 3}, func(i int) OpmaskVirtual { return km[i] })
+			VMULPS(sc, sl, sl)
+			VMULPS(sc, sh, sh)
+			VADDPS(sl, acc[st][0], acc[st][0])
+			VADDPS(sh, acc[st][1], acc[st][1])
+		}
+	} else {
+		xa := ZMM()
+		VBROADCASTI64X4(Mem{Base: x}, xa)
+		// the accumulators' start: −128 times the lane sums
+		o := ZMM()
+		VBROADCASTI64X4(Mem{Base: xs}, o)
+		VPSLLD(U8(7), o, o)
+		VPSUBD(o, zero, o)
+		for st := 0; st < sets; st++ {
+			row := avokit.Rows4(ws[st], ldw, ldw3)
+			for pr := 0; pr < 2; pr++ {
+				q := ZMM()
+				VMOVDQU32(row(2*pr, 2), q.AsY())
+				VINSERTI64X4(U8(1), row(2*pr+1, 2), q, q)
+				VPXORD(c, q, q)
+				s := ZMM()
+				VMOVDQA64(o, s)
+				vpdpbusd(xa, q, s)
+				VCVTDQ2PS(s, s)
+				sc := scales(row, []int{2 * pr, 2*pr + 1}, func(int) OpmaskVirtual { return km[1] })
+				VMULPS(sc, s, s)
+				VADDPS(s, acc[st][pr], acc[st][pr])
+			}
+		}
+	}
+	for _, r := range ws {
+		ADDQ(U8(int8(bs)), r)
+	}
+	ADDQ(U8(32), x)
+	ADDQ(U8(4), xd)
+	ADDQ(U8(32), xs)
+	DECQ(nb)
+	JMP(LabelRef(p + "block"))
+	Label(p + "done")
+	// per 128-bit lane [t0 t1 t2 t3], t_i = l_i + l_{i+4}: then
+	// (t0+t1)+(t2+t3) in its first element
+	reduce := func(t VecVirtual) {
+		u := ZMM()
+		VPERMILPS(U8(0xB1), t, u) // [1 0 3 2]
+		VADDPS(u, t, t)
+		VPERMILPS(U8(0x4E), t, u) // [2 3 0 1]
+		VADDPS(u, t, t)
+	}
+	for st := 0; st < sets; st++ {
+		if t != "Q8_0" {
+			// lane r: row r's [l0..l3] in acc[0], [l4..l7] in acc[1]
+			s := ZMM()
+			VADDPS(acc[st][1], acc[st][0], s)
+			reduce(s)
+			idx := ZMM()
+			VMOVDQU64(dIdx4, idx)
+			VPERMD(s, idx, s)
+			VMOVUPS(s.AsX(), Mem{Base: y, Disp: 16 * st})
+		} else {
+			// 256-bit half: a row's [l0..l7]
+			for pr := 0; pr < 2; pr++ {
+				s := ZMM()
+				VSHUFF32X4(U8(0xB1), acc[st][pr], acc[st][pr], s) // 128-bit lanes [1 0 3 2]
+				VADDPS(s, acc[st][pr], s)
+				reduce(s)
+				VMOVSS(s.AsX(), Mem{Base: y, Disp: 16*st + 8*pr})
+				u := XMM()
+				VEXTRACTF32X4(U8(2), s, u)
+				VMOVSS(u, Mem{Base: y, Disp: 16*st + 8*pr + 4})
+			}
+		}
+	}
+	ADDQ(U8(int8(4*nr)), y)
+	LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, wg)
+	if sets == 2 {
+		LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, wg)
+	}
+	DECQ(ng)
+	JMP(LabelRef(p + "group"))
+	Label(p + "end")
+	VZEROUPPER()
+	RET()
+}
+
+// sig32n is sig32 with a count of four-row groups.
+const sig32n = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)"
