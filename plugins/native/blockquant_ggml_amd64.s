@@ -5411,10 +5411,8 @@ bqkQ4_0Dot4Z_block:
 	VPBROADCASTW    (DI)(R11*1), K3, Y5
 	VCVTPH2PS       Y5, Z5
 	VMULPS          Z4, Z5, Z5
-	VMULPS          Z5, Z7, Z7
-	VMULPS          Z5, Z8, Z8
-	VADDPS          Z7, Z2, Z2
-	VADDPS          Z8, Z3, Z3
+	VFMADD231PS     Z5, Z7, Z2
+	VFMADD231PS     Z5, Z8, Z3
 	ADDQ            $0x12, DI
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
@@ -5424,9 +5422,9 @@ bqkQ4_0Dot4Z_block:
 
 bqkQ4_0Dot4Z_done:
 	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
 	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
@@ -5513,10 +5511,8 @@ bqkQ5_0Dot4Z_block:
 	VPBROADCASTW    (DI)(R11*1), K3, Y8
 	VCVTPH2PS       Y8, Z8
 	VMULPS          Z7, Z8, Z8
-	VMULPS          Z8, Z10, Z10
-	VMULPS          Z8, Z11, Z11
-	VADDPS          Z10, Z2, Z2
-	VADDPS          Z11, Z3, Z3
+	VFMADD231PS     Z8, Z10, Z2
+	VFMADD231PS     Z8, Z11, Z3
 	ADDQ            $0x16, DI
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
@@ -5526,9 +5522,9 @@ bqkQ5_0Dot4Z_block:
 
 bqkQ5_0Dot4Z_done:
 	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
 	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
@@ -5590,8 +5586,7 @@ bqkQ8_0Dot4Z_block:
 	VPBROADCASTW    (DI)(CX*1), K1, Y7
 	VCVTPH2PS       Y7, Z9
 	VMULPS          Z4, Z9, Z9
-	VMULPS          Z9, Z8, Z8
-	VADDPS          Z8, Z2, Z2
+	VFMADD231PS     Z9, Z8, Z2
 	VMOVDQU32       2(DI)(CX*2), Y10
 	VINSERTI64X4    $0x01, 2(DI)(R11*1), Z10, Z10
 	VPXORD          Z1, Z10, Z10
@@ -5602,8 +5597,7 @@ bqkQ8_0Dot4Z_block:
 	VPBROADCASTW    (DI)(R11*1), K1, Y5
 	VCVTPH2PS       Y5, Z5
 	VMULPS          Z4, Z5, Z5
-	VMULPS          Z5, Z6, Z6
-	VADDPS          Z6, Z3, Z3
+	VFMADD231PS     Z5, Z6, Z3
 	ADDQ            $0x22, DI
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
@@ -5614,18 +5608,18 @@ bqkQ8_0Dot4Z_block:
 bqkQ8_0Dot4Z_done:
 	VSHUFF32X4    $0xb1, Z2, Z2, Z4
 	VADDPS        Z4, Z2, Z4
-	VPERMILPS     $0xb1, Z4, Z2
-	VADDPS        Z2, Z4, Z4
 	VPERMILPS     $0x4e, Z4, Z2
+	VADDPS        Z2, Z4, Z4
+	VPERMILPS     $0xb1, Z4, Z2
 	VADDPS        Z2, Z4, Z4
 	VMOVSS        X4, (DX)
 	VEXTRACTF32X4 $0x02, Z4, X2
 	VMOVSS        X2, 4(DX)
 	VSHUFF32X4    $0xb1, Z3, Z3, Z2
 	VADDPS        Z2, Z3, Z2
-	VPERMILPS     $0xb1, Z2, Z3
-	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VMOVSS        X2, 8(DX)
 	VEXTRACTF32X4 $0x02, Z2, X2
@@ -5707,10 +5701,8 @@ bqkQ4_0Dot8Z_block:
 	VPBROADCASTW    (DI)(R11*1), K3, Y14
 	VCVTPH2PS       Y14, Z14
 	VMULPS          Z6, Z14, Z14
-	VMULPS          Z14, Z11, Z11
-	VMULPS          Z14, Z12, Z12
-	VADDPS          Z11, Z2, Z2
-	VADDPS          Z12, Z3, Z3
+	VFMADD231PS     Z14, Z11, Z2
+	VFMADD231PS     Z14, Z12, Z3
 	VMOVDQU32       2(R12), X15
 	VINSERTI32X4    $0x01, 2(R12)(CX*1), Z15, Z15
 	VINSERTI32X4    $0x02, 2(R12)(CX*2), Z15, Z15
@@ -5728,10 +5720,8 @@ bqkQ4_0Dot8Z_block:
 	VPBROADCASTW    (R12)(R11*1), K3, Y7
 	VCVTPH2PS       Y7, Z7
 	VMULPS          Z6, Z7, Z7
-	VMULPS          Z7, Z9, Z9
-	VMULPS          Z7, Z10, Z10
-	VADDPS          Z9, Z4, Z4
-	VADDPS          Z10, Z5, Z5
+	VFMADD231PS     Z7, Z9, Z4
+	VFMADD231PS     Z7, Z10, Z5
 	ADDQ            $0x12, DI
 	ADDQ            $0x12, R12
 	ADDQ            $0x20, R8
@@ -5742,17 +5732,17 @@ bqkQ4_0Dot8Z_block:
 
 bqkQ4_0Dot8Z_done:
 	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
 	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
 	VMOVUPS   X2, (DX)
 	VADDPS    Z5, Z4, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
 	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
@@ -5846,10 +5836,8 @@ bqkQ5_0Dot8Z_block:
 	VPBROADCASTW    (DI)(R11*1), K3, Y17
 	VCVTPH2PS       Y17, Z17
 	VMULPS          Z9, Z17, Z17
-	VMULPS          Z17, Z14, Z14
-	VMULPS          Z17, Z15, Z15
-	VADDPS          Z14, Z2, Z2
-	VADDPS          Z15, Z3, Z3
+	VFMADD231PS     Z17, Z14, Z2
+	VFMADD231PS     Z17, Z15, Z3
 	VMOVDQU32       6(R12), X19
 	VINSERTI32X4    $0x01, 6(R12)(CX*1), Z19, Z19
 	VINSERTI32X4    $0x02, 6(R12)(CX*2), Z19, Z19
@@ -5875,10 +5863,8 @@ bqkQ5_0Dot8Z_block:
 	VPBROADCASTW    (R12)(R11*1), K3, Y10
 	VCVTPH2PS       Y10, Z10
 	VMULPS          Z9, Z10, Z10
-	VMULPS          Z10, Z12, Z12
-	VMULPS          Z10, Z13, Z13
-	VADDPS          Z12, Z4, Z4
-	VADDPS          Z13, Z5, Z5
+	VFMADD231PS     Z10, Z12, Z4
+	VFMADD231PS     Z10, Z13, Z5
 	ADDQ            $0x16, DI
 	ADDQ            $0x16, R12
 	ADDQ            $0x20, R8
@@ -5889,17 +5875,17 @@ bqkQ5_0Dot8Z_block:
 
 bqkQ5_0Dot8Z_done:
 	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
 	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
 	VMOVUPS   X2, (DX)
 	VADDPS    Z5, Z4, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
 	VPERMILPS $0x4e, Z2, Z3
+	VADDPS    Z3, Z2, Z2
+	VPERMILPS $0xb1, Z2, Z3
 	VADDPS    Z3, Z2, Z2
 	VMOVDQU64 bqk_didx4<>+0(SB), Z3
 	VPERMD    Z2, Z3, Z2
@@ -5967,8 +5953,7 @@ bqkQ8_0Dot8Z_block:
 	VPBROADCASTW    (DI)(CX*1), K1, Y9
 	VCVTPH2PS       Y9, Z11
 	VMULPS          Z6, Z11, Z11
-	VMULPS          Z11, Z10, Z10
-	VADDPS          Z10, Z2, Z2
+	VFMADD231PS     Z11, Z10, Z2
 	VMOVDQU32       2(DI)(CX*2), Y12
 	VINSERTI64X4    $0x01, 2(DI)(R11*1), Z12, Z12
 	VPXORD          Z1, Z12, Z12
@@ -5979,8 +5964,7 @@ bqkQ8_0Dot8Z_block:
 	VPBROADCASTW    (DI)(R11*1), K1, Y9
 	VCVTPH2PS       Y9, Z11
 	VMULPS          Z6, Z11, Z11
-	VMULPS          Z11, Z10, Z10
-	VADDPS          Z10, Z3, Z3
+	VFMADD231PS     Z11, Z10, Z3
 	VMOVDQU32       2(R12), Y13
 	VINSERTI64X4    $0x01, 2(R12)(CX*1), Z13, Z13
 	VPXORD          Z1, Z13, Z13
@@ -5991,8 +5975,7 @@ bqkQ8_0Dot8Z_block:
 	VPBROADCASTW    (R12)(CX*1), K1, Y9
 	VCVTPH2PS       Y9, Z11
 	VMULPS          Z6, Z11, Z11
-	VMULPS          Z11, Z10, Z10
-	VADDPS          Z10, Z4, Z4
+	VFMADD231PS     Z11, Z10, Z4
 	VMOVDQU32       2(R12)(CX*2), Y14
 	VINSERTI64X4    $0x01, 2(R12)(R11*1), Z14, Z14
 	VPXORD          Z1, Z14, Z14
@@ -6003,8 +5986,7 @@ bqkQ8_0Dot8Z_block:
 	VPBROADCASTW    (R12)(R11*1), K1, Y7
 	VCVTPH2PS       Y7, Z7
 	VMULPS          Z6, Z7, Z7
-	VMULPS          Z7, Z8, Z8
-	VADDPS          Z8, Z5, Z5
+	VFMADD231PS     Z7, Z8, Z5
 	ADDQ            $0x22, DI
 	ADDQ            $0x22, R12
 	ADDQ            $0x20, R8
@@ -6016,36 +5998,36 @@ bqkQ8_0Dot8Z_block:
 bqkQ8_0Dot8Z_done:
 	VSHUFF32X4    $0xb1, Z2, Z2, Z6
 	VADDPS        Z6, Z2, Z6
-	VPERMILPS     $0xb1, Z6, Z2
-	VADDPS        Z2, Z6, Z6
 	VPERMILPS     $0x4e, Z6, Z2
+	VADDPS        Z2, Z6, Z6
+	VPERMILPS     $0xb1, Z6, Z2
 	VADDPS        Z2, Z6, Z6
 	VMOVSS        X6, (DX)
 	VEXTRACTF32X4 $0x02, Z6, X2
 	VMOVSS        X2, 4(DX)
 	VSHUFF32X4    $0xb1, Z3, Z3, Z2
 	VADDPS        Z2, Z3, Z2
-	VPERMILPS     $0xb1, Z2, Z3
-	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VMOVSS        X2, 8(DX)
 	VEXTRACTF32X4 $0x02, Z2, X2
 	VMOVSS        X2, 12(DX)
 	VSHUFF32X4    $0xb1, Z4, Z4, Z2
 	VADDPS        Z2, Z4, Z2
-	VPERMILPS     $0xb1, Z2, Z3
-	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VMOVSS        X2, 16(DX)
 	VEXTRACTF32X4 $0x02, Z2, X2
 	VMOVSS        X2, 20(DX)
 	VSHUFF32X4    $0xb1, Z5, Z5, Z2
 	VADDPS        Z2, Z5, Z2
-	VPERMILPS     $0xb1, Z2, Z3
-	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0x4e, Z2, Z3
+	VADDPS        Z3, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VMOVSS        X2, 24(DX)
 	VEXTRACTF32X4 $0x02, Z2, X2

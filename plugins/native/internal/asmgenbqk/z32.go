@@ -6,8 +6,9 @@ package main
 // the instructions. Each row's arithmetic is dot32's, operation for
 // operation: the block's eight int32 lane sums (lane l: elements
 // 4l..4l+3), converted, times float32(d_w·d_a), added into the row's
-// eight float32 lane accumulators block after block, reduced at the end
-// as ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)).
+// eight float32 lane accumulators by a fused multiply-add block after
+// block, reduced at the end as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))
+// (llama.cpp's x86 order, as Dot).
 //
 // Q4_0: the four rows' 16 quant bytes side by side (one 128-bit lane a
 // row); the low nibbles (elements 0..15) against x[0..15] broadcast to
@@ -202,10 +203,8 @@ func dot32Z(t string, sets int) {
 			VCVTDQ2PS(sl, sl)
 			VCVTDQ2PS(sh, sh)
 			sc := scales(row, []int{0, 1, 2, 3}, func(i int) OpmaskVirtual { return km[i] })
-			VMULPS(sc, sl, sl)
-			VMULPS(sc, sh, sh)
-			VADDPS(sl, acc[st][0], acc[st][0])
-			VADDPS(sh, acc[st][1], acc[st][1])
+			VFMADD231PS(sc, sl, acc[st][0]) // acc += lanes·(d·d_a), one rounding
+			VFMADD231PS(sc, sh, acc[st][1])
 		}
 	} else {
 		xa := ZMM()
@@ -227,8 +226,7 @@ func dot32Z(t string, sets int) {
 				vpdpbusd(xa, q, s)
 				VCVTDQ2PS(s, s)
 				sc := scales(row, []int{2 * pr, 2*pr + 1}, func(int) OpmaskVirtual { return km[1] })
-				VMULPS(sc, s, s)
-				VADDPS(s, acc[st][pr], acc[st][pr])
+				VFMADD231PS(sc, s, acc[st][pr]) // acc += lanes·(d·d_a), one rounding
 			}
 		}
 	}
@@ -242,12 +240,12 @@ func dot32Z(t string, sets int) {
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
 	// per 128-bit lane [t0 t1 t2 t3], t_i = l_i + l_{i+4}: then
-	// (t0+t1)+(t2+t3) in its first element
+	// (t0+t2)+(t1+t3) in its first element
 	reduce := func(t VecVirtual) {
 		u := ZMM()
-		VPERMILPS(U8(0xB1), t, u) // [1 0 3 2]
-		VADDPS(u, t, t)
 		VPERMILPS(U8(0x4E), t, u) // [2 3 0 1]
+		VADDPS(u, t, t)
+		VPERMILPS(U8(0xB1), t, u) // [1 0 3 2]
 		VADDPS(u, t, t)
 	}
 	for st := 0; st < sets; st++ {
