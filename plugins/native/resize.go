@@ -185,35 +185,9 @@ func resizeMap(a resizeops.Attrs, in, out int, scale float64) resizeAxis {
 		m.i1, m.w = make([]int, out), make([]float32, out)
 	}
 	for o := 0; o < out; o++ {
-		var xo float64
-		switch a.Ctm {
-		case "half_pixel":
-			xo = (float64(o)+0.5)/scale - 0.5
-		case resizeops.CtmPytorchHalfPixel:
-			if out > 1 {
-				xo = (float64(o)+0.5)/scale - 0.5
-			}
-		case resizeops.CtmAsymmetric:
-			xo = float64(o) / scale
-		case resizeops.CtmAlignCorners:
-			// the resized length is in·scale, fractional with scales
-			if ow := scale * float64(in); ow != 1 {
-				xo = float64(o) * float64(in-1) / (ow - 1)
-			}
-		}
+		xo := a.SourceCoord(o, in, out, scale)
 		if !linear {
-			var k float64
-			switch a.NearestMode {
-			case "floor":
-				k = math.Floor(xo)
-			case "ceil":
-				k = math.Ceil(xo)
-			case "round_prefer_ceil":
-				k = math.Floor(xo + 0.5)
-			default: // round_prefer_floor
-				k = math.Ceil(xo - 0.5)
-			}
-			m.i0[o] = min(max(int(k), 0), in-1)
+			m.i0[o] = a.NearestIndex(xo, in)
 			continue
 		}
 		xo = min(max(xo, 0), float64(in-1))

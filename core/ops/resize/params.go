@@ -252,34 +252,49 @@ func MakePlan(n *graph.Node, a Attrs, in []int, roiT, scalesT, sizesT *graph.Ten
 func NearestSources(a Attrs, in, out int, scale float64) []int {
 	src := make([]int, out)
 	for o := range src {
-		xf := float64(o)
-		var xo float64
-		switch a.Ctm {
-		case CtmPytorchHalfPixel:
-			if out > 1 {
-				xo = (xf+0.5)/scale - 0.5
-			}
-		case CtmAsymmetric:
-			xo = xf / scale
-		case CtmAlignCorners:
-			if ow := scale * float64(in); ow != 1 {
-				xo = xf * float64(in-1) / (ow - 1)
-			}
-		default: // half_pixel
-			xo = (xf+0.5)/scale - 0.5
-		}
-		var k float64
-		switch a.NearestMode {
-		case "floor":
-			k = math.Floor(xo)
-		case "ceil":
-			k = math.Ceil(xo)
-		case "round_prefer_ceil":
-			k = math.Floor(xo + 0.5)
-		default: // round_prefer_floor
-			k = math.Ceil(xo - 0.5)
-		}
-		src[o] = min(max(int(k), 0), in-1)
+		src[o] = a.NearestIndex(a.SourceCoord(o, in, out, scale), in)
 	}
 	return src
+}
+
+// SourceCoord is output index o's coordinate in the input (in → out along
+// one axis, scale as in Plan.Scales) by the half_pixel,
+// pytorch_half_pixel, asymmetric or align_corners transformation, in
+// float64 as the reference computes it (other modes: half_pixel; callers
+// check the mode first).
+func (a Attrs) SourceCoord(o, in, out int, scale float64) float64 {
+	xf := float64(o)
+	switch a.Ctm {
+	case CtmPytorchHalfPixel:
+		if out > 1 {
+			return (xf+0.5)/scale - 0.5
+		}
+		return 0
+	case CtmAsymmetric:
+		return xf / scale
+	case CtmAlignCorners:
+		// the resized length is in·scale, fractional with scales
+		if ow := scale * float64(in); ow != 1 {
+			return xf * float64(in-1) / (ow - 1)
+		}
+		return 0
+	}
+	return (xf+0.5)/scale - 0.5 // half_pixel
+}
+
+// NearestIndex rounds the input coordinate xo by the nearest mode and
+// clamps it to the in inputs.
+func (a Attrs) NearestIndex(xo float64, in int) int {
+	var k float64
+	switch a.NearestMode {
+	case "floor":
+		k = math.Floor(xo)
+	case "ceil":
+		k = math.Ceil(xo)
+	case "round_prefer_ceil":
+		k = math.Floor(xo + 0.5)
+	default: // round_prefer_floor
+		k = math.Ceil(xo - 0.5)
+	}
+	return min(max(int(k), 0), in-1)
 }
