@@ -162,17 +162,7 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
-		if a == nil || a.DType != graph.Float32 || len(a.Shape) < 1 || len(a.Shape) > 8 || a.Shape[len(a.Shape)-1] != w.k {
-			var shape []int
-			if a != nil {
-				shape = a.Shape
-			}
-			return nil, fmt.Errorf("%w: BlockQuantMatMul: A must be float32 [..., %d], got %v", kernels.ErrInvalid, w.k, shape)
-		}
-		var ob [8]int
-		out := append(ob[:0], a.Shape...)
-		out[len(out)-1] = w.n
-		y, err := ctx.NewUninit(graph.Float32, out)
+		y, err := bqMatMulOut(ctx, a, w.k, w.n)
 		if err != nil {
 			return nil, err
 		}
@@ -275,4 +265,20 @@ func (w *bqWeights) rowDotGo(j int, x []float32) float32 {
 // bqDomainOK says a node of another domain is one native takes.
 func bqDomainOK(n *graph.Node) bool {
 	return n.Domain == blockquant.Domain && n.OpType == blockquant.OpType
+}
+
+// bqMatMulOut checks a BlockQuantMatMul's A (float32 [..., k], rank 1 to
+// 8) and allocates its output [..., n].
+func bqMatMulOut(ctx *kernels.Context, a *graph.Tensor, k, n int) (*graph.Tensor, error) {
+	if a == nil || a.DType != graph.Float32 || len(a.Shape) < 1 || len(a.Shape) > 8 || a.Shape[len(a.Shape)-1] != k {
+		var shape []int
+		if a != nil {
+			shape = a.Shape
+		}
+		return nil, fmt.Errorf("%w: BlockQuantMatMul: A must be float32 [..., %d], got %v", kernels.ErrInvalid, k, shape)
+	}
+	var ob [8]int
+	out := append(ob[:0], a.Shape...)
+	out[len(out)-1] = n
+	return ctx.NewUninit(graph.Float32, out)
 }

@@ -125,17 +125,7 @@ func buildF16(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
-		if a == nil || a.DType != graph.Float32 || len(a.Shape) < 1 || len(a.Shape) > 8 || a.Shape[len(a.Shape)-1] != w.k {
-			var shape []int
-			if a != nil {
-				shape = a.Shape
-			}
-			return nil, fmt.Errorf("%w: BlockQuantMatMul: A must be float32 [..., %d], got %v", kernels.ErrInvalid, w.k, shape)
-		}
-		var ob [8]int
-		out := append(ob[:0], a.Shape...)
-		out[len(out)-1] = w.n
-		y, err := ctx.NewUninit(graph.Float32, out)
+		y, err := bqMatMulOut(ctx, a, w.k, w.n)
 		if err != nil {
 			return nil, err
 		}
