@@ -76,6 +76,23 @@ func newMetrics() *metrics {
 	return m
 }
 
+// addModel creates a model's series at zero, so /metrics lists every
+// counter of a model from the moment it is added (a series that appears
+// only at its first event breaks rate() and alerts written against it).
+func (m *metrics) addModel(model string) {
+	for _, c := range []*prometheus.CounterVec{m.promptTokens, m.genTokens, m.prefilled, m.cancelled, m.steps, m.memoryWaits, m.prefixEvicted} {
+		c.WithLabelValues(model)
+	}
+	for _, r := range []string{"hit", "miss"} {
+		m.prefixLookups.WithLabelValues(model, r)
+	}
+	for _, r := range []string{"ok", "malformed"} {
+		m.toolCalls.WithLabelValues(model, r)
+	}
+	m.queue.WithLabelValues(model).Set(0)
+	m.prefixHitRatio.WithLabelValues(model).Set(0)
+}
+
 // countTools adds a reply's tool calls to the counter.
 func (m *metrics) countTools(model string, ts *toolStream) {
 	m.toolCalls.WithLabelValues(model, "ok").Add(float64(ts.calls))

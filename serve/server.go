@@ -255,7 +255,7 @@ func (s *Server) Add(m *Model) error {
 	s.met.batching.WithLabelValues(m.Name, mode, why).Set(1)
 	s.models[m.Name], s.workers[m.Name] = m, w
 	s.order = append(s.order, m.Name)
-	s.met.prefixHitRatio.WithLabelValues(m.Name).Set(0)
+	s.met.addModel(m.Name)
 	w.gauges(nil)
 	go w.run()
 	return nil
