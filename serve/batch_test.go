@@ -305,3 +305,32 @@ func TestBatchedKVBudget(t *testing.T) {
 	}
 	m.ReleaseMemory(held)
 }
+
+// TestBurstStartsTogether: four requests sent at once to an idle batched
+// model are prefilled in one run and decoded together from their first
+// step (Options.AdmitWindow; a long window here, so that a loaded
+// machine's late arrivals still join): every decode run steps all four.
+// With no window the first is prefilled alone and decodes beside the
+// others' prefill, a run of fewer than four.
+func TestBurstStartsTogether(t *testing.T) {
+	for _, win := range []time.Duration{-1, 500 * time.Millisecond} {
+		_, url := startBatched(t, &serve.Options{MaxBatch: 4, PrefixCacheBytes: -1, AdmitWindow: win})
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				body := fmt.Sprintf(`{"model":"stories","prompt":"Once upon a time %d","max_tokens":6,"temperature":0,"stop":["zzzz"]}`, i%2)
+				if code, v := post(t, url+"/v1/completions", body); code != http.StatusOK {
+					t.Errorf("status %d: %v", code, v)
+				}
+			})
+		}
+		wg.Wait()
+		m := metricsText(t, url)
+		all := metricValue(t, m, `switchyard_serve_batched_sequences_count{model="stories"}`)
+		three := metricValue(t, m, `switchyard_serve_batched_sequences_bucket{model="stories",le="3"}`)
+		t.Logf("window %v: %v decode runs, %v of fewer than four", win, all, three)
+		if win > 0 && (three != 0 || all == 0) {
+			t.Fatalf("%v of %v decode runs stepped fewer than four sequences", three, all)
+		}
+	}
+}

@@ -300,6 +300,7 @@ func (w *worker) run() {
 			case <-w.stop:
 				return
 			}
+			w.gather()
 			continue
 		}
 		w.round(active)
@@ -312,6 +313,33 @@ func (w *worker) run() {
 		clear(active[len(kept):])
 		active = kept
 		w.gauges(active)
+	}
+}
+
+// gather waits, on an idle model, for the requests arriving with the
+// one that woke it (Options.AdmitWindow), so that they start together.
+func (w *worker) gather() {
+	win := w.s.opts.AdmitWindow
+	if win <= 0 {
+		return
+	}
+	t := time.NewTimer(win)
+	defer t.Stop()
+	for range 5 {
+		w.mu.Lock()
+		n := len(w.queue)
+		w.mu.Unlock()
+		if n >= w.limit() {
+			return
+		}
+		select {
+		case <-w.wake: // another arrived: wait once more
+			t.Reset(win)
+		case <-t.C:
+			return
+		case <-w.stop:
+			return
+		}
 	}
 }
 

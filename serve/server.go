@@ -144,6 +144,14 @@ type Options struct {
 	// a step: on 2 cores, concurrent steps measured 2-3× slower in
 	// aggregate than sequential ones (BenchmarkConcurrentStreams).
 	ParallelSteps bool
+	// AdmitWindow is how long an idle model waits, after a request
+	// arrives, for others arriving with it (each new one restarting the
+	// wait, 5 windows at most, none once MaxBatch are waiting), so that a
+	// burst is prefilled in one run and decoded together from its first
+	// step instead of the first request alone and the others beside its
+	// decode steps (default 2 ms, added to a lone request's time to first
+	// token; negative: none).
+	AdmitWindow time.Duration
 }
 
 // Server is the http.Handler. Create it with New, add models, SetReady.
@@ -183,6 +191,9 @@ func New(opts *Options) *Server {
 	}
 	if o.PrefixCacheEntries <= 0 {
 		o.PrefixCacheEntries = 64
+	}
+	if o.AdmitWindow == 0 {
+		o.AdmitWindow = 2 * time.Millisecond
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
