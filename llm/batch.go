@@ -262,7 +262,7 @@ func (p *batchPool) views(from, b int) (switchyard.Tensors, error) {
 // classifier is computed only for those where the model takes
 // logits_rows, else every position's are returned).
 func (p *batchPool) run(ctx context.Context, from int, ids [][]int, ns []int, rows int) ([]float32, int, error) {
-	return p.runKeep(ctx, from, ids, ns, rows, false)
+	return p.runKeep(ctx, from, ids, ns, rows, false, nil)
 }
 
 // maxKeptBatch bounds the batch sizes whose logits tensors a pool keeps.
@@ -270,8 +270,9 @@ const maxKeptBatch = 64
 
 // runKeep is run; with keep, the logits are written into a tensor the
 // pool keeps for the next run of the same batch size (valid until then,
-// under p.mu) instead of a new one.
-func (p *batchPool) runKeep(ctx context.Context, from int, ids [][]int, ns []int, rows int, keep bool) ([]float32, int, error) {
+// under p.mu) instead of a new one; with into (b·vocab floats or more)
+// and one row a sequence, into the caller's into.
+func (p *batchPool) runKeep(ctx context.Context, from int, ids [][]int, ns []int, rows int, keep bool, into []float32) ([]float32, int, error) {
 	d := p.d
 	b, s := len(ids), len(ids[0])
 	in := make([]int64, 0, b*s)
@@ -305,7 +306,12 @@ func (p *batchPool) runKeep(ctx context.Context, from int, ids [][]int, ns []int
 	}
 	keep = keep && rows == 1 && b <= maxKeptBatch
 	logits := p.outs[b]
-	if !keep || logits == nil {
+	if rows == 1 && len(into) >= b*v {
+		// the caller's memory (FeedChunksArena)
+		if logits, err = switchyard.NewTensor([]int{b, 1, v}, into[:b*v:b*v]); err != nil {
+			return nil, 0, err
+		}
+	} else if !keep || logits == nil {
 		if logits, err = switchyard.Zeros(switchyard.Float32, []int{b, rows, v}); err != nil {
 			return nil, 0, err
 		}
@@ -462,50 +468,73 @@ func (d *Decoder) feedEach(ctx context.Context, seqs []*Sequence, chunks [][]int
 // reuses its buffers, and a batched decoder's run writes into a logits
 // tensor it keeps, not new memory each step.
 func (d *Decoder) FeedChunksInto(ctx context.Context, seqs []*Sequence, chunks [][]int, dst [][]float32) error {
-	if len(seqs) != len(chunks) || len(dst) != len(seqs) {
+	if len(dst) != len(seqs) {
 		return fmt.Errorf("llm: FeedChunks of %d sequences, %d chunks and %d buffers", len(seqs), len(chunks), len(dst))
 	}
+	_, err := d.feedChunks(ctx, seqs, chunks, dst, nil)
+	return err
+}
+
+// FeedChunksArena is FeedChunksInto without the copy: a batched decoder's
+// run writes the logits of all the sequences straight into arena (at
+// least len(seqs)·Vocab floats, the caller's, kept from step to step as
+// FeedChunksInto's buffers are), and it returns each sequence's logits as
+// a Vocab-long piece of arena (seqs[i]'s first; the pieces lie in the
+// order the run took the sequences). A decoder that is not batched
+// returns the sequences' own logits (Feed's), as FeedChunks does.
+func (d *Decoder) FeedChunksArena(ctx context.Context, seqs []*Sequence, chunks [][]int, arena []float32) ([][]float32, error) {
+	if v := d.vocab(); d.pool != nil && len(arena) < len(seqs)*v {
+		return nil, fmt.Errorf("llm: FeedChunksArena of %d floats for %d sequences of %d logits", len(arena), len(seqs), v)
+	}
+	return d.feedChunks(ctx, seqs, chunks, nil, arena)
+}
+
+// feedChunks is FeedChunksInto (dst) or FeedChunksArena (arena).
+func (d *Decoder) feedChunks(ctx context.Context, seqs []*Sequence, chunks [][]int, dst [][]float32, arena []float32) ([][]float32, error) {
+	if len(seqs) != len(chunks) {
+		return nil, fmt.Errorf("llm: FeedChunks of %d sequences and %d chunks", len(seqs), len(chunks))
+	}
 	if len(seqs) == 0 {
-		return nil
+		return nil, nil
 	}
 	s := len(chunks[0])
 	for _, c := range chunks {
 		if len(c) != s || s == 0 {
-			return errors.New("llm: FeedChunks of empty chunks or chunks of different lengths")
+			return nil, errors.New("llm: FeedChunks of empty chunks or chunks of different lengths")
 		}
 	}
 	v := d.vocab()
 	for _, b := range dst {
 		if len(b) != v {
-			return fmt.Errorf("llm: FeedChunksInto buffer of %d logits, the vocabulary is %d", len(b), v)
+			return nil, fmt.Errorf("llm: FeedChunksInto buffer of %d logits, the vocabulary is %d", len(b), v)
 		}
 	}
 	if d.pool == nil {
 		ls, err := d.feedEach(ctx, seqs, chunks)
-		if err != nil {
-			return err
+		if err != nil || dst == nil {
+			return ls, err
 		}
 		for i, l := range ls {
 			copy(dst[i], l)
 		}
-		return nil
+		return dst, nil
 	}
 	sts := make([]*batchState, len(seqs))
 	at := make(map[*batchState]int, len(seqs))
 	for i, sq := range seqs {
 		switch {
 		case sq.d != d:
-			return errors.New("llm: FeedChunks of a sequence of another decoder")
+			return nil, errors.New("llm: FeedChunks of a sequence of another decoder")
 		case sq.broken != nil:
-			return sq.broken
+			return nil, sq.broken
 		case sq.c.bs == nil:
-			return errors.New("llm: FeedChunks of a sequence without a batched cache")
+			return nil, errors.New("llm: FeedChunks of a sequence without a batched cache")
 		}
 		if _, dup := at[sq.c.bs]; dup {
-			return errors.New("llm: FeedChunks of one sequence twice")
+			return nil, errors.New("llm: FeedChunks of one sequence twice")
 		}
 		if d.context > 0 && len(sq.ids)+s > d.context {
-			return fmt.Errorf("%w: %d positions cached and %d more, the context is %d", ErrContext, len(sq.ids), s, d.context)
+			return nil, fmt.Errorf("%w: %d positions cached and %d more, the context is %d", ErrContext, len(sq.ids), s, d.context)
 		}
 		sts[i], at[sq.c.bs] = sq.c.bs, i
 	}
@@ -516,21 +545,35 @@ func (d *Decoder) FeedChunksInto(ctx context.Context, seqs []*Sequence, chunks [
 		// nothing ran: the sequences are as they were (some perhaps
 		// moved to other slots)
 		p.mu.Unlock()
-		return err
+		return nil, err
 	}
 	rows, ns := make([][]int, len(order)), make([]int, len(order))
 	for j, st := range order {
 		rows[j], ns[j] = chunks[at[st]], st.n
 	}
-	all, v, err := p.runKeep(ctx, from, rows, ns, 1, true)
+	out := dst
+	if out == nil {
+		out = make([][]float32, len(seqs))
+	}
+	all, v, err := p.runKeep(ctx, from, rows, ns, 1, true, arena)
 	if err == nil {
 		for _, st := range order {
 			st.n += s
 		}
 		r := len(all) / (len(order) * v) // rows of logits per sequence: 1, or s without logits_rows
+		inArena := arena != nil && len(all) > 0 && &all[0] == &arena[0]
 		for j, st := range order {
 			k := (j*r + r - 1) * v
-			copy(dst[at[st]], all[k:k+v])
+			i := at[st]
+			switch {
+			case inArena: // written there by the run: no copy
+				out[i] = all[k : k+v : k+v]
+			case dst == nil:
+				out[i] = arena[j*v : (j+1)*v : (j+1)*v]
+				copy(out[i], all[k:k+v])
+			default:
+				copy(out[i], all[k:k+v])
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -538,12 +581,12 @@ func (d *Decoder) FeedChunksInto(ctx context.Context, seqs []*Sequence, chunks [
 		for _, sq := range seqs {
 			sq.broken = fmt.Errorf("llm: position %d: %w", len(sq.ids), err)
 		}
-		return seqs[0].broken
+		return nil, seqs[0].broken
 	}
 	for i, sq := range seqs {
 		sq.ids = append(sq.ids, chunks[i]...)
 	}
-	return nil
+	return out, nil
 }
 
 // truncate keeps the first n positions (the later ones are overwritten

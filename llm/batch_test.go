@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/formats/llama"
@@ -322,6 +323,63 @@ func TestFeedChunksPrefillTogether(t *testing.T) {
 		}
 		if seqs[i].Len() != len(prompts[i])+n {
 			t.Errorf("sequence %d holds %d positions, want %d", i, seqs[i].Len(), len(prompts[i])+n)
+		}
+	}
+}
+
+// TestFeedChunksArena: FeedChunksArena gives each sequence the logits
+// FeedChunks gives it, bit for bit, as pieces of the caller's arena, for
+// prompt chunks and decode steps, the
+// sequences passed in an order other than their slots'; a short arena is
+// refused.
+func TestFeedChunksArena(t *testing.T) {
+	_, dir := readGolden(t)
+	ctx := context.Background()
+	d := openBatched(t, dir)
+	v := d.Vocab()
+	open := func() []*llm.Sequence {
+		seqs := make([]*llm.Sequence, 3)
+		for i := range seqs {
+			s, err := d.NewSequence(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			seqs[i] = s
+		}
+		return seqs
+	}
+	a, b := open(), open()
+	arena := make([]float32, 3*v)
+	if _, err := d.FeedChunksArena(ctx, a, [][]int{{1}, {1}, {1}}, arena[:3*v-1]); err == nil {
+		t.Fatal("a short arena was taken")
+	}
+	chunks := [][]int{{1, 403, 407}, {1, 68, 338}, {1, 437, 260}}
+	for step := range 6 {
+		if step == 3 {
+			// the sequences in another order than their slots'
+			a[0], a[2] = a[2], a[0]
+			b[0], b[2] = b[2], b[0]
+			chunks[0], chunks[2] = chunks[2], chunks[0]
+		}
+		got, err := d.FeedChunksArena(ctx, a, chunks, arena)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := d.FeedChunks(ctx, b, chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if len(got[i]) != v || !slices.Equal(got[i], want[i]) {
+				t.Fatalf("step %d, sequence %d: logits differ from FeedChunks'", step, i)
+			}
+			if p := &got[i][0]; uintptr(unsafe.Pointer(p)) < uintptr(unsafe.Pointer(&arena[0])) || uintptr(unsafe.Pointer(p)) > uintptr(unsafe.Pointer(&arena[2*v])) {
+				t.Fatalf("step %d, sequence %d: logits not in the arena", step, i)
+			}
+		}
+		for i := range chunks {
+			chunks[i] = []int{argmaxOf(want[i])}
 		}
 	}
 }

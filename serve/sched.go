@@ -155,7 +155,6 @@ type job struct {
 	first    time.Time // first token
 	cached   int
 	logits   []float32 // this round's step
-	buf      []float32 // a batched decoder's logits buffer (the worker's, lent while the job runs)
 	stepErr  error
 	poisoned bool // a step panicked: the sequence's state is unknown
 	// this round's step is the job's first prompt chunk (nothing of its
@@ -219,8 +218,10 @@ type worker struct {
 	// evicted: this round's evictFor gave prefix cache memory back for a
 	// job that must still start again (it waits even if alone)
 	evicted bool
-	// bufs are logits buffers free for jobs (a vocabulary each)
-	bufs [][]float32
+	// arena holds the logits of a round's runs (arenaFor), arenaAt
+	// floats of it taken this round
+	arena   []float32
+	arenaAt int
 	// slotCap, until capUntil, lowers MaxBatch to the sequences the
 	// model's memory budget held when one more did not fit
 	slotCap  int
@@ -410,6 +411,7 @@ func (j *job) step(ids []int) {
 // more. Otherwise every step runs on its own, one after the other or
 // (Options.ParallelSteps) concurrently.
 func (w *worker) round(active []*job) {
+	w.arenaAt = 0
 	w.s.met.steps.WithLabelValues(w.name).Inc()
 	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
 	var wg sync.WaitGroup
@@ -606,18 +608,19 @@ func (w *worker) stepBatch(js []*job) {
 
 // feedGroup runs chunks[i] on js[i]'s sequence for every i (chunks of one
 // length) in one run of the batched decoder, under ctx, setting each
-// job's logits (in its buffer) or step error. For several jobs ctx is the
-// worker's, not a job's: a client going away does not cancel the others'
-// step (its job is dropped after it). A panic in it fails those jobs, not
-// the server.
+// job's logits or step error. The run writes the logits straight into
+// this round's piece of the worker's arena (llm.Decoder.FeedChunksArena):
+// the round's runs take disjoint pieces, and the logits are sampled
+// before the next round. For several jobs ctx is the worker's, not a
+// job's: a client going away does not cancel the others' step (its job
+// is dropped after it). A panic in it fails those jobs, not the server.
 func (w *worker) feedGroup(ctx context.Context, js []*job, chunks [][]int) {
-	seqs, dst := make([]*llm.Sequence, len(js)), make([][]float32, len(js))
+	seqs := make([]*llm.Sequence, len(js))
 	for i, j := range js {
-		if j.buf == nil {
-			j.buf = w.buffer()
-		}
-		seqs[i], dst[i] = j.seq, j.buf
+		seqs[i] = j.seq
 	}
+	arena := w.arenaFor(len(js))
+	var ls [][]float32
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -627,36 +630,37 @@ func (w *worker) feedGroup(ctx context.Context, js []*job, chunks [][]int) {
 				}
 			}
 		}()
-		return w.m.Decoder.FeedChunksInto(ctx, seqs, chunks, dst)
+		ls, err = w.m.Decoder.FeedChunksArena(ctx, seqs, chunks, arena)
+		return err
 	}()
-	for _, j := range js {
+	for i, j := range js {
 		if err != nil {
 			j.stepErr = err
 		} else {
-			j.logits = j.buf
+			j.logits = ls[i]
 		}
 	}
 }
 
-// buffer is a logits buffer for a job: a free one, or a new one.
-func (w *worker) buffer() []float32 {
-	if n := len(w.bufs); n > 0 {
-		b := w.bufs[n-1]
-		w.bufs[n-1] = nil
-		w.bufs = w.bufs[:n-1]
-		return b
+// arenaFor is the next piece of this round's logits arena for n
+// sequences: MaxBatch vocabularies kept from round to round (written
+// again each step, not new memory), a new buffer beyond them (a step
+// tried again in the same round).
+func (w *worker) arenaFor(n int) []float32 {
+	v := w.m.Decoder.Vocab()
+	if w.arena == nil {
+		w.arena = make([]float32, w.s.opts.MaxBatch*v)
 	}
-	return make([]float32, w.m.Decoder.Vocab())
+	if w.arenaAt+n*v > len(w.arena) {
+		return make([]float32, n*v)
+	}
+	a := w.arena[w.arenaAt : w.arenaAt+n*v]
+	w.arenaAt += n * v
+	return a
 }
 
-// release takes a finished job's logits buffer back (as many as may run
-// at once are kept).
-func (w *worker) release(j *job) {
-	if j.buf != nil && len(w.bufs) < w.s.opts.MaxBatch {
-		w.bufs = append(w.bufs, j.buf)
-	}
-	j.buf, j.logits = nil, nil
-}
+// release drops a finished job's logits.
+func (w *worker) release(j *job) { j.logits = nil }
 
 // sampled takes a job's new token: the end of the generation (an end
 // token, a stop sequence, max tokens, the context) or text for the
