@@ -6446,9 +6446,59 @@ DATA qgemm_q6ctl<>+48(SB)/8, $0x0202020202020202
 DATA qgemm_q6ctl<>+56(SB)/8, $0x0303030303030303
 GLOBL qgemm_q6ctl<>(SB), RODATA|NOPTR, $64
 
+DATA qgemm_k4p<>+0(SB)/8, $0x0b0a090803020100
+DATA qgemm_k4p<>+8(SB)/8, $0x0b0a090807060504
+DATA qgemm_k4p<>+16(SB)/8, $0x0b0a090803020100
+DATA qgemm_k4p<>+24(SB)/8, $0x0b0a090807060504
+DATA qgemm_k4p<>+32(SB)/8, $0x0b0a090803020100
+DATA qgemm_k4p<>+40(SB)/8, $0x0b0a090807060504
+DATA qgemm_k4p<>+48(SB)/8, $0x0b0a090803020100
+DATA qgemm_k4p<>+56(SB)/8, $0x0b0a090807060504
+GLOBL qgemm_k4p<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4q<>+0(SB)/8, $0x0302010080808080
+DATA qgemm_k4q<>+8(SB)/8, $0x0706050480808080
+DATA qgemm_k4q<>+16(SB)/8, $0x0302010080808080
+DATA qgemm_k4q<>+24(SB)/8, $0x0706050480808080
+DATA qgemm_k4q<>+32(SB)/8, $0x0302010080808080
+DATA qgemm_k4q<>+40(SB)/8, $0x0706050480808080
+DATA qgemm_k4q<>+48(SB)/8, $0x0302010080808080
+DATA qgemm_k4q<>+56(SB)/8, $0x0706050480808080
+GLOBL qgemm_k4q<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4m1<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA qgemm_k4m1<>+8(SB)/8, $0x000000003f3f3f3f
+DATA qgemm_k4m1<>+16(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA qgemm_k4m1<>+24(SB)/8, $0x000000003f3f3f3f
+DATA qgemm_k4m1<>+32(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA qgemm_k4m1<>+40(SB)/8, $0x000000003f3f3f3f
+DATA qgemm_k4m1<>+48(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA qgemm_k4m1<>+56(SB)/8, $0x000000003f3f3f3f
+GLOBL qgemm_k4m1<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4m2<>+0(SB)/8, $0x0000000000000000
+DATA qgemm_k4m2<>+8(SB)/8, $0x0f0f0f0f00000000
+DATA qgemm_k4m2<>+16(SB)/8, $0x0000000000000000
+DATA qgemm_k4m2<>+24(SB)/8, $0x0f0f0f0f00000000
+DATA qgemm_k4m2<>+32(SB)/8, $0x0000000000000000
+DATA qgemm_k4m2<>+40(SB)/8, $0x0f0f0f0f00000000
+DATA qgemm_k4m2<>+48(SB)/8, $0x0000000000000000
+DATA qgemm_k4m2<>+56(SB)/8, $0x0f0f0f0f00000000
+GLOBL qgemm_k4m2<>(SB), RODATA|NOPTR, $64
+
+DATA qgemm_k4m3<>+0(SB)/8, $0x3030303000000000
+DATA qgemm_k4m3<>+8(SB)/8, $0x3030303000000000
+DATA qgemm_k4m3<>+16(SB)/8, $0x3030303000000000
+DATA qgemm_k4m3<>+24(SB)/8, $0x3030303000000000
+DATA qgemm_k4m3<>+32(SB)/8, $0x3030303000000000
+DATA qgemm_k4m3<>+40(SB)/8, $0x3030303000000000
+DATA qgemm_k4m3<>+48(SB)/8, $0x3030303000000000
+DATA qgemm_k4m3<>+56(SB)/8, $0x3030303000000000
+GLOBL qgemm_k4m3<>(SB), RODATA|NOPTR, $64
+
 // func qgemmQ4_K4x1KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
-TEXT ·qgemmQ4_K4x1KZ(SB), NOSPLIT, $64-48
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·qgemmQ4_K4x1KZ(SB), NOSPLIT, $0-48
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
 	MOVQ   ldw+16(FP), DX
@@ -6474,126 +6524,25 @@ qgemmQ4_K4x1KZ_block:
 	VPXORD          Z17, Z17, Z17
 	VPXORD          Z18, Z18, Z18
 	VPXORD          Z19, Z19, Z19
-	MOVL            4(CX), R8
-	MOVL            8(CX), R9
-	MOVL            12(CX), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z0
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, (SP)
-	MOVL            4(CX)(DX*1), R8
-	MOVL            8(CX)(DX*1), R9
-	MOVL            12(CX)(DX*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z1
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 16(SP)
-	MOVL            4(CX)(DX*2), R8
-	MOVL            8(CX)(DX*2), R9
-	MOVL            12(CX)(DX*2), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z2
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 32(SP)
-	MOVL            4(CX)(SI*1), R8
-	MOVL            8(CX)(SI*1), R9
-	MOVL            12(CX)(SI*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z3
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 48(SP)
+	VMOVDQU32       4(CX), X4
+	VINSERTI32X4    $0x01, 4(CX)(DX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 4(CX)(DX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 4(CX)(SI*1), Z4, Z4
+	VPSHUFB         qgemm_k4p<>+0(SB), Z4, Z5
+	VPSHUFB         qgemm_k4q<>+0(SB), Z4, Z6
+	VPANDD          qgemm_k4m1<>+0(SB), Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          qgemm_k4m2<>+0(SB), Z5, Z5
+	VPSRLW          $0x02, Z6, Z6
+	VPANDD          qgemm_k4m3<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0xfe, Z6, Z5, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y4
+	VPMOVZXBW       Y7, Z5
+	VPMOVZXBW       Y4, Z6
+	VSHUFI32X4      $0x00, Z5, Z5, Z0
+	VSHUFI32X4      $0xaa, Z5, Z5, Z1
+	VSHUFI32X4      $0x00, Z6, Z6, Z2
+	VSHUFI32X4      $0xaa, Z6, Z6, Z3
 	VBROADCASTI32X8 16(CX), Z8
 	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
 	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
@@ -6721,13 +6670,13 @@ qgemmQ4_K4x1KZ_block:
 	VCVTDQ2PS       Z16, Z16
 	VMULPS          Z8, Z16, Z16
 	VADDPS          Z16, Z15, Z15
-	VBROADCASTI32X4 (SP), Z17
+	VSHUFI32X4      $0x55, Z5, Z5, Z17
 	VPMADDWD        256(BX), Z17, Z17
-	VBROADCASTI32X4 16(SP), Z18
+	VSHUFI32X4      $0xff, Z5, Z5, Z18
 	VPMADDWD        256(BX), Z18, Z18
-	VBROADCASTI32X4 32(SP), Z19
+	VSHUFI32X4      $0x55, Z6, Z6, Z19
 	VPMADDWD        256(BX), Z19, Z19
-	VBROADCASTI32X4 48(SP), Z20
+	VSHUFI32X4      $0xff, Z6, Z6, Z20
 	VPMADDWD        256(BX), Z20, Z20
 	VPUNPCKLDQ      Z18, Z17, Z12
 	VPUNPCKHDQ      Z18, Z17, Z13
@@ -6762,8 +6711,8 @@ qgemmQ4_K4x1KZ_done:
 	RET
 
 // func qgemmQ4_K4x2KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
-TEXT ·qgemmQ4_K4x2KZ(SB), NOSPLIT, $64-48
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·qgemmQ4_K4x2KZ(SB), NOSPLIT, $0-48
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
 	MOVQ   ldw+16(FP), DX
@@ -6793,126 +6742,25 @@ qgemmQ4_K4x2KZ_block:
 	VPXORD          Z22, Z22, Z22
 	VPXORD          Z19, Z19, Z19
 	VPXORD          Z23, Z23, Z23
-	MOVL            4(CX), R8
-	MOVL            8(CX), R9
-	MOVL            12(CX), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z0
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, (SP)
-	MOVL            4(CX)(DX*1), R8
-	MOVL            8(CX)(DX*1), R9
-	MOVL            12(CX)(DX*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z1
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 16(SP)
-	MOVL            4(CX)(DX*2), R8
-	MOVL            8(CX)(DX*2), R9
-	MOVL            12(CX)(DX*2), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z2
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 32(SP)
-	MOVL            4(CX)(SI*1), R8
-	MOVL            8(CX)(SI*1), R9
-	MOVL            12(CX)(SI*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z3
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 48(SP)
+	VMOVDQU32       4(CX), X4
+	VINSERTI32X4    $0x01, 4(CX)(DX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 4(CX)(DX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 4(CX)(SI*1), Z4, Z4
+	VPSHUFB         qgemm_k4p<>+0(SB), Z4, Z5
+	VPSHUFB         qgemm_k4q<>+0(SB), Z4, Z6
+	VPANDD          qgemm_k4m1<>+0(SB), Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          qgemm_k4m2<>+0(SB), Z5, Z5
+	VPSRLW          $0x02, Z6, Z6
+	VPANDD          qgemm_k4m3<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0xfe, Z6, Z5, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y4
+	VPMOVZXBW       Y7, Z5
+	VPMOVZXBW       Y4, Z6
+	VSHUFI32X4      $0x00, Z5, Z5, Z0
+	VSHUFI32X4      $0xaa, Z5, Z5, Z1
+	VSHUFI32X4      $0x00, Z6, Z6, Z2
+	VSHUFI32X4      $0xaa, Z6, Z6, Z3
 	VBROADCASTI32X8 16(CX), Z8
 	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
 	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
@@ -7080,13 +6928,13 @@ qgemmQ4_K4x2KZ_block:
 	VCVTDQ2PS       Z16, Z16
 	VMULPS          Z8, Z16, Z16
 	VADDPS          Z16, Z15, Z15
-	VBROADCASTI32X4 (SP), Z17
+	VSHUFI32X4      $0x55, Z5, Z5, Z17
 	VPMADDWD        512(BX), Z17, Z17
-	VBROADCASTI32X4 16(SP), Z18
+	VSHUFI32X4      $0xff, Z5, Z5, Z18
 	VPMADDWD        512(BX), Z18, Z18
-	VBROADCASTI32X4 32(SP), Z19
+	VSHUFI32X4      $0x55, Z6, Z6, Z19
 	VPMADDWD        512(BX), Z19, Z19
-	VBROADCASTI32X4 48(SP), Z20
+	VSHUFI32X4      $0xff, Z6, Z6, Z20
 	VPMADDWD        512(BX), Z20, Z20
 	VPUNPCKLDQ      Z18, Z17, Z12
 	VPUNPCKHDQ      Z18, Z17, Z13
@@ -7124,8 +6972,8 @@ qgemmQ4_K4x2KZ_done:
 	RET
 
 // func qgemmQ4_K4x3KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
-TEXT ·qgemmQ4_K4x3KZ(SB), NOSPLIT, $64-48
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·qgemmQ4_K4x3KZ(SB), NOSPLIT, $0-48
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
 	MOVQ   ldw+16(FP), DX
@@ -7159,126 +7007,25 @@ qgemmQ4_K4x3KZ_block:
 	VPXORD          Z19, Z19, Z19
 	VPXORD          Z23, Z23, Z23
 	VPXORD          Z27, Z27, Z27
-	MOVL            4(CX), R8
-	MOVL            8(CX), R9
-	MOVL            12(CX), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z0
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, (SP)
-	MOVL            4(CX)(DX*1), R8
-	MOVL            8(CX)(DX*1), R9
-	MOVL            12(CX)(DX*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z1
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 16(SP)
-	MOVL            4(CX)(DX*2), R8
-	MOVL            8(CX)(DX*2), R9
-	MOVL            12(CX)(DX*2), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z2
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 32(SP)
-	MOVL            4(CX)(SI*1), R8
-	MOVL            8(CX)(SI*1), R9
-	MOVL            12(CX)(SI*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z3
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 48(SP)
+	VMOVDQU32       4(CX), X4
+	VINSERTI32X4    $0x01, 4(CX)(DX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 4(CX)(DX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 4(CX)(SI*1), Z4, Z4
+	VPSHUFB         qgemm_k4p<>+0(SB), Z4, Z5
+	VPSHUFB         qgemm_k4q<>+0(SB), Z4, Z6
+	VPANDD          qgemm_k4m1<>+0(SB), Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          qgemm_k4m2<>+0(SB), Z5, Z5
+	VPSRLW          $0x02, Z6, Z6
+	VPANDD          qgemm_k4m3<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0xfe, Z6, Z5, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y4
+	VPMOVZXBW       Y7, Z5
+	VPMOVZXBW       Y4, Z6
+	VSHUFI32X4      $0x00, Z5, Z5, Z0
+	VSHUFI32X4      $0xaa, Z5, Z5, Z1
+	VSHUFI32X4      $0x00, Z6, Z6, Z2
+	VSHUFI32X4      $0xaa, Z6, Z6, Z3
 	VBROADCASTI32X8 16(CX), Z8
 	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
 	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
@@ -7486,13 +7233,13 @@ qgemmQ4_K4x3KZ_block:
 	VCVTDQ2PS       Z16, Z16
 	VMULPS          Z8, Z16, Z16
 	VADDPS          Z16, Z15, Z15
-	VBROADCASTI32X4 (SP), Z17
+	VSHUFI32X4      $0x55, Z5, Z5, Z17
 	VPMADDWD        768(BX), Z17, Z17
-	VBROADCASTI32X4 16(SP), Z18
+	VSHUFI32X4      $0xff, Z5, Z5, Z18
 	VPMADDWD        768(BX), Z18, Z18
-	VBROADCASTI32X4 32(SP), Z19
+	VSHUFI32X4      $0x55, Z6, Z6, Z19
 	VPMADDWD        768(BX), Z19, Z19
-	VBROADCASTI32X4 48(SP), Z20
+	VSHUFI32X4      $0xff, Z6, Z6, Z20
 	VPMADDWD        768(BX), Z20, Z20
 	VPUNPCKLDQ      Z18, Z17, Z12
 	VPUNPCKHDQ      Z18, Z17, Z13
@@ -7533,8 +7280,8 @@ qgemmQ4_K4x3KZ_done:
 	RET
 
 // func qgemmQ4_K4x4KZ(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
-TEXT ·qgemmQ4_K4x4KZ(SB), NOSPLIT, $64-48
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, MMX+
+TEXT ·qgemmQ4_K4x4KZ(SB), NOSPLIT, $0-48
 	MOVQ   nb+0(FP), AX
 	MOVQ   w+8(FP), CX
 	MOVQ   ldw+16(FP), DX
@@ -7572,126 +7319,25 @@ qgemmQ4_K4x4KZ_block:
 	VPXORD          Z23, Z23, Z23
 	VPXORD          Z27, Z27, Z27
 	VPXORD          Z31, Z31, Z31
-	MOVL            4(CX), R8
-	MOVL            8(CX), R9
-	MOVL            12(CX), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z0
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, (SP)
-	MOVL            4(CX)(DX*1), R8
-	MOVL            8(CX)(DX*1), R9
-	MOVL            12(CX)(DX*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z1
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 16(SP)
-	MOVL            4(CX)(DX*2), R8
-	MOVL            8(CX)(DX*2), R9
-	MOVL            12(CX)(DX*2), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z2
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 32(SP)
-	MOVL            4(CX)(SI*1), R8
-	MOVL            8(CX)(SI*1), R9
-	MOVL            12(CX)(SI*1), R10
-	MOVL            R8, R11
-	ANDL            $0x3f3f3f3f, R11
-	MOVL            R8, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R8
-	ANDL            $0x0f0f0f0f, R8
-	ORL             R13, R8
-	MOVL            R9, R12
-	ANDL            $0x3f3f3f3f, R12
-	MOVL            R9, R13
-	SHRL            $0x06, R13
-	ANDL            $0x03030303, R13
-	SHLL            $0x04, R13
-	MOVL            R10, R9
-	SHRL            $0x04, R9
-	ANDL            $0x0f0f0f0f, R9
-	ORL             R13, R9
-	VMOVD           R11, X8
-	VPINSRD         $0x01, R8, X8, X8
-	VPMOVZXBW       X8, X8
-	VSHUFI32X4      $0x00, Z8, Z8, Z3
-	VMOVD           R12, X9
-	VPINSRD         $0x01, R9, X9, X9
-	VPMOVZXBW       X9, X9
-	VMOVDQU         X9, 48(SP)
+	VMOVDQU32       4(CX), X4
+	VINSERTI32X4    $0x01, 4(CX)(DX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 4(CX)(DX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 4(CX)(SI*1), Z4, Z4
+	VPSHUFB         qgemm_k4p<>+0(SB), Z4, Z5
+	VPSHUFB         qgemm_k4q<>+0(SB), Z4, Z6
+	VPANDD          qgemm_k4m1<>+0(SB), Z5, Z7
+	VPSRLW          $0x04, Z5, Z5
+	VPANDD          qgemm_k4m2<>+0(SB), Z5, Z5
+	VPSRLW          $0x02, Z6, Z6
+	VPANDD          qgemm_k4m3<>+0(SB), Z6, Z6
+	VPTERNLOGD      $0xfe, Z6, Z5, Z7
+	VEXTRACTI64X4   $0x01, Z7, Y4
+	VPMOVZXBW       Y7, Z5
+	VPMOVZXBW       Y4, Z6
+	VSHUFI32X4      $0x00, Z5, Z5, Z0
+	VSHUFI32X4      $0xaa, Z5, Z5, Z1
+	VSHUFI32X4      $0x00, Z6, Z6, Z2
+	VSHUFI32X4      $0xaa, Z6, Z6, Z3
 	VBROADCASTI32X8 16(CX), Z8
 	VPSRLVW         qgemm_shift256<>+0(SB), Z8, Z8
 	VPANDD          qgemm_c0fk<>+0(SB), Z8, Z8
@@ -7939,13 +7585,13 @@ qgemmQ4_K4x4KZ_block:
 	VCVTDQ2PS       Z16, Z16
 	VMULPS          Z8, Z16, Z16
 	VADDPS          Z16, Z15, Z15
-	VBROADCASTI32X4 (SP), Z17
+	VSHUFI32X4      $0x55, Z5, Z5, Z17
 	VPMADDWD        1024(BX), Z17, Z17
-	VBROADCASTI32X4 16(SP), Z18
+	VSHUFI32X4      $0xff, Z5, Z5, Z18
 	VPMADDWD        1024(BX), Z18, Z18
-	VBROADCASTI32X4 32(SP), Z19
+	VSHUFI32X4      $0x55, Z6, Z6, Z19
 	VPMADDWD        1024(BX), Z19, Z19
-	VBROADCASTI32X4 48(SP), Z20
+	VSHUFI32X4      $0xff, Z6, Z6, Z20
 	VPMADDWD        1024(BX), Z20, Z20
 	VPUNPCKLDQ      Z18, Z17, Z12
 	VPUNPCKHDQ      Z18, Z17, Z13

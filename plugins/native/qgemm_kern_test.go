@@ -87,3 +87,42 @@ func BenchmarkQGEMMBatchedDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQGEMMKernelK is a K type's 4×R tile kernels alone on data in
+// the L1 cache (K 2048): CPU ns a super-block of the four weight rows,
+// R = 1…4 (how the tile's cost grows with the rows).
+func BenchmarkQGEMMKernelK(b *testing.B) {
+	for _, ty := range []ggml.Type{ggml.Q4_K, ggml.Q6_K} {
+		_, kf := qgemmKernels(ty, "vnni")
+		if kf == nil {
+			b.Skip("no tile kernels here")
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		K, N := 2048, 4
+		nb := K / 256
+		w := gemmWeights(rng, ty, N, K)
+		for R := 1; R <= 4; R++ {
+			x := make([]float32, R*K)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			var a ggml.Act
+			quantizeGGMLAct(&a, x, R, K, 256)
+			var pk qgemmPack
+			pk.packK(&a, ty, 0, R, nb)
+			y := make([]float32, R*N)
+			ap := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*len(pk.buf))
+			b.Run(fmt.Sprintf("%s/R%d", ty, R), func(b *testing.B) {
+				best := time.Duration(1 << 62)
+				for b.Loop() {
+					t0 := cpuTime()
+					for range 1000 {
+						kf[R-1](nb, &w.raw[0], w.rb, &ap[0], &y[0], 4*N)
+					}
+					best = min(best, cpuTime()-t0)
+				}
+				b.ReportMetric(float64(best.Nanoseconds())/1000/float64(nb), "cpu-ns/superblock")
+			})
+		}
+	}
+}

@@ -244,6 +244,10 @@ var shift256, q6shl, q6shr, c30z, c0Fk Mem
 var k4ctl [4]Mem
 var q6ctl Mem
 
+// Q4_K's vector scale unpacking (k4ScalesZ): the byte shuffles making P
+// and Q, and the masks of the three terms
+var k4P, k4Q, k4M1, k4M2, k4M3 Mem
+
 func constsK() {
 	word := func(name string, f func(w int) int) Mem {
 		return avokit.Bytes(name, 64, func(i int) byte {
@@ -265,6 +269,47 @@ func constsK() {
 		})
 	}
 	q6ctl = avokit.Bytes("qgemm_q6ctl", 64, func(i int) byte { return byte((i % 32) / 8) })
+	lane16 := func(name string, f func(j int) byte) Mem {
+		return avokit.Bytes(name, 64, func(i int) byte { return f(i % 16) })
+	}
+	k4P = lane16("qgemm_k4p", func(j int) byte { return [16]byte{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11}[j] })
+	k4Q = lane16("qgemm_k4q", func(j int) byte {
+		return [16]byte{0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7}[j]
+	})
+	k4M1 = lane16("qgemm_k4m1", func(j int) byte { return [4]byte{0x3f, 0x0f, 0x3f, 0}[j/4] })
+	k4M2 = lane16("qgemm_k4m2", func(j int) byte { return [4]byte{0, 0, 0, 0x0f}[j/4] })
+	k4M3 = lane16("qgemm_k4m3", func(j int) byte { return [4]byte{0, 0x30, 0, 0x30}[j/4] })
+}
+
+// k4ScalesZ unpacks the four rows' Q4_K scales and mins at once (core/
+// ggml's 6-bit packing of twelve bytes): with q the row's twelve bytes,
+// scale j < 4 is q[j]&63, min j < 4 q[j+4]&63, scale j ≥ 4
+// (q[j+4]&15) | (q[j-4]>>6)<<4, min j ≥ 4 (q[j+4]>>4) | (q[j]>>6)<<4.
+// Row n's bytes in lane n of Z4; P (bytes q0–3, q8–11, q4–7, q8–11) and
+// Q (0, q0–3, 0, q4–7) shuffled from them; then per lane the scales and
+// mins as bytes, P&(63, 15, 63, 0) | (P>>4)&(0, 0, 0, 15) | (Q>>2)&(0,
+// 0x30, 0, 0x30) by four bytes; widened to words (rows 0, 1 in Z5, rows 2,
+// 3 in Z6: per row its scales, then its mins, in 128-bit lanes), row n's
+// scales broadcast to every lane of Zn.
+func k4ScalesZ(row func(r, disp int) Mem) {
+	VMOVDQU32(row(0, 4), X4)
+	for n := 1; n < 4; n++ {
+		VINSERTI32X4(U8(n), row(n, 4), Z4, Z4)
+	}
+	VPSHUFB(k4P, Z4, Z5)
+	VPSHUFB(k4Q, Z4, Z6)
+	VPANDD(k4M1, Z5, Z7)
+	VPSRLW(U8(4), Z5, Z5)
+	VPANDD(k4M2, Z5, Z5)
+	VPSRLW(U8(2), Z6, Z6)
+	VPANDD(k4M3, Z6, Z6)
+	VPTERNLOGD(U8(0xfe), Z6, Z5, Z7) // Z7 | Z5 | Z6
+	VEXTRACTI64X4(U8(1), Z7, Y4)
+	VPMOVZXBW(Y7, Z5)
+	VPMOVZXBW(Y4, Z6)
+	for n := 0; n < 4; n++ {
+		VSHUFI32X4(U8(0x55*uint8(2*(n%2))), zs[5+n/2], zs[5+n/2], zs[n])
+	}
 }
 
 // tileKZ generates the 4×R kernel (R = 1…4) of a K type (Q4_K, Q6_K) on
@@ -296,10 +341,6 @@ func tileKZ(t string, R int) {
 	TEXT(name, NOSPLIT, sig)
 	Doc(fmt.Sprintf("%s computes the 4×%d tile of nb %s super-blocks (weight rows ldw bytes apart, %d packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).", name, R, t, R))
 	Pragma("noescape")
-	var mins Mem
-	if t == "Q4_K" {
-		mins = AllocLocal(64)
-	}
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
 	ldw := Load(Param("ldw"), GP64())
@@ -334,24 +375,16 @@ func tileKZ(t string, R int) {
 		}
 	}
 	// per row: Q4_K's scales as words in every 128-bit lane of Z0–Z3, its
-	// mins as words to the frame; Q6_K's −32·sc_g as words in Z0–Z3
-	for n := 0; n < 4; n++ {
-		if t == "Q4_K" {
-			scLo, scHi, mLo, mHi := avokit.K4Scales(row(n, 4))
-			VMOVD(scLo, X8)
-			VPINSRD(U8(1), scHi, X8, X8)
-			VPMOVZXBW(X8, X8)
-			VSHUFI32X4(U8(0), zs[8], zs[8], zs[n])
-			VMOVD(mLo, X9)
-			VPINSRD(U8(1), mHi, X9, X9)
-			VPMOVZXBW(X9, X9)
-			VMOVDQU(X9, mins.Offset(16*n))
-		} else {
-			VPMOVSXBW(row(n, 192), ys[n])
-			VPSLLW(U8(5), ys[n], ys[n])
-			VPXOR(Y9, Y9, Y9)
-			VPSUBW(ys[n], Y9, ys[n])
-		}
+	// mins as words kept in Z5 (rows 0, 1) and Z6 (rows 2, 3); Q6_K's
+	// −32·sc_g as words in Z0–Z3
+	if t == "Q4_K" {
+		k4ScalesZ(row)
+	}
+	for n := 0; n < 4 && t == "Q6_K"; n++ {
+		VPMOVSXBW(row(n, 192), ys[n])
+		VPSLLW(U8(5), ys[n], ys[n])
+		VPXOR(Y9, Y9, Y9)
+		VPSUBW(ys[n], Y9, ys[n])
 	}
 	q, sc, u := Z8, Z9, []VecPhysical{Z10, Z11}
 	ui := 0
@@ -440,7 +473,7 @@ func tileKZ(t string, R int) {
 		// M(n, r) = Σ m_s·Σx_s: lane 4r+n of Z17
 		for n := 0; n < 4; n++ {
 			v := zs32[17+n]
-			VBROADCASTI32X4(mins.Offset(16*n), v)
+			VSHUFI32X4(U8(0x55*uint8(2*(n%2)+1)), zs[5+n/2], zs[5+n/2], v) // row n's mins: lane 1 or 3
 			VPMADDWD(sums(0), v, v)
 		}
 		pairUnpack(func(a, b, d Op) { VPUNPCKLDQ(a, b, d) }, func(a, b, d Op) { VPUNPCKHDQ(a, b, d) }, Z17, Z18)
