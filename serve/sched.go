@@ -143,6 +143,7 @@ type job struct {
 	mu     sync.Mutex
 	events []event
 	notify chan struct{} // capacity 1: events are waiting
+	resume func()        // wakes the scheduler when a held job's events are taken
 
 	// the scheduler's
 	seq      *llm.Sequence
@@ -160,6 +161,7 @@ type job struct {
 	// this round's step is the job's first prompt chunk (nothing of its
 	// own fed yet)
 	firstChunk bool
+	held       bool      // this round: not stepped, its client has maxBacklog events waiting
 	lps        []tokenLP // logprobs not yet handed out
 }
 
@@ -179,13 +181,32 @@ func (j *job) emit(ev event) {
 	}
 }
 
+// maxBacklog is the most events a job keeps waiting for its client: a
+// sequence whose client has not taken them is held (it keeps its slot but
+// is not stepped) until the client reads, so a stalled reader neither
+// makes the server generate ahead without bound nor holds the text of a
+// whole generation in memory.
+const maxBacklog = 64
+
 // take returns the events waiting.
 func (j *job) take() []event {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	evs := j.events
 	j.events = nil
+	resume := j.resume
+	j.mu.Unlock()
+	if len(evs) >= maxBacklog && resume != nil {
+		resume()
+	}
 	return evs
+}
+
+// backlogged reports whether the job's client has maxBacklog events
+// waiting.
+func (j *job) backlogged() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.events) >= maxBacklog
 }
 
 var errShutdown = errors.New("the server is shutting down")
@@ -250,15 +271,23 @@ func (w *worker) submit(j *job) error {
 		w.mu.Unlock()
 		return errQueueFull
 	}
+	j.mu.Lock()
+	j.resume = w.poke
+	j.mu.Unlock()
 	w.queue = append(w.queue, j)
 	n := len(w.queue)
 	w.mu.Unlock()
 	w.s.met.queue.WithLabelValues(w.name).Set(float64(n))
+	w.poke()
+	return nil
+}
+
+// poke wakes the scheduler if it waits.
+func (w *worker) poke() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 func (w *worker) run() {
@@ -304,7 +333,17 @@ func (w *worker) run() {
 			w.gather()
 			continue
 		}
-		w.round(active)
+		if w.round(active) == 0 {
+			// every sequence is held for its client: wait for a reader
+			// to take its events, a new request or a cancellation
+			// (checked at the next round)
+			select {
+			case <-w.wake:
+			case <-w.stop:
+				return
+			case <-time.After(heldPoll):
+			}
+		}
 		kept := active[:0]
 		for _, j := range active {
 			if j.seq != nil {
@@ -410,7 +449,13 @@ func (j *job) step(ids []int) {
 // prompt chunks of equal length (prompts that arrived together) one run
 // more. Otherwise every step runs on its own, one after the other or
 // (Options.ParallelSteps) concurrently.
-func (w *worker) round(active []*job) {
+// heldPoll bounds how long a round of held sequences waits before it
+// looks at their clients' contexts again.
+const heldPoll = 20 * time.Millisecond
+
+// round runs one step of every active job that is not held for its
+// client and returns how many it stepped or ended.
+func (w *worker) round(active []*job) int {
 	w.arenaAt = 0
 	w.s.met.steps.WithLabelValues(w.name).Inc()
 	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
@@ -419,13 +464,17 @@ func (w *worker) round(active []*job) {
 	var chunks [][]int
 	batched := w.m.Decoder.Batched()
 	for _, j := range active {
-		j.logits, j.stepErr = nil, nil
+		j.logits, j.stepErr, j.held = nil, nil, false
 		if err := j.ctx.Err(); err != nil {
 			j.stepErr = err
 			continue
 		}
 		ids := []int{j.last}
 		prefill := j.fed < len(j.prompt)
+		if !prefill && j.backlogged() {
+			j.held = true
+			continue
+		}
 		j.firstChunk = prefill && j.fed == j.cached
 		if prefill {
 			ids = j.prompt[j.fed:min(len(j.prompt), j.fed+w.s.opts.PrefillChunk)]
@@ -478,8 +527,13 @@ func (w *worker) round(active []*job) {
 	if len(wait) > 0 {
 		w.slotCap, w.capUntil = others, time.Now().Add(memoryCapFor)
 	}
+	ran := 0
 	for _, j := range active {
+		if !j.held {
+			ran++
+		}
 		switch {
+		case j.held: // its client has not read: no step this round
 		case j.seq == nil: // back in the queue
 		case j.stepErr != nil:
 			if j.ctx.Err() != nil {
@@ -501,6 +555,7 @@ func (w *worker) round(active []*job) {
 		}
 		j.logits = nil
 	}
+	return ran
 }
 
 // evictFor evicts prefix cache entries for jobs whose first prompt chunk
