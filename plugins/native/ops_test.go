@@ -167,6 +167,21 @@ func convCases() []opCase {
 			node("Mul", []string{"c", "s1"}, "m1", nil), node("Add", []string{"m1", "c"}, "y", nil)},
 		inputs: map[string][]int{"x": {1, 4, 9, 17}}, consts: map[string][]int{"w": {4, 1, 3, 3}},
 		fixed: map[string]*graph.Tensor{"s1": sc(0.5)}, out: "y"})
+	// PRelu in a Conv's chain, every slope layout it takes: per channel
+	// ([C,1,1], and [1,C,1,1] after a residual Add, as MediaPipe's
+	// blocks), a scalar, per column ([W]), a full-size slope; then one
+	// whose slope is another PRelu's (kept apart: one layout a chain)
+	for i, ss := range [][]int{{5, 1, 1}, {1, 5, 1, 1}, {1}, {7}, {5, 6, 7}} {
+		cs = append(cs, opCase{name: fmt.Sprintf("conv-prelu%d", i),
+			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("pads", []int64{1, 1, 1, 1})),
+				node("PRelu", []string{"c", "s"}, "p", nil), node("Add", []string{"p", "r"}, "a", nil),
+				node("PRelu", []string{"a", "s2"}, "y", nil)},
+			inputs: map[string][]int{"x": {2, 3, 6, 7}, "r": {2, 5, 6, 7}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}, "s": ss, "s2": {1, 5, 1, 1}}, out: "y"})
+	}
+	cs = append(cs, opCase{name: "dw-prelu",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", attrs("group", 16, "pads", []int64{1, 1, 1, 1})),
+			node("PRelu", []string{"c", "s"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 16, 12, 12}}, consts: map[string][]int{"w": {16, 1, 3, 3}, "s": {16, 1, 1}}, out: "y"})
 	// weights computed at run time
 	cs = append(cs, opCase{name: "conv-dynamic-weights",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},
@@ -257,6 +272,14 @@ func otherCases() []opCase {
 			inputs: map[string][]int{"x": {1, 3, 10, 11}}, out: "y"},
 		{name: "maxpool-2x2", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}))},
 			inputs: map[string][]int{"x": {2, 3, 16, 13}}, out: "y"},
+		// whole tensors of even planes (layout.go): rows under a vector,
+		// a vector and a tail, whole vectors, rows of several vectors
+		{name: "maxpool-2x2-rows6", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}))},
+			inputs: map[string][]int{"x": {2, 5, 12, 12}}, out: "y"},
+		{name: "maxpool-2x2-rows21", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}))},
+			inputs: map[string][]int{"x": {1, 3, 8, 42}}, out: "y"},
+		{name: "maxpool-2x2-rows48", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}, "auto_pad", "SAME_UPPER"))},
+			inputs: map[string][]int{"x": {1, 4, 96, 96}}, out: "y"},
 		{name: "maxpool-2x2-pad", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{1, 2}, "pads", []int64{1, 0, 0, 1}))},
 			inputs: map[string][]int{"x": {1, 2, 7, 9}}, out: "y"},
 		{name: "maxpool-dilated", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 2}, "dilations", []int64{2, 2}, "pads", []int64{1, 1, 2, 0}))},

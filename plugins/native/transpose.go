@@ -135,6 +135,11 @@ func mergeAxes(dims, perm []int) (cd, cp [8]int, ng int) {
 // element by element.
 func transpose2D(y, x []float32, rows, cols int) {
 	x, y = x[:rows*cols], y[:rows*cols]
+	if cols == 3 {
+		// an NHWC image of three channels into planes (layout.go)
+		deinterleave3(x, y[:rows], y[rows:2*rows], y[2*rows:])
+		return
+	}
 	if r8, c8 := rows&^7, cols&^7; has8x8Transpose && r8 > 0 && c8 > 0 {
 		// strips of 8 rows × up to 64 columns: 8 input lines read, 64
 		// output rows written 32 bytes each

@@ -1,0 +1,43 @@
+//go:generate go run ./internal/asmgenlayout -out layout_amd64.s -stubs layout_stubs_amd64.go -pkg native
+
+package native
+
+// Kernels for the layouts of channels-last (TFLite) models lowered to
+// native's NCHW: the split of an NHWC image of three channels into planes
+// (the Transpose every such model starts with), and 2×2 stride-2 max
+// pooling over a whole tensor of short rows (MediaPipe's MaxPools halve
+// planes down to 6×6 and 3×3, where a call per row and its scalar tail
+// cost more than the pooling). AVX-512 assembly (internal/asmgenlayout)
+// where the CPU has it, portable Go otherwise; both compute exactly what
+// the element-by-element definitions compute.
+
+// deinterleave3Go is y0[j] = x[3j], y1[j] = x[3j+1], y2[j] = x[3j+2] for
+// j < len(y0).
+func deinterleave3Go(x, y0, y1, y2 []float32) {
+	n := len(y0)
+	x, y1, y2 = x[:3*n], y1[:n], y2[:n]
+	for j := range y0 {
+		p := (*[3]float32)(x[3*j:])
+		y0[j], y1[j], y2[j] = p[0], p[1], p[2]
+	}
+}
+
+// maxPool2x2RowsGo pools rows row pairs of x (2·ow floats a row, the
+// pairs one after another) into rows of ow floats of y: y[k·ow + j] =
+// the largest of the pair's four values at columns 2j and 2j+1, a NaN
+// never winning (maxPool2x2).
+func maxPool2x2RowsGo(rows, ow int, x, y []float32) {
+	iw := 2 * ow
+	for k := 0; k < rows; k++ {
+		r := x[2*k*iw : (2*k+2)*iw]
+		maxPool2x2(y[k*ow:(k+1)*ow], r[:iw], r[iw:])
+	}
+}
+
+// isPool2x2 reports whether g is a 2×2 window at stride 2 without
+// padding or dilation tiling its input exactly (even sizes): a MaxPool
+// of it is maxPool2x2Rows over every row pair of the tensor.
+func isPool2x2(g *geom) bool {
+	return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1 &&
+		g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0 && g.ih == 2*g.oh && g.iw == 2*g.ow
+}

@@ -1,0 +1,33 @@
+package native
+
+import "golang.org/x/sys/cpu"
+
+// hasLayout512: the AVX-512 layout kernels (a variable: tests run both
+// paths).
+var hasLayout512 = cpu.X86.HasAVX512F
+
+// deinterleave3 is deinterleave3Go, 16 pixels a step in assembly where
+// the CPU can.
+func deinterleave3(x, y0, y1, y2 []float32) {
+	n := len(y0)
+	if v := n &^ 15; hasLayout512 && v > 0 {
+		_, _, _ = x[3*v-1], y1[v-1], y2[v-1]
+		deinterleave3AVX512(v, &x[0], &y0[0], &y1[0], &y2[0])
+		x, y0, y1, y2 = x[3*v:], y0[v:], y1[v:], y2[v:]
+	}
+	deinterleave3Go(x, y0, y1, y2)
+}
+
+// maxPool2x2Rows is maxPool2x2RowsGo, in one assembly call where the CPU
+// can.
+func maxPool2x2Rows(rows, ow int, x, y []float32) {
+	if !hasLayout512 || rows <= 0 || ow <= 0 {
+		maxPool2x2RowsGo(rows, ow, x, y)
+		return
+	}
+	_, _ = x[4*rows*ow-1], y[rows*ow-1]
+	rem := ow % 16
+	in := 2 * rem
+	mlo, mhi := 1<<min(in, 16)-1, 1<<max(in-16, 0)-1
+	maxPool2x2RowsAVX512(rows, ow, &x[0], &y[0], negInf, mlo, mhi, 1<<rem-1)
+}

@@ -1,0 +1,73 @@
+package native
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The layout kernels (AVX-512 where the machine has it) compute exactly
+// what the portable loops compute, over lengths with and without tails,
+// NaNs and infinities included (a NaN never wins a max).
+func TestLayoutKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	val := func() float32 {
+		switch rng.IntN(20) {
+		case 0:
+			return float32(math.NaN())
+		case 1:
+			return float32(math.Inf(-1))
+		case 2:
+			return float32(math.Inf(1))
+		}
+		return float32(rng.NormFloat64())
+	}
+	same := func(a, b float32) bool {
+		return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+	}
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 48, 100, 36864} {
+		x := make([]float32, 3*n)
+		for i := range x {
+			x[i] = val()
+		}
+		got, want := make([]float32, 3*n), make([]float32, 3*n)
+		deinterleave3(x, got[:n], got[n:2*n], got[2*n:])
+		deinterleave3Go(x, want[:n], want[n:2*n], want[2*n:])
+		for i := range want {
+			if !same(got[i], want[i]) || want[i] != x[3*(i%max(n, 1))+i/max(n, 1)] && want[i] == want[i] {
+				t.Fatalf("deinterleave3 n=%d: element %d %v, want %v", n, i, got[i], want[i])
+			}
+		}
+	}
+	for _, ow := range []int{1, 2, 3, 6, 7, 8, 12, 15, 16, 17, 24, 31, 32, 33, 48} {
+		for _, rows := range []int{1, 2, 5} {
+			x := make([]float32, 4*rows*ow)
+			for i := range x {
+				x[i] = val()
+			}
+			got, want := make([]float32, rows*ow+1), make([]float32, rows*ow+1)
+			got[rows*ow], want[rows*ow] = 42, 42 // past the end: untouched
+			maxPool2x2Rows(rows, ow, x, got[:rows*ow])
+			maxPool2x2RowsGo(rows, ow, x, want[:rows*ow])
+			for i := range want {
+				if !same(got[i], want[i]) {
+					t.Fatalf("maxPool2x2Rows rows=%d ow=%d: element %d %v, want %v", rows, ow, i, got[i], want[i])
+				}
+			}
+			// the definition: the largest non-NaN of the four, -Inf if none
+			for k := 0; k < rows; k++ {
+				for j := 0; j < ow; j++ {
+					m := float32(math.Inf(-1))
+					for _, v := range []float32{x[2*k*2*ow+2*j], x[2*k*2*ow+2*j+1], x[(2*k+1)*2*ow+2*j], x[(2*k+1)*2*ow+2*j+1]} {
+						if v > m {
+							m = v
+						}
+					}
+					if !same(want[k*ow+j], m) {
+						t.Fatalf("maxPool2x2RowsGo rows=%d ow=%d: (%d, %d) %v, want %v", rows, ow, k, j, want[k*ow+j], m)
+					}
+				}
+			}
+		}
+	}
+}
