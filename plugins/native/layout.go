@@ -41,3 +41,26 @@ func isPool2x2(g *geom) bool {
 	return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.dh == 1 && g.dw == 1 &&
 		g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0 && g.ih == 2*g.oh && g.iw == 2*g.ow
 }
+
+// lerpGo is y[i] = a[i] + w·(b[i] − a[i]): the vertical pass of a
+// bilinear Resize.
+func lerpGo(y, a, b []float32, w float32) {
+	a, b = a[:len(y)], b[:len(y)]
+	for i, v := range a {
+		y[i] = v + w*(b[i]-v)
+	}
+}
+
+// upsample2Go is the horizontal pass of a bilinear Resize by 2 away
+// from the edges: y[2j] = xe[j] + w0·(xe[j+1] − xe[j]) and y[2j+1] =
+// xo[j] + w1·(xo[j+1] − xo[j]) for j < n (xe and xo start at the source
+// columns of the first even and odd output).
+func upsample2Go(n int, xe, xo, y []float32, w0, w1 float32) {
+	xe, xo, y = xe[:n+1], xo[:n+1], y[:2*n]
+	for j := 0; j < n; j++ {
+		a, b := xe[j], xe[j+1]
+		y[2*j] = a + w0*(b-a)
+		a, b = xo[j], xo[j+1]
+		y[2*j+1] = a + w1*(b-a)
+	}
+}

@@ -31,3 +31,24 @@ func maxPool2x2Rows(rows, ow int, x, y []float32) {
 	mlo, mhi := 1<<min(in, 16)-1, 1<<max(in-16, 0)-1
 	maxPool2x2RowsAVX512(rows, ow, &x[0], &y[0], negInf, mlo, mhi, 1<<rem-1)
 }
+
+// lerp is lerpGo, 16 floats a step in assembly where the CPU can.
+func lerp(y, a, b []float32, w float32) {
+	if v := len(y) &^ 15; hasLayout512 && v > 0 {
+		_, _ = a[v-1], b[v-1]
+		lerpAVX512(v, &a[0], &b[0], &y[0], w)
+		y, a, b = y[v:], a[v:], b[v:]
+	}
+	lerpGo(y, a, b, w)
+}
+
+// upsample2 is upsample2Go, 16 source columns a step in assembly where
+// the CPU can.
+func upsample2(n int, xe, xo, y []float32, w0, w1 float32) {
+	if v := n &^ 15; hasLayout512 && v > 0 {
+		_, _, _ = xe[v], xo[v], y[2*v-1]
+		upsample2AVX512(v, &xe[0], &xo[0], &y[0], w0, w1)
+		xe, xo, y, n = xe[v:], xo[v:], y[2*v:], n-v
+	}
+	upsample2Go(n, xe, xo, y, w0, w1)
+}

@@ -205,3 +205,91 @@ mpr_next:
 mpr_done:
 	VZEROUPPER
 	RET
+
+// func lerpAVX512(n int, a *float32, b *float32, y *float32, w float32)
+// Requires: AVX, AVX512F
+TEXT ·lerpAVX512(SB), NOSPLIT, $0-36
+	MOVQ         n+0(FP), AX
+	MOVQ         a+8(FP), CX
+	MOVQ         b+16(FP), DX
+	MOVQ         y+24(FP), BX
+	VBROADCASTSS w+32(FP), Z0
+
+lerp_loop:
+	CMPQ    AX, $0x10
+	JLT     lerp_done
+	VMOVUPS (CX), Z1
+	VMOVUPS (DX), Z2
+	VSUBPS  Z1, Z2, Z2
+	VMULPS  Z0, Z2, Z2
+	VADDPS  Z2, Z1, Z1
+	VMOVUPS Z1, (BX)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, DX
+	ADDQ    $0x40, BX
+	SUBQ    $0x10, AX
+	JMP     lerp_loop
+
+lerp_done:
+	VZEROUPPER
+	RET
+
+DATA up2lo<>+0(SB)/8, $0x0000001000000000
+DATA up2lo<>+8(SB)/8, $0x0000001100000001
+DATA up2lo<>+16(SB)/8, $0x0000001200000002
+DATA up2lo<>+24(SB)/8, $0x0000001300000003
+DATA up2lo<>+32(SB)/8, $0x0000001400000004
+DATA up2lo<>+40(SB)/8, $0x0000001500000005
+DATA up2lo<>+48(SB)/8, $0x0000001600000006
+DATA up2lo<>+56(SB)/8, $0x0000001700000007
+GLOBL up2lo<>(SB), RODATA|NOPTR, $64
+
+DATA up2hi<>+0(SB)/8, $0x0000001800000008
+DATA up2hi<>+8(SB)/8, $0x0000001900000009
+DATA up2hi<>+16(SB)/8, $0x0000001a0000000a
+DATA up2hi<>+24(SB)/8, $0x0000001b0000000b
+DATA up2hi<>+32(SB)/8, $0x0000001c0000000c
+DATA up2hi<>+40(SB)/8, $0x0000001d0000000d
+DATA up2hi<>+48(SB)/8, $0x0000001e0000000e
+DATA up2hi<>+56(SB)/8, $0x0000001f0000000f
+GLOBL up2hi<>(SB), RODATA|NOPTR, $64
+
+// func upsample2AVX512(n int, xe *float32, xo *float32, y *float32, w0 float32, w1 float32)
+// Requires: AVX, AVX512F
+TEXT ·upsample2AVX512(SB), NOSPLIT, $0-40
+	MOVQ         n+0(FP), AX
+	MOVQ         xe+8(FP), CX
+	MOVQ         xo+16(FP), DX
+	MOVQ         y+24(FP), BX
+	VBROADCASTSS w0+32(FP), Z0
+	VBROADCASTSS w1+36(FP), Z1
+	VMOVUPS      up2lo<>+0(SB), Z2
+	VMOVUPS      up2hi<>+0(SB), Z3
+
+up2_loop:
+	CMPQ      AX, $0x10
+	JLT       up2_done
+	VMOVUPS   (CX), Z4
+	VMOVUPS   4(CX), Z5
+	VMOVUPS   (DX), Z6
+	VMOVUPS   4(DX), Z7
+	VSUBPS    Z4, Z5, Z5
+	VMULPS    Z0, Z5, Z5
+	VADDPS    Z5, Z4, Z5
+	VSUBPS    Z6, Z7, Z4
+	VMULPS    Z1, Z4, Z4
+	VADDPS    Z4, Z6, Z4
+	VMOVAPS   Z5, Z6
+	VPERMT2PS Z4, Z2, Z6
+	VPERMT2PS Z4, Z3, Z5
+	VMOVUPS   Z6, (BX)
+	VMOVUPS   Z5, 64(BX)
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, DX
+	ADDQ      $0x00000080, BX
+	SUBQ      $0x10, AX
+	JMP       up2_loop
+
+up2_done:
+	VZEROUPPER
+	RET

@@ -7,3 +7,9 @@ const hasLayout512 = false
 func deinterleave3(x, y0, y1, y2 []float32) { deinterleave3Go(x, y0, y1, y2) }
 
 func maxPool2x2Rows(rows, ow int, x, y []float32) { maxPool2x2RowsGo(rows, ow, x, y) }
+
+func lerp(y, a, b []float32, w float32) { lerpGo(y, a, b, w) }
+
+func upsample2(n int, xe, xo, y []float32, w0, w1 float32) {
+	upsample2Go(n, xe, xo, y, w0, w1)
+}

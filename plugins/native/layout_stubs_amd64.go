@@ -11,3 +11,13 @@ func deinterleave3AVX512(n int, x *float32, y0 *float32, y1 *float32, y2 *float3
 //
 //go:noescape
 func maxPool2x2RowsAVX512(rows int, ow int, x *float32, y *float32, ninf float32, mlo int, mhi int, mout int)
+
+// lerpAVX512 computes y[i] = a[i] + w·(b[i] − a[i]) for i < n&^15, each operation rounded.
+//
+//go:noescape
+func lerpAVX512(n int, a *float32, b *float32, y *float32, w float32)
+
+// upsample2AVX512 computes y[2j] = xe[j] + w0·(xe[j+1] − xe[j]) and y[2j+1] = xo[j] + w1·(xo[j+1] − xo[j]) for j < n&^15, each operation rounded.
+//
+//go:noescape
+func upsample2AVX512(n int, xe *float32, xo *float32, y *float32, w0 float32, w1 float32)

@@ -1,6 +1,7 @@
 package native
 
 import (
+	resizeops "github.com/switchyard-hal/switchyard/core/ops/resize"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -39,6 +40,32 @@ func TestLayoutKernels(t *testing.T) {
 			}
 		}
 	}
+	for _, n := range []int{0, 1, 15, 16, 17, 40, 100} {
+		a, b, x := make([]float32, n), make([]float32, n), make([]float32, n+2)
+		for i := range a {
+			a[i], b[i] = val(), val()
+		}
+		for i := range x {
+			x[i] = val()
+		}
+		for _, w := range []float32{0, 0.25, 0.75, 0.3} {
+			got, want := make([]float32, 2*n), make([]float32, 2*n)
+			lerp(got[:n], a, b, w)
+			lerpGo(want[:n], a, b, w)
+			for i := range want[:n] {
+				if !same(got[i], want[i]) {
+					t.Fatalf("lerp n=%d w=%v: element %d %v, want %v", n, w, i, got[i], want[i])
+				}
+			}
+			upsample2(n, x, x[1:], got, w, 1-w)
+			upsample2Go(n, x, x[1:], want, w, 1-w)
+			for i := range want {
+				if !same(got[i], want[i]) {
+					t.Fatalf("upsample2 n=%d w=%v: element %d %v, want %v", n, w, i, got[i], want[i])
+				}
+			}
+		}
+	}
 	for _, ow := range []int{1, 2, 3, 6, 7, 8, 12, 15, 16, 17, 24, 31, 32, 33, 48} {
 		for _, rows := range []int{1, 2, 5} {
 			x := make([]float32, 4*rows*ow)
@@ -68,6 +95,26 @@ func TestLayoutKernels(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// A linear resize by 2 finds its by-2 run (upsample2) with half-pixel
+// centres and asymmetric coordinates; align-corners has none.
+func TestResizeBy2Run(t *testing.T) {
+	for _, c := range []struct {
+		ctm     string
+		in, out int
+		scale   float64
+		e, min  int
+	}{
+		{"half_pixel", 45, 90, 2, -1, 40},
+		{resizeops.CtmAsymmetric, 37, 74, 2, 0, 35},
+		{resizeops.CtmAlignCorners, 40, 80, 2, 0, 0},
+	} {
+		m := resizeMap(resizeops.Attrs{Mode: resizeops.ModeLinear, Ctm: c.ctm}, c.in, c.out, c.scale)
+		if m.jb-m.ja < c.min || (c.min > 0 && m.e != c.e) || (c.min == 0 && m.jb != m.ja) {
+			t.Errorf("%s %d→%d: run [%d, %d) e=%d, want at least %d columns at e=%d", c.ctm, c.in, c.out, m.ja, m.jb, m.e, c.min, c.e)
 		}
 	}
 }

@@ -80,7 +80,16 @@ func (h *hrows) find(key int) int {
 func (h *hrows) fill(t *resizeTask, k, key int, src []float32) {
 	h.key[k] = key
 	dst, c := h.slots[k], t.cols
-	for ox := range dst {
+	a, b := len(dst), len(dst) // [a, b): the by-2 run's outputs
+	if c.jb > c.ja {
+		a, b = 2*c.ja, 2*c.jb
+		upsample2(c.jb-c.ja, src[c.ja+c.e:], src[c.ja:], dst[a:b], c.w0, c.w1)
+	}
+	for ox := range dst[:a] {
+		a0, a1 := c.i0[ox], c.i1[ox]
+		dst[ox] = src[a0] + c.w[ox]*(src[a1]-src[a0])
+	}
+	for ox := b; ox < len(dst); ox++ {
 		a0, a1 := c.i0[ox], c.i1[ox]
 		dst[ox] = src[a0] + c.w[ox]*(src[a1]-src[a0])
 	}
@@ -91,6 +100,11 @@ func (h *hrows) fill(t *resizeTask, k, key int, src []float32) {
 type resizeAxis struct {
 	i0, i1 []int
 	w      []float32
+	// linear by 2 (upsample2): outputs 2j and 2j+1 for j in [ja, jb)
+	// are w0 of the way from column j+e to j+e+1 (e = -1 or 0) and w1
+	// from j to j+1 (ja = jb: none)
+	ja, jb, e int
+	w0, w1    float32
 }
 
 func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
@@ -196,7 +210,32 @@ func resizeMap(a resizeops.Attrs, in, out int, scale float64) resizeAxis {
 		m.i1[o] = min(int(k)+1, in-1)
 		m.w[o] = float32(xo - k)
 	}
+	if linear {
+		m.up2()
+	}
 	return m
+}
+
+// up2 finds the longest run of source columns whose two outputs follow
+// the pattern of a linear resize by 2 (resizeAxis.ja), at least 16: the
+// even output between columns j−1 and j (half-pixel centres) or j and
+// j+1 (asymmetric), the odd one between j and j+1, each at one weight.
+func (m *resizeAxis) up2() {
+	n := len(m.i0)
+	best := 0
+	for _, e := range []int{-1, 0} {
+		for j := 1; 2*j+1 < n; {
+			w0, w1 := m.w[2*j], m.w[2*j+1]
+			k := j
+			for ; 2*k+1 < n && m.i0[2*k] == k+e && m.i1[2*k] == k+e+1 && m.i0[2*k+1] == k && m.i1[2*k+1] == k+1 &&
+				m.w[2*k] == w0 && m.w[2*k+1] == w1; k++ {
+			}
+			if k-j > best && k-j >= 16 {
+				best, m.ja, m.jb, m.e, m.w0, m.w1 = k-j, j, k, e, w0, w1
+			}
+			j = k + 1
+		}
+	}
 }
 
 // resizeRow computes output row r (plane r / oh, row r % oh); h caches
@@ -220,11 +259,7 @@ func resizeRow(t *resizeTask, r int, h *hrows) {
 	if h != nil {
 		base := plane * t.ih
 		top, bot := h.pair(t, base+t.rows.i0[oy], r0, base+t.rows.i1[oy], r1)
-		bot = bot[:len(dst)]
-		top = top[:len(dst)]
-		for ox, v := range top {
-			dst[ox] = v + wy*(bot[ox]-v)
-		}
+		lerp(dst, top, bot, wy)
 		return
 	}
 	for ox := range dst {

@@ -21,6 +21,8 @@ import (
 func main() {
 	deinterleave3()
 	maxPool2x2Rows()
+	lerp()
+	upsample2()
 	Generate()
 }
 
@@ -179,6 +181,92 @@ func maxPool2x2Rows() {
 	DECQ(rows)
 	JMP(LabelRef("mpr_row"))
 	Label("mpr_done")
+	VZEROUPPER()
+	RET()
+}
+
+// lerp emits lerpAVX512: y[i] = a[i] + w·(b[i] − a[i]) for i < n&^15,
+// rounded after each operation (a subtraction, a product, a sum: no
+// fused multiply-add), as the Go expression computes it: the vertical
+// pass of a bilinear Resize.
+func lerp() {
+	TEXT("lerpAVX512", NOSPLIT, "func(n int, a, b, y *float32, w float32)")
+	Doc("lerpAVX512 computes y[i] = a[i] + w·(b[i] − a[i]) for i < n&^15, each operation rounded.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	y := Load(Param("y"), GP64())
+	w := ZMM()
+	VBROADCASTSS(NewParamAddr("w", 32), w)
+	va, vb := ZMM(), ZMM()
+	Label("lerp_loop")
+	CMPQ(n, U8(16))
+	JLT(LabelRef("lerp_done"))
+	VMOVUPS(Mem{Base: a}, va)
+	VMOVUPS(Mem{Base: b}, vb)
+	VSUBPS(va, vb, vb)
+	VMULPS(w, vb, vb)
+	VADDPS(vb, va, va)
+	VMOVUPS(va, Mem{Base: y})
+	ADDQ(U8(64), a)
+	ADDQ(U8(64), b)
+	ADDQ(U8(64), y)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("lerp_loop"))
+	Label("lerp_done")
+	VZEROUPPER()
+	RET()
+}
+
+// upsample2 emits upsample2AVX512, the horizontal pass of a bilinear
+// Resize by 2 away from the edges: for j < n&^15, y[2j] = xe[j] +
+// w0·(xe[j+1] − xe[j]) and y[2j+1] = xo[j] + w1·(xo[j+1] − xo[j]), each
+// operation rounded (xe = xo, or xe one column before xo, by the
+// coordinate transform). The even and odd outputs are computed as
+// vectors and interleaved.
+func upsample2() {
+	lo := idx("up2lo", func(j int) int { return j/2 + 16*(j%2) })
+	hi := idx("up2hi", func(j int) int { return 8 + j/2 + 16*(j%2) })
+	TEXT("upsample2AVX512", NOSPLIT, "func(n int, xe, xo, y *float32, w0, w1 float32)")
+	Doc("upsample2AVX512 computes y[2j] = xe[j] + w0·(xe[j+1] − xe[j]) and y[2j+1] = xo[j] + w1·(xo[j+1] − xo[j]) for j < n&^15, each operation rounded.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	xe := Load(Param("xe"), GP64())
+	xo := Load(Param("xo"), GP64())
+	y := Load(Param("y"), GP64())
+	w0, w1 := ZMM(), ZMM()
+	VBROADCASTSS(NewParamAddr("w0", 32), w0)
+	VBROADCASTSS(NewParamAddr("w1", 36), w1)
+	ilo, ihi := ZMM(), ZMM()
+	VMOVUPS(lo, ilo)
+	VMOVUPS(hi, ihi)
+	e0, e1, o0, o1, ev, od, t := ZMM(), ZMM(), ZMM(), ZMM(), ZMM(), ZMM(), ZMM()
+	Label("up2_loop")
+	CMPQ(n, U8(16))
+	JLT(LabelRef("up2_done"))
+	VMOVUPS(Mem{Base: xe}, e0)
+	VMOVUPS(Mem{Base: xe, Disp: 4}, e1)
+	VMOVUPS(Mem{Base: xo}, o0)
+	VMOVUPS(Mem{Base: xo, Disp: 4}, o1)
+	// even: e0 + w0·(e1 − e0); odd: o0 + w1·(o1 − o0)
+	VSUBPS(e0, e1, ev)
+	VMULPS(w0, ev, ev)
+	VADDPS(ev, e0, ev)
+	VSUBPS(o0, o1, od)
+	VMULPS(w1, od, od)
+	VADDPS(od, o0, od)
+	VMOVAPS(ev, t)
+	VPERMT2PS(od, ilo, t)
+	VPERMT2PS(od, ihi, ev)
+	VMOVUPS(t, Mem{Base: y})
+	VMOVUPS(ev, Mem{Base: y, Disp: 64})
+	ADDQ(U8(64), xe)
+	ADDQ(U8(64), xo)
+	ADDQ(U32(128), y)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("up2_loop"))
+	Label("up2_done")
 	VZEROUPPER()
 	RET()
 }
