@@ -64,3 +64,40 @@ func upsample2Go(n int, xe, xo, y []float32, w0, w1 float32) {
 		y[2*j+1] = a + w1*(b-a)
 	}
 }
+
+// resizeRowsGo is the horizontal pass of a bilinear Resize over rows
+// input rows of iw floats: y[r·ow + j] = a + w[j]·(b − a), a = x[r·iw +
+// i0[j]], b = x[r·iw + i1[j]].
+func resizeRowsGo(rows, iw, ow int, x, y []float32, i0, i1 []int32, w []float32) {
+	i0, i1, w = i0[:ow], i1[:ow], w[:ow]
+	for r := 0; r < rows; r++ {
+		src, dst := x[r*iw:(r+1)*iw], y[r*ow:(r+1)*ow]
+		for j := range dst {
+			a, b := src[i0[j]], src[i1[j]]
+			dst[j] = a + w[j]*(b-a)
+		}
+	}
+}
+
+// lerpRowsGo is the vertical pass of a bilinear Resize over planes
+// planes of rows of ow floats (hs floats of h a plane): y[(p·oh +
+// oy)·ow + j] = a + wy[oy]·(b − a), a = h[p·hs + r0[oy] + j], b = h[p·hs
+// + r1[oy] + j].
+func lerpRowsGo(planes, oh, ow, hs int, h, y []float32, r0, r1 []int32, wy []float32) {
+	for p := 0; p < planes; p++ {
+		hp := h[p*hs : (p+1)*hs]
+		for oy := 0; oy < oh; oy++ {
+			lerpGo(y[(p*oh+oy)*ow:(p*oh+oy+1)*ow], hp[r0[oy]:int(r0[oy])+ow], hp[r1[oy]:int(r1[oy])+ow], wy[oy])
+		}
+	}
+}
+
+// inRange reports whether every index lies in [0, n).
+func inRange(idx []int32, n int) bool {
+	for _, v := range idx {
+		if v < 0 || int(v) >= n {
+			return false
+		}
+	}
+	return true
+}

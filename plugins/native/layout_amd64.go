@@ -52,3 +52,24 @@ func upsample2(n int, xe, xo, y []float32, w0, w1 float32) {
 	}
 	upsample2Go(n, xe, xo, y, w0, w1)
 }
+
+// resizeRows is resizeRowsGo, in one assembly call (gathers, masked row
+// tails) where the CPU can.
+func resizeRows(rows, iw, ow int, x, y []float32, i0, i1 []int32, w []float32) {
+	if !hasLayout512 || rows <= 0 || ow <= 0 || !inRange(i0[:ow], iw) || !inRange(i1[:ow], iw) {
+		resizeRowsGo(rows, iw, ow, x, y, i0, i1, w)
+		return
+	}
+	_, _, _ = x[rows*iw-1], y[rows*ow-1], w[ow-1]
+	resizeRowsAVX512(rows, iw, ow, &x[0], &y[0], &i0[0], &i1[0], &w[0], 1<<(ow%16)-1)
+}
+
+// lerpRows is lerpRowsGo, in one assembly call where the CPU can.
+func lerpRows(planes, oh, ow, hs int, h, y []float32, r0, r1 []int32, wy []float32) {
+	if !hasLayout512 || planes <= 0 || oh <= 0 || ow <= 0 || !inRange(r0[:oh], hs-ow+1) || !inRange(r1[:oh], hs-ow+1) {
+		lerpRowsGo(planes, oh, ow, hs, h, y, r0, r1, wy)
+		return
+	}
+	_, _, _ = h[planes*hs-1], y[planes*oh*ow-1], wy[oh-1]
+	lerpRowsAVX512(planes, oh, ow, hs, &h[0], &y[0], &r0[0], &r1[0], &wy[0], 1<<(ow%16)-1)
+}

@@ -293,3 +293,138 @@ up2_loop:
 up2_done:
 	VZEROUPPER
 	RET
+
+// func resizeRowsAVX512(rows int, iw int, ow int, x *float32, y *float32, i0 *int32, i1 *int32, w *float32, mask int)
+// Requires: AVX, AVX512F
+TEXT ·resizeRowsAVX512(SB), NOSPLIT, $0-72
+	MOVQ  rows+0(FP), AX
+	MOVQ  iw+8(FP), CX
+	MOVQ  ow+16(FP), DX
+	MOVQ  x+24(FP), BX
+	MOVQ  y+32(FP), SI
+	MOVQ  i0+40(FP), DI
+	MOVQ  i1+48(FP), R8
+	MOVQ  w+56(FP), R9
+	MOVQ  mask+64(FP), R10
+	KMOVW R10, K1
+	SHLQ  $0x02, CX
+	MOVL  $0x0000ffff, R12
+
+rr_row:
+	TESTQ AX, AX
+	JEQ   rr_done
+	XORQ  R11, R11
+	MOVQ  DX, R10
+
+rr_blk:
+	CMPQ       R10, $0x10
+	JLT        rr_tail
+	VMOVDQU32  (DI)(R11*4), Z0
+	VMOVDQU32  (R8)(R11*4), Z1
+	VMOVUPS    (R9)(R11*4), Z2
+	KMOVW      R12, K2
+	VGATHERDPS (BX)(Z0*4), K2, Z3
+	KMOVW      R12, K2
+	VGATHERDPS (BX)(Z1*4), K2, Z4
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z2, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	VMOVUPS    Z3, (SI)(R11*4)
+	ADDQ       $0x10, R11
+	SUBQ       $0x10, R10
+	JMP        rr_blk
+
+rr_tail:
+	TESTQ       R10, R10
+	JEQ         rr_next
+	VMOVDQU32.Z (DI)(R11*4), K1, Z0
+	VMOVDQU32.Z (R8)(R11*4), K1, Z1
+	VMOVUPS.Z   (R9)(R11*4), K1, Z2
+	KMOVW       K1, K2
+	VGATHERDPS  (BX)(Z0*4), K2, Z3
+	KMOVW       K1, K2
+	VGATHERDPS  (BX)(Z1*4), K2, Z4
+	VSUBPS      Z3, Z4, Z4
+	VMULPS      Z2, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+	VMOVUPS     Z3, K1, (SI)(R11*4)
+
+rr_next:
+	ADDQ CX, BX
+	LEAQ (SI)(DX*4), SI
+	DECQ AX
+	JMP  rr_row
+
+rr_done:
+	VZEROUPPER
+	RET
+
+// func lerpRowsAVX512(planes int, oh int, ow int, hs int, h *float32, y *float32, r0 *int32, r1 *int32, wy *float32, mask int)
+// Requires: AVX, AVX512F
+TEXT ·lerpRowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ  planes+0(FP), AX
+	MOVQ  oh+8(FP), CX
+	MOVQ  ow+16(FP), DX
+	MOVQ  hs+24(FP), BX
+	MOVQ  h+32(FP), SI
+	MOVQ  y+40(FP), DI
+	MOVQ  r0+48(FP), R8
+	MOVQ  r1+56(FP), R9
+	MOVQ  wy+64(FP), R10
+	MOVQ  mask+72(FP), R11
+	KMOVW R11, K1
+	SHLQ  $0x02, BX
+
+lr_plane:
+	TESTQ AX, AX
+	JEQ   lr_done
+	XORQ  R11, R11
+
+lr_row:
+	CMPQ         R11, CX
+	JGE          lr_next
+	MOVLQSX      (R8)(R11*4), R12
+	LEAQ         (SI)(R12*4), R13
+	MOVLQSX      (R9)(R11*4), R12
+	LEAQ         (SI)(R12*4), R14
+	VBROADCASTSS (R10)(R11*4), Z2
+	MOVQ         DX, R12
+
+lr_blk:
+	CMPQ    R12, $0x10
+	JLT     lr_tail
+	VMOVUPS (R13), Z0
+	VMOVUPS (R14), Z1
+	VSUBPS  Z0, Z1, Z1
+	VMULPS  Z2, Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $0x40, R13
+	ADDQ    $0x40, R14
+	ADDQ    $0x40, DI
+	SUBQ    $0x10, R12
+	JMP     lr_blk
+
+lr_tail:
+	TESTQ     R12, R12
+	JEQ       lr_rowend
+	VMOVUPS.Z (R13), K1, Z0
+	VMOVUPS.Z (R14), K1, Z1
+	VSUBPS    Z0, Z1, Z1
+	VMULPS    Z2, Z1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)
+	LEAQ      (DI)(R12*4), DI
+
+lr_rowend:
+	INCQ R11
+	JMP  lr_row
+
+lr_next:
+	ADDQ BX, SI
+	DECQ AX
+	JMP  lr_plane
+
+lr_done:
+	VZEROUPPER
+	RET

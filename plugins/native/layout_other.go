@@ -13,3 +13,11 @@ func lerp(y, a, b []float32, w float32) { lerpGo(y, a, b, w) }
 func upsample2(n int, xe, xo, y []float32, w0, w1 float32) {
 	upsample2Go(n, xe, xo, y, w0, w1)
 }
+
+func resizeRows(rows, iw, ow int, x, y []float32, i0, i1 []int32, w []float32) {
+	resizeRowsGo(rows, iw, ow, x, y, i0, i1, w)
+}
+
+func lerpRows(planes, oh, ow, hs int, h, y []float32, r0, r1 []int32, wy []float32) {
+	lerpRowsGo(planes, oh, ow, hs, h, y, r0, r1, wy)
+}

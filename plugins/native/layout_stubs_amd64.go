@@ -21,3 +21,13 @@ func lerpAVX512(n int, a *float32, b *float32, y *float32, w float32)
 //
 //go:noescape
 func upsample2AVX512(n int, xe *float32, xo *float32, y *float32, w0 float32, w1 float32)
+
+// resizeRowsAVX512 computes y[r·ow + j] = a + w[j]·(b − a), a = x[r·iw + i0[j]], b = x[r·iw + i1[j]], for r < rows and j < ow; mask: the lanes of a row's last ow%16.
+//
+//go:noescape
+func resizeRowsAVX512(rows int, iw int, ow int, x *float32, y *float32, i0 *int32, i1 *int32, w *float32, mask int)
+
+// lerpRowsAVX512 computes y[(p·oh + oy)·ow + j] = a + wy[oy]·(b − a), a = h[p·hs + r0[oy] + j], b = h[p·hs + r1[oy] + j]; mask: the lanes of a row's last ow%16.
+//
+//go:noescape
+func lerpRowsAVX512(planes int, oh int, ow int, hs int, h *float32, y *float32, r0 *int32, r1 *int32, wy *float32, mask int)
