@@ -101,3 +101,11 @@ func inRange(idx []int32, n int) bool {
 	}
 	return true
 }
+
+// interleave2Go is y[2j] = a[j], y[2j+1] = b[j] for j < len(a).
+func interleave2Go(a, b, y []float32) {
+	b, y = b[:len(a)], y[:2*len(a)]
+	for j, v := range a {
+		y[2*j], y[2*j+1] = v, b[j]
+	}
+}

@@ -73,3 +73,14 @@ func lerpRows(planes, oh, ow, hs int, h, y []float32, r0, r1 []int32, wy []float
 	_, _, _ = h[planes*hs-1], y[planes*oh*ow-1], wy[oh-1]
 	lerpRowsAVX512(planes, oh, ow, hs, &h[0], &y[0], &r0[0], &r1[0], &wy[0], 1<<(ow%16)-1)
 }
+
+// interleave2 is interleave2Go, 16 pairs a step in assembly where the
+// CPU can.
+func interleave2(a, b, y []float32) {
+	if v := len(a) &^ 15; hasLayout512 && v > 0 {
+		_, _ = b[v-1], y[2*v-1]
+		interleave2AVX512(v, &a[0], &b[0], &y[0])
+		a, b, y = a[v:], b[v:], y[2*v:]
+	}
+	interleave2Go(a, b, y)
+}

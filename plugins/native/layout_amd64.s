@@ -428,3 +428,33 @@ lr_next:
 lr_done:
 	VZEROUPPER
 	RET
+
+// func interleave2AVX512(n int, a *float32, b *float32, y *float32)
+// Requires: AVX, AVX512F
+TEXT ·interleave2AVX512(SB), NOSPLIT, $0-32
+	MOVQ    n+0(FP), AX
+	MOVQ    a+8(FP), CX
+	MOVQ    b+16(FP), DX
+	MOVQ    y+24(FP), BX
+	VMOVUPS up2lo<>+0(SB), Z0
+	VMOVUPS up2hi<>+0(SB), Z1
+
+il2_loop:
+	CMPQ      AX, $0x10
+	JLT       il2_done
+	VMOVUPS   (CX), Z2
+	VMOVUPS   (DX), Z3
+	VMOVAPS   Z2, Z4
+	VPERMT2PS Z3, Z0, Z4
+	VPERMT2PS Z3, Z1, Z2
+	VMOVUPS   Z4, (BX)
+	VMOVUPS   Z2, 64(BX)
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, DX
+	ADDQ      $0x00000080, BX
+	SUBQ      $0x10, AX
+	JMP       il2_loop
+
+il2_done:
+	VZEROUPPER
+	RET

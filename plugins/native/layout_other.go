@@ -21,3 +21,5 @@ func resizeRows(rows, iw, ow int, x, y []float32, i0, i1 []int32, w []float32) {
 func lerpRows(planes, oh, ow, hs int, h, y []float32, r0, r1 []int32, wy []float32) {
 	lerpRowsGo(planes, oh, ow, hs, h, y, r0, r1, wy)
 }
+
+func interleave2(a, b, y []float32) { interleave2Go(a, b, y) }

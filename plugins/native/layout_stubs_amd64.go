@@ -31,3 +31,8 @@ func resizeRowsAVX512(rows int, iw int, ow int, x *float32, y *float32, i0 *int3
 //
 //go:noescape
 func lerpRowsAVX512(planes int, oh int, ow int, hs int, h *float32, y *float32, r0 *int32, r1 *int32, wy *float32, mask int)
+
+// interleave2AVX512 computes y[2j] = a[j], y[2j+1] = b[j] for j < n&^15.
+//
+//go:noescape
+func interleave2AVX512(n int, a *float32, b *float32, y *float32)

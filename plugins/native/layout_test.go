@@ -57,6 +57,13 @@ func TestLayoutKernels(t *testing.T) {
 					t.Fatalf("lerp n=%d w=%v: element %d %v, want %v", n, w, i, got[i], want[i])
 				}
 			}
+			interleave2(a, b, got)
+			interleave2Go(a, b, want)
+			for i := range want {
+				if !same(got[i], want[i]) {
+					t.Fatalf("interleave2 n=%d: element %d %v, want %v", n, i, got[i], want[i])
+				}
+			}
 			upsample2(n, x, x[1:], got, w, 1-w)
 			upsample2Go(n, x, x[1:], want, w, 1-w)
 			for i := range want {

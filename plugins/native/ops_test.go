@@ -318,6 +318,7 @@ func otherCases() []opCase {
 		{name: "depthtospace-dcr", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2))}, inputs: map[string][]int{"x": {2, 12, 5, 7}}, out: "y"},
 		{name: "depthtospace-crd", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2, "mode", "CRD"))}, inputs: map[string][]int{"x": {1, 8, 3, 9}}, out: "y"},
 		{name: "depthtospace-bs3", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 3, "mode", "CRD"))}, inputs: map[string][]int{"x": {1, 18, 40, 33}}, out: "y"},
+		{name: "depthtospace-crd-wide", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2, "mode", "CRD"))}, inputs: map[string][]int{"x": {2, 8, 3, 37}}, out: "y"},
 		{name: "depthtospace-large", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2))}, inputs: map[string][]int{"x": {1, 64, 40, 40}}, out: "y"},
 		{name: "hardswish-sigmoid", nodes: []*graph.Node{node("HardSwish", []string{"x"}, "h", nil), node("Sigmoid", []string{"h"}, "y", nil)}, inputs: map[string][]int{"x": {40}}, out: "y"},
 	}

@@ -251,6 +251,16 @@ func buildDepthToSpace(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, er
 				b, c, h := r/(a.oc*a.h), r/a.h%a.oc, r%a.h
 				for i := 0; i < a.bs; i++ {
 					dst := a.y[((b*a.oc+c)*a.h*a.bs+h*a.bs+i)*ow:][:ow]
+					if a.bs == 2 {
+						// the row's even and odd columns from two channels
+						// (layout.go)
+						ch0, ch1 := (2*i)*a.oc+c, (2*i+1)*a.oc+c
+						if a.crd {
+							ch0, ch1 = c*4+2*i, c*4+2*i+1
+						}
+						interleave2(a.x[((b*a.c+ch0)*a.h+h)*a.w:][:a.w], a.x[((b*a.c+ch1)*a.h+h)*a.w:][:a.w], dst)
+						continue
+					}
 					for j := 0; j < a.bs; j++ {
 						ch := (i*a.bs+j)*a.oc + c
 						if a.crd {

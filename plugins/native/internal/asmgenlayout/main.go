@@ -25,6 +25,7 @@ func main() {
 	upsample2()
 	resizeRows()
 	lerpRows()
+	interleave2()
 	Generate()
 }
 
@@ -228,8 +229,7 @@ func lerp() {
 // coordinate transform). The even and odd outputs are computed as
 // vectors and interleaved.
 func upsample2() {
-	lo := idx("up2lo", func(j int) int { return j/2 + 16*(j%2) })
-	hi := idx("up2hi", func(j int) int { return 8 + j/2 + 16*(j%2) })
+	lo, hi := interleaveIdx()
 	TEXT("upsample2AVX512", NOSPLIT, "func(n int, xe, xo, y *float32, w0, w1 float32)")
 	Doc("upsample2AVX512 computes y[2j] = xe[j] + w0·(xe[j+1] − xe[j]) and y[2j+1] = xo[j] + w1·(xo[j+1] − xo[j]) for j < n&^15, each operation rounded.")
 	Pragma("noescape")
@@ -269,6 +269,56 @@ func upsample2() {
 	SUBQ(U8(16), n)
 	JMP(LabelRef("up2_loop"))
 	Label("up2_done")
+	VZEROUPPER()
+	RET()
+}
+
+var ilo, ihi Mem
+var haveIdx bool
+
+// interleaveIdx are the two permutes' tables that interleave two vectors
+// (even lanes from the first, odd from the second), declared once.
+func interleaveIdx() (Mem, Mem) {
+	if !haveIdx {
+		ilo = idx("up2lo", func(j int) int { return j/2 + 16*(j%2) })
+		ihi = idx("up2hi", func(j int) int { return 8 + j/2 + 16*(j%2) })
+		haveIdx = true
+	}
+	return ilo, ihi
+}
+
+// interleave2 emits interleave2AVX512: y[2j] = a[j], y[2j+1] = b[j] for
+// j < n&^15 (DepthToSpace of block size 2: one output row from the rows
+// of two channels).
+func interleave2() {
+	lo, hi := interleaveIdx()
+	TEXT("interleave2AVX512", NOSPLIT, "func(n int, a, b, y *float32)")
+	Doc("interleave2AVX512 computes y[2j] = a[j], y[2j+1] = b[j] for j < n&^15.")
+	Pragma("noescape")
+	n := Load(Param("n"), GP64())
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	y := Load(Param("y"), GP64())
+	il, ih := ZMM(), ZMM()
+	VMOVUPS(lo, il)
+	VMOVUPS(hi, ih)
+	va, vb, t := ZMM(), ZMM(), ZMM()
+	Label("il2_loop")
+	CMPQ(n, U8(16))
+	JLT(LabelRef("il2_done"))
+	VMOVUPS(Mem{Base: a}, va)
+	VMOVUPS(Mem{Base: b}, vb)
+	VMOVAPS(va, t)
+	VPERMT2PS(vb, il, t)
+	VPERMT2PS(vb, ih, va)
+	VMOVUPS(t, Mem{Base: y})
+	VMOVUPS(va, Mem{Base: y, Disp: 64})
+	ADDQ(U8(64), a)
+	ADDQ(U8(64), b)
+	ADDQ(U32(128), y)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("il2_loop"))
+	Label("il2_done")
 	VZEROUPPER()
 	RET()
 }
