@@ -182,6 +182,40 @@ func convCases() []opCase {
 		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", attrs("group", 16, "pads", []int64{1, 1, 1, 1})),
 			node("PRelu", []string{"c", "s"}, "y", nil)},
 		inputs: map[string][]int{"x": {1, 16, 12, 12}}, consts: map[string][]int{"w": {16, 1, 3, 3}, "s": {16, 1, 1}}, out: "y"})
+	// a zero Pad of the spatial axes folded into the Conv (padfold.go):
+	// TFLite's asymmetric pad before a stride-2 depthwise, on top of the
+	// Conv's own pads, 1-D; a non-zero value, a channel pad and a Pad
+	// read twice stay Pads
+	i64 := func(v ...int64) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
+	for i, c := range []struct {
+		pads  *graph.Tensor
+		value float32
+		at    map[string]*graph.Attribute
+		x     []int
+		group int
+	}{
+		{i64(0, 0, 0, 0, 0, 0, 1, 1), 0, attrs("strides", []int64{2, 2}), []int{1, 16, 12, 14}, 16},
+		{i64(0, 0, 2, 1, 0, 0, 0, 3), 0, attrs("pads", []int64{1, 0, 1, 2}), []int{2, 4, 9, 8}, 1},
+		{i64(0, 0, 1, 0, 0, 2), 0, attrs("strides", []int64{2}), []int{1, 4, 19}, 1},
+		{i64(0, 0, 1, 1, 0, 0, 1, 1), 0.5, attrs("strides", []int64{2, 2}), []int{1, 16, 12, 14}, 16},
+		{i64(0, 2, 0, 0, 0, 2, 0, 0), 0, nil, []int{1, 4, 6, 7}, 1},
+	} {
+		cin := c.x[1] + int(graph.Data[int64](c.pads)[1]+graph.Data[int64](c.pads)[len(c.x)+1])
+		w := []int{cin, cin / c.group, 3, 3}
+		if len(c.x) == 3 {
+			w = w[:3]
+		}
+		cs = append(cs, opCase{name: fmt.Sprintf("pad-conv%d", i),
+			nodes: []*graph.Node{node("Pad", []string{"x", "p", "v"}, "xp", nil),
+				node("Conv", []string{"xp", "w", "b"}, "y", attrsWith(c.at, "group", c.group))},
+			inputs: map[string][]int{"x": c.x}, consts: map[string][]int{"w": w, "b": {cin}},
+			fixed: map[string]*graph.Tensor{"p": c.pads, "v": graph.Scalar(c.value)}, out: "y"})
+	}
+	cs = append(cs, opCase{name: "pad-read-twice",
+		nodes: []*graph.Node{node("Pad", []string{"x", "p"}, "xp", nil), node("Conv", []string{"xp", "w"}, "c", nil),
+			node("ReduceMean", []string{"xp"}, "m", attrs("keepdims", 1)), node("Add", []string{"c", "m"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 1, 6, 6}}, consts: map[string][]int{"w": {1, 1, 3, 3}},
+		fixed: map[string]*graph.Tensor{"p": i64(0, 0, 1, 1, 0, 0, 1, 1)}, out: "y"})
 	// weights computed at run time
 	cs = append(cs, opCase{name: "conv-dynamic-weights",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},
