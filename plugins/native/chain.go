@@ -1,7 +1,10 @@
 package native
 
 import (
+	"fmt"
+
 	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
 	"github.com/switchyard-hal/switchyard/hal"
 )
 
@@ -22,6 +25,7 @@ const (
 	stepMulSaved                  // x = saved · x
 	stepClamp                     // x = clamp(x, lo, hi), NaN kept
 	stepAddTensor                 // x = x + t[i], t another input of the same shape
+	stepPRelu                     // x = x < 0 ? slope·x : x, a constant slope broadcast to x
 )
 
 type chainStep struct {
@@ -30,17 +34,21 @@ type chainStep struct {
 	c      float32
 	lo, hi float32
 	fn     unaryFn
-	input  string // stepAddTensor: the value added
-	extra  int    // stepAddTensor: its index among the fused node's extra inputs
-	unary  string // stepUnary: the op (Sigmoid, Tanh, SiLU for x·sigmoid(x), …): its price
+	input  string    // stepAddTensor: the value added
+	extra  int       // stepAddTensor: its index among the fused node's extra inputs; stepPRelu: its index among the chain's PRelus
+	unary  string    // stepUnary: the op (Sigmoid, Tanh, SiLU for x·sigmoid(x), …): its price
+	slope  []float32 // stepPRelu: the slope's values, of shape sshape
+	sshape []int
 }
 
 // chainSeg is a run of a chain: an arithmetic program (runChain), one
-// activation, or the addition of an extra input (extra ≥ 0).
+// activation, the addition of an extra input (extra ≥ 0), or a PRelu
+// (prelu ≠ nil).
 type chainSeg struct {
 	ops   []chainOp
 	fn    unaryFn
 	extra int
+	prelu *chainStep
 }
 
 // compileChain turns steps into segments, or nil when an activation lies
@@ -58,13 +66,15 @@ func compileChain(steps []chainStep) []chainSeg {
 	for _, s := range steps {
 		var o chainOp
 		switch s.kind {
-		case stepUnary, stepAddTensor:
+		case stepUnary, stepAddTensor, stepPRelu:
 			if saving {
 				return nil
 			}
 			flush()
 			if s.kind == stepAddTensor {
 				segs = append(segs, chainSeg{extra: s.extra})
+			} else if s.kind == stepPRelu {
+				segs = append(segs, chainSeg{extra: -1, prelu: &s})
 			} else {
 				segs = append(segs, chainSeg{fn: s.fn, extra: -1})
 			}
@@ -98,16 +108,28 @@ type chainTask struct {
 	segs  []chainSeg
 	y     []float32
 	extra [maxChainExtra][]float32
+	pats  [maxChainExtra]pattern // the PRelu steps' slope layouts over y
 }
 
-// applyChain runs the chain in place over y, in parallel blocks.
-// extra are the fused node's extra inputs (stepAddTensor), each as long
-// as y (at most maxChainExtra).
-func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra [maxChainExtra][]float32) {
+// applyChain runs the chain in place over y (of shape shape), in
+// parallel blocks. extra are the fused node's extra inputs
+// (stepAddTensor), each as long as y (at most maxChainExtra).
+func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, shape []int, extra [maxChainExtra][]float32) error {
 	if len(steps) == 0 {
-		return
+		return nil
 	}
-	a := chainTask{steps, segs, y, extra}
+	a := chainTask{steps: steps, segs: segs, y: y, extra: extra}
+	for i := range steps {
+		if s := &steps[i]; s.kind == stepPRelu {
+			var ob [8]int
+			out, err := broadcastInto(&ob, shape, s.sshape)
+			pat, ok := bcastPattern(shape, s.sshape)
+			if err != nil || !ok || !graph.SameShape(out, shape) || kernels.Prod(shape) != len(y) || s.extra >= maxChainExtra {
+				return fmt.Errorf("%w: fused PRelu slope %v does not broadcast to the output %v", kernels.ErrInvalid, s.sshape, shape)
+			}
+			a.pats[s.extra] = pat
+		}
+	}
 	if segs != nil {
 		chunksFor(p, len(y), a, func(a chainTask, i0, i1 int) {
 			for b0 := i0; b0 < i1; b0 += chainBlock {
@@ -115,6 +137,8 @@ func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra 
 				for _, s := range a.segs {
 					if s.extra >= 0 {
 						binaryVec(opAdd, blk, blk, a.extra[s.extra][b0:b0+len(blk)])
+					} else if s.prelu != nil {
+						preluAt(blk, b0, len(a.y), s.prelu.slope, a.pats[s.prelu.extra])
 					} else if s.fn != nil {
 						s.fn(blk, blk)
 					} else {
@@ -123,7 +147,7 @@ func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra 
 				}
 			}
 		})
-		return
+		return nil
 	}
 	chunksFor(p, len(y), a, func(a chainTask, i0, i1 int) {
 		var saved [chainBlock]float32
@@ -145,10 +169,52 @@ func applyChain(p *pool, steps []chainStep, segs []chainSeg, y []float32, extra 
 					clampTo(blk, blk, s.lo, s.hi)
 				case stepAddTensor:
 					binaryVec(opAdd, blk, blk, a.extra[s.extra][b0:b0+len(blk)])
+				case stepPRelu:
+					preluAt(blk, b0, len(a.y), s.slope, a.pats[s.extra])
 				}
 			}
 		}
 	})
+	return nil
+}
+
+// preluAt applies PRelu in place to blk, elements [b0, b0+len(blk)) of
+// a tensor of total elements whose slope s is laid out by p.
+func preluAt(blk []float32, b0, total int, s []float32, p pattern) {
+	for i := 0; i < len(blk); {
+		j, run, constant := locate(p, b0+i, total)
+		run = min(run, len(blk)-i)
+		if constant {
+			preluVS(blk[i:i+run], blk[i:i+run], s[j])
+		} else {
+			preluVV(blk[i:i+run], blk[i:i+run], s[j:j+run])
+		}
+		i += run
+	}
+}
+
+// preluStep is the step of a PRelu n of v by a constant float32 slope
+// that broadcasts to v's static shape (every layout prelu.go takes), or
+// false.
+func preluStep(sg *hal.Subgraph, n *graph.Node, v string) (chainStep, bool) {
+	if n.OpType != "PRelu" || n.Domain != "" || len(n.Inputs) != 2 || len(n.Outputs) != 1 || n.Inputs[0] != v || check(sg, n) != "" {
+		return chainStep{}, false
+	}
+	s := constInput(sg, n, 1)
+	tv, ok := sg.TypeOf(v)
+	if s == nil || s.DType != graph.Float32 || !ok {
+		return chainStep{}, false
+	}
+	dims, ok := tv.Shape.Ints()
+	if !ok || len(s.Shape) > len(dims) {
+		return chainStep{}, false
+	}
+	var ob [8]int
+	out, err := broadcastInto(&ob, dims, s.Shape)
+	if _, okp := bcastPattern(dims, s.Shape); err != nil || !okp || !graph.SameShape(out, dims) {
+		return chainStep{}, false
+	}
+	return chainStep{kind: stepPRelu, slope: graph.Data[float32](s), sshape: append([]int(nil), s.Shape...), unary: "PRelu"}, true
 }
 
 var binOps = map[string]binOp{"Add": opAdd, "Sub": opSub, "Mul": opMul, "Div": opDiv}
@@ -237,7 +303,7 @@ func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, i
 	var steps []chainStep
 	var nodes []*graph.Node
 	var last *graph.Node
-	extra := 0
+	extra, prelus := 0, 0
 	for !isOut[v] {
 		r := readers[v]
 		for _, x := range r {
@@ -247,6 +313,12 @@ func extendChain(sg *hal.Subgraph, v string, readers map[string][]*graph.Node, i
 		}
 		if len(r) == 1 {
 			s, ok := scalarStep(sg, r[0], v)
+			if !ok && prelus < maxChainExtra {
+				if s, ok = preluStep(sg, r[0], v); ok {
+					s.extra = prelus
+					prelus++
+				}
+			}
 			if !ok && extra < maxChainExtra {
 				if s, ok = tensorAddStep(sg, r[0], v); ok {
 					s.extra = extra

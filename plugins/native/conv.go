@@ -194,8 +194,7 @@ func (p *convPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extr
 		}
 		ex[i] = f32(t)
 	}
-	applyChain(bc.pool, p.chain, p.segs, f32(y), ex)
-	return y, nil
+	return y, applyChain(bc.pool, p.chain, p.segs, f32(y), y.Shape, ex)
 }
 
 // convShape is what a Conv plan derives from one input shape: the

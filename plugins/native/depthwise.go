@@ -535,13 +535,16 @@ func newDWPacked(g *geom, L int) *dwPacked {
 // usePacked returns the lanes of the packed path for a depthwise
 // convolution of geometry g over c channels, 0 where the planar tiles
 // compute it: the packed path takes column stride 2 at every width and
-// stride 1 up to 48 output columns. Measured by BenchmarkDepthwisePacked
+// stride 1 up to 56 output columns. Measured by BenchmarkDepthwisePacked
 // (CPU time, one thread, AVX-512, load 16; planar → packed µs): 3×3
 // 256×8×10 52 → 12, 128×15×20 43 → 25, stride 2 55 → 11, 64×30×40 49 → 36,
 // stride 2 62 → 13, 480×33×33 448 → 311, 32×120×160 stride 2 217 → 138,
 // 48×129×129 stride 2 351 → 285; 5×5 256×12×12 101 → 30, 64×48×48 stride 2
 // 94 → 42. At stride 1 from about 64 columns on the planar tiles fill
 // their vectors and read the input in place (72×65×65 171 → 203 packed).
+// MediaPipe's 224×224 models' 56-column planes are still the packed
+// path's (load 14-18, same benchmark: 144×56×56 3×3 346-387 → 260-265;
+// 24×112×112 stays planar, 135 → 193 packed).
 func usePacked(g *geom, c int) int {
 	L := dwPackedLanes(c)
 	if L == 0 || g.sw > 2 || g.sw < 1 || g.pt < 0 || g.pl < 0 || g.ow > dwPackedMaxOW[g.sw-1] {
@@ -552,7 +555,7 @@ func usePacked(g *geom, c int) int {
 
 // dwPackedMaxOW are the widest output rows the packed path takes at
 // column strides 1 and 2.
-var dwPackedMaxOW = [2]int{48, math.MaxInt}
+var dwPackedMaxOW = [2]int{56, math.MaxInt}
 
 // scratchLen is the floats one block needs: a strip's input rows
 // channels-last, its padded plane and its outputs.

@@ -53,7 +53,11 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 		order = src.Nodes
 	}
 	readers := map[string][]*graph.Node{}
+	producer := map[string]*graph.Node{}
 	for _, n := range order {
+		for _, o := range n.Outputs {
+			producer[o] = n
+		}
 		for _, in := range n.Inputs {
 			if in != "" {
 				readers[in] = append(readers[in], n)
@@ -126,6 +130,11 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 		}
 		f := &fusion{lo: negInf, hi: posInf}
 		last := n
+		var padN *graph.Node // a zero Pad folded into the Conv's pads (padfold.go)
+		var padPads []int64
+		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
+			padN, padPads = padFold(sg, n, producer, readers, isOut, free)
+		}
 		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
 			if bn := next(last); bn != nil && bn.OpType == "BatchNormalization" && foldableBN(sg, bn, n) {
 				f.bn, last = bn, bn
@@ -152,7 +161,7 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 				absorbed = append(absorbed, nodes...)
 			}
 		}
-		if last == n {
+		if last == n && padN == nil {
 			continue
 		}
 		c := *n
@@ -171,12 +180,23 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 			}
 			c.Inputs = append(ins, extras...)
 		}
+		if padN != nil {
+			c.Inputs = append([]string{padN.Inputs[0]}, c.Inputs[1:]...)
+			c.Attrs = withPads(n, padPads)
+			dropped[padN] = true
+			f.nodes = append(f.nodes, padN.Label())
+		}
 		for _, x := range absorbed {
 			dropped[x] = true
 			f.nodes = append(f.nodes, x.Label())
 		}
 		fused[&c] = f
-		repl[n], at[absorbed[len(absorbed)-1]] = &c, &c
+		repl[n] = &c
+		if len(absorbed) > 0 {
+			at[absorbed[len(absorbed)-1]] = &c
+		} else {
+			at[n] = &c
+		}
 	}
 	g := *src
 	g.Nodes = make([]*graph.Node, 0, len(order))

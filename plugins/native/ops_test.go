@@ -167,6 +167,55 @@ func convCases() []opCase {
 			node("Mul", []string{"c", "s1"}, "m1", nil), node("Add", []string{"m1", "c"}, "y", nil)},
 		inputs: map[string][]int{"x": {1, 4, 9, 17}}, consts: map[string][]int{"w": {4, 1, 3, 3}},
 		fixed: map[string]*graph.Tensor{"s1": sc(0.5)}, out: "y"})
+	// PRelu in a Conv's chain, every slope layout it takes: per channel
+	// ([C,1,1], and [1,C,1,1] after a residual Add, as MediaPipe's
+	// blocks), a scalar, per column ([W]), a full-size slope; then one
+	// whose slope is another PRelu's (kept apart: one layout a chain)
+	for i, ss := range [][]int{{5, 1, 1}, {1, 5, 1, 1}, {1}, {7}, {5, 6, 7}} {
+		cs = append(cs, opCase{name: fmt.Sprintf("conv-prelu%d", i),
+			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("pads", []int64{1, 1, 1, 1})),
+				node("PRelu", []string{"c", "s"}, "p", nil), node("Add", []string{"p", "r"}, "a", nil),
+				node("PRelu", []string{"a", "s2"}, "y", nil)},
+			inputs: map[string][]int{"x": {2, 3, 6, 7}, "r": {2, 5, 6, 7}}, consts: map[string][]int{"w": {5, 3, 3, 3}, "b": {5}, "s": ss, "s2": {1, 5, 1, 1}}, out: "y"})
+	}
+	cs = append(cs, opCase{name: "dw-prelu",
+		nodes: []*graph.Node{node("Conv", []string{"x", "w"}, "c", attrs("group", 16, "pads", []int64{1, 1, 1, 1})),
+			node("PRelu", []string{"c", "s"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 16, 12, 12}}, consts: map[string][]int{"w": {16, 1, 3, 3}, "s": {16, 1, 1}}, out: "y"})
+	// a zero Pad of the spatial axes folded into the Conv (padfold.go):
+	// TFLite's asymmetric pad before a stride-2 depthwise, on top of the
+	// Conv's own pads, 1-D; a non-zero value, a channel pad and a Pad
+	// read twice stay Pads
+	i64 := func(v ...int64) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
+	for i, c := range []struct {
+		pads  *graph.Tensor
+		value float32
+		at    map[string]*graph.Attribute
+		x     []int
+		group int
+	}{
+		{i64(0, 0, 0, 0, 0, 0, 1, 1), 0, attrs("strides", []int64{2, 2}), []int{1, 16, 12, 14}, 16},
+		{i64(0, 0, 2, 1, 0, 0, 0, 3), 0, attrs("pads", []int64{1, 0, 1, 2}), []int{2, 4, 9, 8}, 1},
+		{i64(0, 0, 1, 0, 0, 2), 0, attrs("strides", []int64{2}), []int{1, 4, 19}, 1},
+		{i64(0, 0, 1, 1, 0, 0, 1, 1), 0.5, attrs("strides", []int64{2, 2}), []int{1, 16, 12, 14}, 16},
+		{i64(0, 2, 0, 0, 0, 2, 0, 0), 0, nil, []int{1, 4, 6, 7}, 1},
+	} {
+		cin := c.x[1] + int(graph.Data[int64](c.pads)[1]+graph.Data[int64](c.pads)[len(c.x)+1])
+		w := []int{cin, cin / c.group, 3, 3}
+		if len(c.x) == 3 {
+			w = w[:3]
+		}
+		cs = append(cs, opCase{name: fmt.Sprintf("pad-conv%d", i),
+			nodes: []*graph.Node{node("Pad", []string{"x", "p", "v"}, "xp", nil),
+				node("Conv", []string{"xp", "w", "b"}, "y", attrsWith(c.at, "group", c.group))},
+			inputs: map[string][]int{"x": c.x}, consts: map[string][]int{"w": w, "b": {cin}},
+			fixed: map[string]*graph.Tensor{"p": c.pads, "v": graph.Scalar(c.value)}, out: "y"})
+	}
+	cs = append(cs, opCase{name: "pad-read-twice",
+		nodes: []*graph.Node{node("Pad", []string{"x", "p"}, "xp", nil), node("Conv", []string{"xp", "w"}, "c", nil),
+			node("ReduceMean", []string{"xp"}, "m", attrs("keepdims", 1)), node("Add", []string{"c", "m"}, "y", nil)},
+		inputs: map[string][]int{"x": {1, 1, 6, 6}}, consts: map[string][]int{"w": {1, 1, 3, 3}},
+		fixed: map[string]*graph.Tensor{"p": i64(0, 0, 1, 1, 0, 0, 1, 1)}, out: "y"})
 	// weights computed at run time
 	cs = append(cs, opCase{name: "conv-dynamic-weights",
 		nodes:  []*graph.Node{node("Conv", []string{"x", "wi"}, "y", attrs("pads", []int64{1, 1, 1, 1}))},
@@ -257,6 +306,14 @@ func otherCases() []opCase {
 			inputs: map[string][]int{"x": {1, 3, 10, 11}}, out: "y"},
 		{name: "maxpool-2x2", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}))},
 			inputs: map[string][]int{"x": {2, 3, 16, 13}}, out: "y"},
+		// whole tensors of even planes (layout.go): rows under a vector,
+		// a vector and a tail, whole vectors, rows of several vectors
+		{name: "maxpool-2x2-rows6", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}))},
+			inputs: map[string][]int{"x": {2, 5, 12, 12}}, out: "y"},
+		{name: "maxpool-2x2-rows21", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}))},
+			inputs: map[string][]int{"x": {1, 3, 8, 42}}, out: "y"},
+		{name: "maxpool-2x2-rows48", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{2, 2}, "auto_pad", "SAME_UPPER"))},
+			inputs: map[string][]int{"x": {1, 4, 96, 96}}, out: "y"},
 		{name: "maxpool-2x2-pad", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{2, 2}, "strides", []int64{1, 2}, "pads", []int64{1, 0, 0, 1}))},
 			inputs: map[string][]int{"x": {1, 2, 7, 9}}, out: "y"},
 		{name: "maxpool-dilated", nodes: []*graph.Node{node("MaxPool", []string{"x"}, "y", attrs("kernel_shape", []int64{3, 2}, "dilations", []int64{2, 2}, "pads", []int64{1, 1, 2, 0}))},
@@ -295,6 +352,7 @@ func otherCases() []opCase {
 		{name: "depthtospace-dcr", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2))}, inputs: map[string][]int{"x": {2, 12, 5, 7}}, out: "y"},
 		{name: "depthtospace-crd", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2, "mode", "CRD"))}, inputs: map[string][]int{"x": {1, 8, 3, 9}}, out: "y"},
 		{name: "depthtospace-bs3", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 3, "mode", "CRD"))}, inputs: map[string][]int{"x": {1, 18, 40, 33}}, out: "y"},
+		{name: "depthtospace-crd-wide", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2, "mode", "CRD"))}, inputs: map[string][]int{"x": {2, 8, 3, 37}}, out: "y"},
 		{name: "depthtospace-large", nodes: []*graph.Node{node("DepthToSpace", []string{"x"}, "y", attrs("blocksize", 2))}, inputs: map[string][]int{"x": {1, 64, 40, 40}}, out: "y"},
 		{name: "hardswish-sigmoid", nodes: []*graph.Node{node("HardSwish", []string{"x"}, "h", nil), node("Sigmoid", []string{"h"}, "y", nil)}, inputs: map[string][]int{"x": {40}}, out: "y"},
 	}

@@ -64,6 +64,20 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		}
 		X, Y := f32(x), f32(y)
 		planes := x.Shape[0] * x.Shape[1]
+		if isMax && nd == 2 && isPool2x2(&g) {
+			// every row pair of the tensor alike (layout.go): the rows in
+			// chunks, whatever the planes' width
+			rows := planes * g.oh
+			chunks := min(rows, bc.pool.threads())
+			if rows*g.ow < 1<<14 {
+				chunks = 1
+			}
+			parallelFor(bc.pool, chunks, poolTask{g, X, Y, rows, chunks, true, false}, func(a poolTask, t int) {
+				r0, r1 := a.planes*t/a.chunks, a.planes*(t+1)/a.chunks
+				maxPool2x2Rows(r1-r0, a.g.ow, a.x[4*r0*a.g.ow:4*r1*a.g.ow], a.y[r0*a.g.ow:r1*a.g.ow])
+			})
+			return ctx.Outputs(y), nil
+		}
 		chunks := min(planes, 4*bc.pool.threads())
 		parallelFor(bc.pool, chunks, poolTask{g, X, Y, planes, chunks, isMax, includePad}, func(a poolTask, t int) {
 			poolPlanes(&a.g, a.x, a.y, a.planes*t/a.chunks, a.planes*(t+1)/a.chunks, a.isMax, a.includePad) // maxpool_sep.go

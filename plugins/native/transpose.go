@@ -135,6 +135,11 @@ func mergeAxes(dims, perm []int) (cd, cp [8]int, ng int) {
 // element by element.
 func transpose2D(y, x []float32, rows, cols int) {
 	x, y = x[:rows*cols], y[:rows*cols]
+	if cols == 3 {
+		// an NHWC image of three channels into planes (layout.go)
+		deinterleave3(x, y[:rows], y[rows:2*rows], y[2*rows:])
+		return
+	}
 	if r8, c8 := rows&^7, cols&^7; has8x8Transpose && r8 > 0 && c8 > 0 {
 		// strips of 8 rows × up to 64 columns: 8 input lines read, 64
 		// output rows written 32 bytes each
@@ -246,6 +251,16 @@ func buildDepthToSpace(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, er
 				b, c, h := r/(a.oc*a.h), r/a.h%a.oc, r%a.h
 				for i := 0; i < a.bs; i++ {
 					dst := a.y[((b*a.oc+c)*a.h*a.bs+h*a.bs+i)*ow:][:ow]
+					if a.bs == 2 {
+						// the row's even and odd columns from two channels
+						// (layout.go)
+						ch0, ch1 := (2*i)*a.oc+c, (2*i+1)*a.oc+c
+						if a.crd {
+							ch0, ch1 = c*4+2*i, c*4+2*i+1
+						}
+						interleave2(a.x[((b*a.c+ch0)*a.h+h)*a.w:][:a.w], a.x[((b*a.c+ch1)*a.h+h)*a.w:][:a.w], dst)
+						continue
+					}
 					for j := 0; j < a.bs; j++ {
 						ch := (i*a.bs+j)*a.oc + c
 						if a.crd {

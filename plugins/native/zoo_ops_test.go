@@ -54,6 +54,14 @@ func vmCases() []opCase {
 			inputs: map[string][]int{"x": {1, 2, 6, 6}}, fixed: map[string]*graph.Tensor{"sz": i64s(1, 2, 4, 9)}, out: "y"},
 		{name: "resize-nearest-prefer-ceil-align", nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("nearest_mode", "round_prefer_ceil", "coordinate_transformation_mode", "align_corners"))},
 			inputs: map[string][]int{"x": {1, 2, 5, 3}}, fixed: map[string]*graph.Tensor{"sz": i64s(1, 2, 9, 8)}, out: "y"},
+		// by 2 over rows of many vectors (upsample2 and lerp, layout.go):
+		// half-pixel, asymmetric, align-corners (no by-2 run: generic)
+		{name: "resize-linear-2x-half-pixel-wide", nodes: []*graph.Node{node("Resize", []string{"x", "", "", "sz"}, "y", attrs("mode", "linear"))},
+			inputs: map[string][]int{"x": {1, 3, 6, 45}}, fixed: map[string]*graph.Tensor{"sz": i64s(1, 3, 12, 90)}, out: "y"},
+		{name: "resize-linear-2x-asymmetric-wide", nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, "y", attrs("mode", "linear", "coordinate_transformation_mode", "asymmetric"))},
+			inputs: map[string][]int{"x": {2, 2, 5, 37}}, fixed: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})}, out: "y"},
+		{name: "resize-linear-2x-align-corners-wide", nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, "y", attrs("mode", "linear", "coordinate_transformation_mode", "align_corners"))},
+			inputs: map[string][]int{"x": {1, 2, 4, 40}}, fixed: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})}, out: "y"},
 		{name: "resize-cubic-reference", nodes: []*graph.Node{node("Resize", []string{"x", "", "sc"}, "y", attrs("mode", "cubic"))},
 			inputs: map[string][]int{"x": {1, 2, 4, 4}}, fixed: map[string]*graph.Tensor{"sc": graph.MustFromSlice([]int{4}, []float32{1, 1, 2, 2})}, out: "y"},
 	}

@@ -1,0 +1,143 @@
+package native_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/formats"
+	"github.com/switchyard-hal/switchyard/hal"
+	"github.com/switchyard-hal/switchyard/internal/shared"
+	"github.com/switchyard-hal/switchyard/plugins/native"
+	"github.com/switchyard-hal/switchyard/runtime"
+)
+
+// BenchmarkZooModelNodes compiles a whole model (a zoo directory's
+// model.onnx or model.tflite, or a .tflite path under ../shared/testdata)
+// on native at one thread, runs it profiled ZOO_ROUNDS times (default 30)
+// and prints each node's least time and the sums per op: on a loaded
+// machine the least time of each node is steadier than a mean, so this
+// shows where a whole model's time goes inside native, op by op:
+//
+//	ZOO_MODELS=face_landmark,tflite/mediapipe/face_detection_short_range.tflite go test ./plugins/native -run '^$' -bench ZooModelNodes -benchtime 1x
+func BenchmarkZooModelNodes(b *testing.B) {
+	root := shared.Path(b, "testdata")
+	models := []string{"face_landmark", "palm_detection_lite", "hand_landmark_full", "pose_detection"}
+	if s := os.Getenv("ZOO_MODELS"); s != "" {
+		models = strings.Split(s, ",")
+	}
+	rounds := 30
+	if s := os.Getenv("ZOO_ROUNDS"); s != "" {
+		fmt.Sscan(s, &rounds)
+	}
+	for _, m := range models {
+		b.Run(strings.ReplaceAll(m, "/", "_"), func(b *testing.B) {
+			for b.Loop() {
+				zooModelNodes(b, root, m, rounds)
+			}
+		})
+	}
+}
+
+func zooModelNodes(b *testing.B, root, m string, rounds int) {
+	file := filepath.Join(root, m)
+	if !strings.HasSuffix(m, ".tflite") && !strings.HasSuffix(m, ".onnx") {
+		file = filepath.Join(root, "zoo", m, "model.onnx")
+		if _, err := os.Stat(file); err != nil {
+			file = filepath.Join(root, "zoo", m, "model.tflite")
+		}
+	}
+	ir, err := formats.LoadFile(file, formats.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	types, _ := runtime.InferTypes(ir)
+	g := *ir.Graph
+	for i, vi := range g.Inputs {
+		if t, ok := types[vi.Name]; ok {
+			g.Inputs[i].Type = t
+		}
+	}
+	for name, t := range types {
+		g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: name, Type: t})
+	}
+	nb := native.New(native.Options{Threads: 1})
+	defer nb.Close()
+	sg := &hal.Subgraph{Graph: &g, Opsets: ir.Opsets}
+	exe, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: 1, Profile: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer exe.Release()
+	pe := exe.(hal.ProfilingExecutable)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var in []*graph.Tensor
+	for _, vi := range g.Inputs {
+		if _, ok := ir.Graph.Initializers[vi.Name]; ok {
+			continue
+		}
+		xs, _ := vi.Type.Shape.Ints()
+		ne, _ := graph.NumElements(xs)
+		v := make([]float32, ne)
+		for i := range v {
+			v[i] = rng.Float32()
+		}
+		in = append(in, graph.MustFromSlice(xs, v))
+	}
+	outs := make([]*graph.Tensor, len(g.Outputs))
+	for i := range outs {
+		outs[i] = &graph.Tensor{}
+	}
+	best := map[string]time.Duration{}
+	op := map[string]string{}
+	var order []string
+	total := time.Duration(1 << 62)
+	for it := 0; it < rounds; it++ {
+		p, err := pe.ExecuteProfiled(context.Background(), in, outs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total = min(total, time.Duration(p.EndNS-p.StartNS))
+		for _, k := range p.Kernels {
+			key := strings.Join(k.Nodes, ",")
+			d := time.Duration(k.EndNS - k.StartNS)
+			if old, ok := best[key]; !ok || d < old {
+				if !ok {
+					order = append(order, key)
+					op[key] = k.Name
+				}
+				best[key] = d
+			}
+		}
+	}
+	byOp := map[string]time.Duration{}
+	count := map[string]int{}
+	var sum time.Duration
+	for _, k := range order {
+		byOp[op[k]] += best[k]
+		count[op[k]]++
+		sum += best[k]
+	}
+	ops := make([]string, 0, len(byOp))
+	for o := range byOp {
+		ops = append(ops, o)
+	}
+	sort.Slice(ops, func(i, j int) bool { return byOp[ops[i]] > byOp[ops[j]] })
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: least call %.3f ms, sum of least node times %.3f ms\n", m, total.Seconds()*1e3, sum.Seconds()*1e3)
+	for _, o := range ops {
+		fmt.Fprintf(&sb, "  %-20s %8.1f µs %5.1f%% (%d)\n", o, byOp[o].Seconds()*1e6, 100*byOp[o].Seconds()/sum.Seconds(), count[o])
+	}
+	sort.Slice(order, func(i, j int) bool { return best[order[i]] > best[order[j]] })
+	for _, k := range order[:min(len(order), 25)] {
+		fmt.Fprintf(&sb, "  %8.1f µs  %-12s %.90s\n", best[k].Seconds()*1e6, op[k], k)
+	}
+	fmt.Print(sb.String())
+}
