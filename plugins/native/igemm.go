@@ -1,0 +1,272 @@
+package native
+
+// igemmFn is an indirect micro-kernel (see the package asmgenigemm): one
+// h×32 tile of C from A packed for mr 14 (packA) and kc rows of B, row k
+// the 32 floats at b + offs[k] bytes.
+type igemmFn = func(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo, hi float32)
+
+// igemmMR and igemmNR are the indirect kernels' tile: A packed for 14
+// rows, 32 columns.
+const (
+	igemmMR = 14
+	igemmNR = 32
+	igemmKC = 256 // rows of B a pass (32 KiB of B's rows, in L1 across the row tiles)
+)
+
+// useIndirect: convolutions with a window (not 1×1 at stride 1, not
+// depthwise) and constant weights run as an indirect GEMM where the
+// kernels exist (a variable: tests and benchmarks compare both paths).
+var useIndirect = true
+
+// convIndirect is the layout of a convolution computed as an indirect
+// GEMM: each input channel is copied once into sh·sw zero-padded phase
+// planes (phase (qy, qx) holds the padded input's rows qy, qy+sh, … and
+// columns qx, qx+sw, …), so that in phase coordinates every tap reads a
+// window at stride 1. Output row oy then reads, for tap t, the run of a
+// phase plane's row oy + ry(t) from column rx(t): B's row (ci, t) for the
+// output columns j0… of row oy is the run at ci·ps + taps[t] + oy·wq + j0.
+// Nothing is packed (no im2col): the kernel reads those runs in place
+// through a table of offsets, and C stays in registers over the whole
+// window (the tapped path's per-tap passes over C are gone).
+//
+// wide: the output is computed as oh rows of wq columns (the wq − ow
+// past each row discarded) into a scratch C, when that wastes less than
+// rounding each output row up to whole 32-column panels, which are
+// otherwise written straight into the output.
+type convIndirect struct {
+	hq, wq int     // rows and columns of one phase plane
+	ps     int     // floats of one channel's phase planes (sh·sw·hq·wq)
+	taps   []int   // per tap (ky·kw+kx): its offset in a channel's planes
+	offs   []int64 // per row of B (ci·taps + t): (ci·ps + taps[t]) bytes
+	wide   bool
+	ncols  int // wide: columns of C (oh·wq rounded up to whole panels); else oh·ppr·32
+	ppr    int // panels an output row (not wide)
+}
+
+func newConvIndirect(g *geom, cg int) *convIndirect {
+	il := &convIndirect{hq: g.oh + (g.kh-1)*g.dh/g.sh, wq: g.ow + (g.kw-1)*g.dw/g.sw}
+	il.ps = g.sh * g.sw * il.hq * il.wq
+	for ky := 0; ky < g.kh; ky++ {
+		for kx := 0; kx < g.kw; kx++ {
+			qy, ry := ky*g.dh%g.sh, ky*g.dh/g.sh
+			qx, rx := kx*g.dw%g.sw, kx*g.dw/g.sw
+			il.taps = append(il.taps, (qy*g.sw+qx)*il.hq*il.wq+ry*il.wq+rx)
+		}
+	}
+	il.offs = make([]int64, 0, cg*len(il.taps))
+	for ci := 0; ci < cg; ci++ {
+		for _, t := range il.taps {
+			il.offs = append(il.offs, int64(4*(ci*il.ps+t)))
+		}
+	}
+	il.ppr = panelsOf(g.ow, igemmNR)
+	il.wide = il.ppr*igemmNR > il.wq
+	if il.wide {
+		il.ncols = panelsOf(g.oh*il.wq, igemmNR) * igemmNR
+	} else {
+		il.ncols = g.oh * il.ppr * igemmNR
+	}
+	return il
+}
+
+// planesLen is the floats the phase planes of cg channels take, with the
+// slack the kernels read past the last one (into discarded columns).
+func (il *convIndirect) planesLen(cg int) int { return cg*il.ps + il.wq + 2*igemmNR }
+
+// fill copies channel x (ih×iw) into its phase planes dst (ps floats),
+// zero where the windows read padding.
+func (il *convIndirect) fill(g *geom, x, dst []float32) {
+	sh, sw, hq, wq := g.sh, g.sw, il.hq, il.wq
+	pp := hq * wq
+	for qy := 0; qy < sh; qy++ {
+		for r := 0; r < hq; r++ {
+			iy := r*sh + qy - g.pt
+			if uint(iy) >= uint(g.ih) {
+				for qx := 0; qx < sw; qx++ {
+					o := (qy*sw+qx)*pp + r*wq
+					clear(dst[o : o+wq])
+				}
+				continue
+			}
+			src := x[iy*g.iw : (iy+1)*g.iw]
+			switch sw {
+			case 1:
+				row := dst[qy*pp+r*wq : qy*pp+(r+1)*wq]
+				ja := min(g.pl, wq)
+				clear(row[:ja])
+				n := copy(row[ja:], src)
+				clear(row[ja+n:])
+			case 2:
+				// input columns 2j+e (e = 0, 1) go to phase (e+pl)%2 at
+				// column j + (e+pl)/2
+				var rows [2][]float32
+				var off, cnt [2]int
+				for e := 0; e < 2; e++ {
+					q := (e + g.pl) % 2
+					o := (qy*sw+q)*pp + r*wq
+					rows[e] = dst[o : o+wq]
+					off[e] = min((e+g.pl)/2, wq)
+					cnt[e] = max(0, min((g.iw-e+1)/2, wq-off[e]))
+				}
+				ev, od := rows[0][off[0]:off[0]+cnt[0]], rows[1][off[1]:off[1]+cnt[1]]
+				nv := min(cnt[0], cnt[1])
+				deinterleave2(nv, src, ev, od)
+				for j := nv; j < len(ev); j++ {
+					ev[j] = src[2*j]
+				}
+				for j := nv; j < len(od); j++ {
+					od[j] = src[2*j+1]
+				}
+				for e := 0; e < 2; e++ {
+					clear(rows[e][:off[e]])
+					clear(rows[e][off[e]+cnt[e]:])
+				}
+			default:
+				for qx := 0; qx < sw; qx++ {
+					o := (qy*sw+qx)*pp + r*wq
+					row := dst[o : o+wq]
+					for c := range row {
+						ix := c*sw + qx - g.pl
+						if uint(ix) < uint(g.iw) {
+							row[c] = src[ix]
+						} else {
+							row[c] = 0
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// indTask is the indirect convolution's loop over panels of columns
+// (parallelFor).
+type indTask struct {
+	p              *convPlan
+	il             *convIndirect
+	g              *geom
+	a, planes, c   []float32 // c: the wide scratch, or the group's output
+	bias           []float32
+	tiles          *scratchSet
+	per, kk, tasks int
+	np             int
+}
+
+// runIndirect computes the convolution through the indirect kernels
+// (convIndirect). Constant weights, packed for mr 14.
+func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batch int) {
+	il, g := cs.ind, &cs.g
+	cg, per := p.cin/p.group, p.cout/p.group
+	kk := cg * len(il.taps)
+	wa, gs := p.wPackedA(bc.kern, per, kk)
+	hw, ohw := cs.ih*cs.iw, g.oh*g.ow
+	psc := p.planeSS.of(il.planesLen(cg))
+	pbuf := psc.get()
+	defer psc.put(pbuf)
+	planes := *pbuf
+	// the slack is read (into discarded columns) but never written
+	clear(planes[cg*il.ps:])
+	var cw []float32
+	if il.wide {
+		wsc := p.wideSS.of(per * il.ncols)
+		wbuf := wsc.get()
+		defer wsc.put(wbuf)
+		cw = *wbuf
+	}
+	threads := bc.pool.threads()
+	np := il.ncols / igemmNR
+	tasks := min(np, 4*threads)
+	if threads == 1 {
+		tasks = 1
+	}
+	for b := 0; b < batch; b++ {
+		for gi := 0; gi < p.group; gi++ {
+			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
+			chunks := min(cg, 4*threads)
+			parallelFor(bc.pool, chunks, indFill{il, g, xs, planes, hw, cg, chunks}, func(a indFill, t int) {
+				for ci := a.cg * t / a.chunks; ci < a.cg*(t+1)/a.chunks; ci++ {
+					a.il.fill(a.g, a.xs[ci*a.hw:(ci+1)*a.hw], a.planes[ci*a.il.ps:(ci+1)*a.il.ps])
+				}
+			})
+			yg := Y[(b*p.cout+gi*per)*ohw : (b*p.cout+(gi+1)*per)*ohw]
+			c := yg
+			if il.wide {
+				c = cw
+			}
+			parallelFor(bc.pool, tasks, indTask{p, il, g, wa[gi*gs:], planes, c, p.bias[gi*p.biasStride:], p.ss, per, kk, tasks, np},
+				func(a indTask, t int) { a.run(t) })
+			if il.wide {
+				for co := 0; co < per; co++ {
+					src, dst := cw[co*il.ncols:], yg[co*ohw:(co+1)*ohw]
+					for oy := 0; oy < g.oh; oy++ {
+						copy(dst[oy*g.ow:(oy+1)*g.ow], src[oy*il.wq:oy*il.wq+g.ow])
+					}
+				}
+			}
+		}
+	}
+}
+
+// indFill is the phase planes' fill over channels (parallelFor).
+type indFill struct {
+	il             *convIndirect
+	g              *geom
+	xs, planes     []float32
+	hw, cg, chunks int
+}
+
+// run computes task t's panels: for each, B's rows a pass of igemmKC at
+// a time over every row tile.
+func (a indTask) run(t int) {
+	il, g, p := a.il, a.g, a.p
+	kern := igemmKernels
+	q0, q1 := a.np*t/a.tasks, a.np*(t+1)/a.tasks
+	ohw := g.oh * g.ow
+	var tile []float32
+	var tbuf *[]float32
+	var tsc *scratch
+	if !il.wide && g.ow%igemmNR != 0 {
+		tsc = a.tiles.of(a.per * igemmNR)
+		tbuf = tsc.get()
+		defer tsc.put(tbuf)
+		tile = *tbuf
+	}
+	for q := q0; q < q1; q++ {
+		var bcol, w int
+		var c []float32
+		ldc := igemmNR
+		switch {
+		case il.wide:
+			bcol, w, c, ldc = q*igemmNR, igemmNR, a.c[q*igemmNR:], il.ncols
+		default:
+			oy, ox0 := q/il.ppr, q%il.ppr*igemmNR
+			bcol, w = oy*il.wq+ox0, min(igemmNR, g.ow-ox0)
+			if w == igemmNR {
+				c, ldc = a.c[oy*g.ow+ox0:], ohw
+			} else {
+				c = tile
+			}
+		}
+		bp := &a.planes[bcol]
+		for pc := 0; pc < a.kk; pc += igemmKC {
+			n := min(igemmKC, a.kk-pc)
+			flags := initRowBias
+			if pc > 0 {
+				flags = initC
+			}
+			if pc+n >= a.kk && p.clamp {
+				flags |= flagClamp
+			}
+			for i0 := 0; i0 < a.per; i0 += igemmMR {
+				h := min(igemmMR, a.per-i0)
+				kern[h](n, &a.a[i0*a.kk+pc*igemmMR], bp, &il.offs[pc], &c[i0*ldc], ldc, &a.bias[i0], flags, p.lo, p.hi)
+			}
+		}
+		if w < igemmNR && !il.wide {
+			oy, ox0 := q/il.ppr, q%il.ppr*igemmNR
+			for co := 0; co < a.per; co++ {
+				copy(a.c[co*ohw+oy*g.ow+ox0:co*ohw+oy*g.ow+ox0+w], tile[co*igemmNR:co*igemmNR+w])
+			}
+		}
+	}
+}
