@@ -285,6 +285,8 @@ func otherCases() []opCase {
 		{name: "reducemean-middle", nodes: []*graph.Node{node("ReduceMean", []string{"x"}, "y", attrs("axes", []int64{1}))}, inputs: map[string][]int{"x": {2, 3, 4}}, out: "y"},
 		{name: "gap", nodes: []*graph.Node{node("GlobalAveragePool", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {2, 3, 5, 4}}, out: "y"},
 		{name: "softmax-axis1", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", 1))}, inputs: map[string][]int{"x": {2, 5, 3}}, out: "y"},
+		{name: "softmax-short", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", -1))}, inputs: map[string][]int{"x": {1, 4420, 2}}, out: "y"},
+		{name: "softmax-short5", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", 2))}, inputs: map[string][]int{"x": {3, 7, 5}}, out: "y"},
 		{name: "softmax-last", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", -1))}, inputs: map[string][]int{"x": {3, 4, 37}}, out: "y"},
 		{name: "softmax-scaled", nodes: []*graph.Node{node("Mul", []string{"x", "k"}, "s", nil), node("Softmax", []string{"s"}, "y", nil)},
 			inputs: map[string][]int{"x": {2, 80}}, fixed: map[string]*graph.Tensor{"k": graph.Scalar(float32(30))}, out: "y"},
