@@ -11,6 +11,12 @@ const (
 	igemmMR = 14
 	igemmNR = 32
 	igemmKC = 256 // rows of B a pass (32 KiB of B's rows, in L1 across the row tiles)
+
+	// the least work worth a task of the pool: tile-steps (one row tile
+	// times one panel times one row of B, about 14 cycles) and floats
+	// of the phase planes' fill
+	igemmTaskWork = 4096
+	igemmFillWork = 32 << 10
 )
 
 // useIndirect: convolutions with a window (not 1×1 at stride 1, not
@@ -175,15 +181,18 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 	}
 	threads := bc.pool.threads()
 	np := il.ncols / igemmNR
-	tasks := min(np, 4*threads)
+	// tasks of at least igemmTaskWork tile-steps (as gemm's splitGrid:
+	// a small convolution is not worth the pool's hand-offs), a few a
+	// thread; the planes' fill split only when it copies enough
+	tasks := min(np, 4*threads, max(1, panelsOf(per, igemmMR)*np*kk/igemmTaskWork))
+	fills := min(cg, 4*threads, max(1, cg*il.ps/igemmFillWork))
 	if threads == 1 {
-		tasks = 1
+		tasks, fills = 1, 1
 	}
 	for b := 0; b < batch; b++ {
 		for gi := 0; gi < p.group; gi++ {
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
-			chunks := min(cg, 4*threads)
-			parallelFor(bc.pool, chunks, indFill{il, g, xs, planes, hw, cg, chunks}, func(a indFill, t int) {
+			parallelFor(bc.pool, fills, indFill{il, g, xs, planes, hw, cg, fills}, func(a indFill, t int) {
 				for ci := a.cg * t / a.chunks; ci < a.cg*(t+1)/a.chunks; ci++ {
 					a.il.fill(a.g, a.xs[ci*a.hw:(ci+1)*a.hw], a.planes[ci*a.il.ps:(ci+1)*a.il.ps])
 				}
@@ -196,15 +205,32 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 			parallelFor(bc.pool, tasks, indTask{p, il, g, wa[gi*gs:], planes, c, p.bias[gi*p.biasStride:], p.ss, per, kk, tasks, np},
 				func(a indTask, t int) { a.run(t) })
 			if il.wide {
-				for co := 0; co < per; co++ {
-					src, dst := cw[co*il.ncols:], yg[co*ohw:(co+1)*ohw]
-					for oy := 0; oy < g.oh; oy++ {
-						copy(dst[oy*g.ow:(oy+1)*g.ow], src[oy*il.wq:oy*il.wq+g.ow])
-					}
+				// the output's columns out of the wide rows
+				copies := 1
+				if threads > 1 {
+					copies = min(per, 2*threads, max(1, per*ohw/igemmFillWork))
 				}
+				parallelFor(bc.pool, copies, indCopy{il, g, cw, yg, per, copies}, func(a indCopy, t int) {
+					ohw := a.g.oh * a.g.ow
+					for co := a.per * t / a.tasks; co < a.per*(t+1)/a.tasks; co++ {
+						src, dst := a.cw[co*a.il.ncols:], a.y[co*ohw:(co+1)*ohw]
+						for oy := 0; oy < a.g.oh; oy++ {
+							copy(dst[oy*a.g.ow:(oy+1)*a.g.ow], src[oy*a.il.wq:oy*a.il.wq+a.g.ow])
+						}
+					}
+				})
 			}
 		}
 	}
+}
+
+// indCopy is the wide rows' copy into the output over channels
+// (parallelFor).
+type indCopy struct {
+	il         *convIndirect
+	g          *geom
+	cw, y      []float32
+	per, tasks int
 }
 
 // indFill is the phase planes' fill over channels (parallelFor).
