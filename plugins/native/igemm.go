@@ -2,8 +2,8 @@ package native
 
 // igemmFn is an indirect micro-kernel (see the package asmgenigemm): one
 // h×32 tile of C from A packed for mr 14 (packA) and kc rows of B, row k
-// the 32 floats at b + offs[k] bytes.
-type igemmFn = func(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo, hi float32)
+// the 32 floats at b + offs[k] bytes; C's columns where mask has a bit.
+type igemmFn = func(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo, hi float32)
 
 // igemmMR and igemmNR are the indirect kernels' tile: A packed for 14
 // rows, 32 columns.
@@ -36,9 +36,12 @@ var useIndirect = true
 // window (the tapped path's per-tap passes over C are gone).
 //
 // wide: the output is computed as oh rows of wq columns (the wq − ow
-// past each row discarded) into a scratch C, when that wastes less than
-// rounding each output row up to whole 32-column panels, which are
-// otherwise written straight into the output.
+// past each row discarded) into a scratch C, then copied out, when that
+// costs less than rounding each output row up to whole 32-column panels,
+// which are otherwise written straight into the output (the last one of
+// a row under a mask). Yunet's first layer (ow 80, 27 rows of B): rows,
+// whose 20% more columns cost less than the copy; UltraFace's dilated
+// 3×3s over 16 channels at ow 40: wide.
 type convIndirect struct {
 	hq, wq int     // rows and columns of one phase plane
 	ps     int     // floats of one channel's phase planes (sh·sw·hq·wq)
@@ -66,7 +69,10 @@ func newConvIndirect(g *geom, cg int) *convIndirect {
 		}
 	}
 	il.ppr = panelsOf(g.ow, igemmNR)
-	il.wide = il.ppr*igemmNR > il.wq
+	// cost in steps of B's rows a column: wide computes wq columns a row
+	// and copies ow (about ten steps each), rows computes whole panels
+	kk := cg * len(il.taps)
+	il.wide = il.ppr*igemmNR*kk > il.wq*kk+10*g.ow
 	if il.wide {
 		il.ncols = panelsOf(g.oh*il.wq, igemmNR) * igemmNR
 	} else {
@@ -153,7 +159,6 @@ type indTask struct {
 	g              *geom
 	a, planes, c   []float32 // c: the wide scratch, or the group's output
 	bias           []float32
-	tiles          *scratchSet
 	per, kk, tasks int
 	np             int
 }
@@ -202,7 +207,7 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 			if il.wide {
 				c = cw
 			}
-			parallelFor(bc.pool, tasks, indTask{p, il, g, wa[gi*gs:], planes, c, p.bias[gi*p.biasStride:], p.ss, per, kk, tasks, np},
+			parallelFor(bc.pool, tasks, indTask{p, il, g, wa[gi*gs:], planes, c, p.bias[gi*p.biasStride:], per, kk, tasks, np},
 				func(a indTask, t int) { a.run(t) })
 			if il.wide {
 				// the output's columns out of the wide rows
@@ -248,29 +253,17 @@ func (a indTask) run(t int) {
 	kern := igemmKernels
 	q0, q1 := a.np*t/a.tasks, a.np*(t+1)/a.tasks
 	ohw := g.oh * g.ow
-	var tile []float32
-	var tbuf *[]float32
-	var tsc *scratch
-	if !il.wide && g.ow%igemmNR != 0 {
-		tsc = a.tiles.of(a.per * igemmNR)
-		tbuf = tsc.get()
-		defer tsc.put(tbuf)
-		tile = *tbuf
-	}
 	for q := q0; q < q1; q++ {
-		var bcol, w int
+		var bcol int
 		var c []float32
-		ldc := igemmNR
-		switch {
-		case il.wide:
-			bcol, w, c, ldc = q*igemmNR, igemmNR, a.c[q*igemmNR:], il.ncols
-		default:
+		ldc, mask := il.ncols, ^uint32(0)
+		if il.wide {
+			bcol, c = q*igemmNR, a.c[q*igemmNR:]
+		} else {
 			oy, ox0 := q/il.ppr, q%il.ppr*igemmNR
-			bcol, w = oy*il.wq+ox0, min(igemmNR, g.ow-ox0)
-			if w == igemmNR {
-				c, ldc = a.c[oy*g.ow+ox0:], ohw
-			} else {
-				c = tile
+			bcol, c, ldc = oy*il.wq+ox0, a.c[oy*g.ow+ox0:], ohw
+			if w := g.ow - ox0; w < igemmNR {
+				mask = 1<<w - 1
 			}
 		}
 		bp := &a.planes[bcol]
@@ -285,13 +278,7 @@ func (a indTask) run(t int) {
 			}
 			for i0 := 0; i0 < a.per; i0 += igemmMR {
 				h := min(igemmMR, a.per-i0)
-				kern[h](n, &a.a[i0*a.kk+pc*igemmMR], bp, &il.offs[pc], &c[i0*ldc], ldc, &a.bias[i0], flags, p.lo, p.hi)
-			}
-		}
-		if w < igemmNR && !il.wide {
-			oy, ox0 := q/il.ppr, q%il.ppr*igemmNR
-			for co := 0; co < a.per; co++ {
-				copy(a.c[co*ohw+oy*g.ow+ox0:co*ohw+oy*g.ow+ox0+w], tile[co*igemmNR:co*igemmNR+w])
+				kern[h](n, &a.a[i0*a.kk+pc*igemmMR], bp, &il.offs[pc], &c[i0*ldc], ldc, &a.bias[i0], flags, mask, p.lo, p.hi)
 			}
 		}
 	}

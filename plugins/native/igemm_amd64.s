@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func igemmAVX512x1x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x1x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x1x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x1x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -17,6 +17,10 @@ TEXT ·igemmAVX512x1x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), DI
 	MOVQ   DI, R8
 	ANDQ   $0x03, R8
+	MOVL   mask+64(FP), R9
+	KMOVW  R9, K1
+	SHRL   $0x10, R9
+	KMOVW  R9, K2
 	CMPQ   R8, $0x01
 	JEQ    igemmAVX512x1x32_loadc
 	CMPQ   R8, $0x03
@@ -26,10 +30,10 @@ TEXT ·igemmAVX512x1x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x1x32_loop
 
 igemmAVX512x1x32_loadc:
-	MOVQ    SI, R8
-	VMOVUPS (R8), Z0
-	VMOVUPS 64(R8), Z1
-	JMP     igemmAVX512x1x32_loop
+	MOVQ      SI, R8
+	VMOVUPS.Z (R8), K1, Z0
+	VMOVUPS.Z 64(R8), K2, Z1
+	JMP       igemmAVX512x1x32_loop
 
 igemmAVX512x1x32_rowbias:
 	MOVQ         bias+48(FP), R8
@@ -55,22 +59,22 @@ igemmAVX512x1x32_k:
 igemmAVX512x1x32_done:
 	TESTQ        $0x00000004, DI
 	JEQ          igemmAVX512x1x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
 	VMINPS       Z1, Z31, Z1
 
 igemmAVX512x1x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x2x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x2x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x2x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x2x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -81,6 +85,10 @@ TEXT ·igemmAVX512x2x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x2x32_loadc
 	CMPQ   R9, $0x03
@@ -92,13 +100,13 @@ TEXT ·igemmAVX512x2x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x2x32_loop
 
 igemmAVX512x2x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	JMP     igemmAVX512x2x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	JMP       igemmAVX512x2x32_loop
 
 igemmAVX512x2x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -129,8 +137,8 @@ igemmAVX512x2x32_k:
 igemmAVX512x2x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x2x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -141,17 +149,17 @@ igemmAVX512x2x32_done:
 	VMINPS       Z3, Z31, Z3
 
 igemmAVX512x2x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x3x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x3x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x3x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x3x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -162,6 +170,10 @@ TEXT ·igemmAVX512x3x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x3x32_loadc
 	CMPQ   R9, $0x03
@@ -175,16 +187,16 @@ TEXT ·igemmAVX512x3x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x3x32_loop
 
 igemmAVX512x3x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	JMP     igemmAVX512x3x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	JMP       igemmAVX512x3x32_loop
 
 igemmAVX512x3x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -220,8 +232,8 @@ igemmAVX512x3x32_k:
 igemmAVX512x3x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x3x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -236,20 +248,20 @@ igemmAVX512x3x32_done:
 	VMINPS       Z5, Z31, Z5
 
 igemmAVX512x3x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x4x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x4x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x4x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x4x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -260,6 +272,10 @@ TEXT ·igemmAVX512x4x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x4x32_loadc
 	CMPQ   R9, $0x03
@@ -275,19 +291,19 @@ TEXT ·igemmAVX512x4x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x4x32_loop
 
 igemmAVX512x4x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	JMP     igemmAVX512x4x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	JMP       igemmAVX512x4x32_loop
 
 igemmAVX512x4x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -328,8 +344,8 @@ igemmAVX512x4x32_k:
 igemmAVX512x4x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x4x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -348,23 +364,23 @@ igemmAVX512x4x32_done:
 	VMINPS       Z7, Z31, Z7
 
 igemmAVX512x4x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x5x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x5x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x5x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x5x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -375,6 +391,10 @@ TEXT ·igemmAVX512x5x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x5x32_loadc
 	CMPQ   R9, $0x03
@@ -392,22 +412,22 @@ TEXT ·igemmAVX512x5x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x5x32_loop
 
 igemmAVX512x5x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	JMP     igemmAVX512x5x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	JMP       igemmAVX512x5x32_loop
 
 igemmAVX512x5x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -453,8 +473,8 @@ igemmAVX512x5x32_k:
 igemmAVX512x5x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x5x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -477,26 +497,26 @@ igemmAVX512x5x32_done:
 	VMINPS       Z9, Z31, Z9
 
 igemmAVX512x5x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x6x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x6x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x6x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x6x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -507,6 +527,10 @@ TEXT ·igemmAVX512x6x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x6x32_loadc
 	CMPQ   R9, $0x03
@@ -526,25 +550,25 @@ TEXT ·igemmAVX512x6x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x6x32_loop
 
 igemmAVX512x6x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	JMP     igemmAVX512x6x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	JMP       igemmAVX512x6x32_loop
 
 igemmAVX512x6x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -595,8 +619,8 @@ igemmAVX512x6x32_k:
 igemmAVX512x6x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x6x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -623,29 +647,29 @@ igemmAVX512x6x32_done:
 	VMINPS       Z11, Z31, Z11
 
 igemmAVX512x6x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x7x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x7x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x7x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x7x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -656,6 +680,10 @@ TEXT ·igemmAVX512x7x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x7x32_loadc
 	CMPQ   R9, $0x03
@@ -677,28 +705,28 @@ TEXT ·igemmAVX512x7x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x7x32_loop
 
 igemmAVX512x7x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	JMP     igemmAVX512x7x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	JMP       igemmAVX512x7x32_loop
 
 igemmAVX512x7x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -754,8 +782,8 @@ igemmAVX512x7x32_k:
 igemmAVX512x7x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x7x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -786,32 +814,32 @@ igemmAVX512x7x32_done:
 	VMINPS       Z13, Z31, Z13
 
 igemmAVX512x7x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x8x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x8x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x8x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x8x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -822,6 +850,10 @@ TEXT ·igemmAVX512x8x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x8x32_loadc
 	CMPQ   R9, $0x03
@@ -845,31 +877,31 @@ TEXT ·igemmAVX512x8x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x8x32_loop
 
 igemmAVX512x8x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z14
-	VMOVUPS 64(R9), Z15
-	JMP     igemmAVX512x8x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z14
+	VMOVUPS.Z 64(R9), K2, Z15
+	JMP       igemmAVX512x8x32_loop
 
 igemmAVX512x8x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -930,8 +962,8 @@ igemmAVX512x8x32_k:
 igemmAVX512x8x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x8x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -966,35 +998,35 @@ igemmAVX512x8x32_done:
 	VMINPS       Z15, Z31, Z15
 
 igemmAVX512x8x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z14, (SI)
-	VMOVUPS Z15, 64(SI)
+	VMOVUPS Z14, K1, (SI)
+	VMOVUPS Z15, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x9x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x9x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x9x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x9x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1005,6 +1037,10 @@ TEXT ·igemmAVX512x9x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x9x32_loadc
 	CMPQ   R9, $0x03
@@ -1030,34 +1066,34 @@ TEXT ·igemmAVX512x9x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x9x32_loop
 
 igemmAVX512x9x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z14
-	VMOVUPS 64(R9), Z15
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z16
-	VMOVUPS 64(R9), Z17
-	JMP     igemmAVX512x9x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z14
+	VMOVUPS.Z 64(R9), K2, Z15
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z16
+	VMOVUPS.Z 64(R9), K2, Z17
+	JMP       igemmAVX512x9x32_loop
 
 igemmAVX512x9x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -1123,8 +1159,8 @@ igemmAVX512x9x32_k:
 igemmAVX512x9x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x9x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1163,38 +1199,38 @@ igemmAVX512x9x32_done:
 	VMINPS       Z17, Z31, Z17
 
 igemmAVX512x9x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z14, (SI)
-	VMOVUPS Z15, 64(SI)
+	VMOVUPS Z14, K1, (SI)
+	VMOVUPS Z15, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z16, (SI)
-	VMOVUPS Z17, 64(SI)
+	VMOVUPS Z16, K1, (SI)
+	VMOVUPS Z17, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x10x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x10x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x10x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x10x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1205,6 +1241,10 @@ TEXT ·igemmAVX512x10x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x10x32_loadc
 	CMPQ   R9, $0x03
@@ -1232,37 +1272,37 @@ TEXT ·igemmAVX512x10x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x10x32_loop
 
 igemmAVX512x10x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z14
-	VMOVUPS 64(R9), Z15
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z16
-	VMOVUPS 64(R9), Z17
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z18
-	VMOVUPS 64(R9), Z19
-	JMP     igemmAVX512x10x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z14
+	VMOVUPS.Z 64(R9), K2, Z15
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z16
+	VMOVUPS.Z 64(R9), K2, Z17
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z18
+	VMOVUPS.Z 64(R9), K2, Z19
+	JMP       igemmAVX512x10x32_loop
 
 igemmAVX512x10x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -1333,8 +1373,8 @@ igemmAVX512x10x32_k:
 igemmAVX512x10x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x10x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1377,41 +1417,41 @@ igemmAVX512x10x32_done:
 	VMINPS       Z19, Z31, Z19
 
 igemmAVX512x10x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z14, (SI)
-	VMOVUPS Z15, 64(SI)
+	VMOVUPS Z14, K1, (SI)
+	VMOVUPS Z15, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z16, (SI)
-	VMOVUPS Z17, 64(SI)
+	VMOVUPS Z16, K1, (SI)
+	VMOVUPS Z17, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z18, (SI)
-	VMOVUPS Z19, 64(SI)
+	VMOVUPS Z18, K1, (SI)
+	VMOVUPS Z19, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x11x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x11x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x11x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x11x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1422,6 +1462,10 @@ TEXT ·igemmAVX512x11x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x11x32_loadc
 	CMPQ   R9, $0x03
@@ -1451,40 +1495,40 @@ TEXT ·igemmAVX512x11x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x11x32_loop
 
 igemmAVX512x11x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z14
-	VMOVUPS 64(R9), Z15
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z16
-	VMOVUPS 64(R9), Z17
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z18
-	VMOVUPS 64(R9), Z19
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z20
-	VMOVUPS 64(R9), Z21
-	JMP     igemmAVX512x11x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z14
+	VMOVUPS.Z 64(R9), K2, Z15
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z16
+	VMOVUPS.Z 64(R9), K2, Z17
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z18
+	VMOVUPS.Z 64(R9), K2, Z19
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z20
+	VMOVUPS.Z 64(R9), K2, Z21
+	JMP       igemmAVX512x11x32_loop
 
 igemmAVX512x11x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -1560,8 +1604,8 @@ igemmAVX512x11x32_k:
 igemmAVX512x11x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x11x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1608,44 +1652,44 @@ igemmAVX512x11x32_done:
 	VMINPS       Z21, Z31, Z21
 
 igemmAVX512x11x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z14, (SI)
-	VMOVUPS Z15, 64(SI)
+	VMOVUPS Z14, K1, (SI)
+	VMOVUPS Z15, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z16, (SI)
-	VMOVUPS Z17, 64(SI)
+	VMOVUPS Z16, K1, (SI)
+	VMOVUPS Z17, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z18, (SI)
-	VMOVUPS Z19, 64(SI)
+	VMOVUPS Z18, K1, (SI)
+	VMOVUPS Z19, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z20, (SI)
-	VMOVUPS Z21, 64(SI)
+	VMOVUPS Z20, K1, (SI)
+	VMOVUPS Z21, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x12x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x12x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x12x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x12x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1656,6 +1700,10 @@ TEXT ·igemmAVX512x12x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x12x32_loadc
 	CMPQ   R9, $0x03
@@ -1687,43 +1735,43 @@ TEXT ·igemmAVX512x12x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x12x32_loop
 
 igemmAVX512x12x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z14
-	VMOVUPS 64(R9), Z15
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z16
-	VMOVUPS 64(R9), Z17
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z18
-	VMOVUPS 64(R9), Z19
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z20
-	VMOVUPS 64(R9), Z21
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z22
-	VMOVUPS 64(R9), Z23
-	JMP     igemmAVX512x12x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z14
+	VMOVUPS.Z 64(R9), K2, Z15
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z16
+	VMOVUPS.Z 64(R9), K2, Z17
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z18
+	VMOVUPS.Z 64(R9), K2, Z19
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z20
+	VMOVUPS.Z 64(R9), K2, Z21
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z22
+	VMOVUPS.Z 64(R9), K2, Z23
+	JMP       igemmAVX512x12x32_loop
 
 igemmAVX512x12x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -1804,8 +1852,8 @@ igemmAVX512x12x32_k:
 igemmAVX512x12x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x12x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -1856,47 +1904,47 @@ igemmAVX512x12x32_done:
 	VMINPS       Z23, Z31, Z23
 
 igemmAVX512x12x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z14, (SI)
-	VMOVUPS Z15, 64(SI)
+	VMOVUPS Z14, K1, (SI)
+	VMOVUPS Z15, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z16, (SI)
-	VMOVUPS Z17, 64(SI)
+	VMOVUPS Z16, K1, (SI)
+	VMOVUPS Z17, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z18, (SI)
-	VMOVUPS Z19, 64(SI)
+	VMOVUPS Z18, K1, (SI)
+	VMOVUPS Z19, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z20, (SI)
-	VMOVUPS Z21, 64(SI)
+	VMOVUPS Z20, K1, (SI)
+	VMOVUPS Z21, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z22, (SI)
-	VMOVUPS Z23, 64(SI)
+	VMOVUPS Z22, K1, (SI)
+	VMOVUPS Z23, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x13x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x13x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x13x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x13x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -1907,6 +1955,10 @@ TEXT ·igemmAVX512x13x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x13x32_loadc
 	CMPQ   R9, $0x03
@@ -1940,46 +1992,46 @@ TEXT ·igemmAVX512x13x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x13x32_loop
 
 igemmAVX512x13x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z14
-	VMOVUPS 64(R9), Z15
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z16
-	VMOVUPS 64(R9), Z17
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z18
-	VMOVUPS 64(R9), Z19
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z20
-	VMOVUPS 64(R9), Z21
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z22
-	VMOVUPS 64(R9), Z23
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z24
-	VMOVUPS 64(R9), Z25
-	JMP     igemmAVX512x13x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z14
+	VMOVUPS.Z 64(R9), K2, Z15
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z16
+	VMOVUPS.Z 64(R9), K2, Z17
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z18
+	VMOVUPS.Z 64(R9), K2, Z19
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z20
+	VMOVUPS.Z 64(R9), K2, Z21
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z22
+	VMOVUPS.Z 64(R9), K2, Z23
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z24
+	VMOVUPS.Z 64(R9), K2, Z25
+	JMP       igemmAVX512x13x32_loop
 
 igemmAVX512x13x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -2065,8 +2117,8 @@ igemmAVX512x13x32_k:
 igemmAVX512x13x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x13x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -2121,50 +2173,50 @@ igemmAVX512x13x32_done:
 	VMINPS       Z25, Z31, Z25
 
 igemmAVX512x13x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z14, (SI)
-	VMOVUPS Z15, 64(SI)
+	VMOVUPS Z14, K1, (SI)
+	VMOVUPS Z15, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z16, (SI)
-	VMOVUPS Z17, 64(SI)
+	VMOVUPS Z16, K1, (SI)
+	VMOVUPS Z17, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z18, (SI)
-	VMOVUPS Z19, 64(SI)
+	VMOVUPS Z18, K1, (SI)
+	VMOVUPS Z19, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z20, (SI)
-	VMOVUPS Z21, 64(SI)
+	VMOVUPS Z20, K1, (SI)
+	VMOVUPS Z21, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z22, (SI)
-	VMOVUPS Z23, 64(SI)
+	VMOVUPS Z22, K1, (SI)
+	VMOVUPS Z23, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z24, (SI)
-	VMOVUPS Z25, 64(SI)
+	VMOVUPS Z24, K1, (SI)
+	VMOVUPS Z25, K2, 64(SI)
 	VZEROUPPER
 	RET
 
-// func igemmAVX512x14x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+// func igemmAVX512x14x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·igemmAVX512x14x32(SB), NOSPLIT, $0-72
+TEXT ·igemmAVX512x14x32(SB), NOSPLIT, $0-76
 	MOVQ   kc+0(FP), AX
 	MOVQ   a+8(FP), CX
 	MOVQ   b+16(FP), DX
@@ -2175,6 +2227,10 @@ TEXT ·igemmAVX512x14x32(SB), NOSPLIT, $0-72
 	MOVQ   flags+56(FP), R8
 	MOVQ   R8, R9
 	ANDQ   $0x03, R9
+	MOVL   mask+64(FP), R10
+	KMOVW  R10, K1
+	SHRL   $0x10, R10
+	KMOVW  R10, K2
 	CMPQ   R9, $0x01
 	JEQ    igemmAVX512x14x32_loadc
 	CMPQ   R9, $0x03
@@ -2210,49 +2266,49 @@ TEXT ·igemmAVX512x14x32(SB), NOSPLIT, $0-72
 	JMP    igemmAVX512x14x32_loop
 
 igemmAVX512x14x32_loadc:
-	MOVQ    SI, R9
-	VMOVUPS (R9), Z0
-	VMOVUPS 64(R9), Z1
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z2
-	VMOVUPS 64(R9), Z3
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z4
-	VMOVUPS 64(R9), Z5
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z6
-	VMOVUPS 64(R9), Z7
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z8
-	VMOVUPS 64(R9), Z9
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z10
-	VMOVUPS 64(R9), Z11
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z12
-	VMOVUPS 64(R9), Z13
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z14
-	VMOVUPS 64(R9), Z15
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z16
-	VMOVUPS 64(R9), Z17
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z18
-	VMOVUPS 64(R9), Z19
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z20
-	VMOVUPS 64(R9), Z21
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z22
-	VMOVUPS 64(R9), Z23
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z24
-	VMOVUPS 64(R9), Z25
-	ADDQ    DI, R9
-	VMOVUPS (R9), Z26
-	VMOVUPS 64(R9), Z27
-	JMP     igemmAVX512x14x32_loop
+	MOVQ      SI, R9
+	VMOVUPS.Z (R9), K1, Z0
+	VMOVUPS.Z 64(R9), K2, Z1
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z2
+	VMOVUPS.Z 64(R9), K2, Z3
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z4
+	VMOVUPS.Z 64(R9), K2, Z5
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z6
+	VMOVUPS.Z 64(R9), K2, Z7
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z8
+	VMOVUPS.Z 64(R9), K2, Z9
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z10
+	VMOVUPS.Z 64(R9), K2, Z11
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z12
+	VMOVUPS.Z 64(R9), K2, Z13
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z14
+	VMOVUPS.Z 64(R9), K2, Z15
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z16
+	VMOVUPS.Z 64(R9), K2, Z17
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z18
+	VMOVUPS.Z 64(R9), K2, Z19
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z20
+	VMOVUPS.Z 64(R9), K2, Z21
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z22
+	VMOVUPS.Z 64(R9), K2, Z23
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z24
+	VMOVUPS.Z 64(R9), K2, Z25
+	ADDQ      DI, R9
+	VMOVUPS.Z (R9), K1, Z26
+	VMOVUPS.Z 64(R9), K2, Z27
+	JMP       igemmAVX512x14x32_loop
 
 igemmAVX512x14x32_rowbias:
 	MOVQ         bias+48(FP), R9
@@ -2343,8 +2399,8 @@ igemmAVX512x14x32_k:
 igemmAVX512x14x32_done:
 	TESTQ        $0x00000004, R8
 	JEQ          igemmAVX512x14x32_store
-	VBROADCASTSS lo+64(FP), Z30
-	VBROADCASTSS hi+68(FP), Z31
+	VBROADCASTSS lo+68(FP), Z30
+	VBROADCASTSS hi+72(FP), Z31
 	VMAXPS       Z0, Z30, Z0
 	VMINPS       Z0, Z31, Z0
 	VMAXPS       Z1, Z30, Z1
@@ -2403,46 +2459,46 @@ igemmAVX512x14x32_done:
 	VMINPS       Z27, Z31, Z27
 
 igemmAVX512x14x32_store:
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z0, K1, (SI)
+	VMOVUPS Z1, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z2, (SI)
-	VMOVUPS Z3, 64(SI)
+	VMOVUPS Z2, K1, (SI)
+	VMOVUPS Z3, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z4, (SI)
-	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z4, K1, (SI)
+	VMOVUPS Z5, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z6, (SI)
-	VMOVUPS Z7, 64(SI)
+	VMOVUPS Z6, K1, (SI)
+	VMOVUPS Z7, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z8, (SI)
-	VMOVUPS Z9, 64(SI)
+	VMOVUPS Z8, K1, (SI)
+	VMOVUPS Z9, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z10, (SI)
-	VMOVUPS Z11, 64(SI)
+	VMOVUPS Z10, K1, (SI)
+	VMOVUPS Z11, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z12, (SI)
-	VMOVUPS Z13, 64(SI)
+	VMOVUPS Z12, K1, (SI)
+	VMOVUPS Z13, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z14, (SI)
-	VMOVUPS Z15, 64(SI)
+	VMOVUPS Z14, K1, (SI)
+	VMOVUPS Z15, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z16, (SI)
-	VMOVUPS Z17, 64(SI)
+	VMOVUPS Z16, K1, (SI)
+	VMOVUPS Z17, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z18, (SI)
-	VMOVUPS Z19, 64(SI)
+	VMOVUPS Z18, K1, (SI)
+	VMOVUPS Z19, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z20, (SI)
-	VMOVUPS Z21, 64(SI)
+	VMOVUPS Z20, K1, (SI)
+	VMOVUPS Z21, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z22, (SI)
-	VMOVUPS Z23, 64(SI)
+	VMOVUPS Z22, K1, (SI)
+	VMOVUPS Z23, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z24, (SI)
-	VMOVUPS Z25, 64(SI)
+	VMOVUPS Z24, K1, (SI)
+	VMOVUPS Z25, K2, 64(SI)
 	ADDQ    DI, SI
-	VMOVUPS Z26, (SI)
-	VMOVUPS Z27, 64(SI)
+	VMOVUPS Z26, K1, (SI)
+	VMOVUPS Z27, K2, 64(SI)
 	VZEROUPPER
 	RET

@@ -7,69 +7,69 @@ package native
 // igemmAVX512x1x32 computes one 1×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x1x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x1x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x2x32 computes one 2×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x2x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x2x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x3x32 computes one 3×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x3x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x3x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x4x32 computes one 4×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x4x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x4x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x5x32 computes one 5×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x5x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x5x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x6x32 computes one 6×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x6x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x6x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x7x32 computes one 7×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x7x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x7x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x8x32 computes one 8×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x8x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x8x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x9x32 computes one 9×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x9x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x9x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x10x32 computes one 10×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x10x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x10x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x11x32 computes one 11×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x11x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x11x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x12x32 computes one 12×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x12x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x12x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x13x32 computes one 13×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x13x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x13x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)
 
 // igemmAVX512x14x32 computes one 14×32 tile of C from packed A and B's rows at offsets (see the package asmgenigemm).
 //
 //go:noescape
-func igemmAVX512x14x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+func igemmAVX512x14x32(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo float32, hi float32)

@@ -98,8 +98,8 @@ func convCases() []opCase {
 		{8, 8, 2, 10, 40, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		// the indirect GEMM (a window over constant weights): output rows
 		// of whole panels written in place (a first layer at stride 2, a
-		// dilated window at stride 2), a partial last panel through the
-		// scratch tile, B over several passes of 256 rows, a column
+		// dilated window at stride 2), a partial last panel under a mask,
+		// wide rows over several passes of 256 rows of B, a column
 		// stride of 3 (the generic fill), more output channels than a
 		// row tile
 		{3, 16, 1, 20, 64, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
@@ -107,6 +107,7 @@ func convCases() []opCase {
 		{4, 5, 1, 5, 62, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		{40, 20, 1, 6, 33, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		{3, 4, 1, 10, 100, 3, attrs("strides", []int64{3, 3}, "pads", []int64{0, 2, 1, 1})},
+		{30, 9, 1, 4, 60, 3, attrs("pads", []int64{1, 1, 1, 1})}, // a masked partial panel over two passes of B
 		// few output positions: computed transposed (positions on rows)
 		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
 		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},

@@ -17,7 +17,8 @@
 //
 // init by flags&3: 0 zero, 1 the tile of C (accumulate), 3 a row bias
 // (h floats at bias); flags&4 clamps to [lo, hi] (NaN kept). C's rows
-// are ldc floats apart.
+// are ldc floats apart; only its columns j with bit j of mask set are
+// read or written (a partial panel goes straight into C).
 package main
 
 import (
@@ -28,7 +29,7 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, lo, hi float32)"
+const signature = "func(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo, hi float32)"
 
 func main() {
 	ConstraintExpr("amd64")
@@ -63,6 +64,12 @@ func igemm(name string, mr int, acc []VecPhysical) {
 	ANDQ(U8(3), mode)
 	cp := GP64()
 	off := GP64()
+	m := GP32()
+	Load(Param("mask"), m)
+	KMOVW(m, K1)
+	SHRL(U8(16), m)
+	KMOVW(m, K2)
+	ks := []Op{K1, K2}
 
 	CMPQ(mode, U8(1))
 	JEQ(LabelRef(name + "_loadc"))
@@ -77,7 +84,7 @@ func igemm(name string, mr int, acc []VecPhysical) {
 	MOVQ(c, cp)
 	for i := 0; i < mr; i++ {
 		for v := 0; v < 2; v++ {
-			VMOVUPS(Mem{Base: cp, Disp: 64 * v}, at(i, v))
+			VMOVUPS_Z(Mem{Base: cp, Disp: 64 * v}, ks[v], at(i, v))
 		}
 		if i < mr-1 {
 			ADDQ(ldc, cp)
@@ -123,7 +130,7 @@ func igemm(name string, mr int, acc []VecPhysical) {
 	Label(name + "_store")
 	for i := 0; i < mr; i++ {
 		for v := 0; v < 2; v++ {
-			VMOVUPS(at(i, v), Mem{Base: c, Disp: 64 * v})
+			VMOVUPS(at(i, v), ks[v], Mem{Base: c, Disp: 64 * v})
 		}
 		if i < mr-1 {
 			ADDQ(ldc, c)
