@@ -281,7 +281,7 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	cg, per := p.cin/p.group, p.cout/p.group
 	kk := cg * p.kh * p.kw
 	hw, ohw := cs.ih*cs.iw, g.oh*g.ow
-	if p.useTransposed(kern, ohw) {
+	if p.useTransposed(kern, ohw) && (cs.ind == nil || !cs.ind.beatsTransposed(kern, per, p.cout, ohw)) {
 		p.runTransposed(bc, g, X, Y, batch)
 		return y, nil
 	}

@@ -81,6 +81,15 @@ func newConvIndirect(g *geom, cg int) *convIndirect {
 	return il
 }
 
+// beatsTransposed: over few output positions (useTransposed) the
+// indirect GEMM still wins where its tiles (panels × row tiles) are no
+// more than the transposed GEMM's, which also copies a window of kk
+// floats for every position (UltraFace's 256→16 3×3 heads at 4×5: one
+// panel of wide rows, two row tiles, against two tiles and 20 windows).
+func (il *convIndirect) beatsTransposed(kern *microKernel, per, cout, ohw int) bool {
+	return il.ncols/igemmNR*panelsOf(per, igemmMR) <= panelsOf(ohw, kern.mr)*panelsOf(cout, kern.nr)
+}
+
 // planesLen is the floats the phase planes of cg channels take, with the
 // slack the kernels read past the last one (into discarded columns).
 func (il *convIndirect) planesLen(cg int) int { return cg*il.ps + il.wq + 2*igemmNR }

@@ -108,6 +108,7 @@ func convCases() []opCase {
 		{40, 20, 1, 6, 33, 3, attrs("pads", []int64{1, 1, 1, 1})},
 		{3, 4, 1, 10, 100, 3, attrs("strides", []int64{3, 3}, "pads", []int64{0, 2, 1, 1})},
 		{30, 9, 1, 4, 60, 3, attrs("pads", []int64{1, 1, 1, 1})}, // a masked partial panel over two passes of B
+		{64, 16, 1, 4, 5, 3, attrs("pads", []int64{1, 1, 1, 1})}, // few positions, one wide panel: not transposed
 		// few output positions: computed transposed (positions on rows)
 		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
 		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
