@@ -82,8 +82,12 @@ type convPlan struct {
 	wTap    []float32
 
 	// indirect: computed as an indirect GEMM where it has a window
-	// (convIndirect)
+	// (convIndirect), its weights packed on first use (igemmWeights)
 	indirect bool
+	igOnce   sync.Once
+	igW      []float32
+	igStride int
+	igTiles  []igemmTile
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {

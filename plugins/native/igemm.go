@@ -168,6 +168,7 @@ type indTask struct {
 	g              *geom
 	a, planes, c   []float32 // c: the wide scratch, or the group's output
 	bias           []float32
+	tiles          []igemmTile
 	per, kk, tasks int
 	np             int
 }
@@ -178,7 +179,7 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 	il, g := cs.ind, &cs.g
 	cg, per := p.cin/p.group, p.cout/p.group
 	kk := cg * len(il.taps)
-	wa, gs := p.wPackedA(bc.kern, per, kk)
+	wa, gs, tiles := p.igemmWeights(per, kk)
 	hw, ohw := cs.ih*cs.iw, g.oh*g.ow
 	psc := p.planeSS.of(il.planesLen(cg))
 	pbuf := psc.get()
@@ -198,7 +199,7 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 	// tasks of at least igemmTaskWork tile-steps (as gemm's splitGrid:
 	// a small convolution is not worth the pool's hand-offs), a few a
 	// thread; the planes' fill split only when it copies enough
-	tasks := min(np, 4*threads, max(1, panelsOf(per, igemmMR)*np*kk/igemmTaskWork))
+	tasks := min(np, 4*threads, max(1, len(tiles)*np*kk/igemmTaskWork))
 	fills := min(cg, 4*threads, max(1, cg*il.ps/igemmFillWork))
 	if threads == 1 {
 		tasks, fills = 1, 1
@@ -216,7 +217,7 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 			if il.wide {
 				c = cw
 			}
-			parallelFor(bc.pool, tasks, indTask{p, il, g, wa[gi*gs:], planes, c, p.bias[gi*p.biasStride:], per, kk, tasks, np},
+			parallelFor(bc.pool, tasks, indTask{p, il, g, wa[gi*gs:], planes, c, p.bias[gi*p.biasStride:], tiles, per, kk, tasks, np},
 				func(a indTask, t int) { a.run(t) })
 			if il.wide {
 				// the output's columns out of the wide rows
@@ -285,10 +286,56 @@ func (a indTask) run(t int) {
 			if pc+n >= a.kk && p.clamp {
 				flags |= flagClamp
 			}
-			for i0 := 0; i0 < a.per; i0 += igemmMR {
-				h := min(igemmMR, a.per-i0)
-				kern[h](n, &a.a[i0*a.kk+pc*igemmMR], bp, &il.offs[pc], &c[i0*ldc], ldc, &a.bias[i0], flags, mask, p.lo, p.hi)
+			for j, tl := range a.tiles {
+				kern[tl.h](n, &a.a[j*igemmMR*a.kk+pc*igemmMR], bp, &il.offs[pc], &c[tl.i0*ldc], ldc, &a.bias[tl.i0], flags, mask, p.lo, p.hi)
 			}
 		}
 	}
+}
+
+// igemmTile is one row tile of the indirect GEMM: rows [i0, i0+h).
+type igemmTile struct{ i0, h int }
+
+// igemmTiles splits m rows into the fewest tiles of at most igemmMR,
+// balanced (heights differ by one at most): 16 output channels as 8 + 8,
+// not 14 + 2, whose 2-row kernel (four accumulators) waits on its FMAs'
+// latency at half the FMA rate.
+func igemmTiles(m int) []igemmTile {
+	t := panelsOf(m, igemmMR)
+	ts := make([]igemmTile, t)
+	i0 := 0
+	for j := range ts {
+		h := m / t
+		if j < m%t {
+			h++
+		}
+		ts[j] = igemmTile{i0, h}
+		i0 += h
+	}
+	return ts
+}
+
+// igemmWeights returns the constant weights packed for the indirect
+// kernels, once: each group's rows in balanced tiles (igemmTiles), tile
+// j at j·14·kk with its k-th column as 14 floats (the rows past its
+// height zero), the floats between groups, and the tiles.
+func (p *convPlan) igemmWeights(per, kk int) ([]float32, int, []igemmTile) {
+	p.igOnce.Do(func() {
+		p.igTiles = igemmTiles(per)
+		p.igStride = len(p.igTiles) * igemmMR * kk
+		p.igW = make([]float32, p.igStride*p.group)
+		for gi := 0; gi < p.group; gi++ {
+			w := p.w[gi*per*kk:]
+			for j, tl := range p.igTiles {
+				dst := p.igW[gi*p.igStride+j*igemmMR*kk:]
+				for i := 0; i < tl.h; i++ {
+					row := w[(tl.i0+i)*kk : (tl.i0+i+1)*kk]
+					for k, v := range row {
+						dst[k*igemmMR+i] = v
+					}
+				}
+			}
+		}
+	})
+	return p.igW, p.igStride, p.igTiles
 }
