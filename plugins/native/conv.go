@@ -80,6 +80,14 @@ type convPlan struct {
 	gstride int
 	tapOnce sync.Once
 	wTap    []float32
+
+	// indirect: computed as an indirect GEMM where it has a window
+	// (convIndirect), its weights packed on first use (igemmWeights)
+	indirect bool
+	igOnce   sync.Once
+	igW      []float32
+	igStride int
+	igTiles  []igemmTile
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -163,6 +171,8 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 	}
 	p.depthwise = p.group == p.cin && p.cout == p.cin && p.group > 1
 	p.constW = copyW
+	p.indirect = useIndirect && copyW && !p.depthwise && igemmKernels != nil && bc.kern.mr == igemmMR &&
+		bc.kern.nr == igemmNR && bc.kern.packedA != nil && usePackedA
 	mr := bc.kern.mr
 	per := p.cout / p.group
 	p.biasStride = (per + mr - 1) / mr * mr
@@ -204,9 +214,10 @@ type convShape struct {
 	batch, ih, iw int
 	g             geom
 	out           []int
-	direct        *dwDirect // depthwise, column stride 1
-	packed        *dwPacked // depthwise on small planes
-	layout        *dwLayout // depthwise otherwise, and strided or padded im2col
+	direct        *dwDirect     // depthwise, column stride 1
+	packed        *dwPacked     // depthwise on small planes
+	layout        *dwLayout     // depthwise otherwise, and strided or padded im2col
+	ind           *convIndirect // a window over constant weights: the indirect GEMM
 }
 
 // shapeFor returns the plan's convShape for x, derived once per input
@@ -235,6 +246,9 @@ func (p *convPlan) shapeFor(x *graph.Tensor) (*convShape, error) {
 		L = usePacked(&cs.g, p.cin)
 	}
 	switch {
+	case p.indirect && !pointwise && nd == 2:
+		// (few output positions still go the transposed way: compute)
+		cs.ind = newConvIndirect(&cs.g, p.cin/p.group)
 	case L > 0:
 		cs.packed = newDWPacked(&cs.g, L)
 	case p.depthwise && g.sw == 1 && hasDWMask:
@@ -270,8 +284,12 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	cg, per := p.cin/p.group, p.cout/p.group
 	kk := cg * p.kh * p.kw
 	hw, ohw := cs.ih*cs.iw, g.oh*g.ow
-	if p.useTransposed(kern, ohw) {
+	if p.useTransposed(kern, ohw) && (cs.ind == nil || !cs.ind.beatsTransposed(kern, per, p.cout, ohw)) {
 		p.runTransposed(bc, g, X, Y, batch)
+		return y, nil
+	}
+	if cs.ind != nil {
+		p.runIndirect(bc, cs, X, Y, batch)
 		return y, nil
 	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0

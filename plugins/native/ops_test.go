@@ -96,6 +96,19 @@ func convCases() []opCase {
 		{4, 6, 1, 12, 40, 3, attrs("dilations", []int64{2, 2}, "pads", []int64{2, 2, 2, 2})},
 		{5, 7, 1, 9, 80, 3, attrs("strides", []int64{1, 2}, "pads", []int64{1, 1, 1, 1})},
 		{8, 8, 2, 10, 40, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		// the indirect GEMM (a window over constant weights): output rows
+		// of whole panels written in place (a first layer at stride 2, a
+		// dilated window at stride 2), a partial last panel under a mask,
+		// wide rows over several passes of 256 rows of B, a column
+		// stride of 3 (the generic fill), more output channels than a
+		// row tile
+		{3, 16, 1, 20, 64, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
+		{6, 30, 1, 7, 64, 3, attrs("strides", []int64{2, 2}, "dilations", []int64{2, 2}, "pads", []int64{2, 2, 2, 2})},
+		{4, 5, 1, 5, 62, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		{40, 20, 1, 6, 33, 3, attrs("pads", []int64{1, 1, 1, 1})},
+		{3, 4, 1, 10, 100, 3, attrs("strides", []int64{3, 3}, "pads", []int64{0, 2, 1, 1})},
+		{30, 9, 1, 4, 60, 3, attrs("pads", []int64{1, 1, 1, 1})}, // a masked partial panel over two passes of B
+		{64, 16, 1, 4, 5, 3, attrs("pads", []int64{1, 1, 1, 1})}, // few positions, one wide panel: not transposed
 		// few output positions: computed transposed (positions on rows)
 		{8, 20, 1, 3, 9, 3, attrs("strides", []int64{3, 3})},
 		{5, 19, 1, 4, 4, 3, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
@@ -331,6 +344,8 @@ func otherCases() []opCase {
 		{name: "reducemean-middle", nodes: []*graph.Node{node("ReduceMean", []string{"x"}, "y", attrs("axes", []int64{1}))}, inputs: map[string][]int{"x": {2, 3, 4}}, out: "y"},
 		{name: "gap", nodes: []*graph.Node{node("GlobalAveragePool", []string{"x"}, "y", nil)}, inputs: map[string][]int{"x": {2, 3, 5, 4}}, out: "y"},
 		{name: "softmax-axis1", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", 1))}, inputs: map[string][]int{"x": {2, 5, 3}}, out: "y"},
+		{name: "softmax-short", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", -1))}, inputs: map[string][]int{"x": {1, 4420, 2}}, out: "y"},
+		{name: "softmax-short5", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", 2))}, inputs: map[string][]int{"x": {3, 7, 5}}, out: "y"},
 		{name: "softmax-last", nodes: []*graph.Node{node("Softmax", []string{"x"}, "y", attrs("axis", -1))}, inputs: map[string][]int{"x": {3, 4, 37}}, out: "y"},
 		{name: "softmax-scaled", nodes: []*graph.Node{node("Mul", []string{"x", "k"}, "s", nil), node("Softmax", []string{"s"}, "y", nil)},
 			inputs: map[string][]int{"x": {2, 80}}, fixed: map[string]*graph.Tensor{"k": graph.Scalar(float32(30))}, out: "y"},
@@ -555,4 +570,14 @@ var allocatingCases = map[string]string{
 	"lstm-yc-long":          "the LSTM kernel's per-call state",
 	"lstm-reverse":          "the LSTM kernel's per-call state",
 	"conv-silu":             "one allocation in the chain with an activation between a save and its use, not traced yet",
+}
+
+// The convolutions again with the indirect GEMM off (the im2col and
+// tapped paths compute what it would).
+func TestConvWithoutIndirect(t *testing.T) {
+	if !native.UseIndirect(false) {
+		t.Skip("no indirect GEMM kernels here: TestOpsAgainstReference ran the others")
+	}
+	defer native.UseIndirect(true)
+	testOps(t, convCases())
 }

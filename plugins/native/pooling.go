@@ -310,6 +310,13 @@ func buildSoftmax(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) 
 		}
 		X, Y := f32(x), f32(y)
 		rows := outer * inner
+		if inner == 1 && mid <= softmaxShortMax {
+			// short rows: a block of them at a time (softmax_short.go)
+			chunksFor(bc.pool, rows*mid, softmaxTask{X, Y, rows, mid, inner}, func(a softmaxTask, e0, e1 int) {
+				softmaxShort(a.x, a.y, (e0+a.mid-1)/a.mid, min(a.rows, (e1+a.mid-1)/a.mid), a.mid)
+			})
+			return ctx.Outputs(y), nil
+		}
 		chunksFor(bc.pool, rows*mid, softmaxTask{X, Y, rows, mid, inner}, func(a softmaxTask, e0, e1 int) {
 			for row := e0 / a.mid; row < min(a.rows, (e1+a.mid-1)/a.mid); row++ {
 				if row*a.mid < e0 {
