@@ -59,6 +59,9 @@ type xop struct {
 
 type stage struct {
 	ops []*xop
+	// nodes names the graph nodes the stage computes and opTypes their
+	// ops, for profiles
+	nodes, opTypes []string
 	// Go step: reads and writes external buffers.
 	goRun func(buf func(*tensor) []float32)
 	goIn  []*tensor
@@ -70,6 +73,9 @@ type binding struct {
 	t     *tensor // nil: the input is only used as a compile-time constant
 	shape []int
 	perm  []int
+	// fill, when set, converts an input instead of a transpose to perm
+	// (a gather of the input's only readers: spaceToDepth)
+	fill func(dst, src []float32)
 }
 
 type plan struct {
@@ -90,7 +96,8 @@ type builder struct {
 	skip    map[*graph.Node]bool
 	demand  map[string][]int
 	p       *plan
-	cur     int // index of the open XNNPACK stage, -1 when none
+	cur     int         // index of the open XNNPACK stage, -1 when none
+	node1   *graph.Node // the graph node being lowered
 	nodeErr func(n *graph.Node, format string, args ...any) error
 }
 
@@ -117,6 +124,7 @@ func lower(sg *graph.Graph, opsets []graph.Opset, shapes [][]int, consts map[str
 		b.isOut[o.Name] = true
 	}
 	b.computeDemand(order)
+	s2d := b.findS2D(order)
 	for name, t := range consts {
 		b.vals[name] = b.constVal(t)
 	}
@@ -136,6 +144,12 @@ func lower(sg *graph.Graph, opsets []graph.Opset, shapes [][]int, consts map[str
 	}
 	for _, n := range order {
 		if b.skip[n] {
+			continue
+		}
+		if c := s2d[n]; c != nil {
+			if err := b.lowerS2D(n, c); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err := b.node(n); err != nil {
@@ -232,8 +246,25 @@ func (b *builder) newTensor(dims []int) *tensor {
 func (b *builder) add(x *xop) *tensor {
 	s := b.stageFor()
 	x.out.stage = s
-	b.p.stages[s].ops = append(b.p.stages[s].ops, x)
+	st := b.p.stages[s]
+	st.ops = append(st.ops, x)
+	st.noteNode(b.node1)
 	return x.out
+}
+
+// noteNode records that the stage computes (part of) node n.
+func (st *stage) noteNode(n *graph.Node) {
+	if n == nil {
+		return
+	}
+	name := n.Name
+	if name == "" && len(n.Outputs) > 0 {
+		name = n.Outputs[0]
+	}
+	if len(st.nodes) == 0 || st.nodes[len(st.nodes)-1] != name {
+		st.nodes = append(st.nodes, name)
+		st.opTypes = append(st.opTypes, n.OpType)
+	}
 }
 
 func (b *builder) addGo(run func(buf func(*tensor) []float32), ins []*tensor, out *tensor) {
@@ -241,7 +272,9 @@ func (b *builder) addGo(run func(buf func(*tensor) []float32), ins []*tensor, ou
 		t.keep = true
 	}
 	out.keep = true
-	b.p.stages = append(b.p.stages, &stage{goRun: run, goIn: ins, goOut: out})
+	st := &stage{goRun: run, goIn: ins, goOut: out}
+	st.noteNode(b.node1)
+	b.p.stages = append(b.p.stages, st)
 	out.stage = len(b.p.stages) - 1
 	b.cur = -1
 }
@@ -476,6 +509,7 @@ func (b *builder) konst(n *graph.Node, i int) (*graph.Tensor, error) {
 var inf = float32(math.Inf(1))
 
 func (b *builder) node(n *graph.Node) error {
+	b.node1 = n
 	if r := check(n, b.opset(n.Domain), builderInfo{b}); r != "" {
 		return b.nodeErr(n, "%s", r)
 	}

@@ -296,6 +296,38 @@ func TestOpsAgainstCPU(t *testing.T) {
 				node("Slice", []string{"c", "ns", "ne", "nax", "nst"}, []string{"z"}),
 				node("Relu", []string{"z"}, []string{"yz"})},
 			outputs: []string{"y", "yz"}},
+		// space-to-depth slicing read by nothing else: gathered at the
+		// partition boundary (YOLOX's Focus, phases in its order), or
+		// as one Go step from a value inside the partition
+		{name: "focus_at_boundary", inputs: map[string][]int{"x": {2, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(5, 12, 3, 3), "b": w(5),
+			"s0": i64(0), "s1": i64(1), "e": i64(1 << 40), "ax2": i64(2), "ax3": i64(3), "st2": i64(2)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "s0", "e", "ax3", "st2"}, []string{"a0"}),
+				node("Slice", []string{"a0", "s0", "e", "ax2", "st2"}, []string{"q0"}),
+				node("Slice", []string{"x", "s0", "e", "ax3", "st2"}, []string{"a1"}),
+				node("Slice", []string{"a1", "s1", "e", "ax2", "st2"}, []string{"q1"}),
+				node("Slice", []string{"x", "s1", "e", "ax3", "st2"}, []string{"a2"}),
+				node("Slice", []string{"a2", "s0", "e", "ax2", "st2"}, []string{"q2"}),
+				node("Slice", []string{"x", "s1", "e", "ax3", "st2"}, []string{"a3"}),
+				node("Slice", []string{"a3", "s1", "e", "ax2", "st2"}, []string{"q3"}),
+				node("Concat", []string{"q0", "q1", "q2", "q3"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w", "b"}, []string{"y"}, ints("pads", 1, 1, 1, 1))}},
+		{name: "focus_inside_block3_repeated_phase", inputs: map[string][]int{"x": {1, 2, 9, 6}}, consts: map[string]*graph.Tensor{"w0": w(3, 2, 1, 1), "w": w(4, 9, 1, 1),
+			"s0": i64(0, 0), "s2": i64(2, 1), "e": i64(1<<40, 1<<40), "ax": i64(2, 3), "st3": i64(3, 3)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w0"}, []string{"c"}),
+				node("Slice", []string{"c", "s0", "e", "ax", "st3"}, []string{"q0"}),
+				node("Slice", []string{"c", "s2", "e", "ax", "st3"}, []string{"q1"}),
+				node("Concat", []string{"q1", "q0", "q1"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"})}},
+		// bounds that are not space-to-depth: lowered as written
+		{name: "focus_partial_rows", inputs: map[string][]int{"x": {1, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(5, 6, 1, 1),
+			"s0": i64(0, 0), "s1": i64(1, 0), "e": i64(6, 1<<40), "ax": i64(2, 3), "st": i64(2, 2)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "s0", "e", "ax", "st"}, []string{"q0"}),
+				node("Slice", []string{"x", "s1", "e", "ax", "st"}, []string{"q1"}),
+				node("Concat", []string{"q0", "q1"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"})}},
 		{name: "head_reshape_keeps_nhwc", inputs: map[string][]int{"x": {1, 3, 5, 7}}, consts: map[string]*graph.Tensor{"w": w(6, 3, 1, 1), "sh": i64(1, 6, -1)},
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}),
