@@ -26,8 +26,7 @@
 //     calls (FailedPrecondition "xnnpack: device closed"), waits for calls
 //     inside C, then frees every runtime and thread pool.
 //   - Threads: CompileOptions.Threads, else Options.Threads, else
-//     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle, at most
-//     GOMAXPROCS (at least 1).
+//     SWITCHYARD_XNNPACK_THREADS, else GOMAXPROCS.
 //   - Int8 (switchyard.quant, NHWC) is opt-in: Options.Int8 or
 //     SWITCHYARD_XNNPACK_INT8=1. XNNPACK requantises in float32 (round to
 //     nearest even), so its int8 results are within one quantisation step
@@ -44,7 +43,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -150,9 +148,13 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}, qexes: map[*qExecutable]struct{}{}}, nil
 }
 
-// defaultThreads: explicit, then the environment, then the idle cores up
-// to GOMAXPROCS (a busy core made two threads slower than one in
-// measurements).
+// defaultThreads: explicit, then the environment, then GOMAXPROCS, as
+// native: a process held to one core (GOMAXPROCS=1) gets one thread from
+// every backend, one given two gets two from each, and placement compares
+// backends at the same thread count. (The cores idle by the load average
+// were the limit once: a benchmark's own earlier runs keep the load at 1
+// on a two-core machine, so XNNPACK ran one thread while native and the
+// peer ran two, and placement priced it so.)
 func defaultThreads(explicit int) int {
 	if explicit > 0 {
 		return explicit
@@ -162,21 +164,7 @@ func defaultThreads(explicit int) int {
 			return v
 		}
 	}
-	// no more than GOMAXPROCS, as native: a process held to one core
-	// (GOMAXPROCS=1) gets one thread from every backend, and placement
-	// compares backends at the same thread count
-	n := runtime.GOMAXPROCS(0)
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if load, err := strconv.ParseFloat(f[0], 64); err == nil {
-				n = min(n, runtime.NumCPU()-int(load+0.5))
-			}
-		}
-	}
-	if n < 1 {
-		n = 1
-	}
-	return n
+	return max(runtime.GOMAXPROCS(0), 1)
 }
 
 func (b *Backend) Info() hal.Info { return Info() }
