@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
@@ -84,6 +85,32 @@ type plan struct {
 	inputs  []binding
 	outputs []binding
 	slots   []int // bytes per buffer
+	threads int   // the executable's threads, which Go steps split their work over
+}
+
+// parallelMin is the fewest values a Go step splits over threads (a
+// goroutine costs about a microsecond to start and join).
+const parallelMin = 1 << 15
+
+// parallel runs f over [0, n) in p.threads contiguous ranges, the first on
+// the calling goroutine; work of size values below parallelMin (or one
+// thread) runs as one range.
+func (p *plan) parallel(n, size int, f func(lo, hi int)) {
+	k := min(p.threads, n)
+	if k < 2 || size < parallelMin {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < k; i++ {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			f(lo, hi)
+		}(i*n/k, (i+1)*n/k)
+	}
+	f(0, n/k)
+	wg.Wait()
 }
 
 type builder struct {

@@ -275,6 +275,7 @@ func (e *Executable) lowerInstance(shapes [][]int, captured []*graph.Tensor) (*i
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeUnsupported, "%v", err)
 	}
+	p.threads = e.threads
 	// every buffer is bounded before XNNPACK or malloc sees its size
 	if err := p.checkSizes(); err != nil {
 		return nil, err

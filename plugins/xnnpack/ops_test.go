@@ -351,6 +351,7 @@ func TestOpsAgainstCPU(t *testing.T) {
 		if c.claimed == 0 && len(c.name) < 8 || c.claimed == 0 && c.name[:8] != "decline_" {
 			c.claimed = -1
 		}
+		c.outputs, c.claimed = []string{"y"}, -1
 		t.Run(c.name, func(t *testing.T) { c.run(t, dev, rng) })
 	}
 }
@@ -550,5 +551,34 @@ func TestDeclineReasonsResizeDeconv(t *testing.T) {
 		if v.Supported || !contains(v.Reason, want[i]) {
 			t.Errorf("node %d: verdict %+v, want a decline mentioning %q", i, v, want[i])
 		}
+	}
+}
+
+// Go steps large enough to split over the executable's threads (a Concat
+// of NHWC values, the space-to-depth gather at the boundary) compute what
+// the reference kernels do.
+func TestGoStepsOverThreads(t *testing.T) {
+	dev := device(t, xnnpack.Options{Threads: 3})
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := func(s ...int) *graph.Tensor { return randT(rng, s...) }
+	for _, c := range []opCase{
+		{name: "concat_nhwc", inputs: map[string][]int{"x": {1, 8, 67, 65}}, consts: map[string]*graph.Tensor{"w1": w(8, 8, 1, 1), "w2": w(5, 8, 3, 3), "w3": w(4, 13, 1, 1)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w1"}, []string{"a"}),
+				node("Conv", []string{"x", "w2"}, []string{"b"}, ints("pads", 1, 1, 1, 1)),
+				node("Concat", []string{"a", "b"}, []string{"c"}, iattr("axis", 1)),
+				node("Conv", []string{"c", "w3"}, []string{"y"})}},
+		{name: "focus_boundary", inputs: map[string][]int{"x": {1, 3, 134, 130}}, consts: map[string]*graph.Tensor{"w": w(4, 12, 3, 3),
+			"s0": i64(0, 0), "s1": i64(1, 0), "s2": i64(0, 1), "s3": i64(1, 1), "e": i64(1<<40, 1<<40), "ax": i64(2, 3), "st": i64(2, 2)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "s0", "e", "ax", "st"}, []string{"q0"}),
+				node("Slice", []string{"x", "s1", "e", "ax", "st"}, []string{"q1"}),
+				node("Slice", []string{"x", "s2", "e", "ax", "st"}, []string{"q2"}),
+				node("Slice", []string{"x", "s3", "e", "ax", "st"}, []string{"q3"}),
+				node("Concat", []string{"q0", "q1", "q2", "q3"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"}, ints("pads", 1, 1, 1, 1))}},
+	} {
+		c.outputs, c.claimed = []string{"y"}, -1
+		t.Run(c.name, func(t *testing.T) { c.run(t, dev, rng) })
 	}
 }

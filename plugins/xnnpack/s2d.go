@@ -118,7 +118,10 @@ func (b *builder) lowerS2D(n *graph.Node, c *s2dCandidate) error {
 	shape := []int{src.shape[0], src.shape[1] * len(c.chains), src.shape[2] / blk, src.shape[3] / blk}
 	out := b.newTensor(permute(shape, nhwc))
 	xs := src.shape
-	fill := func(dst, x []float32) { spaceToDepth(dst, x, xs, lv) }
+	p := b.p
+	fill := func(dst, x []float32) {
+		p.parallel(xs[0]*xs[2]/blk, out.elems(), func(lo, hi int) { spaceToDepth(dst, x, xs, lv, lo, hi) })
+	}
 	if bi := b.inputIndex(c.src); bi >= 0 && b.uses[c.src] == b.srcReads(c) && src.t.stage == -1 && src.t.view == nil {
 		// X is a partition input read only by the slices: the gather is
 		// its conversion at the boundary
@@ -165,23 +168,23 @@ func (b *builder) lowerAsWritten(nodes []*graph.Node) error {
 	return nil
 }
 
-// spaceToDepth writes dst (NHWC [N, H/b, W/b, k·C]) from x (NCHW [N, C,
-// H, W]): one output row at a time, reading each source row once.
-func spaceToDepth(dst, x []float32, xs []int, lv *s2dVal) {
-	nb, c, h, w := xs[0], xs[1], xs[2], xs[3]
+// spaceToDepth writes output rows [lo, hi) (over N·H/b) of dst (NHWC
+// [N, H/b, W/b, k·C]) from x (NCHW [N, C, H, W]), reading each source row
+// once.
+func spaceToDepth(dst, x []float32, xs []int, lv *s2dVal, lo, hi int) {
+	c, h, w := xs[1], xs[2], xs[3]
 	blk := lv.block
 	oh, ow := h/blk, w/blk
 	oc := c * len(lv.chunks)
-	for n := 0; n < nb; n++ {
-		for i := 0; i < oh; i++ {
-			row := dst[((n*oh)+i)*ow*oc : ((n*oh)+i+1)*ow*oc]
-			for k, ch := range lv.chunks {
-				for cc := 0; cc < c; cc++ {
-					sr := x[((n*c+cc)*h+blk*i+ch.qy)*w : ((n*c+cc)*h+blk*i+ch.qy+1)*w]
-					d := k*c + cc
-					for j := 0; j < ow; j++ {
-						row[j*oc+d] = sr[blk*j+ch.qx]
-					}
+	for r := lo; r < hi; r++ {
+		n, i := r/oh, r%oh
+		row := dst[r*ow*oc : (r+1)*ow*oc]
+		for k, ch := range lv.chunks {
+			for cc := 0; cc < c; cc++ {
+				sr := x[((n*c+cc)*h+blk*i+ch.qy)*w : ((n*c+cc)*h+blk*i+ch.qy+1)*w]
+				d := k*c + cc
+				for j := 0; j < ow; j++ {
+					row[j*oc+d] = sr[blk*j+ch.qx]
 				}
 			}
 		}
