@@ -320,6 +320,26 @@ func TestOpsAgainstCPU(t *testing.T) {
 				node("Slice", []string{"c", "s2", "e", "ax", "st3"}, []string{"q1"}),
 				node("Concat", []string{"q1", "q0", "q1"}, []string{"f"}, iattr("axis", 1)),
 				node("Conv", []string{"f", "w"}, []string{"y"})}},
+		// as TFLite's converter writes it: four-axis slices, each
+		// followed by a Reshape to the shape it has
+		{name: "focus_slice_reshape", inputs: map[string][]int{"x": {1, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(5, 12, 3, 3),
+			"z": i64(0, 0, 0, 0), "h1": i64(0, 0, 1, 0), "w1": i64(0, 0, 0, 1), "e": i64(1, 3, 8, 10), "ax": i64(0, 1, 2, 3), "sh": i64(1, 1, 2, 1), "sw": i64(1, 1, 1, 2),
+			"r1": i64(1, 3, 4, 10), "r2": i64(1, 3, 4, 5), "r3": i64(0, 3, -1, 5)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "h1", "e", "ax", "sh"}, []string{"a"}),
+				node("Reshape", []string{"a", "r1"}, []string{"ar"}),
+				node("Slice", []string{"x", "z", "e", "ax", "sh"}, []string{"b"}),
+				node("Reshape", []string{"b", "r1"}, []string{"br"}),
+				node("Slice", []string{"ar", "z", "e", "ax", "sw"}, []string{"q0"}),
+				node("Reshape", []string{"q0", "r2"}, []string{"q0r"}),
+				node("Slice", []string{"ar", "w1", "e", "ax", "sw"}, []string{"q1"}),
+				node("Reshape", []string{"q1", "r3"}, []string{"q1r"}),
+				node("Slice", []string{"br", "z", "e", "ax", "sw"}, []string{"q2"}),
+				node("Reshape", []string{"q2", "r2"}, []string{"q2r"}),
+				node("Slice", []string{"br", "w1", "e", "ax", "sw"}, []string{"q3"}),
+				node("Reshape", []string{"q3", "r2"}, []string{"q3r"}),
+				node("Concat", []string{"q2r", "q0r", "q3r", "q1r"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"}, ints("pads", 1, 1, 1, 1))}},
 		// bounds that are not space-to-depth: lowered as written
 		{name: "focus_partial_rows", inputs: map[string][]int{"x": {1, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(5, 6, 1, 1),
 			"s0": i64(0, 0), "s1": i64(1, 0), "e": i64(6, 1<<40), "ax": i64(2, 3), "st": i64(2, 2)},

@@ -65,7 +65,7 @@ func (b *builder) findS2D(order []*graph.Node) map[*graph.Node]*s2dCandidate {
 			name := x
 			for {
 				p := producer[name]
-				if p == nil || p.OpType != "Slice" || b.isOut[name] {
+				if p == nil || (p.OpType != "Slice" && p.OpType != "Reshape" && p.OpType != "Identity") || b.isOut[name] {
 					break
 				}
 				chain = append([]*graph.Node{p}, chain...)
@@ -203,6 +203,14 @@ func (b *builder) s2dBounds(c *s2dCandidate, src *val) (*s2dVal, bool) {
 		start := []int{0, 0, 0, 0}
 		step := []int{1, 1, 1, 1}
 		for _, s := range ch {
+			if s.OpType != "Slice" {
+				// a Reshape to the shape it has, an Identity (TFLite's
+				// strided slices come as Slice and Reshape)
+				if s.OpType == "Reshape" && !b.sameShapeReshape(s, shape) {
+					return nil, false
+				}
+				continue
+			}
 			a, err := b.sliceArgs(s)
 			if err != nil {
 				return nil, false
@@ -237,4 +245,29 @@ func (b *builder) s2dBounds(c *s2dCandidate, src *val) (*s2dVal, bool) {
 		lv.chunks = append(lv.chunks, s2dChunk{qy: start[2], qx: start[3]})
 	}
 	return lv, true
+}
+
+// sameShapeReshape reports whether the Reshape n, applied to a value of
+// shape, leaves it as it is (0 copies a dim unless allowzero, -1 takes
+// what is left).
+func (b *builder) sameShapeReshape(n *graph.Node, shape []int) bool {
+	k, err := b.konst(n, 1)
+	if err != nil || k == nil || (k.DType != graph.Int64 && k.DType != graph.Int32) {
+		return false
+	}
+	want := k.Int64s()
+	if len(want) != len(shape) {
+		return false
+	}
+	for i, d := range want {
+		switch {
+		case d == int64(shape[i]):
+		case d == 0 && n.AttrInt("allowzero", 0) == 0:
+		case d == -1:
+			// the other dims match, so -1 takes this one's size
+		default:
+			return false
+		}
+	}
+	return true
 }
