@@ -26,8 +26,8 @@
 //     calls (FailedPrecondition "xnnpack: device closed"), waits for calls
 //     inside C, then frees every runtime and thread pool.
 //   - Threads: CompileOptions.Threads, else Options.Threads, else
-//     SWITCHYARD_XNNPACK_THREADS, else the cores that are idle, at most
-//     GOMAXPROCS (at least 1).
+//     SWITCHYARD_XNNPACK_THREADS, else GOMAXPROCS less the cores other
+//     processes run on at creation (at least 1).
 //   - Int8 (switchyard.quant, NHWC) is opt-in: Options.Int8 or
 //     SWITCHYARD_XNNPACK_INT8=1. XNNPACK requantises in float32 (round to
 //     nearest even), so its int8 results are within one quantisation step
@@ -47,6 +47,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	_ "github.com/switchyard-hal/switchyard/core/ops/all" // operator schemas and shape inference
@@ -150,9 +151,18 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	return &Backend{lib: l, opts: opts, threads: defaultThreads(opts.Threads), pools: map[int]uintptr{}, exes: map[*Executable]struct{}{}, qexes: map[*qExecutable]struct{}{}}, nil
 }
 
-// defaultThreads: explicit, then the environment, then the idle cores up
-// to GOMAXPROCS (a busy core made two threads slower than one in
-// measurements).
+// defaultThreads: explicit, then the environment, then GOMAXPROCS (as
+// native: a process held to one core gets one thread from every backend,
+// and placement compares backends at the same thread count), less the
+// cores other processes are running on right now. XNNPACK's thread pool
+// waits at every operator for each worker, so a worker that a busy core
+// deschedules stalls the whole run: yolox_nano at 2 threads measured
+// 48–470 ms with the machine loaded (native, whose pool lets the caller
+// take the work a worker has not started, 17 ms). The cores are counted
+// from the processes running at this moment (/proc/loadavg), not the
+// load average: a benchmark's own earlier runs kept the 1-minute average
+// at 1 on a two-core machine, so XNNPACK ran one thread where native and
+// ONNX Runtime ran two, and placement priced it so.
 func defaultThreads(explicit int) int {
 	if explicit > 0 {
 		return explicit
@@ -162,21 +172,40 @@ func defaultThreads(explicit int) int {
 			return v
 		}
 	}
-	// no more than GOMAXPROCS, as native: a process held to one core
-	// (GOMAXPROCS=1) gets one thread from every backend, and placement
-	// compares backends at the same thread count
 	n := runtime.GOMAXPROCS(0)
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if load, err := strconv.ParseFloat(f[0], 64); err == nil {
-				n = min(n, runtime.NumCPU()-int(load+0.5))
-			}
+	if busy, ok := busyCores(); ok {
+		n = min(n, runtime.NumCPU()-busy)
+	}
+	return max(n, 1)
+}
+
+// busyCores counts the processes running now besides this one: the
+// fewest of a few samples of /proc/loadavg's running count (which counts
+// the reader itself) a millisecond apart.
+func busyCores() (int, bool) {
+	best, ok := 0, false
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		b, err := os.ReadFile("/proc/loadavg")
+		if err != nil {
+			return 0, false
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 4 {
+			return 0, false
+		}
+		run, _, found := strings.Cut(f[3], "/")
+		v, err := strconv.Atoi(run)
+		if !found || err != nil || v < 1 {
+			return 0, false
+		}
+		if !ok || v-1 < best {
+			best, ok = v-1, true
 		}
 	}
-	if n < 1 {
-		n = 1
-	}
-	return n
+	return best, ok
 }
 
 func (b *Backend) Info() hal.Info { return Info() }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	ops "github.com/switchyard-hal/switchyard/core/ops"
@@ -59,6 +60,9 @@ type xop struct {
 
 type stage struct {
 	ops []*xop
+	// nodes names the graph nodes the stage computes and opTypes their
+	// ops, for profiles
+	nodes, opTypes []string
 	// Go step: reads and writes external buffers.
 	goRun func(buf func(*tensor) []float32)
 	goIn  []*tensor
@@ -70,6 +74,9 @@ type binding struct {
 	t     *tensor // nil: the input is only used as a compile-time constant
 	shape []int
 	perm  []int
+	// fill, when set, converts an input instead of a transpose to perm
+	// (a gather of the input's only readers: spaceToDepth)
+	fill func(dst, src []float32)
 }
 
 type plan struct {
@@ -78,6 +85,32 @@ type plan struct {
 	inputs  []binding
 	outputs []binding
 	slots   []int // bytes per buffer
+	threads int   // the executable's threads, which Go steps split their work over
+}
+
+// parallelMin is the fewest values a Go step splits over threads (a
+// goroutine costs about a microsecond to start and join).
+const parallelMin = 1 << 15
+
+// parallel runs f over [0, n) in p.threads contiguous ranges, the first on
+// the calling goroutine; work of size values below parallelMin (or one
+// thread) runs as one range.
+func (p *plan) parallel(n, size int, f func(lo, hi int)) {
+	k := min(p.threads, n)
+	if k < 2 || size < parallelMin {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < k; i++ {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			f(lo, hi)
+		}(i*n/k, (i+1)*n/k)
+	}
+	f(0, n/k)
+	wg.Wait()
 }
 
 type builder struct {
@@ -90,7 +123,8 @@ type builder struct {
 	skip    map[*graph.Node]bool
 	demand  map[string][]int
 	p       *plan
-	cur     int // index of the open XNNPACK stage, -1 when none
+	cur     int         // index of the open XNNPACK stage, -1 when none
+	node1   *graph.Node // the graph node being lowered
 	nodeErr func(n *graph.Node, format string, args ...any) error
 }
 
@@ -117,6 +151,7 @@ func lower(sg *graph.Graph, opsets []graph.Opset, shapes [][]int, consts map[str
 		b.isOut[o.Name] = true
 	}
 	b.computeDemand(order)
+	s2d := b.findS2D(order)
 	for name, t := range consts {
 		b.vals[name] = b.constVal(t)
 	}
@@ -136,6 +171,12 @@ func lower(sg *graph.Graph, opsets []graph.Opset, shapes [][]int, consts map[str
 	}
 	for _, n := range order {
 		if b.skip[n] {
+			continue
+		}
+		if c := s2d[n]; c != nil {
+			if err := b.lowerS2D(n, c); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err := b.node(n); err != nil {
@@ -232,8 +273,25 @@ func (b *builder) newTensor(dims []int) *tensor {
 func (b *builder) add(x *xop) *tensor {
 	s := b.stageFor()
 	x.out.stage = s
-	b.p.stages[s].ops = append(b.p.stages[s].ops, x)
+	st := b.p.stages[s]
+	st.ops = append(st.ops, x)
+	st.noteNode(b.node1)
 	return x.out
+}
+
+// noteNode records that the stage computes (part of) node n.
+func (st *stage) noteNode(n *graph.Node) {
+	if n == nil {
+		return
+	}
+	name := n.Name
+	if name == "" && len(n.Outputs) > 0 {
+		name = n.Outputs[0]
+	}
+	if len(st.nodes) == 0 || st.nodes[len(st.nodes)-1] != name {
+		st.nodes = append(st.nodes, name)
+		st.opTypes = append(st.opTypes, n.OpType)
+	}
 }
 
 func (b *builder) addGo(run func(buf func(*tensor) []float32), ins []*tensor, out *tensor) {
@@ -241,7 +299,9 @@ func (b *builder) addGo(run func(buf func(*tensor) []float32), ins []*tensor, ou
 		t.keep = true
 	}
 	out.keep = true
-	b.p.stages = append(b.p.stages, &stage{goRun: run, goIn: ins, goOut: out})
+	st := &stage{goRun: run, goIn: ins, goOut: out}
+	st.noteNode(b.node1)
+	b.p.stages = append(b.p.stages, st)
 	out.stage = len(b.p.stages) - 1
 	b.cur = -1
 }
@@ -476,6 +536,7 @@ func (b *builder) konst(n *graph.Node, i int) (*graph.Tensor, error) {
 var inf = float32(math.Inf(1))
 
 func (b *builder) node(n *graph.Node) error {
+	b.node1 = n
 	if r := check(n, b.opset(n.Domain), builderInfo{b}); r != "" {
 		return b.nodeErr(n, "%s", r)
 	}

@@ -390,18 +390,21 @@ func (b *builder) concat(n *graph.Node, oshape []int) error {
 	for _, d := range odims[pa+1:] {
 		inner *= d
 	}
+	p := b.p
 	b.addGo(func(buf func(*tensor) []float32) {
 		dst := buf(out)
 		rowOut := odims[pa] * inner
-		off := 0
-		for _, t := range ins {
-			src := buf(t)
-			row := t.dims[pa] * inner
-			for o := 0; o < outer; o++ {
-				copy(dst[o*rowOut+off:o*rowOut+off+row], src[o*row:(o+1)*row])
+		p.parallel(outer, out.elems(), func(lo, hi int) {
+			off := 0
+			for _, t := range ins {
+				src := buf(t)
+				row := t.dims[pa] * inner
+				for o := lo; o < hi; o++ {
+					copy(dst[o*rowOut+off:o*rowOut+off+row], src[o*row:(o+1)*row])
+				}
+				off += row
 			}
-			off += row
-		}
+		})
 	}, ins, out)
 	b.setOut(n, &val{t: out, shape: oshape, perm: perm})
 	return nil

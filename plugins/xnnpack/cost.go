@@ -293,7 +293,7 @@ func (st *structure) fromPlan(p *plan) {
 
 func (st *structure) addBoundary(bnd binding) {
 	n := 4 * elems(bnd.shape)
-	if isIdentity(bnd.perm) || sameOrder(bnd.shape, nil, bnd.perm) {
+	if bnd.fill == nil && isIdentity(bnd.perm) || sameOrder(bnd.shape, nil, bnd.perm) {
 		st.copyBytes += n
 	} else {
 		st.transposeBytes += n

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -274,6 +275,7 @@ func (e *Executable) lowerInstance(shapes [][]int, captured []*graph.Tensor) (*i
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeUnsupported, "%v", err)
 	}
+	p.threads = e.threads
 	// every buffer is bounded before XNNPACK or malloc sees its size
 	if err := p.checkSizes(); err != nil {
 		return nil, err
@@ -649,6 +651,50 @@ func (e *Executable) put(inst *instance) {
 // Execute converts the inputs to their physical layout, runs the stages and
 // converts the outputs back.
 func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	return e.execute(ctx, inputs, outputs, nil)
+}
+
+// ExecuteProfiled is Execute timing each stage (hal.ProfilingExecutable):
+// an XNNPACK runtime (this XNNPACK has no per-operator profiling: a
+// runtime is one kernel, listing the graph nodes it computes), a Go step,
+// and the layout conversions of the partition's inputs and outputs.
+func (e *Executable) ExecuteProfiled(ctx context.Context, inputs, outputs []*graph.Tensor) (*hal.CallProfile, error) {
+	p := &hal.CallProfile{StartNS: time.Now().UnixNano()}
+	if err := e.execute(ctx, inputs, outputs, p); err != nil {
+		return nil, err
+	}
+	p.EndNS = time.Now().UnixNano()
+	return p, nil
+}
+
+// stageKernel names a stage in a profile.
+func stageKernel(st *stage) string {
+	name := "xnnpack runtime"
+	if st.goRun != nil {
+		name = "go step"
+	}
+	if len(st.opTypes) == 0 {
+		return name
+	}
+	count := map[string]int{}
+	var order []string
+	for _, op := range st.opTypes {
+		if count[op] == 0 {
+			order = append(order, op)
+		}
+		count[op]++
+	}
+	parts := make([]string, len(order))
+	for i, op := range order {
+		parts[i] = op
+		if count[op] > 1 {
+			parts[i] = fmt.Sprintf("%s×%d", op, count[op])
+		}
+	}
+	return name + " " + strings.Join(parts, ",")
+}
+
+func (e *Executable) execute(ctx context.Context, inputs, outputs []*graph.Tensor, prof *hal.CallProfile) error {
 	if len(inputs) != len(e.g.Inputs) || len(outputs) != len(e.g.Outputs) {
 		return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: got %d inputs and %d outputs, partition has %d and %d", len(inputs), len(outputs), len(e.g.Inputs), len(e.g.Outputs))
 	}
@@ -705,11 +751,33 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 			return hal.Errorf(hal.CodeInvalidArgument, "xnnpack: output %q holds %d values, want %d", e.g.Outputs[i].Name, len(dsts[i]), want)
 		}
 	}
+	var t0 time.Time
+	mark := func(name string, nodes []string) {
+		if prof == nil {
+			return
+		}
+		t1 := time.Now()
+		prof.Kernels = append(prof.Kernels, hal.KernelTiming{Name: name, Nodes: nodes, StartNS: t0.UnixNano(), EndNS: t1.UnixNano()})
+		t0 = t1
+	}
+	if prof != nil {
+		t0 = time.Now()
+	}
 	for i, bnd := range p.inputs {
 		if bnd.t == nil {
 			continue
 		}
-		transposeInto(inst.buf(bnd.t), graph.Data[float32](inputs[i]), bnd.shape, nil, bnd.perm)
+		if bnd.fill != nil {
+			bnd.fill(inst.buf(bnd.t), graph.Data[float32](inputs[i]))
+		} else {
+			transposeInto(inst.buf(bnd.t), graph.Data[float32](inputs[i]), bnd.shape, nil, bnd.perm)
+		}
+		if bnd.fill != nil || !isIdentity(bnd.perm) {
+			mark("input layout", []string{e.g.Inputs[i].Name})
+		}
+	}
+	if prof != nil {
+		t0 = time.Now()
 	}
 	written := make([]bool, len(p.outputs))
 	for si, st := range p.stages {
@@ -721,15 +789,19 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 		}
 		if st.goRun != nil {
 			st.goRun(inst.buf)
-			continue
-		}
-		if err := inst.invoke(si, dsts, written); err != nil {
+		} else if err := inst.invoke(si, dsts, written); err != nil {
 			return err
+		}
+		if prof != nil {
+			mark(stageKernel(st), st.nodes)
 		}
 	}
 	for i, bnd := range p.outputs {
 		if !written[i] {
 			transposeInto(dsts[i], inst.buf(bnd.t), bnd.shape, bnd.perm, nil)
+			if !isIdentity(bnd.perm) {
+				mark("output layout", []string{e.g.Outputs[i].Name})
+			}
 		}
 	}
 	return nil

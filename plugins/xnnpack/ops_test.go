@@ -296,6 +296,58 @@ func TestOpsAgainstCPU(t *testing.T) {
 				node("Slice", []string{"c", "ns", "ne", "nax", "nst"}, []string{"z"}),
 				node("Relu", []string{"z"}, []string{"yz"})},
 			outputs: []string{"y", "yz"}},
+		// space-to-depth slicing read by nothing else: gathered at the
+		// partition boundary (YOLOX's Focus, phases in its order), or
+		// as one Go step from a value inside the partition
+		{name: "focus_at_boundary", inputs: map[string][]int{"x": {2, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(5, 12, 3, 3), "b": w(5),
+			"s0": i64(0), "s1": i64(1), "e": i64(1 << 40), "ax2": i64(2), "ax3": i64(3), "st2": i64(2)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "s0", "e", "ax3", "st2"}, []string{"a0"}),
+				node("Slice", []string{"a0", "s0", "e", "ax2", "st2"}, []string{"q0"}),
+				node("Slice", []string{"x", "s0", "e", "ax3", "st2"}, []string{"a1"}),
+				node("Slice", []string{"a1", "s1", "e", "ax2", "st2"}, []string{"q1"}),
+				node("Slice", []string{"x", "s1", "e", "ax3", "st2"}, []string{"a2"}),
+				node("Slice", []string{"a2", "s0", "e", "ax2", "st2"}, []string{"q2"}),
+				node("Slice", []string{"x", "s1", "e", "ax3", "st2"}, []string{"a3"}),
+				node("Slice", []string{"a3", "s1", "e", "ax2", "st2"}, []string{"q3"}),
+				node("Concat", []string{"q0", "q1", "q2", "q3"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w", "b"}, []string{"y"}, ints("pads", 1, 1, 1, 1))}},
+		{name: "focus_inside_block3_repeated_phase", inputs: map[string][]int{"x": {1, 2, 9, 6}}, consts: map[string]*graph.Tensor{"w0": w(3, 2, 1, 1), "w": w(4, 9, 1, 1),
+			"s0": i64(0, 0), "s2": i64(2, 1), "e": i64(1<<40, 1<<40), "ax": i64(2, 3), "st3": i64(3, 3)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w0"}, []string{"c"}),
+				node("Slice", []string{"c", "s0", "e", "ax", "st3"}, []string{"q0"}),
+				node("Slice", []string{"c", "s2", "e", "ax", "st3"}, []string{"q1"}),
+				node("Concat", []string{"q1", "q0", "q1"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"})}},
+		// as TFLite's converter writes it: four-axis slices, each
+		// followed by a Reshape to the shape it has
+		{name: "focus_slice_reshape", inputs: map[string][]int{"x": {1, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(5, 12, 3, 3),
+			"z": i64(0, 0, 0, 0), "h1": i64(0, 0, 1, 0), "w1": i64(0, 0, 0, 1), "e": i64(1, 3, 8, 10), "ax": i64(0, 1, 2, 3), "sh": i64(1, 1, 2, 1), "sw": i64(1, 1, 1, 2),
+			"r1": i64(1, 3, 4, 10), "r2": i64(1, 3, 4, 5), "r3": i64(0, 3, -1, 5)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "h1", "e", "ax", "sh"}, []string{"a"}),
+				node("Reshape", []string{"a", "r1"}, []string{"ar"}),
+				node("Slice", []string{"x", "z", "e", "ax", "sh"}, []string{"b"}),
+				node("Reshape", []string{"b", "r1"}, []string{"br"}),
+				node("Slice", []string{"ar", "z", "e", "ax", "sw"}, []string{"q0"}),
+				node("Reshape", []string{"q0", "r2"}, []string{"q0r"}),
+				node("Slice", []string{"ar", "w1", "e", "ax", "sw"}, []string{"q1"}),
+				node("Reshape", []string{"q1", "r3"}, []string{"q1r"}),
+				node("Slice", []string{"br", "z", "e", "ax", "sw"}, []string{"q2"}),
+				node("Reshape", []string{"q2", "r2"}, []string{"q2r"}),
+				node("Slice", []string{"br", "w1", "e", "ax", "sw"}, []string{"q3"}),
+				node("Reshape", []string{"q3", "r2"}, []string{"q3r"}),
+				node("Concat", []string{"q2r", "q0r", "q3r", "q1r"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"}, ints("pads", 1, 1, 1, 1))}},
+		// bounds that are not space-to-depth: lowered as written
+		{name: "focus_partial_rows", inputs: map[string][]int{"x": {1, 3, 8, 10}}, consts: map[string]*graph.Tensor{"w": w(5, 6, 1, 1),
+			"s0": i64(0, 0), "s1": i64(1, 0), "e": i64(6, 1<<40), "ax": i64(2, 3), "st": i64(2, 2)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "s0", "e", "ax", "st"}, []string{"q0"}),
+				node("Slice", []string{"x", "s1", "e", "ax", "st"}, []string{"q1"}),
+				node("Concat", []string{"q0", "q1"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"})}},
 		{name: "head_reshape_keeps_nhwc", inputs: map[string][]int{"x": {1, 3, 5, 7}}, consts: map[string]*graph.Tensor{"w": w(6, 3, 1, 1), "sh": i64(1, 6, -1)},
 			nodes: []*graph.Node{
 				node("Conv", []string{"x", "w"}, []string{"c"}),
@@ -518,5 +570,34 @@ func TestDeclineReasonsResizeDeconv(t *testing.T) {
 		if v.Supported || !contains(v.Reason, want[i]) {
 			t.Errorf("node %d: verdict %+v, want a decline mentioning %q", i, v, want[i])
 		}
+	}
+}
+
+// Go steps large enough to split over the executable's threads (a Concat
+// of NHWC values, the space-to-depth gather at the boundary) compute what
+// the reference kernels do.
+func TestGoStepsOverThreads(t *testing.T) {
+	dev := device(t, xnnpack.Options{Threads: 3})
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := func(s ...int) *graph.Tensor { return randT(rng, s...) }
+	for _, c := range []opCase{
+		{name: "concat_nhwc", inputs: map[string][]int{"x": {1, 8, 67, 65}}, consts: map[string]*graph.Tensor{"w1": w(8, 8, 1, 1), "w2": w(5, 8, 3, 3), "w3": w(4, 13, 1, 1)},
+			nodes: []*graph.Node{
+				node("Conv", []string{"x", "w1"}, []string{"a"}),
+				node("Conv", []string{"x", "w2"}, []string{"b"}, ints("pads", 1, 1, 1, 1)),
+				node("Concat", []string{"a", "b"}, []string{"c"}, iattr("axis", 1)),
+				node("Conv", []string{"c", "w3"}, []string{"y"})}},
+		{name: "focus_boundary", inputs: map[string][]int{"x": {1, 3, 134, 130}}, consts: map[string]*graph.Tensor{"w": w(4, 12, 3, 3),
+			"s0": i64(0, 0), "s1": i64(1, 0), "s2": i64(0, 1), "s3": i64(1, 1), "e": i64(1<<40, 1<<40), "ax": i64(2, 3), "st": i64(2, 2)},
+			nodes: []*graph.Node{
+				node("Slice", []string{"x", "s0", "e", "ax", "st"}, []string{"q0"}),
+				node("Slice", []string{"x", "s1", "e", "ax", "st"}, []string{"q1"}),
+				node("Slice", []string{"x", "s2", "e", "ax", "st"}, []string{"q2"}),
+				node("Slice", []string{"x", "s3", "e", "ax", "st"}, []string{"q3"}),
+				node("Concat", []string{"q0", "q1", "q2", "q3"}, []string{"f"}, iattr("axis", 1)),
+				node("Conv", []string{"f", "w"}, []string{"y"}, ints("pads", 1, 1, 1, 1))}},
+	} {
+		c.outputs, c.claimed = []string{"y"}, -1
+		t.Run(c.name, func(t *testing.T) { c.run(t, dev, rng) })
 	}
 }
