@@ -200,6 +200,9 @@ func (w *bqWeights) runGEMM(p *pool, x, y []float32, m int) bool {
 	if m < 2 || w.gk == nil || !bqAsm {
 		return false
 	}
+	if w.typ == ggml.Q4_0 {
+		return w.runGEMMQ40(p, x, y, m) // qgemm_q40.go
+	}
 	fns, kfns := qgemmKernels(w.typ, w.gk.name)
 	if fns == nil && (kfns == nil || m < qgemmKMinRows) {
 		return false
