@@ -31,6 +31,10 @@
 //     and added times d·d_a by a fused multiply-add into float32, the
 //     lanes reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) (llama.cpp's
 //     _mm256_fmadd_ps and hsum_float_8).
+//   - Q4_0: as Q5_0 to the lane sums (the offset 8), then the lanes
+//     summed exactly to the block's int32 sum (repBlock), converted, and
+//     added times d·d_a by one fused multiply-add into one accumulator a
+//     row: llama.cpp's repacked Q4_0 order (core/ggml's Dot).
 //
 // Q4_K, Q5_K and Q6_K also have four-row kernels (four weight rows
 // against one activation row, in AVX-512 VNNI on ZMM and in AVX2; k4.go

@@ -8,7 +8,11 @@ package main
 // 4l..4l+3), converted, times float32(d_w·d_a), added into the row's
 // eight float32 lane accumulators by a fused multiply-add block after
 // block, reduced at the end as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))
-// (llama.cpp's x86 order, as Dot).
+// (llama.cpp's x86 order, as Dot). Q4_0 differs, as Dot does (llama.cpp's
+// repacked Q4_0): a set's lanes summed exactly per row each block
+// (repBlockZ), converted, and added times float32(d·d_a) by one fused
+// multiply-add into one accumulator of all the rows (row r of set st in
+// dword st of lane r), no reduction at the end.
 //
 // Q4_0: the four rows' 16 quant bytes side by side (one 128-bit lane a
 // row); the low nibbles (elements 0..15) against x[0..15] broadcast to
