@@ -166,6 +166,13 @@ func BlockScale(xs []float32) (d, id float32, bad bool) {
 //     hsum_float_8, and llamafile's tinyBLAS_Q0_AVX for prompts), so a
 //     Q8_0 product is its result to the last bit. Q4_1 and Q5_1 add their
 //     minimum's share, m·SumD, to a ninth accumulator added last.
+//   - Q4_0 differs: llama.cpp on x86 (AVX2 or AVX-512) repacks Q4_0
+//     weights of a multiple of 8 rows into interleaved blocks of eight
+//     rows (block_q4_0x8) and multiplies them by ggml_gemv/gemm_q4_0_8x8_q8_0,
+//     one int32 sum of all 32 products a block, acc = fma(float32(sum),
+//     float32(d_w·d_a), acc) in one float32 accumulator, block after
+//     block, no reduction; Dot does that (the product d_w·d_a of two
+//     float16 values is exact in float32, so each block rounds once).
 //   - K types: per super-block the exact int32 sum S of scale_j · Σ w·q
 //     over its sub-blocks (w the unsigned quant for Q2_K, Q4_K, Q5_K, the
 //     signed one for Q3_K and Q6_K) and, for the types with minimums, M =
@@ -224,6 +231,16 @@ func dot32(t Type, w []byte, a *Act, r int) float32 {
 			}
 		}
 		sc := d * a.D[ab]
+		if t == Q4_0 {
+			// llama.cpp's repacked order: the block's whole integer sum,
+			// one fused multiply-add a block into a single accumulator
+			var p int32
+			for j := 0; j < 32; j++ {
+				p += vals[j] * int32(xq[j])
+			}
+			acc[0] = FMA32(sc, float32(p), acc[0])
+			continue
+		}
 		for l := 0; l < 8; l++ {
 			p := vals[4*l]*int32(xq[4*l]) + vals[4*l+1]*int32(xq[4*l+1]) + vals[4*l+2]*int32(xq[4*l+2]) + vals[4*l+3]*int32(xq[4*l+3])
 			acc[l] = FMA32(sc, float32(p), acc[l])
@@ -231,6 +248,9 @@ func dot32(t Type, w []byte, a *Act, r int) float32 {
 		if t == Q4_1 || t == Q5_1 {
 			macc = macc + float32(m*a.SumD[ab])
 		}
+	}
+	if t == Q4_0 {
+		return acc[0]
 	}
 	return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + macc
 }

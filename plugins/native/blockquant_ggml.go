@@ -27,7 +27,9 @@ import (
 // The integer path (opt-in hal.PrecisionInt8, as for the split layout)
 // quantizes each row of A as llama.cpp does (core/ggml's Act: blocks of 32
 // for the 32-element types, super-blocks of 256 for the K types) and
-// computes core/ggml's Dot, whose float32 steps are fixed: the Go kernel
+// computes core/ggml's Dot, whose float32 steps are fixed (llama.cpp's
+// x86 ones; for Q4_0 those of its repacked Q4_0, one fused multiply-add
+// a block of the block's int32 sum): the Go kernel
 // and the assembly ones (internal/asmgenbqk: Q4_0, Q4_1, Q5_0, Q5_1,
 // Q8_0, Q4_K, Q5_K and Q6_K, four weight rows a call sharing each
 // activation load and prefetching the next four, in AVX-512 VNNI where

@@ -18,7 +18,9 @@ type bqkArmFn = func(nb int, w *uint8, x *int8, xd *float32, xs *float32) float3
 // takes (blockquant_ggml_arm64.s), the same arithmetic as core/ggml's
 // Dot, bit for bit: a 32-element type's block products summed exactly by
 // SDOT in eight int32 lanes of four, converted, added times
-// float32(d_w·d_a) lane by lane (FMLA, fused), reduced as Dot reduces; a K
+// float32(d_w·d_a) lane by lane (FMLA, fused), reduced as Dot reduces
+// (Q4_0: the lanes summed to the block's int32 sum, ADDV, then one fused
+// multiply-add a block, llama.cpp's repacked order as Dot); a K
 // type's sub-block sums (SDOT, then across the lanes) times their scales
 // summed exactly in int32, then scaled once a super-block. One weight row
 // a call (the amd64 kernels' four-row forms are not written for arm64).

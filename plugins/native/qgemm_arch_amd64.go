@@ -5,7 +5,6 @@ import "github.com/switchyard-hal/switchyard/core/ggml"
 // the tile kernels by type and activation rows (index R-1)
 var (
 	qgemmVNNI = map[ggml.Type]*[qgemmRows]qgemmFn{
-		ggml.Q4_0: {qgemmQ4_04x1Z, qgemmQ4_04x2Z, qgemmQ4_04x3Z, qgemmQ4_04x4Z, qgemmQ4_04x5Z, qgemmQ4_04x6Z, qgemmQ4_04x7Z, qgemmQ4_04x8Z},
 		ggml.Q5_0: {qgemmQ5_04x1Z, qgemmQ5_04x2Z, qgemmQ5_04x3Z, qgemmQ5_04x4Z, qgemmQ5_04x5Z, qgemmQ5_04x6Z, qgemmQ5_04x7Z, qgemmQ5_04x8Z},
 		ggml.Q8_0: {qgemmQ8_04x1Z, qgemmQ8_04x2Z, qgemmQ8_04x3Z, qgemmQ8_04x4Z, qgemmQ8_04x5Z, qgemmQ8_04x6Z, qgemmQ8_04x7Z, qgemmQ8_04x8Z},
 	}

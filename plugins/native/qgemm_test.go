@@ -32,7 +32,7 @@ func TestQGEMMSameBits(t *testing.T) {
 			}
 			for _, N := range []int{4, 13} {
 				w := gemmWeights(rng, ty, N, K)
-				if f, kf := qgemmKernels(ty, w.gk.name); f == nil && kf == nil {
+				if f, kf := qgemmKernels(ty, w.gk.name); f == nil && kf == nil && !hasQ40Tiles(ty, w.gk.name) {
 					t.Skipf("%s: no tile kernels here (amd64 with AVX-512 VNNI)", ty)
 				}
 				for _, m := range []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 19, 23} {
@@ -52,7 +52,7 @@ func TestQGEMMSameBits(t *testing.T) {
 							p = newPool(threads)
 						}
 						if !w.runGEMM(p, x, y, m) {
-							if ty.BlockSize() == 256 && m < qgemmKMinRows {
+							if ty.BlockSize() == 256 && m < qgemmKMinRows || ty == ggml.Q4_0 && m < q40MinRows {
 								w.runGGMLInt(p, x, y, m) // the rows path: the same bits
 							} else {
 								t.Fatalf("%s: runGEMM declined", name)
@@ -108,7 +108,7 @@ func BenchmarkQGEMM(b *testing.B) {
 						continue
 					}
 					b.Run(fmt.Sprintf("%s/K%d/N%d/m%d/%s", ty, K, N, m, path), func(b *testing.B) {
-						if f, kf := qgemmKernels(ty, w.gk.name); path == "tiles" && f == nil && kf == nil {
+						if f, kf := qgemmKernels(ty, w.gk.name); path == "tiles" && f == nil && kf == nil && !hasQ40Tiles(ty, w.gk.name) {
 							b.Skip("no tile kernels here")
 						}
 						best := time.Duration(1 << 62)
@@ -127,4 +127,10 @@ func BenchmarkQGEMM(b *testing.B) {
 			}
 		}
 	}
+}
+
+// hasQ40Tiles: t is Q4_0 and its tiles (qgemm_q40.go) run here.
+func hasQ40Tiles(t ggml.Type, fam string) bool {
+	f16, _ := q40Tiles(fam)
+	return t == ggml.Q4_0 && f16 != nil
 }

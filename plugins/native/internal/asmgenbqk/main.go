@@ -31,6 +31,10 @@
 //     and added times d·d_a by a fused multiply-add into float32, the
 //     lanes reduced as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) (llama.cpp's
 //     _mm256_fmadd_ps and hsum_float_8).
+//   - Q4_0: as Q5_0 to the lane sums (the offset 8), then the lanes
+//     summed exactly to the block's int32 sum (repBlock), converted, and
+//     added times d·d_a by one fused multiply-add into one accumulator a
+//     row: llama.cpp's repacked Q4_0 order (core/ggml's Dot).
 //
 // Q4_K, Q5_K and Q6_K also have four-row kernels (four weight rows
 // against one activation row, in AVX-512 VNNI on ZMM and in AVX2; k4.go
@@ -681,10 +685,20 @@ func dot32(t, fam string, nr int) {
 		}
 		return Mem{Base: w, Index: ldw3, Scale: 1, Disp: disp}
 	}
-	acc := make([]VecVirtual, nr)
-	for r := range acc {
-		acc[r] = YMM()
-		VXORPS(acc[r], acc[r], acc[r])
+	// Q4_0 (llama.cpp's repacked order): one accumulator a row, the nr
+	// rows side by side in an XMM
+	rep := t == "Q4_0"
+	var acc []VecVirtual
+	var racc VecVirtual
+	if rep {
+		racc = XMM()
+		VXORPS(racc, racc, racc)
+	} else {
+		acc = make([]VecVirtual, nr)
+		for r := range acc {
+			acc[r] = YMM()
+			VXORPS(acc[r], acc[r], acc[r])
+		}
 	}
 	var ones, macc VecVirtual
 	if fam == "AVX2" {
@@ -732,8 +746,10 @@ func dot32(t, fam string, nr int) {
 		VPXOR(off, off, off)
 		VPSUBD(l, off, off)
 	}
+	sums := make([]VecVirtual, nr)
 	for r := 0; r < nr; r++ {
 		sum := YMM()
+		sums[r] = sum
 		switch t {
 		case "Q8_0":
 			q, uq, sa := YMM(), YMM(), YMM()
@@ -778,12 +794,18 @@ func dot32(t, fam string, nr int) {
 				}
 			}
 		}
+		if rep {
+			continue
+		}
 		VCVTDQ2PS(sum, sum)
 		h, sc := XMM(), YMM()
 		VPBROADCASTW(row(r, 0), h)
 		VCVTPH2PS(h, sc)
 		VMULPS(da, sc, sc)           // d·d_a, one rounding
 		VFMADD231PS(sc, sum, acc[r]) // acc += lanes·(d·d_a), one rounding
+	}
+	if rep {
+		repBlock(sums, row, da, racc)
 	}
 	if withMin { // the minimums: macc_r += m_r·SumD
 		mh := XMM()
@@ -810,6 +832,16 @@ func dot32(t, fam string, nr int) {
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
 	y := Load(Param("y"), GP64())
+	if rep {
+		if nr == 4 {
+			VMOVUPS(racc, Mem{Base: y})
+		} else {
+			VMOVSS(racc, Mem{Base: y})
+		}
+		VZEROUPPER()
+		RET()
+		return
+	}
 	for r := 0; r < nr; r++ {
 		u, v := XMM(), XMM()
 		VEXTRACTF128(U8(1), acc[r], u)
@@ -830,6 +862,44 @@ func dot32(t, fam string, nr int) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// repBlock ends a block of Q4_0 in llama.cpp's repacked order for the
+// rows of sums (one or four YMMs of eight int32 lane sums, the offset
+// included): each row's lanes summed exactly to the block's int32 sum,
+// converted, and added times float32(d·d_a) into its element of racc by
+// one fused multiply-add.
+func repBlock(sums []VecVirtual, row func(r, disp int) Mem, da VecVirtual, racc VecVirtual) {
+	s := XMM()
+	if len(sums) == 4 {
+		// [a0+a1 a2+a3 b0+b1 b2+b3 | a4+a5 …] twice, then the four rows'
+		// halves side by side; the 128-bit halves added
+		h01, h23 := YMM(), YMM()
+		VPHADDD(sums[1], sums[0], h01)
+		VPHADDD(sums[3], sums[2], h23)
+		VPHADDD(h23, h01, h01)
+		VEXTRACTI128(U8(1), h01, s)
+		VPADDD(h01.AsX(), s, s)
+	} else {
+		u := XMM()
+		VEXTRACTI128(U8(1), sums[0], s)
+		VPADDD(sums[0].AsX(), s, s)
+		VPSHUFD(U8(0x4E), s, u)
+		VPADDD(u, s, s)
+		VPSHUFD(U8(0xB1), s, u)
+		VPADDD(u, s, s)
+	}
+	VCVTDQ2PS(s, s)
+	h := XMM()
+	g := GP32()
+	MOVWLZX(row(0, 0), g)
+	VMOVD(g, h)
+	for r := 1; r < len(sums); r++ {
+		VPINSRW(U8(r), row(r, 0), h, h)
+	}
+	VCVTPH2PS(h, h)
+	VMULPS(da.AsX(), h, h)  // d·d_a (exact: two float16 values)
+	VFMADD231PS(h, s, racc) // acc += sum·(d·d_a), one rounding
 }
 
 // k4scales is avokit.K4Scales of the block at w.

@@ -8,7 +8,11 @@ package main
 // 4l..4l+3), converted, times float32(d_w·d_a), added into the row's
 // eight float32 lane accumulators by a fused multiply-add block after
 // block, reduced at the end as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7))
-// (llama.cpp's x86 order, as Dot).
+// (llama.cpp's x86 order, as Dot). Q4_0 differs, as Dot does (llama.cpp's
+// repacked Q4_0): a set's lanes summed exactly per row each block
+// (repBlockZ), converted, and added times float32(d·d_a) by one fused
+// multiply-add into one accumulator of all the rows (row r of set st in
+// dword st of lane r), no reduction at the end.
 //
 // Q4_0: the four rows' 16 quant bytes side by side (one 128-bit lane a
 // row); the low nibbles (elements 0..15) against x[0..15] broadcast to
@@ -34,7 +38,7 @@ import (
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
-var z80, zQhLo, zQhHi Mem
+var z80, zQhLo, zQhHi, zIdx8 Mem
 
 func constsZ() {
 	z80 = avokit.Bytes("bqk_z80", 64, func(int) byte { return 0x80 })
@@ -42,6 +46,13 @@ func constsZ() {
 	// elements) or 16+j (high ones') of its qword, the row's qh
 	zQhLo = avokit.Bytes("bqk_zqhlo", 64, func(i int) byte { return byte(i % 16) })
 	zQhHi = avokit.Bytes("bqk_zqhhi", 64, func(i int) byte { return byte(16 + i%16) })
+	// dwords 0, 4, 8, 12, 1, 5, 9, 13: each lane's first two
+	zIdx8 = avokit.Bytes("bqk_zidx8", 64, func(i int) byte {
+		if i%4 != 0 || i >= 32 {
+			return 0
+		}
+		return byte(i/4%4*4 + i/16)
+	})
 }
 
 // vpshufbitqmb: k bit i = bit (idx byte i) of src's qword i/8 (AVX-512
@@ -83,10 +94,18 @@ func dot32Z(t string, sets int) {
 	zero := ZMM()
 	VPXORD(zero, zero, zero)
 	c := ZMM()
+	// Q4_0 (llama.cpp's repacked order): one accumulator for all the
+	// rows, row r of set st in dword st of 128-bit lane r
+	rep := t == "Q4_0"
 	acc := make([][2]VecVirtual, sets)
-	for st := range acc {
-		for i := range acc[st] {
-			acc[st][i] = ZMM()
+	var racc VecVirtual
+	if rep {
+		racc = ZMM()
+	} else {
+		for st := range acc {
+			for i := range acc[st] {
+				acc[st][i] = ZMM()
+			}
 		}
 	}
 	var km [4]OpmaskVirtual
@@ -121,9 +140,13 @@ func dot32Z(t string, sets int) {
 	Load(Param("x"), x)
 	Load(Param("xd"), xd)
 	Load(Param("xs"), xs)
-	for st := range acc {
-		for i := range acc[st] {
-			VXORPS(acc[st][i], acc[st][i], acc[st][i])
+	if rep {
+		VXORPS(racc, racc, racc)
+	} else {
+		for st := range acc {
+			for i := range acc[st] {
+				VXORPS(acc[st][i], acc[st][i], acc[st][i])
+			}
 		}
 	}
 	// prefetch pfd bytes ahead (a multiple of the group's rows: the
@@ -166,15 +189,24 @@ func dot32Z(t string, sets int) {
 		VBROADCASTI32X4(Mem{Base: xs, Disp: 16}, oh)
 		VPSLLD(U8(shift), ol, ol)
 		VPSLLD(U8(shift), oh, oh)
+		if rep { // one register a set: the two halves' offsets added
+			VPADDD(oh, ol, ol)
+		}
 		VPSUBD(ol, zero, ol)
 		VPSUBD(oh, zero, oh)
+		var rsum []VecVirtual
 		for st := 0; st < sets; st++ {
 			row := avokit.Rows4(ws[st], ldw, ldw3)
 			sl, sh := ol, oh
 			if st < sets-1 { // the offsets serve the next set too
 				sl, sh = ZMM(), ZMM()
 				VMOVDQA64(ol, sl)
-				VMOVDQA64(oh, sh)
+				if !rep {
+					VMOVDQA64(oh, sh)
+				}
+			}
+			if rep {
+				sh = sl
 			}
 			q, h := ZMM(), ZMM()
 			VMOVDQU32(row(0, o), q.AsX())
@@ -200,11 +232,18 @@ func dot32Z(t string, sets int) {
 			}
 			vpdpbusd(xl, q, sl)
 			vpdpbusd(xh, h, sh)
+			if rep {
+				rsum = append(rsum, sl)
+				continue
+			}
 			VCVTDQ2PS(sl, sl)
 			VCVTDQ2PS(sh, sh)
 			sc := scales(row, []int{0, 1, 2, 3}, func(i int) OpmaskVirtual { return km[i] })
 			VFMADD231PS(sc, sl, acc[st][0]) // acc += lanes·(d·d_a), one rounding
 			VFMADD231PS(sc, sh, acc[st][1])
+		}
+		if rep {
+			repBlockZ(rsum, ws, ldw, ldw3, km, da, racc)
 		}
 	} else {
 		xa := ZMM()
@@ -248,7 +287,20 @@ func dot32Z(t string, sets int) {
 		VPERMILPS(U8(0xB1), t, u) // [1 0 3 2]
 		VADDPS(u, t, t)
 	}
-	for st := 0; st < sets; st++ {
+	if rep {
+		// row r of set st at dword st of lane r
+		idx := ZMM()
+		if sets == 2 {
+			VMOVDQU64(zIdx8, idx)
+			VPERMD(racc, idx, racc)
+			VMOVUPS(racc.AsY(), Mem{Base: y})
+		} else {
+			VMOVDQU64(dIdx4, idx)
+			VPERMD(racc, idx, racc)
+			VMOVUPS(racc.AsX(), Mem{Base: y})
+		}
+	}
+	for st := 0; st < sets && !rep; st++ {
 		if t != "Q8_0" {
 			// lane r: row r's [l0..l3] in acc[0], [l4..l7] in acc[1]
 			s := ZMM()
@@ -282,6 +334,49 @@ func dot32Z(t string, sets int) {
 	Label(p + "end")
 	VZEROUPPER()
 	RET()
+}
+
+// repBlockZ ends a block of Q4_0 in llama.cpp's repacked order for one
+// or two sets of four rows (rsum: a set's int32 lane sums, four of row r
+// in 128-bit lane r, the offset included): each row's four summed
+// exactly (the two sets interleaved: row r of set st in dword st of lane
+// r), converted, and added times float32(d·d_a) into racc by one fused
+// multiply-add.
+func repBlockZ(rsum []VecVirtual, ws []Register, ldw, ldw3 Register, km [4]OpmaskVirtual, da, racc VecVirtual) {
+	a := rsum[0]
+	if len(rsum) == 2 {
+		b, lo := rsum[1], ZMM()
+		VPUNPCKLDQ(b, a, lo) // [a0 b0 a1 b1]
+		VPUNPCKHDQ(b, a, a)  // [a2 b2 a3 b3]
+		VPADDD(lo, a, a)
+	} else {
+		u := ZMM()
+		VPSHUFD(U8(0xB1), a, u) // [a1 a0 a3 a2]
+		VPADDD(u, a, a)
+	}
+	u := ZMM()
+	VPSHUFD(U8(0x4E), a, u)
+	VPADDD(u, a, a) // the sums in dword 0 (set 0) and 1 (set 1) of each lane
+	VCVTDQ2PS(a, a)
+	// the scales: row r's d in word 4r (set 0) and 4r+1 (set 1)
+	var hv VecVirtual
+	for st := range rsum {
+		row := avokit.Rows4(ws[st], ldw, ldw3)
+		h := YMM()
+		VPBROADCASTW(row(0, 0), h)
+		for r := 1; r < 4; r++ {
+			VPBROADCASTW(row(r, 0), km[r], h)
+		}
+		if st == 0 {
+			hv = h
+		} else {
+			VPBLENDW(U8(0x22), h, hv, hv)
+		}
+	}
+	sc := ZMM()
+	VCVTPH2PS(hv, sc)
+	VMULPS(da, sc, sc)       // d·d_a (exact: two float16 values)
+	VFMADD231PS(sc, a, racc) // acc += sum·(d·d_a), one rounding
 }
 
 // sig32n is sig32 with a count of four-row groups.
