@@ -10,18 +10,18 @@ import (
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
 
-// BenchmarkQGEMMKernel is the Q4_0 4×8 tile kernel alone on data in the
+// BenchmarkQGEMMKernel is the Q5_0 4×8 tile kernel alone on data in the
 // L1 cache (K 896): CPU ns per step of a ZMM accumulator (two (n, r)
 // pairs of one block: VPDPBUSD, conversion, scale product,
 // multiplication, addition), the figure the kernel's design turns on.
 func BenchmarkQGEMMKernel(b *testing.B) {
-	fns, _ := qgemmKernels(ggml.Q4_0, "vnni")
+	fns, _ := qgemmKernels(ggml.Q5_0, "vnni")
 	if fns == nil {
 		b.Skip("no tile kernels here")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	K, N, m := 896, 4, 8
-	w := gemmWeights(rng, ggml.Q4_0, N, K)
+	w := gemmWeights(rng, ggml.Q5_0, N, K)
 	x := make([]float32, m*K)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())

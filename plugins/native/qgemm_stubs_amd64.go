@@ -2,46 +2,6 @@
 
 package native
 
-// qgemmQ4_04x1Z computes the 4×1 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x1Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
-// qgemmQ4_04x2Z computes the 4×2 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 2 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x2Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
-// qgemmQ4_04x3Z computes the 4×3 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 3 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x3Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
-// qgemmQ4_04x4Z computes the 4×4 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 4 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x4Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
-// qgemmQ4_04x5Z computes the 4×5 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 5 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x5Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
-// qgemmQ4_04x6Z computes the 4×6 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 6 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x6Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
-// qgemmQ4_04x7Z computes the 4×7 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 7 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x7Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
-// qgemmQ4_04x8Z computes the 4×8 tile of nb Q4_0 blocks (weight rows ldw bytes apart, 8 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
-//
-//go:noescape
-func qgemmQ4_04x8Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int)
-
 // qgemmQ5_04x1Z computes the 4×1 tile of nb Q5_0 blocks (weight rows ldw bytes apart, 1 packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).
 //
 //go:noescape

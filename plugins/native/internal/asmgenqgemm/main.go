@@ -1,6 +1,7 @@
 // Command asmgenqgemm generates the amd64 assembly of the native backend's
-// tiled integer GEMM for ggml's 32-element block types (Q4_0, Q5_0, Q8_0;
-// see the package native's qgemm.go) with avo
+// tiled integer GEMM for ggml's 32-element block types Q5_0 and Q8_0 (Q4_0
+// has its own tiles in llama.cpp's repacked order: asmgenq40; see the
+// package native's qgemm.go) with avo
 // (github.com/mmcloughlin/avo). It writes its own pair of files; the
 // package's TestGeneratedAssemblyIsCurrent runs it and fails when they are
 // stale.
@@ -10,11 +11,11 @@
 // A 32-element type's kernel computes a tile of 4 weight rows × R
 // activation rows (R = 1…8, in pairs: see tile) over nb blocks of 32;
 // a K type's 4 × R (R = 1…4; see tileK) over nb super-blocks. Each weight
-// block is unpacked once to unsigned bytes (Q4_0: the nibbles, Q5_0: the
+// block is unpacked once to unsigned bytes (Q5_0: the
 // nibbles and the 5th bits, Q8_0: the int8 values plus 128) and its scale
 // converted once, then used for the R activation rows: VPDPBUSD (AVX-512
 // VNNI) sums the 32 products in eight exact int32 lanes of four, into the
-// lanes' offset correction (−8, −16 or −128 times the activations' lane
+// lanes' offset correction (−16 or −128 times the activations' lane
 // sums, packed beside them), so a lane holds exactly core/ggml's Dot lane
 // sum. Then, as Dot: the lane converted to float32 and added times
 // float32(d_w·d_a) by a fused multiply-add into the pair's own eight
@@ -37,7 +38,7 @@ import (
 
 func main() {
 	consts()
-	for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
+	for _, t := range []string{"Q5_0", "Q8_0"} { // Q4_0: asmgenq40, in llama.cpp's repacked order
 		for r := 1; r <= tileRows; r++ {
 			tile(t, r)
 		}
@@ -98,20 +99,20 @@ const tileRows = 8
 // product of scales, multiplication and addition serve two (n, r) pairs
 // of one block, each lane in Dot's order (blocks one after the other).
 // The weight block is unpacked once to 32 unsigned bytes repeated in both
-// halves (Q4_0: the 16 bytes broadcast, the high nibbles of lanes 1 and 3
-// shifted down, masked; Q5_0: then 0x10 added under the mask of its
+// halves (Q5_0: the 16 bytes broadcast, the high nibbles of lanes 1 and 3
+// shifted down, masked, then 0x10 added under the mask of its
 // 32 high bits twice; Q8_0: the 32 bytes broadcast, xor 0x80), its
 // float16 scale converted to 16 float32s.
 //
 // The activations come packed by the caller for the group of R rows
 // (P = ⌈R/2⌉ pairs; an odd R's last pair has a zero row): per block, per
 // pair the two rows' 32 int8 values (64 bytes), then per pair the two
-// rows' eight int32 corrections (−8, −16 or −128 times the lane sums),
+// rows' eight int32 corrections (−16 or −128 times the lane sums),
 // then per pair the two rows' scales, each repeated eight times as
 // float32: 192·P bytes a block.
 func tile(t string, R int) {
 	name := fmt.Sprintf("qgemm%s4x%dZ", t, R)
-	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
+	bs := map[string]int{"Q5_0": 22, "Q8_0": 34}[t]
 	P := (R + 1) / 2
 	TEXT(name, NOSPLIT, sig)
 	Doc(fmt.Sprintf("%s computes the 4×%d tile of nb %s blocks (weight rows ldw bytes apart, %d packed activation rows at a): output (n, r) to y + r·ldy + 4n bytes (see the package asmgenqgemm).", name, R, t, R))
@@ -157,10 +158,6 @@ func tile(t string, R int) {
 		case "Q8_0":
 			VBROADCASTI32X8(row(n, 2), q)
 			VPXORD(Z15, q, q)
-		case "Q4_0":
-			VBROADCASTI32X4(row(n, 2), q)
-			VPSRLVW(Z14, q, q)
-			VPANDD(Z15, q, q)
 		default:
 			VBROADCASTI32X4(row(n, 6), q)
 			VPSRLVW(Z14, q, q)
