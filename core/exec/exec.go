@@ -144,9 +144,11 @@ type outProducer struct{ step, j int }
 
 // step is one node of a plan: where its inputs come from (a slot, -1 for
 // an omitted optional input, -2-k for outer[k]) and where its outputs go
-// (a slot, -1 for an omitted output), and the slots dead after it.
+// (a slot, -1 for an omitted output), and the slots dead after it; memo
+// is the node's kernels.Memo, kept across runs.
 type step struct {
 	in, out, free []int
+	memo          kernels.Memo
 }
 
 func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {

@@ -88,8 +88,9 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 			bound = r.bound[i]
 		}
 		f.cc.na.view = p.view[i]
+		f.cc.kc.Memo = &st.memo
 		outs, err := f.call(ctx, p.schemas[i], p.opsets[i], n, ins, bound)
-		f.cc.na.view = false
+		f.cc.na.view, f.cc.kc.Memo = false, nil
 		clear(ins)
 		if err != nil {
 			return nil, err

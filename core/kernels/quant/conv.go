@@ -38,7 +38,7 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 		}
 		group = C / wc
 	}
-	xq, wq, yq, bias, err := linearParams(n, in, cout)
+	l, bias, err := linearQuant(ctx, n, in, cout, false)
 	if err != nil {
 		return nil, err
 	}
@@ -62,29 +62,13 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 	if OH < 1 || OW < 1 {
 		return nil, kernels.Invalidf(n, "window larger than the padded input")
 	}
-	lo, hi, err := actRange(n, yq)
-	if err != nil {
-		return nil, err
-	}
-	requant, err := requantizer(n)
-	if err != nil {
-		return nil, err
-	}
-	mq := make([]int32, cout)
-	ms := make([]int, cout)
-	for c := range mq {
-		mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)) * float64(wq.s(c)) / float64(yq.s(0)))
-	}
 	out, err := ctx.New(graph.Int8, []int{N, OH, OW, cout})
 	if err != nil {
 		return nil, err
 	}
 	y := out.Data.([]int8)
-	xz, yz := xq.z(0), yq.z(0)
-	wz := make([]int32, cout)
-	for c := range wz {
-		wz[c] = wq.z(c)
-	}
+	xz, yz, lo, hi, requant := l.xz, l.yz, l.lo, l.hi, l.requant
+	mq, ms, wz := l.mq, l.ms, l.wz
 	acc := make([]int32, cout)
 	xv := make([]int32, C)
 	perGroup := 0
@@ -171,58 +155,44 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		return nil, kernels.Invalidf(n, "x %v does not divide into rows of %d", xt.Shape, depth)
 	}
 	rows := len(x) / depth
-	xq, wq, yq, bias, err := linearParams(n, in, units)
+	l, bias, err := linearQuant(ctx, n, in, units, true)
 	if err != nil {
 		return nil, err
 	}
-	shape := []int{rows, units}
-	if s := n.AttrInts("output_shape", nil); len(s) > 0 {
-		shape = make([]int, len(s))
-		for i, d := range s {
-			shape[i] = int(d)
-		}
-		if p, err := graph.NumElements(shape); err != nil || p != rows*units {
-			return nil, kernels.Invalidf(n, "output_shape %v does not hold %d×%d values", s, rows, units)
-		}
+	shape := l.shape
+	if shape == nil {
+		shape = []int{rows, units}
+	} else if p, err := graph.NumElements(shape); err != nil || p != rows*units {
+		return nil, kernels.Invalidf(n, "output_shape %v does not hold %d×%d values", shape, rows, units)
 	}
-	lo, hi, err := actRange(n, yq)
-	if err != nil {
-		return nil, err
-	}
-	requant, err := requantizer(n)
-	if err != nil {
-		return nil, err
-	}
-	mq := make([]int32, units)
-	ms := make([]int, units)
-	for c := range mq {
-		if len(wq.scale) == 1 {
-			mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)*wq.s(0)) / float64(yq.s(0)))
-		} else {
-			mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)) * float64(wq.s(c)) / float64(yq.s(0)))
-		}
-	}
-	out, err := ctx.New(graph.Int8, shape)
+	out, err := ctx.NewUninit(graph.Int8, shape)
 	if err != nil {
 		return nil, err
 	}
 	y := out.Data.([]int8)
-	xz, yz := xq.z(0), yq.z(0)
-	xv := make([]int32, depth)
+	xz, yz, lo, hi, requant := l.xz, l.yz, l.lo, l.hi, l.requant
+	var buf [256]int32
+	var xv []int32
+	if depth <= len(buf) {
+		xv = buf[:depth]
+	} else {
+		xv = make([]int32, depth)
+	}
 	for r := 0; r < rows; r++ {
 		for k := range xv {
 			xv[k] = int32(x[r*depth+k]) - xz
 		}
-		for u := 0; u < units; u++ {
+		yr := y[r*units : (r+1)*units]
+		for u := range yr {
 			acc := int32(0)
 			if bias != nil {
 				acc = bias[u]
 			}
-			zw := wq.z(u)
+			zw := l.wz[u]
 			for k, wvv := range w[u*depth : (u+1)*depth] {
 				acc += (int32(wvv) - zw) * xv[k]
 			}
-			y[r*units+u] = clamp8(requant(acc, mq[u], ms[u])+yz, lo, hi)
+			yr[u] = clamp8(requant(acc, l.mq[u], l.ms[u])+yz, lo, hi)
 		}
 	}
 	return ctx.Outputs(out), nil
@@ -241,12 +211,6 @@ func linearParams(n *graph.Node, in []*graph.Tensor, channels int) (xq, wq, yq p
 	if yq, err = readParams(n, in, 6, 0, "y"); err != nil {
 		return
 	}
-	if b := kernels.Input(in, 8); b != nil {
-		bd, ok := b.Data.([]int32)
-		if !ok || len(bd) != channels {
-			return xq, wq, yq, nil, kernels.Invalidf(n, "bias must be int32[%d], got %v%v", channels, b.DType, b.Shape)
-		}
-		bias = bd
-	}
-	return xq, wq, yq, bias, nil
+	bias, err = linearBias(n, in, channels)
+	return xq, wq, yq, bias, err
 }
