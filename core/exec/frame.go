@@ -171,6 +171,7 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 			na.taken = make([]bool, len(bound))
 		}
 	}
+	na.nfresh = 0
 	outs, err = s.Kernel(&f.cc.kc, n, ins)
 	if err == nil && bound != nil {
 		err = na.unbind(n, outs)
@@ -210,11 +211,11 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 		// buffer recycling: copy it (unless the plan made it a view, or
 		// it is the caller's tensor bound to the output, which bind let
 		// share an input's memory: written in place of that input)
+		if na.view || j < len(bound) && bound[j] == o || na.isFresh(o) {
+			continue
+		}
 		p := dataPtr(o)
 		for _, in := range ins {
-			if na.view || j < len(bound) && bound[j] == o {
-				break
-			}
 			if in != nil && (in == o || p != 0 && p == dataPtr(in)) {
 				c, err := r.arena.AllocUninit(o.DType, o.Shape)
 				if err != nil {

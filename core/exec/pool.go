@@ -331,6 +331,31 @@ type nodeAlloc struct {
 	view  bool            // the node's output may be a view of its input (plan.view)
 	// takenBuf backs taken for nodes of few outputs
 	takenBuf [4]bool
+	// fresh are the first tensors the arena handed out in this call
+	// (nfresh of them, counting past len(fresh)): a buffer no live
+	// value holds, so a kernel output among them shares no input's
+	// memory
+	fresh  [4]*graph.Tensor
+	nfresh int
+}
+
+// allocated notes t, handed out by the arena in this call.
+func (na *nodeAlloc) allocated(t *graph.Tensor) {
+	if na.nfresh < len(na.fresh) {
+		na.fresh[na.nfresh] = t
+	}
+	na.nfresh++
+}
+
+// isFresh reports whether t was handed out by the arena in this call
+// (false when unsure: more allocations than fresh holds).
+func (na *nodeAlloc) isFresh(t *graph.Tensor) bool {
+	for _, f := range na.fresh[:min(na.nfresh, len(na.fresh))] {
+		if f == t {
+			return true
+		}
+	}
+	return false
 }
 
 // Alloc hands out a caller tensor bound to one of the node's outputs when
@@ -341,7 +366,11 @@ func (na *nodeAlloc) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
 		clearData(t.Data)
 		return t, nil
 	}
-	return na.a.alloc(dt, shape, na.n, true)
+	t, err := na.a.alloc(dt, shape, na.n, true)
+	if err == nil {
+		na.allocated(t)
+	}
+	return t, err
 }
 
 // AllocUninit is Alloc without zeroing (kernels.UninitAllocator).
@@ -349,7 +378,11 @@ func (na *nodeAlloc) AllocUninit(dt graph.DType, shape []int) (*graph.Tensor, er
 	if t := na.take(dt, shape); t != nil {
 		return t, nil
 	}
-	return na.a.alloc(dt, shape, na.n, false)
+	t, err := na.a.alloc(dt, shape, na.n, false)
+	if err == nil {
+		na.allocated(t)
+	}
+	return t, err
 }
 
 // View implements kernels.Viewer: where the plan allows it for the node

@@ -162,7 +162,7 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	shape := l.shape
 	if shape == nil {
 		shape = []int{rows, units}
-	} else if p, err := graph.NumElements(shape); err != nil || p != rows*units {
+	} else if l.size != rows*units {
 		return nil, kernels.Invalidf(n, "output_shape %v does not hold %d×%d values", shape, rows, units)
 	}
 	out, err := ctx.NewUninit(graph.Int8, shape)
@@ -170,7 +170,7 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		return nil, err
 	}
 	y := out.Data.([]int8)
-	xz, yz, lo, hi, requant := l.xz, l.yz, l.lo, l.hi, l.requant
+	xz, yz, lo, hi := l.xz, l.yz, l.lo, l.hi
 	var buf [256]int32
 	var xv []int32
 	if depth <= len(buf) {
@@ -178,9 +178,10 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	} else {
 		xv = make([]int32, depth)
 	}
+	mq, ms, wz := l.mq[:units], l.ms[:units], l.wz[:units]
 	for r := 0; r < rows; r++ {
-		for k := range xv {
-			xv[k] = int32(x[r*depth+k]) - xz
+		for k, q := range x[r*depth : (r+1)*depth] {
+			xv[k] = int32(q) - xz
 		}
 		yr := y[r*units : (r+1)*units]
 		for u := range yr {
@@ -188,11 +189,24 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 			if bias != nil {
 				acc = bias[u]
 			}
-			zw := l.wz[u]
-			for k, wvv := range w[u*depth : (u+1)*depth] {
-				acc += (int32(wvv) - zw) * xv[k]
+			wr := w[u*depth : (u+1)*depth]
+			xr := xv[:len(wr)]
+			if zw := wz[u]; zw == 0 {
+				for k, wvv := range wr {
+					acc += int32(wvv) * xr[k]
+				}
+			} else {
+				for k, wvv := range wr {
+					acc += (int32(wvv) - zw) * xr[k]
+				}
 			}
-			yr[u] = clamp8(requant(acc, l.mq[u], l.ms[u])+yz, lo, hi)
+			var v int32
+			if l.halfUp {
+				v = mulByQuantizedMultiplierHalfUp(acc, mq[u], ms[u])
+			} else {
+				v = mulByQuantizedMultiplier(acc, mq[u], ms[u])
+			}
+			yr[u] = clamp8(v+yz, lo, hi)
 		}
 	}
 	return ctx.Outputs(out), nil

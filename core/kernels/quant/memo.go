@@ -22,6 +22,9 @@ type linear struct {
 	// points of x, w and y (inputs 1–2, 4–5, 6–7)
 	scales [3][]float32
 	zps    [3][]int32
+	// src are the scale and zero point tensors themselves (inputs 1, 2,
+	// 4, 5, 6, 7): the same tensor again (a constant) skips its Check
+	src [6]*graph.Tensor
 
 	mq      []int32 // Q31 multiplier per output channel
 	ms      []int   // its exponent
@@ -29,7 +32,9 @@ type linear struct {
 	xz, yz  int32
 	lo, hi  int32 // the fused activation's clamp, in y's quantised values
 	requant func(x, q int32, shift int) int32
+	halfUp  bool  // requant is mulByQuantizedMultiplierHalfUp (else mulByQuantizedMultiplier)
 	shape   []int // fullyConnected's output_shape attribute (nil: [rows, units])
+	size    int   // the number of elements shape holds
 }
 
 // linearQuant returns n's linear parameters for channels output channels
@@ -49,12 +54,16 @@ func linearQuant(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, channe
 	for j, p := range [3]params{xq, wq, yq} {
 		l.scales[j], l.zps[j] = slices.Clone(p.scale), slices.Clone(p.zp)
 	}
+	for j, i := range [6]int{1, 2, 4, 5, 6, 7} {
+		l.src[j] = kernels.Input(in, i)
+	}
 	if l.lo, l.hi, err = actRange(n, yq); err != nil {
 		return nil, nil, err
 	}
 	if l.requant, err = requantizer(n); err != nil {
 		return nil, nil, err
 	}
+	l.halfUp = n.AttrString("rounding", "away") == "half_up"
 	l.mq, l.ms, l.wz = make([]int32, channels), make([]int, channels), make([]int32, channels)
 	for c := range l.mq {
 		if fc && len(wq.scale) == 1 {
@@ -75,6 +84,9 @@ func linearQuant(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, channe
 				}
 				l.shape[i] = int(d)
 			}
+			if l.size, err = graph.NumElements(l.shape); err != nil {
+				return nil, nil, kernels.Invalidf(n, "output_shape %v: %v", s, err)
+			}
 		}
 	}
 	ctx.Memoize(l)
@@ -82,11 +94,12 @@ func linearQuant(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, channe
 }
 
 // matches reports whether in's quantisation inputs are the ones l was
-// derived from (same values; readParams's checks hold for them).
+// derived from (same values; readParams's checks hold for them: a tensor
+// other than the one checked then is checked again).
 func (l *linear) matches(in []*graph.Tensor) bool {
 	for j, i := range [3]int{1, 4, 6} {
 		s, z := kernels.Input(in, i), kernels.Input(in, i+1)
-		if s == nil || z == nil || s.Check() != nil || z.Check() != nil {
+		if s == nil || z == nil || s != l.src[2*j] && s.Check() != nil || z != l.src[2*j+1] && z.Check() != nil {
 			return false
 		}
 		if sd, ok := s.Data.([]float32); !ok || !slices.Equal(sd, l.scales[j]) {

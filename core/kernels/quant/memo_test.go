@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -100,6 +101,74 @@ func TestLinearMemo(t *testing.T) {
 		}
 		if !equal(got[0].Data.([]int8), want[0].Data.([]int8)) {
 			t.Fatalf("conv y scale %g: memoised %v, fresh %v", ys, got[0].Data, want[0].Data)
+		}
+	}
+}
+
+// TestFullyConnectedAgainstFloat: int8 FullyConnected (per-tensor and
+// per-channel weights, both roundings, a weights zero point and none)
+// agrees with the real-valued product requantised by rounding within one
+// output step, and exactly away from rounding ties.
+func TestFullyConnectedAgainstFloat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const units, depth, rows = 6, 300, 2 // depth over the kernel's stack row
+	x := make([]int8, rows*depth)
+	for i := range x {
+		x[i] = int8(rng.IntN(256) - 128)
+	}
+	w := make([]int8, units*depth)
+	for i := range w {
+		w[i] = int8(rng.IntN(255) - 127)
+	}
+	bias := make([]int32, units)
+	for i := range bias {
+		bias[i] = int32(rng.IntN(4000) - 2000)
+	}
+	fc, _ := kernels.Lookup("switchyard.quant", "FullyConnected")
+	for _, rounding := range []string{"away", "half_up"} {
+		for _, perChannel := range []bool{false, true} {
+			ws := []float32{0.0007}
+			wz := []int8{0}
+			if perChannel {
+				ws, wz = make([]float32, units), make([]int8, units)
+				for c := range ws {
+					ws[c] = 0.0003 + 0.0002*float32(c)
+					wz[c] = int8(c%3 - 1)
+				}
+			}
+			const xs, xz, ys, yz = 0.05, -3, 0.4, 5
+			n := node("FullyConnected", &graph.Attribute{Name: "rounding", Type: graph.AttrString, S: rounding})
+			var memo kernels.Memo
+			in := []*graph.Tensor{q8([]int{rows, depth}, x...), sc(xs), zp(xz), q8([]int{units, depth}, w...),
+				graph.MustFromSlice([]int{len(ws)}, ws), graph.MustFromSlice([]int{len(wz)}, wz), sc(ys), zp(yz), graph.MustFromSlice([]int{units}, bias)}
+			out, err := fc.Kernel(&kernels.Context{Opset: 1, Memo: &memo}, n, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := out[0].Data.([]int8)
+			for r := 0; r < rows; r++ {
+				for u := 0; u < units; u++ {
+					c := 0
+					if perChannel {
+						c = u
+					}
+					acc := float64(bias[u])
+					for k := 0; k < depth; k++ {
+						acc += float64(int(w[u*depth+k])-int(wz[c])) * float64(int(x[r*depth+k])-xz)
+					}
+					m := float64(float32(xs)) * float64(ws[c]) / float64(float32(ys))
+					if !perChannel {
+						m = float64(float32(xs)*ws[0]) / float64(float32(ys))
+					}
+					real := acc*m + yz
+					want := math.Max(-128, math.Min(127, math.Round(real)))
+					got := float64(y[r*units+u])
+					frac := math.Abs(real - math.Floor(real) - 0.5)
+					if math.Abs(got-want) > 1 || (frac > 0.01 && got != want && real > -128 && real < 127) {
+						t.Errorf("%s per-channel %v (%d,%d): %v, real %.4f", rounding, perChannel, r, u, got, real)
+					}
+				}
+			}
 		}
 	}
 }
