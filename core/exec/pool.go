@@ -136,29 +136,37 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		if b.n != count {
 			data = graph.SliceData(data, 0, count) // within its capacity, cls
 		}
-	}
-	a.mu.Unlock()
-	if data != nil {
+		// a recycled buffer: one critical section (this runs for every
+		// value of every run)
+		t := a.header(dt, shape, data, bytes)
+		a.mu.Unlock()
 		if zero || dt == graph.String {
 			clearData(data)
 		}
-	} else {
-		if err := a.reserve(bytes, dt, shape, n); err != nil {
-			return nil, err
-		}
-		if data, err = graph.MakeSlice(dt, cls); err != nil {
-			a.budget.release(bytes)
-			return nil, err
-		}
-		if cls != count {
-			data = graph.SliceData(data, 0, count)
-		}
-		a.mu.Lock()
-		a.allocs++
-		a.held += bytes
-		a.mu.Unlock()
+		return t, nil
+	}
+	a.mu.Unlock()
+	if err := a.reserve(bytes, dt, shape, n); err != nil {
+		return nil, err
+	}
+	if data, err = graph.MakeSlice(dt, cls); err != nil {
+		a.budget.release(bytes)
+		return nil, err
+	}
+	if cls != count {
+		data = graph.SliceData(data, 0, count)
 	}
 	a.mu.Lock()
+	a.allocs++
+	a.held += bytes
+	t := a.header(dt, shape, data, bytes)
+	a.mu.Unlock()
+	return t, nil
+}
+
+// header makes the tensor of a buffer just handed out (the caller holds
+// a.mu): a recycled header, the shape in the run's slab, owned by a.
+func (a *arena) header(dt graph.DType, shape []int, data any, bytes int64) *graph.Tensor {
 	sh := a.shapeOf(shape)
 	var t *graph.Tensor
 	if n := len(a.tensors); n > 0 {
@@ -173,8 +181,7 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	if a.liveBytes > a.peak {
 		a.peak = a.liveBytes
 	}
-	a.mu.Unlock()
-	return t, nil
+	return t
 }
 
 // maxShapeSlab caps a shape slab's length: a run that fills one (a Loop
