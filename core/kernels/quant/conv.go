@@ -171,34 +171,14 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	}
 	y := out.Data.([]int8)
 	xz, yz, lo, hi := l.xz, l.yz, l.lo, l.hi
-	var buf [256]int32
-	var xv []int32
-	if depth <= len(buf) {
-		xv = buf[:depth]
-	} else {
-		xv = make([]int32, depth)
-	}
 	mq, ms, wz := l.mq[:units], l.ms[:units], l.wz[:units]
 	for r := 0; r < rows; r++ {
-		for k, q := range x[r*depth : (r+1)*depth] {
-			xv[k] = int32(q) - xz
-		}
+		xr := x[r*depth : (r+1)*depth]
 		yr := y[r*units : (r+1)*units]
 		for u := range yr {
-			acc := int32(0)
+			acc := dotQ8(w[u*depth:(u+1)*depth], xr, wz[u], xz)
 			if bias != nil {
-				acc = bias[u]
-			}
-			wr := w[u*depth : (u+1)*depth]
-			xr := xv[:len(wr)]
-			if zw := wz[u]; zw == 0 {
-				for k, wvv := range wr {
-					acc += int32(wvv) * xr[k]
-				}
-			} else {
-				for k, wvv := range wr {
-					acc += (int32(wvv) - zw) * xr[k]
-				}
+				acc += bias[u]
 			}
 			var v int32
 			if l.halfUp {
@@ -210,6 +190,24 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		}
 	}
 	return ctx.Outputs(out), nil
+}
+
+// dotQ8 is Σ (w−wz)(x−xz) over w (x at least as long), in int32 as
+// TFLite accumulates (wrapping on overflow as its int32 does).
+func dotQ8(w, x []int8, wz, xz int32) int32 {
+	x = x[:len(w)]
+	var a0, a1, a2, a3 int32
+	k := 0
+	for ; k+4 <= len(w); k += 4 {
+		a0 += (int32(w[k]) - wz) * (int32(x[k]) - xz)
+		a1 += (int32(w[k+1]) - wz) * (int32(x[k+1]) - xz)
+		a2 += (int32(w[k+2]) - wz) * (int32(x[k+2]) - xz)
+		a3 += (int32(w[k+3]) - wz) * (int32(x[k+3]) - xz)
+	}
+	for ; k < len(w); k++ {
+		a0 += (int32(w[k]) - wz) * (int32(x[k]) - xz)
+	}
+	return a0 + a1 + a2 + a3
 }
 
 // linearParams are the quantisation of a quantised convolution's or fully
