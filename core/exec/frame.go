@@ -88,9 +88,9 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 			bound = r.bound[i]
 		}
 		f.cc.na.view = p.view[i]
-		f.cc.kc.Memo = &st.memo
+		f.cc.kc.Memo, f.cc.kc.Const = &st.memo, st.konst
 		outs, err := f.call(ctx, p.schemas[i], p.opsets[i], n, ins, bound)
-		f.cc.na.view, f.cc.kc.Memo = false, nil
+		f.cc.na.view, f.cc.kc.Memo, f.cc.kc.Const = false, nil, 0
 		clear(ins)
 		if err != nil {
 			return nil, err

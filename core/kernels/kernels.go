@@ -85,6 +85,10 @@ type Context struct {
 	// Memo, when set, is the slot the executor keeps for the node being
 	// run in the program being run (Memoized, Memoize); nil outside one.
 	Memo *Memo
+	// Const: bit i set says input i is a constant of the program (an
+	// initializer or a folded value no graph input overrides): the same
+	// tensor, never written, on every call (IsConst).
+	Const uint64
 
 	outs [16]*graph.Tensor // Outputs' and OutputSlice's storage
 	shp  [8]int            // shapeArg's storage
@@ -102,6 +106,13 @@ type Context struct {
 type Memo struct{ p atomic.Pointer[memoBox] }
 
 type memoBox struct{ v any }
+
+// IsConst reports whether the executor says input i is a constant of the
+// program (Context.Const): a kernel may then trust what it derived from
+// that very tensor on an earlier call without looking at its values again.
+func (c *Context) IsConst(i int) bool {
+	return c != nil && i >= 0 && i < 64 && c.Const&(1<<i) != 0
+}
 
 // Memoized is what the kernel stored for its node with Memoize, or nil
 // (none yet, or no executor slot).

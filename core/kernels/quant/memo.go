@@ -42,7 +42,7 @@ type linear struct {
 // absent): the node's memo when it still matches in, else computed and
 // memoised.
 func linearQuant(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, channels int, fc bool) (*linear, []int32, error) {
-	if l, ok := ctx.Memoized().(*linear); ok && l.fc == fc && l.channels == channels && l.matches(in) {
+	if l, ok := ctx.Memoized().(*linear); ok && l.fc == fc && l.channels == channels && l.matches(ctx, in) {
 		bias, err := linearBias(n, in, channels)
 		return l, bias, err
 	}
@@ -94,11 +94,15 @@ func linearQuant(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, channe
 }
 
 // matches reports whether in's quantisation inputs are the ones l was
-// derived from (same values; readParams's checks hold for them: a tensor
-// other than the one checked then is checked again).
-func (l *linear) matches(in []*graph.Tensor) bool {
+// derived from (the same constant tensors, or the same values:
+// readParams's checks hold for them; a tensor other than the one checked
+// then is checked again).
+func (l *linear) matches(ctx *kernels.Context, in []*graph.Tensor) bool {
 	for j, i := range [3]int{1, 4, 6} {
 		s, z := kernels.Input(in, i), kernels.Input(in, i+1)
+		if s == l.src[2*j] && z == l.src[2*j+1] && ctx.IsConst(i) && ctx.IsConst(i+1) {
+			continue // the very constants it was derived from
+		}
 		if s == nil || z == nil || s != l.src[2*j] && s.Check() != nil || z != l.src[2*j+1] && z.Check() != nil {
 			return false
 		}

@@ -81,6 +81,23 @@ func TestLinearMemo(t *testing.T) {
 	if ctx.Memoized() != m {
 		t.Error("the memo was derived again for the same inputs")
 	}
+	// the executor marks the quantisation inputs constant: the same
+	// tensors are trusted, other tensors (even constant) checked again
+	ctx.Const = 1<<1 | 1<<2 | 1<<4 | 1<<5 | 1<<6 | 1<<7
+	if _, err := fc.Kernel(ctx, n, in); err != nil || ctx.Memoized() != m {
+		t.Errorf("constant inputs: err %v, memo kept %v", err, ctx.Memoized() == m)
+	}
+	in2 := append([]*graph.Tensor(nil), in...)
+	in2[6] = sc(0.03)
+	got, err := fc.Kernel(ctx, n, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := fc.Kernel(&kernels.Context{Opset: 1}, n, in2)
+	if !equal(got[0].Data.([]int8), want[0].Data.([]int8)) || ctx.Memoized() == m {
+		t.Errorf("another constant y scale: memoised %v, fresh %v", got[0].Data, want[0].Data)
+	}
+	ctx.Const = 0
 
 	// Conv2D: the same with one memo across changing y scales
 	conv, _ := kernels.Lookup("switchyard.quant", "Conv2D")
