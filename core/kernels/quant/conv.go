@@ -171,7 +171,7 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	}
 	y := out.Data.([]int8)
 	xz, yz, lo, hi := l.xz, l.yz, l.lo, l.hi
-	mq, ms, wz := l.mq[:units], l.ms[:units], l.wz[:units]
+	mq, ms, wz, ls, rs := l.mq[:units], l.ms[:units], l.wz[:units], l.ls[:units], l.rs[:units]
 	for r := 0; r < rows; r++ {
 		xr := x[r*depth : (r+1)*depth]
 		yr := y[r*units : (r+1)*units]
@@ -184,7 +184,7 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 			if l.halfUp {
 				v = mulByQuantizedMultiplierHalfUp(acc, mq[u], ms[u])
 			} else {
-				v = mulByQuantizedMultiplier(acc, mq[u], ms[u])
+				v = requantAway(acc, mq[u], ls[u], rs[u])
 			}
 			yr[u] = clamp8(v+yz, lo, hi)
 		}

@@ -28,6 +28,7 @@ type linear struct {
 
 	mq      []int32 // Q31 multiplier per output channel
 	ms      []int   // its exponent
+	ls, rs  []uint  // the exponent as left and right shifts (requantShifts)
 	wz      []int32 // the weights' zero point per output channel
 	xz, yz  int32
 	lo, hi  int32 // the fused activation's clamp, in y's quantised values
@@ -74,6 +75,10 @@ func linearQuant(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, channe
 			l.mq[c], l.ms[c] = quantizeMultiplier(float64(xq.s(0)) * float64(wq.s(c)) / float64(yq.s(0)))
 		}
 		l.wz[c] = wq.z(c)
+	}
+	l.ls, l.rs = make([]uint, channels), make([]uint, channels)
+	for c, sh := range l.ms {
+		l.ls[c], l.rs[c] = requantShifts(sh)
 	}
 	if fc {
 		if s := n.AttrInts("output_shape", nil); len(s) > 0 {

@@ -189,3 +189,24 @@ func TestFullyConnectedAgainstFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestRequantAway: the inlinable requantisation is
+// mulByQuantizedMultiplier for every multiplier quantizeMultiplier makes
+// (q >= 0) over random and extreme accumulators and every exponent.
+func TestRequantAway(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	xs := []int32{0, 1, -1, math.MaxInt32, math.MinInt32, 1 << 30, -(1 << 30)}
+	for i := 0; i < 2000; i++ {
+		xs = append(xs, int32(rng.Uint32()), int32(rng.IntN(1<<20)-1<<19))
+	}
+	for shift := -31; shift <= 30; shift++ {
+		left, right := requantShifts(shift)
+		for _, q := range []int32{0, 1 << 30, math.MaxInt32, int32(1<<30 + rng.IntN(1<<30))} {
+			for _, x := range xs {
+				if got, want := requantAway(x, q, left, right), mulByQuantizedMultiplier(x, q, shift); got != want {
+					t.Fatalf("x %d q %d shift %d: %d, want %d", x, q, shift, got, want)
+				}
+			}
+		}
+	}
+}
