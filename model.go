@@ -410,11 +410,16 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		return err
 	}
 	all := true // every tensor in outputs has data
-	for name, dst := range outputs {
-		i, ok := m.outByName[name]
+	found := 0
+	// by the model's outputs, looked up (ranging over a map draws a
+	// random start each time)
+	for i := range m.outputs {
+		name := m.outputs[i].Name
+		dst, ok := outputs[name]
 		if !ok {
-			return &TensorError{Name: name, Err: ErrUnknownOutput, Want: "one of " + m.outputNames()}
+			continue
 		}
+		found++
 		if dst == nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
@@ -438,6 +443,13 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		}
 		all = all && dst.t.Data != nil
 	}
+	if found != len(outputs) {
+		for name := range outputs {
+			if _, ok := m.outByName[name]; !ok {
+				return &TensorError{Name: name, Err: ErrUnknownOutput, Want: "one of " + m.outputNames()}
+			}
+		}
+	}
 	// The model runs once, whatever happens (a run can have effects: a
 	// session's state, a cache updated in place). A tensor whose shape the
 	// inputs do not determine is bound on trust when the caller allocated
@@ -446,9 +458,9 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	// names the output (ErrShape).
 	if all && !m.profile && m.onRun == nil {
 		// every result goes into the caller's tensors: no map, no stats
-		inF := feeds(inputs)
+		inF := feedsOf(inputs, m.inputs)
 		in := inF.tensors()
-		outF := feeds(outputs)
+		outF := feedsOf(outputs, m.outputs)
 		out := outF.tensors()
 		_, err := m.rt.RunOpts(ctx, in, runtime.RunOptions{Into: out, Drop: true})
 		inF.release()
@@ -576,18 +588,27 @@ func (m *Model) checkSyms(inputs Tensors, syms []symDim) ([]symDim, error) {
 // checkSymsSkip is checkSyms where inputs for which given says true are
 // supplied by someone else (a session's state) when missing.
 func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) bool) ([]symDim, error) {
-	for name, t := range inputs {
-		i, ok := m.byName[name]
+	// by the model's inputs, looked up (ranging over a map draws a random
+	// start each time: this runs on every run)
+	found := 0
+	var missing *ValueInfo
+	for i := range m.inputs {
+		in := &m.inputs[i]
+		name := in.Name
+		t, ok := inputs[name]
 		if !ok {
-			return nil, &TensorError{Name: name, Err: ErrUnknownInput, Want: "one of " + m.inputNames()}
+			if missing == nil && !in.Optional && (given == nil || !given(name)) {
+				missing = in
+			}
+			continue
 		}
+		found++
 		if t == nil {
 			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
 		if err := t.check(); err != nil {
 			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}
 		}
-		in := m.inputs[i]
 		if in.DType != Undefined && t.DType() != in.DType {
 			return nil, &TensorError{Name: name, Err: ErrDType, Want: in.DType.String(), Got: t.DType().String()}
 		}
@@ -617,12 +638,15 @@ func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) 
 			}
 		}
 	}
-	if len(inputs) < len(m.inputs) {
-		for _, in := range m.inputs {
-			if _, ok := inputs[in.Name]; !ok && !in.Optional && (given == nil || !given(in.Name)) {
-				return nil, &TensorError{Name: in.Name, Err: ErrMissingInput, Want: in.typeString()}
+	if found != len(inputs) {
+		for name := range inputs {
+			if _, ok := m.byName[name]; !ok {
+				return nil, &TensorError{Name: name, Err: ErrUnknownInput, Want: "one of " + m.inputNames()}
 			}
 		}
+	}
+	if missing != nil {
+		return nil, &TensorError{Name: missing.Name, Err: ErrMissingInput, Want: missing.typeString()}
 	}
 	return syms, nil
 }

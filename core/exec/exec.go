@@ -144,9 +144,13 @@ type outProducer struct{ step, j int }
 
 // step is one node of a plan: where its inputs come from (a slot, -1 for
 // an omitted optional input, -2-k for outer[k]) and where its outputs go
-// (a slot, -1 for an omitted output), and the slots dead after it.
+// (a slot, -1 for an omitted output), and the slots dead after it; memo
+// is the node's kernels.Memo, kept across runs, and konst its constant
+// inputs.
 type step struct {
 	in, out, free []int
+	memo          kernels.Memo
+	konst         uint64 // bit j: input j is a constant (kernels.Context.Const)
 }
 
 func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {
@@ -304,6 +308,20 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 	}
 	for k, v := range p.consts {
 		p.init[p.slots[k]] = v
+	}
+	// the inputs of each step that are constants (kernels.Context.Const):
+	// an initializer or folded value no graph input overrides
+	fed := map[int]bool{}
+	for _, in := range g.Inputs {
+		fed[p.slots[in.Name]] = true
+	}
+	for i := range p.steps {
+		st := &p.steps[i]
+		for j, r := range st.in {
+			if j < 64 && r >= 0 && p.init[r] != nil && !fed[r] {
+				st.konst |= 1 << j
+			}
+		}
 	}
 	made := map[string]outProducer{}
 	for i, n := range order {

@@ -88,8 +88,9 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 			bound = r.bound[i]
 		}
 		f.cc.na.view = p.view[i]
+		f.cc.kc.Memo, f.cc.kc.Const = &st.memo, st.konst
 		outs, err := f.call(ctx, p.schemas[i], p.opsets[i], n, ins, bound)
-		f.cc.na.view = false
+		f.cc.na.view, f.cc.kc.Memo, f.cc.kc.Const = false, nil, 0
 		clear(ins)
 		if err != nil {
 			return nil, err
@@ -170,6 +171,7 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 			na.taken = make([]bool, len(bound))
 		}
 	}
+	na.nfresh = 0
 	outs, err = s.Kernel(&f.cc.kc, n, ins)
 	if err == nil && bound != nil {
 		err = na.unbind(n, outs)
@@ -209,11 +211,11 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 		// buffer recycling: copy it (unless the plan made it a view, or
 		// it is the caller's tensor bound to the output, which bind let
 		// share an input's memory: written in place of that input)
+		if na.view || j < len(bound) && bound[j] == o || na.isFresh(o) {
+			continue
+		}
 		p := dataPtr(o)
 		for _, in := range ins {
-			if na.view || j < len(bound) && bound[j] == o {
-				break
-			}
 			if in != nil && (in == o || p != 0 && p == dataPtr(in)) {
 				c, err := r.arena.AllocUninit(o.DType, o.Shape)
 				if err != nil {

@@ -136,29 +136,37 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		if b.n != count {
 			data = graph.SliceData(data, 0, count) // within its capacity, cls
 		}
-	}
-	a.mu.Unlock()
-	if data != nil {
+		// a recycled buffer: one critical section (this runs for every
+		// value of every run)
+		t := a.header(dt, shape, data, bytes)
+		a.mu.Unlock()
 		if zero || dt == graph.String {
 			clearData(data)
 		}
-	} else {
-		if err := a.reserve(bytes, dt, shape, n); err != nil {
-			return nil, err
-		}
-		if data, err = graph.MakeSlice(dt, cls); err != nil {
-			a.budget.release(bytes)
-			return nil, err
-		}
-		if cls != count {
-			data = graph.SliceData(data, 0, count)
-		}
-		a.mu.Lock()
-		a.allocs++
-		a.held += bytes
-		a.mu.Unlock()
+		return t, nil
+	}
+	a.mu.Unlock()
+	if err := a.reserve(bytes, dt, shape, n); err != nil {
+		return nil, err
+	}
+	if data, err = graph.MakeSlice(dt, cls); err != nil {
+		a.budget.release(bytes)
+		return nil, err
+	}
+	if cls != count {
+		data = graph.SliceData(data, 0, count)
 	}
 	a.mu.Lock()
+	a.allocs++
+	a.held += bytes
+	t := a.header(dt, shape, data, bytes)
+	a.mu.Unlock()
+	return t, nil
+}
+
+// header makes the tensor of a buffer just handed out (the caller holds
+// a.mu): a recycled header, the shape in the run's slab, owned by a.
+func (a *arena) header(dt graph.DType, shape []int, data any, bytes int64) *graph.Tensor {
 	sh := a.shapeOf(shape)
 	var t *graph.Tensor
 	if n := len(a.tensors); n > 0 {
@@ -173,8 +181,7 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	if a.liveBytes > a.peak {
 		a.peak = a.liveBytes
 	}
-	a.mu.Unlock()
-	return t, nil
+	return t
 }
 
 // maxShapeSlab caps a shape slab's length: a run that fills one (a Loop
@@ -331,6 +338,31 @@ type nodeAlloc struct {
 	view  bool            // the node's output may be a view of its input (plan.view)
 	// takenBuf backs taken for nodes of few outputs
 	takenBuf [4]bool
+	// fresh are the first tensors the arena handed out in this call
+	// (nfresh of them, counting past len(fresh)): a buffer no live
+	// value holds, so a kernel output among them shares no input's
+	// memory
+	fresh  [4]*graph.Tensor
+	nfresh int
+}
+
+// allocated notes t, handed out by the arena in this call.
+func (na *nodeAlloc) allocated(t *graph.Tensor) {
+	if na.nfresh < len(na.fresh) {
+		na.fresh[na.nfresh] = t
+	}
+	na.nfresh++
+}
+
+// isFresh reports whether t was handed out by the arena in this call
+// (false when unsure: more allocations than fresh holds).
+func (na *nodeAlloc) isFresh(t *graph.Tensor) bool {
+	for _, f := range na.fresh[:min(na.nfresh, len(na.fresh))] {
+		if f == t {
+			return true
+		}
+	}
+	return false
 }
 
 // Alloc hands out a caller tensor bound to one of the node's outputs when
@@ -341,7 +373,11 @@ func (na *nodeAlloc) Alloc(dt graph.DType, shape []int) (*graph.Tensor, error) {
 		clearData(t.Data)
 		return t, nil
 	}
-	return na.a.alloc(dt, shape, na.n, true)
+	t, err := na.a.alloc(dt, shape, na.n, true)
+	if err == nil {
+		na.allocated(t)
+	}
+	return t, err
 }
 
 // AllocUninit is Alloc without zeroing (kernels.UninitAllocator).
@@ -349,7 +385,11 @@ func (na *nodeAlloc) AllocUninit(dt graph.DType, shape []int) (*graph.Tensor, er
 	if t := na.take(dt, shape); t != nil {
 		return t, nil
 	}
-	return na.a.alloc(dt, shape, na.n, false)
+	t, err := na.a.alloc(dt, shape, na.n, false)
+	if err == nil {
+		na.allocated(t)
+	}
+	return t, err
 }
 
 // View implements kernels.Viewer: where the plan allows it for the node

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 	"unsafe"
 )
@@ -50,7 +51,9 @@ func NumElements(shape []int) (int, error) {
 			n = 0
 			continue
 		}
-		if n != 0 && n > math.MaxInt64/int64(d) {
+		// n·d overflows int64 (without a division: this runs for every
+		// tensor a kernel makes)
+		if hi, lo := bits.Mul64(uint64(n), uint64(d)); hi != 0 || lo > math.MaxInt64 {
 			return 0, fmt.Errorf("graph: shape %v: %w (element count overflows)", shape, ErrTooLarge)
 		}
 		n *= int64(d)

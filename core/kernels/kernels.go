@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/ops"
@@ -81,9 +82,57 @@ type Context struct {
 	Alloc Allocator
 	// RunSubgraph runs nested graphs (If, Loop); nil outside a runtime.
 	RunSubgraph SubgraphRunner
+	// Memo, when set, is the slot the executor keeps for the node being
+	// run in the program being run (Memoized, Memoize); nil outside one.
+	Memo *Memo
+	// Const: bit i set says input i is a constant of the program (an
+	// initializer or a folded value no graph input overrides): the same
+	// tensor, never written, on every call (IsConst).
+	Const uint64
 
 	outs [16]*graph.Tensor // Outputs' and OutputSlice's storage
 	shp  [8]int            // shapeArg's storage
+}
+
+// Memo is where a kernel keeps what it derives from its node and its
+// constant inputs (requantisation multipliers, the zero points it reads
+// on every call) across the runs of one compiled program, instead of
+// deriving it again on every call: an executor keeps one per node of a
+// plan and hands it over in Context.Memo. Runs may be concurrent, so a
+// memo is stored whole (atomically) and never modified after it is
+// stored; a kernel checks that a memo still describes its inputs before
+// using it (a value computed by the run can change from run to run) and
+// stores a new one when it does not. The zero value is empty.
+type Memo struct{ p atomic.Pointer[memoBox] }
+
+type memoBox struct{ v any }
+
+// IsConst reports whether the executor says input i is a constant of the
+// program (Context.Const): a kernel may then trust what it derived from
+// that very tensor on an earlier call without looking at its values again.
+func (c *Context) IsConst(i int) bool {
+	return c != nil && i >= 0 && i < 64 && c.Const&(1<<i) != 0
+}
+
+// Memoized is what the kernel stored for its node with Memoize, or nil
+// (none yet, or no executor slot).
+func (c *Context) Memoized() any {
+	if c == nil || c.Memo == nil {
+		return nil
+	}
+	if b := c.Memo.p.Load(); b != nil {
+		return b.v
+	}
+	return nil
+}
+
+// Memoize stores v for the node being run (nothing outside an executor
+// slot). v must not be modified afterwards: other runs may be reading it.
+func (c *Context) Memoize(v any) {
+	if c == nil || c.Memo == nil {
+		return
+	}
+	c.Memo.p.Store(&memoBox{v})
 }
 
 // Outputs returns ts as a kernel's result without allocating: the slice

@@ -38,7 +38,7 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 		}
 		group = C / wc
 	}
-	xq, wq, yq, bias, err := linearParams(n, in, cout)
+	l, bias, err := linearQuant(ctx, n, in, cout, false)
 	if err != nil {
 		return nil, err
 	}
@@ -62,29 +62,13 @@ func conv(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, depthwise boo
 	if OH < 1 || OW < 1 {
 		return nil, kernels.Invalidf(n, "window larger than the padded input")
 	}
-	lo, hi, err := actRange(n, yq)
-	if err != nil {
-		return nil, err
-	}
-	requant, err := requantizer(n)
-	if err != nil {
-		return nil, err
-	}
-	mq := make([]int32, cout)
-	ms := make([]int, cout)
-	for c := range mq {
-		mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)) * float64(wq.s(c)) / float64(yq.s(0)))
-	}
 	out, err := ctx.New(graph.Int8, []int{N, OH, OW, cout})
 	if err != nil {
 		return nil, err
 	}
 	y := out.Data.([]int8)
-	xz, yz := xq.z(0), yq.z(0)
-	wz := make([]int32, cout)
-	for c := range wz {
-		wz[c] = wq.z(c)
-	}
+	xz, yz, lo, hi, requant := l.xz, l.yz, l.lo, l.hi, l.requant
+	mq, ms, wz := l.mq, l.ms, l.wz
 	acc := make([]int32, cout)
 	xv := make([]int32, C)
 	perGroup := 0
@@ -171,61 +155,59 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		return nil, kernels.Invalidf(n, "x %v does not divide into rows of %d", xt.Shape, depth)
 	}
 	rows := len(x) / depth
-	xq, wq, yq, bias, err := linearParams(n, in, units)
+	l, bias, err := linearQuant(ctx, n, in, units, true)
 	if err != nil {
 		return nil, err
 	}
-	shape := []int{rows, units}
-	if s := n.AttrInts("output_shape", nil); len(s) > 0 {
-		shape = make([]int, len(s))
-		for i, d := range s {
-			shape[i] = int(d)
-		}
-		if p, err := graph.NumElements(shape); err != nil || p != rows*units {
-			return nil, kernels.Invalidf(n, "output_shape %v does not hold %d×%d values", s, rows, units)
-		}
+	shape := l.shape
+	if shape == nil {
+		shape = []int{rows, units}
+	} else if l.size != rows*units {
+		return nil, kernels.Invalidf(n, "output_shape %v does not hold %d×%d values", shape, rows, units)
 	}
-	lo, hi, err := actRange(n, yq)
-	if err != nil {
-		return nil, err
-	}
-	requant, err := requantizer(n)
-	if err != nil {
-		return nil, err
-	}
-	mq := make([]int32, units)
-	ms := make([]int, units)
-	for c := range mq {
-		if len(wq.scale) == 1 {
-			mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)*wq.s(0)) / float64(yq.s(0)))
-		} else {
-			mq[c], ms[c] = quantizeMultiplier(float64(xq.s(0)) * float64(wq.s(c)) / float64(yq.s(0)))
-		}
-	}
-	out, err := ctx.New(graph.Int8, shape)
+	out, err := ctx.NewUninit(graph.Int8, shape)
 	if err != nil {
 		return nil, err
 	}
 	y := out.Data.([]int8)
-	xz, yz := xq.z(0), yq.z(0)
-	xv := make([]int32, depth)
+	xz, yz, lo, hi := l.xz, l.yz, l.lo, l.hi
+	mq, ms, wz, ls, rs := l.mq[:units], l.ms[:units], l.wz[:units], l.ls[:units], l.rs[:units]
 	for r := 0; r < rows; r++ {
-		for k := range xv {
-			xv[k] = int32(x[r*depth+k]) - xz
-		}
-		for u := 0; u < units; u++ {
-			acc := int32(0)
+		xr := x[r*depth : (r+1)*depth]
+		yr := y[r*units : (r+1)*units]
+		for u := range yr {
+			acc := dotQ8(w[u*depth:(u+1)*depth], xr, wz[u], xz)
 			if bias != nil {
-				acc = bias[u]
+				acc += bias[u]
 			}
-			zw := wq.z(u)
-			for k, wvv := range w[u*depth : (u+1)*depth] {
-				acc += (int32(wvv) - zw) * xv[k]
+			var v int32
+			if l.halfUp {
+				v = mulByQuantizedMultiplierHalfUp(acc, mq[u], ms[u])
+			} else {
+				v = requantAway(acc, mq[u], ls[u], rs[u])
 			}
-			y[r*units+u] = clamp8(requant(acc, mq[u], ms[u])+yz, lo, hi)
+			yr[u] = clamp8(v+yz, lo, hi)
 		}
 	}
 	return ctx.Outputs(out), nil
+}
+
+// dotQ8 is Σ (w−wz)(x−xz) over w (x at least as long), in int32 as
+// TFLite accumulates (wrapping on overflow as its int32 does).
+func dotQ8(w, x []int8, wz, xz int32) int32 {
+	x = x[:len(w)]
+	var a0, a1, a2, a3 int32
+	k := 0
+	for ; k+4 <= len(w); k += 4 {
+		a0 += (int32(w[k]) - wz) * (int32(x[k]) - xz)
+		a1 += (int32(w[k+1]) - wz) * (int32(x[k+1]) - xz)
+		a2 += (int32(w[k+2]) - wz) * (int32(x[k+2]) - xz)
+		a3 += (int32(w[k+3]) - wz) * (int32(x[k+3]) - xz)
+	}
+	for ; k < len(w); k++ {
+		a0 += (int32(w[k]) - wz) * (int32(x[k]) - xz)
+	}
+	return a0 + a1 + a2 + a3
 }
 
 // linearParams are the quantisation of a quantised convolution's or fully
@@ -241,12 +223,6 @@ func linearParams(n *graph.Node, in []*graph.Tensor, channels int) (xq, wq, yq p
 	if yq, err = readParams(n, in, 6, 0, "y"); err != nil {
 		return
 	}
-	if b := kernels.Input(in, 8); b != nil {
-		bd, ok := b.Data.([]int32)
-		if !ok || len(bd) != channels {
-			return xq, wq, yq, nil, kernels.Invalidf(n, "bias must be int32[%d], got %v%v", channels, b.DType, b.Shape)
-		}
-		bias = bd
-	}
-	return xq, wq, yq, bias, nil
+	bias, err = linearBias(n, in, channels)
+	return xq, wq, yq, bias, err
 }

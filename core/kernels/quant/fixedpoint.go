@@ -85,6 +85,39 @@ func mulByQuantizedMultiplier(x, q int32, shift int) int32 {
 	return rdbypot(srdhm(x*(int32(1)<<left), q), right)
 }
 
+// requantShifts splits mulByQuantizedMultiplier's exponent into its left
+// and right shifts (one of them zero).
+func requantShifts(shift int) (left, right uint) {
+	if shift > 0 {
+		return uint(shift), 0
+	}
+	return 0, uint(-shift)
+}
+
+// requantAway is mulByQuantizedMultiplier for a multiplier q >= 0 (as
+// quantizeMultiplier makes: srdhm's one saturating case cannot occur) with
+// its shifts split (requantShifts), small enough to be inlined in a
+// kernel's inner loop.
+func requantAway(x, q int32, left, right uint) int32 {
+	ab := int64(x<<left) * int64(q)
+	nudge := int64(1 << 30)
+	if ab < 0 {
+		nudge = 1 - (1 << 30)
+	}
+	v := int32((ab + nudge) / (1 << 31))
+	// rdbypot(v, right); right = 0 leaves v as it is (mask 0)
+	mask := int32(1)<<right - 1
+	threshold := mask >> 1
+	if v < 0 {
+		threshold++
+	}
+	r := v >> right
+	if v&mask > threshold {
+		r++
+	}
+	return r
+}
+
 // mulByQuantizedMultiplierHalfUp is mulByQuantizedMultiplier with the
 // final rounding right shift rounding ties toward +∞ (add half, shift
 // arithmetically), as ruy's GEMM kernels do in TFLite's optimized builds.
