@@ -150,6 +150,11 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 		if t.Type == gguf.TypeBF16 {
 			m.GGML, m.VecDot = ggml.BF16, graph.BFloat16
 		}
+	case gguf.TypeF32:
+		// the file's float32 values in its own [rows, cols] layout, a
+		// slice of the mapping (BlockQuantMatMul of type F32 reads the
+		// rows in place): no transposed or packed copy
+		m.GGML, m.Raw = ggml.F32, f.Raw(t)
 	default:
 		v, err := f.Float32s(t)
 		if err != nil {
