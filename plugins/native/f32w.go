@@ -35,8 +35,9 @@ import (
 //
 // Kernels (f32wKernels, the best the CPU has unless
 // SWITCHYARD_NATIVE_QKERNEL forces a family): AVX-512 and AVX2
-// assembly (internal/asmgenf32w) taking 4 or 8 weight rows and 1 to 4
-// activation rows a call; rows past their multiples, and machines
+// assembly (internal/asmgenf32w) taking 4 to 16 weight rows and 1 to 4
+// activation rows a call (the one-row kernels prefetching where the
+// matrix is larger than the caches); rows past their multiples, and machines
 // without them, run the Go definition. More than four activation rows
 // (prefill) are a GEMM: weight rows in blocks that stay in the L2 cache
 // while every group of four activation rows passes over them. Rows are
@@ -97,7 +98,8 @@ func newF32Weights(n *graph.Node, b *graph.Tensor) (*f32Weights, error) {
 		}
 		return nil, fmt.Errorf("BlockQuantMatMul: F32 B must be uint8 [%d %d], got %v", N, 4*K, got)
 	}
-	return &f32Weights{n: N, k: K, w: f32View(graph.Data[uint8](b)), kern: f32wKernelFor(qkernelFamily())}, nil
+	stream := int64(N)*int64(K)*4 > f32wStreamBytes
+	return &f32Weights{n: N, k: K, w: f32View(graph.Data[uint8](b)), kern: f32wKernelFor(qkernelFamily(), stream, shortChunks(K))}, nil
 }
 
 func checkF32W(sg *hal.Subgraph, n *graph.Node) string {
@@ -150,6 +152,24 @@ func f32wRowDot(w, x []float32) float32 {
 		}
 	}
 	return l[0]
+}
+
+// f32wStreamBytes is the size over which a matrix is taken to come from
+// memory at each product (its one-row kernels prefetch); smaller ones
+// stay in the caches, where prefetching only costs instructions.
+const f32wStreamBytes = 4 << 20
+
+// f32wMaxShort is the most whole chunks of a row the short-row kernels
+// take (internal/asmgenf32w's maxShortChunks).
+const f32wMaxShort = 11
+
+// shortChunks is the whole 16-value chunks of a row of k values where
+// the short-row kernels take it (fewer than 12), else 0.
+func shortChunks(k int) int {
+	if c := k / 16; c >= 1 && c <= f32wMaxShort {
+		return c
+	}
+	return 0
 }
 
 // f32wJob is one call's arguments for parallelFor.

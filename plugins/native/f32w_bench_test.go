@@ -17,7 +17,7 @@ func BenchmarkF32Weights(b *testing.B) {
 	for _, sz := range []struct{ n, k int }{{64, 64}, {172, 64}, {64, 172}, {512, 64}, {896, 896}, {4864, 896}, {896, 4864}} {
 		for _, m := range []int{1, 2, 16} {
 			raw := randomF32Rows(rng, sz.n, sz.k, false)
-			w := &f32Weights{n: sz.n, k: sz.k, w: f32View(raw), kern: f32wKernelFor("")}
+			w := &f32Weights{n: sz.n, k: sz.k, w: f32View(raw), kern: f32wKernelFor("", 4*sz.n*sz.k > f32wStreamBytes, shortChunks(sz.k))}
 			wt := make([]float32, sz.n*sz.k)
 			for r := 0; r < sz.n; r++ {
 				for c := 0; c < sz.k; c++ {
@@ -31,15 +31,13 @@ func BenchmarkF32Weights(b *testing.B) {
 			name := fmt.Sprintf("n=%d/k=%d/m=%d", sz.n, sz.k, m)
 			b.Run(name+"/inplace", func(b *testing.B) {
 				b.SetBytes(int64(4 * sz.n * sz.k))
-				for i := 0; i < b.N; i++ {
-					w.run(nil, x, y, m)
-				}
+				cpuLoop(b, func() { w.run(nil, x, y, m) })
 			})
 			b.Run(name+"/packed", func(b *testing.B) {
 				b.SetBytes(int64(4 * sz.n * sz.k))
-				for i := 0; i < b.N; i++ {
+				cpuLoop(b, func() {
 					gemm(&kern, nil, &gemmOp{m: m, n: sz.n, k: sz.k, a: x, lda: sz.k, b: packed, c: y, ldc: sz.n, lo: negInf, hi: posInf})
-				}
+				})
 			})
 		}
 	}

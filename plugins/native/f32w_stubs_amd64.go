@@ -2,6 +2,16 @@
 
 package native
 
+// f32wDot16x1AVX512 sets y[i·ldy+r] to f32wRowDot of weight row r (ldw floats apart) and activation row i (ldx apart), K values, for 16 rows and 1 activation rows.
+//
+//go:noescape
+func f32wDot16x1AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1PAVX512 sets y[i·ldy+r] to f32wRowDot of weight row r (ldw floats apart) and activation row i (ldx apart), K values, for 16 rows and 1 activation rows.
+//
+//go:noescape
+func f32wDot16x1PAVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
 // f32wDot8x1AVX512 sets y[i·ldy+r] to f32wRowDot of weight row r (ldw floats apart) and activation row i (ldx apart), K values, for 8 rows and 1 activation rows.
 //
 //go:noescape
@@ -36,3 +46,66 @@ func f32wDot4x4AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float3
 //
 //go:noescape
 func f32wDot4x1AVX2(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot4x1PAVX2 sets y[i·ldy+r] to f32wRowDot of weight row r (ldw floats apart) and activation row i (ldx apart), K values, for 4 rows and 1 activation rows.
+//
+//go:noescape
+func f32wDot4x1PAVX2(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C1AVX512 is f32wDot16x1AVX512 for k of 1 whole chunks of 16 and a tail (16·1 ≤ k < 16·2), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C1AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C2AVX512 is f32wDot16x1AVX512 for k of 2 whole chunks of 16 and a tail (16·2 ≤ k < 16·3), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C2AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C3AVX512 is f32wDot16x1AVX512 for k of 3 whole chunks of 16 and a tail (16·3 ≤ k < 16·4), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C3AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C4AVX512 is f32wDot16x1AVX512 for k of 4 whole chunks of 16 and a tail (16·4 ≤ k < 16·5), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C4AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C5AVX512 is f32wDot16x1AVX512 for k of 5 whole chunks of 16 and a tail (16·5 ≤ k < 16·6), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C5AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C6AVX512 is f32wDot16x1AVX512 for k of 6 whole chunks of 16 and a tail (16·6 ≤ k < 16·7), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C6AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C7AVX512 is f32wDot16x1AVX512 for k of 7 whole chunks of 16 and a tail (16·7 ≤ k < 16·8), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C7AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C8AVX512 is f32wDot16x1AVX512 for k of 8 whole chunks of 16 and a tail (16·8 ≤ k < 16·9), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C8AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C9AVX512 is f32wDot16x1AVX512 for k of 9 whole chunks of 16 and a tail (16·9 ≤ k < 16·10), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C9AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C10AVX512 is f32wDot16x1AVX512 for k of 10 whole chunks of 16 and a tail (16·10 ≤ k < 16·11), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C10AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wDot16x1C11AVX512 is f32wDot16x1AVX512 for k of 11 whole chunks of 16 and a tail (16·11 ≤ k < 16·12), the activations in registers.
+//
+//go:noescape
+func f32wDot16x1C11AVX512(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)
+
+// f32wShortKernels are the short-row kernels by whole chunks (1..11).
+var f32wShortKernels = [...]func(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int){nil, f32wDot16x1C1AVX512, f32wDot16x1C2AVX512, f32wDot16x1C3AVX512, f32wDot16x1C4AVX512, f32wDot16x1C5AVX512, f32wDot16x1C6AVX512, f32wDot16x1C7AVX512, f32wDot16x1C8AVX512, f32wDot16x1C9AVX512, f32wDot16x1C10AVX512, f32wDot16x1C11AVX512}

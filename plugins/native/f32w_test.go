@@ -44,8 +44,14 @@ func randomF32Rows(rng *rand.Rand, n, k int, specials bool) []byte {
 // rounding of the float64 sum on normal values).
 func TestF32WeightKernelsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, kern := range f32wFamilies() {
-		for _, sz := range []struct{ n, k int }{{1, 1}, {4, 16}, {8, 64}, {13, 172}, {37, 7}, {32, 896}, {11, 33}, {70, 4864}} {
+	for _, sz := range []struct{ n, k int }{{1, 1}, {4, 16}, {8, 64}, {13, 172}, {37, 7}, {32, 896}, {11, 33}, {70, 4864}, {50, 64}, {35, 191}, {48, 176}, {17, 16}} {
+		kerns := f32wFamilies()
+		if c := shortChunks(sz.k); c > 0 {
+			if k := f32wKernelFor("", false, c); k != kerns[len(kerns)-1] {
+				kerns = append(kerns, k) // the short-row kernels
+			}
+		}
+		for _, kern := range kerns {
 			for _, specials := range []bool{false, true} {
 				for m := 1; m <= 9; m++ {
 					raw := randomF32Rows(rng, sz.n, sz.k, specials)
@@ -84,7 +90,7 @@ func TestF32WeightsThreaded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	n, k := 300, 256
 	raw := randomF32Rows(rng, n, k, false)
-	w := &f32Weights{n: n, k: k, w: f32View(raw), kern: f32wKernelFor("")}
+	w := &f32Weights{n: n, k: k, w: f32View(raw), kern: f32wKernelFor("", false, 0)}
 	p := newPool(4)
 	defer p.close()
 	for _, m := range []int{1, 3, 12} {

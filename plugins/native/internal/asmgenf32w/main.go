@@ -13,8 +13,15 @@
 // K mod 16 values with a mask (AVX-512: merge-masked FMAs; AVX2: the
 // FMA's result blended into the lanes below the tail).
 //
-// AVX-512 kernels: 8×1, 4×1, 8×2, 4×2, 4×3, 4×4 (rows × activation rows);
-// AVX2 (two 8-lane halves an accumulator): 4×1.
+// AVX-512 kernels: 16×1, 8×1, 4×1, 8×2, 4×2, 4×3, 4×4 (rows × activation
+// rows; 16×1 reduces its sixteen sums together into one store); AVX2
+// (two 8-lane halves an accumulator): 4×1. The P variants of the
+// one-row kernels prefetch each row ahead, for weights read from memory
+// rather than the caches.
+//
+// Short rows (fewer than 192 values) have their own 16-row kernels, one
+// per count of whole 16-value chunks: the activation row stays in
+// registers and each weight row is read front to back.
 //
 // Usage: go run ./internal/asmgenf32w -out f32w_amd64.s -stubs f32w_stubs_amd64.go
 package main
@@ -23,6 +30,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"go/format"
 	"log"
 	"os"
 )
@@ -41,6 +49,7 @@ func (g *gen) l(format string, a ...any) { fmt.Fprintf(&g.b, format+"\n", a...) 
 type kernel struct {
 	rows, xrows int
 	wide        bool // AVX-512, else AVX2
+	pf          bool // prefetch each row *prefetch bytes ahead (weights from memory)
 }
 
 func (k kernel) name() string {
@@ -48,16 +57,17 @@ func (k kernel) name() string {
 	if k.wide {
 		isa = "AVX512"
 	}
+	if k.pf {
+		isa = "P" + isa
+	}
 	return fmt.Sprintf("f32wDot%dx%d%s", k.rows, k.xrows, isa)
 }
 
 // rowAddr is the address of weight row r at the current chunk, plus off
-// bytes: rows 0..3 from SI, 4..7 from R8 (ldw in DX, 3·ldw in BX).
+// bytes: rows 0..3 from SI, 4..7 from R8, 8..11 from R12, 12..15 from R13
+// (ldw in DX, 3·ldw in BX).
 func rowAddr(r, off int) string {
-	base := "SI"
-	if r >= 4 {
-		base = "R8"
-	}
+	base := []string{"SI", "R8", "R12", "R13"}[r/4]
 	idx := []string{"", "(DX*1)", "(DX*2)", "(BX*1)"}[r%4]
 	if off != 0 {
 		return fmt.Sprintf("%d(%s)%s", off, base, idx)
@@ -86,6 +96,10 @@ func (k kernel) emit(g *gen) {
 	if k.rows > 4 {
 		g.f("LEAQ (SI)(DX*4), R8")
 	}
+	if k.rows > 8 {
+		g.f("LEAQ (R8)(DX*4), R12")
+		g.f("LEAQ (R12)(DX*4), R13")
+	}
 	g.f("MOVQ x+16(FP), DI")
 	g.f("MOVQ ldx+24(FP), R9")
 	g.f("SHLQ $2, R9")
@@ -94,9 +108,11 @@ func (k kernel) emit(g *gen) {
 	g.f("MOVQ CX, R11")
 	g.f("ANDQ $15, R11")
 	g.f("SHRQ $4, CX")
-	g.f("MOVQ y+40(FP), R12")
-	g.f("MOVQ ldy+48(FP), R13")
-	g.f("SHLQ $2, R13")
+	if k.rows <= 8 {
+		g.f("MOVQ y+40(FP), R12")
+		g.f("MOVQ ldy+48(FP), R13")
+		g.f("SHLQ $2, R13")
+	}
 	if k.wide {
 		k.body512(g)
 	} else {
@@ -124,6 +140,10 @@ func (k kernel) body512(g *gen) {
 	if k.rows > 4 {
 		g.f("ADDQ $64, R8")
 	}
+	if k.rows > 8 {
+		g.f("ADDQ $64, R12")
+		g.f("ADDQ $64, R13")
+	}
 	g.f("ADDQ $64, DI")
 	g.f("DECQ CX")
 	g.f("JNZ %s", loop)
@@ -137,6 +157,10 @@ func (k kernel) body512(g *gen) {
 	g.f("KMOVW AX, K1")
 	k.chunk512(g, true)
 	g.l("%s:", reduce)
+	if k.rows == 16 {
+		k.reduce16(g)
+		return
+	}
 	// four accumulators (weight rows 4q..4q+3, activation row i) to four
 	// sums at y[i·ldy + 4q ..]
 	for i := 0; i < k.xrows; i++ {
@@ -163,6 +187,39 @@ func (k kernel) body512(g *gen) {
 			k.finish(g, "Y26", "Y27", "Y24", "Y25", "X25", "X28", fmt.Sprintf("%d(R12)", 16*q))
 		}
 	}
+}
+
+// reduce16 reduces the sixteen accumulators of one activation row
+// together: level 1 pairs rows (2i, 2i+1) into one register (row 2i's
+// lanes l + l+8 in the low half), level 2 pairs those (quarter j of
+// register i: row 4i+j), levels 3 and 4 shuffle within 128-bit lanes
+// (lane 4j+i: row 4i+j), and one permutation puts row r in lane r.
+func (k kernel) reduce16(g *gen) {
+	g.f("MOVQ y+40(FP), R12")
+	for i := 0; i < 8; i++ {
+		a, b := 2*i, 2*i+1
+		g.f("VSHUFF64X2 $0x44, Z%d, Z%d, Z24", b, a)
+		g.f("VSHUFF64X2 $0xEE, Z%d, Z%d, Z25", b, a)
+		g.f("VADDPS Z25, Z24, Z%d", a)
+	}
+	for i := 0; i < 4; i++ {
+		a, b := 4*i, 4*i+2
+		g.f("VSHUFF32X4 $0x88, Z%d, Z%d, Z24", b, a)
+		g.f("VSHUFF32X4 $0xDD, Z%d, Z%d, Z25", b, a)
+		g.f("VADDPS Z25, Z24, Z%d", a)
+	}
+	for i := 0; i < 2; i++ {
+		a, b := 8*i, 8*i+4
+		g.f("VSHUFPS $0x44, Z%d, Z%d, Z24", b, a)
+		g.f("VSHUFPS $0xEE, Z%d, Z%d, Z25", b, a)
+		g.f("VADDPS Z25, Z24, Z%d", a)
+	}
+	g.f("VSHUFPS $0x88, Z8, Z0, Z24")
+	g.f("VSHUFPS $0xDD, Z8, Z0, Z25")
+	g.f("VADDPS Z25, Z24, Z24")
+	g.f("VMOVUPS ·f32wPerm16(SB), Z25")
+	g.f("VPERMPS Z24, Z25, Z24")
+	g.f("VMOVUPS Z24, (R12)")
 }
 
 // finish reduces p (rows 0 and 1, four lanes each 128-bit half) and q
@@ -201,7 +258,7 @@ func (k kernel) chunk512(g *gen, masked bool) {
 	}
 	for r := 0; r < k.rows; r++ {
 		if k.xrows == 1 && !masked {
-			if *prefetch > 0 {
+			if k.pf {
 				g.f("PREFETCHT0 %s", rowAddr(r, *prefetch))
 			}
 			g.f("VFMADD231PS %s, Z16, Z%d", rowAddr(r, 0), k.acc(r, 0))
@@ -241,7 +298,7 @@ func (k kernel) body256(g *gen) {
 		g.f("VMOVUPS %s, Y%d", xAddr(i, 32), xr(i, 1))
 	}
 	for r := 0; r < k.rows; r++ {
-		if k.xrows == 1 && *prefetch > 0 {
+		if k.pf {
 			g.f("PREFETCHT0 %s", rowAddr(r, *prefetch))
 		}
 		for h := 0; h < 2; h++ {
@@ -308,11 +365,65 @@ func (k kernel) body256(g *gen) {
 	}
 }
 
+// shortRows writes the 16-row kernel for rows of c whole chunks (and a
+// tail of k mod 16 values, masked): the activation row's chunks stay in
+// registers and each weight row is read front to back, so 16 rows are
+// one contiguous sweep of memory (the hardware prefetchers follow it; a
+// chunk of each of 16 rows in turn, 256 bytes apart, they did not).
+func shortRows(g *gen, c int) string {
+	name := fmt.Sprintf("f32wDot16x1C%dAVX512", c)
+	g.l("// func %s(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)", name)
+	g.l("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	g.f("MOVQ w+0(FP), SI")
+	g.f("MOVQ ldw+8(FP), DX")
+	g.f("SHLQ $2, DX")
+	g.f("LEAQ (DX)(DX*2), BX")
+	g.f("LEAQ (SI)(DX*4), R8")
+	g.f("LEAQ (R8)(DX*4), R12")
+	g.f("LEAQ (R12)(DX*4), R13")
+	g.f("MOVQ x+16(FP), DI")
+	g.f("MOVQ k+32(FP), CX")
+	g.f("ANDQ $15, CX")
+	for ch := 0; ch < c; ch++ {
+		g.f("VMOVUPS %d(DI), Z%d", 64*ch, 16+ch)
+	}
+	for r := 0; r < 16; r++ {
+		g.f("VXORPS Z%d, Z%d, Z%d", r, r, r)
+		for ch := 0; ch < c; ch++ {
+			g.f("VFMADD231PS %s, Z%d, Z%d", rowAddr(r, 64*ch), 16+ch, r)
+		}
+	}
+	tail := name + "_reduce"
+	g.f("TESTQ CX, CX")
+	g.f("JZ %s", tail)
+	g.f("MOVL $1, AX")
+	g.f("SHLL CX, AX")
+	g.f("DECL AX")
+	g.f("KMOVW AX, K1")
+	g.f("VMOVUPS.Z %d(DI), K1, Z%d", 64*c, 16+c)
+	for r := 0; r < 16; r++ {
+		t := 28 + r%4
+		g.f("VMOVUPS.Z %s, K1, Z%d", rowAddr(r, 64*c), t)
+		g.f("VFMADD231PS Z%d, Z%d, K1, Z%d", t, 16+c, r)
+	}
+	g.l("%s:", tail)
+	kernel{rows: 16, xrows: 1, wide: true}.reduce16(g)
+	g.f("VZEROUPPER")
+	g.f("RET")
+	g.l("")
+	return name
+}
+
+// maxShortChunks is the most whole chunks a short-row kernel keeps in
+// registers (with the tail's: Z16..Z27).
+const maxShortChunks = 11
+
 func main() {
 	flag.Parse()
 	ks := []kernel{
-		{8, 1, true}, {4, 1, true}, {8, 2, true}, {4, 2, true}, {4, 3, true}, {4, 4, true},
-		{4, 1, false},
+		{16, 1, true, false}, {16, 1, true, true}, {8, 1, true, false}, {4, 1, true, false},
+		{8, 2, true, false}, {4, 2, true, false}, {4, 3, true, false}, {4, 4, true, false},
+		{4, 1, false, false}, {4, 1, false, true},
 	}
 	var g gen
 	g.l("// Code generated by command: go run ./internal/asmgenf32w. DO NOT EDIT.")
@@ -329,9 +440,18 @@ func main() {
 		g.l("DATA ·f32wTailMask+%d(SB)/4, $%s", 4*i, v)
 	}
 	g.l("GLOBL ·f32wTailMask(SB), RODATA|NOPTR, $128")
+	// f32wPerm16: lane r takes lane 4(r mod 4) + r/4
+	for r := 0; r < 16; r++ {
+		g.l("DATA ·f32wPerm16+%d(SB)/4, $%d", 4*r, 4*(r%4)+r/4)
+	}
+	g.l("GLOBL ·f32wPerm16(SB), RODATA|NOPTR, $64")
 	g.l("")
 	for _, k := range ks {
 		k.emit(&g)
+	}
+	var short []string
+	for c := 1; c <= maxShortChunks; c++ {
+		short = append(short, shortRows(&g, c))
 	}
 	if err := os.WriteFile(*out, g.b.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
@@ -342,7 +462,20 @@ func main() {
 		fmt.Fprintf(&s, "// %s sets y[i·ldy+r] to f32wRowDot of weight row r (ldw floats apart) and activation row i (ldx apart), K values, for %d rows and %d activation rows.\n//\n//go:noescape\nfunc %s(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)\n\n",
 			k.name(), k.rows, k.xrows, k.name())
 	}
-	if err := os.WriteFile(*stubs, bytes.TrimSuffix(s.Bytes(), []byte("\n")), 0o644); err != nil {
+	for c, name := range short {
+		fmt.Fprintf(&s, "// %s is f32wDot16x1AVX512 for k of %d whole chunks of 16 and a tail (16·%d ≤ k < 16·%d), the activations in registers.\n//\n//go:noescape\nfunc %s(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int)\n\n",
+			name, c+1, c+1, c+2, name)
+	}
+	fmt.Fprintf(&s, "// f32wShortKernels are the short-row kernels by whole chunks (1..%d).\nvar f32wShortKernels = [...]func(w *float32, ldw int, x *float32, ldx int, k int, y *float32, ldy int){nil", maxShortChunks)
+	for _, name := range short {
+		fmt.Fprintf(&s, ", %s", name)
+	}
+	s.WriteString("}\n")
+	src, err := format.Source(s.Bytes())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*stubs, src, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
