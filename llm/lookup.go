@@ -252,9 +252,7 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 // twice as many rounds as the pause before it (from 1, at most 256): so
 // drafts that fail cost a share of the steps that shrinks as the text
 // goes on; a round that paid where drafting is expected to go on paying
-// ends the pauses. Over all, drafting may lose at most lookupBudget of
-// the steps (its balance, tokens emitted less cost, measured): past
-// that it waits until the budget, growing with the rounds, covers it.
+// ends the pauses.
 type lookupGovernor struct {
 	always      bool
 	maxDraft    int
@@ -264,19 +262,7 @@ type lookupGovernor struct {
 	seen        [maxDraftTokens + 2]bool
 	acc         [maxNgram + 1]acceptance
 	skip, pause int // rounds left without drafting; the next pause
-	// balance is what drafting has saved so far, in plain steps: each
-	// drafting round adds the tokens it emitted less its cost (its time
-	// over a plain step's); rounds counts every round
-	balance float64
-	rounds  int
 }
-
-// lookupBudget is the share of the plain steps drafting may lose in all:
-// a draft is proposed only while drafting's balance is above
-// −lookupBudget × rounds, so on text where drafts are not accepted the
-// probes' cost stays within it (plus one probe) however the estimates
-// err, and where drafts pay the balance grows and nothing is held back.
-const lookupBudget = 0.005
 
 // maxDraftTokens bounds Lookup.Draft.
 const maxDraftTokens = 64
@@ -356,9 +342,6 @@ func (g *lookupGovernor) mayDraft() bool {
 		g.skip--
 		return false
 	}
-	if g.balance < -lookupBudget*float64(g.rounds) {
-		return false // drafting has lost its share: no probe until the budget grows
-	}
 	// the plain step's cost is measured first (the first step of each
 	// length not counted: it plans and allocates)
 	return g.plain.n >= 2
@@ -384,10 +367,6 @@ func (g *lookupGovernor) length(n, k int) int {
 func (g *lookupGovernor) record(n, k, a int, dur time.Duration) bool {
 	first := !g.seen[k]
 	g.seen[k] = true
-	g.rounds++
-	if k > 0 && g.plain.n > 0 {
-		g.balance += float64(a+1) - dur.Seconds()/g.plain.median()
-	}
 	if k == 0 {
 		if !first { // the first step of a length plans and allocates
 			g.plain.add(dur.Seconds())
