@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats/gguf"
+	"github.com/switchyard-hal/switchyard/formats/llama"
 	"github.com/switchyard-hal/switchyard/internal/tinygguf"
 	"github.com/switchyard-hal/switchyard/llm"
 )
@@ -77,6 +78,8 @@ func halfGGUFs(t *testing.T, dir, name string, typ uint32) (half, wide string) {
 // bit, as the F32 file of those values widened (what the loader made of
 // it before): at every position of a prompt (the GEMM path: more rows
 // than the dot kernels take), and fed one token at a time (the dot path).
+// (The F32 file is loaded as copies, SetF32Copies: read in place, its
+// matrices are summed in another order, f32w's sixteen lanes.)
 func TestHalfMatricesAsWidened(t *testing.T) {
 	ctx := context.Background()
 	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native"}})
@@ -97,7 +100,12 @@ func TestHalfMatricesAsWidened(t *testing.T) {
 			var logits [2][]float32
 			var steps [2][][]float32
 			for i, path := range []string{half, wide} {
+				// the widened file as the loader made it before: float32
+				// copies multiplied by the packed GEMM (its F32 matrices are
+				// now read in place, summed in 16 lanes: another order)
+				was := llama.SetF32Copies(i == 1)
 				m, err := eng.Open(ctx, path, &switchyard.OpenOptions{ContextLength: 32})
+				llama.SetF32Copies(was)
 				if err != nil {
 					t.Fatal(err)
 				}

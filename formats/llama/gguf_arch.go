@@ -226,8 +226,9 @@ func (t *ggufTensors) unused() []string {
 // anything is read; metadata that contradicts itself or the tensors
 // (head counts that do not divide, dims that disagree, a tensor the graph
 // would not use) is refused naming the key or tensor, before the tensor
-// data is read. F32, F16 and BF16 tensors become float32 matrices; the
-// block-quantized ones stay in the file's own bytes (ggml's layout).
+// data is read. Matrices of every type stay in the file's own bytes
+// (ggml's layout: F32, F16, BF16 values or quantized blocks), slices of
+// its mapping; 1-D tensors (norms, biases) become float32 slices.
 func FromGGUF(f *gguf.File) (*Weights, error) {
 	name, _ := f.String("general.architecture")
 	a, ok := ggufArchs[name]

@@ -212,8 +212,9 @@ func (c *Config) KVDim() int { return c.KVHeads * c.HeadSize }
 // q+8, element i in byte i/2, the low nibble for even i), with one scale
 // per Block consecutive elements of the row-major matrix; or, when Raw is
 // set, in ggml's own layout of type GGML (Q4_1, Q5_0, Q5_1, Q2_K … Q6_K:
-// core/ggml's blocks; F16 and BF16: 16-bit values), Rows rows as the GGUF
-// file stores them (a slice of the file's mapping, never copied).
+// core/ggml's blocks; F16 and BF16: 16-bit values; F32: the file's
+// little-endian float32s, row-major), Rows rows as the GGUF file stores
+// them (a slice of the file's mapping, never copied).
 type Matrix struct {
 	Rows, Cols int
 	F32        []float32
@@ -251,7 +252,7 @@ func (m *Matrix) check(name string, rows, cols int) error {
 	n := rows * cols
 	if m.Raw != nil {
 		rb, err := m.GGML.RowBytes(cols)
-		if err != nil || !(m.GGML.Quantized() || m.GGML == ggml.F16 || m.GGML == ggml.BF16) || len(m.Raw) != rows*rb {
+		if err != nil || !(m.GGML.Quantized() || m.GGML == ggml.F32 || m.GGML == ggml.F16 || m.GGML == ggml.BF16) || len(m.Raw) != rows*rb {
 			return fmt.Errorf("%w: %s: %d bytes of %s for [%d %d]", ErrFormat, name, len(m.Raw), m.GGML, rows, cols)
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
 
@@ -130,6 +131,11 @@ func build(w *Weights, o formats.Options, def KVType) (*graph.Model, error) {
 	return Build(w)
 }
 
+// f32Copies makes F32 matrices float32 copies (MatMuls of their
+// transposes, the packed GEMM) instead of the file's rows read in place:
+// what the loader did before, for tests comparing with it.
+var f32Copies atomic.Bool
+
 func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 	t, ok := f.Tensor(name)
 	if !ok {
@@ -139,6 +145,11 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("%w: %s has dims %v, want 2", ErrFormat, name, t.Dims)
 	}
 	m := Matrix{Rows: int(t.Dims[1]), Cols: int(t.Dims[0])}
+	if t.Type == gguf.TypeF32 && f32Copies.Load() {
+		v, err := f.Float32s(t)
+		m.F32 = v
+		return m, err
+	}
 	switch t.Type {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
 		// kept in the file's own block layout, not copied
@@ -150,6 +161,11 @@ func ggufMatrix(f *gguf.File, name string) (Matrix, error) {
 		if t.Type == gguf.TypeBF16 {
 			m.GGML, m.VecDot = ggml.BF16, graph.BFloat16
 		}
+	case gguf.TypeF32:
+		// the file's float32 values in its own [rows, cols] layout, a
+		// slice of the mapping (BlockQuantMatMul of type F32 reads the
+		// rows in place): no transposed or packed copy
+		m.GGML, m.Raw = ggml.F32, f.Raw(t)
 	default:
 		v, err := f.Float32s(t)
 		if err != nil {

@@ -121,6 +121,9 @@ func checkBlockQuant(sg *hal.Subgraph, n *graph.Node) string {
 	if isF16Node(n) {
 		return checkF16(sg, n) // f16.go
 	}
+	if isF32WNode(n) {
+		return checkF32W(sg, n) // f32w.go
+	}
 	if r := needF32(sg, n, 0); r != "" {
 		return r
 	}
@@ -140,6 +143,9 @@ func checkBlockQuant(sg *hal.Subgraph, n *graph.Node) string {
 func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	if isF16Node(n) {
 		return buildF16(bc, n) // f16.go
+	}
+	if isF32WNode(n) {
+		return buildF32W(bc, n) // f32w.go
 	}
 	w, err := newBQWeights(n, constInput(bc.sg, n, 1), constInput(bc.sg, n, 2))
 	if err != nil {

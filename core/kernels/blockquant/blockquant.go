@@ -19,11 +19,11 @@
 // with W dequantised (scale·q), up to that rounding.
 //
 // With the string attribute type (a ggml block-quantized type name:
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; or F16 or
-// BF16, 16-bit values), W keeps ggml's own layout, as a GGUF file stores
-// it (core/ggml describes each): B is uint8 [N, R], R the bytes of a row
-// of K elements (K a multiple of the type's block, 32 or 256, or 1 for
-// F16 and BF16: R = 2K), and there is no scales input
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; F16 or
+// BF16, 16-bit values; or F32), W keeps ggml's own layout, as a GGUF file
+// stores it (core/ggml describes each): B is uint8 [N, R], R the bytes of
+// a row of K elements (K a multiple of the type's block, 32 or 256, or 1
+// for F32, F16 and BF16: R = 4K or 2K), and there is no scales input
 // (bits and block_size are ignored). The weight is dequantized exactly as
 // ggml does (core/ggml.Dequantize), a row at a time, and the product
 // accumulated in float64 and rounded once, as above.
@@ -194,9 +194,11 @@ func Dequantise(bits, block int, q8 []int8, q4 []uint8, scales []float32, count 
 }
 
 // TypedWeight reports whether t is a type a typed node holds: a ggml
-// block-quantized type, or F16 or BF16 (16-bit values, a row of K of
-// them 2K bytes).
-func TypedWeight(t ggml.Type) bool { return t.Quantized() || t == ggml.F16 || t == ggml.BF16 }
+// block-quantized type, F16 or BF16 (16-bit values, a row of K of them 2K
+// bytes), or F32 (a row 4K bytes).
+func TypedWeight(t ggml.Type) bool {
+	return t.Quantized() || t == ggml.F32 || t == ggml.F16 || t == ggml.BF16
+}
 
 // TypedParams checks a typed node's attributes (type, N, K) against A and
 // B: the ggml type, N, K and the bytes of a row.
@@ -204,7 +206,7 @@ func TypedParams(n *graph.Node, a, b *graph.Tensor) (t ggml.Type, N, K, rowBytes
 	name := n.AttrString("type", "")
 	t, ok := ggml.ParseType(name)
 	if !ok || !TypedWeight(t) {
-		return 0, 0, 0, 0, kernels.Unsupportedf(n, "type %q is not a ggml block-quantized type, F16 or BF16", name)
+		return 0, 0, 0, 0, kernels.Unsupportedf(n, "type %q is not a ggml block-quantized type, F32, F16 or BF16", name)
 	}
 	N, K = int(n.AttrInt("N", 0)), int(n.AttrInt("K", 0))
 	if N <= 0 || K <= 0 || int64(N) > graph.MaxTensorBytes/int64(K) {

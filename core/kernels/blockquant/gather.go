@@ -9,7 +9,7 @@ import (
 
 // GatherOpType is the row lookup in a block-quantized table:
 // BlockQuantGather(data, indices) with the string attribute type (a ggml
-// block-quantized type name, F16 or BF16, as BlockQuantMatMul's) and K, the elements a
+// block-quantized type name, F32, F16 or BF16, as BlockQuantMatMul's) and K, the elements a
 // row. data is uint8 [V, R], V rows of K elements in ggml's block layout
 // (R the bytes of a row); indices is int64 or int32 of any shape, each in
 // [-V, V) (negative counts from the end, as Gather's). The output is
@@ -42,7 +42,7 @@ func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	name := n.AttrString("type", "")
 	t, ok := ggml.ParseType(name)
 	if !ok || !TypedWeight(t) {
-		return nil, kernels.Unsupportedf(n, "type %q is not a ggml block-quantized type, F16 or BF16", name)
+		return nil, kernels.Unsupportedf(n, "type %q is not a ggml block-quantized type, F32, F16 or BF16", name)
 	}
 	K := int(n.AttrInt("K", 0))
 	if K <= 0 || int64(K) > graph.MaxTensorBytes/4 {
