@@ -167,9 +167,9 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 // bqkTaskBytes is about how many weight bytes a task of a product with
 // one activation row (decode) reads at most: the tasks are claimed as
 // they come, so a loop ends with one thread finishing its last task
-// while the others wait; with a few large tasks a thread (decode's first
-// split, four a thread) that wait was an eighth of a product at 2
-// threads, the output classifier's tasks 27 MB each.
+// while the others wait, on average about half a task. With four tasks
+// a thread (the split before) that is about a sixteenth of each product
+// at 2 threads, and Llama-3.2-1B's classifier had tasks of 27 MB.
 const bqkTaskBytes = 256 << 10
 
 // bqkTaskRows is the rows of a task of an N-row product with rows of rb
