@@ -272,7 +272,13 @@ func BuildWith(w *Weights, cache Cache) (*graph.Model, error) {
 	if sc := c.Block.FinalSoftcap; sc > 0 {
 		logits = b.softcap(logits, "final_softcap", sc)
 	}
-	b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: "logits", OpType: "Identity", Inputs: []string{logits}, Outputs: []string{"logits"}})
+	// the last node writes the graph's output itself (an Identity to the
+	// name would copy the vocabulary-wide rows every step)
+	if last := b.g.Nodes[len(b.g.Nodes)-1]; len(last.Outputs) == 1 && last.Outputs[0] == logits {
+		last.Outputs[0] = "logits"
+	} else {
+		b.g.Nodes = append(b.g.Nodes, &graph.Node{Name: "logits", OpType: "Identity", Inputs: []string{logits}, Outputs: []string{"logits"}})
+	}
 
 	m := &graph.Model{
 		IRVersion:    8,

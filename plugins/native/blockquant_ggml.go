@@ -140,10 +140,7 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	quantizeGGMLAct(a, x, m, w.k, ggml.ActBlock(w.typ))
 	j := bqkJob{w: w, a: a, y: y, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
-		// multiples of 4 rows (dot4), four tasks a thread (claimed as
-		// they come: a thread the machine slows takes fewer), at least
-		// 32 rows a task
-		j.per = max(((w.n+4*t-1)/(4*t)+3)&^3, 32)
+		j.per = bqkTaskRows(w.n, w.rb, m, t)
 	}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
 		w, N, k := j.w, j.w.n, j.w.gk
@@ -167,6 +164,27 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 			}
 		}
 	})
+}
+
+// bqkTaskBytes is about how many weight bytes a task of a product with
+// one activation row (decode) reads at most: the tasks are claimed as
+// they come, so a loop ends with one thread finishing its last task
+// while the others wait, on average about half a task. With four tasks
+// a thread (the split before) that is about a sixteenth of each product
+// at 2 threads, and Llama-3.2-1B's classifier had tasks of 27 MB.
+const bqkTaskBytes = 256 << 10
+
+// bqkTaskRows is the rows of a task of an N-row product with rows of rb
+// bytes and m activation rows on t threads: multiples of 8 rows (the
+// eight-row kernels), at least 32 rows, four tasks a thread at most
+// (claimed as they come: a thread the machine slows takes fewer), and
+// for one activation row at most bqkTaskBytes of weights.
+func bqkTaskRows(N, rb, m, t int) int {
+	per := max(((N+4*t-1)/(4*t)+7)&^7, 32)
+	if m == 1 && rb > 0 {
+		per = min(per, max((bqkTaskBytes/rb)&^7, 32))
+	}
+	return per
 }
 
 // bqkFloatJob is one typed float-path call's arguments for parallelFor.

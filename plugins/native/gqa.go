@@ -28,9 +28,13 @@ import (
 // (from the run's arena): the scratch is reused. Anything else (other
 // dtypes, refused inputs and attributes, the errors) runs the reference
 // kernel.
-func gqaKernel() kernels.Func {
+func gqaKernel() kernels.Func { return gqaKernelOn(nil) }
+
+// gqaKernelOn is gqaKernel whose float16 and Q8_0 cache attention splits
+// its heads over pool p's threads (gqa_cache.go).
+func gqaKernelOn(p *pool) kernels.Func {
 	ref, _ := kernels.Lookup("com.microsoft", "GroupQueryAttention")
-	g := &gqaNative{ref: ref.Kernel}
+	g := &gqaNative{ref: ref.Kernel, pool: p}
 	return func(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		return g.run(ctx, n, in, exec.Into)
 	}
@@ -41,6 +45,7 @@ func gqaKernel() kernels.Func {
 type gqaNative struct {
 	ref     kernels.Func
 	scratch sync.Pool // *gqaScratch
+	pool    *pool     // nil: one thread
 }
 
 // gqaScratch holds the scaled (and rotated) queries and a row's scores
@@ -48,6 +53,7 @@ type gqaNative struct {
 type gqaScratch struct {
 	q, sc, e, k, v []float32
 	gv             ggmlValues // gqa_ggml.go
+	heads          gqaHeads   // runCache's call (gqa_cache.go)
 }
 
 func grow(b []float32, n int) []float32 {

@@ -159,41 +159,96 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 			}
 		}
 	}
-	sc.sc, sc.e = grow(sc.sc, maxL), grow(sc.e, maxL)
-	Y := f32(y)
-	group := N / KV
+	j := &sc.heads // in the scratch: nothing allocated a call
+	*j = gqaHeads{ctx: ctx, gn: gn, n: n, g: *g, q: sc.q, PK: PK, PV: PV, Y: f32(y), scale: scale, softcap: softcap, window: window,
+		mode: n.AttrInt(contrib.GGMLAttentionAttr, 0)}
+	defer func() { *j = gqaHeads{} }()
+	if p := gn.pool; p.threads() > 1 && B*KV > 1 && maxL*H*N >= gqaSplitWork {
+		// the (batch, KV head) pairs split over the threads, each task
+		// with its own scratch (the queries' rows are read only)
+		parallelFor(p, B*KV, j, func(j *gqaHeads, t int) {
+			if j.ctx.Stopped() {
+				return
+			}
+			hs, _ := j.gn.scratch.Get().(*gqaScratch)
+			if hs == nil {
+				hs = &gqaScratch{}
+			}
+			j.head(hs, t/j.g.KV, t%j.g.KV)
+			j.gn.scratch.Put(hs)
+		})
+		if ctx.Stopped() {
+			return nil, ctx.Stop(n)
+		}
+		return ctx.Outputs(y, presK, presV), nil
+	}
 	for b := 0; b < B; b++ {
-		p := g.past(b)
 		for kh := 0; kh < KV; kh++ {
 			if ctx.Stopped() {
 				return nil, ctx.Stop(n)
 			}
-			base := (b*KV + kh) * T * W
-			K, V := sc.k[:(p+S)*H], sc.v[:(p+S)*H]
-			g.cache.decode(K, PK, base, p+S, H)
-			g.cache.decode(V, PV, base, p+S, H)
-			if n.AttrInt(contrib.GGMLAttentionAttr, 0) != 0 && !g.cache.q8 {
-				sc.gv.set(V, H, p+S, S == 1)
-			}
-			for h := kh * group; h < (kh+1)*group; h++ {
-				for s := 0; s < S; s++ {
-					r := b*S + s
-					q := sc.q[(r*N+h)*H : (r*N+h+1)*H]
-					L := p + s + 1
-					j0 := 0
-					if window > 0 {
-						j0 = max(0, L-window)
-					}
-					if mode := n.AttrInt(contrib.GGMLAttentionAttr, 0); mode != 0 && !g.cache.q8 { // gqa_ggml.go
-						attendRowGGML(q, K, &sc.gv, sc.sc[:L], sc.e[:L], Y[(r*N+h)*H:(r*N+h+1)*H], j0, scoreScale(mode, scale), softcap, S == 1, true)
-						continue
-					}
-					attendCached(q, K[j0*H:], V[j0*H:], sc.sc[:L-j0], sc.e[:L-j0], Y[(r*N+h)*H:(r*N+h+1)*H], scale, softcap, !g.cache.q8)
-				}
-			}
+			j.head(sc, b, kh)
 		}
 	}
 	return ctx.Outputs(y, presK, presV), nil
+}
+
+// gqaSplitWork (a variable for the tests) is the least product of the longest sequence, the head
+// size and the query heads (about the multiply-adds of one query
+// position) for which runCache splits its heads over the threads: a
+// decode step's attention at a few dozen positions is some tens of µs a
+// layer, which a 2-thread step would otherwise spend on one thread while
+// the other waits.
+var gqaSplitWork = 1 << 14
+
+// gqaHeads is one runCache call's attention, head by head.
+type gqaHeads struct {
+	ctx            *kernels.Context
+	gn             *gqaNative
+	n              *graph.Node
+	g              gqaShape
+	q              []float32 // the rotated (rounded) queries
+	PK, PV         any       // the presents' data
+	Y              []float32
+	scale, softcap float32
+	window         int
+	mode           int64 // contrib.GGMLAttentionAttr
+}
+
+// head attends the queries of batch entry b's heads that share KV head
+// kh, with the scratch sc.
+func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
+	g := &j.g
+	S, N, KV, H, T, W := g.S, g.N, g.KV, g.H, g.T, g.cache.width
+	p := g.past(b)
+	sc.k, sc.v = grow(sc.k, (p+S)*H), grow(sc.v, (p+S)*H)
+	sc.sc, sc.e = grow(sc.sc, p+S), grow(sc.e, p+S)
+	group := N / KV
+	base := (b*KV + kh) * T * W
+	K, V := sc.k[:(p+S)*H], sc.v[:(p+S)*H]
+	g.cache.decode(K, j.PK, base, p+S, H)
+	g.cache.decode(V, j.PV, base, p+S, H)
+	ggmlAttn := j.mode != 0 && !g.cache.q8 // gqa_ggml.go
+	if ggmlAttn {
+		sc.gv.set(V, H, p+S, S == 1)
+	}
+	for h := kh * group; h < (kh+1)*group; h++ {
+		for s := 0; s < S; s++ {
+			r := b*S + s
+			q := j.q[(r*N+h)*H : (r*N+h+1)*H]
+			L := p + s + 1
+			j0 := 0
+			if j.window > 0 {
+				j0 = max(0, L-j.window)
+			}
+			o := j.Y[(r*N+h)*H : (r*N+h+1)*H]
+			if ggmlAttn {
+				attendRowGGML(q, K, &sc.gv, sc.sc[:L], sc.e[:L], o, j0, scoreScale(j.mode, j.scale), j.softcap, S == 1, true)
+				continue
+			}
+			attendCached(q, K[j0*H:], V[j0*H:], sc.sc[:L-j0], sc.e[:L-j0], o, j.scale, j.softcap, !g.cache.q8)
+		}
+	}
 }
 
 // roundQuery rounds a query row (rotated, not scaled) as llama.cpp does

@@ -200,3 +200,53 @@ func TestF16ConversionsAgree(t *testing.T) {
 		t.Fatalf("rounded %d of %d", n, len(x))
 	}
 }
+
+// TestGQACacheHeadsSplit: runCache's heads split over two threads give
+// the bits of one thread, for float16 and Q8_0 caches, ggml's order and
+// the plain one.
+func TestGQACacheHeadsSplit(t *testing.T) {
+	defer func(w int) { gqaSplitWork = w }(gqaSplitWork)
+	gqaSplitWork = 0
+	p := newPool(2)
+	defer p.close()
+	one, two := gqaKernel(), gqaKernelOn(p)
+	rng := rand.New(rand.NewPCG(47, 53))
+	n0 := 0
+	for _, kind := range []string{"f16", "q8_0"} {
+		for _, mode := range []int64{0, 1} {
+			for _, c := range gqaCases() {
+				if c.P == 0 || c.packed || kind == "q8_0" && c.H%contrib.Q8Block != 0 {
+					continue
+				}
+				n, in := gqaCall(c, rng)
+				in[3], in[4] = toCache(in[3], kind), toCache(in[4], kind)
+				n.Attrs[contrib.GGMLAttentionAttr] = &graph.Attribute{Name: contrib.GGMLAttentionAttr, Type: graph.AttrInt, I: mode}
+				if kind == "q8_0" {
+					n.Attrs[contrib.KVTypeAttr] = &graph.Attribute{Name: contrib.KVTypeAttr, Type: graph.AttrString, S: "q8_0"}
+				}
+				want, err := one(&kernels.Context{Context: context.Background(), Opset: 1}, n, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for o := range want {
+					want[o] = want[o].Clone()
+				}
+				got, err := two(&kernels.Context{Context: context.Background(), Opset: 1}, n, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for o := range want {
+					a, oka := graph.RawBytes(want[o])
+					b, okb := graph.RawBytes(got[o])
+					if !oka || !okb || string(a) != string(b) {
+						t.Errorf("%s cache, mode %d, case %+v: output %d differs split over two threads", kind, mode, c, o)
+					}
+				}
+				n0++
+			}
+		}
+	}
+	if n0 == 0 {
+		t.Fatal("no case ran")
+	}
+}

@@ -3,7 +3,6 @@ package native
 import (
 	"math"
 
-	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
 )
 
@@ -18,14 +17,14 @@ func rotateRowFMA(x, c, s []float32, interleaved bool) {
 		x = x[:2*w]
 		for i, ci := range c {
 			x1, x2, si := x[2*i], x[2*i+1], s[i]
-			x[2*i], x[2*i+1] = ggml.FMA32(x1, ci, -float32(x2*si)), ggml.FMA32(x1, si, float32(x2*ci))
+			x[2*i], x[2*i+1] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))
 		}
 		return
 	}
 	x1s, x2s := x[:w], x[w:2*w]
 	for i, ci := range c {
 		x1, x2, si := x1s[i], x2s[i], s[i]
-		x1s[i], x2s[i] = ggml.FMA32(x1, ci, -float32(x2*si)), ggml.FMA32(x1, si, float32(x2*ci))
+		x1s[i], x2s[i] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))
 	}
 }
 

@@ -180,7 +180,7 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		return rotaryKernel(), nil
 	}
 	if n.Domain == "com.microsoft" && n.OpType == "GroupQueryAttention" {
-		return gqaKernel(), nil
+		return gqaKernelOn(bc.pool), nil
 	}
 	if n.Domain == "com.microsoft" && (n.OpType == "Gelu" || n.OpType == "FastGelu") {
 		return geluKernel(bc, n), nil // erf.go

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // pool is a fixed set of worker goroutines that run the tasks of one
@@ -125,10 +126,33 @@ func (p *pool) parallel(n int, fn func(task int)) {
 		}
 	}
 	j.work()
-	for spin := 0; spin < 64 && j.done.Load() < j.n; spin++ {
-		runtime.Gosched()
+	if j.done.Load() < j.n {
+		waitSpin(j)
 	}
 	j.finished.Wait()
+}
+
+// callerSpin is how long (about) the caller of a loop spins for the
+// workers' last tasks before it parks: a loop's tail is one task (decode's
+// products split to tasks of some hundred KB: tens of µs), and a parked
+// caller is woken through the scheduler (another thread's wake-up, a
+// futex on Linux), which can cost as much again on a virtual machine.
+const callerSpin = 200 * time.Microsecond
+
+// waitSpin spins until j's tasks are done or callerSpin has passed,
+// yielding now and then (a goroutine this one's thread owes time to runs).
+func waitSpin(j *job) {
+	var t0 time.Time
+	for i := 1; j.done.Load() < j.n; i++ {
+		if i&255 == 0 {
+			if t0.IsZero() {
+				t0 = time.Now()
+			} else if time.Since(t0) > callerSpin {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 // close ends the workers; the pool must not be used afterwards.

@@ -44,6 +44,7 @@ var (
 	zHdrP, zHdrQ, zHdrSh, zHdrMask       Mem // Q4_K's header decoding
 	zScW, zMinW, dIdx4                   Mem
 	zScQ4, zShQ5                         [4]Mem
+	zScQ4w                               [4]Mem // Q4_K's 64-byte loads (q4k4VNNI)
 	z10                                  Mem
 	zIdxQ6                               [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
 	zShQ2, zShQ3h                        [4]Mem // Q2_K/Q3_K: (h, k) = 2h+k
@@ -104,6 +105,10 @@ func consts4() {
 	for c := 0; c < 4; c++ {
 		cc := c
 		zScQ4[c] = avokit.Bytes(fmt.Sprintf("bqk_zscq4_%d", c), 64, func(i int) byte { return byte(2*(2*cc+i/32) + i%2) })
+		// Q4_K read 64 quant bytes at a time (half h = c/2; low nibbles
+		// p = 0, high p = 1): lanes 0-1 take the scale word of sub-block
+		// 4h+p, lanes 2-3 that of 4h+2+p
+		zScQ4w[c] = avokit.Bytes(fmt.Sprintf("bqk_zscq4w_%d", c), 64, func(i int) byte { return byte(2*(4*(cc/2)+cc%2+2*(i/32)) + i%2) })
 	}
 	// Q2_K and Q3_K, half h (32 quant bytes), pair k: the 2-bit fields
 	// 2k and 2k+1 (shift 4k, 4k+2) in the low and high 256 bits
@@ -608,6 +613,10 @@ func q6k4(fam string) {
 // headers decoded together (one row a 128-bit lane), the scales applied
 // by VPDPWSSD (the scale words per lane by VPSHUFB of the row's lane
 // broadcast), the minimums' term by one VPMADDWD for the four rows.
+// Q4_K takes its quants 64 bytes a load (both nibbles of two 32-byte
+// chunks: an AND and a shift for 128 quants), the activations shuffled
+// once a super-block to match; Q5_K broadcasts each 32-byte chunk to
+// both halves (its fifth bits come per chunk).
 func q4k4VNNI(five bool) {
 	name, ty, bs, qs := "bqkQ4KDot4VNNI", "Q4_K", 144, 16
 	if five {
@@ -622,12 +631,18 @@ func q4k4VNNI(five bool) {
 	// the tables the quants' loop takes, in registers (a memory operand
 	// each would be a load for every 32 quant bytes of every row)
 	shq4, c0f, c10 := ZMM(), ZMM(), ZMM()
-	VMOVDQU64(zShQ4, shq4)
+	if five {
+		VMOVDQU64(zShQ4, shq4)
+	}
 	VMOVDQU64(z0F, c0f)
 	var scq4, shq5 [4]VecVirtual
 	for c := range scq4 {
 		scq4[c] = ZMM()
-		VMOVDQU64(zScQ4[c], scq4[c])
+		if five {
+			VMOVDQU64(zScQ4[c], scq4[c])
+		} else {
+			VMOVDQU64(zScQ4w[c], scq4[c])
+		}
 		if five {
 			shq5[c] = ZMM()
 			VMOVDQU64(zShQ5[c], shq5[c])
@@ -647,6 +662,18 @@ func q4k4VNNI(five bool) {
 	for c := range xv {
 		xv[c] = ZMM()
 		VMOVDQU64(Mem{Base: a.x, Disp: 64 * c}, xv[c])
+	}
+	if !five {
+		// Q4_K reads 64 quant bytes (chunks 2h and 2h+1) at a time: its
+		// low nibbles are elements 128h+0..31 and 128h+64..95, the high
+		// ones 128h+32..63 and 128h+96..127; the activations in that
+		// order, xv[2h] the low nibbles' and xv[2h+1] the high ones'
+		for h := 0; h < 2; h++ {
+			lo, hi := ZMM(), ZMM()
+			VSHUFI64X2(U8(0x44), xv[2*h+1], xv[2*h], lo)
+			VSHUFI64X2(U8(0xEE), xv[2*h+1], xv[2*h], hi)
+			xv[2*h], xv[2*h+1] = lo, hi
+		}
 	}
 	R := ZMM()
 	VMOVDQU32(row(0, 0), R.AsX())
@@ -681,7 +708,23 @@ func q4k4VNNI(five bool) {
 			qh = ZMM()
 			VBROADCASTI64X4(row(r, 16), qh)
 		}
-		for c := 0; c < 4; c++ {
+		if !five {
+			for h := 0; h < 2; h++ {
+				q, n, s := ZMM(), ZMM(), ZMM()
+				VMOVDQU64(row(r, qs+64*h), q)
+				VPANDD(c0f, q, n)
+				VPSRLW(U8(4), q, q)
+				VPANDD(c0f, q, q)
+				VPMADDUBSW(xv[2*h], n, n)
+				VPSHUFB(scq4[2*h], t, s)
+				vpdpwssd(s, n, acc)
+				VPMADDUBSW(xv[2*h+1], q, q)
+				s = ZMM()
+				VPSHUFB(scq4[2*h+1], t, s)
+				vpdpwssd(s, q, acc)
+			}
+		}
+		for c := 0; c < 4 && five; c++ {
 			n, s := ZMM(), ZMM()
 			VBROADCASTI64X4(row(r, qs+32*c), n)
 			VPSRLVW(shq4, n, n)
