@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -45,7 +46,7 @@ func NumElements(shape []int) (int, error) {
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
-			return 0, fmt.Errorf("graph: negative dimension %d in shape %v", d, shape)
+			return 0, fmt.Errorf("graph: negative dimension %d in shape %v", d, slices.Clone(shape))
 		}
 		if d == 0 {
 			n = 0
@@ -54,12 +55,12 @@ func NumElements(shape []int) (int, error) {
 		// n·d overflows int64 (without a division: this runs for every
 		// tensor a kernel makes)
 		if hi, lo := bits.Mul64(uint64(n), uint64(d)); hi != 0 || lo > math.MaxInt64 {
-			return 0, fmt.Errorf("graph: shape %v: %w (element count overflows)", shape, ErrTooLarge)
+			return 0, fmt.Errorf("graph: shape %v: %w (element count overflows)", slices.Clone(shape), ErrTooLarge)
 		}
 		n *= int64(d)
 	}
 	if n > math.MaxInt32*8 {
-		return 0, fmt.Errorf("graph: shape %v has %d elements: %w", shape, n, ErrTooLarge)
+		return 0, fmt.Errorf("graph: shape %v has %d elements: %w", slices.Clone(shape), n, ErrTooLarge)
 	}
 	return int(n), nil
 }
@@ -95,7 +96,7 @@ func CheckAllocLimit(dt DType, shape []int, limit int64) (int, error) {
 		return 0, fmt.Errorf("graph: dtype %v is not supported", dt)
 	}
 	if int64(n)*es > limit {
-		return 0, fmt.Errorf("graph: %v tensor of shape %v needs %d bytes, limit %d: %w", dt, shape, int64(n)*es, limit, ErrTooLarge)
+		return 0, fmt.Errorf("graph: %v tensor of shape %v needs %d bytes, limit %d: %w", dt, slices.Clone(shape), int64(n)*es, limit, ErrTooLarge)
 	}
 	return n, nil
 }

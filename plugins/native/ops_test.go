@@ -565,6 +565,7 @@ var allocatingCases = map[string]string{
 	"matmul-batched":        "broadcast batch indices computed per call",
 	"mul-general-broadcast": "no fast path: the reference kernel",
 	"reducemean-middle":     "axes not trailing: the reference kernel",
+	"pad-read-twice":        "its ReduceMean over every axis runs on the reference kernel",
 	"lstm-y":                "the LSTM kernel's per-call state",
 	"lstm-yh":               "the LSTM kernel's per-call state",
 	"lstm-yc-long":          "the LSTM kernel's per-call state",
