@@ -106,13 +106,23 @@ func newF16Weights(n *graph.Node, b *graph.Tensor) (*f16Weights, error) {
 }
 
 func checkF16(sg *hal.Subgraph, n *graph.Node) string {
+	return checkWideWeights(sg, n, "F16/BF16", func(b *graph.Tensor) error {
+		_, err := newF16Weights(n, b)
+		return err
+	})
+}
+
+// checkWideWeights is the check of a BlockQuantMatMul over unquantized
+// weights (what: "F16/BF16", "F32"): float32 activations, no scales, and
+// weights mk accepts.
+func checkWideWeights(sg *hal.Subgraph, n *graph.Node, what string, mk func(b *graph.Tensor) error) string {
 	if r := needF32(sg, n, 0); r != "" {
 		return r
 	}
 	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
-		return "native: an F16/BF16 BlockQuantMatMul takes no scales"
+		return "native: an " + what + " BlockQuantMatMul takes no scales"
 	}
-	if _, err := newF16Weights(n, constInput(sg, n, 1)); err != nil {
+	if err := mk(constInput(sg, n, 1)); err != nil {
 		return "native: " + err.Error()
 	}
 	return ""

@@ -103,16 +103,10 @@ func newF32Weights(n *graph.Node, b *graph.Tensor) (*f32Weights, error) {
 }
 
 func checkF32W(sg *hal.Subgraph, n *graph.Node) string {
-	if r := needF32(sg, n, 0); r != "" {
-		return r
-	}
-	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
-		return "native: an F32 BlockQuantMatMul takes no scales"
-	}
-	if _, err := newF32Weights(n, constInput(sg, n, 1)); err != nil {
-		return "native: " + err.Error()
-	}
-	return ""
+	return checkWideWeights(sg, n, "F32", func(b *graph.Tensor) error {
+		_, err := newF32Weights(n, b)
+		return err
+	})
 }
 
 func buildF32W(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
