@@ -288,7 +288,7 @@ func LoadDefaultProfile() (string, error) {
 
 // builtinProfile is `switchyard calibrate` run on the development VM (a
 // shared 2-core AMD EPYC; regenerate with
-// `switchyard calibrate --runs 25 --out core/opcost/builtin_profile.json`
+// `SWITCHYARD_COST_PROFILE=off switchyard calibrate --runs 25 --profile-file core/opcost/builtin_profile.json`
 // when kernels change): the default profile, for the families a machine's
 // own profile lacks.
 //
