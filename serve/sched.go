@@ -457,8 +457,6 @@ const heldPoll = 20 * time.Millisecond
 // client and returns how many it stepped or ended.
 func (w *worker) round(active []*job) int {
 	w.arenaAt = 0
-	w.s.met.steps.WithLabelValues(w.name).Inc()
-	w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(len(active)))
 	var wg sync.WaitGroup
 	var decode, prefills []*job
 	var chunks [][]int
@@ -554,6 +552,10 @@ func (w *worker) round(active []*job) int {
 			w.sampled(j, id)
 		}
 		j.logits = nil
+	}
+	if ran > 0 {
+		w.s.met.steps.WithLabelValues(w.name).Inc()
+		w.s.met.stepSeqs.WithLabelValues(w.name).Observe(float64(ran))
 	}
 	return ran
 }
