@@ -226,24 +226,7 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 			for jp := p0; jp < p1; jp++ {
 				j0 := jp * nr
 				w := min(nr, g.n-j0)
-				var bp *float32
-				ldb := nr
-				switch {
-				case kc == 0:
-				case g.ldb == 0:
-					bp = &g.b[jp*k*nr+pc*nr]
-				case w == nr:
-					bp, ldb = &g.b[pc*g.ldb+j0], g.ldb
-				default:
-					// B in place, a partial panel: padded (once per
-					// panel and row block: few columns)
-					for kk := 0; kk < kc; kk++ {
-						row := bpad[kk*nr : kk*nr+nr]
-						copy(row[:w], g.b[(pc+kk)*g.ldb+j0:(pc+kk)*g.ldb+j0+w])
-						clear(row[w:])
-					}
-					bp = &bpad[0]
-				}
+				bp, ldb := bPanel(g, nr, jp, pc, kc, bpad)
 				for i0 := ic; i0 < ie; i0 += mr {
 					ap := (*float32)(nil)
 					lda := g.lda
@@ -277,6 +260,29 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 	}
 }
 
+// bPanel is B's panel jp (nr columns) over rows [pc, pc+kc) and its row
+// stride: packed B's panel, B in place for a whole panel, or a partial
+// panel of B in place copied into bpad with its columns zero-padded (once
+// per panel and row block: few columns); nil when kc is 0.
+func bPanel(g *gemmOp, nr, jp, pc, kc int, bpad []float32) (*float32, int) {
+	j0 := jp * nr
+	w := min(nr, g.n-j0)
+	switch {
+	case kc == 0:
+		return nil, nr
+	case g.ldb == 0:
+		return &g.b[jp*g.k*nr+pc*nr], nr
+	case w == nr:
+		return &g.b[pc*g.ldb+j0], g.ldb
+	}
+	for kk := 0; kk < kc; kk++ {
+		row := bpad[kk*nr : kk*nr+nr]
+		copy(row[:w], g.b[(pc+kk)*g.ldb+j0:(pc+kk)*g.ldb+j0+w])
+		clear(row[w:])
+	}
+	return &bpad[0], nr
+}
+
 // gemmPackedA computes rows [ic, ie) (ic a whole number of tiles) and
 // panels [p0, p1) of C over columns [pc, pc+kc) of A, A packed (packA):
 // every tile, the last partial one too, read in place by the packedA
@@ -286,22 +292,7 @@ func gemmPackedA(kern *microKernel, g *gemmOp, pc, kc, flags, ic, ie, p0, p1 int
 	for jp := p0; jp < p1; jp++ {
 		j0 := jp * nr
 		w := min(nr, g.n-j0)
-		var bp *float32
-		ldb := nr
-		switch {
-		case kc == 0:
-		case g.ldb == 0:
-			bp = &g.b[jp*k*nr+pc*nr]
-		case w == nr:
-			bp, ldb = &g.b[pc*g.ldb+j0], g.ldb
-		default:
-			for kk := 0; kk < kc; kk++ {
-				row := bpad[kk*nr : kk*nr+nr]
-				copy(row[:w], g.b[(pc+kk)*g.ldb+j0:(pc+kk)*g.ldb+j0+w])
-				clear(row[w:])
-			}
-			bp = &bpad[0]
-		}
+		bp, ldb := bPanel(g, nr, jp, pc, kc, bpad)
 		for i0 := ic; i0 < ie; i0 += mr {
 			h := min(mr, ie-i0)
 			fn := kern.packedA[h]
