@@ -456,10 +456,14 @@ func (w *Weights) quantized() bool {
 // in ggml's order (ggml_rope_cache_init): the angle of pair i is p
 // multiplied i times by theta_scale = theta^(-2/RotaryDim), each product
 // rounded, then divided by the factor and multiplied by the scale;
-// cos and sin of the float32 angle, rounded, times the attention factor.
-// The same angles to the last bit as llama.cpp's, so the rotated
-// queries and keys are too (a rounding apart shifts Q8_0 activations
-// downstream by a step).
+// cos and sin of the float32 angle as the C library's cosf and sinf
+// give them to llama.cpp (ggml.Cosf, ggml.Sinf: glibc's, not correctly
+// rounded), times the attention factor. The same tables to the last bit
+// as llama.cpp's, so the rotated queries and keys are too (a rounding
+// apart shifts Q8_0 activations downstream by a step: with correctly
+// rounded cos and sin, one table entry in ~90 differed by a unit, and
+// the Qwen2.5-0.5B-shape Q8_0 model's logits parted from llama.cpp's at
+// position 60 of 64).
 func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
 	b := &c.Block
 	half := b.RotaryDim / 2
@@ -490,8 +494,7 @@ func ropeTables(c *Config, theta float64, local bool) (cos, sin []float32) {
 				t /= factors[i]
 			}
 			t *= scale
-			v := float64(t)
-			cos[p*half+i], sin[p*half+i] = float32(math.Cos(v))*attn, float32(math.Sin(v))*attn
+			cos[p*half+i], sin[p*half+i] = ggml.Cosf(t)*attn, ggml.Sinf(t)*attn
 			a *= step
 		}
 	}
