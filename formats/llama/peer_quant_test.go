@@ -3,6 +3,7 @@ package llama_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/switchyard-hal/switchyard"
 	"github.com/switchyard-hal/switchyard/llm"
 	_ "github.com/switchyard-hal/switchyard/plugins/native" // the int8 path llama.cpp's quantized products take
+	"golang.org/x/sys/cpu"
 )
 
 // peerTypes are the types every architecture is compared at; the llama
@@ -21,13 +23,14 @@ import (
 // (quantize.py --pure: every matrix of the type, the embedding included;
 // Q4_K_M: llama.cpp's own mix of Q4_K and Q6_K).
 var (
-	peerTypes     = []string{"F16", "Q8_0"}
+	peerTypes     = []string{"F32", "F16", "Q8_0"}
 	peerMoreTypes = []string{"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S", "Q4_K_S", "Q5_K_S", "Q6_K", "Q4_K_M"}
 )
 
 // TestLlamaCppPeerQuantized: for each architecture, the tiny random
-// model of TestLlamaCppPeer converted by llama.cpp's own quantizer to F16
-// and Q8_0 (the llama shape to every common type), teacher-forced logits
+// model of TestLlamaCppPeer as it is (F32) and converted by llama.cpp's
+// own quantizer to F16 and Q8_0 (the llama shape to every common type),
+// run in llama.cpp's numerics (PrecisionInt8), teacher-forced logits
 // over the 64-position sequence against llama.cpp's on the same file (F32
 // KV cache, no flash attention), and again with our default F16 KV cache
 // against llama.cpp's F16 cache without flash attention. Switchyard runs
@@ -49,9 +52,9 @@ var (
 // engines not bit-identical — and llama.cpp against itself — part at
 // near-ties: llama.cpp's own F16- and F32-cache argmaxes agree at only
 // 87–97% of these positions. The raw agreement is logged and must stay ≥
-// 90%, and ≥ 98% at F16, Q8_0 and Q4_0, where our numerics follow
-// llama.cpp's operation for operation (Q8_0 logits are its bits on most
-// models; Q4_0 follows its repacked x86 order and is its bits).
+// 90%, and ≥ 98% at F32, F16, Q8_0 and Q4_0, where our numerics follow
+// llama.cpp's operation for operation; at F32 and the 32-element types
+// with F32 caches every row must be llama.cpp's bits (peerExact).
 func TestLlamaCppPeerQuantized(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs llama.cpp's quantizer and decoder")
@@ -86,6 +89,9 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 			// quantize converts src to typ with llama.cpp's quantizer
 			quantize := func(t *testing.T, src, typ string) string {
 				dst := strings.TrimSuffix(src, "-f32.gguf") + "-" + typ + ".gguf"
+				if typ == "F32" {
+					return src
+				}
 				if _, err := os.Stat(dst); err == nil {
 					return dst
 				}
@@ -143,17 +149,25 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 					if !(c.diff <= allow) {
 						t.Errorf("logits differ from llama.cpp's by %.4f, more than llama.cpp's own spread %.4f", c.diff, c.spread)
 					}
-					// issue #27's bar for F16 and Q8_0 is the raw argmax at
+					// issue #27's bar for F32, F16 and Q8_0 is the raw argmax at
 					// ≥ 98% (llama.cpp's numerics reproduced), and Q4_0's
 					// since it follows llama.cpp's repacked Q4_0 (64 of 64
 					// rows bit for bit); the other types keep the near-tie
 					// allowance, raw ≥ 90%
 					rawBar := 90
-					if typ == "F16" || typ == "Q8_0" || typ == "Q4_0" {
+					if typ == "F32" || typ == "F16" || typ == "Q8_0" || typ == "Q4_0" {
 						rawBar = 98
 					}
 					if c.agree*100 < 98*c.rows || c.raw*100 < rawBar*c.rows {
 						t.Errorf("argmax agrees at %d of %d positions (%d raw): under 98%% (raw under %d%%)", c.agree, c.rows, c.raw, rawBar)
+					}
+					if peerExact(name, typ) && c.same < c.rows {
+						msg := fmt.Sprintf("%d of %d rows bit for bit llama.cpp's logits (max |diff| %.2e): %s %s follows llama.cpp's arithmetic operation for operation", c.same, c.rows, c.diff, name, typ)
+						if llamaCppAVX512() {
+							t.Error(msg)
+						} else {
+							t.Log(msg + "; not required: without AVX-512, llama.cpp loads a CPU variant that sums in other lanes")
+						}
 					}
 					// our default float16 cache against llama.cpp's float16
 					// cache without flash attention (its attention over the
@@ -181,6 +195,30 @@ func TestLlamaCppPeerQuantized(t *testing.T) {
 		})
 	}
 }
+
+// peerExact reports whether our logits of architecture name at typ
+// must be llama.cpp's bits with F32 KV caches on both sides (on a CPU
+// where llama.cpp runs its AVX-512 variant, whose summation order ours
+// follows): F32 matrices (llama.cpp's tinyBLAS: sixteen k-ordered lanes),
+// the 32-element integer types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), with llama.cpp's rotary tables
+// (glibc's cosf and sinf, ggml.Cosf/Sinf) — the correctly rounded cos and
+// sin of before left F32 files 2–3e-6 apart. Gemma 2 and 3 are not
+// bit-identical at F32 (up to 5e-5) nor Gemma 2 at Q8_0 (1e-7): their
+// soft-capping and GELU are not yet traced to the operation.
+func peerExact(name, typ string) bool {
+	if strings.HasPrefix(name, "gemma") {
+		return typ == "Q8_0" && name == "gemma3-tiny"
+	}
+	switch typ {
+	case "F32", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1":
+		return true
+	}
+	return false
+}
+
+// llamaCppAVX512 reports whether llama.cpp runs its AVX-512 CPU variant
+// here (ggml loads the best libggml-cpu-*.so for the CPU).
+func llamaCppAVX512() bool { return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW }
 
 // peerComparison is ours against llama.cpp's logits (ref) and llama.cpp's
 // own drift between its precisions (others: the same positions computed

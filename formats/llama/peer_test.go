@@ -141,7 +141,11 @@ func peerModel(t *testing.T, kit, dir, name string) (ours, peer string) {
 		}
 		return path, peer
 	}
-	cmd := exec.Command("python3", "make-random-gguf.py", name, "--dtype", "f32", "--vocab", vocab, "--out", path)
+	shape := []string{name}
+	if a, ok := peerKitShapes[name]; ok {
+		shape = a
+	}
+	cmd := exec.Command("python3", append(append([]string{"make-random-gguf.py"}, shape...), "--dtype", "f32", "--vocab", vocab, "--out", path)...)
 	cmd.Dir = kit
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make-random-gguf.py %s: %v\n%s", name, err, out)
@@ -165,7 +169,16 @@ func peerSequence() []int {
 // (the tokenizer plays no part: ids go in). mistral-swa-tiny, a Mistral
 // with a sliding window of 8 on every layer, runs in llama.cpp as its
 // granite_swa twin (llama.cpp's llama graph has no window).
-var peerModels = []string{"llama-tiny", "qwen2-tiny", "phi3-tiny", "gemma3-tiny", "qwen3-tiny", "gemma2-tiny", "mistral-tiny", "mistral-swa-tiny", "phi3-longrope-tiny"}
+var peerModels = []string{"llama-tiny", "qwen2-tiny", "qwen2-gqa7-tiny", "phi3-tiny", "gemma3-tiny", "qwen3-tiny", "gemma2-tiny", "mistral-tiny", "mistral-swa-tiny",
+	"phi3-longrope-tiny", "smollm2-tiny"}
+
+// peerKitShapes are models make-random-gguf.py writes from one of its
+// shapes with other sizes: qwen2-gqa7-tiny has Qwen2.5-0.5B's attention
+// on two layers (896 wide, 14 query heads sharing 2 key/value heads of
+// 64: groups of 7, not a power of two).
+var peerKitShapes = map[string][]string{
+	"qwen2-gqa7-tiny": {"qwen2-tiny", "--dim", "896", "--heads", "14", "--kv-heads", "2", "--head-dim", "64"},
+}
 
 // TestLlamaCppPeer: for each architecture, on a tiny random-weight F32
 // GGUF, greedy generation from the same prompt ids is token-identical to

@@ -67,6 +67,11 @@ var Shapes = map[string]Spec{
 	// here so that 32- and 64-position runs feel it)
 	"mistral-swa-tiny": {Arch: "llama", Name: "mistral sliding window", Dim: 256, Layers: 2, FFN: 512, Heads: 4, KVHeads: 2, HeadDim: 64,
 		Context: 32768, RopeBase: 1e6, Eps: 1e-5, Window: 8},
+	// SmolLM2-135M-like: architecture llama, tied embeddings, rope base
+	// 1e5, 9 query heads sharing 3 key/value heads (groups of 3) on a
+	// 576-wide model (two layers, a narrower feed-forward)
+	"smollm2-tiny": {Arch: "llama", Name: "smollm2", Dim: 576, Layers: 2, FFN: 512, Heads: 9, KVHeads: 3, HeadDim: 64, Context: 8192,
+		RopeBase: 1e5, Eps: 1e-5, Tied: true},
 	// Phi-3-like with an original context of 16, so that runs of 32 and
 	// 64 positions take LongRoPE's long factors (the peer kit's phi3 shape
 	// stays on the short ones), a quarter of each head unrotated
