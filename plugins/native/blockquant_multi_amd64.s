@@ -2605,10 +2605,10 @@ bqmQ5_0x2Z_group:
 	VXORPS Z7, Z7, Z7
 	VXORPS Z8, Z8, Z8
 	LEAQ   (R8)(CX*4), R11
+	TESTQ  DI, DI
+	JZ     bqmQ5_0x2Z_done
 
 bqmQ5_0x2Z_block:
-	TESTQ        DI, DI
-	JZ           bqmQ5_0x2Z_done
 	PREFETCHT0   (R11)
 	PREFETCHT0   64(R11)
 	ADDQ         $0x58, R11
@@ -2661,7 +2661,7 @@ bqmQ5_0x2Z_block:
 	ADDQ         $0x16, R8
 	ADDQ         $0x00000140, R9
 	DECQ         DI
-	JMP          bqmQ5_0x2Z_block
+	JNZ          bqmQ5_0x2Z_block
 
 bqmQ5_0x2Z_done:
 	MOVQ      DX, DI
@@ -2725,10 +2725,10 @@ bqmQ5_0x3Z_group:
 	VXORPS Z9, Z9, Z9
 	VXORPS Z10, Z10, Z10
 	LEAQ   (R8)(CX*4), R11
+	TESTQ  DI, DI
+	JZ     bqmQ5_0x3Z_done
 
 bqmQ5_0x3Z_block:
-	TESTQ        DI, DI
-	JZ           bqmQ5_0x3Z_done
 	PREFETCHT0   (R11)
 	PREFETCHT0   64(R11)
 	ADDQ         $0x58, R11
@@ -2792,7 +2792,7 @@ bqmQ5_0x3Z_block:
 	ADDQ         $0x16, R8
 	ADDQ         $0x000001c0, R9
 	DECQ         DI
-	JMP          bqmQ5_0x3Z_block
+	JNZ          bqmQ5_0x3Z_block
 
 bqmQ5_0x3Z_done:
 	MOVQ      DX, DI
@@ -2867,10 +2867,10 @@ bqmQ5_0x4Z_group:
 	VXORPS Z11, Z11, Z11
 	VXORPS Z12, Z12, Z12
 	LEAQ   (R8)(CX*4), R11
+	TESTQ  DI, DI
+	JZ     bqmQ5_0x4Z_done
 
 bqmQ5_0x4Z_block:
-	TESTQ        DI, DI
-	JZ           bqmQ5_0x4Z_done
 	PREFETCHT0   (R11)
 	PREFETCHT0   64(R11)
 	ADDQ         $0x58, R11
@@ -2945,7 +2945,7 @@ bqmQ5_0x4Z_block:
 	ADDQ         $0x16, R8
 	ADDQ         $0x00000240, R9
 	DECQ         DI
-	JMP          bqmQ5_0x4Z_block
+	JNZ          bqmQ5_0x4Z_block
 
 bqmQ5_0x4Z_done:
 	MOVQ      DX, DI

@@ -130,9 +130,9 @@ func q50Z(R int) {
 	// the next group's rows, at the pace these are read
 	pf := GP64()
 	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
-	Label(p + "block")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
+	Label(p + "block") // tested at its end
 	for o := 0; o < 4*22; o += 64 {
 		PREFETCHT0(Mem{Base: pf, Disp: o})
 	}
@@ -195,7 +195,7 @@ func q50Z(R int) {
 	ADDQ(U8(22), w)
 	ADDQ(U32(uint32(stride)), a)
 	DECQ(nb)
-	JMP(LabelRef(p + "block"))
+	JNZ(LabelRef(p + "block"))
 	Label(p + "done")
 	// per 128-bit lane [t0 t1 t2 t3], t_i = l_i + l_{i+4}: then
 	// (t0+t2)+(t1+t3) in its first element, the four to y + r·ldy
