@@ -62,3 +62,7 @@ func (w *bqWeights) rowsMulti(x, y, xs []float32, m, n0, n1 int) bool {
 	}
 	return true
 }
+
+// fewOff turns the few-row kernels (blockquant_few_amd64.go) off: the
+// benchmarks compare them with the tiles of qgemm.go.
+var fewOff bool

@@ -6,3 +6,5 @@ func (w *bqWeights) multiOK() bool                             { return false }
 func (w *bqWeights) needSums() bool                            { return false }
 func (w *bqWeights) multiDot(n int, x, y, xs []float32, R int) {}
 func (w *bqWeights) singleDot(n int, x, xs []float32) float32  { return 0 }
+
+func (w *bqWeights) runFew(p *pool, x, y []float32, m int) bool { return false }

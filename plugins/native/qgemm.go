@@ -204,6 +204,9 @@ func (w *bqWeights) runGEMM(p *pool, x, y []float32, m int) bool {
 	if w.typ == ggml.Q4_0 {
 		return w.runGEMMQ40(p, x, y, m) // qgemm_q40.go
 	}
+	if w.runFew(p, x, y, m) { // a batched decode step's few rows (blockquant_few_amd64.go)
+		return true
+	}
 	fns, kfns := qgemmKernels(w.typ, w.gk.name)
 	if fns == nil && (kfns == nil || m < qgemmKMinRows) {
 		return false

@@ -70,20 +70,31 @@ func BenchmarkQGEMMBatchedDecode(b *testing.B) {
 				x[i] = float32(rng.NormFloat64())
 			}
 			y := make([]float32, m*N)
-			b.Run(fmt.Sprintf("%s/K%d/N%d/m%d", ty, K, N, m), func(b *testing.B) {
-				best := time.Duration(1 << 62)
-				for b.Loop() {
-					t0 := cpuTime()
-					for _, w := range ws {
-						if m == 1 || !w.runGEMM(nil, x, y, m) {
-							w.runGGMLInt(nil, x, y, m)
-						}
+			for _, tiles := range []bool{false, true} {
+				name := fmt.Sprintf("%s/K%d/N%d/m%d", ty, K, N, m)
+				if tiles { // the tiles of qgemm.go where the few-row kernels would take it
+					if m == 1 || ty != ggml.Q5_0 {
+						continue
 					}
-					best = min(best, cpuTime()-t0)
+					name += "/tiles"
 				}
-				b.ReportMetric(float64(best.Nanoseconds())/float64(len(ws)), "cpu-ns/op")
-				b.ReportMetric(float64(best.Nanoseconds())/float64(len(ws)*m), "cpu-ns/row")
-			})
+				b.Run(name, func(b *testing.B) {
+					fewOff = tiles
+					defer func() { fewOff = false }()
+					best := time.Duration(1 << 62)
+					for b.Loop() {
+						t0 := cpuTime()
+						for _, w := range ws {
+							if m == 1 || !w.runGEMM(nil, x, y, m) {
+								w.runGGMLInt(nil, x, y, m)
+							}
+						}
+						best = min(best, cpuTime()-t0)
+					}
+					b.ReportMetric(float64(best.Nanoseconds())/float64(len(ws)), "cpu-ns/op")
+					b.ReportMetric(float64(best.Nanoseconds())/float64(len(ws)*m), "cpu-ns/row")
+				})
+			}
 		}
 	}
 }

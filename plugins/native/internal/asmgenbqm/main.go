@@ -27,6 +27,8 @@
 //     super-blocks as asmgenbqk's float kernels compute them (Q4_K's
 //     minimums with the rows' 32-value sums, xs: per super-block the R
 //     rows' eight sums one after the other).
+//   - bqmQ5_0x{2,3,4}Z: the integer path's ggml Q5_0 (int8 activations)
+//     for 2 to 4 rows on ZMM, in the single-row kernel's layout (z32.go).
 //
 // Rows of x are ldx bytes apart; output r goes to y + r·ldy bytes.
 package main
@@ -47,6 +49,10 @@ func main() {
 		q50Multi(r)
 		q4kMulti(r)
 		q6kMulti(r)
+	}
+	constsZ()
+	for _, r := range []int{2, 3, 4} {
+		q50Z(r)
 	}
 	Generate()
 }
