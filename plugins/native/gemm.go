@@ -303,54 +303,30 @@ func bPanel(g *gemmOp, nr, jp, pc, kc int, bpad []float32) (*float32, int) {
 // every tile, the last partial one too, read in place by the packedA
 // kernel of its height.
 func gemmPackedA(kern *microKernel, g *gemmOp, pc, kc, flags, ic, ie, p0, p1 int, tile, bpad []float32) {
-	mr, nr := kern.mr, kern.nr
-	// several row tiles over a short k: a block of panels at a time, the
-	// tiles one after another over it (B's block stays in L1/L2), so that
-	// only one tile's mr rows of C are written at once. Panel by panel
-	// every row of C is a stream, and C's rows a plane apart (a 1×1
-	// convolution's output channels) then outnumber L1's ways
-	// (UltraFace's 16→32 1×1 at 120×160, CPU time, load 12: 161 → 153 µs; 28 rows
-	// 134 → 113)
-	pb := 1
-	if ie-ic > mr && kc <= smallKC {
-		pb = max(1, (32<<10)/(4*kc*nr))
-	}
-	for jb := p0; jb < p1; jb += pb {
+	mr, nr, k := kern.mr, kern.nr, g.k
+	for jp := p0; jp < p1; jp++ {
+		j0 := jp * nr
+		w := min(nr, g.n-j0)
+		bp, ldb := bPanel(g, nr, jp, pc, kc, bpad)
 		for i0 := ic; i0 < ie; i0 += mr {
-			for jp := jb; jp < min(jb+pb, p1); jp++ {
-				packedATile(kern, g, pc, kc, flags, i0, ie, jp, tile, bpad)
+			h := min(mr, ie-i0)
+			fn := kern.packedA[h]
+			ap := aptr(g.a, i0*k+pc*mr)
+			bias := biasPtr(g, i0, j0)
+			if w == nr {
+				fn(kc, ap, mr, bp, ldb, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
+				continue
+			}
+			if flags&3 == initC {
+				for i := 0; i < h; i++ {
+					copy(tile[i*nr:i*nr+w], g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w])
+				}
+			}
+			fn(kc, ap, mr, bp, ldb, &tile[0], nr, bias, flags, g.lo, g.hi)
+			for i := 0; i < h; i++ {
+				copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
 			}
 		}
-	}
-}
-
-// smallKC is the longest k that gemmPackedA computes a block of panels
-// at a time.
-const smallKC = 64
-
-// packedATile computes the tile of rows from i0 (at most mr, to ie) and
-// panel jp of C over columns [pc, pc+kc) of packed A.
-func packedATile(kern *microKernel, g *gemmOp, pc, kc, flags, i0, ie, jp int, tile, bpad []float32) {
-	mr, nr := kern.mr, kern.nr
-	j0 := jp * nr
-	w := min(nr, g.n-j0)
-	bp, ldb := bPanel(g, nr, jp, pc, kc, bpad)
-	h := min(mr, ie-i0)
-	fn := kern.packedA[h]
-	ap := aptr(g.a, i0*g.k+pc*mr)
-	bias := biasPtr(g, i0, j0)
-	if w == nr {
-		fn(kc, ap, mr, bp, ldb, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
-		return
-	}
-	if flags&3 == initC {
-		for i := 0; i < h; i++ {
-			copy(tile[i*nr:i*nr+w], g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w])
-		}
-	}
-	fn(kc, ap, mr, bp, ldb, &tile[0], nr, bias, flags, g.lo, g.hi)
-	for i := 0; i < h; i++ {
-		copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
 	}
 }
 
