@@ -1,7 +1,8 @@
 package native
 
-// The 3×3 depthwise row kernels (strides 1 and 2, one column of padding
-// on the left; see the package asmgendw3): each channel's plane is
+// The 3×3 depthwise row kernels (stride 2, or stride 1 at dilation 1, 2
+// or 4, as many columns of padding on the left as the dilation; see the
+// package asmgendw3): each channel's plane is
 // computed straight from the unpadded input, whole rows at a time, with
 // no copy into padded planes, no transposes and no masked tap loads at
 // the edges. A run of output rows whose three input rows all lie inside
@@ -12,8 +13,10 @@ package native
 type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int, w *float32, bias float32, flags int, lo, hi float32)
 
 // useDW3 reports whether the row kernels compute a depthwise convolution
-// of geometry g: 3×3, no dilation, strides 1 or 2 (both the same), one
-// column of padding on the left, and rows that read at least dw3MinIW
+// of geometry g: 3×3, strides 1 or 2 (both the same), the same dilation
+// on both axes (1 at stride 2; 1, 2 or 4 at stride 1: DeepLabV3's atrous
+// MobileNetV2 blocks), as many columns of padding on the left as the
+// dilation, and rows that read at least dw3MinIW
 // input columns (on narrower planes the packed path's channel vectors
 // are fuller). BenchmarkDW3 (CPU time, one thread, AVX-512, load 10-12;
 // before → rows µs): 3×3 32×120×160 stride 2 169 → 58, 16×120×160 132 →
@@ -22,9 +25,23 @@ type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int
 // narrower, the packed path wins: 256×8×10 12 → 15, 64×8×10 stride 2
 // 1.9 → 2.2.
 func useDW3(g *geom) bool {
-	return dw3Kernels != nil && useDW3Rows && g.kh == 3 && g.kw == 3 && g.dh == 1 && g.dw == 1 &&
-		(g.sw == 1 || g.sw == 2) && g.sh == g.sw && g.pl == 1 && g.pt >= 0 && g.pt <= 2 &&
-		g.ow*g.sw >= dw3MinIW && g.oh > 0
+	return useDW3Rows && dw3Kernel(g) != nil && g.kh == 3 && g.kw == 3 && g.dh == g.dw &&
+		g.sh == g.sw && g.pl == g.dw && g.pt >= 0 && g.ow*g.sw >= dw3MinIW && g.oh > 0
+}
+
+// dw3Kernel is the row kernel of g's column stride and dilation (nil:
+// none).
+func dw3Kernel(g *geom) dw3Fn {
+	if dw3Kernels == nil {
+		return nil
+	}
+	switch {
+	case g.sw == 2 && g.dw == 1:
+		return dw3Kernels[3]
+	case g.sw == 1 && (g.dw == 1 || g.dw == 2 || g.dw == 4):
+		return dw3Kernels[g.dw/2]
+	}
+	return nil
 }
 
 // useDW3Rows: a variable, so that tests and benchmarks run the other
@@ -38,7 +55,7 @@ var dw3MinIW = 20
 // dw3Plane computes output plane y (oh×ow) of the 3×3 filter w (9 taps)
 // over input plane x (ih×iw); zero is a row of at least iw zeros.
 func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, hi float32) {
-	fn := dw3Kernels[g.sw-1]
+	fn := dw3Kernel(g)
 	flags := 0
 	if clampOn {
 		flags = flagClamp
@@ -47,7 +64,8 @@ func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, 
 	_ = y[g.oh*g.ow-1]
 	_ = w[8]
 	_ = zero[g.iw-1]
-	inside := func(oy int) bool { iy := oy*g.sh - g.pt; return iy >= 0 && iy+2 < g.ih }
+	d := g.dh
+	inside := func(oy int) bool { iy := oy*g.sh - g.pt; return iy >= 0 && iy+2*d < g.ih }
 	for oy := 0; oy < g.oh; {
 		if inside(oy) {
 			n := 1
@@ -55,14 +73,14 @@ func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, 
 				n++
 			}
 			r := &x[(oy*g.sh-g.pt)*g.iw]
-			fn(r, &x[(oy*g.sh-g.pt+1)*g.iw], &x[(oy*g.sh-g.pt+2)*g.iw], g.sh*g.iw, n, &y[oy*g.ow], g.ow, g.iw, g.ow, &w[0], bias, flags, lo, hi)
+			fn(r, &x[(oy*g.sh-g.pt+d)*g.iw], &x[(oy*g.sh-g.pt+2*d)*g.iw], g.sh*g.iw, n, &y[oy*g.ow], g.ow, g.iw, g.ow, &w[0], bias, flags, lo, hi)
 			oy += n
 			continue
 		}
 		var rows [3]*float32
 		for k := range rows {
 			rows[k] = &zero[0]
-			if iy := oy*g.sh - g.pt + k; iy >= 0 && iy < g.ih {
+			if iy := oy*g.sh - g.pt + k*d; iy >= 0 && iy < g.ih {
 				rows[k] = &x[iy*g.iw]
 			}
 		}

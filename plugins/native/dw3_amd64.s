@@ -171,6 +171,300 @@ dw3s1AVX512_done:
 	VZEROUPPER
 	RET
 
+// func dw3s1d2AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·dw3s1d2AVX512(SB), NOSPLIT, $0-104
+	MOVQ         x0+0(FP), AX
+	MOVQ         x1+8(FP), CX
+	MOVQ         x2+16(FP), DX
+	MOVQ         step+24(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         rows+32(FP), SI
+	MOVQ         y+40(FP), DI
+	MOVQ         ldy+48(FP), R8
+	SHLQ         $0x02, R8
+	MOVQ         iw+56(FP), R9
+	MOVQ         ow+64(FP), R10
+	MOVQ         w+72(FP), R11
+	VBROADCASTSS (R11), Z16
+	VBROADCASTSS 4(R11), Z17
+	VBROADCASTSS 8(R11), Z18
+	VBROADCASTSS 12(R11), Z19
+	VBROADCASTSS 16(R11), Z20
+	VBROADCASTSS 20(R11), Z21
+	VBROADCASTSS 24(R11), Z22
+	VBROADCASTSS 28(R11), Z23
+	VBROADCASTSS 32(R11), Z24
+	VBROADCASTSS bias+80(FP), Z25
+	VBROADCASTSS lo+96(FP), Z26
+	VBROADCASTSS hi+100(FP), Z27
+
+dw3s1d2AVX512_row:
+	TESTQ  SI, SI
+	JEQ    dw3s1d2AVX512_done
+	XORQ   R11, R11
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	MOVQ   R9, R12
+	SUBQ   R11, R12
+	CMPQ   R12, $0x10
+	JGE    dw3s1d2AVX512_m0_all
+	TESTQ  R12, R12
+	JLE    dw3s1d2AVX512_m0_none
+	MOVL   $0x0000ffff, R13
+	BZHIL  R12, R13, R13
+	KMOVW  R13, K1
+	JMP    dw3s1d2AVX512_m0_end
+
+dw3s1d2AVX512_m0_all:
+	KXNORW K1, K1, K1
+	JMP    dw3s1d2AVX512_m0_end
+
+dw3s1d2AVX512_m0_none:
+	KXORW K1, K1, K1
+
+dw3s1d2AVX512_m0_end:
+	VMOVUPS.Z (AX)(R11*4), K1, Z3
+	VMOVUPS.Z (CX)(R11*4), K1, Z4
+	VMOVUPS.Z (DX)(R11*4), K1, Z5
+
+dw3s1d2AVX512_col:
+	ADDQ  $0x10, R11
+	MOVQ  R9, R12
+	SUBQ  R11, R12
+	CMPQ  R12, $0x10
+	JGE   dw3s1d2AVX512_mn_all
+	TESTQ R12, R12
+	JLE   dw3s1d2AVX512_mn_none
+	MOVL  $0x0000ffff, R13
+	BZHIL R12, R13, R13
+	KMOVW R13, K1
+	JMP   dw3s1d2AVX512_mn_end
+
+dw3s1d2AVX512_mn_all:
+	KXNORW K1, K1, K1
+	JMP    dw3s1d2AVX512_mn_end
+
+dw3s1d2AVX512_mn_none:
+	KXORW K1, K1, K1
+
+dw3s1d2AVX512_mn_end:
+	SUBQ        $0x10, R11
+	VMOVUPS.Z   64(AX)(R11*4), K1, Z6
+	VMOVUPS.Z   64(CX)(R11*4), K1, Z7
+	VMOVUPS.Z   64(DX)(R11*4), K1, Z8
+	VALIGND     $0x0e, Z0, Z3, Z9
+	VALIGND     $0x02, Z3, Z6, Z10
+	VMOVAPS     Z25, Z11
+	VFMADD231PS Z9, Z16, Z11
+	VFMADD231PS Z3, Z17, Z11
+	VFMADD231PS Z10, Z18, Z11
+	VALIGND     $0x0e, Z1, Z4, Z9
+	VALIGND     $0x02, Z4, Z7, Z10
+	VMULPS      Z9, Z19, Z12
+	VFMADD231PS Z4, Z20, Z12
+	VFMADD231PS Z10, Z21, Z12
+	VALIGND     $0x0e, Z2, Z5, Z9
+	VALIGND     $0x02, Z5, Z8, Z10
+	VMULPS      Z9, Z22, Z13
+	VFMADD231PS Z5, Z23, Z13
+	VFMADD231PS Z10, Z24, Z13
+	VMOVAPS     Z3, Z0
+	VMOVAPS     Z6, Z3
+	VMOVAPS     Z4, Z1
+	VMOVAPS     Z7, Z4
+	VMOVAPS     Z5, Z2
+	VMOVAPS     Z8, Z5
+	VADDPS      Z12, Z11, Z11
+	VADDPS      Z13, Z11, Z11
+	TESTQ       $0x00000004, flags+88(FP)
+	JEQ         dw3s1d2AVX512_store
+	VMAXPS      Z11, Z26, Z11
+	VMINPS      Z11, Z27, Z11
+
+dw3s1d2AVX512_store:
+	MOVQ  R10, R12
+	SUBQ  R11, R12
+	CMPQ  R12, $0x10
+	JGE   dw3s1d2AVX512_ms_all
+	TESTQ R12, R12
+	JLE   dw3s1d2AVX512_ms_none
+	MOVL  $0x0000ffff, R13
+	BZHIL R12, R13, R13
+	KMOVW R13, K3
+	JMP   dw3s1d2AVX512_ms_end
+
+dw3s1d2AVX512_ms_all:
+	KXNORW K3, K3, K3
+	JMP    dw3s1d2AVX512_ms_end
+
+dw3s1d2AVX512_ms_none:
+	KXORW K3, K3, K3
+
+dw3s1d2AVX512_ms_end:
+	VMOVUPS Z11, K3, (DI)(R11*4)
+	ADDQ    $0x10, R11
+	CMPQ    R11, R10
+	JLT     dw3s1d2AVX512_col
+	ADDQ    BX, AX
+	ADDQ    BX, CX
+	ADDQ    BX, DX
+	ADDQ    R8, DI
+	DECQ    SI
+	JMP     dw3s1d2AVX512_row
+
+dw3s1d2AVX512_done:
+	VZEROUPPER
+	RET
+
+// func dw3s1d4AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F, BMI2
+TEXT ·dw3s1d4AVX512(SB), NOSPLIT, $0-104
+	MOVQ         x0+0(FP), AX
+	MOVQ         x1+8(FP), CX
+	MOVQ         x2+16(FP), DX
+	MOVQ         step+24(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         rows+32(FP), SI
+	MOVQ         y+40(FP), DI
+	MOVQ         ldy+48(FP), R8
+	SHLQ         $0x02, R8
+	MOVQ         iw+56(FP), R9
+	MOVQ         ow+64(FP), R10
+	MOVQ         w+72(FP), R11
+	VBROADCASTSS (R11), Z16
+	VBROADCASTSS 4(R11), Z17
+	VBROADCASTSS 8(R11), Z18
+	VBROADCASTSS 12(R11), Z19
+	VBROADCASTSS 16(R11), Z20
+	VBROADCASTSS 20(R11), Z21
+	VBROADCASTSS 24(R11), Z22
+	VBROADCASTSS 28(R11), Z23
+	VBROADCASTSS 32(R11), Z24
+	VBROADCASTSS bias+80(FP), Z25
+	VBROADCASTSS lo+96(FP), Z26
+	VBROADCASTSS hi+100(FP), Z27
+
+dw3s1d4AVX512_row:
+	TESTQ  SI, SI
+	JEQ    dw3s1d4AVX512_done
+	XORQ   R11, R11
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	MOVQ   R9, R12
+	SUBQ   R11, R12
+	CMPQ   R12, $0x10
+	JGE    dw3s1d4AVX512_m0_all
+	TESTQ  R12, R12
+	JLE    dw3s1d4AVX512_m0_none
+	MOVL   $0x0000ffff, R13
+	BZHIL  R12, R13, R13
+	KMOVW  R13, K1
+	JMP    dw3s1d4AVX512_m0_end
+
+dw3s1d4AVX512_m0_all:
+	KXNORW K1, K1, K1
+	JMP    dw3s1d4AVX512_m0_end
+
+dw3s1d4AVX512_m0_none:
+	KXORW K1, K1, K1
+
+dw3s1d4AVX512_m0_end:
+	VMOVUPS.Z (AX)(R11*4), K1, Z3
+	VMOVUPS.Z (CX)(R11*4), K1, Z4
+	VMOVUPS.Z (DX)(R11*4), K1, Z5
+
+dw3s1d4AVX512_col:
+	ADDQ  $0x10, R11
+	MOVQ  R9, R12
+	SUBQ  R11, R12
+	CMPQ  R12, $0x10
+	JGE   dw3s1d4AVX512_mn_all
+	TESTQ R12, R12
+	JLE   dw3s1d4AVX512_mn_none
+	MOVL  $0x0000ffff, R13
+	BZHIL R12, R13, R13
+	KMOVW R13, K1
+	JMP   dw3s1d4AVX512_mn_end
+
+dw3s1d4AVX512_mn_all:
+	KXNORW K1, K1, K1
+	JMP    dw3s1d4AVX512_mn_end
+
+dw3s1d4AVX512_mn_none:
+	KXORW K1, K1, K1
+
+dw3s1d4AVX512_mn_end:
+	SUBQ        $0x10, R11
+	VMOVUPS.Z   64(AX)(R11*4), K1, Z6
+	VMOVUPS.Z   64(CX)(R11*4), K1, Z7
+	VMOVUPS.Z   64(DX)(R11*4), K1, Z8
+	VALIGND     $0x0c, Z0, Z3, Z9
+	VALIGND     $0x04, Z3, Z6, Z10
+	VMOVAPS     Z25, Z11
+	VFMADD231PS Z9, Z16, Z11
+	VFMADD231PS Z3, Z17, Z11
+	VFMADD231PS Z10, Z18, Z11
+	VALIGND     $0x0c, Z1, Z4, Z9
+	VALIGND     $0x04, Z4, Z7, Z10
+	VMULPS      Z9, Z19, Z12
+	VFMADD231PS Z4, Z20, Z12
+	VFMADD231PS Z10, Z21, Z12
+	VALIGND     $0x0c, Z2, Z5, Z9
+	VALIGND     $0x04, Z5, Z8, Z10
+	VMULPS      Z9, Z22, Z13
+	VFMADD231PS Z5, Z23, Z13
+	VFMADD231PS Z10, Z24, Z13
+	VMOVAPS     Z3, Z0
+	VMOVAPS     Z6, Z3
+	VMOVAPS     Z4, Z1
+	VMOVAPS     Z7, Z4
+	VMOVAPS     Z5, Z2
+	VMOVAPS     Z8, Z5
+	VADDPS      Z12, Z11, Z11
+	VADDPS      Z13, Z11, Z11
+	TESTQ       $0x00000004, flags+88(FP)
+	JEQ         dw3s1d4AVX512_store
+	VMAXPS      Z11, Z26, Z11
+	VMINPS      Z11, Z27, Z11
+
+dw3s1d4AVX512_store:
+	MOVQ  R10, R12
+	SUBQ  R11, R12
+	CMPQ  R12, $0x10
+	JGE   dw3s1d4AVX512_ms_all
+	TESTQ R12, R12
+	JLE   dw3s1d4AVX512_ms_none
+	MOVL  $0x0000ffff, R13
+	BZHIL R12, R13, R13
+	KMOVW R13, K3
+	JMP   dw3s1d4AVX512_ms_end
+
+dw3s1d4AVX512_ms_all:
+	KXNORW K3, K3, K3
+	JMP    dw3s1d4AVX512_ms_end
+
+dw3s1d4AVX512_ms_none:
+	KXORW K3, K3, K3
+
+dw3s1d4AVX512_ms_end:
+	VMOVUPS Z11, K3, (DI)(R11*4)
+	ADDQ    $0x10, R11
+	CMPQ    R11, R10
+	JLT     dw3s1d4AVX512_col
+	ADDQ    BX, AX
+	ADDQ    BX, CX
+	ADDQ    BX, DX
+	ADDQ    R8, DI
+	DECQ    SI
+	JMP     dw3s1d4AVX512_row
+
+dw3s1d4AVX512_done:
+	VZEROUPPER
+	RET
+
 // func dw3s2AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F, BMI2
 TEXT ·dw3s2AVX512(SB), NOSPLIT, $0-104

@@ -7,23 +7,24 @@
 //	go run ./plugins/native/internal/asmgendw3 -out plugins/native/dw3_amd64.s -stubs plugins/native/dw3_stubs_amd64.go -pkg native
 //
 // A kernel computes rows output rows of one channel's 3×3 convolution
-// with one column of zero padding on the left, reading the unpadded input
+// (stride s, dilation d: 1 at stride 2; 1, 2 or 4 at stride 1) with d
+// columns of zero padding on the left, reading the unpadded input
 // in place: output row i reads the three input rows x0, x1 and x2 plus
 // i·step floats (a row that lies in the padding is a row of zeros the
 // caller passes, with step 0 through a single-row call), and writes ow
-// floats at y + i·ldy. Output column j reads input columns s·j-1, s·j and
-// s·j+1 (s = 1 or 2), those at or past iw read as zero: every load of the
+// floats at y + i·ldy. Output column j reads input columns s·j-d, s·j and
+// s·j+d, those at or past iw read as zero: every load of the
 // input is masked to the columns below iw, every store to those below ow,
 // so nothing outside the rows is touched and no column is a special case.
 //
 // Stride 1: a row's vectors of 16 columns are loaded once each; the left
-// and right taps are the vector shifted by one lane with its neighbour
+// and right taps are the vector shifted by d lanes with its neighbour
 // (VALIGND), the first vector's left neighbour zero. Stride 2: the 32
 // input columns of 16 outputs are split into their even and odd columns
 // (VPERMI2PS/VPERMT2PS); the left tap is the odd vector shifted by one
 // lane with the previous odd vector.
 //
-//	y[j] = clamp(bias + Σ_{r,k} w[3r+k] · x_r[s·j - 1 + k])
+//	y[j] = clamp(bias + Σ_{r,k} w[3r+k] · x_r[s·j + (k-1)·d])
 //
 // flags&4 clamps to [lo, hi] (NaN kept).
 package main
@@ -51,8 +52,10 @@ func main() {
 		})
 	}
 	even, odd := idx(0), idx(1)
-	kernel("dw3s1AVX512", 1, even, odd)
-	kernel("dw3s2AVX512", 2, even, odd)
+	kernel("dw3s1AVX512", 1, 1, even, odd)
+	kernel("dw3s1d2AVX512", 1, 2, even, odd)
+	kernel("dw3s1d4AVX512", 1, 4, even, odd)
+	kernel("dw3s2AVX512", 2, 1, even, odd)
 	Generate()
 }
 
@@ -77,9 +80,9 @@ func mask(name string, lim, col, t, m GPVirtual, k Op) {
 	Label(name + "_end")
 }
 
-func kernel(name string, s int, even, odd Mem) {
+func kernel(name string, s, d int, even, odd Mem) {
 	TEXT(name, NOSPLIT, signature)
-	Doc(fmt.Sprintf("%s computes rows output rows of a 3×3 depthwise convolution at stride %d (see the package asmgendw3).", name, s))
+	Doc(fmt.Sprintf("%s computes rows output rows of a 3×3 depthwise convolution at stride %d, dilation %d (see the package asmgendw3).", name, s, d))
 	Pragma("noescape")
 	xs := []GPVirtual{GP64(), GP64(), GP64()}
 	for r, n := range []string{"x0", "x1", "x2"} {
@@ -143,8 +146,8 @@ func kernel(name string, s int, even, odd Mem) {
 			VMOVUPS_Z(at(r, 64), K1, next[r])
 		}
 		for r := 0; r < 3; r++ {
-			VALIGND(U8(15), prev[r], cur[r], left)
-			VALIGND(U8(1), cur[r], next[r], right)
+			VALIGND(U8(16-d), prev[r], cur[r], left)
+			VALIGND(U8(d), cur[r], next[r], right)
 			if r == 0 {
 				VMOVAPS(bias, acc[0])
 				VFMADD231PS(left, W[0], acc[0])
