@@ -1,8 +1,9 @@
 package native
 
-// The 3×3 depthwise row kernels (stride 2, or stride 1 at dilation 1, 2
-// or 4, as many columns of padding on the left as the dilation; see the
-// package asmgendw3): each channel's plane is
+// The 3×3 depthwise row kernels (stride 2 with one column of padding on
+// the left or none, or stride 1 at dilation 1, 2 or 4 with as many
+// columns of padding on the left as the dilation; see the package
+// asmgendw3): each channel's plane is
 // computed straight from the unpadded input, whole rows at a time, with
 // no copy into padded planes, no transposes and no masked tap loads at
 // the edges. A run of output rows whose three input rows all lie inside
@@ -16,7 +17,8 @@ type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int
 // of geometry g: 3×3, strides 1 or 2 (both the same), the same dilation
 // on both axes (1 at stride 2; 1, 2 or 4 at stride 1: DeepLabV3's atrous
 // MobileNetV2 blocks), as many columns of padding on the left as the
-// dilation, and rows that read at least dw3MinIW
+// dilation (or none at stride 2: TensorFlow's SAME over an even width),
+// and rows that read at least dw3MinIW
 // input columns (on narrower planes the packed path's channel vectors
 // are fuller). BenchmarkDW3 (CPU time, one thread, AVX-512, load 10-12;
 // before → rows µs): 3×3 32×120×160 stride 2 169 → 58, 16×120×160 132 →
@@ -26,7 +28,7 @@ type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int
 // 1.9 → 2.2.
 func useDW3(g *geom) bool {
 	return useDW3Rows && dw3Kernel(g) != nil && g.kh == 3 && g.kw == 3 && g.dh == g.dw &&
-		g.sh == g.sw && g.pl == g.dw && g.pt >= 0 && g.ow*g.sw >= dw3MinIW && g.oh > 0
+		g.sh == g.sw && g.pt >= 0 && g.ow*g.sw >= dw3MinIW && g.oh > 0
 }
 
 // dw3Kernel is the row kernel of g's column stride and dilation (nil:
@@ -36,9 +38,11 @@ func dw3Kernel(g *geom) dw3Fn {
 		return nil
 	}
 	switch {
-	case g.sw == 2 && g.dw == 1:
+	case g.sw == 2 && g.dw == 1 && g.pl == 1:
 		return dw3Kernels[3]
-	case g.sw == 1 && (g.dw == 1 || g.dw == 2 || g.dw == 4):
+	case g.sw == 2 && g.dw == 1 && g.pl == 0:
+		return dw3Kernels[4]
+	case g.sw == 1 && g.pl == g.dw && (g.dw == 1 || g.dw == 2 || g.dw == 4):
 		return dw3Kernels[g.dw/2]
 	}
 	return nil

@@ -26,6 +26,8 @@ func dw3Cases() []opCase {
 		{2, 12, 40, attrs("dilations", []int64{3, 3}, "pads", []int64{3, 3, 3, 3})},
 		{2, 12, 40, attrs("dilations", []int64{2, 2}, "pads", []int64{1, 2, 1, 2})},
 		{3, 9, 64, attrs("pads", []int64{0, 1, 2, 1})},
+		{4, 16, 48, attrs("strides", []int64{2, 2}, "pads", []int64{0, 0, 1, 1})},
+		{3, 15, 41, attrs("strides", []int64{2, 2}, "auto_pad", "SAME_UPPER")},
 	} {
 		cs = append(cs, opCase{name: fmt.Sprintf("dw3-%d", i),
 			nodes:  []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrsWith(c.at, "group", c.ch)), node("Relu", []string{"c"}, "y", nil)},

@@ -4,22 +4,27 @@
 
 package native
 
-// dw3s1AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 1, dilation 1 (see the package asmgendw3).
+// dw3s1AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 1, dilation 1, left padding 1 (see the package asmgendw3).
 //
 //go:noescape
 func dw3s1AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)
 
-// dw3s1d2AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 1, dilation 2 (see the package asmgendw3).
+// dw3s1d2AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 1, dilation 2, left padding 2 (see the package asmgendw3).
 //
 //go:noescape
 func dw3s1d2AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)
 
-// dw3s1d4AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 1, dilation 4 (see the package asmgendw3).
+// dw3s1d4AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 1, dilation 4, left padding 4 (see the package asmgendw3).
 //
 //go:noescape
 func dw3s1d4AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)
 
-// dw3s2AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 2, dilation 1 (see the package asmgendw3).
+// dw3s2AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 2, dilation 1, left padding 1 (see the package asmgendw3).
 //
 //go:noescape
 func dw3s2AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)
+
+// dw3s2p0AVX512 computes rows output rows of a 3×3 depthwise convolution at stride 2, dilation 1, left padding 0 (see the package asmgendw3).
+//
+//go:noescape
+func dw3s2p0AVX512(x0 *float32, x1 *float32, x2 *float32, step int, rows int, y *float32, ldy int, iw int, ow int, w *float32, bias float32, flags int, lo float32, hi float32)

@@ -34,7 +34,8 @@ func dw3Ref(g *geom, x, w []float32, bias float32, clampOn bool, lo, hi float32)
 
 // The row kernels against dw3Ref at every width from 1 to 70 (every
 // column count a vector, its masks and its tail can take), both strides,
-// dilations 1, 2 and 4 at stride 1, top padding 0 to 2 (times the
+// dilations 1, 2 and 4 at stride 1, no left padding at stride 2, top
+// padding 0 to 2 (times the
 // dilation), bottom and right padding 0 to 2, clamped and not; and
 // nothing written past the plane.
 func TestDW3Rows(t *testing.T) {
@@ -42,13 +43,13 @@ func TestDW3Rows(t *testing.T) {
 		t.Skip("no 3×3 depthwise row kernels on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, sd := range [][2]int{{1, 1}, {2, 1}, {1, 2}, {1, 4}} {
-		s, d := sd[0], sd[1]
+	for _, sd := range [][3]int{{1, 1, 1}, {2, 1, 1}, {1, 2, 2}, {1, 4, 4}, {2, 1, 0}} {
+		s, d, pl := sd[0], sd[1], sd[2]
 		for iw := 1; iw <= 70; iw++ {
 			for _, pad := range [][3]int{{1, 1, 1}, {0, 0, 0}, {2, 2, 2}, {1, 0, 1}, {0, 2, 1}} {
 				ih := 1 + (iw*7)%(9*d)
 				pt, pb, pr := pad[0]*d, pad[1]*d, pad[2]*d
-				win := window{autoPad: "NOTSET", nd: 2, kh: 3, kw: 3, sh: s, sw: s, dh: d, dw: d, pt: pt, pl: d, pb: pb, pr: pr}
+				win := window{autoPad: "NOTSET", nd: 2, kh: 3, kw: 3, sh: s, sw: s, dh: d, dw: d, pt: pt, pl: pl, pb: pb, pr: pr}
 				g, err := win.at(ih, iw)
 				if err != nil || g.oh <= 0 || g.ow <= 0 {
 					continue
@@ -58,7 +59,7 @@ func TestDW3Rows(t *testing.T) {
 				bias := float32(rng.NormFloat64())
 				zero := make([]float32, iw)
 				for _, clampOn := range []bool{false, true} {
-					name := fmt.Sprintf("s%d d%d %dx%d pads %v clamp %v", s, d, ih, iw, pad, clampOn)
+					name := fmt.Sprintf("s%d d%d pl%d %dx%d pads %v clamp %v", s, d, pl, ih, iw, pad, clampOn)
 					y := make([]float32, g.oh*g.ow+5)
 					for i := range y {
 						y[i] = 42
@@ -99,10 +100,14 @@ func BenchmarkDW3(b *testing.B) {
 		{24, 112, 112, 1, 1}, {64, 112, 112, 2, 1}, {144, 56, 56, 1, 1}, {96, 33, 33, 1, 1}, {72, 65, 65, 1, 1}, {32, 104, 104, 1, 1}, {64, 52, 52, 2, 1},
 		{16, 208, 208, 2, 1}, {32, 104, 104, 2, 1}, {16, 104, 104, 1, 1}, // YOLOX-nano
 		{192, 33, 33, 1, 2}, {288, 33, 33, 1, 2}, {480, 33, 33, 1, 4}, // DeepLabV3's atrous blocks
+		{64, 112, 112, 2, 0}, {144, 56, 56, 2, 0}, {32, 128, 128, 2, 0}, // stride 2 padded as TensorFlow's SAME (dilation 0: no left padding)
 	} {
 		c, h, w, s, d := sh[0], sh[1], sh[2], sh[3], sh[4]
 		p, _, _ := dwBenchPlan(b, c, h, w, 3, s)
 		p.win.dh, p.win.dw, p.win.pt, p.win.pl, p.win.pb, p.win.pr = d, d, d, d, d, d
+		if d == 0 {
+			p.win.dh, p.win.dw, p.win.pt, p.win.pl, p.win.pb, p.win.pr = 1, 1, 0, 0, 1, 1
+		}
 		xt := &graph.Tensor{DType: graph.Float32, Shape: []int{1, c, h, w}}
 		var shapes [2]*convShape
 		for i, on := range []bool{false, true} {

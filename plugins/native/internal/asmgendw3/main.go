@@ -8,7 +8,7 @@
 //
 // A kernel computes rows output rows of one channel's 3×3 convolution
 // (stride s, dilation d: 1 at stride 2; 1, 2 or 4 at stride 1) with d
-// columns of zero padding on the left, reading the unpadded input
+// columns of zero padding on the left (or none at stride 2), reading the unpadded input
 // in place: output row i reads the three input rows x0, x1 and x2 plus
 // i·step floats (a row that lies in the padding is a row of zeros the
 // caller passes, with step 0 through a single-row call), and writes ow
@@ -22,7 +22,10 @@
 // (VALIGND), the first vector's left neighbour zero. Stride 2: the 32
 // input columns of 16 outputs are split into their even and odd columns
 // (VPERMI2PS/VPERMT2PS); the left tap is the odd vector shifted by one
-// lane with the previous odd vector.
+// lane with the previous odd vector. Stride 2 with no left padding (as
+// TensorFlow's SAME pads an even width): the taps are the even, the odd
+// and the even columns from two on (a second split of the row, from
+// column 2).
 //
 //	y[j] = clamp(bias + Σ_{r,k} w[3r+k] · x_r[s·j + (k-1)·d])
 //
@@ -52,10 +55,11 @@ func main() {
 		})
 	}
 	even, odd := idx(0), idx(1)
-	kernel("dw3s1AVX512", 1, 1, even, odd)
-	kernel("dw3s1d2AVX512", 1, 2, even, odd)
-	kernel("dw3s1d4AVX512", 1, 4, even, odd)
-	kernel("dw3s2AVX512", 2, 1, even, odd)
+	kernel("dw3s1AVX512", 1, 1, 1, even, odd)
+	kernel("dw3s1d2AVX512", 1, 2, 2, even, odd)
+	kernel("dw3s1d4AVX512", 1, 4, 4, even, odd)
+	kernel("dw3s2AVX512", 2, 1, 1, even, odd)
+	kernel("dw3s2p0AVX512", 2, 1, 0, even, odd)
 	Generate()
 }
 
@@ -80,9 +84,9 @@ func mask(name string, lim, col, t, m GPVirtual, k Op) {
 	Label(name + "_end")
 }
 
-func kernel(name string, s, d int, even, odd Mem) {
+func kernel(name string, s, d, pl int, even, odd Mem) {
 	TEXT(name, NOSPLIT, signature)
-	Doc(fmt.Sprintf("%s computes rows output rows of a 3×3 depthwise convolution at stride %d, dilation %d (see the package asmgendw3).", name, s, d))
+	Doc(fmt.Sprintf("%s computes rows output rows of a 3×3 depthwise convolution at stride %d, dilation %d, left padding %d (see the package asmgendw3).", name, s, d, pl))
 	Pragma("noescape")
 	xs := []GPVirtual{GP64(), GP64(), GP64()}
 	for r, n := range []string{"x0", "x1", "x2"} {
@@ -163,29 +167,48 @@ func kernel(name string, s, d int, even, odd Mem) {
 		}
 	} else {
 		// input columns 2·oc to 2·oc+32: odd ones into cur, even ones
-		// into next, as the (low, high) halves go
+		// into next, as the (low, high) halves go; with no left padding
+		// also the even ones from 2·oc+2 (the right tap) into right
 		t2 := GP64()
 		MOVQ(oc, t2)
 		SHLQ(U8(1), t2)
 		mask(name+"_ma", iw, t2, t, m, K1)
 		ADDQ(U8(16), t2)
 		mask(name+"_mb", iw, t2, t, m, K2)
+		if pl == 0 {
+			SUBQ(U8(14), t2)
+			mask(name+"_mc", iw, t2, t, m, K4)
+			ADDQ(U8(16), t2)
+			mask(name+"_md", iw, t2, t, m, K5)
+		}
 		for r := 0; r < 3; r++ {
 			VMOVUPS_Z(at(r, 0), K1, cur[r])
 			VMOVUPS_Z(at(r, 64), K2, tmp)
 			VMOVAPS(idxE, next[r])
 			VPERMI2PS(tmp, cur[r], next[r])
 			VPERMT2PS(tmp, idxO, cur[r])
-			VALIGND(U8(15), prev[r], cur[r], left)
+			// taps: (left, centre, right)
+			taps := [3]VecPhysical{left, next[r], cur[r]}
+			if pl == 0 {
+				VMOVUPS_Z(at(r, 8), K4, left)
+				VMOVUPS_Z(at(r, 72), K5, tmp)
+				VMOVAPS(idxE, right)
+				VPERMI2PS(tmp, left, right)
+				taps = [3]VecPhysical{next[r], cur[r], right}
+			} else {
+				VALIGND(U8(15), prev[r], cur[r], left)
+			}
 			if r == 0 {
 				VMOVAPS(bias, acc[0])
-				VFMADD231PS(left, W[0], acc[0])
+				VFMADD231PS(taps[0], W[0], acc[0])
 			} else {
-				VMULPS(left, W[3*r], acc[r])
+				VMULPS(taps[0], W[3*r], acc[r])
 			}
-			VFMADD231PS(next[r], W[3*r+1], acc[r])
-			VFMADD231PS(cur[r], W[3*r+2], acc[r])
-			VMOVAPS(cur[r], prev[r])
+			VFMADD231PS(taps[1], W[3*r+1], acc[r])
+			VFMADD231PS(taps[2], W[3*r+2], acc[r])
+			if pl == 1 {
+				VMOVAPS(cur[r], prev[r])
+			}
 		}
 	}
 	VADDPS(acc[1], acc[0], acc[0])
