@@ -218,6 +218,7 @@ type convShape struct {
 	packed        *dwPacked     // depthwise on small planes
 	layout        *dwLayout     // depthwise otherwise, and strided or padded im2col
 	ind           *convIndirect // a window over constant weights: the indirect GEMM
+	zero          []float32     // depthwise 3×3 by the row kernels (useDW3): a row of zeros
 }
 
 // shapeFor returns the plan's convShape for x, derived once per input
@@ -249,6 +250,8 @@ func (p *convPlan) shapeFor(x *graph.Tensor) (*convShape, error) {
 	case p.indirect && !pointwise && nd == 2:
 		// (few output positions still go the transposed way: compute)
 		cs.ind = newConvIndirect(&cs.g, p.cin/p.group)
+	case p.depthwise && nd == 2 && useDW3(&cs.g):
+		cs.zero = make([]float32, g.iw)
 	case L > 0:
 		cs.packed = newDWPacked(&cs.g, L)
 	case p.depthwise && g.sw == 1 && hasDWMask:

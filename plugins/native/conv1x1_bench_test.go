@@ -16,7 +16,7 @@ func BenchmarkConv1x1(b *testing.B) {
 		b.Skip("no packed-A kernel on this machine")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, sh := range [][3]int{{256, 512, 1089}, {256, 160, 1089}, {80, 288, 1089}, {288, 48, 1089}} {
+	for _, sh := range [][3]int{{64, 64, 2704}, {32, 128, 2704}, {80, 64, 2704}, {256, 256, 169}, {256, 512, 169}, {32, 32, 10816}} {
 		m, k, n := sh[0], sh[1], sh[2]
 		a, x, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
 		pa := make([]float32, packedALen(m, k, kern.mr))

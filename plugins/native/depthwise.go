@@ -143,6 +143,10 @@ func deinterleave2Go(n int, x, ev, od []float32) {
 
 // depthwise is a Conv with one filter per channel, computed directly.
 func depthwise(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	if cs.zero != nil {
+		depthwise3(pl, p, cs, x, y, batch)
+		return
+	}
 	if cs.packed != nil {
 		depthwisePacked(pl, p, cs, x, y, batch)
 		return

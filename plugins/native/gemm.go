@@ -142,7 +142,7 @@ func gemm(kern *microKernel, p *pool, g *gemmOp) {
 	}
 	mt := (g.m + kern.mr - 1) / kern.mr // row tiles
 	np := panelsOf(g.n, kern.nr)        // column panels
-	tm, tn := splitGrid(mt, np, p.threads(), kern)
+	tm, tn := splitGrid(mt, np, g.k, p.threads())
 	if tm*tn == 1 {
 		gemmBlock(kern, g, 0, g.m, 0, np)
 		return
@@ -162,19 +162,34 @@ type gemmTask struct {
 	mt, np, tm, tn int
 }
 
-// splitGrid divides the mt×np tile grid into tm×tn tasks for threads:
-// a few tasks per thread (a preempted thread then holds less back), rows
-// first (each task then reads fewer rows of A), never tasks of less than
-// about 64 tiles.
-func splitGrid(mt, np, threads int, kern *microKernel) (tm, tn int) {
-	if threads <= 1 || mt*np < 128 {
+// splitGrid divides the mt×np tile grid of a GEMM over k into tm×tn
+// tasks for threads: a few tasks per thread (a preempted thread then
+// holds less back), their count a multiple of threads where the grid
+// allows (equal tasks end together), rows first (each task then reads
+// fewer rows of A), never tasks of less than about gemmTaskWork
+// tile-steps (the pool's hand-off costs some µs). Counted in tiles alone
+// (64 a task at least), a small layer's GEMM ran on one thread at any
+// thread count: UltraFace's 256→256 1×1 at 8×10 and 128→128 at 15×20,
+// YOLOX's 512→256 and 256→256 at 13×13.
+func splitGrid(mt, np, k, threads int) (tm, tn int) {
+	want := min(threads*4, mt*np*max(k, 1)/gemmTaskWork)
+	if threads <= 1 || want < 2 {
 		return 1, 1
 	}
-	want := min(threads*4, mt*np/64)
 	tm = min(mt, want)
-	tn = max(1, min(np, want/tm))
+	tn = max(1, min(np, (want+tm-1)/tm))
+	for t := tn; t <= min(np, tn+threads); t++ {
+		if tm*t%threads == 0 {
+			return tm, t
+		}
+	}
 	return tm, tn
 }
+
+// gemmTaskWork is the least work worth a task of the pool, in
+// tile-steps (one row tile times one panel times one step of k), as the
+// indirect GEMM's igemmTaskWork.
+const gemmTaskWork = igemmTaskWork
 
 // gemmScratch is a gemmBlock's scratch: the last, partial row tile of A
 // and a partial tile of C. Pooled: as arrays on the stack they would

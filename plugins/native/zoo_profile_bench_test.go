@@ -27,6 +27,9 @@ import (
 // shows where a whole model's time goes inside native, op by op:
 //
 //	ZOO_MODELS=face_landmark,tflite/mediapipe/face_detection_short_range.tflite go test ./plugins/native -run '^$' -bench ZooModelNodes -benchtime 1x
+//
+// ZOO_DW3=0 turns the 3×3 depthwise row kernels off (the packed path
+// and the planar tiles compute those planes).
 func BenchmarkZooModelNodes(b *testing.B) {
 	root := shared.Path(b, "testdata")
 	models := []string{"face_landmark", "palm_detection_lite", "hand_landmark_full", "pose_detection"}
@@ -36,6 +39,10 @@ func BenchmarkZooModelNodes(b *testing.B) {
 	rounds := 30
 	if s := os.Getenv("ZOO_ROUNDS"); s != "" {
 		fmt.Sscan(s, &rounds)
+	}
+	if os.Getenv("ZOO_DW3") == "0" {
+		native.UseDW3Rows(false)
+		defer native.UseDW3Rows(true)
 	}
 	for _, m := range models {
 		b.Run(strings.ReplaceAll(m, "/", "_"), func(b *testing.B) {
