@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard/core/opcost"
+	"github.com/switchyard-hal/switchyard/formats"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/runtime/calibrate"
 )
@@ -17,7 +18,7 @@ import (
 func init() { extraCommands = append(extraCommands, calibrateCmd) }
 
 func calibrateCmd() *cobra.Command {
-	var backends, families []string
+	var backends, families, models []string
 	var out string
 	var runs int
 	var asJSON, dryRun bool
@@ -74,6 +75,21 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 			if !asJSON {
 				opts.Progress = func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) }
 			}
+			if len(models) > 0 {
+				// the models' own nodes, each measured and priced alone:
+				// where an estimate misses, and by how much
+				for _, file := range models {
+					ir, err := formats.LoadFile(file, formats.Options{})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s:\n", file)
+					if _, err := calibrate.RunCases(ctx, devs, order, calibrate.NodeCases(ir, opts.Families), opts); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 			samples, p, err := calibrate.Run(ctx, devs, order, opts)
 			if err != nil {
 				return err
@@ -110,6 +126,7 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 	}
 	cmd.Flags().StringSliceVar(&backends, "backends", []string{"native", "xnnpack", "cpu"}, "backends to measure")
 	cmd.Flags().StringSliceVar(&families, "families", nil, "only these families (conv, conv1x1, dwconv, gemm, Relu, Sigmoid, Tanh, Clip, Add, Mul, Transpose, MaxPool, Softmax)")
+	cmd.Flags().StringSliceVar(&models, "model", nil, "instead, measure each node of these models alone (those of --families) beside its estimate; fits and writes nothing")
 	cmd.Flags().StringVar(&out, "profile-file", "", "the profile file to write (default: where placement reads it, or $SWITCHYARD_COST_PROFILE)")
 	cmd.Flags().IntVar(&runs, "runs", 15, "timed calls per chain (the least counts)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the samples and the profile as JSON")

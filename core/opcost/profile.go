@@ -37,17 +37,29 @@ type Profile struct {
 	Rates map[string]map[string]Rate `json:"rates"`
 }
 
-// ProfileVersion is the Profile format this package reads and writes.
-const ProfileVersion = 1
+// ProfileVersion is the Profile format this package reads and writes
+// (2: the element terms of Rate, and depthwise split by stride).
+const ProfileVersion = 2
 
 // Rate prices a node (or one kernel family) on a backend, in ns: Fixed
-// per node (dispatch, allocation, argument checks) plus PerFLOP per FLOP
-// and PerByte per byte read and written (Work). The backends' price lists
-// and the calibrated profiles both hold Rates.
+// per node (dispatch, allocation, argument checks) plus PerFLOP per FLOP,
+// PerByte per byte read and written, PerElem per output element and
+// PerInElem per element of the data input (Work). The backends' price
+// lists and the calibrated profiles both hold Rates.
+//
+// The element terms are what a convolution's time follows besides its
+// arithmetic: per output element the epilogue (bias, the fused
+// activation chain, the store) and the tiles' edges, per input element
+// the padded or packed copy of the input planes. A per-byte term over
+// the weights and activations together did not follow them: fitted on
+// shape-preserving chains it priced a MediaPipe model's 1×1 convolutions
+// at 1.4–3× their time and the strided 3×3 ones at 4–30×.
 type Rate struct {
-	Fixed   float64 `json:"fixed_ns"`
-	PerFLOP float64 `json:"ns_per_flop,omitempty"`
-	PerByte float64 `json:"ns_per_byte,omitempty"`
+	Fixed     float64 `json:"fixed_ns"`
+	PerFLOP   float64 `json:"ns_per_flop,omitempty"`
+	PerByte   float64 `json:"ns_per_byte,omitempty"`
+	PerElem   float64 `json:"ns_per_elem,omitempty"`
+	PerInElem float64 `json:"ns_per_in_elem,omitempty"`
 	// Samples is how many measurements the rate was fitted to, and
 	// MaxError the largest relative error of the fit over them.
 	Samples  int     `json:"samples,omitempty"`
@@ -56,12 +68,15 @@ type Rate struct {
 
 // Time is the rate's time for w, in ns (one thread).
 func (r Rate) Time(w Work) float64 {
-	return r.Fixed + w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
+	return r.Fixed + r.Compute(w)
 }
 
 // Family names the kernel family a node runs as, the key of a Profile:
 // "conv" (a dense convolution with a window), "conv1x1" (a dense 1×1
-// convolution: a GEMM over the image), "dwconv" (depthwise), "gemm"
+// convolution: a GEMM over the image), "dwconv" (depthwise at stride 1:
+// every input pixel read by a full window), "dwconv/s2" (depthwise at a
+// stride of 2 or more: a quarter of the outputs over the same input, so
+// the input's packing and the windows' edges weigh per output), "gemm"
 // (MatMul, Gemm), "Resize/<mode>" (Resize and Upsample by interpolation
 // mode: linear, nearest, cubic), else the op type itself ("Add", "Sigmoid",
 // "Transpose"…). Nodes of other domains are "domain:op".
@@ -75,6 +90,11 @@ func Family(n *graph.Node, ts Types) string {
 		k, _ := shapeOf(ts, n.Input(1))
 		group := n.AttrInt("group", 1)
 		if len(x) >= 2 && len(k) >= 2 && group > 1 && k[1] == 1 && int64(x[1]) == group {
+			for _, st := range n.AttrInts("strides", nil) {
+				if st > 1 {
+					return "dwconv/s2"
+				}
+			}
 			return "dwconv"
 		}
 		if group == 1 && len(k) >= 3 && prod(k[2:]) == 1 {
@@ -202,7 +222,7 @@ func ParseProfile(b []byte) (*Profile, error) {
 	}
 	for be, fams := range p.Rates {
 		for fam, r := range fams {
-			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte} {
+			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem} {
 				if !(v >= 0 && v < 1e12) { // also refuses NaN
 					return nil, fmt.Errorf("%s %s: rate %v out of range", be, fam, v)
 				}

@@ -48,7 +48,7 @@ type nrate = opcost.Rate
 
 // nrateOfProfile: a calibrated rate (its fit statistics dropped).
 func nrateOfProfile(r opcost.Rate) nrate {
-	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte}
+	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte, PerElem: r.PerElem, PerInElem: r.PerInElem}
 }
 
 // nOpRates: the ops with native kernels, fitted to BenchmarkCalibrate at
