@@ -40,27 +40,6 @@ const (
 	dropFactor      = 1.6              // stop measuring a placement this far behind the best
 )
 
-// knownMisplaced are the models whose placement is known to miss the slack,
-// with why; they are held to knownSlack instead (the check still fails on a
-// worse placement) and logged as known, so that the gap stays in view
-// until the cost model prices them right.
-var knownMisplaced = map[string]string{
-	// native's depthwise/pointwise kernels for TFLite's 5×5 MobileNet-style
-	// blocks got faster (MaxPool, PRelu and Pad in the convolution, packed
-	// depthwise up to 56 columns) than the built-in profile prices them:
-	// native,cpu alone measures 0.80–0.85 of xnnpack's time, the estimate
-	// says 1.1–1.3×. Re-fitting the profile at low load moves the error to
-	// hand_landmark_full, pose_detection and deeplab_v3 (native then chosen,
-	// 1.15–1.23× slower): the conv families' fits do not follow activation
-	// size (see the closing note of the 2026-12-05 session).
-	"palm_detection_lite": "native's 5×5 depthwise blocks priced 1.7× their time",
-	"blazeface_front_128": "native's 5×5 depthwise blocks priced 1.6× their time",
-	"face_landmark":       "native (PRelu in the convolutions) priced 1.8× its time; measured 1.02–1.10",
-}
-
-// knownSlack bounds the known misplacements.
-const knownSlack = 1.35
-
 // singleBackends are the single-backend placements the chosen one is
 // measured against (each with cpu for what its backend declines).
 var singleBackends = []string{"native,cpu", "xnnpack,cpu", "cpu"}
@@ -217,14 +196,7 @@ func placementVsMeasurement(t *testing.T, dir string) string {
 	line := fmt.Sprintf("%-28s chosen/best %.2f (best %s)%s: %s; chosen places %s", filepath.Base(dir), ratio, best.name, same,
 		strings.Join(cols, ", "), placementString(chosen.nodes))
 	t.Log(line)
-	slack := placementSlack
-	if why, ok := knownMisplaced[filepath.Base(dir)]; ok {
-		slack = knownSlack
-		if ratio > placementSlack && chosen.same != best.name {
-			t.Logf("%s: known misplacement (%s), held to %.2f", filepath.Base(dir), why, knownSlack)
-		}
-	}
-	if ratio > slack && chosen.same != best.name {
+	if ratio > placementSlack && chosen.same != best.name {
 		t.Errorf("the default placement (%s) measured %.3g ms, %.0f%% slower than %s alone (%.3g ms); the estimate chose it:\n%s",
 			placementString(chosen.nodes), float64(chosen.best)/1e6, 100*(ratio-1), best.name, float64(best.best)/1e6, planCosts(chosen.m.Plan()))
 	}

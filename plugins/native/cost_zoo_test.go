@@ -45,6 +45,13 @@ func TestZooNodeCosts(t *testing.T) {
 		defer f.Close()
 		out = f
 	}
+	// the profile placement would read ($SWITCHYARD_COST_PROFILE), else
+	// the built-in one
+	if path, err := opcost.LoadDefaultProfile(); err != nil {
+		t.Fatal(err)
+	} else if path != "" {
+		t.Logf("cost profile %s", path)
+	}
 	root := shared.Path(t, "testdata")
 	fmt.Fprintln(out, "model\tnode\top\tfamily\tcin\tcout\tkh\tkw\tstride\tgroup\thin\twin\thout\twout\tchain\tflops\tbytes\test_us\tmeas_us")
 	for _, m := range strings.Split(list, ",") {

@@ -24,6 +24,7 @@ import (
 	"math"
 	"math/rand/v2"
 	goruntime "runtime"
+	"sort"
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -41,6 +42,9 @@ type Options struct {
 	// Runs is the number of timed calls per chain (the least counts);
 	// default 15.
 	Runs int
+	// Passes is how many times every case is measured, one pass over
+	// all of them after the other (the least time counts); default 2.
+	Passes int
 	// Budget bounds the time spent on one chain's calls; default 2 s.
 	Budget time.Duration
 	// Families, when set, limits the families measured.
@@ -111,7 +115,7 @@ func Cases() []Case {
 		cs = append(cs, Case{Family: "conv1x1", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, 1, 1, 1, n) }})
 	}
 	for _, k := range []int{3, 5} {
-		add("dwconv", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 96, 96}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 192, 28, 28}, {1, 256, 12, 12}, {1, 512, 7, 7}}, func(s []int, n int) *graph.Model {
+		add("dwconv", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 96, 96}, {1, 24, 64, 64}, {1, 8, 160, 160}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 192, 28, 28}, {1, 256, 12, 12}, {1, 512, 7, 7}}, func(s []int, n int) *graph.Model {
 			return convChain(s, k, s[1], n)
 		})
 		add("dwconv/s2", [][]int{{1, 16, 112, 112}, {1, 32, 96, 96}, {1, 64, 48, 48}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 240, 28, 28}}, func(s []int, n int) *graph.Model {
@@ -181,8 +185,12 @@ func measureCase(ctx context.Context, backend string, dev *hal.Device, c Case, o
 	for i, n := range []int{1, Chain} {
 		ir := c.Build(n)
 		if i == 0 {
+			// the backend's own kernel family for the node (a backend may
+			// run one family's shapes through several kernels)
 			types, _ := runtime.InferTypes(ir)
-			s.Work = opcost.Of(ir.Graph.Nodes[len(ir.Graph.Nodes)-1], typeMap(types))
+			last := ir.Graph.Nodes[len(ir.Graph.Nodes)-1]
+			s.Work = opcost.Of(last, typeMap(types))
+			s.Family = opcost.BackendFamily(backend, last, typeMap(types))
 		}
 		m, why := load(ctx, backend, dev, ir)
 		if why != "" {
@@ -357,8 +365,8 @@ const (
 // convolution Fixed+PerFLOP, then with PerElem, then with PerInElem;
 // for other computing families Fixed+PerFLOP, then with PerByte; for a
 // family that moves data Fixed+PerByte — least squares on relative
-// error, and keeps the non-negative fit with the least worst error, a
-// further term only where it cuts the worst error by a fifth.
+// error, and keeps the non-negative fit with the least typical (median)
+// error, a further term only where it cuts that by a fifth.
 func fitRate(ss []Sample) (opcost.Rate, bool) {
 	if len(ss) < 2 {
 		return opcost.Rate{}, false
@@ -375,12 +383,12 @@ func fitRate(ss []Sample) (opcost.Rate, bool) {
 		if len(cols) > len(ss) {
 			continue
 		}
-		r, ok := solve(ss, cols)
+		r, ok := robustSolve(ss, cols)
 		if !ok {
 			continue
 		}
-		r.Samples, r.MaxError = len(ss), maxRelError(r, ss)
-		if !found || (len(cols) > 2 && r.MaxError < best.MaxError*0.8) {
+		r.Samples, r.MaxError, r.TypicalError = len(ss), maxRelError(r, ss), medianRelError(r, ss)
+		if !found || (len(cols) > 2 && r.TypicalError < best.TypicalError*0.8) {
 			best, found = r, true
 		}
 	}
@@ -402,17 +410,44 @@ func feature(s Sample, col int) float64 {
 	}
 }
 
-// solve is weighted least squares (weights 1/time) on the given columns;
-// false when singular or a coefficient is negative.
-func solve(ss []Sample, cols []int) (opcost.Rate, bool) {
+// robustSolve fits the columns to least absolute relative error
+// (iteratively reweighted least squares): one case spoiled by a burst of
+// load pulls the fit by its share, not by its square.
+func robustSolve(ss []Sample, cols []int) (opcost.Rate, bool) {
+	r, ok := solve(ss, cols, nil)
+	if !ok {
+		return r, false
+	}
+	wt := make([]float64, len(ss))
+	for it := 0; it < 8; it++ {
+		for i, s := range ss {
+			y := float64(s.Node)
+			wt[i] = 1 / max(math.Abs(r.Time(s.Work)-y)/y, 0.01)
+		}
+		next, ok := solve(ss, cols, wt)
+		if !ok {
+			break
+		}
+		r = next
+	}
+	return r, true
+}
+
+// solve is weighted least squares on relative error (weights 1/time²,
+// times wt where given) on the given columns; false when singular or a
+// coefficient is negative.
+func solve(ss []Sample, cols []int, wt []float64) (opcost.Rate, bool) {
 	k := len(cols)
 	a := make([][]float64, k)
 	for i := range a {
 		a[i] = make([]float64, k+1)
 	}
-	for _, s := range ss {
+	for si, s := range ss {
 		y := float64(s.Node)
 		w := 1 / (y * y)
+		if wt != nil {
+			w *= wt[si]
+		}
 		for i, ci := range cols {
 			fi := feature(s, ci)
 			for j, cj := range cols {
@@ -490,6 +525,19 @@ func gauss(a [][]float64) ([]float64, bool) {
 		x[i] = a[i][k] / a[i][i] / scale[i]
 	}
 	return x, true
+}
+
+func medianRelError(r opcost.Rate, ss []Sample) float64 {
+	es := make([]float64, len(ss))
+	for i, s := range ss {
+		y := float64(s.Node)
+		es[i] = math.Abs(r.Time(s.Work)-y) / y
+	}
+	sort.Float64s(es)
+	if n := len(es); n%2 == 0 {
+		return (es[n/2-1] + es[n/2]) / 2
+	}
+	return es[len(es)/2]
 }
 
 func maxRelError(r opcost.Rate, ss []Sample) float64 {

@@ -130,17 +130,33 @@ func RunCases(ctx context.Context, devs map[string]*hal.Device, order []string, 
 	if opts.Budget <= 0 {
 		opts.Budget = 2 * time.Second
 	}
-	var samples []Sample
-	for _, name := range order {
-		for _, c := range cases {
-			if err := ctx.Err(); err != nil {
-				return samples, err
+	if opts.Passes <= 0 {
+		opts.Passes = 2
+	}
+	// pass after pass over every case, each keeping its least time: a
+	// burst of load that spoils one case's window in one pass rarely
+	// spoils it in the next
+	samples := make([]Sample, 0, len(order)*len(cases))
+	for pass := 0; pass < opts.Passes; pass++ {
+		i := 0
+		for _, name := range order {
+			for _, c := range cases {
+				if err := ctx.Err(); err != nil {
+					return samples, err
+				}
+				s := measureCase(ctx, name, devs[name], c, opts)
+				if pass == 0 {
+					samples = append(samples, s)
+				} else if old := &samples[i]; old.Skipped == "" && s.Skipped == "" && s.Node < old.Node {
+					old.Node, old.Call = s.Node, s.Call
+				} else if old.Skipped != "" && s.Skipped == "" {
+					*old = s
+				}
+				if opts.Progress != nil && pass == opts.Passes-1 {
+					opts.Progress(describe(samples[i], c))
+				}
+				i++
 			}
-			s := measureCase(ctx, name, devs[name], c, opts)
-			if opts.Progress != nil {
-				opts.Progress(describe(s, c))
-			}
-			samples = append(samples, s)
 		}
 	}
 	return samples, nil
