@@ -127,8 +127,8 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				for _, be := range order {
 					for _, f := range p.Families(be) {
 						r := p.Rates[be][f]
-						fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns  %.4g ns/FLOP  %.4g ns/byte  %.4g ns/output  %.4g ns/input  (%d sizes, median error %.0f%%, worst %.0f%%)\n",
-							be, f, r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.Samples, 100*r.TypicalError, 100*r.MaxError)
+						fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns  %.4g ns/FLOP  %.4g ns/byte  %.4g ns/output  %.4g ns/input  %.4g ns/weight byte  (%d sizes, median error %.0f%%, worst %.0f%%)\n",
+							be, f, r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte, r.Samples, 100*r.TypicalError, 100*r.MaxError)
 					}
 				}
 			}

@@ -43,23 +43,27 @@ const ProfileVersion = 2
 
 // Rate prices a node (or one kernel family) on a backend, in ns: Fixed
 // per node (dispatch, allocation, argument checks) plus PerFLOP per FLOP,
-// PerByte per byte read and written, PerElem per output element and
-// PerInElem per element of the data input (Work). The backends' price
+// PerByte per byte read and written, PerElem per output element,
+// PerInElem per element of the data input and PerParamByte per byte of
+// the other inputs, the weights (Work). The backends' price
 // lists and the calibrated profiles both hold Rates.
 //
 // The element terms are what a convolution's time follows besides its
 // arithmetic: per output element the epilogue (bias, the fused
 // activation chain, the store) and the tiles' edges, per input element
-// the padded or packed copy of the input planes. A per-byte term over
+// the padded or packed copy of the input planes, per weight byte their
+// stream through the cache (what a small image cannot hide behind its
+// arithmetic: a GEMM with few rows). A per-byte term over
 // the weights and activations together did not follow them: fitted on
 // shape-preserving chains it priced a MediaPipe model's 1×1 convolutions
 // at 1.4–3× their time and the strided 3×3 ones at 4–30×.
 type Rate struct {
-	Fixed     float64 `json:"fixed_ns"`
-	PerFLOP   float64 `json:"ns_per_flop,omitempty"`
-	PerByte   float64 `json:"ns_per_byte,omitempty"`
-	PerElem   float64 `json:"ns_per_elem,omitempty"`
-	PerInElem float64 `json:"ns_per_in_elem,omitempty"`
+	Fixed        float64 `json:"fixed_ns"`
+	PerFLOP      float64 `json:"ns_per_flop,omitempty"`
+	PerByte      float64 `json:"ns_per_byte,omitempty"`
+	PerElem      float64 `json:"ns_per_elem,omitempty"`
+	PerInElem    float64 `json:"ns_per_in_elem,omitempty"`
+	PerParamByte float64 `json:"ns_per_param_byte,omitempty"`
 	// Samples is how many measurements the rate was fitted to, and
 	// MaxError the largest relative error of the fit over them, and
 	// TypicalError the median one.
@@ -247,7 +251,7 @@ func ParseProfile(b []byte) (*Profile, error) {
 	}
 	for be, fams := range p.Rates {
 		for fam, r := range fams {
-			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem} {
+			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte} {
 				if !(v >= 0 && v < 1e12) { // also refuses NaN
 					return nil, fmt.Errorf("%s %s: rate %v out of range", be, fam, v)
 				}
@@ -381,12 +385,13 @@ func Calibrated(backend, family string) (Rate, bool) {
 // may have to be used, and MaxWorstFitError its worst: a family whose
 // time the fit does not follow (a kernel that switches algorithm with the
 // shape, a noisy measurement) is priced by the backend's own tables
-// instead. The worst error is allowed more: on a shared machine one size
-// of a dozen can be spoiled by load in every pass, where the median
-// stays.
+// instead. The worst error is allowed far more: on a shared machine one
+// size of a dozen can be spoiled by load in every pass (at load 15–20 a
+// 1×1 convolution of 64 channels over 16×16 measured 1.8× the rate of its
+// neighbours), where the median stays.
 const (
-	MaxFitError      = 0.15
-	MaxWorstFitError = 0.6
+	MaxFitError      = 0.2
+	MaxWorstFitError = 1.5
 )
 
 func (r Rate) fits() bool { return r.TypicalError <= MaxFitError && r.MaxError <= MaxWorstFitError }

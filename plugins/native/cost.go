@@ -48,7 +48,7 @@ type nrate = opcost.Rate
 
 // nrateOfProfile: a calibrated rate (its fit statistics dropped).
 func nrateOfProfile(r opcost.Rate) nrate {
-	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte, PerElem: r.PerElem, PerInElem: r.PerInElem}
+	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte, PerElem: r.PerElem, PerInElem: r.PerInElem, PerParamByte: r.PerParamByte}
 }
 
 // nOpRates: the ops with native kernels, fitted to BenchmarkCalibrate at
@@ -295,12 +295,10 @@ func headCost(sg *hal.Subgraph, n *graph.Node, threads int) float64 {
 	if n.OpType == "MaxPool" {
 		w.FLOPs *= separableShare(n)
 	}
-	fam := opcost.Family(n, sg)
-	if r, ok := opcost.Calibrated("native", kernelFamily(n, sg, fam)); ok {
-		return rateCost(nrateOfProfile(r), w, threads)
-	}
-	if r, ok := opcost.Calibrated("native", fam); ok {
-		// a profile without native's own kernel families
+	// by native's own kernel family (never the generic family's rate for
+	// a refined one: depthwise's planar fit, 18 µs fixed, priced the
+	// packed path's small nodes at several times their time)
+	if r, ok := opcost.Calibrated("native", opcost.BackendFamily("native", n, sg)); ok {
 		return rateCost(nrateOfProfile(r), w, threads)
 	}
 	if w.Class == opcost.Conv && pointwise(sg, n) {

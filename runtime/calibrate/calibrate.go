@@ -105,7 +105,8 @@ func Cases() []Case {
 	}{{[]int{1, 3, 192, 192}, 24, 5, 2}, {[]int{1, 3, 128, 128}, 24, 5, 2}, {[]int{1, 3, 224, 224}, 16, 3, 2}, {[]int{1, 16, 64, 64}, 32, 3, 2}, {[]int{1, 32, 28, 28}, 64, 3, 1}} {
 		cs = append(cs, Case{Family: "conv", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, c.k, c.stride, 1, n) }})
 	}
-	add("conv1x1", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 56, 56}, {1, 96, 28, 28}, {1, 256, 7, 7}, {1, 128, 24, 24}, {1, 256, 12, 12}}, func(s []int, n int) *graph.Model {
+	add("conv1x1", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 56, 56}, {1, 96, 28, 28}, {1, 256, 7, 7}, {1, 128, 24, 24}, {1, 256, 12, 12},
+		{1, 24, 64, 64}, {1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}}, func(s []int, n int) *graph.Model {
 		return convChain(s, 1, 1, n)
 	})
 	for _, c := range []struct {
@@ -115,7 +116,8 @@ func Cases() []Case {
 		cs = append(cs, Case{Family: "conv1x1", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, 1, 1, 1, n) }})
 	}
 	for _, k := range []int{3, 5} {
-		add("dwconv", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 96, 96}, {1, 24, 64, 64}, {1, 8, 160, 160}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 192, 28, 28}, {1, 256, 12, 12}, {1, 512, 7, 7}}, func(s []int, n int) *graph.Model {
+		add("dwconv", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 96, 96}, {1, 24, 64, 64}, {1, 8, 160, 160}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 192, 28, 28}, {1, 256, 12, 12}, {1, 512, 7, 7},
+			{1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}}, func(s []int, n int) *graph.Model {
 			return convChain(s, k, s[1], n)
 		})
 		add("dwconv/s2", [][]int{{1, 16, 112, 112}, {1, 32, 96, 96}, {1, 64, 48, 48}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 240, 28, 28}}, func(s []int, n int) *graph.Model {
@@ -359,10 +361,12 @@ const (
 	colBytes
 	colElems
 	colInElems
+	colParams
 )
 
 // fitRate tries the column sets of the family's kind — for a
-// convolution Fixed+PerFLOP, then with PerElem, then with PerInElem;
+// convolution Fixed+PerFLOP, then with PerElem, PerParamByte and
+// PerInElem;
 // for other computing families Fixed+PerFLOP, then with PerByte; for a
 // family that moves data Fixed+PerByte — least squares on relative
 // error, and keeps the non-negative fit with the least typical (median)
@@ -375,7 +379,8 @@ func fitRate(ss []Sample) (opcost.Rate, bool) {
 	sets := [][]int{{colFixed, colFLOPs}, {colFixed, colFLOPs, colBytes}, {colFLOPs}}
 	switch {
 	case ss[0].Work.Class == opcost.Conv || ss[0].Work.Class == opcost.DepthwiseConv:
-		sets = [][]int{{colFixed, colFLOPs}, {colFixed, colFLOPs, colElems}, {colFixed, colFLOPs, colElems, colInElems}, {colFLOPs, colElems}}
+		sets = [][]int{{colFixed, colFLOPs}, {colFixed, colFLOPs, colElems}, {colFixed, colFLOPs, colParams}, {colFixed, colFLOPs, colElems, colParams},
+			{colFixed, colFLOPs, colElems, colInElems}, {colFixed, colFLOPs, colElems, colInElems, colParams}, {colFLOPs, colElems}, {colFLOPs}}
 	case ss[0].Work.FLOPs == 0:
 		sets = [][]int{{colFixed, colBytes}, {colBytes}}
 	}
@@ -405,8 +410,10 @@ func feature(s Sample, col int) float64 {
 		return float64(s.Work.BytesIn + s.Work.BytesOut)
 	case colElems:
 		return float64(s.Work.Elems)
-	default:
+	case colInElems:
 		return float64(s.Work.InElems)
+	default:
+		return float64(s.Work.ParamBytes)
 	}
 }
 
@@ -474,8 +481,10 @@ func solve(ss []Sample, cols []int, wt []float64) (opcost.Rate, bool) {
 			r.PerByte = x[i]
 		case colElems:
 			r.PerElem = x[i]
-		default:
+		case colInElems:
 			r.PerInElem = x[i]
+		default:
+			r.PerParamByte = x[i]
 		}
 	}
 	return r, true
