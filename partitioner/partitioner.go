@@ -543,6 +543,23 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 		}
 		return false
 	}
+	// raise sets p's level to lv and pushes every partition that depends
+	// on p, transitively, above the one it depends on (levels stay a
+	// topological numbering after an edge is added or partitions merge)
+	raise := func(p, lv int) {
+		level[p] = lv
+		stack = append(stack[:0], p)
+		for len(stack) > 0 {
+			r := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, u := range users[r] {
+				if level[u] <= level[r] {
+					level[u] = level[r] + 1
+					stack = append(stack, u)
+				}
+			}
+		}
+	}
 	var pp []int
 	for _, v := range topo {
 		pp = pp[:0]
@@ -617,20 +634,8 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 					}
 				}
 				deps[q], users[q] = nil, nil
-				if level[target] < level[q] {
-					level[target] = level[q]
-				}
-				stack = append(stack[:0], target)
-				for len(stack) > 0 {
-					r := stack[len(stack)-1]
-					stack = stack[:len(stack)-1]
-					for _, u := range users[r] {
-						if level[u] <= level[r] {
-							level[u] = level[r] + 1
-							stack = append(stack, u)
-						}
-					}
-				}
+				// target now holds q's dependencies as well
+				raise(target, max(level[target], level[q]))
 			}
 		}
 		if target < 0 {
@@ -650,18 +655,7 @@ func group(topo []int, preds [][]int, assign []string, fallback string) [][]int 
 			users[q] = append(users[q], target)
 			if level[target] <= level[q] {
 				// target, and what depends on it, now sit above q
-				level[target] = level[q] + 1
-				stack = append(stack[:0], target)
-				for len(stack) > 0 {
-					r := stack[len(stack)-1]
-					stack = stack[:len(stack)-1]
-					for _, u := range users[r] {
-						if level[u] <= level[r] {
-							level[u] = level[r] + 1
-							stack = append(stack, u)
-						}
-					}
-				}
+				raise(target, level[q]+1)
 			}
 		}
 		part[v] = target

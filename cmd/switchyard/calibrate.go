@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/switchyard-hal/switchyard/core/opcost"
+	"github.com/switchyard-hal/switchyard/formats"
 	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/runtime/calibrate"
 )
@@ -17,9 +19,9 @@ import (
 func init() { extraCommands = append(extraCommands, calibrateCmd) }
 
 func calibrateCmd() *cobra.Command {
-	var backends, families []string
-	var out string
-	var runs int
+	var backends, families, models []string
+	var out, refit string
+	var runs, passes int
 	var asJSON, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "calibrate [--backends native,xnnpack,cpu] [--profile-file FILE]",
@@ -64,7 +66,7 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				devs[name] = d
 				order = append(order, name)
 			}
-			opts := calibrate.Options{Runs: runs}
+			opts := calibrate.Options{Runs: runs, Passes: passes}
 			if len(families) > 0 {
 				opts.Families = map[string]bool{}
 				for _, f := range families {
@@ -74,9 +76,41 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 			if !asJSON {
 				opts.Progress = func(s string) { fmt.Fprintln(cmd.OutOrStdout(), s) }
 			}
-			samples, p, err := calibrate.Run(ctx, devs, order, opts)
-			if err != nil {
-				return err
+			if len(models) > 0 {
+				// the models' own nodes, each measured and priced alone:
+				// where an estimate misses, and by how much
+				for _, file := range models {
+					ir, err := formats.LoadFile(file, formats.Options{})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s:\n", file)
+					if _, err := calibrate.RunCases(ctx, devs, order, calibrate.NodeCases(ir, opts.Families), opts); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			var samples []calibrate.Sample
+			var p *opcost.Profile
+			if refit != "" {
+				// fit again the samples of an earlier --json run
+				b, err := os.ReadFile(refit)
+				if err != nil {
+					return err
+				}
+				var in struct {
+					Samples []calibrate.Sample `json:"samples"`
+				}
+				if err := json.Unmarshal(b, &in); err != nil {
+					return fmt.Errorf("%s: %w", refit, err)
+				}
+				samples, p = in.Samples, calibrate.Fit(in.Samples)
+			} else {
+				var err error
+				if samples, p, err = calibrate.Run(ctx, devs, order, opts); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -93,8 +127,8 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				for _, be := range order {
 					for _, f := range p.Families(be) {
 						r := p.Rates[be][f]
-						fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns  %.4g ns/FLOP  %.4g ns/byte  (%d sizes, worst %.0f%%)\n",
-							be, f, r.Fixed, r.PerFLOP, r.PerByte, r.Samples, 100*r.MaxError)
+						fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns  %.4g ns/FLOP  %.4g ns/byte  %.4g ns/output  %.4g ns/input  %.4g ns/weight byte  (%d sizes, median error %.0f%%, worst %.0f%%)\n",
+							be, f, r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte, r.Samples, 100*r.TypicalError, 100*r.MaxError)
 					}
 				}
 			}
@@ -110,8 +144,11 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 	}
 	cmd.Flags().StringSliceVar(&backends, "backends", []string{"native", "xnnpack", "cpu"}, "backends to measure")
 	cmd.Flags().StringSliceVar(&families, "families", nil, "only these families (conv, conv1x1, dwconv, gemm, Relu, Sigmoid, Tanh, Clip, Add, Mul, Transpose, MaxPool, Softmax)")
+	cmd.Flags().StringVar(&refit, "refit", "", "measure nothing: fit the samples of an earlier --json run (its output file) again")
+	cmd.Flags().StringSliceVar(&models, "model", nil, "instead, measure each node of these models alone (those of --families) beside its estimate; fits and writes nothing")
 	cmd.Flags().StringVar(&out, "profile-file", "", "the profile file to write (default: where placement reads it, or $SWITCHYARD_COST_PROFILE)")
 	cmd.Flags().IntVar(&runs, "runs", 15, "timed calls per chain (the least counts)")
+	cmd.Flags().IntVar(&passes, "passes", 2, "passes over all the cases (the least time of each counts)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the samples and the profile as JSON")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "measure and print, write nothing")
 	return cmd

@@ -64,6 +64,15 @@ type Work struct {
 	BytesOut int64 `json:"bytes_out"`
 	// Elems is the number of output elements (of the first output).
 	Elems int64 `json:"elems"`
+	// InElems is the number of elements of the data input (the first):
+	// what a kernel reads, pads or packs once per call whatever its
+	// arithmetic (a convolution's input planes).
+	InElems int64 `json:"in_elems,omitempty"`
+	// ParamBytes are the bytes of the inputs after the first (a
+	// convolution's or a product's weights and bias): streamed once per
+	// call whatever the image size, so they weigh most where the image is
+	// small (a 1×1 convolution over 7×7 with 320→1280 channels).
+	ParamBytes int64 `json:"param_bytes,omitempty"`
 	// Exact is false when some dimension was unknown and counted as 1.
 	Exact bool `json:"exact"`
 }
@@ -80,6 +89,8 @@ func (w *Work) Add(o Work) {
 	w.BytesIn += o.BytesIn
 	w.BytesOut += o.BytesOut
 	w.Elems += o.Elems
+	w.InElems += o.InElems
+	w.ParamBytes += o.ParamBytes
 	w.Exact = w.Exact && o.Exact
 }
 
@@ -176,9 +187,12 @@ var reductions = map[string]float64{ // FLOPs per input element
 // Of returns the work of node n, reading value types from ts.
 func Of(n *graph.Node, ts Types) Work {
 	w := Work{Exact: true}
-	for _, in := range n.Inputs {
+	for i, in := range n.Inputs {
 		b, ok := bytesOf(ts, in)
 		w.BytesIn += b
+		if i > 0 {
+			w.ParamBytes += b
+		}
 		w.Exact = w.Exact && ok
 	}
 	for _, o := range n.Outputs {
@@ -193,6 +207,9 @@ func Of(n *graph.Node, ts Types) Work {
 	y, yok := shapeOf(ts, out0)
 	w.Exact = w.Exact && yok
 	w.Elems = prod(y)
+	if x, ok := shapeOf(ts, n.Input(0)); ok && len(n.Inputs) > 0 {
+		w.InElems = prod(x)
+	}
 	if n.Domain == "switchyard.quant" && n.OpType == "LSTM" {
 		// the integer LSTM: two int8 matrix-vector products per step and
 		// sequence, not one operation per output element
@@ -328,7 +345,8 @@ func (b bodyTypes) TypeOf(name string) (graph.ValueType, bool) {
 
 // Compute is the time of w's work at r, in ns (the fixed part aside).
 func (r Rate) Compute(w Work) float64 {
-	return w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte
+	return w.FLOPs*r.PerFLOP + float64(w.BytesIn+w.BytesOut)*r.PerByte + float64(w.Elems)*r.PerElem + float64(w.InElems)*r.PerInElem +
+		float64(w.ParamBytes)*r.PerParamByte
 }
 
 // RateOf looks up the rate of a node of op op and class c in a backend's

@@ -48,7 +48,7 @@ type nrate = opcost.Rate
 
 // nrateOfProfile: a calibrated rate (its fit statistics dropped).
 func nrateOfProfile(r opcost.Rate) nrate {
-	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte}
+	return nrate{Fixed: r.Fixed, PerFLOP: r.PerFLOP, PerByte: r.PerByte, PerElem: r.PerElem, PerInElem: r.PerInElem, PerParamByte: r.PerParamByte}
 }
 
 // nOpRates: the ops with native kernels, fitted to BenchmarkCalibrate at
@@ -153,6 +153,30 @@ var nClassRates = map[opcost.Class]nrate{
 
 // nParallel: the classes whose kernels spread over the pool's threads.
 var nParallel = map[opcost.Class]bool{opcost.Conv: true, opcost.DepthwiseConv: true, opcost.Gemm: true}
+
+func init() { opcost.RegisterKernelFamilies("native", kernelFamily) }
+
+// kernelFamily refines opcost.Family by native's kernel: a depthwise
+// convolution at stride 1 runs as channel-packed lanes (depthwise.go,
+// usePacked: channels a multiple of the lanes, output rows up to
+// dwPackedMaxOW) or as planes; the packed path pays per output what the
+// planar one pays per tap, so their times follow different rates (5×5
+// over 96 channels of 56×56 measured 1.6× 3×3's time, where FLOPs say
+// 2.8×).
+func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
+	if fam != "dwconv" {
+		return fam
+	}
+	x, xok := ts.TypeOf(n.Input(0))
+	y, yok := ts.TypeOf(n.Outputs[0])
+	if !xok || !yok || len(x.Shape) != 4 || len(y.Shape) != 4 || !x.Shape[1].Static() || !y.Shape[3].Static() {
+		return fam
+	}
+	if dwPackedLanes(int(x.Shape[1].Value)) != 0 && int(y.Shape[3].Value) <= dwPackedMaxOW[0] {
+		return "dwconv/packed"
+	}
+	return fam
+}
 
 func nrateOf(op string, c opcost.Class) nrate { return opcost.RateOf(nOpRates, nClassRates, op, c) }
 
@@ -271,7 +295,10 @@ func headCost(sg *hal.Subgraph, n *graph.Node, threads int) float64 {
 	if n.OpType == "MaxPool" {
 		w.FLOPs *= separableShare(n)
 	}
-	if r, ok := opcost.Calibrated("native", opcost.Family(n, sg)); ok {
+	// by native's own kernel family (never the generic family's rate for
+	// a refined one: depthwise's planar fit, 18 µs fixed, priced the
+	// packed path's small nodes at several times their time)
+	if r, ok := opcost.Calibrated("native", opcost.BackendFamily("native", n, sg)); ok {
 		return rateCost(nrateOfProfile(r), w, threads)
 	}
 	if w.Class == opcost.Conv && pointwise(sg, n) {

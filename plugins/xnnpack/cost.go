@@ -163,7 +163,7 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 		r := xrateOf(n.OpType, w.Class)
 		if c, ok := opcost.Calibrated("xnnpack", opcost.Family(n, sg)); ok {
 			// measured on this machine (switchyard calibrate)
-			r = xrate{Fixed: c.Fixed, PerFLOP: c.PerFLOP, PerByte: c.PerByte}
+			r = xrate{Fixed: c.Fixed, PerFLOP: c.PerFLOP, PerByte: c.PerByte, PerElem: c.PerElem, PerInElem: c.PerInElem, PerParamByte: c.PerParamByte}
 		}
 		dispatch += r.Fixed
 		compute += r.Compute(w)

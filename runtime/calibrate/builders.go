@@ -163,3 +163,22 @@ func resizeFan(mode string, s []int, n int) *graph.Model {
 		}}
 	})
 }
+
+// convFan: n independent k×k convolutions of x ([1,C,H,W]) to cout
+// channels at the stride, same padding, group g (cout = C = g for a
+// depthwise one): for the shapes a chain cannot hold (a stride, C→C′).
+func convFan(s []int, cout, k, stride, group, n int) *graph.Model {
+	c := s[1]
+	p := k / 2
+	oh, ow := (s[2]+2*p-k)/stride+1, (s[3]+2*p-k)/stride+1
+	return fan(s, []int{s[0], cout, oh, ow}, n, 13, func(i int, g *graph.Graph) *graph.Node {
+		w, b := fmt.Sprintf("w%d", i), fmt.Sprintf("b%d", i)
+		scale := float32(1) / float32(k*k*(c/group))
+		g.Initializers[w] = weights(uint64(i), scale, cout, c/group, k, k)
+		g.Initializers[b] = weights(uint64(i)+100, 0.1, cout)
+		return &graph.Node{OpType: "Conv", Inputs: []string{w, b}, Attrs: map[string]*graph.Attribute{
+			"kernel_shape": ints("kernel_shape", int64(k), int64(k)), "pads": ints("pads", int64(p), int64(p), int64(p), int64(p)),
+			"strides": ints("strides", int64(stride), int64(stride)), "group": intAttr("group", int64(group)),
+		}}
+	})
+}

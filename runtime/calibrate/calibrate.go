@@ -24,6 +24,7 @@ import (
 	"math"
 	"math/rand/v2"
 	goruntime "runtime"
+	"sort"
 	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -41,6 +42,9 @@ type Options struct {
 	// Runs is the number of timed calls per chain (the least counts);
 	// default 15.
 	Runs int
+	// Passes is how many times every case is measured, one pass over
+	// all of them after the other (the least time counts); default 2.
+	Passes int
 	// Budget bounds the time spent on one chain's calls; default 2 s.
 	Budget time.Duration
 	// Families, when set, limits the families measured.
@@ -70,7 +74,10 @@ type Sample struct {
 type Case struct {
 	Family string
 	Shape  []int // the input's
-	Build  func(n int) *graph.Model
+	// Name is the model node the case measures (NodeCases); "" for the
+	// synthetic cases
+	Name  string
+	Build func(n int) *graph.Model
 }
 
 // Cases are the families and sizes measured.
@@ -82,18 +89,41 @@ func Cases() []Case {
 			cs = append(cs, Case{Family: fam, Shape: s, Build: func(n int) *graph.Model { return build(s, n) }})
 		}
 	}
-	// convolutions keep the shape (C→C, stride 1, same padding), so they
-	// chain; sizes from a network's stem (few channels, large image) to
-	// its head (many channels, small image)
+	// convolutions that keep the shape (C→C, stride 1, same padding)
+	// chain; the others (a stride, C→C′) are fans of copies over one
+	// input. Sizes from a network's stem (few channels, large image) to
+	// its head (many channels, small image), 3×3 and 5×5 windows: a
+	// convolution's time follows its arithmetic, its outputs and its input
+	// planes (opcost.Rate), which the fit separates only when the cases
+	// vary them apart
 	add("conv", [][]int{{1, 8, 8, 8}, {1, 8, 112, 112}, {1, 24, 56, 56}, {1, 64, 28, 28}, {1, 128, 14, 14}}, func(s []int, n int) *graph.Model {
 		return convChain(s, 3, 1, n)
 	})
-	add("conv1x1", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 56, 56}, {1, 96, 28, 28}, {1, 256, 7, 7}}, func(s []int, n int) *graph.Model {
+	for _, c := range []struct {
+		s               []int
+		cout, k, stride int
+	}{{[]int{1, 3, 192, 192}, 24, 5, 2}, {[]int{1, 3, 128, 128}, 24, 5, 2}, {[]int{1, 3, 224, 224}, 16, 3, 2}, {[]int{1, 16, 64, 64}, 32, 3, 2}, {[]int{1, 32, 28, 28}, 64, 3, 1}} {
+		cs = append(cs, Case{Family: "conv", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, c.k, c.stride, 1, n) }})
+	}
+	add("conv1x1", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 56, 56}, {1, 96, 28, 28}, {1, 256, 7, 7}, {1, 128, 24, 24}, {1, 256, 12, 12},
+		{1, 24, 64, 64}, {1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}}, func(s []int, n int) *graph.Model {
 		return convChain(s, 1, 1, n)
 	})
-	add("dwconv", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 96, 56, 56}, {1, 192, 28, 28}, {1, 512, 7, 7}}, func(s []int, n int) *graph.Model {
-		return convChain(s, 3, s[1], n)
-	})
+	for _, c := range []struct {
+		s    []int
+		cout int
+	}{{[]int{1, 16, 56, 56}, 96}, {[]int{1, 144, 28, 28}, 24}, {[]int{1, 256, 12, 12}, 6}, {[]int{1, 48, 64, 64}, 192}, {[]int{1, 320, 7, 7}, 1280}} {
+		cs = append(cs, Case{Family: "conv1x1", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, 1, 1, 1, n) }})
+	}
+	for _, k := range []int{3, 5} {
+		add("dwconv", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 96, 96}, {1, 24, 64, 64}, {1, 8, 160, 160}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 192, 28, 28}, {1, 256, 12, 12}, {1, 512, 7, 7},
+			{1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}}, func(s []int, n int) *graph.Model {
+			return convChain(s, k, s[1], n)
+		})
+		add("dwconv/s2", [][]int{{1, 16, 112, 112}, {1, 32, 96, 96}, {1, 64, 48, 48}, {1, 96, 56, 56}, {1, 128, 24, 24}, {1, 240, 28, 28}}, func(s []int, n int) *graph.Model {
+			return convFan(s, s[1], k, 2, s[1], n)
+		})
+	}
 	add("gemm", [][]int{{1, 16}, {1, 256}, {16, 512}, {128, 128}, {64, 768}}, func(s []int, n int) *graph.Model {
 		return matmulChain(s, n)
 	})
@@ -119,6 +149,17 @@ func Cases() []Case {
 	return cs
 }
 
+// cases are the synthetic cases of the families fams (all when nil).
+func cases(fams map[string]bool) []Case {
+	var out []Case
+	for _, c := range Cases() {
+		if fams == nil || fams[c.Family] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Run measures every case on every device (name → device; "cpu" may be
 // the fallback's own, measured on the runtime's reference kernels) and
 // returns the samples and the fitted profile.
@@ -129,27 +170,9 @@ func Run(ctx context.Context, devs map[string]*hal.Device, order []string, opts 
 	if opts.Budget <= 0 {
 		opts.Budget = 2 * time.Second
 	}
-	var samples []Sample
-	for _, name := range order {
-		dev := devs[name]
-		for _, c := range Cases() {
-			if opts.Families != nil && !opts.Families[c.Family] {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return samples, nil, err
-			}
-			s := measureCase(ctx, name, dev, c, opts)
-			if opts.Progress != nil {
-				if s.Skipped != "" {
-					opts.Progress(fmt.Sprintf("%-8s %-10s %v: skipped: %s", name, c.Family, c.Shape, s.Skipped))
-				} else {
-					opts.Progress(fmt.Sprintf("%-8s %-10s %-18v %9.1f µs a node, estimated %9.1f (%.3g MFLOP, %.3g MB)", name, c.Family, fmt.Sprint(c.Shape),
-						float64(s.Node)/1e3, float64(s.Estimate)/1e3, s.Work.FLOPs/1e6, float64(s.Work.BytesIn+s.Work.BytesOut)/1e6))
-				}
-			}
-			samples = append(samples, s)
-		}
+	samples, err := RunCases(ctx, devs, order, cases(opts.Families), opts)
+	if err != nil {
+		return samples, nil, err
 	}
 	p := Fit(samples)
 	return samples, p, nil
@@ -159,13 +182,17 @@ func Run(ctx context.Context, devs map[string]*hal.Device, order []string, opts 
 // alternation (a burst of load then slows both, not one).
 func measureCase(ctx context.Context, backend string, dev *hal.Device, c Case, opts Options) Sample {
 	s := Sample{Backend: backend, Family: c.Family, Shape: c.Shape}
-	var est [2]time.Duration
+	var est [2]hal.Cost
 	var ms [2]*loaded
 	for i, n := range []int{1, Chain} {
 		ir := c.Build(n)
 		if i == 0 {
+			// the backend's own kernel family for the node (a backend may
+			// run one family's shapes through several kernels)
 			types, _ := runtime.InferTypes(ir)
-			s.Work = opcost.Of(ir.Graph.Nodes[len(ir.Graph.Nodes)-1], typeMap(types))
+			last := ir.Graph.Nodes[len(ir.Graph.Nodes)-1]
+			s.Work = opcost.Of(last, typeMap(types))
+			s.Family = opcost.BackendFamily(backend, last, typeMap(types))
 		}
 		m, why := load(ctx, backend, dev, ir)
 		if why != "" {
@@ -176,8 +203,15 @@ func measureCase(ctx context.Context, backend string, dev *hal.Device, c Case, o
 		ms[i] = m
 		est[i] = estimate(ctx, dev, ir)
 	}
-	if est[0] > 0 && est[1] > 0 {
-		s.Estimate = (est[1] - est[0]) / (Chain - 1)
+	if est[1].Boundary > est[0].Boundary {
+		// every copy of a fan crosses the backend's boundary (XNNPACK
+		// copies and transposes each output out of its buffers): the
+		// marginal time would be the boundary's as much as the node's
+		s.Skipped = "each copy crosses the backend's boundary"
+		return s
+	}
+	if est[0].Latency > 0 && est[1].Latency > 0 {
+		s.Estimate = (est[1].Latency - est[0].Latency) / (Chain - 1)
 	}
 	start := time.Now()
 	for r := 0; r < opts.Runs; r++ {
@@ -227,10 +261,10 @@ func (t typeMap) TypeOf(name string) (graph.ValueType, bool) {
 	return v, ok
 }
 
-// estimate is dev's estimate of the whole graph of ir (0 when none).
-func estimate(ctx context.Context, dev *hal.Device, ir *graph.Model) time.Duration {
+// estimate is dev's estimate of the whole graph of ir (zero when none).
+func estimate(ctx context.Context, dev *hal.Device, ir *graph.Model) hal.Cost {
 	if dev == nil {
-		return 0
+		return hal.Cost{}
 	}
 	types, _ := runtime.InferTypes(ir)
 	g := *ir.Graph
@@ -244,9 +278,9 @@ func estimate(ctx context.Context, dev *hal.Device, ir *graph.Model) time.Durati
 	}
 	c, err := dev.EstimateCost(ctx, &hal.Subgraph{Graph: &g, Opsets: ir.Opsets})
 	if err != nil {
-		return 0
+		return hal.Cost{}
 	}
-	return c.Latency
+	return c
 }
 
 // load prepares ir with every node on backend and runs it once; why is
@@ -266,7 +300,10 @@ func load(ctx context.Context, backend string, dev *hal.Device, ir *graph.Model)
 			return nil, fmt.Sprintf("%d node(s) placed on %s", len(p.Nodes), p.Backend)
 		}
 	}
-	l := &loaded{m: m, in: map[string]*graph.Tensor{"x": randomTensor(ir.Graph.Inputs[0].Type)}, best: time.Duration(math.MaxInt64)}
+	l := &loaded{m: m, in: map[string]*graph.Tensor{}, best: time.Duration(math.MaxInt64)}
+	for _, in := range ir.Graph.Inputs {
+		l.in[in.Name] = randomTensor(in.Type)
+	}
 	if _, err := m.Run(ctx, l.in); err != nil {
 		m.Close()
 		return nil, "run: " + err.Error()
@@ -317,33 +354,46 @@ func Fit(samples []Sample) *opcost.Profile {
 	return p
 }
 
-// fitRate tries Fixed+PerFLOP, Fixed+PerByte and all three, least squares
-// on relative error, and keeps the non-negative fit with the least worst
-// error.
+// The columns a rate is fitted on (feature).
+const (
+	colFixed = iota
+	colFLOPs
+	colBytes
+	colElems
+	colInElems
+	colParams
+)
+
+// fitRate tries the column sets of the family's kind — for a
+// convolution Fixed+PerFLOP, then with PerElem, PerParamByte and
+// PerInElem;
+// for other computing families Fixed+PerFLOP, then with PerByte; for a
+// family that moves data Fixed+PerByte — least squares on relative
+// error, and keeps the non-negative fit with the least typical (median)
+// error, a further term only where it cuts that by a fifth.
 func fitRate(ss []Sample) (opcost.Rate, bool) {
 	if len(ss) < 2 {
 		return opcost.Rate{}, false
 	}
 	best, found := opcost.Rate{}, false
-	// a family that moves data is priced per byte; the others per FLOP,
-	// with a per-byte term where memory traffic shows beside it (a
-	// convolution over a large image with few channels)
-	sets := [][]int{{0, 1}, {0, 1, 2}, {1}}
-	if ss[0].Work.FLOPs == 0 {
-		sets = [][]int{{0, 2}, {2}}
+	sets := [][]int{{colFixed, colFLOPs}, {colFixed, colFLOPs, colBytes}, {colFLOPs}}
+	switch {
+	case ss[0].Work.Class == opcost.Conv || ss[0].Work.Class == opcost.DepthwiseConv:
+		sets = [][]int{{colFixed, colFLOPs}, {colFixed, colFLOPs, colElems}, {colFixed, colFLOPs, colParams}, {colFixed, colFLOPs, colElems, colParams},
+			{colFixed, colFLOPs, colElems, colInElems}, {colFixed, colFLOPs, colElems, colInElems, colParams}, {colFLOPs, colElems}, {colFLOPs}}
+	case ss[0].Work.FLOPs == 0:
+		sets = [][]int{{colFixed, colBytes}, {colBytes}}
 	}
 	for _, cols := range sets {
 		if len(cols) > len(ss) {
 			continue
 		}
-		r, ok := solve(ss, cols)
+		r, ok := robustSolve(ss, cols)
 		if !ok {
 			continue
 		}
-		r.Samples, r.MaxError = len(ss), maxRelError(r, ss)
-		// a further term must earn its place; a fit without the fixed
-		// part is the last resort
-		if !found || (len(cols) == 3 && r.MaxError < best.MaxError*0.8) {
+		r.Samples, r.MaxError, r.TypicalError = len(ss), maxRelError(r, ss), medianRelError(r, ss)
+		if !found || (len(cols) > 2 && r.TypicalError < best.TypicalError*0.8) {
 			best, found = r, true
 		}
 	}
@@ -352,26 +402,59 @@ func fitRate(ss []Sample) (opcost.Rate, bool) {
 
 func feature(s Sample, col int) float64 {
 	switch col {
-	case 0:
+	case colFixed:
 		return 1
-	case 1:
+	case colFLOPs:
 		return s.Work.FLOPs
-	default:
+	case colBytes:
 		return float64(s.Work.BytesIn + s.Work.BytesOut)
+	case colElems:
+		return float64(s.Work.Elems)
+	case colInElems:
+		return float64(s.Work.InElems)
+	default:
+		return float64(s.Work.ParamBytes)
 	}
 }
 
-// solve is weighted least squares (weights 1/time) on the given columns;
-// false when singular or a coefficient is negative.
-func solve(ss []Sample, cols []int) (opcost.Rate, bool) {
+// robustSolve fits the columns to least absolute relative error
+// (iteratively reweighted least squares): one case spoiled by a burst of
+// load pulls the fit by its share, not by its square.
+func robustSolve(ss []Sample, cols []int) (opcost.Rate, bool) {
+	r, ok := solve(ss, cols, nil)
+	if !ok {
+		return r, false
+	}
+	wt := make([]float64, len(ss))
+	for it := 0; it < 8; it++ {
+		for i, s := range ss {
+			y := float64(s.Node)
+			wt[i] = 1 / max(math.Abs(r.Time(s.Work)-y)/y, 0.01)
+		}
+		next, ok := solve(ss, cols, wt)
+		if !ok {
+			break
+		}
+		r = next
+	}
+	return r, true
+}
+
+// solve is weighted least squares on relative error (weights 1/time²,
+// times wt where given) on the given columns; false when singular or a
+// coefficient is negative.
+func solve(ss []Sample, cols []int, wt []float64) (opcost.Rate, bool) {
 	k := len(cols)
 	a := make([][]float64, k)
 	for i := range a {
 		a[i] = make([]float64, k+1)
 	}
-	for _, s := range ss {
+	for si, s := range ss {
 		y := float64(s.Node)
 		w := 1 / (y * y)
+		if wt != nil {
+			w *= wt[si]
+		}
 		for i, ci := range cols {
 			fi := feature(s, ci)
 			for j, cj := range cols {
@@ -390,12 +473,18 @@ func solve(ss []Sample, cols []int) (opcost.Rate, bool) {
 			return opcost.Rate{}, false
 		}
 		switch c {
-		case 0:
+		case colFixed:
 			r.Fixed = x[i]
-		case 1:
+		case colFLOPs:
 			r.PerFLOP = x[i]
-		default:
+		case colBytes:
 			r.PerByte = x[i]
+		case colElems:
+			r.PerElem = x[i]
+		case colInElems:
+			r.PerInElem = x[i]
+		default:
+			r.PerParamByte = x[i]
 		}
 	}
 	return r, true
@@ -445,6 +534,19 @@ func gauss(a [][]float64) ([]float64, bool) {
 		x[i] = a[i][k] / a[i][i] / scale[i]
 	}
 	return x, true
+}
+
+func medianRelError(r opcost.Rate, ss []Sample) float64 {
+	es := make([]float64, len(ss))
+	for i, s := range ss {
+		y := float64(s.Node)
+		es[i] = math.Abs(r.Time(s.Work)-y) / y
+	}
+	sort.Float64s(es)
+	if n := len(es); n%2 == 0 {
+		return (es[n/2-1] + es[n/2]) / 2
+	}
+	return es[len(es)/2]
 }
 
 func maxRelError(r opcost.Rate, ss []Sample) float64 {
