@@ -218,8 +218,23 @@ func fcFolded(f *fcFold, w, x, y []int8, units, depth int, mq, wz []int32, ls, r
 					acc[u] -= wz[u] * sx
 				}
 			}
-			for k, v := range xr {
-				xv := int32(v)
+			k := 0
+			for ; k+4 <= depth; k += 4 {
+				x0, x1, x2, x3 := int32(xr[k]), int32(xr[k+1]), int32(xr[k+2]), int32(xr[k+3])
+				r0 := wt[k*units : (k+1)*units]
+				r0 = r0[:len(acc)]
+				r1 := wt[(k+1)*units : (k+2)*units]
+				r1 = r1[:len(acc)]
+				r2 := wt[(k+2)*units : (k+3)*units]
+				r2 = r2[:len(acc)]
+				r3 := wt[(k+3)*units : (k+4)*units]
+				r3 = r3[:len(acc)]
+				for u := range acc {
+					acc[u] += r0[u]*x0 + r1[u]*x1 + r2[u]*x2 + r3[u]*x3
+				}
+			}
+			for ; k < depth; k++ {
+				xv := int32(xr[k])
 				row := wt[k*units : (k+1)*units]
 				row = row[:len(acc)]
 				for u := range acc {
