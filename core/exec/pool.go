@@ -81,8 +81,8 @@ func (k poolKey) n() int          { return int(k & (1<<56 - 1)) }
 // across runs too. Every buffer an arena holds, in use or free, is
 // reserved in the program's Budget before it is allocated.
 type arena struct {
-	mu    sync.Mutex
-	free  map[poolKey][]freeBuf
+	mu   sync.Mutex
+	free map[poolKey][]freeBuf
 	// owned are the tensors handed out this run, each with the key of its
 	// buffer's free list (its capacity: with fit, a larger one than the
 	// tensor's class)
