@@ -196,6 +196,7 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		}
 		return t, nil
 	}
+	a.dropSmaller(dt, cls)
 	a.mu.Unlock()
 	if err := a.reserve(bytes, dt, shape, n); err != nil {
 		return nil, err
@@ -232,6 +233,34 @@ func (a *arena) take(k poolKey, count int) freeBuf {
 	l[i] = l[len(l)-1]
 	a.free[k] = l[:len(l)-1]
 	return b
+}
+
+// dropSmaller lets go of the largest free buffer of dt with fewer than
+// cls elements (at least minFit; the caller holds a.mu and is about to
+// allocate cls, fit having found no larger one): the new buffer takes its
+// place, so a run's buffers grow to the sizes their values need instead
+// of multiplying, and over a few runs the arena settles on about as many
+// buffers as values live at once.
+func (a *arena) dropSmaller(dt graph.DType, cls int) {
+	if cls < minFit || dt == graph.String {
+		return
+	}
+	var best poolKey
+	found := false
+	for k, l := range a.free {
+		if len(l) > 0 && k.dt() == dt && k.n() >= minFit && k.n() < cls && (!found || k.n() > best.n()) {
+			best, found = k, true
+		}
+	}
+	if !found {
+		return
+	}
+	l := a.free[best]
+	l[len(l)-1] = freeBuf{}
+	a.free[best] = l[:len(l)-1]
+	bytes := int64(best.n()) * elemBytes(dt)
+	a.held -= bytes
+	a.budget.release(bytes)
 }
 
 // minFit is the least element count an allocation takes a larger free
