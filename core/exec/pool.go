@@ -17,6 +17,43 @@ type poolKey uint64
 type freeBuf struct {
 	data any
 	n    int
+	v    *bufViews // nil until the buffer is taken at another length
+}
+
+// bufViews are a buffer's data at each length it has been handed out at
+// (a buffer taken by fit serves values of several sizes): kept with the
+// buffer, so that a length it had before needs no new slice header (an
+// interface holding a slice is one allocation), and steady-state runs
+// allocate nothing.
+type bufViews struct {
+	n    []int
+	data []any
+}
+
+// at is the buffer's data at count elements (b's own data when its
+// length is count).
+func (b *freeBuf) at(count int) any {
+	if b.n == count {
+		return b.data
+	}
+	if b.v == nil {
+		b.v = &bufViews{n: []int{b.n}, data: []any{b.data}}
+	}
+	for i, n := range b.v.n {
+		if n == count {
+			return b.v.data[i]
+		}
+	}
+	d := graph.SliceData(b.data, 0, count) // within its capacity
+	b.v.n, b.v.data = append(b.v.n, count), append(b.v.data, d)
+	return d
+}
+
+// ownedBuf is what the arena knows of a tensor it handed out: its
+// buffer's free list (key) and the buffer's views.
+type ownedBuf struct {
+	k poolKey
+	v *bufViews
 }
 
 // class is the count of the buffer an allocation of n elements takes:
@@ -44,9 +81,12 @@ func (k poolKey) n() int          { return int(k & (1<<56 - 1)) }
 // across runs too. Every buffer an arena holds, in use or free, is
 // reserved in the program's Budget before it is allocated.
 type arena struct {
-	mu    sync.Mutex
-	free  map[poolKey][]freeBuf
-	owned map[*graph.Tensor]struct{}
+	mu   sync.Mutex
+	free map[poolKey][]freeBuf
+	// owned are the tensors handed out this run, each with the key of its
+	// buffer's free list (its capacity: with fit, a larger one than the
+	// tensor's class)
+	owned map[*graph.Tensor]ownedBuf
 
 	budget *Budget
 	limit  int64 // per-tensor byte limit (0: graph.MaxTensorBytes)
@@ -84,7 +124,7 @@ type arena struct {
 }
 
 func newArena(b *Budget, limit int64) *arena {
-	return &arena{free: map[poolKey][]freeBuf{}, owned: map[*graph.Tensor]struct{}{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
+	return &arena{free: map[poolKey][]freeBuf{}, owned: map[*graph.Tensor]ownedBuf{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
 }
 
 // elemBytes is the accounted size of one element (a string counts its
@@ -128,23 +168,35 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		a.used[k] = true
 	}
 	var data any
-	if l := a.free[k]; len(l) > 0 {
-		b := l[len(l)-1]
-		a.free[k] = l[:len(l)-1]
+	if len(a.free[k]) > 0 {
+		b := a.take(k, count)
 		a.reuses++
-		data = b.data
-		if b.n != count {
-			data = graph.SliceData(data, 0, count) // within its capacity, cls
-		}
+		data = b.at(count)
 		// a recycled buffer: one critical section (this runs for every
 		// value of every run)
-		t := a.header(dt, shape, data, bytes)
+		t := a.header(dt, shape, data, k, b.v)
 		a.mu.Unlock()
 		if zero || dt == graph.String {
 			clearData(data)
 		}
 		return t, nil
 	}
+	if fk, ok := a.fit(dt, cls); ok {
+		// no free buffer of this size: the smallest larger one
+		b := a.take(fk, count)
+		if a.migrated {
+			a.used[fk] = true
+		}
+		a.reuses++
+		data = b.at(count)
+		t := a.header(dt, shape, data, fk, b.v)
+		a.mu.Unlock()
+		if zero {
+			clearData(data)
+		}
+		return t, nil
+	}
+	a.dropSmaller(dt, cls)
 	a.mu.Unlock()
 	if err := a.reserve(bytes, dt, shape, n); err != nil {
 		return nil, err
@@ -159,14 +211,88 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	a.mu.Lock()
 	a.allocs++
 	a.held += bytes
-	t := a.header(dt, shape, data, bytes)
+	t := a.header(dt, shape, data, k, nil)
 	a.mu.Unlock()
 	return t, nil
 }
 
+// take removes a buffer from k's free list (the caller holds a.mu; the
+// list is not empty): one last used at count elements where there is one,
+// so that its data needs no new slice header (a run repeating the last
+// run's allocations allocates nothing).
+func (a *arena) take(k poolKey, count int) freeBuf {
+	l := a.free[k]
+	i := len(l) - 1
+	for j := i; j >= 0; j-- {
+		if l[j].n == count {
+			i = j
+			break
+		}
+	}
+	b := l[i]
+	l[i] = l[len(l)-1]
+	a.free[k] = l[:len(l)-1]
+	return b
+}
+
+// dropSmaller lets go of the largest free buffer of dt with fewer than
+// cls elements (at least minFit; the caller holds a.mu and is about to
+// allocate cls, fit having found no larger one): the new buffer takes its
+// place, so a run's buffers grow to the sizes their values need instead
+// of multiplying, and over a few runs the arena settles on about as many
+// buffers as values live at once.
+func (a *arena) dropSmaller(dt graph.DType, cls int) {
+	if cls < minFit || dt == graph.String {
+		return
+	}
+	var best poolKey
+	found := false
+	for k, l := range a.free {
+		if len(l) > 0 && k.dt() == dt && k.n() >= minFit && k.n() < cls && (!found || k.n() > best.n()) {
+			best, found = k, true
+		}
+	}
+	if !found {
+		return
+	}
+	l := a.free[best]
+	l[len(l)-1] = freeBuf{}
+	a.free[best] = l[:len(l)-1]
+	bytes := int64(best.n()) * elemBytes(dt)
+	a.held -= bytes
+	a.budget.release(bytes)
+}
+
+// minFit is the least element count an allocation takes a larger free
+// buffer for (below it, a buffer of its own size costs little memory).
+const minFit = 4096
+
+// fit is the key of the smallest free buffer of dt holding more than cls
+// elements (the caller holds a.mu and found none of cls itself), for an
+// allocation of at least minFit elements; false when there is none. A
+// value's buffer is then one a dead value of another size left: without
+// it, every distinct size of a run has buffers of its own, and a
+// MobileNet-style model's run (pose_detection: 19 MB of buffers for
+// 4 MB live at most) spreads its activations over several times the
+// memory, out of the caches, where a planned arena reuses it.
+func (a *arena) fit(dt graph.DType, cls int) (poolKey, bool) {
+	if cls < minFit || dt == graph.String {
+		return 0, false
+	}
+	var best poolKey
+	found := false
+	for k, l := range a.free {
+		if len(l) > 0 && k.dt() == dt && k.n() > cls && (!found || k.n() < best.n()) {
+			best, found = k, true
+		}
+	}
+	return best, found
+}
+
 // header makes the tensor of a buffer just handed out (the caller holds
 // a.mu): a recycled header, the shape in the run's slab, owned by a.
-func (a *arena) header(dt graph.DType, shape []int, data any, bytes int64) *graph.Tensor {
+func (a *arena) header(dt graph.DType, shape []int, data any, k poolKey, v *bufViews) *graph.Tensor {
+	bytes := int64(k.n()) * elemBytes(k.dt())
 	sh := a.shapeOf(shape)
 	var t *graph.Tensor
 	if n := len(a.tensors); n > 0 {
@@ -176,7 +302,7 @@ func (a *arena) header(dt graph.DType, shape []int, data any, bytes int64) *grap
 	} else {
 		t = &graph.Tensor{DType: dt, Shape: sh, Data: data}
 	}
-	a.owned[t] = struct{}{}
+	a.owned[t] = ownedBuf{k, v}
 	a.liveBytes += bytes
 	if a.liveBytes > a.peak {
 		a.peak = a.liveBytes
@@ -248,21 +374,20 @@ func (a *arena) release(t *graph.Tensor) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.owned[t]; !ok {
+	ob, ok := a.owned[t]
+	if !ok {
 		return
 	}
 	delete(a.owned, t)
-	n := t.Len()
-	cls := a.class(n)
-	bytes := int64(cls) * elemBytes(t.DType)
+	k := ob.k
+	bytes := int64(k.n()) * elemBytes(k.dt())
 	a.liveBytes -= bytes
 	if t.DType == graph.String {
 		a.held -= bytes // not recycled: strings keep their contents alive
 		a.budget.release(bytes)
 		return
 	}
-	k := keyOf(t.DType, cls)
-	a.free[k] = append(a.free[k], freeBuf{t.Data, n})
+	a.free[k] = append(a.free[k], freeBuf{t.Data, t.Len(), ob.v})
 	a.recycle(t)
 }
 
@@ -278,10 +403,10 @@ func (a *arena) recycle(t *graph.Tensor) {
 func (a *arena) disown(t *graph.Tensor) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.owned[t]; ok {
+	if ob, ok := a.owned[t]; ok {
 		delete(a.owned, t)
 		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
-		bytes := int64(a.class(t.Len())) * elemBytes(t.DType)
+		bytes := int64(ob.k.n()) * elemBytes(ob.k.dt())
 		a.liveBytes -= bytes
 		a.held -= bytes
 		a.budget.release(bytes)
@@ -292,13 +417,12 @@ func (a *arena) disown(t *graph.Tensor) {
 func (a *arena) reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for t := range a.owned {
+	for t, ob := range a.owned {
 		if t.DType != graph.String {
-			k := keyOf(t.DType, a.class(t.Len()))
-			a.free[k] = append(a.free[k], freeBuf{t.Data, t.Len()})
+			a.free[ob.k] = append(a.free[ob.k], freeBuf{t.Data, t.Len(), ob.v})
 			a.recycle(t)
 		} else {
-			bytes := int64(a.class(t.Len())) * elemBytes(t.DType)
+			bytes := int64(ob.k.n()) * elemBytes(ob.k.dt())
 			a.held -= bytes
 			a.budget.release(bytes)
 		}

@@ -2,6 +2,7 @@ package native
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -122,6 +123,7 @@ func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 	}
 	ref, _ := kernels.Lookup("", n.OpType)
 	var ss, hs scratchSet
+	var last atomic.Pointer[resizePlan]
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := kernels.Input(in, 0)
 		if x == nil || x.DType != graph.Float32 || len(x.Shape) != 4 || x.Len() == 0 {
@@ -138,20 +140,24 @@ func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		default:
 			roi, scales, sizes = kernels.Input(in, 1), kernels.Input(in, 2), kernels.Input(in, 3)
 		}
-		p, err := resizeops.MakePlan(node, a, x.Shape, roi, scales, sizes)
-		if err != nil || p.Out[0] != x.Shape[0] || p.Out[1] != x.Shape[1] || p.Out[2] == 0 || p.Out[3] == 0 {
-			return ref.Kernel(ctx, node, in)
+		rp := last.Load()
+		if !rp.matches(x.Shape, roi, scales, sizes) {
+			p, err := resizeops.MakePlan(node, a, x.Shape, roi, scales, sizes)
+			if err != nil || p.Out[0] != x.Shape[0] || p.Out[1] != x.Shape[1] || p.Out[2] == 0 || p.Out[3] == 0 {
+				return ref.Kernel(ctx, node, in)
+			}
+			rp = newResizePlan(a, x.Shape, p.Out, p.Scales, roi, scales, sizes)
+			last.Store(rp)
 		}
-		y, err := ctx.NewUninit(graph.Float32, p.Out)
+		y, err := ctx.NewUninit(graph.Float32, rp.out[:])
 		if err != nil {
 			return nil, err
 		}
-		t := resizeTask{y: f32(y), x: f32(x), ih: x.Shape[2], iw: x.Shape[3], oh: p.Out[2], ow: p.Out[3], nearest: a.Mode == resizeops.ModeNearest}
-		t.rows = resizeMap(a, x.Shape[2], p.Out[2], p.Scales[2])
-		t.cols = resizeMap(a, x.Shape[3], p.Out[3], p.Scales[3])
+		t := resizeTask{y: f32(y), x: f32(x), ih: x.Shape[2], iw: x.Shape[3], oh: rp.out[2], ow: rp.out[3], nearest: a.Mode == resizeops.ModeNearest}
+		t.rows, t.cols = rp.rows, rp.cols
 		rows := x.Shape[0] * x.Shape[1] * t.oh
 		if !t.nearest && t.ow < shortResizeRow && t.ih*t.iw < 1<<24 && t.ih*t.ow < 1<<24 {
-			resizeShort(bc.pool, &t, x.Shape[0]*x.Shape[1], &hs)
+			resizeShort(bc.pool, &t, x.Shape[0]*x.Shape[1], &hs, rp.r0, rp.r1)
 			return ctx.Outputs(y), nil
 		}
 		if !t.nearest {
@@ -205,15 +211,11 @@ const shortResizeRow = 64
 // the same arithmetic in the same order as resizeRow, without a call, a
 // cache lookup and a scalar tail per short row (pose_detection's 7→14
 // and 14→28 upsamplings).
-func resizeShort(pl *pool, t *resizeTask, planes int, hs *scratchSet) {
+func resizeShort(pl *pool, t *resizeTask, planes int, hs *scratchSet, r0, r1 []int32) {
 	ps := t.ih * t.ow
 	sc := hs.of(planes * ps)
 	buf := sc.get()
 	defer sc.put(buf)
-	r0, r1 := make([]int32, t.oh), make([]int32, t.oh)
-	for oy := range r0 {
-		r0[oy], r1[oy] = int32(t.rows.i0[oy]*t.ow), int32(t.rows.i1[oy]*t.ow)
-	}
 	chunks := min(planes, pl.threads())
 	if planes*t.oh*t.ow < 1<<14 {
 		chunks = 1
@@ -233,6 +235,84 @@ type shortTask struct {
 	h              []float32
 	r0, r1         []int32
 	planes, chunks int
+}
+
+// resizePlan is what a Resize call derives from its input's shape and
+// its roi, scales and sizes inputs: the output shape, both axes' source
+// maps and resizeShort's row offsets. Kept for the next call (the same
+// shape and the same input values reuse it: nothing is derived or
+// allocated again), read-only once stored.
+type resizePlan struct {
+	in, out     [4]int
+	roi, scales []float64
+	sizes       []float64
+	has         [3]bool // roi, scales, sizes given
+	rows, cols  resizeAxis
+	r0, r1      []int32 // linear: rows.i0, rows.i1 times the output width
+}
+
+func newResizePlan(a resizeops.Attrs, in, out []int, sc []float64, roi, scales, sizes *graph.Tensor) *resizePlan {
+	p := &resizePlan{in: [4]int(in), out: [4]int(out)}
+	for i, t := range [3]*graph.Tensor{roi, scales, sizes} {
+		if t == nil {
+			continue
+		}
+		p.has[i] = true
+		v := make([]float64, t.Len())
+		for k := range v {
+			v[k] = t.Float64At(k)
+		}
+		switch i {
+		case 0:
+			p.roi = v
+		case 1:
+			p.scales = v
+		default:
+			p.sizes = v
+		}
+	}
+	p.rows = resizeMap(a, in[2], out[2], sc[2])
+	p.cols = resizeMap(a, in[3], out[3], sc[3])
+	if a.Mode == resizeops.ModeLinear {
+		p.r0, p.r1 = make([]int32, out[2]), make([]int32, out[2])
+		for oy := range p.r0 {
+			p.r0[oy], p.r1[oy] = int32(p.rows.i0[oy]*out[3]), int32(p.rows.i1[oy]*out[3])
+		}
+	}
+	return p
+}
+
+// matches reports whether p was derived from this input shape and these
+// roi, scales and sizes values (false for a nil p).
+func (p *resizePlan) matches(in []int, roi, scales, sizes *graph.Tensor) bool {
+	if p == nil || len(in) != 4 || [4]int(in) != p.in {
+		return false
+	}
+	for i, t := range [3]*graph.Tensor{roi, scales, sizes} {
+		v := p.roi
+		if i == 1 {
+			v = p.scales
+		} else if i == 2 {
+			v = p.sizes
+		}
+		if (t != nil) != p.has[i] || t != nil && !sameValues(t, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValues reports whether t holds exactly the values v.
+func sameValues(t *graph.Tensor, v []float64) bool {
+	if t.Len() != len(v) {
+		return false
+	}
+	for k, w := range v {
+		if t.Float64At(k) != w {
+			return false
+		}
+	}
+	return true
 }
 
 // resizeMap is one axis's source positions (ONNX's coordinate transform,

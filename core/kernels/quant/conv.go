@@ -172,6 +172,10 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	y := out.Data.([]int8)
 	xz, yz, lo, hi := l.xz, l.yz, l.lo, l.hi
 	mq, ms, wz, ls, rs := l.mq[:units], l.ms[:units], l.wz[:units], l.ls[:units], l.rs[:units]
+	if f := l.fold; f != nil && !l.halfUp && f.w == wt && f.b == kernels.Input(in, 8) && ctx.IsConst(3) && (f.b == nil || ctx.IsConst(8)) {
+		fcFolded(f, w, x, y, units, depth, mq, wz, ls, rs, yz, lo, hi)
+		return ctx.Outputs(out), nil
+	}
 	for r := 0; r < rows; r++ {
 		xr := x[r*depth : (r+1)*depth]
 		yr := y[r*units : (r+1)*units]
@@ -190,6 +194,110 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 		}
 	}
 	return ctx.Outputs(out), nil
+}
+
+// fcFolded is fullyConnected's rounding-away path on folded zero points
+// and bias (fcFold): the same int32 accumulators, fewer operations.
+func fcFolded(f *fcFold, w, x, y []int8, units, depth int, mq, wz []int32, ls, rs []uint, yz, lo, hi int32) {
+	off := f.off[:units]
+	if f.wt != nil && units <= fcSmallUnits {
+		var accs [fcSmallUnits]int32
+		acc := accs[:units]
+		wt := f.wt[:units*depth]
+		mq, wz, ls, rs = mq[:units], wz[:units], ls[:units], rs[:units]
+		for r := 0; r*depth < len(x); r++ {
+			xr := x[r*depth : (r+1)*depth]
+			yr := y[r*units : (r+1)*units]
+			copy(acc, off)
+			if f.anyWZ {
+				var sx int32
+				for _, v := range xr {
+					sx += int32(v)
+				}
+				for u := range acc {
+					acc[u] -= wz[u] * sx
+				}
+			}
+			k := 0
+			for ; k+4 <= depth; k += 4 {
+				x0, x1, x2, x3 := int32(xr[k]), int32(xr[k+1]), int32(xr[k+2]), int32(xr[k+3])
+				r0 := wt[k*units : (k+1)*units]
+				r0 = r0[:len(acc)]
+				r1 := wt[(k+1)*units : (k+2)*units]
+				r1 = r1[:len(acc)]
+				r2 := wt[(k+2)*units : (k+3)*units]
+				r2 = r2[:len(acc)]
+				r3 := wt[(k+3)*units : (k+4)*units]
+				r3 = r3[:len(acc)]
+				for u := range acc {
+					acc[u] += r0[u]*x0 + r1[u]*x1 + r2[u]*x2 + r3[u]*x3
+				}
+			}
+			for ; k < depth; k++ {
+				xv := int32(xr[k])
+				row := wt[k*units : (k+1)*units]
+				row = row[:len(acc)]
+				for u := range acc {
+					acc[u] += row[u] * xv
+				}
+			}
+			for u, a := range acc {
+				yr[u] = clamp8(requantAway31(a, mq[u], ls[u], rs[u])+yz, lo, hi)
+			}
+		}
+		return
+	}
+	for r := 0; r*depth < len(x); r++ {
+		xr := x[r*depth : (r+1)*depth]
+		yr := y[r*units : (r+1)*units]
+		var sx int32
+		if f.anyWZ {
+			for _, v := range xr {
+				sx += int32(v)
+			}
+		}
+		for u := range yr {
+			acc := dotI8(w[u*depth:(u+1)*depth], xr) + off[u] - wz[u]*sx
+			yr[u] = clamp8(requantAway31(acc, mq[u], ls[u], rs[u])+yz, lo, hi)
+		}
+	}
+}
+
+// requantAway31 is requantAway for shifts below 32 (foldFC checks it):
+// the shifts are masked, so the compiler leaves out the handling of
+// larger ones.
+func requantAway31(x, q int32, left, right uint) int32 {
+	ab := int64(x<<(left&31)) * int64(q)
+	nudge := int64(1 << 30)
+	if ab < 0 {
+		nudge = 1 - (1 << 30)
+	}
+	v := int32((ab + nudge) / (1 << 31))
+	right &= 31
+	mask := int32(1)<<right - 1
+	threshold := mask>>1 - v>>31 // +1 for a negative v
+	r := v >> right
+	if v&mask > threshold {
+		r++
+	}
+	return r
+}
+
+// dotI8 is Σ w·x over w (x at least as long), in wrapping int32.
+func dotI8(w, x []int8) int32 {
+	x = x[:len(w)]
+	var a0, a1, a2, a3 int32
+	k := 0
+	for ; k+4 <= len(w); k += 4 {
+		a0 += int32(w[k]) * int32(x[k])
+		a1 += int32(w[k+1]) * int32(x[k+1])
+		a2 += int32(w[k+2]) * int32(x[k+2])
+		a3 += int32(w[k+3]) * int32(x[k+3])
+	}
+	for ; k < len(w); k++ {
+		a0 += int32(w[k]) * int32(x[k])
+	}
+	return a0 + a1 + a2 + a3
 }
 
 // dotQ8 is Σ (w−wz)(x−xz) over w (x at least as long), in int32 as

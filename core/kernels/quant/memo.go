@@ -36,6 +36,79 @@ type linear struct {
 	halfUp  bool  // requant is mulByQuantizedMultiplierHalfUp (else mulByQuantizedMultiplier)
 	shape   []int // fullyConnected's output_shape attribute (nil: [rows, units])
 	size    int   // the number of elements shape holds
+
+	// fold is fullyConnected's zero points and bias folded into one
+	// constant per unit (nil unless the weights and bias are constants of
+	// the program when l is derived): see foldFC.
+	fold *fcFold
+}
+
+// fcFold is what fullyConnected derives from constant weights w (units
+// rows of depth) and bias: Σ (w−wz)(x−xz) + bias expands, in int32's
+// wrapping arithmetic (a ring, so the sum is the same modulo 2³² as
+// TFLite's), to Σ w·x + off − wz·Σx with off = bias − xz·Σw + depth·wz·xz
+// per unit. A call then takes one product per weight instead of two
+// subtractions and a product, and Σx once per row (only when a weight
+// zero point is not 0).
+type fcFold struct {
+	w, b  *graph.Tensor // the constant weights and bias it was derived from (b nil: none)
+	off   []int32
+	anyWZ bool // some unit's weight zero point is not 0
+	// wt is w transposed to depth rows of units, widened to int32 (nil
+	// when units is above fcSmallUnits): a small layer's call then
+	// accumulates every unit at once, one row of wt per input value,
+	// instead of a dot product (and a call) per unit
+	wt []int32
+}
+
+// fcSmallUnits is the most units fullyConnected accumulates all at once
+// (in a stack array) on transposed weights.
+const fcSmallUnits = 64
+
+// foldFC folds w's and bias's zero point terms (see fcFold) for units
+// rows of depth weights, nil when w or the bias is not a constant.
+func foldFC(ctx *kernels.Context, in []*graph.Tensor, l *linear, units, depth int) *fcFold {
+	wt, bt := kernels.Input(in, 3), kernels.Input(in, 8)
+	if wt == nil || !ctx.IsConst(3) || bt != nil && !ctx.IsConst(8) {
+		return nil
+	}
+	w, ok := wt.Data.([]int8)
+	if !ok || len(w) != units*depth || len(l.wz) < units {
+		return nil
+	}
+	var bias []int32
+	if bt != nil {
+		if bias, ok = bt.Data.([]int32); !ok || len(bias) != units {
+			return nil
+		}
+	}
+	f := &fcFold{w: wt, b: bt, off: make([]int32, units)}
+	for u := range f.off {
+		var sw int32
+		for _, v := range w[u*depth : (u+1)*depth] {
+			sw += int32(v)
+		}
+		o := -l.xz*sw + int32(depth)*l.wz[u]*l.xz
+		if bias != nil {
+			o += bias[u]
+		}
+		f.off[u] = o
+		f.anyWZ = f.anyWZ || l.wz[u] != 0
+	}
+	for u := range units {
+		if l.ls[u] > 31 || l.rs[u] > 31 {
+			return nil // requantAway31's shifts
+		}
+	}
+	if units >= 4 && units <= fcSmallUnits && units*depth <= 1<<16 {
+		f.wt = make([]int32, units*depth)
+		for u := 0; u < units; u++ {
+			for k, v := range w[u*depth : (u+1)*depth] {
+				f.wt[k*units+u] = int32(v)
+			}
+		}
+	}
+	return f
 }
 
 // linearQuant returns n's linear parameters for channels output channels
@@ -92,6 +165,9 @@ func linearQuant(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, channe
 			if l.size, err = graph.NumElements(l.shape); err != nil {
 				return nil, nil, kernels.Invalidf(n, "output_shape %v: %v", s, err)
 			}
+		}
+		if wt := kernels.Input(in, 3); wt != nil && len(wt.Shape) == 2 && wt.Shape[0] == channels {
+			l.fold = foldFC(ctx, in, l, channels, wt.Shape[1])
 		}
 	}
 	ctx.Memoize(l)
