@@ -49,10 +49,7 @@ func dotGGML(x, y []float32) float32 {
 	var acc [4][16]float32
 	np := n &^ 63
 	if s, ok := dotGGMLFast(x[:np], y[:np]); ok {
-		for i := np; i < n; i++ {
-			s = fma32(x[i], y[i], s)
-		}
-		return s
+		return fmaSeq(x[np:], y[np:], s)
 	}
 	for i := 0; i < np; i += 64 {
 		for j := range acc {
@@ -66,11 +63,7 @@ func dotGGML(x, y []float32) float32 {
 	for l := range t {
 		t[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
 	}
-	s := reduce16(&t)
-	for i := np; i < n; i++ {
-		s = fma32(x[i], y[i], s)
-	}
-	return s
+	return fmaSeq(x[np:], y[np:], reduce16(&t))
 }
 
 // dot16 is llamafile's tinyBLAS dot product on AVX-512: one accumulator
@@ -116,13 +109,20 @@ func dot16(x, y []float32) float32 {
 func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
 	H, L := len(q), len(scores)
 	mx := float32(math.Inf(-1))
-	for j := j0; j < L; j++ {
-		var d float32
-		if half && !oneRow {
-			d = dot16(K[j*H:j*H+H], q)
-		} else {
-			d = dotGGML(K[j*H:j*H+H], q)
+	lanes16 := half && !oneRow && H%16 == 0 // dot16's sums
+	// heads under 64 values: dotGGML is one fused multiply-add chain a
+	// key, all keys' chains in one call (gqa_seq.go)
+	if lanes16 || H >= 64 || !seqDots(scores[j0:L], K[j0*H:L*H], q) {
+		for j := j0; j < L; j++ {
+			if lanes16 {
+				scores[j] = dot16(K[j*H:j*H+H], q)
+			} else {
+				scores[j] = dotGGML(K[j*H:j*H+H], q)
+			}
 		}
+	}
+	for j := j0; j < L; j++ {
+		d := scores[j]
 		if scale != 0 {
 			d *= scale
 		}
@@ -133,7 +133,20 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 		scores[j] = d
 		mx = max(mx, d)
 	}
-	for j := expSub16(e[j0:L], scores[j0:L], mx) + j0; j < L; j++ {
+	j := expSub16(e[j0:L], scores[j0:L], mx) + j0
+	if r := L - j; r > 0 {
+		// the last keys through the same lanes, padded to sixteen
+		var x, y [16]float32
+		copy(x[:], scores[j:L])
+		for i := r; i < len(x); i++ {
+			x[i] = mx
+		}
+		if expSub16(y[:], x[:], mx) == len(y) {
+			copy(e[j:L], y[:r])
+			j = L
+		}
+	}
+	for ; j < L; j++ {
 		e[j] = blockquant.ExpGGML(scores[j] - mx)
 	}
 	clear(e[:j0])
