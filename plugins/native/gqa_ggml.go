@@ -197,11 +197,13 @@ func (g *ggmlValues) set(V []float32, H, L int, oneRow bool) {
 		g.lp = (L + 63) &^ 63
 	}
 	g.vt, g.w = grow(g.vt, H*g.lp), grow(g.w, g.lp)
-	clear(g.vt)
-	for j := 0; j < L; j++ {
-		for d, v := range V[j*H : j*H+H] {
-			g.vt[d*g.lp+j] = v
+	V = V[:L*H]
+	for d := 0; d < H; d++ {
+		row := g.vt[d*g.lp : (d+1)*g.lp]
+		for j := range row[:L] {
+			row[j] = V[j*H+d]
 		}
+		clear(row[L:])
 	}
 }
 

@@ -43,10 +43,20 @@ func seqCase(rng *rand.Rand, n, h, kind int) (K, q []float32) {
 	return K, q
 }
 
-// TestSeqDotsSameBits: the assembly chains (all keys in one call, and one
-// chain from a given start) give fmaSeqGo's bits: normal, float16-rounded
-// and special values, head sizes 1..63 and key counts past 16.
+// TestSeqDotsSameBits: the assembly chains (all keys in one call, one by
+// one and sixteen at a time, and one chain from a given start) give
+// fmaSeqGo's bits: normal, float16-rounded and special values, head sizes
+// 1..63 and key counts past 16.
 func TestSeqDotsSameBits(t *testing.T) {
+	wide := hasSeq512
+	defer func() { hasSeq512 = wide }()
+	for _, w := range []bool{false, wide} {
+		hasSeq512 = w
+		testSeqDots(t)
+	}
+}
+
+func testSeqDots(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 34))
 	for _, h := range []int{1, 3, 8, 16, 17, 32, 48, 63} {
 		for _, n := range []int{1, 5, 64, 100} {
