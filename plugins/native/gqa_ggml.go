@@ -108,7 +108,6 @@ func dot16(x, y []float32) float32 {
 // float16 before it weighs the values (ggml's vec_dot_type of F16).
 func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
 	H, L := len(q), len(scores)
-	mx := float32(math.Inf(-1))
 	lanes16 := half && !oneRow && H%16 == 0 // dot16's sums
 	// heads under 64 values: dotGGML is one fused multiply-add chain a
 	// key, all keys' chains in one call (gqa_seq.go)
@@ -121,18 +120,18 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 			}
 		}
 	}
-	for j := j0; j < L; j++ {
-		d := scores[j]
-		if scale != 0 {
-			d *= scale
+	if scale != 0 {
+		for j := j0; j < L; j++ {
+			scores[j] *= scale
 		}
-		if softcap > 0 {
-			d = float32(d * float32(1/softcap))
-			d = float32(math.Tanh(float64(d))) * softcap
-		}
-		scores[j] = d
-		mx = max(mx, d)
 	}
+	if softcap > 0 {
+		for j := j0; j < L; j++ {
+			d := float32(scores[j] * float32(1/softcap))
+			scores[j] = float32(math.Tanh(float64(d))) * softcap
+		}
+	}
+	mx := maxOf(scores[j0:L])
 	j := expSub16(e[j0:L], scores[j0:L], mx) + j0
 	if r := L - j; r > 0 {
 		// the last keys through the same lanes, padded to sixteen
@@ -178,6 +177,23 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 			o[d] = dot16(row, w)
 		}
 	}
+}
+
+// maxOf is the largest of x (−Inf for none; NaN where one is NaN, +0
+// over −0: Go's max) in four running maxima, which give the one maximum
+// in any order.
+func maxOf(x []float32) float32 {
+	inf := float32(math.Inf(-1))
+	m0, m1, m2, m3 := inf, inf, inf, inf
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s := x[j : j+4 : j+4]
+		m0, m1, m2, m3 = max(m0, s[0]), max(m1, s[1]), max(m2, s[2]), max(m3, s[3])
+	}
+	for ; j < len(x); j++ {
+		m0 = max(m0, x[j])
+	}
+	return max(max(m0, m1), max(m2, m3))
 }
 
 // ggmlValues are the values of one key/value head transposed for
