@@ -49,10 +49,7 @@ func dotGGML(x, y []float32) float32 {
 	var acc [4][16]float32
 	np := n &^ 63
 	if s, ok := dotGGMLFast(x[:np], y[:np]); ok {
-		for i := np; i < n; i++ {
-			s = fma32(x[i], y[i], s)
-		}
-		return s
+		return fmaSeq(x[np:], y[np:], s)
 	}
 	for i := 0; i < np; i += 64 {
 		for j := range acc {
@@ -66,11 +63,7 @@ func dotGGML(x, y []float32) float32 {
 	for l := range t {
 		t[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
 	}
-	s := reduce16(&t)
-	for i := np; i < n; i++ {
-		s = fma32(x[i], y[i], s)
-	}
-	return s
+	return fmaSeq(x[np:], y[np:], reduce16(&t))
 }
 
 // dot16 is llamafile's tinyBLAS dot product on AVX-512: one accumulator
@@ -115,25 +108,44 @@ func dot16(x, y []float32) float32 {
 // float16 before it weighs the values (ggml's vec_dot_type of F16).
 func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
 	H, L := len(q), len(scores)
-	mx := float32(math.Inf(-1))
-	for j := j0; j < L; j++ {
-		var d float32
-		if half && !oneRow {
-			d = dot16(K[j*H:j*H+H], q)
-		} else {
-			d = dotGGML(K[j*H:j*H+H], q)
+	lanes16 := half && !oneRow && H%16 == 0 // dot16's sums
+	// heads under 64 values: dotGGML is one fused multiply-add chain a
+	// key, all keys' chains in one call (gqa_seq.go)
+	if lanes16 || H >= 64 || !seqDots(scores[j0:L], K[j0*H:L*H], q) {
+		for j := j0; j < L; j++ {
+			if lanes16 {
+				scores[j] = dot16(K[j*H:j*H+H], q)
+			} else {
+				scores[j] = dotGGML(K[j*H:j*H+H], q)
+			}
 		}
-		if scale != 0 {
-			d *= scale
-		}
-		if softcap > 0 {
-			d = float32(d * float32(1/softcap))
-			d = float32(math.Tanh(float64(d))) * softcap
-		}
-		scores[j] = d
-		mx = max(mx, d)
 	}
-	for j := expSub16(e[j0:L], scores[j0:L], mx) + j0; j < L; j++ {
+	if scale != 0 {
+		for j := j0; j < L; j++ {
+			scores[j] *= scale
+		}
+	}
+	if softcap > 0 {
+		for j := j0; j < L; j++ {
+			d := float32(scores[j] * float32(1/softcap))
+			scores[j] = float32(math.Tanh(float64(d))) * softcap
+		}
+	}
+	mx := maxOf(scores[j0:L])
+	j := expSub16(e[j0:L], scores[j0:L], mx) + j0
+	if r := L - j; r > 0 {
+		// the last keys through the same lanes, padded to sixteen
+		var x, y [16]float32
+		copy(x[:], scores[j:L])
+		for i := r; i < len(x); i++ {
+			x[i] = mx
+		}
+		if expSub16(y[:], x[:], mx) == len(y) {
+			copy(e[j:L], y[:r])
+			j = L
+		}
+	}
+	for ; j < L; j++ {
 		e[j] = blockquant.ExpGGML(scores[j] - mx)
 	}
 	clear(e[:j0])
@@ -167,6 +179,23 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 	}
 }
 
+// maxOf is the largest of x (−Inf for none; NaN where one is NaN, +0
+// over −0: Go's max) in four running maxima, which give the one maximum
+// in any order.
+func maxOf(x []float32) float32 {
+	inf := float32(math.Inf(-1))
+	m0, m1, m2, m3 := inf, inf, inf, inf
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s := x[j : j+4 : j+4]
+		m0, m1, m2, m3 = max(m0, s[0]), max(m1, s[1]), max(m2, s[2]), max(m3, s[3])
+	}
+	for ; j < len(x); j++ {
+		m0 = max(m0, x[j])
+	}
+	return max(max(m0, m1), max(m2, m3))
+}
+
 // ggmlValues are the values of one key/value head transposed for
 // attendRowGGML: vt [H][lp] holds value dimension d of key j at d·lp+j,
 // lp the keys rounded up to 16 (a prompt: tinyBLAS's lanes) or 64 (one
@@ -184,11 +213,13 @@ func (g *ggmlValues) set(V []float32, H, L int, oneRow bool) {
 		g.lp = (L + 63) &^ 63
 	}
 	g.vt, g.w = grow(g.vt, H*g.lp), grow(g.w, g.lp)
-	clear(g.vt)
-	for j := 0; j < L; j++ {
-		for d, v := range V[j*H : j*H+H] {
-			g.vt[d*g.lp+j] = v
+	V = V[:L*H]
+	for d := 0; d < H; d++ {
+		row := g.vt[d*g.lp : (d+1)*g.lp]
+		for j := range row[:L] {
+			row[j] = V[j*H+d]
 		}
+		clear(row[L:])
 	}
 }
 
