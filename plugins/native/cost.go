@@ -163,8 +163,15 @@ func init() { opcost.RegisterKernelFamilies("native", kernelFamily) }
 // planar one pays per tap, so their times follow different rates (5×5
 // over 96 channels of 56×56 measured 1.6× 3×3's time, where FLOPs say
 // 2.8×).
+//
+// A 3×3 depthwise convolution the row kernels take (useDW3: dw3.go) is
+// family "dwconv/rows3" (at stride 1) or "dwconv/s2rows3" (at stride 2),
+// whatever its channels: those kernels compute each plane straight from
+// the input and measured 0.33–0.6× the packed and planar paths' time on
+// wide planes (BenchmarkDW3), so pricing them at the other paths' rates
+// made placement keep such models off native.
 func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
-	if fam != "dwconv" {
+	if fam != "dwconv" && fam != "dwconv/s2" {
 		return fam
 	}
 	x, xok := ts.TypeOf(n.Input(0))
@@ -172,10 +179,37 @@ func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
 	if !xok || !yok || len(x.Shape) != 4 || len(y.Shape) != 4 || !x.Shape[1].Static() || !y.Shape[3].Static() {
 		return fam
 	}
+	if dw3Family(n, ts, x) {
+		if fam == "dwconv" {
+			return "dwconv/rows3"
+		}
+		return "dwconv/s2rows3"
+	}
+	if fam != "dwconv" {
+		return fam
+	}
 	if dwPackedLanes(int(x.Shape[1].Value)) != 0 && int(y.Shape[3].Value) <= dwPackedMaxOW[0] {
 		return "dwconv/packed"
 	}
 	return fam
+}
+
+// dw3Family reports whether native would run depthwise node n (data
+// input type x) with the 3×3 row kernels (useDW3).
+func dw3Family(n *graph.Node, ts opcost.Types, x graph.ValueType) bool {
+	if len(n.Inputs) < 2 || !x.Shape[2].Static() || !x.Shape[3].Static() {
+		return false
+	}
+	w, ok := ts.TypeOf(n.Input(1))
+	if !ok || len(w.Shape) != 4 || !w.Shape[2].Static() || !w.Shape[3].Static() {
+		return false
+	}
+	win, err := readWindow(n, 2, []int{int(w.Shape[2].Value), int(w.Shape[3].Value)})
+	if err != nil {
+		return false
+	}
+	g, err := win.at(int(x.Shape[2].Value), int(x.Shape[3].Value))
+	return err == nil && useDW3(&g)
 }
 
 func nrateOf(op string, c opcost.Class) nrate { return opcost.RateOf(nOpRates, nClassRates, op, c) }
