@@ -3,19 +3,14 @@ package native
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/opcost"
-	"github.com/switchyard-hal/switchyard/formats"
-	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/shared"
-	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // TestZooNodeCosts compiles each model of COST_ZOO (zoo directory names,
@@ -73,49 +68,13 @@ func TestZooNodeCosts(t *testing.T) {
 }
 
 func zooNodeCosts(t *testing.T, out *os.File, m, file string, rounds int) {
-	ir, err := formats.LoadFile(file, formats.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	types, _ := runtime.InferTypes(ir)
-	g := *ir.Graph
-	g.Inputs = append([]graph.ValueInfo(nil), g.Inputs...)
-	for i, vi := range g.Inputs {
-		if t, ok := types[vi.Name]; ok {
-			g.Inputs[i].Type = t
-		}
-	}
-	for name, t := range types {
-		g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: name, Type: t})
-	}
-	sg := &hal.Subgraph{Graph: &g, Opsets: ir.Opsets}
-	nb := New(Options{Threads: 1})
-	defer nb.Close()
-	exe, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: 1, Profile: true})
+	z, err := compileZooProfiled(file)
 	if err != nil {
 		t.Logf("%s: %v: skipped", m, err)
 		return
 	}
-	defer exe.Release()
-	pe := exe.(hal.ProfilingExecutable)
-	rng := rand.New(rand.NewPCG(5, 6))
-	var in []*graph.Tensor
-	for _, vi := range g.Inputs {
-		if _, ok := ir.Graph.Initializers[vi.Name]; ok {
-			continue
-		}
-		xs, _ := vi.Type.Shape.Ints()
-		ne, _ := graph.NumElements(xs)
-		v := make([]float32, ne)
-		for i := range v {
-			v[i] = rng.Float32()
-		}
-		in = append(in, graph.MustFromSlice(xs, v))
-	}
-	outs := make([]*graph.Tensor, len(g.Outputs))
-	for i := range outs {
-		outs[i] = &graph.Tensor{}
-	}
+	defer z.close()
+	sg, pe, in, outs := z.sg, z.exe, z.in, z.outs
 	best := map[string]time.Duration{}
 	for it := 0; it < rounds; it++ {
 		p, err := pe.ExecuteProfiled(context.Background(), in, outs)

@@ -3,7 +3,6 @@ package native_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,12 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-hal/switchyard/core/graph"
-	"github.com/switchyard-hal/switchyard/formats"
-	"github.com/switchyard-hal/switchyard/hal"
 	"github.com/switchyard-hal/switchyard/internal/shared"
 	"github.com/switchyard-hal/switchyard/plugins/native"
-	"github.com/switchyard-hal/switchyard/runtime"
 )
 
 // BenchmarkZooModelNodes compiles a whole model (a zoo directory's
@@ -61,47 +56,11 @@ func zooModelNodes(b *testing.B, root, m string, rounds int) {
 			file = filepath.Join(root, "zoo", m, "model.tflite")
 		}
 	}
-	ir, err := formats.LoadFile(file, formats.Options{})
+	pe, in, outs, release, err := native.CompileZooProfiled(file)
 	if err != nil {
 		b.Fatal(err)
 	}
-	types, _ := runtime.InferTypes(ir)
-	g := *ir.Graph
-	for i, vi := range g.Inputs {
-		if t, ok := types[vi.Name]; ok {
-			g.Inputs[i].Type = t
-		}
-	}
-	for name, t := range types {
-		g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: name, Type: t})
-	}
-	nb := native.New(native.Options{Threads: 1})
-	defer nb.Close()
-	sg := &hal.Subgraph{Graph: &g, Opsets: ir.Opsets}
-	exe, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: 1, Profile: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer exe.Release()
-	pe := exe.(hal.ProfilingExecutable)
-	rng := rand.New(rand.NewPCG(5, 6))
-	var in []*graph.Tensor
-	for _, vi := range g.Inputs {
-		if _, ok := ir.Graph.Initializers[vi.Name]; ok {
-			continue
-		}
-		xs, _ := vi.Type.Shape.Ints()
-		ne, _ := graph.NumElements(xs)
-		v := make([]float32, ne)
-		for i := range v {
-			v[i] = rng.Float32()
-		}
-		in = append(in, graph.MustFromSlice(xs, v))
-	}
-	outs := make([]*graph.Tensor, len(g.Outputs))
-	for i := range outs {
-		outs[i] = &graph.Tensor{}
-	}
+	defer release()
 	best := map[string]time.Duration{}
 	op := map[string]string{}
 	var order []string
