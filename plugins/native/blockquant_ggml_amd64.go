@@ -80,6 +80,9 @@ func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4, f8 bqkFn32s) *bqkKernel {
 		x := a.Q[r*w.k : r*w.k+w.k]
 		xd := a.D[r*nb : r*nb+nb]
 		xs := a.Lanes[r*nb*8 : (r+1)*nb*8]
+		if t == ggml.Q4_0 {
+			xs = a.Sum[r*nb : (r+1)*nb] // its offset off the block's sum
+		}
 		o := 0
 		if s := n / 8; zEight && s > 0 {
 			f8(nb, &rows[0], s*w.rb, &x[0], &xd[0], &xs[0], &y[0], s, w.rb, s)

@@ -5328,7 +5328,7 @@ TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-80
 	SHLQ      $0x02, R12
 	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	VMOVDQU64 bqk_z0f<>+0(SB), Z0
 	MOVL      $0x000000f0, SI
 	KMOVW     SI, K1
 	MOVL      $0x00000f00, SI
@@ -5344,56 +5344,53 @@ bqkQ4_0Dot4Z_group:
 	MOVQ   x+24(FP), R8
 	MOVQ   xd+32(FP), R9
 	MOVQ   xs+40(FP), R10
-	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
 
 bqkQ4_0Dot4Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ4_0Dot4Z_done
-	VBROADCASTSS    (R9), Z3
-	VBROADCASTI32X4 (R8), Z4
-	VBROADCASTI32X4 16(R8), Z5
-	VBROADCASTI32X4 (R10), Z6
-	VBROADCASTI32X4 16(R10), Z7
-	VPSLLD          $0x03, Z6, Z6
-	VPSLLD          $0x03, Z7, Z7
-	VPADDD          Z7, Z6, Z6
-	VPSUBD          Z6, Z0, Z6
-	VPSUBD          Z7, Z0, Z7
-	VMOVDQU32       2(DI), X8
-	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z8, Z8
-	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z8, Z8
-	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z8, Z8
-	VPSRLW          $0x04, Z8, Z7
-	VPANDD          Z1, Z8, Z8
-	VPANDD          Z1, Z7, Z7
-	VPDPBUSD        Z4, Z8, Z6
-	VPDPBUSD        Z5, Z7, Z6
-	VPSHUFD         $0xb1, Z6, Z4
-	VPADDD          Z4, Z6, Z6
-	VPSHUFD         $0x4e, Z6, Z4
-	VPADDD          Z4, Z6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VPBROADCASTW    (DI), Y4
-	VPBROADCASTW    (DI)(CX*1), K1, Y4
-	VPBROADCASTW    (DI)(CX*2), K2, Y4
-	VPBROADCASTW    (DI)(R11*1), K3, Y4
-	VCVTPH2PS       Y4, Z4
-	VMULPS          Z3, Z4, Z4
-	VFMADD231PS     Z4, Z6, Z2
+	VBROADCASTSS    (R9), Z4
+	VBROADCASTI32X4 (R8), Z5
+	VBROADCASTI32X4 16(R8), Z6
+	VPXORD          Z1, Z1, Z1
+	VMOVDQU32       2(DI), X2
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z2, Z2
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
+	VPSRLW          $0x04, Z2, Z7
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z7, Z7
+	VPDPBUSD        Z5, Z2, Z1
+	VPDPBUSD        Z6, Z7, Z1
+	VPSHUFD         $0xb1, Z1, Z5
+	VPADDD          Z5, Z1, Z1
+	VPSHUFD         $0x4e, Z1, Z5
+	VPADDD          Z5, Z1, Z1
+	VPBROADCASTD    (R10), Z5
+	VPSLLD          $0x03, Z5, Z5
+	VPSUBD          Z5, Z1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VPBROADCASTW    (DI), Y5
+	VPBROADCASTW    (DI)(CX*1), K1, Y5
+	VPBROADCASTW    (DI)(CX*2), K2, Y5
+	VPBROADCASTW    (DI)(R11*1), K3, Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS          Z4, Z5, Z5
+	VFMADD231PS     Z5, Z1, Z3
 	ADDQ            $0x12, DI
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
-	ADDQ            $0x20, R10
+	ADDQ            $0x04, R10
 	DECQ            SI
 	JMP             bqkQ4_0Dot4Z_block
 
 bqkQ4_0Dot4Z_done:
-	VMOVDQU64  bqk_didx4<>+0(SB), Z3
-	VPERMD     Z2, Z3, Z2
-	VMOVSS     X2, (DX)
-	VEXTRACTPS $0x01, X2, (DX)(R12*1)
-	VEXTRACTPS $0x02, X2, (DX)(R12*2)
-	VEXTRACTPS $0x03, X2, (DX)(R13*1)
+	VMOVDQU64  bqk_didx4<>+0(SB), Z4
+	VPERMD     Z3, Z4, Z3
+	VMOVSS     X3, (DX)
+	VEXTRACTPS $0x01, X3, (DX)(R12*1)
+	VEXTRACTPS $0x02, X3, (DX)(R12*2)
+	VEXTRACTPS $0x03, X3, (DX)(R13*1)
 	ADDQ       $0x04, DX
 	MOVQ       adv+64(FP), SI
 	ADDQ       SI, AX
@@ -5611,7 +5608,7 @@ TEXT ·bqkQ4_0Dot8Z(SB), NOSPLIT, $0-80
 	SHLQ      $0x02, R12
 	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	VMOVDQU64 bqk_z0f<>+0(SB), Z0
 	MOVL      $0x000000f0, SI
 	KMOVW     SI, K1
 	MOVL      $0x00000f00, SI
@@ -5628,75 +5625,72 @@ bqkQ4_0Dot8Z_group:
 	MOVQ   x+24(FP), R8
 	MOVQ   xd+32(FP), R9
 	MOVQ   xs+40(FP), R10
-	VXORPS Z2, Z2, Z2
+	VXORPS Z5, Z5, Z5
 
 bqkQ4_0Dot8Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ4_0Dot8Z_done
-	VBROADCASTSS    (R9), Z3
-	VBROADCASTI32X4 (R8), Z4
-	VBROADCASTI32X4 16(R8), Z5
-	VBROADCASTI32X4 (R10), Z6
-	VBROADCASTI32X4 16(R10), Z7
-	VPSLLD          $0x03, Z6, Z6
+	VBROADCASTSS    (R9), Z6
+	VBROADCASTI32X4 (R8), Z7
+	VBROADCASTI32X4 16(R8), Z8
+	VPXORD          Z1, Z1, Z1
+	VMOVDQU32       2(DI), X2
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z2, Z2
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
+	VPSRLW          $0x04, Z2, Z9
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z9, Z9
+	VPDPBUSD        Z7, Z2, Z1
+	VPDPBUSD        Z8, Z9, Z1
+	VPXORD          Z3, Z3, Z3
+	VMOVDQU32       2(R14), X4
+	VINSERTI32X4    $0x01, 2(R14)(CX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 2(R14)(CX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 2(R14)(R11*1), Z4, Z4
+	VPSRLW          $0x04, Z4, Z9
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z9, Z9
+	VPDPBUSD        Z7, Z4, Z3
+	VPDPBUSD        Z8, Z9, Z3
+	VPUNPCKLDQ      Z3, Z1, Z7
+	VPUNPCKHDQ      Z3, Z1, Z1
+	VPADDD          Z7, Z1, Z1
+	VPSHUFD         $0x4e, Z1, Z7
+	VPADDD          Z7, Z1, Z1
+	VPBROADCASTD    (R10), Z7
 	VPSLLD          $0x03, Z7, Z7
-	VPADDD          Z7, Z6, Z6
-	VPSUBD          Z6, Z0, Z6
-	VPSUBD          Z7, Z0, Z7
-	VMOVDQA64       Z6, Z7
-	VMOVDQU32       2(DI), X8
-	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z8, Z8
-	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z8, Z8
-	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z8, Z8
-	VPSRLW          $0x04, Z8, Z10
-	VPANDD          Z1, Z8, Z8
-	VPANDD          Z1, Z10, Z10
-	VPDPBUSD        Z4, Z8, Z7
-	VPDPBUSD        Z5, Z10, Z7
-	VMOVDQU32       2(R14), X9
-	VINSERTI32X4    $0x01, 2(R14)(CX*1), Z9, Z9
-	VINSERTI32X4    $0x02, 2(R14)(CX*2), Z9, Z9
-	VINSERTI32X4    $0x03, 2(R14)(R11*1), Z9, Z9
-	VPSRLW          $0x04, Z9, Z10
-	VPANDD          Z1, Z9, Z9
-	VPANDD          Z1, Z10, Z10
-	VPDPBUSD        Z4, Z9, Z6
-	VPDPBUSD        Z5, Z10, Z6
-	VPUNPCKLDQ      Z6, Z7, Z4
-	VPUNPCKHDQ      Z6, Z7, Z7
-	VPADDD          Z4, Z7, Z7
-	VPSHUFD         $0x4e, Z7, Z4
-	VPADDD          Z4, Z7, Z7
-	VCVTDQ2PS       Z7, Z7
-	VPBROADCASTW    (DI), Y4
-	VPBROADCASTW    (DI)(CX*1), K1, Y4
-	VPBROADCASTW    (DI)(CX*2), K2, Y4
-	VPBROADCASTW    (DI)(R11*1), K3, Y4
-	VPBROADCASTW    (R14), Y5
-	VPBROADCASTW    (R14)(CX*1), K1, Y5
-	VPBROADCASTW    (R14)(CX*2), K2, Y5
-	VPBROADCASTW    (R14)(R11*1), K3, Y5
-	VPBLENDW        $0x22, Y5, Y4, Y4
-	VCVTPH2PS       Y4, Z4
-	VMULPS          Z3, Z4, Z4
-	VFMADD231PS     Z4, Z7, Z2
+	VPSUBD          Z7, Z1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VPBROADCASTW    (DI), Y7
+	VPBROADCASTW    (DI)(CX*1), K1, Y7
+	VPBROADCASTW    (DI)(CX*2), K2, Y7
+	VPBROADCASTW    (DI)(R11*1), K3, Y7
+	VPBROADCASTW    (R14), Y8
+	VPBROADCASTW    (R14)(CX*1), K1, Y8
+	VPBROADCASTW    (R14)(CX*2), K2, Y8
+	VPBROADCASTW    (R14)(R11*1), K3, Y8
+	VPBLENDW        $0x22, Y8, Y7, Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS          Z6, Z7, Z7
+	VFMADD231PS     Z7, Z1, Z5
 	ADDQ            $0x12, DI
 	ADDQ            $0x12, R14
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
-	ADDQ            $0x20, R10
+	ADDQ            $0x04, R10
 	DECQ            SI
 	JMP             bqkQ4_0Dot8Z_block
 
 bqkQ4_0Dot8Z_done:
 	LEAQ          (DX)(R12*4), SI
-	VMOVDQU64     bqk_zidx8<>+0(SB), Z3
-	VPERMD        Z2, Z3, Z2
-	VMOVSS        X2, (DX)
-	VEXTRACTPS    $0x01, X2, (DX)(R12*1)
-	VEXTRACTPS    $0x02, X2, (DX)(R12*2)
-	VEXTRACTPS    $0x03, X2, (DX)(R13*1)
-	VEXTRACTF32X4 $0x01, Z2, X2
+	VMOVDQU64     bqk_zidx8<>+0(SB), Z6
+	VPERMD        Z5, Z6, Z5
+	VMOVSS        X5, (DX)
+	VEXTRACTPS    $0x01, X5, (DX)(R12*1)
+	VEXTRACTPS    $0x02, X5, (DX)(R12*2)
+	VEXTRACTPS    $0x03, X5, (DX)(R13*1)
+	VEXTRACTF32X4 $0x01, Z5, X2
 	VMOVSS        X2, (SI)
 	VEXTRACTPS    $0x01, X2, (SI)(R12*1)
 	VEXTRACTPS    $0x02, X2, (SI)(R12*2)

@@ -12,14 +12,17 @@ package main
 // repacked Q4_0): a set's lanes summed exactly per row each block
 // (repBlockZ), converted, and added times float32(d·d_a) by one fused
 // multiply-add into one accumulator of all the rows (row r of set st in
-// dword st of lane r), no reduction at the end.
+// dword st of lane r), no reduction at the end; its offset 8 is taken
+// off each row's block sum as 8·Σx (xs: core/ggml's Act.Sum, one a
+// block), the other types' off their lane sums (xs: Act.Lanes).
 //
 // Q4_0: the four rows' 16 quant bytes side by side (one 128-bit lane a
 // row); the low nibbles (elements 0..15) against x[0..15] broadcast to
 // every lane make lanes 0..3 of each row, the high nibbles against
 // x[16..31] lanes 4..7, so two registers of accumulators hold the four
-// rows ([l0..l3] and [l4..l7] in lane r). The offset 8 is taken off with
-// the activations' lane sums (−8·Σ, as the accumulators' start).
+// rows ([l0..l3] and [l4..l7] in lane r) (Q5_0; Q4_0 sums the two into
+// one). Q5_0's offset 16 is taken off with the activations' lane sums
+// (−16·Σ, as the accumulators' start), Q4_0's as said above.
 //
 // Q8_0: two rows a register (one 256-bit half a row); the signed quants
 // made unsigned (q XOR 0x80 = q+128) for VPDPBUSD, the excess 128·Σx
@@ -192,30 +195,32 @@ func dot32Z(t string, sets int) {
 		xl, xh := ZMM(), ZMM()
 		VBROADCASTI32X4(Mem{Base: x}, xl)
 		VBROADCASTI32X4(Mem{Base: x, Disp: 16}, xh)
-		// the accumulators' start: −8 (Q5_0 −16) times the lane sums
-		ol, oh := ZMM(), ZMM()
-		VBROADCASTI32X4(Mem{Base: xs}, ol)
-		VBROADCASTI32X4(Mem{Base: xs, Disp: 16}, oh)
-		VPSLLD(U8(shift), ol, ol)
-		VPSLLD(U8(shift), oh, oh)
-		if rep { // one register a set: the two halves' offsets added
-			VPADDD(oh, ol, ol)
+		// the accumulators' start: −8 (Q5_0 −16) times the lane sums;
+		// Q4_0's lanes are summed before they are converted, so its
+		// offset is taken off the sum (repBlockZ: −8·Σx of the block,
+		// xs its Sum), the accumulators starting at zero
+		var ol, oh VecVirtual
+		if !rep {
+			ol, oh = ZMM(), ZMM()
+			VBROADCASTI32X4(Mem{Base: xs}, ol)
+			VBROADCASTI32X4(Mem{Base: xs, Disp: 16}, oh)
+			VPSLLD(U8(shift), ol, ol)
+			VPSLLD(U8(shift), oh, oh)
+			VPSUBD(ol, zero, ol)
+			VPSUBD(oh, zero, oh)
 		}
-		VPSUBD(ol, zero, ol)
-		VPSUBD(oh, zero, oh)
 		var rsum []VecVirtual
 		for st := 0; st < sets; st++ {
 			row := avokit.Rows4(ws[st], ldw, ldw3)
 			sl, sh := ol, oh
-			if st < sets-1 { // the offsets serve the next set too
+			if rep {
+				sl = ZMM()
+				VPXORD(sl, sl, sl)
+				sh = sl
+			} else if st < sets-1 { // the offsets serve the next set too
 				sl, sh = ZMM(), ZMM()
 				VMOVDQA64(ol, sl)
-				if !rep {
-					VMOVDQA64(oh, sh)
-				}
-			}
-			if rep {
-				sh = sl
+				VMOVDQA64(oh, sh)
 			}
 			q, h := ZMM(), ZMM()
 			VMOVDQU32(row(0, o), q.AsX())
@@ -252,7 +257,7 @@ func dot32Z(t string, sets int) {
 			VFMADD231PS(sc, sh, acc[st][1])
 		}
 		if rep {
-			repBlockZ(rsum, ws, ldw, ldw3, km, da, racc)
+			repBlockZ(rsum, ws, ldw, ldw3, km, xs, da, racc)
 		}
 	} else {
 		xa := ZMM()
@@ -283,7 +288,11 @@ func dot32Z(t string, sets int) {
 	}
 	ADDQ(U8(32), x)
 	ADDQ(U8(4), xd)
-	ADDQ(U8(32), xs)
+	if rep {
+		ADDQ(U8(4), xs) // one sum a block
+	} else {
+		ADDQ(U8(32), xs) // eight lane sums a block
+	}
 	DECQ(nb)
 	JMP(LabelRef(p + "block"))
 	Label(p + "done")
@@ -369,11 +378,11 @@ func dot32Z(t string, sets int) {
 
 // repBlockZ ends a block of Q4_0 in llama.cpp's repacked order for one
 // or two sets of four rows (rsum: a set's int32 lane sums, four of row r
-// in 128-bit lane r, the offset included): each row's four summed
+// in 128-bit lane r, without the offset): each row's four summed
 // exactly (the two sets interleaved: row r of set st in dword st of lane
-// r), converted, and added times float32(d·d_a) into racc by one fused
-// multiply-add.
-func repBlockZ(rsum []VecVirtual, ws []Register, ldw, ldw3 Register, km [4]OpmaskVirtual, da, racc VecVirtual) {
+// r), 8·Σx taken off (xs: the block's sum of x), converted, and added
+// times float32(d·d_a) into racc by one fused multiply-add.
+func repBlockZ(rsum []VecVirtual, ws []Register, ldw, ldw3 Register, km [4]OpmaskVirtual, xs Register, da, racc VecVirtual) {
 	a := rsum[0]
 	if len(rsum) == 2 {
 		b, lo := rsum[1], ZMM()
@@ -388,6 +397,10 @@ func repBlockZ(rsum []VecVirtual, ws []Register, ldw, ldw3 Register, km [4]Opmas
 	u := ZMM()
 	VPSHUFD(U8(0x4E), a, u)
 	VPADDD(u, a, a) // the sums in dword 0 (set 0) and 1 (set 1) of each lane
+	o := ZMM()
+	VPBROADCASTD(Mem{Base: xs}, o) // the offset 8: −8·Σx
+	VPSLLD(U8(3), o, o)
+	VPSUBD(o, a, a)
 	VCVTDQ2PS(a, a)
 	// the scales: row r's d in word 4r (set 0) and 4r+1 (set 1)
 	var hv VecVirtual
