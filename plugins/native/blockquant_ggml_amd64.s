@@ -5317,7 +5317,7 @@ bqkQ5_1Dot1AVX2_done:
 	RET
 
 // func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
@@ -5349,6 +5349,10 @@ bqkQ4_0Dot4Z_group:
 bqkQ4_0Dot4Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ4_0Dot4Z_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
 	VBROADCASTSS    (R9), Z4
 	VBROADCASTI32X4 (R8), Z5
 	VBROADCASTI32X4 16(R8), Z6
@@ -5402,7 +5406,7 @@ bqkQ4_0Dot4Z_end:
 	RET
 
 // func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
@@ -5438,6 +5442,10 @@ bqkQ5_0Dot4Z_group:
 bqkQ5_0Dot4Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ5_0Dot4Z_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
 	VBROADCASTSS    (R9), Z7
 	VBROADCASTI32X4 (R8), Z8
 	VBROADCASTI32X4 16(R8), Z9
@@ -5504,7 +5512,7 @@ bqkQ5_0Dot4Z_end:
 	RET
 
 // func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
@@ -5533,6 +5541,10 @@ bqkQ8_0Dot4Z_group:
 bqkQ8_0Dot4Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ8_0Dot4Z_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
 	VBROADCASTSS    (R9), Z4
 	VBROADCASTI64X4 (R8), Z5
 	VBROADCASTI64X4 (R10), Z6
@@ -5597,7 +5609,7 @@ bqkQ8_0Dot4Z_end:
 	RET
 
 // func bqkQ4_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·bqkQ4_0Dot8Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
@@ -5630,6 +5642,14 @@ bqkQ4_0Dot8Z_group:
 bqkQ4_0Dot8Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ4_0Dot8Z_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
 	VBROADCASTSS    (R9), Z6
 	VBROADCASTI32X4 (R8), Z7
 	VBROADCASTI32X4 16(R8), Z8
@@ -5706,7 +5726,7 @@ bqkQ4_0Dot8Z_end:
 	RET
 
 // func bqkQ5_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·bqkQ5_0Dot8Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
@@ -5745,6 +5765,14 @@ bqkQ5_0Dot8Z_group:
 bqkQ5_0Dot8Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ5_0Dot8Z_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
 	VBROADCASTSS    (R9), Z9
 	VBROADCASTI32X4 (R8), Z10
 	VBROADCASTI32X4 16(R8), Z11
@@ -5853,7 +5881,7 @@ bqkQ5_0Dot8Z_end:
 	RET
 
 // func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·bqkQ8_0Dot8Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
@@ -5885,6 +5913,14 @@ bqkQ8_0Dot8Z_group:
 bqkQ8_0Dot8Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ8_0Dot8Z_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
 	VBROADCASTSS    (R9), Z6
 	VBROADCASTI64X4 (R8), Z7
 	VBROADCASTI64X4 (R10), Z8
