@@ -37,7 +37,8 @@ import (
 // only) give the same bits; the rest runs Go. Decode's products (one
 // activation row) call each kernel once a task over all its rows (dot4n);
 // Q4_0, Q5_0 and Q8_0 take ZMM kernels of four and eight rows there
-// (AVX-512 BW, internal/asmgenbqk's z32.go).
+// (AVX-512 BW, internal/asmgenbqk's z32.go), a group's rows taken from
+// eight runs of consecutive rows so that each streams memory in order.
 // SWITCHYARD_NATIVE_QKERNEL=avx2 forces AVX2, =generic Go, =vnni256 the
 // YMM VNNI kernels instead of the ZMM ones.
 

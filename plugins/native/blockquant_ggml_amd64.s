@@ -5316,16 +5316,19 @@ bqkQ5_1Dot1AVX2_done:
 	VZEROUPPER
 	RET
 
-// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// func bqkQ4_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-72
+TEXT ·bqkQ4_0Dot4Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
 	MOVQ      y+48(FP), DX
 	MOVQ      ng+56(FP), BX
 	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	VMOVDQU64 bqk_z0f<>+0(SB), Z0
 	MOVL      $0x000000f0, SI
 	KMOVW     SI, K1
 	MOVL      $0x00000f00, SI
@@ -5341,75 +5344,78 @@ bqkQ4_0Dot4Z_group:
 	MOVQ   x+24(FP), R8
 	MOVQ   xd+32(FP), R9
 	MOVQ   xs+40(FP), R10
-	VXORPS Z2, Z2, Z2
-	MOVQ   pfd+64(FP), R12
-	ADDQ   DI, R12
+	VXORPS Z3, Z3, Z3
 
 bqkQ4_0Dot4Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ4_0Dot4Z_done
-	PREFETCHT0      (R12)
-	PREFETCHT0      64(R12)
-	ADDQ            $0x00000048, R12
-	VBROADCASTSS    (R9), Z3
-	VBROADCASTI32X4 (R8), Z4
-	VBROADCASTI32X4 16(R8), Z5
-	VBROADCASTI32X4 (R10), Z6
-	VBROADCASTI32X4 16(R10), Z7
-	VPSLLD          $0x03, Z6, Z6
-	VPSLLD          $0x03, Z7, Z7
-	VPADDD          Z7, Z6, Z6
-	VPSUBD          Z6, Z0, Z6
-	VPSUBD          Z7, Z0, Z7
-	VMOVDQU32       2(DI), X8
-	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z8, Z8
-	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z8, Z8
-	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z8, Z8
-	VPSRLW          $0x04, Z8, Z7
-	VPANDD          Z1, Z8, Z8
-	VPANDD          Z1, Z7, Z7
-	VPDPBUSD        Z4, Z8, Z6
-	VPDPBUSD        Z5, Z7, Z6
-	VPSHUFD         $0xb1, Z6, Z4
-	VPADDD          Z4, Z6, Z6
-	VPSHUFD         $0x4e, Z6, Z4
-	VPADDD          Z4, Z6, Z6
-	VCVTDQ2PS       Z6, Z6
-	VPBROADCASTW    (DI), Y4
-	VPBROADCASTW    (DI)(CX*1), K1, Y4
-	VPBROADCASTW    (DI)(CX*2), K2, Y4
-	VPBROADCASTW    (DI)(R11*1), K3, Y4
-	VCVTPH2PS       Y4, Z4
-	VMULPS          Z3, Z4, Z4
-	VFMADD231PS     Z4, Z6, Z2
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	VBROADCASTSS    (R9), Z4
+	VBROADCASTI32X4 (R8), Z5
+	VBROADCASTI32X4 16(R8), Z6
+	VPXORD          Z1, Z1, Z1
+	VMOVDQU32       2(DI), X2
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z2, Z2
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
+	VPSRLW          $0x04, Z2, Z7
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z7, Z7
+	VPDPBUSD        Z5, Z2, Z1
+	VPDPBUSD        Z6, Z7, Z1
+	VPSHUFD         $0xb1, Z1, Z5
+	VPADDD          Z5, Z1, Z1
+	VPSHUFD         $0x4e, Z1, Z5
+	VPADDD          Z5, Z1, Z1
+	VPBROADCASTD    (R10), Z5
+	VPSLLD          $0x03, Z5, Z5
+	VPSUBD          Z5, Z1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VPBROADCASTW    (DI), Y5
+	VPBROADCASTW    (DI)(CX*1), K1, Y5
+	VPBROADCASTW    (DI)(CX*2), K2, Y5
+	VPBROADCASTW    (DI)(R11*1), K3, Y5
+	VCVTPH2PS       Y5, Z5
+	VMULPS          Z4, Z5, Z5
+	VFMADD231PS     Z5, Z1, Z3
 	ADDQ            $0x12, DI
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
-	ADDQ            $0x20, R10
+	ADDQ            $0x04, R10
 	DECQ            SI
 	JMP             bqkQ4_0Dot4Z_block
 
 bqkQ4_0Dot4Z_done:
-	VMOVDQU64 bqk_didx4<>+0(SB), Z3
-	VPERMD    Z2, Z3, Z2
-	VMOVUPS   X2, (DX)
-	ADDQ      $0x10, DX
-	LEAQ      (AX)(CX*4), AX
-	DECQ      BX
-	JMP       bqkQ4_0Dot4Z_group
+	VMOVDQU64  bqk_didx4<>+0(SB), Z4
+	VPERMD     Z3, Z4, Z3
+	VMOVSS     X3, (DX)
+	VEXTRACTPS $0x01, X3, (DX)(R12*1)
+	VEXTRACTPS $0x02, X3, (DX)(R12*2)
+	VEXTRACTPS $0x03, X3, (DX)(R13*1)
+	ADDQ       $0x04, DX
+	MOVQ       adv+64(FP), SI
+	ADDQ       SI, AX
+	DECQ       BX
+	JMP        bqkQ4_0Dot4Z_group
 
 bqkQ4_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $0-72
+TEXT ·bqkQ5_0Dot4Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
 	MOVQ      y+48(FP), DX
 	MOVQ      ng+56(FP), BX
 	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 bqk_z0f<>+0(SB), Z1
 	MOVL      $0x000000f0, SI
@@ -5432,15 +5438,14 @@ bqkQ5_0Dot4Z_group:
 	MOVQ   xs+40(FP), R10
 	VXORPS Z2, Z2, Z2
 	VXORPS Z3, Z3, Z3
-	MOVQ   pfd+64(FP), R12
-	ADDQ   DI, R12
 
 bqkQ5_0Dot4Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ5_0Dot4Z_done
-	PREFETCHT0      (R12)
-	PREFETCHT0      64(R12)
-	ADDQ            $0x00000058, R12
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
 	VBROADCASTSS    (R9), Z7
 	VBROADCASTI32X4 (R8), Z8
 	VBROADCASTI32X4 16(R8), Z9
@@ -5485,31 +5490,38 @@ bqkQ5_0Dot4Z_block:
 	JMP             bqkQ5_0Dot4Z_block
 
 bqkQ5_0Dot4Z_done:
-	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0x4e, Z2, Z3
-	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
-	VMOVDQU64 bqk_didx4<>+0(SB), Z3
-	VPERMD    Z2, Z3, Z2
-	VMOVUPS   X2, (DX)
-	ADDQ      $0x10, DX
-	LEAQ      (AX)(CX*4), AX
-	DECQ      BX
-	JMP       bqkQ5_0Dot4Z_group
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VMOVDQU64  bqk_didx4<>+0(SB), Z3
+	VPERMD     Z2, Z3, Z2
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, (DX)(R12*1)
+	VEXTRACTPS $0x02, X2, (DX)(R12*2)
+	VEXTRACTPS $0x03, X2, (DX)(R13*1)
+	ADDQ       $0x04, DX
+	MOVQ       adv+64(FP), SI
+	ADDQ       SI, AX
+	DECQ       BX
+	JMP        bqkQ5_0Dot4Z_group
 
 bqkQ5_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $0-72
+TEXT ·bqkQ8_0Dot4Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
 	MOVQ      y+48(FP), DX
 	MOVQ      ng+56(FP), BX
 	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 bqk_z80<>+0(SB), Z1
 	MOVL      $0x0000ff00, SI
@@ -5525,16 +5537,14 @@ bqkQ8_0Dot4Z_group:
 	MOVQ   xs+40(FP), R10
 	VXORPS Z2, Z2, Z2
 	VXORPS Z3, Z3, Z3
-	MOVQ   pfd+64(FP), R12
-	ADDQ   DI, R12
 
 bqkQ8_0Dot4Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ8_0Dot4Z_done
-	PREFETCHT0      (R12)
-	PREFETCHT0      64(R12)
-	PREFETCHT0      128(R12)
-	ADDQ            $0x00000088, R12
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
 	VBROADCASTSS    (R9), Z4
 	VBROADCASTI64X4 (R8), Z5
 	VBROADCASTI64X4 (R10), Z6
@@ -5578,18 +5588,19 @@ bqkQ8_0Dot4Z_done:
 	VADDPS        Z2, Z4, Z4
 	VMOVSS        X4, (DX)
 	VEXTRACTF32X4 $0x02, Z4, X2
-	VMOVSS        X2, 4(DX)
+	VMOVSS        X2, (DX)(R12*1)
 	VSHUFF32X4    $0xb1, Z3, Z3, Z2
 	VADDPS        Z2, Z3, Z2
 	VPERMILPS     $0x4e, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
-	VMOVSS        X2, 8(DX)
+	VMOVSS        X2, (DX)(R12*2)
 	VEXTRACTF32X4 $0x02, Z2, X2
-	VMOVSS        X2, 12(DX)
-	ADDQ          $0x10, DX
-	LEAQ          (AX)(CX*4), AX
+	VMOVSS        X2, (DX)(R13*1)
+	ADDQ          $0x04, DX
+	MOVQ          adv+64(FP), SI
+	ADDQ          SI, AX
 	DECQ          BX
 	JMP           bqkQ8_0Dot4Z_group
 
@@ -5597,16 +5608,19 @@ bqkQ8_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ4_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// func bqkQ4_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ4_0Dot8Z(SB), NOSPLIT, $0-72
+TEXT ·bqkQ4_0Dot8Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
 	MOVQ      y+48(FP), DX
 	MOVQ      ng+56(FP), BX
 	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
-	VMOVDQU64 bqk_z0f<>+0(SB), Z1
+	VMOVDQU64 bqk_z0f<>+0(SB), Z0
 	MOVL      $0x000000f0, SI
 	KMOVW     SI, K1
 	MOVL      $0x00000f00, SI
@@ -5619,98 +5633,109 @@ bqkQ4_0Dot8Z_group:
 	JZ     bqkQ4_0Dot8Z_end
 	MOVQ   nb+0(FP), SI
 	MOVQ   AX, DI
-	LEAQ   (AX)(CX*4), R12
+	LEAQ   (AX)(CX*4), R14
 	MOVQ   x+24(FP), R8
 	MOVQ   xd+32(FP), R9
 	MOVQ   xs+40(FP), R10
-	VXORPS Z2, Z2, Z2
-	MOVQ   pfd+64(FP), R13
-	ADDQ   DI, R13
+	VXORPS Z5, Z5, Z5
 
 bqkQ4_0Dot8Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ4_0Dot8Z_done
-	PREFETCHT0      (R13)
-	PREFETCHT0      64(R13)
-	PREFETCHT0      128(R13)
-	ADDQ            $0x00000090, R13
-	VBROADCASTSS    (R9), Z3
-	VBROADCASTI32X4 (R8), Z4
-	VBROADCASTI32X4 16(R8), Z5
-	VBROADCASTI32X4 (R10), Z6
-	VBROADCASTI32X4 16(R10), Z7
-	VPSLLD          $0x03, Z6, Z6
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
+	VBROADCASTSS    (R9), Z6
+	VBROADCASTI32X4 (R8), Z7
+	VBROADCASTI32X4 16(R8), Z8
+	VPXORD          Z1, Z1, Z1
+	VMOVDQU32       2(DI), X2
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z2, Z2
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
+	VPSRLW          $0x04, Z2, Z9
+	VPANDD          Z0, Z2, Z2
+	VPANDD          Z0, Z9, Z9
+	VPDPBUSD        Z7, Z2, Z1
+	VPDPBUSD        Z8, Z9, Z1
+	VPXORD          Z3, Z3, Z3
+	VMOVDQU32       2(R14), X4
+	VINSERTI32X4    $0x01, 2(R14)(CX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 2(R14)(CX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 2(R14)(R11*1), Z4, Z4
+	VPSRLW          $0x04, Z4, Z9
+	VPANDD          Z0, Z4, Z4
+	VPANDD          Z0, Z9, Z9
+	VPDPBUSD        Z7, Z4, Z3
+	VPDPBUSD        Z8, Z9, Z3
+	VPUNPCKLDQ      Z3, Z1, Z7
+	VPUNPCKHDQ      Z3, Z1, Z1
+	VPADDD          Z7, Z1, Z1
+	VPSHUFD         $0x4e, Z1, Z7
+	VPADDD          Z7, Z1, Z1
+	VPBROADCASTD    (R10), Z7
 	VPSLLD          $0x03, Z7, Z7
-	VPADDD          Z7, Z6, Z6
-	VPSUBD          Z6, Z0, Z6
-	VPSUBD          Z7, Z0, Z7
-	VMOVDQA64       Z6, Z7
-	VMOVDQU32       2(DI), X8
-	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z8, Z8
-	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z8, Z8
-	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z8, Z8
-	VPSRLW          $0x04, Z8, Z10
-	VPANDD          Z1, Z8, Z8
-	VPANDD          Z1, Z10, Z10
-	VPDPBUSD        Z4, Z8, Z7
-	VPDPBUSD        Z5, Z10, Z7
-	VMOVDQU32       2(R12), X9
-	VINSERTI32X4    $0x01, 2(R12)(CX*1), Z9, Z9
-	VINSERTI32X4    $0x02, 2(R12)(CX*2), Z9, Z9
-	VINSERTI32X4    $0x03, 2(R12)(R11*1), Z9, Z9
-	VPSRLW          $0x04, Z9, Z10
-	VPANDD          Z1, Z9, Z9
-	VPANDD          Z1, Z10, Z10
-	VPDPBUSD        Z4, Z9, Z6
-	VPDPBUSD        Z5, Z10, Z6
-	VPUNPCKLDQ      Z6, Z7, Z4
-	VPUNPCKHDQ      Z6, Z7, Z7
-	VPADDD          Z4, Z7, Z7
-	VPSHUFD         $0x4e, Z7, Z4
-	VPADDD          Z4, Z7, Z7
-	VCVTDQ2PS       Z7, Z7
-	VPBROADCASTW    (DI), Y4
-	VPBROADCASTW    (DI)(CX*1), K1, Y4
-	VPBROADCASTW    (DI)(CX*2), K2, Y4
-	VPBROADCASTW    (DI)(R11*1), K3, Y4
-	VPBROADCASTW    (R12), Y5
-	VPBROADCASTW    (R12)(CX*1), K1, Y5
-	VPBROADCASTW    (R12)(CX*2), K2, Y5
-	VPBROADCASTW    (R12)(R11*1), K3, Y5
-	VPBLENDW        $0x22, Y5, Y4, Y4
-	VCVTPH2PS       Y4, Z4
-	VMULPS          Z3, Z4, Z4
-	VFMADD231PS     Z4, Z7, Z2
+	VPSUBD          Z7, Z1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VPBROADCASTW    (DI), Y7
+	VPBROADCASTW    (DI)(CX*1), K1, Y7
+	VPBROADCASTW    (DI)(CX*2), K2, Y7
+	VPBROADCASTW    (DI)(R11*1), K3, Y7
+	VPBROADCASTW    (R14), Y8
+	VPBROADCASTW    (R14)(CX*1), K1, Y8
+	VPBROADCASTW    (R14)(CX*2), K2, Y8
+	VPBROADCASTW    (R14)(R11*1), K3, Y8
+	VPBLENDW        $0x22, Y8, Y7, Y7
+	VCVTPH2PS       Y7, Z7
+	VMULPS          Z6, Z7, Z7
+	VFMADD231PS     Z7, Z1, Z5
 	ADDQ            $0x12, DI
-	ADDQ            $0x12, R12
+	ADDQ            $0x12, R14
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
-	ADDQ            $0x20, R10
+	ADDQ            $0x04, R10
 	DECQ            SI
 	JMP             bqkQ4_0Dot8Z_block
 
 bqkQ4_0Dot8Z_done:
-	VMOVDQU64 bqk_zidx8<>+0(SB), Z3
-	VPERMD    Z2, Z3, Z2
-	VMOVUPS   Y2, (DX)
-	ADDQ      $0x20, DX
-	LEAQ      (AX)(CX*4), AX
-	LEAQ      (AX)(CX*4), AX
-	DECQ      BX
-	JMP       bqkQ4_0Dot8Z_group
+	LEAQ          (DX)(R12*4), SI
+	VMOVDQU64     bqk_zidx8<>+0(SB), Z6
+	VPERMD        Z5, Z6, Z5
+	VMOVSS        X5, (DX)
+	VEXTRACTPS    $0x01, X5, (DX)(R12*1)
+	VEXTRACTPS    $0x02, X5, (DX)(R12*2)
+	VEXTRACTPS    $0x03, X5, (DX)(R13*1)
+	VEXTRACTF32X4 $0x01, Z5, X2
+	VMOVSS        X2, (SI)
+	VEXTRACTPS    $0x01, X2, (SI)(R12*1)
+	VEXTRACTPS    $0x02, X2, (SI)(R12*2)
+	VEXTRACTPS    $0x03, X2, (SI)(R13*1)
+	ADDQ          $0x04, DX
+	MOVQ          adv+64(FP), SI
+	ADDQ          SI, AX
+	DECQ          BX
+	JMP           bqkQ4_0Dot8Z_group
 
 bqkQ4_0Dot8Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ5_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// func bqkQ5_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ5_0Dot8Z(SB), NOSPLIT, $0-72
+TEXT ·bqkQ5_0Dot8Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
 	MOVQ      y+48(FP), DX
 	MOVQ      ng+56(FP), BX
 	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 bqk_z0f<>+0(SB), Z1
 	MOVL      $0x000000f0, SI
@@ -5728,7 +5753,7 @@ bqkQ5_0Dot8Z_group:
 	JZ     bqkQ5_0Dot8Z_end
 	MOVQ   nb+0(FP), SI
 	MOVQ   AX, DI
-	LEAQ   (AX)(CX*4), R12
+	LEAQ   (AX)(CX*4), R14
 	MOVQ   x+24(FP), R8
 	MOVQ   xd+32(FP), R9
 	MOVQ   xs+40(FP), R10
@@ -5736,16 +5761,18 @@ bqkQ5_0Dot8Z_group:
 	VXORPS Z3, Z3, Z3
 	VXORPS Z4, Z4, Z4
 	VXORPS Z5, Z5, Z5
-	MOVQ   pfd+64(FP), R13
-	ADDQ   DI, R13
 
 bqkQ5_0Dot8Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ5_0Dot8Z_done
-	PREFETCHT0      (R13)
-	PREFETCHT0      64(R13)
-	PREFETCHT0      128(R13)
-	ADDQ            $0x000000b0, R13
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
 	VBROADCASTSS    (R9), Z9
 	VBROADCASTI32X4 (R8), Z10
 	VBROADCASTI32X4 16(R8), Z11
@@ -5784,17 +5811,17 @@ bqkQ5_0Dot8Z_block:
 	VMULPS          Z9, Z17, Z17
 	VFMADD231PS     Z17, Z14, Z2
 	VFMADD231PS     Z17, Z15, Z3
-	VMOVDQU32       6(R12), X19
-	VINSERTI32X4    $0x01, 6(R12)(CX*1), Z19, Z19
-	VINSERTI32X4    $0x02, 6(R12)(CX*2), Z19, Z19
-	VINSERTI32X4    $0x03, 6(R12)(R11*1), Z19, Z19
+	VMOVDQU32       6(R14), X19
+	VINSERTI32X4    $0x01, 6(R14)(CX*1), Z19, Z19
+	VINSERTI32X4    $0x02, 6(R14)(CX*2), Z19, Z19
+	VINSERTI32X4    $0x03, 6(R14)(R11*1), Z19, Z19
 	VPSRLW          $0x04, Z19, Z14
 	VPANDD          Z1, Z19, Z19
 	VPANDD          Z1, Z14, Z14
-	VPBROADCASTD    2(R12), Z15
-	VPBROADCASTD    2(R12)(CX*1), K1, Z15
-	VPBROADCASTD    2(R12)(CX*2), K2, Z15
-	VPBROADCASTD    2(R12)(R11*1), K3, Z15
+	VPBROADCASTD    2(R14), Z15
+	VPBROADCASTD    2(R14)(CX*1), K1, Z15
+	VPBROADCASTD    2(R14)(CX*2), K2, Z15
+	VPBROADCASTD    2(R14)(R11*1), K3, Z15
 	VPSHUFBITQMB    Z7, Z15, K4
 	VPSHUFBITQMB    Z8, Z15, K5
 	VPADDB          Z6, Z19, K4, Z19
@@ -5803,16 +5830,16 @@ bqkQ5_0Dot8Z_block:
 	VPDPBUSD        Z11, Z14, Z13
 	VCVTDQ2PS       Z12, Z12
 	VCVTDQ2PS       Z13, Z13
-	VPBROADCASTW    (R12), Y10
-	VPBROADCASTW    (R12)(CX*1), K1, Y10
-	VPBROADCASTW    (R12)(CX*2), K2, Y10
-	VPBROADCASTW    (R12)(R11*1), K3, Y10
+	VPBROADCASTW    (R14), Y10
+	VPBROADCASTW    (R14)(CX*1), K1, Y10
+	VPBROADCASTW    (R14)(CX*2), K2, Y10
+	VPBROADCASTW    (R14)(R11*1), K3, Y10
 	VCVTPH2PS       Y10, Z10
 	VMULPS          Z9, Z10, Z10
 	VFMADD231PS     Z10, Z12, Z4
 	VFMADD231PS     Z10, Z13, Z5
 	ADDQ            $0x16, DI
-	ADDQ            $0x16, R12
+	ADDQ            $0x16, R14
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x20, R10
@@ -5820,40 +5847,50 @@ bqkQ5_0Dot8Z_block:
 	JMP             bqkQ5_0Dot8Z_block
 
 bqkQ5_0Dot8Z_done:
-	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0x4e, Z2, Z3
-	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
-	VMOVDQU64 bqk_didx4<>+0(SB), Z3
-	VPERMD    Z2, Z3, Z2
-	VMOVUPS   X2, (DX)
-	VADDPS    Z5, Z4, Z2
-	VPERMILPS $0x4e, Z2, Z3
-	VADDPS    Z3, Z2, Z2
-	VPERMILPS $0xb1, Z2, Z3
-	VADDPS    Z3, Z2, Z2
-	VMOVDQU64 bqk_didx4<>+0(SB), Z3
-	VPERMD    Z2, Z3, Z2
-	VMOVUPS   X2, 16(DX)
-	ADDQ      $0x20, DX
-	LEAQ      (AX)(CX*4), AX
-	LEAQ      (AX)(CX*4), AX
-	DECQ      BX
-	JMP       bqkQ5_0Dot8Z_group
+	LEAQ       (DX)(R12*4), SI
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VMOVDQU64  bqk_didx4<>+0(SB), Z3
+	VPERMD     Z2, Z3, Z2
+	VMOVSS     X2, (DX)
+	VEXTRACTPS $0x01, X2, (DX)(R12*1)
+	VEXTRACTPS $0x02, X2, (DX)(R12*2)
+	VEXTRACTPS $0x03, X2, (DX)(R13*1)
+	VADDPS     Z5, Z4, Z2
+	VPERMILPS  $0x4e, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VMOVDQU64  bqk_didx4<>+0(SB), Z3
+	VPERMD     Z2, Z3, Z2
+	VMOVSS     X2, (SI)
+	VEXTRACTPS $0x01, X2, (SI)(R12*1)
+	VEXTRACTPS $0x02, X2, (SI)(R12*2)
+	VEXTRACTPS $0x03, X2, (SI)(R13*1)
+	ADDQ       $0x04, DX
+	MOVQ       adv+64(FP), SI
+	ADDQ       SI, AX
+	DECQ       BX
+	JMP        bqkQ5_0Dot8Z_group
 
 bqkQ5_0Dot8Z_end:
 	VZEROUPPER
 	RET
 
-// func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
-TEXT ·bqkQ8_0Dot8Z(SB), NOSPLIT, $0-72
+TEXT ·bqkQ8_0Dot8Z(SB), NOSPLIT, $0-80
 	MOVQ      w+8(FP), AX
 	MOVQ      ldw+16(FP), CX
 	MOVQ      y+48(FP), DX
 	MOVQ      ng+56(FP), BX
 	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
 	VPXORD    Z0, Z0, Z0
 	VMOVDQU64 bqk_z80<>+0(SB), Z1
 	MOVL      $0x0000ff00, SI
@@ -5864,7 +5901,7 @@ bqkQ8_0Dot8Z_group:
 	JZ     bqkQ8_0Dot8Z_end
 	MOVQ   nb+0(FP), SI
 	MOVQ   AX, DI
-	LEAQ   (AX)(CX*4), R12
+	LEAQ   (AX)(CX*4), R14
 	MOVQ   x+24(FP), R8
 	MOVQ   xd+32(FP), R9
 	MOVQ   xs+40(FP), R10
@@ -5872,18 +5909,18 @@ bqkQ8_0Dot8Z_group:
 	VXORPS Z3, Z3, Z3
 	VXORPS Z4, Z4, Z4
 	VXORPS Z5, Z5, Z5
-	MOVQ   pfd+64(FP), R13
-	ADDQ   DI, R13
 
 bqkQ8_0Dot8Z_block:
 	TESTQ           SI, SI
 	JZ              bqkQ8_0Dot8Z_done
-	PREFETCHT0      (R13)
-	PREFETCHT0      64(R13)
-	PREFETCHT0      128(R13)
-	PREFETCHT0      192(R13)
-	PREFETCHT0      256(R13)
-	ADDQ            $0x00000110, R13
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
 	VBROADCASTSS    (R9), Z6
 	VBROADCASTI64X4 (R8), Z7
 	VBROADCASTI64X4 (R10), Z8
@@ -5911,30 +5948,30 @@ bqkQ8_0Dot8Z_block:
 	VCVTPH2PS       Y9, Z11
 	VMULPS          Z6, Z11, Z11
 	VFMADD231PS     Z11, Z10, Z3
-	VMOVDQU32       2(R12), Y13
-	VINSERTI64X4    $0x01, 2(R12)(CX*1), Z13, Z13
+	VMOVDQU32       2(R14), Y13
+	VINSERTI64X4    $0x01, 2(R14)(CX*1), Z13, Z13
 	VPXORD          Z1, Z13, Z13
 	VMOVDQA64       Z8, Z10
 	VPDPBUSD        Z7, Z13, Z10
 	VCVTDQ2PS       Z10, Z10
-	VPBROADCASTW    (R12), Y9
-	VPBROADCASTW    (R12)(CX*1), K1, Y9
+	VPBROADCASTW    (R14), Y9
+	VPBROADCASTW    (R14)(CX*1), K1, Y9
 	VCVTPH2PS       Y9, Z11
 	VMULPS          Z6, Z11, Z11
 	VFMADD231PS     Z11, Z10, Z4
-	VMOVDQU32       2(R12)(CX*2), Y14
-	VINSERTI64X4    $0x01, 2(R12)(R11*1), Z14, Z14
+	VMOVDQU32       2(R14)(CX*2), Y14
+	VINSERTI64X4    $0x01, 2(R14)(R11*1), Z14, Z14
 	VPXORD          Z1, Z14, Z14
 	VMOVDQA64       Z8, Z8
 	VPDPBUSD        Z7, Z14, Z8
 	VCVTDQ2PS       Z8, Z8
-	VPBROADCASTW    (R12)(CX*2), Y7
-	VPBROADCASTW    (R12)(R11*1), K1, Y7
+	VPBROADCASTW    (R14)(CX*2), Y7
+	VPBROADCASTW    (R14)(R11*1), K1, Y7
 	VCVTPH2PS       Y7, Z7
 	VMULPS          Z6, Z7, Z7
 	VFMADD231PS     Z7, Z8, Z5
 	ADDQ            $0x22, DI
-	ADDQ            $0x22, R12
+	ADDQ            $0x22, R14
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x20, R10
@@ -5942,6 +5979,7 @@ bqkQ8_0Dot8Z_block:
 	JMP             bqkQ8_0Dot8Z_block
 
 bqkQ8_0Dot8Z_done:
+	LEAQ          (DX)(R12*4), SI
 	VSHUFF32X4    $0xb1, Z2, Z2, Z6
 	VADDPS        Z6, Z2, Z6
 	VPERMILPS     $0x4e, Z6, Z2
@@ -5950,37 +5988,37 @@ bqkQ8_0Dot8Z_done:
 	VADDPS        Z2, Z6, Z6
 	VMOVSS        X6, (DX)
 	VEXTRACTF32X4 $0x02, Z6, X2
-	VMOVSS        X2, 4(DX)
+	VMOVSS        X2, (DX)(R12*1)
 	VSHUFF32X4    $0xb1, Z3, Z3, Z2
 	VADDPS        Z2, Z3, Z2
 	VPERMILPS     $0x4e, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
-	VMOVSS        X2, 8(DX)
+	VMOVSS        X2, (DX)(R12*2)
 	VEXTRACTF32X4 $0x02, Z2, X2
-	VMOVSS        X2, 12(DX)
+	VMOVSS        X2, (DX)(R13*1)
 	VSHUFF32X4    $0xb1, Z4, Z4, Z2
 	VADDPS        Z2, Z4, Z2
 	VPERMILPS     $0x4e, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
-	VMOVSS        X2, 16(DX)
+	VMOVSS        X2, (SI)
 	VEXTRACTF32X4 $0x02, Z2, X2
-	VMOVSS        X2, 20(DX)
+	VMOVSS        X2, (SI)(R12*1)
 	VSHUFF32X4    $0xb1, Z5, Z5, Z2
 	VADDPS        Z2, Z5, Z2
 	VPERMILPS     $0x4e, Z2, Z3
 	VADDPS        Z3, Z2, Z2
 	VPERMILPS     $0xb1, Z2, Z3
 	VADDPS        Z3, Z2, Z2
-	VMOVSS        X2, 24(DX)
+	VMOVSS        X2, (SI)(R12*2)
 	VEXTRACTF32X4 $0x02, Z2, X2
-	VMOVSS        X2, 28(DX)
-	ADDQ          $0x20, DX
-	LEAQ          (AX)(CX*4), AX
-	LEAQ          (AX)(CX*4), AX
+	VMOVSS        X2, (SI)(R13*1)
+	ADDQ          $0x04, DX
+	MOVQ          adv+64(FP), SI
+	ADDQ          SI, AX
 	DECQ          BX
 	JMP           bqkQ8_0Dot8Z_group
 

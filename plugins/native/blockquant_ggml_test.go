@@ -141,7 +141,7 @@ func TestBlockQuantGGMLMatchesReference(t *testing.T) {
 // core/ggml's Dot, on random rows of 1, 2 and 8 super-blocks (or 8, 16
 // and 64 blocks) and on activations with zero blocks and a large value;
 // the four-row kernels at every start row, and the ZMM ones (dot4n) over
-// two groups of four rows in one call.
+// two to five groups of four rows in one call.
 func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 2))
 	n := 0
@@ -156,7 +156,7 @@ func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 			}
 			n++
 			for _, K := range []int{256, 512, 2048} {
-				const rows, m = 10, 3
+				const rows, m = 21, 3
 				raw := randomGGML(rng, ty, rows, K)
 				w := &bqWeights{n: rows, k: K, typ: ty, raw: raw, rb: len(raw) / rows}
 				x := make([]float32, m*K)
@@ -169,13 +169,13 @@ func TestBlockQuantGGMLKernelsAgree(t *testing.T) {
 				x[2*K+7] = 1e6 // row 2: one large value
 				var a ggml.Act
 				a.Quantize(x, m, K, ggml.ActBlock(ty))
-				if k.dot4n != nil { // two groups of four rows in one call, from rows 0 and 1 (ZMM: eight rows a group, and four)
-					for _, c := range [][2]int{{0, 1}, {1, 1}, {0, 0}} {
-						j0 := c[0]
+				if k.dot4n != nil { // ng groups of four rows in one call, from rows 0 and 1 (ZMM: eight rows a group, in runs of ng/2 rows, and four)
+					for _, c := range [][3]int{{0, 1, 2}, {1, 1, 2}, {0, 0, 2}, {1, 1, 5}, {0, 1, 4}, {1, 0, 3}} {
+						j0, ng := c[0], c[2]
 						zEight = c[1] == 1
 						for r := 0; r < m; r++ {
-							var y [8]float32
-							k.dot4n(w, j0, 2, &a, r, y[:])
+							y := make([]float32, 4*ng)
+							k.dot4n(w, j0, ng, &a, r, y)
 							for i, g := range y {
 								if want := bqkGo.dot(w, j0+i, &a, r); math.Float32bits(g) != math.Float32bits(want) {
 									t.Errorf("%s K %d rows %d.. act %d: %s dot4n[%d] %v, Go %v (eight-row kernels %v)", ty, K, j0, r, k.name, i, g, want, zEight)
