@@ -137,16 +137,24 @@ func newBQKKernel(name string, t ggml.Type, f bqkFn, f4 bqkFn32) *bqkKernel {
 	return k
 }
 
+// bqkFnK4 is a K type's ZMM four-row kernel (sigK4 of internal/asmgenbqk's
+// k4.go): ng groups of four rows, group g's rows at w + g·rb + r·ldw and
+// its outputs at y[g + r·ldy] (r = 0..3).
+type bqkFnK4 = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
 // newBQKKernelN is newBQKKernel for a four-row kernel f4 of ng groups a
-// call (the VNNI ones): dot4 one group, dot4n ng of them, prefetching
-// two groups ahead (k4Prefetch).
-func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFn32n) *bqkKernel {
+// call (the VNNI ones): dot4 one group of four adjacent rows; dot4n takes
+// its 4·ng rows as four quarters of ng rows, a group one row of each, so
+// that each of the four rows the kernel reads at once walks its quarter
+// from start to end: four long sequential streams that the hardware's
+// prefetcher follows (see sigK4).
+func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFnK4) *bqkKernel {
 	k := newBQKKernel("vnni", t, f, nil)
-	be, bs := t.BlockSize(), t.BlockBytes()
-	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+	be := t.BlockSize()
+	call := func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32, ldw, ldy int) {
 		nb := w.k / be
 		_ = y[4*ng-1]
-		rows := w.raw[j*w.rb : (j+4*ng-1)*w.rb+nb*bs]
+		rows := w.raw[j*w.rb : (j+4*ng)*w.rb]
 		x := a.Q[r*w.k : r*w.k+w.k]
 		xd := a.D[r*nb : r*nb+nb]
 		var xs []int32
@@ -155,16 +163,14 @@ func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFn32n) *bqkKernel {
 		} else {
 			xs = a.Sum32[r*nb*8 : (r+1)*nb*8]
 		}
-		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng, k4Prefetch*w.rb)
+		f4(nb, &rows[0], ldw, &x[0], &xd[0], &xs[0], &y[0], ng, ldy)
 	}
-	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
+	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+		call(w, j, ng, a, r, y, ng*w.rb, ng)
+	}
+	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { call(w, j, 1, a, r, y, w.rb, 1) }
 	return k
 }
-
-// k4Prefetch is how many rows ahead the K types' four-row kernels
-// prefetch: two groups (one group, about 5 KB at K 2048, was measured too
-// short a distance to hide the memory's latency).
-const k4Prefetch = 8
 
 // newBQK32Kernel wraps the one-row and four-row kernels of a 32-element
 // type (xs: the lane sums of core/ggml's Act).

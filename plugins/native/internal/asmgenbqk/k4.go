@@ -188,48 +188,63 @@ func combine4(a0, a1, a2, a3 VecVirtual) VecVirtual {
 type k4args struct {
 	nb, w, ldw, ldw3, x, xd, xs, pf Register
 	row                             func(r, disp int) Mem
-	wg, y, ng                       Register // k4headN's group loop
+	y, ng, ldy, ldy3                Register // k4headN's group loop (ldy in bytes)
 }
 
-// k4headN is k4head for a kernel of ng groups of four rows (sig32n:
-// outputs 4·ng, prefetching pfd bytes ahead); k4groupStart and
-// k4groupEnd enclose a group's super-block loop.
+// sigK4 is the signature of the K types' ZMM four-row kernels: ng
+// groups of four rows; group g's rows start at w + g·rb + r·ldw (rb =
+// nb·bs, the row's bytes; r = 0..3) and its outputs go to y[g + r·ldy].
+// Decode gives a task's rows as four quarters (ldw = ng·rb, ldy = ng):
+// each of the four rows a group reads walks its own quarter of the
+// weights from start to end, four long sequential streams that the
+// hardware's prefetcher follows (four adjacent rows a group, streams of
+// one row's bytes each, needed software prefetches, which were measured
+// to hold the kernel near 18 GB/s where the same work on quarters
+// streams over 30 here).
+const sigK4 = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)"
+
+// k4headN is k4head for a kernel of ng groups of four rows (sigK4);
+// k4groupStart and k4groupEnd enclose a group's super-block loop.
 func k4headN(name, doc string) k4args {
-	TEXT(name, NOSPLIT, sig32n)
+	TEXT(name, NOSPLIT, sigK4)
 	Doc(doc)
 	Pragma("noescape")
 	var a k4args
-	a.wg = Load(Param("w"), GP64())
+	a.nb, a.w, a.x, a.xd, a.xs = GP64(), GP64(), GP64(), GP64(), GP64()
+	Load(Param("w"), a.w)
 	a.ldw = Load(Param("ldw"), GP64())
 	a.y = Load(Param("y"), GP64())
 	a.ng = Load(Param("ng"), GP64())
+	a.ldy = Load(Param("ldy"), GP64())
+	SHLQ(U8(2), a.ldy)
+	a.ldy3 = GP64()
+	LEAQ(Mem{Base: a.ldy, Index: a.ldy, Scale: 2}, a.ldy3)
 	a.ldw3 = GP64()
 	LEAQ(Mem{Base: a.ldw, Index: a.ldw, Scale: 2}, a.ldw3)
-	a.nb, a.w, a.x, a.xd, a.xs, a.pf = GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
 	a.row = avokit.Rows4(a.w, a.ldw, a.ldw3)
 	return a
 }
 
-// k4groupStart opens a group: its arguments reloaded (the first
-// super-block), the prefetch pointer pfd bytes ahead.
+// k4groupStart opens a group: the activations' pointers reloaded; w
+// runs on (a group's rows end where the next group's begin).
 func k4groupStart(a k4args, lab string) {
 	Label(lab + "group")
 	TESTQ(a.ng, a.ng)
 	JZ(LabelRef(lab + "end"))
 	Load(Param("nb"), a.nb)
-	MOVQ(a.wg, a.w)
 	Load(Param("x"), a.x)
 	Load(Param("xd"), a.xd)
 	Load(Param("xs"), a.xs)
-	Load(Param("pfd"), a.pf)
-	ADDQ(a.w, a.pf)
 }
 
-// k4groupEnd closes a group (its four outputs stored at y): the next
-// four rows.
-func k4groupEnd(a k4args, lab string) {
-	ADDQ(U8(16), a.y)
-	LEAQ(Mem{Base: a.wg, Index: a.ldw, Scale: 4}, a.wg)
+// k4groupEnd closes a group (its four outputs, the lanes of o, stored at
+// y, y+ldy, y+2·ldy, y+3·ldy): the next group.
+func k4groupEnd(a k4args, lab string, o VecVirtual) {
+	VMOVSS(o, Mem{Base: a.y})
+	VEXTRACTPS(U8(1), o, Mem{Base: a.y, Index: a.ldy, Scale: 1})
+	VEXTRACTPS(U8(2), o, Mem{Base: a.y, Index: a.ldy, Scale: 2})
+	VEXTRACTPS(U8(3), o, Mem{Base: a.y, Index: a.ldy3, Scale: 1})
+	ADDQ(U8(4), a.y)
 	DECQ(a.ng)
 	JMP(LabelRef(lab + "group"))
 	Label(lab + "end")
@@ -238,7 +253,7 @@ func k4groupEnd(a k4args, lab string) {
 // k4Doc is a four-row kernel's doc line (n: the group-loop form).
 func k4Doc(name, ty string, n bool) string {
 	if n {
-		return name + " is core/ggml's Dot of nb " + ty + " super-blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead (see k4.go of the package asmgenbqk)."
+		return name + " is core/ggml's Dot of nb " + ty + " super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk)."
 	}
 	return name + " is core/ggml's Dot of nb " + ty + " super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk)."
 }
@@ -451,7 +466,9 @@ func q6k4(fam string) {
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a, 210)
+	if fam != "VNNI" {
+		prefetch4(a, 210)
+	}
 	// VNNI: the super-block's activations, for the four rows
 	var xv [4]VecVirtual
 	if fam == "VNNI" {
@@ -599,8 +616,7 @@ func q6k4(fam string) {
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
 	if fam == "VNNI" {
-		VMOVUPS(facc, Mem{Base: a.y})
-		k4groupEnd(a, lab)
+		k4groupEnd(a, lab, facc)
 	} else {
 		y := Load(Param("y"), GP64())
 		VMOVUPS(facc, Mem{Base: y})
@@ -656,7 +672,6 @@ func q4k4VNNI(five bool) {
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a, bs)
 	// the super-block's activations, for the four rows
 	var xv [4]VecVirtual
 	for c := range xv {
@@ -789,8 +804,11 @@ func q4k4VNNI(five bool) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	store4evenEVEX(facc, a.y)
-	k4groupEnd(a, lab)
+	fhi := XMM()
+	VEXTRACTF32X4(U8(1), facc, fhi)
+	o := XMM()
+	VSHUFPS(U8(0x88), fhi, facc.AsX(), o)
+	k4groupEnd(a, lab, o)
 	VZEROUPPER()
 	RET()
 }
@@ -988,13 +1006,4 @@ func haddEVEX(b, a, d VecVirtual) {
 	VSHUFPS(U8(0x88), b, a, ev)
 	VSHUFPS(U8(0xDD), b, a, od)
 	VPADDD(od, ev, d)
-}
-
-// store4evenEVEX is store4even in instructions with an EVEX form.
-func store4evenEVEX(facc VecVirtual, y Register) {
-	hi := XMM()
-	VEXTRACTF32X4(U8(1), facc, hi)
-	o := XMM()
-	VSHUFPS(U8(0x88), hi, facc.AsX(), o)
-	VMOVUPS(o, Mem{Base: y})
 }
