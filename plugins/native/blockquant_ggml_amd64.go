@@ -30,7 +30,7 @@ var bqkAVX2 = map[ggml.Type]*bqkKernel{
 // types' four-row kernels VPDPWSSD on ZMM, with AVX-512 BW) makes faster;
 // the other types take bqkAVX2's.
 var bqkVNNI = map[ggml.Type]*bqkKernel{
-	ggml.Q4_K: newBQKKernelN(ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
+	ggml.Q4_K: newBQKKernelN(ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4Z()),
 	ggml.Q5_K: newBQKKernelN(ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
 	ggml.Q2_K: newBQKKernel("vnni", ggml.Q2_K, nil, bqkQ2KDot4VNNI),
 	ggml.Q3_K: newBQKKernel("vnni", ggml.Q3_K, nil, bqkQ3KDot4VNNI),
@@ -40,6 +40,15 @@ var bqkVNNI = map[ggml.Type]*bqkKernel{
 	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
 	ggml.Q4_1: newBQK32mKernel("vnni", bqkQ4_1Dot1VNNI, bqkQ4_1Dot4VNNI),
 	ggml.Q5_1: newBQK32mKernel("vnni", bqkQ5_1Dot1VNNI, bqkQ5_1Dot4VNNI),
+}
+
+// bqkQ4KDot4Z is Q4_K's ZMM four-row kernel: the one whose high nibbles
+// take one GF2P8AFFINEQB where the CPU has GFNI.
+func bqkQ4KDot4Z() bqkFnK4 {
+	if cpu.X86.HasAVX512GFNI {
+		return bqkQ4KDot4GFNI
+	}
+	return bqkQ4KDot4VNNI
 }
 
 // bqkZ are the four-row kernels on ZMM (AVX-512 BW + VNNI; z32.go of

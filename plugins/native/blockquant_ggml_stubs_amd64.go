@@ -7,6 +7,11 @@ package native
 //go:noescape
 func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
 
+// bqkQ4KDot4GFNI is core/ggml's Dot of nb Q4_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4KDot4GFNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
 // bqkQ5KDot4VNNI is core/ggml's Dot of nb Q5_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
 //
 //go:noescape

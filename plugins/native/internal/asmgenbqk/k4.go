@@ -42,7 +42,7 @@ func vpdpwssd(a, b, acc Op) {
 var (
 	z0F, z30, zShQ4, zShL6, zShR6, wM32  Mem
 	zHdrP, zHdrQ, zHdrSh, zHdrMask       Mem // Q4_K's header decoding
-	zScW, zMinW, dIdx4                   Mem
+	zScW, zMinW, dIdx4, dmIdx4, gfHi4    Mem
 	zScQ4, zShQ5                         [4]Mem
 	zScQ4w                               [4]Mem // Q4_K's 64-byte loads (q4k4VNNI)
 	z10                                  Mem
@@ -100,6 +100,21 @@ func consts4() {
 			return 0
 		}
 		return byte(i)
+	})
+	// words 0, 8, 16, 24 (each lane's d) then 1, 9, 17, 25 (dmin)
+	dmIdx4 = words64("bqk_dmidx4", func(i int) uint16 {
+		if i >= 8 {
+			return 0
+		}
+		return uint16(8*(i%4) + i/4)
+	})
+	// GF2P8AFFINEQB's matrix taking a byte's high nibble to its low bits
+	// (output bit i, row byte 7−i, is input bit i+4; the top four zero)
+	gfHi4 = avokit.Bytes("bqk_gfhi4", 64, func(i int) byte {
+		if o := 7 - i%8; o < 4 {
+			return 1 << (o + 4)
+		}
+		return 0
 	})
 	// chunk c: lanes 0-1 take scale word 2c, lanes 2-3 word 2c+1
 	for c := 0; c < 4; c++ {
@@ -300,7 +315,10 @@ func prefetch4(a k4args, bs int) {
 // (VNNI, AVX2).
 func q4k4(fam string, five bool) {
 	if fam == "VNNI" {
-		q4k4VNNI(five)
+		q4k4VNNI(five, false)
+		if !five {
+			q4k4VNNI(false, true)
+		}
 		return
 	}
 	name, ty, bs, qs := "bqkQ4KDot4"+fam, "Q4_K", 144, 16
@@ -632,25 +650,37 @@ func q6k4(fam string) {
 // Q4_K takes its quants 64 bytes a load (both nibbles of two 32-byte
 // chunks: an AND and a shift for 128 quants), the activations shuffled
 // once a super-block to match; Q5_K broadcasts each 32-byte chunk to
-// both halves (its fifth bits come per chunk).
-func q4k4VNNI(five bool) {
+// both halves (its fifth bits come per chunk). gfni (Q4_K): the high
+// nibbles moved down by one GF2P8AFFINEQB (a bit matrix a byte) instead
+// of a shift and an AND (the kernel bqkQ4KDot4GFNI).
+//
+// The four rows' int32 sums stay in ZMM to the end of the super-block
+// and are reduced together (k4reduce4); the float32 steps take the rows'
+// S and M as two vectors of four lanes (k4floatSM).
+func q4k4VNNI(five, gfni bool) {
 	name, ty, bs, qs := "bqkQ4KDot4VNNI", "Q4_K", 144, 16
 	if five {
 		name, ty, bs, qs = "bqkQ5KDot4VNNI", "Q5_K", 176, 48
+	} else if gfni {
+		name = "bqkQ4KDot4GFNI"
 	}
 	a := k4headN(name, k4Doc(name, ty, true))
 	lab := name + "_"
 	row := a.row
-	didx := ZMM()
+	didx, dmw := ZMM(), ZMM()
 	VMOVDQU64(dIdx4, didx)
-	facc := YMM()
+	VMOVDQU64(dmIdx4, dmw)
+	facc := XMM()
 	// the tables the quants' loop takes, in registers (a memory operand
 	// each would be a load for every 32 quant bytes of every row)
-	shq4, c0f, c10 := ZMM(), ZMM(), ZMM()
+	shq4, c0f, c10, hiq := ZMM(), ZMM(), ZMM(), ZMM()
 	if five {
 		VMOVDQU64(zShQ4, shq4)
 	}
 	VMOVDQU64(z0F, c0f)
+	if gfni {
+		VMOVDQU64(gfHi4, hiq)
+	}
 	var scq4, shq5 [4]VecVirtual
 	for c := range scq4 {
 		scq4[c] = ZMM()
@@ -717,7 +747,16 @@ func q4k4VNNI(five bool) {
 		t := ZMM()
 		VSHUFI32X4(U8(r*0x55), scw, scw, t) // row r's scale words in every lane
 		acc := ZMM()
-		VPXORD(acc, acc, acc)
+		first := true
+		// acc += s·n (the first product acc = s·n)
+		dp := func(s, n VecVirtual) {
+			if first {
+				VPMADDWD(s, n, acc)
+				first = false
+				return
+			}
+			vpdpwssd(s, n, acc)
+		}
 		var qh VecVirtual
 		if five {
 			qh = ZMM()
@@ -728,15 +767,19 @@ func q4k4VNNI(five bool) {
 				q, n, s := ZMM(), ZMM(), ZMM()
 				VMOVDQU64(row(r, qs+64*h), q)
 				VPANDD(c0f, q, n)
-				VPSRLW(U8(4), q, q)
-				VPANDD(c0f, q, q)
+				if gfni {
+					vgf2p8affineqb(hiq, q, q)
+				} else {
+					VPSRLW(U8(4), q, q)
+					VPANDD(c0f, q, q)
+				}
 				VPMADDUBSW(xv[2*h], n, n)
 				VPSHUFB(scq4[2*h], t, s)
-				vpdpwssd(s, n, acc)
+				dp(s, n)
 				VPMADDUBSW(xv[2*h+1], q, q)
 				s = ZMM()
 				VPSHUFB(scq4[2*h+1], t, s)
-				vpdpwssd(s, q, acc)
+				dp(s, q)
 			}
 		}
 		for c := 0; c < 4 && five; c++ {
@@ -755,21 +798,11 @@ func q4k4VNNI(five bool) {
 			}
 			VPMADDUBSW(xv[c], n, n)
 			VPSHUFB(scq4[c], t, s)
-			vpdpwssd(s, n, acc)
+			dp(s, n)
 		}
-		u := YMM()
-		VEXTRACTI64X4(U8(1), acc, u)
-		S[r] = YMM()
-		VPADDD(u, acc.AsY(), S[r])
+		S[r] = acc
 	}
-	// [S0 S1 S2 S3]
-	p01, p23 := YMM(), YMM()
-	haddEVEX(S[1], S[0], p01)
-	haddEVEX(S[3], S[2], p23)
-	haddEVEX(p23, p01, p01)
-	s4 := XMM()
-	VEXTRACTI32X4(U8(1), p01, s4)
-	VPADDD(p01.AsX(), s4, s4)
+	s4 := k4reduce4(S)
 	// [M0 M1 M2 M3]
 	t1 := ZMM()
 	VPSHUFD(U8(0x4E), mv, t1)
@@ -777,26 +810,7 @@ func q4k4VNNI(five bool) {
 	VPSHUFD(U8(0xB1), mv, t1)
 	VPADDD(t1, mv, mv)
 	VPERMD(mv, didx, mv)
-	lo, hi := XMM(), XMM()
-	VPUNPCKLDQ(mv.AsX(), s4, lo) // S0 M0 S1 M1
-	VPUNPCKHDQ(mv.AsX(), s4, hi) // S2 M2 S3 M3
-	sm := YMM()
-	VINSERTI32X4(U8(1), hi, lo.AsY(), sm)
-	// d, dmin of the four rows
-	dd := ZMM()
-	VPERMD(R, didx, dd)
-	df := YMM()
-	VCVTPH2PS(dd.AsX(), df)
-	da := YMM()
-	VBROADCASTSS(Mem{Base: a.xd}, da)
-	VMULPS(da, df, df)
-	f := YMM()
-	VCVTDQ2PS(sm, f)
-	VMULPS(df, f, f)
-	VADDPS(f, facc, facc)
-	g := YMM()
-	VMOVSHDUP(f, g)
-	VSUBPS(g, facc, facc)
+	k4floatSM(a, R, dmw, s4, mv.AsX(), facc)
 	ADDQ(U32(uint32(bs)), a.w)
 	ADDQ(U32(256), a.x)
 	ADDQ(U8(4), a.xd)
@@ -804,13 +818,62 @@ func q4k4VNNI(five bool) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	fhi := XMM()
-	VEXTRACTF32X4(U8(1), facc, fhi)
-	o := XMM()
-	VSHUFPS(U8(0x88), fhi, facc.AsX(), o)
-	k4groupEnd(a, lab, o)
+	k4groupEnd(a, lab, facc)
 	VZEROUPPER()
 	RET()
+}
+
+// k4reduce4 sums each of the four rows' sixteen int32 lanes (acc[r]) to
+// [S0 S1 S2 S3]: the rows interleaved pairwise and added (per 128-bit
+// lane four partial sums a row, in row order), then the lanes added.
+func k4reduce4(acc [4]VecVirtual) VecVirtual {
+	var t [2]VecVirtual
+	for i := range t {
+		lo, hi := ZMM(), ZMM()
+		VPUNPCKLDQ(acc[2*i+1], acc[2*i], lo) // a0 b0 a1 b1
+		VPUNPCKHDQ(acc[2*i+1], acc[2*i], hi) // a2 b2 a3 b3
+		VPADDD(hi, lo, lo)
+		t[i] = lo
+	}
+	lo, hi := ZMM(), ZMM()
+	VPUNPCKLQDQ(t[1], t[0], lo)
+	VPUNPCKHQDQ(t[1], t[0], hi)
+	VPADDD(hi, lo, lo) // per lane [r0 r1 r2 r3]
+	VSHUFI64X2(U8(0xEE), lo, lo, hi)
+	VPADDD(hi, lo, lo)
+	s4 := XMM()
+	VEXTRACTI32X4(U8(1), lo.AsY(), s4)
+	VPADDD(lo.AsX(), s4, s4)
+	return s4
+}
+
+// k4floatSM does the float32 steps of four rows with minimums, lane r
+// row r: facc += float32(S)·(d·d_a), then facc −= float32(M)·(dmin·d_a);
+// R holds the rows' first 16 bytes (d, dmin at 0 and 2) one a 128-bit
+// lane, dmw the word indices picking d0..d3, dmin0..dmin3 (dmIdx4).
+func k4floatSM(a k4args, R, dmw, s4 VecVirtual, m4 Op, facc VecVirtual) {
+	dd := ZMM()
+	VPERMW(R, dmw, dd)
+	df := YMM()
+	VCVTPH2PS(dd.AsX(), df) // d0..d3 | dmin0..dmin3
+	da := YMM()
+	VBROADCASTSS(Mem{Base: a.xd}, da)
+	VMULPS(da, df, df)
+	sm := YMM()
+	VINSERTI32X4(U8(1), m4, s4.AsY(), sm)
+	f := YMM()
+	VCVTDQ2PS(sm, f)
+	VMULPS(df, f, f)
+	VADDPS(f.AsX(), facc, facc)
+	g := XMM()
+	VEXTRACTF32X4(U8(1), f, g)
+	VSUBPS(g, facc, facc)
+}
+
+// vgf2p8affineqb: each byte of x to the bit matrix of its qword in m
+// (GF2P8AFFINEQB with no constant; emitted raw: not in avo's table).
+func vgf2p8affineqb(m, x, dst Op) {
+	Instruction(&ir.Instruction{Opcode: "VGF2P8AFFINEQB", Operands: []Op{U8(0), m, x, dst}, Inputs: []Op{m, x}, Outputs: []Op{dst}})
 }
 
 // q23k4VNNI generates the four-row Q2_K (three: Q3_K) kernel on ZMM.
