@@ -34,7 +34,7 @@ var bqkVNNI = map[ggml.Type]*bqkKernel{
 	ggml.Q5_K: newBQKKernelN(ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
 	ggml.Q2_K: newBQKKernel("vnni", ggml.Q2_K, nil, bqkQ2KDot4VNNI),
 	ggml.Q3_K: newBQKKernel("vnni", ggml.Q3_K, nil, bqkQ3KDot4VNNI),
-	ggml.Q6_K: newBQKKernelN(ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
+	ggml.Q6_K: newBQKKernelN(ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4Z()),
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
 	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
@@ -49,6 +49,15 @@ func bqkQ4KDot4Z() bqkFnK4 {
 		return bqkQ4KDot4GFNI
 	}
 	return bqkQ4KDot4VNNI
+}
+
+// bqkQ6KDot4Z is Q6_K's ZMM four-row kernel: the one whose high bits
+// take GF2P8AFFINEQB where the CPU has GFNI.
+func bqkQ6KDot4Z() bqkFnK4 {
+	if cpu.X86.HasAVX512GFNI {
+		return bqkQ6KDot4GFNI
+	}
+	return bqkQ6KDot4VNNI
 }
 
 // bqkZ are the four-row kernels on ZMM (AVX-512 BW + VNNI; z32.go of

@@ -37,6 +37,11 @@ func bqkQ5KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, 
 //go:noescape
 func bqkQ6KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
 
+// bqkQ6KDot4GFNI is core/ggml's Dot of nb Q6_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ6KDot4GFNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
 // bqkQ2KDot4VNNI is core/ggml's Dot of nb Q2_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
 //
 //go:noescape

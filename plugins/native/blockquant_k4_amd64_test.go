@@ -11,7 +11,7 @@ import (
 )
 
 // TestBlockQuantK4ZMMVariants: each of the K types' ZMM four-row kernels
-// this CPU runs (Q4_K with and without GFNI, Q5_K, Q6_K) gives core/ggml's
+// this CPU runs (Q4_K and Q6_K with and without GFNI, Q5_K) gives core/ggml's
 // Dot bit for bit over ng = 1..5 groups read as quarters (group g: rows
 // g, g+ng, g+2·ng, g+3·ng), on activations with a zero block and a large
 // value.
@@ -26,7 +26,7 @@ func TestBlockQuantK4ZMMVariants(t *testing.T) {
 	}
 	vs := []variant{{"Q4_K", ggml.Q4_K, bqkQ4KDot4VNNI}, {"Q5_K", ggml.Q5_K, bqkQ5KDot4VNNI}, {"Q6_K", ggml.Q6_K, bqkQ6KDot4VNNI}}
 	if cpu.X86.HasAVX512GFNI {
-		vs = append(vs, variant{"Q4_K GFNI", ggml.Q4_K, bqkQ4KDot4GFNI})
+		vs = append(vs, variant{"Q4_K GFNI", ggml.Q4_K, bqkQ4KDot4GFNI}, variant{"Q6_K GFNI", ggml.Q6_K, bqkQ6KDot4GFNI})
 	}
 	rng := rand.New(rand.NewPCG(36, 7))
 	for _, v := range vs {

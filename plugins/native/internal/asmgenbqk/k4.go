@@ -47,6 +47,7 @@ var (
 	zScQ4w                               [4]Mem // Q4_K's 64-byte loads (q4k4VNNI)
 	z10                                  Mem
 	zIdxQ6                               [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
+	gfQ6                                 [2]Mem // Q6_K's planes 01 and 23 (GFNI)
 	zShQ2, zShQ3h                        [4]Mem // Q2_K/Q3_K: (h, k) = 2h+k
 	z03, z04, wLo4, wM4, q3HiIdx, q3HiSh Mem
 )
@@ -116,6 +117,19 @@ func consts4() {
 		}
 		return 0
 	})
+	// Q6_K's high bits to bits 4-5 for planes 0 (bits 0-1 of qh) and 1
+	// (bits 2-3) in the low and high 256 bits, and planes 2 (4-5) and 3
+	// (6-7), as GF2P8AFFINEQB matrices (output bit o, row byte 7−o)
+	for i := 0; i < 2; i++ {
+		ii := i
+		gfQ6[i] = avokit.Bytes(fmt.Sprintf("bqk_gfq6_%d", i), 64, func(j int) byte {
+			plane := 2*ii + j/32
+			if o := 7 - j%8; o == 4 || o == 5 {
+				return 1 << (2*plane + o - 4)
+			}
+			return 0
+		})
+	}
 	// chunk c: lanes 0-1 take scale word 2c, lanes 2-3 word 2c+1
 	for c := 0; c < 4; c++ {
 		cc := c
@@ -447,9 +461,15 @@ func store4even(facc VecVirtual) {
 	VMOVUPS(o, Mem{Base: y})
 }
 
-// q6k4 generates the four-row Q6_K kernel of family fam.
+// q6k4 generates the four-row Q6_K kernel of family fam (fam "GFNI":
+// VNNI with the high bits' planes moved into place by GF2P8AFFINEQB, a bit
+// matrix a byte, instead of a shift and an AND each).
 func q6k4(fam string) {
 	name := "bqkQ6KDot4" + fam
+	gfni := fam == "GFNI"
+	if gfni {
+		fam = "VNNI"
+	}
 	var a k4args
 	if fam == "VNNI" {
 		a = k4headN(name, k4Doc(name, "Q6_K", true))
@@ -474,9 +494,15 @@ func q6k4(fam string) {
 	var shl6, shr6, c30, c0f VecVirtual
 	if fam == "VNNI" {
 		shl6, shr6, c30, c0f = ZMM(), ZMM(), ZMM(), ZMM()
-		VMOVDQU64(zShL6, shl6)
-		VMOVDQU64(zShR6, shr6)
-		VMOVDQU64(z30, c30)
+		if gfni { // the matrices: planes 0|1, 2|3, the high nibble
+			VMOVDQU64(gfQ6[0], shl6)
+			VMOVDQU64(gfQ6[1], shr6)
+			VMOVDQU64(gfHi4, c30)
+		} else {
+			VMOVDQU64(zShL6, shl6)
+			VMOVDQU64(zShR6, shr6)
+			VMOVDQU64(z30, c30)
+		}
 		VMOVDQU64(z0F, c0f)
 		k4groupStart(a, lab)
 		VXORPS(facc, facc, facc)
@@ -530,13 +556,21 @@ func q6k4(fam string) {
 				VMOVDQU64(row(r, 64*h), q)
 				VBROADCASTI64X4(row(r, 128+32*h), hb)
 				z01, z23 := ZMM(), ZMM()
-				VPSLLVW(shl6, hb, z01)
-				VPANDD(c30, z01, z01)
-				VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
-				VPSRLVW(shr6, hb, z23)
-				VPANDD(c30, z23, z23)
-				VPSRLW(U8(4), q, q)
-				VPTERNLOGD(U8(0xF8), c0f, q, z23)
+				if gfni {
+					vgf2p8affineqb(shl6, hb, z01)
+					VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
+					vgf2p8affineqb(shr6, hb, z23)
+					vgf2p8affineqb(c30, q, q)
+					VPORD(q, z23, z23)
+				} else {
+					VPSLLVW(shl6, hb, z01)
+					VPANDD(c30, z01, z01)
+					VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
+					VPSRLVW(shr6, hb, z23)
+					VPANDD(c30, z23, z23)
+					VPSRLW(U8(4), q, q)
+					VPTERNLOGD(U8(0xF8), c0f, q, z23)
+				}
 				VPMADDUBSW(xv[2*h], z01, z01)
 				VPMADDUBSW(xv[2*h+1], z23, z23)
 				s01, s23 := ZMM(), ZMM()
@@ -545,9 +579,7 @@ func q6k4(fam string) {
 				vpdpwssd(s01, z01, acc)
 				vpdpwssd(s23, z23, acc)
 			}
-			t := YMM()
-			VEXTRACTI64X4(U8(1), acc, t)
-			VPADDD(t, acc.AsY(), isum[r])
+			isum[r] = acc
 		}
 	} else {
 		m0F, m03 := YMM(), YMM()
@@ -597,20 +629,18 @@ func q6k4(fam string) {
 		}
 	}
 	// [S0 S1 S2 S3]
-	p01, p23 := YMM(), YMM()
-	S := XMM()
+	var S VecVirtual
 	if fam == "VNNI" {
-		haddEVEX(isum[1], isum[0], p01)
-		haddEVEX(isum[3], isum[2], p23)
-		haddEVEX(p23, p01, p01)
-		VEXTRACTI32X4(U8(1), p01, S)
+		S = k4reduce4(isum)
 	} else {
+		p01, p23 := YMM(), YMM()
+		S = XMM()
 		VPHADDD(isum[1], isum[0], p01)
 		VPHADDD(isum[3], isum[2], p23)
 		VPHADDD(p23, p01, p01)
 		VEXTRACTI128(U8(1), p01, S)
+		VPADDD(p01.AsX(), S, S)
 	}
-	VPADDD(p01.AsX(), S, S)
 	// d of the four rows
 	dd := XMM()
 	h := GP32()
