@@ -1090,13 +1090,3 @@ func rowSM(S, M VecVirtual) VecVirtual {
 
 // c30x is the 0x30 bytes constant (its first 16 bytes used).
 func c30x() Mem { return z30 }
-
-// haddEVEX is VPHADDD(b, a, d) (per 128-bit lane [a0+a1, a2+a3, b0+b1,
-// b2+b3]) in instructions with an EVEX form, so that any of the 32
-// vector registers can hold its operands (VPHADDD has only VEX: X0-X15).
-func haddEVEX(b, a, d VecVirtual) {
-	ev, od := YMM(), YMM()
-	VSHUFPS(U8(0x88), b, a, ev)
-	VSHUFPS(U8(0xDD), b, a, od)
-	VPADDD(od, ev, d)
-}
