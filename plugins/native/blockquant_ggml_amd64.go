@@ -30,16 +30,34 @@ var bqkAVX2 = map[ggml.Type]*bqkKernel{
 // types' four-row kernels VPDPWSSD on ZMM, with AVX-512 BW) makes faster;
 // the other types take bqkAVX2's.
 var bqkVNNI = map[ggml.Type]*bqkKernel{
-	ggml.Q4_K: newBQKKernelN(ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4VNNI),
+	ggml.Q4_K: newBQKKernelN(ggml.Q4_K, bqkQ4KDotAVX2, bqkQ4KDot4Z()),
 	ggml.Q5_K: newBQKKernelN(ggml.Q5_K, bqkQ5KDotAVX2, bqkQ5KDot4VNNI),
 	ggml.Q2_K: newBQKKernel("vnni", ggml.Q2_K, nil, bqkQ2KDot4VNNI),
 	ggml.Q3_K: newBQKKernel("vnni", ggml.Q3_K, nil, bqkQ3KDot4VNNI),
-	ggml.Q6_K: newBQKKernelN(ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4VNNI),
+	ggml.Q6_K: newBQKKernelN(ggml.Q6_K, bqkQ6KDotAVX2, bqkQ6KDot4Z()),
 	ggml.Q4_0: newBQK32Kernel("vnni", ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4VNNI),
 	ggml.Q5_0: newBQK32Kernel("vnni", ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4VNNI),
 	ggml.Q8_0: newBQK32Kernel("vnni", ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4VNNI),
 	ggml.Q4_1: newBQK32mKernel("vnni", bqkQ4_1Dot1VNNI, bqkQ4_1Dot4VNNI),
 	ggml.Q5_1: newBQK32mKernel("vnni", bqkQ5_1Dot1VNNI, bqkQ5_1Dot4VNNI),
+}
+
+// bqkQ4KDot4Z is Q4_K's ZMM four-row kernel: the one whose high nibbles
+// take one GF2P8AFFINEQB where the CPU has GFNI.
+func bqkQ4KDot4Z() bqkFnK4 {
+	if cpu.X86.HasAVX512GFNI {
+		return bqkQ4KDot4GFNI
+	}
+	return bqkQ4KDot4VNNI
+}
+
+// bqkQ6KDot4Z is Q6_K's ZMM four-row kernel: the one whose high bits
+// take GF2P8AFFINEQB where the CPU has GFNI.
+func bqkQ6KDot4Z() bqkFnK4 {
+	if cpu.X86.HasAVX512GFNI {
+		return bqkQ6KDot4GFNI
+	}
+	return bqkQ6KDot4VNNI
 }
 
 // bqkZ are the four-row kernels on ZMM (AVX-512 BW + VNNI; z32.go of
@@ -133,16 +151,24 @@ func newBQKKernel(name string, t ggml.Type, f bqkFn, f4 bqkFn32) *bqkKernel {
 	return k
 }
 
+// bqkFnK4 is a K type's ZMM four-row kernel (sigK4 of internal/asmgenbqk's
+// k4.go): ng groups of four rows, group g's rows at w + g·rb + r·ldw and
+// its outputs at y[g + r·ldy] (r = 0..3).
+type bqkFnK4 = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
 // newBQKKernelN is newBQKKernel for a four-row kernel f4 of ng groups a
-// call (the VNNI ones): dot4 one group, dot4n ng of them, prefetching
-// two groups ahead (k4Prefetch).
-func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFn32n) *bqkKernel {
+// call (the VNNI ones): dot4 one group of four adjacent rows; dot4n takes
+// its 4·ng rows as four quarters of ng rows, a group one row of each, so
+// that each of the four rows the kernel reads at once walks its quarter
+// from start to end: four long sequential streams that the hardware's
+// prefetcher follows (see sigK4).
+func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFnK4) *bqkKernel {
 	k := newBQKKernel("vnni", t, f, nil)
-	be, bs := t.BlockSize(), t.BlockBytes()
-	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+	be := t.BlockSize()
+	call := func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32, ldw, ldy int) {
 		nb := w.k / be
 		_ = y[4*ng-1]
-		rows := w.raw[j*w.rb : (j+4*ng-1)*w.rb+nb*bs]
+		rows := w.raw[j*w.rb : (j+4*ng)*w.rb]
 		x := a.Q[r*w.k : r*w.k+w.k]
 		xd := a.D[r*nb : r*nb+nb]
 		var xs []int32
@@ -151,16 +177,14 @@ func newBQKKernelN(t ggml.Type, f bqkFn, f4 bqkFn32n) *bqkKernel {
 		} else {
 			xs = a.Sum32[r*nb*8 : (r+1)*nb*8]
 		}
-		f4(nb, &rows[0], w.rb, &x[0], &xd[0], &xs[0], &y[0], ng, k4Prefetch*w.rb)
+		f4(nb, &rows[0], ldw, &x[0], &xd[0], &xs[0], &y[0], ng, ldy)
 	}
-	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { k.dot4n(w, j, 1, a, r, y) }
+	k.dot4n = func(w *bqWeights, j, ng int, a *ggml.Act, r int, y []float32) {
+		call(w, j, ng, a, r, y, ng*w.rb, ng)
+	}
+	k.dot4 = func(w *bqWeights, j int, a *ggml.Act, r int, y []float32) { call(w, j, 1, a, r, y, w.rb, 1) }
 	return k
 }
-
-// k4Prefetch is how many rows ahead the K types' four-row kernels
-// prefetch: two groups (one group, about 5 KB at K 2048, was measured too
-// short a distance to hide the memory's latency).
-const k4Prefetch = 8
 
 // newBQK32Kernel wraps the one-row and four-row kernels of a 32-element
 // type (xs: the lane sums of core/ggml's Act).

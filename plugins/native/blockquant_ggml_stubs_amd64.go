@@ -2,20 +2,25 @@
 
 package native
 
-// bqkQ4KDot4VNNI is core/ggml's Dot of nb Q4_K super-blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead (see k4.go of the package asmgenbqk).
+// bqkQ4KDot4VNNI is core/ggml's Dot of nb Q4_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
 //
 //go:noescape
-func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+func bqkQ4KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
 
-// bqkQ5KDot4VNNI is core/ggml's Dot of nb Q5_K super-blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead (see k4.go of the package asmgenbqk).
+// bqkQ4KDot4GFNI is core/ggml's Dot of nb Q4_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
 //
 //go:noescape
-func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+func bqkQ4KDot4GFNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
 
-// bqkQ6KDot4VNNI is core/ggml's Dot of nb Q6_K super-blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead (see k4.go of the package asmgenbqk).
+// bqkQ5KDot4VNNI is core/ggml's Dot of nb Q5_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
 //
 //go:noescape
-func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+func bqkQ5KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
+// bqkQ6KDot4VNNI is core/ggml's Dot of nb Q6_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ6KDot4VNNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
 
 // bqkQ4KDot4AVX2 is core/ggml's Dot of nb Q4_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
 //
@@ -31,6 +36,11 @@ func bqkQ5KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, 
 //
 //go:noescape
 func bqkQ6KDot4AVX2(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32)
+
+// bqkQ6KDot4GFNI is core/ggml's Dot of nb Q6_K super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ6KDot4GFNI(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
 
 // bqkQ2KDot4VNNI is core/ggml's Dot of nb Q2_K super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk).
 //

@@ -42,11 +42,12 @@ func vpdpwssd(a, b, acc Op) {
 var (
 	z0F, z30, zShQ4, zShL6, zShR6, wM32  Mem
 	zHdrP, zHdrQ, zHdrSh, zHdrMask       Mem // Q4_K's header decoding
-	zScW, zMinW, dIdx4                   Mem
+	zScW, zMinW, dIdx4, dmIdx4, gfHi4    Mem
 	zScQ4, zShQ5                         [4]Mem
 	zScQ4w                               [4]Mem // Q4_K's 64-byte loads (q4k4VNNI)
 	z10                                  Mem
 	zIdxQ6                               [4]Mem // half h, planes 01 (2h) and 23 (2h+1)
+	gfQ6                                 [2]Mem // Q6_K's planes 01 and 23 (GFNI)
 	zShQ2, zShQ3h                        [4]Mem // Q2_K/Q3_K: (h, k) = 2h+k
 	z03, z04, wLo4, wM4, q3HiIdx, q3HiSh Mem
 )
@@ -101,6 +102,34 @@ func consts4() {
 		}
 		return byte(i)
 	})
+	// words 0, 8, 16, 24 (each lane's d) then 1, 9, 17, 25 (dmin)
+	dmIdx4 = words64("bqk_dmidx4", func(i int) uint16 {
+		if i >= 8 {
+			return 0
+		}
+		return uint16(8*(i%4) + i/4)
+	})
+	// GF2P8AFFINEQB's matrix taking a byte's high nibble to its low bits
+	// (output bit i, row byte 7−i, is input bit i+4; the top four zero)
+	gfHi4 = avokit.Bytes("bqk_gfhi4", 64, func(i int) byte {
+		if o := 7 - i%8; o < 4 {
+			return 1 << (o + 4)
+		}
+		return 0
+	})
+	// Q6_K's high bits to bits 4-5 for planes 0 (bits 0-1 of qh) and 1
+	// (bits 2-3) in the low and high 256 bits, and planes 2 (4-5) and 3
+	// (6-7), as GF2P8AFFINEQB matrices (output bit o, row byte 7−o)
+	for i := 0; i < 2; i++ {
+		ii := i
+		gfQ6[i] = avokit.Bytes(fmt.Sprintf("bqk_gfq6_%d", i), 64, func(j int) byte {
+			plane := 2*ii + j/32
+			if o := 7 - j%8; o == 4 || o == 5 {
+				return 1 << (2*plane + o - 4)
+			}
+			return 0
+		})
+	}
 	// chunk c: lanes 0-1 take scale word 2c, lanes 2-3 word 2c+1
 	for c := 0; c < 4; c++ {
 		cc := c
@@ -188,48 +217,63 @@ func combine4(a0, a1, a2, a3 VecVirtual) VecVirtual {
 type k4args struct {
 	nb, w, ldw, ldw3, x, xd, xs, pf Register
 	row                             func(r, disp int) Mem
-	wg, y, ng                       Register // k4headN's group loop
+	y, ng, ldy, ldy3                Register // k4headN's group loop (ldy in bytes)
 }
 
-// k4headN is k4head for a kernel of ng groups of four rows (sig32n:
-// outputs 4·ng, prefetching pfd bytes ahead); k4groupStart and
-// k4groupEnd enclose a group's super-block loop.
+// sigK4 is the signature of the K types' ZMM four-row kernels: ng
+// groups of four rows; group g's rows start at w + g·rb + r·ldw (rb =
+// nb·bs, the row's bytes; r = 0..3) and its outputs go to y[g + r·ldy].
+// Decode gives a task's rows as four quarters (ldw = ng·rb, ldy = ng):
+// each of the four rows a group reads walks its own quarter of the
+// weights from start to end, four long sequential streams that the
+// hardware's prefetcher follows (four adjacent rows a group, streams of
+// one row's bytes each, needed software prefetches, which were measured
+// to hold the kernel near 18 GB/s where the same work on quarters
+// streams over 30 here).
+const sigK4 = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)"
+
+// k4headN is k4head for a kernel of ng groups of four rows (sigK4);
+// k4groupStart and k4groupEnd enclose a group's super-block loop.
 func k4headN(name, doc string) k4args {
-	TEXT(name, NOSPLIT, sig32n)
+	TEXT(name, NOSPLIT, sigK4)
 	Doc(doc)
 	Pragma("noescape")
 	var a k4args
-	a.wg = Load(Param("w"), GP64())
+	a.nb, a.w, a.x, a.xd, a.xs = GP64(), GP64(), GP64(), GP64(), GP64()
+	Load(Param("w"), a.w)
 	a.ldw = Load(Param("ldw"), GP64())
 	a.y = Load(Param("y"), GP64())
 	a.ng = Load(Param("ng"), GP64())
+	a.ldy = Load(Param("ldy"), GP64())
+	SHLQ(U8(2), a.ldy)
+	a.ldy3 = GP64()
+	LEAQ(Mem{Base: a.ldy, Index: a.ldy, Scale: 2}, a.ldy3)
 	a.ldw3 = GP64()
 	LEAQ(Mem{Base: a.ldw, Index: a.ldw, Scale: 2}, a.ldw3)
-	a.nb, a.w, a.x, a.xd, a.xs, a.pf = GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
 	a.row = avokit.Rows4(a.w, a.ldw, a.ldw3)
 	return a
 }
 
-// k4groupStart opens a group: its arguments reloaded (the first
-// super-block), the prefetch pointer pfd bytes ahead.
+// k4groupStart opens a group: the activations' pointers reloaded; w
+// runs on (a group's rows end where the next group's begin).
 func k4groupStart(a k4args, lab string) {
 	Label(lab + "group")
 	TESTQ(a.ng, a.ng)
 	JZ(LabelRef(lab + "end"))
 	Load(Param("nb"), a.nb)
-	MOVQ(a.wg, a.w)
 	Load(Param("x"), a.x)
 	Load(Param("xd"), a.xd)
 	Load(Param("xs"), a.xs)
-	Load(Param("pfd"), a.pf)
-	ADDQ(a.w, a.pf)
 }
 
-// k4groupEnd closes a group (its four outputs stored at y): the next
-// four rows.
-func k4groupEnd(a k4args, lab string) {
-	ADDQ(U8(16), a.y)
-	LEAQ(Mem{Base: a.wg, Index: a.ldw, Scale: 4}, a.wg)
+// k4groupEnd closes a group (its four outputs, the lanes of o, stored at
+// y, y+ldy, y+2·ldy, y+3·ldy): the next group.
+func k4groupEnd(a k4args, lab string, o VecVirtual) {
+	VMOVSS(o, Mem{Base: a.y})
+	VEXTRACTPS(U8(1), o, Mem{Base: a.y, Index: a.ldy, Scale: 1})
+	VEXTRACTPS(U8(2), o, Mem{Base: a.y, Index: a.ldy, Scale: 2})
+	VEXTRACTPS(U8(3), o, Mem{Base: a.y, Index: a.ldy3, Scale: 1})
+	ADDQ(U8(4), a.y)
 	DECQ(a.ng)
 	JMP(LabelRef(lab + "group"))
 	Label(lab + "end")
@@ -238,7 +282,7 @@ func k4groupEnd(a k4args, lab string) {
 // k4Doc is a four-row kernel's doc line (n: the group-loop form).
 func k4Doc(name, ty string, n bool) string {
 	if n {
-		return name + " is core/ggml's Dot of nb " + ty + " super-blocks for ng groups of 4 weight rows ldw bytes apart (4·ng rows), into y[0..4·ng-1], prefetching pfd bytes ahead (see k4.go of the package asmgenbqk)."
+		return name + " is core/ggml's Dot of nb " + ty + " super-blocks for ng groups of 4 weight rows ldw bytes apart (group g's first row the g-th after w), into y[g], y[g+ldy], y[g+2·ldy], y[g+3·ldy] (see sigK4 in k4.go of the package asmgenbqk)."
 	}
 	return name + " is core/ggml's Dot of nb " + ty + " super-blocks for 4 weight rows ldw bytes apart, into y[0..3] (see k4.go of the package asmgenbqk)."
 }
@@ -285,7 +329,10 @@ func prefetch4(a k4args, bs int) {
 // (VNNI, AVX2).
 func q4k4(fam string, five bool) {
 	if fam == "VNNI" {
-		q4k4VNNI(five)
+		q4k4VNNI(five, false)
+		if !five {
+			q4k4VNNI(false, true)
+		}
 		return
 	}
 	name, ty, bs, qs := "bqkQ4KDot4"+fam, "Q4_K", 144, 16
@@ -414,9 +461,15 @@ func store4even(facc VecVirtual) {
 	VMOVUPS(o, Mem{Base: y})
 }
 
-// q6k4 generates the four-row Q6_K kernel of family fam.
+// q6k4 generates the four-row Q6_K kernel of family fam (fam "GFNI":
+// VNNI with the high bits' planes moved into place by GF2P8AFFINEQB, a bit
+// matrix a byte, instead of a shift and an AND each).
 func q6k4(fam string) {
 	name := "bqkQ6KDot4" + fam
+	gfni := fam == "GFNI"
+	if gfni {
+		fam = "VNNI"
+	}
 	var a k4args
 	if fam == "VNNI" {
 		a = k4headN(name, k4Doc(name, "Q6_K", true))
@@ -441,9 +494,15 @@ func q6k4(fam string) {
 	var shl6, shr6, c30, c0f VecVirtual
 	if fam == "VNNI" {
 		shl6, shr6, c30, c0f = ZMM(), ZMM(), ZMM(), ZMM()
-		VMOVDQU64(zShL6, shl6)
-		VMOVDQU64(zShR6, shr6)
-		VMOVDQU64(z30, c30)
+		if gfni { // the matrices: planes 0|1, 2|3, the high nibble
+			VMOVDQU64(gfQ6[0], shl6)
+			VMOVDQU64(gfQ6[1], shr6)
+			VMOVDQU64(gfHi4, c30)
+		} else {
+			VMOVDQU64(zShL6, shl6)
+			VMOVDQU64(zShR6, shr6)
+			VMOVDQU64(z30, c30)
+		}
 		VMOVDQU64(z0F, c0f)
 		k4groupStart(a, lab)
 		VXORPS(facc, facc, facc)
@@ -451,7 +510,9 @@ func q6k4(fam string) {
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a, 210)
+	if fam != "VNNI" {
+		prefetch4(a, 210)
+	}
 	// VNNI: the super-block's activations, for the four rows
 	var xv [4]VecVirtual
 	if fam == "VNNI" {
@@ -495,13 +556,21 @@ func q6k4(fam string) {
 				VMOVDQU64(row(r, 64*h), q)
 				VBROADCASTI64X4(row(r, 128+32*h), hb)
 				z01, z23 := ZMM(), ZMM()
-				VPSLLVW(shl6, hb, z01)
-				VPANDD(c30, z01, z01)
-				VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
-				VPSRLVW(shr6, hb, z23)
-				VPANDD(c30, z23, z23)
-				VPSRLW(U8(4), q, q)
-				VPTERNLOGD(U8(0xF8), c0f, q, z23)
+				if gfni {
+					vgf2p8affineqb(shl6, hb, z01)
+					VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
+					vgf2p8affineqb(shr6, hb, z23)
+					vgf2p8affineqb(c30, q, q)
+					VPORD(q, z23, z23)
+				} else {
+					VPSLLVW(shl6, hb, z01)
+					VPANDD(c30, z01, z01)
+					VPTERNLOGD(U8(0xF8), c0f, q, z01) // z01 |= q & 0x0F
+					VPSRLVW(shr6, hb, z23)
+					VPANDD(c30, z23, z23)
+					VPSRLW(U8(4), q, q)
+					VPTERNLOGD(U8(0xF8), c0f, q, z23)
+				}
 				VPMADDUBSW(xv[2*h], z01, z01)
 				VPMADDUBSW(xv[2*h+1], z23, z23)
 				s01, s23 := ZMM(), ZMM()
@@ -510,9 +579,7 @@ func q6k4(fam string) {
 				vpdpwssd(s01, z01, acc)
 				vpdpwssd(s23, z23, acc)
 			}
-			t := YMM()
-			VEXTRACTI64X4(U8(1), acc, t)
-			VPADDD(t, acc.AsY(), isum[r])
+			isum[r] = acc
 		}
 	} else {
 		m0F, m03 := YMM(), YMM()
@@ -562,20 +629,18 @@ func q6k4(fam string) {
 		}
 	}
 	// [S0 S1 S2 S3]
-	p01, p23 := YMM(), YMM()
-	S := XMM()
+	var S VecVirtual
 	if fam == "VNNI" {
-		haddEVEX(isum[1], isum[0], p01)
-		haddEVEX(isum[3], isum[2], p23)
-		haddEVEX(p23, p01, p01)
-		VEXTRACTI32X4(U8(1), p01, S)
+		S = k4reduce4(isum)
 	} else {
+		p01, p23 := YMM(), YMM()
+		S = XMM()
 		VPHADDD(isum[1], isum[0], p01)
 		VPHADDD(isum[3], isum[2], p23)
 		VPHADDD(p23, p01, p01)
 		VEXTRACTI128(U8(1), p01, S)
+		VPADDD(p01.AsX(), S, S)
 	}
-	VPADDD(p01.AsX(), S, S)
 	// d of the four rows
 	dd := XMM()
 	h := GP32()
@@ -599,8 +664,7 @@ func q6k4(fam string) {
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
 	if fam == "VNNI" {
-		VMOVUPS(facc, Mem{Base: a.y})
-		k4groupEnd(a, lab)
+		k4groupEnd(a, lab, facc)
 	} else {
 		y := Load(Param("y"), GP64())
 		VMOVUPS(facc, Mem{Base: y})
@@ -616,25 +680,37 @@ func q6k4(fam string) {
 // Q4_K takes its quants 64 bytes a load (both nibbles of two 32-byte
 // chunks: an AND and a shift for 128 quants), the activations shuffled
 // once a super-block to match; Q5_K broadcasts each 32-byte chunk to
-// both halves (its fifth bits come per chunk).
-func q4k4VNNI(five bool) {
+// both halves (its fifth bits come per chunk). gfni (Q4_K): the high
+// nibbles moved down by one GF2P8AFFINEQB (a bit matrix a byte) instead
+// of a shift and an AND (the kernel bqkQ4KDot4GFNI).
+//
+// The four rows' int32 sums stay in ZMM to the end of the super-block
+// and are reduced together (k4reduce4); the float32 steps take the rows'
+// S and M as two vectors of four lanes (k4floatSM).
+func q4k4VNNI(five, gfni bool) {
 	name, ty, bs, qs := "bqkQ4KDot4VNNI", "Q4_K", 144, 16
 	if five {
 		name, ty, bs, qs = "bqkQ5KDot4VNNI", "Q5_K", 176, 48
+	} else if gfni {
+		name = "bqkQ4KDot4GFNI"
 	}
 	a := k4headN(name, k4Doc(name, ty, true))
 	lab := name + "_"
 	row := a.row
-	didx := ZMM()
+	didx, dmw := ZMM(), ZMM()
 	VMOVDQU64(dIdx4, didx)
-	facc := YMM()
+	VMOVDQU64(dmIdx4, dmw)
+	facc := XMM()
 	// the tables the quants' loop takes, in registers (a memory operand
 	// each would be a load for every 32 quant bytes of every row)
-	shq4, c0f, c10 := ZMM(), ZMM(), ZMM()
+	shq4, c0f, c10, hiq := ZMM(), ZMM(), ZMM(), ZMM()
 	if five {
 		VMOVDQU64(zShQ4, shq4)
 	}
 	VMOVDQU64(z0F, c0f)
+	if gfni {
+		VMOVDQU64(gfHi4, hiq)
+	}
 	var scq4, shq5 [4]VecVirtual
 	for c := range scq4 {
 		scq4[c] = ZMM()
@@ -656,7 +732,6 @@ func q4k4VNNI(five bool) {
 	Label(lab + "block")
 	TESTQ(a.nb, a.nb)
 	JZ(LabelRef(lab + "done"))
-	prefetch4(a, bs)
 	// the super-block's activations, for the four rows
 	var xv [4]VecVirtual
 	for c := range xv {
@@ -702,7 +777,16 @@ func q4k4VNNI(five bool) {
 		t := ZMM()
 		VSHUFI32X4(U8(r*0x55), scw, scw, t) // row r's scale words in every lane
 		acc := ZMM()
-		VPXORD(acc, acc, acc)
+		first := true
+		// acc += s·n (the first product acc = s·n)
+		dp := func(s, n VecVirtual) {
+			if first {
+				VPMADDWD(s, n, acc)
+				first = false
+				return
+			}
+			vpdpwssd(s, n, acc)
+		}
 		var qh VecVirtual
 		if five {
 			qh = ZMM()
@@ -713,15 +797,19 @@ func q4k4VNNI(five bool) {
 				q, n, s := ZMM(), ZMM(), ZMM()
 				VMOVDQU64(row(r, qs+64*h), q)
 				VPANDD(c0f, q, n)
-				VPSRLW(U8(4), q, q)
-				VPANDD(c0f, q, q)
+				if gfni {
+					vgf2p8affineqb(hiq, q, q)
+				} else {
+					VPSRLW(U8(4), q, q)
+					VPANDD(c0f, q, q)
+				}
 				VPMADDUBSW(xv[2*h], n, n)
 				VPSHUFB(scq4[2*h], t, s)
-				vpdpwssd(s, n, acc)
+				dp(s, n)
 				VPMADDUBSW(xv[2*h+1], q, q)
 				s = ZMM()
 				VPSHUFB(scq4[2*h+1], t, s)
-				vpdpwssd(s, q, acc)
+				dp(s, q)
 			}
 		}
 		for c := 0; c < 4 && five; c++ {
@@ -740,21 +828,11 @@ func q4k4VNNI(five bool) {
 			}
 			VPMADDUBSW(xv[c], n, n)
 			VPSHUFB(scq4[c], t, s)
-			vpdpwssd(s, n, acc)
+			dp(s, n)
 		}
-		u := YMM()
-		VEXTRACTI64X4(U8(1), acc, u)
-		S[r] = YMM()
-		VPADDD(u, acc.AsY(), S[r])
+		S[r] = acc
 	}
-	// [S0 S1 S2 S3]
-	p01, p23 := YMM(), YMM()
-	haddEVEX(S[1], S[0], p01)
-	haddEVEX(S[3], S[2], p23)
-	haddEVEX(p23, p01, p01)
-	s4 := XMM()
-	VEXTRACTI32X4(U8(1), p01, s4)
-	VPADDD(p01.AsX(), s4, s4)
+	s4 := k4reduce4(S)
 	// [M0 M1 M2 M3]
 	t1 := ZMM()
 	VPSHUFD(U8(0x4E), mv, t1)
@@ -762,26 +840,7 @@ func q4k4VNNI(five bool) {
 	VPSHUFD(U8(0xB1), mv, t1)
 	VPADDD(t1, mv, mv)
 	VPERMD(mv, didx, mv)
-	lo, hi := XMM(), XMM()
-	VPUNPCKLDQ(mv.AsX(), s4, lo) // S0 M0 S1 M1
-	VPUNPCKHDQ(mv.AsX(), s4, hi) // S2 M2 S3 M3
-	sm := YMM()
-	VINSERTI32X4(U8(1), hi, lo.AsY(), sm)
-	// d, dmin of the four rows
-	dd := ZMM()
-	VPERMD(R, didx, dd)
-	df := YMM()
-	VCVTPH2PS(dd.AsX(), df)
-	da := YMM()
-	VBROADCASTSS(Mem{Base: a.xd}, da)
-	VMULPS(da, df, df)
-	f := YMM()
-	VCVTDQ2PS(sm, f)
-	VMULPS(df, f, f)
-	VADDPS(f, facc, facc)
-	g := YMM()
-	VMOVSHDUP(f, g)
-	VSUBPS(g, facc, facc)
+	k4floatSM(a, R, dmw, s4, mv.AsX(), facc)
 	ADDQ(U32(uint32(bs)), a.w)
 	ADDQ(U32(256), a.x)
 	ADDQ(U8(4), a.xd)
@@ -789,10 +848,62 @@ func q4k4VNNI(five bool) {
 	DECQ(a.nb)
 	JMP(LabelRef(lab + "block"))
 	Label(lab + "done")
-	store4evenEVEX(facc, a.y)
-	k4groupEnd(a, lab)
+	k4groupEnd(a, lab, facc)
 	VZEROUPPER()
 	RET()
+}
+
+// k4reduce4 sums each of the four rows' sixteen int32 lanes (acc[r]) to
+// [S0 S1 S2 S3]: the rows interleaved pairwise and added (per 128-bit
+// lane four partial sums a row, in row order), then the lanes added.
+func k4reduce4(acc [4]VecVirtual) VecVirtual {
+	var t [2]VecVirtual
+	for i := range t {
+		lo, hi := ZMM(), ZMM()
+		VPUNPCKLDQ(acc[2*i+1], acc[2*i], lo) // a0 b0 a1 b1
+		VPUNPCKHDQ(acc[2*i+1], acc[2*i], hi) // a2 b2 a3 b3
+		VPADDD(hi, lo, lo)
+		t[i] = lo
+	}
+	lo, hi := ZMM(), ZMM()
+	VPUNPCKLQDQ(t[1], t[0], lo)
+	VPUNPCKHQDQ(t[1], t[0], hi)
+	VPADDD(hi, lo, lo) // per lane [r0 r1 r2 r3]
+	VSHUFI64X2(U8(0xEE), lo, lo, hi)
+	VPADDD(hi, lo, lo)
+	s4 := XMM()
+	VEXTRACTI32X4(U8(1), lo.AsY(), s4)
+	VPADDD(lo.AsX(), s4, s4)
+	return s4
+}
+
+// k4floatSM does the float32 steps of four rows with minimums, lane r
+// row r: facc += float32(S)·(d·d_a), then facc −= float32(M)·(dmin·d_a);
+// R holds the rows' first 16 bytes (d, dmin at 0 and 2) one a 128-bit
+// lane, dmw the word indices picking d0..d3, dmin0..dmin3 (dmIdx4).
+func k4floatSM(a k4args, R, dmw, s4 VecVirtual, m4 Op, facc VecVirtual) {
+	dd := ZMM()
+	VPERMW(R, dmw, dd)
+	df := YMM()
+	VCVTPH2PS(dd.AsX(), df) // d0..d3 | dmin0..dmin3
+	da := YMM()
+	VBROADCASTSS(Mem{Base: a.xd}, da)
+	VMULPS(da, df, df)
+	sm := YMM()
+	VINSERTI32X4(U8(1), m4, s4.AsY(), sm)
+	f := YMM()
+	VCVTDQ2PS(sm, f)
+	VMULPS(df, f, f)
+	VADDPS(f.AsX(), facc, facc)
+	g := XMM()
+	VEXTRACTF32X4(U8(1), f, g)
+	VSUBPS(g, facc, facc)
+}
+
+// vgf2p8affineqb: each byte of x to the bit matrix of its qword in m
+// (GF2P8AFFINEQB with no constant; emitted raw: not in avo's table).
+func vgf2p8affineqb(m, x, dst Op) {
+	Instruction(&ir.Instruction{Opcode: "VGF2P8AFFINEQB", Operands: []Op{U8(0), m, x, dst}, Inputs: []Op{m, x}, Outputs: []Op{dst}})
 }
 
 // q23k4VNNI generates the four-row Q2_K (three: Q3_K) kernel on ZMM.
@@ -979,22 +1090,3 @@ func rowSM(S, M VecVirtual) VecVirtual {
 
 // c30x is the 0x30 bytes constant (its first 16 bytes used).
 func c30x() Mem { return z30 }
-
-// haddEVEX is VPHADDD(b, a, d) (per 128-bit lane [a0+a1, a2+a3, b0+b1,
-// b2+b3]) in instructions with an EVEX form, so that any of the 32
-// vector registers can hold its operands (VPHADDD has only VEX: X0-X15).
-func haddEVEX(b, a, d VecVirtual) {
-	ev, od := YMM(), YMM()
-	VSHUFPS(U8(0x88), b, a, ev)
-	VSHUFPS(U8(0xDD), b, a, od)
-	VPADDD(od, ev, d)
-}
-
-// store4evenEVEX is store4even in instructions with an EVEX form.
-func store4evenEVEX(facc VecVirtual, y Register) {
-	hi := XMM()
-	VEXTRACTF32X4(U8(1), facc, hi)
-	o := XMM()
-	VSHUFPS(U8(0x88), hi, facc.AsX(), o)
-	VMOVUPS(o, Mem{Base: y})
-}

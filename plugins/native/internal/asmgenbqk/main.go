@@ -74,6 +74,7 @@ func main() {
 		q4k4(fam, true)
 		q6k4(fam)
 	}
+	q6k4("GFNI")
 	q23k4VNNI(false)
 	q23k4VNNI(true)
 	q4k(false)
