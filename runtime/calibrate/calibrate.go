@@ -112,7 +112,11 @@ func Cases() []Case {
 	for _, c := range []struct {
 		s    []int
 		cout int
-	}{{[]int{1, 16, 56, 56}, 96}, {[]int{1, 144, 28, 28}, 24}, {[]int{1, 256, 12, 12}, 6}, {[]int{1, 48, 64, 64}, 192}, {[]int{1, 320, 7, 7}, 1280}} {
+	}{{[]int{1, 16, 56, 56}, 96}, {[]int{1, 144, 28, 28}, 24}, {[]int{1, 256, 12, 12}, 6}, {[]int{1, 48, 64, 64}, 192}, {[]int{1, 320, 7, 7}, 1280},
+		// few rows over many weights (MobileNet-style heads at 7×7 and
+		// 14×14: their weight stream is what they cost) and a wide
+		// image with few channels
+		{[]int{1, 1152, 7, 7}, 192}, {[]int{1, 192, 7, 7}, 1152}, {[]int{1, 672, 14, 14}, 112}, {[]int{1, 16, 112, 112}, 64}} {
 		cs = append(cs, Case{Family: "conv1x1", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, 1, 1, 1, n) }})
 	}
 	for _, k := range []int{3, 5} {
