@@ -51,8 +51,8 @@ var knownMisplaced = map[string]string{
 	// each at its least time inside the run, sum to 6.98 ms (its 1×1
 	// convolutions over 7×7 and 14×14 images with large weights 1.2–1.5×
 	// their estimate: TestZooNodeCosts), and the run adds another ms
-	// between them. pose_detection then picks native at 1.08–1.11×
-	// XNNPACK's time (load ~1)
+	// between them. Both then pick native at 1.03–1.11× XNNPACK's time
+	// (load ~1)
 	"pose_detection":     "native's in-model time (1.26× its estimate) not priced",
 	"hand_landmark_full": "native's in-model time (1.31× its estimate) not priced",
 }
