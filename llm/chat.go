@@ -28,11 +28,17 @@ type ChatConfig struct {
 
 // Chat is a multi-turn conversation with a decoder that keeps the key/value
 // cache between turns: each turn renders the whole conversation with the
-// chat template and tokenizes it, but only the tokens after the longest
-// prefix already in the cache are prefilled (the new user turn, and what
-// the template renders differently from before, such as the end of the
-// previous reply). The reply ends at the vocabulary's end-of-generation
-// tokens (EOS, EOT, <|im_end|>, ...).
+// chat template. When the rendering begins with the text the cache holds
+// (the last prompt and the reply as sampled), only the rest — the end of
+// the reply's turn, the new user turn and the start of the next reply —
+// is tokenized and prefilled, so the cache keeps the reply's tokens as
+// the model sampled them (re-tokenizing a reply can cut it differently:
+// a random Qwen2.5 reply did, and its last 8 tokens were prefilled
+// again). Otherwise (a template that renders history differently, such
+// as Qwen 3 dropping past reasoning) the whole conversation is tokenized
+// and only the tokens after the longest prefix already in the cache are
+// prefilled. The reply ends at the vocabulary's end-of-generation tokens
+// (EOS, EOT, <|im_end|>, ...).
 type Chat struct {
 	d        *Decoder
 	v        *Vocab
@@ -43,7 +49,8 @@ type Chat struct {
 	// Messages is the conversation so far.
 	Messages []Message
 	cache    *kvCache
-	fed      []int // the tokens the cache holds
+	fed      []int  // the tokens the cache holds
+	fedText  string // their text: the rendered prompt and the reply's pieces fed
 }
 
 // Turn reports one exchange.
@@ -105,21 +112,33 @@ func (c *Chat) Cached() int { return len(c.fed) }
 // Prompt renders and tokenizes the conversation with one more user
 // message and the start of the reply: the ids the next Send would feed.
 func (c *Chat) Prompt(user string) ([]int, error) {
+	ids, _, err := c.prompt(user)
+	return ids, err
+}
+
+// prompt is Prompt, with the rendered text.
+func (c *Chat) prompt(user string) ([]int, string, error) {
 	msgs := append(append([]Message(nil), c.Messages...), Message{Role: "user", Content: user})
 	text, err := c.tmpl.Render(msgs, c.opts)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if len(c.fed) > 0 && c.fedText != "" && len(text) > len(c.fedText) && strings.HasPrefix(text, c.fedText) {
+		// the cache holds the start of this rendering: only the rest is new
+		if more, err := c.v.Tokenize(text[len(c.fedText):], false, true); err == nil && len(more) > 0 {
+			return append(c.fed[:len(c.fed):len(c.fed)], more...), text, nil
+		}
 	}
 	// BOS as the model asks, unless the template wrote it already
 	bos := c.v.AddBOS() && !(c.opts.BOS != "" && strings.HasPrefix(text, c.opts.BOS))
 	ids, err := c.v.Tokenize(text, bos, true)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(ids) == 0 {
-		return nil, errors.New("llm: the chat template rendered no tokens")
+		return nil, "", errors.New("llm: the chat template rendered no tokens")
 	}
-	return ids, nil
+	return ids, text, nil
 }
 
 // Send adds a user message and generates the reply, calling yield with
@@ -129,7 +148,7 @@ func (c *Chat) Send(ctx context.Context, user string, yield func(Token) error) (
 	if c.cache == nil {
 		return nil, errors.New("llm: the chat is closed")
 	}
-	ids, err := c.Prompt(user)
+	ids, prompt, err := c.prompt(user)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +171,11 @@ func (c *Chat) Send(ctx context.Context, user string, yield func(Token) error) (
 			}
 			common = 0
 		}
-		c.cache, c.fed = cache, c.fed[:common]
+		c.cache, c.fed, c.fedText = cache, c.fed[:common], ""
 	}
 	turn := &Turn{PromptTokens: len(ids), Reused: common, Prefilled: len(ids) - common}
 	feed := ids[common:]
+	feedText, first := prompt, true // the text feed adds to the cache
 	var reply []int
 	var text strings.Builder
 	for {
@@ -169,6 +189,11 @@ func (c *Chat) Send(ctx context.Context, user string, yield func(Token) error) (
 		}
 		c.cache = next
 		c.fed = append(c.fed, feed...)
+		if first {
+			c.fedText, first = prompt, false // the whole rendering, old and new
+		} else {
+			c.fedText += feedText
+		}
 		id := sample(logits, c.sampling, c.rng)
 		if turn.Prefill == 0 {
 			turn.Prefill = time.Since(start)
@@ -196,7 +221,7 @@ func (c *Chat) Send(ctx context.Context, user string, yield func(Token) error) (
 			turn.Stop = "context"
 			break
 		}
-		feed = []int{id}
+		feed, feedText = []int{id}, piece
 	}
 	turn.Reply = text.String()
 	c.finish(user, turn.Reply)
