@@ -28,7 +28,13 @@ type freeBuf struct {
 type bufViews struct {
 	n    []int
 	data []any
+	next int // the view replaced next once there are maxViews
 }
+
+// maxViews bounds a buffer's views: a server whose prompts have every
+// length would otherwise add one per length, without end, and scan them
+// all on each allocation.
+const maxViews = 16
 
 // at is the buffer's data at count elements (b's own data when its
 // length is count).
@@ -45,7 +51,13 @@ func (b *freeBuf) at(count int) any {
 		}
 	}
 	d := graph.SliceData(b.data, 0, count) // within its capacity
-	b.v.n, b.v.data = append(b.v.n, count), append(b.v.data, d)
+	if len(b.v.n) < maxViews {
+		b.v.n, b.v.data = append(b.v.n, count), append(b.v.data, d)
+		return d
+	}
+	i := 1 + b.v.next%(maxViews-1) // the first view is the buffer's own
+	b.v.n[i], b.v.data[i] = count, d
+	b.v.next++
 	return d
 }
 
