@@ -185,7 +185,9 @@ const bqkTaskBytesK = 1 << 20
 // bytes and m activation rows on t threads: multiples of 8 rows (the
 // eight-row kernels), at least 32 rows, four tasks a thread at most
 // (claimed as they come: a thread the machine slows takes fewer), and
-// for one activation row at most bqkTaskBytes of weights.
+// for one activation row at most bqkTaskBytes of weights (bqkTaskBytesK
+// for the K types, kType: their kernels restart four row streams a
+// task).
 func bqkTaskRows(N, rb, m, t int, kType bool) int {
 	per := max(((N+4*t-1)/(4*t)+7)&^7, 32)
 	if m == 1 && rb > 0 {
