@@ -55,6 +55,11 @@ var knownMisplaced = map[string]string{
 	// (load ~1)
 	"pose_detection":     "native's in-model time (1.26× its estimate) not priced",
 	"hand_landmark_full": "native's in-model time (1.31× its estimate) not priced",
+	// 22 of its 425 nodes go to XNNPACK for an estimated 2% gain (4.61 vs
+	// 4.69 ms); measured 1.01–1.03× native alone at load ~1 and 1.16× in
+	// a CI run: what the crossings cost when the machine is busy is not
+	// priced
+	"ppocrv4_rec": "22 nodes moved to XNNPACK for an estimated 2%: crossings under load not priced",
 }
 
 // knownSlack bounds the known misplacements.
