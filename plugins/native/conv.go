@@ -91,6 +91,9 @@ type convPlan struct {
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
+	if f != nil && f.pw != nil {
+		return buildDWPW(bc, n, f) // a depthwise 3×3 with its 1×1 (dwpw.go)
+	}
 	if wt := constInput(bc.sg, n, 1); wt != nil {
 		p, err := newConvPlan(bc, n, wt, constInput(bc.sg, n, 2), f, true)
 		if err != nil {

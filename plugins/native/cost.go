@@ -290,6 +290,9 @@ const chainStepPerElem = 0.025
 // fusedCost prices a node of fuse's graph that took over the nodes after
 // it: the head's own cost plus its fused chain.
 func fusedCost(sg *hal.Subgraph, n *graph.Node, f *fusion, threads int) float64 {
+	if f.pw != nil {
+		return dwpwCost(sg, f, threads) // a depthwise 3×3 with its 1×1 (dwpw.go)
+	}
 	c := headCost(sg, n, threads)
 	elems := -1
 	if t, ok := sg.TypeOf(n.Outputs[0]); ok {

@@ -28,6 +28,10 @@ type fusion struct {
 	// silu: a Sigmoid that took over the Mul of its input by its output
 	// (x·sigmoid(x), SiLU/Swish), run as one pass (vmath.go)
 	silu bool
+	// pw: the 1×1 Conv a depthwise 3×3 Conv took over (dwpw.go), with
+	// pwf its own fusion; dw is the depthwise Conv as it was
+	pw, dw *graph.Node
+	pwf    *fusion
 }
 
 // fusable are the ops that take a following Relu or Clip.
@@ -161,6 +165,13 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 				absorbed = append(absorbed, nodes...)
 			}
 		}
+		if padN == nil {
+			if pw, pf, pabs, end := dwpwFollow(sg, n, f, last, next, readers, isOut, free); pw != nil {
+				f.pw, f.pwf, f.dw = pw, pf, n
+				absorbed = append(append(absorbed, pw), pabs...)
+				last = end
+			}
+		}
 		if last == n && padN == nil {
 			continue
 		}
@@ -179,6 +190,9 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 				ins = append(ins, "")
 			}
 			c.Inputs = append(ins, extras...)
+		}
+		if f.pw != nil {
+			c.Inputs = dwpwInputs(n, f)
 		}
 		if padN != nil {
 			c.Inputs = append([]string{padN.Inputs[0]}, c.Inputs[1:]...)
