@@ -20,9 +20,15 @@ import (
 // 1.2 MiB in UltraFace's first block (16 channels of 120×160) and
 // 2.6 MiB in YOLOX-nano's, is never written to memory and read back.
 
-// dwpwStripFloats is about the floats of one strip (all channels): 64 KiB,
+// dwpwStripFloats is about the floats of one strip (all channels): 256 KiB,
 // in L2 between the depthwise rows writing it and the GEMM reading it.
-const dwpwStripFloats = 16 << 10
+// Smaller strips cost more than they save: each writes every output
+// channel in short runs. BenchmarkDWPW (1 thread, load 17-19, fused/apart
+// of the medians of least runs) on UltraFace 16→32 at 120×160, YOLOX-like
+// 32→32 at 104×104 with SiLU: 16 Ki floats 0.95-1.01 / 1.13-1.14; 32 Ki
+// 0.93 / 0.90; 64 Ki 0.96-0.97 / 0.98; 128 Ki 0.90 / 0.99; 4 Ki 1.35 / 2.2.
+// A variable: the benchmark tries others (DWPW_STRIP).
+var dwpwStripFloats = 64 << 10
 
 // dwpwMinBytes is the smallest depthwise output fused with its 1×1
 // convolution: a smaller one stays in cache between the two nodes anyway,
@@ -174,8 +180,16 @@ func dwpwCost(sg *hal.Subgraph, f *fusion, threads int) float64 {
 // dwpwPlan is a fused pair prepared at compile.
 type dwpwPlan struct {
 	dw, pw *convPlan
-	strips *scratchSet
 }
+
+// dwpwStrips are the strips' scratch buffers, shared by every fused pair
+// (most take dwpwStrip floats, so one buffer a thread serves them all).
+var dwpwStrips scratchSet
+
+// dwpwStrip is the floats of a strip's scratch for c channels of n
+// columns: dwpwStripFloats (and a panel of slack), or more for one row
+// of many channels.
+func dwpwStrip(c, n int) int { return max(c*n, dwpwStripFloats) + maxNR }
 
 func buildDWPW(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	df := *f
@@ -191,7 +205,7 @@ func buildDWPW(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	for _, p := range []*convPlan{dp, pp} {
 		p.ss, p.planeSS, p.wideSS = &scratchSet{}, &scratchSet{}, &scratchSet{}
 	}
-	d := &dwpwPlan{dw: dp, pw: pp, strips: &scratchSet{}}
+	d := &dwpwPlan{dw: dp, pw: pp}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		var extra []*graph.Tensor
 		if len(in) > 5 {
@@ -277,7 +291,7 @@ func (d *dwpwPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extr
 	}
 	var fe firstErr
 	a := dwpwTask{d: d, kern: kern, cs: cs, x: f32(x), y: f32(y), wa: wa, apk: apk, rows: rows, strips: strips, extra: ex,
-		sc: d.strips.of(c*rows*g.ow + kern.nr), err: &fe}
+		sc: dwpwStrips.of(dwpwStrip(c, rows*g.ow)), err: &fe}
 	tasks := batch * strips
 	if bc.pool.threads() == 1 {
 		for t := 0; t < tasks; t++ {
@@ -344,9 +358,33 @@ func (a dwpwTask) strip(t int) {
 				ex[i] = e[b*m*ohw+o : b*m*ohw+o+n]
 			}
 		}
-		if err := applyChain(nil, pp.chain, pp.segs, y[o:o+n], []int{n}, ex); err != nil {
-			a.err.set(err)
-			return
+		if pp.segs == nil {
+			if err := applyChain(nil, pp.chain, pp.segs, y[o:o+n], []int{n}, ex); err != nil {
+				a.err.set(err)
+				return
+			}
+			continue
+		}
+		segsOn(pp.segs, y[o:o+n], &ex)
+	}
+}
+
+// segsOn runs a compiled chain without PRelu steps (dwpwFollow refuses
+// them) in place over y, a block at a time: applyChain's loop without its
+// set-up, which a strip's many short runs (one per output channel) would
+// pay each time.
+func segsOn(segs []chainSeg, y []float32, ex *[maxChainExtra][]float32) {
+	for b0 := 0; b0 < len(y); b0 += chainBlock {
+		blk := y[b0:min(b0+chainBlock, len(y))]
+		for _, s := range segs {
+			switch {
+			case s.extra >= 0:
+				binaryVec(opAdd, blk, blk, ex[s.extra][b0:b0+len(blk)])
+			case s.fn != nil:
+				s.fn(blk, blk)
+			default:
+				runChain(blk, s.ops)
+			}
 		}
 	}
 }

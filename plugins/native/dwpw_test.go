@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -164,5 +167,88 @@ func TestDWPWFusion(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// typedSubgraph is m's graph with every value's inferred type, as the
+// runtime hands a partition to a backend.
+func typedSubgraph(m *graph.Model) *hal.Subgraph {
+	tg := *m.Graph
+	types, _ := runtime.InferTypes(m)
+	for _, n := range tg.Nodes {
+		for _, o := range n.Outputs {
+			tg.ValueInfo = append(tg.ValueInfo, graph.ValueInfo{Name: o, Type: types[o]})
+		}
+	}
+	return &hal.Subgraph{Graph: &tg, Opsets: m.Opsets}
+}
+
+// BenchmarkDWPW times the fused pair against the two nodes apart on
+// UltraFace's and YOLOX-nano's large pairs at one thread, alternating
+// the two in rounds of 20 runs (the machine is shared), and reports each
+// one's median of the rounds' least runs and their ratio (fused/apart).
+func BenchmarkDWPW(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		c, m, h, w, s int
+		act           string
+	}{
+		{16, 32, 120, 160, 1, "Relu"}, // UltraFace 249→252
+		{32, 32, 120, 160, 2, "Relu"}, // UltraFace 255→258
+		{32, 32, 60, 80, 1, "Relu"},   // UltraFace 261→264
+		{64, 64, 30, 40, 1, "Relu"},   // UltraFace 273→276
+		{16, 32, 208, 208, 2, "SiLU"}, // YOLOX 1180→1183
+		{32, 32, 104, 104, 1, "SiLU"}, // YOLOX-like
+	} {
+		name := fmt.Sprintf("%dto%d_%dx%d_s%d_%s", c.c, c.m, c.h, c.w, c.s, c.act)
+		b.Run(name, func(b *testing.B) {
+			m, out := dwpwModel(rng, c.c, c.m, c.h, c.w, c.s, c.act, c.act, false, true)
+			sg := typedSubgraph(m)
+			x := make([]float32, c.c*c.h*c.w)
+			for i := range x {
+				x[i] = rng.Float32()*2 - 1
+			}
+			in := []*graph.Tensor{graph.MustFromSlice([]int{1, c.c, c.h, c.w}, x)}
+			if v := os.Getenv("DWPW_STRIP"); v != "" {
+				defer func(v int) { dwpwStripFloats = v }(dwpwStripFloats)
+				fmt.Sscan(v, &dwpwStripFloats)
+			}
+			var exes [2]hal.Executable
+			for i, on := range []bool{false, true} {
+				useDWPW = on
+				nb := New(Options{Threads: 1})
+				defer nb.Close()
+				e, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Release()
+				exes[i] = e
+			}
+			useDWPW = true
+			n := 1
+			for _, d := range out {
+				n *= d
+			}
+			y := graph.MustFromSlice(out, make([]float32, n))
+			var mins [2][]float64
+			for b.Loop() {
+				for i, e := range exes {
+					best := 1e18
+					for range 20 {
+						t0 := time.Now()
+						if err := e.Execute(context.Background(), in, []*graph.Tensor{y}); err != nil {
+							b.Fatal(err)
+						}
+						best = min(best, float64(time.Since(t0).Nanoseconds())/1e3)
+					}
+					mins[i] = append(mins[i], best)
+				}
+			}
+			med := func(v []float64) float64 { v = append([]float64{}, v...); sort.Float64s(v); return v[len(v)/2] }
+			b.ReportMetric(med(mins[0]), "apart-µs")
+			b.ReportMetric(med(mins[1]), "fused-µs")
+			b.ReportMetric(med(mins[1])/med(mins[0]), "ratio")
+		})
 	}
 }
