@@ -283,6 +283,10 @@ func (d *dwpwPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extr
 		return nil, err
 	}
 	rows := dwpwRows(c, g.oh, g.ow)
+	if t := bc.pool.threads(); t > 1 {
+		// a few strips a thread, so that none waits long on the last
+		rows = max(1, min(rows, (batch*g.oh+3*t-1)/(3*t)))
+	}
 	strips := (g.oh + rows - 1) / rows
 	kern := bc.kern
 	wa, apk := pp.w, false
