@@ -31,8 +31,9 @@ import (
 var dwpwStripFloats = 64 << 10
 
 // dwpwMinBytes is the smallest depthwise output fused with its 1×1
-// convolution: a smaller one stays in cache between the two nodes anyway,
-// and its strips would be few columns each.
+// convolution: a smaller one stays in cache between the two nodes anyway
+// (BenchmarkDWPW, fused with no minimum: UltraFace's 128→128 at 15×20
+// and 64→128 at 30×40, 150 KiB, 1.01-1.015 of the two apart).
 var dwpwMinBytes = 256 << 10
 
 // useDWPW: a variable, so that tests and benchmarks compare both ways.

@@ -213,6 +213,8 @@ func BenchmarkDWPW(b *testing.B) {
 		{32, 32, 120, 160, 2, "Relu"}, // UltraFace 255→258
 		{32, 32, 60, 80, 1, "Relu"},   // UltraFace 261→264
 		{64, 64, 30, 40, 1, "Relu"},   // UltraFace 273→276
+		{128, 128, 15, 20, 1, "Relu"}, // UltraFace 350→353 (below dwpwMinBytes)
+		{64, 128, 30, 40, 2, "Relu"},  // UltraFace 344→347 (below dwpwMinBytes)
 		{16, 32, 208, 208, 2, "SiLU"}, // YOLOX 1180→1183
 		{32, 32, 104, 104, 1, "SiLU"}, // YOLOX-like
 	} {
@@ -229,6 +231,8 @@ func BenchmarkDWPW(b *testing.B) {
 				defer func(v int) { dwpwStripFloats = v }(dwpwStripFloats)
 				fmt.Sscan(v, &dwpwStripFloats)
 			}
+			defer func(v int) { dwpwMinBytes = v }(dwpwMinBytes)
+			dwpwMinBytes = 0
 			var exes [2]hal.Executable
 			for i, on := range []bool{false, true} {
 				useDWPW = on
