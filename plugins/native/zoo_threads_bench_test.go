@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -145,4 +146,31 @@ func zooThreads(b *testing.B, root, m string, rounds int) {
 			best[0][k].Seconds()/best[1][k].Seconds(), op[k], k)
 	}
 	fmt.Print(sb.String())
+}
+
+// BenchmarkGemmThreads runs UltraFace's 1×1 convolutions (m output
+// channels, k input channels, n positions, B read in place) as gemm on a
+// pool of 1 and 2 threads held hot, one call after another: the wall
+// time of one split GEMM of 20-200 µs.
+//
+//	go test ./plugins/native -run '^$' -bench GemmThreads -cpu 2
+func BenchmarkGemmThreads(b *testing.B) {
+	kern := bestKernel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, sh := range [][3]int{{32, 16, 19200}, {32, 32, 4800}, {64, 32, 1200}, {128, 128, 300}, {256, 256, 80}} {
+		m, k, n := sh[0], sh[1], sh[2]
+		a, x, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
+		bias := make([]float32, (m+kern.mr-1)/kern.mr*kern.mr)
+		for _, th := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%dx%dx%d/threads=%d", m, k, n, th), func(b *testing.B) {
+				p := newPool(th)
+				defer p.close()
+				p.begin()
+				defer p.end()
+				for b.Loop() {
+					gemm(&kern, p, &gemmOp{m: m, n: n, k: k, a: a, lda: k, b: x, ldb: n, c: c, ldc: n, bias: bias, biasMode: initRowBias})
+				}
+			})
+		}
+	}
 }
