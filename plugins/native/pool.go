@@ -216,7 +216,7 @@ func (p *pool) parallel(n int, fn func(task int)) {
 	}
 	j.work()
 	if j.done.Load() < j.n {
-		waitSpin(j)
+		waitSpin(j, p.hot.Load() > 0)
 	}
 	j.waiting.Store(true)
 	j.finished.Wait()
@@ -229,15 +229,21 @@ func (p *pool) parallel(n int, fn func(task int)) {
 // futex on Linux), which can cost as much again on a virtual machine.
 const callerSpin = 200 * time.Microsecond
 
-// waitSpin spins until j's tasks are done or callerSpin has passed,
-// yielding now and then (a goroutine this one's thread owes time to runs).
-func waitSpin(j *job) {
+// waitSpin spins until j's tasks are done or callerSpin has passed
+// (hot: until they are done), yielding now and then (a goroutine this
+// one's thread owes time to runs). A hot pool's caller does not park:
+// the worker finishing the last task would wake it onto the worker's own
+// P, and the worker, yielding to it (yieldAfterWake), could be left on
+// the global queue with the other P asleep, the rest of the run on one
+// thread (the traced UltraFace runs lost the worker that way after
+// about 1 ms).
+func waitSpin(j *job, hot bool) {
 	var t0 time.Time
 	for i := 1; j.done.Load() < j.n; i++ {
 		if i&255 == 0 {
 			if t0.IsZero() {
 				t0 = time.Now()
-			} else if time.Since(t0) > callerSpin {
+			} else if !hot && time.Since(t0) > callerSpin {
 				return
 			}
 			runtime.Gosched()
