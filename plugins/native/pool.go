@@ -23,12 +23,15 @@ import (
 // A model's run holds the pool hot (begin/end around it): its workers
 // are woken as the run starts and spin between its loops for up to
 // hotSpin, not spinChecks, and endSpin past its end (for the next of a
-// string of calls). A CNN's nodes are loops of 20-300 µs with
-// serial nodes (Slice, Concat, Softmax, small convolutions) between them
-// that outlast spinChecks; a parked worker took 30-200 µs to wake on
-// this project's virtual machines (UltraFace at 2 threads: the worker
-// joined 22 of 56 loops, most of them after the caller had claimed every
-// task, and the run was no faster than at 1 thread).
+// string of calls), and its caller spins for a loop's last tasks
+// instead of parking (waitSpin). A CNN's nodes are loops of 20-300 µs
+// with serial nodes (Slice, Concat, Softmax, small convolutions) between
+// them that outlast spinChecks, and a parked worker took 100 µs to
+// 1.5 ms to start (yieldAfterWake): traced at 2 threads, UltraFace's
+// worker joined 22 of 56 loops, most of them after the caller had
+// claimed every task, and the run was no faster than at 1 thread; held
+// hot (with the yields), it joins 46-47 of 47 and runs about half the
+// tasks.
 type pool struct {
 	workers int
 	jobs    chan *job
@@ -218,7 +221,9 @@ func (p *pool) parallel(n int, fn func(task int)) {
 	if j.done.Load() < j.n {
 		waitSpin(j, p.hot.Load() > 0)
 	}
-	j.waiting.Store(true)
+	if j.done.Load() < j.n {
+		j.waiting.Store(true)
+	}
 	j.finished.Wait()
 }
 
