@@ -323,7 +323,7 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 	if err != nil {
 		return nil, hal.Errorf(hal.CodeInvalidArgument, "native: %v", err)
 	}
-	return &Executable{b: b, prog: prog, precision: precisionOf(bc.int8Nodes), int8Nodes: bc.int8Nodes, int8Kernel: bc.int8Kernel, floatNotes: bc.floatNotes}, nil
+	return &Executable{b: b, pool: p, prog: prog, precision: precisionOf(bc.int8Nodes), int8Nodes: bc.int8Nodes, int8Kernel: bc.int8Kernel, floatNotes: bc.floatNotes}, nil
 }
 
 // subgraphTypes are the types the runtime gave sg's values (inputs,
@@ -347,6 +347,7 @@ func subgraphTypes(sg *hal.Subgraph) map[string]graph.ValueType {
 // Executable is a compiled partition.
 type Executable struct {
 	b    *Backend
+	pool *pool // held hot during each call (pool.begin)
 	prog *exec.Program
 	// precision is what it computes in (hal.PrecisionInt8 when a
 	// BlockQuantMatMul takes the integer path), int8Nodes how many nodes
@@ -369,6 +370,8 @@ func (e *Executable) Execute(ctx context.Context, inputs, outputs []*graph.Tenso
 	if e.b.isClosed() {
 		return errClosed()
 	}
+	e.pool.begin()
+	defer e.pool.end()
 	if err := e.prog.RunBound(ctx, inputs, outputs); err != nil {
 		if errors.Is(err, kernels.ErrInvalid) {
 			return hal.Errorf(hal.CodeInvalidArgument, "native: %v", err)
@@ -387,6 +390,8 @@ func (e *Executable) ExecuteProfiled(ctx context.Context, inputs, outputs []*gra
 		return nil, errClosed()
 	}
 	var st exec.Stats
+	e.pool.begin()
+	defer e.pool.end()
 	start := time.Now()
 	if err := e.prog.RunBoundWith(ctx, inputs, outputs, exec.RunOptions{Profile: true}, &st); err != nil {
 		if errors.Is(err, kernels.ErrInvalid) {

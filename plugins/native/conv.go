@@ -346,11 +346,17 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	// L2 between its packing and the GEMM reading it)
 	np := panelsOf(ncols, kern.nr)
 	block := min(np, max(1, (256<<10)/4/(kk*kern.nr)))
+	// more than one thread: the columns split into tasks that each pack
+	// and multiply their own panels (colTasks)
+	cols := 1
+	if !tapped {
+		cols = colTasks(bc.pool.threads(), (per+kern.mr-1)/kern.mr, np, kk)
+	}
 	if t := bc.pool.threads(); t > 1 {
 		block = min(np, max(block, (np+t-1)/t))
 	}
 	var packed []float32
-	if !tapped {
+	if !tapped && cols == 1 {
 		sc := p.ss.of(packedLen(kk, block*kern.nr, kern.nr))
 		buf := sc.get()
 		defer sc.put(buf)
@@ -404,21 +410,25 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 						}
 					})
 			}
-			for c0 := 0; c0 < np && !tapped; c0 += block {
+			if cols > 1 {
+				c, ldc := Y[(b*p.cout+gi*per)*ohw:], ohw
+				if wide {
+					c, ldc = cw, ncols
+				}
+				sub := min((np+cols-1)/cols, max(1, (256<<10)/4/(kk*kern.nr)))
+				parallelFor(bc.pool, cols, &colTask{
+					pack: packTask{pointwise, wide, l, g, nil, planes, xs, kk, ohw, ncols, hw, ps, cg, 0, 0, 1, kern.nr},
+					sc:   p.ss.of(packedLen(kk, sub*kern.nr, kern.nr)), kern: kern, np: np, tasks: cols, sub: sub,
+					op: gemmOp{m: per, k: kk, a: wa[gi*gs:], lda: kk, apacked: apk, c: c, ldc: ldc,
+						bias: p.bias[gi*p.biasStride:], biasMode: initRowBias, clamp: p.clamp, lo: p.lo, hi: p.hi},
+				}, func(a *colTask, t int) { a.run(t) })
+			}
+			for c0 := 0; c0 < np && !tapped && cols == 1; c0 += block {
 				c1 := min(c0+block, np)
 				chunks := min(c1-c0, 4*bc.pool.threads())
 				parallelFor(bc.pool, chunks, packTask{pointwise, wide, l, g, packed, planes, xs, kk, ohw, ncols, hw, ps, cg, c0, c1, chunks, kern.nr}, func(a packTask, t int) {
 					p0, p1 := a.c0+(a.c1-a.c0)*t/a.chunks, a.c0+(a.c1-a.c0)*(t+1)/a.chunks
-					dst := a.packed[(p0-a.c0)*a.kk*a.nr:]
-					if a.wide {
-						im2colWide(dst, a.planes, a.ps, a.l, a.cg, a.ncols, a.nr, p0, p1)
-					} else if a.pointwise {
-						packBRows(dst, a.xs, a.kk, a.ohw, a.nr, a.hw, p0, p1)
-					} else if a.l != nil {
-						im2colPhased(dst, a.planes, a.ps, a.l, a.cg, a.g, a.nr, p0, p1)
-					} else {
-						im2colPack(dst, a.xs, a.cg, a.g, a.nr, p0, p1)
-					}
+					a.packPanels(a.packed[(p0-a.c0)*a.kk*a.nr:], p0, p1)
 				})
 				j0 := c0 * kern.nr
 				op := gemmOp{m: per, n: min(c1*kern.nr, ncols) - j0, k: kk, a: wa[gi*gs:], lda: kk, apacked: apk, b: packed,
@@ -520,6 +530,61 @@ type packTask struct {
 	packed, planes, xs         []float32
 	kk, ohw, ncols, hw, ps, cg int
 	c0, c1, chunks, nr         int
+}
+
+// packPanels packs B's panels [p0, p1) into dst.
+func (a *packTask) packPanels(dst []float32, p0, p1 int) {
+	switch {
+	case a.wide:
+		im2colWide(dst, a.planes, a.ps, a.l, a.cg, a.ncols, a.nr, p0, p1)
+	case a.pointwise:
+		packBRows(dst, a.xs, a.kk, a.ohw, a.nr, a.hw, p0, p1)
+	case a.l != nil:
+		im2colPhased(dst, a.planes, a.ps, a.l, a.cg, a.g, a.nr, p0, p1)
+	default:
+		im2colPack(dst, a.xs, a.cg, a.g, a.nr, p0, p1)
+	}
+}
+
+// colTasks is how many tasks a packed convolution's columns (np panels
+// of kk rows, mt row tiles) split into at threads: each task packs its
+// panels a block at a time and multiplies them at once (colTask), one
+// loop for the whole GEMM. Packing a block over the pool and then
+// multiplying it over the pool took two loops a block, the second
+// block often a few panels (UltraFace's 64→64 1×1 at 30×40: pack 8
+// tasks, GEMM 2, pack 6, GEMM on one thread). 1: the blocks' way (one
+// thread, or too few panels or too little work to split).
+func colTasks(threads, mt, np, kk int) int {
+	if threads <= 1 || np < 2*threads {
+		return 1
+	}
+	return max(1, min(np, 4*threads, mt*np*kk/igemmTaskWork))
+}
+
+// colTask is one task of a packed convolution split by columns
+// (colTasks): panels [np·t/tasks, np·(t+1)/tasks), packed sub panels at
+// a time into a scratch of its own and multiplied by all rows of A.
+type colTask struct {
+	pack           packTask
+	sc             *scratch
+	kern           *microKernel
+	np, tasks, sub int
+	op             gemmOp // all of C; b and n set per block
+}
+
+func (a *colTask) run(t int) {
+	p0, p1 := a.np*t/a.tasks, a.np*(t+1)/a.tasks
+	buf := a.sc.get()
+	defer a.sc.put(buf)
+	nr := a.kern.nr
+	for s0 := p0; s0 < p1; s0 += a.sub {
+		s1 := min(s0+a.sub, p1)
+		a.pack.packPanels(*buf, s0, s1)
+		op := a.op
+		j0 := s0 * nr
+		op.b, op.n, op.c = *buf, min(s1*nr, a.pack.ncols)-j0, a.op.c[j0:]
+		gemmBlock(a.kern, &op, 0, op.m, 0, s1-s0)
+	}
 }
 
 // useWide: a convolution read through phase planes at row stride 1

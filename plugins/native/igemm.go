@@ -13,9 +13,11 @@ const (
 	igemmKC = 256 // rows of B a pass (32 KiB of B's rows, in L1 across the row tiles)
 
 	// the least work worth a task of the pool: tile-steps (one row tile
-	// times one panel times one row of B, about 14 cycles) and floats
-	// of the phase planes' fill
-	igemmTaskWork = 4096
+	// times one panel times one row of B, about 14 cycles: 1024 are some
+	// 5 µs, where a loop on a hot pool costs about 0.5 µs, BenchmarkPoolLoop)
+	// and floats of the phase planes' fill. At 4096 UltraFace's 30×40
+	// layers (32→64 1×1, 8→16 3×3: 30-50 µs) ran on one thread.
+	igemmTaskWork = 1024
 	igemmFillWork = 32 << 10
 )
 

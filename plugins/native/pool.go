@@ -19,6 +19,19 @@ import (
 // the channel for the parked ones; a worker that meets a loop twice or
 // late finds no task left and touches nothing, so neither way is needed
 // for correctness (the caller runs whatever no worker claims).
+//
+// A model's run holds the pool hot (begin/end around it): its workers
+// are woken as the run starts and spin between its loops for up to
+// hotSpin, not spinChecks, and endSpin past its end (for the next of a
+// string of calls), and its caller spins for a loop's last tasks
+// instead of parking (waitSpin). A CNN's nodes are loops of 20-300 µs
+// with serial nodes (Slice, Concat, Softmax, small convolutions) between
+// them that outlast spinChecks, and a parked worker took 100 µs to
+// 1.5 ms to start (yieldAfterWake): traced at 2 threads, UltraFace's
+// worker joined 22 of 56 loops, most of them after the caller had
+// claimed every task, and the run was no faster than at 1 thread; held
+// hot (with the yields), it joins 46-47 of 47 and runs about half the
+// tasks.
 type pool struct {
 	workers int
 	jobs    chan *job
@@ -26,11 +39,30 @@ type pool struct {
 	cur     atomic.Pointer[job]
 	parked  atomic.Int32 // workers waiting on jobs
 	closed  atomic.Bool
+	hot     atomic.Int32 // runs in progress (begin without end)
+	ended   atomic.Int64 // when the last run ended (Unix ns)
 }
 
 // spinChecks is how many times a worker looks for a new loop before it
 // parks.
 const spinChecks = 1 << 14
+
+// hotSpin is how long a worker of a hot pool spins for the next loop
+// before it parks: longer than the serial nodes between a model's loops
+// (a gap past it costs one wake-up, small beside such a gap).
+const hotSpin = time.Millisecond
+
+// endSpin is how long a worker spins on after a run ended: a caller that
+// runs the model again at once (a benchmark, a stream of frames) finds
+// the workers awake.
+const endSpin = 200 * time.Microsecond
+
+// hotRuns turns begin and end on (tests compare without them).
+var hotRuns = true
+
+// wake is the empty loop begin sends a parked worker: it finds no task
+// and spins for the run's loops.
+var wake = &job{}
 
 type job struct {
 	fn       func(task int)
@@ -38,6 +70,7 @@ type job struct {
 	next     atomic.Int64   // the next task to claim
 	done     atomic.Int64   // tasks finished
 	finished sync.WaitGroup // one count, done when done reaches n
+	waiting  atomic.Bool    // the caller waits in finished.Wait (or is about to)
 }
 
 // work claims and runs tasks until none is left. A worker that comes
@@ -51,6 +84,9 @@ func (j *job) work() {
 		j.fn(int(t))
 		if j.done.Add(1) == j.n {
 			j.finished.Done()
+			if j.waiting.Load() {
+				runtime.Gosched() // see yieldAfterWake
+			}
 		}
 	}
 }
@@ -73,12 +109,22 @@ func (p *pool) worker() {
 	var last *job
 	for {
 		var j *job
-		for i := 0; i < spinChecks && !p.closed.Load(); i++ {
+		var idle time.Time
+		for i := 0; !p.closed.Load(); i++ {
 			if c := p.cur.Load(); c != nil && c != last {
 				j = c
 				break
 			}
 			if i&1023 == 1023 {
+				if i >= spinChecks {
+					now := time.Now()
+					if idle.IsZero() {
+						idle = now
+					}
+					if now.Sub(idle) > hotSpin || p.hot.Load() == 0 && now.UnixNano()-max(idle.UnixNano(), p.ended.Load()) > int64(endSpin) {
+						break
+					}
+				}
 				runtime.Gosched()
 			}
 		}
@@ -93,6 +139,47 @@ func (p *pool) worker() {
 		}
 		last = j
 		j.work()
+	}
+}
+
+// begin holds the pool hot for a run of many loops (a model's call):
+// parked workers are woken now, while the run's first node starts, and
+// spin between its loops until end (see hotSpin). Every begin needs its
+// end; runs may overlap.
+func (p *pool) begin() {
+	if p == nil || p.workers == 0 || !hotRuns {
+		return
+	}
+	p.hot.Add(1)
+	woke := false
+	for i := int(p.parked.Load()); i > 0; i-- {
+		select {
+		case p.jobs <- wake:
+			woke = true
+		default:
+		}
+	}
+	if woke {
+		runtime.Gosched() // see yieldAfterWake
+	}
+}
+
+// yieldAfterWake: a goroutine that wakes another of the pool (a loop's
+// caller sending a parked worker a job, a worker finishing the last task
+// of a caller parked in Wait) yields its P at once. The woken goroutine
+// is put on the waker's own P (its runnext), which the idle P's thread
+// may take only after a pause; on this project's virtual machines it
+// started 100 µs to 1.5 ms later, after the caller had run the whole
+// loop (UltraFace at 2 threads: the worker took part in 1 of 47 loops).
+// Yielding runs it on this P while the thread woken for the idle P
+// takes the yielder from the global queue: both run within some µs.
+
+// end closes a begin: once no run holds the pool hot, its workers park
+// after endSpin.
+func (p *pool) end() {
+	if p != nil && p.workers > 0 && hotRuns {
+		p.ended.Store(time.Now().UnixNano())
+		p.hot.Add(-1)
 	}
 }
 
@@ -119,15 +206,23 @@ func (p *pool) parallel(n int, fn func(task int)) {
 	j := &job{fn: fn, n: int64(n)}
 	j.finished.Add(1)
 	p.cur.Store(j)
+	woke := false
 	for i := min(int(p.parked.Load()), n-1); i > 0; i-- {
 		select {
 		case p.jobs <- j:
+			woke = true
 		default:
 		}
 	}
+	if woke {
+		runtime.Gosched() // see yieldAfterWake
+	}
 	j.work()
 	if j.done.Load() < j.n {
-		waitSpin(j)
+		waitSpin(j, p.hot.Load() > 0)
+	}
+	if j.done.Load() < j.n {
+		j.waiting.Store(true)
 	}
 	j.finished.Wait()
 }
@@ -139,15 +234,21 @@ func (p *pool) parallel(n int, fn func(task int)) {
 // futex on Linux), which can cost as much again on a virtual machine.
 const callerSpin = 200 * time.Microsecond
 
-// waitSpin spins until j's tasks are done or callerSpin has passed,
-// yielding now and then (a goroutine this one's thread owes time to runs).
-func waitSpin(j *job) {
+// waitSpin spins until j's tasks are done or callerSpin has passed
+// (hot: until they are done), yielding now and then (a goroutine this
+// one's thread owes time to runs). A hot pool's caller does not park:
+// the worker finishing the last task would wake it onto the worker's own
+// P, and the worker, yielding to it (yieldAfterWake), could be left on
+// the global queue with the other P asleep, the rest of the run on one
+// thread (the traced UltraFace runs lost the worker that way after
+// about 1 ms).
+func waitSpin(j *job, hot bool) {
 	var t0 time.Time
 	for i := 1; j.done.Load() < j.n; i++ {
 		if i&255 == 0 {
 			if t0.IsZero() {
 				t0 = time.Now()
-			} else if time.Since(t0) > callerSpin {
+			} else if !hot && time.Since(t0) > callerSpin {
 				return
 			}
 			runtime.Gosched()

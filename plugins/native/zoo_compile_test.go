@@ -24,6 +24,11 @@ type zooProfiled struct {
 // its graph (so that native compiles it as placement would hand it
 // over) and compiles it; the caller calls close.
 func compileZooProfiled(file string) (*zooProfiled, error) {
+	return compileZooProfiledThreads(file, 1)
+}
+
+// compileZooProfiledThreads is compileZooProfiled on a pool of threads.
+func compileZooProfiledThreads(file string, threads int) (*zooProfiled, error) {
 	ir, err := formats.LoadFile(file, formats.Options{})
 	if err != nil {
 		return nil, err
@@ -40,8 +45,8 @@ func compileZooProfiled(file string) (*zooProfiled, error) {
 		g.ValueInfo = append(g.ValueInfo, graph.ValueInfo{Name: name, Type: t})
 	}
 	sg := &hal.Subgraph{Graph: &g, Opsets: ir.Opsets}
-	nb := New(Options{Threads: 1})
-	exe, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: 1, Profile: true})
+	nb := New(Options{Threads: threads})
+	exe, err := nb.Compile(context.Background(), sg, hal.CompileOptions{Threads: threads, Profile: true})
 	if err != nil {
 		nb.Close()
 		return nil, err
