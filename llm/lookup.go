@@ -21,7 +21,7 @@ type Lookup struct {
 	MaxNgram, MinNgram int
 	// Always drafts Draft tokens wherever a match is found, even where
 	// that is expected to be slower than plain decoding (for
-	// measurements; by default drafting is sized and paused by its
+	// measurements; by default drafting is sized, or left out, by its
 	// measured cost and acceptance).
 	Always bool
 }
@@ -71,18 +71,20 @@ const maxNgram = 4
 // repeats (code, quotes, lists, a document being edited). No draft
 // model is needed.
 //
-// It measures itself, unless lk.Always: what a plain step costs, what
-// each drafted token adds to a step (medians of the last seven; the first
-// step at each new length not counted: it plans and allocates) and how
-// often drafted tokens are accepted after matches of each n-gram length,
-// and drafts only as many tokens as are expected to emit the most tokens
-// per unit of time — none where a plain step is expected to do better,
-// but a single token now and then after the longest matches, to learn
-// more. A drafting round that did not pay, or was such a test, pauses
-// drafting (1, 2, 4, … up to 256 rounds while drafting does not pay), so
-// on text that does not repeat drafting costs a small share of the steps,
-// shrinking as the text goes on; a round with no draft is exactly a plain
-// decoding step. As Generate, a generated BOS ends the run.
+// It measures itself, unless lk.Always. How often drafted tokens would
+// be accepted after matches of each n-gram length it learns without
+// drafting: every match's continuation is a shadow draft, checked
+// against the tokens then emitted. What a step of 1+k tokens costs (k a
+// power of two), and the plain step after it, it measures while drafting,
+// against a plain step (medians of the last seven; the first step at each
+// new length not counted: it plans and allocates). It drafts only as many
+// tokens as are expected to emit the most tokens per unit of time, and
+// none where a plain step is expected to do about as well (10% margin).
+// So on text that does not repeat no step drafts, and a round with no
+// draft is exactly a plain decoding step; on a model whose few-token
+// steps cost as much as their tokens one at a time drafting stops after
+// the steps that measured them (retried after 128, 256, … rounds). As
+// Generate, a generated BOS ends the run.
 func (d *Decoder) PromptLookup(ctx context.Context, tok Tokenizer, prompt string, o Options, lk Lookup, yield func(Token) error) (*LookupResult, error) {
 	p, err := tok.Encode(prompt, true)
 	if err != nil {
