@@ -157,3 +157,38 @@ func TestLookupGovernor(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLookupBookkeeping: what prompt lookup adds to a plain step
+// where it drafts nothing — the n-gram index, the draft looked up, the
+// shadow draft opened and checked — per token, on 256 tokens of text
+// that seldom repeats (a vocabulary of 32000, every 50th token copied
+// from 37 back); a decode step costs 90 µs on stories260K here, 14 ms on
+// Qwen2.5-0.5B Q4_0.
+func BenchmarkLookupBookkeeping(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	seq := make([]int, 256)
+	for i := range seq {
+		seq[i] = rng.IntN(32000)
+		if i%50 == 49 {
+			seq[i] = seq[i-37]
+		}
+	}
+	lk, _ := Lookup{}.withDefaults()
+	var draft []int
+	b.ResetTimer()
+	for range b.N {
+		ix := newNgramIndex(lk.MinNgram, lk.MaxNgram, len(seq))
+		g := newLookupGovernor(lk)
+		for _, id := range seq {
+			draft, n := ix.draft(draft[:0], lk.Draft)
+			if n > 0 {
+				g.shadow(n, draft)
+				_ = g.length(n, len(draft))
+			}
+			g.record(0, 90*time.Microsecond)
+			ix.add(id)
+			g.observe(id)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(seq)), "ns/token")
+}
