@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -20,7 +21,7 @@ type Lookup struct {
 	MaxNgram, MinNgram int
 	// Always drafts Draft tokens wherever a match is found, even where
 	// that is expected to be slower than plain decoding (for
-	// measurements; by default drafting is sized and paused by its
+	// measurements; by default drafting is sized, or left out, by its
 	// measured cost and acceptance).
 	Always bool
 }
@@ -30,12 +31,12 @@ type Lookup struct {
 // and how often speculation switched itself off.
 type LookupResult struct {
 	SpecResult
-	// SwitchedOff counts the pauses in drafting (after a drafting round
-	// that did not pay or was a test; each pause twice the one before, up
-	// to 256 rounds, while drafting does not pay); PlainRounds
-	// the decode steps run without a draft (none found, paused, or
-	// measuring).
-	SwitchedOff, PlainRounds int
+	// SwitchedOff counts the times drafting stopped: a round that found a
+	// match but did not draft (not expected to pay) after one that
+	// drafted; Declined the rounds that found a match and did not draft;
+	// PlainRounds the decode steps run without a draft (none found, not
+	// expected to pay, or measuring).
+	SwitchedOff, Declined, PlainRounds int
 }
 
 func (lk Lookup) withDefaults() (Lookup, error) {
@@ -70,18 +71,20 @@ const maxNgram = 4
 // repeats (code, quotes, lists, a document being edited). No draft
 // model is needed.
 //
-// It measures itself, unless lk.Always: what a plain step costs, what
-// each drafted token adds to a step (medians of the last seven; the first
-// step at each new length not counted: it plans and allocates) and how
-// often drafted tokens are accepted after matches of each n-gram length,
-// and drafts only as many tokens as are expected to emit the most tokens
-// per unit of time — none where a plain step is expected to do better,
-// but a single token now and then after the longest matches, to learn
-// more. A drafting round that did not pay, or was such a test, pauses
-// drafting (1, 2, 4, … up to 256 rounds while drafting does not pay), so
-// on text that does not repeat drafting costs a small share of the steps,
-// shrinking as the text goes on; a round with no draft is exactly a plain
-// decoding step. As Generate, a generated BOS ends the run.
+// It measures itself, unless lk.Always. How often drafted tokens would
+// be accepted after matches of each n-gram length it learns without
+// drafting: every match's continuation is a shadow draft, checked
+// against the tokens then emitted. What a step of 1+k tokens costs (k a
+// power of two), and the plain step after it, it measures while drafting,
+// against a plain step (medians of the last seven; the first step at each
+// new length not counted: it plans and allocates). It drafts only as many
+// tokens as are expected to emit the most tokens per unit of time, and
+// none where a plain step is expected to do about as well (10% margin).
+// So on text that does not repeat no step drafts, and a round with no
+// draft is exactly a plain decoding step; on a model whose few-token
+// steps cost as much as their tokens one at a time drafting stops after
+// the steps that measured them (retried after 128, 256, … rounds). As
+// Generate, a generated BOS ends the run.
 func (d *Decoder) PromptLookup(ctx context.Context, tok Tokenizer, prompt string, o Options, lk Lookup, yield func(Token) error) (*LookupResult, error) {
 	p, err := tok.Encode(prompt, true)
 	if err != nil {
@@ -166,6 +169,7 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 	gov := newLookupGovernor(lk)
 	var draft []int
 	one := []int{0}
+	drafted := false // the last round that found a match drafted
 	// Invariant: the cache holds every token before last.
 	for len(res.Tokens) < steps {
 		if err := ctx.Err(); err != nil {
@@ -174,9 +178,21 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 		start := time.Now()
 		draft = draft[:0]
 		ngram := 0
-		if n := min(lk.Draft, steps-len(res.Tokens)-1); n > 0 && gov.mayDraft() {
-			if draft, ngram = ix.draft(draft, n); ngram > 0 {
-				draft = draft[:gov.length(ngram, len(draft))]
+		if n := min(lk.Draft, steps-len(res.Tokens)-1); n > 0 {
+			draft, ngram = ix.draft(draft, n)
+		}
+		if ngram > 0 {
+			gov.shadow(ngram, draft)
+			draft = draft[:gov.length(ngram, len(draft))]
+			switch {
+			case len(draft) > 0:
+				drafted = true
+			case drafted:
+				res.SwitchedOff++
+				drafted = false
+			}
+			if len(draft) == 0 {
+				res.Declined++
 			}
 		}
 		var out []int
@@ -216,9 +232,7 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 		if len(draft) == 0 {
 			res.PlainRounds++
 		}
-		if gov.record(ngram, len(draft), a, dur) {
-			res.SwitchedOff++
-		}
+		gov.record(len(draft), dur)
 		for _, id := range out {
 			res.Generated++ // as Generate counts it, the BOS that ends the run too
 			if id == stop {
@@ -228,6 +242,7 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 				return res, err
 			}
 			ix.add(id)
+			gov.observe(id)
 		}
 		last = out[len(out)-1]
 	}
@@ -235,45 +250,68 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 }
 
 // lookupGovernor decides whether a round drafts and how many tokens, so
-// that drafting costs little where it does not pay. It keeps the cost of
-// a step — the median time of the last plain steps, and the extra cost of
-// each drafted token as a fraction of a plain step (the median over the
-// last drafting rounds; 0.5 until measured): a step of 1+k tokens costs
-// 1 + slope·k plain steps (on a small model nearly a step per token, on a
-// large, bandwidth-bound one little more than one) — and the chance p
-// that a drafted token is accepted, per n-gram length of the match
-// (accepted against rejected tokens, older rounds weighing less, starting
-// from one of each). It drafts the k tokens that maximize the expected
-// tokens emitted per plain step, (1 + p + … + p^k) ÷ (1 + slope·k), when
-// that beats a plain step by a margin (10%); when no k does, a single token after a match
-// of the longest n-gram, to learn more.
-// A drafting round that emitted fewer tokens than it cost, or after which
-// drafting is no longer expected to pay (a test), pauses drafting for
-// twice as many rounds as the pause before it (from 1, at most 256): so
-// drafts that fail cost a share of the steps that shrinks as the text
-// goes on; a round that paid where drafting is expected to go on paying
-// ends the pauses.
+// that drafting costs nothing where it does not pay.
+//
+// What a draft is worth it learns without drafting: every match found
+// starts a shadow draft (unless one is still open), the tokens that
+// followed the match, which the tokens then emitted — by plain steps or
+// drafting ones alike — accept or reject as a verification would; so
+// the chance p that a drafted token is accepted, per n-gram length of the
+// match (accepted against rejected tokens, older drafts weighing less,
+// starting from one of each), is known on text where drafting never
+// runs. What a draft costs it measures while drafting: the extra cost of
+// a step of 1+k tokens over a plain step, for each k a power of two (on
+// a small, compute-bound model nearly a step per token; on a large,
+// bandwidth-bound one little; between the two where a few rows take
+// other kernels than many: Qwen2.5-0.5B Q4_0 here, 1, 2, 3.4 and 4.1
+// plain steps for k = 1, 2, 4, 8), and of the plain step after a
+// drafting round (the executor switching between step lengths); each the
+// median of the last seven, in plain steps, the median of the last seven
+// plain steps that followed plain steps; the first step of each length
+// not counted (it plans and allocates). A length not measured yet is
+// assumed to cost half a step a token (0.1 after), within what the
+// lengths measured around it say.
+//
+// It drafts the k tokens (a power of two, at most the tokens found) that
+// maximize the expected tokens emitted per plain step, (1 + p + … + p^k)
+// ÷ (1 + extra(k) + after), where that beats a plain step by a margin
+// (minGain); else none. So on text that does not repeat no step drafts,
+// and on a model whose multi-token steps cost as much as their tokens
+// one at a time drafting stops after the few steps that measured it.
+// When the costs measured forbid drafting while the shadows say drafts
+// are accepted, a round now and then (after 128 rounds, then 256, …)
+// drafts anyway, to measure them again.
 type lookupGovernor struct {
-	always      bool
-	maxDraft    int
-	maxNgram    int
-	plain       costWindow // seconds per plain step
-	slope       costWindow // extra cost per drafted token, in plain steps
-	seen        [maxDraftTokens + 2]bool
-	acc         [maxNgram + 1]acceptance
-	skip, pause int // rounds left without drafting; the next pause
+	always bool
+	plain  costWindow                // seconds per plain step
+	extra  [lengthBuckets]costWindow // a step of 1+2^i tokens: its extra cost, in plain steps
+	after  costWindow                // the extra cost of the plain step after a drafting round
+	seen   [lengthBuckets + 1]bool   // a step of each length has run (0: plain)
+	acc    [maxNgram + 1]acceptance  // per n-gram length
+	prevK  int                       // the last round's drafted tokens
+
+	// the open shadow draft: its tokens, the match's n-gram length, how
+	// many accepted so far
+	sh           []int
+	shN, shAt    int
+	retest, wait int // rounds before costs that forbid drafting may be retested; the next such wait
 }
 
-// maxDraftTokens bounds Lookup.Draft.
-const maxDraftTokens = 64
-
-// maxPause is the longest pause after drafts that did not pay.
-const maxPause = 256
+// maxDraftTokens bounds Lookup.Draft; lengthBuckets counts the draft
+// lengths the governor picks from, the powers of two up to it.
+const maxDraftTokens, lengthBuckets = 64, 7
 
 // minGain is the gain in tokens per plain step a draft must be expected
 // to bring: a margin for what the estimates do not see (a step's cost
 // varies with the load, an acceptance estimate with few drafts).
 const minGain = 1.1
+
+// firstRetest is the rounds before the first retest of costs that forbid
+// drafting (each later one waits twice as long, at most maxRetest).
+const firstRetest, maxRetest = 128, 4096
+
+// the costs assumed before any is measured, in plain steps
+const priorPerToken, priorAfter = 0.5, 0.1
 
 // acceptance counts accepted and rejected drafted tokens, decayed.
 type acceptance struct{ ok, bad float64 }
@@ -286,7 +324,7 @@ func (a *acceptance) add(ok, bad int) {
 }
 
 func newLookupGovernor(lk Lookup) *lookupGovernor {
-	return &lookupGovernor{always: lk.Always, maxDraft: lk.Draft, maxNgram: lk.MaxNgram, pause: 1}
+	return &lookupGovernor{always: lk.Always, sh: make([]int, 0, lk.Draft), retest: firstRetest, wait: firstRetest}
 }
 
 // costWindow holds the last len(v) costs.
@@ -300,51 +338,97 @@ func (w *costWindow) add(c float64) {
 	w.n++
 }
 
-func (w *costWindow) median() float64 {
+// median is the median of the costs held (the lower of the middle two:
+// a step slowed by another process only raises a cost); def when none.
+func (w *costWindow) median(def float64) float64 {
 	k := min(w.n, len(w.v))
+	if k == 0 {
+		return def
+	}
 	s := w.v // a copy
 	slices.Sort(s[:k])
-	return s[k/2]
+	return s[(k-1)/2]
 }
 
-// perToken is the extra cost of a drafted token in plain steps.
-func (g *lookupGovernor) perToken() float64 {
-	if g.slope.n < 2 {
-		return 0.5
+// bucket is the length bucket of a draft of k tokens (a power of two).
+func bucket(k int) int { return bits.Len(uint(k)) - 1 }
+
+// cost is the expected cost of a round drafting k tokens (a power of
+// two), in plain steps: the step and the plain step after it; with
+// measured false, the costs assumed before measuring. A length not
+// measured yet costs as assumed but no less than the longest shorter one
+// measured (and no more than its cost per token would make it), and no
+// more than the shortest longer one.
+func (g *lookupGovernor) cost(k int, measured bool) float64 {
+	extra, after := priorPerToken*float64(k), priorAfter
+	if !measured {
+		return 1 + extra + after
 	}
-	return max(0, g.slope.median())
+	after = max(0, g.after.median(priorAfter))
+	b := bucket(k)
+	if w := &g.extra[b]; w.n > 0 {
+		return 1 + max(0, w.median(0)) + after
+	}
+	for s := b - 1; s >= 0; s-- {
+		if g.extra[s].n > 0 {
+			e := max(0, g.extra[s].median(0))
+			extra = max(e, min(extra, e*float64(k>>s)))
+			break
+		}
+	}
+	for l := b + 1; l < lengthBuckets; l++ {
+		if g.extra[l].n > 0 {
+			extra = min(extra, max(0, g.extra[l].median(0)))
+			break
+		}
+	}
+	return 1 + extra + after
 }
 
-// best is the draft length up to k with the most expected tokens per
-// plain step when each drafted token is accepted with chance p, and that
-// gain (tokens per plain step; a plain step gives 1); 0 when none gains
-// more than minGain.
-func (g *lookupGovernor) best(p float64, k int) (int, float64) {
-	s := g.perToken()
+// best is the draft length (a power of two) up to k with the most
+// expected tokens per plain step when each drafted token is accepted with
+// chance p; 0 when none gains more than minGain.
+func (g *lookupGovernor) best(p float64, k int, measured bool) int {
 	bestK, bestG := 0, minGain
 	e, pk := 1.0, 1.0
 	for i := 1; i <= k; i++ {
 		pk *= p
 		e += pk
-		if gain := e / (1 + s*float64(i)); gain > bestG {
+		if i&(i-1) != 0 {
+			continue
+		}
+		if gain := e / g.cost(i, measured); gain > bestG {
 			bestK, bestG = i, gain
 		}
 	}
-	return bestK, bestG
+	return bestK
 }
 
-// mayDraft reports whether this round may look for a draft.
-func (g *lookupGovernor) mayDraft() bool {
-	if g.always {
-		return true
+// shadow opens a shadow draft, the k tokens found after a match of n
+// tokens, unless one is open.
+func (g *lookupGovernor) shadow(n int, draft []int) {
+	if len(g.sh) > 0 || len(draft) == 0 {
+		return
 	}
-	if g.skip > 0 {
-		g.skip--
-		return false
+	g.sh = append(g.sh[:0], draft...)
+	g.shN, g.shAt = n, 0
+}
+
+// observe takes an emitted token: it accepts or rejects the open shadow
+// draft's next token.
+func (g *lookupGovernor) observe(id int) {
+	if len(g.sh) == 0 {
+		return
 	}
-	// the plain step's cost is measured first (the first step of each
-	// length not counted: it plans and allocates)
-	return g.plain.n >= 2
+	if id == g.sh[g.shAt] {
+		if g.shAt++; g.shAt < len(g.sh) {
+			return
+		}
+		g.acc[g.shN].add(g.shAt, 0)
+	} else {
+		g.acc[g.shN].add(g.shAt, 1)
+	}
+	g.sh = g.sh[:0]
 }
 
 // length is how many of the k tokens found after a match of n tokens to
@@ -353,46 +437,54 @@ func (g *lookupGovernor) length(n, k int) int {
 	if g.always {
 		return k
 	}
-	if b, _ := g.best(g.acc[n].p(), k); b > 0 {
+	if g.plain.n == 0 {
+		return 0 // the plain step's cost is measured first
+	}
+	p := g.acc[n].p()
+	if b := g.best(p, k, true); b > 0 {
 		return b
 	}
-	if n == g.maxNgram {
-		return 1 // not expected to pay: one token, the cheapest test, after the longest matches only
+	if g.retest > 0 {
+		return 0
+	}
+	// the costs measured forbid drafting: retest them where the costs
+	// assumed before measuring would draft
+	if b := g.best(p, k, false); b > 0 {
+		g.wait = min(maxRetest, 2*g.wait)
+		g.retest = g.wait
+		return b
 	}
 	return 0
 }
 
-// record adds a round of k tokens drafted after a match of n tokens, a
-// of them accepted, that took dur; it reports whether drafting paused.
-func (g *lookupGovernor) record(n, k, a int, dur time.Duration) bool {
-	first := !g.seen[k]
-	g.seen[k] = true
-	if k == 0 {
-		if !first { // the first step of a length plans and allocates
-			g.plain.add(dur.Seconds())
-		}
-		return false
+// record adds a round of k drafted tokens (0: a plain step; else a power
+// of two unless Always) that took dur.
+func (g *lookupGovernor) record(k int, dur time.Duration) {
+	prev := g.prevK
+	g.prevK = k
+	if g.retest > 0 {
+		g.retest--
 	}
-	if !first && g.plain.n > 0 {
-		g.slope.add((dur.Seconds()/g.plain.median() - 1) / float64(k))
+	if g.always || k&(k-1) != 0 {
+		return
 	}
-	bad := 0
-	if a < k {
-		bad = 1
+	b := 0
+	if k > 0 {
+		b = bucket(k) + 1
 	}
-	g.acc[n].add(a, bad)
-	if g.always {
-		return false
+	first := !g.seen[b]
+	g.seen[b] = true
+	switch {
+	case first:
+		// the first step of a length plans and allocates
+	case k == 0 && prev == 0:
+		g.plain.add(dur.Seconds())
+	case g.plain.n == 0:
+	case k == 0:
+		g.after.add(dur.Seconds()/g.plain.median(0) - 1)
+	default:
+		g.extra[b-1].add(dur.Seconds()/g.plain.median(0) - 1)
 	}
-	// a round that paid, where drafting is still expected to pay, goes on;
-	// any other pauses drafting, each pause twice the one before
-	if k2, _ := g.best(g.acc[n].p(), g.maxDraft); k2 > 0 && float64(a+1) >= 1+g.perToken()*float64(k) {
-		g.pause = 1
-		return false
-	}
-	g.skip = g.pause
-	g.pause = min(maxPause, 2*g.pause)
-	return true
 }
 
 // ngramIndex finds, for the sequence so far, the most recent earlier

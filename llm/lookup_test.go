@@ -26,8 +26,10 @@ var repetitivePrompt = strings.Repeat("Lily saw a big red ball in the park. ", 4
 // lengths and n-gram bounds, switching itself off or not; on the
 // repetitive prompt drafts are accepted (measured: 36–60% of the drafted
 // tokens) and the run takes at most three steps for four tokens
-// (measured: about one for two). From ids too (no tokenizer, no early
-// stop), and on the ONNX export's growing cache (trimmed by copying).
+// (measured: about one for two); with the default settings (drafting
+// where the shadow drafts say it pays) it drafts there too. From ids too
+// (no tokenizer, no early stop), and on the ONNX export's growing cache
+// (trimmed by copying).
 func TestPromptLookupIsGreedy(t *testing.T) {
 	g, dir := readGolden(t)
 	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
@@ -75,6 +77,9 @@ func TestPromptLookupIsGreedy(t *testing.T) {
 			if prompt == repetitivePrompt && lk.Always && lk.Draft != 1 && (res.AcceptanceRate() < 0.3 || res.Rounds*4 > res.Generated*3) {
 				t.Errorf("repetitive prompt %+v: acceptance %.2f, %d steps for %d tokens", lk, res.AcceptanceRate(), res.Rounds, res.Generated)
 			}
+			if prompt == repetitivePrompt && lk == (llm.Lookup{}) && res.Proposed == 0 {
+				t.Errorf("repetitive prompt, default settings: nothing drafted (%d matches declined)", res.Declined)
+			}
 		}
 	}
 	ids := append([]int(nil), g.PromptTokens...)
@@ -110,35 +115,9 @@ func TestPromptLookupIsGreedy(t *testing.T) {
 // per token over plain decoding's (wall time, and the process's CPU time:
 // steadier on a shared machine), and the acceptance rate.
 func BenchmarkPromptLookup(b *testing.B) {
-	dir := shared.Path(b, "testdata/llm/stories260K")
-	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, t := lookupBenchDecoder(b)
 	ctx := context.Background()
-	backends := []string{"native", "cpu"}
-	if os.Getenv("SWITCHYARD_BENCH_BACKENDS") != "" {
-		backends = benchBackends()
-	}
-	file := filepath.Join(dir, "stories260K.bin")
-	var t llm.Tokenizer = tok
-	if f := os.Getenv("SWITCHYARD_BENCH_LOOKUP_MODEL"); f != "" {
-		file = f
-	}
-	m, err := switchyard.Open(ctx, file, &switchyard.OpenOptions{Backends: backends})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	d, err := llm.NewDecoder(m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if file != filepath.Join(dir, "stories260K.bin") {
-		if t, err = llm.LoadGGUFVocab(file); err != nil {
-			b.Fatal(err)
-		}
-	}
+	var err error
 	none := func(llm.Token) error { return nil }
 	o := llm.Options{Steps: 256}
 	if s := os.Getenv("SWITCHYARD_BENCH_LOOKUP_STEPS"); s != "" {
@@ -211,4 +190,89 @@ func BenchmarkPromptLookup(b *testing.B) {
 func median(v []float64) float64 {
 	slices.Sort(v)
 	return v[len(v)/2]
+}
+
+// lookupBenchDecoder opens BenchmarkPromptLookup's model: stories260K
+// (float32, on native,cpu or SWITCHYARD_BENCH_BACKENDS) or the file
+// SWITCHYARD_BENCH_LOOKUP_MODEL names, and its tokenizer.
+func lookupBenchDecoder(b testing.TB) (*llm.Decoder, llm.Tokenizer) {
+	dir := shared.Path(b, "testdata/llm/stories260K")
+	tok, err := llm.LoadLlama2cTokenizer(filepath.Join(dir, "tok512.bin"), 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	backends := []string{"native", "cpu"}
+	if os.Getenv("SWITCHYARD_BENCH_BACKENDS") != "" {
+		backends = benchBackends()
+	}
+	file := filepath.Join(dir, "stories260K.bin")
+	var t llm.Tokenizer = tok
+	if f := os.Getenv("SWITCHYARD_BENCH_LOOKUP_MODEL"); f != "" {
+		file = f
+	}
+	m, err := switchyard.Open(context.Background(), file, &switchyard.OpenOptions{Backends: backends})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	d, err := llm.NewDecoder(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if file != filepath.Join(dir, "stories260K.bin") {
+		if t, err = llm.LoadGGUFVocab(file); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d, t
+}
+
+// BenchmarkLookupStepCost: what prompt lookup's verification steps cost,
+// on BenchmarkPromptLookup's model: decode steps where every fourth
+// verifies k drafted tokens (one step of 1+k tokens, the draft rejected:
+// the cache trimmed back), the others plain; reports, in the process's
+// CPU time, the median plain step far from a verification
+// (plain-cpu-µs), and the verification step and the plain step right
+// after it as multiples of it (verify/plain, after/plain).
+func BenchmarkLookupStepCost(b *testing.B) {
+	d, t := lookupBenchDecoder(b)
+	ctx := context.Background()
+	prompt, err := t.Encode("Once upon a time", true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	measure := func(f func()) float64 {
+		c0, _ := processCPU()
+		f()
+		c1, _ := processCPU()
+		return float64(c1 - c0)
+	}
+	for _, k := range []int{1, 2, 4, 8} {
+		b.Run("k="+strconv.Itoa(k), func(b *testing.B) {
+			var plain, verify, after []float64
+			kOf := func(i int) int {
+				if i%4 == 3 {
+					return k
+				}
+				return 0
+			}
+			err := llm.StepPattern(ctx, d, prompt, 64*b.N, 200, kOf, measure, func(i, ki int, cost float64) {
+				switch {
+				case ki > 0:
+					verify = append(verify, cost)
+				case i%4 == 0 && i > 0:
+					after = append(after, cost)
+				case i%4 == 2:
+					plain = append(plain, cost)
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := median(plain)
+			b.ReportMetric(p/1e3, "plain-cpu-µs")
+			b.ReportMetric(median(verify)/p, "verify/plain")
+			b.ReportMetric(median(after)/p, "after/plain")
+		})
+	}
 }

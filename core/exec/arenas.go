@@ -17,6 +17,7 @@ type arenaCache struct {
 	mu      sync.Mutex
 	free    []*arena
 	evicted bool // no longer in the program's map: arenas put back are dropped
+	runs    int  // arenas handed out (runs of the signature)
 }
 
 // maxIdleArenas bounds the arenas kept per signature (one per concurrent Run).
@@ -25,6 +26,7 @@ const maxIdleArenas = 4
 func (c *arenaCache) get(b *Budget, limit int64) *arena {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.runs++
 	if n := len(c.free); n > 0 {
 		a := c.free[n-1]
 		c.free = c.free[:n-1]
@@ -208,6 +210,28 @@ func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
 			return l.cache
 		}
 	}
+	// the signature before it (a decoder's steps of one token and of a
+	// few alternate): the two swap; an idle arena moves back as below
+	// only from a signature that ran once (a prompt's prefill), so two
+	// that alternate keep one each instead of passing one to and fro,
+	// dropping the other's buffers each time
+	if l := m.prevSig.Load(); l.matches(feeds) {
+		l.cache.mu.Lock()
+		evicted := l.cache.evicted
+		l.cache.mu.Unlock()
+		if !evicted {
+			if prev := m.last.Swap(l); prev != nil {
+				prev.cache.mu.Lock()
+				once := prev.cache.runs <= 1
+				prev.cache.mu.Unlock()
+				if once {
+					l.cache.adopt(prev.cache)
+				}
+				m.prevSig.Store(prev)
+			}
+			return l.cache
+		}
+	}
 	var buf [256]byte
 	sig := buf[:0]
 	l := &lastSig{dts: make([]graph.DType, len(feeds)), shapes: make([][]int, len(feeds))}
@@ -231,6 +255,6 @@ func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
 		// new shape needs too; the first run here drops those it did not
 		l.cache.adopt(prev.cache)
 	}
-	m.last.Store(l)
+	m.prevSig.Store(m.last.Swap(l))
 	return l.cache
 }

@@ -59,6 +59,7 @@ type Program struct {
 	arenasMu sync.Mutex
 	arenas   map[string]*arenaCache // per concrete input-shape signature
 	last     atomic.Pointer[lastSig]
+	prevSig  atomic.Pointer[lastSig] // the signature before last
 
 	// inputPos and inputSlot: where each of inputs is among the graph's
 	// inputs, and its slot in the main plan

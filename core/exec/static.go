@@ -302,8 +302,10 @@ type dynMove struct {
 	n     *graph.Node
 	which int // moveOps
 	ref   kernels.Func
-	last  atomic.Pointer[dynPlan] // the latest key, with its plan once built
-	// misses counts calls in a row whose key was not the latest: past
+	// last holds the two latest keys, each with its plan once built (a
+	// decoder's steps of one token and of a few alternate)
+	last [2]atomic.Pointer[dynPlan]
+	// misses counts calls in a row whose key was neither: past
 	// maxMisses the node is taken to change on every run and keys no more
 	misses atomic.Int32
 }
@@ -356,7 +358,11 @@ func (d *dynMove) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	if d.misses.Load() >= maxMisses {
 		return d.ref(ctx, n, in)
 	}
-	if cur := d.last.Load(); cur != nil && cur.matches(d.which, in) {
+	for i := range d.last {
+		cur := d.last[i].Load()
+		if cur == nil || !cur.matches(d.which, in) {
+			continue
+		}
 		d.misses.Store(0)
 		if cur.built {
 			if cur.plan != nil {
@@ -366,7 +372,7 @@ func (d *dynMove) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		}
 		next := &dynPlan{shapes: cur.shapes, consts: cur.consts, built: true}
 		next.plan = buildMove(d.n, ctx.Opset, cur.shapes, cur.consts)
-		d.last.Store(next)
+		d.last[i].Store(next)
 		if next.plan != nil {
 			return next.plan.kernel(ctx, n, in)
 		}
@@ -374,7 +380,9 @@ func (d *dynMove) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	}
 	d.misses.Add(1)
 	if k := d.key(in); k != nil {
-		d.last.Store(k)
+		// the older key gives way
+		d.last[1].Store(d.last[0].Load())
+		d.last[0].Store(k)
 	}
 	return d.ref(ctx, n, in)
 }
@@ -409,7 +417,7 @@ func (d *dynMove) key(in []*graph.Tensor) *dynPlan {
 // Squeeze's axes), and calls with the same ones reuse it.
 type viewNode struct {
 	ref  kernels.Func
-	last atomic.Pointer[viewKey]
+	last [2]atomic.Pointer[viewKey] // the two latest keys (shapes that alternate)
 }
 
 // viewKey is a call's data shape and non-data inputs, with the output
@@ -422,11 +430,13 @@ type viewKey struct {
 
 func (v *viewNode) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := kernels.Input(in, 0)
-	if k := v.last.Load(); k != nil && x != nil && graph.SameShape(x.Shape, k.in) && k.same(in[1:]) {
-		if t := ctx.View(x, k.out); t != nil {
-			outs := ctx.OutputSlice(1)
-			outs[0] = t
-			return outs, nil
+	for i := range v.last {
+		if k := v.last[i].Load(); k != nil && x != nil && graph.SameShape(x.Shape, k.in) && k.same(in[1:]) {
+			if t := ctx.View(x, k.out); t != nil {
+				outs := ctx.OutputSlice(1)
+				outs[0] = t
+				return outs, nil
+			}
 		}
 	}
 	outs, err := v.ref(ctx, n, in)
@@ -443,7 +453,8 @@ func (v *viewNode) kernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tenso
 		}
 		k.consts[i] = c.Clone()
 	}
-	v.last.Store(k)
+	v.last[1].Store(v.last[0].Load())
+	v.last[0].Store(k)
 	return outs, nil
 }
 

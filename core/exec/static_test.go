@@ -113,6 +113,59 @@ func TestMovePlans(t *testing.T) {
 	}
 }
 
+// TestAlternatingShapes: a program fed two shapes in turn (a decoder's
+// one-token steps and the few-token steps that verify drafted tokens)
+// keeps both shapes' move plans and arenas: once each has run a few
+// times, a run allocates nothing (caller tensors taking the outputs), as
+// a run of one shape does; the outputs stay the first runs'.
+func TestAlternatingShapes(t *testing.T) {
+	ctx := context.Background()
+	x := func(a, b, c int) *graph.Tensor {
+		v := make([]float32, a*b*c)
+		for i := range v {
+			v[i] = float32(i)
+		}
+		return graph.MustFromSlice([]int{a, b, c}, v)
+	}
+	dyn := moveGraph(graph.Shape{{Param: "a"}, {Param: "b"}, {Param: "c"}})
+	p, err := exec.Compile(dyn, exec.Options{Opsets: []graph.Opset{{Version: 17}}, Types: map[string]graph.ValueType{"x": dyn.Inputs[0].Type}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := []map[string]*graph.Tensor{{"x": x(3, 2, 4)}, {"x": x(3, 2, 5)}}
+	var want, outs [2]map[string]*graph.Tensor
+	for i, in := range ins {
+		first, err := p.Run(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i], outs[i] = map[string]*graph.Tensor{}, map[string]*graph.Tensor{}
+		for k, v := range first {
+			want[i][k], outs[i][k] = v.Clone(), v.Clone()
+		}
+	}
+	run := func() {
+		for i, in := range ins {
+			if _, err := p.RunWith(ctx, in, exec.RunOptions{Into: outs[i], Drop: true}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 3 {
+		run()
+	}
+	if a := testing.AllocsPerRun(20, run); a != 0 {
+		t.Errorf("two shapes in turn: %v allocations per pair of runs, want 0", a)
+	}
+	for i := range ins {
+		for k, w := range want[i] {
+			if g := outs[i][k]; !graph.SameShape(g.Shape, w.Shape) || !slices.Equal(g.Data.([]float32), w.Data.([]float32)) {
+				t.Errorf("shape %d: output %s = %v %v, want %v %v", i, k, g.Shape, g.Data, w.Shape, w.Data)
+			}
+		}
+	}
+}
+
 // TestGrowingShapes: a program fed one more element each run (a
 // decoder's growing cache) reuses its buffers across the shape
 // signatures: new buffers only when a size class is passed, not two per
