@@ -62,32 +62,17 @@ func bqkQ4KFloat4AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *flo
 //go:noescape
 func bqkQ6KFloat4AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
 
-// bqmQ5_0x2Z computes ng groups of four Q5_0 weight rows (row q of group g at w + g·adv + q·ldw) against 2 packed activation rows at a: output (g, q, r) to y + r·ldy + 4(g·yg + q·ys) bytes (see z32.go of the package asmgenbqm).
+// bqmQ5_0x2Z computes ng groups of four Q5_0 weight rows (ldw bytes apart) against 2 packed activation rows at a: output (n, r) to y + r·ldy + 4n bytes (see z32.go of the package asmgenbqm).
 //
 //go:noescape
-func bqmQ5_0x2Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, adv int, ys int, yg int)
+func bqmQ5_0x2Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int)
 
-// bqmQ8_0x2Z computes ng groups of four Q8_0 weight rows (row q of group g at w + g·adv + q·ldw) against 2 packed activation rows at a: output (g, q, r) to y + r·ldy + 4(g·yg + q·ys) bytes (see z32.go of the package asmgenbqm).
+// bqmQ5_0x3Z computes ng groups of four Q5_0 weight rows (ldw bytes apart) against 3 packed activation rows at a: output (n, r) to y + r·ldy + 4n bytes (see z32.go of the package asmgenbqm).
 //
 //go:noescape
-func bqmQ8_0x2Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, adv int, ys int, yg int)
+func bqmQ5_0x3Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int)
 
-// bqmQ5_0x3Z computes ng groups of four Q5_0 weight rows (row q of group g at w + g·adv + q·ldw) against 3 packed activation rows at a: output (g, q, r) to y + r·ldy + 4(g·yg + q·ys) bytes (see z32.go of the package asmgenbqm).
+// bqmQ5_0x4Z computes ng groups of four Q5_0 weight rows (ldw bytes apart) against 4 packed activation rows at a: output (n, r) to y + r·ldy + 4n bytes (see z32.go of the package asmgenbqm).
 //
 //go:noescape
-func bqmQ5_0x3Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, adv int, ys int, yg int)
-
-// bqmQ8_0x3Z computes ng groups of four Q8_0 weight rows (row q of group g at w + g·adv + q·ldw) against 3 packed activation rows at a: output (g, q, r) to y + r·ldy + 4(g·yg + q·ys) bytes (see z32.go of the package asmgenbqm).
-//
-//go:noescape
-func bqmQ8_0x3Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, adv int, ys int, yg int)
-
-// bqmQ5_0x4Z computes ng groups of four Q5_0 weight rows (row q of group g at w + g·adv + q·ldw) against 4 packed activation rows at a: output (g, q, r) to y + r·ldy + 4(g·yg + q·ys) bytes (see z32.go of the package asmgenbqm).
-//
-//go:noescape
-func bqmQ5_0x4Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, adv int, ys int, yg int)
-
-// bqmQ8_0x4Z computes ng groups of four Q8_0 weight rows (row q of group g at w + g·adv + q·ldw) against 4 packed activation rows at a: output (g, q, r) to y + r·ldy + 4(g·yg + q·ys) bytes (see z32.go of the package asmgenbqm).
-//
-//go:noescape
-func bqmQ8_0x4Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, adv int, ys int, yg int)
+func bqmQ5_0x4Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int)

@@ -1,43 +1,29 @@
 package main
 
-// The integer path's few-row kernels of ggml Q5_0 and Q8_0 on ZMM
-// (AVX-512 BW, BITALG and VNNI): a batched decode step's 2 to 4
-// activation rows against groups of four weight rows, in the single-row
-// kernels' layout (asmgenbqk's z32.go): one 128-bit lane a weight row,
-// its elements 0..15 making lanes 0..3 of one register, 16..31 lanes
-// 4..7 of another. The weight block is unpacked once for the R rows, and
-// so are its scales (four float16 d, converted).
-//
-// The weights are the unsigned bytes (Q5_0 its quants q, 0..31; Q8_0
-// q+128, q XOR 0x80) and the activations the signed bytes x, so VPDPBUSD
-// takes the activations straight from memory; a lane starts at the
-// activations' −off·Σx (off 16 or 128, the lane sums of core/ggml's Act,
-// packed by the caller), so it holds exactly core/ggml's Dot lane sum
-// Σx·(q−off), then as Dot: converted, times float32(d_w·d_a) by a fused
-// multiply-add into the row's eight float32 lane accumulators block
-// after block, reduced at the end as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)).
-// The scale product of row r is d_w (the four rows' d, converted once)
-// times d_a(r) broadcast: one multiplication a row and block for the
-// four weight rows. Per block and activation row that is two VPDPBUSD,
-// two conversions, one multiplication and two FMAs; the unpacking
-// (shared) is a quarter of it at four rows.
-//
-// Row q of group g is at w + g·adv + q·ldw and its output at
-// y + 4(g·yg + q·ys): the four rows adjacent (ldw one row, adv four, ys
-// 1, yg 4),
-// or, as the single-row kernels' sig32s, with ldw a run of S rows and
-// adv one row (ys S, yg 1), each of the four rows streaming through its own S
-// consecutive rows, which the hardware's prefetchers follow. Each row is
-// also prefetched zPrefetch bytes ahead. (The caller picks the order by
-// type, by measurement.)
+// The integer path's few-row kernels of ggml Q5_0 on ZMM (AVX-512 BW,
+// BITALG and VNNI): a batched decode step's 2 to 4 activation rows
+// against groups of four weight rows, in the single-row kernel's layout
+// (asmgenbqk's z32.go): one 128-bit lane a weight row, its low nibbles
+// (elements 0..15) making lanes 0..3, its high nibbles lanes 4..7. The
+// weight block is unpacked once for the R rows, and so are its scales
+// (four float16 d, converted) and its offset's correction: the
+// activations come as unsigned bytes x+128 and the weights as signed
+// q−16, so VPDPBUSD sums (x+128)·(q−16) and the lanes start at
+// −128·Σ(q−16), computed once a block for every row (one VPDPBUSD of the
+// unsigned quants by −128 from 16·128·4). A lane thus holds exactly
+// core/ggml's Dot lane sum Σx·(q−16), then as Dot: converted, times
+// float32(d_w·d_a) by a fused multiply-add into the row's eight float32
+// lane accumulators block after block, reduced at the end as
+// ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)). The scale product of row r is
+// d_w (the four rows' d, converted once) times d_a(r) broadcast: one
+// multiplication a row and block for the four weight rows.
 //
 // The activations come packed (the caller's, blockquant_few_amd64.go),
-// 64-byte aligned: per block, per row the bytes x of elements 0..15 four
-// times (one a weight row's lane), then of 16..31 four times, then the
-// int32 starts −off·Σ of lanes 0..3 four times, then of lanes 4..7 four
-// times; then the rows' float32 d_a (64 bytes, rows ≥ R zero): 256·R+64
-// bytes a block. Loaded whole, not broadcast from 16 bytes: the
-// broadcasts' shuffles cost more (measured on Zen 5) than the bytes.
+// 64-byte aligned: per block, per row the bytes x+128 of elements 0..15
+// four times (one a weight row's lane), then of 16..31 four times; then
+// the rows' float32 d_a (64 bytes, rows ≥ R zero): 128·R+64 bytes a
+// block. Loaded whole, not broadcast from 16 bytes: the broadcasts' shuffles
+// cost more (measured on Zen 5, BenchmarkFewKernel) than the bytes.
 
 import (
 	"fmt"
@@ -49,7 +35,7 @@ import (
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
-var zC0F, zC10, zC80, zQhLo, zQhHi, zDIdx4 Mem
+var zC0F, zC10, zC80, zQhLo, zQhHi, zDIdx4, zC8192 Mem
 
 func constsZ() {
 	zC0F = avokit.Bytes("bqm_zc0f", 64, func(int) byte { return 0x0F })
@@ -65,6 +51,14 @@ func constsZ() {
 			return 0
 		}
 		return byte(i)
+	})
+	// 8192 = 16·128·4 in every dword: with −128·Σq (q the unsigned
+	// quants) a lane's −128·Σ(q−16)
+	zC8192 = avokit.Bytes("bqm_zc8192", 64, func(i int) byte {
+		if i%4 == 1 {
+			return 0x20
+		}
+		return 0
 	})
 }
 
@@ -89,42 +83,30 @@ func maskW(v uint16) OpmaskVirtual {
 	return k
 }
 
-const sigZ = "func(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, adv int, ys int, yg int)"
+const sigZ = "func(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int)"
 
-// zPrefetch is how far ahead in its stream (bytes) each weight row of a
-// group is prefetched, every block: the kernels take about four times
-// as long a block as the single-row ones (asmgenbqk: 256 bytes), so
-// four times as far.
-const zPrefetch = 1024
-
-// few32Z generates bqm<t>x<R>Z (t Q5_0 or Q8_0): ng groups of four
-// weight rows, row q of group g at w + g·adv + q·ldw, against R packed
-// activation rows at a; output (g, q, r) to y + r·ldy + 4(g·yg + q·ys)
-// bytes.
-func few32Z(t string, R int) {
-	name := fmt.Sprintf("bqm%sx%dZ", t, R)
-	bs := map[string]int{"Q5_0": 22, "Q8_0": 34}[t]
+// q50Z generates bqmQ5_0x<R>Z: ng groups of four Q5_0 weight rows (ldw
+// bytes apart; a group's rows follow the last's) against R packed
+// activation rows, output (n, r) to y + r·ldy + 4n bytes.
+func q50Z(R int) {
+	name := fmt.Sprintf("bqmQ5_0x%dZ", R)
 	TEXT(name, NOSPLIT, sigZ)
-	Doc(fmt.Sprintf("%s computes ng groups of four %s weight rows (row q of group g at w + g·adv + q·ldw) against %d packed activation rows at a: output (g, q, r) to y + r·ldy + 4(g·yg + q·ys) bytes (see z32.go of the package asmgenbqm).", name, t, R))
+	Doc(fmt.Sprintf("%s computes ng groups of four Q5_0 weight rows (ldw bytes apart) against %d packed activation rows at a: output (n, r) to y + r·ldy + 4n bytes (see z32.go of the package asmgenbqm).", name, R))
 	Pragma("noescape")
 	wg := Load(Param("w"), GP64())
 	ldw := Load(Param("ldw"), GP64())
 	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
 	ng := Load(Param("ng"), GP64())
 	nb, w, a := GP64(), GP64(), GP64()
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
-	var c0F, c10, iLo, iHi, c80 VecVirtual
-	if t == "Q5_0" {
-		c0F, c10, iLo, iHi = ZMM(), ZMM(), ZMM(), ZMM()
-		VMOVDQU64(zC0F, c0F)
-		VMOVDQU64(zC10, c10)
-		VMOVDQU64(zQhLo, iLo)
-		VMOVDQU64(zQhHi, iHi)
-	} else {
-		c80 = ZMM()
-		VMOVDQU64(zC80, c80)
-	}
+	c0F, c10, iLo, iHi, c8192 := ZMM(), ZMM(), ZMM(), ZMM(), ZMM()
+	VMOVDQU64(zC0F, c0F)
+	VMOVDQU64(zC10, c10)
+	VMOVDQU64(zQhLo, iLo)
+	VMOVDQU64(zQhHi, iHi)
+	VMOVDQU64(zC8192, c8192)
 	var km [4]OpmaskVirtual
 	for r := 1; r < 4; r++ {
 		km[r] = maskW(0xF << (4 * r))
@@ -133,7 +115,7 @@ func few32Z(t string, R int) {
 	for r := range acc {
 		acc[r] = [2]VecVirtual{ZMM(), ZMM()}
 	}
-	stride, do := 256*R+64, 256*R
+	stride, xo, do := 128*R+64, 128, 128*R
 	p := name + "_"
 	Label(p + "group")
 	TESTQ(ng, ng)
@@ -145,43 +127,44 @@ func few32Z(t string, R int) {
 		VXORPS(acc[r][0], acc[r][0], acc[r][0])
 		VXORPS(acc[r][1], acc[r][1], acc[r][1])
 	}
+	// the next group's rows, at the pace these are read
+	pf := GP64()
+	LEAQ(Mem{Base: w, Index: ldw, Scale: 4}, pf)
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
 	Label(p + "block") // tested at its end
+	for o := 0; o < 4*22; o += 64 {
+		PREFETCHT0(Mem{Base: pf, Disp: o})
+	}
+	ADDQ(U8(4*22), pf)
 	row := avokit.Rows4(w, ldw, ldw3)
-	for r := 0; r < 4; r++ {
-		PREFETCHT0(row(r, zPrefetch))
-	}
-	// the four rows' unsigned quants: elements 0..15 in q, 16..31 in h
+	// the four rows' unsigned 5-bit quants: low nibbles in q, high in h
 	q, h := ZMM(), ZMM()
-	if t == "Q5_0" {
-		VMOVDQU32(row(0, 6), q.AsX())
-		for r := 1; r < 4; r++ {
-			VINSERTI32X4(U8(r), row(r, 6), q, q)
-		}
-		VPSRLW(U8(4), q, h)
-		VPANDD(c0F, q, q)
-		VPANDD(c0F, h, h)
-		qh := ZMM()
-		VPBROADCASTD(row(0, 2), qh)
-		for r := 1; r < 4; r++ {
-			VPBROADCASTD(row(r, 2), km[r], qh)
-		}
-		kl, kh := K(), K()
-		vpshufbitqmb(iLo, qh, kl)
-		vpshufbitqmb(iHi, qh, kh)
-		VPADDB(c10, q, kl, q)
-		VPADDB(c10, h, kh, h)
-	} else {
-		VMOVDQU32(row(0, 2), q.AsX())
-		VMOVDQU32(row(0, 18), h.AsX())
-		for r := 1; r < 4; r++ {
-			VINSERTI32X4(U8(r), row(r, 2), q, q)
-			VINSERTI32X4(U8(r), row(r, 18), h, h)
-		}
-		VPXORD(c80, q, q)
-		VPXORD(c80, h, h)
+	VMOVDQU32(row(0, 6), q.AsX())
+	for r := 1; r < 4; r++ {
+		VINSERTI32X4(U8(r), row(r, 6), q, q)
 	}
+	VPSRLW(U8(4), q, h)
+	VPANDD(c0F, q, q)
+	VPANDD(c0F, h, h)
+	qh := ZMM()
+	VPBROADCASTD(row(0, 2), qh)
+	for r := 1; r < 4; r++ {
+		VPBROADCASTD(row(r, 2), km[r], qh)
+	}
+	kl, kh := K(), K()
+	vpshufbitqmb(iLo, qh, kl)
+	vpshufbitqmb(iHi, qh, kh)
+	VPADDB(c10, q, kl, q)
+	VPADDB(c10, h, kh, h)
+	// the lanes' start −128·Σ(q−16) = 8192 − 128·Σq, then q−16 signed
+	ol, oh := ZMM(), ZMM()
+	VMOVDQA64(c8192, ol)
+	VMOVDQA64(c8192, oh)
+	vpdpbusd(zC80, q, ol)
+	vpdpbusd(zC80, h, oh)
+	VPSUBB(c10, q, q)
+	VPSUBB(c10, h, h)
 	// the four rows' d as float32 (row n's in lane n)
 	hv := YMM()
 	VPBROADCASTW(row(0, 0), hv)
@@ -191,11 +174,17 @@ func few32Z(t string, R int) {
 	dw := ZMM()
 	VCVTPH2PS(hv, dw)
 	for r := 0; r < R; r++ {
-		sl, sh := ZMM(), ZMM()
-		VMOVDQA64(Mem{Base: a, Disp: 256*r + 128}, sl) // −off·Σx of the lanes
-		VMOVDQA64(Mem{Base: a, Disp: 256*r + 192}, sh)
-		vpdpbusd(Mem{Base: a, Disp: 256 * r}, q, sl)
-		vpdpbusd(Mem{Base: a, Disp: 256*r + 64}, h, sh)
+		xl, xh := ZMM(), ZMM()
+		VMOVDQU64(Mem{Base: a, Disp: xo * r}, xl) // plain loads: a broadcast costs a shuffle
+		VMOVDQU64(Mem{Base: a, Disp: xo*r + 64}, xh)
+		sl, sh := ol, oh // the last row takes the starts themselves
+		if r < R-1 {
+			sl, sh = ZMM(), ZMM()
+			VMOVDQA64(ol, sl)
+			VMOVDQA64(oh, sh)
+		}
+		vpdpbusd(q, xl, sl)
+		vpdpbusd(h, xh, sh)
 		VCVTDQ2PS(sl, sl)
 		VCVTDQ2PS(sh, sh)
 		sc := ZMM()
@@ -203,21 +192,15 @@ func few32Z(t string, R int) {
 		VFMADD231PS(sc, sl, acc[r][0])                    // acc += lanes·(d_w·d_a), one rounding
 		VFMADD231PS(sc, sh, acc[r][1])
 	}
-	ADDQ(U8(int8(bs)), w)
+	ADDQ(U8(22), w)
 	ADDQ(U32(uint32(stride)), a)
 	DECQ(nb)
 	JNZ(LabelRef(p + "block"))
 	Label(p + "done")
 	// per 128-bit lane [t0 t1 t2 t3], t_i = l_i + l_{i+4}: then
-	// (t0+t2)+(t1+t3) in its first element, row q's to y + r·ldy + 4q·ys
-	ysb, ys3 := Load(Param("ys"), GP64()), GP64()
-	SHLQ(U8(2), ysb)
-	LEAQ(Mem{Base: ysb, Index: ysb, Scale: 2}, ys3)
-	ldy := Load(Param("ldy"), GP64())
+	// (t0+t2)+(t1+t3) in its first element, the four to y + r·ldy
 	yr := GP64()
 	MOVQ(y, yr)
-	idx := ZMM()
-	VMOVDQU64(zDIdx4, idx)
 	for r := 0; r < R; r++ {
 		s, u := ZMM(), ZMM()
 		VADDPS(acc[r][1], acc[r][0], s)
@@ -225,19 +208,16 @@ func few32Z(t string, R int) {
 		VADDPS(u, s, s)
 		VPERMILPS(U8(0xB1), s, u) // [1 0 3 2]
 		VADDPS(u, s, s)
+		idx := ZMM()
+		VMOVDQU64(zDIdx4, idx)
 		VPERMD(s, idx, s)
-		yq := avokit.Rows4(yr, ysb, ys3)
-		VMOVSS(s.AsX(), yq(0, 0))
-		for q := 1; q < 4; q++ {
-			VEXTRACTPS(U8(q), s.AsX(), yq(q, 0))
-		}
+		VMOVUPS(s.AsX(), Mem{Base: yr})
 		if r < R-1 {
 			ADDQ(ldy, yr)
 		}
 	}
-	yg := Load(Param("yg"), GP64())
-	LEAQ(Mem{Base: y, Index: yg, Scale: 4}, y)
-	ADDQ(Load(Param("adv"), GP64()), wg)
+	ADDQ(U8(16), y)
+	LEAQ(Mem{Base: wg, Index: ldw, Scale: 4}, wg)
 	DECQ(ng)
 	JMP(LabelRef(p + "group"))
 	Label(p + "end")
