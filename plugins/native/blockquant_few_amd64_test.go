@@ -62,3 +62,76 @@ func BenchmarkFewKernel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFewShapes is a Qwen2.5-0.5B "Q4_K_M" decode step's products
+// on their real shapes and types (attention's 896×896 and the MLP's
+// 4864×896 in Q5_0, the down projection 896×4864 in Q4_K or Q6_K, the
+// tied classifier 151936×896 in Q8_0), at m = 1, 2 and 4 activation rows
+// (a step of that many sequences), the three alternating in one loop,
+// each weight copied to about 64 MB so that it comes from memory as in a
+// step. It reports the least CPU µs of one product at each m (t=2: on
+// two threads) and m2/m1, m4/m1: what a step of 2 or 4 sequences costs
+// over one (m4tiles: the tiles of qgemm.go where the few-row kernels
+// take m = 4). The four run in a random order each round: in a fixed
+// cyclic order the same kernel measured up to twice as fast in one place
+// as in another.
+func BenchmarkFewShapes(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	shapes := []struct {
+		ty   ggml.Type
+		n, k int
+	}{{ggml.Q5_0, 896, 896}, {ggml.Q5_0, 4864, 896}, {ggml.Q4_K, 896, 4864}, {ggml.Q6_K, 896, 4864}, {ggml.Q8_0, 151936, 896}}
+	for _, s := range shapes {
+		w0 := gemmWeights(rng, s.ty, s.n, s.k)
+		ws := make([]*bqWeights, max(1, (64<<20)/len(w0.raw)))
+		for i := range ws {
+			raw := w0.raw
+			if i > 0 {
+				raw = append([]byte(nil), w0.raw...)
+			}
+			ws[i] = &bqWeights{n: s.n, k: s.k, typ: s.ty, raw: raw, rb: w0.rb, gk: w0.gk}
+			ws[i].acts.New = func() any { return new(ggml.Act) }
+		}
+		x := make([]float32, 4*s.k)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		y := make([]float32, 4*s.n)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/N%d/K%d/t%d", s.ty, s.n, s.k, threads), func(b *testing.B) {
+				var p *pool
+				if threads > 1 {
+					p = newPool(threads)
+					defer p.close()
+				}
+				ms := []int{1, 2, 4, 4}
+				best := make([]time.Duration, len(ms))
+				for i := range best {
+					best[i] = 1 << 62
+				}
+				for b.Loop() {
+					for _, i := range rng.Perm(len(ms)) {
+						m := ms[i]
+						fewOff = i == 3
+						t0 := cpuTime()
+						for _, w := range ws {
+							if m == 1 || !w.runGEMM(p, x[:m*s.k], y[:m*s.n], m) {
+								w.runGGMLInt(p, x[:m*s.k], y[:m*s.n], m)
+							}
+						}
+						best[i] = min(best[i], cpuTime()-t0)
+					}
+				}
+				fewOff = false
+				us := func(i int) float64 { return float64(best[i].Nanoseconds()) / 1e3 / float64(len(ws)) }
+				b.ReportMetric(us(0), "cpu-us-m1")
+				b.ReportMetric(us(2), "cpu-us-m4")
+				b.ReportMetric(us(1)/us(0), "m2/m1")
+				b.ReportMetric(us(2)/us(0), "m4/m1")
+				if s.ty == ggml.Q5_0 {
+					b.ReportMetric(us(3)/us(0), "m4tiles/m1")
+				}
+			})
+		}
+	}
+}
