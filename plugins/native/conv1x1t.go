@@ -24,11 +24,14 @@ const pointwiseTMinCh = 64
 
 // pointwiseTGain: the transposed form's tile efficiency must beat the
 // planar form's by this factor: it pays the two copies, hw·(cin + cout)
-// floats. BenchmarkPointwiseT (CPU µs, planar → transposed, load 17): at
-// 7×7 (planar 77% efficient) 192←1152 195 → 158, 1152←192 171 → 126,
-// 192←672 98 → 80; at 14×14 (88%) even: 192←1152 548 → 580, 480←80 99 →
-// 106, 112←672 206 → 192, 192←192 88 → 87.
-const pointwiseTGain = 1.2
+// floats. BenchmarkPointwiseT (CPU µs, planar → transposed, two runs,
+// load 20): at 7×7 (planar 77% efficient, ratio 1.31) 192←1152 208/192
+// → 139/142, 1152←192 172/180 → 132/127, 192←672 109/115 → 78/71; at
+// 14×14 with ratio 1.17 192←1152 644/608 → 608/553, 192←192 93/96 →
+// 79/79, 480←80 98/109 → 99/91; ratio 1.14 672←112 186/203 → 196/180;
+// ratio 1 (the output channels fill panels no better) 80←480 107/100 →
+// 112/111, 112←672 203/204 → 217/208. A variable: benchmarks set it.
+var pointwiseTGain = 1.15
 
 // usePointwiseT: a variable, so tests and benchmarks run both paths.
 var usePointwiseT = true
@@ -127,6 +130,15 @@ type transTask struct {
 // column ci is positions t·mr … t·mr+mr-1 of channel ci, one contiguous
 // run; a last partial tile's rows past hw are zero.
 func packXT(dst, x []float32, c, hw, mr, c0, c1 int) {
+	// in assembly where the CPU can: one masked vector move a copy
+	// (BenchmarkPointwiseTParts, CPU µs, Go → assembly: 1152 channels at
+	// 14×14 70 → 35, at 7×7 16 → 3.3)
+	if !packXTAsm(dst, x, c, hw, mr, c0, c1) {
+		packXTGo(dst, x, c, hw, mr, c0, c1)
+	}
+}
+
+func packXTGo(dst, x []float32, c, hw, mr, c0, c1 int) {
 	full := hw / mr
 	for t := 0; t < full; t++ {
 		tile := dst[t*mr*c : (t+1)*mr*c]

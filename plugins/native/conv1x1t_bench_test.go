@@ -34,8 +34,8 @@ func BenchmarkPointwiseT(b *testing.B) {
 		ctx := &kernels.Context{Alloc: oneTensorAlloc{graph.MustFromSlice([]int{1, cout, h, w}, make([]float32, cout*h*w))}}
 		for _, tr := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dx%dx%dx%d/transposed=%v", cout, cin, h, w, tr), func(b *testing.B) {
-				usePointwiseT = tr
-				defer func() { usePointwiseT = true }()
+				usePointwiseT, pointwiseTGain = tr, 0 // transposed wherever it may be
+				defer func(g float64) { usePointwiseT, pointwiseTGain = true, g }(pointwiseTGain)
 				cpuLoop(b, func() {
 					if _, err := p.compute(bc, ctx, x); err != nil {
 						b.Fatal(err)
@@ -51,3 +51,36 @@ func BenchmarkPointwiseT(b *testing.B) {
 type oneTensorAlloc struct{ t *graph.Tensor }
 
 func (a oneTensorAlloc) Alloc(graph.DType, []int) (*graph.Tensor, error) { return a.t, nil }
+
+// BenchmarkPointwiseTParts times the transposed path's three steps
+// (packing Xᵀ, the GEMM, transposing Yᵀ out) and the planar path's B
+// packing at one shape each, in CPU time per run.
+func BenchmarkPointwiseTParts(b *testing.B) {
+	kern := bestKernel()
+	if kern.packedA == nil {
+		b.Skip("no packed-A kernel on this machine")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, sh := range [][3]int{{192, 1152, 196}, {192, 1152, 49}, {480, 80, 196}} {
+		cout, cin, hw := sh[0], sh[1], sh[2]
+		x := randSlice(rng, cin*hw)
+		xt := make([]float32, packedALen(hw, cin, kern.mr))
+		ct := make([]float32, hw*cout)
+		y := make([]float32, hw*cout)
+		wt := make([]float32, packedLen(cin, cout, kern.nr))
+		packB(wt, randSlice(rng, cout*cin), cin, cout, kern.nr, 1, cin)
+		bias := make([]float32, panelsOf(cout, kern.nr)*kern.nr)
+		pb := make([]float32, packedLen(cin, hw, kern.nr))
+		name := fmt.Sprintf("%dx%dx%d", cout, cin, hw)
+		b.Run(name+"/packXT", func(b *testing.B) { cpuLoop(b, func() { packXT(xt, x, cin, hw, kern.mr, 0, cin) }) })
+		b.Run(name+"/gemm", func(b *testing.B) {
+			cpuLoop(b, func() {
+				gemm(&kern, nil, &gemmOp{m: hw, n: cout, k: cin, a: xt, lda: cin, apacked: true, b: wt, c: ct, ldc: cout, bias: bias, biasMode: initColBias})
+			})
+		})
+		b.Run(name+"/transposeOut", func(b *testing.B) { cpuLoop(b, func() { toChannelsLast(y, ct, hw, cout, cout, hw) }) })
+		b.Run(name+"/packBRows", func(b *testing.B) {
+			cpuLoop(b, func() { packBRows(pb, x, cin, hw, kern.nr, hw, 0, panelsOf(hw, kern.nr)) })
+		})
+	}
+}

@@ -10,14 +10,14 @@ import (
 )
 
 // pointwiseTCases are 1×1 convolutions over small images with many
-// channels, the shapes the transposed path (conv1x1t.go) takes: a 7×7
-// and a 14×14 image (row tiles exact, a last partial one), a partial
-// last panel of output channels, more input channels than one kc block
-// of the GEMM, a 5×7 image, each with a Clip fused and a
+// channels, the shapes the transposed path (conv1x1t.go) takes: 7×7, 7×14
+// and 14×14 images (row tiles exact, a last partial one), a partial last
+// panel of output channels, more input channels than one kc block of the
+// GEMM, 5×7 and 6×6 images, each with a Clip fused and a
 // BatchNormalization folded in.
 func pointwiseTCases() []opCase {
 	var cs []opCase
-	for i, c := range [][4]int{{96, 64, 7, 7}, {80, 160, 7, 14}, {64, 240, 7, 7}, {260, 64, 7, 7}, {70, 96, 5, 7}, {192, 128, 6, 6}} {
+	for i, c := range [][4]int{{96, 64, 7, 7}, {80, 160, 7, 14}, {64, 240, 7, 7}, {260, 64, 7, 7}, {70, 96, 5, 7}, {192, 128, 6, 6}, {96, 192, 14, 14}} {
 		cin, cout, h, w := c[0], c[1], c[2], c[3]
 		cs = append(cs, opCase{name: fmt.Sprintf("pointwiseT%d", i),
 			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", nil),
@@ -55,7 +55,7 @@ func TestPointwiseTransposed(t *testing.T) {
 	if !native.UsePointwiseT(true) {
 		t.Skip("no packed-A kernel or 8×8 transpose here: the planar path computes these")
 	}
-	for _, c := range [][3]int{{64, 96, 49}, {160, 80, 98}, {240, 64, 49}, {64, 260, 49}, {96, 70, 35}, {128, 192, 36}} {
+	for _, c := range [][3]int{{64, 96, 49}, {160, 80, 98}, {240, 64, 49}, {64, 260, 49}, {96, 70, 35}, {128, 192, 36}, {192, 96, 196}} {
 		if !native.PointwiseTWins(c[0], c[1], c[2]) {
 			t.Errorf("cout %d cin %d at %d positions: not taken by the transposed path, which the case is for", c[0], c[1], c[2])
 		}
@@ -64,4 +64,14 @@ func TestPointwiseTransposed(t *testing.T) {
 	native.UsePointwiseT(false)
 	defer native.UsePointwiseT(true)
 	testOps(t, pointwiseTCases())
+}
+
+// packXT's assembly against its Go loops: whole and partial last tiles,
+// a channel range, tiles of 6, 14 and 16 rows.
+func TestPackXT(t *testing.T) {
+	for _, c := range [][5]int{{5, 49, 14, 0, 5}, {9, 196, 14, 2, 7}, {3, 13, 14, 0, 3}, {4, 35, 6, 1, 4}, {7, 40, 16, 0, 7}, {2, 14, 14, 0, 2}} {
+		if !native.PackXTAgrees(c[0], c[1], c[2], c[3], c[4]) {
+			t.Errorf("c %d hw %d mr %d channels [%d, %d): assembly and Go differ", c[0], c[1], c[2], c[3], c[4])
+		}
+	}
 }
