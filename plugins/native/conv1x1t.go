@@ -18,40 +18,57 @@ package native
 // run by the packed-A kernel of its height, and Yᵀ transposed into the
 // NCHW output 8×8 blocks at a time.
 
-// pointwiseTMinCh: both channel counts at least this (the two copies,
-// hw·(cin + cout) floats, then cost little beside the hw·cin·cout FMAs).
+// pointwiseTMinCh: both channel counts at least this.
 const pointwiseTMinCh = 64
 
-// pointwiseTGain: the transposed form's tile efficiency must beat the
-// planar form's by this factor: it pays the two copies, hw·(cin + cout)
-// floats. BenchmarkPointwiseT (CPU µs, planar → transposed, two runs,
-// load 20): at 7×7 (planar 77% efficient, ratio 1.31) 192←1152 208/192
-// → 139/142, 1152←192 172/180 → 132/127, 192←672 109/115 → 78/71; at
-// 14×14 with ratio 1.17 192←1152 644/608 → 608/553, 192←192 93/96 →
-// 79/79, 480←80 98/109 → 99/91; ratio 1.14 672←112 186/203 → 196/180;
-// ratio 1 (the output channels fill panels no better) 80←480 107/100 →
-// 112/111, 112←672 203/204 → 217/208. A variable: benchmarks set it.
-var pointwiseTGain = 1.15
+// The transposed form's copies, priced in multiply-adds per float copied
+// (from TestZooNodeCosts on pose_detection, each node's least time of 40
+// in-model runs, load 20: a multiply-add about 0.011 ns, packing Xᵀ
+// about 0.2 ns a float, transposing Yᵀ out about 0.3 ns, its cache
+// lines cold). With a price of tile efficiency alone (a ratio of 1.15),
+// 480←80 at 14×14 went 92 → 112 µs and 192←112 62 → 67: the copies
+// outweigh a 14% better tiling over few input channels.
+const (
+	pointwiseTPackCost  = 20 // per float of Xᵀ (and of planar B where compute packs it)
+	pointwiseTTransCost = 27 // per float of Yᵀ
+)
 
-// usePointwiseT: a variable, so tests and benchmarks run both paths.
-var usePointwiseT = true
+// usePointwiseT: a variable, so tests and benchmarks run both paths;
+// pointwiseTForce takes the transposed path wherever it may run.
+var usePointwiseT, pointwiseTForce = true, false
 
 // tileEff is the share of an extent n computed in whole tiles of t.
 func tileEff(n, t int) float64 { return float64(n) / float64((n+t-1)/t*t) }
 
 // pointwiseTWins reports whether a 1×1 convolution (cout×cin weights,
-// constant, one group) over hw positions should be computed transposed:
-// planar, the cout rows go in tiles of mr and the hw columns in panels
-// of nr; transposed, the hw rows are exact (kernels of every height up
-// to mr) and the cout columns go in panels of nr.
+// constant, one group) over hw positions should be computed transposed.
+// Planar, the cout rows go in tiles of mr and the hw columns in panels
+// of nr (B read in place, or packed where compute packs it); transposed,
+// the hw rows are exact (kernels of every height up to mr), the cout
+// columns go in panels of nr, and Xᵀ and Yᵀ are copied. Per position, in
+// multiply-adds:
+//
+//	planar:     cin·cout / eff(cout, mr)·eff(hw, nr) [+ pack·cin]
+//	transposed: cin·cout / eff(cout, nr) + pack·cin + trans·cout
+//
+// In-model, planar → transposed (TestZooNodeCosts, pose_detection, least
+// of 40 runs, µs, load 20): at 7×7 192←1152 241 → 173, 1152←192 186 →
+// 146, 192←672 142 → 101; at 14×14 192←1152 612 → 527.
 func pointwiseTWins(kern *microKernel, cout, cin, hw int) bool {
 	if !usePointwiseT || kern.packedA == nil || !usePackedA || hw < kern.nr ||
 		cout < pointwiseTMinCh || cin < pointwiseTMinCh || !has8x8Transpose {
 		return false
 	}
-	planar := tileEff(cout, kern.mr) * tileEff(hw, kern.nr)
-	transposed := tileEff(cout, kern.nr)
-	return transposed > pointwiseTGain*planar
+	if pointwiseTForce {
+		return true
+	}
+	macs := float64(cin * cout)
+	planar := macs / (tileEff(cout, kern.mr) * tileEff(hw, kern.nr))
+	if !inPlaceB || cin*hw > 64<<10 { // compute's condition for packing B
+		planar += pointwiseTPackCost * float64(cin)
+	}
+	transposed := macs/tileEff(cout, kern.nr) + pointwiseTPackCost*float64(cin) + pointwiseTTransCost*float64(cout)
+	return transposed < planar
 }
 
 // packedWT returns the weights as B of Yᵀ = im2colᵀ · Wᵀ (rows in (tap,

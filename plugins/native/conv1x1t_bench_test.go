@@ -34,8 +34,8 @@ func BenchmarkPointwiseT(b *testing.B) {
 		ctx := &kernels.Context{Alloc: oneTensorAlloc{graph.MustFromSlice([]int{1, cout, h, w}, make([]float32, cout*h*w))}}
 		for _, tr := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dx%dx%dx%d/transposed=%v", cout, cin, h, w, tr), func(b *testing.B) {
-				usePointwiseT, pointwiseTGain = tr, 0 // transposed wherever it may be
-				defer func(g float64) { usePointwiseT, pointwiseTGain = true, g }(pointwiseTGain)
+				usePointwiseT, pointwiseTForce = tr, true // transposed wherever it may be
+				defer func() { usePointwiseT, pointwiseTForce = true, false }()
 				cpuLoop(b, func() {
 					if _, err := p.compute(bc, ctx, x); err != nil {
 						b.Fatal(err)

@@ -11,13 +11,13 @@ import (
 
 // pointwiseTCases are 1×1 convolutions over small images with many
 // channels, the shapes the transposed path (conv1x1t.go) takes: 7×7, 7×14
-// and 14×14 images (row tiles exact, a last partial one), a partial last
+// and 13×13 images (row tiles exact, a last partial one), a partial last
 // panel of output channels, more input channels than one kc block of the
 // GEMM, 5×7 and 6×6 images, each with a Clip fused and a
 // BatchNormalization folded in.
 func pointwiseTCases() []opCase {
 	var cs []opCase
-	for i, c := range [][4]int{{96, 64, 7, 7}, {80, 160, 7, 14}, {64, 240, 7, 7}, {260, 64, 7, 7}, {70, 96, 5, 7}, {192, 128, 6, 6}, {96, 192, 14, 14}} {
+	for i, c := range [][4]int{{256, 128, 7, 7}, {384, 256, 7, 14}, {256, 240, 7, 7}, {260, 64, 7, 7}, {70, 96, 5, 7}, {192, 128, 6, 6}, {512, 256, 13, 13}} {
 		cin, cout, h, w := c[0], c[1], c[2], c[3]
 		cs = append(cs, opCase{name: fmt.Sprintf("pointwiseT%d", i),
 			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", nil),
@@ -55,7 +55,7 @@ func TestPointwiseTransposed(t *testing.T) {
 	if !native.UsePointwiseT(true) {
 		t.Skip("no packed-A kernel or 8×8 transpose here: the planar path computes these")
 	}
-	for _, c := range [][3]int{{64, 96, 49}, {160, 80, 98}, {240, 64, 49}, {64, 260, 49}, {96, 70, 35}, {128, 192, 36}, {192, 96, 196}} {
+	for _, c := range [][3]int{{128, 256, 49}, {256, 384, 98}, {240, 256, 49}, {64, 260, 49}, {96, 70, 35}, {128, 192, 36}, {256, 512, 169}} {
 		if !native.PointwiseTWins(c[0], c[1], c[2]) {
 			t.Errorf("cout %d cin %d at %d positions: not taken by the transposed path, which the case is for", c[0], c[1], c[2])
 		}
