@@ -299,6 +299,10 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 		return y, nil
 	}
 	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	if pointwise && p.constW && p.group == 1 && pointwiseTWins(kern, p.cout, p.cin, hw) {
+		p.runPointwiseT(bc, X, Y, batch, hw) // positions on the rows (conv1x1t.go)
+		return y, nil
+	}
 	// A: the weights, group gi's rows at wa[gi·gs:], packed where they
 	// are constant and the kernel reads packed A
 	wa, gs, apk := p.w, per*kk, false

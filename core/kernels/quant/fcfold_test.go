@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -61,5 +62,34 @@ func TestFCFoldedMatchesDirect(t *testing.T) {
 		if ctx.Const = 1 << 3; foldFC(ctx, in, l, units, depth) != nil {
 			t.Fatal("folded a bias that is not a constant")
 		}
+	}
+}
+
+// BenchmarkFCFolded times the folded path on hello_world_int8's layers
+// (units×depth: 16×1, 16×16) and a wider one (64×64), one row each.
+func BenchmarkFCFolded(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sh := range [][2]int{{16, 1}, {16, 16}, {64, 64}} {
+		units, depth := sh[0], sh[1]
+		w, x, y := make([]int8, units*depth), make([]int8, depth), make([]int8, units)
+		for i := range w {
+			w[i] = int8(rng.IntN(256) - 128)
+		}
+		for i := range x {
+			x[i] = int8(rng.IntN(256) - 128)
+		}
+		l := &linear{xz: 3, yz: -5, lo: -128, hi: 127, mq: make([]int32, units), wz: make([]int32, units), ls: make([]uint, units), rs: make([]uint, units)}
+		for u := range units {
+			l.mq[u] = 1<<30 + rng.Int32N(1<<30)
+			l.ls[u], l.rs[u] = requantShifts(-8)
+		}
+		in := make([]*graph.Tensor, 9)
+		in[3] = graph.MustFromSlice([]int{units, depth}, w)
+		f := foldFC(&kernels.Context{Const: 1 << 3}, in, l, units, depth)
+		b.Run(fmt.Sprintf("%dx%d", units, depth), func(b *testing.B) {
+			for b.Loop() {
+				fcFolded(f, w, x, y, units, depth, l.mq, l.wz, l.ls, l.rs, l.yz, l.lo, l.hi)
+			}
+		})
 	}
 }
