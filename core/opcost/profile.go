@@ -64,6 +64,12 @@ type Rate struct {
 	PerElem      float64 `json:"ns_per_elem,omitempty"`
 	PerInElem    float64 `json:"ns_per_in_elem,omitempty"`
 	PerParamByte float64 `json:"ns_per_param_byte,omitempty"`
+	// Scale and CacheBytes serve the in-model term (InModelFamily) alone:
+	// Scale is the share of a node's own estimate added, and PerByte
+	// there prices the bytes of a node's activations (its data inputs and
+	// outputs) beyond CacheBytes.
+	Scale      float64 `json:"scale,omitempty"`
+	CacheBytes float64 `json:"cache_bytes,omitempty"`
 	// Samples is how many measurements the rate was fitted to, and
 	// MaxError the largest relative error of the fit over them, and
 	// TypicalError the median one.
@@ -251,7 +257,7 @@ func ParseProfile(b []byte) (*Profile, error) {
 	}
 	for be, fams := range p.Rates {
 		for fam, r := range fams {
-			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte} {
+			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte, r.Scale, r.CacheBytes} {
 				if !(v >= 0 && v < 1e12) { // also refuses NaN
 					return nil, fmt.Errorf("%s %s: rate %v out of range", be, fam, v)
 				}
@@ -404,4 +410,31 @@ var tablesOnly atomic.Bool
 func TablesOnly() (restore func()) {
 	old := tablesOnly.Swap(true)
 	return func() { tablesOnly.Store(old) }
+}
+
+// InModelFamily is the profile family of a backend's in-model term: what
+// a node costs inside a whole network beyond its time measured alone
+// (runtime/calibrate's model cases: a node alone runs with its input hot
+// in the cache and nothing else between it and the next; inside a
+// network it reads what the previous node wrote, over a working set of
+// many layers' activations). Its Rate holds Fixed per node, PerByte per
+// byte of a node's activations beyond CacheBytes, and Scale, the share
+// of the node's own estimate added.
+const InModelFamily = "in-model"
+
+// InModel is the in-model term of a node of work w whose own estimate
+// is nodeNs on backend, in ns: 0 when the profile in use (or the
+// built-in one) holds none for the backend. The backends' cost models
+// add it per node of what they run (views and shape computations
+// aside).
+func InModel(backend string, w Work, nodeNs float64) float64 {
+	if w.Class == View || w.Class == Meta {
+		return 0
+	}
+	r, ok := Calibrated(backend, InModelFamily)
+	if !ok {
+		return 0
+	}
+	act := float64(w.BytesIn - w.ParamBytes + w.BytesOut)
+	return r.Fixed + r.PerByte*max(0, act-r.CacheBytes) + r.Scale*nodeNs
 }

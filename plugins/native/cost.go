@@ -240,15 +240,20 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	var compute float64
 	fg, fused := fuse(sg)
 	for _, n := range fg.Nodes {
-		if c, ok := quantNodeCost(sg, n, threads); ok {
-			compute += c
-			continue
+		var c float64
+		if q, ok := quantNodeCost(sg, n, threads); ok {
+			c = q
+		} else if f := fused[n]; f != nil {
+			c = fusedCost(sg, n, f, threads)
+		} else {
+			c = headCost(sg, n, threads)
 		}
-		if f := fused[n]; f != nil {
-			compute += fusedCost(sg, n, f, threads)
-			continue
-		}
-		compute += headCost(sg, n, threads)
+		// what the node costs inside a network beyond its time alone
+		// (calibrate's model cases: native's whole-network time was
+		// 1.25–1.35× the sum of its nodes' estimates on MediaPipe's
+		// landmark and pose models, its early layers' activations of
+		// 2–6 MB 1.5–3.5× theirs)
+		compute += c + opcost.InModel("native", opcost.Of(n, sg), c)
 	}
 	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}
 	c.Latency = c.Overhead + c.Compute

@@ -168,6 +168,15 @@ func cases(fams map[string]bool) []Case {
 // the fallback's own, measured on the runtime's reference kernels) and
 // returns the samples and the fitted profile.
 func Run(ctx context.Context, devs map[string]*hal.Device, order []string, opts Options) ([]Sample, *opcost.Profile, error) {
+	samples, _, p, err := RunWithModels(ctx, devs, order, opts)
+	return samples, p, err
+}
+
+// RunWithModels is Run, then, when opts.Families is unset or names
+// opcost.InModelFamily, the model cases (ModelCases: whole networks)
+// measured and each backend's in-model term fitted into the profile
+// (FitInModel).
+func RunWithModels(ctx context.Context, devs map[string]*hal.Device, order []string, opts Options) ([]Sample, []ModelSample, *opcost.Profile, error) {
 	if opts.Runs <= 0 {
 		opts.Runs = 15
 	}
@@ -176,10 +185,19 @@ func Run(ctx context.Context, devs map[string]*hal.Device, order []string, opts 
 	}
 	samples, err := RunCases(ctx, devs, order, cases(opts.Families), opts)
 	if err != nil {
-		return samples, nil, err
+		return samples, nil, nil, err
 	}
 	p := Fit(samples)
-	return samples, p, nil
+	if opts.Families != nil && !opts.Families[opcost.InModelFamily] {
+		return samples, nil, p, nil
+	}
+	mcs := ModelCases()
+	ms, err := RunModels(ctx, devs, order, mcs, opts)
+	if err != nil {
+		return samples, ms, p, err
+	}
+	FitInModel(ctx, devs, mcs, ms, p)
+	return samples, ms, p, nil
 }
 
 // measureCase times the two chains of a case on one backend, in

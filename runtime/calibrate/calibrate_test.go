@@ -107,3 +107,25 @@ func TestRunOnCPU(t *testing.T) {
 		t.Fatalf("no Relu rate on cpu: %+v (samples %+v)", p.Rates, samples)
 	}
 }
+
+// Every network builds a model the runtime loads and types, its output
+// as declared.
+func TestModelCasesBuild(t *testing.T) {
+	for _, c := range ModelCases() {
+		ir := c.Build()
+		if err := ir.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		types, issues := runtime.InferTypes(ir)
+		if len(issues) > 0 {
+			t.Fatalf("%s: %v", c.Name, issues)
+		}
+		out := ir.Graph.Outputs[0]
+		if got := types[out.Name]; got.Shape.String() != out.Type.Shape.String() {
+			t.Fatalf("%s: output %v, declared %v", c.Name, got.Shape, out.Type.Shape)
+		}
+		if len(ir.Graph.Nodes) < 50 {
+			t.Fatalf("%s: %d nodes, not a network", c.Name, len(ir.Graph.Nodes))
+		}
+	}
+}
