@@ -22,7 +22,7 @@ func calibrateCmd() *cobra.Command {
 	var backends, families, models []string
 	var out, refit string
 	var runs, passes int
-	var asJSON, dryRun bool
+	var asJSON, dryRun, networks bool
 	cmd := &cobra.Command{
 		Use:   "calibrate [--backends native,xnnpack,cpu] [--profile-file FILE]",
 		Short: "Measure this machine's kernel families per backend and store the cost profile placement reads",
@@ -66,7 +66,7 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				devs[name] = d
 				order = append(order, name)
 			}
-			opts := calibrate.Options{Runs: runs, Passes: passes}
+			opts := calibrate.Options{Runs: runs, Passes: passes, Networks: networks}
 			if len(families) > 0 {
 				opts.Families = map[string]bool{}
 				for _, f := range families {
@@ -110,7 +110,9 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				samples, models, p = in.Samples, in.Models, calibrate.Fit(in.Samples)
 				// the in-model term is fitted against this profile's
 				// estimates of the networks (asked of the backends again)
-				calibrate.FitInModel(ctx, devs, calibrate.ModelCases(), models, p)
+				if networks {
+					calibrate.FitInModel(ctx, devs, calibrate.ModelCases(), models, p)
+				}
 			} else {
 				var err error
 				if samples, models, p, err = calibrate.RunWithModels(ctx, devs, order, opts); err != nil {
@@ -140,8 +142,8 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 					for _, f := range p.Families(be) {
 						r := p.Rates[be][f]
 						if f == opcost.InModelFamily {
-							fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns a node  %.4g ns per activation byte beyond %.0f KiB  %.3g of the node's estimate  (%d networks, median error %.0f%%, worst %.0f%%)\n",
-								be, f, r.Fixed, r.PerByte, r.CacheBytes/1024, r.Scale, r.Samples, 100*r.TypicalError, 100*r.MaxError)
+							fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns a node  %.4g ns per weight byte  %.4g ns per activation byte beyond %.0f KiB  (%d networks, median error %.0f%%, worst %.0f%%)\n",
+								be, f, r.Fixed, r.PerParamByte, r.PerByte, r.CacheBytes/1024, r.Samples, 100*r.TypicalError, 100*r.MaxError)
 							continue
 						}
 						fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns  %.4g ns/FLOP  %.4g ns/byte  %.4g ns/output  %.4g ns/input  %.4g ns/weight byte  (%d sizes, median error %.0f%%, worst %.0f%%)\n",
@@ -168,5 +170,6 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 	cmd.Flags().IntVar(&passes, "passes", 2, "passes over all the cases (the least time of each counts)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the samples and the profile as JSON")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "measure and print, write nothing")
+	cmd.Flags().BoolVar(&networks, "networks", false, "also time whole networks on each backend beside their estimates and fit the in-model term (per node, per weight byte, per activation byte beyond a cache size) to what the node rates miss; with --families in-model, the networks alone against the profile in use")
 	return cmd
 }

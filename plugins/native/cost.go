@@ -253,7 +253,7 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 		// 1.25–1.35× the sum of its nodes' estimates on MediaPipe's
 		// landmark and pose models, its early layers' activations of
 		// 2–6 MB 1.5–3.5× theirs)
-		compute += c + opcost.InModel("native", opcost.Of(n, sg), c)
+		compute += c + opcost.InModel("native", opcost.Of(n, sg))
 	}
 	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}
 	c.Latency = c.Overhead + c.Compute

@@ -105,7 +105,7 @@ func zooNodeCosts(t *testing.T, out *os.File, m, file string, rounds int) {
 		} else {
 			c = headCost(sg, n, 1)
 		}
-		c += opcost.InModel("native", opcost.Of(n, sg), c)
+		c += opcost.InModel("native", opcost.Of(n, sg))
 		meas, ok := best[n.Name]
 		if !ok {
 			continue

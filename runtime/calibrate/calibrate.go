@@ -51,6 +51,14 @@ type Options struct {
 	Families map[string]bool
 	// Progress, when set, receives a line per measured case.
 	Progress func(string)
+	// Networks adds the model cases (ModelCases, whole networks) and the
+	// in-model term fitted to them (FitInModel). Off by default: fitted
+	// at load 17–20 on the development VM (all a session could give it),
+	// the term followed those networks to 4–7% but not the zoo's
+	// models, pricing blazeface_front_128 and face_landmark on native
+	// 1.5–2× their time (placement then chose XNNPACK, 1.2–1.6× slower);
+	// a quiet machine's measurement has not been tried.
+	Networks bool
 }
 
 // Sample is one measured case.
@@ -172,10 +180,9 @@ func Run(ctx context.Context, devs map[string]*hal.Device, order []string, opts 
 	return samples, p, err
 }
 
-// RunWithModels is Run, then, when opts.Families is unset or names
-// opcost.InModelFamily, the model cases (ModelCases: whole networks)
-// measured and each backend's in-model term fitted into the profile
-// (FitInModel).
+// RunWithModels is Run, then, with opts.Networks, the model cases
+// (ModelCases: whole networks) measured and each backend's in-model term
+// fitted into the profile (FitInModel).
 func RunWithModels(ctx context.Context, devs map[string]*hal.Device, order []string, opts Options) ([]Sample, []ModelSample, *opcost.Profile, error) {
 	if opts.Runs <= 0 {
 		opts.Runs = 15
@@ -188,7 +195,7 @@ func RunWithModels(ctx context.Context, devs map[string]*hal.Device, order []str
 		return samples, nil, nil, err
 	}
 	p := Fit(samples)
-	if opts.Families != nil && !opts.Families[opcost.InModelFamily] {
+	if !opts.Networks {
 		return samples, nil, p, nil
 	}
 	mcs := ModelCases()
