@@ -170,7 +170,27 @@ func init() { opcost.RegisterKernelFamilies("native", kernelFamily) }
 // the input and measured 0.33–0.6× the packed and planar paths' time on
 // wide planes (BenchmarkDW3), so pricing them at the other paths' rates
 // made placement keep such models off native.
+//
+// A dense 1×1 convolution over a small image (at most smallImagePixels
+// positions) is family "conv1x1/small": a GEMM of few rows over many
+// weights, whose time follows the weights' stream and the panels' edges
+// more than its arithmetic, where the wide images' follows the
+// arithmetic and the activations. Fitted as one family, the two missed
+// each other's: pose_detection's and hand_landmark_full's 1152→192 and
+// 672→192 1×1s at 7×7 ran 1.6× their estimate, calibrate's 320→1280 at
+// 7×7 1.5×, while the same fit priced 16→96 at 112×112 at 2.5× its time
+// (typical error 12%, worst 52%), and placement kept both models on
+// native, 8–13% slower than XNNPACK. (tfl's transposed 1×1 kernel,
+// conv1x1t.go, takes shapes of this family; calibrate measures what
+// runs.)
 func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
+	if fam == "conv1x1" {
+		if y, ok := ts.TypeOf(n.Outputs[0]); ok && len(y.Shape) == 4 && y.Shape[2].Static() && y.Shape[3].Static() &&
+			y.Shape[2].Value*y.Shape[3].Value <= smallImagePixels {
+			return "conv1x1/small"
+		}
+		return fam
+	}
 	if fam != "dwconv" && fam != "dwconv/s2" {
 		return fam
 	}
@@ -193,6 +213,10 @@ func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
 	}
 	return fam
 }
+
+// smallImagePixels is the largest image (output positions) of family
+// "conv1x1/small": 14×14, where a GEMM's rows fill few 32-wide panels.
+const smallImagePixels = 14 * 14
 
 // dw3Family reports whether native would run depthwise node n (data
 // input type x) with the 3×3 row kernels (useDW3).

@@ -114,7 +114,7 @@ func Cases() []Case {
 		cs = append(cs, Case{Family: "conv", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, c.k, c.stride, 1, n) }})
 	}
 	add("conv1x1", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 56, 56}, {1, 96, 28, 28}, {1, 256, 7, 7}, {1, 128, 24, 24}, {1, 256, 12, 12},
-		{1, 24, 64, 64}, {1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}}, func(s []int, n int) *graph.Model {
+		{1, 24, 64, 64}, {1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}, {1, 512, 7, 7}, {1, 384, 14, 14}, {1, 128, 12, 12}}, func(s []int, n int) *graph.Model {
 		return convChain(s, 1, 1, n)
 	})
 	for _, c := range []struct {
@@ -124,7 +124,11 @@ func Cases() []Case {
 		// few rows over many weights (MobileNet-style heads at 7×7 and
 		// 14×14: their weight stream is what they cost) and a wide
 		// image with few channels
-		{[]int{1, 1152, 7, 7}, 192}, {[]int{1, 192, 7, 7}, 1152}, {[]int{1, 672, 14, 14}, 112}, {[]int{1, 16, 112, 112}, 64}} {
+		{[]int{1, 1152, 7, 7}, 192}, {[]int{1, 192, 7, 7}, 1152}, {[]int{1, 672, 14, 14}, 112}, {[]int{1, 16, 112, 112}, 64},
+		// more of them, projections and expansions (native prices images
+		// of at most 14×14 as a family of their own, conv1x1/small)
+		{[]int{1, 960, 7, 7}, 160}, {[]int{1, 160, 7, 7}, 960}, {[]int{1, 480, 14, 14}, 80}, {[]int{1, 80, 14, 14}, 480},
+		{[]int{1, 576, 10, 10}, 96}, {[]int{1, 256, 4, 4}, 1024}} {
 		cs = append(cs, Case{Family: "conv1x1", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, 1, 1, 1, n) }})
 	}
 	for _, k := range []int{3, 5} {
