@@ -138,7 +138,7 @@ func invertedResidualNet(hgt, wid int, width float64, k int) *graph.Model {
 		}
 	}
 	last := ch(1280)
-	x = b.conv(x, c, last, 1, 1, 1, true)
+	b.conv(x, c, last, 1, 1, 1, true) // its output renamed "y" below
 	g.Nodes[len(g.Nodes)-1].Outputs[0] = "y"
 	g.Outputs = []graph.ValueInfo{{Name: "y", Type: f32(1, last, h, w)}}
 	return model(g, 13)
