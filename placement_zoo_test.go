@@ -40,31 +40,6 @@ const (
 	dropFactor      = 1.6              // stop measuring a placement this far behind the best
 )
 
-// knownMisplaced are the models whose placement is known to miss the
-// slack, with why; they are held to knownSlack instead (the check still
-// fails on a worse placement) and logged as known, so that the gap stays
-// in view until the cost model prices them right.
-var knownMisplaced = map[string]string{
-	// native's whole-model time on the large-image MediaPipe models is
-	// 1.25–1.3× its estimate (hand_landmark_full 6.14 vs 4.67 ms,
-	// pose_detection 7.98 vs 6.33; XNNPACK's 1.04–1.08×): pose's nodes,
-	// each at its least time inside the run, sum to 6.98 ms (its 1×1
-	// convolutions over 7×7 and 14×14 images with large weights 1.2–1.5×
-	// their estimate: TestZooNodeCosts), and the run adds another ms
-	// between them. Both then pick native at 1.03–1.11× XNNPACK's time
-	// (load ~1)
-	"pose_detection":     "native's in-model time (1.26× its estimate) not priced",
-	"hand_landmark_full": "native's in-model time (1.31× its estimate) not priced",
-	// 22 of its 425 nodes go to XNNPACK for an estimated 2% gain (4.61 vs
-	// 4.69 ms); measured 1.01–1.03× native alone at load ~1 and 1.16× in
-	// a CI run: what the crossings cost when the machine is busy is not
-	// priced
-	"ppocrv4_rec": "22 nodes moved to XNNPACK for an estimated 2%: crossings under load not priced",
-}
-
-// knownSlack bounds the known misplacements.
-const knownSlack = 1.35
-
 // singleBackends are the single-backend placements the chosen one is
 // measured against (each with cpu for what its backend declines).
 var singleBackends = []string{"native,cpu", "xnnpack,cpu", "cpu"}
@@ -221,14 +196,7 @@ func placementVsMeasurement(t *testing.T, dir string) string {
 	line := fmt.Sprintf("%-28s chosen/best %.2f (best %s)%s: %s; chosen places %s", filepath.Base(dir), ratio, best.name, same,
 		strings.Join(cols, ", "), placementString(chosen.nodes))
 	t.Log(line)
-	slack := placementSlack
-	if why, ok := knownMisplaced[filepath.Base(dir)]; ok {
-		slack = knownSlack
-		if ratio > placementSlack && chosen.same != best.name {
-			t.Logf("%s: known misplacement (%s), held to %.2f", filepath.Base(dir), why, knownSlack)
-		}
-	}
-	if ratio > slack && chosen.same != best.name {
+	if ratio > placementSlack && chosen.same != best.name {
 		t.Errorf("the default placement (%s) measured %.3g ms, %.0f%% slower than %s alone (%.3g ms); the estimate chose it:\n%s",
 			placementString(chosen.nodes), float64(chosen.best)/1e6, 100*(ratio-1), best.name, float64(best.best)/1e6, planCosts(chosen.m.Plan()))
 	}

@@ -352,11 +352,18 @@ func (cs *costState) compareMerged(g *graph.Graph, part Partition, assign []stri
 		merged, mergedCost = append(merged, pp), mergedCost+pp.Latency
 	}
 	d.Split, d.Merged, d.SplitCost, d.MergedCost = split, merged, splitCost, mergedCost
-	if mergedCost < splitCost {
+	// a split into more calls must win by the margin (Policy.SplitMargin):
+	// a near-tie keeps the single backend
+	margin := cs.pol.SplitMarginOf(len(split), len(merged), mergedCost)
+	if mergedCost < splitCost+margin {
 		d.Chosen = d.Next
 	}
-	d.Reason += fmt.Sprintf("; split %s (%s) vs merged on %s %s (%s) → %s",
-		FormatDuration(splitCost), pricedList(split), d.Next, FormatDuration(mergedCost), pricedList(merged), d.Chosen)
+	by := ""
+	if margin > 0 {
+		by = " (a split must win by " + FormatDuration(margin) + ")"
+	}
+	d.Reason += fmt.Sprintf("; split %s (%s) vs merged on %s %s (%s)%s → %s",
+		FormatDuration(splitCost), pricedList(split), d.Next, FormatDuration(mergedCost), pricedList(merged), by, d.Chosen)
 	return true
 }
 

@@ -361,7 +361,7 @@ func TestCostRandomDAGs(t *testing.T) {
 			if c == nil || !c.Kept() || c.Estimate == nil || c.FallbackEstimate == nil || c.Estimate.Latency+c.Transfer > c.FallbackEstimate.Latency {
 				t.Fatalf("trial %d: partition %d kept with %+v\n%s", trial, part.ID, c, p.Text())
 			}
-			if c.Split != nil && c.MergedCost < c.SplitCost {
+			if c.Split != nil && c.MergedCost < c.SplitCost+pol.SplitMarginOf(len(c.Split), len(c.Merged), c.MergedCost) {
 				t.Fatalf("trial %d: partition %d kept though its nodes on %s were cheaper: %+v", trial, part.ID, c.Next, c)
 			}
 			if c.Next != "cpu" && c.Split == nil && !strings.Contains(c.Reason, "no cost estimates") {
@@ -373,7 +373,7 @@ func TestCostRandomDAGs(t *testing.T) {
 				t.Fatalf("trial %d: rejected but chose %q (next %q): %+v", trial, d.Chosen, d.Next, d)
 			}
 			if d.Split != nil {
-				if d.MergedCost >= d.SplitCost {
+				if d.MergedCost >= d.SplitCost+pol.SplitMarginOf(len(d.Split), len(d.Merged), d.MergedCost) {
 					t.Fatalf("trial %d: merged without being cheaper: %+v", trial, d)
 				}
 				continue
@@ -391,11 +391,18 @@ func TestCostRandomDAGs(t *testing.T) {
 // per node.
 func absorbPlace(t *testing.T, bNode time.Duration, bOps map[string]bool, ops ...string) *Plan {
 	t.Helper()
+	return absorbPlaceWith(t, Policy{SplitMargin: -1}, bNode, bOps, ops...)
+}
+
+// absorbPlaceWith is absorbPlace under pol (absorbPlace weighs the
+// estimates alone, no margin).
+func absorbPlaceWith(t *testing.T, pol Policy, bNode time.Duration, bOps map[string]bool, ops ...string) *Plan {
+	t.Helper()
 	g := chain(ops...)
 	cands := []Candidate{Claims(g, "a", map[string]bool{"Relu": true}), Claims(g, "b", bOps), Claims(g, "cpu", allOps)}
 	est := &fakeCosts{fixed: map[string]time.Duration{"a": us(10), "b": us(20), "cpu": 0},
 		perNode: map[string]time.Duration{"a": us(1), "b": bNode, "cpu": us(100)}}
-	p, err := PlaceWithCosts(g, cands, Policy{}, est)
+	p, err := PlaceWithCosts(g, cands, pol, est)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,6 +449,35 @@ func TestCostSplitLosesToMerged(t *testing.T) {
 	}
 	if d := p.Rejected[0]; d.SplitCost != us(99) || d.MergedCost != us(80) || !strings.Contains(d.Reason, "split 99 µs") || !strings.Contains(d.Reason, "merged on b 80 µs") {
 		t.Fatalf("decision %+v", d)
+	}
+}
+
+// A split that wins by less than the margin (Policy.SplitMargin) keeps
+// the single backend: the Relu on a (11 µs) saves 1 µs of b's 56 µs
+// call, 2%, under the default 5%; with a wider gain (b's node at 20 µs:
+// 55 vs 64 µs) the split stays; a crossing cost per extra partition
+// widens the margin.
+func TestCostNearTieKeepsOneBackend(t *testing.T) {
+	p := absorbPlaceWith(t, Policy{}, us(12), allOps, "Neg", "Neg", "Relu")
+	if len(p.Partitions) != 1 || p.Partitions[0].Backend != "b" || len(p.Rejected) != 1 {
+		t.Fatalf("want one partition on b, got:\n%s", p.Text())
+	}
+	if r := p.Rejected[0].Reason; !strings.Contains(r, "a split must win by 2.8 µs") {
+		t.Errorf("reason %q does not give the margin", r)
+	}
+	p = absorbPlaceWith(t, Policy{}, us(20), allOps, "Neg", "Neg", "Relu")
+	if p.Nodes[2].Backend != "a" {
+		t.Fatalf("a 14%% gain should split, got:\n%s", p.Text())
+	}
+	p = absorbPlaceWith(t, Policy{CrossingCost: us(10)}, us(20), allOps, "Neg", "Neg", "Relu")
+	if p.Nodes[2].Backend != "b" {
+		t.Fatalf("a 14%% gain less a 10 µs crossing should not split, got:\n%s", p.Text())
+	}
+	if m := (Policy{SplitMargin: 0.1, CrossingCost: us(3)}).SplitMarginOf(3, 1, us(100)); m != us(16) {
+		t.Errorf("margin of 10%% of 100 µs and two extra crossings at 3 µs: %v, want 16 µs", m)
+	}
+	if m := (Policy{}).SplitMarginOf(1, 1, us(100)); m != 0 {
+		t.Errorf("no extra partition, margin %v", m)
 	}
 }
 

@@ -68,6 +68,41 @@ type Policy struct {
 	// IgnoreCosts places by node counts alone, even when an Estimator is
 	// given.
 	IgnoreCosts bool `json:"ignore_costs,omitempty"`
+	// SplitMargin is the least gain, as a share of the estimated time of
+	// the plan without it, for which a partition that splits another
+	// backend's region (more calls than the merged alternative) is kept:
+	// an estimate is no more certain than the fits behind it, and a split
+	// that wins by less than that wins by chance and pays its crossings
+	// for sure (ppocrv4_rec: 22 of 425 nodes moved to XNNPACK for an
+	// estimated 2%, measured 1.01–1.16× native alone). 0 means
+	// DefaultSplitMargin; negative, none.
+	SplitMargin float64 `json:"split_margin,omitempty"`
+	// CrossingCost is added per extra partition on the split side of
+	// that comparison (what a crossing between backends costs beyond
+	// the backends' own estimates of their boundaries; the runtime sets
+	// it from the calibrated profile). 0 means none.
+	CrossingCost time.Duration `json:"crossing_cost_ns,omitempty"`
+}
+
+// DefaultSplitMargin is Policy.SplitMargin's default: the median error
+// of the whole-network estimates after calibration (runtime/calibrate's
+// model cases) is 3–8%.
+const DefaultSplitMargin = 0.05
+
+// SplitMarginOf is the margin a split side of sparts partitions must win
+// by over a merged side of mparts partitions estimated at merged.
+func (p Policy) SplitMarginOf(sparts, mparts int, merged time.Duration) time.Duration {
+	if sparts <= mparts {
+		return 0
+	}
+	m := p.SplitMargin
+	if m == 0 {
+		m = DefaultSplitMargin
+	}
+	if m < 0 {
+		m = 0
+	}
+	return time.Duration(m*float64(merged)) + time.Duration(sparts-mparts)*max(p.CrossingCost, 0)
 }
 
 // Decline is one backend's refusal of a node.

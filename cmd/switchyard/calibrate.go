@@ -22,7 +22,7 @@ func calibrateCmd() *cobra.Command {
 	var backends, families, models []string
 	var out, refit string
 	var runs, passes int
-	var asJSON, dryRun bool
+	var asJSON, dryRun, networks bool
 	cmd := &cobra.Command{
 		Use:   "calibrate [--backends native,xnnpack,cpu] [--profile-file FILE]",
 		Short: "Measure this machine's kernel families per backend and store the cost profile placement reads",
@@ -66,7 +66,7 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				devs[name] = d
 				order = append(order, name)
 			}
-			opts := calibrate.Options{Runs: runs, Passes: passes}
+			opts := calibrate.Options{Runs: runs, Passes: passes, Networks: networks}
 			if len(families) > 0 {
 				opts.Families = map[string]bool{}
 				for _, f := range families {
@@ -92,6 +92,7 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				return nil
 			}
 			var samples []calibrate.Sample
+			var models []calibrate.ModelSample
 			var p *opcost.Profile
 			if refit != "" {
 				// fit again the samples of an earlier --json run
@@ -100,15 +101,21 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 					return err
 				}
 				var in struct {
-					Samples []calibrate.Sample `json:"samples"`
+					Samples []calibrate.Sample      `json:"samples"`
+					Models  []calibrate.ModelSample `json:"models"`
 				}
 				if err := json.Unmarshal(b, &in); err != nil {
 					return fmt.Errorf("%s: %w", refit, err)
 				}
-				samples, p = in.Samples, calibrate.Fit(in.Samples)
+				samples, models, p = in.Samples, in.Models, calibrate.Fit(in.Samples)
+				// the in-model term is fitted against this profile's
+				// estimates of the networks (asked of the backends again)
+				if networks {
+					calibrate.FitInModel(ctx, devs, calibrate.ModelCases(), models, p)
+				}
 			} else {
 				var err error
-				if samples, p, err = calibrate.Run(ctx, devs, order, opts); err != nil {
+				if samples, models, p, err = calibrate.RunWithModels(ctx, devs, order, opts); err != nil {
 					return err
 				}
 			}
@@ -116,17 +123,29 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(struct {
-					Samples []calibrate.Sample `json:"samples"`
-					Profile *opcost.Profile    `json:"profile"`
-				}{samples, p}); err != nil {
+					Samples []calibrate.Sample      `json:"samples"`
+					Models  []calibrate.ModelSample `json:"models,omitempty"`
+					Profile *opcost.Profile         `json:"profile"`
+				}{samples, models, p}); err != nil {
 					return err
 				}
 			} else {
 				w := cmd.OutOrStdout()
+				for _, m := range models {
+					if m.Skipped == "" {
+						fmt.Fprintf(w, "%-8s %-22s whole %8.3f ms, estimated %8.3f ms, with the in-model term %8.3f ms\n", m.Backend, m.Name,
+							float64(m.Time)/1e6, float64(m.Estimate)/1e6, float64(m.InModel)/1e6)
+					}
+				}
 				fmt.Fprintf(w, "\nfitted (%s):\n", p.Machine)
 				for _, be := range order {
 					for _, f := range p.Families(be) {
 						r := p.Rates[be][f]
+						if f == opcost.InModelFamily {
+							fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns a node  %.4g ns per weight byte  %.4g ns per activation byte beyond %.0f KiB  (%d networks, median error %.0f%%, worst %.0f%%)\n",
+								be, f, r.Fixed, r.PerParamByte, r.PerByte, r.CacheBytes/1024, r.Samples, 100*r.TypicalError, 100*r.MaxError)
+							continue
+						}
 						fmt.Fprintf(w, "  %-8s %-10s fixed %8.0f ns  %.4g ns/FLOP  %.4g ns/byte  %.4g ns/output  %.4g ns/input  %.4g ns/weight byte  (%d sizes, median error %.0f%%, worst %.0f%%)\n",
 							be, f, r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte, r.Samples, 100*r.TypicalError, 100*r.MaxError)
 					}
@@ -151,5 +170,6 @@ Default file: ` + "$" + opcost.ProfileEnv + ` when set, else <user cache dir>/sw
 	cmd.Flags().IntVar(&passes, "passes", 2, "passes over all the cases (the least time of each counts)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the samples and the profile as JSON")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "measure and print, write nothing")
+	cmd.Flags().BoolVar(&networks, "networks", false, "also time whole networks on each backend beside their estimates and fit the in-model term (per node, per weight byte, per activation byte beyond a cache size) to what the node rates miss; with --families in-model, the networks alone against the profile in use")
 	return cmd
 }

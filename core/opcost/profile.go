@@ -64,6 +64,10 @@ type Rate struct {
 	PerElem      float64 `json:"ns_per_elem,omitempty"`
 	PerInElem    float64 `json:"ns_per_in_elem,omitempty"`
 	PerParamByte float64 `json:"ns_per_param_byte,omitempty"`
+	// CacheBytes serves the in-model term (InModelFamily) alone: PerByte
+	// there prices the bytes of a node's activations (its data inputs and
+	// outputs) beyond CacheBytes, what spills out of the cache.
+	CacheBytes float64 `json:"cache_bytes,omitempty"`
 	// Samples is how many measurements the rate was fitted to, and
 	// MaxError the largest relative error of the fit over them, and
 	// TypicalError the median one.
@@ -251,7 +255,7 @@ func ParseProfile(b []byte) (*Profile, error) {
 	}
 	for be, fams := range p.Rates {
 		for fam, r := range fams {
-			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte} {
+			for _, v := range []float64{r.Fixed, r.PerFLOP, r.PerByte, r.PerElem, r.PerInElem, r.PerParamByte, r.CacheBytes} {
 				if !(v >= 0 && v < 1e12) { // also refuses NaN
 					return nil, fmt.Errorf("%s %s: rate %v out of range", be, fam, v)
 				}
@@ -404,4 +408,32 @@ var tablesOnly atomic.Bool
 func TablesOnly() (restore func()) {
 	old := tablesOnly.Swap(true)
 	return func() { tablesOnly.Store(old) }
+}
+
+// InModelFamily is the profile family of a backend's in-model term: what
+// a node costs inside a whole network beyond its time measured alone
+// (runtime/calibrate's model cases: a node alone runs with its input hot
+// in the cache and nothing else between it and the next; inside a
+// network it reads what the previous node wrote, over a working set of
+// many layers' activations, and its weights come from memory, not from
+// the cache the node's previous call left them in). Its Rate holds Fixed
+// per node, PerParamByte per byte of a node's weights and PerByte per
+// byte of its activations beyond CacheBytes.
+const InModelFamily = "in-model"
+
+// InModel is the in-model term of a node of work w on backend, in ns: 0
+// when the profile in use (or the
+// built-in one) holds none for the backend. The backends' cost models
+// add it per node of what they run (views and shape computations
+// aside).
+func InModel(backend string, w Work) float64 {
+	if w.Class == View || w.Class == Meta {
+		return 0
+	}
+	r, ok := Calibrated(backend, InModelFamily)
+	if !ok {
+		return 0
+	}
+	act := float64(w.BytesIn - w.ParamBytes + w.BytesOut)
+	return r.Fixed + r.PerParamByte*float64(w.ParamBytes) + r.PerByte*max(0, act-r.CacheBytes)
 }

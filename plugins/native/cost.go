@@ -170,7 +170,27 @@ func init() { opcost.RegisterKernelFamilies("native", kernelFamily) }
 // the input and measured 0.33–0.6× the packed and planar paths' time on
 // wide planes (BenchmarkDW3), so pricing them at the other paths' rates
 // made placement keep such models off native.
+//
+// A dense 1×1 convolution over a small image (at most smallImagePixels
+// positions) is family "conv1x1/small": a GEMM of few rows over many
+// weights, whose time follows the weights' stream and the panels' edges
+// more than its arithmetic, where the wide images' follows the
+// arithmetic and the activations. Fitted as one family, the two missed
+// each other's: pose_detection's and hand_landmark_full's 1152→192 and
+// 672→192 1×1s at 7×7 ran 1.6× their estimate, calibrate's 320→1280 at
+// 7×7 1.5×, while the same fit priced 16→96 at 112×112 at 2.5× its time
+// (typical error 12%, worst 52%), and placement kept both models on
+// native, 8–13% slower than XNNPACK. (tfl's transposed 1×1 kernel,
+// conv1x1t.go, takes shapes of this family; calibrate measures what
+// runs.)
 func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
+	if fam == "conv1x1" {
+		if y, ok := ts.TypeOf(n.Outputs[0]); ok && len(y.Shape) == 4 && y.Shape[2].Static() && y.Shape[3].Static() &&
+			y.Shape[2].Value*y.Shape[3].Value <= smallImagePixels {
+			return "conv1x1/small"
+		}
+		return fam
+	}
 	if fam != "dwconv" && fam != "dwconv/s2" {
 		return fam
 	}
@@ -193,6 +213,10 @@ func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
 	}
 	return fam
 }
+
+// smallImagePixels is the largest image (output positions) of family
+// "conv1x1/small": 14×14, where a GEMM's rows fill few 32-wide panels.
+const smallImagePixels = 14 * 14
 
 // dw3Family reports whether native would run depthwise node n (data
 // input type x) with the 3×3 row kernels (useDW3).
@@ -240,15 +264,20 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 	var compute float64
 	fg, fused := fuse(sg)
 	for _, n := range fg.Nodes {
-		if c, ok := quantNodeCost(sg, n, threads); ok {
-			compute += c
-			continue
+		var c float64
+		if q, ok := quantNodeCost(sg, n, threads); ok {
+			c = q
+		} else if f := fused[n]; f != nil {
+			c = fusedCost(sg, n, f, threads)
+		} else {
+			c = headCost(sg, n, threads)
 		}
-		if f := fused[n]; f != nil {
-			compute += fusedCost(sg, n, f, threads)
-			continue
-		}
-		compute += headCost(sg, n, threads)
+		// what the node costs inside a network beyond its time alone
+		// (calibrate's model cases: native's whole-network time was
+		// 1.25–1.35× the sum of its nodes' estimates on MediaPipe's
+		// landmark and pose models, its early layers' activations of
+		// 2–6 MB 1.5–3.5× theirs)
+		compute += c + opcost.InModel("native", opcost.Of(n, sg))
 	}
 	c := hal.Cost{Overhead: time.Duration(callFixed), Compute: time.Duration(compute)}
 	c.Latency = c.Overhead + c.Compute

@@ -14,7 +14,7 @@ import (
 )
 
 // TestZooNodeCosts compiles each model of COST_ZOO (zoo directory names,
-// comma-separated) whole on native at one thread, runs it profiled
+// comma-separated, or model files by path) whole on native at one thread, runs it profiled
 // COST_ZOO_ROUNDS times (default 40) and writes, per node of fuse's graph,
 // its shape, its estimate and its least measured time as tab-separated
 // lines to COST_ZOO_OUT (default stdout): where the cost model misses,
@@ -51,6 +51,9 @@ func TestZooNodeCosts(t *testing.T) {
 	fmt.Fprintln(out, "model\tnode\top\tfamily\tcin\tcout\tkh\tkw\tstride\tgroup\thin\twin\thout\twout\tchain\tflops\tbytes\test_us\tmeas_us")
 	for _, m := range strings.Split(list, ",") {
 		file := ""
+		if strings.HasSuffix(m, ".onnx") || strings.HasSuffix(m, ".tflite") {
+			file = m // a model file of its own (calibrate's networks, written out)
+		}
 		for _, set := range []string{"zoo", "models"} {
 			for _, ext := range []string{"model.onnx", "model.tflite"} {
 				if p := filepath.Join(root, set, m, ext); file == "" {
@@ -102,6 +105,7 @@ func zooNodeCosts(t *testing.T, out *os.File, m, file string, rounds int) {
 		} else {
 			c = headCost(sg, n, 1)
 		}
+		c += opcost.InModel("native", opcost.Of(n, sg))
 		meas, ok := best[n.Name]
 		if !ok {
 			continue

@@ -167,6 +167,9 @@ func estimate(sg *hal.Subgraph, threads int) hal.Cost {
 		}
 		dispatch += r.Fixed
 		compute += r.Compute(w)
+		// what the node costs inside a network beyond its time alone
+		// (calibrate's model cases)
+		compute += opcost.InModel("xnnpack", w)
 	}
 	overhead := callFixed + dispatch + float64(st.stages)*stageFixed +
 		float64(st.directStages)*setupFixed + float64(st.goSteps)*goStepFixed + float64(st.values)*valueFixed

@@ -51,6 +51,14 @@ type Options struct {
 	Families map[string]bool
 	// Progress, when set, receives a line per measured case.
 	Progress func(string)
+	// Networks adds the model cases (ModelCases, whole networks) and the
+	// in-model term fitted to them (FitInModel). Off by default: fitted
+	// at load 17–20 on the development VM (all a session could give it),
+	// the term followed those networks to 4–7% but not the zoo's
+	// models, pricing blazeface_front_128 and face_landmark on native
+	// 1.5–2× their time (placement then chose XNNPACK, 1.2–1.6× slower);
+	// a quiet machine's measurement has not been tried.
+	Networks bool
 }
 
 // Sample is one measured case.
@@ -106,7 +114,7 @@ func Cases() []Case {
 		cs = append(cs, Case{Family: "conv", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, c.k, c.stride, 1, n) }})
 	}
 	add("conv1x1", [][]int{{1, 8, 8, 8}, {1, 16, 112, 112}, {1, 32, 56, 56}, {1, 96, 28, 28}, {1, 256, 7, 7}, {1, 128, 24, 24}, {1, 256, 12, 12},
-		{1, 24, 64, 64}, {1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}}, func(s []int, n int) *graph.Model {
+		{1, 24, 64, 64}, {1, 32, 32, 32}, {1, 64, 16, 16}, {1, 96, 8, 8}, {1, 512, 7, 7}, {1, 384, 14, 14}, {1, 128, 12, 12}}, func(s []int, n int) *graph.Model {
 		return convChain(s, 1, 1, n)
 	})
 	for _, c := range []struct {
@@ -116,7 +124,11 @@ func Cases() []Case {
 		// few rows over many weights (MobileNet-style heads at 7×7 and
 		// 14×14: their weight stream is what they cost) and a wide
 		// image with few channels
-		{[]int{1, 1152, 7, 7}, 192}, {[]int{1, 192, 7, 7}, 1152}, {[]int{1, 672, 14, 14}, 112}, {[]int{1, 16, 112, 112}, 64}} {
+		{[]int{1, 1152, 7, 7}, 192}, {[]int{1, 192, 7, 7}, 1152}, {[]int{1, 672, 14, 14}, 112}, {[]int{1, 16, 112, 112}, 64},
+		// more of them, projections and expansions (native prices images
+		// of at most 14×14 as a family of their own, conv1x1/small)
+		{[]int{1, 960, 7, 7}, 160}, {[]int{1, 160, 7, 7}, 960}, {[]int{1, 480, 14, 14}, 80}, {[]int{1, 80, 14, 14}, 480},
+		{[]int{1, 576, 10, 10}, 96}, {[]int{1, 256, 4, 4}, 1024}} {
 		cs = append(cs, Case{Family: "conv1x1", Shape: c.s, Build: func(n int) *graph.Model { return convFan(c.s, c.cout, 1, 1, 1, n) }})
 	}
 	for _, k := range []int{3, 5} {
@@ -168,6 +180,14 @@ func cases(fams map[string]bool) []Case {
 // the fallback's own, measured on the runtime's reference kernels) and
 // returns the samples and the fitted profile.
 func Run(ctx context.Context, devs map[string]*hal.Device, order []string, opts Options) ([]Sample, *opcost.Profile, error) {
+	samples, _, p, err := RunWithModels(ctx, devs, order, opts)
+	return samples, p, err
+}
+
+// RunWithModels is Run, then, with opts.Networks, the model cases
+// (ModelCases: whole networks) measured and each backend's in-model term
+// fitted into the profile (FitInModel).
+func RunWithModels(ctx context.Context, devs map[string]*hal.Device, order []string, opts Options) ([]Sample, []ModelSample, *opcost.Profile, error) {
 	if opts.Runs <= 0 {
 		opts.Runs = 15
 	}
@@ -176,10 +196,19 @@ func Run(ctx context.Context, devs map[string]*hal.Device, order []string, opts 
 	}
 	samples, err := RunCases(ctx, devs, order, cases(opts.Families), opts)
 	if err != nil {
-		return samples, nil, err
+		return samples, nil, nil, err
 	}
 	p := Fit(samples)
-	return samples, p, nil
+	if !opts.Networks {
+		return samples, nil, p, nil
+	}
+	mcs := ModelCases()
+	ms, err := RunModels(ctx, devs, order, mcs, opts)
+	if err != nil {
+		return samples, ms, p, err
+	}
+	FitInModel(ctx, devs, mcs, ms, p)
+	return samples, ms, p, nil
 }
 
 // measureCase times the two chains of a case on one backend, in

@@ -9,6 +9,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/opcost"
 	"github.com/switchyard-hal/switchyard/hal"
 	_ "github.com/switchyard-hal/switchyard/plugins/cpu"
+	_ "github.com/switchyard-hal/switchyard/plugins/native"
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
@@ -105,5 +106,71 @@ func TestRunOnCPU(t *testing.T) {
 	}
 	if r, ok := p.Rates["cpu"]["Relu"]; !ok || r.PerFLOP <= 0 {
 		t.Fatalf("no Relu rate on cpu: %+v (samples %+v)", p.Rates, samples)
+	}
+}
+
+// Every network builds a model the runtime loads and types, its output
+// as declared.
+func TestModelCasesBuild(t *testing.T) {
+	for _, c := range ModelCases() {
+		ir := c.Build()
+		if err := ir.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		types, issues := runtime.InferTypes(ir)
+		if len(issues) > 0 {
+			t.Fatalf("%s: %v", c.Name, issues)
+		}
+		out := ir.Graph.Outputs[0]
+		if got := types[out.Name]; got.Shape.String() != out.Type.Shape.String() {
+			t.Fatalf("%s: output %v, declared %v", c.Name, got.Shape, out.Type.Shape)
+		}
+		if len(ir.Graph.Nodes) < 20 {
+			t.Fatalf("%s: %d nodes, not a network", c.Name, len(ir.Graph.Nodes))
+		}
+	}
+}
+
+// FitInModel recovers an in-model term that made the networks' times:
+// whole-network times made from the backend's own estimates plus 3 µs a
+// node and 0.05 ns a weight byte give back that term (the features are
+// asked of the backend's cost model, here native's).
+func TestFitInModelRecoversTerm(t *testing.T) {
+	ctx := context.Background()
+	dev, err := hal.Default.Open(ctx, "native")
+	if err != nil {
+		t.Skipf("native: %v", err)
+	}
+	defer dev.Close()
+	prev := opcost.CurrentProfile()
+	defer opcost.SetProfile(prev)
+	cases := ModelCases()
+	want := opcost.Rate{Fixed: 3000, PerParamByte: 0.05}
+	empty := &opcost.Profile{Version: opcost.ProfileVersion, Rates: map[string]map[string]opcost.Rate{"native": {opcost.InModelFamily: {}}}}
+	made := &opcost.Profile{Version: opcost.ProfileVersion, Rates: map[string]map[string]opcost.Rate{"native": {opcost.InModelFamily: want}}}
+	var ms []ModelSample
+	for _, c := range cases {
+		ir := c.Build()
+		opcost.SetProfile(made)
+		tm := estimate(ctx, dev, ir).Latency
+		opcost.SetProfile(empty)
+		if base := estimate(ctx, dev, ir).Latency; tm <= base {
+			t.Fatalf("%s: the term adds nothing (%v vs %v)", c.Name, tm, base)
+		}
+		ms = append(ms, ModelSample{Backend: "native", Name: c.Name, Nodes: len(ir.Graph.Nodes), Time: tm})
+	}
+	p := &opcost.Profile{Version: opcost.ProfileVersion, Rates: map[string]map[string]opcost.Rate{}}
+	FitInModel(ctx, map[string]*hal.Device{"native": dev}, cases, ms, p)
+	got, ok := p.Rates["native"][opcost.InModelFamily]
+	if !ok {
+		t.Fatal("no in-model term fitted")
+	}
+	if math.Abs(got.Fixed-want.Fixed) > 0.02*want.Fixed || math.Abs(got.PerParamByte-want.PerParamByte) > 0.02*want.PerParamByte || got.PerByte > 1e-6 {
+		t.Fatalf("fitted %+v, want %+v", got, want)
+	}
+	for _, s := range ms {
+		if d := math.Abs(float64(s.InModel-s.Time)) / float64(s.Time); d > 0.01 {
+			t.Fatalf("%s: estimate with the term %v, made %v", s.Name, s.InModel, s.Time)
+		}
 	}
 }
