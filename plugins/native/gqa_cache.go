@@ -141,7 +141,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	for b := 0; b < B; b++ {
 		maxL = max(maxL, g.past(b)+S)
 	}
-	sc.k, sc.v = grow(sc.k, maxL*H), grow(sc.v, maxL*H)
+	sc.k = growRows(sc.k, H)
 	row := sc.k[:H] // the new rows are staged here before encoding
 	for b := 0; b < B; b++ {
 		p := g.past(b)
@@ -201,6 +201,16 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	return ctx.Outputs(y, presK, presV), nil
 }
 
+// growRows is grow for scratch that grows with the sequence (a row
+// more each decode step): what it allocates has room for a quarter more
+// (a step's exact size was allocated, and cleared, again at the next).
+func growRows(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n, n+n/4+64)
+	}
+	return b[:n]
+}
+
 // gqaSplitWork (a variable for the tests) is the least product of the longest sequence, the head
 // size and the query heads (about the multiply-adds of one query
 // position) for which runCache splits its heads over the threads: a
@@ -229,7 +239,7 @@ func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
 	g := &j.g
 	S, N, KV, H, T, W := g.S, g.N, g.KV, g.H, g.T, g.cache.width
 	p := g.past(b)
-	sc.sc, sc.e = grow(sc.sc, p+S), grow(sc.e, p+S)
+	sc.sc, sc.e = growRows(sc.sc, p+S), growRows(sc.e, p+S)
 	group := N / KV
 	base := (b*KV + kh) * T * W
 	if K16, ok := j.PK.([]graph.F16); ok && j.mode == 0 && f16Attn && H%32 == 0 {
@@ -249,7 +259,7 @@ func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
 		}
 		return
 	}
-	sc.k, sc.v = grow(sc.k, (p+S)*H), grow(sc.v, (p+S)*H)
+	sc.k, sc.v = growRows(sc.k, (p+S)*H), growRows(sc.v, (p+S)*H)
 	K, V := sc.k[:(p+S)*H], sc.v[:(p+S)*H]
 	g.cache.decode(K, j.PK, base, p+S, H)
 	g.cache.decode(V, j.PV, base, p+S, H)
