@@ -151,6 +151,48 @@ func TestLogprobsTopAlternatives(t *testing.T) {
 	}
 }
 
+// TestArgmaxIsTheScan: argmax is the index the plain scan keeping the
+// first strictly larger value finds, on random logits, ties, signed
+// zeros, infinities and NaN (first, elsewhere, everywhere).
+func TestArgmaxIsTheScan(t *testing.T) {
+	scan := func(xs []float32) int {
+		best := 0
+		for i, x := range xs {
+			if x > xs[best] {
+				best = i
+			}
+		}
+		return best
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	negz := float32(math.Copysign(0, -1))
+	cases := [][]float32{
+		{}, {1}, {nan}, {nan, 5, 6}, {1, nan, 3, nan, 3}, {nan, nan, nan, nan, nan},
+		{negz, 0}, {-1, 0, negz}, {-1, negz, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 1},
+		{-inf, -inf}, {-inf, inf, inf, 3}, {2, 2, 2, 2, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9},
+		{9, 8, 7, 6, 5, 4, 3, 2, 1}, {1, 1, 1, 1, 1, 7, 1, 7, 7, 1, 7},
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := range 300 {
+		xs := make([]float32, 1+rng.IntN(200))
+		for i := range xs {
+			xs[i] = float32(rng.IntN(7) - 3) // many ties
+			if trial%3 == 0 {
+				xs[i] = float32(rng.NormFloat64())
+			}
+			if rng.IntN(40) == 0 {
+				xs[i] = nan
+			}
+		}
+		cases = append(cases, xs)
+	}
+	for _, xs := range cases {
+		if got, want := argmax(xs), scan(xs); got != want {
+			t.Fatalf("argmax(%v) = %d, the scan %d", xs, got, want)
+		}
+	}
+}
+
 // BenchmarkSample152K: one token's sampling over a 151936-token
 // vocabulary (Qwen2.5's) with random logits: greedy, temperature only,
 // top_k 40, top_p 0.9 (selection; "sorted" is the full sort it replaced),

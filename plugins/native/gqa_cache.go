@@ -53,9 +53,17 @@ var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
 func f16Round(x float32) float32 { return f16Table()[graph.F16FromFloat32(x)] }
 
 // f16RoundAll rounds every value of x as f16Round does (F16C where the
-// CPU has it).
+// CPU has it, the last values through a 16-value buffer).
 func f16RoundAll(x []float32) {
-	for i := archF16Round(x); i < len(x); i++ {
+	i := archF16Round(x)
+	if r := x[i:]; f16Asm && len(r) > 0 {
+		var t [16]float32
+		copy(t[:], r)
+		archF16Round(t[:])
+		copy(r, t[:])
+		return
+	}
+	for ; i < len(x); i++ {
 		x[i] = f16Round(x[i])
 	}
 }
@@ -86,8 +94,8 @@ func (c gqaCache) encode(data any, at int, x []float32) {
 	switch d := data.(type) {
 	case []graph.F16:
 		d = d[at : at+len(x)]
-		for i, v := range x {
-			d[i] = graph.F16FromFloat32(v)
+		for i := archF16Narrow(d, x); i < len(x); i++ {
+			d[i] = graph.F16FromFloat32(x[i])
 		}
 	case []uint8:
 		contrib.QuantizeQ8Row(d[at:at+c.width], x)
@@ -133,7 +141,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	for b := 0; b < B; b++ {
 		maxL = max(maxL, g.past(b)+S)
 	}
-	sc.k, sc.v = grow(sc.k, maxL*H), grow(sc.v, maxL*H)
+	sc.k = growRows(sc.k, H)
 	row := sc.k[:H] // the new rows are staged here before encoding
 	for b := 0; b < B; b++ {
 		p := g.past(b)
@@ -193,6 +201,16 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	return ctx.Outputs(y, presK, presV), nil
 }
 
+// growRows is grow for scratch that grows with the sequence (a row
+// more each decode step): what it allocates has room for a quarter more
+// (a step's exact size was allocated, and cleared, again at the next).
+func growRows(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n, n+n/4+64)
+	}
+	return b[:n]
+}
+
 // gqaSplitWork (a variable for the tests) is the least product of the longest sequence, the head
 // size and the query heads (about the multiply-adds of one query
 // position) for which runCache splits its heads over the threads: a
@@ -221,10 +239,27 @@ func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
 	g := &j.g
 	S, N, KV, H, T, W := g.S, g.N, g.KV, g.H, g.T, g.cache.width
 	p := g.past(b)
-	sc.k, sc.v = grow(sc.k, (p+S)*H), grow(sc.v, (p+S)*H)
-	sc.sc, sc.e = grow(sc.sc, p+S), grow(sc.e, p+S)
+	sc.sc, sc.e = growRows(sc.sc, p+S), growRows(sc.e, p+S)
 	group := N / KV
 	base := (b*KV + kh) * T * W
+	if K16, ok := j.PK.([]graph.F16); ok && j.mode == 0 && f16Attn && H%32 == 0 {
+		// the float16 rows attended as they are (no decoded copy)
+		V16 := j.PV.([]graph.F16)
+		K16, V16 = K16[base:base+(p+S)*H], V16[base:base+(p+S)*H]
+		for h := kh * group; h < (kh+1)*group; h++ {
+			for s := 0; s < S; s++ {
+				r := b*S + s
+				L := p + s + 1
+				j0 := 0
+				if j.window > 0 {
+					j0 = max(0, L-j.window)
+				}
+				attendF16(j.q[(r*N+h)*H:(r*N+h+1)*H], K16[j0*H:L*H], V16[j0*H:L*H], sc.sc[:L-j0], sc.e[:L-j0], j.Y[(r*N+h)*H:(r*N+h+1)*H], j.scale, j.softcap)
+			}
+		}
+		return
+	}
+	sc.k, sc.v = growRows(sc.k, (p+S)*H), growRows(sc.v, (p+S)*H)
 	K, V := sc.k[:(p+S)*H], sc.v[:(p+S)*H]
 	g.cache.decode(K, j.PK, base, p+S, H)
 	g.cache.decode(V, j.PV, base, p+S, H)
@@ -275,6 +310,27 @@ func (c gqaCache) roundQuery(q []float32) {
 // weight e_j/Σe is rounded to float16 before it weighs its row of V.
 func attendCached(q, K, V, scores, e, o []float32, scale, softcap float32, half bool) {
 	scoreRows(q, K, scores)
+	inv := cachedWeights(scores, e, scale, softcap, half)
+	weighRows(e, V, o, inv)
+}
+
+// attendF16 is attendCached over float16 rows K and V (len(scores) rows
+// of len(q) values each) read as they are, with its bits (the rows
+// widened are exact): gqa_cache_amd64.s's kernels where f16Attn (the
+// caller checks), one pass for the scores, one for the weighted sum.
+func attendF16(q []float32, K, V []graph.F16, scores, e, o []float32, scale, softcap float32) {
+	if !f16DotRows(scores, K, q) {
+		panic("native: attendF16 without its kernels")
+	}
+	cachedWeights(scores, e, scale, softcap, true)
+	f16WeighRows(e, V, o)
+}
+
+// cachedWeights is attendCached's softmax: the scores (the products)
+// scaled and soft-capped, their exponentials in e, and the factor
+// weighRows multiplies them by (1 with half: e holds the weights
+// rounded to float16).
+func cachedWeights(scores, e []float32, scale, softcap float32, half bool) float32 {
 	mx := float32(math.Inf(-1))
 	for j, d := range scores {
 		d *= scale
@@ -299,5 +355,5 @@ func attendCached(q, K, V, scores, e, o []float32, scale, softcap float32, half 
 		f16RoundAll(e)
 		inv = 1
 	}
-	weighRows(e, V, o, inv)
+	return inv
 }

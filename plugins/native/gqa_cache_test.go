@@ -250,3 +250,142 @@ func TestGQACacheHeadsSplit(t *testing.T) {
 		t.Fatal("no case ran")
 	}
 }
+
+// TestF16RowKernelsSameBits: gqa_cache_amd64.s's float16 row kernels give
+// the bits of dot and weighRows over the rows widened (the arithmetic
+// order of a decoded cache), for head sizes of one to eight 32-value
+// blocks (16 for the weighted sums) and row counts around the loops'
+// steps; archF16Narrow the bits of graph.F16FromFloat32.
+func TestF16RowKernelsSameBits(t *testing.T) {
+	if !f16Attn {
+		t.Skip("no AVX-512 float16 row kernels here")
+	}
+	rng := rand.New(rand.NewPCG(61, 62))
+	half := func(n int) []graph.F16 {
+		h := make([]graph.F16, n)
+		for i := range h {
+			h[i] = graph.F16FromFloat32(float32(rng.NormFloat64()) * 3)
+		}
+		return h
+	}
+	wide := func(h []graph.F16) []float32 {
+		w := make([]float32, len(h))
+		for i, x := range h {
+			w[i] = x.Float32()
+		}
+		return w
+	}
+	for _, H := range []int{16, 32, 48, 64, 80, 96, 128, 256} {
+		for _, n := range []int{1, 2, 7, 16, 33, 100} {
+			K, V := half(n*H), half(n*H)
+			Kw, Vw := wide(K), wide(V)
+			q := make([]float32, H)
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			if H%32 == 0 {
+				got := make([]float32, n)
+				if !f16DotRows(got, K, q) {
+					t.Fatalf("H %d: f16DotRows declined", H)
+				}
+				for j := range got {
+					if want := dot(q, Kw[j*H:(j+1)*H]); math.Float32bits(got[j]) != math.Float32bits(want) {
+						t.Fatalf("H %d n %d: score %d = %v, dot %v", H, n, j, got[j], want)
+					}
+				}
+			} else if f16DotRows(make([]float32, n), K, q) {
+				t.Fatalf("H %d: f16DotRows took a row not a multiple of 32", H)
+			}
+			e := make([]float32, n)
+			for i := range e {
+				e[i] = f16Round(rng.Float32())
+			}
+			got, want := make([]float32, H), make([]float32, H)
+			for i := range got {
+				got[i] = float32(i) // overwritten
+			}
+			if !f16WeighRows(e, V, got) {
+				t.Fatalf("H %d: f16WeighRows declined", H)
+			}
+			weighRows(e, Vw, want, 1)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("H %d n %d: o[%d] = %v, weighRows %v", H, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	x := make([]float32, 1<<14+5)
+	for i := range x {
+		switch i % 3 {
+		case 0:
+			x[i] = math.Float32frombits(rng.Uint32())
+		case 1:
+			x[i] = float32(math.Ldexp(rng.Float64()*2-1, rng.IntN(44)-26))
+		default:
+			h := graph.F16(rng.IntN(0x7c00))
+			x[i] = math.Float32frombits(math.Float32bits(h.Float32()) + 1<<12)
+		}
+	}
+	h := make([]graph.F16, len(x))
+	n := archF16Narrow(h, x)
+	if n != len(x)&^7 {
+		t.Fatalf("narrowed %d of %d", n, len(x))
+	}
+	for i := range h[:n] {
+		want := graph.F16FromFloat32(x[i])
+		if h[i] != want && !(h[i].Float32() != h[i].Float32() && want.Float32() != want.Float32()) {
+			t.Fatalf("%v (%#08x): F16C %#04x, Go %#04x", x[i], math.Float32bits(x[i]), uint16(h[i]), uint16(want))
+		}
+	}
+}
+
+// TestGQAF16RowsSameBits: GroupQueryAttention over a float16 cache
+// attended from its rows as they are (f16Attn) gives the bits of the
+// decoded copy's path, decode steps and prompt chunks, ragged batches,
+// windows and softcap, one thread and two.
+func TestGQAF16RowsSameBits(t *testing.T) {
+	if !f16Attn {
+		t.Skip("no AVX-512 float16 row kernels here")
+	}
+	defer func(w int) { gqaSplitWork = w }(gqaSplitWork)
+	gqaSplitWork = 0
+	p := newPool(2)
+	defer p.close()
+	rng := rand.New(rand.NewPCG(63, 64))
+	cases := []gqaTest{
+		{B: 4, S: 1, N: 14, KV: 2, H: 64, P: 64, seqlens: []int{5, 17, 30, 2}, total: 31, rotary: 1},
+		{B: 1, S: 1, N: 14, KV: 2, H: 64, P: 300, seqlens: []int{250}, total: 251, rotary: 1},
+		{B: 2, S: 5, N: 8, KV: 4, H: 32, P: 40, seqlens: []int{9, 20}, total: 21, rotary: 2},
+		{B: 3, S: 1, N: 4, KV: 1, H: 128, P: 50, seqlens: []int{0, 7, 49}, total: 50, rotary: 1, softcap: 3},
+		{B: 2, S: 2, N: 6, KV: 3, H: 64, P: 30, seqlens: []int{12, 27}, total: 28, rotary: 1, window: 5, scale: 0.3},
+	}
+	for _, c := range cases {
+		for _, g := range []kernels.Func{gqaKernel(), gqaKernelOn(p)} {
+			n, in := gqaCall(c, rng)
+			in[3], in[4] = toCache(in[3], "f16"), toCache(in[4], "f16")
+			want, err := func() ([]*graph.Tensor, error) {
+				defer func(v bool) { f16Attn = v }(f16Attn)
+				f16Attn = false
+				return g(&kernels.Context{Context: context.Background(), Opset: 1}, n, in)
+			}()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for o := range want {
+				want[o] = want[o].Clone()
+			}
+			got, err := g(&kernels.Context{Context: context.Background(), Opset: 1}, n, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for o := range want {
+				a, _ := graph.RawBytes(want[o])
+				b, _ := graph.RawBytes(got[o])
+				if !slices.Equal(a, b) {
+					t.Fatalf("case %+v: output %d differs from the decoded cache's", c, o)
+				}
+			}
+		}
+	}
+}
