@@ -5710,8 +5710,8 @@ bqkQ4_0Dot4Z_block:
 	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
 	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
 	VPSRLW          $0x04, Z2, Z10
-	VPANDD          Z0, Z2, Z2
 	VPANDD          Z0, Z10, Z10
+	VPANDD          Z0, Z2, Z2
 	VPDPBUSD        Z8, Z2, Z1
 	VPDPBUSD        Z9, Z10, Z1
 	VPSHUFD         $0xb1, Z1, Z8
@@ -5736,8 +5736,8 @@ bqkQ4_0Dot4Z_block:
 	VINSERTI32X4    $0x02, 20(DI)(CX*2), Z4, Z4
 	VINSERTI32X4    $0x03, 20(DI)(R11*1), Z4, Z4
 	VPSRLW          $0x04, Z4, Z10
-	VPANDD          Z0, Z4, Z4
 	VPANDD          Z0, Z10, Z10
+	VPANDD          Z0, Z4, Z4
 	VPDPBUSD        Z8, Z4, Z3
 	VPDPBUSD        Z9, Z10, Z3
 	VPSHUFD         $0xb1, Z3, Z8
@@ -5776,8 +5776,8 @@ bqkQ4_0Dot4Z_last:
 	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z6, Z6
 	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z6, Z6
 	VPSRLW          $0x04, Z6, Z10
-	VPANDD          Z0, Z6, Z6
 	VPANDD          Z0, Z10, Z10
+	VPANDD          Z0, Z6, Z6
 	VPDPBUSD        Z8, Z6, Z5
 	VPDPBUSD        Z9, Z10, Z5
 	VPSHUFD         $0xb1, Z5, Z8
@@ -5867,8 +5867,8 @@ bqkQ5_0Dot4Z_block:
 	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z12, Z12
 	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z12, Z12
 	VPSRLW          $0x04, Z12, Z13
-	VPANDD          Z1, Z12, Z12
 	VPANDD          Z1, Z13, Z13
+	VPANDD          Z1, Z12, Z12
 	VPBROADCASTD    2(DI), Z14
 	VPBROADCASTD    2(DI)(CX*1), K1, Z14
 	VPBROADCASTD    2(DI)(CX*2), K2, Z14
@@ -5903,8 +5903,8 @@ bqkQ5_0Dot4Z_block:
 	VINSERTI32X4    $0x02, 28(DI)(CX*2), Z15, Z15
 	VINSERTI32X4    $0x03, 28(DI)(R11*1), Z15, Z15
 	VPSRLW          $0x04, Z15, Z13
-	VPANDD          Z1, Z15, Z15
 	VPANDD          Z1, Z13, Z13
+	VPANDD          Z1, Z15, Z15
 	VPBROADCASTD    24(DI), Z14
 	VPBROADCASTD    24(DI)(CX*1), K1, Z14
 	VPBROADCASTD    24(DI)(CX*2), K2, Z14
@@ -5953,8 +5953,8 @@ bqkQ5_0Dot4Z_last:
 	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z16, Z16
 	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z16, Z16
 	VPSRLW          $0x04, Z16, Z13
-	VPANDD          Z1, Z16, Z16
 	VPANDD          Z1, Z13, Z13
+	VPANDD          Z1, Z16, Z16
 	VPBROADCASTD    2(DI), Z14
 	VPBROADCASTD    2(DI)(CX*1), K1, Z14
 	VPBROADCASTD    2(DI)(CX*2), K2, Z14
@@ -6161,6 +6161,150 @@ bqkQ8_0Dot4Z_end:
 	VZEROUPPER
 	RET
 
+// func bqkQ4_0Dot4G(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ4_0Dot4G(SB), NOSPLIT, $0-80
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z0
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+
+bqkQ4_0Dot4G_group:
+	TESTQ  BX, BX
+	JZ     bqkQ4_0Dot4G_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z7, Z7, Z7
+
+bqkQ4_0Dot4G_block:
+	CMPQ            SI, $0x02
+	JL              bqkQ4_0Dot4G_last
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	VBROADCASTI32X4 (R8), Z8
+	VBROADCASTI32X4 16(R8), Z9
+	VPXORD          Z1, Z1, Z1
+	VMOVDQU32       2(DI), X2
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z2, Z2
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z2, Z10
+	VPANDD          Z0, Z2, Z2
+	VPDPBUSD        Z8, Z2, Z1
+	VPDPBUSD        Z9, Z10, Z1
+	VPSHUFD         $0xb1, Z1, Z8
+	VPADDD          Z8, Z1, Z1
+	VPSHUFD         $0x4e, Z1, Z8
+	VPADDD          Z8, Z1, Z1
+	VPSLLD.BCST     $0x03, (R10), Z8
+	VPSUBD          Z8, Z1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VPBROADCASTW    (DI), Y8
+	VPBROADCASTW    (DI)(CX*1), K1, Y8
+	VPBROADCASTW    (DI)(CX*2), K2, Y8
+	VPBROADCASTW    (DI)(R11*1), K3, Y8
+	VCVTPH2PS       Y8, Z8
+	VMULPS.BCST     (R9), Z8, Z8
+	VFMADD231PS     Z8, Z1, Z7
+	VBROADCASTI32X4 32(R8), Z8
+	VBROADCASTI32X4 48(R8), Z9
+	VPXORD          Z3, Z3, Z3
+	VMOVDQU32       20(DI), X4
+	VINSERTI32X4    $0x01, 20(DI)(CX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 20(DI)(CX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 20(DI)(R11*1), Z4, Z4
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z4, Z10
+	VPANDD          Z0, Z4, Z4
+	VPDPBUSD        Z8, Z4, Z3
+	VPDPBUSD        Z9, Z10, Z3
+	VPSHUFD         $0xb1, Z3, Z8
+	VPADDD          Z8, Z3, Z3
+	VPSHUFD         $0x4e, Z3, Z8
+	VPADDD          Z8, Z3, Z3
+	VPSLLD.BCST     $0x03, 4(R10), Z8
+	VPSUBD          Z8, Z3, Z3
+	VCVTDQ2PS       Z3, Z3
+	VPBROADCASTW    18(DI), Y8
+	VPBROADCASTW    18(DI)(CX*1), K1, Y8
+	VPBROADCASTW    18(DI)(CX*2), K2, Y8
+	VPBROADCASTW    18(DI)(R11*1), K3, Y8
+	VCVTPH2PS       Y8, Z8
+	VMULPS.BCST     4(R9), Z8, Z8
+	VFMADD231PS     Z8, Z3, Z7
+	ADDQ            $0x24, DI
+	ADDQ            $0x40, R8
+	ADDQ            $0x08, R9
+	ADDQ            $0x08, R10
+	SUBQ            $0x02, SI
+	JMP             bqkQ4_0Dot4G_block
+
+bqkQ4_0Dot4G_last:
+	TESTQ           SI, SI
+	JZ              bqkQ4_0Dot4G_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	VBROADCASTI32X4 (R8), Z8
+	VBROADCASTI32X4 16(R8), Z9
+	VPXORD          Z5, Z5, Z5
+	VMOVDQU32       2(DI), X6
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z6, Z6
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z6, Z6
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z6, Z6
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z6, Z10
+	VPANDD          Z0, Z6, Z6
+	VPDPBUSD        Z8, Z6, Z5
+	VPDPBUSD        Z9, Z10, Z5
+	VPSHUFD         $0xb1, Z5, Z8
+	VPADDD          Z8, Z5, Z5
+	VPSHUFD         $0x4e, Z5, Z8
+	VPADDD          Z8, Z5, Z5
+	VPSLLD.BCST     $0x03, (R10), Z8
+	VPSUBD          Z8, Z5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VPBROADCASTW    (DI), Y8
+	VPBROADCASTW    (DI)(CX*1), K1, Y8
+	VPBROADCASTW    (DI)(CX*2), K2, Y8
+	VPBROADCASTW    (DI)(R11*1), K3, Y8
+	VCVTPH2PS       Y8, Z8
+	VMULPS.BCST     (R9), Z8, Z8
+	VFMADD231PS     Z8, Z5, Z7
+
+bqkQ4_0Dot4G_done:
+	VMOVDQU64  bqk_didx4<>+0(SB), Z8
+	VPERMD     Z7, Z8, Z7
+	VMOVSS     X7, (DX)
+	VEXTRACTPS $0x01, X7, (DX)(R12*1)
+	VEXTRACTPS $0x02, X7, (DX)(R12*2)
+	VEXTRACTPS $0x03, X7, (DX)(R13*1)
+	ADDQ       $0x04, DX
+	MOVQ       adv+64(FP), SI
+	ADDQ       SI, AX
+	DECQ       BX
+	JMP        bqkQ4_0Dot4G_group
+
+bqkQ4_0Dot4G_end:
+	VZEROUPPER
+	RET
+
 // func bqkQ4_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
 TEXT ·bqkQ4_0Dot8Z(SB), NOSPLIT, $0-80
@@ -6211,8 +6355,8 @@ bqkQ4_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
 	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
 	VPSRLW          $0x04, Z2, Z16
-	VPANDD          Z0, Z2, Z2
 	VPANDD          Z0, Z16, Z16
+	VPANDD          Z0, Z2, Z2
 	VPDPBUSD        Z14, Z2, Z1
 	VPDPBUSD        Z15, Z16, Z1
 	VPXORD          Z3, Z3, Z3
@@ -6221,8 +6365,8 @@ bqkQ4_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 2(R14)(CX*2), Z4, Z4
 	VINSERTI32X4    $0x03, 2(R14)(R11*1), Z4, Z4
 	VPSRLW          $0x04, Z4, Z16
-	VPANDD          Z0, Z4, Z4
 	VPANDD          Z0, Z16, Z16
+	VPANDD          Z0, Z4, Z4
 	VPDPBUSD        Z14, Z4, Z3
 	VPDPBUSD        Z15, Z16, Z3
 	VPUNPCKLDQ      Z3, Z1, Z14
@@ -6253,8 +6397,8 @@ bqkQ4_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 20(DI)(CX*2), Z6, Z6
 	VINSERTI32X4    $0x03, 20(DI)(R11*1), Z6, Z6
 	VPSRLW          $0x04, Z6, Z16
-	VPANDD          Z0, Z6, Z6
 	VPANDD          Z0, Z16, Z16
+	VPANDD          Z0, Z6, Z6
 	VPDPBUSD        Z14, Z6, Z5
 	VPDPBUSD        Z15, Z16, Z5
 	VPXORD          Z7, Z7, Z7
@@ -6263,8 +6407,8 @@ bqkQ4_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 20(R14)(CX*2), Z8, Z8
 	VINSERTI32X4    $0x03, 20(R14)(R11*1), Z8, Z8
 	VPSRLW          $0x04, Z8, Z16
-	VPANDD          Z0, Z8, Z8
 	VPANDD          Z0, Z16, Z16
+	VPANDD          Z0, Z8, Z8
 	VPDPBUSD        Z14, Z8, Z7
 	VPDPBUSD        Z15, Z16, Z7
 	VPUNPCKLDQ      Z7, Z5, Z14
@@ -6314,8 +6458,8 @@ bqkQ4_0Dot8Z_last:
 	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z10, Z10
 	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z10, Z10
 	VPSRLW          $0x04, Z10, Z16
-	VPANDD          Z0, Z10, Z10
 	VPANDD          Z0, Z16, Z16
+	VPANDD          Z0, Z10, Z10
 	VPDPBUSD        Z14, Z10, Z9
 	VPDPBUSD        Z15, Z16, Z9
 	VPXORD          Z11, Z11, Z11
@@ -6324,8 +6468,8 @@ bqkQ4_0Dot8Z_last:
 	VINSERTI32X4    $0x02, 2(R14)(CX*2), Z12, Z12
 	VINSERTI32X4    $0x03, 2(R14)(R11*1), Z12, Z12
 	VPSRLW          $0x04, Z12, Z16
-	VPANDD          Z0, Z12, Z12
 	VPANDD          Z0, Z16, Z16
+	VPANDD          Z0, Z12, Z12
 	VPDPBUSD        Z14, Z12, Z11
 	VPDPBUSD        Z15, Z16, Z11
 	VPUNPCKLDQ      Z11, Z9, Z14
@@ -6436,8 +6580,8 @@ bqkQ5_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z16, Z16
 	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z16, Z16
 	VPSRLW          $0x04, Z16, Z17
-	VPANDD          Z1, Z16, Z16
 	VPANDD          Z1, Z17, Z17
+	VPANDD          Z1, Z16, Z16
 	VPBROADCASTD    2(DI), Z18
 	VPBROADCASTD    2(DI)(CX*1), K1, Z18
 	VPBROADCASTD    2(DI)(CX*2), K2, Z18
@@ -6463,8 +6607,8 @@ bqkQ5_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 6(R14)(CX*2), Z19, Z19
 	VINSERTI32X4    $0x03, 6(R14)(R11*1), Z19, Z19
 	VPSRLW          $0x04, Z19, Z14
-	VPANDD          Z1, Z19, Z19
 	VPANDD          Z1, Z14, Z14
+	VPANDD          Z1, Z19, Z19
 	VPBROADCASTD    2(R14), Z15
 	VPBROADCASTD    2(R14)(CX*1), K1, Z15
 	VPBROADCASTD    2(R14)(CX*2), K2, Z15
@@ -6501,8 +6645,8 @@ bqkQ5_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 28(DI)(CX*2), Z20, Z20
 	VINSERTI32X4    $0x03, 28(DI)(R11*1), Z20, Z20
 	VPSRLW          $0x04, Z20, Z17
-	VPANDD          Z1, Z20, Z20
 	VPANDD          Z1, Z17, Z17
+	VPANDD          Z1, Z20, Z20
 	VPBROADCASTD    24(DI), Z18
 	VPBROADCASTD    24(DI)(CX*1), K1, Z18
 	VPBROADCASTD    24(DI)(CX*2), K2, Z18
@@ -6528,8 +6672,8 @@ bqkQ5_0Dot8Z_block:
 	VINSERTI32X4    $0x02, 28(R14)(CX*2), Z21, Z21
 	VINSERTI32X4    $0x03, 28(R14)(R11*1), Z21, Z21
 	VPSRLW          $0x04, Z21, Z14
-	VPANDD          Z1, Z21, Z21
 	VPANDD          Z1, Z14, Z14
+	VPANDD          Z1, Z21, Z21
 	VPBROADCASTD    24(R14), Z15
 	VPBROADCASTD    24(R14)(CX*1), K1, Z15
 	VPBROADCASTD    24(R14)(CX*2), K2, Z15
@@ -6585,8 +6729,8 @@ bqkQ5_0Dot8Z_last:
 	VINSERTI32X4    $0x02, 6(DI)(CX*2), Z22, Z22
 	VINSERTI32X4    $0x03, 6(DI)(R11*1), Z22, Z22
 	VPSRLW          $0x04, Z22, Z17
-	VPANDD          Z1, Z22, Z22
 	VPANDD          Z1, Z17, Z17
+	VPANDD          Z1, Z22, Z22
 	VPBROADCASTD    2(DI), Z18
 	VPBROADCASTD    2(DI)(CX*1), K1, Z18
 	VPBROADCASTD    2(DI)(CX*2), K2, Z18
@@ -6612,8 +6756,8 @@ bqkQ5_0Dot8Z_last:
 	VINSERTI32X4    $0x02, 6(R14)(CX*2), Z23, Z23
 	VINSERTI32X4    $0x03, 6(R14)(R11*1), Z23, Z23
 	VPSRLW          $0x04, Z23, Z14
-	VPANDD          Z1, Z23, Z23
 	VPANDD          Z1, Z14, Z14
+	VPANDD          Z1, Z23, Z23
 	VPBROADCASTD    2(R14), Z15
 	VPBROADCASTD    2(R14)(CX*1), K1, Z15
 	VPBROADCASTD    2(R14)(CX*2), K2, Z15
@@ -6930,6 +7074,211 @@ bqkQ8_0Dot8Z_done:
 	JMP           bqkQ8_0Dot8Z_group
 
 bqkQ8_0Dot8Z_end:
+	VZEROUPPER
+	RET
+
+// func bqkQ4_0Dot8G(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·bqkQ4_0Dot8G(SB), NOSPLIT, $0-80
+	MOVQ      w+8(FP), AX
+	MOVQ      ldw+16(FP), CX
+	MOVQ      y+48(FP), DX
+	MOVQ      ng+56(FP), BX
+	LEAQ      (CX)(CX*2), R11
+	MOVQ      ys+72(FP), R12
+	SHLQ      $0x02, R12
+	LEAQ      (R12)(R12*2), R13
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 bqk_z0f<>+0(SB), Z0
+	MOVL      $0x000000f0, SI
+	KMOVW     SI, K1
+	MOVL      $0x00000f00, SI
+	KMOVW     SI, K2
+	MOVL      $0x0000f000, SI
+	KMOVW     SI, K3
+
+bqkQ4_0Dot8G_group:
+	TESTQ  BX, BX
+	JZ     bqkQ4_0Dot8G_end
+	MOVQ   nb+0(FP), SI
+	MOVQ   AX, DI
+	LEAQ   (AX)(CX*4), R14
+	MOVQ   x+24(FP), R8
+	MOVQ   xd+32(FP), R9
+	MOVQ   xs+40(FP), R10
+	VXORPS Z13, Z13, Z13
+
+bqkQ4_0Dot8G_block:
+	CMPQ            SI, $0x02
+	JL              bqkQ4_0Dot8G_last
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
+	VBROADCASTI32X4 (R8), Z14
+	VBROADCASTI32X4 16(R8), Z15
+	VPXORD          Z1, Z1, Z1
+	VMOVDQU32       2(DI), X2
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z2, Z2
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z2, Z2
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z2, Z2
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z2, Z16
+	VPANDD          Z0, Z2, Z2
+	VPDPBUSD        Z14, Z2, Z1
+	VPDPBUSD        Z15, Z16, Z1
+	VPXORD          Z3, Z3, Z3
+	VMOVDQU32       2(R14), X4
+	VINSERTI32X4    $0x01, 2(R14)(CX*1), Z4, Z4
+	VINSERTI32X4    $0x02, 2(R14)(CX*2), Z4, Z4
+	VINSERTI32X4    $0x03, 2(R14)(R11*1), Z4, Z4
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z4, Z16
+	VPANDD          Z0, Z4, Z4
+	VPDPBUSD        Z14, Z4, Z3
+	VPDPBUSD        Z15, Z16, Z3
+	VPUNPCKLDQ      Z3, Z1, Z14
+	VPUNPCKHDQ      Z3, Z1, Z1
+	VPADDD          Z14, Z1, Z1
+	VPSHUFD         $0x4e, Z1, Z14
+	VPADDD          Z14, Z1, Z1
+	VPSLLD.BCST     $0x03, (R10), Z14
+	VPSUBD          Z14, Z1, Z1
+	VCVTDQ2PS       Z1, Z1
+	VPBROADCASTW    (DI), Y14
+	VPBROADCASTW    (DI)(CX*1), K1, Y14
+	VPBROADCASTW    (DI)(CX*2), K2, Y14
+	VPBROADCASTW    (DI)(R11*1), K3, Y14
+	VPBROADCASTW    (R14), Y15
+	VPBROADCASTW    (R14)(CX*1), K1, Y15
+	VPBROADCASTW    (R14)(CX*2), K2, Y15
+	VPBROADCASTW    (R14)(R11*1), K3, Y15
+	VPBLENDW        $0x22, Y15, Y14, Y14
+	VCVTPH2PS       Y14, Z14
+	VMULPS.BCST     (R9), Z14, Z14
+	VFMADD231PS     Z14, Z1, Z13
+	VBROADCASTI32X4 32(R8), Z14
+	VBROADCASTI32X4 48(R8), Z15
+	VPXORD          Z5, Z5, Z5
+	VMOVDQU32       20(DI), X6
+	VINSERTI32X4    $0x01, 20(DI)(CX*1), Z6, Z6
+	VINSERTI32X4    $0x02, 20(DI)(CX*2), Z6, Z6
+	VINSERTI32X4    $0x03, 20(DI)(R11*1), Z6, Z6
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z6, Z16
+	VPANDD          Z0, Z6, Z6
+	VPDPBUSD        Z14, Z6, Z5
+	VPDPBUSD        Z15, Z16, Z5
+	VPXORD          Z7, Z7, Z7
+	VMOVDQU32       20(R14), X8
+	VINSERTI32X4    $0x01, 20(R14)(CX*1), Z8, Z8
+	VINSERTI32X4    $0x02, 20(R14)(CX*2), Z8, Z8
+	VINSERTI32X4    $0x03, 20(R14)(R11*1), Z8, Z8
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z8, Z16
+	VPANDD          Z0, Z8, Z8
+	VPDPBUSD        Z14, Z8, Z7
+	VPDPBUSD        Z15, Z16, Z7
+	VPUNPCKLDQ      Z7, Z5, Z14
+	VPUNPCKHDQ      Z7, Z5, Z5
+	VPADDD          Z14, Z5, Z5
+	VPSHUFD         $0x4e, Z5, Z14
+	VPADDD          Z14, Z5, Z5
+	VPSLLD.BCST     $0x03, 4(R10), Z14
+	VPSUBD          Z14, Z5, Z5
+	VCVTDQ2PS       Z5, Z5
+	VPBROADCASTW    18(DI), Y14
+	VPBROADCASTW    18(DI)(CX*1), K1, Y14
+	VPBROADCASTW    18(DI)(CX*2), K2, Y14
+	VPBROADCASTW    18(DI)(R11*1), K3, Y14
+	VPBROADCASTW    18(R14), Y15
+	VPBROADCASTW    18(R14)(CX*1), K1, Y15
+	VPBROADCASTW    18(R14)(CX*2), K2, Y15
+	VPBROADCASTW    18(R14)(R11*1), K3, Y15
+	VPBLENDW        $0x22, Y15, Y14, Y14
+	VCVTPH2PS       Y14, Z14
+	VMULPS.BCST     4(R9), Z14, Z14
+	VFMADD231PS     Z14, Z5, Z13
+	ADDQ            $0x24, DI
+	ADDQ            $0x24, R14
+	ADDQ            $0x40, R8
+	ADDQ            $0x08, R9
+	ADDQ            $0x08, R10
+	SUBQ            $0x02, SI
+	JMP             bqkQ4_0Dot8G_block
+
+bqkQ4_0Dot8G_last:
+	TESTQ           SI, SI
+	JZ              bqkQ4_0Dot8G_done
+	PREFETCHT0      256(DI)
+	PREFETCHT0      256(DI)(CX*1)
+	PREFETCHT0      256(DI)(CX*2)
+	PREFETCHT0      256(DI)(R11*1)
+	PREFETCHT0      256(R14)
+	PREFETCHT0      256(R14)(CX*1)
+	PREFETCHT0      256(R14)(CX*2)
+	PREFETCHT0      256(R14)(R11*1)
+	VBROADCASTI32X4 (R8), Z14
+	VBROADCASTI32X4 16(R8), Z15
+	VPXORD          Z9, Z9, Z9
+	VMOVDQU32       2(DI), X10
+	VINSERTI32X4    $0x01, 2(DI)(CX*1), Z10, Z10
+	VINSERTI32X4    $0x02, 2(DI)(CX*2), Z10, Z10
+	VINSERTI32X4    $0x03, 2(DI)(R11*1), Z10, Z10
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z10, Z16
+	VPANDD          Z0, Z10, Z10
+	VPDPBUSD        Z14, Z10, Z9
+	VPDPBUSD        Z15, Z16, Z9
+	VPXORD          Z11, Z11, Z11
+	VMOVDQU32       2(R14), X12
+	VINSERTI32X4    $0x01, 2(R14)(CX*1), Z12, Z12
+	VINSERTI32X4    $0x02, 2(R14)(CX*2), Z12, Z12
+	VINSERTI32X4    $0x03, 2(R14)(R11*1), Z12, Z12
+	VGF2P8AFFINEQB  $0x00, bqk_gfhi4<>+0(SB), Z12, Z16
+	VPANDD          Z0, Z12, Z12
+	VPDPBUSD        Z14, Z12, Z11
+	VPDPBUSD        Z15, Z16, Z11
+	VPUNPCKLDQ      Z11, Z9, Z14
+	VPUNPCKHDQ      Z11, Z9, Z9
+	VPADDD          Z14, Z9, Z9
+	VPSHUFD         $0x4e, Z9, Z14
+	VPADDD          Z14, Z9, Z9
+	VPSLLD.BCST     $0x03, (R10), Z14
+	VPSUBD          Z14, Z9, Z9
+	VCVTDQ2PS       Z9, Z9
+	VPBROADCASTW    (DI), Y14
+	VPBROADCASTW    (DI)(CX*1), K1, Y14
+	VPBROADCASTW    (DI)(CX*2), K2, Y14
+	VPBROADCASTW    (DI)(R11*1), K3, Y14
+	VPBROADCASTW    (R14), Y15
+	VPBROADCASTW    (R14)(CX*1), K1, Y15
+	VPBROADCASTW    (R14)(CX*2), K2, Y15
+	VPBROADCASTW    (R14)(R11*1), K3, Y15
+	VPBLENDW        $0x22, Y15, Y14, Y14
+	VCVTPH2PS       Y14, Z14
+	VMULPS.BCST     (R9), Z14, Z14
+	VFMADD231PS     Z14, Z9, Z13
+
+bqkQ4_0Dot8G_done:
+	LEAQ          (DX)(R12*4), SI
+	VMOVDQU64     bqk_zidx8<>+0(SB), Z14
+	VPERMD        Z13, Z14, Z13
+	VMOVSS        X13, (DX)
+	VEXTRACTPS    $0x01, X13, (DX)(R12*1)
+	VEXTRACTPS    $0x02, X13, (DX)(R12*2)
+	VEXTRACTPS    $0x03, X13, (DX)(R13*1)
+	VEXTRACTF32X4 $0x01, Z13, X2
+	VMOVSS        X2, (SI)
+	VEXTRACTPS    $0x01, X2, (SI)(R12*1)
+	VEXTRACTPS    $0x02, X2, (SI)(R12*2)
+	VEXTRACTPS    $0x03, X2, (SI)(R13*1)
+	ADDQ          $0x04, DX
+	MOVQ          adv+64(FP), SI
+	ADDQ          SI, AX
+	DECQ          BX
+	JMP           bqkQ4_0Dot8G_group
+
+bqkQ4_0Dot8G_end:
 	VZEROUPPER
 	RET
 

@@ -93,9 +93,17 @@ func maskW(v uint16) OpmaskVirtual {
 // alternating) 256 streamed 10-20% faster than none, 128 and 512 less.
 const zPrefetch = 256
 
-func dot32Z(t string, sets int) {
+func dot32Z(t string, sets int) { dot32ZG(t, sets, false) }
+
+// dot32ZG is dot32Z; gfni (Q4_0): the high nibbles moved down by one
+// GF2P8AFFINEQB instead of a shift and an AND (bqkQ4_0Dot<nr>G), a
+// vector instruction fewer a set of four rows a block.
+func dot32ZG(t string, sets int, gfni bool) {
 	nr := 4 * sets
 	name := fmt.Sprintf("bqk%sDot%dZ", t, nr)
+	if gfni {
+		name = fmt.Sprintf("bqk%sDot%dG", t, nr)
+	}
 	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
 	TEXT(name, NOSPLIT, sig32s)
 	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of %d weight rows, row q of group g at w+g·adv+q·ldw, into y[g+q·ys], on ZMM (see z32.go of the package asmgenbqk).", name, t, nr))
@@ -259,9 +267,13 @@ func dot32Z(t string, sets int) {
 				for r := 1; r < 4; r++ {
 					VINSERTI32X4(U8(r), row(r, o), q, q)
 				}
-				VPSRLW(U8(4), q, h)
+				if gfni {
+					vgf2p8affineqb(gfHi4, q, h) // the matrix from memory: VPBLENDW needs Y0-Y15
+				} else {
+					VPSRLW(U8(4), q, h)
+					VPANDD(c, h, h)
+				}
 				VPANDD(c, q, q)
-				VPANDD(c, h, h)
 				if t == "Q5_0" {
 					// the 5th bits: qh of row r in each dword of lane r, its
 					// bits picked into masks, 16 added where set
