@@ -87,10 +87,6 @@ func bqkQ4_0Z(f8 bool) bqkFn32s {
 	return bqkQ4_0Dot4Z
 }
 
-// bqkFn32n is a four-row kernel of ng groups a call (the K types'),
-// prefetching pfd bytes ahead.
-type bqkFn32n = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
-
 // bqkFn32s is a ZMM kernel of a 32-element type: ng groups of four
 // (eight) rows in one call, row q of group g at w+g·adv+q·ldw, its
 // output at y[g+q·ys].

@@ -487,9 +487,6 @@ func repBlockZ(rsum []VecVirtual, rows []func(r, disp int) Mem, km [4]OpmaskVirt
 	VFMADD231PS(sc, a, racc) // acc += sum·(d·d_a), one rounding
 }
 
-// sig32n is sig32 with a count of four-row groups.
-const sig32n = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)"
-
 // sig32s is sig32 with ng groups of rows whose row q (of the 4 or 8) is
 // at w + g·adv + q·ldw, its output at y[g + q·ys]: with ldw a stream's
 // length (S rows of rb bytes), adv rb and ys S, the group's rows are S
