@@ -51,6 +51,9 @@ func (d *Decoder) GenerateIDs(ctx context.Context, prompt []int, o Options, run 
 		return nil, err
 	}
 	defer cache.close()
+	// the logits are sampled before the next step and kept by none but a
+	// Logits callback
+	cache.recycle = run == nil || run.Logits == nil
 	for pos := 1; pos < len(p); pos++ {
 		res.Tokens = append(res.Tokens, p[pos])
 		if err := yield(Token{Pos: pos, ID: p[pos], Prompt: true}); err != nil {

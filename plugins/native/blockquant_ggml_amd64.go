@@ -66,14 +66,26 @@ func bqkQ6KDot4Z() bqkFnK4 {
 // needs AVX-512 BITALG). The family "vnni256"
 // (SWITCHYARD_NATIVE_QKERNEL) keeps the YMM ones.
 var bqkZ = map[ggml.Type]*bqkKernel{
-	ggml.Q4_0: newBQK32ZKernel(ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Dot4Z, bqkQ4_0Dot8Z),
+	ggml.Q4_0: newBQK32ZKernel(ggml.Q4_0, bqkQ4_0Dot1VNNI, bqkQ4_0Z(false), bqkQ4_0Z(true)),
 	ggml.Q5_0: newBQK32ZKernel(ggml.Q5_0, bqkQ5_0Dot1VNNI, bqkQ5_0Dot4Z, bqkQ5_0Dot8Z),
 	ggml.Q8_0: newBQK32ZKernel(ggml.Q8_0, bqkQ8_0Dot1VNNI, bqkQ8_0Dot4Z, bqkQ8_0Dot8Z),
 }
 
-// bqkFn32n is a four-row kernel of ng groups a call (the K types'),
-// prefetching pfd bytes ahead.
-type bqkFn32n = func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)
+// bqkQ4_0Z is Q4_0's ZMM kernel of four rows a group (eight: f8): the
+// one whose high nibbles take one GF2P8AFFINEQB where the CPU has GFNI
+// (bqkQ4_0Dot4G/8G), else a shift and an AND.
+func bqkQ4_0Z(f8 bool) bqkFn32s {
+	g := cpu.X86.HasAVX512GFNI
+	switch {
+	case f8 && g:
+		return bqkQ4_0Dot8G
+	case f8:
+		return bqkQ4_0Dot8Z
+	case g:
+		return bqkQ4_0Dot4G
+	}
+	return bqkQ4_0Dot4Z
+}
 
 // bqkFn32s is a ZMM kernel of a 32-element type: ng groups of four
 // (eight) rows in one call, row q of group g at w+g·adv+q·ldw, its

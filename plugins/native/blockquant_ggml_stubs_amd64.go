@@ -182,6 +182,11 @@ func bqkQ5_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y 
 //go:noescape
 func bqkQ8_0Dot4Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 
+// bqkQ4_0Dot4G is core/ggml's Dot of nb Q4_0 blocks for ng groups of 4 weight rows, row q of group g at w+g·adv+q·ldw, into y[g+q·ys], on ZMM (see z32.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0Dot4G(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
+
 // bqkQ4_0Dot8Z is core/ggml's Dot of nb Q4_0 blocks for ng groups of 8 weight rows, row q of group g at w+g·adv+q·ldw, into y[g+q·ys], on ZMM (see z32.go of the package asmgenbqk).
 //
 //go:noescape
@@ -196,6 +201,11 @@ func bqkQ5_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y 
 //
 //go:noescape
 func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
+
+// bqkQ4_0Dot8G is core/ggml's Dot of nb Q4_0 blocks for ng groups of 8 weight rows, row q of group g at w+g·adv+q·ldw, into y[g+q·ys], on ZMM (see z32.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0Dot8G(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 
 // bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).
 //

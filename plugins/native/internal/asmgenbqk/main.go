@@ -91,6 +91,7 @@ func main() {
 		dot32Z("Q4_0", sets)
 		dot32Z("Q5_0", sets)
 		dot32Z("Q8_0", sets)
+		dot32ZG("Q4_0", sets, true)
 	}
 	q4kFloat()
 	q6kFloat()

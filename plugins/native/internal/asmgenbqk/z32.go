@@ -93,9 +93,17 @@ func maskW(v uint16) OpmaskVirtual {
 // alternating) 256 streamed 10-20% faster than none, 128 and 512 less.
 const zPrefetch = 256
 
-func dot32Z(t string, sets int) {
+func dot32Z(t string, sets int) { dot32ZG(t, sets, false) }
+
+// dot32ZG is dot32Z; gfni (Q4_0): the high nibbles moved down by one
+// GF2P8AFFINEQB instead of a shift and an AND (bqkQ4_0Dot<nr>G), a
+// vector instruction fewer a set of four rows a block.
+func dot32ZG(t string, sets int, gfni bool) {
 	nr := 4 * sets
 	name := fmt.Sprintf("bqk%sDot%dZ", t, nr)
+	if gfni {
+		name = fmt.Sprintf("bqk%sDot%dG", t, nr)
+	}
 	bs := map[string]int{"Q4_0": 18, "Q5_0": 22, "Q8_0": 34}[t]
 	TEXT(name, NOSPLIT, sig32s)
 	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb %s blocks for ng groups of %d weight rows, row q of group g at w+g·adv+q·ldw, into y[g+q·ys], on ZMM (see z32.go of the package asmgenbqk).", name, t, nr))
@@ -179,137 +187,177 @@ func dot32Z(t string, sets int) {
 	// adjacent, software prefetching the next group gave about 20 GB/s
 	// on Zen 5 where these streams give about 33, as fast as a float32
 	// dot product's single stream)
+	// two blocks an iteration (the loop's own work and, for Q4_0 and
+	// Q5_0, whose two blocks are under a cache line, the prefetches
+	// shared), an odd last block alone
+	xsb := 32 // Act.Lanes: eight lane sums a block
+	if rep {
+		xsb = 4 // Act.Sum: one a block
+	}
+	pf2 := 2*bs <= 64 // one prefetch a row covers both blocks' lines
+	prefetch := func() {
+		for st := range ws {
+			row := avokit.Rows4(ws[st], ldw, ldw3)
+			for r := 0; r < 4; r++ {
+				PREFETCHT0(row(r, zPrefetch))
+			}
+		}
+	}
+	// blk is block b of the iteration (bytes b·bs on in each row)
+	blk := func(b int) {
+		xo, xdo, xso := 32*b, 4*b, xsb*b
+		rows4 := func(st int) func(r, disp int) Mem {
+			row := avokit.Rows4(ws[st], ldw, ldw3)
+			return func(r, disp int) Mem { return row(r, disp+b*bs) }
+		}
+		var da VecVirtual // Q4_0 multiplies by d_a from memory (repBlockZ)
+		if !rep {
+			da = ZMM()
+			VBROADCASTSS(Mem{Base: xd, Disp: xdo}, da)
+		}
+		// scale vector: the rows' d (words of hv) as float32, times d_a
+		scales := func(row func(r, disp int) Mem, rows []int, words func(i int) OpmaskVirtual) VecVirtual {
+			hv := YMM()
+			VPBROADCASTW(row(rows[0], 0), hv)
+			for i := 1; i < len(rows); i++ {
+				VPBROADCASTW(row(rows[i], 0), words(i), hv)
+			}
+			sc := ZMM()
+			VCVTPH2PS(hv, sc)
+			VMULPS(da, sc, sc) // d·d_a, one rounding
+			return sc
+		}
+		if t != "Q8_0" {
+			shift, o := uint8(3), 2 // the offset 8: −8·Σ; the quants at 2
+			if t == "Q5_0" {
+				shift, o = 4, 6
+			}
+			xl, xh := ZMM(), ZMM()
+			VBROADCASTI32X4(Mem{Base: x, Disp: xo}, xl)
+			VBROADCASTI32X4(Mem{Base: x, Disp: xo + 16}, xh)
+			// the accumulators' start: −8 (Q5_0 −16) times the lane sums;
+			// Q4_0's lanes are summed before they are converted, so its
+			// offset is taken off the sum (repBlockZ: −8·Σx of the block,
+			// xs its Sum), the accumulators starting at zero
+			var ol, oh VecVirtual
+			if !rep {
+				ol, oh = ZMM(), ZMM()
+				VBROADCASTI32X4(Mem{Base: xs, Disp: xso}, ol)
+				VBROADCASTI32X4(Mem{Base: xs, Disp: xso + 16}, oh)
+				VPSLLD(U8(shift), ol, ol)
+				VPSLLD(U8(shift), oh, oh)
+				VPSUBD(ol, zero, ol)
+				VPSUBD(oh, zero, oh)
+			}
+			var rsum []VecVirtual
+			for st := 0; st < sets; st++ {
+				row := rows4(st)
+				sl, sh := ol, oh
+				if rep {
+					sl = ZMM()
+					VPXORD(sl, sl, sl)
+					sh = sl
+				} else if st < sets-1 { // the offsets serve the next set too
+					sl, sh = ZMM(), ZMM()
+					VMOVDQA64(ol, sl)
+					VMOVDQA64(oh, sh)
+				}
+				q, h := ZMM(), ZMM()
+				VMOVDQU32(row(0, o), q.AsX())
+				for r := 1; r < 4; r++ {
+					VINSERTI32X4(U8(r), row(r, o), q, q)
+				}
+				if gfni {
+					vgf2p8affineqb(gfHi4, q, h) // the matrix from memory: VPBLENDW needs Y0-Y15
+				} else {
+					VPSRLW(U8(4), q, h)
+					VPANDD(c, h, h)
+				}
+				VPANDD(c, q, q)
+				if t == "Q5_0" {
+					// the 5th bits: qh of row r in each dword of lane r, its
+					// bits picked into masks, 16 added where set
+					qh := ZMM()
+					VPBROADCASTD(row(0, 2), qh)
+					for r := 1; r < 4; r++ {
+						VPBROADCASTD(row(r, 2), km[r], qh)
+					}
+					kl, kh := K(), K()
+					vpshufbitqmb(iLo, qh, kl)
+					vpshufbitqmb(iHi, qh, kh)
+					VPADDB(c10, q, kl, q)
+					VPADDB(c10, h, kh, h)
+				}
+				vpdpbusd(xl, q, sl)
+				vpdpbusd(xh, h, sh)
+				if rep {
+					rsum = append(rsum, sl)
+					continue
+				}
+				VCVTDQ2PS(sl, sl)
+				VCVTDQ2PS(sh, sh)
+				sc := scales(row, []int{0, 1, 2, 3}, func(i int) OpmaskVirtual { return km[i] })
+				VFMADD231PS(sc, sl, acc[st][0]) // acc += lanes·(d·d_a), one rounding
+				VFMADD231PS(sc, sh, acc[st][1])
+			}
+			if rep {
+				repBlockZ(rsum, []func(r, disp int) Mem{rows4(0), rows4(min(1, sets-1))}[:sets], km, Mem{Base: xs, Disp: xso}, Mem{Base: xd, Disp: xdo}, racc)
+			}
+		} else {
+			xa := ZMM()
+			VBROADCASTI64X4(Mem{Base: x, Disp: xo}, xa)
+			// the accumulators' start: −128 times the lane sums
+			o := ZMM()
+			VBROADCASTI64X4(Mem{Base: xs, Disp: xso}, o)
+			VPSLLD(U8(7), o, o)
+			VPSUBD(o, zero, o)
+			for st := 0; st < sets; st++ {
+				row := rows4(st)
+				for pr := 0; pr < 2; pr++ {
+					q := ZMM()
+					VMOVDQU32(row(2*pr, 2), q.AsY())
+					VINSERTI64X4(U8(1), row(2*pr+1, 2), q, q)
+					VPXORD(c, q, q)
+					s := ZMM()
+					VMOVDQA64(o, s)
+					vpdpbusd(xa, q, s)
+					VCVTDQ2PS(s, s)
+					sc := scales(row, []int{2 * pr, 2*pr + 1}, func(int) OpmaskVirtual { return km[1] })
+					VFMADD231PS(sc, s, acc[st][pr]) // acc += lanes·(d·d_a), one rounding
+				}
+			}
+		}
+	}
 	Label(p + "block")
+	CMPQ(nb, U8(2))
+	JL(LabelRef(p + "last"))
+	prefetch()
+	blk(0)
+	if !pf2 {
+		prefetch2 := func() {
+			for st := range ws {
+				row := avokit.Rows4(ws[st], ldw, ldw3)
+				for r := 0; r < 4; r++ {
+					PREFETCHT0(row(r, zPrefetch+bs))
+				}
+			}
+		}
+		prefetch2()
+	}
+	blk(1)
+	for _, r := range ws {
+		ADDQ(U8(int8(2*bs)), r)
+	}
+	ADDQ(U8(64), x)
+	ADDQ(U8(8), xd)
+	ADDQ(U8(int8(2*xsb)), xs)
+	SUBQ(U8(2), nb)
+	JMP(LabelRef(p + "block"))
+	Label(p + "last")
 	TESTQ(nb, nb)
 	JZ(LabelRef(p + "done"))
-	for st := range ws {
-		row := avokit.Rows4(ws[st], ldw, ldw3)
-		for r := 0; r < 4; r++ {
-			PREFETCHT0(row(r, zPrefetch))
-		}
-	}
-	da := ZMM()
-	VBROADCASTSS(Mem{Base: xd}, da)
-	// scale vector: the rows' d (words of hv) as float32, times d_a
-	scales := func(row func(r, disp int) Mem, rows []int, words func(i int) OpmaskVirtual) VecVirtual {
-		hv := YMM()
-		VPBROADCASTW(row(rows[0], 0), hv)
-		for i := 1; i < len(rows); i++ {
-			VPBROADCASTW(row(rows[i], 0), words(i), hv)
-		}
-		sc := ZMM()
-		VCVTPH2PS(hv, sc)
-		VMULPS(da, sc, sc) // d·d_a, one rounding
-		return sc
-	}
-	if t != "Q8_0" {
-		shift, o := uint8(3), 2 // the offset 8: −8·Σ; the quants at 2
-		if t == "Q5_0" {
-			shift, o = 4, 6
-		}
-		xl, xh := ZMM(), ZMM()
-		VBROADCASTI32X4(Mem{Base: x}, xl)
-		VBROADCASTI32X4(Mem{Base: x, Disp: 16}, xh)
-		// the accumulators' start: −8 (Q5_0 −16) times the lane sums;
-		// Q4_0's lanes are summed before they are converted, so its
-		// offset is taken off the sum (repBlockZ: −8·Σx of the block,
-		// xs its Sum), the accumulators starting at zero
-		var ol, oh VecVirtual
-		if !rep {
-			ol, oh = ZMM(), ZMM()
-			VBROADCASTI32X4(Mem{Base: xs}, ol)
-			VBROADCASTI32X4(Mem{Base: xs, Disp: 16}, oh)
-			VPSLLD(U8(shift), ol, ol)
-			VPSLLD(U8(shift), oh, oh)
-			VPSUBD(ol, zero, ol)
-			VPSUBD(oh, zero, oh)
-		}
-		var rsum []VecVirtual
-		for st := 0; st < sets; st++ {
-			row := avokit.Rows4(ws[st], ldw, ldw3)
-			sl, sh := ol, oh
-			if rep {
-				sl = ZMM()
-				VPXORD(sl, sl, sl)
-				sh = sl
-			} else if st < sets-1 { // the offsets serve the next set too
-				sl, sh = ZMM(), ZMM()
-				VMOVDQA64(ol, sl)
-				VMOVDQA64(oh, sh)
-			}
-			q, h := ZMM(), ZMM()
-			VMOVDQU32(row(0, o), q.AsX())
-			for r := 1; r < 4; r++ {
-				VINSERTI32X4(U8(r), row(r, o), q, q)
-			}
-			VPSRLW(U8(4), q, h)
-			VPANDD(c, q, q)
-			VPANDD(c, h, h)
-			if t == "Q5_0" {
-				// the 5th bits: qh of row r in each dword of lane r, its
-				// bits picked into masks, 16 added where set
-				qh := ZMM()
-				VPBROADCASTD(row(0, 2), qh)
-				for r := 1; r < 4; r++ {
-					VPBROADCASTD(row(r, 2), km[r], qh)
-				}
-				kl, kh := K(), K()
-				vpshufbitqmb(iLo, qh, kl)
-				vpshufbitqmb(iHi, qh, kh)
-				VPADDB(c10, q, kl, q)
-				VPADDB(c10, h, kh, h)
-			}
-			vpdpbusd(xl, q, sl)
-			vpdpbusd(xh, h, sh)
-			if rep {
-				rsum = append(rsum, sl)
-				continue
-			}
-			VCVTDQ2PS(sl, sl)
-			VCVTDQ2PS(sh, sh)
-			sc := scales(row, []int{0, 1, 2, 3}, func(i int) OpmaskVirtual { return km[i] })
-			VFMADD231PS(sc, sl, acc[st][0]) // acc += lanes·(d·d_a), one rounding
-			VFMADD231PS(sc, sh, acc[st][1])
-		}
-		if rep {
-			repBlockZ(rsum, ws, ldw, ldw3, km, xs, da, racc)
-		}
-	} else {
-		xa := ZMM()
-		VBROADCASTI64X4(Mem{Base: x}, xa)
-		// the accumulators' start: −128 times the lane sums
-		o := ZMM()
-		VBROADCASTI64X4(Mem{Base: xs}, o)
-		VPSLLD(U8(7), o, o)
-		VPSUBD(o, zero, o)
-		for st := 0; st < sets; st++ {
-			row := avokit.Rows4(ws[st], ldw, ldw3)
-			for pr := 0; pr < 2; pr++ {
-				q := ZMM()
-				VMOVDQU32(row(2*pr, 2), q.AsY())
-				VINSERTI64X4(U8(1), row(2*pr+1, 2), q, q)
-				VPXORD(c, q, q)
-				s := ZMM()
-				VMOVDQA64(o, s)
-				vpdpbusd(xa, q, s)
-				VCVTDQ2PS(s, s)
-				sc := scales(row, []int{2 * pr, 2*pr + 1}, func(int) OpmaskVirtual { return km[1] })
-				VFMADD231PS(sc, s, acc[st][pr]) // acc += lanes·(d·d_a), one rounding
-			}
-		}
-	}
-	for _, r := range ws {
-		ADDQ(U8(int8(bs)), r)
-	}
-	ADDQ(U8(32), x)
-	ADDQ(U8(4), xd)
-	if rep {
-		ADDQ(U8(4), xs) // one sum a block
-	} else {
-		ADDQ(U8(32), xs) // eight lane sums a block
-	}
-	DECQ(nb)
-	JMP(LabelRef(p + "block"))
+	prefetch()
+	blk(0)
 	Label(p + "done")
 	// per 128-bit lane [t0 t1 t2 t3], t_i = l_i + l_{i+4}: then
 	// (t0+t2)+(t1+t3) in its first element
@@ -393,11 +441,12 @@ func dot32Z(t string, sets int) {
 
 // repBlockZ ends a block of Q4_0 in llama.cpp's repacked order for one
 // or two sets of four rows (rsum: a set's int32 lane sums, four of row r
-// in 128-bit lane r, without the offset): each row's four summed
-// exactly (the two sets interleaved: row r of set st in dword st of lane
-// r), 8·Σx taken off (xs: the block's sum of x), converted, and added
-// times float32(d·d_a) into racc by one fused multiply-add.
-func repBlockZ(rsum []VecVirtual, ws []Register, ldw, ldw3 Register, km [4]OpmaskVirtual, xs Register, da, racc VecVirtual) {
+// in 128-bit lane r, without the offset; rows: a set's rows at the
+// block): each row's four summed exactly (the two sets interleaved: row
+// r of set st in dword st of lane r), 8·Σx taken off (xs: the block's
+// sum of x), converted, and added times float32(d·d_a) (xd: d_a) into
+// racc by one fused multiply-add.
+func repBlockZ(rsum []VecVirtual, rows []func(r, disp int) Mem, km [4]OpmaskVirtual, xs, xd Mem, racc VecVirtual) {
 	a := rsum[0]
 	if len(rsum) == 2 {
 		b, lo := rsum[1], ZMM()
@@ -413,18 +462,18 @@ func repBlockZ(rsum []VecVirtual, ws []Register, ldw, ldw3 Register, km [4]Opmas
 	VPSHUFD(U8(0x4E), a, u)
 	VPADDD(u, a, a) // the sums in dword 0 (set 0) and 1 (set 1) of each lane
 	o := ZMM()
-	VPBROADCASTD(Mem{Base: xs}, o) // the offset 8: −8·Σx
-	VPSLLD(U8(3), o, o)
+	VPSLLD_BCST(U8(3), xs, o) // the offset 8: −8·Σx
 	VPSUBD(o, a, a)
 	VCVTDQ2PS(a, a)
 	// the scales: row r's d in word 4r (set 0) and 4r+1 (set 1)
+	// (two registers merged: each masked broadcast waits for the one
+	// before it)
 	var hv VecVirtual
-	for st := range rsum {
-		row := avokit.Rows4(ws[st], ldw, ldw3)
+	for st := range rows {
 		h := YMM()
-		VPBROADCASTW(row(0, 0), h)
+		VPBROADCASTW(rows[st](0, 0), h)
 		for r := 1; r < 4; r++ {
-			VPBROADCASTW(row(r, 0), km[r], h)
+			VPBROADCASTW(rows[st](r, 0), km[r], h)
 		}
 		if st == 0 {
 			hv = h
@@ -434,12 +483,9 @@ func repBlockZ(rsum []VecVirtual, ws []Register, ldw, ldw3 Register, km [4]Opmas
 	}
 	sc := ZMM()
 	VCVTPH2PS(hv, sc)
-	VMULPS(da, sc, sc)       // d·d_a (exact: two float16 values)
+	VMULPS_BCST(xd, sc, sc)  // d·d_a (exact: two float16 values)
 	VFMADD231PS(sc, a, racc) // acc += sum·(d·d_a), one rounding
 }
-
-// sig32n is sig32 with a count of four-row groups.
-const sig32n = "func(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, pfd int)"
 
 // sig32s is sig32 with ng groups of rows whose row q (of the 4 or 8) is
 // at w + g·adv + q·ldw, its output at y[g + q·ys]: with ldw a stream's
