@@ -115,6 +115,7 @@ func (p *pool) worker() {
 				j = c
 				break
 			}
+			spinPause()
 			if i&1023 == 1023 {
 				if i >= spinChecks {
 					now := time.Now()
@@ -245,6 +246,7 @@ const callerSpin = 200 * time.Microsecond
 func waitSpin(j *job, hot bool) {
 	var t0 time.Time
 	for i := 1; j.done.Load() < j.n; i++ {
+		spinPause()
 		if i&255 == 0 {
 			if t0.IsZero() {
 				t0 = time.Now()
