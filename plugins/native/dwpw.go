@@ -86,8 +86,8 @@ func dwpwFollow(sg *hal.Subgraph, n *graph.Node, f *fusion, last *graph.Node, ne
 	return pw, pf, absorbed, end
 }
 
-// dwpwHead: n is a depthwise 3×3 Conv over a static 4-D float32 input
-// that the row kernels compute (useDW3), with constant weights, an
+// dwpwHead: n is an undilated depthwise 3×3 Conv over a static 4-D
+// float32 input that the row kernels compute (useDW3), with constant weights, an
 // element-wise chain only, and an output of at least dwpwMinBytes.
 func dwpwHead(sg *hal.Subgraph, n *graph.Node, f *fusion) bool {
 	w := constInput(sg, n, 1)
@@ -120,7 +120,9 @@ func dwpwHead(sg *hal.Subgraph, n *graph.Node, f *fusion) bool {
 		return false
 	}
 	g, err := win.at(dims[2], dims[3])
-	if err != nil || !useDW3(&g) {
+	if err != nil || !useDW3(&g) || g.dh != 1 || g.dw != 1 {
+		// dilated: DeepLab-v3's d2/d4 pairs (960 channels at 33×33)
+		// measured 1.02-1.03× apart fused (BenchmarkDWPWZoo, two runs)
 		return false
 	}
 	return dims[0]*c*g.oh*g.ow*4 >= dwpwMinBytes
