@@ -199,7 +199,10 @@ func kernelFamily(n *graph.Node, ts opcost.Types, fam string) string {
 	if !xok || !yok || len(x.Shape) != 4 || len(y.Shape) != 4 || !x.Shape[1].Static() || !y.Shape[3].Static() {
 		return fam
 	}
-	if dw3Family(n, ts, x) {
+	if ok, dil := dw3Family(n, ts, x); ok {
+		if fam == "dwconv" && dil > 1 {
+			return "dwconv/rows3d"
+		}
 		if fam == "dwconv" {
 			return "dwconv/rows3"
 		}
@@ -220,20 +223,20 @@ const smallImagePixels = 14 * 14
 
 // dw3Family reports whether native would run depthwise node n (data
 // input type x) with the 3×3 row kernels (useDW3).
-func dw3Family(n *graph.Node, ts opcost.Types, x graph.ValueType) bool {
+func dw3Family(n *graph.Node, ts opcost.Types, x graph.ValueType) (bool, int) {
 	if len(n.Inputs) < 2 || !x.Shape[2].Static() || !x.Shape[3].Static() {
-		return false
+		return false, 0
 	}
 	w, ok := ts.TypeOf(n.Input(1))
 	if !ok || len(w.Shape) != 4 || !w.Shape[2].Static() || !w.Shape[3].Static() {
-		return false
+		return false, 0
 	}
 	win, err := readWindow(n, 2, []int{int(w.Shape[2].Value), int(w.Shape[3].Value)})
 	if err != nil {
-		return false
+		return false, 0
 	}
 	g, err := win.at(int(x.Shape[2].Value), int(x.Shape[3].Value))
-	return err == nil && useDW3(&g)
+	return err == nil && useDW3(&g), g.dw
 }
 
 func nrateOf(op string, c opcost.Class) nrate { return opcost.RateOf(nOpRates, nClassRates, op, c) }

@@ -78,6 +78,23 @@ func convChain(s []int, k, group, n int) *graph.Model {
 	})
 }
 
+// dwDilatedChain: depthwise k×k convolutions at dilation d keeping the
+// shape (DeepLab-style atrous blocks: their taps are d rows and columns
+// apart, so they read the image with other strides than the undilated).
+func dwDilatedChain(s []int, k, d, n int) *graph.Model {
+	c := s[1]
+	return chain(s, s, n, 13, func(i int, g *graph.Graph) *graph.Node {
+		w, b := fmt.Sprintf("w%d", i), fmt.Sprintf("b%d", i)
+		g.Initializers[w] = weights(uint64(i), 1/float32(k*k), c, 1, k, k)
+		g.Initializers[b] = weights(uint64(i)+100, 0.1, c)
+		p := int64(d * (k / 2))
+		return &graph.Node{OpType: "Conv", Inputs: []string{w, b}, Attrs: map[string]*graph.Attribute{
+			"kernel_shape": ints("kernel_shape", int64(k), int64(k)), "pads": ints("pads", p, p, p, p),
+			"dilations": ints("dilations", int64(d), int64(d)), "group": intAttr("group", int64(c)),
+		}}
+	})
+}
+
 // matmulChain: [M,K]·[K,K].
 func matmulChain(s []int, n int) *graph.Model {
 	k := s[len(s)-1]

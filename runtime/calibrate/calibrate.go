@@ -140,6 +140,14 @@ func Cases() []Case {
 			return convFan(s, s[1], k, 2, s[1], n)
 		})
 	}
+	// atrous depthwise (native prices the row kernels at dilation 2 and 4
+	// as a family of their own: DeepLab-v3's 192-960-channel 33×33 blocks
+	// ran 2-2.5× the undilated rate)
+	for _, d := range []int{2, 4} {
+		add("dwconv", [][]int{{1, 64, 33, 33}, {1, 192, 33, 33}, {1, 480, 33, 33}, {1, 960, 33, 33}, {1, 96, 65, 65}, {1, 32, 129, 129}}, func(s []int, n int) *graph.Model {
+			return dwDilatedChain(s, 3, d, n)
+		})
+	}
 	add("gemm", [][]int{{1, 16}, {1, 256}, {16, 512}, {128, 128}, {64, 768}}, func(s []int, n int) *graph.Model {
 		return matmulChain(s, n)
 	})
