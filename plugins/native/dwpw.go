@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -183,7 +184,24 @@ func dwpwCost(sg *hal.Subgraph, f *fusion, threads int) float64 {
 // dwpwPlan is a fused pair prepared at compile.
 type dwpwPlan struct {
 	dw, pw *convPlan
+	out    atomic.Pointer[[]int] // the last output shape, shared by the runs that make it (RunInto allocates nothing)
 }
+
+// outShape is [batch, m, oh, ow], the slice of an earlier run when the
+// same (tensors' shapes are never written).
+func (d *dwpwPlan) outShape(batch, m, oh, ow int) []int {
+	if p := d.out.Load(); p != nil {
+		if s := *p; s[0] == batch && s[1] == m && s[2] == oh && s[3] == ow {
+			return s
+		}
+	}
+	s := []int{batch, m, oh, ow}
+	d.out.Store(&s)
+	return s
+}
+
+// firstErrs recycles the runs' error holders (RunInto allocates nothing).
+var firstErrs = sync.Pool{New: func() any { return new(firstErr) }}
 
 // dwpwStrips are the strips' scratch buffers, shared by every fused pair
 // (most take dwpwStrip floats, so one buffer a thread serves them all).
@@ -273,7 +291,7 @@ func (d *dwpwPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extr
 	}
 	g := &cs.g
 	batch, c, m := x.Shape[0], dp.cin, pp.cout
-	out := []int{batch, m, g.oh, g.ow}
+	out := d.outShape(batch, m, g.oh, g.ow)
 	var ex [maxChainExtra][]float32
 	for i, t := range extra {
 		if t == nil || t.DType != graph.Float32 || !graph.SameShape(t.Shape, out) {
@@ -296,9 +314,11 @@ func (d *dwpwPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extr
 	if pw, _ := pp.wPackedA(kern, m, c); pw != nil {
 		wa, apk = pw, true
 	}
-	var fe firstErr
+	fe := firstErrs.Get().(*firstErr)
+	fe.err = nil
+	defer firstErrs.Put(fe)
 	a := dwpwTask{d: d, kern: kern, cs: cs, x: f32(x), y: f32(y), wa: wa, apk: apk, rows: rows, strips: strips, extra: ex,
-		sc: dwpwStrips.of(dwpwStrip(c, rows*g.ow)), err: &fe}
+		sc: dwpwStrips.of(dwpwStrip(c, rows*g.ow)), err: fe}
 	tasks := batch * strips
 	if bc.pool.threads() == 1 {
 		for t := 0; t < tasks; t++ {
