@@ -59,7 +59,6 @@ import (
 	"fmt"
 
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
@@ -151,16 +150,8 @@ func hsumD(y VecVirtual) GPVirtual {
 
 const sig = "func(nb int, w *uint8, x *int8, xd *float32, xs *int32) float32"
 
-// bytes8ToFloats widens the eight bytes lo|hi (zero-extended) to float32.
-func bytes8ToFloats(lo, hi GPVirtual) VecVirtual {
-	x := XMM()
-	VMOVD(lo, x)
-	VPINSRD(U8(1), hi, x, x)
-	y := YMM()
-	VPMOVZXBD(x, y)
-	VCVTDQ2PS(y, y)
-	return y
-}
+// bytes8ToFloats is avokit.BytesToFloats8.
+var bytes8ToFloats = avokit.BytesToFloats8
 
 // hsumPS reduces the eight float32 lanes of y.
 func hsumPS(y VecVirtual) VecVirtual {
@@ -617,11 +608,8 @@ func q6k() {
 	RET()
 }
 
-// vpdpbusd: acc += u8(u) · s8(sg), four products a lane (AVX-512 VNNI
-// on YMM; not in avo's table, emitted raw: Go's assembler knows it).
-func vpdpbusd(sg, u, acc Op) {
-	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{sg, u, acc}, Inputs: []Op{sg, u, acc}, Outputs: []Op{acc}})
-}
+// vpdpbusd is avokit.Vpdpbusd.
+var vpdpbusd = avokit.Vpdpbusd
 
 // prefetchBlock prefetches the bytes of a bs-byte block prefetchAhead
 // bytes ahead of w (a one-row kernel's stream).

@@ -45,7 +45,6 @@ import (
 	"fmt"
 
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
@@ -68,20 +67,11 @@ func constsZ() {
 	})
 }
 
-// vpshufbitqmb: k bit i = bit (idx byte i) of src's qword i/8 (AVX-512
-// BITALG; emitted raw: not in avo's table, Go's assembler knows it).
-func vpshufbitqmb(idx, src Op, k Op) {
-	Instruction(&ir.Instruction{Opcode: "VPSHUFBITQMB", Operands: []Op{idx, src, k}, Inputs: []Op{idx, src}, Outputs: []Op{k}})
-}
+// vpshufbitqmb is avokit.Vpshufbitqmb.
+var vpshufbitqmb = avokit.Vpshufbitqmb
 
-// maskW is a mask register holding v (16 bits: the words of a YMM).
-func maskW(v uint16) OpmaskVirtual {
-	g := GP32()
-	MOVL(U32(uint32(v)), g)
-	k := K()
-	KMOVW(g, k)
-	return k
-}
+// maskW is avokit.MaskW.
+var maskW = avokit.MaskW
 
 // dot32Z generates bqk<t>Dot4Z (sets 1) or bqk<t>Dot8Z (sets 2: eight
 // rows a group, two sets of four sharing each block's activations, lane

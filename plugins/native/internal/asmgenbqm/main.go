@@ -260,16 +260,8 @@ func (rs rows) advance(n int) {
 	}
 }
 
-// bytes8ToFloats widens the eight bytes lo|hi (zero-extended) to float32.
-func bytes8ToFloats(lo, hi GPVirtual) VecVirtual {
-	x := XMM()
-	VMOVD(lo, x)
-	VPINSRD(U8(1), hi, x, x)
-	y := YMM()
-	VPMOVZXBD(x, y)
-	VCVTDQ2PS(y, y)
-	return y
-}
+// bytes8ToFloats is avokit.BytesToFloats8.
+var bytes8ToFloats = avokit.BytesToFloats8
 
 func q4kMulti(R int) {
 	name := fmt.Sprintf("bqkQ4KFloat%dAVX2", R)

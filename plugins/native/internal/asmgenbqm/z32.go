@@ -29,7 +29,6 @@ import (
 	"fmt"
 
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
@@ -62,26 +61,14 @@ func constsZ() {
 	})
 }
 
-// vpdpbusd: acc += u8(u) · s8(sg), four products a lane (AVX-512 VNNI;
-// emitted raw: not in avo's table, Go's assembler knows it).
-func vpdpbusd(sg, u, acc Op) {
-	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{sg, u, acc}, Inputs: []Op{sg, u, acc}, Outputs: []Op{acc}})
-}
+// vpdpbusd is avokit.Vpdpbusd.
+var vpdpbusd = avokit.Vpdpbusd
 
-// vpshufbitqmb: k bit i = bit (idx byte i) of src's qword i/8 (AVX-512
-// BITALG; emitted raw).
-func vpshufbitqmb(idx, src Op, k Op) {
-	Instruction(&ir.Instruction{Opcode: "VPSHUFBITQMB", Operands: []Op{idx, src, k}, Inputs: []Op{idx, src}, Outputs: []Op{k}})
-}
+// vpshufbitqmb is avokit.Vpshufbitqmb.
+var vpshufbitqmb = avokit.Vpshufbitqmb
 
-// maskW is a mask register holding v.
-func maskW(v uint16) OpmaskVirtual {
-	g := GP32()
-	MOVL(U32(uint32(v)), g)
-	k := K()
-	KMOVW(g, k)
-	return k
-}
+// maskW is avokit.MaskW.
+var maskW = avokit.MaskW
 
 const sigZ = "func(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int)"
 

@@ -5,6 +5,7 @@ package avokit
 
 import (
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
@@ -72,4 +73,38 @@ func K4Scales(m Mem) (scLo, scHi, mLo, mHi GPVirtual) {
 	ANDL(U32(0x0f0f0f0f), mHi)
 	ORL(t, mHi)
 	return
+}
+
+// Vpdpbusd emits acc += u8(u) · s8(sg), four products a 32-bit lane
+// (AVX-512 VNNI, on XMM/YMM/ZMM; not in avo's instruction table, so
+// emitted raw: Go's assembler knows it).
+func Vpdpbusd(sg, u, acc Op) {
+	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{sg, u, acc}, Inputs: []Op{sg, u, acc}, Outputs: []Op{acc}})
+}
+
+// Vpshufbitqmb emits k bit i = bit (idx byte i) of src's qword i/8
+// (AVX-512 BITALG; emitted raw like Vpdpbusd).
+func Vpshufbitqmb(idx, src Op, k Op) {
+	Instruction(&ir.Instruction{Opcode: "VPSHUFBITQMB", Operands: []Op{idx, src, k}, Inputs: []Op{idx, src}, Outputs: []Op{k}})
+}
+
+// MaskW is a new mask register holding the 16 bits v.
+func MaskW(v uint16) OpmaskVirtual {
+	g := GP32()
+	MOVL(U32(uint32(v)), g)
+	k := K()
+	KMOVW(g, k)
+	return k
+}
+
+// BytesToFloats8 widens the eight bytes lo|hi (zero-extended) to eight
+// float32 lanes of a new YMM register.
+func BytesToFloats8(lo, hi GPVirtual) VecVirtual {
+	x := XMM()
+	VMOVD(lo, x)
+	VPINSRD(U8(1), hi, x, x)
+	y := YMM()
+	VPMOVZXBD(x, y)
+	VCVTDQ2PS(y, y)
+	return y
 }
