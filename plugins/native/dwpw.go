@@ -54,24 +54,7 @@ func dwpwFollow(sg *hal.Subgraph, n *graph.Node, f *fusion, last *graph.Node, ne
 		return nil, nil, nil, nil
 	}
 	pf := &fusion{lo: negInf, hi: posInf}
-	end := pw
-	if bn := next(end); bn != nil && bn.OpType == "BatchNormalization" && foldableBN(sg, bn, pw) {
-		pf.bn, end = bn, bn
-	}
-	if act := next(end); act != nil && check(sg, act) == "" {
-		switch act.OpType {
-		case "Relu":
-			pf.clamp, pf.lo, end = true, 0, act
-		case "Clip":
-			pf.clamp, end = true, act
-			pf.lo, pf.hi = clipBounds(sg, act)
-		}
-	}
-	var absorbed []*graph.Node
-	for x := pw; x != end; {
-		x = next(x)
-		absorbed = append(absorbed, x)
-	}
+	end, absorbed := absorbBNClamp(sg, pw, true, pf, next)
 	if steps, nodes, e := extendChain(sg, end.Outputs[0], readers, isOut, free); e != nil {
 		for _, s := range steps {
 			if s.kind == stepPRelu {

@@ -133,32 +133,14 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 			continue // batched: no epilogue
 		}
 		f := &fusion{lo: negInf, hi: posInf}
-		last := n
+		constConv := n.OpType == "Conv" && constInput(sg, n, 1) != nil
 		var padN *graph.Node // a zero Pad folded into the Conv's pads (padfold.go)
 		var padPads []int64
-		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
+		if constConv {
 			padN, padPads = padFold(sg, n, producer, readers, isOut, free)
 		}
-		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
-			if bn := next(last); bn != nil && bn.OpType == "BatchNormalization" && foldableBN(sg, bn, n) {
-				f.bn, last = bn, bn
-			}
-		}
-		if act := next(last); act != nil && check(sg, act) == "" {
-			switch act.OpType {
-			case "Relu":
-				f.clamp, f.lo, last = true, 0, act
-			case "Clip":
-				f.clamp, last = true, act
-				f.lo, f.hi = clipBounds(sg, act)
-			}
-		}
-		var absorbed []*graph.Node
-		for x := n; x != last; {
-			x = next(x)
-			absorbed = append(absorbed, x)
-		}
-		if n.OpType == "Conv" && constInput(sg, n, 1) != nil {
+		last, absorbed := absorbBNClamp(sg, n, constConv, f, next)
+		if constConv {
 			steps, nodes, end := extendChain(sg, last.Outputs[0], readers, isOut, free)
 			if end != nil {
 				f.chain, last = steps, end
@@ -257,4 +239,31 @@ func siluMul(sg *hal.Subgraph, sig, mul *graph.Node) *graph.Node {
 		return mul
 	}
 	return nil
+}
+
+// absorbBNClamp folds into f what follows node n: a BatchNormalization
+// (when bn: a Conv with constant weights) and then a Relu or Clip. It
+// returns the last node taken (n when none) and the nodes taken, in order.
+func absorbBNClamp(sg *hal.Subgraph, n *graph.Node, bn bool, f *fusion, next func(*graph.Node) *graph.Node) (*graph.Node, []*graph.Node) {
+	last := n
+	if bn {
+		if b := next(last); b != nil && b.OpType == "BatchNormalization" && foldableBN(sg, b, n) {
+			f.bn, last = b, b
+		}
+	}
+	if act := next(last); act != nil && check(sg, act) == "" {
+		switch act.OpType {
+		case "Relu":
+			f.clamp, f.lo, last = true, 0, act
+		case "Clip":
+			f.clamp, last = true, act
+			f.lo, f.hi = clipBounds(sg, act)
+		}
+	}
+	var absorbed []*graph.Node
+	for x := n; x != last; {
+		x = next(x)
+		absorbed = append(absorbed, x)
+	}
+	return last, absorbed
 }
