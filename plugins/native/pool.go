@@ -35,6 +35,7 @@ import (
 type pool struct {
 	workers int
 	jobs    chan *job
+	done    chan struct{} // closed by close: the workers return
 	stop    sync.Once
 	cur     atomic.Pointer[job]
 	parked  atomic.Int32 // workers waiting on jobs
@@ -96,6 +97,7 @@ func newPool(threads int) *pool {
 	p := &pool{workers: max(threads-1, 0)}
 	if p.workers > 0 {
 		p.jobs = make(chan *job, p.workers)
+		p.done = make(chan struct{})
 		for i := 0; i < p.workers; i++ {
 			go p.worker()
 		}
@@ -131,12 +133,13 @@ func (p *pool) worker() {
 		}
 		if j == nil {
 			p.parked.Add(1)
-			var ok bool
-			j, ok = <-p.jobs
-			p.parked.Add(-1)
-			if !ok {
+			select {
+			case j = <-p.jobs:
+			case <-p.done:
+				p.parked.Add(-1)
 				return
 			}
+			p.parked.Add(-1)
 		}
 		last = j
 		j.work()
@@ -258,13 +261,15 @@ func waitSpin(j *job, hot bool) {
 	}
 }
 
-// close ends the workers; the pool must not be used afterwards.
+// close ends the workers. jobs is never closed: a run still in progress
+// on another goroutine (a model closed while it runs) may send to it
+// (never blocking) and then runs its loops' tasks on the caller alone.
 func (p *pool) close() {
 	if p != nil && p.jobs != nil {
 		p.stop.Do(func() {
 			p.closed.Store(true)
 			p.cur.Store(nil)
-			close(p.jobs)
+			close(p.done)
 		})
 	}
 }

@@ -80,3 +80,42 @@ func TestPoolWorkersJoinHotRun(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolCloseDuringRuns closes pools while other goroutines run loops
+// on them (a backend closed under a model still running): nothing
+// panics, every loop's tasks still run exactly once (on the caller once
+// the workers are gone), and loops after close keep working.
+func TestPoolCloseDuringRuns(t *testing.T) {
+	for threads := 2; threads <= 4; threads++ {
+		p := newPool(threads)
+		var wg sync.WaitGroup
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := 0; r < 200; r++ {
+					if r%3 == 0 {
+						p.begin()
+					}
+					runs := make([]atomic.Int32, 1+r%9)
+					parallelFor(p, len(runs), runs, func(runs []atomic.Int32, t int) { runs[t].Add(1) })
+					for i := range runs {
+						if c := runs[i].Load(); c != 1 {
+							t.Errorf("%d threads: task %d ran %d times", threads, i, c)
+						}
+					}
+					if r%3 == 0 {
+						p.end()
+					}
+					if r%50 == 49 {
+						time.Sleep(endSpin + hotSpin) // the workers park
+					}
+				}
+			}()
+		}
+		time.Sleep(2 * time.Millisecond)
+		p.close()
+		wg.Wait()
+		p.close() // twice is fine
+	}
+}
