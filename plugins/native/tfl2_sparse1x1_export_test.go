@@ -3,7 +3,17 @@ package native
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 )
+
+// SPARSE1X1=0 compiles the package's tests and benchmarks with the sparse
+// 1×1 path off (to measure models both ways: TestZooNodeCosts,
+// BenchmarkZooThreads).
+func init() {
+	if os.Getenv("SPARSE1X1") == "0" {
+		useSparse1x1 = false
+	}
+}
 
 // UseSparse1x1 turns the sparse 1×1 path (tfl2_sparse1x1.go) on or off
 // for plans compiled afterwards and reports whether the machine has its
@@ -71,4 +81,27 @@ func Sparse1x1Agrees(cout, cin, hw, batch, threads int, clamp bool) (float64, bo
 		worst = max(worst, d/(1+math.Abs(float64(want[i]))))
 	}
 	return worst, true
+}
+
+// Sparse1x1Runner returns a call of a random sparse 1×1 (a quarter of
+// the weights nonzero) over one image on one thread, and its count of
+// vector multiply-adds (nonzeros times vectors of positions).
+func Sparse1x1Runner(cout, cin, hw int) (func(), int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, cout*cin)
+	for i := range w {
+		if rng.IntN(4) == 0 {
+			w[i] = float32(rng.NormFloat64())
+		}
+	}
+	s := newSparse1x1(w, make([]float32, cout), cout, cin, true, 0, 6)
+	if s == nil {
+		return nil, 0
+	}
+	x := make([]float32, cin*hw)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	y := make([]float32, cout*hw)
+	return func() { s.run(nil, x, y, 1, hw) }, s.start[cout] * ((hw + 15) / 16)
 }

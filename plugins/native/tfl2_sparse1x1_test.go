@@ -2,7 +2,9 @@ package native_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/plugins/native"
@@ -65,4 +67,28 @@ func TestSparse1x1Conv(t *testing.T) {
 	native.UseSparse1x1(false)
 	defer native.UseSparse1x1(true)
 	testOps(t, sparse1x1Cases())
+}
+
+// BenchmarkSparse1x1 times the sparse kernels on pose_detection's 1×1
+// shapes (one thread; the least time of a call, a shared machine's
+// preemptions left out, and it per vector multiply-add).
+//
+//	go test ./plugins/native -run '^$' -bench Sparse1x1
+func BenchmarkSparse1x1(b *testing.B) {
+	for _, c := range [][3]int{{64, 16, 12544}, {144, 24, 3136}, {240, 40, 784}, {40, 240, 784}, {672, 112, 196}, {112, 672, 196}, {1152, 192, 49}, {192, 1152, 49}, {192, 1152, 64}, {112, 672, 192}, {192, 1152, 196}} {
+		b.Run(fmt.Sprintf("%d<-%d@%d", c[0], c[1], c[2]), func(b *testing.B) {
+			run, fmas := native.Sparse1x1Runner(c[0], c[1], c[2])
+			if run == nil {
+				b.Skip("no sparse 1×1 kernels")
+			}
+			least := time.Duration(math.MaxInt64)
+			for b.Loop() {
+				t0 := time.Now()
+				run()
+				least = min(least, time.Since(t0))
+			}
+			b.ReportMetric(float64(least.Nanoseconds())/1e3, "least-µs")
+			b.ReportMetric(float64(least.Nanoseconds())/float64(fmas), "ns/vfma")
+		})
+	}
 }
