@@ -5,6 +5,9 @@ import (
 	"sort"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
 )
 
 // Pruned 1×1 convolutions (MediaPipe's BlazePose, pose_detection: every
@@ -282,4 +285,36 @@ func spmm1x1Go(x, y []float32, ldy, n, rows int, cnt, nz []int32, bias []float32
 		}
 		j += c
 	}
+}
+
+// sparse1x1Price is the sparse kernels' time per multiply-add of a
+// nonzero relative to the dense 1×1's per multiply-add (the dense GEMM
+// reuses each loaded float across a tile, the sparse kernels load one
+// per multiply-add: BenchmarkSparse1x1's 0.3-0.5 ns a vector
+// multiply-add against the dense 1×1's 0.2-0.25 in-model at load ~20).
+const sparse1x1Price = 1.6
+
+// sparse1x1Share is the share of a dense 1×1's work that node n's
+// computes where native runs it sparse (its weights' density times
+// sparse1x1Price), else 1: the cost model prices the FLOPs it keeps.
+func sparse1x1Share(sg *hal.Subgraph, n *graph.Node) float64 {
+	if !useSparse1x1 || spmm1x1Kernels == nil || !pointwise(sg, n) {
+		return 1
+	}
+	w := sg.Graph.Initializers[n.Inputs[1]]
+	if w == nil || w.DType != graph.Float32 || w.Len() == 0 {
+		return 1
+	}
+	nnz := 0
+	v := f32(w)
+	for _, x := range v {
+		if x != 0 {
+			nnz++
+		}
+	}
+	d := float64(nnz) / float64(len(v))
+	if d > sparse1x1MaxDensity {
+		return 1
+	}
+	return d * sparse1x1Price
 }
