@@ -190,7 +190,7 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 			copy(p.bias[g*p.biasStride:], bias[g*per:(g+1)*per])
 		}
 	}
-	if copyW && p.kh == 1 && p.kw == 1 && p.group == 1 && nd <= 2 {
+	if copyW && p.kh == 1 && p.kw == 1 && p.group == 1 && nd <= 2 && sparse1x1With(bc.kern) {
 		p.sparse = newSparse1x1(p.w, bias, p.cout, p.cin, p.clamp, p.lo, p.hi)
 	}
 	return p, nil

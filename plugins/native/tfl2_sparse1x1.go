@@ -3,6 +3,7 @@ package native
 import (
 	"math"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -287,6 +288,14 @@ func spmm1x1Go(x, y []float32, ldy, n, rows int, cnt, nz []int32, bias []float32
 	}
 }
 
+// sparse1x1With reports whether plans built for dense kernel k take the
+// sparse path: it is on and k is an AVX-512 kernel (a dense kernel forced
+// through SWITCHYARD_NATIVE_KERNEL, avx2 or generic, keeps every 1×1 on
+// it).
+func sparse1x1With(k *microKernel) bool {
+	return useSparse1x1 && spmm1x1Kernels != nil && strings.HasPrefix(k.name, "avx512")
+}
+
 // sparse1x1Price is the sparse kernels' time per multiply-add of a
 // nonzero relative to the dense 1×1's per multiply-add (the dense GEMM
 // reuses each loaded float across a tile, the sparse kernels load one
@@ -298,7 +307,7 @@ const sparse1x1Price = 1.6
 // computes where native runs it sparse (its weights' density times
 // sparse1x1Price), else 1: the cost model prices the FLOPs it keeps.
 func sparse1x1Share(sg *hal.Subgraph, n *graph.Node) float64 {
-	if !useSparse1x1 || spmm1x1Kernels == nil || !pointwise(sg, n) {
+	if k := bestKernel(); !sparse1x1With(&k) || !pointwise(sg, n) {
 		return 1
 	}
 	w := sg.Graph.Initializers[n.Inputs[1]]
