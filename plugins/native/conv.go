@@ -88,6 +88,9 @@ type convPlan struct {
 	igW      []float32
 	igStride int
 	igTiles  []igemmTile
+
+	// sparse: a 1×1 over constant, mostly zero weights (tfl2_sparse1x1.go)
+	sparse *sparse1x1
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -186,6 +189,9 @@ func newConvPlan(bc *buildCtx, n *graph.Node, wt, b *graph.Tensor, f *fusion, co
 		for g := 0; g < p.group; g++ {
 			copy(p.bias[g*p.biasStride:], bias[g*per:(g+1)*per])
 		}
+	}
+	if copyW && p.kh == 1 && p.kw == 1 && p.group == 1 && nd <= 2 && sparse1x1With(bc.kern) {
+		p.sparse = newSparse1x1(p.w, bias, p.cout, p.cin, p.clamp, p.lo, p.hi)
 	}
 	return p, nil
 }
@@ -290,6 +296,10 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	cg, per := p.cin/p.group, p.cout/p.group
 	kk := cg * p.kh * p.kw
 	hw, ohw := cs.ih*cs.iw, g.oh*g.ow
+	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
+	if pointwise && p.sparse != nil && p.sparse.run(bc.pool, X, Y, batch, hw) {
+		return y, nil
+	}
 	if p.useTransposed(kern, ohw) && (cs.ind == nil || !cs.ind.beatsTransposed(kern, per, p.cout, ohw)) {
 		p.runTransposed(bc, g, X, Y, batch)
 		return y, nil
@@ -298,7 +308,6 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 		p.runIndirect(bc, cs, X, Y, batch)
 		return y, nil
 	}
-	pointwise := p.kh == 1 && p.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.pb == 0 && g.pr == 0
 	if pointwise && p.constW && p.group == 1 && pointwiseTWins(kern, p.cout, p.cin, hw) {
 		p.runPointwiseT(bc, X, Y, batch, hw) // positions on the rows (conv1x1t.go)
 		return y, nil

@@ -364,6 +364,7 @@ func headCost(sg *hal.Subgraph, n *graph.Node, threads int) float64 {
 	if n.OpType == "MaxPool" {
 		w.FLOPs *= separableShare(n)
 	}
+	w.FLOPs *= sparse1x1Share(sg, n) // pruned 1×1s (tfl2_sparse1x1.go)
 	// by native's own kernel family (never the generic family's rate for
 	// a refined one: depthwise's planar fit, 18 µs fixed, priced the
 	// packed path's small nodes at several times their time)

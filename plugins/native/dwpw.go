@@ -138,7 +138,8 @@ func dwpwTail(sg *hal.Subgraph, pw, dw *graph.Node) bool {
 			return false
 		}
 	}
-	return true
+	// a pruned 1×1 runs on its own, sparse (tfl2_sparse1x1.go)
+	return sparse1x1Share(sg, pw) == 1
 }
 
 // dwpwInputs are the fused node's inputs: the depthwise Conv's X, W and B,
