@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -54,7 +55,14 @@ func BenchmarkYoloNodes(b *testing.B) {
 
 // yoloToggles are the switches BenchmarkYoloNodes alternates (each
 // sets its variant and returns a function that restores the default).
-var yoloToggles = map[string]func(on bool){}
+var yoloToggles = map[string]func(on bool){
+	"packB": func(on bool) { // B packed above 64 Ki floats, as before
+		inPlaceBMax = math.MaxInt
+		if on {
+			inPlaceBMax = 64 << 10
+		}
+	},
+}
 
 func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds int) {
 	file := filepath.Join(dir, "model.onnx")
@@ -172,4 +180,30 @@ func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds int) {
 	}
 	fmt.Printf("%s: %d Convs; least CPU µs: with activation (A), with it and the toggle (B), without it; sums %.1f %.1f %.1f\n%s",
 		filepath.Base(dir), len(rows), float64(tot[0])/1e3, float64(tot[1])/1e3, float64(tot[2])/1e3, sb.String())
+}
+
+// BenchmarkYoloVMath times each vector math kernel on 4096 floats in L1
+// by the thread's CPU clock, the least of many short repetitions (the
+// steadiest figure on a loaded machine), in ns an element.
+func BenchmarkYoloVMath(b *testing.B) {
+	x := make([]float32, 4096)
+	for i := range x {
+		x[i] = float32(i%200)/10 - 10
+	}
+	y := make([]float32, len(x))
+	for _, f := range vmFuncs() {
+		b.Run(f.name, func(b *testing.B) {
+			goruntime.LockOSThread()
+			defer goruntime.UnlockOSThread()
+			best := int64(1 << 62)
+			for b.Loop() {
+				c0 := threadClock()
+				for r := 0; r < 10; r++ {
+					f.vec(y, x)
+				}
+				best = min(best, threadClock()-c0)
+			}
+			b.ReportMetric(float64(best)/10/float64(len(x)), "least-ns/elem")
+		})
+	}
 }
