@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/formats"
@@ -42,12 +43,16 @@ func BenchmarkYoloNodes(b *testing.B) {
 	if s := os.Getenv("YOLO_ROUNDS"); s != "" {
 		fmt.Sscan(s, &rounds)
 	}
-	nb := New(Options{Threads: 1})
+	threads := 1
+	if s := os.Getenv("YOLO_THREADS"); s != "" {
+		fmt.Sscan(s, &threads)
+	}
+	nb := New(Options{Threads: threads})
 	defer nb.Close()
 	for _, m := range models {
 		b.Run(m, func(b *testing.B) {
 			for b.Loop() {
-				yoloNodes(b, nb, filepath.Join(root, m), rounds)
+				yoloNodes(b, nb, filepath.Join(root, m), rounds, threads)
 			}
 		})
 	}
@@ -64,7 +69,7 @@ var yoloToggles = map[string]func(on bool){
 	},
 }
 
-func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds int) {
+func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds, threads int) {
 	file := filepath.Join(dir, "model.onnx")
 	ir, err := formats.LoadFile(file, formats.Options{})
 	if err != nil {
@@ -113,8 +118,17 @@ func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds int) {
 		}
 		w := g.Initializers[n.Inputs[1]].Shape
 		geo := fmt.Sprintf("x%v w%v g%d s%v%s", xs, w, n.AttrInt("group", 1), n.AttrInts("strides", nil), act)
+		// A: with the activation; B: the same compiled and run with the
+		// toggle on; C: the Conv alone
 		var exes []hal.Executable
-		for _, ns := range [][]*graph.Node{nodes, nodes[:1]} {
+		for k, ns := range [][]*graph.Node{nodes, nodes, nodes[:1]} {
+			if k == 1 {
+				if toggle == nil {
+					exes = append(exes, nil)
+					continue
+				}
+				toggle(true)
+			}
 			out := ns[len(ns)-1].Outputs[0]
 			sub := &graph.Graph{Name: n.Name, Nodes: ns, Initializers: map[string]*graph.Tensor{},
 				Inputs:    []graph.ValueInfo{{Name: n.Inputs[0], Type: xt}},
@@ -127,7 +141,10 @@ func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds int) {
 					}
 				}
 			}
-			e, err := nb.Compile(context.Background(), &hal.Subgraph{Graph: sub, Opsets: ir.Opsets}, hal.CompileOptions{Threads: 1})
+			e, err := nb.Compile(context.Background(), &hal.Subgraph{Graph: sub, Opsets: ir.Opsets}, hal.CompileOptions{Threads: threads})
+			if k == 1 {
+				toggle(false)
+			}
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -144,21 +161,22 @@ func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds int) {
 		r := row{name: n.Name, geo: geo, t: [3]int64{1 << 62, 1 << 62, 1 << 62}}
 		for it := 0; it < rounds+1; it++ {
 			for k := range r.t {
-				e := exes[0]
-				if k == 2 {
-					e = exes[1]
-				}
+				e := exes[k]
 				if k == 1 {
 					if toggle == nil {
 						continue
 					}
 					toggle(true)
 				}
-				c0 := threadClock()
+				clock := threadClock
+				if threads > 1 {
+					clock = func() int64 { return time.Now().UnixNano() }
+				}
+				c0 := clock()
 				if err := e.Execute(context.Background(), in, outs); err != nil {
 					b.Fatal(err)
 				}
-				d := threadClock() - c0
+				d := clock() - c0
 				if k == 1 {
 					toggle(false)
 				}
@@ -187,8 +205,12 @@ func yoloNodes(b *testing.B, nb hal.Backend, dir string, rounds int) {
 // steadiest figure on a loaded machine), in ns an element.
 func BenchmarkYoloVMath(b *testing.B) {
 	x := make([]float32, 4096)
+	lo, step := float32(-10), float32(0.1) // YOLO_VMATH_RANGE=-100,0.05: 200 values from -100 a step
+	if s := os.Getenv("YOLO_VMATH_RANGE"); s != "" {
+		fmt.Sscanf(s, "%g,%g", &lo, &step)
+	}
 	for i := range x {
-		x[i] = float32(i%200)/10 - 10
+		x[i] = lo + float32(i%200)*step
 	}
 	y := make([]float32, len(x))
 	for _, f := range vmFuncs() {
