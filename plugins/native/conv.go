@@ -318,13 +318,17 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	if pw, st := p.wPackedA(kern, per, kk); pw != nil {
 		wa, gs, apk = pw, st, true
 	}
-	if pointwise && inPlaceB && (kk <= 32 || kk*hw <= 64<<10) {
+	if pointwise && inPlaceB && (kk <= 32 || kk*hw <= inPlaceBMax) {
 		// a 1×1 convolution's B is the input itself (cin rows of hw):
 		// the micro-kernel reads its panels in place, nothing is packed.
-		// Measured (BenchmarkPointwiseB, CPU time): in place is 1.5-1.8×
-		// faster for few input channels or a B that stays in L2, 1.1-1.4×
-		// slower with many channels over large planes (k strided streams
-		// per panel are more than the prefetchers follow)
+		// Packing B per call cost more than the strided reads it saves
+		// at every size measured (BenchmarkYoloNodes, in-model shapes
+		// and weights, least CPU time at one thread, load 28, packed →
+		// in place µs): YOLOX-nano 256→64 at 26×26 199 → 120, 128→32
+		// at 52×52 160 → 131, 64→64 at 52×52 156 → 140; DeepLabV3
+		// 512→256 at 33×33 2126 → 1524, 480→160 1433 → 1052; UltraFace
+		// 64→64 at 30×40 70 → 63 (only 80→480 at 33×33 within noise,
+		// 432 → 445: 30 row tiles reuse each packed panel)
 		for b := 0; b < batch; b++ {
 			for gi := 0; gi < p.group; gi++ {
 				gemm(kern, bc.pool, &gemmOp{m: per, n: ohw, k: kk, a: wa[gi*gs:], lda: kk, apacked: apk,
@@ -491,6 +495,11 @@ var usePackedA = true
 // inPlaceB: 1×1 convolutions (and tapped ones) read their input as B in
 // place (a variable: tests and benchmarks run both paths).
 var inPlaceB = true
+
+// inPlaceBMax is the most floats (input channels times positions) of a
+// 1×1 convolution's B read in place over more than 32 channels (a
+// variable: benchmarks compare the packed B).
+var inPlaceBMax = math.MaxInt
 
 // tapTask is a tapped convolution's loop over column blocks
 // (parallelFor).

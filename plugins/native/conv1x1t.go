@@ -64,7 +64,9 @@ func pointwiseTWins(kern *microKernel, cout, cin, hw int) bool {
 	}
 	macs := float64(cin * cout)
 	planar := macs / (tileEff(cout, kern.mr) * tileEff(hw, kern.nr))
-	if !inPlaceB || cin*hw > 64<<10 { // compute's condition for packing B
+	// (compute's condition for packing B when this was measured: it
+	// reads every 1×1 B in place now, see inPlaceBMax)
+	if !inPlaceB || cin*hw > 64<<10 {
 		planar += pointwiseTPackCost * float64(cin)
 	}
 	transposed := macs/tileEff(cout, kern.nr) + pointwiseTPackCost*float64(cin) + pointwiseTTransCost*float64(cout)

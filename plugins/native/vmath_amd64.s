@@ -347,9 +347,9 @@ TEXT ·vexpAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+8(FP), CX
 	MOVQ y+16(FP), DX
 
-vexpAVX2_loop:
+vexpAVX2_loop1:
 	CMPQ         AX, $0x08
-	JLT          vexpAVX2_done
+	JLT          vexpAVX2_done1
 	VMOVUPS      (CX), Y0
 	VMOVUPS      vmconsts<>+0(SB), Y1
 	VMINPS       Y0, Y1, Y0
@@ -377,12 +377,12 @@ vexpAVX2_loop:
 	VMULPS       Y1, Y3, Y3
 	VMULPS       Y0, Y3, Y0
 	VMOVUPS      Y0, (DX)
-	ADDQ         $0x20, CX
-	ADDQ         $0x20, DX
+	ADDQ         $0x00000020, CX
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x08, AX
-	JMP          vexpAVX2_loop
+	JMP          vexpAVX2_loop1
 
-vexpAVX2_done:
+vexpAVX2_done1:
 	VZEROUPPER
 	RET
 
@@ -393,9 +393,9 @@ TEXT ·vsigmoidAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+8(FP), CX
 	MOVQ y+16(FP), DX
 
-vsigmoidAVX2_loop:
+vsigmoidAVX2_loop1:
 	CMPQ         AX, $0x08
-	JLT          vsigmoidAVX2_done
+	JLT          vsigmoidAVX2_done1
 	VMOVUPS      (CX), Y0
 	VMOVUPS      Y0, Y1
 	VPOR         vmconsts<>+768(SB), Y0, Y0
@@ -422,19 +422,19 @@ vsigmoidAVX2_loop:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y0
-	VPSRAD       $0x1f, Y1, Y1
 	VADDPS       vmconsts<>+640(SB), Y0, Y2
+	VPSRAD       $0x1f, Y1, Y1
 	VPAND        Y0, Y1, Y0
 	VPANDN       vmconsts<>+640(SB), Y1, Y1
 	VPOR         Y1, Y0, Y0
 	VDIVPS       Y2, Y0, Y0
 	VMOVUPS      Y0, (DX)
-	ADDQ         $0x20, CX
-	ADDQ         $0x20, DX
+	ADDQ         $0x00000020, CX
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x08, AX
-	JMP          vsigmoidAVX2_loop
+	JMP          vsigmoidAVX2_loop1
 
-vsigmoidAVX2_done:
+vsigmoidAVX2_done1:
 	VZEROUPPER
 	RET
 
@@ -445,9 +445,9 @@ TEXT ·vsiluAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+8(FP), CX
 	MOVQ y+16(FP), DX
 
-vsiluAVX2_loop:
+vsiluAVX2_loop1:
 	CMPQ         AX, $0x08
-	JLT          vsiluAVX2_done
+	JLT          vsiluAVX2_done1
 	VMOVUPS      (CX), Y0
 	VMOVUPS      Y0, Y1
 	VPOR         vmconsts<>+768(SB), Y0, Y0
@@ -474,20 +474,20 @@ vsiluAVX2_loop:
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y0, Y4, Y0
-	VPSRAD       $0x1f, Y1, Y2
-	VADDPS       vmconsts<>+640(SB), Y0, Y3
-	VPAND        Y0, Y2, Y0
-	VPANDN       vmconsts<>+640(SB), Y2, Y2
-	VPOR         Y2, Y0, Y0
-	VDIVPS       Y3, Y0, Y0
+	VADDPS       vmconsts<>+640(SB), Y0, Y2
+	VPSRAD       $0x1f, Y1, Y3
+	VPAND        Y0, Y3, Y0
+	VPANDN       vmconsts<>+640(SB), Y3, Y3
+	VPOR         Y3, Y0, Y0
+	VDIVPS       Y2, Y0, Y0
 	VMULPS       Y1, Y0, Y0
 	VMOVUPS      Y0, (DX)
-	ADDQ         $0x20, CX
-	ADDQ         $0x20, DX
+	ADDQ         $0x00000020, CX
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x08, AX
-	JMP          vsiluAVX2_loop
+	JMP          vsiluAVX2_loop1
 
-vsiluAVX2_done:
+vsiluAVX2_done1:
 	VZEROUPPER
 	RET
 
@@ -498,9 +498,9 @@ TEXT ·vtanhAVX2(SB), NOSPLIT, $0-24
 	MOVQ x+8(FP), CX
 	MOVQ y+16(FP), DX
 
-vtanhAVX2_loop:
+vtanhAVX2_loop1:
 	CMPQ         AX, $0x08
-	JLT          vtanhAVX2_done
+	JLT          vtanhAVX2_done1
 	VMOVUPS      (CX), Y0
 	VMOVUPS      Y0, Y0
 	VPAND        vmconsts<>+832(SB), Y0, Y1
@@ -548,12 +548,12 @@ vtanhAVX2_loop:
 	VPANDN       Y0, Y1, Y0
 	VPOR         Y3, Y0, Y0
 	VMOVUPS      Y0, (DX)
-	ADDQ         $0x20, CX
-	ADDQ         $0x20, DX
+	ADDQ         $0x00000020, CX
+	ADDQ         $0x00000020, DX
 	SUBQ         $0x08, AX
-	JMP          vtanhAVX2_loop
+	JMP          vtanhAVX2_loop1
 
-vtanhAVX2_done:
+vtanhAVX2_done1:
 	VZEROUPPER
 	RET
 
@@ -618,185 +618,464 @@ preluVSAVX2_done:
 // func vexpAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·vexpAVX512(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ y+16(FP), DX
+	MOVQ    n+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    y+16(FP), DX
+	VMOVUPS vmconsts<>+0(SB), Z0
+	VMOVUPS vmconsts<>+64(SB), Z1
+	VMOVUPS vmconsts<>+128(SB), Z2
+	VMOVUPS vmconsts<>+192(SB), Z3
+	VMOVUPS vmconsts<>+256(SB), Z4
+	VMOVUPS vmconsts<>+320(SB), Z5
+	VMOVUPS vmconsts<>+384(SB), Z6
+	VMOVUPS vmconsts<>+448(SB), Z7
+	VMOVUPS vmconsts<>+512(SB), Z8
+	VMOVUPS vmconsts<>+576(SB), Z9
+	VMOVUPS vmconsts<>+640(SB), Z10
 
-vexpAVX512_loop:
+vexpAVX512_loop2:
+	CMPQ         AX, $0x20
+	JLT          vexpAVX512_done2
+	VMOVUPS      (CX), Z11
+	VMOVUPS      64(CX), Z12
+	VMINPS       Z11, Z0, Z11
+	VMAXPS       Z11, Z1, Z11
+	VMULPS       Z2, Z11, Z14
+	VRNDSCALEPS  $0x00, Z14, Z14
+	VFNMADD231PS Z3, Z14, Z11
+	VFNMADD231PS Z4, Z14, Z11
+	VMOVUPS      Z5, Z15
+	VFMADD213PS  Z6, Z11, Z15
+	VFMADD213PS  Z7, Z11, Z15
+	VFMADD213PS  Z8, Z11, Z15
+	VFMADD213PS  Z9, Z11, Z15
+	VMULPS       Z11, Z11, Z13
+	VFMADD213PS  Z11, Z13, Z15
+	VADDPS       Z10, Z15, Z15
+	VSCALEFPS    Z14, Z15, Z11
+	VMINPS       Z12, Z0, Z12
+	VMAXPS       Z12, Z1, Z12
+	VMULPS       Z2, Z12, Z14
+	VRNDSCALEPS  $0x00, Z14, Z14
+	VFNMADD231PS Z3, Z14, Z12
+	VFNMADD231PS Z4, Z14, Z12
+	VMOVUPS      Z5, Z15
+	VFMADD213PS  Z6, Z12, Z15
+	VFMADD213PS  Z7, Z12, Z15
+	VFMADD213PS  Z8, Z12, Z15
+	VFMADD213PS  Z9, Z12, Z15
+	VMULPS       Z12, Z12, Z13
+	VFMADD213PS  Z12, Z13, Z15
+	VADDPS       Z10, Z15, Z15
+	VSCALEFPS    Z14, Z15, Z12
+	VMOVUPS      Z11, (DX)
+	VMOVUPS      Z12, 64(DX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, DX
+	SUBQ         $0x20, AX
+	JMP          vexpAVX512_loop2
+
+vexpAVX512_done2:
+vexpAVX512_loop1:
 	CMPQ         AX, $0x10
-	JLT          vexpAVX512_done
-	VMOVUPS      (CX), Z0
-	VMOVUPS      vmconsts<>+0(SB), Z1
-	VMINPS       Z0, Z1, Z0
-	VMOVUPS      vmconsts<>+64(SB), Z1
-	VMAXPS       Z0, Z1, Z0
-	VMULPS       vmconsts<>+128(SB), Z0, Z2
-	VRNDSCALEPS  $0x00, Z2, Z2
-	VFNMADD231PS vmconsts<>+192(SB), Z2, Z0
-	VFNMADD231PS vmconsts<>+256(SB), Z2, Z0
-	VMOVUPS      vmconsts<>+320(SB), Z3
-	VFMADD213PS  vmconsts<>+384(SB), Z0, Z3
-	VFMADD213PS  vmconsts<>+448(SB), Z0, Z3
-	VFMADD213PS  vmconsts<>+512(SB), Z0, Z3
-	VFMADD213PS  vmconsts<>+576(SB), Z0, Z3
-	VMULPS       Z0, Z0, Z1
-	VFMADD213PS  Z0, Z1, Z3
-	VADDPS       vmconsts<>+640(SB), Z3, Z3
-	VSCALEFPS    Z2, Z3, Z0
-	VMOVUPS      Z0, (DX)
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
+	JLT          vexpAVX512_done1
+	VMOVUPS      (CX), Z11
+	VMINPS       Z11, Z0, Z11
+	VMAXPS       Z11, Z1, Z11
+	VMULPS       Z2, Z11, Z13
+	VRNDSCALEPS  $0x00, Z13, Z13
+	VFNMADD231PS Z3, Z13, Z11
+	VFNMADD231PS Z4, Z13, Z11
+	VMOVUPS      Z5, Z14
+	VFMADD213PS  Z6, Z11, Z14
+	VFMADD213PS  Z7, Z11, Z14
+	VFMADD213PS  Z8, Z11, Z14
+	VFMADD213PS  Z9, Z11, Z14
+	VMULPS       Z11, Z11, Z12
+	VFMADD213PS  Z11, Z12, Z14
+	VADDPS       Z10, Z14, Z14
+	VSCALEFPS    Z13, Z14, Z11
+	VMOVUPS      Z11, (DX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, DX
 	SUBQ         $0x10, AX
-	JMP          vexpAVX512_loop
+	JMP          vexpAVX512_loop1
 
-vexpAVX512_done:
+vexpAVX512_done1:
 	VZEROUPPER
 	RET
 
 // func vsigmoidAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·vsigmoidAVX512(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ y+16(FP), DX
+	MOVQ    n+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    y+16(FP), DX
+	VMOVUPS vmconsts<>+768(SB), Z0
+	VMOVUPS vmconsts<>+64(SB), Z1
+	VMOVUPS vmconsts<>+128(SB), Z2
+	VMOVUPS vmconsts<>+192(SB), Z3
+	VMOVUPS vmconsts<>+256(SB), Z4
+	VMOVUPS vmconsts<>+320(SB), Z5
+	VMOVUPS vmconsts<>+384(SB), Z6
+	VMOVUPS vmconsts<>+448(SB), Z7
+	VMOVUPS vmconsts<>+512(SB), Z8
+	VMOVUPS vmconsts<>+576(SB), Z9
+	VMOVUPS vmconsts<>+640(SB), Z10
 
-vsigmoidAVX512_loop:
+vsigmoidAVX512_loop2:
+	CMPQ         AX, $0x20
+	JLT          vsigmoidAVX512_done2
+	VMOVUPS      (CX), Z11
+	VMOVUPS      64(CX), Z12
+	VMOVUPS      Z11, Z13
+	VPORD        Z0, Z11, Z11
+	VMAXPS       Z11, Z1, Z11
+	VMULPS       Z2, Z11, Z15
+	VRNDSCALEPS  $0x00, Z15, Z15
+	VFNMADD231PS Z3, Z15, Z11
+	VFNMADD231PS Z4, Z15, Z11
+	VMOVUPS      Z5, Z16
+	VFMADD213PS  Z6, Z11, Z16
+	VFMADD213PS  Z7, Z11, Z16
+	VFMADD213PS  Z8, Z11, Z16
+	VFMADD213PS  Z9, Z11, Z16
+	VMULPS       Z11, Z11, Z14
+	VFMADD213PS  Z11, Z14, Z16
+	VADDPS       Z10, Z16, Z16
+	VSCALEFPS    Z15, Z16, Z11
+	VADDPS       Z10, Z11, Z14
+	VPTESTMD     Z0, Z13, K1
+	VBLENDMPS    Z11, Z10, K1, Z11
+	VDIVPS       Z14, Z11, Z11
+	VMOVUPS      Z12, Z13
+	VPORD        Z0, Z12, Z12
+	VMAXPS       Z12, Z1, Z12
+	VMULPS       Z2, Z12, Z15
+	VRNDSCALEPS  $0x00, Z15, Z15
+	VFNMADD231PS Z3, Z15, Z12
+	VFNMADD231PS Z4, Z15, Z12
+	VMOVUPS      Z5, Z16
+	VFMADD213PS  Z6, Z12, Z16
+	VFMADD213PS  Z7, Z12, Z16
+	VFMADD213PS  Z8, Z12, Z16
+	VFMADD213PS  Z9, Z12, Z16
+	VMULPS       Z12, Z12, Z14
+	VFMADD213PS  Z12, Z14, Z16
+	VADDPS       Z10, Z16, Z16
+	VSCALEFPS    Z15, Z16, Z12
+	VADDPS       Z10, Z12, Z14
+	VPTESTMD     Z0, Z13, K1
+	VBLENDMPS    Z12, Z10, K1, Z12
+	VDIVPS       Z14, Z12, Z12
+	VMOVUPS      Z11, (DX)
+	VMOVUPS      Z12, 64(DX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, DX
+	SUBQ         $0x20, AX
+	JMP          vsigmoidAVX512_loop2
+
+vsigmoidAVX512_done2:
+vsigmoidAVX512_loop1:
 	CMPQ         AX, $0x10
-	JLT          vsigmoidAVX512_done
-	VMOVUPS      (CX), Z0
-	VMOVUPS      Z0, Z1
-	VPORD        vmconsts<>+768(SB), Z0, Z0
-	VMOVUPS      vmconsts<>+64(SB), Z2
-	VMAXPS       Z0, Z2, Z0
-	VMULPS       vmconsts<>+128(SB), Z0, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VFNMADD231PS vmconsts<>+192(SB), Z3, Z0
-	VFNMADD231PS vmconsts<>+256(SB), Z3, Z0
-	VMOVUPS      vmconsts<>+320(SB), Z4
-	VFMADD213PS  vmconsts<>+384(SB), Z0, Z4
-	VFMADD213PS  vmconsts<>+448(SB), Z0, Z4
-	VFMADD213PS  vmconsts<>+512(SB), Z0, Z4
-	VFMADD213PS  vmconsts<>+576(SB), Z0, Z4
-	VMULPS       Z0, Z0, Z2
-	VFMADD213PS  Z0, Z2, Z4
-	VADDPS       vmconsts<>+640(SB), Z4, Z4
-	VSCALEFPS    Z3, Z4, Z0
-	VPSRAD       $0x1f, Z1, Z1
-	VADDPS       vmconsts<>+640(SB), Z0, Z2
-	VPANDD       Z0, Z1, Z0
-	VPANDND      vmconsts<>+640(SB), Z1, Z1
-	VPORD        Z1, Z0, Z0
-	VDIVPS       Z2, Z0, Z0
-	VMOVUPS      Z0, (DX)
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
+	JLT          vsigmoidAVX512_done1
+	VMOVUPS      (CX), Z11
+	VMOVUPS      Z11, Z12
+	VPORD        Z0, Z11, Z11
+	VMAXPS       Z11, Z1, Z11
+	VMULPS       Z2, Z11, Z14
+	VRNDSCALEPS  $0x00, Z14, Z14
+	VFNMADD231PS Z3, Z14, Z11
+	VFNMADD231PS Z4, Z14, Z11
+	VMOVUPS      Z5, Z15
+	VFMADD213PS  Z6, Z11, Z15
+	VFMADD213PS  Z7, Z11, Z15
+	VFMADD213PS  Z8, Z11, Z15
+	VFMADD213PS  Z9, Z11, Z15
+	VMULPS       Z11, Z11, Z13
+	VFMADD213PS  Z11, Z13, Z15
+	VADDPS       Z10, Z15, Z15
+	VSCALEFPS    Z14, Z15, Z11
+	VADDPS       Z10, Z11, Z13
+	VPTESTMD     Z0, Z12, K1
+	VBLENDMPS    Z11, Z10, K1, Z11
+	VDIVPS       Z13, Z11, Z11
+	VMOVUPS      Z11, (DX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, DX
 	SUBQ         $0x10, AX
-	JMP          vsigmoidAVX512_loop
+	JMP          vsigmoidAVX512_loop1
 
-vsigmoidAVX512_done:
+vsigmoidAVX512_done1:
 	VZEROUPPER
 	RET
 
 // func vsiluAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·vsiluAVX512(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ y+16(FP), DX
+	MOVQ    n+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    y+16(FP), DX
+	VMOVUPS vmconsts<>+768(SB), Z0
+	VMOVUPS vmconsts<>+64(SB), Z1
+	VMOVUPS vmconsts<>+128(SB), Z2
+	VMOVUPS vmconsts<>+192(SB), Z3
+	VMOVUPS vmconsts<>+256(SB), Z4
+	VMOVUPS vmconsts<>+320(SB), Z5
+	VMOVUPS vmconsts<>+384(SB), Z6
+	VMOVUPS vmconsts<>+448(SB), Z7
+	VMOVUPS vmconsts<>+512(SB), Z8
+	VMOVUPS vmconsts<>+576(SB), Z9
+	VMOVUPS vmconsts<>+640(SB), Z10
 
-vsiluAVX512_loop:
+vsiluAVX512_loop2:
+	CMPQ         AX, $0x20
+	JLT          vsiluAVX512_done2
+	VMOVUPS      (CX), Z11
+	VMOVUPS      64(CX), Z12
+	VMOVUPS      Z11, Z13
+	VPORD        Z0, Z11, Z11
+	VMAXPS       Z11, Z1, Z11
+	VMULPS       Z2, Z11, Z15
+	VRNDSCALEPS  $0x00, Z15, Z15
+	VFNMADD231PS Z3, Z15, Z11
+	VFNMADD231PS Z4, Z15, Z11
+	VMOVUPS      Z5, Z16
+	VFMADD213PS  Z6, Z11, Z16
+	VFMADD213PS  Z7, Z11, Z16
+	VFMADD213PS  Z8, Z11, Z16
+	VFMADD213PS  Z9, Z11, Z16
+	VMULPS       Z11, Z11, Z14
+	VFMADD213PS  Z11, Z14, Z16
+	VADDPS       Z10, Z16, Z16
+	VSCALEFPS    Z15, Z16, Z11
+	VADDPS       Z10, Z11, Z14
+	VPTESTMD     Z0, Z13, K1
+	VBLENDMPS    Z11, Z10, K1, Z11
+	VDIVPS       Z14, Z11, Z11
+	VMULPS       Z13, Z11, Z11
+	VMOVUPS      Z12, Z13
+	VPORD        Z0, Z12, Z12
+	VMAXPS       Z12, Z1, Z12
+	VMULPS       Z2, Z12, Z15
+	VRNDSCALEPS  $0x00, Z15, Z15
+	VFNMADD231PS Z3, Z15, Z12
+	VFNMADD231PS Z4, Z15, Z12
+	VMOVUPS      Z5, Z16
+	VFMADD213PS  Z6, Z12, Z16
+	VFMADD213PS  Z7, Z12, Z16
+	VFMADD213PS  Z8, Z12, Z16
+	VFMADD213PS  Z9, Z12, Z16
+	VMULPS       Z12, Z12, Z14
+	VFMADD213PS  Z12, Z14, Z16
+	VADDPS       Z10, Z16, Z16
+	VSCALEFPS    Z15, Z16, Z12
+	VADDPS       Z10, Z12, Z14
+	VPTESTMD     Z0, Z13, K1
+	VBLENDMPS    Z12, Z10, K1, Z12
+	VDIVPS       Z14, Z12, Z12
+	VMULPS       Z13, Z12, Z12
+	VMOVUPS      Z11, (DX)
+	VMOVUPS      Z12, 64(DX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, DX
+	SUBQ         $0x20, AX
+	JMP          vsiluAVX512_loop2
+
+vsiluAVX512_done2:
+vsiluAVX512_loop1:
 	CMPQ         AX, $0x10
-	JLT          vsiluAVX512_done
-	VMOVUPS      (CX), Z0
-	VMOVUPS      Z0, Z1
-	VPORD        vmconsts<>+768(SB), Z0, Z0
-	VMOVUPS      vmconsts<>+64(SB), Z2
-	VMAXPS       Z0, Z2, Z0
-	VMULPS       vmconsts<>+128(SB), Z0, Z3
-	VRNDSCALEPS  $0x00, Z3, Z3
-	VFNMADD231PS vmconsts<>+192(SB), Z3, Z0
-	VFNMADD231PS vmconsts<>+256(SB), Z3, Z0
-	VMOVUPS      vmconsts<>+320(SB), Z4
-	VFMADD213PS  vmconsts<>+384(SB), Z0, Z4
-	VFMADD213PS  vmconsts<>+448(SB), Z0, Z4
-	VFMADD213PS  vmconsts<>+512(SB), Z0, Z4
-	VFMADD213PS  vmconsts<>+576(SB), Z0, Z4
-	VMULPS       Z0, Z0, Z2
-	VFMADD213PS  Z0, Z2, Z4
-	VADDPS       vmconsts<>+640(SB), Z4, Z4
-	VSCALEFPS    Z3, Z4, Z0
-	VPSRAD       $0x1f, Z1, Z2
-	VADDPS       vmconsts<>+640(SB), Z0, Z3
-	VPANDD       Z0, Z2, Z0
-	VPANDND      vmconsts<>+640(SB), Z2, Z2
-	VPORD        Z2, Z0, Z0
-	VDIVPS       Z3, Z0, Z0
-	VMULPS       Z1, Z0, Z0
-	VMOVUPS      Z0, (DX)
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
+	JLT          vsiluAVX512_done1
+	VMOVUPS      (CX), Z11
+	VMOVUPS      Z11, Z12
+	VPORD        Z0, Z11, Z11
+	VMAXPS       Z11, Z1, Z11
+	VMULPS       Z2, Z11, Z14
+	VRNDSCALEPS  $0x00, Z14, Z14
+	VFNMADD231PS Z3, Z14, Z11
+	VFNMADD231PS Z4, Z14, Z11
+	VMOVUPS      Z5, Z15
+	VFMADD213PS  Z6, Z11, Z15
+	VFMADD213PS  Z7, Z11, Z15
+	VFMADD213PS  Z8, Z11, Z15
+	VFMADD213PS  Z9, Z11, Z15
+	VMULPS       Z11, Z11, Z13
+	VFMADD213PS  Z11, Z13, Z15
+	VADDPS       Z10, Z15, Z15
+	VSCALEFPS    Z14, Z15, Z11
+	VADDPS       Z10, Z11, Z13
+	VPTESTMD     Z0, Z12, K1
+	VBLENDMPS    Z11, Z10, K1, Z11
+	VDIVPS       Z13, Z11, Z11
+	VMULPS       Z12, Z11, Z11
+	VMOVUPS      Z11, (DX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, DX
 	SUBQ         $0x10, AX
-	JMP          vsiluAVX512_loop
+	JMP          vsiluAVX512_loop1
 
-vsiluAVX512_done:
+vsiluAVX512_done1:
 	VZEROUPPER
 	RET
 
 // func vtanhAVX512(n int, x *float32, y *float32)
 // Requires: AVX, AVX512F
 TEXT ·vtanhAVX512(SB), NOSPLIT, $0-24
-	MOVQ n+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ y+16(FP), DX
+	MOVQ    n+0(FP), AX
+	MOVQ    x+8(FP), CX
+	MOVQ    y+16(FP), DX
+	VMOVUPS vmconsts<>+832(SB), Z0
+	VMOVUPS vmconsts<>+768(SB), Z1
+	VMOVUPS vmconsts<>+896(SB), Z2
+	VMOVUPS vmconsts<>+960(SB), Z3
+	VMOVUPS vmconsts<>+1024(SB), Z4
+	VMOVUPS vmconsts<>+1088(SB), Z5
+	VMOVUPS vmconsts<>+1152(SB), Z6
+	VMOVUPS vmconsts<>+1280(SB), Z7
+	VMOVUPS vmconsts<>+1216(SB), Z8
+	VMOVUPS vmconsts<>+64(SB), Z9
+	VMOVUPS vmconsts<>+128(SB), Z10
+	VMOVUPS vmconsts<>+192(SB), Z11
+	VMOVUPS vmconsts<>+256(SB), Z12
+	VMOVUPS vmconsts<>+320(SB), Z13
+	VMOVUPS vmconsts<>+384(SB), Z14
+	VMOVUPS vmconsts<>+448(SB), Z15
+	VMOVUPS vmconsts<>+512(SB), Z16
+	VMOVUPS vmconsts<>+576(SB), Z17
+	VMOVUPS vmconsts<>+640(SB), Z18
 
-vtanhAVX512_loop:
+vtanhAVX512_loop2:
+	CMPQ         AX, $0x20
+	JLT          vtanhAVX512_done2
+	VMOVUPS      (CX), Z19
+	VMOVUPS      64(CX), Z20
+	VMOVUPS      Z19, Z19
+	VPANDD       Z0, Z19, Z21
+	VPANDD       Z1, Z19, Z22
+	VMULPS       Z19, Z19, Z24
+	VMOVUPS      Z2, Z23
+	VFMADD213PS  Z3, Z24, Z23
+	VFMADD213PS  Z4, Z24, Z23
+	VFMADD213PS  Z5, Z24, Z23
+	VFMADD213PS  Z6, Z24, Z23
+	VMULPS       Z19, Z24, Z24
+	VFMADD213PS  Z19, Z24, Z23
+	VMULPS       Z7, Z21, Z19
+	VMAXPS       Z19, Z9, Z19
+	VMULPS       Z10, Z19, Z25
+	VRNDSCALEPS  $0x00, Z25, Z25
+	VFNMADD231PS Z11, Z25, Z19
+	VFNMADD231PS Z12, Z25, Z19
+	VMOVUPS      Z13, Z26
+	VFMADD213PS  Z14, Z19, Z26
+	VFMADD213PS  Z15, Z19, Z26
+	VFMADD213PS  Z16, Z19, Z26
+	VFMADD213PS  Z17, Z19, Z26
+	VMULPS       Z19, Z19, Z24
+	VFMADD213PS  Z19, Z24, Z26
+	VADDPS       Z18, Z26, Z26
+	VSCALEFPS    Z25, Z26, Z19
+	VADDPS       Z18, Z19, Z24
+	VMOVUPS      Z18, Z25
+	VSUBPS       Z19, Z25, Z19
+	VDIVPS       Z24, Z19, Z19
+	VPORD        Z22, Z19, Z19
+	VPSUBD       Z8, Z21, Z21
+	VPSRAD       $0x1f, Z21, Z21
+	VPANDD       Z23, Z21, Z23
+	VPANDND      Z19, Z21, Z19
+	VPORD        Z23, Z19, Z19
+	VMOVUPS      Z20, Z20
+	VPANDD       Z0, Z20, Z21
+	VPANDD       Z1, Z20, Z22
+	VMULPS       Z20, Z20, Z24
+	VMOVUPS      Z2, Z23
+	VFMADD213PS  Z3, Z24, Z23
+	VFMADD213PS  Z4, Z24, Z23
+	VFMADD213PS  Z5, Z24, Z23
+	VFMADD213PS  Z6, Z24, Z23
+	VMULPS       Z20, Z24, Z24
+	VFMADD213PS  Z20, Z24, Z23
+	VMULPS       Z7, Z21, Z20
+	VMAXPS       Z20, Z9, Z20
+	VMULPS       Z10, Z20, Z25
+	VRNDSCALEPS  $0x00, Z25, Z25
+	VFNMADD231PS Z11, Z25, Z20
+	VFNMADD231PS Z12, Z25, Z20
+	VMOVUPS      Z13, Z26
+	VFMADD213PS  Z14, Z20, Z26
+	VFMADD213PS  Z15, Z20, Z26
+	VFMADD213PS  Z16, Z20, Z26
+	VFMADD213PS  Z17, Z20, Z26
+	VMULPS       Z20, Z20, Z24
+	VFMADD213PS  Z20, Z24, Z26
+	VADDPS       Z18, Z26, Z26
+	VSCALEFPS    Z25, Z26, Z20
+	VADDPS       Z18, Z20, Z24
+	VMOVUPS      Z18, Z25
+	VSUBPS       Z20, Z25, Z20
+	VDIVPS       Z24, Z20, Z20
+	VPORD        Z22, Z20, Z20
+	VPSUBD       Z8, Z21, Z21
+	VPSRAD       $0x1f, Z21, Z21
+	VPANDD       Z23, Z21, Z23
+	VPANDND      Z20, Z21, Z20
+	VPORD        Z23, Z20, Z20
+	VMOVUPS      Z19, (DX)
+	VMOVUPS      Z20, 64(DX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, DX
+	SUBQ         $0x20, AX
+	JMP          vtanhAVX512_loop2
+
+vtanhAVX512_done2:
+vtanhAVX512_loop1:
 	CMPQ         AX, $0x10
-	JLT          vtanhAVX512_done
-	VMOVUPS      (CX), Z0
-	VMOVUPS      Z0, Z0
-	VPANDD       vmconsts<>+832(SB), Z0, Z1
-	VPANDD       vmconsts<>+768(SB), Z0, Z2
-	VMULPS       Z0, Z0, Z4
-	VMOVUPS      vmconsts<>+896(SB), Z3
-	VFMADD213PS  vmconsts<>+960(SB), Z4, Z3
-	VFMADD213PS  vmconsts<>+1024(SB), Z4, Z3
-	VFMADD213PS  vmconsts<>+1088(SB), Z4, Z3
-	VFMADD213PS  vmconsts<>+1152(SB), Z4, Z3
-	VMULPS       Z0, Z4, Z4
-	VFMADD213PS  Z0, Z4, Z3
-	VMULPS       vmconsts<>+1280(SB), Z1, Z0
-	VMOVUPS      vmconsts<>+64(SB), Z4
-	VMAXPS       Z0, Z4, Z0
-	VMULPS       vmconsts<>+128(SB), Z0, Z5
-	VRNDSCALEPS  $0x00, Z5, Z5
-	VFNMADD231PS vmconsts<>+192(SB), Z5, Z0
-	VFNMADD231PS vmconsts<>+256(SB), Z5, Z0
-	VMOVUPS      vmconsts<>+320(SB), Z6
-	VFMADD213PS  vmconsts<>+384(SB), Z0, Z6
-	VFMADD213PS  vmconsts<>+448(SB), Z0, Z6
-	VFMADD213PS  vmconsts<>+512(SB), Z0, Z6
-	VFMADD213PS  vmconsts<>+576(SB), Z0, Z6
-	VMULPS       Z0, Z0, Z4
-	VFMADD213PS  Z0, Z4, Z6
-	VADDPS       vmconsts<>+640(SB), Z6, Z6
-	VSCALEFPS    Z5, Z6, Z0
-	VADDPS       vmconsts<>+640(SB), Z0, Z4
-	VMOVUPS      vmconsts<>+640(SB), Z5
-	VSUBPS       Z0, Z5, Z0
-	VDIVPS       Z4, Z0, Z0
-	VPORD        Z2, Z0, Z0
-	VPSUBD       vmconsts<>+1216(SB), Z1, Z1
-	VPSRAD       $0x1f, Z1, Z1
-	VPANDD       Z3, Z1, Z3
-	VPANDND      Z0, Z1, Z0
-	VPORD        Z3, Z0, Z0
-	VMOVUPS      Z0, (DX)
-	ADDQ         $0x40, CX
-	ADDQ         $0x40, DX
+	JLT          vtanhAVX512_done1
+	VMOVUPS      (CX), Z19
+	VMOVUPS      Z19, Z19
+	VPANDD       Z0, Z19, Z20
+	VPANDD       Z1, Z19, Z21
+	VMULPS       Z19, Z19, Z23
+	VMOVUPS      Z2, Z22
+	VFMADD213PS  Z3, Z23, Z22
+	VFMADD213PS  Z4, Z23, Z22
+	VFMADD213PS  Z5, Z23, Z22
+	VFMADD213PS  Z6, Z23, Z22
+	VMULPS       Z19, Z23, Z23
+	VFMADD213PS  Z19, Z23, Z22
+	VMULPS       Z7, Z20, Z19
+	VMAXPS       Z19, Z9, Z19
+	VMULPS       Z10, Z19, Z24
+	VRNDSCALEPS  $0x00, Z24, Z24
+	VFNMADD231PS Z11, Z24, Z19
+	VFNMADD231PS Z12, Z24, Z19
+	VMOVUPS      Z13, Z25
+	VFMADD213PS  Z14, Z19, Z25
+	VFMADD213PS  Z15, Z19, Z25
+	VFMADD213PS  Z16, Z19, Z25
+	VFMADD213PS  Z17, Z19, Z25
+	VMULPS       Z19, Z19, Z23
+	VFMADD213PS  Z19, Z23, Z25
+	VADDPS       Z18, Z25, Z25
+	VSCALEFPS    Z24, Z25, Z19
+	VADDPS       Z18, Z19, Z23
+	VMOVUPS      Z18, Z24
+	VSUBPS       Z19, Z24, Z19
+	VDIVPS       Z23, Z19, Z19
+	VPORD        Z21, Z19, Z19
+	VPSUBD       Z8, Z20, Z20
+	VPSRAD       $0x1f, Z20, Z20
+	VPANDD       Z22, Z20, Z22
+	VPANDND      Z19, Z20, Z19
+	VPORD        Z22, Z19, Z19
+	VMOVUPS      Z19, (DX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, DX
 	SUBQ         $0x10, AX
-	JMP          vtanhAVX512_loop
+	JMP          vtanhAVX512_loop1
 
-vtanhAVX512_done:
+vtanhAVX512_done1:
 	VZEROUPPER
 	RET
 

@@ -69,9 +69,22 @@ type isa struct {
 	lanes  int
 	vec    func() VecVirtual
 	wide   bool
+	// regs holds the constants a kernel loaded into registers before its
+	// loop (AVX-512: 32 registers leave room for all of them); the others
+	// are read from the table by each instruction
+	regs map[string]VecVirtual
 }
 
-var isas = []isa{{"AVX2", 8, YMM, false}, {"AVX512", 16, ZMM, true}}
+// c is constant name as an operand: its register where the kernel loaded
+// it, else its place in the table.
+func (s isa) c(name string) Op {
+	if r, ok := s.regs[name]; ok {
+		return r
+	}
+	return k(name)
+}
+
+var isas = []isa{{suffix: "AVX2", lanes: 8, vec: YMM}, {suffix: "AVX512", lanes: 16, vec: ZMM, wide: true}}
 
 func (s isa) and(a, b Op, dst VecVirtual) {
 	if s.wide {
@@ -98,14 +111,20 @@ func (s isa) or(a, b Op, dst VecVirtual) {
 	}
 }
 
+// reg is constant name in a register: its own where the kernel loaded
+// it, else loaded into t.
+func (s isa) reg(name string, t VecVirtual) VecVirtual {
+	if r, ok := s.regs[name]; ok {
+		return r
+	}
+	VMOVUPS(k(name), t)
+	return t
+}
+
 // load fills a register with a constant.
 func (s isa) load(name string) VecVirtual {
 	r := s.vec()
-	if s.wide {
-		VMOVUPS(k(name), r)
-	} else {
-		VMOVUPS(k(name), r)
-	}
+	VMOVUPS(s.c(name), r)
 	return r
 }
 
@@ -114,30 +133,28 @@ func (s isa) load(name string) VecVirtual {
 func (s isa) exp(v VecVirtual, clampHi bool) {
 	t := s.vec()
 	if clampHi {
-		// t = hi < v ? hi : v (Intel: min(src1=hi, src2=v) returns src2 on NaN)
-		VMOVUPS(k("expHi"), t)
-		VMINPS(v, t, v)
+		// v = hi < v ? hi : v (Intel: min(src1=hi, src2=v) returns src2 on NaN)
+		VMINPS(v, s.reg("expHi", t), v)
 	}
-	VMOVUPS(k("expLo"), t)
-	VMAXPS(v, t, v)
+	VMAXPS(v, s.reg("expLo", t), v)
 	kf := s.vec()
-	VMULPS(k("log2e"), v, kf)
+	VMULPS(s.c("log2e"), v, kf)
 	if s.wide {
 		VRNDSCALEPS(U8(0), kf, kf)
 	} else {
 		VROUNDPS(U8(0), kf, kf)
 	}
 	// r = v − k·ln2Hi − k·ln2Lo
-	VFNMADD231PS(k("ln2Hi"), kf, v)
-	VFNMADD231PS(k("ln2Lo"), kf, v)
+	VFNMADD231PS(s.c("ln2Hi"), kf, v)
+	VFNMADD231PS(s.c("ln2Lo"), kf, v)
 	p := s.vec()
-	VMOVUPS(k("p4"), p)
+	VMOVUPS(s.c("p4"), p)
 	for _, c := range []string{"p3", "p2", "p1", "p0"} {
-		VFMADD213PS(k(c), v, p) // p = p·r + c
+		VFMADD213PS(s.c(c), v, p) // p = p·r + c
 	}
-	VMULPS(v, v, t)        // r²
-	VFMADD213PS(v, t, p)   // p·r² + r
-	VADDPS(k("one"), p, p) // + 1
+	VMULPS(v, v, t)          // r²
+	VFMADD213PS(v, t, p)     // p·r² + r
+	VADDPS(s.c("one"), p, p) // + 1
 	if s.wide {
 		VSCALEFPS(kf, p, v) // p·2^k
 		return
@@ -146,9 +163,9 @@ func (s isa) exp(v VecVirtual, clampHi bool) {
 	VCVTPS2DQ(kf, ki)
 	VPSRAD(U8(1), ki, t) // k1 = k >> 1
 	VPSUBD(t, ki, ki)    // k2 = k − k1
-	VPADDD(k("bias"), t, t)
+	VPADDD(s.c("bias"), t, t)
 	VPSLLD(U8(23), t, t)
-	VPADDD(k("bias"), ki, ki)
+	VPADDD(s.c("bias"), ki, ki)
 	VPSLLD(U8(23), ki, ki)
 	VMULPS(t, p, p)
 	VMULPS(ki, p, v)
@@ -158,14 +175,22 @@ func (s isa) exp(v VecVirtual, clampHi bool) {
 func (s isa) sigmoid(v VecVirtual, silu bool) {
 	x := s.vec()
 	VMOVUPS(v, x)
-	s.or(k("sign"), v, v) // −|x|
-	s.exp(v, false)       // e
-	m, d := s.vec(), s.vec()
-	VPSRAD(U8(31), x, m) // all ones where x's sign is set
-	VADDPS(k("one"), v, d)
-	s.and(v, m, v)         // e where negative
-	s.andn(k("one"), m, m) // 1 where not
-	s.or(m, v, v)
+	s.or(s.c("sign"), v, v) // −|x|
+	s.exp(v, false)         // e
+	d := s.vec()
+	VADDPS(s.c("one"), v, d)
+	if s.wide {
+		// e where x's sign is set, 1 where not
+		m := K()
+		VPTESTMD(s.c("sign"), x, m)
+		VBLENDMPS(v, s.reg("one", s.vec()), m, v)
+	} else {
+		m := s.vec()
+		VPSRAD(U8(31), x, m)     // all ones where x's sign is set
+		s.and(v, m, v)           // e where negative
+		s.andn(s.c("one"), m, m) // 1 where not
+		s.or(m, v, v)
+	}
 	VDIVPS(d, v, v)
 	if silu {
 		VMULPS(x, v, v)
@@ -176,35 +201,40 @@ func (s isa) sigmoid(v VecVirtual, silu bool) {
 func (s isa) tanh(v VecVirtual) {
 	x, a, sg := s.vec(), s.vec(), s.vec()
 	VMOVUPS(v, x)
-	s.and(k("abs"), x, a)
-	s.and(k("sign"), x, sg)
+	s.and(s.c("abs"), x, a)
+	s.and(s.c("sign"), x, sg)
 	// the small branch: x + x·t·Q(t), t = x²
 	t, q := s.vec(), s.vec()
 	VMULPS(x, x, t)
-	VMOVUPS(k("q4"), q)
+	VMOVUPS(s.c("q4"), q)
 	for _, c := range []string{"q3", "q2", "q1", "q0"} {
-		VFMADD213PS(k(c), t, q)
+		VFMADD213PS(s.c(c), t, q)
 	}
 	VMULPS(x, t, t)
 	VFMADD213PS(x, t, q) // q = (x·t)·q + x
 	// the large branch: (1−e)/(1+e), e = exp(−2|x|), sign of x
-	VMULPS(k("mtwo"), a, v)
+	VMULPS(s.c("mtwo"), a, v)
 	s.exp(v, false)
 	d := s.vec()
-	VADDPS(k("one"), v, d)
+	VADDPS(s.c("one"), v, d)
 	o := s.load("one")
 	VSUBPS(v, o, v) // 1 − e (Go order: VSUBPS(b, a, dst) is a − b)
 	VDIVPS(d, v, v)
 	s.or(sg, v, v)
 	// mask: |x| < small, from the sign of bits(|x|) − bits(small)
-	VPSUBD(k("small"), a, a)
+	VPSUBD(s.c("small"), a, a)
 	VPSRAD(U8(31), a, a)
 	s.and(q, a, q)
 	s.andn(v, a, v)
 	s.or(q, v, v)
 }
 
-func kernel(s isa, name string, body func(v VecVirtual)) {
+// kernel emits fn+suffix, y[i] = body(x[i]) for n a multiple of the
+// width. AVX-512: the constants in need live in registers through the
+// loop (each would otherwise be a load per instruction: a dozen 64-byte
+// loads an iteration), and the loop computes unroll vectors a step, then
+// the rest one at a time.
+func kernel(s isa, name string, need []string, body func(s isa, v VecVirtual)) {
 	fn := name + s.suffix
 	TEXT(fn, NOSPLIT, "func(n int, x, y *float32)")
 	Doc(fmt.Sprintf("%s computes y[i] = %s(x[i]) for i < n, n a multiple of %d (see vmath.go).", fn, name[1:], s.lanes))
@@ -212,21 +242,45 @@ func kernel(s isa, name string, body func(v VecVirtual)) {
 	n := Load(Param("n"), GP64())
 	x := Load(Param("x"), GP64())
 	y := Load(Param("y"), GP64())
-	Label(fn + "_loop")
-	CMPQ(n, U8(s.lanes))
-	JLT(LabelRef(fn + "_done"))
-	v := s.vec()
-	VMOVUPS(Mem{Base: x}, v)
-	body(v)
-	VMOVUPS(v, Mem{Base: y})
-	ADDQ(U8(4*s.lanes), x)
-	ADDQ(U8(4*s.lanes), y)
-	SUBQ(U8(s.lanes), n)
-	JMP(LabelRef(fn + "_loop"))
-	Label(fn + "_done")
+	s.regs = nil
+	steps := []int{1}
+	if s.wide {
+		s.regs = map[string]VecVirtual{}
+		for _, c := range need {
+			r := s.vec()
+			VMOVUPS(k(c), r)
+			s.regs[c] = r
+		}
+		steps = []int{unroll, 1}
+	}
+	for _, u := range steps {
+		loop := fmt.Sprintf("%s_loop%d", fn, u)
+		Label(loop)
+		CMPQ(n, U8(u*s.lanes))
+		JLT(LabelRef(fmt.Sprintf("%s_done%d", fn, u)))
+		vs := make([]VecVirtual, u)
+		for i := range vs {
+			vs[i] = s.vec()
+			VMOVUPS(Mem{Base: x, Disp: 4 * s.lanes * i}, vs[i])
+		}
+		for _, v := range vs {
+			body(s, v)
+		}
+		for i, v := range vs {
+			VMOVUPS(v, Mem{Base: y, Disp: 4 * s.lanes * i})
+		}
+		ADDQ(U32(4*s.lanes*u), x)
+		ADDQ(U32(4*s.lanes*u), y)
+		SUBQ(U8(s.lanes*u), n)
+		JMP(LabelRef(loop))
+		Label(fmt.Sprintf("%s_done%d", fn, u))
+	}
 	VZEROUPPER()
 	RET()
 }
+
+// unroll is the vectors an AVX-512 loop step computes.
+const unroll = 2
 
 // prelu emits preluVV (slope[i] per element) and preluVS (one slope):
 // y[i] = x[i] < 0 ? slope·x[i] : x[i] for i < n, n a multiple of the
@@ -298,10 +352,13 @@ func main() {
 	}
 	for _, s := range isas {
 		s := s
-		kernel(s, "vexp", func(v VecVirtual) { s.exp(v, true) })
-		kernel(s, "vsigmoid", func(v VecVirtual) { s.sigmoid(v, false) })
-		kernel(s, "vsilu", func(v VecVirtual) { s.sigmoid(v, true) })
-		kernel(s, "vtanh", func(v VecVirtual) { s.tanh(v) })
+		exp := []string{"expLo", "log2e", "ln2Hi", "ln2Lo", "p4", "p3", "p2", "p1", "p0", "one"}
+		sig := append([]string{"sign"}, exp...)
+		kernel(s, "vexp", append([]string{"expHi"}, exp...), func(s isa, v VecVirtual) { s.exp(v, true) })
+		kernel(s, "vsigmoid", sig, func(s isa, v VecVirtual) { s.sigmoid(v, false) })
+		kernel(s, "vsilu", sig, func(s isa, v VecVirtual) { s.sigmoid(v, true) })
+		kernel(s, "vtanh", append([]string{"abs", "sign", "q4", "q3", "q2", "q1", "q0", "mtwo", "small"}, exp...),
+			func(s isa, v VecVirtual) { s.tanh(v) })
 		prelu(s, false)
 		prelu(s, true)
 	}
