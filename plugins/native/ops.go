@@ -198,7 +198,7 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		return concatKernel(zeroConsts(bc.sg, n)), nil
 	}
 	if n.OpType == "Transpose" && n.Domain == "" {
-		return transposeKernel(), nil
+		return transposeKernel(bc.pool), nil
 	}
 	if n.OpType == "Pad" && n.Domain == "" {
 		return padKernel(), nil // pad.go
