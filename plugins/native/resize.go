@@ -45,8 +45,9 @@ type hrows struct {
 	buf   []float32 // two rows of ow
 	key   [2]int    // the input row (plane·ih + row) in each slot, -1 none
 	slots [2][]float32
-	// planes: the planes a slot holds, one after the other (0: one)
-	planes int
+	// nhwc: the channels of a channels-last row (ufc_resize_nhwc.go),
+	// 0 for a row of one plane
+	nhwc int
 }
 
 func (h *hrows) pair(t *resizeTask, k0 int, r0 []float32, k1 int, r1 []float32) (top, bot []float32) {
@@ -80,20 +81,15 @@ func (h *hrows) find(key int) int {
 	return -1
 }
 
-// fill interpolates input row src along the columns into slot k: of
-// each of h.planes planes (at least one) where the hrows hold the rows of
-// several planes (resizeNHWC: plane p's row at src[p·ih·iw:] into
-// slot[p·ow:]).
+// fill interpolates input row src along the columns into slot k (a
+// channels-last row of h.nhwc channels where set: resizeNHWC).
 func (h *hrows) fill(t *resizeTask, k, key int, src []float32) {
 	h.key[k] = key
-	dst := h.slots[k]
-	if h.planes <= 1 {
-		hlerp(&t.cols, dst, src)
+	if h.nhwc > 0 {
+		hlerpNHWC(&t.cols, h.slots[k], src, h.nhwc)
 		return
 	}
-	for p := 0; p < h.planes; p++ {
-		hlerp(&t.cols, dst[p*t.ow:(p+1)*t.ow], src[p*t.ih*t.iw:])
-	}
+	hlerp(&t.cols, h.slots[k], src)
 }
 
 // hlerp interpolates the input row src along the columns into dst.

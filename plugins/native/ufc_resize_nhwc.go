@@ -13,23 +13,25 @@ import (
 // (NCHW to channels-last: the last node of models converted from
 // TensorFlow, deeplab_v3's 21×257×257 logits) is one node writing the
 // channels-last output directly: each output row of every channel is
-// computed into an L1-sized scratch (the same arithmetic as resize.go's
-// rows) and transposed from there into the output, so the NCHW tensor is
-// never written out and read back (the Transpose of a large output with
-// few channels runs at a fraction of the memory bandwidth: its reads are
-// one stream per channel). Resizes the direct path does not take run as
-// before into a temporary tensor and transpose it.
+// computed channels-last from the input transposed to channels-last (the
+// same arithmetic as resize.go's rows, a pixel's channels a vector), so
+// the NCHW output is never written out and read back, and the transpose
+// is of the input (33×33 there), not of the output (the Transpose of a
+// large output with few channels runs at a fraction of the memory
+// bandwidth: its reads are one stream per channel). Resizes the direct
+// path does not take (downsampling) run as before into a temporary
+// tensor, transposed from there.
 
-// resizeNHWCMaxRow is the largest output row of all channels (C·ow
-// floats) the direct path computes in scratch (three such rows a task).
-const resizeNHWCMaxRow = 1 << 14
+// useResizeNHWC: fuse takes resizeNHWCFollow's pairs (tests and
+// benchmarks compare with the two nodes apart).
+var useResizeNHWC = true
 
 // resizeNHWCFollow returns tr when n is a Resize or Upsample the kernel
 // here computes (resizeFast attributes, float32, a rank-4 input) and tr,
 // its output's only reader, is a Transpose by [0 2 3 1] of float32 that
 // native runs; else nil.
 func resizeNHWCFollow(sg *hal.Subgraph, n, tr *graph.Node) *graph.Node {
-	if tr == nil || n.Domain != "" || tr.Domain != "" || tr.OpType != "Transpose" || n.OpType != "Resize" && n.OpType != "Upsample" {
+	if !useResizeNHWC || tr == nil || n.Domain != "" || tr.Domain != "" || tr.OpType != "Transpose" || n.OpType != "Resize" && n.OpType != "Upsample" {
 		return nil
 	}
 	if check(sg, n) != "" || check(sg, tr) != "" {
@@ -59,64 +61,87 @@ func resizeNHWCFollow(sg *hal.Subgraph, n, tr *graph.Node) *graph.Node {
 }
 
 // resizeNHWCDirect reports whether runNHWC takes t's resize of c
-// channels.
+// channels: an upsampling (or a resize to as many values), whose input
+// it transposes, smaller than the output.
 func resizeNHWCDirect(t *resizeTask, c int) bool {
-	return c*t.ow <= resizeNHWCMaxRow
+	return t.ih*t.iw <= t.oh*t.ow && c > 1
 }
 
 // nhwcTask is runNHWC's loop over output rows (chunksFor, by output
 // element).
 type nhwcTask struct {
 	t  *resizeTask
+	xt []float32 // the input, channels-last
 	c  int
-	sc *scratch // a row of all channels, and the linear mode's two hrows slots
+	sc *scratch // linear: two horizontally interpolated rows
 }
 
 // runNHWC resizes t.x (NCHW) into a new channels-last output of shape
-// [N, oh, ow, C] (out is the NCHW shape).
+// [N, oh, ow, C] (out is the NCHW shape): the input transposed to
+// channels-last into scratch, then each output row as in resizeRow, a
+// pixel's C channels a vector.
 func (k *resizeKernel) runNHWC(ctx *kernels.Context, t *resizeTask, out [4]int) ([]*graph.Tensor, error) {
-	c := out[1]
-	y, err := ctx.NewUninit(graph.Float32, []int{out[0], out[2], out[3], c})
+	n, c := out[0], out[1]
+	y, err := ctx.NewUninit(graph.Float32, []int{n, out[2], out[3], c})
 	if err != nil {
 		return nil, err
 	}
 	t.y = f32(y)
+	xsc := k.hs.of(len(t.x))
+	xb := xsc.get()
+	defer xsc.put(xb)
+	xt := (*xb)[:len(t.x)]
+	transposeF32(k.pool, xt, t.x, []int{n, c, t.ih * t.iw}, []int{0, 2, 1})
 	row := c * t.ow
-	size := row
+	a := nhwcTask{t: t, xt: xt, c: c}
 	if !t.nearest {
-		size = 3 * row
+		a.sc = k.ss.of(2 * row)
 	}
-	chunksFor(k.pool, out[0]*t.oh*row, nhwcTask{t, c, k.ss.of(size)}, func(a nhwcTask, e0, e1 int) {
+	chunksFor(k.pool, n*t.oh*row, a, func(a nhwcTask, e0, e1 int) {
 		t, c := a.t, a.c
-		row, plane := c*t.ow, t.ih*t.iw
-		b := a.sc.get()
-		defer a.sc.put(b)
-		buf := (*b)[:row]
+		row, img := c*t.ow, t.ih*t.iw*c
 		var h hrows
-		if !t.nearest {
-			h = hrows{buf: (*b)[row : 3*row], key: [2]int{-1, -1}, planes: c}
-			h.slots = [2][]float32{h.buf[:row], h.buf[row:]}
+		if a.sc != nil {
+			b := a.sc.get()
+			defer a.sc.put(b)
+			h = hrows{buf: *b, key: [2]int{-1, -1}, nhwc: c}
+			h.slots = [2][]float32{h.buf[:row], h.buf[row : 2*row]}
 		}
 		for r := (e0 + row - 1) / row; r < (e1+row-1)/row; r++ {
 			n, oy := r/t.oh, r%t.oh
-			xs := t.x[n*c*plane : (n+1)*c*plane]
+			xs := a.xt[n*img : (n+1)*img]
+			dst := t.y[r*row : (r+1)*row]
+			i0 := t.rows.i0[oy]
 			if t.nearest {
-				for ch := 0; ch < c; ch++ {
-					src := xs[ch*plane+t.rows.i0[oy]*t.iw:][:t.iw]
-					dst := buf[ch*t.ow : (ch+1)*t.ow]
-					for ox := range dst {
-						dst[ox] = src[t.cols.i0[ox]]
-					}
+				src := xs[i0*t.iw*c:]
+				for ox, ix := range t.cols.i0[:t.ow] {
+					copy(dst[ox*c:(ox+1)*c], src[ix*c:(ix+1)*c])
 				}
-			} else {
-				i0, i1 := t.rows.i0[oy], t.rows.i1[oy]
-				top, bot := h.pair(t, n*t.ih+i0, xs[i0*t.iw:], n*t.ih+i1, xs[i1*t.iw:])
-				lerp(buf, top, bot, t.rows.w[oy])
+				continue
 			}
-			transpose2D(t.y[r*row:(r+1)*row], buf, c, t.ow)
+			i1 := t.rows.i1[oy]
+			top, bot := h.pair(t, n*t.ih+i0, xs[i0*t.iw*c:], n*t.ih+i1, xs[i1*t.iw*c:])
+			lerp(dst, top, bot, t.rows.w[oy])
 		}
 	})
 	return ctx.Outputs(y), nil
+}
+
+// hlerpNHWC is hlerp of a channels-last row of c channels: output pixel
+// ox is src's pixels i0[ox] and i1[ox] blended at w[ox], channel by
+// channel (the same arithmetic).
+func hlerpNHWC(cm *resizeAxis, dst, src []float32, c int) {
+	for ox := range dst[:len(dst)/c] {
+		a, b, d := src[cm.i0[ox]*c:][:c], src[cm.i1[ox]*c:][:c], dst[ox*c:(ox+1)*c]
+		if c >= 16 {
+			lerp(d, a, b, cm.w[ox])
+			continue
+		}
+		w := cm.w[ox]
+		for j, v := range a {
+			d[j] = v + w*(b[j]-v)
+		}
+	}
 }
 
 // toNHWC returns x (rank 4) transposed by [0 2 3 1] in a new output, and

@@ -52,7 +52,8 @@ func TestResizeNHWCFusion(t *testing.T) {
 		{1, 7, 12, 12, 30, 30, "linear", "pytorch_half_pixel"},
 		{1, 16, 30, 40, 15, 20, "linear", "half_pixel"},
 		{2, 3, 10, 11, 23, 37, "nearest", "asymmetric"},
-		{1, 80, 8, 200, 16, 400, "linear", "half_pixel"}, // c·ow over resizeNHWCMaxRow
+		{1, 80, 8, 200, 16, 400, "linear", "half_pixel"},
+		{1, 4, 40, 40, 20, 20, "nearest", "half_pixel"}, // downsampling: resized, then transposed
 		{1, 1, 5, 5, 10, 10, "linear", "half_pixel"},
 	} {
 		for _, threads := range []int{1, 2} {
