@@ -122,3 +122,27 @@ func BenchmarkUfcResizeNHWC(b *testing.B) {
 	useResizeNHWC = true
 	ufcAB(b, []string{"off", "on"}, fns...)
 }
+
+// ufcAB times fns alternately in rounds (least thread CPU time of reps
+// runs a round) and reports each one's median of rounds in µs.
+func ufcAB(b *testing.B, names []string, fns ...func()) {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	mins := make([][]float64, len(fns))
+	for b.Loop() {
+		for i, f := range fns {
+			best := 1e18
+			for range 5 {
+				t0 := benchClock()
+				f()
+				best = min(best, float64(benchClock()-t0)/1e3)
+			}
+			mins[i] = append(mins[i], best)
+		}
+	}
+	for i := range fns {
+		v := append([]float64{}, mins[i]...)
+		sort.Float64s(v)
+		b.ReportMetric(v[len(v)/2], names[i]+"-µs")
+	}
+}
