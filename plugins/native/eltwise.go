@@ -350,8 +350,8 @@ func zeroConsts(sg *hal.Subgraph, n *graph.Node) []bool {
 }
 
 // concatKernel is Concat of float32 tensors; zero[i]: input i is all
-// zeros (cleared, not copied).
-func concatKernel(zero []bool) kernels.Func {
+// zeros (cleared, not copied); large ones split over p.
+func concatKernel(p *pool, zero []bool) kernels.Func {
 	ref, _ := kernels.Lookup("", "Concat")
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		if len(in) == 0 || in[0] == nil {
@@ -383,22 +383,7 @@ func concatKernel(zero []bool) kernels.Func {
 		if err != nil {
 			return nil, err
 		}
-		outer, inner := kernels.Prod(out[:ax]), kernels.Prod(out[ax:])
-		Y := f32(y)
-		off := 0
-		for i, t := range in {
-			X := f32(t)
-			n := kernels.Prod(t.Shape[ax:])
-			z := i < len(zero) && zero[i]
-			for o := 0; o < outer; o++ {
-				if z {
-					clear(Y[o*inner+off : o*inner+off+n])
-					continue
-				}
-				copy(Y[o*inner+off:o*inner+off+n], X[o*n:(o+1)*n])
-			}
-			off += n
-		}
+		concatF32(p, f32(y), in, zero, ax, kernels.Prod(out[ax:])) // ufc_concat.go
 		return ctx.Outputs(y), nil
 	}
 }

@@ -195,7 +195,7 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		return powSquare(bc), nil
 	}
 	if n.OpType == "Concat" && n.Domain == "" {
-		return concatKernel(zeroConsts(bc.sg, n)), nil
+		return concatKernel(bc.pool, zeroConsts(bc.sg, n)), nil
 	}
 	if n.OpType == "Transpose" && n.Domain == "" {
 		return transposeKernel(bc.pool), nil
