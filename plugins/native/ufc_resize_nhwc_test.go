@@ -55,6 +55,8 @@ func TestResizeNHWCFusion(t *testing.T) {
 		{1, 80, 8, 200, 16, 400, "linear", "half_pixel"},
 		{1, 4, 40, 40, 20, 20, "nearest", "half_pixel"}, // downsampling: resized, then transposed
 		{1, 1, 5, 5, 10, 10, "linear", "half_pixel"},
+		{1, 6, 20, 40, 40, 80, "linear", "half_pixel"}, // by 2: resize.go's upsample2 runs apart
+		{1, 20, 20, 40, 40, 80, "linear", "asymmetric"},
 	} {
 		for _, threads := range []int{1, 2} {
 			name := fmt.Sprintf("%d_%dx%dx%dto%dx%d_%s_%s_t%d", c.n, c.c, c.h, c.w, c.oh, c.ow, c.mode, c.ctm, threads)
