@@ -319,9 +319,6 @@ func isSquare(t *graph.Tensor) bool {
 	return t != nil && t.DType == graph.Float32 && t.Len() == 1 && graph.Data[float32](t)[0] == 2
 }
 
-// concatKernel is Concat as one copy per input and outer index, for
-// float32 inputs of equal rank and equal sizes off the axis; the
-// reference kernel for anything else (and for the errors).
 // zeroConsts marks the inputs of n that are constant float32 tensors of
 // zeros only (Concat clears those parts of its output instead of copying
 // them: blazeface pads its residuals' channels so).
@@ -349,8 +346,11 @@ func zeroConsts(sg *hal.Subgraph, n *graph.Node) []bool {
 	return z
 }
 
-// concatKernel is Concat of float32 tensors; zero[i]: input i is all
-// zeros (cleared, not copied); large ones split over p.
+// concatKernel is Concat of float32 inputs of equal rank and equal sizes
+// off the axis (concatF32, ufc_concat.go: one copy per input and outer
+// index, large ones split over p); zero[i]: input i is all zeros
+// (cleared, not copied). The reference kernel runs anything else (and
+// the errors).
 func concatKernel(p *pool, zero []bool) kernels.Func {
 	ref, _ := kernels.Lookup("", "Concat")
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
