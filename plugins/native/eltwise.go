@@ -319,9 +319,6 @@ func isSquare(t *graph.Tensor) bool {
 	return t != nil && t.DType == graph.Float32 && t.Len() == 1 && graph.Data[float32](t)[0] == 2
 }
 
-// concatKernel is Concat as one copy per input and outer index, for
-// float32 inputs of equal rank and equal sizes off the axis; the
-// reference kernel for anything else (and for the errors).
 // zeroConsts marks the inputs of n that are constant float32 tensors of
 // zeros only (Concat clears those parts of its output instead of copying
 // them: blazeface pads its residuals' channels so).
@@ -349,9 +346,12 @@ func zeroConsts(sg *hal.Subgraph, n *graph.Node) []bool {
 	return z
 }
 
-// concatKernel is Concat of float32 tensors; zero[i]: input i is all
-// zeros (cleared, not copied).
-func concatKernel(zero []bool) kernels.Func {
+// concatKernel is Concat of float32 inputs of equal rank and equal sizes
+// off the axis (concatF32, ufc_concat.go: one copy per input and outer
+// index, large ones split over p); zero[i]: input i is all zeros
+// (cleared, not copied). The reference kernel runs anything else (and
+// the errors).
+func concatKernel(p *pool, zero []bool) kernels.Func {
 	ref, _ := kernels.Lookup("", "Concat")
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		if len(in) == 0 || in[0] == nil {
@@ -383,22 +383,7 @@ func concatKernel(zero []bool) kernels.Func {
 		if err != nil {
 			return nil, err
 		}
-		outer, inner := kernels.Prod(out[:ax]), kernels.Prod(out[ax:])
-		Y := f32(y)
-		off := 0
-		for i, t := range in {
-			X := f32(t)
-			n := kernels.Prod(t.Shape[ax:])
-			z := i < len(zero) && zero[i]
-			for o := 0; o < outer; o++ {
-				if z {
-					clear(Y[o*inner+off : o*inner+off+n])
-					continue
-				}
-				copy(Y[o*inner+off:o*inner+off+n], X[o*n:(o+1)*n])
-			}
-			off += n
-		}
+		concatF32(p, f32(y), in, zero, ax, kernels.Prod(out[ax:])) // ufc_concat.go
 		return ctx.Outputs(y), nil
 	}
 }

@@ -32,6 +32,9 @@ type fusion struct {
 	// pwf its own fusion; dw is the depthwise Conv as it was
 	pw, dw *graph.Node
 	pwf    *fusion
+	// nhwc: a Resize that took over the Transpose of its output to
+	// channels-last (ufc_resize_nhwc.go)
+	nhwc bool
 }
 
 // fusable are the ops that take a following Relu or Clip.
@@ -124,6 +127,15 @@ func fuse(sg *hal.Subgraph) (*graph.Graph, map[*graph.Node]*fusion) {
 				fused[&c] = &fusion{silu: true, nodes: []string{mul.Label()}}
 				repl[n], at[mul] = &c, &c
 			}
+			continue
+		}
+		if tr := resizeNHWCFollow(sg, n, next(n)); tr != nil {
+			// a Resize writing channels-last (ufc_resize_nhwc.go)
+			c := *n
+			c.Outputs = append([]string{}, tr.Outputs...)
+			dropped[tr] = true
+			fused[&c] = &fusion{nhwc: true, nodes: []string{tr.Label()}}
+			repl[n], at[tr] = &c, &c
 			continue
 		}
 		if !fusable[n.OpType] {

@@ -195,10 +195,10 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		return powSquare(bc), nil
 	}
 	if n.OpType == "Concat" && n.Domain == "" {
-		return concatKernel(zeroConsts(bc.sg, n)), nil
+		return concatKernel(bc.pool, zeroConsts(bc.sg, n)), nil
 	}
 	if n.OpType == "Transpose" && n.Domain == "" {
-		return transposeKernel(), nil
+		return transposeKernel(bc.pool), nil
 	}
 	if n.OpType == "Pad" && n.Domain == "" {
 		return padKernel(), nil // pad.go

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"fmt"
 	"math"
 	"sync/atomic"
 
@@ -44,6 +45,9 @@ type hrows struct {
 	buf   []float32 // two rows of ow
 	key   [2]int    // the input row (plane·ih + row) in each slot, -1 none
 	slots [2][]float32
+	// nhwc: the channels of a channels-last row (ufc_resize_nhwc.go),
+	// 0 for a row of one plane
+	nhwc int
 }
 
 func (h *hrows) pair(t *resizeTask, k0 int, r0 []float32, k1 int, r1 []float32) (top, bot []float32) {
@@ -77,10 +81,19 @@ func (h *hrows) find(key int) int {
 	return -1
 }
 
-// fill interpolates input row src along the columns into slot k.
+// fill interpolates input row src along the columns into slot k (a
+// channels-last row of h.nhwc channels where set: resizeNHWC).
 func (h *hrows) fill(t *resizeTask, k, key int, src []float32) {
 	h.key[k] = key
-	dst, c := h.slots[k], t.cols
+	if h.nhwc > 0 {
+		hlerpNHWC(&t.cols, h.slots[k], src, h.nhwc)
+		return
+	}
+	hlerp(&t.cols, h.slots[k], src)
+}
+
+// hlerp interpolates the input row src along the columns into dst.
+func hlerp(c *resizeAxis, dst, src []float32) {
 	a, b := len(dst), len(dst) // [a, b): the by-2 run's outputs
 	if c.jb > c.ja {
 		a, b = 2*c.ja, 2*c.jb
@@ -109,7 +122,7 @@ type resizeAxis struct {
 	w0, w1    float32
 }
 
-func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
+func buildResize(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	opset := bc.sg.OpsetVersion("")
 	var a resizeops.Attrs
 	var err error
@@ -119,51 +132,73 @@ func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 		a, err = resizeops.ResizeAttrs(n, opset)
 	}
 	if err != nil || !resizeFast(a) {
-		return nil, nil // the reference kernel (and its errors)
+		return nil, nil // the reference kernel (and its errors); never fused (resizeNHWCFollow)
 	}
 	ref, _ := kernels.Lookup("", n.OpType)
-	var ss, hs scratchSet
-	var last atomic.Pointer[resizePlan]
+	k := &resizeKernel{a: a, ref: ref, pool: bc.pool}
+	nhwc := f != nil && f.nhwc
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-		x := kernels.Input(in, 0)
-		if x == nil || x.DType != graph.Float32 || len(x.Shape) != 4 || x.Len() == 0 {
-			return ref.Kernel(ctx, node, in)
+		return k.run(ctx, node, in, nhwc)
+	}, nil
+}
+
+// resizeKernel is one Resize node's kernel: its attributes, the
+// reference kernel, and what its calls keep (the last plan, scratch).
+type resizeKernel struct {
+	a      resizeops.Attrs
+	ref    *kernels.Schema
+	pool   *pool
+	ss, hs scratchSet
+	last   atomic.Pointer[resizePlan]
+}
+
+// run resizes in[0]; nhwc: the output goes channels-last (the Resize took
+// over a Transpose by [0 2 3 1], ufc_resize_nhwc.go).
+func (k *resizeKernel) run(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor, nhwc bool) ([]*graph.Tensor, error) {
+	x := kernels.Input(in, 0)
+	if x == nil || x.DType != graph.Float32 || len(x.Shape) != 4 || x.Len() == 0 {
+		return k.fallback(ctx, node, in, nhwc)
+	}
+	var roi, scales, sizes *graph.Tensor
+	var err error
+	switch {
+	case node.OpType == "Upsample":
+		if scales, err = resizeops.UpsampleScales(node, ctx.Opset, 4, kernels.Input(in, 1)); err != nil {
+			return k.fallback(ctx, node, in, nhwc)
 		}
-		var roi, scales, sizes *graph.Tensor
-		switch {
-		case node.OpType == "Upsample":
-			if scales, err = resizeops.UpsampleScales(node, ctx.Opset, 4, kernels.Input(in, 1)); err != nil {
-				return ref.Kernel(ctx, node, in)
-			}
-		case ctx.Opset < 11:
-			scales = kernels.Input(in, 1)
-		default:
-			roi, scales, sizes = kernels.Input(in, 1), kernels.Input(in, 2), kernels.Input(in, 3)
+	case ctx.Opset < 11:
+		scales = kernels.Input(in, 1)
+	default:
+		roi, scales, sizes = kernels.Input(in, 1), kernels.Input(in, 2), kernels.Input(in, 3)
+	}
+	rp := k.last.Load()
+	if !rp.matches(x.Shape, roi, scales, sizes) {
+		p, err := resizeops.MakePlan(node, k.a, x.Shape, roi, scales, sizes)
+		if err != nil || p.Out[0] != x.Shape[0] || p.Out[1] != x.Shape[1] || p.Out[2] == 0 || p.Out[3] == 0 {
+			return k.fallback(ctx, node, in, nhwc)
 		}
-		rp := last.Load()
-		if !rp.matches(x.Shape, roi, scales, sizes) {
-			p, err := resizeops.MakePlan(node, a, x.Shape, roi, scales, sizes)
-			if err != nil || p.Out[0] != x.Shape[0] || p.Out[1] != x.Shape[1] || p.Out[2] == 0 || p.Out[3] == 0 {
-				return ref.Kernel(ctx, node, in)
-			}
-			rp = newResizePlan(a, x.Shape, p.Out, p.Scales, roi, scales, sizes)
-			last.Store(rp)
-		}
-		y, err := ctx.NewUninit(graph.Float32, rp.out[:])
-		if err != nil {
-			return nil, err
-		}
-		t := resizeTask{y: f32(y), x: f32(x), ih: x.Shape[2], iw: x.Shape[3], oh: rp.out[2], ow: rp.out[3], nearest: a.Mode == resizeops.ModeNearest}
-		t.rows, t.cols = rp.rows, rp.cols
-		rows := x.Shape[0] * x.Shape[1] * t.oh
-		if !t.nearest && t.ow < shortResizeRow && t.ih*t.iw < 1<<24 && t.ih*t.ow < 1<<24 {
-			resizeShort(bc.pool, &t, x.Shape[0]*x.Shape[1], &hs, rp.r0, rp.r1)
-			return ctx.Outputs(y), nil
-		}
+		rp = newResizePlan(k.a, x.Shape, p.Out, p.Scales, roi, scales, sizes)
+		k.last.Store(rp)
+	}
+	t := resizeTask{x: f32(x), ih: x.Shape[2], iw: x.Shape[3], oh: rp.out[2], ow: rp.out[3], nearest: k.a.Mode == resizeops.ModeNearest}
+	t.rows, t.cols = rp.rows, rp.cols
+	if nhwc && resizeNHWCDirect(&t, rp.out[1]) {
+		return k.runNHWC(ctx, &t, rp.out)
+	}
+	y, err := ctx.NewUninit(graph.Float32, rp.out[:])
+	if err != nil {
+		return nil, err
+	}
+	t.y = f32(y)
+	rows := x.Shape[0] * x.Shape[1] * t.oh
+	switch {
+	case !t.nearest && t.ow < shortResizeRow && t.ih*t.iw < 1<<24 && t.ih*t.ow < 1<<24:
+		resizeShort(k.pool, &t, x.Shape[0]*x.Shape[1], &k.hs, rp.r0, rp.r1)
+	default:
 		if !t.nearest {
-			t.sc = ss.of(2 * t.ow)
+			t.sc = k.ss.of(2 * t.ow)
 		}
-		chunksFor(bc.pool, rows*t.ow, t, func(t resizeTask, e0, e1 int) {
+		chunksFor(k.pool, rows*t.ow, t, func(t resizeTask, e0, e1 int) {
 			var h *hrows
 			if t.sc != nil {
 				b := t.sc.get()
@@ -175,8 +210,24 @@ func buildResize(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 				resizeRow(&t, r, h)
 			}
 		})
-		return ctx.Outputs(y), nil
-	}, nil
+	}
+	if nhwc {
+		return toNHWC(ctx, k.pool, y)
+	}
+	return ctx.Outputs(y), nil
+}
+
+// fallback runs the reference kernel, then the Transpose it took over
+// when nhwc.
+func (k *resizeKernel) fallback(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor, nhwc bool) ([]*graph.Tensor, error) {
+	outs, err := k.ref.Kernel(ctx, node, in)
+	if err != nil || !nhwc {
+		return outs, err
+	}
+	if len(outs) != 1 || outs[0] == nil {
+		return nil, fmt.Errorf("native: %s: %d outputs from the reference Resize", node.Label(), len(outs))
+	}
+	return toNHWC(ctx, k.pool, outs[0])
 }
 
 // resizeFast: the modes and coordinates the kernel here computes.

@@ -12,8 +12,9 @@ import (
 // the innermost output axis as the inner loop. Other dtypes, and bad
 // permutations (for the error), run the reference kernel.
 
-// transposeKernel is the Transpose kernel.
-func transposeKernel() kernels.Func {
+// transposeKernel is the Transpose kernel (large 2-D transposes split
+// over p).
+func transposeKernel(p *pool) kernels.Func {
 	ref, _ := kernels.Lookup("", "Transpose")
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := in[0]
@@ -50,14 +51,15 @@ func transposeKernel() kernels.Func {
 		if err != nil {
 			return nil, err
 		}
-		transposeF32(f32(y), f32(x), x.Shape, perm)
+		transposeF32(p, f32(y), f32(x), x.Shape, perm)
 		return ctx.Outputs(y), nil
 	}
 }
 
 // transposeF32 writes y = x (of shape dims) with its axes permuted by perm
-// (y's axis i is x's axis perm[i]).
-func transposeF32(y, x []float32, dims, perm []int) {
+// (y's axis i is x's axis perm[i]); 2-D transposes (of each batch) of at
+// least transposeParMin elements split over p by columns of x.
+func transposeF32(p *pool, y, x []float32, dims, perm []int) {
 	if len(y) == 0 {
 		return
 	}
@@ -67,15 +69,47 @@ func transposeF32(y, x []float32, dims, perm []int) {
 	case len(cd) <= 1:
 		copy(y, x)
 	case len(cd) == 2:
-		transpose2D(y, x, cd[0], cd[1])
+		transpose2DPar(p, y, x, 1, cd[0], cd[1])
 	case len(cd) == 3 && cp[0] == 0 && cp[1] == 2 && cp[2] == 1:
-		n := cd[1] * cd[2]
-		for b := 0; b < cd[0]; b++ {
-			transpose2D(y[b*n:(b+1)*n], x[b*n:(b+1)*n], cd[1], cd[2])
-		}
+		transpose2DPar(p, y, x, cd[0], cd[1], cd[2])
 	default:
 		transposeStrided(y, x, cd, cp)
 	}
+}
+
+// transposeParMin is the fewest elements a 2-D transpose splits over the
+// pool for (below, one task's share costs less than waking the others).
+const transposeParMin = 1 << 15
+
+// tr2Task is transpose2DPar's loop over (batch, column range) tasks.
+type tr2Task struct {
+	y, x                      []float32
+	rows, cols, parts, chunks int
+}
+
+// transpose2DPar is transpose2D of each of batch rows×cols matrices,
+// each split into ranges of columns of x across p's threads when large.
+func transpose2DPar(p *pool, y, x []float32, batch, rows, cols int) {
+	n := rows * cols
+	parts := 1
+	if rows*cols >= transposeParMin && cols != 3 {
+		parts = min(2*p.threads(), cols/transposeStrip)
+	}
+	if parts <= 1 || p.threads() == 1 {
+		for b := 0; b < batch; b++ {
+			transpose2D(y[b*n:(b+1)*n], x[b*n:(b+1)*n], rows, cols)
+		}
+		return
+	}
+	parallelFor(p, batch*parts, tr2Task{y, x, rows, cols, parts, batch * parts}, func(a tr2Task, t int) {
+		b, k := t/a.parts, t%a.parts
+		n := a.rows * a.cols
+		ca, cb := a.cols*k/a.parts&^7, a.cols*(k+1)/a.parts&^7
+		if k == a.parts-1 {
+			cb = a.cols
+		}
+		transpose2DCols(a.y[b*n:(b+1)*n], a.x[b*n:(b+1)*n], a.rows, a.cols, ca, cb)
+	})
 }
 
 // mergeAxes simplifies a transpose: axes of size 1 dropped, and axes
@@ -134,27 +168,38 @@ func mergeAxes(dims, perm []int) (cd, cp [8]int, ng int) {
 // 8×8 blocks in registers where the CPU can (transpose8), the edges
 // element by element.
 func transpose2D(y, x []float32, rows, cols int) {
+	transpose2DCols(y, x, rows, cols, 0, cols)
+}
+
+// transposeStrip is the column strip transpose2DCols writes at a time:
+// 8-row blocks and the last rows of a strip all go to the same
+// strip·rows floats of y, which stay in cache until the strip is done.
+const transposeStrip = 64
+
+// transpose2DCols is transpose2D of columns [ca, cb) of x (rows ca..cb-1
+// of y), a strip of columns at a time: every row of x for the strip (8-row blocks, then
+// the last rows), so that y is written once, strip by strip, and not
+// once per 8 rows of x.
+func transpose2DCols(y, x []float32, rows, cols, ca, cb int) {
 	x, y = x[:rows*cols], y[:rows*cols]
-	if cols == 3 {
+	if cols == 3 && ca == 0 && cb == cols {
 		// an NHWC image of three channels into planes (layout.go)
 		deinterleave3(x, y[:rows], y[rows:2*rows], y[2*rows:])
 		return
 	}
-	if r8, c8 := rows&^7, cols&^7; has8x8Transpose && r8 > 0 && c8 > 0 {
-		// strips of 8 rows × up to 64 columns: 8 input lines read, 64
-		// output rows written 32 bytes each
-		const strip = 64
-		for i0 := 0; i0 < r8; i0 += 8 {
-			for j0 := 0; j0 < c8; j0 += strip {
-				nb := min(strip, c8-j0) / 8
-				transpose8(nb, x[i0*cols+j0:], cols, y[j0*rows+i0:], rows)
-			}
-		}
-		transposeTiles(y, x, rows, cols, 0, r8, c8, cols)
-		transposeTiles(y, x, rows, cols, r8, rows, 0, cols)
+	r8, c8 := rows&^7, ca+(cb-ca)&^7
+	if !has8x8Transpose || r8 == 0 || c8 == ca {
+		transposeTiles(y, x, rows, cols, 0, rows, ca, cb)
 		return
 	}
-	transposeTiles(y, x, rows, cols, 0, rows, 0, cols)
+	for j0 := ca; j0 < c8; j0 += transposeStrip {
+		j1 := min(j0+transposeStrip, c8)
+		for i0 := 0; i0 < r8; i0 += 8 {
+			transpose8((j1-j0)/8, x[i0*cols+j0:], cols, y[j0*rows+i0:], rows)
+		}
+		transposeTiles(y, x, rows, cols, r8, rows, j0, j1)
+	}
+	transposeTiles(y, x, rows, cols, 0, rows, c8, cb)
 }
 
 // transposeTiles is transpose2D of rows [ra, rb) and columns [ca, cb) of

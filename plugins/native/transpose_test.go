@@ -74,7 +74,7 @@ func TestTransposeAllPerms(t *testing.T) {
 				}
 				want := naiveTranspose(x, dims, perm)
 				got := make([]float32, n)
-				transposeF32(got, x, dims, perm)
+				transposeF32(nil, got, x, dims, perm)
 				for i := range want {
 					if got[i] != want[i] {
 						t.Fatalf("dims %v perm %v: y[%d] = %v, want %v", dims, perm, i, got[i], want[i])
@@ -123,4 +123,51 @@ func BenchmarkTranspose2D(b *testing.B) {
 			transposeTiles(y, x, rows, cols, 0, rows, 0, cols)
 		}
 	})
+}
+
+// transpose2DPar over two threads (column ranges of each batch, the
+// ranges' edges inside blocks and strips) and transpose2DCols of any
+// column range, against the definition.
+func TestTranspose2DPar(t *testing.T) {
+	p := newPool(2)
+	defer p.close()
+	for _, sh := range [][3]int{{1, 21, 4099}, {2, 9, 8195}, {3, 257, 130}, {1, 3, 20000}, {1, 64, 1024}} {
+		batch, rows, cols := sh[0], sh[1], sh[2]
+		x := make([]float32, batch*rows*cols)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		got := make([]float32, len(x))
+		transpose2DPar(p, got, x, batch, rows, cols)
+		for b := 0; b < batch; b++ {
+			xb, yb := x[b*rows*cols:], got[b*rows*cols:]
+			for i := 0; i < rows; i++ {
+				for j := 0; j < cols; j++ {
+					if yb[j*rows+i] != xb[i*cols+j] {
+						t.Fatalf("%v: batch %d y[%d][%d] = %v, want %v", sh, b, j, i, yb[j*rows+i], xb[i*cols+j])
+					}
+				}
+			}
+		}
+	}
+	rows, cols := 13, 300
+	x := make([]float32, rows*cols)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	for _, r := range [][2]int{{0, 300}, {3, 77}, {64, 128}, {5, 6}, {290, 300}, {100, 100}} {
+		got := make([]float32, len(x))
+		transpose2DCols(got, x, rows, cols, r[0], r[1])
+		for j := 0; j < cols; j++ {
+			for i := 0; i < rows; i++ {
+				want := float32(0)
+				if j >= r[0] && j < r[1] {
+					want = x[i*cols+j]
+				}
+				if got[j*rows+i] != want {
+					t.Fatalf("columns %v: y[%d][%d] = %v, want %v", r, j, i, got[j*rows+i], want)
+				}
+			}
+		}
+	}
 }
