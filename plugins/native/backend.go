@@ -289,6 +289,7 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		return nil, err
 	}
 	g, fused := fuse(sg)
+	g = fuseBQGroups(sg, g, fused) // bqfuse.go
 	if b.noFuse { // tests: the graph as it came, for comparison
 		c := *sg.Graph
 		c.Nodes = append([]*graph.Node(nil), sg.Graph.Nodes...)

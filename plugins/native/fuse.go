@@ -32,6 +32,8 @@ type fusion struct {
 	// pwf its own fusion; dw is the depthwise Conv as it was
 	pw, dw *graph.Node
 	pwf    *fusion
+	// bqs: sibling BlockQuantMatMuls run as one node (bqfuse.go)
+	bqs *bqGroupPlan
 }
 
 // fusable are the ops that take a following Relu or Clip.
