@@ -13,46 +13,47 @@ import (
 	"github.com/switchyard-hal/switchyard/runtime"
 )
 
-// bqGroupGraph is three typed BlockQuantMatMuls of one input (K 512)
-// with a bias Add after the first two (one with the bias first), and a
-// fourth on another input (no group), and a random A [1, m, 512].
-func bqGroupGraph(rng *rand.Rand, m int) (*hal.Subgraph, []*graph.Tensor) {
-	const k = 512
-	g := &graph.Graph{Name: "bqgroup", Initializers: map[string]*graph.Tensor{},
-		Inputs: []graph.ValueInfo{
-			{Name: "a", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, m, k)}},
-			{Name: "a2", Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, m, k)}},
-		}}
-	member := func(name, in string, t ggml.Type, n int) string {
-		raw := randomGGML(rng, t, n, k)
-		g.Initializers[name+".q"] = graph.MustFromSlice([]int{n, len(raw) / n}, raw)
+// bqSpec is one typed BlockQuantMatMul of a test graph: its name, input
+// ("a" or "a2"), type and N, and its bias Add (0 none, 1 Add(y, b), 2
+// Add(b, y)).
+type bqSpec struct {
+	name, in string
+	typ      ggml.Type
+	n, bias  int
+}
+
+// bqGroupGraph is a graph of the products specs (K k; each one's output,
+// after its bias Add if any, a graph output) and random A [1, m, k] and
+// A2 (inputs "a" and "a2").
+func bqGroupGraph(rng *rand.Rand, m, k int, specs []bqSpec) (*hal.Subgraph, []*graph.Tensor) {
+	g := &graph.Graph{Name: "bqgroup", Initializers: map[string]*graph.Tensor{}}
+	for _, name := range []string{"a", "a2"} {
+		g.Inputs = append(g.Inputs, graph.ValueInfo{Name: name, Type: graph.ValueType{Kind: "tensor", DType: graph.Float32, Shape: graph.StaticShape(1, m, k)}})
+	}
+	for _, s := range specs {
+		raw := randomGGML(rng, s.typ, s.n, k)
+		g.Initializers[s.name+".q"] = graph.MustFromSlice([]int{s.n, len(raw) / s.n}, raw)
 		at := map[string]*graph.Attribute{
-			"N":    {Name: "N", Type: graph.AttrInt, I: int64(n)},
-			"K":    {Name: "K", Type: graph.AttrInt, I: k},
-			"type": {Name: "type", Type: graph.AttrString, S: t.String()},
+			"N":    {Name: "N", Type: graph.AttrInt, I: int64(s.n)},
+			"K":    {Name: "K", Type: graph.AttrInt, I: int64(k)},
+			"type": {Name: "type", Type: graph.AttrString, S: s.typ.String()},
 		}
-		g.Nodes = append(g.Nodes, &graph.Node{Name: name, OpType: blockquant.OpType, Domain: blockquant.Domain,
-			Inputs: []string{in, name + ".q"}, Outputs: []string{name + ".y"}, Attrs: at})
-		return name + ".y"
-	}
-	bias := func(y string, n int, first bool) string {
-		b := make([]float32, n)
-		for i := range b {
-			b[i] = float32(rng.NormFloat64())
+		y := s.name + ".y"
+		g.Nodes = append(g.Nodes, &graph.Node{Name: s.name, OpType: blockquant.OpType, Domain: blockquant.Domain,
+			Inputs: []string{s.in, s.name + ".q"}, Outputs: []string{y}, Attrs: at})
+		if s.bias != 0 {
+			b := make([]float32, s.n)
+			for i := range b {
+				b[i] = float32(rng.NormFloat64())
+			}
+			g.Initializers[y+".b"] = graph.MustFromSlice([]int{s.n}, b)
+			ins := []string{y, y + ".b"}
+			if s.bias == 2 {
+				ins[0], ins[1] = ins[1], ins[0]
+			}
+			g.Nodes = append(g.Nodes, &graph.Node{Name: y + ".add", OpType: "Add", Inputs: ins, Outputs: []string{y + ".sum"}})
+			y += ".sum"
 		}
-		g.Initializers[y+".b"] = graph.MustFromSlice([]int{n}, b)
-		ins := []string{y, y + ".b"}
-		if first {
-			ins[0], ins[1] = ins[1], ins[0]
-		}
-		g.Nodes = append(g.Nodes, &graph.Node{Name: y + ".add", OpType: "Add", Inputs: ins, Outputs: []string{y + ".sum"}})
-		return y + ".sum"
-	}
-	q := bias(member("q", "a", ggml.Q8_0, 300), 300, false)
-	kk := member("k", "a", ggml.Q4_K, 75)
-	v := bias(member("v", "a", ggml.Q5_0, 37), 37, true)
-	o := member("o", "a2", ggml.Q6_K, 20)
-	for _, y := range []string{q, kk, v, o} {
 		g.Outputs = append(g.Outputs, graph.ValueInfo{Name: y})
 	}
 	sg := runtime.TypedSubgraph(&hal.Subgraph{Graph: g, Opsets: []graph.Opset{{Version: 17}, {Domain: blockquant.Domain, Version: 1}}})
@@ -67,6 +68,14 @@ func bqGroupGraph(rng *rand.Rand, m int) (*hal.Subgraph, []*graph.Tensor) {
 	return sg, in
 }
 
+// bqGroupTestSpecs: three products of one input (K 512), a bias Add
+// after the first (y + b) and the third (b + y), and a fourth on another
+// input (no group); types of both activation forms, N not a multiple of
+// 4 or 8.
+var bqGroupTestSpecs = []bqSpec{
+	{"q", "a", ggml.Q8_0, 300, 1}, {"k", "a", ggml.Q4_K, 75, 0}, {"v", "a", ggml.Q5_0, 37, 2}, {"o", "a2", ggml.Q6_K, 20, 0},
+}
+
 // TestBQGroupSameBits: the group of siblings (with the bias Adds taken
 // in) gives each output the bits the nodes give apart, at both
 // precisions, one activation row and three, one thread and two.
@@ -74,7 +83,7 @@ func TestBQGroupSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(40, 3))
 	ctx := context.Background()
 	for _, m := range []int{1, 3} {
-		sg, in := bqGroupGraph(rng, m)
+		sg, in := bqGroupGraph(rng, m, 512, bqGroupTestSpecs)
 		g, fused := fuse(sg)
 		g = fuseBQGroups(sg, g, fused)
 		if err := checkRewrite(sg.Graph, g); err != nil {
