@@ -69,11 +69,12 @@ func bqGroupGraph(rng *rand.Rand, m, k int, specs []bqSpec) (*hal.Subgraph, []*g
 }
 
 // bqGroupTestSpecs: three products of one input (K 512), a bias Add
-// after the first (y + b) and the third (b + y), and a fourth on another
+// after the first (b + y) and the last (y + b), and a fourth on another
 // input (no group); types of both activation forms, N not a multiple of
-// 4 or 8.
+// 4 or 8, the last member large enough for its last tasks to be split
+// finer at 2 threads.
 var bqGroupTestSpecs = []bqSpec{
-	{"q", "a", ggml.Q8_0, 300, 1}, {"k", "a", ggml.Q4_K, 75, 0}, {"v", "a", ggml.Q5_0, 37, 2}, {"o", "a2", ggml.Q6_K, 20, 0},
+	{"v", "a", ggml.Q5_0, 37, 2}, {"k", "a", ggml.Q4_K, 75, 0}, {"q", "a", ggml.Q8_0, 300, 1}, {"o", "a2", ggml.Q6_K, 20, 0},
 }
 
 // TestBQGroupSameBits: the group of siblings (with the bias Adds taken
