@@ -102,6 +102,10 @@ type stateVal struct {
 	// fed to the executed program in the input's place (never read).
 	host *graph.Tensor
 	size int64 // bytes
+	// fresh: host holds the zeros graph.New gave it and no run has seen
+	// it yet (the first reset need not write them: a context-long KV
+	// cache's pages stay untouched until used)
+	fresh bool
 
 	// device mode (slot != nil)
 	slot     *slot
@@ -162,7 +166,7 @@ func (m *Model) NewSession(ctx context.Context, pairs []StatePair, init map[stri
 		if err != nil {
 			return nil, fmt.Errorf("runtime: state %q: %w", p.Input, err)
 		}
-		sv := &stateVal{pair: p, host: host, size: int64(host.Len() * host.DType.Size())}
+		sv := &stateVal{pair: p, host: host, size: int64(host.Len() * host.DType.Size()), fresh: true}
 		s.states = append(s.states, sv)
 		s.byIn[p.Input], s.byOut[p.Output] = sv, sv
 	}
@@ -218,9 +222,10 @@ func (s *Session) reset(ctx context.Context, init map[string]*graph.Tensor) erro
 		s.dropDevice(sv)
 		if src := init[sv.pair.Input]; src != nil {
 			graph.CopyData(sv.host.Data, src.Data)
-		} else {
+		} else if !sv.fresh {
 			zero(sv.host)
 		}
+		sv.fresh = false
 		s.m.placeState(sv)
 		if sv.slot == nil {
 			continue
@@ -269,13 +274,12 @@ func (s *Session) dropDevice(sv *stateVal) {
 }
 
 func zero(t *graph.Tensor) {
-	switch d := t.Data.(type) {
-	case []float32:
-		clear(d)
-	default:
-		z, _ := graph.New(t.DType, t.Shape)
-		graph.CopyData(t.Data, z.Data)
+	if b, ok := graph.RawBytes(t); ok {
+		clear(b) // in place (a new zero tensor and a copy: twice the memory)
+		return
 	}
+	z, _ := graph.New(t.DType, t.Shape)
+	graph.CopyData(t.Data, z.Data)
 }
 
 // placeState decides where sv lives: on a slot when the partition

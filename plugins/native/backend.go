@@ -289,6 +289,8 @@ func (b *Backend) Compile(ctx context.Context, sg *hal.Subgraph, opts hal.Compil
 		return nil, err
 	}
 	g, fused := fuse(sg)
+	// sibling BlockQuantMatMuls of one input: one node (bqfuse.go)
+	g = fuseBQGroups(sg, g, fused)
 	if b.noFuse { // tests: the graph as it came, for comparison
 		c := *sg.Graph
 		c.Nodes = append([]*graph.Node(nil), sg.Graph.Nodes...)

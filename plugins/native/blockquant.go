@@ -151,6 +151,22 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
+	bc.bqPrecision(n, w)
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		a := in[0]
+		y, err := bqMatMulOut(ctx, a, w.k, w.n)
+		if err != nil {
+			return nil, err
+		}
+		w.run(bc.pool, f32(a), f32(y), a.Len()/w.k)
+		return ctx.Outputs(y), nil
+	}, nil
+}
+
+// bqPrecision gives node n's weight w the integer path's kernel when the
+// executable is compiled for hal.PrecisionInt8 and w can take it (else
+// notes why not).
+func (bc *buildCtx) bqPrecision(n *graph.Node, w *bqWeights) {
 	if bc.precision == hal.PrecisionInt8 && w.typ != 0 {
 		w.gk = bqkKernelFor(w.typ)
 		w.acts.New = func() any { return new(ggml.Act) }
@@ -166,15 +182,6 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 			bc.int8Kernel = w.ik.name
 		}
 	}
-	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-		a := in[0]
-		y, err := bqMatMulOut(ctx, a, w.k, w.n)
-		if err != nil {
-			return nil, err
-		}
-		w.run(bc.pool, f32(a), f32(y), a.Len()/w.k)
-		return ctx.Outputs(y), nil
-	}, nil
 }
 
 // bqJob is one call's arguments for parallelFor.

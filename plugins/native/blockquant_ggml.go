@@ -139,32 +139,44 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	a := w.acts.Get().(*ggml.Act)
 	defer w.acts.Put(a)
 	quantizeGGMLAct(a, x, m, w.k, ggml.ActBlock(w.typ))
-	j := bqkJob{w: w, a: a, y: y, m: m, per: w.n}
-	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
-		j.per = bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK)
-	}
+	j := bqkJob{w: w, a: a, y: y, m: m, per: w.intTaskRows(p, m)}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
-		w, N, k := j.w, j.w.n, j.w.gk
-		n, n1 := t*j.per, min(N, (t+1)*j.per)
-		if ng := (n1 - n) / 4; j.m == 1 && k.dot4n != nil && ng > 0 {
-			k.dot4n(w, n, ng, j.a, 0, j.y[n:n+4*ng])
-			n += 4 * ng
-		}
-		if k.dot4 != nil {
-			// four weight rows against every activation row while they
-			// are in cache
-			for ; n+4 <= n1; n += 4 {
-				for r := 0; r < j.m; r++ {
-					k.dot4(w, n, j.a, r, j.y[r*N+n:r*N+n+4])
-				}
-			}
-		}
-		for ; n < n1; n++ {
-			for r := 0; r < j.m; r++ {
-				j.y[r*N+n] = k.dot(w, n, j.a, r)
-			}
-		}
+		j.w.intRows(j.a, j.y, j.m, t*j.per, min(j.w.n, (t+1)*j.per))
 	})
+}
+
+// intTaskRows is the rows of one of runGGMLInt's tasks for m activation
+// rows on p (all of them when the product is small or p has one thread).
+func (w *bqWeights) intTaskRows(p *pool, m int) int {
+	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
+		return bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK)
+	}
+	return w.n
+}
+
+// intRows is the integer path's work on outputs n0..n1-1 of the m
+// activation rows of a (quantized for w's type), into y [m, N]: a task
+// of runGGMLInt, and of a sibling group's (bqfuse.go).
+func (w *bqWeights) intRows(a *ggml.Act, y []float32, m, n0, n1 int) {
+	N, k, n := w.n, w.gk, n0
+	if ng := (n1 - n) / 4; m == 1 && k.dot4n != nil && ng > 0 {
+		k.dot4n(w, n, ng, a, 0, y[n:n+4*ng])
+		n += 4 * ng
+	}
+	if k.dot4 != nil {
+		// four weight rows against every activation row while they
+		// are in cache
+		for ; n+4 <= n1; n += 4 {
+			for r := 0; r < m; r++ {
+				k.dot4(w, n, a, r, y[r*N+n:r*N+n+4])
+			}
+		}
+	}
+	for ; n < n1; n++ {
+		for r := 0; r < m; r++ {
+			y[r*N+n] = k.dot(w, n, a, r)
+		}
+	}
 }
 
 // bqkTaskBytes is about how many weight bytes a task of a product with

@@ -35,6 +35,8 @@ type fusion struct {
 	// nhwc: a Resize that took over the Transpose of its output to
 	// channels-last (ufc_resize_nhwc.go)
 	nhwc bool
+	// bqs: sibling BlockQuantMatMuls run as one node (bqfuse.go)
+	bqs *bqGroupPlan
 }
 
 // fusable are the ops that take a following Relu or Clip.

@@ -164,6 +164,9 @@ func referenceRunnable(n *graph.Node) bool {
 
 // build returns the kernel of a node (nil: the reference kernel).
 func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
+	if f != nil && f.bqs != nil {
+		return buildBQGroup(bc, f.bqs) // bqfuse.go
+	}
 	if n.Domain == quantops.Domain {
 		return buildQuant(bc, n)
 	}
