@@ -105,7 +105,7 @@ type arena struct {
 	// owned are the tensors handed out this run, each with the key of its
 	// buffer's free list (its capacity: with fit, a larger one than the
 	// tensor's class)
-	owned map[*graph.Tensor]ownedBuf
+	owned ownedSet
 
 	budget *Budget
 	limit  int64 // per-tensor byte limit (0: graph.MaxTensorBytes)
@@ -143,7 +143,7 @@ type arena struct {
 }
 
 func newArena(b *Budget, limit int64) *arena {
-	return &arena{free: map[poolKey]*freeList{}, owned: map[*graph.Tensor]ownedBuf{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
+	return &arena{free: map[poolKey]*freeList{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
 }
 
 // elemBytes is the accounted size of one element (a string counts its
@@ -331,7 +331,7 @@ func (a *arena) header(dt graph.DType, shape []int, data any, k poolKey, l *free
 	} else {
 		t = &graph.Tensor{DType: dt, Shape: sh, Data: data}
 	}
-	a.owned[t] = ownedBuf{k, l, v}
+	a.owned.add(t, ownedBuf{k, l, v})
 	a.liveBytes += bytes
 	if a.liveBytes > a.peak {
 		a.peak = a.liveBytes
@@ -406,11 +406,10 @@ func (a *arena) release(t *graph.Tensor) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ob, ok := a.owned[t]
+	ob, ok := a.owned.remove(t)
 	if !ok {
 		return
 	}
-	delete(a.owned, t)
 	k := ob.k
 	bytes := int64(k.n()) * elemBytes(k.dt())
 	a.liveBytes -= bytes
@@ -435,8 +434,7 @@ func (a *arena) recycle(t *graph.Tensor) {
 func (a *arena) disown(t *graph.Tensor) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ob, ok := a.owned[t]; ok {
-		delete(a.owned, t)
+	if ob, ok := a.owned.remove(t); ok {
 		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
 		bytes := int64(ob.k.n()) * elemBytes(ob.k.dt())
 		a.liveBytes -= bytes
@@ -449,7 +447,7 @@ func (a *arena) disown(t *graph.Tensor) {
 func (a *arena) reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for t, ob := range a.owned {
+	a.owned.drain(func(t *graph.Tensor, ob ownedBuf) {
 		if t.DType != graph.String {
 			ob.l.put(freeBuf{t.Data, t.Len(), ob.v})
 			a.recycle(t)
@@ -458,8 +456,7 @@ func (a *arena) reset() {
 			a.held -= bytes
 			a.budget.release(bytes)
 		}
-	}
-	clear(a.owned)
+	})
 	for _, v := range a.views {
 		a.recycle(v)
 	}
