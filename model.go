@@ -405,7 +405,18 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 		return errNilContext
 	}
 	var symBuf [8]symDim
-	syms, err := m.checkSyms(inputs, symBuf[:0])
+	// the inputs and outputs by position, for a run that binds them all
+	// (runBound): filled by the checks, which look every name up anyway
+	var inBuf, outBuf [8]*graph.Tensor
+	posIn, posOut := inBuf[:], outBuf[:]
+	if len(m.inputs) > len(inBuf) {
+		posIn = make([]*graph.Tensor, len(m.inputs))
+	}
+	if len(m.outputs) > len(outBuf) {
+		posOut = make([]*graph.Tensor, len(m.outputs))
+	}
+	posIn, posOut = posIn[:len(m.inputs)], posOut[:len(m.outputs)]
+	syms, err := m.checkSymsSkip(inputs, symBuf[:0], nil, posIn)
 	if err != nil {
 		return err
 	}
@@ -420,6 +431,7 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 			continue
 		}
 		found++
+		posOut[i] = unwrap(dst)
 		if dst == nil {
 			return &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
 		}
@@ -457,15 +469,9 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs Tensors) error {
 	// run computes another shape, the executor refuses it and the error
 	// names the output (ErrShape).
 	if all && !m.profile && m.onRun == nil {
-		// every result goes into the caller's tensors: no map, no stats
-		inF := feedsOf(inputs, m.inputs)
-		in := inF.tensors()
-		outF := feedsOf(outputs, m.outputs)
-		out := outF.tensors()
-		_, err := m.rt.RunOpts(ctx, in, runtime.RunOptions{Into: out, Drop: true})
-		inF.release()
-		outF.release()
-		return intoError(err)
+		// every result goes into the caller's tensors: no map, no stats,
+		// nothing looked up by name again
+		return intoError(m.rt.RunBound(ctx, posIn, posOut))
 	}
 	var into map[string]*graph.Tensor
 	for name, dst := range outputs {
@@ -582,12 +588,14 @@ func (m *Model) check(inputs Tensors) error {
 // checkSyms is check, returning the sizes the symbolic dims took,
 // appended to syms.
 func (m *Model) checkSyms(inputs Tensors, syms []symDim) ([]symDim, error) {
-	return m.checkSymsSkip(inputs, syms, nil)
+	return m.checkSymsSkip(inputs, syms, nil, nil)
 }
 
 // checkSymsSkip is checkSyms where inputs for which given says true are
-// supplied by someone else (a session's state) when missing.
-func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) bool) ([]symDim, error) {
+// supplied by someone else (a session's state) when missing. pos, when
+// not nil, receives the inputs by position (len(m.inputs); nil where
+// omitted).
+func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) bool, pos []*graph.Tensor) ([]symDim, error) {
 	// by the model's inputs, looked up (ranging over a map draws a random
 	// start each time: this runs on every run)
 	found := 0
@@ -605,6 +613,9 @@ func (m *Model) checkSymsSkip(inputs Tensors, syms []symDim, given func(string) 
 		found++
 		if t == nil {
 			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: "nil tensor"}
+		}
+		if pos != nil {
+			pos[i] = &t.t
 		}
 		if err := t.check(); err != nil {
 			return nil, &TensorError{Name: name, Err: ErrInvalidTensor, Got: err.Error()}

@@ -189,5 +189,5 @@ func (s *Session) Close() error { return s.rt.Close() }
 // checkSymsState is checkSyms for a session: its state inputs are not
 // missing.
 func (m *Model) checkSymsState(inputs Tensors, syms []symDim, rs *runtime.Session) ([]symDim, error) {
-	return m.checkSymsSkip(inputs, syms, func(name string) bool { return rs.StateDevice(name) != "" })
+	return m.checkSymsSkip(inputs, syms, func(name string) bool { return rs.StateDevice(name) != "" }, nil)
 }

@@ -178,22 +178,6 @@ func feeds(ts Tensors) *runtimeMap {
 	return r
 }
 
-// feedsOf is feeds for a ts whose every name is among vs (checked by the
-// caller), looked up by vs's names instead of ranging over ts (which
-// draws a random start each time).
-func feedsOf(ts Tensors, vs []ValueInfo) *runtimeMap {
-	if ts == nil {
-		return nil
-	}
-	r := runtimeMaps.Get().(*runtimeMap)
-	for i := range vs {
-		if v, ok := ts[vs[i].Name]; ok {
-			r.m[vs[i].Name] = unwrap(v)
-		}
-	}
-	return r
-}
-
 // tensors is the map (nil for a nil r).
 func (r *runtimeMap) tensors() map[string]*graph.Tensor {
 	if r == nil {

@@ -128,7 +128,7 @@ func (m *Model) Run(ctx context.Context, inputs map[string]*graph.Tensor) (map[s
 // RunWithStats is Run with per-run statistics and optional profiling.
 func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, *Stats, error) {
 	st := &Stats{}
-	out, err := m.runLife(ctx, inputs, opts, st, nil)
+	out, err := m.runLife(ctx, inputs, nil, opts, st, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -140,10 +140,27 @@ func (m *Model) RunWithStats(ctx context.Context, inputs map[string]*graph.Tenso
 // and a context that cannot be cancelled, a steady-state run of a model
 // of static shapes allocates nothing.
 func (m *Model) RunOpts(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions) (map[string]*graph.Tensor, error) {
-	return m.runLife(ctx, inputs, opts, nil, nil)
+	return m.runLife(ctx, inputs, nil, opts, nil, nil)
 }
 
-func (m *Model) runLife(ctx context.Context, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats, sess *Session) (map[string]*graph.Tensor, error) {
+// RunBound is RunOpts with inputs and outputs bound by position instead
+// of by name: inputs[i] is Inputs()[i] (nil: omitted, for an input with
+// an initializer default), outputs[i] receives Outputs()[i] as in
+// exec.Program.RunBound (a tensor with data is written into, in place
+// where the producing kernel allocates its dtype and shape; nil drops the
+// result). Nothing is looked up by name: with a tensor for every output
+// and a context that cannot be cancelled, a steady-state run of a model
+// of static shapes allocates nothing. The caller has checked the inputs'
+// names; the executor still checks their dtypes and shapes.
+func (m *Model) RunBound(ctx context.Context, inputs, outputs []*graph.Tensor) error {
+	_, err := m.runLife(ctx, nil, &boundIO{inputs, outputs}, RunOptions{}, nil, nil)
+	return err
+}
+
+// boundIO are a run's inputs and outputs by position (RunBound).
+type boundIO struct{ ins, outs []*graph.Tensor }
+
+func (m *Model) runLife(ctx context.Context, inputs map[string]*graph.Tensor, pos *boundIO, opts RunOptions, st *Stats, sess *Session) (map[string]*graph.Tensor, error) {
 	if m == nil || m.life == nil {
 		return nil, ErrClosed
 	}
@@ -159,7 +176,7 @@ func (m *Model) runLife(ctx context.Context, inputs map[string]*graph.Tensor, op
 	if !own {
 		ctx = rctx
 	}
-	out, err := m.run(ctx, own, inputs, opts, st, sess)
+	out, err := m.run(ctx, own, inputs, pos, opts, st, sess)
 	if err != nil && (own && m.life.closing.Err() != nil || !own && errors.Is(context.Cause(rctx), ErrClosed)) {
 		return nil, fmt.Errorf("runtime: the model was closed during the run (%v): %w", err, ErrClosed)
 	}

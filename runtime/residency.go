@@ -313,10 +313,19 @@ const maxIdleRunStates = 8
 // putRunState keeps rs (released) for a later run, its maps emptied and
 // its account zeroed.
 func (m *Model) putRunState(rs *runState) {
-	clear(rs.bufs)
-	clear(rs.reads)
-	clear(rs.host)
-	clear(rs.owned)
+	// (clearing an empty map is not free: most runs leave all empty)
+	if len(rs.bufs) > 0 {
+		clear(rs.bufs)
+	}
+	if len(rs.reads) > 0 {
+		clear(rs.reads)
+	}
+	if len(rs.host) > 0 {
+		clear(rs.host)
+	}
+	if len(rs.owned) > 0 {
+		clear(rs.owned)
+	}
 	clear(rs.spans)
 	*rs = runState{bufs: rs.bufs, reads: rs.reads, host: rs.host, owned: rs.owned, spans: rs.spans[:0]}
 	m.idleMu.Lock()
@@ -350,7 +359,9 @@ func (rs *runState) free(b hal.Buffer) {
 func (rs *runState) release() {
 	rs.mu.Lock()
 	if len(rs.owned) == 0 {
-		clear(rs.bufs)
+		if len(rs.bufs) > 0 {
+			clear(rs.bufs)
+		}
 		rs.mu.Unlock()
 		return
 	}

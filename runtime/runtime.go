@@ -216,9 +216,11 @@ type DeviceKernel struct {
 // (Unavailable) under ReplaceOnCPU re-places every partition of that
 // device on the fallback and runs again from the start (the inputs are
 // the caller's host tensors). own says ctx cannot be cancelled: the run
-// gets the runState's own context (runCtx) instead of a derived one. st,
-// when set, receives the run's statistics.
-func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tensor, opts RunOptions, st *Stats, sess *Session) (map[string]*graph.Tensor, error) {
+// gets the runState's own context (runCtx) instead of a derived one. The
+// inputs are by name, or by position when pos is set (RunBound: the
+// outputs too, and run returns no map). st, when set, receives the run's
+// statistics.
+func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tensor, pos *boundIO, opts RunOptions, st *Stats, sess *Session) (map[string]*graph.Tensor, error) {
 	for attempt := 0; ; attempt++ {
 		rs := m.runState(opts.Profile)
 		rs.sess = sess
@@ -233,7 +235,13 @@ func (m *Model) run(ctx context.Context, own bool, inputs map[string]*graph.Tens
 		if st != nil {
 			est = &st.Stats
 		}
-		out, err := m.prog.RunWith(rctx, inputs, opts, est)
+		var out map[string]*graph.Tensor
+		var err error
+		if pos != nil {
+			err = m.prog.RunBoundWith(rctx, pos.ins, pos.outs, opts, est)
+		} else {
+			out, err = m.prog.RunWith(rctx, inputs, opts, est)
+		}
 		var ops []DeviceOp
 		if err == nil && opts.Profile {
 			ops = rs.collect(ctx)

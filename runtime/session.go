@@ -493,7 +493,7 @@ func (s *Session) run(ctx context.Context, inputs map[string]*graph.Tensor, opts
 		sv.runBuf, sv.runFence = sv.buf, sv.fence
 	}
 	opts.Into = s.into
-	out, err := s.m.runLife(ctx, s.feeds, opts, st, s)
+	out, err := s.m.runLife(ctx, s.feeds, nil, opts, st, s)
 	for _, sv := range s.states {
 		if sv.slot == nil {
 			continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
@@ -14,10 +15,12 @@ import (
 // allocated (and their pages faulted in) between runs: steady-state runs
 // allocate nothing for intermediates.
 type arenaCache struct {
-	mu      sync.Mutex
-	free    []*arena
-	evicted bool // no longer in the program's map: arenas put back are dropped
-	runs    int  // arenas handed out (runs of the signature)
+	mu   sync.Mutex
+	free []*arena
+	// evicted: no longer in the program's map: arenas put back are
+	// dropped (set under mu; read without it by arenaFor, on every run)
+	evicted atomic.Bool
+	runs    int // arenas handed out (runs of the signature)
 }
 
 // maxIdleArenas bounds the arenas kept per signature (one per concurrent Run).
@@ -48,7 +51,7 @@ func (c *arenaCache) adopt(from *arenaCache) {
 		return
 	}
 	c.mu.Lock()
-	if len(c.free) > 0 || c.evicted {
+	if len(c.free) > 0 || c.evicted.Load() {
 		c.mu.Unlock()
 		from.put(a)
 		return
@@ -65,7 +68,7 @@ func (c *arenaCache) adopt(from *arenaCache) {
 func (c *arenaCache) put(a *arena) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.free) < maxIdleArenas && !c.evicted {
+	if len(c.free) < maxIdleArenas && !c.evicted.Load() {
 		c.free = append(c.free, a)
 		return
 	}
@@ -89,7 +92,7 @@ func (m *Program) arenaPool(sig string) *arenaCache {
 		if len(m.arenas) > 64 { // bound the cache for models fed many shapes
 			for _, c := range m.arenas {
 				c.mu.Lock()
-				c.evicted = true
+				c.evicted.Store(true)
 				c.mu.Unlock()
 				c.dropIdle()
 			}
@@ -203,10 +206,7 @@ func (l *lastSig) matches(feeds []*graph.Tensor) bool {
 // arenaFor returns the arena cache of the feeds' concrete shape signature.
 func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
 	if l := m.last.Load(); l.matches(feeds) {
-		l.cache.mu.Lock()
-		evicted := l.cache.evicted
-		l.cache.mu.Unlock()
-		if !evicted {
+		if !l.cache.evicted.Load() {
 			return l.cache
 		}
 	}
@@ -216,10 +216,7 @@ func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
 	// that alternate keep one each instead of passing one to and fro,
 	// dropping the other's buffers each time
 	if l := m.prevSig.Load(); l.matches(feeds) {
-		l.cache.mu.Lock()
-		evicted := l.cache.evicted
-		l.cache.mu.Unlock()
-		if !evicted {
+		if !l.cache.evicted.Load() {
 			if prev := m.last.Swap(l); prev != nil {
 				prev.cache.mu.Lock()
 				once := prev.cache.runs <= 1

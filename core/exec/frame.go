@@ -22,6 +22,7 @@ type frame struct {
 	res  []*graph.Tensor // the main graph's outputs (nested runs allocate theirs)
 	cc   callCtx
 	sub  kernels.SubgraphRunner // f.subgraph, bound once
+	done <-chan struct{}        // the run's ctx.Done(), read once a run
 	busy bool
 }
 
@@ -52,6 +53,7 @@ func (a *arena) putFrame(f *frame) {
 	f.r = nil
 	f.s.parent = nil
 	f.cc.kc.Context = nil
+	f.done = nil
 	a.mu.Unlock()
 }
 
@@ -62,6 +64,7 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 	f.cc.kc.Context, f.cc.kc.RunSubgraph = ctx, f.sub
 	f.cc.na.a = r.arena
 	done := ctx.Done()
+	f.done = done
 	for i, n := range p.order {
 		if kernels.Done(done) {
 			return nil, fmt.Errorf("exec: stopped before %s: %w", n.Label(), ctx.Err())
@@ -177,7 +180,7 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 		err = na.unbind(n, outs)
 	}
 	na.bound, na.taken = nil, nil
-	if err == nil && kernels.Done(ctx.Done()) {
+	if err == nil && kernels.Done(f.done) {
 		// long kernels stop early once the context is done, leaving their
 		// outputs incomplete: nothing they return after that is used
 		return nil, fmt.Errorf("exec: stopped in %s: %w", n.Label(), ctx.Err())

@@ -62,11 +62,18 @@ func (b *freeBuf) at(count int) any {
 }
 
 // ownedBuf is what the arena knows of a tensor it handed out: its
-// buffer's free list (key) and the buffer's views.
+// buffer's free list (key, and the list itself, so that a release looks
+// nothing up) and the buffer's views.
 type ownedBuf struct {
 	k poolKey
+	l *freeList
 	v *bufViews
 }
+
+// freeList holds the free buffers of one key. The arena's map keeps a
+// list once made while tensors of its key are out (dropping buffers
+// empties lists in place), so an owned tensor's list is the map's.
+type freeList []freeBuf
 
 // class is the count of the buffer an allocation of n elements takes:
 // n itself, or in an arena that has run more than one shape signature (a
@@ -94,11 +101,11 @@ func (k poolKey) n() int          { return int(k & (1<<56 - 1)) }
 // reserved in the program's Budget before it is allocated.
 type arena struct {
 	mu   sync.Mutex
-	free map[poolKey][]freeBuf
+	free map[poolKey]*freeList
 	// owned are the tensors handed out this run, each with the key of its
 	// buffer's free list (its capacity: with fit, a larger one than the
 	// tensor's class)
-	owned map[*graph.Tensor]ownedBuf
+	owned ownedSet
 
 	budget *Budget
 	limit  int64 // per-tensor byte limit (0: graph.MaxTensorBytes)
@@ -136,7 +143,7 @@ type arena struct {
 }
 
 func newArena(b *Budget, limit int64) *arena {
-	return &arena{free: map[poolKey][]freeBuf{}, owned: map[*graph.Tensor]ownedBuf{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
+	return &arena{free: map[poolKey]*freeList{}, frames: map[*plan]*frame{}, budget: b, limit: limit}
 }
 
 // elemBytes is the accounted size of one element (a string counts its
@@ -180,13 +187,13 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		a.used[k] = true
 	}
 	var data any
-	if len(a.free[k]) > 0 {
-		b := a.take(k, count)
+	if l := a.free[k]; l != nil && len(*l) > 0 {
+		b := l.take(count)
 		a.reuses++
 		data = b.at(count)
 		// a recycled buffer: one critical section (this runs for every
 		// value of every run)
-		t := a.header(dt, shape, data, k, b.v)
+		t := a.header(dt, shape, data, k, l, b.v)
 		a.mu.Unlock()
 		if zero || dt == graph.String {
 			clearData(data)
@@ -195,13 +202,14 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	}
 	if fk, ok := a.fit(dt, cls); ok {
 		// no free buffer of this size: the smallest larger one
-		b := a.take(fk, count)
+		l := a.free[fk]
+		b := l.take(count)
 		if a.migrated {
 			a.used[fk] = true
 		}
 		a.reuses++
 		data = b.at(count)
-		t := a.header(dt, shape, data, fk, b.v)
+		t := a.header(dt, shape, data, fk, l, b.v)
 		a.mu.Unlock()
 		if zero {
 			clearData(data)
@@ -223,17 +231,22 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	a.mu.Lock()
 	a.allocs++
 	a.held += bytes
-	t := a.header(dt, shape, data, k, nil)
+	l := a.free[k]
+	if l == nil {
+		l = new(freeList)
+		a.free[k] = l
+	}
+	t := a.header(dt, shape, data, k, l, nil)
 	a.mu.Unlock()
 	return t, nil
 }
 
-// take removes a buffer from k's free list (the caller holds a.mu; the
-// list is not empty): one last used at count elements where there is one,
-// so that its data needs no new slice header (a run repeating the last
-// run's allocations allocates nothing).
-func (a *arena) take(k poolKey, count int) freeBuf {
-	l := a.free[k]
+// take removes a buffer from the free list (the caller holds the
+// arena's mu; the list is not empty): one last used at count elements
+// where there is one, so that its data needs no new slice header (a run
+// repeating the last run's allocations allocates nothing).
+func (fl *freeList) take(count int) freeBuf {
+	l := *fl
 	i := len(l) - 1
 	for j := i; j >= 0; j-- {
 		if l[j].n == count {
@@ -243,9 +256,13 @@ func (a *arena) take(k poolKey, count int) freeBuf {
 	}
 	b := l[i]
 	l[i] = l[len(l)-1]
-	a.free[k] = l[:len(l)-1]
+	l[len(l)-1] = freeBuf{}
+	*fl = l[:len(l)-1]
 	return b
 }
+
+// put adds a buffer to the free list (the caller holds the arena's mu).
+func (fl *freeList) put(b freeBuf) { *fl = append(*fl, b) }
 
 // dropSmaller lets go of the largest free buffer of dt with fewer than
 // cls elements (at least minFit; the caller holds a.mu and is about to
@@ -260,7 +277,7 @@ func (a *arena) dropSmaller(dt graph.DType, cls int) {
 	var best poolKey
 	found := false
 	for k, l := range a.free {
-		if len(l) > 0 && k.dt() == dt && k.n() >= minFit && k.n() < cls && (!found || k.n() > best.n()) {
+		if len(*l) > 0 && k.dt() == dt && k.n() >= minFit && k.n() < cls && (!found || k.n() > best.n()) {
 			best, found = k, true
 		}
 	}
@@ -268,8 +285,8 @@ func (a *arena) dropSmaller(dt graph.DType, cls int) {
 		return
 	}
 	l := a.free[best]
-	l[len(l)-1] = freeBuf{}
-	a.free[best] = l[:len(l)-1]
+	(*l)[len(*l)-1] = freeBuf{}
+	*l = (*l)[:len(*l)-1]
 	bytes := int64(best.n()) * elemBytes(dt)
 	a.held -= bytes
 	a.budget.release(bytes)
@@ -294,7 +311,7 @@ func (a *arena) fit(dt graph.DType, cls int) (poolKey, bool) {
 	var best poolKey
 	found := false
 	for k, l := range a.free {
-		if len(l) > 0 && k.dt() == dt && k.n() > cls && (!found || k.n() < best.n()) {
+		if len(*l) > 0 && k.dt() == dt && k.n() > cls && (!found || k.n() < best.n()) {
 			best, found = k, true
 		}
 	}
@@ -303,7 +320,7 @@ func (a *arena) fit(dt graph.DType, cls int) (poolKey, bool) {
 
 // header makes the tensor of a buffer just handed out (the caller holds
 // a.mu): a recycled header, the shape in the run's slab, owned by a.
-func (a *arena) header(dt graph.DType, shape []int, data any, k poolKey, v *bufViews) *graph.Tensor {
+func (a *arena) header(dt graph.DType, shape []int, data any, k poolKey, l *freeList, v *bufViews) *graph.Tensor {
 	bytes := int64(k.n()) * elemBytes(k.dt())
 	sh := a.shapeOf(shape)
 	var t *graph.Tensor
@@ -314,7 +331,7 @@ func (a *arena) header(dt graph.DType, shape []int, data any, k poolKey, v *bufV
 	} else {
 		t = &graph.Tensor{DType: dt, Shape: sh, Data: data}
 	}
-	a.owned[t] = ownedBuf{k, v}
+	a.owned.add(t, ownedBuf{k, l, v})
 	a.liveBytes += bytes
 	if a.liveBytes > a.peak {
 		a.peak = a.liveBytes
@@ -367,14 +384,17 @@ func (a *arena) reserve(bytes int64, dt graph.DType, shape []int, n *graph.Node)
 }
 
 // dropFree lets go of every free buffer (their bytes leave the budget).
+// The lists are emptied in place: tensors out in a run (ownedBuf) hold
+// them.
 func (a *arena) dropFree() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var bytes int64
 	for k, l := range a.free {
-		bytes += int64(len(l)) * int64(k.n()) * elemBytes(k.dt())
+		bytes += int64(len(*l)) * int64(k.n()) * elemBytes(k.dt())
+		clear(*l)
+		*l = (*l)[:0]
 	}
-	clear(a.free)
 	a.held -= bytes
 	a.budget.release(bytes)
 }
@@ -386,11 +406,10 @@ func (a *arena) release(t *graph.Tensor) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ob, ok := a.owned[t]
+	ob, ok := a.owned.remove(t)
 	if !ok {
 		return
 	}
-	delete(a.owned, t)
 	k := ob.k
 	bytes := int64(k.n()) * elemBytes(k.dt())
 	a.liveBytes -= bytes
@@ -399,7 +418,7 @@ func (a *arena) release(t *graph.Tensor) {
 		a.budget.release(bytes)
 		return
 	}
-	a.free[k] = append(a.free[k], freeBuf{t.Data, t.Len(), ob.v})
+	ob.l.put(freeBuf{t.Data, t.Len(), ob.v})
 	a.recycle(t)
 }
 
@@ -415,8 +434,7 @@ func (a *arena) recycle(t *graph.Tensor) {
 func (a *arena) disown(t *graph.Tensor) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ob, ok := a.owned[t]; ok {
-		delete(a.owned, t)
+	if ob, ok := a.owned.remove(t); ok {
 		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
 		bytes := int64(ob.k.n()) * elemBytes(ob.k.dt())
 		a.liveBytes -= bytes
@@ -429,17 +447,16 @@ func (a *arena) disown(t *graph.Tensor) {
 func (a *arena) reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for t, ob := range a.owned {
+	a.owned.drain(func(t *graph.Tensor, ob ownedBuf) {
 		if t.DType != graph.String {
-			a.free[ob.k] = append(a.free[ob.k], freeBuf{t.Data, t.Len(), ob.v})
+			ob.l.put(freeBuf{t.Data, t.Len(), ob.v})
 			a.recycle(t)
 		} else {
 			bytes := int64(ob.k.n()) * elemBytes(ob.k.dt())
 			a.held -= bytes
 			a.budget.release(bytes)
 		}
-	}
-	clear(a.owned)
+	})
 	for _, v := range a.views {
 		a.recycle(v)
 	}
@@ -447,9 +464,10 @@ func (a *arena) reset() {
 	a.views = a.views[:0]
 	if a.migrated {
 		var bytes int64
+		// (nothing is owned now: no ownedBuf holds a list deleted here)
 		for k, l := range a.free {
 			if !a.used[k] {
-				bytes += int64(len(l)) * int64(k.n()) * elemBytes(k.dt())
+				bytes += int64(len(*l)) * int64(k.n()) * elemBytes(k.dt())
 				delete(a.free, k)
 			}
 		}
