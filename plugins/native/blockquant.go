@@ -73,6 +73,9 @@ type bqWeights struct {
 	raw []byte
 	rb  int
 	gk  *bqkKernel
+	// x16, when set, is the integer path's copy of the rows in the x16
+	// layout (blockquant_x16.go).
+	x16 *x16Weights
 }
 
 // newBQWeights checks a node's attributes against its constant B and
@@ -154,6 +157,7 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	if bc.precision == hal.PrecisionInt8 && w.typ != 0 {
 		w.gk = bqkKernelFor(w.typ)
 		w.acts.New = func() any { return new(ggml.Act) }
+		w.initX16() // blockquant_x16.go
 		bc.int8Nodes++
 		bc.int8Kernel = w.gk.name
 	} else if bc.precision == hal.PrecisionInt8 {

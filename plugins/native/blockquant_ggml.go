@@ -141,11 +141,12 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	quantizeGGMLAct(a, x, m, w.k, ggml.ActBlock(w.typ))
 	j := bqkJob{w: w, a: a, y: y, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
-		j.per = bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK)
+		j.per = w.x16TaskRows(bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK))
 	}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
 		w, N, k := j.w, j.w.n, j.w.gk
 		n, n1 := t*j.per, min(N, (t+1)*j.per)
+		n = w.x16Rows(j.a, j.y, j.m, n, n1) // the rows in the x16 layout (blockquant_x16.go)
 		if ng := (n1 - n) / 4; j.m == 1 && k.dot4n != nil && ng > 0 {
 			k.dot4n(w, n, ng, j.a, 0, j.y[n:n+4*ng])
 			n += 4 * ng
