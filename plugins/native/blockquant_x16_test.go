@@ -95,7 +95,7 @@ func TestX16KindsMatchDot(t *testing.T) {
 				a.Quantize(x16Acts(rng, m, K, K > be), m, K, ggml.ActBlock(ty))
 				for r := 0; r < m; r++ {
 					y := make([]float32, n)
-					kind.gemv(packed, nb, n/16, &a, r, y)           // all groups at once
+					kind.gemv(packed, nb, n/16, &a, r, y)              // all groups at once
 					kind.gemv(packed[gs:2*gs], nb, 1, &a, r, y[16:32]) // one again
 					for j := 0; j < n; j++ {
 						if want := ggml.Dot(ty, raw[j*rb:(j+1)*rb], &a, r); !x16Same(y[j], want) {

@@ -48,8 +48,8 @@ func main() {
 		}
 		return 0
 	})
-	q40(false)
-	q40(true)
+	q40("x16Q40GemvZ", false)
+	q40("x16Q40GemvG", true)
 	Generate()
 }
 
@@ -66,11 +66,7 @@ func vgf2p8affineqb(m, x, dst Op) {
 
 // q40 generates x16Q40GemvZ (gfni: x16Q40GemvG, the high nibbles moved
 // down by one GF2P8AFFINEQB instead of a shift and an AND).
-func q40(gfni bool) {
-	name := "x16Q40GemvZ"
-	if gfni {
-		name = "x16Q40GemvG"
-	}
+func q40(name string, gfni bool) {
 	TEXT(name, NOSPLIT, "func(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int)")
 	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with one activation row, into y (see the package asmgenx16a).", name))
 	Pragma("noescape")
