@@ -33,7 +33,16 @@ type x16Kind struct {
 	// Dot of each of their 16·ng rows with activation row r of a into
 	// y[0:16·ng] (group g's row i into y[16g+i]).
 	gemv func(packed []byte, nb, ng int, a *ggml.Act, r int, y []float32)
+	// gemm, optional, is gemv for nr activation rows r..r+nr−1 (nr 1 to
+	// x16GemmRows) sharing each block's unpacked weights, row r+k's
+	// outputs at y[k·ldy:]. A kind with it takes products of several
+	// activation rows (batched decode, prefill) from the x16 copy; the
+	// others keep the raw layout's GEMM for those.
+	gemm func(packed []byte, nb, ng int, a *ggml.Act, r, nr int, y []float32, ldy int)
 }
+
+// x16GemmRows is the most activation rows an x16Kind's gemm takes.
+const x16GemmRows = 4
 
 // x16Kinds are the x16 kinds by type (filled in init functions).
 var x16Kinds = map[ggml.Type]*x16Kind{}
@@ -90,13 +99,24 @@ func (w *bqWeights) x16Rows(a *ggml.Act, y []float32, m, n0, n1 int) int {
 	for n := n0; n < end; {
 		ng := min(step, (end-n)/16)
 		p := x.buf[n/16*gs : (n/16+ng)*gs]
-		for r := 0; r < m; r++ {
+		for r := 0; r < m; {
+			if nr := min(x16GemmRows, m-r); x.kind.gemm != nil && nr > 1 {
+				x.kind.gemm(p, x.nb, ng, a, r, nr, y[r*N+n:(r+nr-1)*N+n+16*ng], N)
+				r += nr
+				continue
+			}
 			x.kind.gemv(p, x.nb, ng, a, r, y[r*N+n:r*N+n+16*ng])
+			r++
 		}
 		n += 16 * ng
 	}
 	return max(n0, end)
 }
+
+// x16Gemm reports whether w's products of several activation rows are
+// the x16 copy's (its kind has gemm): run takes runGGMLInt for them, not
+// the raw layout's GEMM.
+func (w *bqWeights) x16Gemm() bool { return w.x16 != nil && w.x16.kind.gemm != nil }
 
 // x16TaskRows rounds a task's rows to whole groups where w has the x16
 // layout.

@@ -2,12 +2,42 @@
 
 package native
 
-// x16Q40GemvZ is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with one activation row, into y (see the package asmgenx16a).
+// x16Q40R1Z is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 1 activation rows, into y (see the package asmgenx16a).
 //
 //go:noescape
-func x16Q40GemvZ(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int)
+func x16Q40R1Z(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
 
-// x16Q40GemvG is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with one activation row, into y (see the package asmgenx16a).
+// x16Q40R1G is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 1 activation rows, into y (see the package asmgenx16a).
 //
 //go:noescape
-func x16Q40GemvG(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int)
+func x16Q40R1G(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
+// x16Q40R2Z is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 2 activation rows, into y (see the package asmgenx16a).
+//
+//go:noescape
+func x16Q40R2Z(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
+// x16Q40R2G is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 2 activation rows, into y (see the package asmgenx16a).
+//
+//go:noescape
+func x16Q40R2G(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
+// x16Q40R3Z is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 3 activation rows, into y (see the package asmgenx16a).
+//
+//go:noescape
+func x16Q40R3Z(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
+// x16Q40R3G is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 3 activation rows, into y (see the package asmgenx16a).
+//
+//go:noescape
+func x16Q40R3G(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
+// x16Q40R4Z is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 4 activation rows, into y (see the package asmgenx16a).
+//
+//go:noescape
+func x16Q40R4Z(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)
+
+// x16Q40R4G is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with 4 activation rows, into y (see the package asmgenx16a).
+//
+//go:noescape
+func x16Q40R4G(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)

@@ -83,7 +83,7 @@ func TestX16KindsMatchDot(t *testing.T) {
 		be := ty.BlockSize()
 		for _, K := range []int{be, 3 * be, 2048} {
 			t.Run(fmt.Sprintf("%s_K%d", ty, K), func(t *testing.T) {
-				const n, m = 64, 3
+				const n, m = 64, 5
 				raw := randomGGML(rng, ty, n, K)
 				x16SpecialScales(rng, ty, raw)
 				rb, nb, gs := len(raw)/n, K/be, kind.size(K/be)
@@ -100,6 +100,22 @@ func TestX16KindsMatchDot(t *testing.T) {
 					for j := 0; j < n; j++ {
 						if want := ggml.Dot(ty, raw[j*rb:(j+1)*rb], &a, r); !x16Same(y[j], want) {
 							t.Fatalf("row %d act %d: got %v, Dot %v", j, r, y[j], want)
+						}
+					}
+				}
+				if kind.gemm == nil {
+					return
+				}
+				// nr activation rows from row r0, outputs ldy apart
+				for nr := 1; nr <= min(m, x16GemmRows); nr++ {
+					r0, ldy := m-nr, n+5
+					y := make([]float32, nr*ldy)
+					kind.gemm(packed, nb, n/16, &a, r0, nr, y, ldy)
+					for k := 0; k < nr; k++ {
+						for j := 0; j < n; j++ {
+							if want := ggml.Dot(ty, raw[j*rb:(j+1)*rb], &a, r0+k); !x16Same(y[k*ldy+j], want) {
+								t.Fatalf("gemm of %d rows: row %d act %d: got %v, Dot %v", nr, j, r0+k, y[k*ldy+j], want)
+							}
 						}
 					}
 				}
@@ -126,7 +142,7 @@ func TestX16WeightsRun(t *testing.T) {
 		for _, n := range []int{16, 37, 300} {
 			for _, threads := range []int{1, 2} {
 				p := newPool(threads)
-				for m := 1; m <= 5; m++ {
+				for _, m := range []int{1, 2, 3, 4, 5, 9} {
 					raw := randomGGML(rng, ty, n, K)
 					rb := len(raw) / n
 					mk := func(on bool) *bqWeights {

@@ -30,14 +30,16 @@ func x16Q40Size(nb int) int { return nb * x16Q40Block }
 // x16Q40Repack packs 16 raw Q4_0 rows of rb bytes into one group.
 func x16Q40Repack(dst, raw []byte, rb, nb int) {
 	dst = dst[:nb*x16Q40Block]
-	for b := 0; b < nb; b++ {
-		o := dst[b*x16Q40Block : (b+1)*x16Q40Block]
-		for i := 0; i < 16; i++ {
-			blk := raw[i*rb+18*b : i*rb+18*b+18]
-			o[2*i], o[2*i+1] = blk[0], blk[1]
-			for t := 0; t < 4; t++ {
-				copy(o[32+64*t+4*i:32+64*t+4*i+4], blk[2+4*t:6+4*t])
-			}
+	for i := 0; i < 16; i++ {
+		row := raw[i*rb : i*rb+18*nb]
+		for b := 0; b < nb; b++ {
+			blk, o := row[18*b:18*b+18], dst[b*x16Q40Block+4*i:(b+1)*x16Q40Block]
+			dst[b*x16Q40Block+2*i], dst[b*x16Q40Block+2*i+1] = blk[0], blk[1]
+			le := binary.LittleEndian
+			le.PutUint32(o[32:], le.Uint32(blk[2:]))
+			le.PutUint32(o[96:], le.Uint32(blk[6:]))
+			le.PutUint32(o[160:], le.Uint32(blk[10:]))
+			le.PutUint32(o[224:], le.Uint32(blk[14:]))
 		}
 	}
 }
@@ -66,9 +68,4 @@ func x16Q40GemvGo(packed []byte, nb, ng int, a *ggml.Act, r int, y []float32) {
 			y[16*g+i] = acc
 		}
 	}
-}
-
-// x16Q40 is Q4_0's kind with gemv the kernel (x16Q40Kind).
-func x16Q40Kind(gemv func(packed []byte, nb, ng int, a *ggml.Act, r int, y []float32)) *x16Kind {
-	return &x16Kind{size: x16Q40Size, repack: x16Q40Repack, gemv: gemv}
 }

@@ -48,8 +48,10 @@ func main() {
 		}
 		return 0
 	})
-	q40("x16Q40GemvZ", false)
-	q40("x16Q40GemvG", true)
+	for nr := 1; nr <= 4; nr++ {
+		q40(nr, false)
+		q40(nr, true)
+	}
 	Generate()
 }
 
@@ -64,23 +66,60 @@ func vgf2p8affineqb(m, x, dst Op) {
 	Instruction(&ir.Instruction{Opcode: "VGF2P8AFFINEQB", Operands: []Op{U8(0), m, x, dst}, Inputs: []Op{m, x}, Outputs: []Op{dst}})
 }
 
-// q40 generates x16Q40GemvZ (gfni: x16Q40GemvG, the high nibbles moved
-// down by one GF2P8AFFINEQB instead of a shift and an AND).
-func q40(name string, gfni bool) {
-	TEXT(name, NOSPLIT, "func(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int)")
-	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with one activation row, into y (see the package asmgenx16a).", name))
+// q40 generates x16Q40R<nr>Z (gfni: x16Q40R<nr>G, the high nibbles
+// moved down by one GF2P8AFFINEQB instead of a shift and an AND): nr
+// (1..4) activation rows against the same unpacked weights, activation
+// row k's quants at x + k·32·nb, its scales and sums at xd, xs + k·4·nb
+// (core/ggml's Act), its outputs at y + k·ldy floats.
+func q40(nr int, gfni bool) {
+	name := fmt.Sprintf("x16Q40R%dZ", nr)
+	if gfni {
+		name = fmt.Sprintf("x16Q40R%dG", nr)
+	}
+	TEXT(name, NOSPLIT, "func(nb int, w *uint8, x *int8, xd *float32, xs *int32, y *float32, ng int, ldy int)")
+	Doc(fmt.Sprintf("%s is core/ggml's Dot of nb Q4_0 blocks for the 16·ng rows of ng x16 groups at w (consecutive) with %d activation rows, into y (see the package asmgenx16a).", name, nr))
 	Pragma("noescape")
 	w := Load(Param("w"), GP64())
 	y := Load(Param("y"), GP64())
 	ng := Load(Param("ng"), GP64())
 	cnt, x, xd, xs := GP64(), GP64(), GP64(), GP64()
-	zero, c, acc := ZMM(), ZMM(), ZMM()
+	// the activation rows' strides: quants 32·nb bytes, scales and sums
+	// 4·nb; the outputs' ldy floats
+	qs, ds, ys := GP64(), GP64(), GP64()
+	Load(Param("nb"), qs)
+	MOVQ(qs, ds)
+	SHLQ(U8(5), qs)
+	SHLQ(U8(2), ds)
+	Load(Param("ldy"), ys)
+	SHLQ(U8(2), ys)
+	var qs3, ds3 GPVirtual
+	if nr == 4 {
+		qs3, ds3 = GP64(), GP64()
+		LEAQ(Mem{Base: qs, Index: qs, Scale: 2}, qs3)
+		LEAQ(Mem{Base: ds, Index: ds, Scale: 2}, ds3)
+	}
+	row := func(base, s, s3 Register, k, disp int) Mem {
+		switch k {
+		case 0:
+			return Mem{Base: base, Disp: disp}
+		case 1:
+			return Mem{Base: base, Index: s, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: base, Index: s, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: base, Index: s3, Scale: 1, Disp: disp}
+	}
+	zero, c := ZMM(), ZMM()
 	VPXORD(zero, zero, zero)
 	VMOVDQU64(c0F, c)
 	var gm VecVirtual
 	if gfni {
 		gm = ZMM()
 		VMOVDQU64(gfHi4, gm)
+	}
+	acc := make([]VecVirtual, nr)
+	for k := range acc {
+		acc[k] = ZMM()
 	}
 	p := name + "_"
 	Label(p + "group")
@@ -90,44 +129,65 @@ func q40(name string, gfni bool) {
 	Load(Param("x"), x)
 	Load(Param("xd"), xd)
 	Load(Param("xs"), xs)
-	VXORPS(acc, acc, acc)
-	Label(p + "block")
-	// two chains of int32 sums: sa from −8·Σx, sb from 0
-	sa, sb, s8 := ZMM(), ZMM(), ZMM()
-	VPBROADCASTD(Mem{Base: xs}, s8)
-	VPSLLD(U8(3), s8, s8)
-	VPSUBD(s8, zero, sa)
-	VPXORD(sb, sb, sb)
-	for t := 0; t < 4; t++ {
-		q, h := ZMM(), ZMM()
-		VMOVDQU64(Mem{Base: w, Disp: 32 + 64*t}, q)
-		if gfni {
-			vgf2p8affineqb(gm, q, h)
-		} else {
-			VPSRLW(U8(4), q, h)
-			VPANDD(c, h, h)
-		}
-		VPANDD(c, q, q)
-		s := sa
-		if t >= 2 {
-			s = sb
-		}
-		vpdpbusdBcst(Mem{Base: x, Disp: 4 * t}, q, s)
-		vpdpbusdBcst(Mem{Base: x, Disp: 16 + 4*t}, h, s)
+	for k := range acc {
+		VXORPS(acc[k], acc[k], acc[k])
 	}
-	VPADDD(sb, sa, sa)
-	VCVTDQ2PS(sa, sa)
+	Label(p + "block")
+	// the block's 16 rows unpacked once: q[t] the low nibbles of vector
+	// t (weights 4t..4t+3), h[t] the high ones (16+4t..16+4t+3)
+	var q, h [4]VecVirtual
+	for t := 0; t < 4; t++ {
+		q[t], h[t] = ZMM(), ZMM()
+		VMOVDQU64(Mem{Base: w, Disp: 32 + 64*t}, q[t])
+		if gfni {
+			vgf2p8affineqb(gm, q[t], h[t])
+		} else {
+			VPSRLW(U8(4), q[t], h[t])
+			VPANDD(c, h[t], h[t])
+		}
+		VPANDD(c, q[t], q[t])
+	}
 	d := ZMM()
 	VCVTPH2PS(Mem{Base: w}, d)
-	VMULPS_BCST(Mem{Base: xd}, d, d)
-	VFMADD231PS(sa, d, acc) // acc += sum·(d·d_a), one rounding
+	for k := 0; k < nr; k++ {
+		// two chains of int32 sums: sa from −8·Σx, sb from 0
+		sa, sb, s8 := ZMM(), ZMM(), ZMM()
+		VPBROADCASTD(row(xs, ds, ds3, k, 0), s8)
+		VPSLLD(U8(3), s8, s8)
+		VPSUBD(s8, zero, sa)
+		VPXORD(sb, sb, sb)
+		for t := 0; t < 4; t++ {
+			s := sa
+			if t >= 2 {
+				s = sb
+			}
+			vpdpbusdBcst(row(x, qs, qs3, k, 4*t), q[t], s)
+			vpdpbusdBcst(row(x, qs, qs3, k, 16+4*t), h[t], s)
+		}
+		VPADDD(sb, sa, sa)
+		VCVTDQ2PS(sa, sa)
+		VMULPS_BCST(row(xd, ds, ds3, k, 0), d, s8)
+		VFMADD231PS(sa, s8, acc[k]) // acc += sum·(d·d_a), one rounding
+	}
 	ADDQ(U32(blockBytes), w)
 	ADDQ(U8(32), x)
 	ADDQ(U8(4), xd)
 	ADDQ(U8(4), xs)
 	DECQ(cnt)
 	JNZ(LabelRef(p + "block"))
-	VMOVUPS(acc, Mem{Base: y})
+	for k := 0; k < nr; k++ {
+		switch k {
+		case 0:
+			VMOVUPS(acc[k], Mem{Base: y})
+		case 1:
+			VMOVUPS(acc[k], Mem{Base: y, Index: ys, Scale: 1})
+		case 2:
+			VMOVUPS(acc[k], Mem{Base: y, Index: ys, Scale: 2})
+		case 3:
+			LEAQ(Mem{Base: y, Index: ys, Scale: 2}, cnt)
+			VMOVUPS(acc[k], Mem{Base: cnt, Index: ys, Scale: 1})
+		}
+	}
 	ADDQ(U8(64), y)
 	DECQ(ng)
 	JMP(LabelRef(p + "group"))
