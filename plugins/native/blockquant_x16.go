@@ -78,6 +78,12 @@ func (w *bqWeights) initX16() {
 		kind.repack(x.buf[g*gs:(g+1)*gs], w.raw[16*g*w.rb:16*(g+1)*w.rb], w.rb, nb)
 	}
 	w.x16 = x
+	if kind.gemm != nil {
+		// only the tail rows read the raw bytes now (products of
+		// several rows too); a kind without gemm keeps them for the raw
+		// layout's GEMM
+		x16Release(w.raw[:n*w.rb])
+	}
 }
 
 // x16Chunk is about how many packed weight bytes a task computes for

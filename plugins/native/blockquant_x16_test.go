@@ -1,13 +1,17 @@
 package native
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
+	"github.com/switchyard-hal/switchyard/internal/regular"
 )
 
 // x16SpecialScales sets some blocks' float16 scale (at offset 0 of the
@@ -174,6 +178,51 @@ func TestX16WeightsRun(t *testing.T) {
 					}
 				}
 				p.close()
+			}
+		}
+	}
+}
+
+// TestX16ReleaseKeepsBytes: releasing the raw rows of a weight mapped
+// from a file (as formats/llama maps a GGUF) and of a heap copy leaves
+// their bytes readable and unchanged, and the x16 weight's products still
+// give Dot's bits.
+func TestX16ReleaseKeepsBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 5))
+	const n, K = 300, 4096
+	raw := randomGGML(rng, ggml.Q4_0, n, K)
+	path := filepath.Join(t.TempDir(), "w.bin")
+	if err := os.WriteFile(path, append(make([]byte, 100), raw...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mapped, err := regular.Map(path, 0)
+	if err != nil {
+		t.Skipf("no mapping: %v", err)
+	}
+	defer regular.Unmap(mapped)
+	for _, b := range [][]byte{mapped[100:], append([]byte(nil), raw...)} {
+		x16Release(b)
+		if !bytes.Equal(b, raw) {
+			t.Fatal("the bytes changed")
+		}
+	}
+	if len(x16Kinds) == 0 || !x16Usable() {
+		return
+	}
+	rb := len(raw) / n
+	w := &bqWeights{n: n, k: K, typ: ggml.Q4_0, raw: mapped[100:], rb: rb}
+	w.gk = bqkKernelFor(ggml.Q4_0)
+	w.acts.New = func() any { return new(ggml.Act) }
+	w.initX16()
+	x := x16Acts(rng, 5, K, false)
+	var a ggml.Act
+	a.Quantize(x, 5, K, 32)
+	y := make([]float32, 5*n)
+	w.run(nil, x, y, 5)
+	for r := 0; r < 5; r++ {
+		for j := 0; j < n; j++ {
+			if want := ggml.Dot(ggml.Q4_0, raw[j*rb:(j+1)*rb], &a, r); !x16Same(y[r*n+j], want) {
+				t.Fatalf("row %d act %d: got %v, Dot %v", j, r, y[r*n+j], want)
 			}
 		}
 	}
