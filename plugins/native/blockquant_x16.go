@@ -73,7 +73,7 @@ func (w *bqWeights) initX16() {
 	}
 	nb := w.k / w.typ.BlockSize()
 	n, gs := w.n&^15, kind.size(nb)
-	x := &x16Weights{kind: kind, buf: make([]byte, n/16*gs), n: n, nb: nb, gs: gs}
+	x := &x16Weights{kind: kind, buf: x16Alloc(n / 16 * gs), n: n, nb: nb, gs: gs}
 	for g := 0; g < n/16; g++ {
 		kind.repack(x.buf[g*gs:(g+1)*gs], w.raw[16*g*w.rb:16*(g+1)*w.rb], w.rb, nb)
 	}

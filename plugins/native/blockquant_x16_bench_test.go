@@ -49,3 +49,27 @@ func BenchmarkX16(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkX16Repack: packing 64 MiB of Q4_0 rows into the x16 layout
+// (load time), one thread.
+func BenchmarkX16Repack(b *testing.B) {
+	rng := rand.New(rand.NewPCG(16, 10))
+	const k = 2048
+	rb, _ := ggml.Q4_0.RowBytes(k)
+	n := (64 << 20) / rb &^ 15
+	raw := randomGGML(rng, ggml.Q4_0, n, k)
+	nb, gs := k/32, x16Q40Size(k/32)
+	for _, c := range []struct {
+		name  string
+		alloc func(int) []byte
+	}{{"make", func(n int) []byte { return make([]byte, n) }}, {"x16Alloc", x16Alloc}} {
+		b.Run(c.name, func(b *testing.B) {
+			streamRun(b, int64(len(raw)), func() {
+				dst := c.alloc(n / 16 * gs)
+				for g := 0; g < n/16; g++ {
+					x16Q40Repack(dst[g*gs:(g+1)*gs], raw[16*g*rb:16*(g+1)*rb], rb, nb)
+				}
+			})
+		})
+	}
+}
