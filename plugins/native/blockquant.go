@@ -73,6 +73,9 @@ type bqWeights struct {
 	raw []byte
 	rb  int
 	gk  *bqkKernel
+	// x16, when set, is the integer path's copy of the rows in the x16
+	// layout (blockquant_x16.go).
+	x16 *x16Weights
 }
 
 // newBQWeights checks a node's attributes against its constant B and
@@ -170,6 +173,7 @@ func (bc *buildCtx) bqPrecision(n *graph.Node, w *bqWeights) {
 	if bc.precision == hal.PrecisionInt8 && w.typ != 0 {
 		w.gk = bqkKernelFor(w.typ)
 		w.acts.New = func() any { return new(ggml.Act) }
+		w.initX16() // blockquant_x16.go
 		bc.int8Nodes++
 		bc.int8Kernel = w.gk.name
 	} else if bc.precision == hal.PrecisionInt8 {
@@ -194,7 +198,7 @@ type bqJob struct {
 // run computes y [m, n] = x [m, k] · Wᵀ.
 func (w *bqWeights) run(p *pool, x, y []float32, m int) {
 	if w.gk != nil {
-		if m > 1 && w.runGEMM(p, x, y, m) {
+		if m > 1 && !w.x16Gemm() && w.runGEMM(p, x, y, m) {
 			return // the rows together in tiles (qgemm.go)
 		}
 		w.runGGMLInt(p, x, y, m)

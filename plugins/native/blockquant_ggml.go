@@ -149,7 +149,7 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 // rows on p (all of them when the product is small or p has one thread).
 func (w *bqWeights) intTaskRows(p *pool, m int) int {
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
-		return bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK)
+		return w.x16TaskRows(bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK))
 	}
 	return w.n
 }
@@ -158,7 +158,8 @@ func (w *bqWeights) intTaskRows(p *pool, m int) int {
 // activation rows of a (quantized for w's type), into y [m, N]: a task
 // of runGGMLInt, and of a sibling group's (bqfuse.go).
 func (w *bqWeights) intRows(a *ggml.Act, y []float32, m, n0, n1 int) {
-	N, k, n := w.n, w.gk, n0
+	N, k := w.n, w.gk
+	n := w.x16Rows(a, y, m, n0, n1) // the rows in the x16 layout (blockquant_x16.go)
 	if ng := (n1 - n) / 4; m == 1 && k.dot4n != nil && ng > 0 {
 		k.dot4n(w, n, ng, a, 0, y[n:n+4*ng])
 		n += 4 * ng
