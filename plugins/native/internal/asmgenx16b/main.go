@@ -48,6 +48,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -67,7 +68,21 @@ var c0F, c3F, c10, gfHi4 Mem
 var q5Idx [8]Mem
 var gfQ6 [3]Mem
 
+// pfDist is how far ahead (bytes) the kernels prefetch their one stream
+// of weights.
+var pfDist = flag.Int("pf", 2048, "prefetch distance")
+
+// prefetch emits the prefetches of step s of steps of a chunk of tb bytes
+// at w: its lines spread evenly over the steps.
+func prefetch(w GPVirtual, tb, s, steps int) {
+	lines := (tb + 63) / 64
+	for j := s * lines / steps; j < (s+1)*lines/steps; j++ {
+		PREFETCHT0(Mem{Base: w, Disp: *pfDist + 64*j})
+	}
+}
+
 func main() {
+	flag.Parse()
 	c0F = avokit.Bytes("x16b_c0f", 64, func(int) byte { return 0x0F })
 	c3F = avokit.Bytes("x16b_c3f", 64, func(int) byte { return 0x3F })
 	c10 = avokit.Bytes("x16b_c10", 64, func(int) byte { return 0x10 })
@@ -250,6 +265,7 @@ func q5(m int) {
 		}
 	}, func(c int) {
 		for i := 0; i < c; i++ {
+			prefetch(k.w, 352*c, i, c)
 			wm := func(p, disp int) Mem { return Mem{Base: k.w, Disp: off(parts, c, i, p) + disp} }
 			// the offsets −16·Lanes of the block, to the stack
 			for r := 0; r < m; r++ {
@@ -340,6 +356,7 @@ func q6k(m int) {
 				VMOVDQU32(o, stack.Offset(64*r))
 			}
 			for g := 0; g < 16; g++ {
+				prefetch(k.w, 3360*c, 16*i+g, 16*c)
 				a, b, cc := ZMM(), ZMM(), ZMM()
 				VMOVDQU64(wm(0, 192*g), a)
 				VMOVDQU64(wm(0, 192*g+64), b)
