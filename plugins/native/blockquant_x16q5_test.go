@@ -145,3 +145,84 @@ func BenchmarkX16b(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkX16bBatch: m activation rows (serve's batched decode) times
+// a Q5_0 or Q6_K weight of Qwen2.5-0.5B's shapes, one thread: the raw
+// layout's four-row kernel for each activation row (runGGMLInt's m > 1
+// loop), the x16 gemv once a row over 32 KiB chunks of groups (x16a's
+// x16Rows), and gemvM (two rows a call sharing the unpacked weights).
+//
+//	go test -run '^$' -bench X16bBatch ./plugins/native
+func BenchmarkX16bBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(16, 17))
+	for _, c := range []struct {
+		t     ggml.Type
+		rows  int
+		K     int
+		label string
+	}{{ggml.Q5_0, 896, 896, "attn"}, {ggml.Q5_0, 4864, 896, "ffn_up"}, {ggml.Q6_K, 896, 4864, "ffn_down"}} {
+		rb, _ := c.t.RowBytes(c.K)
+		nb := c.K / c.t.BlockSize()
+		raw := randomGGML(rng, c.t, c.rows, c.K)
+		packed := x16bPack(c.t, raw, rb, nb, c.rows/16)
+		w := &bqWeights{n: c.rows, k: c.K, typ: c.t, raw: raw, rb: rb}
+		k := bqkKernelFor(c.t)
+		xk := x16bTypes[c.t]
+		gs := xk.size(nb)
+		step := max(1, (32<<10)/gs)
+		for _, m := range []int{2, 4} {
+			x := make([]float32, m*c.K)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			var a ggml.Act
+			a.Quantize(x, m, c.K, ggml.ActBlock(c.t))
+			y := make([]float32, m*c.rows)
+			name := fmt.Sprintf("%s_%s_%dx%d_m%d", c.t, c.label, c.rows, c.K, m)
+			b.Run(name+"_old", func(b *testing.B) {
+				streamRun(b, int64(len(raw)), func() {
+					for n := 0; n < c.rows; n += 4 {
+						for r := 0; r < m; r++ {
+							k.dot4(w, n, &a, r, y[r*c.rows+n:r*c.rows+n+4])
+						}
+					}
+				})
+			})
+			b.Run(name+"_x16rows", func(b *testing.B) {
+				streamRun(b, int64(len(raw)), func() {
+					for g := 0; g < c.rows/16; g += step {
+						ng := min(step, c.rows/16-g)
+						for r := 0; r < m; r++ {
+							xk.gemv(packed[g*gs:(g+ng)*gs], nb, ng, &a, r, y[r*c.rows+16*g:])
+						}
+					}
+				})
+			})
+			b.Run(name+"_x16M", func(b *testing.B) {
+				streamRun(b, int64(len(raw)), func() {
+					for g := 0; g < c.rows/16; g += step {
+						ng := min(step, c.rows/16-g)
+						xk.gemvM(packed[g*gs:(g+ng)*gs], nb, ng, &a, 0, m, y[16*g:], c.rows)
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkX16bRepack: the load-time repacking (bytes/s of raw weight).
+func BenchmarkX16bRepack(b *testing.B) {
+	rng := rand.New(rand.NewPCG(16, 18))
+	for _, c := range []struct {
+		t ggml.Type
+		K int
+	}{{ggml.Q5_0, 896}, {ggml.Q6_K, 2048}} {
+		rb, _ := c.t.RowBytes(c.K)
+		nb := c.K / c.t.BlockSize()
+		const rows = 1024
+		raw := randomGGML(rng, c.t, rows, c.K)
+		b.Run(c.t.String(), func(b *testing.B) {
+			streamRun(b, int64(len(raw)), func() { x16bPack(c.t, raw, rb, nb, rows/16) })
+		})
+	}
+}

@@ -15,30 +15,40 @@ var x16q6kParts = []int{3072, 256, 32}
 // x16q6kSize is the bytes of a Q6_K group (as many as 16 raw rows).
 func x16q6kSize(nb int) int { return 16 * 210 * nb }
 
-// q6kValue is element e (0..255) of a raw Q6_K block, unsigned (0..63).
-func q6kValue(blk []byte, e int) byte {
-	h, k, l := e/128, e%128/32, e%32
-	q := blk[64*h+32*(k&1)+l] >> (4 * uint(k>>1)) & 15
-	return q | (blk[128+32*h+l]>>(2*uint(k))&3)<<4
+// q6kUnpack is the 256 unsigned quants (0..63) of a raw Q6_K block.
+func q6kUnpack(blk []byte, e *[256]byte) {
+	ql, qh := blk[0:128], blk[128:192]
+	for h := 0; h < 2; h++ {
+		for l := 0; l < 32; l++ {
+			a, c, q := ql[64*h+l], ql[64*h+32+l], qh[32*h+l]
+			e[128*h+l] = a&15 | (q&3)<<4
+			e[128*h+32+l] = c&15 | (q>>2&3)<<4
+			e[128*h+64+l] = a>>4 | (q>>4&3)<<4
+			e[128*h+96+l] = c>>4 | (q>>6)<<4
+		}
+	}
 }
 
 // x16q6kRepack repacks the 16 Q6_K rows of raw (rb bytes apart, nb
 // super-blocks each) into dst (x16q6kSize(nb) bytes).
 func x16q6kRepack(dst, raw []byte, rb, nb int) {
 	dst = dst[:x16q6kSize(nb)]
+	var e [256]byte
 	for b := 0; b < nb; b++ {
 		q, s, d := x16bOff(x16q6kParts, nb, b, 0), x16bOff(x16q6kParts, nb, b, 1), x16bOff(x16q6kParts, nb, b, 2)
 		for i := 0; i < 16; i++ {
 			blk := raw[i*rb+210*b : i*rb+210*b+210]
 			copy(dst[d+2*i:d+2*i+2], blk[208:210])
+			q6kUnpack(blk, &e)
 			for g := 0; g < 16; g++ {
 				dst[s+16*g+i] = blk[192+g]
+				o := dst[q+192*g+4*i : q+192*g+4*i+132]
+				v := e[16*g : 16*g+16]
 				for j := 0; j < 4; j++ {
-					e3 := q6kValue(blk, 16*g+12+j)
-					o := q + 192*g + 4*i + j
-					dst[o] = q6kValue(blk, 16*g+j) | (e3&3)<<6
-					dst[o+64] = q6kValue(blk, 16*g+4+j) | (e3>>2&3)<<6
-					dst[o+128] = q6kValue(blk, 16*g+8+j) | (e3>>4)<<6
+					e3 := v[12+j]
+					o[j] = v[j] | (e3&3)<<6
+					o[64+j] = v[4+j] | (e3>>2&3)<<6
+					o[128+j] = v[8+j] | (e3>>4)<<6
 				}
 			}
 		}
