@@ -26,6 +26,9 @@ import (
 // gemvM is gemv for m consecutive activation rows (outputs of row r+q
 // at y[q·ldy:]), the small batches of serve's decode.
 
+// x16bForceGo turns the assembly kernels off (tests compare both).
+var x16bForceGo = false
+
 // x16bOff is the offset in a group (nb blocks a row) of part p of block
 // b, the blocks' parts of sizes parts (16 rows' bytes each).
 func x16bOff(parts []int, nb, b, p int) int {

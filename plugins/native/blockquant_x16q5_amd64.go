@@ -9,9 +9,6 @@ import (
 // BITALG (VPSHUFBITQMB) and GFNI, and F16C.
 var hasX16bAsm = hasBQIVNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BITALG && cpu.X86.HasAVX512GFNI && cpu.X86.HasF16C
 
-// x16bForceGo turns the assembly off (tests).
-var x16bForceGo = false
-
 // x16bArchGemv runs the assembly kernel of type t (Q5_0 or Q6_K) for
 // activation rows r..r+m-1 (m 1 or 2), reporting false where it does not
 // (the CPU lacks it, or SWITCHYARD_NATIVE_QKERNEL forces another family).

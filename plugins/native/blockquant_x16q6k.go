@@ -15,16 +15,18 @@ var x16q6kParts = []int{3072, 256, 32}
 // x16q6kSize is the bytes of a Q6_K group (as many as 16 raw rows).
 func x16q6kSize(nb int) int { return 16 * 210 * nb }
 
-// q6kUnpack is the 256 unsigned quants (0..63) of a raw Q6_K block.
+// q6kUnpack is the 256 unsigned quants (0..63) of a raw Q6_K block,
+// eight at a time in a uint64.
 func q6kUnpack(blk []byte, e *[256]byte) {
-	ql, qh := blk[0:128], blk[128:192]
+	const m4, m2 = 0x0F0F0F0F0F0F0F0F, 0x0303030303030303
+	le := binary.LittleEndian
 	for h := 0; h < 2; h++ {
-		for l := 0; l < 32; l++ {
-			a, c, q := ql[64*h+l], ql[64*h+32+l], qh[32*h+l]
-			e[128*h+l] = a&15 | (q&3)<<4
-			e[128*h+32+l] = c&15 | (q>>2&3)<<4
-			e[128*h+64+l] = a>>4 | (q>>4&3)<<4
-			e[128*h+96+l] = c>>4 | (q>>6)<<4
+		for l := 0; l < 32; l += 8 {
+			a, c, q := le.Uint64(blk[64*h+l:]), le.Uint64(blk[64*h+32+l:]), le.Uint64(blk[128+32*h+l:])
+			le.PutUint64(e[128*h+l:], a&m4|(q&m2)<<4)
+			le.PutUint64(e[128*h+32+l:], c&m4|(q>>2&m2)<<4)
+			le.PutUint64(e[128*h+64+l:], a>>4&m4|(q>>4&m2)<<4)
+			le.PutUint64(e[128*h+96+l:], c>>4&m4|(q>>6&m2)<<4)
 		}
 	}
 }
@@ -32,6 +34,8 @@ func q6kUnpack(blk []byte, e *[256]byte) {
 // x16q6kRepack repacks the 16 Q6_K rows of raw (rb bytes apart, nb
 // super-blocks each) into dst (x16q6kSize(nb) bytes).
 func x16q6kRepack(dst, raw []byte, rb, nb int) {
+	const m2 = 0x03030303
+	le := binary.LittleEndian
 	dst = dst[:x16q6kSize(nb)]
 	var e [256]byte
 	for b := 0; b < nb; b++ {
@@ -43,13 +47,10 @@ func x16q6kRepack(dst, raw []byte, rb, nb int) {
 			for g := 0; g < 16; g++ {
 				dst[s+16*g+i] = blk[192+g]
 				o := dst[q+192*g+4*i : q+192*g+4*i+132]
-				v := e[16*g : 16*g+16]
-				for j := 0; j < 4; j++ {
-					e3 := v[12+j]
-					o[j] = v[j] | (e3&3)<<6
-					o[64+j] = v[4+j] | (e3>>2&3)<<6
-					o[128+j] = v[8+j] | (e3>>4)<<6
-				}
+				e3 := le.Uint32(e[16*g+12:])
+				le.PutUint32(o[0:], le.Uint32(e[16*g:])|(e3&m2)<<6)
+				le.PutUint32(o[64:], le.Uint32(e[16*g+4:])|(e3>>2&m2)<<6)
+				le.PutUint32(o[128:], le.Uint32(e[16*g+8:])|(e3>>4&m2)<<6)
 			}
 		}
 	}
