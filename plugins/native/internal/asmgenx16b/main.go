@@ -72,12 +72,23 @@ var gfQ6 [3]Mem
 // of weights.
 var pfDist = flag.Int("pf", 2048, "prefetch distance")
 
+// pfKind is the prefetch instruction (t0, t1, nta).
+var pfKind = flag.String("pfi", "t0", "prefetch instruction")
+
 // prefetch emits the prefetches of step s of steps of a chunk of tb bytes
 // at w: its lines spread evenly over the steps.
 func prefetch(w GPVirtual, tb, s, steps int) {
 	lines := (tb + 63) / 64
 	for j := s * lines / steps; j < (s+1)*lines/steps; j++ {
-		PREFETCHT0(Mem{Base: w, Disp: *pfDist + 64*j})
+		m := Mem{Base: w, Disp: *pfDist + 64*j}
+		switch *pfKind {
+		case "nta":
+			PREFETCHNTA(m)
+		case "t1":
+			PREFETCHT1(m)
+		default:
+			PREFETCHT0(m)
+		}
 	}
 }
 
