@@ -198,7 +198,7 @@ type bqJob struct {
 // run computes y [m, n] = x [m, k] · Wᵀ.
 func (w *bqWeights) run(p *pool, x, y []float32, m int) {
 	if w.gk != nil {
-		if m > 1 && !w.x16Gemm() && w.runGEMM(p, x, y, m) {
+		if m > 1 && !w.x16Gemm(m) && w.runGEMM(p, x, y, m) {
 			return // the rows together in tiles (qgemm.go)
 		}
 		w.runGGMLInt(p, x, y, m)

@@ -39,6 +39,12 @@ type x16Kind struct {
 	// activation rows (batched decode, prefill) from the x16 copy; the
 	// others keep the raw layout's GEMM for those.
 	gemm func(packed []byte, nb, ng int, a *ggml.Act, r, nr int, y []float32, ldy int)
+	// gemmMax, when not 0, is the most activation rows of a product that
+	// takes gemm: longer ones (prefill) keep the raw layout's GEMM where
+	// its tiles are faster for the type (Q5_0, Q6_K: Qwen2.5-0.5B-shape
+	// Q4_K_M's 128-token prefill took 644-733 ms through gemm, 551-619
+	// through the raw tiles, 2 threads).
+	gemmMax int
 }
 
 // x16GemmRows is the most activation rows an x16Kind's gemm takes.
@@ -80,8 +86,9 @@ func (w *bqWeights) initX16() {
 	w.x16 = x
 	if kind.gemm != nil {
 		// only the tail rows read the raw bytes now (products of
-		// several rows too); a kind without gemm keeps them for the raw
-		// layout's GEMM
+		// several rows too, up to gemmMax: longer ones fault in the
+		// pages they read again); a kind without gemm keeps them for the
+		// raw layout's GEMM
 		x16Release(w.raw[:n*w.rb])
 	}
 }
@@ -119,10 +126,15 @@ func (w *bqWeights) x16Rows(a *ggml.Act, y []float32, m, n0, n1 int) int {
 	return max(n0, end)
 }
 
-// x16Gemm reports whether w's products of several activation rows are
-// the x16 copy's (its kind has gemm): run takes runGGMLInt for them, not
-// the raw layout's GEMM.
-func (w *bqWeights) x16Gemm() bool { return w.x16 != nil && w.x16.kind.gemm != nil }
+// x16Gemm reports whether w's products of m activation rows are the x16
+// copy's (its kind has gemm, for m rows): run takes runGGMLInt for them,
+// not the raw layout's GEMM.
+func (w *bqWeights) x16Gemm(m int) bool {
+	if w.x16 == nil || w.x16.kind.gemm == nil {
+		return false
+	}
+	return w.x16.kind.gemmMax == 0 || m <= w.x16.kind.gemmMax
+}
 
 // x16TaskRows rounds a task's rows to whole groups where w has the x16
 // layout.

@@ -45,3 +45,12 @@ func x16bArchGemv(t ggml.Type, packed []byte, nb, ng int, a *ggml.Act, r, m int,
 	f(nb, &packed[0], &x[0], &xd[0], &s[0], &y[0], ng, ldy)
 	return true
 }
+
+// The Q5_0 and Q6_K kinds take batched decode's few rows (gemm, up to
+// x16GemmRows) and leave prefill to the raw layout's tiles (gemmMax).
+func init() {
+	if hasX16bAsm && hasX16 {
+		x16Kinds[ggml.Q5_0] = &x16Kind{size: x16q5Size, repack: x16q5Repack, gemv: x16q5Gemv, gemm: x16q5GemvM, gemmMax: x16GemmRows}
+		x16Kinds[ggml.Q6_K] = &x16Kind{size: x16q6kSize, repack: x16q6kRepack, gemv: x16q6kGemv, gemm: x16q6kGemvM, gemmMax: x16GemmRows}
+	}
+}
