@@ -1,6 +1,8 @@
 package native
 
 import (
+	"os"
+
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
 
@@ -54,8 +56,16 @@ const x16GemmRows = 4
 var x16Kinds = map[ggml.Type]*x16Kind{}
 
 // x16On turns the x16 layout on for weights compiled from now on (tests
-// compare both paths).
-var x16On = true
+// compare both paths). It is off unless SWITCHYARD_NATIVE_X16=1: the
+// kernels are about 2.2 times the raw layout's in cache (Q4_0 4864x896,
+// one thread), which pays where decode is bound by the kernels' compute
+// (two threads sharing one core), but on a machine whose two threads
+// have a core each decode is bound by memory: there Llama-3.2-1B-shape
+// Q4_0 measured 25.1/24.4 ms a token at 2 threads without the layout and
+// 27.7/29.9 with it, its 128-token prefill 602/572 ms against 890/859
+// (x16 gemm for every row count), and the repack adds load time and,
+// where the raw rows stay in use, resident memory.
+var x16On = os.Getenv("SWITCHYARD_NATIVE_X16") == "1"
 
 // x16Weights is a weight's rows [0, n) in the x16 layout.
 type x16Weights struct {
