@@ -59,34 +59,14 @@ func BenchmarkUfcZoo(b *testing.B) {
 				exes[i] = e
 			}
 			useResizeNHWC = true
-			goruntime.LockOSThread()
-			defer goruntime.UnlockOSThread()
 			clock := benchClock
 			if threads > 1 {
 				clock = func() int64 { return time.Now().UnixNano() }
 			}
-			var mins [2][]float64
-			for b.Loop() {
-				for i, e := range exes {
-					best := 1e18
-					for range 5 {
-						outs := make([]*graph.Tensor, len(sg.Graph.Outputs))
-						for j := range outs {
-							outs[j] = &graph.Tensor{}
-						}
-						t0 := clock()
-						if err := e.Execute(context.Background(), ts, outs); err != nil {
-							b.Fatal(err)
-						}
-						best = min(best, float64(clock()-t0)/1e3)
-					}
-					mins[i] = append(mins[i], best)
-				}
-			}
-			med := func(v []float64) float64 { v = append([]float64{}, v...); sort.Float64s(v); return v[len(v)/2] }
-			b.ReportMetric(med(mins[0]), "off-µs")
-			b.ReportMetric(med(mins[1]), "on-µs")
-			b.ReportMetric(med(mins[1])/med(mins[0]), "ratio")
+			off, on := benchAB(b, exes, ts, len(sg.Graph.Outputs), clock)
+			b.ReportMetric(off, "off-µs")
+			b.ReportMetric(on, "on-µs")
+			b.ReportMetric(on/off, "ratio")
 		})
 	}
 }
