@@ -6,6 +6,7 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 // AVX-512 vectors of 16 lanes (nt tiles of R×16V side by side).
@@ -39,7 +40,7 @@ func depthwiseTile512(R, V int) {
 	Load(Param("taps"), taps)
 	Load(Param("offs"), offs)
 	Load(Param("w"), w)
-	VBROADCASTSS(paramAddr("bias"), acc[0])
+	VBROADCASTSS(avokit.ParamAddr("bias"), acc[0])
 	for i := 1; i < len(acc); i++ {
 		VMOVAPS(acc[0], acc[i])
 	}
@@ -85,8 +86,8 @@ func depthwiseTile512(R, V int) {
 	TESTQ(doClamp, doClamp)
 	JEQ(LabelRef(name + "_store"))
 	lo, hi := ZMM(), ZMM()
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	for i := range acc {
 		VMAXPS(acc[i], lo, acc[i])
 		VMINPS(acc[i], hi, acc[i])
@@ -130,7 +131,7 @@ func depthwiseMasked512(R int) {
 	for i := range acc {
 		acc[i] = ZMM()
 	}
-	VBROADCASTSS(paramAddr("bias"), acc[0])
+	VBROADCASTSS(avokit.ParamAddr("bias"), acc[0])
 	for i := 1; i < len(acc); i++ {
 		VMOVAPS(acc[0], acc[i])
 	}
@@ -184,8 +185,8 @@ func depthwiseMasked512(R int) {
 	TESTQ(doClamp, doClamp)
 	JEQ(LabelRef(name + "_store"))
 	lo, hi := ZMM(), ZMM()
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	for i := range acc {
 		VMAXPS(acc[i], lo, acc[i])
 		VMINPS(acc[i], hi, acc[i])

@@ -6,6 +6,7 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 // depthwisePacked emits dwc<L>x<N>s<S>: the depthwise convolution over a
@@ -79,8 +80,8 @@ func depthwisePacked(L, N, S int) {
 	TESTQ(doClamp, doClamp)
 	JEQ(LabelRef(name + "_store"))
 	lo, hi := vec(), vec()
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	for i := range acc {
 		VMAXPS(acc[i], lo, acc[i])
 		VMINPS(acc[i], hi, acc[i])

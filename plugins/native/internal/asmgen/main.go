@@ -28,6 +28,7 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 const signature = "func(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo, hi float32)"
@@ -244,8 +245,8 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	Label(name + "_done")
 	TESTQ(U32(4), flags)
 	JEQ(LabelRef(name + "_store"))
-	VBROADCASTSS(paramAddr("lo"), t0)
-	VBROADCASTSS(paramAddr("hi"), t1)
+	VBROADCASTSS(avokit.ParamAddr("lo"), t0)
+	VBROADCASTSS(avokit.ParamAddr("hi"), t1)
 	for i := range acc {
 		// max(lo, x) and min(hi, x) with x second: a NaN x is kept
 		VMAXPS(acc[i], t0, acc[i])
@@ -265,15 +266,6 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	RET()
 }
 
-// paramAddr is the memory operand of a parameter.
-func paramAddr(name string) Mem {
-	b, err := Param(name).Resolve()
-	if err != nil {
-		panic(err)
-	}
-	return b.Addr
-}
-
 // axpy emits axpyAVX2: y[i] += a·x[i] for i < n (AVX2+FMA).
 func axpy() {
 	TEXT("axpyAVX2", NOSPLIT, "func(n int, a float32, x, y *float32)")
@@ -283,7 +275,7 @@ func axpy() {
 	x := Load(Param("x"), GP64())
 	y := Load(Param("y"), GP64())
 	va := YMM()
-	VBROADCASTSS(paramAddr("a"), va)
+	VBROADCASTSS(avokit.ParamAddr("a"), va)
 	vs := []VecVirtual{YMM(), YMM(), YMM(), YMM()}
 	Label("axpy_32")
 	CMPQ(n, U8(32))
@@ -333,8 +325,8 @@ func clampVec() {
 	x := Load(Param("x"), GP64())
 	y := Load(Param("y"), GP64())
 	lo, hi := YMM(), YMM()
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	v := YMM()
 	Label("clamp_8")
 	CMPQ(n, U8(8))
@@ -388,10 +380,10 @@ func binary(op, mode string) {
 		a, b = Load(Param("a"), GP64()), Load(Param("b"), GP64())
 	case "VS":
 		a = Load(Param("a"), GP64())
-		VBROADCASTSS(paramAddr("b"), sb)
+		VBROADCASTSS(avokit.ParamAddr("b"), sb)
 	case "SV":
 		b = Load(Param("b"), GP64())
-		VBROADCASTSS(paramAddr("a"), sa)
+		VBROADCASTSS(avokit.ParamAddr("a"), sa)
 	}
 	advance := func(bytes int) {
 		for _, r := range []Register{a, b, y} {
@@ -492,7 +484,7 @@ func depthwiseTile(R, V int) {
 	Load(Param("taps"), taps)
 	Load(Param("offs"), offs)
 	Load(Param("w"), w)
-	VBROADCASTSS(paramAddr("bias"), acc[0])
+	VBROADCASTSS(avokit.ParamAddr("bias"), acc[0])
 	for i := 1; i < len(acc); i++ {
 		VMOVAPS(acc[0], acc[i])
 	}
@@ -529,8 +521,8 @@ func depthwiseTile(R, V int) {
 	TESTQ(doClamp, doClamp)
 	JEQ(LabelRef(name + "_store"))
 	lo, hi := YMM(), YMM()
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	for i := range acc {
 		// max(lo, x) and min(hi, x) with x second: a NaN x is kept
 		VMAXPS(acc[i], lo, acc[i])
@@ -584,7 +576,7 @@ func depthwiseMasked(R, V int) {
 	for i := range acc {
 		acc[i] = YMM()
 	}
-	VBROADCASTSS(paramAddr("bias"), acc[0])
+	VBROADCASTSS(avokit.ParamAddr("bias"), acc[0])
 	for i := 1; i < len(acc); i++ {
 		VMOVAPS(acc[0], acc[i])
 	}
@@ -644,8 +636,8 @@ func depthwiseMasked(R, V int) {
 	TESTQ(doClamp, doClamp)
 	JEQ(LabelRef(name + "_store"))
 	lo, hi := YMM(), YMM()
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	for i := range acc {
 		VMAXPS(acc[i], lo, acc[i])
 		VMINPS(acc[i], hi, acc[i])
@@ -699,7 +691,7 @@ func maxPool2x2() {
 	r1 := Load(Param("r1"), GP64())
 	y := Load(Param("y"), GP64())
 	ninf := YMM()
-	VBROADCASTSS(paramAddr("ninf"), ninf)
+	VBROADCASTSS(avokit.ParamAddr("ninf"), ninf)
 	s0, s1, b0, b1, ev, od := YMM(), YMM(), YMM(), YMM(), YMM(), YMM()
 	Label("mp2_8")
 	CMPQ(n, U8(8))
@@ -900,7 +892,7 @@ func expSum() {
 	x := Load(Param("x"), GP64())
 	y := Load(Param("y"), GP64())
 	vm, sum := YMM(), YMM()
-	VBROADCASTSS(paramAddr("m"), vm)
+	VBROADCASTSS(avokit.ParamAddr("m"), vm)
 	VXORPS(sum, sum, sum)
 	v, fx, z, p, t := YMM(), YMM(), YMM(), YMM(), YMM()
 	Label("exp_8")

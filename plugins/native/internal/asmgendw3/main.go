@@ -108,9 +108,9 @@ func kernel(name string, s, d, pl int, even, odd Mem) {
 		VBROADCASTSS(Mem{Base: wp, Disp: 4 * i}, z)
 	}
 	bias, lo, hi := Z25, Z26, Z27
-	VBROADCASTSS(paramAddr("bias"), bias)
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("bias"), bias)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	idxE, idxO := Z28, Z29
 	if s == 2 {
 		VMOVUPS(even, idxE)
@@ -213,7 +213,7 @@ func kernel(name string, s, d, pl int, even, odd Mem) {
 	}
 	VADDPS(acc[1], acc[0], acc[0])
 	VADDPS(acc[2], acc[0], acc[0])
-	TESTQ(U32(4), paramAddr("flags"))
+	TESTQ(U32(4), avokit.ParamAddr("flags"))
 	JEQ(LabelRef(name + "_store"))
 	VMAXPS(acc[0], lo, acc[0])
 	VMINPS(acc[0], hi, acc[0])
@@ -233,13 +233,4 @@ func kernel(name string, s, d, pl int, even, odd Mem) {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
-}
-
-// paramAddr is the memory operand of a parameter.
-func paramAddr(name string) Mem {
-	b, err := Param(name).Resolve()
-	if err != nil {
-		panic(err)
-	}
-	return b.Addr
 }

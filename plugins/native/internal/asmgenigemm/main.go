@@ -27,6 +27,7 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 const signature = "func(kc int, a *float32, b *float32, offs *int64, c *float32, ldc int, bias *float32, flags int, mask uint32, lo, hi float32)"
@@ -120,8 +121,8 @@ func igemm(name string, mr int, acc []VecPhysical) {
 	Label(name + "_done")
 	TESTQ(U32(4), flags)
 	JEQ(LabelRef(name + "_store"))
-	VBROADCASTSS(paramAddr("lo"), ts[0])
-	VBROADCASTSS(paramAddr("hi"), ts[1])
+	VBROADCASTSS(avokit.ParamAddr("lo"), ts[0])
+	VBROADCASTSS(avokit.ParamAddr("hi"), ts[1])
 	for i := range acc {
 		VMAXPS(acc[i], ts[0], acc[i])
 		VMINPS(acc[i], ts[1], acc[i])
@@ -138,13 +139,4 @@ func igemm(name string, mr int, acc []VecPhysical) {
 	}
 	VZEROUPPER()
 	RET()
-}
-
-// paramAddr is the memory operand of a parameter.
-func paramAddr(name string) Mem {
-	b, err := Param(name).Resolve()
-	if err != nil {
-		panic(err)
-	}
-	return b.Addr
 }

@@ -25,6 +25,7 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 const signature = "func(x, y *float32, ldy, n, rows int, cnt, nz *int32, bias *float32, lo, hi float32)"
@@ -52,8 +53,8 @@ func kernel(name string, V int) {
 	nz := Load(Param("nz"), GP64())
 	bias := Load(Param("bias"), GP64())
 	lo, hi := Z30, Z31
-	VBROADCASTSS(paramAddr("lo"), lo)
-	VBROADCASTSS(paramAddr("hi"), hi)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
 	// K1: the last vector's positions (n - 16·(V-1) of them, 1 to 16)
 	SUBQ(U32(16*(V-1)), n)
 	m := GP32()
@@ -126,13 +127,4 @@ func kernel(name string, V int) {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
-}
-
-// paramAddr is the memory operand of a parameter.
-func paramAddr(name string) Mem {
-	b, err := Param(name).Resolve()
-	if err != nil {
-		panic(err)
-	}
-	return b.Addr
 }

@@ -108,3 +108,13 @@ func BytesToFloats8(lo, hi GPVirtual) VecVirtual {
 	VCVTDQ2PS(y, y)
 	return y
 }
+
+// ParamAddr is the memory operand of the current function's parameter
+// name (for instructions that take it directly, without a Load).
+func ParamAddr(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
