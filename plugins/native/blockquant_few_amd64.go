@@ -7,22 +7,37 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// The integer path's few-row products of ggml Q5_0: a batched decode
-// step of 2 to 4 sequences (internal/asmgenbqm's z32.go), four weight
-// rows a group in the single-row kernel's ZMM layout, each block's
+// The integer path's few-row products of ggml Q5_0 and Q8_0: a batched
+// decode step of 2 to 4 sequences (internal/asmgenbqm's z32.go), four
+// weight rows a group in the single-row kernel's ZMM layout, each block's
 // unpacking, scales and offset correction shared by the rows. Same bits
 // as the single-row kernels (core/ggml's Dot), as the tiles of qgemm.go
-// give; about as fast as the tiles at 4 rows and 10–15% faster at 2 and
-// 3 (BenchmarkFewKernel, data in cache), where the tiles' pairs of rows
-// do the most work for the fewest rows.
+// give. Q5_0: about as fast as the tiles at 4 rows and 10–15% faster at 2
+// and 3 (BenchmarkFewKernel, data in cache), where the tiles' pairs of
+// rows do the most work for the fewest rows. Q8_0 (a tied classifier,
+// 151936 × 896 in Qwen2.5-0.5B): see BenchmarkFewShapes.
 
 // hasFewZ: the kernels need AVX-512 BW, BITALG and VNNI (and F16C).
 var hasFewZ = hasBQIVNNI && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BITALG && hasBQKAVX2
 
-type fewFn = func(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int)
+type fewFn = func(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
-// fewQ5_0 are the kernels by rows (index R-2).
-var fewQ5_0 = [3]fewFn{bqmQ5_0x2Z, bqmQ5_0x3Z, bqmQ5_0x4Z}
+// fewQ5_0 and fewQ8_0 are the kernels by rows (index R-2).
+var (
+	fewQ5_0 = [3]fewFn{bqmQ5_0x2Z, bqmQ5_0x3Z, bqmQ5_0x4Z}
+	fewQ8_0 = [3]fewFn{bqmQ8_0x2Z, bqmQ8_0x3Z, bqmQ8_0x4Z}
+)
+
+// fewKernels are type t's few-row kernels (nil: none).
+func fewKernels(t ggml.Type) *[3]fewFn {
+	switch t {
+	case ggml.Q5_0:
+		return &fewQ5_0
+	case ggml.Q8_0:
+		return &fewQ8_0
+	}
+	return nil
+}
 
 // fewMaxRows is the most activation rows the few-row kernels take.
 const fewMaxRows = 4
@@ -36,6 +51,7 @@ type fewJob struct {
 	a   *ggml.Act
 	pk  []uint8
 	y   []float32
+	fns *[3]fewFn
 	m   int
 	per int
 }
@@ -44,7 +60,11 @@ type fewJob struct {
 // the few-row kernels and reports whether it did (false: none for w
 // here; nothing computed).
 func (w *bqWeights) runFew(p *pool, x, y []float32, m int) bool {
-	if fewOff || m < 2 || m > fewMaxRows || w.typ != ggml.Q5_0 || !hasFewZ || !bqAsm || w.k%32 != 0 {
+	if fewOff || m < 2 || m > fewMaxRows || !hasFewZ || !bqAsm || w.k%32 != 0 {
+		return false
+	}
+	few := fewKernels(w.typ)
+	if few == nil {
 		return false
 	}
 	if fns, _ := qgemmKernels(w.typ, w.gk.name); fns == nil {
@@ -62,7 +82,7 @@ func (w *bqWeights) runFew(p *pool, x, y []float32, m int) bool {
 	raw := unsafe.Slice((*uint8)(unsafe.Pointer(&pk.buf[0])), 4*len(pk.buf))
 	buf := raw[(64-int(uintptr(unsafe.Pointer(&raw[0]))%64))%64:][:n] // 64-byte aligned
 	packFew(buf, a, m, nb)
-	j := fewJob{w: w, a: a, pk: buf, y: y, m: m, per: w.n}
+	j := fewJob{w: w, a: a, pk: buf, y: y, fns: few, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*K >= 1<<16 {
 		j.per = ((w.n+2*t-1)/(2*t) + 3) &^ 3
 	}
@@ -103,14 +123,30 @@ func packFew(buf []uint8, a *ggml.Act, m, nb int) {
 	}
 }
 
-// fewRows computes outputs n0..n1-1 of the job's rows.
+// fewRuns reports whether type t's kernels take their groups' rows from
+// four runs of consecutive rows (else groups of adjacent rows; see
+// internal/asmgenbqm's fewZ).
+func fewRuns(t ggml.Type) bool { return t == ggml.Q8_0 }
+
+// fewLayout is the kernels' ldw, gw, gy and ldo for ng groups of rows
+// rb bytes.
+func fewLayout(t ggml.Type, ng, rb int) (ldw, gw, gy, ldo int) {
+	if fewRuns(t) {
+		return ng * rb, rb, 4, 4 * ng
+	}
+	return rb, 4 * rb, 16, 4
+}
+
+// fewRows computes outputs n0..n1-1 of the job's rows, in groups of four
+// (fewLayout), the rows left over one at a time.
 func (w *bqWeights) fewRows(j fewJob, n0, n1 int) {
 	N, nb := w.n, w.k/32
 	n := n0
 	if ng := (n1 - n0) / 4; ng > 0 {
 		rows := w.raw[n*w.rb : (n+4*ng)*w.rb]
 		y := j.y[n : (j.m-1)*N+n+4*ng]
-		fewQ5_0[j.m-2](nb, &rows[0], w.rb, &j.pk[0], &y[0], 4*N, ng)
+		ldw, gw, gy, ldo := fewLayout(w.typ, ng, w.rb)
+		j.fns[j.m-2](nb, &rows[0], ldw, &j.pk[0], &y[0], 4*N, ng, gw, gy, ldo)
 		n += 4 * ng
 	}
 	for ; n < n1; n++ {

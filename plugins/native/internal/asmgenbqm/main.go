@@ -51,8 +51,10 @@ func main() {
 		q6kMulti(r)
 	}
 	constsZ()
-	for _, r := range []int{2, 3, 4} {
-		q50Z(r)
+	for _, t := range []zType{zQ5_0, zQ8_0} {
+		for _, r := range []int{2, 3, 4} {
+			fewZ(t, r)
+		}
 	}
 	Generate()
 }
