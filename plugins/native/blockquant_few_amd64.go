@@ -84,7 +84,10 @@ func (w *bqWeights) runFew(p *pool, x, y []float32, m int) bool {
 	packFew(buf, a, m, nb)
 	j := fewJob{w: w, a: a, pk: buf, y: y, fns: few, m: m, per: w.n}
 	if t := p.threads(); t > 1 && m*w.n*K >= 1<<16 {
-		j.per = ((w.n+2*t-1)/(2*t) + 3) &^ 3
+		// tasks as the single-row kernels' (at most bqkTaskBytes of
+		// weights, claimed as they come): in two a thread, a thread the
+		// machine slowed left the other waiting up to half the product
+		j.per = bqkTaskRows(w.n, w.rb, 1, t, false)
 	}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j fewJob, t int) {
 		j.w.fewRows(j, t*j.per, min(j.w.n, (t+1)*j.per))
