@@ -27,8 +27,9 @@
 //     super-blocks as asmgenbqk's float kernels compute them (Q4_K's
 //     minimums with the rows' 32-value sums, xs: per super-block the R
 //     rows' eight sums one after the other).
-//   - bqmQ5_0x{2,3,4}Z: the integer path's ggml Q5_0 (int8 activations)
-//     for 2 to 4 rows on ZMM, in the single-row kernel's layout (z32.go).
+//   - bqmQ5_0x{2,3,4}Z, bqmQ8_0x{2,3,4}Z: the integer path's ggml Q5_0
+//     and Q8_0 (int8 activations) for 2 to 4 rows on ZMM, in the
+//     single-row kernel's layout (z32.go).
 //
 // Rows of x are ldx bytes apart; output r goes to y + r·ldy bytes.
 package main

@@ -1,17 +1,20 @@
 package main
 
-// The integer path's few-row kernels of ggml Q5_0 on ZMM (AVX-512 BW,
-// BITALG and VNNI): a batched decode step's 2 to 4 activation rows
-// against groups of four weight rows, in the single-row kernel's layout
-// (asmgenbqk's z32.go): one 128-bit lane a weight row, its low nibbles
-// (elements 0..15) making lanes 0..3, its high nibbles lanes 4..7. The
+// The integer path's few-row kernels of ggml Q5_0 and Q8_0 on ZMM
+// (AVX-512 BW, BITALG and VNNI): a batched decode step's 2 to 4
+// activation rows against groups of four weight rows, in the single-row
+// kernel's layout (asmgenbqk's z32.go): one 128-bit lane a weight row,
+// its elements 0..15 (Q5_0: the low nibbles) making lanes 0..3, its
+// elements 16..31 lanes 4..7. The
 // weight block is unpacked once for the R rows, and so are its scales
 // (four float16 d, converted) and its offset's correction: the
 // activations come as unsigned bytes x+128 and the weights as signed
 // q−16, so VPDPBUSD sums (x+128)·(q−16) and the lanes start at
 // −128·Σ(q−16), computed once a block for every row (one VPDPBUSD of the
 // unsigned quants by −128 from 16·128·4). A lane thus holds exactly
-// core/ggml's Dot lane sum Σx·(q−16), then as Dot: converted, times
+// core/ggml's Dot lane sum Σx·(q−16) (Q8_0: the quants q as they are,
+// the start −128·Σq from their unsigned q+128 by −128 from 65536 =
+// 128·128·4; Dot's lane sum Σx·q), then as Dot: converted, times
 // float32(d_w·d_a) by a fused multiply-add into the row's eight float32
 // lane accumulators block after block, reduced at the end as
 // ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)). The scale product of row r is
