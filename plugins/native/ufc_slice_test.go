@@ -20,7 +20,7 @@ func TestSliceKernel(t *testing.T) {
 	mine := sliceKernel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	type cut struct {
-		shape                      []int
+		shape                     []int
 		starts, ends, axes, steps []int64
 	}
 	cases := []cut{
