@@ -14,6 +14,10 @@ const softmaxShortMax = 16
 // within 2 ulp as softmaxRow's), then each row's sum and scale. A row
 // whose maximum is infinite or NaN is computed by softmaxRow instead.
 func softmaxShort(x, y []float32, r0, r1, n int) {
+	if n == 2 {
+		softmaxPairs(x, y, r0, r1)
+		return
+	}
 	const block = 1024 // floats a block: x's and y's in L1
 	rb := max(1, block/n)
 	for b0 := r0; b0 < r1; b0 += rb {
@@ -62,4 +66,57 @@ func softmaxShort(x, y []float32, r0, r1, n int) {
 			}
 		}
 	}
+}
+
+// softmaxPairs is softmaxShort of rows of 2 (UltraFace's scores: its
+// 4420 rows took 27 µs the general way, about 2.4 times less so): per
+// row only the smaller one's exp is computed (the larger one's is
+// exp(0) = 1), then the general way's float32 steps: sum 1 + e, each
+// times 1/sum.
+func softmaxPairs(x, y []float32, r0, r1 int) {
+	const block = 512 // rows a block
+	var d [block]float32
+	for b0 := r0; b0 < r1; b0 += block {
+		b1 := min(r1, b0+block)
+		xs, ys := x[2*b0:2*b1], y[2*b0:2*b1]
+		ds := d[:b1-b0]
+		special := false
+		for r := range ds {
+			a, b := xs[2*r], xs[2*r+1]
+			m, o := a, b
+			if b > a || b != b {
+				m, o = b, a
+			}
+			if m != m || math.IsInf(float64(m), 0) {
+				special = true
+				m, o = 0, 0 // recomputed below
+			}
+			ds[r] = o - m
+		}
+		vexp(ds, ds)
+		for r, e := range ds {
+			inv := 1 / (1 + e)
+			if b := xs[2*r+1]; b > xs[2*r] || b != b {
+				ys[2*r], ys[2*r+1] = e*inv, inv
+			} else {
+				ys[2*r], ys[2*r+1] = inv, e*inv
+			}
+		}
+		if special {
+			for r := b0; r < b1; r++ {
+				if m := max32nan(x[2*r], x[2*r+1]); m != m || math.IsInf(float64(m), 0) {
+					softmaxRow(x, y, 2*r, 2, 1)
+				}
+			}
+		}
+	}
+}
+
+// max32nan is the larger of a and b, NaN when b is (softmaxShort's
+// row maximum for two).
+func max32nan(a, b float32) float32 {
+	if b > a || b != b {
+		return b
+	}
+	return a
 }
