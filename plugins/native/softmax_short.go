@@ -75,17 +75,19 @@ func softmaxShort(x, y []float32, r0, r1, n int) {
 // times 1/sum.
 func softmaxPairs(x, y []float32, r0, r1 int) {
 	const block = 512 // rows a block
-	var d [block]float32
+	var flip [block / 64]uint64 // rows whose larger one is the second
 	for b0 := r0; b0 < r1; b0 += block {
 		b1 := min(r1, b0+block)
 		xs, ys := x[2*b0:2*b1], y[2*b0:2*b1]
-		ds := d[:b1-b0]
+		ds := ys[:b1-b0] // each row's difference, then its exp, in y's first half
+		clear(flip[:])
 		special := false
 		for r := range ds {
 			a, b := xs[2*r], xs[2*r+1]
 			m, o := a, b
 			if b > a || b != b {
 				m, o = b, a
+				flip[r/64] |= 1 << (r % 64)
 			}
 			if m != m || math.IsInf(float64(m), 0) {
 				special = true
@@ -94,9 +96,10 @@ func softmaxPairs(x, y []float32, r0, r1 int) {
 			ds[r] = o - m
 		}
 		vexp(ds, ds)
-		for r, e := range ds {
+		for r := len(ds) - 1; r >= 0; r-- { // backwards: row r writes 2r and 2r+1, read already
+			e := ds[r]
 			inv := 1 / (1 + e)
-			if b := xs[2*r+1]; b > xs[2*r] || b != b {
+			if flip[r/64]&(1<<(r%64)) != 0 {
 				ys[2*r], ys[2*r+1] = e*inv, inv
 			} else {
 				ys[2*r], ys[2*r+1] = inv, e*inv
