@@ -74,7 +74,7 @@ func softmaxShort(x, y []float32, r0, r1, n int) {
 // exp(0) = 1), then the general way's float32 steps: sum 1 + e, each
 // times 1/sum.
 func softmaxPairs(x, y []float32, r0, r1 int) {
-	const block = 512 // rows a block
+	const block = 512           // rows a block
 	var flip [block / 64]uint64 // rows whose larger one is the second
 	for b0 := r0; b0 < r1; b0 += block {
 		b1 := min(r1, b0+block)
