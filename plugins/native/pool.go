@@ -18,8 +18,9 @@ import (
 // waking a parked goroutine costs about as much as one of them. The
 // latest loop is published in cur for the spinning workers and sent on
 // the channel for the parked ones; a worker that meets a loop twice or
-// late finds no task left and touches nothing, so neither way is needed
-// for correctness (the caller runs whatever no worker claims).
+// late finds no task left and touches nothing, or (the job reused) helps
+// with a newer loop, so neither way is needed for correctness (the caller
+// runs whatever no worker claims).
 //
 // A model's run holds the pool hot (begin/end around it): its workers
 // are woken as the run starts and spin between its loops for up to
