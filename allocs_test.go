@@ -2,6 +2,8 @@ package switchyard_test
 
 import (
 	"context"
+	"fmt"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -11,18 +13,18 @@ import (
 	"github.com/switchyard-hal/switchyard/internal/shared"
 )
 
-// allocModels are the models of ../shared/testdata/models the zero-
-// allocation hot path is held to.
-var allocModels = []string{"blazeface_front_128", "ppocr_mobile_v2_cls", "ppocrv4_rec", "silero_vad_v5"}
+// allocModels are the models of ../shared/testdata (models/ and zoo/)
+// the zero-allocation hot path is held to.
+var allocModels = []string{"models/blazeface_front_128", "models/ppocr_mobile_v2_cls", "models/ppocrv4_rec", "models/silero_vad_v5", "zoo/ultraface_rfb_320"}
 
-// openForAllocs opens a model of ../shared/testdata/models on backends at
-// one thread, and returns it with its example inputs and output tensors
-// sized by a first (warm-up) run.
-func openForAllocs(t testing.TB, model string, backends []string) (*switchyard.Model, switchyard.Tensors, switchyard.Tensors) {
+// openForAllocs opens a model of ../shared/testdata on backends at the
+// given threads, and returns it with its example inputs and output
+// tensors sized by a first (warm-up) run.
+func openForAllocs(t testing.TB, model string, backends []string, threads int) (*switchyard.Model, switchyard.Tensors, switchyard.Tensors) {
 	t.Helper()
-	dir := shared.Path(t, filepath.Join("testdata", "models", model))
+	dir := shared.Path(t, filepath.Join("testdata", filepath.FromSlash(model)))
 	ctx := context.Background()
-	m, err := switchyard.Open(ctx, dir, &switchyard.OpenOptions{Backends: backends, Threads: 1})
+	m, err := switchyard.Open(ctx, dir, &switchyard.OpenOptions{Backends: backends, Threads: threads})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +53,8 @@ func BenchmarkRunInto(b *testing.B) {
 			name = strings.Join(set, ",")
 		}
 		for _, model := range allocModels {
-			b.Run(name+"/"+model, func(b *testing.B) {
-				m, in, outs := openForAllocs(b, model, set)
+			b.Run(name+"/"+path.Base(model), func(b *testing.B) {
+				m, in, outs := openForAllocs(b, model, set, 1)
 				b.ReportAllocs()
 				for b.Loop() {
 					if err := m.RunInto(context.Background(), in, outs); err != nil {
@@ -64,8 +66,9 @@ func BenchmarkRunInto(b *testing.B) {
 	}
 }
 
-// allocCeilings are the models that still allocate per RunInto at one
-// thread on native,cpu, the most they may (a regression fails), and why.
+// allocCeilings are the models that still allocate per RunInto on
+// native,cpu (at one thread and at two alike: the pool's loops allocate
+// nothing), the most they may (a regression fails), and why.
 var allocCeilings = map[string]struct {
 	max int
 	why string
@@ -75,31 +78,40 @@ var allocCeilings = map[string]struct {
 }
 
 // TestRunIntoAllocations: after warm-up, RunInto of each model of
-// ../shared/testdata/models on native,cpu at one thread allocates
-// nothing (testing.AllocsPerRun counts; nothing is timed), except the
-// models of allocCeilings, held to their ceilings.
+// allocModels on native,cpu at one and at two threads (the pool's
+// parallel loops) allocates nothing (testing.AllocsPerRun counts;
+// nothing is timed), except the models of allocCeilings, held to their
+// ceilings.
 func TestRunIntoAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, model := range allocModels {
-		t.Run(model, func(t *testing.T) {
-			m, in, outs := openForAllocs(t, model, []string{"native", "cpu"})
-			allocs := steadyAllocs(t, func() {
-				if err := m.RunInto(context.Background(), in, outs); err != nil {
-					t.Fatal(err)
-				}
+	for _, threads := range []int{1, 2} {
+		for _, model := range allocModels {
+			t.Run(fmt.Sprintf("%s/threads%d", path.Base(model), threads), func(t *testing.T) {
+				runIntoAllocations(t, model, threads)
 			})
-			c, known := allocCeilings[model]
-			switch {
-			case !known && allocs != 0:
-				t.Errorf("%v allocations per RunInto after warm-up, want 0", allocs)
-			case known && allocs > float64(c.max):
-				t.Errorf("%v allocations per RunInto after warm-up, more than the %d known (%s)", allocs, c.max, c.why)
-			case known:
-				t.Logf("%v allocations per RunInto (known: %s)", allocs, c.why)
-			}
-		})
+		}
+	}
+}
+
+// runIntoAllocations is TestRunIntoAllocations for one model and thread
+// count.
+func runIntoAllocations(t *testing.T, model string, threads int) {
+	m, in, outs := openForAllocs(t, model, []string{"native", "cpu"}, threads)
+	allocs := steadyAllocs(t, func() {
+		if err := m.RunInto(context.Background(), in, outs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c, known := allocCeilings[path.Base(model)]
+	switch {
+	case !known && allocs != 0:
+		t.Errorf("%v allocations per RunInto after warm-up, want 0", allocs)
+	case known && allocs > float64(c.max):
+		t.Errorf("%v allocations per RunInto after warm-up, more than the %d known (%s)", allocs, c.max, c.why)
+	case known:
+		t.Logf("%v allocations per RunInto (known: %s)", allocs, c.why)
 	}
 }
 

@@ -203,6 +203,9 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 	if n.OpType == "Transpose" && n.Domain == "" {
 		return transposeKernel(bc.pool), nil
 	}
+	if n.OpType == "Slice" && n.Domain == "" {
+		return buildSlice(bc, n), nil // ufc_slice.go
+	}
 	if n.OpType == "Pad" && n.Domain == "" {
 		return padKernel(), nil // pad.go
 	}

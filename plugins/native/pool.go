@@ -1,6 +1,7 @@
 package native
 
 import (
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,9 @@ import (
 // waking a parked goroutine costs about as much as one of them. The
 // latest loop is published in cur for the spinning workers and sent on
 // the channel for the parked ones; a worker that meets a loop twice or
-// late finds no task left and touches nothing, so neither way is needed
-// for correctness (the caller runs whatever no worker claims).
+// late finds no task left and touches nothing, or (the job reused) helps
+// with a newer loop, so neither way is needed for correctness (the caller
+// runs whatever no worker claims).
 //
 // A model's run holds the pool hot (begin/end around it): its workers
 // are woken as the run starts and spin between its loops for up to
@@ -63,33 +65,118 @@ var hotRuns = true
 
 // wake is the empty loop begin sends a parked worker: it finds no task
 // and spins for the run's loops.
-var wake = &job{}
+var wake = newIdleJob()
 
+// idle is a job's next task while it runs no loop: far past any loop's
+// last task, so that a worker still holding the job from an earlier loop
+// (a late one, or one woken with it) claims nothing.
+const idle = 1 << 62
+
+// A job is one parallel loop in progress. Jobs are reused from loop to
+// loop (forJob's caches), so a loop allocates nothing: a worker that
+// meets a job late either finds next at idle and touches nothing, or
+// finds it reset for a newer loop and helps with that one, which is
+// just as correct (the caller waits for done, not for the workers).
 type job struct {
-	fn       func(task int)
-	n        int64
-	next     atomic.Int64   // the next task to claim
+	r        runner       // runs one task
+	n        atomic.Int64 // the loop's tasks
+	seq      atomic.Uint64
+	next     atomic.Int64   // the next task to claim (idle between loops)
 	done     atomic.Int64   // tasks finished
 	finished sync.WaitGroup // one count, done when done reaches n
 	waiting  atomic.Bool    // the caller waits in finished.Wait (or is about to)
+	join     atomic.Int64   // loopTrace: when a worker started its first task (Unix ns)
 }
 
-// work claims and runs tasks until none is left. A worker that comes
-// late finds none and touches nothing else.
-func (j *job) work() {
+// loopTrace, while set (a measurement tool's test), records every loop
+// a pool runs.
+var loopTrace atomic.Pointer[loopTracer]
+
+// loopTracer holds the loops traced.
+type loopTracer struct {
+	mu    sync.Mutex
+	loops []loopRecord
+}
+
+// loopRecord is one loop: its tasks, how many the caller ran, when it
+// started and ended and when a worker joined (Unix ns; 0: none did).
+type loopRecord struct {
+	n, caller        int
+	start, end, join int64
+}
+
+// runner is a loop's body.
+type runner interface{ run(task int) }
+
+func newIdleJob() *job {
+	j := &job{}
+	j.next.Store(idle)
+	return j
+}
+
+// work claims and runs tasks until none is left and returns how many it
+// ran. A worker that comes late finds none and touches nothing else.
+func (j *job) work(worker bool) int {
+	ran := 0
 	for {
 		t := j.next.Add(1) - 1
-		if t >= j.n {
-			return
+		n := j.n.Load()
+		if t >= n {
+			return ran
 		}
-		j.fn(int(t))
-		if j.done.Add(1) == j.n {
+		if worker && ran == 0 && loopTrace.Load() != nil {
+			j.join.CompareAndSwap(0, time.Now().UnixNano())
+		}
+		j.r.run(int(t))
+		ran++
+		if j.done.Add(1) == n {
 			j.finished.Done()
 			if j.waiting.Load() {
 				runtime.Gosched() // see yieldAfterWake
 			}
 		}
 	}
+}
+
+// loopJob is a job whose tasks run body.run(task); the bodies are
+// forBody and chunkBody.
+type loopJob[B runner] struct {
+	job
+	body B
+}
+
+func (f *loopJob[B]) run(t int) { f.body.run(t) }
+
+// loopJobs caches idle loopJobs, a sync.Pool per body type (reflect's
+// Type of B as key): a loop takes one and puts it back when done.
+var loopJobs sync.Map
+
+// getLoopJob returns an idle loopJob for body type B and its cache.
+func getLoopJob[B runner]() (*loopJob[B], *sync.Pool) {
+	key := reflect.TypeFor[B]()
+	c, ok := loopJobs.Load(key)
+	if !ok {
+		c, _ = loopJobs.LoadOrStore(key, new(sync.Pool))
+	}
+	cache := c.(*sync.Pool)
+	if f, ok := cache.Get().(*loopJob[B]); ok {
+		return f, cache
+	}
+	f := &loopJob[B]{}
+	f.r = f
+	f.next.Store(idle)
+	return f, cache
+}
+
+// runLoop runs body.run(t) for t < n on the pool (see pool.run) in a
+// reused job.
+func runLoop[B runner](p *pool, n int, body B) {
+	f, cache := getLoopJob[B]()
+	f.body = body
+	p.run(&f.job, n)
+	var zero B
+	f.body = zero // hold nothing of the loop's
+	cache.Put(f)
 }
 
 // newPool starts threads-1 workers (the caller is the last thread).
@@ -106,16 +193,20 @@ func newPool(threads int) *pool {
 }
 
 // worker runs the pool's loops: the newest one while spinning, else the
-// next one sent while parked.
+// next one sent while parked. A job reused for a newer loop shows a new
+// seq.
 func (p *pool) worker() {
 	var last *job
+	var lastSeq uint64
 	for {
 		var j *job
 		var idle time.Time
 		for i := 0; !p.closed.Load(); i++ {
-			if c := p.cur.Load(); c != nil && c != last {
-				j = c
-				break
+			if c := p.cur.Load(); c != nil {
+				if s := c.seq.Load(); c != last || s != lastSeq {
+					j, lastSeq = c, s
+					break
+				}
 			}
 			spinPause()
 			if i&1023 == 1023 {
@@ -140,9 +231,10 @@ func (p *pool) worker() {
 				return
 			}
 			p.parked.Add(-1)
+			lastSeq = j.seq.Load()
 		}
 		last = j
-		j.work()
+		j.work(true)
 	}
 }
 
@@ -196,19 +288,28 @@ func (p *pool) threads() int {
 }
 
 // parallel runs fn(0..n-1), each task once, on the workers and the caller,
-// and returns when all are done. The job is offered to the workers
+// and returns when all are done (parallelFor without an argument).
+func (p *pool) parallel(n int, fn func(task int)) {
+	parallelFor(p, n, fn, func(fn func(int), t int) { fn(t) })
+}
+
+// run runs j's loop of n tasks: the job is offered to the workers
 // without waiting for them (none free: the caller runs more of it), and
 // the caller then waits only for tasks a worker has started, never for a
-// worker still waking up.
-func (p *pool) parallel(n int, fn func(task int)) {
-	if p == nil || p.workers == 0 || n <= 1 {
-		for t := 0; t < n; t++ {
-			fn(t)
-		}
-		return
+// worker still waking up. j must be idle (next at idle) and r set.
+func (p *pool) run(j *job, n int) {
+	tr := loopTrace.Load()
+	var start int64
+	if tr != nil {
+		j.join.Store(0)
+		start = time.Now().UnixNano()
 	}
-	j := &job{fn: fn, n: int64(n)}
+	j.n.Store(int64(n))
+	j.done.Store(0)
+	j.waiting.Store(false)
 	j.finished.Add(1)
+	j.next.Store(0)
+	j.seq.Add(1)
 	p.cur.Store(j)
 	woke := false
 	for i := min(int(p.parked.Load()), n-1); i > 0; i-- {
@@ -221,14 +322,21 @@ func (p *pool) parallel(n int, fn func(task int)) {
 	if woke {
 		runtime.Gosched() // see yieldAfterWake
 	}
-	j.work()
-	if j.done.Load() < j.n {
+	caller := j.work(false)
+	if j.done.Load() < int64(n) {
 		waitSpin(j, p.hot.Load() > 0)
 	}
-	if j.done.Load() < j.n {
+	if j.done.Load() < int64(n) {
 		j.waiting.Store(true)
 	}
 	j.finished.Wait()
+	j.next.Store(idle)
+	if tr != nil {
+		r := loopRecord{n: n, caller: caller, start: start, end: time.Now().UnixNano(), join: j.join.Load()}
+		tr.mu.Lock()
+		tr.loops = append(tr.loops, r)
+		tr.mu.Unlock()
+	}
 }
 
 // callerSpin is how long (about) the caller of a loop spins for the
@@ -248,7 +356,8 @@ const callerSpin = 200 * time.Microsecond
 // about 1 ms).
 func waitSpin(j *job, hot bool) {
 	var t0 time.Time
-	for i := 1; j.done.Load() < j.n; i++ {
+	n := j.n.Load()
+	for i := 1; j.done.Load() < n; i++ {
 		spinPause()
 		if i&255 == 0 {
 			if t0.IsZero() {
@@ -274,10 +383,11 @@ func (p *pool) close() {
 	}
 }
 
-// parallelFor runs fn(arg, t) for t < n like parallel. Unlike a closure
-// passed to parallel, arg (passed by value; what it points to must
-// outlive the call anyway) and fn (a plain function) cost no allocation
-// when the loop runs on the caller alone.
+// parallelFor runs fn(arg, t) for t < n, each task once, on the
+// workers and the caller, and returns when all are done. arg (passed by
+// value; what it points to must outlive the call anyway) is kept with fn
+// (a plain function) in a reused job (runLoop): a loop allocates
+// nothing.
 func parallelFor[T any](p *pool, n int, arg T, fn func(arg T, task int)) {
 	if p == nil || p.workers == 0 || n <= 1 {
 		for t := 0; t < n; t++ {
@@ -285,9 +395,16 @@ func parallelFor[T any](p *pool, n int, arg T, fn func(arg T, task int)) {
 		}
 		return
 	}
-	a := arg
-	p.parallel(n, func(t int) { fn(a, t) })
+	runLoop(p, n, forBody[T]{arg, fn})
 }
+
+// forBody is parallelFor's loop.
+type forBody[T any] struct {
+	arg T
+	fn  func(arg T, task int)
+}
+
+func (b forBody[T]) run(t int) { b.fn(b.arg, t) }
 
 // chunksFor splits n elements into chunks of at least 16384 for the pool
 // and runs fn(arg, i0, i1) on each range, as parallelFor runs its tasks.
@@ -297,6 +414,14 @@ func chunksFor[T any](p *pool, n int, arg T, fn func(arg T, i0, i1 int)) {
 		fn(arg, 0, n)
 		return
 	}
-	a := arg
-	p.parallel(chunks, func(t int) { fn(a, n*t/chunks, n*(t+1)/chunks) })
+	runLoop(p, chunks, chunkBody[T]{arg, fn, n, chunks})
 }
+
+// chunkBody is chunksFor's loop.
+type chunkBody[T any] struct {
+	arg       T
+	fn        func(arg T, i0, i1 int)
+	n, chunks int
+}
+
+func (c chunkBody[T]) run(t int) { c.fn(c.arg, c.n*t/c.chunks, c.n*(t+1)/c.chunks) }
