@@ -152,6 +152,7 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 		return nil, err
 	}
 	defer cache.close()
+	cache.recycle = true // each step's logits are read before the next step and not kept
 	start := time.Now()
 	logits, cache, err := d.step(ctx, p, cache)
 	if err != nil {
