@@ -108,14 +108,17 @@ func TestLookupGovernor(t *testing.T) {
 		tokens int
 		atMost float64 // time ÷ plain decoding's
 		runs   int     // > 0: bursty, runs of about this many tokens copied (p 0.97) and as many not (p 0)
+		spikes bool    // every tenth step (at random) takes three times as long: another process holds the core
 	}{
-		{"bursty", 0, qwenK, 0.03, 1024, 0.9, 12}, {"bursty", 0, qwenK, 0.03, 1024, 1.0, 4},
-		{"bursty", 0, linear(0.45), 0.14, 1024, 1.0, 6}, {"bursty", 0, qwen, 0.05, 1024, 0.95, 16},
-		{"never", 0, linear(0.6), 0.1, 256, 1.001, 0}, {"never", 0, linear(0.05), 0, 256, 1.001, 0},
-		{"seldom", 0.3, linear(0.45), 0.14, 256, 1.005, 0}, {"half", 0.5, linear(0.45), 0.14, 1024, 1.01, 0},
-		{"often", 0.8, qwen, 0.05, 256, 1.015, 0}, {"often", 0.8, qwen, 0.05, 4096, 1.005, 0},
-		{"mostly", 0.9, linear(0.6), 0.1, 256, 0.9, 0}, {"mostly", 0.9, linear(0.05), 0, 256, 0.4, 0},
-		{"mostly", 0.9, qwen, 0.05, 256, 0.81, 0}, {"often", 0.7, linear(0.05), 0, 256, 0.65, 0},
+		{"loaded", 0.9, qwenK, 0.03, 1024, 0.75, 0, true}, {"loaded bursty", 0, qwenK, 0.03, 1024, 0.9, 12, true},
+		{"loaded never", 0, qwenK, 0.03, 1024, 1.001, 0, true},
+		{"bursty", 0, qwenK, 0.03, 1024, 0.9, 12, false}, {"bursty", 0, qwenK, 0.03, 1024, 1.0, 4, false},
+		{"bursty", 0, linear(0.45), 0.14, 1024, 1.0, 6, false}, {"bursty", 0, qwen, 0.05, 1024, 0.95, 16, false},
+		{"never", 0, linear(0.6), 0.1, 256, 1.001, 0, false}, {"never", 0, linear(0.05), 0, 256, 1.001, 0, false},
+		{"seldom", 0.3, linear(0.45), 0.14, 256, 1.005, 0, false}, {"half", 0.5, linear(0.45), 0.14, 1024, 1.01, 0, false},
+		{"often", 0.8, qwen, 0.05, 256, 1.015, 0, false}, {"often", 0.8, qwen, 0.05, 4096, 1.005, 0, false},
+		{"mostly", 0.9, linear(0.6), 0.1, 256, 0.9, 0, false}, {"mostly", 0.9, linear(0.05), 0, 256, 0.4, 0, false},
+		{"mostly", 0.9, qwen, 0.05, 256, 0.81, 0, false}, {"often", 0.7, linear(0.05), 0, 256, 0.65, 0, false},
 	} {
 		rng := rand.New(rand.NewPCG(3, 4))
 		const plain = 100 * time.Microsecond
@@ -155,8 +158,11 @@ func TestLookupGovernor(t *testing.T) {
 			}
 			prevK = k
 			dur := time.Duration(float64(plain) * cost)
+			if c.spikes && rng.IntN(10) == 0 {
+				dur *= 3
+			}
 			g.record(k, dur)
-			spent += dur
+			spent += time.Duration(float64(plain) * cost) // what the step costs unslowed
 			for _, id := range stream[emitted : emitted+a+1] {
 				g.observe(id)
 			}
