@@ -108,9 +108,12 @@ type kvCache struct {
 	// logits into spare, the previous step's tensor of the same shape
 	// (decode's logits are a vocabulary of float32 a token, 0.5-0.6 MB
 	// for Llama 3 and Qwen2.5: allocated and cleared every token, they
-	// were most of what the garbage collector ran for)
-	recycle bool
-	spare   *switchyard.Tensor
+	// were most of what the garbage collector ran for); a step of another
+	// length (prompt lookup's verification steps) makes spare anew over
+	// logitBuf, grown to the longest step's logits
+	recycle  bool
+	spare    *switchyard.Tensor
+	logitBuf []float32
 }
 
 // close frees the session of a shared cache.
@@ -536,7 +539,16 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 	logits := cache.spare
 	if s := shapeOf(logits); !cache.recycle || len(s) != 3 || s[1] != rows || s[2] != v || v < 0 {
 		var err error
-		if logits, err = switchyard.Zeros(switchyard.Float32, []int{1, rows, v}); err != nil {
+		switch {
+		case cache.recycle && v > 0:
+			if cap(cache.logitBuf) < rows*v {
+				cache.logitBuf = make([]float32, rows*v)
+			}
+			logits, err = switchyard.NewTensor([]int{1, rows, v}, cache.logitBuf[:rows*v])
+		default:
+			logits, err = switchyard.Zeros(switchyard.Float32, []int{1, rows, v})
+		}
+		if err != nil {
 			return nil, 0, nil, err
 		}
 	}
@@ -550,7 +562,7 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 	}
 	next := &kvCache{t: cache.t, n: cache.n + len(ids), sess: cache.sess, recycle: cache.recycle}
 	if cache.recycle {
-		next.spare = logits
+		next.spare, next.logitBuf = logits, cache.logitBuf
 	}
 	return all, v, next, nil
 }

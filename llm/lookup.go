@@ -72,8 +72,10 @@ const maxNgram = 4
 // model is needed.
 //
 // It measures itself, unless lk.Always. How often drafted tokens would
-// be accepted after matches of each n-gram length it learns without
-// drafting: every match's continuation is a shadow draft, checked
+// be accepted it learns without drafting, apart for each length of the
+// run of tokens before them that lookup had predicted (text repeats in
+// stretches: right after a mismatch a draft is seldom accepted, within a
+// stretch mostly): every match's continuation is a shadow draft, checked
 // against the tokens then emitted. What a step of 1+k tokens costs (k a
 // power of two), and the plain step after it, it measures while drafting,
 // against a plain step (medians of the last seven; the first step at each
@@ -152,6 +154,7 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 		return nil, err
 	}
 	defer cache.close()
+	cache.recycle = true // each step's logits are read before the next step and not kept
 	start := time.Now()
 	logits, cache, err := d.step(ctx, p, cache)
 	if err != nil {
@@ -182,8 +185,8 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 			draft, ngram = ix.draft(draft, n)
 		}
 		if ngram > 0 {
-			gov.shadow(ngram, draft)
-			draft = draft[:gov.length(ngram, len(draft))]
+			gov.shadow(draft)
+			draft = draft[:gov.length(len(draft))]
 			switch {
 			case len(draft) > 0:
 				drafted = true
@@ -253,18 +256,23 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 // that drafting costs nothing where it does not pay.
 //
 // What a draft is worth it learns without drafting: every match found
-// starts a shadow draft (unless one is still open), the tokens that
-// followed the match, which the tokens then emitted — by plain steps or
-// drafting ones alike — accept or reject as a verification would; so
-// the chance p that a drafted token is accepted, per n-gram length of the
-// match (accepted against rejected tokens, older drafts weighing less,
-// starting from one of each), is known on text where drafting never
-// runs. What a draft costs it measures while drafting: the extra cost of
+// starts a shadow draft, the tokens that followed the match, which the
+// tokens then emitted — by plain steps or drafting ones alike — accept
+// or reject as a verification would (a rejection closes it); so the
+// chance that a drafted token is accepted is known on text where
+// drafting never runs, counted apart by the run before the token: how
+// many tokens right before it the shadow drafts predicted (0 after a
+// mismatch or where none was open, up to maxRun), each from the tokens
+// predicted and not after runs as long (the older weighing less,
+// starting from one of each). Repetition comes in stretches (a quote, a
+// loop, a list): within one a draft is mostly accepted, right after its
+// end seldom, and text where nothing repeats never gets past run 0.
+// What a draft costs it measures while drafting: the extra cost of
 // a step of 1+k tokens over a plain step, for each k a power of two (on
 // a small, compute-bound model nearly a step per token; on a large,
 // bandwidth-bound one little; between the two where a few rows take
 // other kernels than many: Qwen2.5-0.5B Q4_0 here, 1, 2, 3.4 and 4.1
-// plain steps for k = 1, 2, 4, 8), and of the plain step after a
+// plain steps for k = 1, 2, 4, 8; Q4_K_M 0.41, 0.55, 1.18, 2.96), and of the plain step after a
 // drafting round (the executor switching between step lengths); each the
 // median of the last seven, in plain steps, the median of the last seven
 // plain steps that followed plain steps; the first step of each length
@@ -273,8 +281,9 @@ func (d *Decoder) lookup(ctx context.Context, p []int, o Options, lk Lookup, pie
 // lengths measured around it say.
 //
 // It drafts the k tokens (a power of two, at most the tokens found) that
-// maximize the expected tokens emitted per plain step, (1 + p + … + p^k)
-// ÷ (1 + extra(k) + after), where that beats a plain step by a margin
+// maximize the expected tokens emitted per plain step, (1 + p1 + p1·p2 +
+// … + p1·…·pk) ÷ (1 + extra(k) + after) (pi the chance for the i-th
+// drafted token, its run i−1 longer than the next token's), where that beats a plain step by a margin
 // (minGain); else none. So on text that does not repeat no step drafts,
 // and on a model whose multi-token steps cost as much as their tokens
 // one at a time drafting stops after the few steps that measured it.
@@ -287,15 +296,19 @@ type lookupGovernor struct {
 	extra  [lengthBuckets]costWindow // a step of 1+2^i tokens: its extra cost, in plain steps
 	after  costWindow                // the extra cost of the plain step after a drafting round
 	seen   [lengthBuckets + 1]bool   // a step of each length has run (0: plain)
-	acc    [maxNgram + 1]acceptance  // per n-gram length
+	acc    [maxRun + 1]acceptance    // per run: the tokens right before predicted (at most maxRun counted)
+	run    int                       // the tokens right before the next predicted by the shadow drafts
 	prevK  int                       // the last round's drafted tokens
 
-	// the open shadow draft: its tokens, the match's n-gram length, how
-	// many accepted so far
+	// the open shadow draft: its tokens, how many accepted so far
 	sh           []int
-	shN, shAt    int
+	shAt         int
 	retest, wait int // rounds before costs that forbid drafting may be retested; the next such wait
 }
+
+// maxRun is the longest run of predicted tokens the acceptance tells
+// apart: after as many, text is taken to go on repeating as it has.
+const maxRun = 4
 
 // maxDraftTokens bounds Lookup.Draft; lengthBuckets counts the draft
 // lengths the governor picks from, the powers of two up to it.
@@ -313,14 +326,19 @@ const firstRetest, maxRetest = 128, 4096
 // the costs assumed before any is measured, in plain steps
 const priorPerToken, priorAfter = 0.5, 0.1
 
-// acceptance counts accepted and rejected drafted tokens, decayed.
+// acceptance counts predicted and mispredicted tokens, decayed (each
+// token weighs 3% less than the next).
 type acceptance struct{ ok, bad float64 }
 
 func (a *acceptance) p() float64 { return (a.ok + 1) / (a.ok + a.bad + 2) }
 
-func (a *acceptance) add(ok, bad int) {
-	a.ok = 0.9*a.ok + float64(ok)
-	a.bad = 0.9*a.bad + float64(bad)
+func (a *acceptance) add(ok bool) {
+	a.ok, a.bad = 0.97*a.ok, 0.97*a.bad
+	if ok {
+		a.ok++
+	} else {
+		a.bad++
+	}
 }
 
 func newLookupGovernor(lk Lookup) *lookupGovernor {
@@ -386,13 +404,14 @@ func (g *lookupGovernor) cost(k int, measured bool) float64 {
 }
 
 // best is the draft length (a power of two) up to k with the most
-// expected tokens per plain step when each drafted token is accepted with
-// chance p; 0 when none gains more than minGain.
-func (g *lookupGovernor) best(p float64, k int, measured bool) int {
+// expected tokens per plain step, each drafted token accepted with the
+// chance learned after runs as long as the one it would extend; 0 when
+// none gains more than minGain.
+func (g *lookupGovernor) best(k int, measured bool) int {
 	bestK, bestG := 0, minGain
 	e, pk := 1.0, 1.0
 	for i := 1; i <= k; i++ {
-		pk *= p
+		pk *= g.acc[min(g.run+i-1, maxRun)].p()
 		e += pk
 		if i&(i-1) != 0 {
 			continue
@@ -404,44 +423,46 @@ func (g *lookupGovernor) best(p float64, k int, measured bool) int {
 	return bestK
 }
 
-// shadow opens a shadow draft, the k tokens found after a match of n
-// tokens, unless one is open.
-func (g *lookupGovernor) shadow(n int, draft []int) {
-	if len(g.sh) > 0 || len(draft) == 0 {
+// shadow opens a shadow draft, the tokens found after a match: the
+// tokens emitted next are checked against it.
+func (g *lookupGovernor) shadow(draft []int) {
+	if len(draft) == 0 {
 		return
 	}
 	g.sh = append(g.sh[:0], draft...)
-	g.shN, g.shAt = n, 0
+	g.shAt = 0
 }
 
-// observe takes an emitted token: it accepts or rejects the open shadow
-// draft's next token.
+// observe takes an emitted token: the open shadow draft's next token
+// predicted it or not (that closes the draft), counted after the run
+// before it; a token no draft predicted ends the run.
 func (g *lookupGovernor) observe(id int) {
 	if len(g.sh) == 0 {
+		g.run = 0
 		return
 	}
-	if id == g.sh[g.shAt] {
-		if g.shAt++; g.shAt < len(g.sh) {
-			return
-		}
-		g.acc[g.shN].add(g.shAt, 0)
-	} else {
-		g.acc[g.shN].add(g.shAt, 1)
+	ok := id == g.sh[g.shAt]
+	g.acc[min(g.run, maxRun)].add(ok)
+	if !ok {
+		g.sh, g.run = g.sh[:0], 0
+		return
 	}
-	g.sh = g.sh[:0]
+	g.run++
+	if g.shAt++; g.shAt == len(g.sh) {
+		g.sh = g.sh[:0]
+	}
 }
 
-// length is how many of the k tokens found after a match of n tokens to
-// draft (0: none).
-func (g *lookupGovernor) length(n, k int) int {
+// length is how many of the k tokens found after a match to draft (0:
+// none).
+func (g *lookupGovernor) length(k int) int {
 	if g.always {
 		return k
 	}
 	if g.plain.n == 0 {
 		return 0 // the plain step's cost is measured first
 	}
-	p := g.acc[n].p()
-	if b := g.best(p, k, true); b > 0 {
+	if b := g.best(k, true); b > 0 {
 		return b
 	}
 	if g.retest > 0 {
@@ -449,7 +470,7 @@ func (g *lookupGovernor) length(n, k int) int {
 	}
 	// the costs measured forbid drafting: retest them where the costs
 	// assumed before measuring would draft
-	if b := g.best(p, k, false); b > 0 {
+	if b := g.best(k, false); b > 0 {
 		g.wait = min(maxRetest, 2*g.wait)
 		g.retest = g.wait
 		return b

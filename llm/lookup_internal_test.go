@@ -98,6 +98,8 @@ func TestLookupGovernor(t *testing.T) {
 	linear := func(s float64) func(int) float64 { return func(k int) float64 { return s * float64(k) } }
 	// Qwen2.5-0.5B Q4_0 here: a few rows take the one-row kernels, 8 the tiles
 	qwen := func(k int) float64 { return map[int]float64{1: 1.06, 2: 2.0, 4: 2.4, 8: 3.15}[k] }
+	// Qwen2.5-0.5B Q4_K_M here, two threads (BenchmarkLookupStepCost)
+	qwenK := func(k int) float64 { return map[int]float64{1: 0.41, 2: 0.55, 4: 1.18, 8: 2.96}[k] }
 	for _, c := range []struct {
 		name   string
 		p      float64
@@ -105,18 +107,34 @@ func TestLookupGovernor(t *testing.T) {
 		after  float64
 		tokens int
 		atMost float64 // time ÷ plain decoding's
+		runs   int     // > 0: bursty, runs of about this many tokens copied (p 0.97) and as many not (p 0)
+		spikes bool    // every tenth step (at random) takes three times as long: another process holds the core
 	}{
-		{"never", 0, linear(0.6), 0.1, 256, 1.001}, {"never", 0, linear(0.05), 0, 256, 1.001},
-		{"seldom", 0.3, linear(0.45), 0.14, 256, 1.005}, {"half", 0.5, linear(0.45), 0.14, 1024, 1.01},
-		{"often", 0.8, qwen, 0.05, 256, 1.015}, {"often", 0.8, qwen, 0.05, 4096, 1.005},
-		{"mostly", 0.9, linear(0.6), 0.1, 256, 0.9}, {"mostly", 0.9, linear(0.05), 0, 256, 0.4},
-		{"mostly", 0.9, qwen, 0.05, 256, 0.8}, {"often", 0.7, linear(0.05), 0, 256, 0.65},
+		{"loaded", 0.9, qwenK, 0.03, 1024, 0.75, 0, true}, {"loaded bursty", 0, qwenK, 0.03, 1024, 0.9, 12, true},
+		{"loaded never", 0, qwenK, 0.03, 1024, 1.001, 0, true},
+		{"bursty", 0, qwenK, 0.03, 1024, 0.9, 12, false}, {"bursty", 0, qwenK, 0.03, 1024, 1.0, 4, false},
+		{"bursty", 0, linear(0.45), 0.14, 1024, 1.0, 6, false}, {"bursty", 0, qwen, 0.05, 1024, 0.95, 16, false},
+		{"never", 0, linear(0.6), 0.1, 256, 1.001, 0, false}, {"never", 0, linear(0.05), 0, 256, 1.001, 0, false},
+		{"seldom", 0.3, linear(0.45), 0.14, 256, 1.005, 0, false}, {"half", 0.5, linear(0.45), 0.14, 1024, 1.01, 0, false},
+		{"often", 0.8, qwen, 0.05, 256, 1.015, 0, false}, {"often", 0.8, qwen, 0.05, 4096, 1.005, 0, false},
+		{"mostly", 0.9, linear(0.6), 0.1, 256, 0.9, 0, false}, {"mostly", 0.9, linear(0.05), 0, 256, 0.4, 0, false},
+		{"mostly", 0.9, qwen, 0.05, 256, 0.81, 0, false}, {"often", 0.7, linear(0.05), 0, 256, 0.65, 0, false},
 	} {
 		rng := rand.New(rand.NewPCG(3, 4))
 		const plain = 100 * time.Microsecond
 		stream := make([]int, c.tokens+64) // the tokens emitted: 7 (as drafted) with chance p
+		copying := true
 		for i := range stream {
-			if stream[i] = 7; rng.Float64() >= c.p {
+			p := c.p
+			if c.runs > 0 {
+				if rng.IntN(c.runs) == 0 {
+					copying = !copying
+				}
+				if p = 0; copying {
+					p = 0.97
+				}
+			}
+			if stream[i] = 7; rng.Float64() >= p {
 				stream[i] = rng.IntN(7)
 			}
 		}
@@ -125,8 +143,8 @@ func TestLookupGovernor(t *testing.T) {
 		var spent time.Duration
 		emitted, drafted, prevK := 0, 0, 0
 		for emitted < c.tokens {
-			g.shadow(3, draft)
-			k := g.length(3, 8)
+			g.shadow(draft)
+			k := g.length(8)
 			a := 0
 			for a < k && stream[emitted+a] == 7 {
 				a++
@@ -140,8 +158,11 @@ func TestLookupGovernor(t *testing.T) {
 			}
 			prevK = k
 			dur := time.Duration(float64(plain) * cost)
+			if c.spikes && rng.IntN(10) == 0 {
+				dur *= 3
+			}
 			g.record(k, dur)
-			spent += dur
+			spent += time.Duration(float64(plain) * cost) // what the step costs unslowed
 			for _, id := range stream[emitted : emitted+a+1] {
 				g.observe(id)
 			}
@@ -182,8 +203,8 @@ func BenchmarkLookupBookkeeping(b *testing.B) {
 		for _, id := range seq {
 			draft, n := ix.draft(draft[:0], lk.Draft)
 			if n > 0 {
-				g.shadow(n, draft)
-				_ = g.length(n, len(draft))
+				g.shadow(draft)
+				_ = g.length(len(draft))
 			}
 			g.record(0, 90*time.Microsecond)
 			ix.add(id)
