@@ -76,6 +76,9 @@ type bqWeights struct {
 	// x16, when set, is the integer path's copy of the rows in the x16
 	// layout (blockquant_x16.go).
 	x16 *x16Weights
+	// pfl, when set, is the node's place in decode's weight prefetch
+	// (bw_prefetch.go).
+	pfl *pfLink
 }
 
 // newBQWeights checks a node's attributes against its constant B and
@@ -155,6 +158,9 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	bc.bqPrecision(n, w)
+	if w.gk != nil {
+		w.pfl = bc.pf.link(w.raw)
+	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
 		y, err := bqMatMulOut(ctx, a, w.k, w.n)

@@ -166,6 +166,7 @@ type bqGroup struct {
 	ab      []int
 	intPath bool // every member takes the integer path
 	acts    sync.Pool
+	pfl     *pfLink // decode's weight prefetch (bw_prefetch.go)
 }
 
 // bqGroupActs are one call's quantized activations, a form each.
@@ -198,6 +199,13 @@ func buildBQGroup(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 			b = f32(p.bias[i])
 		}
 		g.bias = append(g.bias, b)
+	}
+	if g.intPath {
+		raws := make([][]byte, len(g.ws))
+		for i, w := range g.ws {
+			raws[i] = w.raw
+		}
+		g.pfl = bc.pf.link(raws...)
 	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
@@ -254,6 +262,7 @@ func (g *bqGroup) run(p *pool, x []float32, ys [bqGroupMax][]float32, m int) {
 	}
 	acts := g.acts.Get().(*bqGroupActs)
 	defer g.acts.Put(acts)
+	p.prefetchNext(g.pfl)
 	var done [2]bool
 	j := bqGroupJob{g: g, acts: acts, ys: ys, m: m}
 	tasks, last := 0, len(g.ws)-1

@@ -42,6 +42,9 @@ type pool struct {
 	closed  atomic.Bool
 	hot     atomic.Int32 // runs in progress (begin without end)
 	ended   atomic.Int64 // when the last run ended (Unix ns)
+
+	// pf is what idle workers read ahead (bw_prefetch.go)
+	pf atomic.Pointer[pfRun]
 }
 
 // spinChecks is how many times a worker looks for a new loop before it
@@ -117,7 +120,9 @@ func (p *pool) worker() {
 				j = c
 				break
 			}
-			spinPause()
+			if !p.prefetchIdle() { // bw_prefetch.go
+				spinPause()
+			}
 			if i&1023 == 1023 {
 				if i >= spinChecks {
 					now := time.Now()
