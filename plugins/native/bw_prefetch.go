@@ -47,6 +47,9 @@ var pfMax = func() int64 {
 	return 512 << 10
 }()
 
+// pfOff turns the read-ahead off (benchmarks alternate).
+var pfOff atomic.Bool
+
 // pfChain links the products of one compile as they are built.
 type pfChain struct {
 	first, last *pfLink
@@ -91,7 +94,7 @@ func (p *pool) prefetchNext(l *pfLink) {
 	if p == nil || p.workers == 0 {
 		return
 	}
-	if l == nil || l.run.limit == 0 {
+	if l == nil || l.run.limit == 0 || pfOff.Load() {
 		p.pf.Store(nil)
 		return
 	}

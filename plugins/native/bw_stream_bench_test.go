@@ -3,7 +3,9 @@ package native
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
@@ -93,4 +95,92 @@ func readSum(b []byte) uint64 {
 		}
 	}
 	return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7]
+}
+
+// BenchmarkDecodeChain: decode's products (Qwen2.5-0.5B's layer shapes in
+// Q8_0 or Q4_0, 256 MiB in all) through a pool of two threads with
+// serial work on the caller between them (gap: about what a step's
+// norms, attention and executor cost a product at one thread, as
+// multiply-adds over a 896-float row), with the weight prefetch
+// (bw_prefetch.go) on and off, alternating pass by pass so that both meet
+// the same machine; reports each one's median pass time and their ratio.
+//
+//	go test -run '^$' -bench DecodeChain -benchtime 40x ./plugins/native
+func BenchmarkDecodeChain(b *testing.B) {
+	const total = 256 << 20
+	rng := rand.New(rand.NewPCG(31, 31))
+	shapes := [][2]int{{1152, 896}, {896, 896}, {9728, 896}, {896, 4864}} // QKV, O, gate+up, down
+	for _, ty := range []ggml.Type{ggml.Q8_0, ggml.Q4_0} {
+		for _, gap := range []int{0, 16, 48} {
+			var ws []*bqWeights
+			var ch pfChain
+			var bytes int64
+			for bytes < total {
+				for _, s := range shapes {
+					N, K := s[0], s[1]
+					rb, _ := ty.RowBytes(K)
+					w := &bqWeights{n: N, k: K, typ: ty, raw: randomGGML(rng, ty, N, K), rb: rb}
+					w.gk = bqkKernelFor(ty)
+					w.acts.New = func() any { return new(ggml.Act) }
+					w.pfl = ch.link(w.raw)
+					ws = append(ws, w)
+					bytes += int64(len(w.raw))
+				}
+			}
+			x := make([]float32, 4864)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			y := make([]float32, 9728)
+			b.Run(fmt.Sprintf("%s_gap%d", ty, gap), func(b *testing.B) {
+				p := newPool(2)
+				defer p.close()
+				p.begin()
+				defer p.end()
+				defer pfOff.Store(false)
+				var times [2][]float64
+				var sink float32
+				b.SetBytes(bytes)
+				for i := 0; i < b.N; i++ {
+					off := i%2 == 1
+					pfOff.Store(off)
+					t0 := time.Now()
+					for _, w := range ws {
+						w.run(p, x[:w.k], y[:w.n], 1)
+						sink += serialWork(y[:896], gap)
+					}
+					k := 0
+					if off {
+						k = 1
+					}
+					times[k] = append(times[k], float64(time.Since(t0).Nanoseconds()))
+				}
+				_ = sink
+				if len(times[1]) > 0 {
+					on, off := median(times[0]), median(times[1])
+					b.ReportMetric(on/1e6, "on-ms")
+					b.ReportMetric(off/1e6, "off-ms")
+					b.ReportMetric(on/off, "on/off")
+				}
+			})
+		}
+	}
+}
+
+// serialWork is reps passes of multiply-adds over x (a caller's serial
+// node between two products).
+func serialWork(x []float32, reps int) float32 {
+	var s float32
+	for r := 0; r < reps; r++ {
+		for i, v := range x {
+			s += v * x[len(x)-1-i]
+		}
+	}
+	return s
+}
+
+// median is the middle of v (sorted in place).
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
