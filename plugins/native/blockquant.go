@@ -203,6 +203,11 @@ type bqJob struct {
 
 // run computes y [m, n] = x [m, k] · Wᵀ.
 func (w *bqWeights) run(p *pool, x, y []float32, m int) {
+	if w.pfl != nil || m > 1 {
+		// decode reads the next product ahead (bw_prefetch.go); a
+		// group's member leaves the group's hint alone
+		p.prefetchNext(decodeLink(w.pfl, m))
+	}
 	if w.gk != nil {
 		if m > 1 && !w.x16Gemm(m) && w.runGEMM(p, x, y, m) {
 			return // the rows together in tiles (qgemm.go)

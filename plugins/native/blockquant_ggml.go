@@ -139,11 +139,6 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	a := w.acts.Get().(*ggml.Act)
 	defer w.acts.Put(a)
 	quantizeGGMLAct(a, x, m, w.k, ggml.ActBlock(w.typ))
-	if m == 1 {
-		p.prefetchNext(w.pfl)
-	} else {
-		p.prefetchNext(nil)
-	}
 	j := bqkJob{w: w, a: a, y: y, m: m, per: w.intTaskRows(p, m)}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
 		j.w.intRows(j.a, j.y, j.m, t*j.per, min(j.w.n, (t+1)*j.per))

@@ -249,6 +249,7 @@ const (
 
 // run computes each member's y [m, n] = x [m, k] · Wᵀ (+ bias).
 func (g *bqGroup) run(p *pool, x []float32, ys [bqGroupMax][]float32, m int) {
+	p.prefetchNext(decodeLink(g.pfl, m)) // bw_prefetch.go
 	if !g.intPath || m != 1 {
 		for i, w := range g.ws {
 			w.run(p, x, ys[i], m)
@@ -262,7 +263,6 @@ func (g *bqGroup) run(p *pool, x []float32, ys [bqGroupMax][]float32, m int) {
 	}
 	acts := g.acts.Get().(*bqGroupActs)
 	defer g.acts.Put(acts)
-	p.prefetchNext(g.pfl)
 	var done [2]bool
 	j := bqGroupJob{g: g, acts: acts, ys: ys, m: m}
 	tasks, last := 0, len(g.ws)-1

@@ -88,6 +88,15 @@ func (r *pfRun) set(parts [][]byte) {
 	r.limit = min(r.limit, pfMax)
 }
 
+// decodeLink is l for a product of one activation row (decode's), else
+// nil: longer products are compute-bound, nothing to read ahead.
+func decodeLink(l *pfLink, m int) *pfLink {
+	if m != 1 {
+		return nil
+	}
+	return l
+}
+
 // prefetchNext hands the pool l's successor (nil: nothing to read ahead,
 // as for a product of several activation rows).
 func (p *pool) prefetchNext(l *pfLink) {
