@@ -205,7 +205,7 @@ func buildBQGroup(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 		for i, w := range g.ws {
 			raws[i] = w.raw
 		}
-		g.pfl = bc.pf.link(raws...)
+		g.pfl = bc.pf.link(g.ws[0].intTaskRows(bc.pool, 1)*g.ws[0].rb, raws...)
 	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]

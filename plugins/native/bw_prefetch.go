@@ -62,20 +62,41 @@ type pfLink struct {
 	run pfRun
 }
 
-// link adds a product whose tasks read own (in that order) to the chain:
-// the last one added reads ahead into it, and it into the first (until
-// another is added).
-func (c *pfChain) link(own ...[]byte) *pfLink {
-	l := &pfLink{own: own}
+// link adds a product whose tasks read own (in that order; the first
+// task task bytes) to the chain: the last one added reads ahead into it,
+// and it into the first (until another is added).
+func (c *pfChain) link(task int, own ...[]byte) *pfLink {
+	l := &pfLink{own: workerFirst(own, int64(task))}
 	if c.first == nil {
 		c.first = l
 	}
 	if c.last != nil {
-		c.last.run.set(own)
+		c.last.run.set(l.own)
 	}
 	l.run.set(c.first.own)
 	c.last = l
 	return l
+}
+
+// workerFirst is parts (one run of bytes) with the second task's bytes
+// first, then the first task's, then the rest: a loop's caller claims its
+// first task as it starts the loop, so a worker that read ahead runs the
+// second one, on bytes in its own cache (the first one's, which the
+// caller then reads from the worker's cache, come next).
+func workerFirst(parts [][]byte, task int64) [][]byte {
+	var total int64
+	for _, b := range parts {
+		total += int64(len(b))
+	}
+	if task <= 0 || task >= total {
+		return parts
+	}
+	var out [][]byte
+	add := func(b []byte) { out = append(out, b) }
+	pfEach(parts, task, min(2*task, total), add)
+	pfEach(parts, 0, task, add)
+	pfEach(parts, min(2*task, total), total, add)
+	return out
 }
 
 // set makes r read ahead parts, up to pfMax bytes.

@@ -33,8 +33,8 @@ func TestPrefetchPieces(t *testing.T) {
 func TestPrefetchChain(t *testing.T) {
 	a, b, c := make([]byte, 3*pfChunk), make([]byte, pfChunk), make([]byte, 2*pfChunk)
 	var ch pfChain
-	la := ch.link(a)
-	lb := ch.link(b, c)
+	la := ch.link(0, a)
+	lb := ch.link(0, b, c)
 	if len(la.run.parts) != 2 || &la.run.parts[0][0] != &b[0] || la.run.limit != min(int64(3*pfChunk), pfMax) {
 		t.Fatalf("a reads ahead %d parts, %d bytes", len(la.run.parts), la.run.limit)
 	}
@@ -53,5 +53,32 @@ func TestPrefetchChain(t *testing.T) {
 	p.prefetchNext(nil)
 	if p.prefetchIdle() {
 		t.Fatal("read ahead with nothing to read")
+	}
+}
+
+// TestPrefetchWorkerFirst: the second task's bytes come first, then the
+// first's, then the rest, each byte once, across part boundaries.
+func TestPrefetchWorkerFirst(t *testing.T) {
+	parts := [][]byte{make([]byte, 300), make([]byte, 50), make([]byte, 700)}
+	var all []byte
+	for i, p := range parts {
+		for j := range p {
+			p[j] = byte(i*11 + j*3)
+		}
+		all = append(all, p...)
+	}
+	for _, task := range []int64{0, 100, 320, 600, 1050} {
+		var got []byte
+		for _, b := range workerFirst(parts, task) {
+			got = append(got, b...)
+		}
+		want := all
+		if task > 0 && task < int64(len(all)) {
+			e := min(2*task, int64(len(all)))
+			want = append(append(append([]byte{}, all[task:e]...), all[:task]...), all[e:]...)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("task %d: order wrong", task)
+		}
 	}
 }

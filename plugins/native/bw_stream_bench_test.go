@@ -114,6 +114,7 @@ func BenchmarkDecodeChain(b *testing.B) {
 		for _, gap := range []int{0, 16, 48} {
 			var ws []*bqWeights
 			var ch pfChain
+			p2 := &pool{workers: 1} // the task sizes of two threads
 			var bytes int64
 			for bytes < total {
 				for _, s := range shapes {
@@ -122,7 +123,7 @@ func BenchmarkDecodeChain(b *testing.B) {
 					w := &bqWeights{n: N, k: K, typ: ty, raw: randomGGML(rng, ty, N, K), rb: rb}
 					w.gk = bqkKernelFor(ty)
 					w.acts.New = func() any { return new(ggml.Act) }
-					w.pfl = ch.link(w.raw)
+					w.pfl = ch.link(w.intTaskRows(p2, 1)*w.rb, w.raw)
 					ws = append(ws, w)
 					bytes += int64(len(w.raw))
 				}
