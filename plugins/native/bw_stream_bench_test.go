@@ -16,7 +16,8 @@ import (
 // down), 256 MiB in all so that every byte comes from memory, through a
 // pool of 1 or 2 threads exactly as the nodes call it (runGGMLInt, its
 // tasks and barriers), beside a read-only stream of as many bytes split
-// the same way (the rate memory gives now). Bytes/s is weight bytes over
+// the same way (touchLines: a byte a cache line, the rate memory gives
+// now). Bytes/s is weight bytes over
 // wall time; cpu-MB/s over the process's CPU time. The gap between the
 // products' rate and the read stream is the kernels' and the pool's; the
 // gap between the products' rate here and a model's decode is the rest
@@ -69,13 +70,12 @@ func BenchmarkDecodeStream(b *testing.B) {
 					defer p.close()
 					p.begin()
 					defer p.end()
-					var sink [2]uint64
 					streamRun(b, bytes, func() {
 						for _, w := range ws {
 							per := max(len(w.raw)/(4*th), 1<<16) &^ 63
 							n := (len(w.raw) + per - 1) / per
 							p.parallel(n, func(t int) {
-								sink[t&1] += readSum(w.raw[t*per : min(len(w.raw), (t+1)*per)])
+								pfSink.Add(uint32(touchLines(w.raw[t*per : min(len(w.raw), (t+1)*per)])))
 							})
 						}
 					})
@@ -83,18 +83,6 @@ func BenchmarkDecodeStream(b *testing.B) {
 			}
 		}
 	}
-}
-
-// readSum reads b once (eight independent sums of 64-bit words).
-func readSum(b []byte) uint64 {
-	var s [8]uint64
-	for i := 0; i+64 <= len(b); i += 64 {
-		c := b[i : i+64 : i+64]
-		for j := range s {
-			s[j] += uint64(c[8*j]) | uint64(c[8*j+7])<<56
-		}
-	}
-	return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7]
 }
 
 // BenchmarkDecodeChain: decode's products (Qwen2.5-0.5B's layer shapes in
