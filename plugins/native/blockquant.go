@@ -76,6 +76,9 @@ type bqWeights struct {
 	// x16, when set, is the integer path's copy of the rows in the x16
 	// layout (blockquant_x16.go).
 	x16 *x16Weights
+	// pfl, when set, is the node's place in decode's weight prefetch
+	// (bw_prefetch.go).
+	pfl *pfLink
 }
 
 // newBQWeights checks a node's attributes against its constant B and
@@ -155,6 +158,9 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		return nil, err
 	}
 	bc.bqPrecision(n, w)
+	if w.gk != nil && w.x16 == nil { // x16's tasks read their own copy
+		w.pfl = bc.pf.link(w.intTaskRows(bc.pool, 1)*w.rb, w.raw)
+	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
 		y, err := bqMatMulOut(ctx, a, w.k, w.n)
@@ -197,6 +203,11 @@ type bqJob struct {
 
 // run computes y [m, n] = x [m, k] · Wᵀ.
 func (w *bqWeights) run(p *pool, x, y []float32, m int) {
+	if w.pfl != nil || m > 1 {
+		// decode reads the next product ahead (bw_prefetch.go); a
+		// group's member leaves the group's hint alone
+		p.prefetchNext(decodeLink(w.pfl, m))
+	}
 	if w.gk != nil {
 		if m > 1 && !w.x16Gemm(m) && w.runGEMM(p, x, y, m) {
 			return // the rows together in tiles (qgemm.go)

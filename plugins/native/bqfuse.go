@@ -166,6 +166,7 @@ type bqGroup struct {
 	ab      []int
 	intPath bool // every member takes the integer path
 	acts    sync.Pool
+	pfl     *pfLink // decode's weight prefetch (bw_prefetch.go)
 }
 
 // bqGroupActs are one call's quantized activations, a form each.
@@ -198,6 +199,13 @@ func buildBQGroup(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 			b = f32(p.bias[i])
 		}
 		g.bias = append(g.bias, b)
+	}
+	if g.intPath {
+		raws := make([][]byte, len(g.ws))
+		for i, w := range g.ws {
+			raws[i] = w.raw
+		}
+		g.pfl = bc.pf.link(g.ws[0].intTaskRows(bc.pool, 1)*g.ws[0].rb, raws...)
 	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
@@ -241,6 +249,7 @@ const (
 
 // run computes each member's y [m, n] = x [m, k] · Wᵀ (+ bias).
 func (g *bqGroup) run(p *pool, x []float32, ys [bqGroupMax][]float32, m int) {
+	p.prefetchNext(decodeLink(g.pfl, m)) // bw_prefetch.go
 	if !g.intPath || m != 1 {
 		for i, w := range g.ws {
 			w.run(p, x, ys[i], m)

@@ -296,6 +296,7 @@ type buildCtx struct {
 	int8Nodes  int
 	int8Kernel string
 	floatNotes []string
+	pf         pfChain // decode's weight prefetch (bw_prefetch.go)
 }
 
 // --- checks shared by the ops ---

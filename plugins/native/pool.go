@@ -44,6 +44,9 @@ type pool struct {
 	closed  atomic.Bool
 	hot     atomic.Int32 // runs in progress (begin without end)
 	ended   atomic.Int64 // when the last run ended (Unix ns)
+
+	// pf is what idle workers read ahead (bw_prefetch.go)
+	pf atomic.Pointer[pfRun]
 }
 
 // spinChecks is how many times a worker looks for a new loop before it
@@ -208,7 +211,9 @@ func (p *pool) worker() {
 					break
 				}
 			}
-			spinPause()
+			if !p.prefetchIdle() { // bw_prefetch.go
+				spinPause()
+			}
 			if i&1023 == 1023 {
 				if i >= spinChecks {
 					now := time.Now()
