@@ -153,7 +153,7 @@ func BenchmarkQ40PanelKernel(b *testing.B) {
 			for b.Loop() {
 				t0 := cpuTime()
 				for range 1000 {
-					fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&pa.buf[0])), &y[0], 64)
+					fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&pa.buf[0])), &y[0], 64, uintptr(unsafe.Pointer(&pb.buf[0])))
 				}
 				best = min(best, cpuTime()-t0)
 			}
@@ -172,4 +172,31 @@ func BenchmarkQ40PanelKernel(b *testing.B) {
 		}
 		b.ReportMetric(float64(best.Nanoseconds())/1000/float64(nb), "cpu-ns/block")
 	})
+}
+
+// BenchmarkQ40PanelPackMemory: packing panels of weights read from
+// memory (64 MiB, K 2048), panel after panel into one buffer: the
+// packer's rate when its rows are not in cache.
+func BenchmarkQ40PanelPackMemory(b *testing.B) {
+	fns := q40Panels("vnni")
+	if fns == nil {
+		b.Skip("no Q4_0 panel kernels here")
+	}
+	rng := rand.New(rand.NewPCG(41, 5))
+	const K = 2048
+	nb := K / 32
+	rb := 18 * nb
+	n := (64 << 20) / rb &^ 15
+	raw := randomGGML(rng, ggml.Q4_0, n, K)
+	buf := make([]byte, x16Q40Size(nb))
+	best := time.Duration(1 << 62)
+	for b.Loop() {
+		t0 := cpuTime()
+		for p := 0; p < n; p += 16 {
+			fns.pack(nb, &raw[p*rb], rb, &buf[0])
+		}
+		best = min(best, cpuTime()-t0)
+	}
+	b.ReportMetric(float64(best.Nanoseconds())/float64(n/16*nb), "cpu-ns/block")
+	b.ReportMetric(float64(len(raw))/float64(best.Nanoseconds()), "GB/s")
 }

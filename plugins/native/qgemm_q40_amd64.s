@@ -777,12 +777,13 @@ qgemmQ40Pack16_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R1(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R1(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R1(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R1(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	TESTQ     AX, AX
@@ -818,8 +819,11 @@ qgemmQ40P16R1_block:
 	VCVTDQ2PS     Z11, Z11
 	VMULPS.BCST   36(DX), Z10, Z2
 	VFMADD231PS   Z11, Z2, Z1
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000028, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R1_block
 
@@ -830,12 +834,13 @@ qgemmQ40P16R1_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R2(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R2(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R2(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R2(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -884,8 +889,11 @@ qgemmQ40P16R2_block:
 	VCVTDQ2PS     Z12, Z12
 	VMULPS.BCST   76(DX), Z11, Z3
 	VFMADD231PS   Z12, Z3, Z2
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000050, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R2_block
 
@@ -898,12 +906,13 @@ qgemmQ40P16R2_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R3(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R3(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R3(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R3(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -965,8 +974,11 @@ qgemmQ40P16R3_block:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS.BCST   116(DX), Z12, Z4
 	VFMADD231PS   Z13, Z4, Z3
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000078, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R3_block
 
@@ -981,12 +993,13 @@ qgemmQ40P16R3_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R4(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R4(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R4(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R4(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1061,8 +1074,11 @@ qgemmQ40P16R4_block:
 	VCVTDQ2PS     Z14, Z14
 	VMULPS.BCST   156(DX), Z13, Z5
 	VFMADD231PS   Z14, Z5, Z4
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000000a0, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R4_block
 
@@ -1079,12 +1095,13 @@ qgemmQ40P16R4_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R5(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R5(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R5(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R5(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1172,8 +1189,11 @@ qgemmQ40P16R5_block:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS.BCST   196(DX), Z14, Z6
 	VFMADD231PS   Z15, Z6, Z5
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000000c8, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R5_block
 
@@ -1192,12 +1212,13 @@ qgemmQ40P16R5_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R6(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R6(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R6(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R6(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1298,8 +1319,11 @@ qgemmQ40P16R6_block:
 	VCVTDQ2PS     Z16, Z16
 	VMULPS.BCST   236(DX), Z15, Z7
 	VFMADD231PS   Z16, Z7, Z6
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000000f0, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R6_block
 
@@ -1320,12 +1344,13 @@ qgemmQ40P16R6_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R7(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R7(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R7(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R7(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1439,8 +1464,11 @@ qgemmQ40P16R7_block:
 	VCVTDQ2PS     Z17, Z17
 	VMULPS.BCST   276(DX), Z16, Z8
 	VFMADD231PS   Z17, Z8, Z7
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000118, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R7_block
 
@@ -1463,12 +1491,13 @@ qgemmQ40P16R7_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R8(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R8(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R8(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R8(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1595,8 +1624,11 @@ qgemmQ40P16R8_block:
 	VCVTDQ2PS     Z18, Z18
 	VMULPS.BCST   316(DX), Z17, Z9
 	VFMADD231PS   Z18, Z9, Z8
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000140, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R8_block
 
@@ -1621,12 +1653,13 @@ qgemmQ40P16R8_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R9(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R9(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R9(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R9(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1766,8 +1799,11 @@ qgemmQ40P16R9_block:
 	VCVTDQ2PS     Z19, Z19
 	VMULPS.BCST   356(DX), Z18, Z10
 	VFMADD231PS   Z19, Z10, Z9
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000168, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R9_block
 
@@ -1794,12 +1830,13 @@ qgemmQ40P16R9_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R10(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R10(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R10(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R10(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1952,8 +1989,11 @@ qgemmQ40P16R10_block:
 	VCVTDQ2PS     Z20, Z20
 	VMULPS.BCST   396(DX), Z19, Z11
 	VFMADD231PS   Z20, Z11, Z10
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000190, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R10_block
 
@@ -1982,12 +2022,13 @@ qgemmQ40P16R10_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R11(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R11(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R11(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R11(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2153,8 +2194,11 @@ qgemmQ40P16R11_block:
 	VCVTDQ2PS     Z21, Z21
 	VMULPS.BCST   436(DX), Z20, Z12
 	VFMADD231PS   Z21, Z12, Z11
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000001b8, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R11_block
 
@@ -2185,12 +2229,13 @@ qgemmQ40P16R11_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R12(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R12(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R12(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R12(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2369,8 +2414,11 @@ qgemmQ40P16R12_block:
 	VCVTDQ2PS     Z22, Z22
 	VMULPS.BCST   476(DX), Z21, Z13
 	VFMADD231PS   Z22, Z13, Z12
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000001e0, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R12_block
 
@@ -2403,12 +2451,13 @@ qgemmQ40P16R12_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R13(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R13(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R13(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R13(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2600,8 +2649,11 @@ qgemmQ40P16R13_block:
 	VCVTDQ2PS     Z23, Z23
 	VMULPS.BCST   516(DX), Z22, Z14
 	VFMADD231PS   Z23, Z14, Z13
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000208, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R13_block
 
@@ -2636,12 +2688,13 @@ qgemmQ40P16R13_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R14(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R14(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R14(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R14(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2846,8 +2899,11 @@ qgemmQ40P16R14_block:
 	VCVTDQ2PS     Z24, Z24
 	VMULPS.BCST   556(DX), Z23, Z15
 	VFMADD231PS   Z24, Z15, Z14
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000230, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R14_block
 
@@ -2884,12 +2940,13 @@ qgemmQ40P16R14_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R15(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R15(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R15(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R15(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -3107,8 +3164,11 @@ qgemmQ40P16R15_block:
 	VCVTDQ2PS     Z25, Z25
 	VMULPS.BCST   596(DX), Z24, Z16
 	VFMADD231PS   Z25, Z16, Z15
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000258, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R15_block
 
@@ -3147,12 +3207,13 @@ qgemmQ40P16R15_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R16(nb int, w *uint8, a *int8, y *float32, ldy int)
-// Requires: AVX, AVX512BW, AVX512DQ, AVX512F
-TEXT ·qgemmQ40P16R16(SB), NOSPLIT, $0-40
+// func qgemmQ40P16R16(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·qgemmQ40P16R16(SB), NOSPLIT, $0-48
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
+	MOVQ      pf+40(FP), BX
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -3383,8 +3444,11 @@ qgemmQ40P16R16_block:
 	VCVTDQ2PS     Z26, Z26
 	VMULPS.BCST   636(DX), Z25, Z17
 	VFMADD231PS   Z26, Z17, Z16
+	PREFETCHT1    (BX)
+	PREFETCHT1    64(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000280, DX
+	ADDQ          $0x80, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R16_block
 

@@ -30,7 +30,7 @@ import (
 	"fmt"
 
 	. "github.com/mmcloughlin/avo/build"
-		. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
@@ -288,15 +288,18 @@ func pack16() {
 // and is added times float32(d_w·d_a) into the row's accumulator by one
 // fused multiply-add (core/ggml's Dot's steps, each row's outputs in
 // its own register: no reduction, no transpose). Activation row k's 16
-// outputs go to y + k·ldy bytes.
+// outputs go to y + k·ldy bytes. Each block also prefetches the two
+// cache lines at pf on into the L2 cache (the caller's next panel's raw
+// rows: packing them then finds them there) and moves pf on 128 bytes.
 func panel(R int) {
 	name := fmt.Sprintf("qgemmQ40P16R%d", R)
-	TEXT(name, NOSPLIT, "func(nb int, w *uint8, a *int8, y *float32, ldy int)")
+	TEXT(name, NOSPLIT, "func(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)")
 	Doc(fmt.Sprintf("%s computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × %d activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).", name, R))
 	Pragma("noescape")
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
 	a := Load(Param("a"), GP64())
+	pf := Load(Param("pf"), GP64())
 	mask := ZMM()
 	VMOVDQU64(c0F, mask)
 	acc := make([]VecVirtual, R)
@@ -329,8 +332,11 @@ func panel(R int) {
 		VMULPS_BCST(Mem{Base: a, Disp: 36*R + 4*k}, d, f) // d_w·d_a (exact: two float16 values)
 		VFMADD231PS(s, f, acc[k])                         // acc += sum·(d_w·d_a), one rounding
 	}
+	PREFETCHT1(Mem{Base: pf})
+	PREFETCHT1(Mem{Base: pf, Disp: 64})
 	ADDQ(U32(panelBlock), w)
 	ADDQ(U32(uint32(40*R)), a)
+	ADDQ(U8(128), pf)
 	DECQ(nb)
 	JNZ(LabelRef(p + "block"))
 	Label(p + "done")
