@@ -47,7 +47,7 @@ func TestQ40PanelsSameBits(t *testing.T) {
 	if q40Panels(w.gk.name) == nil {
 		t.Skip("no Q4_0 panel kernels here (amd64 with AVX-512 VNNI)")
 	}
-	for _, m := range []int{16, 17, 23, 31, 32, 40, 47} {
+	for _, m := range []int{2, 3, 5, 8, 16, 17, 23, 31, 32, 40, 47} {
 		for _, threads := range []int{1, 2} {
 			x := make([]float32, m*K)
 			for i := range x {
@@ -86,7 +86,8 @@ func TestQ40PanelsSameBits(t *testing.T) {
 }
 
 // BenchmarkQ40Panels: Q4_0 products of m rows on the panel kernels
-// (panels) and on the tiles (tiles), alternating within one run, on the
+// (panels), on the tiles (tiles: from 4 rows) and on the single-row
+// kernels row after row (rows), alternating within one run, on the
 // shapes of Qwen2.5-0.5B's and Llama-3.2-1B's MLP. cpu-ns/op is the least
 // CPU time of one product (the machine's load does not inflate it).
 //
@@ -99,22 +100,26 @@ func BenchmarkQ40Panels(b *testing.B) {
 		if q40Panels(w.gk.name) == nil {
 			b.Skip("no Q4_0 panel kernels here")
 		}
-		for _, m := range []int{128, 32, 16} {
+		for _, m := range []int{128, 32, 16, 8, 5, 3, 2} {
 			x := make([]float32, m*K)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64())
 			}
 			y := make([]float32, m*N)
-			for _, on := range []bool{false, true} {
-				name := map[bool]string{false: "tiles", true: "panels"}[on]
-				b.Run(fmt.Sprintf("K%d/N%d/m%d/%s", K, N, m, name), func(b *testing.B) {
-					old := q40PanelsOn
-					q40PanelsOn = on
-					defer func() { q40PanelsOn = old }()
+			for _, path := range []string{"rows", "tiles", "panels"} {
+				if path == "rows" && m > 8 {
+					continue
+				}
+				b.Run(fmt.Sprintf("K%d/N%d/m%d/%s", K, N, m, path), func(b *testing.B) {
+					old, oldMin := q40PanelsOn, q40PanelMinRows
+					q40PanelsOn, q40PanelMinRows = path == "panels", 2
+					defer func() { q40PanelsOn, q40PanelMinRows = old, oldMin }()
 					best := time.Duration(1 << 62)
 					for b.Loop() {
 						t0 := cpuTime()
-						w.runGEMM(nil, x, y, m)
+						if path == "rows" || !w.runGEMM(nil, x, y, m) {
+							w.runGGMLInt(nil, x, y, m)
+						}
 						best = min(best, cpuTime()-t0)
 					}
 					b.ReportMetric(float64(m*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")

@@ -111,7 +111,11 @@ type q40Job struct {
 // runGEMMQ40 is runGEMM for a Q4_0 weight (false: no tiles here).
 func (w *bqWeights) runGEMMQ40(p *pool, x, y []float32, m int) bool {
 	f16, f8 := q40Tiles(w.gk.name)
-	if f16 == nil || m < q40MinRows {
+	pf := q40Panels(w.gk.name)
+	if m < q40PanelMinRows || w.n < 16 {
+		pf = nil
+	}
+	if pf == nil && (f16 == nil || m < q40MinRows) {
 		return false
 	}
 	a := qgemmActs.Get().(*ggml.Act)
@@ -119,11 +123,9 @@ func (w *bqWeights) runGEMMQ40(p *pool, x, y []float32, m int) bool {
 	K := w.k
 	nb := K / 32
 	quantizeGGMLAct(a, x, m, K, 32)
-	if m >= q40PanelMinRows && w.n >= 16 {
-		if pf := q40Panels(w.gk.name); pf != nil {
-			w.runPanelsQ40(p, pf, a, y, m)
-			return true
-		}
+	if pf != nil {
+		w.runPanelsQ40(p, pf, a, y, m)
+		return true
 	}
 	pk := q40Packs.Get().(*q40Pack)
 	defer q40Packs.Put(pk)
@@ -168,8 +170,8 @@ func (w *bqWeights) gemmRowsQ40(j q40Job, n0, n1 int) {
 	}
 }
 
-// The panels: for a product of many activation rows (a prompt's
-// prefill: q40PanelMinRows or more), each thread packs 16 weight rows
+// The panels: for a product of several activation rows (a prompt's
+// prefill, a batched decode step: q40PanelMinRows or more), each thread packs 16 weight rows
 // at a time into a panel in the x16 layout (blockquant_x16q40.go: per
 // block the 16 rows' scales, then four vectors whose dword lane i is row
 // i's quant bytes 4t..4t+3) and multiplies it by every activation row:
@@ -186,8 +188,14 @@ func (w *bqWeights) gemmRowsQ40(j q40Job, n0, n1 int) {
 // rows' 32 int8 values, then their R corrections −8·Σq (int32), then
 // their R scales d_a (float32): 40·R bytes.
 
-// q40PanelMinRows is the fewest activation rows that take the panels.
-const q40PanelMinRows = 16
+// q40PanelMinRows is the fewest activation rows that take the panels (a
+// variable: the benchmarks move it). From two rows on they cost less
+// than the tiles and than the single-row kernels row after row
+// (BenchmarkQ40Panels, one thread, CPU time: K 2048 × N 8192 at 2 rows
+// 0.35-0.42 ms against 0.78 row after row; 5 rows 0.51-0.62 against
+// 1.36-1.41 on the tiles): a panel's weights are read from memory once,
+// prefetched, for all the rows.
+var q40PanelMinRows = 2
 
 // q40PanelFns are the panel kernels (pack, and the products of 1 to 16
 // activation rows: kern[R-1]).
