@@ -205,3 +205,39 @@ func BenchmarkQ40PanelPackMemory(b *testing.B) {
 	b.ReportMetric(float64(best.Nanoseconds())/float64(n/16*nb), "cpu-ns/block")
 	b.ReportMetric(float64(len(raw))/float64(best.Nanoseconds()), "GB/s")
 }
+
+// BenchmarkQ40PanelsMemory: m = 128 and m = 4 products on 8 weights of
+// Llama-3.2-1B's MLP shape (K 2048, N 8192: 75 MB together, more than
+// the L3 cache), one after the other as a prompt's layers read them: the
+// panels' packing then reads each weight from memory, not from the cache
+// (BenchmarkQ40Panels's single weight stays in L3). cpu-ns/op is the
+// least CPU time of the 8 products.
+func BenchmarkQ40PanelsMemory(b *testing.B) {
+	rng := rand.New(rand.NewPCG(41, 6))
+	const K, N = 2048, 8192
+	ws := make([]*bqWeights, 8)
+	for i := range ws {
+		ws[i] = gemmWeights(rng, ggml.Q4_0, N, K)
+	}
+	if q40Panels(ws[0].gk.name) == nil {
+		b.Skip("no Q4_0 panel kernels here")
+	}
+	for _, m := range []int{128, 4} {
+		x := make([]float32, m*K)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		y := make([]float32, m*N)
+		b.Run(fmt.Sprintf("m%d", m), func(b *testing.B) {
+			best := time.Duration(1 << 62)
+			for b.Loop() {
+				t0 := cpuTime()
+				for _, w := range ws {
+					w.runGEMM(nil, x, y, m)
+				}
+				best = min(best, cpuTime()-t0)
+			}
+			b.ReportMetric(float64(best.Nanoseconds()), "cpu-ns/op")
+		})
+	}
+}

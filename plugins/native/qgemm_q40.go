@@ -270,23 +270,21 @@ func (w *bqWeights) panelRowsQ40(j q40PanelJob, n0, n1 int) {
 	for ; n+16 <= n1; n += 16 {
 		rows := w.raw[n*w.rb : (n+16)*w.rb]
 		j.fns.pack(nb, &rows[0], w.rb, &pb.buf[0])
-		// the kernels prefetch the next panel's rows (contiguous: 16·rb
-		// bytes from rows' end), 128 bytes a block, into the L2 cache
-		// while they compute; past them, the panel (in cache)
-		next, end := uintptr(unsafe.Pointer(&rows[0]))+uintptr(16*w.rb), uintptr(0)
-		if n+32 <= n1 {
-			end = next + uintptr(16*w.rb)
-		}
+		// the last group's kernel prefetches the next panel's rows
+		// (contiguous: 16·rb bytes from rows' end) into the L2 cache, 320
+		// bytes a block (the earlier groups would see them evicted by
+		// the activations streaming past where those exceed the cache);
+		// the other groups, and the last panel, the panel in cache
+		pf := uintptr(unsafe.Pointer(&pb.buf[0]))
 		o := 0
 		for g := 0; g < j.m; g += 16 {
 			R := min(16, j.m-g)
 			y := j.y[g*N+n : (g+R-1)*N+n+16]
-			pf := uintptr(unsafe.Pointer(&pb.buf[0]))
-			if next < end {
-				pf = next
-				next += uintptr(128 * nb)
+			pfg := pf
+			if g+16 >= j.m && n+32 <= n1 {
+				pfg = uintptr(unsafe.Pointer(&rows[0])) + uintptr(16*w.rb)
 			}
-			j.fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&j.pa.buf[o])), &y[0], 4*N, pf)
+			j.fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&j.pa.buf[o])), &y[0], 4*N, pfg)
 			o += 40 * R * nb
 		}
 	}

@@ -821,9 +821,12 @@ qgemmQ40P16R1_block:
 	VFMADD231PS   Z11, Z2, Z1
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000028, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R1_block
 
@@ -891,9 +894,12 @@ qgemmQ40P16R2_block:
 	VFMADD231PS   Z12, Z3, Z2
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000050, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R2_block
 
@@ -976,9 +982,12 @@ qgemmQ40P16R3_block:
 	VFMADD231PS   Z13, Z4, Z3
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000078, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R3_block
 
@@ -1076,9 +1085,12 @@ qgemmQ40P16R4_block:
 	VFMADD231PS   Z14, Z5, Z4
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000000a0, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R4_block
 
@@ -1191,9 +1203,12 @@ qgemmQ40P16R5_block:
 	VFMADD231PS   Z15, Z6, Z5
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000000c8, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R5_block
 
@@ -1321,9 +1336,12 @@ qgemmQ40P16R6_block:
 	VFMADD231PS   Z16, Z7, Z6
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000000f0, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R6_block
 
@@ -1466,9 +1484,12 @@ qgemmQ40P16R7_block:
 	VFMADD231PS   Z17, Z8, Z7
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000118, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R7_block
 
@@ -1626,9 +1647,12 @@ qgemmQ40P16R8_block:
 	VFMADD231PS   Z18, Z9, Z8
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000140, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R8_block
 
@@ -1801,9 +1825,12 @@ qgemmQ40P16R9_block:
 	VFMADD231PS   Z19, Z10, Z9
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000168, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R9_block
 
@@ -1991,9 +2018,12 @@ qgemmQ40P16R10_block:
 	VFMADD231PS   Z20, Z11, Z10
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000190, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R10_block
 
@@ -2196,9 +2226,12 @@ qgemmQ40P16R11_block:
 	VFMADD231PS   Z21, Z12, Z11
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000001b8, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R11_block
 
@@ -2416,9 +2449,12 @@ qgemmQ40P16R12_block:
 	VFMADD231PS   Z22, Z13, Z12
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x000001e0, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R12_block
 
@@ -2651,9 +2687,12 @@ qgemmQ40P16R13_block:
 	VFMADD231PS   Z23, Z14, Z13
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000208, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R13_block
 
@@ -2901,9 +2940,12 @@ qgemmQ40P16R14_block:
 	VFMADD231PS   Z24, Z15, Z14
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000230, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R14_block
 
@@ -3166,9 +3208,12 @@ qgemmQ40P16R15_block:
 	VFMADD231PS   Z25, Z16, Z15
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000258, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R15_block
 
@@ -3446,9 +3491,12 @@ qgemmQ40P16R16_block:
 	VFMADD231PS   Z26, Z17, Z16
 	PREFETCHT1    (BX)
 	PREFETCHT1    64(BX)
+	PREFETCHT1    128(BX)
+	PREFETCHT1    192(BX)
+	PREFETCHT1    256(BX)
 	ADDQ          $0x00000120, CX
 	ADDQ          $0x00000280, DX
-	ADDQ          $0x80, BX
+	ADDQ          $0x00000140, BX
 	DECQ          AX
 	JNZ           qgemmQ40P16R16_block
 

@@ -204,6 +204,10 @@ func tile(L int) {
 	RET()
 }
 
+// pfLines is the cache lines a panel kernel prefetches a block: 320
+// bytes, more than a panel's 288 raw bytes a block.
+const pfLines = 5
+
 // panelRows is the most activation rows a panel kernel takes.
 const panelRows = 16
 
@@ -288,9 +292,10 @@ func pack16() {
 // and is added times float32(d_w·d_a) into the row's accumulator by one
 // fused multiply-add (core/ggml's Dot's steps, each row's outputs in
 // its own register: no reduction, no transpose). Activation row k's 16
-// outputs go to y + k·ldy bytes. Each block also prefetches the two
-// cache lines at pf on into the L2 cache (the caller's next panel's raw
-// rows: packing them then finds them there) and moves pf on 128 bytes.
+// outputs go to y + k·ldy bytes. Each block also prefetches the
+// pfLines cache lines at pf on into the L2 cache and moves pf past them:
+// nb blocks cover the next panel's raw rows (16 rows of 18 bytes a
+// block, contiguous), which its packing then finds there.
 func panel(R int) {
 	name := fmt.Sprintf("qgemmQ40P16R%d", R)
 	TEXT(name, NOSPLIT, "func(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)")
@@ -332,11 +337,12 @@ func panel(R int) {
 		VMULPS_BCST(Mem{Base: a, Disp: 36*R + 4*k}, d, f) // d_w·d_a (exact: two float16 values)
 		VFMADD231PS(s, f, acc[k])                         // acc += sum·(d_w·d_a), one rounding
 	}
-	PREFETCHT1(Mem{Base: pf})
-	PREFETCHT1(Mem{Base: pf, Disp: 64})
+	for l := 0; l < pfLines; l++ {
+		PREFETCHT1(Mem{Base: pf, Disp: 64 * l})
+	}
 	ADDQ(U32(panelBlock), w)
 	ADDQ(U32(uint32(40*R)), a)
-	ADDQ(U8(128), pf)
+	ADDQ(U32(64*pfLines), pf)
 	DECQ(nb)
 	JNZ(LabelRef(p + "block"))
 	Label(p + "done")
