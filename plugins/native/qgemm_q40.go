@@ -9,7 +9,9 @@ import (
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
 
-// Q4_0's GEMM. Q4_0's arithmetic is llama.cpp's repacked one (core/ggml's
+// Q4_0's GEMM: the panels below from q40PanelMinRows rows; the tiles
+// here where the panels are off (q40PanelsOn: the benchmarks compare).
+// Q4_0's arithmetic is llama.cpp's repacked one (core/ggml's
 // Dot: per block the exact int32 sum of its 32 products, converted, and
 // added times float32(d_w·d_a) into one float32 accumulator by a fused
 // multiply-add), so a tile needs each output's block sum in one lane.

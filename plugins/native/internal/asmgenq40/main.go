@@ -23,6 +23,11 @@
 // (L = 16 on ZMM, 8 on YMM), eight float32 accumulators (one a weight
 // row), transposed at the end into the L output rows (R ≤ L of them
 // stored).
+//
+// It also generates the panels (qgemmQ40Pack16, qgemmQ40P16R1..16: see
+// pack16 and panel), which the package native uses from two activation
+// rows on: 16 weight rows packed per call into the x16 layout, the
+// weight rows across the lanes, the activations broadcast.
 package main
 
 import (
