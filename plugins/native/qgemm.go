@@ -12,7 +12,7 @@ import (
 // The integer path's GEMM: a BlockQuantMatMul of M ≥ 2 activation rows
 // (a prompt's positions in prefill, the active sequences of a batched
 // decode step) on a ggml Q5_0, Q8_0, Q4_K or Q6_K weight (Q4_0: its own
-// tiles, qgemm_q40.go, from 4 rows), in tiles of 4 weight
+// panels, qgemm_q40.go, from 2 rows), in tiles of 4 weight
 // rows × up to 8 activation rows held in registers (internal/asmgenqgemm:
 // AVX-512 VNNI; the 32-element types' sixteen ZMM accumulators in
 // Z16–Z31 hold two activation rows each; the K types' tiles are 4 × 4,

@@ -55,11 +55,6 @@ func main() {
 	Generate()
 }
 
-// vpdpbusdBcst emits acc += u8(u) · s8(the dword at m, broadcast).
-func vpdpbusdBcst(m Mem, u, acc Op) {
-	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Suffixes: []string{"BCST"}, Operands: []Op{m, u, acc}, Inputs: []Op{m, u, acc}, Outputs: []Op{acc}})
-}
-
 // vgf2p8affineqb: each byte of x to the bit matrix of its qword in m
 // (GF2P8AFFINEQB with no constant; emitted raw: not in avo's table).
 func vgf2p8affineqb(m, x, dst Op) {
@@ -161,8 +156,8 @@ func q40(nr int, gfni bool) {
 			if t >= 2 {
 				s = sb
 			}
-			vpdpbusdBcst(row(x, qs, qs3, k, 4*t), q[t], s)
-			vpdpbusdBcst(row(x, qs, qs3, k, 16+4*t), h[t], s)
+			avokit.VpdpbusdBcst(row(x, qs, qs3, k, 4*t), q[t], s)
+			avokit.VpdpbusdBcst(row(x, qs, qs3, k, 16+4*t), h[t], s)
 		}
 		VPADDD(sb, sa, sa)
 		VCVTDQ2PS(sa, sa)
