@@ -97,7 +97,7 @@ func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, 
 // pool's threads.
 func depthwise3(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
 	planes := batch * p.cin
-	chunks := min(planes, 4*pl.threads())
+	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(&cs.g))
 	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {
 		g := &a.cs.g
 		hw, ohw := g.ih*g.iw, g.oh*g.ow

@@ -68,19 +68,42 @@ var wake = &job{}
 type job struct {
 	fn       func(task int)
 	n        int64
-	next     atomic.Int64   // the next task to claim
+	next     atomic.Uint64  // the tasks left to claim: [low 32 bits, high 32 bits)
 	done     atomic.Int64   // tasks finished
 	finished sync.WaitGroup // one count, done when done reaches n
 	waiting  atomic.Bool    // the caller waits in finished.Wait (or is about to)
 }
 
-// work claims and runs tasks until none is left. A worker that comes
-// late finds none and touches nothing else.
-func (j *job) work() {
+// work claims and runs tasks until none is left: the caller (front)
+// from the first task on, the workers from the last one down. A worker
+// that comes late finds none and touches nothing else.
+//
+// Kernels split their loops in order (task t the t-th share of the
+// output's memory, or of its positions), so the caller computes the
+// first part of every node's output and the worker the last, as in the
+// node before: each thread reads mostly what its own core wrote, not
+// the other's (a 3×3 depthwise of 480×14×14 after a loop that rewrote
+// its input in 16 tasks took 79 µs at 2 threads where the same input
+// warm in both caches took 37, BenchmarkT2bDW3Threads). The share
+// between them still moves with whoever is faster.
+func (j *job) work(front bool) {
 	for {
-		t := j.next.Add(1) - 1
-		if t >= j.n {
-			return
+		var t int64
+		for {
+			v := j.next.Load()
+			lo, hi := int64(v&(1<<32-1)), int64(v>>32)
+			if lo >= hi {
+				return
+			}
+			if front {
+				if j.next.CompareAndSwap(v, v+1) {
+					t = lo
+					break
+				}
+			} else if j.next.CompareAndSwap(v, v-1<<32) {
+				t = hi - 1
+				break
+			}
 		}
 		j.fn(int(t))
 		if j.done.Add(1) == j.n {
@@ -142,7 +165,7 @@ func (p *pool) worker() {
 			p.parked.Add(-1)
 		}
 		last = j
-		j.work()
+		j.work(false)
 	}
 }
 
@@ -208,6 +231,7 @@ func (p *pool) parallel(n int, fn func(task int)) {
 		return
 	}
 	j := &job{fn: fn, n: int64(n)}
+	j.next.Store(uint64(n) << 32)
 	j.finished.Add(1)
 	p.cur.Store(j)
 	woke := false
@@ -221,7 +245,7 @@ func (p *pool) parallel(n int, fn func(task int)) {
 	if woke {
 		runtime.Gosched() // see yieldAfterWake
 	}
-	j.work()
+	j.work(true)
 	if j.done.Load() < j.n {
 		waitSpin(j, p.hot.Load() > 0)
 	}

@@ -184,13 +184,12 @@ func copyBlocks(dst, x []float32, cin, hw, nblk, c0, c1 int) {
 	}
 }
 
-// sparse1x1TaskWork is the least work (nonzeros times vectors of
-// positions, about half a cycle each) worth a task of the pool;
-// sparse1x1CopyWork the least number of floats worth a task of the
-// blocked copy.
+// sparse1x1UnitNS is the kernels' time for a nonzero times a vector of
+// positions (about half a cycle); sparse1x1CopyNS the blocked copy's
+// for a float. The pool's tasks are sized from them (splitTasks).
 const (
-	sparse1x1TaskWork = 8192
-	sparse1x1CopyWork = 16384
+	sparse1x1UnitNS = 0.2
+	sparse1x1CopyNS = 0.1
 )
 
 // run computes the convolution of X (batch images of cin planes of hw
@@ -226,8 +225,8 @@ func (s *sparse1x1) run(pl *pool, X, Y []float32, batch, hw int) bool {
 	work := s.start[s.cout] * nvec
 	tasks, copies := 1, 1
 	if th := pl.threads(); th > 1 {
-		tasks = max(1, min(2*th, s.cout, work/sparse1x1TaskWork))
-		copies = max(1, min(th, s.cin*hw/sparse1x1CopyWork))
+		tasks = splitTasks(th, s.cout, float64(work)/float64(s.cout)*sparse1x1UnitNS)
+		copies = splitTasks(th, s.cin, float64(hw)*sparse1x1CopyNS)
 	}
 	for b := 0; b < batch; b++ {
 		x := X[b*s.cin*hw : (b+1)*s.cin*hw]
