@@ -59,51 +59,32 @@ var dw3MinIW = 20
 // dw3Plane computes output plane y (oh×ow) of the 3×3 filter w (9 taps)
 // over input plane x (ih×iw); zero is a row of at least iw zeros.
 func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, hi float32) {
-	fn := dw3Kernel(g)
-	flags := 0
-	if clampOn {
-		flags = flagClamp
-	}
-	_ = x[g.ih*g.iw-1]
-	_ = y[g.oh*g.ow-1]
-	_ = w[8]
-	_ = zero[g.iw-1]
-	d := g.dh
-	inside := func(oy int) bool { iy := oy*g.sh - g.pt; return iy >= 0 && iy+2*d < g.ih }
-	for oy := 0; oy < g.oh; {
-		if inside(oy) {
-			n := 1
-			for oy+n < g.oh && inside(oy+n) {
-				n++
-			}
-			r := &x[(oy*g.sh-g.pt)*g.iw]
-			fn(r, &x[(oy*g.sh-g.pt+d)*g.iw], &x[(oy*g.sh-g.pt+2*d)*g.iw], g.sh*g.iw, n, &y[oy*g.ow], g.ow, g.iw, g.ow, &w[0], bias, flags, lo, hi)
-			oy += n
-			continue
-		}
-		var rows [3]*float32
-		for k := range rows {
-			rows[k] = &zero[0]
-			if iy := oy*g.sh - g.pt + k*d; iy >= 0 && iy < g.ih {
-				rows[k] = &x[iy*g.iw]
-			}
-		}
-		fn(rows[0], rows[1], rows[2], 0, 1, &y[oy*g.ow], g.ow, g.iw, g.ow, &w[0], bias, flags, lo, hi)
-		oy++
-	}
+	dw3Rows(g, x, w, y, zero, bias, clampOn, lo, hi, 0, g.oh)
 }
 
-// depthwise3 is depthwise through the row kernels, planes split over the
-// pool's threads.
+// depthwise3 is depthwise through the row kernels over the pool's
+// threads: the planes cut into strips of rows (dw3MinStripRows at least),
+// the tasks shares of the strips of every plane, strip-major, so that each
+// thread of the pool (claiming from its end, pool.go) keeps to its part of
+// the image, as the 1×1 convolutions before and after split theirs.
 func depthwise3(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	g := &cs.g
 	planes := batch * p.cin
-	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(&cs.g))
-	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {
+	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(g))
+	strips := max(1, min(chunks, g.oh/dw3MinStripRows))
+	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks, strips: strips}, func(a dwTask, t int) {
 		g := &a.cs.g
 		hw, ohw := g.ih*g.iw, g.oh*g.ow
-		for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
+		units := a.planes * a.strips
+		for u := units * t / a.chunks; u < units*(t+1)/a.chunks; u++ {
+			s, pi := u/a.planes, u%a.planes
 			ch := pi % a.p.cin
-			dw3Plane(g, a.x[pi*hw:(pi+1)*hw], a.p.w[ch*9:(ch+1)*9], a.y[pi*ohw:(pi+1)*ohw], a.cs.zero, a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi)
+			r0, r1 := g.oh*s/a.strips, g.oh*(s+1)/a.strips
+			dw3Rows(g, a.x[pi*hw:(pi+1)*hw], a.p.w[ch*9:(ch+1)*9], a.y[pi*ohw+r0*g.ow:(pi+1)*ohw], a.cs.zero, a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi, r0, r1)
 		}
 	})
 }
+
+// dw3MinStripRows is the fewest output rows of a strip of depthwise3
+// (a row kernel's call costs some ns of its own).
+const dw3MinStripRows = 4

@@ -142,13 +142,20 @@ func gemm(kern *microKernel, p *pool, g *gemmOp) {
 	}
 	mt := (g.m + kern.mr - 1) / kern.mr // row tiles
 	np := panelsOf(g.n, kern.nr)        // column panels
-	tm, tn := splitGrid(mt, np, g.k, p.threads(), g.n > g.m)
+	colsFirst := g.n > g.m
+	tm, tn := splitGrid(mt, np, g.k, p.threads(), colsFirst)
 	if tm*tn == 1 {
 		gemmBlock(kern, g, 0, g.m, 0, np)
 		return
 	}
-	parallelFor(p, tm*tn, gemmTask{kern, *g, mt, np, tm, tn}, func(a gemmTask, t int) {
+	parallelFor(p, tm*tn, gemmTask{kern, *g, mt, np, tm, tn, colsFirst}, func(a gemmTask, t int) {
+		// in the order of the split: column-major when split by columns
+		// first (a 1×1 convolution's positions, as the loops before and
+		// after it split theirs: see job.work)
 		i, j := t/a.tn, t%a.tn
+		if a.colsMajor {
+			i, j = t%a.tm, t/a.tm
+		}
 		r0, r1 := a.mt*i/a.tm*a.kern.mr, min(a.mt*(i+1)/a.tm*a.kern.mr, a.g.m)
 		p0, p1 := a.np*j/a.tn, a.np*(j+1)/a.tn
 		gemmBlock(a.kern, &a.g, r0, r1, p0, p1)
@@ -160,6 +167,7 @@ type gemmTask struct {
 	kern           *microKernel
 	g              gemmOp
 	mt, np, tm, tn int
+	colsMajor      bool
 }
 
 // splitGrid divides the mt×np tile grid of a GEMM over k into tm×tn
