@@ -183,7 +183,6 @@ type dwTask struct {
 	cs             *convShape
 	x, y           []float32
 	planes, chunks int
-	strips         int // depthwise3: strips a plane
 	sc             *scratch
 	w              []float32 // the packed path's weights
 }

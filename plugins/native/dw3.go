@@ -62,29 +62,21 @@ func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, 
 	dw3Rows(g, x, w, y, zero, bias, clampOn, lo, hi, 0, g.oh)
 }
 
-// depthwise3 is depthwise through the row kernels over the pool's
-// threads: the planes cut into strips of rows (dw3MinStripRows at least),
-// the tasks shares of the strips of every plane, strip-major, so that each
-// thread of the pool (claiming from its end, pool.go) keeps to its part of
-// the image, as the 1×1 convolutions before and after split theirs.
+// depthwise3 is depthwise through the row kernels, planes split over the
+// pool's threads in order. Split into strips of rows instead (the
+// positions' order of the 1×1 convolutions around it), the calls of a
+// few rows each cost more than the split saved: BenchmarkT2bDW3Threads,
+// hot pool, 2 threads, strips of 4+ rows → planes: 240×28×28 85 → 29 µs
+// (1 thread 57-69), 144×56×56 stride 2 67 → 26 (1 thread 50).
 func depthwise3(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
-	g := &cs.g
 	planes := batch * p.cin
-	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(g))
-	strips := max(1, min(chunks, g.oh/dw3MinStripRows))
-	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks, strips: strips}, func(a dwTask, t int) {
+	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(&cs.g))
+	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {
 		g := &a.cs.g
 		hw, ohw := g.ih*g.iw, g.oh*g.ow
-		units := a.planes * a.strips
-		for u := units * t / a.chunks; u < units*(t+1)/a.chunks; u++ {
-			s, pi := u/a.planes, u%a.planes
+		for pi := a.planes * t / a.chunks; pi < a.planes*(t+1)/a.chunks; pi++ {
 			ch := pi % a.p.cin
-			r0, r1 := g.oh*s/a.strips, g.oh*(s+1)/a.strips
-			dw3Rows(g, a.x[pi*hw:(pi+1)*hw], a.p.w[ch*9:(ch+1)*9], a.y[pi*ohw+r0*g.ow:(pi+1)*ohw], a.cs.zero, a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi, r0, r1)
+			dw3Plane(g, a.x[pi*hw:(pi+1)*hw], a.p.w[ch*9:(ch+1)*9], a.y[pi*ohw:(pi+1)*ohw], a.cs.zero, a.p.bias[ch], a.p.clamp, a.p.lo, a.p.hi)
 		}
 	})
 }
-
-// dw3MinStripRows is the fewest output rows of a strip of depthwise3
-// (a row kernel's call costs some ns of its own).
-const dw3MinStripRows = 4

@@ -148,7 +148,7 @@ func BenchmarkT2bDW3Threads(b *testing.B) {
 	if dw3Kernels == nil {
 		b.Skip("no row kernels")
 	}
-	for _, sh := range [][4]int{{480, 14, 14, 1}, {672, 14, 14, 1}, {1152, 7, 7, 1}, {240, 28, 28, 1}, {144, 56, 56, 2}} {
+	for _, sh := range [][4]int{{480, 14, 14, 1}, {672, 14, 14, 1}, {1152, 7, 7, 1}, {240, 28, 28, 1}, {144, 56, 56, 2}, {240, 28, 28, 2}, {96, 28, 28, 1}, {144, 56, 56, 1}} {
 		c, h, w, s := sh[0], sh[1], sh[2], sh[3]
 		p, _, _ := dwBenchPlan(b, c, h, w, 3, s)
 		xt := &graph.Tensor{DType: graph.Float32, Shape: []int{1, c, h, w}}
