@@ -290,9 +290,7 @@ func (d *dwpwPlan) run(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor, extr
 	rows := dwpwRows(c, g.oh, g.ow)
 	if t := bc.pool.threads(); t > 1 {
 		// a few strips a thread, so that none waits long on the last
-		// (half taskGrain: each strip also reads its two rows of halo)
-		s := taskGrain / 2 * t
-		rows = max(1, min(rows, (batch*g.oh+s-1)/s))
+		rows = max(1, min(rows, (batch*g.oh+3*t-1)/(3*t)))
 	}
 	strips := (g.oh + rows - 1) / rows
 	kern := bc.kern
