@@ -66,7 +66,7 @@ type pfLink struct {
 // task task bytes) to the chain: the last one added reads ahead into it,
 // and it into the first (until another is added).
 func (c *pfChain) link(task int, own ...[]byte) *pfLink {
-	l := &pfLink{own: workerFirst(own, int64(task))}
+	l := &pfLink{own: workerLast(own, int64(task))}
 	if c.first == nil {
 		c.first = l
 	}
@@ -78,12 +78,12 @@ func (c *pfChain) link(task int, own ...[]byte) *pfLink {
 	return l
 }
 
-// workerFirst is parts (one run of bytes) with the second task's bytes
-// first, then the first task's, then the rest: a loop's caller claims its
-// first task as it starts the loop, so a worker that read ahead runs the
-// second one, on bytes in its own cache (the first one's, which the
-// caller then reads from the worker's cache, come next).
-func workerFirst(parts [][]byte, task int64) [][]byte {
+// workerLast is parts (one run of bytes) in the order a worker claims
+// their tasks: the last task's bytes first, then the one before, down to
+// the first (pool's job.work: the caller claims from the first task on,
+// a worker from the last one down), so a worker that read ahead runs its
+// tasks on bytes in its own cache.
+func workerLast(parts [][]byte, task int64) [][]byte {
 	var total int64
 	for _, b := range parts {
 		total += int64(len(b))
@@ -93,9 +93,9 @@ func workerFirst(parts [][]byte, task int64) [][]byte {
 	}
 	var out [][]byte
 	add := func(b []byte) { out = append(out, b) }
-	pfEach(parts, task, min(2*task, total), add)
-	pfEach(parts, 0, task, add)
-	pfEach(parts, min(2*task, total), total, add)
+	for k := (total - 1) / task; k >= 0; k-- {
+		pfEach(parts, k*task, min((k+1)*task, total), add)
+	}
 	return out
 }
 

@@ -56,9 +56,10 @@ func TestPrefetchChain(t *testing.T) {
 	}
 }
 
-// TestPrefetchWorkerFirst: the second task's bytes come first, then the
-// first's, then the rest, each byte once, across part boundaries.
-func TestPrefetchWorkerFirst(t *testing.T) {
+// TestPrefetchWorkerLast: the last task's bytes come first, then the
+// one's before, down to the first, each byte once, across part
+// boundaries.
+func TestPrefetchWorkerLast(t *testing.T) {
 	parts := [][]byte{make([]byte, 300), make([]byte, 50), make([]byte, 700)}
 	var all []byte
 	for i, p := range parts {
@@ -69,13 +70,15 @@ func TestPrefetchWorkerFirst(t *testing.T) {
 	}
 	for _, task := range []int64{0, 100, 320, 600, 1050} {
 		var got []byte
-		for _, b := range workerFirst(parts, task) {
+		for _, b := range workerLast(parts, task) {
 			got = append(got, b...)
 		}
 		want := all
-		if task > 0 && task < int64(len(all)) {
-			e := min(2*task, int64(len(all)))
-			want = append(append(append([]byte{}, all[task:e]...), all[:task]...), all[e:]...)
+		if n := int64(len(all)); task > 0 && task < n {
+			want = nil
+			for k := (n - 1) / task; k >= 0; k-- {
+				want = append(want, all[k*task:min((k+1)*task, n)]...)
+			}
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("task %d: order wrong", task)

@@ -400,7 +400,7 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 		for gi := 0; gi < p.group; gi++ {
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
 			if l != nil {
-				chunks := min(cg, 4*bc.pool.threads())
+				chunks := splitTasks(bc.pool.threads(), cg, 0.3*float64(ps))
 				parallelFor(bc.pool, chunks, fillTask{l, g, xs, planes, hw, ps, cg, chunks}, func(a fillTask, t int) {
 					for ci := a.cg * t / a.chunks; ci < a.cg*(t+1)/a.chunks; ci++ {
 						a.l.fill(a.g, a.xs[ci*a.hw:(ci+1)*a.hw], a.planes[ci*a.ps:(ci+1)*a.ps])

@@ -114,15 +114,16 @@ func (p *convPlan) runPointwiseT(bc *buildCtx, X, Y []float32, batch, hw int) {
 	for b := 0; b < batch; b++ {
 		xb := X[b*p.cin*hw : (b+1)*p.cin*hw]
 		yb := Y[b*p.cout*hw : (b+1)*p.cout*hw]
-		// Xᵀ as packed-A tiles, split by channels over the threads
-		chunks := min(threads, max(1, p.cin/64))
+		// Xᵀ as packed-A tiles, split by blocks of 16 channels over the
+		// threads (about 0.3 ns a float moved)
+		chunks := splitTasks(threads, max(1, p.cin/16), 16*0.3*float64(hw))
 		parallelFor(bc.pool, chunks, packXTTask{xt, xb, p.cin, hw, mr, chunks}, func(a packXTTask, t int) {
 			packXT(a.dst, a.x, a.c, a.hw, a.mr, a.c*t/a.chunks, a.c*(t+1)/a.chunks)
 		})
 		gemm(kern, bc.pool, &gemmOp{m: hw, n: p.cout, k: p.cin, a: xt, lda: p.cin, apacked: true, b: wt,
 			c: ct, ldc: p.cout, bias: wtBias, biasMode: initColBias, clamp: p.clamp, lo: p.lo, hi: p.hi})
 		// Yᵀ into Y, split by output channels in blocks of 8
-		chunks = min(threads, max(1, p.cout/64))
+		chunks = splitTasks(threads, max(1, p.cout/16), 16*0.3*float64(hw))
 		parallelFor(bc.pool, chunks, transTask{yb, ct, hw, p.cout, chunks}, func(a transTask, t int) {
 			c0, c1 := a.cout*t/a.chunks&^7, a.cout*(t+1)/a.chunks&^7
 			if t == a.chunks-1 {

@@ -152,7 +152,7 @@ func depthwise(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) 
 		return
 	}
 	planes := batch * p.cin
-	chunks := min(planes, 4*pl.threads())
+	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(&cs.g))
 	if cs.direct != nil {
 		parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {
 			g, taps := &a.cs.g, a.cs.g.kh*a.cs.g.kw
@@ -677,7 +677,7 @@ func depthwisePacked(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch
 	// channels over a large plane)
 	strips := (g.oh + d.rows - 1) / d.rows
 	units := batch * p.cin / d.L * strips
-	chunks := min(units, 4*pl.threads())
+	chunks := splitTasks(pl.threads(), units, float64(d.L*d.rows)/float64(g.oh)*dwPlaneNS(g))
 	sc := p.ss.of(d.scratchLen(g))
 	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: units, chunks: chunks, sc: sc, w: w}, func(a dwTask, t int) {
 		buf := a.sc.get()

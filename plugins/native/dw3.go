@@ -59,45 +59,18 @@ var dw3MinIW = 20
 // dw3Plane computes output plane y (oh×ow) of the 3×3 filter w (9 taps)
 // over input plane x (ih×iw); zero is a row of at least iw zeros.
 func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, hi float32) {
-	fn := dw3Kernel(g)
-	flags := 0
-	if clampOn {
-		flags = flagClamp
-	}
-	_ = x[g.ih*g.iw-1]
-	_ = y[g.oh*g.ow-1]
-	_ = w[8]
-	_ = zero[g.iw-1]
-	d := g.dh
-	inside := func(oy int) bool { iy := oy*g.sh - g.pt; return iy >= 0 && iy+2*d < g.ih }
-	for oy := 0; oy < g.oh; {
-		if inside(oy) {
-			n := 1
-			for oy+n < g.oh && inside(oy+n) {
-				n++
-			}
-			r := &x[(oy*g.sh-g.pt)*g.iw]
-			fn(r, &x[(oy*g.sh-g.pt+d)*g.iw], &x[(oy*g.sh-g.pt+2*d)*g.iw], g.sh*g.iw, n, &y[oy*g.ow], g.ow, g.iw, g.ow, &w[0], bias, flags, lo, hi)
-			oy += n
-			continue
-		}
-		var rows [3]*float32
-		for k := range rows {
-			rows[k] = &zero[0]
-			if iy := oy*g.sh - g.pt + k*d; iy >= 0 && iy < g.ih {
-				rows[k] = &x[iy*g.iw]
-			}
-		}
-		fn(rows[0], rows[1], rows[2], 0, 1, &y[oy*g.ow], g.ow, g.iw, g.ow, &w[0], bias, flags, lo, hi)
-		oy++
-	}
+	dw3Rows(g, x, w, y, zero, bias, clampOn, lo, hi, 0, g.oh)
 }
 
 // depthwise3 is depthwise through the row kernels, planes split over the
-// pool's threads.
+// pool's threads in order. Split into strips of rows instead (the
+// positions' order of the 1×1 convolutions around it), the calls of a
+// few rows each cost more than the split saved: BenchmarkT2bDW3Threads,
+// hot pool, 2 threads, strips of 4+ rows → planes: 240×28×28 85 → 29 µs
+// (1 thread 57-69), 144×56×56 stride 2 67 → 26 (1 thread 50).
 func depthwise3(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
 	planes := batch * p.cin
-	chunks := min(planes, 4*pl.threads())
+	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(&cs.g))
 	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {
 		g := &a.cs.g
 		hw, ohw := g.ih*g.iw, g.oh*g.ow

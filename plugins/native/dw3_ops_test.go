@@ -11,7 +11,7 @@ import (
 // dw3Cases are 3×3 depthwise convolutions the row kernels take (and
 // their neighbours they leave): strides 1 and 2, dilations 2 and 4 with
 // as much padding, asymmetric bottom/right padding, odd widths, fused
-// Relu, a batch of 2; a dilation of 3 and a left padding unlike the
+// Relu, a batch of 2, planes split over two threads; a dilation of 3 and a left padding unlike the
 // dilation go the other ways.
 func dw3Cases() []opCase {
 	var cs []opCase
@@ -28,6 +28,9 @@ func dw3Cases() []opCase {
 		{3, 9, 64, attrs("pads", []int64{0, 1, 2, 1})},
 		{4, 16, 48, attrs("strides", []int64{2, 2}, "pads", []int64{0, 0, 1, 1})},
 		{3, 15, 41, attrs("strides", []int64{2, 2}, "auto_pad", "SAME_UPPER")},
+		// large enough that two threads split them
+		{24, 37, 44, attrs("pads", []int64{1, 1, 1, 1})},
+		{16, 66, 64, attrs("strides", []int64{2, 2}, "pads", []int64{1, 1, 1, 1})},
 	} {
 		cs = append(cs, opCase{name: fmt.Sprintf("dw3-%d", i),
 			nodes:  []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrsWith(c.at, "group", c.ch)), node("Relu", []string{"c"}, "y", nil)},

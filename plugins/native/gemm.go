@@ -142,13 +142,20 @@ func gemm(kern *microKernel, p *pool, g *gemmOp) {
 	}
 	mt := (g.m + kern.mr - 1) / kern.mr // row tiles
 	np := panelsOf(g.n, kern.nr)        // column panels
-	tm, tn := splitGrid(mt, np, g.k, p.threads(), g.n > g.m)
+	colsFirst := g.n > g.m
+	tm, tn := splitGrid(mt, np, g.k, p.threads(), colsFirst)
 	if tm*tn == 1 {
 		gemmBlock(kern, g, 0, g.m, 0, np)
 		return
 	}
-	parallelFor(p, tm*tn, gemmTask{kern, *g, mt, np, tm, tn}, func(a gemmTask, t int) {
+	parallelFor(p, tm*tn, gemmTask{kern, *g, mt, np, tm, tn, colsFirst}, func(a gemmTask, t int) {
+		// in the order of the split: column-major when split by columns
+		// first (a 1×1 convolution's positions, as the loops before and
+		// after it split theirs: see job.work)
 		i, j := t/a.tn, t%a.tn
+		if a.colsMajor {
+			i, j = t%a.tm, t/a.tm
+		}
 		r0, r1 := a.mt*i/a.tm*a.kern.mr, min(a.mt*(i+1)/a.tm*a.kern.mr, a.g.m)
 		p0, p1 := a.np*j/a.tn, a.np*(j+1)/a.tn
 		gemmBlock(a.kern, &a.g, r0, r1, p0, p1)
@@ -160,6 +167,7 @@ type gemmTask struct {
 	kern           *microKernel
 	g              gemmOp
 	mt, np, tm, tn int
+	colsMajor      bool
 }
 
 // splitGrid divides the mt×np tile grid of a GEMM over k into tm×tn
@@ -202,6 +210,44 @@ func splitGrid(mt, np, k, threads int, colsFirst bool) (tm, tn int) {
 		}
 	}
 	return tm, tn
+}
+
+// taskGrain is the most tasks a thread that a kernel's loop over many
+// equal units (planes, strips, channel blocks) is split into. The pool's
+// threads claim tasks one at a time, so a thread that joins a loop late
+// (a worker waking or handing over from the last loop) or is preempted
+// midway takes fewer of them and the others more: with 4 tasks a thread
+// (the earlier split) such a delay held the loop's end back by up to a
+// quarter of a thread's share, with 8 by an eighth. A claim costs two
+// atomic adds on a line the threads share (some 0.1-0.2 µs between two
+// cores), small beside taskMinNS.
+const taskGrain = 8
+
+// taskMinNS is the least estimated time worth a task of its own: a loop
+// estimated at less than two of them runs on its caller alone (the
+// hand-off to a worker and back costs about a µs on a hot pool,
+// BenchmarkPoolLoop, and the worker then reads the caller's output from
+// the other core's cache).
+const taskMinNS = 3000
+
+// splitTasks is the number of tasks a loop of units equal units of about
+// unitNS ns each is split into on threads threads: up to taskGrain a
+// thread, none under taskMinNS of estimated work, never more than units;
+// 1 at one thread.
+func splitTasks(threads, units int, unitNS float64) int {
+	if threads <= 1 || units <= 1 {
+		return 1
+	}
+	return max(1, min(units, taskGrain*threads, int(float64(units)*unitNS/taskMinNS)))
+}
+
+// dwPlaneNS estimates a depthwise plane's time in ns (taps multiply-adds
+// over oh×ow outputs read at stride sh×sw): 3×3 planes measured 0.25-0.3
+// ns an output at stride 1 (pose_detection's 144×56×56, 480×14×14,
+// 1152×7×7 through the row kernels, one thread), 1.1 at stride 2, plus
+// about 20 ns a plane.
+func dwPlaneNS(g *geom) float64 {
+	return 20 + 0.033*float64(g.oh*g.ow*g.kh*g.kw*g.sh*g.sw)
 }
 
 // gemmTaskWork is the least work worth a task of the pool, in

@@ -207,7 +207,7 @@ func build(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
 		return buildSlice(bc, n), nil // ufc_slice.go
 	}
 	if n.OpType == "Pad" && n.Domain == "" {
-		return padKernel(), nil // pad.go
+		return padKernel(bc.pool), nil // pad.go
 	}
 	if n.OpType == "ReduceMean" && n.Domain == "" {
 		return reduceMeanKernel(), nil

@@ -14,8 +14,10 @@ import (
 // (other modes and dtypes, crops, axes, old opsets, and the errors) runs
 // the reference kernel.
 
-// padKernel is native's Pad.
-func padKernel() kernels.Func {
+// padKernel is native's Pad: the indices of the leading dims without
+// pads (an NCHW tensor's planes under a spatial pad) split over the pool
+// in order.
+func padKernel(pl *pool) kernels.Func {
 	ref, _ := kernels.Lookup("", "Pad")
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := kernels.Input(in, 0)
@@ -73,10 +75,37 @@ func padKernel() kernels.Func {
 		}
 		pp.value = value
 		Y, X := f32(y), f32(x)
-		if len(Y) > 0 {
-			pp.fill(0, X, Y)
+		if len(Y) == 0 {
+			return ctx.Outputs(y), nil
 		}
+		// the leading dims without pads: units independent blocks of x
+		// and of y
+		d0, units := 0, 1
+		for d0 < last && pp.begin[d0] == 0 && pp.end[d0] == 0 {
+			units *= x.Shape[d0]
+			d0++
+		}
+		// about 0.4 ns an output float (pose_detection's 288 planes 14×14
+		// → 16×16: 35 µs at one thread)
+		tasks := splitTasks(pl.threads(), units, 0.4*float64(len(Y)/units))
+		parallelFor(pl, tasks, padTask{pp, d0, units, tasks, X, Y}, padTask.run)
 		return ctx.Outputs(y), nil
+	}
+}
+
+// padTask is a Pad's loop over the units of its leading dims without pads
+// (parallelFor; the plan by value: a pointer to it would move it to the
+// heap at every call).
+type padTask struct {
+	pp               padPlan
+	d0, units, tasks int
+	x, y             []float32
+}
+
+func (a padTask) run(t int) {
+	xs, ys := len(a.x)/a.units, len(a.y)/a.units
+	for u := a.units * t / a.tasks; u < a.units*(t+1)/a.tasks; u++ {
+		a.pp.fill(a.d0, a.x[u*xs:(u+1)*xs], a.y[u*ys:(u+1)*ys])
 	}
 }
 

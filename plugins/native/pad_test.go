@@ -7,7 +7,8 @@ import (
 )
 
 // The Pad kernel against the reference kernel: channel and spatial pads
-// of NCHW tensors, a fill value, pads on every dim, an empty padded dim,
+// of NCHW tensors (enough planes for two threads to split), a fill value,
+// pads on every dim, an empty padded dim,
 // and the shapes it leaves to the reference kernel (crops, edge mode).
 func TestPadAgainstReference(t *testing.T) {
 	pad := func(name string, x []int, pads []int64, value *graph.Tensor, a map[string]*graph.Attribute) opCase {
@@ -22,6 +23,8 @@ func TestPadAgainstReference(t *testing.T) {
 	testOps(t, []opCase{
 		pad("channels-nchw", []int{1, 5, 6, 7}, []int64{0, 0, 0, 0, 0, 3, 0, 0}, nil, nil),
 		pad("spatial-nchw", []int{2, 3, 6, 7}, []int64{0, 0, 1, 2, 0, 0, 2, 1}, nil, nil),
+		// planes enough for the two threads to split them
+		pad("spatial-nchw-split", []int{2, 40, 14, 15}, []int64{0, 0, 1, 0, 0, 0, 1, 2}, graph.MustFromSlice([]int{}, []float32{0.5}), nil),
 		pad("every-dim-value", []int{2, 3, 4}, []int64{1, 2, 3, 2, 1, 0}, graph.MustFromSlice([]int{}, []float32{-1.5}), nil),
 		pad("last-dim-only", []int{3, 17}, []int64{0, 4, 0, 5}, nil, nil),
 		pad("no-pads", []int{2, 3}, []int64{0, 0, 0, 0}, nil, nil),

@@ -78,7 +78,7 @@ func buildPool(bc *buildCtx, n *graph.Node, _ *fusion) (kernels.Func, error) {
 			})
 			return ctx.Outputs(y), nil
 		}
-		chunks := min(planes, 4*bc.pool.threads())
+		chunks := splitTasks(bc.pool.threads(), planes, 0.25*float64(g.oh*g.ow*max(1, g.kh*g.kw)))
 		parallelFor(bc.pool, chunks, poolTask{g, X, Y, planes, chunks, isMax, includePad}, func(a poolTask, t int) {
 			poolPlanes(&a.g, a.x, a.y, a.planes*t/a.chunks, a.planes*(t+1)/a.chunks, a.isMax, a.includePad) // maxpool_sep.go
 		})

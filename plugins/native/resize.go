@@ -267,10 +267,9 @@ func resizeShort(pl *pool, t *resizeTask, planes int, hs *scratchSet, r0, r1 []i
 	sc := hs.of(planes * ps)
 	buf := sc.get()
 	defer sc.put(buf)
-	chunks := min(planes, pl.threads())
-	if planes*t.oh*t.ow < 1<<14 {
-		chunks = 1
-	}
+	// about 0.5 ns an output (pose_detection's 1152 planes 7×7 → 14×14:
+	// 142 µs at one thread)
+	chunks := splitTasks(pl.threads(), planes, 0.5*float64(t.oh*t.ow))
 	parallelFor(pl, chunks, shortTask{t, *buf, r0, r1, planes, chunks}, func(a shortTask, c int) {
 		p0, p1 := a.planes*c/a.chunks, a.planes*(c+1)/a.chunks
 		t, ps := a.t, a.t.ih*a.t.ow

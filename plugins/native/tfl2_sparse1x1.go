@@ -116,26 +116,30 @@ func (s *sparse1x1) offsFor(hw int) *sparse1x1Offs {
 	return o
 }
 
-// spmm1x1Task is one share of a sparse 1×1 convolution's output channels
-// (parallelFor).
+// spmm1x1Task is one share of a sparse 1×1 convolution's blocks of
+// positions and output channels (parallelFor): task t is share t%ct of
+// the channels over share t/ct of the blocks, position-major, so that
+// the pool's threads (which claim from the two ends) each keep to their
+// part of the image, as the loops before and after them do.
 type spmm1x1Task struct {
 	s      *sparse1x1
 	nz     []int32
 	x, y   []float32
 	hw     int
 	blocks bool // x is the image a block of positions at a time (copyBlocks)
-	tasks  int
+	bt, ct int  // shares of the blocks, of the channels
 	kernel [4]spmm1x1Fn
 }
 
-// run computes the task's output channels: those whose nonzeros start in
-// its share of them, block of positions by block.
+// run computes the task's output channels (those whose nonzeros start in
+// its share of them) over its blocks of positions, block by block.
 func (a *spmm1x1Task) run(t int) {
 	s := a.s
+	bi, ci := t/a.ct, t%a.ct
 	total := s.start[s.cout]
-	o0 := sort.SearchInts(s.start[:s.cout], total*t/a.tasks)
-	o1 := sort.SearchInts(s.start[:s.cout], total*(t+1)/a.tasks)
-	if t == a.tasks-1 {
+	o0 := sort.SearchInts(s.start[:s.cout], total*ci/a.ct)
+	o1 := sort.SearchInts(s.start[:s.cout], total*(ci+1)/a.ct)
+	if ci == a.ct-1 {
 		o1 = s.cout
 	}
 	if o0 >= o1 {
@@ -143,7 +147,7 @@ func (a *spmm1x1Task) run(t int) {
 	}
 	nvec := (a.hw + 15) / 16
 	nblk := (nvec + 3) / 4
-	for b := 0; b < nblk; b++ {
+	for b := nblk * bi / a.bt; b < nblk*(bi+1)/a.bt; b++ {
 		v0, v1 := nvec*b/nblk, nvec*(b+1)/nblk
 		p0 := 16 * v0
 		n := min(16*v1, a.hw) - p0
@@ -155,16 +159,23 @@ func (a *spmm1x1Task) run(t int) {
 	}
 }
 
-// copyTask copies a share of an image's input channels into the blocked
-// layout (parallelFor).
+// copyTask copies a share of an image's blocks of positions into the
+// blocked layout (parallelFor), as spmm1x1Task splits them: task t
+// copies channel share t%ct of block share t/ct.
 type copyTask struct {
 	dst, x        []float32
 	cin, hw, nblk int
-	tasks         int
+	bt, ct        int
 }
 
-// copyBlocks copies input channels [c0, c1) of x (cin planes of hw) into
-// dst a block of positions at a time: block b's channel i at
+func (a copyTask) run(t int) {
+	bi, ci := t/a.ct, t%a.ct
+	copyBlocks(a.dst, a.x, a.cin, a.hw, a.nblk, a.nblk*bi/a.bt, a.nblk*(bi+1)/a.bt, a.cin*ci/a.ct, a.cin*(ci+1)/a.ct)
+}
+
+// copyBlocks copies channels [c0, c1) of blocks [b0, b1) of x (cin
+// planes of hw) into dst a block of positions at a time: block b's
+// channel i at
 // dst[(b·cin + i)·64:], the blocks of up to four vectors as
 // spmm1x1Task.run splits them. Each vector then starts at a 64-byte
 // boundary and no load of the kernels crosses a cache line: at 7×7 and
@@ -172,9 +183,9 @@ type copyTask struct {
 // 23% and 36% of the kernel's time (BenchmarkSparse1x1, least µs:
 // 192←1152 over 49 positions 125, over 64 96; 112←672 over 196 138, over
 // 192 88).
-func copyBlocks(dst, x []float32, cin, hw, nblk, c0, c1 int) {
+func copyBlocks(dst, x []float32, cin, hw, nblk, b0, b1, c0, c1 int) {
 	nvec := (hw + 15) / 16
-	for b := 0; b < nblk; b++ {
+	for b := b0; b < b1; b++ {
 		p0 := 16 * (nvec * b / nblk)
 		p1 := min(16*(nvec*(b+1)/nblk), hw)
 		d := dst[b*cin*64:]
@@ -184,13 +195,12 @@ func copyBlocks(dst, x []float32, cin, hw, nblk, c0, c1 int) {
 	}
 }
 
-// sparse1x1TaskWork is the least work (nonzeros times vectors of
-// positions, about half a cycle each) worth a task of the pool;
-// sparse1x1CopyWork the least number of floats worth a task of the
-// blocked copy.
+// sparse1x1UnitNS is the kernels' time for a nonzero times a vector of
+// positions (about half a cycle); sparse1x1CopyNS the blocked copy's
+// for a float. The pool's tasks are sized from them (splitTasks).
 const (
-	sparse1x1TaskWork = 8192
-	sparse1x1CopyWork = 16384
+	sparse1x1UnitNS = 0.2
+	sparse1x1CopyNS = 0.1
 )
 
 // run computes the convolution of X (batch images of cin planes of hw
@@ -224,25 +234,28 @@ func (s *sparse1x1) run(pl *pool, X, Y []float32, batch, hw int) bool {
 		}
 	}
 	work := s.start[s.cout] * nvec
-	tasks, copies := 1, 1
+	tasks := 1
+	bt, ct := 1, 1   // the products' shares of blocks and channels
+	cbt, cct := 1, 1 // the copy's
 	if th := pl.threads(); th > 1 {
-		tasks = max(1, min(2*th, s.cout, work/sparse1x1TaskWork))
-		copies = max(1, min(th, s.cin*hw/sparse1x1CopyWork))
+		// whole blocks first (each task's positions all its own), then
+		// the channels of a block
+		grid := func(units, tasks int) (int, int) {
+			b := min(nblk, tasks)
+			return b, min(units, (tasks+b-1)/b)
+		}
+		bt, ct = grid(s.cout, splitTasks(th, nblk*s.cout, float64(work)/float64(nblk*s.cout)*sparse1x1UnitNS))
+		tasks = bt * ct
+		cbt, cct = grid(s.cin, splitTasks(th, nblk*s.cin, float64(hw)/float64(nblk)*sparse1x1CopyNS))
 	}
 	for b := 0; b < batch; b++ {
 		x := X[b*s.cin*hw : (b+1)*s.cin*hw]
 		if blocks {
-			if copies == 1 {
-				copyBlocks(xb, x, s.cin, hw, nblk, 0, s.cin)
-			} else {
-				parallelFor(pl, copies, copyTask{xb, x, s.cin, hw, nblk, copies}, func(a copyTask, t int) {
-					copyBlocks(a.dst, a.x, a.cin, a.hw, a.nblk, a.cin*t/a.tasks, a.cin*(t+1)/a.tasks)
-				})
-			}
+			parallelFor(pl, cbt*cct, copyTask{xb, x, s.cin, hw, nblk, cbt, cct}, copyTask.run)
 			x = xb
 		}
 		a := spmm1x1Task{s: s, nz: o.nz, x: x, y: Y[b*s.cout*hw : (b+1)*s.cout*hw],
-			hw: hw, blocks: blocks, tasks: tasks, kernel: spmm1x1Kernels4()}
+			hw: hw, blocks: blocks, bt: bt, ct: ct, kernel: spmm1x1Kernels4()}
 		if tasks == 1 {
 			a.run(0)
 			continue
