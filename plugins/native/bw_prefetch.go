@@ -25,7 +25,7 @@ import (
 // read.
 
 // pfRun is what a product hands the pool: the next product's weight bytes
-// in the order its tasks read them (first task first), up to pfMax, and
+// in the order a worker claims its tasks (workerLast), up to pfMax, and
 // how far the workers got.
 type pfRun struct {
 	parts [][]byte
