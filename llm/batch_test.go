@@ -188,19 +188,8 @@ func BenchmarkFeedBatch(b *testing.B) {
 	if path == "" {
 		path = filepath.Join(shared.Path(b, "testdata/llm/stories260K"), "stories260K.bin")
 	}
-	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer eng.Close()
-	m, err := eng.Open(ctx, path, &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 256})
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := llm.NewDecoder(m)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := openBatchDecoder(b, path)
+	var err error
 	for _, B := range []int{1, 2, 3, 4} {
 		b.Run(fmt.Sprintf("B=%d", B), func(b *testing.B) {
 			seqs := make([]*llm.Sequence, B)
@@ -386,4 +375,24 @@ func TestFeedChunksArena(t *testing.T) {
 			chunks[i] = []int{argmaxOf(want[i])}
 		}
 	}
+}
+
+// openBatchDecoder opens path on native and cpu with the batched method
+// (context 256) for a benchmark; the engine closes when b ends.
+func openBatchDecoder(b *testing.B, path string) *llm.Decoder {
+	ctx := context.Background()
+	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	m, err := eng.Open(ctx, path, &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := llm.NewDecoder(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard-hal/switchyard"
-	"github.com/switchyard-hal/switchyard/formats/llama"
 	"github.com/switchyard-hal/switchyard/llm"
 )
 
@@ -26,19 +24,8 @@ func BenchmarkSrvStepRatio(b *testing.B) {
 		b.Skip("SWITCHYARD_BATCH_BENCH_MODEL (a .gguf) not set")
 	}
 	ctx := context.Background()
-	eng, err := switchyard.NewEngine(ctx, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer eng.Close()
-	m, err := eng.Open(ctx, path, &switchyard.OpenOptions{Method: llama.BatchMethod, ContextLength: 256})
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := llm.NewDecoder(m)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := openBatchDecoder(b, path)
+	var err error
 	seqs := make([]*llm.Sequence, 5)
 	for i := range seqs {
 		if seqs[i], err = d.NewSequence(ctx); err != nil {
