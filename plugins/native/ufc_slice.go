@@ -140,23 +140,13 @@ func (s *sliceSpec) plan(shape []int) (slicePlan, bool) {
 // buildSlice takes a Slice whose data the subgraph types float32 (others,
 // shape arithmetic on integers, keep the executor's move plans).
 func buildSlice(bc *buildCtx, n *graph.Node) kernels.Func {
-	if len(n.Inputs) == 0 || valueDType(bc.sg.Graph, n.Inputs[0]) != graph.Float32 {
+	if len(n.Inputs) == 0 {
+		return nil
+	}
+	if t, ok := bc.sg.TypeOf(n.Inputs[0]); !ok || t.Kind != "tensor" || t.DType != graph.Float32 {
 		return nil
 	}
 	return sliceKernel()
-}
-
-// valueDType is the dtype g gives a value (its inputs, outputs,
-// ValueInfo), or graph.Undefined.
-func valueDType(g *graph.Graph, name string) graph.DType {
-	for _, l := range [][]graph.ValueInfo{g.Inputs, g.ValueInfo, g.Outputs} {
-		for _, vi := range l {
-			if vi.Name == name && vi.Type.Kind == "tensor" {
-				return vi.Type.DType
-			}
-		}
-	}
-	return graph.Undefined
 }
 
 // sliceKernel is Slice of float32 with unit steps (sliceCopy), the
