@@ -11,6 +11,9 @@ import (
 // bit): x1·c − x2·s as fma(x1, c, −(x2·s)), x1·s + x2·c as fma(x1, s,
 // x2·c), the inner products rounded.
 func rotateRowFMA(x, c, s []float32, interleaved bool) {
+	if rotateRowFMAVec(x, c, s, interleaved) { // q4pre_rope.go: the same steps in vectors
+		return
+	}
 	w := len(c)
 	s = s[:w]
 	if interleaved {

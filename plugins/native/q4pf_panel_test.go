@@ -158,7 +158,7 @@ func BenchmarkQ40PanelKernel(b *testing.B) {
 			for b.Loop() {
 				t0 := cpuTime()
 				for range 1000 {
-					fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&pa.buf[0])), &y[0], 64, uintptr(unsafe.Pointer(&pb.buf[0])))
+					fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&pa.buf[0])), &y[0], 64, uintptr(unsafe.Pointer(&pb.buf[0])), 0)
 				}
 				best = min(best, cpuTime()-t0)
 			}

@@ -203,8 +203,13 @@ var q40PanelMinRows = 2
 // activation rows: kern[R-1]).
 type q40PanelFns struct {
 	pack func(nb int, w *uint8, ldw int, dst *uint8)
-	kern [16]func(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+	kern [16]func(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 }
+
+// q40PfGroups is the most activation groups whose kernels prefetch the
+// next panel (from the last back): five cover its 4.5 lines a block at
+// one line a block each.
+const q40PfGroups = 5
 
 // q40PanelAct is one call's activations packed for the panel kernels.
 type q40PanelAct struct{ buf []byte }
@@ -272,21 +277,30 @@ func (w *bqWeights) panelRowsQ40(j q40PanelJob, n0, n1 int) {
 	for ; n+16 <= n1; n += 16 {
 		rows := w.raw[n*w.rb : (n+16)*w.rb]
 		j.fns.pack(nb, &rows[0], w.rb, &pb.buf[0])
-		// the last group's kernel prefetches the next panel's rows
-		// (contiguous: 16·rb bytes from rows' end) into the L2 cache, 320
-		// bytes a block (the earlier groups would see them evicted by
-		// the activations streaming past where those exceed the cache);
-		// the other groups, and the last panel, the panel in cache
-		pf := uintptr(unsafe.Pointer(&pb.buf[0]))
+		// the last q40PfGroups groups' kernels prefetch the next panel's
+		// rows (contiguous: 16·rb bytes from rows' end) into the L2
+		// cache, pfn lines a block each, a part each: spread over
+		// several groups the prefetch asks the memory for a few GB/s,
+		// where one group's kernel alone asked for more than two threads
+		// get (the earlier groups would see the lines evicted by the
+		// activations streaming past where those exceed the cache)
+		next := uintptr(unsafe.Pointer(&rows[0])) + uintptr(16*w.rb)
+		G := (j.m + 15) / 16
+		P := min(G, q40PfGroups)
+		lines := (16*w.rb+63)/64 + 1
+		pfn := (lines + P*nb - 1) / (P * nb)
+		if n+32 > n1 {
+			pfn = 0 // the task's last panel
+		}
 		o := 0
 		for g := 0; g < j.m; g += 16 {
 			R := min(16, j.m-g)
 			y := j.y[g*N+n : (g+R-1)*N+n+16]
-			pfg := pf
-			if g+16 >= j.m && n+32 <= n1 {
-				pfg = uintptr(unsafe.Pointer(&rows[0])) + uintptr(16*w.rb)
+			pfg, pfs := uintptr(0), 0
+			if i := g/16 - (G - P); i >= 0 && pfn > 0 {
+				pfg, pfs = next+uintptr(64*i*pfn*nb), pfn
 			}
-			j.fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&j.pa.buf[o])), &y[0], 4*N, pfg)
+			j.fns.kern[R-1](nb, &pb.buf[0], (*int8)(unsafe.Pointer(&j.pa.buf[o])), &y[0], 4*N, pfg, pfs)
 			o += 40 * R * nb
 		}
 	}

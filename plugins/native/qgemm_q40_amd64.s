@@ -777,13 +777,14 @@ qgemmQ40Pack16_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R1(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R1(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R1(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R1(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	TESTQ     AX, AX
@@ -819,16 +820,21 @@ qgemmQ40P16R1_block:
 	VCVTDQ2PS     Z11, Z11
 	VMULPS.BCST   36(DX), Z10, Z2
 	VFMADD231PS   Z11, Z2, Z1
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000028, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R1_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R1_nopf
+
+qgemmQ40P16R1_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R1_pf
+
+qgemmQ40P16R1_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000028, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R1_block
 
 qgemmQ40P16R1_done:
 	MOVQ    y+24(FP), AX
@@ -837,13 +843,14 @@ qgemmQ40P16R1_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R2(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R2(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R2(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R2(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -892,16 +899,21 @@ qgemmQ40P16R2_block:
 	VCVTDQ2PS     Z12, Z12
 	VMULPS.BCST   76(DX), Z11, Z3
 	VFMADD231PS   Z12, Z3, Z2
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000050, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R2_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R2_nopf
+
+qgemmQ40P16R2_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R2_pf
+
+qgemmQ40P16R2_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000050, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R2_block
 
 qgemmQ40P16R2_done:
 	MOVQ    y+24(FP), AX
@@ -912,13 +924,14 @@ qgemmQ40P16R2_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R3(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R3(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R3(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R3(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -980,16 +993,21 @@ qgemmQ40P16R3_block:
 	VCVTDQ2PS     Z13, Z13
 	VMULPS.BCST   116(DX), Z12, Z4
 	VFMADD231PS   Z13, Z4, Z3
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000078, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R3_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R3_nopf
+
+qgemmQ40P16R3_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R3_pf
+
+qgemmQ40P16R3_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000078, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R3_block
 
 qgemmQ40P16R3_done:
 	MOVQ    y+24(FP), AX
@@ -1002,13 +1020,14 @@ qgemmQ40P16R3_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R4(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R4(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R4(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R4(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1083,16 +1102,21 @@ qgemmQ40P16R4_block:
 	VCVTDQ2PS     Z14, Z14
 	VMULPS.BCST   156(DX), Z13, Z5
 	VFMADD231PS   Z14, Z5, Z4
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x000000a0, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R4_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R4_nopf
+
+qgemmQ40P16R4_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R4_pf
+
+qgemmQ40P16R4_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x000000a0, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R4_block
 
 qgemmQ40P16R4_done:
 	MOVQ    y+24(FP), AX
@@ -1107,13 +1131,14 @@ qgemmQ40P16R4_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R5(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R5(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R5(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R5(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1201,16 +1226,21 @@ qgemmQ40P16R5_block:
 	VCVTDQ2PS     Z15, Z15
 	VMULPS.BCST   196(DX), Z14, Z6
 	VFMADD231PS   Z15, Z6, Z5
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x000000c8, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R5_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R5_nopf
+
+qgemmQ40P16R5_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R5_pf
+
+qgemmQ40P16R5_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x000000c8, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R5_block
 
 qgemmQ40P16R5_done:
 	MOVQ    y+24(FP), AX
@@ -1227,13 +1257,14 @@ qgemmQ40P16R5_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R6(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R6(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R6(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R6(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1334,16 +1365,21 @@ qgemmQ40P16R6_block:
 	VCVTDQ2PS     Z16, Z16
 	VMULPS.BCST   236(DX), Z15, Z7
 	VFMADD231PS   Z16, Z7, Z6
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x000000f0, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R6_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R6_nopf
+
+qgemmQ40P16R6_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R6_pf
+
+qgemmQ40P16R6_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x000000f0, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R6_block
 
 qgemmQ40P16R6_done:
 	MOVQ    y+24(FP), AX
@@ -1362,13 +1398,14 @@ qgemmQ40P16R6_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R7(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R7(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R7(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R7(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1482,16 +1519,21 @@ qgemmQ40P16R7_block:
 	VCVTDQ2PS     Z17, Z17
 	VMULPS.BCST   276(DX), Z16, Z8
 	VFMADD231PS   Z17, Z8, Z7
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000118, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R7_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R7_nopf
+
+qgemmQ40P16R7_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R7_pf
+
+qgemmQ40P16R7_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000118, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R7_block
 
 qgemmQ40P16R7_done:
 	MOVQ    y+24(FP), AX
@@ -1512,13 +1554,14 @@ qgemmQ40P16R7_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R8(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R8(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R8(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R8(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1645,16 +1688,21 @@ qgemmQ40P16R8_block:
 	VCVTDQ2PS     Z18, Z18
 	VMULPS.BCST   316(DX), Z17, Z9
 	VFMADD231PS   Z18, Z9, Z8
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000140, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R8_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R8_nopf
+
+qgemmQ40P16R8_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R8_pf
+
+qgemmQ40P16R8_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000140, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R8_block
 
 qgemmQ40P16R8_done:
 	MOVQ    y+24(FP), AX
@@ -1677,13 +1725,14 @@ qgemmQ40P16R8_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R9(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R9(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R9(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R9(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -1823,16 +1872,21 @@ qgemmQ40P16R9_block:
 	VCVTDQ2PS     Z19, Z19
 	VMULPS.BCST   356(DX), Z18, Z10
 	VFMADD231PS   Z19, Z10, Z9
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000168, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R9_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R9_nopf
+
+qgemmQ40P16R9_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R9_pf
+
+qgemmQ40P16R9_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000168, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R9_block
 
 qgemmQ40P16R9_done:
 	MOVQ    y+24(FP), AX
@@ -1857,13 +1911,14 @@ qgemmQ40P16R9_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R10(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R10(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R10(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R10(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2016,16 +2071,21 @@ qgemmQ40P16R10_block:
 	VCVTDQ2PS     Z20, Z20
 	VMULPS.BCST   396(DX), Z19, Z11
 	VFMADD231PS   Z20, Z11, Z10
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000190, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R10_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R10_nopf
+
+qgemmQ40P16R10_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R10_pf
+
+qgemmQ40P16R10_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000190, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R10_block
 
 qgemmQ40P16R10_done:
 	MOVQ    y+24(FP), AX
@@ -2052,13 +2112,14 @@ qgemmQ40P16R10_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R11(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R11(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R11(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R11(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2224,16 +2285,21 @@ qgemmQ40P16R11_block:
 	VCVTDQ2PS     Z21, Z21
 	VMULPS.BCST   436(DX), Z20, Z12
 	VFMADD231PS   Z21, Z12, Z11
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x000001b8, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R11_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R11_nopf
+
+qgemmQ40P16R11_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R11_pf
+
+qgemmQ40P16R11_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x000001b8, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R11_block
 
 qgemmQ40P16R11_done:
 	MOVQ    y+24(FP), AX
@@ -2262,13 +2328,14 @@ qgemmQ40P16R11_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R12(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R12(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R12(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R12(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2447,16 +2514,21 @@ qgemmQ40P16R12_block:
 	VCVTDQ2PS     Z22, Z22
 	VMULPS.BCST   476(DX), Z21, Z13
 	VFMADD231PS   Z22, Z13, Z12
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x000001e0, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R12_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R12_nopf
+
+qgemmQ40P16R12_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R12_pf
+
+qgemmQ40P16R12_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x000001e0, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R12_block
 
 qgemmQ40P16R12_done:
 	MOVQ    y+24(FP), AX
@@ -2487,13 +2559,14 @@ qgemmQ40P16R12_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R13(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R13(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R13(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R13(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2685,16 +2758,21 @@ qgemmQ40P16R13_block:
 	VCVTDQ2PS     Z23, Z23
 	VMULPS.BCST   516(DX), Z22, Z14
 	VFMADD231PS   Z23, Z14, Z13
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000208, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R13_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R13_nopf
+
+qgemmQ40P16R13_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R13_pf
+
+qgemmQ40P16R13_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000208, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R13_block
 
 qgemmQ40P16R13_done:
 	MOVQ    y+24(FP), AX
@@ -2727,13 +2805,14 @@ qgemmQ40P16R13_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R14(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R14(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R14(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R14(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -2938,16 +3017,21 @@ qgemmQ40P16R14_block:
 	VCVTDQ2PS     Z24, Z24
 	VMULPS.BCST   556(DX), Z23, Z15
 	VFMADD231PS   Z24, Z15, Z14
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000230, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R14_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R14_nopf
+
+qgemmQ40P16R14_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R14_pf
+
+qgemmQ40P16R14_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000230, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R14_block
 
 qgemmQ40P16R14_done:
 	MOVQ    y+24(FP), AX
@@ -2982,13 +3066,14 @@ qgemmQ40P16R14_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R15(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R15(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R15(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R15(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -3206,16 +3291,21 @@ qgemmQ40P16R15_block:
 	VCVTDQ2PS     Z25, Z25
 	VMULPS.BCST   596(DX), Z24, Z16
 	VFMADD231PS   Z25, Z16, Z15
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000258, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R15_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R15_nopf
+
+qgemmQ40P16R15_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R15_pf
+
+qgemmQ40P16R15_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000258, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R15_block
 
 qgemmQ40P16R15_done:
 	MOVQ    y+24(FP), AX
@@ -3252,13 +3342,14 @@ qgemmQ40P16R15_done:
 	VZEROUPPER
 	RET
 
-// func qgemmQ40P16R16(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+// func qgemmQ40P16R16(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 // Requires: AVX, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·qgemmQ40P16R16(SB), NOSPLIT, $0-48
+TEXT ·qgemmQ40P16R16(SB), NOSPLIT, $0-56
 	MOVQ      nb+0(FP), AX
 	MOVQ      w+8(FP), CX
 	MOVQ      a+16(FP), DX
 	MOVQ      pf+40(FP), BX
+	MOVQ      pfn+48(FP), SI
 	VMOVDQU64 q40_c0f<>+0(SB), Z0
 	VXORPS    Z1, Z1, Z1
 	VXORPS    Z2, Z2, Z2
@@ -3489,16 +3580,21 @@ qgemmQ40P16R16_block:
 	VCVTDQ2PS     Z26, Z26
 	VMULPS.BCST   636(DX), Z25, Z17
 	VFMADD231PS   Z26, Z17, Z16
-	PREFETCHT1    (BX)
-	PREFETCHT1    64(BX)
-	PREFETCHT1    128(BX)
-	PREFETCHT1    192(BX)
-	PREFETCHT1    256(BX)
-	ADDQ          $0x00000120, CX
-	ADDQ          $0x00000280, DX
-	ADDQ          $0x00000140, BX
-	DECQ          AX
-	JNZ           qgemmQ40P16R16_block
+	MOVQ          SI, DI
+	TESTQ         DI, DI
+	JZ            qgemmQ40P16R16_nopf
+
+qgemmQ40P16R16_pf:
+	PREFETCHT1 (BX)
+	ADDQ       $0x40, BX
+	DECQ       DI
+	JNZ        qgemmQ40P16R16_pf
+
+qgemmQ40P16R16_nopf:
+	ADDQ $0x00000120, CX
+	ADDQ $0x00000280, DX
+	DECQ AX
+	JNZ  qgemmQ40P16R16_block
 
 qgemmQ40P16R16_done:
 	MOVQ    y+24(FP), AX

@@ -20,79 +20,79 @@ func qgemmQ40Pack16(nb int, w *uint8, ldw int, dst *uint8)
 // qgemmQ40P16R1 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 1 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R1(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R1(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R2 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 2 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R2(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R2(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R3 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 3 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R3(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R3(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R4 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 4 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R4(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R4(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R5 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 5 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R5(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R5(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R6 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 6 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R6(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R6(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R7 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 7 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R7(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R7(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R8 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 8 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R8(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R8(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R9 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 9 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R9(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R9(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R10 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 10 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R10(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R10(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R11 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 11 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R11(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R11(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R12 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 12 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R12(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R12(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R13 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 13 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R13(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R13(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R14 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 14 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R14(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R14(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R15 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 15 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R15(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R15(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)
 
 // qgemmQ40P16R16 computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × 16 activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).
 //
 //go:noescape
-func qgemmQ40P16R16(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)
+func qgemmQ40P16R16(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)

@@ -209,10 +209,6 @@ func tile(L int) {
 	RET()
 }
 
-// pfLines is the cache lines a panel kernel prefetches a block: 320
-// bytes, more than a panel's 288 raw bytes a block.
-const pfLines = 5
-
 // panelRows is the most activation rows a panel kernel takes.
 const panelRows = 16
 
@@ -297,19 +293,21 @@ func pack16() {
 // and is added times float32(d_w·d_a) into the row's accumulator by one
 // fused multiply-add (core/ggml's Dot's steps, each row's outputs in
 // its own register: no reduction, no transpose). Activation row k's 16
-// outputs go to y + k·ldy bytes. Each block also prefetches the
-// pfLines cache lines at pf on into the L2 cache and moves pf past them:
-// nb blocks cover the next panel's raw rows (16 rows of 18 bytes a
-// block, contiguous), which its packing then finds there.
+// outputs go to y + k·ldy bytes. Each block also prefetches the pfn
+// cache lines at pf on into the L2 cache and moves pf past them (pfn 0:
+// none): the caller spreads the next panel's raw rows (16 rows of 18
+// bytes a block, contiguous), which its packing then finds there, over
+// the calls of the panel's last activation groups.
 func panel(R int) {
 	name := fmt.Sprintf("qgemmQ40P16R%d", R)
-	TEXT(name, NOSPLIT, "func(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr)")
+	TEXT(name, NOSPLIT, "func(nb int, w *uint8, a *int8, y *float32, ldy int, pf uintptr, pfn int)")
 	Doc(fmt.Sprintf("%s computes a panel of 16 weight rows (nb Q4_0 blocks at w, the x16 layout) × %d activation rows packed at a into y (row k at y + k·ldy bytes; see the package asmgenq40).", name, R))
 	Pragma("noescape")
 	nb := Load(Param("nb"), GP64())
 	w := Load(Param("w"), GP64())
 	a := Load(Param("a"), GP64())
 	pf := Load(Param("pf"), GP64())
+	pfn := Load(Param("pfn"), GP64())
 	mask := ZMM()
 	VMOVDQU64(c0F, mask)
 	acc := make([]VecVirtual, R)
@@ -342,12 +340,18 @@ func panel(R int) {
 		VMULPS_BCST(Mem{Base: a, Disp: 36*R + 4*k}, d, f) // d_w·d_a (exact: two float16 values)
 		VFMADD231PS(s, f, acc[k])                         // acc += sum·(d_w·d_a), one rounding
 	}
-	for l := 0; l < pfLines; l++ {
-		PREFETCHT1(Mem{Base: pf, Disp: 64 * l})
-	}
+	n := GP64()
+	MOVQ(pfn, n)
+	TESTQ(n, n)
+	JZ(LabelRef(p + "nopf"))
+	Label(p + "pf")
+	PREFETCHT1(Mem{Base: pf})
+	ADDQ(U8(64), pf)
+	DECQ(n)
+	JNZ(LabelRef(p + "pf"))
+	Label(p + "nopf")
 	ADDQ(U32(panelBlock), w)
 	ADDQ(U32(uint32(40*R)), a)
-	ADDQ(U32(64*pfLines), pf)
 	DECQ(nb)
 	JNZ(LabelRef(p + "block"))
 	Label(p + "done")
