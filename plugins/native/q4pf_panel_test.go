@@ -86,9 +86,9 @@ func TestQ40PanelsSameBits(t *testing.T) {
 }
 
 // BenchmarkQ40Panels: Q4_0 products of m rows on the panel kernels
-// (panels), on the tiles (tiles: from 4 rows) and on the single-row
-// kernels row after row (rows), alternating within one run, on the
-// shapes of Qwen2.5-0.5B's and Llama-3.2-1B's MLP. cpu-ns/op is the least
+// (panels) and on the single-row kernels row after row (rows),
+// alternating within one run, on the shapes of Qwen2.5-0.5B's and
+// Llama-3.2-1B's MLP. cpu-ns/op is the least
 // CPU time of one product (the machine's load does not inflate it).
 //
 //	go test -run '^$' -bench Q40Panels -cpu 1 -count 3 ./plugins/native
@@ -106,14 +106,14 @@ func BenchmarkQ40Panels(b *testing.B) {
 				x[i] = float32(rng.NormFloat64())
 			}
 			y := make([]float32, m*N)
-			for _, path := range []string{"rows", "tiles", "panels"} {
+			for _, path := range []string{"rows", "panels"} {
 				if path == "rows" && m > 8 {
 					continue
 				}
 				b.Run(fmt.Sprintf("K%d/N%d/m%d/%s", K, N, m, path), func(b *testing.B) {
-					old, oldMin := q40PanelsOn, q40PanelMinRows
-					q40PanelsOn, q40PanelMinRows = path == "panels", 2
-					defer func() { q40PanelsOn, q40PanelMinRows = old, oldMin }()
+					old := q40PanelMinRows
+					q40PanelMinRows = 2
+					defer func() { q40PanelMinRows = old }()
 					best := time.Duration(1 << 62)
 					for b.Loop() {
 						t0 := cpuTime()

@@ -2,16 +2,6 @@
 
 package native
 
-// qgemmQ40x8L16 computes the tile of 8 weight rows (nb Q4_0 blocks, ldw bytes apart at w) × 16 interleaved activation rows at a (see qgemm_q40.go): output (n, i) to y + i·ldy + 4n bytes for the first r rows i (see the package asmgenq40).
-//
-//go:noescape
-func qgemmQ40x8L16(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, r int)
-
-// qgemmQ40x8L8 computes the tile of 8 weight rows (nb Q4_0 blocks, ldw bytes apart at w) × 8 interleaved activation rows at a (see qgemm_q40.go): output (n, i) to y + i·ldy + 4n bytes for the first r rows i (see the package asmgenq40).
-//
-//go:noescape
-func qgemmQ40x8L8(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, r int)
-
 // qgemmQ40Pack16 packs nb Q4_0 blocks of the 16 weight rows ldw bytes apart at w into a panel at dst (the x16 layout; see the package asmgenq40).
 //
 //go:noescape

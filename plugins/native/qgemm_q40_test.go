@@ -9,20 +9,16 @@ import (
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
 
-// TestQ40GEMMChunks: Q4_0's tiles over products larger than
-// TestQGEMMSameBits's (several 8-row tiles a thread, more rows than one
-// chunk of packed activations, groups of 16 and of 8 lanes, rows left
-// over for the one-row kernels) give every output core/ggml's Dot's bits.
-func TestQ40GEMMChunks(t *testing.T) {
+// TestQ40PanelsLarge: Q4_0's panels over products larger than
+// TestQ40PanelsSameBits's (152 blocks a row, several activation groups:
+// the next panel's prefetch spread over the last ones, a tail of rows past
+// the last whole panel) give every output core/ggml's Dot's bits.
+func TestQ40PanelsLarge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(40, 8))
 	const K, N = 4864, 45
 	w := gemmWeights(rng, ggml.Q4_0, N, K)
-	if !hasQ40Tiles(ggml.Q4_0, w.gk.name) {
-		t.Skip("no Q4_0 tiles here (amd64 with AVX-512 VNNI)")
-	}
-	nb := K / 32
-	if c := max(16, qgemmChunkBytes/(40*nb)/16*16); c >= 100 {
-		t.Fatalf("a chunk holds %d rows: the test's 100 rows must take two", c)
+	if !hasQ40Panels(ggml.Q4_0, w.gk.name) {
+		t.Skip("no Q4_0 panels here (amd64 with AVX-512 VNNI)")
 	}
 	for _, m := range []int{4, 25, 100} {
 		for _, threads := range []int{1, 2} {

@@ -30,9 +30,13 @@ func TestQGEMMSameBits(t *testing.T) {
 			if K%ty.BlockSize() != 0 {
 				continue
 			}
-			for _, N := range []int{4, 13} {
+			Ns := []int{4, 13}
+			if ty == ggml.Q4_0 {
+				Ns = append(Ns, 37) // the panels take whole panels of 16 rows
+			}
+			for _, N := range Ns {
 				w := gemmWeights(rng, ty, N, K)
-				if f, kf := qgemmKernels(ty, w.gk.name); f == nil && kf == nil && !hasQ40Tiles(ty, w.gk.name) {
+				if f, kf := qgemmKernels(ty, w.gk.name); f == nil && kf == nil && !hasQ40Panels(ty, w.gk.name) {
 					t.Skipf("%s: no tile kernels here (amd64 with AVX-512 VNNI)", ty)
 				}
 				for _, m := range []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 19, 23} {
@@ -52,7 +56,7 @@ func TestQGEMMSameBits(t *testing.T) {
 							p = newPool(threads)
 						}
 						if !w.runGEMM(p, x, y, m) {
-							if ty.BlockSize() == 256 && m < qgemmKMinRows || ty == ggml.Q4_0 && m < q40MinRows {
+							if ty.BlockSize() == 256 && m < qgemmKMinRows || ty == ggml.Q4_0 && N < 16 {
 								w.runGGMLInt(p, x, y, m) // the rows path: the same bits
 							} else {
 								t.Fatalf("%s: runGEMM declined", name)
@@ -108,7 +112,7 @@ func BenchmarkQGEMM(b *testing.B) {
 						continue
 					}
 					b.Run(fmt.Sprintf("%s/K%d/N%d/m%d/%s", ty, K, N, m, path), func(b *testing.B) {
-						if f, kf := qgemmKernels(ty, w.gk.name); path == "tiles" && f == nil && kf == nil && !hasQ40Tiles(ty, w.gk.name) {
+						if f, kf := qgemmKernels(ty, w.gk.name); path == "tiles" && f == nil && kf == nil && !hasQ40Panels(ty, w.gk.name) {
 							b.Skip("no tile kernels here")
 						}
 						best := time.Duration(1 << 62)
@@ -129,8 +133,7 @@ func BenchmarkQGEMM(b *testing.B) {
 	}
 }
 
-// hasQ40Tiles: t is Q4_0 and its tiles (qgemm_q40.go) run here.
-func hasQ40Tiles(t ggml.Type, fam string) bool {
-	f16, _ := q40Tiles(fam)
-	return t == ggml.Q4_0 && f16 != nil
+// hasQ40Panels: t is Q4_0 and its panels (qgemm_q40.go) run here.
+func hasQ40Panels(t ggml.Type, fam string) bool {
+	return t == ggml.Q4_0 && q40Panels(fam) != nil
 }
