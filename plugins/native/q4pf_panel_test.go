@@ -37,9 +37,10 @@ func TestQ40PanelPack(t *testing.T) {
 }
 
 // TestQ40PanelsSameBits: every row count of the panel kernels (1 to 16
-// rows in a last group, several groups), N with a tail past the last
-// whole panel, one and two threads, gives every output core/ggml's Dot's
-// bits; a NaN activation gives its row NaN outputs only.
+// rows in a last group, several groups, more than the five that prefetch
+// the next panel), N with a tail past the last whole panel, one and two
+// threads, gives every output core/ggml's Dot's bits; a NaN activation
+// gives its row NaN outputs only.
 func TestQ40PanelsSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 2))
 	const K, N = 320, 53
@@ -47,7 +48,7 @@ func TestQ40PanelsSameBits(t *testing.T) {
 	if q40Panels(w.gk.name) == nil {
 		t.Skip("no Q4_0 panel kernels here (amd64 with AVX-512 VNNI)")
 	}
-	for _, m := range []int{2, 3, 5, 8, 16, 17, 23, 31, 32, 40, 47} {
+	for _, m := range []int{2, 3, 5, 8, 16, 17, 23, 31, 32, 40, 47, 100} {
 		for _, threads := range []int{1, 2} {
 			x := make([]float32, m*K)
 			for i := range x {
