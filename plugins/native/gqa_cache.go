@@ -259,6 +259,25 @@ func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
 		}
 		return
 	}
+	if K16, ok := j.PK.([]graph.F16); ok && j.mode != 0 && S == 1 && ggmlF16Rows && H%64 == 0 {
+		// one query row in llama.cpp's order over the float16 rows as
+		// they are (no decoded copy, no transposed values)
+		V16 := j.PV.([]graph.F16)
+		K16, V16 = K16[base:base+(p+S)*H], V16[base:base+(p+S)*H]
+		sc.acc = grow(sc.acc, 64*64)
+		L := p + 1
+		j0 := 0
+		if j.window > 0 {
+			j0 = max(0, L-j.window)
+		}
+		for h := kh * group; h < (kh+1)*group; h++ {
+			r := b
+			if !attendRowGGMLF16(j.q[(r*N+h)*H:(r*N+h+1)*H], K16, V16, sc.sc[:L], sc.e[:L], sc.acc, j.Y[(r*N+h)*H:(r*N+h+1)*H], j0, scoreScale(j.mode, j.scale), j.softcap) {
+				panic("native: attendRowGGMLF16 without its kernels")
+			}
+		}
+		return
+	}
 	sc.k, sc.v = growRows(sc.k, (p+S)*H), growRows(sc.v, (p+S)*H)
 	K, V := sc.k[:(p+S)*H], sc.v[:(p+S)*H]
 	g.cache.decode(K, j.PK, base, p+S, H)

@@ -3,6 +3,8 @@ package native
 import (
 	"math"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
+
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
 )
 
@@ -120,6 +122,28 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 			}
 		}
 	}
+	ggmlWeights(scores, e, j0, scale, softcap, half)
+	// the values by dimension (vals: V transposed, keys padded with
+	// zeros to whole lanes), the weights padded likewise, added as
+	// dotGGML or dot16 add
+	w := vals.w[:vals.lp]
+	clear(w)
+	copy(w[j0:L], e[j0:L])
+	for d := range o {
+		row := vals.vt[d*vals.lp : (d+1)*vals.lp]
+		if oneRow {
+			o[d] = dotGGML(row, w)
+		} else {
+			o[d] = dot16(row, w)
+		}
+	}
+}
+
+// ggmlWeights is attendRowGGML's softmax: from the scores of keys j0..L−1
+// (L = len(scores); scaled by scale ≠ 0, soft-capped) the weights in
+// e[:L], zero before j0, rounded to float16 with half.
+func ggmlWeights(scores, e []float32, j0 int, scale, softcap float32, half bool) {
+	L := len(scores)
 	if scale != 0 {
 		for j := j0; j < L; j++ {
 			scores[j] *= scale
@@ -159,24 +183,25 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 	inv := float32(1 / sum)
 	for j := j0; j < L; j++ {
 		e[j] *= inv
-		if half {
-			e[j] = f16Round(e[j])
-		}
 	}
-	// the values by dimension (vals: V transposed, keys padded with
-	// zeros to whole lanes), the weights padded likewise, added as
-	// dotGGML or dot16 add
-	w := vals.w[:vals.lp]
-	clear(w)
-	copy(w[j0:L], e[j0:L])
-	for d := range o {
-		row := vals.vt[d*vals.lp : (d+1)*vals.lp]
-		if oneRow {
-			o[d] = dotGGML(row, w)
-		} else {
-			o[d] = dot16(row, w)
-		}
+	if half {
+		f16RoundAll(e[j0:L])
 	}
+}
+
+// attendRowGGMLF16 is attendRowGGML for one query row (decode) over a
+// float16 cache with half set, reading the keys K16 and the values V16
+// (L = len(scores) rows of len(q) each) as they are, no decoded or
+// transposed copy: the same bits (bw70_gqaf16_amd64.s); acc is
+// ggmlF16Weigh's scratch. False: no kernels for this head size (nothing
+// written).
+func attendRowGGMLF16(q []float32, K16, V16 []graph.F16, scores, e, acc, o []float32, j0 int, scale, softcap float32) bool {
+	L := len(scores)
+	if !ggmlF16Rows || len(q)%64 != 0 || !ggmlF16Scores(scores[j0:L], K16[j0*len(q):], q) {
+		return false
+	}
+	ggmlWeights(scores, e, j0, scale, softcap, true)
+	return ggmlF16Weigh(e[:L], V16, acc, o)
 }
 
 // maxOf is the largest of x (−Inf for none; NaN where one is NaN, +0

@@ -1,0 +1,14 @@
+//go:build !amd64
+
+package native
+
+import "github.com/switchyard-hal/switchyard/core/graph"
+
+// ggmlF16Rows: no float16 ggml-order kernels here.
+const ggmlF16Rows = false
+
+// ggmlF16Scores is bw70_gqaf16_amd64.go's assembly path: none here.
+func ggmlF16Scores(out []float32, K []graph.F16, q []float32) bool { return false }
+
+// ggmlF16Weigh is bw70_gqaf16_amd64.go's assembly path: none here.
+func ggmlF16Weigh(e []float32, V []graph.F16, acc, o []float32) bool { return false }
