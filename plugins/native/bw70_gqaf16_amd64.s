@@ -247,3 +247,92 @@ weigh_group:
 	JLT  weigh_chunk
 	VZEROUPPER
 	RET
+
+// func rotFMAHalfAVX512(n int, x1, x2, c, s *float32)
+// rotateRowFMA's pairs (x1[i], x2[i]) for i < n (n a multiple of 16):
+// x1·c − x2·s as fma(x1, c, −(x2·s)), x1·s + x2·c as fma(x1, s, x2·c),
+// the inner products rounded.
+TEXT ·rotFMAHalfAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ x1+8(FP), SI
+	MOVQ x2+16(FP), DI
+	MOVQ c+24(FP), R8
+	MOVQ s+32(FP), R9
+	XORQ AX, AX
+	TESTQ CX, CX
+	JZ   rothalf_done
+
+rothalf_loop:
+	VMOVUPS     (SI)(AX*4), Z0 // x1
+	VMOVUPS     (DI)(AX*4), Z1 // x2
+	VMOVUPS     (R8)(AX*4), Z2 // c
+	VMOVUPS     (R9)(AX*4), Z3 // s
+	VMULPS      Z3, Z1, Z4     // x2·s
+	VMULPS      Z2, Z1, Z5     // x2·c
+	VFMSUB231PS Z2, Z0, Z4     // x1·c − x2·s
+	VFMADD231PS Z3, Z0, Z5     // x1·s + x2·c
+	VMOVUPS     Z4, (SI)(AX*4)
+	VMOVUPS     Z5, (DI)(AX*4)
+	ADDQ        $16, AX
+	CMPQ        AX, CX
+	JLT         rothalf_loop
+
+rothalf_done:
+	VZEROUPPER
+	RET
+
+// rotdup: lane 2i and 2i+1 take element i (c and s for a pair).
+DATA rotdup<>+0(SB)/4, $0
+DATA rotdup<>+4(SB)/4, $0
+DATA rotdup<>+8(SB)/4, $1
+DATA rotdup<>+12(SB)/4, $1
+DATA rotdup<>+16(SB)/4, $2
+DATA rotdup<>+20(SB)/4, $2
+DATA rotdup<>+24(SB)/4, $3
+DATA rotdup<>+28(SB)/4, $3
+DATA rotdup<>+32(SB)/4, $4
+DATA rotdup<>+36(SB)/4, $4
+DATA rotdup<>+40(SB)/4, $5
+DATA rotdup<>+44(SB)/4, $5
+DATA rotdup<>+48(SB)/4, $6
+DATA rotdup<>+52(SB)/4, $6
+DATA rotdup<>+56(SB)/4, $7
+DATA rotdup<>+60(SB)/4, $7
+GLOBL rotdup<>(SB), RODATA|NOPTR, $64
+
+// func rotFMAPairsAVX512(n int, x, c, s *float32)
+// rotateRowFMA's interleaved pairs (x[2i], x[2i+1]) for i < n (n a
+// multiple of 8), each as rotFMAHalfAVX512's: even lanes x·c − x'·s,
+// odd lanes x'·s + x·c (x' the pair's other value).
+TEXT ·rotFMAPairsAVX512(SB), NOSPLIT, $0-32
+	MOVQ    n+0(FP), CX
+	MOVQ    x+8(FP), SI
+	MOVQ    c+16(FP), R8
+	MOVQ    s+24(FP), R9
+	VMOVDQU32 rotdup<>(SB), Z7
+	MOVL    $0xaaaa, AX
+	KMOVW   AX, K1 // the odd lanes
+	XORQ    AX, AX
+	TESTQ   CX, CX
+	JZ      rotpairs_done
+
+rotpairs_loop:
+	VMOVUPS     (SI)(AX*8), Z0   // x: eight pairs
+	VPERMILPS   $0xb1, Z0, Z1    // x': each pair swapped
+	VMOVUPS     (R8)(AX*4), Y2
+	VPERMPS     Z2, Z7, Z2       // c, each twice
+	VMOVUPS     (R9)(AX*4), Y3
+	VPERMPS     Z3, Z7, Z3       // s, each twice
+	VMULPS      Z3, Z1, Z4       // x'·s
+	VMULPS      Z2, Z0, Z5       // x·c
+	VFMSUB231PS Z2, Z0, Z4       // even: x·c − x'·s
+	VFMADD231PS Z3, Z1, Z5       // odd: x'·s + x·c
+	VMOVAPS     Z5, K1, Z4
+	VMOVUPS     Z4, (SI)(AX*8)
+	ADDQ        $8, AX
+	CMPQ        AX, CX
+	JLT         rotpairs_loop
+
+rotpairs_done:
+	VZEROUPPER
+	RET

@@ -15,17 +15,19 @@ import (
 func rotateRowFMA(x, c, s []float32, interleaved bool) {
 	w := len(c)
 	s = s[:w]
+	i0 := rotFMAFast(x, c, s, interleaved) // the pairs it did
 	if interleaved {
 		x = x[:2*w]
-		for i, ci := range c {
+		for i := i0; i < w; i++ {
+			ci := c[i]
 			x1, x2, si := x[2*i], x[2*i+1], s[i]
 			x[2*i], x[2*i+1] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))
 		}
 		return
 	}
 	x1s, x2s := x[:w], x[w:2*w]
-	for i, ci := range c {
-		x1, x2, si := x1s[i], x2s[i], s[i]
+	for i := i0; i < w; i++ {
+		x1, x2, ci, si := x1s[i], x2s[i], c[i], s[i]
 		x1s[i], x2s[i] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))
 	}
 }
