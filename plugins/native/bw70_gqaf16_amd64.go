@@ -77,3 +77,33 @@ func rotFMAFast(x, c, s []float32, interleaved bool) int {
 	}
 	return n
 }
+
+//go:noescape
+func ggmlExpSumAVX512(n int, e *float32) float64
+
+//go:noescape
+func ggmlScaleF16AVX512(n int, e *float32, inv float32)
+
+// ggmlExpSum is ggmlWeights' sum of e (sixteen at a time, each sixteen
+// reduced by reduce16, added in float64) with AVX-512; false: not here.
+func ggmlExpSum(e []float32) (float64, bool) {
+	if !hasGGMLDot512 {
+		return 0, false
+	}
+	if len(e) == 0 {
+		return 0, true
+	}
+	return ggmlExpSumAVX512(len(e), &e[0]), true
+}
+
+// ggmlScaleF16 sets each e[j] to f16Round(e[j]·inv) with AVX-512 and
+// F16C; false: not here (nothing done).
+func ggmlScaleF16(e []float32, inv float32) bool {
+	if !ggmlF16Rows {
+		return false
+	}
+	if len(e) > 0 {
+		ggmlScaleF16AVX512(len(e), &e[0], inv)
+	}
+	return true
+}

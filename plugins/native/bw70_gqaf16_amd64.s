@@ -336,3 +336,76 @@ rotpairs_loop:
 rotpairs_done:
 	VZEROUPPER
 	RET
+
+// func ggmlExpSumAVX512(n int, e *float32) float64
+// Σ over the groups of sixteen of e[:n] (the last one padded with zeros)
+// of float64(the group's REDUCE16), in order: attendRowGGML's sum of
+// the exponentials.
+TEXT ·ggmlExpSumAVX512(SB), NOSPLIT, $0-24
+	MOVQ   n+0(FP), CX
+	MOVQ   e+8(FP), SI
+	VXORPD X4, X4, X4 // the sum
+
+expsum_loop:
+	CMPQ CX, $16
+	JLT  expsum_tail
+	VMOVUPS (SI), Z0
+	REDUCE16
+	VCVTSS2SD X0, X0, X0
+	VADDSD    X0, X4, X4
+	ADDQ      $64, SI
+	SUBQ      $16, CX
+	JMP       expsum_loop
+
+expsum_tail:
+	TESTQ CX, CX
+	JZ    expsum_done
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	REDUCE16
+	VCVTSS2SD X0, X0, X0
+	VADDSD    X0, X4, X4
+
+expsum_done:
+	VMOVSD X4, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func ggmlScaleF16AVX512(n int, e *float32, inv float32)
+// e[j] = float16(e[j]·inv) for j < n (the product rounded to float32,
+// then to float16, nearest even, as f16Round).
+TEXT ·ggmlScaleF16AVX512(SB), NOSPLIT, $0-20
+	MOVQ         n+0(FP), CX
+	MOVQ         e+8(FP), SI
+	VBROADCASTSS inv+16(FP), Z1
+
+scalef16_loop:
+	CMPQ CX, $16
+	JLT  scalef16_tail
+	VMULPS    (SI), Z1, Z0
+	VCVTPS2PH $0, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, (SI)
+	ADDQ      $64, SI
+	SUBQ      $16, CX
+	JMP       scalef16_loop
+
+scalef16_tail:
+	TESTQ CX, CX
+	JZ    scalef16_done
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	VMULPS    Z0, Z1, Z0
+	VCVTPS2PH $0, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VMOVUPS   Z0, K1, (SI)
+
+scalef16_done:
+	VZEROUPPER
+	RET

@@ -15,3 +15,9 @@ func ggmlF16Weigh(e []float32, V []graph.F16, acc, o []float32) bool { return fa
 
 // rotFMAFast rotates nothing here (rotateRowFMA's loops do).
 func rotFMAFast(x, c, s []float32, interleaved bool) int { return 0 }
+
+// ggmlExpSum is bw70_gqaf16_amd64.go's assembly sum: none here.
+func ggmlExpSum(e []float32) (float64, bool) { return 0, false }
+
+// ggmlScaleF16 is bw70_gqaf16_amd64.go's assembly scaling: none here.
+func ggmlScaleF16(e []float32, inv float32) bool { return false }

@@ -162,3 +162,47 @@ func TestRotateRowFMAFast(t *testing.T) {
 		}
 	}
 }
+
+// TestGGMLWeightsAsm: the softmax's sum (ggmlExpSum) and its scaling to
+// float16 weights (ggmlScaleF16) give the bits of ggmlWeights' Go loops
+// (groups of sixteen reduced by reduce16 and added in float64; each
+// weight times inv, then f16Round) for every length up to 100.
+func TestGGMLWeightsAsm(t *testing.T) {
+	if !ggmlF16Rows {
+		t.Skip("no AVX-512/F16C")
+	}
+	rng := rand.New(rand.NewPCG(70, 4))
+	for n := 0; n <= 100; n++ {
+		e := make([]float32, n+5)
+		for i := range e {
+			e[i] = float32(rng.ExpFloat64())
+		}
+		want := 0.0
+		var tt [16]float32
+		for g := 0; g < n; g += 16 {
+			clear(tt[:])
+			copy(tt[:], e[g:min(g+16, n)])
+			want += float64(reduce16(&tt))
+		}
+		got, ok := ggmlExpSum(e[:n])
+		if !ok || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("n %d: sum %v (%v), want %v", n, got, ok, want)
+		}
+		inv := float32(1 / want)
+		if n == 0 {
+			inv = 0.37
+		}
+		w := append([]float32(nil), e...)
+		for j := 0; j < n; j++ {
+			w[j] = f16Round(w[j] * inv)
+		}
+		if !ggmlScaleF16(e[:n], inv) {
+			t.Fatal("ggmlScaleF16 declined")
+		}
+		for j := range w {
+			if math.Float32bits(e[j]) != math.Float32bits(w[j]) {
+				t.Fatalf("n %d: e[%d] = %v, want %v", n, j, e[j], w[j])
+			}
+		}
+	}
+}

@@ -175,14 +175,19 @@ func ggmlWeights(scores, e []float32, j0 int, scale, softcap float32, half bool)
 		e[j] = blockquant.ExpGGML(scores[j] - mx)
 	}
 	clear(e[:j0])
-	sum := 0.0
-	var t [16]float32
-	for g := 0; g < L; g += 16 {
-		clear(t[:])
-		copy(t[:], e[g:min(g+16, L)])
-		sum += float64(reduce16(&t))
+	sum, ok := ggmlExpSum(e[:L])
+	if !ok {
+		var t [16]float32
+		for g := 0; g < L; g += 16 {
+			clear(t[:])
+			copy(t[:], e[g:min(g+16, L)])
+			sum += float64(reduce16(&t))
+		}
 	}
 	inv := float32(1 / sum)
+	if half && ggmlScaleF16(e[j0:L], inv) {
+		return
+	}
 	for j := j0; j < L; j++ {
 		e[j] *= inv
 	}
