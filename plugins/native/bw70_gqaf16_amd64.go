@@ -107,3 +107,21 @@ func ggmlScaleF16(e []float32, inv float32) bool {
 	}
 	return true
 }
+
+//go:noescape
+func ggmlF16ScoresGAVX512(n, nq int, k *uint16, q *float32, out *float32, os int)
+
+// ggmlF16ScoresG is ggmlF16Scores for len(q)/64 queries of 64 values (a
+// KV head's group) over the n = len(K)/64 float16 keys of K: query i's
+// scores in out[i·os : i·os+n]. False: not done (no AVX-512, or len(q)
+// not a multiple of 64), out untouched.
+func ggmlF16ScoresG(out []float32, os int, K []graph.F16, q []float32) bool {
+	n, g := len(K)/64, len(q)/64
+	if !ggmlF16Rows || len(q)%64 != 0 || n > os || g > 0 && len(out) < (g-1)*os+n {
+		return false
+	}
+	if n > 0 && g > 0 {
+		ggmlF16ScoresGAVX512(n, g, (*uint16)(unsafe.Pointer(&K[0])), &q[0], &out[0], os)
+	}
+	return true
+}

@@ -409,3 +409,57 @@ scalef16_tail:
 scalef16_done:
 	VZEROUPPER
 	RET
+
+// func ggmlF16ScoresGAVX512(n, nq int, k *uint16, q *float32, out *float32, os int)
+// ggmlF16ScoresAVX512 for a head size of 64 and nq queries (q: nq rows of
+// 64) sharing the keys: out[i·os + j] = dotGGML(float32(k[j·64 :
+// j·64+64]), q[i·64 : i·64+64]), each key row widened once.
+TEXT ·ggmlF16ScoresGAVX512(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ nq+8(FP), DX
+	MOVQ k+16(FP), SI
+	MOVQ q+24(FP), DI
+	MOVQ out+32(FP), R8
+	MOVQ os+40(FP), R9
+	SHLQ $2, R9 // bytes between the heads' scores
+	TESTQ CX, CX
+	JZ   scoresg_done
+	TESTQ DX, DX
+	JZ   scoresg_done
+
+scoresg_row:
+	VCVTPH2PS (SI), Z8
+	VCVTPH2PS 32(SI), Z9
+	VCVTPH2PS 64(SI), Z10
+	VCVTPH2PS 96(SI), Z11
+	MOVQ      DI, R10 // head i's query
+	MOVQ      R8, R11 // head i's score of this key
+	MOVQ      DX, R12
+
+scoresg_head:
+	VPXORD      Z0, Z0, Z0
+	VPXORD      Z5, Z5, Z5
+	VPXORD      Z6, Z6, Z6
+	VPXORD      Z7, Z7, Z7
+	VFMADD231PS (R10), Z8, Z0
+	VFMADD231PS 64(R10), Z9, Z5
+	VFMADD231PS 128(R10), Z10, Z6
+	VFMADD231PS 192(R10), Z11, Z7
+	VADDPS      Z6, Z0, Z0
+	VADDPS      Z7, Z5, Z5
+	VADDPS      Z5, Z0, Z0
+	REDUCE16
+	VMOVSS      X0, (R11)
+	ADDQ        $256, R10
+	ADDQ        R9, R11
+	DECQ        R12
+	JNZ         scoresg_head
+
+	ADDQ $4, R8
+	ADDQ $128, SI
+	DECQ CX
+	JNZ  scoresg_row
+
+scoresg_done:
+	VZEROUPPER
+	RET

@@ -21,3 +21,6 @@ func ggmlExpSum(e []float32) (float64, bool) { return 0, false }
 
 // ggmlScaleF16 is bw70_gqaf16_amd64.go's assembly scaling: none here.
 func ggmlScaleF16(e []float32, inv float32) bool { return false }
+
+// ggmlF16ScoresG is bw70_gqaf16_amd64.go's assembly path: none here.
+func ggmlF16ScoresG(out []float32, os int, K []graph.F16, q []float32) bool { return false }

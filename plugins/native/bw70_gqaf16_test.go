@@ -69,6 +69,28 @@ func TestAttendRowGGMLF16(t *testing.T) {
 						t.Fatalf("H %d L %d %+v: weight %d = %v, attendRowGGML %v", H, L, c, j, e2[j], e[j])
 					}
 				}
+				if H == 64 {
+					// a group of three queries, the first q
+					const g = 3
+					qs := make([]float32, g*H)
+					copy(qs, q)
+					for i := H; i < len(qs); i++ {
+						qs[i] = float32(rng.NormFloat64())
+					}
+					f16RoundAll(qs)
+					og := make([]float32, g*H)
+					if !attendGroupGGMLF16(qs, K16, V16, make([]float32, g*L), e2, acc, og, c.j0, c.scale, c.softcap) {
+						t.Fatal("attendGroupGGMLF16 declined")
+					}
+					for i := 0; i < g; i++ {
+						attendRowGGML(qs[i*H:(i+1)*H], K, &gv, sc, e, want, c.j0, c.scale, c.softcap, true, true)
+						for d := range want {
+							if math.Float32bits(og[i*H+d]) != math.Float32bits(want[d]) {
+								t.Fatalf("L %d %+v: query %d of a group: o[%d] = %v, attendRowGGML %v", L, c, i, d, og[i*H+d], want[d])
+							}
+						}
+					}
+				}
 				ran++
 			}
 		}
@@ -82,7 +104,9 @@ func TestAttendRowGGMLF16(t *testing.T) {
 // order over a float16 cache (Qwen2.5-0.5B's: 7 query heads of 64 a KV
 // head) at L positions: "decoded" widens the keys and values and
 // transposes the values each call, then attendRowGGML (the path before
-// bw70); "direct" reads the float16 rows as they are (attendRowGGMLF16).
+// bw70); "direct" reads the float16 rows as they are (attendRowGGMLF16),
+// "group" all 7 queries' scores over each key row at once
+// (attendGroupGGMLF16).
 //
 //	go test -run '^$' -bench AttendGGMLF16 ./plugins/native
 func BenchmarkAttendGGMLF16(b *testing.B) {
@@ -115,6 +139,12 @@ func BenchmarkAttendGGMLF16(b *testing.B) {
 				for h := 0; h < group; h++ {
 					attendRowGGML(q[h*H:(h+1)*H], K, &gv, sc, e, o[h*H:(h+1)*H], 0, 0.125, 0, true, true)
 				}
+			}
+		})
+		b.Run(fmt.Sprintf("group_L%d", L), func(b *testing.B) {
+			scg := make([]float32, group*L)
+			for i := 0; i < b.N; i++ {
+				attendGroupGGMLF16(q, K16, V16, scg, e, acc, o, 0, 0.125, 0)
 			}
 		})
 		b.Run(fmt.Sprintf("direct_L%d", L), func(b *testing.B) {

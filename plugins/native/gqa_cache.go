@@ -270,6 +270,14 @@ func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
 		if j.window > 0 {
 			j0 = max(0, L-j.window)
 		}
+		if H == 64 {
+			// the group's queries together: each key widened once
+			sc.sc = growRows(sc.sc, group*L)
+			qs, os := j.q[(b*N+kh*group)*H:(b*N+(kh+1)*group)*H], j.Y[(b*N+kh*group)*H:(b*N+(kh+1)*group)*H]
+			if attendGroupGGMLF16(qs, K16, V16, sc.sc, sc.e[:L], sc.acc, os, j0, scoreScale(j.mode, j.scale), j.softcap) {
+				return
+			}
+		}
 		for h := kh * group; h < (kh+1)*group; h++ {
 			r := b
 			if !attendRowGGMLF16(j.q[(r*N+h)*H:(r*N+h+1)*H], K16, V16, sc.sc[:L], sc.e[:L], sc.acc, j.Y[(r*N+h)*H:(r*N+h+1)*H], j0, scoreScale(j.mode, j.scale), j.softcap) {

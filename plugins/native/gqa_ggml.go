@@ -211,6 +211,29 @@ func attendRowGGMLF16(q []float32, K16, V16 []graph.F16, scores, e, acc, o []flo
 	return ggmlF16Weigh(e[:L], V16, acc, o)
 }
 
+// attendGroupGGMLF16 is attendRowGGMLF16 for the queries of a KV head's
+// group (q: len(q)/64 rows of 64 values; o likewise), the scores of all
+// of them first, each key row widened once (ggmlF16ScoresG); scores has
+// room for a row of L = len(e) a query. False: no kernels for this head
+// size (nothing written).
+func attendGroupGGMLF16(q []float32, K16, V16 []graph.F16, scores, e, acc, o []float32, j0 int, scale, softcap float32) bool {
+	const H = 64
+	L, g := len(e), len(q)/H
+	if !ggmlF16Rows || len(q)%H != 0 || len(o) != len(q) || len(scores) < g*L {
+		return false
+	}
+	if !ggmlF16ScoresG(scores[j0:], L, K16[j0*H:L*H], q) {
+		return false
+	}
+	for i := 0; i < g; i++ {
+		ggmlWeights(scores[i*L:(i+1)*L], e, j0, scale, softcap, true)
+		if !ggmlF16Weigh(e, V16, acc, o[i*H:(i+1)*H]) {
+			panic("native: ggmlF16Weigh declined a head of 64")
+		}
+	}
+	return true
+}
+
 // maxOf is the largest of x (−Inf for none; NaN where one is NaN, +0
 // over −0: Go's max) in four running maxima, which give the one maximum
 // in any order.
