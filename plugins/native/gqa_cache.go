@@ -143,6 +143,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	}
 	sc.k = growRows(sc.k, H)
 	row := sc.k[:H] // the new rows are staged here before encoding
+	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0
 	for b := 0; b < B; b++ {
 		p := g.past(b)
 		for kh := 0; kh < KV; kh++ {
@@ -160,7 +161,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 				copy(row, g.k.at(b*S+s, kh, H))
 				if rotary := cosC != nil; rotary {
 					pos := p + s
-					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, n.AttrInt(contrib.RotaryFMAAttr, 0) != 0)
+					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, rotFMA)
 				}
 				g.cache.encode(PK, at, row)
 				g.cache.encode(PV, at, g.v.at(b*S+s, kh, H))
