@@ -52,6 +52,7 @@ type gqaNative struct {
 // and weights.
 type gqaScratch struct {
 	q, sc, e, k, v []float32
+	acc            []float32  // attendRowGGMLF16's (bw70_gqaf16_amd64.go)
 	gv             ggmlValues // gqa_ggml.go
 	heads          gqaHeads   // runCache's call (gqa_cache.go)
 }

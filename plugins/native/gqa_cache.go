@@ -143,6 +143,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	}
 	sc.k = growRows(sc.k, H)
 	row := sc.k[:H] // the new rows are staged here before encoding
+	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0
 	for b := 0; b < B; b++ {
 		p := g.past(b)
 		for kh := 0; kh < KV; kh++ {
@@ -160,7 +161,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 				copy(row, g.k.at(b*S+s, kh, H))
 				if rotary := cosC != nil; rotary {
 					pos := p + s
-					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, n.AttrInt(contrib.RotaryFMAAttr, 0) != 0)
+					rotateRow(row, cosC[pos*width:(pos+1)*width], sinC[pos*width:(pos+1)*width], interleaved, rotFMA)
 				}
 				g.cache.encode(PK, at, row)
 				g.cache.encode(PV, at, g.v.at(b*S+s, kh, H))
@@ -255,6 +256,33 @@ func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
 					j0 = max(0, L-j.window)
 				}
 				attendF16(j.q[(r*N+h)*H:(r*N+h+1)*H], K16[j0*H:L*H], V16[j0*H:L*H], sc.sc[:L-j0], sc.e[:L-j0], j.Y[(r*N+h)*H:(r*N+h+1)*H], j.scale, j.softcap)
+			}
+		}
+		return
+	}
+	if K16, ok := j.PK.([]graph.F16); ok && j.mode != 0 && S == 1 && ggmlF16Rows && H%64 == 0 {
+		// one query row in llama.cpp's order over the float16 rows as
+		// they are (no decoded copy, no transposed values)
+		V16 := j.PV.([]graph.F16)
+		K16, V16 = K16[base:base+(p+S)*H], V16[base:base+(p+S)*H]
+		sc.acc = grow(sc.acc, 64*64)
+		L := p + 1
+		j0 := 0
+		if j.window > 0 {
+			j0 = max(0, L-j.window)
+		}
+		if H == 64 {
+			// the group's queries together: each key widened once
+			sc.sc = growRows(sc.sc, group*L)
+			qs, os := j.q[(b*N+kh*group)*H:(b*N+(kh+1)*group)*H], j.Y[(b*N+kh*group)*H:(b*N+(kh+1)*group)*H]
+			if attendGroupGGMLF16(qs, K16, V16, sc.sc, sc.e[:L], sc.acc, os, j0, scoreScale(j.mode, j.scale), j.softcap) {
+				return
+			}
+		}
+		for h := kh * group; h < (kh+1)*group; h++ {
+			r := b
+			if !attendRowGGMLF16(j.q[(r*N+h)*H:(r*N+h+1)*H], K16, V16, sc.sc[:L], sc.e[:L], sc.acc, j.Y[(r*N+h)*H:(r*N+h+1)*H], j0, scoreScale(j.mode, j.scale), j.softcap) {
+				panic("native: attendRowGGMLF16 without its kernels")
 			}
 		}
 		return

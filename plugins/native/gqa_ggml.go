@@ -3,6 +3,8 @@ package native
 import (
 	"math"
 
+	"github.com/switchyard-hal/switchyard/core/graph"
+
 	"github.com/switchyard-hal/switchyard/core/kernels/blockquant"
 )
 
@@ -16,17 +18,19 @@ func rotateRowFMA(x, c, s []float32, interleaved bool) {
 	}
 	w := len(c)
 	s = s[:w]
+	i0 := rotFMAFast(x, c, s, interleaved) // the pairs it did
 	if interleaved {
 		x = x[:2*w]
-		for i, ci := range c {
+		for i := i0; i < w; i++ {
+			ci := c[i]
 			x1, x2, si := x[2*i], x[2*i+1], s[i]
 			x[2*i], x[2*i+1] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))
 		}
 		return
 	}
 	x1s, x2s := x[:w], x[w:2*w]
-	for i, ci := range c {
-		x1, x2, si := x1s[i], x2s[i], s[i]
+	for i := i0; i < w; i++ {
+		x1, x2, ci, si := x1s[i], x2s[i], c[i], s[i]
 		x1s[i], x2s[i] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))
 	}
 }
@@ -123,6 +127,28 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 			}
 		}
 	}
+	ggmlWeights(scores, e, j0, scale, softcap, half)
+	// the values by dimension (vals: V transposed, keys padded with
+	// zeros to whole lanes), the weights padded likewise, added as
+	// dotGGML or dot16 add
+	w := vals.w[:vals.lp]
+	clear(w)
+	copy(w[j0:L], e[j0:L])
+	for d := range o {
+		row := vals.vt[d*vals.lp : (d+1)*vals.lp]
+		if oneRow {
+			o[d] = dotGGML(row, w)
+		} else {
+			o[d] = dot16(row, w)
+		}
+	}
+}
+
+// ggmlWeights is attendRowGGML's softmax: from the scores of keys j0..L−1
+// (L = len(scores); scaled by scale ≠ 0, soft-capped) the weights in
+// e[:L], zero before j0, rounded to float16 with half.
+func ggmlWeights(scores, e []float32, j0 int, scale, softcap float32, half bool) {
+	L := len(scores)
 	if scale != 0 {
 		for j := j0; j < L; j++ {
 			scores[j] *= scale
@@ -152,34 +178,63 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 		e[j] = blockquant.ExpGGML(scores[j] - mx)
 	}
 	clear(e[:j0])
-	sum := 0.0
-	var t [16]float32
-	for g := 0; g < L; g += 16 {
-		clear(t[:])
-		copy(t[:], e[g:min(g+16, L)])
-		sum += float64(reduce16(&t))
+	sum, ok := ggmlExpSum(e[:L])
+	if !ok {
+		var t [16]float32
+		for g := 0; g < L; g += 16 {
+			clear(t[:])
+			copy(t[:], e[g:min(g+16, L)])
+			sum += float64(reduce16(&t))
+		}
 	}
 	inv := float32(1 / sum)
+	if half && ggmlScaleF16(e[j0:L], inv) {
+		return
+	}
 	for j := j0; j < L; j++ {
 		e[j] *= inv
-		if half {
-			e[j] = f16Round(e[j])
+	}
+	if half {
+		f16RoundAll(e[j0:L])
+	}
+}
+
+// attendRowGGMLF16 is attendRowGGML for one query row (decode) over a
+// float16 cache with half set, reading the keys K16 and the values V16
+// (L = len(scores) rows of len(q) each) as they are, no decoded or
+// transposed copy: the same bits (bw70_gqaf16_amd64.s); acc is
+// ggmlF16Weigh's scratch. False: no kernels for this head size (nothing
+// written).
+func attendRowGGMLF16(q []float32, K16, V16 []graph.F16, scores, e, acc, o []float32, j0 int, scale, softcap float32) bool {
+	L := len(scores)
+	if !ggmlF16Rows || len(q)%64 != 0 || !ggmlF16Scores(scores[j0:L], K16[j0*len(q):], q) {
+		return false
+	}
+	ggmlWeights(scores, e, j0, scale, softcap, true)
+	return ggmlF16Weigh(e[:L], V16, acc, o)
+}
+
+// attendGroupGGMLF16 is attendRowGGMLF16 for the queries of a KV head's
+// group (q: len(q)/64 rows of 64 values; o likewise), the scores of all
+// of them first, each key row widened once (ggmlF16ScoresG); scores has
+// room for a row of L = len(e) a query. False: no kernels for this head
+// size (nothing written).
+func attendGroupGGMLF16(q []float32, K16, V16 []graph.F16, scores, e, acc, o []float32, j0 int, scale, softcap float32) bool {
+	const H = 64
+	L, g := len(e), len(q)/H
+	if !ggmlF16Rows || len(q)%H != 0 || len(o) != len(q) || len(scores) < g*L {
+		return false
+	}
+	if !ggmlF16ScoresG(scores[j0:], L, K16[j0*H:L*H], q) {
+		return false
+	}
+	for i := 0; i < g; i++ {
+		ggmlWeights(scores[i*L:(i+1)*L], e, j0, scale, softcap, true)
+		if !ggmlF16Weigh(e, V16, acc, o[i*H:(i+1)*H]) {
+			panic("native: ggmlF16Weigh declined a head of 64")
 		}
 	}
-	// the values by dimension (vals: V transposed, keys padded with
-	// zeros to whole lanes), the weights padded likewise, added as
-	// dotGGML or dot16 add
-	w := vals.w[:vals.lp]
-	clear(w)
-	copy(w[j0:L], e[j0:L])
-	for d := range o {
-		row := vals.vt[d*vals.lp : (d+1)*vals.lp]
-		if oneRow {
-			o[d] = dotGGML(row, w)
-		} else {
-			o[d] = dot16(row, w)
-		}
-	}
+	return true
 }
 
 // maxOf is the largest of x (−Inf for none; NaN where one is NaN, +0
