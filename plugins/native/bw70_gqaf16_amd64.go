@@ -49,36 +49,6 @@ func ggmlF16Weigh(e []float32, V []graph.F16, acc, o []float32) bool {
 }
 
 //go:noescape
-func rotFMAHalfAVX512(n int, x1, x2, c, s *float32)
-
-//go:noescape
-func rotFMAPairsAVX512(n int, x, c, s *float32)
-
-// rotFMAFast rotates the leading pairs of rotateRowFMA's x (its c and s
-// w = len(c) long) with AVX-512 (a multiple of 16 pairs, 8 interleaved)
-// and returns how many it did (0 without AVX-512).
-func rotFMAFast(x, c, s []float32, interleaved bool) int {
-	w := len(c)
-	if !hasGGMLDot512 {
-		return 0
-	}
-	if interleaved {
-		n := w &^ 7
-		if n > 0 {
-			_, _ = x[2*n-1], s[n-1]
-			rotFMAPairsAVX512(n, &x[0], &c[0], &s[0])
-		}
-		return n
-	}
-	n := w &^ 15
-	if n > 0 {
-		_, _ = x[w+n-1], s[n-1]
-		rotFMAHalfAVX512(n, &x[0], &x[w], &c[0], &s[0])
-	}
-	return n
-}
-
-//go:noescape
 func ggmlExpSumAVX512(n int, e *float32) float64
 
 //go:noescape

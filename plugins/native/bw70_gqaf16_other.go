@@ -13,9 +13,6 @@ func ggmlF16Scores(out []float32, K []graph.F16, q []float32) bool { return fals
 // ggmlF16Weigh is bw70_gqaf16_amd64.go's assembly path: none here.
 func ggmlF16Weigh(e []float32, V []graph.F16, acc, o []float32) bool { return false }
 
-// rotFMAFast rotates nothing here (rotateRowFMA's loops do).
-func rotFMAFast(x, c, s []float32, interleaved bool) int { return 0 }
-
 // ggmlExpSum is bw70_gqaf16_amd64.go's assembly sum: none here.
 func ggmlExpSum(e []float32) (float64, bool) { return 0, false }
 

@@ -157,42 +157,6 @@ func BenchmarkAttendGGMLF16(b *testing.B) {
 	}
 }
 
-// TestRotateRowFMAFast: rotateRowFMA with its AVX-512 pairs (rotFMAFast)
-// gives the bits of its fma32 loops, interleaved or in halves, for
-// widths around the kernels' steps (8 and 16 pairs).
-func TestRotateRowFMAFast(t *testing.T) {
-	rng := rand.New(rand.NewPCG(70, 3))
-	for _, inter := range []bool{false, true} {
-		for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 32, 33, 64} {
-			for rep := 0; rep < 20; rep++ {
-				x, c, s := make([]float32, 2*w+3), make([]float32, w), make([]float32, w)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64() * 10)
-				}
-				for i := range c {
-					a := rng.Float64() * 100
-					c[i], s[i] = float32(math.Cos(a)), float32(math.Sin(a))
-				}
-				want := append([]float32(nil), x...)
-				for i := 0; i < w; i++ {
-					i1, i2 := i, w+i // halves
-					if inter {
-						i1, i2 = 2*i, 2*i+1
-					}
-					x1, x2 := want[i1], want[i2]
-					want[i1], want[i2] = fma32(x1, c[i], -float32(x2*s[i])), fma32(x1, s[i], float32(x2*c[i]))
-				}
-				rotateRowFMA(x, c, s, inter)
-				for i := range want {
-					if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("interleaved %v w %d: x[%d] = %v, want %v", inter, w, i, x[i], want[i])
-					}
-				}
-			}
-		}
-	}
-}
-
 // TestGGMLWeightsAsm: the softmax's sum (ggmlExpSum) and its scaling to
 // float16 weights (ggmlScaleF16) give the bits of ggmlWeights' Go loops
 // (groups of sixteen reduced by reduce16 and added in float64; each

@@ -13,12 +13,9 @@ import (
 // bit): x1·c − x2·s as fma(x1, c, −(x2·s)), x1·s + x2·c as fma(x1, s,
 // x2·c), the inner products rounded.
 func rotateRowFMA(x, c, s []float32, interleaved bool) {
-	if rotateRowFMAVec(x, c, s, interleaved) { // q4pre_rope.go: the same steps in vectors
-		return
-	}
 	w := len(c)
 	s = s[:w]
-	i0 := rotFMAFast(x, c, s, interleaved) // the pairs it did
+	i0 := rotateRowFMAFast(x, c, s, interleaved) // the pairs the assembly did (q4pre_rope_amd64.go)
 	if interleaved {
 		x = x[:2*w]
 		for i := i0; i < w; i++ {
