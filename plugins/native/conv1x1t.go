@@ -64,7 +64,7 @@ func pointwiseTWins(kern *microKernel, cout, cin, hw int) bool {
 	}
 	macs := float64(cin * cout)
 	planar := macs / (tileEff(cout, kern.mr) * tileEff(hw, kern.nr))
-	if pointwiseTAWith(kern) {
+	if pointwiseTAWith(kern, cout, cin) && pointwiseTAPrice {
 		// runPointwiseTA: nothing packed, Yᵀ transposed out of L1
 		return macs/tileEff(cout, kern.nr)+pointwiseTATransCost*float64(cout) < planar
 	}

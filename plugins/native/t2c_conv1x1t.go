@@ -18,7 +18,7 @@ package native
 // reads from its own core's cache.
 func (p *convPlan) runPointwiseTA(bc *buildCtx, X, Y []float32, batch, hw int) bool {
 	kern := bc.kern
-	if !pointwiseTAWith(kern) || hw == 0 {
+	if !pointwiseTAWith(kern, p.cout, p.cin) || hw == 0 {
 		return false
 	}
 	wt, wtBias := p.packedWT(kern)
@@ -66,10 +66,22 @@ func (a *pwtaTask) run(t int) {
 	}
 }
 
-// pointwiseTAWith reports whether runPointwiseTA runs with kern.
-func pointwiseTAWith(kern *microKernel) bool {
-	return usePointwiseTA && gemmATKernels != nil && kern.mr == gemmATMR && kern.nr == gemmATNR && kern.packedA != nil
+// pointwiseTAWith reports whether runPointwiseTA computes a cin → cout
+// 1×1 convolution with kern.
+func pointwiseTAWith(kern *microKernel, cout, cin int) bool {
+	return usePointwiseTA && gemmATKernels != nil && kern.mr == gemmATMR && kern.nr == gemmATNR && kern.packedA != nil &&
+		cout <= cin*pointwiseTAMaxExpand
 }
+
+// pointwiseTAMaxExpand bounds the output channels runPointwiseTA takes
+// per input channel: in-model (BenchmarkT2cModelAB, hand_landmark_full,
+// one thread, least of 100 profiled calls, load 8-9, three loops → one
+// loop µs) the reductions gained, 1152→192 at 7×7 158-161 → 143-146,
+// 672→192 91 → 87, and the expansions lost, 192→1152 at 7×7 132-134 →
+// 143-152, 80→480 at 14×14 86-87 → 91-93 (their Xᵀ, few channels, is
+// re-read from the planes for each of many panels). At cout ≤ cin the
+// model's node sum went 5.09 → 5.03 ms.
+var pointwiseTAMaxExpand = 1
 
 // pointwiseTATransCost is runPointwiseTA's price of transposing a float
 // of Yᵀ out (in multiply-adds: see pointwiseTWins), its block in L1 and
@@ -81,6 +93,10 @@ func pointwiseTAWith(kern *microKernel) bool {
 // packing pointwiseTWins adds for the three loops: compute reads every
 // 1×1 B in place (inPlaceBMax).
 const pointwiseTATransCost = 10
+
+// pointwiseTAPrice: pointwiseTWins prices runPointwiseTA (false: the
+// three loops' price, for comparisons).
+var pointwiseTAPrice = true
 
 // usePointwiseTA: a variable, so that tests and benchmarks run
 // runPointwiseT's three loops too.
