@@ -209,7 +209,7 @@ func BenchmarkT2cModelAB(b *testing.B) {
 					sort.Slice(keys, func(i, j int) bool { return node[0][keys[i]]-node[1][keys[i]] > node[0][keys[j]]-node[1][keys[j]] })
 					for _, k := range keys {
 						if d := node[0][k] - node[1][k]; d > 3*time.Microsecond || d < -3*time.Microsecond {
-							b.Logf("off %7.1f on %7.1f µs  %.60s", node[0][k].Seconds()*1e6, node[1][k].Seconds()*1e6, k)
+							fmt.Printf("  off %7.1f on %7.1f µs  %.60s\n", node[0][k].Seconds()*1e6, node[1][k].Seconds()*1e6, k)
 						}
 					}
 					b.ReportMetric(sum[0].Seconds()*1e3, "off-nodes-ms")
