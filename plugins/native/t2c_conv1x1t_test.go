@@ -114,6 +114,7 @@ var t2cToggles = map[string]func(on bool){
 	"pwta":       func(on bool) { usePointwiseTA = on },
 	"pwta-kern":  func(on bool) { usePointwiseTA, pointwiseTAPrice = on, false },
 	"pwta-price": func(on bool) { pointwiseTAPrice = on },
+	"di3par":     func(on bool) { useDeinterleave3Par = on },
 	"pwta-expand": func(on bool) {
 		pointwiseTAMaxExpand = 1
 		if on {
@@ -141,7 +142,9 @@ func BenchmarkT2cModelAB(b *testing.B) {
 	if toggle == nil {
 		b.Skip("T2C_TOGGLE names no switch")
 	}
-	defer func() { usePointwiseTA, pointwiseTAPrice, pointwiseTAMaxExpand = true, true, 1 }()
+	defer func() {
+		usePointwiseTA, pointwiseTAPrice, pointwiseTAMaxExpand, useDeinterleave3Par = true, true, 1, true
+	}()
 	profile := os.Getenv("T2C_PROFILE") != ""
 	rounds := 60
 	if s := os.Getenv("T2C_ROUNDS"); s != "" {
