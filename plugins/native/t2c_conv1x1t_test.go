@@ -82,7 +82,7 @@ func BenchmarkT2cPointwiseTA(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, sh := range [][4]int{{192, 1152, 7, 7}, {1152, 192, 7, 7}, {192, 672, 7, 7}, {480, 80, 14, 14}, {80, 480, 14, 14},
-		{672, 112, 14, 14}, {112, 672, 14, 14}} {
+		{672, 112, 14, 14}, {112, 672, 14, 14}, {192, 1152, 14, 14}, {192, 192, 14, 14}} {
 		cout, cin, h, w := sh[0], sh[1], sh[2], sh[3]
 		p := t2cPointwisePlan(&kern, rng, cout, cin)
 		x := graph.MustFromSlice([]int{1, cin, h, w}, randSlice(rng, cin*h*w))
