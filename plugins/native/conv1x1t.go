@@ -16,7 +16,9 @@ package native
 // packed-A tiles (mr consecutive positions of one channel: a contiguous
 // copy out of the NCHW plane), every row tile, the last partial one too,
 // run by the packed-A kernel of its height, and Yᵀ transposed into the
-// NCHW output 8×8 blocks at a time.
+// NCHW output 8×8 blocks at a time. Where the A-transposed kernels exist
+// (AVX-512) and cout ≤ cin, nothing is packed and the three steps are one
+// loop over panels of output channels (runPointwiseTA, t2c_conv1x1t.go).
 
 // pointwiseTMinCh: both channel counts at least this.
 const pointwiseTMinCh = 64
