@@ -16,7 +16,9 @@ package native
 // packed-A tiles (mr consecutive positions of one channel: a contiguous
 // copy out of the NCHW plane), every row tile, the last partial one too,
 // run by the packed-A kernel of its height, and Yᵀ transposed into the
-// NCHW output 8×8 blocks at a time.
+// NCHW output 8×8 blocks at a time. Where the A-transposed kernels exist
+// (AVX-512) and cout ≤ cin, nothing is packed and the three steps are one
+// loop over panels of output channels (runPointwiseTA, t2c_conv1x1t.go).
 
 // pointwiseTMinCh: both channel counts at least this.
 const pointwiseTMinCh = 64
@@ -64,6 +66,10 @@ func pointwiseTWins(kern *microKernel, cout, cin, hw int) bool {
 	}
 	macs := float64(cin * cout)
 	planar := macs / (tileEff(cout, kern.mr) * tileEff(hw, kern.nr))
+	if pointwiseTAWith(kern, cout, cin) && pointwiseTAPrice {
+		// runPointwiseTA: nothing packed, Yᵀ transposed out of L1
+		return macs/tileEff(cout, kern.nr)+pointwiseTATransCost*float64(cout) < planar
+	}
 	// (compute's condition for packing B when this was measured: it
 	// reads every 1×1 B in place now, see inPlaceBMax)
 	if !inPlaceB || cin*hw > 64<<10 {
@@ -102,6 +108,9 @@ func (p *convPlan) packedWT(kern *microKernel) ([]float32, []float32) {
 // runPointwiseT computes the 1×1 convolution of X into Y (both NCHW, hw
 // positions, one group, constant weights) as Yᵀ = Xᵀ · Wᵀ.
 func (p *convPlan) runPointwiseT(bc *buildCtx, X, Y []float32, batch, hw int) {
+	if p.runPointwiseTA(bc, X, Y, batch, hw) {
+		return
+	}
 	kern := bc.kern
 	wt, wtBias := p.packedWT(kern)
 	mr := kern.mr

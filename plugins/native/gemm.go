@@ -115,11 +115,14 @@ type gemmOp struct {
 	m, n, k int
 	a       []float32 // m rows of k floats, lda apart; or packed by packA when apacked
 	lda     int
-	apacked bool      // a is packed for the kernel's mr (packA; the kernel has packedA)
-	b       []float32 // packed for the kernel's nr (packedLen(k, n, nr)), or row-major when ldb > 0
-	ldb     int       // 0: b is packed; else b is k rows of n floats, ldb apart, read in place
-	c       []float32 // m rows of n floats, ldc apart
-	ldc     int
+	apacked bool // a is packed for the kernel's mr (packA; the kernel has packedA)
+	// atrans: a is Aᵀ in place, element (i, k) at a[k·lda + i] (read by
+	// gemmATKernels: t2c_conv1x1t.go)
+	atrans bool
+	b      []float32 // packed for the kernel's nr (packedLen(k, n, nr)), or row-major when ldb > 0
+	ldb    int       // 0: b is packed; else b is k rows of n floats, ldb apart, read in place
+	c      []float32 // m rows of n floats, ldc apart
+	ldc    int
 	// bias, when biasMode is initColBias or initRowBias: padded to whole
 	// panels (columns) or whole mr tiles (rows).
 	bias     []float32
@@ -287,7 +290,7 @@ func gemmBlock(kern *microKernel, g *gemmOp, r0, r1, p0, p1 int) {
 			ie := min(ic+kern.mc, r1)
 			// rows of a partial last tile, copied with zero rows below
 			// (unless a kernel of that many rows reads them in place)
-			if g.apacked {
+			if g.apacked || g.atrans {
 				gemmPackedA(kern, g, pc, kc, flags, ic, ie, p0, p1, tile, bpad)
 				continue
 			}
@@ -365,7 +368,8 @@ func bPanel(g *gemmOp, nr, jp, pc, kc int, bpad []float32) (*float32, int) {
 // gemmPackedA computes rows [ic, ie) (ic a whole number of tiles) and
 // panels [p0, p1) of C over columns [pc, pc+kc) of A, A packed (packA):
 // every tile, the last partial one too, read in place by the packedA
-// kernel of its height.
+// kernel of its height; or A transposed in place (atrans), by the
+// gemmATKernels of its height.
 func gemmPackedA(kern *microKernel, g *gemmOp, pc, kc, flags, ic, ie, p0, p1 int, tile, bpad []float32) {
 	mr, nr, k := kern.mr, kern.nr, g.k
 	for jp := p0; jp < p1; jp++ {
@@ -375,10 +379,13 @@ func gemmPackedA(kern *microKernel, g *gemmOp, pc, kc, flags, ic, ie, p0, p1 int
 		for i0 := ic; i0 < ie; i0 += mr {
 			h := min(mr, ie-i0)
 			fn := kern.packedA[h]
-			ap := aptr(g.a, i0*k+pc*mr)
+			ap, astep := aptr(g.a, i0*k+pc*mr), mr
+			if g.atrans {
+				fn, ap, astep = gemmATKernels[h], aptr(g.a, pc*g.lda+i0), g.lda
+			}
 			bias := biasPtr(g, i0, j0)
 			if w == nr {
-				fn(kc, ap, mr, bp, ldb, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
+				fn(kc, ap, astep, bp, ldb, &g.c[i0*g.ldc+j0], g.ldc, bias, flags, g.lo, g.hi)
 				continue
 			}
 			if flags&3 == initC {
@@ -386,7 +393,7 @@ func gemmPackedA(kern *microKernel, g *gemmOp, pc, kc, flags, ic, ie, p0, p1 int
 					copy(tile[i*nr:i*nr+w], g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w])
 				}
 			}
-			fn(kc, ap, mr, bp, ldb, &tile[0], nr, bias, flags, g.lo, g.hi)
+			fn(kc, ap, astep, bp, ldb, &tile[0], nr, bias, flags, g.lo, g.hi)
 			for i := 0; i < h; i++ {
 				copy(g.c[(i0+i)*g.ldc+j0:(i0+i)*g.ldc+j0+w], tile[i*nr:i*nr+w])
 			}

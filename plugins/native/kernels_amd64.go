@@ -172,6 +172,76 @@ func gemmAVX512x13x32PA(kc int, a *float32, lda int, b *float32, ldb int, c *flo
 //go:noescape
 func gemmAVX512x14x32PA(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
 
+// gemmAVX512x1x32AT computes one 1×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x1x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x2x32AT computes one 2×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x2x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x3x32AT computes one 3×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x3x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x4x32AT computes one 4×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x4x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x5x32AT computes one 5×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x5x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x6x32AT computes one 6×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x6x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x7x32AT computes one 7×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x7x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x8x32AT computes one 8×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x8x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x9x32AT computes one 9×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x9x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x10x32AT computes one 10×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x10x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x11x32AT computes one 11×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x11x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x12x32AT computes one 12×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x12x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x13x32AT computes one 13×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x13x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
+// gemmAVX512x14x32AT computes one 14×32 tile of C (see the package asmgen for the contract).
+//
+//go:noescape
+func gemmAVX512x14x32AT(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, lo float32, hi float32)
+
 // axpyAVX2 computes y[i] += a·x[i] for i < n.
 //
 //go:noescape

@@ -91,6 +91,9 @@ type tr2Task struct {
 // each split into ranges of columns of x across p's threads when large.
 func transpose2DPar(p *pool, y, x []float32, batch, rows, cols int) {
 	n := rows * cols
+	if cols == 3 && deinterleave3Par(p, y, x, batch, rows) {
+		return
+	}
 	parts := 1
 	if rows*cols >= transposeParMin && cols != 3 {
 		parts = min(2*p.threads(), cols/transposeStrip)

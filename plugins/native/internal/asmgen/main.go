@@ -52,6 +52,12 @@ func main() {
 	for h := 1; h <= 14; h++ {
 		gemm(fmt.Sprintf("gemmAVX512x%dx32PA", h), h, 32, 16, zs[:2*h], []VecPhysical{Z28, Z29}, Z30, Z31, true, 14)
 	}
+	// and with A transposed in place (a channel-major activation read as
+	// the rows of Xᵀ: the tile's mr values of one k consecutive, lda
+	// floats from the next k's): t2c_conv1x1t.go
+	for h := 1; h <= 14; h++ {
+		gemm(fmt.Sprintf("gemmAVX512x%dx32AT", h), h, 32, 16, zs[:2*h], []VecPhysical{Z28, Z29}, Z30, Z31, true, -1)
+	}
 	axpy()
 	clampVec()
 	maxPool2x2()
@@ -101,6 +107,8 @@ func main() {
 //
 // With astep > 0, A is packed instead (gemmPacked): the tile's mr values
 // of one k are consecutive, astep floats from the next k's (lda unused).
+// With astep < 0, the same layout with lda floats from one k's values to
+// the next's (A transposed, read in place).
 func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysical, bcst bool, astep ...int) {
 	step := 0
 	if len(astep) > 0 {
@@ -120,14 +128,14 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	a0 := Load(Param("a"), GP64())
 	row := make([]Mem, mr)
 	var bases []Register
-	if step > 0 {
+	if step != 0 {
 		bases = append(bases, a0)
 		for i := range row {
 			row[i] = Mem{Base: a0, Disp: 4 * i}
 		}
 	}
 	var lda Register
-	if step == 0 {
+	if step <= 0 {
 		lda = Load(Param("lda"), GP64())
 		SHLQ(U8(2), lda)
 	}
@@ -234,6 +242,8 @@ func gemm(name string, mr, nr, lanes int, acc, bs []VecPhysical, t0, t1 VecPhysi
 	for _, base := range bases {
 		if step > 0 {
 			ADDQ(U32(4*step), base)
+		} else if step < 0 {
+			ADDQ(lda, base)
 		} else {
 			ADDQ(U8(4), base)
 		}
