@@ -76,39 +76,56 @@ type fewJob struct {
 	per int
 }
 
+// fewKernelsFor are w's few-row kernels for m activation rows (nil:
+// none here, or m out of their range).
+func (w *bqWeights) fewKernelsFor(m int) *[3]fewFn {
+	if fewOff || m < 2 || m > fewMaxRows || !hasFewZ || !bqAsm || w.k%32 != 0 || w.gk == nil {
+		return nil
+	}
+	if fns, _ := qgemmKernels(w.typ, w.gk.name); fns == nil {
+		return nil // a forced kernel family without the ZMM kernels
+	}
+	return fewKernels(w.typ)
+}
+
+// fewPack packs m rows of a (nb blocks a row) for kernels whose quants
+// are offset by off into pk's buffer, 64-byte aligned.
+func fewPack(pk *qgemmPack, a *ggml.Act, m, nb int, off int32) []uint8 {
+	n := fewStride(m) * nb
+	pk.buf = growT(pk.buf, (n+64)/4)
+	raw := unsafe.Slice((*uint8)(unsafe.Pointer(&pk.buf[0])), 4*len(pk.buf))
+	buf := raw[(64-int(uintptr(unsafe.Pointer(&raw[0]))%64))%64:][:n]
+	packFew(buf, a, m, nb, off)
+	return buf
+}
+
+// fewTaskRows is the rows of a task of w's few-row product of m rows
+// on p: as the single-row kernels' (at most bqkTaskBytes of weights,
+// claimed as they come; in two a thread, a thread the machine slowed
+// left the other waiting up to half the product).
+func (w *bqWeights) fewTaskRows(p *pool, m int) int {
+	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
+		return bqkTaskRows(w.n, w.rb, 1, t, false)
+	}
+	return w.n
+}
+
 // runFew computes y [m, n] = x [m, k] · Wᵀ for 2 ≤ m ≤ fewMaxRows with
 // the few-row kernels and reports whether it did (false: none for w
 // here; nothing computed).
 func (w *bqWeights) runFew(p *pool, x, y []float32, m int) bool {
-	if fewOff || m < 2 || m > fewMaxRows || !hasFewZ || !bqAsm || w.k%32 != 0 {
-		return false
-	}
-	few := fewKernels(w.typ)
+	few := w.fewKernelsFor(m)
 	if few == nil {
 		return false
 	}
-	if fns, _ := qgemmKernels(w.typ, w.gk.name); fns == nil {
-		return false // a forced kernel family without the ZMM kernels
-	}
 	a := qgemmActs.Get().(*ggml.Act)
 	defer qgemmActs.Put(a)
-	K := w.k
-	nb := K / 32
-	quantizeGGMLAct(a, x, m, K, 32)
+	nb := w.k / 32
+	quantizeGGMLAct(a, x, m, w.k, 32)
 	pk := qgemmPacks.Get().(*qgemmPack)
 	defer qgemmPacks.Put(pk)
-	n := fewStride(m) * nb
-	pk.buf = growT(pk.buf, (n+64)/4)
-	raw := unsafe.Slice((*uint8)(unsafe.Pointer(&pk.buf[0])), 4*len(pk.buf))
-	buf := raw[(64-int(uintptr(unsafe.Pointer(&raw[0]))%64))%64:][:n] // 64-byte aligned
-	packFew(buf, a, m, nb, fewOffset(w.typ))
-	j := fewJob{w: w, a: a, pk: buf, y: y, fns: few, m: m, per: w.n}
-	if t := p.threads(); t > 1 && m*w.n*K >= 1<<16 {
-		// tasks as the single-row kernels' (at most bqkTaskBytes of
-		// weights, claimed as they come): in two a thread, a thread the
-		// machine slowed left the other waiting up to half the product
-		j.per = bqkTaskRows(w.n, w.rb, 1, t, false)
-	}
+	buf := fewPack(pk, a, m, nb, fewOffset(w.typ))
+	j := fewJob{w: w, a: a, pk: buf, y: y, fns: few, m: m, per: w.fewTaskRows(p, m)}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j fewJob, t int) {
 		j.w.fewRows(j, t*j.per, min(j.w.n, (t+1)*j.per))
 	})

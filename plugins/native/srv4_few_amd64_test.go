@@ -1,12 +1,15 @@
 package native
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/hal"
 )
 
 // TestSrv4FewSameBits: the few-row kernels (m = 2…4), groups of four and
@@ -122,5 +125,48 @@ func BenchmarkSrv4FewMem(b *testing.B) {
 				b.ReportMetric(best[i], "us-"+v)
 			}
 		})
+	}
+}
+
+// TestSrv4FewGroupSameBits: a group of Q5_0 and Q8_0 siblings (bias Adds
+// taken in) at m = 2…4 activation rows (runFewGroup: one loop, one
+// quantization) gives each output the bits the nodes give apart, one
+// thread and two.
+func TestSrv4FewGroupSameBits(t *testing.T) {
+	if !hasFewZ || !bqAsm {
+		t.Skip("no few-row kernels here")
+	}
+	rng := rand.New(rand.NewPCG(41, 5))
+	ctx := context.Background()
+	specs := []bqSpec{{"q", "a", ggml.Q5_0, 200, 1}, {"k", "a", ggml.Q5_0, 40, 0}, {"v", "a", ggml.Q8_0, 136, 2}, {"o", "a2", ggml.Q5_0, 24, 0}}
+	for m := 2; m <= fewMaxRows; m++ {
+		sg, in := bqGroupGraph(rng, m, 896, specs)
+		for _, threads := range []int{1, 2} {
+			var res [2][]*graph.Tensor
+			for i, noFuse := range []bool{true, false} {
+				b := New(Options{})
+				b.noFuse = noFuse
+				exe, err := b.Compile(ctx, sg, hal.CompileOptions{Threads: threads, Precision: hal.PrecisionInt8})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res[i] = []*graph.Tensor{{}, {}, {}, {}}
+				if err := exe.Execute(ctx, in, res[i]); err != nil {
+					t.Fatal(err)
+				}
+				b.Close()
+			}
+			for o := range res[0] {
+				want, got := graph.Data[float32](res[0][o]), graph.Data[float32](res[1][o])
+				if len(got) != len(want) || len(got) == 0 {
+					t.Fatalf("m %d threads %d output %d: %d values, want %d", m, threads, o, len(got), len(want))
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("m %d threads %d output %d [%d]: %v, apart %v", m, threads, o, i, got[i], want[i])
+					}
+				}
+			}
+		}
 	}
 }
