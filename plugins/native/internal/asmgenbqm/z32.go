@@ -46,16 +46,24 @@ import (
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
-var zC0F, zC10, zC80, zQhLo, zQhHi, zDIdx4 Mem
+var zC0F, zC10, zC80, zQhLo, zQhHi, zDIdx4, zDW8 Mem
 
 func constsZ() {
 	zC0F = avokit.Bytes("bqm_zc0f", 64, func(int) byte { return 0x0F })
 	zC10 = avokit.Bytes("bqm_zc10", 64, func(int) byte { return 0x10 })
 	zC80 = avokit.Bytes("bqm_zc80", 64, func(int) byte { return 0x80 })
-	// byte j of each 128-bit lane takes bit j (low nibbles' elements) or
-	// 16+j (high ones') of its qword, the row's qh
-	zQhLo = avokit.Bytes("bqm_zqhlo", 64, func(i int) byte { return byte(i % 16) })
-	zQhHi = avokit.Bytes("bqm_zqhhi", 64, func(i int) byte { return byte(16 + i%16) })
+	// byte j of each 128-bit lane takes bit 16+j (low nibbles' elements)
+	// or 32+j (high ones') of its qword, the row's first eight bytes: bit
+	// j (16+j) of qh
+	zQhLo = avokit.Bytes("bqm_zqhlo", 64, func(i int) byte { return byte(16 + i%16) })
+	zQhHi = avokit.Bytes("bqm_zqhhi", 64, func(i int) byte { return byte(32 + i%16) })
+	// words 8·(i/4): row i/4's d, word 0 of its lane's first qword
+	zDW8 = avokit.Bytes("bqm_zdw8", 64, func(i int) byte {
+		if i%2 == 1 {
+			return 0
+		}
+		return byte(8 * (i / 2 / 4))
+	})
 	// dwords 0, 4, 8, 12: each lane's first
 	zDIdx4 = avokit.Bytes("bqm_zdidx4", 64, func(i int) byte {
 		if i%4 != 0 || i >= 16 {
@@ -97,19 +105,39 @@ type zType struct {
 	setup func() zUnpack
 }
 
-// zUnpack unpacks a block of the four rows at row(r, disp); km[r] masks
-// the dwords of 128-bit lane r.
-type zUnpack func(row func(r, disp int) Mem, km [4]OpmaskVirtual) (q, h VecVirtual)
+// zUnpack unpacks a block of the four rows at row(r, disp): the quants
+// and the rows' d as float32 (row n's in 128-bit lane n).
+type zUnpack func(row func(r, disp int) Mem) (q, h, dw VecVirtual)
+
+// zScales4 is the four rows' float16 d at row(r, 0) as float32, row n's
+// in 128-bit lane n (km[r] masks the dwords of lane r).
+func zScales4(row func(r, disp int) Mem, km [4]OpmaskVirtual) VecVirtual {
+	hv := YMM()
+	VPBROADCASTW(row(0, 0), hv)
+	for r := 1; r < 4; r++ {
+		VPBROADCASTW(row(r, 0), km[r], hv)
+	}
+	dw := ZMM()
+	VCVTPH2PS(hv, dw)
+	return dw
+}
 
 // zQ5_0: the nibbles and the 5th bits of qh, 0..31 (the lanes' starts
-// −16·Σx take the offset).
+// −16·Σx take the offset). A row's first eight bytes (d, qh, two quant
+// bytes) broadcast to both qwords of its lane serve both the 5th bits
+// (VPSHUFBITQMB picks bits 16+j of a qword) and d (word 0 of each qword,
+// spread by VPERMW): four loads where qh and d took eight.
 var zQ5_0 = zType{name: "Q5_0", bytes: 22, setup: func() zUnpack {
 	c0F, c10, iLo, iHi := ZMM(), ZMM(), ZMM(), ZMM()
 	VMOVDQU64(zC0F, c0F)
 	VMOVDQU64(zC10, c10)
 	VMOVDQU64(zQhLo, iLo)
 	VMOVDQU64(zQhHi, iHi)
-	return func(row func(r, disp int) Mem, km [4]OpmaskVirtual) (q, h VecVirtual) {
+	var kq [4]OpmaskVirtual // the qwords of 128-bit lane r
+	for r := 1; r < 4; r++ {
+		kq[r] = maskW(3 << (2 * r))
+	}
+	return func(row func(r, disp int) Mem) (q, h, dw VecVirtual) {
 		// the four rows' unsigned 5-bit quants: low nibbles in q, high in h
 		q, h = ZMM(), ZMM()
 		VMOVDQU32(row(0, 6), q.AsX())
@@ -119,16 +147,22 @@ var zQ5_0 = zType{name: "Q5_0", bytes: 22, setup: func() zUnpack {
 		VPSRLW(U8(4), q, h)
 		VPANDD(c0F, q, q)
 		VPANDD(c0F, h, h)
-		qh := ZMM()
-		VPBROADCASTD(row(0, 2), qh)
+		hd := ZMM()
+		VPBROADCASTQ(row(0, 0), hd)
 		for r := 1; r < 4; r++ {
-			VPBROADCASTD(row(r, 2), km[r], qh)
+			VPBROADCASTQ(row(r, 0), kq[r], hd)
 		}
 		kl, kh := K(), K()
-		vpshufbitqmb(iLo, qh, kl)
-		vpshufbitqmb(iHi, qh, kh)
+		vpshufbitqmb(iLo, hd, kl)
+		vpshufbitqmb(iHi, hd, kh)
 		VPADDB(c10, q, kl, q)
 		VPADDB(c10, h, kh, h)
+		// d: word 8n of hd (row n's qword 2n) to words 4n..4n+3
+		idx := ZMM()
+		VMOVDQU64(zDW8, idx)
+		VPERMW(hd, idx, hd)
+		dw = ZMM()
+		VCVTPH2PS(hd.AsY(), dw)
 		return
 	}
 }}
@@ -138,7 +172,11 @@ var zQ5_0 = zType{name: "Q5_0", bytes: 22, setup: func() zUnpack {
 var zQ8_0 = zType{name: "Q8_0", bytes: 34, runs: true, setup: func() zUnpack {
 	c80 := ZMM()
 	VMOVDQU64(zC80, c80)
-	return func(row func(r, disp int) Mem, _ [4]OpmaskVirtual) (q, h VecVirtual) {
+	var km [4]OpmaskVirtual
+	for r := 1; r < 4; r++ {
+		km[r] = maskW(0xF << (4 * r))
+	}
+	return func(row func(r, disp int) Mem) (q, h, dw VecVirtual) {
 		q, h = ZMM(), ZMM()
 		VMOVDQU32(row(0, 2), q.AsX())
 		VMOVDQU32(row(0, 18), h.AsX())
@@ -148,6 +186,7 @@ var zQ8_0 = zType{name: "Q8_0", bytes: 34, runs: true, setup: func() zUnpack {
 		}
 		VPXORD(c80, q, q)
 		VPXORD(c80, h, h)
+		dw = zScales4(row, km)
 		return
 	}
 }}
@@ -191,10 +230,6 @@ func fewZ(t zType, R, G int) {
 	ldw3 := GP64()
 	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
 	unpack := t.setup()
-	var km [4]OpmaskVirtual
-	for r := 1; r < 4; r++ {
-		km[r] = maskW(0xF << (4 * r))
-	}
 	// acc[r][g]: activation row r's lanes 0..3 and 4..7 of quad g
 	acc := make([][][2]VecVirtual, R)
 	for r := range acc {
@@ -247,15 +282,7 @@ func fewZ(t zType, R, G int) {
 	}
 	qs, hs, dws := make([]VecVirtual, G), make([]VecVirtual, G), make([]VecVirtual, G)
 	for g := range rows {
-		qs[g], hs[g] = unpack(rows[g], km)
-		// the four rows' d as float32 (row n's in lane n)
-		hv := YMM()
-		VPBROADCASTW(rows[g](0, 0), hv)
-		for r := 1; r < 4; r++ {
-			VPBROADCASTW(rows[g](r, 0), km[r], hv)
-		}
-		dws[g] = ZMM()
-		VCVTPH2PS(hv, dws[g])
+		qs[g], hs[g], dws[g] = unpack(rows[g])
 	}
 	for r := 0; r < R; r++ {
 		// x to every 128-bit lane, once for the quads
