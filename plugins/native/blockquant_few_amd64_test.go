@@ -10,17 +10,16 @@ import (
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
 
-// BenchmarkFewKernel: the Q5_0 and Q8_0 few-row kernels and the tiles
-// of qgemm.go alone on data in the L1 cache (K 896, 16 weight rows, R =
-// 2…4 activation rows): CPU ns of one (weight row, activation row,
-// block) product. (TestQGEMMSameBits checks their bits.)
+// BenchmarkFewKernel: the Q5_0 and Q8_0 few-row kernels (groups of
+// four and of eight weight rows) and the tiles of qgemm.go alone on data
+// in the L1 cache (K 896, 16 weight rows, R = 2…4 activation rows): CPU
+// ns of one (weight row, activation row, block) product. (TestQGEMMSameBits checks their bits.)
 func BenchmarkFewKernel(b *testing.B) {
 	for _, ty := range []ggml.Type{ggml.Q5_0, ggml.Q8_0} {
 		fns, _ := qgemmKernels(ty, "vnni")
 		if fns == nil || !hasFewZ {
 			b.Skip("no ZMM kernels here")
 		}
-		few := fewKernels(ty)
 		rng := rand.New(rand.NewPCG(1, 2))
 		K, N := 896, 16
 		nb := K / 32
@@ -35,27 +34,26 @@ func BenchmarkFewKernel(b *testing.B) {
 			var pk qgemmPack
 			pk.pack(&a, 0, R, nb, qgemmOffset(ty))
 			ap := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*len(pk.buf))
+			y := make([]float32, R*N)
 			f0 := make([]uint8, fewStride(R)*nb+64)
 			fb := f0[(64-int(uintptr(unsafe.Pointer(&f0[0]))%64))%64:]
-			packFew(fb, &a, R, nb)
-			y := make([]float32, R*N)
-			ldw, gw, gy, ldo := fewLayout(ty, N/4, w.rb)
-			for _, tiles := range []bool{false, true} {
-				name := fmt.Sprintf("%s/R%d/few", ty, R)
-				if tiles {
-					name = fmt.Sprintf("%s/R%d/tiles", ty, R)
-				}
+			packFew(fb, &a, R, nb, fewOffset(ty))
+			for _, v := range []string{"few4", "few8", "tiles"} {
+				name := fmt.Sprintf("%s/R%d/%s", ty, R, v)
+				G := map[string]int{"few4": 4, "few8": 8}[v]
+				few := fewZKernels[fewVariant{ty, G}]
 				b.Run(name, func(b *testing.B) {
+					ldw, gw, gy, ldo := fewLayout(ty, N/max(G, 1), G, w.rb)
 					best := time.Duration(1 << 62)
 					for b.Loop() {
 						t0 := cpuTime()
 						for range 1000 {
-							if tiles {
+							if G == 0 {
 								for n := 0; n < N; n += 4 {
 									fns[R-1](nb, &w.raw[n*w.rb], w.rb, &ap[0], &y[n], 4*N)
 								}
 							} else {
-								few[R-2](nb, &w.raw[0], ldw, &fb[0], &y[0], 4*N, N/4, gw, gy, ldo)
+								few[R-2](nb, &w.raw[0], ldw, &fb[0], &y[0], 4*N, N/G, gw, gy, ldo)
 							}
 						}
 						best = min(best, cpuTime()-t0)

@@ -62,32 +62,62 @@ func bqkQ4KFloat4AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *flo
 //go:noescape
 func bqkQ6KFloat4AVX2(nb int, w *uint8, x *float32, ldx int, xs *float32, y *float32, ldy int)
 
-// bqmQ5_0x2Z computes ng groups of four Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 2 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+// bqmQ5_0x2Z computes ng groups of 4 Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 2 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
 //
 //go:noescape
 func bqmQ5_0x2Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
-// bqmQ5_0x3Z computes ng groups of four Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+// bqmQ5_0x2Z8 computes ng groups of 8 Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 2 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+//
+//go:noescape
+func bqmQ5_0x2Z8(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
+// bqmQ5_0x3Z computes ng groups of 4 Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
 //
 //go:noescape
 func bqmQ5_0x3Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
-// bqmQ5_0x4Z computes ng groups of four Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+// bqmQ5_0x3Z8 computes ng groups of 8 Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+//
+//go:noescape
+func bqmQ5_0x3Z8(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
+// bqmQ5_0x4Z computes ng groups of 4 Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
 //
 //go:noescape
 func bqmQ5_0x4Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
-// bqmQ8_0x2Z computes ng groups of four Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 2 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+// bqmQ5_0x4Z8 computes ng groups of 8 Q5_0 weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+//
+//go:noescape
+func bqmQ5_0x4Z8(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
+// bqmQ8_0x2Z computes ng groups of 4 Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 2 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
 //
 //go:noescape
 func bqmQ8_0x2Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
-// bqmQ8_0x3Z computes ng groups of four Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+// bqmQ8_0x2Z8 computes ng groups of 8 Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 2 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+//
+//go:noescape
+func bqmQ8_0x2Z8(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
+// bqmQ8_0x3Z computes ng groups of 4 Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
 //
 //go:noescape
 func bqmQ8_0x3Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
-// bqmQ8_0x4Z computes ng groups of four Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+// bqmQ8_0x3Z8 computes ng groups of 8 Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+//
+//go:noescape
+func bqmQ8_0x3Z8(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
+// bqmQ8_0x4Z computes ng groups of 4 Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
 //
 //go:noescape
 func bqmQ8_0x4Z(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
+// bqmQ8_0x4Z8 computes ng groups of 8 Q8_0 weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (i, r) of group g to y + r·ldy + g·gy + i·ldo bytes (see fewZ in z32.go of the package asmgenbqm).
+//
+//go:noescape
+func bqmQ8_0x4Z8(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)

@@ -250,6 +250,9 @@ const (
 // run computes each member's y [m, n] = x [m, k] · Wᵀ (+ bias).
 func (g *bqGroup) run(p *pool, x []float32, ys [bqGroupMax][]float32, m int) {
 	p.prefetchNext(decodeLink(g.pfl, m)) // bw_prefetch.go
+	if m > 1 && g.runFewGroup(p, x, ys, m) {
+		return // a batched decode step's rows in one loop (srv4_fewgroup_amd64.go)
+	}
 	if !g.intPath || m != 1 {
 		for i, w := range g.ws {
 			w.run(p, x, ys[i], m)

@@ -54,7 +54,8 @@ func main() {
 	constsZ()
 	for _, t := range []zType{zQ5_0, zQ8_0} {
 		for _, r := range []int{2, 3, 4} {
-			fewZ(t, r)
+			fewZ(t, r, 1)
+			fewZ(t, r, 2)
 		}
 	}
 	Generate()
