@@ -241,6 +241,10 @@ func fcFolded(f *fcFold, w, x, y []int8, units, depth int, mq, wz []int32, ls, r
 					acc[u] += row[u] * xv
 				}
 			}
+			if len(f.rq) >= units {
+				requantUnits(yr, acc, f.rq, yz, lo, hi)
+				continue
+			}
 			for u, a := range acc {
 				yr[u] = clamp8(requantAway31(a, mq[u], ls[u], rs[u])+yz, lo, hi)
 			}

@@ -59,6 +59,8 @@ type fcFold struct {
 	// accumulates every unit at once, one row of wt per input value,
 	// instead of a dot product (and a call) per unit
 	wt []int32
+	// rq are the units' requantisation parameters, packed (requantUnits)
+	rq []fcRequant
 }
 
 // fcSmallUnits is the most units fullyConnected accumulates all at once
@@ -98,6 +100,12 @@ func foldFC(ctx *kernels.Context, in []*graph.Tensor, l *linear, units, depth in
 	for u := range units {
 		if l.ls[u] > 31 || l.rs[u] > 31 {
 			return nil // requantAway31's shifts
+		}
+	}
+	if len(l.mq) >= units && len(l.rs) >= units {
+		f.rq = make([]fcRequant, units)
+		for u := range f.rq {
+			f.rq[u] = newFCRequant(l.mq[u], l.ls[u], l.rs[u])
 		}
 	}
 	if units >= 4 && units <= fcSmallUnits && units*depth <= 1<<16 {
