@@ -117,6 +117,7 @@ type arena struct {
 	// what the runs on this arena reuse: a frame per plan, the run's
 	// state and (when the caller asks for none) its statistics
 	frames map[*plan]*frame
+	main   *frame // the main plan's (also in frames), see mainFrame
 	run    run
 	stats  Stats
 	// tensors are the headers of released values, reused for the next

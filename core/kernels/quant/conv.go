@@ -143,7 +143,7 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err != nil {
 		return nil, err
 	}
-	w, wt, err := int8Input(n, in, 3, "w")
+	w, wt, err := fcWeights(ctx, n, in)
 	if err != nil {
 		return nil, err
 	}

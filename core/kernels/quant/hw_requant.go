@@ -1,5 +1,10 @@
 package quant
 
+import (
+	"github.com/switchyard-hal/switchyard/core/graph"
+	"github.com/switchyard-hal/switchyard/core/kernels"
+)
+
 // fcRequant is one unit's requantisation for fcFolded, packed so that the
 // loop over a layer's units reads one record a unit (requantAway's
 // multiplier, shifts and rounding mask, precomputed by foldFC).
@@ -33,4 +38,19 @@ func requantUnits(y []int8, acc []int32, rq []fcRequant, yz, lo, hi int32) {
 		}
 		y[u] = int8(min(max(r+yz, lo), hi))
 	}
+}
+
+// fcWeights is fullyConnected's weights (input 3): int8Input, except that
+// the constant tensor the node's memo folded (foldFC, which it passed
+// int8Input once) is taken without checking it again on every call (a
+// constant of the program does not change).
+func fcWeights(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]int8, *graph.Tensor, error) {
+	if l, ok := ctx.Memoized().(*linear); ok && l.fold != nil {
+		if wt := kernels.Input(in, 3); wt != nil && wt == l.fold.w && ctx.IsConst(3) {
+			if w, ok := wt.Data.([]int8); ok {
+				return w, wt, nil
+			}
+		}
+	}
+	return int8Input(n, in, 3, "w")
 }
