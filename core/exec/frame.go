@@ -97,7 +97,12 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 		}
 		st := &p.steps[i]
 		ins := f.ins[:len(st.in)]
+		vals := s.vals
 		for j, ref := range st.in {
+			if ref >= 0 && ref < len(vals) && vals[ref] != nil {
+				ins[j] = vals[ref] // a value of this scope (s.get's first case, inline)
+				continue
+			}
 			if ref == -1 {
 				ins[j] = nil
 				continue

@@ -352,6 +352,7 @@ type qgemm struct {
 	yz       int32
 	lo, hi   int32
 	scratch  sync.Pool
+	runs     sync.Pool // *qgemmRun, one a call (run)
 }
 
 // rqStride is one group's requantisation block: corr, mult, left shift,
@@ -471,9 +472,16 @@ type qgemmRun struct {
 func (g *qgemm) run(p *pool, m int, fill qfill, y []int8, ldy int) {
 	per := g.rowsPerTask(m, p.threads())
 	tasks := (m + per - 1) / per
-	parallelFor(p, tasks, &qgemmRun{g: g, fill: fill, y: y, ldy: ldy, m: m, per: per}, func(r *qgemmRun, t int) {
+	r, _ := g.runs.Get().(*qgemmRun)
+	if r == nil {
+		r = new(qgemmRun)
+	}
+	*r = qgemmRun{g: g, fill: fill, y: y, ldy: ldy, m: m, per: per}
+	parallelFor(p, tasks, r, func(r *qgemmRun, t int) {
 		r.g.task(r, t)
 	})
+	*r = qgemmRun{}
+	g.runs.Put(r)
 }
 
 func (g *qgemm) task(r *qgemmRun, t int) {
@@ -482,12 +490,14 @@ func (g *qgemm) task(r *qgemmRun, t int) {
 	rows := min(r.per, r.m-r0)
 	tiles := (rows + mr - 1) / mr
 	need := tiles * mr * g.k4
-	var a []uint8
-	if v := g.scratch.Get(); v != nil && cap(*v.(*[]uint8)) >= need {
-		a = (*v.(*[]uint8))[:need]
-	} else {
-		a = make([]uint8, need)
+	// the pool holds *[]uint8: the same pointer goes back (a new one per
+	// call would be an allocation per task)
+	ap, _ := g.scratch.Get().(*[]uint8)
+	if ap == nil || cap(*ap) < need {
+		b := make([]uint8, need)
+		ap = &b
 	}
+	a := (*ap)[:need]
 	r.fill(a, r0, rows, mr, g.k4)
 	gw := 16 * nv
 	st := g.rqst
@@ -503,7 +513,7 @@ func (g *qgemm) task(r *qgemmRun, t int) {
 			}
 		}
 	}
-	g.scratch.Put(&a)
+	g.scratch.Put(ap)
 }
 
 // tileGo is the portable tile kernel: the same packed operands, the

@@ -354,12 +354,12 @@ func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
 	gm := d.gm
 	hp, wp := r.h+gm.pt+gm.pb, r.w+gm.pl+gm.pr
 	need := n * hp * wp * d.cp
-	var pad []int8
-	if v := d.scratch.Get(); v != nil && cap(*v.(*[]int8)) >= need {
-		pad = (*v.(*[]int8))[:need]
-	} else {
-		pad = make([]int8, need)
+	pp, _ := d.scratch.Get().(*[]int8) // the same pointer goes back
+	if pp == nil || cap(*pp) < need {
+		b := make([]int8, need)
+		pp = &b
 	}
+	pad := (*pp)[:need]
 	z := int8(d.xz)
 	fill := func(s []int8) {
 		for i := range s {
@@ -399,7 +399,7 @@ func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
 	parallelFor(p, n*r.oh, &qdwASM{r: r, pad: pad, hp: hp, wp: wp, offs: offs}, func(a *qdwASM, t int) {
 		a.r.d.rowASM(a, t)
 	})
-	d.scratch.Put(&pad)
+	d.scratch.Put(pp)
 }
 
 // steps are the kernel's tap steps: the taps, or their pairs.
