@@ -362,6 +362,12 @@ func (rs *runState) free(b hal.Buffer) {
 
 // release frees every buffer the run still holds (end of run, also on error).
 func (rs *runState) release() {
+	// the run has ended (its partitions ran on the caller's goroutine):
+	// nothing writes rs now, and a run that used no device (every run
+	// on host backends) has nothing to free, so it takes no lock
+	if len(rs.owned) == 0 && len(rs.bufs) == 0 {
+		return
+	}
 	rs.mu.Lock()
 	if len(rs.owned) == 0 {
 		if len(rs.bufs) > 0 {
