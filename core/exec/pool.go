@@ -430,8 +430,6 @@ func (a *arena) recycle(t *graph.Tensor) {
 // disown hands t to the caller (a returned output): it is never recycled,
 // and its bytes leave the budget.
 func (a *arena) disown(t *graph.Tensor) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if ob, ok := a.owned.remove(t); ok {
 		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
 		bytes := int64(ob.k.n()) * elemBytes(ob.k.dt())
@@ -443,8 +441,7 @@ func (a *arena) disown(t *graph.Tensor) {
 
 // reset forgets ownership of everything (end of run) but keeps free buffers.
 func (a *arena) reset() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	// (finish, on the run's goroutine: no lock, as alloc and release)
 	a.owned.drain(func(t *graph.Tensor, ob ownedBuf) {
 		if t.DType != graph.String {
 			ob.l.put(freeBuf{t.Data, t.Len(), ob.v})
