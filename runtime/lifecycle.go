@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/hal"
@@ -17,17 +18,33 @@ var ErrClosed error = &hal.Error{Code: hal.CodeFailedPrecondition, Msg: "runtime
 
 // life tracks a model's open/closed state and its Runs in flight.
 type life struct {
-	mu      sync.Mutex
-	closed  bool
-	runs    sync.WaitGroup
-	closing context.Context // done once Close begins
-	cancel  context.CancelFunc
+	mu     sync.Mutex
+	closed bool // set under mu (close), read by NewSession
+	// state counts the Runs admitted and not yet ended, with
+	// closedBit set once close begins: a Run is admitted (begin) and
+	// ended (end) with one atomic add each, no lock; the Run that ends
+	// last after close began closes drained
+	state     atomic.Int64
+	drained   chan struct{}
+	drainOnce sync.Once
+	closing   context.Context // done once Close begins
+	cancel    context.CancelFunc
 }
 
+// closedBit marks life.state closed.
+const closedBit = int64(1) << 62
+
 func newLife() *life {
-	l := &life{}
+	l := &life{drained: make(chan struct{})}
 	l.closing, l.cancel = context.WithCancel(context.Background())
 	return l
+}
+
+// endRun ends one admitted Run (or a refused admission).
+func (l *life) endRun() {
+	if l.state.Add(-1) == closedBit {
+		l.drainOnce.Do(func() { close(l.drained) })
+	}
 }
 
 // begin admits one Run: it fails on a closed model, and returns the Run's
@@ -41,13 +58,10 @@ func (l *life) begin(ctx context.Context) (context.Context, func(), error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if l.state.Add(1)&closedBit != 0 {
+		l.endRun()
 		return nil, nil, ErrClosed
 	}
-	l.runs.Add(1)
-	l.mu.Unlock()
 	if ctx.Done() == nil {
 		return nil, nil, nil
 	}
@@ -56,7 +70,7 @@ func (l *life) begin(ctx context.Context) (context.Context, func(), error) {
 	return rctx, func() {
 		stop()
 		cancel(nil)
-		l.runs.Done()
+		l.endRun()
 	}, nil
 }
 
@@ -66,7 +80,7 @@ func (l *life) end(stop func()) {
 		stop()
 		return
 	}
-	l.runs.Done()
+	l.endRun()
 }
 
 // runCtx is the context of a run whose caller's context cannot be
@@ -111,9 +125,14 @@ func (l *life) close() bool {
 		return false
 	}
 	l.closed = true
+	// from here on begin refuses; the Runs in flight are counted below
+	// the bit
+	inFlight := l.state.Add(closedBit) != closedBit
 	l.mu.Unlock()
 	l.cancel()
-	l.runs.Wait()
+	if inFlight {
+		<-l.drained
+	}
 	return true
 }
 

@@ -290,13 +290,15 @@ type runState struct {
 // runState returns a run state for a new run: an idle one kept from an
 // earlier run, else a new one.
 func (m *Model) runState(profile bool) *runState {
-	m.idleMu.Lock()
-	var rs *runState
-	if n := len(m.idle); n > 0 {
-		rs = m.idle[n-1]
-		m.idle = m.idle[:n-1]
+	rs := m.idleOne.Swap(nil)
+	if rs == nil {
+		m.idleMu.Lock()
+		if n := len(m.idle); n > 0 {
+			rs = m.idle[n-1]
+			m.idle = m.idle[:n-1]
+		}
+		m.idleMu.Unlock()
 	}
-	m.idleMu.Unlock()
 	if rs == nil {
 		rs = &runState{bufs: map[resKey]*devValue{}, reads: map[resKey]int{}, host: map[string]*graph.Tensor{}, owned: map[hal.Buffer]*slot{}}
 	}
@@ -328,6 +330,9 @@ func (m *Model) putRunState(rs *runState) {
 	}
 	clear(rs.spans)
 	*rs = runState{bufs: rs.bufs, reads: rs.reads, host: rs.host, owned: rs.owned, spans: rs.spans[:0]}
+	if m.idleOne.CompareAndSwap(nil, rs) {
+		return
+	}
 	m.idleMu.Lock()
 	if len(m.idle) < maxIdleRunStates {
 		m.idle = append(m.idle, rs)
@@ -357,6 +362,12 @@ func (rs *runState) free(b hal.Buffer) {
 
 // release frees every buffer the run still holds (end of run, also on error).
 func (rs *runState) release() {
+	// the run has ended (its partitions ran on the caller's goroutine):
+	// nothing writes rs now, and a run that used no device (every run
+	// on host backends) has nothing to free, so it takes no lock
+	if len(rs.owned) == 0 && len(rs.bufs) == 0 {
+		return
+	}
 	rs.mu.Lock()
 	if len(rs.owned) == 0 {
 		if len(rs.bufs) > 0 {

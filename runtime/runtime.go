@@ -163,6 +163,9 @@ type Model struct {
 	// idle are run states kept for later runs (their maps cleared)
 	idleMu sync.Mutex
 	idle   []*runState
+	// idleOne is one more idle run state, taken and put back without
+	// idleMu (one atomic swap a run instead of two lock pairs)
+	idleOne atomic.Pointer[runState]
 }
 
 // RunOptions and NodeTiming are those of the executor.

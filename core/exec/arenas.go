@@ -17,19 +17,35 @@ import (
 type arenaCache struct {
 	mu   sync.Mutex
 	free []*arena
+	// hot is one more idle arena, taken (get) and put back (put) with one
+	// atomic operation each instead of a lock pair: runs one at a time,
+	// the common case, take the lock only for their first two runs
+	hot atomic.Pointer[arena]
 	// evicted: no longer in the program's map: arenas put back are
 	// dropped (set under mu; read without it by arenaFor, on every run)
 	evicted atomic.Bool
-	runs    int // arenas handed out (runs of the signature)
+	runs    int         // arenas handed out under mu (runs of the signature)
+	many    atomic.Bool // runs reached 2: get may take hot without mu
 }
 
 // maxIdleArenas bounds the arenas kept per signature (one per concurrent Run).
 const maxIdleArenas = 4
 
 func (c *arenaCache) get(b *Budget, limit int64) *arena {
+	if c.many.Load() {
+		if a := c.hot.Swap(nil); a != nil {
+			return a
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.runs++
+	if c.runs >= 2 {
+		c.many.Store(true)
+	}
+	if a := c.hot.Swap(nil); a != nil {
+		return a
+	}
 	if n := len(c.free); n > 0 {
 		a := c.free[n-1]
 		c.free = c.free[:n-1]
@@ -41,8 +57,8 @@ func (c *arenaCache) get(b *Budget, limit int64) *arena {
 // adopt moves an idle arena of from (if any) to c when c has none.
 func (c *arenaCache) adopt(from *arenaCache) {
 	from.mu.Lock()
-	var a *arena
-	if n := len(from.free); n > 0 {
+	a := from.hot.Swap(nil)
+	if n := len(from.free); a == nil && n > 0 {
 		a = from.free[n-1]
 		from.free = from.free[:n-1]
 	}
@@ -66,6 +82,14 @@ func (c *arenaCache) adopt(from *arenaCache) {
 }
 
 func (c *arenaCache) put(a *arena) {
+	if !c.evicted.Load() && c.hot.CompareAndSwap(nil, a) {
+		// evicted since (dropIdle may have looked at hot before a went
+		// in): take it back out, as the locked path would have dropped it
+		if c.evicted.Load() && c.hot.CompareAndSwap(a, nil) {
+			a.dropFree()
+		}
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.free) < maxIdleArenas && !c.evicted.Load() {
@@ -75,10 +99,17 @@ func (c *arenaCache) put(a *arena) {
 	a.dropFree() // its buffers leave the budget with it
 }
 
-// dropIdle lets go of the idle arenas' buffers.
+// dropIdle lets go of the idle arenas' buffers (the arenas stay idle,
+// hot's in free when there is room).
 func (c *arenaCache) dropIdle() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if a := c.hot.Swap(nil); a != nil {
+		a.dropFree()
+		if len(c.free) < maxIdleArenas && !c.evicted.Load() {
+			c.free = append(c.free, a)
+		}
+	}
 	for _, a := range c.free {
 		a.dropFree()
 	}
@@ -218,9 +249,7 @@ func (m *Program) arenaFor(feeds []*graph.Tensor) *arenaCache {
 	if l := m.prevSig.Load(); l.matches(feeds) {
 		if !l.cache.evicted.Load() {
 			if prev := m.last.Swap(l); prev != nil {
-				prev.cache.mu.Lock()
-				once := prev.cache.runs <= 1
-				prev.cache.mu.Unlock()
+				once := !prev.cache.many.Load() // ran once at most
 				if once {
 					l.cache.adopt(prev.cache)
 				}

@@ -47,6 +47,30 @@ func (a *arena) frame(p *plan) *frame {
 	return f
 }
 
+// mainFrame is a's frame of the main plan p, for start: the arena is the
+// run's alone from arenaCache.get until finish, and no kernel runs yet
+// (nor any more when putMainFrame is called), so its main frame is taken
+// and given back without a.mu (a nested plan's frames, which kernels ask
+// for, go through frame).
+func (a *arena) mainFrame(p *plan) *frame {
+	if f := a.main; f != nil && f.s.p == p && !f.busy {
+		f.busy = true
+		return f
+	}
+	f := a.frame(p)
+	a.main = f
+	return f
+}
+
+// putMainFrame gives back a frame from mainFrame.
+func (a *arena) putMainFrame(f *frame) {
+	f.busy = false
+	f.r = nil
+	f.s.parent = nil
+	f.cc.kc.Context = nil
+	f.done = nil
+}
+
 func (a *arena) putFrame(f *frame) {
 	a.mu.Lock()
 	f.busy = false
@@ -66,12 +90,19 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 	done := ctx.Done()
 	f.done = done
 	for i, n := range p.order {
-		if kernels.Done(done) {
+		// before the first node; after each, call has looked (the same
+		// channel)
+		if i == 0 && kernels.Done(done) {
 			return nil, fmt.Errorf("exec: stopped before %s: %w", n.Label(), ctx.Err())
 		}
 		st := &p.steps[i]
 		ins := f.ins[:len(st.in)]
+		vals := s.vals
 		for j, ref := range st.in {
+			if ref >= 0 && ref < len(vals) && vals[ref] != nil {
+				ins[j] = vals[ref] // a value of this scope (s.get's first case, inline)
+				continue
+			}
 			if ref == -1 {
 				ins[j] = nil
 				continue

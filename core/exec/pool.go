@@ -99,6 +99,13 @@ func (k poolKey) n() int          { return int(k & (1<<56 - 1)) }
 // concrete input shape signature, so steady-state runs reuse buffers
 // across runs too. Every buffer an arena holds, in use or free, is
 // reserved in the program's Budget before it is allocated.
+//
+// An arena is one run's alone from arenaCache.get to finish, and the
+// run's kernels allocate and release on the run's goroutine (the
+// nodeAlloc a kernel call gets is not safe for concurrent use either), so
+// alloc and release, which run for every value of every run, take no
+// lock; mu guards what a kernel's nested runs (frames) and views share,
+// and the idle arena's buffers that Trim drops (dropFree).
 type arena struct {
 	mu   sync.Mutex
 	free map[poolKey]*freeList
@@ -117,6 +124,7 @@ type arena struct {
 	// what the runs on this arena reuse: a frame per plan, the run's
 	// state and (when the caller asks for none) its statistics
 	frames map[*plan]*frame
+	main   *frame // the main plan's (also in frames), see mainFrame
 	run    run
 	stats  Stats
 	// tensors are the headers of released values, reused for the next
@@ -179,7 +187,6 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	cls := a.class(count)
 	bytes := int64(cls) * elemBytes(dt)
 	k := keyOf(dt, cls)
-	a.mu.Lock()
 	if a.migrated {
 		if a.used == nil {
 			a.used = map[poolKey]bool{}
@@ -191,10 +198,8 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		b := l.take(count)
 		a.reuses++
 		data = b.at(count)
-		// a recycled buffer: one critical section (this runs for every
-		// value of every run)
+		// a recycled buffer (this runs for every value of every run)
 		t := a.header(dt, shape, data, k, l, b.v)
-		a.mu.Unlock()
 		if zero || dt == graph.String {
 			clearData(data)
 		}
@@ -210,14 +215,12 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		a.reuses++
 		data = b.at(count)
 		t := a.header(dt, shape, data, fk, l, b.v)
-		a.mu.Unlock()
 		if zero {
 			clearData(data)
 		}
 		return t, nil
 	}
 	a.dropSmaller(dt, cls)
-	a.mu.Unlock()
 	if err := a.reserve(bytes, dt, shape, n); err != nil {
 		return nil, err
 	}
@@ -228,7 +231,6 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 	if cls != count {
 		data = graph.SliceData(data, 0, count)
 	}
-	a.mu.Lock()
 	a.allocs++
 	a.held += bytes
 	l := a.free[k]
@@ -237,12 +239,11 @@ func (a *arena) alloc(dt graph.DType, shape []int, n *graph.Node, zero bool) (*g
 		a.free[k] = l
 	}
 	t := a.header(dt, shape, data, k, l, nil)
-	a.mu.Unlock()
 	return t, nil
 }
 
-// take removes a buffer from the free list (the caller holds the
-// arena's mu; the list is not empty): one last used at count elements
+// take removes a buffer from the free list (the arena's run's goroutine;
+// the list is not empty): one last used at count elements
 // where there is one, so that its data needs no new slice header (a run
 // repeating the last run's allocations allocates nothing).
 func (fl *freeList) take(count int) freeBuf {
@@ -261,11 +262,11 @@ func (fl *freeList) take(count int) freeBuf {
 	return b
 }
 
-// put adds a buffer to the free list (the caller holds the arena's mu).
+// put adds a buffer to the free list (the arena's run's goroutine).
 func (fl *freeList) put(b freeBuf) { *fl = append(*fl, b) }
 
 // dropSmaller lets go of the largest free buffer of dt with fewer than
-// cls elements (at least minFit; the caller holds a.mu and is about to
+// cls elements (at least minFit; the caller is about to
 // allocate cls, fit having found no larger one): the new buffer takes its
 // place, so a run's buffers grow to the sizes their values need instead
 // of multiplying, and over a few runs the arena settles on about as many
@@ -297,7 +298,7 @@ func (a *arena) dropSmaller(dt graph.DType, cls int) {
 const minFit = 4096
 
 // fit is the key of the smallest free buffer of dt holding more than cls
-// elements (the caller holds a.mu and found none of cls itself), for an
+// elements (the caller found none of cls itself), for an
 // allocation of at least minFit elements; false when there is none. A
 // value's buffer is then one a dead value of another size left: without
 // it, every distinct size of a run has buffers of its own, and a
@@ -318,8 +319,7 @@ func (a *arena) fit(dt graph.DType, cls int) (poolKey, bool) {
 	return best, found
 }
 
-// header makes the tensor of a buffer just handed out (the caller holds
-// a.mu): a recycled header, the shape in the run's slab, owned by a.
+// header makes the tensor of a buffer just handed out: a recycled header, the shape in the run's slab, owned by a.
 func (a *arena) header(dt graph.DType, shape []int, data any, k poolKey, l *freeList, v *bufViews) *graph.Tensor {
 	bytes := int64(k.n()) * elemBytes(k.dt())
 	sh := a.shapeOf(shape)
@@ -346,7 +346,7 @@ func (a *arena) header(dt graph.DType, shape []int, data any, k poolKey, l *free
 // every iteration.
 const maxShapeSlab = 1 << 14
 
-// shapeOf copies shape into the run's shape slab (the caller holds a.mu).
+// shapeOf copies shape into the run's shape slab.
 // Shapes are not recycled within a run (a kernel may share a released
 // tensor's shape slice); the slab starts over at reset.
 func (a *arena) shapeOf(shape []int) []int {
@@ -404,8 +404,6 @@ func (a *arena) release(t *graph.Tensor) {
 	if t == nil {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	ob, ok := a.owned.remove(t)
 	if !ok {
 		return
@@ -432,8 +430,6 @@ func (a *arena) recycle(t *graph.Tensor) {
 // disown hands t to the caller (a returned output): it is never recycled,
 // and its bytes leave the budget.
 func (a *arena) disown(t *graph.Tensor) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if ob, ok := a.owned.remove(t); ok {
 		t.Shape = append([]int(nil), t.Shape...) // off the run's shape slab
 		bytes := int64(ob.k.n()) * elemBytes(ob.k.dt())
@@ -445,8 +441,7 @@ func (a *arena) disown(t *graph.Tensor) {
 
 // reset forgets ownership of everything (end of run) but keeps free buffers.
 func (a *arena) reset() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	// (finish, on the run's goroutine: no lock, as alloc and release)
 	a.owned.drain(func(t *graph.Tensor, ob ownedBuf) {
 		if t.DType != graph.String {
 			ob.l.put(freeBuf{t.Data, t.Len(), ob.v})

@@ -293,7 +293,7 @@ func (m *Program) start(ctx context.Context, feeds []*graph.Tensor, opts RunOpti
 		r.stats = &a.stats
 	}
 	r.bound = a.bind(m.main, dsts, feeds)
-	f := a.frame(m.main)
+	f := a.mainFrame(m.main)
 	f.r = r
 	vals := f.s.vals
 	copy(vals, m.main.init)
@@ -304,7 +304,7 @@ func (m *Program) start(ctx context.Context, feeds []*graph.Tensor, opts RunOpti
 	}
 	outs, err := f.exec(ctx)
 	clear(vals)
-	a.putFrame(f)
+	a.putMainFrame(f)
 	if err != nil {
 		m.finish(a, cache)
 		return nil, nil, nil, err

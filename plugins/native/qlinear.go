@@ -513,9 +513,11 @@ func buildQLinearConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, err
 		var imgPool sync.Pool
 		c := p.c
 		nhwc = func(x []int8, N, H, W int, y []int8, oh, ow int) {
-			fill, done := convFill(&imgPool, x, N, H, W, c, gm, p.xz, oh, ow)
+			fill, img := convFill(&imgPool, x, N, H, W, c, gm, p.xz, oh, ow)
 			g.run(pool, N*oh*ow, fill, y, p.m)
-			done()
+			if img != nil {
+				imgPool.Put(img)
+			}
 		}
 	}
 	var bufs xfer

@@ -352,6 +352,7 @@ type qgemm struct {
 	yz       int32
 	lo, hi   int32
 	scratch  sync.Pool
+	runs     sync.Pool // *qgemmRun, one a call (run)
 }
 
 // rqStride is one group's requantisation block: corr, mult, left shift,
@@ -440,9 +441,28 @@ func packQGemm(w []int8, n, k int, kern qkernel, bias []int32, xz int32) *qgemm 
 	return g
 }
 
-// qfill packs rows [r0, r0+rows) of the activations into a (mr-row
-// tiles, k4 bytes per row, u = x+128).
-type qfill func(a []uint8, r0, rows, mr, k4 int)
+// qfill is where a GEMM's activations come from: rows of k bytes of x
+// (packRows), or the windows of a padded image (packIm2col, im2col). Its
+// fill packs rows [r0, r0+rows) into a (mr-row tiles, k4 bytes per row,
+// u = x+128). A value, not a closure, so that a call allocates nothing.
+type qfill struct {
+	x []int8 // packRows: row r at x[r·k:]
+	k int
+	// packIm2col: the padded u8 image (n×hp×wp×c), the output oh×ow
+	img               []uint8
+	hp, wp, c, oh, ow int
+	gm                qconvGeom
+	im2col            bool
+}
+
+// fill packs rows [r0, r0+rows) into a.
+func (f *qfill) fill(a []uint8, r0, rows, mr, k4 int) {
+	if f.im2col {
+		f.fillIm2col(a, r0, rows, mr, k4)
+		return
+	}
+	f.fillRows(a, r0, rows, mr, k4)
+}
 
 // rowsPerTask is how many rows one task of the pool takes.
 func (g *qgemm) rowsPerTask(m, threads int) int {
@@ -458,12 +478,12 @@ func (g *qgemm) rowsPerTask(m, threads int) int {
 }
 
 type qgemmRun struct {
-	g    *qgemm
-	fill qfill
-	y    []int8
-	ldy  int
-	m    int
-	per  int
+	g   *qgemm
+	src qfill
+	y   []int8
+	ldy int
+	m   int
+	per int
 }
 
 // run computes m rows of y (ldy bytes apart) from the activations fill
@@ -471,9 +491,16 @@ type qgemmRun struct {
 func (g *qgemm) run(p *pool, m int, fill qfill, y []int8, ldy int) {
 	per := g.rowsPerTask(m, p.threads())
 	tasks := (m + per - 1) / per
-	parallelFor(p, tasks, &qgemmRun{g: g, fill: fill, y: y, ldy: ldy, m: m, per: per}, func(r *qgemmRun, t int) {
+	r, _ := g.runs.Get().(*qgemmRun)
+	if r == nil {
+		r = new(qgemmRun)
+	}
+	*r = qgemmRun{g: g, src: fill, y: y, ldy: ldy, m: m, per: per}
+	parallelFor(p, tasks, r, func(r *qgemmRun, t int) {
 		r.g.task(r, t)
 	})
+	*r = qgemmRun{}
+	g.runs.Put(r)
 }
 
 func (g *qgemm) task(r *qgemmRun, t int) {
@@ -482,13 +509,15 @@ func (g *qgemm) task(r *qgemmRun, t int) {
 	rows := min(r.per, r.m-r0)
 	tiles := (rows + mr - 1) / mr
 	need := tiles * mr * g.k4
-	var a []uint8
-	if v := g.scratch.Get(); v != nil && cap(*v.(*[]uint8)) >= need {
-		a = (*v.(*[]uint8))[:need]
-	} else {
-		a = make([]uint8, need)
+	// the pool holds *[]uint8: the same pointer goes back (a new one per
+	// call would be an allocation per task)
+	ap, _ := g.scratch.Get().(*[]uint8)
+	if ap == nil || cap(*ap) < need {
+		b := make([]uint8, need)
+		ap = &b
 	}
-	r.fill(a, r0, rows, mr, g.k4)
+	a := (*ap)[:need]
+	r.src.fill(a, r0, rows, mr, g.k4)
 	gw := 16 * nv
 	st := g.rqst
 	for ti := 0; ti < tiles; ti++ {
@@ -503,7 +532,7 @@ func (g *qgemm) task(r *qgemmRun, t int) {
 			}
 		}
 	}
-	g.scratch.Put(&a)
+	g.scratch.Put(ap)
 }
 
 // tileGo is the portable tile kernel: the same packed operands, the
@@ -544,8 +573,11 @@ func (g *qgemm) tileGo(a []uint8, gi int, y []int8, ldy, rows int) {
 // packRows packs rows given as contiguous k-byte runs of x (row r at
 // x[r·k:]), the layout of a 1×1 convolution's NHWC input and of
 // FullyConnected's.
-func packRows(x []int8, k int) qfill {
-	return func(a []uint8, r0, rows, mr, k4 int) {
+func packRows(x []int8, k int) qfill { return qfill{x: x, k: k} }
+
+func (f *qfill) fillRows(a []uint8, r0, rows, mr, k4 int) {
+	x, k := f.x, f.k
+	{
 		tiles := (rows + mr - 1) / mr
 		for ti := 0; ti < tiles; ti++ {
 			at := a[ti*mr*k4 : (ti+1)*mr*k4]

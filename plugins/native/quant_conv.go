@@ -51,20 +51,27 @@ func padU8(dst []uint8, x []int8, n, h, w, c int, gm qconvGeom, xz int32) []uint
 // its rows themselves for a 1×1, stride-1 kernel without padding, else
 // the im2col of x padded with the zero point xz, in a buffer from imgs
 // that done gives back once the GEMM has run.
-func convFill(imgs *sync.Pool, x []int8, N, H, W, C int, gm qconvGeom, xz int32, oh, ow int) (fill qfill, done func()) {
+// The buffer comes back as img (nil for the 1×1 case), for the caller to
+// put back in imgs (the same pointer: no allocation per call).
+func convFill(imgs *sync.Pool, x []int8, N, H, W, C int, gm qconvGeom, xz int32, oh, ow int) (fill qfill, img *[]uint8) {
 	if gm.kh == 1 && gm.kw == 1 && gm.sh == 1 && gm.sw == 1 && gm.pt+gm.pl+gm.pb+gm.pr == 0 {
-		return packRows(x, C), func() {}
+		return packRows(x, C), nil
 	}
-	var img []uint8
-	if v := imgs.Get(); v != nil {
-		img = *v.(*[]uint8)
+	img, _ = imgs.Get().(*[]uint8)
+	if img == nil {
+		img = new([]uint8)
 	}
-	img = padU8(img, x, N, H, W, C, gm, xz)
-	return packIm2col(img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, C, oh, ow, gm), func() { imgs.Put(&img) }
+	*img = padU8(*img, x, N, H, W, C, gm, xz)
+	return packIm2col(*img, H+gm.pt+gm.pb, W+gm.pl+gm.pr, C, oh, ow, gm), img
 }
 
 func packIm2col(img []uint8, hp, wp, c, oh, ow int, gm qconvGeom) qfill {
-	return func(a []uint8, r0, rows, mr, k4 int) {
+	return qfill{img: img, hp: hp, wp: wp, c: c, oh: oh, ow: ow, gm: gm, im2col: true}
+}
+
+func (f *qfill) fillIm2col(a []uint8, r0, rows, mr, k4 int) {
+	img, hp, wp, c, oh, ow, gm := f.img, f.hp, f.wp, f.c, f.oh, f.ow, f.gm
+	{
 		tiles := (rows + mr - 1) / mr
 		k := gm.kh * gm.kw * c
 		var buf [4096]uint8
@@ -192,9 +199,11 @@ func buildQGemmOp(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		if ctx.Stopped() {
 			return nil, ctx.Stop(node)
 		}
-		fill, done := convFill(&imgPool, x, N, H, W, C, gm, q.xz, oh, ow)
+		fill, img := convFill(&imgPool, x, N, H, W, C, gm, q.xz, oh, ow)
 		g.run(pool, N*oh*ow, fill, out.Data.([]int8), cout)
-		done()
+		if img != nil {
+			imgPool.Put(img)
+		}
 		return ctx.Outputs(out), nil
 	}, nil
 }
@@ -354,12 +363,12 @@ func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
 	gm := d.gm
 	hp, wp := r.h+gm.pt+gm.pb, r.w+gm.pl+gm.pr
 	need := n * hp * wp * d.cp
-	var pad []int8
-	if v := d.scratch.Get(); v != nil && cap(*v.(*[]int8)) >= need {
-		pad = (*v.(*[]int8))[:need]
-	} else {
-		pad = make([]int8, need)
+	pp, _ := d.scratch.Get().(*[]int8) // the same pointer goes back
+	if pp == nil || cap(*pp) < need {
+		b := make([]int8, need)
+		pp = &b
 	}
+	pad := (*pp)[:need]
 	z := int8(d.xz)
 	fill := func(s []int8) {
 		for i := range s {
@@ -399,7 +408,7 @@ func (d *qdw) runASM(p *pool, r *qdwRun, n int) {
 	parallelFor(p, n*r.oh, &qdwASM{r: r, pad: pad, hp: hp, wp: wp, offs: offs}, func(a *qdwASM, t int) {
 		a.r.d.rowASM(a, t)
 	})
-	d.scratch.Put(&pad)
+	d.scratch.Put(pp)
 }
 
 // steps are the kernel's tap steps: the taps, or their pairs.

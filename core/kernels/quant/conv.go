@@ -143,7 +143,7 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 	if err != nil {
 		return nil, err
 	}
-	w, wt, err := int8Input(n, in, 3, "w")
+	w, wt, err := fcWeights(ctx, n, in)
 	if err != nil {
 		return nil, err
 	}
@@ -200,51 +200,12 @@ func fullyConnected(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]
 // and bias (fcFold): the same int32 accumulators, fewer operations.
 func fcFolded(f *fcFold, w, x, y []int8, units, depth int, mq, wz []int32, ls, rs []uint, yz, lo, hi int32) {
 	off := f.off[:units]
-	if f.wt != nil && units <= fcSmallUnits {
-		var accs [fcSmallUnits]int32
-		acc := accs[:units]
-		wt := f.wt[:units*depth]
-		mq, wz, ls, rs = mq[:units], wz[:units], ls[:units], rs[:units]
-		for r := 0; r*depth < len(x); r++ {
-			xr := x[r*depth : (r+1)*depth]
-			yr := y[r*units : (r+1)*units]
-			copy(acc, off)
-			if f.anyWZ {
-				var sx int32
-				for _, v := range xr {
-					sx += int32(v)
-				}
-				for u := range acc {
-					acc[u] -= wz[u] * sx
-				}
-			}
-			k := 0
-			for ; k+4 <= depth; k += 4 {
-				x0, x1, x2, x3 := int32(xr[k]), int32(xr[k+1]), int32(xr[k+2]), int32(xr[k+3])
-				r0 := wt[k*units : (k+1)*units]
-				r0 = r0[:len(acc)]
-				r1 := wt[(k+1)*units : (k+2)*units]
-				r1 = r1[:len(acc)]
-				r2 := wt[(k+2)*units : (k+3)*units]
-				r2 = r2[:len(acc)]
-				r3 := wt[(k+3)*units : (k+4)*units]
-				r3 = r3[:len(acc)]
-				for u := range acc {
-					acc[u] += r0[u]*x0 + r1[u]*x1 + r2[u]*x2 + r3[u]*x3
-				}
-			}
-			for ; k < depth; k++ {
-				xv := int32(xr[k])
-				row := wt[k*units : (k+1)*units]
-				row = row[:len(acc)]
-				for u := range acc {
-					acc[u] += row[u] * xv
-				}
-			}
-			for u, a := range acc {
-				yr[u] = clamp8(requantAway31(a, mq[u], ls[u], rs[u])+yz, lo, hi)
-			}
-		}
+	if f.wp != nil && units <= fcSmallUnits && len(f.rq) >= units {
+		fcSmall(f, x, y, units, depth, wz, yz, lo, hi)
+		return
+	}
+	if f.wt != nil && units <= fcSmallUnits && len(f.rq) >= units {
+		fcSmallT(f, f.wt, x, y, units, depth, wz, yz, lo, hi)
 		return
 	}
 	for r := 0; r*depth < len(x); r++ {

@@ -29,6 +29,18 @@ func (p params) z(c int) int32 {
 	return p.zp[c]
 }
 
+// zpOne holds each zero point in [−zpOneMax, zpOneMax) once: a per-tensor
+// pair's zp (readParams) is a one-element slice of it, read-only, so that
+// a kernel reading its parameters on every call allocates nothing.
+var zpOne = func() (t [2 * zpOneMax]int32) {
+	for i := range t {
+		t[i] = int32(i - zpOneMax)
+	}
+	return t
+}()
+
+const zpOneMax = 256
+
 // readParams reads the scale and zero point inputs at i and i+1; channels
 // > 0 allows a 1-D per-channel pair of that length.
 func readParams(n *graph.Node, in []*graph.Tensor, i int, channels int, what string) (params, error) {
@@ -49,9 +61,14 @@ func readParams(n *graph.Node, in []*graph.Tensor, i int, channels int, what str
 	if len(sd) != 1 && (channels <= 0 || len(sd) != channels) {
 		return params{}, kernels.Invalidf(n, "%s has %d scales; expected 1 or %d", what, len(sd), max(channels, 1))
 	}
-	p := params{scale: sd, zp: make([]int32, len(sd))}
-	for k := range p.zp {
-		p.zp[k] = int32(z.Int64At(k))
+	p := params{scale: sd}
+	if v := z.Int64At(0); len(sd) == 1 && v >= -zpOneMax && v < zpOneMax {
+		p.zp = zpOne[v+zpOneMax : v+zpOneMax+1 : v+zpOneMax+1] // read-only, shared
+	} else {
+		p.zp = make([]int32, len(sd))
+		for k := range p.zp {
+			p.zp[k] = int32(z.Int64At(k))
+		}
 	}
 	for _, v := range sd {
 		if !(v > 0) || math.IsInf(float64(v), 0) {

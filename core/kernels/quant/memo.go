@@ -54,11 +54,19 @@ type fcFold struct {
 	w, b  *graph.Tensor // the constant weights and bias it was derived from (b nil: none)
 	off   []int32
 	anyWZ bool // some unit's weight zero point is not 0
-	// wt is w transposed to depth rows of units, widened to int32 (nil
-	// when units is above fcSmallUnits): a small layer's call then
-	// accumulates every unit at once, one row of wt per input value,
-	// instead of a dot product (and a call) per unit
+	// wp is w transposed to depth rows of units, two units to an int64
+	// (fcPairs; nil when units is above fcSmallUnits): a small layer's
+	// call then accumulates every unit at once, one row of wp per input
+	// value, two units a multiplication, instead of a dot product (and a
+	// call) per unit
+	wp []int64
+	// wt is w transposed to depth rows of units, widened to int32, in
+	// place of wp for depths below 4 (fcSmallT)
 	wt []int32
+	// offp is off padded to an even count (fcSmall)
+	offp []int32
+	// rq are the units' requantisation parameters, packed (requantUnits)
+	rq []fcRequant
 }
 
 // fcSmallUnits is the most units fullyConnected accumulates all at once
@@ -100,11 +108,23 @@ func foldFC(ctx *kernels.Context, in []*graph.Tensor, l *linear, units, depth in
 			return nil // requantAway31's shifts
 		}
 	}
+	if len(l.mq) >= units && len(l.rs) >= units {
+		f.rq = make([]fcRequant, units)
+		for u := range f.rq {
+			f.rq[u] = newFCRequant(l.mq[u], l.ls[u], l.rs[u])
+		}
+	}
 	if units >= 4 && units <= fcSmallUnits && units*depth <= 1<<16 {
-		f.wt = make([]int32, units*depth)
-		for u := 0; u < units; u++ {
-			for k, v := range w[u*depth : (u+1)*depth] {
-				f.wt[k*units+u] = int32(v)
+		if depth >= 4 {
+			f.wp = fcPairs(w, units, depth)
+			f.offp = make([]int32, 2*((units+1)/2))
+			copy(f.offp, f.off)
+		} else {
+			f.wt = make([]int32, units*depth)
+			for u := 0; u < units; u++ {
+				for k, v := range w[u*depth : (u+1)*depth] {
+					f.wt[k*units+u] = int32(v)
+				}
 			}
 		}
 	}
