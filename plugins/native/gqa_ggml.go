@@ -113,6 +113,8 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 	// key, all keys' chains in one call (gqa_seq.go)
 	if lanes16 {
 		dots16(scores[j0:L], K[j0*H:L*H], q) // all keys in one call (pattn.go)
+	} else if !oneRow && H >= 64 {
+		dotsGGML(scores[j0:L], K[j0*H:L*H], q) // a prompt: likewise (pattn.go)
 	} else if H >= 64 || !seqDots(scores[j0:L], K[j0*H:L*H], q) {
 		for j := j0; j < L; j++ {
 			scores[j] = dotGGML(K[j*H:j*H+H], q)

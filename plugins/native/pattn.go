@@ -20,3 +20,28 @@ func dots16(out, x, y []float32) {
 		out[j] = dot16(x[j*h:j*h+h], y)
 	}
 }
+
+// dotsGGML sets out[j] = dotGGML(x[j·h : j·h+h], y) for each j, h =
+// len(y) (x holding len(out) rows): the whole sixty-fours of all rows in
+// one assembly call where the CPU has AVX-512 (four rows a pass), then
+// each row's last values one by one as dotGGML adds them; bit for bit one
+// dotGGML call a row.
+func dotsGGML(out, x, y []float32) {
+	h, n := len(y), len(out)
+	if n == 0 {
+		return
+	}
+	x = x[:n*h]
+	np := h &^ 63
+	if np == 0 || !dotsGGMLFast(out, x, y, h, np) {
+		for j := range out {
+			out[j] = dotGGML(x[j*h:j*h+h], y)
+		}
+		return
+	}
+	if np < h {
+		for j := range out {
+			out[j] = fmaSeq(x[j*h+np:j*h+h], y[np:], out[j])
+		}
+	}
+}

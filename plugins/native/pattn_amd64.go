@@ -16,3 +16,14 @@ func dots16Fast(out, x, y []float32) bool {
 	pattnDots16AVX512(&out[0], &x[0], &y[0], len(out), len(y))
 	return true
 }
+
+// dotsGGMLFast sets out[j] to dotGGML's sum over the first np values of
+// row j of x (rows ld apart) with y, np > 0 a multiple of 64, in
+// assembly where the CPU has AVX-512 (false: it has not, out untouched).
+func dotsGGMLFast(out, x, y []float32, ld, np int) bool {
+	if !hasPattn512 {
+		return false
+	}
+	pattnDotsGGMLAVX512(&out[0], &x[0], &y[0], len(out), ld, np)
+	return true
+}

@@ -6,3 +6,8 @@ package native
 //
 //go:noescape
 func pattnDots16AVX512(out *float32, x *float32, y *float32, n int, h int)
+
+// pattnDotsGGMLAVX512 sets out[j] to dotGGML's sum over the first np values (np > 0 a multiple of 64) of row j of x (rows ld values apart) with y, for j < n (AVX-512 F).
+//
+//go:noescape
+func pattnDotsGGMLAVX512(out *float32, x *float32, y *float32, n int, ld int, np int)

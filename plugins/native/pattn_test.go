@@ -72,13 +72,77 @@ func TestDots16MatchesDot16(t *testing.T) {
 	}
 }
 
+// dotGGMLGo is dotGGML's Go loop: four accumulators of sixteen lanes
+// over each 64 values, added (0+2)+(1+3), reduced by reduce16, the rest
+// one fused multiply-add at a time.
+func dotGGMLGo(x, y []float32) float32 {
+	var acc [4][16]float32
+	np := len(x) &^ 63
+	for i := 0; i < np; i += 64 {
+		for k := range acc {
+			for l := range acc[k] {
+				acc[k][l] = fma32(x[i+16*k+l], y[i+16*k+l], acc[k][l])
+			}
+		}
+	}
+	var t [16]float32
+	for l := range t {
+		t[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+	}
+	return fmaSeqGo(x[np:], y[np:len(x)], reduce16(&t))
+}
+
+// TestDotsGGMLMatchesDotGGML: dotsGGML gives bit for bit one dotGGML call
+// (and its Go loop) a row, for row lengths below, at and past whole
+// sixty-fours, row counts around the four-row passes, windows past row 0
+// and NaN and infinities; the entries around out stay untouched.
+func TestDotsGGMLMatchesDotGGML(t *testing.T) {
+	r := rand.New(rand.NewPCG(30, 2))
+	for _, h := range []int{1, 15, 16, 63, 64, 65, 80, 128, 130, 192, 256, 320} {
+		for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 17} {
+			for _, j0 := range []int{0, 2} {
+				L := j0 + n
+				K := make([]float32, L*h)
+				q := make([]float32, h)
+				pattnRand(r, K)
+				pattnRand(r, q)
+				if n > 2 {
+					K[(j0+1)*h+r.IntN(h)] = float32(math.NaN())
+					K[(j0+2)*h+r.IntN(h)] = float32(math.Inf(-1))
+				}
+				out := make([]float32, L+2)
+				for i := range out {
+					out[i] = -7
+				}
+				dotsGGML(out[1+j0:1+L], K[j0*h:L*h], q)
+				for i := range out {
+					if (i < 1+j0 || i >= 1+L) && out[i] != -7 {
+						t.Fatalf("h=%d n=%d j0=%d: out[%d] written (%v)", h, n, j0, i, out[i])
+					}
+				}
+				for j := j0; j < L; j++ {
+					got := math.Float32bits(out[1+j])
+					row := K[j*h : j*h+h]
+					if want := math.Float32bits(dotGGML(row, q)); got != want {
+						t.Fatalf("h=%d n=%d j0=%d row %d: %#x, dotGGML %#x", h, n, j0, j, got, want)
+					}
+					if want := math.Float32bits(dotGGMLGo(row, q)); got != want {
+						t.Fatalf("h=%d n=%d j0=%d row %d: %#x, dotGGML's Go loop %#x", h, n, j0, j, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestDots16Empty: no rows write nothing (and need no rows).
 func TestDots16Empty(t *testing.T) {
 	dots16(nil, nil, make([]float32, 16))
+	dotsGGML(nil, nil, make([]float32, 64))
 }
 
 // BenchmarkDots16: a 128-key prompt's scores of one 64-value head, one
-// call (dots16) against one dot16 call a key.
+// call (dots16, dotsGGML) against one dot16 or dotGGML call a key.
 func BenchmarkDots16(b *testing.B) {
 	const h, n = 64, 128
 	r := rand.New(rand.NewPCG(1, 2))
@@ -94,6 +158,18 @@ func BenchmarkDots16(b *testing.B) {
 		for b.Loop() {
 			for j := range out {
 				out[j] = dot16(K[j*h:j*h+h], q)
+			}
+		}
+	})
+	b.Run("rowsGGML", func(b *testing.B) {
+		for b.Loop() {
+			dotsGGML(out, K, q)
+		}
+	})
+	b.Run("dotGGML", func(b *testing.B) {
+		for b.Loop() {
+			for j := range out {
+				out[j] = dotGGML(K[j*h:j*h+h], q)
 			}
 		}
 	})
