@@ -304,3 +304,48 @@ r_loop:
 r_done:
 	VZEROUPPER
 	RET
+
+// func pattnRopePairsAVX512(x *float32, c *float32, s *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·pattnRopePairsAVX512(SB), NOSPLIT, $0-32
+	MOVQ      x+0(FP), AX
+	MOVQ      c+8(FP), CX
+	MOVQ      s+16(FP), DX
+	MOVQ      n+24(FP), BX
+	SHLQ      $0x02, BX
+	VMOVDQU32 pattnPairIdx<>+0(SB), Z0
+	MOVL      $0x0000aaaa, SI
+	KMOVW     SI, K1
+	XORQ      SI, SI
+
+p_loop:
+	CMPQ        SI, BX
+	JAE         p_done
+	VMOVUPS     (AX)(SI*2), Z1
+	VMOVUPS     (CX)(SI*1), Y3
+	VMOVUPS     (DX)(SI*1), Y4
+	VPERMPS     Z3, Z0, Z3
+	VPERMPS     Z4, Z0, Z4
+	VPERMILPS   $0xb1, Z1, Z2
+	VMULPS      Z4, Z2, Z5
+	VMULPS      Z3, Z1, Z6
+	VFMSUB231PS Z3, Z1, Z5
+	VFMADD231PS Z4, Z2, Z6
+	VMOVAPS     Z6, K1, Z5
+	VMOVUPS     Z5, (AX)(SI*2)
+	ADDQ        $0x20, SI
+	JMP         p_loop
+
+p_done:
+	VZEROUPPER
+	RET
+
+DATA pattnPairIdx<>+0(SB)/8, $0x0000000000000000
+DATA pattnPairIdx<>+8(SB)/8, $0x0000000100000001
+DATA pattnPairIdx<>+16(SB)/8, $0x0000000200000002
+DATA pattnPairIdx<>+24(SB)/8, $0x0000000300000003
+DATA pattnPairIdx<>+32(SB)/8, $0x0000000400000004
+DATA pattnPairIdx<>+40(SB)/8, $0x0000000500000005
+DATA pattnPairIdx<>+48(SB)/8, $0x0000000600000006
+DATA pattnPairIdx<>+56(SB)/8, $0x0000000700000007
+GLOBL pattnPairIdx<>(SB), RODATA|NOPTR, $64
