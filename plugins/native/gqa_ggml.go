@@ -163,9 +163,9 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 	inv := float32(1 / sum)
 	for j := j0; j < L; j++ {
 		e[j] *= inv
-	}
-	if half {
-		f16RoundAll(e[j0:L]) // F16C (gqa_cache.go)
+		if half {
+			e[j] = f16Round(e[j])
+		}
 	}
 	// the values by dimension (vals: V transposed, keys padded with
 	// zeros to whole lanes), the weights padded likewise, added as
