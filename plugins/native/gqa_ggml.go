@@ -15,8 +15,6 @@ func rotateRowFMA(x, c, s []float32, interleaved bool) {
 	s = s[:w]
 	if interleaved {
 		x = x[:2*w]
-		k := ropePairsFast(x, c, s) // whole eights in assembly (pattn.go)
-		x, c, s = x[2*k:], c[k:], s[k:]
 		for i, ci := range c {
 			x1, x2, si := x[2*i], x[2*i+1], s[i]
 			x[2*i], x[2*i+1] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))

@@ -40,16 +40,3 @@ func ropeHalvesFast(x1, x2, c, s []float32) int {
 	pattnRopeHalvesAVX512(&x1[0], &x2[0], &c[0], &s[0], n)
 	return n
 }
-
-// ropePairsFast rotates the first whole eights of the pairs (x[2i],
-// x[2i+1]) by c[i], s[i] as rotateRowFMA does, in assembly where the CPU
-// has AVX-512, and returns how many it rotated (0: none).
-func ropePairsFast(x, c, s []float32) int {
-	n := len(c) &^ 7
-	if !hasPattn512 || n == 0 {
-		return 0
-	}
-	_, _ = x[2*n-1], s[n-1]
-	pattnRopePairsAVX512(&x[0], &c[0], &s[0], n)
-	return n
-}

@@ -16,8 +16,3 @@ func pattnDotsGGMLAVX512(out *float32, x *float32, y *float32, n int, ld int, np
 //
 //go:noescape
 func pattnRopeHalvesAVX512(x1 *float32, x2 *float32, c *float32, s *float32, n int)
-
-// pattnRopePairsAVX512 rotates the n pairs (x[2i], x[2i+1]) by c[i], s[i] as rotateRowFMA does (n a multiple of 8; AVX-512 F).
-//
-//go:noescape
-func pattnRopePairsAVX512(x *float32, c *float32, s *float32, n int)

@@ -22,15 +22,12 @@ import (
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
-
-	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
 func main() {
 	dots()
 	dotsGGML()
 	ropeNeox()
-	ropePairs()
 	Generate()
 }
 
@@ -242,53 +239,6 @@ func ropeNeox() {
 	ADDQ(U8(64), off)
 	JMP(LabelRef("r_loop"))
 	Label("r_done")
-	VZEROUPPER()
-	RET()
-}
-
-// ropePairs: for i < n (a multiple of 8), x[2i], x[2i+1] = fma(x[2i],
-// c[i], −(x[2i+1]·s[i])), fma(x[2i], s[i], x[2i+1]·c[i]), the products
-// rounded (rotateRowFMA's interleaved rotation): eight pairs a ZMM, c
-// and s each doubled into both lanes of a pair (VPERMPS), the even lanes
-// from x·c − swapped·s, the odd ones from swapped·s + x·c.
-func ropePairs() {
-	TEXT("pattnRopePairsAVX512", NOSPLIT, "func(x, c, s *float32, n int)")
-	Doc("pattnRopePairsAVX512 rotates the n pairs (x[2i], x[2i+1]) by c[i], s[i] as rotateRowFMA does (n a multiple of 8; AVX-512 F).")
-	Pragma("noescape")
-	x := Load(Param("x"), GP64())
-	c := Load(Param("c"), GP64())
-	s := Load(Param("s"), GP64())
-	n := Load(Param("n"), GP64())
-	SHLQ(U8(2), n) // bytes of c
-	idx := ZMM()
-	VMOVDQU32(avokit.Bytes("pattnPairIdx", 64, func(i int) byte {
-		if i%4 == 0 {
-			return byte(i / 8) // int32 lane l holds l/2
-		}
-		return 0
-	}), idx)
-	odd := avokit.MaskW(0xAAAA)
-	off := GP64()
-	XORQ(off, off)
-	Label("p_loop")
-	CMPQ(off, n)
-	JAE(LabelRef("p_done"))
-	a, sw, cv, sv, t, u := ZMM(), ZMM(), ZMM(), ZMM(), ZMM(), ZMM()
-	VMOVUPS(Mem{Base: x, Index: off, Scale: 2}, a)
-	VMOVUPS(Mem{Base: c, Index: off, Scale: 1}, cv.AsY())
-	VMOVUPS(Mem{Base: s, Index: off, Scale: 1}, sv.AsY())
-	VPERMPS(cv, idx, cv)
-	VPERMPS(sv, idx, sv)
-	VPERMILPS(U8(0xb1), a, sw) // the pairs swapped
-	VMULPS(sv, sw, t)          // even lanes: x[2i+1]·s
-	VMULPS(cv, a, u)           // odd lanes: x[2i+1]·c
-	VFMSUB231PS(cv, a, t)      // even: x[2i]·c − x[2i+1]·s
-	VFMADD231PS(sv, sw, u)     // odd: x[2i]·s + x[2i+1]·c
-	VMOVAPS(u, odd, t)
-	VMOVUPS(t, Mem{Base: x, Index: off, Scale: 2})
-	ADDQ(U8(32), off)
-	JMP(LabelRef("p_loop"))
-	Label("p_done")
 	VZEROUPPER()
 	RET()
 }
