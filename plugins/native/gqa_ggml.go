@@ -22,8 +22,6 @@ func rotateRowFMA(x, c, s []float32, interleaved bool) {
 		return
 	}
 	x1s, x2s := x[:w], x[w:2*w]
-	k := ropeHalvesFast(x1s, x2s, c, s) // whole sixteens in assembly (pattn.go)
-	x1s, x2s, c, s = x1s[k:], x2s[k:], c[k:], s[k:]
 	for i, ci := range c {
 		x1, x2, si := x1s[i], x2s[i], s[i]
 		x1s[i], x2s[i] = fma32(x1, ci, -float32(x2*si)), fma32(x1, si, float32(x2*ci))

@@ -27,16 +27,3 @@ func dotsGGMLFast(out, x, y []float32, ld, np int) bool {
 	pattnDotsGGMLAVX512(&out[0], &x[0], &y[0], len(out), ld, np)
 	return true
 }
-
-// ropeHalvesFast rotates the first whole sixteens of the pairs (x1[i],
-// x2[i]) by c[i], s[i] as rotateRowFMA does, in assembly where the CPU
-// has AVX-512, and returns how many it rotated (0: none).
-func ropeHalvesFast(x1, x2, c, s []float32) int {
-	n := len(c) &^ 15
-	if !hasPattn512 || n == 0 {
-		return 0
-	}
-	_, _, _ = x1[n-1], x2[n-1], s[n-1]
-	pattnRopeHalvesAVX512(&x1[0], &x2[0], &c[0], &s[0], n)
-	return n
-}

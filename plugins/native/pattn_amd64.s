@@ -273,34 +273,3 @@ g_loop1:
 g_done:
 	VZEROUPPER
 	RET
-
-// func pattnRopeHalvesAVX512(x1 *float32, x2 *float32, c *float32, s *float32, n int)
-// Requires: AVX, AVX512F
-TEXT ·pattnRopeHalvesAVX512(SB), NOSPLIT, $0-40
-	MOVQ x1+0(FP), AX
-	MOVQ x2+8(FP), CX
-	MOVQ c+16(FP), DX
-	MOVQ s+24(FP), BX
-	MOVQ n+32(FP), SI
-	SHLQ $0x02, SI
-	XORQ DI, DI
-
-r_loop:
-	CMPQ        DI, SI
-	JAE         r_done
-	VMOVUPS     (AX)(DI*1), Z0
-	VMOVUPS     (CX)(DI*1), Z1
-	VMOVUPS     (DX)(DI*1), Z2
-	VMOVUPS     (BX)(DI*1), Z3
-	VMULPS      Z3, Z1, Z4
-	VMULPS      Z2, Z1, Z1
-	VFMSUB231PS Z2, Z0, Z4
-	VFMADD231PS Z3, Z0, Z1
-	VMOVUPS     Z4, (AX)(DI*1)
-	VMOVUPS     Z1, (CX)(DI*1)
-	ADDQ        $0x40, DI
-	JMP         r_loop
-
-r_done:
-	VZEROUPPER
-	RET

@@ -4,4 +4,3 @@ package native
 
 func dots16Fast(out, x, y []float32) bool               { return false }
 func dotsGGMLFast(out, x, y []float32, ld, np int) bool { return false }
-func ropeHalvesFast(x1, x2, c, s []float32) int         { return 0 }

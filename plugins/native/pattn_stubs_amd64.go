@@ -11,8 +11,3 @@ func pattnDots16AVX512(out *float32, x *float32, y *float32, n int, h int)
 //
 //go:noescape
 func pattnDotsGGMLAVX512(out *float32, x *float32, y *float32, n int, ld int, np int)
-
-// pattnRopeHalvesAVX512 rotates the n pairs (x1[i], x2[i]) by c[i], s[i] as rotateRowFMA does (n a multiple of 16; AVX-512 F).
-//
-//go:noescape
-func pattnRopeHalvesAVX512(x1 *float32, x2 *float32, c *float32, s *float32, n int)

@@ -174,36 +174,3 @@ func BenchmarkDots16(b *testing.B) {
 		}
 	})
 }
-
-// TestRopeHalvesMatchesRotateRowFMA: rotateRowFMA's halves rotation with
-// its assembly part gives the bits of its Go loop (NaN as NaN), for
-// widths below, at and past whole sixteens.
-func TestRopeHalvesMatchesRotateRowFMA(t *testing.T) {
-	r := rand.New(rand.NewPCG(30, 3))
-	for _, w := range []int{1, 8, 15, 16, 17, 32, 40, 64, 100} {
-		x := make([]float32, 2*w)
-		c, s := make([]float32, w), make([]float32, w)
-		pattnRand(r, x)
-		for i := range c {
-			a := r.Float64() * 100
-			c[i], s[i] = float32(math.Cos(a)), float32(math.Sin(a))
-		}
-		if w > 3 {
-			x[2] = float32(math.NaN())
-			x[w+3] = float32(math.Inf(1))
-			x[1], x[w+1] = 0, float32(math.Copysign(0, -1))
-		}
-		want := append([]float32(nil), x...)
-		for i := range c {
-			x1, x2 := want[i], want[w+i]
-			want[i], want[w+i] = fma32(x1, c[i], -float32(x2*s[i])), fma32(x1, s[i], float32(x2*c[i]))
-		}
-		rotateRowFMA(x, c, s, false)
-		for i := range x {
-			g, e := x[i], want[i]
-			if math.Float32bits(g) != math.Float32bits(e) && !(g != g && e != e) {
-				t.Fatalf("w=%d value %d: %v (%#x), Go loop %v (%#x)", w, i, g, math.Float32bits(g), e, math.Float32bits(e))
-			}
-		}
-	}
-}

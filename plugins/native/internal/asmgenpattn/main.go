@@ -10,8 +10,7 @@
 // the call per row and keeps four independent chains in flight. The
 // dotGGML kernel likewise repeats dotGGMLAVX512 (four accumulators a
 // row over each 64 values, added (0+2)+(1+3), then REDUCE16) for four
-// rows at once. The rotary kernel is rotateRowFMA's halves rotation,
-// sixteen pairs a step with single-rounding fused multiply-adds. The
+// rows at once. The
 // package's TestGeneratedAssemblyIsCurrent runs it and fails when its
 // files are stale.
 //
@@ -27,7 +26,6 @@ import (
 func main() {
 	dots()
 	dotsGGML()
-	ropeNeox()
 	Generate()
 }
 
@@ -203,42 +201,6 @@ func dotsGGML() {
 	JMP(LabelRef("g_rows1"))
 
 	Label("g_done")
-	VZEROUPPER()
-	RET()
-}
-
-// ropeNeox: for i < n (a multiple of 16), x1[i], x2[i] = fma(x1[i], c[i],
-// −(x2[i]·s[i])), fma(x1[i], s[i], x2[i]·c[i]), the products rounded
-// (rotateRowFMA's halves rotation; x1·c − t as one VFMSUB231PS).
-func ropeNeox() {
-	TEXT("pattnRopeHalvesAVX512", NOSPLIT, "func(x1, x2, c, s *float32, n int)")
-	Doc("pattnRopeHalvesAVX512 rotates the n pairs (x1[i], x2[i]) by c[i], s[i] as rotateRowFMA does (n a multiple of 16; AVX-512 F).")
-	Pragma("noescape")
-	x1 := Load(Param("x1"), GP64())
-	x2 := Load(Param("x2"), GP64())
-	c := Load(Param("c"), GP64())
-	s := Load(Param("s"), GP64())
-	n := Load(Param("n"), GP64())
-	SHLQ(U8(2), n)
-	off := GP64()
-	XORQ(off, off)
-	Label("r_loop")
-	CMPQ(off, n)
-	JAE(LabelRef("r_done"))
-	a, b, cv, sv, t, u := ZMM(), ZMM(), ZMM(), ZMM(), ZMM(), ZMM()
-	VMOVUPS(Mem{Base: x1, Index: off, Scale: 1}, a)
-	VMOVUPS(Mem{Base: x2, Index: off, Scale: 1}, b)
-	VMOVUPS(Mem{Base: c, Index: off, Scale: 1}, cv)
-	VMOVUPS(Mem{Base: s, Index: off, Scale: 1}, sv)
-	VMULPS(sv, b, t)      // x2·s
-	VMULPS(cv, b, u)      // x2·c
-	VFMSUB231PS(cv, a, t) // x1·c − x2·s
-	VFMADD231PS(sv, a, u) // x1·s + x2·c
-	VMOVUPS(t, Mem{Base: x1, Index: off, Scale: 1})
-	VMOVUPS(u, Mem{Base: x2, Index: off, Scale: 1})
-	ADDQ(U8(64), off)
-	JMP(LabelRef("r_loop"))
-	Label("r_done")
 	VZEROUPPER()
 	RET()
 }
