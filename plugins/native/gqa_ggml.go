@@ -115,13 +115,13 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 	lanes16 := half && !oneRow && H%16 == 0 // dot16's sums
 	// heads under 64 values: dotGGML is one fused multiply-add chain a
 	// key, all keys' chains in one call (gqa_seq.go)
-	if lanes16 || H >= 64 || !seqDots(scores[j0:L], K[j0*H:L*H], q) {
+	if lanes16 {
+		dots16(scores[j0:L], K[j0*H:L*H], q) // all keys in one call (pattn.go)
+	} else if !oneRow && H >= 64 {
+		dotsGGML(scores[j0:L], K[j0*H:L*H], q) // a prompt: likewise (pattn.go)
+	} else if H >= 64 || !seqDots(scores[j0:L], K[j0*H:L*H], q) {
 		for j := j0; j < L; j++ {
-			if lanes16 {
-				scores[j] = dot16(K[j*H:j*H+H], q)
-			} else {
-				scores[j] = dotGGML(K[j*H:j*H+H], q)
-			}
+			scores[j] = dotGGML(K[j*H:j*H+H], q)
 		}
 	}
 	ggmlWeights(scores, e, j0, scale, softcap, half)
@@ -131,13 +131,12 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 	w := vals.w[:vals.lp]
 	clear(w)
 	copy(w[j0:L], e[j0:L])
+	if !oneRow {
+		dots16(o, vals.vt, w) // a prompt: every dimension in one call (pattn.go)
+		return
+	}
 	for d := range o {
-		row := vals.vt[d*vals.lp : (d+1)*vals.lp]
-		if oneRow {
-			o[d] = dotGGML(row, w)
-		} else {
-			o[d] = dot16(row, w)
-		}
+		o[d] = dotGGML(vals.vt[d*vals.lp:(d+1)*vals.lp], w)
 	}
 }
 
