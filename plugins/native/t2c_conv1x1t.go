@@ -30,7 +30,7 @@ func (p *convPlan) runPointwiseTA(bc *buildCtx, X, Y []float32, batch, hw int) b
 	for b := 0; b < batch; b++ {
 		xb := X[b*p.cin*hw : (b+1)*p.cin*hw]
 		yb := Y[b*p.cout*hw : (b+1)*p.cout*hw]
-		parallelFor(bc.pool, tasks, &pwtaTask{p: p, kern: kern, x: xb, y: yb, wt: wt, bias: wtBias, sc: sc, hw: hw, np: np, tasks: tasks}, func(a *pwtaTask, t int) {
+		parallelFor(bc.pool, tasks, pwtaTask{p: p, kern: kern, x: xb, y: yb, wt: wt, bias: wtBias, sc: sc, hw: hw, np: np, tasks: tasks}, func(a pwtaTask, t int) {
 			a.run(t)
 		})
 	}
