@@ -93,29 +93,7 @@ func fcSmall(f *fcFold, x, y []int8, units, depth int, wz []int32, yz, lo, hi in
 		xr := x[r*depth : (r+1)*depth]
 		yr := y[r*units : (r+1)*units]
 		clear(ps)
-		k := 0
-		for ; k+4 <= depth; k += 4 {
-			x0, x1, x2, x3 := int64(xr[k]), int64(xr[k+1]), int64(xr[k+2]), int64(xr[k+3])
-			r0 := wp[k*h : (k+1)*h]
-			r0 = r0[:len(ps)]
-			r1 := wp[(k+1)*h : (k+2)*h]
-			r1 = r1[:len(ps)]
-			r2 := wp[(k+2)*h : (k+3)*h]
-			r2 = r2[:len(ps)]
-			r3 := wp[(k+3)*h : (k+4)*h]
-			r3 = r3[:len(ps)]
-			for j := range ps {
-				ps[j] += r0[j]*x0 + r1[j]*x1 + r2[j]*x2 + r3[j]*x3
-			}
-		}
-		for ; k < depth; k++ {
-			xv := int64(xr[k])
-			row := wp[k*h : (k+1)*h]
-			row = row[:len(ps)]
-			for j := range ps {
-				ps[j] += row[j] * xv
-			}
-		}
+		addWeightedRows(ps, wp, xr, h)
 		offp := f.offp[:2*len(ps)]
 		for j, p := range ps {
 			a := int32(p) // unit 2j: the low half, exact
@@ -156,29 +134,33 @@ func fcSmallT(f *fcFold, wtt []int32, x, y []int8, units, depth int, wz []int32,
 				acc[u] -= wz[u] * sx
 			}
 		}
-		k := 0
-		for ; k+4 <= depth; k += 4 {
-			x0, x1, x2, x3 := int32(xr[k]), int32(xr[k+1]), int32(xr[k+2]), int32(xr[k+3])
-			r0 := wt[k*units : (k+1)*units]
-			r0 = r0[:len(acc)]
-			r1 := wt[(k+1)*units : (k+2)*units]
-			r1 = r1[:len(acc)]
-			r2 := wt[(k+2)*units : (k+3)*units]
-			r2 = r2[:len(acc)]
-			r3 := wt[(k+3)*units : (k+4)*units]
-			r3 = r3[:len(acc)]
-			for u := range acc {
-				acc[u] += r0[u]*x0 + r1[u]*x1 + r2[u]*x2 + r3[u]*x3
-			}
-		}
-		for ; k < depth; k++ {
-			xv := int32(xr[k])
-			row := wt[k*units : (k+1)*units]
-			row = row[:len(acc)]
-			for u := range acc {
-				acc[u] += row[u] * xv
-			}
-		}
+		addWeightedRows(acc, wt, xr, units)
 		requantUnits(yr, acc, f.rq, yz, lo, hi)
+	}
+}
+
+// addWeightedRows adds to acc Σₖ xr[k]·(row k of w), the rows stride
+// apart (each read for len(acc) values), four rows a pass: fcSmall's
+// packed pairs in int64 and fcSmallT's units in int32's wrapping
+// arithmetic.
+func addWeightedRows[T int32 | int64](acc, w []T, xr []int8, stride int) {
+	depth := len(xr)
+	k := 0
+	for ; k+4 <= depth; k += 4 {
+		x0, x1, x2, x3 := T(xr[k]), T(xr[k+1]), T(xr[k+2]), T(xr[k+3])
+		r0 := w[k*stride : k*stride+len(acc)]
+		r1 := w[(k+1)*stride : (k+1)*stride+len(acc)]
+		r2 := w[(k+2)*stride : (k+2)*stride+len(acc)]
+		r3 := w[(k+3)*stride : (k+3)*stride+len(acc)]
+		for j := range acc {
+			acc[j] += r0[j]*x0 + r1[j]*x1 + r2[j]*x2 + r3[j]*x3
+		}
+	}
+	for ; k < depth; k++ {
+		xv := T(xr[k])
+		row := w[k*stride : k*stride+len(acc)]
+		for j := range acc {
+			acc[j] += row[j] * xv
+		}
 	}
 }
