@@ -288,11 +288,7 @@ func (g *bqGroup) run(p *pool, x []float32, ys [bqGroupMax][]float32, m int) {
 		j.end[i] = tasks
 	}
 	parallelFor(p, tasks, j, func(j bqGroupJob, t int) {
-		i, first := 0, 0
-		for t >= j.end[i] {
-			first = j.end[i]
-			i++
-		}
+		i, first := groupMember(&j.end, t)
 		w, per := j.g.ws[i], j.per[i]
 		n0 := (t - first) * per
 		if n0 >= j.split[i] {
@@ -302,12 +298,29 @@ func (g *bqGroup) run(p *pool, x []float32, ys [bqGroupMax][]float32, m int) {
 		n1 := min(w.n, n0+per)
 		y := j.ys[i]
 		w.intRows(&j.acts[j.g.ab[i]], y, j.m, n0, n1)
-		if b := j.g.bias[i]; b != nil {
-			for r := 0; r < j.m; r++ {
-				addRow(y[r*w.n+n0:r*w.n+n1], b[n0:n1])
-			}
-		}
+		addBiasRows(y, j.g.bias[i], j.m, w.n, n0, n1)
 	})
+}
+
+// groupMember is the member of a group loop that task t belongs to
+// (end: each member's tasks end there, cumulative) and its first task.
+func groupMember(end *[bqGroupMax]int, t int) (i, first int) {
+	for t >= end[i] {
+		first = end[i]
+		i++
+	}
+	return i, first
+}
+
+// addBiasRows adds bias b (nil: none) to columns n0..n1 of each of the m
+// rows of n of y.
+func addBiasRows(y, b []float32, m, n, n0, n1 int) {
+	if b == nil {
+		return
+	}
+	for r := 0; r < m; r++ {
+		addRow(y[r*n+n0:r*n+n1], b[n0:n1])
+	}
 }
 
 // addRow adds b to y element by element (float32, as an Add node).

@@ -113,16 +113,14 @@ func dot16(x, y []float32) float32 {
 func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 int, scale, softcap float32, oneRow, half bool) {
 	H, L := len(q), len(scores)
 	lanes16 := half && !oneRow && H%16 == 0 // dot16's sums
-	// heads under 64 values: dotGGML is one fused multiply-add chain a
-	// key, all keys' chains in one call (gqa_seq.go)
-	if lanes16 {
-		dots16(scores[j0:L], K[j0*H:L*H], q) // all keys in one call (pattn.go)
-	} else if !oneRow && H >= 64 {
-		dotsGGML(scores[j0:L], K[j0*H:L*H], q) // a prompt: likewise (pattn.go)
-	} else if H >= 64 || !seqDots(scores[j0:L], K[j0*H:L*H], q) {
-		for j := j0; j < L; j++ {
-			scores[j] = dotGGML(K[j*H:j*H+H], q)
-		}
+	// all keys in one call (pattn.go); heads under 64 values: dotGGML is
+	// one fused multiply-add chain a key, all keys' chains in one call
+	// (gqa_seq.go)
+	switch {
+	case lanes16:
+		dots16(scores[j0:L], K[j0*H:L*H], q)
+	case H >= 64 || !seqDots(scores[j0:L], K[j0*H:L*H], q):
+		dotsGGML(scores[j0:L], K[j0*H:L*H], q)
 	}
 	ggmlWeights(scores, e, j0, scale, softcap, half)
 	// the values by dimension (vals: V transposed, keys padded with
@@ -131,12 +129,11 @@ func attendRowGGML(q, K []float32, vals *ggmlValues, scores, e, o []float32, j0 
 	w := vals.w[:vals.lp]
 	clear(w)
 	copy(w[j0:L], e[j0:L])
+	// every dimension in one call (pattn.go)
 	if !oneRow {
-		dots16(o, vals.vt, w) // a prompt: every dimension in one call (pattn.go)
-		return
-	}
-	for d := range o {
-		o[d] = dotGGML(vals.vt[d*vals.lp:(d+1)*vals.lp], w)
+		dots16(o, vals.vt, w)
+	} else {
+		dotsGGML(o, vals.vt, w)
 	}
 }
 

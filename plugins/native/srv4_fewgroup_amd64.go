@@ -66,21 +66,13 @@ func (g *bqGroup) runFewGroup(p *pool, x []float32, ys [bqGroupMax][]float32, m 
 		j.end[i] = tasks
 	}
 	parallelFor(p, tasks, j, func(j fewGroupJob, t int) {
-		i, first := 0, 0
-		for t >= j.end[i] {
-			first = j.end[i]
-			i++
-		}
+		i, first := groupMember(&j.end, t)
 		w, per := j.g.ws[i], j.per[i]
 		n0 := (t - first) * per
 		n1 := min(w.n, n0+per)
 		y := j.ys[i]
 		w.fewRows(fewJob{w: w, a: j.a, pk: j.pk[i], y: y, fns: j.fns[i], m: j.m, per: per}, n0, n1)
-		if b := j.g.bias[i]; b != nil {
-			for r := 0; r < j.m; r++ {
-				addRow(y[r*w.n+n0:r*w.n+n1], b[n0:n1])
-			}
-		}
+		addBiasRows(y, j.g.bias[i], j.m, w.n, n0, n1)
 	})
 	return true
 }
