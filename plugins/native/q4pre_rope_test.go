@@ -23,12 +23,12 @@ func ropeFMARef(x, c, s []float32, interleaved bool) {
 	}
 }
 
-// TestRotateRowFMAVecSameBits: rotateRowFMA (the assembly rotation,
+// TestRotateRowFMASameBits: rotateRowFMA (the assembly rotation,
 // rotateRowFMAFast, with its scalar tail) gives every element the bits of the definition, for widths below,
 // at and past the vectors' 16 and 8 pairs, both layouts, on values whose
 // products round, overflow, underflow and are NaN; the row past the
 // rotated part is untouched.
-func TestRotateRowFMAVecSameBits(t *testing.T) {
+func TestRotateRowFMASameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 30))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e-39, 3e38, -2e38, float32(math.Inf(1)), float32(math.NaN()), 1, -1}
 	val := func() float32 {
