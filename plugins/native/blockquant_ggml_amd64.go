@@ -114,6 +114,10 @@ func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4, f8 bqkFn32s) *bqkKernel {
 			xs = a.Sum[r*nb : (r+1)*nb] // its offset off the block's sum
 		}
 		o := 0
+		f8 := f8
+		if t == ggml.Q4_0 && nb%4 == 0 && hasQ4decV8 {
+			f8 = bqkQ4_0Dot8V // the same bits in fewer instructions (q4dec_amd64.go)
+		}
 		if s := n / 8; zEight && s > 0 {
 			f8(nb, &rows[0], s*w.rb, &x[0], &xd[0], &xs[0], &y[0], s, w.rb, s)
 			o = 8 * s

@@ -207,6 +207,11 @@ func bqkQ8_0Dot8Z(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y 
 //go:noescape
 func bqkQ4_0Dot8G(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
 
+// bqkQ4_0Dot8V is bqkQ4_0Dot8G (core/ggml's Dot of nb Q4_0 blocks for ng groups of 8 weight rows, row q of group g at w+g·adv+q·ldw, into y[g+q·ys]) with four blocks of a row a register; nb a multiple of 4 (see q4dec.go of the package asmgenbqk).
+//
+//go:noescape
+func bqkQ4_0Dot8V(nb int, w *uint8, ldw int, x *int8, xd *float32, xs *int32, y *float32, ng int, adv int, ys int)
+
 // bqkQ4KFloatAVX2 is the float path's dot product of nb Q4_K super-blocks with x (xs: its 32-value sums; see the package asmgenbqk).
 //
 //go:noescape

@@ -72,7 +72,7 @@ func BenchmarkBlockQuantQ4_0ZVariants(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		f    bqkFn32s
-	}{{"Z", bqkQ4_0Dot8Z}, {"G", bqkQ4_0Dot8G}} {
+	}{{"Z", bqkQ4_0Dot8Z}, {"G", bqkQ4_0Dot8G}, {"V", bqkQ4_0Dot8V}} {
 		b.Run(c.name, func(b *testing.B) {
 			streamRun(b, int64(len(raw)), func() {
 				c.f(K/32, &raw[0], s*rb, &a.Q[0], &a.D[0], &a.Sum[0], &y[0], s, rb, s)

@@ -68,6 +68,7 @@ func main() {
 	consts()
 	consts4()
 	constsZ()
+	constsV()
 	for _, fam := range []string{"VNNI", "AVX2"} {
 		q4k4(fam, false)
 		q4k4(fam, true)
@@ -92,6 +93,7 @@ func main() {
 		dot32Z("Q8_0", sets)
 		dot32ZG("Q4_0", sets, true)
 	}
+	dot32Q4V()
 	q4kFloat()
 	q6kFloat()
 	for _, t := range []string{"Q4_0", "Q5_0", "Q8_0"} {
