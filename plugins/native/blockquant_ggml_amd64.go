@@ -114,13 +114,12 @@ func newBQK32ZKernel(t ggml.Type, f1 bqkFn32, f4, f8 bqkFn32s) *bqkKernel {
 			xs = a.Sum[r*nb : (r+1)*nb] // its offset off the block's sum
 		}
 		o := 0
-		f8 := f8
-		if t == ggml.Q4_0 && nb%4 == 0 && hasQ4decV8 {
-			f8 = bqkQ4_0Dot8V // the same bits in fewer instructions (q4dec_amd64.go)
+		if t == ggml.Q4_0 && zEight {
+			o = q4decDot4n(nb, rows, w.rb, x, xd, xs, y[:n]) // the same bits in fewer instructions
 		}
-		if s := n / 8; zEight && s > 0 {
-			f8(nb, &rows[0], s*w.rb, &x[0], &xd[0], &xs[0], &y[0], s, w.rb, s)
-			o = 8 * s
+		if s := (n - o) / 8; zEight && s > 0 {
+			f8(nb, &rows[o*w.rb], s*w.rb, &x[0], &xd[0], &xs[0], &y[o], s, w.rb, s)
+			o += 8 * s
 		}
 		if s := (n - o) / 4; s > 0 {
 			f4(nb, &rows[o*w.rb], s*w.rb, &x[0], &xd[0], &xs[0], &y[o], s, w.rb, s)

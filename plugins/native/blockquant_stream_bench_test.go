@@ -68,7 +68,7 @@ func BenchmarkBlockQuantStream(b *testing.B) {
 	for _, c := range []struct {
 		ty   ggml.Type
 		size int
-	}{{ggml.Q4_0, size}, {ggml.Q8_0, size}, {ggml.Q5_0, size}, {ggml.Q4_K, size}, {ggml.Q6_K, size}, {ggml.Q4_0, 256 << 10}, {ggml.Q8_0, 256 << 10}, {ggml.Q4_K, 256 << 10}} {
+	}{{ggml.Q4_0, size}, {ggml.Q8_0, size}, {ggml.Q5_0, size}, {ggml.Q4_K, size}, {ggml.Q6_K, size}, {ggml.Q4_0, 256 << 10}, {ggml.Q8_0, 256 << 10}, {ggml.Q4_K, 256 << 10}, {ggml.Q6_K, 256 << 10}} {
 		ty := c.ty
 		rb, _ := ty.RowBytes(K)
 		N := c.size / rb

@@ -48,7 +48,8 @@ func TestBlockQuantQ4_0ZVariants(t *testing.T) {
 }
 
 // BenchmarkBlockQuantQ4_0ZVariants: Q4_0's eight-row ZMM kernel with the
-// high nibbles by a shift and an AND (Z) and by GF2P8AFFINEQB (G), on a
+// high nibbles by a shift and an AND (Z) and by GF2P8AFFINEQB (G), and
+// with four blocks of a row a register (V), on a
 // weight that stays in cache (4864 rows of K 896: the kernel's compute
 // rate), one thread; cpu-MB/s is the rate over the CPU time taken.
 //
@@ -68,11 +69,15 @@ func BenchmarkBlockQuantQ4_0ZVariants(b *testing.B) {
 	var a ggml.Act
 	a.Quantize(x, 1, K, 32)
 	y := make([]float32, rows)
-	s := rows / 8
 	for _, c := range []struct {
 		name string
 		f    bqkFn32s
-	}{{"Z", bqkQ4_0Dot8Z}, {"G", bqkQ4_0Dot8G}, {"V", bqkQ4_0Dot8V}} {
+		nr   int
+	}{{"Z", bqkQ4_0Dot8Z, 8}, {"G", bqkQ4_0Dot8G, 8}, {"V", bqkQ4_0Dot8V, 8}} {
+		if c.name == "V" && !hasQ4decV8 {
+			continue
+		}
+		s := rows / c.nr
 		b.Run(c.name, func(b *testing.B) {
 			streamRun(b, int64(len(raw)), func() {
 				c.f(K/32, &raw[0], s*rb, &a.Q[0], &a.D[0], &a.Sum[0], &y[0], s, rb, s)

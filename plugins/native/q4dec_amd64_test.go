@@ -63,9 +63,8 @@ func TestQ4decDot8VSameBits(t *testing.T) {
 // byte comes from memory, through a pool of 1 or 2 threads as the nodes
 // run them, with bqkQ4_0Dot8V (new) and bqkQ4_0Dot8G (old) alternating
 // pass by pass with a read of the same bytes (a byte a cache line: what
-// memory gives now) so all three meet the same machine. Reports each one's median
-// pass wall time and process CPU time (ms) and GB/s over the median wall
-// time; old/new > 1 is the gain.
+// memory gives now), so that all three meet the same machine. Reports
+// each one's median pass's GB/s (wall time) and CPU time (ms).
 //
 //	go test -run '^$' -bench Q4decStream -benchtime 40x ./plugins/native
 func BenchmarkQ4decStream(b *testing.B) {
@@ -103,11 +102,11 @@ func BenchmarkQ4decStream(b *testing.B) {
 				defer p.close()
 				p.begin()
 				defer p.end()
-				defer func(v bool) { hasQ4decV8 = v }(hasQ4decV8)
+				defer func() { q4decOff = false }()
 				var wall, cpu [3][]float64 // [new, old, read]
 				for i := 0; i < b.N; i++ {
 					k := i % 3
-					hasQ4decV8 = k == 0
+					q4decOff = k == 1
 					t0, c0 := time.Now(), cpuTime()
 					for _, w := range ws {
 						if k == 2 { // a byte a cache line, split as DecodeStream's read
@@ -126,16 +125,51 @@ func BenchmarkQ4decStream(b *testing.B) {
 				if len(wall[2]) == 0 {
 					return
 				}
-				wn, wo, cn, co := median(wall[0]), median(wall[1]), median(cpu[0]), median(cpu[1])
-				b.ReportMetric(wn/1e6, "new-ms")
-				b.ReportMetric(wo/1e6, "old-ms")
-				b.ReportMetric(cn/1e6, "new-cpu-ms")
-				b.ReportMetric(co/1e6, "old-cpu-ms")
-				b.ReportMetric(float64(bytes)/wn, "new-GB/s")
-				b.ReportMetric(float64(bytes)/wo, "old-GB/s")
-				b.ReportMetric(float64(bytes)/median(wall[2]), "read-GB/s")
-				b.ReportMetric(co/cn, "old/new-cpu")
+				for k, name := range []string{"new", "old", "read"} {
+					b.ReportMetric(float64(bytes)/median(wall[k]), name+"-GB/s")
+					b.ReportMetric(median(cpu[k])/1e6, name+"-cpu-ms")
+				}
 			})
+		}
+	}
+}
+
+// TestQ4decDot4nAgree: Q4_0's dot4n through q4decDot4n (eight-row
+// groups, then four by bqkQ4_0Dot4G) gives core/ggml's Dot (the Go kernel)
+// bit for bit, for 4..11 groups of four rows from rows 0 and 3, on
+// activations with a zero block and a large value.
+func TestQ4decDot4nAgree(t *testing.T) {
+	k := bqkKernelFor(ggml.Q4_0)
+	if k == nil || k.dot4n == nil || !hasQ4decV8 {
+		t.Skip("no ZMM Q4_0 kernels here")
+	}
+	rng := rand.New(rand.NewPCG(30, 5))
+	for _, K := range []int{128, 896, 2048} {
+		const rows, m = 47, 3
+		raw := randomGGML(rng, ggml.Q4_0, rows, K)
+		w := &bqWeights{n: rows, k: K, typ: ggml.Q4_0, raw: raw, rb: len(raw) / rows}
+		x := make([]float32, m*K)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		for i := 0; i < 32; i++ {
+			x[K+32+i] = 0 // row 1: a zero block
+		}
+		x[2*K+7] = 1e6 // row 2: one large value
+		var a ggml.Act
+		a.Quantize(x, m, K, 32)
+		for _, j0 := range []int{0, 3} {
+			for ng := 2; ng <= 11; ng++ {
+				for r := 0; r < m; r++ {
+					y := make([]float32, 4*ng)
+					k.dot4n(w, j0, ng, &a, r, y)
+					for i, g := range y {
+						if want := bqkGo.dot(w, j0+i, &a, r); math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("K %d, rows %d.. act %d, %d groups of 4: row %d %v, Go %v", K, j0, r, ng, i, g, want)
+						}
+					}
+				}
+			}
 		}
 	}
 }
