@@ -31,6 +31,10 @@ package main
 // The scales: the rows' float16 d broadcast into the words their lanes
 // use (merge-masked VPBROADCASTW), converted by VCVTPH2PS, times d_a.
 //
+// Q4_0's eight-row kernel has a leaner twin for rows of a multiple of 128
+// elements where the CPU has AVX-512 VBMI: bqkQ4_0Dot8V (q4dec.go), four
+// blocks of a row in one register, the same bits.
+//
 // The rows of a group are not adjacent: the caller cuts its rows into
 // four (eight) runs of consecutive rows and a group takes the next row of
 // each run (sig32s), so that each of the group's rows reads memory in
