@@ -222,6 +222,9 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 
 	// the queries: rotated, scaled
 	sc.q = grow(sc.q, B*S*N*H)
+	if done, ys, err := gn.runCacheSplit(ctx, n, &g, sc, presK, presV, y, inK, inV, cosC, sinC, width, interleaved, rotFMA, ggmlAttn, scale, softcap, window); done {
+		return ys, err // srvh_gqa.go: the rows prepared in the attention's loop
+	}
 	for b := 0; b < B; b++ {
 		for s := 0; s < S; s++ {
 			r := b*S + s

@@ -247,6 +247,9 @@ func (j *gqaHeads) head(sc *gqaScratch, b, kh int) {
 		// the float16 rows attended as they are (no decoded copy)
 		V16 := j.PV.([]graph.F16)
 		K16, V16 = K16[base:base+(p+S)*H], V16[base:base+(p+S)*H]
+		if S == 1 && j.srvhAttendGroup(sc, b, kh, p, K16, V16) {
+			return // srvh_attend.go: the group's heads side by side
+		}
 		for h := kh * group; h < (kh+1)*group; h++ {
 			for s := 0; s < S; s++ {
 				r := b*S + s

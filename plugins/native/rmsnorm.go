@@ -1,8 +1,6 @@
 package native
 
 import (
-	"math"
-
 	"github.com/switchyard-hal/switchyard/core/graph"
 	"github.com/switchyard-hal/switchyard/core/kernels"
 )
@@ -37,20 +35,7 @@ func rmsNormKernel() kernels.Func {
 		if err != nil {
 			return nil, err
 		}
-		M := g.Shape[0]
-		xs, ys, gs := f32(x), f32(y), f32(g)
-		for r := 0; r+M <= len(xs); r += M {
-			row, out := xs[r:r+M], ys[r:r+M]
-			sum := 0.0
-			for _, v := range row {
-				sum += float64(float32(v * v)) // rounded as ggml's float product
-			}
-			mean := float32(sum / float64(M))
-			s := 1 / float32(math.Sqrt(float64(mean+eps)))
-			for i, v := range row {
-				out[i] = (v * s) * gs[i]
-			}
-		}
+		rmsNormRows(f32(x), f32(y), f32(g), g.Shape[0], eps) // srvh_rmsnorm.go
 		return ctx.Outputs(y), nil
 	}
 }
