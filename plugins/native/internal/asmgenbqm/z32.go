@@ -93,9 +93,13 @@ var maskW = avokit.MaskW
 const sigZ = "func(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)"
 
 // zPrefetch is how far ahead in its run each row of a group is
-// prefetched, every block (asmgenbqk's z32.go measured 256 best for the
-// single-row kernels' runs).
-const zPrefetch = 256
+// prefetched, every block. asmgenbqk's z32.go measured 256 best for the
+// single-row kernels' runs; these spend longer on a block (2 to 4
+// activation rows), and Q8_0's streaming 64 MB (the classifier's shape,
+// one thread, alternating in one process) took 2–8% less time at 768
+// than at 256 (R = 4 and R = 2), 2–7% less than at 1536, about the same
+// as at 512.
+const zPrefetch = 768
 
 // zType is a 32-element type's part of the few-row kernels: its block
 // bytes and the unpacking of the four weight rows' block (row(r, disp)
