@@ -35,7 +35,15 @@ package main
 // ran 10–15% faster in L1 than this compact layout but 5–25% slower
 // streaming from memory (the activations crowd the weights out of L1);
 // eight weight rows a group took 5–12% less time than four (each
-// activation load serves two quads), Q8_0's eight runs included.
+// activation load serves two quads), Q8_0's eight runs included. Each
+// activation row's x and starts loaded once for the two quads (the starts
+// copied for the second, d_a broadcast once instead of a broadcast
+// operand of each quad's multiplication: 5 loads a row and block where
+// 8 were) took 5% (Q5_0) and 9% (Q8_0) less time at R = 4 in L1, 7–8%
+// less streaming (BenchmarkSrv5FewVariants, alternating; Q8_0's four
+// rows loaded 32 bytes at a time and split by VSHUFI64X2 were 2% slower;
+// dropping the conversions, for scale, 12% faster; the
+// multiplications, 6%).
 
 import (
 	"fmt"
@@ -85,9 +93,13 @@ var maskW = avokit.MaskW
 const sigZ = "func(nb int, w *uint8, ldw int, a *uint8, y *float32, ldy int, ng int, gw int, gy int, ldo int)"
 
 // zPrefetch is how far ahead in its run each row of a group is
-// prefetched, every block (asmgenbqk's z32.go measured 256 best for the
-// single-row kernels' runs).
-const zPrefetch = 256
+// prefetched, every block. asmgenbqk's z32.go measured 256 best for the
+// single-row kernels' runs; these spend longer on a block (2 to 4
+// activation rows), and Q8_0's streaming 64 MB (the classifier's shape,
+// one thread, alternating in one process) took 2–8% less time at 768
+// than at 256 (R = 4 and R = 2), 2–7% less than at 1536, about the same
+// as at 512.
+const zPrefetch = 768
 
 // zType is a 32-element type's part of the few-row kernels: its block
 // bytes and the unpacking of the four weight rows' block (row(r, disp)
@@ -285,23 +297,37 @@ func fewZ(t zType, R, G int) {
 		qs[g], hs[g], dws[g] = unpack(rows[g])
 	}
 	for r := 0; r < R; r++ {
-		// x to every 128-bit lane, once for the quads
+		// x and the lanes' starts to every 128-bit lane, loaded once for
+		// the quads (the starts copied for each quad after the first),
+		// d_a broadcast once
 		xl, xh := ZMM(), ZMM()
 		VBROADCASTI32X4(Mem{Base: a, Disp: xo * r}, xl)
 		VBROADCASTI32X4(Mem{Base: a, Disp: xo*r + 16}, xh)
-		for g := range rows {
-			// the lanes' starts, then += q·x
-			sl, sh := ZMM(), ZMM()
-			VBROADCASTI32X4(Mem{Base: a, Disp: xo*r + 32}, sl)
-			VBROADCASTI32X4(Mem{Base: a, Disp: xo*r + 48}, sh)
-			vpdpbusd(xl, qs[g], sl)
-			vpdpbusd(xh, hs[g], sh)
-			VCVTDQ2PS(sl, sl)
-			VCVTDQ2PS(sh, sh)
+		sl, sh := make([]VecVirtual, G), make([]VecVirtual, G)
+		sl[0], sh[0] = ZMM(), ZMM()
+		VBROADCASTI32X4(Mem{Base: a, Disp: xo*r + 32}, sl[0])
+		VBROADCASTI32X4(Mem{Base: a, Disp: xo*r + 48}, sh[0])
+		for g := 1; g < G; g++ {
+			sl[g], sh[g] = ZMM(), ZMM()
+			VMOVDQA64(sl[0], sl[g])
+			VMOVDQA64(sh[0], sh[g])
+		}
+		// the lanes' starts += q·x, converted
+		for g := range G {
+			vpdpbusd(xl, qs[g], sl[g])
+			vpdpbusd(xh, hs[g], sh[g])
+		}
+		for g := range G {
+			VCVTDQ2PS(sl[g], sl[g])
+			VCVTDQ2PS(sh[g], sh[g])
+		}
+		da := ZMM()
+		VBROADCASTSS(Mem{Base: a, Disp: do + 4*r}, da)
+		for g := range G {
 			sc := ZMM()
-			VMULPS_BCST(Mem{Base: a, Disp: do + 4*r}, dws[g], sc) // d_w·d_a, one rounding
-			VFMADD231PS(sc, sl, acc[r][g][0])                     // acc += lanes·(d_w·d_a), one rounding
-			VFMADD231PS(sc, sh, acc[r][g][1])
+			VMULPS(da, dws[g], sc)               // d_w·d_a, one rounding
+			VFMADD231PS(sc, sl[g], acc[r][g][0]) // acc += lanes·(d_w·d_a), one rounding
+			VFMADD231PS(sc, sh[g], acc[r][g][1])
 		}
 	}
 	for g := range ws {
