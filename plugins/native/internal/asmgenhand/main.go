@@ -1,0 +1,185 @@
+// Command asmgenhand generates the amd64 assembly of the native backend's
+// direct strided 3×3 convolution over few input channels (hand_conv3.go)
+// with avo (github.com/mmcloughlin/avo). It writes its own pair of files;
+// the package's TestGeneratedAssemblyIsCurrent runs it and fails when they
+// are stale.
+//
+//	go run ./plugins/native/internal/asmgenhand -out plugins/native/hand_conv3_amd64.s -stubs plugins/native/hand_conv3_stubs_amd64.go -pkg native
+//
+// A kernel computes one output row of n output channels (n = 4, 8, …, 24,
+// one kernel each) of a 3×3 convolution at stride 2, dilation 1, with pl
+// columns of zero padding on the left (0: TensorFlow's SAME over an even
+// width; 1), over cin input channels. rows holds 3·cin row addresses,
+// input channel ci's kernel row r at rows[3·ci+r] (a row in the padding is
+// a row of zeros the caller passes). Output column j reads input columns
+// 2j−pl, 2j−pl+1 and 2j−pl+2, those outside [0, iw) read as zero: every
+// load is masked to the columns inside the row, every store to the
+// columns below ow. The weights are packed w[((ci·3+r)·3+k)·n+o], the
+// bias b[o]; output channel o's row is written at y + o·ldy.
+//
+// Per 16 output columns, each input row's 32 (and, shifted by two, 32
+// more) columns are loaded once and split into the even and odd columns
+// (VPERMI2PS/VPERMT2PS): the three taps of the row, which then feed the
+// n accumulators, each multiply-add taking its weight as an embedded
+// broadcast. The split is paid once for all n output channels, where the
+// depthwise row kernels (asmgendw3) pay it for each.
+//
+//	y_o[j] = clamp(b[o] + Σ_{ci,r,k} w[ci,r,k,o] · x_{ci,r}[2j − pl + k])
+//
+// flags&4 clamps to [lo, hi].
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
+)
+
+const signature = "func(rows **float32, cin int, w, b, y *float32, ldy, iw, ow, flags int, lo, hi float32)"
+
+func main() {
+	ConstraintExpr("amd64")
+	idx := func(odd int) Mem {
+		return avokit.Bytes(fmt.Sprintf("handc3perm%d", odd), 64, func(i int) byte {
+			if i%4 != 0 {
+				return 0
+			}
+			return byte(2*(i/4) + odd)
+		})
+	}
+	even, odd := idx(0), idx(1)
+	for pl := 0; pl <= 1; pl++ {
+		for n := 4; n <= 24; n += 4 {
+			kernel(fmt.Sprintf("handC3s2p%dn%dAVX512", pl, n), pl, n, even, odd)
+		}
+	}
+	Generate()
+}
+
+// mask sets k to the lanes of a 16-column vector from column col that lie
+// below lim (all, some or none).
+func mask(name string, lim, col, t, m GPVirtual, k Op) {
+	MOVQ(lim, t)
+	SUBQ(col, t)
+	CMPQ(t, U8(16))
+	JGE(LabelRef(name + "_all"))
+	TESTQ(t, t)
+	JLE(LabelRef(name + "_none"))
+	MOVL(U32(0xffff), m)
+	BZHIL(t.As32(), m, m)
+	KMOVW(m, k)
+	JMP(LabelRef(name + "_end"))
+	Label(name + "_all")
+	KXNORW(k, k, k)
+	JMP(LabelRef(name + "_end"))
+	Label(name + "_none")
+	KXORW(k, k, k)
+	Label(name + "_end")
+}
+
+func kernel(name string, pl, n int, even, odd Mem) {
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes one output row of %d output channels of a 3×3 convolution at stride 2 with left padding %d (see the package asmgenhand).", name, n, pl))
+	Pragma("noescape")
+	rows := Load(Param("rows"), GP64())
+	cin := Load(Param("cin"), GP64())
+	w := Load(Param("w"), GP64())
+	b := Load(Param("b"), GP64())
+	y := Load(Param("y"), GP64())
+	ldy := Load(Param("ldy"), GP64())
+	SHLQ(U8(2), ldy)
+	iw, ow := GP64(), GP64()
+	Load(Param("iw"), iw)
+	Load(Param("ow"), ow)
+	acc := make([]VecPhysical, n)
+	all := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23}
+	copy(acc, all[:n])
+	idxE, idxO, ev, od, ev2, tmp, lo, hi := Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31
+	VMOVUPS(even, idxE)
+	VMOVUPS(odd, idxO)
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
+	oc, t, t2, wp, rp, c, p := GP64(), GP64(), GP64(), GP64(), GP64(), GP64(), GP64()
+	m := GP32()
+	XORQ(oc, oc)
+
+	Label(name + "_col")
+	// input columns 2·oc−pl to 2·oc−pl+32 (K1, K2) and from 2·oc−pl+2
+	// (K4, K5)
+	MOVQ(oc, t2)
+	SHLQ(U8(1), t2)
+	if pl > 0 {
+		SUBQ(U8(pl), t2)
+	}
+	mask(name+"_ma", iw, t2, t, m, K1)
+	if pl > 0 {
+		// the first vector's column −1 is padding
+		TESTQ(oc, oc)
+		JNE(LabelRef(name + "_first"))
+		MOVL(U32(0xfffe), m)
+		KMOVW(m, K6)
+		KANDW(K6, K1, K1)
+		Label(name + "_first")
+	}
+	ADDQ(U8(16), t2)
+	mask(name+"_mb", iw, t2, t, m, K2)
+	SUBQ(U8(14), t2)
+	mask(name+"_mc", iw, t2, t, m, K4)
+	ADDQ(U8(16), t2)
+	mask(name+"_md", iw, t2, t, m, K5)
+	for o := 0; o < n; o++ {
+		VBROADCASTSS(Mem{Base: b, Disp: 4 * o}, acc[o])
+	}
+	MOVQ(w, wp)
+	MOVQ(rows, rp)
+	MOVQ(cin, c)
+	Label(name + "_ci")
+	for r := 0; r < 3; r++ {
+		MOVQ(Mem{Base: rp, Disp: 8 * r}, p)
+		at := func(disp int) Mem { return Mem{Base: p, Index: oc, Scale: 8, Disp: disp - 4*pl} }
+		VMOVUPS_Z(at(0), K1, od)
+		VMOVUPS_Z(at(64), K2, tmp)
+		VMOVAPS(idxE, ev)
+		VPERMI2PS(tmp, od, ev)
+		VPERMT2PS(tmp, idxO, od)
+		VMOVUPS_Z(at(8), K4, ev2)
+		VMOVUPS_Z(at(72), K5, tmp)
+		VPERMT2PS(tmp, idxE, ev2)
+		for k, tap := range []VecPhysical{ev, od, ev2} {
+			for o := 0; o < n; o++ {
+				VFMADD231PS_BCST(Mem{Base: wp, Disp: 4 * ((r*3+k)*n + o)}, tap, acc[o])
+			}
+		}
+	}
+	ADDQ(U32(4*9*n), wp)
+	ADDQ(U8(24), rp)
+	DECQ(c)
+	JNE(LabelRef(name + "_ci"))
+
+	TESTQ(U32(4), avokit.ParamAddr("flags"))
+	JEQ(LabelRef(name + "_store"))
+	// NaN kept: the accumulator is the operand returned when either is
+	// NaN
+	for o := 0; o < n; o++ {
+		VMAXPS(acc[o], lo, acc[o])
+		VMINPS(acc[o], hi, acc[o])
+	}
+	Label(name + "_store")
+	mask(name+"_ms", ow, oc, t, m, K3)
+	LEAQ(Mem{Base: y, Index: oc, Scale: 4}, t)
+	for o := 0; o < n; o++ {
+		VMOVUPS(acc[o], K3, Mem{Base: t})
+		if o < n-1 {
+			ADDQ(ldy, t)
+		}
+	}
+	ADDQ(U8(16), oc)
+	CMPQ(oc, ow)
+	JLT(LabelRef(name + "_col"))
+	VZEROUPPER()
+	RET()
+}
