@@ -1,4 +1,4 @@
-//go:generate go run ./internal/asmgenhand -out hand_conv3_amd64.s -stubs hand_conv3_stubs_amd64.go -pkg native
+//go:generate go run ./internal/asmgenhand -out hand_amd64.s -stubs hand_stubs_amd64.go -pkg native
 
 package native
 
@@ -15,4 +15,13 @@ var handC3Kernels = func() *[2][6]handC3Fn {
 		{handC3s2p0n4AVX512, handC3s2p0n8AVX512, handC3s2p0n12AVX512, handC3s2p0n16AVX512, handC3s2p0n20AVX512, handC3s2p0n24AVX512},
 		{handC3s2p1n4AVX512, handC3s2p1n8AVX512, handC3s2p1n12AVX512, handC3s2p1n16AVX512, handC3s2p1n20AVX512, handC3s2p1n24AVX512},
 	}
+}()
+
+// handDWFlatKernel is the flat 3×3 depthwise kernel (hand_dwflat.go),
+// where the CPU has AVX-512 (F).
+var handDWFlatKernel = func() handDWFlatFn {
+	if !cpu.X86.HasAVX512F {
+		return nil
+	}
+	return handDWFlatAVX512
 }()

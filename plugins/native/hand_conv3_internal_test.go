@@ -118,3 +118,65 @@ func BenchmarkHandConv3(b *testing.B) {
 		}
 	}
 }
+
+// TestHandDWFlatDirect: the flat depthwise kernel computes every plane
+// size of its range (the path is taken: useDW3 and handDWFlat report it)
+// as the definition does, summed in float64, at one and two threads, with
+// the planes around each one's output left as they were.
+func TestHandDWFlatDirect(t *testing.T) {
+	if handDWFlatKernel == nil {
+		t.Skip("no flat depthwise kernel here")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct{ n, ch, h, w int }{{1, 33, 14, 14}, {2, 17, 7, 7}, {1, 3, 1, 1}, {2, 5, 5, 1}, {1, 4, 1, 16}, {3, 9, 16, 16}, {1, 70, 3, 11}} {
+		for _, threads := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%dx%dx%dx%d-t%d", c.n, c.ch, c.h, c.w, threads), func(t *testing.T) {
+				p, _, _ := dwBenchPlan(t, c.ch, c.h, c.w, 3, 1)
+				p.clamp, p.lo, p.hi = true, -1, 2
+				g, err := p.win.at(c.h, c.w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !useDW3(&g) || !handDWFlat(&g) {
+					t.Fatal("the flat kernel does not take the shape")
+				}
+				hw := c.h * c.w
+				x := randSlice(rng, c.n*c.ch*hw)
+				// a guard plane after the output: left as it was
+				y := make([]float32, (c.n*c.ch+1)*hw)
+				for i := range y {
+					y[i] = 1e9
+				}
+				pl := newPool(threads)
+				defer pl.close()
+				handDepthwiseFlat(pl, p, &g, x, y, c.n)
+				for i := c.n * c.ch * hw; i < len(y); i++ {
+					if y[i] != 1e9 {
+						t.Fatalf("wrote past the output at %d", i)
+					}
+				}
+				for pi := 0; pi < c.n*c.ch; pi++ {
+					ch := pi % c.ch
+					for oy := 0; oy < c.h; oy++ {
+						for ox := 0; ox < c.w; ox++ {
+							s := float64(p.bias[ch])
+							for r := 0; r < 3; r++ {
+								for k := 0; k < 3; k++ {
+									iy, ix := oy+r-1, ox+k-1
+									if iy >= 0 && iy < c.h && ix >= 0 && ix < c.w {
+										s += float64(p.w[ch*9+r*3+k]) * float64(x[pi*hw+iy*c.w+ix])
+									}
+								}
+							}
+							want := math.Min(math.Max(s, -1), 2)
+							got := y[pi*hw+oy*c.w+ox]
+							if math.Abs(float64(got)-want) > 1e-5+1e-5*math.Abs(want) {
+								t.Fatalf("plane %d (%d,%d): %v, want %v", pi, oy, ox, got, want)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,10 +1,13 @@
 // Command asmgenhand generates the amd64 assembly of the native backend's
 // direct strided 3×3 convolution over few input channels (hand_conv3.go)
+// and its 3×3 depthwise kernel over small planes (hand_dwflat.go)
 // with avo (github.com/mmcloughlin/avo). It writes its own pair of files;
 // the package's TestGeneratedAssemblyIsCurrent runs it and fails when they
 // are stale.
 //
-//	go run ./plugins/native/internal/asmgenhand -out plugins/native/hand_conv3_amd64.s -stubs plugins/native/hand_conv3_stubs_amd64.go -pkg native
+//	go run ./plugins/native/internal/asmgenhand -out plugins/native/hand_amd64.s -stubs plugins/native/hand_stubs_amd64.go -pkg native
+//
+// # Strided 3×3 over few channels
 //
 // A kernel computes one output row of n output channels (n = 4, 8, …, 24,
 // one kernel each) of a 3×3 convolution at stride 2, dilation 1, with pl
@@ -27,6 +30,25 @@
 //	y_o[j] = clamp(b[o] + Σ_{ci,r,k} w[ci,r,k,o] · x_{ci,r}[2j − pl + k])
 //
 // flags&4 clamps to [lo, hi].
+//
+// # Depthwise 3×3 over small planes
+//
+// handDWFlatAVX512 computes planes planes of a 3×3 depthwise convolution
+// at stride 1 with one row and column of padding on every side (the
+// output as large as the input), each plane's hw = h·w floats taken as one
+// flat run: 16 output positions a vector, tap (dy, dx) the input at the
+// same flat positions plus dy·w + dx, one multiply-add each with the
+// input as its memory operand, merge-masked to the lanes whose tap lies
+// inside the plane (masks: nv·9 16-bit masks, the same for every plane,
+// nv = ⌈hw/16⌉; the centre tap's mask also masks the store). Masked lanes
+// read nothing (AVX-512 suppresses their faults), so nothing outside a
+// plane is touched. On planes narrower than 16 columns (14×14, 7×7) a
+// vector spans several rows: every lane works, where the row kernels
+// (asmgendw3) fill a vector with one row and the packed path transposes
+// the planes to channels-last and back. Plane i reads x + i·hw, writes y +
+// i·hw, with weights w[9i:9i+9] and bias b[i].
+//
+//	y[p] = clamp(b + Σ_{dy,dx} w[3(dy+1)+dx+1] · x[p + dy·w + dx])
 package main
 
 import (
@@ -57,6 +79,7 @@ func main() {
 			kernel(fmt.Sprintf("handC3s2p%dn%dAVX512", pl, n), pl, n, even, odd)
 		}
 	}
+	dwFlat()
 	Generate()
 }
 
@@ -180,6 +203,84 @@ func kernel(name string, pl, n int, even, odd Mem) {
 	ADDQ(U8(16), oc)
 	CMPQ(oc, ow)
 	JLT(LabelRef(name + "_col"))
+	VZEROUPPER()
+	RET()
+}
+
+func dwFlat() {
+	name := "handDWFlatAVX512"
+	TEXT(name, NOSPLIT, "func(x *float32, planes, hw, w int, wt, b, y *float32, masks *uint16, nv, flags int, lo, hi float32)")
+	Doc(name + " computes planes planes of a 3×3 depthwise convolution at stride 1, padding 1, each plane a flat run of hw floats (see the package asmgenhand).")
+	Pragma("noescape")
+	x := Load(Param("x"), GP64())
+	planes := Load(Param("planes"), GP64())
+	hw := Load(Param("hw"), GP64())
+	SHLQ(U8(2), hw)
+	wt := Load(Param("wt"), GP64())
+	b := Load(Param("b"), GP64())
+	y := Load(Param("y"), GP64())
+	lo, hi := Z30, Z31
+	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
+	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
+	W := []VecPhysical{Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24}
+	bias := Z25
+	acc := []VecPhysical{Z0, Z1}
+	ks := []Op{K1, K2, K3, K4, K5, K6, K7}
+	up, dn, vo, mp, v := GP64(), GP64(), GP64(), GP64(), GP64()
+
+	Label(name + "_plane")
+	TESTQ(planes, planes)
+	JEQ(LabelRef(name + "_done"))
+	for i, z := range W {
+		VBROADCASTSS(Mem{Base: wt, Disp: 4 * i}, z)
+	}
+	VBROADCASTSS(Mem{Base: b}, bias)
+	// (the parameters read again each plane: fewer registers, no BP)
+	MOVQ(avokit.ParamAddr("w"), up)
+	SHLQ(U8(2), up)
+	MOVQ(x, dn)
+	ADDQ(up, dn)
+	NEGQ(up)
+	ADDQ(x, up)
+	XORQ(vo, vo)
+	MOVQ(avokit.ParamAddr("masks"), mp)
+	MOVQ(avokit.ParamAddr("nv"), v)
+	Label(name + "_vec")
+	// two accumulators: the taps of rows −1 and 0 into one, row +1 into
+	// the other (shorter dependency chains)
+	VMOVAPS(bias, acc[0])
+	VXORPS(acc[1], acc[1], acc[1])
+	rowsOf := []Register{up, x, dn}
+	for t := 0; t < 9; t++ {
+		k := ks[t%len(ks)]
+		KMOVW(Mem{Base: mp, Disp: 2 * t}, k)
+		a := acc[0]
+		if t >= 6 {
+			a = acc[1]
+		}
+		VFMADD231PS(Mem{Base: rowsOf[t/3], Index: vo, Scale: 1, Disp: 4 * (t%3 - 1)}, W[t], k, a)
+	}
+	VADDPS(acc[1], acc[0], acc[0])
+	TESTQ(U32(4), avokit.ParamAddr("flags"))
+	JEQ(LabelRef(name + "_store"))
+	VMAXPS(acc[0], lo, acc[0])
+	VMINPS(acc[0], hi, acc[0])
+	Label(name + "_store")
+	// the centre tap's mask: the lanes inside the plane
+	KMOVW(Mem{Base: mp, Disp: 2 * 4}, K1)
+	VMOVUPS(acc[0], K1, Mem{Base: y, Index: vo, Scale: 1})
+	ADDQ(U8(64), vo)
+	ADDQ(U8(18), mp)
+	DECQ(v)
+	JNE(LabelRef(name + "_vec"))
+	ADDQ(hw, x)
+	ADDQ(hw, y)
+	ADDQ(U8(36), wt)
+	ADDQ(U8(4), b)
+	DECQ(planes)
+	JMP(LabelRef(name + "_plane"))
+
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
