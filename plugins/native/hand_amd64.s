@@ -4404,83 +4404,202 @@ handC3s2p1n24AVX512_ms_end:
 	VZEROUPPER
 	RET
 
-// func handDWFlatAVX512(x *float32, planes int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+// func handDWFlat3AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
 // Requires: AVX, AVX512DQ, AVX512F
-TEXT ·handDWFlatAVX512(SB), NOSPLIT, $0-88
+TEXT ·handDWFlat3AVX512(SB), NOSPLIT, $0-96
 	MOVQ         x+0(FP), AX
 	MOVQ         planes+8(FP), CX
-	MOVQ         hw+16(FP), DX
-	SHLQ         $0x02, DX
-	MOVQ         wt+32(FP), BX
-	MOVQ         b+40(FP), SI
-	MOVQ         y+48(FP), DI
-	VBROADCASTSS lo+80(FP), Z30
-	VBROADCASTSS hi+84(FP), Z31
+	MOVQ         wt+40(FP), DX
+	MOVQ         b+48(FP), BX
+	MOVQ         y+56(FP), SI
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
 
-handDWFlatAVX512_plane:
+handDWFlat3AVX512_plane:
 	TESTQ        CX, CX
-	JEQ          handDWFlatAVX512_done
-	VBROADCASTSS (BX), Z16
-	VBROADCASTSS 4(BX), Z17
-	VBROADCASTSS 8(BX), Z18
-	VBROADCASTSS 12(BX), Z19
-	VBROADCASTSS 16(BX), Z20
-	VBROADCASTSS 20(BX), Z21
-	VBROADCASTSS 24(BX), Z22
-	VBROADCASTSS 28(BX), Z23
-	VBROADCASTSS 32(BX), Z24
-	VBROADCASTSS (SI), Z25
-	MOVQ         w+24(FP), R8
-	SHLQ         $0x02, R8
-	MOVQ         AX, R9
-	ADDQ         R8, R9
-	NEGQ         R8
-	ADDQ         AX, R8
-	XORQ         R10, R10
-	MOVQ         masks+56(FP), R11
-	MOVQ         nv+64(FP), R12
+	JEQ          handDWFlat3AVX512_done
+	VBROADCASTSS (DX), Z0
+	VBROADCASTSS 4(DX), Z1
+	VBROADCASTSS 8(DX), Z2
+	VBROADCASTSS 12(DX), Z3
+	VBROADCASTSS 16(DX), Z4
+	VBROADCASTSS 20(DX), Z5
+	VBROADCASTSS 24(DX), Z6
+	VBROADCASTSS 28(DX), Z7
+	VBROADCASTSS 32(DX), Z8
+	VBROADCASTSS (BX), Z9
+	MOVQ         w+32(FP), DI
+	SHLQ         $0x02, DI
+	MOVQ         AX, R12
+	MOVQ         R12, R13
+	ADDQ         DI, R13
+	MOVQ         R12, R11
+	SUBQ         DI, R11
+	XORQ         DI, DI
+	MOVQ         SI, R8
+	MOVQ         masks+64(FP), R9
+	MOVQ         nv+72(FP), R10
 
-handDWFlatAVX512_vec:
-	VMOVAPS     Z25, Z0
-	VXORPS      Z1, Z1, Z1
-	KMOVW       (R11), K1
-	VFMADD231PS -4(R8)(R10*1), Z16, K1, Z0
-	KMOVW       2(R11), K2
-	VFMADD231PS (R8)(R10*1), Z17, K2, Z0
-	KMOVW       4(R11), K3
-	VFMADD231PS 4(R8)(R10*1), Z18, K3, Z0
-	KMOVW       6(R11), K4
-	VFMADD231PS -4(AX)(R10*1), Z19, K4, Z0
-	KMOVW       8(R11), K5
-	VFMADD231PS (AX)(R10*1), Z20, K5, Z0
-	KMOVW       10(R11), K6
-	VFMADD231PS 4(AX)(R10*1), Z21, K6, Z0
-	KMOVW       12(R11), K7
-	VFMADD231PS -4(R9)(R10*1), Z22, K7, Z1
-	KMOVW       14(R11), K1
-	VFMADD231PS (R9)(R10*1), Z23, K1, Z1
-	KMOVW       16(R11), K2
-	VFMADD231PS 4(R9)(R10*1), Z24, K2, Z1
-	VADDPS      Z1, Z0, Z0
-	TESTQ       $0x00000004, flags+72(FP)
-	JEQ         handDWFlatAVX512_store
-	VMAXPS      Z0, Z30, Z0
-	VMINPS      Z0, Z31, Z0
+handDWFlat3AVX512_vec:
+	KMOVW       (R9), K1
+	KMOVW       2(R9), K2
+	VMOVAPS     Z9, Z10
+	VXORPS      Z11, Z11, Z11
+	VXORPS      Z12, Z12, Z12
+	VFMADD231PS -4(R11)(DI*1), Z0, K1, Z10
+	VFMADD231PS (R11)(DI*1), Z1, Z10
+	VFMADD231PS 4(R11)(DI*1), Z2, K2, Z10
+	VFMADD231PS -4(R12)(DI*1), Z3, K1, Z11
+	VFMADD231PS (R12)(DI*1), Z4, Z11
+	VFMADD231PS 4(R12)(DI*1), Z5, K2, Z11
+	VFMADD231PS -4(R13)(DI*1), Z6, K1, Z12
+	VFMADD231PS (R13)(DI*1), Z7, Z12
+	VFMADD231PS 4(R13)(DI*1), Z8, K2, Z12
+	VADDPS      Z11, Z10, Z10
+	VADDPS      Z12, Z10, Z10
+	TESTQ       $0x00000004, flags+80(FP)
+	JEQ         handDWFlat3AVX512_store
+	VMAXPS      Z10, Z30, Z10
+	VMINPS      Z10, Z31, Z10
 
-handDWFlatAVX512_store:
-	KMOVW   8(R11), K1
-	VMOVUPS Z0, K1, (DI)(R10*1)
-	ADDQ    $0x40, R10
-	ADDQ    $0x12, R11
-	DECQ    R12
-	JNE     handDWFlatAVX512_vec
-	ADDQ    DX, AX
-	ADDQ    DX, DI
-	ADDQ    $0x24, BX
-	ADDQ    $0x04, SI
+handDWFlat3AVX512_store:
+	KMOVW   4(R9), K7
+	VMOVUPS Z10, K7, (R8)
+	ADDQ    $0x40, DI
+	ADDQ    $0x40, R8
+	ADDQ    $0x06, R9
+	DECQ    R10
+	JNE     handDWFlat3AVX512_vec
+	MOVQ    xs+16(FP), DI
+	SHLQ    $0x02, DI
+	ADDQ    DI, AX
+	MOVQ    hw+24(FP), DI
+	SHLQ    $0x02, DI
+	ADDQ    DI, SI
+	ADDQ    $0x24, DX
+	ADDQ    $0x04, BX
 	DECQ    CX
-	JMP     handDWFlatAVX512_plane
+	JMP     handDWFlat3AVX512_plane
 
-handDWFlatAVX512_done:
+handDWFlat3AVX512_done:
+	VZEROUPPER
+	RET
+
+// func handDWFlat5AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·handDWFlat5AVX512(SB), NOSPLIT, $0-96
+	MOVQ         x+0(FP), AX
+	MOVQ         planes+8(FP), CX
+	MOVQ         wt+40(FP), DX
+	MOVQ         b+48(FP), BX
+	MOVQ         y+56(FP), SI
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+
+handDWFlat5AVX512_plane:
+	TESTQ        CX, CX
+	JEQ          handDWFlat5AVX512_done
+	VBROADCASTSS (DX), Z0
+	VBROADCASTSS 4(DX), Z1
+	VBROADCASTSS 8(DX), Z2
+	VBROADCASTSS 12(DX), Z3
+	VBROADCASTSS 16(DX), Z4
+	VBROADCASTSS 20(DX), Z5
+	VBROADCASTSS 24(DX), Z6
+	VBROADCASTSS 28(DX), Z7
+	VBROADCASTSS 32(DX), Z8
+	VBROADCASTSS 36(DX), Z9
+	VBROADCASTSS 40(DX), Z10
+	VBROADCASTSS 44(DX), Z11
+	VBROADCASTSS 48(DX), Z12
+	VBROADCASTSS 52(DX), Z13
+	VBROADCASTSS 56(DX), Z14
+	VBROADCASTSS 60(DX), Z15
+	VBROADCASTSS 64(DX), Z16
+	VBROADCASTSS 68(DX), Z17
+	VBROADCASTSS 72(DX), Z18
+	VBROADCASTSS 76(DX), Z19
+	VBROADCASTSS 80(DX), Z20
+	VBROADCASTSS 84(DX), Z21
+	VBROADCASTSS 88(DX), Z22
+	VBROADCASTSS 92(DX), Z23
+	VBROADCASTSS 96(DX), Z24
+	VBROADCASTSS (BX), Z25
+	MOVQ         w+32(FP), DI
+	SHLQ         $0x02, DI
+	MOVQ         AX, R13
+	MOVQ         R13, R14
+	ADDQ         DI, R14
+	MOVQ         R14, R15
+	ADDQ         DI, R15
+	MOVQ         R13, R12
+	SUBQ         DI, R12
+	MOVQ         R12, R11
+	SUBQ         DI, R11
+	XORQ         DI, DI
+	MOVQ         SI, R8
+	MOVQ         masks+64(FP), R9
+	MOVQ         nv+72(FP), R10
+
+handDWFlat5AVX512_vec:
+	KMOVW       (R9), K1
+	KMOVW       2(R9), K2
+	KMOVW       4(R9), K3
+	KMOVW       6(R9), K4
+	VMOVAPS     Z25, Z26
+	VXORPS      Z27, Z27, Z27
+	VXORPS      Z28, Z28, Z28
+	VFMADD231PS -8(R11)(DI*1), Z0, K1, Z26
+	VFMADD231PS -4(R11)(DI*1), Z1, K2, Z26
+	VFMADD231PS (R11)(DI*1), Z2, Z26
+	VFMADD231PS 4(R11)(DI*1), Z3, K3, Z26
+	VFMADD231PS 8(R11)(DI*1), Z4, K4, Z26
+	VFMADD231PS -8(R12)(DI*1), Z5, K1, Z26
+	VFMADD231PS -4(R12)(DI*1), Z6, K2, Z26
+	VFMADD231PS (R12)(DI*1), Z7, Z26
+	VFMADD231PS 4(R12)(DI*1), Z8, K3, Z26
+	VFMADD231PS 8(R12)(DI*1), Z9, K4, Z27
+	VFMADD231PS -8(R13)(DI*1), Z10, K1, Z27
+	VFMADD231PS -4(R13)(DI*1), Z11, K2, Z27
+	VFMADD231PS (R13)(DI*1), Z12, Z27
+	VFMADD231PS 4(R13)(DI*1), Z13, K3, Z27
+	VFMADD231PS 8(R13)(DI*1), Z14, K4, Z27
+	VFMADD231PS -8(R14)(DI*1), Z15, K1, Z27
+	VFMADD231PS -4(R14)(DI*1), Z16, K2, Z27
+	VFMADD231PS (R14)(DI*1), Z17, Z28
+	VFMADD231PS 4(R14)(DI*1), Z18, K3, Z28
+	VFMADD231PS 8(R14)(DI*1), Z19, K4, Z28
+	VFMADD231PS -8(R15)(DI*1), Z20, K1, Z28
+	VFMADD231PS -4(R15)(DI*1), Z21, K2, Z28
+	VFMADD231PS (R15)(DI*1), Z22, Z28
+	VFMADD231PS 4(R15)(DI*1), Z23, K3, Z28
+	VFMADD231PS 8(R15)(DI*1), Z24, K4, Z28
+	VADDPS      Z27, Z26, Z26
+	VADDPS      Z28, Z26, Z26
+	TESTQ       $0x00000004, flags+80(FP)
+	JEQ         handDWFlat5AVX512_store
+	VMAXPS      Z26, Z30, Z26
+	VMINPS      Z26, Z31, Z26
+
+handDWFlat5AVX512_store:
+	KMOVW   8(R9), K7
+	VMOVUPS Z26, K7, (R8)
+	ADDQ    $0x40, DI
+	ADDQ    $0x40, R8
+	ADDQ    $0x0a, R9
+	DECQ    R10
+	JNE     handDWFlat5AVX512_vec
+	MOVQ    xs+16(FP), DI
+	SHLQ    $0x02, DI
+	ADDQ    DI, AX
+	MOVQ    hw+24(FP), DI
+	SHLQ    $0x02, DI
+	ADDQ    DI, SI
+	ADDQ    $0x64, DX
+	ADDQ    $0x04, BX
+	DECQ    CX
+	JMP     handDWFlat5AVX512_plane
+
+handDWFlat5AVX512_done:
 	VZEROUPPER
 	RET

@@ -17,11 +17,11 @@ var handC3Kernels = func() *[2][6]handC3Fn {
 	}
 }()
 
-// handDWFlatKernel is the flat 3×3 depthwise kernel (hand_dwflat.go),
-// where the CPU has AVX-512 (F).
-var handDWFlatKernel = func() handDWFlatFn {
+// handDWFlatKernels are the flat 3×3 and 5×5 depthwise kernels
+// (hand_dwflat.go), where the CPU has AVX-512 (F).
+var handDWFlatKernels = func() []handDWFlatFn {
 	if !cpu.X86.HasAVX512F {
 		return nil
 	}
-	return handDWFlatAVX512
+	return []handDWFlatFn{handDWFlat3AVX512, handDWFlat5AVX512}
 }()

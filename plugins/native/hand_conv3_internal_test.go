@@ -119,19 +119,23 @@ func BenchmarkHandConv3(b *testing.B) {
 	}
 }
 
-// TestHandDWFlatDirect: the flat depthwise kernel computes every plane
+// TestHandDWFlatDirect: the flat depthwise kernels (3×3 and 5×5) compute every plane
 // size of its range (the path is taken: useDW3 and handDWFlat report it)
 // as the definition does, summed in float64, at one and two threads, with
 // the planes around each one's output left as they were.
 func TestHandDWFlatDirect(t *testing.T) {
-	if handDWFlatKernel == nil {
+	if handDWFlatKernels == nil {
 		t.Skip("no flat depthwise kernel here")
 	}
 	rng := rand.New(rand.NewPCG(13, 14))
-	for _, c := range []struct{ n, ch, h, w int }{{1, 33, 14, 14}, {2, 17, 7, 7}, {1, 3, 1, 1}, {2, 5, 5, 1}, {1, 4, 1, 16}, {3, 9, 16, 16}, {1, 70, 3, 11}} {
+	for _, c := range []struct{ n, ch, h, w, k int }{
+		{1, 33, 14, 14, 3}, {2, 17, 7, 7, 3}, {1, 3, 1, 1, 3}, {2, 5, 5, 1, 3}, {1, 4, 1, 16, 3}, {3, 9, 16, 16, 3}, {1, 70, 3, 11, 3},
+		{1, 33, 14, 14, 5}, {2, 17, 7, 7, 5}, {1, 3, 1, 1, 5}, {2, 5, 5, 2, 5}, {1, 4, 2, 17, 5}, {3, 9, 16, 16, 5}, {1, 70, 3, 11, 5}, {1, 8, 28, 28, 5},
+	} {
 		for _, threads := range []int{1, 2} {
-			t.Run(fmt.Sprintf("%dx%dx%dx%d-t%d", c.n, c.ch, c.h, c.w, threads), func(t *testing.T) {
-				p, _, _ := dwBenchPlan(t, c.ch, c.h, c.w, 3, 1)
+			t.Run(fmt.Sprintf("%dx%dx%dx%d-k%d-t%d", c.n, c.ch, c.h, c.w, c.k, threads), func(t *testing.T) {
+				k, r0 := c.k, c.k/2
+				p, _, _ := dwBenchPlan(t, c.ch, c.h, c.w, k, 1)
 				p.clamp, p.lo, p.hi = true, -1, 2
 				g, err := p.win.at(c.h, c.w)
 				if err != nil {
@@ -160,11 +164,11 @@ func TestHandDWFlatDirect(t *testing.T) {
 					for oy := 0; oy < c.h; oy++ {
 						for ox := 0; ox < c.w; ox++ {
 							s := float64(p.bias[ch])
-							for r := 0; r < 3; r++ {
-								for k := 0; k < 3; k++ {
-									iy, ix := oy+r-1, ox+k-1
+							for r := 0; r < k; r++ {
+								for q := 0; q < k; q++ {
+									iy, ix := oy+r-r0, ox+q-r0
 									if iy >= 0 && iy < c.h && ix >= 0 && ix < c.w {
-										s += float64(p.w[ch*9+r*3+k]) * float64(x[pi*hw+iy*c.w+ix])
+										s += float64(p.w[(ch*k+r)*k+q]) * float64(x[pi*hw+iy*c.w+ix])
 									}
 								}
 							}

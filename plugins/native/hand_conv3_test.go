@@ -54,20 +54,22 @@ func TestHandC3OpsAgainstReference(t *testing.T) {
 	}
 }
 
-// handDWFlatCases are 3×3 depthwise convolutions at stride 1, padding 1
+// handDWFlatCases are 3×3 and 5×5 depthwise convolutions at stride 1, padding k/2
 // over planes the flat kernel takes (hand_dwflat.go): 7×7 and 14×14 as in
 // MobileNet-style models, one column, one row, a single position, planes
 // whose last vector holds one lane and none spare, batches of 2 and 3,
 // channels split over two threads.
 func handDWFlatCases() []opCase {
 	var cs []opCase
-	for i, c := range []struct{ n, ch, h, w int }{
-		{2, 24, 14, 14}, {2, 40, 7, 7}, {3, 5, 1, 1}, {2, 3, 9, 1}, {2, 4, 1, 12}, {2, 6, 4, 4}, {2, 7, 16, 16}, {2, 3, 11, 13}, {2, 200, 14, 14},
+	for i, c := range []struct{ n, ch, h, w, k int }{
+		{2, 24, 14, 14, 3}, {2, 40, 7, 7, 3}, {3, 5, 1, 1, 3}, {2, 3, 9, 1, 3}, {2, 4, 1, 12, 3}, {2, 6, 4, 4, 3}, {2, 7, 16, 16, 3}, {2, 3, 11, 13, 3}, {2, 200, 14, 14, 3},
+		{2, 24, 14, 14, 5}, {2, 40, 7, 7, 5}, {3, 5, 1, 1, 5}, {2, 3, 9, 2, 5}, {2, 6, 4, 4, 5}, {2, 7, 16, 16, 5}, {2, 3, 11, 13, 5}, {2, 200, 14, 14, 5},
 	} {
+		r := int64(c.k / 2)
 		cs = append(cs, opCase{name: fmt.Sprintf("handdwflat-%d", i),
-			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("group", c.ch, "pads", []int64{1, 1, 1, 1})),
+			nodes: []*graph.Node{node("Conv", []string{"x", "w", "b"}, "c", attrs("group", c.ch, "pads", []int64{r, r, r, r})),
 				node("Clip", []string{"c", "lo", "hi"}, "y", nil)},
-			inputs: map[string][]int{"x": {c.n, c.ch, c.h, c.w}}, consts: map[string][]int{"w": {c.ch, 1, 3, 3}, "b": {c.ch}},
+			inputs: map[string][]int{"x": {c.n, c.ch, c.h, c.w}}, consts: map[string][]int{"w": {c.ch, 1, c.k, c.k}, "b": {c.ch}},
 			fixed: map[string]*graph.Tensor{"lo": graph.Scalar(float32(0)), "hi": graph.Scalar(float32(6))}, out: "y"})
 	}
 	return cs

@@ -64,7 +64,12 @@ func handC3s2p1n20AVX512(rows **float32, cin int, w *float32, b *float32, y *flo
 //go:noescape
 func handC3s2p1n24AVX512(rows **float32, cin int, w *float32, b *float32, y *float32, ldy int, iw int, ow int, flags int, lo float32, hi float32)
 
-// handDWFlatAVX512 computes planes planes of a 3×3 depthwise convolution at stride 1, padding 1, each plane a flat run of hw floats (see the package asmgenhand).
+// handDWFlat3AVX512 computes planes planes of a 3×3 depthwise convolution at stride 1, padding 1, each plane a flat run of hw floats (see the package asmgenhand).
 //
 //go:noescape
-func handDWFlatAVX512(x *float32, planes int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+func handDWFlat3AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWFlat5AVX512 computes planes planes of a 5×5 depthwise convolution at stride 1, padding 2, each plane a flat run of hw floats (see the package asmgenhand).
+//
+//go:noescape
+func handDWFlat5AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)

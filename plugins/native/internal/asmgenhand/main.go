@@ -33,22 +33,26 @@
 //
 // # Depthwise 3×3 over small planes
 //
-// handDWFlatAVX512 computes planes planes of a 3×3 depthwise convolution
+// handDWFlat3AVX512 computes planes planes of a 3×3 depthwise convolution
 // at stride 1 with one row and column of padding on every side (the
-// output as large as the input), each plane's hw = h·w floats taken as one
-// flat run: 16 output positions a vector, tap (dy, dx) the input at the
-// same flat positions plus dy·w + dx, one multiply-add each with the
-// input as its memory operand, merge-masked to the lanes whose tap lies
-// inside the plane (masks: nv·9 16-bit masks, the same for every plane,
-// nv = ⌈hw/16⌉; the centre tap's mask also masks the store). Masked lanes
-// read nothing (AVX-512 suppresses their faults), so nothing outside a
-// plane is touched. On planes narrower than 16 columns (14×14, 7×7) a
-// vector spans several rows: every lane works, where the row kernels
-// (asmgendw3) fill a vector with one row and the packed path transposes
-// the planes to channels-last and back. Plane i reads x + i·hw, writes y +
-// i·hw, with weights w[9i:9i+9] and bias b[i].
+// output as large as the input; handDWFlat5AVX512 a 5×5 with two), each
+// plane's hw = h·w floats taken as one flat run: 16 output positions a
+// vector, tap (dy, dx) the input at the same flat positions plus dy·w +
+// dx, one multiply-add each with the input as its memory operand. The
+// caller copies the planes into a scratch with at least k/2·(w+1) zeros
+// (plus a vector's slack after the last) between them, xs floats from one
+// plane's start to the next: the taps above and below the plane read
+// zeros, and only the columns need masks — the taps at dx ≠ 0 are
+// merge-masked to the lanes whose column x+dx lies inside the row (masks:
+// nv·(k|1) 16-bit masks, the same for every plane, nv = ⌈hw/16⌉: the
+// column masks of dx = −k/2..−1, 1..k/2, then the store's, lanes below
+// hw). On planes narrower than 16 columns (14×14, 7×7) a vector spans
+// several rows: every lane works, where the row kernels (asmgendw3) fill
+// a vector with one row and the packed path transposes the planes to
+// channels-last and back. Plane i reads x + i·xs, writes y + i·hw, with
+// weights w[k²i:k²(i+1)] and bias b[i].
 //
-//	y[p] = clamp(b + Σ_{dy,dx} w[3(dy+1)+dx+1] · x[p + dy·w + dx])
+//	y[p] = clamp(b + Σ_{dy,dx} w[k(dy+k/2)+dx+k/2] · x[p + dy·w + dx])
 package main
 
 import (
@@ -79,7 +83,8 @@ func main() {
 			kernel(fmt.Sprintf("handC3s2p%dn%dAVX512", pl, n), pl, n, even, odd)
 		}
 	}
-	dwFlat()
+	dwFlat(3)
+	dwFlat(5)
 	Generate()
 }
 
@@ -207,26 +212,38 @@ func kernel(name string, pl, n int, even, odd Mem) {
 	RET()
 }
 
-func dwFlat() {
-	name := "handDWFlatAVX512"
-	TEXT(name, NOSPLIT, "func(x *float32, planes, hw, w int, wt, b, y *float32, masks *uint16, nv, flags int, lo, hi float32)")
-	Doc(name + " computes planes planes of a 3×3 depthwise convolution at stride 1, padding 1, each plane a flat run of hw floats (see the package asmgenhand).")
+func dwFlat(k int) {
+	name := fmt.Sprintf("handDWFlat%dAVX512", k)
+	pad, taps := k/2, k*k
+	TEXT(name, NOSPLIT, "func(x *float32, planes, xs, hw, w int, wt, b, y *float32, masks *uint16, nv, flags int, lo, hi float32)")
+	Doc(fmt.Sprintf("%s computes planes planes of a %d×%d depthwise convolution at stride 1, padding %d, each plane a flat run of hw floats (see the package asmgenhand).", name, k, k, pad))
 	Pragma("noescape")
 	x := Load(Param("x"), GP64())
 	planes := Load(Param("planes"), GP64())
-	hw := Load(Param("hw"), GP64())
-	SHLQ(U8(2), hw)
 	wt := Load(Param("wt"), GP64())
 	b := Load(Param("b"), GP64())
 	y := Load(Param("y"), GP64())
 	lo, hi := Z30, Z31
 	VBROADCASTSS(avokit.ParamAddr("lo"), lo)
 	VBROADCASTSS(avokit.ParamAddr("hi"), hi)
-	W := []VecPhysical{Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24}
-	bias := Z25
-	acc := []VecPhysical{Z0, Z1}
-	ks := []Op{K1, K2, K3, K4, K5, K6, K7}
-	up, dn, vo, mp, v := GP64(), GP64(), GP64(), GP64(), GP64()
+	all := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29}
+	W := all[:taps]
+	bias := all[taps]
+	acc := all[taps+1 : taps+1+min(3, 30-taps-1)]
+	// the column masks of dx = −pad..−1, 1..pad, and the store's
+	ks := []Op{K1, K2, K3, K4, K5, K6}
+	colK := func(dx int) Op {
+		if dx < 0 {
+			return ks[dx+pad]
+		}
+		return ks[pad+dx-1]
+	}
+	nm := 2*pad + 1
+	vo, yo, mp, v, t := GP64(), GP64(), GP64(), GP64(), GP64()
+	rows := make([]GPVirtual, k)
+	for r := range rows {
+		rows[r] = GP64()
+	}
 
 	Label(name + "_plane")
 	TESTQ(planes, planes)
@@ -235,47 +252,65 @@ func dwFlat() {
 		VBROADCASTSS(Mem{Base: wt, Disp: 4 * i}, z)
 	}
 	VBROADCASTSS(Mem{Base: b}, bias)
-	// (the parameters read again each plane: fewer registers, no BP)
-	MOVQ(avokit.ParamAddr("w"), up)
-	SHLQ(U8(2), up)
-	MOVQ(x, dn)
-	ADDQ(up, dn)
-	NEGQ(up)
-	ADDQ(x, up)
+	// row r of the taps: x + (r−pad)·w floats (the parameters read
+	// again each plane: fewer registers, no BP)
+	MOVQ(avokit.ParamAddr("w"), t)
+	SHLQ(U8(2), t)
+	MOVQ(x, rows[pad])
+	for r := pad + 1; r < k; r++ {
+		MOVQ(rows[r-1], rows[r])
+		ADDQ(t, rows[r])
+	}
+	for r := pad - 1; r >= 0; r-- {
+		MOVQ(rows[r+1], rows[r])
+		SUBQ(t, rows[r])
+	}
 	XORQ(vo, vo)
+	MOVQ(y, yo)
 	MOVQ(avokit.ParamAddr("masks"), mp)
 	MOVQ(avokit.ParamAddr("nv"), v)
 	Label(name + "_vec")
-	// two accumulators: the taps of rows −1 and 0 into one, row +1 into
-	// the other (shorter dependency chains)
-	VMOVAPS(bias, acc[0])
-	VXORPS(acc[1], acc[1], acc[1])
-	rowsOf := []Register{up, x, dn}
-	for t := 0; t < 9; t++ {
-		k := ks[t%len(ks)]
-		KMOVW(Mem{Base: mp, Disp: 2 * t}, k)
-		a := acc[0]
-		if t >= 6 {
-			a = acc[1]
-		}
-		VFMADD231PS(Mem{Base: rowsOf[t/3], Index: vo, Scale: 1, Disp: 4 * (t%3 - 1)}, W[t], k, a)
+	for j := 0; j < nm-1; j++ {
+		KMOVW(Mem{Base: mp, Disp: 2 * j}, ks[j])
 	}
-	VADDPS(acc[1], acc[0], acc[0])
+	// several accumulators, the taps in order split among them (shorter
+	// dependency chains)
+	VMOVAPS(bias, acc[0])
+	for _, a := range acc[1:] {
+		VXORPS(a, a, a)
+	}
+	for i := 0; i < taps; i++ {
+		a := acc[i*len(acc)/taps]
+		dx := i%k - pad
+		m := Mem{Base: rows[i/k], Index: vo, Scale: 1, Disp: 4 * dx}
+		if dx == 0 {
+			VFMADD231PS(m, W[i], a)
+		} else {
+			VFMADD231PS(m, W[i], colK(dx), a)
+		}
+	}
+	for _, a := range acc[1:] {
+		VADDPS(a, acc[0], acc[0])
+	}
 	TESTQ(U32(4), avokit.ParamAddr("flags"))
 	JEQ(LabelRef(name + "_store"))
 	VMAXPS(acc[0], lo, acc[0])
 	VMINPS(acc[0], hi, acc[0])
 	Label(name + "_store")
-	// the centre tap's mask: the lanes inside the plane
-	KMOVW(Mem{Base: mp, Disp: 2 * 4}, K1)
-	VMOVUPS(acc[0], K1, Mem{Base: y, Index: vo, Scale: 1})
+	KMOVW(Mem{Base: mp, Disp: 2 * (nm - 1)}, K7)
+	VMOVUPS(acc[0], K7, Mem{Base: yo})
 	ADDQ(U8(64), vo)
-	ADDQ(U8(18), mp)
+	ADDQ(U8(64), yo)
+	ADDQ(U8(2*nm), mp)
 	DECQ(v)
 	JNE(LabelRef(name + "_vec"))
-	ADDQ(hw, x)
-	ADDQ(hw, y)
-	ADDQ(U8(36), wt)
+	MOVQ(avokit.ParamAddr("xs"), t)
+	SHLQ(U8(2), t)
+	ADDQ(t, x)
+	MOVQ(avokit.ParamAddr("hw"), t)
+	SHLQ(U8(2), t)
+	ADDQ(t, y)
+	ADDQ(U8(4*taps), wt)
 	ADDQ(U8(4), b)
 	DECQ(planes)
 	JMP(LabelRef(name + "_plane"))
