@@ -17,9 +17,6 @@ import (
 // the numbers; hand_landmark_full's 3→24 at 224×224 is the case it was
 // written for.
 
-// handC3Fn is a direct kernel (handC3s2p{0,1}n{4..24}AVX512).
-type handC3Fn func(rows **float32, cin int, w, b, y *float32, ldy, iw, ow, flags int, lo, hi float32)
-
 // handC3MaxCin is the most input channels the direct kernels take: with
 // more, k is large enough for the GEMM's tiles to do better.
 const handC3MaxCin = 4
@@ -33,8 +30,21 @@ var useHandC3 = true
 
 // handC3Slot is a convPlan's direct form, its weights packed on first use.
 type handC3Slot struct {
-	once sync.Once
-	k    *handC3
+	once  sync.Once
+	ready atomic.Bool // k is set (checked first: a call builds no closure)
+	k     *handC3
+}
+
+// get is p's direct form (nil: the kernels do not take it).
+func (s *handC3Slot) get(p *convPlan) *handC3 {
+	if s.ready.Load() {
+		return s.k
+	}
+	s.once.Do(func() {
+		s.k = handC3Plan(p)
+		s.ready.Store(true)
+	})
+	return s.k
 }
 
 // handC3 is a plan's weights packed for the direct kernels: per group of
@@ -51,7 +61,7 @@ type handC3Group struct {
 
 // handC3Plan is p's direct form, nil where the kernels do not take it.
 func handC3Plan(p *convPlan) *handC3 {
-	if handC3Kernels == nil || !p.constW || p.depthwise || p.group != 1 || p.win.nd != 2 || p.kh != 3 || p.kw != 3 ||
+	if !handC3Kernels || !p.constW || p.depthwise || p.group != 1 || p.win.nd != 2 || p.kh != 3 || p.kw != 3 ||
 		p.win.sh != 2 || p.win.sw != 2 || p.win.dh != 1 || p.win.dw != 1 || p.cin > handC3MaxCin || p.cout%4 != 0 {
 		return nil
 	}
@@ -96,11 +106,10 @@ type handC3Task struct {
 // handConv3 computes p over x into y with the direct kernels and reports
 // whether it did (false: the plan or the geometry is not theirs).
 func handConv3(pl *pool, p *convPlan, g *geom, x, y []float32, batch int) bool {
-	if !useHandC3 || handC3Kernels == nil {
+	if !useHandC3 || !handC3Kernels || p.kh != 3 || p.kw != 3 || p.group != 1 || p.cin > handC3MaxCin {
 		return false
 	}
-	p.hand.once.Do(func() { p.hand.k = handC3Plan(p) })
-	h := p.hand.k
+	h := p.hand.get(p)
 	if h == nil || g.pl > 1 || g.pl < 0 || g.ow < 16 {
 		return false
 	}
@@ -114,7 +123,6 @@ func handConv3(pl *pool, p *convPlan, g *geom, x, y []float32, batch int) bool {
 
 func (a handC3Task) run(t int) {
 	p, g := a.p, a.g
-	fn := handC3Kernels[g.pl]
 	hw, ohw := g.ih*g.iw, g.oh*g.ow
 	flags := 0
 	if p.clamp {
@@ -135,7 +143,7 @@ func (a handC3Task) run(t int) {
 		for i := range a.h.groups {
 			gr := &a.h.groups[i]
 			out := a.y[(b*p.cout+gr.o0)*ohw+oy*g.ow : (b*p.cout+gr.o0+gr.n-1)*ohw+(oy+1)*g.ow]
-			fn[gr.n/4-1](&rp[0], p.cin, &gr.w[0], &gr.b[0], &out[0], ohw, g.iw, g.ow, flags, p.lo, p.hi)
+			handC3Call(g.pl, gr.n, &rp, p.cin, &gr.w[0], &gr.b[0], &out[0], ohw, g.iw, g.ow, flags, p.lo, p.hi)
 		}
 	}
 }

@@ -4,7 +4,7 @@ package native
 // off (tests run both paths); false where the machine has none (then
 // nothing changes).
 func UseHandC3(on bool) bool {
-	if handC3Kernels == nil {
+	if !handC3Kernels {
 		return false
 	}
 	useHandC3 = on

@@ -27,7 +27,7 @@ func handC3BenchPlan(tb testing.TB, rng *rand.Rand, cin, cout int, pads [4]int) 
 // (the path is taken, handConv3 reports it) as the definition does, summed
 // in float64, at one and two threads.
 func TestHandC3Direct(t *testing.T) {
-	if handC3Kernels == nil {
+	if !handC3Kernels {
 		t.Skip("no direct strided 3×3 kernels here")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
