@@ -26,7 +26,9 @@ type handDWFlatFn func(x *float32, planes, xs, hw, w int, wt, b, y *float32, mas
 // 98-151 → 62-64 (rows 89), 96×33×33 59-93 → 34-52 (rows 58); 5×5:
 // 672×14×14 143-158 → 108-111, 480×14×14 103-109 → 75-77, 1152×7×7 66-71
 // → 64, 240×28×28 170 → 129; wider, 3×3 144×56×56 rows 154-172 → flat
-// 165-171, 24×112×112 rows 79-90 → 94-99.
+// 165-171, 24×112×112 rows 79-90 → 94-99. A 5×5 has no row kernel and
+// takes the flat one at every width (load 8: 96×56×56 223-234 → 197-207,
+// 32×112×112 311-391 → 268-271, 128×64×64 454-488 → 328-343).
 var handDWFlatMaxW = 40
 
 // useHandDWFlat: a variable, so that tests and benchmarks run the other
@@ -39,7 +41,7 @@ func handDWFlat(g *geom) bool {
 	k := g.kh
 	return handDWFlatKernels != nil && useHandDWFlat && useDW3Rows && (k == 3 || k == 5) && g.kw == k && g.sh == 1 && g.sw == 1 &&
 		g.dh == 1 && g.dw == 1 && g.pt == k/2 && g.pl == k/2 && g.pb == k/2 && g.pr == k/2 && g.oh == g.ih && g.ow == g.iw &&
-		g.iw <= handDWFlatMaxW && g.ih > 0 && g.iw > 0
+		(g.iw <= handDWFlatMaxW || k == 5) && g.ih > 0 && g.iw > 0
 }
 
 // handDWMasks holds the tap masks of each plane size and filter
