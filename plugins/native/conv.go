@@ -91,6 +91,9 @@ type convPlan struct {
 
 	// sparse: a 1×1 over constant, mostly zero weights (tfl2_sparse1x1.go)
 	sparse *sparse1x1
+
+	// hand: a strided 3×3 over few input channels, direct (hand_conv3.go)
+	hand handC3Slot
 }
 
 func buildConv(bc *buildCtx, n *graph.Node, f *fusion) (kernels.Func, error) {
@@ -290,6 +293,9 @@ func (p *convPlan) compute(bc *buildCtx, ctx *kernels.Context, x *graph.Tensor) 
 	batch := x.Shape[0]
 	if p.depthwise {
 		depthwise(bc.pool, p, cs, X, Y, batch)
+		return y, nil
+	}
+	if handConv3(bc.pool, p, g, X, Y, batch) {
 		return y, nil
 	}
 	kern := bc.kern

@@ -27,6 +27,13 @@ type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int
 // narrower, the packed path wins: 256×8×10 12 → 15, 64×8×10 stride 2
 // 1.9 → 2.2.
 func useDW3(g *geom) bool {
+	// (small planes at stride 1: the flat kernel, hand_dwflat.go)
+	return handDWFlat(g) || dw3RowsTake(g)
+}
+
+// dw3RowsTake reports whether the row kernels themselves take g (what
+// useDW3 was before the flat kernel: dwpw's strips call them).
+func dw3RowsTake(g *geom) bool {
 	return useDW3Rows && dw3Kernel(g) != nil && g.kh == 3 && g.kw == 3 && g.dh == g.dw &&
 		g.sh == g.sw && g.pt >= 0 && g.ow*g.sw >= dw3MinIW && g.oh > 0
 }
@@ -69,6 +76,10 @@ func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, 
 // hot pool, 2 threads, strips of 4+ rows → planes: 240×28×28 85 → 29 µs
 // (1 thread 57-69), 144×56×56 stride 2 67 → 26 (1 thread 50).
 func depthwise3(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
+	if handDWFlat(&cs.g) {
+		handDepthwiseFlat(pl, p, &cs.g, x, y, batch)
+		return
+	}
 	planes := batch * p.cin
 	chunks := splitTasks(pl.threads(), planes, dwPlaneNS(&cs.g))
 	parallelFor(pl, chunks, dwTask{p: p, cs: cs, x: x, y: y, planes: planes, chunks: chunks}, func(a dwTask, t int) {

@@ -104,7 +104,7 @@ func dwpwHead(sg *hal.Subgraph, n *graph.Node, f *fusion) bool {
 		return false
 	}
 	g, err := win.at(dims[2], dims[3])
-	if err != nil || !useDW3(&g) || g.dh != 1 || g.dw != 1 {
+	if err != nil || !dw3RowsTake(&g) || g.dh != 1 || g.dw != 1 {
 		// dilated: DeepLab-v3's d2/d4 pairs (960 channels at 33×33)
 		// measured 1.02-1.03× apart fused (BenchmarkDWPWZoo, two runs)
 		return false
