@@ -16,10 +16,15 @@ package native
 var rowBands = true
 
 // fillBands is the number of row bands the indirect convolution's phase
-// planes are filled in, one per column task of its GEMM (tasks of np
-// panels); 0: by channels (one thread, or one task).
-func (il *convIndirect) fillBands(threads, tasks, np int) int {
-	if !rowBands || threads <= 1 || tasks <= 1 || np < tasks {
+// planes are filled in (or its wide rows copied out), one per column
+// task of its GEMM (tasks of np panels), where split by channels they
+// would be split at all (split > 1); 0: by channels. A fill too small
+// to split stays on the caller: in bands, the loop's hand-off cost more
+// than the other core's reads (UltraFace's 16→16 3×3 at 30×40,
+// BenchmarkThrBands least 43.1 µs in bands, 41.1 on the caller, 40.6 at
+// 1 thread; in the model 3-8% slower).
+func (il *convIndirect) fillBands(threads, tasks, np, split int) int {
+	if !rowBands || threads <= 1 || tasks <= 1 || np < tasks || split <= 1 {
 		return 0
 	}
 	return tasks
