@@ -15,8 +15,9 @@ import (
 )
 
 // BenchmarkThrModel compiles each zoo model of THR_MODELS (default
-// UltraFace) at 1 thread and at 2, and with THR_AB=bands also at 2
-// threads with thr_bands.go's row bands off, runs them in turn
+// UltraFace) at 1 thread and at 2, and with THR_AB=bands (or
+// bands-swapped: in the other order) also at 2 threads with
+// thr_bands.go's row bands off, runs them in turn
 // THR_ROUNDS times (default 200), 4 calls and 1 profiled call a turn,
 // and prints each variant's least, 10th and 25th percentile and median
 // call time and the sum of its nodes' least times (THR_NODES=1: each
@@ -57,8 +58,11 @@ func thrModel(b *testing.B, root, m string, rounds int) {
 		bands   bool
 	}
 	vs := []variant{{"1t", 1, true}, {"2t", 2, true}}
-	if os.Getenv("THR_AB") == "bands" {
+	switch os.Getenv("THR_AB") {
+	case "bands":
 		vs = append(vs, variant{"2t no bands", 2, false})
+	case "bands-swapped": // the same, the 2-thread variants in the other order
+		vs = []variant{{"1t", 1, true}, {"2t no bands", 2, false}, {"2t", 2, true}}
 	}
 	var zs []*zooProfiled
 	var names []string
