@@ -236,17 +236,17 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 				}
 				if bands := il.fillBands(threads, tasks, np, copies); bands > 0 {
 					parallelFor(bc.pool, bands, indCopy{il, g, cw, yg, per, bands}, indCopy.runBand) // thr_bands.go
-					continue
-				}
-				parallelFor(bc.pool, copies, indCopy{il, g, cw, yg, per, copies}, func(a indCopy, t int) {
-					ohw := a.g.oh * a.g.ow
-					for co := a.per * t / a.tasks; co < a.per*(t+1)/a.tasks; co++ {
-						src, dst := a.cw[co*a.il.ncols:], a.y[co*ohw:(co+1)*ohw]
-						for oy := 0; oy < a.g.oh; oy++ {
-							copy(dst[oy*a.g.ow:(oy+1)*a.g.ow], src[oy*a.il.wq:oy*a.il.wq+a.g.ow])
+				} else {
+					parallelFor(bc.pool, copies, indCopy{il, g, cw, yg, per, copies}, func(a indCopy, t int) {
+						ohw := a.g.oh * a.g.ow
+						for co := a.per * t / a.tasks; co < a.per*(t+1)/a.tasks; co++ {
+							src, dst := a.cw[co*a.il.ncols:], a.y[co*ohw:(co+1)*ohw]
+							for oy := 0; oy < a.g.oh; oy++ {
+								copy(dst[oy*a.g.ow:(oy+1)*a.g.ow], src[oy*a.il.wq:oy*a.il.wq+a.g.ow])
+							}
 						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}
