@@ -212,7 +212,7 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 	for b := 0; b < batch; b++ {
 		for gi := 0; gi < p.group; gi++ {
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
-			if bands := il.fillBands(threads, tasks, np, fills); bands > 0 {
+			if bands := il.fillBands(threads, tasks, np, fills, cg); bands > 0 {
 				parallelFor(bc.pool, bands, indFill{il, g, xs, planes, hw, cg, tasks}, indFill.runBand) // thr_bands.go
 			} else {
 				parallelFor(bc.pool, fills, indFill{il, g, xs, planes, hw, cg, fills}, func(a indFill, t int) {
@@ -234,7 +234,7 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 				if threads > 1 {
 					copies = min(per, 2*threads, max(1, per*ohw/igemmFillWork))
 				}
-				if bands := il.fillBands(threads, tasks, np, copies); bands > 0 {
+				if bands := il.fillBands(threads, tasks, np, copies, per); bands > 0 {
 					parallelFor(bc.pool, bands, indCopy{il, g, cw, yg, per, bands}, indCopy.runBand) // thr_bands.go
 				} else {
 					parallelFor(bc.pool, copies, indCopy{il, g, cw, yg, per, copies}, func(a indCopy, t int) {

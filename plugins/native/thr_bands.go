@@ -17,14 +17,19 @@ var rowBands = true
 
 // fillBands is the number of row bands the indirect convolution's phase
 // planes are filled in (or its wide rows copied out), one per column
-// task of its GEMM (tasks of np panels), where split by channels they
-// would be split at all (split > 1); 0: by channels. A fill too small
-// to split stays on the caller: in bands, the loop's hand-off cost more
-// than the other core's reads (UltraFace's 16→16 3×3 at 30×40,
-// BenchmarkThrBands least 43.1 µs in bands, 41.1 on the caller, 40.6 at
-// 1 thread; in the model 3-8% slower).
-func (il *convIndirect) fillBands(threads, tasks, np, split int) int {
-	if !rowBands || threads <= 1 || tasks <= 1 || np < tasks || split <= 1 {
+// task of its GEMM (tasks of np panels), where split by its units
+// (units: cg channels to fill, per output channels to copy) the loop
+// would be split at all (split > 1) but coarsely, fewer than 4 units a
+// thread; 0: by units. A fill too small to split stays on the caller:
+// in bands, the loop's hand-off cost more than the other core's reads
+// (UltraFace's 16→16 3×3 at 30×40, BenchmarkThrBands least 43.1 µs in
+// bands, 41.1 on the caller, 40.6 at 1 thread; in the model 3-8%
+// slower). Over many channels the channel split stays: YOLOX-nano's
+// 12→16 at 208×208 took 449 µs in bands and 569 by channels at best,
+// but 10-15% longer in bands at the 10th percentile and the median
+// (load 4-6, both orders).
+func (il *convIndirect) fillBands(threads, tasks, np, split, units int) int {
+	if !rowBands || threads <= 1 || tasks <= 1 || np < tasks || split <= 1 || units >= 4*threads {
 		return 0
 	}
 	return tasks
