@@ -71,23 +71,26 @@ func TestThrSliceStrided(t *testing.T) {
 	}
 }
 
-// BenchmarkThrSliceFocus times YOLOX's Focus column cut (every other
-// float of 3×208×416 rows) through sliceKernel at 1 and 2 threads and
-// the reference kernel.
+// BenchmarkThrSliceFocus times YOLOX's Focus cuts, every other row of
+// 3×416×416 (rows) and every other float of 3×208×416 rows (cols),
+// through sliceKernel at 1 and 2 threads and the reference kernel.
 //
 //	go test ./plugins/native -run '^$' -bench ThrSliceFocus -cpu 2
 func BenchmarkThrSliceFocus(b *testing.B) {
 	ref, _ := kernels.Lookup("", "Slice")
 	pl := newPool(2)
 	defer pl.close()
-	x := graph.MustFromSlice([]int{1, 3, 208, 416}, make([]float32, 3*208*416))
 	ints := func(v ...int64) *graph.Tensor { return graph.MustFromSlice([]int{len(v)}, v) }
 	n := &graph.Node{OpType: "Slice", Inputs: []string{"x", "s", "e", "a", "st"}, Outputs: []string{"y"}}
-	in := []*graph.Tensor{x, ints(1), ints(1 << 62), ints(3), ints(2)}
+	rows := []*graph.Tensor{graph.MustFromSlice([]int{1, 3, 416, 416}, make([]float32, 3*416*416)), ints(1), ints(1 << 62), ints(2), ints(2)}
+	cols := []*graph.Tensor{graph.MustFromSlice([]int{1, 3, 208, 416}, make([]float32, 3*208*416)), ints(1), ints(1 << 62), ints(3), ints(2)}
 	for _, k := range []struct {
 		name string
 		fn   kernels.Func
-	}{{"reference", ref.Kernel}, {"1t", sliceKernel(nil)}, {"2t", sliceKernel(pl)}} {
+		in   []*graph.Tensor
+	}{{"rows/reference", ref.Kernel, rows}, {"rows/1t", sliceKernel(nil), rows}, {"rows/2t", sliceKernel(pl), rows},
+		{"cols/reference", ref.Kernel, cols}, {"cols/1t", sliceKernel(nil), cols}, {"cols/2t", sliceKernel(pl), cols}} {
+		in := k.in
 		b.Run(k.name, func(b *testing.B) {
 			ctx := &kernels.Context{Context: context.Background(), Opset: 13, Alloc: &thrReuse{}}
 			for b.Loop() {
