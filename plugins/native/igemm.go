@@ -98,11 +98,14 @@ func (il *convIndirect) planesLen(cg int) int { return cg*il.ps + il.wq + 2*igem
 
 // fill copies channel x (ih×iw) into its phase planes dst (ps floats),
 // zero where the windows read padding.
-func (il *convIndirect) fill(g *geom, x, dst []float32) {
-	sh, sw, hq, wq := g.sh, g.sw, il.hq, il.wq
-	pp := hq * wq
+func (il *convIndirect) fill(g *geom, x, dst []float32) { il.fillRows(g, x, dst, 0, il.hq) }
+
+// fillRows is fill for rows [r0, r1) of every phase plane.
+func (il *convIndirect) fillRows(g *geom, x, dst []float32, r0, r1 int) {
+	sh, sw, wq := g.sh, g.sw, il.wq
+	pp := il.hq * wq
 	for qy := 0; qy < sh; qy++ {
-		for r := 0; r < hq; r++ {
+		for r := r0; r < r1; r++ {
 			iy := r*sh + qy - g.pt
 			if uint(iy) >= uint(g.ih) {
 				for qx := 0; qx < sw; qx++ {
@@ -209,11 +212,15 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 	for b := 0; b < batch; b++ {
 		for gi := 0; gi < p.group; gi++ {
 			xs := X[(b*p.cin+gi*cg)*hw : (b*p.cin+(gi+1)*cg)*hw]
-			parallelFor(bc.pool, fills, indFill{il, g, xs, planes, hw, cg, fills}, func(a indFill, t int) {
-				for ci := a.cg * t / a.chunks; ci < a.cg*(t+1)/a.chunks; ci++ {
-					a.il.fill(a.g, a.xs[ci*a.hw:(ci+1)*a.hw], a.planes[ci*a.il.ps:(ci+1)*a.il.ps])
-				}
-			})
+			if bands := il.fillBands(threads, tasks, np, fills, cg); bands > 0 {
+				parallelFor(bc.pool, bands, indFill{il, g, xs, planes, hw, cg, tasks}, indFill.runBand) // thr_bands.go
+			} else {
+				parallelFor(bc.pool, fills, indFill{il, g, xs, planes, hw, cg, fills}, func(a indFill, t int) {
+					for ci := a.cg * t / a.chunks; ci < a.cg*(t+1)/a.chunks; ci++ {
+						a.il.fill(a.g, a.xs[ci*a.hw:(ci+1)*a.hw], a.planes[ci*a.il.ps:(ci+1)*a.il.ps])
+					}
+				})
+			}
 			yg := Y[(b*p.cout+gi*per)*ohw : (b*p.cout+(gi+1)*per)*ohw]
 			c := yg
 			if il.wide {
@@ -227,15 +234,19 @@ func (p *convPlan) runIndirect(bc *buildCtx, cs *convShape, X, Y []float32, batc
 				if threads > 1 {
 					copies = min(per, 2*threads, max(1, per*ohw/igemmFillWork))
 				}
-				parallelFor(bc.pool, copies, indCopy{il, g, cw, yg, per, copies}, func(a indCopy, t int) {
-					ohw := a.g.oh * a.g.ow
-					for co := a.per * t / a.tasks; co < a.per*(t+1)/a.tasks; co++ {
-						src, dst := a.cw[co*a.il.ncols:], a.y[co*ohw:(co+1)*ohw]
-						for oy := 0; oy < a.g.oh; oy++ {
-							copy(dst[oy*a.g.ow:(oy+1)*a.g.ow], src[oy*a.il.wq:oy*a.il.wq+a.g.ow])
+				if bands := il.fillBands(threads, tasks, np, copies, per); bands > 0 {
+					parallelFor(bc.pool, bands, indCopy{il, g, cw, yg, per, bands}, indCopy.runBand) // thr_bands.go
+				} else {
+					parallelFor(bc.pool, copies, indCopy{il, g, cw, yg, per, copies}, func(a indCopy, t int) {
+						ohw := a.g.oh * a.g.ow
+						for co := a.per * t / a.tasks; co < a.per*(t+1)/a.tasks; co++ {
+							src, dst := a.cw[co*a.il.ncols:], a.y[co*ohw:(co+1)*ohw]
+							for oy := 0; oy < a.g.oh; oy++ {
+								copy(dst[oy*a.g.ow:(oy+1)*a.g.ow], src[oy*a.il.wq:oy*a.il.wq+a.g.ow])
+							}
 						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}

@@ -16,7 +16,8 @@ import (
 // sliceMaxRank bounds the rank (and the entries of starts/ends) taken.
 const sliceMaxRank = 8
 
-// sliceSpec is one call's Slice arguments, read into fixed arrays.
+// sliceSpec is one call's Slice arguments, read into fixed arrays (st:
+// the steps, 1 where none are given).
 type sliceSpec struct {
 	k                      int
 	starts, ends, axes, st [sliceMaxRank]int64
@@ -60,6 +61,9 @@ func readSliceAttr(n *graph.Node, name string, dst *[sliceMaxRank]int64) (int, b
 func (s *sliceSpec) read(opset int64, n *graph.Node, in []*graph.Tensor) bool {
 	var ok bool
 	var ke int
+	for i := range s.st {
+		s.st[i] = 1
+	}
 	if opset < 10 {
 		if s.k, ok = readSliceAttr(n, "starts", &s.starts); !ok {
 			return false
@@ -95,19 +99,20 @@ func (s *sliceSpec) read(opset int64, n *graph.Node, in []*graph.Tensor) bool {
 			return false
 		}
 		for _, v := range s.st[:ks] {
-			if v != 1 {
-				return false
+			if v < 1 {
+				return false // negative steps: the reference kernel
 			}
 		}
 	}
 	return true
 }
 
-// slicePlan is a call's output shape and the input offset of each
-// output axis's start.
+// slicePlan is a call's output shape, the input offset of each output
+// axis's start and its step (stepped: some step is not 1).
 type slicePlan struct {
-	r          int
-	out, start [sliceMaxRank]int
+	r                int
+	out, start, step [sliceMaxRank]int
+	stepped          bool
 }
 
 // plan works the spec out against shape (false: an axis out of range or
@@ -115,6 +120,9 @@ type slicePlan struct {
 func (s *sliceSpec) plan(shape []int) (slicePlan, bool) {
 	p := slicePlan{r: len(shape)}
 	copy(p.out[:], shape)
+	for d := range p.step {
+		p.step[d] = 1
+	}
 	var seen [sliceMaxRank]bool
 	for i := 0; i < s.k; i++ {
 		ax := i
@@ -128,10 +136,13 @@ func (s *sliceSpec) plan(shape []int) (slicePlan, bool) {
 			return p, false
 		}
 		seen[ax] = true
-		start, cnt := shapeops.SliceRange(s.starts[i], s.ends[i], 1, int64(shape[ax]))
+		start, cnt := shapeops.SliceRange(s.starts[i], s.ends[i], s.st[i], int64(shape[ax]))
 		p.out[ax], p.start[ax] = int(cnt), int(start)
 		if cnt == 0 {
 			p.start[ax] = 0
+		}
+		if cnt > 1 && s.st[i] != 1 {
+			p.step[ax], p.stepped = int(s.st[i]), true
 		}
 	}
 	return p, true
@@ -146,12 +157,13 @@ func buildSlice(bc *buildCtx, n *graph.Node) kernels.Func {
 	if t, ok := bc.sg.TypeOf(n.Inputs[0]); !ok || t.Kind != "tensor" || t.DType != graph.Float32 {
 		return nil
 	}
-	return sliceKernel()
+	return sliceKernel(bc.pool)
 }
 
-// sliceKernel is Slice of float32 with unit steps (sliceCopy), the
-// reference kernel for anything else.
-func sliceKernel() kernels.Func {
+// sliceKernel is Slice of float32 with unit steps (sliceCopy) or other
+// positive ones (sliceStrided, on the pool), the reference kernel for
+// anything else.
+func sliceKernel(pl *pool) kernels.Func {
 	ref, _ := kernels.Lookup("", "Slice")
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		x := kernels.Input(in, 0)
@@ -167,7 +179,11 @@ func sliceKernel() kernels.Func {
 		if err != nil {
 			return nil, err
 		}
-		sliceCopy(f32(y), f32(x), x.Shape, &p)
+		if p.stepped {
+			sliceStrided(pl, f32(y), f32(x), x.Shape, &p) // thr_slice.go
+		} else {
+			sliceCopy(f32(y), f32(x), x.Shape, &p)
+		}
 		return ctx.Outputs(y), nil
 	}
 }

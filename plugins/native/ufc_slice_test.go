@@ -17,7 +17,7 @@ import (
 // int64, unit and other steps), and errors (repeated axis, out of range).
 func TestSliceKernel(t *testing.T) {
 	ref, _ := kernels.Lookup("", "Slice")
-	mine := sliceKernel()
+	mine := sliceKernel(nil)
 	rng := rand.New(rand.NewPCG(7, 8))
 	type cut struct {
 		shape                     []int
