@@ -28,7 +28,8 @@ type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int
 // 1.9 → 2.2.
 func useDW3(g *geom) bool {
 	// (small planes at stride 1: the flat kernel, hand_dwflat.go)
-	return handDWFlat(g) || dw3RowsTake(g)
+	// (stride-2 5×5, and 3×3 over small planes: dws2.go)
+	return handDWFlat(g) || dws2Take(g) || dw3RowsTake(g)
 }
 
 // dw3RowsTake reports whether the row kernels themselves take g (what
@@ -78,6 +79,10 @@ func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, 
 func depthwise3(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
 	if handDWFlat(&cs.g) {
 		handDepthwiseFlat(pl, p, &cs.g, x, y, batch)
+		return
+	}
+	if dws2Take(&cs.g) {
+		dws2Depthwise(pl, p, &cs.g, x, y, batch)
 		return
 	}
 	planes := batch * p.cin

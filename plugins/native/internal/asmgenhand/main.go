@@ -85,6 +85,14 @@ func main() {
 	}
 	dwFlat(3)
 	dwFlat(5)
+	dwSplit2(even, odd)
+	for _, k := range []int{3, 5} {
+		for pt := k/2 - 1; pt <= k/2; pt++ {
+			for pl := k/2 - 1; pl <= k/2; pl++ {
+				dwS2(k, pt, pl)
+			}
+		}
+	}
 	Generate()
 }
 
