@@ -26,9 +26,15 @@ type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int
 // 18 → 18, stride 2 12 → 8, 144×56×56 257 → 112, 72×65×65 177 → 70;
 // narrower, the packed path wins: 256×8×10 12 → 15, 64×8×10 stride 2
 // 1.9 → 2.2.
+//
+// It also reports the flat kernels' shapes (hand_dwflat.go) and the
+// stride-2 parity-plane kernels' (dws2.go: 5×5, so the cost model prices
+// them as family "dwconv/s2rows3", whose rate per FLOP measured them
+// within 15%: 144×56×56 5×5 estimated 119 µs, measured 104-114).
 func useDW3(g *geom) bool {
 	// (small planes at stride 1: the flat kernel, hand_dwflat.go)
-	return handDWFlat(g) || dw3RowsTake(g)
+	// (stride-2 5×5, and 3×3 over small planes: dws2.go)
+	return handDWFlat(g) || dws2Take(g) || dw3RowsTake(g)
 }
 
 // dw3RowsTake reports whether the row kernels themselves take g (what
@@ -78,6 +84,10 @@ func dw3Plane(g *geom, x, w, y, zero []float32, bias float32, clampOn bool, lo, 
 func depthwise3(pl *pool, p *convPlan, cs *convShape, x, y []float32, batch int) {
 	if handDWFlat(&cs.g) {
 		handDepthwiseFlat(pl, p, &cs.g, x, y, batch)
+		return
+	}
+	if dws2Take(&cs.g) {
+		dws2Depthwise(pl, p, &cs.g, x, y, batch)
 		return
 	}
 	planes := batch * p.cin

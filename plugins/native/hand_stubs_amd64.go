@@ -73,3 +73,48 @@ func handDWFlat3AVX512(x *float32, planes int, xs int, hw int, w int, wt *float3
 //
 //go:noescape
 func handDWFlat5AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWSplit2AVX512 splits planes planes of ih×iw floats into their four parity planes of ih/2×iw/2, xs floats apart (see the package asmgenhand).
+//
+//go:noescape
+func handDWSplit2AVX512(x *float32, planes int, ih int, iw int, dst *float32, xs int, masks *uint16, nc int)
+
+// handDWS2k3t0l0AVX512 computes planes planes of a 3×3 depthwise convolution at stride 2, padding 0 at the top and 0 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k3t0l0AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWS2k3t0l1AVX512 computes planes planes of a 3×3 depthwise convolution at stride 2, padding 0 at the top and 1 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k3t0l1AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWS2k3t1l0AVX512 computes planes planes of a 3×3 depthwise convolution at stride 2, padding 1 at the top and 0 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k3t1l0AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWS2k3t1l1AVX512 computes planes planes of a 3×3 depthwise convolution at stride 2, padding 1 at the top and 1 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k3t1l1AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWS2k5t1l1AVX512 computes planes planes of a 5×5 depthwise convolution at stride 2, padding 1 at the top and 1 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k5t1l1AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWS2k5t1l2AVX512 computes planes planes of a 5×5 depthwise convolution at stride 2, padding 1 at the top and 2 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k5t1l2AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWS2k5t2l1AVX512 computes planes planes of a 5×5 depthwise convolution at stride 2, padding 2 at the top and 1 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k5t2l1AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)
+
+// handDWS2k5t2l2AVX512 computes planes planes of a 5×5 depthwise convolution at stride 2, padding 2 at the top and 2 at the left, over their parity planes (see the package asmgenhand).
+//
+//go:noescape
+func handDWS2k5t2l2AVX512(x *float32, planes int, xs int, hw int, w int, wt *float32, b *float32, y *float32, masks *uint16, nv int, flags int, lo float32, hi float32)

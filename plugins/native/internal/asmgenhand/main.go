@@ -1,7 +1,8 @@
 // Command asmgenhand generates the amd64 assembly of the native backend's
 // direct strided 3×3 convolution over few input channels (hand_conv3.go)
-// and its 3×3 depthwise kernel over small planes (hand_dwflat.go)
-// with avo (github.com/mmcloughlin/avo). It writes its own pair of files;
+// and its 3×3 depthwise kernel over small planes (hand_dwflat.go), and
+// the stride-2 3×3 and 5×5 depthwise kernels over parity planes (dws2.go;
+// described beside their generator, dws2.go here), with avo (github.com/mmcloughlin/avo). It writes its own pair of files;
 // the package's TestGeneratedAssemblyIsCurrent runs it and fails when they
 // are stale.
 //
@@ -85,6 +86,14 @@ func main() {
 	}
 	dwFlat(3)
 	dwFlat(5)
+	dwSplit2(even, odd)
+	for _, k := range []int{3, 5} {
+		for pt := k/2 - 1; pt <= k/2; pt++ {
+			for pl := k/2 - 1; pl <= k/2; pl++ {
+				dwS2(k, pt, pl)
+			}
+		}
+	}
 	Generate()
 }
 
