@@ -63,27 +63,6 @@ func main() {
 	Generate()
 }
 
-// mask sets k to the lanes of a 16-column vector from column col that lie
-// below lim (all, some or none).
-func mask(name string, lim, col, t, m GPVirtual, k Op) {
-	MOVQ(lim, t)
-	SUBQ(col, t)
-	CMPQ(t, U8(16))
-	JGE(LabelRef(name + "_all"))
-	TESTQ(t, t)
-	JLE(LabelRef(name + "_none"))
-	MOVL(U32(0xffff), m)
-	BZHIL(t.As32(), m, m)
-	KMOVW(m, k)
-	JMP(LabelRef(name + "_end"))
-	Label(name + "_all")
-	KXNORW(k, k, k)
-	JMP(LabelRef(name + "_end"))
-	Label(name + "_none")
-	KXORW(k, k, k)
-	Label(name + "_end")
-}
-
 func kernel(name string, s, d, pl int, even, odd Mem) {
 	TEXT(name, NOSPLIT, signature)
 	Doc(fmt.Sprintf("%s computes rows output rows of a 3×3 depthwise convolution at stride %d, dilation %d, left padding %d (see the package asmgendw3).", name, s, d, pl))
@@ -135,7 +114,7 @@ func kernel(name string, s, d, pl int, even, odd Mem) {
 	}
 	at := func(r int, disp int) Mem { return Mem{Base: xs[r], Index: oc, Scale: uint8(4 * s), Disp: disp} }
 	if s == 1 {
-		mask(name+"_m0", iw, oc, t, m, K1)
+		avokit.Mask16(name+"_m0", iw, oc, t, m, K1)
 		for r := 0; r < 3; r++ {
 			VMOVUPS_Z(at(r, 0), K1, cur[r])
 		}
@@ -144,7 +123,7 @@ func kernel(name string, s, d, pl int, even, odd Mem) {
 	if s == 1 {
 		// the next vector's columns: oc+16 on
 		ADDQ(U8(16), oc)
-		mask(name+"_mn", iw, oc, t, m, K1)
+		avokit.Mask16(name+"_mn", iw, oc, t, m, K1)
 		SUBQ(U8(16), oc)
 		for r := 0; r < 3; r++ {
 			VMOVUPS_Z(at(r, 64), K1, next[r])
@@ -172,14 +151,14 @@ func kernel(name string, s, d, pl int, even, odd Mem) {
 		t2 := GP64()
 		MOVQ(oc, t2)
 		SHLQ(U8(1), t2)
-		mask(name+"_ma", iw, t2, t, m, K1)
+		avokit.Mask16(name+"_ma", iw, t2, t, m, K1)
 		ADDQ(U8(16), t2)
-		mask(name+"_mb", iw, t2, t, m, K2)
+		avokit.Mask16(name+"_mb", iw, t2, t, m, K2)
 		if pl == 0 {
 			SUBQ(U8(14), t2)
-			mask(name+"_mc", iw, t2, t, m, K4)
+			avokit.Mask16(name+"_mc", iw, t2, t, m, K4)
 			ADDQ(U8(16), t2)
-			mask(name+"_md", iw, t2, t, m, K5)
+			avokit.Mask16(name+"_md", iw, t2, t, m, K5)
 		}
 		for r := 0; r < 3; r++ {
 			VMOVUPS_Z(at(r, 0), K1, cur[r])
@@ -218,7 +197,7 @@ func kernel(name string, s, d, pl int, even, odd Mem) {
 	VMAXPS(acc[0], lo, acc[0])
 	VMINPS(acc[0], hi, acc[0])
 	Label(name + "_store")
-	mask(name+"_ms", ow, oc, t, m, K3)
+	avokit.Mask16(name+"_ms", ow, oc, t, m, K3)
 	VMOVUPS(acc[0], K3, Mem{Base: y, Index: oc, Scale: 4})
 	ADDQ(U8(16), oc)
 	CMPQ(oc, ow)

@@ -97,27 +97,6 @@ func main() {
 	Generate()
 }
 
-// mask sets k to the lanes of a 16-column vector from column col that lie
-// below lim (all, some or none).
-func mask(name string, lim, col, t, m GPVirtual, k Op) {
-	MOVQ(lim, t)
-	SUBQ(col, t)
-	CMPQ(t, U8(16))
-	JGE(LabelRef(name + "_all"))
-	TESTQ(t, t)
-	JLE(LabelRef(name + "_none"))
-	MOVL(U32(0xffff), m)
-	BZHIL(t.As32(), m, m)
-	KMOVW(m, k)
-	JMP(LabelRef(name + "_end"))
-	Label(name + "_all")
-	KXNORW(k, k, k)
-	JMP(LabelRef(name + "_end"))
-	Label(name + "_none")
-	KXORW(k, k, k)
-	Label(name + "_end")
-}
-
 func kernel(name string, pl, n int, even, odd Mem) {
 	TEXT(name, NOSPLIT, signature)
 	Doc(fmt.Sprintf("%s computes one output row of %d output channels of a 3×3 convolution at stride 2 with left padding %d (see the package asmgenhand).", name, n, pl))
@@ -152,7 +131,7 @@ func kernel(name string, pl, n int, even, odd Mem) {
 	if pl > 0 {
 		SUBQ(U8(pl), t2)
 	}
-	mask(name+"_ma", iw, t2, t, m, K1)
+	avokit.Mask16(name+"_ma", iw, t2, t, m, K1)
 	if pl > 0 {
 		// the first vector's column −1 is padding
 		TESTQ(oc, oc)
@@ -163,11 +142,11 @@ func kernel(name string, pl, n int, even, odd Mem) {
 		Label(name + "_first")
 	}
 	ADDQ(U8(16), t2)
-	mask(name+"_mb", iw, t2, t, m, K2)
+	avokit.Mask16(name+"_mb", iw, t2, t, m, K2)
 	SUBQ(U8(14), t2)
-	mask(name+"_mc", iw, t2, t, m, K4)
+	avokit.Mask16(name+"_mc", iw, t2, t, m, K4)
 	ADDQ(U8(16), t2)
-	mask(name+"_md", iw, t2, t, m, K5)
+	avokit.Mask16(name+"_md", iw, t2, t, m, K5)
 	for o := 0; o < n; o++ {
 		VBROADCASTSS(Mem{Base: b, Disp: 4 * o}, acc[o])
 	}
@@ -206,7 +185,7 @@ func kernel(name string, pl, n int, even, odd Mem) {
 		VMINPS(acc[o], hi, acc[o])
 	}
 	Label(name + "_store")
-	mask(name+"_ms", ow, oc, t, m, K3)
+	avokit.Mask16(name+"_ms", ow, oc, t, m, K3)
 	LEAQ(Mem{Base: y, Index: oc, Scale: 4}, t)
 	for o := 0; o < n; o++ {
 		VMOVUPS(acc[o], K3, Mem{Base: t})

@@ -118,3 +118,24 @@ func ParamAddr(name string) Mem {
 	}
 	return b.Addr
 }
+
+// Mask16 sets k to the lanes of a 16-column vector from column col that lie
+// below lim (all, some or none).
+func Mask16(name string, lim, col, t, m GPVirtual, k Op) {
+	MOVQ(lim, t)
+	SUBQ(col, t)
+	CMPQ(t, U8(16))
+	JGE(LabelRef(name + "_all"))
+	TESTQ(t, t)
+	JLE(LabelRef(name + "_none"))
+	MOVL(U32(0xffff), m)
+	BZHIL(t.As32(), m, m)
+	KMOVW(m, k)
+	JMP(LabelRef(name + "_end"))
+	Label(name + "_all")
+	KXNORW(k, k, k)
+	JMP(LabelRef(name + "_end"))
+	Label(name + "_none")
+	KXORW(k, k, k)
+	Label(name + "_end")
+}
