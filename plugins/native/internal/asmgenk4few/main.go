@@ -1,0 +1,292 @@
+// Command asmgenk4few generates the amd64 assembly of the native
+// backend's few-row products of ggml Q4_K (a batched decode step: 2 to 4
+// activation rows; the package native's k4few_amd64.go) with avo
+// (github.com/mmcloughlin/avo). It writes its own pair of files; the
+// package's TestGeneratedAssemblyIsCurrent runs it and fails when they are
+// stale.
+//
+// A kernel computes ng groups of four weight rows against R packed
+// activation rows, one weight row a 128-bit lane (the layout of
+// asmgenbqm's few-row kernels of Q5_0 and Q8_0): 16 quant bytes of each
+// of the four rows in one register (a load and three inserts), their low
+// and high nibbles split once for the R rows, each activation row's
+// matching 16 values broadcast to the four lanes (VBROADCASTI32X4).
+// VPMADDUBSW (unsigned nibble × signed activation: at most 2·15·127, no
+// saturation) makes int16 pair sums, VPDPWSSD multiplies them by their
+// sub-block's 6-bit scale (a word per lane: row n's, by an in-lane byte
+// shuffle of the decoded header) into the row's int32 lanes: per
+// super-block each lane of activation row r's accumulator holds a part
+// of S(n, r) = Σ_s sc_s·Σ q·x, exact in int32 whatever the order. The
+// four parts of a 128-bit lane are then added across the R accumulators
+// at once (unpacks: nine instructions for R = 4, where the tiles of
+// asmgenqgemm, one weight row a register, add sixteen registers across)
+// into one vector, element 4n+r holding S(n, r); M(n, r) = Σ_s m_s·Σx_s
+// (VPMADDWD of the mins with the 32-value sums) likewise. Then as core/
+// ggml's Dot, for the sixteen (n, r) at once: acc += float32(S)·
+// float32(d·d_a), acc −= float32(M)·float32(dmin·d_a), in float32, so
+// that each output has the bits of Dot of its row alone.
+//
+// The activations are the tiles' packing (the package native's packK):
+// per super-block the R rows' 256 int8 values, the rows' 32-value sums as
+// int16 (row r at bytes 16r of 64), the rows' d_a (row r's four times at
+// bytes 16r of 64).
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
+)
+
+func main() {
+	consts()
+	for _, r := range []int{2, 3, 4} {
+		q4kFew(r)
+	}
+	Generate()
+}
+
+// vpdpwssd: acc += s16(a)·s16(b) pairwise into int32 lanes (AVX-512
+// VNNI; emitted raw: not in avo's table, Go's assembler knows it).
+func vpdpwssd(a, b, acc Op) {
+	Instruction(&ir.Instruction{Opcode: "VPDPWSSD", Operands: []Op{a, b, acc}, Inputs: []Op{a, b, acc}, Outputs: []Op{acc}})
+}
+
+var c0F, hdrP, hdrQ, hdrSh, hdrMask, c30, minW, dIdx, dmIdx, daIdx Mem
+var scIdx [8]Mem
+
+func consts() {
+	lane16 := func(name string, f func(i int) byte) Mem {
+		return avokit.Bytes(name, 64, func(i int) byte { return f(i % 16) })
+	}
+	words := func(name string, f func(i int) uint16) Mem {
+		return avokit.Bytes(name, 64, func(i int) byte { return byte(f(i/2) >> (8 * (i % 2))) })
+	}
+	c0F = avokit.Bytes("k4few_c0f", 64, func(int) byte { return 0x0F })
+	c30 = avokit.Bytes("k4few_c30", 64, func(int) byte { return 0x30 })
+	// Q4_K's 16-byte header (d, dmin, twelve scale bytes s0..s11 at
+	// 4..15), a row a 128-bit lane, decoded to the bytes [sc0..sc7,
+	// m0..m7]: P picks s0-3, s8-11, s4-7, s8-11 (shifted 0, 0, 0, 4 bits,
+	// masked 3F, 0F, 3F, 0F), Q the top two bits of s0-3 and s4-7 for
+	// sc4-7 and m4-7 (shifted right 2, masked 30)
+	hdrP = lane16("k4few_hdrp", func(i int) byte { return []byte{4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15}[i] })
+	hdrQ = lane16("k4few_hdrq", func(i int) byte {
+		return []byte{0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7, 0x80, 0x80, 0x80, 0x80, 8, 9, 10, 11}[i]
+	})
+	hdrSh = lane16("k4few_hdrsh", func(i int) byte { return []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0}[i] })
+	hdrMask = lane16("k4few_hdrmask", func(i int) byte { return []byte{0x3F, 0x0F, 0x3F, 0x0F}[i/4] })
+	// sub-block s's scale (byte s of the decoded header) as every word of
+	// the lane
+	for s := range scIdx {
+		scIdx[s] = lane16(fmt.Sprintf("k4few_scidx%d", s), func(i int) byte {
+			if i%2 == 1 {
+				return 0x80
+			}
+			return byte(s)
+		})
+	}
+	// the mins (bytes 8-15) zero-extended to words
+	minW = lane16("k4few_minw", func(i int) byte {
+		if i%2 == 1 {
+			return 0x80
+		}
+		return byte(8 + i/2)
+	})
+	// word j ← word 8·(j/4) (row j/4's d), 8·(j/4)+1 (its dmin)
+	dIdx = words("k4few_didx", func(j int) uint16 { return uint16(8 * (j / 4)) })
+	dmIdx = words("k4few_dmidx", func(j int) uint16 { return uint16(8*(j/4) + 1) })
+	// dword j ← dword 4·(j%4): activation row j%4's d_a
+	daIdx = avokit.Bytes("k4few_daidx", 64, func(i int) byte {
+		if i%4 != 0 {
+			return 0
+		}
+		return byte(4 * (i / 4 % 4))
+	})
+}
+
+const sig = "func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng int, gw int, gy int, ldo int)"
+
+// prefetchAhead is how far ahead in its run each weight row is
+// prefetched, every super-block (the caller cuts its rows into four runs
+// of consecutive rows, each row of a group streaming through memory in
+// order for the whole call, as the single-row kernels' quarters).
+const prefetchAhead = 768
+
+// reduce4 adds the four int32 of each 128-bit lane of v[0..3] (v[r] nil:
+// zero) into one vector, element 4n+r the sum of lane n of v[r].
+func reduce4(v [4]VecVirtual, zero VecVirtual) VecVirtual {
+	for r := range v {
+		if v[r] == nil {
+			v[r] = zero
+		}
+	}
+	pair := func(lo, hi func(a, b, d Op), x, y VecVirtual) VecVirtual {
+		t1, t2 := ZMM(), ZMM()
+		lo(y, x, t1)
+		hi(y, x, t2)
+		VPADDD(t2, t1, t1)
+		return t1
+	}
+	ld := func(a, b, d Op) { VPUNPCKLDQ(a, b, d) }
+	hd := func(a, b, d Op) { VPUNPCKHDQ(a, b, d) }
+	lq := func(a, b, d Op) { VPUNPCKLQDQ(a, b, d) }
+	hq := func(a, b, d Op) { VPUNPCKHQDQ(a, b, d) }
+	// [x0+x2, y0+y2, x1+x3, y1+y3] a lane
+	t01 := pair(ld, hd, v[0], v[1])
+	t23 := pair(ld, hd, v[2], v[3])
+	return pair(lq, hq, t01, t23)
+}
+
+// q4kFew generates k4fewQ4Kx<R>Z: ng groups of four Q4_K weight rows
+// (row n of a group at w + n·ldw, the next group gw bytes on) against R
+// packed activation rows at a; output (n, r) of a group to y + r·ldy +
+// n·ldo bytes, the next group's gy bytes on.
+func q4kFew(R int) {
+	name := fmt.Sprintf("k4fewQ4Kx%dZ", R)
+	const bs = 144
+	TEXT(name, NOSPLIT, sig)
+	Doc(fmt.Sprintf("%s computes ng groups of 4 Q4_K weight rows (ldw bytes apart, groups gw bytes apart) against %d packed activation rows at a: output (n, r) of group g to y + r·ldy + g·gy + n·ldo bytes (see the package asmgenk4few).", name, R))
+	Pragma("noescape")
+	wg := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	y := Load(Param("y"), GP64())
+	ng := Load(Param("ng"), GP64())
+	nb, a, w := GP64(), GP64(), GP64()
+	ldw3 := GP64()
+	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
+	c0f, zero := ZMM(), ZMM()
+	VMOVDQU64(c0F, c0f)
+	VPXORD(zero, zero, zero)
+	stride := 256*R + 128
+	sums, das := 256*R, 256*R+64
+	p := name + "_"
+	Label(p + "group")
+	TESTQ(ng, ng)
+	JZ(LabelRef(p + "end"))
+	Load(Param("nb"), nb)
+	Load(Param("a"), a)
+	MOVQ(wg, w)
+	facc := ZMM()
+	VXORPS(facc, facc, facc)
+	TESTQ(nb, nb)
+	JZ(LabelRef(p + "done"))
+	Label(p + "block") // tested at its end
+	row := avokit.Rows4(w, ldw, ldw3)
+	for n := 0; n < 4; n++ {
+		for o := 0; o < bs; o += 64 {
+			PREFETCHT0(row(n, prefetchAhead+o))
+		}
+	}
+	// the header: lane n row n's 16 bytes, decoded to [sc0..7, m0..7]
+	hd := ZMM()
+	VMOVDQU32(row(0, 0), hd.AsX())
+	for n := 1; n < 4; n++ {
+		VINSERTI32X4(U8(n), row(n, 0), hd, hd)
+	}
+	P, Q := ZMM(), ZMM()
+	VPSHUFB(hdrP, hd, P)
+	VPSHUFB(hdrQ, hd, Q)
+	VPSRLVD(hdrSh, P, P)
+	VPSRLD(U8(2), Q, Q)
+	VPANDD(c30, Q, Q)
+	VPTERNLOGD(U8(0xF8), hdrMask, P, Q) // Q |= P & mask
+	var acc [4]VecVirtual
+	for r := 0; r < R; r++ {
+		acc[r] = ZMM()
+		VPXORD(acc[r], acc[r], acc[r])
+	}
+	for c := 0; c < 4; c++ {
+		// chunk c: 32 bytes a row, low nibbles sub-block 2c (elements
+		// 64c..64c+31), high ones 2c+1 (64c+32..64c+63)
+		slo, shi := ZMM(), ZMM()
+		VPSHUFB(scIdx[2*c], Q, slo)
+		VPSHUFB(scIdx[2*c+1], Q, shi)
+		for h := 0; h < 2; h++ {
+			lo, hi := ZMM(), ZMM()
+			VMOVDQU32(row(0, 16+32*c+16*h), lo.AsX())
+			for n := 1; n < 4; n++ {
+				VINSERTI32X4(U8(n), row(n, 16+32*c+16*h), lo, lo)
+			}
+			VPSRLW(U8(4), lo, hi)
+			VPANDD(c0f, lo, lo)
+			VPANDD(c0f, hi, hi)
+			for r := 0; r < R; r++ {
+				xl, xh := ZMM(), ZMM()
+				VBROADCASTI32X4(Mem{Base: a, Disp: 256*r + 64*c + 16*h}, xl)
+				VBROADCASTI32X4(Mem{Base: a, Disp: 256*r + 64*c + 32 + 16*h}, xh)
+				VPMADDUBSW(xl, lo, xl)
+				VPMADDUBSW(xh, hi, xh)
+				vpdpwssd(slo, xl, acc[r])
+				vpdpwssd(shi, xh, acc[r])
+			}
+		}
+	}
+	S := reduce4(acc, zero)
+	// M(n, r): the mins by the rows' 32-value sums
+	mw := ZMM()
+	VPSHUFB(minW, Q, mw)
+	var mv [4]VecVirtual
+	for r := 0; r < R; r++ {
+		mv[r] = ZMM()
+		VBROADCASTI32X4(Mem{Base: a, Disp: sums + 16*r}, mv[r])
+		VPMADDWD(mv[r], mw, mv[r])
+	}
+	M := reduce4(mv, zero)
+	// d·d_a and dmin·d_a, element 4n+r
+	da, dv, dmv := ZMM(), ZMM(), ZMM()
+	VMOVDQU64(daIdx, da)
+	VPERMD(Mem{Base: a, Disp: das}, da, da)
+	VMOVDQU64(dIdx, dv)
+	VPERMW(hd, dv, dv)
+	VCVTPH2PS(dv.AsY(), dv)
+	VMOVDQU64(dmIdx, dmv)
+	VPERMW(hd, dmv, dmv)
+	VCVTPH2PS(dmv.AsY(), dmv)
+	VMULPS(da, dv, dv)   // d·d_a, one rounding
+	VMULPS(da, dmv, dmv) // dmin·d_a
+	VCVTDQ2PS(S, S)
+	VMULPS(dv, S, S)
+	VADDPS(S, facc, facc)
+	VCVTDQ2PS(M, M)
+	VMULPS(dmv, M, M)
+	VSUBPS(M, facc, facc)
+	ADDQ(U8(bs), w)
+	ADDQ(U32(uint32(stride)), a)
+	DECQ(nb)
+	JNZ(LabelRef(p + "block"))
+	Label(p + "done")
+	// element 4n+r to y + r·ldy + n·ldo
+	ldy, ldo, yn, y3 := GP64(), GP64(), GP64(), GP64()
+	Load(Param("ldy"), ldy)
+	Load(Param("ldo"), ldo)
+	MOVQ(y, yn)
+	for n := 0; n < 4; n++ {
+		x := XMM()
+		VEXTRACTF32X4(U8(uint8(n)), facc, x)
+		VMOVSS(x, Mem{Base: yn})
+		if R > 1 {
+			VEXTRACTPS(U8(1), x, Mem{Base: yn, Index: ldy, Scale: 1})
+		}
+		if R > 2 {
+			VEXTRACTPS(U8(2), x, Mem{Base: yn, Index: ldy, Scale: 2})
+		}
+		if R > 3 {
+			LEAQ(Mem{Base: yn, Index: ldy, Scale: 2}, y3)
+			VEXTRACTPS(U8(3), x, Mem{Base: y3, Index: ldy, Scale: 1})
+		}
+		if n < 3 {
+			ADDQ(ldo, yn)
+		}
+	}
+	ADDQ(avokit.ParamAddr("gy"), y)
+	ADDQ(avokit.ParamAddr("gw"), wg)
+	DECQ(ng)
+	JMP(LabelRef(p + "group"))
+	Label(p + "end")
+	VZEROUPPER()
+	RET()
+}
