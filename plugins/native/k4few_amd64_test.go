@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
@@ -108,6 +110,53 @@ func TestK4FewSameBits(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkK4FewKernel: the few-row kernel of four weight rows and the
+// 4×R tile of qgemm.go on the same packed activations, in the L1 cache
+// (K 4864, Qwen2.5-0.5B's ffn_down), alternating: the least CPU ns a
+// super-block of the four rows, R = 2…4.
+func BenchmarkK4FewKernel(b *testing.B) {
+	if !hasFewZ || !bqAsm {
+		b.Skip("no few-row kernels here")
+	}
+	for ty, fns := range k4fewKernels {
+		_, kf := qgemmKernels(ty, "vnni")
+		rng := rand.New(rand.NewPCG(1, 2))
+		K, N := 4864, 4
+		nb := K / 256
+		w := gemmWeights(rng, ty, N, K)
+		for R := 2; R <= 4; R++ {
+			x := make([]float32, R*K)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			var a ggml.Act
+			quantizeGGMLAct(&a, x, R, K, 256)
+			var pk qgemmPack
+			pk.packK(&a, ty, 0, R, nb)
+			y := make([]float32, R*N)
+			ap := unsafe.Slice((*int8)(unsafe.Pointer(&pk.buf[0])), 4*len(pk.buf))
+			b.Run(fmt.Sprintf("%s/R%d", ty, R), func(b *testing.B) {
+				best := [2]time.Duration{1 << 62, 1 << 62}
+				for b.Loop() {
+					for v := range 2 {
+						t0 := cpuTime()
+						for range 1000 {
+							if v == 0 {
+								kf[R-1](nb, &w.raw[0], w.rb, &ap[0], &y[0], 4*N)
+							} else {
+								fns[R-2](nb, &w.raw[0], w.rb, &ap[0], &y[0], 4*N, 1, 4*w.rb, 16, 4)
+							}
+						}
+						best[v] = min(best[v], cpuTime()-t0)
+					}
+				}
+				b.ReportMetric(float64(best[0].Nanoseconds())/1000/float64(nb), "ns-tile")
+				b.ReportMetric(float64(best[1].Nanoseconds())/1000/float64(nb), "ns-few")
+			})
 		}
 	}
 }

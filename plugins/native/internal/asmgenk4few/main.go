@@ -42,6 +42,9 @@ import (
 	"github.com/switchyard-hal/switchyard/plugins/native/internal/avokit"
 )
 
+// vpdpbusd is avokit.Vpdpbusd: acc += u8(u)·s8(sg), four products a lane.
+var vpdpbusd = avokit.Vpdpbusd
+
 func main() {
 	consts()
 	for _, r := range []int{2, 3, 4} {
@@ -57,7 +60,7 @@ func vpdpwssd(a, b, acc Op) {
 }
 
 var c0F, hdrP, hdrQ, hdrSh, hdrMask, c30, minW, dIdx, dmIdx, daIdx Mem
-var scIdx [8]Mem
+var scIdx [4]Mem
 
 func consts() {
 	lane16 := func(name string, f func(i int) byte) Mem {
@@ -79,14 +82,14 @@ func consts() {
 	})
 	hdrSh = lane16("k4few_hdrsh", func(i int) byte { return []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0}[i] })
 	hdrMask = lane16("k4few_hdrmask", func(i int) byte { return []byte{0x3F, 0x0F, 0x3F, 0x0F}[i/4] })
-	// sub-block s's scale (byte s of the decoded header) as every word of
-	// the lane
-	for s := range scIdx {
-		scIdx[s] = lane16(fmt.Sprintf("k4few_scidx%d", s), func(i int) byte {
+	// chunk c's scales, words 0-3 of each lane sub-block 2c's (byte 2c of
+	// the decoded header), 4-7 2c+1's
+	for c := range scIdx {
+		scIdx[c] = lane16(fmt.Sprintf("k4few_scidx%d", c), func(i int) byte {
 			if i%2 == 1 {
 				return 0x80
 			}
-			return byte(s)
+			return byte(2*c + i/8)
 		})
 	}
 	// the mins (bytes 8-15) zero-extended to words
@@ -201,28 +204,36 @@ func q4kFew(R int) {
 	}
 	for c := 0; c < 4; c++ {
 		// chunk c: 32 bytes a row, low nibbles sub-block 2c (elements
-		// 64c..64c+31), high ones 2c+1 (64c+32..64c+63)
-		slo, shi := ZMM(), ZMM()
-		VPSHUFB(scIdx[2*c], Q, slo)
-		VPSHUFB(scIdx[2*c+1], Q, shi)
+		// 64c..64c+31), high ones 2c+1 (64c+32..64c+63); its two halves'
+		// nibbles, lo[h] and hi[h]
+		var lo, hi [2]VecVirtual
 		for h := 0; h < 2; h++ {
-			lo, hi := ZMM(), ZMM()
-			VMOVDQU32(row(0, 16+32*c+16*h), lo.AsX())
+			lo[h], hi[h] = ZMM(), ZMM()
+			VMOVDQU32(row(0, 16+32*c+16*h), lo[h].AsX())
 			for n := 1; n < 4; n++ {
-				VINSERTI32X4(U8(n), row(n, 16+32*c+16*h), lo, lo)
+				VINSERTI32X4(U8(n), row(n, 16+32*c+16*h), lo[h], lo[h])
 			}
-			VPSRLW(U8(4), lo, hi)
-			VPANDD(c0f, lo, lo)
-			VPANDD(c0f, hi, hi)
-			for r := 0; r < R; r++ {
+			VPSRLW(U8(4), lo[h], hi[h])
+			VPANDD(c0f, lo[h], lo[h])
+			VPANDD(c0f, hi[h], hi[h])
+		}
+		// words 0-3 of a lane sub-block 2c's scale, 4-7 2c+1's
+		sc := ZMM()
+		VPSHUFB(scIdx[c], Q, sc)
+		for r := 0; r < R; r++ {
+			// sA, sB: sub-blocks 2c, 2c+1, each dword 8 products
+			sA, sB := ZMM(), ZMM()
+			VMOVDQA64(zero, sA) // (VPXORD sA, sA, sA would read sA, to avo's allocator)
+			VMOVDQA64(zero, sB)
+			for h := 0; h < 2; h++ {
 				xl, xh := ZMM(), ZMM()
 				VBROADCASTI32X4(Mem{Base: a, Disp: 256*r + 64*c + 16*h}, xl)
 				VBROADCASTI32X4(Mem{Base: a, Disp: 256*r + 64*c + 32 + 16*h}, xh)
-				VPMADDUBSW(xl, lo, xl)
-				VPMADDUBSW(xh, hi, xh)
-				vpdpwssd(slo, xl, acc[r])
-				vpdpwssd(shi, xh, acc[r])
+				vpdpbusd(xl, lo[h], sA)
+				vpdpbusd(xh, hi[h], sB)
 			}
+			VPACKSSDW(sB, sA, sA) // [A0..A3 B0..B3] a lane, exact
+			vpdpwssd(sc, sA, acc[r])
 		}
 	}
 	S := reduce4(acc, zero)
