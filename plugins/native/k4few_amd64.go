@@ -28,6 +28,7 @@ type k4fewFn = func(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng 
 // k4fewKernels are the kernels by type, by activation rows (index R-2).
 var k4fewKernels = map[ggml.Type]*[3]k4fewFn{
 	ggml.Q4_K: {k4fewQ4Kx2Z, k4fewQ4Kx3Z, k4fewQ4Kx4Z},
+	ggml.Q6_K: {k4fewQ6Kx2Z, k4fewQ6Kx3Z, k4fewQ6Kx4Z},
 }
 
 // k4fewKernelsFor are w's few-row kernels for m activation rows (nil:

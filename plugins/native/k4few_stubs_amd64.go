@@ -7,12 +7,27 @@ package native
 //go:noescape
 func k4fewQ4Kx2Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
+// k4fewQ6Kx2Z computes ng groups of 4 Q6_K weight rows (ldw bytes apart, groups gw bytes apart) against 2 packed activation rows at a: output (n, r) of group g to y + r·ldy + g·gy + n·ldo bytes (see the package asmgenk4few).
+//
+//go:noescape
+func k4fewQ6Kx2Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
 // k4fewQ4Kx3Z computes ng groups of 4 Q4_K weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (n, r) of group g to y + r·ldy + g·gy + n·ldo bytes (see the package asmgenk4few).
 //
 //go:noescape
 func k4fewQ4Kx3Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
 
+// k4fewQ6Kx3Z computes ng groups of 4 Q6_K weight rows (ldw bytes apart, groups gw bytes apart) against 3 packed activation rows at a: output (n, r) of group g to y + r·ldy + g·gy + n·ldo bytes (see the package asmgenk4few).
+//
+//go:noescape
+func k4fewQ6Kx3Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
 // k4fewQ4Kx4Z computes ng groups of 4 Q4_K weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (n, r) of group g to y + r·ldy + g·gy + n·ldo bytes (see the package asmgenk4few).
 //
 //go:noescape
 func k4fewQ4Kx4Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng int, gw int, gy int, ldo int)
+
+// k4fewQ6Kx4Z computes ng groups of 4 Q6_K weight rows (ldw bytes apart, groups gw bytes apart) against 4 packed activation rows at a: output (n, r) of group g to y + r·ldy + g·gy + n·ldo bytes (see the package asmgenk4few).
+//
+//go:noescape
+func k4fewQ6Kx4Z(nb int, w *uint8, ldw int, a *int8, y *float32, ldy int, ng int, gw int, gy int, ldo int)

@@ -49,6 +49,7 @@ func main() {
 	consts()
 	for _, r := range []int{2, 3, 4} {
 		q4kFew(r)
+		q6kFew(r)
 	}
 	Generate()
 }
@@ -61,6 +62,10 @@ func vpdpwssd(a, b, acc Op) {
 
 var c0F, hdrP, hdrQ, hdrSh, hdrMask, c30, minW, dIdx, dmIdx, daIdx Mem
 var scIdx [4]Mem
+
+// Q6_K's tables
+var q6ScW [2]Mem
+var q6ScIdx [2][2]Mem
 
 func consts() {
 	lane16 := func(name string, f func(i int) byte) Mem {
@@ -91,6 +96,29 @@ func consts() {
 			}
 			return byte(2*c + i/8)
 		})
+	}
+	// Q6_K: scale bytes 8h..8h+7 of a lane to the high bytes of its words
+	// (then shifted right 8, sign-extended)
+	for h := range q6ScW {
+		q6ScW[h] = lane16(fmt.Sprintf("k4few_q6scw%d", h), func(i int) byte {
+			if i%2 == 0 {
+				return 0x80
+			}
+			return byte(8*h + i/2)
+		})
+	}
+	// Q6_K (j, half): words 0-3 of a lane group 2j+half's scale word (of
+	// its half's eight), 4-7 group 2(j+2)+half's
+	for j := range q6ScIdx {
+		for half := range q6ScIdx[j] {
+			q6ScIdx[j][half] = lane16(fmt.Sprintf("k4few_q6scidx%d%d", j, half), func(i int) byte {
+				g := 2*j + half
+				if i >= 8 {
+					g += 4
+				}
+				return byte(2*g + i%2)
+			})
+		}
 	}
 	// the mins (bytes 8-15) zero-extended to words
 	minW = lane16("k4few_minw", func(i int) byte {
@@ -270,7 +298,168 @@ func q4kFew(R int) {
 	DECQ(nb)
 	JNZ(LabelRef(p + "block"))
 	Label(p + "done")
-	// element 4n+r to y + r·ldy + n·ldo
+	storeOut(facc, y, R)
+	ADDQ(avokit.ParamAddr("gy"), y)
+	ADDQ(avokit.ParamAddr("gw"), wg)
+	DECQ(ng)
+	JMP(LabelRef(p + "group"))
+	Label(p + "end")
+	VZEROUPPER()
+	RET()
+}
+
+// rows4 loads 16 bytes at row(n, disp) into lane n of a new register.
+func rows4(row func(r, disp int) Mem, disp int) VecVirtual {
+	v := ZMM()
+	VMOVDQU32(row(0, disp), v.AsX())
+	for n := 1; n < 4; n++ {
+		VINSERTI32X4(U8(n), row(n, disp), v, v)
+	}
+	return v
+}
+
+// q6kFew generates k4fewQ6Kx<R>Z, q4kFew's kernel for Q6_K: per half h
+// of the super-block and half of each 32-value plane, the four planes'
+// 6-bit quants of the four rows (unsigned, 0..63) from two registers of
+// low bits and one of high bits; VPDPBUSD sums four products a dword
+// (at most 4·63·127, a word), two groups' dwords packed to words and
+// multiplied by their signed scales (VPDPWSSD); the offset 32 joins S as
+// Σ_g (−32·sc_g)·Σx_g (VPDPWSSD with the rows' 16-value sums). Then as
+// Dot: acc += float32(S)·float32(d·d_a). The activations: the tiles'
+// packing (per super-block the R rows' 256 values, per row its sixteen
+// 16-value sums as int16 and 32 zero bytes, the rows' d_a).
+func q6kFew(R int) {
+	name := fmt.Sprintf("k4fewQ6Kx%dZ", R)
+	const bs = 210
+	TEXT(name, NOSPLIT, sig)
+	Doc(fmt.Sprintf("%s computes ng groups of 4 Q6_K weight rows (ldw bytes apart, groups gw bytes apart) against %d packed activation rows at a: output (n, r) of group g to y + r·ldy + g·gy + n·ldo bytes (see the package asmgenk4few).", name, R))
+	Pragma("noescape")
+	wg := Load(Param("w"), GP64())
+	ldw := Load(Param("ldw"), GP64())
+	y := Load(Param("y"), GP64())
+	ng := Load(Param("ng"), GP64())
+	nb, a, w := GP64(), GP64(), GP64()
+	ldw3 := GP64()
+	LEAQ(Mem{Base: ldw, Index: ldw, Scale: 2}, ldw3)
+	c0f, c30v, zero := ZMM(), ZMM(), ZMM()
+	VMOVDQU64(c0F, c0f)
+	VMOVDQU64(c30, c30v)
+	VPXORD(zero, zero, zero)
+	var km [4]OpmaskVirtual
+	for r := 1; r < 4; r++ {
+		km[r] = avokit.MaskW(0xF << (4 * r))
+	}
+	stride := 320*R + 64
+	sums, das := 256*R, 320*R
+	p := name + "_"
+	Label(p + "group")
+	TESTQ(ng, ng)
+	JZ(LabelRef(p + "end"))
+	Load(Param("nb"), nb)
+	Load(Param("a"), a)
+	MOVQ(wg, w)
+	facc := ZMM()
+	VXORPS(facc, facc, facc)
+	TESTQ(nb, nb)
+	JZ(LabelRef(p + "done"))
+	Label(p + "block") // tested at its end
+	row := avokit.Rows4(w, ldw, ldw3)
+	for n := 0; n < 4; n++ {
+		for o := 0; o < bs; o += 64 {
+			PREFETCHT0(row(n, prefetchAhead+o))
+		}
+	}
+	// the scales as words (row n's in lane n): G[h] groups 8h..8h+7, O[h]
+	// their −32·sc
+	scb := rows4(row, 192)
+	var G, O [2]VecVirtual
+	for h := 0; h < 2; h++ {
+		G[h], O[h] = ZMM(), ZMM()
+		VPSHUFB(q6ScW[h], scb, G[h])
+		VPSRAW(U8(8), G[h], G[h])
+		VPSLLW(U8(5), G[h], O[h])
+		VPSUBW(O[h], zero, O[h])
+	}
+	var acc [4]VecVirtual
+	for r := 0; r < R; r++ {
+		acc[r] = ZMM()
+		s0, s1 := ZMM(), ZMM()
+		VBROADCASTI32X4(Mem{Base: a, Disp: sums + 64*r}, s0)
+		VBROADCASTI32X4(Mem{Base: a, Disp: sums + 64*r + 16}, s1)
+		VPMADDWD(s0, O[0], acc[r])
+		vpdpwssd(O[1], s1, acc[r])
+	}
+	for h := 0; h < 2; h++ {
+		for half := 0; half < 2; half++ {
+			hb := rows4(row, 128+32*h+16*half)
+			for j := 0; j < 2; j++ {
+				// planes j (low nibbles) and j+2 (high ones)
+				ql := rows4(row, 64*h+32*j+16*half)
+				qa, qb := ZMM(), ZMM()
+				VPSRLW(U8(4), ql, qb)
+				VPANDD(c0f, ql, qa)
+				VPANDD(c0f, qb, qb)
+				// high bits 2k..2k+1 of hb to bits 4-5
+				ha, hbb := ZMM(), ZMM()
+				if j == 0 {
+					VPSLLW(U8(4), hb, ha)
+					VMOVDQA64(hb, hbb)
+				} else {
+					VPSLLW(U8(2), hb, ha)
+					VPSRLW(U8(2), hb, hbb)
+				}
+				VPTERNLOGD(U8(0xF8), c30v, ha, qa)  // qa |= ha & 0x30
+				VPTERNLOGD(U8(0xF8), c30v, hbb, qb) // qb |= hbb & 0x30
+				sc := ZMM()
+				VPSHUFB(q6ScIdx[j][half], G[h], sc)
+				for r := 0; r < R; r++ {
+					sA, sB := ZMM(), ZMM()
+					VMOVDQA64(zero, sA)
+					VMOVDQA64(zero, sB)
+					xa, xb := ZMM(), ZMM()
+					VBROADCASTI32X4(Mem{Base: a, Disp: 256*r + 128*h + 32*j + 16*half}, xa)
+					VBROADCASTI32X4(Mem{Base: a, Disp: 256*r + 128*h + 32*(j+2) + 16*half}, xb)
+					vpdpbusd(xa, qa, sA)
+					vpdpbusd(xb, qb, sB)
+					VPACKSSDW(sB, sA, sA) // exact: at most 4·63·127
+					vpdpwssd(sc, sA, acc[r])
+				}
+			}
+		}
+	}
+	S := reduce4(acc, zero)
+	// d·d_a, element 4n+r
+	da := ZMM()
+	VMOVDQU64(daIdx, da)
+	VPERMD(Mem{Base: a, Disp: das}, da, da)
+	hv := YMM()
+	VPBROADCASTW(row(0, 208), hv)
+	for n := 1; n < 4; n++ {
+		VPBROADCASTW(row(n, 208), km[n], hv)
+	}
+	dv := ZMM()
+	VCVTPH2PS(hv, dv)
+	VMULPS(da, dv, dv) // d·d_a, one rounding
+	VCVTDQ2PS(S, S)
+	VMULPS(dv, S, S)
+	VADDPS(S, facc, facc)
+	ADDQ(U8(bs), w)
+	ADDQ(U32(uint32(stride)), a)
+	DECQ(nb)
+	JNZ(LabelRef(p + "block"))
+	Label(p + "done")
+	storeOut(facc, y, R)
+	ADDQ(avokit.ParamAddr("gy"), y)
+	ADDQ(avokit.ParamAddr("gw"), wg)
+	DECQ(ng)
+	JMP(LabelRef(p + "group"))
+	Label(p + "end")
+	VZEROUPPER()
+	RET()
+}
+
+// storeOut stores element 4n+r of facc to y + r·ldy + n·ldo (r < R).
+func storeOut(facc VecVirtual, y Register, R int) {
 	ldy, ldo, yn, y3 := GP64(), GP64(), GP64(), GP64()
 	Load(Param("ldy"), ldy)
 	Load(Param("ldo"), ldo)
@@ -293,11 +482,4 @@ func q4kFew(R int) {
 			ADDQ(ldo, yn)
 		}
 	}
-	ADDQ(avokit.ParamAddr("gy"), y)
-	ADDQ(avokit.ParamAddr("gw"), wg)
-	DECQ(ng)
-	JMP(LabelRef(p + "group"))
-	Label(p + "end")
-	VZEROUPPER()
-	RET()
 }
