@@ -18,6 +18,18 @@ import (
 // packing (packK); a task's rows are cut into four runs of consecutive
 // rows (a group takes one row of each), so that each row of a group
 // streams through memory in order, as the single-row kernels' quarters.
+//
+// Measured (Zen 5 VM, 2 vCPUs shared, load 4–7; least CPU time, the
+// variants alternating in one process): in the L1 cache
+// (BenchmarkK4FewKernel, K 4864, ns a super-block of four rows, few/
+// tile) Q4_K R2 16.8/26.9, R3 21.3/30.8, R4 25.0/33.1, Q6_K R2 21.2/37.2,
+// R3 26.5/41.3, R4 32.3/45.9; streaming 64 MB of Qwen2.5-0.5B's ffn_down
+// (BenchmarkK4FewMem, 896 × 4864, one thread, µs a product few/tiles/one
+// row) Q4_K m4 124–136/181–196/67, m2 86–93/138–153, Q6_K m4 182–212/
+// 249–271/88–101, m2 122–138/198–208. Groups of four adjacent rows (the
+// same kernels, the next rows prefetched the same) took 25–45% more time
+// than the runs; prefetching 384 or 1536 bytes ahead in a run instead of
+// 768, about the same or worse.
 
 // k4fewOff turns the few-row kernels of Q4_K off (the tiles of qgemm.go
 // then take m = 2…4), for benchmarks.
