@@ -1,35 +1,41 @@
 // Command asmgenk4few generates the amd64 assembly of the native
-// backend's few-row products of ggml Q4_K (a batched decode step: 2 to 4
-// activation rows; the package native's k4few_amd64.go) with avo
-// (github.com/mmcloughlin/avo). It writes its own pair of files; the
-// package's TestGeneratedAssemblyIsCurrent runs it and fails when they are
-// stale.
+// backend's few-row products of ggml Q4_K and Q6_K (a batched decode
+// step: 2 to 4 activation rows; the package native's k4few_amd64.go)
+// with avo (github.com/mmcloughlin/avo). It writes its own pair of
+// files; the package's TestGeneratedAssemblyIsCurrent runs it and fails
+// when they are stale.
 //
 // A kernel computes ng groups of four weight rows against R packed
 // activation rows, one weight row a 128-bit lane (the layout of
 // asmgenbqm's few-row kernels of Q5_0 and Q8_0): 16 quant bytes of each
-// of the four rows in one register (a load and three inserts), their low
-// and high nibbles split once for the R rows, each activation row's
-// matching 16 values broadcast to the four lanes (VBROADCASTI32X4).
-// VPMADDUBSW (unsigned nibble × signed activation: at most 2·15·127, no
-// saturation) makes int16 pair sums, VPDPWSSD multiplies them by their
-// sub-block's 6-bit scale (a word per lane: row n's, by an in-lane byte
-// shuffle of the decoded header) into the row's int32 lanes: per
-// super-block each lane of activation row r's accumulator holds a part
-// of S(n, r) = Σ_s sc_s·Σ q·x, exact in int32 whatever the order. The
-// four parts of a 128-bit lane are then added across the R accumulators
-// at once (unpacks: nine instructions for R = 4, where the tiles of
-// asmgenqgemm, one weight row a register, add sixteen registers across)
-// into one vector, element 4n+r holding S(n, r); M(n, r) = Σ_s m_s·Σx_s
-// (VPMADDWD of the mins with the 32-value sums) likewise. Then as core/
-// ggml's Dot, for the sixteen (n, r) at once: acc += float32(S)·
-// float32(d·d_a), acc −= float32(M)·float32(dmin·d_a), in float32, so
-// that each output has the bits of Dot of its row alone.
+// of the four rows in one register (a load and three inserts), their
+// quants unpacked once for the R rows, each activation row's matching 16
+// values broadcast to the four lanes (VBROADCASTI32X4). VPDPBUSD
+// (unsigned quant × signed activation) sums four products a dword; Q4_K
+// sums a sub-block's two halves into the same dwords (8 products: at
+// most 8·15·127), Q6_K one 16-value group (4 products: at most
+// 4·63·127); the dwords of two sub-blocks (groups) are packed to words
+// (VPACKSSDW, exact: they fit) and multiplied by their scales, a word per
+// lane (row n's, by an in-lane byte shuffle of the decoded scales), into
+// the row's int32 lanes by VPDPWSSD: five multiplications for 64 quants
+// of four rows and two activation rows where VPMADDUBSW and VPDPWSSD took
+// eight (the tiles of asmgenqgemm and the single-row kernels). Per
+// super-block each lane of activation row r's accumulator holds a part of
+// S(n, r) = Σ_s sc_s·Σ q·x, exact in int32 whatever the order. The four
+// parts of a 128-bit lane are then added across the R accumulators at
+// once (unpacks: nine instructions for R = 4, where the tiles, one weight
+// row a register, add sixteen registers across) into one vector, element
+// 4n+r holding S(n, r); Q4_K's M(n, r) = Σ_s m_s·Σx_s (VPMADDWD of the
+// mins with the 32-value sums) likewise. Then as core/ggml's Dot, for
+// the sixteen (n, r) at once: acc += float32(S)·float32(d·d_a), Q4_K's
+// acc −= float32(M)·float32(dmin·d_a), in float32, so that each output
+// has the bits of Dot of its row alone.
 //
 // The activations are the tiles' packing (the package native's packK):
-// per super-block the R rows' 256 int8 values, the rows' 32-value sums as
-// int16 (row r at bytes 16r of 64), the rows' d_a (row r's four times at
-// bytes 16r of 64).
+// per super-block the R rows' 256 int8 values; Q4_K: the rows' 32-value
+// sums as int16 (row r at bytes 16r of 64); Q6_K: per row its sixteen
+// 16-value sums as int16 and 32 zero bytes; then the rows' d_a (row r's
+// four times at bytes 16r of 64).
 package main
 
 import (
