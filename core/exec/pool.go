@@ -643,7 +643,25 @@ func clearData(data any) {
 // dataPtr returns the address of a tensor's first element (0 when empty),
 // used to detect kernels that alias an input.
 func dataPtr(t *graph.Tensor) uintptr {
-	if t == nil || t.Len() == 0 {
+	if t == nil {
+		return 0
+	}
+	// the common dtypes first, without Len's and RawBytes' switches (a
+	// decode step asks this some thousand times: frame.call, unbind,
+	// bind's alias checks)
+	switch d := t.Data.(type) {
+	case []float32:
+		if len(d) == 0 {
+			return 0
+		}
+		return uintptr(unsafe.Pointer(&d[0]))
+	case []int64:
+		if len(d) == 0 {
+			return 0
+		}
+		return uintptr(unsafe.Pointer(&d[0]))
+	}
+	if t.Len() == 0 {
 		return 0
 	}
 	if s, ok := t.Data.([]string); ok {

@@ -90,8 +90,8 @@ func TestDec2tDecodeLoops(t *testing.T) {
 	// loop's place in its layer (the classifier's loop last)
 	if len(best) > 1 {
 		start := bestT0.UnixNano()
-		fmt.Printf("fastest step %.0f µs: before the first loop %.0f µs, after the last %.0f µs\n", bestD.Seconds()*1e6,
-			float64(best[0].start-start)/1e3, float64(start+bestD.Nanoseconds()-best[len(best)-1].end)/1e3)
+		fmt.Printf("fastest step %.0f µs: before the first loop %.0f µs, after the last %.0f µs (tasks: first loops %d %d, last %d)\n", bestD.Seconds()*1e6,
+			float64(best[0].start-start)/1e3, float64(start+bestD.Nanoseconds()-best[len(best)-1].end)/1e3, best[0].n, best[1].n, best[len(best)-1].n)
 		per := (len(best) - 1) / 24
 		if per > 0 {
 			gap := make([]float64, per)
