@@ -114,7 +114,7 @@ func (w *bqWeights) fewTaskRows(p *pool, m int) int {
 // the few-row kernels and reports whether it did (false: none for w
 // here; nothing computed).
 func (w *bqWeights) runFew(p *pool, x, y []float32, m int) bool {
-	if w.runK4Few(p, x, y, m) { // Q4_K (k4few_amd64.go)
+	if w.runK4Few(p, x, y, m) { // Q4_K, Q6_K (k4few_amd64.go)
 		return true
 	}
 	few := w.fewKernelsFor(m)

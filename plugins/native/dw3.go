@@ -33,7 +33,7 @@ type dw3Fn func(x0, x1, x2 *float32, step, rows int, y *float32, ldy, iw, ow int
 // within 15%: 144×56×56 5×5 estimated 119 µs, measured 104-114).
 func useDW3(g *geom) bool {
 	// (small planes at stride 1: the flat kernel, hand_dwflat.go)
-	// (stride-2 5×5, and 3×3 over small planes: dws2.go)
+	// (stride-2 5×5: dws2.go; its 3×3 kernels stay off, dws2MaxW3 = 0)
 	return handDWFlat(g) || dws2Take(g) || dw3RowsTake(g)
 }
 
