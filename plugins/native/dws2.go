@@ -1,7 +1,5 @@
 package native
 
-import "sync"
-
 // A 3×3 or 5×5 depthwise convolution at stride 2 over planes of even
 // height and width with TensorFlow's SAME output (oh = ih/2, ow = iw/2)
 // and k/2 or k/2−1 rows and columns of padding at the top and the left
@@ -127,25 +125,4 @@ func (a dws2Task) run(t int) {
 		fn(&pad[gap], n, xs, ohw, g.ow, &p.w[c0*taps], &p.bias[c0], &a.y[p0*ohw], &a.masks[0], nv, flags, p.lo, p.hi)
 		p0 += n
 	}
-}
-
-// handDWMasksCache is a small map of mask tables by key.
-type handDWMasksCache struct {
-	mu sync.Mutex
-	by map[int][]uint16
-}
-
-// of is the table of key, made by mk the first time.
-func (c *handDWMasksCache) of(key int, mk func() []uint16) []uint16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if m, ok := c.by[key]; ok {
-		return m
-	}
-	if c.by == nil || len(c.by) > 64 {
-		c.by = map[int][]uint16{}
-	}
-	m := mk()
-	c.by[key] = m
-	return m
 }

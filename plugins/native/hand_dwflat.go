@@ -46,9 +46,27 @@ func handDWFlat(g *geom) bool {
 
 // handDWMasks holds the tap masks of each plane size and filter
 // (h<<40 | w<<8 | k).
-var handDWMasks struct {
+var handDWMasks handDWMasksCache
+
+// handDWMasksCache is a small map of mask tables by key.
+type handDWMasksCache struct {
 	mu sync.Mutex
 	by map[int][]uint16
+}
+
+// of is the table of key, made by mk the first time.
+func (c *handDWMasksCache) of(key int, mk func() []uint16) []uint16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.by[key]; ok {
+		return m
+	}
+	if c.by == nil || len(c.by) > 64 {
+		c.by = map[int][]uint16{}
+	}
+	m := mk()
+	c.by[key] = m
+	return m
 }
 
 // handDWMasksOf is the masks of an h×w plane and a k×k filter: for each
@@ -56,12 +74,11 @@ var handDWMasks struct {
 // p mod w + dx lies inside the row, for dx = −k/2..−1, 1..k/2, then the
 // lanes p < h·w (the store's).
 func handDWMasksOf(h, w, k int) []uint16 {
-	key := h<<40 | w<<8 | k
-	handDWMasks.mu.Lock()
-	defer handDWMasks.mu.Unlock()
-	if m, ok := handDWMasks.by[key]; ok {
-		return m
-	}
+	return handDWMasks.of(h<<40|w<<8|k, func() []uint16 { return handDWMasksMake(h, w, k) })
+}
+
+// handDWMasksMake builds handDWMasksOf's table.
+func handDWMasksMake(h, w, k int) []uint16 {
 	hw, pad := h*w, k/2
 	nv, nm := (hw+15)/16, 2*pad+1
 	m := make([]uint16, nv*nm)
@@ -82,10 +99,6 @@ func handDWMasksOf(h, w, k int) []uint16 {
 			m[v*nm+j] |= 1 << i
 		}
 	}
-	if handDWMasks.by == nil || len(handDWMasks.by) > 64 {
-		handDWMasks.by = map[int][]uint16{}
-	}
-	handDWMasks.by[key] = m
 	return m
 }
 

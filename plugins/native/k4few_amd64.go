@@ -8,7 +8,7 @@ import (
 	"github.com/switchyard-hal/switchyard/core/ggml"
 )
 
-// The integer path's few-row products of ggml Q4_K (a batched decode
+// The integer path's few-row products of ggml Q4_K and Q6_K (a batched decode
 // step of 2 to 4 sequences; Qwen2.5's ffn_down): groups of four weight
 // rows, one a 128-bit lane, each super-block's quants, scales and
 // minimums unpacked once for the R activation rows, the sixteen (row,
@@ -31,7 +31,7 @@ import (
 // than the runs; prefetching 384 or 1536 bytes ahead in a run instead of
 // 768, about the same or worse.
 
-// k4fewOff turns the few-row kernels of Q4_K off (the tiles of qgemm.go
+// k4fewOff turns the few-row kernels of Q4_K and Q6_K off (the tiles of qgemm.go
 // then take m = 2…4), for benchmarks.
 var k4fewOff bool
 
