@@ -1,7 +1,6 @@
 package native
 
 import (
-	"math"
 	"sync"
 
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -362,18 +361,7 @@ func attendF16(q []float32, K, V []graph.F16, scores, e, o []float32, scale, sof
 // weighRows multiplies them by (1 with half: e holds the weights
 // rounded to float16).
 func cachedWeights(scores, e []float32, scale, softcap float32, half bool) float32 {
-	mx := float32(math.Inf(-1))
-	for j, d := range scores {
-		d *= scale
-		if softcap > 0 {
-			d = softcap * float32(math.Tanh(float64(d/softcap)))
-		}
-		scores[j] = d
-		if d > mx {
-			mx = d
-		}
-	}
-	expSum(scores, e, mx)
+	expSum(scores, e, scaleMax(scores, scale, softcap)) // srvh_attend.go
 	sum := 0.0
 	for _, w := range e {
 		sum += float64(w)
