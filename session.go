@@ -139,7 +139,8 @@ func (s *Session) check(inputs Tensors) error {
 			return &TensorError{Name: name, Err: ErrUnknownInput, Want: "an input that is not the session's state"}
 		}
 	}
-	_, err := s.m.checkSymsState(inputs, nil, s.rt)
+	var symBuf [4]symDim // a run's few symbolic dims: none allocated
+	_, err := s.m.checkSymsState(inputs, symBuf[:0], s.rt)
 	return err
 }
 

@@ -86,6 +86,8 @@ type Decoder struct {
 	pastLen string
 	// pool: a batched decoder's cache slots (batch.go), nil otherwise
 	pool *batchPool
+	// vocabN is the logits output's last dim, -1 when not fixed (vocab)
+	vocabN int
 }
 
 // kvCache is a decoder's cache between steps: the past tensors by input
@@ -114,6 +116,66 @@ type kvCache struct {
 	recycle  bool
 	spare    *switchyard.Tensor
 	logitBuf []float32
+	// in is a shared cache's step inputs, kept from step to step (the
+	// next cache takes them over), so a decode step builds no map and no
+	// tensor for them
+	in *stepIn
+}
+
+// stepIn is what a shared-cache step feeds and binds, made once a
+// session: the feeds map (ids, past length, logits rows) and its
+// tensors, refilled in place each step, and the outputs map.
+type stepIn struct {
+	ids   []int64
+	idsT  *switchyard.Tensor // over ids, [1, len(ids)]
+	pos   *switchyard.Tensor // int32 [1]
+	rows  *switchyard.Tensor // int64 [1], nil without a rows input
+	feeds switchyard.Tensors
+	outs  switchyard.Tensors
+	posV  []int32
+	rowsV []int64
+}
+
+// feedsFor refills st for a step of ids after n cached positions asking
+// for rows logits rows, and returns its feeds (ids, past length, rows).
+func (st *stepIn) feedsFor(d *Decoder, ids []int, n, rows int) (switchyard.Tensors, error) {
+	if st.idsT == nil || len(st.ids) != len(ids) {
+		if cap(st.ids) < len(ids) {
+			st.ids = make([]int64, len(ids))
+		}
+		st.ids = st.ids[:len(ids)]
+		t, err := switchyard.NewTensor([]int{1, len(ids)}, st.ids)
+		if err != nil {
+			return nil, err
+		}
+		st.idsT = t
+		st.feeds[d.ids] = t
+	}
+	for i, v := range ids {
+		st.ids[i] = int64(v)
+	}
+	st.posV[0] = int32(n)
+	if st.rows != nil {
+		st.rowsV[0] = int64(rows)
+	}
+	return st.feeds, nil
+}
+
+// newStepIn makes a shared-cache step's inputs (stepIn) for d.
+func newStepIn(d *Decoder) (*stepIn, error) {
+	st := &stepIn{feeds: switchyard.Tensors{}, outs: switchyard.Tensors{}, posV: []int32{0}, rowsV: []int64{1}}
+	var err error
+	if st.pos, err = switchyard.NewTensor([]int{1}, st.posV); err != nil {
+		return nil, err
+	}
+	st.feeds[d.pastLen] = st.pos
+	if d.rowsIn != "" {
+		if st.rows, err = switchyard.NewTensor([]int{1}, st.rowsV); err != nil {
+			return nil, err
+		}
+		st.feeds[d.rowsIn] = st.rows
+	}
+	return st, nil
 }
 
 // close frees the session of a shared cache.
@@ -184,6 +246,12 @@ func NewDecoder(m *switchyard.Model) (*Decoder, error) {
 	}
 	if n, err := strconv.Atoi(m.Metadata()["llama.context_length"]); err == nil && n > 0 {
 		d.context = n
+	}
+	d.vocabN = -1
+	for _, o := range m.Outputs() {
+		if o.Name == d.logits && len(o.Shape) == 3 {
+			d.vocabN = o.Shape[2]
+		}
 	}
 	if d.ids == "" || d.logits == "" {
 		return nil, errors.New("llm: a decoder needs an input_ids input and a logits output")
@@ -412,6 +480,20 @@ func (d *Decoder) stepRows(ctx context.Context, ids []int, cache *kvCache, rows 
 	if rows <= 0 || rows > len(ids) || d.rowsIn == "" {
 		rows = len(ids)
 	}
+	if d.shared && cache.bs == nil && len(cache.t) == 0 {
+		if cache.in == nil {
+			st, err := newStepIn(d)
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			cache.in = st
+		}
+		feeds, err := cache.in.feedsFor(d, ids, cache.n, rows)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return d.stepShared(ctx, ids, cache, feeds, rows)
+	}
 	in := make([]int64, len(ids))
 	for i, v := range ids {
 		in[i] = int64(v)
@@ -530,11 +612,13 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 	if cache.n+len(ids) > d.context {
 		return nil, 0, nil, fmt.Errorf("%w: %d positions cached and %d more, the cache holds %d", ErrContext, cache.n, len(ids), d.context)
 	}
-	pos, err := switchyard.NewTensor([]int{1}, []int32{int32(cache.n)})
-	if err != nil {
-		return nil, 0, nil, err
+	if cache.in == nil {
+		pos, err := switchyard.NewTensor([]int{1}, []int32{int32(cache.n)})
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		feeds[d.pastLen] = pos
 	}
-	feeds[d.pastLen] = pos
 	v := d.vocab()
 	logits := cache.spare
 	if s := shapeOf(logits); !cache.recycle || len(s) != 3 || s[1] != rows || s[2] != v || v < 0 {
@@ -552,7 +636,13 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 			return nil, 0, nil, err
 		}
 	}
-	outs := switchyard.Tensors{d.logits: logits}
+	var outs switchyard.Tensors
+	if cache.in != nil {
+		outs = cache.in.outs
+		outs[d.logits] = logits
+	} else {
+		outs = switchyard.Tensors{d.logits: logits}
+	}
 	if err := cache.sess.RunInto(ctx, feeds, outs); err != nil {
 		return nil, 0, nil, err
 	}
@@ -560,22 +650,17 @@ func (d *Decoder) stepShared(ctx context.Context, ids []int, cache *kvCache, fee
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	next := &kvCache{t: cache.t, n: cache.n + len(ids), sess: cache.sess, recycle: cache.recycle}
+	next := &kvCache{t: cache.t, n: cache.n + len(ids), sess: cache.sess, recycle: cache.recycle, in: cache.in}
 	if cache.recycle {
 		next.spare, next.logitBuf = logits, cache.logitBuf
 	}
 	return all, v, next, nil
 }
 
-// vocab is the logits output's last dim (-1 when not fixed).
-func (d *Decoder) vocab() int {
-	for _, o := range d.m.Outputs() {
-		if o.Name == d.logits && len(o.Shape) == 3 {
-			return o.Shape[2]
-		}
-	}
-	return -1
-}
+// vocab is the logits output's last dim (-1 when not fixed), looked up
+// once by NewDecoder (Model.Outputs copies the outputs' list: a
+// decoder's fifty a step).
+func (d *Decoder) vocab() int { return d.vocabN }
 
 // logitsOf checks the logits tensor of a step over n ids, [1, n, vocab],
 // and returns its values and vocab.
@@ -600,13 +685,7 @@ func shapeOf(t *switchyard.Tensor) []int {
 // sample picks the next id from logits.
 func sample(logits []float32, o Options, rng *rand.Rand) int {
 	if o.Temperature <= 0 {
-		best := 0
-		for i, x := range logits {
-			if x > logits[best] {
-				best = i
-			}
-		}
-		return best
+		return argmax(logits)
 	}
 	type cand struct {
 		id int

@@ -64,6 +64,33 @@ type Program struct {
 	// inputPos and inputSlot: where each of inputs is among the graph's
 	// inputs, and its slot in the main plan
 	inputPos, inputSlot []int
+
+	// lists holds *[]*graph.Tensor for a run's feeds and bound outputs
+	// where the stack buffers are short (a decoder's 50 cache inputs and
+	// outputs), so such a run allocates none (tensorList)
+	lists sync.Pool
+}
+
+// tensorList is an empty list of capacity n or more from m.lists (give
+// it back with putTensorList).
+func (m *Program) tensorList(n int) *[]*graph.Tensor {
+	l, _ := m.lists.Get().(*[]*graph.Tensor)
+	if l == nil {
+		l = new([]*graph.Tensor)
+	}
+	if cap(*l) < n {
+		*l = make([]*graph.Tensor, 0, n)
+	}
+	*l = (*l)[:0]
+	return l
+}
+
+// putTensorList gives back a list from tensorList, cleared (it keeps no
+// tensor alive); u is what the caller used of it.
+func (m *Program) putTensorList(l *[]*graph.Tensor, u []*graph.Tensor) {
+	clear(u)
+	*l = (*l)[:0]
+	m.lists.Put(l)
 }
 
 // Compile prepares g (already validated) for execution.

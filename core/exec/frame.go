@@ -202,7 +202,11 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 			na.taken = na.takenBuf[:len(bound)]
 			clear(na.taken)
 		} else {
-			na.taken = make([]bool, len(bound))
+			if len(bound) > len(na.takenBig) {
+				na.takenBig = make([]bool, len(bound))
+			}
+			na.taken = na.takenBig[:len(bound)]
+			clear(na.taken)
 		}
 	}
 	na.nfresh = 0

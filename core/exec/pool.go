@@ -485,8 +485,11 @@ type nodeAlloc struct {
 	bound []*graph.Tensor // by output index; nil: none
 	taken []bool          // bound[j] was handed out
 	view  bool            // the node's output may be a view of its input (plan.view)
-	// takenBuf backs taken for nodes of few outputs
+	// takenBuf backs taken for nodes of few outputs; takenBig for more
+	// (a delegated partition's node: a decoder's every present output),
+	// grown once and kept with the frame
 	takenBuf [4]bool
+	takenBig []bool
 	// fresh are the first tensors the arena handed out in this call
 	// (nfresh of them, counting past len(fresh)): a buffer no live
 	// value holds, so a kernel output among them shares no input's

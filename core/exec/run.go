@@ -122,7 +122,9 @@ func (m *Program) RunBoundWith(ctx context.Context, inputs, outputs []*graph.Ten
 	var buf [8]*graph.Tensor
 	feeds := buf[:0]
 	if len(m.inputs) > len(buf) {
-		feeds = make([]*graph.Tensor, 0, len(m.inputs))
+		l := m.tensorList(len(m.inputs))
+		feeds = *l
+		defer func() { m.putTensorList(l, feeds) }()
 	}
 	for _, pos := range m.inputPos {
 		var t *graph.Tensor
@@ -194,7 +196,9 @@ func (m *Program) runMap(ctx context.Context, inputs map[string]*graph.Tensor, o
 	var fbuf [16]*graph.Tensor
 	feeds := fbuf[:0]
 	if len(m.inputs) > len(fbuf) {
-		feeds = make([]*graph.Tensor, 0, len(m.inputs))
+		l := m.tensorList(len(m.inputs))
+		feeds = *l
+		defer func() { m.putTensorList(l, feeds) }()
 	}
 	for _, in := range m.inputs {
 		t, ok := inputs[in.Name]
@@ -211,7 +215,9 @@ func (m *Program) runMap(ctx context.Context, inputs map[string]*graph.Tensor, o
 	if len(into) > 0 {
 		dsts = dbuf[:0]
 		if len(m.g.Outputs) > len(dbuf) {
-			dsts = make([]*graph.Tensor, 0, len(m.g.Outputs))
+			l := m.tensorList(len(m.g.Outputs))
+			dsts = *l
+			defer func() { m.putTensorList(l, dsts) }()
 		}
 		for _, o := range m.g.Outputs {
 			dsts = append(dsts, into[o.Name])

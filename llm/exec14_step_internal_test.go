@@ -1,0 +1,112 @@
+package llm
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/switchyard-hal/switchyard"
+)
+
+// BenchmarkExec14DecodeStep: one greedy decode step as Generate runs it
+// (a shared, recycled cache; the step then sample) of EXEC14_MODEL (a
+// .gguf; skipped without it) at EXEC14_THREADS (default 1), with
+// allocations per step: a decode step should allocate nothing. The cache
+// starts over from the prompt every 200 steps.
+func BenchmarkExec14DecodeStep(b *testing.B) {
+	path := os.Getenv("EXEC14_MODEL")
+	if path == "" {
+		b.Skip("EXEC14_MODEL (a .gguf) not set")
+	}
+	threads := 1
+	if os.Getenv("EXEC14_THREADS") == "2" {
+		threads = 2
+	}
+	ctx := context.Background()
+	m, err := switchyard.Open(ctx, path, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Threads: threads, ContextLength: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	d, err := NewDecoder(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var cache *kvCache
+	start := func() {
+		if cache != nil {
+			cache.close()
+		}
+		if cache, err = d.emptyCache(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cache.recycle = true
+		if _, cache, err = d.step(ctx, []int{1, 2, 3, 4, 5}, cache); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start()
+	defer func() { cache.close() }()
+	feed := []int{7}
+	b.ReportAllocs()
+	for k := range b.N + 20 {
+		if k == 20 {
+			b.ResetTimer()
+		}
+		if cache.n >= 200 {
+			b.StopTimer()
+			start()
+			b.StartTimer()
+		}
+		var logits []float32
+		if logits, cache, err = d.step(ctx, feed, cache); err != nil {
+			b.Fatal(err)
+		}
+		feed[0] = sample(logits, Options{}, rng)
+	}
+}
+
+// TestExec14StepNodes (a measurement tool, skipped without EXEC14_MODEL):
+// the nodes of one profiled decode step, in order, with their times.
+func TestExec14StepNodes(t *testing.T) {
+	path := os.Getenv("EXEC14_MODEL")
+	if path == "" {
+		t.Skip("EXEC14_MODEL (a .gguf) not set")
+	}
+	ctx := context.Background()
+	var last *switchyard.Stats
+	m, err := switchyard.Open(ctx, path, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Threads: 1, ContextLength: 256, Profile: true,
+		OnRun: func(_ string, st *switchyard.Stats) { last = st }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	d, err := NewDecoder(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := d.emptyCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.close()
+	cache.recycle = true
+	if _, cache, err = d.step(ctx, []int{1, 2, 3, 4, 5}, cache); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, cache, err = d.step(ctx, []int{7}, cache); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := map[string]int{}
+	for _, n := range last.Nodes {
+		counts[n.OpType]++
+		if n.Depth == 0 || os.Getenv("EXEC14_ALL") != "" {
+			t.Logf("%8.1f µs %8.1f µs d%d %s %s", float64(n.Start.Nanoseconds())/1e3, float64(n.Duration.Nanoseconds())/1e3, n.Depth, n.OpType, n.Node)
+		}
+	}
+	t.Logf("%d nodes: %v; step %v", len(last.Nodes), counts, last.Duration)
+}
