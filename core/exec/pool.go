@@ -141,6 +141,8 @@ type arena struct {
 	// bound is the table of caller tensors bound to the main plan's
 	// steps (run.bound), kept for the next run
 	bound [][]*graph.Tensor
+	// ptrs backs dataPtrs' list
+	ptrs []uintptr
 	// migrated marks an arena moved from another shape signature
 	// (arenaCache.adopt): its next run notes the sizes it uses (used)
 	// and, at reset, drops the free buffers of the others
@@ -490,6 +492,8 @@ type nodeAlloc struct {
 	// grown once and kept with the frame
 	takenBuf [4]bool
 	takenBig []bool
+	// boundPtrs backs unbind's data pointers of bound
+	boundPtrs []uintptr
 	// fresh are the first tensors the arena handed out in this call
 	// (nfresh of them, counting past len(fresh)): a buffer no live
 	// value holds, so a kernel output among them shares no input's
@@ -587,13 +591,22 @@ func (na *nodeAlloc) take(dt graph.DType, shape []int) *graph.Tensor {
 // an arena buffer, so that the copy into the caller tensors after the run
 // reads the right values. A handed-out tensor not returned was scratch.
 func (na *nodeAlloc) unbind(n *graph.Node, outs []*graph.Tensor) error {
+	// the bound tensors' data pointers, read once (a partition's node
+	// binds a decoder's 50 outputs: 2500 pairs)
+	if cap(na.boundPtrs) < len(na.bound) {
+		na.boundPtrs = make([]uintptr, len(na.bound))
+	}
+	bp := na.boundPtrs[:len(na.bound)]
+	for k, dst := range na.bound {
+		bp[k] = dataPtr(dst)
+	}
 	for j, o := range outs {
 		if o == nil || j >= len(na.bound) {
 			continue
 		}
 		p := dataPtr(o)
 		for k, dst := range na.bound {
-			if k == j || dst == nil || !na.taken[k] || (o != dst && (p == 0 || p != dataPtr(dst))) {
+			if k == j || dst == nil || !na.taken[k] || (o != dst && (p == 0 || p != bp[k])) {
 				continue
 			}
 			c, err := na.a.alloc(o.DType, o.Shape, n, false)

@@ -331,8 +331,15 @@ func (m *Program) start(ctx context.Context, feeds []*graph.Tensor, opts RunOpti
 // bound.
 func (a *arena) bind(p *plan, dsts, feeds []*graph.Tensor) [][]*graph.Tensor {
 	some := false
+	var fp []uintptr // the feeds' data pointers, read once (a decoder binds 50 outputs among 50 feeds)
 	for i, dst := range dsts {
-		if i >= len(p.producer) || dst == nil || dst.Data == nil || p.producer[i].step < 0 || aliasesAny(dst, feeds) && !p.overwrites(i, dst, feeds) {
+		if i >= len(p.producer) || dst == nil || dst.Data == nil || p.producer[i].step < 0 {
+			continue
+		}
+		if fp == nil {
+			fp = a.dataPtrs(feeds)
+		}
+		if d := dataPtr(dst); aliasesAnyAt(dst, d, feeds, fp) && !p.overwritesAt(i, dst, d, feeds, fp) {
 			continue
 		}
 		if !some {
@@ -435,36 +442,49 @@ func (m *Program) InPlaceOutputs() []ops.InPlace {
 	return out
 }
 
-// overwrites says whether dst, which shares memory with a feed, may be
+// overwritesAt says whether dst, which shares memory with a feed, may be
 // bound to graph output i: it is exactly the feed output i may be written
 // in place of (same data, dtype and shape) and shares memory with no
-// other feed.
-func (p *plan) overwrites(i int, dst *graph.Tensor, feeds []*graph.Tensor) bool {
+// other feed. d is dst's data pointer, fp the feeds' (by feed).
+func (p *plan) overwritesAt(i int, dst *graph.Tensor, d uintptr, feeds []*graph.Tensor, fp []uintptr) bool {
 	if i >= len(p.inplace) || p.inplace[i] < 0 || p.inplace[i] >= len(feeds) {
 		return false
 	}
 	k := p.inplace[i]
 	f := feeds[k]
-	d := dataPtr(dst)
-	if f == nil || d == 0 || dataPtr(f) != d || f.DType != dst.DType || !graph.SameShape(f.Shape, dst.Shape) {
+	if f == nil || d == 0 || fp[k] != d || f.DType != dst.DType || !graph.SameShape(f.Shape, dst.Shape) {
 		return false
 	}
 	for j, in := range feeds {
-		if j != k && in != nil && (in == dst || dataPtr(in) == d) {
+		if j != k && in != nil && (in == dst || fp[j] == d) {
 			return false
 		}
 	}
 	return true
 }
 
-func aliasesAny(t *graph.Tensor, inputs []*graph.Tensor) bool {
-	p := dataPtr(t)
-	for _, in := range inputs {
-		if in != nil && (in == t || p != 0 && dataPtr(in) == p) {
+// aliasesAnyAt says whether t (data pointer p) shares memory with one of
+// inputs (data pointers ip, by input).
+func aliasesAnyAt(t *graph.Tensor, p uintptr, inputs []*graph.Tensor, ip []uintptr) bool {
+	for j, in := range inputs {
+		if in != nil && (in == t || p != 0 && ip[j] == p) {
 			return true
 		}
 	}
 	return false
+}
+
+// dataPtrs is the data pointer of each of ts (0 for nil), in a's reused
+// list (valid until the next call).
+func (a *arena) dataPtrs(ts []*graph.Tensor) []uintptr {
+	if cap(a.ptrs) < len(ts) {
+		a.ptrs = make([]uintptr, len(ts))
+	}
+	a.ptrs = a.ptrs[:len(ts)]
+	for j, t := range ts {
+		a.ptrs[j] = dataPtr(t)
+	}
+	return a.ptrs
 }
 
 // Into returns the caller-allocated tensor bound to output j of the node

@@ -3,6 +3,7 @@ package native
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/exec"
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -46,6 +47,43 @@ type gqaNative struct {
 	ref     kernels.Func
 	scratch sync.Pool // *gqaScratch
 	pool    *pool     // nil: one thread
+	// attrs are the node's attributes, read at its first call (a decode
+	// step's 24 calls looked up fifteen by name each, on a map the
+	// streamed weights had pushed out of the caches)
+	attrs atomic.Pointer[gqaAttrs]
+}
+
+// gqaAttrs are the attributes of a GroupQueryAttention node that a call
+// reads, read once (attrsOf).
+type gqaAttrs struct {
+	n                                 *graph.Node
+	window, smooth, numHeads, kvHeads int64
+	doRotary, interleaved, rotFMA     bool
+	ggmlAttn                          int64
+	scale, softcap                    float32
+	kvType                            string
+}
+
+// readGQAAttrs reads n's attributes.
+func readGQAAttrs(n *graph.Node) *gqaAttrs {
+	return &gqaAttrs{n: n,
+		window: n.AttrInt("local_window_size", -1), smooth: n.AttrInt("smooth_softmax", 0),
+		numHeads: n.AttrInt("num_heads", 0), kvHeads: n.AttrInt("kv_num_heads", 0),
+		doRotary: n.AttrInt("do_rotary", 0) != 0, interleaved: n.AttrInt("rotary_interleaved", 0) != 0,
+		rotFMA: n.AttrInt(contrib.RotaryFMAAttr, 0) != 0, ggmlAttn: n.AttrInt(contrib.GGMLAttentionAttr, 0),
+		scale: n.AttrFloat("scale", 0), softcap: n.AttrFloat("softcap", 0),
+		kvType: n.AttrString(contrib.KVTypeAttr, "")}
+}
+
+// attrsOf is n's attributes, read at the first call of n (a kernel is
+// one node's; another node's are read anew and kept instead).
+func (gn *gqaNative) attrsOf(n *graph.Node) *gqaAttrs {
+	if a := gn.attrs.Load(); a != nil && a.n == n {
+		return a
+	}
+	a := readGQAAttrs(n)
+	gn.attrs.Store(a)
+	return a
 }
 
 // gqaScratch holds the scaled (and rotated) queries and a row's scores
@@ -89,6 +127,11 @@ func (g *gqaShape) past(b int) int { return int(g.seqlens[b]) + 1 - g.S }
 // plan reads the call's shapes; false where the reference kernel is to
 // run (what this kernel does not handle, and every error).
 func gqaPlan(n *graph.Node, in []*graph.Tensor) (gqaShape, bool) {
+	return gqaPlanWith(n, readGQAAttrs(n), in)
+}
+
+// gqaPlanWith is gqaPlan with n's attributes read (a).
+func gqaPlanWith(n *graph.Node, a *gqaAttrs, in []*graph.Tensor) (gqaShape, bool) {
 	var g gqaShape
 	input := func(i int) *graph.Tensor {
 		if i < len(in) {
@@ -97,10 +140,10 @@ func gqaPlan(n *graph.Node, in []*graph.Tensor) (gqaShape, bool) {
 		return nil
 	}
 	if input(9) != nil || input(10) != nil || input(11) != nil || len(n.Outputs) > 3 && n.Outputs[3] != "" ||
-		n.AttrInt("local_window_size", -1) < -1 || n.AttrInt("smooth_softmax", 0) != 0 {
+		a.window < -1 || a.smooth != 0 {
 		return g, false
 	}
-	N, KV := int(n.AttrInt("num_heads", 0)), int(n.AttrInt("kv_num_heads", 0))
+	N, KV := int(a.numHeads), int(a.kvHeads)
 	q, k, v := input(0), input(1), input(2)
 	if N <= 0 || KV <= 0 || N%KV != 0 || q == nil || q.DType != graph.Float32 || q.Rank() != 3 {
 		return g, false
@@ -132,7 +175,7 @@ func gqaPlan(n *graph.Node, in []*graph.Tensor) (gqaShape, bool) {
 	}
 	pk, pv := input(3), input(4)
 	P := 0
-	cache, ok := gqaCacheOf(n, pk, H)
+	cache, ok := gqaCacheOfType(a.kvType, pk, H)
 	if !ok {
 		return g, false
 	}
@@ -162,7 +205,7 @@ func gqaPlan(n *graph.Node, in []*graph.Tensor) (gqaShape, bool) {
 		}
 		maxEnd = max(maxEnd, p+S)
 	}
-	if n.AttrInt("do_rotary", 0) != 0 {
+	if a.doRotary {
 		c, s := input(7), input(8)
 		if c == nil || s == nil || c.DType != graph.Float32 || s.DType != graph.Float32 || c.Rank() != 2 ||
 			!graph.SameShape(c.Shape, s.Shape) || c.Shape[1] == 0 || 2*c.Shape[1] > H || maxEnd > c.Shape[0] {
@@ -173,7 +216,8 @@ func gqaPlan(n *graph.Node, in []*graph.Tensor) (gqaShape, bool) {
 }
 
 func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor, into func(*kernels.Context, int) *graph.Tensor) ([]*graph.Tensor, error) {
-	g, ok := gqaPlan(n, in)
+	at := gn.attrsOf(n)
+	g, ok := gqaPlanWith(n, at, in)
 	if !ok {
 		return gn.ref(ctx, n, in)
 	}
@@ -206,19 +250,19 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 
 	var cosC, sinC []float32
 	width := 0
-	rotary := n.AttrInt("do_rotary", 0) != 0
+	rotary := at.doRotary
 	if rotary {
 		cosC, sinC, width = f32(in[7]), f32(in[8]), in[7].Shape[1]
 	}
-	interleaved := n.AttrInt("rotary_interleaved", 0) != 0
-	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0  // ggml's rotation (gqa_ggml.go)
-	ggmlAttn := n.AttrInt(contrib.GGMLAttentionAttr, 0) // ggml's attention (gqa_ggml.go)
-	scale := n.AttrFloat("scale", 0)
+	interleaved := at.interleaved
+	rotFMA := at.rotFMA     // ggml's rotation (gqa_ggml.go)
+	ggmlAttn := at.ggmlAttn // ggml's attention (gqa_ggml.go)
+	scale := at.scale
 	if scale == 0 {
 		scale = float32(1 / math.Sqrt(float64(H)))
 	}
-	softcap := n.AttrFloat("softcap", 0)
-	window := int(n.AttrInt("local_window_size", -1)) // the keys a query sees, its own included (≤ 0: all)
+	softcap := at.softcap
+	window := int(at.window) // the keys a query sees, its own included (≤ 0: all)
 
 	// the queries: rotated, scaled
 	sc.q = grow(sc.q, B*S*N*H)
@@ -254,7 +298,7 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 		}
 	}
 	if g.cache.dt != graph.Float32 {
-		return gn.runCache(ctx, n, &g, sc, pk, pv, presK, presV, inK, inV, y, cosC, sinC, width, interleaved, scale, softcap, window)
+		return gn.runCache(ctx, n, &g, sc, pk, pv, presK, presV, inK, inV, y, cosC, sinC, width, interleaved, rotFMA, ggmlAttn, scale, softcap, window)
 	}
 	// the presents: the past rows (unless in place), the new rows (keys
 	// rotated), the tail zeroed (unless in place)

@@ -18,10 +18,11 @@ type gqaCache struct {
 	width int
 }
 
-// gqaCacheOf reads the cache form of node n with past pk (nil: none) and
-// head size H; false where the reference kernel is to run.
-func gqaCacheOf(n *graph.Node, pk *graph.Tensor, H int) (gqaCache, bool) {
-	switch n.AttrString(contrib.KVTypeAttr, "") {
+// gqaCacheOfType reads the cache form of a node whose contrib.KVTypeAttr
+// is kvType, with past pk (nil: none) and head size H; false where the
+// reference kernel is to run.
+func gqaCacheOfType(kvType string, pk *graph.Tensor, H int) (gqaCache, bool) {
+	switch kvType {
 	case "":
 	case "q8_0":
 		if H%contrib.Q8Block != 0 {
@@ -129,7 +130,7 @@ func cacheClear(data any, d, n int) {
 // as stored, as llama.cpp does. The queries in sc.q are rotated and
 // rounded as the cache's type rounds them (roundQuery), not scaled.
 func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, sc *gqaScratch, pk, pv, presK, presV *graph.Tensor,
-	inK, inV bool, y *graph.Tensor, cosC, sinC []float32, width int, interleaved bool, scale, softcap float32, window int) ([]*graph.Tensor, error) {
+	inK, inV bool, y *graph.Tensor, cosC, sinC []float32, width int, interleaved, rotFMA bool, ggmlAttn int64, scale, softcap float32, window int) ([]*graph.Tensor, error) {
 	B, S, N, KV, H, P, T, W := g.B, g.S, g.N, g.KV, g.H, g.P, g.T, g.cache.width
 	PK, PV := presK.Data, presV.Data
 	var pkd, pvd any
@@ -142,7 +143,6 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	}
 	sc.k = growRows(sc.k, H)
 	row := sc.k[:H] // the new rows are staged here before encoding
-	rotFMA := n.AttrInt(contrib.RotaryFMAAttr, 0) != 0
 	for b := 0; b < B; b++ {
 		p := g.past(b)
 		for kh := 0; kh < KV; kh++ {
@@ -169,7 +169,7 @@ func (gn *gqaNative) runCache(ctx *kernels.Context, n *graph.Node, g *gqaShape, 
 	}
 	j := &sc.heads // in the scratch: nothing allocated a call
 	*j = gqaHeads{ctx: ctx, gn: gn, n: n, g: *g, q: sc.q, PK: PK, PV: PV, Y: f32(y), scale: scale, softcap: softcap, window: window,
-		mode: n.AttrInt(contrib.GGMLAttentionAttr, 0)}
+		mode: ggmlAttn}
 	defer func() { *j = gqaHeads{} }()
 	if p := gn.pool; p.threads() > 1 && B*KV > 1 && maxL*H*N >= gqaSplitWork {
 		// the (batch, KV head) pairs split over the threads, each task
