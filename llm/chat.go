@@ -96,6 +96,7 @@ func NewChat(ctx context.Context, d *Decoder, v *Vocab, cfg ChatConfig) (*Chat, 
 	if c.cache, err = d.emptyCache(ctx); err != nil {
 		return nil, err
 	}
+	c.cache.recycle = true // each step's logits are sampled before the next and not kept
 	return c, nil
 }
 
@@ -169,6 +170,7 @@ func (c *Chat) Send(ctx context.Context, user string, yield func(Token) error) (
 				c.cache = nil
 				return nil, err
 			}
+			cache.recycle = true
 			common = 0
 		}
 		c.cache, c.fed, c.fedText = cache, c.fed[:common], ""

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/switchyard-hal/switchyard"
 )
@@ -109,4 +110,14 @@ func TestExec14StepNodes(t *testing.T) {
 		}
 	}
 	t.Logf("%d nodes: %v; step %v", len(last.Nodes), counts, last.Duration)
+	for _, op := range last.DeviceOps {
+		t.Logf("device op %s %s at %.1f µs for %.1f µs, %d kernels", op.Kind, op.Name, float64(op.Start.Nanoseconds())/1e3, float64(op.Duration.Nanoseconds())/1e3, len(op.Kernels))
+		var prevEnd time.Duration
+		for i, k := range op.Kernels {
+			if i < 12 || i >= len(op.Kernels)-4 || os.Getenv("EXEC14_ALL") != "" {
+				t.Logf("  %8.1f µs %8.1f µs (gap %5.1f) %s %v", float64(k.Start.Nanoseconds())/1e3, float64(k.Duration.Nanoseconds())/1e3, float64((k.Start-prevEnd).Nanoseconds())/1e3, k.Name, k.Nodes[:min(len(k.Nodes), 2)])
+			}
+			prevEnd = k.Start + k.Duration
+		}
+	}
 }

@@ -29,6 +29,10 @@ func (d *Decoder) NewSequence(ctx context.Context) (*Sequence, error) {
 	if err != nil {
 		return nil, err
 	}
+	// a shared cache's steps write their logits into one buffer of the
+	// cache, which Feed copies out: a fresh tensor a step (Zeros: 0.6 MB
+	// cleared, on new pages, before the step began) cost more than the copy
+	c.recycle = c.sess != nil
 	return &Sequence{d: d, c: c}, nil
 }
 
@@ -54,6 +58,9 @@ func (s *Sequence) Feed(ctx context.Context, ids []int) ([]float32, error) {
 	if err != nil {
 		s.broken = fmt.Errorf("llm: position %d: %w", len(s.ids), err)
 		return nil, s.broken
+	}
+	if next.recycle {
+		logits = append([]float32(nil), logits...) // the cache's buffer: the caller gets its own (not cleared first)
 	}
 	s.c = next
 	s.ids = append(s.ids, ids...)

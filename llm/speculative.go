@@ -233,7 +233,7 @@ func (d *Decoder) trim(cache *kvCache, n int) (*kvCache, error) {
 		return nil, fmt.Errorf("llm: the cache holds %d positions, cannot keep %d", cache.n, n)
 	}
 	if d.shared {
-		return &kvCache{t: cache.t, n: n, sess: cache.sess, recycle: cache.recycle, spare: cache.spare, logitBuf: cache.logitBuf}, nil
+		return &kvCache{t: cache.t, n: n, sess: cache.sess, recycle: cache.recycle, spare: cache.spare, logitBuf: cache.logitBuf, in: cache.in}, nil
 	}
 	// slot -1: the next present goes to buffer 0; one still holding a
 	// kept past is then not bound in place but copied after the run

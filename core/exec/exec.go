@@ -179,6 +179,53 @@ type step struct {
 	in, out, free []int
 	memo          kernels.Memo
 	konst         uint64 // bit j: input j is a constant (kernels.Context.Const)
+	// what frame.exec and call read of the node, its schema and opset,
+	// kept in the step (packSteps): the node, its outputs' list, the
+	// schema were each a cache line of their own, cold again every
+	// decode step after the weights streamed through the caches
+	kernel kernels.Func
+	opset  int64
+	view   bool
+	nOut   int    // len(node.Outputs)
+	named  uint64 // bit j: output j has a name (not omitted); outputs past 64 are read from the node
+}
+
+// namedOut says whether n's output j (j < st.nOut) is not omitted.
+func (st *step) namedOut(n *graph.Node, j int) bool {
+	if j < 64 {
+		return st.named&(1<<j) != 0
+	}
+	return n.Outputs[j] != ""
+}
+
+// packSteps fills each step's node fields and moves every step's
+// in, out and free lists into one array, in step order (a run reads
+// them one step after the other; apart, each was a miss of its own).
+func (p *plan) packSteps() {
+	total := 0
+	for i := range p.steps {
+		st := &p.steps[i]
+		total += len(st.in) + len(st.out) + len(st.free)
+	}
+	all := make([]int, 0, total)
+	take := func(x []int) []int {
+		if x == nil {
+			return nil
+		}
+		k := len(all)
+		all = append(all, x...)
+		return all[k:len(all):len(all)]
+	}
+	for i, n := range p.order {
+		st := &p.steps[i]
+		st.in, st.out, st.free = take(st.in), take(st.out), take(st.free)
+		st.kernel, st.opset, st.view, st.nOut, st.named = p.schemas[i].Kernel, p.opsets[i], p.view[i], len(n.Outputs), 0
+		for j, o := range n.Outputs {
+			if j < 64 && o != "" {
+				st.named |= 1 << j
+			}
+		}
+	}
 }
 
 func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan, error) {
@@ -368,6 +415,7 @@ func (m *Program) compile(g *graph.Graph, outer map[string]*graph.Tensor) (*plan
 		}
 		p.producer = append(p.producer, pr)
 	}
+	p.packSteps()
 	return p, nil
 }
 

@@ -121,9 +121,9 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 		if r.bound != nil && s.parent == nil {
 			bound = r.bound[i]
 		}
-		f.cc.na.view = p.view[i]
+		f.cc.na.view = st.view
 		f.cc.kc.Memo, f.cc.kc.Const = &st.memo, st.konst
-		outs, err := f.call(ctx, p.schemas[i], p.opsets[i], n, ins, bound)
+		outs, err := f.call(ctx, st, n, ins, bound)
 		f.cc.na.view, f.cc.kc.Memo, f.cc.kc.Const = false, nil, 0
 		clear(ins)
 		if err != nil {
@@ -183,9 +183,10 @@ func (f *frame) exec(ctx context.Context) ([]*graph.Tensor, error) {
 	return res, nil
 }
 
-// call runs one kernel, turning panics into errors and checking its outputs.
-// bound are the caller's tensors for n's outputs (nil: none).
-func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *graph.Node, ins, bound []*graph.Tensor) (outs []*graph.Tensor, err error) {
+// call runs one kernel (step st of node n), turning panics into errors
+// and checking its outputs. bound are the caller's tensors for n's
+// outputs (nil: none).
+func (f *frame) call(ctx context.Context, st *step, n *graph.Node, ins, bound []*graph.Tensor) (outs []*graph.Tensor, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			buf := make([]byte, 4096)
@@ -195,7 +196,7 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 	}()
 	r := f.r
 	na := &f.cc.na
-	f.cc.kc.Opset, na.n = opset, n
+	f.cc.kc.Opset, na.n = st.opset, n
 	na.bound, na.taken = bound, nil
 	if bound != nil {
 		if len(bound) <= len(na.takenBuf) {
@@ -210,7 +211,7 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 		}
 	}
 	na.nfresh = 0
-	outs, err = s.Kernel(&f.cc.kc, n, ins)
+	outs, err = st.kernel(&f.cc.kc, n, ins)
 	if err == nil && bound != nil {
 		err = na.unbind(n, outs)
 	}
@@ -226,24 +227,24 @@ func (f *frame) call(ctx context.Context, s *kernels.Schema, opset int64, n *gra
 		}
 		return nil, fmt.Errorf("%s: %w", n.Label(), err)
 	}
-	if len(outs) < len(n.Outputs) {
+	if len(outs) < st.nOut {
 		// trailing optional outputs may be omitted by the kernel
-		for j := len(outs); j < len(n.Outputs); j++ {
-			if n.Outputs[j] != "" {
+		for j := len(outs); j < st.nOut; j++ {
+			if st.namedOut(n, j) {
 				return nil, fmt.Errorf("exec: %s returned %d outputs, node needs %d", n.Label(), len(outs), len(n.Outputs))
 			}
 		}
 	}
-	for j, name := range n.Outputs {
-		if name == "" {
+	for j := range st.nOut {
+		if !st.namedOut(n, j) {
 			continue
 		}
 		o := outs[j]
 		if o == nil {
-			return nil, fmt.Errorf("exec: %s produced no value for output %q", n.Label(), name)
+			return nil, fmt.Errorf("exec: %s produced no value for output %q", n.Label(), n.Outputs[j])
 		}
 		if err := o.Check(); err != nil {
-			return nil, fmt.Errorf("exec: %s output %q: %v", n.Label(), name, err)
+			return nil, fmt.Errorf("exec: %s output %q: %v", n.Label(), n.Outputs[j], err)
 		}
 		// a kernel that hands back an input (or a view of one) breaks
 		// buffer recycling: copy it (unless the plan made it a view, or
