@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,5 +120,53 @@ func TestExec14StepNodes(t *testing.T) {
 			}
 			prevEnd = k.Start + k.Duration
 		}
+	}
+}
+
+// TestExec14FeedRecycle (a measurement tool, skipped without
+// EXEC14_MODEL): Sequence.Feed's decode step with the cache's logits
+// buffer recycled and copied out (NewSequence's default for a shared
+// cache) and with a new logits tensor a step (recycle off), alternating
+// step by step on two sequences; the median and least µs of each.
+func TestExec14FeedRecycle(t *testing.T) {
+	path := os.Getenv("EXEC14_MODEL")
+	if path == "" {
+		t.Skip("EXEC14_MODEL (a .gguf) not set")
+	}
+	ctx := context.Background()
+	m, err := switchyard.Open(ctx, path, &switchyard.OpenOptions{Backends: []string{"native", "cpu"}, Threads: 1, ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	d, err := NewDecoder(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs [2]*Sequence
+	for i := range seqs {
+		if seqs[i], err = d.NewSequence(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer seqs[i].Close()
+		if _, err := seqs[i].Feed(ctx, []int{1, 2, 3, 4, 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seqs[1].c.recycle = false
+	var times [2][]float64
+	for k := range 200 {
+		for i, s := range seqs {
+			t0 := time.Now()
+			if _, err := s.Feed(ctx, []int{7 + k%50}); err != nil {
+				t.Fatal(err)
+			}
+			times[i] = append(times[i], float64(time.Since(t0).Microseconds()))
+		}
+	}
+	for i, name := range []string{"recycled+copy", "new tensor"} {
+		x := times[i][20:]
+		slices.Sort(x)
+		t.Logf("%s: median %.0f µs, least %.0f µs", name, x[len(x)/2], x[0])
 	}
 }
