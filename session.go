@@ -135,7 +135,7 @@ func (s *Session) run(ctx context.Context, inputs, into Tensors, profile bool) (
 // being the session's.
 func (s *Session) check(inputs Tensors) error {
 	for name := range inputs {
-		if s.rt.StateDevice(name) != "" {
+		if s.rt.IsState(name) {
 			return &TensorError{Name: name, Err: ErrUnknownInput, Want: "an input that is not the session's state"}
 		}
 	}
@@ -190,5 +190,5 @@ func (s *Session) Close() error { return s.rt.Close() }
 // checkSymsState is checkSyms for a session: its state inputs are not
 // missing.
 func (m *Model) checkSymsState(inputs Tensors, syms []symDim, rs *runtime.Session) ([]symDim, error) {
-	return m.checkSymsSkip(inputs, syms, func(name string) bool { return rs.StateDevice(name) != "" }, nil)
+	return m.checkSymsSkip(inputs, syms, rs.IsState, nil)
 }

@@ -342,6 +342,11 @@ func (m *Model) placeState(sv *stateVal) {
 	}
 }
 
+// IsState says whether input is one of the session's state inputs. The
+// set is fixed by NewSession, so it is read without the session's lock
+// (a decoder's step asks for each of its fifty inputs).
+func (s *Session) IsState(input string) bool { return s.byIn[input] != nil }
+
 // StateDevice says where the state of input lives between runs: a slot
 // ("backend:index") or "host"; "" for a name that is not a state input.
 func (s *Session) StateDevice(input string) string {
