@@ -42,6 +42,9 @@ type bqGroupPlan struct {
 	// ffn: the SwiGLU (and down product, residual Add) after a gate
 	// and up group that the node took over (fuse2_ffn.go), nil none
 	ffn *ffnPlan
+	// norm: the RMSNorm before it that the node took over
+	// (fuse2_norm.go), nil none
+	norm *normPlan
 }
 
 // bqGroupMember says n is a BlockQuantMatMul a group can take: a
@@ -147,7 +150,7 @@ func fuseBQGroups(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusio
 		return g
 	}
 	out := *g
-	defer func() { ret = fuseFFN(sg, ret, fused) }() // fuse2_ffn.go
+	defer func() { ret = fuseNorms(sg, fuseFFN(sg, ret, fused), fused) }() // fuse2_ffn.go, fuse2_norm.go
 	out.Nodes = make([]*graph.Node, 0, len(g.Nodes))
 	for _, n := range g.Nodes {
 		switch {
@@ -187,7 +190,13 @@ func buildBQGroup(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 	}
 	k := g.ws[0].k
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-		a := in[0]
+		a, err := p.norm.normed(ctx, in[0], k) // fuse2_norm.go
+		if err != nil {
+			return nil, err
+		}
+		if p.norm != nil {
+			defer ctx.Release(a)
+		}
 		outs := ctx.OutputSlice(len(g.ws))
 		var ys [bqGroupMax][]float32 // by value into the job: no allocation
 		for i, w := range g.ws {

@@ -177,6 +177,7 @@ type ffn struct {
 	// addOpset is the graph's opset of the Add's domain (the node's own
 	// is blockquant's)
 	addOpset int64
+	norm     *normPlan // the RMSNorm before it (fuse2_norm.go), nil none
 }
 
 // buildFFN compiles an ffnOp node: the group as its node is, then down
@@ -187,7 +188,7 @@ func buildFFN(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &ffn{pool: bc.pool, g: g, gate: p.ffn.gate}
+	f := &ffn{pool: bc.pool, g: g, gate: p.ffn.gate, norm: p.norm}
 	if d := p.ffn.down; d != nil {
 		w, err := newBQWeights(d, constInput(bc.sg, d, 1), nil)
 		if err != nil {
@@ -221,7 +222,14 @@ func buildFFN(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 // run is the node's kernel: the parts one after another as their nodes
 // would run them, their intermediate values in buffers of the run.
 func (f *ffn) run(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	g, a := f.g, in[0]
+	g := f.g
+	a, err := f.norm.normed(ctx, in[0], g.ws[0].k) // fuse2_norm.go
+	if err != nil {
+		return nil, err
+	}
+	if f.norm != nil {
+		defer ctx.Release(a)
+	}
 	var parts [2]*graph.Tensor
 	var ys [bqGroupMax][]float32
 	for i, w := range g.ws {

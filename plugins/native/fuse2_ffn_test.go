@@ -23,6 +23,7 @@ type ffnCase struct {
 	swapped bool
 	upto    int
 	resid   string
+	norm    bool // an RMSNorm before gate and up (fuse2_norm.go)
 }
 
 // ffnGraph is a feed-forward block of K k and hidden n over input "x"
@@ -48,7 +49,11 @@ func ffnGraph(rng *rand.Rand, c ffnCase, m, k, n int) (*hal.Subgraph, []*graph.T
 			Inputs: []string{in, name + ".q"}, Outputs: []string{name + ".y"}, Attrs: at})
 		return name + ".y"
 	}
-	gate, up := mm("gate", "x", c.gu, n, k), mm("up", "x", c.gu, n, k)
+	x := "x"
+	if c.norm {
+		x = addNorm(rng, g, "x", k)
+	}
+	gate, up := mm("gate", x, c.gu, n, k), mm("up", x, c.gu, n, k)
 	ins := []string{gate, up}
 	if c.swapped {
 		ins[0], ins[1] = up, gate
@@ -94,16 +99,18 @@ func TestFFNSameBits(t *testing.T) {
 	ctx := context.Background()
 	const k = 256
 	cases := []ffnCase{
-		{ggml.Q4_0, ggml.Q8_0, false, 3, "same"},
-		{ggml.Q4_0, ggml.Q4_0, true, 3, "same"},
-		{ggml.Q4_K, ggml.Q6_K, false, 3, "same"},
-		{ggml.Q8_0, ggml.Q5_0, false, 3, "row"},
-		{ggml.Q4_0, ggml.Q8_0, true, 2, ""},
-		{ggml.Q4_0, ggml.Q8_0, false, 1, ""},
+		{ggml.Q4_0, ggml.Q8_0, false, 3, "same", false},
+		{ggml.Q4_0, ggml.Q4_0, true, 3, "same", false},
+		{ggml.Q4_K, ggml.Q6_K, false, 3, "same", false},
+		{ggml.Q8_0, ggml.Q5_0, false, 3, "row", false},
+		{ggml.Q4_0, ggml.Q8_0, true, 2, "", false},
+		{ggml.Q4_0, ggml.Q8_0, false, 1, "", false},
+		{ggml.Q4_0, ggml.Q4_0, false, 3, "same", true},
+		{ggml.Q4_K, ggml.Q6_K, true, 2, "", true},
 	}
 	for _, c := range cases {
 		for _, m := range []int{1, 3} {
-			name := fmt.Sprintf("%v-%v-swapped%v-upto%d-%s-m%d", c.gu, c.dn, c.swapped, c.upto, c.resid, m)
+			name := fmt.Sprintf("%v-%v-swapped%v-upto%d-%s-norm%v-m%d", c.gu, c.dn, c.swapped, c.upto, c.resid, c.norm, m)
 			n := 1056 // tasks of the first loop split finer at 2 threads, a short last one
 			if c.dn.BlockSize() != 32 {
 				n = 1024 // down's K: whole super-blocks
@@ -158,7 +165,7 @@ func TestFFNSameBits(t *testing.T) {
 // the nodes apart.
 func TestFFNNotFused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 5))
-	sg, _ := ffnGraph(rng, ffnCase{ggml.Q4_0, ggml.Q8_0, false, 3, "same"}, 1, 256, 64)
+	sg, _ := ffnGraph(rng, ffnCase{ggml.Q4_0, ggml.Q8_0, false, 3, "same", false}, 1, 256, 64)
 	sg.Graph.Outputs = append(sg.Graph.Outputs, graph.ValueInfo{Name: "up.y"})
 	g, fused := fuse(sg)
 	g = fuseBQGroups(sg, g, fused)

@@ -38,10 +38,10 @@ func TestFuse2DecodeAB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer func(on bool) { ffnOn = on }(ffnOn)
+	defer func(f, n bool) { ffnOn, normOn = f, n }(ffnOn, normOn)
 	var seqs [2]*llm.Sequence
 	for i, on := range []bool{false, true} {
-		ffnOn = on
+		ffnOn, normOn = on, on
 		m, err := e.Open(ctx, path, nil)
 		if err != nil {
 			t.Fatal(err)
