@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ import (
 // the same load (FUSE2_THREADS=1: at one thread, where a step's time is
 // all serial work). Prints, for each: the step's median and least µs, its
 // loops, and the time outside them (serial nodes, the executor). The
-// greedy tokens of the two must be the same.
+// greedy tokens of the two must be the same. Also the calling thread's
+// CPU time a step (getrusage RUSAGE_THREAD, Linux): at one thread the
+// step's work without the time the machine's other load took from it.
 //
 //	FUSE2_MODEL=/work/tmp/qwen2-Q4_0.gguf go test ./plugins/native -run TestFuse2DecodeAB -v
 func TestFuse2DecodeAB(t *testing.T) {
@@ -61,14 +64,18 @@ func TestFuse2DecodeAB(t *testing.T) {
 		}
 		seqs[i] = s
 	}
-	var steps, inLoops, serial, loops [2][]float64
+	runtime.LockOSThread() // the calling thread's CPU time a step (threadCPU, depthwise_packed_test.go)
+	defer runtime.UnlockOSThread()
+	var steps, inLoops, serial, loops, cpu [2][]float64
 	tok := [2]int{7, 7}
 	for i := 0; i < 2*300; i++ {
 		k := i % 2
 		tr := &loopTracer{}
 		loopTrace.Store(tr)
+		c0 := threadCPU()
 		t0 := time.Now()
 		out, err := seqs[k].Feed(ctx, []int{tok[k]})
+		c := float64(threadCPU()-c0) / 1e3
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,9 +96,11 @@ func TestFuse2DecodeAB(t *testing.T) {
 		inLoops[k] = append(inLoops[k], sum)
 		serial[k] = append(serial[k], d-sum)
 		loops[k] = append(loops[k], float64(len(tr.loops)))
+		cpu[k] = append(cpu[k], c)
 	}
 	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
 	for k, name := range []string{"A (apart)", "B (fused)"} {
+		fmt.Printf("%s: the caller thread's CPU time a step: median %.0f µs (least %.0f)\n", name, med(cpu[k]), slices.Min(cpu[k]))
 		fmt.Printf("%s: step median %.0f µs (least %.0f); loops %.0f; in loops %.0f (least %.0f); outside loops %.0f µs (least %.0f)\n", name,
 			med(steps[k]), slices.Min(steps[k]), med(loops[k]), med(inLoops[k]), slices.Min(inLoops[k]), med(serial[k]), slices.Min(serial[k]))
 	}
