@@ -45,6 +45,8 @@ type bqGroupPlan struct {
 	// norm: the RMSNorm before it that the node took over
 	// (fuse2_norm.go), nil none
 	norm *normPlan
+	// resid: a lone product's residual Add (fuse2_resid.go), nil none
+	resid *residPlan
 }
 
 // bqGroupMember says n is a BlockQuantMatMul a group can take: a
@@ -88,6 +90,8 @@ func bqBiasAdd(sg *hal.Subgraph, n *graph.Node, readers map[string][]*graph.Node
 // node at the place of the first, recording its plan in fused. g's node
 // list is replaced; its nodes are not modified.
 func fuseBQGroups(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusion) (ret *graph.Graph) {
+	// then the feed-forward blocks, residual Adds and norms (fuse2_*.go)
+	defer func() { ret = fuseNorms(sg, fuseResidAdds(sg, fuseFFN(sg, ret, fused), fused), fused) }()
 	byInput := map[string][]*graph.Node{}
 	var inputs []string
 	for _, n := range g.Nodes {
@@ -150,7 +154,6 @@ func fuseBQGroups(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusio
 		return g
 	}
 	out := *g
-	defer func() { ret = fuseNorms(sg, fuseFFN(sg, ret, fused), fused) }() // fuse2_ffn.go, fuse2_norm.go
 	out.Nodes = make([]*graph.Node, 0, len(g.Nodes))
 	for _, n := range g.Nodes {
 		switch {
@@ -183,6 +186,9 @@ type bqGroupActs [2]ggml.Act
 func buildBQGroup(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 	if p.ffn != nil {
 		return buildFFN(bc, p) // fuse2_ffn.go
+	}
+	if p.resid != nil {
+		return buildResid(bc, p) // fuse2_resid.go
 	}
 	g, err := newBQGroup(bc, p, true)
 	if err != nil {

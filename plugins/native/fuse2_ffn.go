@@ -172,16 +172,11 @@ func ffnResidual(sg *hal.Subgraph, down, add *graph.Node, fused map[*graph.Node]
 // ffn is a compiled ffnOp node.
 type ffn struct {
 	pool *pool
-	g    *bqGroup     // gate and up
-	gate int          // g's member that is the gate
-	down *bqWeights   // nil: the node ends at the SwiGLU
-	add  bool         // the residual Add is taken
-	r    int          // its other operand's index in the Add
-	ref  kernels.Func // the reference Add, for shapes the fast one does not take
-	// addOpset is the graph's opset of the Add's domain (the node's own
-	// is blockquant's)
-	addOpset int64
-	norm     *normPlan // the RMSNorm before it (fuse2_norm.go), nil none
+	g    *bqGroup   // gate and up
+	gate int        // g's member that is the gate
+	down *bqWeights // nil: the node ends at the SwiGLU
+	add  *residAdd  // the residual Add (fuse2_resid.go), nil none
+	norm *normPlan  // the RMSNorm before it (fuse2_norm.go), nil none
 }
 
 // buildFFN compiles an ffnOp node: the group as its node is, then down
@@ -207,16 +202,8 @@ func buildFFN(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 		}
 		f.down = w
 		if p.ffn.add != nil {
-			f.add, f.r = true, p.ffn.resid
-			ref, ok := kernels.Lookup("", "Add")
-			if !ok {
-				return nil, fmt.Errorf("%s: no Add kernel", ffnOp)
-			}
-			f.ref = ref.Kernel
-			for _, o := range bc.sg.Opsets {
-				if o.Domain == "" || o.Domain == "ai.onnx" {
-					f.addOpset = o.Version
-				}
+			if f.add, err = newResidAdd(bc, p.ffn.resid); err != nil {
+				return nil, fmt.Errorf("%s: %v", ffnOp, err)
 			}
 		}
 	}
@@ -262,25 +249,10 @@ func (f *ffn) run(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([
 	}
 	d.run(f.pool, f32(h), f32(y), m)
 	ctx.Release(h)
-	if !f.add {
+	if f.add == nil {
 		return ctx.Outputs(y), nil
 	}
-	r := in[len(in)-1]
-	if f.addsInPlace(y, r) {
-		addRow(f32(y), f32(r)) // y + r: the Add's float32 sums
-		return ctx.Outputs(y), nil
-	}
-	ops := [2]*graph.Tensor{r, r}
-	ops[1-f.r] = y
-	c := *ctx
-	c.Opset, c.Memo = f.addOpset, nil
-	return f.ref(&c, node, ops[:])
-}
-
-// addsInPlace says the residual r is float32 of down's output y's
-// shape: the Add's output is y's shape, each value y + r.
-func (f *ffn) addsInPlace(y, r *graph.Tensor) bool {
-	return r != nil && r.DType == graph.Float32 && graph.SameShape(r.Shape, y.Shape)
+	return f.add.apply(ctx, node, y, in[len(in)-1])
 }
 
 // swigluRows writes silu(a[i])·b[i] into y[i] as swigluKernel does (each

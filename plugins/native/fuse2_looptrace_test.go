@@ -41,10 +41,10 @@ func TestFuse2DecodeAB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	defer func(f, n bool) { ffnOn, normOn = f, n }(ffnOn, normOn)
+	defer func(f, n, r bool) { ffnOn, normOn, residOn = f, n, r }(ffnOn, normOn, residOn)
 	var seqs [2]*llm.Sequence
 	for i, on := range []bool{false, true} {
-		ffnOn, normOn = on, on
+		ffnOn, normOn, residOn = on, on, on
 		m, err := e.Open(ctx, path, nil)
 		if err != nil {
 			t.Fatal(err)
