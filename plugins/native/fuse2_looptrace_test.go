@@ -21,7 +21,8 @@ import (
 // the same load (FUSE2_THREADS=1: at one thread, where a step's time is
 // all serial work). Prints, for each: the step's median and least µs, its
 // loops, and the time outside them (serial nodes, the executor). The
-// greedy tokens of the two must be the same. Also the calling thread's
+// greedy tokens of the two must be the same. Also the allocations a step
+// (testing.AllocsPerRun) and the calling thread's
 // CPU time a step (getrusage RUSAGE_THREAD, Linux): at one thread the
 // step's work without the time the machine's other load took from it.
 //
@@ -99,6 +100,14 @@ func TestFuse2DecodeAB(t *testing.T) {
 		cpu[k] = append(cpu[k], c)
 	}
 	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+	for k := range seqs {
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, err := seqs[k].Feed(ctx, []int{7}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		fmt.Printf("%s: %.1f allocations a step\n", []string{"A", "B"}[k], allocs)
+	}
 	for k, name := range []string{"A (apart)", "B (fused)"} {
 		fmt.Printf("%s: the caller thread's CPU time a step: median %.0f µs (least %.0f)\n", name, med(cpu[k]), slices.Min(cpu[k]))
 		fmt.Printf("%s: step median %.0f µs (least %.0f); loops %.0f; in loops %.0f (least %.0f); outside loops %.0f µs (least %.0f)\n", name,
