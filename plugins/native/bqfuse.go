@@ -39,6 +39,14 @@ const bqGroupMax = 4
 type bqGroupPlan struct {
 	nodes []*graph.Node
 	bias  []*graph.Tensor
+	// ffn: the SwiGLU (and down product, residual Add) after a gate
+	// and up group that the node took over (fuse2_ffn.go), nil none
+	ffn *ffnPlan
+	// norm: the RMSNorm before it that the node took over
+	// (fuse2_norm.go), nil none
+	norm *normPlan
+	// resid: a lone product's residual Add (fuse2_resid.go), nil none
+	resid *residPlan
 }
 
 // bqGroupMember says n is a BlockQuantMatMul a group can take: a
@@ -81,7 +89,9 @@ func bqBiasAdd(sg *hal.Subgraph, n *graph.Node, readers map[string][]*graph.Node
 // BlockQuantMatMuls (bqGroupMember, one input) replaced by one bqGroupOp
 // node at the place of the first, recording its plan in fused. g's node
 // list is replaced; its nodes are not modified.
-func fuseBQGroups(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusion) *graph.Graph {
+func fuseBQGroups(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusion) (ret *graph.Graph) {
+	// then the feed-forward blocks, residual Adds and norms (fuse2_*.go)
+	defer func() { ret = fuseNorms(sg, fuseResidAdds(sg, fuseFFN(sg, ret, fused), fused), fused) }()
 	byInput := map[string][]*graph.Node{}
 	var inputs []string
 	for _, n := range g.Nodes {
@@ -174,6 +184,43 @@ type bqGroupActs [2]ggml.Act
 
 // buildBQGroup compiles a group's node.
 func buildBQGroup(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
+	if p.ffn != nil {
+		return buildFFN(bc, p) // fuse2_ffn.go
+	}
+	if p.resid != nil {
+		return buildResid(bc, p) // fuse2_resid.go
+	}
+	g, err := newBQGroup(bc, p, true)
+	if err != nil {
+		return nil, err
+	}
+	k := g.ws[0].k
+	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
+		a, err := p.norm.normed(ctx, in[0], k) // fuse2_norm.go
+		if err != nil {
+			return nil, err
+		}
+		if p.norm != nil {
+			defer ctx.Release(a)
+		}
+		outs := ctx.OutputSlice(len(g.ws))
+		var ys [bqGroupMax][]float32 // by value into the job: no allocation
+		for i, w := range g.ws {
+			y, err := bqMatMulOut(ctx, a, w.k, w.n)
+			if err != nil {
+				return nil, err
+			}
+			outs[i], ys[i] = y, f32(y)
+		}
+		g.run(bc.pool, f32(a), ys, a.Len()/k)
+		return outs, nil
+	}, nil
+}
+
+// newBQGroup compiles a group's weights; link: into decode's prefetch
+// chain (bw_prefetch.go) in member order (a caller that runs the rows in
+// another order links them itself).
+func newBQGroup(bc *buildCtx, p *bqGroupPlan, link bool) (*bqGroup, error) {
 	g := &bqGroup{intPath: bc.precision == hal.PrecisionInt8}
 	g.acts.New = func() any { return new(bqGroupActs) }
 	k := -1
@@ -200,27 +247,14 @@ func buildBQGroup(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 		}
 		g.bias = append(g.bias, b)
 	}
-	if g.intPath {
+	if g.intPath && link {
 		raws := make([][]byte, len(g.ws))
 		for i, w := range g.ws {
 			raws[i] = w.raw
 		}
 		g.pfl = bc.pf.link(g.ws[0].intTaskRows(bc.pool, 1)*g.ws[0].rb, raws...)
 	}
-	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
-		a := in[0]
-		outs := ctx.OutputSlice(len(g.ws))
-		var ys [bqGroupMax][]float32 // by value into the job: no allocation
-		for i, w := range g.ws {
-			y, err := bqMatMulOut(ctx, a, w.k, w.n)
-			if err != nil {
-				return nil, err
-			}
-			outs[i], ys[i] = y, f32(y)
-		}
-		g.run(bc.pool, f32(a), ys, a.Len()/k)
-		return outs, nil
-	}, nil
+	return g, nil
 }
 
 // bqGroupJob is one group call's arguments for parallelFor. The tasks
