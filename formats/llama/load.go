@@ -124,6 +124,11 @@ func build(w *Weights, o formats.Options, def KVType) (*graph.Model, error) {
 	case "int8", "float16", "bfloat16":
 		// reduced precision allowed: F16/BF16 products as llama.cpp's
 		c.RoundActivations = true
+	case "":
+		// no precision asked for: a quantized GGUF's default is int8
+		// (decodeGGUF's MetaPrecision, which the engine compiles at), so
+		// it gets int8's graph too, the one `generate` builds
+		c.RoundActivations = w.quantized()
 	}
 	if o.Method == BatchMethod {
 		return BuildBatch(w)
