@@ -28,9 +28,9 @@ import (
 // in the order a worker claims its tasks (workerLast), up to pfMax, and
 // how far the workers got.
 type pfRun struct {
-	parts [][]byte
-	limit int64
-	off   atomic.Int64
+	parts        [][]byte
+	limit, total int64
+	off          atomic.Int64
 }
 
 // pfChunk is how many bytes a worker reads ahead between looks for a new
@@ -60,20 +60,27 @@ type pfChain struct {
 type pfLink struct {
 	own [][]byte
 	run pfRun
+
+	// head and runHead: own with its first tailHeadBytes first (the
+	// caller's first task), and the run reading them (tail_prefetch.go)
+	head    [][]byte
+	runHead pfRun
 }
 
 // link adds a product whose tasks read own (in that order; the first
 // task task bytes) to the chain: the last one added reads ahead into it,
 // and it into the first (until another is added).
 func (c *pfChain) link(task int, own ...[]byte) *pfLink {
-	l := &pfLink{own: workerLast(own, int64(task))}
+	l := &pfLink{own: workerLast(own, int64(task)), head: headFirst(own, int64(task))}
 	if c.first == nil {
 		c.first = l
 	}
 	if c.last != nil {
 		c.last.run.set(l.own)
+		c.last.runHead.set(l.head)
 	}
 	l.run.set(c.first.own)
+	l.runHead.set(c.first.head)
 	c.last = l
 	return l
 }
@@ -102,11 +109,11 @@ func workerLast(parts [][]byte, task int64) [][]byte {
 // set makes r read ahead parts, up to pfMax bytes.
 func (r *pfRun) set(parts [][]byte) {
 	r.parts = parts
-	r.limit = 0
+	r.total = 0
 	for _, p := range parts {
-		r.limit += int64(len(p))
+		r.total += int64(len(p))
 	}
-	r.limit = min(r.limit, pfMax)
+	r.limit = min(r.total, pfMax)
 }
 
 // decodeLink is l for a product of one activation row (decode's), else
@@ -128,8 +135,12 @@ func (p *pool) prefetchNext(l *pfLink) {
 		p.pf.Store(nil)
 		return
 	}
-	l.run.off.Store(0)
-	p.pf.Store(&l.run)
+	r := &l.run
+	if tailHeadOn.Load() {
+		r = &l.runHead
+	}
+	r.off.Store(0)
+	p.pf.Store(r)
 }
 
 // prefetchIdle reads the next chunk of the pool's read-ahead, if any is
@@ -140,11 +151,15 @@ func (p *pool) prefetchIdle() bool {
 	if r == nil {
 		return false
 	}
+	lim := r.limit
+	if v := tailPfMax.Load(); v > 0 {
+		lim = min(r.total, v)
+	}
 	off := r.off.Add(pfChunk) - pfChunk
-	if off >= r.limit {
+	if off >= lim {
 		return false
 	}
-	pfEach(r.parts, off, min(off+pfChunk, r.limit), func(b []byte) { pfSink.Add(uint32(touchLines(b))) })
+	pfEach(r.parts, off, min(off+pfChunk, lim), func(b []byte) { pfSink.Add(uint32(touchLines(b))) })
 	return true
 }
 
