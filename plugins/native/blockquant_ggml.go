@@ -128,11 +128,10 @@ func (w *bqWeights) ggmlRowDot(j int, x []float32) float32 {
 
 // bqkJob is one typed integer-path call's arguments for parallelFor.
 type bqkJob struct {
-	w    *bqWeights
-	a    *ggml.Act
-	y    []float32
-	m    int
-	plan tailPlan
+	w      *bqWeights
+	a      *ggml.Act
+	y      []float32
+	m, per int
 }
 
 // runGGMLInt is run on the integer path of a typed weight.
@@ -140,10 +139,9 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	a := w.acts.Get().(*ggml.Act)
 	defer w.acts.Put(a)
 	quantizeGGMLAct(a, x, m, w.k, ggml.ActBlock(w.typ))
-	j := bqkJob{w: w, a: a, y: y, m: m, plan: w.tailSplit(w.n, w.intTaskRows(p, m), m, p.threads())}
-	parallelFor(p, j.plan.tasks(), j, func(j bqkJob, t int) {
-		n0, n1 := j.plan.rows(t)
-		j.w.intRows(j.a, j.y, j.m, n0, n1)
+	j := bqkJob{w: w, a: a, y: y, m: m, per: w.intTaskRows(p, m)}
+	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
+		j.w.intRows(j.a, j.y, j.m, t*j.per, min(j.w.n, (t+1)*j.per))
 	})
 }
 

@@ -28,9 +28,15 @@ import (
 // in the order a worker claims its tasks (workerLast), up to pfMax, and
 // how far the workers got.
 type pfRun struct {
-	parts        [][]byte
-	limit, total int64
-	off          atomic.Int64
+	parts [][]byte
+	limit int64
+	off   atomic.Int64
+
+	// head is the next product's first bytes in order (its first
+	// task's, the caller's), which a loop's caller reads ahead while it
+	// waits for the workers' last tasks (tail_prefetch.go); hoff how far
+	head []byte
+	hoff atomic.Int64
 }
 
 // pfChunk is how many bytes a worker reads ahead between looks for a new
@@ -58,29 +64,23 @@ type pfChain struct {
 // pfLink is one product's place in the chain: its own bytes (in task
 // order) and the run it hands the pool (its successor's bytes).
 type pfLink struct {
-	own [][]byte
-	run pfRun
-
-	// head and runHead: own with its first tailHeadBytes first (the
-	// caller's first task), and the run reading them (tail_prefetch.go)
-	head    [][]byte
-	runHead pfRun
+	own  [][]byte
+	head []byte // the first bytes of own in task order (callerHead)
+	run  pfRun
 }
 
 // link adds a product whose tasks read own (in that order; the first
 // task task bytes) to the chain: the last one added reads ahead into it,
 // and it into the first (until another is added).
 func (c *pfChain) link(task int, own ...[]byte) *pfLink {
-	l := &pfLink{own: workerLast(own, int64(task)), head: headFirst(own, int64(task))}
+	l := &pfLink{own: workerLast(own, int64(task)), head: callerHead(own, task)}
 	if c.first == nil {
 		c.first = l
 	}
 	if c.last != nil {
-		c.last.run.set(l.own)
-		c.last.runHead.set(l.head)
+		c.last.run.set(l.own, l.head)
 	}
-	l.run.set(c.first.own)
-	l.runHead.set(c.first.head)
+	l.run.set(c.first.own, c.first.head)
 	c.last = l
 	return l
 }
@@ -106,14 +106,14 @@ func workerLast(parts [][]byte, task int64) [][]byte {
 	return out
 }
 
-// set makes r read ahead parts, up to pfMax bytes.
-func (r *pfRun) set(parts [][]byte) {
-	r.parts = parts
-	r.total = 0
+// set makes r read ahead parts, up to pfMax bytes, and head.
+func (r *pfRun) set(parts [][]byte, head []byte) {
+	r.parts, r.head = parts, head
+	r.limit = 0
 	for _, p := range parts {
-		r.total += int64(len(p))
+		r.limit += int64(len(p))
 	}
-	r.limit = min(r.total, pfMax)
+	r.limit = min(r.limit, pfMax)
 }
 
 // decodeLink is l for a product of one activation row (decode's), else
@@ -135,12 +135,9 @@ func (p *pool) prefetchNext(l *pfLink) {
 		p.pf.Store(nil)
 		return
 	}
-	r := &l.run
-	if tailHeadOn.Load() {
-		r = &l.runHead
-	}
-	r.off.Store(0)
-	p.pf.Store(r)
+	l.run.off.Store(0)
+	l.run.hoff.Store(0)
+	p.pf.Store(&l.run)
 }
 
 // prefetchIdle reads the next chunk of the pool's read-ahead, if any is
@@ -151,15 +148,11 @@ func (p *pool) prefetchIdle() bool {
 	if r == nil {
 		return false
 	}
-	lim := r.limit
-	if v := tailPfMax.Load(); v > 0 {
-		lim = min(r.total, v)
-	}
 	off := r.off.Add(pfChunk) - pfChunk
-	if off >= lim {
+	if off >= r.limit {
 		return false
 	}
-	pfEach(r.parts, off, min(off+pfChunk, lim), func(b []byte) { pfSink.Add(uint32(touchLines(b))) })
+	pfEach(r.parts, off, min(off+pfChunk, r.limit), func(b []byte) { pfSink.Add(uint32(touchLines(b))) })
 	return true
 }
 

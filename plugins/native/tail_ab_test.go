@@ -3,7 +3,6 @@ package native
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -18,25 +17,13 @@ import (
 // v (0: as built, 1: the other setting) and returns its two names.
 var tailABKnobs = map[string]func(v int) [2]string{
 	"none": func(int) [2]string { return [2]string{"A", "A'"} },
-	"split": func(v int) [2]string {
-		tailSplitOff.Store(v == 1)
-		return [2]string{"split on", "split off"}
-	},
-	"head": func(v int) [2]string {
-		tailHeadOn.Store(v == 0)
-		return [2]string{"head first", "worker's end"}
-	},
-	"pf1m": func(v int) [2]string {
-		tailPfMax.Store(int64(1-v) << 20)
-		return [2]string{"1 MB ahead", "512 KB"}
-	},
-	"pf256": func(v int) [2]string {
-		tailPfMax.Store(int64(1-v) << 18)
-		return [2]string{"256 KB ahead", "512 KB"}
-	},
 	"pf": func(v int) [2]string {
 		pfOff.Store(v == 1)
 		return [2]string{"prefetch on", "prefetch off"}
+	},
+	"caller": func(v int) [2]string {
+		callerHeadOff.Store(v == 1)
+		return [2]string{"caller reads", "caller spins"}
 	},
 }
 
@@ -82,13 +69,22 @@ func TestTailDecodeAB(t *testing.T) {
 	if _, err := s.Feed(ctx, []int{1, 2, 3, 4, 5}); err != nil {
 		t.Fatal(err)
 	}
-	// one record a step: the step, in and outside loops, before the
-	// first and after the last loop, then each loop of a layer and the
-	// gap after it (all layers together), the classifier's loop, and
-	// how long after each loop of a layer started a worker joined it
-	var recs [][]float64
+	// each setting's steps (the step, in and outside loops, before the
+	// first and after the last loop) and every instance of each loop of
+	// a layer (its time, the gap after it, when a worker joined it;
+	// then the classifier's loop): a loop of some µs that the other
+	// processes on the machine took a thread from is an outlier among
+	// its instances (time slices are of ms), the instances' median is
+	// not
+	type stat struct {
+		step [5][]float64
+		inst [][]float64
+	}
+	var st [2]stat
+	per := 0
 	for i := 0; i < steps+10; i++ {
-		knob(i % 2)
+		v := i % 2
+		knob(v)
 		tr := &loopTracer{}
 		loopTrace.Store(tr)
 		t0 := time.Now()
@@ -99,86 +95,56 @@ func TestTailDecodeAB(t *testing.T) {
 		loopTrace.Store(nil)
 		ls := tr.loops
 		if i < 10 || len(ls) < 25 {
-			recs = append(recs, nil)
 			continue
 		}
 		var in int64
 		for _, l := range ls {
 			in += l.end - l.start
 		}
-		per := (len(ls) - 1) / 24
-		r := make([]float64, 5+3*per+1)
-		r[0], r[1], r[2] = float64(d)/1e3, float64(in)/1e3, float64(d-in)/1e3
-		r[3] = float64(ls[0].start-t0.UnixNano()) / 1e3
-		r[4] = float64(t0.UnixNano()+d-ls[len(ls)-1].end) / 1e3
-		sl := r[5:]
-		for i := 1; i < len(ls); i++ {
-			k := (i - 1) % per
-			sl[2*k] += float64(ls[i-1].end-ls[i-1].start) / 1e3
-			sl[2*k+1] += float64(ls[i].start-ls[i-1].end) / 1e3
+		x := &st[v]
+		for k, e := range []int64{d, in, d - in, ls[0].start - t0.UnixNano(), t0.UnixNano() + d - ls[len(ls)-1].end} {
+			x.step[k] = append(x.step[k], float64(e)/1e3)
 		}
-		sl[2*per] = float64(ls[len(ls)-1].end-ls[len(ls)-1].start) / 1e3
+		per = (len(ls) - 1) / 24
+		for len(x.inst) < 3*per+1 {
+			x.inst = append(x.inst, nil)
+		}
 		for i := 0; i+1 < len(ls); i++ {
-			if ls[i].join != 0 {
-				sl[2*per+1+i%per] += float64(ls[i].join-ls[i].start) / 1e3
+			k, l := i%per, ls[i]
+			x.inst[3*k] = append(x.inst[3*k], float64(l.end-l.start)/1e3)
+			x.inst[3*k+1] = append(x.inst[3*k+1], float64(ls[i+1].start-l.end)/1e3)
+			if l.join != 0 {
+				x.inst[3*k+2] = append(x.inst[3*k+2], float64(l.join-l.start)/1e3)
 			}
 		}
-		recs = append(recs, r)
+		l := ls[len(ls)-1]
+		x.inst[3*per] = append(x.inst[3*per], float64(l.end-l.start)/1e3)
 	}
-	// the pairs of steps (one of each setting, one after the other) that
-	// both ran within 25% of the fastest step: the steps the other
-	// processes on the machine slowed least
-	least := math.Inf(1)
-	for _, r := range recs {
-		if r != nil {
-			least = min(least, r[0])
-		}
-	}
-	var st [2][][]float64
-	for i := 0; i+1 < len(recs); i += 2 {
-		a, b := recs[i], recs[i+1]
-		if a == nil || b == nil || len(a) != len(b) || max(a[0], b[0]) > 1.25*least {
-			continue
-		}
-		st[0], st[1] = append(st[0], a), append(st[1], b)
-	}
-	names := knob(0)
-	med := func(v []float64) float64 {
+	q := func(v []float64, f float64) float64 {
 		if len(v) == 0 {
 			return 0
 		}
 		v = slices.Clone(v)
 		slices.Sort(v)
-		return v[len(v)/2]
+		return v[int(f*float64(len(v)-1))]
 	}
-	row := func(name string, k int) {
-		var v [2][]float64
-		for s := range st {
-			for _, r := range st[s] {
-				v[s] = append(v[s], r[k])
-			}
-		}
-		a, b := med(v[0]), med(v[1])
-		fmt.Printf("  %-28s %9.0f %9.0f %+6.1f%%\n", name, a, b, 100*(a-b)/b)
+	row := func(name string, f func(x *stat) []float64, scale float64) {
+		a, b := f(&st[0]), f(&st[1])
+		fmt.Printf("  %-26s %8.1f %8.1f %+6.1f%%  %8.1f %8.1f %+6.1f%%\n", name,
+			scale*q(a, 0.5), scale*q(b, 0.5), 100*(q(a, 0.5)-q(b, 0.5))/q(b, 0.5),
+			scale*q(a, 0.25), scale*q(b, 0.25), 100*(q(a, 0.25)-q(b, 0.25))/q(b, 0.25))
 	}
-	fmt.Printf("TAIL_AB=%s: %d of %d pairs of steps within 25%% of the fastest (%.0f µs); medians, µs a step\n", exp, len(st[0]), (len(recs)-10)/2, least)
-	if len(st[0]) == 0 {
-		return
-	}
-	fmt.Printf("  %-28s %9s %9s\n", "", names[0], names[1])
+	names := knob(0)
+	fmt.Printf("TAIL_AB=%s, %d steps each; µs a step: medians, then lower quartiles\n", exp, len(st[0].step[0]))
+	fmt.Printf("  %-26s %8s %8s %7s  %8s %8s\n", "", names[0], names[1], "", names[0], names[1])
 	for k, name := range []string{"step", "in loops", "outside loops", "before the first loop", "after the last loop"} {
-		row(name, k)
+		row(name, func(x *stat) []float64 { return x.step[k] }, 1)
 	}
-	per := (len(st[0][0]) - 6) / 3
-	for k := 0; k < 2*per; k++ {
-		name := fmt.Sprintf("loop %d of a layer", k/2)
-		if k%2 == 1 {
-			name = fmt.Sprintf("  gap after loop %d", k/2)
-		}
-		row(name, 5+k)
-	}
-	row("classifier (last loop)", 5+2*per)
+	fmt.Printf("  each loop of a layer: 24 × its instances' median (quartile)\n")
 	for k := 0; k < per; k++ {
-		row(fmt.Sprintf("worker joined loop %d after", k), 6+2*per+k)
+		row(fmt.Sprintf("loop %d", k), func(x *stat) []float64 { return x.inst[3*k] }, 24)
+		row("  gap after it", func(x *stat) []float64 { return x.inst[3*k+1] }, 24)
+		row("  worker joined after", func(x *stat) []float64 { return x.inst[3*k+2] }, 24)
 	}
+	row("classifier (last loop)", func(x *stat) []float64 { return x.inst[3*per] }, 1)
 }

@@ -2,40 +2,51 @@ package native
 
 import "sync/atomic"
 
-// Experiments on decode's weight read-ahead (bw_prefetch.go), switched
-// at run time so that measurements alternate them step by step.
+// The caller's read-ahead at a loop's end: a decode product's loop ends
+// with one thread finishing its last task while the others wait. A
+// waiting worker reads the next product's last bytes ahead (its own
+// tasks': bw_prefetch.go); a waiting caller (pool.waitSpin) reads the
+// next product's first bytes, those of the task it claims first, a
+// callerChunk at a time, up to callerHeadBytes.
 
-// tailHeadOn: the idle workers read the next product's first
-// tailHeadBytes (its first task's, which the caller runs) before its
-// last ones (the worker's own).
-var tailHeadOn atomic.Bool
+// callerHeadOff turns the caller's read-ahead off (measurements
+// alternate).
+var callerHeadOff atomic.Bool
 
-// tailHeadBytes is how much of a product's head runHead reads first.
-const tailHeadBytes = 64 << 10
+const (
+	// callerHeadBytes is how much of a product's first task a waiting
+	// caller reads ahead at most.
+	callerHeadBytes = 64 << 10
 
-// tailPfMax, where positive, replaces pfMax (the bytes read ahead of
-// each product).
-var tailPfMax atomic.Int64
+	// callerChunk is how much a waiting caller reads between looks at
+	// the loop's tasks (some 100 ns from memory).
+	callerChunk = 1 << 10
+)
 
-// headFirst is parts (one run of bytes) with the first min(task,
-// tailHeadBytes) bytes first (in order), then the rest in workerLast's
-// order: the last task's bytes, the one's before, down to the first
-// task's that the head left.
-func headFirst(parts [][]byte, task int64) [][]byte {
-	var total int64
-	for _, b := range parts {
-		total += int64(len(b))
+// callerHead is the bytes a waiting caller reads ahead of a product
+// whose tasks read parts (in that order; the first task task bytes): its
+// first task's first callerHeadBytes, as far as they lie in its first
+// part.
+func callerHead(parts [][]byte, task int) []byte {
+	if len(parts) == 0 || task <= 0 {
+		return nil
 	}
-	h := min(task, tailHeadBytes)
-	if task <= 0 || task >= total {
-		return parts
+	return parts[0][:min(len(parts[0]), task, callerHeadBytes)]
+}
+
+// prefetchHead reads the next chunk of the next product's head, if any
+// is left, and says whether it did (a waiting caller's step instead of
+// a pause).
+func (p *pool) prefetchHead() bool {
+	r := p.pf.Load()
+	if r == nil || callerHeadOff.Load() {
+		return false
 	}
-	var out [][]byte
-	add := func(b []byte) { out = append(out, b) }
-	pfEach(parts, 0, h, add)
-	for k := (total - 1) / task; k >= 1; k-- {
-		pfEach(parts, k*task, min((k+1)*task, total), add)
+	n := int64(len(r.head))
+	off := r.hoff.Add(callerChunk) - callerChunk
+	if off >= n {
+		return false
 	}
-	pfEach(parts, h, task, add)
-	return out
+	pfSink.Add(uint32(touchLines(r.head[off:min(off+callerChunk, n)])))
+	return true
 }
