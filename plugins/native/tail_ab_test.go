@@ -28,14 +28,18 @@ var tailABKnobs = map[string]func(v int) [2]string{
 }
 
 // TestTailDecodeAB (a measurement tool, skipped without TAIL_MODEL, a
-// .gguf): a single sequence's decode steps at 2 threads, the steps
-// alternating between the two settings of experiment TAIL_AB (a key of
-// tailABKnobs), each step's parallel loops traced (pool.go's loopTrace):
-// the medians over each setting's steps of the step, the time in and
-// outside loops, and each loop of a layer (the same loop of every layer
-// together), so that the machine's swings fall on both settings alike.
+// .gguf): a single sequence's decode steps at 2 threads, alternating
+// (ABBA) between the two settings of experiment TAIL_AB (a key of
+// tailABKnobs: "none" is an A/A run, the tool's own noise), each step's
+// parallel loops traced (pool.go's loopTrace). It prints, for each
+// setting, the median and lower quartile over its steps of the step and
+// of the time in and outside loops, and over every instance of each
+// loop of a layer (24 × that: the other processes on a shared machine
+// take a thread for ms at a time, so a disturbed loop of some µs is an
+// outlier among its instances) of the loop, the gap after it and when a
+// worker joined it (TAIL_STEPS steps in all, 240 unless set).
 //
-//	TAIL_MODEL=/work/tmp/qwen2-Q4_0.gguf TAIL_AB=split go test ./plugins/native -run TestTailDecodeAB -v
+//	TAIL_MODEL=/work/tmp/qwen2-Q4_0.gguf TAIL_AB=caller go test ./plugins/native -run TestTailDecodeAB -v
 func TestTailDecodeAB(t *testing.T) {
 	path := os.Getenv("TAIL_MODEL")
 	if path == "" {
@@ -83,7 +87,7 @@ func TestTailDecodeAB(t *testing.T) {
 	var st [2]stat
 	per := 0
 	for i := 0; i < steps+10; i++ {
-		v := i % 2
+		v := (i ^ i>>1) & 1 // ABBA: each setting as often on even steps as on odd ones
 		knob(v)
 		tr := &loopTracer{}
 		loopTrace.Store(tr)
