@@ -139,7 +139,7 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	a := w.acts.Get().(*ggml.Act)
 	defer w.acts.Put(a)
 	quantizeGGMLAct(a, x, m, w.k, ggml.ActBlock(w.typ))
-	j := bqkJob{w: w, a: a, y: y, m: m, per: w.intTaskRows(p, m)}
+	j := bqkJob{w: w, a: a, y: y, m: m, per: w.singleTaskRows(p, m)}
 	parallelFor(p, (w.n+j.per-1)/j.per, j, func(j bqkJob, t int) {
 		j.w.intRows(j.a, j.y, j.m, t*j.per, min(j.w.n, (t+1)*j.per))
 	})
@@ -214,9 +214,15 @@ const bqkTaskMinBytes = 128 << 10
 // for the K types, kType: their kernels restart four row streams a
 // task) and at least bqkTaskMinBytes.
 func bqkTaskRows(N, rb, m, t int, kType bool) int {
+	return bqkTaskRowsMax(N, rb, m, t, kType, bqkTaskBytes)
+}
+
+// bqkTaskRowsMax is bqkTaskRows with tasks of one activation row of at
+// most tb bytes in place of bqkTaskBytes (the K types keep
+// bqkTaskBytesK).
+func bqkTaskRowsMax(N, rb, m, t int, kType bool, tb int) int {
 	per := max(((N+4*t-1)/(4*t)+7)&^7, 32)
 	if m == 1 && rb > 0 {
-		tb := bqkTaskBytes
 		if kType {
 			tb = bqkTaskBytesK
 		}
