@@ -31,6 +31,12 @@ type pfRun struct {
 	parts [][]byte
 	limit int64
 	off   atomic.Int64
+
+	// head is the next product's first bytes in order (its first
+	// task's, the caller's), which a loop's caller reads ahead while it
+	// waits for the workers' last tasks (tail_prefetch.go); hoff how far
+	head []byte
+	hoff atomic.Int64
 }
 
 // pfChunk is how many bytes a worker reads ahead between looks for a new
@@ -58,22 +64,23 @@ type pfChain struct {
 // pfLink is one product's place in the chain: its own bytes (in task
 // order) and the run it hands the pool (its successor's bytes).
 type pfLink struct {
-	own [][]byte
-	run pfRun
+	own  [][]byte
+	head []byte // the first bytes of own in task order (callerHead)
+	run  pfRun
 }
 
 // link adds a product whose tasks read own (in that order; the first
 // task task bytes) to the chain: the last one added reads ahead into it,
 // and it into the first (until another is added).
 func (c *pfChain) link(task int, own ...[]byte) *pfLink {
-	l := &pfLink{own: workerLast(own, int64(task))}
+	l := &pfLink{own: workerLast(own, int64(task)), head: callerHead(own, task)}
 	if c.first == nil {
 		c.first = l
 	}
 	if c.last != nil {
-		c.last.run.set(l.own)
+		c.last.run.set(l.own, l.head)
 	}
-	l.run.set(c.first.own)
+	l.run.set(c.first.own, c.first.head)
 	c.last = l
 	return l
 }
@@ -99,9 +106,9 @@ func workerLast(parts [][]byte, task int64) [][]byte {
 	return out
 }
 
-// set makes r read ahead parts, up to pfMax bytes.
-func (r *pfRun) set(parts [][]byte) {
-	r.parts = parts
+// set makes r read ahead parts, up to pfMax bytes, and head.
+func (r *pfRun) set(parts [][]byte, head []byte) {
+	r.parts, r.head = parts, head
 	r.limit = 0
 	for _, p := range parts {
 		r.limit += int64(len(p))
@@ -129,6 +136,7 @@ func (p *pool) prefetchNext(l *pfLink) {
 		return
 	}
 	l.run.off.Store(0)
+	l.run.hoff.Store(0)
 	p.pf.Store(&l.run)
 }
 

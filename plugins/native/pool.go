@@ -348,7 +348,7 @@ func (p *pool) run(j *job, n int) {
 	}
 	caller := j.work(false)
 	if j.done.Load() < int64(n) {
-		waitSpin(j, p.hot.Load() > 0)
+		p.waitSpin(j, p.hot.Load() > 0)
 	}
 	if j.done.Load() < int64(n) {
 		j.waiting.Store(true)
@@ -378,11 +378,13 @@ const callerSpin = 200 * time.Microsecond
 // the global queue with the other P asleep, the rest of the run on one
 // thread (the traced UltraFace runs lost the worker that way after
 // about 1 ms).
-func waitSpin(j *job, hot bool) {
+func (p *pool) waitSpin(j *job, hot bool) {
 	var t0 time.Time
 	n := j.n.Load()
 	for i := 1; j.done.Load() < n; i++ {
-		spinPause()
+		if !p.prefetchHead() { // tail_prefetch.go
+			spinPause()
+		}
 		if i&255 == 0 {
 			if t0.IsZero() {
 				t0 = time.Now()
