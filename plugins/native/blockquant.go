@@ -159,7 +159,7 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	}
 	bc.bqPrecision(n, w)
 	if w.gk != nil && w.x16 == nil { // x16's tasks read their own copy
-		w.pfl = bc.pf.link(w.intTaskRows(bc.pool, 1)*w.rb, w.raw)
+		w.pfl = bc.pf.link(w.singleTaskRows(bc.pool, 1)*w.rb, w.raw)
 	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]

@@ -145,8 +145,9 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 	})
 }
 
-// intTaskRows is the rows of one of runGGMLInt's tasks for m activation
-// rows on p (all of them when the product is small or p has one thread).
+// intTaskRows is the rows of one of a sibling group's tasks (bqfuse.go;
+// a single product's are singleTaskRows) for m activation rows on p (all
+// of them when the product is small or p has one thread).
 func (w *bqWeights) intTaskRows(p *pool, m int) int {
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
 		return w.x16TaskRows(bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK))

@@ -198,7 +198,7 @@ func buildFFN(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 		}
 		bc.bqPrecision(d, w)
 		if w.gk != nil && w.x16 == nil { // as buildBlockQuant
-			w.pfl = bc.pf.link(w.intTaskRows(bc.pool, 1)*w.rb, w.raw)
+			w.pfl = bc.pf.link(w.singleTaskRows(bc.pool, 1)*w.rb, w.raw)
 		}
 		f.down = w
 		if p.ffn.add != nil {

@@ -133,7 +133,7 @@ func buildResid(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 	}
 	bc.bqPrecision(n, w)
 	if w.gk != nil && w.x16 == nil { // as buildBlockQuant
-		w.pfl = bc.pf.link(w.intTaskRows(bc.pool, 1)*w.rb, w.raw)
+		w.pfl = bc.pf.link(w.singleTaskRows(bc.pool, 1)*w.rb, w.raw)
 	}
 	add, err := newResidAdd(bc, p.resid.r)
 	if err != nil {
