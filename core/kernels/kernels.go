@@ -91,6 +91,7 @@ type Context struct {
 	Const uint64
 
 	outs [16]*graph.Tensor // Outputs' and OutputSlice's storage
+	more []*graph.Tensor   // OutputSlice's storage for more than len(outs)
 	shp  [8]int            // shapeArg's storage
 }
 
@@ -149,10 +150,20 @@ func (c *Context) Outputs(ts ...*graph.Tensor) []*graph.Tensor {
 
 // OutputSlice returns n nil entries for a kernel's results, filled by
 // the kernel and returned: the context's own storage when n is small (as
-// for Outputs), else a new slice.
+// for Outputs), else a slice the context keeps for its later calls
+// (a new one without a context).
 func (c *Context) OutputSlice(n int) []*graph.Tensor {
-	if c == nil || n > len(c.outs) {
+	if c == nil {
 		return make([]*graph.Tensor, n)
+	}
+	if n > len(c.outs) {
+		// a partition's many outputs: a slice the context keeps and
+		// reuses on its later calls, as it does its own storage
+		if n > cap(c.more) {
+			c.more = make([]*graph.Tensor, n)
+		}
+		clear(c.more[:n])
+		return c.more[:n:n]
 	}
 	clear(c.outs[:n])
 	return c.outs[:n:n]

@@ -17,12 +17,29 @@ type plan struct {
 	// done, when set, is polled every kernels.StopCheckElems elements; run
 	// stops early once it is closed (the executor then discards the output)
 	done <-chan struct{}
+	// storage for the slices above and run's offsets and counters when the
+	// plan has at most planInline inputs and merged dims (the common
+	// cases: a plan then allocates only itself)
+	dimBuf, cntBuf [planInline]int
+	strBuf         [planInline][planInline]int
+	stBuf          [planInline][]int
+	innerBuf       [planInline]int
+	offBuf         [planInline + 1]int
 }
+
+// planInline is the most inputs and merged dims a plan keeps in its own
+// storage.
+const planInline = 4
 
 // newPlan builds a plan; every input shape must be broadcast-compatible with
 // out (callers check with kernels.BroadcastShapes first).
 func newPlan(out []int, ins ...[]int) *plan {
-	p := &plan{n: kernels.Prod(out), strides: make([][]int, len(ins)), inner: make([]int, len(ins))}
+	p := &plan{n: kernels.Prod(out)}
+	if len(ins) <= planInline {
+		p.strides, p.inner, p.dims = p.stBuf[:len(ins)], p.innerBuf[:len(ins)], p.dimBuf[:0]
+	} else {
+		p.strides, p.inner = make([][]int, len(ins)), make([]int, len(ins))
+	}
 	rank := len(out)
 	var bcast [][]bool // per kept dim, per input
 	for d := 0; d < rank; d++ {
@@ -42,7 +59,12 @@ func newPlan(out []int, ins ...[]int) *plan {
 		bcast = append(bcast, flags)
 	}
 	for j := range ins {
-		st := make([]int, len(p.dims))
+		var st []int
+		if j < planInline && len(p.dims) <= planInline {
+			st = p.strBuf[j][:len(p.dims)]
+		} else {
+			st = make([]int, len(p.dims))
+		}
 		acc := 1
 		for k := len(p.dims) - 1; k >= 0; k-- {
 			if !bcast[k][j] {
@@ -72,7 +94,13 @@ func sameFlags(a, b []bool) bool {
 // by p.inner[j] per element.
 func (p *plan) run(fn func(off []int, n int)) {
 	k := len(p.strides)
-	off := make([]int, k+1)
+	var off []int
+	if k < len(p.offBuf) {
+		off = p.offBuf[:k+1]
+		clear(off)
+	} else {
+		off = make([]int, k+1)
+	}
 	if p.n == 0 {
 		return
 	}
@@ -83,7 +111,13 @@ func (p *plan) run(fn func(off []int, n int)) {
 	last := len(p.dims) - 1
 	inner := p.dims[last]
 	outer := p.n / inner
-	counter := make([]int, last)
+	var counter []int
+	if last <= len(p.cntBuf) {
+		counter = p.cntBuf[:last]
+		clear(counter)
+	} else {
+		counter = make([]int, last)
+	}
 	sinceCheck := 0
 	for it := 0; it < outer; it++ {
 		if sinceCheck += inner; sinceCheck >= kernels.StopCheckElems {
@@ -187,9 +221,12 @@ func binaryShapes(ctx *kernels.Context, n *graph.Node, a, b []int, legacy bool) 
 		p.done = kernels.DoneOf(ctx)
 		return a, p, nil
 	}
-	out, err := kernels.BroadcastShapes(a, b)
-	if err != nil {
-		return nil, nil, kernels.Invalidf(n, "shapes %v and %v are not broadcast-compatible", a, b)
+	out := a // equal shapes (the common case) need no new one
+	if !graph.SameShape(a, b) {
+		var err error
+		if out, err = kernels.BroadcastShapes(a, b); err != nil {
+			return nil, nil, kernels.Invalidf(n, "shapes %v and %v are not broadcast-compatible", a, b)
+		}
 	}
 	p := newPlan(out, a, b)
 	p.done = kernels.DoneOf(ctx)

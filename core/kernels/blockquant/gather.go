@@ -71,7 +71,8 @@ func gatherKernel(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor) ([]*g
 	if len(ids) > 0 && int64(K) > graph.MaxTensorBytes/4/int64(len(ids)) {
 		return nil, kernels.Invalidf(n, "%d rows of %d elements is too large", len(ids), K)
 	}
-	out, err := ctx.New(graph.Float32, append(append([]int{}, idx.Shape...), K))
+	var shape [8]int // the output's shape, on the stack (New copies it)
+	out, err := ctx.New(graph.Float32, append(append(shape[:0], idx.Shape...), K))
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,11 @@ func apply(ctx *kernels.Context, n *graph.Node, x *graph.Tensor, fs fns) (*graph
 			return nil, ctx.Stop(n)
 		}
 		hi := min(lo+kernels.StopCheckElems, total)
-		if err := applyBlock(n, graph.SliceData(x.Data, lo, hi), graph.SliceData(out.Data, lo, hi), x.DType, fs); err != nil {
+		xd, od := x.Data, out.Data // one block: the whole data, not re-boxed sub-slices
+		if lo > 0 || hi < total {
+			xd, od = graph.SliceData(x.Data, lo, hi), graph.SliceData(out.Data, lo, hi)
+		}
+		if err := applyBlock(n, xd, od, x.DType, fs); err != nil {
 			return nil, err
 		}
 	}
