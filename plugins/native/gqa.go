@@ -269,6 +269,9 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 	if done, ys, err := gn.runCacheSplit(ctx, n, &g, sc, presK, presV, y, inK, inV, cosC, sinC, width, interleaved, rotFMA, ggmlAttn, scale, softcap, window); done {
 		return ys, err // srvh_gqa.go: the rows prepared in the attention's loop
 	}
+	if done, ys, err := gn.attnSplitF32(ctx, n, &g, sc, presK, presV, y, inK, inV, cosC, sinC, width, interleaved, rotFMA, ggmlAttn, scale, softcap, window); done {
+		return ys, err // attn_split.go: a float32 cache's, likewise
+	}
 	for b := 0; b < B; b++ {
 		for s := 0; s < S; s++ {
 			r := b*S + s
@@ -347,7 +350,10 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 			}
 			base := (b*KV + kh) * T * H
 			K, V := PK[base:base+(p+S)*H], PV[base:base+(p+S)*H]
-			if ggmlAttn != 0 {
+			direct := ggmlAttn != 0 && S == 1 && attnF32Rows && H%64 == 0 // attn_split.go: no transposed values
+			if direct {
+				sc.acc = grow(sc.acc, 64*64)
+			} else if ggmlAttn != 0 {
 				sc.gv.set(V, H, p+S, S == 1)
 			}
 			for h := kh * group; h < (kh+1)*group; h++ {
@@ -360,6 +366,12 @@ func (gn *gqaNative) run(ctx *kernels.Context, n *graph.Node, in []*graph.Tensor
 						j0 = max(0, L-window)
 					}
 					o := Y[(r*N+h)*H : (r*N+h+1)*H]
+					if direct {
+						if !attendRowGGMLF32(q, K[:L*H], V[:L*H], sc.sc[:L], sc.e[:L], sc.acc, o, j0, scoreScale(ggmlAttn, scale), softcap) {
+							panic("native: attendRowGGMLF32 without its kernel")
+						}
+						continue
+					}
 					if ggmlAttn != 0 {
 						attendRowGGML(q, K, &sc.gv, sc.sc[:L], sc.e[:L], o, j0, scoreScale(ggmlAttn, scale), softcap, S == 1, false)
 						continue
