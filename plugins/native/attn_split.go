@@ -11,7 +11,7 @@ import (
 type attnF32Split struct {
 	gn             *gqaNative
 	ctx            *kernels.Context
-	g              *gqaShape
+	g              gqaShape
 	q, PK, PV, Y   []float32
 	cosC, sinC     []float32
 	width          int
@@ -44,8 +44,10 @@ func (gn *gqaNative) attnSplitF32(ctx *kernels.Context, n *graph.Node, g *gqaSha
 	if maxL*g.H*g.N < gqaSplitWork {
 		return false, nil, nil
 	}
-	a := &attnF32Split{gn: gn, ctx: ctx, g: g, q: sc.q, PK: f32(presK), PV: f32(presV), Y: f32(y), cosC: cosC, sinC: sinC, width: width,
+	a := &sc.f32 // in the scratch: nothing allocated a call
+	*a = attnF32Split{gn: gn, ctx: ctx, g: *g, q: sc.q, PK: f32(presK), PV: f32(presV), Y: f32(y), cosC: cosC, sinC: sinC, width: width,
 		interleaved: interleaved, rotFMA: rotFMA, mode: mode, scale: scale, softcap: softcap, window: window}
+	defer func() { *a = attnF32Split{} }()
 	parallelFor(gn.pool, g.B*g.KV, a, func(a *attnF32Split, t int) {
 		if a.ctx.Stopped() {
 			return
@@ -71,7 +73,7 @@ var attnSplitF32On = true
 // kh stored (the keys rotated), its group's queries prepared, then
 // attended with the scratch hs — run's arithmetic for those rows.
 func (a *attnF32Split) pair(hs *gqaScratch, b, kh int) {
-	g := a.g
+	g := &a.g
 	S, N, KV, H, T := g.S, g.N, g.KV, g.H, g.T
 	p := g.past(b)
 	base := (b*KV + kh) * T * H

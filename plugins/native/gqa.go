@@ -90,9 +90,10 @@ func (gn *gqaNative) attrsOf(n *graph.Node) *gqaAttrs {
 // and weights.
 type gqaScratch struct {
 	q, sc, e, k, v []float32
-	acc            []float32  // attendRowGGMLF16's (bw70_gqaf16_amd64.go)
-	gv             ggmlValues // gqa_ggml.go
-	heads          gqaHeads   // runCache's call (gqa_cache.go)
+	acc            []float32    // attendRowGGMLF16's (bw70_gqaf16_amd64.go)
+	gv             ggmlValues   // gqa_ggml.go
+	heads          gqaHeads     // runCache's call (gqa_cache.go)
+	f32            attnF32Split // attnSplitF32's call (attn_split.go)
 }
 
 func grow(b []float32, n int) []float32 {
