@@ -21,6 +21,10 @@ var tailABKnobs = map[string]func(v int) [2]string{
 		pfOff.Store(v == 1)
 		return [2]string{"prefetch on", "prefetch off"}
 	},
+	"big": func(v int) [2]string {
+		bigTaskOff.Store(v == 1)
+		return [2]string{"classifier 2 MB", "classifier 512 KB"}
+	},
 	"caller": func(v int) [2]string {
 		callerHeadOff.Store(v == 1)
 		return [2]string{"caller reads", "caller spins"}
