@@ -4,6 +4,7 @@ package native
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/switchyard-hal/switchyard/core/ggml"
 	"github.com/switchyard-hal/switchyard/core/graph"
@@ -150,10 +151,22 @@ func (w *bqWeights) runGGMLInt(p *pool, x, y []float32, m int) {
 // of them when the product is small or p has one thread).
 func (w *bqWeights) intTaskRows(p *pool, m int) int {
 	if t := p.threads(); t > 1 && m*w.n*w.k >= 1<<16 {
-		return w.x16TaskRows(bqkTaskRows(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK))
+		return w.x16TaskRows(bqkTaskRowsMax(w.n, w.rb, m, t, w.typ.BlockSize() == ggml.QK, groupTaskBytes))
 	}
 	return w.n
 }
+
+// groupTaskBytes is bqkTaskBytes for a sibling group's tasks: as for a
+// single product's (singleTaskBytes), tasks of up to 512 KB start fewer
+// row streams on a memory latency. Qwen2.5-0.5B Q4_0 at 2 threads: the
+// gate+up group's loop in 16 tasks of 608 rows (the 4 tasks a thread
+// each product keeps at least) instead of 20 of 520, TestTailDecodeAB
+// with the two alternating, six runs (load 3-4): the loop's median
+// 0.4-2.5% faster in all six; Q, K, V and O keep their split (their
+// 4-task floor or bqkTaskMinBytes sets it). Llama-3.2-1B Q4_0 (gate and
+// up in tasks of 448 rows instead of 224, Q of 256 instead of 224),
+// five runs: the step's median 0.3-8.3% faster.
+const groupTaskBytes = 512 << 10
 
 // intRows is the integer path's work on outputs n0..n1-1 of the m
 // activation rows of a (quantized for w's type), into y [m, N]: a task
@@ -229,9 +242,28 @@ func bqkTaskRowsMax(N, rb, m, t int, kType bool, tb int) int {
 		}
 		per = min(per, max((tb/rb)&^7, 32))
 		per = max(per, (bqkTaskMinBytes/rb+7)&^7)
+		if N*rb <= t*smallTaskBytes && !smallSplitOff.Load() {
+			per = max(per, ((N+t-1)/t+7)&^7)
+		}
 	}
 	return per
 }
+
+// smallTaskBytes: a product of one activation row of at most
+// smallTaskBytes a thread runs in one task a thread (Qwen2.5-0.5B's Q
+// and O, 451 KB each: two tasks of 448 rows at 2 threads instead of
+// four of 256, from bqkTaskMinBytes), so each thread starts its row
+// streams once: TestTailDecodeAB TAIL_AB=small, quiet (steps of 6.8-7.3
+// ms), three runs: O's loop 18-25% faster, Q,K,V's 1-7%, the step
+// 0.8-1.4%. (Tasks of at least 256 KB, which made Q and O two tasks
+// of 520 and 376 rows, measured the Q,K,V loop 10-15% and O's 15-17%
+// faster, TestTailDecodeAB, load 4-5, three runs; Llama-3.2-1B's K and
+// V, 589 KB, in three tasks instead of five measured 0-1% slower, so
+// products above t × smallTaskBytes keep their split.)
+const smallTaskBytes = 256 << 10
+
+// smallSplitOff turns smallTaskBytes' rule off (measurements alternate).
+var smallSplitOff atomic.Bool
 
 // bqkFloatJob is one typed float-path call's arguments for parallelFor.
 type bqkFloatJob struct {

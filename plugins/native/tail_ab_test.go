@@ -21,6 +21,14 @@ var tailABKnobs = map[string]func(v int) [2]string{
 		pfOff.Store(v == 1)
 		return [2]string{"prefetch on", "prefetch off"}
 	},
+	"big": func(v int) [2]string {
+		bigTaskOff.Store(v == 1)
+		return [2]string{"classifier 2 MB", "classifier 512 KB"}
+	},
+	"small": func(v int) [2]string {
+		smallSplitOff.Store(v == 1)
+		return [2]string{"small: a task a thread", "small: 128 KB tasks"}
+	},
 	"caller": func(v int) [2]string {
 		callerHeadOff.Store(v == 1)
 		return [2]string{"caller reads", "caller spins"}
