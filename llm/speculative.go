@@ -162,6 +162,11 @@ func Speculative(ctx context.Context, target, draft *Decoder, tok Tokenizer, pro
 	return res, nil
 }
 
+// Argmax is the index of the largest of logits (0 for none): the first
+// of the largest, NaN never larger (a NaN first wins); greedy sampling's
+// choice, as generate makes it (serve's greedy requests use it too).
+func Argmax(logits []float32) int { return argmax(logits) }
+
 // argmax is the index of the largest of x (0 for none): what a scan
 // keeping the first strictly larger value finds (best = i where x[i] > x[best], from 0): the first of the largest (NaN
 // is never larger; a NaN first wins). Eight running maxima over every

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/switchyard-hal/switchyard/llm"
 	"github.com/switchyard-hal/switchyard/llm/grammar"
 )
 
@@ -360,48 +361,6 @@ func nucleus(cs []cand, mass float64) int {
 }
 
 // argmax is the index a scan keeping the first strictly larger value
-// finds (best = i where logits[i] > logits[best], from 0): the first of
-// the largest (NaN is never larger; a NaN first wins). Four running
-// maxima over every fourth value, each with the index where it was first
-// reached, then the largest of the four, the first index among equals (a
-// 150k vocabulary's scan was bound by the comparison with the one best).
-func argmax(logits []float32) int {
-	if len(logits) == 0 || logits[0] != logits[0] {
-		return 0
-	}
-	var m [4]float32
-	var at [4]int
-	for k := range m {
-		m[k] = logits[0]
-	}
-	i := 0
-	for ; i+4 <= len(logits); i += 4 {
-		x := logits[i : i+4 : i+4]
-		if x[0] > m[0] {
-			m[0], at[0] = x[0], i
-		}
-		if x[1] > m[1] {
-			m[1], at[1] = x[1], i+1
-		}
-		if x[2] > m[2] {
-			m[2], at[2] = x[2], i+2
-		}
-		if x[3] > m[3] {
-			m[3], at[3] = x[3], i+3
-		}
-	}
-	for ; i < len(logits); i++ {
-		if logits[i] > m[0] {
-			m[0], at[0] = logits[i], i
-		}
-	}
-	// none is NaN: each started from a number and took only larger
-	// ones; equal maxima (±0 included: neither is larger) the first
-	best, bi := m[0], at[0]
-	for k := 1; k < 4; k++ {
-		if m[k] > best || m[k] == best && at[k] < bi {
-			best, bi = m[k], at[k]
-		}
-	}
-	return bi
-}
+// finds: the first of the largest (NaN is never larger; a NaN first
+// wins). llm's (eight running maxima), which greedy generate uses too.
+func argmax(logits []float32) int { return llm.Argmax(logits) }
