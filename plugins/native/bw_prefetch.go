@@ -34,7 +34,8 @@ type pfRun struct {
 
 	// head is the next product's first bytes in order (its first
 	// task's, the caller's), which a loop's caller reads ahead while it
-	// waits for the workers' last tasks (tail_prefetch.go); hoff how far
+	// waits for the workers' last tasks (tail_prefetch.go), and hoff how
+	// far it got
 	head []byte
 	hoff atomic.Int64
 }
