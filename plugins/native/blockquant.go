@@ -153,13 +153,9 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 	if isF32WNode(n) {
 		return buildF32W(bc, n) // f32w.go
 	}
-	w, err := newBQWeights(n, constInput(bc.sg, n, 1), constInput(bc.sg, n, 2))
+	w, err := bc.productWeights(n, constInput(bc.sg, n, 2))
 	if err != nil {
 		return nil, err
-	}
-	bc.bqPrecision(n, w)
-	if w.gk != nil && w.x16 == nil { // x16's tasks read their own copy
-		w.pfl = bc.pf.link(w.singleTaskRows(bc.pool, 1)*w.rb, w.raw)
 	}
 	return func(ctx *kernels.Context, node *graph.Node, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		a := in[0]
@@ -170,6 +166,22 @@ func buildBlockQuant(bc *buildCtx, n *graph.Node) (kernels.Func, error) {
 		w.run(bc.pool, f32(a), f32(y), a.Len()/w.k)
 		return ctx.Outputs(y), nil
 	}, nil
+}
+
+// productWeights is the weights of a single product n (its B, with
+// scales where given) at the executable's precision, linked into
+// decode's read-ahead chain (bw_prefetch.go) in the order of its own
+// tasks.
+func (bc *buildCtx) productWeights(n *graph.Node, scales *graph.Tensor) (*bqWeights, error) {
+	w, err := newBQWeights(n, constInput(bc.sg, n, 1), scales)
+	if err != nil {
+		return nil, err
+	}
+	bc.bqPrecision(n, w)
+	if w.gk != nil && w.x16 == nil { // x16's tasks read their own copy
+		w.pfl = bc.pf.link(w.singleTaskRows(bc.pool, 1)*w.rb, w.raw)
+	}
+	return w, nil
 }
 
 // bqPrecision gives node n's weight w the integer path's kernel when the

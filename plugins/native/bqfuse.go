@@ -105,14 +105,7 @@ func fuseBQGroups(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusio
 			}
 		}
 	}
-	readers := map[string][]*graph.Node{}
-	for _, n := range g.Nodes {
-		for _, in := range nodeReadsAll(n) {
-			if in != "" {
-				readers[in] = append(readers[in], n)
-			}
-		}
-	}
+	readers := nodeReaders(g)
 	isOut := map[string]bool{}
 	for _, o := range g.Outputs {
 		isOut[o.Name] = true
@@ -153,17 +146,7 @@ func fuseBQGroups(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusio
 	if len(at) == 0 {
 		return g
 	}
-	out := *g
-	out.Nodes = make([]*graph.Node, 0, len(g.Nodes))
-	for _, n := range g.Nodes {
-		switch {
-		case at[n] != nil:
-			out.Nodes = append(out.Nodes, at[n])
-		case !dropped[n]:
-			out.Nodes = append(out.Nodes, n)
-		}
-	}
-	return &out
+	return replaceNodes(g, at, dropped)
 }
 
 // bqGroup is a compiled group: its members' weights (each with its own
@@ -343,4 +326,34 @@ func addRow(y, b []float32) {
 	for i := range y {
 		y[i] += b[i]
 	}
+}
+
+// nodeReaders is each value of g's nodes' readers (subgraph reads
+// included), in node order.
+func nodeReaders(g *graph.Graph) map[string][]*graph.Node {
+	readers := map[string][]*graph.Node{}
+	for _, n := range g.Nodes {
+		for _, in := range nodeReadsAll(n) {
+			if in != "" {
+				readers[in] = append(readers[in], n)
+			}
+		}
+	}
+	return readers
+}
+
+// replaceNodes is g with each node n where at[n] is set replaced by it
+// and each other dropped node left out (g itself is not modified).
+func replaceNodes(g *graph.Graph, at map[*graph.Node]*graph.Node, dropped map[*graph.Node]bool) *graph.Graph {
+	out := *g
+	out.Nodes = make([]*graph.Node, 0, len(g.Nodes))
+	for _, n := range g.Nodes {
+		switch {
+		case at[n] != nil:
+			out.Nodes = append(out.Nodes, at[n])
+		case !dropped[n]:
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return &out
 }

@@ -62,14 +62,7 @@ func fuseFFN(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusion) *g
 	if !ffnOn {
 		return g
 	}
-	readers := map[string][]*graph.Node{}
-	for _, n := range g.Nodes {
-		for _, in := range nodeReadsAll(n) {
-			if in != "" {
-				readers[in] = append(readers[in], n)
-			}
-		}
-	}
+	readers := nodeReaders(g)
 	isOut := map[string]bool{}
 	for _, o := range g.Outputs {
 		isOut[o.Name] = true
@@ -136,17 +129,7 @@ func fuseFFN(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusion) *g
 	if len(at) == 0 {
 		return g
 	}
-	out := *g
-	out.Nodes = make([]*graph.Node, 0, len(g.Nodes))
-	for _, n := range g.Nodes {
-		switch {
-		case at[n] != nil:
-			out.Nodes = append(out.Nodes, at[n])
-		case !dropped[n]:
-			out.Nodes = append(out.Nodes, n)
-		}
-	}
-	return &out
+	return replaceNodes(g, at, dropped)
 }
 
 // ffnResidual is add (and its other operand's index) when it is an Add
@@ -189,16 +172,12 @@ func buildFFN(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 	}
 	f := &ffn{pool: bc.pool, g: g, gate: p.ffn.gate, norm: p.norm}
 	if d := p.ffn.down; d != nil {
-		w, err := newBQWeights(d, constInput(bc.sg, d, 1), nil)
+		w, err := bc.productWeights(d, nil)
 		if err != nil {
 			return nil, err
 		}
 		if w.k != g.ws[0].n {
 			return nil, fmt.Errorf("%s: down's K %d, gate's N %d", ffnOp, w.k, g.ws[0].n)
-		}
-		bc.bqPrecision(d, w)
-		if w.gk != nil && w.x16 == nil { // as buildBlockQuant
-			w.pfl = bc.pf.link(w.singleTaskRows(bc.pool, 1)*w.rb, w.raw)
 		}
 		f.down = w
 		if p.ffn.add != nil {

@@ -40,14 +40,7 @@ func fuseResidAdds(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusi
 	if !residOn {
 		return g
 	}
-	readers := map[string][]*graph.Node{}
-	for _, n := range g.Nodes {
-		for _, in := range nodeReadsAll(n) {
-			if in != "" {
-				readers[in] = append(readers[in], n)
-			}
-		}
-	}
+	readers := nodeReaders(g)
 	isOut := map[string]bool{}
 	for _, o := range g.Outputs {
 		isOut[o.Name] = true
@@ -70,17 +63,7 @@ func fuseResidAdds(sg *hal.Subgraph, g *graph.Graph, fused map[*graph.Node]*fusi
 	if len(at) == 0 {
 		return g
 	}
-	out := *g
-	out.Nodes = make([]*graph.Node, 0, len(g.Nodes))
-	for _, n := range g.Nodes {
-		switch {
-		case at[n] != nil:
-			out.Nodes = append(out.Nodes, at[n])
-		case !dropped[n]:
-			out.Nodes = append(out.Nodes, n)
-		}
-	}
-	return &out
+	return replaceNodes(g, at, dropped)
 }
 
 // residAdd is a compiled residual Add: the other operand's index and the
@@ -127,13 +110,9 @@ func (a *residAdd) apply(ctx *kernels.Context, node *graph.Node, y, o *graph.Ten
 // Add.
 func buildResid(bc *buildCtx, p *bqGroupPlan) (kernels.Func, error) {
 	n := p.nodes[0]
-	w, err := newBQWeights(n, constInput(bc.sg, n, 1), nil)
+	w, err := bc.productWeights(n, nil)
 	if err != nil {
 		return nil, err
-	}
-	bc.bqPrecision(n, w)
-	if w.gk != nil && w.x16 == nil { // as buildBlockQuant
-		w.pfl = bc.pf.link(w.singleTaskRows(bc.pool, 1)*w.rb, w.raw)
 	}
 	add, err := newResidAdd(bc, p.resid.r)
 	if err != nil {
